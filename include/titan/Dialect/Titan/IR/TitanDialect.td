@@ -1,0 +1,42 @@
+//===- TitanDialect.td - titan dialect definition ----------*- tablegen -*-===//
+//
+// The `titan` dialect: model-level tensor ops for Llama training graphs.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TITAN_DIALECT_TITAN_IR_TITANDIALECT_TD
+#define TITAN_DIALECT_TITAN_IR_TITANDIALECT_TD
+
+include "mlir/IR/OpBase.td"
+
+def Titan_Dialect : Dialect {
+  let name = "titan";
+  let cppNamespace = "::titan";
+  let summary = "Model-level tensor ops for Llama training graphs";
+  let description = [{
+    The `titan` dialect describes one training step of a Llama model as a graph
+    of value-semantic tensor ops with static shapes: token embedding, RMSNorm,
+    rotary embedding, causal grouped-query attention, linear layers, the
+    SiLU-gated feed-forward network, residual adds and the cross-entropy loss.
+    Each op's description states its exact numerical semantics, which the CPU
+    and CUDA targets implement and the parity tests check against PyTorch.
+
+    The importer produces a `func.func` whose arguments are the model
+    parameters, tagged with `titan.param = "<TorchTitan name>"`, followed by
+    the token ids and labels, tagged with `titan.input = "tokens"` and
+    `titan.input = "labels"`. The function returns the scalar loss.
+  }];
+  let hasCanonicalizer = 0;
+  let hasRegionArgAttrVerify = 1;
+  let extraClassDeclaration = [{
+    /// Argument attribute naming a model parameter (TorchTitan FQN).
+    static constexpr ::llvm::StringLiteral kParamAttrName = "titan.param";
+    /// Argument attribute naming a data input: "tokens" or "labels".
+    static constexpr ::llvm::StringLiteral kInputAttrName = "titan.input";
+  }];
+}
+
+class Titan_Op<string mnemonic, list<Trait> traits = []>
+    : Op<Titan_Dialect, mnemonic, traits>;
+
+#endif // TITAN_DIALECT_TITAN_IR_TITANDIALECT_TD

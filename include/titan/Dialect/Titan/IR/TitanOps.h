@@ -1,0 +1,16 @@
+//===- TitanOps.h - titan dialect ops ---------------------------*- C++ -*-===//
+
+#ifndef TITAN_DIALECT_TITAN_IR_TITANOPS_H
+#define TITAN_DIALECT_TITAN_IR_TITANOPS_H
+
+#include "mlir/Bytecode/BytecodeOpInterface.h"
+#include "mlir/IR/BuiltinTypes.h"
+#include "mlir/IR/OpDefinition.h"
+#include "mlir/Interfaces/InferTypeOpInterface.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
+#include "titan/Dialect/Titan/IR/TitanDialect.h"
+
+#define GET_OP_CLASSES
+#include "titan/Dialect/Titan/IR/TitanOps.h.inc"
+
+#endif // TITAN_DIALECT_TITAN_IR_TITANOPS_H

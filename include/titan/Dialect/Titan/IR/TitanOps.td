@@ -1,0 +1,296 @@
+//===- TitanOps.td - titan dialect ops ---------------------*- tablegen -*-===//
+//
+// Every op is value-semantic on statically shaped tensors. Descriptions give
+// the exact numerics that the targets implement.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TITAN_DIALECT_TITAN_IR_TITANOPS_TD
+#define TITAN_DIALECT_TITAN_IR_TITANOPS_TD
+
+include "titan/Dialect/Titan/IR/TitanDialect.td"
+include "mlir/IR/BuiltinAttributes.td"
+include "mlir/IR/OpBase.td"
+include "mlir/IR/CommonAttrConstraints.td"
+include "mlir/IR/CommonTypeConstraints.td"
+include "mlir/Interfaces/InferTypeOpInterface.td"
+include "mlir/Interfaces/SideEffectInterfaces.td"
+
+def Titan_FloatTensor : StaticShapeTensorOf<[AnyFloat]>;
+def Titan_IndexTensor : StaticShapeTensorOf<[AnySignlessInteger]>;
+def Titan_ScalarFloatTensor : 0DTensorOf<[AnyFloat]>;
+
+//===----------------------------------------------------------------------===//
+// Embedding and normalization
+//===----------------------------------------------------------------------===//
+
+def Titan_EmbeddingOp : Titan_Op<"embedding", [Pure]> {
+  let summary = "token embedding lookup";
+  let description = [{
+    `result[i..., :] = weight[tokens[i...], :]` for a `VxD` weight and token
+    ids of any shape; the result has shape `tokens.shape x D` and the weight's
+    element type. Token ids must lie in `[0, V)`; the targets check this at
+    run time.
+
+    ```mlir
+    %h = titan.embedding %w[%tokens]
+        : tensor<2048x256xf32>, tensor<8x2048xi32> -> tensor<8x2048x256xf32>
+    ```
+  }];
+  let arguments = (ins Titan_FloatTensor:$weight, Titan_IndexTensor:$tokens);
+  let results = (outs Titan_FloatTensor:$result);
+  let assemblyFormat = [{
+    $weight `[` $tokens `]` attr-dict `:` type($weight) `,` type($tokens)
+    `->` type($result)
+  }];
+  let hasVerifier = 1;
+}
+
+def Titan_RMSNormOp : Titan_Op<"rms_norm", [Pure]> {
+  let summary = "root-mean-square normalization over the last dimension";
+  let description = [{
+    For each row `x` of the last dimension `D`, computed in float32 whatever
+    the element type (as TorchTitan's `RMSNorm` does):
+    `result = x * rsqrt(mean(x * x) + eps) * weight`, with a `D`-element
+    weight. The result has the input's type.
+
+    ```mlir
+    %y = titan.rms_norm %x, %w {eps = 1.0e-05 : f64}
+        : (tensor<8x2048x256xf32>, tensor<256xf32>) -> tensor<8x2048x256xf32>
+    ```
+  }];
+  let arguments = (ins Titan_FloatTensor:$input, Titan_FloatTensor:$weight,
+                       F64Attr:$eps);
+  let results = (outs Titan_FloatTensor:$result);
+  let assemblyFormat = [{
+    $input `,` $weight attr-dict `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Rotary position embedding
+//===----------------------------------------------------------------------===//
+
+def Titan_RopeAnglesOp : Titan_Op<"rope_angles", [Pure]> {
+  let summary = "rotation angles of the rotary embedding, per position and pair";
+  let description = [{
+    Produces the `S x (Dh/2)` float32 table of rotation angles for positions
+    `0 .. S-1` and head dimension `Dh`, as TorchTitan's `precompute_freqs_cis`
+    does before taking `polar`:
+
+    * `inv_freq[j] = 1 / theta^(2j / Dh)`, `j = 0 .. Dh/2-1` (float32);
+    * with Llama 3.1 scaling (`scaling_factor`, `low_freq_factor`,
+      `high_freq_factor`, `original_max_position_embeddings` = `L`, all four
+      present or none), with `wavelen = 2*pi / inv_freq[j]`:
+      wavelengths above `L / low_freq_factor` are divided by `scaling_factor`;
+      wavelengths below `L / high_freq_factor` are kept; in between
+      `s = (L / wavelen - low_freq_factor) / (high_freq_factor - low_freq_factor)`
+      and `inv_freq = (1 - s) * inv_freq / scaling_factor + s * inv_freq`;
+    * `result[p, j] = float32(p) * inv_freq[j]`.
+
+    Keeping the table as a value (rather than recomputing it inside `rope`)
+    lets sequence sharding (context parallel) slice it like any activation.
+
+    ```mlir
+    %a = titan.rope_angles {theta = 5.0e+05 : f64} : tensor<2048x8xf32>
+    ```
+  }];
+  let arguments = (ins F64Attr:$theta,
+                       OptionalAttr<F64Attr>:$scaling_factor,
+                       OptionalAttr<F64Attr>:$low_freq_factor,
+                       OptionalAttr<F64Attr>:$high_freq_factor,
+                       OptionalAttr<I64Attr>:$original_max_position_embeddings);
+  let results = (outs StaticShapeTensorOf<[F32]>:$result);
+  let assemblyFormat = "attr-dict `:` type($result)";
+  let hasVerifier = 1;
+  let extraClassDeclaration = [{
+    /// True when the Llama 3.1 frequency scaling is applied.
+    bool hasScaling() { return getScalingFactor().has_value(); }
+  }];
+}
+
+def Titan_RopeOp : Titan_Op<"rope", [Pure]> {
+  let summary = "rotary position embedding on interleaved pairs";
+  let description = [{
+    Rotates `input` of shape `B x S x H x Dh` by the angles `angles` of shape
+    `S x (Dh/2)` (from `titan.rope_angles`), pairing adjacent elements as
+    TorchTitan's complex view does: for `j = 0 .. Dh/2-1`, with
+    `(a, b) = (x[..., 2j], x[..., 2j+1])`, `c = cos(angles[s, j])`,
+    `s = sin(angles[s, j])`:
+    `result[..., 2j] = a*c - b*s`, `result[..., 2j+1] = a*s + b*c`,
+    computed in float32. The result has the input's type.
+
+    ```mlir
+    %q2 = titan.rope %q, %a
+        : (tensor<8x2048x16x16xf32>, tensor<2048x8xf32>) -> tensor<8x2048x16x16xf32>
+    ```
+  }];
+  let arguments = (ins Titan_FloatTensor:$input,
+                       StaticShapeTensorOf<[F32]>:$angles);
+  let results = (outs Titan_FloatTensor:$result);
+  let assemblyFormat = [{
+    $input `,` $angles attr-dict `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Attention
+//===----------------------------------------------------------------------===//
+
+def Titan_AttentionOp : Titan_Op<"attention", [Pure]> {
+  let summary = "causal scaled dot-product attention with grouped-query heads";
+  let description = [{
+    `query` is `B x S x Hq x Dh`; `key` and `value` are `B x S x Hkv x Dh` with
+    `Hq` a multiple of `Hkv`. Query head `h` attends to key/value head
+    `h / (Hq / Hkv)` (TorchTitan's `repeat_kv`). For each batch, head and query
+    position `i`:
+    `p[j] = softmax_j(scale * dot(query[i], key[j]))` over `j <= i` (causal),
+    `result[i] = sum_j p[j] * value[j]`. The softmax is computed in float32
+    with the running-max trick. The result is `B x S x Hq x Dh`.
+
+    ```mlir
+    %o = titan.attention %q, %k, %v {scale = 2.500000e-01 : f64}
+        : (tensor<8x2048x16x16xf32>, tensor<8x2048x4x16xf32>,
+           tensor<8x2048x4x16xf32>) -> tensor<8x2048x16x16xf32>
+    ```
+  }];
+  let arguments = (ins Titan_FloatTensor:$query, Titan_FloatTensor:$key,
+                       Titan_FloatTensor:$value, F64Attr:$scale);
+  let results = (outs Titan_FloatTensor:$result);
+  let assemblyFormat = [{
+    $query `,` $key `,` $value attr-dict `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Linear layers and the feed-forward network
+//===----------------------------------------------------------------------===//
+
+def Titan_LinearOp : Titan_Op<"linear", [Pure]> {
+  let summary = "x · Wᵀ (a bias-free nn.Linear)";
+  let description = [{
+    `input` is `... x K`, `weight` is `N x K` (PyTorch's `nn.Linear` layout);
+    `result[..., n] = sum_k input[..., k] * weight[n, k]`, shape `... x N`.
+
+    ```mlir
+    %y = titan.linear %x, %w
+        : (tensor<8x2048x256xf32>, tensor<768x256xf32>) -> tensor<8x2048x768xf32>
+    ```
+  }];
+  let arguments = (ins Titan_FloatTensor:$input, Titan_FloatTensor:$weight);
+  let results = (outs Titan_FloatTensor:$result);
+  let assemblyFormat = [{
+    $input `,` $weight attr-dict `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
+class Titan_ElementwiseOp<string mnemonic, list<Trait> traits = []>
+    : Titan_Op<mnemonic, !listconcat(traits, [Pure, SameOperandsAndResultType])>;
+
+def Titan_SwiGLUOp : Titan_ElementwiseOp<"swiglu"> {
+  let summary = "fused SiLU-gated linear unit: silu(gate) * up";
+  let description = [{
+    Elementwise `result = gate * sigmoid(gate) * up`: the activation of
+    Llama's feed-forward network `w2(silu(w1(x)) * w3(x))`. Equal to
+    `titan.mul(titan.silu(gate), up)`, into which `titan-decompose-swiglu`
+    splits it and from which canonicalization fuses it back.
+
+    ```mlir
+    %a = titan.swiglu %g, %u : tensor<8x2048x768xf32>
+    ```
+  }];
+  let arguments = (ins Titan_FloatTensor:$gate, Titan_FloatTensor:$up);
+  let results = (outs Titan_FloatTensor:$result);
+  let assemblyFormat = "$gate `,` $up attr-dict `:` type($result)";
+}
+
+def Titan_SiLUOp : Titan_ElementwiseOp<"silu"> {
+  let summary = "elementwise x * sigmoid(x)";
+  let description = [{
+    ```mlir
+    %y = titan.silu %x : tensor<8x2048x768xf32>
+    ```
+  }];
+  let arguments = (ins Titan_FloatTensor:$input);
+  let results = (outs Titan_FloatTensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($result)";
+}
+
+def Titan_MulOp : Titan_ElementwiseOp<"mul", [Commutative]> {
+  let summary = "elementwise product of two tensors of the same type";
+  let description = [{
+    ```mlir
+    %y = titan.mul %a, %b : tensor<8x2048x768xf32>
+    ```
+  }];
+  let arguments = (ins Titan_FloatTensor:$lhs, Titan_FloatTensor:$rhs);
+  let results = (outs Titan_FloatTensor:$result);
+  let assemblyFormat = "$lhs `,` $rhs attr-dict `:` type($result)";
+  let hasCanonicalizer = 1;
+}
+
+def Titan_AddOp : Titan_ElementwiseOp<"add", [Commutative]> {
+  let summary = "elementwise sum of two tensors of the same type (residual add)";
+  let description = [{
+    ```mlir
+    %h2 = titan.add %h, %o : tensor<8x2048x256xf32>
+    ```
+  }];
+  let arguments = (ins Titan_FloatTensor:$lhs, Titan_FloatTensor:$rhs);
+  let results = (outs Titan_FloatTensor:$result);
+  let assemblyFormat = "$lhs `,` $rhs attr-dict `:` type($result)";
+}
+
+//===----------------------------------------------------------------------===//
+// Shape
+//===----------------------------------------------------------------------===//
+
+def Titan_ReshapeOp : Titan_Op<"reshape", [Pure]> {
+  let summary = "row-major reshape (a view in PyTorch)";
+  let description = [{
+    Reinterprets the row-major elements of `input` with the result's shape;
+    both have the same element type and element count. The importer uses it
+    to split `B x S x (H*Dh)` into heads and to merge them back.
+
+    ```mlir
+    %q4 = titan.reshape %q : tensor<8x2048x256xf32> -> tensor<8x2048x16x16xf32>
+    ```
+  }];
+  let arguments = (ins Titan_FloatTensor:$input);
+  let results = (outs Titan_FloatTensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
+  let hasVerifier = 1;
+  let hasFolder = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Loss
+//===----------------------------------------------------------------------===//
+
+def Titan_CrossEntropyOp : Titan_Op<"cross_entropy", [Pure]> {
+  let summary = "mean cross-entropy of logits against integer labels";
+  let description = [{
+    `logits` is `... x V`, `labels` has the leading shape `...` with values in
+    `[0, V)`. With `T` the number of label positions, computed in float32:
+    `result = (1/T) * sum_t (logsumexp(logits[t, :]) - logits[t, labels[t]])`
+    — `torch.nn.functional.cross_entropy` with mean reduction. The result is
+    a 0-d float32 tensor.
+
+    ```mlir
+    %loss = titan.cross_entropy %logits, %labels
+        : (tensor<8x2048x2048xf32>, tensor<8x2048xi32>) -> tensor<f32>
+    ```
+  }];
+  let arguments = (ins Titan_FloatTensor:$logits, Titan_IndexTensor:$labels);
+  let results = (outs 0DTensorOf<[F32]>:$result);
+  let assemblyFormat = [{
+    $logits `,` $labels attr-dict `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
+#endif // TITAN_DIALECT_TITAN_IR_TITANOPS_TD

@@ -1,0 +1,335 @@
+//===- TitanOps.cpp - titan dialect ops -----------------------------------===//
+//
+// Verifiers name the offending operand and dimension so that a malformed
+// graph (hand-written or produced by a buggy pass) is easy to diagnose.
+//
+//===----------------------------------------------------------------------===//
+
+#include "titan/Dialect/Titan/IR/TitanOps.h"
+
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/OpImplementation.h"
+#include "mlir/IR/PatternMatch.h"
+#include "llvm/ADT/STLExtras.h"
+
+using namespace mlir;
+using namespace titan;
+
+namespace {
+/// Prints a static shape as "8x2048x256" ("scalar" for rank 0).
+std::string formatShape(ArrayRef<int64_t> shape) {
+  if (shape.empty())
+    return "scalar";
+  std::string s;
+  llvm::raw_string_ostream os(s);
+  llvm::interleave(shape, os, "x");
+  return s;
+}
+
+RankedTensorType tensorType(Value v) {
+  return cast<RankedTensorType>(v.getType());
+}
+
+/// Checks `v` has rank `rank`; `what` names the operand in the message.
+LogicalResult verifyRank(Operation *op, Value v, StringRef what, int64_t rank,
+                         StringRef meaning) {
+  int64_t actual = tensorType(v).getRank();
+  if (actual == rank)
+    return success();
+  return op->emitOpError() << what << " must be a " << rank << "-D ("
+                           << meaning << ") tensor, got rank " << actual
+                           << " (" << formatShape(tensorType(v).getShape())
+                           << ")";
+}
+
+/// Checks dimension `aDim` of `a` equals dimension `bDim` of `b`.
+LogicalResult verifyDimsMatch(Operation *op, Value a, StringRef aName,
+                              int64_t aDim, Value b, StringRef bName,
+                              int64_t bDim) {
+  int64_t x = tensorType(a).getDimSize(aDim), y = tensorType(b).getDimSize(bDim);
+  if (x == y)
+    return success();
+  return op->emitOpError() << aName << " dimension " << aDim << " (" << x
+                           << ") must equal " << bName << " dimension " << bDim
+                           << " (" << y << ")";
+}
+
+LogicalResult verifySameElementType(Operation *op, Value a, StringRef aName,
+                                    Value b, StringRef bName) {
+  Type x = tensorType(a).getElementType(), y = tensorType(b).getElementType();
+  if (x == y)
+    return success();
+  return op->emitOpError() << aName << " element type " << x
+                           << " must equal " << bName << " element type " << y;
+}
+
+/// Checks the result has exactly the input's type (same shape and dtype).
+LogicalResult verifyResultLikeInput(Operation *op, Value input,
+                                    StringRef inputName) {
+  Value result = op->getResult(0);
+  if (result.getType() == input.getType())
+    return success();
+  return op->emitOpError() << "result type " << result.getType()
+                           << " must equal " << inputName << " type "
+                           << input.getType();
+}
+
+LogicalResult verifyPositive(Operation *op, StringRef attrName, double value) {
+  if (value > 0.0)
+    return success();
+  return op->emitOpError() << "attribute '" << attrName
+                           << "' must be positive, got " << value;
+}
+} // namespace
+
+//===----------------------------------------------------------------------===//
+// EmbeddingOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult EmbeddingOp::verify() {
+  Operation *op = getOperation();
+  if (failed(verifyRank(op, getWeight(), "weight", 2, "vocab x dim")))
+    return failure();
+  RankedTensorType tokens = tensorType(getTokens());
+  RankedTensorType result = getResult().getType();
+  if (result.getRank() != tokens.getRank() + 1)
+    return emitOpError() << "result rank " << result.getRank()
+                         << " must be tokens rank + 1 ("
+                         << tokens.getRank() + 1 << ")";
+  for (int64_t d = 0; d < tokens.getRank(); ++d)
+    if (failed(verifyDimsMatch(op, getResult(), "result", d, getTokens(),
+                               "tokens", d)))
+      return failure();
+  if (failed(verifyDimsMatch(op, getResult(), "result", result.getRank() - 1,
+                             getWeight(), "weight", 1)))
+    return failure();
+  return verifySameElementType(op, getResult(), "result", getWeight(),
+                               "weight");
+}
+
+//===----------------------------------------------------------------------===//
+// RMSNormOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult RMSNormOp::verify() {
+  Operation *op = getOperation();
+  int64_t rank = tensorType(getInput()).getRank();
+  if (rank < 1)
+    return emitOpError() << "input must have rank >= 1, got a scalar";
+  if (failed(verifyRank(op, getWeight(), "weight", 1, "dim")) ||
+      failed(verifyDimsMatch(op, getWeight(), "weight", 0, getInput(), "input",
+                             rank - 1)) ||
+      failed(verifySameElementType(op, getWeight(), "weight", getInput(),
+                                   "input")) ||
+      failed(verifyResultLikeInput(op, getInput(), "input")))
+    return failure();
+  return verifyPositive(op, "eps", getEps().convertToDouble());
+}
+
+//===----------------------------------------------------------------------===//
+// RopeAnglesOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult RopeAnglesOp::verify() {
+  Operation *op = getOperation();
+  if (failed(verifyRank(op, getResult(), "result", 2,
+                        "positions x head_dim/2")))
+    return failure();
+  if (failed(verifyPositive(op, "theta", getTheta().convertToDouble())))
+    return failure();
+  int present = getScalingFactor().has_value() +
+                getLowFreqFactor().has_value() +
+                getHighFreqFactor().has_value() +
+                getOriginalMaxPositionEmbeddings().has_value();
+  if (present != 0 && present != 4)
+    return emitOpError()
+           << "RoPE scaling needs all of 'scaling_factor', 'low_freq_factor', "
+              "'high_freq_factor' and 'original_max_position_embeddings', or "
+              "none; got "
+           << present << " of 4";
+  if (present == 0)
+    return success();
+  double factor = getScalingFactor()->convertToDouble();
+  double low = getLowFreqFactor()->convertToDouble();
+  double high = getHighFreqFactor()->convertToDouble();
+  if (failed(verifyPositive(op, "scaling_factor", factor)) ||
+      failed(verifyPositive(op, "low_freq_factor", low)))
+    return failure();
+  if (!(high > low))
+    return emitOpError() << "attribute 'high_freq_factor' (" << high
+                         << ") must be greater than 'low_freq_factor' (" << low
+                         << ")";
+  return verifyPositive(op, "original_max_position_embeddings",
+                        static_cast<double>(*getOriginalMaxPositionEmbeddings()));
+}
+
+//===----------------------------------------------------------------------===//
+// RopeOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult RopeOp::verify() {
+  Operation *op = getOperation();
+  if (failed(verifyRank(op, getInput(), "input", 4,
+                        "batch x seq x heads x head_dim")) ||
+      failed(verifyRank(op, getAngles(), "angles", 2,
+                        "seq x head_dim/2")))
+    return failure();
+  int64_t headDim = tensorType(getInput()).getDimSize(3);
+  if (headDim % 2 != 0)
+    return emitOpError() << "input dimension 3 (head_dim = " << headDim
+                         << ") must be even to form rotation pairs";
+  if (failed(verifyDimsMatch(op, getAngles(), "angles", 0, getInput(), "input",
+                             1)))
+    return failure();
+  int64_t pairs = tensorType(getAngles()).getDimSize(1);
+  if (pairs != headDim / 2)
+    return emitOpError() << "angles dimension 1 (" << pairs
+                         << ") must equal input dimension 3 / 2 ("
+                         << headDim / 2 << ")";
+  return verifyResultLikeInput(op, getInput(), "input");
+}
+
+//===----------------------------------------------------------------------===//
+// AttentionOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult AttentionOp::verify() {
+  Operation *op = getOperation();
+  StringRef layout = "batch x seq x heads x head_dim";
+  if (failed(verifyRank(op, getQuery(), "query", 4, layout)) ||
+      failed(verifyRank(op, getKey(), "key", 4, layout)) ||
+      failed(verifyRank(op, getValue(), "value", 4, layout)))
+    return failure();
+  for (int64_t d = 0; d < 4; ++d)
+    if (failed(verifyDimsMatch(op, getValue(), "value", d, getKey(), "key", d)))
+      return failure();
+  for (int64_t d : {0, 1, 3})
+    if (failed(verifyDimsMatch(op, getKey(), "key", d, getQuery(), "query", d)))
+      return failure();
+  int64_t qHeads = tensorType(getQuery()).getDimSize(2);
+  int64_t kvHeads = tensorType(getKey()).getDimSize(2);
+  if (kvHeads == 0 || qHeads % kvHeads != 0)
+    return emitOpError() << "query heads (dimension 2 = " << qHeads
+                         << ") must be a multiple of key/value heads "
+                            "(dimension 2 = "
+                         << kvHeads << ")";
+  if (failed(verifySameElementType(op, getKey(), "key", getQuery(), "query")) ||
+      failed(verifySameElementType(op, getValue(), "value", getQuery(),
+                                   "query")) ||
+      failed(verifyResultLikeInput(op, getQuery(), "query")))
+    return failure();
+  return verifyPositive(op, "scale", getScale().convertToDouble());
+}
+
+//===----------------------------------------------------------------------===//
+// LinearOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult LinearOp::verify() {
+  Operation *op = getOperation();
+  RankedTensorType input = tensorType(getInput());
+  if (input.getRank() < 1)
+    return emitOpError() << "input must have rank >= 1, got a scalar";
+  if (failed(verifyRank(op, getWeight(), "weight", 2, "out x in")))
+    return failure();
+  int64_t last = input.getRank() - 1;
+  if (failed(verifyDimsMatch(op, getWeight(), "weight", 1, getInput(), "input",
+                             last)))
+    return failure();
+  RankedTensorType result = getResult().getType();
+  if (result.getRank() != input.getRank())
+    return emitOpError() << "result rank " << result.getRank()
+                         << " must equal input rank " << input.getRank();
+  for (int64_t d = 0; d < last; ++d)
+    if (failed(verifyDimsMatch(op, getResult(), "result", d, getInput(),
+                               "input", d)))
+      return failure();
+  if (failed(verifyDimsMatch(op, getResult(), "result", last, getWeight(),
+                             "weight", 0)) ||
+      failed(verifySameElementType(op, getWeight(), "weight", getInput(),
+                                   "input")))
+    return failure();
+  return verifySameElementType(op, getResult(), "result", getInput(), "input");
+}
+
+//===----------------------------------------------------------------------===//
+// MulOp
+//===----------------------------------------------------------------------===//
+
+namespace {
+/// mul(silu(a), b) -> swiglu(a, b): one fused pass over memory instead of two.
+/// Only when the silu has no other user, so no work is duplicated.
+struct FuseSiLUMulIntoSwiGLU : OpRewritePattern<MulOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(MulOp mul,
+                                PatternRewriter &rewriter) const override {
+    for (auto [gateOperand, up] : {std::pair(mul.getLhs(), mul.getRhs()),
+                                   std::pair(mul.getRhs(), mul.getLhs())}) {
+      auto silu = gateOperand.getDefiningOp<SiLUOp>();
+      if (!silu || !silu->hasOneUse())
+        continue;
+      rewriter.replaceOpWithNewOp<SwiGLUOp>(mul, silu.getInput(), up);
+      return success();
+    }
+    return failure();
+  }
+};
+} // namespace
+
+void MulOp::getCanonicalizationPatterns(RewritePatternSet &results,
+                                        MLIRContext *context) {
+  results.add<FuseSiLUMulIntoSwiGLU>(context);
+}
+
+//===----------------------------------------------------------------------===//
+// ReshapeOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult ReshapeOp::verify() {
+  RankedTensorType input = tensorType(getInput());
+  RankedTensorType result = getResult().getType();
+  if (input.getNumElements() != result.getNumElements())
+    return emitOpError() << "result shape " << formatShape(result.getShape())
+                         << " has " << result.getNumElements()
+                         << " elements but input shape "
+                         << formatShape(input.getShape()) << " has "
+                         << input.getNumElements();
+  return verifySameElementType(getOperation(), getResult(), "result",
+                               getInput(), "input");
+}
+
+OpFoldResult ReshapeOp::fold(FoldAdaptor) {
+  if (getInput().getType() == getType())
+    return getInput();
+  // reshape(reshape(x)) == reshape(x): row-major order is preserved.
+  if (auto producer = getInput().getDefiningOp<ReshapeOp>()) {
+    getInputMutable().assign(producer.getInput());
+    return getResult();
+  }
+  return {};
+}
+
+//===----------------------------------------------------------------------===//
+// CrossEntropyOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult CrossEntropyOp::verify() {
+  Operation *op = getOperation();
+  RankedTensorType logits = tensorType(getLogits());
+  RankedTensorType labels = tensorType(getLabels());
+  if (logits.getRank() < 1)
+    return emitOpError() << "logits must have rank >= 1 (... x vocab), got a "
+                            "scalar";
+  if (labels.getRank() != logits.getRank() - 1)
+    return emitOpError() << "labels rank " << labels.getRank()
+                         << " must be logits rank - 1 ("
+                         << logits.getRank() - 1 << ")";
+  for (int64_t d = 0; d < labels.getRank(); ++d)
+    if (failed(verifyDimsMatch(op, getLabels(), "labels", d, getLogits(),
+                               "logits", d)))
+      return failure();
+  return success();
+}
+
+#define GET_OP_CLASSES
+#include "titan/Dialect/Titan/IR/TitanOps.cpp.inc"

@@ -1,0 +1,22 @@
+//===- InitTitan.cpp - register titan's dialects and passes ---------------===//
+
+#include "titan/InitTitan.h"
+
+#include "titan/Dialect/Titan/IR/TitanDialect.h"
+#include "titan/Dialect/Titan/Transforms/Passes.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/DialectRegistry.h"
+#include "mlir/Transforms/Passes.h"
+
+void titan::registerAllDialects(mlir::DialectRegistry &registry) {
+  registry.insert<titan::TitanDialect, mlir::func::FuncDialect>();
+}
+
+void titan::registerAllPasses() {
+  titan::registerTitanPasses();
+  // Generic cleanups used between titan's own passes.
+  mlir::registerCanonicalizerPass();
+  mlir::registerCSEPass();
+  mlir::registerSymbolDCEPass();
+}

@@ -1,0 +1,11 @@
+#!/usr/bin/env bash
+# Configures and builds titan into ./build (Release, ninja, ccache when present).
+# CUDA is picked up automatically when nvcc is found; TITAN_ENABLE_CUDA=OFF forces a CPU-only build.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+jobs=${TITAN_BUILD_JOBS:-$(nproc)}
+if [ ! -f build/build.ninja ]; then
+  cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release \
+    ${TITAN_ENABLE_CUDA:+-DTITAN_ENABLE_CUDA=$TITAN_ENABLE_CUDA}
+fi
+cmake --build build -j "$jobs"
