@@ -6,6 +6,7 @@ set -euo pipefail
 packages=(
   build-essential cmake ninja-build ccache git
   llvm-22-dev libmlir-22-dev mlir-22-tools llvm-22-tools   # MLIR, lit, FileCheck
+  libzstd-dev zlib1g-dev libxml2-dev libcurl4-openssl-dev libedit-dev  # LLVM link deps
   libtomlplusplus-dev                                       # TOML configs
   libopenblas-dev libopenmpi-dev openmpi-bin                # CPU GEMMs, MPI ranks
   libgtest-dev                                              # runtime unit tests

@@ -6,6 +6,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "titan/Dialect/Titan/IR/TitanOps.h"
+#include "titan/Support/Format.h"
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/OpImplementation.h"
@@ -78,7 +79,8 @@ LogicalResult verifyPositive(Operation *op, StringRef attrName, double value) {
   if (value > 0.0)
     return success();
   return op->emitOpError() << "attribute '" << attrName
-                           << "' must be positive, got " << value;
+                           << "' must be positive, got "
+                           << formatNumber(value);
 }
 } // namespace
 
@@ -156,9 +158,10 @@ LogicalResult RopeAnglesOp::verify() {
       failed(verifyPositive(op, "low_freq_factor", low)))
     return failure();
   if (!(high > low))
-    return emitOpError() << "attribute 'high_freq_factor' (" << high
-                         << ") must be greater than 'low_freq_factor' (" << low
-                         << ")";
+    return emitOpError() << "attribute 'high_freq_factor' ("
+                         << formatNumber(high)
+                         << ") must be greater than 'low_freq_factor' ("
+                         << formatNumber(low) << ")";
   return verifyPositive(op, "original_max_position_embeddings",
                         static_cast<double>(*getOriginalMaxPositionEmbeddings()));
 }

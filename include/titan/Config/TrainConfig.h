@@ -1,0 +1,163 @@
+//===- TrainConfig.h - TorchTitan-style training configuration --*- C++ -*-===//
+//
+// The training job configuration, read from a TOML file with TorchTitan's
+// section and key names (v0.2) and overridden by `--section.key value`
+// arguments. Field defaults are TorchTitan's.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TITAN_CONFIG_TRAINCONFIG_H
+#define TITAN_CONFIG_TRAINCONFIG_H
+
+#include "llvm/ADT/ArrayRef.h"
+#include "llvm/ADT/StringRef.h"
+#include "llvm/Support/Error.h"
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace llvm {
+class raw_ostream;
+} // namespace llvm
+
+namespace titan {
+
+struct TrainConfig {
+  struct Job {
+    std::string configFile;
+    std::string dumpFolder = "./outputs";
+    std::string description = "default job";
+    bool printArgs = false;
+  } job;
+
+  struct Model {
+    std::string name = "llama3";
+    /// A built-in flavor (models/<name>/<flavor>.toml) or a path to a model
+    /// TOML file.
+    std::string flavor = "debugmodel";
+    /// Directory (or file) with a Hugging Face config.json; when set, the
+    /// model is built from it.
+    std::string hfAssetsPath;
+    std::vector<std::string> converters;
+  } model;
+
+  struct Training {
+    int64_t localBatchSize = 8;
+    int64_t globalBatchSize = -1; ///< -1: local batch x data-parallel degree.
+    int64_t seqLen = 2048;
+    double maxNorm = 1.0;
+    int64_t steps = 10000;
+    std::string dataset = "c4_test";
+    std::string datasetPath;
+    std::string dtype = "float32";
+    std::string mixedPrecisionParam = "bfloat16";
+    std::string mixedPrecisionReduce = "float32";
+  } training;
+
+  struct Optimizer {
+    std::string name = "AdamW";
+    double lr = 8e-4;
+    double beta1 = 0.9;
+    double beta2 = 0.95;
+    double eps = 1e-8;
+    double weightDecay = 0.1;
+  } optimizer;
+
+  struct LRScheduler {
+    int64_t warmupSteps = 200;
+    std::optional<double> decayRatio; ///< unset: decay right after warmup.
+    std::string decayType = "linear";
+    double minLrFactor = 0.0;
+  } lrScheduler;
+
+  struct Parallelism {
+    int64_t dataParallelReplicateDegree = 1;
+    int64_t dataParallelShardDegree = -1; ///< -1: the remaining ranks.
+    std::string fsdpReshardAfterForward = "default";
+    int64_t tensorParallelDegree = 1;
+    bool enableAsyncTensorParallel = false;
+    bool disableLossParallel = false;
+    int64_t pipelineParallelDegree = 1;
+    std::string pipelineParallelSchedule = "1F1B";
+    int64_t pipelineParallelMicrobatchSize = 1;
+    std::optional<int64_t> pipelineParallelLayersPerStage;
+    int64_t contextParallelDegree = 1;
+    std::string contextParallelRotateMethod = "allgather";
+  } parallelism;
+
+  struct ActivationCheckpoint {
+    std::string mode = "selective";
+    /// "op" (per-op selective) or a positive integer N (every Nth layer).
+    std::string selectiveAcOption = "2";
+  } activationCheckpoint;
+
+  struct Compile {
+    bool enable = false;
+    std::vector<std::string> components = {"model", "loss"};
+  } compile;
+
+  struct Float8 {
+    std::string recipeName; ///< empty: none.
+    bool enableFsdpFloat8AllGather = false;
+    bool precomputeFloat8DynamicScaleForFsdp = false;
+    std::vector<std::string> filterFqns;
+  } float8;
+
+  struct Checkpoint {
+    bool enable = false;
+    std::string folder = "checkpoint";
+    int64_t interval = 500;
+    std::string initialLoadPath;
+    bool initialLoadInHf = false;
+    bool lastSaveInHf = false;
+    bool lastSaveModelOnly = true;
+    std::string exportDtype = "float32";
+    int64_t keepLatestK = 10;
+    int64_t loadStep = -1;
+  } checkpoint;
+
+  struct Metrics {
+    int64_t logFreq = 10;
+    bool enableTensorboard = false;
+    std::string saveTbFolder = "tb";
+    bool disableColorPrinting = false;
+  } metrics;
+
+  struct Debug {
+    std::optional<int64_t> seed;
+    bool deterministic = false;
+  } debug;
+};
+
+/// One `--section.key value` argument from the command line.
+struct ConfigOverride {
+  std::string key;   ///< "section.key", e.g. "training.steps".
+  std::string value; ///< as written; "true" for a bare boolean flag.
+};
+
+/// Moves every `--section.key value`, `--section.key=value` and bare boolean
+/// `--section.key` argument of `args` into `overrides`; other arguments are
+/// appended to `rest` in order. An argument is a config override when its
+/// name contains a '.'; a name that is not a config key is an error that
+/// suggests the nearest one.
+llvm::Error extractConfigOverrides(llvm::ArrayRef<const char *> args,
+                                   std::vector<ConfigOverride> &overrides,
+                                   std::vector<const char *> &rest);
+
+/// Builds the configuration: TorchTitan defaults, then the TOML file named by
+/// the `job.config_file` override (if any), then the overrides in order. The
+/// error lists every problem found: unknown sections and keys (with a
+/// suggestion for near misses), wrong value types and out-of-range values,
+/// each naming the key and where it was written.
+llvm::Expected<TrainConfig>
+loadTrainConfig(llvm::ArrayRef<ConfigOverride> overrides);
+
+/// Prints the configuration as TOML, every key included (TorchTitan's
+/// `--job.print_args`).
+void printTrainConfig(const TrainConfig &config, llvm::raw_ostream &os);
+
+} // namespace titan
+
+#endif // TITAN_CONFIG_TRAINCONFIG_H

@@ -1,0 +1,81 @@
+//===- LlamaArgs.h - Llama model hyper-parameters ---------------*- C++ -*-===//
+//
+// The dimensions of a Llama 3 model, read from a TorchTitan-style model TOML
+// file (TransformerModelArgs field names) or a Hugging Face config.json, and
+// the quantities derived from them.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TITAN_MODEL_LLAMAARGS_H
+#define TITAN_MODEL_LLAMAARGS_H
+
+#include "llvm/ADT/StringRef.h"
+#include "llvm/Support/Error.h"
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace titan {
+
+struct TrainConfig;
+
+/// Llama 3.1 frequency-dependent RoPE scaling.
+struct RopeScaling {
+  double scalingFactor = 8.0;
+  double lowFreqFactor = 1.0;
+  double highFreqFactor = 4.0;
+  int64_t originalMaxPositionEmbeddings = 8192;
+};
+
+struct LlamaArgs {
+  std::string name;   ///< flavor name or config path, for messages
+  std::string source; ///< file it was read from
+  int64_t dim = 4096;
+  int64_t nLayers = 32;
+  int64_t nHeads = 32;
+  int64_t nKvHeads = 32; ///< = nHeads unless given
+  int64_t vocabSize = 128256;
+  int64_t multipleOf = 256;
+  std::optional<double> ffnDimMultiplier;
+  int64_t ffnHidden = 0; ///< derived (TOML) or intermediate_size (HF)
+  double normEps = 1e-5;
+  double ropeTheta = 10000;
+  std::optional<RopeScaling> ropeScaling;
+  int64_t maxSeqLen = 131072;
+  bool tieWordEmbeddings = false; ///< output reuses tok_embeddings.weight
+
+  int64_t headDim() const { return dim / nHeads; }
+
+  /// TorchTitan's FeedForward hidden size:
+  /// multiple_of * ceil(int(multiplier * int(8 * dim / 3)) / multiple_of).
+  static int64_t computeFfnHidden(int64_t dim, int64_t multipleOf,
+                                  std::optional<double> multiplier);
+};
+
+/// A named parameter and its shape, in TorchTitan's state-dict order.
+struct ParamSpec {
+  std::string name;
+  std::vector<int64_t> shape;
+  int64_t numel() const;
+};
+
+/// The parameters of the model, in TorchTitan's state-dict order.
+std::vector<ParamSpec> llamaParameters(const LlamaArgs &args);
+
+/// Reads a model TOML file with TorchTitan TransformerModelArgs keys.
+llvm::Expected<LlamaArgs> readLlamaToml(llvm::StringRef path);
+
+/// Reads a Hugging Face Llama config.json (a file or a folder holding one).
+llvm::Expected<LlamaArgs> readHFLlamaConfig(llvm::StringRef path);
+
+/// Resolves the model a training config names: `model.hf_assets_path` if set,
+/// else `model.flavor` as a path to a TOML file if it looks like one, else
+/// the built-in flavor `<modelsDir>/<model.name>/<flavor>.toml`.
+llvm::Expected<LlamaArgs> resolveLlamaModel(const TrainConfig &config,
+                                            llvm::StringRef modelsDir);
+
+} // namespace titan
+
+#endif // TITAN_MODEL_LLAMAARGS_H

@@ -1,0 +1,20 @@
+//===- Format.h - human-readable numbers ------------------------*- C++ -*-===//
+
+#ifndef TITAN_SUPPORT_FORMAT_H
+#define TITAN_SUPPORT_FORMAT_H
+
+#include <cstdint>
+#include <string>
+
+namespace titan {
+
+/// The shortest decimal form that reads back as the same double
+/// (8e-04 -> "0.0008", 500000 -> "500000", 1e-05 -> "1e-05").
+std::string formatNumber(double value);
+
+/// An integer with thousands separators: 405853388800 -> "405,853,388,800".
+std::string formatWithCommas(int64_t value);
+
+} // namespace titan
+
+#endif // TITAN_SUPPORT_FORMAT_H

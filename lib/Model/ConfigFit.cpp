@@ -1,0 +1,112 @@
+//===- ConfigFit.cpp - does a training config fit a model? ----------------===//
+//
+// These checks mirror the sharding plans the distribution passes apply
+// (TorchTitan's): rejecting a config here gives one clear message up front
+// instead of an uneven shard deep inside a pass.
+//
+//===----------------------------------------------------------------------===//
+
+#include "titan/Model/ConfigFit.h"
+#include "titan/Config/TrainConfig.h"
+#include "titan/Model/LlamaArgs.h"
+
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/Support/FormatVariadic.h"
+
+#include <numeric>
+
+using namespace titan;
+using llvm::StringRef;
+
+/// Schedules that place more than one (virtual) stage on each rank.
+static bool isLoopedSchedule(StringRef schedule) {
+  return schedule == "Interleaved1F1B" || schedule == "LoopedBFS" ||
+         schedule == "InterleavedZeroBubble" || schedule == "ZBVZeroBubble" ||
+         schedule == "DualPipeV";
+}
+
+llvm::Error titan::checkModelFitsConfig(const LlamaArgs &a,
+                                        const TrainConfig &c) {
+  std::vector<std::string> errs;
+  const auto &p = c.parallelism;
+  int64_t seq = c.training.seqLen;
+
+  if (seq > a.maxSeqLen)
+    errs.push_back(llvm::formatv("training.seq_len ({0}) exceeds the model's "
+                                 "max_seq_len ({1})",
+                                 seq, a.maxSeqLen));
+
+  auto mustDivide = [&](StringRef degreeKey, int64_t degree,
+                        StringRef dimName, int64_t dim, StringRef why) {
+    if (degree > 1 && dim % degree != 0)
+      errs.push_back(llvm::formatv("parallelism.{0} ({1}) does not divide "
+                                   "{2} ({3}): {4}",
+                                   degreeKey, degree, dimName, dim, why));
+  };
+
+  int64_t tp = p.tensorParallelDegree;
+  mustDivide("tensor_parallel_degree", tp, "n_heads", a.nHeads,
+             "wq/wo are sharded by attention head");
+  mustDivide("tensor_parallel_degree", tp, "n_kv_heads", a.nKvHeads,
+             "wk/wv are sharded by key/value head");
+  mustDivide("tensor_parallel_degree", tp, "the FFN hidden size", a.ffnHidden,
+             "w1/w3 are sharded column-wise and w2 row-wise");
+  mustDivide("tensor_parallel_degree", tp, "vocab_size", a.vocabSize,
+             "the embedding and output are sharded by vocabulary");
+  mustDivide("tensor_parallel_degree", tp, "dim", a.dim,
+             "sequence-parallel norms shard activations");
+
+  int64_t cp = p.contextParallelDegree;
+  if (cp > 1)
+    mustDivide("context_parallel_degree", 2 * cp, "training.seq_len", seq,
+               "causal load balancing splits the sequence into 2 x cp chunks");
+  if (tp > 1)
+    mustDivide("tensor_parallel_degree", tp,
+               cp > 1 ? "the per-rank sequence (seq_len / cp)"
+                      : "training.seq_len",
+               cp > 1 && seq % cp == 0 ? seq / cp : seq,
+               "sequence parallel shards the sequence");
+
+  int64_t pp = p.pipelineParallelDegree;
+  if (pp > 1) {
+    StringRef schedule = p.pipelineParallelSchedule;
+    int64_t stages;
+    if (p.pipelineParallelLayersPerStage) {
+      int64_t per = *p.pipelineParallelLayersPerStage;
+      if (a.nLayers % per != 0)
+        errs.push_back(llvm::formatv(
+            "parallelism.pipeline_parallel_layers_per_stage ({0}) does not "
+            "divide n_layers ({1})",
+            per, a.nLayers));
+      stages = a.nLayers / per;
+    } else {
+      stages = isLoopedSchedule(schedule) ? 2 * pp : pp;
+    }
+    if (stages % pp != 0)
+      errs.push_back(llvm::formatv(
+          "parallelism.pipeline_parallel_degree ({0}) does not divide the "
+          "{1} pipeline stages",
+          pp, stages));
+    else if (!isLoopedSchedule(schedule) && stages != pp)
+      errs.push_back(llvm::formatv(
+          "parallelism.pipeline_parallel_schedule '{0}' runs one stage per "
+          "rank, but the layers form {1} stages on {2} ranks; use a looped "
+          "schedule such as Interleaved1F1B",
+          schedule, stages, pp));
+    else if (isLoopedSchedule(schedule) && stages < 2 * pp)
+      errs.push_back(llvm::formatv(
+          "parallelism.pipeline_parallel_schedule '{0}' needs at least 2 "
+          "stages per rank, but the layers form {1} stages on {2} ranks",
+          schedule, stages, pp));
+    if (stages > a.nLayers)
+      errs.push_back(llvm::formatv(
+          "parallelism.pipeline_parallel_degree ({0}) needs {1} stages but "
+          "the model has only {2} layers (n_layers)",
+          pp, stages, a.nLayers));
+  }
+
+  if (errs.empty())
+    return llvm::Error::success();
+  return llvm::createStringError(llvm::inconvertibleErrorCode(),
+                                 llvm::join(errs, "\n"));
+}

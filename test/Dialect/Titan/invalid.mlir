@@ -1,0 +1,457 @@
+// Every titan verifier message, on the smallest IR that triggers it.
+// RUN: titan-opt %s -split-input-file -verify-diagnostics
+
+func.func @embedding_weight_rank(%w: tensor<64xf32>, %t: tensor<2x8xi32>) {
+  // expected-error @+1 {{weight must be a 2-D (vocab x dim) tensor, got rank 1 (64)}}
+  %0 = titan.embedding %w[%t] : tensor<64xf32>, tensor<2x8xi32> -> tensor<2x8x16xf32>
+  return
+}
+
+// -----
+
+func.func @embedding_result_rank(%w: tensor<64x16xf32>, %t: tensor<2x8xi32>) {
+  // expected-error @+1 {{result rank 2 must be tokens rank + 1 (3)}}
+  %0 = titan.embedding %w[%t] : tensor<64x16xf32>, tensor<2x8xi32> -> tensor<2x16xf32>
+  return
+}
+
+// -----
+
+func.func @embedding_result_vs_tokens(%w: tensor<64x16xf32>, %t: tensor<2x8xi32>) {
+  // expected-error @+1 {{result dimension 1 (7) must equal tokens dimension 1 (8)}}
+  %0 = titan.embedding %w[%t] : tensor<64x16xf32>, tensor<2x8xi32> -> tensor<2x7x16xf32>
+  return
+}
+
+// -----
+
+func.func @embedding_result_vs_weight(%w: tensor<64x16xf32>, %t: tensor<2x8xi32>) {
+  // expected-error @+1 {{result dimension 2 (32) must equal weight dimension 1 (16)}}
+  %0 = titan.embedding %w[%t] : tensor<64x16xf32>, tensor<2x8xi32> -> tensor<2x8x32xf32>
+  return
+}
+
+// -----
+
+func.func @embedding_element_type(%w: tensor<64x16xf32>, %t: tensor<2x8xi32>) {
+  // expected-error @+1 {{result element type 'bf16' must equal weight element type 'f32'}}
+  %0 = titan.embedding %w[%t] : tensor<64x16xf32>, tensor<2x8xi32> -> tensor<2x8x16xbf16>
+  return
+}
+
+// -----
+
+func.func @embedding_float_tokens(%w: tensor<64x16xf32>, %t: tensor<2x8xf32>) {
+  // expected-error @+1 {{operand #1 must be statically shaped tensor of signless integer values}}
+  %0 = titan.embedding %w[%t] : tensor<64x16xf32>, tensor<2x8xf32> -> tensor<2x8x16xf32>
+  return
+}
+
+// -----
+
+func.func @embedding_dynamic_shape(%w: tensor<?x16xf32>, %t: tensor<2x8xi32>) {
+  // expected-error @+1 {{operand #0 must be statically shaped tensor of floating-point values}}
+  %0 = titan.embedding %w[%t] : tensor<?x16xf32>, tensor<2x8xi32> -> tensor<2x8x16xf32>
+  return
+}
+
+// -----
+
+func.func @rms_norm_scalar(%x: tensor<f32>, %w: tensor<16xf32>) {
+  // expected-error @+1 {{input must have rank >= 1, got a scalar}}
+  %0 = titan.rms_norm %x, %w {eps = 1.0e-5 : f64} : (tensor<f32>, tensor<16xf32>) -> tensor<f32>
+  return
+}
+
+// -----
+
+func.func @rms_norm_weight_rank(%x: tensor<2x16xf32>, %w: tensor<1x16xf32>) {
+  // expected-error @+1 {{weight must be a 1-D (dim) tensor, got rank 2 (1x16)}}
+  %0 = titan.rms_norm %x, %w {eps = 1.0e-5 : f64} : (tensor<2x16xf32>, tensor<1x16xf32>) -> tensor<2x16xf32>
+  return
+}
+
+// -----
+
+func.func @rms_norm_weight_dim(%x: tensor<2x8x16xf32>, %w: tensor<8xf32>) {
+  // expected-error @+1 {{weight dimension 0 (8) must equal input dimension 2 (16)}}
+  %0 = titan.rms_norm %x, %w {eps = 1.0e-5 : f64} : (tensor<2x8x16xf32>, tensor<8xf32>) -> tensor<2x8x16xf32>
+  return
+}
+
+// -----
+
+func.func @rms_norm_weight_type(%x: tensor<2x16xf32>, %w: tensor<16xbf16>) {
+  // expected-error @+1 {{weight element type 'bf16' must equal input element type 'f32'}}
+  %0 = titan.rms_norm %x, %w {eps = 1.0e-5 : f64} : (tensor<2x16xf32>, tensor<16xbf16>) -> tensor<2x16xf32>
+  return
+}
+
+// -----
+
+func.func @rms_norm_result(%x: tensor<2x16xf32>, %w: tensor<16xf32>) {
+  // expected-error @+1 {{result type 'tensor<16x2xf32>' must equal input type 'tensor<2x16xf32>'}}
+  %0 = titan.rms_norm %x, %w {eps = 1.0e-5 : f64} : (tensor<2x16xf32>, tensor<16xf32>) -> tensor<16x2xf32>
+  return
+}
+
+// -----
+
+func.func @rms_norm_eps(%x: tensor<2x16xf32>, %w: tensor<16xf32>) {
+  // expected-error @+1 {{attribute 'eps' must be positive, got 0}}
+  %0 = titan.rms_norm %x, %w {eps = 0.0 : f64} : (tensor<2x16xf32>, tensor<16xf32>) -> tensor<2x16xf32>
+  return
+}
+
+// -----
+
+func.func @rope_angles_rank() {
+  // expected-error @+1 {{result must be a 2-D (positions x head_dim/2) tensor, got rank 1 (8)}}
+  %0 = titan.rope_angles {theta = 1.0e4 : f64} : tensor<8xf32>
+  return
+}
+
+// -----
+
+func.func @rope_angles_f32_only() {
+  // expected-error @+1 {{result #0 must be statically shaped tensor of 32-bit float values}}
+  %0 = titan.rope_angles {theta = 1.0e4 : f64} : tensor<8x4xbf16>
+  return
+}
+
+// -----
+
+func.func @rope_angles_theta() {
+  // expected-error @+1 {{attribute 'theta' must be positive, got -1}}
+  %0 = titan.rope_angles {theta = -1.0 : f64} : tensor<8x4xf32>
+  return
+}
+
+// -----
+
+func.func @rope_angles_partial_scaling() {
+  // expected-error @+1 {{RoPE scaling needs all of 'scaling_factor', 'low_freq_factor', 'high_freq_factor' and 'original_max_position_embeddings', or none; got 2 of 4}}
+  %0 = titan.rope_angles {theta = 1.0e4 : f64, scaling_factor = 8.0 : f64, low_freq_factor = 1.0 : f64} : tensor<8x4xf32>
+  return
+}
+
+// -----
+
+func.func @rope_angles_scaling_factor() {
+  // expected-error @+1 {{attribute 'scaling_factor' must be positive, got 0}}
+  %0 = titan.rope_angles {theta = 1.0e4 : f64, scaling_factor = 0.0 : f64, low_freq_factor = 1.0 : f64,
+                          high_freq_factor = 4.0 : f64, original_max_position_embeddings = 8192 : i64} : tensor<8x4xf32>
+  return
+}
+
+// -----
+
+func.func @rope_angles_low_freq() {
+  // expected-error @+1 {{attribute 'low_freq_factor' must be positive, got 0}}
+  %0 = titan.rope_angles {theta = 1.0e4 : f64, scaling_factor = 8.0 : f64, low_freq_factor = 0.0 : f64,
+                          high_freq_factor = 4.0 : f64, original_max_position_embeddings = 8192 : i64} : tensor<8x4xf32>
+  return
+}
+
+// -----
+
+func.func @rope_angles_high_freq() {
+  // expected-error @+1 {{attribute 'high_freq_factor' (1) must be greater than 'low_freq_factor' (1)}}
+  %0 = titan.rope_angles {theta = 1.0e4 : f64, scaling_factor = 8.0 : f64, low_freq_factor = 1.0 : f64,
+                          high_freq_factor = 1.0 : f64, original_max_position_embeddings = 8192 : i64} : tensor<8x4xf32>
+  return
+}
+
+// -----
+
+func.func @rope_angles_original_max() {
+  // expected-error @+1 {{attribute 'original_max_position_embeddings' must be positive, got 0}}
+  %0 = titan.rope_angles {theta = 1.0e4 : f64, scaling_factor = 8.0 : f64, low_freq_factor = 1.0 : f64,
+                          high_freq_factor = 4.0 : f64, original_max_position_embeddings = 0 : i64} : tensor<8x4xf32>
+  return
+}
+
+// -----
+
+func.func @rope_input_rank(%x: tensor<2x8x32xf32>, %a: tensor<8x4xf32>) {
+  // expected-error @+1 {{input must be a 4-D (batch x seq x heads x head_dim) tensor, got rank 3 (2x8x32)}}
+  %0 = titan.rope %x, %a : (tensor<2x8x32xf32>, tensor<8x4xf32>) -> tensor<2x8x32xf32>
+  return
+}
+
+// -----
+
+func.func @rope_angles_operand_rank(%x: tensor<2x8x4x8xf32>, %a: tensor<32xf32>) {
+  // expected-error @+1 {{angles must be a 2-D (seq x head_dim/2) tensor, got rank 1 (32)}}
+  %0 = titan.rope %x, %a : (tensor<2x8x4x8xf32>, tensor<32xf32>) -> tensor<2x8x4x8xf32>
+  return
+}
+
+// -----
+
+func.func @rope_odd_head_dim(%x: tensor<2x8x4x7xf32>, %a: tensor<8x3xf32>) {
+  // expected-error @+1 {{input dimension 3 (head_dim = 7) must be even to form rotation pairs}}
+  %0 = titan.rope %x, %a : (tensor<2x8x4x7xf32>, tensor<8x3xf32>) -> tensor<2x8x4x7xf32>
+  return
+}
+
+// -----
+
+func.func @rope_seq(%x: tensor<2x8x4x8xf32>, %a: tensor<16x4xf32>) {
+  // expected-error @+1 {{angles dimension 0 (16) must equal input dimension 1 (8)}}
+  %0 = titan.rope %x, %a : (tensor<2x8x4x8xf32>, tensor<16x4xf32>) -> tensor<2x8x4x8xf32>
+  return
+}
+
+// -----
+
+func.func @rope_pairs(%x: tensor<2x8x4x8xf32>, %a: tensor<8x8xf32>) {
+  // expected-error @+1 {{angles dimension 1 (8) must equal input dimension 3 / 2 (4)}}
+  %0 = titan.rope %x, %a : (tensor<2x8x4x8xf32>, tensor<8x8xf32>) -> tensor<2x8x4x8xf32>
+  return
+}
+
+// -----
+
+func.func @rope_result(%x: tensor<2x8x4x8xf32>, %a: tensor<8x4xf32>) {
+  // expected-error @+1 {{result type 'tensor<2x8x4x8xbf16>' must equal input type 'tensor<2x8x4x8xf32>'}}
+  %0 = titan.rope %x, %a : (tensor<2x8x4x8xf32>, tensor<8x4xf32>) -> tensor<2x8x4x8xbf16>
+  return
+}
+
+// -----
+
+func.func @attention_query_rank(%q: tensor<2x8x32xf32>, %k: tensor<2x8x4x8xf32>, %v: tensor<2x8x4x8xf32>) {
+  // expected-error @+1 {{query must be a 4-D (batch x seq x heads x head_dim) tensor, got rank 3 (2x8x32)}}
+  %0 = titan.attention %q, %k, %v {scale = 1.0 : f64} : (tensor<2x8x32xf32>, tensor<2x8x4x8xf32>, tensor<2x8x4x8xf32>) -> tensor<2x8x32xf32>
+  return
+}
+
+// -----
+
+func.func @attention_key_rank(%q: tensor<2x8x4x8xf32>, %k: tensor<2x8x32xf32>, %v: tensor<2x8x4x8xf32>) {
+  // expected-error @+1 {{key must be a 4-D (batch x seq x heads x head_dim) tensor, got rank 3 (2x8x32)}}
+  %0 = titan.attention %q, %k, %v {scale = 1.0 : f64} : (tensor<2x8x4x8xf32>, tensor<2x8x32xf32>, tensor<2x8x4x8xf32>) -> tensor<2x8x4x8xf32>
+  return
+}
+
+// -----
+
+func.func @attention_value_rank(%q: tensor<2x8x4x8xf32>, %k: tensor<2x8x4x8xf32>, %v: tensor<2x8x32xf32>) {
+  // expected-error @+1 {{value must be a 4-D (batch x seq x heads x head_dim) tensor, got rank 3 (2x8x32)}}
+  %0 = titan.attention %q, %k, %v {scale = 1.0 : f64} : (tensor<2x8x4x8xf32>, tensor<2x8x4x8xf32>, tensor<2x8x32xf32>) -> tensor<2x8x4x8xf32>
+  return
+}
+
+// -----
+
+func.func @attention_value_vs_key(%q: tensor<2x8x4x8xf32>, %k: tensor<2x8x2x8xf32>, %v: tensor<2x8x4x8xf32>) {
+  // expected-error @+1 {{value dimension 2 (4) must equal key dimension 2 (2)}}
+  %0 = titan.attention %q, %k, %v {scale = 1.0 : f64} : (tensor<2x8x4x8xf32>, tensor<2x8x2x8xf32>, tensor<2x8x4x8xf32>) -> tensor<2x8x4x8xf32>
+  return
+}
+
+// -----
+
+func.func @attention_seq(%q: tensor<2x8x4x8xf32>, %k: tensor<2x16x4x8xf32>, %v: tensor<2x16x4x8xf32>) {
+  // expected-error @+1 {{key dimension 1 (16) must equal query dimension 1 (8)}}
+  %0 = titan.attention %q, %k, %v {scale = 1.0 : f64} : (tensor<2x8x4x8xf32>, tensor<2x16x4x8xf32>, tensor<2x16x4x8xf32>) -> tensor<2x8x4x8xf32>
+  return
+}
+
+// -----
+
+func.func @attention_head_dim(%q: tensor<2x8x4x8xf32>, %k: tensor<2x8x4x4xf32>, %v: tensor<2x8x4x4xf32>) {
+  // expected-error @+1 {{key dimension 3 (4) must equal query dimension 3 (8)}}
+  %0 = titan.attention %q, %k, %v {scale = 1.0 : f64} : (tensor<2x8x4x8xf32>, tensor<2x8x4x4xf32>, tensor<2x8x4x4xf32>) -> tensor<2x8x4x8xf32>
+  return
+}
+
+// -----
+
+func.func @attention_gqa_groups(%q: tensor<2x8x6x8xf32>, %k: tensor<2x8x4x8xf32>, %v: tensor<2x8x4x8xf32>) {
+  // expected-error @+1 {{query heads (dimension 2 = 6) must be a multiple of key/value heads (dimension 2 = 4)}}
+  %0 = titan.attention %q, %k, %v {scale = 1.0 : f64} : (tensor<2x8x6x8xf32>, tensor<2x8x4x8xf32>, tensor<2x8x4x8xf32>) -> tensor<2x8x6x8xf32>
+  return
+}
+
+// -----
+
+func.func @attention_key_type(%q: tensor<2x8x4x8xf32>, %k: tensor<2x8x4x8xbf16>, %v: tensor<2x8x4x8xbf16>) {
+  // expected-error @+1 {{key element type 'bf16' must equal query element type 'f32'}}
+  %0 = titan.attention %q, %k, %v {scale = 1.0 : f64} : (tensor<2x8x4x8xf32>, tensor<2x8x4x8xbf16>, tensor<2x8x4x8xbf16>) -> tensor<2x8x4x8xf32>
+  return
+}
+
+// -----
+
+func.func @attention_value_type(%q: tensor<2x8x4x8xf32>, %k: tensor<2x8x4x8xf32>, %v: tensor<2x8x4x8xf16>) {
+  // expected-error @+1 {{value element type 'f16' must equal query element type 'f32'}}
+  %0 = titan.attention %q, %k, %v {scale = 1.0 : f64} : (tensor<2x8x4x8xf32>, tensor<2x8x4x8xf32>, tensor<2x8x4x8xf16>) -> tensor<2x8x4x8xf32>
+  return
+}
+
+// -----
+
+func.func @attention_result(%q: tensor<2x8x4x8xf32>, %k: tensor<2x8x4x8xf32>, %v: tensor<2x8x4x8xf32>) {
+  // expected-error @+1 {{result type 'tensor<2x8x32xf32>' must equal query type 'tensor<2x8x4x8xf32>'}}
+  %0 = titan.attention %q, %k, %v {scale = 1.0 : f64} : (tensor<2x8x4x8xf32>, tensor<2x8x4x8xf32>, tensor<2x8x4x8xf32>) -> tensor<2x8x32xf32>
+  return
+}
+
+// -----
+
+func.func @attention_scale(%q: tensor<2x8x4x8xf32>, %k: tensor<2x8x4x8xf32>, %v: tensor<2x8x4x8xf32>) {
+  // expected-error @+1 {{attribute 'scale' must be positive, got 0}}
+  %0 = titan.attention %q, %k, %v {scale = 0.0 : f64} : (tensor<2x8x4x8xf32>, tensor<2x8x4x8xf32>, tensor<2x8x4x8xf32>) -> tensor<2x8x4x8xf32>
+  return
+}
+
+// -----
+
+func.func @linear_scalar(%x: tensor<f32>, %w: tensor<4x16xf32>) {
+  // expected-error @+1 {{input must have rank >= 1, got a scalar}}
+  %0 = titan.linear %x, %w : (tensor<f32>, tensor<4x16xf32>) -> tensor<4xf32>
+  return
+}
+
+// -----
+
+func.func @linear_weight_rank(%x: tensor<2x16xf32>, %w: tensor<16xf32>) {
+  // expected-error @+1 {{weight must be a 2-D (out x in) tensor, got rank 1 (16)}}
+  %0 = titan.linear %x, %w : (tensor<2x16xf32>, tensor<16xf32>) -> tensor<2x16xf32>
+  return
+}
+
+// -----
+
+func.func @linear_in_features(%x: tensor<2x8x16xf32>, %w: tensor<48x32xf32>) {
+  // expected-error @+1 {{weight dimension 1 (32) must equal input dimension 2 (16)}}
+  %0 = titan.linear %x, %w : (tensor<2x8x16xf32>, tensor<48x32xf32>) -> tensor<2x8x48xf32>
+  return
+}
+
+// -----
+
+func.func @linear_result_rank(%x: tensor<2x8x16xf32>, %w: tensor<48x16xf32>) {
+  // expected-error @+1 {{result rank 2 must equal input rank 3}}
+  %0 = titan.linear %x, %w : (tensor<2x8x16xf32>, tensor<48x16xf32>) -> tensor<16x48xf32>
+  return
+}
+
+// -----
+
+func.func @linear_result_batch(%x: tensor<2x8x16xf32>, %w: tensor<48x16xf32>) {
+  // expected-error @+1 {{result dimension 1 (4) must equal input dimension 1 (8)}}
+  %0 = titan.linear %x, %w : (tensor<2x8x16xf32>, tensor<48x16xf32>) -> tensor<2x4x48xf32>
+  return
+}
+
+// -----
+
+func.func @linear_out_features(%x: tensor<2x8x16xf32>, %w: tensor<48x16xf32>) {
+  // expected-error @+1 {{result dimension 2 (16) must equal weight dimension 0 (48)}}
+  %0 = titan.linear %x, %w : (tensor<2x8x16xf32>, tensor<48x16xf32>) -> tensor<2x8x16xf32>
+  return
+}
+
+// -----
+
+func.func @linear_weight_type(%x: tensor<2x16xf32>, %w: tensor<48x16xbf16>) {
+  // expected-error @+1 {{weight element type 'bf16' must equal input element type 'f32'}}
+  %0 = titan.linear %x, %w : (tensor<2x16xf32>, tensor<48x16xbf16>) -> tensor<2x48xf32>
+  return
+}
+
+// -----
+
+func.func @linear_result_type(%x: tensor<2x16xf32>, %w: tensor<48x16xf32>) {
+  // expected-error @+1 {{result element type 'f16' must equal input element type 'f32'}}
+  %0 = titan.linear %x, %w : (tensor<2x16xf32>, tensor<48x16xf32>) -> tensor<2x48xf16>
+  return
+}
+
+// -----
+
+func.func @add_shapes(%a: tensor<2x8xf32>, %b: tensor<2x4xf32>) {
+  // expected-error @+1 {{requires the same type for all operands and results}}
+  %0 = "titan.add"(%a, %b) : (tensor<2x8xf32>, tensor<2x4xf32>) -> tensor<2x8xf32>
+  return
+}
+
+// -----
+
+func.func @swiglu_types(%a: tensor<2x8xf32>, %b: tensor<2x8xbf16>) {
+  // expected-error @+1 {{requires the same type for all operands and results}}
+  %0 = "titan.swiglu"(%a, %b) : (tensor<2x8xf32>, tensor<2x8xbf16>) -> tensor<2x8xf32>
+  return
+}
+
+// -----
+
+func.func @reshape_count(%x: tensor<2x8x16xf32>) {
+  // expected-error @+1 {{result shape 2x8x4x8 has 512 elements but input shape 2x8x16 has 256}}
+  %0 = titan.reshape %x : tensor<2x8x16xf32> -> tensor<2x8x4x8xf32>
+  return
+}
+
+// -----
+
+func.func @reshape_type(%x: tensor<2x8xf32>) {
+  // expected-error @+1 {{result element type 'bf16' must equal input element type 'f32'}}
+  %0 = titan.reshape %x : tensor<2x8xf32> -> tensor<16xbf16>
+  return
+}
+
+// -----
+
+func.func @cross_entropy_scalar(%l: tensor<f32>, %y: tensor<i32>) {
+  // expected-error @+1 {{logits must have rank >= 1 (... x vocab), got a scalar}}
+  %0 = titan.cross_entropy %l, %y : (tensor<f32>, tensor<i32>) -> tensor<f32>
+  return
+}
+
+// -----
+
+func.func @cross_entropy_labels_rank(%l: tensor<2x8x64xf32>, %y: tensor<16xi32>) {
+  // expected-error @+1 {{labels rank 1 must be logits rank - 1 (2)}}
+  %0 = titan.cross_entropy %l, %y : (tensor<2x8x64xf32>, tensor<16xi32>) -> tensor<f32>
+  return
+}
+
+// -----
+
+func.func @cross_entropy_labels_dim(%l: tensor<2x8x64xf32>, %y: tensor<2x4xi32>) {
+  // expected-error @+1 {{labels dimension 1 (4) must equal logits dimension 1 (8)}}
+  %0 = titan.cross_entropy %l, %y : (tensor<2x8x64xf32>, tensor<2x4xi32>) -> tensor<f32>
+  return
+}
+
+// -----
+
+func.func @cross_entropy_result(%l: tensor<2x8x64xf32>, %y: tensor<2x8xi32>) {
+  // expected-error @+1 {{result #0 must be 0D tensor of 32-bit float values}}
+  %0 = titan.cross_entropy %l, %y : (tensor<2x8x64xf32>, tensor<2x8xi32>) -> tensor<2x8xf32>
+  return
+}
+
+// -----
+
+// expected-error @+1 {{argument #0 attribute 'titan.param' must be a non-empty string naming the parameter}}
+func.func @param_attr(%w: tensor<4xf32> {titan.param = 3 : i64}) {
+  return
+}
+
+// -----
+
+// expected-error @+1 {{argument #0 attribute 'titan.input' must be "tokens" or "labels"}}
+func.func @input_attr(%t: tensor<4xi32> {titan.input = "targets"}) {
+  return
+}
+
+// -----
+
+// expected-error @+1 {{argument #0 attribute 'titan.weight' is not a known titan argument attribute}}
+func.func @unknown_arg_attr(%t: tensor<4xi32> {titan.weight = "x"}) {
+  return
+}

@@ -1,0 +1,89 @@
+// Every titan op parses, verifies and prints back the same, in both the
+// custom and the generic form.
+// RUN: titan-opt %s | titan-opt | FileCheck %s
+// RUN: titan-opt %s --mlir-print-op-generic | titan-opt | FileCheck %s
+
+// CHECK-LABEL: func.func @embedding
+// CHECK-SAME: {titan.param = "tok_embeddings.weight"}
+// CHECK-SAME: {titan.input = "tokens"}
+// CHECK: titan.embedding %{{.*}}[%{{.*}}] : tensor<64x16xf32>, tensor<2x8xi32> -> tensor<2x8x16xf32>
+func.func @embedding(%w: tensor<64x16xf32> {titan.param = "tok_embeddings.weight"},
+                     %t: tensor<2x8xi32> {titan.input = "tokens"}) -> tensor<2x8x16xf32> {
+  %0 = titan.embedding %w[%t] : tensor<64x16xf32>, tensor<2x8xi32> -> tensor<2x8x16xf32>
+  return %0 : tensor<2x8x16xf32>
+}
+
+// CHECK-LABEL: func.func @embedding_bf16_i64
+// CHECK: titan.embedding %{{.*}}[%{{.*}}] : tensor<64x16xbf16>, tensor<5xi64> -> tensor<5x16xbf16>
+func.func @embedding_bf16_i64(%w: tensor<64x16xbf16>, %t: tensor<5xi64>) -> tensor<5x16xbf16> {
+  %0 = titan.embedding %w[%t] : tensor<64x16xbf16>, tensor<5xi64> -> tensor<5x16xbf16>
+  return %0 : tensor<5x16xbf16>
+}
+
+// CHECK-LABEL: func.func @rms_norm
+// CHECK: titan.rms_norm %{{.*}}, %{{.*}} {eps = 1.000000e-05 : f64} : (tensor<2x8x16xf32>, tensor<16xf32>) -> tensor<2x8x16xf32>
+func.func @rms_norm(%x: tensor<2x8x16xf32>, %w: tensor<16xf32>) -> tensor<2x8x16xf32> {
+  %0 = titan.rms_norm %x, %w {eps = 1.0e-5 : f64} : (tensor<2x8x16xf32>, tensor<16xf32>) -> tensor<2x8x16xf32>
+  return %0 : tensor<2x8x16xf32>
+}
+
+// CHECK-LABEL: func.func @rope
+// CHECK: %[[A:.*]] = titan.rope_angles {theta = 1.000000e+04 : f64} : tensor<8x4xf32>
+// CHECK: titan.rope %{{.*}}, %[[A]] : (tensor<2x8x4x8xf32>, tensor<8x4xf32>) -> tensor<2x8x4x8xf32>
+func.func @rope(%x: tensor<2x8x4x8xf32>) -> tensor<2x8x4x8xf32> {
+  %a = titan.rope_angles {theta = 1.0e4 : f64} : tensor<8x4xf32>
+  %0 = titan.rope %x, %a : (tensor<2x8x4x8xf32>, tensor<8x4xf32>) -> tensor<2x8x4x8xf32>
+  return %0 : tensor<2x8x4x8xf32>
+}
+
+// CHECK-LABEL: func.func @rope_angles_scaled
+// CHECK: titan.rope_angles {high_freq_factor = 4.000000e+00 : f64, low_freq_factor = 1.000000e+00 : f64, original_max_position_embeddings = 8192 : i64, scaling_factor = 8.000000e+00 : f64, theta = 5.000000e+05 : f64} : tensor<16x64xf32>
+func.func @rope_angles_scaled() -> tensor<16x64xf32> {
+  %a = titan.rope_angles {theta = 5.0e5 : f64, scaling_factor = 8.0 : f64, low_freq_factor = 1.0 : f64,
+                          high_freq_factor = 4.0 : f64, original_max_position_embeddings = 8192 : i64} : tensor<16x64xf32>
+  return %a : tensor<16x64xf32>
+}
+
+// CHECK-LABEL: func.func @attention_gqa
+// CHECK: titan.attention %{{.*}}, %{{.*}}, %{{.*}} {scale = 3.535530e-01 : f64} : (tensor<2x8x4x8xf32>, tensor<2x8x2x8xf32>, tensor<2x8x2x8xf32>) -> tensor<2x8x4x8xf32>
+func.func @attention_gqa(%q: tensor<2x8x4x8xf32>, %k: tensor<2x8x2x8xf32>, %v: tensor<2x8x2x8xf32>) -> tensor<2x8x4x8xf32> {
+  %0 = titan.attention %q, %k, %v {scale = 0.353553 : f64} : (tensor<2x8x4x8xf32>, tensor<2x8x2x8xf32>, tensor<2x8x2x8xf32>) -> tensor<2x8x4x8xf32>
+  return %0 : tensor<2x8x4x8xf32>
+}
+
+// CHECK-LABEL: func.func @linear
+// CHECK: titan.linear %{{.*}}, %{{.*}} : (tensor<2x8x16xf32>, tensor<48x16xf32>) -> tensor<2x8x48xf32>
+// CHECK: titan.linear %{{.*}}, %{{.*}} : (tensor<16xf32>, tensor<48x16xf32>) -> tensor<48xf32>
+func.func @linear(%x: tensor<2x8x16xf32>, %v: tensor<16xf32>, %w: tensor<48x16xf32>) -> (tensor<2x8x48xf32>, tensor<48xf32>) {
+  %0 = titan.linear %x, %w : (tensor<2x8x16xf32>, tensor<48x16xf32>) -> tensor<2x8x48xf32>
+  %1 = titan.linear %v, %w : (tensor<16xf32>, tensor<48x16xf32>) -> tensor<48xf32>
+  return %0, %1 : tensor<2x8x48xf32>, tensor<48xf32>
+}
+
+// CHECK-LABEL: func.func @ffn_pieces
+// CHECK: titan.swiglu %{{.*}}, %{{.*}} : tensor<2x8x48xf32>
+// CHECK: titan.silu %{{.*}} : tensor<2x8x48xf32>
+// CHECK: titan.mul %{{.*}}, %{{.*}} : tensor<2x8x48xf32>
+// CHECK: titan.add %{{.*}}, %{{.*}} : tensor<2x8x48xf32>
+func.func @ffn_pieces(%g: tensor<2x8x48xf32>, %u: tensor<2x8x48xf32>) -> tensor<2x8x48xf32> {
+  %0 = titan.swiglu %g, %u : tensor<2x8x48xf32>
+  %1 = titan.silu %g : tensor<2x8x48xf32>
+  %2 = titan.mul %1, %u : tensor<2x8x48xf32>
+  %3 = titan.add %0, %2 : tensor<2x8x48xf32>
+  return %3 : tensor<2x8x48xf32>
+}
+
+// CHECK-LABEL: func.func @reshape
+// CHECK: titan.reshape %{{.*}} : tensor<2x8x16xf32> -> tensor<2x8x4x4xf32>
+func.func @reshape(%x: tensor<2x8x16xf32>) -> tensor<2x8x4x4xf32> {
+  %0 = titan.reshape %x : tensor<2x8x16xf32> -> tensor<2x8x4x4xf32>
+  return %0 : tensor<2x8x4x4xf32>
+}
+
+// CHECK-LABEL: func.func @cross_entropy
+// CHECK-SAME: {titan.input = "labels"}
+// CHECK: titan.cross_entropy %{{.*}}, %{{.*}} : (tensor<2x8x64xf32>, tensor<2x8xi32>) -> tensor<f32>
+func.func @cross_entropy(%l: tensor<2x8x64xf32>, %y: tensor<2x8xi32> {titan.input = "labels"}) -> tensor<f32> {
+  %0 = titan.cross_entropy %l, %y : (tensor<2x8x64xf32>, tensor<2x8xi32>) -> tensor<f32>
+  return %0 : tensor<f32>
+}

@@ -1,0 +1,30 @@
+# -*- Python -*-
+# lit configuration for titan's regression suite.
+
+import os
+
+import lit.formats
+from lit.llvm import llvm_config
+
+config.name = "titan"
+config.test_format = lit.formats.ShTest(not llvm_config.use_lit_shell)
+config.suffixes = [".mlir", ".test"]
+config.excludes = ["Inputs", "CMakeLists.txt", "lit.cfg.py", "lit.site.cfg.py"]
+config.test_source_root = os.path.dirname(__file__)
+config.test_exec_root = os.path.join(config.titan_obj_root, "test")
+
+llvm_config.use_default_substitutions()
+llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
+llvm_config.add_tool_substitutions(
+    ["titan-opt", "titan-compile"], [config.titan_tools_dir]
+)
+
+# Paths tests use: the source tree, the built-in models and the presets.
+config.substitutions.append(("%titan_src", config.titan_src_root))
+config.substitutions.append(
+    ("%presets", os.path.join(config.titan_src_root, "models", "llama3", "train_configs"))
+)
+config.substitutions.append(("%titan_obj", config.titan_obj_root))
+
+if config.titan_cuda_enabled:
+    config.available_features.add("cuda")

@@ -1,0 +1,173 @@
+//===- Summary.cpp - titan-compile --emit=summary -------------------------===//
+
+#include "Summary.h"
+
+#include "titan/Config/TrainConfig.h"
+#include "titan/Dialect/Titan/IR/TitanDialect.h"
+#include "titan/Model/LlamaArgs.h"
+#include "titan/Support/Format.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "llvm/ADT/StringMap.h"
+#include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/raw_ostream.h"
+
+using namespace titan;
+using llvm::StringRef;
+
+/// 405853388800 -> "405.85 B".
+static std::string humanCount(double n) {
+  const char *units[] = {"", "K", "M", "B", "T"};
+  int u = 0;
+  while (n >= 1000 && u < 4) {
+    n /= 1000;
+    ++u;
+  }
+  return llvm::formatv("{0:f2} {1}", n, units[u]);
+}
+
+static std::string gib(double bytes) {
+  return llvm::formatv("{0:f2} GiB", bytes / (1024.0 * 1024 * 1024));
+}
+
+void titan::printSummary(const LlamaArgs &a, const TrainConfig &c,
+                         mlir::ModuleOp module, llvm::raw_ostream &os) {
+  auto func = *module.getOps<mlir::func::FuncOp>().begin();
+
+  // Parameter counts come from the IR, so the summary checks the importer.
+  int64_t total = 0;
+  llvm::StringMap<int64_t> byName;
+  for (unsigned i = 0, e = func.getNumArguments(); i < e; ++i) {
+    auto name = func.getArgAttrOfType<mlir::StringAttr>(
+        i, TitanDialect::kParamAttrName);
+    if (!name)
+      continue;
+    int64_t n =
+        mlir::cast<mlir::RankedTensorType>(func.getArgument(i).getType())
+            .getNumElements();
+    byName[name.getValue()] = n;
+    total += n;
+  }
+  int64_t embedding = byName.lookup("tok_embeddings.weight");
+  int64_t output = byName.lookup("output.weight");
+  int64_t finalNorm = byName.lookup("norm.weight");
+  int64_t perLayer = (total - embedding - output - finalNorm) / a.nLayers;
+
+  auto row = [&](StringRef key, const auto &value) {
+    os << llvm::formatv("  {0,-22}", key) << value << "\n";
+  };
+
+  os << "model " << c.model.name << " / " << a.name << "\n";
+  row("source", a.source);
+  row("dim", llvm::Twine(a.dim));
+  row("n_layers", llvm::Twine(a.nLayers));
+  row("n_heads", llvm::formatv("{0} (n_kv_heads {1}, head_dim {2})", a.nHeads,
+                               a.nKvHeads, a.headDim()));
+  row("ffn_hidden", llvm::Twine(a.ffnHidden));
+  row("vocab_size", llvm::Twine(a.vocabSize));
+  row("norm_eps", formatNumber(a.normEps));
+  std::string rope = "theta " + formatNumber(a.ropeTheta);
+  if (const auto &s = a.ropeScaling)
+    rope += llvm::formatv(", llama3 scaling (factor {0}, low_freq_factor {1}, "
+                          "high_freq_factor {2}, original_max_position {3})",
+                          formatNumber(s->scalingFactor),
+                          formatNumber(s->lowFreqFactor),
+                          formatNumber(s->highFreqFactor),
+                          s->originalMaxPositionEmbeddings);
+  else
+    rope += ", no scaling";
+  row("rope", rope);
+  row("tied embeddings", a.tieWordEmbeddings ? "yes" : "no");
+  row("parameters",
+      llvm::formatv("{0} ({1})", formatWithCommas(total), humanCount(total)));
+  row("  tok_embeddings", formatWithCommas(embedding));
+  row("  per layer", formatWithCommas(perLayer));
+  if (!a.tieWordEmbeddings)
+    row("  output", formatWithCommas(output));
+
+  int64_t batch = c.training.localBatchSize, seq = c.training.seqLen;
+  // PaLM appendix B, as TorchTitan counts it: 6N + 12 L H Q T, with N
+  // excluding the token embedding (a lookup, not a matmul).
+  int64_t nonEmbedding = a.tieWordEmbeddings ? total : total - embedding;
+  double flopsPerToken = 6.0 * nonEmbedding +
+                         12.0 * a.nLayers * a.nHeads * a.headDim() * seq;
+  int64_t bytes = c.training.dtype == "bfloat16" ? 2 : 4;
+  os << "training step\n";
+  row("local batch x seq",
+      llvm::formatv("{0} x {1} ({2} tokens)", batch, seq, batch * seq));
+  row("global batch", c.training.globalBatchSize < 0
+                          ? std::string("local batch x data-parallel degree")
+                          : std::to_string(c.training.globalBatchSize));
+  row("steps", llvm::Twine(c.training.steps));
+  row("dtype", c.training.dtype);
+  row("FLOPs per token", llvm::formatv("{0} (6N + 12·L·H·Q·T)",
+                                       humanCount(flopsPerToken)));
+  row("weights",
+      llvm::formatv("{0} ({1})", gib(double(total) * bytes), c.training.dtype));
+  row("weights+grads+AdamW",
+      llvm::formatv("{0} unsharded", gib(double(total) * (bytes * 2 + 8))));
+  row("optimizer",
+      llvm::formatv("{0} lr {1} betas ({2}, {3}) eps {4} weight_decay {5}",
+                    c.optimizer.name, formatNumber(c.optimizer.lr),
+                    formatNumber(c.optimizer.beta1),
+                    formatNumber(c.optimizer.beta2),
+                    formatNumber(c.optimizer.eps),
+                    formatNumber(c.optimizer.weightDecay)));
+  row("max_norm", formatNumber(c.training.maxNorm));
+  std::string sched = llvm::formatv("warmup {0}, decay {1} {2}, min_lr_factor "
+                                    "{3}",
+                                    c.lrScheduler.warmupSteps,
+                                    c.lrScheduler.decayType,
+                                    c.lrScheduler.decayRatio
+                                        ? "ratio " + formatNumber(
+                                                         *c.lrScheduler
+                                                              .decayRatio)
+                                        : std::string("after warmup"),
+                                    formatNumber(c.lrScheduler.minLrFactor));
+  row("lr schedule", sched);
+  row("activation ckpt",
+      c.activationCheckpoint.mode == "selective"
+          ? "selective (" + c.activationCheckpoint.selectiveAcOption + ")"
+          : c.activationCheckpoint.mode);
+
+  const auto &p = c.parallelism;
+  os << "parallelism\n";
+  int64_t fixed = p.dataParallelReplicateDegree * p.tensorParallelDegree *
+                  p.pipelineParallelDegree * p.contextParallelDegree;
+  row("dp_replicate", llvm::Twine(p.dataParallelReplicateDegree));
+  row("dp_shard", p.dataParallelShardDegree < 0
+                      ? std::string("-1 (the remaining ranks)")
+                      : std::to_string(p.dataParallelShardDegree));
+  row("cp", llvm::Twine(p.contextParallelDegree));
+  row("tp", p.tensorParallelDegree > 1
+                ? llvm::formatv("{0} (sequence parallel, loss parallel {1})",
+                                p.tensorParallelDegree,
+                                p.disableLossParallel ? "off" : "on")
+                      .str()
+                : std::string("1"));
+  row("pp", p.pipelineParallelDegree > 1
+                ? llvm::formatv("{0} ({1}, microbatch size {2})",
+                                p.pipelineParallelDegree,
+                                p.pipelineParallelSchedule,
+                                p.pipelineParallelMicrobatchSize)
+                      .str()
+                : std::string("1"));
+  row("world size",
+      p.dataParallelShardDegree < 0
+          ? llvm::formatv("{0} x dp_shard", fixed).str()
+          : std::to_string(fixed * p.dataParallelShardDegree));
+
+  llvm::StringMap<int64_t> opCounts;
+  func.walk([&](mlir::Operation *op) {
+    if (op != func.getOperation())
+      ++opCounts[op->getName().getStringRef()];
+  });
+  std::vector<std::pair<std::string, int64_t>> sorted;
+  for (const auto &entry : opCounts)
+    sorted.emplace_back(entry.getKey().str(), entry.getValue());
+  llvm::sort(sorted);
+  os << "imported IR (@" << func.getSymName() << ", "
+     << func.getNumArguments() << " arguments)\n";
+  for (const auto &[name, count] : sorted)
+    row(name, llvm::Twine(count));
+}

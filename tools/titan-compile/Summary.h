@@ -1,0 +1,22 @@
+//===- Summary.h - titan-compile --emit=summary -----------------*- C++ -*-===//
+
+#ifndef TITAN_TOOLS_TITAN_COMPILE_SUMMARY_H
+#define TITAN_TOOLS_TITAN_COMPILE_SUMMARY_H
+
+#include "mlir/IR/BuiltinOps.h"
+
+namespace llvm {
+class raw_ostream;
+} // namespace llvm
+
+namespace titan {
+struct LlamaArgs;
+struct TrainConfig;
+
+/// Prints the model, training-step and parallelism facts of a compile job;
+/// parameter and op counts are read off the imported IR.
+void printSummary(const LlamaArgs &args, const TrainConfig &config,
+                  mlir::ModuleOp module, llvm::raw_ostream &os);
+} // namespace titan
+
+#endif // TITAN_TOOLS_TITAN_COMPILE_SUMMARY_H
