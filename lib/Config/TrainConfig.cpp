@@ -13,6 +13,7 @@
 
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/StringExtras.h"
+#include "llvm/Support/FileSystem.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/raw_ostream.h"
 
@@ -305,6 +306,11 @@ StringRef typeName(const FieldRef &f) {
       f);
 }
 
+std::string location(StringRef path, const toml::source_region &region) {
+  return llvm::formatv("{0}:{1}:{2}", path, region.begin.line,
+                       region.begin.column);
+}
+
 class ConfigBuilder {
 public:
   ConfigBuilder() : schema(buildSchema(config)) {}
@@ -336,6 +342,9 @@ public:
       if (k.key == key)
         return llvm::formatv("; did you mean '{0}'? ('{1}' belongs to [{2}])",
                              k.fullName(), key, k.section);
+    if (isSection(section))
+      return "";
+    // A misspelt section: compare whole "section.key" names.
     std::vector<std::string> fullNames;
     for (KeySpec &k : schema)
       fullNames.push_back(k.fullName());
@@ -519,6 +528,13 @@ public:
   }
 
   void readToml(StringRef path) {
+    if (!llvm::sys::fs::is_regular_file(path)) {
+      error("job.config_file",
+            "cannot read '" + path.str() + "': " +
+                (llvm::sys::fs::exists(path) ? "not a regular file"
+                                             : "no such file"));
+      return;
+    }
     toml::parse_result parsed = toml::parse_file(std::string_view(path));
     if (!parsed) {
       const toml::parse_error &err = parsed.error();
@@ -533,9 +549,7 @@ public:
   void readTable(StringRef path, const toml::table &table,
                  const std::string &prefix) {
     for (auto &&[name, node] : table) {
-      std::string where =
-          llvm::formatv("{0}:{1}:{2}", path, node.source().begin.line,
-                        node.source().begin.column);
+      std::string where = location(path, name.source());
       std::string key(name.str());
       if (const toml::table *sub = node.as_table()) {
         std::string sectionPath = prefix.empty() ? key : prefix + "." + key;
@@ -560,13 +574,12 @@ public:
   void readSection(StringRef path, const std::string &section,
                    const toml::table &table) {
     for (auto &&[name, node] : table) {
-      std::string where =
-          llvm::formatv("{0}:{1}:{2}", path, node.source().begin.line,
-                        node.source().begin.column);
+      std::string where = location(path, node.source());
       std::string key(name.str());
       KeySpec *k = find(section, key);
       if (!k) {
-        error(where, "unknown key '" + section + "." + key + "'" +
+        error(location(path, name.source()),
+              "unknown key '" + section + "." + key + "'" +
                          suggestKey(section, key));
         continue;
       }
@@ -740,6 +753,9 @@ void titan::printTrainConfig(const TrainConfig &config, llvm::raw_ostream &os) {
         k.field);
     if (value.empty())
       os << "# " << k.key << " = (unset)\n";
+    else if (k.section == "job" && k.key == "config_file")
+      // job.config_file names this file; it cannot be set inside one.
+      os << "# " << k.key << " = " << value << "\n";
     else
       os << k.key << " = " << value << "\n";
   }

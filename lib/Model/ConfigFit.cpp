@@ -69,40 +69,39 @@ llvm::Error titan::checkModelFitsConfig(const LlamaArgs &a,
 
   int64_t pp = p.pipelineParallelDegree;
   if (pp > 1) {
+    // As TorchTitan splits the model: the embedding and the output (with the
+    // final norm) each weigh as much as one transformer layer.
+    int64_t effectiveLayers = a.nLayers + 2;
     StringRef schedule = p.pipelineParallelSchedule;
-    int64_t stages;
+    bool looped = isLoopedSchedule(schedule);
+    int64_t stages = looped ? 2 * pp : pp;
     if (p.pipelineParallelLayersPerStage) {
       int64_t per = *p.pipelineParallelLayersPerStage;
-      if (a.nLayers % per != 0)
-        errs.push_back(llvm::formatv(
-            "parallelism.pipeline_parallel_layers_per_stage ({0}) does not "
-            "divide n_layers ({1})",
-            per, a.nLayers));
-      stages = a.nLayers / per;
-    } else {
-      stages = isLoopedSchedule(schedule) ? 2 * pp : pp;
+      stages = (effectiveLayers + per - 1) / per;
     }
     if (stages % pp != 0)
       errs.push_back(llvm::formatv(
           "parallelism.pipeline_parallel_degree ({0}) does not divide the "
-          "{1} pipeline stages",
-          pp, stages));
-    else if (!isLoopedSchedule(schedule) && stages != pp)
+          "{1} pipeline stages ({2} layers + embedding + output, "
+          "pipeline_parallel_layers_per_stage per stage)",
+          pp, stages, a.nLayers));
+    else if (!looped && stages != pp)
       errs.push_back(llvm::formatv(
           "parallelism.pipeline_parallel_schedule '{0}' runs one stage per "
           "rank, but the layers form {1} stages on {2} ranks; use a looped "
           "schedule such as Interleaved1F1B",
           schedule, stages, pp));
-    else if (isLoopedSchedule(schedule) && stages < 2 * pp)
+    else if (looped && stages < 2 * pp)
       errs.push_back(llvm::formatv(
           "parallelism.pipeline_parallel_schedule '{0}' needs at least 2 "
           "stages per rank, but the layers form {1} stages on {2} ranks",
           schedule, stages, pp));
-    if (stages > a.nLayers)
+    if (stages > effectiveLayers)
       errs.push_back(llvm::formatv(
           "parallelism.pipeline_parallel_degree ({0}) needs {1} stages but "
-          "the model has only {2} layers (n_layers)",
-          pp, stages, a.nLayers));
+          "the model has only {2} layers to split ({3} layers + embedding + "
+          "output)",
+          pp, stages, effectiveLayers, a.nLayers));
   }
 
   if (errs.empty())
