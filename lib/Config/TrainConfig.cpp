@@ -108,12 +108,18 @@ struct KeySpec {
   }
 };
 
-const char *const kSections[] = {
-    "job",         "model",        "training",
-    "optimizer",   "lr_scheduler", "parallelism",
-    "activation_checkpoint",       "compile",
-    "quantize.linear.float8",      "checkpoint",
-    "metrics",     "debug"};
+const char *const kSections[] = {"job",
+                                 "model",
+                                 "training",
+                                 "optimizer",
+                                 "lr_scheduler",
+                                 "parallelism",
+                                 "activation_checkpoint",
+                                 "compile",
+                                 "quantize.linear.float8",
+                                 "checkpoint",
+                                 "metrics",
+                                 "debug"};
 
 /// The schema, bound to the fields of `c`.
 std::vector<KeySpec> buildSchema(TrainConfig &c) {
@@ -133,8 +139,7 @@ std::vector<KeySpec> buildSchema(TrainConfig &c) {
       "Built-in flavor (models/<name>/<flavor>.toml) or a model TOML path");
   add("model", "hf_assets_path", &c.model.hfAssetsPath,
       "Folder with a Hugging Face config.json; the model is built from it");
-  add("model", "converters", &c.model.converters,
-      "Model converters to apply")
+  add("model", "converters", &c.model.converters, "Model converters to apply")
       .oneOf({"float8", "quantize.linear.float8"});
 
   add("training", "local_batch_size", &c.training.localBatchSize,
@@ -144,8 +149,7 @@ std::vector<KeySpec> buildSchema(TrainConfig &c) {
       "Global batch size; above local x dp it accumulates gradients")
       .atLeast(1)
       .orSentinel(-1, "local_batch_size x data-parallel degree");
-  add("training", "seq_len", &c.training.seqLen, "Sequence length")
-      .atLeast(1);
+  add("training", "seq_len", &c.training.seqLen, "Sequence length").atLeast(1);
   add("training", "max_norm", &c.training.maxNorm,
       "Max global gradient norm for clipping")
       .positive();
@@ -266,8 +270,7 @@ std::vector<KeySpec> buildSchema(TrainConfig &c) {
   add("checkpoint", "keep_latest_k", &c.checkpoint.keepLatestK,
       "Checkpoints kept (0 = all)")
       .atLeast(0);
-  add("checkpoint", "load_step", &c.checkpoint.loadStep,
-      "Step to resume from")
+  add("checkpoint", "load_step", &c.checkpoint.loadStep, "Step to resume from")
       .atLeast(0)
       .orSentinel(-1, "the latest");
 
@@ -369,9 +372,7 @@ public:
         return true;
     return false;
   }
-  bool isSection(StringRef path) {
-    return llvm::is_contained(kSections, path);
-  }
+  bool isSection(StringRef path) { return llvm::is_contained(kSections, path); }
 
   void error(const std::string &where, const std::string &msg) {
     errors.push_back(where.empty() ? msg : where + ": " + msg);
@@ -383,9 +384,9 @@ public:
       if (k.choices.empty() || (k.allowEmpty && v.empty()) ||
           llvm::is_contained(k.choices, v))
         return;
-      std::string msg = llvm::formatv("{0}: '{1}' is not one of {2}",
-                                      k.fullName(), v,
-                                      llvm::join(k.choices, ", "));
+      std::string msg =
+          llvm::formatv("{0}: '{1}' is not one of {2}", k.fullName(), v,
+                        llvm::join(k.choices, ", "));
       StringRef hit = closestMatch(v, k.choices);
       if (!hit.empty())
         msg += ("; did you mean '" + hit + "'?").str();
@@ -394,9 +395,9 @@ public:
     auto checkRange = [&](double v) {
       if (!k.range || k.range->contains(v))
         return;
-      error(where, llvm::formatv("{0}: {1} is out of range; must be {2}",
-                                 k.fullName(), formatNumber(v),
-                                 k.range->describe()));
+      error(where,
+            llvm::formatv("{0}: {1} is out of range; must be {2}", k.fullName(),
+                          formatNumber(v), k.range->describe()));
     };
     std::visit(
         [&](auto *p) {
@@ -563,8 +564,8 @@ public:
         continue;
       }
       if (prefix.empty()) {
-        error(where, "key '" + key +
-                         "' must be inside a section such as [training]");
+        error(where,
+              "key '" + key + "' must be inside a section such as [training]");
         continue;
       }
       error(where, "unknown section [" + prefix + "]" + suggestSection(prefix));
@@ -578,9 +579,9 @@ public:
       std::string key(name.str());
       KeySpec *k = find(section, key);
       if (!k) {
-        error(location(path, name.source()),
-              "unknown key '" + section + "." + key + "'" +
-                         suggestKey(section, key));
+        error(location(path, name.source()), "unknown key '" + section + "." +
+                                                 key + "'" +
+                                                 suggestKey(section, key));
         continue;
       }
       if (k->section == "job" && k->key == "config_file") {
@@ -650,9 +651,10 @@ std::string quote(StringRef s) {
 
 } // namespace
 
-llvm::Error titan::extractConfigOverrides(
-    llvm::ArrayRef<const char *> args, std::vector<ConfigOverride> &overrides,
-    std::vector<const char *> &rest) {
+llvm::Error
+titan::extractConfigOverrides(llvm::ArrayRef<const char *> args,
+                              std::vector<ConfigOverride> &overrides,
+                              std::vector<const char *> &rest) {
   ConfigBuilder builder;
   for (size_t i = 0; i < args.size(); ++i) {
     StringRef arg = args[i];
@@ -671,9 +673,9 @@ llvm::Error titan::extractConfigOverrides(
     if (!k) {
       auto [section, key] = name.rsplit('.');
       std::string hint = builder.suggestKey(section, key);
-      return llvm::createStringError(
-          llvm::inconvertibleErrorCode(),
-          "unknown option '--%s'%s", name.str().c_str(), hint.c_str());
+      return llvm::createStringError(llvm::inconvertibleErrorCode(),
+                                     "unknown option '--%s'%s",
+                                     name.str().c_str(), hint.c_str());
     }
     if (!hasValue) {
       bool isBool = std::holds_alternative<bool *>(k->field);
@@ -682,10 +684,9 @@ llvm::Error titan::extractConfigOverrides(
       if (isBool && !nextIsValue) {
         value = "true";
       } else if (!nextIsValue) {
-        return llvm::createStringError(llvm::inconvertibleErrorCode(),
-                                       "option '--%s' needs a value (%s)",
-                                       name.str().c_str(),
-                                       typeName(k->field).str().c_str());
+        return llvm::createStringError(
+            llvm::inconvertibleErrorCode(), "option '--%s' needs a value (%s)",
+            name.str().c_str(), typeName(k->field).str().c_str());
       } else {
         value = args[++i];
       }

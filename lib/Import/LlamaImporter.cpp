@@ -61,17 +61,16 @@ public:
     Value tokens = entry->getArgument(specs.size());
     Value labels = entry->getArgument(specs.size() + 1);
 
-    Value h = EmbeddingOp::create(b, loc("tok_embeddings"),
-                                  act({args.dim}), param("tok_embeddings"),
-                                  tokens);
+    Value h = EmbeddingOp::create(b, loc("tok_embeddings"), act({args.dim}),
+                                  param("tok_embeddings"), tokens);
     angles = buildRopeAngles();
     for (int64_t i = 0; i < args.nLayers; ++i)
       h = buildBlock("layers." + std::to_string(i), h);
     h = rmsNorm("norm", h);
     Value logits = linear(args.tieWordEmbeddings ? "tok_embeddings" : "output",
                           h, args.vocabSize);
-    Value loss = CrossEntropyOp::create(b, loc("loss"), lossType, logits,
-                                        labels);
+    Value loss =
+        CrossEntropyOp::create(b, loc("loss"), lossType, logits, labels);
     func::ReturnOp::create(b, loc("loss"), loss);
     return module;
   }
@@ -86,7 +85,9 @@ private:
     return RankedTensorType::get(shape, elt);
   }
 
-  Value param(StringRef module) { return params.at((module + ".weight").str()); }
+  Value param(StringRef module) {
+    return params.at((module + ".weight").str());
+  }
 
   Value linear(StringRef module, Value x, int64_t outFeatures) {
     return LinearOp::create(b, loc(module), act({outFeatures}), x,
@@ -103,7 +104,8 @@ private:
   }
 
   Value buildRopeAngles() {
-    auto type = RankedTensorType::get({seq, args.headDim() / 2}, b.getF32Type());
+    auto type =
+        RankedTensorType::get({seq, args.headDim() / 2}, b.getF32Type());
     auto op = RopeAnglesOp::create(b, loc("freqs_cis"), type,
                                    b.getF64FloatAttr(args.ropeTheta), nullptr,
                                    nullptr, nullptr, nullptr);

@@ -36,8 +36,8 @@ llvm::Error titan::checkModelFitsConfig(const LlamaArgs &a,
                                  "max_seq_len ({1})",
                                  seq, a.maxSeqLen));
 
-  auto mustDivide = [&](StringRef degreeKey, int64_t degree,
-                        StringRef dimName, int64_t dim, StringRef why) {
+  auto mustDivide = [&](StringRef degreeKey, int64_t degree, StringRef dimName,
+                        int64_t dim, StringRef why) {
     if (degree > 1 && dim % degree != 0)
       errs.push_back(llvm::formatv("parallelism.{0} ({1}) does not divide "
                                    "{2} ({3}): {4}",

@@ -67,8 +67,8 @@ static llvm::Error validate(const LlamaArgs &a) {
   std::vector<std::string> errs;
   auto positive = [&](StringRef key, double v) {
     if (!(v > 0))
-      errs.push_back(llvm::formatv("{0} must be positive, got {1}", key,
-                                   formatNumber(v)));
+      errs.push_back(
+          llvm::formatv("{0} must be positive, got {1}", key, formatNumber(v)));
   };
   positive("dim", a.dim);
   positive("n_layers", a.nLayers);
@@ -113,7 +113,9 @@ static llvm::Error validate(const LlamaArgs &a) {
   return makeError(llvm::join(errs, "\n"));
 }
 
-static std::string where(StringRef path, const toml::node &n) {
+/// "file:line:col" of a TOML value or key.
+template <typename NodeOrKey>
+static std::string where(StringRef path, const NodeOrKey &n) {
   return llvm::formatv("{0}:{1}:{2}", path, n.source().begin.line,
                        n.source().begin.column);
 }
@@ -124,10 +126,9 @@ llvm::Expected<LlamaArgs> titan::readLlamaToml(StringRef path) {
     const toml::parse_error &err = parsed.error();
     if (!llvm::sys::fs::exists(path))
       return makeError("cannot read model file '" + path + "': no such file");
-    return makeError(llvm::formatv("{0}:{1}:{2}: invalid TOML: {3}", path,
-                                   err.source().begin.line,
-                                   err.source().begin.column,
-                                   err.description()));
+    return makeError(llvm::formatv(
+        "{0}:{1}:{2}: invalid TOML: {3}", path, err.source().begin.line,
+        err.source().begin.column, err.description()));
   }
   LlamaArgs a;
   a.name = llvm::sys::path::stem(path).str();
@@ -139,8 +140,7 @@ llvm::Expected<LlamaArgs> titan::readLlamaToml(StringRef path) {
     if (auto v = n.value_exact<int64_t>())
       out = *v;
     else
-      errs.push_back(where(path, n) + ": " + key.str() +
-                     " must be an integer");
+      errs.push_back(where(path, n) + ": " + key.str() + " must be an integer");
   };
   auto readFloat = [&](const toml::node &n, StringRef key, double &out) {
     if (n.is_number())
@@ -149,10 +149,17 @@ llvm::Expected<LlamaArgs> titan::readLlamaToml(StringRef path) {
       errs.push_back(where(path, n) + ": " + key.str() + " must be a number");
   };
 
-  static const StringRef topKeys[] = {
-      "dim",        "n_layers",          "n_heads",     "n_kv_heads",
-      "vocab_size", "multiple_of",       "ffn_dim_multiplier",
-      "norm_eps",   "rope_theta",        "max_seq_len", "rope_scaling"};
+  static const StringRef topKeys[] = {"dim",
+                                      "n_layers",
+                                      "n_heads",
+                                      "n_kv_heads",
+                                      "vocab_size",
+                                      "multiple_of",
+                                      "ffn_dim_multiplier",
+                                      "norm_eps",
+                                      "rope_theta",
+                                      "max_seq_len",
+                                      "rope_scaling"};
   static const StringRef scalingKeys[] = {"scaling_factor", "low_freq_factor",
                                           "high_freq_factor",
                                           "original_max_position_embeddings"};
@@ -200,7 +207,7 @@ llvm::Expected<LlamaArgs> titan::readLlamaToml(StringRef path) {
         else if (skey == "original_max_position_embeddings")
           readInt(snode, skey, s.originalMaxPositionEmbeddings);
         else {
-          errs.push_back(where(path, snode) + ": unknown key 'rope_scaling." +
+          errs.push_back(where(path, sname) + ": unknown key 'rope_scaling." +
                          skey.str() + "'" + didYouMean(skey, scalingKeys));
           continue;
         }
@@ -213,7 +220,7 @@ llvm::Expected<LlamaArgs> titan::readLlamaToml(StringRef path) {
                        "original_max_position_embeddings");
       a.ropeScaling = s;
     } else {
-      errs.push_back(where(path, node) + ": unknown model key '" + key.str() +
+      errs.push_back(where(path, name) + ": unknown model key '" + key.str() +
                      "'" + didYouMean(key, topKeys));
     }
   }
@@ -271,7 +278,8 @@ llvm::Expected<LlamaArgs> titan::readHFLlamaConfig(StringRef path) {
   };
 
   if (auto type = obj->getString("model_type"); type && *type != "llama")
-    errs.push_back(("model_type '" + *type + "' is not supported (expected "
+    errs.push_back(("model_type '" + *type +
+                    "' is not supported (expected "
                     "'llama')")
                        .str());
   if (auto act = obj->getString("hidden_act"); act && *act != "silu")
@@ -279,8 +287,8 @@ llvm::Expected<LlamaArgs> titan::readHFLlamaConfig(StringRef path) {
         ("hidden_act '" + *act + "' is not supported (expected 'silu')").str());
   for (StringRef key : {"attention_bias", "mlp_bias"})
     if (obj->getBoolean(key).value_or(false))
-      errs.push_back((key + " = true is not supported (Llama has no biases)")
-                         .str());
+      errs.push_back(
+          (key + " = true is not supported (Llama has no biases)").str());
 
   LlamaArgs a;
   a.name = llvm::sys::path::filename(llvm::sys::path::parent_path(file)).str();

@@ -68,12 +68,11 @@ void titan::printSummary(const LlamaArgs &a, const TrainConfig &c,
   row("norm_eps", formatNumber(a.normEps));
   std::string rope = "theta " + formatNumber(a.ropeTheta);
   if (const auto &s = a.ropeScaling)
-    rope += llvm::formatv(", llama3 scaling (factor {0}, low_freq_factor {1}, "
-                          "high_freq_factor {2}, original_max_position {3})",
-                          formatNumber(s->scalingFactor),
-                          formatNumber(s->lowFreqFactor),
-                          formatNumber(s->highFreqFactor),
-                          s->originalMaxPositionEmbeddings);
+    rope += llvm::formatv(
+        ", llama3 scaling (factor {0}, low_freq_factor {1}, "
+        "high_freq_factor {2}, original_max_position {3})",
+        formatNumber(s->scalingFactor), formatNumber(s->lowFreqFactor),
+        formatNumber(s->highFreqFactor), s->originalMaxPositionEmbeddings);
   else
     rope += ", no scaling";
   row("rope", rope);
@@ -89,8 +88,8 @@ void titan::printSummary(const LlamaArgs &a, const TrainConfig &c,
   // PaLM appendix B, as TorchTitan counts it: 6N + 12 L H Q T, with N
   // excluding the token embedding (a lookup, not a matmul).
   int64_t nonEmbedding = a.tieWordEmbeddings ? total : total - embedding;
-  double flopsPerToken = 6.0 * nonEmbedding +
-                         12.0 * a.nLayers * a.nHeads * a.headDim() * seq;
+  double flopsPerToken =
+      6.0 * nonEmbedding + 12.0 * a.nLayers * a.nHeads * a.headDim() * seq;
   int64_t bytes = c.training.dtype == "bfloat16" ? 2 : 4;
   os << "training step\n";
   row("local batch x seq",
@@ -100,8 +99,8 @@ void titan::printSummary(const LlamaArgs &a, const TrainConfig &c,
                           : std::to_string(c.training.globalBatchSize));
   row("steps", llvm::Twine(c.training.steps));
   row("dtype", c.training.dtype);
-  row("FLOPs per token", llvm::formatv("{0} (6N + 12·L·H·Q·T)",
-                                       humanCount(flopsPerToken)));
+  row("FLOPs per token",
+      llvm::formatv("{0} (6N + 12·L·H·Q·T)", humanCount(flopsPerToken)));
   row("weights",
       llvm::formatv("{0} ({1})", gib(double(total) * bytes), c.training.dtype));
   row("weights+grads+AdamW",
@@ -114,17 +113,15 @@ void titan::printSummary(const LlamaArgs &a, const TrainConfig &c,
                     formatNumber(c.optimizer.eps),
                     formatNumber(c.optimizer.weightDecay)));
   row("max_norm", formatNumber(c.training.maxNorm));
-  std::string sched = llvm::formatv("warmup {0}, decay {1} {2}, min_lr_factor "
-                                    "{3}",
-                                    c.lrScheduler.warmupSteps,
-                                    c.lrScheduler.decayType,
-                                    c.lrScheduler.decayRatio
-                                        ? "ratio " + formatNumber(
-                                                         *c.lrScheduler
-                                                              .decayRatio)
-                                        : std::string("after warmup"),
-                                    formatNumber(c.lrScheduler.minLrFactor));
-  row("lr schedule", sched);
+  std::string decay =
+      c.lrScheduler.decayRatio
+          ? "last " + formatNumber(*c.lrScheduler.decayRatio) + " of steps"
+          : std::string("after warmup");
+  row("lr schedule",
+      llvm::formatv("warmup {0}, {1} decay {2}, min_lr_factor "
+                    "{3}",
+                    c.lrScheduler.warmupSteps, c.lrScheduler.decayType, decay,
+                    formatNumber(c.lrScheduler.minLrFactor)));
   row("activation ckpt",
       c.activationCheckpoint.mode == "selective"
           ? "selective (" + c.activationCheckpoint.selectiveAcOption + ")"
@@ -145,17 +142,16 @@ void titan::printSummary(const LlamaArgs &a, const TrainConfig &c,
                                 p.disableLossParallel ? "off" : "on")
                       .str()
                 : std::string("1"));
-  row("pp", p.pipelineParallelDegree > 1
-                ? llvm::formatv("{0} ({1}, microbatch size {2})",
-                                p.pipelineParallelDegree,
-                                p.pipelineParallelSchedule,
-                                p.pipelineParallelMicrobatchSize)
-                      .str()
-                : std::string("1"));
-  row("world size",
-      p.dataParallelShardDegree < 0
-          ? llvm::formatv("{0} x dp_shard", fixed).str()
-          : std::to_string(fixed * p.dataParallelShardDegree));
+  row("pp",
+      p.pipelineParallelDegree > 1
+          ? llvm::formatv("{0} ({1}, microbatch size {2})",
+                          p.pipelineParallelDegree, p.pipelineParallelSchedule,
+                          p.pipelineParallelMicrobatchSize)
+                .str()
+          : std::string("1"));
+  row("world size", p.dataParallelShardDegree < 0
+                        ? llvm::formatv("{0} x dp_shard", fixed).str()
+                        : std::to_string(fixed * p.dataParallelShardDegree));
 
   llvm::StringMap<int64_t> opCounts;
   func.walk([&](mlir::Operation *op) {
@@ -166,8 +162,8 @@ void titan::printSummary(const LlamaArgs &a, const TrainConfig &c,
   for (const auto &entry : opCounts)
     sorted.emplace_back(entry.getKey().str(), entry.getValue());
   llvm::sort(sorted);
-  os << "imported IR (@" << func.getSymName() << ", "
-     << func.getNumArguments() << " arguments)\n";
+  os << "imported IR (@" << func.getSymName() << ", " << func.getNumArguments()
+     << " arguments)\n";
   for (const auto &[name, count] : sorted)
     row(name, llvm::Twine(count));
 }

@@ -37,13 +37,12 @@ enum class EmitStage { Config, Titan, Summary };
 
 cl::opt<EmitStage> emitStage(
     "emit", cl::desc("Stage to emit"), cl::init(EmitStage::Summary),
-    cl::values(
-        clEnumValN(EmitStage::Config, "config",
-                   "the resolved training config (TOML, every key)"),
-        clEnumValN(EmitStage::Titan, "titan",
-                   "the imported forward graph (titan dialect)"),
-        clEnumValN(EmitStage::Summary, "summary",
-                   "model, training-step and parallelism facts")));
+    cl::values(clEnumValN(EmitStage::Config, "config",
+                          "the resolved training config (TOML, every key)"),
+               clEnumValN(EmitStage::Titan, "titan",
+                          "the imported forward graph (titan dialect)"),
+               clEnumValN(EmitStage::Summary, "summary",
+                          "model, training-step and parallelism facts")));
 
 cl::opt<std::string> outputFilename("o", cl::desc("Output file"),
                                     cl::value_desc("filename"), cl::init("-"));

@@ -29,7 +29,8 @@ LogicalResult TitanDialect::verifyRegionArgAttribute(Operation *op,
   auto name = dyn_cast<StringAttr>(attr.getValue());
   if (attr.getName() == kParamAttrName) {
     if (!name || name.getValue().empty())
-      return emitArgError() << "must be a non-empty string naming the parameter";
+      return emitArgError()
+             << "must be a non-empty string naming the parameter";
     return success();
   }
   if (attr.getName() == kInputAttrName) {

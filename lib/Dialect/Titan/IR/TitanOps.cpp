@@ -37,17 +37,17 @@ LogicalResult verifyRank(Operation *op, Value v, StringRef what, int64_t rank,
   int64_t actual = tensorType(v).getRank();
   if (actual == rank)
     return success();
-  return op->emitOpError() << what << " must be a " << rank << "-D ("
-                           << meaning << ") tensor, got rank " << actual
-                           << " (" << formatShape(tensorType(v).getShape())
-                           << ")";
+  return op->emitOpError() << what << " must be a " << rank << "-D (" << meaning
+                           << ") tensor, got rank " << actual << " ("
+                           << formatShape(tensorType(v).getShape()) << ")";
 }
 
 /// Checks dimension `aDim` of `a` equals dimension `bDim` of `b`.
 LogicalResult verifyDimsMatch(Operation *op, Value a, StringRef aName,
                               int64_t aDim, Value b, StringRef bName,
                               int64_t bDim) {
-  int64_t x = tensorType(a).getDimSize(aDim), y = tensorType(b).getDimSize(bDim);
+  int64_t x = tensorType(a).getDimSize(aDim),
+          y = tensorType(b).getDimSize(bDim);
   if (x == y)
     return success();
   return op->emitOpError() << aName << " dimension " << aDim << " (" << x
@@ -60,8 +60,8 @@ LogicalResult verifySameElementType(Operation *op, Value a, StringRef aName,
   Type x = tensorType(a).getElementType(), y = tensorType(b).getElementType();
   if (x == y)
     return success();
-  return op->emitOpError() << aName << " element type " << x
-                           << " must equal " << bName << " element type " << y;
+  return op->emitOpError() << aName << " element type " << x << " must equal "
+                           << bName << " element type " << y;
 }
 
 /// Checks the result has exactly the input's type (same shape and dtype).
@@ -79,8 +79,7 @@ LogicalResult verifyPositive(Operation *op, StringRef attrName, double value) {
   if (value > 0.0)
     return success();
   return op->emitOpError() << "attribute '" << attrName
-                           << "' must be positive, got "
-                           << formatNumber(value);
+                           << "' must be positive, got " << formatNumber(value);
 }
 } // namespace
 
@@ -96,8 +95,8 @@ LogicalResult EmbeddingOp::verify() {
   RankedTensorType result = getResult().getType();
   if (result.getRank() != tokens.getRank() + 1)
     return emitOpError() << "result rank " << result.getRank()
-                         << " must be tokens rank + 1 ("
-                         << tokens.getRank() + 1 << ")";
+                         << " must be tokens rank + 1 (" << tokens.getRank() + 1
+                         << ")";
   for (int64_t d = 0; d < tokens.getRank(); ++d)
     if (failed(verifyDimsMatch(op, getResult(), "result", d, getTokens(),
                                "tokens", d)))
@@ -134,8 +133,8 @@ LogicalResult RMSNormOp::verify() {
 
 LogicalResult RopeAnglesOp::verify() {
   Operation *op = getOperation();
-  if (failed(verifyRank(op, getResult(), "result", 2,
-                        "positions x head_dim/2")))
+  if (failed(
+          verifyRank(op, getResult(), "result", 2, "positions x head_dim/2")))
     return failure();
   if (failed(verifyPositive(op, "theta", getTheta().convertToDouble())))
     return failure();
@@ -162,8 +161,9 @@ LogicalResult RopeAnglesOp::verify() {
                          << formatNumber(high)
                          << ") must be greater than 'low_freq_factor' ("
                          << formatNumber(low) << ")";
-  return verifyPositive(op, "original_max_position_embeddings",
-                        static_cast<double>(*getOriginalMaxPositionEmbeddings()));
+  return verifyPositive(
+      op, "original_max_position_embeddings",
+      static_cast<double>(*getOriginalMaxPositionEmbeddings()));
 }
 
 //===----------------------------------------------------------------------===//
@@ -174,8 +174,7 @@ LogicalResult RopeOp::verify() {
   Operation *op = getOperation();
   if (failed(verifyRank(op, getInput(), "input", 4,
                         "batch x seq x heads x head_dim")) ||
-      failed(verifyRank(op, getAngles(), "angles", 2,
-                        "seq x head_dim/2")))
+      failed(verifyRank(op, getAngles(), "angles", 2, "seq x head_dim/2")))
     return failure();
   int64_t headDim = tensorType(getInput()).getDimSize(3);
   if (headDim % 2 != 0)
@@ -325,8 +324,8 @@ LogicalResult CrossEntropyOp::verify() {
                             "scalar";
   if (labels.getRank() != logits.getRank() - 1)
     return emitOpError() << "labels rank " << labels.getRank()
-                         << " must be logits rank - 1 ("
-                         << logits.getRank() - 1 << ")";
+                         << " must be logits rank - 1 (" << logits.getRank() - 1
+                         << ")";
   for (int64_t d = 0; d < labels.getRank(); ++d)
     if (failed(verifyDimsMatch(op, getLabels(), "labels", d, getLogits(),
                                "logits", d)))
