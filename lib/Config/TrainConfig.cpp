@@ -289,24 +289,32 @@ std::vector<KeySpec> buildSchema(TrainConfig &c) {
   return s;
 }
 
-StringRef typeName(const FieldRef &f) {
+/// The kind of value a field holds: "integer", "list of strings", ...
+StringRef valueKind(const FieldRef &f) {
   return std::visit(
       [](auto *p) -> StringRef {
         using T = std::remove_pointer_t<decltype(p)>;
         if constexpr (std::is_same_v<T, bool>)
-          return "a boolean";
+          return "boolean";
         else if constexpr (std::is_same_v<T, int64_t> ||
                            std::is_same_v<T, std::optional<int64_t>>)
-          return "an integer";
+          return "integer";
         else if constexpr (std::is_same_v<T, double> ||
                            std::is_same_v<T, std::optional<double>>)
-          return "a number";
+          return "number";
         else if constexpr (std::is_same_v<T, std::string>)
-          return "a string";
+          return "string";
         else
-          return "a list of strings";
+          return "list of strings";
       },
       f);
+}
+
+/// "an integer", "a list of strings", ...
+std::string typeName(const FieldRef &f) {
+  StringRef kind = valueKind(f);
+  return (StringRef("aeiou").contains(kind.front()) ? "an " : "a ") +
+         kind.str();
 }
 
 std::string location(StringRef path, const toml::source_region &region) {
@@ -686,7 +694,7 @@ titan::extractConfigOverrides(llvm::ArrayRef<const char *> args,
       } else if (!nextIsValue) {
         return llvm::createStringError(
             llvm::inconvertibleErrorCode(), "option '--%s' needs a value (%s)",
-            name.str().c_str(), typeName(k->field).str().c_str());
+            name.str().c_str(), typeName(k->field).c_str());
       } else {
         value = args[++i];
       }
@@ -759,5 +767,20 @@ void titan::printTrainConfig(const TrainConfig &config, llvm::raw_ostream &os) {
       os << "# " << k.key << " = " << value << "\n";
     else
       os << k.key << " = " << value << "\n";
+  }
+}
+
+void titan::printTrainConfigKeys(llvm::raw_ostream &os) {
+  TrainConfig defaults;
+  for (const KeySpec &k : buildSchema(defaults)) {
+    std::string option = "--" + k.fullName();
+    std::string allowed;
+    if (!k.choices.empty())
+      allowed = " [" + llvm::join(k.choices, "|") + "]";
+    else if (k.range)
+      allowed = " [" + k.range->describe() + "]";
+    os << llvm::formatv("  {0,-58} {1}{2}\n",
+                        option + " <" + valueKind(k.field).str() + ">", k.help,
+                        allowed);
   }
 }

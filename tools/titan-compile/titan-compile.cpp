@@ -79,6 +79,17 @@ int main(int argc, char **argv) {
           toolArgs))
     return reportError(std::move(e));
 
+  // The config keys are listed after the tool's own options in --help.
+  static std::string configKeyHelp = [] {
+    std::string text;
+    llvm::raw_string_ostream os(text);
+    os << "\nTRAINING CONFIG KEYS (--section.key value | "
+          "--section.key=value):\n\n";
+    printTrainConfigKeys(os);
+    return text;
+  }();
+  static cl::extrahelp configHelp(configKeyHelp);
+
   mlir::registerAsmPrinterCLOptions();
   mlir::registerMLIRContextCLOptions();
   mlir::registerDefaultTimingManagerCLOptions();

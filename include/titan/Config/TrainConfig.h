@@ -154,6 +154,10 @@ llvm::Error extractConfigOverrides(llvm::ArrayRef<const char *> args,
 llvm::Expected<TrainConfig>
 loadTrainConfig(llvm::ArrayRef<ConfigOverride> overrides);
 
+/// Describes every config key for --help: its command-line form, value type,
+/// allowed values and meaning.
+void printTrainConfigKeys(llvm::raw_ostream &os);
+
 /// Prints the configuration as TOML, every key included (TorchTitan's
 /// `--job.print_args`).
 void printTrainConfig(const TrainConfig &config, llvm::raw_ostream &os);
