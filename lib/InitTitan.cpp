@@ -2,19 +2,23 @@
 
 #include "titan/InitTitan.h"
 
+#include "titan/Conversion/TitanToCPU/Passes.h"
 #include "titan/Dialect/Titan/IR/TitanDialect.h"
 #include "titan/Dialect/Titan/Transforms/Passes.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/IR/DialectRegistry.h"
 #include "mlir/Transforms/Passes.h"
 
 void titan::registerAllDialects(mlir::DialectRegistry &registry) {
-  registry.insert<titan::TitanDialect, mlir::func::FuncDialect>();
+  registry.insert<titan::TitanDialect, mlir::func::FuncDialect,
+                  mlir::LLVM::LLVMDialect>();
 }
 
 void titan::registerAllPasses() {
   titan::registerTitanPasses();
+  titan::registerTitanToCPUPasses();
   // Generic cleanups used between titan's own passes.
   mlir::registerCanonicalizerPass();
   mlir::registerCSEPass();

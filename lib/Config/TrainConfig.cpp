@@ -544,15 +544,40 @@ public:
                                              : "no such file"));
       return;
     }
-    toml::parse_result parsed = toml::parse_file(std::string_view(path));
+    handleParse(path, toml::parse_file(std::string_view(path)));
+  }
+
+  void readTomlText(StringRef text, StringRef sourceName) {
+    handleParse(sourceName, toml::parse(std::string_view(text),
+                                        std::string_view(sourceName)));
+  }
+
+  void handleParse(StringRef path, toml::parse_result parsed) {
     if (!parsed) {
       const toml::parse_error &err = parsed.error();
-      error(llvm::formatv("{0}:{1}:{2}", path, err.source().begin.line,
-                          err.source().begin.column),
+      error(location(path, err.source()),
             "invalid TOML: " + std::string(err.description()));
       return;
     }
     readTable(path, parsed.table(), "");
+  }
+
+  /// Applies command-line overrides, then the cross-key checks.
+  llvm::Expected<TrainConfig> finish(llvm::ArrayRef<ConfigOverride> overrides) {
+    for (const ConfigOverride &o : overrides) {
+      KeySpec *k = find(o.key);
+      if (!k) {
+        error("command line", "unknown option '--" + o.key + "'");
+        continue;
+      }
+      setFromString(*k, o.value, "command line");
+    }
+    if (errors.empty())
+      checkConsistency();
+    if (!errors.empty())
+      return llvm::createStringError(llvm::inconvertibleErrorCode(),
+                                     llvm::join(errors, "\n"));
+    return std::move(config);
   }
 
   void readTable(StringRef path, const toml::table &table,
@@ -713,20 +738,20 @@ titan::loadTrainConfig(llvm::ArrayRef<ConfigOverride> overrides) {
       builder.config.job.configFile = o.value;
   if (!builder.config.job.configFile.empty())
     builder.readToml(builder.config.job.configFile);
-  for (const ConfigOverride &o : overrides) {
-    KeySpec *k = builder.find(o.key);
-    if (!k) {
-      builder.error("command line", "unknown option '--" + o.key + "'");
-      continue;
-    }
-    builder.setFromString(*k, o.value, "command line");
-  }
-  if (builder.errors.empty())
-    builder.checkConsistency();
-  if (!builder.errors.empty())
-    return llvm::createStringError(llvm::inconvertibleErrorCode(),
-                                   llvm::join(builder.errors, "\n"));
-  return std::move(builder.config);
+  return builder.finish(overrides);
+}
+
+llvm::Expected<TrainConfig>
+titan::loadTrainConfigFromToml(StringRef toml, StringRef sourceName,
+                               llvm::ArrayRef<ConfigOverride> overrides) {
+  ConfigBuilder builder;
+  for (const ConfigOverride &o : overrides)
+    if (o.key == "job.config_file")
+      return llvm::createStringError(
+          llvm::inconvertibleErrorCode(),
+          "--job.config_file cannot change a compiled configuration");
+  builder.readTomlText(toml, sourceName);
+  return builder.finish(overrides);
 }
 
 void titan::printTrainConfig(const TrainConfig &config, llvm::raw_ostream &os) {

@@ -62,6 +62,16 @@ std::vector<ParamSpec> titan::llamaParameters(const LlamaArgs &a) {
   return params;
 }
 
+double titan::trainingFlopsPerToken(const LlamaArgs &a, int64_t seqLen) {
+  int64_t total = 0;
+  for (const ParamSpec &p : llamaParameters(a))
+    total += p.numel();
+  int64_t nonEmbedding =
+      a.tieWordEmbeddings ? total : total - a.vocabSize * a.dim;
+  return 6.0 * double(nonEmbedding) +
+         12.0 * double(a.nLayers) * a.nHeads * a.headDim() * double(seqLen);
+}
+
 /// Structural checks shared by every source of model args.
 static llvm::Error validate(const LlamaArgs &a) {
   std::vector<std::string> errs;

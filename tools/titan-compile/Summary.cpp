@@ -85,11 +85,7 @@ void titan::printSummary(const LlamaArgs &a, const TrainConfig &c,
     row("  output", formatWithCommas(output));
 
   int64_t batch = c.training.localBatchSize, seq = c.training.seqLen;
-  // PaLM appendix B, as TorchTitan counts it: 6N + 12 L H Q T, with N
-  // excluding the token embedding (a lookup, not a matmul).
-  int64_t nonEmbedding = a.tieWordEmbeddings ? total : total - embedding;
-  double flopsPerToken =
-      6.0 * nonEmbedding + 12.0 * a.nLayers * a.nHeads * a.headDim() * seq;
+  double flopsPerToken = trainingFlopsPerToken(a, seq);
   int64_t bytes = c.training.dtype == "bfloat16" ? 2 : 4;
   os << "training step\n";
   row("local batch x seq",

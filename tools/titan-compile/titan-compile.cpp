@@ -10,19 +10,26 @@
 
 #include "Summary.h"
 
+#include "Manifest.h"
+
 #include "titan/Config/TrainConfig.h"
+#include "titan/Conversion/TitanToCPU/Passes.h"
+#include "titan/Dialect/Titan/Transforms/Passes.h"
 #include "titan/Import/LlamaImporter.h"
 #include "titan/InitTitan.h"
 #include "titan/Model/ConfigFit.h"
 #include "titan/Model/LlamaArgs.h"
+#include "titan/Target/CPU/CPUTarget.h"
 
 #include "mlir/IR/AsmState.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/IR/Verifier.h"
+#include "mlir/Pass/PassManager.h"
 #include "mlir/Support/FileUtilities.h"
 #include "mlir/Support/Timing.h"
 #include "llvm/Support/CommandLine.h"
+#include "llvm/Support/FileSystem.h"
 #include "llvm/Support/InitLLVM.h"
 #include "llvm/Support/Process.h"
 #include "llvm/Support/ToolOutputFile.h"
@@ -33,19 +40,28 @@ using namespace titan;
 namespace cl = llvm::cl;
 
 namespace {
-enum class EmitStage { Config, Titan, Summary };
+// Pipeline stages, in order; --emit stops after one.
+enum class EmitStage { Config, Summary, Titan, Train, LLVM, Object, Exe };
 
 cl::opt<EmitStage> emitStage(
-    "emit", cl::desc("Stage to emit"), cl::init(EmitStage::Summary),
-    cl::values(clEnumValN(EmitStage::Config, "config",
-                          "the resolved training config (TOML, every key)"),
-               clEnumValN(EmitStage::Titan, "titan",
-                          "the imported forward graph (titan dialect)"),
-               clEnumValN(EmitStage::Summary, "summary",
-                          "model, training-step and parallelism facts")));
+    "emit", cl::desc("Stage to emit"), cl::init(EmitStage::Exe),
+    cl::values(
+        clEnumValN(EmitStage::Config, "config",
+                   "the resolved training config (TOML, every key)"),
+        clEnumValN(EmitStage::Summary, "summary",
+                   "model, training-step and parallelism facts"),
+        clEnumValN(EmitStage::Titan, "titan",
+                   "the imported forward graph (titan dialect)"),
+        clEnumValN(EmitStage::Train, "train",
+                   "forward + backward and the optimizer step (titan)"),
+        clEnumValN(EmitStage::LLVM, "llvm",
+                   "the step lowered to runtime calls (LLVM dialect)"),
+        clEnumValN(EmitStage::Object, "obj", "the step as an object file"),
+        clEnumValN(EmitStage::Exe, "exe", "a training executable (default)")));
 
-cl::opt<std::string> outputFilename("o", cl::desc("Output file"),
-                                    cl::value_desc("filename"), cl::init("-"));
+cl::opt<std::string> outputFilename(
+    "o", cl::desc("Output file (default: stdout; ./train for --emit=exe)"),
+    cl::value_desc("filename"), cl::init("-"));
 
 int reportError(llvm::StringRef message) {
   llvm::SmallVector<llvm::StringRef> lines;
@@ -57,6 +73,30 @@ int reportError(llvm::StringRef message) {
 
 int reportError(llvm::Error error) {
   return reportError(llvm::toString(std::move(error)));
+}
+
+std::string runtimeDir() {
+  if (std::optional<std::string> env =
+          llvm::sys::Process::GetEnv("TITAN_RUNTIME_DIR"))
+    return *env;
+  return TITAN_DEFAULT_RUNTIME_DIR;
+}
+
+/// The training-step passes, configured from the training config.
+void addTrainingPasses(mlir::PassManager &pm, const TrainConfig &c) {
+  pm.addPass(createTitanAutodiff());
+  TitanOptimizerOptions o;
+  o.lr = c.optimizer.lr;
+  o.beta1 = c.optimizer.beta1;
+  o.beta2 = c.optimizer.beta2;
+  o.eps = c.optimizer.eps;
+  o.weightDecay = c.optimizer.weightDecay;
+  o.maxNorm = c.training.maxNorm;
+  o.warmupSteps = c.lrScheduler.warmupSteps;
+  o.decayRatio = c.lrScheduler.decayRatio.value_or(-1.0);
+  o.decayType = c.lrScheduler.decayType;
+  o.minLrFactor = c.lrScheduler.minLrFactor;
+  pm.addPass(createTitanOptimizer(o));
 }
 
 std::string modelsDir() {
@@ -93,6 +133,7 @@ int main(int argc, char **argv) {
   mlir::registerAsmPrinterCLOptions();
   mlir::registerMLIRContextCLOptions();
   mlir::registerDefaultTimingManagerCLOptions();
+  mlir::registerPassManagerCLOptions();
   cl::ParseCommandLineOptions(
       toolArgs.size(), toolArgs.data(),
       "titan-compile: Llama model + TorchTitan-style training config -> "
@@ -108,10 +149,16 @@ int main(int argc, char **argv) {
   if (config->job.printArgs)
     printTrainConfig(*config, llvm::errs());
 
+  bool toFile = emitStage == EmitStage::Object || emitStage == EmitStage::Exe;
+  if (toFile && outputFilename == "-")
+    outputFilename = emitStage == EmitStage::Exe ? "train" : "train.o";
   std::string errorMessage;
-  auto output = mlir::openOutputFile(outputFilename, &errorMessage);
-  if (!output)
-    return reportError(errorMessage);
+  std::unique_ptr<llvm::ToolOutputFile> output;
+  if (!toFile) {
+    output = mlir::openOutputFile(outputFilename, &errorMessage);
+    if (!output)
+      return reportError(errorMessage);
+  }
 
   if (emitStage == EmitStage::Config) {
     printTrainConfig(*config, output->os());
@@ -153,13 +200,54 @@ int main(int argc, char **argv) {
       return reportError("internal error: the imported module does not "
                          "verify (see the diagnostics above)");
   }
-
-  mlir::TimingScope t = rootTimer.nest("emit");
-  if (emitStage == EmitStage::Titan) {
+  auto printModule = [&] {
     module->print(output->os());
     output->os() << "\n";
-  } else
+    output->keep();
+    return 0;
+  };
+  if (emitStage == EmitStage::Summary) {
     printSummary(*model, *config, *module, output->os());
-  output->keep();
+    output->keep();
+    return 0;
+  }
+  if (emitStage == EmitStage::Titan)
+    return printModule();
+
+  std::string manifest = buildManifest(*model, *config, *module);
+  mlir::PassManager pm(&context);
+  if (failed(mlir::applyPassManagerCLOptions(pm)))
+    return reportError("invalid pass manager options");
+  pm.enableTiming(rootTimer);
+  addTrainingPasses(pm, *config);
+  if (emitStage >= EmitStage::LLVM)
+    pm.addPass(createTitanLowerToCPU());
+  if (failed(pm.run(*module)))
+    return reportError("compilation failed (see the diagnostics above)");
+  if (emitStage == EmitStage::Train || emitStage == EmitStage::LLVM)
+    return printModule();
+
+  embedManifest(*module, manifest);
+  llvm::SmallString<128> objectPath;
+  if (emitStage == EmitStage::Object) {
+    objectPath = outputFilename;
+  } else if (std::error_code ec = llvm::sys::fs::createTemporaryFile(
+                 "titan-step", "o", objectPath)) {
+    return reportError("cannot create a temporary object file: " +
+                       ec.message());
+  }
+  {
+    mlir::TimingScope t = rootTimer.nest("emit object");
+    if (llvm::Error e = emitObjectFile(*module, objectPath))
+      return reportError(std::move(e));
+  }
+  if (emitStage == EmitStage::Object)
+    return 0;
+  mlir::TimingScope t = rootTimer.nest("link");
+  llvm::Error linked =
+      linkTrainingExecutable(objectPath, outputFilename, runtimeDir());
+  llvm::sys::fs::remove(objectPath);
+  if (linked)
+    return reportError(std::move(linked));
   return 0;
 }

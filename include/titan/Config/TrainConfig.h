@@ -158,6 +158,14 @@ loadTrainConfig(llvm::ArrayRef<ConfigOverride> overrides);
 /// allowed values and meaning.
 void printTrainConfigKeys(llvm::raw_ostream &os);
 
+/// Like loadTrainConfig, but starting from the TOML text `toml` (named
+/// `sourceName` in messages) instead of a file; a `job.config_file` override
+/// is not allowed. Compiled training executables use it to apply run-time
+/// overrides to the configuration they were compiled with.
+llvm::Expected<TrainConfig>
+loadTrainConfigFromToml(llvm::StringRef toml, llvm::StringRef sourceName,
+                        llvm::ArrayRef<ConfigOverride> overrides);
+
 /// Prints the configuration as TOML, every key included (TorchTitan's
 /// `--job.print_args`).
 void printTrainConfig(const TrainConfig &config, llvm::raw_ostream &os);

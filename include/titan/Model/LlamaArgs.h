@@ -64,6 +64,11 @@ struct ParamSpec {
 /// The parameters of the model, in TorchTitan's state-dict order.
 std::vector<ParamSpec> llamaParameters(const LlamaArgs &args);
 
+/// Training FLOPs per token, 6N + 12 L H Q T (PaLM appendix B, as TorchTitan
+/// counts it), with N the parameters excluding the token embedding (a lookup,
+/// not a matmul) unless the output shares it.
+double trainingFlopsPerToken(const LlamaArgs &args, int64_t seqLen);
+
 /// Reads a model TOML file with TorchTitan TransformerModelArgs keys.
 llvm::Expected<LlamaArgs> readLlamaToml(llvm::StringRef path);
 

@@ -444,7 +444,7 @@ func.func @param_attr(%w: tensor<4xf32> {titan.param = 3 : i64}) {
 
 // -----
 
-// expected-error @+1 {{argument #0 attribute 'titan.input' must be "tokens" or "labels"}}
+// expected-error @+1 {{argument #0 attribute 'titan.input' must be one of "tokens", "labels", "step", "total_steps"}}
 func.func @input_attr(%t: tensor<4xi32> {titan.input = "targets"}) {
   return
 }

@@ -27,15 +27,18 @@ LogicalResult TitanDialect::verifyRegionArgAttribute(Operation *op,
                            << attr.getName().getValue() << "' ";
   };
   auto name = dyn_cast<StringAttr>(attr.getValue());
-  if (attr.getName() == kParamAttrName) {
+  StringRef key = attr.getName().getValue();
+  if (key == kParamAttrName || key == kGradAttrName || key == kExpAvgAttrName ||
+      key == kExpAvgSqAttrName) {
     if (!name || name.getValue().empty())
       return emitArgError()
              << "must be a non-empty string naming the parameter";
     return success();
   }
-  if (attr.getName() == kInputAttrName) {
-    if (!name || (name.getValue() != "tokens" && name.getValue() != "labels"))
-      return emitArgError() << "must be \"tokens\" or \"labels\"";
+  if (key == kInputAttrName) {
+    if (!name || !llvm::is_contained(kInputNames, name.getValue()))
+      return emitArgError() << "must be one of \"tokens\", \"labels\", "
+                               "\"step\", \"total_steps\"";
     return success();
   }
   return emitArgError() << "is not a known titan argument attribute";

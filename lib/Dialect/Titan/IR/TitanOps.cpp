@@ -333,5 +333,170 @@ LogicalResult CrossEntropyOp::verify() {
   return success();
 }
 
+//===----------------------------------------------------------------------===//
+// Gradient ops
+//===----------------------------------------------------------------------===//
+
+LogicalResult EmbeddingGradOp::verify() {
+  Operation *op = getOperation();
+  RankedTensorType grad = tensorType(getGrad());
+  RankedTensorType tokens = tensorType(getTokens());
+  if (failed(verifyRank(op, getResult(), "result", 2, "vocab x dim")))
+    return failure();
+  if (grad.getRank() != tokens.getRank() + 1)
+    return emitOpError() << "grad rank " << grad.getRank()
+                         << " must be tokens rank + 1 (" << tokens.getRank() + 1
+                         << ")";
+  for (int64_t d = 0; d < tokens.getRank(); ++d)
+    if (failed(verifyDimsMatch(op, getGrad(), "grad", d, getTokens(), "tokens",
+                               d)))
+      return failure();
+  if (failed(verifyDimsMatch(op, getResult(), "result", 1, getGrad(), "grad",
+                             grad.getRank() - 1)))
+    return failure();
+  return verifySameElementType(op, getResult(), "result", getGrad(), "grad");
+}
+
+LogicalResult RMSNormGradOp::verify() {
+  Operation *op = getOperation();
+  int64_t rank = tensorType(getInput()).getRank();
+  if (rank < 1)
+    return emitOpError() << "input must have rank >= 1, got a scalar";
+  if (failed(verifyRank(op, getWeight(), "weight", 1, "dim")) ||
+      failed(verifyDimsMatch(op, getWeight(), "weight", 0, getInput(), "input",
+                             rank - 1)))
+    return failure();
+  if (getGrad().getType() != getInput().getType())
+    return emitOpError() << "grad type " << getGrad().getType()
+                         << " must equal input type " << getInput().getType();
+  if (getInputGrad().getType() != getInput().getType() ||
+      getWeightGrad().getType() != getWeight().getType())
+    return emitOpError()
+           << "result types must equal the input and weight types";
+  return verifyPositive(op, "eps", getEps().convertToDouble());
+}
+
+LogicalResult AttentionGradOp::verify() {
+  Operation *op = getOperation();
+  if (getGrad().getType() != getQuery().getType())
+    return emitOpError() << "grad type " << getGrad().getType()
+                         << " must equal query type " << getQuery().getType();
+  if (getQueryGrad().getType() != getQuery().getType() ||
+      getKeyGrad().getType() != getKey().getType() ||
+      getValueGrad().getType() != getValue().getType())
+    return emitOpError()
+           << "result types must equal the query, key and value types";
+  int64_t qHeads = tensorType(getQuery()).getDimSize(2);
+  int64_t kvHeads = tensorType(getKey()).getDimSize(2);
+  if (tensorType(getQuery()).getRank() != 4 ||
+      tensorType(getKey()).getRank() != 4 ||
+      getKey().getType() != getValue().getType() || kvHeads == 0 ||
+      qHeads % kvHeads != 0)
+    return emitOpError() << "operands must be 4-D with key and value of one "
+                            "type and query heads a multiple of key heads";
+  return verifyPositive(op, "scale", getScale().convertToDouble());
+}
+
+LogicalResult LinearGradInputOp::verify() {
+  Operation *op = getOperation();
+  RankedTensorType grad = tensorType(getGrad());
+  if (grad.getRank() < 1)
+    return emitOpError() << "grad must have rank >= 1, got a scalar";
+  if (failed(verifyRank(op, getWeight(), "weight", 2, "out x in")))
+    return failure();
+  int64_t last = grad.getRank() - 1;
+  if (failed(verifyDimsMatch(op, getWeight(), "weight", 0, getGrad(), "grad",
+                             last)))
+    return failure();
+  SmallVector<int64_t> expected(grad.getShape());
+  expected.back() = tensorType(getWeight()).getDimSize(1);
+  auto expectedType =
+      RankedTensorType::get(expected, tensorType(getWeight()).getElementType());
+  if (getResult().getType() != expectedType)
+    return emitOpError() << "result type " << getResult().getType()
+                         << " must be " << expectedType;
+  return verifySameElementType(op, getGrad(), "grad", getWeight(), "weight");
+}
+
+LogicalResult LinearGradWeightOp::verify() {
+  Operation *op = getOperation();
+  RankedTensorType grad = tensorType(getGrad());
+  RankedTensorType input = tensorType(getInput());
+  if (grad.getRank() < 1 || grad.getRank() != input.getRank())
+    return emitOpError() << "grad and input must have the same rank >= 1";
+  for (int64_t d = 0; d + 1 < grad.getRank(); ++d)
+    if (failed(
+            verifyDimsMatch(op, getGrad(), "grad", d, getInput(), "input", d)))
+      return failure();
+  auto expectedType =
+      RankedTensorType::get({grad.getShape().back(), input.getShape().back()},
+                            input.getElementType());
+  if (getResult().getType() != expectedType)
+    return emitOpError() << "result type " << getResult().getType()
+                         << " must be " << expectedType;
+  return verifySameElementType(op, getGrad(), "grad", getInput(), "input");
+}
+
+LogicalResult CrossEntropyGradOp::verify() {
+  Operation *op = getOperation();
+  RankedTensorType logits = tensorType(getLogits());
+  RankedTensorType labels = tensorType(getLabels());
+  if (logits.getRank() < 1 || labels.getRank() != logits.getRank() - 1)
+    return emitOpError() << "labels rank " << labels.getRank()
+                         << " must be logits rank - 1";
+  for (int64_t d = 0; d < labels.getRank(); ++d)
+    if (failed(verifyDimsMatch(op, getLabels(), "labels", d, getLogits(),
+                               "logits", d)))
+      return failure();
+  return verifyResultLikeInput(op, getLogits(), "logits");
+}
+
+//===----------------------------------------------------------------------===//
+// Optimizer ops
+//===----------------------------------------------------------------------===//
+
+LogicalResult GlobalNormOp::verify() {
+  if (getInputs().empty())
+    return emitOpError() << "needs at least one input";
+  return success();
+}
+
+LogicalResult LRScheduleOp::verify() {
+  Operation *op = getOperation();
+  if (failed(verifyPositive(op, "lr", getLr().convertToDouble())))
+    return failure();
+  if (getWarmupSteps() < 0)
+    return emitOpError()
+           << "attribute 'warmup_steps' must be non-negative, got "
+           << getWarmupSteps();
+  if (std::optional<APFloat> ratio = getDecayRatio();
+      ratio && (ratio->convertToDouble() < 0 || ratio->convertToDouble() > 1))
+    return emitOpError() << "attribute 'decay_ratio' must be in [0, 1], got "
+                         << formatNumber(ratio->convertToDouble());
+  StringRef type = getDecayType();
+  if (type != "linear" && type != "sqrt" && type != "cosine")
+    return emitOpError() << "attribute 'decay_type' must be linear, sqrt or "
+                            "cosine, got '"
+                         << type << "'";
+  double minLr = getMinLrFactor().convertToDouble();
+  if (minLr < 0 || minLr > 1)
+    return emitOpError() << "attribute 'min_lr_factor' must be in [0, 1], got "
+                         << formatNumber(minLr);
+  return success();
+}
+
+LogicalResult AdamWOp::verify() {
+  Operation *op = getOperation();
+  double beta1 = getBeta1().convertToDouble();
+  double beta2 = getBeta2().convertToDouble();
+  if (beta1 < 0 || beta1 >= 1 || beta2 < 0 || beta2 >= 1)
+    return emitOpError() << "betas must be in [0, 1), got ("
+                         << formatNumber(beta1) << ", " << formatNumber(beta2)
+                         << ")";
+  if (getEps().convertToDouble() < 0 || getWeightDecay().convertToDouble() < 0)
+    return emitOpError() << "eps and weight_decay must be non-negative";
+  return verifyPositive(op, "max_norm", getMaxNorm().convertToDouble());
+}
+
 #define GET_OP_CLASSES
 #include "titan/Dialect/Titan/IR/TitanOps.cpp.inc"

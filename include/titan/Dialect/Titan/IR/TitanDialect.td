@@ -31,8 +31,16 @@ def Titan_Dialect : Dialect {
   let extraClassDeclaration = [{
     /// Argument attribute naming a model parameter (TorchTitan FQN).
     static constexpr ::llvm::StringLiteral kParamAttrName = "titan.param";
-    /// Argument attribute naming a data input: "tokens" or "labels".
+    /// Arguments holding the gradient and the AdamW moments of a parameter,
+    /// tagged with the parameter's name.
+    static constexpr ::llvm::StringLiteral kGradAttrName = "titan.grad";
+    static constexpr ::llvm::StringLiteral kExpAvgAttrName = "titan.exp_avg";
+    static constexpr ::llvm::StringLiteral kExpAvgSqAttrName =
+        "titan.exp_avg_sq";
+    /// Argument attribute naming a non-parameter input.
     static constexpr ::llvm::StringLiteral kInputAttrName = "titan.input";
+    static constexpr ::llvm::StringLiteral kInputNames[] = {
+        "tokens", "labels", "step", "total_steps"};
   }];
 }
 

@@ -119,7 +119,9 @@ def Titan_RopeOp : Titan_Op<"rope", [Pure]> {
     `(a, b) = (x[..., 2j], x[..., 2j+1])`, `c = cos(angles[s, j])`,
     `s = sin(angles[s, j])`:
     `result[..., 2j] = a*c - b*s`, `result[..., 2j+1] = a*s + b*c`,
-    computed in float32. The result has the input's type.
+    computed in float32. The result has the input's type. With `transpose`
+    the rotation is by `-angles` (the inverse and transpose of the forward
+    rotation): the gradient of `rope`.
 
     ```mlir
     %q2 = titan.rope %q, %a
@@ -127,10 +129,12 @@ def Titan_RopeOp : Titan_Op<"rope", [Pure]> {
     ```
   }];
   let arguments = (ins Titan_FloatTensor:$input,
-                       StaticShapeTensorOf<[F32]>:$angles);
+                       StaticShapeTensorOf<[F32]>:$angles,
+                       UnitAttr:$transpose);
   let results = (outs Titan_FloatTensor:$result);
   let assemblyFormat = [{
-    $input `,` $angles attr-dict `:` functional-type(operands, results)
+    $input `,` $angles (`transpose` $transpose^)? attr-dict `:`
+    functional-type(operands, results)
   }];
   let hasVerifier = 1;
 }
@@ -289,6 +293,218 @@ def Titan_CrossEntropyOp : Titan_Op<"cross_entropy", [Pure]> {
   let results = (outs 0DTensorOf<[F32]>:$result);
   let assemblyFormat = [{
     $logits `,` $labels attr-dict `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Gradients (produced by titan-autodiff)
+//===----------------------------------------------------------------------===//
+
+def Titan_FillOp : Titan_Op<"fill", [Pure]> {
+  let summary = "a tensor with every element equal to `value`";
+  let description = [{
+    ```mlir
+    %one = titan.fill 1.0 : tensor<f32>
+    ```
+  }];
+  let arguments = (ins F64Attr:$value);
+  let results = (outs Titan_FloatTensor:$result);
+  let assemblyFormat = "$value attr-dict `:` type($result)";
+}
+
+def Titan_EmbeddingGradOp : Titan_Op<"embedding_grad", [Pure]> {
+  let summary = "gradient of titan.embedding with respect to the weight";
+  let description = [{
+    `result[v, :] = sum over positions i with tokens[i] == v of grad[i, :]`;
+    the result is `V x D` with `V` from its type. Accumulated in float32 for
+    narrower types.
+  }];
+  let arguments = (ins Titan_FloatTensor:$grad, Titan_IndexTensor:$tokens);
+  let results = (outs Titan_FloatTensor:$result);
+  let assemblyFormat = [{
+    $grad `,` $tokens attr-dict `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
+def Titan_RMSNormGradOp : Titan_Op<"rms_norm_grad", [Pure]> {
+  let summary = "gradients of titan.rms_norm";
+  let description = [{
+    For `y = x * r * w` with `r = rsqrt(mean(x * x) + eps)` over the last
+    dimension `D`: `input_grad = r * (g*w - x * r^2 * mean(g*w*x))` and
+    `weight_grad = sum over rows of g * x * r`.
+  }];
+  let arguments = (ins Titan_FloatTensor:$input, Titan_FloatTensor:$weight,
+                       Titan_FloatTensor:$grad, F64Attr:$eps);
+  let results = (outs Titan_FloatTensor:$input_grad,
+                      Titan_FloatTensor:$weight_grad);
+  let assemblyFormat = [{
+    $input `,` $weight `,` $grad attr-dict `:`
+    functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
+def Titan_AttentionGradOp : Titan_Op<"attention_grad", [Pure]> {
+  let summary = "gradients of titan.attention";
+  let description = [{
+    Given the forward operands and the output gradient `grad`, returns the
+    gradients of query, key and value. The softmax is recomputed from
+    `query` and `key` (nothing is saved from the forward): with
+    `P = softmax(scale * Q K^T)` (causal), `O = P V`:
+    `dV = P^T dO`, `dP = dO V^T`, `dS = P * (dP - rowsum(dO * O))`,
+    `dQ = scale * dS K`, `dK = scale * dS^T Q`; key/value gradients sum over
+    the query heads that share them.
+  }];
+  let arguments = (ins Titan_FloatTensor:$query, Titan_FloatTensor:$key,
+                       Titan_FloatTensor:$value, Titan_FloatTensor:$grad,
+                       F64Attr:$scale);
+  let results = (outs Titan_FloatTensor:$query_grad,
+                      Titan_FloatTensor:$key_grad,
+                      Titan_FloatTensor:$value_grad);
+  let assemblyFormat = [{
+    $query `,` $key `,` $value `,` $grad attr-dict `:`
+    functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
+def Titan_LinearGradInputOp : Titan_Op<"linear_grad_input", [Pure]> {
+  let summary = "gradient of titan.linear with respect to its input: dY · W";
+  let description = [{
+    `grad` is `... x N`, `weight` is `N x K`; the result is `... x K`.
+  }];
+  let arguments = (ins Titan_FloatTensor:$grad, Titan_FloatTensor:$weight);
+  let results = (outs Titan_FloatTensor:$result);
+  let assemblyFormat = [{
+    $grad `,` $weight attr-dict `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
+def Titan_LinearGradWeightOp : Titan_Op<"linear_grad_weight", [Pure]> {
+  let summary = "gradient of titan.linear with respect to its weight: dYᵀ · X";
+  let description = [{
+    `grad` is `... x N`, `input` is `... x K` with the same leading shape;
+    the result is `N x K`, summed over all leading positions.
+  }];
+  let arguments = (ins Titan_FloatTensor:$grad, Titan_FloatTensor:$input);
+  let results = (outs Titan_FloatTensor:$result);
+  let assemblyFormat = [{
+    $grad `,` $input attr-dict `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
+def Titan_SwiGLUGradOp : Titan_Op<"swiglu_grad",
+    [Pure, SameOperandsAndResultType]> {
+  let summary = "gradients of titan.swiglu";
+  let description = [{
+    With `s = sigmoid(gate)`: `gate_grad = grad * up * s * (1 + gate * (1 - s))`,
+    `up_grad = grad * gate * s`.
+  }];
+  let arguments = (ins Titan_FloatTensor:$gate, Titan_FloatTensor:$up,
+                       Titan_FloatTensor:$grad);
+  let results = (outs Titan_FloatTensor:$gate_grad,
+                      Titan_FloatTensor:$up_grad);
+  let assemblyFormat = "$gate `,` $up `,` $grad attr-dict `:` type($grad)";
+}
+
+def Titan_SiLUGradOp : Titan_Op<"silu_grad", [Pure, SameOperandsAndResultType]> {
+  let summary = "gradient of titan.silu: grad * s * (1 + x * (1 - s))";
+  let arguments = (ins Titan_FloatTensor:$input, Titan_FloatTensor:$grad);
+  let results = (outs Titan_FloatTensor:$result);
+  let assemblyFormat = "$input `,` $grad attr-dict `:` type($result)";
+}
+
+def Titan_CrossEntropyGradOp : Titan_Op<"cross_entropy_grad", [Pure]> {
+  let summary = "gradient of titan.cross_entropy with respect to the logits";
+  let description = [{
+    `result[t, :] = grad / T * (softmax(logits[t, :]) - onehot(labels[t]))`
+    with `grad` the 0-d loss gradient and `T` the number of positions.
+  }];
+  let arguments = (ins Titan_FloatTensor:$logits, Titan_IndexTensor:$labels,
+                       0DTensorOf<[F32]>:$grad);
+  let results = (outs Titan_FloatTensor:$result);
+  let assemblyFormat = [{
+    $logits `,` $labels `,` $grad attr-dict `:`
+    functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Optimizer (produced by titan-optimizer)
+//===----------------------------------------------------------------------===//
+
+def Titan_GlobalNormOp : Titan_Op<"global_norm", [Pure]> {
+  let summary = "L2 norm of all elements of all operands";
+  let description = [{
+    `sqrt(sum over operands of sum of squares)`, the `total_norm` of
+    `torch.nn.utils.clip_grad_norm_` (norm of the per-tensor norms). Per-tensor
+    sums are accumulated in float64.
+  }];
+  let arguments = (ins Variadic<Titan_FloatTensor>:$inputs);
+  let results = (outs 0DTensorOf<[F32]>:$result);
+  let assemblyFormat = [{
+    $inputs attr-dict `:` functional-type($inputs, results)
+  }];
+  let hasVerifier = 1;
+}
+
+def Titan_LRScheduleOp : Titan_Op<"lr_schedule", [Pure]> {
+  let summary = "TorchTitan's warmup-stable-decay learning rate at a step";
+  let description = [{
+    `step` is the 0-based index of the step about to run and `total_steps`
+    the run's `training.steps` (operands, so a run can change its length
+    without recompiling). With `w = warmup_steps`,
+    `d = round(total_steps * decay_ratio)` (or `total_steps - w` without a
+    ratio; clamped so that `w + d <= total_steps`) and `s = total - w - d`:
+    past the end the step is held at `w + s + d`; during warmup
+    `factor = (step + 1) / (w + 1)`; while stable (or with `d = 0`)
+    `factor = 1`; otherwise with `p = ((step + 1) - (w + s)) / (d + 1)` the
+    decay is `1 - p` (linear), `1 - sqrt(p)` (sqrt) or `(1 + cos(pi p)) / 2`
+    (cosine), and `factor = min_lr_factor + (1 - min_lr_factor) * decay`.
+    The result is `lr * factor`, computed in float64, returned as float32.
+  }];
+  let arguments = (ins 0DTensorOf<[I64]>:$step, 0DTensorOf<[I64]>:$total_steps,
+                       F64Attr:$lr, I64Attr:$warmup_steps,
+                       OptionalAttr<F64Attr>:$decay_ratio, StrAttr:$decay_type,
+                       F64Attr:$min_lr_factor);
+  let results = (outs 0DTensorOf<[F32]>:$result);
+  let assemblyFormat = [{
+    $step `,` $total_steps attr-dict `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
+def Titan_AdamWOp : Titan_Op<"adamw", [Pure,
+    AllTypesMatch<["param", "grad", "exp_avg", "exp_avg_sq", "new_param",
+                   "new_exp_avg", "new_exp_avg_sq"]>,
+    AllTypesMatch<["lr", "grad_norm"]>]> {
+  let summary = "one AdamW update of a parameter, after global-norm clipping";
+  let description = [{
+    Exactly `torch.nn.utils.clip_grad_norm_` followed by `torch.optim.AdamW`
+    (single-tensor path), elementwise in the parameter's type:
+    `coef = min(1, max_norm / (grad_norm + 1e-6))`, `g = grad * coef`;
+    `p = p * (1 - lr * weight_decay)`; `m = beta1 * m + (1 - beta1) * g`;
+    `v = beta2 * v + (1 - beta2) * g * g`;
+    `p = p - (lr / (1 - beta1^t)) * m / (sqrt(v) / sqrt(1 - beta2^t) + eps)`
+    with `t = step + 1`. Results: the new parameter, `m` and `v`.
+  }];
+  let arguments = (ins Titan_FloatTensor:$param, Titan_FloatTensor:$grad,
+                       Titan_FloatTensor:$exp_avg, Titan_FloatTensor:$exp_avg_sq,
+                       0DTensorOf<[F32]>:$lr, 0DTensorOf<[F32]>:$grad_norm,
+                       0DTensorOf<[I64]>:$step,
+                       F64Attr:$beta1, F64Attr:$beta2, F64Attr:$eps,
+                       F64Attr:$weight_decay, F64Attr:$max_norm);
+  let results = (outs Titan_FloatTensor:$new_param,
+                      Titan_FloatTensor:$new_exp_avg,
+                      Titan_FloatTensor:$new_exp_avg_sq);
+  let assemblyFormat = [{
+    $param `,` $grad `,` $exp_avg `,` $exp_avg_sq `,` $lr `,` $grad_norm `,`
+    $step attr-dict `:` type($param) `,` type($lr) `,` type($step)
   }];
   let hasVerifier = 1;
 }

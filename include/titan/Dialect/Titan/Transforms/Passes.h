@@ -4,6 +4,7 @@
 #define TITAN_DIALECT_TITAN_TRANSFORMS_PASSES_H
 
 #include "mlir/Pass/Pass.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "titan/Dialect/Titan/IR/TitanDialect.h"
 
 namespace titan {

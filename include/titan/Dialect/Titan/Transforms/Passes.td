@@ -15,4 +15,63 @@ def TitanDecomposeSwiGLU : Pass<"titan-decompose-swiglu"> {
   let dependentDialects = ["::titan::TitanDialect"];
 }
 
+def TitanAutodiff : Pass<"titan-autodiff", "::mlir::ModuleOp"> {
+  let summary = "Build the backward graph of a titan forward function";
+  let description = [{
+    Reverse-mode differentiation of the function `forward` (a titan graph
+    returning a scalar loss): adds a function `backward` with the same
+    arguments that returns the loss followed by the gradient of every
+    argument tagged `titan.param`, in argument order (results tagged
+    `titan.grad`). Each op has one adjoint rule; a value used several times
+    sums its gradients with `titan.add`. The forward is recomputed inside
+    `backward` (it is a complete training step's forward + backward).
+    Parameters that do not influence the loss get a zero gradient.
+  }];
+  let options = [
+    Option<"forwardName", "forward", "std::string", "\"forward\"",
+           "Function to differentiate">,
+    Option<"backwardName", "backward", "std::string",
+           "\"forward_backward\"", "Name of the function to create">,
+  ];
+  let dependentDialects = ["::titan::TitanDialect",
+                           "::mlir::func::FuncDialect"];
+}
+
+def TitanOptimizer : Pass<"titan-optimizer", "::mlir::ModuleOp"> {
+  let summary = "Build the AdamW optimizer step for a titan model";
+  let description = [{
+    Adds a function `optimizer_step` taking, for the parameters of function
+    `forward` (arguments tagged `titan.param`), the parameters, their
+    gradients, the AdamW first and second moments, the 0-based step index and
+    the run's total step count; it returns the updated parameters and moments,
+    the global gradient norm before clipping and the learning rate used. The
+    update is `torch.nn.utils.clip_grad_norm_` followed by
+    `torch.optim.AdamW`, with TorchTitan's warmup-stable-decay schedule.
+  }];
+  let options = [
+    Option<"forwardName", "forward", "std::string", "\"forward\"",
+           "Function whose parameters are optimized">,
+    Option<"stepName", "step-function", "std::string",
+           "\"optimizer_step\"", "Name of the function to create">,
+    Option<"lr", "lr", "double", "8e-4", "Peak learning rate">,
+    Option<"beta1", "beta1", "double", "0.9", "AdamW beta1">,
+    Option<"beta2", "beta2", "double", "0.95", "AdamW beta2">,
+    Option<"eps", "eps", "double", "1e-8", "AdamW epsilon">,
+    Option<"weightDecay", "weight-decay", "double", "0.1",
+           "Decoupled weight decay">,
+    Option<"maxNorm", "max-norm", "double", "1.0",
+           "Global gradient-norm clipping threshold">,
+    Option<"warmupSteps", "warmup-steps", "int64_t", "200",
+           "Linear warmup steps">,
+    Option<"decayRatio", "decay-ratio", "double", "-1.0",
+           "Fraction of steps that decay (negative: decay after warmup)">,
+    Option<"decayType", "decay-type", "std::string", "\"linear\"",
+           "linear, sqrt or cosine">,
+    Option<"minLrFactor", "min-lr-factor", "double", "0.0",
+           "Final learning rate as a fraction of lr">,
+  ];
+  let dependentDialects = ["::titan::TitanDialect",
+                           "::mlir::func::FuncDialect"];
+}
+
 #endif // TITAN_DIALECT_TITAN_TRANSFORMS_PASSES_TD

@@ -1,0 +1,222 @@
+//===- Autodiff.cpp - reverse-mode differentiation of titan graphs --------===//
+//
+// Walks the forward function backwards once, applying one adjoint rule per op.
+// Gradients of a value used more than once are summed as they arrive.
+//
+//===----------------------------------------------------------------------===//
+
+#include "titan/Dialect/Titan/IR/TitanOps.h"
+#include "titan/Dialect/Titan/Transforms/Passes.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/IRMapping.h"
+#include "llvm/ADT/TypeSwitch.h"
+
+namespace titan {
+#define GEN_PASS_DEF_TITANAUTODIFF
+#include "titan/Dialect/Titan/Transforms/Passes.h.inc"
+} // namespace titan
+
+using namespace mlir;
+using namespace titan;
+
+namespace {
+
+class GradientBuilder {
+public:
+  explicit GradientBuilder(OpBuilder &b) : b(b) {}
+
+  /// Adds `grad` to the gradient of `value`.
+  void accumulate(Value value, Value grad) {
+    if (!isa<FloatType>(
+            cast<RankedTensorType>(value.getType()).getElementType()))
+      return;
+    auto [it, inserted] = grads.try_emplace(value, grad);
+    if (!inserted)
+      it->second = AddOp::create(b, grad.getLoc(), it->second, grad);
+  }
+
+  Value lookup(Value value) const { return grads.lookup(value); }
+
+  /// Applies the adjoint rule of `op`, given the gradients of its results.
+  LogicalResult propagate(Operation *op) {
+    SmallVector<Value> resultGrads;
+    bool any = false;
+    for (Value r : op->getResults()) {
+      resultGrads.push_back(lookup(r));
+      any |= static_cast<bool>(resultGrads.back());
+    }
+    if (!any)
+      return success();
+    Location loc = op->getLoc();
+    // Results without a gradient contribute zero.
+    for (auto [r, g] : llvm::zip(op->getResults(), resultGrads))
+      if (!g)
+        g = FillOp::create(b, loc, r.getType(), b.getF64FloatAttr(0.0));
+    Value dy = resultGrads.front();
+
+    return TypeSwitch<Operation *, LogicalResult>(op)
+        .Case([&](EmbeddingOp e) {
+          accumulate(e.getWeight(),
+                     EmbeddingGradOp::create(b, loc, e.getWeight().getType(),
+                                             dy, e.getTokens()));
+          return success();
+        })
+        .Case([&](RMSNormOp n) {
+          auto g = RMSNormGradOp::create(b, loc, n.getInput().getType(),
+                                         n.getWeight().getType(), n.getInput(),
+                                         n.getWeight(), dy, n.getEpsAttr());
+          accumulate(n.getInput(), g.getInputGrad());
+          accumulate(n.getWeight(), g.getWeightGrad());
+          return success();
+        })
+        .Case([&](RopeOp r) {
+          // A rotation's adjoint is the inverse rotation.
+          accumulate(r.getInput(),
+                     RopeOp::create(b, loc, r.getType(), dy, r.getAngles(),
+                                    !r.getTranspose()));
+          return success();
+        })
+        .Case([&](AttentionOp a) {
+          auto g = AttentionGradOp::create(
+              b, loc, a.getQuery().getType(), a.getKey().getType(),
+              a.getValue().getType(), a.getQuery(), a.getKey(), a.getValue(),
+              dy, a.getScaleAttr());
+          accumulate(a.getQuery(), g.getQueryGrad());
+          accumulate(a.getKey(), g.getKeyGrad());
+          accumulate(a.getValue(), g.getValueGrad());
+          return success();
+        })
+        .Case([&](LinearOp l) {
+          accumulate(l.getInput(),
+                     LinearGradInputOp::create(b, loc, l.getInput().getType(),
+                                               dy, l.getWeight()));
+          accumulate(l.getWeight(),
+                     LinearGradWeightOp::create(b, loc, l.getWeight().getType(),
+                                                dy, l.getInput()));
+          return success();
+        })
+        .Case([&](SwiGLUOp s) {
+          auto g = SwiGLUGradOp::create(b, loc, s.getType(), s.getType(),
+                                        s.getGate(), s.getUp(), dy);
+          accumulate(s.getGate(), g.getGateGrad());
+          accumulate(s.getUp(), g.getUpGrad());
+          return success();
+        })
+        .Case([&](SiLUOp s) {
+          accumulate(s.getInput(),
+                     SiLUGradOp::create(b, loc, s.getType(), s.getInput(), dy));
+          return success();
+        })
+        .Case([&](MulOp m) {
+          accumulate(m.getLhs(), MulOp::create(b, loc, dy, m.getRhs()));
+          accumulate(m.getRhs(), MulOp::create(b, loc, dy, m.getLhs()));
+          return success();
+        })
+        .Case([&](AddOp a) {
+          accumulate(a.getLhs(), dy);
+          accumulate(a.getRhs(), dy);
+          return success();
+        })
+        .Case([&](ReshapeOp r) {
+          accumulate(r.getInput(),
+                     ReshapeOp::create(b, loc, r.getInput().getType(), dy));
+          return success();
+        })
+        .Case([&](CrossEntropyOp c) {
+          accumulate(c.getLogits(), CrossEntropyGradOp::create(
+                                        b, loc, c.getLogits().getType(),
+                                        c.getLogits(), c.getLabels(), dy));
+          return success();
+        })
+        .Case<RopeAnglesOp, FillOp>([](auto) { return success(); })
+        .Default([&](Operation *other) {
+          return other->emitOpError()
+                 << "has no adjoint rule in titan-autodiff";
+        });
+  }
+
+private:
+  OpBuilder &b;
+  DenseMap<Value, Value> grads;
+};
+
+struct TitanAutodiffPass : titan::impl::TitanAutodiffBase<TitanAutodiffPass> {
+  using Base::Base;
+
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    auto forward = module.lookupSymbol<func::FuncOp>(forwardName);
+    if (!forward) {
+      module.emitError() << "titan-autodiff: no function named '" << forwardName
+                         << "'";
+      return signalPassFailure();
+    }
+    if (module.lookupSymbol(backwardName)) {
+      forward.emitError() << "titan-autodiff: a symbol named '" << backwardName
+                          << "' already exists";
+      return signalPassFailure();
+    }
+    FunctionType type = forward.getFunctionType();
+    auto lossType = type.getNumResults() == 1
+                        ? dyn_cast<RankedTensorType>(type.getResult(0))
+                        : RankedTensorType();
+    if (!lossType || lossType.getRank() != 0 ||
+        !lossType.getElementType().isF32()) {
+      forward.emitOpError() << "must return a single tensor<f32> loss to be "
+                               "differentiated";
+      return signalPassFailure();
+    }
+    if (!forward.getBody().hasOneBlock()) {
+      forward.emitOpError() << "must have a single block to be differentiated";
+      return signalPassFailure();
+    }
+
+    // The new function starts as a copy of the forward.
+    OpBuilder b(module.getContext());
+    b.setInsertionPointAfter(forward);
+    auto backward = cast<func::FuncOp>(b.clone(*forward.getOperation()));
+    backward.setSymName(backwardName);
+    Block &body = backward.getBody().front();
+    auto ret = cast<func::ReturnOp>(body.getTerminator());
+    Value loss = ret.getOperand(0);
+
+    SmallVector<Operation *> forwardOps;
+    for (Operation &op : body.without_terminator())
+      forwardOps.push_back(&op);
+
+    b.setInsertionPoint(ret);
+    GradientBuilder grads(b);
+    grads.accumulate(loss, FillOp::create(b, ret.getLoc(), lossType,
+                                          b.getF64FloatAttr(1.0)));
+    for (Operation *op : llvm::reverse(forwardOps))
+      if (failed(grads.propagate(op)))
+        return signalPassFailure();
+
+    SmallVector<Value> results = {loss};
+    SmallVector<Type> resultTypes = {lossType};
+    SmallVector<Attribute> resultAttrs = {b.getDictionaryAttr({})};
+    for (BlockArgument arg : body.getArguments()) {
+      auto name = backward.getArgAttrOfType<StringAttr>(
+          arg.getArgNumber(), TitanDialect::kParamAttrName);
+      if (!name)
+        continue;
+      Value g = grads.lookup(arg);
+      if (!g)
+        g = FillOp::create(b, ret.getLoc(), arg.getType(),
+                           b.getF64FloatAttr(0.0));
+      results.push_back(g);
+      resultTypes.push_back(arg.getType());
+      resultAttrs.push_back(b.getDictionaryAttr(
+          b.getNamedAttr(TitanDialect::kGradAttrName, name)));
+    }
+    func::ReturnOp::create(b, ret.getLoc(), results);
+    ret.erase();
+    backward.setFunctionType(
+        b.getFunctionType(backward.getArgumentTypes(), resultTypes));
+    backward.setAllResultAttrs(resultAttrs);
+  }
+};
+
+} // namespace

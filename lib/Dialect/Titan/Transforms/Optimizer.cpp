@@ -1,0 +1,139 @@
+//===- Optimizer.cpp - the AdamW training-step update ---------------------===//
+//
+// Builds `optimizer_step`: global-norm clipping, the learning-rate schedule
+// and one AdamW update per parameter, with the optimizer state as explicit
+// arguments and results so that later passes can shard it like parameters.
+//
+//===----------------------------------------------------------------------===//
+
+#include "titan/Dialect/Titan/IR/TitanOps.h"
+#include "titan/Dialect/Titan/Transforms/Passes.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/Builders.h"
+
+namespace titan {
+#define GEN_PASS_DEF_TITANOPTIMIZER
+#include "titan/Dialect/Titan/Transforms/Passes.h.inc"
+} // namespace titan
+
+using namespace mlir;
+using namespace titan;
+
+namespace {
+
+struct TitanOptimizerPass
+    : titan::impl::TitanOptimizerBase<TitanOptimizerPass> {
+  using Base::Base;
+
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    auto forward = module.lookupSymbol<func::FuncOp>(forwardName);
+    if (!forward) {
+      module.emitError() << "titan-optimizer: no function named '"
+                         << forwardName << "'";
+      return signalPassFailure();
+    }
+    if (module.lookupSymbol(stepName)) {
+      forward.emitError() << "titan-optimizer: a symbol named '" << stepName
+                          << "' already exists";
+      return signalPassFailure();
+    }
+    if (decayType != "linear" && decayType != "sqrt" && decayType != "cosine") {
+      module.emitError() << "titan-optimizer: decay-type must be linear, sqrt "
+                            "or cosine, got '"
+                         << decayType << "'";
+      return signalPassFailure();
+    }
+
+    SmallVector<Type> paramTypes;
+    SmallVector<StringAttr> names;
+    for (unsigned i = 0, e = forward.getNumArguments(); i < e; ++i)
+      if (auto name = forward.getArgAttrOfType<StringAttr>(
+              i, TitanDialect::kParamAttrName)) {
+        names.push_back(name);
+        paramTypes.push_back(forward.getArgumentTypes()[i]);
+      }
+    if (names.empty()) {
+      forward.emitOpError() << "has no arguments tagged '"
+                            << TitanDialect::kParamAttrName << "' to optimize";
+      return signalPassFailure();
+    }
+
+    OpBuilder b(module.getContext());
+    Type scalarI64 = RankedTensorType::get({}, b.getI64Type());
+    Type scalarF32 = RankedTensorType::get({}, b.getF32Type());
+    size_t n = names.size();
+
+    // Arguments: params, grads, exp_avg, exp_avg_sq, step, total_steps.
+    SmallVector<Type> argTypes;
+    SmallVector<Attribute> argAttrs;
+    for (StringRef tag :
+         {TitanDialect::kParamAttrName, TitanDialect::kGradAttrName,
+          TitanDialect::kExpAvgAttrName, TitanDialect::kExpAvgSqAttrName})
+      for (size_t i = 0; i < n; ++i) {
+        argTypes.push_back(paramTypes[i]);
+        argAttrs.push_back(b.getDictionaryAttr(b.getNamedAttr(tag, names[i])));
+      }
+    for (StringRef input : {"step", "total_steps"}) {
+      argTypes.push_back(scalarI64);
+      argAttrs.push_back(b.getDictionaryAttr(b.getNamedAttr(
+          TitanDialect::kInputAttrName, b.getStringAttr(input))));
+    }
+    // Results: params, exp_avg, exp_avg_sq, grad_norm, lr.
+    SmallVector<Type> resultTypes;
+    SmallVector<Attribute> resultAttrs;
+    for (StringRef tag :
+         {TitanDialect::kParamAttrName, TitanDialect::kExpAvgAttrName,
+          TitanDialect::kExpAvgSqAttrName})
+      for (size_t i = 0; i < n; ++i) {
+        resultTypes.push_back(paramTypes[i]);
+        resultAttrs.push_back(
+            b.getDictionaryAttr(b.getNamedAttr(tag, names[i])));
+      }
+    resultTypes.append({scalarF32, scalarF32});
+    resultAttrs.append({b.getDictionaryAttr({}), b.getDictionaryAttr({})});
+
+    Location loc = NameLoc::get(b.getStringAttr("optimizer"));
+    b.setInsertionPointToEnd(module.getBody());
+    auto step = func::FuncOp::create(b, loc, stepName,
+                                     b.getFunctionType(argTypes, resultTypes));
+    step.setAllArgAttrs(argAttrs);
+    step.setAllResultAttrs(resultAttrs);
+    Block *body = step.addEntryBlock();
+    b.setInsertionPointToStart(body);
+    auto args = body->getArguments();
+    auto params = args.slice(0, n), grads = args.slice(n, n),
+         expAvg = args.slice(2 * n, n), expAvgSq = args.slice(3 * n, n);
+    Value stepIndex = args[4 * n], totalSteps = args[4 * n + 1];
+
+    Value norm = GlobalNormOp::create(b, loc, scalarF32, grads);
+    auto lrOp = LRScheduleOp::create(
+        b, loc, scalarF32, stepIndex, totalSteps, b.getF64FloatAttr(lr),
+        b.getI64IntegerAttr(warmupSteps),
+        decayRatio >= 0 ? b.getF64FloatAttr(decayRatio) : FloatAttr(),
+        b.getStringAttr(decayType), b.getF64FloatAttr(minLrFactor));
+
+    SmallVector<Value> newParams, newExpAvg, newExpAvgSq;
+    for (size_t i = 0; i < n; ++i) {
+      auto update = AdamWOp::create(
+          b, NameLoc::get(names[i]), params[i], grads[i], expAvg[i],
+          expAvgSq[i], lrOp, norm, stepIndex, b.getF64FloatAttr(beta1),
+          b.getF64FloatAttr(beta2), b.getF64FloatAttr(eps),
+          b.getF64FloatAttr(weightDecay), b.getF64FloatAttr(maxNorm));
+      newParams.push_back(update.getNewParam());
+      newExpAvg.push_back(update.getNewExpAvg());
+      newExpAvgSq.push_back(update.getNewExpAvgSq());
+    }
+    SmallVector<Value> results;
+    llvm::append_range(results, newParams);
+    llvm::append_range(results, newExpAvg);
+    llvm::append_range(results, newExpAvgSq);
+    results.append({norm, lrOp});
+    func::ReturnOp::create(b, loc, results);
+    if (failed(step.verify()))
+      return signalPassFailure();
+  }
+};
+
+} // namespace

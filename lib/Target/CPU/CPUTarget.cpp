@@ -1,0 +1,106 @@
+//===- CPUTarget.cpp - object emission and linking for the CPU ------------===//
+
+#include "titan/Target/CPU/CPUTarget.h"
+
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/Target/LLVMIR/Dialect/Builtin/BuiltinToLLVMIRTranslation.h"
+#include "mlir/Target/LLVMIR/Dialect/LLVMIR/LLVMToLLVMIRTranslation.h"
+#include "mlir/Target/LLVMIR/Export.h"
+#include "llvm/IR/LLVMContext.h"
+#include "llvm/IR/LegacyPassManager.h"
+#include "llvm/IR/Module.h"
+#include "llvm/MC/TargetRegistry.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/Path.h"
+#include "llvm/Support/Process.h"
+#include "llvm/Support/Program.h"
+#include "llvm/Support/TargetSelect.h"
+#include "llvm/Support/raw_ostream.h"
+#include "llvm/Target/TargetMachine.h"
+#include "llvm/Target/TargetOptions.h"
+#include "llvm/TargetParser/Host.h"
+
+using namespace titan;
+
+static llvm::Error makeError(const llvm::Twine &msg) {
+  return llvm::createStringError(llvm::inconvertibleErrorCode(), msg.str());
+}
+
+void titan::embedManifest(mlir::ModuleOp module, llvm::StringRef manifest) {
+  mlir::OpBuilder b(module.getContext());
+  b.setInsertionPointToStart(module.getBody());
+  std::string text = manifest.str();
+  text.push_back('\0');
+  auto type = mlir::LLVM::LLVMArrayType::get(b.getI8Type(), text.size());
+  mlir::LLVM::GlobalOp::create(b, module.getLoc(), type, /*isConstant=*/true,
+                               mlir::LLVM::Linkage::External, "titan_manifest",
+                               b.getStringAttr(text));
+}
+
+llvm::Error titan::emitObjectFile(mlir::ModuleOp module, llvm::StringRef path) {
+  mlir::DialectRegistry registry;
+  mlir::registerBuiltinDialectTranslation(registry);
+  mlir::registerLLVMDialectTranslation(registry);
+  module.getContext()->appendDialectRegistry(registry);
+
+  llvm::LLVMContext llvmContext;
+  std::unique_ptr<llvm::Module> llvmModule =
+      mlir::translateModuleToLLVMIR(module, llvmContext);
+  if (!llvmModule)
+    return makeError("translation to LLVM IR failed");
+
+  llvm::InitializeNativeTarget();
+  llvm::InitializeNativeTargetAsmPrinter();
+  llvm::Triple triple(llvm::sys::getDefaultTargetTriple());
+  std::string error;
+  const llvm::Target *target =
+      llvm::TargetRegistry::lookupTarget(triple, error);
+  if (!target)
+    return makeError("no LLVM target for " + triple.str() + ": " + error);
+  llvm::TargetOptions options;
+  std::unique_ptr<llvm::TargetMachine> machine(target->createTargetMachine(
+      triple, "generic", "", options, llvm::Reloc::PIC_));
+  llvmModule->setDataLayout(machine->createDataLayout());
+  llvmModule->setTargetTriple(triple);
+
+  std::error_code ec;
+  llvm::raw_fd_ostream out(path, ec, llvm::sys::fs::OF_None);
+  if (ec)
+    return makeError("cannot write '" + path + "': " + ec.message());
+  llvm::legacy::PassManager passes;
+  if (machine->addPassesToEmitFile(passes, out, nullptr,
+                                   llvm::CodeGenFileType::ObjectFile))
+    return makeError("the LLVM target cannot emit object files");
+  passes.run(*llvmModule);
+  out.close();
+  if (out.has_error())
+    return makeError("writing '" + path + "' failed: " + out.error().message());
+  return llvm::Error::success();
+}
+
+llvm::Error titan::linkTrainingExecutable(llvm::StringRef objectPath,
+                                          llvm::StringRef outputPath,
+                                          llvm::StringRef runtimeDir) {
+  std::string driverName = llvm::sys::Process::GetEnv("CXX").value_or("c++");
+  llvm::ErrorOr<std::string> driver = llvm::sys::findProgramByName(driverName);
+  if (!driver)
+    return makeError("cannot find the C++ driver '" + driverName +
+                     "' to link the executable (set CXX)");
+  llvm::SmallString<256> mainLib(runtimeDir);
+  llvm::sys::path::append(mainLib, "libtitanrt_main.a");
+  if (!llvm::sys::fs::exists(mainLib))
+    return makeError("libtitanrt is not built: no '" + mainLib + "'");
+  std::string rpath = ("-Wl,-rpath," + runtimeDir).str();
+  std::string libDir = ("-L" + runtimeDir).str();
+  llvm::SmallVector<llvm::StringRef> args = {*driver, objectPath,  mainLib,
+                                             libDir,  "-ltitanrt", rpath,
+                                             "-o",    outputPath};
+  std::string message;
+  int rc = llvm::sys::ExecuteAndWait(*driver, args, std::nullopt, {}, 0, 0,
+                                     &message);
+  if (rc != 0)
+    return makeError("linking '" + outputPath + "' failed" +
+                     (message.empty() ? "" : ": " + message));
+  return llvm::Error::success();
+}

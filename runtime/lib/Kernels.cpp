@@ -1,0 +1,438 @@
+//===- Kernels.cpp - CPU reference kernels of the titan ops ---------------===//
+
+#include "Kernels.h"
+#include "Error.h"
+
+#include <cblas.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <string>
+#include <vector>
+
+using namespace titanrt;
+
+namespace {
+
+// Row-major GEMM C = alpha * op(A) op(B) + beta * C through OpenBLAS.
+void gemm(bool transA, bool transB, int64_t m, int64_t n, int64_t k,
+          float alpha, const float *a, int64_t lda, const float *b, int64_t ldb,
+          float beta, float *c, int64_t ldc) {
+  cblas_sgemm(CblasRowMajor, transA ? CblasTrans : CblasNoTrans,
+              transB ? CblasTrans : CblasNoTrans, m, n, k, alpha, a, lda, b,
+              ldb, beta, c, ldc);
+}
+void gemm(bool transA, bool transB, int64_t m, int64_t n, int64_t k,
+          double alpha, const double *a, int64_t lda, const double *b,
+          int64_t ldb, double beta, double *c, int64_t ldc) {
+  cblas_dgemm(CblasRowMajor, transA ? CblasTrans : CblasNoTrans,
+              transB ? CblasTrans : CblasNoTrans, m, n, k, alpha, a, lda, b,
+              ldb, beta, c, ldc);
+}
+
+void checkToken(int32_t token, int64_t index, int64_t vocab, const char *what) {
+  if (token < 0 || token >= vocab)
+    fatal(std::string(what) + " id " + std::to_string(token) + " at position " +
+          std::to_string(index) + " is outside the vocabulary [0, " +
+          std::to_string(vocab) + ")");
+}
+
+/// Causal softmax of `scale * scores` in place for the S x S block.
+template <typename T> void causalSoftmax(T *p, int64_t seq, double scale) {
+  for (int64_t i = 0; i < seq; ++i) {
+    T *row = p + i * seq;
+    T max = -INFINITY;
+    for (int64_t j = 0; j <= i; ++j)
+      max = std::max<T>(max, row[j] * T(scale));
+    T sum = 0;
+    for (int64_t j = 0; j <= i; ++j) {
+      row[j] = std::exp(row[j] * T(scale) - max);
+      sum += row[j];
+    }
+    T inv = T(1) / sum;
+    for (int64_t j = 0; j <= i; ++j)
+      row[j] *= inv;
+    std::fill(row + i + 1, row + seq, T(0));
+  }
+}
+
+/// P (S x S) for one (batch, query head): softmax over causal Q K^T.
+template <typename T>
+void attentionProbs(const T *q, const T *k, T *p, int64_t seq, int64_t ldq,
+                    int64_t ldk, int64_t headDim, double scale) {
+  gemm(false, true, seq, seq, headDim, T(1), q, ldq, k, ldk, T(0), p, seq);
+  causalSoftmax(p, seq, scale);
+}
+
+template <typename T> T sigmoid(T x) { return T(1) / (T(1) + std::exp(-x)); }
+
+} // namespace
+
+namespace titanrt::kernels {
+
+template <typename T>
+void embedding(const T *weight, const int32_t *tokens, T *out, int64_t n,
+               int64_t vocab, int64_t dim) {
+  for (int64_t i = 0; i < n; ++i) {
+    checkToken(tokens[i], i, vocab, "token");
+    std::memcpy(out + i * dim, weight + int64_t(tokens[i]) * dim,
+                dim * sizeof(T));
+  }
+}
+
+template <typename T>
+void embeddingGrad(const T *grad, const int32_t *tokens, T *out, int64_t n,
+                   int64_t vocab, int64_t dim) {
+  std::fill(out, out + vocab * dim, T(0));
+  for (int64_t i = 0; i < n; ++i) {
+    checkToken(tokens[i], i, vocab, "token");
+    T *row = out + int64_t(tokens[i]) * dim;
+    for (int64_t d = 0; d < dim; ++d)
+      row[d] += grad[i * dim + d];
+  }
+}
+
+template <typename T>
+void rmsNorm(const T *x, const T *w, T *out, int64_t rows, int64_t dim,
+             double eps) {
+  for (int64_t r = 0; r < rows; ++r) {
+    const T *xr = x + r * dim;
+    double ss = 0;
+    for (int64_t d = 0; d < dim; ++d)
+      ss += double(xr[d]) * xr[d];
+    T inv = T(1) / std::sqrt(T(ss / dim) + T(eps));
+    for (int64_t d = 0; d < dim; ++d)
+      out[r * dim + d] = (xr[d] * inv) * w[d];
+  }
+}
+
+template <typename T>
+void rmsNormGrad(const T *x, const T *w, const T *dy, T *dx, T *dw,
+                 int64_t rows, int64_t dim, double eps) {
+  std::vector<double> dwAcc(dim, 0.0);
+  for (int64_t r = 0; r < rows; ++r) {
+    const T *xr = x + r * dim, *gr = dy + r * dim;
+    double ss = 0;
+    for (int64_t d = 0; d < dim; ++d)
+      ss += double(xr[d]) * xr[d];
+    double inv = 1.0 / std::sqrt(double(T(ss / dim)) + eps);
+    // dot(g * w, xhat) / dim
+    double dot = 0;
+    for (int64_t d = 0; d < dim; ++d)
+      dot += double(gr[d]) * w[d] * xr[d] * inv;
+    dot /= dim;
+    for (int64_t d = 0; d < dim; ++d) {
+      double xhat = xr[d] * inv;
+      dx[r * dim + d] = T(inv * (double(gr[d]) * w[d] - xhat * dot));
+      dwAcc[d] += double(gr[d]) * xhat;
+    }
+  }
+  for (int64_t d = 0; d < dim; ++d)
+    dw[d] = T(dwAcc[d]);
+}
+
+void ropeAngles(float *angles, int64_t seq, int64_t pairs, double theta,
+                bool scaled, double factor, double lowFreqFactor,
+                double highFreqFactor, double originalMaxPositions) {
+  const float pi = 3.14159265358979323846f;
+  int64_t headDim = 2 * pairs;
+  std::vector<float> invFreq(pairs);
+  for (int64_t j = 0; j < pairs; ++j) {
+    float exponent = float(2 * j) / float(headDim);
+    invFreq[j] = 1.0f / std::pow(float(theta), exponent);
+    if (!scaled)
+      continue;
+    float f = invFreq[j];
+    float wavelen = 2.0f * pi / f;
+    float lowWavelen = float(originalMaxPositions / lowFreqFactor);
+    float highWavelen = float(originalMaxPositions / highFreqFactor);
+    if (wavelen > lowWavelen) {
+      invFreq[j] = f / float(factor);
+    } else if (!(wavelen < highWavelen)) {
+      float smooth =
+          (float(originalMaxPositions) / wavelen - float(lowFreqFactor)) /
+          float(highFreqFactor - lowFreqFactor);
+      invFreq[j] = (1.0f - smooth) * f / float(factor) + smooth * f;
+    }
+  }
+  for (int64_t p = 0; p < seq; ++p)
+    for (int64_t j = 0; j < pairs; ++j)
+      angles[p * pairs + j] = float(p) * invFreq[j];
+}
+
+template <typename T>
+void rope(const T *x, const float *angles, T *out, int64_t batch, int64_t seq,
+          int64_t heads, int64_t pairs, bool transpose) {
+  for (int64_t b = 0; b < batch; ++b)
+    for (int64_t s = 0; s < seq; ++s)
+      for (int64_t j = 0; j < pairs; ++j) {
+        float angle = angles[s * pairs + j];
+        T c = std::cos(angle), sn = std::sin(angle);
+        if (transpose)
+          sn = -sn;
+        for (int64_t h = 0; h < heads; ++h) {
+          int64_t base = ((b * seq + s) * heads + h) * 2 * pairs + 2 * j;
+          T a = x[base], bb = x[base + 1];
+          out[base] = a * c - bb * sn;
+          out[base + 1] = a * sn + bb * c;
+        }
+      }
+}
+
+template <typename T>
+void attention(const T *q, const T *k, const T *v, T *out, int64_t batch,
+               int64_t seq, int64_t qHeads, int64_t kvHeads, int64_t headDim,
+               double scale) {
+  int64_t group = qHeads / kvHeads;
+  int64_t ldq = qHeads * headDim, ldk = kvHeads * headDim;
+  std::vector<T> p(seq * seq);
+  for (int64_t b = 0; b < batch; ++b)
+    for (int64_t h = 0; h < qHeads; ++h) {
+      const T *qh = q + b * seq * ldq + h * headDim;
+      const T *kh = k + b * seq * ldk + (h / group) * headDim;
+      const T *vh = v + b * seq * ldk + (h / group) * headDim;
+      attentionProbs(qh, kh, p.data(), seq, ldq, ldk, headDim, scale);
+      gemm(false, false, seq, headDim, seq, T(1), p.data(), seq, vh, ldk, T(0),
+           out + b * seq * ldq + h * headDim, ldq);
+    }
+}
+
+template <typename T>
+void attentionGrad(const T *q, const T *k, const T *v, const T *dout, T *dq,
+                   T *dk, T *dv, int64_t batch, int64_t seq, int64_t qHeads,
+                   int64_t kvHeads, int64_t headDim, double scale) {
+  int64_t group = qHeads / kvHeads;
+  int64_t ldq = qHeads * headDim, ldk = kvHeads * headDim;
+  std::fill(dk, dk + batch * seq * ldk, T(0));
+  std::fill(dv, dv + batch * seq * ldk, T(0));
+  std::vector<T> p(seq * seq), dp(seq * seq), o(seq * headDim);
+  for (int64_t b = 0; b < batch; ++b)
+    for (int64_t h = 0; h < qHeads; ++h) {
+      int64_t qOff = b * seq * ldq + h * headDim;
+      int64_t kOff = b * seq * ldk + (h / group) * headDim;
+      attentionProbs(q + qOff, k + kOff, p.data(), seq, ldq, ldk, headDim,
+                     scale);
+      // O = P V, to form rowsum(dO * O).
+      gemm(false, false, seq, headDim, seq, T(1), p.data(), seq, v + kOff, ldk,
+           T(0), o.data(), headDim);
+      // dV += P^T dO
+      gemm(true, false, seq, headDim, seq, T(1), p.data(), seq, dout + qOff,
+           ldq, T(1), dv + kOff, ldk);
+      // dP = dO V^T
+      gemm(false, true, seq, seq, headDim, T(1), dout + qOff, ldq, v + kOff,
+           ldk, T(0), dp.data(), seq);
+      // dS = P * (dP - rowsum(dO * O)), scaled for the score scale.
+      for (int64_t i = 0; i < seq; ++i) {
+        T rowDot = 0;
+        for (int64_t d = 0; d < headDim; ++d)
+          rowDot += dout[qOff + i * ldq + d] * o[i * headDim + d];
+        for (int64_t j = 0; j < seq; ++j)
+          dp[i * seq + j] =
+              j <= i ? T(scale) * p[i * seq + j] * (dp[i * seq + j] - rowDot)
+                     : T(0);
+      }
+      // dQ = dS K, dK += dS^T Q
+      gemm(false, false, seq, headDim, seq, T(1), dp.data(), seq, k + kOff, ldk,
+           T(0), dq + qOff, ldq);
+      gemm(true, false, seq, headDim, seq, T(1), dp.data(), seq, q + qOff, ldq,
+           T(1), dk + kOff, ldk);
+    }
+}
+
+template <typename T>
+void linear(const T *x, const T *w, T *y, int64_t m, int64_t k, int64_t n) {
+  gemm(false, true, m, n, k, T(1), x, k, w, k, T(0), y, n);
+}
+
+template <typename T>
+void linearGradInput(const T *dy, const T *w, T *dx, int64_t m, int64_t k,
+                     int64_t n) {
+  gemm(false, false, m, k, n, T(1), dy, n, w, k, T(0), dx, k);
+}
+
+template <typename T>
+void linearGradWeight(const T *dy, const T *x, T *dw, int64_t m, int64_t k,
+                      int64_t n) {
+  gemm(true, false, n, k, m, T(1), dy, n, x, k, T(0), dw, k);
+}
+
+template <typename T> void silu(const T *x, T *out, int64_t n) {
+  for (int64_t i = 0; i < n; ++i)
+    out[i] = x[i] / (T(1) + std::exp(-x[i]));
+}
+
+template <typename T> void siluGrad(const T *x, const T *dy, T *dx, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) {
+    T s = sigmoid(x[i]);
+    dx[i] = dy[i] * s * (T(1) + x[i] * (T(1) - s));
+  }
+}
+
+template <typename T>
+void swiglu(const T *gate, const T *up, T *out, int64_t n) {
+  for (int64_t i = 0; i < n; ++i)
+    out[i] = gate[i] / (T(1) + std::exp(-gate[i])) * up[i];
+}
+
+template <typename T>
+void swigluGrad(const T *gate, const T *up, const T *dy, T *dgate, T *dup,
+                int64_t n) {
+  for (int64_t i = 0; i < n; ++i) {
+    T s = sigmoid(gate[i]);
+    dgate[i] = dy[i] * up[i] * s * (T(1) + gate[i] * (T(1) - s));
+    dup[i] = dy[i] * gate[i] * s;
+  }
+}
+
+template <typename T> void mul(const T *a, const T *b, T *out, int64_t n) {
+  for (int64_t i = 0; i < n; ++i)
+    out[i] = a[i] * b[i];
+}
+
+template <typename T> void add(const T *a, const T *b, T *out, int64_t n) {
+  for (int64_t i = 0; i < n; ++i)
+    out[i] = a[i] + b[i];
+}
+
+template <typename T>
+double crossEntropy(const T *logits, const int32_t *labels, int64_t rows,
+                    int64_t vocab) {
+  double total = 0;
+  for (int64_t r = 0; r < rows; ++r) {
+    checkToken(labels[r], r, vocab, "label");
+    const T *row = logits + r * vocab;
+    double max = *std::max_element(row, row + vocab);
+    double sum = 0;
+    for (int64_t j = 0; j < vocab; ++j)
+      sum += std::exp(double(row[j]) - max);
+    total += max + std::log(sum) - double(row[labels[r]]);
+  }
+  return total / double(rows);
+}
+
+template <typename T>
+void crossEntropyGrad(const T *logits, const int32_t *labels, double dloss,
+                      T *out, int64_t rows, int64_t vocab) {
+  double scale = dloss / double(rows);
+  for (int64_t r = 0; r < rows; ++r) {
+    checkToken(labels[r], r, vocab, "label");
+    const T *row = logits + r * vocab;
+    T *g = out + r * vocab;
+    double max = *std::max_element(row, row + vocab);
+    double sum = 0;
+    for (int64_t j = 0; j < vocab; ++j)
+      sum += std::exp(double(row[j]) - max);
+    for (int64_t j = 0; j < vocab; ++j) {
+      double p = std::exp(double(row[j]) - max) / sum;
+      g[j] = T(scale * (p - (j == labels[r] ? 1.0 : 0.0)));
+    }
+  }
+}
+
+template <typename T> double sumOfSquares(const T *x, int64_t n) {
+  double s = 0;
+  for (int64_t i = 0; i < n; ++i)
+    s += double(x[i]) * x[i];
+  return s;
+}
+
+double lrSchedule(int64_t step, int64_t totalSteps, double lr,
+                  int64_t warmupSteps, double decayRatio, int decayType,
+                  double minLrFactor) {
+  int64_t warmup = std::min(warmupSteps, totalSteps);
+  int64_t decay = decayRatio >= 0
+                      ? int64_t(std::nearbyint(totalSteps * decayRatio))
+                      : totalSteps - warmup;
+  if (warmup + decay > totalSteps)
+    decay = totalSteps - warmup;
+  int64_t stable = totalSteps - warmup - decay;
+  double s = double(std::min(step, warmup + stable + decay));
+  double factor;
+  if (s < warmup) {
+    factor = (s + 1) / double(warmup + 1);
+  } else if (s < warmup + stable || decay == 0) {
+    factor = 1.0;
+  } else {
+    double progress = ((s + 1) - double(warmup + stable)) / double(decay + 1);
+    double adjusted = decayType == 0 ? 1.0 - progress
+                      : decayType == 1
+                          ? 1.0 - std::sqrt(progress)
+                          : 0.5 * (1.0 + std::cos(M_PI * progress));
+    factor = minLrFactor + (1.0 - minLrFactor) * adjusted;
+  }
+  return lr * factor;
+}
+
+template <typename T>
+void adamw(T *param, const T *grad, T *expAvg, T *expAvgSq, int64_t n,
+           double lr, float gradNorm, int64_t step, double beta1, double beta2,
+           double eps, double weightDecay, double maxNorm) {
+  // torch.nn.utils.clip_grad_norm_: coef = max_norm * (1 / (norm + 1e-6)),
+  // clamped to 1, in float32.
+  float coef = float(maxNorm) * (1.0f / (gradNorm + float(1e-6)));
+  coef = std::min(coef, 1.0f);
+  // torch.optim.AdamW, single-tensor path, scalars as PyTorch computes them.
+  double t = double(step + 1);
+  double biasCorrection1 = 1.0 - std::pow(beta1, t);
+  double biasCorrection2 = 1.0 - std::pow(beta2, t);
+  T decay = T(1.0 - lr * weightDecay);
+  T b1 = T(beta1), oneMinusB1 = T(1.0 - beta1);
+  T b2 = T(beta2), oneMinusB2 = T(1.0 - beta2);
+  T stepSize = T(-(lr / biasCorrection1));
+  T bc2Sqrt = T(std::sqrt(biasCorrection2));
+  T epsT = T(eps);
+  for (int64_t i = 0; i < n; ++i) {
+    T g = grad[i] * T(coef);
+    T p = param[i] * decay;
+    T m = expAvg[i] * b1 + oneMinusB1 * g;
+    T v = expAvgSq[i] * b2 + oneMinusB2 * g * g;
+    T denom = std::sqrt(v) / bc2Sqrt + epsT;
+    param[i] = p + stepSize * m / denom;
+    expAvg[i] = m;
+    expAvgSq[i] = v;
+  }
+}
+
+#define INSTANTIATE(T)                                                         \
+  template void embedding<T>(const T *, const int32_t *, T *, int64_t,         \
+                             int64_t, int64_t);                                \
+  template void embeddingGrad<T>(const T *, const int32_t *, T *, int64_t,     \
+                                 int64_t, int64_t);                            \
+  template void rmsNorm<T>(const T *, const T *, T *, int64_t, int64_t,        \
+                           double);                                            \
+  template void rmsNormGrad<T>(const T *, const T *, const T *, T *, T *,      \
+                               int64_t, int64_t, double);                      \
+  template void rope<T>(const T *, const float *, T *, int64_t, int64_t,       \
+                        int64_t, int64_t, bool);                               \
+  template void attention<T>(const T *, const T *, const T *, T *, int64_t,    \
+                             int64_t, int64_t, int64_t, int64_t, double);      \
+  template void attentionGrad<T>(const T *, const T *, const T *, const T *,   \
+                                 T *, T *, T *, int64_t, int64_t, int64_t,     \
+                                 int64_t, int64_t, double);                    \
+  template void linear<T>(const T *, const T *, T *, int64_t, int64_t,         \
+                          int64_t);                                            \
+  template void linearGradInput<T>(const T *, const T *, T *, int64_t,         \
+                                   int64_t, int64_t);                          \
+  template void linearGradWeight<T>(const T *, const T *, T *, int64_t,        \
+                                    int64_t, int64_t);                         \
+  template void silu<T>(const T *, T *, int64_t);                              \
+  template void siluGrad<T>(const T *, const T *, T *, int64_t);               \
+  template void swiglu<T>(const T *, const T *, T *, int64_t);                 \
+  template void swigluGrad<T>(const T *, const T *, const T *, T *, T *,       \
+                              int64_t);                                        \
+  template void mul<T>(const T *, const T *, T *, int64_t);                    \
+  template void add<T>(const T *, const T *, T *, int64_t);                    \
+  template double crossEntropy<T>(const T *, const int32_t *, int64_t,         \
+                                  int64_t);                                    \
+  template void crossEntropyGrad<T>(const T *, const int32_t *, double, T *,   \
+                                    int64_t, int64_t);                         \
+  template double sumOfSquares<T>(const T *, int64_t);                         \
+  template void adamw<T>(T *, const T *, T *, T *, int64_t, double, float,     \
+                         int64_t, double, double, double, double, double);
+
+INSTANTIATE(float)
+INSTANTIATE(double)
+#undef INSTANTIATE
+
+} // namespace titanrt::kernels

@@ -1,0 +1,100 @@
+//===- Kernels.h - CPU reference kernels of the titan ops -------*- C++ -*-===//
+//
+// One function template per titan op, for float and double. Each follows the
+// numerics stated in the op's ODS description and, where PyTorch's order of
+// floating-point operations is known (AdamW, clipping), that order. GEMMs go
+// through OpenBLAS; attention is computed per (batch, head) with GEMMs and a
+// materialized S x S score block.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TITANRT_LIB_KERNELS_H
+#define TITANRT_LIB_KERNELS_H
+
+#include <cstdint>
+
+namespace titanrt::kernels {
+
+/// out[n, :] = weight[tokens[n], :]; tokens are checked against `vocab`.
+template <typename T>
+void embedding(const T *weight, const int32_t *tokens, T *out, int64_t n,
+               int64_t vocab, int64_t dim);
+template <typename T>
+void embeddingGrad(const T *grad, const int32_t *tokens, T *out, int64_t n,
+                   int64_t vocab, int64_t dim);
+
+/// Rows of width `dim`.
+template <typename T>
+void rmsNorm(const T *x, const T *w, T *out, int64_t rows, int64_t dim,
+             double eps);
+template <typename T>
+void rmsNormGrad(const T *x, const T *w, const T *dy, T *dx, T *dw,
+                 int64_t rows, int64_t dim, double eps);
+
+/// angles[p, j] for p < seq, j < pairs (float32 always).
+void ropeAngles(float *angles, int64_t seq, int64_t pairs, double theta,
+                bool scaled, double factor, double lowFreqFactor,
+                double highFreqFactor, double originalMaxPositions);
+/// x is batch x seq x heads x (2 * pairs).
+template <typename T>
+void rope(const T *x, const float *angles, T *out, int64_t batch, int64_t seq,
+          int64_t heads, int64_t pairs, bool transpose);
+
+/// q: B x S x Hq x D, k/v: B x S x Hkv x D, causal.
+template <typename T>
+void attention(const T *q, const T *k, const T *v, T *out, int64_t batch,
+               int64_t seq, int64_t qHeads, int64_t kvHeads, int64_t headDim,
+               double scale);
+template <typename T>
+void attentionGrad(const T *q, const T *k, const T *v, const T *dout, T *dq,
+                   T *dk, T *dv, int64_t batch, int64_t seq, int64_t qHeads,
+                   int64_t kvHeads, int64_t headDim, double scale);
+
+/// y[m, n] = sum_k x[m, k] w[n, k].
+template <typename T>
+void linear(const T *x, const T *w, T *y, int64_t m, int64_t k, int64_t n);
+/// dx[m, k] = sum_n dy[m, n] w[n, k].
+template <typename T>
+void linearGradInput(const T *dy, const T *w, T *dx, int64_t m, int64_t k,
+                     int64_t n);
+/// dw[n, k] = sum_m dy[m, n] x[m, k].
+template <typename T>
+void linearGradWeight(const T *dy, const T *x, T *dw, int64_t m, int64_t k,
+                      int64_t n);
+
+template <typename T> void silu(const T *x, T *out, int64_t n);
+template <typename T> void siluGrad(const T *x, const T *dy, T *dx, int64_t n);
+template <typename T>
+void swiglu(const T *gate, const T *up, T *out, int64_t n);
+template <typename T>
+void swigluGrad(const T *gate, const T *up, const T *dy, T *dgate, T *dup,
+                int64_t n);
+template <typename T> void mul(const T *a, const T *b, T *out, int64_t n);
+template <typename T> void add(const T *a, const T *b, T *out, int64_t n);
+
+/// Mean over `rows` of logsumexp(logits[r]) - logits[r, labels[r]].
+template <typename T>
+double crossEntropy(const T *logits, const int32_t *labels, int64_t rows,
+                    int64_t vocab);
+template <typename T>
+void crossEntropyGrad(const T *logits, const int32_t *labels, double dloss,
+                      T *out, int64_t rows, int64_t vocab);
+
+/// Sum of squares, accumulated in double.
+template <typename T> double sumOfSquares(const T *x, int64_t n);
+
+/// TorchTitan's warmup-stable-decay schedule (see titan.lr_schedule).
+double lrSchedule(int64_t step, int64_t totalSteps, double lr,
+                  int64_t warmupSteps, double decayRatio /*<0: none*/,
+                  int decayType /*0 linear, 1 sqrt, 2 cosine*/,
+                  double minLrFactor);
+
+/// clip_grad_norm_ + torch.optim.AdamW (single-tensor), in place.
+template <typename T>
+void adamw(T *param, const T *grad, T *expAvg, T *expAvgSq, int64_t n,
+           double lr, float gradNorm, int64_t step, double beta1, double beta2,
+           double eps, double weightDecay, double maxNorm);
+
+} // namespace titanrt::kernels
+
+#endif // TITANRT_LIB_KERNELS_H

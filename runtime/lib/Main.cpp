@@ -1,0 +1,20 @@
+//===- Main.cpp - entry point of compiled training executables ------------===//
+//
+// Linked statically into each executable: binds the symbols the compiled
+// object defines to the runtime's training loop.
+//
+//===----------------------------------------------------------------------===//
+
+#include "titanrt/Trainer.h"
+
+extern "C" {
+extern const char titan_manifest[];
+void titan_forward_backward(void **buffers);
+void titan_optimizer_step(void **buffers);
+}
+
+int main(int argc, char **argv) {
+  return titanrt::trainMain(
+      argc, argv,
+      {titan_manifest, titan_forward_backward, titan_optimizer_step});
+}

@@ -1,0 +1,299 @@
+//===- Trainer.cpp - the training loop of compiled executables ------------===//
+//
+// Owns every buffer the compiled functions read and write: parameters,
+// gradients, AdamW moments, token batches. The compiled functions are pure
+// (inputs -> outputs); updating in place is the caller's choice of aliasing
+// output buffers with input ones.
+//
+//===----------------------------------------------------------------------===//
+
+#include "titanrt/Trainer.h"
+
+#include "Dataset.h"
+#include "Error.h"
+#include "Init.h"
+#include "SafeTensors.h"
+
+#include "titan/Config/TrainConfig.h"
+
+#include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/StringRef.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/JSON.h"
+#include "llvm/Support/Path.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <chrono>
+#include <cstdio>
+#include <vector>
+
+using namespace titanrt;
+using llvm::StringRef;
+
+namespace {
+
+/// Keys that change a run without recompiling; everything else shapes the
+/// compiled program.
+bool isRunTimeKey(StringRef key) {
+  return key.starts_with("job.") || key.starts_with("metrics.") ||
+         key.starts_with("checkpoint.") || key.starts_with("debug.") ||
+         key == "training.steps" || key == "training.dataset" ||
+         key == "training.dataset_path";
+}
+
+struct Manifest {
+  std::string model, config;
+  int64_t localBatch = 0, seqLen = 0, vocab = 0, dim = 0;
+  double flopsPerToken = 0;
+  struct Param {
+    std::string name;
+    std::vector<int64_t> shape;
+  };
+  std::vector<Param> params;
+};
+
+Manifest parseManifest(const char *text) {
+  llvm::Expected<llvm::json::Value> json = llvm::json::parse(text);
+  if (!json)
+    fatal("corrupt executable: invalid manifest: " +
+          llvm::toString(json.takeError()));
+  const llvm::json::Object &o = *json->getAsObject();
+  Manifest m;
+  m.model = o.getString("model").value_or("").str();
+  m.config = o.getString("config").value_or("").str();
+  m.localBatch = o.getInteger("local_batch_size").value_or(0);
+  m.seqLen = o.getInteger("seq_len").value_or(0);
+  m.vocab = o.getInteger("vocab_size").value_or(0);
+  m.dim = o.getInteger("dim").value_or(0);
+  m.flopsPerToken = o.getNumber("flops_per_token").value_or(0);
+  for (const llvm::json::Value &p : *o.getArray("params")) {
+    const llvm::json::Object &po = *p.getAsObject();
+    Manifest::Param param;
+    param.name = po.getString("name")->str();
+    for (const llvm::json::Value &d : *po.getArray("shape"))
+      param.shape.push_back(*d.getAsInteger());
+    m.params.push_back(std::move(param));
+  }
+  return m;
+}
+
+/// float32 buffers, one per parameter.
+struct TensorSet {
+  std::vector<std::vector<float>> storage;
+  std::vector<TensorRef> refs;
+  TensorSet(const Manifest &m) {
+    for (const Manifest::Param &p : m.params) {
+      int64_t n = 1;
+      for (int64_t d : p.shape)
+        n *= d;
+      storage.emplace_back(n, 0.0f);
+    }
+    for (auto [p, s] : llvm::zip(m.params, storage))
+      refs.push_back({p.name, p.shape, s.data()});
+  }
+  void zero() {
+    for (auto &s : storage)
+      std::fill(s.begin(), s.end(), 0.0f);
+  }
+};
+
+void checkpointPaths(const titan::TrainConfig &c, int64_t step,
+                     std::string &dir, std::string &file) {
+  llvm::SmallString<256> path(c.job.dumpFolder);
+  llvm::sys::path::append(path, c.checkpoint.folder,
+                          "step-" + std::to_string(step));
+  dir = path.str().str();
+  llvm::sys::path::append(path, "model.safetensors");
+  file = path.str().str();
+}
+
+/// Removes all but the newest `keep` step-N checkpoint folders (0: keep all).
+void pruneCheckpoints(const titan::TrainConfig &c) {
+  if (c.checkpoint.keepLatestK <= 0)
+    return;
+  llvm::SmallString<256> root(c.job.dumpFolder);
+  llvm::sys::path::append(root, c.checkpoint.folder);
+  std::vector<std::pair<int64_t, std::string>> found;
+  std::error_code ec;
+  for (llvm::sys::fs::directory_iterator it(root, ec), end; it != end && !ec;
+       it.increment(ec)) {
+    StringRef name = llvm::sys::path::filename(it->path());
+    int64_t step;
+    if (name.consume_front("step-") && !name.getAsInteger(10, step))
+      found.emplace_back(step, it->path());
+  }
+  llvm::sort(found);
+  for (size_t i = 0; i + c.checkpoint.keepLatestK < found.size(); ++i)
+    llvm::sys::fs::remove_directories(found[i].second);
+}
+
+} // namespace
+
+int titanrt::trainMain(int argc, char **argv, const CompiledModel &model) {
+  Manifest m = parseManifest(model.manifest);
+
+  std::vector<titan::ConfigOverride> overrides;
+  std::vector<const char *> rest;
+  if (llvm::Error e = titan::extractConfigOverrides(
+          llvm::ArrayRef<const char *>(argv + 1, argv + argc), overrides, rest))
+    fatal(llvm::toString(std::move(e)));
+  for (const char *arg : rest) {
+    if (StringRef(arg) == "--help" || StringRef(arg) == "-h") {
+      std::printf("usage: %s [--section.key value]...\n\nRun-time keys: "
+                  "job.*, metrics.*, checkpoint.*, debug.*, training.steps, "
+                  "training.dataset_path.\nEverything else was fixed by "
+                  "titan-compile.\n",
+                  argv[0]);
+      return 0;
+    }
+    fatal(std::string("unexpected argument '") + arg +
+          "' (options are --section.key value)");
+  }
+  for (const titan::ConfigOverride &o : overrides)
+    if (!isRunTimeKey(o.key))
+      fatal("--" + o.key +
+            " is fixed when the executable is compiled; recompile with "
+            "titan-compile --" +
+            o.key + " " + o.value);
+  llvm::Expected<titan::TrainConfig> parsed =
+      titan::loadTrainConfigFromToml(m.config, "compiled config", overrides);
+  if (!parsed)
+    fatal(llvm::toString(parsed.takeError()));
+  const titan::TrainConfig &c = *parsed;
+  if (c.checkpoint.initialLoadInHf)
+    fatal("checkpoint.initial_load_in_hf is not supported yet: load "
+          "safetensors with TorchTitan parameter names");
+
+  TensorSet params(m), grads(m), microGrads(m), expAvg(m), expAvgSq(m);
+  int64_t numParams = 0;
+  for (const TensorRef &p : params.refs)
+    numParams += p.numel();
+
+  if (!c.checkpoint.initialLoadPath.empty()) {
+    std::string path = c.checkpoint.initialLoadPath;
+    if (llvm::sys::fs::is_directory(path))
+      path += "/model.safetensors";
+    loadSafetensors(path, params.refs);
+  } else {
+    initializeParameters(params.refs, m.dim,
+                         uint64_t(c.debug.seed.value_or(0)));
+  }
+
+  Dataset data(c.training.datasetPath, m.vocab, m.seqLen);
+  int64_t batch = m.localBatch, seq = m.seqLen;
+  int64_t global =
+      c.training.globalBatchSize > 0 ? c.training.globalBatchSize : batch;
+  int64_t accumulation = global / batch;
+  std::vector<int32_t> tokens(batch * seq), labels(batch * seq);
+
+  if (std::error_code ec = llvm::sys::fs::create_directories(c.job.dumpFolder))
+    fatal("cannot create job.dump_folder '" + c.job.dumpFolder +
+          "': " + ec.message());
+  llvm::SmallString<256> metricsPath(c.job.dumpFolder);
+  llvm::sys::path::append(metricsPath, "metrics.jsonl");
+  std::error_code ec;
+  llvm::raw_fd_ostream metrics(metricsPath, ec);
+  if (ec)
+    fatal("cannot write '" + metricsPath.str().str() + "': " + ec.message());
+
+  std::printf("titan: %s, %lld parameters | %lld steps of %lld x %lld tokens "
+              "(local batch %lld, %lld accumulation step%s) | data %s (%lld "
+              "samples)\n",
+              m.model.c_str(), (long long)numParams,
+              (long long)c.training.steps, (long long)global, (long long)seq,
+              (long long)batch, (long long)accumulation,
+              accumulation == 1 ? "" : "s", c.training.datasetPath.c_str(),
+              (long long)data.numSamples());
+  std::fflush(stdout);
+
+  size_t n = params.refs.size();
+  float loss = 0, gradNorm = 0, lr = 0;
+  int64_t stepIndex = 0, totalSteps = c.training.steps;
+  std::vector<void *> fwdArgs, optArgs;
+  auto start = std::chrono::steady_clock::now();
+  for (int64_t step = 0; step < totalSteps; ++step) {
+    auto stepStart = std::chrono::steady_clock::now();
+    double lossSum = 0;
+    for (int64_t micro = 0; micro < accumulation; ++micro) {
+      for (int64_t row = 0; row < batch; ++row)
+        data.sample(step * global + micro * batch + row,
+                    tokens.data() + row * seq, labels.data() + row * seq);
+      TensorSet &out = accumulation == 1 ? grads : microGrads;
+      fwdArgs.clear();
+      for (const TensorRef &p : params.refs)
+        fwdArgs.push_back(p.data);
+      fwdArgs.push_back(tokens.data());
+      fwdArgs.push_back(labels.data());
+      fwdArgs.push_back(&loss);
+      for (const TensorRef &g : out.refs)
+        fwdArgs.push_back(g.data);
+      model.forwardBackward(fwdArgs.data());
+      lossSum += loss;
+      if (accumulation > 1) {
+        // The loss is the mean over the global batch: average the
+        // microbatch gradients.
+        if (micro == 0)
+          grads.zero();
+        float scale = 1.0f / float(accumulation);
+        for (auto [acc, g] : llvm::zip(grads.storage, microGrads.storage))
+          for (size_t i = 0; i < acc.size(); ++i)
+            acc[i] += g[i] * scale;
+      }
+    }
+    stepIndex = step;
+    optArgs.clear();
+    for (TensorSet *set : {&params, &grads, &expAvg, &expAvgSq})
+      for (const TensorRef &t : set->refs)
+        optArgs.push_back(t.data);
+    optArgs.push_back(&stepIndex);
+    optArgs.push_back(&totalSteps);
+    // Outputs alias the inputs: the update happens in place.
+    for (TensorSet *set : {&params, &expAvg, &expAvgSq})
+      for (const TensorRef &t : set->refs)
+        optArgs.push_back(t.data);
+    optArgs.push_back(&gradNorm);
+    optArgs.push_back(&lr);
+    model.optimizerStep(optArgs.data());
+
+    auto now = std::chrono::steady_clock::now();
+    double stepSeconds = std::chrono::duration<double>(now - stepStart).count();
+    double elapsed = std::chrono::duration<double>(now - start).count();
+    double tokensPerSecond = double(global * seq) / stepSeconds;
+    double meanLoss = lossSum / double(accumulation);
+    metrics << llvm::formatv(
+        "{{\"step\": {0}, \"loss\": {1}, \"grad_norm\": {2}, \"lr\": {3}, "
+        "\"tokens_per_second\": {4}, \"elapsed_s\": {5}}\n",
+        step + 1, llvm::formatv("{0:e9}", meanLoss).str(),
+        llvm::formatv("{0:e9}", double(gradNorm)).str(),
+        llvm::formatv("{0:e9}", double(lr)).str(),
+        llvm::formatv("{0:f1}", tokensPerSecond).str(),
+        llvm::formatv("{0:f3}", elapsed).str());
+    metrics.flush();
+    if ((step + 1) % c.metrics.logFreq == 0 || step + 1 == totalSteps ||
+        step == 0) {
+      std::printf("step %5lld | loss %9.5f | grad_norm %8.4f | lr %.3e | "
+                  "%8.0f tokens/s",
+                  (long long)(step + 1), meanLoss, double(gradNorm), double(lr),
+                  tokensPerSecond);
+      if (m.flopsPerToken > 0)
+        std::printf(" | %6.1f GFLOP/s",
+                    tokensPerSecond * m.flopsPerToken * 1e-9);
+      std::printf(" | %.1f s\n", elapsed);
+      std::fflush(stdout);
+    }
+
+    bool last = step + 1 == totalSteps;
+    if (c.checkpoint.enable &&
+        (last || (step + 1) % c.checkpoint.interval == 0)) {
+      std::string dir, file;
+      checkpointPaths(c, step + 1, dir, file);
+      saveSafetensors(file, params.refs,
+                      last && c.checkpoint.lastSaveModelOnly
+                          ? c.checkpoint.exportDtype
+                          : "float32");
+      pruneCheckpoints(c);
+      std::printf("saved %s\n", file.c_str());
+    }
+  }
+  return 0;
+}
