@@ -26,5 +26,20 @@ config.substitutions.append(
 )
 config.substitutions.append(("%titan_obj", config.titan_obj_root))
 
+# The independent PyTorch reference runs on Debian's python3-torch.
+import subprocess
+
+reference_python = "/usr/bin/python3"
+if (
+    subprocess.call(
+        [reference_python, "-c", "import torch, tomllib"],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    == 0
+):
+    config.available_features.add("torch")
+config.substitutions.append(("%reference_python", reference_python))
+
 if config.titan_cuda_enabled:
     config.available_features.add("cuda")

@@ -1,0 +1,66 @@
+#!/usr/bin/env python3
+"""Compares per-step metrics of two runs (JSON lines with step, loss,
+grad_norm, lr) and, optionally, two safetensors weight files.
+
+  compare_metrics.py A.jsonl B.jsonl --rtol 1e-5 [--weights W1 W2 --wtol T]
+
+Prints the largest relative error of each quantity; exits 1 when one exceeds
+its tolerance or the runs have different steps.
+"""
+
+import argparse
+import json
+import sys
+
+sys.path.insert(0, __file__.rsplit("/", 1)[0])
+from llama_reference import load_safetensors  # noqa: E402
+
+
+def read(path):
+    with open(path) as f:
+        return [json.loads(line) for line in f if line.strip()]
+
+
+def rel(a, b):
+    return abs(a - b) / max(abs(b), 1e-30)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("actual")
+    ap.add_argument("expected")
+    ap.add_argument("--rtol", type=float, default=1e-5)
+    ap.add_argument("--min-steps", type=int, default=1)
+    ap.add_argument("--weights", nargs=2)
+    ap.add_argument("--wtol", type=float, default=1e-4)
+    args = ap.parse_args()
+    actual, expected = read(args.actual), read(args.expected)
+    if len(actual) != len(expected) or len(actual) < args.min_steps:
+        print(f"FAIL: {len(actual)} steps vs {len(expected)} expected "
+              f"(at least {args.min_steps})")
+        return 1
+    ok = True
+    for key in ("loss", "grad_norm", "lr"):
+        errs = [rel(a[key], e[key]) for a, e in zip(actual, expected)]
+        worst = max(range(len(errs)), key=errs.__getitem__)
+        good = errs[worst] <= args.rtol
+        ok &= good
+        print(f"{key:9s} max relative error {errs[worst]:.3e} at step "
+              f"{worst + 1} ({actual[worst][key]!r} vs {expected[worst][key]!r})"
+              f" {'ok' if good else 'FAIL'}")
+    if args.weights:
+        wa, we = (load_safetensors(p) for p in args.weights)
+        if wa.keys() != we.keys():
+            print("FAIL: the weight files hold different tensors")
+            return 1
+        worst = max(((a := wa[n]) - (e := we[n])).abs().max().item()
+                    / max(e.abs().max().item(), 1e-30) for n in we)
+        good = worst <= args.wtol
+        ok &= good
+        print(f"weights   max relative error {worst:.3e} "
+              f"{'ok' if good else 'FAIL'}")
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

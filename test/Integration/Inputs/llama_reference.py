@@ -1,0 +1,285 @@
+#!/usr/bin/env python3
+"""An independent PyTorch implementation of one Llama 3 training run, the
+reference titan's compiled executables are checked against.
+
+Written from the model definition (TorchTitan's llama3: RMSNorm, RoPE on
+interleaved pairs with Llama 3.1 frequency scaling, causal grouped-query
+attention, SwiGLU FFN, untied output, mean cross-entropy), torch.optim.AdamW,
+torch.nn.utils.clip_grad_norm_ and TorchTitan's warmup-stable-decay schedule.
+Shares no code with titan.
+
+  llama_reference.py init  --model M.toml --seed S --out weights.safetensors
+  llama_reference.py train --model M.toml --config C.toml --weights W
+                           --tokens T.bin --out metrics.jsonl [--save W2]
+  llama_reference.py tokens --vocab V --count N --seed S --out T.bin
+"""
+
+import argparse
+import json
+import math
+import struct
+import sys
+
+import torch
+import torch.nn.functional as F
+
+try:
+    import tomllib
+except ModuleNotFoundError:  # Python < 3.11 (Debian 12 ships 3.11)
+    tomllib = None
+
+
+def load_toml(path):
+    with open(path, "rb") as f:
+        return tomllib.load(f)
+
+
+# --- safetensors (float32), written and read by hand -------------------------
+
+def save_safetensors(path, tensors):
+    header, offset, blobs = {}, 0, []
+    for name, t in tensors.items():
+        data = t.detach().contiguous().to(torch.float32).numpy().tobytes()
+        header[name] = {"dtype": "F32", "shape": list(t.shape),
+                        "data_offsets": [offset, offset + len(data)]}
+        offset += len(data)
+        blobs.append(data)
+    text = json.dumps(header).encode()
+    text += b" " * ((8 - len(text) % 8) % 8)
+    with open(path, "wb") as f:
+        f.write(struct.pack("<Q", len(text)))
+        f.write(text)
+        for b in blobs:
+            f.write(b)
+
+
+def load_safetensors(path):
+    with open(path, "rb") as f:
+        raw = f.read()
+    (n,) = struct.unpack("<Q", raw[:8])
+    header = json.loads(raw[8:8 + n])
+    data = raw[8 + n:]
+    out = {}
+    for name, info in header.items():
+        if name == "__metadata__":
+            continue
+        assert info["dtype"] == "F32", info
+        b, e = info["data_offsets"]
+        t = torch.frombuffer(bytearray(data[b:e]), dtype=torch.float32)
+        out[name] = t.reshape(info["shape"]).clone()
+    return out
+
+
+# --- the model ----------------------------------------------------------------
+
+class Args:
+    def __init__(self, m):
+        self.dim = m["dim"]
+        self.n_layers = m["n_layers"]
+        self.n_heads = m["n_heads"]
+        self.n_kv_heads = m.get("n_kv_heads", self.n_heads)
+        self.vocab_size = m["vocab_size"]
+        self.norm_eps = m.get("norm_eps", 1e-5)
+        self.rope_theta = m.get("rope_theta", 10000.0)
+        self.rope_scaling = m.get("rope_scaling")
+        multiple_of = m.get("multiple_of", 256)
+        hidden = int(2 * (4 * self.dim) / 3)
+        if "ffn_dim_multiplier" in m:
+            hidden = int(m["ffn_dim_multiplier"] * hidden)
+        self.hidden = multiple_of * ((hidden + multiple_of - 1) // multiple_of)
+        self.head_dim = self.dim // self.n_heads
+
+
+def param_shapes(a):
+    shapes = {"tok_embeddings.weight": (a.vocab_size, a.dim)}
+    for i in range(a.n_layers):
+        p = f"layers.{i}."
+        shapes[p + "attention.wq.weight"] = (a.n_heads * a.head_dim, a.dim)
+        shapes[p + "attention.wk.weight"] = (a.n_kv_heads * a.head_dim, a.dim)
+        shapes[p + "attention.wv.weight"] = (a.n_kv_heads * a.head_dim, a.dim)
+        shapes[p + "attention.wo.weight"] = (a.dim, a.n_heads * a.head_dim)
+        shapes[p + "feed_forward.w1.weight"] = (a.hidden, a.dim)
+        shapes[p + "feed_forward.w2.weight"] = (a.dim, a.hidden)
+        shapes[p + "feed_forward.w3.weight"] = (a.hidden, a.dim)
+        shapes[p + "attention_norm.weight"] = (a.dim,)
+        shapes[p + "ffn_norm.weight"] = (a.dim,)
+    shapes["norm.weight"] = (a.dim,)
+    shapes["output.weight"] = (a.vocab_size, a.dim)
+    return shapes
+
+
+def rope_freqs(a, seq_len):
+    dim = a.head_dim
+    freqs = 1.0 / (a.rope_theta ** (torch.arange(0, dim, 2)[: dim // 2].float() / dim))
+    s = a.rope_scaling
+    if s:
+        factor, low, high = s["scaling_factor"], s["low_freq_factor"], s["high_freq_factor"]
+        old = s["original_max_position_embeddings"]
+        low_wavelen, high_wavelen = old / low, old / high
+        wavelen = 2 * math.pi / freqs
+        freqs = torch.where(wavelen > low_wavelen, freqs / factor, freqs)
+        smooth = (old / wavelen - low) / (high - low)
+        smoothed = (1 - smooth) * freqs / factor + smooth * freqs
+        medium = ~(wavelen < high_wavelen) & ~(wavelen > low_wavelen)
+        freqs = torch.where(medium, smoothed, freqs)
+    t = torch.arange(seq_len)
+    angles = torch.outer(t, freqs).float()
+    return torch.polar(torch.ones_like(angles), angles)
+
+
+def apply_rope(x, freqs_cis):
+    xc = torch.view_as_complex(x.float().reshape(*x.shape[:-1], -1, 2))
+    fc = freqs_cis.view(1, x.shape[1], 1, xc.shape[-1])
+    return torch.view_as_real(xc * fc).flatten(3).type_as(x)
+
+
+def rms_norm(x, w, eps):
+    xf = x.float()
+    return (xf * torch.rsqrt(xf.pow(2).mean(-1, keepdim=True) + eps)).type_as(x) * w
+
+
+def forward_loss(a, p, tokens, labels, freqs_cis):
+    bsz, seq = tokens.shape
+    h = p["tok_embeddings.weight"][tokens]
+    mask = torch.full((seq, seq), float("-inf")).triu(1)
+    groups = a.n_heads // a.n_kv_heads
+    for i in range(a.n_layers):
+        q = f"layers.{i}."
+        x = rms_norm(h, p[q + "attention_norm.weight"], a.norm_eps)
+        xq = (x @ p[q + "attention.wq.weight"].T).view(bsz, seq, a.n_heads, a.head_dim)
+        xk = (x @ p[q + "attention.wk.weight"].T).view(bsz, seq, a.n_kv_heads, a.head_dim)
+        xv = (x @ p[q + "attention.wv.weight"].T).view(bsz, seq, a.n_kv_heads, a.head_dim)
+        xq, xk = apply_rope(xq, freqs_cis), apply_rope(xk, freqs_cis)
+        xk = xk.repeat_interleave(groups, dim=2)
+        xv = xv.repeat_interleave(groups, dim=2)
+        qh, kh, vh = (t.transpose(1, 2) for t in (xq, xk, xv))
+        scores = qh @ kh.transpose(-2, -1) / math.sqrt(a.head_dim) + mask
+        o = (torch.softmax(scores.float(), dim=-1).type_as(qh) @ vh).transpose(1, 2)
+        h = h + o.reshape(bsz, seq, -1) @ p[q + "attention.wo.weight"].T
+        x = rms_norm(h, p[q + "ffn_norm.weight"], a.norm_eps)
+        g = F.silu(x @ p[q + "feed_forward.w1.weight"].T) * (x @ p[q + "feed_forward.w3.weight"].T)
+        h = h + g @ p[q + "feed_forward.w2.weight"].T
+    h = rms_norm(h, p["norm.weight"], a.norm_eps)
+    logits = h @ p["output.weight"].T
+    return F.cross_entropy(logits.flatten(0, 1).float(), labels.flatten(0, 1))
+
+
+def lr_factor(step, warmup, steps, decay_ratio, decay_type, min_lr):
+    decay = round(steps * decay_ratio) if decay_ratio is not None else steps - warmup
+    if warmup + decay > steps:
+        decay = steps - warmup
+    stable = steps - warmup - decay
+    step = min(step, warmup + stable + decay)
+    if step < warmup:
+        return (step + 1) / (warmup + 1)
+    if step < warmup + stable or decay == 0:
+        return 1.0
+    progress = ((step + 1) - (warmup + stable)) / (decay + 1)
+    adj = {"linear": 1 - progress, "sqrt": 1 - math.sqrt(progress),
+           "cosine": 0.5 * (1 + math.cos(math.pi * progress))}[decay_type]
+    return min_lr + (1 - min_lr) * adj
+
+
+def train(args):
+    a = Args(load_toml(args.model))
+    c = load_toml(args.config)
+    t, o, s = c["training"], c["optimizer"], c["lr_scheduler"]
+    seq, local, steps = t["seq_len"], t["local_batch_size"], t["steps"]
+    global_batch = t.get("global_batch_size", -1)
+    global_batch = local if global_batch < 0 else global_batch
+    accum = global_batch // local
+
+    weights = load_safetensors(args.weights)
+    names = list(param_shapes(a))
+    params = {n: weights[n].clone().requires_grad_(True) for n in names}
+    tokens = torch.frombuffer(bytearray(open(args.tokens, "rb").read()),
+                              dtype=torch.int32).long()
+    samples = tokens.numel() // (seq + 1)
+    tokens = tokens[: samples * (seq + 1)].view(samples, seq + 1)
+
+    opt = torch.optim.AdamW([params[n] for n in names], lr=o["lr"],
+                            betas=(o.get("beta1", 0.9), o.get("beta2", 0.95)),
+                            eps=o.get("eps", 1e-8),
+                            weight_decay=o.get("weight_decay", 0.1),
+                            foreach=False)
+    sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda step: lr_factor(
+        step, s.get("warmup_steps", 200), steps, s.get("decay_ratio"),
+        s.get("decay_type", "linear"), s.get("min_lr_factor", 0.0)))
+    freqs_cis = rope_freqs(a, seq)
+
+    with open(args.out, "w") as out:
+        for step in range(steps):
+            opt.zero_grad()
+            total = 0.0
+            for micro in range(accum):
+                rows = [(step * global_batch + micro * local + r) % samples
+                        for r in range(local)]
+                batch = tokens[rows]
+                loss = forward_loss(a, params, batch[:, :-1], batch[:, 1:], freqs_cis)
+                (loss / accum).backward()
+                total += loss.item()
+            lr = opt.param_groups[0]["lr"]
+            norm = torch.nn.utils.clip_grad_norm_([params[n] for n in names],
+                                                  t.get("max_norm", 1.0))
+            opt.step()
+            sched.step()
+            out.write(json.dumps({"step": step + 1, "loss": total / accum,
+                                  "grad_norm": norm.item(), "lr": lr}) + "\n")
+    if args.save:
+        save_safetensors(args.save, {n: params[n] for n in names})
+
+
+def init(args):
+    a = Args(load_toml(args.model))
+    g = torch.Generator().manual_seed(args.seed)
+    tensors = {}
+    for name, shape in param_shapes(a).items():
+        if name.endswith("norm.weight"):
+            t = 1.0 + 0.1 * torch.randn(shape, generator=g)
+        elif name == "tok_embeddings.weight":
+            t = torch.randn(shape, generator=g)
+        else:
+            t = torch.randn(shape, generator=g) * (0.5 / math.sqrt(shape[1]))
+        tensors[name] = t
+    save_safetensors(args.out, tensors)
+
+
+def make_tokens(args):
+    g = torch.Generator().manual_seed(args.seed)
+    # A skewed distribution with repeated phrases, so a model can learn it.
+    phrase = torch.randint(0, args.vocab, (37,), generator=g)
+    ids = []
+    while len(ids) < args.count:
+        if torch.rand(1, generator=g).item() < 0.5:
+            ids.extend(phrase.tolist())
+        else:
+            ids.extend(torch.randint(0, args.vocab, (11,), generator=g).tolist())
+    with open(args.out, "wb") as f:
+        f.write(struct.pack(f"<{args.count}I", *ids[: args.count]))
+
+
+def main():
+    if tomllib is None:
+        sys.exit("llama_reference.py needs Python >= 3.11 (tomllib)")
+    ap = argparse.ArgumentParser()
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    i = sub.add_parser("init")
+    i.add_argument("--model", required=True)
+    i.add_argument("--seed", type=int, default=0)
+    i.add_argument("--out", required=True)
+    tr = sub.add_parser("train")
+    for k in ("model", "config", "weights", "tokens", "out"):
+        tr.add_argument("--" + k, required=True)
+    tr.add_argument("--save")
+    tk = sub.add_parser("tokens")
+    tk.add_argument("--vocab", type=int, required=True)
+    tk.add_argument("--count", type=int, required=True)
+    tk.add_argument("--seed", type=int, default=0)
+    tk.add_argument("--out", required=True)
+    args = ap.parse_args()
+    torch.set_num_threads(1)
+    {"init": init, "train": train, "tokens": make_tokens}[args.cmd](args)
+
+
+if __name__ == "__main__":
+    main()

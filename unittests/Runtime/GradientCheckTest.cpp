@@ -1,0 +1,190 @@
+//===- GradientCheckTest.cpp - adjoint kernels vs finite differences ------===//
+//
+// Every adjoint rule of titan-autodiff ends in a gradient kernel; each is
+// checked here in float64 against central differences of its forward kernel,
+// for the scalar objective L = sum(forward(x) * R) with random R.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Kernels.h"
+
+#include "gtest/gtest.h"
+
+#include <cmath>
+#include <functional>
+#include <random>
+#include <vector>
+
+using namespace titanrt::kernels;
+
+namespace {
+
+using Vec = std::vector<double>;
+
+Vec randomVec(size_t n, std::mt19937_64 &rng, double scale = 1.0) {
+  std::normal_distribution<double> normal(0.0, scale);
+  Vec v(n);
+  for (double &x : v)
+    x = normal(rng);
+  return v;
+}
+
+double dot(const Vec &a, const Vec &b) {
+  double s = 0;
+  for (size_t i = 0; i < a.size(); ++i)
+    s += a[i] * b[i];
+  return s;
+}
+
+/// Checks `analytic` == dL/dx by central differences, where `objective`
+/// evaluates L with the current contents of `x`.
+void expectGradient(Vec &x, const Vec &analytic,
+                    const std::function<double()> &objective,
+                    const char *what) {
+  const double h = 1e-6;
+  double worst = 0;
+  for (size_t i = 0; i < x.size(); ++i) {
+    double saved = x[i];
+    x[i] = saved + h;
+    double up = objective();
+    x[i] = saved - h;
+    double down = objective();
+    x[i] = saved;
+    double numeric = (up - down) / (2 * h);
+    double err =
+        std::abs(numeric - analytic[i]) / std::max(1.0, std::abs(numeric));
+    worst = std::max(worst, err);
+  }
+  EXPECT_LT(worst, 1e-6) << what;
+}
+
+struct GradientCheck : ::testing::Test {
+  std::mt19937_64 rng{1234};
+};
+
+TEST_F(GradientCheck, Linear) {
+  int64_t m = 6, k = 5, n = 4;
+  Vec x = randomVec(m * k, rng), w = randomVec(n * k, rng),
+      r = randomVec(m * n, rng), y(m * n), dx(m * k), dw(n * k);
+  auto loss = [&] {
+    linear(x.data(), w.data(), y.data(), m, k, n);
+    return dot(y, r);
+  };
+  linearGradInput(r.data(), w.data(), dx.data(), m, k, n);
+  linearGradWeight(r.data(), x.data(), dw.data(), m, k, n);
+  expectGradient(x, dx, loss, "input");
+  expectGradient(w, dw, loss, "weight");
+}
+
+TEST_F(GradientCheck, RMSNorm) {
+  int64_t rows = 3, dim = 8;
+  Vec x = randomVec(rows * dim, rng), w = randomVec(dim, rng),
+      r = randomVec(rows * dim, rng), y(rows * dim), dx(rows * dim), dw(dim);
+  auto loss = [&] {
+    rmsNorm(x.data(), w.data(), y.data(), rows, dim, 1e-5);
+    return dot(y, r);
+  };
+  rmsNormGrad(x.data(), w.data(), r.data(), dx.data(), dw.data(), rows, dim,
+              1e-5);
+  expectGradient(x, dx, loss, "input");
+  expectGradient(w, dw, loss, "weight");
+}
+
+TEST_F(GradientCheck, RopeTransposeIsTheAdjoint) {
+  int64_t batch = 2, seq = 5, heads = 3, pairs = 4;
+  std::vector<float> angles(seq * pairs);
+  ropeAngles(angles.data(), seq, pairs, 10000.0, true, 4.0, 1.0, 4.0, 4.0);
+  size_t n = batch * seq * heads * 2 * pairs;
+  Vec x = randomVec(n, rng), r = randomVec(n, rng), y(n), dx(n);
+  auto loss = [&] {
+    rope(x.data(), angles.data(), y.data(), batch, seq, heads, pairs, false);
+    return dot(y, r);
+  };
+  rope(r.data(), angles.data(), dx.data(), batch, seq, heads, pairs, true);
+  expectGradient(x, dx, loss, "input");
+}
+
+TEST_F(GradientCheck, CausalGroupedQueryAttention) {
+  int64_t batch = 2, seq = 5, qHeads = 4, kvHeads = 2, headDim = 3;
+  double scale = 1.0 / std::sqrt(double(headDim));
+  size_t nq = batch * seq * qHeads * headDim,
+         nk = batch * seq * kvHeads * headDim;
+  Vec q = randomVec(nq, rng), k = randomVec(nk, rng), v = randomVec(nk, rng),
+      r = randomVec(nq, rng), out(nq), dq(nq), dk(nk), dv(nk);
+  auto loss = [&] {
+    attention(q.data(), k.data(), v.data(), out.data(), batch, seq, qHeads,
+              kvHeads, headDim, scale);
+    return dot(out, r);
+  };
+  attentionGrad(q.data(), k.data(), v.data(), r.data(), dq.data(), dk.data(),
+                dv.data(), batch, seq, qHeads, kvHeads, headDim, scale);
+  expectGradient(q, dq, loss, "query");
+  expectGradient(k, dk, loss, "key");
+  expectGradient(v, dv, loss, "value");
+}
+
+TEST_F(GradientCheck, SwiGLUAndSiLU) {
+  int64_t n = 12;
+  Vec g = randomVec(n, rng, 2.0), u = randomVec(n, rng), r = randomVec(n, rng),
+      y(n), dg(n), du(n), dx(n);
+  auto swigluLoss = [&] {
+    swiglu(g.data(), u.data(), y.data(), n);
+    return dot(y, r);
+  };
+  swigluGrad(g.data(), u.data(), r.data(), dg.data(), du.data(), n);
+  expectGradient(g, dg, swigluLoss, "gate");
+  expectGradient(u, du, swigluLoss, "up");
+  auto siluLoss = [&] {
+    silu(g.data(), y.data(), n);
+    return dot(y, r);
+  };
+  siluGrad(g.data(), r.data(), dx.data(), n);
+  expectGradient(g, dx, siluLoss, "input");
+}
+
+TEST_F(GradientCheck, CrossEntropy) {
+  int64_t rows = 4, vocab = 7;
+  Vec logits = randomVec(rows * vocab, rng, 2.0), dlogits(rows * vocab);
+  std::vector<int32_t> labels = {0, 6, 3, 3};
+  double dloss = 0.75;
+  auto loss = [&] {
+    return dloss * crossEntropy(logits.data(), labels.data(), rows, vocab);
+  };
+  crossEntropyGrad(logits.data(), labels.data(), dloss, dlogits.data(), rows,
+                   vocab);
+  expectGradient(logits, dlogits, loss, "logits");
+}
+
+TEST_F(GradientCheck, Embedding) {
+  int64_t vocab = 6, dim = 3, n = 5;
+  std::vector<int32_t> tokens = {1, 4, 1, 0, 5};
+  Vec w = randomVec(vocab * dim, rng), r = randomVec(n * dim, rng), y(n * dim),
+      dw(vocab * dim);
+  auto loss = [&] {
+    embedding(w.data(), tokens.data(), y.data(), n, vocab, dim);
+    return dot(y, r);
+  };
+  embeddingGrad(r.data(), tokens.data(), dw.data(), n, vocab, dim);
+  expectGradient(w, dw, loss, "weight");
+}
+
+// The schedule of ../shared/reference/llama3-flavors.md, spot-checked.
+TEST(LRSchedule, WarmupStableDecay) {
+  // 10 steps, warmup 2, decay_ratio 0.5 -> decay 5, stable 3.
+  EXPECT_DOUBLE_EQ(lrSchedule(0, 10, 1.0, 2, 0.5, 0, 0.0), 1.0 / 3);
+  EXPECT_DOUBLE_EQ(lrSchedule(1, 10, 1.0, 2, 0.5, 0, 0.0), 2.0 / 3);
+  EXPECT_DOUBLE_EQ(lrSchedule(4, 10, 1.0, 2, 0.5, 0, 0.0), 1.0);
+  EXPECT_DOUBLE_EQ(lrSchedule(5, 10, 1.0, 2, 0.5, 0, 0.0), 1.0 - 1.0 / 6);
+  EXPECT_DOUBLE_EQ(lrSchedule(9, 10, 1.0, 2, 0.5, 0, 0.0), 1.0 - 5.0 / 6);
+  // Past the end the step is held at warmup + stable + decay: the floor.
+  EXPECT_DOUBLE_EQ(lrSchedule(20, 10, 1.0, 2, 0.5, 0, 0.25), 0.25);
+  // sqrt and cosine shapes, with a floor.
+  EXPECT_DOUBLE_EQ(lrSchedule(9, 10, 2.0, 2, 0.5, 1, 0.1),
+                   2.0 * (0.1 + 0.9 * (1.0 - std::sqrt(5.0 / 6))));
+  EXPECT_DOUBLE_EQ(lrSchedule(9, 10, 2.0, 2, 0.5, 2, 0.1),
+                   2.0 * (0.1 + 0.9 * 0.5 * (1.0 + std::cos(M_PI * 5.0 / 6))));
+  // No ratio: decay right after warmup.
+  EXPECT_DOUBLE_EQ(lrSchedule(2, 10, 1.0, 2, -1.0, 0, 0.0), 1.0 - 1.0 / 9);
+}
+
+} // namespace
