@@ -465,10 +465,10 @@ LogicalResult LRScheduleOp::verify() {
   Operation *op = getOperation();
   if (failed(verifyPositive(op, "lr", getLr().convertToDouble())))
     return failure();
-  if (getWarmupSteps() < 0)
+  // I64Attr reads back unsigned; check the signed value.
+  if (int64_t warmup = getWarmupStepsAttr().getInt(); warmup < 0)
     return emitOpError()
-           << "attribute 'warmup_steps' must be non-negative, got "
-           << getWarmupSteps();
+           << "attribute 'warmup_steps' must be non-negative, got " << warmup;
   if (std::optional<APFloat> ratio = getDecayRatio();
       ratio && (ratio->convertToDouble() < 0 || ratio->convertToDouble() > 1))
     return emitOpError() << "attribute 'decay_ratio' must be in [0, 1], got "

@@ -1,0 +1,111 @@
+// RUN: titan-opt %s -split-input-file -titan-autodiff -verify-diagnostics | FileCheck %s
+
+// A linear layer, a norm and the loss: the backward walks them in reverse,
+// a value used twice (%x feeds the norm and the residual) sums its gradients,
+// and every titan.param argument gets a gradient result.
+// CHECK-LABEL: func.func @forward_backward(
+// CHECK-SAME: %[[W:.*]]: tensor<8x8xf32> {titan.param = "w"}, %[[N:.*]]: tensor<8xf32> {titan.param = "n"}, %[[E:.*]]: tensor<16x8xf32> {titan.param = "e"}, %[[T:.*]]: tensor<2x4xi32> {titan.input = "tokens"}, %[[L:.*]]: tensor<2x4xi32> {titan.input = "labels"})
+// CHECK-SAME: -> (tensor<f32>, tensor<8x8xf32> {titan.grad = "w"}, tensor<8xf32> {titan.grad = "n"}, tensor<16x8xf32> {titan.grad = "e"})
+// CHECK:      %[[X:.*]] = titan.embedding %[[E]][%[[T]]]
+// CHECK:      %[[Y:.*]] = titan.rms_norm %[[X]], %[[N]]
+// CHECK:      %[[Z:.*]] = titan.linear %[[Y]], %[[W]]
+// CHECK:      %[[H:.*]] = titan.add %[[X]], %[[Z]]
+// CHECK:      %[[LOGITS:.*]] = titan.linear %[[H]], %[[E]]
+// CHECK:      %[[LOSS:.*]] = titan.cross_entropy %[[LOGITS]], %[[L]]
+// CHECK:      %[[ONE:.*]] = titan.fill 1.000000e+00 : tensor<f32>
+// CHECK:      %[[DLOGITS:.*]] = titan.cross_entropy_grad %[[LOGITS]], %[[L]], %[[ONE]]
+// CHECK:      %[[DH:.*]] = titan.linear_grad_input %[[DLOGITS]], %[[E]]
+// CHECK:      %[[DE1:.*]] = titan.linear_grad_weight %[[DLOGITS]], %[[H]]
+// CHECK:      %[[DY:.*]] = titan.linear_grad_input %[[DH]], %[[W]]
+// CHECK:      %[[DW:.*]] = titan.linear_grad_weight %[[DH]], %[[Y]]
+// CHECK:      %[[DX1:.*]], %[[DN:.*]] = titan.rms_norm_grad %[[X]], %[[N]], %[[DY]]
+// CHECK:      %[[DX:.*]] = titan.add %[[DH]], %[[DX1]]
+// CHECK:      %[[DE2:.*]] = titan.embedding_grad %[[DX]], %[[T]]
+// CHECK:      %[[DE:.*]] = titan.add %[[DE1]], %[[DE2]]
+// CHECK:      return %[[LOSS]], %[[DW]], %[[DN]], %[[DE]]
+func.func @forward(%w: tensor<8x8xf32> {titan.param = "w"}, %n: tensor<8xf32> {titan.param = "n"},
+                   %e: tensor<16x8xf32> {titan.param = "e"},
+                   %t: tensor<2x4xi32> {titan.input = "tokens"}, %l: tensor<2x4xi32> {titan.input = "labels"}) -> tensor<f32> {
+  %x = titan.embedding %e[%t] : tensor<16x8xf32>, tensor<2x4xi32> -> tensor<2x4x8xf32>
+  %y = titan.rms_norm %x, %n {eps = 1.0e-5 : f64} : (tensor<2x4x8xf32>, tensor<8xf32>) -> tensor<2x4x8xf32>
+  %z = titan.linear %y, %w : (tensor<2x4x8xf32>, tensor<8x8xf32>) -> tensor<2x4x8xf32>
+  %h = titan.add %x, %z : tensor<2x4x8xf32>
+  %logits = titan.linear %h, %e : (tensor<2x4x8xf32>, tensor<16x8xf32>) -> tensor<2x4x16xf32>
+  %loss = titan.cross_entropy %logits, %l : (tensor<2x4x16xf32>, tensor<2x4xi32>) -> tensor<f32>
+  return %loss : tensor<f32>
+}
+
+// -----
+
+// Attention, RoPE (adjoint: the transposed rotation), reshape, SwiGLU, and
+// the pieces silu/mul.
+// CHECK-LABEL: func.func @forward_backward(
+// CHECK:      %[[DQ:.*]], %[[DK:.*]], %[[DV:.*]] = titan.attention_grad
+// CHECK-DAG:  titan.rope %[[DQ]], %{{.*}} transpose
+// CHECK-DAG:  titan.rope %[[DK]], %{{.*}} transpose
+// CHECK:      %[[DX4:.*]] = titan.add
+// CHECK:      titan.reshape %{{.*}} : tensor<1x4x2x4xf32> -> tensor<1x4x8xf32>
+func.func @forward(%q: tensor<8x8xf32> {titan.param = "q"}, %g: tensor<1x4x8xf32> {titan.param = "g"},
+                   %t: tensor<1x4xi32> {titan.input = "tokens"}, %l: tensor<1x4xi32> {titan.input = "labels"}) -> tensor<f32> {
+  %a = titan.rope_angles {theta = 1.0e4 : f64} : tensor<4x2xf32>
+  %x = titan.linear %g, %q : (tensor<1x4x8xf32>, tensor<8x8xf32>) -> tensor<1x4x8xf32>
+  %x4 = titan.reshape %x : tensor<1x4x8xf32> -> tensor<1x4x2x4xf32>
+  %rq = titan.rope %x4, %a : (tensor<1x4x2x4xf32>, tensor<4x2xf32>) -> tensor<1x4x2x4xf32>
+  %rk = titan.rope %x4, %a : (tensor<1x4x2x4xf32>, tensor<4x2xf32>) -> tensor<1x4x2x4xf32>
+  %o = titan.attention %rq, %rk, %x4 {scale = 0.5 : f64} : (tensor<1x4x2x4xf32>, tensor<1x4x2x4xf32>, tensor<1x4x2x4xf32>) -> tensor<1x4x2x4xf32>
+  %o3 = titan.reshape %o : tensor<1x4x2x4xf32> -> tensor<1x4x8xf32>
+  %s = titan.swiglu %o3, %g : tensor<1x4x8xf32>
+  %si = titan.silu %s : tensor<1x4x8xf32>
+  %m = titan.mul %si, %s : tensor<1x4x8xf32>
+  %loss = titan.cross_entropy %m, %l : (tensor<1x4x8xf32>, tensor<1x4xi32>) -> tensor<f32>
+  return %loss : tensor<f32>
+}
+
+// -----
+
+// A parameter the loss does not depend on gets a zero gradient.
+// CHECK-LABEL: func.func @forward_backward(
+// CHECK: %[[ZERO:.*]] = titan.fill 0.000000e+00 : tensor<4xf32>
+// CHECK: return %{{.*}}, %{{.*}}, %[[ZERO]]
+func.func @forward(%w: tensor<3x4xf32> {titan.param = "used"}, %u: tensor<4xf32> {titan.param = "unused"},
+                   %x: tensor<2x4xf32>, %l: tensor<2xi32>) -> tensor<f32> {
+  %y = titan.linear %x, %w : (tensor<2x4xf32>, tensor<3x4xf32>) -> tensor<2x3xf32>
+  %loss = titan.cross_entropy %y, %l : (tensor<2x3xf32>, tensor<2xi32>) -> tensor<f32>
+  return %loss : tensor<f32>
+}
+
+// -----
+
+// expected-error @+1 {{'func.func' op must return a single tensor<f32> loss to be differentiated}}
+func.func @forward(%x: tensor<4xf32>) -> tensor<4xf32> {
+  return %x : tensor<4xf32>
+}
+
+// -----
+
+func.func @forward(%x: tensor<4xf32> {titan.param = "x"}, %l: tensor<i32>) -> tensor<f32> {
+  // expected-error @+1 {{'titan.global_norm' op has no adjoint rule in titan-autodiff}}
+  %n = titan.global_norm %x : (tensor<4xf32>) -> tensor<f32>
+  %y = titan.reshape %n : tensor<f32> -> tensor<1xf32>
+  %loss = titan.cross_entropy %y, %l : (tensor<1xf32>, tensor<i32>) -> tensor<f32>
+  return %loss : tensor<f32>
+}
+
+// -----
+
+// expected-error @+1 {{titan-autodiff: no function named 'forward'}}
+module {
+  func.func @main(%x: tensor<f32>) -> tensor<f32> {
+    return %x : tensor<f32>
+  }
+}
+
+// -----
+
+func.func @forward(%x: tensor<f32>) -> tensor<f32> {
+  return %x : tensor<f32>
+}
+// expected-error @-3 {{titan-autodiff: a symbol named 'forward_backward' already exists}}
+func.func @forward_backward(%x: tensor<f32>) -> tensor<f32> {
+  return %x : tensor<f32>
+}
