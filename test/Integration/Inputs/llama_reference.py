@@ -19,6 +19,7 @@ import json
 import math
 import struct
 import sys
+import time
 
 import torch
 import torch.nn.functional as F
@@ -207,8 +208,10 @@ def train(args):
         s.get("decay_type", "linear"), s.get("min_lr_factor", 0.0)))
     freqs_cis = rope_freqs(a, seq)
 
+    start = time.perf_counter()
     with open(args.out, "w") as out:
         for step in range(steps):
+            step_start = time.perf_counter()
             opt.zero_grad()
             total = 0.0
             for micro in range(accum):
@@ -223,8 +226,13 @@ def train(args):
                                                   t.get("max_norm", 1.0))
             opt.step()
             sched.step()
-            out.write(json.dumps({"step": step + 1, "loss": total / accum,
-                                  "grad_norm": norm.item(), "lr": lr}) + "\n")
+            now = time.perf_counter()
+            out.write(json.dumps({
+                "step": step + 1, "loss": total / accum,
+                "grad_norm": norm.item(), "lr": lr,
+                "tokens_per_second": global_batch * seq / (now - step_start),
+                "elapsed_s": now - start}) + "\n")
+            out.flush()
     if args.save:
         save_safetensors(args.save, {n: params[n] for n in names})
 
@@ -271,13 +279,14 @@ def main():
     for k in ("model", "config", "weights", "tokens", "out"):
         tr.add_argument("--" + k, required=True)
     tr.add_argument("--save")
+    tr.add_argument("--threads", type=int, default=1)
     tk = sub.add_parser("tokens")
     tk.add_argument("--vocab", type=int, required=True)
     tk.add_argument("--count", type=int, required=True)
     tk.add_argument("--seed", type=int, default=0)
     tk.add_argument("--out", required=True)
     args = ap.parse_args()
-    torch.set_num_threads(1)
+    torch.set_num_threads(getattr(args, "threads", 1))
     {"init": init, "train": train, "tokens": make_tokens}[args.cmd](args)
 
 
