@@ -3,10 +3,9 @@
 #include "Manifest.h"
 
 #include "titan/Config/TrainConfig.h"
-#include "titan/Dialect/Titan/IR/TitanDialect.h"
+#include "titan/Dialect/Titan/IR/Parameters.h"
 #include "titan/Model/LlamaArgs.h"
 
-#include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "llvm/Support/JSON.h"
 #include "llvm/Support/raw_ostream.h"
 
@@ -16,18 +15,11 @@ std::string titan::buildManifest(const LlamaArgs &args,
                                  const TrainConfig &config,
                                  mlir::ModuleOp module) {
   llvm::json::Array params;
-  auto forward = module.lookupSymbol<mlir::func::FuncOp>("forward");
-  for (unsigned i = 0, e = forward.getNumArguments(); i < e; ++i) {
-    auto name = forward.getArgAttrOfType<mlir::StringAttr>(
-        i, TitanDialect::kParamAttrName);
-    if (!name)
-      continue;
-    auto type =
-        mlir::cast<mlir::RankedTensorType>(forward.getArgumentTypes()[i]);
+  for (const ParameterArgument &p : getParameterArguments(
+           module.lookupSymbol<mlir::func::FuncOp>("forward")))
     params.push_back(
-        llvm::json::Object{{"name", name.getValue()},
-                           {"shape", llvm::json::Array(type.getShape())}});
-  }
+        llvm::json::Object{{"name", p.name.getValue()},
+                           {"shape", llvm::json::Array(p.type.getShape())}});
   std::string toml;
   llvm::raw_string_ostream os(toml);
   printTrainConfig(config, os);

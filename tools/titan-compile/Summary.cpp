@@ -3,7 +3,7 @@
 #include "Summary.h"
 
 #include "titan/Config/TrainConfig.h"
-#include "titan/Dialect/Titan/IR/TitanDialect.h"
+#include "titan/Dialect/Titan/IR/Parameters.h"
 #include "titan/Model/LlamaArgs.h"
 #include "titan/Support/Format.h"
 
@@ -37,16 +37,9 @@ void titan::printSummary(const LlamaArgs &a, const TrainConfig &c,
   // Parameter counts come from the IR, so the summary checks the importer.
   int64_t total = 0;
   llvm::StringMap<int64_t> byName;
-  for (unsigned i = 0, e = func.getNumArguments(); i < e; ++i) {
-    auto name = func.getArgAttrOfType<mlir::StringAttr>(
-        i, TitanDialect::kParamAttrName);
-    if (!name)
-      continue;
-    int64_t n =
-        mlir::cast<mlir::RankedTensorType>(func.getArgument(i).getType())
-            .getNumElements();
-    byName[name.getValue()] = n;
-    total += n;
+  for (const ParameterArgument &p : getParameterArguments(func)) {
+    byName[p.name.getValue()] = p.type.getNumElements();
+    total += p.type.getNumElements();
   }
   int64_t embedding = byName.lookup("tok_embeddings.weight");
   int64_t output = byName.lookup("output.weight");

@@ -106,7 +106,7 @@ func.func @attention_grad_results(%q: tensor<2x8x4x8xf32>, %k: tensor<2x8x2x8xf3
 // -----
 
 func.func @attention_grad_heads(%q: tensor<2x8x3x8xf32>, %k: tensor<2x8x2x8xf32>) {
-  // expected-error @+1 {{operands must be 4-D with key and value of one type and query heads a multiple of key heads}}
+  // expected-error @+1 {{query heads (dimension 2 = 3) must be a multiple of key/value heads (dimension 2 = 2)}}
   %0:3 = titan.attention_grad %q, %k, %k, %q {scale = 1.0 : f64} : (tensor<2x8x3x8xf32>, tensor<2x8x2x8xf32>, tensor<2x8x2x8xf32>, tensor<2x8x3x8xf32>) -> (tensor<2x8x3x8xf32>, tensor<2x8x2x8xf32>, tensor<2x8x2x8xf32>)
   return
 }

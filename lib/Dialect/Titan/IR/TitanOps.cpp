@@ -195,32 +195,40 @@ LogicalResult RopeOp::verify() {
 // AttentionOp
 //===----------------------------------------------------------------------===//
 
-LogicalResult AttentionOp::verify() {
-  Operation *op = getOperation();
+/// Shapes, head grouping and element types of attention operands, shared by
+/// the op and its gradient.
+static LogicalResult verifyAttentionOperands(Operation *op, Value query,
+                                             Value key, Value value,
+                                             double scale) {
   StringRef layout = "batch x seq x heads x head_dim";
-  if (failed(verifyRank(op, getQuery(), "query", 4, layout)) ||
-      failed(verifyRank(op, getKey(), "key", 4, layout)) ||
-      failed(verifyRank(op, getValue(), "value", 4, layout)))
+  if (failed(verifyRank(op, query, "query", 4, layout)) ||
+      failed(verifyRank(op, key, "key", 4, layout)) ||
+      failed(verifyRank(op, value, "value", 4, layout)))
     return failure();
   for (int64_t d = 0; d < 4; ++d)
-    if (failed(verifyDimsMatch(op, getValue(), "value", d, getKey(), "key", d)))
+    if (failed(verifyDimsMatch(op, value, "value", d, key, "key", d)))
       return failure();
   for (int64_t d : {0, 1, 3})
-    if (failed(verifyDimsMatch(op, getKey(), "key", d, getQuery(), "query", d)))
+    if (failed(verifyDimsMatch(op, key, "key", d, query, "query", d)))
       return failure();
-  int64_t qHeads = tensorType(getQuery()).getDimSize(2);
-  int64_t kvHeads = tensorType(getKey()).getDimSize(2);
+  int64_t qHeads = tensorType(query).getDimSize(2);
+  int64_t kvHeads = tensorType(key).getDimSize(2);
   if (kvHeads == 0 || qHeads % kvHeads != 0)
-    return emitOpError() << "query heads (dimension 2 = " << qHeads
-                         << ") must be a multiple of key/value heads "
-                            "(dimension 2 = "
-                         << kvHeads << ")";
-  if (failed(verifySameElementType(op, getKey(), "key", getQuery(), "query")) ||
-      failed(verifySameElementType(op, getValue(), "value", getQuery(),
-                                   "query")) ||
-      failed(verifyResultLikeInput(op, getQuery(), "query")))
+    return op->emitOpError() << "query heads (dimension 2 = " << qHeads
+                             << ") must be a multiple of key/value heads "
+                                "(dimension 2 = "
+                             << kvHeads << ")";
+  if (failed(verifySameElementType(op, key, "key", query, "query")) ||
+      failed(verifySameElementType(op, value, "value", query, "query")))
     return failure();
-  return verifyPositive(op, "scale", getScale().convertToDouble());
+  return verifyPositive(op, "scale", scale);
+}
+
+LogicalResult AttentionOp::verify() {
+  if (failed(verifyAttentionOperands(getOperation(), getQuery(), getKey(),
+                                     getValue(), getScale().convertToDouble())))
+    return failure();
+  return verifyResultLikeInput(getOperation(), getQuery(), "query");
 }
 
 //===----------------------------------------------------------------------===//
@@ -377,7 +385,9 @@ LogicalResult RMSNormGradOp::verify() {
 }
 
 LogicalResult AttentionGradOp::verify() {
-  Operation *op = getOperation();
+  if (failed(verifyAttentionOperands(getOperation(), getQuery(), getKey(),
+                                     getValue(), getScale().convertToDouble())))
+    return failure();
   if (getGrad().getType() != getQuery().getType())
     return emitOpError() << "grad type " << getGrad().getType()
                          << " must equal query type " << getQuery().getType();
@@ -386,15 +396,7 @@ LogicalResult AttentionGradOp::verify() {
       getValueGrad().getType() != getValue().getType())
     return emitOpError()
            << "result types must equal the query, key and value types";
-  int64_t qHeads = tensorType(getQuery()).getDimSize(2);
-  int64_t kvHeads = tensorType(getKey()).getDimSize(2);
-  if (tensorType(getQuery()).getRank() != 4 ||
-      tensorType(getKey()).getRank() != 4 ||
-      getKey().getType() != getValue().getType() || kvHeads == 0 ||
-      qHeads % kvHeads != 0)
-    return emitOpError() << "operands must be 4-D with key and value of one "
-                            "type and query heads a multiple of key heads";
-  return verifyPositive(op, "scale", getScale().convertToDouble());
+  return success();
 }
 
 LogicalResult LinearGradInputOp::verify() {

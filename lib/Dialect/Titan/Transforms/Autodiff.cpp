@@ -5,6 +5,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "titan/Dialect/Titan/IR/Parameters.h"
 #include "titan/Dialect/Titan/IR/TitanOps.h"
 #include "titan/Dialect/Titan/Transforms/Passes.h"
 
@@ -197,19 +198,15 @@ struct TitanAutodiffPass : titan::impl::TitanAutodiffBase<TitanAutodiffPass> {
     SmallVector<Value> results = {loss};
     SmallVector<Type> resultTypes = {lossType};
     SmallVector<Attribute> resultAttrs = {b.getDictionaryAttr({})};
-    for (BlockArgument arg : body.getArguments()) {
-      auto name = backward.getArgAttrOfType<StringAttr>(
-          arg.getArgNumber(), TitanDialect::kParamAttrName);
-      if (!name)
-        continue;
+    for (const ParameterArgument &p : getParameterArguments(backward)) {
+      BlockArgument arg = body.getArgument(p.index);
       Value g = grads.lookup(arg);
       if (!g)
-        g = FillOp::create(b, ret.getLoc(), arg.getType(),
-                           b.getF64FloatAttr(0.0));
+        g = FillOp::create(b, ret.getLoc(), p.type, b.getF64FloatAttr(0.0));
       results.push_back(g);
-      resultTypes.push_back(arg.getType());
+      resultTypes.push_back(p.type);
       resultAttrs.push_back(b.getDictionaryAttr(
-          b.getNamedAttr(TitanDialect::kGradAttrName, name)));
+          b.getNamedAttr(TitanDialect::kGradAttrName, p.name)));
     }
     func::ReturnOp::create(b, ret.getLoc(), results);
     ret.erase();

@@ -6,6 +6,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "titan/Dialect/Titan/IR/Parameters.h"
 #include "titan/Dialect/Titan/IR/TitanOps.h"
 #include "titan/Dialect/Titan/Transforms/Passes.h"
 
@@ -48,12 +49,10 @@ struct TitanOptimizerPass
 
     SmallVector<Type> paramTypes;
     SmallVector<StringAttr> names;
-    for (unsigned i = 0, e = forward.getNumArguments(); i < e; ++i)
-      if (auto name = forward.getArgAttrOfType<StringAttr>(
-              i, TitanDialect::kParamAttrName)) {
-        names.push_back(name);
-        paramTypes.push_back(forward.getArgumentTypes()[i]);
-      }
+    for (const ParameterArgument &p : getParameterArguments(forward)) {
+      names.push_back(p.name);
+      paramTypes.push_back(p.type);
+    }
     if (names.empty()) {
       forward.emitOpError() << "has no arguments tagged '"
                             << TitanDialect::kParamAttrName << "' to optimize";
