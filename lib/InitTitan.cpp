@@ -3,6 +3,7 @@
 #include "titan/InitTitan.h"
 
 #include "titan/Conversion/TitanToCPU/Passes.h"
+#include "titan/Dialect/Dist/IR/Dist.h"
 #include "titan/Dialect/Titan/IR/TitanDialect.h"
 #include "titan/Dialect/Titan/Transforms/Passes.h"
 
@@ -12,8 +13,8 @@
 #include "mlir/Transforms/Passes.h"
 
 void titan::registerAllDialects(mlir::DialectRegistry &registry) {
-  registry.insert<titan::TitanDialect, mlir::func::FuncDialect,
-                  mlir::LLVM::LLVMDialect>();
+  registry.insert<titan::TitanDialect, titan::dist::DistDialect,
+                  mlir::func::FuncDialect, mlir::LLVM::LLVMDialect>();
 }
 
 void titan::registerAllPasses() {

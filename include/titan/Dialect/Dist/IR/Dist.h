@@ -1,0 +1,31 @@
+//===- Dist.h - dist dialect ------------------------------------*- C++ -*-===//
+
+#ifndef TITAN_DIALECT_DIST_IR_DIST_H
+#define TITAN_DIALECT_DIST_IR_DIST_H
+
+#include "mlir/Bytecode/BytecodeOpInterface.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/BuiltinTypes.h"
+#include "mlir/IR/Dialect.h"
+#include "mlir/IR/OpDefinition.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
+
+#include "titan/Dialect/Dist/IR/DistOpsDialect.h.inc"
+
+#define GET_ATTRDEF_CLASSES
+#include "titan/Dialect/Dist/IR/DistOpsAttributes.h.inc"
+
+#define GET_TYPEDEF_CLASSES
+#include "titan/Dialect/Dist/IR/DistOpsTypes.h.inc"
+
+#define GET_OP_CLASSES
+#include "titan/Dialect/Dist/IR/DistOps.h.inc"
+
+namespace titan::dist {
+/// The #dist.mesh of the module enclosing `op`, or null.
+MeshAttr getMesh(mlir::Operation *op);
+/// Product of the sizes of `axes` on `mesh`.
+int64_t getGroupSize(MeshAttr mesh, mlir::ArrayAttr axes);
+} // namespace titan::dist
+
+#endif // TITAN_DIALECT_DIST_IR_DIST_H

@@ -1,0 +1,159 @@
+//===- DistOps.td - dist dialect attributes, types and ops -*- tablegen -*-===//
+
+#ifndef TITAN_DIALECT_DIST_IR_DISTOPS_TD
+#define TITAN_DIALECT_DIST_IR_DISTOPS_TD
+
+include "titan/Dialect/Dist/IR/DistDialect.td"
+include "mlir/IR/BuiltinAttributes.td"
+include "mlir/IR/CommonAttrConstraints.td"
+include "mlir/IR/CommonTypeConstraints.td"
+include "mlir/Interfaces/SideEffectInterfaces.td"
+
+//===----------------------------------------------------------------------===//
+// Attributes
+//===----------------------------------------------------------------------===//
+
+def Dist_MeshAttr : AttrDef<Dist_Dialect, "Mesh"> {
+  let mnemonic = "mesh";
+  let summary = "a device mesh: the size of each named axis";
+  let description = [{
+    `#dist.mesh<pp = 1, dp_replicate = 2, dp_shard = 2, cp = 1, tp = 2>`.
+    Rank `r` has coordinates `r` written in mixed radix over
+    `(pp, dp_replicate, dp_shard, cp, tp)`, `tp` varying fastest (as
+    TorchTitan's device mesh). The world size is the product of the sizes.
+  }];
+  let parameters = (ins "int64_t":$pp, "int64_t":$dp_replicate,
+                        "int64_t":$dp_shard, "int64_t":$cp, "int64_t":$tp);
+  let assemblyFormat = "`<` struct(params) `>`";
+  let genVerifyDecl = 1;
+  let extraClassDeclaration = [{
+    /// The axis names, outermost first.
+    static ::llvm::ArrayRef<::llvm::StringLiteral> getAxisNames();
+    /// Size of a named axis; std::nullopt for an unknown name.
+    std::optional<int64_t> getAxisSize(::llvm::StringRef axis) const;
+    /// Index of a named axis in getAxisNames(), or -1.
+    static int getAxisIndex(::llvm::StringRef axis);
+    int64_t getWorldSize() const;
+  }];
+}
+
+def Dist_ShardingAttr : AttrDef<Dist_Dialect, "Sharding"> {
+  let mnemonic = "sharding";
+  let summary = "which mesh axes split each dimension of a tensor";
+  let description = [{
+    `#dist.sharding<[["dp_shard"], []]>`: one list of mesh axes per tensor
+    dimension; a dimension of size `n` split over axes of sizes `a, b` has
+    local size `n / (a * b)` (axes listed outermost first). The value is
+    replicated over the mesh axes no dimension mentions. An axis splits at
+    most one dimension.
+  }];
+  let parameters = (ins "::mlir::ArrayAttr":$dims);
+  let assemblyFormat = "`<` $dims `>`";
+  let genVerifyDecl = 1;
+  let extraClassDeclaration = [{
+    /// The axes splitting dimension `dim`.
+    ::llvm::SmallVector<::llvm::StringRef> getAxes(unsigned dim) const;
+    /// The local shape of a tensor of global shape `shape` on `mesh`, or
+    /// failure (with `reason`) if a dimension is not divisible.
+    ::mlir::FailureOr<::llvm::SmallVector<int64_t>>
+    getLocalShape(::llvm::ArrayRef<int64_t> shape, MeshAttr mesh,
+                  std::string *reason = nullptr) const;
+  }];
+}
+
+//===----------------------------------------------------------------------===//
+// Types
+//===----------------------------------------------------------------------===//
+
+def Dist_FutureType : TypeDef<Dist_Dialect, "Future"> {
+  let mnemonic = "future";
+  let summary = "the pending result of an asynchronous collective";
+  let parameters = (ins "::mlir::RankedTensorType":$value_type);
+  let assemblyFormat = "`<` $value_type `>`";
+}
+
+//===----------------------------------------------------------------------===//
+// Collectives
+//===----------------------------------------------------------------------===//
+
+def Dist_AxisList : TypedArrayAttrBase<StrAttr, "list of mesh axis names">;
+
+class Dist_CollectiveStartOp<string mnemonic, list<Trait> traits = []>
+    : Dist_Op<mnemonic, traits # [MemoryEffects<[MemAlloc, MemWrite]>]> {
+  let results = (outs Dist_FutureType:$future);
+  let hasVerifier = 1;
+}
+
+def Dist_AllGatherStartOp : Dist_CollectiveStartOp<"all_gather_start"> {
+  let summary = "start concatenating the shards of the ranks along `dim`";
+  let description = [{
+    Over the ranks that differ only in the mesh axes `axes`, concatenates
+    every rank's `input` along `dim` in rank order (outermost axis first).
+    The result's `dim` is `input`'s times the product of the axis sizes.
+    Its adjoint is `reduce_scatter` over the same axes and dimension.
+  }];
+  let arguments = (ins StaticShapeTensorOf<[AnyType]>:$input,
+                       Dist_AxisList:$axes, I64Attr:$dim);
+  let assemblyFormat = [{
+    $input `axes` $axes `dim` $dim attr-dict `:` type($input) `->`
+    qualified(type($future))
+  }];
+}
+
+def Dist_ReduceScatterStartOp
+    : Dist_CollectiveStartOp<"reduce_scatter_start"> {
+  let summary = "start summing over ranks and keeping this rank's part";
+  let description = [{
+    Over the ranks that differ only in the mesh axes `axes`, sums `input`
+    elementwise and splits the sum along `dim` into one part per rank (in
+    rank order); each rank receives its part. Its adjoint is `all_gather`.
+  }];
+  let arguments = (ins StaticShapeTensorOf<[AnyFloat]>:$input,
+                       Dist_AxisList:$axes, I64Attr:$dim);
+  let assemblyFormat = [{
+    $input `axes` $axes `dim` $dim attr-dict `:` type($input) `->`
+    qualified(type($future))
+  }];
+}
+
+def Dist_AllReduceStartOp : Dist_CollectiveStartOp<"all_reduce_start"> {
+  let summary = "start summing (or averaging) over ranks";
+  let description = [{
+    Over the ranks that differ only in the mesh axes `axes`, every rank
+    receives the elementwise sum (`reduction = "sum"`) or mean (`"avg"`) of
+    all ranks' `input`. The result is replicated over `axes`; its adjoint
+    passes the gradient through (sum) or scales it by 1/ranks (avg).
+  }];
+  let arguments = (ins StaticShapeTensorOf<[AnyFloat]>:$input,
+                       Dist_AxisList:$axes,
+                       DefaultValuedStrAttr<StrAttr, "sum">:$reduction);
+  let assemblyFormat = [{
+    $input `axes` $axes attr-dict `:` type($input) `->` qualified(type($future))
+  }];
+}
+
+def Dist_WaitOp : Dist_Op<"wait", [MemoryEffects<[MemRead, MemFree]>,
+    TypesMatchWith<"result type is the future's value type", "future",
+                   "result",
+                   "::llvm::cast<FutureType>($_self).getValueType()">]> {
+  let summary = "wait for a collective and take its result";
+  let arguments = (ins Dist_FutureType:$future);
+  let results = (outs AnyRankedTensor:$result);
+  let assemblyFormat = "$future attr-dict `:` qualified(type($future))";
+}
+
+def Dist_ReplicateOp : Dist_Op<"replicate", [Pure, AllTypesMatch<["input", "result"]>]> {
+  let summary = "a value replicated over mesh axes (gradient sync point)";
+  let description = [{
+    The identity on values: marks `input` as identical on the ranks that
+    differ only in `axes`, with each of those ranks using it on different
+    data. Its adjoint all-reduces (sums) the gradient over `axes`: this is
+    where data-parallel gradient synchronization comes from.
+  }];
+  let arguments = (ins AnyRankedTensor:$input, Dist_AxisList:$axes);
+  let results = (outs AnyRankedTensor:$result);
+  let assemblyFormat = "$input `axes` $axes attr-dict `:` type($input)";
+  let hasVerifier = 1;
+}
+
+#endif // TITAN_DIALECT_DIST_IR_DISTOPS_TD

@@ -1,0 +1,238 @@
+//===- DistDialect.cpp - dist dialect -------------------------------------===//
+
+#include "titan/Dialect/Dist/IR/Dist.h"
+
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/DialectImplementation.h"
+#include "llvm/ADT/TypeSwitch.h"
+
+using namespace mlir;
+using namespace titan::dist;
+
+#include "titan/Dialect/Dist/IR/DistOpsDialect.cpp.inc"
+
+#define GET_ATTRDEF_CLASSES
+#include "titan/Dialect/Dist/IR/DistOpsAttributes.cpp.inc"
+
+#define GET_TYPEDEF_CLASSES
+#include "titan/Dialect/Dist/IR/DistOpsTypes.cpp.inc"
+
+void DistDialect::initialize() {
+  addAttributes<
+#define GET_ATTRDEF_LIST
+#include "titan/Dialect/Dist/IR/DistOpsAttributes.cpp.inc"
+      >();
+  addTypes<
+#define GET_TYPEDEF_LIST
+#include "titan/Dialect/Dist/IR/DistOpsTypes.cpp.inc"
+      >();
+  addOperations<
+#define GET_OP_LIST
+#include "titan/Dialect/Dist/IR/DistOps.cpp.inc"
+      >();
+}
+
+//===----------------------------------------------------------------------===//
+// MeshAttr
+//===----------------------------------------------------------------------===//
+
+ArrayRef<llvm::StringLiteral> MeshAttr::getAxisNames() {
+  static constexpr llvm::StringLiteral names[] = {"pp", "dp_replicate",
+                                                  "dp_shard", "cp", "tp"};
+  return names;
+}
+
+int MeshAttr::getAxisIndex(StringRef axis) {
+  auto names = getAxisNames();
+  auto it = llvm::find(names, axis);
+  return it == names.end() ? -1 : int(it - names.begin());
+}
+
+std::optional<int64_t> MeshAttr::getAxisSize(StringRef axis) const {
+  switch (getAxisIndex(axis)) {
+  case 0:
+    return getPp();
+  case 1:
+    return getDpReplicate();
+  case 2:
+    return getDpShard();
+  case 3:
+    return getCp();
+  case 4:
+    return getTp();
+  default:
+    return std::nullopt;
+  }
+}
+
+int64_t MeshAttr::getWorldSize() const {
+  return getPp() * getDpReplicate() * getDpShard() * getCp() * getTp();
+}
+
+LogicalResult MeshAttr::verify(function_ref<InFlightDiagnostic()> emitError,
+                               int64_t pp, int64_t dpReplicate, int64_t dpShard,
+                               int64_t cp, int64_t tp) {
+  int64_t sizes[] = {pp, dpReplicate, dpShard, cp, tp};
+  for (auto [name, size] : llvm::zip(getAxisNames(), sizes))
+    if (size < 1)
+      return emitError() << "mesh axis '" << name
+                         << "' must have size >= 1, got " << size;
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// ShardingAttr
+//===----------------------------------------------------------------------===//
+
+LogicalResult ShardingAttr::verify(function_ref<InFlightDiagnostic()> emitError,
+                                   ArrayAttr dims) {
+  llvm::SmallDenseSet<StringRef> seen;
+  for (auto [d, dimAttr] : llvm::enumerate(dims)) {
+    auto axes = dyn_cast<ArrayAttr>(dimAttr);
+    if (!axes)
+      return emitError() << "sharding of dimension " << d
+                         << " must be a list of mesh axes";
+    for (Attribute a : axes) {
+      auto name = dyn_cast<StringAttr>(a);
+      if (!name || MeshAttr::getAxisIndex(name.getValue()) < 0)
+        return emitError() << "dimension " << d << " names unknown mesh axis "
+                           << a;
+      if (!seen.insert(name.getValue()).second)
+        return emitError() << "mesh axis '" << name.getValue()
+                           << "' shards more than one dimension";
+    }
+  }
+  return success();
+}
+
+SmallVector<StringRef> ShardingAttr::getAxes(unsigned dim) const {
+  SmallVector<StringRef> axes;
+  if (dim < getDims().size())
+    for (Attribute a : cast<ArrayAttr>(getDims()[dim]))
+      axes.push_back(cast<StringAttr>(a).getValue());
+  return axes;
+}
+
+FailureOr<SmallVector<int64_t>>
+ShardingAttr::getLocalShape(ArrayRef<int64_t> shape, MeshAttr mesh,
+                            std::string *reason) const {
+  if (getDims().size() > shape.size()) {
+    if (reason)
+      *reason = "the sharding has more dimensions than the tensor";
+    return failure();
+  }
+  SmallVector<int64_t> local(shape);
+  for (unsigned d = 0; d < getDims().size(); ++d) {
+    int64_t parts = 1;
+    for (StringRef axis : getAxes(d))
+      parts *= *mesh.getAxisSize(axis);
+    if (local[d] % parts != 0) {
+      if (reason)
+        *reason = ("dimension " + std::to_string(d) + " (" +
+                   std::to_string(local[d]) + ") is not divisible by " +
+                   std::to_string(parts) + " shards");
+      return failure();
+    }
+    local[d] /= parts;
+  }
+  return local;
+}
+
+//===----------------------------------------------------------------------===//
+// Helpers
+//===----------------------------------------------------------------------===//
+
+MeshAttr titan::dist::getMesh(Operation *op) {
+  for (Operation *p = op; p; p = p->getParentOp())
+    if (auto m = p->getAttrOfType<MeshAttr>(DistDialect::kMeshAttrName))
+      return m;
+  return {};
+}
+
+int64_t titan::dist::getGroupSize(MeshAttr mesh, ArrayAttr axes) {
+  int64_t n = 1;
+  for (Attribute a : axes)
+    n *= mesh.getAxisSize(cast<StringAttr>(a).getValue()).value_or(1);
+  return n;
+}
+
+//===----------------------------------------------------------------------===//
+// Collectives
+//===----------------------------------------------------------------------===//
+
+namespace {
+/// Checks `axes` against the module's mesh and returns the group size.
+FailureOr<int64_t> verifyAxes(Operation *op, ArrayAttr axes) {
+  MeshAttr mesh = getMesh(op);
+  if (!mesh)
+    return op->emitOpError() << "needs a #dist.mesh on an enclosing op ('"
+                             << DistDialect::kMeshAttrName << "')";
+  if (axes.empty())
+    return op->emitOpError() << "needs at least one mesh axis";
+  llvm::SmallDenseSet<StringRef> seen;
+  for (Attribute a : axes) {
+    StringRef name = cast<StringAttr>(a).getValue();
+    if (!mesh.getAxisSize(name))
+      return op->emitOpError() << "names unknown mesh axis '" << name << "'";
+    if (!seen.insert(name).second)
+      return op->emitOpError() << "names mesh axis '" << name << "' twice";
+  }
+  return getGroupSize(mesh, axes);
+}
+
+/// all_gather multiplies `dim` by the group size; reduce_scatter divides it.
+LogicalResult verifyGatherScatter(Operation *op, Value input, ArrayAttr axes,
+                                  int64_t dim, Type futureType, bool gather) {
+  FailureOr<int64_t> group = verifyAxes(op, axes);
+  if (failed(group))
+    return failure();
+  auto in = cast<RankedTensorType>(input.getType());
+  auto out = cast<FutureType>(futureType).getValueType();
+  if (dim < 0 || dim >= in.getRank())
+    return op->emitOpError()
+           << "dim " << dim << " is out of range for rank " << in.getRank();
+  SmallVector<int64_t> expected(in.getShape());
+  if (!gather && expected[dim] % *group != 0)
+    return op->emitOpError()
+           << "input dimension " << dim << " (" << expected[dim]
+           << ") is not divisible by the " << *group << " ranks of the group";
+  expected[dim] = gather ? expected[dim] * *group : expected[dim] / *group;
+  auto expectedType = RankedTensorType::get(expected, in.getElementType());
+  if (out != expectedType)
+    return op->emitOpError()
+           << "result type " << out << " must be " << expectedType
+           << " for a group of " << *group << " ranks";
+  return success();
+}
+} // namespace
+
+LogicalResult AllGatherStartOp::verify() {
+  return verifyGatherScatter(*this, getInput(), getAxes(), getDim(),
+                             getFuture().getType(), /*gather=*/true);
+}
+
+LogicalResult ReduceScatterStartOp::verify() {
+  return verifyGatherScatter(*this, getInput(), getAxes(), getDim(),
+                             getFuture().getType(), /*gather=*/false);
+}
+
+LogicalResult AllReduceStartOp::verify() {
+  if (failed(verifyAxes(*this, getAxes())))
+    return failure();
+  if (getReduction() != "sum" && getReduction() != "avg")
+    return emitOpError() << "reduction must be \"sum\" or \"avg\", got \""
+                         << getReduction() << "\"";
+  if (getFuture().getType().getValueType() != getInput().getType())
+    return emitOpError() << "result type "
+                         << getFuture().getType().getValueType()
+                         << " must equal the input type "
+                         << getInput().getType();
+  return success();
+}
+
+LogicalResult ReplicateOp::verify() {
+  return failure(failed(verifyAxes(*this, getAxes())));
+}
+
+#define GET_OP_CLASSES
+#include "titan/Dialect/Dist/IR/DistOps.cpp.inc"

@@ -1,0 +1,123 @@
+// RUN: titan-opt %s -split-input-file -verify-diagnostics
+
+// expected-error @+1 {{mesh axis 'dp_shard' must have size >= 1, got 0}}
+module attributes {dist.mesh = #dist.mesh<pp = 1, dp_replicate = 1, dp_shard = 0, cp = 1, tp = 1>} {}
+
+// -----
+
+// expected-error @+1 {{dimension 0 names unknown mesh axis "dp"}}
+func.func private @f(tensor<4xf32> {dist.sharding = #dist.sharding<[["dp"]]>})
+
+// -----
+
+// expected-error @+1 {{mesh axis 'tp' shards more than one dimension}}
+func.func private @f(tensor<4x4xf32> {dist.sharding = #dist.sharding<[["tp"], ["tp"]]>})
+
+// -----
+
+// expected-error @+1 {{sharding of dimension 0 must be a list of mesh axes}}
+func.func private @f(tensor<4xf32> {dist.sharding = #dist.sharding<["tp"]>})
+
+// -----
+
+func.func @no_mesh(%x: tensor<4xf32>) {
+  // expected-error @+1 {{'dist.all_gather_start' op needs a #dist.mesh on an enclosing op ('dist.mesh')}}
+  %f = dist.all_gather_start %x axes ["tp"] dim 0 : tensor<4xf32> -> !dist.future<tensor<8xf32>>
+  return
+}
+
+// -----
+
+module attributes {dist.mesh = #dist.mesh<pp = 1, dp_replicate = 1, dp_shard = 2, cp = 1, tp = 2>} {
+  func.func @unknown_axis(%x: tensor<4xf32>) {
+    // expected-error @+1 {{'dist.all_gather_start' op names unknown mesh axis 'dp'}}
+    %f = dist.all_gather_start %x axes ["dp"] dim 0 : tensor<4xf32> -> !dist.future<tensor<8xf32>>
+    return
+  }
+}
+
+// -----
+
+module attributes {dist.mesh = #dist.mesh<pp = 1, dp_replicate = 1, dp_shard = 2, cp = 1, tp = 2>} {
+  func.func @twice(%x: tensor<4xf32>) {
+    // expected-error @+1 {{'dist.all_gather_start' op names mesh axis 'tp' twice}}
+    %f = dist.all_gather_start %x axes ["tp", "tp"] dim 0 : tensor<4xf32> -> !dist.future<tensor<16xf32>>
+    return
+  }
+}
+
+// -----
+
+module attributes {dist.mesh = #dist.mesh<pp = 1, dp_replicate = 1, dp_shard = 2, cp = 1, tp = 2>} {
+  func.func @no_axes(%x: tensor<4xf32>) {
+    // expected-error @+1 {{'dist.all_gather_start' op needs at least one mesh axis}}
+    %f = dist.all_gather_start %x axes [] dim 0 : tensor<4xf32> -> !dist.future<tensor<4xf32>>
+    return
+  }
+}
+
+// -----
+
+module attributes {dist.mesh = #dist.mesh<pp = 1, dp_replicate = 1, dp_shard = 2, cp = 1, tp = 2>} {
+  func.func @gather_shape(%x: tensor<4x2xf32>) {
+    // expected-error @+1 {{'dist.all_gather_start' op result type 'tensor<4x4xf32>' must be 'tensor<8x2xf32>' for a group of 2 ranks}}
+    %f = dist.all_gather_start %x axes ["tp"] dim 0 : tensor<4x2xf32> -> !dist.future<tensor<4x4xf32>>
+    return
+  }
+}
+
+// -----
+
+module attributes {dist.mesh = #dist.mesh<pp = 1, dp_replicate = 1, dp_shard = 2, cp = 1, tp = 2>} {
+  func.func @gather_dim(%x: tensor<4x2xf32>) {
+    // expected-error @+1 {{'dist.all_gather_start' op dim 2 is out of range for rank 2}}
+    %f = dist.all_gather_start %x axes ["tp"] dim 2 : tensor<4x2xf32> -> !dist.future<tensor<4x2xf32>>
+    return
+  }
+}
+
+// -----
+
+module attributes {dist.mesh = #dist.mesh<pp = 1, dp_replicate = 1, dp_shard = 2, cp = 1, tp = 4>} {
+  func.func @scatter_divisible(%x: tensor<6xf32>) {
+    // expected-error @+1 {{'dist.reduce_scatter_start' op input dimension 0 (6) is not divisible by the 4 ranks of the group}}
+    %f = dist.reduce_scatter_start %x axes ["tp"] dim 0 : tensor<6xf32> -> !dist.future<tensor<1xf32>>
+    return
+  }
+}
+
+// -----
+
+module attributes {dist.mesh = #dist.mesh<pp = 1, dp_replicate = 1, dp_shard = 2, cp = 1, tp = 2>} {
+  func.func @reduction(%x: tensor<4xf32>) {
+    // expected-error @+1 {{'dist.all_reduce_start' op reduction must be "sum" or "avg", got "max"}}
+    %f = dist.all_reduce_start %x axes ["tp"] {reduction = "max"} : tensor<4xf32> -> !dist.future<tensor<4xf32>>
+    return
+  }
+}
+
+// -----
+
+module attributes {dist.mesh = #dist.mesh<pp = 1, dp_replicate = 1, dp_shard = 2, cp = 1, tp = 2>} {
+  func.func @all_reduce_type(%x: tensor<4xf32>) {
+    // expected-error @+1 {{'dist.all_reduce_start' op result type 'tensor<8xf32>' must equal the input type 'tensor<4xf32>'}}
+    %f = dist.all_reduce_start %x axes ["tp"] : tensor<4xf32> -> !dist.future<tensor<8xf32>>
+    return
+  }
+}
+
+// -----
+
+func.func @replicate_needs_mesh(%x: tensor<4xf32>) {
+  // expected-error @+1 {{'dist.replicate' op needs a #dist.mesh on an enclosing op ('dist.mesh')}}
+  %r = dist.replicate %x axes ["tp"] : tensor<4xf32>
+  return
+}
+
+// -----
+
+func.func @wait_type(%f: !dist.future<tensor<4xf32>>) {
+  // expected-error @+1 {{'dist.wait' op failed to verify that result type is the future's value type}}
+  %r = "dist.wait"(%f) : (!dist.future<tensor<4xf32>>) -> tensor<8xf32>
+  return
+}

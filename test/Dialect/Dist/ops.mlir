@@ -1,0 +1,28 @@
+// RUN: titan-opt %s | titan-opt | FileCheck %s
+// RUN: titan-opt %s --mlir-print-op-generic | titan-opt | FileCheck %s
+
+// CHECK: module attributes {dist.mesh = #dist.mesh<pp = 1, dp_replicate = 2, dp_shard = 2, cp = 1, tp = 2>}
+module attributes {dist.mesh = #dist.mesh<pp = 1, dp_replicate = 2, dp_shard = 2, cp = 1, tp = 2>} {
+  // CHECK-LABEL: func.func @collectives
+  // CHECK-SAME: {dist.sharding = #dist.sharding<{{\[}}["dp_shard"], []]>}
+  func.func @collectives(%w: tensor<4x8xf32> {dist.sharding = #dist.sharding<[["dp_shard"], []]>},
+                         %g: tensor<8x8xf32>) -> (tensor<8x8xf32>, tensor<4x8xf32>, tensor<8x8xf32>, tensor<8x8xf32>) {
+    // CHECK: %[[F:.*]] = dist.all_gather_start %{{.*}} axes ["dp_shard"] dim 0 : tensor<4x8xf32> -> !dist.future<tensor<8x8xf32>>
+    // CHECK: dist.wait %[[F]] : !dist.future<tensor<8x8xf32>>
+    %f = dist.all_gather_start %w axes ["dp_shard"] dim 0 : tensor<4x8xf32> -> !dist.future<tensor<8x8xf32>>
+    %full = dist.wait %f : !dist.future<tensor<8x8xf32>>
+    // CHECK: dist.reduce_scatter_start %{{.*}} axes ["dp_shard"] dim 0 : tensor<8x8xf32> -> !dist.future<tensor<4x8xf32>>
+    %r = dist.reduce_scatter_start %g axes ["dp_shard"] dim 0 : tensor<8x8xf32> -> !dist.future<tensor<4x8xf32>>
+    %shard = dist.wait %r : !dist.future<tensor<4x8xf32>>
+    // CHECK: dist.all_reduce_start %{{.*}} axes ["dp_replicate", "dp_shard"] {reduction = "avg"} : tensor<8x8xf32> -> !dist.future<tensor<8x8xf32>>
+    %a = dist.all_reduce_start %g axes ["dp_replicate", "dp_shard"] {reduction = "avg"} : tensor<8x8xf32> -> !dist.future<tensor<8x8xf32>>
+    %avg = dist.wait %a : !dist.future<tensor<8x8xf32>>
+    // CHECK: dist.replicate %{{.*}} axes ["dp_replicate"] : tensor<8x8xf32>
+    %rep = dist.replicate %g axes ["dp_replicate"] : tensor<8x8xf32>
+    // Gathering along a later dimension (sequence parallel) and over two axes.
+    // CHECK: dist.all_gather_start %{{.*}} axes ["dp_shard", "tp"] dim 1 : tensor<8x8xf32> -> !dist.future<tensor<8x32xf32>>
+    %s = dist.all_gather_start %g axes ["dp_shard", "tp"] dim 1 : tensor<8x8xf32> -> !dist.future<tensor<8x32xf32>>
+    %sv = dist.wait %s : !dist.future<tensor<8x32xf32>>
+    return %full, %shard, %avg, %rep : tensor<8x8xf32>, tensor<4x8xf32>, tensor<8x8xf32>, tensor<8x8xf32>
+  }
+}
