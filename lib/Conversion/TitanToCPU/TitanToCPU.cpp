@@ -7,6 +7,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "titan/Conversion/TitanToCPU/Passes.h"
+#include "titan/Dialect/Dist/IR/Dist.h"
 #include "titan/Dialect/Titan/IR/TitanOps.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -73,6 +74,19 @@ SmallVector<double> kernelAttributes(Operation *op) {
                                    f(o.getEps()), f(o.getWeightDecay()),
                                    f(o.getMaxNorm())};
       })
+      .Case<dist::AllGatherStartOp, dist::ReduceScatterStartOp,
+            dist::AllReduceStartOp>([](auto o) {
+        double dim = 0, average = 0;
+        if constexpr (std::is_same_v<decltype(o), dist::AllReduceStartOp>)
+          average = o.getReduction() == "avg" ? 1 : 0;
+        else
+          dim = double(o.getDim());
+        unsigned mask = 0;
+        for (Attribute axis : o.getAxes())
+          mask |= 1u << dist::MeshAttr::getAxisIndex(
+                      cast<StringAttr>(axis).getValue());
+        return SmallVector<double>{dim, average, double(mask)};
+      })
       .Default([](Operation *) { return SmallVector<double>{}; });
 }
 
@@ -80,10 +94,13 @@ SmallVector<double> kernelAttributes(Operation *op) {
 /// failure for element types the CPU kernels do not implement.
 FailureOr<StringRef> kernelDtype(Operation *op) {
   auto pick = [](TypeRange types) -> Type {
-    for (Type t : types)
+    for (Type t : types) {
+      if (auto future = dyn_cast<dist::FutureType>(t))
+        t = future.getValueType();
       if (auto e = cast<RankedTensorType>(t).getElementType();
           isa<FloatType>(e))
         return e;
+    }
     return {};
   };
   Type element = pick(op->getOperandTypes());
@@ -123,14 +140,19 @@ public:
     SmallVector<Operation *> ops;
     for (Operation &op : body)
       ops.push_back(&op);
+    auto rootOf = [&](Value v) {
+      Value r = root.lookup(v);
+      return r ? r : v;
+    };
     for (auto [index, op] : llvm::enumerate(ops)) {
       for (Value operand : op->getOperands())
-        lastUse[root.lookup(operand) ? root.lookup(operand) : operand] = index;
+        lastUse[rootOf(operand)] = index;
+      // A collective reads its input until it is waited for.
+      if (auto wait = dyn_cast<dist::WaitOp>(op))
+        for (Value input : wait.getFuture().getDefiningOp()->getOperands())
+          lastUse[rootOf(input)] = index;
       for (Value result : op->getResults())
-        root[result] = isa<ReshapeOp>(op) ? root.lookup(op->getOperand(0))
-                                                ? root.lookup(op->getOperand(0))
-                                                : op->getOperand(0)
-                                          : result;
+        root[result] = isView(op) ? rootOf(op->getOperand(0)) : result;
     }
     DenseMap<unsigned, SmallVector<Value>> freeAfter;
     for (auto [value, index] : lastUse)
@@ -166,9 +188,15 @@ public:
                                  constant(byteSize(value.getType())),
                                  /*isVolatile=*/false);
         }
-      } else if (isa<ReshapeOp>(op)) {
+      } else if (isView(op)) {
         ptr[op->getResult(0)] = ptr[op->getOperand(0)];
-      } else if (op->getDialect() && isa<TitanDialect>(op->getDialect())) {
+      } else if (auto wait = dyn_cast<dist::WaitOp>(op)) {
+        LLVM::CallOp::create(b, op->getLoc(),
+                             runtimeFunction("titan_rt_wait", {ptrType}, {}),
+                             ValueRange{requests.lookup(wait.getFuture())});
+        ptr[wait.getResult()] = ptr[wait.getFuture()];
+      } else if (op->getDialect() &&
+                 isa<TitanDialect, dist::DistDialect>(op->getDialect())) {
         if (failed(lowerOp(op, ptr)))
           return failure();
       } else {
@@ -184,6 +212,11 @@ public:
   }
 
 private:
+  /// Ops whose result shares its operand's buffer.
+  static bool isView(Operation *op) {
+    return isa<ReshapeOp, dist::ReplicateOp>(op);
+  }
+
   Value constant(int64_t v) {
     return LLVM::ConstantOp::create(b, b.getUnknownLoc(), i64Type,
                                     b.getI64IntegerAttr(v));
@@ -234,14 +267,15 @@ private:
     auto alloc = runtimeFunction("titan_rt_alloc", {i64Type}, ptrType);
     for (Value result : op->getResults())
       ptr[result] =
-          LLVM::CallOp::create(b, loc, alloc,
-                               ValueRange{constant(byteSize(result.getType()))})
+          LLVM::CallOp::create(
+              b, loc, alloc,
+              ValueRange{constant(byteSize(bufferType(result.getType())))})
               .getResult();
 
     SmallVector<int64_t> shapes;
     unsigned slot = 0;
     for (Value v : llvm::concat<Value>(op->getOperands(), op->getResults())) {
-      auto type = cast<RankedTensorType>(v.getType());
+      RankedTensorType type = bufferType(v.getType());
       shapes.push_back(type.getRank());
       llvm::append_range(shapes, type.getShape());
       Value address =
@@ -267,14 +301,28 @@ private:
                             attrs.size());
     std::string kernel =
         ("titan_rt_" + op->getName().stripDialect() + "_" + *dtype).str();
-    LLVM::CallOp::create(
-        b, loc, runtimeFunction(kernel, {ptrType, ptrType, ptrType}, {}),
+    // Collectives return the request that dist.wait completes.
+    bool collective = isa<dist::DistDialect>(op->getDialect());
+    auto call = LLVM::CallOp::create(
+        b, loc,
+        runtimeFunction(kernel, {ptrType, ptrType, ptrType},
+                        collective ? ptrType : Type()),
         ValueRange{buffers, shapesPtr, attrsPtr});
+    if (collective)
+      requests[op->getResult(0)] = call.getResult();
     return success();
+  }
+
+  /// The tensor a value's buffer holds (a future holds its eventual value).
+  static RankedTensorType bufferType(Type type) {
+    if (auto future = dyn_cast<dist::FutureType>(type))
+      return future.getValueType();
+    return cast<RankedTensorType>(type);
   }
 
   ModuleOp module;
   OpBuilder &b;
+  DenseMap<Value, Value> requests;
   StringRef prefix;
   Type ptrType, i64Type;
   Value buffers;

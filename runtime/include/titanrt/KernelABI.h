@@ -62,6 +62,24 @@ TITAN_RT_KERNEL(adamw)
 
 #undef TITAN_RT_KERNEL
 
+// Collectives of the dist dialect: buffers = {input, result}; attrs = {dim,
+// reduction (0 sum, 1 avg), mask of mesh axes (bit 0 pp ... bit 4 tp)}.
+// Each returns a request that titan_rt_wait completes and releases; the
+// input must stay alive until then.
+#define TITAN_RT_COLLECTIVE(name)                                              \
+  void *titan_rt_##name##_f32(void **buffers, const int64_t *shapes,           \
+                              const double *attrs);                            \
+  void *titan_rt_##name##_f64(void **buffers, const int64_t *shapes,           \
+                              const double *attrs);
+
+TITAN_RT_COLLECTIVE(all_gather_start)
+TITAN_RT_COLLECTIVE(reduce_scatter_start)
+TITAN_RT_COLLECTIVE(all_reduce_start)
+
+#undef TITAN_RT_COLLECTIVE
+
+void titan_rt_wait(void *request);
+
 #ifdef __cplusplus
 }
 #endif

@@ -1,0 +1,81 @@
+//===- CollectiveABI.cpp - C entry points of the dist collectives ---------===//
+
+#include "titanrt/KernelABI.h"
+
+#include "Communicator.h"
+
+#include <vector>
+
+using namespace titanrt;
+
+namespace {
+
+struct Layout {
+  int64_t outer = 1, dim = 1, inner = 1;
+};
+
+/// Splits the input shape around dimension `d`.
+Layout layout(const int64_t *shapes, int64_t d) {
+  int64_t rank = shapes[0];
+  Layout l;
+  for (int64_t i = 0; i < rank; ++i) {
+    int64_t size = shapes[1 + i];
+    if (i < d)
+      l.outer *= size;
+    else if (i == d)
+      l.dim = size;
+    else
+      l.inner *= size;
+  }
+  return l;
+}
+
+template <typename T>
+void *allGather(void **b, const int64_t *s, const double *a) {
+  Layout l = layout(s, int64_t(a[0]));
+  return communicator()
+      .allGather(b[0], b[1], sizeof(T), l.outer, l.dim, l.inner, unsigned(a[2]))
+      .release();
+}
+
+template <typename T>
+void *reduceScatter(void **b, const int64_t *s, const double *a) {
+  Layout l = layout(s, int64_t(a[0]));
+  return communicator()
+      .reduceScatter(b[0], b[1], sizeof(T), l.outer, l.dim, l.inner,
+                     unsigned(a[2]))
+      .release();
+}
+
+template <typename T>
+void *allReduce(void **b, const int64_t *s, const double *a) {
+  Layout l = layout(s, 0);
+  return communicator()
+      .allReduce(b[0], b[1], sizeof(T), l.outer * l.dim * l.inner, a[1] != 0,
+                 unsigned(a[2]))
+      .release();
+}
+
+} // namespace
+
+extern "C" {
+
+#define TITAN_RT_DEFINE(name, impl)                                            \
+  void *titan_rt_##name##_f32(void **b, const int64_t *s, const double *a) {   \
+    return impl<float>(b, s, a);                                               \
+  }                                                                            \
+  void *titan_rt_##name##_f64(void **b, const int64_t *s, const double *a) {   \
+    return impl<double>(b, s, a);                                              \
+  }
+
+TITAN_RT_DEFINE(all_gather_start, allGather)
+TITAN_RT_DEFINE(reduce_scatter_start, reduceScatter)
+TITAN_RT_DEFINE(all_reduce_start, allReduce)
+#undef TITAN_RT_DEFINE
+
+void titan_rt_wait(void *request) {
+  std::unique_ptr<Request> r(static_cast<Request *>(request));
+  r->finish();
+}
+
+} // extern "C"

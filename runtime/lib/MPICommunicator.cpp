@@ -1,0 +1,233 @@
+//===- MPICommunicator.cpp - collectives over MPI -------------------------===//
+//
+// Nonblocking MPI collectives (MPI-3) on sub-communicators split from
+// MPI_COMM_WORLD per subset of mesh axes. Gathers and scatters along a
+// dimension other than the outermost go through a staging buffer in
+// rank-major block order, rearranged when the request finishes.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Communicator.h"
+#include "Error.h"
+
+#include <mpi.h>
+
+#include <cstring>
+#include <map>
+#include <string>
+
+using namespace titanrt;
+
+int64_t Communicator::coordinate(MeshAxis axis) const {
+  int64_t r = rank();
+  for (int a = kNumAxes - 1; a > axis; --a)
+    r /= mesh_[a];
+  return r % mesh_[axis];
+}
+
+int64_t Communicator::groupSize(unsigned axisMask) const {
+  int64_t n = 1;
+  for (int a = 0; a < kNumAxes; ++a)
+    if (axisMask & (1u << a))
+      n *= mesh_[a];
+  return n;
+}
+
+namespace {
+
+void check(int rc, const char *what) {
+  if (rc != MPI_SUCCESS) {
+    char message[MPI_MAX_ERROR_STRING];
+    int len = 0;
+    MPI_Error_string(rc, message, &len);
+    fatal(std::string("MPI ") + what + " failed: " + std::string(message, len));
+  }
+}
+
+MPI_Datatype mpiType(int elementSize) {
+  return elementSize == 8 ? MPI_DOUBLE : MPI_FLOAT;
+}
+
+/// A pending MPI request and what to do once it completes.
+struct MPIRequest : Request {
+  MPI_Request request = MPI_REQUEST_NULL;
+  std::vector<char> staging;
+  std::function<void()> then;
+  void finish() override {
+    check(MPI_Wait(&request, MPI_STATUS_IGNORE), "wait");
+    if (then)
+      then();
+  }
+};
+
+/// Copies `parts` blocks laid out [outer][parts][dim][inner] (a tensor split
+/// along a middle dimension) to or from rank-major [parts][outer][dim][inner].
+void rearrange(const char *src, char *dst, int64_t outer, int64_t parts,
+               int64_t blockBytes, bool toRankMajor) {
+  for (int64_t o = 0; o < outer; ++o)
+    for (int64_t p = 0; p < parts; ++p) {
+      int64_t natural = (o * parts + p) * blockBytes;
+      int64_t rankMajor = (p * outer + o) * blockBytes;
+      if (toRankMajor)
+        std::memcpy(dst + rankMajor, src + natural, blockBytes);
+      else
+        std::memcpy(dst + natural, src + rankMajor, blockBytes);
+    }
+}
+
+class MPICommunicator : public Communicator {
+public:
+  explicit MPICommunicator(const std::vector<int64_t> &meshShape) {
+    mesh_ = meshShape;
+    int initialized = 0;
+    MPI_Initialized(&initialized);
+    if (!initialized)
+      check(MPI_Init(nullptr, nullptr), "init");
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank_);
+    MPI_Comm_size(MPI_COMM_WORLD, &size_);
+    int64_t expected = groupSize((1u << kNumAxes) - 1);
+    if (size_ != expected)
+      fatal("this executable was compiled for " + std::to_string(expected) +
+            " ranks (mesh pp x dp_replicate x dp_shard x cp x tp = " +
+            std::to_string(mesh_[kPP]) + " x " +
+            std::to_string(mesh_[kDPReplicate]) + " x " +
+            std::to_string(mesh_[kDPShard]) + " x " +
+            std::to_string(mesh_[kCP]) + " x " + std::to_string(mesh_[kTP]) +
+            ") but was launched on " + std::to_string(size_) +
+            "; launch it with mpirun -np " + std::to_string(expected) +
+            " or recompile with titan-compile --world-size " +
+            std::to_string(size_));
+  }
+
+  ~MPICommunicator() override {
+    for (auto &[mask, comm] : groups_)
+      MPI_Comm_free(&comm);
+  }
+
+  int rank() const override { return rank_; }
+  int worldSize() const override { return size_; }
+
+  std::unique_ptr<Request> allGather(const void *in, void *out, int elementSize,
+                                     int64_t outer, int64_t dimSize,
+                                     int64_t inner,
+                                     unsigned axisMask) override {
+    auto req = std::make_unique<MPIRequest>();
+    int64_t parts = groupSize(axisMask);
+    int64_t blockBytes = dimSize * inner * elementSize;
+    int64_t count = outer * dimSize * inner;
+    void *dst = out;
+    if (outer > 1) {
+      req->staging.resize(parts * outer * blockBytes);
+      dst = req->staging.data();
+      char *final = static_cast<char *>(out);
+      MPIRequest *r = req.get();
+      req->then = [r, final, outer, parts, blockBytes] {
+        rearrange(r->staging.data(), final, outer, parts, blockBytes,
+                  /*toRankMajor=*/false);
+      };
+    }
+    check(MPI_Iallgather(in, count, mpiType(elementSize), dst, count,
+                         mpiType(elementSize), group(axisMask), &req->request),
+          "all_gather");
+    return req;
+  }
+
+  std::unique_ptr<Request> reduceScatter(const void *in, void *out,
+                                         int elementSize, int64_t outer,
+                                         int64_t dimSize, int64_t inner,
+                                         unsigned axisMask) override {
+    auto req = std::make_unique<MPIRequest>();
+    int64_t parts = groupSize(axisMask);
+    int64_t blockBytes = (dimSize / parts) * inner * elementSize;
+    int64_t count = outer * (dimSize / parts) * inner;
+    const void *src = in;
+    if (outer > 1) {
+      req->staging.resize(parts * outer * blockBytes);
+      rearrange(static_cast<const char *>(in), req->staging.data(), outer,
+                parts, blockBytes, /*toRankMajor=*/true);
+      src = req->staging.data();
+    }
+    check(MPI_Ireduce_scatter_block(src, out, count, mpiType(elementSize),
+                                    MPI_SUM, group(axisMask), &req->request),
+          "reduce_scatter");
+    return req;
+  }
+
+  std::unique_ptr<Request> allReduce(const void *in, void *out, int elementSize,
+                                     int64_t count, bool average,
+                                     unsigned axisMask) override {
+    auto req = std::make_unique<MPIRequest>();
+    check(MPI_Iallreduce(in, out, count, mpiType(elementSize), MPI_SUM,
+                         group(axisMask), &req->request),
+          "all_reduce");
+    if (average) {
+      double n = double(groupSize(axisMask));
+      req->then = [out, count, elementSize, n] {
+        if (elementSize == 8)
+          for (int64_t i = 0; i < count; ++i)
+            static_cast<double *>(out)[i] /= n;
+        else
+          for (int64_t i = 0; i < count; ++i)
+            static_cast<float *>(out)[i] =
+                float(static_cast<float *>(out)[i] / n);
+      };
+    }
+    return req;
+  }
+
+  void allGatherBlocking(const void *in, void *out, int64_t bytes,
+                         unsigned axisMask) override {
+    check(MPI_Allgather(in, bytes, MPI_BYTE, out, bytes, MPI_BYTE,
+                        group(axisMask)),
+          "all_gather");
+  }
+
+  void barrier() override { check(MPI_Barrier(MPI_COMM_WORLD), "barrier"); }
+
+private:
+  /// The communicator of the ranks that share this rank's coordinates on
+  /// every axis outside `axisMask`, ordered by rank.
+  MPI_Comm group(unsigned axisMask) {
+    auto it = groups_.find(axisMask);
+    if (it != groups_.end())
+      return it->second;
+    int color = 0;
+    for (int a = 0; a < kNumAxes; ++a)
+      if (!(axisMask & (1u << a)))
+        color = color * int(mesh_[a]) + int(coordinate(MeshAxis(a)));
+    MPI_Comm comm;
+    check(MPI_Comm_split(MPI_COMM_WORLD, color, rank_, &comm), "comm split");
+    groups_[axisMask] = comm;
+    return comm;
+  }
+
+  int rank_ = 0, size_ = 1;
+  std::map<unsigned, MPI_Comm> groups_;
+};
+
+std::unique_ptr<Communicator> &instance() {
+  static std::unique_ptr<Communicator> comm;
+  return comm;
+}
+
+} // namespace
+
+Communicator &titanrt::initCommunicator(const std::vector<int64_t> &meshShape) {
+  instance() = std::make_unique<MPICommunicator>(meshShape);
+  return *instance();
+}
+
+Communicator &titanrt::communicator() {
+  if (!instance())
+    fatal("internal error: collective called before the communicator was "
+          "initialized");
+  return *instance();
+}
+
+void titanrt::shutdownCommunicator() {
+  instance().reset();
+  int finalized = 0;
+  MPI_Finalized(&finalized);
+  if (!finalized)
+    MPI_Finalize();
+}
