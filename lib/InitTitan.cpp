@@ -4,6 +4,7 @@
 
 #include "titan/Conversion/TitanToCPU/Passes.h"
 #include "titan/Dialect/Dist/IR/Dist.h"
+#include "titan/Dialect/Dist/Transforms/Passes.h"
 #include "titan/Dialect/Titan/IR/TitanDialect.h"
 #include "titan/Dialect/Titan/Transforms/Passes.h"
 
@@ -19,6 +20,7 @@ void titan::registerAllDialects(mlir::DialectRegistry &registry) {
 
 void titan::registerAllPasses() {
   titan::registerTitanPasses();
+  titan::dist::registerDistPasses();
   titan::registerTitanToCPUPasses();
   // Generic cleanups used between titan's own passes.
   mlir::registerCanonicalizerPass();

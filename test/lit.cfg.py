@@ -41,5 +41,16 @@ if (
     config.available_features.add("torch")
 config.substitutions.append(("%reference_python", reference_python))
 
+# Multi-rank tests launch executables with Open MPI, as root in CI.
+import shutil
+
+if shutil.which("mpirun"):
+    config.available_features.add("mpi")
+    for var in ("OMPI_ALLOW_RUN_AS_ROOT", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM"):
+        config.environment[var] = "1"
+    # Ranks of oversubscribed test jobs share the CI machine's two cores.
+    config.environment["OMPI_MCA_rmaps_base_oversubscribe"] = "1"
+config.substitutions.append(("%mpirun", "mpirun --oversubscribe -np"))
+
 if config.titan_cuda_enabled:
     config.available_features.add("cuda")

@@ -143,6 +143,11 @@ template <typename T> void add(void **b, const int64_t *s, const double *) {
   auto sh = readShapes(s, 1);
   k::add(buf<T>(b, 0), buf<T>(b, 1), buf<T>(b, 2), sh[0].numel());
 }
+template <typename T> void sqrt(void **b, const int64_t *s, const double *) {
+  auto sh = readShapes(s, 1);
+  for (int64_t i = 0; i < sh[0].numel(); ++i)
+    buf<T>(b, 1)[i] = std::sqrt(buf<T>(b, 0)[i]);
+}
 template <typename T> void fill(void **b, const int64_t *s, const double *a) {
   auto sh = readShapes(s, 1);
   T *out = buf<T>(b, 0);
@@ -242,6 +247,7 @@ TITAN_RT_DEFINE(silu, silu)
 TITAN_RT_DEFINE(silu_grad, siluGrad)
 TITAN_RT_DEFINE(mul, mul)
 TITAN_RT_DEFINE(add, add)
+TITAN_RT_DEFINE(sqrt, sqrt)
 TITAN_RT_DEFINE(fill, fill)
 TITAN_RT_DEFINE(reshape, reshape)
 TITAN_RT_DEFINE(cross_entropy, crossEntropy)

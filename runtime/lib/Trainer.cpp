@@ -9,6 +9,7 @@
 
 #include "titanrt/Trainer.h"
 
+#include "Communicator.h"
 #include "Dataset.h"
 #include "Error.h"
 #include "Init.h"
@@ -45,12 +46,23 @@ struct Manifest {
   std::string model, config;
   int64_t localBatch = 0, seqLen = 0, vocab = 0, dim = 0;
   double flopsPerToken = 0;
+  std::vector<int64_t> mesh = {1, 1, 1, 1, 1};
   struct Param {
     std::string name;
-    std::vector<int64_t> shape;
+    std::vector<int64_t> shape;      ///< of the unsharded model
+    std::vector<int64_t> localShape; ///< this rank's shard
+    unsigned shardMask = 0;          ///< mesh axes sharding dimension 0
   };
   std::vector<Param> params;
 };
+
+unsigned axisBit(StringRef axis) {
+  static const char *names[] = {"pp", "dp_replicate", "dp_shard", "cp", "tp"};
+  for (unsigned i = 0; i < kNumAxes; ++i)
+    if (axis == names[i])
+      return 1u << i;
+  fatal("corrupt executable: unknown mesh axis '" + axis.str() + "'");
+}
 
 Manifest parseManifest(const char *text) {
   llvm::Expected<llvm::json::Value> json = llvm::json::parse(text);
@@ -66,36 +78,90 @@ Manifest parseManifest(const char *text) {
   m.vocab = o.getInteger("vocab_size").value_or(0);
   m.dim = o.getInteger("dim").value_or(0);
   m.flopsPerToken = o.getNumber("flops_per_token").value_or(0);
+  if (const llvm::json::Array *mesh = o.getArray("mesh"))
+    for (auto [i, size] : llvm::enumerate(*mesh))
+      m.mesh[i] = *size.getAsInteger();
   for (const llvm::json::Value &p : *o.getArray("params")) {
     const llvm::json::Object &po = *p.getAsObject();
     Manifest::Param param;
     param.name = po.getString("name")->str();
     for (const llvm::json::Value &d : *po.getArray("shape"))
       param.shape.push_back(*d.getAsInteger());
+    param.localShape = param.shape;
+    if (const llvm::json::Array *local = po.getArray("local_shape")) {
+      param.localShape.clear();
+      for (const llvm::json::Value &d : *local)
+        param.localShape.push_back(*d.getAsInteger());
+    }
+    if (const llvm::json::Array *dims = po.getArray("sharding"))
+      for (auto [d, axes] : llvm::enumerate(*dims))
+        for (const llvm::json::Value &axis : *axes.getAsArray()) {
+          if (d != 0)
+            fatal("corrupt executable: only dimension 0 may be sharded");
+          param.shardMask |= axisBit(*axis.getAsString());
+        }
     m.params.push_back(std::move(param));
   }
   return m;
 }
 
-/// float32 buffers, one per parameter.
+int64_t numel(const std::vector<int64_t> &shape) {
+  int64_t n = 1;
+  for (int64_t d : shape)
+    n *= d;
+  return n;
+}
+
+/// float32 buffers, one per parameter: this rank's shard (`local`) or the
+/// whole tensor.
 struct TensorSet {
   std::vector<std::vector<float>> storage;
   std::vector<TensorRef> refs;
-  TensorSet(const Manifest &m) {
-    for (const Manifest::Param &p : m.params) {
-      int64_t n = 1;
-      for (int64_t d : p.shape)
-        n *= d;
-      storage.emplace_back(n, 0.0f);
-    }
+  TensorSet(const Manifest &m, bool local = true) {
+    for (const Manifest::Param &p : m.params)
+      storage.emplace_back(numel(local ? p.localShape : p.shape), 0.0f);
     for (auto [p, s] : llvm::zip(m.params, storage))
-      refs.push_back({p.name, p.shape, s.data()});
+      refs.push_back({p.name, local ? p.localShape : p.shape, s.data()});
   }
   void zero() {
     for (auto &s : storage)
       std::fill(s.begin(), s.end(), 0.0f);
   }
 };
+
+/// This rank's index within the group of ranks sharding over `mask`.
+int64_t shardIndex(const Communicator *comm, unsigned mask) {
+  int64_t index = 0;
+  for (int a = 0; a < kNumAxes; ++a)
+    if (mask & (1u << a))
+      index = index * comm->meshShape()[a] + comm->coordinate(MeshAxis(a));
+  return index;
+}
+
+/// Copies this rank's rows of each whole tensor into its shard.
+void scatterToShards(const Manifest &m, const TensorSet &whole,
+                     TensorSet &shards, const Communicator *comm) {
+  for (auto [p, full, local] :
+       llvm::zip(m.params, whole.storage, shards.storage)) {
+    int64_t offset =
+        p.shardMask ? shardIndex(comm, p.shardMask) * int64_t(local.size()) : 0;
+    std::copy(full.begin() + offset, full.begin() + offset + local.size(),
+              local.begin());
+  }
+}
+
+/// Reassembles whole tensors from every rank's shards.
+void gatherFromShards(const Manifest &m, const TensorSet &shards,
+                      TensorSet &whole, Communicator *comm) {
+  for (auto [p, local, full] :
+       llvm::zip(m.params, shards.storage, whole.storage)) {
+    if (p.shardMask)
+      comm->allGatherBlocking(local.data(), full.data(),
+                              int64_t(local.size()) * 4, p.shardMask);
+    else
+      std::copy(local.begin(), local.end(), full.begin());
+  }
+}
 
 void checkpointPaths(const titan::TrainConfig &c, int64_t step,
                      std::string &dir, std::string &file) {
@@ -164,26 +230,48 @@ int titanrt::trainMain(int argc, char **argv, const CompiledModel &model) {
     fatal("checkpoint.initial_load_in_hf is not supported yet: load "
           "safetensors with TorchTitan parameter names");
 
-  TensorSet params(m), grads(m), microGrads(m), expAvg(m), expAvgSq(m);
-  int64_t numParams = 0;
-  for (const TensorRef &p : params.refs)
-    numParams += p.numel();
+  // One process per rank of the mesh; single-rank runs need no MPI.
+  int64_t world = 1;
+  for (int64_t size : m.mesh)
+    world *= size;
+  Communicator *comm = world > 1 ? &initCommunicator(m.mesh) : nullptr;
+  bool leader = !comm || comm->rank() == 0;
+  int64_t dp = m.mesh[kDPReplicate] * m.mesh[kDPShard];
+  int64_t dpIndex = comm ? comm->coordinate(kDPReplicate) * m.mesh[kDPShard] +
+                               comm->coordinate(kDPShard)
+                         : 0;
 
-  if (!c.checkpoint.initialLoadPath.empty()) {
-    std::string path = c.checkpoint.initialLoadPath;
-    if (llvm::sys::fs::is_directory(path))
-      path += "/model.safetensors";
-    loadSafetensors(path, params.refs);
-  } else {
-    initializeParameters(params.refs, m.dim,
-                         uint64_t(c.debug.seed.value_or(0)));
+  TensorSet params(m), grads(m), microGrads(m), expAvg(m), expAvgSq(m);
+  int64_t numParams = 0, localParams = 0;
+  for (const Manifest::Param &p : m.params) {
+    numParams += numel(p.shape);
+    localParams += numel(p.localShape);
+  }
+
+  {
+    // Every rank builds the whole model the same way, then keeps its shard.
+    TensorSet whole(m, /*local=*/false);
+    if (!c.checkpoint.initialLoadPath.empty()) {
+      std::string path = c.checkpoint.initialLoadPath;
+      if (llvm::sys::fs::is_directory(path))
+        path += "/model.safetensors";
+      loadSafetensors(path, whole.refs);
+    } else {
+      initializeParameters(whole.refs, m.dim,
+                           uint64_t(c.debug.seed.value_or(0)));
+    }
+    scatterToShards(m, whole, params, comm);
   }
 
   Dataset data(c.training.datasetPath, m.vocab, m.seqLen);
   int64_t batch = m.localBatch, seq = m.seqLen;
   int64_t global =
-      c.training.globalBatchSize > 0 ? c.training.globalBatchSize : batch;
-  int64_t accumulation = global / batch;
+      c.training.globalBatchSize > 0 ? c.training.globalBatchSize : batch * dp;
+  if (global % (batch * dp) != 0)
+    fatal("training.global_batch_size (" + std::to_string(global) +
+          ") must be a multiple of local_batch_size x data-parallel degree (" +
+          std::to_string(batch) + " x " + std::to_string(dp) + ")");
+  int64_t accumulation = global / (batch * dp);
   std::vector<int32_t> tokens(batch * seq), labels(batch * seq);
 
   if (std::error_code ec = llvm::sys::fs::create_directories(c.job.dumpFolder))
@@ -192,9 +280,12 @@ int titanrt::trainMain(int argc, char **argv, const CompiledModel &model) {
   llvm::SmallString<256> metricsPath(c.job.dumpFolder);
   llvm::sys::path::append(metricsPath, "metrics.jsonl");
   std::error_code ec;
-  llvm::raw_fd_ostream metrics(metricsPath, ec);
+  // Only the first rank reports; every rank computes the same loss.
+  llvm::raw_fd_ostream metrics(leader ? metricsPath.str() : "/dev/null", ec);
   if (ec)
     fatal("cannot write '" + metricsPath.str().str() + "': " + ec.message());
+  if (!leader)
+    std::freopen("/dev/null", "w", stdout);
 
   std::printf("titan: %s, %lld parameters | %lld steps of %lld x %lld tokens "
               "(local batch %lld, %lld accumulation step%s) | data %s (%lld "
@@ -204,6 +295,17 @@ int titanrt::trainMain(int argc, char **argv, const CompiledModel &model) {
               (long long)batch, (long long)accumulation,
               accumulation == 1 ? "" : "s", c.training.datasetPath.c_str(),
               (long long)data.numSamples());
+  std::fflush(stdout);
+
+  if (comm)
+    std::printf("mesh: pp %lld x dp_replicate %lld x dp_shard %lld x cp %lld "
+                "x tp %lld = %lld ranks | per rank: parameters %lld bytes, "
+                "optimizer state %lld bytes (unsharded: %lld, %lld)\n",
+                (long long)m.mesh[kPP], (long long)m.mesh[kDPReplicate],
+                (long long)m.mesh[kDPShard], (long long)m.mesh[kCP],
+                (long long)m.mesh[kTP], (long long)world,
+                (long long)(localParams * 4), (long long)(localParams * 8),
+                (long long)(numParams * 4), (long long)(numParams * 8));
   std::fflush(stdout);
 
   size_t n = params.refs.size();
@@ -216,7 +318,7 @@ int titanrt::trainMain(int argc, char **argv, const CompiledModel &model) {
     double lossSum = 0;
     for (int64_t micro = 0; micro < accumulation; ++micro) {
       for (int64_t row = 0; row < batch; ++row)
-        data.sample(step * global + micro * batch + row,
+        data.sample(step * global + (micro * dp + dpIndex) * batch + row,
                     tokens.data() + row * seq, labels.data() + row * seq);
       TensorSet &out = accumulation == 1 ? grads : microGrads;
       fwdArgs.clear();
@@ -285,15 +387,21 @@ int titanrt::trainMain(int argc, char **argv, const CompiledModel &model) {
     bool last = step + 1 == totalSteps;
     if (c.checkpoint.enable &&
         (last || (step + 1) % c.checkpoint.interval == 0)) {
-      std::string dir, file;
-      checkpointPaths(c, step + 1, dir, file);
-      saveSafetensors(file, params.refs,
-                      last && c.checkpoint.lastSaveModelOnly
-                          ? c.checkpoint.exportDtype
-                          : "float32");
-      pruneCheckpoints(c);
-      std::printf("saved %s\n", file.c_str());
+      TensorSet whole(m, /*local=*/false);
+      gatherFromShards(m, params, whole, comm);
+      if (leader) {
+        std::string dir, file;
+        checkpointPaths(c, step + 1, dir, file);
+        saveSafetensors(file, whole.refs,
+                        last && c.checkpoint.lastSaveModelOnly
+                            ? c.checkpoint.exportDtype
+                            : "float32");
+        pruneCheckpoints(c);
+        std::printf("saved %s\n", file.c_str());
+      }
     }
   }
+  if (comm)
+    shutdownCommunicator();
   return 0;
 }

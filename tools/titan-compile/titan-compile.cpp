@@ -14,6 +14,7 @@
 
 #include "titan/Config/TrainConfig.h"
 #include "titan/Conversion/TitanToCPU/Passes.h"
+#include "titan/Dialect/Dist/Transforms/Passes.h"
 #include "titan/Dialect/Titan/Transforms/Passes.h"
 #include "titan/Import/LlamaImporter.h"
 #include "titan/InitTitan.h"
@@ -30,6 +31,7 @@
 #include "mlir/Support/Timing.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/FileSystem.h"
+#include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/InitLLVM.h"
 #include "llvm/Support/Process.h"
 #include "llvm/Support/ToolOutputFile.h"
@@ -41,7 +43,16 @@ namespace cl = llvm::cl;
 
 namespace {
 // Pipeline stages, in order; --emit stops after one.
-enum class EmitStage { Config, Summary, Titan, Train, LLVM, Object, Exe };
+enum class EmitStage {
+  Config,
+  Summary,
+  Titan,
+  Partitioned,
+  Train,
+  LLVM,
+  Object,
+  Exe
+};
 
 cl::opt<EmitStage> emitStage(
     "emit", cl::desc("Stage to emit"), cl::init(EmitStage::Exe),
@@ -52,12 +63,21 @@ cl::opt<EmitStage> emitStage(
                    "model, training-step and parallelism facts"),
         clEnumValN(EmitStage::Titan, "titan",
                    "the imported forward graph (titan dialect)"),
+        clEnumValN(EmitStage::Partitioned, "partitioned",
+                   "the per-rank forward with its collectives"),
         clEnumValN(EmitStage::Train, "train",
                    "forward + backward and the optimizer step (titan)"),
         clEnumValN(EmitStage::LLVM, "llvm",
                    "the step lowered to runtime calls (LLVM dialect)"),
         clEnumValN(EmitStage::Object, "obj", "the step as an object file"),
         clEnumValN(EmitStage::Exe, "exe", "a training executable (default)")));
+
+cl::opt<int64_t> worldSize(
+    "world-size",
+    cl::desc("Ranks the executable runs on (default: the product of the "
+             "parallel degrees, with data_parallel_shard_degree = -1 taken "
+             "as 1)"),
+    cl::init(0));
 
 cl::opt<std::string> outputFilename(
     "o", cl::desc("Output file (default: stdout; ./train for --emit=exe)"),
@@ -82,9 +102,59 @@ std::string runtimeDir() {
   return TITAN_DEFAULT_RUNTIME_DIR;
 }
 
+/// The mesh degrees (pp, dp_replicate, dp_shard, cp, tp) for the world size,
+/// resolving data_parallel_shard_degree = -1; an error names a mismatch.
+llvm::Expected<std::array<int64_t, 5>> resolveMesh(const TrainConfig &c) {
+  const auto &p = c.parallelism;
+  int64_t others = p.pipelineParallelDegree * p.dataParallelReplicateDegree *
+                   p.contextParallelDegree * p.tensorParallelDegree;
+  int64_t shard = p.dataParallelShardDegree;
+  int64_t world = worldSize;
+  auto fail = [](const llvm::Twine &msg) {
+    return llvm::createStringError(llvm::inconvertibleErrorCode(), msg.str());
+  };
+  if (shard < 0) {
+    if (world == 0)
+      world = others;
+    if (world % others != 0)
+      return fail(llvm::formatv(
+          "parallelism.data_parallel_shard_degree = -1 takes the remaining "
+          "ranks, but --world-size ({0}) is not divisible by "
+          "pipeline x dp_replicate x context x tensor parallel ({1})",
+          world, others));
+    shard = world / others;
+  } else if (world != 0 && world != others * shard) {
+    return fail(llvm::formatv(
+        "--world-size ({0}) must equal the product of the parallel degrees "
+        "pp x dp_replicate x dp_shard x cp x tp = {1} x {2} x {3} x {4} x {5} "
+        "= {6}",
+        world, p.pipelineParallelDegree, p.dataParallelReplicateDegree, shard,
+        p.contextParallelDegree, p.tensorParallelDegree, others * shard));
+  }
+  return std::array<int64_t, 5>{
+      p.pipelineParallelDegree, p.dataParallelReplicateDegree, shard,
+      p.contextParallelDegree, p.tensorParallelDegree};
+}
+
+/// Distribution passes: mesh and shardings, then the per-rank program.
+void addPartitionPasses(mlir::PassManager &pm,
+                        const std::array<int64_t, 5> &mesh) {
+  dist::DistParallelizeOptions o;
+  o.pp = mesh[0];
+  o.dpReplicate = mesh[1];
+  o.dpShard = mesh[2];
+  o.cp = mesh[3];
+  o.tp = mesh[4];
+  pm.addPass(dist::createDistParallelize(o));
+  pm.addPass(dist::createDistPartition());
+}
+
 /// The training-step passes, configured from the training config.
 void addTrainingPasses(mlir::PassManager &pm, const TrainConfig &c) {
-  pm.addPass(createTitanAutodiff());
+  TitanAutodiffOptions autodiff;
+  // FSDP's reshard_after_forward: TorchTitan's default reshards too.
+  autodiff.regatherParams = c.parallelism.fsdpReshardAfterForward != "never";
+  pm.addPass(createTitanAutodiff(autodiff));
   TitanOptimizerOptions o;
   o.lr = c.optimizer.lr;
   o.beta1 = c.optimizer.beta1;
@@ -214,11 +284,21 @@ int main(int argc, char **argv) {
   if (emitStage == EmitStage::Titan)
     return printModule();
 
-  std::string manifest = buildManifest(*model, *config, *module);
+  llvm::Expected<std::array<int64_t, 5>> mesh = resolveMesh(*config);
+  if (!mesh)
+    return reportError(mesh.takeError());
   mlir::PassManager pm(&context);
   if (failed(mlir::applyPassManagerCLOptions(pm)))
     return reportError("invalid pass manager options");
   pm.enableTiming(rootTimer);
+  addPartitionPasses(pm, *mesh);
+  if (failed(pm.run(*module)))
+    return reportError("compilation failed (see the diagnostics above)");
+  if (emitStage == EmitStage::Partitioned)
+    return printModule();
+  std::string manifest = buildManifest(*model, *config, *module);
+
+  pm.clear();
   addTrainingPasses(pm, *config);
   if (emitStage >= EmitStage::LLVM)
     pm.addPass(createTitanLowerToCPU());

@@ -152,7 +152,9 @@ public:
         for (Value input : wait.getFuture().getDefiningOp()->getOperands())
           lastUse[rootOf(input)] = index;
       for (Value result : op->getResults())
-        root[result] = isView(op) ? rootOf(op->getOperand(0)) : result;
+        root[result] = isView(op) || isa<dist::WaitOp>(op)
+                           ? rootOf(op->getOperand(0))
+                           : result;
     }
     DenseMap<unsigned, SmallVector<Value>> freeAfter;
     for (auto [value, index] : lastUse)

@@ -24,9 +24,47 @@ using namespace titan;
 
 namespace {
 
+/// start + wait of a collective: the value it yields.
+template <typename StartOp, typename... Args>
+Value collective(OpBuilder &b, Location loc, RankedTensorType resultType,
+                 Args &&...args) {
+  auto start =
+      StartOp::create(b, loc, dist::FutureType::get(b.getContext(), resultType),
+                      std::forward<Args>(args)...);
+  return dist::WaitOp::create(b, loc, start);
+}
+
 class GradientBuilder {
 public:
-  explicit GradientBuilder(OpBuilder &b) : b(b) {}
+  GradientBuilder(OpBuilder &b, bool regatherParams)
+      : b(b), regatherParams(regatherParams) {}
+
+  /// A forward value as the backward uses it: FSDP-gathered parameters are
+  /// gathered again (once) when re-gathering is on, so the forward's copies
+  /// die with the forward.
+  Value fwd(Value v) {
+    if (!regatherParams)
+      return v;
+    // wait <- all_gather_start <- (argument | replicate(argument))
+    auto wait = v.getDefiningOp<dist::WaitOp>();
+    auto gather = wait
+                      ? wait.getFuture().getDefiningOp<dist::AllGatherStartOp>()
+                      : dist::AllGatherStartOp();
+    if (!gather)
+      return v;
+    Value source = gather.getInput();
+    if (auto rep = source.getDefiningOp<dist::ReplicateOp>())
+      source = rep.getInput();
+    if (!isa<BlockArgument>(source))
+      return v;
+    auto [it, inserted] = regathered.try_emplace(v, Value());
+    if (!inserted)
+      return it->second;
+    IRMapping map;
+    for (Operation *op : {gather.getOperation(), wait.getOperation()})
+      b.clone(*op, map);
+    return it->second = map.lookup(v);
+  }
 
   /// Adds `grad` to the gradient of `value`.
   void accumulate(Value value, Value grad) {
@@ -65,9 +103,9 @@ public:
           return success();
         })
         .Case([&](RMSNormOp n) {
-          auto g = RMSNormGradOp::create(b, loc, n.getInput().getType(),
-                                         n.getWeight().getType(), n.getInput(),
-                                         n.getWeight(), dy, n.getEpsAttr());
+          auto g = RMSNormGradOp::create(
+              b, loc, n.getInput().getType(), n.getWeight().getType(),
+              n.getInput(), fwd(n.getWeight()), dy, n.getEpsAttr());
           accumulate(n.getInput(), g.getInputGrad());
           accumulate(n.getWeight(), g.getWeightGrad());
           return success();
@@ -92,7 +130,7 @@ public:
         .Case([&](LinearOp l) {
           accumulate(l.getInput(),
                      LinearGradInputOp::create(b, loc, l.getInput().getType(),
-                                               dy, l.getWeight()));
+                                               dy, fwd(l.getWeight())));
           accumulate(l.getWeight(),
                      LinearGradWeightOp::create(b, loc, l.getWeight().getType(),
                                                 dy, l.getInput()));
@@ -131,6 +169,40 @@ public:
                                         c.getLogits(), c.getLabels(), dy));
           return success();
         })
+        .Case([&](dist::WaitOp w) -> LogicalResult {
+          Operation *start = w.getFuture().getDefiningOp();
+          auto type = [](Value v) {
+            return cast<RankedTensorType>(v.getType());
+          };
+          if (auto g = dyn_cast<dist::AllGatherStartOp>(start)) {
+            accumulate(g.getInput(), collective<dist::ReduceScatterStartOp>(
+                                         b, loc, type(g.getInput()), dy,
+                                         g.getAxesAttr(), g.getDimAttr()));
+          } else if (auto r = dyn_cast<dist::ReduceScatterStartOp>(start)) {
+            accumulate(r.getInput(), collective<dist::AllGatherStartOp>(
+                                         b, loc, type(r.getInput()), dy,
+                                         r.getAxesAttr(), r.getDimAttr()));
+          } else if (auto a = dyn_cast<dist::AllReduceStartOp>(start)) {
+            Value g = dy;
+            if (a.getReduction() == "avg") {
+              int64_t n = dist::getGroupSize(dist::getMesh(a), a.getAxes());
+              g = MulOp::create(
+                  b, loc, dy,
+                  FillOp::create(b, loc, dy.getType(),
+                                 b.getF64FloatAttr(1.0 / double(n))));
+            }
+            accumulate(a.getInput(), g);
+          } else {
+            return w.emitOpError() << "waits on an op with no adjoint rule";
+          }
+          return success();
+        })
+        .Case([&](dist::ReplicateOp r) {
+          accumulate(r.getInput(), collective<dist::AllReduceStartOp>(
+                                       b, loc, r.getType(), dy, r.getAxesAttr(),
+                                       b.getStringAttr("sum")));
+          return success();
+        })
         .Case<RopeAnglesOp, FillOp>([](auto) { return success(); })
         .Default([&](Operation *other) {
           return other->emitOpError()
@@ -140,7 +212,9 @@ public:
 
 private:
   OpBuilder &b;
+  bool regatherParams;
   DenseMap<Value, Value> grads;
+  DenseMap<Value, Value> regathered;
 };
 
 struct TitanAutodiffPass : titan::impl::TitanAutodiffBase<TitanAutodiffPass> {
@@ -188,7 +262,7 @@ struct TitanAutodiffPass : titan::impl::TitanAutodiffBase<TitanAutodiffPass> {
       forwardOps.push_back(&op);
 
     b.setInsertionPoint(ret);
-    GradientBuilder grads(b);
+    GradientBuilder grads(b, regatherParams);
     grads.accumulate(loss, FillOp::create(b, ret.getLoc(), lossType,
                                           b.getF64FloatAttr(1.0)));
     for (Operation *op : llvm::reverse(forwardOps))

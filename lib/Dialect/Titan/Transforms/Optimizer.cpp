@@ -12,6 +12,9 @@
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
+#include "titan/Dialect/Dist/IR/Dist.h"
+
+#include <map>
 
 namespace titan {
 #define GEN_PASS_DEF_TITANOPTIMIZER
@@ -22,6 +25,43 @@ using namespace mlir;
 using namespace titan;
 
 namespace {
+
+/// The L2 norm of all gradients of the unsharded model. Gradients of
+/// parameters sharded over some mesh axes hold only their shard: their sum
+/// of squares is all-reduced over those axes (replicated ones are counted
+/// once).
+Value buildGlobalNorm(OpBuilder &b, Location loc, func::FuncOp forward,
+                      ValueRange grads) {
+  Type scalar = RankedTensorType::get({}, b.getF32Type());
+  // Group gradients by the mesh axes that shard their parameter.
+  std::map<std::vector<std::string>, SmallVector<Value>> groups;
+  for (auto [p, g] : llvm::zip(getParameterArguments(forward), grads)) {
+    std::vector<std::string> axes;
+    if (auto sharding = forward.getArgAttrOfType<dist::ShardingAttr>(
+            p.index, dist::DistDialect::kShardingAttrName))
+      for (unsigned d = 0; d < sharding.getDims().size(); ++d)
+        for (StringRef axis : sharding.getAxes(d))
+          axes.push_back(axis.str());
+    groups[axes].push_back(g);
+  }
+  if (groups.size() == 1 && groups.begin()->first.empty())
+    return GlobalNormOp::create(b, loc, scalar, grads);
+  Value total;
+  for (auto &[axes, members] : groups) {
+    Value n = GlobalNormOp::create(b, loc, scalar, members);
+    Value squares = MulOp::create(b, loc, n, n);
+    if (!axes.empty()) {
+      SmallVector<StringRef> names(axes.begin(), axes.end());
+      auto start = dist::AllReduceStartOp::create(
+          b, loc,
+          dist::FutureType::get(b.getContext(), cast<RankedTensorType>(scalar)),
+          squares, b.getStrArrayAttr(names), b.getStringAttr("sum"));
+      squares = dist::WaitOp::create(b, loc, start);
+    }
+    total = total ? AddOp::create(b, loc, total, squares) : squares;
+  }
+  return SqrtOp::create(b, loc, total);
+}
 
 struct TitanOptimizerPass
     : titan::impl::TitanOptimizerBase<TitanOptimizerPass> {
@@ -106,7 +146,7 @@ struct TitanOptimizerPass
          expAvg = args.slice(2 * n, n), expAvgSq = args.slice(3 * n, n);
     Value stepIndex = args[4 * n], totalSteps = args[4 * n + 1];
 
-    Value norm = GlobalNormOp::create(b, loc, scalarF32, grads);
+    Value norm = buildGlobalNorm(b, loc, forward, grads);
     auto lrOp = LRScheduleOp::create(
         b, loc, scalarF32, stepIndex, totalSteps, b.getF64FloatAttr(lr),
         b.getI64IntegerAttr(warmupSteps),

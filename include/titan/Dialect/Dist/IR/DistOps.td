@@ -140,6 +140,10 @@ def Dist_WaitOp : Dist_Op<"wait", [MemoryEffects<[MemRead, MemFree]>,
   let arguments = (ins Dist_FutureType:$future);
   let results = (outs AnyRankedTensor:$result);
   let assemblyFormat = "$future attr-dict `:` qualified(type($future))";
+  let builders = [OpBuilder<(ins "::mlir::Value":$future), [{
+    build($_builder, $_state,
+          ::llvm::cast<FutureType>(future.getType()).getValueType(), future);
+  }]>];
 }
 
 def Dist_ReplicateOp : Dist_Op<"replicate", [Pure, AllTypesMatch<["input", "result"]>]> {

@@ -237,6 +237,18 @@ def Titan_MulOp : Titan_ElementwiseOp<"mul", [Commutative]> {
   let hasCanonicalizer = 1;
 }
 
+def Titan_SqrtOp : Titan_ElementwiseOp<"sqrt"> {
+  let summary = "elementwise square root";
+  let description = [{
+    ```mlir
+    %n = titan.sqrt %sum_of_squares : tensor<f32>
+    ```
+  }];
+  let arguments = (ins Titan_FloatTensor:$input);
+  let results = (outs Titan_FloatTensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($result)";
+}
+
 def Titan_AddOp : Titan_ElementwiseOp<"add", [Commutative]> {
   let summary = "elementwise sum of two tensors of the same type (residual add)";
   let description = [{

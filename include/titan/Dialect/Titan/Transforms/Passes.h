@@ -5,6 +5,7 @@
 
 #include "mlir/Pass/Pass.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "titan/Dialect/Dist/IR/Dist.h"
 #include "titan/Dialect/Titan/IR/TitanDialect.h"
 
 namespace titan {

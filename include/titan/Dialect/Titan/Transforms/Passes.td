@@ -26,14 +26,24 @@ def TitanAutodiff : Pass<"titan-autodiff", "::mlir::ModuleOp"> {
     sums its gradients with `titan.add`. The forward is recomputed inside
     `backward` (it is a complete training step's forward + backward).
     Parameters that do not influence the loss get a zero gradient.
+
+    Collectives have adjoints too: an all-gather's is a reduce-scatter over
+    the same axes and dimension (and vice versa), an all-reduce passes the
+    gradient through (scaled by 1/ranks for a mean), and `dist.replicate`
+    all-reduces its gradient: data-parallel gradient synchronization.
   }];
   let options = [
     Option<"forwardName", "forward", "std::string", "\"forward\"",
            "Function to differentiate">,
     Option<"backwardName", "backward", "std::string",
            "\"forward_backward\"", "Name of the function to create">,
+    Option<"regatherParams", "regather-params", "bool", "false",
+           "Re-gather FSDP-sharded parameters for the backward instead of "
+           "keeping the forward's gathered copies alive (FSDP's "
+           "reshard_after_forward)">,
   ];
   let dependentDialects = ["::titan::TitanDialect",
+                           "::titan::dist::DistDialect",
                            "::mlir::func::FuncDialect"];
 }
 

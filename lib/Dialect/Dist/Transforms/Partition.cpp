@@ -1,0 +1,134 @@
+//===- Partition.cpp - the per-rank program -------------------------------===//
+//
+// Data parallelism changes no op of the model: each rank runs the forward on
+// its own rows. What changes is where parameters live (FSDP shards) and how
+// the ranks agree (the loss mean, and, through autodiff, the gradient
+// reductions). This pass makes both explicit.
+//
+//===----------------------------------------------------------------------===//
+
+#include "titan/Dialect/Dist/Transforms/Passes.h"
+#include "titan/Dialect/Titan/IR/Parameters.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/Builders.h"
+
+namespace titan::dist {
+#define GEN_PASS_DEF_DISTPARTITION
+#include "titan/Dialect/Dist/Transforms/Passes.h.inc"
+} // namespace titan::dist
+
+using namespace mlir;
+using namespace titan;
+using namespace titan::dist;
+
+namespace {
+
+/// The data-parallel axes of `mesh` with more than one rank.
+SmallVector<StringRef> dataParallelAxes(MeshAttr mesh) {
+  SmallVector<StringRef> axes;
+  if (mesh.getDpReplicate() > 1)
+    axes.push_back("dp_replicate");
+  if (mesh.getDpShard() > 1)
+    axes.push_back("dp_shard");
+  return axes;
+}
+
+struct DistPartitionPass
+    : titan::dist::impl::DistPartitionBase<DistPartitionPass> {
+  using Base::Base;
+
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    auto forward = module.lookupSymbol<func::FuncOp>(forwardName);
+    MeshAttr mesh = getMesh(module);
+    if (!forward || !mesh) {
+      module.emitError() << "dist-partition: needs a function '" << forwardName
+                         << "' and a #dist.mesh (run dist-parallelize first)";
+      return signalPassFailure();
+    }
+    SmallVector<StringRef> dpAxes = dataParallelAxes(mesh);
+    if (dpAxes.empty())
+      return;
+    OpBuilder b(&getContext());
+    Block &body = forward.getBody().front();
+    SmallVector<Type> argTypes(forward.getArgumentTypes());
+
+    for (const ParameterArgument &p : getParameterArguments(forward)) {
+      BlockArgument arg = body.getArgument(p.index);
+      Location loc = NameLoc::get(p.name);
+      // Gather just before the first use, so that a parameter is materialized
+      // (and, after its last use, freed) layer by layer.
+      Operation *firstUse = nullptr;
+      for (Operation *user : arg.getUsers())
+        if (!firstUse || user->isBeforeInBlock(firstUse))
+          firstUse = user;
+      if (firstUse)
+        b.setInsertionPoint(firstUse);
+      else
+        b.setInsertionPointToStart(&body);
+      auto sharding = forward.getArgAttrOfType<ShardingAttr>(
+          p.index, DistDialect::kShardingAttrName);
+      // Replicate the shard first, so that the gradient is reduce-scattered
+      // before it is all-reduced across replicas (1/dp_shard of the bytes).
+      SmallVector<StringRef> shardedAxes;
+      if (sharding)
+        for (unsigned d = 0; d < sharding.getDims().size(); ++d)
+          llvm::append_range(shardedAxes, sharding.getAxes(d));
+      SmallVector<StringRef> replicatedAxes;
+      for (StringRef axis : dpAxes)
+        if (!llvm::is_contained(shardedAxes, axis))
+          replicatedAxes.push_back(axis);
+      Value full = arg;
+      Operation *entry = nullptr; // the op that consumes `arg` itself
+      if (!replicatedAxes.empty()) {
+        entry = ReplicateOp::create(b, loc, arg.getType(), arg,
+                                    b.getStrArrayAttr(replicatedAxes));
+        full = entry->getResult(0);
+      }
+      if (sharding) {
+        FailureOr<SmallVector<int64_t>> local =
+            sharding.getLocalShape(p.type.getShape(), mesh);
+        auto localType = RankedTensorType::get(*local, p.type.getElementType());
+        arg.setType(localType);
+        argTypes[p.index] = localType;
+        full.setType(localType);
+        for (unsigned d = 0; d < sharding.getDims().size(); ++d) {
+          SmallVector<StringRef> axes = sharding.getAxes(d);
+          if (axes.empty())
+            continue;
+          auto inType = cast<RankedTensorType>(full.getType());
+          SmallVector<int64_t> shape(inType.getShape());
+          shape[d] = p.type.getDimSize(d);
+          auto future = AllGatherStartOp::create(
+              b, loc,
+              FutureType::get(
+                  &getContext(),
+                  RankedTensorType::get(shape, p.type.getElementType())),
+              full, b.getStrArrayAttr(axes), b.getI64IntegerAttr(d));
+          if (!entry)
+            entry = future;
+          full = WaitOp::create(b, loc, future);
+        }
+      }
+      if (entry)
+        arg.replaceAllUsesExcept(full, entry);
+    }
+    forward.setFunctionType(
+        b.getFunctionType(argTypes, forward.getResultTypes()));
+
+    // The loss is the mean over the global batch: average the ranks' means
+    // (every rank has the same number of tokens).
+    auto ret = cast<func::ReturnOp>(body.getTerminator());
+    b.setInsertionPoint(ret);
+    Value loss = ret.getOperand(0);
+    Location loc = NameLoc::get(b.getStringAttr("loss"));
+    auto future = AllReduceStartOp::create(
+        b, loc,
+        FutureType::get(&getContext(), cast<RankedTensorType>(loss.getType())),
+        loss, b.getStrArrayAttr(dpAxes), b.getStringAttr("avg"));
+    ret.setOperand(0, WaitOp::create(b, loc, future));
+  }
+};
+
+} // namespace
