@@ -56,7 +56,7 @@ struct DistParallelizePass
       if (failed(sharding.getLocalShape(p.type.getShape(), mesh, &reason))) {
         forward.emitOpError()
             << "parameter '" << p.name.getValue() << "' cannot be sharded "
-            << dpShard << "-way by FSDP: " << reason;
+            << int64_t(dpShard) << "-way by FSDP: " << reason;
         return signalPassFailure();
       }
       forward.setArgAttr(p.index, DistDialect::kShardingAttrName, sharding);

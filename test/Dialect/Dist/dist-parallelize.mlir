@@ -1,0 +1,35 @@
+// RUN: titan-opt %s -split-input-file -dist-parallelize="dp-shard=2 dp-replicate=2" -verify-diagnostics | FileCheck %s
+// RUN: not titan-opt %s -split-input-file -dist-parallelize="dp-replicate=4" 2>&1 | FileCheck %s --check-prefix=DDP
+
+// FSDP/HSDP: every parameter sharded on dimension 0 over dp_shard; data
+// arguments untouched.
+// CHECK: module attributes {dist.mesh = #dist.mesh<pp = 1, dp_replicate = 2, dp_shard = 2, cp = 1, tp = 1>}
+// CHECK-LABEL: func.func @forward(
+// CHECK-SAME: tensor<8x4xf32> {dist.sharding = #dist.sharding<{{\[}}["dp_shard"]]>, titan.param = "w"}
+// CHECK-SAME: tensor<4xf32> {dist.sharding = #dist.sharding<{{\[}}["dp_shard"]]>, titan.param = "n"}
+// CHECK-SAME: tensor<2x3xi32> {titan.input = "tokens"}
+// DDP: module attributes {dist.mesh = #dist.mesh<pp = 1, dp_replicate = 4, dp_shard = 1, cp = 1, tp = 1>}
+// DDP-NOT: dist.sharding
+func.func @forward(%w: tensor<8x4xf32> {titan.param = "w"}, %n: tensor<4xf32> {titan.param = "n"},
+                   %t: tensor<2x3xi32> {titan.input = "tokens"}) -> tensor<f32> {
+  %f = titan.fill 0.0 : tensor<f32>
+  return %f : tensor<f32>
+}
+
+// -----
+
+// expected-error @+1 {{'func.func' op parameter 'odd' cannot be sharded 2-way by FSDP: dimension 0 (5) is not divisible by 2 shards}}
+func.func @forward(%w: tensor<5x4xf32> {titan.param = "odd"}) -> tensor<f32> {
+  %f = titan.fill 0.0 : tensor<f32>
+  return %f : tensor<f32>
+}
+
+// -----
+
+// expected-error @+1 {{dist-parallelize: no function named 'forward'}}
+module {
+}
+
+// Degrees beyond data parallelism are not implemented yet.
+// RUN: not titan-opt %s -split-input-file -dist-parallelize="tp=2" 2>&1 | FileCheck %s --check-prefix=TP
+// TP: error: dist-parallelize: tp degree 2 is not supported yet (data parallel only: FSDP, HSDP, DDP)

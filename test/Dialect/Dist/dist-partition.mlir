@@ -1,0 +1,75 @@
+// RUN: titan-opt %s -split-input-file -dist-partition | FileCheck %s
+// RUN: titan-opt %s -split-input-file -dist-partition -titan-autodiff=regather-params | FileCheck %s --check-prefix=GRAD
+
+// HSDP 2x2: the per-rank program takes parameter shards, replicates each
+// shard over dp_replicate, gathers it over dp_shard right before its first
+// use, and averages the loss over both data-parallel axes.
+// CHECK-LABEL: func.func @forward(
+// CHECK-SAME: %[[W:.*]]: tensor<2x4xf32> {dist.sharding = #dist.sharding<{{\[}}["dp_shard"]]>, titan.param = "w"}
+// CHECK-SAME: %[[X:.*]]: tensor<3x4xf32>
+// CHECK:      %[[R:.*]] = dist.replicate %[[W]] axes ["dp_replicate"] : tensor<2x4xf32>
+// CHECK-NEXT: %[[F:.*]] = dist.all_gather_start %[[R]] axes ["dp_shard"] dim 0 : tensor<2x4xf32> -> !dist.future<tensor<4x4xf32>>
+// CHECK-NEXT: %[[FULL:.*]] = dist.wait %[[F]]
+// CHECK-NEXT: %[[Y:.*]] = titan.linear %[[X]], %[[FULL]]
+// CHECK:      %[[L:.*]] = titan.cross_entropy
+// CHECK-NEXT: %[[LF:.*]] = dist.all_reduce_start %[[L]] axes ["dp_replicate", "dp_shard"] {reduction = "avg"}
+// CHECK-NEXT: %[[LOSS:.*]] = dist.wait %[[LF]]
+// CHECK-NEXT: return %[[LOSS]]
+
+// Differentiated: the gradient is reduce-scattered over dp_shard, then the
+// shard is all-reduced over dp_replicate; the backward gathers the weight
+// again (reshard after forward) and the loss gradient is scaled by 1/4.
+// GRAD-LABEL: func.func @forward_backward(
+// GRAD:      titan.fill 2.500000e-01
+// GRAD:      %[[AGAIN:.*]] = dist.all_gather_start %{{.*}} axes ["dp_shard"] dim 0
+// GRAD:      %[[WFULL:.*]] = dist.wait %[[AGAIN]]
+// GRAD:      titan.linear_grad_input %{{.*}}, %[[WFULL]]
+// GRAD:      %[[DW:.*]] = titan.linear_grad_weight
+// GRAD:      %[[RS:.*]] = dist.reduce_scatter_start %[[DW]] axes ["dp_shard"] dim 0 : tensor<4x4xf32> -> !dist.future<tensor<2x4xf32>>
+// GRAD:      %[[SHARD:.*]] = dist.wait %[[RS]]
+// GRAD:      %[[AR:.*]] = dist.all_reduce_start %[[SHARD]] axes ["dp_replicate"] : tensor<2x4xf32>
+// GRAD:      %[[G:.*]] = dist.wait %[[AR]]
+// GRAD:      return %{{.*}}, %[[G]]
+module attributes {dist.mesh = #dist.mesh<pp = 1, dp_replicate = 2, dp_shard = 2, cp = 1, tp = 1>} {
+  func.func @forward(%w: tensor<4x4xf32> {titan.param = "w", dist.sharding = #dist.sharding<[["dp_shard"]]>},
+                     %x: tensor<3x4xf32>, %l: tensor<3xi32>) -> tensor<f32> {
+    %y = titan.linear %x, %w : (tensor<3x4xf32>, tensor<4x4xf32>) -> tensor<3x4xf32>
+    %loss = titan.cross_entropy %y, %l : (tensor<3x4xf32>, tensor<3xi32>) -> tensor<f32>
+    return %loss : tensor<f32>
+  }
+}
+
+// -----
+
+// DDP: replicated parameters only gain a replicate (gradient all-reduce).
+// CHECK-LABEL: func.func @forward(
+// CHECK-SAME: %[[W:.*]]: tensor<4x4xf32> {titan.param = "w"}
+// CHECK:      %[[R:.*]] = dist.replicate %[[W]] axes ["dp_replicate"]
+// CHECK-NEXT: titan.linear %{{.*}}, %[[R]]
+// GRAD-LABEL: func.func @forward_backward(
+// GRAD:      %[[DW:.*]] = titan.linear_grad_weight
+// GRAD:      dist.all_reduce_start %[[DW]] axes ["dp_replicate"]
+module attributes {dist.mesh = #dist.mesh<pp = 1, dp_replicate = 2, dp_shard = 1, cp = 1, tp = 1>} {
+  func.func @forward(%w: tensor<4x4xf32> {titan.param = "w"}, %x: tensor<3x4xf32>, %l: tensor<3xi32>) -> tensor<f32> {
+    %y = titan.linear %x, %w : (tensor<3x4xf32>, tensor<4x4xf32>) -> tensor<3x4xf32>
+    %loss = titan.cross_entropy %y, %l : (tensor<3x4xf32>, tensor<3xi32>) -> tensor<f32>
+    return %loss : tensor<f32>
+  }
+}
+
+// -----
+
+// One rank: nothing to do.
+// CHECK-LABEL: func.func @forward(
+// CHECK-NOT: dist.
+module attributes {dist.mesh = #dist.mesh<pp = 1, dp_replicate = 1, dp_shard = 1, cp = 1, tp = 1>} {
+  func.func @forward(%w: tensor<4x4xf32> {titan.param = "w"}, %x: tensor<3x4xf32>, %l: tensor<3xi32>) -> tensor<f32> {
+    %y = titan.linear %x, %w : (tensor<3x4xf32>, tensor<4x4xf32>) -> tensor<3x4xf32>
+    %loss = titan.cross_entropy %y, %l : (tensor<3x4xf32>, tensor<3xi32>) -> tensor<f32>
+    return %loss : tensor<f32>
+  }
+}
+
+// Without a mesh the pass has nothing to partition for.
+// RUN: echo 'func.func @forward() { return }' | not titan-opt -dist-partition 2>&1 | FileCheck %s --check-prefix=NO-MESH
+// NO-MESH: error: dist-partition: needs a function 'forward' and a #dist.mesh (run dist-parallelize first)
