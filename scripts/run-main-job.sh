@@ -20,8 +20,15 @@ fi
 
 # The debug model preset, with a shorter sequence so that a 2-core machine
 # takes a few minutes; any --section.key override given here is passed on.
+# TITAN_RANKS=N trains on N CPU ranks (FSDP over all of them) with mpirun.
+ranks=${TITAN_RANKS:-1}
 ./build/bin/titan-compile --job.config_file models/llama3/train_configs/debug_model.toml \
-  --training.seq_len 256 --training.steps 40 -o "$out/train"
-"$out/train" --training.dataset_path "$corpus" --job.dump_folder "$out" \
+  --training.seq_len 256 --training.steps 40 --world-size "$ranks" -o "$out/train"
+launch=()
+if [ "$ranks" -gt 1 ]; then
+  launch=(mpirun --oversubscribe -np "$ranks")
+  [ "$(id -u)" -ne 0 ] || launch+=(--allow-run-as-root)
+fi
+"${launch[@]}" "$out/train" --training.dataset_path "$corpus" --job.dump_folder "$out" \
   --metrics.log_freq 5 "$@"
 echo "metrics: $out/metrics.jsonl"

@@ -38,10 +38,9 @@ struct DistParallelizePass
         return signalPassFailure();
       }
     MLIRContext *ctx = &getContext();
-    auto mesh = MeshAttr::getChecked([&] { return module.emitError(); }, ctx,
-                                     int64_t(pp), int64_t(dpReplicate),
-                                     int64_t(dpShard), int64_t(cp),
-                                     int64_t(tp));
+    auto mesh = MeshAttr::getChecked(
+        [&] { return module.emitError(); }, ctx, int64_t(pp),
+        int64_t(dpReplicate), int64_t(dpShard), int64_t(cp), int64_t(tp));
     if (!mesh)
       return signalPassFailure();
     module->setAttr(DistDialect::kMeshAttrName, mesh);

@@ -3,8 +3,8 @@
 #ifndef TITAN_DIALECT_TITAN_TRANSFORMS_PASSES_H
 #define TITAN_DIALECT_TITAN_TRANSFORMS_PASSES_H
 
-#include "mlir/Pass/Pass.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Pass/Pass.h"
 #include "titan/Dialect/Dist/IR/Dist.h"
 #include "titan/Dialect/Titan/IR/TitanDialect.h"
 
