@@ -163,14 +163,12 @@ void gatherFromShards(const Manifest &m, const TensorSet &shards,
   }
 }
 
-void checkpointPaths(const titan::TrainConfig &c, int64_t step,
-                     std::string &dir, std::string &file) {
+/// <dump_folder>/<checkpoint.folder>/step-<step>/model.safetensors
+std::string checkpointPath(const titan::TrainConfig &c, int64_t step) {
   llvm::SmallString<256> path(c.job.dumpFolder);
   llvm::sys::path::append(path, c.checkpoint.folder,
-                          "step-" + std::to_string(step));
-  dir = path.str().str();
-  llvm::sys::path::append(path, "model.safetensors");
-  file = path.str().str();
+                          "step-" + std::to_string(step), "model.safetensors");
+  return path.str().str();
 }
 
 /// Removes all but the newest `keep` step-N checkpoint folders (0: keep all).
@@ -308,7 +306,6 @@ int titanrt::trainMain(int argc, char **argv, const CompiledModel &model) {
                 (long long)(numParams * 4), (long long)(numParams * 8));
   std::fflush(stdout);
 
-  size_t n = params.refs.size();
   float loss = 0, gradNorm = 0, lr = 0;
   int64_t stepIndex = 0, totalSteps = c.training.steps;
   std::vector<void *> fwdArgs, optArgs;
@@ -390,8 +387,7 @@ int titanrt::trainMain(int argc, char **argv, const CompiledModel &model) {
       TensorSet whole(m, /*local=*/false);
       gatherFromShards(m, params, whole, comm);
       if (leader) {
-        std::string dir, file;
-        checkpointPaths(c, step + 1, dir, file);
+        std::string file = checkpointPath(c, step + 1);
         saveSafetensors(file, whole.refs,
                         last && c.checkpoint.lastSaveModelOnly
                             ? c.checkpoint.exportDtype
