@@ -29,6 +29,7 @@
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Support/FileUtilities.h"
 #include "mlir/Support/Timing.h"
+#include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/FormatVariadic.h"
@@ -169,6 +170,35 @@ void addTrainingPasses(mlir::PassManager &pm, const TrainConfig &c) {
   pm.addPass(createTitanOptimizer(o));
 }
 
+/// Settings that would change what a compiled step computes or writes but
+/// that titan does not implement yet are errors; settings that only trade
+/// memory or tooling are warnings. Nothing is silently ignored.
+llvm::Error diagnoseUnsupported(const TrainConfig &c) {
+  std::vector<std::string> errors;
+  if (!c.model.converters.empty() || !c.float8.recipeName.empty())
+    errors.push_back("Float8 training (model.converters / "
+                     "quantize.linear.float8.recipe_name) is not implemented "
+                     "yet");
+  if (c.checkpoint.lastSaveInHf || c.checkpoint.initialLoadInHf)
+    errors.push_back("Hugging Face checkpoint names "
+                     "(checkpoint.last_save_in_hf / initial_load_in_hf) are "
+                     "not implemented yet; checkpoints use TorchTitan names");
+  auto warn = [](const llvm::Twine &msg) {
+    llvm::WithColor::warning(llvm::errs(), "titan-compile") << msg << "\n";
+  };
+  if (c.activationCheckpoint.mode != "none")
+    warn("activation_checkpoint.mode = \"" + c.activationCheckpoint.mode +
+         "\": recompute regions are not implemented yet; all activations "
+         "are kept (the numerics are the same)");
+  if (c.metrics.enableTensorboard)
+    warn("metrics.enable_tensorboard: TensorBoard output is not implemented; "
+         "metrics are written to <dump_folder>/metrics.jsonl");
+  if (errors.empty())
+    return llvm::Error::success();
+  return llvm::createStringError(llvm::inconvertibleErrorCode(),
+                                 llvm::join(errors, "\n"));
+}
+
 std::string modelsDir() {
   if (std::optional<std::string> env =
           llvm::sys::Process::GetEnv("TITAN_MODELS_DIR"))
@@ -284,6 +314,9 @@ int main(int argc, char **argv) {
   if (emitStage == EmitStage::Titan)
     return printModule();
 
+  if (emitStage >= EmitStage::Train)
+    if (llvm::Error e = diagnoseUnsupported(*config))
+      return reportError(std::move(e));
   llvm::Expected<std::array<int64_t, 5>> mesh = resolveMesh(*config);
   if (!mesh)
     return reportError(mesh.takeError());
