@@ -224,6 +224,10 @@ int titanrt::trainMain(int argc, char **argv, const CompiledModel &model) {
   if (!parsed)
     fatal(llvm::toString(parsed.takeError()));
   const titan::TrainConfig &c = *parsed;
+  if (c.checkpoint.loadStep != -1)
+    fatal("checkpoint.load_step: resuming a run (with its optimizer state) is "
+          "not implemented yet; start from weights with "
+          "checkpoint.initial_load_path");
   if (c.checkpoint.initialLoadInHf)
     fatal("checkpoint.initial_load_in_hf is not supported yet: load "
           "safetensors with TorchTitan parameter names");
