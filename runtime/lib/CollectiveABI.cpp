@@ -56,6 +56,39 @@ void *allReduce(void **b, const int64_t *s, const double *a) {
       .release();
 }
 
+template <typename T>
+void *allToAll(void **b, const int64_t *s, const double *a) {
+  int64_t split = int64_t(a[0]), concat = int64_t(a[1]);
+  Layout in = layout(s, split);
+  int64_t parts = communicator().groupSize(unsigned(a[2]));
+  // The part each rank exchanges: the input with the split dimension cut.
+  std::vector<int64_t> part(s, s + 1 + s[0]);
+  part[1 + split] /= parts;
+  Layout out = layout(part.data(), concat);
+  return communicator()
+      .allToAll(b[0], b[1], sizeof(T), in.outer, in.dim, in.inner, out.outer,
+                out.dim, out.inner, unsigned(a[2]))
+      .release();
+}
+
+template <typename T>
+void *broadcast(void **b, const int64_t *s, const double *a) {
+  Layout l = layout(s, 0);
+  return communicator()
+      .broadcast(b[0], b[1], sizeof(T), l.outer * l.dim * l.inner,
+                 int64_t(a[0]), unsigned(a[2]))
+      .release();
+}
+
+template <typename T>
+void *sendRecv(void **b, const int64_t *s, const double *a) {
+  Layout l = layout(s, 0);
+  return communicator()
+      .sendRecv(b[0], b[1], sizeof(T), l.outer * l.dim * l.inner, int64_t(a[0]),
+                unsigned(a[2]))
+      .release();
+}
+
 } // namespace
 
 extern "C" {
@@ -71,6 +104,9 @@ extern "C" {
 TITAN_RT_DEFINE(all_gather_start, allGather)
 TITAN_RT_DEFINE(reduce_scatter_start, reduceScatter)
 TITAN_RT_DEFINE(all_reduce_start, allReduce)
+TITAN_RT_DEFINE(all_to_all_start, allToAll)
+TITAN_RT_DEFINE(broadcast_start, broadcast)
+TITAN_RT_DEFINE(send_recv_start, sendRecv)
 #undef TITAN_RT_DEFINE
 
 void titan_rt_wait(void *request) {

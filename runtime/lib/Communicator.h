@@ -47,6 +47,27 @@ public:
                                              int elementSize, int64_t count,
                                              bool average,
                                              unsigned axisMask) = 0;
+  /// Splits `in` along its middle dimension into one part per rank and
+  /// sends part p to rank p; the parts received are concatenated along the
+  /// middle dimension of `out` in rank order. `in` is
+  /// [outer][dimSize][inner]; `out` is [outerOut][dimSizeOut][innerOut]
+  /// after the caller's choice of split and concat dimensions (see
+  /// CollectiveABI.cpp).
+  virtual std::unique_ptr<Request>
+  allToAll(const void *in, void *out, int elementSize, int64_t splitOuter,
+           int64_t splitDim, int64_t splitInner, int64_t concatOuter,
+           int64_t concatDim, int64_t concatInner, unsigned axisMask) = 0;
+  /// Every rank receives the `count` elements of the group's rank `root`.
+  virtual std::unique_ptr<Request> broadcast(const void *in, void *out,
+                                             int elementSize, int64_t count,
+                                             int64_t root,
+                                             unsigned axisMask) = 0;
+  /// Sends `in` to the rank `shift` steps further along the single axis of
+  /// `axisMask` (wrapping) and receives the one from `shift` steps back.
+  virtual std::unique_ptr<Request> sendRecv(const void *in, void *out,
+                                            int elementSize, int64_t count,
+                                            int64_t shift,
+                                            unsigned axisMask) = 0;
   /// Gathers equal-size blocks of all ranks of `axisMask` to every rank.
   virtual void allGatherBlocking(const void *in, void *out, int64_t bytes,
                                  unsigned axisMask) = 0;

@@ -175,6 +175,73 @@ public:
     return req;
   }
 
+  std::unique_ptr<Request> allToAll(const void *in, void *out, int elementSize,
+                                    int64_t splitOuter, int64_t splitDim,
+                                    int64_t splitInner, int64_t concatOuter,
+                                    int64_t concatDim, int64_t concatInner,
+                                    unsigned axisMask) override {
+    auto req = std::make_unique<MPIRequest>();
+    int64_t parts = groupSize(axisMask);
+    // Pack part p (a slice of the split dimension) contiguously, rank-major.
+    int64_t sendBlock = (splitDim / parts) * splitInner * elementSize;
+    int64_t total = splitOuter * splitDim * splitInner * elementSize;
+    req->staging.resize(2 * total);
+    rearrange(static_cast<const char *>(in), req->staging.data(), splitOuter,
+              parts, sendBlock, /*toRankMajor=*/true);
+    char *recv = req->staging.data() + total;
+    int64_t count = total / elementSize / parts;
+    MPIRequest *r = req.get();
+    int64_t recvBlock = concatDim * concatInner * elementSize;
+    char *final = static_cast<char *>(out);
+    // Part q from rank q lands at offset q of the concat dimension.
+    req->then = [r, recv, final, concatOuter, parts, recvBlock] {
+      rearrange(recv, final, concatOuter, parts, recvBlock,
+                /*toRankMajor=*/false);
+      (void)r;
+    };
+    check(MPI_Ialltoall(req->staging.data(), count, mpiType(elementSize), recv,
+                        count, mpiType(elementSize), group(axisMask),
+                        &req->request),
+          "all_to_all");
+    return req;
+  }
+
+  std::unique_ptr<Request> broadcast(const void *in, void *out, int elementSize,
+                                     int64_t count, int64_t root,
+                                     unsigned axisMask) override {
+    auto req = std::make_unique<MPIRequest>();
+    if (in != out)
+      std::memcpy(out, in, count * elementSize);
+    check(MPI_Ibcast(out, count, mpiType(elementSize), int(root),
+                     group(axisMask), &req->request),
+          "broadcast");
+    return req;
+  }
+
+  std::unique_ptr<Request> sendRecv(const void *in, void *out, int elementSize,
+                                    int64_t count, int64_t shift,
+                                    unsigned axisMask) override {
+    auto req = std::make_unique<MPIRequest>();
+    MPI_Comm comm = group(axisMask);
+    int size = 0, me = 0;
+    MPI_Comm_size(comm, &size);
+    MPI_Comm_rank(comm, &me);
+    int to = int(((me + shift) % size + size) % size);
+    int from = int(((me - shift) % size + size) % size);
+    auto *pair = new MPI_Request[2];
+    check(MPI_Irecv(out, count, mpiType(elementSize), from, 0, comm, &pair[0]),
+          "recv");
+    check(MPI_Isend(in, count, mpiType(elementSize), to, 0, comm, &pair[1]),
+          "send");
+    // Complete both halves in finish().
+    req->request = MPI_REQUEST_NULL;
+    req->then = [pair] {
+      check(MPI_Waitall(2, pair, MPI_STATUSES_IGNORE), "send/recv");
+      delete[] pair;
+    };
+    return req;
+  }
+
   void allGatherBlocking(const void *in, void *out, int64_t bytes,
                          unsigned axisMask) override {
     check(MPI_Allgather(in, bytes, MPI_BYTE, out, bytes, MPI_BYTE,

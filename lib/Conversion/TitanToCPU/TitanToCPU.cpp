@@ -75,17 +75,27 @@ SmallVector<double> kernelAttributes(Operation *op) {
                                    f(o.getMaxNorm())};
       })
       .Case<dist::AllGatherStartOp, dist::ReduceScatterStartOp,
-            dist::AllReduceStartOp>([](auto o) {
-        double dim = 0, average = 0;
-        if constexpr (std::is_same_v<decltype(o), dist::AllReduceStartOp>)
-          average = o.getReduction() == "avg" ? 1 : 0;
+            dist::AllReduceStartOp, dist::AllToAllStartOp,
+            dist::BroadcastStartOp, dist::SendRecvStartOp>([](auto o) {
+        // (a, b, axis mask), as KernelABI.h documents per collective.
+        double a = 0, b = 0;
+        using Op = decltype(o);
+        if constexpr (std::is_same_v<Op, dist::AllReduceStartOp>)
+          b = o.getReduction() == "avg" ? 1 : 0;
+        else if constexpr (std::is_same_v<Op, dist::AllToAllStartOp>) {
+          a = double(o.getSplitDim());
+          b = double(o.getConcatDim());
+        } else if constexpr (std::is_same_v<Op, dist::BroadcastStartOp>)
+          a = double(int64_t(o.getRoot()));
+        else if constexpr (std::is_same_v<Op, dist::SendRecvStartOp>)
+          a = double(int64_t(o.getShift()));
         else
-          dim = double(o.getDim());
+          a = double(o.getDim());
         unsigned mask = 0;
         for (Attribute axis : o.getAxes())
           mask |= 1u << dist::MeshAttr::getAxisIndex(
                       cast<StringAttr>(axis).getValue());
-        return SmallVector<double>{dim, average, double(mask)};
+        return SmallVector<double>{a, b, double(mask)};
       })
       .Default([](Operation *) { return SmallVector<double>{}; });
 }

@@ -63,8 +63,11 @@ TITAN_RT_KERNEL(adamw)
 
 #undef TITAN_RT_KERNEL
 
-// Collectives of the dist dialect: buffers = {input, result}; attrs = {dim,
-// reduction (0 sum, 1 avg), mask of mesh axes (bit 0 pp ... bit 4 tp)}.
+// Collectives of the dist dialect: buffers = {input, result}; attrs =
+// {a, b, mask of mesh axes (bit 0 pp ... bit 4 tp)} with (a, b) =
+// all_gather / reduce_scatter: (dim, 0); all_reduce: (0, 1 for a mean);
+// all_to_all: (split dim, concat dim); broadcast: (root, 0);
+// send_recv: (shift, 0).
 // Each returns a request that titan_rt_wait completes and releases; the
 // input must stay alive until then.
 #define TITAN_RT_COLLECTIVE(name)                                              \
@@ -76,6 +79,9 @@ TITAN_RT_KERNEL(adamw)
 TITAN_RT_COLLECTIVE(all_gather_start)
 TITAN_RT_COLLECTIVE(reduce_scatter_start)
 TITAN_RT_COLLECTIVE(all_reduce_start)
+TITAN_RT_COLLECTIVE(all_to_all_start)
+TITAN_RT_COLLECTIVE(broadcast_start)
+TITAN_RT_COLLECTIVE(send_recv_start)
 
 #undef TITAN_RT_COLLECTIVE
 

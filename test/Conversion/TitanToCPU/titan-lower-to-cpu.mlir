@@ -66,6 +66,28 @@ func.func @attrs(%p: tensor<4xf32>, %s: tensor<i64>) -> (tensor<8x2xf32>, tensor
 
 // -----
 
+// Collectives return a request; the wait completes it, and the input stays
+// alive until then. attrs = (split dim, concat dim, axis mask = tp (bit 4)).
+// CHECK-DAG: llvm.mlir.global private constant @[[ATTRS:__titan_attrs_[0-9]+]](dense<[0.000000e+00, 1.000000e+00, 1.600000e+01]> : tensor<3xf64>)
+// CHECK-LABEL: llvm.func @titan_exchange(
+// CHECK: %[[X:.*]] = llvm.call @titan_rt_alloc
+// CHECK: llvm.call @titan_rt_silu_f32
+// CHECK: %[[RESULT:.*]] = llvm.call @titan_rt_alloc
+// CHECK: %[[REQ:.*]] = llvm.call @titan_rt_all_to_all_start_f32({{.*}}) : (!llvm.ptr, !llvm.ptr, !llvm.ptr) -> !llvm.ptr
+// CHECK-NOT: titan_rt_free(%[[X]])
+// CHECK: llvm.call @titan_rt_wait(%[[REQ]])
+// CHECK: llvm.call @titan_rt_free(%[[X]])
+module attributes {dist.mesh = #dist.mesh<pp = 1, dp_replicate = 1, dp_shard = 1, cp = 1, tp = 2>} {
+  func.func @exchange(%a: tensor<8x4xf32>) -> tensor<4x8xf32> {
+    %x = titan.silu %a : tensor<8x4xf32>
+    %f = dist.all_to_all_start %x axes ["tp"] split 0 concat 1 : tensor<8x4xf32> -> !dist.future<tensor<4x8xf32>>
+    %y = dist.wait %f : !dist.future<tensor<4x8xf32>>
+    return %y : tensor<4x8xf32>
+  }
+}
+
+// -----
+
 func.func @bf16(%x: tensor<4xbf16>) -> tensor<4xbf16> {
   // expected-error @+1 {{'titan.silu' op has element type 'bf16', but the CPU target implements f32 and f64 only}}
   %y = titan.silu %x : tensor<4xbf16>

@@ -121,3 +121,63 @@ func.func @wait_type(%f: !dist.future<tensor<4xf32>>) {
   %r = "dist.wait"(%f) : (!dist.future<tensor<4xf32>>) -> tensor<8xf32>
   return
 }
+
+// -----
+
+module attributes {dist.mesh = #dist.mesh<pp = 1, dp_replicate = 1, dp_shard = 2, cp = 1, tp = 2>} {
+  func.func @all_to_all_shape(%x: tensor<8x8xf32>) {
+    // expected-error @+1 {{'dist.all_to_all_start' op result type 'tensor<8x8xf32>' must be 'tensor<4x16xf32>' for a group of 2 ranks}}
+    %f = dist.all_to_all_start %x axes ["tp"] split 0 concat 1 : tensor<8x8xf32> -> !dist.future<tensor<8x8xf32>>
+    return
+  }
+}
+
+// -----
+
+module attributes {dist.mesh = #dist.mesh<pp = 1, dp_replicate = 1, dp_shard = 2, cp = 1, tp = 2>} {
+  func.func @all_to_all_dim(%x: tensor<8x8xf32>) {
+    // expected-error @+1 {{'dist.all_to_all_start' op dim 2 is out of range for rank 2}}
+    %f = dist.all_to_all_start %x axes ["tp"] split 0 concat 2 : tensor<8x8xf32> -> !dist.future<tensor<4x16xf32>>
+    return
+  }
+}
+
+// -----
+
+module attributes {dist.mesh = #dist.mesh<pp = 1, dp_replicate = 1, dp_shard = 2, cp = 1, tp = 2>} {
+  func.func @all_to_all_divisible(%x: tensor<3x8xf32>) {
+    // expected-error @+1 {{'dist.all_to_all_start' op input dimension 0 (3) is not divisible by the 2 ranks of the group}}
+    %f = dist.all_to_all_start %x axes ["tp"] split 0 concat 1 : tensor<3x8xf32> -> !dist.future<tensor<1x16xf32>>
+    return
+  }
+}
+
+// -----
+
+module attributes {dist.mesh = #dist.mesh<pp = 1, dp_replicate = 1, dp_shard = 2, cp = 1, tp = 2>} {
+  func.func @broadcast_root(%x: tensor<4xf32>) {
+    // expected-error @+1 {{'dist.broadcast_start' op root 2 is not a rank of the group of 2}}
+    %f = dist.broadcast_start %x axes ["tp"] root 2 : tensor<4xf32> -> !dist.future<tensor<4xf32>>
+    return
+  }
+}
+
+// -----
+
+module attributes {dist.mesh = #dist.mesh<pp = 1, dp_replicate = 1, dp_shard = 2, cp = 1, tp = 2>} {
+  func.func @broadcast_type(%x: tensor<4xf32>) {
+    // expected-error @+1 {{'dist.broadcast_start' op result type 'tensor<8xf32>' must equal the input type 'tensor<4xf32>'}}
+    %f = dist.broadcast_start %x axes ["tp"] root 0 : tensor<4xf32> -> !dist.future<tensor<8xf32>>
+    return
+  }
+}
+
+// -----
+
+module attributes {dist.mesh = #dist.mesh<pp = 1, dp_replicate = 1, dp_shard = 2, cp = 1, tp = 2>} {
+  func.func @send_recv_axes(%x: tensor<4xf32>) {
+    // expected-error @+1 {{'dist.send_recv_start' op shifts along exactly one mesh axis, got 2}}
+    %f = dist.send_recv_start %x axes ["dp_shard", "tp"] shift 1 : tensor<4xf32> -> !dist.future<tensor<4xf32>>
+    return
+  }
+}

@@ -23,6 +23,15 @@ module attributes {dist.mesh = #dist.mesh<pp = 1, dp_replicate = 2, dp_shard = 2
     // CHECK: dist.all_gather_start %{{.*}} axes ["dp_shard", "tp"] dim 1 : tensor<8x8xf32> -> !dist.future<tensor<8x32xf32>>
     %s = dist.all_gather_start %g axes ["dp_shard", "tp"] dim 1 : tensor<8x8xf32> -> !dist.future<tensor<8x32xf32>>
     %sv = dist.wait %s : !dist.future<tensor<8x32xf32>>
+    // CHECK: dist.all_to_all_start %{{.*}} axes ["tp"] split 0 concat 1 : tensor<8x8xf32> -> !dist.future<tensor<4x16xf32>>
+    %x = dist.all_to_all_start %g axes ["tp"] split 0 concat 1 : tensor<8x8xf32> -> !dist.future<tensor<4x16xf32>>
+    %xv = dist.wait %x : !dist.future<tensor<4x16xf32>>
+    // CHECK: dist.broadcast_start %{{.*}} axes ["dp_replicate", "dp_shard"] root 3 : tensor<8x8xf32> -> !dist.future<tensor<8x8xf32>>
+    %b = dist.broadcast_start %g axes ["dp_replicate", "dp_shard"] root 3 : tensor<8x8xf32> -> !dist.future<tensor<8x8xf32>>
+    %bv = dist.wait %b : !dist.future<tensor<8x8xf32>>
+    // CHECK: dist.send_recv_start %{{.*}} axes ["tp"] shift -1 : tensor<8x8xf32> -> !dist.future<tensor<8x8xf32>>
+    %p = dist.send_recv_start %g axes ["tp"] shift -1 : tensor<8x8xf32> -> !dist.future<tensor<8x8xf32>>
+    %pv = dist.wait %p : !dist.future<tensor<8x8xf32>>
     return %full, %shard, %avg, %rep : tensor<8x8xf32>, tensor<4x8xf32>, tensor<8x8xf32>, tensor<8x8xf32>
   }
 }

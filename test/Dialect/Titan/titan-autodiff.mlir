@@ -109,3 +109,22 @@ func.func @forward(%x: tensor<f32>) -> tensor<f32> {
 func.func @forward_backward(%x: tensor<f32>) -> tensor<f32> {
   return %x : tensor<f32>
 }
+
+// -----
+
+// Collective adjoints: send_recv shifts back, all_to_all swaps its split and
+// concat dimensions.
+// CHECK-LABEL: func.func @forward_backward(
+// CHECK: %[[BACK:.*]] = dist.send_recv_start %{{.*}} axes ["tp"] shift -1 : tensor<4x8xf32>
+// CHECK: %[[DY:.*]] = dist.wait %[[BACK]]
+// CHECK: dist.all_to_all_start %[[DY]] axes ["tp"] split 1 concat 0 : tensor<4x8xf32> -> !dist.future<tensor<8x4xf32>>
+module attributes {dist.mesh = #dist.mesh<pp = 1, dp_replicate = 1, dp_shard = 1, cp = 1, tp = 2>} {
+  func.func @forward(%w: tensor<8x4xf32> {titan.param = "w"}, %l: tensor<4xi32>) -> tensor<f32> {
+    %f = dist.all_to_all_start %w axes ["tp"] split 0 concat 1 : tensor<8x4xf32> -> !dist.future<tensor<4x8xf32>>
+    %y = dist.wait %f : !dist.future<tensor<4x8xf32>>
+    %s = dist.send_recv_start %y axes ["tp"] shift 1 : tensor<4x8xf32> -> !dist.future<tensor<4x8xf32>>
+    %z = dist.wait %s : !dist.future<tensor<4x8xf32>>
+    %loss = titan.cross_entropy %z, %l : (tensor<4x8xf32>, tensor<4xi32>) -> tensor<f32>
+    return %loss : tensor<f32>
+  }
+}

@@ -204,6 +204,14 @@ LogicalResult verifyGatherScatter(Operation *op, Value input, ArrayAttr axes,
            << " for a group of " << *group << " ranks";
   return success();
 }
+/// Collectives whose result has the input's type.
+LogicalResult verifySameType(Operation *op, Value input, FutureType future) {
+  if (future.getValueType() != input.getType())
+    return op->emitOpError()
+           << "result type " << future.getValueType()
+           << " must equal the input type " << input.getType();
+  return success();
+}
 } // namespace
 
 LogicalResult AllGatherStartOp::verify() {
@@ -222,12 +230,52 @@ LogicalResult AllReduceStartOp::verify() {
   if (getReduction() != "sum" && getReduction() != "avg")
     return emitOpError() << "reduction must be \"sum\" or \"avg\", got \""
                          << getReduction() << "\"";
-  if (getFuture().getType().getValueType() != getInput().getType())
+  return verifySameType(*this, getInput(), getFuture().getType());
+}
+
+LogicalResult AllToAllStartOp::verify() {
+  FailureOr<int64_t> group = verifyAxes(*this, getAxes());
+  if (failed(group))
+    return failure();
+  auto in = getInput().getType();
+  int64_t split = getSplitDim(), concat = getConcatDim();
+  for (int64_t d : {split, concat})
+    if (d < 0 || d >= in.getRank())
+      return emitOpError() << "dim " << d << " is out of range for rank "
+                           << in.getRank();
+  if (in.getDimSize(split) % *group != 0)
+    return emitOpError() << "input dimension " << split << " ("
+                         << in.getDimSize(split) << ") is not divisible by the "
+                         << *group << " ranks of the group";
+  SmallVector<int64_t> shape(in.getShape());
+  shape[split] /= *group;
+  shape[concat] *= *group;
+  auto expected = RankedTensorType::get(shape, in.getElementType());
+  if (getFuture().getType().getValueType() != expected)
     return emitOpError() << "result type "
-                         << getFuture().getType().getValueType()
-                         << " must equal the input type "
-                         << getInput().getType();
+                         << getFuture().getType().getValueType() << " must be "
+                         << expected << " for a group of " << *group
+                         << " ranks";
   return success();
+}
+
+LogicalResult BroadcastStartOp::verify() {
+  FailureOr<int64_t> group = verifyAxes(*this, getAxes());
+  if (failed(group))
+    return failure();
+  if (int64_t(getRoot()) < 0 || int64_t(getRoot()) >= *group)
+    return emitOpError() << "root " << int64_t(getRoot())
+                         << " is not a rank of the group of " << *group;
+  return verifySameType(*this, getInput(), getFuture().getType());
+}
+
+LogicalResult SendRecvStartOp::verify() {
+  if (failed(verifyAxes(*this, getAxes())))
+    return failure();
+  if (getAxes().size() != 1)
+    return emitOpError() << "shifts along exactly one mesh axis, got "
+                         << getAxes().size();
+  return verifySameType(*this, getInput(), getFuture().getType());
 }
 
 LogicalResult ReplicateOp::verify() {

@@ -192,6 +192,16 @@ public:
                                  b.getF64FloatAttr(1.0 / double(n))));
             }
             accumulate(a.getInput(), g);
+          } else if (auto x = dyn_cast<dist::AllToAllStartOp>(start)) {
+            accumulate(x.getInput(),
+                       collective<dist::AllToAllStartOp>(
+                           b, loc, type(x.getInput()), dy, x.getAxesAttr(),
+                           x.getConcatDimAttr(), x.getSplitDimAttr()));
+          } else if (auto sr = dyn_cast<dist::SendRecvStartOp>(start)) {
+            accumulate(sr.getInput(),
+                       collective<dist::SendRecvStartOp>(
+                           b, loc, type(sr.getInput()), dy, sr.getAxesAttr(),
+                           b.getI64IntegerAttr(-int64_t(sr.getShift()))));
           } else {
             return w.emitOpError() << "waits on an op with no adjoint rule";
           }

@@ -132,6 +132,55 @@ def Dist_AllReduceStartOp : Dist_CollectiveStartOp<"all_reduce_start"> {
   }];
 }
 
+def Dist_AllToAllStartOp : Dist_CollectiveStartOp<"all_to_all_start"> {
+  let summary = "start exchanging slices: split one dimension, concat another";
+  let description = [{
+    Over the ranks that differ only in `axes`, every rank splits `input`
+    along `split_dim` into one part per rank and sends part `p` to rank `p`;
+    the parts it receives are concatenated along `concat_dim` in rank order.
+    The result's `split_dim` is divided and its `concat_dim` multiplied by the
+    group size (the exchange behind context parallel's alltoall rotation and
+    sequence/head re-sharding). Its adjoint swaps the two dimensions.
+  }];
+  let arguments = (ins StaticShapeTensorOf<[AnyType]>:$input,
+                       Dist_AxisList:$axes, I64Attr:$split_dim,
+                       I64Attr:$concat_dim);
+  let assemblyFormat = [{
+    $input `axes` $axes `split` $split_dim `concat` $concat_dim attr-dict `:`
+    type($input) `->` qualified(type($future))
+  }];
+}
+
+def Dist_BroadcastStartOp : Dist_CollectiveStartOp<"broadcast_start"> {
+  let summary = "start sending the value of one rank of the group to all";
+  let description = [{
+    Every rank of the group over `axes` receives the `input` of the group's
+    rank `root` (ranks numbered in rank order from 0).
+  }];
+  let arguments = (ins StaticShapeTensorOf<[AnyType]>:$input,
+                       Dist_AxisList:$axes, I64Attr:$root);
+  let assemblyFormat = [{
+    $input `axes` $axes `root` $root attr-dict `:` type($input) `->`
+    qualified(type($future))
+  }];
+}
+
+def Dist_SendRecvStartOp : Dist_CollectiveStartOp<"send_recv_start"> {
+  let summary = "start a shift: send to the rank ahead, receive from behind";
+  let description = [{
+    The SPMD form of send/recv along one mesh axis: every rank sends `input`
+    to the rank `shift` steps further along the axis (wrapping around) and
+    receives the value of the rank `shift` steps back. Ring attention and
+    pipeline transfers are built from it. Its adjoint is the opposite shift.
+  }];
+  let arguments = (ins StaticShapeTensorOf<[AnyType]>:$input,
+                       Dist_AxisList:$axes, I64Attr:$shift);
+  let assemblyFormat = [{
+    $input `axes` $axes `shift` $shift attr-dict `:` type($input) `->`
+    qualified(type($future))
+  }];
+}
+
 def Dist_WaitOp : Dist_Op<"wait", [MemoryEffects<[MemRead, MemFree]>,
     TypesMatchWith<"result type is the future's value type", "future",
                    "result",

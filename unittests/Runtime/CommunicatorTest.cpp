@@ -1,0 +1,151 @@
+//===- CommunicatorTest.cpp - MPI collectives on a 2 x 2 mesh -------------===//
+//
+// Run under `mpirun -np 4`: the mesh is dp_shard 2 x tp 2. Every rank fills
+// its input with rank * 1000 + index, so each rank can compute what every
+// collective must return from the inputs of its group.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Communicator.h"
+
+#include "gtest/gtest.h"
+
+#include <algorithm>
+#include <vector>
+
+using namespace titanrt;
+
+namespace {
+
+const std::vector<int64_t> kMesh = {1, 1, 2, 1, 2};
+constexpr unsigned kShardMask = 1u << kDPShard, kTPMask = 1u << kTP;
+
+Communicator &comm() { return communicator(); }
+
+std::vector<float> inputOf(int rank, size_t n) {
+  std::vector<float> v(n);
+  for (size_t i = 0; i < n; ++i)
+    v[i] = float(rank * 1000 + int(i));
+  return v;
+}
+
+int64_t coordinateOf(int rank, int axis) {
+  for (int a = kNumAxes - 1; a > axis; --a)
+    rank /= int(kMesh[a]);
+  return rank % kMesh[axis];
+}
+
+/// The world ranks of this rank's group over `mask`, in rank order.
+std::vector<int> groupOf(unsigned mask) {
+  std::vector<int> members;
+  for (int r = 0; r < comm().worldSize(); ++r) {
+    bool same = true;
+    for (int a = 0; a < kNumAxes; ++a)
+      if (!(mask & (1u << a)) &&
+          coordinateOf(r, a) != comm().coordinate(MeshAxis(a)))
+        same = false;
+    if (same)
+      members.push_back(r);
+  }
+  return members;
+}
+
+int indexInGroup(unsigned mask) {
+  std::vector<int> g = groupOf(mask);
+  return int(std::find(g.begin(), g.end(), comm().rank()) - g.begin());
+}
+
+// A [2][3][2] tensor gathered along dimension 1 over tp: [2][6][2].
+TEST(MPICommunicator, AllGatherMiddleDimension) {
+  std::vector<float> in = inputOf(comm().rank(), 12), out(24);
+  comm().allGather(in.data(), out.data(), 4, 2, 3, 2, kTPMask)->finish();
+  std::vector<int> g = groupOf(kTPMask);
+  for (int o = 0; o < 2; ++o)
+    for (int p = 0; p < 2; ++p)
+      for (int d = 0; d < 3; ++d)
+        for (int i = 0; i < 2; ++i)
+          EXPECT_EQ(out[(o * 6 + p * 3 + d) * 2 + i],
+                    float(g[p] * 1000 + (o * 3 + d) * 2 + i));
+}
+
+// A [2][4][3] tensor summed over dp_shard and split along dimension 1.
+TEST(MPICommunicator, ReduceScatterMiddleDimension) {
+  std::vector<float> in = inputOf(comm().rank(), 24), out(12);
+  comm().reduceScatter(in.data(), out.data(), 4, 2, 4, 3, kShardMask)->finish();
+  std::vector<int> g = groupOf(kShardMask);
+  int me = indexInGroup(kShardMask);
+  for (int o = 0; o < 2; ++o)
+    for (int d = 0; d < 2; ++d)
+      for (int i = 0; i < 3; ++i) {
+        int src = (o * 4 + me * 2 + d) * 3 + i;
+        float expected = 0;
+        for (int r : g)
+          expected += float(r * 1000 + src);
+        EXPECT_EQ(out[(o * 2 + d) * 3 + i], expected);
+      }
+}
+
+TEST(MPICommunicator, AllReduceSumAndMeanOverTwoAxes) {
+  std::vector<double> in(5), sum(5), mean(5);
+  for (int i = 0; i < 5; ++i)
+    in[i] = comm().rank() * 10.0 + i;
+  comm()
+      .allReduce(in.data(), sum.data(), 8, 5, false, kShardMask | kTPMask)
+      ->finish();
+  comm()
+      .allReduce(in.data(), mean.data(), 8, 5, true, kShardMask | kTPMask)
+      ->finish();
+  for (int i = 0; i < 5; ++i) {
+    EXPECT_EQ(sum[i], 60.0 + 4 * i);
+    EXPECT_EQ(mean[i], 15.0 + i);
+  }
+}
+
+// [4][2] split along dimension 0 into 2 parts of [2][2], concatenated
+// along dimension 1: [2][4].
+TEST(MPICommunicator, AllToAll) {
+  std::vector<float> in = inputOf(comm().rank(), 8), out(8);
+  comm()
+      .allToAll(in.data(), out.data(), 4, /*splitOuter=*/1, 4, 2,
+                /*concatOuter=*/2, 2, 1, kTPMask)
+      ->finish();
+  std::vector<int> g = groupOf(kTPMask);
+  int me = indexInGroup(kTPMask);
+  for (int row = 0; row < 2; ++row)
+    for (int q = 0; q < 2; ++q)
+      for (int col = 0; col < 2; ++col)
+        EXPECT_EQ(out[row * 4 + q * 2 + col],
+                  float(g[q] * 1000 + (me * 2 + row) * 2 + col));
+}
+
+TEST(MPICommunicator, Broadcast) {
+  std::vector<float> in = inputOf(comm().rank(), 6), out(6);
+  comm()
+      .broadcast(in.data(), out.data(), 4, 6, /*root=*/1, kShardMask)
+      ->finish();
+  EXPECT_EQ(out, inputOf(groupOf(kShardMask)[1], 6));
+}
+
+TEST(MPICommunicator, SendRecvShift) {
+  std::vector<float> in = inputOf(comm().rank(), 3), out(3);
+  comm().sendRecv(in.data(), out.data(), 4, 3, /*shift=*/1, kTPMask)->finish();
+  std::vector<int> g = groupOf(kTPMask);
+  int from = g[(indexInGroup(kTPMask) + 1) % 2];
+  EXPECT_EQ(out, inputOf(from, 3));
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  ::testing::InitGoogleTest(&argc, argv);
+  initCommunicator(kMesh);
+  // Only rank 0 prints; every rank checks and fails the run if it fails.
+  if (comm().rank() != 0)
+    delete ::testing::UnitTest::GetInstance()->listeners().Release(
+        ::testing::UnitTest::GetInstance()
+            ->listeners()
+            .default_result_printer());
+  int rc = RUN_ALL_TESTS();
+  shutdownCommunicator();
+  return rc;
+}
