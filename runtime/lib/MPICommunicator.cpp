@@ -50,11 +50,12 @@ MPI_Datatype mpiType(int elementSize) {
 
 /// A pending MPI request and what to do once it completes.
 struct MPIRequest : Request {
-  MPI_Request request = MPI_REQUEST_NULL;
+  /// One MPI request per operation (two for a send/recv pair).
+  MPI_Request requests[2] = {MPI_REQUEST_NULL, MPI_REQUEST_NULL};
   std::vector<char> staging;
   std::function<void()> then;
   void finish() override {
-    check(MPI_Wait(&request, MPI_STATUS_IGNORE), "wait");
+    check(MPI_Waitall(2, requests, MPI_STATUSES_IGNORE), "wait");
     if (then)
       then();
   }
@@ -127,7 +128,8 @@ public:
       };
     }
     check(MPI_Iallgather(in, count, mpiType(elementSize), dst, count,
-                         mpiType(elementSize), group(axisMask), &req->request),
+                         mpiType(elementSize), group(axisMask),
+                         &req->requests[0]),
           "all_gather");
     return req;
   }
@@ -148,7 +150,8 @@ public:
       src = req->staging.data();
     }
     check(MPI_Ireduce_scatter_block(src, out, count, mpiType(elementSize),
-                                    MPI_SUM, group(axisMask), &req->request),
+                                    MPI_SUM, group(axisMask),
+                                    &req->requests[0]),
           "reduce_scatter");
     return req;
   }
@@ -158,7 +161,7 @@ public:
                                      unsigned axisMask) override {
     auto req = std::make_unique<MPIRequest>();
     check(MPI_Iallreduce(in, out, count, mpiType(elementSize), MPI_SUM,
-                         group(axisMask), &req->request),
+                         group(axisMask), &req->requests[0]),
           "all_reduce");
     if (average) {
       double n = double(groupSize(axisMask));
@@ -190,18 +193,16 @@ public:
               parts, sendBlock, /*toRankMajor=*/true);
     char *recv = req->staging.data() + total;
     int64_t count = total / elementSize / parts;
-    MPIRequest *r = req.get();
     int64_t recvBlock = concatDim * concatInner * elementSize;
     char *final = static_cast<char *>(out);
     // Part q from rank q lands at offset q of the concat dimension.
-    req->then = [r, recv, final, concatOuter, parts, recvBlock] {
+    req->then = [recv, final, concatOuter, parts, recvBlock] {
       rearrange(recv, final, concatOuter, parts, recvBlock,
                 /*toRankMajor=*/false);
-      (void)r;
     };
     check(MPI_Ialltoall(req->staging.data(), count, mpiType(elementSize), recv,
                         count, mpiType(elementSize), group(axisMask),
-                        &req->request),
+                        &req->requests[0]),
           "all_to_all");
     return req;
   }
@@ -213,7 +214,7 @@ public:
     if (in != out)
       std::memcpy(out, in, count * elementSize);
     check(MPI_Ibcast(out, count, mpiType(elementSize), int(root),
-                     group(axisMask), &req->request),
+                     group(axisMask), &req->requests[0]),
           "broadcast");
     return req;
   }
@@ -228,17 +229,12 @@ public:
     MPI_Comm_rank(comm, &me);
     int to = int(((me + shift) % size + size) % size);
     int from = int(((me - shift) % size + size) % size);
-    auto *pair = new MPI_Request[2];
-    check(MPI_Irecv(out, count, mpiType(elementSize), from, 0, comm, &pair[0]),
+    check(MPI_Irecv(out, count, mpiType(elementSize), from, 0, comm,
+                    &req->requests[0]),
           "recv");
-    check(MPI_Isend(in, count, mpiType(elementSize), to, 0, comm, &pair[1]),
+    check(MPI_Isend(in, count, mpiType(elementSize), to, 0, comm,
+                    &req->requests[1]),
           "send");
-    // Complete both halves in finish().
-    req->request = MPI_REQUEST_NULL;
-    req->then = [pair] {
-      check(MPI_Waitall(2, pair, MPI_STATUSES_IGNORE), "send/recv");
-      delete[] pair;
-    };
     return req;
   }
 

@@ -235,17 +235,26 @@ LogicalResult AttentionOp::verify() {
 // LinearOp
 //===----------------------------------------------------------------------===//
 
+/// `x` (rank >= 1) against an `out x in` weight whose dimension `weightDim`
+/// must equal the last dimension of `x`: the shared operand checks of linear
+/// and its input gradient.
+static LogicalResult verifyAgainstWeight(Operation *op, Value x,
+                                         StringRef xName, Value weight,
+                                         int64_t weightDim) {
+  int64_t rank = tensorType(x).getRank();
+  if (rank < 1)
+    return op->emitOpError() << xName << " must have rank >= 1, got a scalar";
+  if (failed(verifyRank(op, weight, "weight", 2, "out x in")))
+    return failure();
+  return verifyDimsMatch(op, weight, "weight", weightDim, x, xName, rank - 1);
+}
+
 LogicalResult LinearOp::verify() {
   Operation *op = getOperation();
+  if (failed(verifyAgainstWeight(op, getInput(), "input", getWeight(), 1)))
+    return failure();
   RankedTensorType input = tensorType(getInput());
-  if (input.getRank() < 1)
-    return emitOpError() << "input must have rank >= 1, got a scalar";
-  if (failed(verifyRank(op, getWeight(), "weight", 2, "out x in")))
-    return failure();
   int64_t last = input.getRank() - 1;
-  if (failed(verifyDimsMatch(op, getWeight(), "weight", 1, getInput(), "input",
-                             last)))
-    return failure();
   RankedTensorType result = getResult().getType();
   if (result.getRank() != input.getRank())
     return emitOpError() << "result rank " << result.getRank()
@@ -401,15 +410,9 @@ LogicalResult AttentionGradOp::verify() {
 
 LogicalResult LinearGradInputOp::verify() {
   Operation *op = getOperation();
+  if (failed(verifyAgainstWeight(op, getGrad(), "grad", getWeight(), 0)))
+    return failure();
   RankedTensorType grad = tensorType(getGrad());
-  if (grad.getRank() < 1)
-    return emitOpError() << "grad must have rank >= 1, got a scalar";
-  if (failed(verifyRank(op, getWeight(), "weight", 2, "out x in")))
-    return failure();
-  int64_t last = grad.getRank() - 1;
-  if (failed(verifyDimsMatch(op, getWeight(), "weight", 0, getGrad(), "grad",
-                             last)))
-    return failure();
   SmallVector<int64_t> expected(grad.getShape());
   expected.back() = tensorType(getWeight()).getDimSize(1);
   auto expectedType =
