@@ -20,10 +20,13 @@ fi
 
 # The debug model preset, with a shorter sequence so that a 2-core machine
 # takes a few minutes; any --section.key override given here is passed on.
-# TITAN_RANKS=N trains on N CPU ranks (FSDP over all of them) with mpirun.
+# TITAN_RANKS=N trains on N CPU ranks with mpirun: tensor parallel over
+# TITAN_TP of them (default 1), FSDP over the rest.
 ranks=${TITAN_RANKS:-1}
+tp=${TITAN_TP:-1}
 ./build/bin/titan-compile --job.config_file models/llama3/train_configs/debug_model.toml \
-  --training.seq_len 256 --training.steps 40 --world-size "$ranks" -o "$out/train"
+  --training.seq_len 256 --training.steps 40 --world-size "$ranks" \
+  --parallelism.tensor_parallel_degree "$tp" -o "$out/train"
 launch=()
 if [ "$ranks" -gt 1 ]; then
   launch=(mpirun --oversubscribe -np "$ranks")

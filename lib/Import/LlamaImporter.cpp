@@ -62,7 +62,8 @@ public:
     Value labels = entry->getArgument(specs.size() + 1);
 
     Value h = EmbeddingOp::create(b, loc("tok_embeddings"), act({args.dim}),
-                                  param("tok_embeddings"), tokens);
+                                  param("tok_embeddings"), tokens,
+                                  /*vocab_start=*/Value());
     angles = buildRopeAngles();
     for (int64_t i = 0; i < args.nLayers; ++i)
       h = buildBlock("layers." + std::to_string(i), h);

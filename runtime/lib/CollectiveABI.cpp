@@ -51,8 +51,8 @@ template <typename T>
 void *allReduce(void **b, const int64_t *s, const double *a) {
   Layout l = layout(s, 0);
   return communicator()
-      .allReduce(b[0], b[1], sizeof(T), l.outer * l.dim * l.inner, a[1] != 0,
-                 unsigned(a[2]))
+      .allReduce(b[0], b[1], sizeof(T), l.outer * l.dim * l.inner,
+                 Reduction(int(a[1])), unsigned(a[2]))
       .release();
 }
 
@@ -108,6 +108,15 @@ TITAN_RT_DEFINE(all_to_all_start, allToAll)
 TITAN_RT_DEFINE(broadcast_start, broadcast)
 TITAN_RT_DEFINE(send_recv_start, sendRecv)
 #undef TITAN_RT_DEFINE
+
+void titan_rt_shard_offset_i32(void **b, const int64_t *, const double *a) {
+  // attrs: {stride, number of axes, axis...}
+  std::vector<MeshAxis> axes;
+  for (int i = 0; i < int(a[1]); ++i)
+    axes.push_back(MeshAxis(int(a[2 + i])));
+  *static_cast<int32_t *>(b[0]) =
+      int32_t(communicator().groupIndex(axes) * int64_t(a[0]));
+}
 
 void titan_rt_wait(void *request) {
   std::unique_ptr<Request> r(static_cast<Request *>(request));

@@ -13,6 +13,9 @@ namespace titanrt {
 /// Mesh axes in rank-layout order (tp varies fastest), as #dist.mesh.
 enum MeshAxis { kPP, kDPReplicate, kDPShard, kCP, kTP, kNumAxes };
 
+/// How all-reduce combines the ranks' values.
+enum class Reduction { Sum, Average, Max };
+
 /// An in-flight collective; finish() completes it.
 struct Request {
   virtual ~Request() = default;
@@ -45,7 +48,7 @@ public:
                                                  unsigned axisMask) = 0;
   virtual std::unique_ptr<Request> allReduce(const void *in, void *out,
                                              int elementSize, int64_t count,
-                                             bool average,
+                                             Reduction reduction,
                                              unsigned axisMask) = 0;
   /// Splits `in` along its middle dimension into one part per rank and
   /// sends part p to rank p; the parts received are concatenated along the
@@ -68,13 +71,13 @@ public:
                                             int elementSize, int64_t count,
                                             int64_t shift,
                                             unsigned axisMask) = 0;
-  /// Gathers equal-size blocks of all ranks of `axisMask` to every rank.
-  virtual void allGatherBlocking(const void *in, void *out, int64_t bytes,
-                                 unsigned axisMask) = 0;
   virtual void barrier() = 0;
 
   /// Size of the group of `axisMask`.
   int64_t groupSize(unsigned axisMask) const;
+  /// This rank's index in the group of ranks that differ only in `axes`,
+  /// numbered with `axes[0]` outermost (the order a sharding lists them).
+  int64_t groupIndex(const std::vector<MeshAxis> &axes) const;
 
 protected:
   std::vector<int64_t> mesh_;

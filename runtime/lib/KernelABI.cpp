@@ -49,17 +49,65 @@ template <typename T> T *buf(void **buffers, int i) {
   return static_cast<T *>(buffers[i]);
 }
 
-template <typename T>
-void embedding(void **b, const int64_t *s, const double *) {
-  auto sh = readShapes(s, 3);
-  k::embedding(buf<T>(b, 0), buf<int32_t>(b, 1), buf<T>(b, 2), sh[1].numel(),
-               sh[0].dim(0), sh[0].dim(1));
+/// Ops with an optional vocab_start operand: attrs = {1 if present}; the
+/// operand then follows the indices.
+const int32_t *vocabStart(void **b, const double *a, int index) {
+  return a[0] != 0 ? buf<int32_t>(b, index) : nullptr;
 }
 template <typename T>
-void embeddingGrad(void **b, const int64_t *s, const double *) {
-  auto sh = readShapes(s, 3);
-  k::embeddingGrad(buf<T>(b, 0), buf<int32_t>(b, 1), buf<T>(b, 2),
-                   sh[1].numel(), sh[2].dim(0), sh[2].dim(1));
+void embedding(void **b, const int64_t *s, const double *a) {
+  int out = a[0] != 0 ? 3 : 2;
+  auto sh = readShapes(s, out + 1);
+  k::embedding(buf<T>(b, 0), buf<int32_t>(b, 1), buf<T>(b, out), sh[1].numel(),
+               sh[0].dim(0), sh[0].dim(1), vocabStart(b, a, 2));
+}
+template <typename T>
+void embeddingGrad(void **b, const int64_t *s, const double *a) {
+  int out = a[0] != 0 ? 3 : 2;
+  auto sh = readShapes(s, out + 1);
+  k::embeddingGrad(buf<T>(b, 0), buf<int32_t>(b, 1), buf<T>(b, out),
+                   sh[1].numel(), sh[out].dim(0), sh[out].dim(1),
+                   vocabStart(b, a, 2));
+}
+template <typename T> void rowMax(void **b, const int64_t *s, const double *) {
+  auto sh = readShapes(s, 1);
+  k::rowMax(buf<T>(b, 0), buf<T>(b, 1), sh[0].rows(), sh[0].back());
+}
+template <typename T> void sumExp(void **b, const int64_t *s, const double *) {
+  auto sh = readShapes(s, 1);
+  k::sumExp(buf<T>(b, 0), buf<T>(b, 1), buf<T>(b, 2), sh[0].rows(),
+            sh[0].back());
+}
+template <typename T>
+void sumExpGrad(void **b, const int64_t *s, const double *) {
+  auto sh = readShapes(s, 1);
+  k::sumExpGrad(buf<T>(b, 0), buf<T>(b, 1), buf<T>(b, 2), buf<T>(b, 3),
+                sh[0].rows(), sh[0].back());
+}
+template <typename T>
+void targetLogit(void **b, const int64_t *s, const double *a) {
+  auto sh = readShapes(s, 1);
+  k::targetLogit(buf<T>(b, 0), buf<int32_t>(b, 1), buf<T>(b, a[0] != 0 ? 3 : 2),
+                 sh[0].rows(), sh[0].back(), vocabStart(b, a, 2));
+}
+template <typename T>
+void targetLogitGrad(void **b, const int64_t *s, const double *a) {
+  int out = a[0] != 0 ? 3 : 2;
+  auto sh = readShapes(s, out + 1);
+  k::targetLogitGrad(buf<T>(b, 0), buf<int32_t>(b, 1), buf<T>(b, out),
+                     sh[out].rows(), sh[out].back(), vocabStart(b, a, 2));
+}
+template <typename T>
+void crossEntropyFromStats(void **b, const int64_t *s, const double *) {
+  auto sh = readShapes(s, 1);
+  *buf<float>(b, 3) = float(k::crossEntropyFromStats(
+      buf<T>(b, 0), buf<T>(b, 1), buf<T>(b, 2), sh[0].numel()));
+}
+template <typename T>
+void crossEntropyFromStatsGrad(void **b, const int64_t *s, const double *) {
+  auto sh = readShapes(s, 1);
+  k::crossEntropyFromStatsGrad(buf<T>(b, 0), double(*buf<float>(b, 1)),
+                               buf<T>(b, 2), buf<T>(b, 3), sh[0].numel());
 }
 template <typename T>
 void rmsNorm(void **b, const int64_t *s, const double *a) {
@@ -252,6 +300,13 @@ TITAN_RT_DEFINE(fill, fill)
 TITAN_RT_DEFINE(reshape, reshape)
 TITAN_RT_DEFINE(cross_entropy, crossEntropy)
 TITAN_RT_DEFINE(cross_entropy_grad, crossEntropyGrad)
+TITAN_RT_DEFINE(row_max, rowMax)
+TITAN_RT_DEFINE(sum_exp, sumExp)
+TITAN_RT_DEFINE(sum_exp_grad, sumExpGrad)
+TITAN_RT_DEFINE(target_logit, targetLogit)
+TITAN_RT_DEFINE(target_logit_grad, targetLogitGrad)
+TITAN_RT_DEFINE(cross_entropy_from_stats, crossEntropyFromStats)
+TITAN_RT_DEFINE(cross_entropy_from_stats_grad, crossEntropyFromStatsGrad)
 TITAN_RT_DEFINE(global_norm, globalNorm)
 TITAN_RT_DEFINE(lr_schedule, lrSchedule)
 TITAN_RT_DEFINE(adamw, adamw)

@@ -73,23 +73,38 @@ namespace titanrt::kernels {
 
 template <typename T>
 void embedding(const T *weight, const int32_t *tokens, T *out, int64_t n,
-               int64_t vocab, int64_t dim) {
+               int64_t vocab, int64_t dim, const int32_t *vocabStart) {
   for (int64_t i = 0; i < n; ++i) {
-    checkToken(tokens[i], i, vocab, "token");
-    std::memcpy(out + i * dim, weight + int64_t(tokens[i]) * dim,
-                dim * sizeof(T));
+    int64_t row = tokens[i];
+    if (vocabStart) {
+      row -= *vocabStart;
+      if (row < 0 || row >= vocab) {
+        std::fill(out + i * dim, out + (i + 1) * dim, T(0));
+        continue;
+      }
+    } else {
+      checkToken(tokens[i], i, vocab, "token");
+    }
+    std::memcpy(out + i * dim, weight + row * dim, dim * sizeof(T));
   }
 }
 
 template <typename T>
 void embeddingGrad(const T *grad, const int32_t *tokens, T *out, int64_t n,
-                   int64_t vocab, int64_t dim) {
+                   int64_t vocab, int64_t dim, const int32_t *vocabStart) {
   std::fill(out, out + vocab * dim, T(0));
   for (int64_t i = 0; i < n; ++i) {
-    checkToken(tokens[i], i, vocab, "token");
-    T *row = out + int64_t(tokens[i]) * dim;
+    int64_t row = tokens[i];
+    if (vocabStart) {
+      row -= *vocabStart;
+      if (row < 0 || row >= vocab)
+        continue;
+    } else {
+      checkToken(tokens[i], i, vocab, "token");
+    }
+    T *dst = out + row * dim;
     for (int64_t d = 0; d < dim; ++d)
-      row[d] += grad[i * dim + d];
+      dst[d] += grad[i * dim + d];
   }
 }
 
@@ -330,6 +345,80 @@ void crossEntropyGrad(const T *logits, const int32_t *labels, double dloss,
   }
 }
 
+template <typename T>
+void rowMax(const T *logits, T *out, int64_t rows, int64_t vocab) {
+  for (int64_t r = 0; r < rows; ++r)
+    out[r] = *std::max_element(logits + r * vocab, logits + (r + 1) * vocab);
+}
+
+template <typename T>
+void sumExp(const T *logits, const T *max, T *out, int64_t rows,
+            int64_t vocab) {
+  for (int64_t r = 0; r < rows; ++r) {
+    double sum = 0;
+    for (int64_t j = 0; j < vocab; ++j)
+      sum += std::exp(double(logits[r * vocab + j]) - double(max[r]));
+    out[r] = T(sum);
+  }
+}
+
+template <typename T>
+void sumExpGrad(const T *logits, const T *max, const T *grad, T *out,
+                int64_t rows, int64_t vocab) {
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t j = 0; j < vocab; ++j)
+      out[r * vocab + j] =
+          T(double(grad[r]) * std::exp(double(logits[r * vocab + j]) - max[r]));
+}
+
+/// The column of row `r`'s label in this vocabulary slice, or -1.
+int64_t labelColumn(const int32_t *labels, int64_t r, int64_t vocab,
+                    const int32_t *vocabStart) {
+  if (!vocabStart) {
+    checkToken(labels[r], r, vocab, "label");
+    return labels[r];
+  }
+  int64_t column = int64_t(labels[r]) - *vocabStart;
+  return column >= 0 && column < vocab ? column : -1;
+}
+
+template <typename T>
+void targetLogit(const T *logits, const int32_t *labels, T *out, int64_t rows,
+                 int64_t vocab, const int32_t *vocabStart) {
+  for (int64_t r = 0; r < rows; ++r) {
+    int64_t column = labelColumn(labels, r, vocab, vocabStart);
+    out[r] = column < 0 ? T(0) : logits[r * vocab + column];
+  }
+}
+
+template <typename T>
+void targetLogitGrad(const T *grad, const int32_t *labels, T *out, int64_t rows,
+                     int64_t vocab, const int32_t *vocabStart) {
+  std::fill(out, out + rows * vocab, T(0));
+  for (int64_t r = 0; r < rows; ++r)
+    if (int64_t column = labelColumn(labels, r, vocab, vocabStart); column >= 0)
+      out[r * vocab + column] = grad[r];
+}
+
+template <typename T>
+double crossEntropyFromStats(const T *max, const T *sumExp, const T *target,
+                             int64_t rows) {
+  double total = 0;
+  for (int64_t r = 0; r < rows; ++r)
+    total += double(max[r]) + std::log(double(sumExp[r])) - double(target[r]);
+  return total / double(rows);
+}
+
+template <typename T>
+void crossEntropyFromStatsGrad(const T *sumExp, double dloss, T *sumExpGrad,
+                               T *targetGrad, int64_t rows) {
+  double scale = dloss / double(rows);
+  for (int64_t r = 0; r < rows; ++r) {
+    sumExpGrad[r] = T(scale / double(sumExp[r]));
+    targetGrad[r] = T(-scale);
+  }
+}
+
 template <typename T> double sumOfSquares(const T *x, int64_t n) {
   double s = 0;
   for (int64_t i = 0; i < n; ++i)
@@ -396,9 +485,21 @@ void adamw(T *param, const T *grad, T *expAvg, T *expAvgSq, int64_t n,
 
 #define INSTANTIATE(T)                                                         \
   template void embedding<T>(const T *, const int32_t *, T *, int64_t,         \
-                             int64_t, int64_t);                                \
+                             int64_t, int64_t, const int32_t *);               \
   template void embeddingGrad<T>(const T *, const int32_t *, T *, int64_t,     \
-                                 int64_t, int64_t);                            \
+                                 int64_t, int64_t, const int32_t *);           \
+  template void rowMax<T>(const T *, T *, int64_t, int64_t);                   \
+  template void sumExp<T>(const T *, const T *, T *, int64_t, int64_t);        \
+  template void sumExpGrad<T>(const T *, const T *, const T *, T *, int64_t,   \
+                              int64_t);                                        \
+  template void targetLogit<T>(const T *, const int32_t *, T *, int64_t,       \
+                               int64_t, const int32_t *);                      \
+  template void targetLogitGrad<T>(const T *, const int32_t *, T *, int64_t,   \
+                                   int64_t, const int32_t *);                  \
+  template double crossEntropyFromStats<T>(const T *, const T *, const T *,    \
+                                           int64_t);                           \
+  template void crossEntropyFromStatsGrad<T>(const T *, double, T *, T *,      \
+                                             int64_t);                         \
   template void rmsNorm<T>(const T *, const T *, T *, int64_t, int64_t,        \
                            double);                                            \
   template void rmsNormGrad<T>(const T *, const T *, const T *, T *, T *,      \

@@ -16,12 +16,15 @@
 namespace titanrt::kernels {
 
 /// out[n, :] = weight[tokens[n], :]; tokens are checked against `vocab`.
+/// With `vocabStart` the weight holds rows [*vocabStart, *vocabStart +
+/// vocab) of a larger table and other tokens give zero rows.
 template <typename T>
 void embedding(const T *weight, const int32_t *tokens, T *out, int64_t n,
-               int64_t vocab, int64_t dim);
+               int64_t vocab, int64_t dim, const int32_t *vocabStart = nullptr);
 template <typename T>
 void embeddingGrad(const T *grad, const int32_t *tokens, T *out, int64_t n,
-                   int64_t vocab, int64_t dim);
+                   int64_t vocab, int64_t dim,
+                   const int32_t *vocabStart = nullptr);
 
 /// Rows of width `dim`.
 template <typename T>
@@ -94,6 +97,29 @@ template <typename T>
 void adamw(T *param, const T *grad, T *expAvg, T *expAvgSq, int64_t n,
            double lr, float gradNorm, int64_t step, double beta1, double beta2,
            double eps, double weightDecay, double maxNorm);
+
+/// Cross-entropy in pieces (loss parallel), over `rows` rows of `vocab`
+/// logits; see titan.row_max, sum_exp, target_logit and
+/// cross_entropy_from_stats.
+template <typename T>
+void rowMax(const T *logits, T *out, int64_t rows, int64_t vocab);
+template <typename T>
+void sumExp(const T *logits, const T *max, T *out, int64_t rows, int64_t vocab);
+template <typename T>
+void sumExpGrad(const T *logits, const T *max, const T *grad, T *out,
+                int64_t rows, int64_t vocab);
+template <typename T>
+void targetLogit(const T *logits, const int32_t *labels, T *out, int64_t rows,
+                 int64_t vocab, const int32_t *vocabStart);
+template <typename T>
+void targetLogitGrad(const T *grad, const int32_t *labels, T *out, int64_t rows,
+                     int64_t vocab, const int32_t *vocabStart);
+template <typename T>
+double crossEntropyFromStats(const T *max, const T *sumExp, const T *target,
+                             int64_t rows);
+template <typename T>
+void crossEntropyFromStatsGrad(const T *sumExp, double dloss, T *sumExpGrad,
+                               T *targetGrad, int64_t rows);
 
 } // namespace titanrt::kernels
 

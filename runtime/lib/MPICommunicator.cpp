@@ -33,6 +33,13 @@ int64_t Communicator::groupSize(unsigned axisMask) const {
   return n;
 }
 
+int64_t Communicator::groupIndex(const std::vector<MeshAxis> &axes) const {
+  int64_t index = 0;
+  for (MeshAxis a : axes)
+    index = index * mesh_[a] + coordinate(a);
+  return index;
+}
+
 namespace {
 
 void check(int rc, const char *what) {
@@ -157,13 +164,14 @@ public:
   }
 
   std::unique_ptr<Request> allReduce(const void *in, void *out, int elementSize,
-                                     int64_t count, bool average,
+                                     int64_t count, Reduction reduction,
                                      unsigned axisMask) override {
     auto req = std::make_unique<MPIRequest>();
-    check(MPI_Iallreduce(in, out, count, mpiType(elementSize), MPI_SUM,
+    check(MPI_Iallreduce(in, out, count, mpiType(elementSize),
+                         reduction == Reduction::Max ? MPI_MAX : MPI_SUM,
                          group(axisMask), &req->requests[0]),
           "all_reduce");
-    if (average) {
+    if (reduction == Reduction::Average) {
       double n = double(groupSize(axisMask));
       req->then = [out, count, elementSize, n] {
         if (elementSize == 8)
@@ -236,13 +244,6 @@ public:
                     &req->requests[1]),
           "send");
     return req;
-  }
-
-  void allGatherBlocking(const void *in, void *out, int64_t bytes,
-                         unsigned axisMask) override {
-    check(MPI_Allgather(in, bytes, MPI_BYTE, out, bytes, MPI_BYTE,
-                        group(axisMask)),
-          "all_gather");
   }
 
   void barrier() override { check(MPI_Barrier(MPI_COMM_WORLD), "barrier"); }

@@ -51,16 +51,18 @@ struct Manifest {
     std::string name;
     std::vector<int64_t> shape;      ///< of the unsharded model
     std::vector<int64_t> localShape; ///< this rank's shard
-    unsigned shardMask = 0;          ///< mesh axes sharding dimension 0
+    /// Per dimension, the mesh axes splitting it (outermost first).
+    std::vector<std::vector<MeshAxis>> dimAxes;
+    unsigned shardMask = 0; ///< every mesh axis that splits some dimension
   };
   std::vector<Param> params;
 };
 
-unsigned axisBit(StringRef axis) {
+MeshAxis meshAxis(StringRef axis) {
   static const char *names[] = {"pp", "dp_replicate", "dp_shard", "cp", "tp"};
   for (unsigned i = 0; i < kNumAxes; ++i)
     if (axis == names[i])
-      return 1u << i;
+      return MeshAxis(i);
   fatal("corrupt executable: unknown mesh axis '" + axis.str() + "'");
 }
 
@@ -93,12 +95,16 @@ Manifest parseManifest(const char *text) {
       for (const llvm::json::Value &d : *local)
         param.localShape.push_back(*d.getAsInteger());
     }
+    param.dimAxes.resize(param.shape.size());
     if (const llvm::json::Array *dims = po.getArray("sharding"))
       for (auto [d, axes] : llvm::enumerate(*dims))
         for (const llvm::json::Value &axis : *axes.getAsArray()) {
-          if (d != 0)
-            fatal("corrupt executable: only dimension 0 may be sharded");
-          param.shardMask |= axisBit(*axis.getAsString());
+          if (d >= param.shape.size())
+            fatal("corrupt executable: sharding of '" + param.name +
+                  "' has more dimensions than its shape");
+          MeshAxis a = meshAxis(*axis.getAsString());
+          param.dimAxes[d].push_back(a);
+          param.shardMask |= 1u << a;
         }
     m.params.push_back(std::move(param));
   }
@@ -129,37 +135,68 @@ struct TensorSet {
   }
 };
 
-/// This rank's index within the group of ranks sharding over `mask`.
-int64_t shardIndex(const Communicator *comm, unsigned mask) {
-  int64_t index = 0;
-  for (int a = 0; a < kNumAxes; ++a)
-    if (mask & (1u << a))
-      index = index * comm->meshShape()[a] + comm->coordinate(MeshAxis(a));
-  return index;
+/// Calls `copy(wholeOffset, localOffset, count)` for each contiguous run of
+/// this rank's block of parameter `p` (runs along the last dimension).
+template <typename Copy>
+void forEachShardRun(const Manifest::Param &p, const Communicator *comm,
+                     Copy copy) {
+  size_t rank = p.shape.size();
+  if (rank == 0) {
+    copy(0, 0, 1);
+    return;
+  }
+  std::vector<int64_t> start(rank, 0);
+  for (size_t d = 0; d < rank; ++d)
+    if (!p.dimAxes[d].empty())
+      start[d] = comm->groupIndex(p.dimAxes[d]) * p.localShape[d];
+  int64_t runs = numel(p.localShape) / p.localShape.back();
+  std::vector<int64_t> index(rank, 0); // odometer over the leading dims
+  for (int64_t run = 0; run < runs; ++run) {
+    int64_t whole = 0;
+    for (size_t d = 0; d < rank; ++d)
+      whole = whole * p.shape[d] + start[d] + (d + 1 < rank ? index[d] : 0);
+    copy(whole, run * p.localShape.back(), p.localShape.back());
+    for (int64_t d = int64_t(rank) - 2; d >= 0; --d) {
+      if (++index[d] < p.localShape[d])
+        break;
+      index[d] = 0;
+    }
+  }
 }
 
-/// Copies this rank's rows of each whole tensor into its shard.
+/// Copies this rank's block of each whole tensor into its shard.
 void scatterToShards(const Manifest &m, const TensorSet &whole,
                      TensorSet &shards, const Communicator *comm) {
   for (auto [p, full, local] :
        llvm::zip(m.params, whole.storage, shards.storage)) {
-    int64_t offset =
-        p.shardMask ? shardIndex(comm, p.shardMask) * int64_t(local.size()) : 0;
-    std::copy(full.begin() + offset, full.begin() + offset + local.size(),
-              local.begin());
+    if (!p.shardMask) {
+      std::copy(full.begin(), full.end(), local.begin());
+      continue;
+    }
+    forEachShardRun(p, comm, [&](int64_t w, int64_t l, int64_t n) {
+      std::copy(full.begin() + w, full.begin() + w + n, local.begin() + l);
+    });
   }
 }
 
-/// Reassembles whole tensors from every rank's shards.
+/// Reassembles whole tensors from every rank's shards: each rank places its
+/// block in a zeroed tensor and the group of ranks holding the distinct
+/// blocks sums them (exact: every element has one nonzero term).
 void gatherFromShards(const Manifest &m, const TensorSet &shards,
                       TensorSet &whole, Communicator *comm) {
   for (auto [p, local, full] :
        llvm::zip(m.params, shards.storage, whole.storage)) {
-    if (p.shardMask)
-      comm->allGatherBlocking(local.data(), full.data(),
-                              int64_t(local.size()) * 4, p.shardMask);
-    else
+    if (!p.shardMask) {
       std::copy(local.begin(), local.end(), full.begin());
+      continue;
+    }
+    std::vector<float> placed(full.size(), 0.0f);
+    forEachShardRun(p, comm, [&](int64_t w, int64_t l, int64_t n) {
+      std::copy(local.begin() + l, local.begin() + l + n, placed.begin() + w);
+    });
+    comm->allReduce(placed.data(), full.data(), 4, int64_t(full.size()),
+                    Reduction::Sum, p.shardMask)
+        ->finish();
   }
 }
 

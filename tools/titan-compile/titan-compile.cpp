@@ -138,7 +138,7 @@ llvm::Expected<std::array<int64_t, 5>> resolveMesh(const TrainConfig &c) {
 }
 
 /// Distribution passes: mesh and shardings, then the per-rank program.
-void addPartitionPasses(mlir::PassManager &pm,
+void addPartitionPasses(mlir::PassManager &pm, const TrainConfig &c,
                         const std::array<int64_t, 5> &mesh) {
   dist::DistParallelizeOptions o;
   o.pp = mesh[0];
@@ -147,7 +147,9 @@ void addPartitionPasses(mlir::PassManager &pm,
   o.cp = mesh[3];
   o.tp = mesh[4];
   pm.addPass(dist::createDistParallelize(o));
-  pm.addPass(dist::createDistPartition());
+  dist::DistPartitionOptions partition;
+  partition.lossParallel = !c.parallelism.disableLossParallel;
+  pm.addPass(dist::createDistPartition(partition));
 }
 
 /// The training-step passes, configured from the training config.
@@ -324,7 +326,7 @@ int main(int argc, char **argv) {
   if (failed(mlir::applyPassManagerCLOptions(pm)))
     return reportError("invalid pass manager options");
   pm.enableTiming(rootTimer);
-  addPartitionPasses(pm, *mesh);
+  addPartitionPasses(pm, *config, *mesh);
   if (failed(pm.run(*module)))
     return reportError("compilation failed (see the diagnostics above)");
   if (emitStage == EmitStage::Partitioned)

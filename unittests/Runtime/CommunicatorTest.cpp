@@ -90,15 +90,31 @@ TEST(MPICommunicator, AllReduceSumAndMeanOverTwoAxes) {
   for (int i = 0; i < 5; ++i)
     in[i] = comm().rank() * 10.0 + i;
   comm()
-      .allReduce(in.data(), sum.data(), 8, 5, false, kShardMask | kTPMask)
+      .allReduce(in.data(), sum.data(), 8, 5, Reduction::Sum,
+                 kShardMask | kTPMask)
       ->finish();
   comm()
-      .allReduce(in.data(), mean.data(), 8, 5, true, kShardMask | kTPMask)
+      .allReduce(in.data(), mean.data(), 8, 5, Reduction::Average,
+                 kShardMask | kTPMask)
       ->finish();
+  std::vector<double> max(5);
+  comm()
+      .allReduce(in.data(), max.data(), 8, 5, Reduction::Max, kTPMask)
+      ->finish();
+  // The tp partner of rank r is r ^ 1; the larger rank holds the maximum.
   for (int i = 0; i < 5; ++i) {
     EXPECT_EQ(sum[i], 60.0 + 4 * i);
     EXPECT_EQ(mean[i], 15.0 + i);
+    EXPECT_EQ(max[i], (comm().rank() | 1) * 10.0 + i);
   }
+}
+
+// Shard indices follow the order a sharding lists its axes.
+TEST(MPICommunicator, GroupIndexInListedOrder) {
+  int64_t shard = comm().coordinate(kDPShard), tp = comm().coordinate(kTP);
+  EXPECT_EQ(comm().groupIndex({kTP, kDPShard}), tp * 2 + shard);
+  EXPECT_EQ(comm().groupIndex({kDPShard, kTP}), shard * 2 + tp);
+  EXPECT_EQ(comm().groupIndex({kTP}), tp);
 }
 
 // [4][2] split along dimension 0 into 2 parts of [2][2], concatenated

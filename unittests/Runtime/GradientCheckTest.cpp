@@ -168,6 +168,80 @@ TEST_F(GradientCheck, Embedding) {
   expectGradient(w, dw, loss, "weight");
 }
 
+// Loss parallel: cross-entropy from per-shard statistics, combined as the
+// all-reduces do (max, sum, sum), equals the whole-vocabulary loss, and the
+// per-shard gradients (what autodiff builds from the pieces' adjoints)
+// concatenate to the whole-vocabulary gradient.
+TEST_F(GradientCheck, CrossEntropyFromVocabularyShards) {
+  const int64_t rows = 4, vocab = 8, shards = 2, local = vocab / shards;
+  Vec logits = randomVec(rows * vocab, rng, 2.0), whole(rows * vocab);
+  std::vector<int32_t> labels = {0, 7, 3, 4};
+  double dloss = 0.75;
+  std::vector<Vec> part(shards, Vec(rows * local));
+  for (int64_t s = 0; s < shards; ++s)
+    for (int64_t r = 0; r < rows; ++r)
+      for (int64_t j = 0; j < local; ++j)
+        part[s][r * local + j] = logits[r * vocab + s * local + j];
+
+  Vec max(rows, -INFINITY), sum(rows, 0.0), target(rows, 0.0), t(rows);
+  for (int64_t s = 0; s < shards; ++s) {
+    rowMax(part[s].data(), t.data(), rows, local);
+    for (int64_t r = 0; r < rows; ++r)
+      max[r] = std::max(max[r], t[r]);
+  }
+  for (int64_t s = 0; s < shards; ++s) {
+    int32_t start = int32_t(s * local);
+    sumExp(part[s].data(), max.data(), t.data(), rows, local);
+    for (int64_t r = 0; r < rows; ++r)
+      sum[r] += t[r];
+    targetLogit(part[s].data(), labels.data(), t.data(), rows, local, &start);
+    for (int64_t r = 0; r < rows; ++r)
+      target[r] += t[r];
+  }
+  EXPECT_NEAR(
+      crossEntropyFromStats(max.data(), sum.data(), target.data(), rows),
+      crossEntropy(logits.data(), labels.data(), rows, vocab), 1e-12);
+
+  crossEntropyGrad(logits.data(), labels.data(), dloss, whole.data(), rows,
+                   vocab);
+  Vec dsum(rows), dtarget(rows), a(rows * local), b(rows * local);
+  crossEntropyFromStatsGrad(sum.data(), dloss, dsum.data(), dtarget.data(),
+                            rows);
+  for (int64_t s = 0; s < shards; ++s) {
+    int32_t start = int32_t(s * local);
+    sumExpGrad(part[s].data(), max.data(), dsum.data(), a.data(), rows, local);
+    targetLogitGrad(dtarget.data(), labels.data(), b.data(), rows, local,
+                    &start);
+    for (int64_t r = 0; r < rows; ++r)
+      for (int64_t j = 0; j < local; ++j)
+        EXPECT_NEAR(a[r * local + j] + b[r * local + j],
+                    whole[r * vocab + s * local + j], 1e-12);
+  }
+}
+
+// The vocabulary-parallel embedding: the shards' lookups sum to the whole
+// lookup and their gradients are the whole gradient's rows.
+TEST_F(GradientCheck, VocabularyParallelEmbedding) {
+  const int64_t vocab = 6, dim = 3, n = 5, local = 3;
+  std::vector<int32_t> tokens = {1, 4, 1, 0, 5};
+  Vec w = randomVec(vocab * dim, rng), r = randomVec(n * dim, rng),
+      whole(n * dim), sum(n * dim, 0.0), y(n * dim), dw(vocab * dim),
+      dpart(local * dim);
+  embedding(w.data(), tokens.data(), whole.data(), n, vocab, dim);
+  embeddingGrad(r.data(), tokens.data(), dw.data(), n, vocab, dim);
+  for (int32_t start : {0, 3}) {
+    embedding(w.data() + start * dim, tokens.data(), y.data(), n, local, dim,
+              &start);
+    for (int64_t i = 0; i < n * dim; ++i)
+      sum[i] += y[i];
+    embeddingGrad(r.data(), tokens.data(), dpart.data(), n, local, dim, &start);
+    for (int64_t i = 0; i < local * dim; ++i)
+      EXPECT_EQ(dpart[i], dw[start * dim + i]);
+  }
+  for (int64_t i = 0; i < n * dim; ++i)
+    EXPECT_EQ(sum[i], whole[i]);
+}
+
 // The schedule of ../shared/reference/llama3-flavors.md, spot-checked.
 TEST(LRSchedule, WarmupStableDecay) {
   // 10 steps, warmup 2, decay_ratio 0.5 -> decay 5, stable 3.

@@ -56,6 +56,18 @@ SmallVector<double> kernelAttributes(Operation *op) {
       .Case<AttentionOp, AttentionGradOp>(
           [&](auto o) { return SmallVector<double>{f(o.getScale())}; })
       .Case([&](FillOp o) { return SmallVector<double>{f(o.getValue())}; })
+      .Case<EmbeddingOp, EmbeddingGradOp, TargetLogitOp, TargetLogitGradOp>(
+          [](auto o) {
+            return SmallVector<double>{o.getVocabStart() ? 1.0 : 0.0};
+          })
+      .Case([](dist::ShardOffsetOp o) {
+        SmallVector<double> attrs = {double(int64_t(o.getStride())),
+                                     double(o.getAxes().size())};
+        for (Attribute axis : o.getAxes())
+          attrs.push_back(
+              dist::MeshAttr::getAxisIndex(cast<StringAttr>(axis).getValue()));
+        return attrs;
+      })
       .Case([](GlobalNormOp o) {
         return SmallVector<double>{double(o.getInputs().size())};
       })
@@ -81,7 +93,10 @@ SmallVector<double> kernelAttributes(Operation *op) {
         double a = 0, b = 0;
         using Op = decltype(o);
         if constexpr (std::is_same_v<Op, dist::AllReduceStartOp>)
-          b = o.getReduction() == "avg" ? 1 : 0;
+          b = llvm::StringSwitch<double>(o.getReduction())
+                  .Case("avg", 1)
+                  .Case("max", 2)
+                  .Default(0);
         else if constexpr (std::is_same_v<Op, dist::AllToAllStartOp>) {
           a = double(o.getSplitDim());
           b = double(o.getConcatDim());
@@ -101,8 +116,11 @@ SmallVector<double> kernelAttributes(Operation *op) {
 }
 
 /// "f32" or "f64" from the op's first floating-point operand (or result);
-/// failure for element types the CPU kernels do not implement.
+/// failure for element types the CPU kernels do not implement. Ops on
+/// integers only (dist.shard_offset) are "i32".
 FailureOr<StringRef> kernelDtype(Operation *op) {
+  if (isa<dist::ShardOffsetOp>(op))
+    return StringRef("i32");
   auto pick = [](TypeRange types) -> Type {
     for (Type t : types) {
       if (auto future = dyn_cast<dist::FutureType>(t))
@@ -272,9 +290,12 @@ private:
     FailureOr<StringRef> dtype = kernelDtype(op);
     if (failed(dtype))
       return failure();
-    if (auto emb = dyn_cast<EmbeddingOp>(op);
-        emb && !emb.getTokens().getType().getElementType().isInteger(32))
-      return op->emitOpError() << "the CPU target takes i32 token ids";
+    for (Value operand : op->getOperands())
+      if (auto t = cast<RankedTensorType>(operand.getType());
+          isa<IntegerType>(t.getElementType()) &&
+          !t.getElementType().isInteger(32) && !isa<LRScheduleOp, AdamWOp>(op))
+        return op->emitOpError()
+               << "the CPU target takes i32 token ids and labels";
 
     auto alloc = runtimeFunction("titan_rt_alloc", {i64Type}, ptrType);
     for (Value result : op->getResults())
@@ -314,7 +335,8 @@ private:
     std::string kernel =
         ("titan_rt_" + op->getName().stripDialect() + "_" + *dtype).str();
     // Collectives return the request that dist.wait completes.
-    bool collective = isa<dist::DistDialect>(op->getDialect());
+    bool collective = op->getNumResults() == 1 &&
+                      isa<dist::FutureType>(op->getResult(0).getType());
     auto call = LLVM::CallOp::create(
         b, loc,
         runtimeFunction(kernel, {ptrType, ptrType, ptrType},

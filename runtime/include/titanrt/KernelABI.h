@@ -57,6 +57,13 @@ TITAN_RT_KERNEL(fill)
 TITAN_RT_KERNEL(reshape)
 TITAN_RT_KERNEL(cross_entropy)
 TITAN_RT_KERNEL(cross_entropy_grad)
+TITAN_RT_KERNEL(row_max)
+TITAN_RT_KERNEL(sum_exp)
+TITAN_RT_KERNEL(sum_exp_grad)
+TITAN_RT_KERNEL(target_logit)
+TITAN_RT_KERNEL(target_logit_grad)
+TITAN_RT_KERNEL(cross_entropy_from_stats)
+TITAN_RT_KERNEL(cross_entropy_from_stats_grad)
 TITAN_RT_KERNEL(global_norm)
 TITAN_RT_KERNEL(lr_schedule)
 TITAN_RT_KERNEL(adamw)
@@ -65,7 +72,8 @@ TITAN_RT_KERNEL(adamw)
 
 // Collectives of the dist dialect: buffers = {input, result}; attrs =
 // {a, b, mask of mesh axes (bit 0 pp ... bit 4 tp)} with (a, b) =
-// all_gather / reduce_scatter: (dim, 0); all_reduce: (0, 1 for a mean);
+// all_gather / reduce_scatter: (dim, 0); all_reduce: (0, 0 sum / 1 mean /
+// 2 max);
 // all_to_all: (split dim, concat dim); broadcast: (root, 0);
 // send_recv: (shift, 0).
 // Each returns a request that titan_rt_wait completes and releases; the
@@ -86,6 +94,11 @@ TITAN_RT_COLLECTIVE(send_recv_start)
 #undef TITAN_RT_COLLECTIVE
 
 void titan_rt_wait(void *request);
+
+/// dist.shard_offset: buffers = {result (i32)}; attrs = {stride, number of
+/// axes, axis indices (0 pp ... 4 tp) outermost first}.
+void titan_rt_shard_offset_i32(void **buffers, const int64_t *shapes,
+                               const double *attrs);
 
 #ifdef __cplusplus
 }

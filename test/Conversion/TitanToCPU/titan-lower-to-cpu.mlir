@@ -88,6 +88,36 @@ module attributes {dist.mesh = #dist.mesh<pp = 1, dp_replicate = 1, dp_shard = 1
 
 // -----
 
+// Loss parallel on the CPU target: dist.shard_offset is an i32 kernel with
+// attrs (stride, axis count, axes = tp (4)); ops with a vocab_start operand
+// pass attrs (1); the max all-reduce passes reduction code 2.
+// CHECK-DAG: llvm.mlir.global private constant @[[OFFSET:__titan_attrs_[0-9]+]](dense<[8.000000e+00, 1.000000e+00, 4.000000e+00]> : tensor<3xf64>)
+// CHECK-DAG: llvm.mlir.global private constant @[[MAX:__titan_attrs_[0-9]+]](dense<[0.000000e+00, 2.000000e+00, 1.600000e+01]> : tensor<3xf64>)
+// CHECK-DAG: llvm.mlir.global private constant @[[START:__titan_attrs_[0-9]+]](dense<1.000000e+00> : tensor<1xf64>)
+// CHECK-LABEL: llvm.func @titan_loss_parallel(
+// CHECK: llvm.call @titan_rt_shard_offset_i32
+// CHECK: llvm.call @titan_rt_embedding_f32
+// CHECK: llvm.call @titan_rt_row_max_f32
+// CHECK: llvm.call @titan_rt_all_reduce_start_f32
+// CHECK: llvm.call @titan_rt_sum_exp_f32
+// CHECK: llvm.call @titan_rt_target_logit_f32
+// CHECK: llvm.call @titan_rt_cross_entropy_from_stats_f32
+module attributes {dist.mesh = #dist.mesh<pp = 1, dp_replicate = 1, dp_shard = 1, cp = 1, tp = 2>} {
+  func.func @loss_parallel(%w: tensor<8x4xf32>, %t: tensor<3xi32>, %l: tensor<3x8xf32>) -> (tensor<3x4xf32>, tensor<f32>) {
+    %start = dist.shard_offset axes ["tp"] stride 8 : tensor<i32>
+    %h = titan.embedding %w[%t] vocab_start %start : tensor<i32> : tensor<8x4xf32>, tensor<3xi32> -> tensor<3x4xf32>
+    %m = titan.row_max %l : tensor<3x8xf32> -> tensor<3xf32>
+    %mf = dist.all_reduce_start %m axes ["tp"] {reduction = "max"} : tensor<3xf32> -> !dist.future<tensor<3xf32>>
+    %max = dist.wait %mf : !dist.future<tensor<3xf32>>
+    %s = titan.sum_exp %l, %max : (tensor<3x8xf32>, tensor<3xf32>) -> tensor<3xf32>
+    %x = titan.target_logit %l, %t vocab_start %start : tensor<i32> : (tensor<3x8xf32>, tensor<3xi32>) -> tensor<3xf32>
+    %loss = titan.cross_entropy_from_stats %max, %s, %x : (tensor<3xf32>, tensor<3xf32>, tensor<3xf32>) -> tensor<f32>
+    return %h, %loss : tensor<3x4xf32>, tensor<f32>
+  }
+}
+
+// -----
+
 func.func @bf16(%x: tensor<4xbf16>) -> tensor<4xbf16> {
   // expected-error @+1 {{'titan.silu' op has element type 'bf16', but the CPU target implements f32 and f64 only}}
   %y = titan.silu %x : tensor<4xbf16>

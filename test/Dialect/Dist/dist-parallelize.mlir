@@ -18,7 +18,7 @@ func.func @forward(%w: tensor<8x4xf32> {titan.param = "w"}, %n: tensor<4xf32> {t
 
 // -----
 
-// expected-error @+1 {{'func.func' op parameter 'odd' cannot be sharded 2-way by FSDP: dimension 0 (5) is not divisible by 2 shards}}
+// expected-error @+1 {{'func.func' op parameter 'odd' cannot be sharded as #dist.sharding<[["dp_shard"]]>: dimension 0 (5) is not divisible by 2 shards}}
 func.func @forward(%w: tensor<5x4xf32> {titan.param = "odd"}) -> tensor<f32> {
   %f = titan.fill 0.0 : tensor<f32>
   return %f : tensor<f32>
@@ -30,6 +30,6 @@ func.func @forward(%w: tensor<5x4xf32> {titan.param = "odd"}) -> tensor<f32> {
 module {
 }
 
-// Degrees beyond data parallelism are not implemented yet.
-// RUN: not titan-opt %s -split-input-file -dist-parallelize="tp=2" 2>&1 | FileCheck %s --check-prefix=TP
-// TP: error: dist-parallelize: tp degree 2 is not supported yet (data parallel only: FSDP, HSDP, DDP)
+// Context and pipeline parallel are not implemented yet.
+// RUN: not titan-opt %s -split-input-file -dist-parallelize="cp=2" 2>&1 | FileCheck %s --check-prefix=CP
+// CP: error: dist-parallelize: cp degree 2 is not supported yet (FSDP, HSDP, DDP and tensor/sequence parallel are)

@@ -90,8 +90,8 @@ module attributes {dist.mesh = #dist.mesh<pp = 1, dp_replicate = 1, dp_shard = 2
 
 module attributes {dist.mesh = #dist.mesh<pp = 1, dp_replicate = 1, dp_shard = 2, cp = 1, tp = 2>} {
   func.func @reduction(%x: tensor<4xf32>) {
-    // expected-error @+1 {{'dist.all_reduce_start' op reduction must be "sum" or "avg", got "max"}}
-    %f = dist.all_reduce_start %x axes ["tp"] {reduction = "max"} : tensor<4xf32> -> !dist.future<tensor<4xf32>>
+    // expected-error @+1 {{'dist.all_reduce_start' op reduction must be "sum", "avg" or "max", got "min"}}
+    %f = dist.all_reduce_start %x axes ["tp"] {reduction = "min"} : tensor<4xf32> -> !dist.future<tensor<4xf32>>
     return
   }
 }
@@ -178,6 +178,26 @@ module attributes {dist.mesh = #dist.mesh<pp = 1, dp_replicate = 1, dp_shard = 2
   func.func @send_recv_axes(%x: tensor<4xf32>) {
     // expected-error @+1 {{'dist.send_recv_start' op shifts along exactly one mesh axis, got 2}}
     %f = dist.send_recv_start %x axes ["dp_shard", "tp"] shift 1 : tensor<4xf32> -> !dist.future<tensor<4xf32>>
+    return
+  }
+}
+
+// -----
+
+module attributes {dist.mesh = #dist.mesh<pp = 1, dp_replicate = 1, dp_shard = 2, cp = 1, tp = 2>} {
+  func.func @shard_offset_axis() {
+    // expected-error @+1 {{'dist.shard_offset' op names unknown mesh axis 'ep'}}
+    %o = dist.shard_offset axes ["ep"] stride 4 : tensor<i32>
+    return
+  }
+}
+
+// -----
+
+module attributes {dist.mesh = #dist.mesh<pp = 1, dp_replicate = 1, dp_shard = 2, cp = 1, tp = 2>} {
+  func.func @shard_offset_range() {
+    // expected-error @+1 {{'dist.shard_offset' op stride 4294967296 gives offsets outside the i32 range}}
+    %o = dist.shard_offset axes ["tp"] stride 4294967296 : tensor<i32>
     return
   }
 }

@@ -16,6 +16,10 @@ module attributes {dist.mesh = #dist.mesh<pp = 1, dp_replicate = 2, dp_shard = 2
     %shard = dist.wait %r : !dist.future<tensor<4x8xf32>>
     // CHECK: dist.all_reduce_start %{{.*}} axes ["dp_replicate", "dp_shard"] {reduction = "avg"} : tensor<8x8xf32> -> !dist.future<tensor<8x8xf32>>
     %a = dist.all_reduce_start %g axes ["dp_replicate", "dp_shard"] {reduction = "avg"} : tensor<8x8xf32> -> !dist.future<tensor<8x8xf32>>
+    // CHECK: dist.all_reduce_start %{{.*}} axes ["tp"] {reduction = "max"} : tensor<8x8xf32>
+    %m = dist.all_reduce_start %g axes ["tp"] {reduction = "max"} : tensor<8x8xf32> -> !dist.future<tensor<8x8xf32>>
+    // CHECK: dist.shard_offset axes ["tp", "dp_shard"] stride 16 : tensor<i32>
+    %o = dist.shard_offset axes ["tp", "dp_shard"] stride 16 : tensor<i32>
     %avg = dist.wait %a : !dist.future<tensor<8x8xf32>>
     // CHECK: dist.replicate %{{.*}} axes ["dp_replicate"] : tensor<8x8xf32>
     %rep = dist.replicate %g axes ["dp_replicate"] : tensor<8x8xf32>

@@ -286,3 +286,43 @@ func.func @adamw_max_norm(%p: tensor<4xf32>, %lr: tensor<f32>, %s: tensor<i64>) 
   %0:3 = titan.adamw %p, %p, %p, %p, %lr, %lr, %s {beta1 = 0.9 : f64, beta2 = 0.95 : f64, eps = 1.0e-8 : f64, weight_decay = 0.1 : f64, max_norm = 0.0 : f64} : tensor<4xf32>, tensor<f32>, tensor<i64>
   return
 }
+
+// -----
+
+func.func @sum_exp_grad_result(%l: tensor<2x8x32xf32>, %m: tensor<2x8xf32>) {
+  // expected-error @+1 {{result type 'tensor<2x8x16xf32>' must equal logits type 'tensor<2x8x32xf32>'}}
+  %0 = titan.sum_exp_grad %l, %m, %m : (tensor<2x8x32xf32>, tensor<2x8xf32>, tensor<2x8xf32>) -> tensor<2x8x16xf32>
+  return
+}
+
+// -----
+
+func.func @sum_exp_grad_grad(%l: tensor<2x8x32xf32>, %m: tensor<2x8xf32>, %g: tensor<16xf32>) {
+  // expected-error @+1 {{grad type 'tensor<16xf32>' must equal max type 'tensor<2x8xf32>'}}
+  %0 = titan.sum_exp_grad %l, %m, %g : (tensor<2x8x32xf32>, tensor<2x8xf32>, tensor<16xf32>) -> tensor<2x8x32xf32>
+  return
+}
+
+// -----
+
+func.func @target_logit_grad_labels(%g: tensor<2x8xf32>, %y: tensor<2x4xi32>) {
+  // expected-error @+1 {{labels dimension 1 (4) must equal result dimension 1 (8)}}
+  %0 = titan.target_logit_grad %g, %y : (tensor<2x8xf32>, tensor<2x4xi32>) -> tensor<2x8x32xf32>
+  return
+}
+
+// -----
+
+func.func @target_logit_grad_type(%g: tensor<2x8xf64>, %y: tensor<2x8xi32>) {
+  // expected-error @+1 {{result element type 'f32' must equal grad element type 'f64'}}
+  %0 = titan.target_logit_grad %g, %y : (tensor<2x8xf64>, tensor<2x8xi32>) -> tensor<2x8x32xf32>
+  return
+}
+
+// -----
+
+func.func @from_stats_grad(%s: tensor<2x8xf32>, %g: tensor<f32>) {
+  // expected-error @+1 {{result type 'tensor<8xf32>' must equal sum_exp type 'tensor<2x8xf32>'}}
+  %0, %1 = titan.cross_entropy_from_stats_grad %s, %g : (tensor<2x8xf32>, tensor<f32>) -> (tensor<2x8xf32>, tensor<8xf32>)
+  return
+}

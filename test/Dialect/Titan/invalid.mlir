@@ -455,3 +455,75 @@ func.func @input_attr(%t: tensor<4xi32> {titan.input = "targets"}) {
 func.func @unknown_arg_attr(%t: tensor<4xi32> {titan.weight = "x"}) {
   return
 }
+
+// -----
+
+func.func @row_max_rank(%l: tensor<2x8x32xf32>) {
+  // expected-error @+1 {{result rank 1 must be logits rank - 1 (2)}}
+  %0 = titan.row_max %l : tensor<2x8x32xf32> -> tensor<8xf32>
+  return
+}
+
+// -----
+
+func.func @row_max_scalar(%l: tensor<f32>) {
+  // expected-error @+1 {{logits must have rank >= 1 (... x vocab), got a scalar}}
+  %0 = titan.row_max %l : tensor<f32> -> tensor<f32>
+  return
+}
+
+// -----
+
+func.func @row_max_type(%l: tensor<2x8x32xf32>) {
+  // expected-error @+1 {{result element type 'f64' must equal logits element type 'f32'}}
+  %0 = titan.row_max %l : tensor<2x8x32xf32> -> tensor<2x8xf64>
+  return
+}
+
+// -----
+
+func.func @sum_exp_max_shape(%l: tensor<2x8x32xf32>, %m: tensor<2x4xf32>) {
+  // expected-error @+1 {{max dimension 1 (4) must equal logits dimension 1 (8)}}
+  %0 = titan.sum_exp %l, %m : (tensor<2x8x32xf32>, tensor<2x4xf32>) -> tensor<2x4xf32>
+  return
+}
+
+// -----
+
+func.func @sum_exp_result(%l: tensor<2x8x32xf32>, %m: tensor<2x8xf32>) {
+  // expected-error @+1 {{result type 'tensor<2x8xf64>' must equal max type 'tensor<2x8xf32>'}}
+  %0 = titan.sum_exp %l, %m : (tensor<2x8x32xf32>, tensor<2x8xf32>) -> tensor<2x8xf64>
+  return
+}
+
+// -----
+
+func.func @target_logit_labels(%l: tensor<2x8x32xf32>, %y: tensor<2x4xi32>) {
+  // expected-error @+1 {{labels dimension 1 (4) must equal logits dimension 1 (8)}}
+  %0 = titan.target_logit %l, %y : (tensor<2x8x32xf32>, tensor<2x4xi32>) -> tensor<2x8xf32>
+  return
+}
+
+// -----
+
+func.func @target_logit_result(%l: tensor<2x8x32xf32>, %y: tensor<2x8xi32>) {
+  // expected-error @+1 {{result rank 3 must be logits rank - 1 (2)}}
+  %0 = titan.target_logit %l, %y : (tensor<2x8x32xf32>, tensor<2x8xi32>) -> tensor<2x8x32xf32>
+  return
+}
+
+// -----
+
+func.func @from_stats_shapes(%m: tensor<2x8xf32>, %s: tensor<2x8xf32>, %t: tensor<16xf32>) {
+  // expected-error @+1 {{target type 'tensor<16xf32>' must equal max type 'tensor<2x8xf32>'}}
+  %0 = titan.cross_entropy_from_stats %m, %s, %t : (tensor<2x8xf32>, tensor<2x8xf32>, tensor<16xf32>) -> tensor<f32>
+  return
+}
+
+// -----
+
+func.func @embedding_vocab_start_type(%w: tensor<64x16xf32>, %t: tensor<2x8xi32>, %s: tensor<i64>) {
+  // expected-error @+1 {{operand #2 must be 0D tensor of 32-bit signless integer values}}
+  %0 = titan.embedding %w[%t] vocab_start %s : tensor<i64> : tensor<64x16xf32>, tensor<2x8xi32> -> tensor<2x8x16xf32>
+  return
+}

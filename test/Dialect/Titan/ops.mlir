@@ -87,3 +87,29 @@ func.func @cross_entropy(%l: tensor<2x8x64xf32>, %y: tensor<2x8xi32> {titan.inpu
   %0 = titan.cross_entropy %l, %y : (tensor<2x8x64xf32>, tensor<2x8xi32>) -> tensor<f32>
   return %0 : tensor<f32>
 }
+
+// Loss parallel's pieces and the vocabulary-sharded embedding.
+// CHECK-LABEL: func.func @cross_entropy_pieces
+// CHECK: titan.embedding %{{.*}}[%{{.*}}] vocab_start %{{.*}} : tensor<i32> : tensor<32x16xf32>, tensor<2x8xi32> -> tensor<2x8x16xf32>
+// CHECK: titan.row_max %{{.*}} : tensor<2x8x32xf32> -> tensor<2x8xf32>
+// CHECK: titan.sum_exp %{{.*}}, %{{.*}} : (tensor<2x8x32xf32>, tensor<2x8xf32>) -> tensor<2x8xf32>
+// CHECK: titan.target_logit %{{.*}}, %{{.*}} vocab_start %{{.*}} : tensor<i32> : (tensor<2x8x32xf32>, tensor<2x8xi32>) -> tensor<2x8xf32>
+// CHECK: titan.target_logit %{{.*}}, %{{.*}} : (tensor<2x8x32xf32>, tensor<2x8xi32>) -> tensor<2x8xf32>
+// CHECK: titan.cross_entropy_from_stats %{{.*}}, %{{.*}}, %{{.*}} : (tensor<2x8xf32>, tensor<2x8xf32>, tensor<2x8xf32>) -> tensor<f32>
+// CHECK: titan.sum_exp_grad %{{.*}}, %{{.*}}, %{{.*}} : (tensor<2x8x32xf32>, tensor<2x8xf32>, tensor<2x8xf32>) -> tensor<2x8x32xf32>
+// CHECK: titan.target_logit_grad %{{.*}}, %{{.*}} vocab_start %{{.*}} : tensor<i32> : (tensor<2x8xf32>, tensor<2x8xi32>) -> tensor<2x8x32xf32>
+// CHECK: titan.cross_entropy_from_stats_grad %{{.*}}, %{{.*}} : (tensor<2x8xf32>, tensor<f32>) -> (tensor<2x8xf32>, tensor<2x8xf32>)
+// CHECK: titan.embedding_grad %{{.*}}, %{{.*}} vocab_start %{{.*}} : tensor<i32> : (tensor<2x8x16xf32>, tensor<2x8xi32>) -> tensor<32x16xf32>
+func.func @cross_entropy_pieces(%w: tensor<32x16xf32>, %l: tensor<2x8x32xf32>, %y: tensor<2x8xi32>, %start: tensor<i32>, %g: tensor<f32>) {
+  %h = titan.embedding %w[%y] vocab_start %start : tensor<i32> : tensor<32x16xf32>, tensor<2x8xi32> -> tensor<2x8x16xf32>
+  %m = titan.row_max %l : tensor<2x8x32xf32> -> tensor<2x8xf32>
+  %s = titan.sum_exp %l, %m : (tensor<2x8x32xf32>, tensor<2x8xf32>) -> tensor<2x8xf32>
+  %t = titan.target_logit %l, %y vocab_start %start : tensor<i32> : (tensor<2x8x32xf32>, tensor<2x8xi32>) -> tensor<2x8xf32>
+  %t2 = titan.target_logit %l, %y : (tensor<2x8x32xf32>, tensor<2x8xi32>) -> tensor<2x8xf32>
+  %loss = titan.cross_entropy_from_stats %m, %s, %t : (tensor<2x8xf32>, tensor<2x8xf32>, tensor<2x8xf32>) -> tensor<f32>
+  %ds = titan.sum_exp_grad %l, %m, %s : (tensor<2x8x32xf32>, tensor<2x8xf32>, tensor<2x8xf32>) -> tensor<2x8x32xf32>
+  %dt = titan.target_logit_grad %t, %y vocab_start %start : tensor<i32> : (tensor<2x8xf32>, tensor<2x8xi32>) -> tensor<2x8x32xf32>
+  %a, %b = titan.cross_entropy_from_stats_grad %s, %g : (tensor<2x8xf32>, tensor<f32>) -> (tensor<2x8xf32>, tensor<2x8xf32>)
+  %dw = titan.embedding_grad %h, %y vocab_start %start : tensor<i32> : (tensor<2x8x16xf32>, tensor<2x8xi32>) -> tensor<32x16xf32>
+  return
+}

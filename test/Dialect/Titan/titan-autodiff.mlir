@@ -128,3 +128,54 @@ module attributes {dist.mesh = #dist.mesh<pp = 1, dp_replicate = 1, dp_shard = 1
     return %loss : tensor<f32>
   }
 }
+
+// -----
+
+// Every rank's copy of the loss is seeded with 1/ranks (here 1/4) and each
+// collective's adjoint is its transpose: the all-reduce (sum) of a
+// non-constant gradient is an all-reduce (sum); the all-reduce (avg) of the
+// constant seed needs no communication.
+// CHECK-LABEL: func.func @forward_backward(
+// CHECK:      %[[SEED:.*]] = titan.fill 2.500000e-01 : tensor<f32>
+// CHECK:      %[[DS:.*]], %{{.*}} = titan.cross_entropy_from_stats_grad %{{.*}}, %[[SEED]]
+// CHECK:      %[[F:.*]] = dist.all_reduce_start %[[DS]] axes ["tp"] : tensor<4xf32>
+// CHECK-NOT:  dist.all_reduce_start {{.*}} tensor<f32>
+// CHECK:      return
+module attributes {dist.mesh = #dist.mesh<pp = 1, dp_replicate = 1, dp_shard = 2, cp = 1, tp = 2>} {
+  func.func @forward(%w: tensor<4x8xf32> {titan.param = "w"}, %l: tensor<4xi32>) -> tensor<f32> {
+    %m = titan.row_max %w : tensor<4x8xf32> -> tensor<4xf32>
+    %s = titan.sum_exp %w, %m : (tensor<4x8xf32>, tensor<4xf32>) -> tensor<4xf32>
+    %sf = dist.all_reduce_start %s axes ["tp"] : tensor<4xf32> -> !dist.future<tensor<4xf32>>
+    %sum = dist.wait %sf : !dist.future<tensor<4xf32>>
+    %t = titan.target_logit %w, %l : (tensor<4x8xf32>, tensor<4xi32>) -> tensor<4xf32>
+    %loss = titan.cross_entropy_from_stats %m, %sum, %t : (tensor<4xf32>, tensor<4xf32>, tensor<4xf32>) -> tensor<f32>
+    %lf = dist.all_reduce_start %loss axes ["dp_shard"] {reduction = "avg"} : tensor<f32> -> !dist.future<tensor<f32>>
+    %mean = dist.wait %lf : !dist.future<tensor<f32>>
+    return %mean : tensor<f32>
+  }
+}
+
+// -----
+
+// The row max is a shift the loss must not depend on.
+module {
+  func.func @forward(%w: tensor<4x8xf32> {titan.param = "w"}) -> tensor<f32> {
+    // expected-error @+1 {{'titan.row_max' op has no gradient: its result is a shift that the loss must not depend on}}
+    %m = titan.row_max %w : tensor<4x8xf32> -> tensor<4xf32>
+    %s = titan.sum_exp %w, %m : (tensor<4x8xf32>, tensor<4xf32>) -> tensor<4xf32>
+    %loss = titan.cross_entropy_from_stats %m, %s, %m : (tensor<4xf32>, tensor<4xf32>, tensor<4xf32>) -> tensor<f32>
+    return %loss : tensor<f32>
+  }
+}
+
+// -----
+
+module attributes {dist.mesh = #dist.mesh<pp = 1, dp_replicate = 1, dp_shard = 1, cp = 1, tp = 2>} {
+  func.func @forward(%w: tensor<4x8xf32> {titan.param = "w"}, %l: tensor<4xi32>) -> tensor<f32> {
+    // expected-error @+1 {{'dist.all_reduce_start' op (max) has no gradient}}
+    %f = dist.all_reduce_start %w axes ["tp"] {reduction = "max"} : tensor<4x8xf32> -> !dist.future<tensor<4x8xf32>>
+    %y = dist.wait %f : !dist.future<tensor<4x8xf32>>
+    %loss = titan.cross_entropy %y, %l : (tensor<4x8xf32>, tensor<4xi32>) -> tensor<f32>
+    return %loss : tensor<f32>
+  }
+}

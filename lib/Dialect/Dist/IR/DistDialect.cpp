@@ -227,9 +227,10 @@ LogicalResult ReduceScatterStartOp::verify() {
 LogicalResult AllReduceStartOp::verify() {
   if (failed(verifyAxes(*this, getAxes())))
     return failure();
-  if (getReduction() != "sum" && getReduction() != "avg")
-    return emitOpError() << "reduction must be \"sum\" or \"avg\", got \""
-                         << getReduction() << "\"";
+  if (!llvm::is_contained({"sum", "avg", "max"}, getReduction()))
+    return emitOpError()
+           << "reduction must be \"sum\", \"avg\" or \"max\", got \""
+           << getReduction() << "\"";
   return verifySameType(*this, getInput(), getFuture().getType());
 }
 
@@ -276,6 +277,17 @@ LogicalResult SendRecvStartOp::verify() {
     return emitOpError() << "shifts along exactly one mesh axis, got "
                          << getAxes().size();
   return verifySameType(*this, getInput(), getFuture().getType());
+}
+
+LogicalResult ShardOffsetOp::verify() {
+  FailureOr<int64_t> group = verifyAxes(*this, getAxes());
+  if (failed(group))
+    return failure();
+  if (int64_t(getStride()) < 0 ||
+      (*group - 1) * int64_t(getStride()) > INT32_MAX)
+    return emitOpError() << "stride " << int64_t(getStride())
+                         << " gives offsets outside the i32 range";
+  return success();
 }
 
 LogicalResult ReplicateOp::verify() {

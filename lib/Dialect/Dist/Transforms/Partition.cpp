@@ -3,9 +3,13 @@
 // Data parallelism changes no op of the model: each rank runs the forward on
 // its own rows. What changes is where parameters live (FSDP shards) and how
 // the ranks agree (the loss mean, and, through autodiff, the gradient
-// reductions). This pass makes both explicit.
+// reductions). This pass makes both explicit, then hands the model's ops to
+// the tensor-parallel rewriter (TensorParallel.cpp) when the mesh has a tp
+// axis.
 //
 //===----------------------------------------------------------------------===//
+
+#include "TensorParallel.h"
 
 #include "titan/Dialect/Dist/Transforms/Passes.h"
 #include "titan/Dialect/Titan/IR/Parameters.h"
@@ -24,14 +28,18 @@ using namespace titan::dist;
 
 namespace {
 
-/// The data-parallel axes of `mesh` with more than one rank.
-SmallVector<StringRef> dataParallelAxes(MeshAttr mesh) {
+/// The mesh axes with more than one rank among `candidates`.
+SmallVector<StringRef> activeAxes(MeshAttr mesh,
+                                  ArrayRef<StringRef> candidates) {
   SmallVector<StringRef> axes;
-  if (mesh.getDpReplicate() > 1)
-    axes.push_back("dp_replicate");
-  if (mesh.getDpShard() > 1)
-    axes.push_back("dp_shard");
+  for (StringRef axis : candidates)
+    if (*mesh.getAxisSize(axis) > 1)
+      axes.push_back(axis);
   return axes;
+}
+
+bool isDataParallelAxis(StringRef axis) {
+  return axis == "dp_replicate" || axis == "dp_shard";
 }
 
 struct DistPartitionPass
@@ -47,12 +55,18 @@ struct DistPartitionPass
                          << "' and a #dist.mesh (run dist-parallelize first)";
       return signalPassFailure();
     }
-    SmallVector<StringRef> dpAxes = dataParallelAxes(mesh);
-    if (dpAxes.empty())
+    SmallVector<StringRef> dpAxes =
+        activeAxes(mesh, {"dp_replicate", "dp_shard"});
+    // Axes on which a parameter not sharded over them is replicated and
+    // gets its gradient summed.
+    SmallVector<StringRef> syncAxes =
+        activeAxes(mesh, {"dp_replicate", "dp_shard", "tp"});
+    if (syncAxes.empty())
       return;
     OpBuilder b(&getContext());
     Block &body = forward.getBody().front();
     SmallVector<Type> argTypes(forward.getArgumentTypes());
+    DenseMap<Value, int64_t> tpShardDims;
 
     for (const ParameterArgument &p : getParameterArguments(forward)) {
       BlockArgument arg = body.getArgument(p.index);
@@ -76,7 +90,7 @@ struct DistPartitionPass
         for (unsigned d = 0; d < sharding.getDims().size(); ++d)
           llvm::append_range(shardedAxes, sharding.getAxes(d));
       SmallVector<StringRef> replicatedAxes;
-      for (StringRef axis : dpAxes)
+      for (StringRef axis : syncAxes)
         if (!llvm::is_contained(shardedAxes, axis))
           replicatedAxes.push_back(axis);
       Value full = arg;
@@ -93,13 +107,22 @@ struct DistPartitionPass
         arg.setType(localType);
         argTypes[p.index] = localType;
         full.setType(localType);
+        // FSDP gathers the data-parallel shards; tensor-parallel shards stay.
+        std::optional<int64_t> tpDim;
         for (unsigned d = 0; d < sharding.getDims().size(); ++d) {
-          SmallVector<StringRef> axes = sharding.getAxes(d);
+          SmallVector<StringRef> axes;
+          for (StringRef axis : sharding.getAxes(d)) {
+            if (isDataParallelAxis(axis))
+              axes.push_back(axis);
+            else if (axis == "tp")
+              tpDim = d;
+          }
           if (axes.empty())
             continue;
           auto inType = cast<RankedTensorType>(full.getType());
           SmallVector<int64_t> shape(inType.getShape());
-          shape[d] = p.type.getDimSize(d);
+          for (StringRef axis : axes)
+            shape[d] *= *mesh.getAxisSize(axis);
           auto future = AllGatherStartOp::create(
               b, loc,
               FutureType::get(
@@ -110,6 +133,8 @@ struct DistPartitionPass
             entry = future;
           full = WaitOp::create(b, loc, future);
         }
+        if (tpDim)
+          tpShardDims[full] = *tpDim;
       }
       if (entry)
         arg.replaceAllUsesExcept(full, entry);
@@ -117,8 +142,14 @@ struct DistPartitionPass
     forward.setFunctionType(
         b.getFunctionType(argTypes, forward.getResultTypes()));
 
+    if (mesh.getTp() > 1 && failed(partitionTensorParallel(
+                                forward, mesh, tpShardDims, lossParallel)))
+      return signalPassFailure();
+
     // The loss is the mean over the global batch: average the ranks' means
     // (every rank has the same number of tokens).
+    if (dpAxes.empty())
+      return;
     auto ret = cast<func::ReturnOp>(body.getTerminator());
     b.setInsertionPoint(ret);
     Value loss = ret.getOperand(0);

@@ -81,6 +81,23 @@ LogicalResult verifyPositive(Operation *op, StringRef attrName, double value) {
   return op->emitOpError() << "attribute '" << attrName
                            << "' must be positive, got " << formatNumber(value);
 }
+/// Checks `rows` has the leading shape of `logits` (`... x V` -> `...`).
+LogicalResult verifyPerRow(Operation *op, Value logits, StringRef logitsName,
+                           Value rows, StringRef rowsName) {
+  RankedTensorType l = tensorType(logits), r = tensorType(rows);
+  if (l.getRank() < 1)
+    return op->emitOpError() << logitsName
+                             << " must have rank >= 1 (... x vocab), got a "
+                                "scalar";
+  if (r.getRank() != l.getRank() - 1)
+    return op->emitOpError()
+           << rowsName << " rank " << r.getRank() << " must be " << logitsName
+           << " rank - 1 (" << l.getRank() - 1 << ")";
+  for (int64_t d = 0; d < r.getRank(); ++d)
+    if (failed(verifyDimsMatch(op, rows, rowsName, d, logits, logitsName, d)))
+      return failure();
+  return success();
+}
 } // namespace
 
 //===----------------------------------------------------------------------===//
@@ -351,8 +368,75 @@ LogicalResult CrossEntropyOp::verify() {
 }
 
 //===----------------------------------------------------------------------===//
+// Cross-entropy in pieces
+//===----------------------------------------------------------------------===//
+
+LogicalResult RowMaxOp::verify() {
+  Operation *op = getOperation();
+  if (failed(verifyPerRow(op, getLogits(), "logits", getResult(), "result")))
+    return failure();
+  return verifySameElementType(op, getResult(), "result", getLogits(),
+                               "logits");
+}
+
+LogicalResult SumExpOp::verify() {
+  Operation *op = getOperation();
+  if (failed(verifyPerRow(op, getLogits(), "logits", getMax(), "max")))
+    return failure();
+  if (getResult().getType() != getMax().getType())
+    return emitOpError() << "result type " << getResult().getType()
+                         << " must equal max type " << getMax().getType();
+  return success();
+}
+
+LogicalResult TargetLogitOp::verify() {
+  Operation *op = getOperation();
+  if (failed(verifyPerRow(op, getLogits(), "logits", getLabels(), "labels")) ||
+      failed(verifyPerRow(op, getLogits(), "logits", getResult(), "result")))
+    return failure();
+  return verifySameElementType(op, getResult(), "result", getLogits(),
+                               "logits");
+}
+
+LogicalResult CrossEntropyFromStatsOp::verify() {
+  for (auto [v, name] :
+       {std::pair(getSumExp(), "sum_exp"), std::pair(getTarget(), "target")})
+    if (v.getType() != getMax().getType())
+      return emitOpError() << name << " type " << v.getType()
+                           << " must equal max type " << getMax().getType();
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
 // Gradient ops
 //===----------------------------------------------------------------------===//
+
+LogicalResult SumExpGradOp::verify() {
+  Operation *op = getOperation();
+  if (failed(verifyPerRow(op, getLogits(), "logits", getMax(), "max")))
+    return failure();
+  if (getGrad().getType() != getMax().getType())
+    return emitOpError() << "grad type " << getGrad().getType()
+                         << " must equal max type " << getMax().getType();
+  return verifyResultLikeInput(op, getLogits(), "logits");
+}
+
+LogicalResult TargetLogitGradOp::verify() {
+  Operation *op = getOperation();
+  if (failed(verifyPerRow(op, getResult(), "result", getLabels(), "labels")) ||
+      failed(verifyPerRow(op, getResult(), "result", getGrad(), "grad")))
+    return failure();
+  return verifySameElementType(op, getResult(), "result", getGrad(), "grad");
+}
+
+LogicalResult CrossEntropyFromStatsGradOp::verify() {
+  for (Value r : getResults())
+    if (r.getType() != getSumExp().getType())
+      return emitOpError() << "result type " << r.getType()
+                           << " must equal sum_exp type "
+                           << getSumExp().getType();
+  return success();
+}
 
 LogicalResult EmbeddingGradOp::verify() {
   Operation *op = getOperation();

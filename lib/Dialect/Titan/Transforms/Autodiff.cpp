@@ -78,6 +78,24 @@ public:
 
   Value lookup(Value value) const { return grads.lookup(value); }
 
+  /// The transpose of an all-reduce is the same all-reduce of the gradient.
+  /// A gradient that is one constant on every rank (the loss seed) needs no
+  /// communication: its sum is the constant times the group size.
+  Value allReduceAdjoint(dist::AllReduceStartOp a, Value dy) {
+    Location loc = a.getLoc();
+    if (auto fill = dy.getDefiningOp<FillOp>()) {
+      if (a.getReduction() == "avg")
+        return dy;
+      int64_t n = dist::getGroupSize(dist::getMesh(a), a.getAxes());
+      return FillOp::create(
+          b, loc, dy.getType(),
+          b.getF64FloatAttr(fill.getValue().convertToDouble() * double(n)));
+    }
+    return collective<dist::AllReduceStartOp>(
+        b, loc, cast<RankedTensorType>(dy.getType()), dy, a.getAxesAttr(),
+        a.getReductionAttr());
+  }
+
   /// Applies the adjoint rule of `op`, given the gradients of its results.
   LogicalResult propagate(Operation *op) {
     SmallVector<Value> resultGrads;
@@ -97,9 +115,9 @@ public:
 
     return TypeSwitch<Operation *, LogicalResult>(op)
         .Case([&](EmbeddingOp e) {
-          accumulate(e.getWeight(),
-                     EmbeddingGradOp::create(b, loc, e.getWeight().getType(),
-                                             dy, e.getTokens()));
+          accumulate(e.getWeight(), EmbeddingGradOp::create(
+                                        b, loc, e.getWeight().getType(), dy,
+                                        e.getTokens(), e.getVocabStart()));
           return success();
         })
         .Case([&](RMSNormOp n) {
@@ -169,6 +187,32 @@ public:
                                         c.getLogits(), c.getLabels(), dy));
           return success();
         })
+        .Case([&](SumExpOp s) {
+          accumulate(s.getLogits(),
+                     SumExpGradOp::create(b, loc, s.getLogits().getType(),
+                                          s.getLogits(), s.getMax(), dy));
+          return success();
+        })
+        .Case([&](TargetLogitOp t) {
+          accumulate(t.getLogits(), TargetLogitGradOp::create(
+                                        b, loc, t.getLogits().getType(), dy,
+                                        t.getLabels(), t.getVocabStart()));
+          return success();
+        })
+        .Case([&](CrossEntropyFromStatsOp c) {
+          // The max is a shift the loss does not depend on: no gradient.
+          auto g = CrossEntropyFromStatsGradOp::create(
+              b, loc, c.getSumExp().getType(), c.getTarget().getType(),
+              c.getSumExp(), dy);
+          accumulate(c.getSumExp(), g.getSumExpGrad());
+          accumulate(c.getTarget(), g.getTargetGrad());
+          return success();
+        })
+        .Case([&](RowMaxOp m) {
+          return m.emitOpError()
+                 << "has no gradient: its result is a shift that the loss "
+                    "must not depend on";
+        })
         .Case([&](dist::WaitOp w) -> LogicalResult {
           Operation *start = w.getFuture().getDefiningOp();
           auto type = [](Value v) {
@@ -183,15 +227,9 @@ public:
                                          b, loc, type(r.getInput()), dy,
                                          r.getAxesAttr(), r.getDimAttr()));
           } else if (auto a = dyn_cast<dist::AllReduceStartOp>(start)) {
-            Value g = dy;
-            if (a.getReduction() == "avg") {
-              int64_t n = dist::getGroupSize(dist::getMesh(a), a.getAxes());
-              g = MulOp::create(
-                  b, loc, dy,
-                  FillOp::create(b, loc, dy.getType(),
-                                 b.getF64FloatAttr(1.0 / double(n))));
-            }
-            accumulate(a.getInput(), g);
+            if (a.getReduction() == "max")
+              return a.emitOpError() << "(max) has no gradient";
+            accumulate(a.getInput(), allReduceAdjoint(a, dy));
           } else if (auto x = dyn_cast<dist::AllToAllStartOp>(start)) {
             accumulate(x.getInput(),
                        collective<dist::AllToAllStartOp>(
@@ -273,8 +311,16 @@ struct TitanAutodiffPass : titan::impl::TitanAutodiffBase<TitanAutodiffPass> {
 
     b.setInsertionPoint(ret);
     GradientBuilder grads(b, regatherParams);
+    // Every rank returns the (same) loss; the per-rank programs together
+    // compute their mean, so each rank's copy is seeded with 1/ranks. With
+    // this convention every collective's adjoint is its exact transpose
+    // (all_gather <-> reduce_scatter, all_reduce <-> all_reduce), whatever
+    // mix of data, tensor and sequence sharding the program uses.
+    int64_t ranks = 1;
+    if (dist::MeshAttr mesh = dist::getMesh(module))
+      ranks = mesh.getWorldSize() / mesh.getPp();
     grads.accumulate(loss, FillOp::create(b, ret.getLoc(), lossType,
-                                          b.getF64FloatAttr(1.0)));
+                                          b.getF64FloatAttr(1.0 / ranks)));
     for (Operation *op : llvm::reverse(forwardOps))
       if (failed(grads.propagate(op)))
         return signalPassFailure();

@@ -117,12 +117,14 @@ def Dist_ReduceScatterStartOp
 }
 
 def Dist_AllReduceStartOp : Dist_CollectiveStartOp<"all_reduce_start"> {
-  let summary = "start summing (or averaging) over ranks";
+  let summary = "start summing, averaging or taking the maximum over ranks";
   let description = [{
     Over the ranks that differ only in the mesh axes `axes`, every rank
-    receives the elementwise sum (`reduction = "sum"`) or mean (`"avg"`) of
-    all ranks' `input`. The result is replicated over `axes`; its adjoint
-    passes the gradient through (sum) or scales it by 1/ranks (avg).
+    receives the elementwise sum (`reduction = "sum"`), mean (`"avg"`) or
+    maximum (`"max"`) of all ranks' `input`. The result is replicated over
+    `axes`. Its adjoint is the same all-reduce of the gradient (sum, avg);
+    `max` has none (loss parallel uses it for a shift the loss does not
+    depend on).
   }];
   let arguments = (ins StaticShapeTensorOf<[AnyFloat]>:$input,
                        Dist_AxisList:$axes,
@@ -179,6 +181,26 @@ def Dist_SendRecvStartOp : Dist_CollectiveStartOp<"send_recv_start"> {
     $input `axes` $axes `shift` $shift attr-dict `:` type($input) `->`
     qualified(type($future))
   }];
+}
+
+def Dist_ShardOffsetOp : Dist_Op<"shard_offset", [Pure]> {
+  let summary = "this rank's shard index over mesh axes, times a stride";
+  let description = [{
+    `index * stride`, where `index` is this rank's position in the group of
+    ranks that differ only in `axes` (outermost axis first, as a sharding
+    lists them). With `stride` the local size of a sharded dimension, this
+    is the global index of the rank's first element: the vocabulary-parallel
+    embedding and cross-entropy use it to find their slice of the
+    vocabulary.
+
+    ```mlir
+    %start = dist.shard_offset axes ["tp"] stride 64000 : tensor<i32>
+    ```
+  }];
+  let arguments = (ins Dist_AxisList:$axes, I64Attr:$stride);
+  let results = (outs 0DTensorOf<[I32]>:$result);
+  let assemblyFormat = "`axes` $axes `stride` $stride attr-dict `:` type($result)";
+  let hasVerifier = 1;
 }
 
 def Dist_WaitOp : Dist_Op<"wait", [MemoryEffects<[MemRead, MemFree]>,

@@ -16,8 +16,16 @@ def DistParallelize : Pass<"dist-parallelize", "::mlir::ModuleOp"> {
     `dp_replicate`). Data arguments hold each data-parallel rank's own rows
     of the global batch (the importer builds the per-rank local batch), so
     they are not annotated. A parameter whose first dimension does not divide
-    is an error naming it. Tensor, context and pipeline parallel degrees
-    above 1 are rejected: their plans are not implemented yet.
+    is an error naming it.
+
+    With `tp > 1`, TorchTitan's Llama tensor-parallel plan, matched on
+    parameter names: `wq`, `wk`, `wv`, `w1`, `w3` and `output` column-wise
+    and `tok_embeddings` by vocabulary (dimension 0 over `tp`), `wo` and
+    `w2` row-wise (dimension 1 over `tp`), norm weights replicated (sequence
+    parallel). FSDP then shards dimension 0 of the tensor-parallel shard:
+    `[["tp", "dp_shard"]]` or `[["dp_shard"], ["tp"]]`. A parameter outside
+    the plan is an error. Context and pipeline parallel degrees above 1 are
+    rejected: their plans are not implemented yet.
   }];
   let options = [
     Option<"dpReplicate", "dp-replicate", "int64_t", "1", "dp_replicate degree">,
@@ -42,8 +50,25 @@ def DistPartition : Pass<"dist-partition", "::mlir::ModuleOp"> {
     loss over the data-parallel axes, the loss being the mean over the global
     batch. Differentiating the result (titan-autodiff) turns the gathers into
     gradient reduce-scatters and the replications into all-reduces.
+
+    With a `tp` axis the model's ops are rewritten too (sequence parallel,
+    as TorchTitan): activations between blocks are split along the sequence
+    (`[B, S/tp, D]`); they are all-gathered along the sequence before a
+    column-wise linear, whose output is split by features (heads), and a
+    row-wise linear's partial sums are reduce-scattered back along the
+    sequence. The embedding looks up its vocabulary slice (rank offset from
+    `dist.shard_offset`) and reduce-scatters. The output projection yields
+    vocabulary-sharded logits; with `loss-parallel` the cross-entropy is
+    computed from per-row statistics (max all-reduced with `max`; sum of
+    exponentials and the label's logit all-reduced with `sum`), otherwise
+    the logits are all-gathered first. Parameters replicated over `tp`
+    (norms) get a `dist.replicate` over `tp`: their gradients are partial
+    sums over the sequence shards.
   }];
   let options = [
+    Option<"lossParallel", "loss-parallel", "bool", "true",
+           "Compute the cross-entropy on vocabulary-sharded logits "
+           "(TorchTitan's loss parallel); false gathers the logits">,
     Option<"forwardName", "forward", "std::string", "\"forward\"",
            "The model's forward function">,
   ];

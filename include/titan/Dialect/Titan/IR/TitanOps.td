@@ -32,16 +32,26 @@ def Titan_EmbeddingOp : Titan_Op<"embedding", [Pure]> {
     element type. Token ids must lie in `[0, V)`; the targets check this at
     run time.
 
+    With `vocab_start` (a 0-d i32 tensor, e.g. from `dist.shard_offset`) the
+    weight holds rows `[vocab_start, vocab_start + V)` of a larger table (the
+    vocabulary-parallel embedding of tensor parallelism): a token in that
+    range reads row `token - vocab_start`, any other token gives a zero row,
+    so summing the results over the shards gives the whole lookup.
+
     ```mlir
     %h = titan.embedding %w[%tokens]
         : tensor<2048x256xf32>, tensor<8x2048xi32> -> tensor<8x2048x256xf32>
+    %p = titan.embedding %w_shard[%tokens] vocab_start %start : tensor<i32>
+        : tensor<1024x256xf32>, tensor<8x2048xi32> -> tensor<8x2048x256xf32>
     ```
   }];
-  let arguments = (ins Titan_FloatTensor:$weight, Titan_IndexTensor:$tokens);
+  let arguments = (ins Titan_FloatTensor:$weight, Titan_IndexTensor:$tokens,
+                       Optional<0DTensorOf<[I32]>>:$vocab_start);
   let results = (outs Titan_FloatTensor:$result);
   let assemblyFormat = [{
-    $weight `[` $tokens `]` attr-dict `:` type($weight) `,` type($tokens)
-    `->` type($result)
+    $weight `[` $tokens `]` (`vocab_start` $vocab_start^ `:`
+    type($vocab_start))? attr-dict `:` type($weight) `,` type($tokens) `->`
+    type($result)
   }];
   let hasVerifier = 1;
 }
@@ -310,6 +320,98 @@ def Titan_CrossEntropyOp : Titan_Op<"cross_entropy", [Pure]> {
 }
 
 //===----------------------------------------------------------------------===//
+// Cross-entropy in pieces (loss parallel)
+//
+// With the vocabulary split over ranks, `cross_entropy` is computed from
+// per-row statistics that each rank computes on its slice and that
+// all-reduces combine: loss = mean(max + log(sum_exp) - target).
+//===----------------------------------------------------------------------===//
+
+def Titan_RowMaxOp : Titan_Op<"row_max", [Pure]> {
+  let summary = "maximum over the last dimension (a shift, no gradient)";
+  let description = [{
+    `result[t] = max_v logits[t, v]` for `logits` of shape `... x V`; the
+    result has shape `...`. Cross-entropy subtracts it for stability only:
+    the loss does not depend on it, so titan-autodiff propagates no gradient
+    through it (nor through the `max` operands below).
+
+    ```mlir
+    %m = titan.row_max %logits : tensor<8x2048x1024xf32> -> tensor<8x2048xf32>
+    ```
+  }];
+  let arguments = (ins Titan_FloatTensor:$logits);
+  let results = (outs Titan_FloatTensor:$result);
+  let assemblyFormat = "$logits attr-dict `:` type($logits) `->` type($result)";
+  let hasVerifier = 1;
+}
+
+def Titan_SumExpOp : Titan_Op<"sum_exp", [Pure]> {
+  let summary = "sum over the last dimension of exp(logits - max)";
+  let description = [{
+    `result[t] = sum_v exp(logits[t, v] - max[t])`, accumulated in float64 on
+    the CPU target. `max` has the leading shape of `logits`.
+
+    ```mlir
+    %s = titan.sum_exp %logits, %m
+        : (tensor<8x2048x1024xf32>, tensor<8x2048xf32>) -> tensor<8x2048xf32>
+    ```
+  }];
+  let arguments = (ins Titan_FloatTensor:$logits, Titan_FloatTensor:$max);
+  let results = (outs Titan_FloatTensor:$result);
+  let assemblyFormat = [{
+    $logits `,` $max attr-dict `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
+def Titan_TargetLogitOp : Titan_Op<"target_logit", [Pure]> {
+  let summary = "the logit of each row's label (0 outside this vocabulary slice)";
+  let description = [{
+    `result[t] = logits[t, labels[t] - vocab_start]` when that index lies in
+    `[0, V)`, else 0 (`vocab_start` is 0 when absent, and then labels must
+    lie in `[0, V)`). Summed over the slices of a split vocabulary this is
+    the label's logit.
+
+    ```mlir
+    %x = titan.target_logit %logits, %labels vocab_start %start : tensor<i32>
+        : (tensor<8x2048x1024xf32>, tensor<8x2048xi32>) -> tensor<8x2048xf32>
+    ```
+  }];
+  let arguments = (ins Titan_FloatTensor:$logits, Titan_IndexTensor:$labels,
+                       Optional<0DTensorOf<[I32]>>:$vocab_start);
+  let results = (outs Titan_FloatTensor:$result);
+  let assemblyFormat = [{
+    $logits `,` $labels (`vocab_start` $vocab_start^ `:` type($vocab_start))?
+    attr-dict `:` `(` type($logits) `,` type($labels) `)` `->` type($result)
+  }];
+  let hasVerifier = 1;
+}
+
+def Titan_CrossEntropyFromStatsOp
+    : Titan_Op<"cross_entropy_from_stats", [Pure]> {
+  let summary = "mean cross-entropy from per-row max, sum of exp and target";
+  let description = [{
+    `result = (1/T) * sum_t (max[t] + log(sum_exp[t]) - target[t])` over the
+    `T` rows, in float64 on the CPU target; equal to `titan.cross_entropy`
+    of the logits the statistics came from. The operands share one shape.
+
+    ```mlir
+    %loss = titan.cross_entropy_from_stats %m, %s, %x
+        : (tensor<8x2048xf32>, tensor<8x2048xf32>, tensor<8x2048xf32>)
+        -> tensor<f32>
+    ```
+  }];
+  let arguments = (ins Titan_FloatTensor:$max, Titan_FloatTensor:$sum_exp,
+                       Titan_FloatTensor:$target);
+  let results = (outs 0DTensorOf<[F32]>:$result);
+  let assemblyFormat = [{
+    $max `,` $sum_exp `,` $target attr-dict `:`
+    functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
 // Gradients (produced by titan-autodiff)
 //===----------------------------------------------------------------------===//
 
@@ -330,12 +432,15 @@ def Titan_EmbeddingGradOp : Titan_Op<"embedding_grad", [Pure]> {
   let description = [{
     `result[v, :] = sum over positions i with tokens[i] == v of grad[i, :]`;
     the result is `V x D` with `V` from its type. Accumulated in float32 for
-    narrower types.
+    narrower types. With `vocab_start`, row `v` collects the tokens equal to
+    `v + vocab_start` and other tokens contribute nothing.
   }];
-  let arguments = (ins Titan_FloatTensor:$grad, Titan_IndexTensor:$tokens);
+  let arguments = (ins Titan_FloatTensor:$grad, Titan_IndexTensor:$tokens,
+                       Optional<0DTensorOf<[I32]>>:$vocab_start);
   let results = (outs Titan_FloatTensor:$result);
   let assemblyFormat = [{
-    $grad `,` $tokens attr-dict `:` functional-type(operands, results)
+    $grad `,` $tokens (`vocab_start` $vocab_start^ `:` type($vocab_start))?
+    attr-dict `:` `(` type($grad) `,` type($tokens) `)` `->` type($result)
   }];
   let hasVerifier = 1;
 }
@@ -442,6 +547,54 @@ def Titan_CrossEntropyGradOp : Titan_Op<"cross_entropy_grad", [Pure]> {
   let assemblyFormat = [{
     $logits `,` $labels `,` $grad attr-dict `:`
     functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
+def Titan_SumExpGradOp : Titan_Op<"sum_exp_grad", [Pure]> {
+  let summary = "gradient of titan.sum_exp with respect to the logits";
+  let description = [{
+    `result[t, v] = grad[t] * exp(logits[t, v] - max[t])`; `max` gets no
+    gradient (see `titan.row_max`).
+  }];
+  let arguments = (ins Titan_FloatTensor:$logits, Titan_FloatTensor:$max,
+                       Titan_FloatTensor:$grad);
+  let results = (outs Titan_FloatTensor:$result);
+  let assemblyFormat = [{
+    $logits `,` $max `,` $grad attr-dict `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
+def Titan_TargetLogitGradOp : Titan_Op<"target_logit_grad", [Pure]> {
+  let summary = "gradient of titan.target_logit with respect to the logits";
+  let description = [{
+    `result[t, v] = grad[t]` where `v == labels[t] - vocab_start`, else 0;
+    the result (`... x V`) has the logits' type.
+  }];
+  let arguments = (ins Titan_FloatTensor:$grad, Titan_IndexTensor:$labels,
+                       Optional<0DTensorOf<[I32]>>:$vocab_start);
+  let results = (outs Titan_FloatTensor:$result);
+  let assemblyFormat = [{
+    $grad `,` $labels (`vocab_start` $vocab_start^ `:` type($vocab_start))?
+    attr-dict `:` `(` type($grad) `,` type($labels) `)` `->` type($result)
+  }];
+  let hasVerifier = 1;
+}
+
+def Titan_CrossEntropyFromStatsGradOp
+    : Titan_Op<"cross_entropy_from_stats_grad", [Pure]> {
+  let summary = "gradients of titan.cross_entropy_from_stats";
+  let description = [{
+    With `T` rows and the 0-d loss gradient `grad`:
+    `sum_exp_grad[t] = grad / (T * sum_exp[t])` and `target_grad[t] =
+    -grad / T`; `max` gets none.
+  }];
+  let arguments = (ins Titan_FloatTensor:$sum_exp, 0DTensorOf<[F32]>:$grad);
+  let results = (outs Titan_FloatTensor:$sum_exp_grad,
+                      Titan_FloatTensor:$target_grad);
+  let assemblyFormat = [{
+    $sum_exp `,` $grad attr-dict `:` functional-type(operands, results)
   }];
   let hasVerifier = 1;
 }
