@@ -23,8 +23,8 @@ struct Request {
 };
 
 /// The process group of a run: one rank of a mesh, with a communicator per
-/// subset of axes created on first use. Backed by MPI on CPUs; NCCL (with an
-/// MPI bootstrap) implements the same interface for GPUs.
+/// subset of axes created on first use. Backed by MPI on CPUs (host
+/// buffers) and by NCCL on GPUs (device buffers, bootstrapped over MPI).
 class Communicator {
 public:
   virtual ~Communicator() = default;
@@ -78,19 +78,38 @@ public:
   /// This rank's index in the group of ranks that differ only in `axes`,
   /// numbered with `axes[0]` outermost (the order a sharding lists them).
   int64_t groupIndex(const std::vector<MeshAxis> &axes) const;
+  /// Equal for exactly the ranks that share this rank's coordinates on
+  /// every axis outside `axisMask` (the ranks of one group).
+  int64_t groupColor(unsigned axisMask) const;
 
 protected:
   std::vector<int64_t> mesh_;
 };
 
+enum class Backend { MPI, NCCL };
+
 /// Initializes the process group for a mesh (MPI_Init on first call); the
 /// world size must equal the mesh's product, or the run stops with a message
-/// naming both.
-Communicator &initCommunicator(const std::vector<int64_t> &meshShape);
+/// naming both. NCCL needs a build with CUDA (TITAN_HAVE_NCCL).
+Communicator &initCommunicator(const std::vector<int64_t> &meshShape,
+                               Backend backend = Backend::MPI);
 /// The communicator set up by initCommunicator.
 Communicator &communicator();
-/// Finalizes MPI.
+/// Releases the communicator and finalizes MPI.
 void shutdownCommunicator();
+
+// Backends and their shared pieces (Communicator.cpp, MPICommunicator.cpp,
+// NCCLCommunicator.cpp).
+std::unique_ptr<Communicator>
+createMPICommunicator(const std::vector<int64_t> &meshShape);
+std::unique_ptr<Communicator>
+createNCCLCommunicator(const std::vector<int64_t> &meshShape);
+/// MPI_Init (once), this process's world rank and size; stops the run when
+/// the size is not the product of `comm`'s mesh.
+void bootstrapMPI(const Communicator &comm, int &rank, int &size);
+void finalizeMPI();
+/// Stops the run with a message naming the mesh and the launch size.
+void checkWorldSize(const std::vector<int64_t> &mesh, int64_t size);
 
 } // namespace titanrt
 

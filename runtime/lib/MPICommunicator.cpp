@@ -18,28 +18,6 @@
 
 using namespace titanrt;
 
-int64_t Communicator::coordinate(MeshAxis axis) const {
-  int64_t r = rank();
-  for (int a = kNumAxes - 1; a > axis; --a)
-    r /= mesh_[a];
-  return r % mesh_[axis];
-}
-
-int64_t Communicator::groupSize(unsigned axisMask) const {
-  int64_t n = 1;
-  for (int a = 0; a < kNumAxes; ++a)
-    if (axisMask & (1u << a))
-      n *= mesh_[a];
-  return n;
-}
-
-int64_t Communicator::groupIndex(const std::vector<MeshAxis> &axes) const {
-  int64_t index = 0;
-  for (MeshAxis a : axes)
-    index = index * mesh_[a] + coordinate(a);
-  return index;
-}
-
 namespace {
 
 void check(int rc, const char *what) {
@@ -87,24 +65,7 @@ class MPICommunicator : public Communicator {
 public:
   explicit MPICommunicator(const std::vector<int64_t> &meshShape) {
     mesh_ = meshShape;
-    int initialized = 0;
-    MPI_Initialized(&initialized);
-    if (!initialized)
-      check(MPI_Init(nullptr, nullptr), "init");
-    MPI_Comm_rank(MPI_COMM_WORLD, &rank_);
-    MPI_Comm_size(MPI_COMM_WORLD, &size_);
-    int64_t expected = groupSize((1u << kNumAxes) - 1);
-    if (size_ != expected)
-      fatal("this executable was compiled for " + std::to_string(expected) +
-            " ranks (mesh pp x dp_replicate x dp_shard x cp x tp = " +
-            std::to_string(mesh_[kPP]) + " x " +
-            std::to_string(mesh_[kDPReplicate]) + " x " +
-            std::to_string(mesh_[kDPShard]) + " x " +
-            std::to_string(mesh_[kCP]) + " x " + std::to_string(mesh_[kTP]) +
-            ") but was launched on " + std::to_string(size_) +
-            "; launch it with mpirun -np " + std::to_string(expected) +
-            " or recompile with titan-compile --world-size " +
-            std::to_string(size_));
+    bootstrapMPI(*this, rank_, size_);
   }
 
   ~MPICommunicator() override {
@@ -255,12 +216,10 @@ private:
     auto it = groups_.find(axisMask);
     if (it != groups_.end())
       return it->second;
-    int color = 0;
-    for (int a = 0; a < kNumAxes; ++a)
-      if (!(axisMask & (1u << a)))
-        color = color * int(mesh_[a]) + int(coordinate(MeshAxis(a)));
     MPI_Comm comm;
-    check(MPI_Comm_split(MPI_COMM_WORLD, color, rank_, &comm), "comm split");
+    check(
+        MPI_Comm_split(MPI_COMM_WORLD, int(groupColor(axisMask)), rank_, &comm),
+        "comm split");
     groups_[axisMask] = comm;
     return comm;
   }
@@ -269,29 +228,27 @@ private:
   std::map<unsigned, MPI_Comm> groups_;
 };
 
-std::unique_ptr<Communicator> &instance() {
-  static std::unique_ptr<Communicator> comm;
-  return comm;
-}
-
 } // namespace
 
-Communicator &titanrt::initCommunicator(const std::vector<int64_t> &meshShape) {
-  instance() = std::make_unique<MPICommunicator>(meshShape);
-  return *instance();
+void titanrt::bootstrapMPI(const Communicator &comm, int &rank, int &size) {
+  int initialized = 0;
+  MPI_Initialized(&initialized);
+  if (!initialized)
+    check(MPI_Init(nullptr, nullptr), "init");
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &size);
+  checkWorldSize(comm.meshShape(), size);
 }
 
-Communicator &titanrt::communicator() {
-  if (!instance())
-    fatal("internal error: collective called before the communicator was "
-          "initialized");
-  return *instance();
-}
-
-void titanrt::shutdownCommunicator() {
-  instance().reset();
-  int finalized = 0;
+void titanrt::finalizeMPI() {
+  int initialized = 0, finalized = 0;
+  MPI_Initialized(&initialized);
   MPI_Finalized(&finalized);
-  if (!finalized)
+  if (initialized && !finalized)
     MPI_Finalize();
+}
+
+std::unique_ptr<Communicator>
+titanrt::createMPICommunicator(const std::vector<int64_t> &meshShape) {
+  return std::make_unique<MPICommunicator>(meshShape);
 }

@@ -1,0 +1,89 @@
+//===- Communicator.cpp - the mesh view shared by every backend -----------===//
+
+#include "Communicator.h"
+#include "Error.h"
+
+#include <string>
+
+using namespace titanrt;
+
+int64_t Communicator::coordinate(MeshAxis axis) const {
+  int64_t r = rank();
+  for (int a = kNumAxes - 1; a > axis; --a)
+    r /= mesh_[a];
+  return r % mesh_[axis];
+}
+
+int64_t Communicator::groupSize(unsigned axisMask) const {
+  int64_t n = 1;
+  for (int a = 0; a < kNumAxes; ++a)
+    if (axisMask & (1u << a))
+      n *= mesh_[a];
+  return n;
+}
+
+int64_t Communicator::groupIndex(const std::vector<MeshAxis> &axes) const {
+  int64_t index = 0;
+  for (MeshAxis a : axes)
+    index = index * mesh_[a] + coordinate(a);
+  return index;
+}
+
+int64_t Communicator::groupColor(unsigned axisMask) const {
+  int64_t color = 0;
+  for (int a = 0; a < kNumAxes; ++a)
+    if (!(axisMask & (1u << a)))
+      color = color * mesh_[a] + coordinate(MeshAxis(a));
+  return color;
+}
+
+void titanrt::checkWorldSize(const std::vector<int64_t> &mesh, int64_t size) {
+  int64_t expected = 1;
+  for (int64_t d : mesh)
+    expected *= d;
+  if (size == expected)
+    return;
+  fatal("this executable was compiled for " + std::to_string(expected) +
+        " ranks (mesh pp x dp_replicate x dp_shard x cp x tp = " +
+        std::to_string(mesh[kPP]) + " x " + std::to_string(mesh[kDPReplicate]) +
+        " x " + std::to_string(mesh[kDPShard]) + " x " +
+        std::to_string(mesh[kCP]) + " x " + std::to_string(mesh[kTP]) +
+        ") but was launched on " + std::to_string(size) +
+        "; launch it with mpirun -np " + std::to_string(expected) +
+        " or recompile with titan-compile --world-size " +
+        std::to_string(size));
+}
+
+namespace {
+std::unique_ptr<Communicator> &instance() {
+  static std::unique_ptr<Communicator> comm;
+  return comm;
+}
+} // namespace
+
+Communicator &titanrt::initCommunicator(const std::vector<int64_t> &meshShape,
+                                        Backend backend) {
+  instance() = backend == Backend::NCCL ? createNCCLCommunicator(meshShape)
+                                        : createMPICommunicator(meshShape);
+  return *instance();
+}
+
+Communicator &titanrt::communicator() {
+  if (!instance())
+    fatal("internal error: collective called before the communicator was "
+          "initialized");
+  return *instance();
+}
+
+void titanrt::shutdownCommunicator() {
+  instance().reset();
+  finalizeMPI();
+}
+
+#ifndef TITAN_HAVE_NCCL
+std::unique_ptr<Communicator>
+titanrt::createNCCLCommunicator(const std::vector<int64_t> &) {
+  fatal("this runtime was built without CUDA, so it has no NCCL "
+        "communicator; rebuild titan with TITAN_ENABLE_CUDA=ON");
+}
+#endif

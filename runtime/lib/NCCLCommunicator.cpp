@@ -1,0 +1,296 @@
+//===- NCCLCommunicator.cpp - collectives over NCCL on GPUs ---------------===//
+//
+// The GPU backend of Communicator: buffers are device pointers, collectives
+// run on one communication stream, and a request's finish() makes the
+// compute stream wait for it on the device (no host synchronization), so
+// compute scheduled between start and wait overlaps the transfer.
+// Bootstrapped over MPI: rank 0's ncclUniqueId is broadcast with MPI, and
+// the communicator of each set of mesh axes is split from the world one.
+// Gathers and scatters along a middle dimension go through a device staging
+// buffer in rank-major block order, rearranged with strided 2-D copies.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Communicator.h"
+#include "Error.h"
+
+#include <cuda_runtime.h>
+#include <mpi.h>
+#include <nccl.h>
+
+#include <map>
+#include <string>
+
+using namespace titanrt;
+
+namespace {
+
+void checkCuda(cudaError_t rc, const char *what) {
+  if (rc != cudaSuccess)
+    fatal(std::string("CUDA ") + what + " failed: " + cudaGetErrorString(rc));
+}
+
+void checkNccl(ncclResult_t rc, const char *what) {
+  if (rc != ncclSuccess)
+    fatal(std::string("NCCL ") + what + " failed: " + ncclGetErrorString(rc) +
+          (rc == ncclRemoteError || rc == ncclSystemError
+               ? " (a peer may have exited; see its output)"
+               : ""));
+}
+
+ncclDataType_t ncclType(int elementSize) {
+  return elementSize == 8 ? ncclFloat64 : ncclFloat32;
+}
+
+/// A collective in flight on the communication stream.
+struct NCCLRequest : Request {
+  cudaEvent_t done = nullptr;
+  cudaStream_t compute = nullptr;
+  void finish() override {
+    checkCuda(cudaStreamWaitEvent(compute, done, 0), "stream wait");
+    checkCuda(cudaEventDestroy(done), "event destroy");
+  }
+};
+
+/// Copies `parts` blocks between natural [outer][parts][block] order and
+/// rank-major [parts][outer][block] order on `stream`.
+void rearrange(const char *src, char *dst, int64_t outer, int64_t parts,
+               int64_t blockBytes, bool toRankMajor, cudaStream_t stream) {
+  for (int64_t p = 0; p < parts; ++p) {
+    const char *from =
+        toRankMajor ? src + p * blockBytes : src + p * outer * blockBytes;
+    char *to =
+        toRankMajor ? dst + p * outer * blockBytes : dst + p * blockBytes;
+    size_t fromPitch = toRankMajor ? parts * blockBytes : blockBytes;
+    size_t toPitch = toRankMajor ? blockBytes : parts * blockBytes;
+    checkCuda(cudaMemcpy2DAsync(to, toPitch, from, fromPitch, blockBytes, outer,
+                                cudaMemcpyDeviceToDevice, stream),
+              "rearrange");
+  }
+}
+
+class NCCLCommunicator : public Communicator {
+public:
+  explicit NCCLCommunicator(const std::vector<int64_t> &meshShape) {
+    mesh_ = meshShape;
+    bootstrapMPI(*this, rank_, size_);
+    // One GPU per process: the process's index among those on its node.
+    MPI_Comm node;
+    MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, rank_,
+                        MPI_INFO_NULL, &node);
+    int localRank = 0, localSize = 1, devices = 0;
+    MPI_Comm_rank(node, &localRank);
+    MPI_Comm_size(node, &localSize);
+    MPI_Comm_free(&node);
+    if (cudaGetDeviceCount(&devices) != cudaSuccess || devices == 0)
+      fatal("the NCCL communicator needs a CUDA device, and none is visible");
+    if (localSize > devices)
+      fatal(std::to_string(localSize) + " ranks share a node with " +
+            std::to_string(devices) +
+            " GPUs; NCCL needs one GPU per rank (launch at most " +
+            std::to_string(devices) + " ranks per node)");
+    checkCuda(cudaSetDevice(localRank), "set device");
+    checkCuda(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking),
+              "stream create");
+
+    ncclUniqueId id;
+    if (rank_ == 0)
+      checkNccl(ncclGetUniqueId(&id), "unique id");
+    MPI_Bcast(&id, sizeof(id), MPI_BYTE, 0, MPI_COMM_WORLD);
+    checkNccl(ncclCommInitRank(&world_, size_, id, rank_), "init");
+  }
+
+  ~NCCLCommunicator() override {
+    cudaStreamSynchronize(stream_);
+    for (auto &[mask, comm] : groups_)
+      ncclCommDestroy(comm);
+    ncclCommDestroy(world_);
+    cudaStreamDestroy(stream_);
+  }
+
+  int rank() const override { return rank_; }
+  int worldSize() const override { return size_; }
+
+  std::unique_ptr<Request> allGather(const void *in, void *out, int elementSize,
+                                     int64_t outer, int64_t dimSize,
+                                     int64_t inner,
+                                     unsigned axisMask) override {
+    begin();
+    int64_t parts = groupSize(axisMask);
+    int64_t count = outer * dimSize * inner;
+    int64_t blockBytes = dimSize * inner * elementSize;
+    char *recv = static_cast<char *>(out);
+    if (outer > 1)
+      recv = staging(parts * count * elementSize);
+    checkNccl(ncclAllGather(in, recv, count, ncclType(elementSize),
+                            group(axisMask), stream_),
+              "all_gather");
+    if (outer > 1) {
+      rearrange(recv, static_cast<char *>(out), outer, parts, blockBytes,
+                /*toRankMajor=*/false, stream_);
+      release(recv);
+    }
+    return end();
+  }
+
+  std::unique_ptr<Request> reduceScatter(const void *in, void *out,
+                                         int elementSize, int64_t outer,
+                                         int64_t dimSize, int64_t inner,
+                                         unsigned axisMask) override {
+    begin();
+    int64_t parts = groupSize(axisMask);
+    int64_t count = outer * (dimSize / parts) * inner;
+    const char *send = static_cast<const char *>(in);
+    char *packed = nullptr;
+    if (outer > 1) {
+      packed = staging(parts * count * elementSize);
+      rearrange(send, packed, outer, parts,
+                (dimSize / parts) * inner * elementSize, /*toRankMajor=*/true,
+                stream_);
+      send = packed;
+    }
+    checkNccl(ncclReduceScatter(send, out, count, ncclType(elementSize),
+                                ncclSum, group(axisMask), stream_),
+              "reduce_scatter");
+    if (packed)
+      release(packed);
+    return end();
+  }
+
+  std::unique_ptr<Request> allReduce(const void *in, void *out, int elementSize,
+                                     int64_t count, Reduction reduction,
+                                     unsigned axisMask) override {
+    begin();
+    ncclRedOp_t op = reduction == Reduction::Max       ? ncclMax
+                     : reduction == Reduction::Average ? ncclAvg
+                                                       : ncclSum;
+    checkNccl(ncclAllReduce(in, out, count, ncclType(elementSize), op,
+                            group(axisMask), stream_),
+              "all_reduce");
+    return end();
+  }
+
+  std::unique_ptr<Request> allToAll(const void *in, void *out, int elementSize,
+                                    int64_t splitOuter, int64_t splitDim,
+                                    int64_t splitInner, int64_t concatOuter,
+                                    int64_t concatDim, int64_t concatInner,
+                                    unsigned axisMask) override {
+    begin();
+    int64_t parts = groupSize(axisMask);
+    int64_t total = splitOuter * splitDim * splitInner * elementSize;
+    int64_t partBytes = total / parts;
+    char *send = staging(2 * total), *recv = send + total;
+    rearrange(static_cast<const char *>(in), send, splitOuter, parts,
+              (splitDim / parts) * splitInner * elementSize,
+              /*toRankMajor=*/true, stream_);
+    ncclComm_t comm = group(axisMask);
+    checkNccl(ncclGroupStart(), "group start");
+    for (int64_t p = 0; p < parts; ++p) {
+      checkNccl(ncclSend(send + p * partBytes, partBytes, ncclChar, int(p),
+                         comm, stream_),
+                "send");
+      checkNccl(ncclRecv(recv + p * partBytes, partBytes, ncclChar, int(p),
+                         comm, stream_),
+                "recv");
+    }
+    checkNccl(ncclGroupEnd(), "group end");
+    rearrange(recv, static_cast<char *>(out), concatOuter, parts,
+              concatDim * concatInner * elementSize, /*toRankMajor=*/false,
+              stream_);
+    release(send);
+    return end();
+  }
+
+  std::unique_ptr<Request> broadcast(const void *in, void *out, int elementSize,
+                                     int64_t count, int64_t root,
+                                     unsigned axisMask) override {
+    begin();
+    checkNccl(ncclBroadcast(in, out, count, ncclType(elementSize), int(root),
+                            group(axisMask), stream_),
+              "broadcast");
+    return end();
+  }
+
+  std::unique_ptr<Request> sendRecv(const void *in, void *out, int elementSize,
+                                    int64_t count, int64_t shift,
+                                    unsigned axisMask) override {
+    begin();
+    ncclComm_t comm = group(axisMask);
+    int size = 0, me = 0;
+    checkNccl(ncclCommCount(comm, &size), "comm count");
+    checkNccl(ncclCommUserRank(comm, &me), "comm rank");
+    int to = int(((me + shift) % size + size) % size);
+    int from = int(((me - shift) % size + size) % size);
+    checkNccl(ncclGroupStart(), "group start");
+    checkNccl(ncclSend(in, count, ncclType(elementSize), to, comm, stream_),
+              "send");
+    checkNccl(ncclRecv(out, count, ncclType(elementSize), from, comm, stream_),
+              "recv");
+    checkNccl(ncclGroupEnd(), "group end");
+    return end();
+  }
+
+  void barrier() override {
+    checkCuda(cudaDeviceSynchronize(), "synchronize");
+    MPI_Barrier(MPI_COMM_WORLD);
+  }
+
+private:
+  /// Orders the collective after the compute stream's work so far.
+  void begin() {
+    cudaEvent_t ready;
+    checkCuda(cudaEventCreateWithFlags(&ready, cudaEventDisableTiming),
+              "event create");
+    checkCuda(cudaEventRecord(ready, compute_), "event record");
+    checkCuda(cudaStreamWaitEvent(stream_, ready, 0), "stream wait");
+    checkCuda(cudaEventDestroy(ready), "event destroy");
+  }
+
+  std::unique_ptr<Request> end() {
+    auto req = std::make_unique<NCCLRequest>();
+    req->compute = compute_;
+    checkCuda(cudaEventCreateWithFlags(&req->done, cudaEventDisableTiming),
+              "event create");
+    checkCuda(cudaEventRecord(req->done, stream_), "event record");
+    return req;
+  }
+
+  /// Stream-ordered scratch memory, freed in stream order after its last use.
+  char *staging(int64_t bytes) {
+    void *ptr = nullptr;
+    checkCuda(cudaMallocAsync(&ptr, size_t(bytes), stream_), "staging alloc");
+    return static_cast<char *>(ptr);
+  }
+  void release(void *ptr) {
+    checkCuda(cudaFreeAsync(ptr, stream_), "staging free");
+  }
+
+  /// The communicator of the ranks sharing this rank's coordinates outside
+  /// `axisMask`, split from the world one on first use.
+  ncclComm_t group(unsigned axisMask) {
+    if (axisMask == (1u << kNumAxes) - 1)
+      return world_;
+    auto it = groups_.find(axisMask);
+    if (it != groups_.end())
+      return it->second;
+    ncclComm_t comm;
+    checkNccl(
+        ncclCommSplit(world_, int(groupColor(axisMask)), rank_, &comm, nullptr),
+        "comm split");
+    return groups_[axisMask] = comm;
+  }
+
+  int rank_ = 0, size_ = 1;
+  ncclComm_t world_ = nullptr;
+  cudaStream_t stream_ = nullptr;
+  /// The stream the compiled step's kernels run on.
+  cudaStream_t compute_ = cudaStreamPerThread;
+  std::map<unsigned, ncclComm_t> groups_;
+};
+
+} // namespace
+
+std::unique_ptr<Communicator>
+titanrt::createNCCLCommunicator(const std::vector<int64_t> &meshShape) {
+  return std::make_unique<NCCLCommunicator>(meshShape);
+}
