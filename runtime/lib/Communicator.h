@@ -28,8 +28,8 @@ struct Request {
 class Communicator {
 public:
   virtual ~Communicator() = default;
-  virtual int rank() const = 0;
-  virtual int worldSize() const = 0;
+  int rank() const { return rank_; }
+  int worldSize() const { return size_; }
   const std::vector<int64_t> &meshShape() const { return mesh_; }
   /// This rank's coordinate along `axis`.
   int64_t coordinate(MeshAxis axis) const;
@@ -83,7 +83,12 @@ public:
   int64_t groupColor(unsigned axisMask) const;
 
 protected:
+  /// MPI_Init (once) and this process's world rank and size; stops the run
+  /// when the size is not the product of the mesh.
+  void bootstrapMPI();
+
   std::vector<int64_t> mesh_;
+  int rank_ = 0, size_ = 1; ///< in the world, set by bootstrapMPI
 };
 
 enum class Backend { MPI, NCCL };
@@ -104,9 +109,6 @@ std::unique_ptr<Communicator>
 createMPICommunicator(const std::vector<int64_t> &meshShape);
 std::unique_ptr<Communicator>
 createNCCLCommunicator(const std::vector<int64_t> &meshShape);
-/// MPI_Init (once), this process's world rank and size; stops the run when
-/// the size is not the product of `comm`'s mesh.
-void bootstrapMPI(const Communicator &comm, int &rank, int &size);
 void finalizeMPI();
 /// Stops the run with a message naming the mesh and the launch size.
 void checkWorldSize(const std::vector<int64_t> &mesh, int64_t size);

@@ -65,16 +65,13 @@ class MPICommunicator : public Communicator {
 public:
   explicit MPICommunicator(const std::vector<int64_t> &meshShape) {
     mesh_ = meshShape;
-    bootstrapMPI(*this, rank_, size_);
+    bootstrapMPI();
   }
 
   ~MPICommunicator() override {
     for (auto &[mask, comm] : groups_)
       MPI_Comm_free(&comm);
   }
-
-  int rank() const override { return rank_; }
-  int worldSize() const override { return size_; }
 
   std::unique_ptr<Request> allGather(const void *in, void *out, int elementSize,
                                      int64_t outer, int64_t dimSize,
@@ -224,20 +221,19 @@ private:
     return comm;
   }
 
-  int rank_ = 0, size_ = 1;
   std::map<unsigned, MPI_Comm> groups_;
 };
 
 } // namespace
 
-void titanrt::bootstrapMPI(const Communicator &comm, int &rank, int &size) {
+void Communicator::bootstrapMPI() {
   int initialized = 0;
   MPI_Initialized(&initialized);
   if (!initialized)
     check(MPI_Init(nullptr, nullptr), "init");
-  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-  MPI_Comm_size(MPI_COMM_WORLD, &size);
-  checkWorldSize(comm.meshShape(), size);
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank_);
+  MPI_Comm_size(MPI_COMM_WORLD, &size_);
+  checkWorldSize(mesh_, size_);
 }
 
 void titanrt::finalizeMPI() {

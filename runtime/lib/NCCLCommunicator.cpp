@@ -73,7 +73,7 @@ class NCCLCommunicator : public Communicator {
 public:
   explicit NCCLCommunicator(const std::vector<int64_t> &meshShape) {
     mesh_ = meshShape;
-    bootstrapMPI(*this, rank_, size_);
+    bootstrapMPI();
     // One GPU per process: the process's index among those on its node.
     MPI_Comm node;
     MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, rank_,
@@ -107,9 +107,6 @@ public:
     ncclCommDestroy(world_);
     cudaStreamDestroy(stream_);
   }
-
-  int rank() const override { return rank_; }
-  int worldSize() const override { return size_; }
 
   std::unique_ptr<Request> allGather(const void *in, void *out, int elementSize,
                                      int64_t outer, int64_t dimSize,
@@ -280,7 +277,6 @@ private:
     return groups_[axisMask] = comm;
   }
 
-  int rank_ = 0, size_ = 1;
   ncclComm_t world_ = nullptr;
   cudaStream_t stream_ = nullptr;
   /// The stream the compiled step's kernels run on.

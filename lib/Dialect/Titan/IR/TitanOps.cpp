@@ -81,6 +81,15 @@ LogicalResult verifyPositive(Operation *op, StringRef attrName, double value) {
   return op->emitOpError() << "attribute '" << attrName
                            << "' must be positive, got " << formatNumber(value);
 }
+/// Checks `a` and `b` have one type.
+LogicalResult verifySameType(Operation *op, Value a, StringRef aName, Value b,
+                             StringRef bName) {
+  if (a.getType() == b.getType())
+    return success();
+  return op->emitOpError() << aName << " type " << a.getType() << " must equal "
+                           << bName << " type " << b.getType();
+}
+
 /// Checks `rows` has the leading shape of `logits` (`... x V` -> `...`).
 LogicalResult verifyPerRow(Operation *op, Value logits, StringRef logitsName,
                            Value rows, StringRef rowsName) {
@@ -383,10 +392,7 @@ LogicalResult SumExpOp::verify() {
   Operation *op = getOperation();
   if (failed(verifyPerRow(op, getLogits(), "logits", getMax(), "max")))
     return failure();
-  if (getResult().getType() != getMax().getType())
-    return emitOpError() << "result type " << getResult().getType()
-                         << " must equal max type " << getMax().getType();
-  return success();
+  return verifySameType(op, getResult(), "result", getMax(), "max");
 }
 
 LogicalResult TargetLogitOp::verify() {
@@ -399,12 +405,10 @@ LogicalResult TargetLogitOp::verify() {
 }
 
 LogicalResult CrossEntropyFromStatsOp::verify() {
-  for (auto [v, name] :
-       {std::pair(getSumExp(), "sum_exp"), std::pair(getTarget(), "target")})
-    if (v.getType() != getMax().getType())
-      return emitOpError() << name << " type " << v.getType()
-                           << " must equal max type " << getMax().getType();
-  return success();
+  Operation *op = getOperation();
+  if (failed(verifySameType(op, getSumExp(), "sum_exp", getMax(), "max")))
+    return failure();
+  return verifySameType(op, getTarget(), "target", getMax(), "max");
 }
 
 //===----------------------------------------------------------------------===//
@@ -413,11 +417,9 @@ LogicalResult CrossEntropyFromStatsOp::verify() {
 
 LogicalResult SumExpGradOp::verify() {
   Operation *op = getOperation();
-  if (failed(verifyPerRow(op, getLogits(), "logits", getMax(), "max")))
+  if (failed(verifyPerRow(op, getLogits(), "logits", getMax(), "max")) ||
+      failed(verifySameType(op, getGrad(), "grad", getMax(), "max")))
     return failure();
-  if (getGrad().getType() != getMax().getType())
-    return emitOpError() << "grad type " << getGrad().getType()
-                         << " must equal max type " << getMax().getType();
   return verifyResultLikeInput(op, getLogits(), "logits");
 }
 
@@ -431,10 +433,9 @@ LogicalResult TargetLogitGradOp::verify() {
 
 LogicalResult CrossEntropyFromStatsGradOp::verify() {
   for (Value r : getResults())
-    if (r.getType() != getSumExp().getType())
-      return emitOpError() << "result type " << r.getType()
-                           << " must equal sum_exp type "
-                           << getSumExp().getType();
+    if (failed(verifySameType(getOperation(), r, "result", getSumExp(),
+                              "sum_exp")))
+      return failure();
   return success();
 }
 
