@@ -219,12 +219,13 @@ public:
                                  /*isVolatile=*/false);
         }
       } else if (isView(op)) {
-        ptr[op->getResult(0)] = ptr[op->getOperand(0)];
+        // lookup() copies: inserting the new key may grow the map.
+        ptr[op->getResult(0)] = ptr.lookup(op->getOperand(0));
       } else if (auto wait = dyn_cast<dist::WaitOp>(op)) {
         LLVM::CallOp::create(b, op->getLoc(),
                              runtimeFunction("titan_rt_wait", {ptrType}, {}),
                              ValueRange{requests.lookup(wait.getFuture())});
-        ptr[wait.getResult()] = ptr[wait.getFuture()];
+        ptr[wait.getResult()] = ptr.lookup(wait.getFuture());
       } else if (op->getDialect() &&
                  isa<TitanDialect, dist::DistDialect>(op->getDialect())) {
         if (failed(lowerOp(op, ptr)))

@@ -201,3 +201,51 @@ module attributes {dist.mesh = #dist.mesh<pp = 1, dp_replicate = 1, dp_shard = 2
     return
   }
 }
+
+// -----
+
+// Shardings of function arguments must fit the tensor and the mesh.
+module attributes {dist.mesh = #dist.mesh<pp = 1, dp_replicate = 1, dp_shard = 2, cp = 1, tp = 2>} {
+  // expected-error @+1 {{argument 0 of type 'tensor<6x4xf32>' cannot be sharded as #dist.sharding<[["tp", "dp_shard"]]>: dimension 0 (6) is not divisible by 4 shards}}
+  func.func @indivisible(%w: tensor<6x4xf32> {dist.sharding = #dist.sharding<[["tp", "dp_shard"]]>}) {
+    return
+  }
+}
+
+// -----
+
+// After partitioning the argument has its per-rank type: nothing to divide.
+module attributes {dist.mesh = #dist.mesh<pp = 1, dp_replicate = 1, dp_shard = 2, cp = 1, tp = 2>} {
+  func.func @partitioned(%w: tensor<3x4xf32> {dist.sharding = #dist.sharding<[["tp", "dp_shard"]]>}) attributes {dist.partitioned} {
+    return
+  }
+}
+
+// -----
+
+module attributes {dist.mesh = #dist.mesh<pp = 1, dp_replicate = 1, dp_shard = 2, cp = 1, tp = 2>} {
+  // expected-error @+1 {{argument 0 sharding #dist.sharding<[[], ["tp"]]> has more dimensions than its type 'tensor<4xf32>'}}
+  func.func @too_many_dims(%w: tensor<4xf32> {dist.sharding = #dist.sharding<[[], ["tp"]]>}) {
+    return
+  }
+}
+
+// -----
+
+// expected-error @+1 {{argument 0 has a sharding but no enclosing op has a #dist.mesh ('dist.mesh')}}
+func.func @no_mesh(%w: tensor<4xf32> {dist.sharding = #dist.sharding<[["tp"]]>}) {
+  return
+}
+
+// -----
+
+// expected-error @+1 {{'dist.sharding' must be a #dist.sharding, got 3 : i64}}
+func.func @not_a_sharding(%w: tensor<4xf32> {dist.sharding = 3}) {
+  return
+}
+
+// -----
+
+// expected-error @+1 {{'dist.mesh' must be a #dist.mesh, got "tp"}}
+module attributes {dist.mesh = "tp"} {
+}

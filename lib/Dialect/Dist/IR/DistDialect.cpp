@@ -2,6 +2,8 @@
 
 #include "titan/Dialect/Dist/IR/Dist.h"
 
+#include "mlir/Interfaces/FunctionInterfaces.h"
+
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/DialectImplementation.h"
 #include "llvm/ADT/TypeSwitch.h"
@@ -136,6 +138,59 @@ ShardingAttr::getLocalShape(ArrayRef<int64_t> shape, MeshAttr mesh,
     local[d] /= parts;
   }
   return local;
+}
+
+//===----------------------------------------------------------------------===//
+// Dialect attributes
+//===----------------------------------------------------------------------===//
+
+LogicalResult DistDialect::verifyOperationAttribute(Operation *op,
+                                                    NamedAttribute attr) {
+  if (attr.getName() == kMeshAttrName && !isa<MeshAttr>(attr.getValue()))
+    return op->emitError() << "'" << kMeshAttrName
+                           << "' must be a #dist.mesh, got " << attr.getValue();
+  if (attr.getName() == kPartitionedAttrName &&
+      !isa<UnitAttr>(attr.getValue()))
+    return op->emitError() << "'" << kPartitionedAttrName
+                           << "' must be a unit attribute";
+  return success();
+}
+
+/// A sharded argument must fit its tensor and the enclosing mesh; before
+/// partitioning (global types) every split dimension must divide.
+LogicalResult DistDialect::verifyRegionArgAttribute(Operation *op, unsigned,
+                                                    unsigned argIndex,
+                                                    NamedAttribute attr) {
+  if (attr.getName() != kShardingAttrName)
+    return success();
+  auto sharding = dyn_cast<ShardingAttr>(attr.getValue());
+  if (!sharding)
+    return op->emitError() << "'" << kShardingAttrName
+                           << "' must be a #dist.sharding, got "
+                           << attr.getValue();
+  auto func = dyn_cast<FunctionOpInterface>(op);
+  auto type = func ? dyn_cast<RankedTensorType>(func.getArgumentTypes()[argIndex])
+                   : RankedTensorType();
+  if (!type)
+    return op->emitError() << "argument " << argIndex
+                           << " has a sharding but is not a ranked tensor";
+  MeshAttr mesh = getMesh(op);
+  if (!mesh)
+    return op->emitError() << "argument " << argIndex
+                           << " has a sharding but no enclosing op has a "
+                              "#dist.mesh ('"
+                           << kMeshAttrName << "')";
+  if (sharding.getDims().size() > size_t(type.getRank()))
+    return op->emitError() << "argument " << argIndex << " sharding "
+                           << sharding << " has more dimensions than its type "
+                           << type;
+  std::string reason;
+  if (!op->hasAttr(kPartitionedAttrName) &&
+      failed(sharding.getLocalShape(type.getShape(), mesh, &reason)))
+    return op->emitError() << "argument " << argIndex << " of type " << type
+                           << " cannot be sharded as " << sharding << ": "
+                           << reason;
+  return success();
 }
 
 //===----------------------------------------------------------------------===//

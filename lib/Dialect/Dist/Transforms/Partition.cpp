@@ -63,6 +63,8 @@ struct DistPartitionPass
         activeAxes(mesh, {"dp_replicate", "dp_shard", "tp"});
     if (syncAxes.empty())
       return;
+    forward->setAttr(DistDialect::kPartitionedAttrName,
+                     UnitAttr::get(&getContext()));
     OpBuilder b(&getContext());
     Block &body = forward.getBody().front();
     SmallVector<Type> argTypes(forward.getArgumentTypes());

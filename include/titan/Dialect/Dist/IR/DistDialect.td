@@ -20,12 +20,18 @@ def Dist_Dialect : Dialect {
     value, so schedules can overlap communication with compute.
   }];
   let useDefaultAttributePrinterParser = 1;
+  let hasOperationAttrVerify = 1;
+  let hasRegionArgAttrVerify = 1;
   let useDefaultTypePrinterParser = 1;
   let extraClassDeclaration = [{
     /// Module attribute holding the #dist.mesh of the program.
     static constexpr ::llvm::StringLiteral kMeshAttrName = "dist.mesh";
     /// Argument attribute: the #dist.sharding of a function argument.
     static constexpr ::llvm::StringLiteral kShardingAttrName = "dist.sharding";
+    /// Function attribute: the arguments have their per-rank (local) types;
+    /// without it a sharded argument has its global type.
+    static constexpr ::llvm::StringLiteral kPartitionedAttrName =
+        "dist.partitioned";
   }];
 }
 
