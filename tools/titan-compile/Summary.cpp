@@ -3,6 +3,7 @@
 #include "Summary.h"
 
 #include "titan/Config/TrainConfig.h"
+#include "titan/Dialect/Dist/IR/Dist.h"
 #include "titan/Dialect/Titan/IR/Parameters.h"
 #include "titan/Model/LlamaArgs.h"
 #include "titan/Support/Format.h"
@@ -11,6 +12,8 @@
 #include "llvm/ADT/StringMap.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/raw_ostream.h"
+
+#include <map>
 
 using namespace titan;
 using llvm::StringRef;
@@ -28,6 +31,18 @@ static std::string humanCount(double n) {
 
 static std::string gib(double bytes) {
   return llvm::formatv("{0:f2} GiB", bytes / (1024.0 * 1024 * 1024));
+}
+
+/// 1536 -> "1.50 KiB"; bytes in the largest unit that keeps a leading digit.
+static std::string humanBytes(double bytes) {
+  const char *units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+  int u = 0;
+  while (bytes >= 1024 && u < 4) {
+    bytes /= 1024;
+    ++u;
+  }
+  return u == 0 ? llvm::formatv("{0} B", int64_t(bytes)).str()
+                : llvm::formatv("{0:f2} {1}", bytes, units[u]).str();
 }
 
 void titan::printSummary(const LlamaArgs &a, const TrainConfig &c,
@@ -155,4 +170,73 @@ void titan::printSummary(const LlamaArgs &a, const TrainConfig &c,
      << " arguments)\n";
   for (const auto &[name, count] : sorted)
     row(name, llvm::Twine(count));
+}
+
+/// Bytes of a statically shaped tensor.
+static int64_t tensorBytes(mlir::Type type) {
+  auto t = mlir::cast<mlir::RankedTensorType>(type);
+  return t.getNumElements() * ((t.getElementTypeBitWidth() + 7) / 8);
+}
+
+void titan::printPerRankPlan(mlir::ModuleOp module, llvm::raw_ostream &os) {
+  auto row = [&](const llvm::Twine &key, const llvm::Twine &value) {
+    os << "  " << llvm::left_justify(key.str(), 30) << "  " << value << "\n";
+  };
+  auto forward = module.lookupSymbol<mlir::func::FuncOp>("forward");
+  dist::MeshAttr mesh = dist::getMesh(module);
+  if (!forward || !mesh)
+    return;
+  int64_t params = 0;
+  for (const ParameterArgument &p : getParameterArguments(forward))
+    params += tensorBytes(p.type);
+  os << "per rank (mesh pp " << mesh.getPp() << " x dp_replicate "
+     << mesh.getDpReplicate() << " x dp_shard " << mesh.getDpShard() << " x cp "
+     << mesh.getCp() << " x tp " << mesh.getTp() << " = " << mesh.getWorldSize()
+     << " ranks)\n";
+  row("parameters", humanBytes(double(params)));
+  row("gradients", humanBytes(double(params)));
+  row("AdamW state", humanBytes(2.0 * double(params)));
+
+  // Collectives per step: kind and axes -> (count, payload bytes). The
+  // payload is the gathered (all_gather), scattered (reduce_scatter) or
+  // reduced (all_reduce) tensor.
+  for (llvm::StringRef fn : {"forward_backward", "optimizer_step"}) {
+    auto func = module.lookupSymbol<mlir::func::FuncOp>(fn);
+    if (!func)
+      continue;
+    std::map<std::string, std::pair<int64_t, int64_t>> traffic;
+    func.walk([&](mlir::Operation *op) {
+      if (op->getNumResults() != 1 ||
+          !mlir::isa<dist::FutureType>(op->getResult(0).getType()))
+        return;
+      auto axes = op->getAttrOfType<mlir::ArrayAttr>("axes");
+      std::string key = op->getName().stripDialect().drop_back(6).str();
+      if (auto reduction = op->getAttrOfType<mlir::StringAttr>("reduction"))
+        key += " (" + reduction.getValue().str() + ")";
+      key += " [";
+      llvm::raw_string_ostream ks(key);
+      llvm::interleave(
+          axes, ks,
+          [&](mlir::Attribute a) {
+            ks << mlir::cast<mlir::StringAttr>(a).getValue();
+          },
+          ",");
+      ks << "]";
+      int64_t bytes = std::max(
+          tensorBytes(op->getOperand(0).getType()),
+          tensorBytes(mlir::cast<dist::FutureType>(op->getResult(0).getType())
+                          .getValueType()));
+      auto &[count, total] = traffic[key];
+      ++count;
+      total += bytes;
+    });
+    os << "collectives per "
+       << (fn == "forward_backward" ? "microbatch" : "optimizer step") << " (@"
+       << fn << ")\n";
+    if (traffic.empty())
+      row("none", "");
+    for (const auto &[key, stats] : traffic)
+      row(key, llvm::formatv("{0} x, {1}", stats.first,
+                             humanBytes(double(stats.second))));
+  }
 }

@@ -17,6 +17,12 @@ struct TrainConfig;
 /// parameter and op counts are read off the imported IR.
 void printSummary(const LlamaArgs &args, const TrainConfig &config,
                   mlir::ModuleOp module, llvm::raw_ostream &os);
+
+/// Prints what one rank holds and communicates per step, read off the
+/// differentiated per-rank program (`forward_backward`, `optimizer_step`):
+/// parameter, gradient and AdamW bytes, and each collective's count and
+/// payload per kind and mesh axes.
+void printPerRankPlan(mlir::ModuleOp module, llvm::raw_ostream &os);
 } // namespace titan
 
 #endif // TITAN_TOOLS_TITAN_COMPILE_SUMMARY_H

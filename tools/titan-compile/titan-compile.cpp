@@ -310,6 +310,18 @@ int main(int argc, char **argv) {
   };
   if (emitStage == EmitStage::Summary) {
     printSummary(*model, *config, *module, output->os());
+    // With a world size (or fixed degrees), what one rank holds and sends.
+    if (worldSize > 0 || config->parallelism.dataParallelShardDegree > 0) {
+      llvm::Expected<std::array<int64_t, 5>> mesh = resolveMesh(*config);
+      if (!mesh)
+        return reportError(mesh.takeError());
+      mlir::PassManager pm(&context);
+      addPartitionPasses(pm, *config, *mesh);
+      addTrainingPasses(pm, *config);
+      if (failed(pm.run(*module)))
+        return reportError("compilation failed (see the diagnostics above)");
+      printPerRankPlan(*module, output->os());
+    }
     output->keep();
     return 0;
   }

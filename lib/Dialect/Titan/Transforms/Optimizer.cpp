@@ -42,6 +42,10 @@ Value buildGlobalNorm(OpBuilder &b, Location loc, func::FuncOp forward,
       for (unsigned d = 0; d < sharding.getDims().size(); ++d)
         for (StringRef axis : sharding.getAxes(d))
           axes.push_back(axis.str());
+    // In mesh order: [tp, dp_shard] and [dp_shard, tp] are one group.
+    llvm::sort(axes, [](const std::string &a, const std::string &b) {
+      return dist::MeshAttr::getAxisIndex(a) < dist::MeshAttr::getAxisIndex(b);
+    });
     groups[axes].push_back(g);
   }
   if (groups.size() == 1 && groups.begin()->first.empty())
