@@ -51,14 +51,15 @@ public:
     Block &body = forward.getBody().front();
     // The token ids give the sequence dimension of activations.
     for (BlockArgument arg : body.getArguments())
-      if (isa<IntegerType>(tensorType(arg).getElementType()))
-        seqDim = tensorType(arg).getRank() - 1;
+      if (auto t = dyn_cast<RankedTensorType>(arg.getType());
+          t && isa<IntegerType>(t.getElementType()))
+        seqDim = t.getRank() - 1;
     SmallVector<Operation *> ops;
     for (Operation &op : body.without_terminator())
       ops.push_back(&op);
     for (Operation *op : ops) {
       // Collectives and replicas come from the parameter partitioning.
-      if (isa<DistDialect>(op->getDialect()))
+      if (isa_and_nonnull<DistDialect>(op->getDialect()))
         continue;
       b.setInsertionPoint(op);
       if (failed(rewrite(op)))
