@@ -1,6 +1,7 @@
 //===- CommunicatorTest.cpp - collectives on a 2 x 2 mesh -----------------===//
 //
-// Run under `mpirun -np 4`: the mesh is dp_shard 2 x tp 2. Every rank fills
+// Run under `mpirun -np 4`: the mesh is dp_shard 2 x tp 2 (on one rank,
+// every group has one member). Every rank fills
 // its input with rank * 1000 + index, so each rank can compute what every
 // collective must return from the inputs of its group. Built twice: against
 // the MPI backend (host buffers) and, with TITAN_TEST_NCCL, against the
@@ -14,6 +15,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <functional>
 #include <tuple>
 #include <vector>
@@ -53,7 +55,9 @@ void run(const std::vector<T> &in, std::vector<T> &out,
 #endif
 }
 
-const std::vector<int64_t> kMesh = {1, 1, 2, 1, 2};
+/// dp_shard 2 x tp 2 on 4 ranks; the trivial mesh on 1 rank (every group
+/// of one), which still runs each backend's full code path.
+std::vector<int64_t> kMesh = {1, 1, 2, 1, 2};
 constexpr unsigned kShardMask = 1u << kDPShard, kTPMask = 1u << kTP;
 
 Communicator &comm() { return communicator(); }
@@ -91,33 +95,34 @@ int indexInGroup(unsigned mask) {
   return int(std::find(g.begin(), g.end(), comm().rank()) - g.begin());
 }
 
-// A [2][3][2] tensor gathered along dimension 1 over tp: [2][6][2].
+// A [2][3][2] tensor gathered along dimension 1 over tp: [2][3P][2].
 TEST(COMMUNICATOR, AllGatherMiddleDimension) {
-  std::vector<float> in = inputOf(comm().rank(), 12), out(24);
+  std::vector<int> g = groupOf(kTPMask);
+  int parts = int(g.size());
+  std::vector<float> in = inputOf(comm().rank(), 12), out(12 * parts);
   run(in, out, [](const void *i, void *o) {
     return comm().allGather(i, o, 4, 2, 3, 2, kTPMask);
   });
-  std::vector<int> g = groupOf(kTPMask);
   for (int o = 0; o < 2; ++o)
-    for (int p = 0; p < 2; ++p)
+    for (int p = 0; p < parts; ++p)
       for (int d = 0; d < 3; ++d)
         for (int i = 0; i < 2; ++i)
-          EXPECT_EQ(out[(o * 6 + p * 3 + d) * 2 + i],
+          EXPECT_EQ(out[(o * 3 * parts + p * 3 + d) * 2 + i],
                     float(g[p] * 1000 + (o * 3 + d) * 2 + i));
 }
 
-// A [2][4][3] tensor summed over dp_shard and split along dimension 1.
+// A [2][2P][3] tensor summed over dp_shard and split along dimension 1.
 TEST(COMMUNICATOR, ReduceScatterMiddleDimension) {
-  std::vector<float> in = inputOf(comm().rank(), 24), out(12);
-  run(in, out, [](const void *i, void *o) {
-    return comm().reduceScatter(i, o, 4, 2, 4, 3, kShardMask);
-  });
   std::vector<int> g = groupOf(kShardMask);
-  int me = indexInGroup(kShardMask);
+  int parts = int(g.size()), me = indexInGroup(kShardMask);
+  std::vector<float> in = inputOf(comm().rank(), 12 * parts), out(12);
+  run(in, out, [parts](const void *i, void *o) {
+    return comm().reduceScatter(i, o, 4, 2, 2 * parts, 3, kShardMask);
+  });
   for (int o = 0; o < 2; ++o)
     for (int d = 0; d < 2; ++d)
       for (int i = 0; i < 3; ++i) {
-        int src = (o * 4 + me * 2 + d) * 3 + i;
+        int src = (o * 2 * parts + me * 2 + d) * 3 + i;
         float expected = 0;
         for (int r : g)
           expected += float(r * 1000 + src);
@@ -125,11 +130,10 @@ TEST(COMMUNICATOR, ReduceScatterMiddleDimension) {
       }
 }
 
-TEST(COMMUNICATOR, AllReduceSumAndMeanOverTwoAxes) {
-  std::vector<double> in(5), sum(5), mean(5);
+TEST(COMMUNICATOR, AllReduceSumMeanAndMax) {
+  std::vector<double> in(5), sum(5), mean(5), max(5);
   for (int i = 0; i < 5; ++i)
     in[i] = comm().rank() * 10.0 + i;
-  std::vector<double> max(5);
   for (auto [out, reduction, mask] :
        {std::tuple(&sum, Reduction::Sum, kShardMask | kTPMask),
         std::tuple(&mean, Reduction::Average, kShardMask | kTPMask),
@@ -138,68 +142,85 @@ TEST(COMMUNICATOR, AllReduceSumAndMeanOverTwoAxes) {
         [&, reduction = reduction, mask = mask](const void *i, void *o) {
           return comm().allReduce(i, o, 8, 5, reduction, mask);
         });
-  // The tp partner of rank r is r ^ 1; the larger rank holds the maximum.
+  std::vector<int> all = groupOf(kShardMask | kTPMask), tp = groupOf(kTPMask);
+  double rankSum = 0;
+  for (int r : all)
+    rankSum += r;
+  int rankMax = *std::max_element(tp.begin(), tp.end());
   for (int i = 0; i < 5; ++i) {
-    EXPECT_EQ(sum[i], 60.0 + 4 * i);
-    EXPECT_EQ(mean[i], 15.0 + i);
-    EXPECT_EQ(max[i], (comm().rank() | 1) * 10.0 + i);
+    EXPECT_EQ(sum[i], rankSum * 10.0 + double(all.size()) * i);
+    EXPECT_EQ(mean[i], rankSum * 10.0 / double(all.size()) + i);
+    EXPECT_EQ(max[i], rankMax * 10.0 + i);
   }
 }
 
 // Shard indices follow the order a sharding lists its axes.
 TEST(COMMUNICATOR, GroupIndexInListedOrder) {
   int64_t shard = comm().coordinate(kDPShard), tp = comm().coordinate(kTP);
-  EXPECT_EQ(comm().groupIndex({kTP, kDPShard}), tp * 2 + shard);
-  EXPECT_EQ(comm().groupIndex({kDPShard, kTP}), shard * 2 + tp);
+  int64_t shards = comm().meshShape()[kDPShard], tps = comm().meshShape()[kTP];
+  EXPECT_EQ(comm().groupIndex({kTP, kDPShard}), tp * shards + shard);
+  EXPECT_EQ(comm().groupIndex({kDPShard, kTP}), shard * tps + tp);
   EXPECT_EQ(comm().groupIndex({kTP}), tp);
 }
 
-// [4][2] split along dimension 0 into 2 parts of [2][2], concatenated
-// along dimension 1: [2][4].
+// [2P][2] split along dimension 0 into P parts of [2][2], concatenated
+// along dimension 1: [2][2P].
 TEST(COMMUNICATOR, AllToAll) {
-  std::vector<float> in = inputOf(comm().rank(), 8), out(8);
-  run(in, out, [](const void *i, void *o) {
-    return comm().allToAll(i, o, 4, /*splitOuter=*/1, 4, 2,
+  std::vector<int> g = groupOf(kTPMask);
+  int parts = int(g.size()), me = indexInGroup(kTPMask);
+  std::vector<float> in = inputOf(comm().rank(), 4 * parts), out(4 * parts);
+  run(in, out, [parts](const void *i, void *o) {
+    return comm().allToAll(i, o, 4, /*splitOuter=*/1, 2 * parts, 2,
                            /*concatOuter=*/2, 2, 1, kTPMask);
   });
-  std::vector<int> g = groupOf(kTPMask);
-  int me = indexInGroup(kTPMask);
   for (int row = 0; row < 2; ++row)
-    for (int q = 0; q < 2; ++q)
+    for (int q = 0; q < parts; ++q)
       for (int col = 0; col < 2; ++col)
-        EXPECT_EQ(out[row * 4 + q * 2 + col],
+        EXPECT_EQ(out[row * 2 * parts + q * 2 + col],
                   float(g[q] * 1000 + (me * 2 + row) * 2 + col));
 }
 
 TEST(COMMUNICATOR, Broadcast) {
+  std::vector<int> g = groupOf(kShardMask);
+  int root = int(g.size()) - 1;
   std::vector<float> in = inputOf(comm().rank(), 6), out(6);
-  run(in, out, [](const void *i, void *o) {
-    return comm().broadcast(i, o, 4, 6, /*root=*/1, kShardMask);
+  run(in, out, [root](const void *i, void *o) {
+    return comm().broadcast(i, o, 4, 6, root, kShardMask);
   });
-  EXPECT_EQ(out, inputOf(groupOf(kShardMask)[1], 6));
+  EXPECT_EQ(out, inputOf(g[root], 6));
 }
 
 TEST(COMMUNICATOR, SendRecvShift) {
+  std::vector<int> g = groupOf(kTPMask);
+  int parts = int(g.size());
   std::vector<float> in = inputOf(comm().rank(), 3), out(3);
   run(in, out, [](const void *i, void *o) {
     return comm().sendRecv(i, o, 4, 3, /*shift=*/1, kTPMask);
   });
-  std::vector<int> g = groupOf(kTPMask);
-  int from = g[(indexInGroup(kTPMask) + 1) % 2];
-  EXPECT_EQ(out, inputOf(from, 3));
+  // Shifting by one: this rank receives from the one a step back.
+  EXPECT_EQ(out, inputOf(g[(indexInGroup(kTPMask) + parts - 1) % parts], 3));
 }
 
 } // namespace
 
 int main(int argc, char **argv) {
   ::testing::InitGoogleTest(&argc, argv);
+  // mpirun tells each process the world size; run directly, it is one rank.
+  const char *size = std::getenv("OMPI_COMM_WORLD_SIZE");
+  int ranks = size ? std::atoi(size) : 1;
+  if (ranks == 1)
+    kMesh = {1, 1, 1, 1, 1};
+  else if (ranks != 4) {
+    std::printf("run this test on 1 or 4 ranks, not %d\n", ranks);
+    return 1;
+  }
 #ifdef TITAN_TEST_NCCL
-  // ctest counts exit code 77 as skipped: no GPUs here to run on.
+  // ctest counts exit code 77 as skipped: not enough GPUs here.
   int devices = 0;
-  if (cudaGetDeviceCount(&devices) != cudaSuccess || devices < 4) {
-    std::printf("skipped: the NCCL communicator test needs 4 GPUs on one "
-                "node, this machine has %d\n",
-                devices);
+  if (cudaGetDeviceCount(&devices) != cudaSuccess || devices < ranks) {
+    std::printf("skipped: the NCCL communicator test on %d ranks needs %d "
+                "GPUs on one node, this machine has %d\n",
+                ranks, ranks, devices);
     return 77;
   }
   initCommunicator(kMesh, titanrt::Backend::NCCL);
