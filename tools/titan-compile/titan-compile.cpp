@@ -192,6 +192,11 @@ llvm::Error diagnoseUnsupported(const TrainConfig &c) {
     warn("activation_checkpoint.mode = \"" + c.activationCheckpoint.mode +
          "\": recompute regions are not implemented yet; all activations "
          "are kept (the numerics are the same)");
+  if (c.parallelism.enableAsyncTensorParallel)
+    warn("parallelism.enable_async_tensor_parallel: async TP (collective "
+         "matmuls overlapping the tensor-parallel collectives) is not "
+         "implemented yet; the collectives run before and after the GEMMs "
+         "(the numerics are the same)");
   if (c.metrics.enableTensorboard)
     warn("metrics.enable_tensorboard: TensorBoard output is not implemented; "
          "metrics are written to <dump_folder>/metrics.jsonl");
