@@ -19,18 +19,12 @@ partitioned program and its MPI collectives, not a speed-up.
 """
 
 import argparse
-import json
 import os
-import platform
 import re
-import statistics
-import subprocess
-import sys
 import tempfile
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-REFERENCE = os.path.join(ROOT, "test", "Integration", "Inputs", "llama_reference.py")
-PYTHON = "/usr/bin/python3"
+from common import ROOT, machine, median_tokens_per_second, prepare, \
+    read_metrics, run, write_result
 
 # name, ranks, compile-time overrides (the global batch stays the same).
 CONFIGS = [
@@ -47,17 +41,6 @@ CONFIGS = [
 ]
 
 
-def run(cmd, env=None):
-    print("+ " + " ".join(cmd), file=sys.stderr)
-    return subprocess.run(cmd, check=True, env=env, stdout=subprocess.PIPE,
-                          text=True).stdout
-
-
-def read_metrics(path):
-    with open(path) as f:
-        return [json.loads(line) for line in f if line.strip()]
-
-
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--build", default=os.path.join(ROOT, "build"))
@@ -69,31 +52,11 @@ def main():
     args = ap.parse_args()
     cores = os.cpu_count()
 
-    model = os.path.join(ROOT, "models", "llama3", args.flavor + ".toml")
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
-        config = os.path.join(tmp, "bench.toml")
-        with open(config, "w") as f:
-            f.write(f"""[model]
-flavor = "{model}"
-[training]
-global_batch_size = {args.batch}
-seq_len = {args.seq_len}
-steps = {args.steps}
-max_norm = 1.0
-[optimizer]
-lr = 8e-4
-[lr_scheduler]
-warmup_steps = 2
-[checkpoint]
-enable = false
-""")
-        weights = os.path.join(tmp, "w0.safetensors")
-        tokens = os.path.join(tmp, "tokens.bin")
-        run([PYTHON, REFERENCE, "init", "--model", model, "--seed", "0", "--out", weights])
-        count = (args.seq_len + 1) * args.batch * (args.steps + 1)
-        run([PYTHON, REFERENCE, "tokens", "--vocab", "2048", "--count", str(count),
-             "--out", tokens])
+        config, weights, tokens = prepare(tmp, args.flavor, args.seq_len,
+                                          args.batch, args.steps,
+                                          batch_key="global_batch_size")
 
         for name, ranks, overrides in CONFIGS:
             tp = 1
@@ -120,21 +83,14 @@ enable = false
             if params is None:  # one rank: everything
                 params = int(re.search(r"(\d+) parameters", log).group(1)) * 4
                 state = 2 * params
-            tps = statistics.median(m["tokens_per_second"] for m in metrics[1:])
+            tps = median_tokens_per_second(metrics)
             rows.append((name, ranks, threads, tps, params, state, metrics[-1]["loss"]))
 
     base = rows[0][3]
-    blas = os.environ.get("OPENBLAS_CORETYPE", "auto-detected")
-    cpu = platform.processor() or platform.machine()
-    try:
-        with open("/proc/cpuinfo") as f:
-            cpu = next(l.split(":", 1)[1].strip() for l in f if l.startswith("model name"))
-    except (OSError, StopIteration):
-        pass
     lines = [
         f"# titan parallel configurations on CPU — {args.flavor}",
         "",
-        f"Machine: {cpu}, {cores} cores; OpenBLAS core type: {blas}; MPI: Open MPI "
+        f"Machine: {machine()}; MPI: Open MPI "
         f"(shared memory). Global batch {args.batch} x seq {args.seq_len} = "
         f"{args.batch * args.seq_len} tokens per step, float32, AdamW; median of "
         f"steps 2-{args.steps}.",
@@ -154,12 +110,7 @@ enable = false
         lines += ["", f"With {cores} cores, configurations of more ranks than cores "
                   "time-share them: the ratios show the cost of partitioning and "
                   "communication, not scaling."]
-    text = "\n".join(lines) + "\n"
-    print(text)
-    if args.out:
-        os.makedirs(os.path.dirname(os.path.abspath(args.out)), exist_ok=True)
-        with open(args.out, "w") as f:
-            f.write(text)
+    write_result("\n".join(lines) + "\n", args.out)
 
 
 if __name__ == "__main__":

@@ -16,27 +16,13 @@ environment, so OPENBLAS_CORETYPE (if set) applies to both.
 """
 
 import argparse
-import json
 import os
-import platform
-import statistics
 import subprocess
 import sys
 import tempfile
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-REFERENCE = os.path.join(ROOT, "test", "Integration", "Inputs", "llama_reference.py")
-PYTHON = "/usr/bin/python3"
-
-
-def run(cmd, env=None):
-    print("+ " + " ".join(cmd), file=sys.stderr)
-    subprocess.run(cmd, check=True, env=env, stdout=subprocess.DEVNULL)
-
-
-def read_metrics(path):
-    with open(path) as f:
-        return [json.loads(line) for line in f if line.strip()]
+from common import PYTHON, REFERENCE, ROOT, machine, median_tokens_per_second, \
+    model_path, prepare, read_metrics, run, write_result
 
 
 def main():
@@ -50,30 +36,10 @@ def main():
     ap.add_argument("--out")
     args = ap.parse_args()
 
-    model = os.path.join(ROOT, "models", "llama3", args.flavor + ".toml")
+    model = model_path(args.flavor)
     with tempfile.TemporaryDirectory() as tmp:
-        config = os.path.join(tmp, "bench.toml")
-        with open(config, "w") as f:
-            f.write(f"""[model]
-flavor = "{model}"
-[training]
-local_batch_size = {args.batch}
-seq_len = {args.seq_len}
-steps = {args.steps}
-max_norm = 1.0
-[optimizer]
-lr = 8e-4
-[lr_scheduler]
-warmup_steps = 2
-[checkpoint]
-enable = false
-""")
-        weights = os.path.join(tmp, "w0.safetensors")
-        tokens = os.path.join(tmp, "tokens.bin")
-        run([PYTHON, REFERENCE, "init", "--model", model, "--seed", "0", "--out", weights])
-        count = (args.seq_len + 1) * args.batch * (args.steps + 1)
-        run([PYTHON, REFERENCE, "tokens", "--vocab", "2048", "--count", str(count),
-             "--out", tokens])
+        config, weights, tokens = prepare(tmp, args.flavor, args.seq_len,
+                                          args.batch, args.steps)
 
         train = os.path.join(tmp, "train")
         run([os.path.join(args.build, "bin", "titan-compile"),
@@ -90,8 +56,7 @@ enable = false
              "--threads", str(args.threads)], env=env)
         torch_run = read_metrics(ref_out)
 
-    def tps(metrics):
-        return statistics.median(m["tokens_per_second"] for m in metrics[1:])
+    tps = median_tokens_per_second
 
     sys.path.insert(0, os.path.dirname(REFERENCE))
     import llama_reference as ref  # noqa: E402
@@ -103,18 +68,10 @@ enable = false
         if name != "tok_embeddings.weight")
     flops = 6 * n + 12 * a.n_layers * a.n_heads * a.head_dim * args.seq_len
     t_titan, t_torch = tps(titan), tps(torch_run)
-    blas = os.environ.get("OPENBLAS_CORETYPE", "auto-detected")
-    cpu = platform.processor() or platform.machine()
-    try:
-        with open("/proc/cpuinfo") as f:
-            cpu = next(l.split(":", 1)[1].strip() for l in f if l.startswith("model name"))
-    except (OSError, StopIteration):
-        pass
     lines = [
         f"# titan CPU training step vs PyTorch eager — {args.flavor}",
         "",
-        f"Machine: {cpu}, {os.cpu_count()} cores; {args.threads} threads; "
-        f"OpenBLAS core type: {blas}; PyTorch {subprocess.run([PYTHON, '-c', 'import torch; print(torch.__version__)'], capture_output=True, text=True).stdout.strip()}.",
+        f"Machine: {machine()}; {args.threads} threads; PyTorch {subprocess.run([PYTHON, '-c', 'import torch; print(torch.__version__)'], capture_output=True, text=True).stdout.strip()}.",
         f"Step: local batch {args.batch} x seq {args.seq_len} = "
         f"{args.batch * args.seq_len} tokens, float32, AdamW; median of steps 2-{args.steps}.",
         "",
@@ -125,12 +82,7 @@ enable = false
         "",
         f"**Ratio titan / PyTorch: {t_titan / t_torch:.2f}x**",
     ]
-    text = "\n".join(lines) + "\n"
-    print(text)
-    if args.out:
-        os.makedirs(os.path.dirname(os.path.abspath(args.out)), exist_ok=True)
-        with open(args.out, "w") as f:
-            f.write(text)
+    write_result("\n".join(lines) + "\n", args.out)
 
 
 if __name__ == "__main__":

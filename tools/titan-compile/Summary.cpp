@@ -18,31 +18,33 @@
 using namespace titan;
 using llvm::StringRef;
 
-/// 405853388800 -> "405.85 B".
-static std::string humanCount(double n) {
-  const char *units[] = {"", "K", "M", "B", "T"};
-  int u = 0;
-  while (n >= 1000 && u < 4) {
-    n /= 1000;
+/// `n` in the largest of `units` (each `base` times the previous) that keeps
+/// a leading digit, with two decimals; whole numbers in the first unit.
+static std::string scaled(double n, double base,
+                          llvm::ArrayRef<const char *> units) {
+  size_t u = 0;
+  while (n >= base && u + 1 < units.size()) {
+    n /= base;
     ++u;
   }
-  return llvm::formatv("{0:f2} {1}", n, units[u]);
+  std::string unit = *units[u] ? std::string(" ") + units[u] : "";
+  if (u == 0 && n == double(int64_t(n)))
+    return llvm::formatv("{0}{1}", int64_t(n), unit).str();
+  return llvm::formatv("{0:f2}{1}", n, unit).str();
+}
+
+/// 405853388800 -> "405.85 B".
+static std::string humanCount(double n) {
+  return scaled(n, 1000, {"", "K", "M", "B", "T"});
+}
+
+/// 1536 -> "1.50 KiB".
+static std::string humanBytes(double bytes) {
+  return scaled(bytes, 1024, {"B", "KiB", "MiB", "GiB", "TiB"});
 }
 
 static std::string gib(double bytes) {
   return llvm::formatv("{0:f2} GiB", bytes / (1024.0 * 1024 * 1024));
-}
-
-/// 1536 -> "1.50 KiB"; bytes in the largest unit that keeps a leading digit.
-static std::string humanBytes(double bytes) {
-  const char *units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
-  int u = 0;
-  while (bytes >= 1024 && u < 4) {
-    bytes /= 1024;
-    ++u;
-  }
-  return u == 0 ? llvm::formatv("{0} B", int64_t(bytes)).str()
-                : llvm::formatv("{0:f2} {1}", bytes, units[u]).str();
 }
 
 void titan::printSummary(const LlamaArgs &a, const TrainConfig &c,
