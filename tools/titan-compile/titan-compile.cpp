@@ -149,14 +149,16 @@ void addPartitionPasses(mlir::PassManager &pm, const TrainConfig &c,
   pm.addPass(dist::createDistParallelize(o));
   dist::DistPartitionOptions partition;
   partition.lossParallel = !c.parallelism.disableLossParallel;
+  partition.reshardAfterForward = c.parallelism.fsdpReshardAfterForward;
   pm.addPass(dist::createDistPartition(partition));
 }
 
 /// The training-step passes, configured from the training config.
 void addTrainingPasses(mlir::PassManager &pm, const TrainConfig &c) {
   TitanAutodiffOptions autodiff;
-  // FSDP's reshard_after_forward: TorchTitan's default reshards too.
-  autodiff.regatherParams = c.parallelism.fsdpReshardAfterForward != "never";
+  // FSDP's reshard_after_forward; dist-partition marks the parameters the
+  // policy keeps gathered.
+  autodiff.regatherParams = true;
   pm.addPass(createTitanAutodiff(autodiff));
   TitanOptimizerOptions o;
   o.lr = c.optimizer.lr;

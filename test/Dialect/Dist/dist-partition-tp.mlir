@@ -84,9 +84,9 @@
 // its tensor-parallel shard; the norm weight is replicated over tp and
 // gathered over dp_shard; the loss is averaged over dp_shard.
 // FSDP-TP-LABEL: func.func @forward(
-// FSDP-TP-SAME: %[[EMB:[^:]*]]: tensor<4x8xf32> {dist.sharding = #dist.sharding<{{\[}}["tp", "dp_shard"]]>
-// FSDP-TP-SAME: %[[WO:[^:]*]]: tensor<4x4xf32> {dist.sharding = #dist.sharding<{{\[}}["dp_shard"], ["tp"]]>
-// FSDP-TP-SAME: %[[NORM:[^:]*]]: tensor<4xf32> {dist.sharding = #dist.sharding<{{\[}}["dp_shard"]]>
+// FSDP-TP-SAME: %[[EMB:[^:]*]]: tensor<4x8xf32> {dist.keep_gathered, dist.sharding = #dist.sharding<{{\[}}["tp", "dp_shard"]]>
+// FSDP-TP-SAME: %[[WO:[^:]*]]: tensor<4x4xf32> {dist.keep_gathered, dist.sharding = #dist.sharding<{{\[}}["dp_shard"], ["tp"]]>
+// FSDP-TP-SAME: %[[NORM:[^:]*]]: tensor<4xf32> {dist.keep_gathered, dist.sharding = #dist.sharding<{{\[}}["dp_shard"]]>
 // FSDP-TP:      dist.all_gather_start %[[EMB]] axes ["dp_shard"] dim 0 : tensor<4x8xf32> -> !dist.future<tensor<8x8xf32>>
 // FSDP-TP:      %[[NR:.*]] = dist.replicate %[[NORM]] axes ["tp"] : tensor<4xf32>
 // FSDP-TP-NEXT: dist.all_gather_start %[[NR]] axes ["dp_shard"] dim 0 : tensor<4xf32> -> !dist.future<tensor<8xf32>>

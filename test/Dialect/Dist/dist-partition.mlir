@@ -1,11 +1,11 @@
 // RUN: titan-opt %s -split-input-file -dist-partition | FileCheck %s
-// RUN: titan-opt %s -split-input-file -dist-partition -titan-autodiff=regather-params | FileCheck %s --check-prefix=GRAD
+// RUN: titan-opt %s -split-input-file -dist-partition=reshard-after-forward=always -titan-autodiff=regather-params | FileCheck %s --check-prefix=GRAD
 
 // HSDP 2x2: the per-rank program takes parameter shards, replicates each
 // shard over dp_replicate, gathers it over dp_shard right before its first
 // use, and averages the loss over both data-parallel axes.
 // CHECK-LABEL: func.func @forward(
-// CHECK-SAME: %[[W:.*]]: tensor<2x4xf32> {dist.sharding = #dist.sharding<{{\[}}["dp_shard"]]>, titan.param = "w"}
+// CHECK-SAME: %[[W:.*]]: tensor<2x4xf32> {dist.keep_gathered, dist.sharding = #dist.sharding<{{\[}}["dp_shard"]]>, titan.param = "layers.0.w"}
 // CHECK-SAME: %[[X:.*]]: tensor<3x4xf32>
 // CHECK:      %[[R:.*]] = dist.replicate %[[W]] axes ["dp_replicate"] : tensor<2x4xf32>
 // CHECK-NEXT: %[[F:.*]] = dist.all_gather_start %[[R]] axes ["dp_shard"] dim 0 : tensor<2x4xf32> -> !dist.future<tensor<4x4xf32>>
@@ -18,7 +18,8 @@
 
 // Differentiated: the gradient is reduce-scattered over dp_shard, then the
 // shard is all-reduced over dp_replicate; the backward gathers the weight
-// again (reshard after forward) and the loss gradient is scaled by 1/4.
+// again (reshard after forward: "always"; with "default" the last block,
+// here the only one, stays gathered) and the loss gradient is scaled by 1/4.
 // GRAD-LABEL: func.func @forward_backward(
 // GRAD:      titan.fill 2.500000e-01
 // GRAD:      %[[AGAIN:.*]] = dist.all_gather_start %{{.*}} axes ["dp_shard"] dim 0
@@ -31,7 +32,7 @@
 // GRAD:      %[[G:.*]] = dist.wait %[[AR]]
 // GRAD:      return %{{.*}}, %[[G]]
 module attributes {dist.mesh = #dist.mesh<pp = 1, dp_replicate = 2, dp_shard = 2, cp = 1, tp = 1>} {
-  func.func @forward(%w: tensor<4x4xf32> {titan.param = "w", dist.sharding = #dist.sharding<[["dp_shard"]]>},
+  func.func @forward(%w: tensor<4x4xf32> {titan.param = "layers.0.w", dist.sharding = #dist.sharding<[["dp_shard"]]>},
                      %x: tensor<3x4xf32>, %l: tensor<3xi32>) -> tensor<f32> {
     %y = titan.linear %x, %w : (tensor<3x4xf32>, tensor<4x4xf32>) -> tensor<3x4xf32>
     %loss = titan.cross_entropy %y, %l : (tensor<3x4xf32>, tensor<3xi32>) -> tensor<f32>
@@ -73,3 +74,7 @@ module attributes {dist.mesh = #dist.mesh<pp = 1, dp_replicate = 1, dp_shard = 1
 // Without a mesh the pass has nothing to partition for.
 // RUN: echo 'func.func @forward() { return }' | not titan-opt -dist-partition 2>&1 | FileCheck %s --check-prefix=NO-MESH
 // NO-MESH: error: dist-partition: needs a function 'forward' and a #dist.mesh (run dist-parallelize first)
+
+// An unknown policy is an error.
+// RUN: echo 'module attributes {dist.mesh = #dist.mesh<pp = 1, dp_replicate = 1, dp_shard = 2, cp = 1, tp = 1>} { func.func @forward() { return } }' | not titan-opt -dist-partition=reshard-after-forward=sometimes 2>&1 | FileCheck %s --check-prefix=POLICY
+// POLICY: error: dist-partition: reshard-after-forward must be default, always or never, got 'sometimes'

@@ -249,3 +249,10 @@ func.func @not_a_sharding(%w: tensor<4xf32> {dist.sharding = 3}) {
 // expected-error @+1 {{'dist.mesh' must be a #dist.mesh, got "tp"}}
 module attributes {dist.mesh = "tp"} {
 }
+
+// -----
+
+// expected-error @+1 {{'dist.keep_gathered' must be a unit attribute}}
+func.func @keep_gathered(%w: tensor<4xf32> {dist.keep_gathered = 1}) {
+  return
+}

@@ -161,6 +161,12 @@ LogicalResult DistDialect::verifyOperationAttribute(Operation *op,
 LogicalResult DistDialect::verifyRegionArgAttribute(Operation *op, unsigned,
                                                     unsigned argIndex,
                                                     NamedAttribute attr) {
+  if (attr.getName() == kKeepGatheredAttrName) {
+    if (!isa<UnitAttr>(attr.getValue()))
+      return op->emitError() << "'" << kKeepGatheredAttrName
+                             << "' must be a unit attribute";
+    return success();
+  }
   if (attr.getName() != kShardingAttrName)
     return success();
   auto sharding = dyn_cast<ShardingAttr>(attr.getValue());

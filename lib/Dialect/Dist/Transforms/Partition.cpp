@@ -42,6 +42,28 @@ bool isDataParallelAxis(StringRef axis) {
   return axis == "dp_replicate" || axis == "dp_shard";
 }
 
+/// The transformer block of a parameter ("layers.3.attention.wq.weight" ->
+/// 3), or nullopt for the root's (embedding, final norm, output).
+std::optional<int64_t> blockIndex(StringRef name) {
+  int64_t index;
+  if (!name.consume_front("layers.") ||
+      name.take_until([](char c) { return c == '.'; }).getAsInteger(10, index))
+    return std::nullopt;
+  return index;
+}
+
+/// Whether FSDP keeps a parameter gathered from forward to backward, as
+/// TorchTitan wraps Llama with FSDP2: each block is resharded after forward
+/// unless the policy is "never" or ("default") it is the last block, whose
+/// backward starts right away; the root module is never resharded (FSDP2's
+/// root heuristic: its parameters would be gathered again immediately).
+bool keepGathered(StringRef policy, StringRef name, int64_t lastBlock) {
+  std::optional<int64_t> block = blockIndex(name);
+  if (policy == "never" || !block)
+    return true;
+  return policy == "default" && *block == lastBlock;
+}
+
 struct DistPartitionPass
     : titan::dist::impl::DistPartitionBase<DistPartitionPass> {
   using Base::Base;
@@ -61,8 +83,19 @@ struct DistPartitionPass
     // gets its gradient summed.
     SmallVector<StringRef> syncAxes =
         activeAxes(mesh, {"dp_replicate", "dp_shard", "tp"});
+    if (!llvm::is_contained({"default", "always", "never"},
+                            StringRef(reshardAfterForward))) {
+      module.emitError() << "dist-partition: reshard-after-forward must be "
+                            "default, always or never, got '"
+                         << reshardAfterForward << "'";
+      return signalPassFailure();
+    }
     if (syncAxes.empty())
       return;
+    int64_t lastBlock = -1;
+    for (const ParameterArgument &p : getParameterArguments(forward))
+      lastBlock =
+          std::max(lastBlock, blockIndex(p.name.getValue()).value_or(-1));
     forward->setAttr(DistDialect::kPartitionedAttrName,
                      UnitAttr::get(&getContext()));
     OpBuilder b(&getContext());
@@ -134,6 +167,9 @@ struct DistPartitionPass
           if (!entry)
             entry = future;
           full = WaitOp::create(b, loc, future);
+          if (keepGathered(reshardAfterForward, p.name.getValue(), lastBlock))
+            forward.setArgAttr(p.index, DistDialect::kKeepGatheredAttrName,
+                               b.getUnitAttr());
         }
         if (tpDim)
           tpShardDims[full] = *tpDim;

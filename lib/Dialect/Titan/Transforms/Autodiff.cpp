@@ -12,6 +12,7 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/IRMapping.h"
+#include "mlir/Interfaces/FunctionInterfaces.h"
 #include "llvm/ADT/TypeSwitch.h"
 
 namespace titan {
@@ -55,7 +56,12 @@ public:
     Value source = gather.getInput();
     if (auto rep = source.getDefiningOp<dist::ReplicateOp>())
       source = rep.getInput();
-    if (!isa<BlockArgument>(source))
+    auto arg = dyn_cast<BlockArgument>(source);
+    if (!arg)
+      return v;
+    auto func = dyn_cast<FunctionOpInterface>(arg.getOwner()->getParentOp());
+    if (func && func.getArgAttr(arg.getArgNumber(),
+                                dist::DistDialect::kKeepGatheredAttrName))
       return v;
     auto [it, inserted] = regathered.try_emplace(v, Value());
     if (!inserted)

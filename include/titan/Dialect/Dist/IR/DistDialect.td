@@ -32,6 +32,10 @@ def Dist_Dialect : Dialect {
     /// without it a sharded argument has its global type.
     static constexpr ::llvm::StringLiteral kPartitionedAttrName =
         "dist.partitioned";
+    /// Argument attribute: this FSDP-sharded parameter stays gathered from
+    /// its forward use to its backward use (no reshard after forward).
+    static constexpr ::llvm::StringLiteral kKeepGatheredAttrName =
+        "dist.keep_gathered";
   }];
 }
 

@@ -66,6 +66,13 @@ def DistPartition : Pass<"dist-partition", "::mlir::ModuleOp"> {
     sums over the sequence shards.
   }];
   let options = [
+    Option<"reshardAfterForward", "reshard-after-forward", "std::string",
+           "\"default\"",
+           "Which FSDP-gathered parameters the backward gathers again "
+           "(TorchTitan's fsdp_reshard_after_forward): default = all but the "
+           "last block and the root's (embedding, final norm, output), "
+           "always = all but the root's, never = none. Kept ones are marked "
+           "dist.keep_gathered">,
     Option<"lossParallel", "loss-parallel", "bool", "true",
            "Compute the cross-entropy on vocabulary-sharded logits "
            "(TorchTitan's loss parallel); false gathers the logits">,

@@ -27,10 +27,19 @@ def TitanAutodiff : Pass<"titan-autodiff", "::mlir::ModuleOp"> {
     `backward` (it is a complete training step's forward + backward).
     Parameters that do not influence the loss get a zero gradient.
 
-    Collectives have adjoints too: an all-gather's is a reduce-scatter over
-    the same axes and dimension (and vice versa), an all-reduce passes the
-    gradient through (scaled by 1/ranks for a mean), and `dist.replicate`
-    all-reduces its gradient: data-parallel gradient synchronization.
+    Collectives have adjoints too. Every rank returns the same loss and the
+    per-rank programs together compute their mean, so each rank's loss is
+    seeded with 1/ranks (ranks of the `#dist.mesh`, pipeline stages aside);
+    then each collective's adjoint is its transpose: an all-gather's is a
+    reduce-scatter over the same axes and dimension (and vice versa), an
+    all-reduce's is the same all-reduce (folded away for a gradient that is
+    one constant on every rank), all_to_all and send_recv run reversed, and
+    `dist.replicate` all-reduces its gradient: data-parallel gradient
+    synchronization. `titan.row_max` and `max` all-reduces have no gradient.
+
+    With `regather-params`, FSDP-gathered parameters are gathered again for
+    the backward (FSDP's reshard after forward), except those whose argument
+    carries `dist.keep_gathered`.
   }];
   let options = [
     Option<"forwardName", "forward", "std::string", "\"forward\"",
