@@ -32,9 +32,13 @@ Layout layout(const int64_t *shapes, int64_t d) {
 
 template <typename T>
 void *allGather(void **b, const int64_t *s, const double *a) {
-  Layout l = layout(s, int64_t(a[0]));
+  int64_t d = int64_t(a[0]);
+  Layout l = layout(s, d);
+  // The result's shape follows the input's: [rank, dims...].
+  const int64_t *result = s + 1 + s[0];
   return communicator()
-      .allGather(b[0], b[1], sizeof(T), l.outer, l.dim, l.inner, unsigned(a[2]))
+      .allGather(b[0], b[1], sizeof(T), l.outer, l.dim, l.inner, result[1 + d],
+                 unsigned(a[2]))
       .release();
 }
 

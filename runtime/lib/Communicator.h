@@ -37,11 +37,18 @@ public:
   /// The collectives of the dist dialect over the ranks that differ only in
   /// the axes of `axisMask` (bit i = MeshAxis i). `elementSize` is 4 or 8
   /// (float or double); `outer`/`inner` are the element counts before and
-  /// after the gathered/scattered dimension, `dimSize` its local size.
+  /// after the gathered/scattered dimension.
+  ///
+  /// allGather: `dimSize` is each rank's size of the dimension; the result
+  /// keeps the first `gatheredSize` (<= ranks x dimSize) of the concatenation,
+  /// dropping uneven shards' padding.
   virtual std::unique_ptr<Request> allGather(const void *in, void *out,
                                              int elementSize, int64_t outer,
                                              int64_t dimSize, int64_t inner,
+                                             int64_t gatheredSize,
                                              unsigned axisMask) = 0;
+  /// reduceScatter: `dimSize` is the input's size of the dimension, padded
+  /// with zeros to ranks x ceil(dimSize / ranks) before the split.
   virtual std::unique_ptr<Request> reduceScatter(const void *in, void *out,
                                                  int elementSize, int64_t outer,
                                                  int64_t dimSize, int64_t inner,

@@ -12,6 +12,7 @@
 
 #include <mpi.h>
 
+#include <algorithm>
 #include <cstring>
 #include <map>
 #include <string>
@@ -46,18 +47,25 @@ struct MPIRequest : Request {
   }
 };
 
-/// Copies `parts` blocks laid out [outer][parts][dim][inner] (a tensor split
-/// along a middle dimension) to or from rank-major [parts][outer][dim][inner].
+/// Moves a tensor split along a middle dimension between its natural layout
+/// [outer][total rows] and rank-major [parts][outer][rows] (each part `rows`
+/// rows of `rowBytes`). `total` may be less than parts x rows (uneven FSDP
+/// shards): rank-major padding rows are zero-filled, or dropped going back.
 void rearrange(const char *src, char *dst, int64_t outer, int64_t parts,
-               int64_t blockBytes, bool toRankMajor) {
+               int64_t rows, int64_t total, int64_t rowBytes,
+               bool toRankMajor) {
   for (int64_t o = 0; o < outer; ++o)
     for (int64_t p = 0; p < parts; ++p) {
-      int64_t natural = (o * parts + p) * blockBytes;
-      int64_t rankMajor = (p * outer + o) * blockBytes;
-      if (toRankMajor)
-        std::memcpy(dst + rankMajor, src + natural, blockBytes);
-      else
-        std::memcpy(dst + natural, src + rankMajor, blockBytes);
+      int64_t valid = std::clamp<int64_t>(total - p * rows, 0, rows);
+      int64_t natural = (o * total + p * rows) * rowBytes;
+      int64_t rankMajor = (p * outer + o) * rows * rowBytes;
+      if (toRankMajor) {
+        std::memcpy(dst + rankMajor, src + natural, valid * rowBytes);
+        std::memset(dst + rankMajor + valid * rowBytes, 0,
+                    (rows - valid) * rowBytes);
+      } else {
+        std::memcpy(dst + natural, src + rankMajor, valid * rowBytes);
+      }
     }
 }
 
@@ -75,21 +83,21 @@ public:
 
   std::unique_ptr<Request> allGather(const void *in, void *out, int elementSize,
                                      int64_t outer, int64_t dimSize,
-                                     int64_t inner,
+                                     int64_t inner, int64_t gatheredSize,
                                      unsigned axisMask) override {
     auto req = std::make_unique<MPIRequest>();
     int64_t parts = groupSize(axisMask);
-    int64_t blockBytes = dimSize * inner * elementSize;
     int64_t count = outer * dimSize * inner;
     void *dst = out;
-    if (outer > 1) {
-      req->staging.resize(parts * outer * blockBytes);
+    if (outer > 1 || gatheredSize != parts * dimSize) {
+      req->staging.resize(parts * count * elementSize);
       dst = req->staging.data();
       char *final = static_cast<char *>(out);
       MPIRequest *r = req.get();
-      req->then = [r, final, outer, parts, blockBytes] {
-        rearrange(r->staging.data(), final, outer, parts, blockBytes,
-                  /*toRankMajor=*/false);
+      int64_t rowBytes = inner * elementSize;
+      req->then = [r, final, outer, parts, dimSize, gatheredSize, rowBytes] {
+        rearrange(r->staging.data(), final, outer, parts, dimSize, gatheredSize,
+                  rowBytes, /*toRankMajor=*/false);
       };
     }
     check(MPI_Iallgather(in, count, mpiType(elementSize), dst, count,
@@ -105,13 +113,14 @@ public:
                                          unsigned axisMask) override {
     auto req = std::make_unique<MPIRequest>();
     int64_t parts = groupSize(axisMask);
-    int64_t blockBytes = (dimSize / parts) * inner * elementSize;
-    int64_t count = outer * (dimSize / parts) * inner;
+    int64_t rows = (dimSize + parts - 1) / parts;
+    int64_t count = outer * rows * inner;
     const void *src = in;
-    if (outer > 1) {
-      req->staging.resize(parts * outer * blockBytes);
+    if (outer > 1 || rows * parts != dimSize) {
+      req->staging.resize(parts * count * elementSize);
       rearrange(static_cast<const char *>(in), req->staging.data(), outer,
-                parts, blockBytes, /*toRankMajor=*/true);
+                parts, rows, dimSize, inner * elementSize,
+                /*toRankMajor=*/true);
       src = req->staging.data();
     }
     check(MPI_Ireduce_scatter_block(src, out, count, mpiType(elementSize),
@@ -152,19 +161,19 @@ public:
     auto req = std::make_unique<MPIRequest>();
     int64_t parts = groupSize(axisMask);
     // Pack part p (a slice of the split dimension) contiguously, rank-major.
-    int64_t sendBlock = (splitDim / parts) * splitInner * elementSize;
     int64_t total = splitOuter * splitDim * splitInner * elementSize;
     req->staging.resize(2 * total);
     rearrange(static_cast<const char *>(in), req->staging.data(), splitOuter,
-              parts, sendBlock, /*toRankMajor=*/true);
+              parts, splitDim / parts, splitDim, splitInner * elementSize,
+              /*toRankMajor=*/true);
     char *recv = req->staging.data() + total;
     int64_t count = total / elementSize / parts;
-    int64_t recvBlock = concatDim * concatInner * elementSize;
     char *final = static_cast<char *>(out);
+    int64_t rowBytes = concatInner * elementSize;
     // Part q from rank q lands at offset q of the concat dimension.
-    req->then = [recv, final, concatOuter, parts, recvBlock] {
-      rearrange(recv, final, concatOuter, parts, recvBlock,
-                /*toRankMajor=*/false);
+    req->then = [recv, final, concatOuter, parts, concatDim, rowBytes] {
+      rearrange(recv, final, concatOuter, parts, concatDim, parts * concatDim,
+                rowBytes, /*toRankMajor=*/false);
     };
     check(MPI_Ialltoall(req->staging.data(), count, mpiType(elementSize), recv,
                         count, mpiType(elementSize), group(axisMask),

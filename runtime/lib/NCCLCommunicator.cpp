@@ -18,6 +18,7 @@
 #include <mpi.h>
 #include <nccl.h>
 
+#include <algorithm>
 #include <map>
 #include <string>
 
@@ -52,20 +53,34 @@ struct NCCLRequest : Request {
   }
 };
 
-/// Copies `parts` blocks between natural [outer][parts][block] order and
-/// rank-major [parts][outer][block] order on `stream`.
+/// Moves a tensor split along a middle dimension between its natural layout
+/// [outer][total rows] and rank-major [parts][outer][rows] on `stream` with
+/// strided 2-D copies. `total` may be less than parts x rows (uneven FSDP
+/// shards): rank-major padding rows are zeroed, or dropped going back.
 void rearrange(const char *src, char *dst, int64_t outer, int64_t parts,
-               int64_t blockBytes, bool toRankMajor, cudaStream_t stream) {
+               int64_t rows, int64_t total, int64_t rowBytes, bool toRankMajor,
+               cudaStream_t stream) {
+  if (toRankMajor && total != parts * rows)
+    checkCuda(cudaMemsetAsync(dst, 0, size_t(parts * outer * rows * rowBytes),
+                              stream),
+              "zero padding");
   for (int64_t p = 0; p < parts; ++p) {
-    const char *from =
-        toRankMajor ? src + p * blockBytes : src + p * outer * blockBytes;
-    char *to =
-        toRankMajor ? dst + p * outer * blockBytes : dst + p * blockBytes;
-    size_t fromPitch = toRankMajor ? parts * blockBytes : blockBytes;
-    size_t toPitch = toRankMajor ? blockBytes : parts * blockBytes;
-    checkCuda(cudaMemcpy2DAsync(to, toPitch, from, fromPitch, blockBytes, outer,
-                                cudaMemcpyDeviceToDevice, stream),
-              "rearrange");
+    int64_t valid = std::clamp<int64_t>(total - p * rows, 0, rows);
+    if (valid == 0)
+      continue;
+    size_t naturalPitch = total * rowBytes, partPitch = rows * rowBytes;
+    if (toRankMajor)
+      checkCuda(cudaMemcpy2DAsync(dst + p * outer * partPitch, partPitch,
+                                  src + p * partPitch, naturalPitch,
+                                  valid * rowBytes, outer,
+                                  cudaMemcpyDeviceToDevice, stream),
+                "rearrange");
+    else
+      checkCuda(cudaMemcpy2DAsync(dst + p * partPitch, naturalPitch,
+                                  src + p * outer * partPitch, partPitch,
+                                  valid * rowBytes, outer,
+                                  cudaMemcpyDeviceToDevice, stream),
+                "rearrange");
   }
 }
 
@@ -110,21 +125,21 @@ public:
 
   std::unique_ptr<Request> allGather(const void *in, void *out, int elementSize,
                                      int64_t outer, int64_t dimSize,
-                                     int64_t inner,
+                                     int64_t inner, int64_t gatheredSize,
                                      unsigned axisMask) override {
     begin();
     int64_t parts = groupSize(axisMask);
     int64_t count = outer * dimSize * inner;
-    int64_t blockBytes = dimSize * inner * elementSize;
-    char *recv = static_cast<char *>(out);
-    if (outer > 1)
-      recv = staging(parts * count * elementSize);
+    bool direct = outer == 1 && gatheredSize == parts * dimSize;
+    char *recv = direct ? static_cast<char *>(out)
+                        : staging(parts * count * elementSize);
     checkNccl(ncclAllGather(in, recv, count, ncclType(elementSize),
                             group(axisMask), stream_),
               "all_gather");
-    if (outer > 1) {
-      rearrange(recv, static_cast<char *>(out), outer, parts, blockBytes,
-                /*toRankMajor=*/false, stream_);
+    if (!direct) {
+      rearrange(recv, static_cast<char *>(out), outer, parts, dimSize,
+                gatheredSize, inner * elementSize, /*toRankMajor=*/false,
+                stream_);
       release(recv);
     }
     return end();
@@ -136,14 +151,14 @@ public:
                                          unsigned axisMask) override {
     begin();
     int64_t parts = groupSize(axisMask);
-    int64_t count = outer * (dimSize / parts) * inner;
+    int64_t rows = (dimSize + parts - 1) / parts;
+    int64_t count = outer * rows * inner;
     const char *send = static_cast<const char *>(in);
     char *packed = nullptr;
-    if (outer > 1) {
+    if (outer > 1 || rows * parts != dimSize) {
       packed = staging(parts * count * elementSize);
-      rearrange(send, packed, outer, parts,
-                (dimSize / parts) * inner * elementSize, /*toRankMajor=*/true,
-                stream_);
+      rearrange(send, packed, outer, parts, rows, dimSize, inner * elementSize,
+                /*toRankMajor=*/true, stream_);
       send = packed;
     }
     checkNccl(ncclReduceScatter(send, out, count, ncclType(elementSize),
@@ -178,7 +193,7 @@ public:
     int64_t partBytes = total / parts;
     char *send = staging(2 * total), *recv = send + total;
     rearrange(static_cast<const char *>(in), send, splitOuter, parts,
-              (splitDim / parts) * splitInner * elementSize,
+              splitDim / parts, splitDim, splitInner * elementSize,
               /*toRankMajor=*/true, stream_);
     ncclComm_t comm = group(axisMask);
     checkNccl(ncclGroupStart(), "group start");
@@ -191,9 +206,9 @@ public:
                 "recv");
     }
     checkNccl(ncclGroupEnd(), "group end");
-    rearrange(recv, static_cast<char *>(out), concatOuter, parts,
-              concatDim * concatInner * elementSize, /*toRankMajor=*/false,
-              stream_);
+    rearrange(recv, static_cast<char *>(out), concatOuter, parts, concatDim,
+              parts * concatDim, concatInner * elementSize,
+              /*toRankMajor=*/false, stream_);
     release(send);
     return end();
   }

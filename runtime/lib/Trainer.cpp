@@ -24,6 +24,7 @@
 #include "llvm/Support/Path.h"
 #include "llvm/Support/raw_ostream.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <vector>
@@ -136,7 +137,10 @@ struct TensorSet {
 };
 
 /// Calls `copy(wholeOffset, localOffset, count)` for each contiguous run of
-/// this rank's block of parameter `p` (runs along the last dimension).
+/// this rank's block of parameter `p` (runs along the last dimension). A
+/// dimension split over axes a1..ak is divided by each in turn (outermost
+/// first); the innermost may leave an uneven remainder (FSDP padding), so a
+/// rank's block can be shorter than its local shape, the rest being zero.
 template <typename Copy>
 void forEachShardRun(const Manifest::Param &p, const Communicator *comm,
                      Copy copy) {
@@ -145,22 +149,38 @@ void forEachShardRun(const Manifest::Param &p, const Communicator *comm,
     copy(0, 0, 1);
     return;
   }
-  std::vector<int64_t> start(rank, 0);
-  for (size_t d = 0; d < rank; ++d)
-    if (!p.dimAxes[d].empty())
-      start[d] = comm->groupIndex(p.dimAxes[d]) * p.localShape[d];
-  int64_t runs = numel(p.localShape) / p.localShape.back();
+  std::vector<int64_t> start(rank, 0), valid(p.shape);
+  for (size_t d = 0; d < rank; ++d) {
+    int64_t n = p.shape[d];
+    for (size_t j = 0; j < p.dimAxes[d].size(); ++j) {
+      MeshAxis a = p.dimAxes[d][j];
+      int64_t parts = comm->meshShape()[a], c = comm->coordinate(a);
+      int64_t rows = (n + parts - 1) / parts;
+      start[d] += c * rows;
+      n = std::clamp<int64_t>(n - c * rows, 0, rows);
+    }
+    valid[d] = n;
+  }
+  for (int64_t v : valid)
+    if (v == 0)
+      return;                          // a padding-only block
   std::vector<int64_t> index(rank, 0); // odometer over the leading dims
-  for (int64_t run = 0; run < runs; ++run) {
-    int64_t whole = 0;
-    for (size_t d = 0; d < rank; ++d)
-      whole = whole * p.shape[d] + start[d] + (d + 1 < rank ? index[d] : 0);
-    copy(whole, run * p.localShape.back(), p.localShape.back());
-    for (int64_t d = int64_t(rank) - 2; d >= 0; --d) {
-      if (++index[d] < p.localShape[d])
+  while (true) {
+    int64_t whole = 0, local = 0;
+    for (size_t d = 0; d < rank; ++d) {
+      int64_t i = d + 1 < rank ? index[d] : 0;
+      whole = whole * p.shape[d] + start[d] + i;
+      local = local * p.localShape[d] + i;
+    }
+    copy(whole, local, valid.back());
+    int64_t d = int64_t(rank) - 2;
+    for (; d >= 0; --d) {
+      if (++index[d] < valid[d])
         break;
       index[d] = 0;
     }
+    if (d < 0)
+      return;
   }
 }
 

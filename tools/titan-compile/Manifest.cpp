@@ -7,6 +7,7 @@
 #include "titan/Dialect/Titan/IR/Parameters.h"
 #include "titan/Model/LlamaArgs.h"
 
+#include "llvm/ADT/StringMap.h"
 #include "llvm/Support/JSON.h"
 #include "llvm/Support/raw_ostream.h"
 
@@ -17,26 +18,29 @@ std::string titan::buildManifest(const LlamaArgs &args,
                                  mlir::ModuleOp module) {
   auto forward = module.lookupSymbol<mlir::func::FuncOp>("forward");
   dist::MeshAttr mesh = dist::getMesh(module);
+  // The argument type is the per-rank shard; the model gives the whole
+  // shape (uneven FSDP shards are padded, so it cannot be multiplied back).
+  llvm::StringMap<std::vector<int64_t>> wholeShapes;
+  for (const ParamSpec &spec : llamaParameters(args))
+    wholeShapes[spec.name] = spec.shape;
   llvm::json::Array params;
   for (const ParameterArgument &p : getParameterArguments(forward)) {
-    // The argument type is the per-rank shard; the sharding gives the rest.
     llvm::json::Array shardedDims;
-    llvm::SmallVector<int64_t> global(p.type.getShape());
     if (auto sharding = forward.getArgAttrOfType<dist::ShardingAttr>(
-            p.index, dist::DistDialect::kShardingAttrName)) {
+            p.index, dist::DistDialect::kShardingAttrName))
       for (unsigned d = 0; d < sharding.getDims().size(); ++d) {
-        llvm::SmallVector<llvm::StringRef> axes = sharding.getAxes(d);
         llvm::json::Array names;
-        for (llvm::StringRef axis : axes) {
+        for (llvm::StringRef axis : sharding.getAxes(d))
           names.push_back(axis);
-          global[d] *= *mesh.getAxisSize(axis);
-        }
         shardedDims.push_back(std::move(names));
       }
-    }
+    auto whole = wholeShapes.find(p.name.getValue());
+    llvm::json::Array shape = whole != wholeShapes.end()
+                                  ? llvm::json::Array(whole->second)
+                                  : llvm::json::Array(p.type.getShape());
     params.push_back(llvm::json::Object{
         {"name", p.name.getValue()},
-        {"shape", llvm::json::Array(global)},
+        {"shape", std::move(shape)},
         {"local_shape", llvm::json::Array(p.type.getShape())},
         {"sharding", std::move(shardedDims)}});
   }

@@ -101,7 +101,7 @@ TEST(COMMUNICATOR, AllGatherMiddleDimension) {
   int parts = int(g.size());
   std::vector<float> in = inputOf(comm().rank(), 12), out(12 * parts);
   run(in, out, [](const void *i, void *o) {
-    return comm().allGather(i, o, 4, 2, 3, 2, kTPMask);
+    return comm().allGather(i, o, 4, 2, 3, 2, 3 * kMesh[kTP], kTPMask);
   });
   for (int o = 0; o < 2; ++o)
     for (int p = 0; p < parts; ++p)
@@ -128,6 +128,40 @@ TEST(COMMUNICATOR, ReduceScatterMiddleDimension) {
           expected += float(r * 1000 + src);
         EXPECT_EQ(out[(o * 2 + d) * 3 + i], expected);
       }
+}
+
+// Uneven FSDP shards: [2][2P-1][3] reduce-scattered over dp_shard into
+// parts of ceil((2P-1)/P) rows (the last zero-padded), then those parts
+// all-gathered back into [2][2P-1][3] (the padding dropped).
+TEST(COMMUNICATOR, UnevenReduceScatterAndAllGather) {
+  std::vector<int> g = groupOf(kShardMask);
+  int parts = int(g.size()), me = indexInGroup(kShardMask);
+  int64_t size = 2 * parts - 1, rows = (size + parts - 1) / parts;
+  std::vector<float> in = inputOf(comm().rank(), 2 * size * 3),
+                     part(2 * rows * 3), back(2 * size * 3);
+  run(in, part, [size](const void *i, void *o) {
+    return comm().reduceScatter(i, o, 4, 2, size, 3, kShardMask);
+  });
+  for (int o = 0; o < 2; ++o)
+    for (int d = 0; d < rows; ++d)
+      for (int i = 0; i < 3; ++i) {
+        int64_t row = me * rows + d;
+        float expected = 0;
+        if (row < size)
+          for (int r : g)
+            expected += float(r * 1000 + (o * size + row) * 3 + i);
+        EXPECT_EQ(part[(o * rows + d) * 3 + i], expected);
+      }
+  std::vector<float> mine = inputOf(comm().rank(), 2 * rows * 3);
+  run(mine, back, [size, rows](const void *i, void *o) {
+    return comm().allGather(i, o, 4, 2, rows, 3, size, kShardMask);
+  });
+  for (int o = 0; o < 2; ++o)
+    for (int64_t row = 0; row < size; ++row)
+      for (int i = 0; i < 3; ++i)
+        EXPECT_EQ(
+            back[(o * size + row) * 3 + i],
+            float(g[row / rows] * 1000 + (o * rows + row % rows) * 3 + i));
 }
 
 TEST(COMMUNICATOR, AllReduceSumMeanAndMax) {

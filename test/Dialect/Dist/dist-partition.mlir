@@ -60,6 +60,25 @@ module attributes {dist.mesh = #dist.mesh<pp = 1, dp_replicate = 2, dp_shard = 1
 
 // -----
 
+// Uneven FSDP: 5 rows over 2 ranks are shards of 3 (the second padded with a
+// zero row); the gather drops the padding and, in the backward, the
+// gradient's reduce-scatter pads it again.
+// CHECK-LABEL: func.func @forward(
+// CHECK-SAME: %[[W:.*]]: tensor<3x4xf32> {dist.keep_gathered, dist.sharding = #dist.sharding<{{\[}}["dp_shard"]]>, titan.param = "norm.w"}
+// CHECK: dist.all_gather_start %[[W]] axes ["dp_shard"] dim 0 : tensor<3x4xf32> -> !dist.future<tensor<5x4xf32>>
+// GRAD-LABEL: func.func @forward_backward(
+// GRAD: dist.reduce_scatter_start %{{.*}} axes ["dp_shard"] dim 0 : tensor<5x4xf32> -> !dist.future<tensor<3x4xf32>>
+module attributes {dist.mesh = #dist.mesh<pp = 1, dp_replicate = 1, dp_shard = 2, cp = 1, tp = 1>} {
+  func.func @forward(%w: tensor<5x4xf32> {titan.param = "norm.w", dist.sharding = #dist.sharding<[["dp_shard"]]>},
+                     %x: tensor<3x4xf32>, %l: tensor<3xi32>) -> tensor<f32> {
+    %y = titan.linear %x, %w : (tensor<3x4xf32>, tensor<5x4xf32>) -> tensor<3x5xf32>
+    %loss = titan.cross_entropy %y, %l : (tensor<3x5xf32>, tensor<3xi32>) -> tensor<f32>
+    return %loss : tensor<f32>
+  }
+}
+
+// -----
+
 // One rank: nothing to do.
 // CHECK-LABEL: func.func @forward(
 // CHECK-NOT: dist.

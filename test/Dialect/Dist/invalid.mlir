@@ -79,8 +79,9 @@ module attributes {dist.mesh = #dist.mesh<pp = 1, dp_replicate = 1, dp_shard = 2
 // -----
 
 module attributes {dist.mesh = #dist.mesh<pp = 1, dp_replicate = 1, dp_shard = 2, cp = 1, tp = 4>} {
-  func.func @scatter_divisible(%x: tensor<6xf32>) {
-    // expected-error @+1 {{'dist.reduce_scatter_start' op input dimension 0 (6) is not divisible by the 4 ranks of the group}}
+  func.func @scatter_padded(%x: tensor<6xf32>) {
+    // An uneven split pads: 6 over 4 ranks is 4 parts of 2.
+    // expected-error @+1 {{'dist.reduce_scatter_start' op result type 'tensor<1xf32>' must be 'tensor<2xf32>' for a group of 4 ranks}}
     %f = dist.reduce_scatter_start %x axes ["tp"] dim 0 : tensor<6xf32> -> !dist.future<tensor<1xf32>>
     return
   }
@@ -206,8 +207,9 @@ module attributes {dist.mesh = #dist.mesh<pp = 1, dp_replicate = 1, dp_shard = 2
 
 // Shardings of function arguments must fit the tensor and the mesh.
 module attributes {dist.mesh = #dist.mesh<pp = 1, dp_replicate = 1, dp_shard = 2, cp = 1, tp = 2>} {
-  // expected-error @+1 {{argument 0 of type 'tensor<6x4xf32>' cannot be sharded as #dist.sharding<[["tp", "dp_shard"]]>: dimension 0 (6) is not divisible by 4 shards}}
-  func.func @indivisible(%w: tensor<6x4xf32> {dist.sharding = #dist.sharding<[["tp", "dp_shard"]]>}) {
+  // Only dp_shard, innermost, may split unevenly (FSDP padding).
+  // expected-error @+1 {{argument 0 of type 'tensor<6x4xf32>' cannot be sharded as #dist.sharding<[["dp_shard", "tp"]]>: dimension 0 (3) is not divisible by the 2 shards of 'tp'}}
+  func.func @indivisible(%w: tensor<6x4xf32> {dist.sharding = #dist.sharding<[["dp_shard", "tp"]]>}) {
     return
   }
 }
@@ -216,7 +218,7 @@ module attributes {dist.mesh = #dist.mesh<pp = 1, dp_replicate = 1, dp_shard = 2
 
 // After partitioning the argument has its per-rank type: nothing to divide.
 module attributes {dist.mesh = #dist.mesh<pp = 1, dp_replicate = 1, dp_shard = 2, cp = 1, tp = 2>} {
-  func.func @partitioned(%w: tensor<3x4xf32> {dist.sharding = #dist.sharding<[["tp", "dp_shard"]]>}) attributes {dist.partitioned} {
+  func.func @partitioned(%w: tensor<3x4xf32> {dist.sharding = #dist.sharding<[["dp_shard", "tp"]]>}) attributes {dist.partitioned} {
     return
   }
 }

@@ -18,6 +18,11 @@ module attributes {dist.mesh = #dist.mesh<pp = 1, dp_replicate = 2, dp_shard = 2
     %a = dist.all_reduce_start %g axes ["dp_replicate", "dp_shard"] {reduction = "avg"} : tensor<8x8xf32> -> !dist.future<tensor<8x8xf32>>
     // CHECK: dist.all_reduce_start %{{.*}} axes ["tp"] {reduction = "max"} : tensor<8x8xf32>
     %m = dist.all_reduce_start %g axes ["tp"] {reduction = "max"} : tensor<8x8xf32> -> !dist.future<tensor<8x8xf32>>
+    // Uneven shards: the gather drops padding, the scatter adds it.
+    // CHECK: dist.all_gather_start %{{.*}} axes ["dp_shard"] dim 0 : tensor<4x8xf32> -> !dist.future<tensor<7x8xf32>>
+    %u = dist.all_gather_start %w axes ["dp_shard"] dim 0 : tensor<4x8xf32> -> !dist.future<tensor<7x8xf32>>
+    // CHECK: dist.reduce_scatter_start %{{.*}} axes ["dp_shard"] dim 1 : tensor<8x8xf32> -> !dist.future<tensor<8x4xf32>>
+    %v = dist.reduce_scatter_start %g axes ["dp_shard"] dim 1 : tensor<8x8xf32> -> !dist.future<tensor<8x4xf32>>
     // CHECK: dist.shard_offset axes ["tp", "dp_shard"] stride 16 : tensor<i32>
     %o = dist.shard_offset axes ["tp", "dp_shard"] stride 16 : tensor<i32>
     %avg = dist.wait %a : !dist.future<tensor<8x8xf32>>

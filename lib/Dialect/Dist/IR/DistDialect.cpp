@@ -125,17 +125,19 @@ ShardingAttr::getLocalShape(ArrayRef<int64_t> shape, MeshAttr mesh,
   }
   SmallVector<int64_t> local(shape);
   for (unsigned d = 0; d < getDims().size(); ++d) {
-    int64_t parts = 1;
-    for (StringRef axis : getAxes(d))
-      parts *= *mesh.getAxisSize(axis);
-    if (local[d] % parts != 0) {
-      if (reason)
-        *reason = ("dimension " + std::to_string(d) + " (" +
-                   std::to_string(local[d]) + ") is not divisible by " +
-                   std::to_string(parts) + " shards");
-      return failure();
+    SmallVector<StringRef> axes = getAxes(d);
+    for (auto [i, axis] : llvm::enumerate(axes)) {
+      int64_t parts = *mesh.getAxisSize(axis);
+      bool padded = i + 1 == axes.size() && axis == "dp_shard";
+      if (local[d] % parts != 0 && !padded) {
+        if (reason)
+          *reason = ("dimension " + std::to_string(d) + " (" +
+                     std::to_string(local[d]) + ") is not divisible by the " +
+                     std::to_string(parts) + " shards of '" + axis.str() + "'");
+        return failure();
+      }
+      local[d] = (local[d] + parts - 1) / parts;
     }
-    local[d] /= parts;
   }
   return local;
 }
@@ -149,8 +151,7 @@ LogicalResult DistDialect::verifyOperationAttribute(Operation *op,
   if (attr.getName() == kMeshAttrName && !isa<MeshAttr>(attr.getValue()))
     return op->emitError() << "'" << kMeshAttrName
                            << "' must be a #dist.mesh, got " << attr.getValue();
-  if (attr.getName() == kPartitionedAttrName &&
-      !isa<UnitAttr>(attr.getValue()))
+  if (attr.getName() == kPartitionedAttrName && !isa<UnitAttr>(attr.getValue()))
     return op->emitError() << "'" << kPartitionedAttrName
                            << "' must be a unit attribute";
   return success();
@@ -163,8 +164,8 @@ LogicalResult DistDialect::verifyRegionArgAttribute(Operation *op, unsigned,
                                                     NamedAttribute attr) {
   if (attr.getName() == kKeepGatheredAttrName) {
     if (!isa<UnitAttr>(attr.getValue()))
-      return op->emitError() << "'" << kKeepGatheredAttrName
-                             << "' must be a unit attribute";
+      return op->emitError()
+             << "'" << kKeepGatheredAttrName << "' must be a unit attribute";
     return success();
   }
   if (attr.getName() != kShardingAttrName)
@@ -175,8 +176,9 @@ LogicalResult DistDialect::verifyRegionArgAttribute(Operation *op, unsigned,
                            << "' must be a #dist.sharding, got "
                            << attr.getValue();
   auto func = dyn_cast<FunctionOpInterface>(op);
-  auto type = func ? dyn_cast<RankedTensorType>(func.getArgumentTypes()[argIndex])
-                   : RankedTensorType();
+  auto type =
+      func ? dyn_cast<RankedTensorType>(func.getArgumentTypes()[argIndex])
+           : RankedTensorType();
   if (!type)
     return op->emitError() << "argument " << argIndex
                            << " has a sharding but is not a ranked tensor";
@@ -242,6 +244,9 @@ FailureOr<int64_t> verifyAxes(Operation *op, ArrayAttr axes) {
 }
 
 /// all_gather multiplies `dim` by the group size; reduce_scatter divides it.
+/// Uneven (FSDP-padded) shards: a gather may drop the padding of the last
+/// shards (result size in ((n-1)*local, n*local]) and a scatter pads its
+/// input with zeros to a multiple of the group (result ceil(size / n)).
 LogicalResult verifyGatherScatter(Operation *op, Value input, ArrayAttr axes,
                                   int64_t dim, Type futureType, bool gather) {
   FailureOr<int64_t> group = verifyAxes(op, axes);
@@ -253,16 +258,21 @@ LogicalResult verifyGatherScatter(Operation *op, Value input, ArrayAttr axes,
     return op->emitOpError()
            << "dim " << dim << " is out of range for rank " << in.getRank();
   SmallVector<int64_t> expected(in.getShape());
-  if (!gather && expected[dim] % *group != 0)
-    return op->emitOpError()
-           << "input dimension " << dim << " (" << expected[dim]
-           << ") is not divisible by the " << *group << " ranks of the group";
-  expected[dim] = gather ? expected[dim] * *group : expected[dim] / *group;
+  int64_t n = *group;
+  if (gather) {
+    expected[dim] *= n;
+    // Any size whose padded shards have the input's size.
+    if (out.getRank() == in.getRank() && out.getDimSize(dim) <= expected[dim] &&
+        (out.getDimSize(dim) + n - 1) / n == in.getDimSize(dim))
+      expected[dim] = out.getDimSize(dim);
+  } else {
+    expected[dim] = (expected[dim] + n - 1) / n;
+  }
   auto expectedType = RankedTensorType::get(expected, in.getElementType());
   if (out != expectedType)
     return op->emitOpError()
            << "result type " << out << " must be " << expectedType
-           << " for a group of " << *group << " ranks";
+           << " for a group of " << n << " ranks";
   return success();
 }
 /// Collectives whose result has the input's type.

@@ -154,10 +154,14 @@ struct DistPartitionPass
           }
           if (axes.empty())
             continue;
+          // The gathered size drops FSDP's padding: the global size over
+          // the axes that stay split (tp).
           auto inType = cast<RankedTensorType>(full.getType());
           SmallVector<int64_t> shape(inType.getShape());
-          for (StringRef axis : axes)
-            shape[d] *= *mesh.getAxisSize(axis);
+          shape[d] = p.type.getDimSize(d);
+          for (StringRef axis : sharding.getAxes(d))
+            if (!isDataParallelAxis(axis))
+              shape[d] /= *mesh.getAxisSize(axis);
           auto future = AllGatherStartOp::create(
               b, loc,
               FutureType::get(

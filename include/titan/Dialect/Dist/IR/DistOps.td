@@ -46,6 +46,11 @@ def Dist_ShardingAttr : AttrDef<Dist_Dialect, "Sharding"> {
     local size `n / (a * b)` (axes listed outermost first). The value is
     replicated over the mesh axes no dimension mentions. An axis splits at
     most one dimension.
+
+    Uneven FSDP: when the innermost axis of a dimension is `dp_shard`, it
+    need not divide what the outer axes leave (`m`): each of its `k` shards
+    holds `ceil(m / k)` rows and the last shards are zero-padded, as FSDP2
+    pads. Every other axis must divide.
   }];
   let parameters = (ins "::mlir::ArrayAttr":$dims);
   let assemblyFormat = "`<` $dims `>`";
@@ -89,8 +94,10 @@ def Dist_AllGatherStartOp : Dist_CollectiveStartOp<"all_gather_start"> {
   let description = [{
     Over the ranks that differ only in the mesh axes `axes`, concatenates
     every rank's `input` along `dim` in rank order (outermost axis first).
-    The result's `dim` is `input`'s times the product of the axis sizes.
-    Its adjoint is `reduce_scatter` over the same axes and dimension.
+    The result's `dim` is `input`'s times the product of the axis sizes, or
+    less to drop the zero padding of uneven FSDP shards (any size that
+    shards back to the input's). Its adjoint is `reduce_scatter` over the
+    same axes and dimension.
   }];
   let arguments = (ins StaticShapeTensorOf<[AnyType]>:$input,
                        Dist_AxisList:$axes, I64Attr:$dim);
@@ -106,7 +113,9 @@ def Dist_ReduceScatterStartOp
   let description = [{
     Over the ranks that differ only in the mesh axes `axes`, sums `input`
     elementwise and splits the sum along `dim` into one part per rank (in
-    rank order); each rank receives its part. Its adjoint is `all_gather`.
+    rank order); each rank receives its part. A `dim` the group does not
+    divide is zero-padded first (uneven FSDP shards): each part has
+    `ceil(size / ranks)` rows. Its adjoint is `all_gather`.
   }];
   let arguments = (ins StaticShapeTensorOf<[AnyFloat]>:$input,
                        Dist_AxisList:$axes, I64Attr:$dim);
