@@ -132,15 +132,39 @@ module attributes {dist.mesh = #dist.mesh<pp = 1, dp_replicate = 1, dp_shard = 1
 // -----
 
 // Every rank's copy of the loss is seeded with 1/ranks (here 1/4) and each
-// collective's adjoint is its transpose: the all-reduce (sum) of a
-// non-constant gradient is an all-reduce (sum); the all-reduce (avg) of the
-// constant seed needs no communication.
+// collective's adjoint is its transpose: the all-reduce (sum) of a gradient
+// that may differ between ranks is an all-reduce (sum); one of a gradient
+// equal on every rank of the group (the constant seed; values computed from
+// all-reduced ones) needs no communication.
 // CHECK-LABEL: func.func @forward_backward(
-// CHECK:      %[[SEED:.*]] = titan.fill 2.500000e-01 : tensor<f32>
-// CHECK:      %[[DS:.*]], %{{.*}} = titan.cross_entropy_from_stats_grad %{{.*}}, %[[SEED]]
-// CHECK:      %[[F:.*]] = dist.all_reduce_start %[[DS]] axes ["tp"] : tensor<4xf32>
+// CHECK:      titan.fill 2.500000e-01 : tensor<f32>
+// CHECK:      %[[DY:.*]] = titan.linear_grad_input
+// CHECK:      %[[F:.*]] = dist.all_reduce_start %[[DY]] axes ["tp"] : tensor<4x8xf32>
 // CHECK-NOT:  dist.all_reduce_start {{.*}} tensor<f32>
 // CHECK:      return
+// CHECK-LABEL: func.func @forward_backward(
+// CHECK:      %[[SEED2:.*]] = titan.fill 2.500000e-01 : tensor<f32>
+// CHECK:      %[[DS2:.*]], %{{.*}} = titan.cross_entropy_from_stats_grad %{{.*}}, %[[SEED2]]
+// CHECK:      %[[TWO:.*]] = titan.fill 2.000000e+00 : tensor<4xf32>
+// CHECK-NEXT: titan.mul %[[DS2]], %[[TWO]]
+// CHECK-NOT:  dist.all_reduce_start
+// CHECK:      return
+module attributes {dist.mesh = #dist.mesh<pp = 1, dp_replicate = 1, dp_shard = 2, cp = 1, tp = 2>} {
+  func.func @forward(%w: tensor<4x8xf32> {titan.param = "w"}, %v: tensor<8x8xf32> {titan.param = "v"}, %l: tensor<4xi32>) -> tensor<f32> {
+    %f = dist.all_reduce_start %w axes ["tp"] : tensor<4x8xf32> -> !dist.future<tensor<4x8xf32>>
+    %y = dist.wait %f : !dist.future<tensor<4x8xf32>>
+    %z = titan.linear %y, %v : (tensor<4x8xf32>, tensor<8x8xf32>) -> tensor<4x8xf32>
+    %loss = titan.cross_entropy %z, %l : (tensor<4x8xf32>, tensor<4xi32>) -> tensor<f32>
+    %lf = dist.all_reduce_start %loss axes ["dp_shard"] {reduction = "avg"} : tensor<f32> -> !dist.future<tensor<f32>>
+    %mean = dist.wait %lf : !dist.future<tensor<f32>>
+    return %mean : tensor<f32>
+  }
+}
+
+// -----
+
+// The same loss with the all-reduced sum feeding the gradient (as loss
+// parallel builds it): the sum's gradient is equal on every tp rank.
 module attributes {dist.mesh = #dist.mesh<pp = 1, dp_replicate = 1, dp_shard = 2, cp = 1, tp = 2>} {
   func.func @forward(%w: tensor<4x8xf32> {titan.param = "w"}, %l: tensor<4xi32>) -> tensor<f32> {
     %m = titan.row_max %w : tensor<4x8xf32> -> tensor<4xf32>

@@ -85,23 +85,51 @@ public:
   Value lookup(Value value) const { return grads.lookup(value); }
 
   /// The transpose of an all-reduce is the same all-reduce of the gradient.
-  /// A gradient that is one constant on every rank (the loss seed) needs no
-  /// communication: its sum is the constant times the group size.
+  /// A gradient known to be equal on every rank of the group needs no
+  /// communication: its mean is itself and its sum is the group size times
+  /// it (the loss seed; loss parallel's statistics, whose gradients derive
+  /// from all-reduced values).
   Value allReduceAdjoint(dist::AllReduceStartOp a, Value dy) {
     Location loc = a.getLoc();
-    if (auto fill = dy.getDefiningOp<FillOp>()) {
-      if (a.getReduction() == "avg")
-        return dy;
-      int64_t n = dist::getGroupSize(dist::getMesh(a), a.getAxes());
+    if (!isUniformOver(dy, a.getAxes()))
+      return collective<dist::AllReduceStartOp>(
+          b, loc, cast<RankedTensorType>(dy.getType()), dy, a.getAxesAttr(),
+          a.getReductionAttr());
+    if (a.getReduction() == "avg")
+      return dy;
+    double n = double(dist::getGroupSize(dist::getMesh(a), a.getAxes()));
+    if (auto fill = dy.getDefiningOp<FillOp>())
       return FillOp::create(
           b, loc, dy.getType(),
-          b.getF64FloatAttr(fill.getValue().convertToDouble() * double(n)));
-    }
-    return collective<dist::AllReduceStartOp>(
-        b, loc, cast<RankedTensorType>(dy.getType()), dy, a.getAxesAttr(),
-        a.getReductionAttr());
+          b.getF64FloatAttr(fill.getValue().convertToDouble() * n));
+    return MulOp::create(
+        b, loc, dy, FillOp::create(b, loc, dy.getType(), b.getF64FloatAttr(n)));
   }
 
+  /// Whether `v` is provably the same on every rank of the group over
+  /// `axes`: constants, results of all-reduces and all-gathers over (at
+  /// least) those axes, and titan ops of such values.
+  bool isUniformOver(Value v, ArrayAttr axes) {
+    auto key = std::make_pair(v, axes);
+    if (auto it = uniform.find(key); it != uniform.end())
+      return it->second;
+    bool result = false;
+    Operation *def = v.getDefiningOp();
+    if (auto wait = dyn_cast_or_null<dist::WaitOp>(def)) {
+      Operation *start = wait.getFuture().getDefiningOp();
+      if (isa<dist::AllReduceStartOp, dist::AllGatherStartOp>(start)) {
+        auto over = start->getAttrOfType<ArrayAttr>("axes");
+        result = llvm::all_of(axes, [&](Attribute axis) {
+          return llvm::is_contained(over, axis);
+        });
+      }
+    } else if (def && isa<TitanDialect>(def->getDialect())) {
+      result = llvm::all_of(def->getOperands(), [&](Value operand) {
+        return isUniformOver(operand, axes);
+      });
+    }
+    return uniform[key] = result;
+  }
   /// Applies the adjoint rule of `op`, given the gradients of its results.
   LogicalResult propagate(Operation *op) {
     SmallVector<Value> resultGrads;
@@ -269,6 +297,7 @@ private:
   bool regatherParams;
   DenseMap<Value, Value> grads;
   DenseMap<Value, Value> regathered;
+  DenseMap<std::pair<Value, ArrayAttr>, bool> uniform;
 };
 
 struct TitanAutodiffPass : titan::impl::TitanAutodiffBase<TitanAutodiffPass> {

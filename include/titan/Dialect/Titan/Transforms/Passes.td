@@ -32,8 +32,9 @@ def TitanAutodiff : Pass<"titan-autodiff", "::mlir::ModuleOp"> {
     seeded with 1/ranks (ranks of the `#dist.mesh`, pipeline stages aside);
     then each collective's adjoint is its transpose: an all-gather's is a
     reduce-scatter over the same axes and dimension (and vice versa), an
-    all-reduce's is the same all-reduce (folded away for a gradient that is
-    one constant on every rank), all_to_all and send_recv run reversed, and
+    all-reduce's is the same all-reduce (no communication for a gradient
+    provably equal on every rank of the group: constants, all-reduced or
+    all-gathered values and titan ops of them), all_to_all and send_recv run reversed, and
     `dist.replicate` all-reduces its gradient: data-parallel gradient
     synchronization. `titan.row_max` and `max` all-reduces have no gradient.
 
