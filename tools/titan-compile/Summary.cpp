@@ -3,6 +3,7 @@
 #include "Summary.h"
 
 #include "titan/Config/TrainConfig.h"
+#include "titan/Conversion/TitanToCPU/BufferLiveness.h"
 #include "titan/Dialect/Dist/IR/Dist.h"
 #include "titan/Dialect/Titan/IR/Parameters.h"
 #include "titan/Model/LlamaArgs.h"
@@ -174,12 +175,6 @@ void titan::printSummary(const LlamaArgs &a, const TrainConfig &c,
     row(name, llvm::Twine(count));
 }
 
-/// Bytes of a statically shaped tensor.
-static int64_t tensorBytes(mlir::Type type) {
-  auto t = mlir::cast<mlir::RankedTensorType>(type);
-  return t.getNumElements() * ((t.getElementTypeBitWidth() + 7) / 8);
-}
-
 void titan::printPerRankPlan(mlir::ModuleOp module, llvm::raw_ostream &os) {
   auto row = [&](const llvm::Twine &key, const llvm::Twine &value) {
     os << "  " << llvm::left_justify(key.str(), 30) << "  " << value << "\n";
@@ -190,7 +185,7 @@ void titan::printPerRankPlan(mlir::ModuleOp module, llvm::raw_ostream &os) {
     return;
   int64_t params = 0;
   for (const ParameterArgument &p : getParameterArguments(forward))
-    params += tensorBytes(p.type);
+    params += titan::bufferBytes(p.type);
   os << "per rank (mesh pp " << mesh.getPp() << " x dp_replicate "
      << mesh.getDpReplicate() << " x dp_shard " << mesh.getDpShard() << " x cp "
      << mesh.getCp() << " x tp " << mesh.getTp() << " = " << mesh.getWorldSize()
@@ -198,6 +193,13 @@ void titan::printPerRankPlan(mlir::ModuleOp module, llvm::raw_ostream &os) {
   row("parameters", humanBytes(double(params)));
   row("gradients", humanBytes(double(params)));
   row("AdamW state", humanBytes(2.0 * double(params)));
+  // The step's own buffers as the CPU target allocates and frees them:
+  // activations kept for the backward, gathered parameters, transient
+  // gradients and collective staging excluded (runtime-side).
+  if (auto step = module.lookupSymbol<mlir::func::FuncOp>("forward_backward"))
+    row("step working memory",
+        humanBytes(double(BufferLiveness(step).peakBytes())) +
+            " peak (@forward_backward buffers)");
 
   // Collectives per step: kind and axes -> (count, payload bytes). The
   // payload is the gathered (all_gather), scattered (reduce_scatter) or
@@ -224,10 +226,11 @@ void titan::printPerRankPlan(mlir::ModuleOp module, llvm::raw_ostream &os) {
           },
           ",");
       ks << "]";
-      int64_t bytes = std::max(
-          tensorBytes(op->getOperand(0).getType()),
-          tensorBytes(mlir::cast<dist::FutureType>(op->getResult(0).getType())
-                          .getValueType()));
+      int64_t bytes =
+          std::max(titan::bufferBytes(op->getOperand(0).getType()),
+                   titan::bufferBytes(
+                       mlir::cast<dist::FutureType>(op->getResult(0).getType())
+                           .getValueType()));
       auto &[count, total] = traffic[key];
       ++count;
       total += bytes;

@@ -6,6 +6,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "titan/Conversion/TitanToCPU/BufferLiveness.h"
 #include "titan/Conversion/TitanToCPU/Passes.h"
 #include "titan/Dialect/Dist/IR/Dist.h"
 #include "titan/Dialect/Titan/IR/TitanOps.h"
@@ -27,11 +28,6 @@ using namespace mlir;
 using namespace titan;
 
 namespace {
-
-int64_t byteSize(Type type) {
-  auto t = cast<RankedTensorType>(type);
-  return t.getNumElements() * ((t.getElementTypeBitWidth() + 7) / 8);
-}
 
 /// The kernel attributes of `op`, in the order KernelABI.h documents.
 SmallVector<double> kernelAttributes(Operation *op) {
@@ -161,33 +157,10 @@ public:
                << "must take and return statically shaped tensors, got " << t;
     Block &body = func.getBody().front();
 
-    // Every value maps to the buffer it lives in (reshape views share one);
-    // a buffer dies after the last op that uses any value living in it.
-    DenseMap<Value, Value> root;
-    DenseMap<Value, unsigned> lastUse;
-    SmallVector<Operation *> ops;
-    for (Operation &op : body)
-      ops.push_back(&op);
-    auto rootOf = [&](Value v) {
-      Value r = root.lookup(v);
-      return r ? r : v;
-    };
-    for (auto [index, op] : llvm::enumerate(ops)) {
-      for (Value operand : op->getOperands())
-        lastUse[rootOf(operand)] = index;
-      // A collective reads its input until it is waited for.
-      if (auto wait = dyn_cast<dist::WaitOp>(op))
-        for (Value input : wait.getFuture().getDefiningOp()->getOperands())
-          lastUse[rootOf(input)] = index;
-      for (Value result : op->getResults())
-        root[result] = isView(op) || isa<dist::WaitOp>(op)
-                           ? rootOf(op->getOperand(0))
-                           : result;
-    }
-    DenseMap<unsigned, SmallVector<Value>> freeAfter;
-    for (auto [value, index] : lastUse)
-      if (!isa<BlockArgument>(value))
-        freeAfter[index].push_back(value);
+    // One buffer per result (views share their operand's), freed after the
+    // last use of any value living in it.
+    BufferLiveness liveness(func);
+    ArrayRef<Operation *> ops = liveness.getOps();
 
     b.setInsertionPoint(func);
     Location loc = func.getLoc();
@@ -215,7 +188,7 @@ public:
         for (auto [i, value] : llvm::enumerate(ret.getOperands())) {
           Value dst = loadPointer(argv, func.getNumArguments() + i);
           LLVM::MemcpyOp::create(b, op->getLoc(), dst, ptr[value],
-                                 constant(byteSize(value.getType())),
+                                 constant(bufferBytes(value.getType())),
                                  /*isVolatile=*/false);
         }
       } else if (isView(op)) {
@@ -233,7 +206,7 @@ public:
       } else {
         return op->emitOpError() << "is not supported by titan-lower-to-cpu";
       }
-      for (Value dead : freeAfter.lookup(index))
+      for (Value dead : liveness.freedAfter(index))
         LLVM::CallOp::create(b, op->getLoc(),
                              runtimeFunction("titan_rt_free", {ptrType}, {}),
                              ValueRange{ptr[dead]});
@@ -243,7 +216,7 @@ public:
   }
 
 private:
-  /// Ops whose result shares its operand's buffer.
+  /// Ops whose result shares its operand's buffer and that emit no code.
   static bool isView(Operation *op) {
     return isa<ReshapeOp, dist::ReplicateOp>(op);
   }
@@ -300,11 +273,10 @@ private:
 
     auto alloc = runtimeFunction("titan_rt_alloc", {i64Type}, ptrType);
     for (Value result : op->getResults())
-      ptr[result] =
-          LLVM::CallOp::create(
-              b, loc, alloc,
-              ValueRange{constant(byteSize(bufferType(result.getType())))})
-              .getResult();
+      ptr[result] = LLVM::CallOp::create(
+                        b, loc, alloc,
+                        ValueRange{constant(bufferBytes(result.getType()))})
+                        .getResult();
 
     SmallVector<int64_t> shapes;
     unsigned slot = 0;
