@@ -30,6 +30,12 @@ Layout layout(const int64_t *shapes, int64_t d) {
   return l;
 }
 
+/// Elements of the input.
+int64_t elementCount(const int64_t *shapes) {
+  Layout l = layout(shapes, 0);
+  return l.outer * l.dim * l.inner;
+}
+
 template <typename T>
 void *allGather(void **b, const int64_t *s, const double *a) {
   int64_t d = int64_t(a[0]);
@@ -53,10 +59,9 @@ void *reduceScatter(void **b, const int64_t *s, const double *a) {
 
 template <typename T>
 void *allReduce(void **b, const int64_t *s, const double *a) {
-  Layout l = layout(s, 0);
   return communicator()
-      .allReduce(b[0], b[1], sizeof(T), l.outer * l.dim * l.inner,
-                 Reduction(int(a[1])), unsigned(a[2]))
+      .allReduce(b[0], b[1], sizeof(T), elementCount(s), Reduction(int(a[1])),
+                 unsigned(a[2]))
       .release();
 }
 
@@ -77,18 +82,16 @@ void *allToAll(void **b, const int64_t *s, const double *a) {
 
 template <typename T>
 void *broadcast(void **b, const int64_t *s, const double *a) {
-  Layout l = layout(s, 0);
   return communicator()
-      .broadcast(b[0], b[1], sizeof(T), l.outer * l.dim * l.inner,
-                 int64_t(a[0]), unsigned(a[2]))
+      .broadcast(b[0], b[1], sizeof(T), elementCount(s), int64_t(a[0]),
+                 unsigned(a[2]))
       .release();
 }
 
 template <typename T>
 void *sendRecv(void **b, const int64_t *s, const double *a) {
-  Layout l = layout(s, 0);
   return communicator()
-      .sendRecv(b[0], b[1], sizeof(T), l.outer * l.dim * l.inner, int64_t(a[0]),
+      .sendRecv(b[0], b[1], sizeof(T), elementCount(s), int64_t(a[0]),
                 unsigned(a[2]))
       .release();
 }

@@ -13,9 +13,9 @@
 
 using namespace titan;
 
-std::string titan::buildManifest(const LlamaArgs &args,
-                                 const TrainConfig &config,
-                                 mlir::ModuleOp module) {
+llvm::Expected<std::string> titan::buildManifest(const LlamaArgs &args,
+                                                 const TrainConfig &config,
+                                                 mlir::ModuleOp module) {
   auto forward = module.lookupSymbol<mlir::func::FuncOp>("forward");
   dist::MeshAttr mesh = dist::getMesh(module);
   // The argument type is the per-rank shard; the model gives the whole
@@ -35,12 +35,14 @@ std::string titan::buildManifest(const LlamaArgs &args,
         shardedDims.push_back(std::move(names));
       }
     auto whole = wholeShapes.find(p.name.getValue());
-    llvm::json::Array shape = whole != wholeShapes.end()
-                                  ? llvm::json::Array(whole->second)
-                                  : llvm::json::Array(p.type.getShape());
+    if (whole == wholeShapes.end())
+      return llvm::createStringError(
+          llvm::inconvertibleErrorCode(),
+          "internal error: parameter '" + p.name.getValue().str() +
+              "' of the compiled step is not a parameter of the model");
     params.push_back(llvm::json::Object{
         {"name", p.name.getValue()},
-        {"shape", std::move(shape)},
+        {"shape", llvm::json::Array(whole->second)},
         {"local_shape", llvm::json::Array(p.type.getShape())},
         {"sharding", std::move(shardedDims)}});
   }

@@ -5,6 +5,7 @@
 #define TITAN_TOOLS_TITAN_COMPILE_MANIFEST_H
 
 #include "mlir/IR/BuiltinOps.h"
+#include "llvm/Support/Error.h"
 
 #include <string>
 
@@ -14,9 +15,11 @@ struct TrainConfig;
 
 /// The JSON manifest embedded in a training executable: the compiled
 /// configuration (TOML), the parameters (name, shape) in the argument order
-/// of `forward`, and the step's static shapes (see runtime/Trainer.h).
-std::string buildManifest(const LlamaArgs &args, const TrainConfig &config,
-                          mlir::ModuleOp module);
+/// of `forward`, and the step's static shapes (see runtime/Trainer.h). An
+/// error names a parameter of `forward` that the model does not have.
+llvm::Expected<std::string> buildManifest(const LlamaArgs &args,
+                                          const TrainConfig &config,
+                                          mlir::ModuleOp module);
 } // namespace titan
 
 #endif // TITAN_TOOLS_TITAN_COMPILE_MANIFEST_H

@@ -350,7 +350,10 @@ int main(int argc, char **argv) {
     return reportError("compilation failed (see the diagnostics above)");
   if (emitStage == EmitStage::Partitioned)
     return printModule();
-  std::string manifest = buildManifest(*model, *config, *module);
+  llvm::Expected<std::string> manifest =
+      buildManifest(*model, *config, *module);
+  if (!manifest)
+    return reportError(manifest.takeError());
 
   pm.clear();
   addTrainingPasses(pm, *config);
@@ -361,7 +364,7 @@ int main(int argc, char **argv) {
   if (emitStage == EmitStage::Train || emitStage == EmitStage::LLVM)
     return printModule();
 
-  embedManifest(*module, manifest);
+  embedManifest(*module, *manifest);
   llvm::SmallString<128> objectPath;
   if (emitStage == EmitStage::Object) {
     objectPath = outputFilename;

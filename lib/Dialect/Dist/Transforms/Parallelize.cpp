@@ -25,8 +25,7 @@ enum class TPStyle { Colwise, Rowwise, Replicated };
 /// a parameter the plan does not know.
 std::optional<TPStyle> tensorParallelStyle(StringRef name) {
   name.consume_back(".weight");
-  StringRef leaf =
-      name.rsplit('.').second.empty() ? name : name.rsplit('.').second;
+  StringRef leaf = name.substr(name.rfind('.') + 1); // npos + 1 == 0
   // The embedding is split by vocabulary (rows), as a column-wise linear.
   if (llvm::is_contained({"wq", "wk", "wv", "w1", "w3", "output"}, leaf) ||
       name == "tok_embeddings")
@@ -45,12 +44,9 @@ struct DistParallelizePass
 
   void runOnOperation() override {
     ModuleOp module = getOperation();
-    auto forward = module.lookupSymbol<func::FuncOp>(forwardName);
-    if (!forward) {
-      module.emitError() << "dist-parallelize: no function named '"
-                         << forwardName << "'";
+    auto forward = lookupFunction(module, forwardName, "dist-parallelize");
+    if (!forward)
       return signalPassFailure();
-    }
     for (auto [name, degree] :
          {std::pair<StringRef, int64_t>("cp", cp), {"pp", pp}})
       if (degree > 1) {

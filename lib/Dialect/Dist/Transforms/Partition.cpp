@@ -144,24 +144,25 @@ struct DistPartitionPass
         full.setType(localType);
         // FSDP gathers the data-parallel shards; tensor-parallel shards stay.
         std::optional<int64_t> tpDim;
+        bool gathered = false;
         for (unsigned d = 0; d < sharding.getDims().size(); ++d) {
+          // The gathered size drops FSDP's padding: the global size over
+          // the axes that stay split (tp).
           SmallVector<StringRef> axes;
+          SmallVector<int64_t> shape(
+              cast<RankedTensorType>(full.getType()).getShape());
+          shape[d] = p.type.getDimSize(d);
           for (StringRef axis : sharding.getAxes(d)) {
-            if (isDataParallelAxis(axis))
+            if (isDataParallelAxis(axis)) {
               axes.push_back(axis);
-            else if (axis == "tp")
+              continue;
+            }
+            shape[d] /= *mesh.getAxisSize(axis);
+            if (axis == "tp")
               tpDim = d;
           }
           if (axes.empty())
             continue;
-          // The gathered size drops FSDP's padding: the global size over
-          // the axes that stay split (tp).
-          auto inType = cast<RankedTensorType>(full.getType());
-          SmallVector<int64_t> shape(inType.getShape());
-          shape[d] = p.type.getDimSize(d);
-          for (StringRef axis : sharding.getAxes(d))
-            if (!isDataParallelAxis(axis))
-              shape[d] /= *mesh.getAxisSize(axis);
           auto future = AllGatherStartOp::create(
               b, loc,
               FutureType::get(
@@ -171,10 +172,12 @@ struct DistPartitionPass
           if (!entry)
             entry = future;
           full = WaitOp::create(b, loc, future);
-          if (keepGathered(reshardAfterForward, p.name.getValue(), lastBlock))
-            forward.setArgAttr(p.index, DistDialect::kKeepGatheredAttrName,
-                               b.getUnitAttr());
+          gathered = true;
         }
+        if (gathered &&
+            keepGathered(reshardAfterForward, p.name.getValue(), lastBlock))
+          forward.setArgAttr(p.index, DistDialect::kKeepGatheredAttrName,
+                             b.getUnitAttr());
         if (tpDim)
           tpShardDims[full] = *tpDim;
       }

@@ -15,3 +15,11 @@ titan::getParameterArguments(func::FuncOp func) {
           {i, name, cast<RankedTensorType>(func.getArgumentTypes()[i])});
   return params;
 }
+
+func::FuncOp titan::lookupFunction(ModuleOp module, StringRef name,
+                                   StringRef pass) {
+  auto func = module.lookupSymbol<func::FuncOp>(name);
+  if (!func)
+    module.emitError() << pass << ": no function named '" << name << "'";
+  return func;
+}

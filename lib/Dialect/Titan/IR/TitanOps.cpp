@@ -380,12 +380,16 @@ LogicalResult CrossEntropyOp::verify() {
 // Cross-entropy in pieces
 //===----------------------------------------------------------------------===//
 
-LogicalResult RowMaxOp::verify() {
-  Operation *op = getOperation();
-  if (failed(verifyPerRow(op, getLogits(), "logits", getResult(), "result")))
+/// A per-row statistic of `logits`: its leading shape and element type.
+static LogicalResult verifyRowStatistic(Operation *op, Value logits,
+                                        Value result) {
+  if (failed(verifyPerRow(op, logits, "logits", result, "result")))
     return failure();
-  return verifySameElementType(op, getResult(), "result", getLogits(),
-                               "logits");
+  return verifySameElementType(op, result, "result", logits, "logits");
+}
+
+LogicalResult RowMaxOp::verify() {
+  return verifyRowStatistic(getOperation(), getLogits(), getResult());
 }
 
 LogicalResult SumExpOp::verify() {
@@ -397,11 +401,9 @@ LogicalResult SumExpOp::verify() {
 
 LogicalResult TargetLogitOp::verify() {
   Operation *op = getOperation();
-  if (failed(verifyPerRow(op, getLogits(), "logits", getLabels(), "labels")) ||
-      failed(verifyPerRow(op, getLogits(), "logits", getResult(), "result")))
+  if (failed(verifyPerRow(op, getLogits(), "logits", getLabels(), "labels")))
     return failure();
-  return verifySameElementType(op, getResult(), "result", getLogits(),
-                               "logits");
+  return verifyRowStatistic(op, getLogits(), getResult());
 }
 
 LogicalResult CrossEntropyFromStatsOp::verify() {

@@ -305,12 +305,9 @@ struct TitanAutodiffPass : titan::impl::TitanAutodiffBase<TitanAutodiffPass> {
 
   void runOnOperation() override {
     ModuleOp module = getOperation();
-    auto forward = module.lookupSymbol<func::FuncOp>(forwardName);
-    if (!forward) {
-      module.emitError() << "titan-autodiff: no function named '" << forwardName
-                         << "'";
+    auto forward = lookupFunction(module, forwardName, "titan-autodiff");
+    if (!forward)
       return signalPassFailure();
-    }
     if (module.lookupSymbol(backwardName)) {
       forward.emitError() << "titan-autodiff: a symbol named '" << backwardName
                           << "' already exists";

@@ -73,12 +73,9 @@ struct TitanOptimizerPass
 
   void runOnOperation() override {
     ModuleOp module = getOperation();
-    auto forward = module.lookupSymbol<func::FuncOp>(forwardName);
-    if (!forward) {
-      module.emitError() << "titan-optimizer: no function named '"
-                         << forwardName << "'";
+    auto forward = lookupFunction(module, forwardName, "titan-optimizer");
+    if (!forward)
       return signalPassFailure();
-    }
     if (module.lookupSymbol(stepName)) {
       forward.emitError() << "titan-optimizer: a symbol named '" << stepName
                           << "' already exists";

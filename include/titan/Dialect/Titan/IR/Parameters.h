@@ -19,6 +19,11 @@ struct ParameterArgument {
 llvm::SmallVector<ParameterArgument>
 getParameterArguments(mlir::func::FuncOp func);
 
+/// The function `name` of `module`, or null after an error on `module`
+/// naming the pass that needs it ("<pass>: no function named '<name>'").
+mlir::func::FuncOp lookupFunction(mlir::ModuleOp module, llvm::StringRef name,
+                                  llvm::StringRef pass);
+
 } // namespace titan
 
 #endif // TITAN_DIALECT_TITAN_IR_PARAMETERS_H
