@@ -429,21 +429,25 @@ template <typename T> double sumOfSquares(const T *x, int64_t n) {
 double lrSchedule(int64_t step, int64_t totalSteps, double lr,
                   int64_t warmupSteps, double decayRatio, int decayType,
                   double minLrFactor) {
+  // TorchTitan v0.2.0, components/lr_scheduler.py (build_lr_schedulers).
   int64_t warmup = std::min(warmupSteps, totalSteps);
+  // Python's round() is round-half-to-even, as nearbyint in the default mode.
   int64_t decay = decayRatio >= 0
                       ? int64_t(std::nearbyint(totalSteps * decayRatio))
                       : totalSteps - warmup;
   if (warmup + decay > totalSteps)
     decay = totalSteps - warmup;
-  int64_t stable = totalSteps - warmup - decay;
-  double s = double(std::min(step, warmup + stable + decay));
+  // The "virtual last step": the last real step stays above the floor.
+  int64_t stable = totalSteps + 1 - warmup - decay;
   double factor;
-  if (s < warmup) {
-    factor = (s + 1) / double(warmup + 1);
-  } else if (s < warmup + stable || decay == 0) {
+  if (step < warmup) {
+    factor = double(step + 1) / double(warmup);
+  } else if (step < warmup + stable || decay == 0) {
     factor = 1.0;
   } else {
-    double progress = ((s + 1) - double(warmup + stable)) / double(decay + 1);
+    // Steps past the run's end (never taken by the trainer) hold the floor.
+    double progress =
+        std::min(1.0, double(step + 1 - (warmup + stable)) / double(decay));
     double adjusted = decayType == 0 ? 1.0 - progress
                       : decayType == 1
                           ? 1.0 - std::sqrt(progress)

@@ -242,23 +242,53 @@ TEST_F(GradientCheck, VocabularyParallelEmbedding) {
     EXPECT_EQ(sum[i], whole[i]);
 }
 
-// The schedule of ../shared/reference/llama3-flavors.md, spot-checked.
-TEST(LRSchedule, WarmupStableDecay) {
-  // 10 steps, warmup 2, decay_ratio 0.5 -> decay 5, stable 3.
-  EXPECT_DOUBLE_EQ(lrSchedule(0, 10, 1.0, 2, 0.5, 0, 0.0), 1.0 / 3);
-  EXPECT_DOUBLE_EQ(lrSchedule(1, 10, 1.0, 2, 0.5, 0, 0.0), 2.0 / 3);
-  EXPECT_DOUBLE_EQ(lrSchedule(4, 10, 1.0, 2, 0.5, 0, 0.0), 1.0);
-  EXPECT_DOUBLE_EQ(lrSchedule(5, 10, 1.0, 2, 0.5, 0, 0.0), 1.0 - 1.0 / 6);
-  EXPECT_DOUBLE_EQ(lrSchedule(9, 10, 1.0, 2, 0.5, 0, 0.0), 1.0 - 5.0 / 6);
-  // Past the end the step is held at warmup + stable + decay: the floor.
-  EXPECT_DOUBLE_EQ(lrSchedule(20, 10, 1.0, 2, 0.5, 0, 0.25), 0.25);
-  // sqrt and cosine shapes, with a floor.
-  EXPECT_DOUBLE_EQ(lrSchedule(9, 10, 2.0, 2, 0.5, 1, 0.1),
-                   2.0 * (0.1 + 0.9 * (1.0 - std::sqrt(5.0 / 6))));
-  EXPECT_DOUBLE_EQ(lrSchedule(9, 10, 2.0, 2, 0.5, 2, 0.1),
-                   2.0 * (0.1 + 0.9 * 0.5 * (1.0 + std::cos(M_PI * 5.0 / 6))));
-  // No ratio: decay right after warmup.
-  EXPECT_DOUBLE_EQ(lrSchedule(2, 10, 1.0, 2, -1.0, 0, 0.0), 1.0 - 1.0 / 9);
+// TorchTitan v0.2.0's schedule (components/lr_scheduler.py): for 10 steps,
+// warmup 2, decay_ratio 0.8 there are 8 decay steps and 10 + 1 - 2 - 8 = 1
+// stable step (the "virtual last step"). The factors below were worked out by
+// hand from that definition, not from the kernel.
+TEST(LRSchedule, TorchTitanV020Factors) {
+  const double linear[10] = {1.0 / 2, 1.0,     1.0,     7.0 / 8, 6.0 / 8,
+                             5.0 / 8, 4.0 / 8, 3.0 / 8, 2.0 / 8, 1.0 / 8};
+  for (int s = 0; s < 10; ++s)
+    EXPECT_DOUBLE_EQ(lrSchedule(s, 10, 1.0, 2, 0.8, 0, 0.0), linear[s])
+        << "linear, step " << s;
+  // sqrt: 1 - sqrt(k/8) for decay step k = 1..7.
+  const double sqrtFactors[10] = {
+      0.5, 1.0, 1.0, 0.64644660940672627, 0.5, 0.38762756430420553,
+      0.29289321881345254, 0.20943058495790523, 0.13397459621556140,
+      0.064585653306514670};
+  for (int s = 0; s < 10; ++s)
+    EXPECT_NEAR(lrSchedule(s, 10, 1.0, 2, 0.8, 1, 0.0), sqrtFactors[s], 1e-15)
+        << "sqrt, step " << s;
+  // cosine: (1 + cos(pi k/8)) / 2 for k = 1..7.
+  const double cosineFactors[10] = {
+      0.5, 1.0, 1.0, 0.96193976625564337, 0.85355339059327373,
+      0.69134171618254492, 0.5, 0.30865828381745508, 0.14644660940672627,
+      0.038060233744356631};
+  for (int s = 0; s < 10; ++s)
+    EXPECT_NEAR(lrSchedule(s, 10, 1.0, 2, 0.8, 2, 0.0), cosineFactors[s], 1e-15)
+        << "cosine, step " << s;
+  // A floor scales the decay: min + (1 - min) * adjustment; lr multiplies.
+  EXPECT_DOUBLE_EQ(lrSchedule(9, 10, 2.0, 2, 0.8, 0, 0.2),
+                   2.0 * (0.2 + 0.8 * (1.0 / 8)));
+}
+
+TEST(LRSchedule, Clamping) {
+  // Warmup longer than the run is cut to the run: 4 steps of warmup 4.
+  EXPECT_DOUBLE_EQ(lrSchedule(0, 4, 1.0, 10, 0.5, 0, 0.0), 1.0 / 4);
+  EXPECT_DOUBLE_EQ(lrSchedule(3, 4, 1.0, 10, 0.5, 0, 0.0), 1.0);
+  // warmup 3 + decay round(10 * 0.9) = 9 > 10: decay becomes 7, stable 1.
+  EXPECT_DOUBLE_EQ(lrSchedule(4, 10, 1.0, 3, 0.9, 0, 0.0), 6.0 / 7);
+  EXPECT_DOUBLE_EQ(lrSchedule(9, 10, 1.0, 3, 0.9, 0, 0.0), 1.0 / 7);
+  // No ratio: decay = steps - warmup = 8, stable 1 (the virtual step).
+  EXPECT_DOUBLE_EQ(lrSchedule(2, 10, 1.0, 2, -1.0, 0, 0.0), 1.0);
+  EXPECT_DOUBLE_EQ(lrSchedule(3, 10, 1.0, 2, -1.0, 0, 0.0), 7.0 / 8);
+  // round() is half-to-even as in Python: round(10 * 0.25) = 2, stable 8
+  // (half-up would give decay 3 and 1/3 at the last step).
+  EXPECT_DOUBLE_EQ(lrSchedule(8, 10, 1.0, 1, 0.25, 0, 0.0), 1.0);
+  EXPECT_DOUBLE_EQ(lrSchedule(9, 10, 1.0, 1, 0.25, 0, 0.0), 1.0 / 2);
+  // No warmup: the first step runs at the full rate.
+  EXPECT_DOUBLE_EQ(lrSchedule(0, 10, 1.0, 0, 0.5, 0, 0.0), 1.0);
 }
 
 } // namespace

@@ -166,16 +166,21 @@ def forward_loss(a, p, tokens, labels, freqs_cis):
 
 
 def lr_factor(step, warmup, steps, decay_ratio, decay_type, min_lr):
-    decay = round(steps * decay_ratio) if decay_ratio is not None else steps - warmup
-    if warmup + decay > steps:
+    # TorchTitan v0.2.0, torchtitan/components/lr_scheduler.py,
+    # build_lr_schedulers and linear_warmup_stable_decay.
+    warmup = min(warmup, steps)
+    if decay_ratio is not None:
+        decay = round(steps * decay_ratio)
+        if warmup + decay > steps:
+            decay = steps - warmup
+    else:
         decay = steps - warmup
-    stable = steps - warmup - decay
-    step = min(step, warmup + stable + decay)
+    stable = steps + 1 - warmup - decay  # the "virtual last step"
     if step < warmup:
-        return (step + 1) / (warmup + 1)
-    if step < warmup + stable or decay == 0:
+        return (step + 1) / warmup
+    if step < warmup + stable:
         return 1.0
-    progress = ((step + 1) - (warmup + stable)) / (decay + 1)
+    progress = ((step + 1) - (warmup + stable)) / decay
     adj = {"linear": 1 - progress, "sqrt": 1 - math.sqrt(progress),
            "cosine": 0.5 * (1 + math.cos(math.pi * progress))}[decay_type]
     return min_lr + (1 - min_lr) * adj

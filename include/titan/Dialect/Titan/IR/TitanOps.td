@@ -623,14 +623,16 @@ def Titan_LRScheduleOp : Titan_Op<"lr_schedule", [Pure]> {
   let description = [{
     `step` is the 0-based index of the step about to run and `total_steps`
     the run's `training.steps` (operands, so a run can change its length
-    without recompiling). With `w = warmup_steps`,
-    `d = round(total_steps * decay_ratio)` (or `total_steps - w` without a
-    ratio; clamped so that `w + d <= total_steps`) and `s = total - w - d`:
-    past the end the step is held at `w + s + d`; during warmup
-    `factor = (step + 1) / (w + 1)`; while stable (or with `d = 0`)
-    `factor = 1`; otherwise with `p = ((step + 1) - (w + s)) / (d + 1)` the
-    decay is `1 - p` (linear), `1 - sqrt(p)` (sqrt) or `(1 + cos(pi p)) / 2`
-    (cosine), and `factor = min_lr_factor + (1 - min_lr_factor) * decay`.
+    without recompiling). As TorchTitan v0.2.0's `build_lr_schedulers`:
+    `w = min(warmup_steps, total_steps)`,
+    `d = round(total_steps * decay_ratio)` (half to even; or
+    `total_steps - w` without a ratio), clamped so that `w + d <= total_steps`,
+    and `s = total_steps + 1 - w - d` (a "virtual last step", so the last
+    real step stays above the floor). During warmup
+    `factor = (step + 1) / w`; while stable `factor = 1`; otherwise with
+    `p = min(1, ((step + 1) - (w + s)) / d)` the decay is `1 - p` (linear),
+    `1 - sqrt(p)` (sqrt) or `(1 + cos(pi p)) / 2` (cosine), and
+    `factor = min_lr_factor + (1 - min_lr_factor) * decay`.
     The result is `lr * factor`, computed in float64, returned as float32.
   }];
   let arguments = (ins 0DTensorOf<[I64]>:$step, 0DTensorOf<[I64]>:$total_steps,
