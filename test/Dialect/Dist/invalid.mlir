@@ -23,6 +23,7 @@ func.func private @f(tensor<4xf32> {dist.sharding = #dist.sharding<["tp"]>})
 func.func @no_mesh(%x: tensor<4xf32>) {
   // expected-error @+1 {{'dist.all_gather_start' op needs a #dist.mesh on an enclosing op ('dist.mesh')}}
   %f = dist.all_gather_start %x axes ["tp"] dim 0 : tensor<4xf32> -> !dist.future<tensor<8xf32>>
+  %f_v = dist.wait %f : !dist.future<tensor<8xf32>>
   return
 }
 
@@ -32,6 +33,7 @@ module attributes {dist.mesh = #dist.mesh<pp = 1, dp_replicate = 1, dp_shard = 2
   func.func @unknown_axis(%x: tensor<4xf32>) {
     // expected-error @+1 {{'dist.all_gather_start' op names unknown mesh axis 'dp'}}
     %f = dist.all_gather_start %x axes ["dp"] dim 0 : tensor<4xf32> -> !dist.future<tensor<8xf32>>
+    %f_v = dist.wait %f : !dist.future<tensor<8xf32>>
     return
   }
 }
@@ -42,6 +44,7 @@ module attributes {dist.mesh = #dist.mesh<pp = 1, dp_replicate = 1, dp_shard = 2
   func.func @twice(%x: tensor<4xf32>) {
     // expected-error @+1 {{'dist.all_gather_start' op names mesh axis 'tp' twice}}
     %f = dist.all_gather_start %x axes ["tp", "tp"] dim 0 : tensor<4xf32> -> !dist.future<tensor<16xf32>>
+    %f_v = dist.wait %f : !dist.future<tensor<16xf32>>
     return
   }
 }
@@ -52,6 +55,7 @@ module attributes {dist.mesh = #dist.mesh<pp = 1, dp_replicate = 1, dp_shard = 2
   func.func @no_axes(%x: tensor<4xf32>) {
     // expected-error @+1 {{'dist.all_gather_start' op needs at least one mesh axis}}
     %f = dist.all_gather_start %x axes [] dim 0 : tensor<4xf32> -> !dist.future<tensor<4xf32>>
+    %f_v = dist.wait %f : !dist.future<tensor<4xf32>>
     return
   }
 }
@@ -62,6 +66,7 @@ module attributes {dist.mesh = #dist.mesh<pp = 1, dp_replicate = 1, dp_shard = 2
   func.func @gather_shape(%x: tensor<4x2xf32>) {
     // expected-error @+1 {{'dist.all_gather_start' op result type 'tensor<4x4xf32>' must be 'tensor<8x2xf32>' for a group of 2 ranks}}
     %f = dist.all_gather_start %x axes ["tp"] dim 0 : tensor<4x2xf32> -> !dist.future<tensor<4x4xf32>>
+    %f_v = dist.wait %f : !dist.future<tensor<4x4xf32>>
     return
   }
 }
@@ -72,6 +77,7 @@ module attributes {dist.mesh = #dist.mesh<pp = 1, dp_replicate = 1, dp_shard = 2
   func.func @gather_dim(%x: tensor<4x2xf32>) {
     // expected-error @+1 {{'dist.all_gather_start' op dim 2 is out of range for rank 2}}
     %f = dist.all_gather_start %x axes ["tp"] dim 2 : tensor<4x2xf32> -> !dist.future<tensor<4x2xf32>>
+    %f_v = dist.wait %f : !dist.future<tensor<4x2xf32>>
     return
   }
 }
@@ -83,6 +89,7 @@ module attributes {dist.mesh = #dist.mesh<pp = 1, dp_replicate = 1, dp_shard = 2
     // An uneven split pads: 6 over 4 ranks is 4 parts of 2.
     // expected-error @+1 {{'dist.reduce_scatter_start' op result type 'tensor<1xf32>' must be 'tensor<2xf32>' for a group of 4 ranks}}
     %f = dist.reduce_scatter_start %x axes ["tp"] dim 0 : tensor<6xf32> -> !dist.future<tensor<1xf32>>
+    %f_v = dist.wait %f : !dist.future<tensor<1xf32>>
     return
   }
 }
@@ -93,6 +100,7 @@ module attributes {dist.mesh = #dist.mesh<pp = 1, dp_replicate = 1, dp_shard = 2
   func.func @reduction(%x: tensor<4xf32>) {
     // expected-error @+1 {{'dist.all_reduce_start' op reduction must be "sum", "avg" or "max", got "min"}}
     %f = dist.all_reduce_start %x axes ["tp"] {reduction = "min"} : tensor<4xf32> -> !dist.future<tensor<4xf32>>
+    %f_v = dist.wait %f : !dist.future<tensor<4xf32>>
     return
   }
 }
@@ -103,6 +111,7 @@ module attributes {dist.mesh = #dist.mesh<pp = 1, dp_replicate = 1, dp_shard = 2
   func.func @all_reduce_type(%x: tensor<4xf32>) {
     // expected-error @+1 {{'dist.all_reduce_start' op result type 'tensor<8xf32>' must equal the input type 'tensor<4xf32>'}}
     %f = dist.all_reduce_start %x axes ["tp"] : tensor<4xf32> -> !dist.future<tensor<8xf32>>
+    %f_v = dist.wait %f : !dist.future<tensor<8xf32>>
     return
   }
 }
@@ -129,6 +138,7 @@ module attributes {dist.mesh = #dist.mesh<pp = 1, dp_replicate = 1, dp_shard = 2
   func.func @all_to_all_shape(%x: tensor<8x8xf32>) {
     // expected-error @+1 {{'dist.all_to_all_start' op result type 'tensor<8x8xf32>' must be 'tensor<4x16xf32>' for a group of 2 ranks}}
     %f = dist.all_to_all_start %x axes ["tp"] split 0 concat 1 : tensor<8x8xf32> -> !dist.future<tensor<8x8xf32>>
+    %f_v = dist.wait %f : !dist.future<tensor<8x8xf32>>
     return
   }
 }
@@ -139,6 +149,7 @@ module attributes {dist.mesh = #dist.mesh<pp = 1, dp_replicate = 1, dp_shard = 2
   func.func @all_to_all_dim(%x: tensor<8x8xf32>) {
     // expected-error @+1 {{'dist.all_to_all_start' op dim 2 is out of range for rank 2}}
     %f = dist.all_to_all_start %x axes ["tp"] split 0 concat 2 : tensor<8x8xf32> -> !dist.future<tensor<4x16xf32>>
+    %f_v = dist.wait %f : !dist.future<tensor<4x16xf32>>
     return
   }
 }
@@ -149,6 +160,7 @@ module attributes {dist.mesh = #dist.mesh<pp = 1, dp_replicate = 1, dp_shard = 2
   func.func @all_to_all_divisible(%x: tensor<3x8xf32>) {
     // expected-error @+1 {{'dist.all_to_all_start' op input dimension 0 (3) is not divisible by the 2 ranks of the group}}
     %f = dist.all_to_all_start %x axes ["tp"] split 0 concat 1 : tensor<3x8xf32> -> !dist.future<tensor<1x16xf32>>
+    %f_v = dist.wait %f : !dist.future<tensor<1x16xf32>>
     return
   }
 }
@@ -159,6 +171,7 @@ module attributes {dist.mesh = #dist.mesh<pp = 1, dp_replicate = 1, dp_shard = 2
   func.func @broadcast_root(%x: tensor<4xf32>) {
     // expected-error @+1 {{'dist.broadcast_start' op root 2 is not a rank of the group of 2}}
     %f = dist.broadcast_start %x axes ["tp"] root 2 : tensor<4xf32> -> !dist.future<tensor<4xf32>>
+    %f_v = dist.wait %f : !dist.future<tensor<4xf32>>
     return
   }
 }
@@ -169,6 +182,7 @@ module attributes {dist.mesh = #dist.mesh<pp = 1, dp_replicate = 1, dp_shard = 2
   func.func @broadcast_type(%x: tensor<4xf32>) {
     // expected-error @+1 {{'dist.broadcast_start' op result type 'tensor<8xf32>' must equal the input type 'tensor<4xf32>'}}
     %f = dist.broadcast_start %x axes ["tp"] root 0 : tensor<4xf32> -> !dist.future<tensor<8xf32>>
+    %f_v = dist.wait %f : !dist.future<tensor<8xf32>>
     return
   }
 }
@@ -179,6 +193,7 @@ module attributes {dist.mesh = #dist.mesh<pp = 1, dp_replicate = 1, dp_shard = 2
   func.func @send_recv_axes(%x: tensor<4xf32>) {
     // expected-error @+1 {{'dist.send_recv_start' op shifts along exactly one mesh axis, got 2}}
     %f = dist.send_recv_start %x axes ["dp_shard", "tp"] shift 1 : tensor<4xf32> -> !dist.future<tensor<4xf32>>
+    %f_v = dist.wait %f : !dist.future<tensor<4xf32>>
     return
   }
 }
@@ -257,4 +272,68 @@ module attributes {dist.mesh = "tp"} {
 // expected-error @+1 {{'dist.keep_gathered' must be a unit attribute}}
 func.func @keep_gathered(%w: tensor<4xf32> {dist.keep_gathered = 1}) {
   return
+}
+
+// -----
+
+module attributes {dist.mesh = #dist.mesh<pp = 1, dp_replicate = 1, dp_shard = 2, cp = 1, tp = 1>} {
+  func.func @never_waited(%x: tensor<4xf32>) {
+    // expected-error @+1 {{'dist.all_reduce_start' op future is never waited (every collective needs one dist.wait)}}
+    %f = dist.all_reduce_start %x axes ["dp_shard"] : tensor<4xf32> -> !dist.future<tensor<4xf32>>
+    return
+  }
+}
+
+// -----
+
+module attributes {dist.mesh = #dist.mesh<pp = 1, dp_replicate = 1, dp_shard = 2, cp = 1, tp = 1>} {
+  func.func @waited_twice(%x: tensor<4xf32>) -> (tensor<4xf32>, tensor<4xf32>) {
+    // expected-error @+1 {{'dist.all_reduce_start' op future is waited 2 times (it must be waited exactly once)}}
+    %f = dist.all_reduce_start %x axes ["dp_shard"] : tensor<4xf32> -> !dist.future<tensor<4xf32>>
+    %a = dist.wait %f : !dist.future<tensor<4xf32>>
+    %b = dist.wait %f : !dist.future<tensor<4xf32>>
+    return %a, %b : tensor<4xf32>, tensor<4xf32>
+  }
+}
+
+// -----
+
+module attributes {dist.mesh = #dist.mesh<pp = 1, dp_replicate = 1, dp_shard = 2, cp = 1, tp = 1>} {
+  func.func private @sink(!dist.future<tensor<4xf32>>)
+  func.func @escapes(%x: tensor<4xf32>) {
+    // expected-error @+1 {{'dist.all_reduce_start' op future must be used only by dist.wait, not by 'func.call'}}
+    %f = dist.all_reduce_start %x axes ["dp_shard"] : tensor<4xf32> -> !dist.future<tensor<4xf32>>
+    func.call @sink(%f) : (!dist.future<tensor<4xf32>>) -> ()
+    return
+  }
+}
+
+// -----
+
+module attributes {dist.mesh = #dist.mesh<pp = 1, dp_replicate = 1, dp_shard = 2, cp = 1, tp = 1>} {
+  func.func @waited_in_another_block(%x: tensor<4xf32>) -> tensor<4xf32> {
+    // expected-error @+1 {{'dist.all_reduce_start' op future must be waited in the block that starts it}}
+    %f = dist.all_reduce_start %x axes ["dp_shard"] : tensor<4xf32> -> !dist.future<tensor<4xf32>>
+    llvm.br ^next
+  ^next:
+    %a = dist.wait %f : !dist.future<tensor<4xf32>>
+    return %a : tensor<4xf32>
+  }
+}
+
+// -----
+
+// expected-error @+1 {{mesh world size pp 1 x dp_replicate 4294967296 x dp_shard 4294967296 x cp 1 x tp 1 exceeds 2^31 - 1 ranks}}
+module attributes {dist.mesh = #dist.mesh<pp = 1, dp_replicate = 4294967296, dp_shard = 4294967296, cp = 1, tp = 1>} {
+}
+
+// -----
+
+module attributes {dist.mesh = #dist.mesh<pp = 1, dp_replicate = 1, dp_shard = 2, cp = 1, tp = 1>} {
+  func.func @huge(%x: tensor<4611686018427387904x4xf32>) {
+    // expected-error @+1 {{'dist.all_reduce_start' op has a tensor of type 'tensor<4611686018427387904x4xf32>' whose size in bytes overflows a 64-bit integer}}
+    %f = dist.all_reduce_start %x axes ["dp_shard"] : tensor<4611686018427387904x4xf32> -> !dist.future<tensor<4611686018427387904x4xf32>>
+    %v = dist.wait %f : !dist.future<tensor<4611686018427387904x4xf32>>
+    return
+  }
 }

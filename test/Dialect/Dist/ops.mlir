@@ -26,6 +26,9 @@ module attributes {dist.mesh = #dist.mesh<pp = 1, dp_replicate = 2, dp_shard = 2
     // CHECK: dist.shard_offset axes ["tp", "dp_shard"] stride 16 : tensor<i32>
     %o = dist.shard_offset axes ["tp", "dp_shard"] stride 16 : tensor<i32>
     %avg = dist.wait %a : !dist.future<tensor<8x8xf32>>
+    %mv = dist.wait %m : !dist.future<tensor<8x8xf32>>
+    %uv = dist.wait %u : !dist.future<tensor<7x8xf32>>
+    %vv = dist.wait %v : !dist.future<tensor<8x4xf32>>
     // CHECK: dist.replicate %{{.*}} axes ["dp_replicate"] : tensor<8x8xf32>
     %rep = dist.replicate %g axes ["dp_replicate"] : tensor<8x8xf32>
     // Gathering along a later dimension (sequence parallel) and over two axes.

@@ -527,3 +527,11 @@ func.func @embedding_vocab_start_type(%w: tensor<64x16xf32>, %t: tensor<2x8xi32>
   %0 = titan.embedding %w[%t] vocab_start %s : tensor<i64> : tensor<64x16xf32>, tensor<2x8xi32> -> tensor<2x8x16xf32>
   return
 }
+
+// -----
+
+func.func @overflowing_size(%a: tensor<2305843009213693952x4xf32>) {
+  // expected-error @+1 {{'titan.add' op has a tensor of type 'tensor<2305843009213693952x4xf32>' whose size in bytes overflows a 64-bit integer}}
+  %0 = titan.add %a, %a : tensor<2305843009213693952x4xf32>
+  return
+}

@@ -8,6 +8,8 @@
 #include "mlir/IR/DialectImplementation.h"
 #include "llvm/ADT/TypeSwitch.h"
 
+#include <limits>
+
 using namespace mlir;
 using namespace titan::dist;
 
@@ -75,10 +77,18 @@ LogicalResult MeshAttr::verify(function_ref<InFlightDiagnostic()> emitError,
                                int64_t pp, int64_t dpReplicate, int64_t dpShard,
                                int64_t cp, int64_t tp) {
   int64_t sizes[] = {pp, dpReplicate, dpShard, cp, tp};
-  for (auto [name, size] : llvm::zip(getAxisNames(), sizes))
+  int64_t world = 1;
+  for (auto [name, size] : llvm::zip(getAxisNames(), sizes)) {
     if (size < 1)
       return emitError() << "mesh axis '" << name
                          << "' must have size >= 1, got " << size;
+    // Ranks are C ints in MPI and NCCL.
+    if (__builtin_mul_overflow(world, size, &world) ||
+        world > std::numeric_limits<int32_t>::max())
+      return emitError() << "mesh world size pp " << pp << " x dp_replicate "
+                         << dpReplicate << " x dp_shard " << dpShard << " x cp "
+                         << cp << " x tp " << tp << " exceeds 2^31 - 1 ranks";
+  }
   return success();
 }
 
@@ -284,6 +294,28 @@ LogicalResult verifySameType(Operation *op, Value input, FutureType future) {
   return success();
 }
 } // namespace
+
+LogicalResult titan::dist::verifyFutureWaitedOnce(Operation *op) {
+  Value future = op->getResult(0);
+  unsigned waits = 0;
+  for (Operation *user : future.getUsers()) {
+    if (!isa<WaitOp>(user))
+      return op->emitOpError()
+             << "future must be used only by dist.wait, not by '"
+             << user->getName() << "'";
+    if (user->getBlock() != op->getBlock())
+      return op->emitOpError()
+             << "future must be waited in the block that starts it";
+    ++waits;
+  }
+  if (waits == 0)
+    return op->emitOpError()
+           << "future is never waited (every collective needs one dist.wait)";
+  if (waits > 1)
+    return op->emitOpError() << "future is waited " << waits
+                             << " times (it must be waited exactly once)";
+  return success();
+}
 
 LogicalResult AllGatherStartOp::verify() {
   return verifyGatherScatter(*this, getInput(), getAxes(), getDim(),

@@ -9,8 +9,32 @@
 #include "mlir/IR/Dialect.h"
 #include "mlir/IR/OpDefinition.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
+#include "titan/Dialect/Titan/IR/TensorSize.h"
 
 #include "titan/Dialect/Dist/IR/DistOpsDialect.h.inc"
+
+namespace titan::dist {
+/// The side-effect resource of in-flight collectives (see DistOps.td).
+struct CollectiveResource
+    : public mlir::SideEffects::Resource::Base<CollectiveResource> {
+  llvm::StringRef getName() final { return "dist.collective"; }
+};
+
+/// Verifies that the future of `op` (its only result) is waited exactly once,
+/// in the op's block.
+mlir::LogicalResult verifyFutureWaitedOnce(mlir::Operation *op);
+
+namespace OpTrait {
+template <typename ConcreteType>
+class FutureWaitedOnce
+    : public mlir::OpTrait::TraitBase<ConcreteType, FutureWaitedOnce> {
+public:
+  static mlir::LogicalResult verifyTrait(mlir::Operation *op) {
+    return verifyFutureWaitedOnce(op);
+  }
+};
+} // namespace OpTrait
+} // namespace titan::dist
 
 #define GET_ATTRDEF_CLASSES
 #include "titan/Dialect/Dist/IR/DistOpsAttributes.h.inc"

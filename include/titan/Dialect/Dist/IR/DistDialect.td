@@ -4,6 +4,7 @@
 #define TITAN_DIALECT_DIST_IR_DISTDIALECT_TD
 
 include "mlir/IR/OpBase.td"
+include "titan/Dialect/Titan/IR/TitanDialect.td"
 include "mlir/IR/AttrTypeBase.td"
 
 def Dist_Dialect : Dialect {
@@ -40,6 +41,6 @@ def Dist_Dialect : Dialect {
 }
 
 class Dist_Op<string mnemonic, list<Trait> traits = []>
-    : Op<Dist_Dialect, mnemonic, traits>;
+    : Op<Dist_Dialect, mnemonic, !listconcat(traits, [Titan_TensorSizesFit])>;
 
 #endif // TITAN_DIALECT_DIST_IR_DISTDIALECT_TD

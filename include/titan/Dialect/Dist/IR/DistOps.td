@@ -83,8 +83,22 @@ def Dist_FutureType : TypeDef<Dist_Dialect, "Future"> {
 
 def Dist_AxisList : TypedArrayAttrBase<StrAttr, "list of mesh axis names">;
 
+/// The communication state of the rank (in-flight transfers). Collectives
+/// have their effects on it rather than on the default resource, so code
+/// motion and scheduling may move compute across a start or a wait.
+def Dist_CollectiveResource : Resource<"::titan::dist::CollectiveResource">;
+
+/// The future of a collective start is used exactly once, by a dist.wait in
+/// the same block: never waited twice (a double release at run time), never
+/// left pending (a leak, with the input freed while the transfer reads it).
+def Dist_FutureWaitedOnce : NativeOpTrait<"FutureWaitedOnce"> {
+  let cppNamespace = "::titan::dist::OpTrait";
+}
+
 class Dist_CollectiveStartOp<string mnemonic, list<Trait> traits = []>
-    : Dist_Op<mnemonic, traits # [MemoryEffects<[MemAlloc, MemWrite]>]> {
+    : Dist_Op<mnemonic, traits # [Dist_FutureWaitedOnce,
+        MemoryEffects<[MemAlloc<Dist_CollectiveResource>,
+                       MemWrite<Dist_CollectiveResource>]>]> {
   let results = (outs Dist_FutureType:$future);
   let hasVerifier = 1;
 }
@@ -212,7 +226,9 @@ def Dist_ShardOffsetOp : Dist_Op<"shard_offset", [Pure]> {
   let hasVerifier = 1;
 }
 
-def Dist_WaitOp : Dist_Op<"wait", [MemoryEffects<[MemRead, MemFree]>,
+def Dist_WaitOp : Dist_Op<"wait", [
+    MemoryEffects<[MemRead<Dist_CollectiveResource>,
+                   MemFree<Dist_CollectiveResource>]>,
     TypesMatchWith<"result type is the future's value type", "future",
                    "result",
                    "::llvm::cast<FutureType>($_self).getValueType()">]> {

@@ -44,7 +44,13 @@ def Titan_Dialect : Dialect {
   }];
 }
 
+/// Every tensor of the op has a byte size that fits in int64
+/// (titan/Dialect/Titan/IR/TensorSize.h).
+def Titan_TensorSizesFit : NativeOpTrait<"TensorSizesFit"> {
+  let cppNamespace = "::titan::OpTrait";
+}
+
 class Titan_Op<string mnemonic, list<Trait> traits = []>
-    : Op<Titan_Dialect, mnemonic, traits>;
+    : Op<Titan_Dialect, mnemonic, !listconcat(traits, [Titan_TensorSizesFit])>;
 
 #endif // TITAN_DIALECT_TITAN_IR_TITANDIALECT_TD
