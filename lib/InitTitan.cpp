@@ -2,9 +2,12 @@
 
 #include "titan/InitTitan.h"
 
-#include "titan/Conversion/TitanToCPU/Passes.h"
+#include "titan/Conversion/KernelToCPU/Passes.h"
+#include "titan/Conversion/TitanToKernel/Passes.h"
 #include "titan/Dialect/Dist/IR/Dist.h"
 #include "titan/Dialect/Dist/Transforms/Passes.h"
+#include "titan/Dialect/Kernel/IR/Kernel.h"
+#include "titan/Dialect/Kernel/Transforms/Passes.h"
 #include "titan/Dialect/Titan/IR/TitanDialect.h"
 #include "titan/Dialect/Titan/Transforms/Passes.h"
 
@@ -15,13 +18,16 @@
 
 void titan::registerAllDialects(mlir::DialectRegistry &registry) {
   registry.insert<titan::TitanDialect, titan::dist::DistDialect,
-                  mlir::func::FuncDialect, mlir::LLVM::LLVMDialect>();
+                  titan::kernel::KernelDialect, mlir::func::FuncDialect,
+                  mlir::LLVM::LLVMDialect>();
 }
 
 void titan::registerAllPasses() {
   titan::registerTitanPasses();
   titan::dist::registerDistPasses();
-  titan::registerTitanToCPUPasses();
+  titan::registerKernelToCPUPasses();
+  titan::registerTitanToKernelPasses();
+  titan::kernel::registerKernelPasses();
   // Generic cleanups used between titan's own passes.
   mlir::registerCanonicalizerPass();
   mlir::registerCSEPass();

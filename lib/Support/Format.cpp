@@ -29,3 +29,30 @@ std::string titan::formatWithCommas(int64_t value) {
   }
   return value < 0 ? "-" + out : out;
 }
+
+/// `n` in the largest of `units` (each `base` times the previous) that keeps
+/// a leading digit, with two decimals; whole numbers in the first unit.
+static std::string scaled(double n, double base,
+                          std::initializer_list<const char *> units) {
+  size_t u = 0;
+  while (n >= base && u + 1 < units.size()) {
+    n /= base;
+    ++u;
+  }
+  const char *name = units.begin()[u];
+  std::string unit = *name ? std::string(" ") + name : "";
+  char buffer[64];
+  if (u == 0 && n == double(int64_t(n)))
+    std::snprintf(buffer, sizeof(buffer), "%lld%s", (long long)n, unit.c_str());
+  else
+    std::snprintf(buffer, sizeof(buffer), "%.2f%s", n, unit.c_str());
+  return buffer;
+}
+
+std::string titan::humanCount(double n) {
+  return scaled(n, 1000, {"", "K", "M", "B", "T"});
+}
+
+std::string titan::humanBytes(double bytes) {
+  return scaled(bytes, 1024, {"B", "KiB", "MiB", "GiB", "TiB"});
+}

@@ -37,8 +37,8 @@ int64_t elementCount(const int64_t *shapes) {
 }
 
 template <typename T>
-void *allGather(void **b, const int64_t *s, const double *a) {
-  int64_t d = int64_t(a[0]);
+void *allGather(void **b, const int64_t *s, const int64_t *a) {
+  int64_t d = a[0];
   Layout l = layout(s, d);
   // The result's shape follows the input's: [rank, dims...].
   const int64_t *result = s + 1 + s[0];
@@ -49,8 +49,8 @@ void *allGather(void **b, const int64_t *s, const double *a) {
 }
 
 template <typename T>
-void *reduceScatter(void **b, const int64_t *s, const double *a) {
-  Layout l = layout(s, int64_t(a[0]));
+void *reduceScatter(void **b, const int64_t *s, const int64_t *a) {
+  Layout l = layout(s, a[0]);
   return communicator()
       .reduceScatter(b[0], b[1], sizeof(T), l.outer, l.dim, l.inner,
                      unsigned(a[2]))
@@ -58,7 +58,7 @@ void *reduceScatter(void **b, const int64_t *s, const double *a) {
 }
 
 template <typename T>
-void *allReduce(void **b, const int64_t *s, const double *a) {
+void *allReduce(void **b, const int64_t *s, const int64_t *a) {
   return communicator()
       .allReduce(b[0], b[1], sizeof(T), elementCount(s), Reduction(int(a[1])),
                  unsigned(a[2]))
@@ -66,8 +66,8 @@ void *allReduce(void **b, const int64_t *s, const double *a) {
 }
 
 template <typename T>
-void *allToAll(void **b, const int64_t *s, const double *a) {
-  int64_t split = int64_t(a[0]), concat = int64_t(a[1]);
+void *allToAll(void **b, const int64_t *s, const int64_t *a) {
+  int64_t split = a[0], concat = a[1];
   Layout in = layout(s, split);
   int64_t parts = communicator().groupSize(unsigned(a[2]));
   // The part each rank exchanges: the input with the split dimension cut.
@@ -81,18 +81,16 @@ void *allToAll(void **b, const int64_t *s, const double *a) {
 }
 
 template <typename T>
-void *broadcast(void **b, const int64_t *s, const double *a) {
+void *broadcast(void **b, const int64_t *s, const int64_t *a) {
   return communicator()
-      .broadcast(b[0], b[1], sizeof(T), elementCount(s), int64_t(a[0]),
-                 unsigned(a[2]))
+      .broadcast(b[0], b[1], sizeof(T), elementCount(s), a[0], unsigned(a[2]))
       .release();
 }
 
 template <typename T>
-void *sendRecv(void **b, const int64_t *s, const double *a) {
+void *sendRecv(void **b, const int64_t *s, const int64_t *a) {
   return communicator()
-      .sendRecv(b[0], b[1], sizeof(T), elementCount(s), int64_t(a[0]),
-                unsigned(a[2]))
+      .sendRecv(b[0], b[1], sizeof(T), elementCount(s), a[0], unsigned(a[2]))
       .release();
 }
 
@@ -101,11 +99,13 @@ void *sendRecv(void **b, const int64_t *s, const double *a) {
 extern "C" {
 
 #define TITAN_RT_DEFINE(name, impl)                                            \
-  void *titan_rt_##name##_f32(void **b, const int64_t *s, const double *a) {   \
-    return impl<float>(b, s, a);                                               \
+  void *titan_rt_##name##_f32(void **b, const int64_t *s, const int64_t *i,    \
+                              const double *, void *) {                        \
+    return impl<float>(b, s, i);                                               \
   }                                                                            \
-  void *titan_rt_##name##_f64(void **b, const int64_t *s, const double *a) {   \
-    return impl<double>(b, s, a);                                              \
+  void *titan_rt_##name##_f64(void **b, const int64_t *s, const int64_t *i,    \
+                              const double *, void *) {                        \
+    return impl<double>(b, s, i);                                              \
   }
 
 TITAN_RT_DEFINE(all_gather_start, allGather)
@@ -116,13 +116,14 @@ TITAN_RT_DEFINE(broadcast_start, broadcast)
 TITAN_RT_DEFINE(send_recv_start, sendRecv)
 #undef TITAN_RT_DEFINE
 
-void titan_rt_shard_offset_i32(void **b, const int64_t *, const double *a) {
-  // attrs: {stride, number of axes, axis...}
+void titan_rt_shard_offset_i32(void **b, const int64_t *, const int64_t *a,
+                               const double *, void *) {
+  // ints: {stride, number of axes, axis indices...}
   std::vector<MeshAxis> axes;
-  for (int i = 0; i < int(a[1]); ++i)
+  for (int64_t i = 0; i < a[1]; ++i)
     axes.push_back(MeshAxis(int(a[2 + i])));
   *static_cast<int32_t *>(b[0]) =
-      int32_t(communicator().groupIndex(axes) * int64_t(a[0]));
+      int32_t(communicator().groupIndex(axes) * a[0]);
 }
 
 void titan_rt_wait(void *request) {

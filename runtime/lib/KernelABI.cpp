@@ -1,7 +1,8 @@
 //===- KernelABI.cpp - C entry points called by compiled steps ------------===//
 //
-// Decodes the (buffers, shapes, attrs) calling convention of KernelABI.h and
-// dispatches to the kernel templates.
+// Decodes the (buffers, shapes, ints, floats, workspace) calling convention
+// of KernelABI.h and dispatches to the kernel templates. Decoding allocates
+// nothing: shapes are read in place from the step's constant arrays.
 //
 //===----------------------------------------------------------------------===//
 
@@ -12,270 +13,243 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstdlib>
-#include <vector>
 
 using namespace titanrt;
 namespace k = titanrt::kernels;
 
 namespace {
 
+/// One buffer's shape, read in place: {rank, dims...}.
 struct Shape {
-  std::vector<int64_t> dims;
+  const int64_t *dims;
+  int64_t rank;
   int64_t numel() const {
     int64_t n = 1;
-    for (int64_t d : dims)
-      n *= d;
+    for (int64_t i = 0; i < rank; ++i)
+      n *= dims[i];
     return n;
   }
-  int64_t back() const { return dims.back(); }
+  int64_t back() const { return dims[rank - 1]; }
   int64_t dim(int64_t i) const { return dims[i]; }
   /// Elements before the last dimension.
-  int64_t rows() const { return dims.empty() ? 1 : numel() / back(); }
+  int64_t rows() const { return rank == 0 ? 1 : numel() / back(); }
 };
 
-/// Reads the shapes of `count` buffers.
-std::vector<Shape> readShapes(const int64_t *shapes, int count) {
-  std::vector<Shape> out(count);
-  for (int i = 0; i < count; ++i) {
-    int64_t rank = *shapes++;
-    out[i].dims.assign(shapes, shapes + rank);
-    shapes += rank;
+/// The arguments of one kernel call.
+struct Call {
+  void **buffers;
+  const int64_t *shapes;
+  const int64_t *ints;
+  const double *floats;
+  void *workspace;
+
+  template <typename T> T *buf(int i) const {
+    return static_cast<T *>(buffers[i]);
   }
-  return out;
-}
+  /// The shape of buffer `i` (buffers are few; the scan is short).
+  Shape shape(int i) const {
+    const int64_t *s = shapes;
+    for (int j = 0; j < i; ++j)
+      s += 1 + s[0];
+    return {s + 1, s[0]};
+  }
+  /// Ops with an optional vocab_start operand: ints[0] says whether it is
+  /// present; it then follows the indices (buffer 2).
+  bool hasVocabStart() const { return ints[0] != 0; }
+  const int32_t *vocabStart() const {
+    return hasVocabStart() ? buf<int32_t>(2) : nullptr;
+  }
+};
 
-template <typename T> T *buf(void **buffers, int i) {
-  return static_cast<T *>(buffers[i]);
+template <typename T> void embedding(const Call &c) {
+  int out = c.hasVocabStart() ? 3 : 2;
+  Shape weight = c.shape(0);
+  k::embedding(c.buf<T>(0), c.buf<int32_t>(1), c.buf<T>(out),
+               c.shape(1).numel(), weight.dim(0), weight.dim(1),
+               c.vocabStart());
 }
-
-/// Ops with an optional vocab_start operand: attrs = {1 if present}; the
-/// operand then follows the indices.
-const int32_t *vocabStart(void **b, const double *a, int index) {
-  return a[0] != 0 ? buf<int32_t>(b, index) : nullptr;
+template <typename T> void embeddingGrad(const Call &c) {
+  int out = c.hasVocabStart() ? 3 : 2;
+  Shape table = c.shape(out);
+  k::embeddingGrad(c.buf<T>(0), c.buf<int32_t>(1), c.buf<T>(out),
+                   c.shape(1).numel(), table.dim(0), table.dim(1),
+                   c.vocabStart());
 }
-template <typename T>
-void embedding(void **b, const int64_t *s, const double *a) {
-  int out = a[0] != 0 ? 3 : 2;
-  auto sh = readShapes(s, out + 1);
-  k::embedding(buf<T>(b, 0), buf<int32_t>(b, 1), buf<T>(b, out), sh[1].numel(),
-               sh[0].dim(0), sh[0].dim(1), vocabStart(b, a, 2));
+template <typename T> void rowMax(const Call &c) {
+  Shape s = c.shape(0);
+  k::rowMax(c.buf<T>(0), c.buf<T>(1), s.rows(), s.back());
 }
-template <typename T>
-void embeddingGrad(void **b, const int64_t *s, const double *a) {
-  int out = a[0] != 0 ? 3 : 2;
-  auto sh = readShapes(s, out + 1);
-  k::embeddingGrad(buf<T>(b, 0), buf<int32_t>(b, 1), buf<T>(b, out),
-                   sh[1].numel(), sh[out].dim(0), sh[out].dim(1),
-                   vocabStart(b, a, 2));
+template <typename T> void sumExp(const Call &c) {
+  Shape s = c.shape(0);
+  k::sumExp(c.buf<T>(0), c.buf<T>(1), c.buf<T>(2), s.rows(), s.back());
 }
-template <typename T> void rowMax(void **b, const int64_t *s, const double *) {
-  auto sh = readShapes(s, 1);
-  k::rowMax(buf<T>(b, 0), buf<T>(b, 1), sh[0].rows(), sh[0].back());
+template <typename T> void sumExpGrad(const Call &c) {
+  Shape s = c.shape(0);
+  k::sumExpGrad(c.buf<T>(0), c.buf<T>(1), c.buf<T>(2), c.buf<T>(3), s.rows(),
+                s.back());
 }
-template <typename T> void sumExp(void **b, const int64_t *s, const double *) {
-  auto sh = readShapes(s, 1);
-  k::sumExp(buf<T>(b, 0), buf<T>(b, 1), buf<T>(b, 2), sh[0].rows(),
-            sh[0].back());
+template <typename T> void targetLogit(const Call &c) {
+  Shape s = c.shape(0);
+  k::targetLogit(c.buf<T>(0), c.buf<int32_t>(1),
+                 c.buf<T>(c.hasVocabStart() ? 3 : 2), s.rows(), s.back(),
+                 c.vocabStart());
 }
-template <typename T>
-void sumExpGrad(void **b, const int64_t *s, const double *) {
-  auto sh = readShapes(s, 1);
-  k::sumExpGrad(buf<T>(b, 0), buf<T>(b, 1), buf<T>(b, 2), buf<T>(b, 3),
-                sh[0].rows(), sh[0].back());
+template <typename T> void targetLogitGrad(const Call &c) {
+  int out = c.hasVocabStart() ? 3 : 2;
+  Shape s = c.shape(out);
+  k::targetLogitGrad(c.buf<T>(0), c.buf<int32_t>(1), c.buf<T>(out), s.rows(),
+                     s.back(), c.vocabStart());
 }
-template <typename T>
-void targetLogit(void **b, const int64_t *s, const double *a) {
-  auto sh = readShapes(s, 1);
-  k::targetLogit(buf<T>(b, 0), buf<int32_t>(b, 1), buf<T>(b, a[0] != 0 ? 3 : 2),
-                 sh[0].rows(), sh[0].back(), vocabStart(b, a, 2));
+template <typename T> void crossEntropyFromStats(const Call &c) {
+  *c.buf<float>(3) = float(k::crossEntropyFromStats(
+      c.buf<T>(0), c.buf<T>(1), c.buf<T>(2), c.shape(0).numel()));
 }
-template <typename T>
-void targetLogitGrad(void **b, const int64_t *s, const double *a) {
-  int out = a[0] != 0 ? 3 : 2;
-  auto sh = readShapes(s, out + 1);
-  k::targetLogitGrad(buf<T>(b, 0), buf<int32_t>(b, 1), buf<T>(b, out),
-                     sh[out].rows(), sh[out].back(), vocabStart(b, a, 2));
+template <typename T> void crossEntropyFromStatsGrad(const Call &c) {
+  k::crossEntropyFromStatsGrad(c.buf<T>(0), double(*c.buf<float>(1)),
+                               c.buf<T>(2), c.buf<T>(3), c.shape(0).numel());
 }
-template <typename T>
-void crossEntropyFromStats(void **b, const int64_t *s, const double *) {
-  auto sh = readShapes(s, 1);
-  *buf<float>(b, 3) = float(k::crossEntropyFromStats(
-      buf<T>(b, 0), buf<T>(b, 1), buf<T>(b, 2), sh[0].numel()));
+/// floats: {eps}
+template <typename T> void rmsNorm(const Call &c) {
+  Shape s = c.shape(0);
+  k::rmsNorm(c.buf<T>(0), c.buf<T>(1), c.buf<T>(2), s.rows(), s.back(),
+             c.floats[0]);
 }
-template <typename T>
-void crossEntropyFromStatsGrad(void **b, const int64_t *s, const double *) {
-  auto sh = readShapes(s, 1);
-  k::crossEntropyFromStatsGrad(buf<T>(b, 0), double(*buf<float>(b, 1)),
-                               buf<T>(b, 2), buf<T>(b, 3), sh[0].numel());
+template <typename T> void rmsNormGrad(const Call &c) {
+  Shape s = c.shape(0);
+  k::rmsNormGrad(c.buf<T>(0), c.buf<T>(1), c.buf<T>(2), c.buf<T>(3),
+                 c.buf<T>(4), s.rows(), s.back(), c.floats[0]);
 }
-template <typename T>
-void rmsNorm(void **b, const int64_t *s, const double *a) {
-  auto sh = readShapes(s, 3);
-  k::rmsNorm(buf<T>(b, 0), buf<T>(b, 1), buf<T>(b, 2), sh[0].rows(),
-             sh[0].back(), a[0]);
+/// ints: {scaled, original_max_position_embeddings}; floats: {theta,
+/// scaling_factor, low_freq_factor, high_freq_factor}
+template <typename T> void ropeAngles(const Call &c) {
+  Shape s = c.shape(0);
+  k::ropeAngles(c.buf<float>(0), s.dim(0), s.dim(1), c.floats[0],
+                c.ints[0] != 0, c.floats[1], c.floats[2], c.floats[3],
+                double(c.ints[1]));
 }
-template <typename T>
-void rmsNormGrad(void **b, const int64_t *s, const double *a) {
-  auto sh = readShapes(s, 5);
-  k::rmsNormGrad(buf<T>(b, 0), buf<T>(b, 1), buf<T>(b, 2), buf<T>(b, 3),
-                 buf<T>(b, 4), sh[0].rows(), sh[0].back(), a[0]);
+/// ints: {transpose}
+template <typename T> void rope(const Call &c) {
+  Shape s = c.shape(0);
+  k::rope(c.buf<T>(0), c.buf<float>(1), c.buf<T>(2), s.dim(0), s.dim(1),
+          s.dim(2), s.dim(3) / 2, c.ints[0] != 0);
 }
-template <typename T>
-void ropeAngles(void **b, const int64_t *s, const double *a) {
-  auto sh = readShapes(s, 1);
-  k::ropeAngles(buf<float>(b, 0), sh[0].dim(0), sh[0].dim(1), a[0], a[1] != 0,
-                a[2], a[3], a[4], a[5]);
+/// floats: {scale}; workspace: S x S (forward), 2 S x S + S x Dh (backward)
+template <typename T> void attention(const Call &c) {
+  Shape q = c.shape(0), kv = c.shape(1);
+  k::attention(c.buf<T>(0), c.buf<T>(1), c.buf<T>(2), c.buf<T>(3), q.dim(0),
+               q.dim(1), q.dim(2), kv.dim(2), q.dim(3), c.floats[0],
+               static_cast<T *>(c.workspace));
 }
-template <typename T> void rope(void **b, const int64_t *s, const double *a) {
-  auto sh = readShapes(s, 3);
-  k::rope(buf<T>(b, 0), buf<float>(b, 1), buf<T>(b, 2), sh[0].dim(0),
-          sh[0].dim(1), sh[0].dim(2), sh[0].dim(3) / 2, a[0] != 0);
+template <typename T> void attentionGrad(const Call &c) {
+  Shape q = c.shape(0), kv = c.shape(1);
+  k::attentionGrad(c.buf<T>(0), c.buf<T>(1), c.buf<T>(2), c.buf<T>(3),
+                   c.buf<T>(4), c.buf<T>(5), c.buf<T>(6), q.dim(0), q.dim(1),
+                   q.dim(2), kv.dim(2), q.dim(3), c.floats[0],
+                   static_cast<T *>(c.workspace));
 }
-template <typename T>
-void attention(void **b, const int64_t *s, const double *a) {
-  auto sh = readShapes(s, 4);
-  k::attention(buf<T>(b, 0), buf<T>(b, 1), buf<T>(b, 2), buf<T>(b, 3),
-               sh[0].dim(0), sh[0].dim(1), sh[0].dim(2), sh[1].dim(2),
-               sh[0].dim(3), a[0]);
+template <typename T> void linear(const Call &c) {
+  Shape x = c.shape(0), w = c.shape(1);
+  k::linear(c.buf<T>(0), c.buf<T>(1), c.buf<T>(2), x.rows(), x.back(),
+            w.dim(0));
 }
-template <typename T>
-void attentionGrad(void **b, const int64_t *s, const double *a) {
-  auto sh = readShapes(s, 7);
-  k::attentionGrad(buf<T>(b, 0), buf<T>(b, 1), buf<T>(b, 2), buf<T>(b, 3),
-                   buf<T>(b, 4), buf<T>(b, 5), buf<T>(b, 6), sh[0].dim(0),
-                   sh[0].dim(1), sh[0].dim(2), sh[1].dim(2), sh[0].dim(3),
-                   a[0]);
+template <typename T> void linearGradInput(const Call &c) {
+  Shape dy = c.shape(0), w = c.shape(1);
+  k::linearGradInput(c.buf<T>(0), c.buf<T>(1), c.buf<T>(2), dy.rows(), w.dim(1),
+                     w.dim(0));
 }
-template <typename T> void linear(void **b, const int64_t *s, const double *) {
-  auto sh = readShapes(s, 3);
-  k::linear(buf<T>(b, 0), buf<T>(b, 1), buf<T>(b, 2), sh[0].rows(),
-            sh[0].back(), sh[1].dim(0));
+template <typename T> void linearGradWeight(const Call &c) {
+  Shape dy = c.shape(0), x = c.shape(1);
+  k::linearGradWeight(c.buf<T>(0), c.buf<T>(1), c.buf<T>(2), dy.rows(),
+                      x.back(), dy.back());
 }
-template <typename T>
-void linearGradInput(void **b, const int64_t *s, const double *) {
-  auto sh = readShapes(s, 3);
-  k::linearGradInput(buf<T>(b, 0), buf<T>(b, 1), buf<T>(b, 2), sh[0].rows(),
-                     sh[1].dim(1), sh[1].dim(0));
+template <typename T> void swiglu(const Call &c) {
+  k::swiglu(c.buf<T>(0), c.buf<T>(1), c.buf<T>(2), c.shape(0).numel());
 }
-template <typename T>
-void linearGradWeight(void **b, const int64_t *s, const double *) {
-  auto sh = readShapes(s, 3);
-  k::linearGradWeight(buf<T>(b, 0), buf<T>(b, 1), buf<T>(b, 2), sh[0].rows(),
-                      sh[1].back(), sh[0].back());
+template <typename T> void swigluGrad(const Call &c) {
+  k::swigluGrad(c.buf<T>(0), c.buf<T>(1), c.buf<T>(2), c.buf<T>(3), c.buf<T>(4),
+                c.shape(0).numel());
 }
-template <typename T> void swiglu(void **b, const int64_t *s, const double *) {
-  auto sh = readShapes(s, 1);
-  k::swiglu(buf<T>(b, 0), buf<T>(b, 1), buf<T>(b, 2), sh[0].numel());
+template <typename T> void silu(const Call &c) {
+  k::silu(c.buf<T>(0), c.buf<T>(1), c.shape(0).numel());
 }
-template <typename T>
-void swigluGrad(void **b, const int64_t *s, const double *) {
-  auto sh = readShapes(s, 1);
-  k::swigluGrad(buf<T>(b, 0), buf<T>(b, 1), buf<T>(b, 2), buf<T>(b, 3),
-                buf<T>(b, 4), sh[0].numel());
+template <typename T> void siluGrad(const Call &c) {
+  k::siluGrad(c.buf<T>(0), c.buf<T>(1), c.buf<T>(2), c.shape(0).numel());
 }
-template <typename T> void silu(void **b, const int64_t *s, const double *) {
-  auto sh = readShapes(s, 1);
-  k::silu(buf<T>(b, 0), buf<T>(b, 1), sh[0].numel());
+template <typename T> void mul(const Call &c) {
+  k::mul(c.buf<T>(0), c.buf<T>(1), c.buf<T>(2), c.shape(0).numel());
 }
-template <typename T>
-void siluGrad(void **b, const int64_t *s, const double *) {
-  auto sh = readShapes(s, 1);
-  k::siluGrad(buf<T>(b, 0), buf<T>(b, 1), buf<T>(b, 2), sh[0].numel());
+template <typename T> void add(const Call &c) {
+  k::add(c.buf<T>(0), c.buf<T>(1), c.buf<T>(2), c.shape(0).numel());
 }
-template <typename T> void mul(void **b, const int64_t *s, const double *) {
-  auto sh = readShapes(s, 1);
-  k::mul(buf<T>(b, 0), buf<T>(b, 1), buf<T>(b, 2), sh[0].numel());
+template <typename T> void sqrt(const Call &c) {
+  const T *in = c.buf<T>(0);
+  T *out = c.buf<T>(1);
+  for (int64_t i = 0, n = c.shape(0).numel(); i < n; ++i)
+    out[i] = std::sqrt(in[i]);
 }
-template <typename T> void add(void **b, const int64_t *s, const double *) {
-  auto sh = readShapes(s, 1);
-  k::add(buf<T>(b, 0), buf<T>(b, 1), buf<T>(b, 2), sh[0].numel());
+/// floats: {value}
+template <typename T> void fill(const Call &c) {
+  T *out = c.buf<T>(0);
+  std::fill(out, out + c.shape(0).numel(), T(c.floats[0]));
 }
-template <typename T> void sqrt(void **b, const int64_t *s, const double *) {
-  auto sh = readShapes(s, 1);
-  for (int64_t i = 0; i < sh[0].numel(); ++i)
-    buf<T>(b, 1)[i] = std::sqrt(buf<T>(b, 0)[i]);
+template <typename T> void crossEntropy(const Call &c) {
+  *c.buf<float>(2) = float(k::crossEntropy(
+      c.buf<T>(0), c.buf<int32_t>(1), c.shape(1).numel(), c.shape(0).back()));
 }
-template <typename T> void fill(void **b, const int64_t *s, const double *a) {
-  auto sh = readShapes(s, 1);
-  T *out = buf<T>(b, 0);
-  std::fill(out, out + sh[0].numel(), T(a[0]));
+template <typename T> void crossEntropyGrad(const Call &c) {
+  k::crossEntropyGrad(c.buf<T>(0), c.buf<int32_t>(1), *c.buf<float>(2),
+                      c.buf<T>(3), c.shape(1).numel(), c.shape(0).back());
 }
-template <typename T> void reshape(void **b, const int64_t *s, const double *) {
-  auto sh = readShapes(s, 1);
-  if (b[0] != b[1])
-    std::copy(buf<T>(b, 0), buf<T>(b, 0) + sh[0].numel(), buf<T>(b, 1));
-}
-template <typename T>
-void crossEntropy(void **b, const int64_t *s, const double *) {
-  auto sh = readShapes(s, 2);
-  *buf<float>(b, 2) = float(k::crossEntropy(buf<T>(b, 0), buf<int32_t>(b, 1),
-                                            sh[1].numel(), sh[0].back()));
-}
-template <typename T>
-void crossEntropyGrad(void **b, const int64_t *s, const double *) {
-  auto sh = readShapes(s, 2);
-  k::crossEntropyGrad(buf<T>(b, 0), buf<int32_t>(b, 1), *buf<float>(b, 2),
-                      buf<T>(b, 3), sh[1].numel(), sh[0].back());
-}
-/// attrs: {number of inputs}. Per-tensor norms are rounded to float32 before
+/// ints: {number of inputs}. Per-tensor norms are rounded to float32 before
 /// the norm of norms, as torch.nn.utils.clip_grad_norm_ stacks them.
-template <typename T>
-void globalNorm(void **b, const int64_t *s, const double *a) {
-  int count = int(a[0]);
-  auto sh = readShapes(s, count);
+template <typename T> void globalNorm(const Call &c) {
+  int64_t count = c.ints[0];
+  const int64_t *s = c.shapes;
   double total = 0;
-  for (int i = 0; i < count; ++i) {
-    float norm = float(std::sqrt(k::sumOfSquares(buf<T>(b, i), sh[i].numel())));
+  for (int64_t i = 0; i < count; ++i) {
+    Shape shape{s + 1, s[0]};
+    s += 1 + s[0];
+    float norm = float(std::sqrt(k::sumOfSquares(c.buf<T>(i), shape.numel())));
     total += double(norm) * norm;
   }
-  *buf<float>(b, count) = float(std::sqrt(total));
+  *c.buf<float>(count) = float(std::sqrt(total));
 }
-/// attrs: {lr, warmup_steps, decay_ratio (-1: none), decay type, min factor}.
-template <typename T>
-void lrSchedule(void **b, const int64_t *, const double *a) {
-  *buf<float>(b, 2) =
-      float(k::lrSchedule(*buf<int64_t>(b, 0), *buf<int64_t>(b, 1), a[0],
-                          int64_t(a[1]), a[2], int(a[3]), a[4]));
+/// ints: {warmup_steps, decay type}; floats: {lr, decay_ratio (-1: none),
+/// min_lr_factor}.
+template <typename T> void lrSchedule(const Call &c) {
+  *c.buf<float>(2) =
+      float(k::lrSchedule(*c.buf<int64_t>(0), *c.buf<int64_t>(1), c.floats[0],
+                          c.ints[0], c.floats[1], int(c.ints[1]), c.floats[2]));
 }
-/// attrs: {beta1, beta2, eps, weight_decay, max_norm}. Results may alias the
-/// parameter and moment operands.
-template <typename T> void adamw(void **b, const int64_t *s, const double *a) {
-  auto sh = readShapes(s, 1);
-  int64_t n = sh[0].numel();
-  T *param = buf<T>(b, 7), *m = buf<T>(b, 8), *v = buf<T>(b, 9);
-  if (param != buf<T>(b, 0))
-    std::copy(buf<T>(b, 0), buf<T>(b, 0) + n, param);
-  if (m != buf<T>(b, 2))
-    std::copy(buf<T>(b, 2), buf<T>(b, 2) + n, m);
-  if (v != buf<T>(b, 3))
-    std::copy(buf<T>(b, 3), buf<T>(b, 3) + n, v);
-  k::adamw(param, buf<T>(b, 1), m, v, n, double(*buf<float>(b, 4)),
-           *buf<float>(b, 5), *buf<int64_t>(b, 6), a[0], a[1], a[2], a[3],
-           a[4]);
+/// floats: {beta1, beta2, eps, weight_decay, max_norm}. The memory plan puts
+/// the results where the parameter and moment operands are (in place);
+/// other placements are copied first.
+template <typename T> void adamw(const Call &c) {
+  int64_t n = c.shape(0).numel();
+  T *param = c.buf<T>(7), *m = c.buf<T>(8), *v = c.buf<T>(9);
+  if (param != c.buf<T>(0))
+    std::copy(c.buf<T>(0), c.buf<T>(0) + n, param);
+  if (m != c.buf<T>(2))
+    std::copy(c.buf<T>(2), c.buf<T>(2) + n, m);
+  if (v != c.buf<T>(3))
+    std::copy(c.buf<T>(3), c.buf<T>(3) + n, v);
+  const double *f = c.floats;
+  k::adamw(param, c.buf<T>(1), m, v, n, double(*c.buf<float>(4)),
+           *c.buf<float>(5), *c.buf<int64_t>(6), f[0], f[1], f[2], f[3], f[4]);
 }
 
 } // namespace
 
 extern "C" {
 
-void *titan_rt_alloc(int64_t bytes) {
-  // 64-byte alignment for vector loads; at least one byte for 0-d tensors.
-  size_t size = (size_t(std::max<int64_t>(bytes, 1)) + 63) / 64 * 64;
-  void *ptr = std::aligned_alloc(64, size);
-  if (!ptr)
-    fatal("out of memory allocating " + std::to_string(bytes) + " bytes");
-  return ptr;
-}
-
-void titan_rt_free(void *ptr) { std::free(ptr); }
-
 #define TITAN_RT_DEFINE(name, impl)                                            \
-  void titan_rt_##name##_f32(void **b, const int64_t *s, const double *a) {    \
-    impl<float>(b, s, a);                                                      \
+  void titan_rt_##name##_f32(void **b, const int64_t *s, const int64_t *i,     \
+                             const double *f, void *w) {                       \
+    impl<float>(Call{b, s, i, f, w});                                          \
   }                                                                            \
-  void titan_rt_##name##_f64(void **b, const int64_t *s, const double *a) {    \
-    impl<double>(b, s, a);                                                     \
+  void titan_rt_##name##_f64(void **b, const int64_t *s, const int64_t *i,     \
+                             const double *f, void *w) {                       \
+    impl<double>(Call{b, s, i, f, w});                                         \
   }
 
 TITAN_RT_DEFINE(embedding, embedding)
@@ -297,7 +271,6 @@ TITAN_RT_DEFINE(mul, mul)
 TITAN_RT_DEFINE(add, add)
 TITAN_RT_DEFINE(sqrt, sqrt)
 TITAN_RT_DEFINE(fill, fill)
-TITAN_RT_DEFINE(reshape, reshape)
 TITAN_RT_DEFINE(cross_entropy, crossEntropy)
 TITAN_RT_DEFINE(cross_entropy_grad, crossEntropyGrad)
 TITAN_RT_DEFINE(row_max, rowMax)

@@ -198,17 +198,17 @@ void rope(const T *x, const float *angles, T *out, int64_t batch, int64_t seq,
 template <typename T>
 void attention(const T *q, const T *k, const T *v, T *out, int64_t batch,
                int64_t seq, int64_t qHeads, int64_t kvHeads, int64_t headDim,
-               double scale) {
+               double scale, T *workspace) {
   int64_t group = qHeads / kvHeads;
   int64_t ldq = qHeads * headDim, ldk = kvHeads * headDim;
-  std::vector<T> p(seq * seq);
+  T *p = workspace; // S x S
   for (int64_t b = 0; b < batch; ++b)
     for (int64_t h = 0; h < qHeads; ++h) {
       const T *qh = q + b * seq * ldq + h * headDim;
       const T *kh = k + b * seq * ldk + (h / group) * headDim;
       const T *vh = v + b * seq * ldk + (h / group) * headDim;
-      attentionProbs(qh, kh, p.data(), seq, ldq, ldk, headDim, scale);
-      gemm(false, false, seq, headDim, seq, T(1), p.data(), seq, vh, ldk, T(0),
+      attentionProbs(qh, kh, p, seq, ldq, ldk, headDim, scale);
+      gemm(false, false, seq, headDim, seq, T(1), p, seq, vh, ldk, T(0),
            out + b * seq * ldq + h * headDim, ldq);
     }
 }
@@ -216,27 +216,28 @@ void attention(const T *q, const T *k, const T *v, T *out, int64_t batch,
 template <typename T>
 void attentionGrad(const T *q, const T *k, const T *v, const T *dout, T *dq,
                    T *dk, T *dv, int64_t batch, int64_t seq, int64_t qHeads,
-                   int64_t kvHeads, int64_t headDim, double scale) {
+                   int64_t kvHeads, int64_t headDim, double scale,
+                   T *workspace) {
   int64_t group = qHeads / kvHeads;
   int64_t ldq = qHeads * headDim, ldk = kvHeads * headDim;
   std::fill(dk, dk + batch * seq * ldk, T(0));
   std::fill(dv, dv + batch * seq * ldk, T(0));
-  std::vector<T> p(seq * seq), dp(seq * seq), o(seq * headDim);
+  // Workspace: P and dP (S x S each), then O (S x Dh).
+  T *p = workspace, *dp = workspace + seq * seq, *o = dp + seq * seq;
   for (int64_t b = 0; b < batch; ++b)
     for (int64_t h = 0; h < qHeads; ++h) {
       int64_t qOff = b * seq * ldq + h * headDim;
       int64_t kOff = b * seq * ldk + (h / group) * headDim;
-      attentionProbs(q + qOff, k + kOff, p.data(), seq, ldq, ldk, headDim,
-                     scale);
+      attentionProbs(q + qOff, k + kOff, p, seq, ldq, ldk, headDim, scale);
       // O = P V, to form rowsum(dO * O).
-      gemm(false, false, seq, headDim, seq, T(1), p.data(), seq, v + kOff, ldk,
-           T(0), o.data(), headDim);
+      gemm(false, false, seq, headDim, seq, T(1), p, seq, v + kOff, ldk, T(0),
+           o, headDim);
       // dV += P^T dO
-      gemm(true, false, seq, headDim, seq, T(1), p.data(), seq, dout + qOff,
-           ldq, T(1), dv + kOff, ldk);
+      gemm(true, false, seq, headDim, seq, T(1), p, seq, dout + qOff, ldq, T(1),
+           dv + kOff, ldk);
       // dP = dO V^T
       gemm(false, true, seq, seq, headDim, T(1), dout + qOff, ldq, v + kOff,
-           ldk, T(0), dp.data(), seq);
+           ldk, T(0), dp, seq);
       // dS = P * (dP - rowsum(dO * O)), scaled for the score scale.
       for (int64_t i = 0; i < seq; ++i) {
         T rowDot = 0;
@@ -248,10 +249,10 @@ void attentionGrad(const T *q, const T *k, const T *v, const T *dout, T *dq,
                      : T(0);
       }
       // dQ = dS K, dK += dS^T Q
-      gemm(false, false, seq, headDim, seq, T(1), dp.data(), seq, k + kOff, ldk,
-           T(0), dq + qOff, ldq);
-      gemm(true, false, seq, headDim, seq, T(1), dp.data(), seq, q + qOff, ldq,
-           T(1), dk + kOff, ldk);
+      gemm(false, false, seq, headDim, seq, T(1), dp, seq, k + kOff, ldk, T(0),
+           dq + qOff, ldq);
+      gemm(true, false, seq, headDim, seq, T(1), dp, seq, q + qOff, ldq, T(1),
+           dk + kOff, ldk);
     }
 }
 
@@ -511,10 +512,10 @@ void adamw(T *param, const T *grad, T *expAvg, T *expAvgSq, int64_t n,
   template void rope<T>(const T *, const float *, T *, int64_t, int64_t,       \
                         int64_t, int64_t, bool);                               \
   template void attention<T>(const T *, const T *, const T *, T *, int64_t,    \
-                             int64_t, int64_t, int64_t, int64_t, double);      \
+                             int64_t, int64_t, int64_t, int64_t, double, T *); \
   template void attentionGrad<T>(const T *, const T *, const T *, const T *,   \
                                  T *, T *, T *, int64_t, int64_t, int64_t,     \
-                                 int64_t, int64_t, double);                    \
+                                 int64_t, int64_t, double, T *);               \
   template void linear<T>(const T *, const T *, T *, int64_t, int64_t,         \
                           int64_t);                                            \
   template void linearGradInput<T>(const T *, const T *, T *, int64_t,         \

@@ -9,8 +9,8 @@
 
 extern "C" {
 extern const char titan_manifest[];
-void titan_forward_backward(void **buffers);
-void titan_optimizer_step(void **buffers);
+void titan_forward_backward(char *arena);
+void titan_optimizer_step(char *arena);
 }
 
 int main(int argc, char **argv) {

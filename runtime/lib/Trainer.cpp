@@ -18,6 +18,7 @@
 #include "titan/Config/TrainConfig.h"
 
 #include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/StringMap.h"
 #include "llvm/ADT/StringRef.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/JSON.h"
@@ -27,6 +28,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <vector>
 
 using namespace titanrt;
@@ -47,6 +49,7 @@ struct Manifest {
   std::string model, config;
   int64_t localBatch = 0, seqLen = 0, vocab = 0, dim = 0;
   double flopsPerToken = 0;
+  int64_t accumulationSteps = 1;
   std::vector<int64_t> mesh = {1, 1, 1, 1, 1};
   struct Param {
     std::string name;
@@ -57,6 +60,9 @@ struct Manifest {
     unsigned shardMask = 0; ///< every mesh axis that splits some dimension
   };
   std::vector<Param> params;
+  /// The memory plan: the arena's size and each state slot's offset.
+  int64_t arenaBytes = 0;
+  llvm::StringMap<std::pair<int64_t, int64_t>> slots; ///< offset, bytes
 };
 
 MeshAxis meshAxis(StringRef axis) {
@@ -81,6 +87,7 @@ Manifest parseManifest(const char *text) {
   m.vocab = o.getInteger("vocab_size").value_or(0);
   m.dim = o.getInteger("dim").value_or(0);
   m.flopsPerToken = o.getNumber("flops_per_token").value_or(0);
+  m.accumulationSteps = o.getInteger("accumulation_steps").value_or(1);
   if (const llvm::json::Array *mesh = o.getArray("mesh"))
     for (auto [i, size] : llvm::enumerate(*mesh))
       m.mesh[i] = *size.getAsInteger();
@@ -109,6 +116,17 @@ Manifest parseManifest(const char *text) {
         }
     m.params.push_back(std::move(param));
   }
+  m.arenaBytes = o.getInteger("arena_bytes").value_or(0);
+  if (const llvm::json::Object *slots = o.getObject("slots"))
+    for (const auto &[name, range] : *slots) {
+      const llvm::json::Array *r = range.getAsArray();
+      if (!r || r->size() != 2 || !(*r)[0].getAsInteger() ||
+          !(*r)[1].getAsInteger() ||
+          *(*r)[0].getAsInteger() + *(*r)[1].getAsInteger() > m.arenaBytes)
+        fatal("corrupt executable: slot '" + name.str() +
+              "' lies outside the planned arena");
+      m.slots[name] = {*(*r)[0].getAsInteger(), *(*r)[1].getAsInteger()};
+    }
   return m;
 }
 
@@ -119,20 +137,77 @@ int64_t numel(const std::vector<int64_t> &shape) {
   return n;
 }
 
-/// float32 buffers, one per parameter: this rank's shard (`local`) or the
-/// whole tensor.
+/// The rank's memory: one allocation of the planned size, made once. The
+/// compiled steps address everything in it by planned offsets; the runtime
+/// finds the state it owns (parameters, gradients, optimizer moments, the
+/// step's inputs and outputs) by slot name.
+class Arena {
+public:
+  explicit Arena(const Manifest &m) : m(m) {
+    size_t bytes = size_t(std::max<int64_t>(m.arenaBytes, kAlignment));
+    base = static_cast<char *>(std::aligned_alloc(kAlignment, bytes));
+    if (!base)
+      fatal("cannot allocate the planned arena of " +
+            std::to_string(m.arenaBytes) + " bytes");
+    // A pattern no computation writes, so the high-water mark can be read
+    // back after a step.
+    for (size_t i = 0; i < bytes / sizeof(uint64_t); ++i)
+      reinterpret_cast<uint64_t *>(base)[i] = kUntouched;
+  }
+  ~Arena() { std::free(base); }
+  Arena(const Arena &) = delete;
+  Arena &operator=(const Arena &) = delete;
+
+  char *data() { return base; }
+
+  /// The slot `name`, which must hold `bytes` bytes.
+  template <typename T> T *slot(const std::string &name, int64_t bytes) {
+    auto it = m.slots.find(name);
+    if (it == m.slots.end() || it->second.second != bytes)
+      fatal("corrupt executable: the memory plan has no slot '" + name +
+            "' of " + std::to_string(bytes) + " bytes");
+    return reinterpret_cast<T *>(base + it->second.first);
+  }
+
+  /// The end of the highest 256-byte block written since the start.
+  int64_t highWaterMark() const {
+    const auto *words = reinterpret_cast<const uint64_t *>(base);
+    int64_t n = m.arenaBytes / int64_t(sizeof(uint64_t));
+    while (n > 0 && words[n - 1] == kUntouched)
+      --n;
+    int64_t end = n * int64_t(sizeof(uint64_t));
+    return (end + kAlignment - 1) / kAlignment * kAlignment;
+  }
+
+private:
+  static constexpr int64_t kAlignment = 256;
+  static constexpr uint64_t kUntouched = 0x7ff4dead7ff4deadull; // NaN, NaN
+  const Manifest &m;
+  char *base = nullptr;
+};
+
+/// float32 tensors, one per parameter: this rank's shards in the arena
+/// (slots "<kind>:<name>"), or whole tensors in memory of their own.
 struct TensorSet {
   std::vector<std::vector<float>> storage;
   std::vector<TensorRef> refs;
-  TensorSet(const Manifest &m, bool local = true) {
+  /// This rank's shards, in the arena slots of kind `kind`.
+  TensorSet(const Manifest &m, Arena &arena, const std::string &kind) {
     for (const Manifest::Param &p : m.params)
-      storage.emplace_back(numel(local ? p.localShape : p.shape), 0.0f);
+      refs.push_back(
+          {p.name, p.localShape,
+           arena.slot<float>(kind + ":" + p.name, numel(p.localShape) * 4)});
+  }
+  /// Whole tensors.
+  explicit TensorSet(const Manifest &m) {
+    for (const Manifest::Param &p : m.params)
+      storage.emplace_back(numel(p.shape), 0.0f);
     for (auto [p, s] : llvm::zip(m.params, storage))
-      refs.push_back({p.name, local ? p.localShape : p.shape, s.data()});
+      refs.push_back({p.name, p.shape, s.data()});
   }
   void zero() {
-    for (auto &s : storage)
-      std::fill(s.begin(), s.end(), 0.0f);
+    for (TensorRef &t : refs)
+      std::fill(t.data, t.data + t.numel(), 0.0f);
   }
 };
 
@@ -187,14 +262,13 @@ void forEachShardRun(const Manifest::Param &p, const Communicator *comm,
 /// Copies this rank's block of each whole tensor into its shard.
 void scatterToShards(const Manifest &m, const TensorSet &whole,
                      TensorSet &shards, const Communicator *comm) {
-  for (auto [p, full, local] :
-       llvm::zip(m.params, whole.storage, shards.storage)) {
+  for (auto [p, full, local] : llvm::zip(m.params, whole.refs, shards.refs)) {
     if (!p.shardMask) {
-      std::copy(full.begin(), full.end(), local.begin());
+      std::copy(full.data, full.data + full.numel(), local.data);
       continue;
     }
     forEachShardRun(p, comm, [&](int64_t w, int64_t l, int64_t n) {
-      std::copy(full.begin() + w, full.begin() + w + n, local.begin() + l);
+      std::copy(full.data + w, full.data + w + n, local.data + l);
     });
   }
 }
@@ -204,18 +278,17 @@ void scatterToShards(const Manifest &m, const TensorSet &whole,
 /// blocks sums them (exact: every element has one nonzero term).
 void gatherFromShards(const Manifest &m, const TensorSet &shards,
                       TensorSet &whole, Communicator *comm) {
-  for (auto [p, local, full] :
-       llvm::zip(m.params, shards.storage, whole.storage)) {
+  for (auto [p, local, full] : llvm::zip(m.params, shards.refs, whole.refs)) {
     if (!p.shardMask) {
-      std::copy(local.begin(), local.end(), full.begin());
+      std::copy(local.data, local.data + local.numel(), full.data);
       continue;
     }
-    std::vector<float> placed(full.size(), 0.0f);
+    std::vector<float> placed(full.numel(), 0.0f);
     forEachShardRun(p, comm, [&](int64_t w, int64_t l, int64_t n) {
-      std::copy(local.begin() + l, local.begin() + l + n, placed.begin() + w);
+      std::copy(local.data + l, local.data + l + n, placed.begin() + w);
     });
-    comm->allReduce(placed.data(), full.data(), 4, int64_t(full.size()),
-                    Reduction::Sum, p.shardMask)
+    comm->allReduce(placed.data(), full.data, 4, full.numel(), Reduction::Sum,
+                    p.shardMask)
         ->finish();
   }
 }
@@ -300,7 +373,12 @@ int titanrt::trainMain(int argc, char **argv, const CompiledModel &model) {
                                comm->coordinate(kDPShard)
                          : 0;
 
-  TensorSet params(m), grads(m), microGrads(m), expAvg(m), expAvgSq(m);
+  // Everything the steps touch lives in the planned arena.
+  Arena arena(m);
+  TensorSet params(m, arena, "param"), grads(m, arena, "grad"),
+      expAvg(m, arena, "exp_avg"), expAvgSq(m, arena, "exp_avg_sq");
+  expAvg.zero();
+  expAvgSq.zero();
   int64_t numParams = 0, localParams = 0;
   for (const Manifest::Param &p : m.params) {
     numParams += numel(p.shape);
@@ -309,7 +387,7 @@ int titanrt::trainMain(int argc, char **argv, const CompiledModel &model) {
 
   {
     // Every rank builds the whole model the same way, then keeps its shard.
-    TensorSet whole(m, /*local=*/false);
+    TensorSet whole(m);
     if (!c.checkpoint.initialLoadPath.empty()) {
       std::string path = c.checkpoint.initialLoadPath;
       if (llvm::sys::fs::is_directory(path))
@@ -331,7 +409,19 @@ int titanrt::trainMain(int argc, char **argv, const CompiledModel &model) {
           ") must be a multiple of local_batch_size x data-parallel degree (" +
           std::to_string(batch) + " x " + std::to_string(dp) + ")");
   int64_t accumulation = global / (batch * dp);
-  std::vector<int32_t> tokens(batch * seq), labels(batch * seq);
+  if (accumulation != m.accumulationSteps)
+    fatal("corrupt executable: compiled for " +
+          std::to_string(m.accumulationSteps) +
+          " gradient accumulation steps, the config asks for " +
+          std::to_string(accumulation));
+  int64_t tokenBytes = batch * seq * int64_t(sizeof(int32_t));
+  int32_t *tokens = arena.slot<int32_t>("input:tokens", tokenBytes);
+  int32_t *labels = arena.slot<int32_t>("input:labels", tokenBytes);
+  float *loss = arena.slot<float>("output:loss", 4);
+  float *gradNorm = arena.slot<float>("output:grad_norm", 4);
+  float *lr = arena.slot<float>("output:lr", 4);
+  int64_t *stepIndex = arena.slot<int64_t>("input:step", 8);
+  int64_t *totalStepsSlot = arena.slot<int64_t>("input:total_steps", 8);
 
   if (std::error_code ec = llvm::sys::fs::create_directories(c.job.dumpFolder))
     fatal("cannot create job.dump_folder '" + c.job.dumpFolder +
@@ -367,74 +457,54 @@ int titanrt::trainMain(int argc, char **argv, const CompiledModel &model) {
                 (long long)(numParams * 4), (long long)(numParams * 8));
   std::fflush(stdout);
 
-  float loss = 0, gradNorm = 0, lr = 0;
-  int64_t stepIndex = 0, totalSteps = c.training.steps;
-  std::vector<void *> fwdArgs, optArgs;
+  int64_t totalSteps = c.training.steps;
   auto start = std::chrono::steady_clock::now();
   for (int64_t step = 0; step < totalSteps; ++step) {
     auto stepStart = std::chrono::steady_clock::now();
     double lossSum = 0;
+    // Microbatch gradients add into the gradient slots (the compiled step
+    // scales the loss by 1 / accumulation, as TorchTitan does).
+    if (accumulation > 1)
+      grads.zero();
     for (int64_t micro = 0; micro < accumulation; ++micro) {
       for (int64_t row = 0; row < batch; ++row)
         data.sample(step * global + (micro * dp + dpIndex) * batch + row,
-                    tokens.data() + row * seq, labels.data() + row * seq);
-      TensorSet &out = accumulation == 1 ? grads : microGrads;
-      fwdArgs.clear();
-      for (const TensorRef &p : params.refs)
-        fwdArgs.push_back(p.data);
-      fwdArgs.push_back(tokens.data());
-      fwdArgs.push_back(labels.data());
-      fwdArgs.push_back(&loss);
-      for (const TensorRef &g : out.refs)
-        fwdArgs.push_back(g.data);
-      model.forwardBackward(fwdArgs.data());
-      lossSum += loss;
-      if (accumulation > 1) {
-        // The loss is the mean over the global batch: average the
-        // microbatch gradients.
-        if (micro == 0)
-          grads.zero();
-        float scale = 1.0f / float(accumulation);
-        for (auto [acc, g] : llvm::zip(grads.storage, microGrads.storage))
-          for (size_t i = 0; i < acc.size(); ++i)
-            acc[i] += g[i] * scale;
-      }
+                    tokens + row * seq, labels + row * seq);
+      model.forwardBackward(arena.data());
+      lossSum += *loss;
     }
-    stepIndex = step;
-    optArgs.clear();
-    for (TensorSet *set : {&params, &grads, &expAvg, &expAvgSq})
-      for (const TensorRef &t : set->refs)
-        optArgs.push_back(t.data);
-    optArgs.push_back(&stepIndex);
-    optArgs.push_back(&totalSteps);
-    // Outputs alias the inputs: the update happens in place.
-    for (TensorSet *set : {&params, &expAvg, &expAvgSq})
-      for (const TensorRef &t : set->refs)
-        optArgs.push_back(t.data);
-    optArgs.push_back(&gradNorm);
-    optArgs.push_back(&lr);
-    model.optimizerStep(optArgs.data());
+    *stepIndex = step;
+    *totalStepsSlot = totalSteps;
+    model.optimizerStep(arena.data());
 
     auto now = std::chrono::steady_clock::now();
     double stepSeconds = std::chrono::duration<double>(now - stepStart).count();
     double elapsed = std::chrono::duration<double>(now - start).count();
     double tokensPerSecond = double(global * seq) / stepSeconds;
     double meanLoss = lossSum / double(accumulation);
+    // The first line also has the planned arena and what the step really
+    // used of it (the end of the highest block written).
+    std::string memory =
+        step == 0 ? llvm::formatv(", \"arena_planned_bytes\": {0}, "
+                                  "\"arena_peak_bytes\": {1}",
+                                  m.arenaBytes, arena.highWaterMark())
+                        .str()
+                  : "";
     metrics << llvm::formatv(
         "{{\"step\": {0}, \"loss\": {1}, \"grad_norm\": {2}, \"lr\": {3}, "
-        "\"tokens_per_second\": {4}, \"elapsed_s\": {5}}\n",
+        "\"tokens_per_second\": {4}, \"elapsed_s\": {5}{6}}\n",
         step + 1, llvm::formatv("{0:e9}", meanLoss).str(),
-        llvm::formatv("{0:e9}", double(gradNorm)).str(),
-        llvm::formatv("{0:e9}", double(lr)).str(),
+        llvm::formatv("{0:e9}", double(*gradNorm)).str(),
+        llvm::formatv("{0:e9}", double(*lr)).str(),
         llvm::formatv("{0:f1}", tokensPerSecond).str(),
-        llvm::formatv("{0:f3}", elapsed).str());
+        llvm::formatv("{0:f3}", elapsed).str(), memory);
     metrics.flush();
     if ((step + 1) % c.metrics.logFreq == 0 || step + 1 == totalSteps ||
         step == 0) {
       std::printf("step %5lld | loss %9.5f | grad_norm %8.4f | lr %.3e | "
                   "%8.0f tokens/s",
-                  (long long)(step + 1), meanLoss, double(gradNorm), double(lr),
-                  tokensPerSecond);
+                  (long long)(step + 1), meanLoss, double(*gradNorm),
+                  double(*lr), tokensPerSecond);
       if (m.flopsPerToken > 0)
         std::printf(" | %6.1f GFLOP/s",
                     tokensPerSecond * m.flopsPerToken * 1e-9);
@@ -445,7 +515,7 @@ int titanrt::trainMain(int argc, char **argv, const CompiledModel &model) {
     bool last = step + 1 == totalSteps;
     if (c.checkpoint.enable &&
         (last || (step + 1) % c.checkpoint.interval == 0)) {
-      TensorSet whole(m, /*local=*/false);
+      TensorSet whole(m);
       gatherFromShards(m, params, whole, comm);
       if (leader) {
         std::string file = checkpointPath(c, step + 1);

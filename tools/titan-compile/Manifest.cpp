@@ -4,6 +4,7 @@
 
 #include "titan/Config/TrainConfig.h"
 #include "titan/Dialect/Dist/IR/Dist.h"
+#include "titan/Dialect/Kernel/IR/Kernel.h"
 #include "titan/Dialect/Titan/IR/Parameters.h"
 #include "titan/Model/LlamaArgs.h"
 
@@ -13,9 +14,9 @@
 
 using namespace titan;
 
-llvm::Expected<std::string> titan::buildManifest(const LlamaArgs &args,
-                                                 const TrainConfig &config,
-                                                 mlir::ModuleOp module) {
+llvm::Expected<llvm::json::Object>
+titan::buildManifest(const LlamaArgs &args, const TrainConfig &config,
+                     mlir::ModuleOp module) {
   auto forward = module.lookupSymbol<mlir::func::FuncOp>("forward");
   dist::MeshAttr mesh = dist::getMesh(module);
   // The argument type is the per-rank shard; the model gives the whole
@@ -63,7 +64,27 @@ llvm::Expected<std::string> titan::buildManifest(const LlamaArgs &args,
       {"params", std::move(params)},
       {"mesh", std::move(meshSizes)},
       {"config", toml}};
+  return manifest;
+}
+
+void titan::addArenaToManifest(llvm::json::Object &manifest,
+                               mlir::ModuleOp module) {
+  auto arena = module->getAttrOfType<mlir::IntegerAttr>(
+      kernel::KernelDialect::kArenaBytesAttrName);
+  auto slots = module->getAttrOfType<mlir::DictionaryAttr>(
+      kernel::KernelDialect::kSlotsAttrName);
+  llvm::json::Object places;
+  for (mlir::NamedAttribute slot : slots) {
+    auto range = mlir::cast<mlir::DenseI64ArrayAttr>(slot.getValue());
+    places[slot.getName().getValue()] = llvm::json::Array{range[0], range[1]};
+  }
+  manifest["arena_bytes"] = arena.getInt();
+  manifest["slots"] = std::move(places);
+}
+
+std::string titan::printManifest(const llvm::json::Object &manifest) {
   std::string text;
-  llvm::raw_string_ostream(text) << llvm::json::Value(std::move(manifest));
+  llvm::raw_string_ostream(text)
+      << llvm::json::Value(llvm::json::Object(manifest));
   return text;
 }

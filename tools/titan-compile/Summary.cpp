@@ -3,9 +3,9 @@
 #include "Summary.h"
 
 #include "titan/Config/TrainConfig.h"
-#include "titan/Conversion/TitanToCPU/BufferLiveness.h"
 #include "titan/Dialect/Dist/IR/Dist.h"
 #include "titan/Dialect/Titan/IR/Parameters.h"
+#include "titan/Dialect/Titan/IR/TensorSize.h"
 #include "titan/Model/LlamaArgs.h"
 #include "titan/Support/Format.h"
 
@@ -18,31 +18,6 @@
 
 using namespace titan;
 using llvm::StringRef;
-
-/// `n` in the largest of `units` (each `base` times the previous) that keeps
-/// a leading digit, with two decimals; whole numbers in the first unit.
-static std::string scaled(double n, double base,
-                          llvm::ArrayRef<const char *> units) {
-  size_t u = 0;
-  while (n >= base && u + 1 < units.size()) {
-    n /= base;
-    ++u;
-  }
-  std::string unit = *units[u] ? std::string(" ") + units[u] : "";
-  if (u == 0 && n == double(int64_t(n)))
-    return llvm::formatv("{0}{1}", int64_t(n), unit).str();
-  return llvm::formatv("{0:f2}{1}", n, unit).str();
-}
-
-/// 405853388800 -> "405.85 B".
-static std::string humanCount(double n) {
-  return scaled(n, 1000, {"", "K", "M", "B", "T"});
-}
-
-/// 1536 -> "1.50 KiB".
-static std::string humanBytes(double bytes) {
-  return scaled(bytes, 1024, {"B", "KiB", "MiB", "GiB", "TiB"});
-}
 
 static std::string gib(double bytes) {
   return llvm::formatv("{0:f2} GiB", bytes / (1024.0 * 1024 * 1024));
@@ -175,7 +150,8 @@ void titan::printSummary(const LlamaArgs &a, const TrainConfig &c,
     row(name, llvm::Twine(count));
 }
 
-void titan::printPerRankPlan(mlir::ModuleOp module, llvm::raw_ostream &os) {
+void titan::printPerRankPlan(mlir::ModuleOp module, int64_t arenaBytes,
+                             llvm::raw_ostream &os) {
   auto row = [&](const llvm::Twine &key, const llvm::Twine &value) {
     os << "  " << llvm::left_justify(key.str(), 30) << "  " << value << "\n";
   };
@@ -185,7 +161,7 @@ void titan::printPerRankPlan(mlir::ModuleOp module, llvm::raw_ostream &os) {
     return;
   int64_t params = 0;
   for (const ParameterArgument &p : getParameterArguments(forward))
-    params += titan::bufferBytes(p.type);
+    params += *getStaticByteSize(p.type);
   os << "per rank (mesh pp " << mesh.getPp() << " x dp_replicate "
      << mesh.getDpReplicate() << " x dp_shard " << mesh.getDpShard() << " x cp "
      << mesh.getCp() << " x tp " << mesh.getTp() << " = " << mesh.getWorldSize()
@@ -193,13 +169,9 @@ void titan::printPerRankPlan(mlir::ModuleOp module, llvm::raw_ostream &os) {
   row("parameters", humanBytes(double(params)));
   row("gradients", humanBytes(double(params)));
   row("AdamW state", humanBytes(2.0 * double(params)));
-  // The step's own buffers as the CPU target allocates and frees them:
-  // activations kept for the backward, gathered parameters, transient
-  // gradients and collective staging excluded (runtime-side).
-  if (auto step = module.lookupSymbol<mlir::func::FuncOp>("forward_backward"))
-    row("step working memory",
-        humanBytes(double(BufferLiveness(step).peakBytes())) +
-            " peak (@forward_backward buffers)");
+  // The memory plan: everything a rank holds at its peak (--emit=memory
+  // breaks it down).
+  row("planned peak (memory plan)", humanBytes(double(arenaBytes)));
 
   // Collectives per step: kind and axes -> (count, payload bytes). The
   // payload is the gathered (all_gather), scattered (reduce_scatter) or
@@ -227,8 +199,8 @@ void titan::printPerRankPlan(mlir::ModuleOp module, llvm::raw_ostream &os) {
           ",");
       ks << "]";
       int64_t bytes =
-          std::max(titan::bufferBytes(op->getOperand(0).getType()),
-                   titan::bufferBytes(
+          std::max(*getStaticByteSize(op->getOperand(0).getType()),
+                   *getStaticByteSize(
                        mlir::cast<dist::FutureType>(op->getResult(0).getType())
                            .getValueType()));
       auto &[count, total] = traffic[key];

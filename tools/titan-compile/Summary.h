@@ -22,7 +22,10 @@ void printSummary(const LlamaArgs &args, const TrainConfig &config,
 /// differentiated per-rank program (`forward_backward`, `optimizer_step`):
 /// parameter, gradient and AdamW bytes, and each collective's count and
 /// payload per kind and mesh axes.
-void printPerRankPlan(mlir::ModuleOp module, llvm::raw_ostream &os);
+/// What one rank holds and sends: its parameter, gradient and optimizer
+/// bytes, the planned peak `arenaBytes`, and the collectives per step.
+void printPerRankPlan(mlir::ModuleOp module, int64_t arenaBytes,
+                      llvm::raw_ostream &os);
 } // namespace titan
 
 #endif // TITAN_TOOLS_TITAN_COMPILE_SUMMARY_H

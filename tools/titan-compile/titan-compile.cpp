@@ -13,8 +13,12 @@
 #include "Manifest.h"
 
 #include "titan/Config/TrainConfig.h"
-#include "titan/Conversion/TitanToCPU/Passes.h"
+#include "titan/Conversion/KernelToCPU/Passes.h"
+#include "titan/Conversion/TitanToKernel/Passes.h"
+#include "titan/Dialect/Dist/IR/Dist.h"
 #include "titan/Dialect/Dist/Transforms/Passes.h"
+#include "titan/Dialect/Kernel/Transforms/MemoryPlan.h"
+#include "titan/Dialect/Kernel/Transforms/Passes.h"
 #include "titan/Dialect/Titan/Transforms/Passes.h"
 #include "titan/Import/LlamaImporter.h"
 #include "titan/InitTitan.h"
@@ -50,6 +54,8 @@ enum class EmitStage {
   Titan,
   Partitioned,
   Train,
+  Kernel,
+  Memory,
   LLVM,
   Object,
   Exe
@@ -68,10 +74,20 @@ cl::opt<EmitStage> emitStage(
                    "the per-rank forward with its collectives"),
         clEnumValN(EmitStage::Train, "train",
                    "forward + backward and the optimizer step (titan)"),
+        clEnumValN(EmitStage::Kernel, "kernel",
+                   "the bufferized steps with their memory plan (kernel IR)"),
+        clEnumValN(EmitStage::Memory, "memory",
+                   "each rank's planned memory: peak and breakdown"),
         clEnumValN(EmitStage::LLVM, "llvm",
                    "the step lowered to runtime calls (LLVM dialect)"),
         clEnumValN(EmitStage::Object, "obj", "the step as an object file"),
         clEnumValN(EmitStage::Exe, "exe", "a training executable (default)")));
+
+cl::opt<std::string> memoryTimeline(
+    "memory-timeline",
+    cl::desc("With --emit=memory: also write the planned memory over time "
+             "as an SVG chart to this file"),
+    cl::value_desc("file.svg"));
 
 cl::opt<int64_t> worldSize(
     "world-size",
@@ -153,12 +169,25 @@ void addPartitionPasses(mlir::PassManager &pm, const TrainConfig &c,
   pm.addPass(dist::createDistPartition(partition));
 }
 
+/// Microbatches per optimizer step: the global batch over the local batch
+/// of every data-parallel rank (the mesh is fixed at compile time).
+int64_t accumulationSteps(const TrainConfig &c,
+                          const std::array<int64_t, 5> &mesh) {
+  int64_t dp = mesh[1] * mesh[2];
+  int64_t local = c.training.localBatchSize;
+  if (c.training.globalBatchSize <= 0)
+    return 1;
+  return std::max<int64_t>(1, c.training.globalBatchSize / (local * dp));
+}
+
 /// The training-step passes, configured from the training config.
-void addTrainingPasses(mlir::PassManager &pm, const TrainConfig &c) {
+void addTrainingPasses(mlir::PassManager &pm, const TrainConfig &c,
+                       const std::array<int64_t, 5> &mesh) {
   TitanAutodiffOptions autodiff;
   // FSDP's reshard_after_forward; dist-partition marks the parameters the
   // policy keeps gathered.
   autodiff.regatherParams = true;
+  autodiff.accumulationSteps = accumulationSteps(c, mesh);
   pm.addPass(createTitanAutodiff(autodiff));
   TitanOptimizerOptions o;
   o.lr = c.optimizer.lr;
@@ -172,6 +201,13 @@ void addTrainingPasses(mlir::PassManager &pm, const TrainConfig &c) {
   o.decayType = c.lrScheduler.decayType;
   o.minLrFactor = c.lrScheduler.minLrFactor;
   pm.addPass(createTitanOptimizer(o));
+}
+
+/// The execution layer: the steps bufferized into the kernel IR and one
+/// memory plan per rank.
+void addExecutionPasses(mlir::PassManager &pm) {
+  pm.addPass(createTitanBufferize());
+  pm.addPass(kernel::createKernelPlanMemory());
 }
 
 /// Settings that would change what a compiled step computes or writes but
@@ -324,10 +360,21 @@ int main(int argc, char **argv) {
         return reportError(mesh.takeError());
       mlir::PassManager pm(&context);
       addPartitionPasses(pm, *config, *mesh);
-      addTrainingPasses(pm, *config);
+      addTrainingPasses(pm, *config, *mesh);
       if (failed(pm.run(*module)))
         return reportError("compilation failed (see the diagnostics above)");
-      printPerRankPlan(*module, output->os());
+      // The peak comes from the memory plan of the same program.
+      mlir::OwningOpRef<mlir::ModuleOp> planned = module->clone();
+      mlir::PassManager plan(&context);
+      addExecutionPasses(plan);
+      if (failed(plan.run(*planned)))
+        return reportError("compilation failed (see the diagnostics above)");
+      printPerRankPlan(*module,
+                       (*planned)
+                           ->getAttrOfType<mlir::IntegerAttr>(
+                               kernel::KernelDialect::kArenaBytesAttrName)
+                           .getInt(),
+                       output->os());
     }
     output->keep();
     return 0;
@@ -350,21 +397,48 @@ int main(int argc, char **argv) {
     return reportError("compilation failed (see the diagnostics above)");
   if (emitStage == EmitStage::Partitioned)
     return printModule();
-  llvm::Expected<std::string> manifest =
+  llvm::Expected<llvm::json::Object> manifest =
       buildManifest(*model, *config, *module);
   if (!manifest)
     return reportError(manifest.takeError());
 
   pm.clear();
-  addTrainingPasses(pm, *config);
-  if (emitStage >= EmitStage::LLVM)
-    pm.addPass(createTitanLowerToCPU());
+  addTrainingPasses(pm, *config, *mesh);
+  if (emitStage >= EmitStage::Kernel)
+    addExecutionPasses(pm);
   if (failed(pm.run(*module)))
     return reportError("compilation failed (see the diagnostics above)");
-  if (emitStage == EmitStage::Train || emitStage == EmitStage::LLVM)
+  if (emitStage == EmitStage::Train || emitStage == EmitStage::Kernel)
+    return printModule();
+  if (emitStage == EmitStage::Memory) {
+    dist::MeshAttr meshAttr = dist::getMesh(*module);
+    kernel::printMemoryReport(*module, meshAttr ? meshAttr.getWorldSize() : 1,
+                              output->os());
+    if (!memoryTimeline.empty()) {
+      std::unique_ptr<llvm::ToolOutputFile> svg =
+          mlir::openOutputFile(memoryTimeline, &errorMessage);
+      if (!svg)
+        return reportError(errorMessage);
+      kernel::writeMemoryTimelineSVG(*module,
+                                     config->model.name + " " + model->name +
+                                         ": planned memory per rank",
+                                     svg->os());
+      svg->keep();
+    }
+    output->keep();
+    return 0;
+  }
+  // The runtime places its state where the plan says.
+  addArenaToManifest(*manifest, *module);
+  (*manifest)["accumulation_steps"] = accumulationSteps(*config, *mesh);
+  pm.clear();
+  pm.addPass(createKernelLowerToCPU());
+  if (failed(pm.run(*module)))
+    return reportError("compilation failed (see the diagnostics above)");
+  if (emitStage == EmitStage::LLVM)
     return printModule();
 
-  embedManifest(*module, *manifest);
+  embedManifest(*module, printManifest(*manifest));
   llvm::SmallString<128> objectPath;
   if (emitStage == EmitStage::Object) {
     objectPath = outputFilename;

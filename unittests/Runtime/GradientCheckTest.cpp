@@ -111,13 +111,17 @@ TEST_F(GradientCheck, CausalGroupedQueryAttention) {
          nk = batch * seq * kvHeads * headDim;
   Vec q = randomVec(nq, rng), k = randomVec(nk, rng), v = randomVec(nk, rng),
       r = randomVec(nq, rng), out(nq), dq(nq), dk(nk), dv(nk);
+  // The workspaces the kernel contracts ask for, filled with garbage: the
+  // kernels must not read what they did not write.
+  Vec workspace(2 * seq * seq + seq * headDim, std::nan(""));
   auto loss = [&] {
     attention(q.data(), k.data(), v.data(), out.data(), batch, seq, qHeads,
-              kvHeads, headDim, scale);
+              kvHeads, headDim, scale, workspace.data());
     return dot(out, r);
   };
   attentionGrad(q.data(), k.data(), v.data(), r.data(), dq.data(), dk.data(),
-                dv.data(), batch, seq, qHeads, kvHeads, headDim, scale);
+                dv.data(), batch, seq, qHeads, kvHeads, headDim, scale,
+                workspace.data());
   expectGradient(q, dq, loss, "query");
   expectGradient(k, dk, loss, "key");
   expectGradient(v, dv, loss, "value");
@@ -253,18 +257,30 @@ TEST(LRSchedule, TorchTitanV020Factors) {
     EXPECT_DOUBLE_EQ(lrSchedule(s, 10, 1.0, 2, 0.8, 0, 0.0), linear[s])
         << "linear, step " << s;
   // sqrt: 1 - sqrt(k/8) for decay step k = 1..7.
-  const double sqrtFactors[10] = {
-      0.5, 1.0, 1.0, 0.64644660940672627, 0.5, 0.38762756430420553,
-      0.29289321881345254, 0.20943058495790523, 0.13397459621556140,
-      0.064585653306514670};
+  const double sqrtFactors[10] = {0.5,
+                                  1.0,
+                                  1.0,
+                                  0.64644660940672627,
+                                  0.5,
+                                  0.38762756430420553,
+                                  0.29289321881345254,
+                                  0.20943058495790523,
+                                  0.13397459621556140,
+                                  0.064585653306514670};
   for (int s = 0; s < 10; ++s)
     EXPECT_NEAR(lrSchedule(s, 10, 1.0, 2, 0.8, 1, 0.0), sqrtFactors[s], 1e-15)
         << "sqrt, step " << s;
   // cosine: (1 + cos(pi k/8)) / 2 for k = 1..7.
-  const double cosineFactors[10] = {
-      0.5, 1.0, 1.0, 0.96193976625564337, 0.85355339059327373,
-      0.69134171618254492, 0.5, 0.30865828381745508, 0.14644660940672627,
-      0.038060233744356631};
+  const double cosineFactors[10] = {0.5,
+                                    1.0,
+                                    1.0,
+                                    0.96193976625564337,
+                                    0.85355339059327373,
+                                    0.69134171618254492,
+                                    0.5,
+                                    0.30865828381745508,
+                                    0.14644660940672627,
+                                    0.038060233744356631};
   for (int s = 0; s < 10; ++s)
     EXPECT_NEAR(lrSchedule(s, 10, 1.0, 2, 0.8, 2, 0.0), cosineFactors[s], 1e-15)
         << "cosine, step " << s;

@@ -1,18 +1,24 @@
 //===- KernelABI.h - the compiled step <-> runtime kernel interface -*- C
 //-*-===//
 //
-// Every titan op the CPU target executes becomes one call
+// Every kernel.call of the kernel IR becomes one call
 //
-//   titan_rt_<op>_<dtype>(void **buffers, const int64_t *shapes,
-//                         const double *attrs);
+//   titan_rt_<kernel>_<dtype>(void **buffers, const int64_t *shapes,
+//                             const int64_t *ints, const double *floats,
+//                             void *workspace);
 //
-// `buffers` holds the op's operands, then its results (preallocated by the
-// caller). `shapes` holds, per buffer, its rank followed by its dimensions.
-// `attrs` holds the op's attributes in the order documented in
-// lib/Conversion/TitanToCPU (e.g. rms_norm: {eps}). `dtype` is f32 or f64.
+// `buffers` holds the op's operands, then its results: pointers into the
+// rank's arena, placed by the memory plan (a result may alias an operand
+// where the op's contract allows it: KernelOpInterface::getInPlaceOperand).
+// `shapes` holds, per buffer, its rank followed by its dimensions. `ints`
+// and `floats` are the kernel's i64 and f64 parameters, each in the order
+// of the op's KernelOpInterface::getKernelParams (lib/Dialect/Titan/IR/
+// KernelContracts.cpp documents each kernel's list); either may be null
+// when the kernel has none of that kind. `workspace` is the scratch the op's
+// contract asks for (getWorkspaceBytes), or null. `dtype` is f32 or f64 (the
+// first floating-point buffer's element type), i32 for integer-only kernels.
 //
-// The compiled step allocates its intermediate buffers with titan_rt_alloc and
-// releases them with titan_rt_free after their last use.
+// The step itself allocates nothing: its buffers are all in the arena.
 //
 //===----------------------------------------------------------------------===//
 
@@ -26,14 +32,13 @@
 extern "C" {
 #endif
 
-void *titan_rt_alloc(int64_t bytes);
-void titan_rt_free(void *ptr);
-
 #define TITAN_RT_KERNEL(name)                                                  \
   void titan_rt_##name##_f32(void **buffers, const int64_t *shapes,            \
-                             const double *attrs);                             \
+                             const int64_t *ints, const double *floats,        \
+                             void *workspace);                                 \
   void titan_rt_##name##_f64(void **buffers, const int64_t *shapes,            \
-                             const double *attrs);
+                             const int64_t *ints, const double *floats,        \
+                             void *workspace);
 
 TITAN_RT_KERNEL(embedding)
 TITAN_RT_KERNEL(embedding_grad)
@@ -54,7 +59,6 @@ TITAN_RT_KERNEL(mul)
 TITAN_RT_KERNEL(add)
 TITAN_RT_KERNEL(sqrt)
 TITAN_RT_KERNEL(fill)
-TITAN_RT_KERNEL(reshape)
 TITAN_RT_KERNEL(cross_entropy)
 TITAN_RT_KERNEL(cross_entropy_grad)
 TITAN_RT_KERNEL(row_max)
@@ -70,19 +74,19 @@ TITAN_RT_KERNEL(adamw)
 
 #undef TITAN_RT_KERNEL
 
-// Collectives of the dist dialect: buffers = {input, result}; attrs =
-// {a, b, mask of mesh axes (bit 0 pp ... bit 4 tp)} with (a, b) =
+// Collectives of the dist dialect, same form: buffers = {input, result};
+// ints = {a, b, mask of mesh axes (bit 0 pp ... bit 4 tp)} with (a, b) =
 // all_gather / reduce_scatter: (dim, 0); all_reduce: (0, 0 sum / 1 mean /
-// 2 max);
-// all_to_all: (split dim, concat dim); broadcast: (root, 0);
-// send_recv: (shift, 0).
-// Each returns a request that titan_rt_wait completes and releases; the
-// input must stay alive until then.
+// 2 max); all_to_all: (split dim, concat dim); broadcast: (root, 0);
+// send_recv: (shift, 0). Each returns a request that titan_rt_wait
+// completes and releases; both buffers stay in use until then.
 #define TITAN_RT_COLLECTIVE(name)                                              \
   void *titan_rt_##name##_f32(void **buffers, const int64_t *shapes,           \
-                              const double *attrs);                            \
+                              const int64_t *ints, const double *floats,       \
+                              void *workspace);                                \
   void *titan_rt_##name##_f64(void **buffers, const int64_t *shapes,           \
-                              const double *attrs);
+                              const int64_t *ints, const double *floats,       \
+                              void *workspace);
 
 TITAN_RT_COLLECTIVE(all_gather_start)
 TITAN_RT_COLLECTIVE(reduce_scatter_start)
@@ -95,10 +99,11 @@ TITAN_RT_COLLECTIVE(send_recv_start)
 
 void titan_rt_wait(void *request);
 
-/// dist.shard_offset: buffers = {result (i32)}; attrs = {stride, number of
+/// dist.shard_offset: buffers = {result (i32)}; ints = {stride, number of
 /// axes, axis indices (0 pp ... 4 tp) outermost first}.
 void titan_rt_shard_offset_i32(void **buffers, const int64_t *shapes,
-                               const double *attrs);
+                               const int64_t *ints, const double *floats,
+                               void *workspace);
 
 #ifdef __cplusplus
 }

@@ -10,11 +10,15 @@ struct CompiledModel {
   /// JSON: the compiled configuration (TOML text), the parameter names and
   /// shapes in argument order, and the step's static shapes.
   const char *manifest;
-  /// (params..., tokens, labels | loss, grads...)
-  void (*forwardBackward)(void **buffers);
-  /// (params..., grads..., exp_avg..., exp_avg_sq..., step, total_steps |
-  ///  params..., exp_avg..., exp_avg_sq..., grad_norm, lr)
-  void (*optimizerStep)(void **buffers);
+  /// The steps, on the rank's arena (its size and the offsets of the state
+  /// slots are in the manifest). forward_backward reads param:*,
+  /// input:tokens and input:labels and writes output:loss and grad:* (adds
+  /// into grad:* when compiled with gradient accumulation);
+  /// optimizer_step updates param:*, exp_avg:*, exp_avg_sq:* in place from
+  /// grad:*, input:step and input:total_steps and writes output:grad_norm
+  /// and output:lr.
+  void (*forwardBackward)(char *arena);
+  void (*optimizerStep)(char *arena);
 };
 
 /// Runs training: parses `--section.key value` run-time overrides, loads or

@@ -5,7 +5,7 @@
 // and every titan.param argument gets a gradient result.
 // CHECK-LABEL: func.func @forward_backward(
 // CHECK-SAME: %[[W:.*]]: tensor<8x8xf32> {titan.param = "w"}, %[[N:.*]]: tensor<8xf32> {titan.param = "n"}, %[[E:.*]]: tensor<16x8xf32> {titan.param = "e"}, %[[T:.*]]: tensor<2x4xi32> {titan.input = "tokens"}, %[[L:.*]]: tensor<2x4xi32> {titan.input = "labels"})
-// CHECK-SAME: -> (tensor<f32>, tensor<8x8xf32> {titan.grad = "w"}, tensor<8xf32> {titan.grad = "n"}, tensor<16x8xf32> {titan.grad = "e"})
+// CHECK-SAME: -> (tensor<f32> {titan.output = "loss"}, tensor<8x8xf32> {titan.grad = "w"}, tensor<8xf32> {titan.grad = "n"}, tensor<16x8xf32> {titan.grad = "e"})
 // CHECK:      %[[X:.*]] = titan.embedding %[[E]][%[[T]]]
 // CHECK:      %[[Y:.*]] = titan.rms_norm %[[X]], %[[N]]
 // CHECK:      %[[Z:.*]] = titan.linear %[[Y]], %[[W]]

@@ -7,7 +7,7 @@
 // CHECK-SAME: %[[MA:[^:]*]]: tensor<4x2xf32> {titan.exp_avg = "a"}, %[[MB:[^:]*]]: tensor<3xf32> {titan.exp_avg = "b"},
 // CHECK-SAME: %[[VA:[^:]*]]: tensor<4x2xf32> {titan.exp_avg_sq = "a"}, %[[VB:[^:]*]]: tensor<3xf32> {titan.exp_avg_sq = "b"},
 // CHECK-SAME: %[[STEP:[^:]*]]: tensor<i64> {titan.input = "step"}, %[[TOTAL:[^:]*]]: tensor<i64> {titan.input = "total_steps"})
-// CHECK-SAME: -> (tensor<4x2xf32> {titan.param = "a"}, tensor<3xf32> {titan.param = "b"}, tensor<4x2xf32> {titan.exp_avg = "a"}, tensor<3xf32> {titan.exp_avg = "b"}, tensor<4x2xf32> {titan.exp_avg_sq = "a"}, tensor<3xf32> {titan.exp_avg_sq = "b"}, tensor<f32>, tensor<f32>)
+// CHECK-SAME: -> (tensor<4x2xf32> {titan.param = "a"}, tensor<3xf32> {titan.param = "b"}, tensor<4x2xf32> {titan.exp_avg = "a"}, tensor<3xf32> {titan.exp_avg = "b"}, tensor<4x2xf32> {titan.exp_avg_sq = "a"}, tensor<3xf32> {titan.exp_avg_sq = "b"}, tensor<f32> {titan.output = "grad_norm"}, tensor<f32> {titan.output = "lr"})
 // CHECK:      %[[NORM:.*]] = titan.global_norm %[[GA]], %[[GB]] : (tensor<4x2xf32>, tensor<3xf32>) -> tensor<f32>
 // CHECK:      %[[LR:.*]] = titan.lr_schedule %[[STEP]], %[[TOTAL]] {decay_ratio = 2.500000e-01 : f64, decay_type = "cosine", lr = 3.000000e-03 : f64, min_lr_factor = 1.000000e-01 : f64, warmup_steps = 10 : i64}
 // CHECK:      %[[PA:[^,]*]], %[[MA2:[^,]*]], %[[VA2:[^ ]*]] = titan.adamw %[[A]], %[[GA]], %[[MA]], %[[VA]], %[[LR]], %[[NORM]], %[[STEP]] {beta1 = 9.000000e-01 : f64, beta2 = 0.98999999999999999 : f64, eps = 1.000000e-08 : f64, max_norm = 5.000000e-01 : f64, weight_decay = 1.000000e-02 : f64} : tensor<4x2xf32>, tensor<f32>, tensor<i64>

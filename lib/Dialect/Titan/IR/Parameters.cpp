@@ -23,3 +23,19 @@ func::FuncOp titan::lookupFunction(ModuleOp module, StringRef name,
     module.emitError() << pass << ": no function named '" << name << "'";
   return func;
 }
+
+std::optional<std::string> titan::getStateSlot(DictionaryAttr attrs) {
+  if (!attrs)
+    return std::nullopt;
+  static constexpr std::pair<StringLiteral, StringLiteral> kinds[] = {
+      {TitanDialect::kParamAttrName, "param:"},
+      {TitanDialect::kGradAttrName, "grad:"},
+      {TitanDialect::kExpAvgAttrName, "exp_avg:"},
+      {TitanDialect::kExpAvgSqAttrName, "exp_avg_sq:"},
+      {TitanDialect::kInputAttrName, "input:"},
+      {TitanDialect::kOutputAttrName, "output:"}};
+  for (auto [attr, prefix] : kinds)
+    if (auto name = attrs.getAs<StringAttr>(attr))
+      return (prefix + name.getValue()).str();
+  return std::nullopt;
+}

@@ -43,3 +43,29 @@ LogicalResult TitanDialect::verifyRegionArgAttribute(Operation *op,
   }
   return emitArgError() << "is not a known titan argument attribute";
 }
+
+LogicalResult TitanDialect::verifyRegionResultAttribute(Operation *op,
+                                                        unsigned regionIndex,
+                                                        unsigned resultIndex,
+                                                        NamedAttribute attr) {
+  auto name = dyn_cast<StringAttr>(attr.getValue());
+  StringRef key = attr.getName().getValue();
+  auto emitResultError = [&]() {
+    return op->emitError() << "result #" << resultIndex << " attribute '" << key
+                           << "' ";
+  };
+  if (key == kParamAttrName || key == kGradAttrName || key == kExpAvgAttrName ||
+      key == kExpAvgSqAttrName) {
+    if (!name || name.getValue().empty())
+      return emitResultError()
+             << "must be a non-empty string naming the parameter";
+    return success();
+  }
+  if (key == kOutputAttrName) {
+    if (!name || !llvm::is_contained(kOutputNames, name.getValue()))
+      return emitResultError()
+             << "must be one of \"loss\", \"grad_norm\", \"lr\"";
+    return success();
+  }
+  return emitResultError() << "is not a known titan result attribute";
+}

@@ -348,23 +348,44 @@ struct TitanAutodiffPass : titan::impl::TitanAutodiffBase<TitanAutodiffPass> {
     // this convention every collective's adjoint is its exact transpose
     // (all_gather <-> reduce_scatter, all_reduce <-> all_reduce), whatever
     // mix of data, tensor and sequence sharding the program uses.
+    // Gradient accumulation scales the loss by 1 / accumulationSteps.
+    if (accumulationSteps < 1) {
+      forward.emitOpError() << "titan-autodiff: accumulation-steps must be "
+                               ">= 1, got "
+                            << accumulationSteps;
+      return signalPassFailure();
+    }
     int64_t ranks = 1;
     if (dist::MeshAttr mesh = dist::getMesh(module))
       ranks = mesh.getWorldSize() / mesh.getPp();
-    grads.accumulate(loss, FillOp::create(b, ret.getLoc(), lossType,
-                                          b.getF64FloatAttr(1.0 / ranks)));
+    grads.accumulate(
+        loss, FillOp::create(b, ret.getLoc(), lossType,
+                             b.getF64FloatAttr(1.0 / double(ranks) /
+                                               double(accumulationSteps))));
     for (Operation *op : llvm::reverse(forwardOps))
       if (failed(grads.propagate(op)))
         return signalPassFailure();
 
     SmallVector<Value> results = {loss};
     SmallVector<Type> resultTypes = {lossType};
-    SmallVector<Attribute> resultAttrs = {b.getDictionaryAttr({})};
+    SmallVector<Attribute> resultAttrs = {b.getDictionaryAttr(b.getNamedAttr(
+        TitanDialect::kOutputAttrName, b.getStringAttr("loss")))};
     for (const ParameterArgument &p : getParameterArguments(backward)) {
       BlockArgument arg = body.getArgument(p.index);
       Value g = grads.lookup(arg);
       if (!g)
         g = FillOp::create(b, ret.getLoc(), p.type, b.getF64FloatAttr(0.0));
+      if (accumulationSteps > 1) {
+        // accumulator + gradient, into the accumulator's slot.
+        unsigned index = backward.getNumArguments();
+        if (failed(backward.insertArgument(
+                index, p.type,
+                b.getDictionaryAttr(
+                    b.getNamedAttr(TitanDialect::kGradAttrName, p.name)),
+                ret.getLoc())))
+          return signalPassFailure();
+        g = AddOp::create(b, ret.getLoc(), body.getArgument(index), g);
+      }
       results.push_back(g);
       resultTypes.push_back(p.type);
       resultAttrs.push_back(b.getDictionaryAttr(

@@ -132,7 +132,9 @@ struct TitanOptimizerPass
             b.getDictionaryAttr(b.getNamedAttr(tag, names[i])));
       }
     resultTypes.append({scalarF32, scalarF32});
-    resultAttrs.append({b.getDictionaryAttr({}), b.getDictionaryAttr({})});
+    for (StringRef output : {"grad_norm", "lr"})
+      resultAttrs.push_back(b.getDictionaryAttr(b.getNamedAttr(
+          TitanDialect::kOutputAttrName, b.getStringAttr(output))));
 
     Location loc = NameLoc::get(b.getStringAttr("optimizer"));
     b.setInsertionPointToEnd(module.getBody());

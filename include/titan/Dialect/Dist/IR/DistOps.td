@@ -8,6 +8,7 @@ include "mlir/IR/BuiltinAttributes.td"
 include "mlir/IR/CommonAttrConstraints.td"
 include "mlir/IR/CommonTypeConstraints.td"
 include "mlir/Interfaces/SideEffectInterfaces.td"
+include "titan/Dialect/Titan/IR/KernelInterface.td"
 
 //===----------------------------------------------------------------------===//
 // Attributes
@@ -97,6 +98,7 @@ def Dist_FutureWaitedOnce : NativeOpTrait<"FutureWaitedOnce"> {
 
 class Dist_CollectiveStartOp<string mnemonic, list<Trait> traits = []>
     : Dist_Op<mnemonic, traits # [Dist_FutureWaitedOnce,
+        DeclareOpInterfaceMethods<Titan_KernelOpInterface, ["getKernelParams"]>,
         MemoryEffects<[MemAlloc<Dist_CollectiveResource>,
                        MemWrite<Dist_CollectiveResource>]>]> {
   let results = (outs Dist_FutureType:$future);
@@ -206,7 +208,8 @@ def Dist_SendRecvStartOp : Dist_CollectiveStartOp<"send_recv_start"> {
   }];
 }
 
-def Dist_ShardOffsetOp : Dist_Op<"shard_offset", [Pure]> {
+def Dist_ShardOffsetOp : Dist_Op<"shard_offset", [Pure,
+    DeclareOpInterfaceMethods<Titan_KernelOpInterface, ["getKernelParams"]>]> {
   let summary = "this rank's shard index over mesh axes, times a stride";
   let description = [{
     `index * stride`, where `index` is this rank's position in the group of
@@ -242,7 +245,8 @@ def Dist_WaitOp : Dist_Op<"wait", [
   }]>];
 }
 
-def Dist_ReplicateOp : Dist_Op<"replicate", [Pure, AllTypesMatch<["input", "result"]>]> {
+def Dist_ReplicateOp : Dist_Op<"replicate", [Pure, Titan_BufferView,
+    AllTypesMatch<["input", "result"]>]> {
   let summary = "a value replicated over mesh axes (gradient sync point)";
   let description = [{
     The identity on values: marks `input` as identical on the ranks that

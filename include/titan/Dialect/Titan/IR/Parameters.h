@@ -19,6 +19,12 @@ struct ParameterArgument {
 llvm::SmallVector<ParameterArgument>
 getParameterArguments(mlir::func::FuncOp func);
 
+/// The state slot a step argument or result lives in, from its titan
+/// attributes: "param:<name>", "grad:<name>", "exp_avg:<name>",
+/// "exp_avg_sq:<name>", "input:<name>" or "output:<name>"; std::nullopt for
+/// an untagged value.
+std::optional<std::string> getStateSlot(mlir::DictionaryAttr attrs);
+
 /// The function `name` of `module`, or null after an error on `module`
 /// naming the pass that needs it ("<pass>: no function named '<name>'").
 mlir::func::FuncOp lookupFunction(mlir::ModuleOp module, llvm::StringRef name,

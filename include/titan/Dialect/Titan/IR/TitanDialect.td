@@ -28,6 +28,7 @@ def Titan_Dialect : Dialect {
   }];
   let hasCanonicalizer = 0;
   let hasRegionArgAttrVerify = 1;
+  let hasRegionResultAttrVerify = 1;
   let extraClassDeclaration = [{
     /// Argument attribute naming a model parameter (TorchTitan FQN).
     static constexpr ::llvm::StringLiteral kParamAttrName = "titan.param";
@@ -41,6 +42,10 @@ def Titan_Dialect : Dialect {
     static constexpr ::llvm::StringLiteral kInputAttrName = "titan.input";
     static constexpr ::llvm::StringLiteral kInputNames[] = {
         "tokens", "labels", "step", "total_steps"};
+    /// Result attribute naming a non-parameter output of a step.
+    static constexpr ::llvm::StringLiteral kOutputAttrName = "titan.output";
+    static constexpr ::llvm::StringLiteral kOutputNames[] = {
+        "loss", "grad_norm", "lr"};
   }];
 }
 

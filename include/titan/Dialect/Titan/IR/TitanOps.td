@@ -15,6 +15,7 @@ include "mlir/IR/CommonAttrConstraints.td"
 include "mlir/IR/CommonTypeConstraints.td"
 include "mlir/Interfaces/InferTypeOpInterface.td"
 include "mlir/Interfaces/SideEffectInterfaces.td"
+include "titan/Dialect/Titan/IR/KernelInterface.td"
 
 def Titan_FloatTensor : StaticShapeTensorOf<[AnyFloat]>;
 def Titan_IndexTensor : StaticShapeTensorOf<[AnySignlessInteger]>;
@@ -24,7 +25,8 @@ def Titan_ScalarFloatTensor : 0DTensorOf<[AnyFloat]>;
 // Embedding and normalization
 //===----------------------------------------------------------------------===//
 
-def Titan_EmbeddingOp : Titan_Op<"embedding", [Pure]> {
+def Titan_EmbeddingOp : Titan_Op<"embedding", [DeclareOpInterfaceMethods<Titan_KernelOpInterface, ["getKernelParams"]>,
+    Pure]> {
   let summary = "token embedding lookup";
   let description = [{
     `result[i..., :] = weight[tokens[i...], :]` for a `VxD` weight and token
@@ -56,7 +58,8 @@ def Titan_EmbeddingOp : Titan_Op<"embedding", [Pure]> {
   let hasVerifier = 1;
 }
 
-def Titan_RMSNormOp : Titan_Op<"rms_norm", [Pure]> {
+def Titan_RMSNormOp : Titan_Op<"rms_norm", [DeclareOpInterfaceMethods<Titan_KernelOpInterface, ["getKernelParams"]>,
+    Pure]> {
   let summary = "root-mean-square normalization over the last dimension";
   let description = [{
     For each row `x` of the last dimension `D`, computed in float32 whatever
@@ -82,7 +85,8 @@ def Titan_RMSNormOp : Titan_Op<"rms_norm", [Pure]> {
 // Rotary position embedding
 //===----------------------------------------------------------------------===//
 
-def Titan_RopeAnglesOp : Titan_Op<"rope_angles", [Pure]> {
+def Titan_RopeAnglesOp : Titan_Op<"rope_angles", [DeclareOpInterfaceMethods<Titan_KernelOpInterface, ["getKernelParams"]>,
+    Pure]> {
   let summary = "rotation angles of the rotary embedding, per position and pair";
   let description = [{
     Produces the `S x (Dh/2)` float32 table of rotation angles for positions
@@ -120,7 +124,8 @@ def Titan_RopeAnglesOp : Titan_Op<"rope_angles", [Pure]> {
   }];
 }
 
-def Titan_RopeOp : Titan_Op<"rope", [Pure]> {
+def Titan_RopeOp : Titan_Op<"rope", [DeclareOpInterfaceMethods<Titan_KernelOpInterface, ["getKernelParams", "getInPlaceOperand"]>,
+    Pure]> {
   let summary = "rotary position embedding on interleaved pairs";
   let description = [{
     Rotates `input` of shape `B x S x H x Dh` by the angles `angles` of shape
@@ -153,7 +158,8 @@ def Titan_RopeOp : Titan_Op<"rope", [Pure]> {
 // Attention
 //===----------------------------------------------------------------------===//
 
-def Titan_AttentionOp : Titan_Op<"attention", [Pure]> {
+def Titan_AttentionOp : Titan_Op<"attention", [DeclareOpInterfaceMethods<Titan_KernelOpInterface, ["getKernelParams", "getWorkspaceBytes"]>,
+    Pure]> {
   let summary = "causal scaled dot-product attention with grouped-query heads";
   let description = [{
     `query` is `B x S x Hq x Dh`; `key` and `value` are `B x S x Hkv x Dh` with
@@ -183,7 +189,8 @@ def Titan_AttentionOp : Titan_Op<"attention", [Pure]> {
 // Linear layers and the feed-forward network
 //===----------------------------------------------------------------------===//
 
-def Titan_LinearOp : Titan_Op<"linear", [Pure]> {
+def Titan_LinearOp : Titan_Op<"linear", [Titan_KernelOpInterface,
+    Pure]> {
   let summary = "x · Wᵀ (a bias-free nn.Linear)";
   let description = [{
     `input` is `... x K`, `weight` is `N x K` (PyTorch's `nn.Linear` layout);
@@ -203,7 +210,9 @@ def Titan_LinearOp : Titan_Op<"linear", [Pure]> {
 }
 
 class Titan_ElementwiseOp<string mnemonic, list<Trait> traits = []>
-    : Titan_Op<mnemonic, !listconcat(traits, [Pure, SameOperandsAndResultType])>;
+    : Titan_Op<mnemonic, !listconcat(traits, [Pure, SameOperandsAndResultType,
+        DeclareOpInterfaceMethods<Titan_KernelOpInterface,
+                                  ["getInPlaceOperand"]>])>;
 
 def Titan_SwiGLUOp : Titan_ElementwiseOp<"swiglu"> {
   let summary = "fused SiLU-gated linear unit: silu(gate) * up";
@@ -275,7 +284,7 @@ def Titan_AddOp : Titan_ElementwiseOp<"add", [Commutative]> {
 // Shape
 //===----------------------------------------------------------------------===//
 
-def Titan_ReshapeOp : Titan_Op<"reshape", [Pure]> {
+def Titan_ReshapeOp : Titan_Op<"reshape", [Pure, Titan_BufferView]> {
   let summary = "row-major reshape (a view in PyTorch)";
   let description = [{
     Reinterprets the row-major elements of `input` with the result's shape;
@@ -297,7 +306,8 @@ def Titan_ReshapeOp : Titan_Op<"reshape", [Pure]> {
 // Loss
 //===----------------------------------------------------------------------===//
 
-def Titan_CrossEntropyOp : Titan_Op<"cross_entropy", [Pure]> {
+def Titan_CrossEntropyOp : Titan_Op<"cross_entropy", [Titan_KernelOpInterface,
+    Pure]> {
   let summary = "mean cross-entropy of logits against integer labels";
   let description = [{
     `logits` is `... x V`, `labels` has the leading shape `...` with values in
@@ -327,7 +337,8 @@ def Titan_CrossEntropyOp : Titan_Op<"cross_entropy", [Pure]> {
 // all-reduces combine: loss = mean(max + log(sum_exp) - target).
 //===----------------------------------------------------------------------===//
 
-def Titan_RowMaxOp : Titan_Op<"row_max", [Pure]> {
+def Titan_RowMaxOp : Titan_Op<"row_max", [Titan_KernelOpInterface,
+    Pure]> {
   let summary = "maximum over the last dimension (a shift, no gradient)";
   let description = [{
     `result[t] = max_v logits[t, v]` for `logits` of shape `... x V`; the
@@ -345,7 +356,8 @@ def Titan_RowMaxOp : Titan_Op<"row_max", [Pure]> {
   let hasVerifier = 1;
 }
 
-def Titan_SumExpOp : Titan_Op<"sum_exp", [Pure]> {
+def Titan_SumExpOp : Titan_Op<"sum_exp", [Titan_KernelOpInterface,
+    Pure]> {
   let summary = "sum over the last dimension of exp(logits - max)";
   let description = [{
     `result[t] = sum_v exp(logits[t, v] - max[t])`, accumulated in float64 on
@@ -364,7 +376,8 @@ def Titan_SumExpOp : Titan_Op<"sum_exp", [Pure]> {
   let hasVerifier = 1;
 }
 
-def Titan_TargetLogitOp : Titan_Op<"target_logit", [Pure]> {
+def Titan_TargetLogitOp : Titan_Op<"target_logit", [DeclareOpInterfaceMethods<Titan_KernelOpInterface, ["getKernelParams"]>,
+    Pure]> {
   let summary = "the logit of each row's label (0 outside this vocabulary slice)";
   let description = [{
     `result[t] = logits[t, labels[t] - vocab_start]` when that index lies in
@@ -388,7 +401,8 @@ def Titan_TargetLogitOp : Titan_Op<"target_logit", [Pure]> {
 }
 
 def Titan_CrossEntropyFromStatsOp
-    : Titan_Op<"cross_entropy_from_stats", [Pure]> {
+    : Titan_Op<"cross_entropy_from_stats", [Titan_KernelOpInterface,
+    Pure]> {
   let summary = "mean cross-entropy from per-row max, sum of exp and target";
   let description = [{
     `result = (1/T) * sum_t (max[t] + log(sum_exp[t]) - target[t])` over the
@@ -415,7 +429,8 @@ def Titan_CrossEntropyFromStatsOp
 // Gradients (produced by titan-autodiff)
 //===----------------------------------------------------------------------===//
 
-def Titan_FillOp : Titan_Op<"fill", [Pure]> {
+def Titan_FillOp : Titan_Op<"fill", [DeclareOpInterfaceMethods<Titan_KernelOpInterface, ["getKernelParams"]>,
+    Pure]> {
   let summary = "a tensor with every element equal to `value`";
   let description = [{
     ```mlir
@@ -427,7 +442,8 @@ def Titan_FillOp : Titan_Op<"fill", [Pure]> {
   let assemblyFormat = "$value attr-dict `:` type($result)";
 }
 
-def Titan_EmbeddingGradOp : Titan_Op<"embedding_grad", [Pure]> {
+def Titan_EmbeddingGradOp : Titan_Op<"embedding_grad", [DeclareOpInterfaceMethods<Titan_KernelOpInterface, ["getKernelParams"]>,
+    Pure]> {
   let summary = "gradient of titan.embedding with respect to the weight";
   let description = [{
     `result[v, :] = sum over positions i with tokens[i] == v of grad[i, :]`;
@@ -445,7 +461,8 @@ def Titan_EmbeddingGradOp : Titan_Op<"embedding_grad", [Pure]> {
   let hasVerifier = 1;
 }
 
-def Titan_RMSNormGradOp : Titan_Op<"rms_norm_grad", [Pure]> {
+def Titan_RMSNormGradOp : Titan_Op<"rms_norm_grad", [DeclareOpInterfaceMethods<Titan_KernelOpInterface, ["getKernelParams"]>,
+    Pure]> {
   let summary = "gradients of titan.rms_norm";
   let description = [{
     For `y = x * r * w` with `r = rsqrt(mean(x * x) + eps)` over the last
@@ -463,7 +480,8 @@ def Titan_RMSNormGradOp : Titan_Op<"rms_norm_grad", [Pure]> {
   let hasVerifier = 1;
 }
 
-def Titan_AttentionGradOp : Titan_Op<"attention_grad", [Pure]> {
+def Titan_AttentionGradOp : Titan_Op<"attention_grad", [DeclareOpInterfaceMethods<Titan_KernelOpInterface, ["getKernelParams", "getWorkspaceBytes"]>,
+    Pure]> {
   let summary = "gradients of titan.attention";
   let description = [{
     Given the forward operands and the output gradient `grad`, returns the
@@ -487,7 +505,8 @@ def Titan_AttentionGradOp : Titan_Op<"attention_grad", [Pure]> {
   let hasVerifier = 1;
 }
 
-def Titan_LinearGradInputOp : Titan_Op<"linear_grad_input", [Pure]> {
+def Titan_LinearGradInputOp : Titan_Op<"linear_grad_input", [Titan_KernelOpInterface,
+    Pure]> {
   let summary = "gradient of titan.linear with respect to its input: dY · W";
   let description = [{
     `grad` is `... x N`, `weight` is `N x K`; the result is `... x K`.
@@ -500,7 +519,8 @@ def Titan_LinearGradInputOp : Titan_Op<"linear_grad_input", [Pure]> {
   let hasVerifier = 1;
 }
 
-def Titan_LinearGradWeightOp : Titan_Op<"linear_grad_weight", [Pure]> {
+def Titan_LinearGradWeightOp : Titan_Op<"linear_grad_weight", [Titan_KernelOpInterface,
+    Pure]> {
   let summary = "gradient of titan.linear with respect to its weight: dYᵀ · X";
   let description = [{
     `grad` is `... x N`, `input` is `... x K` with the same leading shape;
@@ -514,8 +534,8 @@ def Titan_LinearGradWeightOp : Titan_Op<"linear_grad_weight", [Pure]> {
   let hasVerifier = 1;
 }
 
-def Titan_SwiGLUGradOp : Titan_Op<"swiglu_grad",
-    [Pure, SameOperandsAndResultType]> {
+def Titan_SwiGLUGradOp : Titan_Op<"swiglu_grad", [Titan_KernelOpInterface,
+    Pure, SameOperandsAndResultType]> {
   let summary = "gradients of titan.swiglu";
   let description = [{
     With `s = sigmoid(gate)`: `gate_grad = grad * up * s * (1 + gate * (1 - s))`,
@@ -528,14 +548,16 @@ def Titan_SwiGLUGradOp : Titan_Op<"swiglu_grad",
   let assemblyFormat = "$gate `,` $up `,` $grad attr-dict `:` type($grad)";
 }
 
-def Titan_SiLUGradOp : Titan_Op<"silu_grad", [Pure, SameOperandsAndResultType]> {
+def Titan_SiLUGradOp : Titan_Op<"silu_grad", [Titan_KernelOpInterface,
+    Pure, SameOperandsAndResultType]> {
   let summary = "gradient of titan.silu: grad * s * (1 + x * (1 - s))";
   let arguments = (ins Titan_FloatTensor:$input, Titan_FloatTensor:$grad);
   let results = (outs Titan_FloatTensor:$result);
   let assemblyFormat = "$input `,` $grad attr-dict `:` type($result)";
 }
 
-def Titan_CrossEntropyGradOp : Titan_Op<"cross_entropy_grad", [Pure]> {
+def Titan_CrossEntropyGradOp : Titan_Op<"cross_entropy_grad", [Titan_KernelOpInterface,
+    Pure]> {
   let summary = "gradient of titan.cross_entropy with respect to the logits";
   let description = [{
     `result[t, :] = grad / T * (softmax(logits[t, :]) - onehot(labels[t]))`
@@ -551,7 +573,8 @@ def Titan_CrossEntropyGradOp : Titan_Op<"cross_entropy_grad", [Pure]> {
   let hasVerifier = 1;
 }
 
-def Titan_SumExpGradOp : Titan_Op<"sum_exp_grad", [Pure]> {
+def Titan_SumExpGradOp : Titan_Op<"sum_exp_grad", [Titan_KernelOpInterface,
+    Pure]> {
   let summary = "gradient of titan.sum_exp with respect to the logits";
   let description = [{
     `result[t, v] = grad[t] * exp(logits[t, v] - max[t])`; `max` gets no
@@ -566,7 +589,8 @@ def Titan_SumExpGradOp : Titan_Op<"sum_exp_grad", [Pure]> {
   let hasVerifier = 1;
 }
 
-def Titan_TargetLogitGradOp : Titan_Op<"target_logit_grad", [Pure]> {
+def Titan_TargetLogitGradOp : Titan_Op<"target_logit_grad", [DeclareOpInterfaceMethods<Titan_KernelOpInterface, ["getKernelParams"]>,
+    Pure]> {
   let summary = "gradient of titan.target_logit with respect to the logits";
   let description = [{
     `result[t, v] = grad[t]` where `v == labels[t] - vocab_start`, else 0;
@@ -583,7 +607,8 @@ def Titan_TargetLogitGradOp : Titan_Op<"target_logit_grad", [Pure]> {
 }
 
 def Titan_CrossEntropyFromStatsGradOp
-    : Titan_Op<"cross_entropy_from_stats_grad", [Pure]> {
+    : Titan_Op<"cross_entropy_from_stats_grad", [Titan_KernelOpInterface,
+    Pure]> {
   let summary = "gradients of titan.cross_entropy_from_stats";
   let description = [{
     With `T` rows and the 0-d loss gradient `grad`:
@@ -603,7 +628,8 @@ def Titan_CrossEntropyFromStatsGradOp
 // Optimizer (produced by titan-optimizer)
 //===----------------------------------------------------------------------===//
 
-def Titan_GlobalNormOp : Titan_Op<"global_norm", [Pure]> {
+def Titan_GlobalNormOp : Titan_Op<"global_norm", [DeclareOpInterfaceMethods<Titan_KernelOpInterface, ["getKernelParams"]>,
+    Pure]> {
   let summary = "L2 norm of all elements of all operands";
   let description = [{
     `sqrt(sum over operands of sum of squares)`, the `total_norm` of
@@ -618,7 +644,8 @@ def Titan_GlobalNormOp : Titan_Op<"global_norm", [Pure]> {
   let hasVerifier = 1;
 }
 
-def Titan_LRScheduleOp : Titan_Op<"lr_schedule", [Pure]> {
+def Titan_LRScheduleOp : Titan_Op<"lr_schedule", [DeclareOpInterfaceMethods<Titan_KernelOpInterface, ["getKernelParams"]>,
+    Pure]> {
   let summary = "TorchTitan's warmup-stable-decay learning rate at a step";
   let description = [{
     `step` is the 0-based index of the step about to run and `total_steps`
@@ -646,7 +673,8 @@ def Titan_LRScheduleOp : Titan_Op<"lr_schedule", [Pure]> {
   let hasVerifier = 1;
 }
 
-def Titan_AdamWOp : Titan_Op<"adamw", [Pure,
+def Titan_AdamWOp : Titan_Op<"adamw", [DeclareOpInterfaceMethods<Titan_KernelOpInterface, ["getKernelParams", "getInPlaceOperand"]>,
+    Pure,
     AllTypesMatch<["param", "grad", "exp_avg", "exp_avg_sq", "new_param",
                    "new_exp_avg", "new_exp_avg_sq"]>,
     AllTypesMatch<["lr", "grad_norm"]>]> {

@@ -41,6 +41,13 @@ def TitanAutodiff : Pass<"titan-autodiff", "::mlir::ModuleOp"> {
     With `regather-params`, FSDP-gathered parameters are gathered again for
     the backward (FSDP's reshard after forward), except those whose argument
     carries `dist.keep_gathered`.
+
+    With `accumulation-steps` N > 1 (gradient accumulation over N
+    microbatches), the loss is seeded with 1/(ranks N), as TorchTitan
+    backpropagates `loss / N`, and the step adds its gradients into
+    accumulators: it takes one more argument per parameter (tagged
+    `titan.grad`, after the inputs) and returns accumulator + gradient, so
+    the gradient slot sums the microbatches in place.
   }];
   let options = [
     Option<"forwardName", "forward", "std::string", "\"forward\"",
@@ -51,6 +58,8 @@ def TitanAutodiff : Pass<"titan-autodiff", "::mlir::ModuleOp"> {
            "Re-gather FSDP-sharded parameters for the backward instead of "
            "keeping the forward's gathered copies alive (FSDP's "
            "reshard_after_forward)">,
+    Option<"accumulationSteps", "accumulation-steps", "int64_t", "1",
+           "Microbatches whose gradients one optimizer step sums">,
   ];
   let dependentDialects = ["::titan::TitanDialect",
                            "::titan::dist::DistDialect",

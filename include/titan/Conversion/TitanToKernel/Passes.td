@@ -1,0 +1,46 @@
+//===- Passes.td - titan -> kernel IR ----------------------*- tablegen -*-===//
+
+#ifndef TITAN_CONVERSION_TITANTOKERNEL_PASSES_TD
+#define TITAN_CONVERSION_TITANTOKERNEL_PASSES_TD
+
+include "mlir/Pass/PassBase.td"
+
+def TitanBufferize : Pass<"titan-bufferize", "::mlir::ModuleOp"> {
+  let summary = "Bufferize the training steps into the kernel IR";
+  let description = [{
+    Rewrites each step function (`functions`, default `forward_backward` and
+    `optimizer_step`) of value-semantic titan and dist ops into the kernel
+    dialect: one `kernel.call` per op with a `KernelOpInterface` (its
+    contract gives the kernel, the typed parameters, the workspace and the
+    in-place operands), `kernel.collective_start`/`kernel.wait` per dist
+    collective, `kernel.view` for ops with the `BufferView` trait.
+
+    Arguments and results become *slots*, the step's long-lived state
+    (`kernel.slot = "param:<name>"`, ...: titan/Dialect/Titan/IR/
+    Parameters.h), one memref argument per slot; a slot both read and
+    written (a parameter updated by AdamW) is one argument. Every other
+    value gets a `kernel.alloc`, except where it can be written where it is
+    wanted, with no copy:
+
+    * a result reuses its in-place operand's buffer when nothing reads that
+      buffer afterwards (AdamW's parameter and moments, elementwise ops); an
+      argument's buffer only for the result returned into the same slot;
+    * a value returned into a slot is computed in the slot (a collective's
+      output too) when nothing reads that slot's old value afterwards.
+
+    Other functions (the forward, which `forward_backward` contains) are
+    removed: the kernel IR module holds the steps only.
+
+    Only what cannot be placed so is copied into its slot at the end
+    (`kernel.copy`). Allocations are classified for the memory plan:
+    `activation` (a forward value still used after the loss is computed),
+    `temporary`, `collective`, `workspace`.
+  }];
+  let options = [
+    ListOption<"functions", "functions", "std::string",
+               "The step functions to bufferize">,
+  ];
+  let dependentDialects = ["::titan::kernel::KernelDialect"];
+}
+
+#endif // TITAN_CONVERSION_TITANTOKERNEL_PASSES_TD

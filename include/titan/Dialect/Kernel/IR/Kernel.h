@@ -1,0 +1,28 @@
+//===- Kernel.h - the kernel dialect ----------------------------*- C++ -*-===//
+
+#ifndef TITAN_DIALECT_KERNEL_IR_KERNEL_H
+#define TITAN_DIALECT_KERNEL_IR_KERNEL_H
+
+#include "mlir/Bytecode/BytecodeOpInterface.h"
+#include "mlir/IR/BuiltinTypes.h"
+#include "mlir/IR/Dialect.h"
+#include "mlir/IR/OpDefinition.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
+
+#include "titan/Dialect/Kernel/IR/KernelOpsDialect.h.inc"
+
+namespace titan::kernel {
+/// The side-effect resource of in-flight collectives.
+struct CommunicationResource
+    : public mlir::SideEffects::Resource::Base<CommunicationResource> {
+  llvm::StringRef getName() final { return "kernel.communication"; }
+};
+} // namespace titan::kernel
+
+#define GET_TYPEDEF_CLASSES
+#include "titan/Dialect/Kernel/IR/KernelOpsTypes.h.inc"
+
+#define GET_OP_CLASSES
+#include "titan/Dialect/Kernel/IR/KernelOps.h.inc"
+
+#endif // TITAN_DIALECT_KERNEL_IR_KERNEL_H

@@ -1,0 +1,52 @@
+//===- KernelDialect.td - the kernel dialect ---------------*- tablegen -*-===//
+//
+// titan's target-neutral kernel IR: bufferized training steps as library
+// kernel calls on planned buffers.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TITAN_DIALECT_KERNEL_IR_KERNELDIALECT_TD
+#define TITAN_DIALECT_KERNEL_IR_KERNELDIALECT_TD
+
+include "mlir/IR/OpBase.td"
+include "mlir/IR/AttrTypeBase.td"
+
+def Kernel_Dialect : Dialect {
+  let name = "kernel";
+  let cppNamespace = "::titan::kernel";
+  let summary = "Bufferized steps: kernel calls on planned buffers";
+  let description = [{
+    A training step after bufferization: a `func.func` whose arguments are
+    the step's long-lived state, one memref per *slot* (`kernel.slot =
+    "param:<name>"`, `"grad:<name>"`, `"exp_avg:<name>"`,
+    `"exp_avg_sq:<name>"`, `"input:<name>"`, `"output:<name>"`), and whose
+    body is a straight line of kernel calls, collectives and copies on
+    buffers from `kernel.alloc` and views of them. It returns nothing: every
+    result is written into its slot.
+
+    `kernel-plan-memory` gives every buffer an offset in one arena per rank
+    (`kernel.alloc {offset = ...}`, module attributes `kernel.arena_bytes`
+    and `kernel.slots`); the CPU target lowers the planned IR to calls into
+    libtitanrt, and the CUDA target will lower the same IR to its kernels.
+  }];
+  let useDefaultTypePrinterParser = 1;
+  let hasRegionArgAttrVerify = 1;
+  let hasOperationAttrVerify = 1;
+  let extraClassDeclaration = [{
+    /// Argument attribute: the state slot a step argument lives in.
+    static constexpr ::llvm::StringLiteral kSlotAttrName = "kernel.slot";
+    /// Module attributes set by kernel-plan-memory: the arena's size and
+    /// each slot's {offset, bytes}.
+    static constexpr ::llvm::StringLiteral kArenaBytesAttrName =
+        "kernel.arena_bytes";
+    static constexpr ::llvm::StringLiteral kSlotsAttrName = "kernel.slots";
+    /// Every planned offset and the arena size are multiples of this (the
+    /// alignment of cudaMalloc; enough for any vector load on the CPU).
+    static constexpr int64_t kAlignment = 256;
+  }];
+}
+
+class Kernel_Op<string mnemonic, list<Trait> traits = []>
+    : Op<Kernel_Dialect, mnemonic, traits>;
+
+#endif // TITAN_DIALECT_KERNEL_IR_KERNELDIALECT_TD

@@ -1,0 +1,174 @@
+//===- KernelOps.td - kernel dialect types and ops ---------*- tablegen -*-===//
+
+#ifndef TITAN_DIALECT_KERNEL_IR_KERNELOPS_TD
+#define TITAN_DIALECT_KERNEL_IR_KERNELOPS_TD
+
+include "titan/Dialect/Kernel/IR/KernelDialect.td"
+include "mlir/IR/CommonAttrConstraints.td"
+include "mlir/IR/CommonTypeConstraints.td"
+include "mlir/Interfaces/SideEffectInterfaces.td"
+
+//===----------------------------------------------------------------------===//
+// Types
+//===----------------------------------------------------------------------===//
+
+def Kernel_StreamType : TypeDef<Kernel_Dialect, "Stream"> {
+  let mnemonic = "stream";
+  let summary = "an in-order queue of kernel calls";
+  let description = [{
+    Calls on one stream run in program order. The CPU target runs every call
+    synchronously and ignores streams; the CUDA target maps each to a CUDA
+    stream.
+  }];
+}
+
+def Kernel_RequestType : TypeDef<Kernel_Dialect, "Request"> {
+  let mnemonic = "request";
+  let summary = "an in-flight collective, completed by kernel.wait";
+}
+
+/// The communication state of the rank: collectives' effects are on it, so
+/// compute may move across a start or a wait (their buffers stay ordered by
+/// their own read/write effects).
+def Kernel_CommunicationResource
+    : Resource<"::titan::kernel::CommunicationResource">;
+
+def Kernel_StaticMemRef : StaticShapeMemRefOf<[AnyType]>;
+
+//===----------------------------------------------------------------------===//
+// Buffers
+//===----------------------------------------------------------------------===//
+
+def Kernel_AllocOp : Kernel_Op<"alloc", [
+    MemoryEffects<[MemAlloc<DefaultResource, 0, FullEffect>]>]> {
+  let summary = "a buffer of the step, placed by the memory plan";
+  let description = [{
+    A buffer alive from here to its last use (through views, and for a
+    collective's operands until its `kernel.wait`). `kind` says what it
+    holds, for the plan's breakdown: `activation` (forward values kept for
+    the backward), `temporary`, `collective` (a collective's result) or
+    `workspace` (a kernel's scratch). `kernel-plan-memory` sets `offset`, its
+    place in the rank's arena.
+
+    ```mlir
+    %0 = kernel.alloc {kind = "activation", offset = 4096 : i64} : memref<8x64x256xf32>
+    ```
+  }];
+  let arguments = (ins StrAttr:$kind, OptionalAttr<I64Attr>:$offset);
+  let results = (outs Kernel_StaticMemRef:$buffer);
+  let assemblyFormat = "attr-dict `:` type($buffer)";
+  let hasVerifier = 1;
+  let extraClassDeclaration = [{
+    static constexpr ::llvm::StringLiteral kKinds[] = {
+        "activation", "temporary", "collective", "workspace"};
+  }];
+}
+
+def Kernel_ViewOp : Kernel_Op<"view", [Pure]> {
+  let summary = "the same bytes seen with another static type";
+  let description = [{
+    A reshape (or an identity such as `dist.replicate`): no code runs and
+    the result aliases `source`. Both types have the same size in bytes.
+
+    ```mlir
+    %v = kernel.view %b : memref<8x64x256xf32> to memref<8x64x16x16xf32>
+    ```
+  }];
+  let arguments = (ins Kernel_StaticMemRef:$source);
+  let results = (outs Kernel_StaticMemRef:$result);
+  let assemblyFormat = "$source attr-dict `:` type($source) `to` type($result)";
+  let hasVerifier = 1;
+}
+
+def Kernel_StreamOp : Kernel_Op<"stream", [Pure]> {
+  let summary = "the stream with a given index";
+  let arguments = (ins ConfinedAttr<I64Attr, [IntNonNegative]>:$index);
+  let results = (outs Kernel_StreamType:$stream);
+  let assemblyFormat = "$index attr-dict";
+}
+
+//===----------------------------------------------------------------------===//
+// Kernel calls, copies and collectives
+//===----------------------------------------------------------------------===//
+
+def Kernel_CallOp : Kernel_Op<"call", [AttrSizedOperandSegments]> {
+  let summary = "one library kernel on buffers";
+  let description = [{
+    Runs kernel `kernel` (a titan op's `KernelOpInterface` name) with the
+    element type of its first floating-point buffer: it reads `inputs`,
+    writes `outputs` and may use `workspace` as scratch. `params` are the
+    kernel's scalar parameters in ABI order (`i64` and `f64` attributes); the
+    buffers' static shapes complete the call. An output may be one of the
+    inputs' buffers only where the op's contract allows it (in place).
+
+    ```mlir
+    kernel.call "rms_norm"(%x, %w : memref<16x256xf32>, memref<256xf32>)
+        outs(%y : memref<16x256xf32>) on %s params [1.0e-05 : f64]
+    ```
+  }];
+  let arguments = (ins StrAttr:$kernel,
+                       Arg<Variadic<Kernel_StaticMemRef>, "", [MemRead]>:$inputs,
+                       Arg<Variadic<Kernel_StaticMemRef>, "", [MemWrite]>:$outputs,
+                       Arg<Optional<MemRefRankOf<[I8], [1]>>, "",
+                           [MemRead, MemWrite]>:$workspace,
+                       Kernel_StreamType:$stream, ArrayAttr:$params);
+  let assemblyFormat = [{
+    $kernel `(` ($inputs^ `:` type($inputs))? `)`
+    `outs` `(` $outputs `:` type($outputs) `)`
+    (`workspace` `(` $workspace^ `:` type($workspace) `)`)?
+    `on` $stream `params` $params attr-dict
+  }];
+  let hasVerifier = 1;
+}
+
+def Kernel_CopyOp : Kernel_Op<"copy"> {
+  let summary = "copy a buffer into another of the same type";
+  let arguments = (ins Arg<Kernel_StaticMemRef, "", [MemRead]>:$source,
+                       Arg<Kernel_StaticMemRef, "", [MemWrite]>:$target,
+                       Kernel_StreamType:$stream);
+  let assemblyFormat = [{
+    $source `,` $target `on` $stream attr-dict `:` type($source) `,` type($target)
+  }];
+  let hasVerifier = 1;
+}
+
+def Kernel_CollectiveStartOp : Kernel_Op<"collective_start", [
+    MemoryEffects<[MemWrite<Kernel_CommunicationResource>]>]> {
+  let summary = "start a collective on buffers";
+  let description = [{
+    Starts collective `kernel` (`all_gather_start`, ...; see
+    `dist.*_start`) reading `input` and writing `output`; both stay in use
+    until the `kernel.wait` of the returned request.
+
+    ```mlir
+    %r = kernel.collective_start "all_gather_start"(%x : memref<4x8xf32>)
+        outs(%y : memref<8x8xf32>) on %s params [0, 0, 4] -> !kernel.request
+    ```
+  }];
+  let arguments = (ins StrAttr:$kernel,
+                       Arg<Kernel_StaticMemRef, "", [MemRead]>:$input,
+                       Arg<Kernel_StaticMemRef, "", [MemWrite]>:$output,
+                       Kernel_StreamType:$stream, ArrayAttr:$params);
+  let results = (outs Kernel_RequestType:$request);
+  let assemblyFormat = [{
+    $kernel `(` $input `:` type($input) `)` `outs` `(` $output `:`
+    type($output) `)` `on` $stream `params` $params attr-dict `->`
+    qualified(type($request))
+  }];
+  let hasVerifier = 1;
+}
+
+def Kernel_WaitOp : Kernel_Op<"wait", [
+    MemoryEffects<[MemRead<Kernel_CommunicationResource>,
+                   MemWrite<Kernel_CommunicationResource>]>]> {
+  let summary = "complete a collective: its output is ready";
+  let arguments = (ins Kernel_RequestType:$request, Kernel_StreamType:$stream);
+  let assemblyFormat = "$request `on` $stream attr-dict";
+  let extraClassDeclaration = [{
+    CollectiveStartOp getStart() {
+      return getRequest().getDefiningOp<CollectiveStartOp>();
+    }
+  }];
+}
+
+#endif // TITAN_DIALECT_KERNEL_IR_KERNELOPS_TD

@@ -1,0 +1,28 @@
+//===- Passes.td - kernel IR passes ------------------------*- tablegen -*-===//
+
+#ifndef TITAN_DIALECT_KERNEL_TRANSFORMS_PASSES_TD
+#define TITAN_DIALECT_KERNEL_TRANSFORMS_PASSES_TD
+
+include "mlir/Pass/PassBase.td"
+
+def KernelPlanMemory : Pass<"kernel-plan-memory", "::mlir::ModuleOp"> {
+  let summary = "Give every buffer of a rank an offset in one static arena";
+  let description = [{
+    The state slots of all steps (`kernel.slot` arguments; one slot shared
+    by the steps that use it, with one type) are laid out first, in order of
+    first appearance; then each step's `kernel.alloc`s are placed above
+    them, first fit by decreasing size (ties by program order), so that two
+    buffers whose lifetimes overlap never overlap in memory. A buffer lives
+    from its first use to its last use (through `kernel.view`s); a
+    collective's operands live until its `kernel.wait`. All steps share the
+    region above the slots, since they run one after another. Offsets and
+    sizes are multiples of 256 bytes.
+
+    Sets `offset` on every `kernel.alloc` and the module attributes
+    `kernel.arena_bytes` (the rank's whole memory) and `kernel.slots`
+    (`{slot = array<i64: offset, bytes>}`), which the runtime reads to place
+    its state. The result is deterministic.
+  }];
+}
+
+#endif // TITAN_DIALECT_KERNEL_TRANSFORMS_PASSES_TD

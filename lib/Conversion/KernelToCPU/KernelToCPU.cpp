@@ -1,0 +1,270 @@
+//===- KernelToCPU.cpp - planned kernel IR -> calls into libtitanrt -------===//
+//
+// Every buffer is the arena plus a planned offset, so the lowering is one
+// call per kernel op with compile-time constant shapes and parameters.
+//
+//===----------------------------------------------------------------------===//
+
+#include "titan/Conversion/KernelToCPU/Passes.h"
+#include "titan/Dialect/Kernel/IR/Kernel.h"
+#include "titan/Dialect/Titan/IR/TensorSize.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/IR/Builders.h"
+#include "llvm/ADT/StringMap.h"
+#include "llvm/Support/FormatVariadic.h"
+
+#include <map>
+
+namespace titan {
+#define GEN_PASS_DEF_KERNELLOWERTOCPU
+#include "titan/Conversion/KernelToCPU/Passes.h.inc"
+} // namespace titan
+
+using namespace mlir;
+using namespace titan;
+using namespace titan::kernel;
+
+namespace {
+
+/// The CPU kernels' dtype suffix: the first floating-point buffer's element
+/// type; "i32" for kernels on integers only.
+FailureOr<StringRef> kernelDtype(Operation *op, ValueRange buffers) {
+  for (Value v : buffers) {
+    Type element = cast<MemRefType>(v.getType()).getElementType();
+    if (!isa<FloatType>(element))
+      continue;
+    if (element.isF32())
+      return StringRef("f32");
+    if (element.isF64())
+      return StringRef("f64");
+    op->emitOpError() << "has element type " << element
+                      << ", but the CPU target implements f32 and f64 only";
+    return failure();
+  }
+  return StringRef("i32");
+}
+
+class ModuleLowering {
+public:
+  ModuleLowering(ModuleOp module, StringRef prefix)
+      : module(module), b(module.getContext()), prefix(prefix),
+        ptrType(LLVM::LLVMPointerType::get(module.getContext())),
+        i64Type(b.getI64Type()) {}
+
+  LogicalResult lower(func::FuncOp step) {
+    auto slots =
+        module->getAttrOfType<DictionaryAttr>(KernelDialect::kSlotsAttrName);
+    if (!slots)
+      return module.emitError()
+             << "kernel-lower-to-cpu: the module has no memory plan (run "
+                "kernel-plan-memory first)";
+    Block &body = step.getBody().front();
+    b.setInsertionPoint(step);
+    Location loc = step.getLoc();
+    auto llvmFunc = LLVM::LLVMFuncOp::create(
+        b, loc, (prefix + step.getSymName()).str(),
+        LLVM::LLVMFunctionType::get(LLVM::LLVMVoidType::get(b.getContext()),
+                                    {ptrType}));
+    Block *entry = llvmFunc.addEntryBlock(b);
+    b.setInsertionPointToStart(entry);
+    arena = entry->getArgument(0);
+
+    unsigned maxBuffers = 1;
+    for (Operation &op : body)
+      maxBuffers = std::max(maxBuffers, op.getNumOperands());
+    buffers =
+        LLVM::AllocaOp::create(b, loc, ptrType, ptrType, constant(maxBuffers));
+
+    ptrs.clear();
+    for (BlockArgument arg : body.getArguments()) {
+      auto slot = step.getArgAttrOfType<StringAttr>(
+          arg.getArgNumber(), KernelDialect::kSlotAttrName);
+      auto place = slot ? slots.getAs<DenseI64ArrayAttr>(slot) : nullptr;
+      if (!place)
+        return step.emitOpError()
+               << "argument #" << arg.getArgNumber()
+               << " has no planned slot in the module's kernel.slots";
+      ptrs[arg] = atOffset(place[0], loc);
+    }
+    for (Operation &op : body.without_terminator())
+      if (failed(lowerOp(&op)))
+        return failure();
+    LLVM::ReturnOp::create(b, loc, ValueRange{});
+    return success();
+  }
+
+private:
+  LogicalResult lowerOp(Operation *op) {
+    Location loc = op->getLoc();
+    if (auto alloc = dyn_cast<AllocOp>(op)) {
+      if (!alloc.getOffset())
+        return alloc.emitOpError()
+               << "has no planned offset (run kernel-plan-memory first)";
+      ptrs[alloc.getBuffer()] = atOffset(int64_t(*alloc.getOffset()), loc);
+      return success();
+    }
+    if (auto view = dyn_cast<ViewOp>(op)) {
+      ptrs[view.getResult()] = ptrs.lookup(view.getSource());
+      return success();
+    }
+    if (isa<StreamOp>(op))
+      return success();
+    if (auto copy = dyn_cast<CopyOp>(op)) {
+      LLVM::MemcpyOp::create(
+          b, loc, ptrs.lookup(copy.getTarget()), ptrs.lookup(copy.getSource()),
+          constant(*getStaticByteSize(copy.getSource().getType())),
+          /*isVolatile=*/false);
+      return success();
+    }
+    if (auto wait = dyn_cast<WaitOp>(op)) {
+      LLVM::CallOp::create(b, loc,
+                           runtimeFunction("titan_rt_wait", {ptrType}, {}),
+                           ValueRange{requests.lookup(wait.getRequest())});
+      return success();
+    }
+    if (auto call = dyn_cast<CallOp>(op)) {
+      SmallVector<Value> operands(call.getInputs());
+      llvm::append_range(operands, call.getOutputs());
+      emitKernelCall(op, call.getKernel(), operands, call.getWorkspace(),
+                     call.getParams(), /*returnsRequest=*/false);
+      return success(!failed(lastCall));
+    }
+    if (auto start = dyn_cast<CollectiveStartOp>(op)) {
+      emitKernelCall(op, start.getKernel(),
+                     {start.getInput(), start.getOutput()}, Value(),
+                     start.getParams(), /*returnsRequest=*/true);
+      if (failed(lastCall))
+        return failure();
+      requests[start.getRequest()] = *lastCall;
+      return success();
+    }
+    return op->emitOpError() << "is not supported by kernel-lower-to-cpu";
+  }
+
+  /// titan_rt_<kernel>_<dtype>(buffers, shapes, ints, floats, workspace).
+  void emitKernelCall(Operation *op, StringRef kernel, ValueRange operands,
+                      Value workspace, ArrayAttr params, bool returnsRequest) {
+    Location loc = op->getLoc();
+    lastCall = failure();
+    FailureOr<StringRef> dtype = kernelDtype(op, operands);
+    if (failed(dtype))
+      return;
+    bool integerStep = kernel == "lr_schedule" || kernel == "adamw";
+    SmallVector<int64_t> shapes;
+    for (auto [slot, v] : llvm::enumerate(operands)) {
+      auto type = cast<MemRefType>(v.getType());
+      if (auto element = dyn_cast<IntegerType>(type.getElementType());
+          element && element.getWidth() != 32 && !integerStep) {
+        op->emitOpError() << "the CPU target takes i32 token ids and labels";
+        return;
+      }
+      shapes.push_back(type.getRank());
+      llvm::append_range(shapes, type.getShape());
+      Value address =
+          LLVM::GEPOp::create(b, loc, ptrType, ptrType, buffers,
+                              ArrayRef<LLVM::GEPArg>{int32_t(slot)});
+      LLVM::StoreOp::create(b, loc, ptrs.lookup(v), address);
+    }
+    SmallVector<int64_t> ints;
+    SmallVector<double> floats;
+    for (Attribute p : params) {
+      if (auto i = dyn_cast<IntegerAttr>(p))
+        ints.push_back(i.getInt());
+      else
+        floats.push_back(cast<FloatAttr>(p).getValueAsDouble());
+    }
+    Value ws = workspace ? ptrs.lookup(workspace)
+                         : LLVM::ZeroOp::create(b, loc, ptrType).getResult();
+    std::string name = ("titan_rt_" + kernel + "_" + *dtype).str();
+    auto fn =
+        runtimeFunction(name, {ptrType, ptrType, ptrType, ptrType, ptrType},
+                        returnsRequest ? ptrType : Type());
+    auto call = LLVM::CallOp::create(
+        b, loc, fn,
+        ValueRange{buffers, int64Array(shapes, loc), int64Array(ints, loc),
+                   doubleArray(floats, loc), ws});
+    lastCall = returnsRequest ? call.getResult() : Value();
+  }
+
+  Value constant(int64_t v) {
+    return LLVM::ConstantOp::create(b, b.getUnknownLoc(), i64Type,
+                                    b.getI64IntegerAttr(v));
+  }
+
+  Value atOffset(int64_t offset, Location loc) {
+    // A 64-bit index: arenas of real models exceed 2 GiB.
+    return LLVM::GEPOp::create(b, loc, ptrType, b.getI8Type(), arena,
+                               ArrayRef<LLVM::GEPArg>{constant(offset)});
+  }
+
+  /// Declares (once) an external runtime function.
+  LLVM::LLVMFuncOp runtimeFunction(StringRef name, ArrayRef<Type> args,
+                                   Type result) {
+    LLVM::LLVMFuncOp &f = functions[name];
+    if (f)
+      return f;
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(module.getBody());
+    Type ret = result ? result : LLVM::LLVMVoidType::get(b.getContext());
+    return f = LLVM::LLVMFuncOp::create(b, module.getLoc(), name,
+                                        LLVM::LLVMFunctionType::get(ret, args));
+  }
+
+  /// The address of a private constant array with `values` (one global per
+  /// distinct content, compared bitwise); null for an empty array.
+  template <typename T>
+  Value constantArray(ArrayRef<T> values, Type elementType, Location loc) {
+    if (values.empty())
+      return LLVM::ZeroOp::create(b, loc, ptrType);
+    std::string key(reinterpret_cast<const char *>(values.data()),
+                    values.size() * sizeof(T));
+    key += elementType.isF64() ? 'f' : 'i';
+    std::string &name = arrays[key];
+    if (name.empty()) {
+      name = llvm::formatv("__titan_array_{0}", arrays.size() - 1).str();
+      OpBuilder::InsertionGuard guard(b);
+      b.setInsertionPointToStart(module.getBody());
+      auto type = RankedTensorType::get({int64_t(values.size())}, elementType);
+      LLVM::GlobalOp::create(
+          b, loc, LLVM::LLVMArrayType::get(elementType, values.size()),
+          /*isConstant=*/true, LLVM::Linkage::Private, name,
+          DenseElementsAttr::get(type, values));
+    }
+    return LLVM::AddressOfOp::create(b, loc, ptrType, name);
+  }
+  Value int64Array(ArrayRef<int64_t> values, Location loc) {
+    return constantArray(values, i64Type, loc);
+  }
+  Value doubleArray(ArrayRef<double> values, Location loc) {
+    return constantArray(values, b.getF64Type(), loc);
+  }
+
+  ModuleOp module;
+  OpBuilder b;
+  StringRef prefix;
+  Type ptrType, i64Type;
+  Value arena, buffers;
+  DenseMap<Value, Value> ptrs, requests;
+  FailureOr<Value> lastCall = failure();
+  llvm::StringMap<LLVM::LLVMFuncOp> functions;
+  std::map<std::string, std::string> arrays; ///< content -> global name
+};
+
+struct KernelLowerToCPUPass
+    : titan::impl::KernelLowerToCPUBase<KernelLowerToCPUPass> {
+  using Base::Base;
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    SmallVector<func::FuncOp> steps(module.getOps<func::FuncOp>());
+    ModuleLowering lowering(module, symbolPrefix);
+    for (func::FuncOp step : steps) {
+      if (failed(lowering.lower(step)))
+        return signalPassFailure();
+      step.erase();
+    }
+  }
+};
+
+} // namespace

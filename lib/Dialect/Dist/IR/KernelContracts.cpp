@@ -1,0 +1,69 @@
+//===- KernelContracts.cpp - the dist ops' kernel contracts ---------------===//
+//
+// Collectives run as one nonblocking call each: parameters {a, b, mask of
+// mesh axes (bit 0 pp ... bit 4 tp)} with (a, b) = all_gather /
+// reduce_scatter: (dim, 0); all_reduce: (0, 0 sum / 1 mean / 2 max);
+// all_to_all: (split dim, concat dim); broadcast: (root, 0); send_recv:
+// (shift, 0), as runtime/include/titanrt/KernelABI.h documents.
+//
+//===----------------------------------------------------------------------===//
+
+#include "titan/Dialect/Dist/IR/Dist.h"
+
+#include "mlir/IR/Builders.h"
+#include "llvm/ADT/StringSwitch.h"
+
+using namespace mlir;
+using namespace titan::dist;
+
+namespace {
+int64_t axisMask(ArrayAttr axes) {
+  int64_t mask = 0;
+  for (Attribute axis : axes)
+    mask |=
+        int64_t(1) << MeshAttr::getAxisIndex(cast<StringAttr>(axis).getValue());
+  return mask;
+}
+
+ArrayAttr collectiveParams(Operation *op, int64_t a, int64_t b,
+                           ArrayAttr axes) {
+  Builder builder(op->getContext());
+  return builder.getArrayAttr({builder.getI64IntegerAttr(a),
+                               builder.getI64IntegerAttr(b),
+                               builder.getI64IntegerAttr(axisMask(axes))});
+}
+} // namespace
+
+ArrayAttr AllGatherStartOp::getKernelParams() {
+  return collectiveParams(*this, getDim(), 0, getAxes());
+}
+ArrayAttr ReduceScatterStartOp::getKernelParams() {
+  return collectiveParams(*this, getDim(), 0, getAxes());
+}
+ArrayAttr AllReduceStartOp::getKernelParams() {
+  int64_t reduction = llvm::StringSwitch<int64_t>(getReduction())
+                          .Case("avg", 1)
+                          .Case("max", 2)
+                          .Default(0);
+  return collectiveParams(*this, 0, reduction, getAxes());
+}
+ArrayAttr AllToAllStartOp::getKernelParams() {
+  return collectiveParams(*this, getSplitDim(), getConcatDim(), getAxes());
+}
+ArrayAttr BroadcastStartOp::getKernelParams() {
+  return collectiveParams(*this, int64_t(getRoot()), 0, getAxes());
+}
+ArrayAttr SendRecvStartOp::getKernelParams() {
+  return collectiveParams(*this, int64_t(getShift()), 0, getAxes());
+}
+
+// {stride, number of axes, axis indices (0 pp ... 4 tp) outermost first}
+ArrayAttr ShardOffsetOp::getKernelParams() {
+  Builder b(getContext());
+  SmallVector<Attribute> params = {b.getI64IntegerAttr(int64_t(getStride())),
+                                   b.getI64IntegerAttr(getAxes().size())};
+  for (Attribute axis : getAxes())
+    params.push_back(b.getI64IntegerAttr(
+        MeshAttr::getAxisIndex(cast<StringAttr>(axis).getValue())));
+  return b.getArrayAttr(params);
+}

@@ -1,0 +1,167 @@
+//===- MemoryPlan.cpp - one static arena per rank -------------------------===//
+
+#include "titan/Dialect/Kernel/Transforms/MemoryPlan.h"
+#include "titan/Dialect/Kernel/Transforms/Passes.h"
+#include "titan/Dialect/Titan/IR/TensorSize.h"
+
+#include "mlir/IR/Builders.h"
+#include "llvm/ADT/StringMap.h"
+
+namespace titan::kernel {
+#define GEN_PASS_DEF_KERNELPLANMEMORY
+#include "titan/Dialect/Kernel/Transforms/Passes.h.inc"
+} // namespace titan::kernel
+
+using namespace mlir;
+using namespace titan;
+using namespace titan::kernel;
+
+int64_t titan::kernel::alignToArena(int64_t bytes) {
+  int64_t a = KernelDialect::kAlignment;
+  return (std::max<int64_t>(bytes, 1) + a - 1) / a * a;
+}
+
+StringRef titan::kernel::getSlotCategory(StringRef slot) {
+  if (slot.starts_with("param:"))
+    return "parameters";
+  if (slot.starts_with("grad:"))
+    return "gradients";
+  if (slot.starts_with("exp_avg"))
+    return "optimizer state";
+  return "inputs and outputs";
+}
+
+SmallVector<BufferInterval>
+titan::kernel::computeBufferIntervals(func::FuncOp step) {
+  DenseMap<Operation *, unsigned> index;
+  for (Operation &op : step.getBody().front())
+    index[&op] = index.size();
+  SmallVector<BufferInterval> intervals;
+  for (Operation &op : step.getBody().front()) {
+    auto alloc = dyn_cast<AllocOp>(op);
+    if (!alloc)
+      continue;
+    unsigned at = index.lookup(alloc), first = ~0u, last = at;
+    SmallVector<Value> worklist = {alloc.getBuffer()};
+    while (!worklist.empty()) {
+      Value v = worklist.pop_back_val();
+      for (Operation *user : v.getUsers()) {
+        if (auto view = dyn_cast<ViewOp>(user)) {
+          worklist.push_back(view.getResult());
+          continue;
+        }
+        unsigned u = index.lookup(user);
+        // A collective reads and writes its buffers until it is waited for.
+        if (auto start = dyn_cast<CollectiveStartOp>(user))
+          u = index.lookup(*start.getRequest().getUsers().begin());
+        first = std::min(first, index.lookup(user));
+        last = std::max(last, u);
+      }
+    }
+    if (first == ~0u)
+      first = at;
+    intervals.push_back(
+        {alloc, first, last,
+         alignToArena(*getStaticByteSize(alloc.getBuffer().getType()))});
+  }
+  return intervals;
+}
+
+namespace {
+
+/// First-fit placement of buffers with lifetimes, largest first.
+int64_t placeBuffers(MutableArrayRef<BufferInterval> buffers,
+                     SmallVectorImpl<int64_t> &offsets) {
+  SmallVector<unsigned> order(buffers.size());
+  for (unsigned i = 0; i < order.size(); ++i)
+    order[i] = i;
+  llvm::stable_sort(order, [&](unsigned a, unsigned b) {
+    if (buffers[a].bytes != buffers[b].bytes)
+      return buffers[a].bytes > buffers[b].bytes;
+    return buffers[a].first < buffers[b].first;
+  });
+  offsets.assign(buffers.size(), -1);
+  SmallVector<unsigned> placed;
+  int64_t extent = 0;
+  SmallVector<std::pair<int64_t, int64_t>> busy;
+  for (unsigned i : order) {
+    const BufferInterval &buffer = buffers[i];
+    busy.clear();
+    for (unsigned j : placed)
+      if (buffers[j].first <= buffer.last && buffer.first <= buffers[j].last)
+        busy.push_back({offsets[j], offsets[j] + buffers[j].bytes});
+    llvm::sort(busy);
+    int64_t offset = 0;
+    for (auto [begin, end] : busy) {
+      if (offset + buffer.bytes <= begin)
+        break;
+      offset = std::max(offset, end);
+    }
+    offsets[i] = offset;
+    placed.push_back(i);
+    extent = std::max(extent, offset + buffer.bytes);
+  }
+  return extent;
+}
+
+} // namespace
+
+LogicalResult titan::kernel::planMemory(ModuleOp module) {
+  Builder b(module.getContext());
+  SmallVector<func::FuncOp> steps(module.getOps<func::FuncOp>());
+
+  // The slots, in order of first appearance.
+  SmallVector<NamedAttribute> slots;
+  llvm::StringMap<std::pair<int64_t, Type>> slotPlace;
+  int64_t stateBytes = 0;
+  for (func::FuncOp step : steps)
+    for (unsigned i = 0, e = step.getNumArguments(); i < e; ++i) {
+      auto name =
+          step.getArgAttrOfType<StringAttr>(i, KernelDialect::kSlotAttrName);
+      Type type = step.getArgumentTypes()[i];
+      auto memref = dyn_cast<MemRefType>(type);
+      if (!name || !memref || !memref.hasStaticShape())
+        return step.emitOpError()
+               << "argument #" << i
+               << " must be a static memref with a kernel.slot to be "
+                  "planned";
+      auto [it, inserted] = slotPlace.try_emplace(
+          name.getValue(), std::make_pair(stateBytes, type));
+      if (!inserted) {
+        if (it->second.second != type)
+          return step.emitOpError()
+                 << "uses slot '" << name.getValue() << "' as " << type
+                 << ", another step as " << it->second.second;
+        continue;
+      }
+      int64_t bytes = *getStaticByteSize(memref);
+      slots.push_back(
+          b.getNamedAttr(name, b.getDenseI64ArrayAttr({stateBytes, bytes})));
+      stateBytes += alignToArena(bytes);
+    }
+
+  // Each step's buffers above the slots, in one region the steps share.
+  int64_t region = 0;
+  for (func::FuncOp step : steps) {
+    SmallVector<BufferInterval> buffers = computeBufferIntervals(step);
+    SmallVector<int64_t> offsets;
+    region = std::max(region, placeBuffers(buffers, offsets));
+    for (auto [buffer, offset] : llvm::zip(buffers, offsets))
+      buffer.alloc.setOffset(stateBytes + offset);
+  }
+  int64_t arena = stateBytes + region;
+  module->setAttr(KernelDialect::kArenaBytesAttrName,
+                  b.getI64IntegerAttr(arena));
+  module->setAttr(KernelDialect::kSlotsAttrName, b.getDictionaryAttr(slots));
+  return success();
+}
+
+namespace {
+struct KernelPlanMemoryPass
+    : titan::kernel::impl::KernelPlanMemoryBase<KernelPlanMemoryPass> {
+  void runOnOperation() override {
+    if (failed(planMemory(getOperation())))
+      signalPassFailure();
+  }
+};
+} // namespace

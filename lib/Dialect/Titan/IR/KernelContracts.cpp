@@ -1,0 +1,138 @@
+//===- KernelContracts.cpp - the titan ops' kernel contracts --------------===//
+//
+// KernelOpInterface for the titan ops: the scalar parameters each kernel
+// takes (in the order runtime/include/titanrt/KernelABI.h documents), its
+// workspace, and the operands a result may overwrite. Defaults (no
+// parameters, no workspace, no aliasing) come from the interface.
+//
+//===----------------------------------------------------------------------===//
+
+#include "titan/Dialect/Titan/IR/TitanOps.h"
+
+#include "mlir/IR/Builders.h"
+#include "llvm/ADT/StringSwitch.h"
+
+using namespace mlir;
+using namespace titan;
+
+#include "titan/Dialect/Titan/IR/KernelInterface.cpp.inc"
+
+namespace {
+/// Typed kernel parameters: integers as i64, floats as f64.
+struct Params {
+  explicit Params(Operation *op) : b(op->getContext()) {}
+  Params &i(int64_t v) {
+    values.push_back(b.getI64IntegerAttr(v));
+    return *this;
+  }
+  Params &f(double v) {
+    values.push_back(b.getF64FloatAttr(v));
+    return *this;
+  }
+  Params &f(APFloat v) { return f(v.convertToDouble()); }
+  operator ArrayAttr() { return b.getArrayAttr(values); }
+
+  Builder b;
+  SmallVector<Attribute> values;
+};
+
+int64_t elementBytes(Value v) {
+  return (cast<ShapedType>(v.getType()).getElementTypeBitWidth() + 7) / 8;
+}
+} // namespace
+
+// {has vocab_start}: the optional operand then follows the indices.
+ArrayAttr EmbeddingOp::getKernelParams() {
+  return Params(*this).i(getVocabStart() ? 1 : 0);
+}
+ArrayAttr EmbeddingGradOp::getKernelParams() {
+  return Params(*this).i(getVocabStart() ? 1 : 0);
+}
+ArrayAttr TargetLogitOp::getKernelParams() {
+  return Params(*this).i(getVocabStart() ? 1 : 0);
+}
+ArrayAttr TargetLogitGradOp::getKernelParams() {
+  return Params(*this).i(getVocabStart() ? 1 : 0);
+}
+
+ArrayAttr RMSNormOp::getKernelParams() { return Params(*this).f(getEps()); }
+ArrayAttr RMSNormGradOp::getKernelParams() { return Params(*this).f(getEps()); }
+
+// {scaled, original_max_position_embeddings, theta, scaling_factor,
+//  low_freq_factor, high_freq_factor}
+ArrayAttr RopeAnglesOp::getKernelParams() {
+  Params p(*this);
+  if (!hasScaling())
+    return p.i(0).i(0).f(getTheta()).f(0.0).f(0.0).f(0.0);
+  return p.i(1)
+      .i(*getOriginalMaxPositionEmbeddings())
+      .f(getTheta())
+      .f(*getScalingFactor())
+      .f(*getLowFreqFactor())
+      .f(*getHighFreqFactor());
+}
+
+// {transpose}; each pair is read before it is written.
+ArrayAttr RopeOp::getKernelParams() {
+  return Params(*this).i(getTranspose() ? 1 : 0);
+}
+std::optional<unsigned> RopeOp::getInPlaceOperand(unsigned) { return 0; }
+
+// {scale}; the workspace holds one head's S x S probabilities (forward),
+// plus their gradient and the S x Dh output (backward).
+ArrayAttr AttentionOp::getKernelParams() { return Params(*this).f(getScale()); }
+int64_t AttentionOp::getWorkspaceBytes() {
+  int64_t seq = getQuery().getType().getDimSize(1);
+  return seq * seq * elementBytes(getQuery());
+}
+ArrayAttr AttentionGradOp::getKernelParams() {
+  return Params(*this).f(getScale());
+}
+int64_t AttentionGradOp::getWorkspaceBytes() {
+  auto q = getQuery().getType();
+  int64_t seq = q.getDimSize(1), headDim = q.getDimSize(3);
+  return (2 * seq * seq + seq * headDim) * elementBytes(getQuery());
+}
+
+ArrayAttr FillOp::getKernelParams() { return Params(*this).f(getValue()); }
+
+ArrayAttr GlobalNormOp::getKernelParams() {
+  return Params(*this).i(getInputs().size());
+}
+
+// {warmup_steps, decay type (0 linear, 1 sqrt, 2 cosine), lr, decay_ratio
+//  (-1: none), min_lr_factor}
+ArrayAttr LRScheduleOp::getKernelParams() {
+  int64_t type = llvm::StringSwitch<int64_t>(getDecayType())
+                     .Case("linear", 0)
+                     .Case("sqrt", 1)
+                     .Default(2);
+  return Params(*this)
+      .i(getWarmupSteps())
+      .i(type)
+      .f(getLr())
+      .f(getDecayRatio() ? getDecayRatio()->convertToDouble() : -1.0)
+      .f(getMinLrFactor());
+}
+
+// {beta1, beta2, eps, weight_decay, max_norm}; the update is in place:
+// new_param <- param, new_exp_avg <- exp_avg, new_exp_avg_sq <- exp_avg_sq.
+ArrayAttr AdamWOp::getKernelParams() {
+  return Params(*this)
+      .f(getBeta1())
+      .f(getBeta2())
+      .f(getEps())
+      .f(getWeightDecay())
+      .f(getMaxNorm());
+}
+std::optional<unsigned> AdamWOp::getInPlaceOperand(unsigned result) {
+  static constexpr unsigned operands[] = {0, 2, 3};
+  return operands[result];
+}
+
+// Elementwise ops read element i before writing element i.
+std::optional<unsigned> SwiGLUOp::getInPlaceOperand(unsigned) { return 0; }
+std::optional<unsigned> SiLUOp::getInPlaceOperand(unsigned) { return 0; }
+std::optional<unsigned> MulOp::getInPlaceOperand(unsigned) { return 0; }
+std::optional<unsigned> SqrtOp::getInPlaceOperand(unsigned) { return 0; }
+std::optional<unsigned> AddOp::getInPlaceOperand(unsigned) { return 0; }

@@ -1,0 +1,114 @@
+// RUN: titan-opt %s -split-input-file -kernel-lower-to-cpu -verify-diagnostics | FileCheck %s
+
+// A step takes the rank's arena; every slot and buffer is the arena plus its
+// planned offset (64-bit). Each kernel call passes the buffer pointers, the
+// shapes (rank, dims per buffer), the i64 and f64 parameters and the
+// workspace; arrays of equal content are one global; no kernel has
+// parameters of a kind it lacks (null); views and streams emit nothing.
+// CHECK-DAG: llvm.mlir.global private constant @[[SHAPES:__titan_array_[0-9]+]](dense<[1, 16, 1, 16, 2, 4, 4]> : tensor<7xi64>)
+// CHECK-DAG: llvm.mlir.global private constant @[[F64:__titan_array_[0-9]+]](dense<1.000000e-05> : tensor<1xf64>)
+// CHECK-DAG: llvm.mlir.global private constant @[[I64:__titan_array_[0-9]+]](dense<3> : tensor<1xi64>)
+// CHECK-DAG: llvm.func @titan_rt_rms_norm_f32(!llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr)
+// CHECK-DAG: llvm.func @titan_rt_all_reduce_start_f32(!llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr) -> !llvm.ptr
+// CHECK-DAG: llvm.func @titan_rt_wait(!llvm.ptr)
+// CHECK-LABEL: llvm.func @titan_step(
+// CHECK-SAME: %[[ARENA:.*]]: !llvm.ptr) {
+// CHECK:      %[[BUFS:.*]] = llvm.alloca %{{.*}} x !llvm.ptr
+// CHECK:      %[[OFF_W:.*]] = llvm.mlir.constant(0 : i64) : i64
+// CHECK:      %[[W:.*]] = llvm.getelementptr %[[ARENA]][%[[OFF_W]]] : (!llvm.ptr, i64) -> !llvm.ptr, i8
+// CHECK:      %[[OFF_A:.*]] = llvm.mlir.constant(4294967552 : i64) : i64
+// CHECK:      %[[A:.*]] = llvm.getelementptr %[[ARENA]][%[[OFF_A]]] : (!llvm.ptr, i64) -> !llvm.ptr, i8
+// CHECK:      %[[WS:.*]] = llvm.getelementptr %[[ARENA]]
+// CHECK:      llvm.store %[[W]], %{{.*}}
+// CHECK:      llvm.store %[[W]], %{{.*}}
+// CHECK:      llvm.store %[[A]], %{{.*}}
+// CHECK:      %[[S1:.*]] = llvm.mlir.addressof @[[SHAPES]]
+// CHECK:      %[[I1:.*]] = llvm.mlir.addressof @[[I64]]
+// CHECK:      %[[F1:.*]] = llvm.mlir.addressof @[[F64]]
+// CHECK:      llvm.call @titan_rt_rms_norm_f32(%[[BUFS]], %[[S1]], %[[I1]], %[[F1]], %[[WS]])
+// CHECK:      %[[NOWS:.*]] = llvm.mlir.zero : !llvm.ptr
+// CHECK:      %[[NOINTS:.*]] = llvm.mlir.zero : !llvm.ptr
+// CHECK:      llvm.call @titan_rt_fill_f32(%[[BUFS]], %{{.*}}, %[[NOINTS]], %{{.*}}, %[[NOWS]])
+// CHECK:      llvm.mlir.addressof @[[SHAPES]]
+// CHECK:      llvm.mlir.addressof @[[I64]]
+// CHECK:      llvm.mlir.addressof @[[F64]]
+// CHECK:      llvm.call @titan_rt_rms_norm_f32(
+// CHECK:      %[[REQ:.*]] = llvm.call @titan_rt_all_reduce_start_f32(
+// CHECK:      llvm.call @titan_rt_wait(%[[REQ]])
+// CHECK:      "llvm.intr.memcpy"(%[[W]], %[[A]], %{{.*}}) <{isVolatile = false}>
+// CHECK:      llvm.return
+module attributes {kernel.arena_bytes = 4294968576 : i64, kernel.slots = {"param:w" = array<i64: 0, 64>}} {
+  func.func @step(%w: memref<16xf32> {kernel.slot = "param:w"}) {
+    %s = kernel.stream 0
+    %a = kernel.alloc {kind = "temporary", offset = 4294967552 : i64} : memref<4x4xf32>
+    %v = kernel.view %a : memref<4x4xf32> to memref<16xf32>
+    %ws = kernel.alloc {kind = "workspace", offset = 4294967808 : i64} : memref<64xi8>
+    kernel.call "rms_norm"(%w, %w : memref<16xf32>, memref<16xf32>) outs(%a : memref<4x4xf32>) workspace(%ws : memref<64xi8>) on %s params [1.0e-5 : f64, 3 : i64]
+    kernel.call "fill"() outs(%v : memref<16xf32>) on %s params [0.0 : f64]
+    kernel.call "rms_norm"(%w, %w : memref<16xf32>, memref<16xf32>) outs(%a : memref<4x4xf32>) workspace(%ws : memref<64xi8>) on %s params [1.0e-5 : f64, 3 : i64]
+    %out = kernel.alloc {kind = "collective", offset = 4294968064 : i64} : memref<16xf32>
+    %r = kernel.collective_start "all_reduce_start"(%v : memref<16xf32>) outs(%out : memref<16xf32>) on %s params [0 : i64, 0 : i64, 16 : i64] -> !kernel.request
+    kernel.wait %r on %s
+    kernel.copy %v, %w on %s : memref<16xf32>, memref<16xf32>
+    return
+  }
+}
+
+// -----
+
+// float64 buffers call the f64 kernels; integer-only kernels are i32.
+// CHECK-LABEL: llvm.func @titan_double(
+// CHECK: llvm.call @titan_rt_linear_f64(
+// CHECK: llvm.call @titan_rt_shard_offset_i32(
+module attributes {kernel.arena_bytes = 1024 : i64, kernel.slots = {"param:w" = array<i64: 0, 96>}} {
+  func.func @double(%w: memref<4x3xf64> {kernel.slot = "param:w"}) {
+    %s = kernel.stream 0
+    %x = kernel.alloc {kind = "temporary", offset = 256 : i64} : memref<2x3xf64>
+    %y = kernel.alloc {kind = "temporary", offset = 512 : i64} : memref<2x4xf64>
+    kernel.call "linear"(%x, %w : memref<2x3xf64>, memref<4x3xf64>) outs(%y : memref<2x4xf64>) on %s params []
+    %o = kernel.alloc {kind = "temporary", offset = 768 : i64} : memref<i32>
+    kernel.call "shard_offset"() outs(%o : memref<i32>) on %s params [16, 1, 4]
+    return
+  }
+}
+
+// -----
+
+// expected-error @+1 {{kernel-lower-to-cpu: the module has no memory plan (run kernel-plan-memory first)}}
+module {
+  func.func @step(%w: memref<16xf32> {kernel.slot = "param:w"}) {
+    return
+  }
+}
+
+// -----
+
+module attributes {kernel.arena_bytes = 1024 : i64, kernel.slots = {"param:w" = array<i64: 0, 64>}} {
+  func.func @step(%w: memref<16xf32> {kernel.slot = "param:w"}) {
+    // expected-error @+1 {{'kernel.alloc' op has no planned offset (run kernel-plan-memory first)}}
+    %a = kernel.alloc {kind = "temporary"} : memref<16xf32>
+    return
+  }
+}
+
+// -----
+
+module attributes {kernel.arena_bytes = 1024 : i64, kernel.slots = {"param:w" = array<i64: 0, 32>}} {
+  func.func @step(%w: memref<16xbf16> {kernel.slot = "param:w"}) {
+    %s = kernel.stream 0
+    // expected-error @+1 {{'kernel.call' op has element type 'bf16', but the CPU target implements f32 and f64 only}}
+    kernel.call "silu"(%w : memref<16xbf16>) outs(%w : memref<16xbf16>) on %s params []
+    return
+  }
+}
+
+// -----
+
+module attributes {kernel.arena_bytes = 1024 : i64, kernel.slots = {"param:w" = array<i64: 0, 64>, "input:tokens" = array<i64: 256, 128>}} {
+  func.func @step(%w: memref<16xf32> {kernel.slot = "param:w"}, %t: memref<16xi64> {kernel.slot = "input:tokens"}) {
+    %s = kernel.stream 0
+    // expected-error @+1 {{'kernel.call' op the CPU target takes i32 token ids and labels}}
+    kernel.call "embedding"(%w, %t : memref<16xf32>, memref<16xi64>) outs(%w : memref<16xf32>) on %s params [0]
+    return
+  }
+}
