@@ -288,9 +288,12 @@ private:
         b.getFunctionType(SmallVector<Type>(slotTypes.begin(), slotTypes.end()),
                           {}));
     kernelStep.setVisibility(step.getVisibility());
-    for (auto [i, name] : llvm::enumerate(slotNames))
-      kernelStep.setArgAttr(i, kernel::KernelDialect::kSlotAttrName,
-                            StringAttr::get(ctx, name));
+    // All at once: setting one argument's attributes rebuilds them all.
+    SmallVector<Attribute> argAttrs;
+    for (const std::string &name : slotNames)
+      argAttrs.push_back(b.getDictionaryAttr(b.getNamedAttr(
+          kernel::KernelDialect::kSlotAttrName, StringAttr::get(ctx, name))));
+    kernelStep.setAllArgAttrs(argAttrs);
     Block *body = kernelStep.addEntryBlock();
     b.setInsertionPointToStart(body);
     slotArgs.assign(body->getArguments().begin(), body->getArguments().end());

@@ -370,22 +370,32 @@ struct TitanAutodiffPass : titan::impl::TitanAutodiffBase<TitanAutodiffPass> {
     SmallVector<Type> resultTypes = {lossType};
     SmallVector<Attribute> resultAttrs = {b.getDictionaryAttr(b.getNamedAttr(
         TitanDialect::kOutputAttrName, b.getStringAttr("loss")))};
-    for (const ParameterArgument &p : getParameterArguments(backward)) {
+    SmallVector<ParameterArgument> params = getParameterArguments(backward);
+    // With accumulation, one accumulator argument per parameter, added in
+    // one go (each insertion rebuilds the argument attributes).
+    unsigned firstAccumulator = backward.getNumArguments();
+    if (accumulationSteps > 1) {
+      SmallVector<unsigned> indices(params.size(), firstAccumulator);
+      SmallVector<Type> types;
+      SmallVector<DictionaryAttr> attrs;
+      SmallVector<Location> locs(params.size(), ret.getLoc());
+      for (const ParameterArgument &p : params) {
+        types.push_back(p.type);
+        attrs.push_back(b.getDictionaryAttr(
+            b.getNamedAttr(TitanDialect::kGradAttrName, p.name)));
+      }
+      if (failed(backward.insertArguments(indices, types, attrs, locs)))
+        return signalPassFailure();
+    }
+    for (auto [i, p] : llvm::enumerate(params)) {
       BlockArgument arg = body.getArgument(p.index);
       Value g = grads.lookup(arg);
       if (!g)
         g = FillOp::create(b, ret.getLoc(), p.type, b.getF64FloatAttr(0.0));
-      if (accumulationSteps > 1) {
-        // accumulator + gradient, into the accumulator's slot.
-        unsigned index = backward.getNumArguments();
-        if (failed(backward.insertArgument(
-                index, p.type,
-                b.getDictionaryAttr(
-                    b.getNamedAttr(TitanDialect::kGradAttrName, p.name)),
-                ret.getLoc())))
-          return signalPassFailure();
-        g = AddOp::create(b, ret.getLoc(), body.getArgument(index), g);
-      }
+      // accumulator + gradient, into the accumulator's slot.
+      if (accumulationSteps > 1)
+        g = AddOp::create(b, ret.getLoc(),
+                          body.getArgument(firstAccumulator + i), g);
       results.push_back(g);
       resultTypes.push_back(p.type);
       resultAttrs.push_back(b.getDictionaryAttr(
