@@ -86,13 +86,6 @@ private:
     v.setType(RankedTensorType::get(shape, t.getElementType()));
   }
 
-  template <typename StartOp, typename... Args>
-  Value collective(Location loc, RankedTensorType type, Args &&...args) {
-    auto start = StartOp::create(b, loc, FutureType::get(b.getContext(), type),
-                                 std::forward<Args>(args)...);
-    return WaitOp::create(b, loc, start);
-  }
-
   /// `v` as every tp rank's whole value; gathers and reductions are
   /// inserted at the current point and reused by later users.
   Value replicated(Value v) {
@@ -105,13 +98,13 @@ private:
     RankedTensorType t = tensorType(v);
     Value whole;
     if (l.partial) {
-      whole = collective<AllReduceStartOp>(loc, t, v, tpAxes,
-                                           b.getStringAttr("sum"));
+      whole = createCollective<AllReduceStartOp>(b, loc, t, v, tpAxes,
+                                                 b.getStringAttr("sum"));
     } else {
       SmallVector<int64_t> shape(t.getShape());
       shape[l.dim] *= tp;
-      whole = collective<AllGatherStartOp>(
-          loc, RankedTensorType::get(shape, t.getElementType()), v, tpAxes,
+      whole = createCollective<AllGatherStartOp>(
+          b, loc, RankedTensorType::get(shape, t.getElementType()), v, tpAxes,
           b.getI64IntegerAttr(l.dim));
     }
     return replicas[v] = whole;
@@ -137,9 +130,9 @@ private:
              << "not divide it";
     SmallVector<int64_t> shape(t.getShape());
     shape[seqDim] /= tp;
-    Value shard = collective<ReduceScatterStartOp>(
-        op->getLoc(), RankedTensorType::get(shape, t.getElementType()), partial,
-        tpAxes, b.getI64IntegerAttr(seqDim));
+    Value shard = createCollective<ReduceScatterStartOp>(
+        b, op->getLoc(), RankedTensorType::get(shape, t.getElementType()),
+        partial, tpAxes, b.getI64IntegerAttr(seqDim));
     partial.replaceAllUsesExcept(
         shard, shard.getDefiningOp<WaitOp>().getFuture().getDefiningOp());
     layouts[shard] = Layout::split(seqDim);
@@ -315,14 +308,14 @@ private:
     auto rowsType =
         RankedTensorType::get(t.getShape().drop_back(), t.getElementType());
     auto sum = b.getStringAttr("sum");
-    Value max = collective<AllReduceStartOp>(
-        loc, rowsType, RowMaxOp::create(b, loc, rowsType, logits), tpAxes,
+    Value max = createCollective<AllReduceStartOp>(
+        b, loc, rowsType, RowMaxOp::create(b, loc, rowsType, logits), tpAxes,
         b.getStringAttr("max"));
-    Value sumExp = collective<AllReduceStartOp>(
-        loc, rowsType, SumExpOp::create(b, loc, rowsType, logits, max), tpAxes,
-        sum);
-    Value target = collective<AllReduceStartOp>(
-        loc, rowsType,
+    Value sumExp = createCollective<AllReduceStartOp>(
+        b, loc, rowsType, SumExpOp::create(b, loc, rowsType, logits, max),
+        tpAxes, sum);
+    Value target = createCollective<AllReduceStartOp>(
+        b, loc, rowsType,
         TargetLogitOp::create(b, loc, rowsType, logits, c.getLabels(),
                               vocabStart(loc, t.getShape().back())),
         tpAxes, sum);

@@ -1,7 +1,9 @@
 //===- Autodiff.cpp - reverse-mode differentiation of titan graphs --------===//
 //
-// Walks the forward function backwards once, applying one adjoint rule per op.
-// Gradients of a value used more than once are summed as they arrive.
+// Walks the forward function backwards once, applying each op's adjoint rule
+// (AdjointOpInterface: lib/Dialect/Titan/IR/Adjoints.cpp and
+// lib/Dialect/Dist/IR/Adjoints.cpp). Gradients of a value used more than once
+// are summed as they arrive.
 //
 //===----------------------------------------------------------------------===//
 
@@ -13,7 +15,6 @@
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/IRMapping.h"
 #include "mlir/Interfaces/FunctionInterfaces.h"
-#include "llvm/ADT/TypeSwitch.h"
 
 namespace titan {
 #define GEN_PASS_DEF_TITANAUTODIFF
@@ -25,17 +26,9 @@ using namespace titan;
 
 namespace {
 
-/// start + wait of a collective: the value it yields.
-template <typename StartOp, typename... Args>
-Value collective(OpBuilder &b, Location loc, RankedTensorType resultType,
-                 Args &&...args) {
-  auto start =
-      StartOp::create(b, loc, dist::FutureType::get(b.getContext(), resultType),
-                      std::forward<Args>(args)...);
-  return dist::WaitOp::create(b, loc, start);
-}
-
-class GradientBuilder {
+/// The differentiation of one function: gradients as they accumulate, and
+/// what the ops' adjoint rules (AdjointOpInterface) ask of it.
+class GradientBuilder : public AdjointContext {
 public:
   GradientBuilder(OpBuilder &b, bool regatherParams)
       : b(b), regatherParams(regatherParams) {}
@@ -43,7 +36,7 @@ public:
   /// A forward value as the backward uses it: FSDP-gathered parameters are
   /// gathered again (once) when re-gathering is on, so the forward's copies
   /// die with the forward.
-  Value fwd(Value v) {
+  Value forwardValue(Value v) override {
     if (!regatherParams)
       return v;
     // wait <- all_gather_start <- (argument | replicate(argument))
@@ -73,7 +66,7 @@ public:
   }
 
   /// Adds `grad` to the gradient of `value`.
-  void accumulate(Value value, Value grad) {
+  void addGradient(Value value, Value grad) override {
     if (!isa<FloatType>(
             cast<RankedTensorType>(value.getType()).getElementType()))
       return;
@@ -84,32 +77,10 @@ public:
 
   Value lookup(Value value) const { return grads.lookup(value); }
 
-  /// The transpose of an all-reduce is the same all-reduce of the gradient.
-  /// A gradient known to be equal on every rank of the group needs no
-  /// communication: its mean is itself and its sum is the group size times
-  /// it (the loss seed; loss parallel's statistics, whose gradients derive
-  /// from all-reduced values).
-  Value allReduceAdjoint(dist::AllReduceStartOp a, Value dy) {
-    Location loc = a.getLoc();
-    if (!isUniformOver(dy, a.getAxes()))
-      return collective<dist::AllReduceStartOp>(
-          b, loc, cast<RankedTensorType>(dy.getType()), dy, a.getAxesAttr(),
-          a.getReductionAttr());
-    if (a.getReduction() == "avg")
-      return dy;
-    double n = double(dist::getGroupSize(dist::getMesh(a), a.getAxes()));
-    if (auto fill = dy.getDefiningOp<FillOp>())
-      return FillOp::create(
-          b, loc, dy.getType(),
-          b.getF64FloatAttr(fill.getValue().convertToDouble() * n));
-    return MulOp::create(
-        b, loc, dy, FillOp::create(b, loc, dy.getType(), b.getF64FloatAttr(n)));
-  }
-
   /// Whether `v` is provably the same on every rank of the group over
   /// `axes`: constants, results of all-reduces and all-gathers over (at
   /// least) those axes, and titan ops of such values.
-  bool isUniformOver(Value v, ArrayAttr axes) {
+  bool isUniformOver(Value v, ArrayAttr axes) override {
     auto key = std::make_pair(v, axes);
     if (auto it = uniform.find(key); it != uniform.end())
       return it->second;
@@ -145,151 +116,10 @@ public:
     for (auto [r, g] : llvm::zip(op->getResults(), resultGrads))
       if (!g)
         g = FillOp::create(b, loc, r.getType(), b.getF64FloatAttr(0.0));
-    Value dy = resultGrads.front();
-
-    return TypeSwitch<Operation *, LogicalResult>(op)
-        .Case([&](EmbeddingOp e) {
-          accumulate(e.getWeight(), EmbeddingGradOp::create(
-                                        b, loc, e.getWeight().getType(), dy,
-                                        e.getTokens(), e.getVocabStart()));
-          return success();
-        })
-        .Case([&](RMSNormOp n) {
-          auto g = RMSNormGradOp::create(
-              b, loc, n.getInput().getType(), n.getWeight().getType(),
-              n.getInput(), fwd(n.getWeight()), dy, n.getEpsAttr());
-          accumulate(n.getInput(), g.getInputGrad());
-          accumulate(n.getWeight(), g.getWeightGrad());
-          return success();
-        })
-        .Case([&](RopeOp r) {
-          // A rotation's adjoint is the inverse rotation.
-          accumulate(r.getInput(),
-                     RopeOp::create(b, loc, r.getType(), dy, r.getAngles(),
-                                    !r.getTranspose()));
-          return success();
-        })
-        .Case([&](AttentionOp a) {
-          auto g = AttentionGradOp::create(
-              b, loc, a.getQuery().getType(), a.getKey().getType(),
-              a.getValue().getType(), a.getQuery(), a.getKey(), a.getValue(),
-              dy, a.getScaleAttr());
-          accumulate(a.getQuery(), g.getQueryGrad());
-          accumulate(a.getKey(), g.getKeyGrad());
-          accumulate(a.getValue(), g.getValueGrad());
-          return success();
-        })
-        .Case([&](LinearOp l) {
-          accumulate(l.getInput(),
-                     LinearGradInputOp::create(b, loc, l.getInput().getType(),
-                                               dy, fwd(l.getWeight())));
-          accumulate(l.getWeight(),
-                     LinearGradWeightOp::create(b, loc, l.getWeight().getType(),
-                                                dy, l.getInput()));
-          return success();
-        })
-        .Case([&](SwiGLUOp s) {
-          auto g = SwiGLUGradOp::create(b, loc, s.getType(), s.getType(),
-                                        s.getGate(), s.getUp(), dy);
-          accumulate(s.getGate(), g.getGateGrad());
-          accumulate(s.getUp(), g.getUpGrad());
-          return success();
-        })
-        .Case([&](SiLUOp s) {
-          accumulate(s.getInput(),
-                     SiLUGradOp::create(b, loc, s.getType(), s.getInput(), dy));
-          return success();
-        })
-        .Case([&](MulOp m) {
-          accumulate(m.getLhs(), MulOp::create(b, loc, dy, m.getRhs()));
-          accumulate(m.getRhs(), MulOp::create(b, loc, dy, m.getLhs()));
-          return success();
-        })
-        .Case([&](AddOp a) {
-          accumulate(a.getLhs(), dy);
-          accumulate(a.getRhs(), dy);
-          return success();
-        })
-        .Case([&](ReshapeOp r) {
-          accumulate(r.getInput(),
-                     ReshapeOp::create(b, loc, r.getInput().getType(), dy));
-          return success();
-        })
-        .Case([&](CrossEntropyOp c) {
-          accumulate(c.getLogits(), CrossEntropyGradOp::create(
-                                        b, loc, c.getLogits().getType(),
-                                        c.getLogits(), c.getLabels(), dy));
-          return success();
-        })
-        .Case([&](SumExpOp s) {
-          accumulate(s.getLogits(),
-                     SumExpGradOp::create(b, loc, s.getLogits().getType(),
-                                          s.getLogits(), s.getMax(), dy));
-          return success();
-        })
-        .Case([&](TargetLogitOp t) {
-          accumulate(t.getLogits(), TargetLogitGradOp::create(
-                                        b, loc, t.getLogits().getType(), dy,
-                                        t.getLabels(), t.getVocabStart()));
-          return success();
-        })
-        .Case([&](CrossEntropyFromStatsOp c) {
-          // The max is a shift the loss does not depend on: no gradient.
-          auto g = CrossEntropyFromStatsGradOp::create(
-              b, loc, c.getSumExp().getType(), c.getTarget().getType(),
-              c.getSumExp(), dy);
-          accumulate(c.getSumExp(), g.getSumExpGrad());
-          accumulate(c.getTarget(), g.getTargetGrad());
-          return success();
-        })
-        .Case([&](RowMaxOp m) {
-          return m.emitOpError()
-                 << "has no gradient: its result is a shift that the loss "
-                    "must not depend on";
-        })
-        .Case([&](dist::WaitOp w) -> LogicalResult {
-          Operation *start = w.getFuture().getDefiningOp();
-          auto type = [](Value v) {
-            return cast<RankedTensorType>(v.getType());
-          };
-          if (auto g = dyn_cast<dist::AllGatherStartOp>(start)) {
-            accumulate(g.getInput(), collective<dist::ReduceScatterStartOp>(
-                                         b, loc, type(g.getInput()), dy,
-                                         g.getAxesAttr(), g.getDimAttr()));
-          } else if (auto r = dyn_cast<dist::ReduceScatterStartOp>(start)) {
-            accumulate(r.getInput(), collective<dist::AllGatherStartOp>(
-                                         b, loc, type(r.getInput()), dy,
-                                         r.getAxesAttr(), r.getDimAttr()));
-          } else if (auto a = dyn_cast<dist::AllReduceStartOp>(start)) {
-            if (a.getReduction() == "max")
-              return a.emitOpError() << "(max) has no gradient";
-            accumulate(a.getInput(), allReduceAdjoint(a, dy));
-          } else if (auto x = dyn_cast<dist::AllToAllStartOp>(start)) {
-            accumulate(x.getInput(),
-                       collective<dist::AllToAllStartOp>(
-                           b, loc, type(x.getInput()), dy, x.getAxesAttr(),
-                           x.getConcatDimAttr(), x.getSplitDimAttr()));
-          } else if (auto sr = dyn_cast<dist::SendRecvStartOp>(start)) {
-            accumulate(sr.getInput(),
-                       collective<dist::SendRecvStartOp>(
-                           b, loc, type(sr.getInput()), dy, sr.getAxesAttr(),
-                           b.getI64IntegerAttr(-int64_t(sr.getShift()))));
-          } else {
-            return w.emitOpError() << "waits on an op with no adjoint rule";
-          }
-          return success();
-        })
-        .Case([&](dist::ReplicateOp r) {
-          accumulate(r.getInput(), collective<dist::AllReduceStartOp>(
-                                       b, loc, r.getType(), dy, r.getAxesAttr(),
-                                       b.getStringAttr("sum")));
-          return success();
-        })
-        .Case<RopeAnglesOp, FillOp>([](auto) { return success(); })
-        .Default([&](Operation *other) {
-          return other->emitOpError()
-                 << "has no adjoint rule in titan-autodiff";
-        });
+    auto rule = dyn_cast<AdjointOpInterface>(op);
+    if (!rule)
+      return op->emitOpError() << "has no adjoint rule in titan-autodiff";
+    return rule.buildAdjoint(b, resultGrads, *this);
   }
 
 private:
@@ -358,7 +188,7 @@ struct TitanAutodiffPass : titan::impl::TitanAutodiffBase<TitanAutodiffPass> {
     int64_t ranks = 1;
     if (dist::MeshAttr mesh = dist::getMesh(module))
       ranks = mesh.getWorldSize() / mesh.getPp();
-    grads.accumulate(
+    grads.addGradient(
         loss, FillOp::create(b, ret.getLoc(), lossType,
                              b.getF64FloatAttr(1.0 / double(ranks) /
                                                double(accumulationSteps))));

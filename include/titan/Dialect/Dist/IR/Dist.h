@@ -4,11 +4,13 @@
 #define TITAN_DIALECT_DIST_IR_DIST_H
 
 #include "mlir/Bytecode/BytecodeOpInterface.h"
+#include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/BuiltinTypes.h"
 #include "mlir/IR/Dialect.h"
 #include "mlir/IR/OpDefinition.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
+#include "titan/Dialect/Titan/IR/AdjointInterface.h"
 #include "titan/Dialect/Titan/IR/KernelInterface.h"
 #include "titan/Dialect/Titan/IR/TensorSize.h"
 
@@ -51,6 +53,17 @@ namespace titan::dist {
 MeshAttr getMesh(mlir::Operation *op);
 /// Product of the sizes of `axes` on `mesh`.
 int64_t getGroupSize(MeshAttr mesh, mlir::ArrayAttr axes);
+
+/// A collective's start and its wait: the value it yields.
+template <typename StartOp, typename... Args>
+mlir::Value createCollective(mlir::OpBuilder &b, mlir::Location loc,
+                             mlir::RankedTensorType resultType,
+                             Args &&...args) {
+  auto start =
+      StartOp::create(b, loc, FutureType::get(b.getContext(), resultType),
+                      std::forward<Args>(args)...);
+  return WaitOp::create(b, loc, start);
+}
 } // namespace titan::dist
 
 #endif // TITAN_DIALECT_DIST_IR_DIST_H

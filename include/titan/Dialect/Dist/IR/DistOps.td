@@ -8,6 +8,7 @@ include "mlir/IR/BuiltinAttributes.td"
 include "mlir/IR/CommonAttrConstraints.td"
 include "mlir/IR/CommonTypeConstraints.td"
 include "mlir/Interfaces/SideEffectInterfaces.td"
+include "titan/Dialect/Titan/IR/AdjointInterface.td"
 include "titan/Dialect/Titan/IR/KernelInterface.td"
 
 //===----------------------------------------------------------------------===//
@@ -98,6 +99,7 @@ def Dist_FutureWaitedOnce : NativeOpTrait<"FutureWaitedOnce"> {
 
 class Dist_CollectiveStartOp<string mnemonic, list<Trait> traits = []>
     : Dist_Op<mnemonic, traits # [Dist_FutureWaitedOnce,
+        DeclareOpInterfaceMethods<Titan_AdjointOpInterface>,
         DeclareOpInterfaceMethods<Titan_KernelOpInterface, ["getKernelParams"]>,
         MemoryEffects<[MemAlloc<Dist_CollectiveResource>,
                        MemWrite<Dist_CollectiveResource>]>]> {
@@ -230,6 +232,7 @@ def Dist_ShardOffsetOp : Dist_Op<"shard_offset", [Pure,
 }
 
 def Dist_WaitOp : Dist_Op<"wait", [
+    DeclareOpInterfaceMethods<Titan_AdjointOpInterface>,
     MemoryEffects<[MemRead<Dist_CollectiveResource>,
                    MemFree<Dist_CollectiveResource>]>,
     TypesMatchWith<"result type is the future's value type", "future",
@@ -246,6 +249,7 @@ def Dist_WaitOp : Dist_Op<"wait", [
 }
 
 def Dist_ReplicateOp : Dist_Op<"replicate", [Pure, Titan_BufferView,
+    DeclareOpInterfaceMethods<Titan_AdjointOpInterface>,
     AllTypesMatch<["input", "result"]>]> {
   let summary = "a value replicated over mesh axes (gradient sync point)";
   let description = [{

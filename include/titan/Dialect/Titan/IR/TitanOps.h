@@ -8,6 +8,7 @@
 #include "mlir/IR/OpDefinition.h"
 #include "mlir/Interfaces/InferTypeOpInterface.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
+#include "titan/Dialect/Titan/IR/AdjointInterface.h"
 #include "titan/Dialect/Titan/IR/KernelInterface.h"
 #include "titan/Dialect/Titan/IR/TensorSize.h"
 #include "titan/Dialect/Titan/IR/TitanDialect.h"

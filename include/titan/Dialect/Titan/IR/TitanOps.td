@@ -15,6 +15,7 @@ include "mlir/IR/CommonAttrConstraints.td"
 include "mlir/IR/CommonTypeConstraints.td"
 include "mlir/Interfaces/InferTypeOpInterface.td"
 include "mlir/Interfaces/SideEffectInterfaces.td"
+include "titan/Dialect/Titan/IR/AdjointInterface.td"
 include "titan/Dialect/Titan/IR/KernelInterface.td"
 
 def Titan_FloatTensor : StaticShapeTensorOf<[AnyFloat]>;
@@ -25,7 +26,8 @@ def Titan_ScalarFloatTensor : 0DTensorOf<[AnyFloat]>;
 // Embedding and normalization
 //===----------------------------------------------------------------------===//
 
-def Titan_EmbeddingOp : Titan_Op<"embedding", [DeclareOpInterfaceMethods<Titan_KernelOpInterface, ["getKernelParams"]>,
+def Titan_EmbeddingOp : Titan_Op<"embedding", [DeclareOpInterfaceMethods<Titan_AdjointOpInterface>,
+    DeclareOpInterfaceMethods<Titan_KernelOpInterface, ["getKernelParams"]>,
     Pure]> {
   let summary = "token embedding lookup";
   let description = [{
@@ -58,7 +60,8 @@ def Titan_EmbeddingOp : Titan_Op<"embedding", [DeclareOpInterfaceMethods<Titan_K
   let hasVerifier = 1;
 }
 
-def Titan_RMSNormOp : Titan_Op<"rms_norm", [DeclareOpInterfaceMethods<Titan_KernelOpInterface, ["getKernelParams"]>,
+def Titan_RMSNormOp : Titan_Op<"rms_norm", [DeclareOpInterfaceMethods<Titan_AdjointOpInterface>,
+    DeclareOpInterfaceMethods<Titan_KernelOpInterface, ["getKernelParams"]>,
     Pure]> {
   let summary = "root-mean-square normalization over the last dimension";
   let description = [{
@@ -85,7 +88,8 @@ def Titan_RMSNormOp : Titan_Op<"rms_norm", [DeclareOpInterfaceMethods<Titan_Kern
 // Rotary position embedding
 //===----------------------------------------------------------------------===//
 
-def Titan_RopeAnglesOp : Titan_Op<"rope_angles", [DeclareOpInterfaceMethods<Titan_KernelOpInterface, ["getKernelParams"]>,
+def Titan_RopeAnglesOp : Titan_Op<"rope_angles", [DeclareOpInterfaceMethods<Titan_AdjointOpInterface>,
+    DeclareOpInterfaceMethods<Titan_KernelOpInterface, ["getKernelParams"]>,
     Pure]> {
   let summary = "rotation angles of the rotary embedding, per position and pair";
   let description = [{
@@ -124,7 +128,8 @@ def Titan_RopeAnglesOp : Titan_Op<"rope_angles", [DeclareOpInterfaceMethods<Tita
   }];
 }
 
-def Titan_RopeOp : Titan_Op<"rope", [DeclareOpInterfaceMethods<Titan_KernelOpInterface, ["getKernelParams", "getInPlaceOperand"]>,
+def Titan_RopeOp : Titan_Op<"rope", [DeclareOpInterfaceMethods<Titan_AdjointOpInterface>,
+    DeclareOpInterfaceMethods<Titan_KernelOpInterface, ["getKernelParams", "getInPlaceOperand"]>,
     Pure]> {
   let summary = "rotary position embedding on interleaved pairs";
   let description = [{
@@ -158,7 +163,8 @@ def Titan_RopeOp : Titan_Op<"rope", [DeclareOpInterfaceMethods<Titan_KernelOpInt
 // Attention
 //===----------------------------------------------------------------------===//
 
-def Titan_AttentionOp : Titan_Op<"attention", [DeclareOpInterfaceMethods<Titan_KernelOpInterface, ["getKernelParams", "getWorkspaceBytes"]>,
+def Titan_AttentionOp : Titan_Op<"attention", [DeclareOpInterfaceMethods<Titan_AdjointOpInterface>,
+    DeclareOpInterfaceMethods<Titan_KernelOpInterface, ["getKernelParams", "getWorkspaceBytes"]>,
     Pure]> {
   let summary = "causal scaled dot-product attention with grouped-query heads";
   let description = [{
@@ -189,7 +195,8 @@ def Titan_AttentionOp : Titan_Op<"attention", [DeclareOpInterfaceMethods<Titan_K
 // Linear layers and the feed-forward network
 //===----------------------------------------------------------------------===//
 
-def Titan_LinearOp : Titan_Op<"linear", [Titan_KernelOpInterface,
+def Titan_LinearOp : Titan_Op<"linear", [DeclareOpInterfaceMethods<Titan_AdjointOpInterface>,
+    Titan_KernelOpInterface,
     Pure]> {
   let summary = "x · Wᵀ (a bias-free nn.Linear)";
   let description = [{
@@ -214,7 +221,7 @@ class Titan_ElementwiseOp<string mnemonic, list<Trait> traits = []>
         DeclareOpInterfaceMethods<Titan_KernelOpInterface,
                                   ["getInPlaceOperand"]>])>;
 
-def Titan_SwiGLUOp : Titan_ElementwiseOp<"swiglu"> {
+def Titan_SwiGLUOp : Titan_ElementwiseOp<"swiglu", [DeclareOpInterfaceMethods<Titan_AdjointOpInterface>]> {
   let summary = "fused SiLU-gated linear unit: silu(gate) * up";
   let description = [{
     Elementwise `result = gate * sigmoid(gate) * up`: the activation of
@@ -231,7 +238,7 @@ def Titan_SwiGLUOp : Titan_ElementwiseOp<"swiglu"> {
   let assemblyFormat = "$gate `,` $up attr-dict `:` type($result)";
 }
 
-def Titan_SiLUOp : Titan_ElementwiseOp<"silu"> {
+def Titan_SiLUOp : Titan_ElementwiseOp<"silu", [DeclareOpInterfaceMethods<Titan_AdjointOpInterface>]> {
   let summary = "elementwise x * sigmoid(x)";
   let description = [{
     ```mlir
@@ -243,7 +250,7 @@ def Titan_SiLUOp : Titan_ElementwiseOp<"silu"> {
   let assemblyFormat = "$input attr-dict `:` type($result)";
 }
 
-def Titan_MulOp : Titan_ElementwiseOp<"mul", [Commutative]> {
+def Titan_MulOp : Titan_ElementwiseOp<"mul", [DeclareOpInterfaceMethods<Titan_AdjointOpInterface>, Commutative]> {
   let summary = "elementwise product of two tensors of the same type";
   let description = [{
     ```mlir
@@ -268,7 +275,7 @@ def Titan_SqrtOp : Titan_ElementwiseOp<"sqrt"> {
   let assemblyFormat = "$input attr-dict `:` type($result)";
 }
 
-def Titan_AddOp : Titan_ElementwiseOp<"add", [Commutative]> {
+def Titan_AddOp : Titan_ElementwiseOp<"add", [DeclareOpInterfaceMethods<Titan_AdjointOpInterface>, Commutative]> {
   let summary = "elementwise sum of two tensors of the same type (residual add)";
   let description = [{
     ```mlir
@@ -284,7 +291,8 @@ def Titan_AddOp : Titan_ElementwiseOp<"add", [Commutative]> {
 // Shape
 //===----------------------------------------------------------------------===//
 
-def Titan_ReshapeOp : Titan_Op<"reshape", [Pure, Titan_BufferView]> {
+def Titan_ReshapeOp : Titan_Op<"reshape", [DeclareOpInterfaceMethods<Titan_AdjointOpInterface>,
+    Pure, Titan_BufferView]> {
   let summary = "row-major reshape (a view in PyTorch)";
   let description = [{
     Reinterprets the row-major elements of `input` with the result's shape;
@@ -306,7 +314,8 @@ def Titan_ReshapeOp : Titan_Op<"reshape", [Pure, Titan_BufferView]> {
 // Loss
 //===----------------------------------------------------------------------===//
 
-def Titan_CrossEntropyOp : Titan_Op<"cross_entropy", [Titan_KernelOpInterface,
+def Titan_CrossEntropyOp : Titan_Op<"cross_entropy", [DeclareOpInterfaceMethods<Titan_AdjointOpInterface>,
+    Titan_KernelOpInterface,
     Pure]> {
   let summary = "mean cross-entropy of logits against integer labels";
   let description = [{
@@ -337,7 +346,8 @@ def Titan_CrossEntropyOp : Titan_Op<"cross_entropy", [Titan_KernelOpInterface,
 // all-reduces combine: loss = mean(max + log(sum_exp) - target).
 //===----------------------------------------------------------------------===//
 
-def Titan_RowMaxOp : Titan_Op<"row_max", [Titan_KernelOpInterface,
+def Titan_RowMaxOp : Titan_Op<"row_max", [DeclareOpInterfaceMethods<Titan_AdjointOpInterface>,
+    Titan_KernelOpInterface,
     Pure]> {
   let summary = "maximum over the last dimension (a shift, no gradient)";
   let description = [{
@@ -356,7 +366,8 @@ def Titan_RowMaxOp : Titan_Op<"row_max", [Titan_KernelOpInterface,
   let hasVerifier = 1;
 }
 
-def Titan_SumExpOp : Titan_Op<"sum_exp", [Titan_KernelOpInterface,
+def Titan_SumExpOp : Titan_Op<"sum_exp", [DeclareOpInterfaceMethods<Titan_AdjointOpInterface>,
+    Titan_KernelOpInterface,
     Pure]> {
   let summary = "sum over the last dimension of exp(logits - max)";
   let description = [{
@@ -376,7 +387,8 @@ def Titan_SumExpOp : Titan_Op<"sum_exp", [Titan_KernelOpInterface,
   let hasVerifier = 1;
 }
 
-def Titan_TargetLogitOp : Titan_Op<"target_logit", [DeclareOpInterfaceMethods<Titan_KernelOpInterface, ["getKernelParams"]>,
+def Titan_TargetLogitOp : Titan_Op<"target_logit", [DeclareOpInterfaceMethods<Titan_AdjointOpInterface>,
+    DeclareOpInterfaceMethods<Titan_KernelOpInterface, ["getKernelParams"]>,
     Pure]> {
   let summary = "the logit of each row's label (0 outside this vocabulary slice)";
   let description = [{
@@ -401,7 +413,8 @@ def Titan_TargetLogitOp : Titan_Op<"target_logit", [DeclareOpInterfaceMethods<Ti
 }
 
 def Titan_CrossEntropyFromStatsOp
-    : Titan_Op<"cross_entropy_from_stats", [Titan_KernelOpInterface,
+    : Titan_Op<"cross_entropy_from_stats", [DeclareOpInterfaceMethods<Titan_AdjointOpInterface>,
+    Titan_KernelOpInterface,
     Pure]> {
   let summary = "mean cross-entropy from per-row max, sum of exp and target";
   let description = [{
@@ -429,7 +442,8 @@ def Titan_CrossEntropyFromStatsOp
 // Gradients (produced by titan-autodiff)
 //===----------------------------------------------------------------------===//
 
-def Titan_FillOp : Titan_Op<"fill", [DeclareOpInterfaceMethods<Titan_KernelOpInterface, ["getKernelParams"]>,
+def Titan_FillOp : Titan_Op<"fill", [DeclareOpInterfaceMethods<Titan_AdjointOpInterface>,
+    DeclareOpInterfaceMethods<Titan_KernelOpInterface, ["getKernelParams"]>,
     Pure]> {
   let summary = "a tensor with every element equal to `value`";
   let description = [{

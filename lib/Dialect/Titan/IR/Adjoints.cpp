@@ -1,0 +1,152 @@
+//===- Adjoints.cpp - reverse-mode rules of the titan ops -----------------===//
+//
+// AdjointOpInterface for the titan forward ops: each rule builds the
+// gradients of its operands from those of its results (see the ops' ODS
+// descriptions for the gradient ops' numerics).
+//
+//===----------------------------------------------------------------------===//
+
+#include "titan/Dialect/Titan/IR/TitanOps.h"
+
+using namespace mlir;
+using namespace titan;
+
+#include "titan/Dialect/Titan/IR/AdjointInterface.cpp.inc"
+
+LogicalResult EmbeddingOp::buildAdjoint(OpBuilder &b, ArrayRef<Value> dy,
+                                        AdjointContext &ctx) {
+  ctx.addGradient(getWeight(),
+                  EmbeddingGradOp::create(b, getLoc(), getWeight().getType(),
+                                          dy[0], getTokens(), getVocabStart()));
+  return success();
+}
+
+LogicalResult RMSNormOp::buildAdjoint(OpBuilder &b, ArrayRef<Value> dy,
+                                      AdjointContext &ctx) {
+  auto g = RMSNormGradOp::create(
+      b, getLoc(), getInput().getType(), getWeight().getType(), getInput(),
+      ctx.forwardValue(getWeight()), dy[0], getEpsAttr());
+  ctx.addGradient(getInput(), g.getInputGrad());
+  ctx.addGradient(getWeight(), g.getWeightGrad());
+  return success();
+}
+
+// A rotation's adjoint is the inverse rotation.
+LogicalResult RopeOp::buildAdjoint(OpBuilder &b, ArrayRef<Value> dy,
+                                   AdjointContext &ctx) {
+  ctx.addGradient(getInput(), RopeOp::create(b, getLoc(), getType(), dy[0],
+                                             getAngles(), !getTranspose()));
+  return success();
+}
+
+// The angles are a constant of the step.
+LogicalResult RopeAnglesOp::buildAdjoint(OpBuilder &, ArrayRef<Value>,
+                                         AdjointContext &) {
+  return success();
+}
+LogicalResult FillOp::buildAdjoint(OpBuilder &, ArrayRef<Value>,
+                                   AdjointContext &) {
+  return success();
+}
+
+LogicalResult AttentionOp::buildAdjoint(OpBuilder &b, ArrayRef<Value> dy,
+                                        AdjointContext &ctx) {
+  auto g = AttentionGradOp::create(b, getLoc(), getQuery().getType(),
+                                   getKey().getType(), getValue().getType(),
+                                   getQuery(), getKey(), getValue(), dy[0],
+                                   getScaleAttr());
+  ctx.addGradient(getQuery(), g.getQueryGrad());
+  ctx.addGradient(getKey(), g.getKeyGrad());
+  ctx.addGradient(getValue(), g.getValueGrad());
+  return success();
+}
+
+LogicalResult LinearOp::buildAdjoint(OpBuilder &b, ArrayRef<Value> dy,
+                                     AdjointContext &ctx) {
+  ctx.addGradient(getInput(), LinearGradInputOp::create(
+                                  b, getLoc(), getInput().getType(), dy[0],
+                                  ctx.forwardValue(getWeight())));
+  ctx.addGradient(getWeight(),
+                  LinearGradWeightOp::create(b, getLoc(), getWeight().getType(),
+                                             dy[0], getInput()));
+  return success();
+}
+
+LogicalResult SwiGLUOp::buildAdjoint(OpBuilder &b, ArrayRef<Value> dy,
+                                     AdjointContext &ctx) {
+  auto g = SwiGLUGradOp::create(b, getLoc(), getType(), getType(), getGate(),
+                                getUp(), dy[0]);
+  ctx.addGradient(getGate(), g.getGateGrad());
+  ctx.addGradient(getUp(), g.getUpGrad());
+  return success();
+}
+
+LogicalResult SiLUOp::buildAdjoint(OpBuilder &b, ArrayRef<Value> dy,
+                                   AdjointContext &ctx) {
+  ctx.addGradient(getInput(), SiLUGradOp::create(b, getLoc(), getType(),
+                                                 getInput(), dy[0]));
+  return success();
+}
+
+LogicalResult MulOp::buildAdjoint(OpBuilder &b, ArrayRef<Value> dy,
+                                  AdjointContext &ctx) {
+  ctx.addGradient(getLhs(), MulOp::create(b, getLoc(), dy[0], getRhs()));
+  ctx.addGradient(getRhs(), MulOp::create(b, getLoc(), dy[0], getLhs()));
+  return success();
+}
+
+LogicalResult AddOp::buildAdjoint(OpBuilder &, ArrayRef<Value> dy,
+                                  AdjointContext &ctx) {
+  ctx.addGradient(getLhs(), dy[0]);
+  ctx.addGradient(getRhs(), dy[0]);
+  return success();
+}
+
+LogicalResult ReshapeOp::buildAdjoint(OpBuilder &b, ArrayRef<Value> dy,
+                                      AdjointContext &ctx) {
+  ctx.addGradient(getInput(),
+                  ReshapeOp::create(b, getLoc(), getInput().getType(), dy[0]));
+  return success();
+}
+
+LogicalResult CrossEntropyOp::buildAdjoint(OpBuilder &b, ArrayRef<Value> dy,
+                                           AdjointContext &ctx) {
+  ctx.addGradient(getLogits(),
+                  CrossEntropyGradOp::create(b, getLoc(), getLogits().getType(),
+                                             getLogits(), getLabels(), dy[0]));
+  return success();
+}
+
+LogicalResult SumExpOp::buildAdjoint(OpBuilder &b, ArrayRef<Value> dy,
+                                     AdjointContext &ctx) {
+  ctx.addGradient(getLogits(),
+                  SumExpGradOp::create(b, getLoc(), getLogits().getType(),
+                                       getLogits(), getMax(), dy[0]));
+  return success();
+}
+
+LogicalResult TargetLogitOp::buildAdjoint(OpBuilder &b, ArrayRef<Value> dy,
+                                          AdjointContext &ctx) {
+  ctx.addGradient(getLogits(), TargetLogitGradOp::create(
+                                   b, getLoc(), getLogits().getType(), dy[0],
+                                   getLabels(), getVocabStart()));
+  return success();
+}
+
+// The max is a shift the loss does not depend on: no gradient.
+LogicalResult CrossEntropyFromStatsOp::buildAdjoint(OpBuilder &b,
+                                                    ArrayRef<Value> dy,
+                                                    AdjointContext &ctx) {
+  auto g = CrossEntropyFromStatsGradOp::create(
+      b, getLoc(), getSumExp().getType(), getTarget().getType(), getSumExp(),
+      dy[0]);
+  ctx.addGradient(getSumExp(), g.getSumExpGrad());
+  ctx.addGradient(getTarget(), g.getTargetGrad());
+  return success();
+}
+
+LogicalResult RowMaxOp::buildAdjoint(OpBuilder &, ArrayRef<Value>,
+                                     AdjointContext &) {
+  return emitOpError() << "has no gradient: its result is a shift that the "
+                          "loss must not depend on";
+}
