@@ -20,6 +20,9 @@ void titan::registerAllDialects(mlir::DialectRegistry &registry) {
   registry.insert<titan::TitanDialect, titan::dist::DistDialect,
                   titan::kernel::KernelDialect, mlir::func::FuncDialect,
                   mlir::LLVM::LLVMDialect>();
+  // The titan ops' tensor-parallel rules (dist depends on titan, not the
+  // other way around).
+  titan::dist::registerTensorParallelModels(registry);
 }
 
 void titan::registerAllPasses() {
