@@ -36,36 +36,35 @@ int64_t elementCount(const int64_t *shapes) {
   return l.outer * l.dim * l.inner;
 }
 
-template <typename T>
+template <DataType T>
 void *allGather(void **b, const int64_t *s, const int64_t *a) {
   int64_t d = a[0];
   Layout l = layout(s, d);
   // The result's shape follows the input's: [rank, dims...].
   const int64_t *result = s + 1 + s[0];
   return communicator()
-      .allGather(b[0], b[1], sizeof(T), l.outer, l.dim, l.inner, result[1 + d],
+      .allGather(b[0], b[1], T, l.outer, l.dim, l.inner, result[1 + d],
                  unsigned(a[2]))
       .release();
 }
 
-template <typename T>
+template <DataType T>
 void *reduceScatter(void **b, const int64_t *s, const int64_t *a) {
   Layout l = layout(s, a[0]);
   return communicator()
-      .reduceScatter(b[0], b[1], sizeof(T), l.outer, l.dim, l.inner,
-                     unsigned(a[2]))
+      .reduceScatter(b[0], b[1], T, l.outer, l.dim, l.inner, unsigned(a[2]))
       .release();
 }
 
-template <typename T>
+template <DataType T>
 void *allReduce(void **b, const int64_t *s, const int64_t *a) {
   return communicator()
-      .allReduce(b[0], b[1], sizeof(T), elementCount(s), Reduction(int(a[1])),
+      .allReduce(b[0], b[1], T, elementCount(s), Reduction(int(a[1])),
                  unsigned(a[2]))
       .release();
 }
 
-template <typename T>
+template <DataType T>
 void *allToAll(void **b, const int64_t *s, const int64_t *a) {
   int64_t split = a[0], concat = a[1];
   Layout in = layout(s, split);
@@ -75,22 +74,22 @@ void *allToAll(void **b, const int64_t *s, const int64_t *a) {
   part[1 + split] /= parts;
   Layout out = layout(part.data(), concat);
   return communicator()
-      .allToAll(b[0], b[1], sizeof(T), in.outer, in.dim, in.inner, out.outer,
-                out.dim, out.inner, unsigned(a[2]))
+      .allToAll(b[0], b[1], T, in.outer, in.dim, in.inner, out.outer, out.dim,
+                out.inner, unsigned(a[2]))
       .release();
 }
 
-template <typename T>
+template <DataType T>
 void *broadcast(void **b, const int64_t *s, const int64_t *a) {
   return communicator()
-      .broadcast(b[0], b[1], sizeof(T), elementCount(s), a[0], unsigned(a[2]))
+      .broadcast(b[0], b[1], T, elementCount(s), a[0], unsigned(a[2]))
       .release();
 }
 
-template <typename T>
+template <DataType T>
 void *sendRecv(void **b, const int64_t *s, const int64_t *a) {
   return communicator()
-      .sendRecv(b[0], b[1], sizeof(T), elementCount(s), a[0], unsigned(a[2]))
+      .sendRecv(b[0], b[1], T, elementCount(s), a[0], unsigned(a[2]))
       .release();
 }
 
@@ -98,15 +97,19 @@ void *sendRecv(void **b, const int64_t *s, const int64_t *a) {
 
 extern "C" {
 
-#define TITAN_RT_DEFINE(name, impl)                                            \
-  void *titan_rt_##name##_f32(void **b, const int64_t *s, const int64_t *i,    \
-                              const double *, void *) {                        \
-    return impl<float>(b, s, i);                                               \
-  }                                                                            \
-  void *titan_rt_##name##_f64(void **b, const int64_t *s, const int64_t *i,    \
-                              const double *, void *) {                        \
-    return impl<double>(b, s, i);                                              \
+#define TITAN_RT_DEFINE_TYPE(name, impl, suffix, type)                         \
+  void *titan_rt_##name##_##suffix(void **b, const int64_t *s,                 \
+                                   const int64_t *i, const double *, void *) { \
+    return impl<DataType::type>(b, s, i);                                      \
   }
+// Every element type the kernel IR's collectives carry.
+#define TITAN_RT_DEFINE(name, impl)                                            \
+  TITAN_RT_DEFINE_TYPE(name, impl, f32, F32)                                   \
+  TITAN_RT_DEFINE_TYPE(name, impl, f64, F64)                                   \
+  TITAN_RT_DEFINE_TYPE(name, impl, bf16, BF16)                                 \
+  TITAN_RT_DEFINE_TYPE(name, impl, f16, F16)                                   \
+  TITAN_RT_DEFINE_TYPE(name, impl, f8E4M3FN, F8E4M3FN)                         \
+  TITAN_RT_DEFINE_TYPE(name, impl, f8E5M2, F8E5M2)
 
 TITAN_RT_DEFINE(all_gather_start, allGather)
 TITAN_RT_DEFINE(reduce_scatter_start, reduceScatter)
@@ -115,6 +118,7 @@ TITAN_RT_DEFINE(all_to_all_start, allToAll)
 TITAN_RT_DEFINE(broadcast_start, broadcast)
 TITAN_RT_DEFINE(send_recv_start, sendRecv)
 #undef TITAN_RT_DEFINE
+#undef TITAN_RT_DEFINE_TYPE
 
 void titan_rt_shard_offset_i32(void **b, const int64_t *, const int64_t *a,
                                const double *, void *) {

@@ -7,6 +7,43 @@
 
 using namespace titanrt;
 
+int64_t titanrt::dataTypeBytes(DataType type) {
+  switch (type) {
+  case DataType::F64:
+    return 8;
+  case DataType::F32:
+  case DataType::I32:
+    return 4;
+  case DataType::BF16:
+  case DataType::F16:
+    return 2;
+  case DataType::F8E4M3FN:
+  case DataType::F8E5M2:
+    return 1;
+  }
+  return 0;
+}
+
+const char *titanrt::dataTypeName(DataType type) {
+  switch (type) {
+  case DataType::F32:
+    return "f32";
+  case DataType::F64:
+    return "f64";
+  case DataType::BF16:
+    return "bf16";
+  case DataType::F16:
+    return "f16";
+  case DataType::F8E4M3FN:
+    return "f8E4M3FN";
+  case DataType::F8E5M2:
+    return "f8E5M2";
+  case DataType::I32:
+    return "i32";
+  }
+  return "?";
+}
+
 int64_t Communicator::coordinate(MeshAxis axis) const {
   int64_t r = rank();
   for (int a = kNumAxes - 1; a > axis; --a)

@@ -16,6 +16,16 @@ enum MeshAxis { kPP, kDPReplicate, kDPShard, kCP, kTP, kNumAxes };
 /// How all-reduce combines the ranks' values.
 enum class Reduction { Sum, Average, Max };
 
+/// The element type of a collective's buffers. Collectives that only move
+/// data take any of them; sums and maxima of the 16-bit formats are
+/// computed in float and rounded to nearest even.
+enum class DataType { F32, F64, BF16, F16, F8E4M3FN, F8E5M2, I32 };
+
+/// Bytes per element of `type`.
+int64_t dataTypeBytes(DataType type);
+/// "f32", "bf16", ... (for messages).
+const char *dataTypeName(DataType type);
+
 /// An in-flight collective; finish() completes it.
 struct Request {
   virtual ~Request() = default;
@@ -35,26 +45,26 @@ public:
   int64_t coordinate(MeshAxis axis) const;
 
   /// The collectives of the dist dialect over the ranks that differ only in
-  /// the axes of `axisMask` (bit i = MeshAxis i). `elementSize` is 4 or 8
-  /// (float or double); `outer`/`inner` are the element counts before and
-  /// after the gathered/scattered dimension.
+  /// the axes of `axisMask` (bit i = MeshAxis i), on elements of `type`;
+  /// `outer`/`inner` are the element counts before and after the
+  /// gathered/scattered dimension.
   ///
   /// allGather: `dimSize` is each rank's size of the dimension; the result
   /// keeps the first `gatheredSize` (<= ranks x dimSize) of the concatenation,
   /// dropping uneven shards' padding.
   virtual std::unique_ptr<Request> allGather(const void *in, void *out,
-                                             int elementSize, int64_t outer,
+                                             DataType type, int64_t outer,
                                              int64_t dimSize, int64_t inner,
                                              int64_t gatheredSize,
                                              unsigned axisMask) = 0;
   /// reduceScatter: `dimSize` is the input's size of the dimension, padded
   /// with zeros to ranks x ceil(dimSize / ranks) before the split.
   virtual std::unique_ptr<Request> reduceScatter(const void *in, void *out,
-                                                 int elementSize, int64_t outer,
+                                                 DataType type, int64_t outer,
                                                  int64_t dimSize, int64_t inner,
                                                  unsigned axisMask) = 0;
   virtual std::unique_ptr<Request> allReduce(const void *in, void *out,
-                                             int elementSize, int64_t count,
+                                             DataType type, int64_t count,
                                              Reduction reduction,
                                              unsigned axisMask) = 0;
   /// Splits `in` along its middle dimension into one part per rank and
@@ -64,18 +74,18 @@ public:
   /// after the caller's choice of split and concat dimensions (see
   /// CollectiveABI.cpp).
   virtual std::unique_ptr<Request>
-  allToAll(const void *in, void *out, int elementSize, int64_t splitOuter,
+  allToAll(const void *in, void *out, DataType type, int64_t splitOuter,
            int64_t splitDim, int64_t splitInner, int64_t concatOuter,
            int64_t concatDim, int64_t concatInner, unsigned axisMask) = 0;
   /// Every rank receives the `count` elements of the group's rank `root`.
   virtual std::unique_ptr<Request> broadcast(const void *in, void *out,
-                                             int elementSize, int64_t count,
+                                             DataType type, int64_t count,
                                              int64_t root,
                                              unsigned axisMask) = 0;
   /// Sends `in` to the rank `shift` steps further along the single axis of
   /// `axisMask` (wrapping) and receives the one from `shift` steps back.
   virtual std::unique_ptr<Request> sendRecv(const void *in, void *out,
-                                            int elementSize, int64_t count,
+                                            DataType type, int64_t count,
                                             int64_t shift,
                                             unsigned axisMask) = 0;
   virtual void barrier() = 0;

@@ -9,6 +9,7 @@
 
 #include "Communicator.h"
 #include "Error.h"
+#include "LowPrecision.h"
 
 #include <mpi.h>
 
@@ -30,8 +31,88 @@ void check(int rc, const char *what) {
   }
 }
 
-MPI_Datatype mpiType(int elementSize) {
-  return elementSize == 8 ? MPI_DOUBLE : MPI_FLOAT;
+/// MPI has no 16- or 8-bit floats: they travel as unsigned integers of
+/// their width, and reductions on them use the operations below.
+MPI_Datatype mpiType(DataType type) {
+  switch (type) {
+  case DataType::F32:
+    return MPI_FLOAT;
+  case DataType::F64:
+    return MPI_DOUBLE;
+  case DataType::I32:
+    return MPI_INT32_T;
+  case DataType::BF16:
+  case DataType::F16:
+    return MPI_UINT16_T;
+  case DataType::F8E4M3FN:
+  case DataType::F8E5M2:
+    return MPI_UINT8_T;
+  }
+  return MPI_DATATYPE_NULL;
+}
+
+/// Elementwise sum or max of 16-bit floats, in float, rounded to nearest
+/// even (each combining step rounds, as a GPU's reduction in the type does).
+template <float (*ToFloat)(uint16_t), uint16_t (*FromFloat)(float), bool Max>
+void combine16(void *in, void *inout, int *len, MPI_Datatype *) {
+  const auto *a = static_cast<const uint16_t *>(in);
+  auto *b = static_cast<uint16_t *>(inout);
+  for (int i = 0; i < *len; ++i) {
+    float x = ToFloat(a[i]), y = ToFloat(b[i]);
+    b[i] = FromFloat(Max ? std::max(x, y) : x + y);
+  }
+}
+
+/// The MPI operation that sums (or takes the maximum of) elements of `type`.
+MPI_Op mpiOp(DataType type, bool max) {
+  if (type != DataType::BF16 && type != DataType::F16) {
+    if (type == DataType::F8E4M3FN || type == DataType::F8E5M2)
+      fatal(std::string("the MPI communicator cannot reduce ") +
+            dataTypeName(type) +
+            " buffers (8-bit floats are gathered, not summed)");
+    return max ? MPI_MAX : MPI_SUM;
+  }
+  static MPI_Op ops[2][2] = {{MPI_OP_NULL, MPI_OP_NULL},
+                             {MPI_OP_NULL, MPI_OP_NULL}};
+  MPI_Op &op = ops[type == DataType::F16][max];
+  if (op == MPI_OP_NULL) {
+    MPI_User_function *fn =
+        type == DataType::BF16
+            ? (max ? combine16<bf16ToFloat, floatToBf16, true>
+                   : combine16<bf16ToFloat, floatToBf16, false>)
+            : (max ? combine16<f16ToFloat, floatToF16, true>
+                   : combine16<f16ToFloat, floatToF16, false>);
+    check(MPI_Op_create(fn, /*commute=*/1, &op), "op create");
+  }
+  return op;
+}
+
+/// Divides `count` elements of `type` by `n` in place (rounded to the type).
+void divideInPlace(void *data, DataType type, int64_t count, double n) {
+  switch (type) {
+  case DataType::F64:
+    for (int64_t i = 0; i < count; ++i)
+      static_cast<double *>(data)[i] /= n;
+    return;
+  case DataType::F32:
+    for (int64_t i = 0; i < count; ++i)
+      static_cast<float *>(data)[i] = float(static_cast<float *>(data)[i] / n);
+    return;
+  case DataType::BF16:
+  case DataType::F16: {
+    bool bf16 = type == DataType::BF16;
+    auto *h = static_cast<uint16_t *>(data);
+    for (int64_t i = 0; i < count; ++i) {
+      float x = bf16 ? bf16ToFloat(h[i]) : f16ToFloat(h[i]);
+      float q = float(x / n);
+      h[i] = bf16 ? floatToBf16(q) : floatToF16(q);
+    }
+    return;
+  }
+  default:
+    fatal(std::string("the MPI communicator cannot average ") +
+          dataTypeName(type) + " buffers");
+  }
 }
 
 /// A pending MPI request and what to do once it completes.
@@ -81,7 +162,7 @@ public:
       MPI_Comm_free(&comm);
   }
 
-  std::unique_ptr<Request> allGather(const void *in, void *out, int elementSize,
+  std::unique_ptr<Request> allGather(const void *in, void *out, DataType type,
                                      int64_t outer, int64_t dimSize,
                                      int64_t inner, int64_t gatheredSize,
                                      unsigned axisMask) override {
@@ -90,25 +171,24 @@ public:
     int64_t count = outer * dimSize * inner;
     void *dst = out;
     if (outer > 1 || gatheredSize != parts * dimSize) {
-      req->staging.resize(parts * count * elementSize);
+      req->staging.resize(parts * count * dataTypeBytes(type));
       dst = req->staging.data();
       char *final = static_cast<char *>(out);
       MPIRequest *r = req.get();
-      int64_t rowBytes = inner * elementSize;
+      int64_t rowBytes = inner * dataTypeBytes(type);
       req->then = [r, final, outer, parts, dimSize, gatheredSize, rowBytes] {
         rearrange(r->staging.data(), final, outer, parts, dimSize, gatheredSize,
                   rowBytes, /*toRankMajor=*/false);
       };
     }
-    check(MPI_Iallgather(in, count, mpiType(elementSize), dst, count,
-                         mpiType(elementSize), group(axisMask),
-                         &req->requests[0]),
+    check(MPI_Iallgather(in, count, mpiType(type), dst, count, mpiType(type),
+                         group(axisMask), &req->requests[0]),
           "all_gather");
     return req;
   }
 
   std::unique_ptr<Request> reduceScatter(const void *in, void *out,
-                                         int elementSize, int64_t outer,
+                                         DataType type, int64_t outer,
                                          int64_t dimSize, int64_t inner,
                                          unsigned axisMask) override {
     auto req = std::make_unique<MPIRequest>();
@@ -117,43 +197,35 @@ public:
     int64_t count = outer * rows * inner;
     const void *src = in;
     if (outer > 1 || rows * parts != dimSize) {
-      req->staging.resize(parts * count * elementSize);
+      req->staging.resize(parts * count * dataTypeBytes(type));
       rearrange(static_cast<const char *>(in), req->staging.data(), outer,
-                parts, rows, dimSize, inner * elementSize,
+                parts, rows, dimSize, inner * dataTypeBytes(type),
                 /*toRankMajor=*/true);
       src = req->staging.data();
     }
-    check(MPI_Ireduce_scatter_block(src, out, count, mpiType(elementSize),
-                                    MPI_SUM, group(axisMask),
+    check(MPI_Ireduce_scatter_block(src, out, count, mpiType(type),
+                                    mpiOp(type, /*max=*/false), group(axisMask),
                                     &req->requests[0]),
           "reduce_scatter");
     return req;
   }
 
-  std::unique_ptr<Request> allReduce(const void *in, void *out, int elementSize,
+  std::unique_ptr<Request> allReduce(const void *in, void *out, DataType type,
                                      int64_t count, Reduction reduction,
                                      unsigned axisMask) override {
     auto req = std::make_unique<MPIRequest>();
-    check(MPI_Iallreduce(in, out, count, mpiType(elementSize),
-                         reduction == Reduction::Max ? MPI_MAX : MPI_SUM,
+    check(MPI_Iallreduce(in, out, count, mpiType(type),
+                         mpiOp(type, reduction == Reduction::Max),
                          group(axisMask), &req->requests[0]),
           "all_reduce");
     if (reduction == Reduction::Average) {
       double n = double(groupSize(axisMask));
-      req->then = [out, count, elementSize, n] {
-        if (elementSize == 8)
-          for (int64_t i = 0; i < count; ++i)
-            static_cast<double *>(out)[i] /= n;
-        else
-          for (int64_t i = 0; i < count; ++i)
-            static_cast<float *>(out)[i] =
-                float(static_cast<float *>(out)[i] / n);
-      };
+      req->then = [out, count, type, n] { divideInPlace(out, type, count, n); };
     }
     return req;
   }
 
-  std::unique_ptr<Request> allToAll(const void *in, void *out, int elementSize,
+  std::unique_ptr<Request> allToAll(const void *in, void *out, DataType type,
                                     int64_t splitOuter, int64_t splitDim,
                                     int64_t splitInner, int64_t concatOuter,
                                     int64_t concatDim, int64_t concatInner,
@@ -161,40 +233,40 @@ public:
     auto req = std::make_unique<MPIRequest>();
     int64_t parts = groupSize(axisMask);
     // Pack part p (a slice of the split dimension) contiguously, rank-major.
-    int64_t total = splitOuter * splitDim * splitInner * elementSize;
+    int64_t total = splitOuter * splitDim * splitInner * dataTypeBytes(type);
     req->staging.resize(2 * total);
     rearrange(static_cast<const char *>(in), req->staging.data(), splitOuter,
-              parts, splitDim / parts, splitDim, splitInner * elementSize,
+              parts, splitDim / parts, splitDim,
+              splitInner * dataTypeBytes(type),
               /*toRankMajor=*/true);
     char *recv = req->staging.data() + total;
-    int64_t count = total / elementSize / parts;
+    int64_t count = total / dataTypeBytes(type) / parts;
     char *final = static_cast<char *>(out);
-    int64_t rowBytes = concatInner * elementSize;
+    int64_t rowBytes = concatInner * dataTypeBytes(type);
     // Part q from rank q lands at offset q of the concat dimension.
     req->then = [recv, final, concatOuter, parts, concatDim, rowBytes] {
       rearrange(recv, final, concatOuter, parts, concatDim, parts * concatDim,
                 rowBytes, /*toRankMajor=*/false);
     };
-    check(MPI_Ialltoall(req->staging.data(), count, mpiType(elementSize), recv,
-                        count, mpiType(elementSize), group(axisMask),
-                        &req->requests[0]),
+    check(MPI_Ialltoall(req->staging.data(), count, mpiType(type), recv, count,
+                        mpiType(type), group(axisMask), &req->requests[0]),
           "all_to_all");
     return req;
   }
 
-  std::unique_ptr<Request> broadcast(const void *in, void *out, int elementSize,
+  std::unique_ptr<Request> broadcast(const void *in, void *out, DataType type,
                                      int64_t count, int64_t root,
                                      unsigned axisMask) override {
     auto req = std::make_unique<MPIRequest>();
     if (in != out)
-      std::memcpy(out, in, count * elementSize);
-    check(MPI_Ibcast(out, count, mpiType(elementSize), int(root),
-                     group(axisMask), &req->requests[0]),
+      std::memcpy(out, in, count * dataTypeBytes(type));
+    check(MPI_Ibcast(out, count, mpiType(type), int(root), group(axisMask),
+                     &req->requests[0]),
           "broadcast");
     return req;
   }
 
-  std::unique_ptr<Request> sendRecv(const void *in, void *out, int elementSize,
+  std::unique_ptr<Request> sendRecv(const void *in, void *out, DataType type,
                                     int64_t count, int64_t shift,
                                     unsigned axisMask) override {
     auto req = std::make_unique<MPIRequest>();
@@ -204,11 +276,10 @@ public:
     MPI_Comm_rank(comm, &me);
     int to = int(((me + shift) % size + size) % size);
     int from = int(((me - shift) % size + size) % size);
-    check(MPI_Irecv(out, count, mpiType(elementSize), from, 0, comm,
-                    &req->requests[0]),
-          "recv");
-    check(MPI_Isend(in, count, mpiType(elementSize), to, 0, comm,
-                    &req->requests[1]),
+    check(
+        MPI_Irecv(out, count, mpiType(type), from, 0, comm, &req->requests[0]),
+        "recv");
+    check(MPI_Isend(in, count, mpiType(type), to, 0, comm, &req->requests[1]),
           "send");
     return req;
   }

@@ -39,8 +39,28 @@ void checkNccl(ncclResult_t rc, const char *what) {
                : ""));
 }
 
-ncclDataType_t ncclType(int elementSize) {
-  return elementSize == 8 ? ncclFloat64 : ncclFloat32;
+ncclDataType_t ncclType(DataType type) {
+  switch (type) {
+  case DataType::F32:
+    return ncclFloat32;
+  case DataType::F64:
+    return ncclFloat64;
+  case DataType::BF16:
+    return ncclBfloat16;
+  case DataType::F16:
+    return ncclFloat16;
+  case DataType::I32:
+    return ncclInt32;
+  case DataType::F8E4M3FN:
+  case DataType::F8E5M2:
+#if NCCL_VERSION_CODE >= NCCL_VERSION(2, 24, 0)
+    return type == DataType::F8E4M3FN ? ncclFloat8e4m3 : ncclFloat8e5m2;
+#else
+    // Moved as bytes: gathers and copies only (reductions need NCCL 2.24).
+    return ncclUint8;
+#endif
+  }
+  return ncclFloat32;
 }
 
 /// A collective in flight on the communication stream.
@@ -123,7 +143,7 @@ public:
     cudaStreamDestroy(stream_);
   }
 
-  std::unique_ptr<Request> allGather(const void *in, void *out, int elementSize,
+  std::unique_ptr<Request> allGather(const void *in, void *out, DataType type,
                                      int64_t outer, int64_t dimSize,
                                      int64_t inner, int64_t gatheredSize,
                                      unsigned axisMask) override {
@@ -132,21 +152,21 @@ public:
     int64_t count = outer * dimSize * inner;
     bool direct = outer == 1 && gatheredSize == parts * dimSize;
     char *recv = direct ? static_cast<char *>(out)
-                        : staging(parts * count * elementSize);
-    checkNccl(ncclAllGather(in, recv, count, ncclType(elementSize),
-                            group(axisMask), stream_),
+                        : staging(parts * count * dataTypeBytes(type));
+    checkNccl(ncclAllGather(in, recv, count, ncclType(type), group(axisMask),
+                            stream_),
               "all_gather");
     if (!direct) {
       rearrange(recv, static_cast<char *>(out), outer, parts, dimSize,
-                gatheredSize, inner * elementSize, /*toRankMajor=*/false,
-                stream_);
+                gatheredSize, inner * dataTypeBytes(type),
+                /*toRankMajor=*/false, stream_);
       release(recv);
     }
     return end();
   }
 
   std::unique_ptr<Request> reduceScatter(const void *in, void *out,
-                                         int elementSize, int64_t outer,
+                                         DataType type, int64_t outer,
                                          int64_t dimSize, int64_t inner,
                                          unsigned axisMask) override {
     begin();
@@ -156,44 +176,45 @@ public:
     const char *send = static_cast<const char *>(in);
     char *packed = nullptr;
     if (outer > 1 || rows * parts != dimSize) {
-      packed = staging(parts * count * elementSize);
-      rearrange(send, packed, outer, parts, rows, dimSize, inner * elementSize,
+      packed = staging(parts * count * dataTypeBytes(type));
+      rearrange(send, packed, outer, parts, rows, dimSize,
+                inner * dataTypeBytes(type),
                 /*toRankMajor=*/true, stream_);
       send = packed;
     }
-    checkNccl(ncclReduceScatter(send, out, count, ncclType(elementSize),
-                                ncclSum, group(axisMask), stream_),
+    checkNccl(ncclReduceScatter(send, out, count, ncclType(type), ncclSum,
+                                group(axisMask), stream_),
               "reduce_scatter");
     if (packed)
       release(packed);
     return end();
   }
 
-  std::unique_ptr<Request> allReduce(const void *in, void *out, int elementSize,
+  std::unique_ptr<Request> allReduce(const void *in, void *out, DataType type,
                                      int64_t count, Reduction reduction,
                                      unsigned axisMask) override {
     begin();
     ncclRedOp_t op = reduction == Reduction::Max       ? ncclMax
                      : reduction == Reduction::Average ? ncclAvg
                                                        : ncclSum;
-    checkNccl(ncclAllReduce(in, out, count, ncclType(elementSize), op,
-                            group(axisMask), stream_),
+    checkNccl(ncclAllReduce(in, out, count, ncclType(type), op, group(axisMask),
+                            stream_),
               "all_reduce");
     return end();
   }
 
-  std::unique_ptr<Request> allToAll(const void *in, void *out, int elementSize,
+  std::unique_ptr<Request> allToAll(const void *in, void *out, DataType type,
                                     int64_t splitOuter, int64_t splitDim,
                                     int64_t splitInner, int64_t concatOuter,
                                     int64_t concatDim, int64_t concatInner,
                                     unsigned axisMask) override {
     begin();
     int64_t parts = groupSize(axisMask);
-    int64_t total = splitOuter * splitDim * splitInner * elementSize;
+    int64_t total = splitOuter * splitDim * splitInner * dataTypeBytes(type);
     int64_t partBytes = total / parts;
     char *send = staging(2 * total), *recv = send + total;
     rearrange(static_cast<const char *>(in), send, splitOuter, parts,
-              splitDim / parts, splitDim, splitInner * elementSize,
+              splitDim / parts, splitDim, splitInner * dataTypeBytes(type),
               /*toRankMajor=*/true, stream_);
     ncclComm_t comm = group(axisMask);
     checkNccl(ncclGroupStart(), "group start");
@@ -207,23 +228,23 @@ public:
     }
     checkNccl(ncclGroupEnd(), "group end");
     rearrange(recv, static_cast<char *>(out), concatOuter, parts, concatDim,
-              parts * concatDim, concatInner * elementSize,
+              parts * concatDim, concatInner * dataTypeBytes(type),
               /*toRankMajor=*/false, stream_);
     release(send);
     return end();
   }
 
-  std::unique_ptr<Request> broadcast(const void *in, void *out, int elementSize,
+  std::unique_ptr<Request> broadcast(const void *in, void *out, DataType type,
                                      int64_t count, int64_t root,
                                      unsigned axisMask) override {
     begin();
-    checkNccl(ncclBroadcast(in, out, count, ncclType(elementSize), int(root),
+    checkNccl(ncclBroadcast(in, out, count, ncclType(type), int(root),
                             group(axisMask), stream_),
               "broadcast");
     return end();
   }
 
-  std::unique_ptr<Request> sendRecv(const void *in, void *out, int elementSize,
+  std::unique_ptr<Request> sendRecv(const void *in, void *out, DataType type,
                                     int64_t count, int64_t shift,
                                     unsigned axisMask) override {
     begin();
@@ -234,9 +255,8 @@ public:
     int to = int(((me + shift) % size + size) % size);
     int from = int(((me - shift) % size + size) % size);
     checkNccl(ncclGroupStart(), "group start");
-    checkNccl(ncclSend(in, count, ncclType(elementSize), to, comm, stream_),
-              "send");
-    checkNccl(ncclRecv(out, count, ncclType(elementSize), from, comm, stream_),
+    checkNccl(ncclSend(in, count, ncclType(type), to, comm, stream_), "send");
+    checkNccl(ncclRecv(out, count, ncclType(type), from, comm, stream_),
               "recv");
     checkNccl(ncclGroupEnd(), "group end");
     return end();

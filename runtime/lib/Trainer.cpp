@@ -287,8 +287,8 @@ void gatherFromShards(const Manifest &m, const TensorSet &shards,
     forEachShardRun(p, comm, [&](int64_t w, int64_t l, int64_t n) {
       std::copy(local.data + l, local.data + l + n, placed.begin() + w);
     });
-    comm->allReduce(placed.data(), full.data, 4, full.numel(), Reduction::Sum,
-                    p.shardMask)
+    comm->allReduce(placed.data(), full.data, DataType::F32, full.numel(),
+                    Reduction::Sum, p.shardMask)
         ->finish();
   }
 }

@@ -10,10 +10,12 @@
 //===----------------------------------------------------------------------===//
 
 #include "Communicator.h"
+#include "LowPrecision.h"
 
 #include "gtest/gtest.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <functional>
@@ -101,7 +103,8 @@ TEST(COMMUNICATOR, AllGatherMiddleDimension) {
   int parts = int(g.size());
   std::vector<float> in = inputOf(comm().rank(), 12), out(12 * parts);
   run(in, out, [](const void *i, void *o) {
-    return comm().allGather(i, o, 4, 2, 3, 2, 3 * kMesh[kTP], kTPMask);
+    return comm().allGather(i, o, DataType::F32, 2, 3, 2, 3 * kMesh[kTP],
+                            kTPMask);
   });
   for (int o = 0; o < 2; ++o)
     for (int p = 0; p < parts; ++p)
@@ -117,7 +120,8 @@ TEST(COMMUNICATOR, ReduceScatterMiddleDimension) {
   int parts = int(g.size()), me = indexInGroup(kShardMask);
   std::vector<float> in = inputOf(comm().rank(), 12 * parts), out(12);
   run(in, out, [parts](const void *i, void *o) {
-    return comm().reduceScatter(i, o, 4, 2, 2 * parts, 3, kShardMask);
+    return comm().reduceScatter(i, o, DataType::F32, 2, 2 * parts, 3,
+                                kShardMask);
   });
   for (int o = 0; o < 2; ++o)
     for (int d = 0; d < 2; ++d)
@@ -140,7 +144,7 @@ TEST(COMMUNICATOR, UnevenReduceScatterAndAllGather) {
   std::vector<float> in = inputOf(comm().rank(), 2 * size * 3),
                      part(2 * rows * 3), back(2 * size * 3);
   run(in, part, [size](const void *i, void *o) {
-    return comm().reduceScatter(i, o, 4, 2, size, 3, kShardMask);
+    return comm().reduceScatter(i, o, DataType::F32, 2, size, 3, kShardMask);
   });
   for (int o = 0; o < 2; ++o)
     for (int d = 0; d < rows; ++d)
@@ -154,7 +158,7 @@ TEST(COMMUNICATOR, UnevenReduceScatterAndAllGather) {
       }
   std::vector<float> mine = inputOf(comm().rank(), 2 * rows * 3);
   run(mine, back, [size, rows](const void *i, void *o) {
-    return comm().allGather(i, o, 4, 2, rows, 3, size, kShardMask);
+    return comm().allGather(i, o, DataType::F32, 2, rows, 3, size, kShardMask);
   });
   for (int o = 0; o < 2; ++o)
     for (int64_t row = 0; row < size; ++row)
@@ -174,7 +178,7 @@ TEST(COMMUNICATOR, AllReduceSumMeanAndMax) {
         std::tuple(&max, Reduction::Max, kTPMask)})
     run(in, *out,
         [&, reduction = reduction, mask = mask](const void *i, void *o) {
-          return comm().allReduce(i, o, 8, 5, reduction, mask);
+          return comm().allReduce(i, o, DataType::F64, 5, reduction, mask);
         });
   std::vector<int> all = groupOf(kShardMask | kTPMask), tp = groupOf(kTPMask);
   double rankSum = 0;
@@ -186,6 +190,58 @@ TEST(COMMUNICATOR, AllReduceSumMeanAndMax) {
     EXPECT_EQ(mean[i], rankSum * 10.0 / double(all.size()) + i);
     EXPECT_EQ(max[i], rankMax * 10.0 + i);
   }
+}
+
+// bf16 and f16 buffers keep their type: a gather moves their bits, sums and
+// maxima are computed in float and rounded to nearest even. The values'
+// partial sums are exact in both formats, except that 1 + 2^-9 is already
+// 1 in bf16 (7 stored mantissa bits) but exact in f16 (10), so the sums of
+// the third element tell the formats apart.
+TEST(COMMUNICATOR, SixteenBitFloats) {
+  std::vector<int> all = groupOf(kShardMask | kTPMask), tp = groupOf(kTPMask);
+  int parts = int(tp.size()), ranks = int(all.size());
+  for (DataType type : {DataType::BF16, DataType::F16}) {
+    auto from = type == DataType::BF16 ? floatToBf16 : floatToF16;
+    auto to = type == DataType::BF16 ? bf16ToFloat : f16ToFloat;
+    std::vector<uint16_t> in = {from(float(comm().rank() + 1)), from(-2.0f),
+                                from(1.0f + 1.0f / 512)};
+    std::vector<uint16_t> gathered(3 * parts), sum(3), max(3);
+    run(in, gathered, [&](const void *i, void *o) {
+      return comm().allGather(i, o, type, 1, 3, 1, 3 * parts, kTPMask);
+    });
+    for (int p = 0; p < parts; ++p)
+      EXPECT_EQ(to(gathered[p * 3]), float(tp[p] + 1)) << dataTypeName(type);
+    run(in, sum, [&](const void *i, void *o) {
+      return comm().allReduce(i, o, type, 3, Reduction::Sum,
+                              kShardMask | kTPMask);
+    });
+    run(in, max, [&](const void *i, void *o) {
+      return comm().allReduce(i, o, type, 3, Reduction::Max, kTPMask);
+    });
+    float rankSum = 0;
+    for (int r : all)
+      rankSum += float(r + 1);
+    EXPECT_EQ(to(sum[0]), rankSum) << dataTypeName(type);
+    EXPECT_EQ(to(sum[1]), -2.0f * float(ranks)) << dataTypeName(type);
+    if (type == DataType::BF16)
+      EXPECT_EQ(to(sum[2]), float(ranks));
+    else
+      EXPECT_EQ(to(sum[2]), float(ranks) * (1.0f + 1.0f / 512));
+    EXPECT_EQ(to(max[0]), float(*std::max_element(tp.begin(), tp.end()) + 1))
+        << dataTypeName(type);
+  }
+}
+
+// Round to nearest even at the bf16 and f16 conversions.
+TEST(COMMUNICATOR, RoundToNearestEven) {
+  // 1 + 2^-8 lies halfway between bf16's 1 and 1 + 2^-7: ties go to even.
+  EXPECT_EQ(bf16ToFloat(floatToBf16(1.0f + 1.0f / 256)), 1.0f);
+  EXPECT_EQ(bf16ToFloat(floatToBf16(1.0f + 3.0f / 256)), 1.0f + 4.0f / 256);
+  EXPECT_EQ(bf16ToFloat(floatToBf16(1.0f + 1.0f / 256 + 1.0f / 65536)),
+            1.0f + 2.0f / 256);
+  EXPECT_TRUE(std::isnan(bf16ToFloat(floatToBf16(std::nanf("")))));
+  EXPECT_EQ(f16ToFloat(floatToF16(1.0f + 1.0f / 2048)), 1.0f);
+  EXPECT_EQ(f16ToFloat(floatToF16(65520.0f)), INFINITY); // rounds past max
 }
 
 // Shard indices follow the order a sharding lists its axes.
@@ -204,7 +260,7 @@ TEST(COMMUNICATOR, AllToAll) {
   int parts = int(g.size()), me = indexInGroup(kTPMask);
   std::vector<float> in = inputOf(comm().rank(), 4 * parts), out(4 * parts);
   run(in, out, [parts](const void *i, void *o) {
-    return comm().allToAll(i, o, 4, /*splitOuter=*/1, 2 * parts, 2,
+    return comm().allToAll(i, o, DataType::F32, /*splitOuter=*/1, 2 * parts, 2,
                            /*concatOuter=*/2, 2, 1, kTPMask);
   });
   for (int row = 0; row < 2; ++row)
@@ -219,7 +275,7 @@ TEST(COMMUNICATOR, Broadcast) {
   int root = int(g.size()) - 1;
   std::vector<float> in = inputOf(comm().rank(), 6), out(6);
   run(in, out, [root](const void *i, void *o) {
-    return comm().broadcast(i, o, 4, 6, root, kShardMask);
+    return comm().broadcast(i, o, DataType::F32, 6, root, kShardMask);
   });
   EXPECT_EQ(out, inputOf(g[root], 6));
 }
@@ -229,7 +285,7 @@ TEST(COMMUNICATOR, SendRecvShift) {
   int parts = int(g.size());
   std::vector<float> in = inputOf(comm().rank(), 3), out(3);
   run(in, out, [](const void *i, void *o) {
-    return comm().sendRecv(i, o, 4, 3, /*shift=*/1, kTPMask);
+    return comm().sendRecv(i, o, DataType::F32, 3, /*shift=*/1, kTPMask);
   });
   // Shifting by one: this rank receives from the one a step back.
   EXPECT_EQ(out, inputOf(g[(indexInGroup(kTPMask) + parts - 1) % parts], 3));

@@ -28,9 +28,12 @@ using namespace titan::kernel;
 
 namespace {
 
-/// The CPU kernels' dtype suffix: the first floating-point buffer's element
-/// type; "i32" for kernels on integers only.
-FailureOr<StringRef> kernelDtype(Operation *op, ValueRange buffers) {
+/// The runtime entry's dtype suffix: the first floating-point buffer's
+/// element type; "i32" for kernels on integers only. Collectives move and
+/// reduce every float type of the precision model; the CPU kernels compute
+/// in f32 and f64.
+FailureOr<StringRef> kernelDtype(Operation *op, ValueRange buffers,
+                                 bool collective) {
   for (Value v : buffers) {
     Type element = cast<MemRefType>(v.getType()).getElementType();
     if (!isa<FloatType>(element))
@@ -39,8 +42,19 @@ FailureOr<StringRef> kernelDtype(Operation *op, ValueRange buffers) {
       return StringRef("f32");
     if (element.isF64())
       return StringRef("f64");
+    if (collective) {
+      if (element.isBF16())
+        return StringRef("bf16");
+      if (element.isF16())
+        return StringRef("f16");
+      if (isa<Float8E4M3FNType>(element))
+        return StringRef("f8E4M3FN");
+      if (isa<Float8E5M2Type>(element))
+        return StringRef("f8E5M2");
+    }
     op->emitOpError() << "has element type " << element
-                      << ", but the CPU target implements f32 and f64 only";
+                      << ", but the CPU target implements f32 and f64 only"
+                      << (collective ? "" : " for kernels");
     return failure();
   }
   return StringRef("i32");
@@ -148,7 +162,7 @@ private:
                       Value workspace, ArrayAttr params, bool returnsRequest) {
     Location loc = op->getLoc();
     lastCall = failure();
-    FailureOr<StringRef> dtype = kernelDtype(op, operands);
+    FailureOr<StringRef> dtype = kernelDtype(op, operands, returnsRequest);
     if (failed(dtype))
       return;
     bool integerStep = kernel == "lr_schedule" || kernel == "adamw";

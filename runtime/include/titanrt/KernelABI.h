@@ -74,19 +74,24 @@ TITAN_RT_KERNEL(adamw)
 
 #undef TITAN_RT_KERNEL
 
-// Collectives of the dist dialect, same form: buffers = {input, result};
+// Collectives of the dist dialect, same form, for f32, f64, bf16, f16,
+// f8E4M3FN and f8E5M2 buffers: buffers = {input, result};
 // ints = {a, b, mask of mesh axes (bit 0 pp ... bit 4 tp)} with (a, b) =
 // all_gather / reduce_scatter: (dim, 0); all_reduce: (0, 0 sum / 1 mean /
 // 2 max); all_to_all: (split dim, concat dim); broadcast: (root, 0);
 // send_recv: (shift, 0). Each returns a request that titan_rt_wait
 // completes and releases; both buffers stay in use until then.
+#define TITAN_RT_COLLECTIVE_TYPE(name, suffix)                                 \
+  void *titan_rt_##name##_##suffix(void **buffers, const int64_t *shapes,      \
+                                   const int64_t *ints, const double *floats,  \
+                                   void *workspace);
 #define TITAN_RT_COLLECTIVE(name)                                              \
-  void *titan_rt_##name##_f32(void **buffers, const int64_t *shapes,           \
-                              const int64_t *ints, const double *floats,       \
-                              void *workspace);                                \
-  void *titan_rt_##name##_f64(void **buffers, const int64_t *shapes,           \
-                              const int64_t *ints, const double *floats,       \
-                              void *workspace);
+  TITAN_RT_COLLECTIVE_TYPE(name, f32)                                          \
+  TITAN_RT_COLLECTIVE_TYPE(name, f64)                                          \
+  TITAN_RT_COLLECTIVE_TYPE(name, bf16)                                         \
+  TITAN_RT_COLLECTIVE_TYPE(name, f16)                                          \
+  TITAN_RT_COLLECTIVE_TYPE(name, f8E4M3FN)                                     \
+  TITAN_RT_COLLECTIVE_TYPE(name, f8E5M2)
 
 TITAN_RT_COLLECTIVE(all_gather_start)
 TITAN_RT_COLLECTIVE(reduce_scatter_start)
@@ -96,6 +101,7 @@ TITAN_RT_COLLECTIVE(broadcast_start)
 TITAN_RT_COLLECTIVE(send_recv_start)
 
 #undef TITAN_RT_COLLECTIVE
+#undef TITAN_RT_COLLECTIVE_TYPE
 
 void titan_rt_wait(void *request);
 

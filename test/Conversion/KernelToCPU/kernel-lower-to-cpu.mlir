@@ -56,10 +56,13 @@ module attributes {kernel.arena_bytes = 4294968576 : i64, kernel.slots = {"param
 
 // -----
 
-// float64 buffers call the f64 kernels; integer-only kernels are i32.
+// float64 buffers call the f64 kernels; integer-only kernels are i32;
+// collectives carry their element type (bf16, f8) to the runtime.
 // CHECK-LABEL: llvm.func @titan_double(
 // CHECK: llvm.call @titan_rt_linear_f64(
 // CHECK: llvm.call @titan_rt_shard_offset_i32(
+// CHECK: llvm.call @titan_rt_all_gather_start_bf16(
+// CHECK: llvm.call @titan_rt_all_gather_start_f8E4M3FN(
 module attributes {kernel.arena_bytes = 1024 : i64, kernel.slots = {"param:w" = array<i64: 0, 96>}} {
   func.func @double(%w: memref<4x3xf64> {kernel.slot = "param:w"}) {
     %s = kernel.stream 0
@@ -68,6 +71,14 @@ module attributes {kernel.arena_bytes = 1024 : i64, kernel.slots = {"param:w" = 
     kernel.call "linear"(%x, %w : memref<2x3xf64>, memref<4x3xf64>) outs(%y : memref<2x4xf64>) on %s params []
     %o = kernel.alloc {kind = "temporary", offset = 768 : i64} : memref<i32>
     kernel.call "shard_offset"() outs(%o : memref<i32>) on %s params [16, 1, 4]
+    %h = kernel.alloc {kind = "temporary", offset = 256 : i64} : memref<4xbf16>
+    %g = kernel.alloc {kind = "collective", offset = 512 : i64} : memref<8xbf16>
+    %r = kernel.collective_start "all_gather_start"(%h : memref<4xbf16>) outs(%g : memref<8xbf16>) on %s params [0, 0, 4] -> !kernel.request
+    kernel.wait %r on %s
+    %e = kernel.alloc {kind = "temporary", offset = 256 : i64} : memref<4xf8E4M3FN>
+    %f = kernel.alloc {kind = "collective", offset = 512 : i64} : memref<8xf8E4M3FN>
+    %r2 = kernel.collective_start "all_gather_start"(%e : memref<4xf8E4M3FN>) outs(%f : memref<8xf8E4M3FN>) on %s params [0, 0, 4] -> !kernel.request
+    kernel.wait %r2 on %s
     return
   }
 }
@@ -96,7 +107,7 @@ module attributes {kernel.arena_bytes = 1024 : i64, kernel.slots = {"param:w" = 
 module attributes {kernel.arena_bytes = 1024 : i64, kernel.slots = {"param:w" = array<i64: 0, 32>}} {
   func.func @step(%w: memref<16xbf16> {kernel.slot = "param:w"}) {
     %s = kernel.stream 0
-    // expected-error @+1 {{'kernel.call' op has element type 'bf16', but the CPU target implements f32 and f64 only}}
+    // expected-error @+1 {{'kernel.call' op has element type 'bf16', but the CPU target implements f32 and f64 only for kernels}}
     kernel.call "silu"(%w : memref<16xbf16>) outs(%w : memref<16xbf16>) on %s params []
     return
   }
