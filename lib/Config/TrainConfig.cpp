@@ -34,7 +34,7 @@ namespace {
 using FieldRef =
     std::variant<bool *, int64_t *, double *, std::string *,
                  std::vector<std::string> *, std::optional<int64_t> *,
-                 std::optional<double> *>;
+                 std::optional<double> *, std::optional<std::string> *>;
 
 /// A numeric interval [lo, hi] with optionally open ends, plus one extra
 /// allowed sentinel (TorchTitan's -1 = "derive it").
@@ -160,7 +160,9 @@ std::vector<KeySpec> buildSchema(TrainConfig &c) {
   add("training", "dtype", &c.training.dtype, "Parameter dtype")
       .oneOf({"float32", "bfloat16"});
   add("training", "mixed_precision_param", &c.training.mixedPrecisionParam,
-      "Compute dtype of parameters under FSDP mixed precision")
+      "Compute dtype of parameters (bf16 copies of the fp32 master weights, "
+      "cast before FSDP's all-gather); unset: the target's default, float32 "
+      "on the CPU, bfloat16 on CUDA (TorchTitan's)")
       .oneOf({"bfloat16", "float32"});
   add("training", "mixed_precision_reduce", &c.training.mixedPrecisionReduce,
       "Dtype of gradient reductions")
@@ -302,7 +304,8 @@ StringRef valueKind(const FieldRef &f) {
         else if constexpr (std::is_same_v<T, double> ||
                            std::is_same_v<T, std::optional<double>>)
           return "number";
-        else if constexpr (std::is_same_v<T, std::string>)
+        else if constexpr (std::is_same_v<T, std::string> ||
+                           std::is_same_v<T, std::optional<std::string>>)
           return "string";
         else
           return "list of strings";
@@ -412,7 +415,10 @@ public:
           using T = std::remove_pointer_t<decltype(p)>;
           if constexpr (std::is_same_v<T, std::string>)
             checkChoice(*p);
-          else if constexpr (std::is_same_v<T, std::vector<std::string>>)
+          else if constexpr (std::is_same_v<T, std::optional<std::string>>) {
+            if (*p)
+              checkChoice(**p);
+          } else if constexpr (std::is_same_v<T, std::vector<std::string>>)
             llvm::for_each(*p, checkChoice);
           else if constexpr (std::is_same_v<T, int64_t> ||
                              std::is_same_v<T, double>)
@@ -470,7 +476,8 @@ public:
             if (!node.is_number())
               return false;
             *p = *node.value<double>();
-          } else if constexpr (std::is_same_v<T, std::string>) {
+          } else if constexpr (std::is_same_v<T, std::string> ||
+                               std::is_same_v<T, std::optional<std::string>>) {
             if (!node.is_string())
               return false;
             *p = std::string(*node.value<std::string_view>());
@@ -518,7 +525,8 @@ public:
             if (text.trim().getAsDouble(v))
               return false;
             *p = v;
-          } else if constexpr (std::is_same_v<T, std::string>) {
+          } else if constexpr (std::is_same_v<T, std::string> ||
+                               std::is_same_v<T, std::optional<std::string>>) {
             *p = text.str();
           } else {
             // TorchTitan's CLI form: a comma-separated list.
@@ -781,6 +789,8 @@ void titan::printTrainConfig(const TrainConfig &config, llvm::raw_ostream &os) {
             return "[" + llvm::join(quoted, ", ") + "]";
           } else if constexpr (std::is_same_v<T, std::optional<int64_t>>)
             return *p ? std::to_string(**p) : "";
+          else if constexpr (std::is_same_v<T, std::optional<std::string>>)
+            return *p ? quote(**p) : "";
           else
             return *p ? formatDouble(**p) : "";
         },

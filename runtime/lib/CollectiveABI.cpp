@@ -99,7 +99,8 @@ extern "C" {
 
 #define TITAN_RT_DEFINE_TYPE(name, impl, suffix, type)                         \
   void *titan_rt_##name##_##suffix(void **b, const int64_t *s,                 \
-                                   const int64_t *i, const double *, void *) { \
+                                   const int64_t *i, const double *, void *,   \
+                                   const int64_t *) {                          \
     return impl<DataType::type>(b, s, i);                                      \
   }
 // Every element type the kernel IR's collectives carry.
@@ -121,7 +122,7 @@ TITAN_RT_DEFINE(send_recv_start, sendRecv)
 #undef TITAN_RT_DEFINE_TYPE
 
 void titan_rt_shard_offset_i32(void **b, const int64_t *, const int64_t *a,
-                               const double *, void *) {
+                               const double *, void *, const int64_t *) {
   // ints: {stride, number of axes, axis indices...}
   std::vector<MeshAxis> axes;
   for (int64_t i = 0; i < a[1]; ++i)

@@ -10,9 +10,11 @@
 
 #include "Error.h"
 #include "Kernels.h"
+#include "LowPrecision.h"
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 
 using namespace titanrt;
 namespace k = titanrt::kernels;
@@ -238,18 +240,117 @@ template <typename T> void adamw(const Call &c) {
            *c.buf<float>(5), *c.buf<int64_t>(6), f[0], f[1], f[2], f[3], f[4]);
 }
 
+/// `v` rounded to float with round-to-odd: rounding that float to a 16-bit
+/// format to nearest even then gives the correctly rounded result of `v`
+/// (float carries more than two extra bits), with no double rounding.
+float roundToOddFloat(double v) {
+  float f = float(v);
+  if (double(f) == v || std::isnan(v) || std::isinf(f))
+    return f;
+  if (std::fabs(double(f)) > std::fabs(v)) // make it the truncation
+    f = std::nextafter(f, 0.0f);
+  uint32_t bits;
+  std::memcpy(&bits, &f, sizeof(bits));
+  bits |= 1u; // inexact: odd
+  std::memcpy(&f, &bits, sizeof(f));
+  return f;
+}
+
+/// Converts `n` elements of type `from` at `src` into type `to` at `dst`,
+/// rounding to nearest even (once).
+void convert(const void *src, int64_t from, void *dst, int64_t to, int64_t n) {
+  auto load = [&](int64_t i) -> double {
+    switch (from) {
+    case TITAN_RT_F32:
+      return static_cast<const float *>(src)[i];
+    case TITAN_RT_F64:
+      return static_cast<const double *>(src)[i];
+    case TITAN_RT_BF16:
+      return bf16ToFloat(static_cast<const uint16_t *>(src)[i]);
+    case TITAN_RT_F16:
+      return f16ToFloat(static_cast<const uint16_t *>(src)[i]);
+    }
+    fatal("titan_rt_cast: unsupported source element type " +
+          std::to_string(from));
+  };
+  for (int64_t i = 0; i < n; ++i) {
+    double v = load(i);
+    switch (to) {
+    case TITAN_RT_F32:
+      static_cast<float *>(dst)[i] = float(v);
+      break;
+    case TITAN_RT_F64:
+      static_cast<double *>(dst)[i] = v;
+      break;
+    case TITAN_RT_BF16:
+      static_cast<uint16_t *>(dst)[i] = floatToBf16(roundToOddFloat(v));
+      break;
+    case TITAN_RT_F16:
+      static_cast<uint16_t *>(dst)[i] = floatToF16(roundToOddFloat(v));
+      break;
+    default:
+      fatal("titan_rt_cast: unsupported target element type " +
+            std::to_string(to));
+    }
+  }
+}
+
+/// titan.cast: buffers = {input, result}; types give both element types.
+void cast(const Call &c, const int64_t *types) {
+  convert(c.buffers[0], types[2], c.buffers[1], types[3], c.shape(0).numel());
+}
+
+bool isSixteenBit(int64_t type) {
+  return type == TITAN_RT_BF16 || type == TITAN_RT_F16;
+}
+
+/// A 16-bit entry: the f32 kernel on f32 copies of the 16-bit buffers, its
+/// results rounded back (see KernelABI.h for the workspace layout).
+template <void (*Kernel)(const Call &)>
+void widened(const Call &c, const int64_t *types) {
+  int64_t inputs = types[0], count = types[0] + types[1];
+  const int64_t *codes = types + 2;
+  void *staged[32];
+  if (count > 32)
+    fatal("internal error: a 16-bit kernel call with more than 32 buffers");
+  char *scratch = static_cast<char *>(c.workspace);
+  for (int64_t i = 0; i < count; ++i) {
+    staged[i] = c.buffers[i];
+    if (!isSixteenBit(codes[i]))
+      continue;
+    int64_t n = c.shape(int(i)).numel();
+    staged[i] = scratch;
+    scratch += (n * int64_t(sizeof(float)) + 63) / 64 * 64;
+    if (i < inputs)
+      convert(c.buffers[i], codes[i], staged[i], TITAN_RT_F32, n);
+  }
+  Kernel(Call{staged, c.shapes, c.ints, c.floats, scratch});
+  for (int64_t i = inputs; i < count; ++i)
+    if (isSixteenBit(codes[i]))
+      convert(staged[i], TITAN_RT_F32, c.buffers[i], codes[i],
+              c.shape(int(i)).numel());
+}
+
 } // namespace
 
 extern "C" {
 
 #define TITAN_RT_DEFINE(name, impl)                                            \
   void titan_rt_##name##_f32(void **b, const int64_t *s, const int64_t *i,     \
-                             const double *f, void *w) {                       \
+                             const double *f, void *w, const int64_t *) {      \
     impl<float>(Call{b, s, i, f, w});                                          \
   }                                                                            \
   void titan_rt_##name##_f64(void **b, const int64_t *s, const int64_t *i,     \
-                             const double *f, void *w) {                       \
+                             const double *f, void *w, const int64_t *) {      \
     impl<double>(Call{b, s, i, f, w});                                         \
+  }                                                                            \
+  void titan_rt_##name##_bf16(void **b, const int64_t *s, const int64_t *i,    \
+                              const double *f, void *w, const int64_t *t) {    \
+    widened<impl<float>>(Call{b, s, i, f, w}, t);                              \
+  }                                                                            \
+  void titan_rt_##name##_f16(void **b, const int64_t *s, const int64_t *i,     \
+                             const double *f, void *w, const int64_t *t) {     \
+    widened<impl<float>>(Call{b, s, i, f, w}, t);                              \
   }
 
 TITAN_RT_DEFINE(embedding, embedding)
@@ -285,4 +386,15 @@ TITAN_RT_DEFINE(lr_schedule, lrSchedule)
 TITAN_RT_DEFINE(adamw, adamw)
 
 #undef TITAN_RT_DEFINE
+
+#define TITAN_RT_DEFINE_CAST(suffix)                                           \
+  void titan_rt_cast_##suffix(void **b, const int64_t *s, const int64_t *i,    \
+                              const double *f, void *w, const int64_t *t) {    \
+    cast(Call{b, s, i, f, w}, t);                                              \
+  }
+TITAN_RT_DEFINE_CAST(f32)
+TITAN_RT_DEFINE_CAST(f64)
+TITAN_RT_DEFINE_CAST(bf16)
+TITAN_RT_DEFINE_CAST(f16)
+#undef TITAN_RT_DEFINE_CAST
 } // extern "C"

@@ -183,12 +183,22 @@ int64_t accumulationSteps(const TrainConfig &c,
 /// The training-step passes, configured from the training config.
 void addTrainingPasses(mlir::PassManager &pm, const TrainConfig &c,
                        const std::array<int64_t, 5> &mesh) {
+  // Mixed precision: bf16 (or f32) compute copies of the f32 parameters;
+  // the CPU target's default is f32 (TorchTitan's, bf16, is the GPU's).
+  TitanMixedPrecisionOptions precision;
+  precision.paramType =
+      c.training.mixedPrecisionParam.value_or("float32") == "bfloat16" ? "bf16"
+                                                                       : "f32";
+  pm.addPass(createTitanMixedPrecision(precision));
   TitanAutodiffOptions autodiff;
   // FSDP's reshard_after_forward; dist-partition marks the parameters the
   // policy keeps gathered.
   autodiff.regatherParams = true;
   autodiff.accumulationSteps = accumulationSteps(c, mesh);
   pm.addPass(createTitanAutodiff(autodiff));
+  // FSDP gathers the low-precision copies (the gradients were reduced in
+  // f32 by then).
+  pm.addPass(dist::createDistNarrowGathers());
   TitanOptimizerOptions o;
   o.lr = c.optimizer.lr;
   o.beta1 = c.optimizer.beta1;
@@ -206,7 +216,10 @@ void addTrainingPasses(mlir::PassManager &pm, const TrainConfig &c,
 /// The execution layer: the steps bufferized into the kernel IR and one
 /// memory plan per rank.
 void addExecutionPasses(mlir::PassManager &pm) {
-  pm.addPass(createTitanBufferize());
+  // The CPU target runs bf16/f16 kernels on f32 copies it plans for.
+  TitanBufferizeOptions bufferize;
+  bufferize.widenLowPrecision = true;
+  pm.addPass(createTitanBufferize(bufferize));
   pm.addPass(kernel::createKernelPlanMemory());
 }
 

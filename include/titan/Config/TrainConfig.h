@@ -52,7 +52,9 @@ struct TrainConfig {
     std::string dataset = "c4_test";
     std::string datasetPath;
     std::string dtype = "float32";
-    std::string mixedPrecisionParam = "bfloat16";
+    /// Unset: the target's default (float32 on the CPU; TorchTitan's
+    /// bfloat16 on CUDA).
+    std::optional<std::string> mixedPrecisionParam;
     std::string mixedPrecisionReduce = "float32";
   } training;
 

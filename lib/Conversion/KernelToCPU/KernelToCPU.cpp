@@ -28,36 +28,64 @@ using namespace titan::kernel;
 
 namespace {
 
-/// The runtime entry's dtype suffix: the first floating-point buffer's
-/// element type; "i32" for kernels on integers only. Collectives move and
-/// reduce every float type of the precision model; the CPU kernels compute
-/// in f32 and f64.
+/// The runtime's code for an element type (TitanRtType in KernelABI.h).
+FailureOr<int64_t> typeCode(Type t) {
+  if (t.isF32())
+    return 0;
+  if (t.isF64())
+    return 1;
+  if (t.isBF16())
+    return 2;
+  if (t.isF16())
+    return 3;
+  if (t.isInteger(32))
+    return 4;
+  if (t.isInteger(64))
+    return 5;
+  if (isa<Float8E4M3FNType>(t))
+    return 6;
+  if (isa<Float8E5M2Type>(t))
+    return 7;
+  return failure();
+}
+
+/// The runtime entry's dtype suffix. Kernels: f64 or f32 by their first
+/// float buffer, bf16 or f16 when a buffer has that type (the runtime runs
+/// the f32 kernel on widened copies), i32 when no buffer is a float.
+/// Collectives: their buffers' type, f8 included.
 FailureOr<StringRef> kernelDtype(Operation *op, ValueRange buffers,
                                  bool collective) {
+  StringRef dtype = "i32", sixteen;
   for (Value v : buffers) {
     Type element = cast<MemRefType>(v.getType()).getElementType();
     if (!isa<FloatType>(element))
       continue;
-    if (element.isF32())
-      return StringRef("f32");
-    if (element.isF64())
-      return StringRef("f64");
-    if (collective) {
-      if (element.isBF16())
-        return StringRef("bf16");
-      if (element.isF16())
-        return StringRef("f16");
-      if (isa<Float8E4M3FNType>(element))
-        return StringRef("f8E4M3FN");
-      if (isa<Float8E5M2Type>(element))
-        return StringRef("f8E5M2");
+    StringRef name = element.isF32()                  ? "f32"
+                     : element.isF64()                ? "f64"
+                     : element.isBF16()               ? "bf16"
+                     : element.isF16()                ? "f16"
+                     : isa<Float8E4M3FNType>(element) ? "f8E4M3FN"
+                     : isa<Float8E5M2Type>(element)   ? "f8E5M2"
+                                                      : "";
+    if (name.empty() || (!collective && name.starts_with("f8"))) {
+      op->emitOpError() << "has element type " << element
+                        << ", but the CPU target's kernels compute in f64, "
+                           "f32, bf16 and f16";
+      return failure();
     }
-    op->emitOpError() << "has element type " << element
-                      << ", but the CPU target implements f32 and f64 only"
-                      << (collective ? "" : " for kernels");
-    return failure();
+    if (name == "bf16" || name == "f16") {
+      if (!sixteen.empty() && sixteen != name) {
+        op->emitOpError() << "mixes bf16 and f16 buffers";
+        return failure();
+      }
+      sixteen = name;
+    }
+    if (dtype == "i32")
+      dtype = name;
   }
-  return StringRef("i32");
+  if (!collective && !sixteen.empty())
+    return sixteen;
+  return dtype;
 }
 
 class ModuleLowering {
@@ -141,14 +169,15 @@ private:
     if (auto call = dyn_cast<CallOp>(op)) {
       SmallVector<Value> operands(call.getInputs());
       llvm::append_range(operands, call.getOutputs());
-      emitKernelCall(op, call.getKernel(), operands, call.getWorkspace(),
-                     call.getParams(), /*returnsRequest=*/false);
+      emitKernelCall(op, call.getKernel(), operands, call.getInputs().size(),
+                     call.getWorkspace(), call.getParams(),
+                     /*returnsRequest=*/false);
       return success(!failed(lastCall));
     }
     if (auto start = dyn_cast<CollectiveStartOp>(op)) {
       emitKernelCall(op, start.getKernel(),
-                     {start.getInput(), start.getOutput()}, Value(),
-                     start.getParams(), /*returnsRequest=*/true);
+                     {start.getInput(), start.getOutput()}, /*numInputs=*/1,
+                     Value(), start.getParams(), /*returnsRequest=*/true);
       if (failed(lastCall))
         return failure();
       requests[start.getRequest()] = *lastCall;
@@ -157,16 +186,19 @@ private:
     return op->emitOpError() << "is not supported by kernel-lower-to-cpu";
   }
 
-  /// titan_rt_<kernel>_<dtype>(buffers, shapes, ints, floats, workspace).
+  /// titan_rt_<kernel>_<dtype>(buffers, shapes, ints, floats, workspace,
+  /// types).
   void emitKernelCall(Operation *op, StringRef kernel, ValueRange operands,
-                      Value workspace, ArrayAttr params, bool returnsRequest) {
+                      int64_t numInputs, Value workspace, ArrayAttr params,
+                      bool returnsRequest) {
     Location loc = op->getLoc();
     lastCall = failure();
     FailureOr<StringRef> dtype = kernelDtype(op, operands, returnsRequest);
     if (failed(dtype))
       return;
     bool integerStep = kernel == "lr_schedule" || kernel == "adamw";
-    SmallVector<int64_t> shapes;
+    SmallVector<int64_t> shapes,
+        types = {numInputs, int64_t(operands.size()) - numInputs};
     for (auto [slot, v] : llvm::enumerate(operands)) {
       auto type = cast<MemRefType>(v.getType());
       if (auto element = dyn_cast<IntegerType>(type.getElementType());
@@ -176,6 +208,14 @@ private:
       }
       shapes.push_back(type.getRank());
       llvm::append_range(shapes, type.getShape());
+      FailureOr<int64_t> code = typeCode(type.getElementType());
+      if (failed(code)) {
+        op->emitOpError() << "has a buffer of element type "
+                          << type.getElementType()
+                          << ", which the CPU target does not implement";
+        return;
+      }
+      types.push_back(*code);
       Value address =
           LLVM::GEPOp::create(b, loc, ptrType, ptrType, buffers,
                               ArrayRef<LLVM::GEPArg>{int32_t(slot)});
@@ -192,13 +232,13 @@ private:
     Value ws = workspace ? ptrs.lookup(workspace)
                          : LLVM::ZeroOp::create(b, loc, ptrType).getResult();
     std::string name = ("titan_rt_" + kernel + "_" + *dtype).str();
-    auto fn =
-        runtimeFunction(name, {ptrType, ptrType, ptrType, ptrType, ptrType},
-                        returnsRequest ? ptrType : Type());
+    auto fn = runtimeFunction(
+        name, {ptrType, ptrType, ptrType, ptrType, ptrType, ptrType},
+        returnsRequest ? ptrType : Type());
     auto call = LLVM::CallOp::create(
         b, loc, fn,
         ValueRange{buffers, int64Array(shapes, loc), int64Array(ints, loc),
-                   doubleArray(floats, loc), ws});
+                   doubleArray(floats, loc), ws, int64Array(types, loc)});
     lastCall = returnsRequest ? call.getResult() : Value();
   }
 

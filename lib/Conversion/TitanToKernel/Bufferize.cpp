@@ -13,6 +13,7 @@
 #include "titan/Dialect/Titan/IR/KernelInterface.h"
 #include "titan/Dialect/Titan/IR/Parameters.h"
 #include "titan/Dialect/Titan/IR/TitanDialect.h"
+#include "titan/Dialect/Titan/IR/TitanOps.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
@@ -36,9 +37,27 @@ MemRefType bufferType(Type type) {
   return MemRefType::get(tensor.getShape(), tensor.getElementType());
 }
 
+/// Bytes of f32 copies of the 16-bit float buffers of `op` (operands then
+/// results, each rounded up to 64 bytes): what the CPU target's widened
+/// kernels stage in the workspace.
+int64_t widenedBytes(Operation *op) {
+  int64_t bytes = 0;
+  for (Type t :
+       llvm::concat<const Type>(op->getOperandTypes(), op->getResultTypes())) {
+    auto shaped = dyn_cast<ShapedType>(t);
+    if (!shaped ||
+        !(shaped.getElementType().isBF16() || shaped.getElementType().isF16()))
+      continue;
+    bytes += (shaped.getNumElements() * 4 + 63) / 64 * 64;
+  }
+  return bytes;
+}
+
 class StepBufferizer {
 public:
-  StepBufferizer(func::FuncOp step) : step(step), b(step.getContext()) {}
+  StepBufferizer(func::FuncOp step, bool widenLowPrecision)
+      : step(step), b(step.getContext()), widenLowPrecision(widenLowPrecision) {
+  }
 
   LogicalResult run() {
     if (!step.getBody().hasOneBlock())
@@ -258,14 +277,18 @@ private:
     for (Value operand : op->getOperands())
       inputs.push_back(buffers.lookup(operand));
     Value workspace;
-    if (int64_t bytes = contract.getWorkspaceBytes(); bytes > 0)
+    int64_t bytes = contract.getWorkspaceBytes();
+    bool collective = op->getNumResults() == 1 &&
+                      isa<dist::FutureType>(op->getResult(0).getType());
+    if (widenLowPrecision && !collective && !isa<CastOp>(op))
+      bytes += widenedBytes(op);
+    if (bytes > 0)
       workspace = kernel::AllocOp::create(
           b, loc, MemRefType::get({bytes}, b.getI8Type()),
           b.getStringAttr("workspace"), IntegerAttr());
     StringAttr name = b.getStringAttr(contract.getKernelName());
     ArrayAttr params = contract.getKernelParams();
-    if (op->getNumResults() == 1 &&
-        isa<dist::FutureType>(op->getResult(0).getType())) {
+    if (collective) {
       if (inputs.size() != 1 || workspace)
         return op->emitOpError() << "a collective takes one input buffer";
       requests[op->getResult(0)] = kernel::CollectiveStartOp::create(
@@ -354,6 +377,7 @@ private:
 
   func::FuncOp step;
   OpBuilder b;
+  bool widenLowPrecision;
 
   // Slots.
   SmallVector<std::string> slotNames;
@@ -398,7 +422,7 @@ struct TitanBufferizePass
       if (!llvm::is_contained(steps, func))
         func.erase();
     for (func::FuncOp step : steps)
-      if (failed(StepBufferizer(step).run()))
+      if (failed(StepBufferizer(step, widenLowPrecision).run()))
         return signalPassFailure();
   }
 };

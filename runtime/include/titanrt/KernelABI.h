@@ -5,7 +5,7 @@
 //
 //   titan_rt_<kernel>_<dtype>(void **buffers, const int64_t *shapes,
 //                             const int64_t *ints, const double *floats,
-//                             void *workspace);
+//                             void *workspace, const int64_t *types);
 //
 // `buffers` holds the op's operands, then its results: pointers into the
 // rank's arena, placed by the memory plan (a result may alias an operand
@@ -15,8 +15,17 @@
 // of the op's KernelOpInterface::getKernelParams (lib/Dialect/Titan/IR/
 // KernelContracts.cpp documents each kernel's list); either may be null
 // when the kernel has none of that kind. `workspace` is the scratch the op's
-// contract asks for (getWorkspaceBytes), or null. `dtype` is f32 or f64 (the
-// first floating-point buffer's element type), i32 for integer-only kernels.
+// contract asks for (getWorkspaceBytes), or null. `types` is {number of
+// operands, number of results, then each buffer's TitanRtType}.
+//
+// `dtype` is the buffers' floating-point type: f32 or f64, i32 for
+// integer-only kernels, bf16 or f16 when some buffer has that type. The
+// 16-bit entries run the f32 kernel on f32 copies of the 16-bit buffers and
+// round its results to nearest even (the GPU's semantics: f32 inside, one
+// rounding per op output); the copies come first in the workspace, which
+// titan-bufferize's widen-low-precision sizes for them, each rounded up to
+// 64 bytes, followed by the f32 kernel's own workspace. titan_rt_cast_*
+// converts between any two float types of the precision model but f8.
 //
 // The step itself allocates nothing: its buffers are all in the arena.
 //
@@ -32,13 +41,27 @@
 extern "C" {
 #endif
 
+/// Element type codes of the `types` array.
+enum TitanRtType {
+  TITAN_RT_F32 = 0,
+  TITAN_RT_F64 = 1,
+  TITAN_RT_BF16 = 2,
+  TITAN_RT_F16 = 3,
+  TITAN_RT_I32 = 4,
+  TITAN_RT_I64 = 5,
+  TITAN_RT_F8E4M3FN = 6,
+  TITAN_RT_F8E5M2 = 7,
+};
+
+#define TITAN_RT_KERNEL_TYPE(name, suffix)                                     \
+  void titan_rt_##name##_##suffix(void **buffers, const int64_t *shapes,       \
+                                  const int64_t *ints, const double *floats,   \
+                                  void *workspace, const int64_t *types);
 #define TITAN_RT_KERNEL(name)                                                  \
-  void titan_rt_##name##_f32(void **buffers, const int64_t *shapes,            \
-                             const int64_t *ints, const double *floats,        \
-                             void *workspace);                                 \
-  void titan_rt_##name##_f64(void **buffers, const int64_t *shapes,            \
-                             const int64_t *ints, const double *floats,        \
-                             void *workspace);
+  TITAN_RT_KERNEL_TYPE(name, f32)                                              \
+  TITAN_RT_KERNEL_TYPE(name, f64)                                              \
+  TITAN_RT_KERNEL_TYPE(name, bf16)                                             \
+  TITAN_RT_KERNEL_TYPE(name, f16)
 
 TITAN_RT_KERNEL(embedding)
 TITAN_RT_KERNEL(embedding_grad)
@@ -71,6 +94,7 @@ TITAN_RT_KERNEL(cross_entropy_from_stats_grad)
 TITAN_RT_KERNEL(global_norm)
 TITAN_RT_KERNEL(lr_schedule)
 TITAN_RT_KERNEL(adamw)
+TITAN_RT_KERNEL(cast)
 
 #undef TITAN_RT_KERNEL
 
@@ -84,7 +108,7 @@ TITAN_RT_KERNEL(adamw)
 #define TITAN_RT_COLLECTIVE_TYPE(name, suffix)                                 \
   void *titan_rt_##name##_##suffix(void **buffers, const int64_t *shapes,      \
                                    const int64_t *ints, const double *floats,  \
-                                   void *workspace);
+                                   void *workspace, const int64_t *types);
 #define TITAN_RT_COLLECTIVE(name)                                              \
   TITAN_RT_COLLECTIVE_TYPE(name, f32)                                          \
   TITAN_RT_COLLECTIVE_TYPE(name, f64)                                          \
@@ -109,7 +133,7 @@ void titan_rt_wait(void *request);
 /// axes, axis indices (0 pp ... 4 tp) outermost first}.
 void titan_rt_shard_offset_i32(void **buffers, const int64_t *shapes,
                                const int64_t *ints, const double *floats,
-                               void *workspace);
+                               void *workspace, const int64_t *types);
 
 #ifdef __cplusplus
 }

@@ -2,14 +2,16 @@
 
 // A step takes the rank's arena; every slot and buffer is the arena plus its
 // planned offset (64-bit). Each kernel call passes the buffer pointers, the
-// shapes (rank, dims per buffer), the i64 and f64 parameters and the
-// workspace; arrays of equal content are one global; no kernel has
-// parameters of a kind it lacks (null); views and streams emit nothing.
+// shapes (rank, dims per buffer), the i64 and f64 parameters, the workspace
+// and the buffers' types ({operands, results, type codes}); arrays of equal
+// content are one global; no kernel has parameters of a kind it lacks
+// (null); views and streams emit nothing.
 // CHECK-DAG: llvm.mlir.global private constant @[[SHAPES:__titan_array_[0-9]+]](dense<[1, 16, 1, 16, 2, 4, 4]> : tensor<7xi64>)
 // CHECK-DAG: llvm.mlir.global private constant @[[F64:__titan_array_[0-9]+]](dense<1.000000e-05> : tensor<1xf64>)
 // CHECK-DAG: llvm.mlir.global private constant @[[I64:__titan_array_[0-9]+]](dense<3> : tensor<1xi64>)
-// CHECK-DAG: llvm.func @titan_rt_rms_norm_f32(!llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr)
-// CHECK-DAG: llvm.func @titan_rt_all_reduce_start_f32(!llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr) -> !llvm.ptr
+// CHECK-DAG: llvm.mlir.global private constant @[[TYPES:__titan_array_[0-9]+]](dense<[2, 1, 0, 0, 0]> : tensor<5xi64>)
+// CHECK-DAG: llvm.func @titan_rt_rms_norm_f32(!llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr)
+// CHECK-DAG: llvm.func @titan_rt_all_reduce_start_f32(!llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr) -> !llvm.ptr
 // CHECK-DAG: llvm.func @titan_rt_wait(!llvm.ptr)
 // CHECK-LABEL: llvm.func @titan_step(
 // CHECK-SAME: %[[ARENA:.*]]: !llvm.ptr) {
@@ -25,10 +27,11 @@
 // CHECK:      %[[S1:.*]] = llvm.mlir.addressof @[[SHAPES]]
 // CHECK:      %[[I1:.*]] = llvm.mlir.addressof @[[I64]]
 // CHECK:      %[[F1:.*]] = llvm.mlir.addressof @[[F64]]
-// CHECK:      llvm.call @titan_rt_rms_norm_f32(%[[BUFS]], %[[S1]], %[[I1]], %[[F1]], %[[WS]])
+// CHECK:      %[[T1:.*]] = llvm.mlir.addressof @[[TYPES]]
+// CHECK:      llvm.call @titan_rt_rms_norm_f32(%[[BUFS]], %[[S1]], %[[I1]], %[[F1]], %[[WS]], %[[T1]])
 // CHECK:      %[[NOWS:.*]] = llvm.mlir.zero : !llvm.ptr
 // CHECK:      %[[NOINTS:.*]] = llvm.mlir.zero : !llvm.ptr
-// CHECK:      llvm.call @titan_rt_fill_f32(%[[BUFS]], %{{.*}}, %[[NOINTS]], %{{.*}}, %[[NOWS]])
+// CHECK:      llvm.call @titan_rt_fill_f32(%[[BUFS]], %{{.*}}, %[[NOINTS]], %{{.*}}, %[[NOWS]], %{{.*}})
 // CHECK:      llvm.mlir.addressof @[[SHAPES]]
 // CHECK:      llvm.mlir.addressof @[[I64]]
 // CHECK:      llvm.mlir.addressof @[[F64]]
@@ -57,10 +60,13 @@ module attributes {kernel.arena_bytes = 4294968576 : i64, kernel.slots = {"param
 // -----
 
 // float64 buffers call the f64 kernels; integer-only kernels are i32;
+// kernels with bf16 buffers call the bf16 entry (the f32 kernel on widened
+// copies; the f32 angles of rope pass as they are: type codes 2 and 0);
 // collectives carry their element type (bf16, f8) to the runtime.
 // CHECK-LABEL: llvm.func @titan_double(
 // CHECK: llvm.call @titan_rt_linear_f64(
 // CHECK: llvm.call @titan_rt_shard_offset_i32(
+// CHECK: llvm.call @titan_rt_rope_bf16(
 // CHECK: llvm.call @titan_rt_all_gather_start_bf16(
 // CHECK: llvm.call @titan_rt_all_gather_start_f8E4M3FN(
 module attributes {kernel.arena_bytes = 1024 : i64, kernel.slots = {"param:w" = array<i64: 0, 96>}} {
@@ -72,6 +78,9 @@ module attributes {kernel.arena_bytes = 1024 : i64, kernel.slots = {"param:w" = 
     %o = kernel.alloc {kind = "temporary", offset = 768 : i64} : memref<i32>
     kernel.call "shard_offset"() outs(%o : memref<i32>) on %s params [16, 1, 4]
     %h = kernel.alloc {kind = "temporary", offset = 256 : i64} : memref<4xbf16>
+    %hv = kernel.view %h : memref<4xbf16> to memref<1x1x1x4xbf16>
+    %angles = kernel.alloc {kind = "temporary", offset = 768 : i64} : memref<1x2xf32>
+    kernel.call "rope"(%hv, %angles : memref<1x1x1x4xbf16>, memref<1x2xf32>) outs(%hv : memref<1x1x1x4xbf16>) on %s params [0]
     %g = kernel.alloc {kind = "collective", offset = 512 : i64} : memref<8xbf16>
     %r = kernel.collective_start "all_gather_start"(%h : memref<4xbf16>) outs(%g : memref<8xbf16>) on %s params [0, 0, 4] -> !kernel.request
     kernel.wait %r on %s
@@ -104,11 +113,11 @@ module attributes {kernel.arena_bytes = 1024 : i64, kernel.slots = {"param:w" = 
 
 // -----
 
-module attributes {kernel.arena_bytes = 1024 : i64, kernel.slots = {"param:w" = array<i64: 0, 32>}} {
-  func.func @step(%w: memref<16xbf16> {kernel.slot = "param:w"}) {
+module attributes {kernel.arena_bytes = 1024 : i64, kernel.slots = {"param:w" = array<i64: 0, 16>}} {
+  func.func @step(%w: memref<16xf8E4M3FN> {kernel.slot = "param:w"}) {
     %s = kernel.stream 0
-    // expected-error @+1 {{'kernel.call' op has element type 'bf16', but the CPU target implements f32 and f64 only for kernels}}
-    kernel.call "silu"(%w : memref<16xbf16>) outs(%w : memref<16xbf16>) on %s params []
+    // expected-error @+1 {{'kernel.call' op has element type 'f8E4M3FN', but the CPU target's kernels compute in f64, f32, bf16 and f16}}
+    kernel.call "silu"(%w : memref<16xf8E4M3FN>) outs(%w : memref<16xf8E4M3FN>) on %s params []
     return
   }
 }

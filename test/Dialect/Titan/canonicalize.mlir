@@ -68,3 +68,11 @@ func.func @reshape_round_trip(%x: tensor<2x8x16xf32>) -> tensor<2x8x16xf32> {
   %1 = titan.reshape %0 : tensor<2x8x4x4xf32> -> tensor<2x8x16xf32>
   return %1 : tensor<2x8x16xf32>
 }
+
+// A cast to its own type folds away.
+// CHECK-LABEL: func.func @cast_identity
+// CHECK-NEXT: return %arg0
+func.func @cast_identity(%a: tensor<4xbf16>) -> tensor<4xbf16> {
+  %0 = titan.cast %a : tensor<4xbf16> to tensor<4xbf16>
+  return %0 : tensor<4xbf16>
+}

@@ -535,3 +535,27 @@ func.func @overflowing_size(%a: tensor<2305843009213693952x4xf32>) {
   %0 = titan.add %a, %a : tensor<2305843009213693952x4xf32>
   return
 }
+
+// -----
+
+func.func @cast_shape(%a: tensor<4xf32>) {
+  // expected-error @+1 {{'titan.cast' op result shape 8 must equal the input shape 4}}
+  %0 = titan.cast %a : tensor<4xf32> to tensor<8xbf16>
+  return
+}
+
+// -----
+
+func.func @cast_type(%a: tensor<4xf32>) {
+  // expected-error @+1 {{'titan.cast' op casts between f64, f32, bf16, f16, f8E4M3FN and f8E5M2, got 'f8E4M3FNUZ'}}
+  %0 = titan.cast %a : tensor<4xf32> to tensor<4xf8E4M3FNUZ>
+  return
+}
+
+// -----
+
+func.func @linear_f8_result(%x: tensor<2x8xf8E4M3FN>, %w: tensor<4x8xf8E4M3FN>) {
+  // expected-error @+1 {{'titan.linear' op with 'f8E4M3FN' operands must produce f32, bf16 or f16, got 'f8E4M3FN'}}
+  %0 = titan.linear %x, %w : (tensor<2x8xf8E4M3FN>, tensor<4x8xf8E4M3FN>) -> tensor<2x4xf8E4M3FN>
+  return
+}

@@ -113,3 +113,14 @@ func.func @cross_entropy_pieces(%w: tensor<32x16xf32>, %l: tensor<2x8x32xf32>, %
   %dw = titan.embedding_grad %h, %y vocab_start %start : tensor<i32> : (tensor<2x8x16xf32>, tensor<2x8xi32>) -> tensor<32x16xf32>
   return
 }
+
+// CHECK-LABEL: func.func @casts
+// CHECK: titan.cast %{{.*}} : tensor<4x8xf32> to tensor<4x8xbf16>
+// CHECK: titan.cast %{{.*}} : tensor<4x8xbf16> to tensor<4x8xf8E4M3FN>
+// CHECK: titan.linear %{{.*}}, %{{.*}} : (tensor<2x8xf8E4M3FN>, tensor<4x8xf8E4M3FN>) -> tensor<2x4xbf16>
+func.func @casts(%w: tensor<4x8xf32>, %x: tensor<2x8xf8E4M3FN>) -> (tensor<4x8xf8E4M3FN>, tensor<2x4xbf16>) {
+  %0 = titan.cast %w : tensor<4x8xf32> to tensor<4x8xbf16>
+  %1 = titan.cast %0 : tensor<4x8xbf16> to tensor<4x8xf8E4M3FN>
+  %2 = titan.linear %x, %1 : (tensor<2x8xf8E4M3FN>, tensor<4x8xf8E4M3FN>) -> tensor<2x4xbf16>
+  return %1, %2 : tensor<4x8xf8E4M3FN>, tensor<2x4xbf16>
+}

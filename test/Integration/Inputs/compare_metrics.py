@@ -33,6 +33,9 @@ def main():
     ap.add_argument("--min-steps", type=int, default=1)
     ap.add_argument("--weights", nargs=2)
     ap.add_argument("--wtol", type=float, default=1e-4)
+    ap.add_argument("--min-loss-difference", type=float, default=0.0,
+                    help="also require the losses to differ by at least this "
+                         "(relative) at some step: the runs really differ")
     args = ap.parse_args()
     actual, expected = read(args.actual), read(args.expected)
     if len(actual) != len(expected) or len(actual) < args.min_steps:
@@ -48,6 +51,13 @@ def main():
         print(f"{key:9s} max relative error {errs[worst]:.3e} at step "
               f"{worst + 1} ({actual[worst][key]!r} vs {expected[worst][key]!r})"
               f" {'ok' if good else 'FAIL'}")
+    if args.min_loss_difference > 0:
+        largest = max(rel(a["loss"], e["loss"]) for a, e in zip(actual, expected))
+        differ = largest >= args.min_loss_difference
+        ok &= differ
+        print(f"loss      runs differ by up to {largest:.3e} "
+              f"{'ok' if differ else 'FAIL: expected at least'} "
+              f"{'' if differ else args.min_loss_difference}")
     if args.weights:
         wa, we = (load_safetensors(p) for p in args.weights)
         if wa.keys() != we.keys():

@@ -139,29 +139,52 @@ def rms_norm(x, w, eps):
     return (xf * torch.rsqrt(xf.pow(2).mean(-1, keepdim=True) + eps)).type_as(x) * w
 
 
-def forward_loss(a, p, tokens, labels, freqs_cis):
+class RoundBf16(torch.autograd.Function):
+    """Rounds to bfloat16 (nearest even) and back, in the forward and the
+    backward: where titan's mixed-precision program holds a bf16 value."""
+
+    @staticmethod
+    def forward(ctx, x):
+        return x.to(torch.bfloat16).float()
+
+    @staticmethod
+    def backward(ctx, g):
+        return g.to(torch.bfloat16).float()
+
+
+def identity(x):
+    return x
+
+
+def forward_loss(a, p, tokens, labels, freqs_cis, r=identity):
+    """The loss, computed in float32. With `r` = RoundBf16.apply it applies
+    titan's bf16 mixed precision: bf16 copies of the parameters, each op's
+    result rounded once to bf16 (float32 inside, as titan's kernels), the
+    loss in float32 on the bf16 logits."""
     bsz, seq = tokens.shape
+    p = {n: r(w) for n, w in p.items()}
     h = p["tok_embeddings.weight"][tokens]
     mask = torch.full((seq, seq), float("-inf")).triu(1)
     groups = a.n_heads // a.n_kv_heads
     for i in range(a.n_layers):
         q = f"layers.{i}."
-        x = rms_norm(h, p[q + "attention_norm.weight"], a.norm_eps)
-        xq = (x @ p[q + "attention.wq.weight"].T).view(bsz, seq, a.n_heads, a.head_dim)
-        xk = (x @ p[q + "attention.wk.weight"].T).view(bsz, seq, a.n_kv_heads, a.head_dim)
-        xv = (x @ p[q + "attention.wv.weight"].T).view(bsz, seq, a.n_kv_heads, a.head_dim)
-        xq, xk = apply_rope(xq, freqs_cis), apply_rope(xk, freqs_cis)
+        x = r(rms_norm(h, p[q + "attention_norm.weight"], a.norm_eps))
+        xq = r(x @ p[q + "attention.wq.weight"].T).view(bsz, seq, a.n_heads, a.head_dim)
+        xk = r(x @ p[q + "attention.wk.weight"].T).view(bsz, seq, a.n_kv_heads, a.head_dim)
+        xv = r(x @ p[q + "attention.wv.weight"].T).view(bsz, seq, a.n_kv_heads, a.head_dim)
+        xq, xk = r(apply_rope(xq, freqs_cis)), r(apply_rope(xk, freqs_cis))
         xk = xk.repeat_interleave(groups, dim=2)
         xv = xv.repeat_interleave(groups, dim=2)
         qh, kh, vh = (t.transpose(1, 2) for t in (xq, xk, xv))
         scores = qh @ kh.transpose(-2, -1) / math.sqrt(a.head_dim) + mask
-        o = (torch.softmax(scores.float(), dim=-1).type_as(qh) @ vh).transpose(1, 2)
-        h = h + o.reshape(bsz, seq, -1) @ p[q + "attention.wo.weight"].T
-        x = rms_norm(h, p[q + "ffn_norm.weight"], a.norm_eps)
-        g = F.silu(x @ p[q + "feed_forward.w1.weight"].T) * (x @ p[q + "feed_forward.w3.weight"].T)
-        h = h + g @ p[q + "feed_forward.w2.weight"].T
-    h = rms_norm(h, p["norm.weight"], a.norm_eps)
-    logits = h @ p["output.weight"].T
+        o = r(torch.softmax(scores.float(), dim=-1).type_as(qh) @ vh).transpose(1, 2)
+        h = r(h + r(o.reshape(bsz, seq, -1) @ p[q + "attention.wo.weight"].T))
+        x = r(rms_norm(h, p[q + "ffn_norm.weight"], a.norm_eps))
+        g = r(F.silu(r(x @ p[q + "feed_forward.w1.weight"].T)) *
+              r(x @ p[q + "feed_forward.w3.weight"].T))
+        h = r(h + r(g @ p[q + "feed_forward.w2.weight"].T))
+    h = r(rms_norm(h, p["norm.weight"], a.norm_eps))
+    logits = r(h @ p["output.weight"].T)
     return F.cross_entropy(logits.flatten(0, 1).float(), labels.flatten(0, 1))
 
 
@@ -223,7 +246,9 @@ def train(args):
                 rows = [(step * global_batch + micro * local + r) % samples
                         for r in range(local)]
                 batch = tokens[rows]
-                loss = forward_loss(a, params, batch[:, :-1], batch[:, 1:], freqs_cis)
+                loss = forward_loss(a, params, batch[:, :-1], batch[:, 1:], freqs_cis,
+                                    RoundBf16.apply if args.mixed_precision == "bfloat16"
+                                    else identity)
                 (loss / accum).backward()
                 total += loss.item()
             lr = opt.param_groups[0]["lr"]
@@ -285,6 +310,9 @@ def main():
         tr.add_argument("--" + k, required=True)
     tr.add_argument("--save")
     tr.add_argument("--threads", type=int, default=1)
+    tr.add_argument("--mixed-precision", choices=["float32", "bfloat16"],
+                    default="float32",
+                    help="training.mixed_precision_param of the titan run")
     tk = sub.add_parser("tokens")
     tk.add_argument("--vocab", type=int, required=True)
     tk.add_argument("--count", type=int, required=True)

@@ -222,6 +222,7 @@ void titan::dist::registerTensorParallelModels(DialectRegistry &registry) {
     SwiGLUOp::attachInterface<Model<SwiGLUOp, ElementwiseRule>>(*ctx);
     SiLUOp::attachInterface<Model<SiLUOp, ElementwiseRule>>(*ctx);
     SqrtOp::attachInterface<Model<SqrtOp, ElementwiseRule>>(*ctx);
+    CastOp::attachInterface<Model<CastOp, ElementwiseRule>>(*ctx);
     RopeAnglesOp::attachInterface<Model<RopeAnglesOp, ReplicatedRule>>(*ctx);
     FillOp::attachInterface<Model<FillOp, ReplicatedRule>>(*ctx);
   });

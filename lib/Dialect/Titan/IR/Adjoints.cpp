@@ -150,3 +150,12 @@ LogicalResult RowMaxOp::buildAdjoint(OpBuilder &, ArrayRef<Value>,
   return emitOpError() << "has no gradient: its result is a shift that the "
                           "loss must not depend on";
 }
+
+// The gradient goes back to the input's type (a bf16 parameter copy's
+// gradient becomes the fp32 master weight's).
+LogicalResult CastOp::buildAdjoint(OpBuilder &b, ArrayRef<Value> dy,
+                                   AdjointContext &ctx) {
+  ctx.addGradient(getInput(),
+                  CastOp::create(b, getLoc(), getInput().getType(), dy[0]));
+  return success();
+}

@@ -36,8 +36,10 @@ struct Params {
   SmallVector<Attribute> values;
 };
 
-int64_t elementBytes(Value v) {
-  return (cast<ShapedType>(v.getType()).getElementTypeBitWidth() + 7) / 8;
+/// Bytes of the type the kernel accumulates in: f64 for f64, f32 for the
+/// rest (bf16 and f16 kernels compute in f32).
+int64_t accumulatorBytes(Value v) {
+  return cast<ShapedType>(v.getType()).getElementType().isF64() ? 8 : 4;
 }
 } // namespace
 
@@ -83,7 +85,7 @@ std::optional<unsigned> RopeOp::getInPlaceOperand(unsigned) { return 0; }
 ArrayAttr AttentionOp::getKernelParams() { return Params(*this).f(getScale()); }
 int64_t AttentionOp::getWorkspaceBytes() {
   int64_t seq = getQuery().getType().getDimSize(1);
-  return seq * seq * elementBytes(getQuery());
+  return seq * seq * accumulatorBytes(getQuery());
 }
 ArrayAttr AttentionGradOp::getKernelParams() {
   return Params(*this).f(getScale());
@@ -91,7 +93,7 @@ ArrayAttr AttentionGradOp::getKernelParams() {
 int64_t AttentionGradOp::getWorkspaceBytes() {
   auto q = getQuery().getType();
   int64_t seq = q.getDimSize(1), headDim = q.getDimSize(3);
-  return (2 * seq * seq + seq * headDim) * elementBytes(getQuery());
+  return (2 * seq * seq + seq * headDim) * accumulatorBytes(getQuery());
 }
 
 ArrayAttr FillOp::getKernelParams() { return Params(*this).f(getValue()); }

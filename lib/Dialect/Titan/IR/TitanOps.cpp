@@ -275,6 +275,35 @@ static LogicalResult verifyAgainstWeight(Operation *op, Value x,
   return verifyDimsMatch(op, weight, "weight", weightDim, x, xName, rank - 1);
 }
 
+/// The element types the precision model computes with.
+static bool isComputeType(Type t) {
+  return t.isF64() || t.isF32() || t.isBF16() || t.isF16();
+}
+static bool isFloat8(Type t) {
+  return isa<Float8E4M3FNType, Float8E5M2Type>(t);
+}
+
+LogicalResult CastOp::verify() {
+  auto in = getInput().getType(), out = getResult().getType();
+  if (in.getShape() != out.getShape())
+    return emitOpError() << "result shape " << formatShape(out.getShape())
+                         << " must equal the input shape "
+                         << formatShape(in.getShape());
+  for (Type t : {in.getElementType(), out.getElementType()})
+    if (!isComputeType(t) && !isFloat8(t))
+      return emitOpError() << "casts between f64, f32, bf16, f16, f8E4M3FN and "
+                              "f8E5M2, got "
+                           << t;
+  return success();
+}
+
+OpFoldResult CastOp::fold(FoldAdaptor) {
+  // A cast to the same type is the identity.
+  if (getInput().getType() == getType())
+    return getInput();
+  return {};
+}
+
 LogicalResult LinearOp::verify() {
   Operation *op = getOperation();
   if (failed(verifyAgainstWeight(op, getInput(), "input", getWeight(), 1)))
@@ -294,6 +323,15 @@ LogicalResult LinearOp::verify() {
       failed(verifySameElementType(op, getWeight(), "weight", getInput(),
                                    "input")))
     return failure();
+  // Float8 operands give a wider result (the GEMM accumulates in f32).
+  Type operand = input.getElementType(), out = result.getElementType();
+  if (isFloat8(operand)) {
+    if (!out.isF32() && !out.isBF16() && !out.isF16())
+      return emitOpError() << "with " << operand
+                           << " operands must produce f32, bf16 or f16, got "
+                           << out;
+    return success();
+  }
   return verifySameElementType(op, getResult(), "result", getInput(), "input");
 }
 

@@ -39,6 +39,17 @@ public:
   Value forwardValue(Value v) override {
     if (!regatherParams)
       return v;
+    // A mixed-precision copy of a gathered parameter: gather again, cast
+    // again.
+    if (auto copy = v.getDefiningOp<CastOp>()) {
+      Value source = forwardValue(copy.getInput());
+      if (source == copy.getInput())
+        return v;
+      auto [it, inserted] = regathered.try_emplace(v, Value());
+      if (inserted)
+        it->second = CastOp::create(b, copy.getLoc(), copy.getType(), source);
+      return it->second;
+    }
     // wait <- all_gather_start <- (argument | replicate(argument))
     auto wait = v.getDefiningOp<dist::WaitOp>();
     auto gather = wait

@@ -82,4 +82,19 @@ def DistPartition : Pass<"dist-partition", "::mlir::ModuleOp"> {
   let dependentDialects = ["::titan::dist::DistDialect"];
 }
 
+def DistNarrowGathers : Pass<"dist-narrow-gathers", "::mlir::ModuleOp"> {
+  let summary = "Gather narrow: move narrowing casts before all-gathers";
+  let description = [{
+    `titan.cast(dist.wait(dist.all_gather_start(x)))` to a narrower float
+    type, where the cast is the gathered value's only user, becomes
+    `dist.wait(dist.all_gather_start(titan.cast(x)))`: the same values (a
+    cast is elementwise, a gather only moves elements), with the bytes on
+    the wire and the gathered buffer of the narrow type. This is how FSDP2
+    gathers bf16 parameter copies under mixed precision; it runs after
+    `titan-autodiff` so the gradients' reduce-scatters stay in the reduce
+    type.
+  }];
+  let dependentDialects = ["::titan::TitanDialect"];
+}
+
 #endif // TITAN_DIALECT_DIST_TRANSFORMS_PASSES_TD

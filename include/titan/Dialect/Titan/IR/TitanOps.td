@@ -442,6 +442,31 @@ def Titan_CrossEntropyFromStatsOp
 // Gradients (produced by titan-autodiff)
 //===----------------------------------------------------------------------===//
 
+def Titan_CastOp : Titan_Op<"cast", [DeclareOpInterfaceMethods<Titan_AdjointOpInterface>,
+    Titan_KernelOpInterface, Pure]> {
+  let summary = "convert a tensor to another floating-point element type";
+  let description = [{
+    Elementwise conversion between f64, f32, bf16, f16, f8E4M3FN and
+    f8E5M2, with the shape unchanged. Narrowing rounds to nearest even, as
+    the GPU's conversions do; values beyond the target's range become
+    infinity in types that have one (f8E4M3FN has none: they saturate to
+    NaN, its only special value), NaN stays NaN. Widening is exact. The
+    adjoint casts the gradient back to the input's type.
+
+    Mixed precision is casts at the edges: bf16 compute copies of fp32
+    parameters, fp32 gradients out of bf16 ones, fp32 logits for the loss.
+
+    ```mlir
+    %w16 = titan.cast %w : tensor<256x256xf32> to tensor<256x256xbf16>
+    ```
+  }];
+  let arguments = (ins Titan_FloatTensor:$input);
+  let results = (outs Titan_FloatTensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input) `to` type($result)";
+  let hasVerifier = 1;
+  let hasFolder = 1;
+}
+
 def Titan_FillOp : Titan_Op<"fill", [DeclareOpInterfaceMethods<Titan_AdjointOpInterface>,
     DeclareOpInterfaceMethods<Titan_KernelOpInterface, ["getKernelParams"]>,
     Pure]> {

@@ -15,6 +15,33 @@ def TitanDecomposeSwiGLU : Pass<"titan-decompose-swiglu"> {
   let dependentDialects = ["::titan::TitanDialect"];
 }
 
+def TitanMixedPrecision : Pass<"titan-mixed-precision", "::mlir::ModuleOp"> {
+  let summary = "Compute with low-precision copies of the fp32 parameters";
+  let description = [{
+    TorchTitan's FSDP2 mixed precision on the per-rank forward (after
+    `dist-partition`, before `titan-autodiff`): each parameter, where the
+    model's ops read it (after its FSDP gather or replication), is cast to
+    `param-type` (bf16 or f16), and every activation computed from it takes
+    that type; the logits are cast back to f32 for the loss (TorchTitan's
+    `pred.float()`), so softmax statistics and the loss are f32. The
+    parameters, their gradients and the optimizer state stay f32 (master
+    weights): the casts' adjoints turn the low-precision gradients into f32
+    ones before they are reduced, so gradient reductions run in f32
+    (`mixed_precision_reduce = "float32"`, the only choice of TorchTitan
+    v0.2.0). `dist-narrow-gathers` then moves each parameter's cast before
+    its all-gather, so FSDP gathers the low-precision copy, as FSDP2 does.
+    With `param-type` f32 the pass does nothing.
+  }];
+  let options = [
+    Option<"forwardName", "forward", "std::string", "\"forward\"",
+           "Function to rewrite">,
+    Option<"paramType", "param-type", "std::string", "\"bf16\"",
+           "Compute type of the parameters: bf16, f16 or f32">,
+  ];
+  let dependentDialects = ["::titan::TitanDialect",
+                           "::titan::dist::DistDialect"];
+}
+
 def TitanAutodiff : Pass<"titan-autodiff", "::mlir::ModuleOp"> {
   let summary = "Build the backward graph of a titan forward function";
   let description = [{

@@ -1,0 +1,35 @@
+// RUN: titan-opt %s -split-input-file -dist-narrow-gathers | FileCheck %s
+// RUN: echo 'module {}' | not titan-opt -titan-mixed-precision=param-type=f8 2>&1 | FileCheck %s --check-prefix=TYPE
+// TYPE: titan-mixed-precision: param-type must be bf16, f16 or f32, got 'f8'
+
+// A narrowing cast, the gathered value's only user, moves before the
+// gather: the gather moves bf16.
+// CHECK-LABEL: func.func @narrow(
+// CHECK-SAME: %[[W:.*]]: tensor<4x8xf32>
+// CHECK-NEXT: %[[C:.*]] = titan.cast %[[W]] : tensor<4x8xf32> to tensor<4x8xbf16>
+// CHECK-NEXT: %[[F:.*]] = dist.all_gather_start %[[C]] axes ["dp_shard"] dim 0 : tensor<4x8xbf16> -> !dist.future<tensor<8x8xbf16>>
+// CHECK-NEXT: %[[G:.*]] = dist.wait %[[F]] : !dist.future<tensor<8x8xbf16>>
+// CHECK-NEXT: return %[[G]]
+// Other uses of the gathered f32 value, or a widening cast: unchanged.
+// CHECK-LABEL: func.func @kept(
+// CHECK:      dist.all_gather_start %{{.*}} : tensor<4x8xf32> -> !dist.future<tensor<8x8xf32>>
+// CHECK:      titan.cast %{{.*}} : tensor<8x8xf32> to tensor<8x8xbf16>
+// CHECK:      dist.all_gather_start %{{.*}} : tensor<4x8xbf16> -> !dist.future<tensor<8x8xbf16>>
+// CHECK:      titan.cast %{{.*}} : tensor<8x8xbf16> to tensor<8x8xf32>
+module attributes {dist.mesh = #dist.mesh<pp = 1, dp_replicate = 1, dp_shard = 2, cp = 1, tp = 1>} {
+  func.func @narrow(%w: tensor<4x8xf32>) -> tensor<8x8xbf16> {
+    %f = dist.all_gather_start %w axes ["dp_shard"] dim 0 : tensor<4x8xf32> -> !dist.future<tensor<8x8xf32>>
+    %g = dist.wait %f : !dist.future<tensor<8x8xf32>>
+    %c = titan.cast %g : tensor<8x8xf32> to tensor<8x8xbf16>
+    return %c : tensor<8x8xbf16>
+  }
+  func.func @kept(%w: tensor<4x8xf32>, %h: tensor<4x8xbf16>) -> (tensor<8x8xbf16>, tensor<8x8xf32>, tensor<8x8xf32>) {
+    %f = dist.all_gather_start %w axes ["dp_shard"] dim 0 : tensor<4x8xf32> -> !dist.future<tensor<8x8xf32>>
+    %g = dist.wait %f : !dist.future<tensor<8x8xf32>>
+    %c = titan.cast %g : tensor<8x8xf32> to tensor<8x8xbf16>
+    %f2 = dist.all_gather_start %h axes ["dp_shard"] dim 0 : tensor<4x8xbf16> -> !dist.future<tensor<8x8xbf16>>
+    %g2 = dist.wait %f2 : !dist.future<tensor<8x8xbf16>>
+    %wide = titan.cast %g2 : tensor<8x8xbf16> to tensor<8x8xf32>
+    return %c, %g, %wide : tensor<8x8xbf16>, tensor<8x8xf32>, tensor<8x8xf32>
+  }
+}
