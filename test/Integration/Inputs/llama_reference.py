@@ -235,6 +235,9 @@ def train(args):
         step, s.get("warmup_steps", 200), steps, s.get("decay_ratio"),
         s.get("decay_type", "linear"), s.get("min_lr_factor", 0.0)))
     freqs_cis = rope_freqs(a, seq)
+    # titan's CPU target computes in f32 unless the config asks for bf16.
+    rounding = (RoundBf16.apply if t.get("mixed_precision_param") == "bfloat16"
+                else identity)
 
     start = time.perf_counter()
     with open(args.out, "w") as out:
@@ -247,8 +250,7 @@ def train(args):
                         for r in range(local)]
                 batch = tokens[rows]
                 loss = forward_loss(a, params, batch[:, :-1], batch[:, 1:], freqs_cis,
-                                    RoundBf16.apply if args.mixed_precision == "bfloat16"
-                                    else identity)
+                                    rounding)
                 (loss / accum).backward()
                 total += loss.item()
             lr = opt.param_groups[0]["lr"]
@@ -310,9 +312,6 @@ def main():
         tr.add_argument("--" + k, required=True)
     tr.add_argument("--save")
     tr.add_argument("--threads", type=int, default=1)
-    tr.add_argument("--mixed-precision", choices=["float32", "bfloat16"],
-                    default="float32",
-                    help="training.mixed_precision_param of the titan run")
     tk = sub.add_parser("tokens")
     tk.add_argument("--vocab", type=int, required=True)
     tk.add_argument("--count", type=int, required=True)
