@@ -188,6 +188,17 @@ private:
            lastUseOf(root(result)) > lossIndex;
   }
 
+  /// A low-precision copy of a parameter (mixed precision's cast of the
+  /// parameter or of its replica).
+  bool isParameterCopy(Operation *op) const {
+    auto copy = dyn_cast<CastOp>(op);
+    if (!copy)
+      return false;
+    auto arg = dyn_cast<BlockArgument>(root(copy.getInput()));
+    return arg && StringRef(slotNames[argSlots[arg.getArgNumber()]])
+                      .starts_with("param:");
+  }
+
   /// The allocation a buffer (or a view of it) comes from, if any.
   static kernel::AllocOp allocOf(Value buffer) {
     while (auto view = buffer.getDefiningOp<kernel::ViewOp>())
@@ -244,6 +255,8 @@ private:
     StringRef kind = "temporary";
     if (isa<dist::FutureType>(result.getType()))
       kind = "collective";
+    else if (isParameterCopy(op))
+      kind = "copy";
     else if (isActivation(result, index))
       kind = "activation";
     return kernel::AllocOp::create(b, loc, type, b.getStringAttr(kind),

@@ -1,7 +1,7 @@
 // RUN: titan-opt %s -split-input-file -verify-diagnostics
 
 func.func @kind() {
-  // expected-error @+1 {{'kernel.alloc' op kind must be one of activation, temporary, collective, workspace; got 'scratch'}}
+  // expected-error @+1 {{'kernel.alloc' op kind must be one of activation, temporary, collective, workspace, copy; got 'scratch'}}
   %a = kernel.alloc {kind = "scratch"} : memref<4xf32>
   return
 }

@@ -83,7 +83,7 @@ static LogicalResult verifyBuffer(Operation *op, Type type, StringRef what) {
 LogicalResult AllocOp::verify() {
   if (!llvm::is_contained(kKinds, getKind()))
     return emitOpError() << "kind must be one of activation, temporary, "
-                            "collective, workspace; got '"
+                            "collective, workspace, copy; got '"
                          << getKind() << "'";
   if (std::optional<int64_t> offset = getOffset();
       offset && (*offset < 0 || *offset % KernelDialect::kAlignment != 0))

@@ -14,10 +14,10 @@ namespace {
 
 /// Categories in report order: the state, then what a step allocates.
 constexpr StringLiteral kStateCategories[] = {
-    "parameters", "low-precision copies", "gradients", "optimizer state",
-    "inputs and outputs"};
+    "parameters", "gradients", "optimizer state", "inputs and outputs"};
 constexpr StringLiteral kStepCategories[] = {
-    "activations", "temporaries", "collective buffers", "workspaces"};
+    "low-precision copies", "activations", "temporaries", "collective buffers",
+    "workspaces"};
 
 StringRef categoryOfKind(StringRef kind) {
   if (kind == "activation")
@@ -26,6 +26,8 @@ StringRef categoryOfKind(StringRef kind) {
     return "collective buffers";
   if (kind == "workspace")
     return "workspaces";
+  if (kind == "copy")
+    return "low-precision copies";
   return "temporaries";
 }
 

@@ -46,8 +46,9 @@ def Kernel_AllocOp : Kernel_Op<"alloc", [
     A buffer alive from here to its last use (through views, and for a
     collective's operands until its `kernel.wait`). `kind` says what it
     holds, for the plan's breakdown: `activation` (forward values kept for
-    the backward), `temporary`, `collective` (a collective's result) or
-    `workspace` (a kernel's scratch). `kernel-plan-memory` sets `offset`, its
+    the backward), `temporary`, `collective` (a collective's result),
+    `workspace` (a kernel's scratch) or `copy` (a low-precision copy of a
+    parameter, under mixed precision). `kernel-plan-memory` sets `offset`, its
     place in the rank's arena.
 
     ```mlir
@@ -60,7 +61,7 @@ def Kernel_AllocOp : Kernel_Op<"alloc", [
   let hasVerifier = 1;
   let extraClassDeclaration = [{
     static constexpr ::llvm::StringLiteral kKinds[] = {
-        "activation", "temporary", "collective", "workspace"};
+        "activation", "temporary", "collective", "workspace", "copy"};
   }];
 }
 
