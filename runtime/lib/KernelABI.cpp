@@ -119,7 +119,8 @@ template <typename T> void rmsNorm(const Call &c) {
 template <typename T> void rmsNormGrad(const Call &c) {
   Shape s = c.shape(0);
   k::rmsNormGrad(c.buf<T>(0), c.buf<T>(1), c.buf<T>(2), c.buf<T>(3),
-                 c.buf<T>(4), s.rows(), s.back(), c.floats[0]);
+                 c.buf<T>(4), s.rows(), s.back(), c.floats[0],
+                 static_cast<double *>(c.workspace));
 }
 /// ints: {scaled, original_max_position_embeddings}; floats: {theta,
 /// scaling_factor, low_freq_factor, high_freq_factor}
@@ -127,7 +128,7 @@ template <typename T> void ropeAngles(const Call &c) {
   Shape s = c.shape(0);
   k::ropeAngles(c.buf<float>(0), s.dim(0), s.dim(1), c.floats[0],
                 c.ints[0] != 0, c.floats[1], c.floats[2], c.floats[3],
-                double(c.ints[1]));
+                double(c.ints[1]), static_cast<float *>(c.workspace));
 }
 /// ints: {transpose}
 template <typename T> void rope(const Call &c) {

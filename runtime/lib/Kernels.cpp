@@ -124,8 +124,8 @@ void rmsNorm(const T *x, const T *w, T *out, int64_t rows, int64_t dim,
 
 template <typename T>
 void rmsNormGrad(const T *x, const T *w, const T *dy, T *dx, T *dw,
-                 int64_t rows, int64_t dim, double eps) {
-  std::vector<double> dwAcc(dim, 0.0);
+                 int64_t rows, int64_t dim, double eps, double *dwAcc) {
+  std::fill(dwAcc, dwAcc + dim, 0.0);
   for (int64_t r = 0; r < rows; ++r) {
     const T *xr = x + r * dim, *gr = dy + r * dim;
     double ss = 0;
@@ -149,10 +149,10 @@ void rmsNormGrad(const T *x, const T *w, const T *dy, T *dx, T *dw,
 
 void ropeAngles(float *angles, int64_t seq, int64_t pairs, double theta,
                 bool scaled, double factor, double lowFreqFactor,
-                double highFreqFactor, double originalMaxPositions) {
+                double highFreqFactor, double originalMaxPositions,
+                float *invFreq) {
   const float pi = 3.14159265358979323846f;
   int64_t headDim = 2 * pairs;
-  std::vector<float> invFreq(pairs);
   for (int64_t j = 0; j < pairs; ++j) {
     float exponent = float(2 * j) / float(headDim);
     invFreq[j] = 1.0f / std::pow(float(theta), exponent);
@@ -508,7 +508,7 @@ void adamw(T *param, const T *grad, T *expAvg, T *expAvgSq, int64_t n,
   template void rmsNorm<T>(const T *, const T *, T *, int64_t, int64_t,        \
                            double);                                            \
   template void rmsNormGrad<T>(const T *, const T *, const T *, T *, T *,      \
-                               int64_t, int64_t, double);                      \
+                               int64_t, int64_t, double, double *);            \
   template void rope<T>(const T *, const float *, T *, int64_t, int64_t,       \
                         int64_t, int64_t, bool);                               \
   template void attention<T>(const T *, const T *, const T *, T *, int64_t,    \

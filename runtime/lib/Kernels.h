@@ -30,14 +30,17 @@ void embeddingGrad(const T *grad, const int32_t *tokens, T *out, int64_t n,
 template <typename T>
 void rmsNorm(const T *x, const T *w, T *out, int64_t rows, int64_t dim,
              double eps);
+/// `dwAcc` is scratch for `dim` doubles (the weight gradient's sums).
 template <typename T>
 void rmsNormGrad(const T *x, const T *w, const T *dy, T *dx, T *dw,
-                 int64_t rows, int64_t dim, double eps);
+                 int64_t rows, int64_t dim, double eps, double *dwAcc);
 
-/// angles[p, j] for p < seq, j < pairs (float32 always).
+/// angles[p, j] for p < seq, j < pairs (float32 always); `invFreq` is
+/// scratch for `pairs` floats.
 void ropeAngles(float *angles, int64_t seq, int64_t pairs, double theta,
                 bool scaled, double factor, double lowFreqFactor,
-                double highFreqFactor, double originalMaxPositions);
+                double highFreqFactor, double originalMaxPositions,
+                float *invFreq);
 /// x is batch x seq x heads x (2 * pairs).
 template <typename T>
 void rope(const T *x, const float *angles, T *out, int64_t batch, int64_t seq,

@@ -84,16 +84,18 @@ TEST_F(GradientCheck, RMSNorm) {
     rmsNorm(x.data(), w.data(), y.data(), rows, dim, 1e-5);
     return dot(y, r);
   };
+  std::vector<double> scratch(dim);
   rmsNormGrad(x.data(), w.data(), r.data(), dx.data(), dw.data(), rows, dim,
-              1e-5);
+              1e-5, scratch.data());
   expectGradient(x, dx, loss, "input");
   expectGradient(w, dw, loss, "weight");
 }
 
 TEST_F(GradientCheck, RopeTransposeIsTheAdjoint) {
   int64_t batch = 2, seq = 5, heads = 3, pairs = 4;
-  std::vector<float> angles(seq * pairs);
-  ropeAngles(angles.data(), seq, pairs, 10000.0, true, 4.0, 1.0, 4.0, 4.0);
+  std::vector<float> angles(seq * pairs), invFreq(pairs);
+  ropeAngles(angles.data(), seq, pairs, 10000.0, true, 4.0, 1.0, 4.0, 4.0,
+             invFreq.data());
   size_t n = batch * seq * heads * 2 * pairs;
   Vec x = randomVec(n, rng), r = randomVec(n, rng), y(n), dx(n);
   auto loss = [&] {

@@ -201,7 +201,8 @@ TEST(LowPrecisionKernels, NormAndRotaryRoundOnce) {
          {lp({6, 32}, 3), lp({32}), lp({6, 32})},
          {out({6, 32}), out({32})},
          {},
-         {1e-5}});
+         {1e-5},
+         /*the weight gradient's f64 sums, in f32 units*/ 2 * 32});
   Buffer angles{{4, 4}, Kind::F32, {}};
   for (int p = 0; p < 4; ++p)
     for (int j = 0; j < 4; ++j)

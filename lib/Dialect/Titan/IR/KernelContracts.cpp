@@ -59,6 +59,15 @@ ArrayAttr TargetLogitGradOp::getKernelParams() {
 
 ArrayAttr RMSNormOp::getKernelParams() { return Params(*this).f(getEps()); }
 ArrayAttr RMSNormGradOp::getKernelParams() { return Params(*this).f(getEps()); }
+// The weight gradient's per-column sums, in f64.
+int64_t RMSNormGradOp::getWorkspaceBytes() {
+  return getWeight().getType().getNumElements() * 8;
+}
+
+// The inverse frequencies, one f32 per pair.
+int64_t RopeAnglesOp::getWorkspaceBytes() {
+  return getType().getDimSize(1) * 4;
+}
 
 // {scaled, original_max_position_embeddings, theta, scaling_factor,
 //  low_freq_factor, high_freq_factor}

@@ -89,7 +89,7 @@ def Titan_RMSNormOp : Titan_Op<"rms_norm", [DeclareOpInterfaceMethods<Titan_Adjo
 //===----------------------------------------------------------------------===//
 
 def Titan_RopeAnglesOp : Titan_Op<"rope_angles", [DeclareOpInterfaceMethods<Titan_AdjointOpInterface>,
-    DeclareOpInterfaceMethods<Titan_KernelOpInterface, ["getKernelParams"]>,
+    DeclareOpInterfaceMethods<Titan_KernelOpInterface, ["getKernelParams", "getWorkspaceBytes"]>,
     Pure]> {
   let summary = "rotation angles of the rotary embedding, per position and pair";
   let description = [{
@@ -500,7 +500,7 @@ def Titan_EmbeddingGradOp : Titan_Op<"embedding_grad", [DeclareOpInterfaceMethod
   let hasVerifier = 1;
 }
 
-def Titan_RMSNormGradOp : Titan_Op<"rms_norm_grad", [DeclareOpInterfaceMethods<Titan_KernelOpInterface, ["getKernelParams"]>,
+def Titan_RMSNormGradOp : Titan_Op<"rms_norm_grad", [DeclareOpInterfaceMethods<Titan_KernelOpInterface, ["getKernelParams", "getWorkspaceBytes"]>,
     Pure]> {
   let summary = "gradients of titan.rms_norm";
   let description = [{
