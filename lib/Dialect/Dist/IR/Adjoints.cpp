@@ -14,10 +14,6 @@ using namespace mlir;
 using namespace titan;
 using namespace titan::dist;
 
-namespace {
-RankedTensorType typeOf(Value v) { return cast<RankedTensorType>(v.getType()); }
-} // namespace
-
 // The collective's rule is on its start op, with the waited value's
 // gradient.
 LogicalResult WaitOp::buildAdjoint(OpBuilder &b, ArrayRef<Value> dy,
@@ -32,7 +28,7 @@ LogicalResult WaitOp::buildAdjoint(OpBuilder &b, ArrayRef<Value> dy,
 LogicalResult AllGatherStartOp::buildAdjoint(OpBuilder &b, ArrayRef<Value> dy,
                                              AdjointContext &ctx) {
   ctx.addGradient(getInput(), createCollective<ReduceScatterStartOp>(
-                                  b, getLoc(), typeOf(getInput()), dy[0],
+                                  b, getLoc(), tensorTypeOf(getInput()), dy[0],
                                   getAxesAttr(), getDimAttr()));
   return success();
 }
@@ -41,7 +37,7 @@ LogicalResult ReduceScatterStartOp::buildAdjoint(OpBuilder &b,
                                                  ArrayRef<Value> dy,
                                                  AdjointContext &ctx) {
   ctx.addGradient(getInput(), createCollective<AllGatherStartOp>(
-                                  b, getLoc(), typeOf(getInput()), dy[0],
+                                  b, getLoc(), tensorTypeOf(getInput()), dy[0],
                                   getAxesAttr(), getDimAttr()));
   return success();
 }
@@ -59,7 +55,7 @@ LogicalResult AllReduceStartOp::buildAdjoint(OpBuilder &b, ArrayRef<Value> dy,
   Value g = dy[0];
   if (!ctx.isUniformOver(g, getAxes())) {
     ctx.addGradient(getInput(), createCollective<AllReduceStartOp>(
-                                    b, loc, typeOf(g), g, getAxesAttr(),
+                                    b, loc, tensorTypeOf(g), g, getAxesAttr(),
                                     getReductionAttr()));
     return success();
   }
@@ -86,17 +82,17 @@ LogicalResult AllToAllStartOp::buildAdjoint(OpBuilder &b, ArrayRef<Value> dy,
                                             AdjointContext &ctx) {
   ctx.addGradient(getInput(),
                   createCollective<AllToAllStartOp>(
-                      b, getLoc(), typeOf(getInput()), dy[0], getAxesAttr(),
-                      getConcatDimAttr(), getSplitDimAttr()));
+                      b, getLoc(), tensorTypeOf(getInput()), dy[0],
+                      getAxesAttr(), getConcatDimAttr(), getSplitDimAttr()));
   return success();
 }
 
 LogicalResult SendRecvStartOp::buildAdjoint(OpBuilder &b, ArrayRef<Value> dy,
                                             AdjointContext &ctx) {
-  ctx.addGradient(getInput(),
-                  createCollective<SendRecvStartOp>(
-                      b, getLoc(), typeOf(getInput()), dy[0], getAxesAttr(),
-                      b.getI64IntegerAttr(-int64_t(getShift()))));
+  ctx.addGradient(getInput(), createCollective<SendRecvStartOp>(
+                                  b, getLoc(), tensorTypeOf(getInput()), dy[0],
+                                  getAxesAttr(),
+                                  b.getI64IntegerAttr(-int64_t(getShift()))));
   return success();
 }
 

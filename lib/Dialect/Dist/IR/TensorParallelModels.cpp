@@ -22,11 +22,7 @@ using namespace titan::dist;
 
 namespace {
 
-RankedTensorType tensorType(Value v) {
-  return cast<RankedTensorType>(v.getType());
-}
-
-int64_t lastDim(Value v) { return tensorType(v).getRank() - 1; }
+int64_t lastDim(Value v) { return tensorTypeOf(v).getRank() - 1; }
 
 template <typename Op, typename Rule>
 struct Model : TensorParallelOpInterface::ExternalModel<Model<Op, Rule>, Op> {
@@ -45,7 +41,7 @@ struct EmbeddingRule {
     // Vocabulary-parallel: zero rows for other ranks' tokens, then the
     // partial sums are reduce-scattered along the sequence.
     e.getVocabStartMutable().assign(
-        r.vocabStart(e.getLoc(), tensorType(e.getWeight()).getDimSize(0)));
+        r.vocabStart(e.getLoc(), tensorTypeOf(e.getWeight()).getDimSize(0)));
     r.setLayout(e.getResult(), Layout::pending());
     return r.scatterAlongSequence(e);
   }
@@ -113,9 +109,9 @@ struct ReshapeRule {
       r.setLayout(op.getResult(), in);
       return success();
     }
-    SmallVector<int64_t> global(tensorType(op.getInput()).getShape());
+    SmallVector<int64_t> global(tensorTypeOf(op.getInput()).getShape());
     global[in.dim] *= r.getDegree();
-    int64_t out = reshapedDim(global, tensorType(op.getResult()).getShape(),
+    int64_t out = reshapedDim(global, tensorTypeOf(op.getResult()).getShape(),
                               in.dim, r.getDegree());
     if (out < 0) {
       r.replicateOperands(op);
@@ -168,7 +164,7 @@ struct CrossEntropyRule {
     OpBuilder &b = r.getBuilder();
     Location loc = c.getLoc();
     Value logits = c.getLogits();
-    RankedTensorType t = tensorType(logits);
+    RankedTensorType t = tensorTypeOf(logits);
     auto rowsType =
         RankedTensorType::get(t.getShape().drop_back(), t.getElementType());
     auto sum = b.getStringAttr("sum");

@@ -23,10 +23,6 @@ using namespace titan::dist;
 
 namespace {
 
-RankedTensorType tensorType(Value v) {
-  return cast<RankedTensorType>(v.getType());
-}
-
 class ForwardRewriter : public TensorParallelRewriter {
 public:
   ForwardRewriter(func::FuncOp forward, MeshAttr mesh, bool lossParallel)
@@ -71,7 +67,7 @@ public:
     layouts[v] = l;
     if (l.dim < 0)
       return;
-    RankedTensorType t = tensorType(v);
+    RankedTensorType t = tensorTypeOf(v);
     SmallVector<int64_t> shape(t.getShape());
     shape[l.dim] /= tp;
     v.setType(RankedTensorType::get(shape, t.getElementType()));
@@ -86,7 +82,7 @@ public:
     if (Value done = replicas.lookup(v))
       return done;
     Location loc = v.getLoc();
-    RankedTensorType t = tensorType(v);
+    RankedTensorType t = tensorTypeOf(v);
     Value whole;
     if (l.partial) {
       whole = createCollective<AllReduceStartOp>(b, loc, t, v, tpAxes,
@@ -113,7 +109,7 @@ public:
     Value partial = op->getResult(0);
     OpBuilder::InsertionGuard guard(b);
     b.setInsertionPointAfter(op);
-    RankedTensorType t = tensorType(partial);
+    RankedTensorType t = tensorTypeOf(partial);
     if (t.getRank() <= seqDim || t.getDimSize(seqDim) % tp != 0)
       return op->emitOpError()
              << "sequence parallel splits dimension " << seqDim << " of " << t

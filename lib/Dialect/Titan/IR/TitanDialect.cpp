@@ -18,54 +18,52 @@ void TitanDialect::initialize() {
       >();
 }
 
+/// The titan attributes of a step's arguments and results: the four that
+/// name a parameter's state, and `namesKey` (titan.input on arguments,
+/// titan.output on results) whose value is one of `names`.
+static LogicalResult verifyStateAttribute(Operation *op, StringRef what,
+                                          unsigned index, NamedAttribute attr,
+                                          StringRef namesKey,
+                                          ArrayRef<StringLiteral> names) {
+  auto name = dyn_cast<StringAttr>(attr.getValue());
+  StringRef key = attr.getName().getValue();
+  auto emitAttrError = [&]() {
+    return op->emitError() << what << " #" << index << " attribute '" << key
+                           << "' ";
+  };
+  if (key == TitanDialect::kParamAttrName ||
+      key == TitanDialect::kGradAttrName ||
+      key == TitanDialect::kExpAvgAttrName ||
+      key == TitanDialect::kExpAvgSqAttrName) {
+    if (!name || name.getValue().empty())
+      return emitAttrError()
+             << "must be a non-empty string naming the parameter";
+    return success();
+  }
+  if (key == namesKey) {
+    if (!name || !llvm::is_contained(names, name.getValue())) {
+      InFlightDiagnostic diag = emitAttrError() << "must be one of ";
+      llvm::interleaveComma(
+          names, diag, [&](StringLiteral n) { diag << "\"" << n << "\""; });
+      return diag;
+    }
+    return success();
+  }
+  return emitAttrError() << "is not a known titan " << what << " attribute";
+}
+
 LogicalResult TitanDialect::verifyRegionArgAttribute(Operation *op,
                                                      unsigned regionIndex,
                                                      unsigned argIndex,
                                                      NamedAttribute attr) {
-  auto emitArgError = [&]() {
-    return op->emitError() << "argument #" << argIndex << " attribute '"
-                           << attr.getName().getValue() << "' ";
-  };
-  auto name = dyn_cast<StringAttr>(attr.getValue());
-  StringRef key = attr.getName().getValue();
-  if (key == kParamAttrName || key == kGradAttrName || key == kExpAvgAttrName ||
-      key == kExpAvgSqAttrName) {
-    if (!name || name.getValue().empty())
-      return emitArgError()
-             << "must be a non-empty string naming the parameter";
-    return success();
-  }
-  if (key == kInputAttrName) {
-    if (!name || !llvm::is_contained(kInputNames, name.getValue()))
-      return emitArgError() << "must be one of \"tokens\", \"labels\", "
-                               "\"step\", \"total_steps\"";
-    return success();
-  }
-  return emitArgError() << "is not a known titan argument attribute";
+  return verifyStateAttribute(op, "argument", argIndex, attr, kInputAttrName,
+                              kInputNames);
 }
 
 LogicalResult TitanDialect::verifyRegionResultAttribute(Operation *op,
                                                         unsigned regionIndex,
                                                         unsigned resultIndex,
                                                         NamedAttribute attr) {
-  auto name = dyn_cast<StringAttr>(attr.getValue());
-  StringRef key = attr.getName().getValue();
-  auto emitResultError = [&]() {
-    return op->emitError() << "result #" << resultIndex << " attribute '" << key
-                           << "' ";
-  };
-  if (key == kParamAttrName || key == kGradAttrName || key == kExpAvgAttrName ||
-      key == kExpAvgSqAttrName) {
-    if (!name || name.getValue().empty())
-      return emitResultError()
-             << "must be a non-empty string naming the parameter";
-    return success();
-  }
-  if (key == kOutputAttrName) {
-    if (!name || !llvm::is_contained(kOutputNames, name.getValue()))
-      return emitResultError()
-             << "must be one of \"loss\", \"grad_norm\", \"lr\"";
-    return success();
-  }
-  return emitResultError() << "is not a known titan result attribute";
+  return verifyStateAttribute(op, "result", resultIndex, attr, kOutputAttrName,
+                              kOutputNames);
 }

@@ -55,6 +55,11 @@ MeshAttr getMesh(mlir::Operation *op);
 /// Product of the sizes of `axes` on `mesh`.
 int64_t getGroupSize(MeshAttr mesh, mlir::ArrayAttr axes);
 
+/// The ranked tensor type of `v` (every value the dist rules handle).
+inline mlir::RankedTensorType tensorTypeOf(mlir::Value v) {
+  return mlir::cast<mlir::RankedTensorType>(v.getType());
+}
+
 /// A collective's start and its wait: the value it yields.
 template <typename StartOp, typename... Args>
 mlir::Value createCollective(mlir::OpBuilder &b, mlir::Location loc,
