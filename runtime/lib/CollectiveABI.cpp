@@ -4,6 +4,8 @@
 
 #include "Communicator.h"
 
+#include "llvm/ADT/SmallVector.h"
+
 #include <vector>
 
 using namespace titanrt;
@@ -37,27 +39,27 @@ int64_t elementCount(const int64_t *shapes) {
 }
 
 template <DataType T>
-void *allGather(void **b, const int64_t *s, const int64_t *a) {
+void *allGather(void **b, const int64_t *s, const int64_t *a, void *ws) {
   int64_t d = a[0];
   Layout l = layout(s, d);
   // The result's shape follows the input's: [rank, dims...].
   const int64_t *result = s + 1 + s[0];
   return communicator()
       .allGather(b[0], b[1], T, l.outer, l.dim, l.inner, result[1 + d],
-                 unsigned(a[2]))
+                 unsigned(a[2]), ws)
       .release();
 }
 
 template <DataType T>
-void *reduceScatter(void **b, const int64_t *s, const int64_t *a) {
+void *reduceScatter(void **b, const int64_t *s, const int64_t *a, void *ws) {
   Layout l = layout(s, a[0]);
   return communicator()
-      .reduceScatter(b[0], b[1], T, l.outer, l.dim, l.inner, unsigned(a[2]))
+      .reduceScatter(b[0], b[1], T, l.outer, l.dim, l.inner, unsigned(a[2]), ws)
       .release();
 }
 
 template <DataType T>
-void *allReduce(void **b, const int64_t *s, const int64_t *a) {
+void *allReduce(void **b, const int64_t *s, const int64_t *a, void *ws) {
   return communicator()
       .allReduce(b[0], b[1], T, elementCount(s), Reduction(int(a[1])),
                  unsigned(a[2]))
@@ -65,29 +67,29 @@ void *allReduce(void **b, const int64_t *s, const int64_t *a) {
 }
 
 template <DataType T>
-void *allToAll(void **b, const int64_t *s, const int64_t *a) {
+void *allToAll(void **b, const int64_t *s, const int64_t *a, void *ws) {
   int64_t split = a[0], concat = a[1];
   Layout in = layout(s, split);
   int64_t parts = communicator().groupSize(unsigned(a[2]));
   // The part each rank exchanges: the input with the split dimension cut.
-  std::vector<int64_t> part(s, s + 1 + s[0]);
+  llvm::SmallVector<int64_t, 8> part(s, s + 1 + s[0]);
   part[1 + split] /= parts;
   Layout out = layout(part.data(), concat);
   return communicator()
       .allToAll(b[0], b[1], T, in.outer, in.dim, in.inner, out.outer, out.dim,
-                out.inner, unsigned(a[2]))
+                out.inner, unsigned(a[2]), ws)
       .release();
 }
 
 template <DataType T>
-void *broadcast(void **b, const int64_t *s, const int64_t *a) {
+void *broadcast(void **b, const int64_t *s, const int64_t *a, void *ws) {
   return communicator()
       .broadcast(b[0], b[1], T, elementCount(s), a[0], unsigned(a[2]))
       .release();
 }
 
 template <DataType T>
-void *sendRecv(void **b, const int64_t *s, const int64_t *a) {
+void *sendRecv(void **b, const int64_t *s, const int64_t *a, void *ws) {
   return communicator()
       .sendRecv(b[0], b[1], T, elementCount(s), a[0], unsigned(a[2]))
       .release();
@@ -99,9 +101,9 @@ extern "C" {
 
 #define TITAN_RT_DEFINE_TYPE(name, impl, suffix, type)                         \
   void *titan_rt_##name##_##suffix(void **b, const int64_t *s,                 \
-                                   const int64_t *i, const double *, void *,   \
+                                   const int64_t *i, const double *, void *w,  \
                                    const int64_t *) {                          \
-    return impl<DataType::type>(b, s, i);                                      \
+    return impl<DataType::type>(b, s, i, w);                                   \
   }
 // Every element type the kernel IR's collectives carry.
 #define TITAN_RT_DEFINE(name, impl)                                            \

@@ -52,17 +52,24 @@ public:
   /// allGather: `dimSize` is each rank's size of the dimension; the result
   /// keeps the first `gatheredSize` (<= ranks x dimSize) of the concatenation,
   /// dropping uneven shards' padding.
-  virtual std::unique_ptr<Request> allGather(const void *in, void *out,
-                                             DataType type, int64_t outer,
-                                             int64_t dimSize, int64_t inner,
-                                             int64_t gatheredSize,
-                                             unsigned axisMask) = 0;
+  ///
+  /// `staging` (allGather, reduceScatter, allToAll) is scratch memory the
+  /// collective may use until it finishes, as large as the kernel contract
+  /// of its dist op says (lib/Dialect/Dist/IR/KernelContracts.cpp: a gather
+  /// or scatter along an inner dimension or of padded shards needs the
+  /// group's rank-major copy, an all-to-all twice the input); null: the
+  /// communicator allocates it.
+  virtual std::unique_ptr<Request>
+  allGather(const void *in, void *out, DataType type, int64_t outer,
+            int64_t dimSize, int64_t inner, int64_t gatheredSize,
+            unsigned axisMask, void *staging = nullptr) = 0;
   /// reduceScatter: `dimSize` is the input's size of the dimension, padded
   /// with zeros to ranks x ceil(dimSize / ranks) before the split.
   virtual std::unique_ptr<Request> reduceScatter(const void *in, void *out,
                                                  DataType type, int64_t outer,
                                                  int64_t dimSize, int64_t inner,
-                                                 unsigned axisMask) = 0;
+                                                 unsigned axisMask,
+                                                 void *staging = nullptr) = 0;
   virtual std::unique_ptr<Request> allReduce(const void *in, void *out,
                                              DataType type, int64_t count,
                                              Reduction reduction,
@@ -76,7 +83,8 @@ public:
   virtual std::unique_ptr<Request>
   allToAll(const void *in, void *out, DataType type, int64_t splitOuter,
            int64_t splitDim, int64_t splitInner, int64_t concatOuter,
-           int64_t concatDim, int64_t concatInner, unsigned axisMask) = 0;
+           int64_t concatDim, int64_t concatInner, unsigned axisMask,
+           void *staging = nullptr) = 0;
   /// Every rank receives the `count` elements of the group's rank `root`.
   virtual std::unique_ptr<Request> broadcast(const void *in, void *out,
                                              DataType type, int64_t count,

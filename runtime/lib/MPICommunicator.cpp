@@ -121,6 +121,13 @@ struct MPIRequest : Request {
   MPI_Request requests[2] = {MPI_REQUEST_NULL, MPI_REQUEST_NULL};
   std::vector<char> staging;
   std::function<void()> then;
+  /// `bytes` of scratch: the planned `staging` when given, else owned.
+  char *scratch(int64_t bytes, void *planned) {
+    if (planned)
+      return static_cast<char *>(planned);
+    staging.resize(size_t(bytes));
+    return staging.data();
+  }
   void finish() override {
     check(MPI_Waitall(2, requests, MPI_STATUSES_IGNORE), "wait");
     if (then)
@@ -165,19 +172,21 @@ public:
   std::unique_ptr<Request> allGather(const void *in, void *out, DataType type,
                                      int64_t outer, int64_t dimSize,
                                      int64_t inner, int64_t gatheredSize,
-                                     unsigned axisMask) override {
+                                     unsigned axisMask,
+                                     void *staging) override {
     auto req = std::make_unique<MPIRequest>();
     int64_t parts = groupSize(axisMask);
     int64_t count = outer * dimSize * inner;
     void *dst = out;
     if (outer > 1 || gatheredSize != parts * dimSize) {
-      req->staging.resize(parts * count * dataTypeBytes(type));
-      dst = req->staging.data();
+      char *gathered =
+          req->scratch(parts * count * dataTypeBytes(type), staging);
+      dst = gathered;
       char *final = static_cast<char *>(out);
-      MPIRequest *r = req.get();
       int64_t rowBytes = inner * dataTypeBytes(type);
-      req->then = [r, final, outer, parts, dimSize, gatheredSize, rowBytes] {
-        rearrange(r->staging.data(), final, outer, parts, dimSize, gatheredSize,
+      req->then = [gathered, final, outer, parts, dimSize, gatheredSize,
+                   rowBytes] {
+        rearrange(gathered, final, outer, parts, dimSize, gatheredSize,
                   rowBytes, /*toRankMajor=*/false);
       };
     }
@@ -190,18 +199,18 @@ public:
   std::unique_ptr<Request> reduceScatter(const void *in, void *out,
                                          DataType type, int64_t outer,
                                          int64_t dimSize, int64_t inner,
-                                         unsigned axisMask) override {
+                                         unsigned axisMask,
+                                         void *staging) override {
     auto req = std::make_unique<MPIRequest>();
     int64_t parts = groupSize(axisMask);
     int64_t rows = (dimSize + parts - 1) / parts;
     int64_t count = outer * rows * inner;
     const void *src = in;
     if (outer > 1 || rows * parts != dimSize) {
-      req->staging.resize(parts * count * dataTypeBytes(type));
-      rearrange(static_cast<const char *>(in), req->staging.data(), outer,
-                parts, rows, dimSize, inner * dataTypeBytes(type),
-                /*toRankMajor=*/true);
-      src = req->staging.data();
+      char *packed = req->scratch(parts * count * dataTypeBytes(type), staging);
+      rearrange(static_cast<const char *>(in), packed, outer, parts, rows,
+                dimSize, inner * dataTypeBytes(type), /*toRankMajor=*/true);
+      src = packed;
     }
     check(MPI_Ireduce_scatter_block(src, out, count, mpiType(type),
                                     mpiOp(type, /*max=*/false), group(axisMask),
@@ -229,17 +238,16 @@ public:
                                     int64_t splitOuter, int64_t splitDim,
                                     int64_t splitInner, int64_t concatOuter,
                                     int64_t concatDim, int64_t concatInner,
-                                    unsigned axisMask) override {
+                                    unsigned axisMask, void *staging) override {
     auto req = std::make_unique<MPIRequest>();
     int64_t parts = groupSize(axisMask);
     // Pack part p (a slice of the split dimension) contiguously, rank-major.
     int64_t total = splitOuter * splitDim * splitInner * dataTypeBytes(type);
-    req->staging.resize(2 * total);
-    rearrange(static_cast<const char *>(in), req->staging.data(), splitOuter,
-              parts, splitDim / parts, splitDim,
-              splitInner * dataTypeBytes(type),
+    char *send = req->scratch(2 * total, staging);
+    rearrange(static_cast<const char *>(in), send, splitOuter, parts,
+              splitDim / parts, splitDim, splitInner * dataTypeBytes(type),
               /*toRankMajor=*/true);
-    char *recv = req->staging.data() + total;
+    char *recv = send + total;
     int64_t count = total / dataTypeBytes(type) / parts;
     char *final = static_cast<char *>(out);
     int64_t rowBytes = concatInner * dataTypeBytes(type);
@@ -248,8 +256,8 @@ public:
       rearrange(recv, final, concatOuter, parts, concatDim, parts * concatDim,
                 rowBytes, /*toRankMajor=*/false);
     };
-    check(MPI_Ialltoall(req->staging.data(), count, mpiType(type), recv, count,
-                        mpiType(type), group(axisMask), &req->requests[0]),
+    check(MPI_Ialltoall(send, count, mpiType(type), recv, count, mpiType(type),
+                        group(axisMask), &req->requests[0]),
           "all_to_all");
     return req;
   }

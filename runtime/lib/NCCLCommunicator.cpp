@@ -146,13 +146,14 @@ public:
   std::unique_ptr<Request> allGather(const void *in, void *out, DataType type,
                                      int64_t outer, int64_t dimSize,
                                      int64_t inner, int64_t gatheredSize,
-                                     unsigned axisMask) override {
+                                     unsigned axisMask,
+                                     void *planned) override {
     begin();
     int64_t parts = groupSize(axisMask);
     int64_t count = outer * dimSize * inner;
     bool direct = outer == 1 && gatheredSize == parts * dimSize;
     char *recv = direct ? static_cast<char *>(out)
-                        : staging(parts * count * dataTypeBytes(type));
+                        : scratch(parts * count * dataTypeBytes(type), planned);
     checkNccl(ncclAllGather(in, recv, count, ncclType(type), group(axisMask),
                             stream_),
               "all_gather");
@@ -160,7 +161,8 @@ public:
       rearrange(recv, static_cast<char *>(out), outer, parts, dimSize,
                 gatheredSize, inner * dataTypeBytes(type),
                 /*toRankMajor=*/false, stream_);
-      release(recv);
+      if (!planned)
+        release(recv);
     }
     return end();
   }
@@ -168,7 +170,8 @@ public:
   std::unique_ptr<Request> reduceScatter(const void *in, void *out,
                                          DataType type, int64_t outer,
                                          int64_t dimSize, int64_t inner,
-                                         unsigned axisMask) override {
+                                         unsigned axisMask,
+                                         void *planned) override {
     begin();
     int64_t parts = groupSize(axisMask);
     int64_t rows = (dimSize + parts - 1) / parts;
@@ -176,7 +179,7 @@ public:
     const char *send = static_cast<const char *>(in);
     char *packed = nullptr;
     if (outer > 1 || rows * parts != dimSize) {
-      packed = staging(parts * count * dataTypeBytes(type));
+      packed = scratch(parts * count * dataTypeBytes(type), planned);
       rearrange(send, packed, outer, parts, rows, dimSize,
                 inner * dataTypeBytes(type),
                 /*toRankMajor=*/true, stream_);
@@ -185,7 +188,7 @@ public:
     checkNccl(ncclReduceScatter(send, out, count, ncclType(type), ncclSum,
                                 group(axisMask), stream_),
               "reduce_scatter");
-    if (packed)
+    if (packed && !planned)
       release(packed);
     return end();
   }
@@ -207,12 +210,12 @@ public:
                                     int64_t splitOuter, int64_t splitDim,
                                     int64_t splitInner, int64_t concatOuter,
                                     int64_t concatDim, int64_t concatInner,
-                                    unsigned axisMask) override {
+                                    unsigned axisMask, void *planned) override {
     begin();
     int64_t parts = groupSize(axisMask);
     int64_t total = splitOuter * splitDim * splitInner * dataTypeBytes(type);
     int64_t partBytes = total / parts;
-    char *send = staging(2 * total), *recv = send + total;
+    char *send = scratch(2 * total, planned), *recv = send + total;
     rearrange(static_cast<const char *>(in), send, splitOuter, parts,
               splitDim / parts, splitDim, splitInner * dataTypeBytes(type),
               /*toRankMajor=*/true, stream_);
@@ -230,7 +233,8 @@ public:
     rearrange(recv, static_cast<char *>(out), concatOuter, parts, concatDim,
               parts * concatDim, concatInner * dataTypeBytes(type),
               /*toRankMajor=*/false, stream_);
-    release(send);
+    if (!planned)
+      release(send);
     return end();
   }
 
@@ -288,6 +292,12 @@ private:
   }
 
   /// Stream-ordered scratch memory, freed in stream order after its last use.
+  /// `bytes` of device scratch: the planned buffer when given, else
+  /// allocated on the stream (and released with release()).
+  char *scratch(int64_t bytes, void *planned) {
+    return planned ? static_cast<char *>(planned) : staging(bytes);
+  }
+
   char *staging(int64_t bytes) {
     void *ptr = nullptr;
     checkCuda(cudaMallocAsync(&ptr, size_t(bytes), stream_), "staging alloc");

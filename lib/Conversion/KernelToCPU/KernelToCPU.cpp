@@ -177,7 +177,8 @@ private:
     if (auto start = dyn_cast<CollectiveStartOp>(op)) {
       emitKernelCall(op, start.getKernel(),
                      {start.getInput(), start.getOutput()}, /*numInputs=*/1,
-                     Value(), start.getParams(), /*returnsRequest=*/true);
+                     start.getWorkspace(), start.getParams(),
+                     /*returnsRequest=*/true);
       if (failed(lastCall))
         return failure();
       requests[start.getRequest()] = *lastCall;

@@ -302,11 +302,11 @@ private:
     StringAttr name = b.getStringAttr(contract.getKernelName());
     ArrayAttr params = contract.getKernelParams();
     if (collective) {
-      if (inputs.size() != 1 || workspace)
+      if (inputs.size() != 1)
         return op->emitOpError() << "a collective takes one input buffer";
       requests[op->getResult(0)] = kernel::CollectiveStartOp::create(
           b, loc, kernel::RequestType::get(b.getContext()), name, inputs[0],
-          outputs[0], stream, params);
+          outputs[0], workspace, stream, params);
     } else {
       kernel::CallOp::create(b, loc, name, inputs, outputs, workspace, stream,
                              params);

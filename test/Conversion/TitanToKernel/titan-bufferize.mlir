@@ -130,6 +130,27 @@ module attributes {dist.mesh = #dist.mesh<pp = 1, dp_replicate = 1, dp_shard = 2
 
 // -----
 
+// A gather along an inner dimension stages the group's rank-major copy: the
+// communicator's scratch is a planned workspace (2 ranks x 2x2x4 f32 = 128
+// bytes), alive until the wait.
+// CHECK-LABEL: func.func @forward_backward(%arg0: memref<2x2x4xf32> {kernel.slot = "param:p"}
+// CHECK:      %[[OUT:.*]] = kernel.alloc {kind = "collective"} : memref<2x4x4xf32>
+// CHECK:      %[[WS:.*]] = kernel.alloc {kind = "workspace"} : memref<128xi8>
+// CHECK:      kernel.collective_start "all_gather_start"(%arg0 : memref<2x2x4xf32>) outs(%[[OUT]] : memref<2x4x4xf32>) workspace(%[[WS]] : memref<128xi8>)
+module attributes {dist.mesh = #dist.mesh<pp = 1, dp_replicate = 1, dp_shard = 1, cp = 1, tp = 2>} {
+  func.func @forward_backward(%p: tensor<2x2x4xf32> {titan.param = "p"}) -> (tensor<2x4x4xf32> {titan.output = "loss"}) {
+    %f = dist.all_gather_start %p axes ["tp"] dim 1 : tensor<2x2x4xf32> -> !dist.future<tensor<2x4x4xf32>>
+    %w = dist.wait %f : !dist.future<tensor<2x4x4xf32>>
+    %y = titan.silu %w : tensor<2x4x4xf32>
+    return %y : tensor<2x4x4xf32>
+  }
+  func.func @optimizer_step() {
+    return
+  }
+}
+
+// -----
+
 // expected-error @+1 {{'func.func' op argument #0 has no state slot (a titan.param, titan.grad, titan.exp_avg, titan.exp_avg_sq or titan.input attribute)}}
 func.func @forward_backward(%x: tensor<4xf32>) -> (tensor<4xf32> {titan.output = "loss"}) {
   return %x : tensor<4xf32>

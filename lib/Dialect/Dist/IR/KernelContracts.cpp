@@ -57,6 +57,45 @@ ArrayAttr SendRecvStartOp::getKernelParams() {
   return collectiveParams(*this, int64_t(getShift()), 0, getAxes());
 }
 
+// The communicators' staging (runtime/lib/MPICommunicator.cpp and
+// NCCLCommunicator.cpp): a gather or scatter along an inner dimension, or of
+// padded (uneven) shards, goes through a rank-major copy of the data; an
+// all-to-all packs its parts and receives them apart.
+namespace {
+int64_t bytesOf(RankedTensorType t) {
+  return t.getNumElements() * ((t.getElementTypeBitWidth() + 7) / 8);
+}
+int64_t outerElements(RankedTensorType t, int64_t dim) {
+  int64_t outer = 1;
+  for (int64_t d = 0; d < dim; ++d)
+    outer *= t.getDimSize(d);
+  return outer;
+}
+} // namespace
+
+int64_t AllGatherStartOp::getWorkspaceBytes() {
+  auto in = getInput().getType();
+  auto out = getFuture().getType().getValueType();
+  int64_t parts = getGroupSize(getMesh(*this), getAxes()), dim = getDim();
+  bool staged = outerElements(in, dim) > 1 ||
+                out.getDimSize(dim) != parts * in.getDimSize(dim);
+  return staged ? parts * bytesOf(in) : 0;
+}
+int64_t ReduceScatterStartOp::getWorkspaceBytes() {
+  auto in = getInput().getType();
+  int64_t parts = getGroupSize(getMesh(*this), getAxes()), dim = getDim();
+  int64_t rows = (in.getDimSize(dim) + parts - 1) / parts;
+  bool staged =
+      outerElements(in, dim) > 1 || rows * parts != in.getDimSize(dim);
+  return staged ? bytesOf(in) / in.getDimSize(dim) * rows * parts : 0;
+}
+int64_t AllToAllStartOp::getWorkspaceBytes() {
+  return 2 * bytesOf(getInput().getType());
+}
+int64_t AllReduceStartOp::getWorkspaceBytes() { return 0; }
+int64_t BroadcastStartOp::getWorkspaceBytes() { return 0; }
+int64_t SendRecvStartOp::getWorkspaceBytes() { return 0; }
+
 // {stride, number of axes, axis indices (0 pp ... 4 tp) outermost first}
 ArrayAttr ShardOffsetOp::getKernelParams() {
   Builder b(getContext());

@@ -100,7 +100,8 @@ def Dist_FutureWaitedOnce : NativeOpTrait<"FutureWaitedOnce"> {
 class Dist_CollectiveStartOp<string mnemonic, list<Trait> traits = []>
     : Dist_Op<mnemonic, traits # [Dist_FutureWaitedOnce,
         DeclareOpInterfaceMethods<Titan_AdjointOpInterface>,
-        DeclareOpInterfaceMethods<Titan_KernelOpInterface, ["getKernelParams"]>,
+        DeclareOpInterfaceMethods<Titan_KernelOpInterface,
+                                  ["getKernelParams", "getWorkspaceBytes"]>,
         MemoryEffects<[MemAlloc<Dist_CollectiveResource>,
                        MemWrite<Dist_CollectiveResource>]>]> {
   let results = (outs Dist_FutureType:$future);

@@ -138,8 +138,10 @@ def Kernel_CollectiveStartOp : Kernel_Op<"collective_start", [
   let summary = "start a collective on buffers";
   let description = [{
     Starts collective `kernel` (`all_gather_start`, ...; see
-    `dist.*_start`) reading `input` and writing `output`; both stay in use
-    until the `kernel.wait` of the returned request.
+    `dist.*_start`) reading `input` and writing `output`, with `workspace`
+    for the communicator's staging (gathers and scatters along an inner
+    dimension or of padded shards, all-to-all); all three stay in use until
+    the `kernel.wait` of the returned request.
 
     ```mlir
     %r = kernel.collective_start "all_gather_start"(%x : memref<4x8xf32>)
@@ -149,12 +151,14 @@ def Kernel_CollectiveStartOp : Kernel_Op<"collective_start", [
   let arguments = (ins StrAttr:$kernel,
                        Arg<Kernel_StaticMemRef, "", [MemRead]>:$input,
                        Arg<Kernel_StaticMemRef, "", [MemWrite]>:$output,
+                       Arg<Optional<MemRefRankOf<[I8], [1]>>, "",
+                           [MemRead, MemWrite]>:$workspace,
                        Kernel_StreamType:$stream, ArrayAttr:$params);
   let results = (outs Kernel_RequestType:$request);
   let assemblyFormat = [{
     $kernel `(` $input `:` type($input) `)` `outs` `(` $output `:`
-    type($output) `)` `on` $stream `params` $params attr-dict `->`
-    qualified(type($request))
+    type($output) `)` (`workspace` `(` $workspace^ `:` type($workspace) `)`)?
+    `on` $stream `params` $params attr-dict `->` qualified(type($request))
   }];
   let hasVerifier = 1;
 }
