@@ -232,6 +232,13 @@ llvm::Error diagnoseUnsupported(const TrainConfig &c) {
     errors.push_back("Float8 training (model.converters / "
                      "quantize.linear.float8.recipe_name) is not implemented "
                      "yet");
+  if (c.training.dtype != "float32")
+    errors.push_back("training.dtype = \"" + c.training.dtype +
+                     "\" (parameters, gradients and optimizer state all in "
+                     "that type) is not implemented yet: the runtime keeps "
+                     "fp32 master weights; use "
+                     "training.mixed_precision_param = \"bfloat16\" for bf16 "
+                     "compute");
   if (c.checkpoint.lastSaveInHf || c.checkpoint.initialLoadInHf)
     errors.push_back("Hugging Face checkpoint names "
                      "(checkpoint.last_save_in_hf / initial_load_in_hf) are "
