@@ -253,39 +253,25 @@ TEST_F(GradientCheck, VocabularyParallelEmbedding) {
 // stable step (the "virtual last step"). The factors below were worked out by
 // hand from that definition, not from the kernel.
 TEST(LRSchedule, TorchTitanV020Factors) {
-  const double linear[10] = {1.0 / 2, 1.0,     1.0,     7.0 / 8, 6.0 / 8,
-                             5.0 / 8, 4.0 / 8, 3.0 / 8, 2.0 / 8, 1.0 / 8};
-  for (int s = 0; s < 10; ++s)
-    EXPECT_DOUBLE_EQ(lrSchedule(s, 10, 1.0, 2, 0.8, 0, 0.0), linear[s])
-        << "linear, step " << s;
-  // sqrt: 1 - sqrt(k/8) for decay step k = 1..7.
-  const double sqrtFactors[10] = {0.5,
-                                  1.0,
-                                  1.0,
-                                  0.64644660940672627,
-                                  0.5,
-                                  0.38762756430420553,
-                                  0.29289321881345254,
-                                  0.20943058495790523,
-                                  0.13397459621556140,
-                                  0.064585653306514670};
-  for (int s = 0; s < 10; ++s)
-    EXPECT_NEAR(lrSchedule(s, 10, 1.0, 2, 0.8, 1, 0.0), sqrtFactors[s], 1e-15)
-        << "sqrt, step " << s;
-  // cosine: (1 + cos(pi k/8)) / 2 for k = 1..7.
-  const double cosineFactors[10] = {0.5,
-                                    1.0,
-                                    1.0,
-                                    0.96193976625564337,
-                                    0.85355339059327373,
-                                    0.69134171618254492,
-                                    0.5,
-                                    0.30865828381745508,
-                                    0.14644660940672627,
-                                    0.038060233744356631};
-  for (int s = 0; s < 10; ++s)
-    EXPECT_NEAR(lrSchedule(s, 10, 1.0, 2, 0.8, 2, 0.0), cosineFactors[s], 1e-15)
-        << "cosine, step " << s;
+  // Per decay type (0 linear, 1 sqrt, 2 cosine): warmup 1/2, then 1 for the
+  // last warmup step and the stable step, then decay step k = 1..7 of 8.
+  const double factors[3][10] = {
+      // linear: 1 - k/8
+      {1.0 / 2, 1.0, 1.0, 7.0 / 8, 6.0 / 8, 5.0 / 8, 4.0 / 8, 3.0 / 8, 2.0 / 8,
+       1.0 / 8},
+      // sqrt: 1 - sqrt(k/8)
+      {0.5, 1.0, 1.0, 0.64644660940672627, 0.5, 0.38762756430420553,
+       0.29289321881345254, 0.20943058495790523, 0.13397459621556140,
+       0.064585653306514670},
+      // cosine: (1 + cos(pi k/8)) / 2
+      {0.5, 1.0, 1.0, 0.96193976625564337, 0.85355339059327373,
+       0.69134171618254492, 0.5, 0.30865828381745508, 0.14644660940672627,
+       0.038060233744356631}};
+  for (int type = 0; type < 3; ++type)
+    for (int s = 0; s < 10; ++s)
+      EXPECT_NEAR(lrSchedule(s, 10, 1.0, 2, 0.8, type, 0.0), factors[type][s],
+                  1e-15)
+          << "decay type " << type << ", step " << s;
   // A floor scales the decay: min + (1 - min) * adjustment; lr multiplies.
   EXPECT_DOUBLE_EQ(lrSchedule(9, 10, 2.0, 2, 0.8, 0, 0.2),
                    2.0 * (0.2 + 0.8 * (1.0 / 8)));
