@@ -404,6 +404,13 @@ public:
       error(where, msg);
     };
     auto checkRange = [&](double v) {
+      // inf and nan are valid TOML floats and parse from the command line,
+      // but no setting of a training run means them.
+      if (!std::isfinite(v)) {
+        error(where, llvm::formatv("{0}: {1} is not a finite number",
+                                   k.fullName(), formatNumber(v)));
+        return;
+      }
       if (!k.range || k.range->contains(v))
         return;
       error(where,
