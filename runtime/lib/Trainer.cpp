@@ -21,12 +21,14 @@
 #include "llvm/ADT/StringMap.h"
 #include "llvm/ADT/StringRef.h"
 #include "llvm/Support/FileSystem.h"
+#include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/JSON.h"
 #include "llvm/Support/Path.h"
 #include "llvm/Support/raw_ostream.h"
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <vector>
@@ -293,6 +295,47 @@ void gatherFromShards(const Manifest &m, const TensorSet &shards,
   }
 }
 
+/// `v` as a JSON number with 10 significant digits, or null when it is not
+/// finite (JSON has no inf or nan).
+std::string jsonNumber(double v) {
+  return std::isfinite(v) ? llvm::formatv("{0:e9}", v).str() : "null";
+}
+
+/// "the gradient of 'x'" for the first tensor of `first` (then of `then`)
+/// holding a NaN or an infinity, in parameter order.
+std::string firstNonFinite(const TensorSet &first, StringRef firstKind,
+                           const TensorSet &then, StringRef thenKind) {
+  for (auto [set, kind] : {std::pair(&first, firstKind), {&then, thenKind}})
+    for (const TensorRef &t : set->refs)
+      for (int64_t i = 0, n = t.numel(); i < n; ++i)
+        if (!std::isfinite(t.data[i]))
+          return (kind == "gradient" ? "the gradient of '" + t.name + "'"
+                                     : "parameter '" + t.name + "'") +
+                 " (element " + std::to_string(i) + " is " +
+                 (std::isnan(t.data[i]) ? "nan" : "inf") + ")";
+  return "";
+}
+
+/// Stops the run at a non-finite loss or gradient norm: every rank sees the
+/// same (all-reduced) value and exits; the first rank says why.
+[[noreturn]] void stopOnNonFinite(int64_t step, StringRef what, double value,
+                                  const std::string &tensor, bool leader) {
+  if (!leader) {
+    std::fflush(stdout);
+    std::exit(1);
+  }
+  fatal(llvm::formatv("step {0}: the {1} is {2}; {3}; stopping without "
+                      "saving a checkpoint of this state (the last one "
+                      "saved, if any, is intact)",
+                      step, what, std::isnan(value) ? "nan" : "inf",
+                      tensor.empty()
+                          ? "every parameter and gradient of this rank is "
+                            "finite (an activation overflowed)"
+                          : "the first non-finite tensor of this rank is " +
+                                tensor)
+            .str());
+}
+
 /// <dump_folder>/<checkpoint.folder>/step-<step>/model.safetensors
 std::string checkpointPath(const titan::TrainConfig &c, int64_t step) {
   llvm::SmallString<256> path(c.job.dumpFolder);
@@ -473,9 +516,16 @@ int titanrt::trainMain(int argc, char **argv, const CompiledModel &model) {
       model.forwardBackward(arena.data());
       lossSum += *loss;
     }
-    *stepIndex = step;
-    *totalStepsSlot = totalSteps;
-    model.optimizerStep(arena.data());
+    // A non-finite loss stops the run before the update, so the state stays
+    // the last good one; a non-finite gradient norm after it. Either way no
+    // checkpoint is written from it.
+    bool finiteLoss = std::isfinite(lossSum);
+    if (finiteLoss) {
+      *stepIndex = step;
+      *totalStepsSlot = totalSteps;
+      model.optimizerStep(arena.data());
+    }
+    bool finite = finiteLoss && std::isfinite(*gradNorm);
 
     auto now = std::chrono::steady_clock::now();
     double stepSeconds = std::chrono::duration<double>(now - stepStart).count();
@@ -490,15 +540,29 @@ int titanrt::trainMain(int argc, char **argv, const CompiledModel &model) {
                                   m.arenaBytes, arena.highWaterMark())
                         .str()
                   : "";
+    // Strict JSON: a non-finite value is null, named in "non_finite".
+    std::string nonFinite =
+        finite ? ""
+               : llvm::formatv(", \"non_finite\": [\"{0}\"]",
+                               finiteLoss ? "grad_norm" : "loss")
+                     .str();
     metrics << llvm::formatv(
         "{{\"step\": {0}, \"loss\": {1}, \"grad_norm\": {2}, \"lr\": {3}, "
-        "\"tokens_per_second\": {4}, \"elapsed_s\": {5}{6}}\n",
-        step + 1, llvm::formatv("{0:e9}", meanLoss).str(),
-        llvm::formatv("{0:e9}", double(*gradNorm)).str(),
-        llvm::formatv("{0:e9}", double(*lr)).str(),
+        "\"tokens_per_second\": {4}, \"elapsed_s\": {5}{6}{7}}\n",
+        step + 1, jsonNumber(meanLoss),
+        finiteLoss ? jsonNumber(*gradNorm) : "null",
+        finiteLoss ? jsonNumber(*lr) : "null",
         llvm::formatv("{0:f1}", tokensPerSecond).str(),
-        llvm::formatv("{0:f3}", elapsed).str(), memory);
+        llvm::formatv("{0:f3}", elapsed).str(), memory, nonFinite);
     metrics.flush();
+    if (!finite)
+      stopOnNonFinite(step + 1, finiteLoss ? "gradient norm" : "loss",
+                      finiteLoss ? double(*gradNorm) : meanLoss,
+                      firstNonFinite(finiteLoss ? grads : params,
+                                     finiteLoss ? "gradient" : "parameter",
+                                     finiteLoss ? params : grads,
+                                     finiteLoss ? "parameter" : "gradient"),
+                      leader);
     if ((step + 1) % c.metrics.logFreq == 0 || step + 1 == totalSteps ||
         step == 0) {
       std::printf("step %5lld | loss %9.5f | grad_norm %8.4f | lr %.3e | "
