@@ -13,6 +13,7 @@
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/FormatVariadic.h"
 
+#include <limits>
 #include <numeric>
 
 using namespace titan;
@@ -103,6 +104,68 @@ llvm::Error titan::checkModelFitsConfig(const LlamaArgs &a,
           "output)",
           pp, stages, effectiveLayers, a.nLayers));
   }
+
+  // Sizes the step's tensors multiply out of: each must fit a 64-bit byte
+  // count (float32 elements), or no buffer of the step can be planned.
+  auto mustFit =
+      [&](std::initializer_list<std::pair<StringRef, int64_t>> factors) {
+        int64_t bytes = 4;
+        bool overflow = false;
+        for (auto [name, value] : factors)
+          overflow |=
+              value <= 0 || __builtin_mul_overflow(bytes, value, &bytes);
+        if (!overflow)
+          return;
+        std::vector<std::string> terms;
+        for (auto [name, value] : factors)
+          terms.push_back(llvm::formatv("{0} ({1})", name, value).str());
+        errs.push_back(
+            "the step's tensors are too large: " + llvm::join(terms, " x ") +
+            " x 4 bytes overflows a 64-bit byte count");
+      };
+  int64_t batch = c.training.localBatchSize;
+  mustFit({{"training.local_batch_size", batch},
+           {"training.seq_len", seq},
+           {"the model's dim", a.dim}});
+  mustFit({{"training.local_batch_size", batch},
+           {"training.seq_len", seq},
+           {"the FFN hidden size", a.ffnHidden}});
+  mustFit({{"training.local_batch_size", batch},
+           {"training.seq_len", seq},
+           {"vocab_size", a.vocabSize}});
+  // Attention's per-head score block.
+  mustFit({{"training.seq_len", seq}, {"training.seq_len", seq}});
+  mustFit({{"vocab_size", a.vocabSize}, {"the model's dim", a.dim}});
+  mustFit({{"the FFN hidden size", a.ffnHidden}, {"the model's dim", a.dim}});
+
+  // The mesh's ranks are C ints in MPI and NCCL.
+  int64_t ranks = 1;
+  bool tooMany = false;
+  for (int64_t degree :
+       {p.pipelineParallelDegree, p.dataParallelReplicateDegree,
+        std::max<int64_t>(p.dataParallelShardDegree, 1),
+        p.contextParallelDegree, p.tensorParallelDegree})
+    tooMany |= __builtin_mul_overflow(ranks, degree, &ranks) ||
+               ranks > std::numeric_limits<int32_t>::max();
+  if (tooMany)
+    errs.push_back(llvm::formatv(
+        "the parallel degrees (pipeline {0} x dp_replicate {1} x dp_shard {2} "
+        "x context {3} x tensor {4}) need more than 2^31 - 1 ranks",
+        p.pipelineParallelDegree, p.dataParallelReplicateDegree,
+        p.dataParallelShardDegree, p.contextParallelDegree,
+        p.tensorParallelDegree));
+
+  // Gradient accumulation: a step of more than a million microbatches is a
+  // mistaken global batch, not a plan.
+  constexpr int64_t kMaxMicrobatches = 1 << 20;
+  if (c.training.globalBatchSize > 0 && batch > 0 &&
+      c.training.globalBatchSize / batch > kMaxMicrobatches)
+    errs.push_back(llvm::formatv(
+        "training.global_batch_size ({0}) is {1} times "
+        "training.local_batch_size ({2}): more than {3} microbatches per "
+        "optimizer step",
+        c.training.globalBatchSize, c.training.globalBatchSize / batch, batch,
+        kMaxMicrobatches));
 
   if (errs.empty())
     return llvm::Error::success();
