@@ -295,6 +295,25 @@ void gatherFromShards(const Manifest &m, const TensorSet &shards,
   }
 }
 
+/// A single-rank executable needs no MPI; launched as one of several ranks
+/// (mpirun, srun) each copy would train alone and write the same files.
+/// The launchers say how many ranks they started in their environment.
+void refuseMultiRankLaunch() {
+  // (SLURM_STEP_NUM_TASKS, not SLURM_NTASKS: a batch script's own shell
+  // lives in an allocation of many tasks without being one of them.)
+  for (const char *var : {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_SIZE",
+                          "SLURM_STEP_NUM_TASKS", "MV2_COMM_WORLD_SIZE"}) {
+    const char *value = std::getenv(var);
+    int64_t ranks = 0;
+    if (value && !StringRef(value).getAsInteger(10, ranks) && ranks > 1)
+      fatal("this executable was compiled for 1 rank, but it was launched as "
+            "one of " +
+            std::to_string(ranks) + " (" + var + "=" + value +
+            "); recompile with titan-compile --world-size " +
+            std::to_string(ranks) + ", or run it without mpirun/srun");
+  }
+}
+
 /// `v` as a JSON number with 10 significant digits, or null when it is not
 /// finite (JSON has no inf or nan).
 std::string jsonNumber(double v) {
@@ -409,6 +428,8 @@ int titanrt::trainMain(int argc, char **argv, const CompiledModel &model) {
   int64_t world = 1;
   for (int64_t size : m.mesh)
     world *= size;
+  if (world == 1)
+    refuseMultiRankLaunch();
   Communicator *comm = world > 1 ? &initCommunicator(m.mesh) : nullptr;
   bool leader = !comm || comm->rank() == 0;
   int64_t dp = m.mesh[kDPReplicate] * m.mesh[kDPShard];
