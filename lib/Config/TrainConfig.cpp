@@ -284,6 +284,9 @@ std::vector<KeySpec> buildSchema(TrainConfig &c) {
       "TensorBoard folder under job.dump_folder");
   add("metrics", "disable_color_printing", &c.metrics.disableColorPrinting,
       "Plain progress lines");
+  add("metrics", "peak_tflops", &c.metrics.peakTflops,
+      "Peak TFLOP/s of one rank's hardware, for MFU (0: not reported)")
+      .atLeast(0);
 
   add("debug", "seed", &c.debug.seed, "Base RNG seed").atLeast(0);
   add("debug", "deterministic", &c.debug.deterministic,

@@ -16,6 +16,7 @@
 #include "SafeTensors.h"
 
 #include "titan/Config/TrainConfig.h"
+#include "titan/Support/Format.h"
 
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/StringMap.h"
@@ -32,6 +33,8 @@
 #include <cstdio>
 #include <cstdlib>
 #include <vector>
+
+#include <unistd.h>
 
 using namespace titanrt;
 using llvm::StringRef;
@@ -314,6 +317,17 @@ void refuseMultiRankLaunch() {
   }
 }
 
+/// This process's resident memory (0 where /proc is missing).
+int64_t residentBytes() {
+  long pages = 0, resident = 0;
+  if (FILE *f = std::fopen("/proc/self/statm", "r")) {
+    if (std::fscanf(f, "%ld %ld", &pages, &resident) != 2)
+      resident = 0;
+    std::fclose(f);
+  }
+  return int64_t(resident) * int64_t(sysconf(_SC_PAGESIZE));
+}
+
 /// `v` as a JSON number with 10 significant digits, or null when it is not
 /// finite (JSON has no inf or nan).
 std::string jsonNumber(double v) {
@@ -567,13 +581,22 @@ int titanrt::trainMain(int argc, char **argv, const CompiledModel &model) {
                : llvm::formatv(", \"non_finite\": [\"{0}\"]",
                                finiteLoss ? "grad_norm" : "loss")
                      .str();
+    // Model FLOPs per rank (6N + 12LHQT per token, PaLM's count) over the
+    // step's time; MFU against the peak the user gives.
+    double tflops = tokensPerSecond * m.flopsPerToken / double(world) * 1e-12;
+    std::string mfu =
+        c.metrics.peakTflops > 0
+            ? llvm::formatv("{0:f4}", tflops / c.metrics.peakTflops).str()
+            : "null";
     metrics << llvm::formatv(
         "{{\"step\": {0}, \"loss\": {1}, \"grad_norm\": {2}, \"lr\": {3}, "
-        "\"tokens_per_second\": {4}, \"elapsed_s\": {5}{6}{7}}\n",
+        "\"tokens_per_second\": {4}, \"step_time_s\": {5}, \"tflops\": {6}, "
+        "\"mfu\": {7}, \"elapsed_s\": {8}{9}{10}}\n",
         step + 1, jsonNumber(meanLoss),
         finiteLoss ? jsonNumber(*gradNorm) : "null",
         finiteLoss ? jsonNumber(*lr) : "null",
         llvm::formatv("{0:f1}", tokensPerSecond).str(),
+        llvm::formatv("{0:f4}", stepSeconds).str(), jsonNumber(tflops), mfu,
         llvm::formatv("{0:f3}", elapsed).str(), memory, nonFinite);
     metrics.flush();
     if (!finite)
@@ -593,7 +616,11 @@ int titanrt::trainMain(int argc, char **argv, const CompiledModel &model) {
       if (m.flopsPerToken > 0)
         std::printf(" | %6.1f GFLOP/s",
                     tokensPerSecond * m.flopsPerToken * 1e-9);
-      std::printf(" | %.1f s\n", elapsed);
+      double eta = elapsed / double(step + 1) * double(totalSteps - step - 1);
+      std::printf(" | arena %s, RSS %s | %.1f s, ETA %.0f s\n",
+                  titan::humanBytes(double(m.arenaBytes)).c_str(),
+                  titan::humanBytes(double(residentBytes())).c_str(), elapsed,
+                  eta);
       std::fflush(stdout);
     }
 

@@ -125,6 +125,9 @@ struct TrainConfig {
     bool enableTensorboard = false;
     std::string saveTbFolder = "tb";
     bool disableColorPrinting = false;
+    /// The hardware's peak TFLOP/s for MFU (titan's addition to
+    /// TorchTitan's keys); 0: unknown, no MFU is reported.
+    double peakTflops = 0;
   } metrics;
 
   struct Debug {
