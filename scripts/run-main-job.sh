@@ -35,3 +35,8 @@ fi
 "${launch[@]}" "$out/train" --training.dataset_path "$corpus" --job.dump_folder "$out" \
   --metrics.log_freq 5 "$@"
 echo "metrics: $out/metrics.jsonl"
+# The curves, when matplotlib can be installed from PyPI (the run itself
+# does not need it).
+bash scripts/plot-metrics.sh "$out/metrics.jsonl" --out "$out/metrics.png" \
+  --title "titan: llama3 debugmodel on the CPU" ||
+  echo "(no plot: matplotlib could not be installed)"
