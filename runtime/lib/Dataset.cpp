@@ -15,6 +15,7 @@ Dataset::Dataset(const std::string &path, int64_t vocabSize, int64_t seqLen)
   if (path.empty())
     fatal("training.dataset_path is not set; give a .bin token file or a "
           "text file");
+  requireRegularFile(path, "training.dataset_path");
   auto buffer = llvm::MemoryBuffer::getFile(path, /*IsText=*/false,
                                             /*RequiresNullTerminator=*/false);
   if (!buffer)

@@ -2,6 +2,8 @@
 
 #include "Error.h"
 
+#include "llvm/Support/FileSystem.h"
+
 #include <cstdio>
 #include <cstdlib>
 
@@ -9,4 +11,34 @@
   std::fflush(stdout);
   std::fprintf(stderr, "error: %s\n", message.c_str());
   std::exit(1);
+}
+
+void titanrt::requireRegularFile(const std::string &path,
+                                 const std::string &what) {
+  namespace fs = llvm::sys::fs;
+  fs::file_status status;
+  if (fs::status(path, status) || !fs::exists(status))
+    return;
+  const char *kind = nullptr;
+  switch (status.type()) {
+  case fs::file_type::regular_file:
+    return;
+  case fs::file_type::directory_file:
+    kind = "a directory";
+    break;
+  case fs::file_type::character_file:
+  case fs::file_type::block_file:
+    kind = "a device";
+    break;
+  case fs::file_type::fifo_file:
+    kind = "a FIFO";
+    break;
+  case fs::file_type::socket_file:
+    kind = "a socket";
+    break;
+  default:
+    kind = "not a regular file";
+    break;
+  }
+  fatal(what + " '" + path + "' is " + kind + ", not a regular file");
 }

@@ -11,6 +11,12 @@ namespace titanrt {
 /// input (data, checkpoints, arguments) that the run cannot continue from.
 [[noreturn]] void fatal(const std::string &message);
 
+/// Stops the run when `path` exists but is not a regular file (a directory,
+/// a device such as /dev/zero, a FIFO, a socket), naming `what` it was
+/// given as: reading it would never end or exhaust memory. A missing file
+/// is left to the caller's own message.
+void requireRegularFile(const std::string &path, const std::string &what);
+
 } // namespace titanrt
 
 #endif // TITANRT_LIB_ERROR_H

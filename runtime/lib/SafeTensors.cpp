@@ -7,7 +7,9 @@
 
 #include "SafeTensors.h"
 #include "Error.h"
+#include "LowPrecision.h"
 
+#include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/StringMap.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/JSON.h"
@@ -28,76 +30,6 @@ int64_t TensorRef::numel() const {
 }
 
 namespace {
-
-uint16_t floatToBF16(float f) {
-  uint32_t bits;
-  std::memcpy(&bits, &f, 4);
-  if ((bits & 0x7fffffff) > 0x7f800000) // NaN stays NaN
-    return uint16_t((bits >> 16) | 0x40);
-  // Round to nearest even, as PyTorch's conversion does.
-  bits += 0x7fff + ((bits >> 16) & 1);
-  return uint16_t(bits >> 16);
-}
-
-float bf16ToFloat(uint16_t h) {
-  uint32_t bits = uint32_t(h) << 16;
-  float f;
-  std::memcpy(&f, &bits, 4);
-  return f;
-}
-
-uint16_t floatToHalf(float f) {
-  uint32_t x;
-  std::memcpy(&x, &f, 4);
-  uint32_t sign = (x >> 16) & 0x8000;
-  int32_t exp = int32_t((x >> 23) & 0xff) - 127 + 15;
-  uint32_t mant = x & 0x7fffff;
-  if (((x >> 23) & 0xff) == 0xff) // inf / nan
-    return uint16_t(sign | 0x7c00 | (mant ? 0x200 : 0));
-  if (exp >= 31)
-    return uint16_t(sign | 0x7c00);
-  if (exp <= 0) { // subnormal or zero
-    if (exp < -10)
-      return uint16_t(sign);
-    mant |= 0x800000;
-    uint32_t shift = uint32_t(14 - exp);
-    uint32_t half = mant >> shift;
-    uint32_t rem = mant & ((1u << shift) - 1), mid = 1u << (shift - 1);
-    if (rem > mid || (rem == mid && (half & 1)))
-      ++half;
-    return uint16_t(sign | half);
-  }
-  uint32_t half = sign | (uint32_t(exp) << 10) | (mant >> 13);
-  uint32_t rem = mant & 0x1fff;
-  if (rem > 0x1000 || (rem == 0x1000 && (half & 1)))
-    ++half; // may carry into the exponent, which is correct rounding
-  return uint16_t(half);
-}
-
-float halfToFloat(uint16_t h) {
-  uint32_t sign = uint32_t(h & 0x8000) << 16;
-  uint32_t exp = (h >> 10) & 0x1f, mant = h & 0x3ff;
-  uint32_t bits;
-  if (exp == 0) {
-    if (mant == 0) {
-      bits = sign;
-    } else { // normalize a subnormal
-      int e = -1;
-      do {
-        ++e;
-        mant <<= 1;
-      } while (!(mant & 0x400));
-      bits = sign | uint32_t(127 - 15 - e) << 23 | (mant & 0x3ff) << 13;
-    }
-  } else if (exp == 31) {
-    bits = sign | 0x7f800000 | mant << 13;
-  } else {
-    bits = sign | (exp - 15 + 127) << 23 | mant << 13;
-  }
-  float f;
-  std::memcpy(&f, &bits, 4);
-  return f;
-}
 
 std::string shapeString(const std::vector<int64_t> &shape) {
   std::string s = "[";
@@ -158,7 +90,7 @@ void titanrt::saveSafetensors(const std::string &path,
       narrow.resize(t.numel());
       for (int64_t i = 0; i < t.numel(); ++i)
         narrow[i] =
-            dtype == "BF16" ? floatToBF16(t.data[i]) : floatToHalf(t.data[i]);
+            dtype == "BF16" ? floatToBf16(t.data[i]) : floatToF16(t.data[i]);
       out.write(reinterpret_cast<const char *>(narrow.data()), t.numel() * 2);
     }
     out.close();
@@ -173,6 +105,7 @@ void titanrt::saveSafetensors(const std::string &path,
 
 void titanrt::loadSafetensors(const std::string &path,
                               const std::vector<TensorRef> &tensors) {
+  requireRegularFile(path, "checkpoint");
   auto buffer = llvm::MemoryBuffer::getFile(path, /*IsText=*/false,
                                             /*RequiresNullTerminator=*/false);
   if (!buffer)
@@ -184,6 +117,11 @@ void titanrt::loadSafetensors(const std::string &path,
   uint64_t headerSize = 0;
   for (int i = 0; i < 8; ++i)
     headerSize |= uint64_t(uint8_t(file[i])) << (8 * i);
+  // The safetensors format bounds its header at 100 MB.
+  if (headerSize > 100'000'000)
+    fatal("checkpoint '" + path + "' has a header of " +
+          std::to_string(headerSize) +
+          " bytes, more than the format's 100 MB: not a safetensors file");
   if (headerSize > file.size() - 8)
     fatal("checkpoint '" + path + "' is truncated: its header needs " +
           std::to_string(headerSize) + " bytes");
@@ -205,6 +143,7 @@ void titanrt::loadSafetensors(const std::string &path,
       fatal("checkpoint '" + path + "' has an unexpected tensor '" +
             entry.first.str() + "' (not a parameter of this model)");
 
+  std::vector<std::pair<int64_t, int64_t>> ranges;
   for (const TensorRef &t : tensors) {
     const llvm::json::Object *info = entries->getObject(t.name);
     if (!info)
@@ -235,6 +174,7 @@ void titanrt::loadSafetensors(const std::string &path,
       fatal("checkpoint '" + path + "' is truncated: tensor '" + t.name +
             "' ends at byte " + std::to_string(end) + " of " +
             std::to_string(data.size()));
+    ranges.push_back({begin, end});
     const char *src = data.data() + begin;
     for (int64_t i = 0; i < t.numel(); ++i) {
       if (elementSize == 4) {
@@ -242,8 +182,25 @@ void titanrt::loadSafetensors(const std::string &path,
       } else {
         uint16_t h;
         std::memcpy(&h, src + 2 * i, 2);
-        t.data[i] = dtype == "BF16" ? bf16ToFloat(h) : halfToFloat(h);
+        t.data[i] = dtype == "BF16" ? bf16ToFloat(h) : f16ToFloat(h);
       }
     }
   }
+  // The tensors' bytes tile the data exactly: no tensor overlaps another
+  // (a header whose offsets all start at 0 would load the same bytes into
+  // every tensor), and no byte is left over.
+  llvm::sort(ranges);
+  int64_t covered = 0;
+  for (auto [begin, end] : ranges) {
+    if (begin != covered)
+      fatal("checkpoint '" + path + "' has invalid data_offsets: " +
+            (begin < covered ? "two tensors overlap at byte "
+                             : "bytes are unused before byte ") +
+            std::to_string(begin));
+    covered = end;
+  }
+  if (uint64_t(covered) != data.size())
+    fatal("checkpoint '" + path + "' has " +
+          std::to_string(int64_t(data.size()) - covered) +
+          " bytes after its last tensor");
 }
