@@ -32,6 +32,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <tuple>
 #include <vector>
 
 #include <unistd.h>
@@ -369,32 +370,60 @@ std::string firstNonFinite(const TensorSet &first, StringRef firstKind,
             .str());
 }
 
+/// <dump_folder>/<checkpoint.folder>
+std::string checkpointRoot(const titan::TrainConfig &c) {
+  llvm::SmallString<256> root(c.job.dumpFolder);
+  llvm::sys::path::append(root, c.checkpoint.folder);
+  return root.str().str();
+}
+
 /// <dump_folder>/<checkpoint.folder>/step-<step>/model.safetensors
 std::string checkpointPath(const titan::TrainConfig &c, int64_t step) {
-  llvm::SmallString<256> path(c.job.dumpFolder);
-  llvm::sys::path::append(path, c.checkpoint.folder,
-                          "step-" + std::to_string(step), "model.safetensors");
+  llvm::SmallString<256> path(checkpointRoot(c));
+  llvm::sys::path::append(path, "step-" + std::to_string(step),
+                          "model.safetensors");
   return path.str().str();
 }
 
-/// Removes all but the newest `keep` step-N checkpoint folders (0: keep all).
-void pruneCheckpoints(const titan::TrainConfig &c) {
+/// Keeps at most `keep_latest_k` step-N checkpoint folders (0: all): the
+/// ones an earlier run left in a reused folder go first, oldest first, then
+/// this run's oldest; the one just written (`saved`) always stays.
+void pruneCheckpoints(const titan::TrainConfig &c,
+                      const std::vector<int64_t> &saved) {
   if (c.checkpoint.keepLatestK <= 0)
     return;
-  llvm::SmallString<256> root(c.job.dumpFolder);
-  llvm::sys::path::append(root, c.checkpoint.folder);
-  std::vector<std::pair<int64_t, std::string>> found;
+  std::vector<std::tuple<bool, int64_t, std::string>> found;
   std::error_code ec;
-  for (llvm::sys::fs::directory_iterator it(root, ec), end; it != end && !ec;
-       it.increment(ec)) {
+  for (llvm::sys::fs::directory_iterator it(checkpointRoot(c), ec), end;
+       it != end && !ec; it.increment(ec)) {
     StringRef name = llvm::sys::path::filename(it->path());
     int64_t step;
     if (name.consume_front("step-") && !name.getAsInteger(10, step))
-      found.emplace_back(step, it->path());
+      found.emplace_back(llvm::is_contained(saved, step), step, it->path());
   }
+  // Earlier runs' (false) first, each by step: the one just written sorts
+  // last, so it is never among those removed.
   llvm::sort(found);
   for (size_t i = 0; i + c.checkpoint.keepLatestK < found.size(); ++i)
-    llvm::sys::fs::remove_directories(found[i].second);
+    llvm::sys::fs::remove_directories(std::get<2>(found[i]));
+}
+
+/// Removes what a save that was killed left behind: `*.tmp` files in the
+/// step folders, and a step folder left empty by that (never a complete
+/// checkpoint, never loaded).
+void removeUnfinishedSaves(const titan::TrainConfig &c) {
+  std::vector<std::string> unfinished;
+  std::error_code ec;
+  for (llvm::sys::fs::recursive_directory_iterator it(checkpointRoot(c), ec),
+       end;
+       it != end && !ec; it.increment(ec))
+    if (StringRef(it->path()).ends_with(".tmp"))
+      unfinished.push_back(it->path());
+  for (const std::string &file : unfinished) {
+    llvm::sys::fs::remove(file);
+    // Fails, leaving it, unless the folder is now empty.
+    llvm::sys::fs::remove(llvm::sys::path::parent_path(file));
+  }
 }
 
 } // namespace
@@ -536,6 +565,9 @@ int titanrt::trainMain(int argc, char **argv, const CompiledModel &model) {
   std::fflush(stdout);
 
   int64_t totalSteps = c.training.steps;
+  std::vector<int64_t> savedSteps; ///< the checkpoints this run wrote
+  if (leader && c.checkpoint.enable)
+    removeUnfinishedSaves(c);
   auto start = std::chrono::steady_clock::now();
   for (int64_t step = 0; step < totalSteps; ++step) {
     auto stepStart = std::chrono::steady_clock::now();
@@ -635,7 +667,8 @@ int titanrt::trainMain(int argc, char **argv, const CompiledModel &model) {
                         last && c.checkpoint.lastSaveModelOnly
                             ? c.checkpoint.exportDtype
                             : "float32");
-        pruneCheckpoints(c);
+        savedSteps.push_back(step + 1);
+        pruneCheckpoints(c, savedSteps);
         std::printf("saved %s\n", file.c_str());
       }
     }
