@@ -32,6 +32,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <memory>
 #include <tuple>
 #include <vector>
 
@@ -153,8 +154,10 @@ public:
     size_t bytes = size_t(std::max<int64_t>(m.arenaBytes, kAlignment));
     base = static_cast<char *>(std::aligned_alloc(kAlignment, bytes));
     if (!base)
-      fatal("cannot allocate the planned arena of " +
-            std::to_string(m.arenaBytes) + " bytes");
+      fatal("out of host memory: cannot allocate the planned arena of " +
+            std::to_string(m.arenaBytes) + " bytes (" +
+            titan::humanBytes(double(m.arenaBytes)) +
+            "; titan-compile --emit=memory shows what it holds)");
     // A pattern no computation writes, so the high-water mark can be read
     // back after a step.
     for (size_t i = 0; i < bytes / sizeof(uint64_t); ++i)
@@ -195,7 +198,8 @@ private:
 /// float32 tensors, one per parameter: this rank's shards in the arena
 /// (slots "<kind>:<name>"), or whole tensors in memory of their own.
 struct TensorSet {
-  std::vector<std::vector<float>> storage;
+  /// The whole tensors' memory (empty for arena shards).
+  std::unique_ptr<float, decltype(&std::free)> storage{nullptr, &std::free};
   std::vector<TensorRef> refs;
   /// This rank's shards, in the arena slots of kind `kind`.
   TensorSet(const Manifest &m, Arena &arena, const std::string &kind) {
@@ -204,12 +208,22 @@ struct TensorSet {
           {p.name, p.localShape,
            arena.slot<float>(kind + ":" + p.name, numel(p.localShape) * 4)});
   }
-  /// Whole tensors.
+  /// Whole tensors, zeroed, in one allocation whose failure names its size.
   explicit TensorSet(const Manifest &m) {
+    int64_t total = 0;
     for (const Manifest::Param &p : m.params)
-      storage.emplace_back(numel(p.shape), 0.0f);
-    for (auto [p, s] : llvm::zip(m.params, storage))
-      refs.push_back({p.name, p.shape, s.data()});
+      total += numel(p.shape);
+    storage.reset(static_cast<float *>(
+        std::calloc(size_t(std::max<int64_t>(total, 1)), sizeof(float))));
+    if (!storage)
+      fatal("out of host memory: the whole model's parameters (" +
+            std::to_string(total * int64_t(sizeof(float))) +
+            " bytes, for init, loading or saving) do not fit");
+    float *next = storage.get();
+    for (const Manifest::Param &p : m.params) {
+      refs.push_back({p.name, p.shape, next});
+      next += numel(p.shape);
+    }
   }
   void zero() {
     for (TensorRef &t : refs)
