@@ -119,6 +119,7 @@ const char *const kSections[] = {"job",
                                  "quantize.linear.float8",
                                  "checkpoint",
                                  "metrics",
+                                 "comm",
                                  "debug"};
 
 /// The schema, bound to the fields of `c`.
@@ -287,6 +288,15 @@ std::vector<KeySpec> buildSchema(TrainConfig &c) {
   add("metrics", "peak_tflops", &c.metrics.peakTflops,
       "Peak TFLOP/s of one rank's hardware, for MFU (0: not reported)")
       .atLeast(0);
+
+  add("comm", "init_timeout_seconds", &c.comm.initTimeoutSeconds,
+      "Seconds a collective may take during start-up and the first step "
+      "before every rank is aborted")
+      .atLeast(1);
+  add("comm", "train_timeout_seconds", &c.comm.trainTimeoutSeconds,
+      "Seconds a collective may take after the first step before every rank "
+      "is aborted")
+      .atLeast(1);
 
   add("debug", "seed", &c.debug.seed, "Base RNG seed").atLeast(0);
   add("debug", "deterministic", &c.debug.deterministic,

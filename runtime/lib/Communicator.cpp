@@ -74,6 +74,15 @@ int64_t Communicator::groupColor(unsigned axisMask) const {
   return color;
 }
 
+std::string Communicator::describe(const char *collective, unsigned axisMask) {
+  static const char *names[] = {"pp", "dp_replicate", "dp_shard", "cp", "tp"};
+  std::string axes;
+  for (int a = 0; a < kNumAxes; ++a)
+    if (axisMask & (1u << a))
+      axes += (axes.empty() ? "" : ", ") + std::string(names[a]);
+  return std::string(collective) + " over [" + axes + "]";
+}
+
 void titanrt::checkWorldSize(const std::vector<int64_t> &mesh, int64_t size) {
   int64_t expected = 1;
   for (int64_t d : mesh)

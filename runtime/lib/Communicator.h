@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <string>
 #include <vector>
 
 namespace titanrt {
@@ -98,6 +99,16 @@ public:
                                             unsigned axisMask) = 0;
   virtual void barrier() = 0;
 
+  /// A collective that does not finish within `seconds` stops the job on
+  /// every rank, naming itself, its mesh axes and the context.
+  void setTimeout(double seconds) { timeoutSeconds_ = seconds; }
+  double timeoutSeconds() const { return timeoutSeconds_; }
+  /// What the run is doing ("step 3"), for those messages.
+  void setContext(std::string context) { context_ = std::move(context); }
+  const std::string &context() const { return context_; }
+  /// "all_gather over [dp_shard, tp]".
+  static std::string describe(const char *collective, unsigned axisMask);
+
   /// Size of the group of `axisMask`.
   int64_t groupSize(unsigned axisMask) const;
   /// This rank's index in the group of ranks that differ only in `axes`,
@@ -114,6 +125,8 @@ protected:
 
   std::vector<int64_t> mesh_;
   int rank_ = 0, size_ = 1; ///< in the world, set by bootstrapMPI
+  double timeoutSeconds_ = 300;
+  std::string context_ = "start-up";
 };
 
 enum class Backend { MPI, NCCL };

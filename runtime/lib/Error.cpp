@@ -7,9 +7,20 @@
 #include <cstdio>
 #include <cstdlib>
 
+namespace {
+titanrt::AbortHook abortHook = nullptr;
+} // namespace
+
+void titanrt::setAbortHook(AbortHook hook) { abortHook = hook; }
+
 [[noreturn]] void titanrt::fatal(const std::string &message) {
   std::fflush(stdout);
   std::fprintf(stderr, "error: %s\n", message.c_str());
+  std::fflush(stderr);
+  if (AbortHook hook = abortHook) {
+    abortHook = nullptr; // a failure while aborting just exits
+    hook(message);
+  }
   std::exit(1);
 }
 

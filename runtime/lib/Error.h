@@ -11,6 +11,12 @@ namespace titanrt {
 /// input (data, checkpoints, arguments) that the run cannot continue from.
 [[noreturn]] void fatal(const std::string &message);
 
+/// How fatal() ends a multi-rank job: set by the communicator to abort every
+/// rank (MPI_Abort), so that one rank's error never leaves the others
+/// waiting in a collective. Null: exit this process.
+using AbortHook = void (*)(const std::string &message);
+void setAbortHook(AbortHook hook);
+
 /// Stops the run when `path` exists but is not a regular file (a directory,
 /// a device such as /dev/zero, a FIFO, a socket), naming `what` it was
 /// given as: reading it would never end or exhaust memory. A missing file

@@ -14,9 +14,11 @@
 #include <mpi.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstring>
 #include <map>
 #include <string>
+#include <thread>
 
 using namespace titanrt;
 
@@ -115,8 +117,18 @@ void divideInPlace(void *data, DataType type, int64_t count, double n) {
   }
 }
 
+/// Every rank stops: a rank that failed must not leave the others waiting
+/// in a collective forever.
+void abortEveryRank(const std::string &) { MPI_Abort(MPI_COMM_WORLD, 1); }
+
 /// A pending MPI request and what to do once it completes.
 struct MPIRequest : Request {
+  MPIRequest(const Communicator &comm, const char *collective,
+             unsigned axisMask)
+      : comm(comm), collective(collective), axisMask(axisMask) {}
+  const Communicator &comm;
+  const char *collective;
+  unsigned axisMask;
   /// One MPI request per operation (two for a send/recv pair).
   MPI_Request requests[2] = {MPI_REQUEST_NULL, MPI_REQUEST_NULL};
   std::vector<char> staging;
@@ -128,8 +140,26 @@ struct MPIRequest : Request {
     staging.resize(size_t(bytes));
     return staging.data();
   }
+  /// Waits, polling, up to the communicator's timeout; past it every rank
+  /// is aborted with a message naming the collective (a stopped or lost
+  /// peer must not hang the job).
   void finish() override {
-    check(MPI_Waitall(2, requests, MPI_STATUSES_IGNORE), "wait");
+    auto start = std::chrono::steady_clock::now();
+    for (int done = 0;;) {
+      check(MPI_Testall(2, requests, &done, MPI_STATUSES_IGNORE), "wait");
+      if (done)
+        break;
+      double waited = std::chrono::duration<double>(
+                          std::chrono::steady_clock::now() - start)
+                          .count();
+      if (waited > comm.timeoutSeconds())
+        fatal(Communicator::describe(collective, axisMask) + " at " +
+              comm.context() + " did not complete within " +
+              std::to_string(int64_t(comm.timeoutSeconds())) +
+              " s ([comm] timeout): a peer has stopped or is lost; aborting "
+              "every rank");
+      std::this_thread::sleep_for(std::chrono::microseconds(20));
+    }
     if (then)
       then();
   }
@@ -174,7 +204,7 @@ public:
                                      int64_t inner, int64_t gatheredSize,
                                      unsigned axisMask,
                                      void *staging) override {
-    auto req = std::make_unique<MPIRequest>();
+    auto req = std::make_unique<MPIRequest>(*this, "all_gather", axisMask);
     int64_t parts = groupSize(axisMask);
     int64_t count = outer * dimSize * inner;
     void *dst = out;
@@ -201,7 +231,7 @@ public:
                                          int64_t dimSize, int64_t inner,
                                          unsigned axisMask,
                                          void *staging) override {
-    auto req = std::make_unique<MPIRequest>();
+    auto req = std::make_unique<MPIRequest>(*this, "reduce_scatter", axisMask);
     int64_t parts = groupSize(axisMask);
     int64_t rows = (dimSize + parts - 1) / parts;
     int64_t count = outer * rows * inner;
@@ -222,7 +252,7 @@ public:
   std::unique_ptr<Request> allReduce(const void *in, void *out, DataType type,
                                      int64_t count, Reduction reduction,
                                      unsigned axisMask) override {
-    auto req = std::make_unique<MPIRequest>();
+    auto req = std::make_unique<MPIRequest>(*this, "all_reduce", axisMask);
     check(MPI_Iallreduce(in, out, count, mpiType(type),
                          mpiOp(type, reduction == Reduction::Max),
                          group(axisMask), &req->requests[0]),
@@ -239,7 +269,7 @@ public:
                                     int64_t splitInner, int64_t concatOuter,
                                     int64_t concatDim, int64_t concatInner,
                                     unsigned axisMask, void *staging) override {
-    auto req = std::make_unique<MPIRequest>();
+    auto req = std::make_unique<MPIRequest>(*this, "all_to_all", axisMask);
     int64_t parts = groupSize(axisMask);
     // Pack part p (a slice of the split dimension) contiguously, rank-major.
     int64_t total = splitOuter * splitDim * splitInner * dataTypeBytes(type);
@@ -265,7 +295,7 @@ public:
   std::unique_ptr<Request> broadcast(const void *in, void *out, DataType type,
                                      int64_t count, int64_t root,
                                      unsigned axisMask) override {
-    auto req = std::make_unique<MPIRequest>();
+    auto req = std::make_unique<MPIRequest>(*this, "broadcast", axisMask);
     if (in != out)
       std::memcpy(out, in, count * dataTypeBytes(type));
     check(MPI_Ibcast(out, count, mpiType(type), int(root), group(axisMask),
@@ -277,7 +307,7 @@ public:
   std::unique_ptr<Request> sendRecv(const void *in, void *out, DataType type,
                                     int64_t count, int64_t shift,
                                     unsigned axisMask) override {
-    auto req = std::make_unique<MPIRequest>();
+    auto req = std::make_unique<MPIRequest>(*this, "send_recv", axisMask);
     MPI_Comm comm = group(axisMask);
     int size = 0, me = 0;
     MPI_Comm_size(comm, &size);
@@ -321,6 +351,8 @@ void Communicator::bootstrapMPI() {
     check(MPI_Init(nullptr, nullptr), "init");
   MPI_Comm_rank(MPI_COMM_WORLD, &rank_);
   MPI_Comm_size(MPI_COMM_WORLD, &size_);
+  if (size_ > 1)
+    setAbortHook(abortEveryRank);
   checkWorldSize(mesh_, size_);
 }
 

@@ -47,9 +47,9 @@ namespace {
 /// compiled program.
 bool isRunTimeKey(StringRef key) {
   return key.starts_with("job.") || key.starts_with("metrics.") ||
-         key.starts_with("checkpoint.") || key.starts_with("debug.") ||
-         key == "training.steps" || key == "training.dataset" ||
-         key == "training.dataset_path";
+         key.starts_with("comm.") || key.starts_with("checkpoint.") ||
+         key.starts_with("debug.") || key == "training.steps" ||
+         key == "training.dataset" || key == "training.dataset_path";
 }
 
 struct Manifest {
@@ -488,6 +488,9 @@ int titanrt::trainMain(int argc, char **argv, const CompiledModel &model) {
   if (world == 1)
     refuseMultiRankLaunch();
   Communicator *comm = world > 1 ? &initCommunicator(m.mesh) : nullptr;
+  // TorchTitan's [comm] timeouts: the start-up's until the first step ends.
+  if (comm)
+    comm->setTimeout(double(c.comm.initTimeoutSeconds));
   bool leader = !comm || comm->rank() == 0;
   int64_t dp = m.mesh[kDPReplicate] * m.mesh[kDPShard];
   int64_t dpIndex = comm ? comm->coordinate(kDPReplicate) * m.mesh[kDPShard] +
@@ -585,6 +588,11 @@ int titanrt::trainMain(int argc, char **argv, const CompiledModel &model) {
   auto start = std::chrono::steady_clock::now();
   for (int64_t step = 0; step < totalSteps; ++step) {
     auto stepStart = std::chrono::steady_clock::now();
+    if (comm) {
+      comm->setContext("step " + std::to_string(step + 1));
+      if (step == 1)
+        comm->setTimeout(double(c.comm.trainTimeoutSeconds));
+    }
     double lossSum = 0;
     // Microbatch gradients add into the gradient slots (the compiled step
     // scales the loss by 1 / accumulation, as TorchTitan does).

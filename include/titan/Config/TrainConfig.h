@@ -130,6 +130,13 @@ struct TrainConfig {
     double peakTflops = 0;
   } metrics;
 
+  /// TorchTitan's [comm]: how long a collective may take before the job is
+  /// aborted on every rank.
+  struct Comm {
+    int64_t initTimeoutSeconds = 300;
+    int64_t trainTimeoutSeconds = 100;
+  } comm;
+
   struct Debug {
     std::optional<int64_t> seed;
     bool deterministic = false;
