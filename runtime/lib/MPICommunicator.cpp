@@ -16,6 +16,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstring>
+#include <limits>
 #include <map>
 #include <string>
 #include <thread>
@@ -31,6 +32,18 @@ void check(int rc, const char *what) {
     MPI_Error_string(rc, message, &len);
     fatal(std::string("MPI ") + what + " failed: " + std::string(message, len));
   }
+}
+
+/// MPI-3's element counts are C ints: a larger collective stops the run by
+/// name rather than wrapping (Open MPI 4 has no MPI-4 large-count calls;
+/// NCCL's counts are 64-bit).
+int mpiCount(int64_t count, const char *collective) {
+  if (count > std::numeric_limits<int>::max())
+    fatal(std::string("the MPI ") + collective + " of " +
+          std::to_string(count) +
+          " elements exceeds MPI's 2^31 - 1 element count; shard the tensor "
+          "further (more FSDP or TP ranks) or use the NCCL communicator");
+  return int(count);
 }
 
 /// MPI has no 16- or 8-bit floats: they travel as unsigned integers of
@@ -220,7 +233,8 @@ public:
                   rowBytes, /*toRankMajor=*/false);
       };
     }
-    check(MPI_Iallgather(in, count, mpiType(type), dst, count, mpiType(type),
+    int n = mpiCount(count, "all_gather");
+    check(MPI_Iallgather(in, n, mpiType(type), dst, n, mpiType(type),
                          group(axisMask), &req->requests[0]),
           "all_gather");
     return req;
@@ -242,9 +256,9 @@ public:
                 dimSize, inner * dataTypeBytes(type), /*toRankMajor=*/true);
       src = packed;
     }
-    check(MPI_Ireduce_scatter_block(src, out, count, mpiType(type),
-                                    mpiOp(type, /*max=*/false), group(axisMask),
-                                    &req->requests[0]),
+    check(MPI_Ireduce_scatter_block(src, out, mpiCount(count, "reduce_scatter"),
+                                    mpiType(type), mpiOp(type, /*max=*/false),
+                                    group(axisMask), &req->requests[0]),
           "reduce_scatter");
     return req;
   }
@@ -253,7 +267,7 @@ public:
                                      int64_t count, Reduction reduction,
                                      unsigned axisMask) override {
     auto req = std::make_unique<MPIRequest>(*this, "all_reduce", axisMask);
-    check(MPI_Iallreduce(in, out, count, mpiType(type),
+    check(MPI_Iallreduce(in, out, mpiCount(count, "all_reduce"), mpiType(type),
                          mpiOp(type, reduction == Reduction::Max),
                          group(axisMask), &req->requests[0]),
           "all_reduce");
@@ -286,7 +300,8 @@ public:
       rearrange(recv, final, concatOuter, parts, concatDim, parts * concatDim,
                 rowBytes, /*toRankMajor=*/false);
     };
-    check(MPI_Ialltoall(send, count, mpiType(type), recv, count, mpiType(type),
+    int n = mpiCount(count, "all_to_all");
+    check(MPI_Ialltoall(send, n, mpiType(type), recv, n, mpiType(type),
                         group(axisMask), &req->requests[0]),
           "all_to_all");
     return req;
@@ -298,8 +313,8 @@ public:
     auto req = std::make_unique<MPIRequest>(*this, "broadcast", axisMask);
     if (in != out)
       std::memcpy(out, in, count * dataTypeBytes(type));
-    check(MPI_Ibcast(out, count, mpiType(type), int(root), group(axisMask),
-                     &req->requests[0]),
+    check(MPI_Ibcast(out, mpiCount(count, "broadcast"), mpiType(type),
+                     int(root), group(axisMask), &req->requests[0]),
           "broadcast");
     return req;
   }
@@ -314,10 +329,11 @@ public:
     MPI_Comm_rank(comm, &me);
     int to = int(((me + shift) % size + size) % size);
     int from = int(((me - shift) % size + size) % size);
-    check(
-        MPI_Irecv(out, count, mpiType(type), from, 0, comm, &req->requests[0]),
-        "recv");
-    check(MPI_Isend(in, count, mpiType(type), to, 0, comm, &req->requests[1]),
+    check(MPI_Irecv(out, mpiCount(count, "send_recv"), mpiType(type), from, 0,
+                    comm, &req->requests[0]),
+          "recv");
+    check(MPI_Isend(in, int(count), mpiType(type), to, 0, comm,
+                    &req->requests[1]),
           "send");
     return req;
   }
