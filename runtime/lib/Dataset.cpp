@@ -4,58 +4,63 @@
 #include "Error.h"
 
 #include "llvm/ADT/StringRef.h"
-#include "llvm/Support/MemoryBuffer.h"
 
 #include <cstring>
 
 using namespace titanrt;
 
 Dataset::Dataset(const std::string &path, int64_t vocabSize, int64_t seqLen)
-    : seqLen_(seqLen) {
+    : path_(path), binary_(llvm::StringRef(path).ends_with(".bin")),
+      vocab_(vocabSize), seqLen_(seqLen) {
   if (path.empty())
     fatal("training.dataset_path is not set; give a .bin token file or a "
           "text file");
   requireRegularFile(path, "training.dataset_path");
+  // Mapped (LLVM maps files of more than a few pages): the OS reads what
+  // the samples touch.
   auto buffer = llvm::MemoryBuffer::getFile(path, /*IsText=*/false,
                                             /*RequiresNullTerminator=*/false);
   if (!buffer)
     fatal("cannot read training.dataset_path '" + path +
           "': " + buffer.getError().message());
-  llvm::StringRef bytes = (*buffer)->getBuffer();
-  if (llvm::StringRef(path).ends_with(".bin")) {
-    if (bytes.size() % 4 != 0)
-      fatal("token file '" + path +
-            "' is truncated: " + std::to_string(bytes.size()) +
+  file_ = std::move(*buffer);
+  int64_t bytes = int64_t(file_->getBufferSize());
+  if (binary_) {
+    if (bytes % 4 != 0)
+      fatal("token file '" + path + "' is truncated: " + std::to_string(bytes) +
             " bytes is not a whole number of uint32 token ids");
-    tokens_.resize(bytes.size() / 4);
-    for (size_t i = 0; i < tokens_.size(); ++i) {
-      uint32_t id;
-      std::memcpy(&id, bytes.data() + 4 * i, 4);
-      if (id >= uint64_t(vocabSize))
-        fatal("token file '" + path + "': token " + std::to_string(i) +
-              " has id " + std::to_string(id) +
-              ", outside the vocabulary [0, " + std::to_string(vocabSize) +
-              ")");
-      tokens_[i] = int32_t(id);
-    }
+    numTokens_ = bytes / 4;
   } else {
     if (vocabSize < 256)
       fatal("the byte-level tokenizer for text file '" + path +
             "' needs vocab_size >= 256, the model has " +
             std::to_string(vocabSize));
-    tokens_.reserve(bytes.size());
-    for (unsigned char c : bytes)
-      tokens_.push_back(c);
+    numTokens_ = bytes;
   }
-  numSamples_ = int64_t(tokens_.size()) / (seqLen + 1);
+  numSamples_ = numTokens_ / (seqLen + 1);
   if (numSamples_ == 0)
     fatal("training.dataset_path '" + path + "' holds " +
-          std::to_string(tokens_.size()) + " tokens, fewer than one sample (" +
+          std::to_string(numTokens_) + " tokens, fewer than one sample (" +
           std::to_string(seqLen + 1) + " = training.seq_len + 1)");
 }
 
+int64_t Dataset::token(int64_t i) const {
+  const char *data = file_->getBufferStart();
+  if (!binary_)
+    return static_cast<unsigned char>(data[i]);
+  uint32_t id;
+  std::memcpy(&id, data + 4 * i, 4);
+  if (id >= uint64_t(vocab_))
+    fatal("token file '" + path_ + "': token " + std::to_string(i) +
+          " has id " + std::to_string(id) + ", outside the vocabulary [0, " +
+          std::to_string(vocab_) + ")");
+  return id;
+}
+
 void Dataset::sample(int64_t index, int32_t *inputs, int32_t *labels) const {
-  const int32_t *s = tokens_.data() + (index % numSamples_) * (seqLen_ + 1);
-  std::memcpy(inputs, s, seqLen_ * sizeof(int32_t));
-  std::memcpy(labels, s + 1, seqLen_ * sizeof(int32_t));
+  int64_t first = (index % numSamples_) * (seqLen_ + 1);
+  for (int64_t t = 0; t < seqLen_; ++t)
+    inputs[t] = int32_t(token(first + t));
+  for (int64_t t = 0; t < seqLen_; ++t)
+    labels[t] = int32_t(token(first + t + 1));
 }

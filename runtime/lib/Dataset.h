@@ -3,15 +3,19 @@
 #ifndef TITANRT_LIB_DATASET_H
 #define TITANRT_LIB_DATASET_H
 
+#include "llvm/Support/MemoryBuffer.h"
+
 #include <cstdint>
+#include <memory>
 #include <string>
-#include <vector>
 
 namespace titanrt {
 
 /// The token stream of `training.dataset_path`: a `.bin` file of
 /// little-endian uint32 token ids, or any other file read as text and
-/// tokenized bytewise (token id = byte value; needs vocab >= 256).
+/// tokenized bytewise (token id = byte value; needs vocab >= 256). The file
+/// is mapped, not read: a rank touches only the samples it trains on, and
+/// each sample's ids are checked against the vocabulary when it is read.
 class Dataset {
 public:
   Dataset(const std::string &path, int64_t vocabSize, int64_t seqLen);
@@ -24,9 +28,13 @@ public:
   void sample(int64_t index, int32_t *inputs, int32_t *labels) const;
 
 private:
-  std::vector<int32_t> tokens_;
-  int64_t seqLen_;
-  int64_t numSamples_;
+  /// Token `i` of the stream.
+  int64_t token(int64_t i) const;
+
+  std::string path_;
+  std::unique_ptr<llvm::MemoryBuffer> file_;
+  bool binary_;
+  int64_t vocab_, seqLen_, numTokens_, numSamples_;
 };
 
 } // namespace titanrt
