@@ -5,6 +5,13 @@
 // dimension other than the outermost go through a staging buffer in
 // rank-major block order, rearranged when the request finishes.
 //
+// MPI-3's element counts are C ints and Open MPI 4 has no MPI-4 large-count
+// calls, so a collective of more than 2^31 - 1 elements per message is
+// issued as several messages of at most that many: chunked all-reduces and
+// broadcasts, and gathers, scatters and all-to-alls decomposed into
+// per-root broadcasts and reductions or point-to-point pairs, so that every
+// piece stays contiguous and uses MPI's own reduction operations.
+//
 //===----------------------------------------------------------------------===//
 
 #include "Communicator.h"
@@ -15,11 +22,13 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdlib>
 #include <cstring>
 #include <limits>
 #include <map>
 #include <string>
 #include <thread>
+#include <vector>
 
 using namespace titanrt;
 
@@ -34,16 +43,31 @@ void check(int rc, const char *what) {
   }
 }
 
-/// MPI-3's element counts are C ints: a larger collective stops the run by
-/// name rather than wrapping (Open MPI 4 has no MPI-4 large-count calls;
-/// NCCL's counts are 64-bit).
-int mpiCount(int64_t count, const char *collective) {
-  if (count > std::numeric_limits<int>::max())
-    fatal(std::string("the MPI ") + collective + " of " +
-          std::to_string(count) +
-          " elements exceeds MPI's 2^31 - 1 element count; shard the tensor "
-          "further (more FSDP or TP ranks) or use the NCCL communicator");
-  return int(count);
+/// The most elements one MPI message carries: a C int, or less when
+/// TITAN_MPI_MAX_COUNT says so (tests use it to drive the chunked path with
+/// small tensors).
+int64_t maxMessageCount() {
+  static const int64_t limit = [] {
+    int64_t intMax = std::numeric_limits<int>::max();
+    const char *env = std::getenv("TITAN_MPI_MAX_COUNT");
+    if (!env || !*env)
+      return intMax;
+    char *end = nullptr;
+    long long v = std::strtoll(env, &end, 10);
+    if (*end || v < 1 || v > intMax)
+      fatal(std::string("TITAN_MPI_MAX_COUNT='") + env +
+            "' is not an element count in [1, 2^31 - 1]");
+    return int64_t(v);
+  }();
+  return limit;
+}
+
+/// Calls `issue(offset, length)` for consecutive pieces of `count` elements,
+/// each at most maxMessageCount() long.
+template <typename Issue> void forEachPiece(int64_t count, Issue issue) {
+  int64_t limit = maxMessageCount();
+  for (int64_t offset = 0; offset < count; offset += limit)
+    issue(offset, int(std::min(limit, count - offset)));
 }
 
 /// MPI has no 16- or 8-bit floats: they travel as unsigned integers of
@@ -130,6 +154,11 @@ void divideInPlace(void *data, DataType type, int64_t count, double n) {
   }
 }
 
+/// Point-to-point tags, distinct so that a shift and a chunked all-to-all
+/// on one communicator never match each other's messages.
+constexpr int kSendRecvTag = 0;
+constexpr int kAllToAllTag = 1;
+
 /// Every rank stops: a rank that failed must not leave the others waiting
 /// in a collective forever.
 void abortEveryRank(const std::string &) { MPI_Abort(MPI_COMM_WORLD, 1); }
@@ -142,8 +171,9 @@ struct MPIRequest : Request {
   const Communicator &comm;
   const char *collective;
   unsigned axisMask;
-  /// One MPI request per operation (two for a send/recv pair).
-  MPI_Request requests[2] = {MPI_REQUEST_NULL, MPI_REQUEST_NULL};
+  /// The MPI requests of the operation's messages (one in the common case).
+  std::vector<MPI_Request> requests;
+  MPI_Request *add() { return &requests.emplace_back(MPI_REQUEST_NULL); }
   std::vector<char> staging;
   std::function<void()> then;
   /// `bytes` of scratch: the planned `staging` when given, else owned.
@@ -159,7 +189,9 @@ struct MPIRequest : Request {
   void finish() override {
     auto start = std::chrono::steady_clock::now();
     for (int done = 0;;) {
-      check(MPI_Testall(2, requests, &done, MPI_STATUSES_IGNORE), "wait");
+      check(MPI_Testall(int(requests.size()), requests.data(), &done,
+                        MPI_STATUSES_IGNORE),
+            "wait");
       if (done)
         break;
       double waited = std::chrono::duration<double>(
@@ -233,10 +265,25 @@ public:
                   rowBytes, /*toRankMajor=*/false);
       };
     }
-    int n = mpiCount(count, "all_gather");
-    check(MPI_Iallgather(in, n, mpiType(type), dst, n, mpiType(type),
-                         group(axisMask), &req->requests[0]),
-          "all_gather");
+    MPI_Comm comm = group(axisMask);
+    if (count <= maxMessageCount()) {
+      check(MPI_Iallgather(in, int(count), mpiType(type), dst, int(count),
+                           mpiType(type), comm, req->add()),
+            "all_gather");
+      return req;
+    }
+    // Too large for one message: each rank broadcasts its block in pieces.
+    int me = 0;
+    MPI_Comm_rank(comm, &me);
+    int64_t bytes = dataTypeBytes(type);
+    char *blocks = static_cast<char *>(dst);
+    std::memmove(blocks + me * count * bytes, in, count * bytes);
+    forEachPiece(count, [&](int64_t offset, int length) {
+      for (int64_t p = 0; p < parts; ++p)
+        check(MPI_Ibcast(blocks + (p * count + offset) * bytes, length,
+                         mpiType(type), int(p), comm, req->add()),
+              "all_gather");
+    });
     return req;
   }
 
@@ -256,10 +303,27 @@ public:
                 dimSize, inner * dataTypeBytes(type), /*toRankMajor=*/true);
       src = packed;
     }
-    check(MPI_Ireduce_scatter_block(src, out, mpiCount(count, "reduce_scatter"),
-                                    mpiType(type), mpiOp(type, /*max=*/false),
-                                    group(axisMask), &req->requests[0]),
-          "reduce_scatter");
+    MPI_Comm comm = group(axisMask);
+    MPI_Op op = mpiOp(type, /*max=*/false);
+    if (count <= maxMessageCount()) {
+      check(MPI_Ireduce_scatter_block(src, out, int(count), mpiType(type), op,
+                                      comm, req->add()),
+            "reduce_scatter");
+      return req;
+    }
+    // Too large for one message: block p is reduced onto rank p in pieces.
+    int me = 0;
+    MPI_Comm_rank(comm, &me);
+    int64_t bytes = dataTypeBytes(type);
+    const char *blocks = static_cast<const char *>(src);
+    char *mine = static_cast<char *>(out);
+    forEachPiece(count, [&](int64_t offset, int length) {
+      for (int64_t p = 0; p < parts; ++p)
+        check(MPI_Ireduce(blocks + (p * count + offset) * bytes,
+                          p == me ? mine + offset * bytes : nullptr, length,
+                          mpiType(type), op, int(p), comm, req->add()),
+              "reduce_scatter");
+    });
     return req;
   }
 
@@ -267,10 +331,14 @@ public:
                                      int64_t count, Reduction reduction,
                                      unsigned axisMask) override {
     auto req = std::make_unique<MPIRequest>(*this, "all_reduce", axisMask);
-    check(MPI_Iallreduce(in, out, mpiCount(count, "all_reduce"), mpiType(type),
-                         mpiOp(type, reduction == Reduction::Max),
-                         group(axisMask), &req->requests[0]),
-          "all_reduce");
+    MPI_Op op = mpiOp(type, reduction == Reduction::Max);
+    int64_t bytes = dataTypeBytes(type);
+    forEachPiece(count, [&](int64_t offset, int length) {
+      check(MPI_Iallreduce(static_cast<const char *>(in) + offset * bytes,
+                           static_cast<char *>(out) + offset * bytes, length,
+                           mpiType(type), op, group(axisMask), req->add()),
+            "all_reduce");
+    });
     if (reduction == Reduction::Average) {
       double n = double(groupSize(axisMask));
       req->then = [out, count, type, n] { divideInPlace(out, type, count, n); };
@@ -300,10 +368,26 @@ public:
       rearrange(recv, final, concatOuter, parts, concatDim, parts * concatDim,
                 rowBytes, /*toRankMajor=*/false);
     };
-    int n = mpiCount(count, "all_to_all");
-    check(MPI_Ialltoall(send, n, mpiType(type), recv, n, mpiType(type),
-                        group(axisMask), &req->requests[0]),
-          "all_to_all");
+    MPI_Comm comm = group(axisMask);
+    if (count <= maxMessageCount()) {
+      check(MPI_Ialltoall(send, int(count), mpiType(type), recv, int(count),
+                          mpiType(type), comm, req->add()),
+            "all_to_all");
+      return req;
+    }
+    // Too large for one message: a send/receive pair per peer and piece.
+    int64_t bytes = dataTypeBytes(type);
+    forEachPiece(count, [&](int64_t offset, int length) {
+      for (int64_t q = 0; q < parts; ++q) {
+        int64_t at = (q * count + offset) * bytes;
+        check(MPI_Irecv(recv + at, length, mpiType(type), int(q), kAllToAllTag,
+                        comm, req->add()),
+              "all_to_all");
+        check(MPI_Isend(send + at, length, mpiType(type), int(q), kAllToAllTag,
+                        comm, req->add()),
+              "all_to_all");
+      }
+    });
     return req;
   }
 
@@ -313,9 +397,12 @@ public:
     auto req = std::make_unique<MPIRequest>(*this, "broadcast", axisMask);
     if (in != out)
       std::memcpy(out, in, count * dataTypeBytes(type));
-    check(MPI_Ibcast(out, mpiCount(count, "broadcast"), mpiType(type),
-                     int(root), group(axisMask), &req->requests[0]),
-          "broadcast");
+    int64_t bytes = dataTypeBytes(type);
+    forEachPiece(count, [&](int64_t offset, int length) {
+      check(MPI_Ibcast(static_cast<char *>(out) + offset * bytes, length,
+                       mpiType(type), int(root), group(axisMask), req->add()),
+            "broadcast");
+    });
     return req;
   }
 
@@ -329,12 +416,15 @@ public:
     MPI_Comm_rank(comm, &me);
     int to = int(((me + shift) % size + size) % size);
     int from = int(((me - shift) % size + size) % size);
-    check(MPI_Irecv(out, mpiCount(count, "send_recv"), mpiType(type), from, 0,
-                    comm, &req->requests[0]),
-          "recv");
-    check(MPI_Isend(in, int(count), mpiType(type), to, 0, comm,
-                    &req->requests[1]),
-          "send");
+    int64_t bytes = dataTypeBytes(type);
+    forEachPiece(count, [&](int64_t offset, int length) {
+      check(MPI_Irecv(static_cast<char *>(out) + offset * bytes, length,
+                      mpiType(type), from, kSendRecvTag, comm, req->add()),
+            "recv");
+      check(MPI_Isend(static_cast<const char *>(in) + offset * bytes, length,
+                      mpiType(type), to, kSendRecvTag, comm, req->add()),
+            "send");
+    });
     return req;
   }
 
