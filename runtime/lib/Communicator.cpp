@@ -83,6 +83,16 @@ std::string Communicator::describe(const char *collective, unsigned axisMask) {
   return std::string(collective) + " over [" + axes + "]";
 }
 
+std::string Communicator::timeoutMessage(const char *collective,
+                                         unsigned axisMask,
+                                         const std::string &context,
+                                         double seconds) {
+  return describe(collective, axisMask) + " at " + context +
+         " did not complete within " + std::to_string(int64_t(seconds)) +
+         " s ([comm] timeout): a peer has stopped or is lost; aborting every "
+         "rank";
+}
+
 void titanrt::checkWorldSize(const std::vector<int64_t> &mesh, int64_t size) {
   int64_t expected = 1;
   for (int64_t d : mesh)

@@ -108,6 +108,10 @@ public:
   const std::string &context() const { return context_; }
   /// "all_gather over [dp_shard, tp]".
   static std::string describe(const char *collective, unsigned axisMask);
+  /// What a collective that outlived its [comm] timeout reports, on every
+  /// backend.
+  static std::string timeoutMessage(const char *collective, unsigned axisMask,
+                                    const std::string &context, double seconds);
 
   /// Size of the group of `axisMask`.
   int64_t groupSize(unsigned axisMask) const;

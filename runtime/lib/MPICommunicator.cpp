@@ -198,11 +198,8 @@ struct MPIRequest : Request {
                           std::chrono::steady_clock::now() - start)
                           .count();
       if (waited > comm.timeoutSeconds())
-        fatal(Communicator::describe(collective, axisMask) + " at " +
-              comm.context() + " did not complete within " +
-              std::to_string(int64_t(comm.timeoutSeconds())) +
-              " s ([comm] timeout): a peer has stopped or is lost; aborting "
-              "every rank");
+        fatal(Communicator::timeoutMessage(collective, axisMask, comm.context(),
+                                           comm.timeoutSeconds()));
       std::this_thread::sleep_for(std::chrono::microseconds(20));
     }
     if (then)

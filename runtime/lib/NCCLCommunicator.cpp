@@ -9,18 +9,32 @@
 // Gathers and scatters along a middle dimension go through a device staging
 // buffer in rank-major block order, rearranged with strided 2-D copies.
 //
+// The waits are device-side, so a stalled peer would hang the host in its
+// next synchronization. A watchdog thread (as PyTorch's ProcessGroupNCCL
+// has) therefore polls an event recorded after each collective and the
+// communicators' asynchronous errors; a collective past its [comm] timeout,
+// or an NCCL error, aborts the communicators (ncclCommAbort, which stops
+// their kernels) and then every rank.
+//
 //===----------------------------------------------------------------------===//
 
 #include "Communicator.h"
 #include "Error.h"
+
+#include "llvm/ADT/STLExtras.h"
 
 #include <cuda_runtime.h>
 #include <mpi.h>
 #include <nccl.h>
 
 #include <algorithm>
+#include <chrono>
+#include <condition_variable>
 #include <map>
+#include <mutex>
 #include <string>
+#include <thread>
+#include <vector>
 
 using namespace titanrt;
 
@@ -133,10 +147,22 @@ public:
       checkNccl(ncclGetUniqueId(&id), "unique id");
     MPI_Bcast(&id, sizeof(id), MPI_BYTE, 0, MPI_COMM_WORLD);
     checkNccl(ncclCommInitRank(&world_, size_, id, rank_), "init");
+    comms_.push_back(world_);
+    int device = 0;
+    checkCuda(cudaGetDevice(&device), "get device");
+    watchdog_ = std::thread([this, device] { watch(device); });
   }
 
   ~NCCLCommunicator() override {
     cudaStreamSynchronize(stream_);
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      stopping_ = true;
+    }
+    wake_.notify_all();
+    watchdog_.join();
+    for (Watched &w : watched_)
+      cudaEventDestroy(w.done);
     for (auto &[mask, comm] : groups_)
       ncclCommDestroy(comm);
     ncclCommDestroy(world_);
@@ -164,7 +190,7 @@ public:
       if (!planned)
         release(recv);
     }
-    return end();
+    return end("all_gather", axisMask);
   }
 
   std::unique_ptr<Request> reduceScatter(const void *in, void *out,
@@ -190,7 +216,7 @@ public:
               "reduce_scatter");
     if (packed && !planned)
       release(packed);
-    return end();
+    return end("reduce_scatter", axisMask);
   }
 
   std::unique_ptr<Request> allReduce(const void *in, void *out, DataType type,
@@ -203,7 +229,7 @@ public:
     checkNccl(ncclAllReduce(in, out, count, ncclType(type), op, group(axisMask),
                             stream_),
               "all_reduce");
-    return end();
+    return end("all_reduce", axisMask);
   }
 
   std::unique_ptr<Request> allToAll(const void *in, void *out, DataType type,
@@ -235,7 +261,7 @@ public:
               /*toRankMajor=*/false, stream_);
     if (!planned)
       release(send);
-    return end();
+    return end("all_to_all", axisMask);
   }
 
   std::unique_ptr<Request> broadcast(const void *in, void *out, DataType type,
@@ -245,7 +271,7 @@ public:
     checkNccl(ncclBroadcast(in, out, count, ncclType(type), int(root),
                             group(axisMask), stream_),
               "broadcast");
-    return end();
+    return end("broadcast", axisMask);
   }
 
   std::unique_ptr<Request> sendRecv(const void *in, void *out, DataType type,
@@ -263,7 +289,7 @@ public:
     checkNccl(ncclRecv(out, count, ncclType(type), from, comm, stream_),
               "recv");
     checkNccl(ncclGroupEnd(), "group end");
-    return end();
+    return end("send_recv", axisMask);
   }
 
   void barrier() override {
@@ -282,13 +308,76 @@ private:
     checkCuda(cudaEventDestroy(ready), "event destroy");
   }
 
-  std::unique_ptr<Request> end() {
+  /// The request for the collective just issued, which the watchdog also
+  /// tracks (with its own event: the request's is destroyed on finish()).
+  std::unique_ptr<Request> end(const char *collective, unsigned axisMask) {
     auto req = std::make_unique<NCCLRequest>();
     req->compute = compute_;
     checkCuda(cudaEventCreateWithFlags(&req->done, cudaEventDisableTiming),
               "event create");
     checkCuda(cudaEventRecord(req->done, stream_), "event record");
+    Watched w;
+    checkCuda(cudaEventCreateWithFlags(&w.done, cudaEventDisableTiming),
+              "event create");
+    checkCuda(cudaEventRecord(w.done, stream_), "event record");
+    // The message is built now: the context and timeout belong to the main
+    // thread and change between steps.
+    w.timeoutMessage = Communicator::timeoutMessage(
+        collective, axisMask, context(), timeoutSeconds());
+    w.deadline =
+        std::chrono::steady_clock::now() +
+        std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+            std::chrono::duration<double>(timeoutSeconds()));
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      watched_.push_back(std::move(w));
+    }
     return req;
+  }
+
+  /// The watchdog: retires completed collectives, and aborts on one past
+  /// its deadline or on an asynchronous NCCL error.
+  void watch(int device) {
+    // The current device is per thread; this one must use the rank's.
+    checkCuda(cudaSetDevice(device), "set device");
+    std::unique_lock<std::mutex> lock(mutex_);
+    while (!stopping_) {
+      wake_.wait_for(lock, std::chrono::milliseconds(100));
+      auto now = std::chrono::steady_clock::now();
+      std::string failure;
+      llvm::erase_if(watched_, [&](Watched &w) {
+        cudaError_t rc = cudaEventQuery(w.done);
+        if (rc == cudaSuccess) {
+          cudaEventDestroy(w.done);
+          return true;
+        }
+        if (failure.empty() && rc != cudaErrorNotReady)
+          failure = std::string("CUDA failed under a collective: ") +
+                    cudaGetErrorString(rc);
+        else if (failure.empty() && now > w.deadline)
+          failure = w.timeoutMessage;
+        return false;
+      });
+      for (ncclComm_t comm : comms_) {
+        ncclResult_t async = ncclSuccess;
+        if (failure.empty() &&
+            ncclCommGetAsyncError(comm, &async) == ncclSuccess &&
+            async != ncclSuccess)
+          failure = std::string("NCCL failed asynchronously: ") +
+                    ncclGetErrorString(async) +
+                    " (a peer may have exited; see its output)";
+      }
+      if (failure.empty())
+        continue;
+      std::fflush(stdout);
+      std::fprintf(stderr, "error: %s\n", failure.c_str());
+      std::fflush(stderr);
+      // Stops this rank's NCCL kernels, so the host is not left blocked in
+      // a synchronization; then every rank is stopped.
+      for (ncclComm_t comm : comms_)
+        ncclCommAbort(comm);
+      fatal(failure);
+    }
   }
 
   /// Stream-ordered scratch memory, freed in stream order after its last use.
@@ -319,6 +408,10 @@ private:
     checkNccl(
         ncclCommSplit(world_, int(groupColor(axisMask)), rank_, &comm, nullptr),
         "comm split");
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      comms_.push_back(comm);
+    }
     return groups_[axisMask] = comm;
   }
 
@@ -327,6 +420,19 @@ private:
   /// The stream the compiled step's kernels run on.
   cudaStream_t compute_ = cudaStreamPerThread;
   std::map<unsigned, ncclComm_t> groups_;
+
+  /// A collective the watchdog waits for.
+  struct Watched {
+    cudaEvent_t done = nullptr;
+    std::chrono::steady_clock::time_point deadline;
+    std::string timeoutMessage;
+  };
+  std::mutex mutex_; // guards watched_, comms_ and stopping_
+  std::condition_variable wake_;
+  std::vector<Watched> watched_;
+  std::vector<ncclComm_t> comms_; // world_ and every group, to poll and abort
+  bool stopping_ = false;
+  std::thread watchdog_;
 };
 
 } // namespace
