@@ -509,19 +509,28 @@ int titanrt::trainMain(int argc, char **argv, const CompiledModel &model) {
     localParams += numel(p.localShape);
   }
 
-  {
-    // Every rank builds the whole model the same way, then keeps its shard.
+  params.zero(); // FSDP padding rows stay zero
+  if (!c.checkpoint.initialLoadPath.empty()) {
+    // Every rank reads the whole model, then keeps its shard.
     TensorSet whole(m);
-    if (!c.checkpoint.initialLoadPath.empty()) {
-      std::string path = c.checkpoint.initialLoadPath;
-      if (llvm::sys::fs::is_directory(path))
-        path += "/model.safetensors";
-      loadSafetensors(path, whole.refs);
-    } else {
-      initializeParameters(whole.refs, m.dim,
-                           uint64_t(c.debug.seed.value_or(0)));
-    }
+    std::string path = c.checkpoint.initialLoadPath;
+    if (llvm::sys::fs::is_directory(path))
+      path += "/model.safetensors";
+    loadSafetensors(path, whole.refs);
     scatterToShards(m, whole, params, comm);
+  } else {
+    // Each rank draws only its own block: values depend on the element's
+    // global index, not on the layout.
+    uint64_t seed = uint64_t(c.debug.seed.value_or(0));
+    for (auto [p, local] : llvm::zip(m.params, params.refs)) {
+      if (!p.shardMask) {
+        initializeRange(p.name, m.dim, seed, 0, local.numel(), local.data);
+        continue;
+      }
+      forEachShardRun(p, comm, [&](int64_t w, int64_t l, int64_t n) {
+        initializeRange(p.name, m.dim, seed, w, n, local.data + l);
+      });
+    }
   }
 
   Dataset data(c.training.datasetPath, m.vocab, m.seqLen);
