@@ -103,15 +103,16 @@ void titanrt::saveSafetensors(const std::string &path,
           "': " + rc.message());
 }
 
-void titanrt::loadSafetensors(const std::string &path,
-                              const std::vector<TensorRef> &tensors) {
+SafetensorsReader::SafetensorsReader(const std::string &path,
+                                     const std::vector<TensorRef> &tensors) {
   requireRegularFile(path, "checkpoint");
   auto buffer = llvm::MemoryBuffer::getFile(path, /*IsText=*/false,
                                             /*RequiresNullTerminator=*/false);
   if (!buffer)
     fatal("cannot read checkpoint '" + path +
           "': " + buffer.getError().message());
-  llvm::StringRef file = (*buffer)->getBuffer();
+  file_ = std::move(*buffer);
+  llvm::StringRef file = file_->getBuffer();
   if (file.size() < 8)
     fatal("checkpoint '" + path + "' is truncated: no header");
   uint64_t headerSize = 0;
@@ -175,16 +176,9 @@ void titanrt::loadSafetensors(const std::string &path,
             "' ends at byte " + std::to_string(end) + " of " +
             std::to_string(data.size()));
     ranges.push_back({begin, end});
-    const char *src = data.data() + begin;
-    for (int64_t i = 0; i < t.numel(); ++i) {
-      if (elementSize == 4) {
-        std::memcpy(&t.data[i], src + 4 * i, 4);
-      } else {
-        uint16_t h;
-        std::memcpy(&h, src + 2 * i, 2);
-        t.data[i] = dtype == "BF16" ? bf16ToFloat(h) : f16ToFloat(h);
-      }
-    }
+    tensors_.push_back({data.data() + begin, dtype == "F32"    ? 0
+                                             : dtype == "BF16" ? 1
+                                                               : 2});
   }
   // The tensors' bytes tile the data exactly: no tensor overlaps another
   // (a header whose offsets all start at 0 would load the same bytes into
@@ -203,4 +197,21 @@ void titanrt::loadSafetensors(const std::string &path,
     fatal("checkpoint '" + path + "' has " +
           std::to_string(int64_t(data.size()) - covered) +
           " bytes after its last tensor");
+}
+
+SafetensorsReader::~SafetensorsReader() = default;
+
+void SafetensorsReader::read(size_t index, int64_t first, int64_t count,
+                             float *out) const {
+  const Tensor &t = tensors_[index];
+  if (t.dtype == 0) {
+    std::memcpy(out, t.data + 4 * first, size_t(4 * count));
+    return;
+  }
+  const char *src = t.data + 2 * first;
+  for (int64_t i = 0; i < count; ++i) {
+    uint16_t h;
+    std::memcpy(&h, src + 2 * i, 2);
+    out[i] = t.dtype == 1 ? bf16ToFloat(h) : f16ToFloat(h);
+  }
 }

@@ -4,8 +4,13 @@
 #define TITANRT_LIB_SAFETENSORS_H
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
+
+namespace llvm {
+class MemoryBuffer;
+} // namespace llvm
 
 namespace titanrt {
 
@@ -25,11 +30,32 @@ void saveSafetensors(const std::string &path,
                      const std::vector<TensorRef> &tensors,
                      const std::string &exportDtype);
 
-/// Reads exactly `tensors` (by name) from a safetensors file with F32, BF16 or
-/// F16 data into their buffers. A missing, extra or mis-shaped tensor, an
-/// unsupported dtype or a truncated file is a fatal error naming it.
-void loadSafetensors(const std::string &path,
-                     const std::vector<TensorRef> &tensors);
+/// A safetensors file opened for reading: mapped, with its header checked
+/// against the tensors the model expects before any data is read, so that
+/// each rank then reads only the blocks it holds.
+class SafetensorsReader {
+public:
+  /// The file must hold exactly `tensors` (by name and shape, their data
+  /// pointers unused) with F32, BF16 or F16 data, and their bytes must tile
+  /// the data exactly. A missing, extra or mis-shaped tensor, an unsupported
+  /// dtype, overlapping or out-of-bounds offsets or a truncated file is a
+  /// fatal error naming it.
+  SafetensorsReader(const std::string &path,
+                    const std::vector<TensorRef> &tensors);
+  ~SafetensorsReader();
+
+  /// Elements [first, first + count) of tensor `index` (in the order given
+  /// to the constructor, row-major), as float32.
+  void read(size_t index, int64_t first, int64_t count, float *out) const;
+
+private:
+  struct Tensor {
+    const char *data;
+    int dtype; // 0: F32, 1: BF16, 2: F16
+  };
+  std::unique_ptr<llvm::MemoryBuffer> file_;
+  std::vector<Tensor> tensors_;
+};
 
 } // namespace titanrt
 

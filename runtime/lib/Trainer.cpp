@@ -279,20 +279,6 @@ void forEachShardRun(const Manifest::Param &p, const Communicator *comm,
   }
 }
 
-/// Copies this rank's block of each whole tensor into its shard.
-void scatterToShards(const Manifest &m, const TensorSet &whole,
-                     TensorSet &shards, const Communicator *comm) {
-  for (auto [p, full, local] : llvm::zip(m.params, whole.refs, shards.refs)) {
-    if (!p.shardMask) {
-      std::copy(full.data, full.data + full.numel(), local.data);
-      continue;
-    }
-    forEachShardRun(p, comm, [&](int64_t w, int64_t l, int64_t n) {
-      std::copy(full.data + w, full.data + w + n, local.data + l);
-    });
-  }
-}
-
 /// Reassembles whole tensors from every rank's shards: each rank places its
 /// block in a zeroed tensor and the group of ranks holding the distinct
 /// blocks sums them (exact: every element has one nonzero term).
@@ -511,13 +497,23 @@ int titanrt::trainMain(int argc, char **argv, const CompiledModel &model) {
 
   params.zero(); // FSDP padding rows stay zero
   if (!c.checkpoint.initialLoadPath.empty()) {
-    // Every rank reads the whole model, then keeps its shard.
-    TensorSet whole(m);
+    // The file is mapped and checked whole; each rank reads its blocks.
     std::string path = c.checkpoint.initialLoadPath;
     if (llvm::sys::fs::is_directory(path))
       path += "/model.safetensors";
-    loadSafetensors(path, whole.refs);
-    scatterToShards(m, whole, params, comm);
+    std::vector<TensorRef> expected;
+    for (const Manifest::Param &p : m.params)
+      expected.push_back({p.name, p.shape, nullptr});
+    SafetensorsReader file(path, expected);
+    for (auto [i, p, local] : llvm::enumerate(m.params, params.refs)) {
+      if (!p.shardMask) {
+        file.read(i, 0, local.numel(), local.data);
+        continue;
+      }
+      forEachShardRun(p, comm, [&, i = i](int64_t w, int64_t l, int64_t n) {
+        file.read(i, w, n, local.data + l);
+      });
+    }
   } else {
     // Each rank draws only its own block: values depend on the element's
     // global index, not on the layout.
