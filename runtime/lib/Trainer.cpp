@@ -329,6 +329,20 @@ int64_t residentBytes() {
   return int64_t(resident) * int64_t(sysconf(_SC_PAGESIZE));
 }
 
+/// The most resident memory this process has had (VmHWM; 0 where /proc is
+/// missing): what init, loading and the first step needed at their peak.
+int64_t peakResidentBytes() {
+  long long kib = 0;
+  if (FILE *f = std::fopen("/proc/self/status", "r")) {
+    char line[256];
+    while (std::fgets(line, sizeof(line), f))
+      if (std::sscanf(line, "VmHWM: %lld kB", &kib) == 1)
+        break;
+    std::fclose(f);
+  }
+  return int64_t(kib) * 1024;
+}
+
 /// `v` as a JSON number with 10 significant digits, or null when it is not
 /// finite (JSON has no inf or nan).
 std::string jsonNumber(double v) {
@@ -626,12 +640,15 @@ int titanrt::trainMain(int argc, char **argv, const CompiledModel &model) {
     double elapsed = std::chrono::duration<double>(now - start).count();
     double tokensPerSecond = double(global * seq) / stepSeconds;
     double meanLoss = lossSum / double(accumulation);
-    // The first line also has the planned arena and what the step really
-    // used of it (the end of the highest block written).
+    // The first line also has the planned arena, what the step really used
+    // of it (the end of the highest block written), and the process's peak
+    // resident memory so far (init, loading, the first step).
     std::string memory =
         step == 0 ? llvm::formatv(", \"arena_planned_bytes\": {0}, "
-                                  "\"arena_peak_bytes\": {1}",
-                                  m.arenaBytes, arena.highWaterMark())
+                                  "\"arena_peak_bytes\": {1}, "
+                                  "\"rss_peak_bytes\": {2}",
+                                  m.arenaBytes, arena.highWaterMark(),
+                                  peakResidentBytes())
                         .str()
                   : "";
     // Strict JSON: a non-finite value is null, named in "non_finite".
