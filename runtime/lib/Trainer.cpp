@@ -279,6 +279,23 @@ void forEachShardRun(const Manifest::Param &p, const Communicator *comm,
   }
 }
 
+/// Fills this rank's shard of each parameter i by calling
+/// `fill(i, first, count, out)` for each contiguous run of its block
+/// (elements [first, first + count) of the whole tensor, row-major).
+template <typename Fill>
+void fillShards(const Manifest &m, TensorSet &shards, const Communicator *comm,
+                Fill fill) {
+  for (auto [i, p, local] : llvm::enumerate(m.params, shards.refs)) {
+    if (!p.shardMask) {
+      fill(i, 0, local.numel(), local.data);
+      continue;
+    }
+    forEachShardRun(p, comm, [&, i = i](int64_t w, int64_t l, int64_t n) {
+      fill(i, w, n, local.data + l);
+    });
+  }
+}
+
 /// Reassembles whole tensors from every rank's shards: each rank places its
 /// block in a zeroed tensor and the group of ranks holding the distinct
 /// blocks sums them (exact: every element has one nonzero term).
@@ -519,28 +536,19 @@ int titanrt::trainMain(int argc, char **argv, const CompiledModel &model) {
     for (const Manifest::Param &p : m.params)
       expected.push_back({p.name, p.shape, nullptr});
     SafetensorsReader file(path, expected);
-    for (auto [i, p, local] : llvm::enumerate(m.params, params.refs)) {
-      if (!p.shardMask) {
-        file.read(i, 0, local.numel(), local.data);
-        continue;
-      }
-      forEachShardRun(p, comm, [&, i = i](int64_t w, int64_t l, int64_t n) {
-        file.read(i, w, n, local.data + l);
-      });
-    }
+    fillShards(m, params, comm,
+               [&](size_t i, int64_t first, int64_t count, float *out) {
+                 file.read(i, first, count, out);
+               });
   } else {
     // Each rank draws only its own block: values depend on the element's
     // global index, not on the layout.
     uint64_t seed = uint64_t(c.debug.seed.value_or(0));
-    for (auto [p, local] : llvm::zip(m.params, params.refs)) {
-      if (!p.shardMask) {
-        initializeRange(p.name, m.dim, seed, 0, local.numel(), local.data);
-        continue;
-      }
-      forEachShardRun(p, comm, [&](int64_t w, int64_t l, int64_t n) {
-        initializeRange(p.name, m.dim, seed, w, n, local.data + l);
-      });
-    }
+    fillShards(m, params, comm,
+               [&](size_t i, int64_t first, int64_t count, float *out) {
+                 initializeRange(m.params[i].name, m.dim, seed, first, count,
+                                 out);
+               });
   }
 
   Dataset data(c.training.datasetPath, m.vocab, m.seqLen);
