@@ -208,7 +208,8 @@ struct TensorSet {
           {p.name, p.localShape,
            arena.slot<float>(kind + ":" + p.name, numel(p.localShape) * 4)});
   }
-  /// Whole tensors, zeroed, in one allocation whose failure names its size.
+  /// Whole tensors, zeroed, in one allocation whose failure names its size
+  /// (only a save gathers them: init and loading fill the shards directly).
   explicit TensorSet(const Manifest &m) {
     int64_t total = 0;
     for (const Manifest::Param &p : m.params)
@@ -218,7 +219,7 @@ struct TensorSet {
     if (!storage)
       fatal("out of host memory: the whole model's parameters (" +
             std::to_string(total * int64_t(sizeof(float))) +
-            " bytes, for init, loading or saving) do not fit");
+            " bytes, gathered for a checkpoint save) do not fit");
     float *next = storage.get();
     for (const Manifest::Param &p : m.params) {
       refs.push_back({p.name, p.shape, next});
