@@ -17,8 +17,12 @@
 #include "llvm/Support/Path.h"
 #include "llvm/Support/raw_ostream.h"
 
+#include <cerrno>
 #include <cstring>
 #include <set>
+
+#include <fcntl.h>
+#include <unistd.h>
 
 using namespace titanrt;
 
@@ -40,14 +44,23 @@ std::string shapeString(const std::vector<int64_t> &shape) {
 
 } // namespace
 
-void titanrt::saveSafetensors(const std::string &path,
-                              const std::vector<TensorRef> &tensors,
-                              const std::string &exportDtype) {
-  std::string dtype = exportDtype == "bfloat16"  ? "BF16"
-                      : exportDtype == "float16" ? "F16"
-                                                 : "F32";
-  int64_t elementSize = dtype == "F32" ? 4 : 2;
+std::string titanrt::safetensorsDtype(const std::string &exportDtype) {
+  return exportDtype == "bfloat16"  ? "BF16"
+         : exportDtype == "float16" ? "F16"
+                                    : "F32";
+}
+
+int64_t titanrt::safetensorsElementSize(const std::string &dtype) {
+  return dtype == "F32" ? 4 : 2;
+}
+
+std::string titanrt::safetensorsHeader(const std::vector<TensorRef> &tensors,
+                                       const std::string &dtype,
+                                       std::vector<int64_t> &dataStart,
+                                       int64_t &fileBytes) {
+  int64_t elementSize = safetensorsElementSize(dtype);
   llvm::json::Object header;
+  std::vector<int64_t> offsets;
   int64_t offset = 0;
   for (const TensorRef &t : tensors) {
     int64_t bytes = t.numel() * elementSize;
@@ -55,52 +68,75 @@ void titanrt::saveSafetensors(const std::string &path,
         {"dtype", dtype},
         {"shape", llvm::json::Array(llvm::ArrayRef<int64_t>(t.shape))},
         {"data_offsets", llvm::json::Array{offset, offset + bytes}}};
+    offsets.push_back(offset);
     offset += bytes;
   }
   header["__metadata__"] = llvm::json::Object{{"format", "pt"}};
   std::string text;
   llvm::raw_string_ostream(text) << llvm::json::Value(std::move(header));
+  // The data starts 8-byte aligned, as the format recommends.
   while (text.size() % 8)
     text += ' ';
+  uint64_t headerSize = text.size();
+  std::string bytes(8, '\0');
+  for (int i = 0; i < 8; ++i)
+    bytes[i] = char((headerSize >> (8 * i)) & 0xff);
+  bytes += text;
+  dataStart.clear();
+  for (int64_t o : offsets)
+    dataStart.push_back(int64_t(bytes.size()) + o);
+  fileBytes = int64_t(bytes.size()) + offset;
+  return bytes;
+}
 
-  llvm::SmallString<256> dir(path);
-  llvm::sys::path::remove_filename(dir);
-  if (!dir.empty())
-    if (std::error_code ec = llvm::sys::fs::create_directories(dir))
-      fatal("cannot create checkpoint folder '" + dir.str().str() +
-            "': " + ec.message());
-  std::string tmp = path + ".tmp";
-  std::error_code ec;
-  {
-    llvm::raw_fd_ostream out(tmp, ec);
-    if (ec)
-      fatal("cannot write checkpoint '" + tmp + "': " + ec.message());
-    uint64_t headerSize = text.size();
-    char sizeBytes[8];
-    for (int i = 0; i < 8; ++i)
-      sizeBytes[i] = char((headerSize >> (8 * i)) & 0xff);
-    out.write(sizeBytes, 8);
-    out << text;
-    std::vector<uint16_t> narrow;
-    for (const TensorRef &t : tensors) {
-      if (elementSize == 4) {
-        out.write(reinterpret_cast<const char *>(t.data), t.numel() * 4);
-        continue;
-      }
-      narrow.resize(t.numel());
-      for (int64_t i = 0; i < t.numel(); ++i)
-        narrow[i] =
-            dtype == "BF16" ? floatToBf16(t.data[i]) : floatToF16(t.data[i]);
-      out.write(reinterpret_cast<const char *>(narrow.data()), t.numel() * 2);
-    }
-    out.close();
-    if (out.has_error())
-      fatal("writing checkpoint '" + tmp +
-            "' failed: " + out.error().message());
+void titanrt::encodeElements(const float *in, int64_t count,
+                             const std::string &dtype, char *out) {
+  if (dtype == "F32") {
+    std::memcpy(out, in, size_t(count) * 4);
+    return;
   }
-  if (std::error_code rc = llvm::sys::fs::rename(tmp, path))
-    fatal("cannot move checkpoint into place at '" + path +
-          "': " + rc.message());
+  bool bf16 = dtype == "BF16";
+  for (int64_t i = 0; i < count; ++i) {
+    uint16_t h = bf16 ? floatToBf16(in[i]) : floatToF16(in[i]);
+    std::memcpy(out + 2 * i, &h, 2);
+  }
+}
+
+void titanrt::writeSafetensors(const std::string &path,
+                               const std::vector<TensorRef> &tensors,
+                               const std::string &dtype) {
+  std::vector<int64_t> dataStart;
+  int64_t fileBytes = 0;
+  std::string header = safetensorsHeader(tensors, dtype, dataStart, fileBytes);
+  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0)
+    fatal("cannot write checkpoint '" + path + "': " + std::strerror(errno));
+  auto writeAll = [&](const char *data, size_t bytes) {
+    while (bytes > 0) {
+      ssize_t n = ::write(fd, data, bytes);
+      if (n < 0 && errno == EINTR)
+        continue;
+      if (n <= 0)
+        fatal("writing checkpoint '" + path +
+              "' failed: " + std::strerror(errno));
+      data += n;
+      bytes -= size_t(n);
+    }
+  };
+  writeAll(header.data(), header.size());
+  int64_t elementSize = safetensorsElementSize(dtype);
+  std::vector<char> narrow;
+  for (const TensorRef &t : tensors) {
+    if (elementSize == 4) {
+      writeAll(reinterpret_cast<const char *>(t.data), size_t(t.numel()) * 4);
+      continue;
+    }
+    narrow.resize(size_t(t.numel()) * 2);
+    encodeElements(t.data, t.numel(), dtype, narrow.data());
+    writeAll(narrow.data(), narrow.size());
+  }
+  if (::fsync(fd) != 0 || ::close(fd) != 0)
+    fatal("writing checkpoint '" + path + "' failed: " + std::strerror(errno));
 }
 
 SafetensorsReader::SafetensorsReader(const std::string &path,

@@ -22,13 +22,30 @@ struct TensorRef {
   int64_t numel() const;
 };
 
-/// Writes `tensors` to `path` in the safetensors format with dtype F32, BF16
-/// or F16 (`exportDtype` float32 | bfloat16 | float16). The file is written
-/// to a temporary name and renamed, so an interrupted save never replaces a
-/// good checkpoint with a partial one.
-void saveSafetensors(const std::string &path,
-                     const std::vector<TensorRef> &tensors,
-                     const std::string &exportDtype);
+/// The element type of a safetensors file's tensors from an export_dtype
+/// ("float32" | "bfloat16" | "float16"): "F32", "BF16" or "F16".
+std::string safetensorsDtype(const std::string &exportDtype);
+int64_t safetensorsElementSize(const std::string &dtype);
+
+/// The start of a safetensors file holding `tensors` (names and shapes; data
+/// unused) in `dtype`, in order: the 8-byte header length and the header.
+/// `dataStart[i]` is set to the file offset of tensor i's first byte, and
+/// `fileBytes` to the whole file's size.
+std::string safetensorsHeader(const std::vector<TensorRef> &tensors,
+                              const std::string &dtype,
+                              std::vector<int64_t> &dataStart,
+                              int64_t &fileBytes);
+
+/// Writes `tensors` to a new file `path` in `dtype` and fsyncs it. The
+/// caller makes the save atomic (checkpoints are written into a temporary
+/// folder that is renamed when complete).
+void writeSafetensors(const std::string &path,
+                      const std::vector<TensorRef> &tensors,
+                      const std::string &dtype);
+
+/// Converts `count` floats to `dtype`'s little-endian bytes at `out`.
+void encodeElements(const float *in, int64_t count, const std::string &dtype,
+                    char *out);
 
 /// A safetensors file opened for reading: mapped, with its header checked
 /// against the tensors the model expects before any data is read, so that

@@ -9,11 +9,14 @@
 
 #include "titanrt/Trainer.h"
 
+#include "Checkpoint.h"
 #include "Communicator.h"
 #include "Dataset.h"
 #include "Error.h"
 #include "Init.h"
+#include "Manifest.h"
 #include "SafeTensors.h"
+#include "ShardLayout.h"
 
 #include "titan/Config/TrainConfig.h"
 #include "titan/Support/Format.h"
@@ -24,6 +27,7 @@
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/JSON.h"
+#include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Path.h"
 #include "llvm/Support/raw_ostream.h"
 
@@ -50,98 +54,6 @@ bool isRunTimeKey(StringRef key) {
          key.starts_with("comm.") || key.starts_with("checkpoint.") ||
          key.starts_with("debug.") || key == "training.steps" ||
          key == "training.dataset" || key == "training.dataset_path";
-}
-
-struct Manifest {
-  std::string model, config;
-  int64_t localBatch = 0, seqLen = 0, vocab = 0, dim = 0;
-  double flopsPerToken = 0;
-  int64_t accumulationSteps = 1;
-  std::vector<int64_t> mesh = {1, 1, 1, 1, 1};
-  struct Param {
-    std::string name;
-    std::vector<int64_t> shape;      ///< of the unsharded model
-    std::vector<int64_t> localShape; ///< this rank's shard
-    /// Per dimension, the mesh axes splitting it (outermost first).
-    std::vector<std::vector<MeshAxis>> dimAxes;
-    unsigned shardMask = 0; ///< every mesh axis that splits some dimension
-  };
-  std::vector<Param> params;
-  /// The memory plan: the arena's size and each state slot's offset.
-  int64_t arenaBytes = 0;
-  llvm::StringMap<std::pair<int64_t, int64_t>> slots; ///< offset, bytes
-};
-
-MeshAxis meshAxis(StringRef axis) {
-  static const char *names[] = {"pp", "dp_replicate", "dp_shard", "cp", "tp"};
-  for (unsigned i = 0; i < kNumAxes; ++i)
-    if (axis == names[i])
-      return MeshAxis(i);
-  fatal("corrupt executable: unknown mesh axis '" + axis.str() + "'");
-}
-
-Manifest parseManifest(const char *text) {
-  llvm::Expected<llvm::json::Value> json = llvm::json::parse(text);
-  if (!json)
-    fatal("corrupt executable: invalid manifest: " +
-          llvm::toString(json.takeError()));
-  const llvm::json::Object &o = *json->getAsObject();
-  Manifest m;
-  m.model = o.getString("model").value_or("").str();
-  m.config = o.getString("config").value_or("").str();
-  m.localBatch = o.getInteger("local_batch_size").value_or(0);
-  m.seqLen = o.getInteger("seq_len").value_or(0);
-  m.vocab = o.getInteger("vocab_size").value_or(0);
-  m.dim = o.getInteger("dim").value_or(0);
-  m.flopsPerToken = o.getNumber("flops_per_token").value_or(0);
-  m.accumulationSteps = o.getInteger("accumulation_steps").value_or(1);
-  if (const llvm::json::Array *mesh = o.getArray("mesh"))
-    for (auto [i, size] : llvm::enumerate(*mesh))
-      m.mesh[i] = *size.getAsInteger();
-  for (const llvm::json::Value &p : *o.getArray("params")) {
-    const llvm::json::Object &po = *p.getAsObject();
-    Manifest::Param param;
-    param.name = po.getString("name")->str();
-    for (const llvm::json::Value &d : *po.getArray("shape"))
-      param.shape.push_back(*d.getAsInteger());
-    param.localShape = param.shape;
-    if (const llvm::json::Array *local = po.getArray("local_shape")) {
-      param.localShape.clear();
-      for (const llvm::json::Value &d : *local)
-        param.localShape.push_back(*d.getAsInteger());
-    }
-    param.dimAxes.resize(param.shape.size());
-    if (const llvm::json::Array *dims = po.getArray("sharding"))
-      for (auto [d, axes] : llvm::enumerate(*dims))
-        for (const llvm::json::Value &axis : *axes.getAsArray()) {
-          if (d >= param.shape.size())
-            fatal("corrupt executable: sharding of '" + param.name +
-                  "' has more dimensions than its shape");
-          MeshAxis a = meshAxis(*axis.getAsString());
-          param.dimAxes[d].push_back(a);
-          param.shardMask |= 1u << a;
-        }
-    m.params.push_back(std::move(param));
-  }
-  m.arenaBytes = o.getInteger("arena_bytes").value_or(0);
-  if (const llvm::json::Object *slots = o.getObject("slots"))
-    for (const auto &[name, range] : *slots) {
-      const llvm::json::Array *r = range.getAsArray();
-      if (!r || r->size() != 2 || !(*r)[0].getAsInteger() ||
-          !(*r)[1].getAsInteger() ||
-          *(*r)[0].getAsInteger() + *(*r)[1].getAsInteger() > m.arenaBytes)
-        fatal("corrupt executable: slot '" + name.str() +
-              "' lies outside the planned arena");
-      m.slots[name] = {*(*r)[0].getAsInteger(), *(*r)[1].getAsInteger()};
-    }
-  return m;
-}
-
-int64_t numel(const std::vector<int64_t> &shape) {
-  int64_t n = 1;
-  for (int64_t d : shape)
-    n *= d;
-  return n;
 }
 
 /// The rank's memory: one allocation of the planned size, made once. The
@@ -196,10 +108,8 @@ private:
 };
 
 /// float32 tensors, one per parameter: this rank's shards in the arena
-/// (slots "<kind>:<name>"), or whole tensors in memory of their own.
+/// (slots "<kind>:<name>").
 struct TensorSet {
-  /// The whole tensors' memory (empty for arena shards).
-  std::unique_ptr<float, decltype(&std::free)> storage{nullptr, &std::free};
   std::vector<TensorRef> refs;
   /// This rank's shards, in the arena slots of kind `kind`.
   TensorSet(const Manifest &m, Arena &arena, const std::string &kind) {
@@ -208,112 +118,25 @@ struct TensorSet {
           {p.name, p.localShape,
            arena.slot<float>(kind + ":" + p.name, numel(p.localShape) * 4)});
   }
-  /// Whole tensors, zeroed, in one allocation whose failure names its size
-  /// (only a save gathers them: init and loading fill the shards directly).
-  explicit TensorSet(const Manifest &m) {
-    int64_t total = 0;
-    for (const Manifest::Param &p : m.params)
-      total += numel(p.shape);
-    storage.reset(static_cast<float *>(
-        std::calloc(size_t(std::max<int64_t>(total, 1)), sizeof(float))));
-    if (!storage)
-      fatal("out of host memory: the whole model's parameters (" +
-            std::to_string(total * int64_t(sizeof(float))) +
-            " bytes, gathered for a checkpoint save) do not fit");
-    float *next = storage.get();
-    for (const Manifest::Param &p : m.params) {
-      refs.push_back({p.name, p.shape, next});
-      next += numel(p.shape);
-    }
-  }
   void zero() {
     for (TensorRef &t : refs)
       std::fill(t.data, t.data + t.numel(), 0.0f);
   }
 };
 
-/// Calls `copy(wholeOffset, localOffset, count)` for each contiguous run of
-/// this rank's block of parameter `p` (runs along the last dimension). A
-/// dimension split over axes a1..ak is divided by each in turn (outermost
-/// first); the innermost may leave an uneven remainder (FSDP padding), so a
-/// rank's block can be shorter than its local shape, the rest being zero.
-template <typename Copy>
-void forEachShardRun(const Manifest::Param &p, const Communicator *comm,
-                     Copy copy) {
-  size_t rank = p.shape.size();
-  if (rank == 0) {
-    copy(0, 0, 1);
-    return;
-  }
-  std::vector<int64_t> start(rank, 0), valid(p.shape);
-  for (size_t d = 0; d < rank; ++d) {
-    int64_t n = p.shape[d];
-    for (size_t j = 0; j < p.dimAxes[d].size(); ++j) {
-      MeshAxis a = p.dimAxes[d][j];
-      int64_t parts = comm->meshShape()[a], c = comm->coordinate(a);
-      int64_t rows = (n + parts - 1) / parts;
-      start[d] += c * rows;
-      n = std::clamp<int64_t>(n - c * rows, 0, rows);
-    }
-    valid[d] = n;
-  }
-  for (int64_t v : valid)
-    if (v == 0)
-      return;                          // a padding-only block
-  std::vector<int64_t> index(rank, 0); // odometer over the leading dims
-  while (true) {
-    int64_t whole = 0, local = 0;
-    for (size_t d = 0; d < rank; ++d) {
-      int64_t i = d + 1 < rank ? index[d] : 0;
-      whole = whole * p.shape[d] + start[d] + i;
-      local = local * p.localShape[d] + i;
-    }
-    copy(whole, local, valid.back());
-    int64_t d = int64_t(rank) - 2;
-    for (; d >= 0; --d) {
-      if (++index[d] < valid[d])
-        break;
-      index[d] = 0;
-    }
-    if (d < 0)
-      return;
-  }
-}
-
 /// Fills this rank's shard of each parameter i by calling
 /// `fill(i, first, count, out)` for each contiguous run of its block
 /// (elements [first, first + count) of the whole tensor, row-major).
 template <typename Fill>
-void fillShards(const Manifest &m, TensorSet &shards, const Communicator *comm,
-                Fill fill) {
+void fillShards(const Manifest &m, TensorSet &shards,
+                const std::vector<int64_t> &coords, Fill fill) {
   for (auto [i, p, local] : llvm::enumerate(m.params, shards.refs)) {
-    if (!p.shardMask) {
-      fill(i, 0, local.numel(), local.data);
-      continue;
-    }
-    forEachShardRun(p, comm, [&, i = i](int64_t w, int64_t l, int64_t n) {
-      fill(i, w, n, local.data + l);
-    });
-  }
-}
-
-/// Reassembles whole tensors from every rank's shards: each rank places its
-/// block in a zeroed tensor and the group of ranks holding the distinct
-/// blocks sums them (exact: every element has one nonzero term).
-void gatherFromShards(const Manifest &m, const TensorSet &shards,
-                      TensorSet &whole, Communicator *comm) {
-  for (auto [p, local, full] : llvm::zip(m.params, shards.refs, whole.refs)) {
-    if (!p.shardMask) {
-      std::copy(local.data, local.data + local.numel(), full.data);
-      continue;
-    }
-    std::vector<float> placed(full.numel(), 0.0f);
-    forEachShardRun(p, comm, [&](int64_t w, int64_t l, int64_t n) {
-      std::copy(local.data + l, local.data + l + n, placed.begin() + w);
-    });
-    comm->allReduce(placed.data(), full.data, DataType::F32, full.numel(),
-                    Reduction::Sum, p.shardMask)
-        ->finish();
+    Box box = shardBox(p, m.mesh, coords);
+    forEachRun(Storage{std::vector<int64_t>(p.shape.size(), 0), p.shape},
+               Storage{box.start, p.localShape}, box,
+               [&, i = i](int64_t w, int64_t l, int64_t n) {
+                 fill(i, w, n, local.data + l);
+               });
   }
 }
 
@@ -402,60 +225,30 @@ std::string firstNonFinite(const TensorSet &first, StringRef firstKind,
             .str());
 }
 
-/// <dump_folder>/<checkpoint.folder>
-std::string checkpointRoot(const titan::TrainConfig &c) {
-  llvm::SmallString<256> root(c.job.dumpFolder);
-  llvm::sys::path::append(root, c.checkpoint.folder);
-  return root.str().str();
-}
-
-/// <dump_folder>/<checkpoint.folder>/step-<step>/model.safetensors
-std::string checkpointPath(const titan::TrainConfig &c, int64_t step) {
-  llvm::SmallString<256> path(checkpointRoot(c));
-  llvm::sys::path::append(path, "step-" + std::to_string(step),
-                          "model.safetensors");
-  return path.str().str();
-}
-
-/// Keeps at most `keep_latest_k` step-N checkpoint folders (0: all): the
-/// ones an earlier run left in a reused folder go first, oldest first, then
-/// this run's oldest; the one just written (`saved`) always stays.
-void pruneCheckpoints(const titan::TrainConfig &c,
-                      const std::vector<int64_t> &saved) {
-  if (c.checkpoint.keepLatestK <= 0)
+/// Rewrites the metrics file `path` (if there is one) with only the lines of
+/// steps up to `step`.
+void keepMetricsUpTo(const std::string &path, int64_t step) {
+  auto buffer = llvm::MemoryBuffer::getFile(path, /*IsText=*/true);
+  if (!buffer)
     return;
-  std::vector<std::tuple<bool, int64_t, std::string>> found;
-  std::error_code ec;
-  for (llvm::sys::fs::directory_iterator it(checkpointRoot(c), ec), end;
-       it != end && !ec; it.increment(ec)) {
-    StringRef name = llvm::sys::path::filename(it->path());
-    int64_t step;
-    if (name.consume_front("step-") && !name.getAsInteger(10, step))
-      found.emplace_back(llvm::is_contained(saved, step), step, it->path());
+  std::string kept;
+  llvm::SmallVector<StringRef> lines;
+  (*buffer)->getBuffer().split(lines, '\n', -1, /*KeepEmpty=*/false);
+  for (StringRef line : lines) {
+    llvm::Expected<llvm::json::Value> v = llvm::json::parse(line);
+    if (!v) {
+      llvm::consumeError(v.takeError());
+      continue;
+    }
+    const llvm::json::Object *o = v->getAsObject();
+    if (o && o->getInteger("step").value_or(step + 1) <= step)
+      kept += line.str() + "\n";
   }
-  // Earlier runs' (false) first, each by step: the one just written sorts
-  // last, so it is never among those removed.
-  llvm::sort(found);
-  for (size_t i = 0; i + c.checkpoint.keepLatestK < found.size(); ++i)
-    llvm::sys::fs::remove_directories(std::get<2>(found[i]));
-}
-
-/// Removes what a save that was killed left behind: `*.tmp` files in the
-/// step folders, and a step folder left empty by that (never a complete
-/// checkpoint, never loaded).
-void removeUnfinishedSaves(const titan::TrainConfig &c) {
-  std::vector<std::string> unfinished;
   std::error_code ec;
-  for (llvm::sys::fs::recursive_directory_iterator it(checkpointRoot(c), ec),
-       end;
-       it != end && !ec; it.increment(ec))
-    if (StringRef(it->path()).ends_with(".tmp"))
-      unfinished.push_back(it->path());
-  for (const std::string &file : unfinished) {
-    llvm::sys::fs::remove(file);
-    // Fails, leaving it, unless the folder is now empty.
-    llvm::sys::fs::remove(llvm::sys::path::parent_path(file));
-  }
+  llvm::raw_fd_ostream out(path, ec);
+  if (ec)
+    fatal("cannot write '" + path + "': " + ec.message());
+  out << kept;
 }
 
 } // namespace
@@ -491,10 +284,6 @@ int titanrt::trainMain(int argc, char **argv, const CompiledModel &model) {
   if (!parsed)
     fatal(llvm::toString(parsed.takeError()));
   const titan::TrainConfig &c = *parsed;
-  if (c.checkpoint.loadStep != -1)
-    fatal("checkpoint.load_step: resuming a run (with its optimizer state) is "
-          "not implemented yet; start from weights with "
-          "checkpoint.initial_load_path");
   if (c.checkpoint.initialLoadInHf)
     fatal("checkpoint.initial_load_in_hf is not supported yet: load "
           "safetensors with TorchTitan parameter names");
@@ -527,25 +316,67 @@ int titanrt::trainMain(int argc, char **argv, const CompiledModel &model) {
     localParams += numel(p.localShape);
   }
 
+  // Resume (TorchTitan's CheckpointManager.load): checkpoint.load_step, or
+  // with checkpoint.enable the latest complete checkpoint; otherwise the
+  // weights of initial_load_path, otherwise init.
+  std::vector<int64_t> coords =
+      meshCoordinates(m.mesh, comm ? comm->rank() : 0);
+  Checkpointer checkpoints(c, m, comm);
+  StateSet paramSet{"param", &params.refs};
+  std::vector<StateSet> trainingSets = {
+      paramSet, {"exp_avg", &expAvg.refs}, {"exp_avg_sq", &expAvgSq.refs}};
+  bool usesCheckpoints = c.checkpoint.enable || c.checkpoint.loadStep >= 0;
+  if (usesCheckpoints)
+    checkpoints.removeUnfinishedSaves();
+  int64_t resumeStep = usesCheckpoints ? checkpoints.resumeStep() : -1;
+  TrainingState resumed;
+  std::string startMessage;
+  auto loadStart = std::chrono::steady_clock::now();
+  auto secondsSince = [](auto t0) {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0)
+        .count();
+  };
   params.zero(); // FSDP padding rows stay zero
-  if (!c.checkpoint.initialLoadPath.empty()) {
-    // The file is mapped and checked whole; each rank reads its blocks.
+  if (resumeStep >= 0) {
+    std::string folder = checkpoints.stepFolder(resumeStep);
+    resumed = checkpoints.load(folder, trainingSets);
+    startMessage = llvm::formatv("resumed from {0} (step {1}, {2} samples "
+                                 "consumed) in {3:f2} s{4}\n",
+                                 folder, resumed.step, resumed.samplesConsumed,
+                                 secondsSince(loadStart),
+                                 c.checkpoint.initialLoadPath.empty()
+                                     ? ""
+                                     : "; checkpoint.initial_load_path is "
+                                       "not used when resuming")
+                       .str();
+  } else if (!c.checkpoint.initialLoadPath.empty()) {
     std::string path = c.checkpoint.initialLoadPath;
-    if (llvm::sys::fs::is_directory(path))
-      path += "/model.safetensors";
-    std::vector<TensorRef> expected;
-    for (const Manifest::Param &p : m.params)
-      expected.push_back({p.name, p.shape, nullptr});
-    SafetensorsReader file(path, expected);
-    fillShards(m, params, comm,
-               [&](size_t i, int64_t first, int64_t count, float *out) {
-                 file.read(i, first, count, out);
-               });
+    if (llvm::sys::fs::exists(path + "/index.json")) {
+      // A full checkpoint: its weights only (TorchTitan's
+      // initial_load_model_only), in any layout.
+      checkpoints.load(path, {paramSet});
+    } else {
+      // One safetensors file, mapped and checked whole; each rank reads
+      // its blocks.
+      if (llvm::sys::fs::is_directory(path))
+        path += "/model.safetensors";
+      std::vector<TensorRef> expected;
+      for (const Manifest::Param &p : m.params)
+        expected.push_back({p.name, p.shape, nullptr});
+      SafetensorsReader file(path, expected);
+      fillShards(m, params, coords,
+                 [&](size_t i, int64_t first, int64_t count, float *out) {
+                   file.read(i, first, count, out);
+                 });
+    }
+    startMessage = llvm::formatv("loaded weights from {0} in {1:f2} s\n", path,
+                                 secondsSince(loadStart))
+                       .str();
   } else {
     // Each rank draws only its own block: values depend on the element's
     // global index, not on the layout.
     uint64_t seed = uint64_t(c.debug.seed.value_or(0));
-    fillShards(m, params, comm,
+    fillShards(m, params, coords,
                [&](size_t i, int64_t first, int64_t count, float *out) {
                  initializeRange(m.params[i].name, m.dim, seed, first, count,
                                  out);
@@ -580,9 +411,15 @@ int titanrt::trainMain(int argc, char **argv, const CompiledModel &model) {
           "': " + ec.message());
   llvm::SmallString<256> metricsPath(c.job.dumpFolder);
   llvm::sys::path::append(metricsPath, "metrics.jsonl");
+  // A resumed run continues the metrics of the run it resumes, without the
+  // steps that run took after its checkpoint.
+  if (leader && resumeStep >= 0)
+    keepMetricsUpTo(metricsPath.str().str(), resumed.step);
   std::error_code ec;
   // Only the first rank reports; every rank computes the same loss.
-  llvm::raw_fd_ostream metrics(leader ? metricsPath.str() : "/dev/null", ec);
+  llvm::raw_fd_ostream metrics(leader ? metricsPath.str() : "/dev/null", ec,
+                               resumeStep >= 0 ? llvm::sys::fs::OF_Append
+                                               : llvm::sys::fs::OF_None);
   if (ec)
     fatal("cannot write '" + metricsPath.str().str() + "': " + ec.message());
   if (!leader)
@@ -609,16 +446,29 @@ int titanrt::trainMain(int argc, char **argv, const CompiledModel &model) {
                 (long long)(numParams * 4), (long long)(numParams * 8));
   std::fflush(stdout);
 
+  std::printf("%s", startMessage.c_str());
+  std::fflush(stdout);
+
   int64_t totalSteps = c.training.steps;
+  // The loop runs steps [firstStep, totalSteps); sample indices continue
+  // from the data position the checkpoint saved.
+  int64_t firstStep = resumed.step;
+  int64_t firstSample = resumed.samplesConsumed;
+  if (firstStep >= totalSteps) {
+    std::printf("step %lld of the checkpoint is already training.steps (%lld): "
+                "nothing to train\n",
+                (long long)firstStep, (long long)totalSteps);
+    if (comm)
+      shutdownCommunicator();
+    return 0;
+  }
   std::vector<int64_t> savedSteps; ///< the checkpoints this run wrote
-  if (leader && c.checkpoint.enable)
-    removeUnfinishedSaves(c);
   auto start = std::chrono::steady_clock::now();
-  for (int64_t step = 0; step < totalSteps; ++step) {
+  for (int64_t step = firstStep; step < totalSteps; ++step) {
     auto stepStart = std::chrono::steady_clock::now();
     if (comm) {
       comm->setContext("step " + std::to_string(step + 1));
-      if (step == 1)
+      if (step == firstStep + 1)
         comm->setTimeout(double(c.comm.trainTimeoutSeconds));
     }
     double lossSum = 0;
@@ -628,7 +478,8 @@ int titanrt::trainMain(int argc, char **argv, const CompiledModel &model) {
       grads.zero();
     for (int64_t micro = 0; micro < accumulation; ++micro) {
       for (int64_t row = 0; row < batch; ++row)
-        data.sample(step * global + (micro * dp + dpIndex) * batch + row,
+        data.sample(firstSample + (step - firstStep) * global +
+                        (micro * dp + dpIndex) * batch + row,
                     tokens + row * seq, labels + row * seq);
       model.forwardBackward(arena.data());
       lossSum += *loss;
@@ -653,13 +504,13 @@ int titanrt::trainMain(int argc, char **argv, const CompiledModel &model) {
     // of it (the end of the highest block written), and the process's peak
     // resident memory so far (init, loading, the first step).
     std::string memory =
-        step == 0 ? llvm::formatv(", \"arena_planned_bytes\": {0}, "
-                                  "\"arena_peak_bytes\": {1}, "
-                                  "\"rss_peak_bytes\": {2}",
-                                  m.arenaBytes, arena.highWaterMark(),
-                                  peakResidentBytes())
-                        .str()
-                  : "";
+        step == firstStep ? llvm::formatv(", \"arena_planned_bytes\": {0}, "
+                                          "\"arena_peak_bytes\": {1}, "
+                                          "\"rss_peak_bytes\": {2}",
+                                          m.arenaBytes, arena.highWaterMark(),
+                                          peakResidentBytes())
+                                .str()
+                          : "";
     // Strict JSON: a non-finite value is null, named in "non_finite".
     std::string nonFinite =
         finite ? ""
@@ -693,7 +544,7 @@ int titanrt::trainMain(int argc, char **argv, const CompiledModel &model) {
                                      finiteLoss ? "parameter" : "gradient"),
                       leader);
     if ((step + 1) % c.metrics.logFreq == 0 || step + 1 == totalSteps ||
-        step == 0) {
+        step == firstStep) {
       std::printf("step %5lld | loss %9.5f | grad_norm %8.4f | lr %.3e | "
                   "%8.0f tokens/s",
                   (long long)(step + 1), meanLoss, double(*gradNorm),
@@ -701,7 +552,8 @@ int titanrt::trainMain(int argc, char **argv, const CompiledModel &model) {
       if (m.flopsPerToken > 0)
         std::printf(" | %6.1f GFLOP/s",
                     tokensPerSecond * m.flopsPerToken * 1e-9);
-      double eta = elapsed / double(step + 1) * double(totalSteps - step - 1);
+      double eta = elapsed / double(step + 1 - firstStep) *
+                   double(totalSteps - step - 1);
       std::printf(" | arena %s, RSS %s | %.1f s, ETA %.0f s\n",
                   titan::humanBytes(double(m.arenaBytes)).c_str(),
                   titan::humanBytes(double(residentBytes())).c_str(), elapsed,
@@ -712,18 +564,22 @@ int titanrt::trainMain(int argc, char **argv, const CompiledModel &model) {
     bool last = step + 1 == totalSteps;
     if (c.checkpoint.enable &&
         (last || (step + 1) % c.checkpoint.interval == 0)) {
-      TensorSet whole(m);
-      gatherFromShards(m, params, whole, comm);
-      if (leader) {
-        std::string file = checkpointPath(c, step + 1);
-        saveSafetensors(file, whole.refs,
-                        last && c.checkpoint.lastSaveModelOnly
-                            ? c.checkpoint.exportDtype
-                            : "float32");
-        savedSteps.push_back(step + 1);
-        pruneCheckpoints(c, savedSteps);
-        std::printf("saved %s\n", file.c_str());
+      auto saveStart = std::chrono::steady_clock::now();
+      std::string saved;
+      if (last && c.checkpoint.lastSaveModelOnly) {
+        saved = checkpoints.exportModel(step + 1, paramSet,
+                                        c.checkpoint.exportDtype);
+      } else {
+        int64_t samples = firstSample + (step + 1 - firstStep) * global;
+        saved = checkpoints.save({step + 1, samples, samples * seq,
+                                  uint64_t(c.debug.seed.value_or(0))},
+                                 trainingSets);
       }
+      savedSteps.push_back(step + 1);
+      checkpoints.prune(savedSteps);
+      std::printf("saved %s in %.2f s\n", saved.c_str(),
+                  secondsSince(saveStart));
+      std::fflush(stdout);
     }
   }
   if (comm)

@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """Compares per-step metrics of two runs (JSON lines with step, loss,
-grad_norm, lr) and, optionally, two safetensors weight files.
+grad_norm, lr) and, optionally, two sets of weights: safetensors files or
+titan checkpoint folders (parameters and AdamW moments).
 
   compare_metrics.py A.jsonl B.jsonl --rtol 1e-5 [--weights W1 W2 --wtol T]
 
@@ -13,7 +14,7 @@ import json
 import sys
 
 sys.path.insert(0, __file__.rsplit("/", 1)[0])
-from llama_reference import load_safetensors  # noqa: E402
+from llama_reference import load_weights  # noqa: E402
 
 
 def read(path):
@@ -59,7 +60,7 @@ def main():
               f"{'ok' if differ else 'FAIL: expected at least'} "
               f"{'' if differ else args.min_loss_difference}")
     if args.weights:
-        wa, we = (load_safetensors(p) for p in args.weights)
+        wa, we = (load_weights(p) for p in args.weights)
         if wa.keys() != we.keys():
             print("FAIL: the weight files hold different tensors")
             return 1

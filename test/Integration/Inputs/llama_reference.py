@@ -17,6 +17,7 @@ Shares no code with titan.
 import argparse
 import json
 import math
+import os
 import struct
 import sys
 import time
@@ -69,6 +70,44 @@ def load_safetensors(path):
         t = torch.frombuffer(bytearray(data[b:e]), dtype=torch.float32)
         out[name] = t.reshape(info["shape"]).clone()
     return out
+
+
+def load_checkpoint(folder):
+    """A titan checkpoint folder (index.json + per-rank shard files),
+    consolidated independently of the runtime: {"<kind>:<name>": tensor} for
+    the parameters and AdamW moments. Checks that the blocks tile each
+    tensor exactly once."""
+    with open(os.path.join(folder, "index.json")) as f:
+        index = json.load(f)
+    assert index["format"] == "titan-checkpoint" and index["version"] == 1
+    files = {}
+    out = {}
+    for key, info in index["tensors"].items():
+        assert info["dtype"] == "F32", info
+        t = torch.zeros(info["shape"], dtype=torch.float32)
+        seen = torch.zeros(info["shape"], dtype=torch.int32)
+        for b in info["blocks"]:
+            if b["file"] not in files:
+                files[b["file"]] = load_safetensors(
+                    os.path.join(folder, b["file"]))
+            block = files[b["file"]][key]
+            assert list(block.shape) == b["size"], (key, b)
+            where = tuple(slice(s, s + n) for s, n in zip(b["start"], b["size"]))
+            t[where] = block
+            seen[where] += 1
+        assert (seen == 1).all(), f"blocks of {key} do not tile it"
+        out[key] = t
+    return out
+
+
+def load_weights(path):
+    """Tensors of a safetensors file, of a model-only export folder, or of a
+    titan checkpoint folder (see load_checkpoint)."""
+    if os.path.isdir(path):
+        if os.path.exists(os.path.join(path, "index.json")):
+            return load_checkpoint(path)
+        path = os.path.join(path, "model.safetensors")
+    return load_safetensors(path)
 
 
 # --- the model ----------------------------------------------------------------

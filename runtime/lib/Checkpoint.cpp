@@ -1,0 +1,588 @@
+//===- Checkpoint.cpp - distributed checkpoints and exports ---------------===//
+
+#include "Checkpoint.h"
+
+#include "Communicator.h"
+#include "Error.h"
+#include "ShardLayout.h"
+
+#include "titan/Config/TrainConfig.h"
+
+#include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/SmallString.h"
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/ADT/StringMap.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/JSON.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/Path.h"
+
+#include <cerrno>
+#include <cstring>
+#include <map>
+#include <memory>
+#include <tuple>
+
+#include <fcntl.h>
+#include <unistd.h>
+
+using namespace titanrt;
+using llvm::StringRef;
+
+const char *const titanrt::kStateKinds[3] = {"param", "exp_avg", "exp_avg_sq"};
+
+namespace {
+
+constexpr const char *kFormat = "titan-checkpoint";
+constexpr int64_t kVersion = 1;
+constexpr const char *kIndexFile = "index.json";
+constexpr const char *kExportFile = "model.safetensors";
+
+std::string join(StringRef a, StringRef b) {
+  llvm::SmallString<256> path(a);
+  llvm::sys::path::append(path, b);
+  return path.str().str();
+}
+
+/// fsync of a folder, so that the files created or renamed in it survive a
+/// crash of the machine.
+void syncFolder(const std::string &folder) {
+  int fd = ::open(folder.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0 || ::fsync(fd) != 0)
+    fatal("cannot sync checkpoint folder '" + folder +
+          "': " + std::strerror(errno));
+  ::close(fd);
+}
+
+void writeFileDurably(const std::string &path, StringRef text) {
+  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0)
+    fatal("cannot write '" + path + "': " + std::strerror(errno));
+  const char *data = text.data();
+  size_t left = text.size();
+  while (left > 0) {
+    ssize_t n = ::write(fd, data, left);
+    if (n < 0 && errno == EINTR)
+      continue;
+    if (n <= 0)
+      fatal("writing '" + path + "' failed: " + std::strerror(errno));
+    data += n;
+    left -= size_t(n);
+  }
+  if (::fsync(fd) != 0 || ::close(fd) != 0)
+    fatal("writing '" + path + "' failed: " + std::strerror(errno));
+}
+
+/// The step of a folder named exactly "step-<N>", or -1.
+int64_t stepOfFolderName(StringRef name) {
+  int64_t step;
+  if (!name.consume_front("step-") || name.empty() ||
+      !llvm::all_of(name, [](char ch) { return llvm::isDigit(ch); }) ||
+      name.getAsInteger(10, step))
+    return -1;
+  return step;
+}
+
+std::string shapeString(llvm::ArrayRef<int64_t> shape) {
+  std::string s = "[";
+  for (size_t i = 0; i < shape.size(); ++i)
+    s += (i ? ", " : "") + std::to_string(shape[i]);
+  return s + "]";
+}
+
+/// An integer array of exactly `rank` entries, each >= 0, or nullopt.
+std::optional<std::vector<int64_t>> intArray(const llvm::json::Value *v,
+                                             size_t rank) {
+  const llvm::json::Array *a = v ? v->getAsArray() : nullptr;
+  if (!a || a->size() != rank)
+    return std::nullopt;
+  std::vector<int64_t> out;
+  for (const llvm::json::Value &e : *a) {
+    std::optional<int64_t> i = e.getAsInteger();
+    if (!i || *i < 0)
+      return std::nullopt;
+    out.push_back(*i);
+  }
+  return out;
+}
+
+/// The index of a checkpoint, checked against the model: every state
+/// tensor is there with the model's shape, as float32, and its blocks lie
+/// in bounds, do not overlap and cover it exactly.
+struct CheckpointIndex {
+  struct Block {
+    size_t file;  ///< into files
+    size_t entry; ///< the tensor's index in that file's list
+    Box box;
+  };
+  struct File {
+    std::string name;
+    std::vector<TensorRef> tensors; ///< names and block shapes
+    std::unique_ptr<SafetensorsReader> reader;
+  };
+  TrainingState state;
+  std::vector<File> files;
+  /// "<kind>:<parameter>" -> its blocks.
+  llvm::StringMap<std::vector<Block>> blocks;
+
+  CheckpointIndex(const std::string &folder, const Manifest &m) {
+    std::string path = join(folder, kIndexFile);
+    requireRegularFile(path, "checkpoint index");
+    uint64_t size = 0;
+    if (std::error_code ec = llvm::sys::fs::file_size(path, size))
+      fatal("cannot read checkpoint index '" + path + "': " + ec.message() +
+            (ec == std::errc::no_such_file_or_directory
+                 ? " (not a complete titan checkpoint)"
+                 : ""));
+    // One entry per block: generous for thousands of ranks.
+    if (size > (uint64_t(1) << 30))
+      fatal("checkpoint index '" + path + "' is " + std::to_string(size) +
+            " bytes, more than 1 GiB: not a titan checkpoint index");
+    auto buffer = llvm::MemoryBuffer::getFile(path, /*IsText=*/false,
+                                              /*RequiresNullTerminator=*/false);
+    if (!buffer)
+      fatal("cannot read checkpoint index '" + path +
+            "': " + buffer.getError().message());
+    llvm::Expected<llvm::json::Value> json =
+        llvm::json::parse((*buffer)->getBuffer());
+    if (!json)
+      fatal("checkpoint index '" + path +
+            "' is not valid JSON: " + llvm::toString(json.takeError()));
+    const llvm::json::Object *o = json->getAsObject();
+    auto bad = [&](const std::string &what) {
+      fatal("checkpoint index '" + path + "': " + what);
+    };
+    if (!o || o->getString("format") != StringRef(kFormat))
+      bad(std::string("not a titan checkpoint (\"format\" is not \"") +
+          kFormat + "\")");
+    if (o->getInteger("version") != kVersion)
+      bad("unsupported version (this runtime reads version " +
+          std::to_string(kVersion) + ")");
+
+    const llvm::json::Object *st = o->getObject("training_state");
+    std::optional<int64_t> step = st ? st->getInteger("step") : std::nullopt;
+    std::optional<int64_t> samples =
+        st ? st->getInteger("samples_consumed") : std::nullopt;
+    std::optional<int64_t> tokens =
+        st ? st->getInteger("tokens_seen") : std::nullopt;
+    const llvm::json::Object *rng = st ? st->getObject("rng") : nullptr;
+    std::optional<int64_t> seed = rng ? rng->getInteger("seed") : std::nullopt;
+    if (!step || *step < 0 || !samples || *samples < 0 || !tokens ||
+        *tokens < 0 || !seed)
+      bad("\"training_state\" needs non-negative \"step\", "
+          "\"samples_consumed\", \"tokens_seen\" and \"rng\".\"seed\"");
+    state = {*step, *samples, *tokens, uint64_t(*seed)};
+    int64_t folderStep =
+        stepOfFolderName(llvm::sys::path::filename(StringRef(folder)));
+    if (folderStep >= 0 && folderStep != *step)
+      bad("it is in folder step-" + std::to_string(folderStep) +
+          " but holds step " + std::to_string(*step));
+
+    const llvm::json::Object *tensors = o->getObject("tensors");
+    if (!tensors)
+      bad("no \"tensors\" object");
+    llvm::StringMap<const Manifest::Param *> expected;
+    for (const char *kind : kStateKinds)
+      for (const Manifest::Param &p : m.params)
+        expected[std::string(kind) + ":" + p.name] = &p;
+    for (const auto &entry : *tensors)
+      if (!expected.count(entry.first))
+        bad("unexpected tensor '" + entry.first.str() +
+            "' (not a parameter or optimizer state of this model)");
+
+    std::map<std::string, size_t> fileIndex;
+    // In a fixed order (kinds, then parameters), so each file's list of
+    // tensors is deterministic.
+    for (const char *kind : kStateKinds)
+      for (const Manifest::Param &p : m.params) {
+        std::string key = std::string(kind) + ":" + p.name;
+        const llvm::json::Object *t = tensors->getObject(key);
+        if (!t)
+          bad("missing tensor '" + key + "'");
+        std::optional<std::vector<int64_t>> shape =
+            intArray(t->get("shape"), p.shape.size());
+        if (!shape || *shape != p.shape)
+          bad("tensor '" + key + "' does not have the model's shape " +
+              shapeString(p.shape));
+        if (t->getString("dtype") != StringRef("F32"))
+          bad("tensor '" + key + "' is not F32");
+        const llvm::json::Array *list = t->getArray("blocks");
+        if (!list || list->empty())
+          bad("tensor '" + key + "' has no blocks");
+        std::vector<Block> &out = blocks[key];
+        int64_t covered = 0;
+        for (const llvm::json::Value &b : *list) {
+          const llvm::json::Object *bo = b.getAsObject();
+          std::optional<StringRef> file =
+              bo ? bo->getString("file") : std::nullopt;
+          std::optional<std::vector<int64_t>> start =
+              bo ? intArray(bo->get("start"), p.shape.size()) : std::nullopt;
+          std::optional<std::vector<int64_t>> size =
+              bo ? intArray(bo->get("size"), p.shape.size()) : std::nullopt;
+          // Files are plain names inside the checkpoint folder.
+          if (!file || file->empty() || file->contains('/') ||
+              file->starts_with(".") || !start || !size)
+            bad("tensor '" + key +
+                "' has a block without a plain \"file\" name, \"start\" "
+                "and \"size\"");
+          Box box{*start, *size};
+          for (size_t d = 0; d < p.shape.size(); ++d)
+            if (box.size[d] == 0 || box.start[d] + box.size[d] > p.shape[d])
+              bad("tensor '" + key + "' has a block at " +
+                  shapeString(box.start) + " of size " + shapeString(box.size) +
+                  " outside its shape " + shapeString(p.shape));
+          for (const Block &other : out)
+            if (!intersect(box, other.box).empty())
+              bad("tensor '" + key + "' has overlapping blocks at " +
+                  shapeString(box.start) + " and " +
+                  shapeString(other.box.start));
+          auto [it, added] = fileIndex.try_emplace(file->str(), files.size());
+          if (added)
+            files.push_back({file->str(), {}, nullptr});
+          File &f = files[it->second];
+          out.push_back({it->second, f.tensors.size(), box});
+          f.tensors.push_back({key, box.size, nullptr});
+          covered += box.numel();
+        }
+        // Disjoint blocks in bounds with the tensor's volume cover it.
+        if (covered != numel(p.shape))
+          bad("the blocks of tensor '" + key + "' cover " +
+              std::to_string(covered) + " of its " +
+              std::to_string(numel(p.shape)) + " elements");
+      }
+  }
+
+  /// The reader of file `i`, opened (and its header checked against the
+  /// index) on first use: a rank maps only the files holding its blocks.
+  const SafetensorsReader &reader(const std::string &folder, size_t i) {
+    File &f = files[i];
+    if (!f.reader)
+      f.reader =
+          std::make_unique<SafetensorsReader>(join(folder, f.name), f.tensors);
+    return *f.reader;
+  }
+};
+
+} // namespace
+
+Checkpointer::Checkpointer(const titan::TrainConfig &config,
+                           const Manifest &manifest, Communicator *comm)
+    : config_(config), manifest_(manifest), comm_(comm),
+      coords_(meshCoordinates(manifest.mesh, comm ? comm->rank() : 0)),
+      leader_(!comm || comm->rank() == 0) {
+  // As os.path.join in TorchTitan: an absolute folder stands alone.
+  root_ = llvm::sys::path::is_absolute(config.checkpoint.folder)
+              ? config.checkpoint.folder
+              : join(config.job.dumpFolder, config.checkpoint.folder);
+}
+
+std::string Checkpointer::stepFolder(int64_t step) const {
+  return join(root_, "step-" + std::to_string(step));
+}
+
+std::string Checkpointer::shardFileName(int64_t rank) const {
+  return llvm::formatv("shard-{0:d5}-of-{1:d5}.safetensors", rank,
+                       manifest_.worldSize())
+      .str();
+}
+
+void Checkpointer::barrier() {
+  if (comm_)
+    comm_->barrier();
+}
+
+void Checkpointer::removeUnfinishedSaves() {
+  if (leader_) {
+    std::vector<std::string> unfinished;
+    std::error_code ec;
+    for (llvm::sys::fs::recursive_directory_iterator it(root_, ec), end;
+         it != end && !ec; it.increment(ec))
+      if (StringRef(it->path()).ends_with(".tmp")) {
+        unfinished.push_back(it->path());
+        it.no_push();
+      }
+    for (const std::string &path : unfinished) {
+      llvm::sys::fs::remove_directories(path);
+      llvm::sys::fs::remove(path);
+      // A step folder left empty by that (an older runtime wrote
+      // step-N/model.safetensors.tmp) goes too; removing fails otherwise.
+      llvm::sys::fs::remove(llvm::sys::path::parent_path(path));
+    }
+  }
+  barrier();
+}
+
+int64_t Checkpointer::resumeStep() {
+  double step = -1;
+  if (leader_) {
+    int64_t requested = config_.checkpoint.loadStep;
+    if (requested >= 0) {
+      std::string folder = stepFolder(requested);
+      if (!llvm::sys::fs::is_directory(folder))
+        fatal("checkpoint.load_step " + std::to_string(requested) +
+              ": there is no checkpoint '" + folder + "'");
+      if (!llvm::sys::fs::exists(join(folder, kIndexFile))) {
+        if (llvm::sys::fs::exists(join(folder, kExportFile)))
+          fatal("checkpoint.load_step " + std::to_string(requested) + ": '" +
+                folder +
+                "' is a model-only export without optimizer state or data "
+                "position; start from its weights with "
+                "checkpoint.initial_load_path " +
+                join(folder, kExportFile));
+        fatal("checkpoint.load_step " + std::to_string(requested) + ": '" +
+              folder + "' is not a complete checkpoint (no " + kIndexFile +
+              ")");
+      }
+      step = double(requested);
+    } else if (config_.checkpoint.enable) {
+      std::error_code ec;
+      for (llvm::sys::fs::directory_iterator it(root_, ec), end;
+           it != end && !ec; it.increment(ec)) {
+        int64_t s = stepOfFolderName(llvm::sys::path::filename(it->path()));
+        if (s >= 0 && double(s) > step &&
+            llvm::sys::fs::exists(join(it->path(), kIndexFile)))
+          step = double(s);
+      }
+    }
+  }
+  if (comm_) {
+    double agreed = step;
+    comm_->broadcast(&step, &agreed, DataType::F64, 1, 0, (1u << kNumAxes) - 1)
+        ->finish();
+    step = agreed;
+  }
+  return int64_t(step);
+}
+
+TrainingState Checkpointer::load(const std::string &folder,
+                                 llvm::ArrayRef<StateSet> sets) {
+  if (!llvm::sys::fs::is_directory(folder))
+    fatal("checkpoint '" + folder + "' is not a folder");
+  CheckpointIndex index(folder, manifest_);
+  for (const StateSet &set : sets)
+    for (auto [p, local] : llvm::zip(manifest_.params, *set.shards)) {
+      Box mine = shardBox(p, manifest_.mesh, coords_);
+      // FSDP padding stays zero.
+      std::fill(local.data, local.data + local.numel(), 0.0f);
+      Storage dst{mine.start, p.localShape};
+      for (const CheckpointIndex::Block &b :
+           index.blocks[set.kind + ":" + p.name]) {
+        Box region = intersect(mine, b.box);
+        if (region.empty())
+          continue;
+        const SafetensorsReader &file = index.reader(folder, b.file);
+        forEachRun(Storage{b.box.start, b.box.size}, dst, region,
+                   [&](int64_t s, int64_t d, int64_t n) {
+                     file.read(b.entry, s, n, local.data + d);
+                   });
+      }
+    }
+  return index.state;
+}
+
+std::string Checkpointer::save(const TrainingState &state,
+                               llvm::ArrayRef<StateSet> sets) {
+  std::string folder = stepFolder(state.step), tmp = folder + ".tmp";
+  if (leader_) {
+    llvm::sys::fs::remove_directories(tmp);
+    if (std::error_code ec = llvm::sys::fs::create_directories(tmp))
+      fatal("cannot create checkpoint folder '" + tmp + "': " + ec.message());
+  }
+  barrier();
+
+  // This rank's blocks, each written by the first of the ranks holding it.
+  std::vector<TensorRef> mine;
+  std::vector<std::vector<float>> packed; // blocks narrower than the shard
+  for (const StateSet &set : sets)
+    for (auto [p, local] : llvm::zip(manifest_.params, *set.shards)) {
+      Box box = shardBox(p, manifest_.mesh, coords_);
+      if (box.empty() || !writesShard(p, coords_))
+        continue;
+      std::string key = set.kind + ":" + p.name;
+      if (box.size == p.localShape) {
+        mine.push_back({key, box.size, local.data});
+        continue;
+      }
+      std::vector<float> &block = packed.emplace_back(size_t(box.numel()));
+      forEachRun(Storage{box.start, p.localShape}, Storage{box.start, box.size},
+                 box, [&](int64_t s, int64_t d, int64_t n) {
+                   std::copy(local.data + s, local.data + s + n,
+                             block.data() + d);
+                 });
+      mine.push_back({key, box.size, block.data()});
+    }
+  int64_t rank = comm_ ? comm_->rank() : 0;
+  if (!mine.empty())
+    writeSafetensors(join(tmp, shardFileName(rank)), mine, "F32");
+  barrier();
+
+  if (leader_) {
+    // Every rank's blocks follow from the layout: the index needs no
+    // communication.
+    std::vector<std::vector<int64_t>> coords;
+    for (int64_t r = 0; r < manifest_.worldSize(); ++r)
+      coords.push_back(meshCoordinates(manifest_.mesh, r));
+    llvm::json::Object tensors;
+    for (const StateSet &set : sets)
+      for (const Manifest::Param &p : manifest_.params) {
+        llvm::json::Array blocks;
+        for (int64_t r = 0; r < manifest_.worldSize(); ++r) {
+          Box box = shardBox(p, manifest_.mesh, coords[r]);
+          if (box.empty() || !writesShard(p, coords[r]))
+            continue;
+          blocks.push_back(llvm::json::Object{
+              {"file", shardFileName(r)},
+              {"start", llvm::json::Array(llvm::ArrayRef(box.start))},
+              {"size", llvm::json::Array(llvm::ArrayRef(box.size))}});
+        }
+        tensors[set.kind + ":" + p.name] = llvm::json::Object{
+            {"shape", llvm::json::Array(llvm::ArrayRef(p.shape))},
+            {"dtype", "F32"},
+            {"blocks", std::move(blocks)}};
+      }
+    llvm::json::Object mesh;
+    for (unsigned a = 0; a < kNumAxes; ++a)
+      mesh[meshAxisName(MeshAxis(a))] = manifest_.mesh[a];
+    llvm::json::Object index{
+        {"format", kFormat},
+        {"version", kVersion},
+        {"model", manifest_.model},
+        {"saved_by_mesh", std::move(mesh)},
+        {"training_state",
+         llvm::json::Object{
+             {"step", state.step},
+             {"samples_consumed", state.samplesConsumed},
+             {"tokens_seen", state.tokensSeen},
+             {"lr_scheduler", llvm::json::Object{{"last_step", state.step}}},
+             {"rng", llvm::json::Object{{"generator", "philox4x32-10"},
+                                        {"seed", int64_t(state.seed)},
+                                        {"draws_after_init", 0}}}}},
+        {"tensors", std::move(tensors)}};
+    std::string text;
+    llvm::raw_string_ostream os(text);
+    os << llvm::json::Value(std::move(index)) << "\n";
+    writeFileDurably(join(tmp, kIndexFile), text);
+  }
+  commit(tmp, folder);
+  return folder;
+}
+
+std::string Checkpointer::exportModel(int64_t step, const StateSet &params,
+                                      const std::string &exportDtype) {
+  std::string folder = stepFolder(step), tmp = folder + ".tmp";
+  std::string file = join(tmp, kExportFile);
+  std::string dtype = safetensorsDtype(exportDtype);
+  int64_t elementSize = safetensorsElementSize(dtype);
+  std::vector<TensorRef> whole;
+  for (const Manifest::Param &p : manifest_.params)
+    whole.push_back({p.name, p.shape, nullptr});
+  std::vector<int64_t> dataStart;
+  int64_t fileBytes = 0;
+  std::string header = safetensorsHeader(whole, dtype, dataStart, fileBytes);
+
+  if (leader_) {
+    llvm::sys::fs::remove_directories(tmp);
+    if (std::error_code ec = llvm::sys::fs::create_directories(tmp))
+      fatal("cannot create checkpoint folder '" + tmp + "': " + ec.message());
+    int fd =
+        ::open(file.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (fd < 0 ||
+        ::pwrite(fd, header.data(), header.size(), 0) !=
+            ssize_t(header.size()) ||
+        ::ftruncate(fd, fileBytes) != 0 || ::close(fd) != 0)
+      fatal("cannot write '" + file + "': " + std::strerror(errno));
+  }
+  barrier();
+
+  // Each rank writes its blocks at their offsets, converted in pieces of at
+  // most 16 Mi elements; runs adjacent in the file are written together.
+  int fd = -1;
+  std::vector<float> pending;
+  std::vector<char> bytes;
+  int64_t pendingAt = 0; // file offset of pending[0]
+  auto flush = [&] {
+    if (pending.empty())
+      return;
+    bytes.resize(pending.size() * size_t(elementSize));
+    encodeElements(pending.data(), int64_t(pending.size()), dtype,
+                   bytes.data());
+    size_t done = 0;
+    while (done < bytes.size()) {
+      ssize_t n = ::pwrite(fd, bytes.data() + done, bytes.size() - done,
+                           off_t(pendingAt + int64_t(done)));
+      if (n < 0 && errno == EINTR)
+        continue;
+      if (n <= 0)
+        fatal("writing '" + file + "' failed: " + std::strerror(errno));
+      done += size_t(n);
+    }
+    pending.clear();
+  };
+  for (auto [i, p, local] : llvm::enumerate(manifest_.params, *params.shards)) {
+    Box box = shardBox(p, manifest_.mesh, coords_);
+    if (box.empty() || !writesShard(p, coords_))
+      continue;
+    if (fd < 0 && (fd = ::open(file.c_str(), O_WRONLY | O_CLOEXEC)) < 0)
+      fatal("cannot write '" + file + "': " + std::strerror(errno));
+    forEachRun(Storage{box.start, p.localShape},
+               Storage{std::vector<int64_t>(p.shape.size(), 0), p.shape}, box,
+               [&, i = i](int64_t s, int64_t d, int64_t n) {
+                 int64_t at = dataStart[i] + d * elementSize;
+                 if (at != pendingAt + int64_t(pending.size()) * elementSize ||
+                     pending.size() >= (size_t(1) << 24)) {
+                   flush();
+                   pendingAt = at;
+                 }
+                 pending.insert(pending.end(), local.data + s,
+                                local.data + s + n);
+               });
+  }
+  if (fd >= 0) {
+    flush();
+    if (::fsync(fd) != 0 || ::close(fd) != 0)
+      fatal("writing '" + file + "' failed: " + std::strerror(errno));
+  }
+  commit(tmp, folder);
+  return join(folder, kExportFile);
+}
+
+void Checkpointer::commit(const std::string &tmp, const std::string &folder) {
+  barrier(); // every rank's files are written and fsynced
+  if (leader_) {
+    syncFolder(tmp);
+    // A checkpoint of the same step from an earlier run is replaced; until
+    // the rename it stays whole under a *.tmp name the next start removes.
+    std::string replaced = folder + ".replaced.tmp";
+    bool exists = llvm::sys::fs::exists(folder);
+    if (exists) {
+      llvm::sys::fs::remove_directories(replaced);
+      if (std::error_code ec = llvm::sys::fs::rename(folder, replaced))
+        fatal("cannot replace checkpoint '" + folder + "': " + ec.message());
+    }
+    if (std::error_code ec = llvm::sys::fs::rename(tmp, folder))
+      fatal("cannot move checkpoint '" + tmp + "' into place: " + ec.message());
+    syncFolder(root_);
+    if (exists)
+      llvm::sys::fs::remove_directories(replaced);
+  }
+  barrier();
+}
+
+void Checkpointer::prune(const std::vector<int64_t> &saved) {
+  if (!leader_ || config_.checkpoint.keepLatestK <= 0)
+    return;
+  std::vector<std::tuple<bool, int64_t, std::string>> found;
+  std::error_code ec;
+  for (llvm::sys::fs::directory_iterator it(root_, ec), end; it != end && !ec;
+       it.increment(ec)) {
+    int64_t step = stepOfFolderName(llvm::sys::path::filename(it->path()));
+    if (step >= 0)
+      found.emplace_back(llvm::is_contained(saved, step), step, it->path());
+  }
+  // Earlier runs' (false) first, each by step: the one just written sorts
+  // last, so it is never among those removed.
+  llvm::sort(found);
+  for (size_t i = 0; i + config_.checkpoint.keepLatestK < found.size(); ++i)
+    llvm::sys::fs::remove_directories(std::get<2>(found[i]));
+}

@@ -1,0 +1,121 @@
+//===- Checkpoint.h - distributed checkpoints and exports -------*- C++ -*-===//
+//
+// A checkpoint is the folder <dump_folder>/<checkpoint.folder>/step-<N>:
+//
+//   index.json                        format, training state, and for every
+//                                     state tensor its global shape, dtype
+//                                     and which file holds which block
+//   shard-<rank>-of-<world>.safetensors
+//                                     the blocks one rank wrote: each block
+//                                     once (the first of the ranks holding
+//                                     it), named "<kind>:<parameter>"
+//
+// Kinds are "param", "exp_avg" and "exp_avg_sq" (AdamW's moments). Each rank
+// writes and reads only its blocks; a load into another layout intersects
+// each of its blocks with the saved ones. A save is written into
+// step-<N>.tmp, fsynced, and renamed when every rank has finished, so a
+// step-<N> folder is always complete; leftover *.tmp folders are removed at
+// the start of the next run and never loaded.
+//
+// A model-only export (the last save with last_save_model_only) is one
+// consolidated step-<N>/model.safetensors with TorchTitan's parameter names
+// in export_dtype, what initial_load_path reads; every rank writes its
+// blocks into it at their offsets, so no rank holds the whole model.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TITANRT_LIB_CHECKPOINT_H
+#define TITANRT_LIB_CHECKPOINT_H
+
+#include "Manifest.h"
+#include "SafeTensors.h"
+
+#include "llvm/ADT/ArrayRef.h"
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace titan {
+struct TrainConfig;
+} // namespace titan
+
+namespace titanrt {
+
+class Communicator;
+
+/// One kind of per-parameter state: this rank's shards (local shapes, in
+/// manifest parameter order).
+struct StateSet {
+  std::string kind; ///< "param", "exp_avg", "exp_avg_sq"
+  std::vector<TensorRef> *shards;
+};
+
+/// What a resumed run needs besides the tensors.
+struct TrainingState {
+  int64_t step = 0;            ///< steps completed (the LR schedule's and
+                               ///< AdamW's bias correction's position)
+  int64_t samplesConsumed = 0; ///< the data position, in samples
+  int64_t tokensSeen = 0;
+  uint64_t seed = 0; ///< debug.seed (init is the run's only random draw)
+};
+
+class Checkpointer {
+public:
+  Checkpointer(const titan::TrainConfig &config, const Manifest &manifest,
+               Communicator *comm);
+
+  /// <dump_folder>/<checkpoint.folder>; the folder itself when absolute.
+  const std::string &root() const { return root_; }
+  /// root()/step-<step>
+  std::string stepFolder(int64_t step) const;
+
+  /// Removes what killed saves left (step-*.tmp folders, *.tmp files);
+  /// the first rank does it while the others wait.
+  void removeUnfinishedSaves();
+
+  /// The checkpoint to resume from, the same on every rank:
+  /// checkpoint.load_step if set (it must exist and hold training state), or
+  /// with checkpoint.enable the latest complete checkpoint with training
+  /// state; -1 for none. Model-only exports are not resume points.
+  int64_t resumeStep();
+
+  /// Reads the state of `folder` (a full checkpoint) into `sets`, whatever
+  /// layout it was saved from, after checking its index against the model.
+  TrainingState load(const std::string &folder, llvm::ArrayRef<StateSet> sets);
+
+  /// Writes a full checkpoint of `state.step`; returns its folder.
+  std::string save(const TrainingState &state, llvm::ArrayRef<StateSet> sets);
+
+  /// Writes the model-only export of `step` in `exportDtype`; returns the
+  /// file.
+  std::string exportModel(int64_t step, const StateSet &params,
+                          const std::string &exportDtype);
+
+  /// Keeps at most keep_latest_k step folders (0: all): an earlier run's go
+  /// first, oldest first, then this run's oldest; the newest of `saved`
+  /// (this run's) always stays. First rank only.
+  void prune(const std::vector<int64_t> &saved);
+
+private:
+  /// Every rank waits for the others (a no-op on one rank).
+  void barrier();
+  std::string shardFileName(int64_t rank) const;
+  /// Once every rank has written into `tmp`: syncs it and renames it to
+  /// `folder` (replacing an earlier run's of the same step).
+  void commit(const std::string &tmp, const std::string &folder);
+
+  const titan::TrainConfig &config_;
+  const Manifest &manifest_;
+  Communicator *comm_;
+  std::vector<int64_t> coords_; ///< this rank's mesh coordinates
+  std::string root_;
+  bool leader_;
+};
+
+/// The state kinds a full checkpoint holds.
+extern const char *const kStateKinds[3];
+
+} // namespace titanrt
+
+#endif // TITANRT_LIB_CHECKPOINT_H

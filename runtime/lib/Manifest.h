@@ -1,0 +1,57 @@
+//===- Manifest.h - what titan-compile says about an executable -*- C++ -*-===//
+//
+// The JSON manifest a training executable carries: the compiled config, the
+// step's static shapes, each parameter's global and local shape and
+// sharding, and the memory plan's slots.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TITANRT_LIB_MANIFEST_H
+#define TITANRT_LIB_MANIFEST_H
+
+#include "Communicator.h"
+
+#include "llvm/ADT/StringMap.h"
+
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace titanrt {
+
+struct Manifest {
+  std::string model, config;
+  int64_t localBatch = 0, seqLen = 0, vocab = 0, dim = 0;
+  double flopsPerToken = 0;
+  int64_t accumulationSteps = 1;
+  std::vector<int64_t> mesh = {1, 1, 1, 1, 1};
+  struct Param {
+    std::string name;
+    std::vector<int64_t> shape;      ///< of the unsharded model
+    std::vector<int64_t> localShape; ///< this rank's shard
+    /// Per dimension, the mesh axes splitting it (outermost first).
+    std::vector<std::vector<MeshAxis>> dimAxes;
+    unsigned shardMask = 0; ///< every mesh axis that splits some dimension
+  };
+  std::vector<Param> params;
+  /// The memory plan: the arena's size and each state slot's offset.
+  int64_t arenaBytes = 0;
+  llvm::StringMap<std::pair<int64_t, int64_t>> slots; ///< offset, bytes
+
+  int64_t worldSize() const;
+};
+
+/// Parses the manifest text; a malformed one is a fatal "corrupt
+/// executable" error.
+Manifest parseManifest(const char *text);
+
+/// The product of `shape` (1 for a scalar).
+int64_t numel(const std::vector<int64_t> &shape);
+
+/// "pp", "dp_replicate", "dp_shard", "cp", "tp".
+const char *meshAxisName(MeshAxis axis);
+
+} // namespace titanrt
+
+#endif // TITANRT_LIB_MANIFEST_H
