@@ -254,7 +254,7 @@ struct CheckpointIndex {
   }
 
   /// The reader of file `i`, opened (and its header checked against the
-  /// index) on first use: a rank maps only the files holding its blocks.
+  /// index) on first use: a rank opens only the files holding its blocks.
   const SafetensorsReader &reader(const std::string &folder, size_t i) {
     File &f = files[i];
     if (!f.reader)

@@ -13,7 +13,6 @@
 #include "llvm/ADT/StringMap.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/JSON.h"
-#include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Path.h"
 #include "llvm/Support/raw_ostream.h"
 
@@ -22,6 +21,7 @@
 #include <set>
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 using namespace titanrt;
@@ -142,35 +142,38 @@ void titanrt::writeSafetensors(const std::string &path,
 SafetensorsReader::SafetensorsReader(const std::string &path,
                                      const std::vector<TensorRef> &tensors) {
   requireRegularFile(path, "checkpoint");
-  auto buffer = llvm::MemoryBuffer::getFile(path, /*IsText=*/false,
-                                            /*RequiresNullTerminator=*/false);
-  if (!buffer)
-    fatal("cannot read checkpoint '" + path +
-          "': " + buffer.getError().message());
-  file_ = std::move(*buffer);
-  llvm::StringRef file = file_->getBuffer();
-  if (file.size() < 8)
+  path_ = path;
+  fd_ = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  struct stat info;
+  if (fd_ < 0 || ::fstat(fd_, &info) != 0)
+    fatal("cannot read checkpoint '" + path + "': " + std::strerror(errno));
+  uint64_t fileSize = uint64_t(info.st_size);
+  if (fileSize < 8)
     fatal("checkpoint '" + path + "' is truncated: no header");
+  unsigned char sizeBytes[8];
+  readAt(sizeBytes, 8, 0);
   uint64_t headerSize = 0;
   for (int i = 0; i < 8; ++i)
-    headerSize |= uint64_t(uint8_t(file[i])) << (8 * i);
+    headerSize |= uint64_t(sizeBytes[i]) << (8 * i);
   // The safetensors format bounds its header at 100 MB.
   if (headerSize > 100'000'000)
     fatal("checkpoint '" + path + "' has a header of " +
           std::to_string(headerSize) +
           " bytes, more than the format's 100 MB: not a safetensors file");
-  if (headerSize > file.size() - 8)
+  if (headerSize > fileSize - 8)
     fatal("checkpoint '" + path + "' is truncated: its header needs " +
           std::to_string(headerSize) + " bytes");
-  llvm::Expected<llvm::json::Value> header =
-      llvm::json::parse(file.substr(8, headerSize));
+  std::string headerText(headerSize, '\0');
+  readAt(headerText.data(), headerSize, 8);
+  llvm::Expected<llvm::json::Value> header = llvm::json::parse(headerText);
   if (!header)
     fatal("checkpoint '" + path +
           "' has an invalid header: " + llvm::toString(header.takeError()));
   const llvm::json::Object *entries = header->getAsObject();
   if (!entries)
     fatal("checkpoint '" + path + "' has an invalid header: not an object");
-  llvm::StringRef data = file.drop_front(8 + headerSize);
+  int64_t dataStart = int64_t(8 + headerSize);
+  uint64_t dataSize = fileSize - 8 - headerSize;
 
   std::set<std::string> expected;
   for (const TensorRef &t : tensors)
@@ -207,14 +210,14 @@ SafetensorsReader::SafetensorsReader(const std::string &path,
     if (begin < 0 || end - begin != t.numel() * elementSize)
       fatal("checkpoint '" + path + "': tensor '" + t.name +
             "' has invalid data_offsets");
-    if (uint64_t(end) > data.size())
+    if (uint64_t(end) > dataSize)
       fatal("checkpoint '" + path + "' is truncated: tensor '" + t.name +
             "' ends at byte " + std::to_string(end) + " of " +
-            std::to_string(data.size()));
+            std::to_string(dataSize));
     ranges.push_back({begin, end});
-    tensors_.push_back({data.data() + begin, dtype == "F32"    ? 0
-                                             : dtype == "BF16" ? 1
-                                                               : 2});
+    tensors_.push_back({dataStart + begin, dtype == "F32"    ? 0
+                                           : dtype == "BF16" ? 1
+                                                             : 2});
   }
   // The tensors' bytes tile the data exactly: no tensor overlaps another
   // (a header whose offsets all start at 0 would load the same bytes into
@@ -229,25 +232,44 @@ SafetensorsReader::SafetensorsReader(const std::string &path,
             std::to_string(begin));
     covered = end;
   }
-  if (uint64_t(covered) != data.size())
+  if (uint64_t(covered) != dataSize)
     fatal("checkpoint '" + path + "' has " +
-          std::to_string(int64_t(data.size()) - covered) +
+          std::to_string(int64_t(dataSize) - covered) +
           " bytes after its last tensor");
 }
 
-SafetensorsReader::~SafetensorsReader() = default;
+SafetensorsReader::~SafetensorsReader() {
+  if (fd_ >= 0)
+    ::close(fd_);
+}
+
+void SafetensorsReader::readAt(void *out, uint64_t bytes,
+                               int64_t offset) const {
+  char *dst = static_cast<char *>(out);
+  while (bytes > 0) {
+    ssize_t n = ::pread(fd_, dst, bytes, off_t(offset));
+    if (n < 0 && errno == EINTR)
+      continue;
+    if (n <= 0)
+      fatal("reading checkpoint '" + path_ + "' failed at byte " +
+            std::to_string(offset) + ": " +
+            (n == 0 ? "the file is shorter than when it was opened"
+                    : std::strerror(errno)));
+    dst += n;
+    bytes -= uint64_t(n);
+    offset += n;
+  }
+}
 
 void SafetensorsReader::read(size_t index, int64_t first, int64_t count,
                              float *out) const {
   const Tensor &t = tensors_[index];
   if (t.dtype == 0) {
-    std::memcpy(out, t.data + 4 * first, size_t(4 * count));
+    readAt(out, uint64_t(4 * count), t.offset + 4 * first);
     return;
   }
-  const char *src = t.data + 2 * first;
-  for (int64_t i = 0; i < count; ++i) {
-    uint16_t h;
-    std::memcpy(&h, src + 2 * i, 2);
-    out[i] = t.dtype == 1 ? bf16ToFloat(h) : f16ToFloat(h);
-  }
+  std::vector<uint16_t> narrow(static_cast<size_t>(count));
+  readAt(narrow.data(), uint64_t(2 * count), t.offset + 2 * first);
+  for (int64_t i = 0; i < count; ++i)
+    out[i] = t.dtype == 1 ? bf16ToFloat(narrow[i]) : f16ToFloat(narrow[i]);
 }

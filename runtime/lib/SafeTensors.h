@@ -8,10 +8,6 @@
 #include <string>
 #include <vector>
 
-namespace llvm {
-class MemoryBuffer;
-} // namespace llvm
-
 namespace titanrt {
 
 /// A named float32 tensor in memory.
@@ -47,9 +43,10 @@ void writeSafetensors(const std::string &path,
 void encodeElements(const float *in, int64_t count, const std::string &dtype,
                     char *out);
 
-/// A safetensors file opened for reading: mapped, with its header checked
-/// against the tensors the model expects before any data is read, so that
-/// each rank then reads only the blocks it holds.
+/// A safetensors file opened for reading, its header checked against the
+/// tensors the model expects before any data is read; each rank then reads
+/// (pread, not a mapping: the page cache of a large file would count in
+/// every rank's resident memory) only the blocks it holds.
 class SafetensorsReader {
 public:
   /// The file must hold exactly `tensors` (by name and shape, their data
@@ -60,17 +57,23 @@ public:
   SafetensorsReader(const std::string &path,
                     const std::vector<TensorRef> &tensors);
   ~SafetensorsReader();
+  SafetensorsReader(const SafetensorsReader &) = delete;
+  SafetensorsReader &operator=(const SafetensorsReader &) = delete;
 
   /// Elements [first, first + count) of tensor `index` (in the order given
   /// to the constructor, row-major), as float32.
   void read(size_t index, int64_t first, int64_t count, float *out) const;
 
 private:
+  /// `bytes` bytes at file offset `offset`; a short read is fatal.
+  void readAt(void *out, uint64_t bytes, int64_t offset) const;
+
   struct Tensor {
-    const char *data;
-    int dtype; // 0: F32, 1: BF16, 2: F16
+    int64_t offset; ///< of its first byte in the file
+    int dtype;      ///< 0: F32, 1: BF16, 2: F16
   };
-  std::unique_ptr<llvm::MemoryBuffer> file_;
+  std::string path_;
+  int fd_ = -1;
   std::vector<Tensor> tensors_;
 };
 

@@ -356,7 +356,7 @@ int titanrt::trainMain(int argc, char **argv, const CompiledModel &model) {
       // initial_load_model_only), in any layout.
       checkpoints.load(path, {paramSet});
     } else {
-      // One safetensors file, mapped and checked whole; each rank reads
+      // One safetensors file, its header checked whole; each rank reads
       // its blocks.
       if (llvm::sys::fs::is_directory(path))
         path += "/model.safetensors";
@@ -500,17 +500,17 @@ int titanrt::trainMain(int argc, char **argv, const CompiledModel &model) {
     double elapsed = std::chrono::duration<double>(now - start).count();
     double tokensPerSecond = double(global * seq) / stepSeconds;
     double meanLoss = lossSum / double(accumulation);
-    // The first line also has the planned arena, what the step really used
-    // of it (the end of the highest block written), and the process's peak
-    // resident memory so far (init, loading, the first step).
+    // Every line has the process's peak resident memory so far (init,
+    // loading, the steps and the saves before it); the first also the
+    // planned arena and what the step really used of it (the end of the
+    // highest block written).
     std::string memory =
-        step == firstStep ? llvm::formatv(", \"arena_planned_bytes\": {0}, "
-                                          "\"arena_peak_bytes\": {1}, "
-                                          "\"rss_peak_bytes\": {2}",
-                                          m.arenaBytes, arena.highWaterMark(),
-                                          peakResidentBytes())
-                                .str()
-                          : "";
+        (step == firstStep ? llvm::formatv(", \"arena_planned_bytes\": {0}, "
+                                           "\"arena_peak_bytes\": {1}",
+                                           m.arenaBytes, arena.highWaterMark())
+                                 .str()
+                           : std::string()) +
+        llvm::formatv(", \"rss_peak_bytes\": {0}", peakResidentBytes()).str();
     // Strict JSON: a non-finite value is null, named in "non_finite".
     std::string nonFinite =
         finite ? ""
