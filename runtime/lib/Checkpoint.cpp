@@ -19,6 +19,8 @@
 #include "llvm/Support/Path.h"
 
 #include <cerrno>
+#include <csignal>
+#include <cstdlib>
 #include <cstring>
 #include <map>
 #include <memory>
@@ -72,6 +74,22 @@ void writeFileDurably(const std::string &path, StringRef text) {
   }
   if (::fsync(fd) != 0 || ::close(fd) != 0)
     fatal("writing '" + path + "' failed: " + std::strerror(errno));
+}
+
+/// Fault injection for tests: TITAN_FAULT_KILL_IN_SAVE=<step>:<rank> makes
+/// that rank die (SIGKILL, as a lost machine would) in the save of that
+/// step, after writing its shard file and before the save is complete.
+void maybeDieInSave(int64_t step, int64_t rank) {
+  const char *env = std::getenv("TITAN_FAULT_KILL_IN_SAVE");
+  if (!env || !*env)
+    return;
+  auto [stepText, rankText] = StringRef(env).split(':');
+  int64_t s, r;
+  if (stepText.getAsInteger(10, s) || rankText.getAsInteger(10, r))
+    fatal(std::string("TITAN_FAULT_KILL_IN_SAVE='") + env +
+          "' is not <step>:<rank>");
+  if (s == step && r == rank)
+    ::raise(SIGKILL);
 }
 
 /// The step of a folder named exactly "step-<N>", or -1.
@@ -415,6 +433,7 @@ std::string Checkpointer::save(const TrainingState &state,
   int64_t rank = comm_ ? comm_->rank() : 0;
   if (!mine.empty())
     writeSafetensors(join(tmp, shardFileName(rank)), mine, "F32");
+  maybeDieInSave(state.step, rank);
   barrier();
 
   if (leader_) {
