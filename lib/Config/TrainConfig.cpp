@@ -255,7 +255,8 @@ std::vector<KeySpec> buildSchema(TrainConfig &c) {
 
   add("checkpoint", "enable", &c.checkpoint.enable, "Save checkpoints");
   add("checkpoint", "folder", &c.checkpoint.folder,
-      "Checkpoint folder under job.dump_folder");
+      "Checkpoint folder under job.dump_folder (an absolute path stands "
+      "alone)");
   add("checkpoint", "interval", &c.checkpoint.interval,
       "Steps between checkpoints")
       .atLeast(1);
@@ -273,7 +274,8 @@ std::vector<KeySpec> buildSchema(TrainConfig &c) {
   add("checkpoint", "keep_latest_k", &c.checkpoint.keepLatestK,
       "Checkpoints kept (0 = all)")
       .atLeast(0);
-  add("checkpoint", "load_step", &c.checkpoint.loadStep, "Step to resume from")
+  add("checkpoint", "load_step", &c.checkpoint.loadStep,
+      "Step to resume from (with checkpoint.enable, -1 is the latest)")
       .atLeast(0)
       .orSentinel(-1, "the latest");
 

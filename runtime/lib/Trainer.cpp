@@ -284,9 +284,12 @@ int titanrt::trainMain(int argc, char **argv, const CompiledModel &model) {
   if (!parsed)
     fatal(llvm::toString(parsed.takeError()));
   const titan::TrainConfig &c = *parsed;
-  if (c.checkpoint.initialLoadInHf)
-    fatal("checkpoint.initial_load_in_hf is not supported yet: load "
-          "safetensors with TorchTitan parameter names");
+  if (c.checkpoint.initialLoadInHf || c.checkpoint.lastSaveInHf)
+    fatal(std::string("checkpoint.") +
+          (c.checkpoint.initialLoadInHf ? "initial_load_in_hf"
+                                        : "last_save_in_hf") +
+          " is not supported yet: checkpoints use TorchTitan parameter "
+          "names");
 
   // One process per rank of the mesh; single-rank runs need no MPI.
   int64_t world = 1;
