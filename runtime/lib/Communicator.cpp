@@ -118,9 +118,12 @@ std::unique_ptr<Communicator> &instance() {
 } // namespace
 
 Communicator &titanrt::initCommunicator(const std::vector<int64_t> &meshShape,
-                                        Backend backend) {
-  instance() = backend == Backend::NCCL ? createNCCLCommunicator(meshShape)
-                                        : createMPICommunicator(meshShape);
+                                        Backend backend,
+                                        double timeoutSeconds) {
+  instance() = backend == Backend::NCCL
+                   ? createNCCLCommunicator(meshShape, timeoutSeconds)
+                   : createMPICommunicator(meshShape);
+  instance()->setTimeout(timeoutSeconds);
   return *instance();
 }
 
@@ -138,7 +141,7 @@ void titanrt::shutdownCommunicator() {
 
 #ifndef TITAN_HAVE_NCCL
 std::unique_ptr<Communicator>
-titanrt::createNCCLCommunicator(const std::vector<int64_t> &) {
+titanrt::createNCCLCommunicator(const std::vector<int64_t> &, double) {
   fatal("this runtime was built without CUDA, so it has no NCCL "
         "communicator; rebuild titan with TITAN_ENABLE_CUDA=ON");
 }

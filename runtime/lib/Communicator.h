@@ -137,9 +137,13 @@ enum class Backend { MPI, NCCL };
 
 /// Initializes the process group for a mesh (MPI_Init on first call); the
 /// world size must equal the mesh's product, or the run stops with a message
-/// naming both. NCCL needs a build with CUDA (TITAN_HAVE_NCCL).
+/// naming both. NCCL needs a build with CUDA (TITAN_HAVE_NCCL). Start-up
+/// (NCCL's communicator creation, which waits for every peer) and then
+/// every collective get `timeoutSeconds` (TorchTitan's
+/// comm.init_timeout_seconds) until setTimeout says otherwise.
 Communicator &initCommunicator(const std::vector<int64_t> &meshShape,
-                               Backend backend = Backend::MPI);
+                               Backend backend = Backend::MPI,
+                               double timeoutSeconds = 300);
 /// The communicator set up by initCommunicator.
 Communicator &communicator();
 /// Releases the communicator and finalizes MPI.
@@ -150,7 +154,8 @@ void shutdownCommunicator();
 std::unique_ptr<Communicator>
 createMPICommunicator(const std::vector<int64_t> &meshShape);
 std::unique_ptr<Communicator>
-createNCCLCommunicator(const std::vector<int64_t> &meshShape);
+createNCCLCommunicator(const std::vector<int64_t> &meshShape,
+                       double startupTimeoutSeconds);
 void finalizeMPI();
 /// Stops the run with a message naming the mesh and the launch size.
 void checkWorldSize(const std::vector<int64_t> &mesh, int64_t size);

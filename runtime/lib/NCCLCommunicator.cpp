@@ -15,6 +15,8 @@
 // communicators' asynchronous errors; a collective past its [comm] timeout,
 // or an NCCL error, aborts the communicators (ncclCommAbort, which stops
 // their kernels) and then every rank.
+// Communicator creation (ncclCommInitRank, ncclCommSplit) waits for every
+// peer on the host, so it runs on a helper thread under the same deadline.
 //
 //===----------------------------------------------------------------------===//
 
@@ -120,8 +122,10 @@ void rearrange(const char *src, char *dst, int64_t outer, int64_t parts,
 
 class NCCLCommunicator : public Communicator {
 public:
-  explicit NCCLCommunicator(const std::vector<int64_t> &meshShape) {
+  NCCLCommunicator(const std::vector<int64_t> &meshShape,
+                   double startupTimeoutSeconds) {
     mesh_ = meshShape;
+    setTimeout(startupTimeoutSeconds);
     bootstrapMPI();
     // One GPU per process: the process's index among those on its node.
     MPI_Comm node;
@@ -146,7 +150,8 @@ public:
     if (rank_ == 0)
       checkNccl(ncclGetUniqueId(&id), "unique id");
     MPI_Bcast(&id, sizeof(id), MPI_BYTE, 0, MPI_COMM_WORLD);
-    checkNccl(ncclCommInitRank(&world_, size_, id, rank_), "init");
+    withinTimeout("ncclCommInitRank",
+                  [&] { return ncclCommInitRank(&world_, size_, id, rank_); });
     comms_.push_back(world_);
     int device = 0;
     checkCuda(cudaGetDevice(&device), "get device");
@@ -380,6 +385,42 @@ private:
     }
   }
 
+  /// Runs `create` (a blocking NCCL communicator creation, which waits for
+  /// every peer of the world) on a helper thread, and stops the job when it
+  /// has not returned within the timeout: a peer that never starts or
+  /// stalls in start-up cannot hang this rank. (The stuck thread ends with
+  /// the process, which fatal() aborts with every other rank.)
+  template <typename Create>
+  void withinTimeout(const char *what, Create create) {
+    int device = 0;
+    checkCuda(cudaGetDevice(&device), "get device");
+    std::mutex m;
+    std::condition_variable finished;
+    bool done = false;
+    ncclResult_t rc = ncclSuccess;
+    std::thread helper([&] {
+      cudaSetDevice(device);
+      ncclResult_t result = create();
+      std::lock_guard<std::mutex> lock(m);
+      rc = result;
+      done = true;
+      finished.notify_all();
+    });
+    std::unique_lock<std::mutex> lock(m);
+    if (!finished.wait_for(lock,
+                           std::chrono::duration<double>(timeoutSeconds()),
+                           [&] { return done; })) {
+      helper.detach();
+      fatal(
+          std::string("NCCL start-up (") + what + ") did not complete within " +
+          std::to_string(int64_t(timeoutSeconds())) + " s during " + context() +
+          ": a peer has not started or is stalled (comm.init_timeout_seconds)");
+    }
+    lock.unlock();
+    helper.join();
+    checkNccl(rc, what);
+  }
+
   /// Stream-ordered scratch memory, freed in stream order after its last use.
   /// `bytes` of device scratch: the planned buffer when given, else
   /// allocated on the stream (and released with release()).
@@ -405,9 +446,10 @@ private:
     if (it != groups_.end())
       return it->second;
     ncclComm_t comm;
-    checkNccl(
-        ncclCommSplit(world_, int(groupColor(axisMask)), rank_, &comm, nullptr),
-        "comm split");
+    withinTimeout("ncclCommSplit", [&] {
+      return ncclCommSplit(world_, int(groupColor(axisMask)), rank_, &comm,
+                           nullptr);
+    });
     {
       std::lock_guard<std::mutex> lock(mutex_);
       comms_.push_back(comm);
@@ -438,6 +480,7 @@ private:
 } // namespace
 
 std::unique_ptr<Communicator>
-titanrt::createNCCLCommunicator(const std::vector<int64_t> &meshShape) {
-  return std::make_unique<NCCLCommunicator>(meshShape);
+titanrt::createNCCLCommunicator(const std::vector<int64_t> &meshShape,
+                                double startupTimeoutSeconds) {
+  return std::make_unique<NCCLCommunicator>(meshShape, startupTimeoutSeconds);
 }

@@ -297,10 +297,11 @@ int titanrt::trainMain(int argc, char **argv, const CompiledModel &model) {
     world *= size;
   if (world == 1)
     refuseMultiRankLaunch();
-  Communicator *comm = world > 1 ? &initCommunicator(m.mesh) : nullptr;
   // TorchTitan's [comm] timeouts: the start-up's until the first step ends.
-  if (comm)
-    comm->setTimeout(double(c.comm.initTimeoutSeconds));
+  Communicator *comm =
+      world > 1 ? &initCommunicator(m.mesh, Backend::MPI,
+                                    double(c.comm.initTimeoutSeconds))
+                : nullptr;
   bool leader = !comm || comm->rank() == 0;
   int64_t dp = m.mesh[kDPReplicate] * m.mesh[kDPShard];
   int64_t dpIndex = comm ? comm->coordinate(kDPReplicate) * m.mesh[kDPShard] +
