@@ -262,6 +262,10 @@ std::vector<KeySpec> buildSchema(TrainConfig &c) {
       .atLeast(1);
   add("checkpoint", "initial_load_path", &c.checkpoint.initialLoadPath,
       "Weights to start from");
+  add("checkpoint", "initial_load_model_only",
+      &c.checkpoint.initialLoadModelOnly,
+      "initial_load_path gives the weights only (false: the whole training "
+      "state of a checkpoint)");
   add("checkpoint", "initial_load_in_hf", &c.checkpoint.initialLoadInHf,
       "initial_load_path uses Hugging Face names");
   add("checkpoint", "last_save_in_hf", &c.checkpoint.lastSaveInHf,
@@ -274,6 +278,12 @@ std::vector<KeySpec> buildSchema(TrainConfig &c) {
   add("checkpoint", "keep_latest_k", &c.checkpoint.keepLatestK,
       "Checkpoints kept (0 = all)")
       .atLeast(0);
+  add("checkpoint", "enable_first_step_checkpoint",
+      &c.checkpoint.enableFirstStepCheckpoint,
+      "Also save after the first step");
+  add("checkpoint", "async_mode", &c.checkpoint.asyncMode,
+      "Background saves (titan saves synchronously)")
+      .oneOf({"disabled", "async", "async_with_pinned_mem"});
   add("checkpoint", "load_step", &c.checkpoint.loadStep,
       "Step to resume from (with checkpoint.enable, -1 is the latest)")
       .atLeast(0)

@@ -341,7 +341,8 @@ int titanrt::trainMain(int argc, char **argv, const CompiledModel &model) {
         .count();
   };
   params.zero(); // FSDP padding rows stay zero
-  if (resumeStep >= 0) {
+  bool resuming = resumeStep >= 0;
+  if (resuming) {
     std::string folder = checkpoints.stepFolder(resumeStep);
     resumed = checkpoints.load(folder, trainingSets);
     startMessage = llvm::formatv("resumed from {0} (step {1}, {2} samples "
@@ -352,6 +353,23 @@ int titanrt::trainMain(int argc, char **argv, const CompiledModel &model) {
                                      ? ""
                                      : "; checkpoint.initial_load_path is "
                                        "not used when resuming")
+                       .str();
+  } else if (!c.checkpoint.initialLoadPath.empty() &&
+             !c.checkpoint.initialLoadModelOnly) {
+    // TorchTitan's initial_load_model_only = false: the whole training
+    // state of another run's checkpoint, continued here.
+    std::string path = c.checkpoint.initialLoadPath;
+    if (!llvm::sys::fs::exists(path + "/index.json"))
+      fatal("checkpoint.initial_load_model_only = false needs "
+            "checkpoint.initial_load_path to be a titan checkpoint folder "
+            "(with index.json); '" +
+            path + "' is not one");
+    resumed = checkpoints.load(path, trainingSets);
+    resuming = true;
+    startMessage = llvm::formatv("resumed from {0} (step {1}, {2} samples "
+                                 "consumed) in {3:f2} s\n",
+                                 path, resumed.step, resumed.samplesConsumed,
+                                 secondsSince(loadStart))
                        .str();
   } else if (!c.checkpoint.initialLoadPath.empty()) {
     std::string path = c.checkpoint.initialLoadPath;
@@ -417,13 +435,13 @@ int titanrt::trainMain(int argc, char **argv, const CompiledModel &model) {
   llvm::sys::path::append(metricsPath, "metrics.jsonl");
   // A resumed run continues the metrics of the run it resumes, without the
   // steps that run took after its checkpoint.
-  if (leader && resumeStep >= 0)
+  if (leader && resuming)
     keepMetricsUpTo(metricsPath.str().str(), resumed.step);
   std::error_code ec;
   // Only the first rank reports; every rank computes the same loss.
   llvm::raw_fd_ostream metrics(leader ? metricsPath.str() : "/dev/null", ec,
-                               resumeStep >= 0 ? llvm::sys::fs::OF_Append
-                                               : llvm::sys::fs::OF_None);
+                               resuming ? llvm::sys::fs::OF_Append
+                                        : llvm::sys::fs::OF_None);
   if (ec)
     fatal("cannot write '" + metricsPath.str().str() + "': " + ec.message());
   if (!leader)
@@ -452,6 +470,12 @@ int titanrt::trainMain(int argc, char **argv, const CompiledModel &model) {
 
   std::printf("%s", startMessage.c_str());
   std::fflush(stdout);
+  if (leader && c.checkpoint.enable && c.checkpoint.asyncMode != "disabled")
+    std::fprintf(stderr,
+                 "warning: checkpoint.async_mode = \"%s\": titan saves "
+                 "synchronously (the same checkpoint; the step waits for "
+                 "it)\n",
+                 c.checkpoint.asyncMode.c_str());
 
   int64_t totalSteps = c.training.steps;
   // The loop runs steps [firstStep, totalSteps); sample indices continue
@@ -567,7 +591,8 @@ int titanrt::trainMain(int argc, char **argv, const CompiledModel &model) {
 
     bool last = step + 1 == totalSteps;
     if (c.checkpoint.enable &&
-        (last || (step + 1) % c.checkpoint.interval == 0)) {
+        (last || (step + 1) % c.checkpoint.interval == 0 ||
+         (step == 0 && c.checkpoint.enableFirstStepCheckpoint))) {
       auto saveStart = std::chrono::steady_clock::now();
       std::string saved;
       if (last && c.checkpoint.lastSaveModelOnly) {

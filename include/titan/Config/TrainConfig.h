@@ -112,12 +112,15 @@ struct TrainConfig {
     std::string folder = "checkpoint";
     int64_t interval = 500;
     std::string initialLoadPath;
+    bool initialLoadModelOnly = true;
     bool initialLoadInHf = false;
     bool lastSaveInHf = false;
     bool lastSaveModelOnly = true;
     std::string exportDtype = "float32";
     int64_t keepLatestK = 10;
     int64_t loadStep = -1;
+    bool enableFirstStepCheckpoint = false;
+    std::string asyncMode = "disabled";
   } checkpoint;
 
   struct Metrics {
