@@ -250,11 +250,6 @@ struct CheckpointIndex {
               bad("tensor '" + key + "' has a block at " +
                   shapeString(box.start) + " of size " + shapeString(box.size) +
                   " outside its shape " + shapeString(p.shape));
-          for (const Block &other : out)
-            if (!intersect(box, other.box).empty())
-              bad("tensor '" + key + "' has overlapping blocks at " +
-                  shapeString(box.start) + " and " +
-                  shapeString(other.box.start));
           auto [it, added] = fileIndex.try_emplace(file->str(), files.size());
           if (added)
             files.push_back({file->str(), {}, nullptr});
@@ -263,6 +258,13 @@ struct CheckpointIndex {
           f.tensors.push_back({key, box.size, nullptr});
           covered += box.numel();
         }
+        std::vector<Box> boxes;
+        for (const Block &b : out)
+          boxes.push_back(b.box);
+        if (auto pair = findOverlap(boxes))
+          bad("tensor '" + key + "' has overlapping blocks at " +
+              shapeString(boxes[pair->first].start) + " and " +
+              shapeString(boxes[pair->second].start));
         // Disjoint blocks in bounds with the tensor's volume cover it.
         if (covered != numel(p.shape))
           bad("the blocks of tensor '" + key + "' cover " +

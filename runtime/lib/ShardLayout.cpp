@@ -59,3 +59,62 @@ Box titanrt::intersect(const Box &a, const Box &b) {
   }
   return r;
 }
+
+std::optional<std::pair<size_t, size_t>>
+titanrt::findOverlap(const std::vector<Box> &boxes) {
+  if (boxes.size() < 2)
+    return std::nullopt;
+  size_t rank = boxes[0].start.size();
+  // The grid of every box edge, per dimension.
+  std::vector<std::vector<int64_t>> edges(rank);
+  for (const Box &b : boxes)
+    for (size_t d = 0; d < rank; ++d) {
+      edges[d].push_back(b.start[d]);
+      edges[d].push_back(b.start[d] + b.size[d]);
+    }
+  int64_t cells = 1;
+  constexpr int64_t kMaxCells = int64_t(1) << 24;
+  for (std::vector<int64_t> &e : edges) {
+    llvm::sort(e);
+    e.erase(std::unique(e.begin(), e.end()), e.end());
+    cells = std::min(cells * int64_t(e.size() - 1), kMaxCells + 1);
+  }
+  if (cells > kMaxCells) {
+    // Not grid-like: pairwise.
+    for (size_t i = 0; i < boxes.size(); ++i)
+      for (size_t j = 0; j < i; ++j)
+        if (!intersect(boxes[i], boxes[j]).empty())
+          return std::pair(j, i);
+    return std::nullopt;
+  }
+  // Each cell remembers the box covering it (+1; 0: none).
+  std::vector<uint32_t> owner(size_t(cells), 0);
+  for (auto [i, b] : llvm::enumerate(boxes)) {
+    std::vector<int64_t> lo(rank), hi(rank);
+    for (size_t d = 0; d < rank; ++d) {
+      lo[d] = std::lower_bound(edges[d].begin(), edges[d].end(), b.start[d]) -
+              edges[d].begin();
+      hi[d] = std::lower_bound(edges[d].begin(), edges[d].end(),
+                               b.start[d] + b.size[d]) -
+              edges[d].begin();
+    }
+    std::vector<int64_t> index = lo; // odometer over the box's cells
+    while (true) {
+      int64_t cell = 0;
+      for (size_t d = 0; d < rank; ++d)
+        cell = cell * int64_t(edges[d].size() - 1) + index[d];
+      if (owner[cell])
+        return std::pair(size_t(owner[cell] - 1), i);
+      owner[cell] = uint32_t(i + 1);
+      int64_t d = int64_t(rank) - 1;
+      for (; d >= 0; --d) {
+        if (++index[d] < hi[d])
+          break;
+        index[d] = lo[d];
+      }
+      if (d < 0)
+        break;
+    }
+  }
+  return std::nullopt;
+}

@@ -15,6 +15,8 @@
 #include "Manifest.h"
 
 #include <cstdint>
+#include <optional>
+#include <utility>
 #include <vector>
 
 namespace titanrt {
@@ -49,6 +51,13 @@ bool writesShard(const Manifest::Param &p, const std::vector<int64_t> &coords);
 
 /// The intersection of two boxes (empty if they do not meet).
 Box intersect(const Box &a, const Box &b);
+
+/// Two of `boxes` (non-empty, inside a tensor of the same rank) that
+/// overlap, as indices, or nullopt. Near-linear for the grid-like tilings
+/// layouts produce (each box marks the cells of the grid their edges
+/// span), so a checkpoint of thousands of ranks is checked quickly.
+std::optional<std::pair<size_t, size_t>>
+findOverlap(const std::vector<Box> &boxes);
 
 /// Calls `run(srcOffset, dstOffset, count)` for each contiguous run (along
 /// the last dimension) of `region`, which both storages must contain.

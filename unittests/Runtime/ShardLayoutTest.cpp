@@ -159,4 +159,25 @@ TEST(ShardLayout, ReshardingThroughIntersectionsIsExact) {
     }
 }
 
+TEST(ShardLayout, FindOverlap) {
+  // FSDP 4 x TP 2 blocks of an [8, 6] tensor: a tiling.
+  std::vector<Box> grid;
+  for (int64_t r = 0; r < 4; ++r)
+    for (int64_t c = 0; c < 2; ++c)
+      grid.push_back({{2 * r, 3 * c}, {2, 3}});
+  EXPECT_FALSE(findOverlap(grid));
+  // The same block twice, and a block straddling two others.
+  std::vector<Box> twice = grid;
+  twice.push_back(grid[5]);
+  EXPECT_EQ(findOverlap(twice),
+            std::make_optional(std::pair<size_t, size_t>(5, 8)));
+  std::vector<Box> straddle = {
+      {{0, 0}, {4, 6}}, {{4, 0}, {4, 6}}, {{3, 2}, {2, 1}}};
+  EXPECT_EQ(findOverlap(straddle),
+            std::make_optional(std::pair<size_t, size_t>(0, 2)));
+  // Touching edges do not overlap; 1-D and uneven.
+  EXPECT_FALSE(findOverlap({{{0}, {22}}, {{22}, {22}}, {{44}, {20}}}));
+  EXPECT_TRUE(findOverlap({{{0}, {23}}, {{22}, {22}}}));
+}
+
 } // namespace
