@@ -251,6 +251,92 @@ void keepMetricsUpTo(const std::string &path, int64_t step) {
   out << kept;
 }
 
+/// Where a run starts, and what to say about it.
+struct RunStart {
+  TrainingState state; ///< step 0, sample 0 unless resumed
+  bool resumed = false;
+  std::string message;
+};
+
+/// Fills `sets` (parameters, AdamW moments) as TorchTitan's
+/// CheckpointManager.load would: from checkpoint.load_step, or with
+/// checkpoint.enable from the latest complete checkpoint; otherwise from
+/// initial_load_path (its weights, or with initial_load_model_only = false
+/// its whole training state); otherwise by init.
+RunStart restoreOrInitialize(const titan::TrainConfig &c, const Manifest &m,
+                             Checkpointer &checkpoints,
+                             llvm::ArrayRef<StateSet> sets, TensorSet &params,
+                             const std::vector<int64_t> &coords) {
+  auto start = std::chrono::steady_clock::now();
+  auto seconds = [&] {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() -
+                                         start)
+        .count();
+  };
+  RunStart run;
+  auto resumeFrom = [&](const std::string &folder) {
+    run.state = checkpoints.load(folder, sets);
+    run.resumed = true;
+    run.message = llvm::formatv("resumed from {0} (step {1}, {2} samples "
+                                "consumed) in {3:f2} s\n",
+                                folder, run.state.step,
+                                run.state.samplesConsumed, seconds())
+                      .str();
+  };
+  bool usesCheckpoints = c.checkpoint.enable || c.checkpoint.loadStep >= 0;
+  if (usesCheckpoints)
+    checkpoints.removeUnfinishedSaves();
+  int64_t resumeStep = usesCheckpoints ? checkpoints.resumeStep() : -1;
+  params.zero(); // FSDP padding rows stay zero
+  const std::string &path = c.checkpoint.initialLoadPath;
+  bool isCheckpoint =
+      !path.empty() && llvm::sys::fs::exists(path + "/index.json");
+  if (resumeStep >= 0) {
+    resumeFrom(checkpoints.stepFolder(resumeStep));
+    if (!path.empty())
+      run.message += "(checkpoint.initial_load_path is not used when "
+                     "resuming)\n";
+  } else if (!path.empty() && !c.checkpoint.initialLoadModelOnly) {
+    if (!isCheckpoint)
+      fatal("checkpoint.initial_load_model_only = false needs "
+            "checkpoint.initial_load_path to be a titan checkpoint folder "
+            "(with index.json); '" +
+            path + "' is not one");
+    resumeFrom(path);
+  } else if (isCheckpoint) {
+    // The weights of a full checkpoint, in any layout.
+    checkpoints.load(path, sets.take_front());
+    run.message =
+        llvm::formatv("loaded weights from {0} in {1:f2} s\n", path, seconds());
+  } else if (!path.empty()) {
+    // One safetensors file, its header checked whole; each rank reads its
+    // blocks.
+    std::string file = path;
+    if (llvm::sys::fs::is_directory(file))
+      file += "/model.safetensors";
+    std::vector<TensorRef> expected;
+    for (const Manifest::Param &p : m.params)
+      expected.push_back({p.name, p.shape, nullptr});
+    SafetensorsReader reader(file, expected);
+    fillShards(m, params, coords,
+               [&](size_t i, int64_t first, int64_t count, float *out) {
+                 reader.read(i, first, count, out);
+               });
+    run.message =
+        llvm::formatv("loaded weights from {0} in {1:f2} s\n", file, seconds());
+  } else {
+    // Each rank draws only its own block: values depend on the element's
+    // global index, not on the layout.
+    uint64_t seed = uint64_t(c.debug.seed.value_or(0));
+    fillShards(m, params, coords,
+               [&](size_t i, int64_t first, int64_t count, float *out) {
+                 initializeRange(m.params[i].name, m.dim, seed, first, count,
+                                 out);
+               });
+  }
+  return run;
+}
+
 } // namespace
 
 int titanrt::trainMain(int argc, char **argv, const CompiledModel &model) {
@@ -320,90 +406,16 @@ int titanrt::trainMain(int argc, char **argv, const CompiledModel &model) {
     localParams += numel(p.localShape);
   }
 
-  // Resume (TorchTitan's CheckpointManager.load): checkpoint.load_step, or
-  // with checkpoint.enable the latest complete checkpoint; otherwise the
-  // weights of initial_load_path, otherwise init.
   std::vector<int64_t> coords =
       meshCoordinates(m.mesh, comm ? comm->rank() : 0);
   Checkpointer checkpoints(c, m, comm);
   StateSet paramSet{"param", &params.refs};
   std::vector<StateSet> trainingSets = {
       paramSet, {"exp_avg", &expAvg.refs}, {"exp_avg_sq", &expAvgSq.refs}};
-  bool usesCheckpoints = c.checkpoint.enable || c.checkpoint.loadStep >= 0;
-  if (usesCheckpoints)
-    checkpoints.removeUnfinishedSaves();
-  int64_t resumeStep = usesCheckpoints ? checkpoints.resumeStep() : -1;
-  TrainingState resumed;
-  std::string startMessage;
-  auto loadStart = std::chrono::steady_clock::now();
-  auto secondsSince = [](auto t0) {
-    return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0)
-        .count();
-  };
-  params.zero(); // FSDP padding rows stay zero
-  bool resuming = resumeStep >= 0;
-  if (resuming) {
-    std::string folder = checkpoints.stepFolder(resumeStep);
-    resumed = checkpoints.load(folder, trainingSets);
-    startMessage = llvm::formatv("resumed from {0} (step {1}, {2} samples "
-                                 "consumed) in {3:f2} s{4}\n",
-                                 folder, resumed.step, resumed.samplesConsumed,
-                                 secondsSince(loadStart),
-                                 c.checkpoint.initialLoadPath.empty()
-                                     ? ""
-                                     : "; checkpoint.initial_load_path is "
-                                       "not used when resuming")
-                       .str();
-  } else if (!c.checkpoint.initialLoadPath.empty() &&
-             !c.checkpoint.initialLoadModelOnly) {
-    // TorchTitan's initial_load_model_only = false: the whole training
-    // state of another run's checkpoint, continued here.
-    std::string path = c.checkpoint.initialLoadPath;
-    if (!llvm::sys::fs::exists(path + "/index.json"))
-      fatal("checkpoint.initial_load_model_only = false needs "
-            "checkpoint.initial_load_path to be a titan checkpoint folder "
-            "(with index.json); '" +
-            path + "' is not one");
-    resumed = checkpoints.load(path, trainingSets);
-    resuming = true;
-    startMessage = llvm::formatv("resumed from {0} (step {1}, {2} samples "
-                                 "consumed) in {3:f2} s\n",
-                                 path, resumed.step, resumed.samplesConsumed,
-                                 secondsSince(loadStart))
-                       .str();
-  } else if (!c.checkpoint.initialLoadPath.empty()) {
-    std::string path = c.checkpoint.initialLoadPath;
-    if (llvm::sys::fs::exists(path + "/index.json")) {
-      // A full checkpoint: its weights only (TorchTitan's
-      // initial_load_model_only), in any layout.
-      checkpoints.load(path, {paramSet});
-    } else {
-      // One safetensors file, its header checked whole; each rank reads
-      // its blocks.
-      if (llvm::sys::fs::is_directory(path))
-        path += "/model.safetensors";
-      std::vector<TensorRef> expected;
-      for (const Manifest::Param &p : m.params)
-        expected.push_back({p.name, p.shape, nullptr});
-      SafetensorsReader file(path, expected);
-      fillShards(m, params, coords,
-                 [&](size_t i, int64_t first, int64_t count, float *out) {
-                   file.read(i, first, count, out);
-                 });
-    }
-    startMessage = llvm::formatv("loaded weights from {0} in {1:f2} s\n", path,
-                                 secondsSince(loadStart))
-                       .str();
-  } else {
-    // Each rank draws only its own block: values depend on the element's
-    // global index, not on the layout.
-    uint64_t seed = uint64_t(c.debug.seed.value_or(0));
-    fillShards(m, params, coords,
-               [&](size_t i, int64_t first, int64_t count, float *out) {
-                 initializeRange(m.params[i].name, m.dim, seed, first, count,
-                                 out);
-               });
-  }
+  RunStart begin =
+      restoreOrInitialize(c, m, checkpoints, trainingSets, params, coords);
+  const TrainingState &resumed = begin.state;
+  bool resuming = begin.resumed;
 
   Dataset data(c.training.datasetPath, m.vocab, m.seqLen);
   int64_t batch = m.localBatch, seq = m.seqLen;
@@ -468,7 +480,7 @@ int titanrt::trainMain(int argc, char **argv, const CompiledModel &model) {
                 (long long)(numParams * 4), (long long)(numParams * 8));
   std::fflush(stdout);
 
-  std::printf("%s", startMessage.c_str());
+  std::printf("%s", begin.message.c_str());
   std::fflush(stdout);
   if (leader && c.checkpoint.enable && c.checkpoint.asyncMode != "disabled")
     std::fprintf(stderr,
@@ -607,7 +619,9 @@ int titanrt::trainMain(int argc, char **argv, const CompiledModel &model) {
       savedSteps.push_back(step + 1);
       checkpoints.prune(savedSteps);
       std::printf("saved %s in %.2f s\n", saved.c_str(),
-                  secondsSince(saveStart));
+                  std::chrono::duration<double>(
+                      std::chrono::steady_clock::now() - saveStart)
+                      .count());
       std::fflush(stdout);
     }
   }
