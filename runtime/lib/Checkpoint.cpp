@@ -4,6 +4,7 @@
 
 #include "Communicator.h"
 #include "Error.h"
+#include "FileIO.h"
 #include "ShardLayout.h"
 
 #include "titan/Config/TrainConfig.h"
@@ -26,7 +27,6 @@
 #include <memory>
 #include <tuple>
 
-#include <fcntl.h>
 #include <unistd.h>
 
 using namespace titanrt;
@@ -45,35 +45,6 @@ std::string join(StringRef a, StringRef b) {
   llvm::SmallString<256> path(a);
   llvm::sys::path::append(path, b);
   return path.str().str();
-}
-
-/// fsync of a folder, so that the files created or renamed in it survive a
-/// crash of the machine.
-void syncFolder(const std::string &folder) {
-  int fd = ::open(folder.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (fd < 0 || ::fsync(fd) != 0)
-    fatal("cannot sync checkpoint folder '" + folder +
-          "': " + std::strerror(errno));
-  ::close(fd);
-}
-
-void writeFileDurably(const std::string &path, StringRef text) {
-  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0)
-    fatal("cannot write '" + path + "': " + std::strerror(errno));
-  const char *data = text.data();
-  size_t left = text.size();
-  while (left > 0) {
-    ssize_t n = ::write(fd, data, left);
-    if (n < 0 && errno == EINTR)
-      continue;
-    if (n <= 0)
-      fatal("writing '" + path + "' failed: " + std::strerror(errno));
-    data += n;
-    left -= size_t(n);
-  }
-  if (::fsync(fd) != 0 || ::close(fd) != 0)
-    fatal("writing '" + path + "' failed: " + std::strerror(errno));
 }
 
 /// Fault injection for tests: TITAN_FAULT_KILL_IN_SAVE=<step>:<rank> makes
@@ -506,13 +477,11 @@ std::string Checkpointer::exportModel(int64_t step, const StateSet &params,
     llvm::sys::fs::remove_directories(tmp);
     if (std::error_code ec = llvm::sys::fs::create_directories(tmp))
       fatal("cannot create checkpoint folder '" + tmp + "': " + ec.message());
-    int fd =
-        ::open(file.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-    if (fd < 0 ||
-        ::pwrite(fd, header.data(), header.size(), 0) !=
-            ssize_t(header.size()) ||
-        ::ftruncate(fd, fileBytes) != 0 || ::close(fd) != 0)
+    int fd = openForWriting(file, /*create=*/true);
+    writeFully(fd, header.data(), header.size(), 0, file);
+    if (::ftruncate(fd, fileBytes) != 0)
       fatal("cannot write '" + file + "': " + std::strerror(errno));
+    syncAndClose(fd, file);
   }
   barrier();
 
@@ -528,24 +497,15 @@ std::string Checkpointer::exportModel(int64_t step, const StateSet &params,
     bytes.resize(pending.size() * size_t(elementSize));
     encodeElements(pending.data(), int64_t(pending.size()), dtype,
                    bytes.data());
-    size_t done = 0;
-    while (done < bytes.size()) {
-      ssize_t n = ::pwrite(fd, bytes.data() + done, bytes.size() - done,
-                           off_t(pendingAt + int64_t(done)));
-      if (n < 0 && errno == EINTR)
-        continue;
-      if (n <= 0)
-        fatal("writing '" + file + "' failed: " + std::strerror(errno));
-      done += size_t(n);
-    }
+    writeFully(fd, bytes.data(), bytes.size(), pendingAt, file);
     pending.clear();
   };
   for (auto [i, p, local] : llvm::enumerate(manifest_.params, *params.shards)) {
     Box box = shardBox(p, manifest_.mesh, coords_);
     if (box.empty() || !writesShard(p, coords_))
       continue;
-    if (fd < 0 && (fd = ::open(file.c_str(), O_WRONLY | O_CLOEXEC)) < 0)
-      fatal("cannot write '" + file + "': " + std::strerror(errno));
+    if (fd < 0)
+      fd = openForWriting(file, /*create=*/false);
     forEachRun(Storage{box.start, p.localShape},
                Storage{std::vector<int64_t>(p.shape.size(), 0), p.shape}, box,
                [&, i = i](int64_t s, int64_t d, int64_t n) {
@@ -561,8 +521,7 @@ std::string Checkpointer::exportModel(int64_t step, const StateSet &params,
   }
   if (fd >= 0) {
     flush();
-    if (::fsync(fd) != 0 || ::close(fd) != 0)
-      fatal("writing '" + file + "' failed: " + std::strerror(errno));
+    syncAndClose(fd, file);
   }
   commit(tmp, folder);
   return join(folder, kExportFile);

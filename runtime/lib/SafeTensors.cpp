@@ -7,6 +7,7 @@
 
 #include "SafeTensors.h"
 #include "Error.h"
+#include "FileIO.h"
 #include "LowPrecision.h"
 
 #include "llvm/ADT/STLExtras.h"
@@ -20,7 +21,6 @@
 #include <cstring>
 #include <set>
 
-#include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -108,50 +108,40 @@ void titanrt::writeSafetensors(const std::string &path,
   std::vector<int64_t> dataStart;
   int64_t fileBytes = 0;
   std::string header = safetensorsHeader(tensors, dtype, dataStart, fileBytes);
-  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0)
-    fatal("cannot write checkpoint '" + path + "': " + std::strerror(errno));
-  auto writeAll = [&](const char *data, size_t bytes) {
-    while (bytes > 0) {
-      ssize_t n = ::write(fd, data, bytes);
-      if (n < 0 && errno == EINTR)
-        continue;
-      if (n <= 0)
-        fatal("writing checkpoint '" + path +
-              "' failed: " + std::strerror(errno));
-      data += n;
-      bytes -= size_t(n);
-    }
+  int fd = openForWriting(path, /*create=*/true);
+  int64_t at = 0;
+  auto writeAll = [&](const void *data, size_t bytes) {
+    writeFully(fd, data, bytes, at, path);
+    at += int64_t(bytes);
   };
   writeAll(header.data(), header.size());
   int64_t elementSize = safetensorsElementSize(dtype);
   std::vector<char> narrow;
   for (const TensorRef &t : tensors) {
     if (elementSize == 4) {
-      writeAll(reinterpret_cast<const char *>(t.data), size_t(t.numel()) * 4);
+      writeAll(t.data, size_t(t.numel()) * 4);
       continue;
     }
     narrow.resize(size_t(t.numel()) * 2);
     encodeElements(t.data, t.numel(), dtype, narrow.data());
     writeAll(narrow.data(), narrow.size());
   }
-  if (::fsync(fd) != 0 || ::close(fd) != 0)
-    fatal("writing checkpoint '" + path + "' failed: " + std::strerror(errno));
+  syncAndClose(fd, path);
 }
 
 SafetensorsReader::SafetensorsReader(const std::string &path,
                                      const std::vector<TensorRef> &tensors) {
   requireRegularFile(path, "checkpoint");
   path_ = path;
-  fd_ = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  fd_ = openForReading(path, "checkpoint");
   struct stat info;
-  if (fd_ < 0 || ::fstat(fd_, &info) != 0)
+  if (::fstat(fd_, &info) != 0)
     fatal("cannot read checkpoint '" + path + "': " + std::strerror(errno));
   uint64_t fileSize = uint64_t(info.st_size);
   if (fileSize < 8)
     fatal("checkpoint '" + path + "' is truncated: no header");
   unsigned char sizeBytes[8];
-  readAt(sizeBytes, 8, 0);
+  readFully(fd_, sizeBytes, 8, 0, path);
   uint64_t headerSize = 0;
   for (int i = 0; i < 8; ++i)
     headerSize |= uint64_t(sizeBytes[i]) << (8 * i);
@@ -164,7 +154,7 @@ SafetensorsReader::SafetensorsReader(const std::string &path,
     fatal("checkpoint '" + path + "' is truncated: its header needs " +
           std::to_string(headerSize) + " bytes");
   std::string headerText(headerSize, '\0');
-  readAt(headerText.data(), headerSize, 8);
+  readFully(fd_, headerText.data(), headerSize, 8, path);
   llvm::Expected<llvm::json::Value> header = llvm::json::parse(headerText);
   if (!header)
     fatal("checkpoint '" + path +
@@ -243,33 +233,15 @@ SafetensorsReader::~SafetensorsReader() {
     ::close(fd_);
 }
 
-void SafetensorsReader::readAt(void *out, uint64_t bytes,
-                               int64_t offset) const {
-  char *dst = static_cast<char *>(out);
-  while (bytes > 0) {
-    ssize_t n = ::pread(fd_, dst, bytes, off_t(offset));
-    if (n < 0 && errno == EINTR)
-      continue;
-    if (n <= 0)
-      fatal("reading checkpoint '" + path_ + "' failed at byte " +
-            std::to_string(offset) + ": " +
-            (n == 0 ? "the file is shorter than when it was opened"
-                    : std::strerror(errno)));
-    dst += n;
-    bytes -= uint64_t(n);
-    offset += n;
-  }
-}
-
 void SafetensorsReader::read(size_t index, int64_t first, int64_t count,
                              float *out) const {
   const Tensor &t = tensors_[index];
   if (t.dtype == 0) {
-    readAt(out, uint64_t(4 * count), t.offset + 4 * first);
+    readFully(fd_, out, size_t(4 * count), t.offset + 4 * first, path_);
     return;
   }
   std::vector<uint16_t> narrow(static_cast<size_t>(count));
-  readAt(narrow.data(), uint64_t(2 * count), t.offset + 2 * first);
+  readFully(fd_, narrow.data(), size_t(2 * count), t.offset + 2 * first, path_);
   for (int64_t i = 0; i < count; ++i)
     out[i] = t.dtype == 1 ? bf16ToFloat(narrow[i]) : f16ToFloat(narrow[i]);
 }

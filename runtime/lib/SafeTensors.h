@@ -65,9 +65,6 @@ public:
   void read(size_t index, int64_t first, int64_t count, float *out) const;
 
 private:
-  /// `bytes` bytes at file offset `offset`; a short read is fatal.
-  void readAt(void *out, uint64_t bytes, int64_t offset) const;
-
   struct Tensor {
     int64_t offset; ///< of its first byte in the file
     int dtype;      ///< 0: F32, 1: BF16, 2: F16
