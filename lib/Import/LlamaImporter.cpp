@@ -133,8 +133,11 @@ private:
     v = reshape(attn, v, {args.nKvHeads, hd});
     q = RopeOp::create(b, loc(attn), q.getType(), q, angles);
     k = RopeOp::create(b, loc(attn), k.getType(), k, angles);
-    Value o = AttentionOp::create(b, loc(attn), q.getType(), q, k, v,
-                                  b.getF64FloatAttr(1.0 / std::sqrt(hd)));
+    auto lseType =
+        RankedTensorType::get({batch, args.nHeads, seq}, b.getF32Type());
+    Value o = AttentionOp::create(b, loc(attn), q.getType(), lseType, q, k, v,
+                                  b.getF64FloatAttr(1.0 / std::sqrt(hd)))
+                  .getResult();
     o = reshape(attn, o, {args.nHeads * hd});
     o = linear(attn + ".wo", o, args.dim);
     h = AddOp::create(b, loc(prefix), h, o);

@@ -136,19 +136,21 @@ template <typename T> void rope(const Call &c) {
   k::rope(c.buf<T>(0), c.buf<float>(1), c.buf<T>(2), s.dim(0), s.dim(1),
           s.dim(2), s.dim(3) / 2, c.ints[0] != 0);
 }
-/// floats: {scale}; workspace: S x S (forward), 2 S x S + S x Dh (backward)
+/// (q, k, v) -> (out, lse); floats: {scale}; workspace: S x S
 template <typename T> void attention(const Call &c) {
   Shape q = c.shape(0), kv = c.shape(1);
-  k::attention(c.buf<T>(0), c.buf<T>(1), c.buf<T>(2), c.buf<T>(3), q.dim(0),
-               q.dim(1), q.dim(2), kv.dim(2), q.dim(3), c.floats[0],
+  k::attention(c.buf<T>(0), c.buf<T>(1), c.buf<T>(2), c.buf<T>(3), c.buf<T>(4),
+               q.dim(0), q.dim(1), q.dim(2), kv.dim(2), q.dim(3), c.floats[0],
                static_cast<T *>(c.workspace));
 }
+/// (q, k, v, out, lse, dout) -> (dq, dk, dv); floats: {scale};
+/// workspace: 2 S x S
 template <typename T> void attentionGrad(const Call &c) {
   Shape q = c.shape(0), kv = c.shape(1);
   k::attentionGrad(c.buf<T>(0), c.buf<T>(1), c.buf<T>(2), c.buf<T>(3),
-                   c.buf<T>(4), c.buf<T>(5), c.buf<T>(6), q.dim(0), q.dim(1),
-                   q.dim(2), kv.dim(2), q.dim(3), c.floats[0],
-                   static_cast<T *>(c.workspace));
+                   c.buf<T>(4), c.buf<T>(5), c.buf<T>(6), c.buf<T>(7),
+                   c.buf<T>(8), q.dim(0), q.dim(1), q.dim(2), kv.dim(2),
+                   q.dim(3), c.floats[0], static_cast<T *>(c.workspace));
 }
 template <typename T> void linear(const Call &c) {
   Shape x = c.shape(0), w = c.shape(1);

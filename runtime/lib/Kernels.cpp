@@ -38,8 +38,10 @@ void checkToken(int32_t token, int64_t index, int64_t vocab, const char *what) {
           std::to_string(vocab) + ")");
 }
 
-/// Causal softmax of `scale * scores` in place for the S x S block.
-template <typename T> void causalSoftmax(T *p, int64_t seq, double scale) {
+/// Causal softmax of `scale * scores` in place for the S x S block, and
+/// each row's log-sum-exp.
+template <typename T>
+void causalSoftmax(T *p, T *lse, int64_t seq, double scale) {
   for (int64_t i = 0; i < seq; ++i) {
     T *row = p + i * seq;
     T max = -INFINITY;
@@ -54,15 +56,27 @@ template <typename T> void causalSoftmax(T *p, int64_t seq, double scale) {
     for (int64_t j = 0; j <= i; ++j)
       row[j] *= inv;
     std::fill(row + i + 1, row + seq, T(0));
+    lse[i] = max + std::log(sum);
   }
 }
 
-/// P (S x S) for one (batch, query head): softmax over causal Q K^T.
+/// The probabilities again from the scores and the saved log-sum-exp:
+/// P = exp(scale * scores - lse), causal; no second normalization.
 template <typename T>
-void attentionProbs(const T *q, const T *k, T *p, int64_t seq, int64_t ldq,
-                    int64_t ldk, int64_t headDim, double scale) {
+void causalProbsFromLse(T *p, const T *lse, int64_t seq, double scale) {
+  for (int64_t i = 0; i < seq; ++i) {
+    T *row = p + i * seq;
+    for (int64_t j = 0; j <= i; ++j)
+      row[j] = std::exp(row[j] * T(scale) - lse[i]);
+    std::fill(row + i + 1, row + seq, T(0));
+  }
+}
+
+/// Q K^T (S x S) for one (batch, query head).
+template <typename T>
+void attentionScores(const T *q, const T *k, T *p, int64_t seq, int64_t ldq,
+                     int64_t ldk, int64_t headDim) {
   gemm(false, true, seq, seq, headDim, T(1), q, ldq, k, ldk, T(0), p, seq);
-  causalSoftmax(p, seq, scale);
 }
 
 template <typename T> T sigmoid(T x) { return T(1) / (T(1) + std::exp(-x)); }
@@ -196,9 +210,9 @@ void rope(const T *x, const float *angles, T *out, int64_t batch, int64_t seq,
 }
 
 template <typename T>
-void attention(const T *q, const T *k, const T *v, T *out, int64_t batch,
-               int64_t seq, int64_t qHeads, int64_t kvHeads, int64_t headDim,
-               double scale, T *workspace) {
+void attention(const T *q, const T *k, const T *v, T *out, T *lse,
+               int64_t batch, int64_t seq, int64_t qHeads, int64_t kvHeads,
+               int64_t headDim, double scale, T *workspace) {
   int64_t group = qHeads / kvHeads;
   int64_t ldq = qHeads * headDim, ldk = kvHeads * headDim;
   T *p = workspace; // S x S
@@ -207,31 +221,30 @@ void attention(const T *q, const T *k, const T *v, T *out, int64_t batch,
       const T *qh = q + b * seq * ldq + h * headDim;
       const T *kh = k + b * seq * ldk + (h / group) * headDim;
       const T *vh = v + b * seq * ldk + (h / group) * headDim;
-      attentionProbs(qh, kh, p, seq, ldq, ldk, headDim, scale);
+      attentionScores(qh, kh, p, seq, ldq, ldk, headDim);
+      causalSoftmax(p, lse + (b * qHeads + h) * seq, seq, scale);
       gemm(false, false, seq, headDim, seq, T(1), p, seq, vh, ldk, T(0),
            out + b * seq * ldq + h * headDim, ldq);
     }
 }
 
 template <typename T>
-void attentionGrad(const T *q, const T *k, const T *v, const T *dout, T *dq,
-                   T *dk, T *dv, int64_t batch, int64_t seq, int64_t qHeads,
-                   int64_t kvHeads, int64_t headDim, double scale,
-                   T *workspace) {
+void attentionGrad(const T *q, const T *k, const T *v, const T *out,
+                   const T *lse, const T *dout, T *dq, T *dk, T *dv,
+                   int64_t batch, int64_t seq, int64_t qHeads, int64_t kvHeads,
+                   int64_t headDim, double scale, T *workspace) {
   int64_t group = qHeads / kvHeads;
   int64_t ldq = qHeads * headDim, ldk = kvHeads * headDim;
   std::fill(dk, dk + batch * seq * ldk, T(0));
   std::fill(dv, dv + batch * seq * ldk, T(0));
-  // Workspace: P and dP (S x S each), then O (S x Dh).
-  T *p = workspace, *dp = workspace + seq * seq, *o = dp + seq * seq;
+  // Workspace: P and dP (S x S each).
+  T *p = workspace, *dp = workspace + seq * seq;
   for (int64_t b = 0; b < batch; ++b)
     for (int64_t h = 0; h < qHeads; ++h) {
       int64_t qOff = b * seq * ldq + h * headDim;
       int64_t kOff = b * seq * ldk + (h / group) * headDim;
-      attentionProbs(q + qOff, k + kOff, p, seq, ldq, ldk, headDim, scale);
-      // O = P V, to form rowsum(dO * O).
-      gemm(false, false, seq, headDim, seq, T(1), p, seq, v + kOff, ldk, T(0),
-           o, headDim);
+      attentionScores(q + qOff, k + kOff, p, seq, ldq, ldk, headDim);
+      causalProbsFromLse(p, lse + (b * qHeads + h) * seq, seq, scale);
       // dV += P^T dO
       gemm(true, false, seq, headDim, seq, T(1), p, seq, dout + qOff, ldq, T(1),
            dv + kOff, ldk);
@@ -242,7 +255,7 @@ void attentionGrad(const T *q, const T *k, const T *v, const T *dout, T *dq,
       for (int64_t i = 0; i < seq; ++i) {
         T rowDot = 0;
         for (int64_t d = 0; d < headDim; ++d)
-          rowDot += dout[qOff + i * ldq + d] * o[i * headDim + d];
+          rowDot += dout[qOff + i * ldq + d] * out[qOff + i * ldq + d];
         for (int64_t j = 0; j < seq; ++j)
           dp[i * seq + j] =
               j <= i ? T(scale) * p[i * seq + j] * (dp[i * seq + j] - rowDot)
@@ -511,11 +524,12 @@ void adamw(T *param, const T *grad, T *expAvg, T *expAvgSq, int64_t n,
                                int64_t, int64_t, double, double *);            \
   template void rope<T>(const T *, const float *, T *, int64_t, int64_t,       \
                         int64_t, int64_t, bool);                               \
-  template void attention<T>(const T *, const T *, const T *, T *, int64_t,    \
-                             int64_t, int64_t, int64_t, int64_t, double, T *); \
-  template void attentionGrad<T>(const T *, const T *, const T *, const T *,   \
-                                 T *, T *, T *, int64_t, int64_t, int64_t,     \
-                                 int64_t, int64_t, double, T *);               \
+  template void attention<T>(const T *, const T *, const T *, T *, T *,        \
+                             int64_t, int64_t, int64_t, int64_t, int64_t,      \
+                             double, T *);                                     \
+  template void attentionGrad<T>(                                              \
+      const T *, const T *, const T *, const T *, const T *, const T *, T *,   \
+      T *, T *, int64_t, int64_t, int64_t, int64_t, int64_t, double, T *);     \
   template void linear<T>(const T *, const T *, T *, int64_t, int64_t,         \
                           int64_t);                                            \
   template void linearGradInput<T>(const T *, const T *, T *, int64_t,         \

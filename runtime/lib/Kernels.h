@@ -46,18 +46,21 @@ template <typename T>
 void rope(const T *x, const float *angles, T *out, int64_t batch, int64_t seq,
           int64_t heads, int64_t pairs, bool transpose);
 
-/// q: B x S x Hq x D, k/v: B x S x Hkv x D, causal. `workspace` holds
-/// S x S elements (forward) or 2 S x S + S x D (backward), as
-/// titan.attention's kernel contract asks.
+/// q/out: B x S x Hq x D, k/v: B x S x Hkv x D, causal; lse: B x Hq x S,
+/// each score row's log-sum-exp, written by the forward and read by the
+/// backward (which then recomputes P without normalizing again and takes
+/// rowsum(dO * O) from the forward's O). `workspace` holds S x S elements
+/// (forward) or 2 S x S (backward), as titan.attention's kernel contract
+/// asks.
 template <typename T>
-void attention(const T *q, const T *k, const T *v, T *out, int64_t batch,
-               int64_t seq, int64_t qHeads, int64_t kvHeads, int64_t headDim,
-               double scale, T *workspace);
+void attention(const T *q, const T *k, const T *v, T *out, T *lse,
+               int64_t batch, int64_t seq, int64_t qHeads, int64_t kvHeads,
+               int64_t headDim, double scale, T *workspace);
 template <typename T>
-void attentionGrad(const T *q, const T *k, const T *v, const T *dout, T *dq,
-                   T *dk, T *dv, int64_t batch, int64_t seq, int64_t qHeads,
-                   int64_t kvHeads, int64_t headDim, double scale,
-                   T *workspace);
+void attentionGrad(const T *q, const T *k, const T *v, const T *out,
+                   const T *lse, const T *dout, T *dq, T *dk, T *dv,
+                   int64_t batch, int64_t seq, int64_t qHeads, int64_t kvHeads,
+                   int64_t headDim, double scale, T *workspace);
 
 /// y[m, n] = sum_k x[m, k] w[n, k].
 template <typename T>

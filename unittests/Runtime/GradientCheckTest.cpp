@@ -112,18 +112,22 @@ TEST_F(GradientCheck, CausalGroupedQueryAttention) {
   size_t nq = batch * seq * qHeads * headDim,
          nk = batch * seq * kvHeads * headDim;
   Vec q = randomVec(nq, rng), k = randomVec(nk, rng), v = randomVec(nk, rng),
-      r = randomVec(nq, rng), out(nq), dq(nq), dk(nk), dv(nk);
+      r = randomVec(nq, rng), out(nq), dq(nq), dk(nk), dv(nk),
+      lse(batch * qHeads * seq);
   // The workspaces the kernel contracts ask for, filled with garbage: the
   // kernels must not read what they did not write.
-  Vec workspace(2 * seq * seq + seq * headDim, std::nan(""));
+  Vec workspace(2 * seq * seq, std::nan(""));
   auto loss = [&] {
-    attention(q.data(), k.data(), v.data(), out.data(), batch, seq, qHeads,
-              kvHeads, headDim, scale, workspace.data());
+    attention(q.data(), k.data(), v.data(), out.data(), lse.data(), batch, seq,
+              qHeads, kvHeads, headDim, scale, workspace.data());
     return dot(out, r);
   };
-  attentionGrad(q.data(), k.data(), v.data(), r.data(), dq.data(), dk.data(),
-                dv.data(), batch, seq, qHeads, kvHeads, headDim, scale,
-                workspace.data());
+  // The backward takes the forward's output and log-sum-exp at this point.
+  loss();
+  Vec out0 = out, lse0 = lse;
+  attentionGrad(q.data(), k.data(), v.data(), out0.data(), lse0.data(),
+                r.data(), dq.data(), dk.data(), dv.data(), batch, seq, qHeads,
+                kvHeads, headDim, scale, workspace.data());
   expectGradient(q, dq, loss, "query");
   expectGradient(k, dk, loss, "key");
   expectGradient(v, dv, loss, "value");

@@ -28,8 +28,9 @@ using Entry = void (*)(void **, const int64_t *, const int64_t *,
                        const double *, void *, const int64_t *);
 
 /// How a buffer is held: bf16 in the kernel under test and f64 in the
-/// reference ("lp"), f32 in both, or i32 in both.
-enum class Kind { LowPrecision, F32, I32 };
+/// reference ("lp"), f32 in both, i32 in both, or in the accumulator type
+/// (f32 under test, f64 in the reference: attention's log-sum-exp).
+enum class Kind { LowPrecision, F32, I32, Accumulator };
 
 struct Buffer {
   std::vector<int64_t> shape;
@@ -86,11 +87,14 @@ void check(const KernelCase &k) {
   for (const Buffer &b : all) {
     shapes.push_back(int64_t(b.shape.size()));
     shapes.insert(shapes.end(), b.shape.begin(), b.shape.end());
-    int64_t code = b.kind == Kind::I32   ? TITAN_RT_I32
-                   : b.kind == Kind::F32 ? TITAN_RT_F32
-                                         : TITAN_RT_BF16;
+    int64_t code = b.kind == Kind::I32 ? TITAN_RT_I32
+                   : b.kind == Kind::F32 || b.kind == Kind::Accumulator
+                       ? TITAN_RT_F32
+                       : TITAN_RT_BF16;
     types16.push_back(code);
-    types64.push_back(code == TITAN_RT_BF16 ? TITAN_RT_F64 : code);
+    types64.push_back(code == TITAN_RT_BF16 || b.kind == Kind::Accumulator
+                          ? TITAN_RT_F64
+                          : code);
   }
   // Storage for both calls.
   std::vector<std::vector<uint16_t>> h(all.size());
@@ -121,6 +125,16 @@ void check(const KernelCase &k) {
       f[i].resize(n);
       ptr16[i] = ptr64[i] = f[i].data();
       break;
+    case Kind::Accumulator:
+      f[i].assign(n, std::nanf(""));
+      d[i].assign(n, std::nan(""));
+      for (int64_t e = 0; e < n && input; ++e) {
+        f[i][e] = float(b.values[e]);
+        d[i][e] = double(f[i][e]);
+      }
+      ptr16[i] = f[i].data();
+      ptr64[i] = d[i].data();
+      break;
     case Kind::I32:
       in[i].resize(n);
       for (int64_t e = 0; e < n && input; ++e)
@@ -137,6 +151,13 @@ void check(const KernelCase &k) {
         ws64.data(), types64.data());
 
   for (size_t i = k.inputs.size(); i < all.size(); ++i) {
+    if (all[i].kind == Kind::Accumulator) {
+      // Computed in f32 against f64: close, not rounded once.
+      for (int64_t e = 0; e < all[i].numel(); ++e)
+        EXPECT_NEAR(f[i][e], d[i][e], 1e-5 * std::fabs(d[i][e]) + 1e-6)
+            << "output " << i << " element " << e;
+      continue;
+    }
     if (all[i].kind != Kind::LowPrecision)
       continue;
     int64_t n = all[i].numel(), off = 0;
@@ -164,6 +185,15 @@ Buffer lp(std::vector<int64_t> shape, double scale = 1.0) {
 }
 Buffer out(std::vector<int64_t> shape) {
   return {shape, Kind::LowPrecision, {}};
+}
+Buffer accumulator(std::vector<int64_t> shape, bool input = false) {
+  Buffer b{shape, Kind::Accumulator, {}};
+  if (input) {
+    std::uniform_real_distribution<double> u(0.5, 2.0);
+    for (int64_t e = 0; e < b.numel(); ++e)
+      b.values.push_back(u(rng));
+  }
+  return b;
 }
 Buffer tokens(std::vector<int64_t> shape, int vocab) {
   Buffer b{shape, Kind::I32, {}};
@@ -236,18 +266,20 @@ TEST(LowPrecisionKernels, GemmsAndAttentionRoundOnce) {
   check({"attention",
          ENTRIES(attention),
          {lp({2, s, 4, d}), lp({2, s, 2, d}), lp({2, s, 2, d})},
-         {out({2, s, 4, d})},
+         {out({2, s, 4, d}), accumulator({2, 4, s})},
          {},
          {0.35},
          s * s});
-  check(
-      {"attention_grad",
-       ENTRIES(attention_grad),
-       {lp({2, s, 4, d}), lp({2, s, 2, d}), lp({2, s, 2, d}), lp({2, s, 4, d})},
-       {out({2, s, 4, d}), out({2, s, 2, d}), out({2, s, 2, d})},
-       {},
-       {0.35},
-       2 * s * s + s * d});
+  // (q, k, v, out, lse, dout): out and lse are any values of their types
+  // here, the kernel's contract being a function of its inputs.
+  check({"attention_grad",
+         ENTRIES(attention_grad),
+         {lp({2, s, 4, d}), lp({2, s, 2, d}), lp({2, s, 2, d}),
+          lp({2, s, 4, d}), accumulator({2, 4, s}, true), lp({2, s, 4, d})},
+         {out({2, s, 4, d}), out({2, s, 2, d}), out({2, s, 2, d})},
+         {},
+         {0.35},
+         2 * s * s});
 }
 
 TEST(LowPrecisionKernels, EmbeddingRoundsOnce) {

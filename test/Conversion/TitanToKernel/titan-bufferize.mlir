@@ -21,8 +21,9 @@
 // CHECK:      kernel.call "linear"(%[[H]], %[[W]] : {{.*}}) outs(%[[Y]] : memref<2x3x8xf32>) on %[[S]] params []
 // CHECK:      %[[YV:.*]] = kernel.view %[[Y]] : memref<2x3x8xf32> to memref<2x3x2x4xf32>
 // CHECK:      %[[O:.*]] = kernel.alloc {kind = "temporary"} : memref<2x3x2x4xf32>
+// CHECK:      %[[LSE:.*]] = kernel.alloc {kind = "temporary"} : memref<2x2x3xf32>
 // CHECK:      %[[WS:.*]] = kernel.alloc {kind = "workspace"} : memref<36xi8>
-// CHECK:      kernel.call "attention"(%[[YV]], %[[YV]], %[[YV]] : {{.*}}) outs(%[[O]] : memref<2x3x2x4xf32>) workspace(%[[WS]] : memref<36xi8>) on %[[S]] params [5.000000e-01]
+// CHECK:      kernel.call "attention"(%[[YV]], %[[YV]], %[[YV]] : {{.*}}) outs(%[[O]], %[[LSE]] : memref<2x3x2x4xf32>, memref<2x2x3xf32>) workspace(%[[WS]] : memref<36xi8>) on %[[S]] params [5.000000e-01]
 // CHECK:      kernel.call "cross_entropy"(%[[Y]], %[[L]] : memref<2x3x8xf32>, memref<2x3xi32>) outs(%[[LOSS]] : memref<f32>)
 // CHECK:      kernel.call "linear_grad_weight"(%[[Y]], %[[H]] : {{.*}}) outs(%[[GW]] : memref<8x4xf32>)
 // CHECK:      kernel.call "fill"() outs(%[[GN]] : memref<4xf32>) on %[[S]] params [0.000000e+00]
@@ -37,7 +38,7 @@ func.func @forward_backward(%w: tensor<8x4xf32> {titan.param = "w"}, %n: tensor<
   %h = titan.rms_norm %x, %n {eps = 1.0e-5 : f64} : (tensor<2x3x4xf32>, tensor<4xf32>) -> tensor<2x3x4xf32>
   %y = titan.linear %h, %w : (tensor<2x3x4xf32>, tensor<8x4xf32>) -> tensor<2x3x8xf32>
   %v = titan.reshape %y : tensor<2x3x8xf32> -> tensor<2x3x2x4xf32>
-  %o = titan.attention %v, %v, %v {scale = 0.5 : f64} : (tensor<2x3x2x4xf32>, tensor<2x3x2x4xf32>, tensor<2x3x2x4xf32>) -> tensor<2x3x2x4xf32>
+  %o:2 = titan.attention %v, %v, %v {scale = 0.5 : f64} : (tensor<2x3x2x4xf32>, tensor<2x3x2x4xf32>, tensor<2x3x2x4xf32>) -> (tensor<2x3x2x4xf32>, tensor<2x2x3xf32>)
   %loss = titan.cross_entropy %y, %l : (tensor<2x3x8xf32>, tensor<2x3xi32>) -> tensor<f32>
   %gw = titan.linear_grad_weight %y, %h : (tensor<2x3x8xf32>, tensor<2x3x4xf32>) -> tensor<8x4xf32>
   %gn = titan.fill 0.0 : tensor<4xf32>

@@ -28,7 +28,7 @@
 // CHECK-NEXT: titan.linear %[[XF]], %{{.*}} : (tensor<2x4x8xf32>, tensor<2x8xf32>) -> tensor<2x4x2xf32>
 // CHECK-NEXT: titan.linear %[[XF]], %{{.*}} : (tensor<2x4x8xf32>, tensor<2x8xf32>) -> tensor<2x4x2xf32>
 // CHECK-NEXT: titan.reshape %[[Q]] : tensor<2x4x4xf32> -> tensor<2x4x2x2xf32>
-// CHECK:      titan.attention {{.*}} : (tensor<2x4x2x2xf32>, tensor<2x4x1x2xf32>, tensor<2x4x1x2xf32>) -> tensor<2x4x2x2xf32>
+// CHECK:      titan.attention {{.*}} : (tensor<2x4x2x2xf32>, tensor<2x4x1x2xf32>, tensor<2x4x1x2xf32>) -> (tensor<2x4x2x2xf32>, tensor<2x2x4xf32>)
 // CHECK-NEXT: titan.reshape {{.*}} : tensor<2x4x2x2xf32> -> tensor<2x4x4xf32>
 // CHECK-NEXT: %[[O:.*]] = titan.linear {{.*}} : (tensor<2x4x4xf32>, tensor<8x4xf32>) -> tensor<2x4x8xf32>
 // CHECK-NEXT: %[[ORS:.*]] = dist.reduce_scatter_start %[[O]] axes ["tp"] dim 1 : tensor<2x4x8xf32> -> !dist.future<tensor<2x2x8xf32>>
@@ -115,8 +115,8 @@ func.func @forward(%emb: tensor<16x8xf32> {titan.param = "tok_embeddings.weight"
   %vh = titan.reshape %v : tensor<2x4x4xf32> -> tensor<2x4x2x2xf32>
   %qr = titan.rope %qh, %angles : (tensor<2x4x4x2xf32>, tensor<4x1xf32>) -> tensor<2x4x4x2xf32>
   %kr = titan.rope %kh, %angles : (tensor<2x4x2x2xf32>, tensor<4x1xf32>) -> tensor<2x4x2x2xf32>
-  %a = titan.attention %qr, %kr, %vh {scale = 0.7071067811865476 : f64} : (tensor<2x4x4x2xf32>, tensor<2x4x2x2xf32>, tensor<2x4x2x2xf32>) -> tensor<2x4x4x2xf32>
-  %am = titan.reshape %a : tensor<2x4x4x2xf32> -> tensor<2x4x8xf32>
+  %a:2 = titan.attention %qr, %kr, %vh {scale = 0.7071067811865476 : f64} : (tensor<2x4x4x2xf32>, tensor<2x4x2x2xf32>, tensor<2x4x2x2xf32>) -> (tensor<2x4x4x2xf32>, tensor<2x4x4xf32>)
+  %am = titan.reshape %a#0 : tensor<2x4x4x2xf32> -> tensor<2x4x8xf32>
   %o = titan.linear %am, %wo : (tensor<2x4x8xf32>, tensor<8x8xf32>) -> tensor<2x4x8xf32>
   %r = titan.add %h, %o : tensor<2x4x8xf32>
   %logits = titan.linear %r, %out : (tensor<2x4x8xf32>, tensor<16x8xf32>) -> tensor<2x4x16xf32>

@@ -89,33 +89,49 @@ func.func @rms_norm_grad_eps(%x: tensor<2x16xf32>, %w: tensor<16xf32>) {
 
 // -----
 
-func.func @attention_grad_grad_type(%q: tensor<2x8x4x8xf32>, %k: tensor<2x8x2x8xf32>, %g: tensor<2x8x2x8xf32>) {
+func.func @attention_grad_grad_type(%q: tensor<2x8x4x8xf32>, %k: tensor<2x8x2x8xf32>, %g: tensor<2x8x2x8xf32>, %lse: tensor<2x4x8xf32>) {
   // expected-error @+1 {{grad type 'tensor<2x8x2x8xf32>' must equal query type 'tensor<2x8x4x8xf32>'}}
-  %0:3 = titan.attention_grad %q, %k, %k, %g {scale = 1.0 : f64} : (tensor<2x8x4x8xf32>, tensor<2x8x2x8xf32>, tensor<2x8x2x8xf32>, tensor<2x8x2x8xf32>) -> (tensor<2x8x4x8xf32>, tensor<2x8x2x8xf32>, tensor<2x8x2x8xf32>)
+  %0:3 = titan.attention_grad %q, %k, %k, %q, %lse, %g {scale = 1.0 : f64} : (tensor<2x8x4x8xf32>, tensor<2x8x2x8xf32>, tensor<2x8x2x8xf32>, tensor<2x8x4x8xf32>, tensor<2x4x8xf32>, tensor<2x8x2x8xf32>) -> (tensor<2x8x4x8xf32>, tensor<2x8x2x8xf32>, tensor<2x8x2x8xf32>)
   return
 }
 
 // -----
 
-func.func @attention_grad_results(%q: tensor<2x8x4x8xf32>, %k: tensor<2x8x2x8xf32>) {
+func.func @attention_grad_results(%q: tensor<2x8x4x8xf32>, %k: tensor<2x8x2x8xf32>, %lse: tensor<2x4x8xf32>) {
   // expected-error @+1 {{result types must equal the query, key and value types}}
-  %0:3 = titan.attention_grad %q, %k, %k, %q {scale = 1.0 : f64} : (tensor<2x8x4x8xf32>, tensor<2x8x2x8xf32>, tensor<2x8x2x8xf32>, tensor<2x8x4x8xf32>) -> (tensor<2x8x4x8xf32>, tensor<2x8x4x8xf32>, tensor<2x8x2x8xf32>)
+  %0:3 = titan.attention_grad %q, %k, %k, %q, %lse, %q {scale = 1.0 : f64} : (tensor<2x8x4x8xf32>, tensor<2x8x2x8xf32>, tensor<2x8x2x8xf32>, tensor<2x8x4x8xf32>, tensor<2x4x8xf32>, tensor<2x8x4x8xf32>) -> (tensor<2x8x4x8xf32>, tensor<2x8x4x8xf32>, tensor<2x8x2x8xf32>)
   return
 }
 
 // -----
 
-func.func @attention_grad_heads(%q: tensor<2x8x3x8xf32>, %k: tensor<2x8x2x8xf32>) {
+func.func @attention_grad_heads(%q: tensor<2x8x3x8xf32>, %k: tensor<2x8x2x8xf32>, %lse: tensor<2x3x8xf32>) {
   // expected-error @+1 {{query heads (dimension 2 = 3) must be a multiple of key/value heads (dimension 2 = 2)}}
-  %0:3 = titan.attention_grad %q, %k, %k, %q {scale = 1.0 : f64} : (tensor<2x8x3x8xf32>, tensor<2x8x2x8xf32>, tensor<2x8x2x8xf32>, tensor<2x8x3x8xf32>) -> (tensor<2x8x3x8xf32>, tensor<2x8x2x8xf32>, tensor<2x8x2x8xf32>)
+  %0:3 = titan.attention_grad %q, %k, %k, %q, %lse, %q {scale = 1.0 : f64} : (tensor<2x8x3x8xf32>, tensor<2x8x2x8xf32>, tensor<2x8x2x8xf32>, tensor<2x8x3x8xf32>, tensor<2x3x8xf32>, tensor<2x8x3x8xf32>) -> (tensor<2x8x3x8xf32>, tensor<2x8x2x8xf32>, tensor<2x8x2x8xf32>)
   return
 }
 
 // -----
 
-func.func @attention_grad_scale(%q: tensor<2x8x4x8xf32>, %k: tensor<2x8x2x8xf32>) {
+func.func @attention_grad_out(%q: tensor<2x8x4x8xf32>, %k: tensor<2x8x2x8xf32>, %lse: tensor<2x4x8xf32>) {
+  // expected-error @+1 {{out type 'tensor<2x8x2x8xf32>' must equal query type 'tensor<2x8x4x8xf32>'}}
+  %0:3 = titan.attention_grad %q, %k, %k, %k, %lse, %q {scale = 1.0 : f64} : (tensor<2x8x4x8xf32>, tensor<2x8x2x8xf32>, tensor<2x8x2x8xf32>, tensor<2x8x2x8xf32>, tensor<2x4x8xf32>, tensor<2x8x4x8xf32>) -> (tensor<2x8x4x8xf32>, tensor<2x8x2x8xf32>, tensor<2x8x2x8xf32>)
+  return
+}
+
+// -----
+
+func.func @attention_grad_lse(%q: tensor<2x8x4x8xf32>, %k: tensor<2x8x2x8xf32>, %lse: tensor<2x8x4xf32>) {
+  // expected-error @+1 {{lse must be 'tensor<2x4x8xf32>' (batch x query heads x seq, in the accumulator type), not 'tensor<2x8x4xf32>'}}
+  %0:3 = titan.attention_grad %q, %k, %k, %q, %lse, %q {scale = 1.0 : f64} : (tensor<2x8x4x8xf32>, tensor<2x8x2x8xf32>, tensor<2x8x2x8xf32>, tensor<2x8x4x8xf32>, tensor<2x8x4xf32>, tensor<2x8x4x8xf32>) -> (tensor<2x8x4x8xf32>, tensor<2x8x2x8xf32>, tensor<2x8x2x8xf32>)
+  return
+}
+
+// -----
+
+func.func @attention_grad_scale(%q: tensor<2x8x4x8xf32>, %k: tensor<2x8x2x8xf32>, %lse: tensor<2x4x8xf32>) {
   // expected-error @+1 {{attribute 'scale' must be positive, got 0}}
-  %0:3 = titan.attention_grad %q, %k, %k, %q {scale = 0.0 : f64} : (tensor<2x8x4x8xf32>, tensor<2x8x2x8xf32>, tensor<2x8x2x8xf32>, tensor<2x8x4x8xf32>) -> (tensor<2x8x4x8xf32>, tensor<2x8x2x8xf32>, tensor<2x8x2x8xf32>)
+  %0:3 = titan.attention_grad %q, %k, %k, %q, %lse, %q {scale = 0.0 : f64} : (tensor<2x8x4x8xf32>, tensor<2x8x2x8xf32>, tensor<2x8x2x8xf32>, tensor<2x8x4x8xf32>, tensor<2x4x8xf32>, tensor<2x8x4x8xf32>) -> (tensor<2x8x4x8xf32>, tensor<2x8x2x8xf32>, tensor<2x8x2x8xf32>)
   return
 }
 

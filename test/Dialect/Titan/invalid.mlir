@@ -223,7 +223,7 @@ func.func @rope_result(%x: tensor<2x8x4x8xf32>, %a: tensor<8x4xf32>) {
 
 func.func @attention_query_rank(%q: tensor<2x8x32xf32>, %k: tensor<2x8x4x8xf32>, %v: tensor<2x8x4x8xf32>) {
   // expected-error @+1 {{query must be a 4-D (batch x seq x heads x head_dim) tensor, got rank 3 (2x8x32)}}
-  %0 = titan.attention %q, %k, %v {scale = 1.0 : f64} : (tensor<2x8x32xf32>, tensor<2x8x4x8xf32>, tensor<2x8x4x8xf32>) -> tensor<2x8x32xf32>
+  %0:2 = titan.attention %q, %k, %v {scale = 1.0 : f64} : (tensor<2x8x32xf32>, tensor<2x8x4x8xf32>, tensor<2x8x4x8xf32>) -> (tensor<2x8x32xf32>, tensor<2x4x8xf32>)
   return
 }
 
@@ -231,7 +231,7 @@ func.func @attention_query_rank(%q: tensor<2x8x32xf32>, %k: tensor<2x8x4x8xf32>,
 
 func.func @attention_key_rank(%q: tensor<2x8x4x8xf32>, %k: tensor<2x8x32xf32>, %v: tensor<2x8x4x8xf32>) {
   // expected-error @+1 {{key must be a 4-D (batch x seq x heads x head_dim) tensor, got rank 3 (2x8x32)}}
-  %0 = titan.attention %q, %k, %v {scale = 1.0 : f64} : (tensor<2x8x4x8xf32>, tensor<2x8x32xf32>, tensor<2x8x4x8xf32>) -> tensor<2x8x4x8xf32>
+  %0:2 = titan.attention %q, %k, %v {scale = 1.0 : f64} : (tensor<2x8x4x8xf32>, tensor<2x8x32xf32>, tensor<2x8x4x8xf32>) -> (tensor<2x8x4x8xf32>, tensor<2x4x8xf32>)
   return
 }
 
@@ -239,7 +239,7 @@ func.func @attention_key_rank(%q: tensor<2x8x4x8xf32>, %k: tensor<2x8x32xf32>, %
 
 func.func @attention_value_rank(%q: tensor<2x8x4x8xf32>, %k: tensor<2x8x4x8xf32>, %v: tensor<2x8x32xf32>) {
   // expected-error @+1 {{value must be a 4-D (batch x seq x heads x head_dim) tensor, got rank 3 (2x8x32)}}
-  %0 = titan.attention %q, %k, %v {scale = 1.0 : f64} : (tensor<2x8x4x8xf32>, tensor<2x8x4x8xf32>, tensor<2x8x32xf32>) -> tensor<2x8x4x8xf32>
+  %0:2 = titan.attention %q, %k, %v {scale = 1.0 : f64} : (tensor<2x8x4x8xf32>, tensor<2x8x4x8xf32>, tensor<2x8x32xf32>) -> (tensor<2x8x4x8xf32>, tensor<2x4x8xf32>)
   return
 }
 
@@ -247,7 +247,7 @@ func.func @attention_value_rank(%q: tensor<2x8x4x8xf32>, %k: tensor<2x8x4x8xf32>
 
 func.func @attention_value_vs_key(%q: tensor<2x8x4x8xf32>, %k: tensor<2x8x2x8xf32>, %v: tensor<2x8x4x8xf32>) {
   // expected-error @+1 {{value dimension 2 (4) must equal key dimension 2 (2)}}
-  %0 = titan.attention %q, %k, %v {scale = 1.0 : f64} : (tensor<2x8x4x8xf32>, tensor<2x8x2x8xf32>, tensor<2x8x4x8xf32>) -> tensor<2x8x4x8xf32>
+  %0:2 = titan.attention %q, %k, %v {scale = 1.0 : f64} : (tensor<2x8x4x8xf32>, tensor<2x8x2x8xf32>, tensor<2x8x4x8xf32>) -> (tensor<2x8x4x8xf32>, tensor<2x4x8xf32>)
   return
 }
 
@@ -255,7 +255,7 @@ func.func @attention_value_vs_key(%q: tensor<2x8x4x8xf32>, %k: tensor<2x8x2x8xf3
 
 func.func @attention_seq(%q: tensor<2x8x4x8xf32>, %k: tensor<2x16x4x8xf32>, %v: tensor<2x16x4x8xf32>) {
   // expected-error @+1 {{key dimension 1 (16) must equal query dimension 1 (8)}}
-  %0 = titan.attention %q, %k, %v {scale = 1.0 : f64} : (tensor<2x8x4x8xf32>, tensor<2x16x4x8xf32>, tensor<2x16x4x8xf32>) -> tensor<2x8x4x8xf32>
+  %0:2 = titan.attention %q, %k, %v {scale = 1.0 : f64} : (tensor<2x8x4x8xf32>, tensor<2x16x4x8xf32>, tensor<2x16x4x8xf32>) -> (tensor<2x8x4x8xf32>, tensor<2x4x8xf32>)
   return
 }
 
@@ -263,7 +263,7 @@ func.func @attention_seq(%q: tensor<2x8x4x8xf32>, %k: tensor<2x16x4x8xf32>, %v: 
 
 func.func @attention_head_dim(%q: tensor<2x8x4x8xf32>, %k: tensor<2x8x4x4xf32>, %v: tensor<2x8x4x4xf32>) {
   // expected-error @+1 {{key dimension 3 (4) must equal query dimension 3 (8)}}
-  %0 = titan.attention %q, %k, %v {scale = 1.0 : f64} : (tensor<2x8x4x8xf32>, tensor<2x8x4x4xf32>, tensor<2x8x4x4xf32>) -> tensor<2x8x4x8xf32>
+  %0:2 = titan.attention %q, %k, %v {scale = 1.0 : f64} : (tensor<2x8x4x8xf32>, tensor<2x8x4x4xf32>, tensor<2x8x4x4xf32>) -> (tensor<2x8x4x8xf32>, tensor<2x4x8xf32>)
   return
 }
 
@@ -271,7 +271,7 @@ func.func @attention_head_dim(%q: tensor<2x8x4x8xf32>, %k: tensor<2x8x4x4xf32>, 
 
 func.func @attention_gqa_groups(%q: tensor<2x8x6x8xf32>, %k: tensor<2x8x4x8xf32>, %v: tensor<2x8x4x8xf32>) {
   // expected-error @+1 {{query heads (dimension 2 = 6) must be a multiple of key/value heads (dimension 2 = 4)}}
-  %0 = titan.attention %q, %k, %v {scale = 1.0 : f64} : (tensor<2x8x6x8xf32>, tensor<2x8x4x8xf32>, tensor<2x8x4x8xf32>) -> tensor<2x8x6x8xf32>
+  %0:2 = titan.attention %q, %k, %v {scale = 1.0 : f64} : (tensor<2x8x6x8xf32>, tensor<2x8x4x8xf32>, tensor<2x8x4x8xf32>) -> (tensor<2x8x6x8xf32>, tensor<2x6x8xf32>)
   return
 }
 
@@ -279,7 +279,7 @@ func.func @attention_gqa_groups(%q: tensor<2x8x6x8xf32>, %k: tensor<2x8x4x8xf32>
 
 func.func @attention_key_type(%q: tensor<2x8x4x8xf32>, %k: tensor<2x8x4x8xbf16>, %v: tensor<2x8x4x8xbf16>) {
   // expected-error @+1 {{key element type 'bf16' must equal query element type 'f32'}}
-  %0 = titan.attention %q, %k, %v {scale = 1.0 : f64} : (tensor<2x8x4x8xf32>, tensor<2x8x4x8xbf16>, tensor<2x8x4x8xbf16>) -> tensor<2x8x4x8xf32>
+  %0:2 = titan.attention %q, %k, %v {scale = 1.0 : f64} : (tensor<2x8x4x8xf32>, tensor<2x8x4x8xbf16>, tensor<2x8x4x8xbf16>) -> (tensor<2x8x4x8xf32>, tensor<2x4x8xf32>)
   return
 }
 
@@ -287,7 +287,7 @@ func.func @attention_key_type(%q: tensor<2x8x4x8xf32>, %k: tensor<2x8x4x8xbf16>,
 
 func.func @attention_value_type(%q: tensor<2x8x4x8xf32>, %k: tensor<2x8x4x8xf32>, %v: tensor<2x8x4x8xf16>) {
   // expected-error @+1 {{value element type 'f16' must equal query element type 'f32'}}
-  %0 = titan.attention %q, %k, %v {scale = 1.0 : f64} : (tensor<2x8x4x8xf32>, tensor<2x8x4x8xf32>, tensor<2x8x4x8xf16>) -> tensor<2x8x4x8xf32>
+  %0:2 = titan.attention %q, %k, %v {scale = 1.0 : f64} : (tensor<2x8x4x8xf32>, tensor<2x8x4x8xf32>, tensor<2x8x4x8xf16>) -> (tensor<2x8x4x8xf32>, tensor<2x4x8xf32>)
   return
 }
 
@@ -295,7 +295,23 @@ func.func @attention_value_type(%q: tensor<2x8x4x8xf32>, %k: tensor<2x8x4x8xf32>
 
 func.func @attention_result(%q: tensor<2x8x4x8xf32>, %k: tensor<2x8x4x8xf32>, %v: tensor<2x8x4x8xf32>) {
   // expected-error @+1 {{result type 'tensor<2x8x32xf32>' must equal query type 'tensor<2x8x4x8xf32>'}}
-  %0 = titan.attention %q, %k, %v {scale = 1.0 : f64} : (tensor<2x8x4x8xf32>, tensor<2x8x4x8xf32>, tensor<2x8x4x8xf32>) -> tensor<2x8x32xf32>
+  %0:2 = titan.attention %q, %k, %v {scale = 1.0 : f64} : (tensor<2x8x4x8xf32>, tensor<2x8x4x8xf32>, tensor<2x8x4x8xf32>) -> (tensor<2x8x32xf32>, tensor<2x4x8xf32>)
+  return
+}
+
+// -----
+
+func.func @attention_lse_shape(%q: tensor<2x8x4x8xf32>, %k: tensor<2x8x4x8xf32>, %v: tensor<2x8x4x8xf32>) {
+  // expected-error @+1 {{lse must be 'tensor<2x4x8xf32>' (batch x query heads x seq, in the accumulator type), not 'tensor<2x8x4xf32>'}}
+  %0:2 = titan.attention %q, %k, %v {scale = 1.0 : f64} : (tensor<2x8x4x8xf32>, tensor<2x8x4x8xf32>, tensor<2x8x4x8xf32>) -> (tensor<2x8x4x8xf32>, tensor<2x8x4xf32>)
+  return
+}
+
+// -----
+
+func.func @attention_lse_type(%q: tensor<2x8x4x8xbf16>, %k: tensor<2x8x4x8xbf16>, %v: tensor<2x8x4x8xbf16>) {
+  // expected-error @+1 {{lse must be 'tensor<2x4x8xf32>' (batch x query heads x seq, in the accumulator type), not 'tensor<2x4x8xbf16>'}}
+  %0:2 = titan.attention %q, %k, %v {scale = 1.0 : f64} : (tensor<2x8x4x8xbf16>, tensor<2x8x4x8xbf16>, tensor<2x8x4x8xbf16>) -> (tensor<2x8x4x8xbf16>, tensor<2x4x8xbf16>)
   return
 }
 
@@ -303,7 +319,7 @@ func.func @attention_result(%q: tensor<2x8x4x8xf32>, %k: tensor<2x8x4x8xf32>, %v
 
 func.func @attention_scale(%q: tensor<2x8x4x8xf32>, %k: tensor<2x8x4x8xf32>, %v: tensor<2x8x4x8xf32>) {
   // expected-error @+1 {{attribute 'scale' must be positive, got 0}}
-  %0 = titan.attention %q, %k, %v {scale = 0.0 : f64} : (tensor<2x8x4x8xf32>, tensor<2x8x4x8xf32>, tensor<2x8x4x8xf32>) -> tensor<2x8x4x8xf32>
+  %0:2 = titan.attention %q, %k, %v {scale = 0.0 : f64} : (tensor<2x8x4x8xf32>, tensor<2x8x4x8xf32>, tensor<2x8x4x8xf32>) -> (tensor<2x8x4x8xf32>, tensor<2x4x8xf32>)
   return
 }
 

@@ -52,8 +52,8 @@ func.func @forward(%q: tensor<8x8xf32> {titan.param = "q"}, %g: tensor<1x4x8xf32
   %x4 = titan.reshape %x : tensor<1x4x8xf32> -> tensor<1x4x2x4xf32>
   %rq = titan.rope %x4, %a : (tensor<1x4x2x4xf32>, tensor<4x2xf32>) -> tensor<1x4x2x4xf32>
   %rk = titan.rope %x4, %a : (tensor<1x4x2x4xf32>, tensor<4x2xf32>) -> tensor<1x4x2x4xf32>
-  %o = titan.attention %rq, %rk, %x4 {scale = 0.5 : f64} : (tensor<1x4x2x4xf32>, tensor<1x4x2x4xf32>, tensor<1x4x2x4xf32>) -> tensor<1x4x2x4xf32>
-  %o3 = titan.reshape %o : tensor<1x4x2x4xf32> -> tensor<1x4x8xf32>
+  %o:2 = titan.attention %rq, %rk, %x4 {scale = 0.5 : f64} : (tensor<1x4x2x4xf32>, tensor<1x4x2x4xf32>, tensor<1x4x2x4xf32>) -> (tensor<1x4x2x4xf32>, tensor<1x2x4xf32>)
+  %o3 = titan.reshape %o#0 : tensor<1x4x2x4xf32> -> tensor<1x4x8xf32>
   %s = titan.swiglu %o3, %g : tensor<1x4x8xf32>
   %si = titan.silu %s : tensor<1x4x8xf32>
   %m = titan.mul %si, %s : tensor<1x4x8xf32>

@@ -143,6 +143,7 @@ struct AttentionRule {
     if (llvm::all_of(a->getOperands(),
                      [&](Value v) { return r.getLayout(v) == heads; })) {
       r.setLayout(a.getResult(), heads);
+      r.setLayout(a.getLse(), Layout::split(1)); // B x Hq x S
       return success();
     }
     r.replicateOperands(a);

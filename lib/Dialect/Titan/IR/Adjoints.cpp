@@ -51,10 +51,11 @@ LogicalResult FillOp::buildAdjoint(OpBuilder &, ArrayRef<Value>,
 
 LogicalResult AttentionOp::buildAdjoint(OpBuilder &b, ArrayRef<Value> dy,
                                         AdjointContext &ctx) {
-  auto g = AttentionGradOp::create(b, getLoc(), getQuery().getType(),
-                                   getKey().getType(), getValue().getType(),
-                                   getQuery(), getKey(), getValue(), dy[0],
-                                   getScaleAttr());
+  // The log-sum-exp is a statistic for the backward, not differentiated.
+  auto g = AttentionGradOp::create(
+      b, getLoc(), getQuery().getType(), getKey().getType(),
+      getValue().getType(), getQuery(), getKey(), getValue(), getResult(),
+      getLse(), dy[0], getScaleAttr());
   ctx.addGradient(getQuery(), g.getQueryGrad());
   ctx.addGradient(getKey(), g.getKeyGrad());
   ctx.addGradient(getValue(), g.getValueGrad());

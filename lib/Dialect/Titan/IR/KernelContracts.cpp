@@ -90,7 +90,8 @@ ArrayAttr RopeOp::getKernelParams() {
 std::optional<unsigned> RopeOp::getInPlaceOperand(unsigned) { return 0; }
 
 // {scale}; the workspace holds one head's S x S probabilities (forward),
-// plus their gradient and the S x Dh output (backward).
+// plus their gradient (backward; O and the log-sum-exp come from the
+// forward).
 ArrayAttr AttentionOp::getKernelParams() { return Params(*this).f(getScale()); }
 int64_t AttentionOp::getWorkspaceBytes() {
   int64_t seq = getQuery().getType().getDimSize(1);
@@ -100,9 +101,8 @@ ArrayAttr AttentionGradOp::getKernelParams() {
   return Params(*this).f(getScale());
 }
 int64_t AttentionGradOp::getWorkspaceBytes() {
-  auto q = getQuery().getType();
-  int64_t seq = q.getDimSize(1), headDim = q.getDimSize(3);
-  return (2 * seq * seq + seq * headDim) * accumulatorBytes(getQuery());
+  int64_t seq = getQuery().getType().getDimSize(1);
+  return 2 * seq * seq * accumulatorBytes(getQuery());
 }
 
 ArrayAttr FillOp::getKernelParams() { return Params(*this).f(getValue()); }

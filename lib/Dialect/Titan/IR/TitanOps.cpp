@@ -250,9 +250,29 @@ static LogicalResult verifyAttentionOperands(Operation *op, Value query,
   return verifyPositive(op, "scale", scale);
 }
 
+/// `lse` is B x Hq x S in the accumulator type of `query` (f64 for f64,
+/// else f32).
+static LogicalResult verifyLogSumExp(Operation *op, Value query, Value lse) {
+  RankedTensorType q = tensorType(query), l = tensorType(lse);
+  Type accumulator = q.getElementType().isF64()
+                         ? Type(Float64Type::get(op->getContext()))
+                         : Type(Float32Type::get(op->getContext()));
+  SmallVector<int64_t> shape = {q.getDimSize(0), q.getDimSize(2),
+                                q.getDimSize(1)};
+  if (l.getShape() != ArrayRef<int64_t>(shape) ||
+      l.getElementType() != accumulator)
+    return op->emitOpError()
+           << "lse must be " << RankedTensorType::get(shape, accumulator)
+           << " (batch x query heads x seq, in the accumulator type), not "
+           << lse.getType();
+  return success();
+}
+
 LogicalResult AttentionOp::verify() {
   if (failed(verifyAttentionOperands(getOperation(), getQuery(), getKey(),
                                      getValue(), getScale().convertToDouble())))
+    return failure();
+  if (failed(verifyLogSumExp(getOperation(), getQuery(), getLse())))
     return failure();
   return verifyResultLikeInput(getOperation(), getQuery(), "query");
 }
@@ -525,6 +545,11 @@ LogicalResult AttentionGradOp::verify() {
   if (getGrad().getType() != getQuery().getType())
     return emitOpError() << "grad type " << getGrad().getType()
                          << " must equal query type " << getQuery().getType();
+  if (getOut().getType() != getQuery().getType())
+    return emitOpError() << "out type " << getOut().getType()
+                         << " must equal query type " << getQuery().getType();
+  if (failed(verifyLogSumExp(getOperation(), getQuery(), getLse())))
+    return failure();
   if (getQueryGrad().getType() != getQuery().getType() ||
       getKeyGrad().getType() != getKey().getType() ||
       getValueGrad().getType() != getValue().getType())

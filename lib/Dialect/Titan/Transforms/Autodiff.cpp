@@ -123,14 +123,21 @@ public:
     if (!any)
       return success();
     Location loc = op->getLoc();
-    // Results without a gradient contribute zero.
+    // Results without a gradient contribute zero; a zero no rule reads
+    // (attention's log-sum-exp) is not kept.
+    SmallVector<FillOp> zeros;
     for (auto [r, g] : llvm::zip(op->getResults(), resultGrads))
       if (!g)
-        g = FillOp::create(b, loc, r.getType(), b.getF64FloatAttr(0.0));
+        g = zeros.emplace_back(
+            FillOp::create(b, loc, r.getType(), b.getF64FloatAttr(0.0)));
     auto rule = dyn_cast<AdjointOpInterface>(op);
     if (!rule)
       return op->emitOpError() << "has no adjoint rule in titan-autodiff";
-    return rule.buildAdjoint(b, resultGrads, *this);
+    LogicalResult built = rule.buildAdjoint(b, resultGrads, *this);
+    for (FillOp zero : zeros)
+      if (zero->use_empty())
+        zero->erase();
+    return built;
   }
 
 private:

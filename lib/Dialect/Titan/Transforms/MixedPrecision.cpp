@@ -56,6 +56,13 @@ bool hasFixedResultType(Operation *op) {
   return isa<RopeAnglesOp, CrossEntropyOp, CrossEntropyFromStatsOp, CastOp>(op);
 }
 
+/// Results that keep their type while the op's others follow the compute
+/// type: attention's log-sum-exp is in the accumulator type.
+bool keepsResultType(Value result) {
+  auto attention = result.getDefiningOp<AttentionOp>();
+  return attention && result == attention.getLse();
+}
+
 /// Ops that read logits for the loss, which TorchTitan computes in f32.
 bool readsLogits(Operation *op) {
   return isa<CrossEntropyOp, RowMaxOp, SumExpOp, TargetLogitOp>(op);
@@ -140,6 +147,8 @@ struct TitanMixedPrecisionPass
       if (!element)
         continue;
       for (Value result : op.getResults()) {
+        if (keepsResultType(result))
+          continue;
         if (auto future = dyn_cast<dist::FutureType>(result.getType())) {
           result.setType(dist::FutureType::get(
               b.getContext(), withElementType(future.getValueType(), element)));

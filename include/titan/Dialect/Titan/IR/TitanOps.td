@@ -172,19 +172,25 @@ def Titan_AttentionOp : Titan_Op<"attention", [DeclareOpInterfaceMethods<Titan_A
     `Hq` a multiple of `Hkv`. Query head `h` attends to key/value head
     `h / (Hq / Hkv)` (TorchTitan's `repeat_kv`). For each batch, head and query
     position `i`:
-    `p[j] = softmax_j(scale * dot(query[i], key[j]))` over `j <= i` (causal),
-    `result[i] = sum_j p[j] * value[j]`. The softmax is computed in float32
-    with the running-max trick. The result is `B x S x Hq x Dh`.
+    `s[j] = scale * dot(query[i], key[j])` over `j <= i` (causal),
+    `p[j] = softmax_j(s[j])`, `result[i] = sum_j p[j] * value[j]`. The result
+    is `B x S x Hq x Dh`. The softmax is computed in the accumulator type
+    (f32, or f64 for f64 operands) with the running-max trick; `lse` is its
+    log-sum-exp per row, `lse[b, h, i] = log(sum_j exp(s[j]))` (`B x Hq x S`,
+    in the accumulator type), which titan.attention_grad takes so that it
+    need not normalize again (the softmax statistics flash attention and
+    cuDNN save for the backward).
 
     ```mlir
-    %o = titan.attention %q, %k, %v {scale = 2.500000e-01 : f64}
+    %o, %lse = titan.attention %q, %k, %v {scale = 2.500000e-01 : f64}
         : (tensor<8x2048x16x16xf32>, tensor<8x2048x4x16xf32>,
-           tensor<8x2048x4x16xf32>) -> tensor<8x2048x16x16xf32>
+           tensor<8x2048x4x16xf32>)
+        -> (tensor<8x2048x16x16xf32>, tensor<8x16x2048xf32>)
     ```
   }];
   let arguments = (ins Titan_FloatTensor:$query, Titan_FloatTensor:$key,
                        Titan_FloatTensor:$value, F64Attr:$scale);
-  let results = (outs Titan_FloatTensor:$result);
+  let results = (outs Titan_FloatTensor:$result, Titan_FloatTensor:$lse);
   let assemblyFormat = [{
     $query `,` $key `,` $value attr-dict `:` functional-type(operands, results)
   }];
@@ -523,22 +529,23 @@ def Titan_AttentionGradOp : Titan_Op<"attention_grad", [DeclareOpInterfaceMethod
     Pure]> {
   let summary = "gradients of titan.attention";
   let description = [{
-    Given the forward operands and the output gradient `grad`, returns the
-    gradients of query, key and value. The softmax is recomputed from
-    `query` and `key` (nothing is saved from the forward): with
-    `P = softmax(scale * Q K^T)` (causal), `O = P V`:
-    `dV = P^T dO`, `dP = dO V^T`, `dS = P * (dP - rowsum(dO * O))`,
+    Given the forward operands, the forward's result `out` (O) and
+    log-sum-exp `lse`, and the output gradient `grad` (dO), returns the
+    gradients of query, key and value. The probabilities are recomputed
+    without a second normalization, `P = exp(scale * Q K^T - lse)` (causal),
+    and then `dV = P^T dO`, `dP = dO V^T`, `dS = P * (dP - rowsum(dO * O))`,
     `dQ = scale * dS K`, `dK = scale * dS^T Q`; key/value gradients sum over
     the query heads that share them.
   }];
   let arguments = (ins Titan_FloatTensor:$query, Titan_FloatTensor:$key,
-                       Titan_FloatTensor:$value, Titan_FloatTensor:$grad,
+                       Titan_FloatTensor:$value, Titan_FloatTensor:$out,
+                       Titan_FloatTensor:$lse, Titan_FloatTensor:$grad,
                        F64Attr:$scale);
   let results = (outs Titan_FloatTensor:$query_grad,
                       Titan_FloatTensor:$key_grad,
                       Titan_FloatTensor:$value_grad);
   let assemblyFormat = [{
-    $query `,` $key `,` $value `,` $grad attr-dict `:`
+    $query `,` $key `,` $value `,` $out `,` $lse `,` $grad attr-dict `:`
     functional-type(operands, results)
   }];
   let hasVerifier = 1;
