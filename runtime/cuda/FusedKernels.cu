@@ -1,0 +1,218 @@
+//===- FusedKernels.cu - memory-bound kernels of the CUDA target ----------===//
+
+#include "FusedKernels.h"
+
+#include "Error.h"
+
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
+#include <algorithm>
+#include <string>
+
+using namespace titanrt;
+using namespace titanrt::cuda;
+
+namespace {
+
+constexpr int kThreads = 256;
+/// Blocks of partial weight-gradient sums in rmsNormGrad.
+constexpr int64_t kMaxPartials = 256;
+
+__device__ float load(const float *p, int64_t i) { return p[i]; }
+__device__ float load(const __nv_bfloat16 *p, int64_t i) {
+  return __bfloat162float(p[i]);
+}
+__device__ float load(const __half *p, int64_t i) { return __half2float(p[i]); }
+__device__ void store(float *p, int64_t i, float v) { p[i] = v; }
+__device__ void store(__nv_bfloat16 *p, int64_t i, float v) {
+  p[i] = __float2bfloat16_rn(v);
+}
+__device__ void store(__half *p, int64_t i, float v) {
+  p[i] = __float2half_rn(v);
+}
+
+/// The sum of `v` over the block (every thread gets it).
+__device__ float blockSum(float v) {
+  __shared__ float warps[kThreads / 32];
+  for (int offset = 16; offset > 0; offset /= 2)
+    v += __shfl_xor_sync(0xffffffffu, v, offset);
+  int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+  __syncthreads(); // warps[] may still be read by a previous call
+  if (lane == 0)
+    warps[warp] = v;
+  __syncthreads();
+  float total = 0;
+  for (int w = 0; w < kThreads / 32; ++w)
+    total += warps[w];
+  return total;
+}
+
+template <typename T>
+__global__ void rmsNormKernel(const T *x, const T *w, T *out, int64_t rows,
+                              int64_t dim, float eps) {
+  for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
+    const T *xr = x + r * dim;
+    float ss = 0;
+    for (int64_t d = threadIdx.x; d < dim; d += kThreads) {
+      float v = load(xr, d);
+      ss += v * v;
+    }
+    float inv = rsqrtf(blockSum(ss) / float(dim) + eps);
+    for (int64_t d = threadIdx.x; d < dim; d += kThreads)
+      store(out, r * dim + d, load(xr, d) * inv * load(w, d));
+  }
+}
+
+/// dx per row; each block also adds dy * xhat of its rows into its own row
+/// of `partials` (parts x dim, f32), in row order.
+template <typename T>
+__global__ void rmsNormGradKernel(const T *x, const T *w, const T *dy, T *dx,
+                                  float *partials, int64_t rows, int64_t dim,
+                                  float eps) {
+  float *mine = partials + int64_t(blockIdx.x) * dim;
+  for (int64_t d = threadIdx.x; d < dim; d += kThreads)
+    mine[d] = 0;
+  for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
+    const T *xr = x + r * dim, *gr = dy + r * dim;
+    float ss = 0;
+    for (int64_t d = threadIdx.x; d < dim; d += kThreads) {
+      float v = load(xr, d);
+      ss += v * v;
+    }
+    float inv = rsqrtf(blockSum(ss) / float(dim) + eps);
+    float dot = 0; // sum(dy * w * xhat)
+    for (int64_t d = threadIdx.x; d < dim; d += kThreads)
+      dot += load(gr, d) * load(w, d) * load(xr, d) * inv;
+    dot = blockSum(dot) / float(dim);
+    for (int64_t d = threadIdx.x; d < dim; d += kThreads) {
+      float xhat = load(xr, d) * inv, g = load(gr, d);
+      store(dx, r * dim + d, inv * (g * load(w, d) - xhat * dot));
+      mine[d] += g * xhat;
+    }
+  }
+}
+
+/// dw[d] = sum over blocks of partials[b, d], in block order.
+template <typename T>
+__global__ void sumPartialsKernel(const float *partials, T *dw, int64_t parts,
+                                  int64_t dim) {
+  for (int64_t d = int64_t(blockIdx.x) * kThreads + threadIdx.x; d < dim;
+       d += int64_t(gridDim.x) * kThreads) {
+    float sum = 0;
+    for (int64_t b = 0; b < parts; ++b)
+      sum += partials[b * dim + d];
+    store(dw, d, sum);
+  }
+}
+
+__device__ float sigmoid(float x) { return 1.0f / (1.0f + expf(-x)); }
+
+template <typename T>
+__global__ void swigluKernel(const T *gate, const T *up, T *out, int64_t n) {
+  for (int64_t i = int64_t(blockIdx.x) * kThreads + threadIdx.x; i < n;
+       i += int64_t(gridDim.x) * kThreads) {
+    float g = load(gate, i);
+    store(out, i, g * sigmoid(g) * load(up, i));
+  }
+}
+
+template <typename T>
+__global__ void swigluGradKernel(const T *gate, const T *up, const T *dy,
+                                 T *dgate, T *dup, int64_t n) {
+  for (int64_t i = int64_t(blockIdx.x) * kThreads + threadIdx.x; i < n;
+       i += int64_t(gridDim.x) * kThreads) {
+    float g = load(gate, i), u = load(up, i), d = load(dy, i);
+    float s = sigmoid(g);
+    store(dgate, i, d * u * s * (1.0f + g * (1.0f - s)));
+    store(dup, i, d * g * s);
+  }
+}
+
+/// Enough blocks to fill the GPU for `work` items, at most 65535 x 16.
+unsigned blocksFor(int64_t work) {
+  return unsigned(std::clamp<int64_t>((work + kThreads - 1) / kThreads, 1,
+                                      int64_t(65535) * 16));
+}
+
+void checkLaunch(const char *kernel) {
+  cudaError_t rc = cudaGetLastError();
+  if (rc != cudaSuccess)
+    fatal(std::string("CUDA kernel ") + kernel +
+          " failed to launch: " + cudaGetErrorString(rc));
+}
+
+/// Calls `f(T *)` with the element type of `type`.
+template <typename F> void dispatch(ElementType type, F f) {
+  switch (type) {
+  case ElementType::F32:
+    return f(static_cast<float *>(nullptr));
+  case ElementType::BF16:
+    return f(static_cast<__nv_bfloat16 *>(nullptr));
+  case ElementType::F16:
+    return f(static_cast<__half *>(nullptr));
+  }
+}
+
+} // namespace
+
+void titanrt::cuda::rmsNorm(ElementType type, const void *x, const void *w,
+                            void *out, int64_t rows, int64_t dim, double eps,
+                            cudaStream_t stream) {
+  dispatch(type, [&](auto *tag) {
+    using T = std::remove_pointer_t<decltype(tag)>;
+    unsigned blocks = unsigned(std::min<int64_t>(rows, int64_t(65535) * 16));
+    rmsNormKernel<T><<<std::max(blocks, 1u), kThreads, 0, stream>>>(
+        static_cast<const T *>(x), static_cast<const T *>(w),
+        static_cast<T *>(out), rows, dim, float(eps));
+  });
+  checkLaunch("rms_norm");
+}
+
+size_t titanrt::cuda::rmsNormGradWorkspaceBytes(int64_t rows, int64_t dim) {
+  return size_t(std::clamp<int64_t>(rows, 1, kMaxPartials)) * size_t(dim) *
+         sizeof(float);
+}
+
+void titanrt::cuda::rmsNormGrad(ElementType type, const void *x, const void *w,
+                                const void *dy, void *dx, void *dw,
+                                int64_t rows, int64_t dim, double eps,
+                                void *workspace, cudaStream_t stream) {
+  int64_t parts = std::clamp<int64_t>(rows, 1, kMaxPartials);
+  auto *partials = static_cast<float *>(workspace);
+  dispatch(type, [&](auto *tag) {
+    using T = std::remove_pointer_t<decltype(tag)>;
+    rmsNormGradKernel<T><<<unsigned(parts), kThreads, 0, stream>>>(
+        static_cast<const T *>(x), static_cast<const T *>(w),
+        static_cast<const T *>(dy), static_cast<T *>(dx), partials, rows, dim,
+        float(eps));
+    checkLaunch("rms_norm_grad");
+    sumPartialsKernel<T><<<blocksFor(dim), kThreads, 0, stream>>>(
+        partials, static_cast<T *>(dw), parts, dim);
+  });
+  checkLaunch("rms_norm_grad (weight sum)");
+}
+
+void titanrt::cuda::swiglu(ElementType type, const void *gate, const void *up,
+                           void *out, int64_t n, cudaStream_t stream) {
+  dispatch(type, [&](auto *tag) {
+    using T = std::remove_pointer_t<decltype(tag)>;
+    swigluKernel<T><<<blocksFor(n), kThreads, 0, stream>>>(
+        static_cast<const T *>(gate), static_cast<const T *>(up),
+        static_cast<T *>(out), n);
+  });
+  checkLaunch("swiglu");
+}
+
+void titanrt::cuda::swigluGrad(ElementType type, const void *gate,
+                               const void *up, const void *dy, void *dgate,
+                               void *dup, int64_t n, cudaStream_t stream) {
+  dispatch(type, [&](auto *tag) {
+    using T = std::remove_pointer_t<decltype(tag)>;
+    swigluGradKernel<T><<<blocksFor(n), kThreads, 0, stream>>>(
+        static_cast<const T *>(gate), static_cast<const T *>(up),
+        static_cast<const T *>(dy), static_cast<T *>(dgate),
+        static_cast<T *>(dup), n);
+  });
+  checkLaunch("swiglu_grad");
+}
