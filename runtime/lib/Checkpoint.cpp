@@ -217,7 +217,8 @@ struct CheckpointIndex {
                 "and \"size\"");
           Box box{*start, *size};
           for (size_t d = 0; d < p.shape.size(); ++d)
-            if (box.size[d] == 0 || box.start[d] + box.size[d] > p.shape[d])
+            if (box.size[d] == 0 || box.size[d] > p.shape[d] ||
+                box.start[d] > p.shape[d] - box.size[d])
               bad("tensor '" + key + "' has a block at " +
                   shapeString(box.start) + " of size " + shapeString(box.size) +
                   " outside its shape " + shapeString(p.shape));
