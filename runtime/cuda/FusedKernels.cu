@@ -106,6 +106,38 @@ __global__ void sumPartialsKernel(const float *partials, T *dw, int64_t parts,
   }
 }
 
+template <typename T>
+__global__ void ropeKernel(const T *x, const float *angles, T *out,
+                           int64_t batch, int64_t seq, int64_t heads,
+                           int64_t pairs, bool transpose) {
+  int64_t total = batch * seq * heads * pairs;
+  for (int64_t i = int64_t(blockIdx.x) * kThreads + threadIdx.x; i < total;
+       i += int64_t(gridDim.x) * kThreads) {
+    // i = ((b * seq + s) * heads + h) * pairs + j
+    int64_t j = i % pairs, s = (i / (pairs * heads)) % seq;
+    float angle = angles[s * pairs + j];
+    float c = cosf(angle), sn = sinf(angle);
+    if (transpose)
+      sn = -sn;
+    float a = load(x, 2 * i), b = load(x, 2 * i + 1);
+    store(out, 2 * i, a * c - b * sn);
+    store(out, 2 * i + 1, a * sn + b * c);
+  }
+}
+
+template <typename T>
+__global__ void embeddingKernel(const T *weight, const int32_t *tokens, T *out,
+                                int64_t n, int64_t vocab, int64_t dim,
+                                const int32_t *vocabStart) {
+  int64_t first = vocabStart ? *vocabStart : 0;
+  for (int64_t i = blockIdx.x; i < n; i += gridDim.x) {
+    int64_t row = int64_t(tokens[i]) - first;
+    bool inside = row >= 0 && row < vocab;
+    for (int64_t d = threadIdx.x; d < dim; d += kThreads)
+      out[i * dim + d] = inside ? weight[row * dim + d] : T(0.0f);
+  }
+}
+
 __device__ float sigmoid(float x) { return 1.0f / (1.0f + expf(-x)); }
 
 template <typename T>
@@ -191,6 +223,33 @@ void titanrt::cuda::rmsNormGrad(ElementType type, const void *x, const void *w,
         partials, static_cast<T *>(dw), parts, dim);
   });
   checkLaunch("rms_norm_grad (weight sum)");
+}
+
+void titanrt::cuda::rope(ElementType type, const void *x, const float *angles,
+                         void *out, int64_t batch, int64_t seq, int64_t heads,
+                         int64_t pairs, bool transpose, cudaStream_t stream) {
+  dispatch(type, [&](auto *tag) {
+    using T = std::remove_pointer_t<decltype(tag)>;
+    ropeKernel<T>
+        <<<blocksFor(batch * seq * heads * pairs), kThreads, 0, stream>>>(
+            static_cast<const T *>(x), angles, static_cast<T *>(out), batch,
+            seq, heads, pairs, transpose);
+  });
+  checkLaunch("rope");
+}
+
+void titanrt::cuda::embedding(ElementType type, const void *weight,
+                              const int32_t *tokens, void *out, int64_t n,
+                              int64_t vocab, int64_t dim,
+                              const int32_t *vocabStart, cudaStream_t stream) {
+  dispatch(type, [&](auto *tag) {
+    using T = std::remove_pointer_t<decltype(tag)>;
+    unsigned blocks = unsigned(std::clamp<int64_t>(n, 1, int64_t(65535) * 16));
+    embeddingKernel<T><<<blocks, kThreads, 0, stream>>>(
+        static_cast<const T *>(weight), tokens, static_cast<T *>(out), n, vocab,
+        dim, vocabStart);
+  });
+  checkLaunch("embedding");
 }
 
 void titanrt::cuda::swiglu(ElementType type, const void *gate, const void *up,

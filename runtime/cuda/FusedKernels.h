@@ -33,6 +33,22 @@ void rmsNormGrad(ElementType type, const void *x, const void *w, const void *dy,
                  void *dx, void *dw, int64_t rows, int64_t dim, double eps,
                  void *workspace, cudaStream_t stream);
 
+/// Rotary embedding of x (batch x seq x heads x 2 pairs) by angles
+/// (seq x pairs, f32): each pair (a, b) becomes (a cos - b sin, a sin +
+/// b cos); `transpose` rotates back (the adjoint). `out` may be `x`.
+void rope(ElementType type, const void *x, const float *angles, void *out,
+          int64_t batch, int64_t seq, int64_t heads, int64_t pairs,
+          bool transpose, cudaStream_t stream);
+
+/// out[i, :] = weight[tokens[i], :] for `n` tokens of rows of `dim`. With
+/// `vocabStart` (a device pointer; tensor-parallel vocabulary shards) the
+/// weight holds rows [*vocabStart, *vocabStart + vocab) and other tokens
+/// give zero rows; without it tokens are in [0, vocab) (the runtime checks
+/// the data), and any other gives a zero row rather than a stray read.
+void embedding(ElementType type, const void *weight, const int32_t *tokens,
+               void *out, int64_t n, int64_t vocab, int64_t dim,
+               const int32_t *vocabStart, cudaStream_t stream);
+
 /// out = silu(gate) * up.
 void swiglu(ElementType type, const void *gate, const void *up, void *out,
             int64_t n, cudaStream_t stream);

@@ -1,11 +1,12 @@
 //===- FusedKernelsTest.cpp - CUDA memory-bound kernels vs the CPU ones ---===//
 //
-// RMSNorm (forward, backward with its deterministic weight sum) and SwiGLU
-// (forward, backward) on the GPU against the CPU target's kernels on the
-// same inputs: f32 within 1e-5 relative (f32 vs the CPU's f64 statistics),
-// bf16 within one bf16 rounding (2^-8 relative) of the CPU result on the
-// rounded inputs. The weight gradient is also bitwise the same on a second
-// run (no atomics).
+// RMSNorm (forward, backward with its deterministic weight sum), SwiGLU
+// (forward, backward), RoPE (both directions, in place too) and the
+// embedding gather (whole and vocabulary-sharded) on the GPU against the
+// CPU target's kernels on the same inputs: f32 within 1e-5 relative (f32 vs the
+// CPU's f64 statistics), bf16 within one bf16 rounding (2^-8 relative) of the
+// CPU result on the rounded inputs. The weight gradient is also bitwise the
+// same on a second run (no atomics).
 //
 //===----------------------------------------------------------------------===//
 
@@ -156,6 +157,59 @@ TEST(FusedKernels, SwiGLU) {
       expectClose(dDg.read(), dg, t, 1e-6, "dgate");
       expectClose(dDu.read(), du, t, 1e-6, "dup");
     }
+}
+
+TEST(FusedKernels, Rope) {
+  int64_t batch = 2, seq = 9, heads = 3, pairs = 4;
+  size_t n = size_t(batch * seq * heads * pairs * 2);
+  std::vector<float> angles = random(size_t(seq * pairs), 7, -4, 4);
+  float *dAngles = nullptr;
+  ASSERT_EQ(cudaMalloc(&dAngles, angles.size() * 4), cudaSuccess);
+  cudaMemcpy(dAngles, angles.data(), angles.size() * 4, cudaMemcpyHostToDevice);
+  for (ElementType t : {ElementType::F32, ElementType::BF16})
+    for (bool transpose : {false, true}) {
+      std::vector<float> x = rounded(random(n, 8), t), y(n);
+      kernels::rope(x.data(), angles.data(), y.data(), batch, seq, heads, pairs,
+                    transpose);
+      DeviceBuffer dX(x, t), dY(n, t);
+      rope(t, dX.ptr, dAngles, dY.ptr, batch, seq, heads, pairs, transpose,
+           nullptr);
+      expectClose(dY.read(), y, t, 1e-6, "rope");
+      rope(t, dX.ptr, dAngles, dX.ptr, batch, seq, heads, pairs, transpose,
+           nullptr); // in place
+      expectClose(dX.read(), y, t, 1e-6, "rope in place");
+    }
+  cudaFree(dAngles);
+}
+
+TEST(FusedKernels, Embedding) {
+  int64_t vocab = 50, dim = 300, n = 37;
+  std::vector<int32_t> tokens(n);
+  for (int64_t i = 0; i < n; ++i)
+    tokens[i] = int32_t((i * 17) % vocab);
+  int32_t *dTokens = nullptr, *dStart = nullptr;
+  ASSERT_EQ(cudaMalloc(&dTokens, n * 4), cudaSuccess);
+  ASSERT_EQ(cudaMalloc(&dStart, 4), cudaSuccess);
+  cudaMemcpy(dTokens, tokens.data(), n * 4, cudaMemcpyHostToDevice);
+  int32_t start = 20;
+  cudaMemcpy(dStart, &start, 4, cudaMemcpyHostToDevice);
+  for (ElementType t : {ElementType::F32, ElementType::BF16}) {
+    std::vector<float> w = rounded(random(size_t(vocab * dim), 9), t),
+                       y(size_t(n * dim)), shard(size_t(n * dim));
+    kernels::embedding(w.data(), tokens.data(), y.data(), n, vocab, dim);
+    // Rows [20, 45) of the table, as one tensor-parallel shard holds them.
+    std::vector<float> part(w.begin() + 20 * dim, w.begin() + 45 * dim);
+    kernels::embedding(part.data(), tokens.data(), shard.data(), n, 25, dim,
+                       &start);
+    DeviceBuffer dW(w, t), dPart(part, t), dY(size_t(n * dim), t),
+        dShard(size_t(n * dim), t);
+    embedding(t, dW.ptr, dTokens, dY.ptr, n, vocab, dim, nullptr, nullptr);
+    embedding(t, dPart.ptr, dTokens, dShard.ptr, n, 25, dim, dStart, nullptr);
+    expectClose(dY.read(), y, t, 0, "embedding");
+    expectClose(dShard.read(), shard, t, 0, "sharded embedding");
+  }
+  cudaFree(dTokens);
+  cudaFree(dStart);
 }
 
 } // namespace
