@@ -8,6 +8,7 @@
 #include <cuda_fp16.h>
 
 #include <algorithm>
+#include <cmath>
 #include <string>
 
 using namespace titanrt;
@@ -161,6 +162,30 @@ __global__ void swigluGradKernel(const T *gate, const T *up, const T *dy,
   }
 }
 
+/// One block row per tensor (blockIdx.y), grid-stride over its elements.
+/// __fmul_rn/__fadd_rn keep nvcc from contracting into FMAs: the CPU
+/// kernel rounds every product and sum.
+__global__ void adamwKernel(const AdamWTensor *tensors, const float *gradNorm,
+                            AdamWScalars s) {
+  AdamWTensor t = tensors[blockIdx.y];
+  float coef =
+      fminf(__fmul_rn(s.maxNorm, 1.0f / __fadd_rn(*gradNorm, 1e-6f)), 1.0f);
+  for (int64_t i = int64_t(blockIdx.x) * kThreads + threadIdx.x; i < t.n;
+       i += int64_t(gridDim.x) * kThreads) {
+    float g = __fmul_rn(t.grad[i], coef);
+    float p = __fmul_rn(t.param[i], s.decay);
+    float m = __fadd_rn(__fmul_rn(t.expAvg[i], s.beta1),
+                        __fmul_rn(s.oneMinusBeta1, g));
+    float v = __fadd_rn(__fmul_rn(t.expAvgSq[i], s.beta2),
+                        __fmul_rn(__fmul_rn(s.oneMinusBeta2, g), g));
+    float denom =
+        __fadd_rn(__fdiv_rn(__fsqrt_rn(v), s.biasCorrection2Sqrt), s.eps);
+    t.param[i] = __fadd_rn(p, __fdiv_rn(__fmul_rn(s.stepSize, m), denom));
+    t.expAvg[i] = m;
+    t.expAvgSq[i] = v;
+  }
+}
+
 /// Enough blocks to fill the GPU for `work` items, at most 65535 x 16.
 unsigned blocksFor(int64_t work) {
   return unsigned(std::clamp<int64_t>((work + kThreads - 1) / kThreads, 1,
@@ -274,4 +299,35 @@ void titanrt::cuda::swigluGrad(ElementType type, const void *gate,
         static_cast<T *>(dup), n);
   });
   checkLaunch("swiglu_grad");
+}
+
+AdamWScalars titanrt::cuda::adamwScalars(double lr, int64_t step, double beta1,
+                                         double beta2, double eps,
+                                         double weightDecay, double maxNorm) {
+  // As kernels::adamw (runtime/lib/Kernels.cpp), term by term.
+  double t = double(step + 1);
+  double biasCorrection1 = 1.0 - std::pow(beta1, t);
+  double biasCorrection2 = 1.0 - std::pow(beta2, t);
+  return {float(1.0 - lr * weightDecay),
+          float(beta1),
+          float(1.0 - beta1),
+          float(beta2),
+          float(1.0 - beta2),
+          float(-(lr / biasCorrection1)),
+          float(std::sqrt(biasCorrection2)),
+          float(eps),
+          float(maxNorm)};
+}
+
+void titanrt::cuda::adamw(const AdamWTensor *tensors, int64_t count,
+                          int64_t maxElements, const float *gradNorm,
+                          const AdamWScalars &scalars, cudaStream_t stream) {
+  if (count <= 0)
+    return;
+  if (count > 65535)
+    fatal("adamw: " + std::to_string(count) +
+          " tensors in one launch (at most 65535)");
+  dim3 grid(std::min(blocksFor(maxElements), 1024u), unsigned(count));
+  adamwKernel<<<grid, kThreads, 0, stream>>>(tensors, gradNorm, scalars);
+  checkLaunch("adamw");
 }

@@ -57,6 +57,32 @@ void swigluGrad(ElementType type, const void *gate, const void *up,
                 const void *dy, void *dgate, void *dup, int64_t n,
                 cudaStream_t stream);
 
+/// One parameter's f32 master state for the multi-tensor AdamW.
+struct AdamWTensor {
+  float *param;
+  const float *grad;
+  float *expAvg, *expAvgSq;
+  int64_t n;
+};
+
+/// The step's scalars, computed on the host as the CPU kernel computes
+/// them (torch.optim.AdamW's single-tensor path).
+struct AdamWScalars {
+  float decay, beta1, oneMinusBeta1, beta2, oneMinusBeta2, stepSize,
+      biasCorrection2Sqrt, eps, maxNorm;
+};
+AdamWScalars adamwScalars(double lr, int64_t step, double beta1, double beta2,
+                          double eps, double weightDecay, double maxNorm);
+
+/// clip_grad_norm_ + AdamW over `count` tensors (`tensors` in device
+/// memory, the longest `maxElements`), in place, with the global gradient
+/// norm read from device memory (no host synchronization). Each operation
+/// is rounded as the CPU kernel's (no fused multiply-adds), so the result
+/// is bitwise the CPU target's.
+void adamw(const AdamWTensor *tensors, int64_t count, int64_t maxElements,
+           const float *gradNorm, const AdamWScalars &scalars,
+           cudaStream_t stream);
+
 } // namespace titanrt::cuda
 
 #endif // TITANRT_CUDA_FUSEDKERNELS_H

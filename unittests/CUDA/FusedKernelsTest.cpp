@@ -2,7 +2,8 @@
 //
 // RMSNorm (forward, backward with its deterministic weight sum), SwiGLU
 // (forward, backward), RoPE (both directions, in place too) and the
-// embedding gather (whole and vocabulary-sharded) on the GPU against the
+// embedding gather (whole and vocabulary-sharded) and the multi-tensor AdamW
+// (bitwise: every operation rounded as on the CPU) on the GPU against the
 // CPU target's kernels on the same inputs: f32 within 1e-5 relative (f32 vs the
 // CPU's f64 statistics), bf16 within one bf16 rounding (2^-8 relative) of the
 // CPU result on the rounded inputs. The weight gradient is also bitwise the
@@ -16,6 +17,8 @@
 #include "LowPrecision.h"
 
 #include "gtest/gtest.h"
+
+#include "llvm/ADT/STLExtras.h"
 
 #include <cmath>
 #include <cstring>
@@ -210,6 +213,66 @@ TEST(FusedKernels, Embedding) {
   }
   cudaFree(dTokens);
   cudaFree(dStart);
+}
+
+TEST(FusedKernels, AdamWIsBitwiseTheCpuKernel) {
+  const int64_t sizes[] = {1, 1000, 70001};
+  double lr = 3e-3, beta1 = 0.9, beta2 = 0.95, eps = 1e-8, wd = 0.1,
+         maxNorm = 0.5;
+  int64_t step = 4;
+  float gradNorm = 1.7f; // clipping applies
+  std::vector<AdamWTensor> host;
+  std::vector<std::vector<float>> expected;
+  std::vector<void *> owned;
+  int64_t longest = 0;
+  for (auto [i, n] : llvm::enumerate(sizes)) {
+    std::vector<float> p = random(n, 10 + i), g = random(n, 20 + i),
+                       m = random(n, 30 + i, -0.1f, 0.1f),
+                       v = random(n, 40 + i, 0.0f, 0.01f);
+    AdamWTensor t{nullptr, nullptr, nullptr, nullptr, n};
+    float **slots[] = {&t.param, const_cast<float **>(&t.grad), &t.expAvg,
+                       &t.expAvgSq};
+    const std::vector<float> *values[] = {&p, &g, &m, &v};
+    for (int k = 0; k < 4; ++k) {
+      ASSERT_EQ(cudaMalloc(reinterpret_cast<void **>(slots[k]), n * 4),
+                cudaSuccess);
+      cudaMemcpy(*slots[k], values[k]->data(), n * 4, cudaMemcpyHostToDevice);
+      owned.push_back(*slots[k]);
+    }
+    kernels::adamw(p.data(), g.data(), m.data(), v.data(), n, lr, gradNorm,
+                   step, beta1, beta2, eps, wd, maxNorm);
+    expected.push_back(p);
+    expected.push_back(m);
+    expected.push_back(v);
+    host.push_back(t);
+    longest = std::max(longest, n);
+  }
+  AdamWTensor *dTensors = nullptr;
+  float *dNorm = nullptr;
+  ASSERT_EQ(cudaMalloc(&dTensors, host.size() * sizeof(AdamWTensor)),
+            cudaSuccess);
+  ASSERT_EQ(cudaMalloc(&dNorm, 4), cudaSuccess);
+  cudaMemcpy(dTensors, host.data(), host.size() * sizeof(AdamWTensor),
+             cudaMemcpyHostToDevice);
+  cudaMemcpy(dNorm, &gradNorm, 4, cudaMemcpyHostToDevice);
+  adamw(dTensors, int64_t(host.size()), longest, dNorm,
+        adamwScalars(lr, step, beta1, beta2, eps, wd, maxNorm), nullptr);
+  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  for (size_t i = 0; i < host.size(); ++i) {
+    const float *got[] = {host[i].param, host[i].expAvg, host[i].expAvgSq};
+    for (int k = 0; k < 3; ++k) {
+      std::vector<float> back(host[i].n);
+      cudaMemcpy(back.data(), got[k], host[i].n * 4, cudaMemcpyDeviceToHost);
+      EXPECT_EQ(
+          std::memcmp(back.data(), expected[3 * i + k].data(), host[i].n * 4),
+          0)
+          << "tensor " << i << " state " << k;
+    }
+  }
+  for (void *p : owned)
+    cudaFree(p);
+  cudaFree(dTensors);
+  cudaFree(dNorm);
 }
 
 } // namespace
