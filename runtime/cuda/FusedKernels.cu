@@ -162,6 +162,137 @@ __global__ void swigluGradKernel(const T *gate, const T *up, const T *dy,
   }
 }
 
+/// Online max and sum of exp over one row, per thread, then merged over
+/// the block: max and sum of exp(x - max) of the whole row.
+template <typename T>
+__device__ void rowLogSumExp(const T *row, int64_t vocab, float &max,
+                             float &sum) {
+  float m = -INFINITY, s = 0;
+  for (int64_t j = threadIdx.x; j < vocab; j += kThreads) {
+    float x = load(row, j);
+    if (x > m) {
+      s = s * expf(m - x) + 1.0f;
+      m = x;
+    } else {
+      s += expf(x - m);
+    }
+  }
+  // Merge (m, s) over the block in a fixed tree order.
+  __shared__ float ms[kThreads], ss[kThreads];
+  __syncthreads();
+  ms[threadIdx.x] = m;
+  ss[threadIdx.x] = s;
+  __syncthreads();
+  for (int stride = kThreads / 2; stride > 0; stride /= 2) {
+    if (threadIdx.x < stride) {
+      float m1 = ms[threadIdx.x], m2 = ms[threadIdx.x + stride];
+      float s1 = ss[threadIdx.x], s2 = ss[threadIdx.x + stride];
+      float mm = fmaxf(m1, m2);
+      ss[threadIdx.x] = (m1 == -INFINITY ? 0.0f : s1 * expf(m1 - mm)) +
+                        (m2 == -INFINITY ? 0.0f : s2 * expf(m2 - mm));
+      ms[threadIdx.x] = mm;
+    }
+    __syncthreads();
+  }
+  max = ms[0];
+  sum = ss[0];
+}
+
+template <typename T>
+__global__ void crossEntropyRowsKernel(const T *logits, const int32_t *labels,
+                                       float *rowLoss, int64_t rows,
+                                       int64_t vocab) {
+  for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
+    const T *row = logits + r * vocab;
+    float max, sum;
+    rowLogSumExp(row, vocab, max, sum);
+    if (threadIdx.x == 0) {
+      int64_t label = labels[r];
+      rowLoss[r] = label >= 0 && label < vocab
+                       ? max + logf(sum) - load(row, label)
+                       : NAN;
+    }
+  }
+}
+
+/// *out = the mean of `values` in a fixed order (one block).
+__global__ void meanKernel(const float *values, int64_t n, float *out) {
+  double s = 0;
+  for (int64_t i = threadIdx.x; i < n; i += kThreads)
+    s += values[i];
+  __shared__ double part[kThreads];
+  part[threadIdx.x] = s;
+  __syncthreads();
+  for (int stride = kThreads / 2; stride > 0; stride /= 2) {
+    if (threadIdx.x < stride)
+      part[threadIdx.x] += part[threadIdx.x + stride];
+    __syncthreads();
+  }
+  if (threadIdx.x == 0)
+    *out = float(part[0] / double(n));
+}
+
+template <typename T>
+__global__ void crossEntropyGradKernel(const T *logits, const int32_t *labels,
+                                       const float *dloss, T *out, int64_t rows,
+                                       int64_t vocab) {
+  float scale = *dloss / float(rows);
+  for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
+    const T *row = logits + r * vocab;
+    float max, sum;
+    rowLogSumExp(row, vocab, max, sum); // ends with a barrier
+    float inv = 1.0f / sum;
+    int64_t label = labels[r];
+    for (int64_t j = threadIdx.x; j < vocab; j += kThreads) {
+      float p = expf(load(row, j) - max) * inv;
+      store(out, r * vocab + j, scale * (p - (j == label ? 1.0f : 0.0f)));
+    }
+    __syncthreads(); // the row is written before the next is read
+  }
+}
+
+/// Per-block partial sums of squares (f64) of each tensor: partials[tensor *
+/// gridDim.x + block].
+__global__ void sumOfSquaresKernel(const NormTensor *tensors,
+                                   double *partials) {
+  NormTensor t = tensors[blockIdx.y];
+  double s = 0;
+  for (int64_t i = int64_t(blockIdx.x) * kThreads + threadIdx.x; i < t.n;
+       i += int64_t(gridDim.x) * kThreads) {
+    double v = t.data[i];
+    s += v * v;
+  }
+  __shared__ double part[kThreads];
+  part[threadIdx.x] = s;
+  __syncthreads();
+  for (int stride = kThreads / 2; stride > 0; stride /= 2) {
+    if (threadIdx.x < stride)
+      part[threadIdx.x] += part[threadIdx.x + stride];
+    __syncthreads();
+  }
+  if (threadIdx.x == 0)
+    partials[int64_t(blockIdx.y) * gridDim.x + blockIdx.x] = part[0];
+}
+
+/// Each tensor's norm (rounded to f32), then the norm of norms, in order.
+__global__ void normOfNormsKernel(const double *partials, int64_t count,
+                                  int64_t blocks, float *norm) {
+  if (threadIdx.x != 0)
+    return;
+  double total = 0;
+  for (int64_t t = 0; t < count; ++t) {
+    double s = 0;
+    for (int64_t b = 0; b < blocks; ++b)
+      s += partials[t * blocks + b];
+    float n = float(sqrt(s));
+    total += double(n) * n;
+  }
+  *norm = float(sqrt(total));
+}
+
+/// Blocks per tensor of globalNorm's first pass.
+constexpr int64_t kNormBlocks = 64;
+
 /// One block row per tensor (blockIdx.y), grid-stride over its elements.
 /// __fmul_rn/__fadd_rn keep nvcc from contracting into FMAs: the CPU
 /// kernel rounds every product and sum.
@@ -330,4 +461,60 @@ void titanrt::cuda::adamw(const AdamWTensor *tensors, int64_t count,
   dim3 grid(std::min(blocksFor(maxElements), 1024u), unsigned(count));
   adamwKernel<<<grid, kThreads, 0, stream>>>(tensors, gradNorm, scalars);
   checkLaunch("adamw");
+}
+
+size_t titanrt::cuda::crossEntropyWorkspaceBytes(int64_t rows) {
+  return size_t(std::max<int64_t>(rows, 1)) * sizeof(float);
+}
+
+void titanrt::cuda::crossEntropy(ElementType type, const void *logits,
+                                 const int32_t *labels, float *loss,
+                                 int64_t rows, int64_t vocab, void *workspace,
+                                 cudaStream_t stream) {
+  auto *rowLoss = static_cast<float *>(workspace);
+  dispatch(type, [&](auto *tag) {
+    using T = std::remove_pointer_t<decltype(tag)>;
+    unsigned blocks =
+        unsigned(std::clamp<int64_t>(rows, 1, int64_t(65535) * 16));
+    crossEntropyRowsKernel<T><<<blocks, kThreads, 0, stream>>>(
+        static_cast<const T *>(logits), labels, rowLoss, rows, vocab);
+  });
+  checkLaunch("cross_entropy");
+  meanKernel<<<1, kThreads, 0, stream>>>(rowLoss, rows, loss);
+  checkLaunch("cross_entropy (mean)");
+}
+
+void titanrt::cuda::crossEntropyGrad(ElementType type, const void *logits,
+                                     const int32_t *labels, const float *dloss,
+                                     void *out, int64_t rows, int64_t vocab,
+                                     cudaStream_t stream) {
+  dispatch(type, [&](auto *tag) {
+    using T = std::remove_pointer_t<decltype(tag)>;
+    unsigned blocks =
+        unsigned(std::clamp<int64_t>(rows, 1, int64_t(65535) * 16));
+    crossEntropyGradKernel<T><<<blocks, kThreads, 0, stream>>>(
+        static_cast<const T *>(logits), labels, dloss, static_cast<T *>(out),
+        rows, vocab);
+  });
+  checkLaunch("cross_entropy_grad");
+}
+
+size_t titanrt::cuda::globalNormWorkspaceBytes(int64_t count) {
+  return size_t(std::max<int64_t>(count, 1) * kNormBlocks) * sizeof(double);
+}
+
+void titanrt::cuda::globalNorm(const NormTensor *tensors, int64_t count,
+                               float *norm, void *workspace,
+                               cudaStream_t stream) {
+  if (count > 65535)
+    fatal("global_norm: " + std::to_string(count) +
+          " tensors in one launch (at most 65535)");
+  auto *partials = static_cast<double *>(workspace);
+  if (count > 0) {
+    dim3 grid{unsigned(kNormBlocks), unsigned(count)};
+    sumOfSquaresKernel<<<grid, kThreads, 0, stream>>>(tensors, partials);
+    checkLaunch("global_norm");
+  }
+  normOfNormsKernel<<<1, 32, 0, stream>>>(partials, count, kNormBlocks, norm);
+  checkLaunch("global_norm (norm of norms)");
 }

@@ -57,6 +57,36 @@ void swigluGrad(ElementType type, const void *gate, const void *up,
                 const void *dy, void *dgate, void *dup, int64_t n,
                 cudaStream_t stream);
 
+/// The workspace crossEntropy needs: one f32 loss per row.
+size_t crossEntropyWorkspaceBytes(int64_t rows);
+/// *loss = mean over rows of logsumexp(logits[r]) - logits[r, labels[r]],
+/// in one pass over each row (online max and sum) and a fixed-order mean:
+/// the same bits on every run. A label outside [0, vocab) makes its row's
+/// loss NaN, which stops the run (the data is checked before; this is a
+/// last guard, not a silent zero).
+void crossEntropy(ElementType type, const void *logits, const int32_t *labels,
+                  float *loss, int64_t rows, int64_t vocab, void *workspace,
+                  cudaStream_t stream);
+/// out = *dloss / rows * (softmax(logits[r]) - onehot(labels[r])), which may
+/// overwrite `logits` (each row is read whole before it is written), so the
+/// backward holds the logits once.
+void crossEntropyGrad(ElementType type, const void *logits,
+                      const int32_t *labels, const float *dloss, void *out,
+                      int64_t rows, int64_t vocab, cudaStream_t stream);
+
+/// One f32 tensor of the global gradient norm.
+struct NormTensor {
+  const float *data;
+  int64_t n;
+};
+/// The workspace globalNorm needs for `count` tensors.
+size_t globalNormWorkspaceBytes(int64_t count);
+/// *norm = sqrt(sum_i float(||t_i||)^2) as torch.nn.utils.clip_grad_norm_
+/// computes it (each tensor's norm rounded to f32 first), with f64 sums in a
+/// fixed order: deterministic. `tensors` is in device memory.
+void globalNorm(const NormTensor *tensors, int64_t count, float *norm,
+                void *workspace, cudaStream_t stream);
+
 /// One parameter's f32 master state for the multi-tensor AdamW.
 struct AdamWTensor {
   float *param;

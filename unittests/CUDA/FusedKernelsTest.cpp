@@ -2,12 +2,13 @@
 //
 // RMSNorm (forward, backward with its deterministic weight sum), SwiGLU
 // (forward, backward), RoPE (both directions, in place too) and the
-// embedding gather (whole and vocabulary-sharded) and the multi-tensor AdamW
-// (bitwise: every operation rounded as on the CPU) on the GPU against the
-// CPU target's kernels on the same inputs: f32 within 1e-5 relative (f32 vs the
-// CPU's f64 statistics), bf16 within one bf16 rounding (2^-8 relative) of the
-// CPU result on the rounded inputs. The weight gradient is also bitwise the
-// same on a second run (no atomics).
+// embedding gather (whole and vocabulary-sharded), the fused cross-entropy
+// (forward, backward in place), the global gradient norm and the
+// multi-tensor AdamW (bitwise: every operation rounded as on the CPU) on the
+// GPU against the CPU target's kernels on the same inputs: f32 within 1e-5
+// relative (f32 vs the CPU's f64 statistics), bf16 within one bf16 rounding
+// (2^-8 relative) of the CPU result on the rounded inputs. The weight gradient
+// is also bitwise the same on a second run (no atomics).
 //
 //===----------------------------------------------------------------------===//
 
@@ -15,6 +16,7 @@
 
 #include "Kernels.h"
 #include "LowPrecision.h"
+#include "titanrt/KernelABI.h"
 
 #include "gtest/gtest.h"
 
@@ -273,6 +275,102 @@ TEST(FusedKernels, AdamWIsBitwiseTheCpuKernel) {
     cudaFree(p);
   cudaFree(dTensors);
   cudaFree(dNorm);
+}
+
+TEST(FusedKernels, CrossEntropy) {
+  for (ElementType t : {ElementType::F32, ElementType::BF16})
+    for (auto [rows, vocab] :
+         {std::pair<int64_t, int64_t>{1, 2}, {7, 300}, {33, 50000}}) {
+      SCOPED_TRACE("rows " + std::to_string(rows) + " vocab " +
+                   std::to_string(vocab));
+      size_t n = size_t(rows * vocab);
+      std::vector<float> logits = rounded(random(n, 11, -8, 8), t);
+      std::vector<int32_t> labels(rows);
+      for (int64_t r = 0; r < rows; ++r)
+        labels[r] = int32_t((r * 7919) % vocab);
+      double expected =
+          kernels::crossEntropy(logits.data(), labels.data(), rows, vocab);
+      std::vector<float> grad(n);
+      kernels::crossEntropyGrad(logits.data(), labels.data(), 1.0, grad.data(),
+                                rows, vocab);
+
+      DeviceBuffer dLogits(logits, t), dGrad(n, t);
+      int32_t *dLabels = nullptr;
+      float *dLoss = nullptr, *dOne = nullptr;
+      void *workspace = nullptr;
+      ASSERT_EQ(cudaMalloc(&dLabels, rows * 4), cudaSuccess);
+      ASSERT_EQ(cudaMalloc(&dLoss, 4), cudaSuccess);
+      ASSERT_EQ(cudaMalloc(&dOne, 4), cudaSuccess);
+      ASSERT_EQ(cudaMalloc(&workspace, crossEntropyWorkspaceBytes(rows)),
+                cudaSuccess);
+      cudaMemcpy(dLabels, labels.data(), rows * 4, cudaMemcpyHostToDevice);
+      float one = 1.0f;
+      cudaMemcpy(dOne, &one, 4, cudaMemcpyHostToDevice);
+      crossEntropy(t, dLogits.ptr, dLabels, dLoss, rows, vocab, workspace,
+                   nullptr);
+      float loss = 0;
+      cudaMemcpy(&loss, dLoss, 4, cudaMemcpyDeviceToHost);
+      EXPECT_NEAR(loss, expected, 1e-5 * std::fabs(expected) + 1e-6);
+      crossEntropyGrad(t, dLogits.ptr, dLabels, dOne, dGrad.ptr, rows, vocab,
+                       nullptr);
+      expectClose(dGrad.read(), grad, t, 1e-7, "grad");
+      // In place over the logits.
+      crossEntropyGrad(t, dLogits.ptr, dLabels, dOne, dLogits.ptr, rows, vocab,
+                       nullptr);
+      expectClose(dLogits.read(), grad, t, 1e-7, "grad in place");
+      cudaFree(dLabels);
+      cudaFree(dLoss);
+      cudaFree(dOne);
+      cudaFree(workspace);
+    }
+}
+
+TEST(FusedKernels, GlobalNorm) {
+  const int64_t sizes[] = {1, 3000, 100001, 17};
+  std::vector<std::vector<float>> values;
+  std::vector<NormTensor> host;
+  std::vector<void *> cpuBuffers;
+  std::vector<int64_t> shapes;
+  for (auto [i, n] : llvm::enumerate(sizes)) {
+    values.push_back(random(n, 50 + i));
+    float *d = nullptr;
+    ASSERT_EQ(cudaMalloc(&d, n * 4), cudaSuccess);
+    cudaMemcpy(d, values.back().data(), n * 4, cudaMemcpyHostToDevice);
+    host.push_back({d, n});
+    shapes.insert(shapes.end(), {1, n});
+  }
+  // The CPU target's kernel through its ABI entry.
+  float expected = 0;
+  for (auto &v : values)
+    cpuBuffers.push_back(v.data());
+  cpuBuffers.push_back(&expected);
+  shapes.push_back(0); // the scalar result
+  int64_t count = int64_t(host.size());
+  std::vector<int64_t> types = {count, 1};
+  types.insert(types.end(), size_t(count) + 1, TITAN_RT_F32);
+  titan_rt_global_norm_f32(cpuBuffers.data(), shapes.data(), &count, nullptr,
+                           nullptr, types.data());
+
+  NormTensor *dTensors = nullptr;
+  float *dNorm = nullptr;
+  void *workspace = nullptr;
+  ASSERT_EQ(cudaMalloc(&dTensors, host.size() * sizeof(NormTensor)),
+            cudaSuccess);
+  ASSERT_EQ(cudaMalloc(&dNorm, 4), cudaSuccess);
+  ASSERT_EQ(cudaMalloc(&workspace, globalNormWorkspaceBytes(count)),
+            cudaSuccess);
+  cudaMemcpy(dTensors, host.data(), host.size() * sizeof(NormTensor),
+             cudaMemcpyHostToDevice);
+  globalNorm(dTensors, count, dNorm, workspace, nullptr);
+  float norm = 0;
+  cudaMemcpy(&norm, dNorm, 4, cudaMemcpyDeviceToHost);
+  // f64 sums in another order: equal after rounding to f32, or one ulp off.
+  EXPECT_NEAR(norm, expected, std::ldexp(double(expected), -23));
+  for (NormTensor &t : host)
+    cudaFree(const_cast<float *>(t.data));
+  cudaFree(dTensors);
+  cudaFree(dNorm);
+  cudaFree(workspace);
 }
 
 } // namespace
