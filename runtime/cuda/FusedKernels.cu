@@ -4,6 +4,7 @@
 
 #include "Error.h"
 
+#include <cub/device/device_radix_sort.cuh>
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
@@ -136,6 +137,42 @@ __global__ void embeddingKernel(const T *weight, const int32_t *tokens, T *out,
     bool inside = row >= 0 && row < vocab;
     for (int64_t d = threadIdx.x; d < dim; d += kThreads)
       out[i * dim + d] = inside ? weight[row * dim + d] : T(0.0f);
+  }
+}
+
+/// Sort keys (the token's row, or `vocab` for a token outside the shard,
+/// sorted last and skipped) and values (the token's position).
+__global__ void embeddingKeysKernel(const int32_t *tokens, int32_t *keys,
+                                    int32_t *positions, int64_t n,
+                                    int64_t vocab, const int32_t *vocabStart) {
+  int64_t first = vocabStart ? *vocabStart : 0;
+  for (int64_t i = int64_t(blockIdx.x) * kThreads + threadIdx.x; i < n;
+       i += int64_t(gridDim.x) * kThreads) {
+    int64_t row = int64_t(tokens[i]) - first;
+    keys[i] = row >= 0 && row < vocab ? int32_t(row) : int32_t(vocab);
+    positions[i] = int32_t(i);
+  }
+}
+
+/// A block per sorted position that starts a run of equal keys: the sum of
+/// the run's gradient rows, in position order, into that vocabulary row.
+template <typename T>
+__global__ void embeddingGradRunsKernel(const T *grad, const int32_t *keys,
+                                        const int32_t *positions, T *out,
+                                        int64_t n, int64_t vocab, int64_t dim) {
+  for (int64_t p = blockIdx.x; p < n; p += gridDim.x) {
+    int32_t key = keys[p];
+    if (key >= vocab || (p > 0 && keys[p - 1] == key))
+      continue;
+    int64_t end = p + 1;
+    while (end < n && keys[end] == key)
+      ++end;
+    for (int64_t d = threadIdx.x; d < dim; d += kThreads) {
+      float sum = 0;
+      for (int64_t q = p; q < end; ++q)
+        sum += load(grad, int64_t(positions[q]) * dim + d);
+      store(out, int64_t(key) * dim + d, sum);
+    }
   }
 }
 
@@ -517,4 +554,69 @@ void titanrt::cuda::globalNorm(const NormTensor *tensors, int64_t count,
   }
   normOfNormsKernel<<<1, 32, 0, stream>>>(partials, count, kNormBlocks, norm);
   checkLaunch("global_norm (norm of norms)");
+}
+
+namespace {
+/// The workspace of embeddingGrad: keys and positions, sorted copies of
+/// both (256-byte aligned), then CUB's temporary storage.
+struct EmbeddingGradLayout {
+  size_t keyBytes, sortBytes;
+  explicit EmbeddingGradLayout(int64_t n) {
+    keyBytes = (size_t(std::max<int64_t>(n, 1)) * 4 + 255) / 256 * 256;
+    sortBytes = 0;
+    cub::DeviceRadixSort::SortPairs(nullptr, sortBytes, (int32_t *)nullptr,
+                                    (int32_t *)nullptr, (int32_t *)nullptr,
+                                    (int32_t *)nullptr, int(n));
+  }
+  size_t total() const { return 4 * keyBytes + sortBytes; }
+};
+} // namespace
+
+size_t titanrt::cuda::embeddingGradWorkspaceBytes(int64_t n) {
+  return EmbeddingGradLayout(n).total();
+}
+
+void titanrt::cuda::embeddingGrad(ElementType type, const void *grad,
+                                  const int32_t *tokens, void *out, int64_t n,
+                                  int64_t vocab, int64_t dim,
+                                  const int32_t *vocabStart, void *workspace,
+                                  cudaStream_t stream) {
+  if (n > int64_t(INT32_MAX) || vocab >= int64_t(INT32_MAX))
+    fatal("embedding_grad: " + std::to_string(n) + " tokens or " +
+          std::to_string(vocab) + " rows exceed the 32-bit sort keys");
+  EmbeddingGradLayout layout(n);
+  char *base = static_cast<char *>(workspace);
+  auto *keys = reinterpret_cast<int32_t *>(base);
+  auto *positions = reinterpret_cast<int32_t *>(base + layout.keyBytes);
+  auto *sortedKeys = reinterpret_cast<int32_t *>(base + 2 * layout.keyBytes);
+  auto *sortedPositions =
+      reinterpret_cast<int32_t *>(base + 3 * layout.keyBytes);
+  size_t sortBytes = layout.sortBytes;
+  size_t elementBytes = type == ElementType::F32 ? 4 : 2;
+  if (cudaMemsetAsync(out, 0, size_t(vocab * dim) * elementBytes, stream) !=
+      cudaSuccess)
+    fatal("embedding_grad: cudaMemsetAsync failed");
+  embeddingKeysKernel<<<blocksFor(n), kThreads, 0, stream>>>(
+      tokens, keys, positions, n, vocab, vocabStart);
+  checkLaunch("embedding_grad (keys)");
+  // Radix sorts are stable: equal rows keep their position order. Keys are
+  // in [0, vocab], so only their low bits are sorted.
+  int bits = 1;
+  while ((int64_t(1) << bits) <= vocab)
+    ++bits;
+  cudaError_t rc = cub::DeviceRadixSort::SortPairs(
+      base + 4 * layout.keyBytes, sortBytes, keys, sortedKeys, positions,
+      sortedPositions, int(n), 0, bits, stream);
+  if (rc != cudaSuccess)
+    fatal(std::string("embedding_grad: cub::DeviceRadixSort::SortPairs "
+                      "failed: ") +
+          cudaGetErrorString(rc));
+  dispatch(type, [&](auto *tag) {
+    using T = std::remove_pointer_t<decltype(tag)>;
+    unsigned blocks = unsigned(std::clamp<int64_t>(n, 1, int64_t(65535) * 16));
+    embeddingGradRunsKernel<T><<<blocks, kThreads, 0, stream>>>(
+        static_cast<const T *>(grad), sortedKeys, sortedPositions,
+        static_cast<T *>(out), n, vocab, dim);
+  });
+  checkLaunch("embedding_grad");
 }

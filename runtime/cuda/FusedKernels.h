@@ -49,6 +49,18 @@ void embedding(ElementType type, const void *weight, const int32_t *tokens,
                void *out, int64_t n, int64_t vocab, int64_t dim,
                const int32_t *vocabStart, cudaStream_t stream);
 
+/// The workspace embeddingGrad needs for `n` tokens.
+size_t embeddingGradWorkspaceBytes(int64_t n);
+/// out[v, :] = sum of grad[i, :] over the tokens i with tokens[i] = v (rows
+/// of a vocabulary shard with `vocabStart`, as embedding), summed in token
+/// order: the tokens are stably sorted (CUB's radix sort) and each
+/// vocabulary row sums its run, so the result is the same bits on every run
+/// and the CPU kernel's, with no float atomics.
+void embeddingGrad(ElementType type, const void *grad, const int32_t *tokens,
+                   void *out, int64_t n, int64_t vocab, int64_t dim,
+                   const int32_t *vocabStart, void *workspace,
+                   cudaStream_t stream);
+
 /// out = silu(gate) * up.
 void swiglu(ElementType type, const void *gate, const void *up, void *out,
             int64_t n, cudaStream_t stream);

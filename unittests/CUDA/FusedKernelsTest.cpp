@@ -2,7 +2,8 @@
 //
 // RMSNorm (forward, backward with its deterministic weight sum), SwiGLU
 // (forward, backward), RoPE (both directions, in place too) and the
-// embedding gather (whole and vocabulary-sharded), the fused cross-entropy
+// embedding gather and its gradient (whole and vocabulary-sharded; the
+// gradient bitwise, summed in token order), the fused cross-entropy
 // (forward, backward in place), the global gradient norm and the
 // multi-tensor AdamW (bitwise: every operation rounded as on the CPU) on the
 // GPU against the CPU target's kernels on the same inputs: f32 within 1e-5
@@ -370,6 +371,48 @@ TEST(FusedKernels, GlobalNorm) {
     cudaFree(const_cast<float *>(t.data));
   cudaFree(dTensors);
   cudaFree(dNorm);
+  cudaFree(workspace);
+}
+
+TEST(FusedKernels, EmbeddingGradSumsInTokenOrder) {
+  int64_t vocab = 40, dim = 70, n = 301;
+  std::vector<int32_t> tokens(n);
+  for (int64_t i = 0; i < n; ++i) // repeats, some rows never seen
+    tokens[i] = int32_t((i * i + 3 * i) % 29);
+  int32_t *dTokens = nullptr, *dStart = nullptr;
+  ASSERT_EQ(cudaMalloc(&dTokens, n * 4), cudaSuccess);
+  ASSERT_EQ(cudaMalloc(&dStart, 4), cudaSuccess);
+  cudaMemcpy(dTokens, tokens.data(), n * 4, cudaMemcpyHostToDevice);
+  int32_t start = 10;
+  cudaMemcpy(dStart, &start, 4, cudaMemcpyHostToDevice);
+  void *workspace = nullptr;
+  ASSERT_EQ(cudaMalloc(&workspace, embeddingGradWorkspaceBytes(n)),
+            cudaSuccess);
+  for (ElementType t : {ElementType::F32, ElementType::BF16}) {
+    std::vector<float> grad = rounded(random(size_t(n * dim), 60), t);
+    std::vector<float> whole(size_t(vocab * dim)), shard(size_t(15 * dim));
+    kernels::embeddingGrad(grad.data(), tokens.data(), whole.data(), n, vocab,
+                           dim);
+    kernels::embeddingGrad(grad.data(), tokens.data(), shard.data(), n, 15, dim,
+                           &start);
+    DeviceBuffer dGrad(grad, t), dWhole(size_t(vocab * dim), t),
+        dShard(size_t(15 * dim), t);
+    embeddingGrad(t, dGrad.ptr, dTokens, dWhole.ptr, n, vocab, dim, nullptr,
+                  workspace, nullptr);
+    embeddingGrad(t, dGrad.ptr, dTokens, dShard.ptr, n, 15, dim, dStart,
+                  workspace, nullptr);
+    if (t == ElementType::F32) {
+      std::vector<float> a = dWhole.read(), b = dShard.read();
+      EXPECT_EQ(std::memcmp(a.data(), whole.data(), a.size() * 4), 0);
+      EXPECT_EQ(std::memcmp(b.data(), shard.data(), b.size() * 4), 0);
+    } else {
+      // f32 sums rounded once to bf16.
+      expectClose(dWhole.read(), whole, t, 0, "embedding_grad");
+      expectClose(dShard.read(), shard, t, 0, "sharded embedding_grad");
+    }
+  }
+  cudaFree(dTokens);
+  cudaFree(dStart);
   cudaFree(workspace);
 }
 
