@@ -13,10 +13,13 @@ tests=("$build/unittests/TitanCudaKernelTest" "$build/unittests/TitanNCCLCommuni
 for t in "${tests[@]}"; do
   [ -x "$t" ] || { echo "bundle: $t is missing; build with CUDA first (bash scripts/build.sh)" >&2; exit 1; }
 done
+# The communicator library libtitanrt loads for multi-rank (and NCCL) runs.
+plugins=("$build/lib/libtitanrt_comm.so")
 rm -rf "$out" && mkdir -p "$out/bin" "$out/lib"
 cp "${tests[@]}" "$out/bin/"
+cp "${plugins[@]}" "$out/lib/"
 # What the dynamic linker resolves here, minus what the GPU machine has.
-ldd "${tests[@]}" | awk '/=> \// {print $3}' | sort -u | while read -r lib; do
+ldd "${tests[@]}" "${plugins[@]}" | awk '/=> \// {print $3}' | sort -u | while read -r lib; do
   case "$(basename "$lib")" in
     libc.so*|libm.so*|libdl.so*|libpthread.so*|librt.so*|ld-linux*|libgcc_s.so*|libstdc++.so*) ;;
     libcuda*|libcublas*|libcudnn*|libnccl*|libnvrtc*|libnvJitLink*) ;;
@@ -25,7 +28,7 @@ ldd "${tests[@]}" | awk '/=> \// {print $3}' | sort -u | while read -r lib; do
 done
 # Open MPI's components (the NCCL test bootstraps over MPI, as one singleton
 # rank) and its help texts.
-mpi_components=$(dirname "$(ldd "${tests[1]}" | awk '/libmpi.so/ {print $3}')")/openmpi/lib/openmpi3
+mpi_components=$(dirname "$(ldd "${plugins[0]}" | awk '/libmpi.so/ {print $3}')")/openmpi/lib/openmpi3
 [ -d "$mpi_components" ] || mpi_components=/usr/lib/x86_64-linux-gnu/openmpi/lib/openmpi3
 cp -r "$mpi_components" "$out/openmpi"
 [ -d /usr/share/openmpi ] && cp -r /usr/share/openmpi "$out/openmpi-share"

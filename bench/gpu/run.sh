@@ -18,7 +18,7 @@ export LD_LIBRARY_PATH="$PWD/$bundle/lib:/usr/local/cuda/lib64:/usr/local/cuda/l
 export OMPI_MCA_mca_base_component_path="$PWD/$bundle/openmpi"
 export OMPI_MCA_ess_singleton_isolated=1
 [ -d "$bundle/openmpi-share" ] && export OPAL_PKGDATADIR="$PWD/$bundle/openmpi-share"
-missing=$(ldd "$bundle"/bin/* 2>/dev/null | grep 'not found' | sort -u)
+missing=$(ldd "$bundle"/bin/* "$bundle"/lib/libtitanrt_comm.so 2>/dev/null | grep 'not found' | sort -u)
 if [ -n "$missing" ]; then
   echo "run: libraries not found on this machine:" >&2
   echo "$missing" >&2

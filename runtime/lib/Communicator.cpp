@@ -5,6 +5,8 @@
 
 #include <string>
 
+#include <dlfcn.h>
+
 using namespace titanrt;
 
 int64_t titanrt::dataTypeBytes(DataType type) {
@@ -115,14 +117,50 @@ std::unique_ptr<Communicator> &instance() {
   static std::unique_ptr<Communicator> comm;
   return comm;
 }
+
+/// libtitanrt_comm (CommunicatorBackends.cpp), loaded on first use from
+/// the folder of this library: only multi-rank runs need MPI.
+struct CommLibrary {
+  Communicator *(*create)(const int64_t *, int64_t, int, double) = nullptr;
+  void (*finalize)() = nullptr;
+};
+
+CommLibrary &commLibrary() {
+  static CommLibrary lib = [] {
+    Dl_info self;
+    std::string dir = ".";
+    if (dladdr(reinterpret_cast<void *>(&titanrt::communicator), &self) &&
+        self.dli_fname) {
+      dir = self.dli_fname;
+      size_t slash = dir.rfind('/');
+      dir = slash == std::string::npos ? "." : dir.substr(0, slash);
+    }
+    std::string path = dir + "/libtitanrt_comm.so";
+    // RTLD_GLOBAL: Open MPI's own components resolve MPI's symbols.
+    void *handle = dlopen(path.c_str(), RTLD_NOW | RTLD_GLOBAL);
+    if (!handle)
+      fatal("cannot load the communicator library '" + path + "' (" +
+            dlerror() +
+            "); runs on several ranks need it and Open MPI's libmpi");
+    CommLibrary l;
+    l.create = reinterpret_cast<decltype(l.create)>(
+        dlsym(handle, "titan_rt_create_communicator"));
+    l.finalize = reinterpret_cast<decltype(l.finalize)>(
+        dlsym(handle, "titan_rt_finalize_mpi"));
+    if (!l.create || !l.finalize)
+      fatal("'" + path + "' is not titan's communicator library");
+    return l;
+  }();
+  return lib;
+}
 } // namespace
 
 Communicator &titanrt::initCommunicator(const std::vector<int64_t> &meshShape,
                                         Backend backend,
                                         double timeoutSeconds) {
-  instance() = backend == Backend::NCCL
-                   ? createNCCLCommunicator(meshShape, timeoutSeconds)
-                   : createMPICommunicator(meshShape);
+  instance().reset(commLibrary().create(meshShape.data(),
+                                        int64_t(meshShape.size()), int(backend),
+                                        timeoutSeconds));
   instance()->setTimeout(timeoutSeconds);
   return *instance();
 }
@@ -136,13 +174,5 @@ Communicator &titanrt::communicator() {
 
 void titanrt::shutdownCommunicator() {
   instance().reset();
-  finalizeMPI();
+  commLibrary().finalize();
 }
-
-#ifndef TITAN_HAVE_NCCL
-std::unique_ptr<Communicator>
-titanrt::createNCCLCommunicator(const std::vector<int64_t> &, double) {
-  fatal("this runtime was built without CUDA, so it has no NCCL "
-        "communicator; rebuild titan with TITAN_ENABLE_CUDA=ON");
-}
-#endif

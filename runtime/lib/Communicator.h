@@ -149,8 +149,9 @@ Communicator &communicator();
 /// Releases the communicator and finalizes MPI.
 void shutdownCommunicator();
 
-// Backends and their shared pieces (Communicator.cpp, MPICommunicator.cpp,
-// NCCLCommunicator.cpp).
+// Backends and their shared pieces (MPICommunicator.cpp,
+// NCCLCommunicator.cpp and CommunicatorBackends.cpp, in libtitanrt_comm,
+// which initCommunicator loads; checkWorldSize is in Communicator.cpp).
 std::unique_ptr<Communicator>
 createMPICommunicator(const std::vector<int64_t> &meshShape);
 std::unique_ptr<Communicator>
