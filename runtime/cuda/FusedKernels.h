@@ -86,6 +86,33 @@ void crossEntropyGrad(ElementType type, const void *logits,
                       const int32_t *labels, const float *dloss, void *out,
                       int64_t rows, int64_t vocab, cudaStream_t stream);
 
+/// Cross-entropy in pieces over a vocabulary shard (loss parallel), as the
+/// CPU kernels of the same names and titan.row_max, sum_exp, target_logit
+/// and cross_entropy_from_stats define them; `vocabStart` (device) as in
+/// embedding. The loss and dloss scalars live on the device.
+void rowMax(ElementType type, const void *logits, void *out, int64_t rows,
+            int64_t vocab, cudaStream_t stream);
+void sumExp(ElementType type, const void *logits, const void *max, void *out,
+            int64_t rows, int64_t vocab, cudaStream_t stream);
+void sumExpGrad(ElementType type, const void *logits, const void *max,
+                const void *grad, void *out, int64_t rows, int64_t vocab,
+                cudaStream_t stream);
+void targetLogit(ElementType type, const void *logits, const int32_t *labels,
+                 void *out, int64_t rows, int64_t vocab,
+                 const int32_t *vocabStart, cudaStream_t stream);
+void targetLogitGrad(ElementType type, const void *grad, const int32_t *labels,
+                     void *out, int64_t rows, int64_t vocab,
+                     const int32_t *vocabStart, cudaStream_t stream);
+/// *loss = mean over rows of max + log(sumExp) - target (fixed order);
+/// `workspace` holds crossEntropyWorkspaceBytes(rows).
+void crossEntropyFromStats(ElementType type, const void *max,
+                           const void *sumExp, const void *target, float *loss,
+                           int64_t rows, void *workspace, cudaStream_t stream);
+void crossEntropyFromStatsGrad(ElementType type, const void *sumExp,
+                               const float *dloss, void *sumExpGrad,
+                               void *targetGrad, int64_t rows,
+                               cudaStream_t stream);
+
 /// One f32 tensor of the global gradient norm.
 struct NormTensor {
   const float *data;

@@ -416,4 +416,83 @@ TEST(FusedKernels, EmbeddingGradSumsInTokenOrder) {
   cudaFree(workspace);
 }
 
+/// A device copy of `v` (int32 or float) that frees itself.
+template <typename T> struct DeviceArray {
+  T *ptr = nullptr;
+  explicit DeviceArray(const std::vector<T> &v) {
+    EXPECT_EQ(cudaMalloc(&ptr, v.size() * sizeof(T) + 4), cudaSuccess);
+    cudaMemcpy(ptr, v.data(), v.size() * sizeof(T), cudaMemcpyHostToDevice);
+  }
+  ~DeviceArray() { cudaFree(ptr); }
+};
+
+TEST(FusedKernels, LossParallelPieces) {
+  int64_t rows = 19, vocab = 700;
+  int32_t start = 300; // this shard holds columns [300, 1000)
+  std::vector<int32_t> labels(rows);
+  for (int64_t r = 0; r < rows; ++r)
+    labels[r] = int32_t((r * 113) % 1200); // some inside, some outside
+  DeviceArray<int32_t> dLabels(labels), dStart(std::vector<int32_t>{start});
+  float dloss = 0.75f;
+  DeviceArray<float> dDloss(std::vector<float>{dloss});
+  for (ElementType t : {ElementType::F32, ElementType::BF16}) {
+    size_t n = size_t(rows * vocab);
+    std::vector<float> logits = rounded(random(n, 70, -5, 5), t);
+    std::vector<float> max(rows), sum(rows), target(rows),
+        g = rounded(random(size_t(rows), 71), t);
+    std::vector<float> sumGrad(n), targetGrad(n);
+    kernels::rowMax(logits.data(), max.data(), rows, vocab);
+    kernels::sumExp(logits.data(), max.data(), sum.data(), rows, vocab);
+    kernels::sumExpGrad(logits.data(), max.data(), g.data(), sumGrad.data(),
+                        rows, vocab);
+    kernels::targetLogit(logits.data(), labels.data(), target.data(), rows,
+                         vocab, &start);
+    kernels::targetLogitGrad(g.data(), labels.data(), targetGrad.data(), rows,
+                             vocab, &start);
+
+    DeviceBuffer dLogits(logits, t), dG(g, t), dMax(size_t(rows), t),
+        dSum(size_t(rows), t), dTarget(size_t(rows), t), dSumGrad(n, t),
+        dTargetGrad(n, t), dSeGrad(size_t(rows), t), dTGrad(size_t(rows), t);
+    // The statistics the next kernels read are the CPU's (rounded as the
+    // GPU stores them), so each kernel is checked on its own.
+    DeviceBuffer dMaxIn(rounded(max, t), t), dSumIn(rounded(sum, t), t),
+        dTargetIn(rounded(target, t), t);
+    rowMax(t, dLogits.ptr, dMax.ptr, rows, vocab, nullptr);
+    sumExp(t, dLogits.ptr, dMaxIn.ptr, dSum.ptr, rows, vocab, nullptr);
+    sumExpGrad(t, dLogits.ptr, dMaxIn.ptr, dG.ptr, dSumGrad.ptr, rows, vocab,
+               nullptr);
+    targetLogit(t, dLogits.ptr, dLabels.ptr, dTarget.ptr, rows, vocab,
+                dStart.ptr, nullptr);
+    targetLogitGrad(t, dG.ptr, dLabels.ptr, dTargetGrad.ptr, rows, vocab,
+                    dStart.ptr, nullptr);
+    void *workspace = nullptr;
+    float *dLoss = nullptr;
+    ASSERT_EQ(cudaMalloc(&workspace, crossEntropyWorkspaceBytes(rows)),
+              cudaSuccess);
+    ASSERT_EQ(cudaMalloc(&dLoss, 4), cudaSuccess);
+    crossEntropyFromStats(t, dMaxIn.ptr, dSumIn.ptr, dTargetIn.ptr, dLoss, rows,
+                          workspace, nullptr);
+    crossEntropyFromStatsGrad(t, dSumIn.ptr, dDloss.ptr, dSeGrad.ptr,
+                              dTGrad.ptr, rows, nullptr);
+    expectClose(dMax.read(), max, t, 0, "row_max");
+    expectClose(dSum.read(), rounded(sum, t), t, 1e-5, "sum_exp");
+    expectClose(dSumGrad.read(), sumGrad, t, 1e-7, "sum_exp_grad");
+    expectClose(dTarget.read(), target, t, 0, "target_logit");
+    expectClose(dTargetGrad.read(), targetGrad, t, 0, "target_logit_grad");
+    float gpuLoss = 0;
+    cudaMemcpy(&gpuLoss, dLoss, 4, cudaMemcpyDeviceToHost);
+    double cpuLoss = kernels::crossEntropyFromStats(
+        rounded(max, t).data(), rounded(sum, t).data(),
+        rounded(target, t).data(), rows);
+    EXPECT_NEAR(gpuLoss, cpuLoss, 1e-5 * std::fabs(cpuLoss) + 1e-6);
+    std::vector<float> seGradIn(rows), tGradIn(rows);
+    kernels::crossEntropyFromStatsGrad(rounded(sum, t).data(), double(dloss),
+                                       seGradIn.data(), tGradIn.data(), rows);
+    expectClose(dSeGrad.read(), seGradIn, t, 1e-7, "sum_exp grad");
+    expectClose(dTGrad.read(), tGradIn, t, 0, "target grad");
+    cudaFree(workspace);
+    cudaFree(dLoss);
+  }
+}
+
 } // namespace
