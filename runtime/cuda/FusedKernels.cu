@@ -252,21 +252,28 @@ __global__ void crossEntropyRowsKernel(const T *logits, const int32_t *labels,
   }
 }
 
-/// *out = the mean of `values` in a fixed order (one block).
-__global__ void meanKernel(const float *values, int64_t n, float *out) {
-  double s = 0;
-  for (int64_t i = threadIdx.x; i < n; i += kThreads)
-    s += values[i];
+/// The f64 sum of `v` over the block in a fixed tree order (thread 0 gets
+/// it).
+__device__ double blockSumInOrder(double v) {
   __shared__ double part[kThreads];
-  part[threadIdx.x] = s;
+  part[threadIdx.x] = v;
   __syncthreads();
   for (int stride = kThreads / 2; stride > 0; stride /= 2) {
     if (threadIdx.x < stride)
       part[threadIdx.x] += part[threadIdx.x + stride];
     __syncthreads();
   }
+  return part[0];
+}
+
+/// *out = the mean of `values` in a fixed order (one block).
+__global__ void meanKernel(const float *values, int64_t n, float *out) {
+  double s = 0;
+  for (int64_t i = threadIdx.x; i < n; i += kThreads)
+    s += values[i];
+  s = blockSumInOrder(s);
   if (threadIdx.x == 0)
-    *out = float(part[0] / double(n));
+    *out = float(s / double(n));
 }
 
 template <typename T>
@@ -409,16 +416,9 @@ __global__ void sumOfSquaresKernel(const NormTensor *tensors,
     double v = t.data[i];
     s += v * v;
   }
-  __shared__ double part[kThreads];
-  part[threadIdx.x] = s;
-  __syncthreads();
-  for (int stride = kThreads / 2; stride > 0; stride /= 2) {
-    if (threadIdx.x < stride)
-      part[threadIdx.x] += part[threadIdx.x + stride];
-    __syncthreads();
-  }
+  s = blockSumInOrder(s);
   if (threadIdx.x == 0)
-    partials[int64_t(blockIdx.y) * gridDim.x + blockIdx.x] = part[0];
+    partials[int64_t(blockIdx.y) * gridDim.x + blockIdx.x] = s;
 }
 
 /// Each tensor's norm (rounded to f32), then the norm of norms, in order.

@@ -92,6 +92,16 @@ struct DeviceBuffer {
   }
 };
 
+/// A device copy of `v` (int32 or float) that frees itself.
+template <typename T> struct DeviceArray {
+  T *ptr = nullptr;
+  explicit DeviceArray(const std::vector<T> &v) {
+    EXPECT_EQ(cudaMalloc(&ptr, v.size() * sizeof(T) + 4), cudaSuccess);
+    cudaMemcpy(ptr, v.data(), v.size() * sizeof(T), cudaMemcpyHostToDevice);
+  }
+  ~DeviceArray() { cudaFree(ptr); }
+};
+
 void expectClose(const std::vector<float> &actual,
                  const std::vector<float> &expected, ElementType t,
                  double absolute, const char *what) {
@@ -193,12 +203,9 @@ TEST(FusedKernels, Embedding) {
   std::vector<int32_t> tokens(n);
   for (int64_t i = 0; i < n; ++i)
     tokens[i] = int32_t((i * 17) % vocab);
-  int32_t *dTokens = nullptr, *dStart = nullptr;
-  ASSERT_EQ(cudaMalloc(&dTokens, n * 4), cudaSuccess);
-  ASSERT_EQ(cudaMalloc(&dStart, 4), cudaSuccess);
-  cudaMemcpy(dTokens, tokens.data(), n * 4, cudaMemcpyHostToDevice);
   int32_t start = 20;
-  cudaMemcpy(dStart, &start, 4, cudaMemcpyHostToDevice);
+  DeviceArray<int32_t> tokensOnGpu(tokens), startOnGpu(std::vector{start});
+  int32_t *dTokens = tokensOnGpu.ptr, *dStart = startOnGpu.ptr;
   for (ElementType t : {ElementType::F32, ElementType::BF16}) {
     std::vector<float> w = rounded(random(size_t(vocab * dim), 9), t),
                        y(size_t(n * dim)), shard(size_t(n * dim));
@@ -214,8 +221,6 @@ TEST(FusedKernels, Embedding) {
     expectClose(dY.read(), y, t, 0, "embedding");
     expectClose(dShard.read(), shard, t, 0, "sharded embedding");
   }
-  cudaFree(dTokens);
-  cudaFree(dStart);
 }
 
 TEST(FusedKernels, AdamWIsBitwiseTheCpuKernel) {
@@ -379,12 +384,9 @@ TEST(FusedKernels, EmbeddingGradSumsInTokenOrder) {
   std::vector<int32_t> tokens(n);
   for (int64_t i = 0; i < n; ++i) // repeats, some rows never seen
     tokens[i] = int32_t((i * i + 3 * i) % 29);
-  int32_t *dTokens = nullptr, *dStart = nullptr;
-  ASSERT_EQ(cudaMalloc(&dTokens, n * 4), cudaSuccess);
-  ASSERT_EQ(cudaMalloc(&dStart, 4), cudaSuccess);
-  cudaMemcpy(dTokens, tokens.data(), n * 4, cudaMemcpyHostToDevice);
   int32_t start = 10;
-  cudaMemcpy(dStart, &start, 4, cudaMemcpyHostToDevice);
+  DeviceArray<int32_t> tokensOnGpu(tokens), startOnGpu(std::vector{start});
+  int32_t *dTokens = tokensOnGpu.ptr, *dStart = startOnGpu.ptr;
   void *workspace = nullptr;
   ASSERT_EQ(cudaMalloc(&workspace, embeddingGradWorkspaceBytes(n)),
             cudaSuccess);
@@ -411,20 +413,8 @@ TEST(FusedKernels, EmbeddingGradSumsInTokenOrder) {
       expectClose(dShard.read(), shard, t, 0, "sharded embedding_grad");
     }
   }
-  cudaFree(dTokens);
-  cudaFree(dStart);
   cudaFree(workspace);
 }
-
-/// A device copy of `v` (int32 or float) that frees itself.
-template <typename T> struct DeviceArray {
-  T *ptr = nullptr;
-  explicit DeviceArray(const std::vector<T> &v) {
-    EXPECT_EQ(cudaMalloc(&ptr, v.size() * sizeof(T) + 4), cudaSuccess);
-    cudaMemcpy(ptr, v.data(), v.size() * sizeof(T), cudaMemcpyHostToDevice);
-  }
-  ~DeviceArray() { cudaFree(ptr); }
-};
 
 TEST(FusedKernels, LossParallelPieces) {
   int64_t rows = 19, vocab = 700;
