@@ -487,20 +487,10 @@ std::string Checkpointer::exportModel(int64_t step, const StateSet &params,
   barrier();
 
   // Each rank writes its blocks at their offsets, converted in pieces of at
-  // most 16 Mi elements; runs adjacent in the file are written together.
+  // most 16 Mi elements.
+  constexpr int64_t kPiece = int64_t(1) << 24;
   int fd = -1;
-  std::vector<float> pending;
   std::vector<char> bytes;
-  int64_t pendingAt = 0; // file offset of pending[0]
-  auto flush = [&] {
-    if (pending.empty())
-      return;
-    bytes.resize(pending.size() * size_t(elementSize));
-    encodeElements(pending.data(), int64_t(pending.size()), dtype,
-                   bytes.data());
-    writeFully(fd, bytes.data(), bytes.size(), pendingAt, file);
-    pending.clear();
-  };
   for (auto [i, p, local] : llvm::enumerate(manifest_.params, *params.shards)) {
     Box box = shardBox(p, manifest_.mesh, coords_);
     if (box.empty() || !writesShard(p, coords_))
@@ -510,20 +500,18 @@ std::string Checkpointer::exportModel(int64_t step, const StateSet &params,
     forEachRun(Storage{box.start, p.localShape},
                Storage{std::vector<int64_t>(p.shape.size(), 0), p.shape}, box,
                [&, i = i](int64_t s, int64_t d, int64_t n) {
-                 int64_t at = dataStart[i] + d * elementSize;
-                 if (at != pendingAt + int64_t(pending.size()) * elementSize ||
-                     pending.size() >= (size_t(1) << 24)) {
-                   flush();
-                   pendingAt = at;
+                 for (int64_t done = 0; done < n; done += kPiece) {
+                   int64_t count = std::min(kPiece, n - done);
+                   bytes.resize(size_t(count * elementSize));
+                   encodeElements(local.data + s + done, count, dtype,
+                                  bytes.data());
+                   writeFully(fd, bytes.data(), bytes.size(),
+                              dataStart[i] + (d + done) * elementSize, file);
                  }
-                 pending.insert(pending.end(), local.data + s,
-                                local.data + s + n);
                });
   }
-  if (fd >= 0) {
-    flush();
+  if (fd >= 0)
     syncAndClose(fd, file);
-  }
   commit(tmp, folder);
   return join(folder, kExportFile);
 }

@@ -59,8 +59,10 @@ Box intersect(const Box &a, const Box &b);
 std::optional<std::pair<size_t, size_t>>
 findOverlap(const std::vector<Box> &boxes);
 
-/// Calls `run(srcOffset, dstOffset, count)` for each contiguous run (along
-/// the last dimension) of `region`, which both storages must contain.
+/// Calls `run(srcOffset, dstOffset, count)` for each contiguous run of
+/// `region`, which both storages must contain: rows along the last
+/// dimension, merged where they follow each other in both storages (a
+/// block of whole rows is one run).
 template <typename Run>
 void forEachRun(const Storage &src, const Storage &dst, const Box &region,
                 Run run) {
@@ -71,7 +73,8 @@ void forEachRun(const Storage &src, const Storage &dst, const Box &region,
   }
   if (region.empty())
     return;
-  std::vector<int64_t> index(rank, 0); // odometer over the leading dims
+  std::vector<int64_t> index(rank, 0);  // odometer over the leading dims
+  int64_t runS = 0, runD = 0, runN = 0; // the run being extended
   while (true) {
     int64_t s = 0, d = 0;
     for (size_t i = 0; i < rank; ++i) {
@@ -79,7 +82,13 @@ void forEachRun(const Storage &src, const Storage &dst, const Box &region,
       s = s * src.shape[i] + g - src.origin[i];
       d = d * dst.shape[i] + g - dst.origin[i];
     }
-    run(s, d, region.size.back());
+    if (runN > 0 && s == runS + runN && d == runD + runN) {
+      runN += region.size.back();
+    } else {
+      if (runN > 0)
+        run(runS, runD, runN);
+      runS = s, runD = d, runN = region.size.back();
+    }
     int64_t i = int64_t(rank) - 2;
     for (; i >= 0; --i) {
       if (++index[i] < region.size[i])
@@ -87,8 +96,9 @@ void forEachRun(const Storage &src, const Storage &dst, const Box &region,
       index[i] = 0;
     }
     if (i < 0)
-      return;
+      break;
   }
+  run(runS, runD, runN);
 }
 
 } // namespace titanrt

@@ -12,6 +12,7 @@
 #include "gtest/gtest.h"
 
 #include <numeric>
+#include <tuple>
 #include <vector>
 
 using namespace titanrt;
@@ -157,6 +158,30 @@ TEST(ShardLayout, ReshardingThroughIntersectionsIsExact) {
           }
       }
     }
+}
+
+TEST(ShardLayout, RunsMergeAcrossWholeRows) {
+  Storage whole{{0, 0}, {8, 6}};
+  std::vector<std::tuple<int64_t, int64_t, int64_t>> runs;
+  auto record = [&](int64_t s, int64_t d, int64_t n) {
+    runs.emplace_back(s, d, n);
+  };
+  // Rows 2..5 whole, into a packed block: one run.
+  Box rows{{2, 0}, {4, 6}};
+  forEachRun(whole, Storage{rows.start, rows.size}, rows, record);
+  EXPECT_EQ(runs,
+            (std::vector<std::tuple<int64_t, int64_t, int64_t>>{{12, 0, 24}}));
+  // Columns 3..5: one run per row.
+  runs.clear();
+  Box cols{{0, 3}, {8, 3}};
+  forEachRun(whole, Storage{cols.start, cols.size}, cols, record);
+  ASSERT_EQ(runs.size(), 8u);
+  EXPECT_EQ(runs[1], std::make_tuple(int64_t(9), int64_t(3), int64_t(3)));
+  // Whole rows into a padded shard (rows of 6 in rows of 6, but the shard
+  // is taller): still one run.
+  runs.clear();
+  forEachRun(whole, Storage{rows.start, {5, 6}}, rows, record);
+  EXPECT_EQ(runs.size(), 1u);
 }
 
 TEST(ShardLayout, FindOverlap) {
