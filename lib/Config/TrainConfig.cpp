@@ -313,6 +313,9 @@ std::vector<KeySpec> buildSchema(TrainConfig &c) {
   add("debug", "seed", &c.debug.seed, "Base RNG seed").atLeast(0);
   add("debug", "deterministic", &c.debug.deterministic,
       "Deterministic algorithms only");
+  add("debug", "no_cuda_graphs", &c.debug.noCudaGraphs,
+      "CUDA target: launch each kernel of every step instead of capturing "
+      "the steps once as CUDA graphs and replaying them (titan's own key)");
   return s;
 }
 

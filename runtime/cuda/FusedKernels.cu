@@ -2,7 +2,9 @@
 
 #include "FusedKernels.h"
 
+#include "DeviceUtils.cuh"
 #include "Error.h"
+#include "titan/Target/CUDA/KernelWorkspaces.h"
 
 #include <cub/device/device_radix_sort.cuh>
 #include <cuda_bf16.h>
@@ -14,41 +16,13 @@
 
 using namespace titanrt;
 using namespace titanrt::cuda;
+using namespace titanrt::cuda::device;
 
 namespace {
 
-constexpr int kThreads = 256;
 /// Blocks of partial weight-gradient sums in rmsNormGrad.
-constexpr int64_t kMaxPartials = 256;
+constexpr int64_t kMaxPartials = titan::cuda::kRMSNormMaxPartials;
 
-__device__ float load(const float *p, int64_t i) { return p[i]; }
-__device__ float load(const __nv_bfloat16 *p, int64_t i) {
-  return __bfloat162float(p[i]);
-}
-__device__ float load(const __half *p, int64_t i) { return __half2float(p[i]); }
-__device__ void store(float *p, int64_t i, float v) { p[i] = v; }
-__device__ void store(__nv_bfloat16 *p, int64_t i, float v) {
-  p[i] = __float2bfloat16_rn(v);
-}
-__device__ void store(__half *p, int64_t i, float v) {
-  p[i] = __float2half_rn(v);
-}
-
-/// The sum of `v` over the block (every thread gets it).
-__device__ float blockSum(float v) {
-  __shared__ float warps[kThreads / 32];
-  for (int offset = 16; offset > 0; offset /= 2)
-    v += __shfl_xor_sync(0xffffffffu, v, offset);
-  int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
-  __syncthreads(); // warps[] may still be read by a previous call
-  if (lane == 0)
-    warps[warp] = v;
-  __syncthreads();
-  float total = 0;
-  for (int w = 0; w < kThreads / 32; ++w)
-    total += warps[w];
-  return total;
-}
 
 template <typename T>
 __global__ void rmsNormKernel(const T *x, const T *w, T *out, int64_t rows,
@@ -252,19 +226,6 @@ __global__ void crossEntropyRowsKernel(const T *logits, const int32_t *labels,
   }
 }
 
-/// The f64 sum of `v` over the block in a fixed tree order (thread 0 gets
-/// it).
-__device__ double blockSumInOrder(double v) {
-  __shared__ double part[kThreads];
-  part[threadIdx.x] = v;
-  __syncthreads();
-  for (int stride = kThreads / 2; stride > 0; stride /= 2) {
-    if (threadIdx.x < stride)
-      part[threadIdx.x] += part[threadIdx.x + stride];
-    __syncthreads();
-  }
-  return part[0];
-}
 
 /// *out = the mean of `values` in a fixed order (one block).
 __global__ void meanKernel(const float *values, int64_t n, float *out) {
@@ -295,21 +256,6 @@ __global__ void crossEntropyGradKernel(const T *logits, const int32_t *labels,
   }
 }
 
-/// The max of `v` over the block (every thread gets it).
-__device__ float blockMax(float v) {
-  __shared__ float warps[kThreads / 32];
-  for (int offset = 16; offset > 0; offset /= 2)
-    v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, offset));
-  int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
-  __syncthreads();
-  if (lane == 0)
-    warps[warp] = v;
-  __syncthreads();
-  float m = -INFINITY;
-  for (int w = 0; w < kThreads / 32; ++w)
-    m = fmaxf(m, warps[w]);
-  return m;
-}
 
 template <typename T>
 __global__ void rowMaxKernel(const T *logits, T *out, int64_t rows,
@@ -407,9 +353,8 @@ crossEntropyFromStatsGradKernel(const T *sumExp, const float *dloss,
 
 /// Per-block partial sums of squares (f64) of each tensor: partials[tensor *
 /// gridDim.x + block].
-__global__ void sumOfSquaresKernel(const NormTensor *tensors,
-                                   double *partials) {
-  NormTensor t = tensors[blockIdx.y];
+__global__ void sumOfSquaresKernel(NormTensorChunk chunk, double *partials) {
+  NormTensor t = chunk.t[blockIdx.y];
   double s = 0;
   for (int64_t i = int64_t(blockIdx.x) * kThreads + threadIdx.x; i < t.n;
        i += int64_t(gridDim.x) * kThreads) {
@@ -438,18 +383,17 @@ __global__ void normOfNormsKernel(const double *partials, int64_t count,
 }
 
 /// Blocks per tensor of globalNorm's first pass.
-constexpr int64_t kNormBlocks = 64;
+constexpr int64_t kNormBlocks = titan::cuda::kNormBlocks;
 
-/// One block row per tensor (blockIdx.y), grid-stride over its elements.
+/// AdamW on elements [first, n) of `t`, stride `stride`.
 /// __fmul_rn/__fadd_rn keep nvcc from contracting into FMAs: the CPU
 /// kernel rounds every product and sum.
-__global__ void adamwKernel(const AdamWTensor *tensors, const float *gradNorm,
-                            AdamWScalars s) {
-  AdamWTensor t = tensors[blockIdx.y];
+__device__ void adamwElements(const AdamWTensor &t, float gradNorm,
+                              const AdamWScalars &s, int64_t first,
+                              int64_t stride) {
   float coef =
-      fminf(__fmul_rn(s.maxNorm, 1.0f / __fadd_rn(*gradNorm, 1e-6f)), 1.0f);
-  for (int64_t i = int64_t(blockIdx.x) * kThreads + threadIdx.x; i < t.n;
-       i += int64_t(gridDim.x) * kThreads) {
+      fminf(__fmul_rn(s.maxNorm, 1.0f / __fadd_rn(gradNorm, 1e-6f)), 1.0f);
+  for (int64_t i = first; i < t.n; i += stride) {
     float g = __fmul_rn(t.grad[i], coef);
     float p = __fmul_rn(t.param[i], s.decay);
     float m = __fadd_rn(__fmul_rn(t.expAvg[i], s.beta1),
@@ -464,30 +408,33 @@ __global__ void adamwKernel(const AdamWTensor *tensors, const float *gradNorm,
   }
 }
 
-/// Enough blocks to fill the GPU for `work` items, at most 65535 x 16.
-unsigned blocksFor(int64_t work) {
-  return unsigned(std::clamp<int64_t>((work + kThreads - 1) / kThreads, 1,
-                                      int64_t(65535) * 16));
+/// One block row per tensor (blockIdx.y), grid-stride over its elements.
+__global__ void adamwKernel(const AdamWTensor *tensors, const float *gradNorm,
+                            AdamWScalars s) {
+  adamwElements(tensors[blockIdx.y], *gradNorm, s,
+                int64_t(blockIdx.x) * kThreads + threadIdx.x,
+                int64_t(gridDim.x) * kThreads);
 }
 
-void checkLaunch(const char *kernel) {
-  cudaError_t rc = cudaGetLastError();
-  if (rc != cudaSuccess)
-    fatal(std::string("CUDA kernel ") + kernel +
-          " failed to launch: " + cudaGetErrorString(rc));
+/// One tensor, with the step's scalars computed on the device from the
+/// learning rate and step the optimizer step computed (so a captured
+/// graph replays the right values every step).
+__global__ void adamwStepKernel(AdamWTensor t, const float *gradNorm,
+                                const float *lr, const int64_t *step,
+                                AdamWHyper h) {
+  AdamWScalars s = adamwScalars(double(*lr), *step, h.beta1, h.beta2, h.eps,
+                                h.weightDecay, h.maxNorm);
+  adamwElements(t, *gradNorm, s, int64_t(blockIdx.x) * kThreads + threadIdx.x,
+                int64_t(gridDim.x) * kThreads);
 }
 
-/// Calls `f(T *)` with the element type of `type`.
-template <typename F> void dispatch(ElementType type, F f) {
-  switch (type) {
-  case ElementType::F32:
-    return f(static_cast<float *>(nullptr));
-  case ElementType::BF16:
-    return f(static_cast<__nv_bfloat16 *>(nullptr));
-  case ElementType::F16:
-    return f(static_cast<__half *>(nullptr));
-  }
-}
+/// Tensors of one global-norm launch, passed by value (kernel parameters
+/// are captured with a graph; a device array would have to be written
+/// inside the step).
+constexpr int kNormTensorsPerLaunch = 64;
+struct NormTensorChunk {
+  NormTensor t[kNormTensorsPerLaunch];
+};
 
 } // namespace
 
@@ -579,23 +526,6 @@ void titanrt::cuda::swigluGrad(ElementType type, const void *gate,
   checkLaunch("swiglu_grad");
 }
 
-AdamWScalars titanrt::cuda::adamwScalars(double lr, int64_t step, double beta1,
-                                         double beta2, double eps,
-                                         double weightDecay, double maxNorm) {
-  // As kernels::adamw (runtime/lib/Kernels.cpp), term by term.
-  double t = double(step + 1);
-  double biasCorrection1 = 1.0 - std::pow(beta1, t);
-  double biasCorrection2 = 1.0 - std::pow(beta2, t);
-  return {float(1.0 - lr * weightDecay),
-          float(beta1),
-          float(1.0 - beta1),
-          float(beta2),
-          float(1.0 - beta2),
-          float(-(lr / biasCorrection1)),
-          float(std::sqrt(biasCorrection2)),
-          float(eps),
-          float(maxNorm)};
-}
 
 void titanrt::cuda::adamw(const AdamWTensor *tensors, int64_t count,
                           int64_t maxElements, const float *gradNorm,
@@ -610,6 +540,15 @@ void titanrt::cuda::adamw(const AdamWTensor *tensors, int64_t count,
   checkLaunch("adamw");
 }
 
+void titanrt::cuda::adamwStep(const AdamWTensor &tensor, const float *gradNorm,
+                              const float *lr, const int64_t *step,
+                              const AdamWHyper &hyper, cudaStream_t stream) {
+  if (tensor.n <= 0)
+    return;
+  adamwStepKernel<<<std::min(blocksFor(tensor.n), 1024u), kThreads, 0,
+                    stream>>>(tensor, gradNorm, lr, step, hyper);
+  checkLaunch("adamw");
+}
 size_t titanrt::cuda::crossEntropyWorkspaceBytes(int64_t rows) {
   return size_t(std::max<int64_t>(rows, 1)) * sizeof(float);
 }
@@ -647,32 +586,32 @@ void titanrt::cuda::crossEntropyGrad(ElementType type, const void *logits,
 }
 
 size_t titanrt::cuda::globalNormWorkspaceBytes(int64_t count) {
-  return size_t(std::max<int64_t>(count, 1) * kNormBlocks) * sizeof(double);
+  return size_t(titan::cuda::globalNormWorkspaceBytes(count));
 }
 
 void titanrt::cuda::globalNorm(const NormTensor *tensors, int64_t count,
                                float *norm, void *workspace,
                                cudaStream_t stream) {
-  if (count > 65535)
-    fatal("global_norm: " + std::to_string(count) +
-          " tensors in one launch (at most 65535)");
   auto *partials = static_cast<double *>(workspace);
-  if (count > 0) {
-    dim3 grid{unsigned(kNormBlocks), unsigned(count)};
-    sumOfSquaresKernel<<<grid, kThreads, 0, stream>>>(tensors, partials);
+  for (int64_t first = 0; first < count; first += kNormTensorsPerLaunch) {
+    NormTensorChunk chunk{};
+    int64_t n = std::min<int64_t>(kNormTensorsPerLaunch, count - first);
+    std::copy(tensors + first, tensors + first + n, chunk.t);
+    dim3 grid{unsigned(kNormBlocks), unsigned(n)};
+    sumOfSquaresKernel<<<grid, kThreads, 0, stream>>>(
+        chunk, partials + first * kNormBlocks);
     checkLaunch("global_norm");
   }
   normOfNormsKernel<<<1, 32, 0, stream>>>(partials, count, kNormBlocks, norm);
   checkLaunch("global_norm (norm of norms)");
 }
-
 namespace {
 /// The workspace of embeddingGrad: keys and positions, sorted copies of
 /// both (256-byte aligned), then CUB's temporary storage.
 struct EmbeddingGradLayout {
   size_t keyBytes, sortBytes;
   explicit EmbeddingGradLayout(int64_t n) {
-    keyBytes = (size_t(std::max<int64_t>(n, 1)) * 4 + 255) / 256 * 256;
+    keyBytes = size_t(titan::cuda::embeddingGradKeyBytes(n));
     sortBytes = 0;
     cub::DeviceRadixSort::SortPairs(nullptr, sortBytes, (int32_t *)nullptr,
                                     (int32_t *)nullptr, (int32_t *)nullptr,
@@ -683,7 +622,7 @@ struct EmbeddingGradLayout {
 } // namespace
 
 size_t titanrt::cuda::embeddingGradWorkspaceBytes(int64_t n) {
-  return EmbeddingGradLayout(n).total();
+  return size_t(titan::cuda::embeddingGradWorkspaceBytes(n));
 }
 
 void titanrt::cuda::embeddingGrad(ElementType type, const void *grad,
@@ -695,6 +634,13 @@ void titanrt::cuda::embeddingGrad(ElementType type, const void *grad,
     fatal("embedding_grad: " + std::to_string(n) + " tokens or " +
           std::to_string(vocab) + " rows exceed the 32-bit sort keys");
   EmbeddingGradLayout layout(n);
+  // The plan reserves a bound on CUB's storage (KernelWorkspaces.h).
+  if (layout.sortBytes > size_t(titan::cuda::embeddingGradSortBytes(n)))
+    fatal("embedding_grad: CUB's radix sort asks for " +
+          std::to_string(layout.sortBytes) + " bytes of storage for " +
+          std::to_string(n) + " tokens, more than the planned " +
+          std::to_string(titan::cuda::embeddingGradSortBytes(n)) +
+          " (titan/Target/CUDA/KernelWorkspaces.h)");
   char *base = static_cast<char *>(workspace);
   auto *keys = reinterpret_cast<int32_t *>(base);
   auto *positions = reinterpret_cast<int32_t *>(base + layout.keyBytes);

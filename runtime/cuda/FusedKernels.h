@@ -16,6 +16,8 @@
 
 #include <cuda_runtime.h>
 
+#include <cmath>
+
 #include <cstddef>
 #include <cstdint>
 
@@ -122,7 +124,8 @@ struct NormTensor {
 size_t globalNormWorkspaceBytes(int64_t count);
 /// *norm = sqrt(sum_i float(||t_i||)^2) as torch.nn.utils.clip_grad_norm_
 /// computes it (each tensor's norm rounded to f32 first), with f64 sums in a
-/// fixed order: deterministic. `tensors` is in device memory.
+/// fixed order: deterministic. `tensors` (host memory) travel as kernel
+/// parameters, 64 per launch, so the call can be captured in a CUDA graph.
 void globalNorm(const NormTensor *tensors, int64_t count, float *norm,
                 void *workspace, cudaStream_t stream);
 
@@ -140,8 +143,29 @@ struct AdamWScalars {
   float decay, beta1, oneMinusBeta1, beta2, oneMinusBeta2, stepSize,
       biasCorrection2Sqrt, eps, maxNorm;
 };
-AdamWScalars adamwScalars(double lr, int64_t step, double beta1, double beta2,
-                          double eps, double weightDecay, double maxNorm);
+/// As kernels::adamw (runtime/lib/Kernels.cpp) computes them, term by
+/// term; on the host and in kernels alike.
+__host__ __device__ inline AdamWScalars
+adamwScalars(double lr, int64_t step, double beta1, double beta2, double eps,
+             double weightDecay, double maxNorm) {
+  double t = double(step + 1);
+  double biasCorrection1 = 1.0 - pow(beta1, t);
+  double biasCorrection2 = 1.0 - pow(beta2, t);
+  return {float(1.0 - lr * weightDecay),
+          float(beta1),
+          float(1.0 - beta1),
+          float(beta2),
+          float(1.0 - beta2),
+          float(-(lr / biasCorrection1)),
+          float(sqrt(biasCorrection2)),
+          float(eps),
+          float(maxNorm)};
+}
+
+/// AdamW's hyperparameters (titan.adamw's attributes).
+struct AdamWHyper {
+  double beta1, beta2, eps, weightDecay, maxNorm;
+};
 
 /// clip_grad_norm_ + AdamW over `count` tensors (`tensors` in device
 /// memory, the longest `maxElements`), in place, with the global gradient
@@ -151,6 +175,13 @@ AdamWScalars adamwScalars(double lr, int64_t step, double beta1, double beta2,
 void adamw(const AdamWTensor *tensors, int64_t count, int64_t maxElements,
            const float *gradNorm, const AdamWScalars &scalars,
            cudaStream_t stream);
+
+/// clip_grad_norm_ + AdamW on one tensor as titan.adamw defines it, with
+/// the gradient norm, learning rate and step read from device memory and
+/// the scalars computed there (one CUDA graph replays every step).
+void adamwStep(const AdamWTensor &tensor, const float *gradNorm,
+               const float *lr, const int64_t *step, const AdamWHyper &hyper,
+               cudaStream_t stream);
 
 } // namespace titanrt::cuda
 

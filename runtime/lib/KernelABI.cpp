@@ -7,6 +7,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "titanrt/KernelABI.h"
+#include "titanrt/Device.h"
 
 #include "Error.h"
 #include "Kernels.h"
@@ -400,4 +401,7 @@ TITAN_RT_DEFINE_CAST(f64)
 TITAN_RT_DEFINE_CAST(bf16)
 TITAN_RT_DEFINE_CAST(f16)
 #undef TITAN_RT_DEFINE_CAST
+
+/// The CPU target runs its steps on the host, on host memory.
+titanrt::Device *titan_rt_target_device(void) { return &hostDevice(); }
 } // extern "C"

@@ -1,10 +1,12 @@
 //===- Main.cpp - entry point of compiled training executables ------------===//
 //
 // Linked statically into each executable: binds the symbols the compiled
-// object defines to the runtime's training loop.
+// object defines, and the device of the target's kernel library, to the
+// runtime's training loop.
 //
 //===----------------------------------------------------------------------===//
 
+#include "titanrt/Device.h"
 #include "titanrt/Trainer.h"
 
 extern "C" {
@@ -16,5 +18,6 @@ void titan_optimizer_step(char *arena);
 int main(int argc, char **argv) {
   return titanrt::trainMain(
       argc, argv,
-      {titan_manifest, titan_forward_backward, titan_optimizer_step});
+      {titan_manifest, titan_forward_backward, titan_optimizer_step,
+       titan_rt_target_device()});
 }

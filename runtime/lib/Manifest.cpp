@@ -45,6 +45,8 @@ Manifest titanrt::parseManifest(const char *text) {
   m.dim = o.getInteger("dim").value_or(0);
   m.flopsPerToken = o.getNumber("flops_per_token").value_or(0);
   m.accumulationSteps = o.getInteger("accumulation_steps").value_or(1);
+  m.target = o.getString("target").value_or("cpu").str();
+  m.cudaArch = o.getString("cuda_arch").value_or("").str();
   if (const llvm::json::Array *mesh = o.getArray("mesh"))
     for (auto [i, size] : llvm::enumerate(*mesh))
       m.mesh[i] = *size.getAsInteger();

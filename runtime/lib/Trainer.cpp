@@ -8,6 +8,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "titanrt/Trainer.h"
+#include "titanrt/Device.h"
 
 #include "Checkpoint.h"
 #include "Communicator.h"
@@ -56,73 +57,150 @@ bool isRunTimeKey(StringRef key) {
          key == "training.dataset" || key == "training.dataset_path";
 }
 
-/// The rank's memory: one allocation of the planned size, made once. The
-/// compiled steps address everything in it by planned offsets; the runtime
-/// finds the state it owns (parameters, gradients, optimizer moments, the
-/// step's inputs and outputs) by slot name.
+/// The rank's memory: one allocation of the planned size, made once, on
+/// the target's device. The compiled steps address everything in it by
+/// planned offsets; the runtime finds the state it owns (parameters,
+/// gradients, optimizer moments, the step's inputs and outputs) by slot
+/// name.
 class Arena {
 public:
-  explicit Arena(const Manifest &m) : m(m) {
-    size_t bytes = size_t(std::max<int64_t>(m.arenaBytes, kAlignment));
-    base = static_cast<char *>(std::aligned_alloc(kAlignment, bytes));
-    if (!base)
-      fatal("out of host memory: cannot allocate the planned arena of " +
-            std::to_string(m.arenaBytes) + " bytes (" +
-            titan::humanBytes(double(m.arenaBytes)) +
-            "; titan-compile --emit=memory shows what it holds)");
+  Arena(const Manifest &m, Device &device) : m(m), device(device) {
     // A pattern no computation writes, so the high-water mark can be read
     // back after a step.
-    for (size_t i = 0; i < bytes / sizeof(uint64_t); ++i)
-      reinterpret_cast<uint64_t *>(base)[i] = kUntouched;
+    base = device.allocateArena(m.arenaBytes, kUntouched);
   }
-  ~Arena() { std::free(base); }
+  ~Arena() { device.freeArena(base); }
   Arena(const Arena &) = delete;
   Arena &operator=(const Arena &) = delete;
 
   char *data() { return base; }
 
-  /// The slot `name`, which must hold `bytes` bytes.
-  template <typename T> T *slot(const std::string &name, int64_t bytes) {
+  /// The address of slot `name`, which must hold `bytes` bytes.
+  char *slot(const std::string &name, int64_t bytes) {
     auto it = m.slots.find(name);
     if (it == m.slots.end() || it->second.second != bytes)
       fatal("corrupt executable: the memory plan has no slot '" + name +
             "' of " + std::to_string(bytes) + " bytes");
-    return reinterpret_cast<T *>(base + it->second.first);
+    return base + it->second.first;
   }
 
-  /// The end of the highest 256-byte block written since the start.
+  /// The end of the highest 256-byte block written since the start, read
+  /// from the top down (in pieces where the arena is device memory).
   int64_t highWaterMark() const {
-    const auto *words = reinterpret_cast<const uint64_t *>(base);
-    int64_t n = m.arenaBytes / int64_t(sizeof(uint64_t));
-    while (n > 0 && words[n - 1] == kUntouched)
-      --n;
-    int64_t end = n * int64_t(sizeof(uint64_t));
-    return (end + kAlignment - 1) / kAlignment * kAlignment;
+    constexpr int64_t kPiece = int64_t(8) << 20;
+    std::vector<uint64_t> words;
+    int64_t end = m.arenaBytes / int64_t(sizeof(uint64_t)) * 8;
+    while (end > 0) {
+      int64_t begin = std::max<int64_t>(0, end - kPiece);
+      const uint64_t *piece;
+      if (device.hostAccessible()) {
+        piece = reinterpret_cast<const uint64_t *>(base + begin);
+      } else {
+        words.resize(size_t(end - begin) / 8);
+        device.copyToHost(words.data(), base + begin, size_t(end - begin));
+        piece = words.data();
+      }
+      int64_t n = (end - begin) / 8;
+      while (n > 0 && piece[n - 1] == kUntouched)
+        --n;
+      if (n > 0) {
+        int64_t top = begin + n * 8;
+        return (top + kAlignment - 1) / kAlignment * kAlignment;
+      }
+      end = begin;
+    }
+    return 0;
   }
+
+  Device &target() { return device; }
 
 private:
   static constexpr int64_t kAlignment = 256;
   static constexpr uint64_t kUntouched = 0x7ff4dead7ff4deadull; // NaN, NaN
   const Manifest &m;
+  Device &device;
   char *base = nullptr;
 };
 
 /// float32 tensors, one per parameter: this rank's shards in the arena
-/// (slots "<kind>:<name>").
+/// (slots "<kind>:<name>"). The host works on them through `refs`: the
+/// arena itself where the host can address it (the CPU), otherwise a host
+/// copy that exists only between attach() and detach() (init, checkpoint
+/// loads and saves), so the host never keeps a second copy of the state.
 struct TensorSet {
   std::vector<TensorRef> refs;
-  /// This rank's shards, in the arena slots of kind `kind`.
-  TensorSet(const Manifest &m, Arena &arena, const std::string &kind) {
-    for (const Manifest::Param &p : m.params)
-      refs.push_back(
-          {p.name, p.localShape,
-           arena.slot<float>(kind + ":" + p.name, numel(p.localShape) * 4)});
+  std::vector<char *> addresses;
+  std::vector<std::vector<float>> copies;
+  Device &device;
+
+  TensorSet(const Manifest &m, Arena &arena, const std::string &kind)
+      : device(arena.target()) {
+    for (const Manifest::Param &p : m.params) {
+      char *address = arena.slot(kind + ":" + p.name, numel(p.localShape) * 4);
+      addresses.push_back(address);
+      refs.push_back({p.name, p.localShape,
+                      device.hostAccessible()
+                          ? reinterpret_cast<float *>(address)
+                          : nullptr});
+    }
+  }
+  /// Makes `refs` host memory, with the arena's values if `read` (zeros
+  /// otherwise).
+  void attach(bool read) {
+    if (device.hostAccessible() || !copies.empty())
+      return;
+    copies.resize(refs.size());
+    for (auto [t, copy, address] : llvm::zip(refs, copies, addresses)) {
+      copy.assign(size_t(t.numel()), 0.0f);
+      t.data = copy.data();
+      if (read)
+        device.copyToHost(copy.data(), address, copy.size() * 4);
+    }
+  }
+  /// Writes the host copies into the arena.
+  void upload() {
+    if (device.hostAccessible())
+      return;
+    for (auto [copy, address] : llvm::zip(copies, addresses))
+      device.copyToDevice(address, copy.data(), copy.size() * 4);
+  }
+  /// Frees the host copies.
+  void detach() {
+    if (device.hostAccessible())
+      return;
+    copies.clear();
+    for (TensorRef &t : refs)
+      t.data = nullptr;
   }
   void zero() {
-    for (TensorRef &t : refs)
-      std::fill(t.data, t.data + t.numel(), 0.0f);
+    for (auto [t, address] : llvm::zip(refs, addresses))
+      device.zero(address, size_t(t.numel()) * 4);
   }
 };
+
+/// The host's way to a few bytes of the arena (the step's inputs and
+/// scalar outputs).
+template <typename T> T read(Device &device, const char *address) {
+  T value;
+  device.copyToHost(&value, address, sizeof(T));
+  return value;
+}
+template <typename T> void write(Device &device, char *address, T value) {
+  device.copyToDevice(address, &value, sizeof(T));
+}
+
+/// The rank's index among the processes on its machine, from the launcher
+/// (0 when launched alone): it picks the GPU.
+int64_t localRank() {
+  for (const char *var : {"OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID",
+                          "PMI_LOCAL_RANK", "SLURM_LOCALID", "LOCAL_RANK"}) {
+    int64_t rank = 0;
+    if (const char *value = std::getenv(var))
+      if (!StringRef(value).getAsInteger(10, rank))
+        return rank;
+  }
+  return 0;
+}
 
 /// Fills this rank's shard of each parameter i by calling
 /// `fill(i, first, count, out)` for each contiguous run of its block
@@ -287,7 +365,6 @@ RunStart restoreOrInitialize(const titan::TrainConfig &c, const Manifest &m,
   if (usesCheckpoints)
     checkpoints.removeUnfinishedSaves();
   int64_t resumeStep = usesCheckpoints ? checkpoints.resumeStep() : -1;
-  params.zero(); // FSDP padding rows stay zero
   const std::string &path = c.checkpoint.initialLoadPath;
   bool isCheckpoint =
       !path.empty() && llvm::sys::fs::exists(path + "/index.json");
@@ -341,6 +418,11 @@ RunStart restoreOrInitialize(const titan::TrainConfig &c, const Manifest &m,
 
 int titanrt::trainMain(int argc, char **argv, const CompiledModel &model) {
   Manifest m = parseManifest(model.manifest);
+  Device &device = model.device ? *model.device : hostDevice();
+  if (m.target != device.target())
+    fatal("corrupt executable: its steps were compiled for the " + m.target +
+          " target but it was linked with the " + device.target() +
+          " target's kernel library");
 
   std::vector<titan::ConfigOverride> overrides;
   std::vector<const char *> rest;
@@ -383,9 +465,12 @@ int titanrt::trainMain(int argc, char **argv, const CompiledModel &model) {
     world *= size;
   if (world == 1)
     refuseMultiRankLaunch();
+  // One GPU per local rank, chosen before the communicators bind to it.
+  device.select(localRank());
+  device.setGraphs(!c.debug.noCudaGraphs);
   // TorchTitan's [comm] timeouts: the start-up's until the first step ends.
   Communicator *comm =
-      world > 1 ? &initCommunicator(m.mesh, Backend::MPI,
+      world > 1 ? &initCommunicator(m.mesh, device.communicatorBackend(),
                                     double(c.comm.initTimeoutSeconds))
                 : nullptr;
   bool leader = !comm || comm->rank() == 0;
@@ -395,11 +480,12 @@ int titanrt::trainMain(int argc, char **argv, const CompiledModel &model) {
                          : 0;
 
   // Everything the steps touch lives in the planned arena.
-  Arena arena(m);
+  Arena arena(m, device);
   TensorSet params(m, arena, "param"), grads(m, arena, "grad"),
       expAvg(m, arena, "exp_avg"), expAvgSq(m, arena, "exp_avg_sq");
   expAvg.zero();
   expAvgSq.zero();
+  params.zero(); // FSDP padding rows stay zero
   int64_t numParams = 0, localParams = 0;
   for (const Manifest::Param &p : m.params) {
     numParams += numel(p.shape);
@@ -412,8 +498,16 @@ int titanrt::trainMain(int argc, char **argv, const CompiledModel &model) {
   StateSet paramSet{"param", &params.refs};
   std::vector<StateSet> trainingSets = {
       paramSet, {"exp_avg", &expAvg.refs}, {"exp_avg_sq", &expAvgSq.refs}};
+  // Init and loading write host views of the state (on a GPU, host copies
+  // that exist only until they are uploaded).
+  for (TensorSet *set : {&params, &expAvg, &expAvgSq})
+    set->attach(/*read=*/false);
   RunStart begin =
       restoreOrInitialize(c, m, checkpoints, trainingSets, params, coords);
+  for (TensorSet *set : {&params, &expAvg, &expAvgSq}) {
+    set->upload();
+    set->detach();
+  }
   const TrainingState &resumed = begin.state;
   bool resuming = begin.resumed;
 
@@ -432,13 +526,24 @@ int titanrt::trainMain(int argc, char **argv, const CompiledModel &model) {
           " gradient accumulation steps, the config asks for " +
           std::to_string(accumulation));
   int64_t tokenBytes = batch * seq * int64_t(sizeof(int32_t));
-  int32_t *tokens = arena.slot<int32_t>("input:tokens", tokenBytes);
-  int32_t *labels = arena.slot<int32_t>("input:labels", tokenBytes);
-  float *loss = arena.slot<float>("output:loss", 4);
-  float *gradNorm = arena.slot<float>("output:grad_norm", 4);
-  float *lr = arena.slot<float>("output:lr", 4);
-  int64_t *stepIndex = arena.slot<int64_t>("input:step", 8);
-  int64_t *totalStepsSlot = arena.slot<int64_t>("input:total_steps", 8);
+  char *tokenSlot = arena.slot("input:tokens", tokenBytes);
+  char *labelSlot = arena.slot("input:labels", tokenBytes);
+  char *lossSlot = arena.slot("output:loss", 4);
+  char *gradNormSlot = arena.slot("output:grad_norm", 4);
+  char *lrSlot = arena.slot("output:lr", 4);
+  char *stepSlot = arena.slot("input:step", 8);
+  char *totalStepsSlot = arena.slot("input:total_steps", 8);
+  // The batch is drawn on the host: into the arena where the host can
+  // address it, else into host buffers copied over before each step.
+  std::vector<int32_t> hostBatch;
+  if (!device.hostAccessible())
+    hostBatch.resize(size_t(2 * batch * seq));
+  auto *tokens = device.hostAccessible()
+                     ? reinterpret_cast<int32_t *>(tokenSlot)
+                     : hostBatch.data();
+  auto *labels = device.hostAccessible()
+                     ? reinterpret_cast<int32_t *>(labelSlot)
+                     : hostBatch.data() + batch * seq;
 
   if (std::error_code ec = llvm::sys::fs::create_directories(c.job.dumpFolder))
     fatal("cannot create job.dump_folder '" + c.job.dumpFolder +
@@ -480,6 +585,8 @@ int titanrt::trainMain(int argc, char **argv, const CompiledModel &model) {
                 (long long)(numParams * 4), (long long)(numParams * 8));
   std::fflush(stdout);
 
+  if (!device.hostAccessible())
+    std::printf("device: %s\n", device.describe().c_str());
   std::printf("%s", begin.message.c_str());
   std::fflush(stdout);
   if (leader && c.checkpoint.enable && c.checkpoint.asyncMode != "disabled")
@@ -521,19 +628,26 @@ int titanrt::trainMain(int argc, char **argv, const CompiledModel &model) {
         data.sample(firstSample + (step - firstStep) * global +
                         (micro * dp + dpIndex) * batch + row,
                     tokens + row * seq, labels + row * seq);
-      model.forwardBackward(arena.data());
-      lossSum += *loss;
+      device.copyToDevice(tokenSlot, tokens, size_t(tokenBytes));
+      device.copyToDevice(labelSlot, labels, size_t(tokenBytes));
+      device.run(Device::Step::ForwardBackward, model.forwardBackward,
+                 arena.data());
+      lossSum += read<float>(device, lossSlot);
     }
     // A non-finite loss stops the run before the update, so the state stays
     // the last good one; a non-finite gradient norm after it. Either way no
     // checkpoint is written from it.
     bool finiteLoss = std::isfinite(lossSum);
+    float gradNorm = 0, lr = 0;
     if (finiteLoss) {
-      *stepIndex = step;
-      *totalStepsSlot = totalSteps;
-      model.optimizerStep(arena.data());
+      write<int64_t>(device, stepSlot, step);
+      write<int64_t>(device, totalStepsSlot, totalSteps);
+      device.run(Device::Step::OptimizerStep, model.optimizerStep,
+                 arena.data());
+      gradNorm = read<float>(device, gradNormSlot);
+      lr = read<float>(device, lrSlot);
     }
-    bool finite = finiteLoss && std::isfinite(*gradNorm);
+    bool finite = finiteLoss && std::isfinite(gradNorm);
 
     auto now = std::chrono::steady_clock::now();
     double stepSeconds = std::chrono::duration<double>(now - stepStart).count();
@@ -569,15 +683,19 @@ int titanrt::trainMain(int argc, char **argv, const CompiledModel &model) {
         "\"tokens_per_second\": {4}, \"step_time_s\": {5}, \"tflops\": {6}, "
         "\"mfu\": {7}, \"elapsed_s\": {8}{9}{10}}\n",
         step + 1, jsonNumber(meanLoss),
-        finiteLoss ? jsonNumber(*gradNorm) : "null",
-        finiteLoss ? jsonNumber(*lr) : "null",
+        finiteLoss ? jsonNumber(gradNorm) : "null",
+        finiteLoss ? jsonNumber(lr) : "null",
         llvm::formatv("{0:f1}", tokensPerSecond).str(),
         llvm::formatv("{0:f4}", stepSeconds).str(), jsonNumber(tflops), mfu,
         llvm::formatv("{0:f3}", elapsed).str(), memory, nonFinite);
     metrics.flush();
+    if (!finite) {
+      params.attach(/*read=*/true);
+      grads.attach(/*read=*/true);
+    }
     if (!finite)
       stopOnNonFinite(step + 1, finiteLoss ? "gradient norm" : "loss",
-                      finiteLoss ? double(*gradNorm) : meanLoss,
+                      finiteLoss ? double(gradNorm) : meanLoss,
                       firstNonFinite(finiteLoss ? grads : params,
                                      finiteLoss ? "gradient" : "parameter",
                                      finiteLoss ? params : grads,
@@ -587,8 +705,8 @@ int titanrt::trainMain(int argc, char **argv, const CompiledModel &model) {
         step == firstStep) {
       std::printf("step %5lld | loss %9.5f | grad_norm %8.4f | lr %.3e | "
                   "%8.0f tokens/s",
-                  (long long)(step + 1), meanLoss, double(*gradNorm),
-                  double(*lr), tokensPerSecond);
+                  (long long)(step + 1), meanLoss, double(gradNorm),
+                  double(lr), tokensPerSecond);
       if (m.flopsPerToken > 0)
         std::printf(" | %6.1f GFLOP/s",
                     tokensPerSecond * m.flopsPerToken * 1e-9);
@@ -607,6 +725,8 @@ int titanrt::trainMain(int argc, char **argv, const CompiledModel &model) {
          (step == 0 && c.checkpoint.enableFirstStepCheckpoint))) {
       auto saveStart = std::chrono::steady_clock::now();
       std::string saved;
+      for (TensorSet *set : {&params, &expAvg, &expAvgSq})
+        set->attach(/*read=*/true);
       if (last && c.checkpoint.lastSaveModelOnly) {
         saved = checkpoints.exportModel(step + 1, paramSet,
                                         c.checkpoint.exportDtype);
@@ -616,6 +736,8 @@ int titanrt::trainMain(int argc, char **argv, const CompiledModel &model) {
                                   uint64_t(c.debug.seed.value_or(0))},
                                  trainingSets);
       }
+      for (TensorSet *set : {&params, &expAvg, &expAvgSq})
+        set->detach();
       savedSteps.push_back(step + 1);
       checkpoints.prune(savedSteps);
       std::printf("saved %s in %.2f s\n", saved.c_str(),

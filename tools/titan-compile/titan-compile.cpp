@@ -19,6 +19,7 @@
 #include "titan/Dialect/Dist/Transforms/Passes.h"
 #include "titan/Dialect/Kernel/Transforms/MemoryPlan.h"
 #include "titan/Dialect/Kernel/Transforms/Passes.h"
+#include "titan/Dialect/Titan/IR/KernelTarget.h"
 #include "titan/Dialect/Titan/Transforms/Passes.h"
 #include "titan/Import/LlamaImporter.h"
 #include "titan/InitTitan.h"
@@ -83,6 +84,22 @@ cl::opt<EmitStage> emitStage(
         clEnumValN(EmitStage::Object, "obj", "the step as an object file"),
         clEnumValN(EmitStage::Exe, "exe", "a training executable (default)")));
 
+cl::opt<KernelTarget> target(
+    "target", cl::desc("What the executable trains on"),
+    cl::init(KernelTarget::CPU),
+    cl::values(clEnumValN(KernelTarget::CPU, "cpu",
+                          "the host's cores (OpenBLAS GEMMs; MPI ranks)"),
+               clEnumValN(KernelTarget::CUDA, "cuda",
+                          "NVIDIA GPUs (cuBLASLt, cuDNN, fused kernels; NCCL "
+                          "ranks)")));
+
+cl::opt<std::string> cudaArch(
+    "cuda-arch",
+    cl::desc("With --target=cuda: the GPU architecture (sm_90a: H100/H200); "
+             "libtitanrt_cuda must have been built for it "
+             "(-DTITAN_CUDA_ARCHS)"),
+    cl::init("sm_90a"));
+
 cl::opt<std::string> memoryTimeline(
     "memory-timeline",
     cl::desc("With --emit=memory: also write the planned memory over time "
@@ -110,6 +127,27 @@ int reportError(llvm::StringRef message) {
 
 int reportError(llvm::Error error) {
   return reportError(llvm::toString(std::move(error)));
+}
+
+/// Whether libtitanrt_cuda exists in this build and has code for `arch`
+/// ("sm_90a").
+llvm::Error checkCudaTarget(llvm::StringRef arch) {
+  llvm::SmallVector<llvm::StringRef> built;
+  llvm::StringRef(TITAN_CUDA_ARCHS_BUILT).split(built, ';', -1, false);
+  if (built.empty())
+    return llvm::createStringError(
+        llvm::inconvertibleErrorCode(),
+        "--target=cuda: this titan was built without the CUDA target (no "
+        "nvcc and cuBLASLt at configure time, or -DTITAN_ENABLE_CUDA=OFF)");
+  if (!arch.consume_front("sm_") ||
+      !llvm::is_contained(built, arch))
+    return llvm::createStringError(
+        llvm::inconvertibleErrorCode(),
+        "--cuda-arch=" + cudaArch + ": libtitanrt_cuda has code for sm_" +
+            llvm::join(built, ", sm_") +
+            " only; rebuild it with -DTITAN_CUDA_ARCHS=\"" +
+            llvm::join(built, ";") + ";<arch>\" (e.g. 100a)");
+  return llvm::Error::success();
 }
 
 std::string runtimeDir() {
@@ -184,11 +222,12 @@ int64_t accumulationSteps(const TrainConfig &c,
 void addTrainingPasses(mlir::PassManager &pm, const TrainConfig &c,
                        const std::array<int64_t, 5> &mesh) {
   // Mixed precision: bf16 (or f32) compute copies of the f32 parameters;
-  // the CPU target's default is f32 (TorchTitan's, bf16, is the GPU's).
+  // unset, the CPU target's default is f32 (so CPU runs keep their
+  // numbers), the GPU's TorchTitan's bf16.
   TitanMixedPrecisionOptions precision;
-  precision.paramType =
-      c.training.mixedPrecisionParam.value_or("float32") == "bfloat16" ? "bf16"
-                                                                       : "f32";
+  std::string param = c.training.mixedPrecisionParam.value_or(
+      target == KernelTarget::CUDA ? "bfloat16" : "float32");
+  precision.paramType = param == "bfloat16" ? "bf16" : "f32";
   pm.addPass(createTitanMixedPrecision(precision));
   TitanAutodiffOptions autodiff;
   // FSDP's reshard_after_forward; dist-partition marks the parameters the
@@ -216,9 +255,12 @@ void addTrainingPasses(mlir::PassManager &pm, const TrainConfig &c,
 /// The execution layer: the steps bufferized into the kernel IR and one
 /// memory plan per rank.
 void addExecutionPasses(mlir::PassManager &pm) {
-  // The CPU target runs bf16/f16 kernels on f32 copies it plans for.
+  // The target's kernel workspaces; the CPU target runs bf16/f16 kernels on
+  // f32 copies it plans for, the GPU's kernels read 16-bit buffers
+  // directly.
   TitanBufferizeOptions bufferize;
-  bufferize.widenLowPrecision = true;
+  bufferize.target = stringifyKernelTarget(target).str();
+  bufferize.widenLowPrecision = target == KernelTarget::CPU;
   pm.addPass(createTitanBufferize(bufferize));
   pm.addPass(kernel::createKernelPlanMemory());
 }
@@ -311,6 +353,9 @@ int main(int argc, char **argv) {
   llvm::Expected<TrainConfig> config = loadTrainConfig(overrides);
   if (!config)
     return reportError(config.takeError());
+  if (target == KernelTarget::CUDA)
+    if (llvm::Error e = checkCudaTarget(cudaArch))
+      return reportError(std::move(e));
   if (config->job.printArgs)
     printTrainConfig(*config, llvm::errs());
 
@@ -451,6 +496,9 @@ int main(int argc, char **argv) {
   // The runtime places its state where the plan says.
   addArenaToManifest(*manifest, *module);
   (*manifest)["accumulation_steps"] = accumulationSteps(*config, *mesh);
+  (*manifest)["target"] = stringifyKernelTarget(target);
+  if (target == KernelTarget::CUDA)
+    (*manifest)["cuda_arch"] = std::string(cudaArch);
   pm.clear();
   pm.addPass(createKernelLowerToCPU());
   if (failed(pm.run(*module)))
@@ -475,8 +523,13 @@ int main(int argc, char **argv) {
   if (emitStage == EmitStage::Object)
     return 0;
   mlir::TimingScope t = rootTimer.nest("link");
-  llvm::Error linked =
-      linkTrainingExecutable(objectPath, outputFilename, runtimeDir());
+  RuntimeLink link;
+  link.runtimeDir = runtimeDir();
+  if (target == KernelTarget::CUDA) {
+    link.kernelLibrary = "titanrt_cuda";
+    link.libraryDirs = {TITAN_CUDA_LIBRARY_DIR};
+  }
+  llvm::Error linked = linkTrainingExecutable(objectPath, outputFilename, link);
   llvm::sys::fs::remove(objectPath);
   if (linked)
     return reportError(std::move(linked));

@@ -283,6 +283,47 @@ TEST(FusedKernels, AdamWIsBitwiseTheCpuKernel) {
   cudaFree(dNorm);
 }
 
+// The single-tensor update the compiled step calls, with the learning rate
+// and step in device memory (what a captured graph replays).
+TEST(FusedKernels, AdamWStepIsBitwiseTheCpuKernel) {
+  int64_t n = 50001, step = 6;
+  float lr = 2.5e-3f, gradNorm = 0.3f; // no clipping
+  AdamWHyper h{0.9, 0.95, 1e-8, 0.1, 1.0};
+  std::vector<float> p = random(n, 1), g = random(n, 2),
+                     m = random(n, 3, -0.1f, 0.1f),
+                     v = random(n, 4, 0.0f, 0.01f);
+  std::vector<float> *values[] = {&p, &g, &m, &v};
+  float *d[4];
+  for (int k = 0; k < 4; ++k) {
+    ASSERT_EQ(cudaMalloc(&d[k], n * 4), cudaSuccess);
+    cudaMemcpy(d[k], values[k]->data(), n * 4, cudaMemcpyHostToDevice);
+  }
+  kernels::adamw(p.data(), g.data(), m.data(), v.data(), n, double(lr),
+                 gradNorm, step, h.beta1, h.beta2, h.eps, h.weightDecay,
+                 h.maxNorm);
+  float *dScalars = nullptr;
+  int64_t *dStep = nullptr;
+  ASSERT_EQ(cudaMalloc(&dScalars, 8), cudaSuccess);
+  ASSERT_EQ(cudaMalloc(&dStep, 8), cudaSuccess);
+  float scalars[2] = {gradNorm, lr};
+  cudaMemcpy(dScalars, scalars, 8, cudaMemcpyHostToDevice);
+  cudaMemcpy(dStep, &step, 8, cudaMemcpyHostToDevice);
+  adamwStep({d[0], d[1], d[2], d[3], n}, dScalars, dScalars + 1, dStep, h,
+            nullptr);
+  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  int k = 0;
+  for (int which : {0, 2, 3}) {
+    std::vector<float> back(n);
+    cudaMemcpy(back.data(), d[which], n * 4, cudaMemcpyDeviceToHost);
+    EXPECT_EQ(std::memcmp(back.data(), values[which]->data(), n * 4), 0)
+        << "state " << k++;
+  }
+  for (float *ptr : d)
+    cudaFree(ptr);
+  cudaFree(dScalars);
+  cudaFree(dStep);
+}
+
 TEST(FusedKernels, CrossEntropy) {
   for (ElementType t : {ElementType::F32, ElementType::BF16})
     for (auto [rows, vocab] :
@@ -332,7 +373,10 @@ TEST(FusedKernels, CrossEntropy) {
 }
 
 TEST(FusedKernels, GlobalNorm) {
-  const int64_t sizes[] = {1, 3000, 100001, 17};
+  // More tensors than one launch takes (64), to cover the chunking.
+  std::vector<int64_t> sizes = {1, 3000, 100001, 17};
+  for (int64_t i = 0; i < 66; ++i)
+    sizes.push_back(5 + 31 * i);
   std::vector<std::vector<float>> values;
   std::vector<NormTensor> host;
   std::vector<void *> cpuBuffers;
@@ -357,24 +401,18 @@ TEST(FusedKernels, GlobalNorm) {
   titan_rt_global_norm_f32(cpuBuffers.data(), shapes.data(), &count, nullptr,
                            nullptr, types.data());
 
-  NormTensor *dTensors = nullptr;
   float *dNorm = nullptr;
   void *workspace = nullptr;
-  ASSERT_EQ(cudaMalloc(&dTensors, host.size() * sizeof(NormTensor)),
-            cudaSuccess);
   ASSERT_EQ(cudaMalloc(&dNorm, 4), cudaSuccess);
   ASSERT_EQ(cudaMalloc(&workspace, globalNormWorkspaceBytes(count)),
             cudaSuccess);
-  cudaMemcpy(dTensors, host.data(), host.size() * sizeof(NormTensor),
-             cudaMemcpyHostToDevice);
-  globalNorm(dTensors, count, dNorm, workspace, nullptr);
+  globalNorm(host.data(), count, dNorm, workspace, nullptr);
   float norm = 0;
   cudaMemcpy(&norm, dNorm, 4, cudaMemcpyDeviceToHost);
   // f64 sums in another order: equal after rounding to f32, or one ulp off.
   EXPECT_NEAR(norm, expected, std::ldexp(double(expected), -23));
   for (NormTensor &t : host)
     cudaFree(const_cast<float *>(t.data));
-  cudaFree(dTensors);
   cudaFree(dNorm);
   cudaFree(workspace);
 }

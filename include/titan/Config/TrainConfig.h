@@ -143,6 +143,7 @@ struct TrainConfig {
   struct Debug {
     std::optional<int64_t> seed;
     bool deterministic = false;
+    bool noCudaGraphs = false;
   } debug;
 };
 

@@ -55,8 +55,10 @@ int64_t widenedBytes(Operation *op) {
 
 class StepBufferizer {
 public:
-  StepBufferizer(func::FuncOp step, bool widenLowPrecision)
-      : step(step), b(step.getContext()), widenLowPrecision(widenLowPrecision) {
+  StepBufferizer(func::FuncOp step, KernelTarget target,
+                 bool widenLowPrecision)
+      : step(step), b(step.getContext()), target(target),
+        widenLowPrecision(widenLowPrecision) {
   }
 
   LogicalResult run() {
@@ -290,7 +292,7 @@ private:
     for (Value operand : op->getOperands())
       inputs.push_back(buffers.lookup(operand));
     Value workspace;
-    int64_t bytes = contract.getWorkspaceBytes();
+    int64_t bytes = contract.getWorkspaceBytes(target);
     bool collective = op->getNumResults() == 1 &&
                       isa<dist::FutureType>(op->getResult(0).getType());
     if (widenLowPrecision && !collective && !isa<CastOp>(op))
@@ -390,6 +392,7 @@ private:
 
   func::FuncOp step;
   OpBuilder b;
+  KernelTarget target;
   bool widenLowPrecision;
 
   // Slots.
@@ -434,8 +437,14 @@ struct TitanBufferizePass
     for (auto func : llvm::make_early_inc_range(module.getOps<func::FuncOp>()))
       if (!llvm::is_contained(steps, func))
         func.erase();
+    std::optional<KernelTarget> kernelTarget = symbolizeKernelTarget(target);
+    if (!kernelTarget) {
+      module.emitError() << "titan-bufferize: unknown target '" << target
+                         << "' (expected cpu or cuda)";
+      return signalPassFailure();
+    }
     for (func::FuncOp step : steps)
-      if (failed(StepBufferizer(step, widenLowPrecision).run()))
+      if (failed(StepBufferizer(step, *kernelTarget, widenLowPrecision).run()))
         return signalPassFailure();
   }
 };

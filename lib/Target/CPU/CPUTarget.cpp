@@ -86,21 +86,31 @@ llvm::Error titan::emitObjectFile(mlir::ModuleOp module, llvm::StringRef path) {
 
 llvm::Error titan::linkTrainingExecutable(llvm::StringRef objectPath,
                                           llvm::StringRef outputPath,
-                                          llvm::StringRef runtimeDir) {
+                                          const RuntimeLink &link) {
   std::string driverName = llvm::sys::Process::GetEnv("CXX").value_or("c++");
   llvm::ErrorOr<std::string> driver = llvm::sys::findProgramByName(driverName);
   if (!driver)
     return makeError("cannot find the C++ driver '" + driverName +
                      "' to link the executable (set CXX)");
-  llvm::SmallString<256> mainLib(runtimeDir);
+  llvm::SmallString<256> mainLib(link.runtimeDir);
   llvm::sys::path::append(mainLib, "libtitanrt_main.a");
   if (!llvm::sys::fs::exists(mainLib))
     return makeError("libtitanrt is not built: no '" + mainLib + "'");
-  std::string rpath = ("-Wl,-rpath," + runtimeDir).str();
-  std::string libDir = ("-L" + runtimeDir).str();
-  llvm::SmallVector<llvm::StringRef> args = {*driver, objectPath,  mainLib,
-                                             libDir,  "-ltitanrt", rpath,
-                                             "-o",    outputPath};
+  llvm::SmallString<256> kernels(link.runtimeDir);
+  llvm::sys::path::append(kernels, "lib" + link.kernelLibrary + ".so");
+  if (!llvm::sys::fs::exists(kernels))
+    return makeError("the target's kernel library is not built: no '" +
+                     kernels + "'");
+  std::string rpath = "-Wl,-rpath,$ORIGIN:" + link.runtimeDir;
+  for (const std::string &dir : link.libraryDirs)
+    rpath += ":" + dir;
+  std::string libDir = "-L" + link.runtimeDir;
+  std::string kernelLib = "-l" + link.kernelLibrary;
+  // The object and main() first; the kernel library before libtitanrt,
+  // which it depends on.
+  llvm::SmallVector<llvm::StringRef> args = {
+      *driver, objectPath, mainLib, libDir,     kernelLib,
+      "-ltitanrt", rpath,  "-o",    outputPath};
   std::string message;
   int rc = llvm::sys::ExecuteAndWait(*driver, args, std::nullopt, {}, 0, 0,
                                      &message);

@@ -5,6 +5,8 @@
 
 namespace titanrt {
 
+class Device;
+
 /// What titan-compile puts into a training executable.
 struct CompiledModel {
   /// JSON: the compiled configuration (TOML text), the parameter names and
@@ -19,6 +21,9 @@ struct CompiledModel {
   /// and output:lr.
   void (*forwardBackward)(char *arena);
   void (*optimizerStep)(char *arena);
+  /// Where the arena lives and the steps run (the target's kernel library
+  /// provides it; null: the host).
+  Device *device = nullptr;
 };
 
 /// Runs training: parses `--section.key value` run-time overrides, loads or

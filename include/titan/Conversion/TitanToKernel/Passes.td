@@ -28,7 +28,9 @@ def TitanBufferize : Pass<"titan-bufferize", "::mlir::ModuleOp"> {
     * a value returned into a slot is computed in the slot (a collective's
       output too) when nothing reads that slot's old value afterwards.
 
-    With `widen-low-precision` (the CPU target), a kernel call on bf16 or
+    `target` (`cpu` or `cuda`) selects whose workspaces the kernel
+    contracts state (KernelOpInterface::getWorkspaceBytes). With
+    `widen-low-precision` (the CPU target), a kernel call on bf16 or
     f16 buffers also gets f32 copies of them in its workspace (each rounded
     up to 64 bytes, inputs then results, before the kernel's own
     workspace), so that the memory plan holds everything the target uses.
@@ -44,6 +46,8 @@ def TitanBufferize : Pass<"titan-bufferize", "::mlir::ModuleOp"> {
   let options = [
     ListOption<"functions", "functions", "std::string",
                "The step functions to bufferize">,
+    Option<"target", "target", "std::string", "\"cpu\"",
+           "The target whose kernel workspaces are planned: cpu or cuda">,
     Option<"widenLowPrecision", "widen-low-precision", "bool", "false",
            "Plan f32 copies of the bf16/f16 buffers of each kernel call in "
            "its workspace (the CPU target runs 16-bit kernels as f32 "

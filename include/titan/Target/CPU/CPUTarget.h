@@ -6,6 +6,9 @@
 #include "mlir/IR/BuiltinOps.h"
 #include "llvm/Support/Error.h"
 
+#include <string>
+#include <vector>
+
 namespace titan {
 
 /// Adds `titan_manifest`, a NUL-terminated external constant string, to a
@@ -16,12 +19,25 @@ void embedManifest(mlir::ModuleOp module, llvm::StringRef manifest);
 /// relocatable object for the host to `path`, in process.
 llvm::Error emitObjectFile(mlir::ModuleOp module, llvm::StringRef path);
 
-/// Links `objectPath` with libtitanrt (found in `runtimeDir`) into the
-/// training executable `outputPath`, with the system C++ driver ($CXX or
-/// c++).
+/// What a training executable links besides the step's object.
+struct RuntimeLink {
+  /// Where libtitanrt, its main() and the kernel libraries are.
+  std::string runtimeDir;
+  /// The target's kernel library: "titanrt_cpu" or "titanrt_cuda".
+  std::string kernelLibrary = "titanrt_cpu";
+  /// Folders of further shared libraries the kernel library loads (the CUDA
+  /// libraries), searched at run time after the executable's own folder.
+  std::vector<std::string> libraryDirs;
+};
+
+/// Links `objectPath` with libtitanrt and the target's kernel library into
+/// the training executable `outputPath`, with the system C++ driver ($CXX
+/// or c++). The executable finds its libraries beside itself first
+/// ($ORIGIN, so a folder with the executable and the libraries can be moved
+/// to another machine), then in `runtimeDir` and `libraryDirs`.
 llvm::Error linkTrainingExecutable(llvm::StringRef objectPath,
                                    llvm::StringRef outputPath,
-                                   llvm::StringRef runtimeDir);
+                                   const RuntimeLink &link);
 
 } // namespace titan
 

@@ -73,7 +73,7 @@ int64_t outerElements(RankedTensorType t, int64_t dim) {
 }
 } // namespace
 
-int64_t AllGatherStartOp::getWorkspaceBytes() {
+int64_t AllGatherStartOp::getWorkspaceBytes(titan::KernelTarget) {
   auto in = getInput().getType();
   auto out = getFuture().getType().getValueType();
   int64_t parts = getGroupSize(getMesh(*this), getAxes()), dim = getDim();
@@ -81,7 +81,7 @@ int64_t AllGatherStartOp::getWorkspaceBytes() {
                 out.getDimSize(dim) != parts * in.getDimSize(dim);
   return staged ? parts * bytesOf(in) : 0;
 }
-int64_t ReduceScatterStartOp::getWorkspaceBytes() {
+int64_t ReduceScatterStartOp::getWorkspaceBytes(titan::KernelTarget) {
   auto in = getInput().getType();
   int64_t parts = getGroupSize(getMesh(*this), getAxes()), dim = getDim();
   int64_t rows = (in.getDimSize(dim) + parts - 1) / parts;
@@ -89,12 +89,18 @@ int64_t ReduceScatterStartOp::getWorkspaceBytes() {
       outerElements(in, dim) > 1 || rows * parts != in.getDimSize(dim);
   return staged ? bytesOf(in) / in.getDimSize(dim) * rows * parts : 0;
 }
-int64_t AllToAllStartOp::getWorkspaceBytes() {
+int64_t AllToAllStartOp::getWorkspaceBytes(titan::KernelTarget) {
   return 2 * bytesOf(getInput().getType());
 }
-int64_t AllReduceStartOp::getWorkspaceBytes() { return 0; }
-int64_t BroadcastStartOp::getWorkspaceBytes() { return 0; }
-int64_t SendRecvStartOp::getWorkspaceBytes() { return 0; }
+int64_t AllReduceStartOp::getWorkspaceBytes(titan::KernelTarget) {
+  return 0;
+}
+int64_t BroadcastStartOp::getWorkspaceBytes(titan::KernelTarget) {
+  return 0;
+}
+int64_t SendRecvStartOp::getWorkspaceBytes(titan::KernelTarget) {
+  return 0;
+}
 
 // {stride, number of axes, axis indices (0 pp ... 4 tp) outermost first}
 ArrayAttr ShardOffsetOp::getKernelParams() {

@@ -8,6 +8,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "titan/Dialect/Titan/IR/TitanOps.h"
+#include "titan/Target/CUDA/KernelWorkspaces.h"
 
 #include "mlir/IR/Builders.h"
 #include "llvm/ADT/StringSwitch.h"
@@ -16,6 +17,16 @@ using namespace mlir;
 using namespace titan;
 
 #include "titan/Dialect/Titan/IR/KernelInterface.cpp.inc"
+
+llvm::StringRef titan::stringifyKernelTarget(KernelTarget target) {
+  return target == KernelTarget::CPU ? "cpu" : "cuda";
+}
+std::optional<KernelTarget> titan::symbolizeKernelTarget(llvm::StringRef name) {
+  return llvm::StringSwitch<std::optional<KernelTarget>>(name)
+      .Case("cpu", KernelTarget::CPU)
+      .Case("cuda", KernelTarget::CUDA)
+      .Default(std::nullopt);
+}
 
 namespace {
 /// Typed kernel parameters: integers as i64, floats as f64.
@@ -35,6 +46,16 @@ struct Params {
   Builder b;
   SmallVector<Attribute> values;
 };
+
+/// Rows of a tensor: the elements before its last dimension.
+int64_t rowsOf(Value v) {
+  auto t = cast<ShapedType>(v.getType());
+  return t.getRank() == 0 ? 1 : t.getNumElements() / t.getShape().back();
+}
+
+bool isF32(Value v) {
+  return cast<ShapedType>(v.getType()).getElementType().isF32();
+}
 
 /// Bytes of the type the kernel accumulates in: f64 for f64, f32 for the
 /// rest (bf16 and f16 kernels compute in f32).
@@ -59,14 +80,19 @@ ArrayAttr TargetLogitGradOp::getKernelParams() {
 
 ArrayAttr RMSNormOp::getKernelParams() { return Params(*this).f(getEps()); }
 ArrayAttr RMSNormGradOp::getKernelParams() { return Params(*this).f(getEps()); }
-// The weight gradient's per-column sums, in f64.
-int64_t RMSNormGradOp::getWorkspaceBytes() {
-  return getWeight().getType().getNumElements() * 8;
+// The weight gradient's per-column sums: in f64 on the CPU; per block of
+// rows in f32, then summed in a fixed order, on CUDA.
+int64_t RMSNormGradOp::getWorkspaceBytes(KernelTarget target) {
+  int64_t dim = getWeight().getType().getNumElements();
+  if (target == KernelTarget::CUDA)
+    return cuda::rmsNormGradWorkspaceBytes(rowsOf(getInput()), dim);
+  return dim * 8;
 }
 
-// The inverse frequencies, one f32 per pair.
-int64_t RopeAnglesOp::getWorkspaceBytes() {
-  return getType().getDimSize(1) * 4;
+// The inverse frequencies, one f32 per pair (the CUDA kernel computes them
+// in place).
+int64_t RopeAnglesOp::getWorkspaceBytes(KernelTarget target) {
+  return target == KernelTarget::CPU ? getType().getDimSize(1) * 4 : 0;
 }
 
 // {scaled, original_max_position_embeddings, theta, scaling_factor,
@@ -89,26 +115,77 @@ ArrayAttr RopeOp::getKernelParams() {
 }
 std::optional<unsigned> RopeOp::getInPlaceOperand(unsigned) { return 0; }
 
-// {scale}; the workspace holds one head's S x S probabilities (forward),
-// plus their gradient (backward; O and the log-sum-exp come from the
-// forward).
+// {scale}; on the CPU the workspace holds one head's S x S probabilities
+// (forward), plus their gradient (backward; O and the log-sum-exp come
+// from the forward). On CUDA, cuDNN's flash attention (bf16/f16) keeps
+// nothing of S x S; its scratch is bounded in KernelWorkspaces.h; the f32
+// kernels need none.
 ArrayAttr AttentionOp::getKernelParams() { return Params(*this).f(getScale()); }
-int64_t AttentionOp::getWorkspaceBytes() {
-  int64_t seq = getQuery().getType().getDimSize(1);
+int64_t AttentionOp::getWorkspaceBytes(KernelTarget target) {
+  auto q = getQuery().getType();
+  int64_t batch = q.getDimSize(0), seq = q.getDimSize(1),
+          heads = q.getDimSize(2);
+  if (target == KernelTarget::CUDA)
+    return isF32(getQuery()) ? 0
+                             : cuda::attentionWorkspaceBytes(batch, heads, seq);
   return seq * seq * accumulatorBytes(getQuery());
 }
 ArrayAttr AttentionGradOp::getKernelParams() {
   return Params(*this).f(getScale());
 }
-int64_t AttentionGradOp::getWorkspaceBytes() {
-  int64_t seq = getQuery().getType().getDimSize(1);
+int64_t AttentionGradOp::getWorkspaceBytes(KernelTarget target) {
+  auto q = getQuery().getType();
+  int64_t batch = q.getDimSize(0), seq = q.getDimSize(1),
+          heads = q.getDimSize(2), headDim = q.getDimSize(3);
+  if (target == KernelTarget::CUDA)
+    return isF32(getQuery()) ? 0
+                             : cuda::attentionGradWorkspaceBytes(
+                                   batch, heads, seq, headDim);
   return 2 * seq * seq * accumulatorBytes(getQuery());
+}
+
+// cuBLASLt's workspace (the CPU's OpenBLAS needs none).
+int64_t LinearOp::getWorkspaceBytes(KernelTarget target) {
+  return target == KernelTarget::CUDA ? cuda::kGemmWorkspaceBytes : 0;
+}
+int64_t LinearGradInputOp::getWorkspaceBytes(KernelTarget target) {
+  return target == KernelTarget::CUDA ? cuda::kGemmWorkspaceBytes : 0;
+}
+int64_t LinearGradWeightOp::getWorkspaceBytes(KernelTarget target) {
+  return target == KernelTarget::CUDA ? cuda::kGemmWorkspaceBytes : 0;
+}
+
+// CUDA: each row's loss, averaged in a fixed order afterwards.
+int64_t CrossEntropyOp::getWorkspaceBytes(KernelTarget target) {
+  return target == KernelTarget::CUDA
+             ? cuda::crossEntropyWorkspaceBytes(rowsOf(getLogits()))
+             : 0;
+}
+int64_t CrossEntropyFromStatsOp::getWorkspaceBytes(KernelTarget target) {
+  return target == KernelTarget::CUDA
+             ? cuda::crossEntropyWorkspaceBytes(
+                   cast<ShapedType>(getOperand(0).getType()).getNumElements())
+             : 0;
+}
+
+// CUDA: the stable sort of the tokens by row (deterministic sums).
+int64_t EmbeddingGradOp::getWorkspaceBytes(KernelTarget target) {
+  return target == KernelTarget::CUDA
+             ? cuda::embeddingGradWorkspaceBytes(
+                   cast<ShapedType>(getTokens().getType()).getNumElements())
+             : 0;
 }
 
 ArrayAttr FillOp::getKernelParams() { return Params(*this).f(getValue()); }
 
 ArrayAttr GlobalNormOp::getKernelParams() {
   return Params(*this).i(getInputs().size());
+}
+// CUDA: f64 partial sums per tensor, reduced in a fixed order.
+int64_t GlobalNormOp::getWorkspaceBytes(KernelTarget target) {
+  return target == KernelTarget::CUDA
+             ? cuda::globalNormWorkspaceBytes(getInputs().size())
+             : 0;
 }
 
 // {warmup_steps, decay type (0 linear, 1 sqrt, 2 cosine), lr, decay_ratio

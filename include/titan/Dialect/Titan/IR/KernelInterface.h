@@ -5,6 +5,7 @@
 
 #include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/IR/OpDefinition.h"
+#include "titan/Dialect/Titan/IR/KernelTarget.h"
 
 #include <optional>
 

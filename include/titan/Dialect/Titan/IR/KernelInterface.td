@@ -23,8 +23,11 @@ def Titan_KernelOpInterface : OpInterface<"KernelOpInterface"> {
       library (the op's mnemonic unless it says otherwise);
     * `getKernelParams()`: the kernel's scalar parameters in order, as typed
       attributes (`i64` integers, `f64` floats), computed at compile time;
-    * `getWorkspaceBytes()`: scratch memory the kernel needs while it runs
-      (planned like any other buffer, alive only during the call);
+    * `getWorkspaceBytes(target)`: scratch memory the target's kernel needs
+      while it runs (planned like any other buffer, alive only during the
+      call); targets implement a kernel differently (the CPU materializes
+      one attention head's scores, cuBLASLt and cuDNN have scratch of their
+      own), so the contract is per target;
     * `getInPlaceOperand(result)`: an operand whose buffer the result may
       reuse when that operand is not used afterwards (the kernel supports
       the aliasing), or std::nullopt.
@@ -38,8 +41,9 @@ def Titan_KernelOpInterface : OpInterface<"KernelOpInterface"> {
       "::mlir::ArrayAttr", "getKernelParams", (ins), [{}], [{
         return ::mlir::ArrayAttr::get($_op->getContext(), {});
       }]>,
-    InterfaceMethod<"Bytes of scratch memory the kernel needs.",
-      "int64_t", "getWorkspaceBytes", (ins), [{}], [{ return 0; }]>,
+    InterfaceMethod<"Bytes of scratch memory the target's kernel needs.",
+      "int64_t", "getWorkspaceBytes", (ins "::titan::KernelTarget":$target),
+      [{}], [{ return 0; }]>,
     InterfaceMethod<"The operand whose buffer result `result` may reuse.",
       "std::optional<unsigned>", "getInPlaceOperand",
       (ins "unsigned":$result), [{}], [{ return std::nullopt; }]>,

@@ -202,7 +202,7 @@ def Titan_AttentionOp : Titan_Op<"attention", [DeclareOpInterfaceMethods<Titan_A
 //===----------------------------------------------------------------------===//
 
 def Titan_LinearOp : Titan_Op<"linear", [DeclareOpInterfaceMethods<Titan_AdjointOpInterface>,
-    Titan_KernelOpInterface,
+    DeclareOpInterfaceMethods<Titan_KernelOpInterface, ["getWorkspaceBytes"]>,
     Pure]> {
   let summary = "x · Wᵀ (a bias-free nn.Linear)";
   let description = [{
@@ -321,7 +321,7 @@ def Titan_ReshapeOp : Titan_Op<"reshape", [DeclareOpInterfaceMethods<Titan_Adjoi
 //===----------------------------------------------------------------------===//
 
 def Titan_CrossEntropyOp : Titan_Op<"cross_entropy", [DeclareOpInterfaceMethods<Titan_AdjointOpInterface>,
-    Titan_KernelOpInterface,
+    DeclareOpInterfaceMethods<Titan_KernelOpInterface, ["getWorkspaceBytes"]>,
     Pure]> {
   let summary = "mean cross-entropy of logits against integer labels";
   let description = [{
@@ -420,7 +420,7 @@ def Titan_TargetLogitOp : Titan_Op<"target_logit", [DeclareOpInterfaceMethods<Ti
 
 def Titan_CrossEntropyFromStatsOp
     : Titan_Op<"cross_entropy_from_stats", [DeclareOpInterfaceMethods<Titan_AdjointOpInterface>,
-    Titan_KernelOpInterface,
+    DeclareOpInterfaceMethods<Titan_KernelOpInterface, ["getWorkspaceBytes"]>,
     Pure]> {
   let summary = "mean cross-entropy from per-row max, sum of exp and target";
   let description = [{
@@ -487,7 +487,7 @@ def Titan_FillOp : Titan_Op<"fill", [DeclareOpInterfaceMethods<Titan_AdjointOpIn
   let assemblyFormat = "$value attr-dict `:` type($result)";
 }
 
-def Titan_EmbeddingGradOp : Titan_Op<"embedding_grad", [DeclareOpInterfaceMethods<Titan_KernelOpInterface, ["getKernelParams"]>,
+def Titan_EmbeddingGradOp : Titan_Op<"embedding_grad", [DeclareOpInterfaceMethods<Titan_KernelOpInterface, ["getKernelParams", "getWorkspaceBytes"]>,
     Pure]> {
   let summary = "gradient of titan.embedding with respect to the weight";
   let description = [{
@@ -551,7 +551,7 @@ def Titan_AttentionGradOp : Titan_Op<"attention_grad", [DeclareOpInterfaceMethod
   let hasVerifier = 1;
 }
 
-def Titan_LinearGradInputOp : Titan_Op<"linear_grad_input", [Titan_KernelOpInterface,
+def Titan_LinearGradInputOp : Titan_Op<"linear_grad_input", [DeclareOpInterfaceMethods<Titan_KernelOpInterface, ["getWorkspaceBytes"]>,
     Pure]> {
   let summary = "gradient of titan.linear with respect to its input: dY · W";
   let description = [{
@@ -565,7 +565,7 @@ def Titan_LinearGradInputOp : Titan_Op<"linear_grad_input", [Titan_KernelOpInter
   let hasVerifier = 1;
 }
 
-def Titan_LinearGradWeightOp : Titan_Op<"linear_grad_weight", [Titan_KernelOpInterface,
+def Titan_LinearGradWeightOp : Titan_Op<"linear_grad_weight", [DeclareOpInterfaceMethods<Titan_KernelOpInterface, ["getWorkspaceBytes"]>,
     Pure]> {
   let summary = "gradient of titan.linear with respect to its weight: dYᵀ · X";
   let description = [{
@@ -674,7 +674,7 @@ def Titan_CrossEntropyFromStatsGradOp
 // Optimizer (produced by titan-optimizer)
 //===----------------------------------------------------------------------===//
 
-def Titan_GlobalNormOp : Titan_Op<"global_norm", [DeclareOpInterfaceMethods<Titan_KernelOpInterface, ["getKernelParams"]>,
+def Titan_GlobalNormOp : Titan_Op<"global_norm", [DeclareOpInterfaceMethods<Titan_KernelOpInterface, ["getKernelParams", "getWorkspaceBytes"]>,
     Pure]> {
   let summary = "L2 norm of all elements of all operands";
   let description = [{

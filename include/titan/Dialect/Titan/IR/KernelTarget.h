@@ -1,0 +1,27 @@
+//===- KernelTarget.h - the targets a kernel contract is stated for -*- C++ -*-===//
+//
+// A kernel's workspace depends on how the target implements it (the CPU
+// target materializes one head's scores; cuDNN's flash attention needs
+// none of that but has its own scratch), so KernelOpInterface's
+// getWorkspaceBytes takes the target.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TITAN_DIALECT_TITAN_IR_KERNELTARGET_H
+#define TITAN_DIALECT_TITAN_IR_KERNELTARGET_H
+
+#include "llvm/ADT/StringRef.h"
+
+#include <optional>
+
+namespace titan {
+
+enum class KernelTarget { CPU, CUDA };
+
+/// "cpu" or "cuda".
+llvm::StringRef stringifyKernelTarget(KernelTarget target);
+std::optional<KernelTarget> symbolizeKernelTarget(llvm::StringRef name);
+
+} // namespace titan
+
+#endif // TITAN_DIALECT_TITAN_IR_KERNELTARGET_H

@@ -1,0 +1,77 @@
+//===- KernelWorkspaces.h - scratch of the CUDA target's kernels -*- C++ -*-===//
+//
+// The workspace each CUDA kernel uses, stated once for both sides: the
+// kernel contracts (lib/Dialect/Titan/IR/KernelContracts.cpp) plan these
+// bytes in the arena, and the CUDA runtime (runtime/cuda/) carves its
+// scratch from them and checks that a library's run-time request fits.
+// Header-only and free of CUDA headers, so the compiler needs no CUDA.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TITAN_TARGET_CUDA_KERNELWORKSPACES_H
+#define TITAN_TARGET_CUDA_KERNELWORKSPACES_H
+
+#include <algorithm>
+#include <cstdint>
+
+namespace titan::cuda {
+
+constexpr int64_t alignTo256(int64_t bytes) { return (bytes + 255) / 256 * 256; }
+
+/// cuBLASLt's workspace for every GEMM: 32 MiB, NVIDIA's recommendation for
+/// Hopper (its heuristic then considers every split-K and stream-K kernel).
+constexpr int64_t kGemmWorkspaceBytes = int64_t(32) << 20;
+
+/// RMSNorm backward: f32 partial sums of the weight gradient, one row of
+/// `dim` per block of rows, at most 256 blocks.
+constexpr int64_t kRMSNormMaxPartials = 256;
+constexpr int64_t rmsNormGradWorkspaceBytes(int64_t rows, int64_t dim) {
+  return std::clamp<int64_t>(rows, 1, kRMSNormMaxPartials) * dim * 4;
+}
+
+/// Embedding backward: keys and positions and their sorted copies (each
+/// 256-byte aligned), then CUB's radix-sort storage, bounded by two more
+/// copies of keys and values plus 1 MiB of histograms; the runtime checks
+/// CUB's exact request against this bound.
+constexpr int64_t embeddingGradKeyBytes(int64_t tokens) {
+  return alignTo256(std::max<int64_t>(tokens, 1) * 4);
+}
+constexpr int64_t embeddingGradSortBytes(int64_t tokens) {
+  return 4 * embeddingGradKeyBytes(tokens) + (int64_t(1) << 20);
+}
+constexpr int64_t embeddingGradWorkspaceBytes(int64_t tokens) {
+  return 4 * embeddingGradKeyBytes(tokens) + embeddingGradSortBytes(tokens);
+}
+
+/// Cross-entropy (whole, or from the loss-parallel statistics): one f32
+/// loss per row, averaged in a fixed order.
+constexpr int64_t crossEntropyWorkspaceBytes(int64_t rows) {
+  return std::max<int64_t>(rows, 1) * 4;
+}
+
+/// Global norm: f64 partial sums, 64 blocks per tensor.
+constexpr int64_t kNormBlocks = 64;
+constexpr int64_t globalNormWorkspaceBytes(int64_t tensors) {
+  return std::max<int64_t>(tensors, 1) * kNormBlocks * 8;
+}
+
+/// cuDNN's flash attention (bf16/f16): its scratch is known only once
+/// cuDNN picks an engine, so the plan reserves a bound and the runtime
+/// checks the request (a larger one is allocated once before the first
+/// captured step, with a warning). Forward: the softmax statistics' f32
+/// staging; backward: the f32 dQ accumulator and two row statistics.
+/// The f32 attention kernels (exact, for parity runs) need none.
+constexpr int64_t kAttentionSlackBytes = int64_t(4) << 20;
+constexpr int64_t attentionWorkspaceBytes(int64_t batch, int64_t qHeads,
+                                          int64_t seq) {
+  return alignTo256(batch * qHeads * seq * 4) + kAttentionSlackBytes;
+}
+constexpr int64_t attentionGradWorkspaceBytes(int64_t batch, int64_t qHeads,
+                                              int64_t seq, int64_t headDim) {
+  return alignTo256(batch * qHeads * seq * headDim * 4) +
+         2 * alignTo256(batch * qHeads * seq * 4) + kAttentionSlackBytes;
+}
+
+} // namespace titan::cuda
+
+#endif // TITAN_TARGET_CUDA_KERNELWORKSPACES_H

@@ -1,0 +1,234 @@
+//===- Elementwise.cu - elementwise and step-scalar CUDA kernels ----------===//
+
+#include "Elementwise.h"
+
+#include "DeviceUtils.cuh"
+
+#include <cmath>
+
+using namespace titanrt;
+using namespace titanrt::cuda;
+using namespace titanrt::cuda::device;
+
+namespace {
+
+/// out[i] = f(in...) over a grid-stride loop.
+template <typename T, typename F>
+__global__ void unaryKernel(const T *x, T *out, int64_t n, F f) {
+  for (int64_t i = int64_t(blockIdx.x) * kThreads + threadIdx.x; i < n;
+       i += int64_t(gridDim.x) * kThreads)
+    store(out, i, f(load(x, i)));
+}
+template <typename T, typename F>
+__global__ void binaryKernel(const T *a, const T *b, T *out, int64_t n, F f) {
+  for (int64_t i = int64_t(blockIdx.x) * kThreads + threadIdx.x; i < n;
+       i += int64_t(gridDim.x) * kThreads)
+    store(out, i, f(load(a, i), load(b, i)));
+}
+
+struct Add {
+  __device__ float operator()(float a, float b) const { return a + b; }
+};
+struct Mul {
+  __device__ float operator()(float a, float b) const { return a * b; }
+};
+struct SiLU {
+  __device__ float operator()(float x) const { return x / (1.0f + expf(-x)); }
+};
+struct SiLUGrad {
+  __device__ float operator()(float x, float dy) const {
+    float s = 1.0f / (1.0f + expf(-x));
+    return dy * s * (1.0f + x * (1.0f - s));
+  }
+};
+struct Sqrt {
+  __device__ float operator()(float x) const { return sqrtf(x); }
+};
+
+template <typename T>
+__global__ void fillKernel(T *out, int64_t n, float value) {
+  for (int64_t i = int64_t(blockIdx.x) * kThreads + threadIdx.x; i < n;
+       i += int64_t(gridDim.x) * kThreads)
+    store(out, i, value);
+}
+
+template <typename From, typename To>
+__global__ void castKernel(const From *src, To *dst, int64_t n) {
+  // bf16 and f16 widen exactly to f32, so f32 arithmetic rounds once.
+  for (int64_t i = int64_t(blockIdx.x) * kThreads + threadIdx.x; i < n;
+       i += int64_t(gridDim.x) * kThreads)
+    store(dst, i, load(src, i));
+}
+
+__global__ void fillWordsKernel(uint64_t *dst, int64_t n, uint64_t pattern) {
+  for (int64_t i = int64_t(blockIdx.x) * kThreads + threadIdx.x; i < n;
+       i += int64_t(gridDim.x) * kThreads)
+    dst[i] = pattern;
+}
+
+/// kernels::lrSchedule (runtime/lib/Kernels.cpp), line by line.
+__global__ void lrScheduleKernel(const int64_t *stepPtr,
+                                 const int64_t *totalPtr, float *lrOut,
+                                 double lr, int64_t warmupSteps,
+                                 double decayRatio, int decayType,
+                                 double minLrFactor) {
+  int64_t step = *stepPtr, totalSteps = *totalPtr;
+  int64_t warmup = warmupSteps < totalSteps ? warmupSteps : totalSteps;
+  int64_t decay = decayRatio >= 0 ? int64_t(nearbyint(totalSteps * decayRatio))
+                                  : totalSteps - warmup;
+  if (warmup + decay > totalSteps)
+    decay = totalSteps - warmup;
+  int64_t stable = totalSteps + 1 - warmup - decay;
+  double factor;
+  if (step < warmup) {
+    factor = double(step + 1) / double(warmup);
+  } else if (step < warmup + stable || decay == 0) {
+    factor = 1.0;
+  } else {
+    double progress =
+        fmin(1.0, double(step + 1 - (warmup + stable)) / double(decay));
+    double adjusted = decayType == 0   ? 1.0 - progress
+                      : decayType == 1 ? 1.0 - ::sqrt(progress)
+                                       : 0.5 * (1.0 + cos(M_PI * progress));
+    factor = minLrFactor + (1.0 - minLrFactor) * adjusted;
+  }
+  *lrOut = float(lr * factor);
+}
+
+/// kernels::ropeAngles, one (position, pair) per thread.
+/// The wavelength bounds and the smoothing's denominator are rounded from
+/// double on the host, as the CPU kernel rounds them.
+__global__ void ropeAnglesKernel(float *angles, int64_t seq, int64_t pairs,
+                                 float theta, bool scaled, float factor,
+                                 float lowFreqFactor, float lowWavelen,
+                                 float highWavelen, float smoothDenominator,
+                                 float originalMaxPositions) {
+  const float pi = 3.14159265358979323846f;
+  for (int64_t i = int64_t(blockIdx.x) * kThreads + threadIdx.x;
+       i < seq * pairs; i += int64_t(gridDim.x) * kThreads) {
+    int64_t p = i / pairs, j = i % pairs;
+    float exponent = float(2 * j) / float(2 * pairs);
+    float f = 1.0f / powf(theta, exponent);
+    if (scaled) {
+      float wavelen = 2.0f * pi / f;
+      if (wavelen > lowWavelen) {
+        f = f / factor;
+      } else if (!(wavelen < highWavelen)) {
+        float smooth = (originalMaxPositions / wavelen - lowFreqFactor) /
+                       smoothDenominator;
+        f = (1.0f - smooth) * f / factor + smooth * f;
+      }
+    }
+    angles[i] = float(p) * f;
+  }
+}
+
+template <typename F>
+void unary(ElementType type, const void *x, void *out, int64_t n,
+           cudaStream_t stream, F f, const char *name) {
+  if (n <= 0)
+    return;
+  dispatch(type, [&](auto *tag) {
+    using T = std::remove_pointer_t<decltype(tag)>;
+    unaryKernel<<<blocksFor(n), kThreads, 0, stream>>>(
+        static_cast<const T *>(x), static_cast<T *>(out), n, f);
+  });
+  checkLaunch(name);
+}
+template <typename F>
+void binary(ElementType type, const void *a, const void *b, void *out,
+            int64_t n, cudaStream_t stream, F f, const char *name) {
+  if (n <= 0)
+    return;
+  dispatch(type, [&](auto *tag) {
+    using T = std::remove_pointer_t<decltype(tag)>;
+    binaryKernel<<<blocksFor(n), kThreads, 0, stream>>>(
+        static_cast<const T *>(a), static_cast<const T *>(b),
+        static_cast<T *>(out), n, f);
+  });
+  checkLaunch(name);
+}
+} // namespace
+
+void titanrt::cuda::add(ElementType type, const void *a, const void *b,
+                        void *out, int64_t n, cudaStream_t stream) {
+  binary(type, a, b, out, n, stream, Add{}, "add");
+}
+void titanrt::cuda::mul(ElementType type, const void *a, const void *b,
+                        void *out, int64_t n, cudaStream_t stream) {
+  binary(type, a, b, out, n, stream, Mul{}, "mul");
+}
+void titanrt::cuda::silu(ElementType type, const void *x, void *out, int64_t n,
+                         cudaStream_t stream) {
+  unary(type, x, out, n, stream, SiLU{}, "silu");
+}
+void titanrt::cuda::siluGrad(ElementType type, const void *x, const void *dy,
+                             void *dx, int64_t n, cudaStream_t stream) {
+  binary(type, x, dy, dx, n, stream, SiLUGrad{}, "silu_grad");
+}
+void titanrt::cuda::sqrt(ElementType type, const void *x, void *out, int64_t n,
+                         cudaStream_t stream) {
+  unary(type, x, out, n, stream, Sqrt{}, "sqrt");
+}
+
+void titanrt::cuda::fill(ElementType type, void *out, int64_t n, double value,
+                         cudaStream_t stream) {
+  if (n <= 0)
+    return;
+  dispatch(type, [&](auto *tag) {
+    using T = std::remove_pointer_t<decltype(tag)>;
+    fillKernel<<<blocksFor(n), kThreads, 0, stream>>>(static_cast<T *>(out),
+                                                      n, float(value));
+  });
+  checkLaunch("fill");
+}
+
+void titanrt::cuda::cast(ElementType from, const void *src, ElementType to,
+                         void *dst, int64_t n, cudaStream_t stream) {
+  if (n <= 0)
+    return;
+  dispatch(from, [&](auto *fromTag) {
+    using From = std::remove_pointer_t<decltype(fromTag)>;
+    dispatch(to, [&](auto *toTag) {
+      using To = std::remove_pointer_t<decltype(toTag)>;
+      castKernel<<<blocksFor(n), kThreads, 0, stream>>>(
+          static_cast<const From *>(src), static_cast<To *>(dst), n);
+    });
+  });
+  checkLaunch("cast");
+}
+
+void titanrt::cuda::fillWords(void *dst, size_t bytes, uint64_t pattern,
+                              cudaStream_t stream) {
+  int64_t n = int64_t(bytes / 8);
+  if (n <= 0)
+    return;
+  fillWordsKernel<<<blocksFor(n), kThreads, 0, stream>>>(
+      static_cast<uint64_t *>(dst), n, pattern);
+  checkLaunch("arena fill");
+}
+
+void titanrt::cuda::lrSchedule(const int64_t *step, const int64_t *totalSteps,
+                               float *lr, double baseLr, int64_t warmupSteps,
+                               double decayRatio, int decayType,
+                               double minLrFactor, cudaStream_t stream) {
+  lrScheduleKernel<<<1, 1, 0, stream>>>(step, totalSteps, lr, baseLr,
+                                        warmupSteps, decayRatio, decayType,
+                                        minLrFactor);
+  checkLaunch("lr_schedule");
+}
+
+void titanrt::cuda::ropeAngles(float *angles, int64_t seq, int64_t pairs,
+                               double theta, bool scaled, double factor,
+                               double lowFreqFactor, double highFreqFactor,
+                               double originalMaxPositions,
+                               cudaStream_t stream) {
+  if (seq * pairs <= 0)
+    return;
+  ropeAnglesKernel<<<blocksFor(seq * pairs), kThreads, 0, stream>>>(
+      angles, seq, pairs, float(theta), scaled, float(factor),
+      float(lowFreqFactor), float(originalMaxPositions / lowFreqFactor),
+      float(originalMaxPositions / highFreqFactor),
+      float(highFreqFactor - lowFreqFactor), float(originalMaxPositions));
+  checkLaunch("rope_angles");
+}

@@ -1,0 +1,60 @@
+//===- Elementwise.h - elementwise and step-scalar CUDA kernels -*- C++ -*-===//
+//
+// The CUDA versions of the CPU target's small kernels: elementwise
+// arithmetic (f32 arithmetic on f32/bf16/f16, one rounding per output),
+// conversions between the precision model's float types, the learning-rate
+// schedule and the RoPE angles (computed on the device from device
+// scalars, so a captured CUDA graph replays every step correctly), and the
+// arena's fill pattern.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TITANRT_CUDA_ELEMENTWISE_H
+#define TITANRT_CUDA_ELEMENTWISE_H
+
+#include "LinearGemm.h"
+
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+namespace titanrt::cuda {
+
+/// out = a + b, a * b (elementwise, `n` elements; out may be a or b).
+void add(ElementType type, const void *a, const void *b, void *out, int64_t n,
+         cudaStream_t stream);
+void mul(ElementType type, const void *a, const void *b, void *out, int64_t n,
+         cudaStream_t stream);
+/// out = x * sigmoid(x); dx = dy * silu'(x).
+void silu(ElementType type, const void *x, void *out, int64_t n,
+          cudaStream_t stream);
+void siluGrad(ElementType type, const void *x, const void *dy, void *dx,
+              int64_t n, cudaStream_t stream);
+/// out = sqrt(x).
+void sqrt(ElementType type, const void *x, void *out, int64_t n,
+          cudaStream_t stream);
+/// out[i] = value.
+void fill(ElementType type, void *out, int64_t n, double value,
+          cudaStream_t stream);
+/// Converts `n` elements from `from` to `to`, rounding to nearest even.
+void cast(ElementType from, const void *src, ElementType to, void *dst,
+          int64_t n, cudaStream_t stream);
+/// Every 8-byte word of [dst, dst + bytes) set to `pattern`.
+void fillWords(void *dst, size_t bytes, uint64_t pattern, cudaStream_t stream);
+
+/// titan.lr_schedule (TorchTitan v0.2.0's warmup-stable-decay, as
+/// kernels::lrSchedule): *lr from *step and *totalSteps.
+void lrSchedule(const int64_t *step, const int64_t *totalSteps, float *lr,
+                double baseLr, int64_t warmupSteps, double decayRatio,
+                int decayType, double minLrFactor, cudaStream_t stream);
+
+/// titan.rope_angles (as kernels::ropeAngles): angles[p, j] = p *
+/// invFreq[j], with Llama 3's frequency scaling when `scaled`.
+void ropeAngles(float *angles, int64_t seq, int64_t pairs, double theta,
+                bool scaled, double factor, double lowFreqFactor,
+                double highFreqFactor, double originalMaxPositions,
+                cudaStream_t stream);
+
+} // namespace titanrt::cuda
+
+#endif // TITANRT_CUDA_ELEMENTWISE_H

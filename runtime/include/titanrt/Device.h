@@ -1,0 +1,67 @@
+//===- Device.h - where a compiled step runs and its arena lives -*- C++ -*-===//
+//
+// The training loop (Trainer.cpp) is the same for every target; what
+// differs is where the planned arena is allocated, how the host reaches the
+// state in it, and how a step function is run. Each target's kernel
+// library (libtitanrt_cpu, libtitanrt_cuda) provides one Device, returned
+// by titan_rt_target_device(), which the executable's main() passes to the
+// loop.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TITANRT_DEVICE_H
+#define TITANRT_DEVICE_H
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+namespace titanrt {
+
+enum class Backend;
+
+class Device {
+public:
+  virtual ~Device() = default;
+
+  /// The titan-compile --target this device runs: "cpu" or "cuda".
+  virtual std::string target() const = 0;
+  /// "cpu", or the GPU's name and index.
+  virtual std::string describe() const = 0;
+  /// Called once after the communicator (if any) exists and before
+  /// anything else: picks the rank's GPU among those the process sees.
+  virtual void select(int64_t localRank) { (void)localRank; }
+  /// The communicator backend of multi-rank runs on this device.
+  virtual Backend communicatorBackend() const = 0;
+
+  /// Allocates the arena once, every 8-byte word set to `pattern` (which
+  /// no computation writes, so the high-water mark can be found).
+  virtual char *allocateArena(int64_t bytes, uint64_t pattern) = 0;
+  virtual void freeArena(char *arena) = 0;
+  /// Whether the host may read and write arena addresses directly.
+  virtual bool hostAccessible() const = 0;
+  /// Copies between host memory and the arena (after the steps before).
+  virtual void copyToHost(void *dst, const char *src, size_t bytes) = 0;
+  virtual void copyToDevice(char *dst, const void *src, size_t bytes) = 0;
+  virtual void zero(char *dst, size_t bytes) = 0;
+
+  /// Which compiled step a run is of (each may be captured once).
+  enum class Step { ForwardBackward, OptimizerStep };
+  /// Runs `step` on `arena` and returns when its results can be read.
+  virtual void run(Step which, void (*step)(char *arena), char *arena) = 0;
+  /// Run-time options: CUDA graphs on or off (targets without graphs
+  /// ignore it).
+  virtual void setGraphs(bool enabled) { (void)enabled; }
+};
+
+/// The CPU: the arena is host memory, steps run on the calling thread.
+Device &hostDevice();
+
+} // namespace titanrt
+
+extern "C" {
+/// Defined by each target's kernel library.
+titanrt::Device *titan_rt_target_device(void);
+}
+
+#endif // TITANRT_DEVICE_H

@@ -1,0 +1,56 @@
+//===- HostDevice.cpp - the CPU target's device: host memory --------------===//
+
+#include "titanrt/Device.h"
+
+#include "Communicator.h"
+#include "Error.h"
+
+#include "titan/Support/Format.h"
+
+#include <cstdlib>
+#include <cstring>
+
+using namespace titanrt;
+
+namespace {
+class HostDevice final : public Device {
+public:
+  std::string target() const override { return "cpu"; }
+  std::string describe() const override { return "cpu"; }
+  Backend communicatorBackend() const override { return Backend::MPI; }
+
+  char *allocateArena(int64_t bytes, uint64_t pattern) override {
+    size_t size = size_t(std::max<int64_t>(bytes, kAlignment));
+    size = (size + kAlignment - 1) / kAlignment * kAlignment;
+    auto *base = static_cast<char *>(std::aligned_alloc(kAlignment, size));
+    if (!base)
+      fatal("out of host memory: cannot allocate the planned arena of " +
+            std::to_string(bytes) + " bytes (" +
+            titan::humanBytes(double(bytes)) +
+            "; titan-compile --emit=memory shows what it holds)");
+    for (size_t i = 0; i < size / sizeof(uint64_t); ++i)
+      reinterpret_cast<uint64_t *>(base)[i] = pattern;
+    return base;
+  }
+  void freeArena(char *arena) override { std::free(arena); }
+  bool hostAccessible() const override { return true; }
+  void copyToHost(void *dst, const char *src, size_t bytes) override {
+    if (dst != src)
+      std::memcpy(dst, src, bytes);
+  }
+  void copyToDevice(char *dst, const void *src, size_t bytes) override {
+    if (dst != src)
+      std::memcpy(dst, src, bytes);
+  }
+  void zero(char *dst, size_t bytes) override { std::memset(dst, 0, bytes); }
+  void run(Step, void (*step)(char *), char *arena) override { step(arena); }
+
+private:
+  static constexpr size_t kAlignment = 256;
+};
+} // namespace
+
+Device &titanrt::hostDevice() {
+  static HostDevice device;
+  return device;
+}

@@ -1,0 +1,67 @@
+// RUN: titan-opt %s -split-input-file -titan-bufferize -verify-diagnostics | FileCheck %s --check-prefix=CPU
+// RUN: titan-opt %s -split-input-file -titan-bufferize=target=cuda -verify-diagnostics | FileCheck %s --check-prefix=CUDA
+// RUN: not titan-opt %s -titan-bufferize=target=tpu 2>&1 | FileCheck %s --check-prefix=BAD
+
+// BAD: error: titan-bufferize: unknown target 'tpu' (expected cpu or cuda)
+
+// Workspaces are the target's (KernelOpInterface::getWorkspaceBytes(target);
+// the CUDA sizes are stated in include/titan/Target/CUDA/KernelWorkspaces.h).
+// On the CPU, attention materializes one head's 8 x 8 f32 scores (256 bytes), its
+// backward two such blocks; the RMSNorm weight gradient sums in f64 (8 x 8
+// bytes); OpenBLAS GEMMs, the cross-entropy and the embedding gradient
+// need none.
+// On CUDA, every GEMM gets cuBLASLt's 32 MiB; cuDNN's bf16 attention gets its
+// bound (the f32 statistics, 1 x 2 x 8 x 4 bytes rounded to 256, plus
+// 4 MiB), its backward the f32 dQ accumulator too (256 + 2 x 256 + 4 MiB);
+// the f32 attention kernels need none; the RMSNorm gradient keeps one f32
+// row of partial sums per block of rows (8 rows: 8 x 8 x 4 bytes); the
+// cross-entropy one f32 loss per row; the embedding gradient its sort (4 x
+// 256 bytes of keys, 4 x 256 + 1 MiB for CUB).
+// CPU-LABEL: func.func @forward_backward(
+// CPU:       %[[WS0:.*]] = kernel.alloc {kind = "workspace"} : memref<64xi8>
+// CPU-NEXT:  kernel.call "rms_norm_grad"
+// CPU-NOT:   kernel.alloc {kind = "workspace"} : memref<33554432xi8>
+// CPU:       %[[WS1:.*]] = kernel.alloc {kind = "workspace"} : memref<256xi8>
+// CPU-NEXT:  kernel.call "attention"({{.*}}memref<1x8x2x4xbf16>
+// CPU:       %[[WS2:.*]] = kernel.alloc {kind = "workspace"} : memref<512xi8>
+// CPU-NEXT:  kernel.call "attention_grad"
+// CPU:       %[[WS3:.*]] = kernel.alloc {kind = "workspace"} : memref<256xi8>
+// CPU-NEXT:  kernel.call "attention"({{.*}}memref<1x8x2x4xf32>
+// CPU-NOT:   kind = "workspace"
+// CPU:       return
+
+// CUDA-LABEL: func.func @forward_backward(
+// CUDA:       kernel.alloc {kind = "workspace"} : memref<33554432xi8>
+// CUDA-NEXT:  kernel.call "linear"
+// CUDA:       kernel.alloc {kind = "workspace"} : memref<256xi8>
+// CUDA-NEXT:  kernel.call "rms_norm_grad"
+// CUDA:       kernel.alloc {kind = "workspace"} : memref<4194560xi8>
+// CUDA-NEXT:  kernel.call "attention"({{.*}}memref<1x8x2x4xbf16>
+// CUDA:       kernel.alloc {kind = "workspace"} : memref<4195072xi8>
+// CUDA-NEXT:  kernel.call "attention_grad"
+// CUDA-NOT:   kind = "workspace"
+// CUDA:       kernel.call "attention"({{.*}}memref<1x8x2x4xf32>
+// CUDA:       kernel.alloc {kind = "workspace"} : memref<32xi8>
+// CUDA-NEXT:  kernel.call "cross_entropy"
+// CUDA:       kernel.alloc {kind = "workspace"} : memref<1050624xi8>
+// CUDA-NEXT:  kernel.call "embedding_grad"
+// CUDA:       return
+func.func @forward_backward(%w: tensor<8x8xbf16> {titan.param = "w"}, %n: tensor<8xbf16> {titan.param = "n"},
+                            %x: tensor<1x8x8xbf16> {titan.input = "tokens"}, %l: tensor<1x8xi32> {titan.input = "labels"},
+                            %qf: tensor<1x8x2x4xf32> {titan.param = "qf"})
+    -> (tensor<f32> {titan.output = "loss"}, tensor<8x8xbf16> {titan.grad = "w"}, tensor<8xbf16> {titan.grad = "n"},
+        tensor<1x8x2x4xbf16> {titan.grad = "q"}, tensor<1x8x2x4xf32> {titan.grad = "qf"}, tensor<8x8xbf16> {titan.grad = "e"}) {
+  %y = titan.linear %x, %w : (tensor<1x8x8xbf16>, tensor<8x8xbf16>) -> tensor<1x8x8xbf16>
+  %dx, %dn = titan.rms_norm_grad %x, %n, %y {eps = 1.0e-5 : f64} : (tensor<1x8x8xbf16>, tensor<8xbf16>, tensor<1x8x8xbf16>) -> (tensor<1x8x8xbf16>, tensor<8xbf16>)
+  %v = titan.reshape %y : tensor<1x8x8xbf16> -> tensor<1x8x2x4xbf16>
+  %o:2 = titan.attention %v, %v, %v {scale = 0.5 : f64} : (tensor<1x8x2x4xbf16>, tensor<1x8x2x4xbf16>, tensor<1x8x2x4xbf16>) -> (tensor<1x8x2x4xbf16>, tensor<1x2x8xf32>)
+  %dq:3 = titan.attention_grad %v, %v, %v, %o#0, %o#1, %v {scale = 0.5 : f64} : (tensor<1x8x2x4xbf16>, tensor<1x8x2x4xbf16>, tensor<1x8x2x4xbf16>, tensor<1x8x2x4xbf16>, tensor<1x2x8xf32>, tensor<1x8x2x4xbf16>) -> (tensor<1x8x2x4xbf16>, tensor<1x8x2x4xbf16>, tensor<1x8x2x4xbf16>)
+  %of:2 = titan.attention %qf, %qf, %qf {scale = 0.5 : f64} : (tensor<1x8x2x4xf32>, tensor<1x8x2x4xf32>, tensor<1x8x2x4xf32>) -> (tensor<1x8x2x4xf32>, tensor<1x2x8xf32>)
+  %yf = titan.cast %dx : tensor<1x8x8xbf16> to tensor<1x8x8xf32>
+  %loss = titan.cross_entropy %yf, %l : (tensor<1x8x8xf32>, tensor<1x8xi32>) -> tensor<f32>
+  %ge = titan.embedding_grad %y, %l : (tensor<1x8x8xbf16>, tensor<1x8xi32>) -> tensor<8x8xbf16>
+  return %loss, %w, %dn, %dq#0, %of#0, %ge : tensor<f32>, tensor<8x8xbf16>, tensor<8xbf16>, tensor<1x8x2x4xbf16>, tensor<1x8x2x4xf32>, tensor<8x8xbf16>
+}
+func.func @optimizer_step(%p: tensor<8xbf16> {titan.param = "n"}) -> (tensor<8xbf16> {titan.param = "n"}) {
+  return %p : tensor<8xbf16>
+}
