@@ -2,6 +2,7 @@
 # Installs everything titan's build and test suite need on Debian 12. Idempotent:
 # when every package is already present it does nothing (and needs no network).
 set -euo pipefail
+cd "$(dirname "$0")/.."
 
 packages=(
   build-essential cmake ninja-build ccache git
@@ -26,4 +27,31 @@ if ((${#missing[@]})); then
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -q --no-install-recommends "${missing[@]}"
 else
   echo "setup: all packages present"
+fi
+
+# The CUDA target's attention uses cuDNN through its header-only C++ API,
+# cudnn-frontend, whose headers ship in PyPI's nvidia-cudnn-frontend wheel:
+# unpacked into .deps/ (only where the CUDA toolkit is installed).
+frontend_version=1.32.0
+frontend=.deps/cudnn-frontend
+if { command -v nvcc >/dev/null || [ -x /usr/local/cuda/bin/nvcc ]; } &&
+   [ ! -f "$frontend/include/cudnn_frontend.h" ]; then
+  echo "setup: fetching cudnn-frontend $frontend_version headers (PyPI)"
+  py=$(command -v python3)
+  tmp=$(mktemp -d)
+  if "$py" -m pip download --quiet --no-deps --dest "$tmp" \
+       "nvidia-cudnn-frontend==$frontend_version"; then
+    rm -rf "$frontend" && mkdir -p "$frontend"
+    "$py" - "$tmp" "$frontend" <<'PY'
+import glob, sys, zipfile
+wheel = glob.glob(sys.argv[1] + "/*.whl")[0]
+with zipfile.ZipFile(wheel) as z:
+    for name in z.namelist():
+        if name.startswith("include/"):
+            z.extract(name, sys.argv[2])
+PY
+  else
+    echo "setup: warning: could not fetch nvidia-cudnn-frontend; the CUDA target's attention will use its exact kernels" >&2
+  fi
+  rm -rf "$tmp"
 fi

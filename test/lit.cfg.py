@@ -54,3 +54,10 @@ config.substitutions.append(("%mpirun", "mpirun --oversubscribe -np"))
 
 if config.titan_cuda_enabled:
     config.available_features.add("cuda")
+    # titan-compile --target=cuda works where libtitanrt_cuda was built.
+    if os.path.exists(os.path.join(config.titan_obj_root, "lib", "libtitanrt_cuda.so")):
+        config.available_features.add("cuda-target")
+    # Tests that run on a GPU: only where one is visible.
+    smi = shutil.which("nvidia-smi")
+    if smi and subprocess.run([smi, "-L"], capture_output=True, text=True).stdout.startswith("GPU"):
+        config.available_features.add("gpu")

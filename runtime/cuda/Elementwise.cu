@@ -60,6 +60,8 @@ __global__ void castKernel(const From *src, To *dst, int64_t n) {
     store(dst, i, load(src, i));
 }
 
+__global__ void storeInt32Kernel(int32_t *dst, int32_t value) { *dst = value; }
+
 __global__ void fillWordsKernel(uint64_t *dst, int64_t n, uint64_t pattern) {
   for (int64_t i = int64_t(blockIdx.x) * kThreads + threadIdx.x; i < n;
        i += int64_t(gridDim.x) * kThreads)
@@ -196,6 +198,21 @@ void titanrt::cuda::cast(ElementType from, const void *src, ElementType to,
     });
   });
   checkLaunch("cast");
+}
+
+void titanrt::cuda::storeInt32(int32_t *dst, int32_t value,
+                               cudaStream_t stream) {
+  storeInt32Kernel<<<1, 1, 0, stream>>>(dst, value);
+  checkLaunch("shard_offset");
+}
+
+bool titanrt::cuda::kernelsRunHere(std::string &error) {
+  cudaFuncAttributes attributes;
+  cudaError_t rc = cudaFuncGetAttributes(&attributes, fillWordsKernel);
+  if (rc == cudaSuccess)
+    return true;
+  error = cudaGetErrorString(rc);
+  return false;
 }
 
 void titanrt::cuda::fillWords(void *dst, size_t bytes, uint64_t pattern,

@@ -17,6 +17,7 @@
 #include <cuda_runtime.h>
 
 #include <cstdint>
+#include <string>
 
 namespace titanrt::cuda {
 
@@ -39,6 +40,12 @@ void fill(ElementType type, void *out, int64_t n, double value,
 /// Converts `n` elements from `from` to `to`, rounding to nearest even.
 void cast(ElementType from, const void *src, ElementType to, void *dst,
           int64_t n, cudaStream_t stream);
+/// *dst = value (an int32 scalar in device memory, without a host copy:
+/// capturable).
+void storeInt32(int32_t *dst, int32_t value, cudaStream_t stream);
+/// Whether this library's kernels have code the current GPU runs; else
+/// false with the CUDA runtime's reason in `error`.
+bool kernelsRunHere(std::string &error);
 /// Every 8-byte word of [dst, dst + bytes) set to `pattern`.
 void fillWords(void *dst, size_t bytes, uint64_t pattern, cudaStream_t stream);
 

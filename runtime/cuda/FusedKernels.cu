@@ -351,6 +351,14 @@ crossEntropyFromStatsGradKernel(const T *sumExp, const float *dloss,
   }
 }
 
+/// Tensors of one global-norm launch, passed by value (kernel parameters
+/// are captured with a graph; a device array would have to be written
+/// inside the step).
+constexpr int kNormTensorsPerLaunch = 64;
+struct NormTensorChunk {
+  NormTensor t[kNormTensorsPerLaunch];
+};
+
 /// Per-block partial sums of squares (f64) of each tensor: partials[tensor *
 /// gridDim.x + block].
 __global__ void sumOfSquaresKernel(NormTensorChunk chunk, double *partials) {
@@ -428,13 +436,6 @@ __global__ void adamwStepKernel(AdamWTensor t, const float *gradNorm,
                 int64_t(gridDim.x) * kThreads);
 }
 
-/// Tensors of one global-norm launch, passed by value (kernel parameters
-/// are captured with a graph; a device array would have to be written
-/// inside the step).
-constexpr int kNormTensorsPerLaunch = 64;
-struct NormTensorChunk {
-  NormTensor t[kNormTensorsPerLaunch];
-};
 
 } // namespace
 

@@ -149,15 +149,15 @@ __host__ __device__ inline AdamWScalars
 adamwScalars(double lr, int64_t step, double beta1, double beta2, double eps,
              double weightDecay, double maxNorm) {
   double t = double(step + 1);
-  double biasCorrection1 = 1.0 - pow(beta1, t);
-  double biasCorrection2 = 1.0 - pow(beta2, t);
+  double biasCorrection1 = 1.0 - ::pow(beta1, t);
+  double biasCorrection2 = 1.0 - ::pow(beta2, t);
   return {float(1.0 - lr * weightDecay),
           float(beta1),
           float(1.0 - beta1),
           float(beta2),
           float(1.0 - beta2),
           float(-(lr / biasCorrection1)),
-          float(sqrt(biasCorrection2)),
+          float(::sqrt(biasCorrection2)),
           float(eps),
           float(maxNorm)};
 }

@@ -123,19 +123,17 @@ TITAN_RT_DEFINE(send_recv_start, sendRecv)
 #undef TITAN_RT_DEFINE
 #undef TITAN_RT_DEFINE_TYPE
 
-void titan_rt_shard_offset_i32(void **b, const int64_t *, const int64_t *a,
-                               const double *, void *, const int64_t *) {
-  // ints: {stride, number of axes, axis indices...}
-  std::vector<MeshAxis> axes;
-  for (int64_t i = 0; i < a[1]; ++i)
-    axes.push_back(MeshAxis(int(a[2 + i])));
-  *static_cast<int32_t *>(b[0]) =
-      int32_t(communicator().groupIndex(axes) * a[0]);
-}
-
 void titan_rt_wait(void *request) {
   std::unique_ptr<Request> r(static_cast<Request *>(request));
   r->finish();
 }
 
 } // extern "C"
+
+int32_t titanrt::shardOffset(const int64_t *ints) {
+  // ints: {stride, number of axes, axis indices...}
+  std::vector<MeshAxis> axes;
+  for (int64_t i = 0; i < ints[1]; ++i)
+    axes.push_back(MeshAxis(int(ints[2 + i])));
+  return int32_t(communicator().groupIndex(axes) * ints[0]);
+}

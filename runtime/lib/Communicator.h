@@ -146,6 +146,11 @@ Communicator &initCommunicator(const std::vector<int64_t> &meshShape,
                                double timeoutSeconds = 300);
 /// The communicator set up by initCommunicator.
 Communicator &communicator();
+
+/// dist.shard_offset's value on this rank: its index over some mesh axes
+/// times a stride; `ints` = {stride, number of axes, axis indices (0 pp ...
+/// 4 tp) outermost first}, as KernelABI.h passes them.
+int32_t shardOffset(const int64_t *ints);
 /// Releases the communicator and finalizes MPI.
 void shutdownCommunicator();
 

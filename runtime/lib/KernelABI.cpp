@@ -9,7 +9,9 @@
 #include "titanrt/KernelABI.h"
 #include "titanrt/Device.h"
 
+#include "Communicator.h"
 #include "Error.h"
+#include "KernelCall.h"
 #include "Kernels.h"
 #include "LowPrecision.h"
 
@@ -18,51 +20,11 @@
 #include <cstring>
 
 using namespace titanrt;
+using titanrt::abi::Call;
+using titanrt::abi::Shape;
 namespace k = titanrt::kernels;
 
 namespace {
-
-/// One buffer's shape, read in place: {rank, dims...}.
-struct Shape {
-  const int64_t *dims;
-  int64_t rank;
-  int64_t numel() const {
-    int64_t n = 1;
-    for (int64_t i = 0; i < rank; ++i)
-      n *= dims[i];
-    return n;
-  }
-  int64_t back() const { return dims[rank - 1]; }
-  int64_t dim(int64_t i) const { return dims[i]; }
-  /// Elements before the last dimension.
-  int64_t rows() const { return rank == 0 ? 1 : numel() / back(); }
-};
-
-/// The arguments of one kernel call.
-struct Call {
-  void **buffers;
-  const int64_t *shapes;
-  const int64_t *ints;
-  const double *floats;
-  void *workspace;
-
-  template <typename T> T *buf(int i) const {
-    return static_cast<T *>(buffers[i]);
-  }
-  /// The shape of buffer `i` (buffers are few; the scan is short).
-  Shape shape(int i) const {
-    const int64_t *s = shapes;
-    for (int j = 0; j < i; ++j)
-      s += 1 + s[0];
-    return {s + 1, s[0]};
-  }
-  /// Ops with an optional vocab_start operand: ints[0] says whether it is
-  /// present; it then follows the indices (buffer 2).
-  bool hasVocabStart() const { return ints[0] != 0; }
-  const int32_t *vocabStart() const {
-    return hasVocabStart() ? buf<int32_t>(2) : nullptr;
-  }
-};
 
 template <typename T> void embedding(const Call &c) {
   int out = c.hasVocabStart() ? 3 : 2;
@@ -401,6 +363,11 @@ TITAN_RT_DEFINE_CAST(f64)
 TITAN_RT_DEFINE_CAST(bf16)
 TITAN_RT_DEFINE_CAST(f16)
 #undef TITAN_RT_DEFINE_CAST
+
+void titan_rt_shard_offset_i32(void **b, const int64_t *, const int64_t *a,
+                               const double *, void *, const int64_t *) {
+  *static_cast<int32_t *>(b[0]) = shardOffset(a);
+}
 
 /// The CPU target runs its steps on the host, on host memory.
 titanrt::Device *titan_rt_target_device(void) { return &hostDevice(); }

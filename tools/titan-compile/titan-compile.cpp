@@ -133,7 +133,7 @@ int reportError(llvm::Error error) {
 /// ("sm_90a").
 llvm::Error checkCudaTarget(llvm::StringRef arch) {
   llvm::SmallVector<llvm::StringRef> built;
-  llvm::StringRef(TITAN_CUDA_ARCHS_BUILT).split(built, ';', -1, false);
+  llvm::StringRef(TITAN_CUDA_ARCHS_BUILT).split(built, ',', -1, false);
   if (built.empty())
     return llvm::createStringError(
         llvm::inconvertibleErrorCode(),

@@ -1,0 +1,165 @@
+//===- CudaDevice.cpp - the CUDA target's device --------------------------===//
+
+#include "CudaDevice.h"
+
+#include "Communicator.h"
+#include "Elementwise.h"
+#include "Error.h"
+
+#include "titan/Support/Format.h"
+#include "titan/Target/CUDA/KernelWorkspaces.h"
+
+#include <cstdio>
+#include <cstdlib>
+
+using namespace titanrt;
+using namespace titanrt::cuda;
+
+void titanrt::cuda::checkCuda(cudaError_t rc, const std::string &what) {
+  if (rc != cudaSuccess)
+    fatal("CUDA error in " + what + ": " + cudaGetErrorName(rc) + " (" +
+          cudaGetErrorString(rc) + ")");
+}
+
+KernelContext::KernelContext() : gemms(size_t(titan::cuda::kGemmWorkspaceBytes)) {}
+
+namespace {
+
+class CudaDevice final : public Device {
+public:
+  std::string target() const override { return "cuda"; }
+  std::string describe() const override { return description; }
+  Backend communicatorBackend() const override { return Backend::NCCL; }
+
+  void select(int64_t localRank) override {
+    int count = 0;
+    cudaError_t rc = cudaGetDeviceCount(&count);
+    if (rc != cudaSuccess || count == 0)
+      fatal(std::string("no CUDA GPU is visible to this process (") +
+            (rc == cudaSuccess ? "cudaGetDeviceCount found none"
+                               : std::string("cudaGetDeviceCount: ") +
+                                     cudaGetErrorString(rc)) +
+            "); this executable was compiled with titan-compile "
+            "--target=cuda; use --target=cpu to train on the host");
+    if (localRank >= count) {
+      const char *visible = std::getenv("CUDA_VISIBLE_DEVICES");
+      fatal("local rank " + std::to_string(localRank) + " needs GPU " +
+            std::to_string(localRank) + " but this process sees " +
+            std::to_string(count) + " (CUDA_VISIBLE_DEVICES=" +
+            (visible ? visible : "unset") +
+            "): launch at most one rank per GPU on each machine");
+    }
+    checkCuda(cudaSetDevice(int(localRank)), "cudaSetDevice");
+    cudaDeviceProp prop;
+    checkCuda(cudaGetDeviceProperties(&prop, int(localRank)),
+              "cudaGetDeviceProperties");
+    std::string error;
+    if (!kernelsRunHere(error))
+      fatal(std::string("libtitanrt_cuda has no code for this GPU (") +
+            prop.name + ", sm_" + std::to_string(prop.major) +
+            std::to_string(prop.minor) + "): " + error +
+            "; rebuild titan with -DTITAN_CUDA_ARCHS including it and "
+            "recompile with --cuda-arch");
+    description = std::string(prop.name) + " (GPU " +
+                  std::to_string(localRank) + " of " + std::to_string(count) +
+                  ", sm_" + std::to_string(prop.major) +
+                  std::to_string(prop.minor) + ", " +
+                  titan::humanBytes(double(prop.totalGlobalMem)) + ")";
+  }
+
+  char *allocateArena(int64_t bytes, uint64_t pattern) override {
+    size_t size = size_t(std::max<int64_t>(bytes, 256));
+    void *base = nullptr;
+    cudaError_t rc = cudaMalloc(&base, size);
+    if (rc != cudaSuccess) {
+      size_t free = 0, total = 0;
+      cudaMemGetInfo(&free, &total);
+      fatal("out of GPU memory: cannot allocate the planned arena of " +
+            std::to_string(bytes) + " bytes (" +
+            titan::humanBytes(double(bytes)) + "; the GPU has " +
+            titan::humanBytes(double(free)) + " free of " +
+            titan::humanBytes(double(total)) +
+            "; titan-compile --emit=memory shows what the arena holds)");
+    }
+    fillWords(base, size, pattern, kernelContext().stream);
+    checkCuda(cudaStreamSynchronize(kernelContext().stream),
+              "filling the arena");
+    return static_cast<char *>(base);
+  }
+  void freeArena(char *arena) override {
+    for (Captured &c : graphs)
+      if (c.exec)
+        cudaGraphExecDestroy(c.exec);
+    cudaFree(arena);
+  }
+  bool hostAccessible() const override { return false; }
+  void copyToHost(void *dst, const char *src, size_t bytes) override {
+    checkCuda(cudaMemcpy(dst, src, bytes, cudaMemcpyDeviceToHost),
+              "cudaMemcpy from the arena (" + std::to_string(bytes) +
+                  " bytes)");
+  }
+  void copyToDevice(char *dst, const void *src, size_t bytes) override {
+    checkCuda(cudaMemcpy(dst, src, bytes, cudaMemcpyHostToDevice),
+              "cudaMemcpy into the arena (" + std::to_string(bytes) +
+                  " bytes)");
+  }
+  void zero(char *dst, size_t bytes) override {
+    checkCuda(cudaMemset(dst, 0, bytes), "cudaMemset of the arena");
+  }
+
+  void setGraphs(bool enabled) override { useGraphs = enabled; }
+
+  /// The first run of a step is eager: it makes cuBLASLt's and cuDNN's
+  /// plans (and any allocation they need) outside a capture. The second is
+  /// captured and every later one replays the graph. The step's kernel
+  /// parameters are fixed at capture; everything that changes from step to
+  /// step (the batch, the step index, the learning rate) is read from the
+  /// arena, whose addresses do not move.
+  void run(Step which, void (*step)(char *), char *arena) override {
+    cudaStream_t stream = kernelContext().stream;
+    Captured &c = graphs[which == Step::ForwardBackward ? 0 : 1];
+    const char *name = which == Step::ForwardBackward ? "forward_backward"
+                                                      : "optimizer_step";
+    if (!useGraphs || c.runs == 0) {
+      step(arena);
+    } else {
+      if (!c.exec) {
+        checkCuda(cudaStreamBeginCapture(stream,
+                                         cudaStreamCaptureModeThreadLocal),
+                  std::string("cudaStreamBeginCapture of ") + name);
+        step(arena);
+        cudaGraph_t graph = nullptr;
+        checkCuda(cudaStreamEndCapture(stream, &graph),
+                  std::string("cudaStreamEndCapture of ") + name);
+        checkCuda(cudaGraphInstantiate(&c.exec, graph, 0),
+                  std::string("cudaGraphInstantiate of ") + name);
+        cudaGraphDestroy(graph);
+      }
+      checkCuda(cudaGraphLaunch(c.exec, stream),
+                std::string("cudaGraphLaunch of ") + name);
+    }
+    ++c.runs;
+    checkCuda(cudaStreamSynchronize(stream), std::string("the step ") + name);
+  }
+
+private:
+  struct Captured {
+    int64_t runs = 0;
+    cudaGraphExec_t exec = nullptr;
+  };
+  Captured graphs[2];
+  bool useGraphs = true;
+  std::string description = "GPU";
+};
+
+} // namespace
+
+KernelContext &titanrt::cuda::kernelContext() {
+  static KernelContext context;
+  return context;
+}
+
+extern "C" titanrt::Device *titan_rt_target_device(void) {
+  static CudaDevice device;
+  return &device;
+}

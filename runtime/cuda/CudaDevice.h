@@ -1,0 +1,44 @@
+//===- CudaDevice.h - the CUDA target's device ------------------*- C++ -*-===//
+//
+// One GPU per local rank; the arena in device memory (one cudaMalloc);
+// every kernel of a step enqueued on the compute stream; the steps
+// captured once each as CUDA graphs and replayed. The kernel library's
+// shared state (cuBLASLt's plans, cuDNN's graphs) lives here too.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TITANRT_CUDA_CUDADEVICE_H
+#define TITANRT_CUDA_CUDADEVICE_H
+
+#include "Attention.h"
+#include "LinearGemm.h"
+
+#include "titanrt/Device.h"
+
+#include <cuda_runtime.h>
+
+#include <memory>
+#include <string>
+
+namespace titanrt::cuda {
+
+/// Stops the run naming the CUDA call that failed and what it was for.
+void checkCuda(cudaError_t rc, const std::string &what);
+
+/// What the kernel entry points share.
+struct KernelContext {
+  /// The stream every kernel of a step runs on: the per-thread default
+  /// stream, which the NCCL communicator also orders its collectives
+  /// against, and which host copies (on the legacy stream) wait for.
+  cudaStream_t stream = cudaStreamPerThread;
+  LinearGemms gemms;
+  CudnnAttention attention;
+  KernelContext();
+};
+
+/// The context, created on first use (after the device is selected).
+KernelContext &kernelContext();
+
+} // namespace titanrt::cuda
+
+#endif // TITANRT_CUDA_CUDADEVICE_H

@@ -1,0 +1,336 @@
+//===- KernelABI.cpp - the CUDA target's kernel entry points --------------===//
+//
+// The titan_rt_<kernel>_<dtype> symbols of KernelABI.h on device buffers:
+// each decodes its call as the CPU target's does (KernelCall.h) and
+// enqueues the kernel on the compute stream; nothing synchronizes, so the
+// whole step can be captured as one CUDA graph. 16-bit entries read and
+// write bf16/f16 buffers directly (f32 arithmetic inside, one rounding per
+// output), so they need none of the CPU target's widened copies. f64
+// exists only on the CPU target, for the gradient checks.
+//
+//===----------------------------------------------------------------------===//
+
+#include "titanrt/KernelABI.h"
+
+#include "Attention.h"
+#include "Communicator.h"
+#include "CudaDevice.h"
+#include "Elementwise.h"
+#include "Error.h"
+#include "FusedKernels.h"
+#include "KernelCall.h"
+
+#include "titan/Target/CUDA/KernelWorkspaces.h"
+
+#include <vector>
+
+using namespace titanrt;
+using namespace titanrt::cuda;
+using titanrt::abi::Call;
+using titanrt::abi::Shape;
+
+namespace {
+
+/// One call's arguments with its element types.
+struct Args : Call {
+  const int64_t *types;
+  /// Buffer i's element type (operands first, then results).
+  ElementType type(int i) const {
+    switch (types[2 + i]) {
+    case TITAN_RT_F32:
+      return ElementType::F32;
+    case TITAN_RT_BF16:
+      return ElementType::BF16;
+    case TITAN_RT_F16:
+      return ElementType::F16;
+    }
+    fatal("CUDA target: buffer " + std::to_string(i) + " of a kernel call has "
+          "element type code " + std::to_string(types[2 + i]) +
+          ", which no CUDA kernel takes");
+  }
+  cudaStream_t stream() const { return kernelContext().stream; }
+};
+
+void embedding(const Args &c) {
+  int out = c.hasVocabStart() ? 3 : 2;
+  Shape weight = c.shape(0);
+  cuda::embedding(c.type(0), c.buffers[0], c.buf<int32_t>(1), c.buffers[out],
+                  c.shape(1).numel(), weight.dim(0), weight.dim(1),
+                  c.vocabStart(), c.stream());
+}
+void embeddingGrad(const Args &c) {
+  int out = c.hasVocabStart() ? 3 : 2;
+  Shape table = c.shape(out);
+  cuda::embeddingGrad(c.type(0), c.buffers[0], c.buf<int32_t>(1),
+                      c.buffers[out], c.shape(1).numel(), table.dim(0),
+                      table.dim(1), c.vocabStart(), c.workspace, c.stream());
+}
+void rmsNorm(const Args &c) {
+  Shape s = c.shape(0);
+  cuda::rmsNorm(c.type(0), c.buffers[0], c.buffers[1], c.buffers[2], s.rows(),
+                s.back(), c.floats[0], c.stream());
+}
+void rmsNormGrad(const Args &c) {
+  Shape s = c.shape(0);
+  cuda::rmsNormGrad(c.type(0), c.buffers[0], c.buffers[1], c.buffers[2],
+                    c.buffers[3], c.buffers[4], s.rows(), s.back(), c.floats[0],
+                    c.workspace, c.stream());
+}
+/// ints: {scaled, original_max_position_embeddings}; floats: {theta,
+/// scaling_factor, low_freq_factor, high_freq_factor}
+void ropeAngles(const Args &c) {
+  Shape s = c.shape(0);
+  cuda::ropeAngles(c.buf<float>(0), s.dim(0), s.dim(1), c.floats[0],
+                   c.ints[0] != 0, c.floats[1], c.floats[2], c.floats[3],
+                   double(c.ints[1]), c.stream());
+}
+void rope(const Args &c) {
+  Shape s = c.shape(0);
+  cuda::rope(c.type(0), c.buffers[0], c.buf<float>(1), c.buffers[2], s.dim(0),
+             s.dim(1), s.dim(2), s.dim(3) / 2, c.ints[0] != 0, c.stream());
+}
+AttentionShape attentionShape(const Args &c) {
+  Shape q = c.shape(0), kv = c.shape(1);
+  return {q.dim(0), q.dim(1), q.dim(2), kv.dim(2), q.dim(3)};
+}
+/// (q, k, v) -> (out, lse); floats: {scale}
+void attention(const Args &c) {
+  AttentionShape s = attentionShape(c);
+  ElementType t = c.type(0);
+  if (t != ElementType::F32 && haveCudnnAttention())
+    return kernelContext().attention.forward(
+        t, c.buffers[0], c.buffers[1], c.buffers[2], c.buffers[3],
+        c.buf<float>(4), s, c.floats[0], c.workspace,
+        size_t(titan::cuda::attentionWorkspaceBytes(s.batch, s.qHeads, s.seq)),
+        c.stream());
+  attentionReference(t, c.buffers[0], c.buffers[1], c.buffers[2], c.buffers[3],
+                     c.buf<float>(4), s, c.floats[0], c.stream());
+}
+/// (q, k, v, out, lse, dout) -> (dq, dk, dv); floats: {scale}
+void attentionGrad(const Args &c) {
+  AttentionShape s = attentionShape(c);
+  ElementType t = c.type(0);
+  if (t != ElementType::F32 && haveCudnnAttention())
+    return kernelContext().attention.backward(
+        t, c.buffers[0], c.buffers[1], c.buffers[2], c.buffers[3],
+        c.buf<float>(4), c.buffers[5], c.buffers[6], c.buffers[7],
+        c.buffers[8], s, c.floats[0], c.workspace,
+        size_t(titan::cuda::attentionGradWorkspaceBytes(s.batch, s.qHeads,
+                                                         s.seq, s.headDim)),
+        c.stream());
+  attentionGradReference(t, c.buffers[0], c.buffers[1], c.buffers[2],
+                         c.buffers[3], c.buf<float>(4), c.buffers[5],
+                         c.buffers[6], c.buffers[7], c.buffers[8], s,
+                         c.floats[0], c.stream());
+}
+void gemm(const Args &c, LinearProduct product, int64_t m, int64_t k,
+          int64_t n) {
+  GemmProblem p{product, m, k, n, c.type(0), c.type(2)};
+  kernelContext().gemms.run(p, c.buffers[0], c.buffers[1], c.buffers[2],
+                            c.workspace, c.stream());
+}
+void linear(const Args &c) {
+  Shape x = c.shape(0), w = c.shape(1);
+  gemm(c, LinearProduct::Forward, x.rows(), x.back(), w.dim(0));
+}
+void linearGradInput(const Args &c) {
+  Shape dy = c.shape(0), w = c.shape(1);
+  gemm(c, LinearProduct::GradInput, dy.rows(), w.dim(1), w.dim(0));
+}
+void linearGradWeight(const Args &c) {
+  Shape dy = c.shape(0), x = c.shape(1);
+  gemm(c, LinearProduct::GradWeight, dy.rows(), x.back(), dy.back());
+}
+void swiglu(const Args &c) {
+  cuda::swiglu(c.type(0), c.buffers[0], c.buffers[1], c.buffers[2],
+               c.shape(0).numel(), c.stream());
+}
+void swigluGrad(const Args &c) {
+  cuda::swigluGrad(c.type(0), c.buffers[0], c.buffers[1], c.buffers[2],
+                   c.buffers[3], c.buffers[4], c.shape(0).numel(), c.stream());
+}
+void silu(const Args &c) {
+  cuda::silu(c.type(0), c.buffers[0], c.buffers[1], c.shape(0).numel(),
+             c.stream());
+}
+void siluGrad(const Args &c) {
+  cuda::siluGrad(c.type(0), c.buffers[0], c.buffers[1], c.buffers[2],
+                 c.shape(0).numel(), c.stream());
+}
+void mul(const Args &c) {
+  cuda::mul(c.type(0), c.buffers[0], c.buffers[1], c.buffers[2],
+            c.shape(0).numel(), c.stream());
+}
+void add(const Args &c) {
+  cuda::add(c.type(0), c.buffers[0], c.buffers[1], c.buffers[2],
+            c.shape(0).numel(), c.stream());
+}
+void sqrt(const Args &c) {
+  cuda::sqrt(c.type(0), c.buffers[0], c.buffers[1], c.shape(0).numel(),
+             c.stream());
+}
+/// floats: {value}
+void fill(const Args &c) {
+  cuda::fill(c.type(0), c.buffers[0], c.shape(0).numel(), c.floats[0],
+             c.stream());
+}
+void crossEntropy(const Args &c) {
+  cuda::crossEntropy(c.type(0), c.buffers[0], c.buf<int32_t>(1),
+                     c.buf<float>(2), c.shape(1).numel(), c.shape(0).back(),
+                     c.workspace, c.stream());
+}
+void crossEntropyGrad(const Args &c) {
+  cuda::crossEntropyGrad(c.type(0), c.buffers[0], c.buf<int32_t>(1),
+                         c.buf<float>(2), c.buffers[3], c.shape(1).numel(),
+                         c.shape(0).back(), c.stream());
+}
+void rowMax(const Args &c) {
+  Shape s = c.shape(0);
+  cuda::rowMax(c.type(0), c.buffers[0], c.buffers[1], s.rows(), s.back(),
+               c.stream());
+}
+void sumExp(const Args &c) {
+  Shape s = c.shape(0);
+  cuda::sumExp(c.type(0), c.buffers[0], c.buffers[1], c.buffers[2], s.rows(),
+               s.back(), c.stream());
+}
+void sumExpGrad(const Args &c) {
+  Shape s = c.shape(0);
+  cuda::sumExpGrad(c.type(0), c.buffers[0], c.buffers[1], c.buffers[2],
+                   c.buffers[3], s.rows(), s.back(), c.stream());
+}
+void targetLogit(const Args &c) {
+  Shape s = c.shape(0);
+  cuda::targetLogit(c.type(0), c.buffers[0], c.buf<int32_t>(1),
+                    c.buffers[c.hasVocabStart() ? 3 : 2], s.rows(), s.back(),
+                    c.vocabStart(), c.stream());
+}
+void targetLogitGrad(const Args &c) {
+  int out = c.hasVocabStart() ? 3 : 2;
+  Shape s = c.shape(out);
+  cuda::targetLogitGrad(c.type(0), c.buffers[0], c.buf<int32_t>(1),
+                        c.buffers[out], s.rows(), s.back(), c.vocabStart(),
+                        c.stream());
+}
+void crossEntropyFromStats(const Args &c) {
+  cuda::crossEntropyFromStats(c.type(0), c.buffers[0], c.buffers[1],
+                              c.buffers[2], c.buf<float>(3),
+                              c.shape(0).numel(), c.workspace, c.stream());
+}
+void crossEntropyFromStatsGrad(const Args &c) {
+  cuda::crossEntropyFromStatsGrad(c.type(0), c.buffers[0], c.buf<float>(1),
+                                  c.buffers[2], c.buffers[3],
+                                  c.shape(0).numel(), c.stream());
+}
+/// ints: {number of inputs}; the gradients are f32.
+void globalNorm(const Args &c) {
+  int64_t count = c.ints[0];
+  std::vector<NormTensor> tensors;
+  tensors.reserve(size_t(count));
+  for (int64_t i = 0; i < count; ++i)
+    tensors.push_back({c.buf<float>(int(i)), c.shape(int(i)).numel()});
+  cuda::globalNorm(tensors.data(), count, c.buf<float>(int(count)), c.workspace,
+                   c.stream());
+}
+/// ints: {warmup_steps, decay type}; floats: {lr, decay_ratio (-1: none),
+/// min_lr_factor}.
+void lrSchedule(const Args &c) {
+  cuda::lrSchedule(c.buf<int64_t>(0), c.buf<int64_t>(1), c.buf<float>(2),
+                   c.floats[0], c.ints[0], c.floats[1], int(c.ints[1]),
+                   c.floats[2], c.stream());
+}
+/// (param, grad, exp_avg, exp_avg_sq, grad_norm, lr, step) -> (param,
+/// exp_avg, exp_avg_sq), f32 master state; floats: {beta1, beta2, eps,
+/// weight_decay, max_norm}. The plan puts results on their operands (in
+/// place); another placement is copied first, on the stream.
+void adamw(const Args &c) {
+  int64_t n = c.shape(0).numel();
+  for (auto [from, to] : {std::pair(0, 7), {2, 8}, {3, 9}})
+    if (c.buffers[to] != c.buffers[from])
+      checkCuda(cudaMemcpyAsync(c.buffers[to], c.buffers[from], size_t(n) * 4,
+                                cudaMemcpyDeviceToDevice, c.stream()),
+                "adamw: copying its state to the result's buffer");
+  const double *f = c.floats;
+  adamwStep({c.buf<float>(7), c.buf<float>(1), c.buf<float>(8),
+             c.buf<float>(9), n},
+            c.buf<float>(4), c.buf<float>(5), c.buf<int64_t>(6),
+            {f[0], f[1], f[2], f[3], f[4]}, c.stream());
+}
+void castKernel(const Args &c) {
+  cuda::cast(c.type(0), c.buffers[0], c.type(1), c.buffers[1],
+             c.shape(0).numel(), c.stream());
+}
+
+[[noreturn]] void noF64(const char *kernel) {
+  fatal(std::string("CUDA target: ") + kernel +
+        " on f64 buffers: f64 kernels exist only on the CPU target (the "
+        "gradient checks); compile with --target=cpu");
+}
+
+} // namespace
+
+extern "C" {
+
+#define TITAN_RT_DEFINE_TYPE(name, impl, suffix)                               \
+  void titan_rt_##name##_##suffix(void **b, const int64_t *s,                  \
+                                  const int64_t *i, const double *f, void *w,  \
+                                  const int64_t *t) {                          \
+    Args args;                                                                 \
+    static_cast<Call &>(args) = Call{b, s, i, f, w};                           \
+    args.types = t;                                                            \
+    impl(args);                                                                \
+  }
+#define TITAN_RT_DEFINE(name, impl)                                            \
+  TITAN_RT_DEFINE_TYPE(name, impl, f32)                                        \
+  TITAN_RT_DEFINE_TYPE(name, impl, bf16)                                       \
+  TITAN_RT_DEFINE_TYPE(name, impl, f16)                                        \
+  void titan_rt_##name##_f64(void **, const int64_t *, const int64_t *,        \
+                             const double *, void *, const int64_t *) {        \
+    noF64(#name);                                                              \
+  }
+
+TITAN_RT_DEFINE(embedding, embedding)
+TITAN_RT_DEFINE(embedding_grad, embeddingGrad)
+TITAN_RT_DEFINE(rms_norm, rmsNorm)
+TITAN_RT_DEFINE(rms_norm_grad, rmsNormGrad)
+TITAN_RT_DEFINE(rope_angles, ropeAngles)
+TITAN_RT_DEFINE(rope, rope)
+TITAN_RT_DEFINE(attention, attention)
+TITAN_RT_DEFINE(attention_grad, attentionGrad)
+TITAN_RT_DEFINE(linear, linear)
+TITAN_RT_DEFINE(linear_grad_input, linearGradInput)
+TITAN_RT_DEFINE(linear_grad_weight, linearGradWeight)
+TITAN_RT_DEFINE(swiglu, swiglu)
+TITAN_RT_DEFINE(swiglu_grad, swigluGrad)
+TITAN_RT_DEFINE(silu, silu)
+TITAN_RT_DEFINE(silu_grad, siluGrad)
+TITAN_RT_DEFINE(mul, mul)
+TITAN_RT_DEFINE(add, add)
+TITAN_RT_DEFINE(sqrt, sqrt)
+TITAN_RT_DEFINE(fill, fill)
+TITAN_RT_DEFINE(cross_entropy, crossEntropy)
+TITAN_RT_DEFINE(cross_entropy_grad, crossEntropyGrad)
+TITAN_RT_DEFINE(row_max, rowMax)
+TITAN_RT_DEFINE(sum_exp, sumExp)
+TITAN_RT_DEFINE(sum_exp_grad, sumExpGrad)
+TITAN_RT_DEFINE(target_logit, targetLogit)
+TITAN_RT_DEFINE(target_logit_grad, targetLogitGrad)
+TITAN_RT_DEFINE(cross_entropy_from_stats, crossEntropyFromStats)
+TITAN_RT_DEFINE(cross_entropy_from_stats_grad, crossEntropyFromStatsGrad)
+TITAN_RT_DEFINE(global_norm, globalNorm)
+TITAN_RT_DEFINE(lr_schedule, lrSchedule)
+TITAN_RT_DEFINE(adamw, adamw)
+TITAN_RT_DEFINE(cast, castKernel)
+
+#undef TITAN_RT_DEFINE
+#undef TITAN_RT_DEFINE_TYPE
+
+/// dist.shard_offset: the rank's offset, written by a kernel (a host copy
+/// could not be captured).
+void titan_rt_shard_offset_i32(void **b, const int64_t *, const int64_t *a,
+                               const double *, void *, const int64_t *) {
+  storeInt32(static_cast<int32_t *>(b[0]), shardOffset(a),
+             kernelContext().stream);
+}
+
+} // extern "C"
