@@ -65,11 +65,13 @@ public:
 
   /// `workspace` holds `workspaceBytes` (the memory plan's bound); when
   /// cuDNN asks for more, a buffer of its size is allocated once, outside
-  /// any capture, with a warning.
-  void forward(ElementType type, const void *q, const void *k, const void *v,
+  /// any capture, with a warning. Returns false (and runs nothing) where
+  /// cuDNN has no engine for the problem (e.g. a head dim it does not
+  /// take), after saying so once: the caller runs the exact kernels.
+  bool forward(ElementType type, const void *q, const void *k, const void *v,
                void *out, float *lse, const AttentionShape &s, double scale,
                void *workspace, size_t workspaceBytes, cudaStream_t stream);
-  void backward(ElementType type, const void *q, const void *k, const void *v,
+  bool backward(ElementType type, const void *q, const void *k, const void *v,
                 const void *out, const float *lse, const void *dout, void *dq,
                 void *dk, void *dv, const AttentionShape &s, double scale,
                 void *workspace, size_t workspaceBytes, cudaStream_t stream);

@@ -64,20 +64,25 @@ std::shared_ptr<fe::graph::Graph> newGraph(ElementType type) {
   return g;
 }
 
-void finish(fe::graph::Graph &g, cudnnHandle_t handle, const char *what) {
-  check(g.validate(), std::string(what) + " validate");
-  check(g.build_operation_graph(handle), std::string(what) + " graph");
-  check(g.create_execution_plans({fe::HeurMode_t::A}),
-        std::string(what) + " plans");
-  check(g.check_support(handle), std::string(what) + " support");
-  check(g.build_plans(handle), std::string(what) + " build");
+/// Builds the graph's execution plan; "" on success, else what cuDNN said.
+std::string finish(fe::graph::Graph &g, cudnnHandle_t handle) {
+  fe::error_t e = g.validate();
+  if (e.is_good())
+    e = g.build_operation_graph(handle);
+  if (e.is_good())
+    e = g.create_execution_plans({fe::HeurMode_t::A});
+  if (e.is_good())
+    e = g.check_support(handle);
+  if (e.is_good())
+    e = g.build_plans(handle);
+  return e.is_good() ? std::string() : e.get_message();
 }
 
 } // namespace
 
 struct CudnnAttention::Impl {
   struct Plan {
-    std::shared_ptr<fe::graph::Graph> graph;
+    std::shared_ptr<fe::graph::Graph> graph; ///< null: cuDNN cannot run it
     int64_t workspace = 0;
     void *extra = nullptr; ///< cuDNN's workspace when the plan's is short
   };
@@ -98,14 +103,17 @@ struct CudnnAttention::Impl {
     cudnnDestroy(handle);
   }
 
-  Plan &plan(bool backward, ElementType type, const AttentionShape &s,
+  /// The cached plan of a problem, built on first use; null when cuDNN has
+  /// no engine for it (said once; the exact kernels run it instead).
+  Plan *plan(bool backward, ElementType type, const AttentionShape &s,
              double scale) {
     Key key{backward,    int(type),  s.batch, s.seq, s.qHeads,
             s.kvHeads,   s.headDim, scale};
     auto it = plans.find(key);
     if (it != plans.end())
-      return it->second;
+      return it->second.graph ? &it->second : nullptr;
     Plan p;
+    std::string failure;
     p.graph = newGraph(type);
     fe::graph::Graph &g = *p.graph;
     auto q = g.tensor(bshd("Q", Q, s, s.qHeads));
@@ -128,7 +136,7 @@ struct CudnnAttention::Impl {
           .set_data_type(fe::DataType_t::FLOAT)
           .set_dim({s.batch, s.qHeads, s.seq, 1})
           .set_stride({s.qHeads * s.seq, s.seq, 1, 1});
-      finish(g, handle, "forward");
+      failure = finish(g, handle);
     } else {
       auto o = g.tensor(bshd("O", O, s, s.qHeads));
       auto dO = g.tensor(bshd("dO", DO, s, s.qHeads));
@@ -150,10 +158,23 @@ struct CudnnAttention::Impl {
             .set_dim({s.batch, s.kvHeads, s.seq, s.headDim})
             .set_stride({s.seq * s.kvHeads * s.headDim, s.headDim,
                          s.kvHeads * s.headDim, 1});
-      finish(g, handle, "backward");
+      failure = finish(g, handle);
     }
-    check(g.get_workspace_size(p.workspace), "workspace query");
-    return plans.emplace(key, std::move(p)).first->second;
+    if (failure.empty())
+      check(g.get_workspace_size(p.workspace), "workspace query");
+    if (!failure.empty()) {
+      std::fprintf(stderr,
+                   "warning: cuDNN has no flash-attention engine for %s of "
+                   "B %lld S %lld Hq %lld Hkv %lld D %lld (%s); the exact "
+                   "kernels run it\n",
+                   backward ? "the backward" : "the forward",
+                   (long long)s.batch, (long long)s.seq, (long long)s.qHeads,
+                   (long long)s.kvHeads, (long long)s.headDim,
+                   failure.c_str());
+      p.graph = nullptr;
+    }
+    Plan &stored = plans.emplace(key, std::move(p)).first->second;
+    return stored.graph ? &stored : nullptr;
   }
 
   void run(Plan &p, std::unordered_map<int64_t, void *> &pack, void *workspace,
@@ -183,35 +204,41 @@ bool titanrt::cuda::haveCudnnAttention() { return true; }
 CudnnAttention::CudnnAttention() : impl_(std::make_unique<Impl>()) {}
 CudnnAttention::~CudnnAttention() = default;
 
-void CudnnAttention::forward(ElementType type, const void *q, const void *k,
+bool CudnnAttention::forward(ElementType type, const void *q, const void *k,
                              const void *v, void *out, float *lse,
                              const AttentionShape &s, double scale,
                              void *workspace, size_t workspaceBytes,
                              cudaStream_t stream) {
-  Impl::Plan &p = impl_->plan(false, type, s, scale);
+  Impl::Plan *p = impl_->plan(false, type, s, scale);
+  if (!p)
+    return false;
   std::unordered_map<int64_t, void *> pack = {
       {Q, const_cast<void *>(q)}, {K, const_cast<void *>(k)},
       {V, const_cast<void *>(v)}, {O, out},
       {Stats, lse}};
-  impl_->run(p, pack, workspace, workspaceBytes, stream,
+  impl_->run(*p, pack, workspace, workspaceBytes, stream,
              "attention (flash forward)");
+  return true;
 }
 
-void CudnnAttention::backward(ElementType type, const void *q, const void *k,
+bool CudnnAttention::backward(ElementType type, const void *q, const void *k,
                               const void *v, const void *out, const float *lse,
                               const void *dout, void *dq, void *dk, void *dv,
                               const AttentionShape &s, double scale,
                               void *workspace, size_t workspaceBytes,
                               cudaStream_t stream) {
-  Impl::Plan &p = impl_->plan(true, type, s, scale);
+  Impl::Plan *p = impl_->plan(true, type, s, scale);
+  if (!p)
+    return false;
   std::unordered_map<int64_t, void *> pack = {
       {Q, const_cast<void *>(q)},     {K, const_cast<void *>(k)},
       {V, const_cast<void *>(v)},     {O, const_cast<void *>(out)},
       {DO, const_cast<void *>(dout)}, {Stats, const_cast<float *>(lse)},
       {DQ, dq},                       {DK, dk},
       {DV, dv}};
-  impl_->run(p, pack, workspace, workspaceBytes, stream,
+  impl_->run(*p, pack, workspace, workspaceBytes, stream,
              "attention_grad (flash backward)");
+  return true;
 }
 
 #else // no cudnn-frontend headers: the exact kernels serve every type
@@ -223,18 +250,18 @@ struct CudnnAttention::Impl {};
 bool titanrt::cuda::haveCudnnAttention() { return false; }
 CudnnAttention::CudnnAttention() = default;
 CudnnAttention::~CudnnAttention() = default;
-void CudnnAttention::forward(ElementType, const void *, const void *,
+bool CudnnAttention::forward(ElementType, const void *, const void *,
                              const void *, void *, float *,
                              const AttentionShape &, double, void *, size_t,
                              cudaStream_t) {
-  fatal("internal error: cuDNN attention is not in this build");
+  return false;
 }
-void CudnnAttention::backward(ElementType, const void *, const void *,
+bool CudnnAttention::backward(ElementType, const void *, const void *,
                               const void *, const void *, const float *,
                               const void *, void *, void *, void *,
                               const AttentionShape &, double, void *, size_t,
                               cudaStream_t) {
-  fatal("internal error: cuDNN attention is not in this build");
+  return false;
 }
 
 #endif

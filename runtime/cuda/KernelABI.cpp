@@ -97,12 +97,14 @@ AttentionShape attentionShape(const Args &c) {
 void attention(const Args &c) {
   AttentionShape s = attentionShape(c);
   ElementType t = c.type(0);
-  if (t != ElementType::F32 && haveCudnnAttention())
-    return kernelContext().attention.forward(
-        t, c.buffers[0], c.buffers[1], c.buffers[2], c.buffers[3],
-        c.buf<float>(4), s, c.floats[0], c.workspace,
-        size_t(titan::cuda::attentionWorkspaceBytes(s.batch, s.qHeads, s.seq)),
-        c.stream());
+  if (t != ElementType::F32 &&
+      kernelContext().attention.forward(
+          t, c.buffers[0], c.buffers[1], c.buffers[2], c.buffers[3],
+          c.buf<float>(4), s, c.floats[0], c.workspace,
+          size_t(
+              titan::cuda::attentionWorkspaceBytes(s.batch, s.qHeads, s.seq)),
+          c.stream()))
+    return;
   attentionReference(t, c.buffers[0], c.buffers[1], c.buffers[2], c.buffers[3],
                      c.buf<float>(4), s, c.floats[0], c.stream());
 }
@@ -110,14 +112,15 @@ void attention(const Args &c) {
 void attentionGrad(const Args &c) {
   AttentionShape s = attentionShape(c);
   ElementType t = c.type(0);
-  if (t != ElementType::F32 && haveCudnnAttention())
-    return kernelContext().attention.backward(
-        t, c.buffers[0], c.buffers[1], c.buffers[2], c.buffers[3],
-        c.buf<float>(4), c.buffers[5], c.buffers[6], c.buffers[7],
-        c.buffers[8], s, c.floats[0], c.workspace,
-        size_t(titan::cuda::attentionGradWorkspaceBytes(s.batch, s.qHeads,
-                                                         s.seq, s.headDim)),
-        c.stream());
+  if (t != ElementType::F32 &&
+      kernelContext().attention.backward(
+          t, c.buffers[0], c.buffers[1], c.buffers[2], c.buffers[3],
+          c.buf<float>(4), c.buffers[5], c.buffers[6], c.buffers[7],
+          c.buffers[8], s, c.floats[0], c.workspace,
+          size_t(titan::cuda::attentionGradWorkspaceBytes(s.batch, s.qHeads,
+                                                           s.seq, s.headDim)),
+          c.stream()))
+    return;
   attentionGradReference(t, c.buffers[0], c.buffers[1], c.buffers[2],
                          c.buffers[3], c.buf<float>(4), c.buffers[5],
                          c.buffers[6], c.buffers[7], c.buffers[8], s,
@@ -324,6 +327,12 @@ TITAN_RT_DEFINE(cast, castKernel)
 
 #undef TITAN_RT_DEFINE
 #undef TITAN_RT_DEFINE_TYPE
+
+void titan_rt_copy(void *dst, const void *src, int64_t bytes) {
+  checkCuda(cudaMemcpyAsync(dst, src, size_t(bytes), cudaMemcpyDeviceToDevice,
+                            kernelContext().stream),
+            "kernel.copy of " + std::to_string(bytes) + " bytes");
+}
 
 /// dist.shard_offset: the rank's offset, written by a kernel (a host copy
 /// could not be captured).

@@ -369,6 +369,10 @@ void titan_rt_shard_offset_i32(void **b, const int64_t *, const int64_t *a,
   *static_cast<int32_t *>(b[0]) = shardOffset(a);
 }
 
+void titan_rt_copy(void *dst, const void *src, int64_t bytes) {
+  std::memcpy(dst, src, size_t(bytes));
+}
+
 /// The CPU target runs its steps on the host, on host memory.
 titanrt::Device *titan_rt_target_device(void) { return &hostDevice(); }
 } // extern "C"

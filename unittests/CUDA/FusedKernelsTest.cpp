@@ -15,6 +15,8 @@
 
 #include "FusedKernels.h"
 
+#include "DeviceTestUtils.h"
+
 #include "Kernels.h"
 #include "LowPrecision.h"
 #include "titanrt/KernelABI.h"
@@ -30,87 +32,9 @@
 
 using namespace titanrt;
 using namespace titanrt::cuda;
+using namespace titanrt::cuda::test;
 
 namespace {
-
-std::vector<float> random(size_t n, uint32_t seed, float lo = -1,
-                          float hi = 1) {
-  std::mt19937 gen(seed);
-  std::uniform_real_distribution<float> d(lo, hi);
-  std::vector<float> v(n);
-  for (float &x : v)
-    x = d(gen);
-  return v;
-}
-
-size_t elementBytes(ElementType t) { return t == ElementType::F32 ? 4 : 2; }
-
-std::vector<float> rounded(std::vector<float> v, ElementType t) {
-  if (t == ElementType::BF16)
-    for (float &x : v)
-      x = bf16ToFloat(floatToBf16(x));
-  return v;
-}
-
-/// A device buffer holding `v` in type `t`.
-struct DeviceBuffer {
-  void *ptr = nullptr;
-  size_t n;
-  ElementType type;
-  DeviceBuffer(const std::vector<float> &v, ElementType t)
-      : n(v.size()), type(t) {
-    EXPECT_EQ(cudaMalloc(&ptr, n * elementBytes(t) + 1), cudaSuccess);
-    std::vector<char> bytes(n * elementBytes(t));
-    for (size_t i = 0; i < n; ++i) {
-      if (t == ElementType::F32) {
-        std::memcpy(bytes.data() + 4 * i, &v[i], 4);
-      } else {
-        uint16_t h = floatToBf16(v[i]);
-        std::memcpy(bytes.data() + 2 * i, &h, 2);
-      }
-    }
-    cudaMemcpy(ptr, bytes.data(), bytes.size(), cudaMemcpyHostToDevice);
-  }
-  DeviceBuffer(size_t n, ElementType t)
-      : DeviceBuffer(std::vector<float>(n, 0.0f), t) {}
-  ~DeviceBuffer() { cudaFree(ptr); }
-  std::vector<float> read() const {
-    std::vector<char> bytes(n * elementBytes(type));
-    cudaDeviceSynchronize();
-    cudaMemcpy(bytes.data(), ptr, bytes.size(), cudaMemcpyDeviceToHost);
-    std::vector<float> v(n);
-    for (size_t i = 0; i < n; ++i) {
-      if (type == ElementType::F32) {
-        std::memcpy(&v[i], bytes.data() + 4 * i, 4);
-      } else {
-        uint16_t h;
-        std::memcpy(&h, bytes.data() + 2 * i, 2);
-        v[i] = bf16ToFloat(h);
-      }
-    }
-    return v;
-  }
-};
-
-/// A device copy of `v` (int32 or float) that frees itself.
-template <typename T> struct DeviceArray {
-  T *ptr = nullptr;
-  explicit DeviceArray(const std::vector<T> &v) {
-    EXPECT_EQ(cudaMalloc(&ptr, v.size() * sizeof(T) + 4), cudaSuccess);
-    cudaMemcpy(ptr, v.data(), v.size() * sizeof(T), cudaMemcpyHostToDevice);
-  }
-  ~DeviceArray() { cudaFree(ptr); }
-};
-
-void expectClose(const std::vector<float> &actual,
-                 const std::vector<float> &expected, ElementType t,
-                 double absolute, const char *what) {
-  double unit = t == ElementType::F32 ? 1e-5 : std::ldexp(1.0, -7);
-  for (size_t i = 0; i < expected.size(); ++i)
-    ASSERT_NEAR(actual[i], expected[i],
-                unit * std::fabs(expected[i]) + absolute)
-        << what << " element " << i;
-}
 
 struct RmsCase {
   int64_t rows, dim;

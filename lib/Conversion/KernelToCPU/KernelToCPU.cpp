@@ -154,10 +154,14 @@ private:
     if (isa<StreamOp>(op))
       return success();
     if (auto copy = dyn_cast<CopyOp>(op)) {
-      LLVM::MemcpyOp::create(
-          b, loc, ptrs.lookup(copy.getTarget()), ptrs.lookup(copy.getSource()),
-          constant(*getStaticByteSize(copy.getSource().getType())),
-          /*isVolatile=*/false);
+      // A runtime call, not a host memcpy: on a GPU the buffers are device
+      // memory and the copy is ordered on the step's stream.
+      LLVM::CallOp::create(
+          b, loc,
+          runtimeFunction("titan_rt_copy", {ptrType, ptrType, i64Type}, {}),
+          ValueRange{ptrs.lookup(copy.getTarget()),
+                     ptrs.lookup(copy.getSource()),
+                     constant(*getStaticByteSize(copy.getSource().getType()))});
       return success();
     }
     if (auto wait = dyn_cast<WaitOp>(op)) {

@@ -129,6 +129,10 @@ TITAN_RT_COLLECTIVE(send_recv_start)
 
 void titan_rt_wait(void *request);
 
+/// kernel.copy: `bytes` from `src` to `dst`, both in the arena, in order
+/// with the step's kernels.
+void titan_rt_copy(void *dst, const void *src, int64_t bytes);
+
 /// dist.shard_offset: buffers = {result (i32)}; ints = {stride, number of
 /// axes, axis indices (0 pp ... 4 tp) outermost first}.
 void titan_rt_shard_offset_i32(void **buffers, const int64_t *shapes,

@@ -38,7 +38,7 @@
 // CHECK:      llvm.call @titan_rt_rms_norm_f32(
 // CHECK:      %[[REQ:.*]] = llvm.call @titan_rt_all_reduce_start_f32(
 // CHECK:      llvm.call @titan_rt_wait(%[[REQ]])
-// CHECK:      "llvm.intr.memcpy"(%[[W]], %[[A]], %{{.*}}) <{isVolatile = false}>
+// CHECK:      llvm.call @titan_rt_copy(%[[W]], %[[A]], %{{.*}}) : (!llvm.ptr, !llvm.ptr, i64) -> ()
 // CHECK:      llvm.return
 module attributes {kernel.arena_bytes = 4294968576 : i64, kernel.slots = {"param:w" = array<i64: 0, 64>}} {
   func.func @step(%w: memref<16xf32> {kernel.slot = "param:w"}) {

@@ -1,0 +1,133 @@
+//===- AttentionTest.cpp - GPU attention vs the CPU kernels ---------------===//
+//
+// titan.attention and attention_grad on the GPU against the CPU target's
+// kernels on the same (rounded) inputs, causal with GQA, on odd sizes: the
+// exact kernels in f32 (within 1e-5 relative plus 1e-6) and, in bf16, both
+// the exact kernels and cuDNN's flash attention (within 2^-7 relative plus
+// 2e-2 absolute: bf16 outputs, and flash attention rounds P to bf16 before
+// P V). The exact kernels' gradients are bitwise the same on a second run.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Attention.h"
+
+#include "DeviceTestUtils.h"
+#include "Kernels.h"
+
+#include "gtest/gtest.h"
+
+#include <vector>
+
+using namespace titanrt;
+using namespace titanrt::cuda;
+using namespace titanrt::cuda::test;
+
+namespace {
+
+struct Case {
+  int64_t batch, seq, qHeads, kvHeads, headDim;
+};
+// Head dims cuDNN takes (multiples of 8 up to 256) and odd sequences.
+const Case kCases[] = {{1, 1, 1, 1, 8}, {2, 37, 4, 2, 16}, {1, 128, 8, 2, 64},
+                       {1, 70, 4, 1, 128}};
+
+struct Inputs {
+  std::vector<float> q, k, v, dout;
+  Inputs(const Case &c, ElementType t) {
+    size_t nq = size_t(c.batch * c.seq * c.qHeads * c.headDim);
+    size_t nk = size_t(c.batch * c.seq * c.kvHeads * c.headDim);
+    q = rounded(random(nq, 1, -2, 2), t);
+    k = rounded(random(nk, 2, -2, 2), t);
+    v = rounded(random(nk, 3), t);
+    dout = rounded(random(nq, 4), t);
+  }
+};
+
+/// The CPU kernels' results: out, lse, dq, dk, dv.
+struct Expected {
+  std::vector<float> out, lse, dq, dk, dv;
+  Expected(const Case &c, const Inputs &in, double scale, ElementType t) {
+    out.resize(in.q.size());
+    lse.resize(size_t(c.batch * c.qHeads * c.seq));
+    std::vector<float> ws(size_t(2 * c.seq * c.seq));
+    kernels::attention(in.q.data(), in.k.data(), in.v.data(), out.data(),
+                       lse.data(), c.batch, c.seq, c.qHeads, c.kvHeads,
+                       c.headDim, scale, ws.data());
+    // The backward reads the forward's output as stored (bf16 on a GPU).
+    out = rounded(out, t);
+    dq.resize(in.q.size());
+    dk.resize(in.k.size());
+    dv.resize(in.v.size());
+    kernels::attentionGrad(in.q.data(), in.k.data(), in.v.data(), out.data(),
+                           lse.data(), in.dout.data(), dq.data(), dk.data(),
+                           dv.data(), c.batch, c.seq, c.qHeads, c.kvHeads,
+                           c.headDim, scale, ws.data());
+  }
+};
+
+void check(ElementType t, bool flash) {
+  CudnnAttention cudnn;
+  for (const Case &c : kCases) {
+    SCOPED_TRACE("B " + std::to_string(c.batch) + " S " +
+                 std::to_string(c.seq) + " Hq " + std::to_string(c.qHeads) +
+                 " Hkv " + std::to_string(c.kvHeads) + " D " +
+                 std::to_string(c.headDim));
+    double scale = 1.0 / std::sqrt(double(c.headDim));
+    Inputs in(c, t);
+    Expected want(c, in, scale, t);
+    AttentionShape s{c.batch, c.seq, c.qHeads, c.kvHeads, c.headDim};
+    DeviceBuffer q(in.q, t), k(in.k, t), v(in.v, t), dout(in.dout, t);
+    DeviceBuffer out(in.q.size(), t), dq(in.q.size(), t), dk(in.k.size(), t),
+        dv(in.v.size(), t);
+    DeviceBuffer lse(want.lse.size(), ElementType::F32);
+    size_t fwdBytes = size_t(64) << 20, bwdBytes = size_t(64) << 20;
+    DeviceBuffer workspace(fwdBytes / 4, ElementType::F32);
+    if (flash) {
+      ASSERT_TRUE(cudnn.forward(t, q.ptr, k.ptr, v.ptr, out.ptr,
+                                static_cast<float *>(lse.ptr), s, scale,
+                                workspace.ptr, fwdBytes, nullptr));
+    } else {
+      attentionReference(t, q.ptr, k.ptr, v.ptr, out.ptr,
+                         static_cast<float *>(lse.ptr), s, scale, nullptr);
+    }
+    double absolute = t == ElementType::F32 ? 1e-6 : 2e-2;
+    expectClose(out.read(), want.out, t, absolute, "out");
+    expectClose(lse.read(), want.lse, ElementType::F32,
+                t == ElementType::F32 ? 1e-6 : 1e-2, "lse");
+    // The backward from the CPU's forward results, so both sides start
+    // from the same O and lse.
+    DeviceBuffer wantOut(want.out, t), wantLse(want.lse, ElementType::F32);
+    auto backward = [&] {
+      if (flash)
+        ASSERT_TRUE(cudnn.backward(t, q.ptr, k.ptr, v.ptr, wantOut.ptr,
+                                   static_cast<float *>(wantLse.ptr),
+                                   dout.ptr, dq.ptr, dk.ptr, dv.ptr, s, scale,
+                                   workspace.ptr, bwdBytes, nullptr));
+      else
+        attentionGradReference(t, q.ptr, k.ptr, v.ptr, wantOut.ptr,
+                               static_cast<float *>(wantLse.ptr), dout.ptr,
+                               dq.ptr, dk.ptr, dv.ptr, s, scale, nullptr);
+    };
+    backward();
+    std::vector<float> gotDq = dq.read(), gotDk = dk.read(), gotDv = dv.read();
+    expectClose(gotDq, want.dq, t, absolute, "dq");
+    expectClose(gotDk, want.dk, t, absolute, "dk");
+    expectClose(gotDv, want.dv, t, absolute, "dv");
+    if (!flash) { // fixed summation order: the same bits again
+      backward();
+      EXPECT_EQ(dq.read(), gotDq);
+      EXPECT_EQ(dk.read(), gotDk);
+      EXPECT_EQ(dv.read(), gotDv);
+    }
+  }
+}
+
+TEST(Attention, ExactKernelsF32) { check(ElementType::F32, false); }
+TEST(Attention, ExactKernelsBF16) { check(ElementType::BF16, false); }
+TEST(Attention, CudnnFlashBF16) {
+  if (!haveCudnnAttention())
+    GTEST_SKIP() << "built without the cudnn-frontend headers";
+  check(ElementType::BF16, true);
+}
+
+} // namespace

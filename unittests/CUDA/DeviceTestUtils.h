@@ -1,0 +1,108 @@
+//===- DeviceTestUtils.h - what the CUDA kernel tests share -----*- C++ -*-===//
+//
+// Random inputs, their bf16 rounding, device buffers holding f32 or bf16
+// copies of host vectors, and the tolerance check against the CPU kernels:
+// f32 within 1e-5 relative, bf16 within one bf16 rounding (2^-7 relative,
+// the output's rounding on top of the inputs') plus an absolute term.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TITAN_UNITTESTS_CUDA_DEVICETESTUTILS_H
+#define TITAN_UNITTESTS_CUDA_DEVICETESTUTILS_H
+
+#include "LinearGemm.h"
+#include "LowPrecision.h"
+
+#include "gtest/gtest.h"
+
+#include <cuda_runtime.h>
+
+#include <cmath>
+#include <cstring>
+#include <random>
+#include <vector>
+
+namespace titanrt::cuda::test {
+
+inline std::vector<float> random(size_t n, uint32_t seed, float lo = -1,
+                          float hi = 1) {
+  std::mt19937 gen(seed);
+  std::uniform_real_distribution<float> d(lo, hi);
+  std::vector<float> v(n);
+  for (float &x : v)
+    x = d(gen);
+  return v;
+}
+
+inline size_t elementBytes(ElementType t) { return t == ElementType::F32 ? 4 : 2; }
+
+inline std::vector<float> rounded(std::vector<float> v, ElementType t) {
+  if (t == ElementType::BF16)
+    for (float &x : v)
+      x = bf16ToFloat(floatToBf16(x));
+  return v;
+}
+
+/// A device buffer holding `v` in type `t`.
+struct DeviceBuffer {
+  void *ptr = nullptr;
+  size_t n;
+  ElementType type;
+  DeviceBuffer(const std::vector<float> &v, ElementType t)
+      : n(v.size()), type(t) {
+    EXPECT_EQ(cudaMalloc(&ptr, n * elementBytes(t) + 1), cudaSuccess);
+    std::vector<char> bytes(n * elementBytes(t));
+    for (size_t i = 0; i < n; ++i) {
+      if (t == ElementType::F32) {
+        std::memcpy(bytes.data() + 4 * i, &v[i], 4);
+      } else {
+        uint16_t h = floatToBf16(v[i]);
+        std::memcpy(bytes.data() + 2 * i, &h, 2);
+      }
+    }
+    cudaMemcpy(ptr, bytes.data(), bytes.size(), cudaMemcpyHostToDevice);
+  }
+  DeviceBuffer(size_t n, ElementType t)
+      : DeviceBuffer(std::vector<float>(n, 0.0f), t) {}
+  ~DeviceBuffer() { cudaFree(ptr); }
+  std::vector<float> read() const {
+    std::vector<char> bytes(n * elementBytes(type));
+    cudaDeviceSynchronize();
+    cudaMemcpy(bytes.data(), ptr, bytes.size(), cudaMemcpyDeviceToHost);
+    std::vector<float> v(n);
+    for (size_t i = 0; i < n; ++i) {
+      if (type == ElementType::F32) {
+        std::memcpy(&v[i], bytes.data() + 4 * i, 4);
+      } else {
+        uint16_t h;
+        std::memcpy(&h, bytes.data() + 2 * i, 2);
+        v[i] = bf16ToFloat(h);
+      }
+    }
+    return v;
+  }
+};
+
+/// A device copy of `v` (int32 or float) that frees itself.
+template <typename T> struct DeviceArray {
+  T *ptr = nullptr;
+  explicit DeviceArray(const std::vector<T> &v) {
+    EXPECT_EQ(cudaMalloc(&ptr, v.size() * sizeof(T) + 4), cudaSuccess);
+    cudaMemcpy(ptr, v.data(), v.size() * sizeof(T), cudaMemcpyHostToDevice);
+  }
+  ~DeviceArray() { cudaFree(ptr); }
+};
+
+inline void expectClose(const std::vector<float> &actual,
+                 const std::vector<float> &expected, ElementType t,
+                 double absolute, const char *what) {
+  double unit = t == ElementType::F32 ? 1e-5 : std::ldexp(1.0, -7);
+  for (size_t i = 0; i < expected.size(); ++i)
+    ASSERT_NEAR(actual[i], expected[i],
+                unit * std::fabs(expected[i]) + absolute)
+        << what << " element " << i;
+}
+
+} // namespace titanrt::cuda::test
+
+#endif // TITAN_UNITTESTS_CUDA_DEVICETESTUTILS_H
