@@ -25,6 +25,7 @@
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/StringMap.h"
 #include "llvm/ADT/StringRef.h"
+#include "llvm/Support/Parallel.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/JSON.h"
@@ -344,6 +345,7 @@ struct RunStart {
 RunStart restoreOrInitialize(const titan::TrainConfig &c, const Manifest &m,
                              Checkpointer &checkpoints,
                              llvm::ArrayRef<StateSet> sets, TensorSet &params,
+                             llvm::ArrayRef<TensorSet *> moments,
                              const std::vector<int64_t> &coords) {
   auto start = std::chrono::steady_clock::now();
   auto seconds = [&] {
@@ -353,6 +355,10 @@ RunStart restoreOrInitialize(const titan::TrainConfig &c, const Manifest &m,
   };
   RunStart run;
   auto resumeFrom = [&](const std::string &folder) {
+    // The moments come from the checkpoint too (else they stay the zeros
+    // the device holds, without host copies).
+    for (TensorSet *set : moments)
+      set->attach(/*read=*/false);
     run.state = checkpoints.load(folder, sets);
     run.resumed = true;
     run.message = llvm::formatv("resumed from {0} (step {1}, {2} samples "
@@ -403,13 +409,27 @@ RunStart restoreOrInitialize(const titan::TrainConfig &c, const Manifest &m,
         llvm::formatv("loaded weights from {0} in {1:f2} s\n", file, seconds());
   } else {
     // Each rank draws only its own block: values depend on the element's
-    // global index, not on the layout.
+    // global index, not on the layout, so the runs are drawn in pieces on
+    // every core.
     uint64_t seed = uint64_t(c.debug.seed.value_or(0));
+    struct Piece {
+      size_t param;
+      int64_t first, count;
+      float *out;
+    };
+    std::vector<Piece> pieces;
+    constexpr int64_t kPiece = int64_t(1) << 20;
     fillShards(m, params, coords,
                [&](size_t i, int64_t first, int64_t count, float *out) {
-                 initializeRange(m.params[i].name, m.dim, seed, first, count,
-                                 out);
+                 for (int64_t o = 0; o < count; o += kPiece)
+                   pieces.push_back(
+                       {i, first + o, std::min(kPiece, count - o), out + o});
                });
+    llvm::parallelFor(0, pieces.size(), [&](size_t p) {
+      const Piece &piece = pieces[p];
+      initializeRange(m.params[piece.param].name, m.dim, seed, piece.first,
+                      piece.count, piece.out);
+    });
   }
   return run;
 }
@@ -467,7 +487,10 @@ int titanrt::trainMain(int argc, char **argv, const CompiledModel &model) {
     refuseMultiRankLaunch();
   // One GPU per local rank, chosen before the communicators bind to it.
   device.select(localRank());
-  device.setGraphs(!c.debug.noCudaGraphs);
+  // CUDA graphs: each step captured once and replayed. Multi-rank runs
+  // launch eagerly until capturing NCCL collectives (and the watchdog's
+  // events) has been checked on GPUs.
+  device.setGraphs(!c.debug.noCudaGraphs && world == 1);
   // TorchTitan's [comm] timeouts: the start-up's until the first step ends.
   Communicator *comm =
       world > 1 ? &initCommunicator(m.mesh, device.communicatorBackend(),
@@ -499,11 +522,11 @@ int titanrt::trainMain(int argc, char **argv, const CompiledModel &model) {
   std::vector<StateSet> trainingSets = {
       paramSet, {"exp_avg", &expAvg.refs}, {"exp_avg_sq", &expAvgSq.refs}};
   // Init and loading write host views of the state (on a GPU, host copies
-  // that exist only until they are uploaded).
-  for (TensorSet *set : {&params, &expAvg, &expAvgSq})
-    set->attach(/*read=*/false);
-  RunStart begin =
-      restoreOrInitialize(c, m, checkpoints, trainingSets, params, coords);
+  // that exist only until they are uploaded; the moments' only when a
+  // checkpoint has them).
+  params.attach(/*read=*/false);
+  RunStart begin = restoreOrInitialize(c, m, checkpoints, trainingSets, params,
+                                       {&expAvg, &expAvgSq}, coords);
   for (TensorSet *set : {&params, &expAvg, &expAvgSq}) {
     set->upload();
     set->detach();
