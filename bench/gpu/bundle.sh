@@ -1,34 +1,72 @@
 #!/usr/bin/env bash
 # Packs the GPU checks for a machine that has the CUDA libraries but not
-# this build's other dependencies (LLVM, OpenBLAS, Open MPI): the test
-# executables, titan's runtime libraries, and every library they load that
-# is neither a CUDA library (found there under /usr/local/cuda) nor glibc.
-# Writes .gpu-bundle/ (git-ignored), at most 60 MiB, for the device tool's
-# `carry`; bench/gpu/run.sh runs it there.
+# this build's other dependencies (LLVM, OpenBLAS, Open MPI) nor titan's
+# compiler: the test and benchmark executables, training executables
+# compiled here with titan-compile --target=cuda, the CPU target's reference
+# runs of the same training (metrics to compare against), titan's runtime
+# libraries, and every library they load that is neither a CUDA library
+# (found there under /usr/local/cuda) nor glibc. Writes .gpu-bundle/
+# (git-ignored), at most 60 MiB, for the device tool's `carry`;
+# bench/gpu/run.sh runs it there.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 build=${TITAN_BUILD:-build}
 out=.gpu-bundle
-tests=("$build/unittests/TitanCudaKernelTest" "$build/unittests/TitanNCCLCommunicatorTest")
-for t in "${tests[@]}"; do
+compile="$build/bin/titan-compile"
+py=/usr/bin/python3 # Debian's python3-torch, for the reference data
+inputs=test/Integration/Inputs
+tests=("$build/unittests/TitanCudaKernelTest" "$build/unittests/TitanNCCLCommunicatorTest" "$build/bench/TitanCudaKernelBench")
+for t in "${tests[@]}" "$compile"; do
   [ -x "$t" ] || { echo "bundle: $t is missing; build with CUDA first (bash scripts/build.sh)" >&2; exit 1; }
 done
-# The communicator library libtitanrt loads for multi-rank (and NCCL) runs.
-plugins=("$build/lib/libtitanrt_comm.so")
-rm -rf "$out" && mkdir -p "$out/bin" "$out/lib"
+rm -rf "$out" && mkdir -p "$out/bin" "$out/lib" "$out/data"
 cp "${tests[@]}" "$out/bin/"
-cp "${plugins[@]}" "$out/lib/"
+
+# Training executables for the GPU, and the CPU target's runs of the same
+# training here: the parity model from fixed weights and tokens, f32 (8
+# steps) and bf16 mixed precision (20 steps).
+parity=(--job.config_file "$inputs/parity.toml" --model.flavor "$inputs/parity-model.toml")
+"$py" "$inputs/llama_reference.py" init --model "$inputs/parity-model.toml" --seed 1 --out "$out/data/w0.safetensors"
+"$py" "$inputs/llama_reference.py" tokens --vocab 300 --count 40000 --seed 2 --out "$out/data/tokens.bin"
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+run_args=(--training.dataset_path "$out/data/tokens.bin" --checkpoint.initial_load_path "$out/data/w0.safetensors")
+for precision in f32:float32:8 bf16:bfloat16:20; do
+  IFS=: read -r name param steps <<< "$precision"
+  common=("${parity[@]}" --training.mixed_precision_param "$param" --training.steps "$steps")
+  "$compile" "${common[@]}" --target=cuda -o "$out/bin/parity-$name" 2>/dev/null
+  "$compile" "${common[@]}" -o "$tmp/cpu-$name" 2>/dev/null
+  "$tmp/cpu-$name" "${run_args[@]}" --job.dump_folder "$tmp/cpu-$name-out" > /dev/null
+  cp "$tmp/cpu-$name-out/metrics.jsonl" "$out/data/cpu-$name.jsonl"
+done
+
+# The 8B-shaped step: Llama 3 8B's dimensions (dim 4096, 32/8 heads, FFN
+# 14336, vocabulary 128256) with 20 of its 32 layers, which with AdamW's
+# state and every activation at seq 8192 plans 119 GiB of the H200's 141
+# (titan-compile --emit=memory), bf16 mixed precision, local batch 1.
+layers=${TITAN_BENCH_LAYERS:-20}
+sed "s/^n_layers = 32/n_layers = $layers/" models/llama3/8B.toml > "$tmp/8B-$layers.toml"
+step=(--job.config_file models/llama3/train_configs/llama3_8b.toml --model.flavor "$tmp/8B-$layers.toml"
+      --activation_checkpoint.mode none --metrics.enable_tensorboard false --metrics.log_freq 1
+      --training.steps 15 --lr_scheduler.warmup_steps 2)
+"$compile" "${step[@]}" --target=cuda -o "$out/bin/step-8b"
+"$compile" "${step[@]}" --target=cuda --emit=memory | grep -E "peak:" > "$out/data/step-8b-memory.txt"
+echo "$layers" > "$out/data/step-8b-layers.txt"
+
+# The communicator library libtitanrt loads for multi-rank (and NCCL) runs.
+cp "$build/lib/libtitanrt_comm.so" "$out/lib/"
 # What the dynamic linker resolves here, minus what the GPU machine has.
-ldd "${tests[@]}" "${plugins[@]}" | awk '/=> \// {print $3}' | sort -u | while read -r lib; do
+ldd "$out"/bin/* "$out/lib/libtitanrt_comm.so" | awk '/=> \// {print $3}' | sort -u | while read -r lib; do
   case "$(basename "$lib")" in
     libc.so*|libm.so*|libdl.so*|libpthread.so*|librt.so*|ld-linux*|libgcc_s.so*|libstdc++.so*) ;;
     libcuda*|libcublas*|libcudnn*|libnccl*|libnvrtc*|libnvJitLink*) ;;
-    *) cp -L "$lib" "$out/lib/" ;;
+    *) [ -e "$out/lib/$(basename "$lib")" ] || cp -L "$lib" "$out/lib/" ;;
   esac
 done
+strip --strip-unneeded "$out"/bin/* "$out"/lib/libtitanrt*.so 2>/dev/null || true
 # Open MPI's components (the NCCL test bootstraps over MPI, as one singleton
 # rank) and its help texts.
-mpi_components=$(dirname "$(ldd "${plugins[0]}" | awk '/libmpi.so/ {print $3}')")/openmpi/lib/openmpi3
+mpi_components=$(dirname "$(ldd "$out/lib/libtitanrt_comm.so" | awk '/libmpi.so/ {print $3}')")/openmpi/lib/openmpi3
 [ -d "$mpi_components" ] || mpi_components=/usr/lib/x86_64-linux-gnu/openmpi/lib/openmpi3
 cp -r "$mpi_components" "$out/openmpi"
 [ -d /usr/share/openmpi ] && cp -r /usr/share/openmpi "$out/openmpi-share"

@@ -1,14 +1,21 @@
 #!/usr/bin/env bash
-# The GPU checks, in one run on a lent GPU (see bench/gpu/bundle.sh, which
-# packs them here first; the device tool carries .gpu-bundle/):
-#   - cuda-kernels: each CUDA kernel against the CPU kernel (so far the
-#     cuBLASLt linear GEMMs, f32 and bf16, with accumulation);
-#   - nccl-communicator-1: the NCCL communicator's collectives on one GPU.
-# Prints a table last. `--dry-run` checks the bundle's libraries resolve
-# and says what it would run, on any machine.
+# The GPU check, in one run on a lent GPU (bench/gpu/bundle.sh packs it on
+# the build machine first; the device tool carries .gpu-bundle/):
+#   (a) numerics: every CUDA kernel against its CPU kernel (cuda-kernels),
+#       the NCCL communicator on one GPU, the parity model's training on
+#       the GPU against the CPU target's run of it (f32: 1e-4 over 8 steps;
+#       bf16: 1e-2 over 20 steps; CUDA graphs on and off: the same bits);
+#   (b) kernels: GEMMs, attention and the fused kernels at 8B shapes,
+#       against torch.matmul, PyTorch's SDPA and the copy bandwidth;
+#   (c) the step: an 8B-shaped model (20 layers) in tokens/s and MFU, beside
+#       a plain PyTorch Llama eager and under torch.compile, interleaved.
+# Prints the tables last and leaves every log and JSON file in
+# ${TITAN_GPU_OUT:-/tmp/titan-gpu}. `--dry-run` checks the bundle's
+# libraries resolve and says what it would run, on any machine.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 bundle=.gpu-bundle
+outdir=${TITAN_GPU_OUT:-/tmp/titan-gpu}
 dry=0
 [ "${1:-}" = "--dry-run" ] && dry=1
 [ -d "$bundle/bin" ] || { echo "run: no $bundle; run bench/gpu/bundle.sh on the build machine" >&2; exit 1; }
@@ -24,28 +31,76 @@ if [ -n "$missing" ]; then
   echo "$missing" >&2
   exit 1
 fi
+py=$(command -v python3)
+for f in bench/gpu/report.py bench/gpu/torch_kernels.py bench/gpu/torch_llama_step.py "$bundle/data/cpu-f32.jsonl"; do
+  [ -f "$f" ] || { echo "run: $f is missing" >&2; exit 1; }
+done
 if [ "$dry" = 1 ]; then
-  echo "dry run: every library resolves; would run:"
+  echo "dry run: every library resolves; python: $py; would run:"
   ls "$bundle/bin"
   exit 0
 fi
-command -v nvidia-smi >/dev/null && nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader
+rm -rf "$outdir" && mkdir -p "$outdir"
+command -v nvidia-smi >/dev/null && nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader | tee "$outdir/gpu.txt"
+"$py" -c "import torch; print('torch', torch.__version__, 'cuda', torch.version.cuda)" | tee -a "$outdir/gpu.txt"
 declare -a rows
-check() { # name, command...
+check() { # name, command... (exit 77: skipped)
   local name=$1; shift
   local start end rc
   start=$(date +%s.%N)
-  "$@" > "/tmp/titan-gpu-$name.log" 2>&1
+  "$@" > "$outdir/$name.log" 2>&1
   rc=$?
   end=$(date +%s.%N)
-  tail -n 30 "/tmp/titan-gpu-$name.log"
+  echo "== $name (exit $rc)"; tail -n 12 "$outdir/$name.log"
   local verdict=FAIL
   [ $rc = 0 ] && verdict=ok
   [ $rc = 77 ] && verdict=skipped
-  rows+=("$(printf '%-22s %-8s %6.1f s' "$name" "$verdict" "$(echo "$end - $start" | bc)")")
+  rows+=("$(printf '%-26s %-8s %6.1f s' "$name" "$verdict" "$(echo "$end - $start" | bc)")")
 }
+data=$bundle/data
+train() { # executable, output folder, extra arguments...
+  local exe=$1 dir=$2; shift 2
+  "$bundle/bin/$exe" --training.dataset_path "$data/tokens.bin" \
+    --checkpoint.initial_load_path "$data/w0.safetensors" --job.dump_folder "$dir" "$@"
+}
+
+# (a) numerics
 check cuda-kernels "$bundle/bin/TitanCudaKernelTest"
 check nccl-communicator-1 "$bundle/bin/TitanNCCLCommunicatorTest"
+check train-f32 train parity-f32 "$outdir/f32"
+check parity-f32-vs-cpu "$py" bench/gpu/report.py compare "$outdir/f32/metrics.jsonl" "$data/cpu-f32.jsonl" 1e-4 8
+check train-bf16 train parity-bf16 "$outdir/bf16"
+check parity-bf16-vs-cpu "$py" bench/gpu/report.py compare "$outdir/bf16/metrics.jsonl" "$data/cpu-bf16.jsonl" 1e-2 20
+check train-bf16-eager train parity-bf16 "$outdir/bf16-eager" --debug.no_cuda_graphs
+check graphs-vs-eager "$py" bench/gpu/report.py compare "$outdir/bf16/metrics.jsonl" "$outdir/bf16-eager/metrics.jsonl" 0 20
+
+# (b) kernels
+check kernels-titan sh -c "'$bundle/bin/TitanCudaKernelBench' > '$outdir/kernels-titan.jsonl'"
+check kernels-torch sh -c "'$py' bench/gpu/torch_kernels.py > '$outdir/kernels-torch.jsonl'"
+
+# (c) the step, interleaved: titan, eager, compiled, titan again.
+layers=$(cat "$data/step-8b-layers.txt")
+"$py" - "$outdir/tokens-128k.bin" <<'PY'
+import array, random, sys
+random.seed(3)
+array.array("I", (random.randrange(128256) for _ in range(1 << 20))).tofile(open(sys.argv[1], "wb"))
+PY
+step_titan() { # round
+  "$bundle/bin/step-8b" --training.dataset_path "$outdir/tokens-128k.bin" \
+    --metrics.peak_tflops 989 --job.dump_folder "$outdir/step-titan-$1" &&
+  "$py" bench/gpu/report.py titan-step "$outdir/step-titan-$1/metrics.jsonl" 3 > "$outdir/step-titan-$1.json"
+}
+check step-titan-1 step_titan 1
+check step-torch-eager sh -c "'$py' bench/gpu/torch_llama_step.py --mode eager --layers $layers > '$outdir/step-eager.json'"
+check step-torch-compile sh -c "'$py' bench/gpu/torch_llama_step.py --mode compile --layers $layers > '$outdir/step-compile.json'"
+check step-titan-2 step_titan 2
+
 echo
-printf '%-22s %-8s %8s\n' check result time
+echo "== kernels"
+"$py" bench/gpu/report.py kernels "$outdir/kernels-titan.jsonl" "$outdir/kernels-torch.jsonl" 2>&1
+echo
+echo "== step ($layers layers; titan's planned arena: $(cat "$data/step-8b-memory.txt"))"
+"$py" bench/gpu/report.py step "$outdir"/step-titan-*.json "$outdir/step-eager.json" "$outdir/step-compile.json" 2>&1
+echo
+printf '%-26s %-8s %8s\n' check result time
 printf '%s\n' "${rows[@]}"

@@ -1,0 +1,82 @@
+"""PyTorch's side of bench/gpu/KernelBench.cpp: torch.matmul at the same 8B
+GEMM shapes and SDPA (flash, causal, GQA via enable_gqa) forward and
+backward at seq 8192, 32/8 heads of 128, bf16, timed the same way (3 warm-up
+runs, 20 timed with CUDA events, min and median). One JSON object per
+line, the same fields as KernelBench."""
+import json
+
+import torch
+import torch.nn.functional as F
+
+
+def timed(run):
+    for _ in range(3):
+        run()
+    torch.cuda.synchronize()
+    times = []
+    for _ in range(20):
+        start = torch.cuda.Event(enable_timing=True)
+        stop = torch.cuda.Event(enable_timing=True)
+        start.record()
+        run()
+        stop.record()
+        stop.synchronize()
+        times.append(start.elapsed_time(stop))
+    times.sort()
+    return times[0], times[len(times) // 2]
+
+
+def report(kind, name, work, unit, ms):
+    scale = 1e-12 if unit == "TFLOP/s" else 1e-9
+    print(json.dumps({"kind": kind, "name": name, "unit": unit,
+                      "best": round(work * scale / (ms[0] * 1e-3), 2),
+                      "median": round(work * scale / (ms[1] * 1e-3), 2),
+                      "min_ms": round(ms[0], 4), "median_ms": round(ms[1], 4),
+                      "impl": "torch " + torch.__version__}), flush=True)
+
+
+def main():
+    dev, bf16 = "cuda", torch.bfloat16
+    tokens, dim, heads, kv, hd, ffn, vocab = 8192, 4096, 32, 8, 128, 14336, 128256
+    nbytes = 1 << 30
+    a = torch.empty(nbytes, dtype=torch.uint8, device=dev)
+    b = torch.empty_like(a)
+    report("copy", "cudaMemcpy D2D 1 GiB", 2.0 * nbytes, "GB/s",
+           timed(lambda: b.copy_(a)))
+    del a, b
+    # y = x w^T, dx = dy w, dw = dy^T x, as titan's linear GEMMs.
+    cases = [("wq/wo forward", "fwd", dim, dim), ("wk/wv forward", "fwd", kv * hd, dim),
+             ("w1/w3 forward", "fwd", ffn, dim), ("w2 forward", "fwd", dim, ffn),
+             ("output forward", "fwd", vocab, dim), ("w1 grad_input", "dx", ffn, dim),
+             ("w1 grad_weight", "dw", ffn, dim)]
+    for name, which, n, k in cases:
+        w = torch.randn(n, k, device=dev, dtype=bf16) * 0.01
+        if which == "fwd":
+            x = torch.randn(tokens, k, device=dev, dtype=bf16)
+            run = lambda: torch.matmul(x, w.t())
+        elif which == "dx":
+            dy = torch.randn(tokens, n, device=dev, dtype=bf16)
+            run = lambda: torch.matmul(dy, w)
+        else:
+            dy = torch.randn(tokens, n, device=dev, dtype=bf16)
+            x = torch.randn(tokens, k, device=dev, dtype=bf16)
+            run = lambda: torch.matmul(dy.t(), x)
+        report("gemm", name, 2.0 * tokens * n * k, "TFLOP/s", timed(run))
+    q = torch.randn(1, heads, tokens, hd, device=dev, dtype=bf16, requires_grad=True)
+    k_ = torch.randn(1, kv, tokens, hd, device=dev, dtype=bf16, requires_grad=True)
+    v = torch.randn(1, kv, tokens, hd, device=dev, dtype=bf16, requires_grad=True)
+    fwd_flops = 2.0 * tokens * tokens * hd * heads
+    attend = lambda: F.scaled_dot_product_attention(q, k_, v, is_causal=True,
+                                                     enable_gqa=True)
+    with torch.nn.attention.sdpa_kernel(torch.nn.attention.SDPBackend.FLASH_ATTENTION):
+        report("attention", "SDPA flash forward", fwd_flops, "TFLOP/s",
+               timed(lambda: attend()))
+        out = attend()
+        grad = torch.randn_like(out)
+        report("attention", "SDPA flash backward", 2.5 * fwd_flops, "TFLOP/s",
+               timed(lambda: torch.autograd.grad(out, (q, k_, v), grad,
+                                                 retain_graph=True)))
+
+
+if __name__ == "__main__":
+    main()
