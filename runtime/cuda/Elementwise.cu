@@ -3,6 +3,7 @@
 #include "Elementwise.h"
 
 #include "DeviceUtils.cuh"
+#include "LRSchedule.h"
 
 #include <cmath>
 
@@ -68,33 +69,13 @@ __global__ void fillWordsKernel(uint64_t *dst, int64_t n, uint64_t pattern) {
     dst[i] = pattern;
 }
 
-/// kernels::lrSchedule (runtime/lib/Kernels.cpp), line by line.
-__global__ void lrScheduleKernel(const int64_t *stepPtr,
-                                 const int64_t *totalPtr, float *lrOut,
-                                 double lr, int64_t warmupSteps,
+/// The schedule of the CPU kernel (LRSchedule.h), from device scalars.
+__global__ void lrScheduleKernel(const int64_t *step, const int64_t *totalSteps,
+                                 float *lrOut, double lr, int64_t warmupSteps,
                                  double decayRatio, int decayType,
                                  double minLrFactor) {
-  int64_t step = *stepPtr, totalSteps = *totalPtr;
-  int64_t warmup = warmupSteps < totalSteps ? warmupSteps : totalSteps;
-  int64_t decay = decayRatio >= 0 ? int64_t(nearbyint(totalSteps * decayRatio))
-                                  : totalSteps - warmup;
-  if (warmup + decay > totalSteps)
-    decay = totalSteps - warmup;
-  int64_t stable = totalSteps + 1 - warmup - decay;
-  double factor;
-  if (step < warmup) {
-    factor = double(step + 1) / double(warmup);
-  } else if (step < warmup + stable || decay == 0) {
-    factor = 1.0;
-  } else {
-    double progress =
-        fmin(1.0, double(step + 1 - (warmup + stable)) / double(decay));
-    double adjusted = decayType == 0   ? 1.0 - progress
-                      : decayType == 1 ? 1.0 - ::sqrt(progress)
-                                       : 0.5 * (1.0 + cos(M_PI * progress));
-    factor = minLrFactor + (1.0 - minLrFactor) * adjusted;
-  }
-  *lrOut = float(lr * factor);
+  *lrOut = float(lrScheduleValue(*step, *totalSteps, lr, warmupSteps,
+                                 decayRatio, decayType, minLrFactor));
 }
 
 /// kernels::ropeAngles, one (position, pair) per thread.

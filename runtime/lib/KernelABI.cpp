@@ -319,37 +319,8 @@ extern "C" {
     widened<impl<float>>(Call{b, s, i, f, w}, t);                              \
   }
 
-TITAN_RT_DEFINE(embedding, embedding)
-TITAN_RT_DEFINE(embedding_grad, embeddingGrad)
-TITAN_RT_DEFINE(rms_norm, rmsNorm)
-TITAN_RT_DEFINE(rms_norm_grad, rmsNormGrad)
-TITAN_RT_DEFINE(rope_angles, ropeAngles)
-TITAN_RT_DEFINE(rope, rope)
-TITAN_RT_DEFINE(attention, attention)
-TITAN_RT_DEFINE(attention_grad, attentionGrad)
-TITAN_RT_DEFINE(linear, linear)
-TITAN_RT_DEFINE(linear_grad_input, linearGradInput)
-TITAN_RT_DEFINE(linear_grad_weight, linearGradWeight)
-TITAN_RT_DEFINE(swiglu, swiglu)
-TITAN_RT_DEFINE(swiglu_grad, swigluGrad)
-TITAN_RT_DEFINE(silu, silu)
-TITAN_RT_DEFINE(silu_grad, siluGrad)
-TITAN_RT_DEFINE(mul, mul)
-TITAN_RT_DEFINE(add, add)
-TITAN_RT_DEFINE(sqrt, sqrt)
-TITAN_RT_DEFINE(fill, fill)
-TITAN_RT_DEFINE(cross_entropy, crossEntropy)
-TITAN_RT_DEFINE(cross_entropy_grad, crossEntropyGrad)
-TITAN_RT_DEFINE(row_max, rowMax)
-TITAN_RT_DEFINE(sum_exp, sumExp)
-TITAN_RT_DEFINE(sum_exp_grad, sumExpGrad)
-TITAN_RT_DEFINE(target_logit, targetLogit)
-TITAN_RT_DEFINE(target_logit_grad, targetLogitGrad)
-TITAN_RT_DEFINE(cross_entropy_from_stats, crossEntropyFromStats)
-TITAN_RT_DEFINE(cross_entropy_from_stats_grad, crossEntropyFromStatsGrad)
-TITAN_RT_DEFINE(global_norm, globalNorm)
-TITAN_RT_DEFINE(lr_schedule, lrSchedule)
-TITAN_RT_DEFINE(adamw, adamw)
+#define TITAN_RT_KERNEL(name, impl) TITAN_RT_DEFINE(name, impl)
+#include "KernelList.def"
 
 #undef TITAN_RT_DEFINE
 

@@ -1,7 +1,9 @@
 //===- Kernels.cpp - CPU reference kernels of the titan ops ---------------===//
 
 #include "Kernels.h"
+
 #include "Error.h"
+#include "LRSchedule.h"
 
 #include <cblas.h>
 
@@ -443,32 +445,8 @@ template <typename T> double sumOfSquares(const T *x, int64_t n) {
 double lrSchedule(int64_t step, int64_t totalSteps, double lr,
                   int64_t warmupSteps, double decayRatio, int decayType,
                   double minLrFactor) {
-  // TorchTitan v0.2.0, components/lr_scheduler.py (build_lr_schedulers).
-  int64_t warmup = std::min(warmupSteps, totalSteps);
-  // Python's round() is round-half-to-even, as nearbyint in the default mode.
-  int64_t decay = decayRatio >= 0
-                      ? int64_t(std::nearbyint(totalSteps * decayRatio))
-                      : totalSteps - warmup;
-  if (warmup + decay > totalSteps)
-    decay = totalSteps - warmup;
-  // The "virtual last step": the last real step stays above the floor.
-  int64_t stable = totalSteps + 1 - warmup - decay;
-  double factor;
-  if (step < warmup) {
-    factor = double(step + 1) / double(warmup);
-  } else if (step < warmup + stable || decay == 0) {
-    factor = 1.0;
-  } else {
-    // Steps past the run's end (never taken by the trainer) hold the floor.
-    double progress =
-        std::min(1.0, double(step + 1 - (warmup + stable)) / double(decay));
-    double adjusted = decayType == 0 ? 1.0 - progress
-                      : decayType == 1
-                          ? 1.0 - std::sqrt(progress)
-                          : 0.5 * (1.0 + std::cos(M_PI * progress));
-    factor = minLrFactor + (1.0 - minLrFactor) * adjusted;
-  }
-  return lr * factor;
+  return lrScheduleValue(step, totalSteps, lr, warmupSteps, decayRatio,
+                         decayType, minLrFactor);
 }
 
 template <typename T>
