@@ -41,7 +41,11 @@ public:
                                      cudaGetErrorString(rc)) +
             "); this executable was compiled with titan-compile "
             "--target=cuda; use --target=cpu to train on the host");
-    if (localRank >= count) {
+    // A process that sees one GPU (a launcher bound it, e.g. srun
+    // --gpus-per-task=1) uses it; one that sees several takes the one of
+    // its local rank.
+    int64_t index = count == 1 ? 0 : localRank;
+    if (index >= count) {
       const char *visible = std::getenv("CUDA_VISIBLE_DEVICES");
       fatal("local rank " + std::to_string(localRank) + " needs GPU " +
             std::to_string(localRank) + " but this process sees " +
@@ -49,9 +53,9 @@ public:
             (visible ? visible : "unset") +
             "): launch at most one rank per GPU on each machine");
     }
-    checkCuda(cudaSetDevice(int(localRank)), "cudaSetDevice");
+    checkCuda(cudaSetDevice(int(index)), "cudaSetDevice");
     cudaDeviceProp prop;
-    checkCuda(cudaGetDeviceProperties(&prop, int(localRank)),
+    checkCuda(cudaGetDeviceProperties(&prop, int(index)),
               "cudaGetDeviceProperties");
     std::string error;
     if (!kernelsRunHere(error))
@@ -61,7 +65,7 @@ public:
             "; rebuild titan with -DTITAN_CUDA_ARCHS including it and "
             "recompile with --cuda-arch");
     description = std::string(prop.name) + " (GPU " +
-                  std::to_string(localRank) + " of " + std::to_string(count) +
+                  std::to_string(index) + " of " + std::to_string(count) +
                   ", sm_" + std::to_string(prop.major) +
                   std::to_string(prop.minor) + ", " +
                   titan::humanBytes(double(prop.totalGlobalMem)) + ")";

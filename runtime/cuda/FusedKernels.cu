@@ -436,6 +436,25 @@ __global__ void adamwStepKernel(AdamWTensor t, const float *gradNorm,
                 int64_t(gridDim.x) * kThreads);
 }
 
+/// Tensors of one multi-tensor AdamW launch, passed by value (40 bytes
+/// each; kernel parameters are captured with a graph).
+constexpr int kAdamWTensorsPerLaunch = 48;
+struct AdamWChunk {
+  AdamWTensor t[kAdamWTensorsPerLaunch];
+};
+
+/// One tensor of the chunk per block row (blockIdx.y), the scalars computed
+/// on the device as adamwStepKernel does.
+__global__ void adamwChunkKernel(AdamWChunk chunk, const float *gradNorm,
+                                 const float *lr, const int64_t *step,
+                                 AdamWHyper h) {
+  AdamWScalars s = adamwScalars(double(*lr), *step, h.beta1, h.beta2, h.eps,
+                                h.weightDecay, h.maxNorm);
+  adamwElements(chunk.t[blockIdx.y], *gradNorm, s,
+                int64_t(blockIdx.x) * kThreads + threadIdx.x,
+                int64_t(gridDim.x) * kThreads);
+}
+
 
 } // namespace
 
@@ -539,6 +558,27 @@ void titanrt::cuda::adamw(const AdamWTensor *tensors, int64_t count,
   dim3 grid(std::min(blocksFor(maxElements), 1024u), unsigned(count));
   adamwKernel<<<grid, kThreads, 0, stream>>>(tensors, gradNorm, scalars);
   checkLaunch("adamw");
+}
+
+void titanrt::cuda::adamwMulti(const AdamWTensor *tensors, int64_t count,
+                               const float *gradNorm, const float *lr,
+                               const int64_t *step, const AdamWHyper &hyper,
+                               cudaStream_t stream) {
+  for (int64_t first = 0; first < count; first += kAdamWTensorsPerLaunch) {
+    AdamWChunk chunk{};
+    int64_t n = std::min<int64_t>(kAdamWTensorsPerLaunch, count - first);
+    int64_t longest = 0;
+    for (int64_t i = 0; i < n; ++i) {
+      chunk.t[i] = tensors[first + i];
+      longest = std::max(longest, chunk.t[i].n);
+    }
+    if (longest == 0)
+      continue;
+    dim3 grid(std::min(blocksFor(longest), 1024u), unsigned(n));
+    adamwChunkKernel<<<grid, kThreads, 0, stream>>>(chunk, gradNorm, lr, step,
+                                                    hyper);
+    checkLaunch("adamw_multi");
+  }
 }
 
 void titanrt::cuda::adamwStep(const AdamWTensor &tensor, const float *gradNorm,

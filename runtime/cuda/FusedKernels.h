@@ -182,6 +182,11 @@ void adamw(const AdamWTensor *tensors, int64_t count, int64_t maxElements,
 void adamwStep(const AdamWTensor &tensor, const float *gradNorm,
                const float *lr, const int64_t *step, const AdamWHyper &hyper,
                cudaStream_t stream);
+/// adamwStep on `count` tensors (host memory) in launches of 48 tensors,
+/// passed by value: kernel-fuse-adamw's multi-tensor update, capturable.
+void adamwMulti(const AdamWTensor *tensors, int64_t count,
+                const float *gradNorm, const float *lr, const int64_t *step,
+                const AdamWHyper &hyper, cudaStream_t stream);
 
 } // namespace titanrt::cuda
 

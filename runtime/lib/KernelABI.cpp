@@ -206,6 +206,25 @@ template <typename T> void adamw(const Call &c) {
            *c.buf<float>(5), *c.buf<int64_t>(6), f[0], f[1], f[2], f[3], f[4]);
 }
 
+/// kernel-fuse-adamw's multi-tensor call: inputs count x (param, grad,
+/// exp_avg, exp_avg_sq), then (grad_norm, lr, step); outputs count x
+/// (param, exp_avg, exp_avg_sq); ints {count}; floats as adamw's. Each
+/// tensor is adamw's update.
+template <typename T> void adamwMulti(const Call &c) {
+  int64_t count = c.ints[0];
+  int shared = int(4 * count);
+  for (int64_t t = 0; t < count; ++t) {
+    int in = int(4 * t), out = int(4 * count + 3 + 3 * t);
+    void *buffers[10] = {c.buffers[in],          c.buffers[in + 1],
+                         c.buffers[in + 2],      c.buffers[in + 3],
+                         c.buffers[shared],      c.buffers[shared + 1],
+                         c.buffers[shared + 2],  c.buffers[out],
+                         c.buffers[out + 1],     c.buffers[out + 2]};
+    // adamw reads only its first buffer's shape.
+    adamw<T>(Call{buffers, c.shape(in).dims - 1, nullptr, c.floats, nullptr});
+  }
+}
+
 /// `v` rounded to float with round-to-odd: rounding that float to a 16-bit
 /// format to nearest even then gives the correctly rounded result of `v`
 /// (float carries more than two extra bits), with no double rounding.

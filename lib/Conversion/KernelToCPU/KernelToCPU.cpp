@@ -201,7 +201,8 @@ private:
     FailureOr<StringRef> dtype = kernelDtype(op, operands, returnsRequest);
     if (failed(dtype))
       return;
-    bool integerStep = kernel == "lr_schedule" || kernel == "adamw";
+    bool integerStep =
+        kernel == "lr_schedule" || kernel == "adamw" || kernel == "adamw_multi";
     SmallVector<int64_t> shapes,
         types = {numInputs, int64_t(operands.size()) - numInputs};
     for (auto [slot, v] : llvm::enumerate(operands)) {

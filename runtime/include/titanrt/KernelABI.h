@@ -94,6 +94,7 @@ TITAN_RT_KERNEL(cross_entropy_from_stats_grad)
 TITAN_RT_KERNEL(global_norm)
 TITAN_RT_KERNEL(lr_schedule)
 TITAN_RT_KERNEL(adamw)
+TITAN_RT_KERNEL(adamw_multi)
 TITAN_RT_KERNEL(cast)
 
 #undef TITAN_RT_KERNEL
