@@ -168,7 +168,7 @@ void checkShape(const AttentionShape &s, const char *kernel) {
   if (s.headDim > int64_t(kThreads) * kPerThread || s.kvHeads <= 0 ||
       s.qHeads % s.kvHeads != 0 || s.seq > 65535 || s.qHeads > 65535 ||
       s.batch > 65535)
-    fatal(std::string(kernel) + ": the exact attention kernels take head dim " +
+    kernelFatal(std::string(kernel) + ": the exact attention kernels take head dim " +
           "<= " + std::to_string(kThreads * kPerThread) +
           ", seq, heads and batch <= 65535 and whole GQA groups; got B " +
           std::to_string(s.batch) + " S " + std::to_string(s.seq) + " Hq " +

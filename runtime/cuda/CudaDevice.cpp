@@ -17,7 +17,7 @@ using namespace titanrt::cuda;
 
 void titanrt::cuda::checkCuda(cudaError_t rc, const std::string &what) {
   if (rc != cudaSuccess)
-    fatal("CUDA error in " + what + ": " + cudaGetErrorName(rc) + " (" +
+    kernelFatal("CUDA error in " + what + ": " + cudaGetErrorName(rc) + " (" +
           cudaGetErrorString(rc) + ")");
 }
 
@@ -143,7 +143,11 @@ public:
                 std::string("cudaGraphLaunch of ") + name);
     }
     ++c.runs;
-    checkCuda(cudaStreamSynchronize(stream), std::string("the step ") + name);
+    checkCuda(cudaStreamSynchronize(stream),
+              std::string("the step ") + name +
+                  " (kernels run asynchronously: rerun with "
+                  "CUDA_LAUNCH_BLOCKING=1 and --debug.no_cuda_graphs to stop "
+                  "at the failing op)");
   }
 
 private:

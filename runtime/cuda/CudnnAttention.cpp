@@ -32,7 +32,7 @@ enum Uid : int64_t { Q = 1, K, V, O, Stats, DO, DQ, DK, DV };
 
 void check(fe::error_t e, const std::string &what) {
   if (!e.is_good())
-    fatal("cuDNN flash attention: " + what + " failed: " + e.get_message());
+    kernelFatal("cuDNN flash attention: " + what + " failed: " + e.get_message());
 }
 
 /// titan's B x S x H x D layout as cuDNN's (B, H, S, D) dims and strides.
@@ -94,7 +94,7 @@ struct CudnnAttention::Impl {
   Impl() {
     cudnnStatus_t rc = cudnnCreate(&handle);
     if (rc != CUDNN_STATUS_SUCCESS)
-      fatal(std::string("cudnnCreate failed: ") + cudnnGetErrorString(rc));
+      kernelFatal(std::string("cudnnCreate failed: ") + cudnnGetErrorString(rc));
   }
   ~Impl() {
     for (auto &[key, plan] : plans)
@@ -189,12 +189,12 @@ struct CudnnAttention::Impl {
                    "them once\n",
                    what, (long long)p.workspace, planned);
       if (cudaMalloc(&p.extra, size_t(p.workspace)) != cudaSuccess)
-        fatal(std::string("cuDNN ") + what + ": cannot allocate " +
+        kernelFatal(std::string("cuDNN ") + what + ": cannot allocate " +
               std::to_string(p.workspace) + " bytes of workspace");
     }
     cudnnStatus_t rc = cudnnSetStream(handle, stream);
     if (rc != CUDNN_STATUS_SUCCESS)
-      fatal(std::string("cudnnSetStream failed: ") + cudnnGetErrorString(rc));
+      kernelFatal(std::string("cudnnSetStream failed: ") + cudnnGetErrorString(rc));
     check(p.graph->execute(handle, pack, p.extra ? p.extra : workspace), what);
   }
 };

@@ -94,7 +94,7 @@ inline unsigned blocksFor(int64_t work) {
 inline void checkLaunch(const char *kernel) {
   cudaError_t rc = cudaGetLastError();
   if (rc != cudaSuccess)
-    fatal(std::string("CUDA kernel ") + kernel +
+    kernelFatal(std::string("CUDA kernel ") + kernel +
           " failed to launch: " + cudaGetErrorString(rc));
 }
 

@@ -553,7 +553,7 @@ void titanrt::cuda::adamw(const AdamWTensor *tensors, int64_t count,
   if (count <= 0)
     return;
   if (count > 65535)
-    fatal("adamw: " + std::to_string(count) +
+    kernelFatal("adamw: " + std::to_string(count) +
           " tensors in one launch (at most 65535)");
   dim3 grid(std::min(blocksFor(maxElements), 1024u), unsigned(count));
   adamwKernel<<<grid, kThreads, 0, stream>>>(tensors, gradNorm, scalars);
@@ -672,12 +672,12 @@ void titanrt::cuda::embeddingGrad(ElementType type, const void *grad,
                                   const int32_t *vocabStart, void *workspace,
                                   cudaStream_t stream) {
   if (n > int64_t(INT32_MAX) || vocab >= int64_t(INT32_MAX))
-    fatal("embedding_grad: " + std::to_string(n) + " tokens or " +
+    kernelFatal("embedding_grad: " + std::to_string(n) + " tokens or " +
           std::to_string(vocab) + " rows exceed the 32-bit sort keys");
   EmbeddingGradLayout layout(n);
   // The plan reserves a bound on CUB's storage (KernelWorkspaces.h).
   if (layout.sortBytes > size_t(titan::cuda::embeddingGradSortBytes(n)))
-    fatal("embedding_grad: CUB's radix sort asks for " +
+    kernelFatal("embedding_grad: CUB's radix sort asks for " +
           std::to_string(layout.sortBytes) + " bytes of storage for " +
           std::to_string(n) + " tokens, more than the planned " +
           std::to_string(titan::cuda::embeddingGradSortBytes(n)) +
@@ -692,7 +692,7 @@ void titanrt::cuda::embeddingGrad(ElementType type, const void *grad,
   size_t elementBytes = type == ElementType::F32 ? 4 : 2;
   if (cudaMemsetAsync(out, 0, size_t(vocab * dim) * elementBytes, stream) !=
       cudaSuccess)
-    fatal("embedding_grad: cudaMemsetAsync failed");
+    kernelFatal("embedding_grad: cudaMemsetAsync failed");
   embeddingKeysKernel<<<blocksFor(n), kThreads, 0, stream>>>(
       tokens, keys, positions, n, vocab, vocabStart);
   checkLaunch("embedding_grad (keys)");
@@ -705,7 +705,7 @@ void titanrt::cuda::embeddingGrad(ElementType type, const void *grad,
       base + 4 * layout.keyBytes, sortBytes, keys, sortedKeys, positions,
       sortedPositions, int(n), 0, bits, stream);
   if (rc != cudaSuccess)
-    fatal(std::string("embedding_grad: cub::DeviceRadixSort::SortPairs "
+    kernelFatal(std::string("embedding_grad: cub::DeviceRadixSort::SortPairs "
                       "failed: ") +
           cudaGetErrorString(rc));
   dispatch(type, [&](auto *tag) {

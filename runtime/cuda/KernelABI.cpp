@@ -44,7 +44,7 @@ struct Args : Call {
     case TITAN_RT_F16:
       return ElementType::F16;
     }
-    fatal("CUDA target: buffer " + std::to_string(i) + " of a kernel call has "
+    kernelFatal("CUDA target: buffer " + std::to_string(i) + " of a kernel call has "
           "element type code " + std::to_string(types[2 + i]) +
           ", which no CUDA kernel takes");
   }
@@ -291,7 +291,7 @@ void castKernel(const Args &c) {
 }
 
 [[noreturn]] void noF64(const char *kernel) {
-  fatal(std::string("CUDA target: ") + kernel +
+  kernelFatal(std::string("CUDA target: ") + kernel +
         " on f64 buffers: f64 kernels exist only on the CPU target (the "
         "gradient checks); compile with --target=cpu");
 }

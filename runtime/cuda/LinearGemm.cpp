@@ -11,7 +11,7 @@ namespace {
 
 void check(cublasStatus_t status, const char *call, const GemmProblem &p) {
   if (status != CUBLAS_STATUS_SUCCESS)
-    fatal(std::string(call) + " failed (" + cublasLtGetStatusString(status) +
+    kernelFatal(std::string(call) + " failed (" + cublasLtGetStatusString(status) +
           ") for " + p.describe());
 }
 
@@ -47,7 +47,7 @@ LinearGemms::LinearGemms(size_t workspaceBytes)
     : workspaceBytes_(workspaceBytes) {
   cublasStatus_t status = cublasLtCreate(&handle_);
   if (status != CUBLAS_STATUS_SUCCESS)
-    fatal(std::string("cublasLtCreate failed: ") +
+    kernelFatal(std::string("cublasLtCreate failed: ") +
           cublasLtGetStatusString(status));
 }
 
@@ -68,9 +68,9 @@ LinearGemms::Plan &LinearGemms::plan(const GemmProblem &p) {
   if (it != plans_.end())
     return it->second;
   if (p.m <= 0 || p.k <= 0 || p.n <= 0)
-    fatal("empty GEMM: " + p.describe());
+    kernelFatal("empty GEMM: " + p.describe());
   if (p.accumulate && p.product != LinearProduct::GradWeight)
-    fatal("only grad_weight accumulates: " + p.describe());
+    kernelFatal("only grad_weight accumulates: " + p.describe());
 
   // The column-major problem C = op(A) op(B), each stored matrix given by
   // its column-major rows and columns (a row-major [r, c] matrix is a
@@ -131,7 +131,7 @@ LinearGemms::Plan &LinearGemms::plan(const GemmProblem &p) {
         "cublasLtMatmulAlgoGetHeuristic", p);
   cublasLtMatmulPreferenceDestroy(preference);
   if (found == 0)
-    fatal("cuBLASLt has no algorithm for " + p.describe() + " within " +
+    kernelFatal("cuBLASLt has no algorithm for " + p.describe() + " within " +
           std::to_string(workspaceBytes_) + " bytes of workspace");
   plan.algo = result.algo;
   return plans_.emplace(p, plan).first->second;

@@ -13,6 +13,16 @@ titanrt::AbortHook abortHook = nullptr;
 
 void titanrt::setAbortHook(AbortHook hook) { abortHook = hook; }
 
+extern "C" {
+const char *titan_rt_op = nullptr;
+}
+
+[[noreturn]] void titanrt::kernelFatal(const std::string &message) {
+  if (titan_rt_op && *titan_rt_op)
+    fatal(message + " (titan op " + titan_rt_op + ")");
+  fatal(message);
+}
+
 [[noreturn]] void titanrt::fatal(const std::string &message) {
   std::fflush(stdout);
   std::fprintf(stderr, "error: %s\n", message.c_str());

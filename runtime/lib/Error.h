@@ -11,6 +11,11 @@ namespace titanrt {
 /// input (data, checkpoints, arguments) that the run cannot continue from.
 [[noreturn]] void fatal(const std::string &message);
 
+/// fatal() for a failure inside a kernel: the message also names the titan
+/// op the compiled step was running (the compiled step records each op's
+/// location in titan_rt_op before its kernel call; KernelABI.h).
+[[noreturn]] void kernelFatal(const std::string &message);
+
 /// How fatal() ends a multi-rank job: set by the communicator to abort every
 /// rank (MPI_Abort), so that one rank's error never leaves the others
 /// waiting in a collective. Null: exit this process.

@@ -255,7 +255,7 @@ void convert(const void *src, int64_t from, void *dst, int64_t to, int64_t n) {
     case TITAN_RT_F16:
       return f16ToFloat(static_cast<const uint16_t *>(src)[i]);
     }
-    fatal("titan_rt_cast: unsupported source element type " +
+    kernelFatal("titan_rt_cast: unsupported source element type " +
           std::to_string(from));
   };
   for (int64_t i = 0; i < n; ++i) {
@@ -274,7 +274,7 @@ void convert(const void *src, int64_t from, void *dst, int64_t to, int64_t n) {
       static_cast<uint16_t *>(dst)[i] = floatToF16(roundToOddFloat(v));
       break;
     default:
-      fatal("titan_rt_cast: unsupported target element type " +
+      kernelFatal("titan_rt_cast: unsupported target element type " +
             std::to_string(to));
     }
   }
@@ -297,7 +297,7 @@ void widened(const Call &c, const int64_t *types) {
   const int64_t *codes = types + 2;
   void *staged[32];
   if (count > 32)
-    fatal("internal error: a 16-bit kernel call with more than 32 buffers");
+    kernelFatal("internal error: a 16-bit kernel call with more than 32 buffers");
   char *scratch = static_cast<char *>(c.workspace);
   for (int64_t i = 0; i < count; ++i) {
     staged[i] = c.buffers[i];

@@ -35,7 +35,7 @@ void gemm(bool transA, bool transB, int64_t m, int64_t n, int64_t k,
 
 void checkToken(int32_t token, int64_t index, int64_t vocab, const char *what) {
   if (token < 0 || token >= vocab)
-    fatal(std::string(what) + " id " + std::to_string(token) + " at position " +
+    kernelFatal(std::string(what) + " id " + std::to_string(token) + " at position " +
           std::to_string(index) + " is outside the vocabulary [0, " +
           std::to_string(vocab) + ")");
 }

@@ -12,6 +12,7 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/IR/Builders.h"
+#include "llvm/ADT/StringExtras.h"
 #include "llvm/ADT/StringMap.h"
 #include "llvm/Support/FormatVariadic.h"
 
@@ -133,6 +134,9 @@ public:
     for (Operation &op : body.without_terminator())
       if (failed(lowerOp(&op)))
         return failure();
+    // Outside a step no op is running.
+    Value none = LLVM::ZeroOp::create(b, loc, ptrType);
+    LLVM::StoreOp::create(b, loc, none, siteSlot(loc));
     LLVM::ReturnOp::create(b, loc, ValueRange{});
     return success();
   }
@@ -198,6 +202,7 @@ private:
                       bool returnsRequest) {
     Location loc = op->getLoc();
     lastCall = failure();
+    recordSite(loc);
     FailureOr<StringRef> dtype = kernelDtype(op, operands, returnsRequest);
     if (failed(dtype))
       return;
@@ -246,6 +251,69 @@ private:
         ValueRange{buffers, int64Array(shapes, loc), int64Array(ints, loc),
                    doubleArray(floats, loc), ws, int64Array(types, loc)});
     lastCall = returnsRequest ? call.getResult() : Value();
+  }
+
+  /// Where an op came from, for the runtime's kernel errors: its TorchTitan
+  /// module path (a NameLoc), a file position, or the first few of a fused
+  /// location's.
+  static std::string siteOf(Location loc) {
+    if (auto name = dyn_cast<NameLoc>(loc))
+      return name.getName().str();
+    if (auto file = dyn_cast<FileLineColLoc>(loc))
+      return llvm::formatv("{0}:{1}:{2}", file.getFilename(), file.getLine(),
+                           file.getColumn())
+          .str();
+    if (auto callSite = dyn_cast<CallSiteLoc>(loc))
+      return siteOf(callSite.getCallee());
+    if (auto fused = dyn_cast<FusedLoc>(loc)) {
+      SmallVector<std::string> parts;
+      for (Location part : fused.getLocations())
+        if (std::string site = siteOf(part); !site.empty())
+          parts.push_back(site);
+      if (parts.size() > 3)
+        return llvm::formatv("{0}, {1}, {2} and {3} more", parts[0], parts[1],
+                             parts[2], parts.size() - 3)
+            .str();
+      return llvm::join(parts, ", ");
+    }
+    return "";
+  }
+
+  /// The address of the runtime's `titan_rt_op` (declared once).
+  Value siteSlot(Location loc) {
+    if (!declaredSite) {
+      OpBuilder::InsertionGuard guard(b);
+      b.setInsertionPointToStart(module.getBody());
+      LLVM::GlobalOp::create(b, module.getLoc(), ptrType, /*isConstant=*/false,
+                             LLVM::Linkage::External, "titan_rt_op",
+                             Attribute());
+      declaredSite = true;
+    }
+    return LLVM::AddressOfOp::create(b, loc, ptrType, "titan_rt_op");
+  }
+
+  /// titan_rt_op = "<site of loc>" (one constant string per distinct site).
+  void recordSite(Location loc) {
+    std::string site = siteOf(loc);
+    Value value;
+    if (site.empty()) {
+      value = LLVM::ZeroOp::create(b, loc, ptrType);
+    } else {
+      std::string &name = sites[site];
+      if (name.empty()) {
+        name = llvm::formatv("__titan_site_{0}", sites.size() - 1).str();
+        OpBuilder::InsertionGuard guard(b);
+        b.setInsertionPointToStart(module.getBody());
+        std::string text = site;
+        text.push_back('\0');
+        LLVM::GlobalOp::create(
+            b, loc, LLVM::LLVMArrayType::get(b.getI8Type(), text.size()),
+            /*isConstant=*/true, LLVM::Linkage::Private, name,
+            b.getStringAttr(text));
+      }
+      value = LLVM::AddressOfOp::create(b, loc, ptrType, name);
+    }
+    LLVM::StoreOp::create(b, loc, value, siteSlot(loc));
   }
 
   Value constant(int64_t v) {
@@ -310,6 +378,8 @@ private:
   FailureOr<Value> lastCall = failure();
   llvm::StringMap<LLVM::LLVMFuncOp> functions;
   std::map<std::string, std::string> arrays; ///< content -> global name
+  std::map<std::string, std::string> sites; ///< op location -> global name
+  bool declaredSite = false;
 };
 
 struct KernelLowerToCPUPass

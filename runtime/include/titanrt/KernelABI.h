@@ -41,6 +41,11 @@
 extern "C" {
 #endif
 
+/// The location of the titan op whose kernel runs (its TorchTitan module
+/// path, e.g. "layers.3.attention.wq"): the compiled step stores it before
+/// each call and null at its end, so a kernel's error can name the op.
+extern const char *titan_rt_op;
+
 /// Element type codes of the `types` array.
 enum TitanRtType {
   TITAN_RT_F32 = 0,

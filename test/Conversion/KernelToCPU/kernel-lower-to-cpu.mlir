@@ -132,3 +132,30 @@ module attributes {kernel.arena_bytes = 1024 : i64, kernel.slots = {"param:w" = 
     return
   }
 }
+
+// -----
+
+// Before each kernel call the step records the op's location (its
+// TorchTitan module path) in the runtime's titan_rt_op, one constant string
+// per distinct site, so a kernel's error can name the op; null at the end.
+// CHECK-DAG: llvm.mlir.global private constant @[[SITE:__titan_site_[0-9]+]]("layers.0.attention_norm\00")
+// CHECK-DAG: llvm.mlir.global external @titan_rt_op() {{.*}} : !llvm.ptr
+// CHECK-LABEL: llvm.func @titan_step(
+// CHECK:      %[[NAME:.*]] = llvm.mlir.addressof @[[SITE]] : !llvm.ptr
+// CHECK-NEXT: %[[SLOT:.*]] = llvm.mlir.addressof @titan_rt_op : !llvm.ptr
+// CHECK-NEXT: llvm.store %[[NAME]], %[[SLOT]] : !llvm.ptr, !llvm.ptr
+// CHECK:      llvm.call @titan_rt_silu_f32(
+// CHECK:      llvm.mlir.addressof @[[SITE]]
+// CHECK:      llvm.call @titan_rt_silu_f32(
+// CHECK:      %[[NULL:.*]] = llvm.mlir.zero : !llvm.ptr
+// CHECK-NEXT: %[[SLOT2:.*]] = llvm.mlir.addressof @titan_rt_op : !llvm.ptr
+// CHECK-NEXT: llvm.store %[[NULL]], %[[SLOT2]] : !llvm.ptr, !llvm.ptr
+// CHECK-NEXT: llvm.return
+module attributes {kernel.arena_bytes = 256 : i64, kernel.slots = {"param:w" = array<i64: 0, 64>}} {
+  func.func @step(%w: memref<16xf32> {kernel.slot = "param:w"}) {
+    %s = kernel.stream 0
+    kernel.call "silu"(%w : memref<16xf32>) outs(%w : memref<16xf32>) on %s params [] loc("layers.0.attention_norm")
+    kernel.call "silu"(%w : memref<16xf32>) outs(%w : memref<16xf32>) on %s params [] loc("layers.0.attention_norm")
+    return
+  }
+}
