@@ -99,6 +99,12 @@ public:
                                             unsigned axisMask) = 0;
   virtual void barrier() = 0;
 
+  /// Creates the communicators of these mesh-axis groups (axis masks) now,
+  /// at start: a step (or a CUDA graph capture) never creates one.
+  virtual void prepareGroups(const std::vector<unsigned> &axisMasks) {
+    (void)axisMasks;
+  }
+
   /// A collective that does not finish within `seconds` stops the job on
   /// every rank, naming itself, its mesh axes and the context.
   void setTimeout(double seconds) { timeoutSeconds_ = seconds; }

@@ -425,6 +425,11 @@ public:
     return req;
   }
 
+  void prepareGroups(const std::vector<unsigned> &axisMasks) override {
+    for (unsigned mask : axisMasks)
+      group(mask);
+  }
+
   void barrier() override { check(MPI_Barrier(MPI_COMM_WORLD), "barrier"); }
 
 private:

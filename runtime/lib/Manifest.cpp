@@ -47,6 +47,10 @@ Manifest titanrt::parseManifest(const char *text) {
   m.accumulationSteps = o.getInteger("accumulation_steps").value_or(1);
   m.target = o.getString("target").value_or("cpu").str();
   m.cudaArch = o.getString("cuda_arch").value_or("").str();
+  if (const llvm::json::Array *groups = o.getArray("collective_axes"))
+    for (const llvm::json::Value &g : *groups)
+      if (std::optional<int64_t> mask = g.getAsInteger())
+        m.collectiveAxes.push_back(unsigned(*mask));
   if (const llvm::json::Array *mesh = o.getArray("mesh"))
     for (auto [i, size] : llvm::enumerate(*mesh))
       m.mesh[i] = *size.getAsInteger();

@@ -24,6 +24,8 @@ struct Manifest {
   std::string model, config;
   /// "cpu" or "cuda" (titan-compile --target), and the GPU architecture.
   std::string target = "cpu", cudaArch;
+  /// The axis masks of the mesh groups the collectives use.
+  std::vector<unsigned> collectiveAxes;
   int64_t localBatch = 0, seqLen = 0, vocab = 0, dim = 0;
   double flopsPerToken = 0;
   int64_t accumulationSteps = 1;

@@ -1,7 +1,8 @@
 //===- NCCLCommunicator.cpp - collectives over NCCL on GPUs ---------------===//
 //
 // The GPU backend of Communicator: buffers are device pointers, collectives
-// run on one communication stream, and a request's finish() makes the
+// run on one communication stream per mesh-axis group (created at start
+// with the group's communicator), and a request's finish() makes the
 // compute stream wait for it on the device (no host synchronization), so
 // compute scheduled between start and wait overlaps the transfer.
 // Bootstrapped over MPI: rank 0's ncclUniqueId is broadcast with MPI, and
@@ -143,8 +144,6 @@ public:
             " GPUs; NCCL needs one GPU per rank (launch at most " +
             std::to_string(devices) + " ranks per node)");
     checkCuda(cudaSetDevice(localRank), "set device");
-    checkCuda(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking),
-              "stream create");
 
     ncclUniqueId id;
     if (rank_ == 0)
@@ -159,7 +158,8 @@ public:
   }
 
   ~NCCLCommunicator() override {
-    cudaStreamSynchronize(stream_);
+    for (auto &[mask, stream] : streams_)
+      cudaStreamSynchronize(stream);
     {
       std::lock_guard<std::mutex> lock(mutex_);
       stopping_ = true;
@@ -171,7 +171,8 @@ public:
     for (auto &[mask, comm] : groups_)
       ncclCommDestroy(comm);
     ncclCommDestroy(world_);
-    cudaStreamDestroy(stream_);
+    for (auto &[mask, stream] : streams_)
+      cudaStreamDestroy(stream);
   }
 
   std::unique_ptr<Request> allGather(const void *in, void *out, DataType type,
@@ -179,7 +180,7 @@ public:
                                      int64_t inner, int64_t gatheredSize,
                                      unsigned axisMask,
                                      void *planned) override {
-    begin();
+    begin(axisMask);
     int64_t parts = groupSize(axisMask);
     int64_t count = outer * dimSize * inner;
     bool direct = outer == 1 && gatheredSize == parts * dimSize;
@@ -203,7 +204,7 @@ public:
                                          int64_t dimSize, int64_t inner,
                                          unsigned axisMask,
                                          void *planned) override {
-    begin();
+    begin(axisMask);
     int64_t parts = groupSize(axisMask);
     int64_t rows = (dimSize + parts - 1) / parts;
     int64_t count = outer * rows * inner;
@@ -227,7 +228,7 @@ public:
   std::unique_ptr<Request> allReduce(const void *in, void *out, DataType type,
                                      int64_t count, Reduction reduction,
                                      unsigned axisMask) override {
-    begin();
+    begin(axisMask);
     ncclRedOp_t op = reduction == Reduction::Max       ? ncclMax
                      : reduction == Reduction::Average ? ncclAvg
                                                        : ncclSum;
@@ -242,7 +243,7 @@ public:
                                     int64_t splitInner, int64_t concatOuter,
                                     int64_t concatDim, int64_t concatInner,
                                     unsigned axisMask, void *planned) override {
-    begin();
+    begin(axisMask);
     int64_t parts = groupSize(axisMask);
     int64_t total = splitOuter * splitDim * splitInner * dataTypeBytes(type);
     int64_t partBytes = total / parts;
@@ -272,7 +273,7 @@ public:
   std::unique_ptr<Request> broadcast(const void *in, void *out, DataType type,
                                      int64_t count, int64_t root,
                                      unsigned axisMask) override {
-    begin();
+    begin(axisMask);
     checkNccl(ncclBroadcast(in, out, count, ncclType(type), int(root),
                             group(axisMask), stream_),
               "broadcast");
@@ -282,7 +283,7 @@ public:
   std::unique_ptr<Request> sendRecv(const void *in, void *out, DataType type,
                                     int64_t count, int64_t shift,
                                     unsigned axisMask) override {
-    begin();
+    begin(axisMask);
     ncclComm_t comm = group(axisMask);
     int size = 0, me = 0;
     checkNccl(ncclCommCount(comm, &size), "comm count");
@@ -297,14 +298,34 @@ public:
     return end("send_recv", axisMask);
   }
 
+  void prepareGroups(const std::vector<unsigned> &axisMasks) override {
+    for (unsigned mask : axisMasks) {
+      group(mask);
+      streamFor(mask);
+    }
+  }
+
   void barrier() override {
     checkCuda(cudaDeviceSynchronize(), "synchronize");
     MPI_Barrier(MPI_COMM_WORLD);
   }
 
 private:
-  /// Orders the collective after the compute stream's work so far.
-  void begin() {
+  /// The communication stream of a mesh-axis group: collectives of
+  /// different groups (FSDP's gathers, TP's reductions) overlap each other
+  /// as well as the compute stream.
+  cudaStream_t streamFor(unsigned axisMask) {
+    cudaStream_t &stream = streams_[axisMask];
+    if (!stream)
+      checkCuda(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking),
+                "stream create");
+    return stream;
+  }
+
+  /// Makes the group's stream current (stream_, which the collective and
+  /// its staging use) and orders it after the compute stream's work so far.
+  void begin(unsigned axisMask) {
+    stream_ = streamFor(axisMask);
     cudaEvent_t ready;
     checkCuda(cudaEventCreateWithFlags(&ready, cudaEventDisableTiming),
               "event create");
@@ -458,7 +479,9 @@ private:
   }
 
   ncclComm_t world_ = nullptr;
+  /// The stream of the collective being issued (one of streams_).
   cudaStream_t stream_ = nullptr;
+  std::map<unsigned, cudaStream_t> streams_;
   /// The stream the compiled step's kernels run on.
   cudaStream_t compute_ = cudaStreamPerThread;
   std::map<unsigned, ncclComm_t> groups_;

@@ -496,6 +496,8 @@ int titanrt::trainMain(int argc, char **argv, const CompiledModel &model) {
       world > 1 ? &initCommunicator(m.mesh, device.communicatorBackend(),
                                     double(c.comm.initTimeoutSeconds))
                 : nullptr;
+  if (comm)
+    comm->prepareGroups(m.collectiveAxes);
   bool leader = !comm || comm->rank() == 0;
   int64_t dp = m.mesh[kDPReplicate] * m.mesh[kDPShard];
   int64_t dpIndex = comm ? comm->coordinate(kDPReplicate) * m.mesh[kDPShard] +

@@ -12,6 +12,8 @@
 #include "llvm/Support/JSON.h"
 #include "llvm/Support/raw_ostream.h"
 
+#include <set>
+
 using namespace titan;
 
 llvm::Expected<llvm::json::Object>
@@ -80,6 +82,20 @@ void titan::addArenaToManifest(llvm::json::Object &manifest,
   }
   manifest["arena_bytes"] = arena.getInt();
   manifest["slots"] = std::move(places);
+  // The mesh-axis groups the steps' collectives use (each collective's
+  // third parameter is its axis mask), so the runtime creates their
+  // communicators and streams at start, never inside a step.
+  std::set<int64_t> masks;
+  module.walk([&](kernel::CollectiveStartOp start) {
+    mlir::ArrayAttr params = start.getParams();
+    if (params.size() >= 3)
+      if (auto mask = mlir::dyn_cast<mlir::IntegerAttr>(params[2]))
+        masks.insert(mask.getInt());
+  });
+  llvm::json::Array groups;
+  for (int64_t mask : masks)
+    groups.push_back(mask);
+  manifest["collective_axes"] = std::move(groups);
 }
 
 std::string titan::printManifest(const llvm::json::Object &manifest) {
