@@ -18,13 +18,19 @@ import sys
 
 
 def lines(path):
-    with open(path) as f:
-        return [json.loads(l) for l in f if l.strip().startswith("{")]
+    """The JSON objects of a file, one a line ([] when the check that writes
+    it failed before writing)."""
+    try:
+        with open(path) as f:
+            return [json.loads(l) for l in f if l.strip().startswith("{")]
+    except (OSError, json.JSONDecodeError):
+        print(f"(no results in {path})")
+        return []
 
 
 def compare(actual, expected, rtol, steps):
     a, e = lines(actual), lines(expected)
-    if len(a) != len(e) or len(a) != int(steps):
+    if not a or len(a) != len(e) or len(a) != int(steps):
         print(f"FAIL: {len(a)} steps vs {len(e)} expected (want {steps})")
         return 1
     worst = {}
@@ -40,6 +46,9 @@ def compare(actual, expected, rtol, steps):
 
 def titan_step(path, warmup):
     m = [x for x in lines(path) if x.get("tokens_per_second")]
+    if len(m) <= int(warmup):
+        print(f"{path}: {len(m)} steps, not more than the {warmup} of warm-up")
+        return 1
     first = m[0]
     timed = m[int(warmup):]
     tps = sorted(x["tokens_per_second"] for x in timed)
@@ -62,6 +71,9 @@ def step_table(paths):
     print(f"{'step (8B-shaped, seq 8192, bf16)':36s} {'tok/s med':>10s} "
           f"{'tok/s best':>10s} {'MFU':>7s} {'mem GiB':>8s} {'vs titan':>9s}")
     for r in rows:
+        if "error" in r:
+            print(f"{r['impl'][:36]:36s} {r['error']}")
+            continue
         ratio = (r["tokens_per_second_median"] / base["tokens_per_second_median"]
                  if base else float("nan"))
         mfu = r.get("mfu_median")

@@ -7,15 +7,17 @@
 #       bf16: 1e-2 over 20 steps; CUDA graphs on and off: the same bits);
 #   (b) kernels: GEMMs, attention and the fused kernels at 8B shapes,
 #       against torch.matmul, PyTorch's SDPA and the copy bandwidth;
-#   (c) the step: an 8B-shaped model (20 layers) in tokens/s and MFU, beside
+#   (c) the step: an 8B-shaped model (16 layers) in tokens/s and MFU, beside
 #       a plain PyTorch Llama eager and under torch.compile, interleaved.
-# Prints the tables last and leaves every log and JSON file in
-# ${TITAN_GPU_OUT:-/tmp/titan-gpu}. `--dry-run` checks the bundle's
-# libraries resolve and says what it would run, on any machine.
+# Prints the tables last, also into summary.md, and leaves every log and
+# JSON file in $TITAN_GPU_OUT (default: the device tool's $OUT, whose
+# files come back, else /tmp/titan-gpu); commit summary.md under
+# bench/results/ with the date and the GPU. `--dry-run` checks the
+# bundle's libraries resolve and says what it would run, on any machine.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 bundle=.gpu-bundle
-outdir=${TITAN_GPU_OUT:-/tmp/titan-gpu}
+outdir=${TITAN_GPU_OUT:-${OUT:-/tmp/titan-gpu}}
 dry=0
 [ "${1:-}" = "--dry-run" ] && dry=1
 [ -d "$bundle/bin" ] || { echo "run: no $bundle; run bench/gpu/bundle.sh on the build machine" >&2; exit 1; }
@@ -40,61 +42,78 @@ if [ "$dry" = 1 ]; then
   ls "$bundle/bin"
   exit 0
 fi
-rm -rf "$outdir" && mkdir -p "$outdir"
+mkdir -p "$outdir" && rm -rf "${outdir:?}"/*
 command -v nvidia-smi >/dev/null && nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader | tee "$outdir/gpu.txt"
 "$py" -c "import torch; print('torch', torch.__version__, 'cuda', torch.version.cuda)" | tee -a "$outdir/gpu.txt"
 declare -a rows
-check() { # name, command... (exit 77: skipped)
-  local name=$1; shift
-  local start end rc
-  start=$(date +%s.%N)
-  "$@" > "$outdir/$name.log" 2>&1
+# Every check has a time limit, and all of them share a budget (the device
+# tool gives one call 10 minutes): a check that would start with less than
+# 10 s left is skipped, so the tables always print.
+budget=${TITAN_GPU_BUDGET:-540}
+began=$(date +%s)
+check() { # name, limit in seconds, command... (exit 77: skipped)
+  local name=$1 limit=$2; shift 2
+  local start end rc left
+  left=$(( budget - ($(date +%s) - began) ))
+  if [ "$left" -lt 10 ]; then
+    rows+=("$(printf '%-26s %-8s' "$name" "no time")")
+    return
+  fi
+  [ "$limit" -gt "$left" ] && limit=$left
+  start=$(date +%s%N)
+  # Through bash, so the exported shell functions below run under timeout.
+  timeout --kill-after=5 "$limit" bash -c '"$@"' bash "$@" > "$outdir/$name.log" 2>&1
   rc=$?
-  end=$(date +%s.%N)
+  end=$(date +%s%N)
   echo "== $name (exit $rc)"; tail -n 12 "$outdir/$name.log"
   local verdict=FAIL
   [ $rc = 0 ] && verdict=ok
   [ $rc = 77 ] && verdict=skipped
-  rows+=("$(printf '%-26s %-8s %6.1f s' "$name" "$verdict" "$(echo "$end - $start" | bc)")")
+  [ $rc = 124 ] && verdict=timeout
+  rows+=("$(printf '%-26s %-8s %6d ms' "$name" "$verdict" "$(( (end - start) / 1000000 ))")")
 }
 data=$bundle/data
-train() { # executable, output folder, extra arguments...
+train() { # executable, output folder, extra arguments
   local exe=$1 dir=$2; shift 2
   "$bundle/bin/$exe" --training.dataset_path "$data/tokens.bin" \
     --checkpoint.initial_load_path "$data/w0.safetensors" --job.dump_folder "$dir" "$@"
 }
 
+export bundle data outdir py
+export -f train
 # (a) numerics
-check cuda-kernels "$bundle/bin/TitanCudaKernelTest"
-check nccl-communicator-1 "$bundle/bin/TitanNCCLCommunicatorTest"
-check train-f32 train parity-f32 "$outdir/f32"
-check parity-f32-vs-cpu "$py" bench/gpu/report.py compare "$outdir/f32/metrics.jsonl" "$data/cpu-f32.jsonl" 1e-4 8
-check train-bf16 train parity-bf16 "$outdir/bf16"
-check parity-bf16-vs-cpu "$py" bench/gpu/report.py compare "$outdir/bf16/metrics.jsonl" "$data/cpu-bf16.jsonl" 1e-2 20
-check train-bf16-eager train parity-bf16 "$outdir/bf16-eager" --debug.no_cuda_graphs
-check graphs-vs-eager "$py" bench/gpu/report.py compare "$outdir/bf16/metrics.jsonl" "$outdir/bf16-eager/metrics.jsonl" 0 20
+check cuda-kernels 90 "$bundle/bin/TitanCudaKernelTest"
+check nccl-communicator-1 30 "$bundle/bin/TitanNCCLCommunicatorTest"
+check train-f32 45 train parity-f32 "$outdir/f32"
+check parity-f32-vs-cpu 10 "$py" bench/gpu/report.py compare "$outdir/f32/metrics.jsonl" "$data/cpu-f32.jsonl" 1e-4 8
+check train-bf16 45 train parity-bf16 "$outdir/bf16"
+check parity-bf16-vs-cpu 10 "$py" bench/gpu/report.py compare "$outdir/bf16/metrics.jsonl" "$data/cpu-bf16.jsonl" 1e-2 20
+check train-bf16-eager 45 train parity-bf16 "$outdir/bf16-eager" --debug.no_cuda_graphs
+check graphs-vs-eager 10 "$py" bench/gpu/report.py compare "$outdir/bf16/metrics.jsonl" "$outdir/bf16-eager/metrics.jsonl" 0 20
 
 # (b) kernels
-check kernels-titan sh -c "'$bundle/bin/TitanCudaKernelBench' > '$outdir/kernels-titan.jsonl'"
-check kernels-torch sh -c "'$py' bench/gpu/torch_kernels.py > '$outdir/kernels-torch.jsonl'"
+check kernels-titan 60 sh -c "'$bundle/bin/TitanCudaKernelBench' > '$outdir/kernels-titan.jsonl'"
+check kernels-torch 60 sh -c "'$py' bench/gpu/torch_kernels.py > '$outdir/kernels-torch.jsonl'"
 
 # (c) the step, interleaved: titan, eager, compiled, titan again.
 layers=$(cat "$data/step-8b-layers.txt")
-"$py" - "$outdir/tokens-128k.bin" <<'PY'
+"$py" - "${TMPDIR:-/tmp}/titan-tokens-128k.bin" <<'PY'
 import array, random, sys
 random.seed(3)
 array.array("I", (random.randrange(128256) for _ in range(1 << 20))).tofile(open(sys.argv[1], "wb"))
 PY
 step_titan() { # round
-  "$bundle/bin/step-8b" --training.dataset_path "$outdir/tokens-128k.bin" \
+  "$bundle/bin/step-8b" --training.dataset_path "${TMPDIR:-/tmp}/titan-tokens-128k.bin" \
     --metrics.peak_tflops 989 --job.dump_folder "$outdir/step-titan-$1" &&
   "$py" bench/gpu/report.py titan-step "$outdir/step-titan-$1/metrics.jsonl" 3 > "$outdir/step-titan-$1.json"
 }
-check step-titan-1 step_titan 1
-check step-torch-eager sh -c "'$py' bench/gpu/torch_llama_step.py --mode eager --layers $layers > '$outdir/step-eager.json'"
-check step-torch-compile sh -c "'$py' bench/gpu/torch_llama_step.py --mode compile --layers $layers > '$outdir/step-compile.json'"
-check step-titan-2 step_titan 2
+export -f step_titan
+check step-titan-1 120 step_titan 1
+check step-torch-eager 120 sh -c "'$py' bench/gpu/torch_llama_step.py --mode eager --layers $layers > '$outdir/step-eager.json'"
+check step-torch-compile 240 sh -c "'$py' bench/gpu/torch_llama_step.py --mode compile --layers $layers > '$outdir/step-compile.json'"
+check step-titan-2 120 step_titan 2
 
+{
 echo
 echo "== kernels"
 "$py" bench/gpu/report.py kernels "$outdir/kernels-titan.jsonl" "$outdir/kernels-torch.jsonl" 2>&1
@@ -104,3 +123,4 @@ echo "== step ($layers layers; titan's planned arena: $(cat "$data/step-8b-memor
 echo
 printf '%-26s %-8s %8s\n' check result time
 printf '%s\n' "${rows[@]}"
+} 2>&1 | tee "$outdir/summary.md"

@@ -8,6 +8,7 @@ step time after the warm-up steps."""
 import argparse
 import json
 import math
+import sys
 import time
 
 import torch
@@ -85,9 +86,20 @@ class Llama(nn.Module):
 
 
 def main():
+    try:
+        run()
+    except torch.cuda.OutOfMemoryError as e:
+        # Itself a result: the model does not fit this way.
+        print(json.dumps({"impl": "pytorch " + sys.argv[sys.argv.index("--mode") + 1]
+                          if "--mode" in sys.argv else "pytorch",
+                          "error": "out of GPU memory: " + str(e).split("\n")[0]}),
+              flush=True)
+
+
+def run():
     ap = argparse.ArgumentParser()
     ap.add_argument("--mode", choices=["eager", "compile"], default="eager")
-    ap.add_argument("--layers", type=int, default=20)
+    ap.add_argument("--layers", type=int, default=16)
     ap.add_argument("--dim", type=int, default=4096)
     ap.add_argument("--heads", type=int, default=32)
     ap.add_argument("--kv-heads", type=int, default=8)
