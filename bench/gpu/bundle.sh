@@ -42,8 +42,8 @@ done
 
 # The 8B-shaped step: Llama 3 8B's dimensions (dim 4096, 32/8 heads, FFN
 # 14336, vocabulary 128256), bf16 mixed precision, local batch 1, seq 8192,
-# with 16 of its 32 layers: titan plans 100 GiB for them with AdamW's state
-# and every activation kept (20 layers would plan 119 GiB of the H200's
+# with 16 of its 32 layers: titan plans 96 GiB for them with AdamW's state
+# and every activation kept (22 layers would plan 125 GiB of the H200's
 # 141, but PyTorch eager keeps an f32 residual stream and bf16 weight
 # copies, and must fit too for the comparison).
 layers=${TITAN_BENCH_LAYERS:-16}

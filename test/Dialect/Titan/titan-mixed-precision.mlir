@@ -2,7 +2,8 @@
 // RUN: titan-opt %s -split-input-file -titan-mixed-precision -titan-autodiff=regather-params -dist-narrow-gathers -verify-diagnostics | FileCheck %s --check-prefix=GRAD
 
 // Single rank: each f32 parameter gets one bf16 copy, read by every use;
-// activations take bf16; the logits are cast back to f32 for the loss.
+// activations take bf16; the fused cross-entropy reads the bf16 logits
+// (computing in f32: no f32 copy of the logits).
 // CHECK-LABEL: func.func @forward(
 // CHECK-SAME: %[[W:.*]]: tensor<8x8xf32> {titan.param = "w"}, %[[E:.*]]: tensor<16x8xf32> {titan.param = "e"}
 // CHECK-DAG:  %[[E16:.*]] = titan.cast %[[E]] : tensor<16x8xf32> to tensor<16x8xbf16>
@@ -11,10 +12,12 @@
 // CHECK:      %[[Y:.*]] = titan.linear %[[X]], %[[W16]] : (tensor<2x4x8xbf16>, tensor<8x8xbf16>) -> tensor<2x4x8xbf16>
 // CHECK:      %[[H:.*]] = titan.add %[[X]], %[[Y]] : tensor<2x4x8xbf16>
 // CHECK:      %[[Z:.*]] = titan.linear %[[H]], %[[E16]] : (tensor<2x4x8xbf16>, tensor<16x8xbf16>) -> tensor<2x4x16xbf16>
-// CHECK:      %[[Z32:.*]] = titan.cast %[[Z]] : tensor<2x4x16xbf16> to tensor<2x4x16xf32>
-// CHECK:      titan.cross_entropy %[[Z32]], %{{.*}} : (tensor<2x4x16xf32>, tensor<2x4xi32>) -> tensor<f32>
-// The gradients of the parameters come back as f32: the casts' adjoints.
+// CHECK-NOT:  titan.cast %[[Z]]
+// CHECK:      titan.cross_entropy %[[Z]], %{{.*}} : (tensor<2x4x16xbf16>, tensor<2x4xi32>) -> tensor<f32>
+// The gradients of the parameters come back as f32: the casts' adjoints;
+// the logits' gradient is bf16, rounded once from the kernel's f32.
 // GRAD-LABEL: func.func @forward_backward(
+// GRAD:       titan.cross_entropy_grad %{{.*}} : (tensor<2x4x16xbf16>, tensor<2x4xi32>, tensor<f32>) -> tensor<2x4x16xbf16>
 // GRAD:       titan.embedding_grad %{{.*}}, %{{.*}} : (tensor<2x4x8xbf16>, tensor<2x4xi32>) -> tensor<16x8xbf16>
 // GRAD:       titan.cast %{{.*}} : tensor<16x8xbf16> to tensor<16x8xf32>
 // GRAD:       return %{{.*}} : tensor<f32>, tensor<8x8xf32>, tensor<16x8xf32>
