@@ -138,12 +138,14 @@ public:
     MPI_Comm_free(&node);
     if (cudaGetDeviceCount(&devices) != cudaSuccess || devices == 0)
       fatal("the NCCL communicator needs a CUDA device, and none is visible");
-    if (localSize > devices)
+    // A process that sees one GPU (the launcher bound it) uses it, as the
+    // CUDA device does; one that sees several takes its local rank's.
+    if (devices > 1 && localSize > devices)
       fatal(std::to_string(localSize) + " ranks share a node with " +
             std::to_string(devices) +
             " GPUs; NCCL needs one GPU per rank (launch at most " +
             std::to_string(devices) + " ranks per node)");
-    checkCuda(cudaSetDevice(localRank), "set device");
+    checkCuda(cudaSetDevice(devices == 1 ? 0 : localRank), "set device");
 
     ncclUniqueId id;
     if (rank_ == 0)

@@ -248,6 +248,61 @@ TEST(FusedKernels, AdamWStepIsBitwiseTheCpuKernel) {
   cudaFree(dStep);
 }
 
+// kernel-fuse-adamw's multi-tensor call: more tensors than one launch
+// takes (48), of different sizes, each bitwise the CPU kernel's update.
+TEST(FusedKernels, AdamWMultiIsBitwiseTheCpuKernel) {
+  float lr = 1e-3f, gradNorm = 2.5f; // clipping applies (max_norm 1)
+  int64_t step = 2;
+  AdamWHyper h{0.9, 0.95, 1e-8, 0.1, 1.0};
+  std::vector<AdamWTensor> tensors;
+  std::vector<std::vector<float>> expected;
+  std::vector<float *> owned;
+  for (int64_t t = 0; t < 50; ++t) {
+    int64_t n = 1 + 97 * t;
+    std::vector<float> p = random(n, uint32_t(4 * t)),
+                       g = random(n, uint32_t(4 * t + 1)),
+                       m = random(n, uint32_t(4 * t + 2), -0.1f, 0.1f),
+                       v = random(n, uint32_t(4 * t + 3), 0.0f, 0.01f);
+    float *d[4];
+    const std::vector<float> *values[] = {&p, &g, &m, &v};
+    for (int k = 0; k < 4; ++k) {
+      ASSERT_EQ(cudaMalloc(&d[k], n * 4), cudaSuccess);
+      cudaMemcpy(d[k], values[k]->data(), n * 4, cudaMemcpyHostToDevice);
+      owned.push_back(d[k]);
+    }
+    kernels::adamw(p.data(), g.data(), m.data(), v.data(), n, double(lr),
+                   gradNorm, step, h.beta1, h.beta2, h.eps, h.weightDecay,
+                   h.maxNorm);
+    tensors.push_back({d[0], d[1], d[2], d[3], n});
+    expected.insert(expected.end(), {p, m, v});
+  }
+  float *dScalars = nullptr;
+  int64_t *dStep = nullptr;
+  ASSERT_EQ(cudaMalloc(&dScalars, 8), cudaSuccess);
+  ASSERT_EQ(cudaMalloc(&dStep, 8), cudaSuccess);
+  float scalars[2] = {gradNorm, lr};
+  cudaMemcpy(dScalars, scalars, 8, cudaMemcpyHostToDevice);
+  cudaMemcpy(dStep, &step, 8, cudaMemcpyHostToDevice);
+  adamwMulti(tensors.data(), int64_t(tensors.size()), dScalars, dScalars + 1,
+             dStep, h, nullptr);
+  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  for (size_t t = 0; t < tensors.size(); ++t) {
+    float *got[] = {tensors[t].param, tensors[t].expAvg, tensors[t].expAvgSq};
+    for (int k = 0; k < 3; ++k) {
+      std::vector<float> back(size_t(tensors[t].n));
+      cudaMemcpy(back.data(), got[k], back.size() * 4, cudaMemcpyDeviceToHost);
+      EXPECT_EQ(std::memcmp(back.data(), expected[3 * t + k].data(),
+                            back.size() * 4),
+                0)
+          << "tensor " << t << " state " << k;
+    }
+  }
+  for (float *ptr : owned)
+    cudaFree(ptr);
+  cudaFree(dScalars);
+  cudaFree(dStep);
+}
+
 TEST(FusedKernels, CrossEntropy) {
   for (ElementType t : {ElementType::F32, ElementType::BF16})
     for (auto [rows, vocab] :
