@@ -126,9 +126,12 @@ void attentionGrad(const Args &c) {
                          c.buffers[6], c.buffers[7], c.buffers[8], s,
                          c.floats[0], c.stream());
 }
+/// ints: {} or {accumulate}: kernel-fuse-gemm-accumulate's GEMM that adds
+/// into its result (cuBLASLt's beta = 1).
 void gemm(const Args &c, LinearProduct product, int64_t m, int64_t k,
           int64_t n) {
-  GemmProblem p{product, m, k, n, c.type(0), c.type(2)};
+  GemmProblem p{product, m, k, n, c.type(0), c.type(2),
+                c.ints != nullptr && c.ints[0] != 0};
   kernelContext().gemms.run(p, c.buffers[0], c.buffers[1], c.buffers[2],
                             c.workspace, c.stream());
 }

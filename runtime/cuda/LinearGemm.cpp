@@ -69,8 +69,6 @@ LinearGemms::Plan &LinearGemms::plan(const GemmProblem &p) {
     return it->second;
   if (p.m <= 0 || p.k <= 0 || p.n <= 0)
     kernelFatal("empty GEMM: " + p.describe());
-  if (p.accumulate && p.product != LinearProduct::GradWeight)
-    kernelFatal("only grad_weight accumulates: " + p.describe());
 
   // The column-major problem C = op(A) op(B), each stored matrix given by
   // its column-major rows and columns (a row-major [r, c] matrix is a

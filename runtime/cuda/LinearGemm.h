@@ -11,8 +11,9 @@
 //   GradInput   dx[m,k] = dy[m,n] w[n,k]    as  dx^T = w^T dy^T      "NN"
 //   GradWeight  dw[n,k] = dy[m,n]^T x[m,k]  as  dw^T = x^T (dy^T)^T  "NT"
 //
-// GradWeight can add into dw (beta = 1), which saves gradient accumulation
-// a pass. Each distinct problem gets its descriptors and cuBLASLt's
+// Each can add into its result (beta = 1): kernel-fuse-gemm-accumulate
+// folds the add after a GEMM (a residual, a gradient sum, gradient
+// accumulation) into it, saving that add's pass. Each distinct problem gets its descriptors and cuBLASLt's
 // heuristic algorithm once, on first use or ahead of a graph capture
 // (prepare), and keeps them.
 //
@@ -41,7 +42,7 @@ struct GemmProblem {
   int64_t m, k, n;
   ElementType operands; ///< both inputs
   ElementType result;
-  bool accumulate = false; ///< GradWeight only: dw += ...
+  bool accumulate = false; ///< out += the product (beta = 1)
 
   auto key() const {
     return std::make_tuple(int(product), m, k, n, int(operands), int(result),

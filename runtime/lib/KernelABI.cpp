@@ -115,20 +115,23 @@ template <typename T> void attentionGrad(const Call &c) {
                    c.buf<T>(8), q.dim(0), q.dim(1), q.dim(2), kv.dim(2),
                    q.dim(3), c.floats[0], static_cast<T *>(c.workspace));
 }
+/// ints: {} or {accumulate} (kernel-fuse-gemm-accumulate: add into the
+/// result instead of overwriting it).
+bool accumulates(const Call &c) { return c.ints && c.ints[0] != 0; }
 template <typename T> void linear(const Call &c) {
   Shape x = c.shape(0), w = c.shape(1);
   k::linear(c.buf<T>(0), c.buf<T>(1), c.buf<T>(2), x.rows(), x.back(),
-            w.dim(0));
+            w.dim(0), accumulates(c));
 }
 template <typename T> void linearGradInput(const Call &c) {
   Shape dy = c.shape(0), w = c.shape(1);
   k::linearGradInput(c.buf<T>(0), c.buf<T>(1), c.buf<T>(2), dy.rows(), w.dim(1),
-                     w.dim(0));
+                     w.dim(0), accumulates(c));
 }
 template <typename T> void linearGradWeight(const Call &c) {
   Shape dy = c.shape(0), x = c.shape(1);
   k::linearGradWeight(c.buf<T>(0), c.buf<T>(1), c.buf<T>(2), dy.rows(),
-                      x.back(), dy.back());
+                      x.back(), dy.back(), accumulates(c));
 }
 template <typename T> void swiglu(const Call &c) {
   k::swiglu(c.buf<T>(0), c.buf<T>(1), c.buf<T>(2), c.shape(0).numel());
@@ -289,6 +292,21 @@ bool isSixteenBit(int64_t type) {
   return type == TITAN_RT_BF16 || type == TITAN_RT_F16;
 }
 
+/// Whether a kernel reads its results' old values: the GEMMs that add into
+/// them.
+template <void (*Kernel)(const Call &)> bool readsResults(const Call &) {
+  return false;
+}
+template <> bool readsResults<linear<float>>(const Call &c) {
+  return accumulates(c);
+}
+template <> bool readsResults<linearGradInput<float>>(const Call &c) {
+  return accumulates(c);
+}
+template <> bool readsResults<linearGradWeight<float>>(const Call &c) {
+  return accumulates(c);
+}
+
 /// A 16-bit entry: the f32 kernel on f32 copies of the 16-bit buffers, its
 /// results rounded back (see KernelABI.h for the workspace layout).
 template <void (*Kernel)(const Call &)>
@@ -306,7 +324,7 @@ void widened(const Call &c, const int64_t *types) {
     int64_t n = c.shape(int(i)).numel();
     staged[i] = scratch;
     scratch += (n * int64_t(sizeof(float)) + 63) / 64 * 64;
-    if (i < inputs)
+    if (i < inputs || readsResults<Kernel>(c))
       convert(c.buffers[i], codes[i], staged[i], TITAN_RT_F32, n);
   }
   Kernel(Call{staged, c.shapes, c.ints, c.floats, scratch});

@@ -272,20 +272,21 @@ void attentionGrad(const T *q, const T *k, const T *v, const T *out,
 }
 
 template <typename T>
-void linear(const T *x, const T *w, T *y, int64_t m, int64_t k, int64_t n) {
-  gemm(false, true, m, n, k, T(1), x, k, w, k, T(0), y, n);
+void linear(const T *x, const T *w, T *y, int64_t m, int64_t k, int64_t n,
+            bool accumulate) {
+  gemm(false, true, m, n, k, T(1), x, k, w, k, T(accumulate), y, n);
 }
 
 template <typename T>
 void linearGradInput(const T *dy, const T *w, T *dx, int64_t m, int64_t k,
-                     int64_t n) {
-  gemm(false, false, m, k, n, T(1), dy, n, w, k, T(0), dx, k);
+                     int64_t n, bool accumulate) {
+  gemm(false, false, m, k, n, T(1), dy, n, w, k, T(accumulate), dx, k);
 }
 
 template <typename T>
 void linearGradWeight(const T *dy, const T *x, T *dw, int64_t m, int64_t k,
-                      int64_t n) {
-  gemm(true, false, n, k, m, T(1), dy, n, x, k, T(0), dw, k);
+                      int64_t n, bool accumulate) {
+  gemm(true, false, n, k, m, T(1), dy, n, x, k, T(accumulate), dw, k);
 }
 
 template <typename T> void silu(const T *x, T *out, int64_t n) {
@@ -509,11 +510,11 @@ void adamw(T *param, const T *grad, T *expAvg, T *expAvgSq, int64_t n,
       const T *, const T *, const T *, const T *, const T *, const T *, T *,   \
       T *, T *, int64_t, int64_t, int64_t, int64_t, int64_t, double, T *);     \
   template void linear<T>(const T *, const T *, T *, int64_t, int64_t,         \
-                          int64_t);                                            \
+                          int64_t, bool);                                      \
   template void linearGradInput<T>(const T *, const T *, T *, int64_t,         \
-                                   int64_t, int64_t);                          \
+                                   int64_t, int64_t, bool);                    \
   template void linearGradWeight<T>(const T *, const T *, T *, int64_t,        \
-                                    int64_t, int64_t);                         \
+                                    int64_t, int64_t, bool);                   \
   template void silu<T>(const T *, T *, int64_t);                              \
   template void siluGrad<T>(const T *, const T *, T *, int64_t);               \
   template void swiglu<T>(const T *, const T *, T *, int64_t);                 \

@@ -62,17 +62,19 @@ void attentionGrad(const T *q, const T *k, const T *v, const T *out,
                    int64_t batch, int64_t seq, int64_t qHeads, int64_t kvHeads,
                    int64_t headDim, double scale, T *workspace);
 
-/// y[m, n] = sum_k x[m, k] w[n, k].
+/// y[m, n] = sum_k x[m, k] w[n, k]; with `accumulate`, y += that
+/// (kernel-fuse-gemm-accumulate's form of a GEMM followed by an add).
 template <typename T>
-void linear(const T *x, const T *w, T *y, int64_t m, int64_t k, int64_t n);
-/// dx[m, k] = sum_n dy[m, n] w[n, k].
+void linear(const T *x, const T *w, T *y, int64_t m, int64_t k, int64_t n,
+            bool accumulate = false);
+/// dx[m, k] = sum_n dy[m, n] w[n, k] (+= with `accumulate`).
 template <typename T>
 void linearGradInput(const T *dy, const T *w, T *dx, int64_t m, int64_t k,
-                     int64_t n);
-/// dw[n, k] = sum_m dy[m, n] x[m, k].
+                     int64_t n, bool accumulate = false);
+/// dw[n, k] = sum_m dy[m, n] x[m, k] (+= with `accumulate`).
 template <typename T>
 void linearGradWeight(const T *dy, const T *x, T *dw, int64_t m, int64_t k,
-                      int64_t n);
+                      int64_t n, bool accumulate = false);
 
 template <typename T> void silu(const T *x, T *out, int64_t n);
 template <typename T> void siluGrad(const T *x, const T *dy, T *dx, int64_t n);

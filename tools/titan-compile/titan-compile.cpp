@@ -262,6 +262,7 @@ void addExecutionPasses(mlir::PassManager &pm) {
   bufferize.target = stringifyKernelTarget(target).str();
   bufferize.widenLowPrecision = target == KernelTarget::CPU;
   pm.addPass(createTitanBufferize(bufferize));
+  pm.addPass(kernel::createKernelFuseGemmAccumulate());
   pm.addPass(kernel::createKernelFuseAdamW());
   pm.addPass(kernel::createKernelPlanMemory());
 }

@@ -92,7 +92,6 @@ void runCase(LinearProduct product, Shape s, ElementType operands,
   std::vector<float> x = rounded(random(s.m * s.k, 1), operands);
   std::vector<float> w = rounded(random(s.n * s.k, 2), operands);
   std::vector<float> dy = rounded(random(s.m * s.n, 3), operands);
-  std::vector<float> start = rounded(random(s.n * s.k, 4), result);
 
   // The CPU kernel, and the inputs in the order the GPU call takes them.
   std::vector<float> expected;
@@ -114,12 +113,15 @@ void runCase(LinearProduct product, Shape s, ElementType operands,
     expected.resize(s.n * s.k);
     kernels::linearGradWeight(dy.data(), x.data(), expected.data(), s.m, s.k,
                               s.n);
-    if (accumulate)
-      for (size_t i = 0; i < expected.size(); ++i)
-        expected[i] += start[i];
     first = &dy, second = &x, inner = s.m;
     break;
   }
+
+  // The result's old value, which an accumulating GEMM adds to.
+  std::vector<float> start = rounded(random(expected.size(), 4), result);
+  if (accumulate)
+    for (size_t i = 0; i < expected.size(); ++i)
+      expected[i] += start[i];
 
   void *a = upload(*first, operands), *b = upload(*second, operands);
   void *out =
@@ -163,13 +165,16 @@ TEST(LinearGemm, Bf16OperandsF32AndBf16Results) {
         runCase(p, s, ElementType::BF16, r, false);
 }
 
-TEST(LinearGemm, GradWeightAccumulates) {
-  for (Shape s : kShapes) {
-    runCase(LinearProduct::GradWeight, s, ElementType::F32, ElementType::F32,
-            true);
-    runCase(LinearProduct::GradWeight, s, ElementType::BF16, ElementType::F32,
-            true);
-  }
+// Every product can add into its result (kernel-fuse-gemm-accumulate),
+// f32 and bf16 results.
+TEST(LinearGemm, Accumulates) {
+  for (Shape s : kShapes)
+    for (LinearProduct p : {LinearProduct::Forward, LinearProduct::GradInput,
+                            LinearProduct::GradWeight}) {
+      runCase(p, s, ElementType::F32, ElementType::F32, true);
+      runCase(p, s, ElementType::BF16, ElementType::F32, true);
+      runCase(p, s, ElementType::BF16, ElementType::BF16, true);
+    }
 }
 
 } // namespace

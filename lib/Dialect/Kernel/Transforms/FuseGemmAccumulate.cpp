@@ -1,0 +1,102 @@
+//===- FuseGemmAccumulate.cpp - GEMM + add as one accumulating GEMM -------===//
+//
+// add(acc, gemm(...)) outs(acc)  ==>  gemm(...) outs(acc) params [1]
+// (see Passes.td for when it applies).
+//
+//===----------------------------------------------------------------------===//
+
+#include "titan/Dialect/Kernel/Transforms/Passes.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/Builders.h"
+#include "llvm/ADT/STLExtras.h"
+
+namespace titan::kernel {
+#define GEN_PASS_DEF_KERNELFUSEGEMMACCUMULATE
+#include "titan/Dialect/Kernel/Transforms/Passes.h.inc"
+} // namespace titan::kernel
+
+using namespace mlir;
+using namespace titan;
+using namespace titan::kernel;
+
+namespace {
+
+/// The buffer a value views (kernel.view is the same memory).
+Value root(Value v) {
+  while (auto view = v.getDefiningOp<ViewOp>())
+    v = view.getSource();
+  return v;
+}
+
+bool isLinearGemm(CallOp call) {
+  return llvm::is_contained(
+             {"linear", "linear_grad_input", "linear_grad_weight"},
+             call.getKernel()) &&
+         call.getParams().empty() && call.getOutputs().size() == 1;
+}
+
+/// Whether `op` touches the memory of `buffer`.
+bool touches(Operation *op, Value buffer) {
+  return llvm::any_of(op->getOperands(),
+                      [&](Value v) { return root(v) == buffer; });
+}
+
+/// The GEMM that writes `t` for `add` to read, when the fold applies: `t`
+/// is a temporary (kernel.alloc) used only by that GEMM's output and by
+/// `add`, and between them nothing touches `acc` or waits for a
+/// collective.
+CallOp producer(CallOp add, Value t, Value acc) {
+  auto alloc = t.getDefiningOp<AllocOp>();
+  if (!alloc || !t.hasNUses(2) || t.getType() != acc.getType())
+    return nullptr;
+  CallOp gemm;
+  for (Operation *user : t.getUsers())
+    if (auto call = dyn_cast<CallOp>(user); call && call != add)
+      gemm = call;
+  if (!gemm || !isLinearGemm(gemm) || gemm.getOutputs()[0] != t ||
+      llvm::is_contained(gemm.getInputs(), t) ||
+      gemm->getBlock() != add->getBlock() || !gemm->isBeforeInBlock(add))
+    return nullptr;
+  Value accumulator = root(acc);
+  if (touches(gemm, accumulator))
+    return nullptr;
+  for (Operation *op = gemm->getNextNode(); op != add; op = op->getNextNode())
+    if (isa<WaitOp>(op) || touches(op, accumulator))
+      return nullptr;
+  return gemm;
+}
+
+struct KernelFuseGemmAccumulatePass
+    : kernel::impl::KernelFuseGemmAccumulateBase<
+          KernelFuseGemmAccumulatePass> {
+  void runOnOperation() override {
+    SmallVector<CallOp> adds;
+    getOperation().walk([&](CallOp call) {
+      if (call.getKernel() == "add" && call.getInputs().size() == 2 &&
+          call.getOutputs().size() == 1 && !call.getWorkspace())
+        adds.push_back(call);
+    });
+    Builder b(&getContext());
+    for (CallOp add : adds) {
+      Value lhs = add.getInputs()[0], rhs = add.getInputs()[1],
+            out = add.getOutputs()[0];
+      for (auto [t, acc] : {std::pair(rhs, lhs), {lhs, rhs}}) {
+        if (acc != out || t == acc)
+          continue;
+        CallOp gemm = producer(add, t, acc);
+        if (!gemm)
+          continue;
+        gemm.getOutputsMutable()[0].set(acc);
+        gemm.setParamsAttr(b.getArrayAttr({b.getI64IntegerAttr(1)}));
+        Operation *alloc = t.getDefiningOp();
+        add.erase();
+        if (alloc->use_empty())
+          alloc->erase();
+        break;
+      }
+    }
+  }
+};
+
+} // namespace
