@@ -132,15 +132,15 @@ int main() {
     for (const Gemm &g : cases) {
       GemmProblem p{g.product, tokens, g.k, g.n, bf16, g.result};
       // Inputs as the CPU kernels take them (KernelABI.h).
-      size_t first = size_t(g.product == LinearProduct::Forward
-                                ? tokens * g.k
-                                : tokens * g.n) *
-                     2,
-             second = size_t(g.product == LinearProduct::GradWeight
-                                 ? tokens * g.k
-                                 : g.n * g.k) *
-                      2,
-             out = size_t(g.product == LinearProduct::Forward   ? tokens * g.n
+      size_t first =
+                 size_t(g.product == LinearProduct::Forward ? tokens * g.k
+                                                            : tokens * g.n) *
+                 2,
+             second =
+                 size_t(g.product == LinearProduct::GradWeight ? tokens * g.k
+                                                               : g.n * g.k) *
+                 2,
+             out = size_t(g.product == LinearProduct::Forward     ? tokens * g.n
                           : g.product == LinearProduct::GradInput ? tokens * g.k
                                                                   : g.n * g.k) *
                    2;
@@ -161,7 +161,8 @@ int main() {
     Buffer bq(q, bf16), bk(kv, bf16), bv(kv, bf16), bo(q, bf16), bdo(q, bf16),
         bdq(q, bf16), bdk(kv, bf16), bdv(kv, bf16),
         lse(size_t(tokens * heads) * 4);
-    size_t fwdBytes = size_t(titan::cuda::attentionWorkspaceBytes(1, heads, tokens));
+    size_t fwdBytes =
+        size_t(titan::cuda::attentionWorkspaceBytes(1, heads, tokens));
     size_t bwdBytes = size_t(
         titan::cuda::attentionGradWorkspaceBytes(1, heads, tokens, headDim));
     Buffer workspace(std::max(fwdBytes, bwdBytes));
@@ -191,7 +192,8 @@ int main() {
     Buffer x(size_t(n) * 2, bf16), y(size_t(n) * 2, bf16),
         dx(size_t(n) * 2, bf16), w(size_t(dim) * 2, bf16),
         dw(size_t(dim) * 2, bf16);
-    Buffer partials(size_t(titan::cuda::rmsNormGradWorkspaceBytes(tokens, dim)));
+    Buffer partials(
+        size_t(titan::cuda::rmsNormGradWorkspaceBytes(tokens, dim)));
     report("fused", "rms_norm", double(2 * n * 2), "GB/s", time([&] {
              rmsNorm(bf16, x.ptr, w.ptr, y.ptr, tokens, dim, 1e-5, nullptr);
            }));
@@ -202,9 +204,8 @@ int main() {
     Buffer gate(size_t(nf) * 2, bf16), up(size_t(nf) * 2, bf16),
         h(size_t(nf) * 2, bf16), dgate(size_t(nf) * 2, bf16),
         dup(size_t(nf) * 2, bf16);
-    report("fused", "swiglu", double(3 * nf * 2), "GB/s", time([&] {
-             swiglu(bf16, gate.ptr, up.ptr, h.ptr, nf, nullptr);
-           }));
+    report("fused", "swiglu", double(3 * nf * 2), "GB/s",
+           time([&] { swiglu(bf16, gate.ptr, up.ptr, h.ptr, nf, nullptr); }));
     report("fused", "swiglu_grad", double(5 * nf * 2), "GB/s", time([&] {
              swigluGrad(bf16, gate.ptr, up.ptr, h.ptr, dgate.ptr, dup.ptr, nf,
                         nullptr);
@@ -216,26 +217,26 @@ int main() {
              rope(bf16, x.ptr, angles.as<float>(), x.ptr, 1, tokens, heads,
                   headDim / 2, false, nullptr);
            }));
-    report("fused", "add (residual)", double(3 * n * 2), "GB/s", time([&] {
-             add(bf16, x.ptr, y.ptr, dx.ptr, n, nullptr);
-           }));
+    report("fused", "add (residual)", double(3 * n * 2), "GB/s",
+           time([&] { add(bf16, x.ptr, y.ptr, dx.ptr, n, nullptr); }));
     std::vector<int32_t> ids(static_cast<size_t>(tokens));
     for (int64_t i = 0; i < tokens; ++i)
       ids[size_t(i)] = int32_t((i * 7919) % vocab);
     Buffer tokenIds(size_t(tokens) * 4);
-    cudaMemcpy(tokenIds.ptr, ids.data(), ids.size() * 4, cudaMemcpyHostToDevice);
+    cudaMemcpy(tokenIds.ptr, ids.data(), ids.size() * 4,
+               cudaMemcpyHostToDevice);
     Buffer table(size_t(vocab * dim) * 2, bf16);
     report("fused", "embedding", double(2 * n * 2), "GB/s", time([&] {
              embedding(bf16, table.ptr, tokenIds.as<int32_t>(), x.ptr, tokens,
                        vocab, dim, nullptr, nullptr);
            }));
-    Buffer logits(size_t(tokens * vocab) * 4), loss(4), rows(size_t(tokens) * 4);
+    Buffer logits(size_t(tokens * vocab) * 4), loss(4),
+        rows(size_t(tokens) * 4);
     fill(ElementType::F32, loss.ptr, 1, 1.0, nullptr);
     report("fused", "cross_entropy (f32 logits)",
            double(tokens) * double(vocab) * 4, "GB/s", time([&] {
-             crossEntropy(ElementType::F32, logits.ptr,
-                          tokenIds.as<int32_t>(), loss.as<float>(), tokens,
-                          vocab, rows.ptr, nullptr);
+             crossEntropy(ElementType::F32, logits.ptr, tokenIds.as<int32_t>(),
+                          loss.as<float>(), tokens, vocab, rows.ptr, nullptr);
            }));
     report("fused", "cross_entropy_grad (in place)",
            2.0 * double(tokens) * double(vocab) * 4, "GB/s", time([&] {

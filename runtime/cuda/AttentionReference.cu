@@ -21,7 +21,6 @@ namespace {
 /// Head dims per thread: D <= kThreads * kPerThread.
 constexpr int kPerThread = 2;
 
-
 /// Forward: grid (S, Hq, B). Online softmax over keys 0..i.
 template <typename T>
 __global__ void forwardKernel(const T *q, const T *k, const T *v, T *out,
@@ -144,8 +143,8 @@ __global__ void gradKeyValueKernel(const T *q, const T *k, const T *v,
           go += g * load(out + row, d);
         }
       }
-      float p = expf(scale * blockSum(qk) -
-                     lse[(b * s.qHeads + h) * s.seq + i]);
+      float p =
+          expf(scale * blockSum(qk) - lse[(b * s.qHeads + h) * s.seq + i]);
       float ds = p * (blockSum(gv) - blockSum(go));
       for (int c = 0; c < kPerThread; ++c) {
         int64_t d = threadIdx.x + c * kThreads;
@@ -168,12 +167,13 @@ void checkShape(const AttentionShape &s, const char *kernel) {
   if (s.headDim > int64_t(kThreads) * kPerThread || s.kvHeads <= 0 ||
       s.qHeads % s.kvHeads != 0 || s.seq > 65535 || s.qHeads > 65535 ||
       s.batch > 65535)
-    kernelFatal(std::string(kernel) + ": the exact attention kernels take head dim " +
-          "<= " + std::to_string(kThreads * kPerThread) +
-          ", seq, heads and batch <= 65535 and whole GQA groups; got B " +
-          std::to_string(s.batch) + " S " + std::to_string(s.seq) + " Hq " +
-          std::to_string(s.qHeads) + " Hkv " + std::to_string(s.kvHeads) +
-          " D " + std::to_string(s.headDim));
+    kernelFatal(std::string(kernel) +
+                ": the exact attention kernels take head dim " +
+                "<= " + std::to_string(kThreads * kPerThread) +
+                ", seq, heads and batch <= 65535 and whole GQA groups; got B " +
+                std::to_string(s.batch) + " S " + std::to_string(s.seq) +
+                " Hq " + std::to_string(s.qHeads) + " Hkv " +
+                std::to_string(s.kvHeads) + " D " + std::to_string(s.headDim));
 }
 } // namespace
 
@@ -187,16 +187,17 @@ void titanrt::cuda::attentionReference(ElementType type, const void *q,
     using T = std::remove_pointer_t<decltype(tag)>;
     forwardKernel<T><<<grid, kThreads, 0, stream>>>(
         static_cast<const T *>(q), static_cast<const T *>(k),
-        static_cast<const T *>(v), static_cast<T *>(out), lse, s,
-        float(scale));
+        static_cast<const T *>(v), static_cast<T *>(out), lse, s, float(scale));
   });
   checkLaunch("attention");
 }
 
-void titanrt::cuda::attentionGradReference(
-    ElementType type, const void *q, const void *k, const void *v,
-    const void *out, const float *lse, const void *dout, void *dq, void *dk,
-    void *dv, const AttentionShape &s, double scale, cudaStream_t stream) {
+void titanrt::cuda::attentionGradReference(ElementType type, const void *q,
+                                           const void *k, const void *v,
+                                           const void *out, const float *lse,
+                                           const void *dout, void *dq, void *dk,
+                                           void *dv, const AttentionShape &s,
+                                           double scale, cudaStream_t stream) {
   checkShape(s, "attention_grad");
   dim3 rows(unsigned(s.seq), unsigned(s.qHeads), unsigned(s.batch));
   dim3 keys(unsigned(s.seq), unsigned(s.kvHeads), unsigned(s.batch));

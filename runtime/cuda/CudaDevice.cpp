@@ -18,10 +18,11 @@ using namespace titanrt::cuda;
 void titanrt::cuda::checkCuda(cudaError_t rc, const std::string &what) {
   if (rc != cudaSuccess)
     kernelFatal("CUDA error in " + what + ": " + cudaGetErrorName(rc) + " (" +
-          cudaGetErrorString(rc) + ")");
+                cudaGetErrorString(rc) + ")");
 }
 
-KernelContext::KernelContext() : gemms(size_t(titan::cuda::kGemmWorkspaceBytes)) {}
+KernelContext::KernelContext()
+    : gemms(size_t(titan::cuda::kGemmWorkspaceBytes)) {}
 
 namespace {
 
@@ -49,8 +50,8 @@ public:
       const char *visible = std::getenv("CUDA_VISIBLE_DEVICES");
       fatal("local rank " + std::to_string(localRank) + " needs GPU " +
             std::to_string(localRank) + " but this process sees " +
-            std::to_string(count) + " (CUDA_VISIBLE_DEVICES=" +
-            (visible ? visible : "unset") +
+            std::to_string(count) +
+            " (CUDA_VISIBLE_DEVICES=" + (visible ? visible : "unset") +
             "): launch at most one rank per GPU on each machine");
     }
     checkCuda(cudaSetDevice(int(index)), "cudaSetDevice");
@@ -64,11 +65,10 @@ public:
             std::to_string(prop.minor) + "): " + error +
             "; rebuild titan with -DTITAN_CUDA_ARCHS including it and "
             "recompile with --cuda-arch");
-    description = std::string(prop.name) + " (GPU " +
-                  std::to_string(index) + " of " + std::to_string(count) +
-                  ", sm_" + std::to_string(prop.major) +
-                  std::to_string(prop.minor) + ", " +
-                  titan::humanBytes(double(prop.totalGlobalMem)) + ")";
+    description = std::string(prop.name) + " (GPU " + std::to_string(index) +
+                  " of " + std::to_string(count) + ", sm_" +
+                  std::to_string(prop.major) + std::to_string(prop.minor) +
+                  ", " + titan::humanBytes(double(prop.totalGlobalMem)) + ")";
   }
 
   char *allocateArena(int64_t bytes, uint64_t pattern) override {
@@ -122,15 +122,15 @@ public:
   void run(Step which, void (*step)(char *), char *arena) override {
     cudaStream_t stream = kernelContext().stream;
     Captured &c = graphs[which == Step::ForwardBackward ? 0 : 1];
-    const char *name = which == Step::ForwardBackward ? "forward_backward"
-                                                      : "optimizer_step";
+    const char *name =
+        which == Step::ForwardBackward ? "forward_backward" : "optimizer_step";
     if (!useGraphs || c.runs == 0) {
       step(arena);
     } else {
       if (!c.exec) {
-        checkCuda(cudaStreamBeginCapture(stream,
-                                         cudaStreamCaptureModeThreadLocal),
-                  std::string("cudaStreamBeginCapture of ") + name);
+        checkCuda(
+            cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal),
+            std::string("cudaStreamBeginCapture of ") + name);
         step(arena);
         cudaGraph_t graph = nullptr;
         checkCuda(cudaStreamEndCapture(stream, &graph),

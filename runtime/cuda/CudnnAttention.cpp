@@ -32,7 +32,8 @@ enum Uid : int64_t { Q = 1, K, V, O, Stats, DO, DQ, DK, DV };
 
 void check(fe::error_t e, const std::string &what) {
   if (!e.is_good())
-    kernelFatal("cuDNN flash attention: " + what + " failed: " + e.get_message());
+    kernelFatal("cuDNN flash attention: " + what +
+                " failed: " + e.get_message());
 }
 
 /// titan's B x S x H x D layout as cuDNN's (B, H, S, D) dims and strides.
@@ -86,15 +87,16 @@ struct CudnnAttention::Impl {
     int64_t workspace = 0;
     void *extra = nullptr; ///< cuDNN's workspace when the plan's is short
   };
-  using Key = std::tuple<bool, int, int64_t, int64_t, int64_t, int64_t,
-                         int64_t, double>;
+  using Key = std::tuple<bool, int, int64_t, int64_t, int64_t, int64_t, int64_t,
+                         double>;
   cudnnHandle_t handle = nullptr;
   std::map<Key, Plan> plans;
 
   Impl() {
     cudnnStatus_t rc = cudnnCreate(&handle);
     if (rc != CUDNN_STATUS_SUCCESS)
-      kernelFatal(std::string("cudnnCreate failed: ") + cudnnGetErrorString(rc));
+      kernelFatal(std::string("cudnnCreate failed: ") +
+                  cudnnGetErrorString(rc));
   }
   ~Impl() {
     for (auto &[key, plan] : plans)
@@ -107,8 +109,8 @@ struct CudnnAttention::Impl {
   /// no engine for it (said once; the exact kernels run it instead).
   Plan *plan(bool backward, ElementType type, const AttentionShape &s,
              double scale) {
-    Key key{backward,    int(type),  s.batch, s.seq, s.qHeads,
-            s.kvHeads,   s.headDim, scale};
+    Key key{backward, int(type), s.batch,   s.seq,
+            s.qHeads, s.kvHeads, s.headDim, scale};
     auto it = plans.find(key);
     if (it != plans.end())
       return it->second.graph ? &it->second : nullptr;
@@ -169,8 +171,7 @@ struct CudnnAttention::Impl {
                    "kernels run it\n",
                    backward ? "the backward" : "the forward",
                    (long long)s.batch, (long long)s.seq, (long long)s.qHeads,
-                   (long long)s.kvHeads, (long long)s.headDim,
-                   failure.c_str());
+                   (long long)s.kvHeads, (long long)s.headDim, failure.c_str());
       p.graph = nullptr;
     }
     Plan &stored = plans.emplace(key, std::move(p)).first->second;
@@ -190,11 +191,12 @@ struct CudnnAttention::Impl {
                    what, (long long)p.workspace, planned);
       if (cudaMalloc(&p.extra, size_t(p.workspace)) != cudaSuccess)
         kernelFatal(std::string("cuDNN ") + what + ": cannot allocate " +
-              std::to_string(p.workspace) + " bytes of workspace");
+                    std::to_string(p.workspace) + " bytes of workspace");
     }
     cudnnStatus_t rc = cudnnSetStream(handle, stream);
     if (rc != CUDNN_STATUS_SUCCESS)
-      kernelFatal(std::string("cudnnSetStream failed: ") + cudnnGetErrorString(rc));
+      kernelFatal(std::string("cudnnSetStream failed: ") +
+                  cudnnGetErrorString(rc));
     check(p.graph->execute(handle, pack, p.extra ? p.extra : workspace), what);
   }
 };
@@ -212,10 +214,11 @@ bool CudnnAttention::forward(ElementType type, const void *q, const void *k,
   Impl::Plan *p = impl_->plan(false, type, s, scale);
   if (!p)
     return false;
-  std::unordered_map<int64_t, void *> pack = {
-      {Q, const_cast<void *>(q)}, {K, const_cast<void *>(k)},
-      {V, const_cast<void *>(v)}, {O, out},
-      {Stats, lse}};
+  std::unordered_map<int64_t, void *> pack = {{Q, const_cast<void *>(q)},
+                                              {K, const_cast<void *>(k)},
+                                              {V, const_cast<void *>(v)},
+                                              {O, out},
+                                              {Stats, lse}};
   impl_->run(*p, pack, workspace, workspaceBytes, stream,
              "attention (flash forward)");
   return true;
@@ -230,12 +233,15 @@ bool CudnnAttention::backward(ElementType type, const void *q, const void *k,
   Impl::Plan *p = impl_->plan(true, type, s, scale);
   if (!p)
     return false;
-  std::unordered_map<int64_t, void *> pack = {
-      {Q, const_cast<void *>(q)},     {K, const_cast<void *>(k)},
-      {V, const_cast<void *>(v)},     {O, const_cast<void *>(out)},
-      {DO, const_cast<void *>(dout)}, {Stats, const_cast<float *>(lse)},
-      {DQ, dq},                       {DK, dk},
-      {DV, dv}};
+  std::unordered_map<int64_t, void *> pack = {{Q, const_cast<void *>(q)},
+                                              {K, const_cast<void *>(k)},
+                                              {V, const_cast<void *>(v)},
+                                              {O, const_cast<void *>(out)},
+                                              {DO, const_cast<void *>(dout)},
+                                              {Stats, const_cast<float *>(lse)},
+                                              {DQ, dq},
+                                              {DK, dk},
+                                              {DV, dv}};
   impl_->run(*p, pack, workspace, workspaceBytes, stream,
              "attention_grad (flash backward)");
   return true;

@@ -1,4 +1,4 @@
-//===- DeviceUtils.cuh - what the CUDA kernels share -------------*- CUDA -*-===//
+//===- DeviceUtils.cuh - what the CUDA kernels share ----------*- CUDA -*-===//
 //
 // Loads and stores with f32 arithmetic on f32/bf16/f16 buffers (one
 // rounding per stored value), fixed-order block reductions (so every
@@ -30,7 +30,9 @@ __device__ inline float load(const float *p, int64_t i) { return p[i]; }
 __device__ inline float load(const __nv_bfloat16 *p, int64_t i) {
   return __bfloat162float(p[i]);
 }
-__device__ inline float load(const __half *p, int64_t i) { return __half2float(p[i]); }
+__device__ inline float load(const __half *p, int64_t i) {
+  return __half2float(p[i]);
+}
 __device__ inline void store(float *p, int64_t i, float v) { p[i] = v; }
 __device__ inline void store(__nv_bfloat16 *p, int64_t i, float v) {
   p[i] = __float2bfloat16_rn(v);
@@ -95,7 +97,7 @@ inline void checkLaunch(const char *kernel) {
   cudaError_t rc = cudaGetLastError();
   if (rc != cudaSuccess)
     kernelFatal(std::string("CUDA kernel ") + kernel +
-          " failed to launch: " + cudaGetErrorString(rc));
+                " failed to launch: " + cudaGetErrorString(rc));
 }
 
 /// Calls `f(T *)` with the element type of `type`.

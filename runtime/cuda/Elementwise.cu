@@ -160,8 +160,8 @@ void titanrt::cuda::fill(ElementType type, void *out, int64_t n, double value,
     return;
   dispatch(type, [&](auto *tag) {
     using T = std::remove_pointer_t<decltype(tag)>;
-    fillKernel<<<blocksFor(n), kThreads, 0, stream>>>(static_cast<T *>(out),
-                                                      n, float(value));
+    fillKernel<<<blocksFor(n), kThreads, 0, stream>>>(static_cast<T *>(out), n,
+                                                      float(value));
   });
   checkLaunch("fill");
 }

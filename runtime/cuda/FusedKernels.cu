@@ -23,7 +23,6 @@ namespace {
 /// Blocks of partial weight-gradient sums in rmsNormGrad.
 constexpr int64_t kMaxPartials = titan::cuda::kRMSNormMaxPartials;
 
-
 template <typename T>
 __global__ void rmsNormKernel(const T *x, const T *w, T *out, int64_t rows,
                               int64_t dim, float eps) {
@@ -226,7 +225,6 @@ __global__ void crossEntropyRowsKernel(const T *logits, const int32_t *labels,
   }
 }
 
-
 /// *out = the mean of `values` in a fixed order (one block).
 __global__ void meanKernel(const float *values, int64_t n, float *out) {
   double s = 0;
@@ -255,7 +253,6 @@ __global__ void crossEntropyGradKernel(const T *logits, const int32_t *labels,
     __syncthreads(); // the row is written before the next is read
   }
 }
-
 
 template <typename T>
 __global__ void rowMaxKernel(const T *logits, T *out, int64_t rows,
@@ -455,7 +452,6 @@ __global__ void adamwChunkKernel(AdamWChunk chunk, const float *gradNorm,
                 int64_t(gridDim.x) * kThreads);
 }
 
-
 } // namespace
 
 void titanrt::cuda::rmsNorm(ElementType type, const void *x, const void *w,
@@ -546,7 +542,6 @@ void titanrt::cuda::swigluGrad(ElementType type, const void *gate,
   checkLaunch("swiglu_grad");
 }
 
-
 void titanrt::cuda::adamw(const AdamWTensor *tensors, int64_t count,
                           int64_t maxElements, const float *gradNorm,
                           const AdamWScalars &scalars, cudaStream_t stream) {
@@ -554,7 +549,7 @@ void titanrt::cuda::adamw(const AdamWTensor *tensors, int64_t count,
     return;
   if (count > 65535)
     kernelFatal("adamw: " + std::to_string(count) +
-          " tensors in one launch (at most 65535)");
+                " tensors in one launch (at most 65535)");
   dim3 grid(std::min(blocksFor(maxElements), 1024u), unsigned(count));
   adamwKernel<<<grid, kThreads, 0, stream>>>(tensors, gradNorm, scalars);
   checkLaunch("adamw");
@@ -673,15 +668,15 @@ void titanrt::cuda::embeddingGrad(ElementType type, const void *grad,
                                   cudaStream_t stream) {
   if (n > int64_t(INT32_MAX) || vocab >= int64_t(INT32_MAX))
     kernelFatal("embedding_grad: " + std::to_string(n) + " tokens or " +
-          std::to_string(vocab) + " rows exceed the 32-bit sort keys");
+                std::to_string(vocab) + " rows exceed the 32-bit sort keys");
   EmbeddingGradLayout layout(n);
   // The plan reserves a bound on CUB's storage (KernelWorkspaces.h).
   if (layout.sortBytes > size_t(titan::cuda::embeddingGradSortBytes(n)))
     kernelFatal("embedding_grad: CUB's radix sort asks for " +
-          std::to_string(layout.sortBytes) + " bytes of storage for " +
-          std::to_string(n) + " tokens, more than the planned " +
-          std::to_string(titan::cuda::embeddingGradSortBytes(n)) +
-          " (titan/Target/CUDA/KernelWorkspaces.h)");
+                std::to_string(layout.sortBytes) + " bytes of storage for " +
+                std::to_string(n) + " tokens, more than the planned " +
+                std::to_string(titan::cuda::embeddingGradSortBytes(n)) +
+                " (titan/Target/CUDA/KernelWorkspaces.h)");
   char *base = static_cast<char *>(workspace);
   auto *keys = reinterpret_cast<int32_t *>(base);
   auto *positions = reinterpret_cast<int32_t *>(base + layout.keyBytes);
@@ -706,8 +701,8 @@ void titanrt::cuda::embeddingGrad(ElementType type, const void *grad,
       sortedPositions, int(n), 0, bits, stream);
   if (rc != cudaSuccess)
     kernelFatal(std::string("embedding_grad: cub::DeviceRadixSort::SortPairs "
-                      "failed: ") +
-          cudaGetErrorString(rc));
+                            "failed: ") +
+                cudaGetErrorString(rc));
   dispatch(type, [&](auto *tag) {
     using T = std::remove_pointer_t<decltype(tag)>;
     unsigned blocks = unsigned(std::clamp<int64_t>(n, 1, int64_t(65535) * 16));

@@ -44,9 +44,10 @@ struct Args : Call {
     case TITAN_RT_F16:
       return ElementType::F16;
     }
-    kernelFatal("CUDA target: buffer " + std::to_string(i) + " of a kernel call has "
-          "element type code " + std::to_string(types[2 + i]) +
-          ", which no CUDA kernel takes");
+    kernelFatal("CUDA target: buffer " + std::to_string(i) +
+                " of a kernel call has "
+                "element type code " +
+                std::to_string(types[2 + i]) + ", which no CUDA kernel takes");
   }
   cudaStream_t stream() const { return kernelContext().stream; }
 };
@@ -118,7 +119,7 @@ void attentionGrad(const Args &c) {
           c.buf<float>(4), c.buffers[5], c.buffers[6], c.buffers[7],
           c.buffers[8], s, c.floats[0], c.workspace,
           size_t(titan::cuda::attentionGradWorkspaceBytes(s.batch, s.qHeads,
-                                                           s.seq, s.headDim)),
+                                                          s.seq, s.headDim)),
           c.stream()))
     return;
   attentionGradReference(t, c.buffers[0], c.buffers[1], c.buffers[2],
@@ -130,7 +131,12 @@ void attentionGrad(const Args &c) {
 /// into its result (cuBLASLt's beta = 1).
 void gemm(const Args &c, LinearProduct product, int64_t m, int64_t k,
           int64_t n) {
-  GemmProblem p{product, m, k, n, c.type(0), c.type(2),
+  GemmProblem p{product,
+                m,
+                k,
+                n,
+                c.type(0),
+                c.type(2),
                 c.ints != nullptr && c.ints[0] != 0};
   kernelContext().gemms.run(p, c.buffers[0], c.buffers[1], c.buffers[2],
                             c.workspace, c.stream());
@@ -220,8 +226,8 @@ void targetLogitGrad(const Args &c) {
 }
 void crossEntropyFromStats(const Args &c) {
   cuda::crossEntropyFromStats(c.type(0), c.buffers[0], c.buffers[1],
-                              c.buffers[2], c.buf<float>(3),
-                              c.shape(0).numel(), c.workspace, c.stream());
+                              c.buffers[2], c.buf<float>(3), c.shape(0).numel(),
+                              c.workspace, c.stream());
 }
 void crossEntropyFromStatsGrad(const Args &c) {
   cuda::crossEntropyFromStatsGrad(c.type(0), c.buffers[0], c.buf<float>(1),
@@ -257,10 +263,10 @@ void adamw(const Args &c) {
                                 cudaMemcpyDeviceToDevice, c.stream()),
                 "adamw: copying its state to the result's buffer");
   const double *f = c.floats;
-  adamwStep({c.buf<float>(7), c.buf<float>(1), c.buf<float>(8),
-             c.buf<float>(9), n},
-            c.buf<float>(4), c.buf<float>(5), c.buf<int64_t>(6),
-            {f[0], f[1], f[2], f[3], f[4]}, c.stream());
+  adamwStep(
+      {c.buf<float>(7), c.buf<float>(1), c.buf<float>(8), c.buf<float>(9), n},
+      c.buf<float>(4), c.buf<float>(5), c.buf<int64_t>(6),
+      {f[0], f[1], f[2], f[3], f[4]}, c.stream());
 }
 /// kernel-fuse-adamw's call: inputs count x (param, grad, exp_avg,
 /// exp_avg_sq), then (grad_norm, lr, step); outputs count x (param,
@@ -273,12 +279,11 @@ void adamwMulti(const Args &c) {
   for (int64_t t = 0; t < count; ++t) {
     int in = int(4 * t), out = int(4 * count + 3 + 3 * t);
     int64_t n = c.shape(in).numel();
-    for (auto [from, to] : {std::pair(in, out), {in + 2, out + 1},
-                            {in + 3, out + 2}})
+    for (auto [from, to] :
+         {std::pair(in, out), {in + 2, out + 1}, {in + 3, out + 2}})
       if (c.buffers[to] != c.buffers[from])
-        checkCuda(cudaMemcpyAsync(c.buffers[to], c.buffers[from],
-                                  size_t(n) * 4, cudaMemcpyDeviceToDevice,
-                                  c.stream()),
+        checkCuda(cudaMemcpyAsync(c.buffers[to], c.buffers[from], size_t(n) * 4,
+                                  cudaMemcpyDeviceToDevice, c.stream()),
                   "adamw_multi: copying its state to the result's buffer");
     tensors.push_back({c.buf<float>(out), c.buf<float>(in + 1),
                        c.buf<float>(out + 1), c.buf<float>(out + 2), n});
@@ -295,8 +300,8 @@ void castKernel(const Args &c) {
 
 [[noreturn]] void noF64(const char *kernel) {
   kernelFatal(std::string("CUDA target: ") + kernel +
-        " on f64 buffers: f64 kernels exist only on the CPU target (the "
-        "gradient checks); compile with --target=cpu");
+              " on f64 buffers: f64 kernels exist only on the CPU target (the "
+              "gradient checks); compile with --target=cpu");
 }
 
 } // namespace

@@ -11,8 +11,8 @@ namespace {
 
 void check(cublasStatus_t status, const char *call, const GemmProblem &p) {
   if (status != CUBLAS_STATUS_SUCCESS)
-    kernelFatal(std::string(call) + " failed (" + cublasLtGetStatusString(status) +
-          ") for " + p.describe());
+    kernelFatal(std::string(call) + " failed (" +
+                cublasLtGetStatusString(status) + ") for " + p.describe());
 }
 
 cudaDataType_t cudaType(ElementType t) {
@@ -48,7 +48,7 @@ LinearGemms::LinearGemms(size_t workspaceBytes)
   cublasStatus_t status = cublasLtCreate(&handle_);
   if (status != CUBLAS_STATUS_SUCCESS)
     kernelFatal(std::string("cublasLtCreate failed: ") +
-          cublasLtGetStatusString(status));
+                cublasLtGetStatusString(status));
 }
 
 LinearGemms::~LinearGemms() {
@@ -130,7 +130,7 @@ LinearGemms::Plan &LinearGemms::plan(const GemmProblem &p) {
   cublasLtMatmulPreferenceDestroy(preference);
   if (found == 0)
     kernelFatal("cuBLASLt has no algorithm for " + p.describe() + " within " +
-          std::to_string(workspaceBytes_) + " bytes of workspace");
+                std::to_string(workspaceBytes_) + " bytes of workspace");
   plan.algo = result.algo;
   return plans_.emplace(p, plan).first->second;
 }

@@ -13,9 +13,9 @@
 //
 // Each can add into its result (beta = 1): kernel-fuse-gemm-accumulate
 // folds the add after a GEMM (a residual, a gradient sum, gradient
-// accumulation) into it, saving that add's pass. Each distinct problem gets its descriptors and cuBLASLt's
-// heuristic algorithm once, on first use or ahead of a graph capture
-// (prepare), and keeps them.
+// accumulation) into it, saving that add's pass. Each distinct problem gets its
+// descriptors and cuBLASLt's heuristic algorithm once, on first use or ahead of
+// a graph capture (prepare), and keeps them.
 //
 //===----------------------------------------------------------------------===//
 

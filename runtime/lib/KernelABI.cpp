@@ -120,8 +120,8 @@ template <typename T> void attentionGrad(const Call &c) {
 bool accumulates(const Call &c) { return c.ints && c.ints[0] != 0; }
 template <typename T> void linear(const Call &c) {
   Shape x = c.shape(0), w = c.shape(1);
-  k::linear(c.buf<T>(0), c.buf<T>(1), c.buf<T>(2), x.rows(), x.back(),
-            w.dim(0), accumulates(c));
+  k::linear(c.buf<T>(0), c.buf<T>(1), c.buf<T>(2), x.rows(), x.back(), w.dim(0),
+            accumulates(c));
 }
 template <typename T> void linearGradInput(const Call &c) {
   Shape dy = c.shape(0), w = c.shape(1);
@@ -218,11 +218,11 @@ template <typename T> void adamwMulti(const Call &c) {
   int shared = int(4 * count);
   for (int64_t t = 0; t < count; ++t) {
     int in = int(4 * t), out = int(4 * count + 3 + 3 * t);
-    void *buffers[10] = {c.buffers[in],          c.buffers[in + 1],
-                         c.buffers[in + 2],      c.buffers[in + 3],
-                         c.buffers[shared],      c.buffers[shared + 1],
-                         c.buffers[shared + 2],  c.buffers[out],
-                         c.buffers[out + 1],     c.buffers[out + 2]};
+    void *buffers[10] = {c.buffers[in],         c.buffers[in + 1],
+                         c.buffers[in + 2],     c.buffers[in + 3],
+                         c.buffers[shared],     c.buffers[shared + 1],
+                         c.buffers[shared + 2], c.buffers[out],
+                         c.buffers[out + 1],    c.buffers[out + 2]};
     // adamw reads only its first buffer's shape.
     adamw<T>(Call{buffers, c.shape(in).dims - 1, nullptr, c.floats, nullptr});
   }
@@ -259,7 +259,7 @@ void convert(const void *src, int64_t from, void *dst, int64_t to, int64_t n) {
       return f16ToFloat(static_cast<const uint16_t *>(src)[i]);
     }
     kernelFatal("titan_rt_cast: unsupported source element type " +
-          std::to_string(from));
+                std::to_string(from));
   };
   for (int64_t i = 0; i < n; ++i) {
     double v = load(i);
@@ -278,7 +278,7 @@ void convert(const void *src, int64_t from, void *dst, int64_t to, int64_t n) {
       break;
     default:
       kernelFatal("titan_rt_cast: unsupported target element type " +
-            std::to_string(to));
+                  std::to_string(to));
     }
   }
 }
@@ -315,7 +315,8 @@ void widened(const Call &c, const int64_t *types) {
   const int64_t *codes = types + 2;
   void *staged[32];
   if (count > 32)
-    kernelFatal("internal error: a 16-bit kernel call with more than 32 buffers");
+    kernelFatal(
+        "internal error: a 16-bit kernel call with more than 32 buffers");
   char *scratch = static_cast<char *>(c.workspace);
   for (int64_t i = 0; i < count; ++i) {
     staged[i] = c.buffers[i];

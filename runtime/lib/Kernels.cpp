@@ -35,9 +35,10 @@ void gemm(bool transA, bool transB, int64_t m, int64_t n, int64_t k,
 
 void checkToken(int32_t token, int64_t index, int64_t vocab, const char *what) {
   if (token < 0 || token >= vocab)
-    kernelFatal(std::string(what) + " id " + std::to_string(token) + " at position " +
-          std::to_string(index) + " is outside the vocabulary [0, " +
-          std::to_string(vocab) + ")");
+    kernelFatal(std::string(what) + " id " + std::to_string(token) +
+                " at position " + std::to_string(index) +
+                " is outside the vocabulary [0, " + std::to_string(vocab) +
+                ")");
 }
 
 /// Causal softmax of `scale * scores` in place for the S x S block, and

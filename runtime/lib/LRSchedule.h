@@ -25,12 +25,10 @@ namespace titanrt {
 /// over `warmupSteps`, then constant, then decay over round(totalSteps *
 /// decayRatio) steps (all the rest when decayRatio < 0) of type 0 linear,
 /// 1 sqrt, 2 cosine, down to `minLrFactor`.
-TITANRT_HOST_DEVICE inline double lrScheduleValue(int64_t step,
-                                                  int64_t totalSteps, double lr,
-                                                  int64_t warmupSteps,
-                                                  double decayRatio,
-                                                  int decayType,
-                                                  double minLrFactor) {
+TITANRT_HOST_DEVICE inline double
+lrScheduleValue(int64_t step, int64_t totalSteps, double lr,
+                int64_t warmupSteps, double decayRatio, int decayType,
+                double minLrFactor) {
   int64_t warmup = warmupSteps < totalSteps ? warmupSteps : totalSteps;
   // Python's round() is round-half-to-even, as nearbyint in the default mode.
   int64_t decay = decayRatio >= 0

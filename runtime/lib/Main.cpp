@@ -16,8 +16,7 @@ void titan_optimizer_step(char *arena);
 }
 
 int main(int argc, char **argv) {
-  return titanrt::trainMain(
-      argc, argv,
-      {titan_manifest, titan_forward_backward, titan_optimizer_step,
-       titan_rt_target_device()});
+  return titanrt::trainMain(argc, argv,
+                            {titan_manifest, titan_forward_backward,
+                             titan_optimizer_step, titan_rt_target_device()});
 }

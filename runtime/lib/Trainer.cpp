@@ -25,11 +25,11 @@
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/StringMap.h"
 #include "llvm/ADT/StringRef.h"
-#include "llvm/Support/Parallel.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/JSON.h"
 #include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/Parallel.h"
 #include "llvm/Support/Path.h"
 #include "llvm/Support/raw_ostream.h"
 
@@ -730,8 +730,8 @@ int titanrt::trainMain(int argc, char **argv, const CompiledModel &model) {
         step == firstStep) {
       std::printf("step %5lld | loss %9.5f | grad_norm %8.4f | lr %.3e | "
                   "%8.0f tokens/s",
-                  (long long)(step + 1), meanLoss, double(gradNorm),
-                  double(lr), tokensPerSecond);
+                  (long long)(step + 1), meanLoss, double(gradNorm), double(lr),
+                  tokensPerSecond);
       if (m.flopsPerToken > 0)
         std::printf(" | %6.1f GFLOP/s",
                     tokensPerSecond * m.flopsPerToken * 1e-9);

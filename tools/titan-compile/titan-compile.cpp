@@ -139,8 +139,7 @@ llvm::Error checkCudaTarget(llvm::StringRef arch) {
         llvm::inconvertibleErrorCode(),
         "--target=cuda: this titan was built without the CUDA target (no "
         "nvcc and cuBLASLt at configure time, or -DTITAN_ENABLE_CUDA=OFF)");
-  if (!arch.consume_front("sm_") ||
-      !llvm::is_contained(built, arch))
+  if (!arch.consume_front("sm_") || !llvm::is_contained(built, arch))
     return llvm::createStringError(
         llvm::inconvertibleErrorCode(),
         "--cuda-arch=" + cudaArch + ": libtitanrt_cuda has code for sm_" +

@@ -28,8 +28,8 @@ struct Case {
   int64_t batch, seq, qHeads, kvHeads, headDim;
 };
 // Head dims cuDNN takes (multiples of 8 up to 256) and odd sequences.
-const Case kCases[] = {{1, 1, 1, 1, 8}, {2, 37, 4, 2, 16}, {1, 128, 8, 2, 64},
-                       {1, 70, 4, 1, 128}};
+const Case kCases[] = {
+    {1, 1, 1, 1, 8}, {2, 37, 4, 2, 16}, {1, 128, 8, 2, 64}, {1, 70, 4, 1, 128}};
 
 struct Inputs {
   std::vector<float> q, k, v, dout;
@@ -100,8 +100,8 @@ void check(ElementType t, bool flash) {
     auto backward = [&] {
       if (flash)
         ASSERT_TRUE(cudnn.backward(t, q.ptr, k.ptr, v.ptr, wantOut.ptr,
-                                   static_cast<float *>(wantLse.ptr),
-                                   dout.ptr, dq.ptr, dk.ptr, dv.ptr, s, scale,
+                                   static_cast<float *>(wantLse.ptr), dout.ptr,
+                                   dq.ptr, dk.ptr, dv.ptr, s, scale,
                                    workspace.ptr, bwdBytes, nullptr));
       else
         attentionGradReference(t, q.ptr, k.ptr, v.ptr, wantOut.ptr,

@@ -25,7 +25,7 @@
 namespace titanrt::cuda::test {
 
 inline std::vector<float> random(size_t n, uint32_t seed, float lo = -1,
-                          float hi = 1) {
+                                 float hi = 1) {
   std::mt19937 gen(seed);
   std::uniform_real_distribution<float> d(lo, hi);
   std::vector<float> v(n);
@@ -34,7 +34,9 @@ inline std::vector<float> random(size_t n, uint32_t seed, float lo = -1,
   return v;
 }
 
-inline size_t elementBytes(ElementType t) { return t == ElementType::F32 ? 4 : 2; }
+inline size_t elementBytes(ElementType t) {
+  return t == ElementType::F32 ? 4 : 2;
+}
 
 inline std::vector<float> rounded(std::vector<float> v, ElementType t) {
   if (t == ElementType::BF16)
@@ -94,8 +96,8 @@ template <typename T> struct DeviceArray {
 };
 
 inline void expectClose(const std::vector<float> &actual,
-                 const std::vector<float> &expected, ElementType t,
-                 double absolute, const char *what) {
+                        const std::vector<float> &expected, ElementType t,
+                        double absolute, const char *what) {
   double unit = t == ElementType::F32 ? 1e-5 : std::ldexp(1.0, -7);
   for (size_t i = 0; i < expected.size(); ++i)
     ASSERT_NEAR(actual[i], expected[i],

@@ -65,8 +65,8 @@ TEST(Elementwise, CastRoundsOnce) {
   std::vector<float> x = random(n, 3, -100, 100);
   DeviceBuffer f32(x, ElementType::F32), bf16(n, ElementType::BF16),
       back(n, ElementType::F32);
-  cuda::cast(ElementType::F32, f32.ptr, ElementType::BF16, bf16.ptr,
-             int64_t(n), nullptr);
+  cuda::cast(ElementType::F32, f32.ptr, ElementType::BF16, bf16.ptr, int64_t(n),
+             nullptr);
   EXPECT_EQ(bf16.read(), rounded(x, ElementType::BF16));
   cuda::cast(ElementType::BF16, bf16.ptr, ElementType::F32, back.ptr,
              int64_t(n), nullptr);

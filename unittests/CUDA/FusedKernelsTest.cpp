@@ -207,6 +207,26 @@ TEST(FusedKernels, AdamWIsBitwiseTheCpuKernel) {
   cudaFree(dNorm);
 }
 
+/// The gradient norm, learning rate and step an optimizer step reads from
+/// device memory.
+struct StepScalars {
+  float *values = nullptr; ///< {grad_norm, lr}
+  int64_t *step = nullptr;
+  StepScalars(float gradNorm, float lr, int64_t stepIndex) {
+    EXPECT_EQ(cudaMalloc(&values, 8), cudaSuccess);
+    EXPECT_EQ(cudaMalloc(&step, 8), cudaSuccess);
+    float host[2] = {gradNorm, lr};
+    cudaMemcpy(values, host, 8, cudaMemcpyHostToDevice);
+    cudaMemcpy(step, &stepIndex, 8, cudaMemcpyHostToDevice);
+  }
+  ~StepScalars() {
+    cudaFree(values);
+    cudaFree(step);
+  }
+  const float *gradNorm() const { return values; }
+  const float *lr() const { return values + 1; }
+};
+
 // The single-tensor update the compiled step calls, with the learning rate
 // and step in device memory (what a captured graph replays).
 TEST(FusedKernels, AdamWStepIsBitwiseTheCpuKernel) {
@@ -225,15 +245,9 @@ TEST(FusedKernels, AdamWStepIsBitwiseTheCpuKernel) {
   kernels::adamw(p.data(), g.data(), m.data(), v.data(), n, double(lr),
                  gradNorm, step, h.beta1, h.beta2, h.eps, h.weightDecay,
                  h.maxNorm);
-  float *dScalars = nullptr;
-  int64_t *dStep = nullptr;
-  ASSERT_EQ(cudaMalloc(&dScalars, 8), cudaSuccess);
-  ASSERT_EQ(cudaMalloc(&dStep, 8), cudaSuccess);
-  float scalars[2] = {gradNorm, lr};
-  cudaMemcpy(dScalars, scalars, 8, cudaMemcpyHostToDevice);
-  cudaMemcpy(dStep, &step, 8, cudaMemcpyHostToDevice);
-  adamwStep({d[0], d[1], d[2], d[3], n}, dScalars, dScalars + 1, dStep, h,
-            nullptr);
+  StepScalars scalars(gradNorm, lr, step);
+  adamwStep({d[0], d[1], d[2], d[3], n}, scalars.gradNorm(), scalars.lr(),
+            scalars.step, h, nullptr);
   ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
   int k = 0;
   for (int which : {0, 2, 3}) {
@@ -244,8 +258,6 @@ TEST(FusedKernels, AdamWStepIsBitwiseTheCpuKernel) {
   }
   for (float *ptr : d)
     cudaFree(ptr);
-  cudaFree(dScalars);
-  cudaFree(dStep);
 }
 
 // kernel-fuse-adamw's multi-tensor call: more tensors than one launch
@@ -276,31 +288,23 @@ TEST(FusedKernels, AdamWMultiIsBitwiseTheCpuKernel) {
     tensors.push_back({d[0], d[1], d[2], d[3], n});
     expected.insert(expected.end(), {p, m, v});
   }
-  float *dScalars = nullptr;
-  int64_t *dStep = nullptr;
-  ASSERT_EQ(cudaMalloc(&dScalars, 8), cudaSuccess);
-  ASSERT_EQ(cudaMalloc(&dStep, 8), cudaSuccess);
-  float scalars[2] = {gradNorm, lr};
-  cudaMemcpy(dScalars, scalars, 8, cudaMemcpyHostToDevice);
-  cudaMemcpy(dStep, &step, 8, cudaMemcpyHostToDevice);
-  adamwMulti(tensors.data(), int64_t(tensors.size()), dScalars, dScalars + 1,
-             dStep, h, nullptr);
+  StepScalars scalars(gradNorm, lr, step);
+  adamwMulti(tensors.data(), int64_t(tensors.size()), scalars.gradNorm(),
+             scalars.lr(), scalars.step, h, nullptr);
   ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
   for (size_t t = 0; t < tensors.size(); ++t) {
     float *got[] = {tensors[t].param, tensors[t].expAvg, tensors[t].expAvgSq};
     for (int k = 0; k < 3; ++k) {
       std::vector<float> back(size_t(tensors[t].n));
       cudaMemcpy(back.data(), got[k], back.size() * 4, cudaMemcpyDeviceToHost);
-      EXPECT_EQ(std::memcmp(back.data(), expected[3 * t + k].data(),
-                            back.size() * 4),
-                0)
+      EXPECT_EQ(
+          std::memcmp(back.data(), expected[3 * t + k].data(), back.size() * 4),
+          0)
           << "tensor " << t << " state " << k;
     }
   }
   for (float *ptr : owned)
     cudaFree(ptr);
-  cudaFree(dScalars);
-  cudaFree(dStep);
 }
 
 TEST(FusedKernels, CrossEntropy) {

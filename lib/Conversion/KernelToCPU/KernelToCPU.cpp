@@ -378,7 +378,7 @@ private:
   FailureOr<Value> lastCall = failure();
   llvm::StringMap<LLVM::LLVMFuncOp> functions;
   std::map<std::string, std::string> arrays; ///< content -> global name
-  std::map<std::string, std::string> sites; ///< op location -> global name
+  std::map<std::string, std::string> sites;  ///< op location -> global name
   bool declaredSite = false;
 };
 

@@ -55,11 +55,9 @@ int64_t widenedBytes(Operation *op) {
 
 class StepBufferizer {
 public:
-  StepBufferizer(func::FuncOp step, KernelTarget target,
-                 bool widenLowPrecision)
+  StepBufferizer(func::FuncOp step, KernelTarget target, bool widenLowPrecision)
       : step(step), b(step.getContext()), target(target),
-        widenLowPrecision(widenLowPrecision) {
-  }
+        widenLowPrecision(widenLowPrecision) {}
 
   LogicalResult run() {
     if (!step.getBody().hasOneBlock())

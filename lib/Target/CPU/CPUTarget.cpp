@@ -108,9 +108,9 @@ llvm::Error titan::linkTrainingExecutable(llvm::StringRef objectPath,
   std::string kernelLib = "-l" + link.kernelLibrary;
   // The object and main() first; the kernel library before libtitanrt,
   // which it depends on.
-  llvm::SmallVector<llvm::StringRef> args = {
-      *driver, objectPath, mainLib, libDir,     kernelLib,
-      "-ltitanrt", rpath,  "-o",    outputPath};
+  llvm::SmallVector<llvm::StringRef> args = {*driver, objectPath, mainLib,
+                                             libDir,  kernelLib,  "-ltitanrt",
+                                             rpath,   "-o",       outputPath};
   std::string message;
   int rc = llvm::sys::ExecuteAndWait(*driver, args, std::nullopt, {}, 0, 0,
                                      &message);

@@ -1,5 +1,4 @@
-//===- KernelABI.h - the compiled step <-> runtime kernel interface -*- C
-//-*-===//
+//===- KernelABI.h - compiled step <-> runtime kernels -----------*- C -*-===//
 //
 // Every kernel.call of the kernel IR becomes one call
 //

@@ -1,4 +1,4 @@
-//===- KernelWorkspaces.h - scratch of the CUDA target's kernels -*- C++ -*-===//
+//===- KernelWorkspaces.h - the CUDA kernels' scratch ----------*- C++ -*-===//
 //
 // The workspace each CUDA kernel uses, stated once for both sides: the
 // kernel contracts (lib/Dialect/Titan/IR/KernelContracts.cpp) plan these
@@ -16,7 +16,9 @@
 
 namespace titan::cuda {
 
-constexpr int64_t alignTo256(int64_t bytes) { return (bytes + 255) / 256 * 256; }
+constexpr int64_t alignTo256(int64_t bytes) {
+  return (bytes + 255) / 256 * 256;
+}
 
 /// cuBLASLt's workspace for every GEMM: 32 MiB, NVIDIA's recommendation for
 /// Hopper (its heuristic then considers every split-K and stream-K kernel).

@@ -92,15 +92,9 @@ int64_t ReduceScatterStartOp::getWorkspaceBytes(titan::KernelTarget) {
 int64_t AllToAllStartOp::getWorkspaceBytes(titan::KernelTarget) {
   return 2 * bytesOf(getInput().getType());
 }
-int64_t AllReduceStartOp::getWorkspaceBytes(titan::KernelTarget) {
-  return 0;
-}
-int64_t BroadcastStartOp::getWorkspaceBytes(titan::KernelTarget) {
-  return 0;
-}
-int64_t SendRecvStartOp::getWorkspaceBytes(titan::KernelTarget) {
-  return 0;
-}
+int64_t AllReduceStartOp::getWorkspaceBytes(titan::KernelTarget) { return 0; }
+int64_t BroadcastStartOp::getWorkspaceBytes(titan::KernelTarget) { return 0; }
+int64_t SendRecvStartOp::getWorkspaceBytes(titan::KernelTarget) { return 0; }
 
 // {stride, number of axes, axis indices (0 pp ... 4 tp) outermost first}
 ArrayAttr ShardOffsetOp::getKernelParams() {

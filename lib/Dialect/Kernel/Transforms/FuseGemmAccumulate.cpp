@@ -68,8 +68,7 @@ CallOp producer(CallOp add, Value t, Value acc) {
 }
 
 struct KernelFuseGemmAccumulatePass
-    : kernel::impl::KernelFuseGemmAccumulateBase<
-          KernelFuseGemmAccumulatePass> {
+    : kernel::impl::KernelFuseGemmAccumulateBase<KernelFuseGemmAccumulatePass> {
   void runOnOperation() override {
     SmallVector<CallOp> adds;
     getOperation().walk([&](CallOp call) {

@@ -138,9 +138,9 @@ int64_t AttentionGradOp::getWorkspaceBytes(KernelTarget target) {
   int64_t batch = q.getDimSize(0), seq = q.getDimSize(1),
           heads = q.getDimSize(2), headDim = q.getDimSize(3);
   if (target == KernelTarget::CUDA)
-    return isF32(getQuery()) ? 0
-                             : cuda::attentionGradWorkspaceBytes(
-                                   batch, heads, seq, headDim);
+    return isF32(getQuery())
+               ? 0
+               : cuda::attentionGradWorkspaceBytes(batch, heads, seq, headDim);
   return 2 * seq * seq * accumulatorBytes(getQuery());
 }
 
