@@ -1,4 +1,4 @@
-//===- DeviceUtils.cuh - what the CUDA kernels share ----------*- CUDA -*-===//
+//===- DeviceUtils.cuh - what the CUDA kernels share -----------*- CUDA -*-===//
 //
 // Loads and stores with f32 arithmetic on f32/bf16/f16 buffers (one
 // rounding per stored value), fixed-order block reductions (so every

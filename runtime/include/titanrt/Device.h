@@ -1,4 +1,4 @@
-//===- Device.h - where compiled steps run ---------------------*- C++ -*-===//
+//===- Device.h - where compiled steps run ----------------------*- C++ -*-===//
 //
 // The training loop (Trainer.cpp) is the same for every target; what
 // differs is where the planned arena is allocated, how the host reaches the

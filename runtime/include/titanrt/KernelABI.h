@@ -1,4 +1,4 @@
-//===- KernelABI.h - compiled step <-> runtime kernels -----------*- C -*-===//
+//===- KernelABI.h - compiled step <-> runtime kernels ------------*- C -*-===//
 //
 // Every kernel.call of the kernel IR becomes one call
 //

@@ -1,4 +1,4 @@
-//===- KernelWorkspaces.h - the CUDA kernels' scratch ----------*- C++ -*-===//
+//===- KernelWorkspaces.h - the CUDA kernels' scratch -----------*- C++ -*-===//
 //
 // The workspace each CUDA kernel uses, stated once for both sides: the
 // kernel contracts (lib/Dialect/Titan/IR/KernelContracts.cpp) plan these

@@ -1,4 +1,4 @@
-//===- KernelTarget.h - targets of a kernel contract -----------*- C++ -*-===//
+//===- KernelTarget.h - targets of a kernel contract ------------*- C++ -*-===//
 //
 // A kernel's workspace depends on how the target implements it (the CPU
 // target materializes one head's scores; cuDNN's flash attention needs
