@@ -55,7 +55,7 @@ config.substitutions.append(("%mpirun", "mpirun --oversubscribe -np"))
 if config.titan_cuda_enabled:
     config.available_features.add("cuda")
     # titan-compile --target=cuda works where libtitanrt_cuda was built.
-    if os.path.exists(os.path.join(config.titan_obj_root, "lib", "libtitanrt_cuda.so")):
+    if os.path.exists(os.path.join(config.titan_obj_root, "lib", "libtitanrt_cuda.a")):
         config.available_features.add("cuda-target")
     # Tests that run on a GPU: only where one is visible.
     smi = shutil.which("nvidia-smi")

@@ -5,13 +5,14 @@
 # compiled here with titan-compile --target=cuda, the CPU target's reference
 # runs of the same training (metrics to compare against), titan's runtime
 # libraries, and every library they load that is neither a CUDA library
-# (found there under /usr/local/cuda) nor glibc. Writes .gpu-bundle/
-# (git-ignored), at most 60 MiB, for the device tool's `carry`;
-# bench/gpu/run.sh runs it there.
+# (found there under /usr/local/cuda) nor glibc. Writes
+# .gpu-bundle/bundle.tar.gz (git-ignored), at most 60 MiB, for the device
+# tool's `carry`; bench/gpu/run.sh unpacks and runs it there.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 build=${TITAN_BUILD:-build}
-out=.gpu-bundle
+carry=.gpu-bundle
+out=$(mktemp -d)/bundle # staged, then packed into $carry/bundle.tar.gz
 compile="$build/bin/titan-compile"
 py=/usr/bin/python3 # Debian's python3-torch, for the reference data
 inputs=test/Integration/Inputs
@@ -19,7 +20,7 @@ tests=("$build/unittests/TitanCudaKernelTest" "$build/unittests/TitanNCCLCommuni
 for t in "${tests[@]}" "$compile"; do
   [ -x "$t" ] || { echo "bundle: $t is missing; build with CUDA first (bash scripts/build.sh)" >&2; exit 1; }
 done
-rm -rf "$out" && mkdir -p "$out/bin" "$out/lib" "$out/data"
+mkdir -p "$out/bin" "$out/lib" "$out/data"
 cp "${tests[@]}" "$out/bin/"
 
 # Training executables for the GPU, and the CPU target's runs of the same
@@ -29,7 +30,7 @@ parity=(--job.config_file "$inputs/parity.toml" --model.flavor "$inputs/parity-m
 "$py" "$inputs/llama_reference.py" init --model "$inputs/parity-model.toml" --seed 1 --out "$out/data/w0.safetensors"
 "$py" "$inputs/llama_reference.py" tokens --vocab 300 --count 40000 --seed 2 --out "$out/data/tokens.bin"
 tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
+trap 'rm -rf "$tmp" "$(dirname "$out")"' EXIT
 run_args=(--training.dataset_path "$out/data/tokens.bin" --checkpoint.initial_load_path "$out/data/w0.safetensors")
 for precision in f32:float32:8 bf16:bfloat16:20; do
   IFS=: read -r name param steps <<< "$precision"
@@ -73,6 +74,8 @@ mpi_components=$(dirname "$(ldd "$out/lib/libtitanrt_comm.so" | awk '/libmpi.so/
 cp -r "$mpi_components" "$out/openmpi"
 [ -d /usr/share/openmpi ] && cp -r /usr/share/openmpi "$out/openmpi-share"
 grep -qx '/.gpu-bundle/' .git/info/exclude 2>/dev/null || echo '/.gpu-bundle/' >> .git/info/exclude
-bytes=$(du -sb "$out" | cut -f1)
-echo "bundle: $out, $((bytes / 1048576)) MiB: $(ls "$out/bin" | tr '\n' ' ')"
+rm -rf "$carry" && mkdir -p "$carry"
+tar -C "$(dirname "$out")" -czf "$carry/bundle.tar.gz" bundle
+bytes=$(stat -c %s "$carry/bundle.tar.gz")
+echo "bundle: $carry/bundle.tar.gz, $((bytes / 1048576)) MiB ($(du -sm "$out" | cut -f1) MiB unpacked): $(ls "$out/bin" | tr '\n' ' ')"
 [ "$bytes" -le $((60 * 1048576)) ] || { echo "bundle: over 60 MiB" >&2; exit 1; }

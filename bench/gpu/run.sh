@@ -16,17 +16,21 @@
 # bundle's libraries resolve and says what it would run, on any machine.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
-bundle=.gpu-bundle
 outdir=${TITAN_GPU_OUT:-${OUT:-/tmp/titan-gpu}}
 dry=0
 [ "${1:-}" = "--dry-run" ] && dry=1
-[ -d "$bundle/bin" ] || { echo "run: no $bundle; run bench/gpu/bundle.sh on the build machine" >&2; exit 1; }
-export LD_LIBRARY_PATH="$PWD/$bundle/lib:/usr/local/cuda/lib64:/usr/local/cuda/lib:${LD_LIBRARY_PATH:-}"
+# The bundle travels packed; unpack it outside the working tree.
+packed=.gpu-bundle/bundle.tar.gz
+[ -f "$packed" ] || { echo "run: no $packed; run bench/gpu/bundle.sh on the build machine" >&2; exit 1; }
+unpacked=${TMPDIR:-/tmp}/titan-gpu-bundle
+rm -rf "$unpacked" && mkdir -p "$unpacked" && tar -C "$unpacked" -xzf "$packed" || { echo "run: cannot unpack $packed" >&2; exit 1; }
+bundle=$unpacked/bundle
+export LD_LIBRARY_PATH="$bundle/lib:/usr/local/cuda/lib64:/usr/local/cuda/lib:${LD_LIBRARY_PATH:-}"
 # Open MPI from the bundle: its components, and a singleton rank that starts
 # no orted.
-export OMPI_MCA_mca_base_component_path="$PWD/$bundle/openmpi"
+export OMPI_MCA_mca_base_component_path="$bundle/openmpi"
 export OMPI_MCA_ess_singleton_isolated=1
-[ -d "$bundle/openmpi-share" ] && export OPAL_PKGDATADIR="$PWD/$bundle/openmpi-share"
+[ -d "$bundle/openmpi-share" ] && export OPAL_PKGDATADIR="$bundle/openmpi-share"
 missing=$(ldd "$bundle"/bin/* "$bundle"/lib/libtitanrt_comm.so 2>/dev/null | grep 'not found' | sort -u)
 if [ -n "$missing" ]; then
   echo "run: libraries not found on this machine:" >&2

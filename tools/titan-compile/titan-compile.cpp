@@ -527,7 +527,15 @@ int main(int argc, char **argv) {
   RuntimeLink link;
   link.runtimeDir = runtimeDir();
   if (target == KernelTarget::CUDA) {
-    link.kernelLibrary = "titanrt_cuda";
+    // The CUDA kernels link statically: the executable carries its SASS.
+    link.kernelLibraries.clear();
+    for (const char *archive : {"libtitanrt_cuda.a", "libtitanrt_cuda_kernels.a"})
+      link.kernelLibraries.push_back(
+          (llvm::Twine(link.runtimeDir) + "/" + archive).str());
+    llvm::SmallVector<llvm::StringRef> libs;
+    llvm::StringRef(TITAN_CUDA_LINK_LIBRARIES).split(libs, ',', -1, false);
+    for (llvm::StringRef lib : libs)
+      link.systemLibraries.push_back(lib.str());
     link.libraryDirs = {TITAN_CUDA_LIBRARY_DIR};
   }
   llvm::Error linked = linkTrainingExecutable(objectPath, outputFilename, link);

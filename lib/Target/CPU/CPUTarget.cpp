@@ -96,21 +96,30 @@ llvm::Error titan::linkTrainingExecutable(llvm::StringRef objectPath,
   llvm::sys::path::append(mainLib, "libtitanrt_main.a");
   if (!llvm::sys::fs::exists(mainLib))
     return makeError("libtitanrt is not built: no '" + mainLib + "'");
-  llvm::SmallString<256> kernels(link.runtimeDir);
-  llvm::sys::path::append(kernels, "lib" + link.kernelLibrary + ".so");
-  if (!llvm::sys::fs::exists(kernels))
-    return makeError("the target's kernel library is not built: no '" +
-                     kernels + "'");
+  for (const std::string &lib : link.kernelLibraries) {
+    llvm::SmallString<256> file(lib);
+    if (llvm::StringRef(lib).starts_with("-l")) {
+      file = link.runtimeDir;
+      llvm::sys::path::append(file, "lib" + lib.substr(2) + ".so");
+    }
+    if (!llvm::sys::fs::exists(file))
+      return makeError("the target's kernel library is not built: no '" +
+                       file + "'");
+  }
   std::string rpath = "-Wl,-rpath,$ORIGIN:" + link.runtimeDir;
   for (const std::string &dir : link.libraryDirs)
     rpath += ":" + dir;
   std::string libDir = "-L" + link.runtimeDir;
-  std::string kernelLib = "-l" + link.kernelLibrary;
-  // The object and main() first; the kernel library before libtitanrt,
-  // which it depends on.
+  // The object and main() first; the kernel libraries before libtitanrt,
+  // which they call; the system libraries they need last.
   llvm::SmallVector<llvm::StringRef> args = {*driver, objectPath, mainLib,
-                                             libDir,  kernelLib,  "-ltitanrt",
-                                             rpath,   "-o",       outputPath};
+                                             libDir};
+  for (const std::string &lib : link.kernelLibraries)
+    args.push_back(lib);
+  args.push_back("-ltitanrt");
+  for (const std::string &lib : link.systemLibraries)
+    args.push_back(lib);
+  args.append({rpath, "-o", outputPath});
   std::string message;
   int rc = llvm::sys::ExecuteAndWait(*driver, args, std::nullopt, {}, 0, 0,
                                      &message);

@@ -23,10 +23,15 @@ llvm::Error emitObjectFile(mlir::ModuleOp module, llvm::StringRef path);
 struct RuntimeLink {
   /// Where libtitanrt, its main() and the kernel libraries are.
   std::string runtimeDir;
-  /// The target's kernel library: "titanrt_cpu" or "titanrt_cuda".
-  std::string kernelLibrary = "titanrt_cpu";
-  /// Folders of further shared libraries the kernel library loads (the CUDA
-  /// libraries), searched at run time after the executable's own folder.
+  /// The target's kernel library and what it needs, linked before
+  /// libtitanrt (which they call) in this order: `-l<name>` for a library
+  /// in `runtimeDir`, or a file's path (a static archive, whose objects
+  /// and GPU code become part of the executable, or a shared library).
+  std::vector<std::string> kernelLibraries = {"-ltitanrt_cpu"};
+  /// Shared libraries linked after libtitanrt (the CUDA libraries).
+  std::vector<std::string> systemLibraries;
+  /// Folders searched at run time after the executable's own folder and
+  /// `runtimeDir` (the CUDA libraries').
   std::vector<std::string> libraryDirs;
 };
 
