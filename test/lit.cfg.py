@@ -59,5 +59,8 @@ if config.titan_cuda_enabled:
         config.available_features.add("cuda-target")
     # Tests that run on a GPU: only where one is visible.
     smi = shutil.which("nvidia-smi")
-    if smi and subprocess.run([smi, "-L"], capture_output=True, text=True).stdout.startswith("GPU"):
+    gpus = subprocess.run([smi, "-L"], capture_output=True, text=True).stdout.count("GPU ") if smi else 0
+    if gpus >= 1:
         config.available_features.add("gpu")
+    if gpus >= 2:
+        config.available_features.add("gpus-2")
