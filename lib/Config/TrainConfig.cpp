@@ -223,6 +223,14 @@ std::vector<KeySpec> buildSchema(TrainConfig &c) {
   add("parallelism", "pipeline_parallel_layers_per_stage",
       &p.pipelineParallelLayersPerStage, "Layers per (virtual) stage")
       .atLeast(1);
+  add("parallelism", "pipeline_parallel_first_stage_less_layers",
+      &p.pipelineParallelFirstStageLessLayers,
+      "Layers the embedding counts as when stages are split")
+      .atLeast(0);
+  add("parallelism", "pipeline_parallel_last_stage_less_layers",
+      &p.pipelineParallelLastStageLessLayers,
+      "Layers the final norm and output count as when stages are split")
+      .atLeast(0);
   add("parallelism", "context_parallel_degree", &p.contextParallelDegree,
       "Context (sequence) parallel degree")
       .atLeast(1);

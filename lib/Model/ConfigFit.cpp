@@ -9,6 +9,7 @@
 #include "titan/Model/ConfigFit.h"
 #include "titan/Config/TrainConfig.h"
 #include "titan/Model/LlamaArgs.h"
+#include "titan/Model/PipelineStages.h"
 
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/FormatVariadic.h"
@@ -20,11 +21,6 @@ using namespace titan;
 using llvm::StringRef;
 
 /// Schedules that place more than one (virtual) stage on each rank.
-static bool isLoopedSchedule(StringRef schedule) {
-  return schedule == "Interleaved1F1B" || schedule == "LoopedBFS" ||
-         schedule == "InterleavedZeroBubble" || schedule == "ZBVZeroBubble" ||
-         schedule == "DualPipeV";
-}
 
 llvm::Error titan::checkModelFitsConfig(const LlamaArgs &a,
                                         const TrainConfig &c) {
@@ -68,42 +64,15 @@ llvm::Error titan::checkModelFitsConfig(const LlamaArgs &a,
                cp > 1 && seq % cp == 0 ? seq / cp : seq,
                "sequence parallel shards the sequence");
 
-  int64_t pp = p.pipelineParallelDegree;
-  if (pp > 1) {
-    // As TorchTitan splits the model: the embedding and the output (with the
-    // final norm) each weigh as much as one transformer layer.
-    int64_t effectiveLayers = a.nLayers + 2;
-    StringRef schedule = p.pipelineParallelSchedule;
-    bool looped = isLoopedSchedule(schedule);
-    int64_t stages = looped ? 2 * pp : pp;
-    if (p.pipelineParallelLayersPerStage) {
-      int64_t per = *p.pipelineParallelLayersPerStage;
-      stages = (effectiveLayers + per - 1) / per;
-    }
-    if (stages % pp != 0)
-      errs.push_back(llvm::formatv(
-          "parallelism.pipeline_parallel_degree ({0}) does not divide the "
-          "{1} pipeline stages ({2} layers + embedding + output, "
-          "pipeline_parallel_layers_per_stage per stage)",
-          pp, stages, a.nLayers));
-    else if (!looped && stages != pp)
-      errs.push_back(llvm::formatv(
-          "parallelism.pipeline_parallel_schedule '{0}' runs one stage per "
-          "rank, but the layers form {1} stages on {2} ranks; use a looped "
-          "schedule such as Interleaved1F1B",
-          schedule, stages, pp));
-    else if (looped && stages < 2 * pp)
-      errs.push_back(llvm::formatv(
-          "parallelism.pipeline_parallel_schedule '{0}' needs at least 2 "
-          "stages per rank, but the layers form {1} stages on {2} ranks",
-          schedule, stages, pp));
-    if (stages > effectiveLayers)
-      errs.push_back(llvm::formatv(
-          "parallelism.pipeline_parallel_degree ({0}) needs {1} stages but "
-          "the model has only {2} layers to split ({3} layers + embedding + "
-          "output)",
-          pp, stages, effectiveLayers, a.nLayers));
-  }
+  // TorchTitan's stage split (PipelineStages.h) must work out.
+  if (p.pipelineParallelDegree > 1)
+    if (llvm::Expected<PipelinePlan> plan = planPipelineStages(
+            a.nLayers, p.pipelineParallelDegree, p.pipelineParallelSchedule,
+            p.pipelineParallelLayersPerStage,
+            p.pipelineParallelFirstStageLessLayers,
+            p.pipelineParallelLastStageLessLayers);
+        !plan)
+      errs.push_back(llvm::toString(plan.takeError()));
 
   // Sizes the step's tensors multiply out of: each must fit a 64-bit byte
   // count (float32 elements), or no buffer of the step can be planned.

@@ -7,9 +7,11 @@
 #include "titan/Dialect/Titan/IR/Parameters.h"
 #include "titan/Dialect/Titan/IR/TensorSize.h"
 #include "titan/Model/LlamaArgs.h"
+#include "titan/Model/PipelineStages.h"
 #include "titan/Support/Format.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "llvm/ADT/StringExtras.h"
 #include "llvm/ADT/StringMap.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/raw_ostream.h"
@@ -131,6 +133,34 @@ void titan::printSummary(const LlamaArgs &a, const TrainConfig &c,
                           p.pipelineParallelMicrobatchSize)
                 .str()
           : std::string("1"));
+  // TorchTitan's stage split (the config was checked to fit before).
+  if (p.pipelineParallelDegree > 1)
+    if (llvm::Expected<PipelinePlan> plan = planPipelineStages(
+            a.nLayers, p.pipelineParallelDegree, p.pipelineParallelSchedule,
+            p.pipelineParallelLayersPerStage,
+            p.pipelineParallelFirstStageLessLayers,
+            p.pipelineParallelLastStageLessLayers)) {
+      for (auto [s, stage] : llvm::enumerate(plan->stages)) {
+        std::vector<std::string> parts;
+        if (stage.embedding)
+          parts.push_back("tok_embeddings");
+        if (stage.numLayers > 0)
+          parts.push_back(llvm::formatv("layers {0}-{1}", stage.firstLayer,
+                                        stage.firstLayer + stage.numLayers - 1)
+                              .str());
+        if (stage.output)
+          parts.push_back("norm, output");
+        int64_t rank = 0;
+        for (auto [r, ids] : llvm::enumerate(plan->stagesOfRank))
+          if (llvm::is_contained(ids, int64_t(s)))
+            rank = int64_t(r);
+        row(llvm::formatv("  stage {0}", s).str(),
+            llvm::formatv("{0} (pp rank {1})", llvm::join(parts, " + "), rank)
+                .str());
+      }
+    } else {
+      llvm::consumeError(plan.takeError());
+    }
   row("world size", p.dataParallelShardDegree < 0
                         ? llvm::formatv("{0} x dp_shard", fixed).str()
                         : std::to_string(fixed * p.dataParallelShardDegree));

@@ -85,6 +85,8 @@ struct TrainConfig {
     std::string pipelineParallelSchedule = "1F1B";
     int64_t pipelineParallelMicrobatchSize = 1;
     std::optional<int64_t> pipelineParallelLayersPerStage;
+    int64_t pipelineParallelFirstStageLessLayers = 1;
+    int64_t pipelineParallelLastStageLessLayers = 1;
     int64_t contextParallelDegree = 1;
     std::string contextParallelRotateMethod = "allgather";
   } parallelism;
