@@ -25,6 +25,8 @@
 #include "titan/InitTitan.h"
 #include "titan/Model/ConfigFit.h"
 #include "titan/Model/LlamaArgs.h"
+#include "titan/Model/PipelineStages.h"
+#include "titan/Pipeline/Schedule.h"
 #include "titan/Target/CPU/CPUTarget.h"
 
 #include "mlir/IR/AsmState.h"
@@ -52,6 +54,7 @@ namespace {
 enum class EmitStage {
   Config,
   Summary,
+  Schedule,
   Titan,
   Partitioned,
   Train,
@@ -69,6 +72,9 @@ cl::opt<EmitStage> emitStage(
                    "the resolved training config (TOML, every key)"),
         clEnumValN(EmitStage::Summary, "summary",
                    "model, training-step and parallelism facts"),
+        clEnumValN(EmitStage::Schedule, "schedule",
+                   "each pipeline rank's stages and action list, and the "
+                   "schedule's bubble"),
         clEnumValN(EmitStage::Titan, "titan",
                    "the imported forward graph (titan dialect)"),
         clEnumValN(EmitStage::Partitioned, "partitioned",
@@ -146,6 +152,50 @@ llvm::Error checkCudaTarget(llvm::StringRef arch) {
             llvm::join(built, ", sm_") +
             " only; rebuild it with -DTITAN_CUDA_ARCHS=\"" +
             llvm::join(built, ";") + ";<arch>\" (e.g. 100a)");
+  return llvm::Error::success();
+}
+
+/// --emit=schedule: the stage split, each rank's actions (TorchTitan's CSV
+/// notation), and the bubble simulated with unit costs (F = 1, B = 2; a
+/// looped schedule's chunk costs 1 / v of that) beside the textbook's.
+llvm::Error printPipelineSchedule(const LlamaArgs &model, const TrainConfig &c,
+                                  llvm::raw_ostream &os) {
+  const auto &p = c.parallelism;
+  llvm::Expected<PipelinePlan> plan = planPipelineStages(
+      model.nLayers, p.pipelineParallelDegree, p.pipelineParallelSchedule,
+      p.pipelineParallelLayersPerStage, p.pipelineParallelFirstStageLessLayers,
+      p.pipelineParallelLastStageLessLayers);
+  if (!plan)
+    return plan.takeError();
+  int64_t microbatches =
+      c.training.localBatchSize / p.pipelineParallelMicrobatchSize;
+  llvm::Expected<PipelineSchedule> schedule =
+      buildSchedule(p.pipelineParallelSchedule, *plan, microbatches);
+  if (!schedule)
+    return schedule.takeError();
+  int64_t v = int64_t(plan->stagesOfRank.front().size());
+  llvm::Expected<ScheduleTimeline> timeline =
+      simulateSchedule(*schedule, 1.0 / double(v), 2.0 / double(v));
+  if (!timeline)
+    return timeline.takeError();
+  os << llvm::formatv("schedule {0}: {1} ranks, {2} stages, {3} microbatches "
+                      "of {4}\n",
+                      schedule->name, schedule->ranks, schedule->stages,
+                      microbatches, p.pipelineParallelMicrobatchSize);
+  for (auto [s, stage] : llvm::enumerate(plan->stages))
+    os << llvm::formatv("stage {0}: {1}\n", s,
+                        llvm::join(stage.moduleNames(), " "));
+  for (auto [r, actions] : llvm::enumerate(schedule->actions)) {
+    os << "rank " << r << ":";
+    for (const PipelineAction &a : actions)
+      os << " " << a.str();
+    os << "\n";
+  }
+  os << llvm::formatv(
+      "bubble {0:f4} (simulated: F = 1, B = 2 per stage, "
+      "transfers free); textbook {1:f4}\n",
+      timeline->bubble,
+      textbookBubble(schedule->name, schedule->ranks, v, microbatches));
   return llvm::Error::success();
 }
 
@@ -389,6 +439,12 @@ int main(int argc, char **argv) {
     return reportError(model.takeError());
   if (llvm::Error e = checkModelFitsConfig(*model, *config))
     return reportError(std::move(e));
+  if (emitStage == EmitStage::Schedule) {
+    if (llvm::Error e = printPipelineSchedule(*model, *config, output->os()))
+      return reportError(std::move(e));
+    output->keep();
+    return 0;
+  }
 
   mlir::DialectRegistry registry;
   registerAllDialects(registry);
@@ -529,7 +585,8 @@ int main(int argc, char **argv) {
   if (target == KernelTarget::CUDA) {
     // The CUDA kernels link statically: the executable carries its SASS.
     link.kernelLibraries.clear();
-    for (const char *archive : {"libtitanrt_cuda.a", "libtitanrt_cuda_kernels.a"})
+    for (const char *archive :
+         {"libtitanrt_cuda.a", "libtitanrt_cuda_kernels.a"})
       link.kernelLibraries.push_back(
           (llvm::Twine(link.runtimeDir) + "/" + archive).str());
     llvm::SmallVector<llvm::StringRef> libs;
