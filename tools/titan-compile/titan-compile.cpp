@@ -106,6 +106,12 @@ cl::opt<std::string> cudaArch(
              "(-DTITAN_CUDA_ARCHS)"),
     cl::init("sm_90a"));
 
+cl::opt<std::string> scheduleTimeline(
+    "schedule-timeline",
+    cl::desc("With --emit=schedule: also draw each rank's actions over the "
+             "simulated time as an SVG chart in this file"),
+    cl::value_desc("file.svg"));
+
 cl::opt<std::string> memoryTimeline(
     "memory-timeline",
     cl::desc("With --emit=memory: also write the planned memory over time "
@@ -196,6 +202,17 @@ llvm::Error printPipelineSchedule(const LlamaArgs &model, const TrainConfig &c,
       "transfers free); textbook {1:f4}\n",
       timeline->bubble,
       textbookBubble(schedule->name, schedule->ranks, v, microbatches));
+  if (!scheduleTimeline.empty()) {
+    std::string error;
+    std::unique_ptr<llvm::ToolOutputFile> svg =
+        mlir::openOutputFile(scheduleTimeline, &error);
+    if (!svg)
+      return llvm::createStringError(llvm::inconvertibleErrorCode(), error);
+    writeScheduleSVG(*schedule, *timeline, 1.0 / double(v), 2.0 / double(v),
+                     c.model.name + " " + model.name + ": pipeline schedule",
+                     svg->os());
+    svg->keep();
+  }
   return llvm::Error::success();
 }
 

@@ -19,6 +19,7 @@
 
 #include "llvm/ADT/StringRef.h"
 #include "llvm/Support/Error.h"
+#include "llvm/Support/raw_ostream.h"
 
 #include <cstdint>
 #include <string>
@@ -71,6 +72,15 @@ struct ScheduleTimeline {
 llvm::Expected<ScheduleTimeline> simulateSchedule(const PipelineSchedule &s,
                                                   double forwardCost = 1,
                                                   double backwardCost = 2);
+
+/// Draws `timeline` of `s` as an SVG: one row per rank, each action a box
+/// at its simulated start (forward and backward in two colors, each
+/// stage's shade its own, the microbatch number inside), the bubble in the
+/// title.
+void writeScheduleSVG(const PipelineSchedule &s,
+                      const ScheduleTimeline &timeline, double forwardCost,
+                      double backwardCost, llvm::StringRef title,
+                      llvm::raw_ostream &os);
 
 /// The textbook bubble of a schedule: (p - 1) / (m + p - 1) for GPipe and
 /// 1F1B (Narayanan et al. 2021, eq. 1), (p - 1) / (v m + p - 1) for the
