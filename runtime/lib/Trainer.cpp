@@ -715,10 +715,9 @@ int titanrt::trainMain(int argc, char **argv, const CompiledModel &model) {
         llvm::formatv("{0:f3}", elapsed).str(), memory, nonFinite);
     metrics.flush();
     if (!finite) {
+      // The host looks for the first non-finite tensor.
       params.attach(/*read=*/true);
       grads.attach(/*read=*/true);
-    }
-    if (!finite)
       stopOnNonFinite(step + 1, finiteLoss ? "gradient norm" : "loss",
                       finiteLoss ? double(gradNorm) : meanLoss,
                       firstNonFinite(finiteLoss ? grads : params,
@@ -726,6 +725,7 @@ int titanrt::trainMain(int argc, char **argv, const CompiledModel &model) {
                                      finiteLoss ? params : grads,
                                      finiteLoss ? "parameter" : "gradient"),
                       leader);
+    }
     if ((step + 1) % c.metrics.logFreq == 0 || step + 1 == totalSteps ||
         step == firstStep) {
       std::printf("step %5lld | loss %9.5f | grad_norm %8.4f | lr %.3e | "
@@ -750,9 +750,14 @@ int titanrt::trainMain(int argc, char **argv, const CompiledModel &model) {
          (step == 0 && c.checkpoint.enableFirstStepCheckpoint))) {
       auto saveStart = std::chrono::steady_clock::now();
       std::string saved;
-      for (TensorSet *set : {&params, &expAvg, &expAvgSq})
-        set->attach(/*read=*/true);
-      if (last && c.checkpoint.lastSaveModelOnly) {
+      // Host views of what the save writes: a model-only export reads the
+      // parameters alone.
+      bool modelOnly = last && c.checkpoint.lastSaveModelOnly;
+      params.attach(/*read=*/true);
+      if (!modelOnly)
+        for (TensorSet *set : {&expAvg, &expAvgSq})
+          set->attach(/*read=*/true);
+      if (modelOnly) {
         saved = checkpoints.exportModel(step + 1, paramSet,
                                         c.checkpoint.exportDtype);
       } else {

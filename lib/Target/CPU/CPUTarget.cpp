@@ -103,8 +103,8 @@ llvm::Error titan::linkTrainingExecutable(llvm::StringRef objectPath,
       llvm::sys::path::append(file, "lib" + lib.substr(2) + ".so");
     }
     if (!llvm::sys::fs::exists(file))
-      return makeError("the target's kernel library is not built: no '" +
-                       file + "'");
+      return makeError("the target's kernel library is not built: no '" + file +
+                       "'");
   }
   std::string rpath = "-Wl,-rpath,$ORIGIN:" + link.runtimeDir;
   for (const std::string &dir : link.libraryDirs)
