@@ -35,4 +35,4 @@ module {
 
 // Context and pipeline parallel are not implemented yet.
 // RUN: not titan-opt %s -split-input-file -dist-parallelize="cp=2" 2>&1 | FileCheck %s --check-prefix=CP
-// CP: error: dist-parallelize: cp degree 2 is not supported yet (FSDP, HSDP, DDP and tensor/sequence parallel are)
+// CP: error: dist-parallelize: cp degree 2 is not supported yet (FSDP, HSDP, DDP, tensor/sequence and pipeline parallel are)

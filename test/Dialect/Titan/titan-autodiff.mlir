@@ -76,7 +76,7 @@ func.func @forward(%w: tensor<3x4xf32> {titan.param = "used"}, %u: tensor<4xf32>
 
 // -----
 
-// expected-error @+1 {{'func.func' op must return a single tensor<f32> loss to be differentiated}}
+// expected-error @+1 {{'func.func' op must return a single tensor<f32> loss (or pipeline stage outputs) to be differentiated}}
 func.func @forward(%x: tensor<4xf32>) -> tensor<4xf32> {
   return %x : tensor<4xf32>
 }
@@ -201,5 +201,32 @@ module attributes {dist.mesh = #dist.mesh<pp = 1, dp_replicate = 1, dp_shard = 1
     %y = dist.wait %f : !dist.future<tensor<4x8xf32>>
     %loss = titan.cross_entropy %y, %l : (tensor<4x8xf32>, tensor<4xi32>) -> tensor<f32>
     return %loss : tensor<f32>
+  }
+}
+
+// -----
+
+// A pipeline stage before the last returns an activation for the next
+// stage: its gradient arrives as an argument (dist.stage_output_grad, the
+// seed, not scaled again), the step returns the activation, the gradient
+// of the activation the previous stage sent (dist.stage_input_grad) and
+// the parameters' gradients.
+// CHECK-LABEL: func.func @forward_backward(
+// CHECK-SAME: %[[W:[^:]*]]: tensor<8x8xf32> {titan.param = "w"}, %[[H:[^:]*]]: tensor<2x8xf32> {dist.stage_input = 0 : i64}, %[[SEED:[^:]*]]: tensor<2x8xf32> {dist.stage_output_grad = 0 : i64})
+// CHECK-SAME: -> (tensor<2x8xf32> {dist.stage_output = 0 : i64}, tensor<2x8xf32> {dist.stage_input_grad = 0 : i64}, tensor<8x8xf32> {titan.grad = "w"})
+// CHECK-SAME: attributes {dist.pipeline_phase = "forward_backward", dist.stage = 1 : i64}
+// CHECK:      %[[Z:.*]] = titan.linear %[[H]], %[[W]]
+// CHECK:      %[[O:.*]] = titan.add %[[H]], %[[Z]]
+// CHECK-NOT:  titan.fill
+// CHECK:      %[[DH1:.*]] = titan.linear_grad_input %[[SEED]], %[[W]]
+// CHECK:      %[[DH:.*]] = titan.add %[[SEED]], %[[DH1]]
+// CHECK:      %[[DW:.*]] = titan.linear_grad_weight %[[SEED]], %[[H]]
+// CHECK:      return %[[O]], %[[DH]], %[[DW]]
+module attributes {dist.mesh = #dist.mesh<pp = 2, dp_replicate = 1, dp_shard = 1, cp = 1, tp = 1>} {
+  func.func @forward(%w: tensor<8x8xf32> {titan.param = "w"}, %h: tensor<2x8xf32> {dist.stage_input = 0 : i64})
+      -> (tensor<2x8xf32> {dist.stage_output = 0 : i64}) attributes {dist.stage = 1 : i64, dist.pipeline_phase = "forward"} {
+    %z = titan.linear %h, %w : (tensor<2x8xf32>, tensor<8x8xf32>) -> tensor<2x8xf32>
+    %o = titan.add %h, %z : tensor<2x8xf32>
+    return %o : tensor<2x8xf32>
   }
 }

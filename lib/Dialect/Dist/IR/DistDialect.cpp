@@ -156,8 +156,47 @@ ShardingAttr::getLocalShape(ArrayRef<int64_t> shape, MeshAttr mesh,
 // Dialect attributes
 //===----------------------------------------------------------------------===//
 
+/// The pipeline's index attributes are non-negative integers.
+static LogicalResult verifyIndexAttr(Operation *op, NamedAttribute attr,
+                                     StringRef where) {
+  auto index = dyn_cast<IntegerAttr>(attr.getValue());
+  if (!index || index.getInt() < 0)
+    return op->emitError() << "'" << attr.getName().getValue() << "' on "
+                           << where << " must be a non-negative integer, got "
+                           << attr.getValue();
+  return success();
+}
+
 LogicalResult DistDialect::verifyOperationAttribute(Operation *op,
                                                     NamedAttribute attr) {
+  if (attr.getName() == kStageAttrName)
+    return verifyIndexAttr(op, attr, "a function");
+  if (attr.getName() == kPhaseAttrName) {
+    auto phase = dyn_cast<StringAttr>(attr.getValue());
+    if (!phase ||
+        !llvm::is_contained({"forward", "forward_backward", "backward",
+                             "backward_input", "backward_weight"},
+                            phase.getValue()))
+      return op->emitError()
+             << "'" << kPhaseAttrName
+             << "' must be one of \"forward\", \"forward_backward\", "
+                "\"backward\", \"backward_input\", \"backward_weight\", got "
+             << attr.getValue();
+    return success();
+  }
+  if (attr.getName() == kPipelineAttrName) {
+    auto dict = dyn_cast<DictionaryAttr>(attr.getValue());
+    auto stages = dict ? dict.getAs<IntegerAttr>("num_stages") : IntegerAttr();
+    auto ranks = dict ? dict.getAs<DenseI64ArrayAttr>("stage_ranks")
+                      : DenseI64ArrayAttr();
+    if (!stages || !ranks || stages.getInt() < 1 ||
+        ranks.size() != stages.getInt())
+      return op->emitError() << "'" << kPipelineAttrName
+                             << "' must be a dictionary with num_stages (>= 1) "
+                                "and stage_ranks (one rank per stage), got "
+                             << attr.getValue();
+    return success();
+  }
   if (attr.getName() == kMeshAttrName && !isa<MeshAttr>(attr.getValue()))
     return op->emitError() << "'" << kMeshAttrName
                            << "' must be a #dist.mesh, got " << attr.getValue();
@@ -178,6 +217,10 @@ LogicalResult DistDialect::verifyRegionArgAttribute(Operation *op, unsigned,
              << "'" << kKeepGatheredAttrName << "' must be a unit attribute";
     return success();
   }
+  if (llvm::is_contained(
+          {kStageInputAttrName, kStageOutputGradAttrName, kStashAttrName},
+          attr.getName().getValue()))
+    return verifyIndexAttr(op, attr, "argument " + std::to_string(argIndex));
   if (attr.getName() != kShardingAttrName)
     return success();
   auto sharding = dyn_cast<ShardingAttr>(attr.getValue());
@@ -208,6 +251,16 @@ LogicalResult DistDialect::verifyRegionArgAttribute(Operation *op, unsigned,
     return op->emitError() << "argument " << argIndex << " of type " << type
                            << " cannot be sharded as " << sharding << ": "
                            << reason;
+  return success();
+}
+
+LogicalResult DistDialect::verifyRegionResultAttribute(Operation *op, unsigned,
+                                                       unsigned resultIndex,
+                                                       NamedAttribute attr) {
+  if (llvm::is_contained(
+          {kStageOutputAttrName, kStageInputGradAttrName, kStashAttrName},
+          attr.getName().getValue()))
+    return verifyIndexAttr(op, attr, "result " + std::to_string(resultIndex));
   return success();
 }
 

@@ -162,12 +162,28 @@ struct TitanAutodiffPass : titan::impl::TitanAutodiffBase<TitanAutodiffPass> {
       return signalPassFailure();
     }
     FunctionType type = forward.getFunctionType();
+    // A pipeline stage before the last returns activations (tagged
+    // dist.stage_output) instead of the loss; their gradients come in as
+    // arguments.
+    SmallVector<unsigned> stageOutputs;
+    for (unsigned r = 0; r < type.getNumResults(); ++r)
+      if (forward.getResultAttr(r, dist::DistDialect::kStageOutputAttrName))
+        stageOutputs.push_back(r);
+    bool stageMode = !stageOutputs.empty();
     auto lossType = type.getNumResults() == 1
                         ? dyn_cast<RankedTensorType>(type.getResult(0))
                         : RankedTensorType();
-    if (!lossType || lossType.getRank() != 0 ||
-        !lossType.getElementType().isF32()) {
-      forward.emitOpError() << "must return a single tensor<f32> loss to be "
+    if (stageMode && stageOutputs.size() != type.getNumResults()) {
+      forward.emitOpError() << "must return either the loss or only pipeline "
+                               "stage outputs ('"
+                            << dist::DistDialect::kStageOutputAttrName
+                            << "') to be differentiated";
+      return signalPassFailure();
+    }
+    if (!stageMode && (!lossType || lossType.getRank() != 0 ||
+                       !lossType.getElementType().isF32())) {
+      forward.emitOpError() << "must return a single tensor<f32> loss (or "
+                               "pipeline stage outputs) to be "
                                "differentiated";
       return signalPassFailure();
     }
@@ -183,7 +199,7 @@ struct TitanAutodiffPass : titan::impl::TitanAutodiffBase<TitanAutodiffPass> {
     backward.setSymName(backwardName);
     Block &body = backward.getBody().front();
     auto ret = cast<func::ReturnOp>(body.getTerminator());
-    Value loss = ret.getOperand(0);
+    SmallVector<Value> returned(ret.getOperands());
 
     SmallVector<Operation *> forwardOps;
     for (Operation &op : body.without_terminator())
@@ -206,18 +222,62 @@ struct TitanAutodiffPass : titan::impl::TitanAutodiffBase<TitanAutodiffPass> {
     int64_t ranks = 1;
     if (dist::MeshAttr mesh = dist::getMesh(module))
       ranks = mesh.getWorldSize() / mesh.getPp();
-    grads.addGradient(
-        loss, FillOp::create(b, ret.getLoc(), lossType,
-                             b.getF64FloatAttr(1.0 / double(ranks) /
-                                               double(accumulationSteps))));
+    SmallVector<Value> results;
+    SmallVector<Type> resultTypes;
+    SmallVector<Attribute> resultAttrs;
+    if (stageMode) {
+      // The seed of a stage output is the gradient the next stage sends
+      // (already scaled by the last stage's seed).
+      SmallVector<unsigned> indices(stageOutputs.size(),
+                                    backward.getNumArguments());
+      SmallVector<Type> types;
+      SmallVector<DictionaryAttr> attrs;
+      SmallVector<Location> locs(stageOutputs.size(), ret.getLoc());
+      for (auto [i, r] : llvm::enumerate(stageOutputs)) {
+        types.push_back(type.getResult(r));
+        attrs.push_back(b.getDictionaryAttr(
+            b.getNamedAttr(dist::DistDialect::kStageOutputGradAttrName,
+                           b.getI64IntegerAttr(int64_t(i)))));
+      }
+      unsigned firstSeed = backward.getNumArguments();
+      if (failed(backward.insertArguments(indices, types, attrs, locs)))
+        return signalPassFailure();
+      for (auto [i, r] : llvm::enumerate(stageOutputs)) {
+        grads.addGradient(returned[r], body.getArgument(firstSeed + i));
+        results.push_back(returned[r]);
+        resultTypes.push_back(type.getResult(r));
+        resultAttrs.push_back(forward.getResultAttrDict(r));
+      }
+    } else {
+      grads.addGradient(
+          returned[0],
+          FillOp::create(b, ret.getLoc(), lossType,
+                         b.getF64FloatAttr(1.0 / double(ranks) /
+                                           double(accumulationSteps))));
+      results.push_back(returned[0]);
+      resultTypes.push_back(lossType);
+      resultAttrs.push_back(b.getDictionaryAttr(b.getNamedAttr(
+          TitanDialect::kOutputAttrName, b.getStringAttr("loss"))));
+    }
     for (Operation *op : llvm::reverse(forwardOps))
       if (failed(grads.propagate(op)))
         return signalPassFailure();
 
-    SmallVector<Value> results = {loss};
-    SmallVector<Type> resultTypes = {lossType};
-    SmallVector<Attribute> resultAttrs = {b.getDictionaryAttr(b.getNamedAttr(
-        TitanDialect::kOutputAttrName, b.getStringAttr("loss")))};
+    // The gradients of the activations the previous stage sent.
+    for (unsigned a = 0; a < forward.getNumArguments(); ++a) {
+      auto index = forward.getArgAttrOfType<IntegerAttr>(
+          a, dist::DistDialect::kStageInputAttrName);
+      if (!index)
+        continue;
+      auto argType = cast<RankedTensorType>(body.getArgument(a).getType());
+      Value g = grads.lookup(body.getArgument(a));
+      if (!g)
+        g = FillOp::create(b, ret.getLoc(), argType, b.getF64FloatAttr(0.0));
+      results.push_back(g);
+      resultTypes.push_back(argType);
+      resultAttrs.push_back(b.getDictionaryAttr(
+          b.getNamedAttr(dist::DistDialect::kStageInputGradAttrName, index)));
+    }
     SmallVector<ParameterArgument> params = getParameterArguments(backward);
     // With accumulation, one accumulator argument per parameter, added in
     // one go (each insertion rebuilds the argument attributes).
@@ -254,6 +314,9 @@ struct TitanAutodiffPass : titan::impl::TitanAutodiffBase<TitanAutodiffPass> {
     backward.setFunctionType(
         b.getFunctionType(backward.getArgumentTypes(), resultTypes));
     backward.setAllResultAttrs(resultAttrs);
+    if (backward->hasAttr(dist::DistDialect::kStageAttrName))
+      backward->setAttr(dist::DistDialect::kPhaseAttrName,
+                        b.getStringAttr("forward_backward"));
   }
 };
 

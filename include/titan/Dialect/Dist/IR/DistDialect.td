@@ -23,6 +23,7 @@ def Dist_Dialect : Dialect {
   let useDefaultAttributePrinterParser = 1;
   let hasOperationAttrVerify = 1;
   let hasRegionArgAttrVerify = 1;
+  let hasRegionResultAttrVerify = 1;
   let useDefaultTypePrinterParser = 1;
   let extraClassDeclaration = [{
     /// Module attribute holding the #dist.mesh of the program.
@@ -37,6 +38,38 @@ def Dist_Dialect : Dialect {
     /// its forward use to its backward use (no reshard after forward).
     static constexpr ::llvm::StringLiteral kKeepGatheredAttrName =
         "dist.keep_gathered";
+
+    // Pipeline parallelism (dist-pipeline-split, dist-pipeline-phases).
+    /// Module attribute: the pipeline's stages, {num_stages, stage_ranks,
+    /// schedule[, rank]} (rank: the pipeline rank whose stages the module
+    /// holds, when it holds one rank's only).
+    static constexpr ::llvm::StringLiteral kPipelineAttrName = "dist.pipeline";
+    /// Function attribute (i64): the pipeline stage the function computes.
+    static constexpr ::llvm::StringLiteral kStageAttrName = "dist.stage";
+    /// Function attribute (string): which part of a stage's training step
+    /// the function is: forward, forward_backward, backward,
+    /// backward_input or backward_weight.
+    static constexpr ::llvm::StringLiteral kPhaseAttrName =
+        "dist.pipeline_phase";
+    /// Argument attribute (i64 i): the i-th activation the previous stage
+    /// sends this one.
+    static constexpr ::llvm::StringLiteral kStageInputAttrName =
+        "dist.stage_input";
+    /// Result attribute (i64 i): the i-th activation this stage sends the
+    /// next one.
+    static constexpr ::llvm::StringLiteral kStageOutputAttrName =
+        "dist.stage_output";
+    /// Argument attribute (i64 i): the gradient of stage output i, sent
+    /// back by the next stage.
+    static constexpr ::llvm::StringLiteral kStageOutputGradAttrName =
+        "dist.stage_output_grad";
+    /// Result attribute (i64 i): the gradient of stage input i, sent back
+    /// to the previous stage.
+    static constexpr ::llvm::StringLiteral kStageInputGradAttrName =
+        "dist.stage_input_grad";
+    /// Argument and result attribute (i64 j): value j that one phase of a
+    /// stage keeps for a later phase of the same microbatch.
+    static constexpr ::llvm::StringLiteral kStashAttrName = "dist.stash";
   }];
 }
 

@@ -24,8 +24,10 @@ def DistParallelize : Pass<"dist-parallelize", "::mlir::ModuleOp"> {
     `w2` row-wise (dimension 1 over `tp`), norm weights replicated (sequence
     parallel). FSDP then shards dimension 0 of the tensor-parallel shard:
     `[["tp", "dp_shard"]]` or `[["dp_shard"], ["tp"]]`. A parameter outside
-    the plan is an error. Context and pipeline parallel degrees above 1 are
-    rejected: their plans are not implemented yet.
+    the plan is an error. The `pp` axis shards no parameter: each pipeline
+    rank holds its stages' parameters whole (`dist-pipeline-split` cuts the
+    stages). Context parallel degrees above 1 are rejected: its plan is not
+    implemented yet.
   }];
   let options = [
     Option<"dpReplicate", "dp-replicate", "int64_t", "1", "dp_replicate degree">,
@@ -95,6 +97,85 @@ def DistNarrowGathers : Pass<"dist-narrow-gathers", "::mlir::ModuleOp"> {
     type.
   }];
   let dependentDialects = ["::titan::TitanDialect"];
+}
+
+def DistPipelineSplit : Pass<"dist-pipeline-split", "::mlir::ModuleOp"> {
+  let summary = "Cut the per-rank forward into pipeline stage functions";
+  let description = [{
+    Pipeline parallelism's stage cut, with TorchTitan v0.2.0's plan
+    (`pipeline_module_split`: the `L + first + last` effective layers split
+    evenly, the remainder on the earliest stages; the stage count and the
+    schedule's stages per rank checked as TorchTitan does) over the mesh's
+    `pp` axis. Each op goes to the stage of the module its location names
+    (`tok_embeddings` to the first stage, `layers.<i>` to the stage holding
+    layer i, `norm`, `output` and `loss` to the last); an op without one
+    goes to the earliest stage reading it. The result is one function
+    `<prefix><s>` per stage (attributes `dist.stage = s`,
+    `dist.pipeline_phase = "forward"`), taking the forward's arguments it
+    reads and, after them, the activations the previous stage sends
+    (`dist.stage_input = i`); it returns the activations the next stage
+    reads (`dist.stage_output = i`; values read further on pass through the
+    stages between), the last stage the loss. Values read by every stage and
+    computed from nothing (the RoPE angles, location `freqs_cis`) are
+    computed again in each stage. The forward is erased and the module gets
+    `dist.pipeline = {num_stages, stage_ranks, schedule[, rank]}`. With
+    `rank` >= 0 only that pipeline rank's stages are built (the program one
+    pipeline rank runs). Errors: a plan that does not fit the model (naming
+    the config keys), a parameter read by two stages (tied embeddings), an
+    op of no stage, a value read before the stage computing it.
+  }];
+  let options = [
+    Option<"forwardName", "forward", "std::string", "\"forward\"",
+           "The per-rank forward function">,
+    Option<"prefix", "prefix", "std::string", "\"stage\"",
+           "Stage s becomes function <prefix><s>">,
+    Option<"schedule", "schedule", "std::string", "\"1F1B\"",
+           "parallelism.pipeline_parallel_schedule (how many stages each "
+           "rank holds)">,
+    Option<"layersPerStage", "layers-per-stage", "int64_t", "0",
+           "parallelism.pipeline_parallel_layers_per_stage (0: unset)">,
+    Option<"firstStageLessLayers", "first-stage-less-layers", "int64_t", "1",
+           "parallelism.pipeline_parallel_first_stage_less_layers">,
+    Option<"lastStageLessLayers", "last-stage-less-layers", "int64_t", "1",
+           "parallelism.pipeline_parallel_last_stage_less_layers">,
+    Option<"rank", "rank", "int64_t", "-1",
+           "Build only this pipeline rank's stages (-1: every stage)">,
+  ];
+  let dependentDialects = ["::titan::dist::DistDialect",
+                           "::mlir::func::FuncDialect"];
+}
+
+def DistPipelinePhases : Pass<"dist-pipeline-phases", "::mlir::ModuleOp"> {
+  let summary = "Split each pipeline stage's step into the schedule's "
+                "actions (F, B or F, I, W)";
+  let description = [{
+    Each function with `dist.pipeline_phase = "forward_backward"` (a stage
+    of `dist-pipeline-split` differentiated by `titan-autodiff`) named
+    `<stage>_forward_backward` is replaced by the functions a pipeline
+    schedule runs as separate actions on one microbatch:
+    `<stage>_forward` (F: the ops the stage's outputs or loss depend on)
+    and `<stage>_backward` (B: the rest) or, with `split-weight-grad` (the
+    zero-bubble schedules), `<stage>_backward_input` (I: the ops the
+    gradients of the stage's inputs depend on) and
+    `<stage>_backward_weight` (W: the rest, the weight gradients). The ops
+    are partitioned, not duplicated, and keep their order, so running the
+    phases in order computes exactly the unsplit step. A value a phase
+    computes and a later phase reads is a result of the first and an
+    argument of the later one, both tagged `dist.stash = j` (what the
+    runtime keeps per microbatch between the actions); values computed from
+    parameters alone (gathered or cast weights, the RoPE angles) are
+    computed again instead. Each phase takes only the step's arguments it
+    reads; its results are the step's results of that phase (outputs and
+    loss in F, the stage inputs' gradients in I or B, the weight gradients
+    in W or B), then its stashes. The stage's forward-only function (from
+    `dist-pipeline-split`) is removed.
+  }];
+  let options = [
+    Option<"splitWeightGrad", "split-weight-grad", "bool", "false",
+           "Split the backward into input- and weight-gradient phases (I, W)">,
+  ];
+  let dependentDialects = ["::titan::dist::DistDialect",
+                           "::mlir::func::FuncDialect"];
 }
 
 #endif // TITAN_DIALECT_DIST_TRANSFORMS_PASSES_TD

@@ -75,6 +75,16 @@ def TitanAutodiff : Pass<"titan-autodiff", "::mlir::ModuleOp"> {
     the backward (FSDP's reshard after forward), except those whose argument
     carries `dist.keep_gathered`.
 
+    A pipeline stage before the last (`dist-pipeline-split`) returns
+    activations tagged `dist.stage_output` instead of the loss: the step
+    takes their gradients as arguments (`dist.stage_output_grad`, after
+    the forward's arguments), which seed the backward unscaled (the last
+    stage's seed already holds the 1/(ranks N)); it returns the
+    activations, then the gradient of each argument tagged
+    `dist.stage_input` (`dist.stage_input_grad`, for the previous stage),
+    then the parameters' gradients, and is marked
+    `dist.pipeline_phase = "forward_backward"`.
+
     With `accumulation-steps` N > 1 (gradient accumulation over N
     microbatches), the loss is seeded with 1/(ranks N), as TorchTitan
     backpropagates `loss / N`, and the step adds its gradients into

@@ -1,0 +1,327 @@
+//===- PipelinePhases.cpp - a stage's step as the schedule's actions ------===//
+//
+// A pipeline schedule runs a stage's forward (F) and backward (B) of one
+// microbatch as separate actions, with other work between them; zero-bubble
+// schedules split B further into the input gradient (I), which the previous
+// stage waits for, and the weight gradient (W), which can fill bubbles.
+// titan-autodiff builds a stage's whole step as one function; this pass
+// partitions its ops by data flow, so each phase is exactly the ops of the
+// step it needs and the phases together run every op of the step once, in
+// the same order: the numbers are those of the unsplit step.
+//
+//   F = what the stage's outputs (or loss) depend on;
+//   I = the rest that the gradients of the stage's inputs depend on;
+//   W = the rest (the weight gradients); B = I + W when not split.
+//
+// A value one phase computes and a later one reads is returned by the
+// first and passed to the later one (a stash, `dist.stash = j`, which the
+// runtime keeps per microbatch in flight), except values computed from the
+// parameters alone (gathered and cast weights, the RoPE angles), which the
+// later phase computes again rather than keep per microbatch.
+//
+//===----------------------------------------------------------------------===//
+
+#include "titan/Dialect/Dist/Transforms/Passes.h"
+
+#include "titan/Dialect/Titan/IR/TitanDialect.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/IRMapping.h"
+#include "llvm/ADT/SetVector.h"
+
+namespace titan::dist {
+#define GEN_PASS_DEF_DISTPIPELINEPHASES
+#include "titan/Dialect/Dist/Transforms/Passes.h.inc"
+} // namespace titan::dist
+
+using namespace mlir;
+using namespace titan;
+using namespace titan::dist;
+
+namespace {
+
+enum Phase : int { F = 0, I = 1, W = 2 };
+
+/// Splits one stage step into its phases.
+class PhaseSplitter {
+public:
+  PhaseSplitter(func::FuncOp step, bool splitWeightGrad)
+      : step(step), body(step.getBody().front()),
+        splitWeightGrad(splitWeightGrad) {}
+
+  LogicalResult run(StringRef stageName) {
+    auto ret = cast<func::ReturnOp>(body.getTerminator());
+    for (Operation &op : body.without_terminator())
+      ops.push_back(&op);
+
+    // The phase each result belongs to, by what it is.
+    SmallVector<Phase> resultPhase;
+    for (unsigned r = 0; r < ret.getNumOperands(); ++r) {
+      if (step.getResultAttr(r, DistDialect::kStageOutputAttrName) ||
+          step.getResultAttr(r, TitanDialect::kOutputAttrName))
+        resultPhase.push_back(F);
+      else if (step.getResultAttr(r, DistDialect::kStageInputGradAttrName))
+        resultPhase.push_back(I);
+      else if (step.getResultAttr(r, TitanDialect::kGradAttrName))
+        resultPhase.push_back(W);
+      else
+        return step.emitOpError()
+               << "result " << r
+               << " is neither a stage output, the loss, a stage input's "
+                  "gradient nor a parameter's gradient";
+    }
+    // F: the backward slice of its results; I: of its results, among the
+    // rest; W: everything else.
+    for (Phase p : {F, I}) {
+      SmallVector<Operation *> worklist;
+      for (auto [r, operand] : llvm::enumerate(ret.getOperands()))
+        if (resultPhase[r] == p)
+          if (Operation *def = operand.getDefiningOp())
+            worklist.push_back(def);
+      while (!worklist.empty()) {
+        Operation *op = worklist.pop_back_val();
+        if (!phaseOf.try_emplace(op, p).second)
+          continue;
+        for (Value operand : op->getOperands())
+          if (Operation *def = operand.getDefiningOp())
+            worklist.push_back(def);
+      }
+    }
+    for (Operation *op : ops)
+      phaseOf.try_emplace(op, W);
+    // Without the I/W split, B is I + W.
+    auto merged = [&](Phase p) { return splitWeightGrad || p == F ? p : I; };
+    for (Operation *op : ops)
+      phaseOf[op] = merged(phaseOf[op]);
+    for (Phase &p : resultPhase)
+      p = merged(p);
+
+    // Stashes: values of an earlier phase that a later one reads and
+    // cannot compute again from the parameters.
+    for (Operation *op : ops)
+      for (Value operand : op->getOperands())
+        if (Operation *def = operand.getDefiningOp();
+            def && phaseOf[def] < phaseOf[op] && !parameterOnly(operand))
+          stash.insert(operand);
+    for (auto [r, operand] : llvm::enumerate(ret.getOperands()))
+      if (Operation *def = operand.getDefiningOp();
+          def && phaseOf[def] < resultPhase[r] && !parameterOnly(operand))
+        stash.insert(operand);
+
+    static constexpr StringLiteral splitNames[] = {
+        "_forward", "_backward_input", "_backward_weight"};
+    static constexpr StringLiteral splitPhases[] = {"forward", "backward_input",
+                                                    "backward_weight"};
+    OpBuilder b(step);
+    SmallVector<Phase> phases = {F, I};
+    if (splitWeightGrad)
+      phases.push_back(W);
+    for (Phase p : phases) {
+      bool backward = p == I && !splitWeightGrad;
+      StringRef suffix = backward ? "_backward" : splitNames[p];
+      StringRef phaseName = backward ? "backward" : splitPhases[p];
+      if (failed(buildPhase(b, p, resultPhase, (stageName + suffix).str(),
+                            phaseName)))
+        return failure();
+    }
+    step.erase();
+    return success();
+  }
+
+private:
+  /// Whether `v` is computed from parameters (and constants) alone.
+  bool parameterOnly(Value v) {
+    if (auto it = paramOnly.find(v); it != paramOnly.end())
+      return it->second;
+    bool result;
+    if (auto arg = dyn_cast<BlockArgument>(v)) {
+      result = static_cast<bool>(
+          step.getArgAttr(arg.getArgNumber(), TitanDialect::kParamAttrName));
+    } else {
+      Operation *def = v.getDefiningOp();
+      result = def->getNumRegions() == 0 &&
+               llvm::all_of(def->getOperands(), [&](Value operand) {
+                 return parameterOnly(operand);
+               });
+    }
+    return paramOnly[v] = result;
+  }
+
+  LogicalResult buildPhase(OpBuilder &b, Phase p, ArrayRef<Phase> resultPhase,
+                           const std::string &name, StringRef phaseName) {
+    auto ret = cast<func::ReturnOp>(body.getTerminator());
+    // The ops this phase runs: its own, and the parameter-only values of
+    // earlier phases it reads, computed again.
+    llvm::SetVector<Operation *> run;
+    std::function<void(Value)> recompute = [&](Value v) {
+      Operation *def = v.getDefiningOp();
+      if (!def || phaseOf[def] >= p || run.contains(def))
+        return;
+      for (Value operand : def->getOperands())
+        recompute(operand);
+      run.insert(def);
+    };
+    auto read = [&](Value v) {
+      if (Operation *def = v.getDefiningOp();
+          def && phaseOf[def] < p && !stash.contains(v))
+        recompute(v);
+    };
+    for (Operation *op : ops)
+      if (phaseOf[op] == p)
+        for (Value operand : op->getOperands())
+          read(operand);
+    for (auto [r, operand] : llvm::enumerate(ret.getOperands()))
+      if (resultPhase[r] == p)
+        read(operand);
+    for (Operation *op : ops)
+      if (phaseOf[op] == p)
+        run.insert(op);
+    // In program order: the recomputed values first came before.
+    SmallVector<Operation *> order(run.begin(), run.end());
+    llvm::sort(order, [](Operation *a, Operation *b) {
+      return a->isBeforeInBlock(b);
+    });
+
+    // Arguments: the step's arguments the ops read, then the stashes from
+    // earlier phases.
+    llvm::SetVector<unsigned> usedArgs;
+    llvm::SetVector<Value> stashIn;
+    auto noteOperand = [&](Value v) {
+      if (auto arg = dyn_cast<BlockArgument>(v))
+        usedArgs.insert(arg.getArgNumber());
+      else if (stash.contains(v) && phaseOf[v.getDefiningOp()] < p)
+        stashIn.insert(v);
+    };
+    for (Operation *op : order)
+      for (Value operand : op->getOperands())
+        noteOperand(operand);
+    for (auto [r, operand] : llvm::enumerate(ret.getOperands()))
+      if (resultPhase[r] == p)
+        noteOperand(operand);
+    SmallVector<unsigned> argOrder(usedArgs.begin(), usedArgs.end());
+    llvm::sort(argOrder);
+    SmallVector<Value> stashInOrder = sortedByIndex(stashIn.getArrayRef());
+
+    SmallVector<Type> argTypes;
+    SmallVector<DictionaryAttr> argAttrs;
+    for (unsigned a : argOrder) {
+      argTypes.push_back(body.getArgument(a).getType());
+      argAttrs.push_back(step.getArgAttrDict(a));
+    }
+    for (Value v : stashInOrder) {
+      argTypes.push_back(v.getType());
+      argAttrs.push_back(stashAttr(b, v));
+    }
+    // Results: the step's results of this phase, then the stashes it
+    // computes for later phases.
+    SmallVector<Value> results;
+    SmallVector<Type> resultTypes;
+    SmallVector<DictionaryAttr> resultAttrs;
+    for (auto [r, operand] : llvm::enumerate(ret.getOperands()))
+      if (resultPhase[r] == p) {
+        results.push_back(operand);
+        resultTypes.push_back(operand.getType());
+        resultAttrs.push_back(step.getResultAttrDict(unsigned(r)));
+      }
+    SmallVector<Value> stashOut;
+    for (Value v : stash)
+      if (phaseOf[v.getDefiningOp()] == p)
+        stashOut.push_back(v);
+    for (Value v : sortedByIndex(stashOut)) {
+      results.push_back(v);
+      resultTypes.push_back(v.getType());
+      resultAttrs.push_back(stashAttr(b, v));
+    }
+
+    auto func = func::FuncOp::create(b, step.getLoc(), name,
+                                     b.getFunctionType(argTypes, resultTypes));
+    func.setAllArgAttrs(argAttrs);
+    func.setAllResultAttrs(resultAttrs);
+    for (NamedAttribute attr : step->getDialectAttrs())
+      func->setAttr(attr.getName(), attr.getValue());
+    func->setAttr(DistDialect::kPhaseAttrName, b.getStringAttr(phaseName));
+    Block *entry = func.addEntryBlock();
+    IRMapping map;
+    for (auto [i, a] : llvm::enumerate(argOrder))
+      map.map(body.getArgument(a), entry->getArgument(i));
+    for (auto [i, v] : llvm::enumerate(stashInOrder))
+      map.map(v, entry->getArgument(argOrder.size() + i));
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(entry);
+    for (Operation *op : order)
+      b.clone(*op, map);
+    SmallVector<Value> mapped;
+    for (Value v : results)
+      mapped.push_back(map.lookup(v));
+    func::ReturnOp::create(b, ret.getLoc(), mapped);
+    return success();
+  }
+
+  SmallVector<Value> sortedByIndex(ArrayRef<Value> values) {
+    SmallVector<Value> sorted(values);
+    llvm::sort(sorted,
+               [&](Value a, Value b) { return stashIndex(a) < stashIndex(b); });
+    return sorted;
+  }
+  int64_t stashIndex(Value v) {
+    return llvm::find(stash.getArrayRef(), v) - stash.getArrayRef().begin();
+  }
+  DictionaryAttr stashAttr(OpBuilder &b, Value v) {
+    return b.getDictionaryAttr(b.getNamedAttr(
+        DistDialect::kStashAttrName, b.getI64IntegerAttr(stashIndex(v))));
+  }
+
+  func::FuncOp step;
+  Block &body;
+  bool splitWeightGrad;
+  SmallVector<Operation *> ops;
+  DenseMap<Operation *, Phase> phaseOf;
+  DenseMap<Value, bool> paramOnly;
+  /// The stashed values, in the order they were found: j is the index.
+  llvm::SetVector<Value> stash;
+};
+
+struct DistPipelinePhasesPass
+    : titan::dist::impl::DistPipelinePhasesBase<DistPipelinePhasesPass> {
+  using Base::Base;
+
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    SmallVector<func::FuncOp> steps;
+    for (auto func : module.getOps<func::FuncOp>())
+      if (auto phase =
+              func->getAttrOfType<StringAttr>(DistDialect::kPhaseAttrName);
+          phase && phase.getValue() == "forward_backward")
+        steps.push_back(func);
+    if (steps.empty()) {
+      module.emitError() << "dist-pipeline-phases: no stage step (a function "
+                            "with "
+                         << DistDialect::kPhaseAttrName
+                         << " = \"forward_backward\"; run titan-autodiff on "
+                            "the stages of dist-pipeline-split)";
+      return signalPassFailure();
+    }
+    for (func::FuncOp step : steps) {
+      if (!step.getBody().hasOneBlock()) {
+        step.emitOpError() << "must have a single block to be split into "
+                              "pipeline phases";
+        return signalPassFailure();
+      }
+      StringRef name = step.getSymName();
+      std::string stage = name.ends_with("_forward_backward")
+                              ? name.drop_back(17).str()
+                              : name.str();
+      // The stage's forward-only function is replaced by its F phase.
+      if (auto forward = module.lookupSymbol<func::FuncOp>(stage))
+        if (auto phase =
+                forward->getAttrOfType<StringAttr>(DistDialect::kPhaseAttrName);
+            phase && phase.getValue() == "forward")
+          forward.erase();
+      if (failed(PhaseSplitter(step, splitWeightGrad).run(stage)))
+        return signalPassFailure();
+    }
+  }
+};
+
+} // namespace

@@ -1,0 +1,93 @@
+// RUN: titan-opt %s -split-input-file -titan-autodiff="forward=stage1 backward=stage1_forward_backward accumulation-steps=2" -dist-pipeline-phases -verify-diagnostics | FileCheck %s
+// RUN: titan-opt %s -split-input-file -titan-autodiff="forward=stage1 backward=stage1_forward_backward accumulation-steps=2" -dist-pipeline-phases="split-weight-grad=true" -verify-diagnostics | FileCheck %s --check-prefix=ZB
+// RUN: echo 'module {}' | not titan-opt -dist-pipeline-phases 2>&1 | FileCheck %s --check-prefix=EMPTY
+
+// EMPTY: error: dist-pipeline-phases: no stage step (a function with dist.pipeline_phase = "forward_backward"; run titan-autodiff on the stages of dist-pipeline-split)
+
+// A middle stage (norm, linear, residual) with gradient accumulation. F
+// holds the forward ops and stashes the norm's output, which the weight
+// gradient reads; B holds every backward op; the forward-only @stage1 is
+// gone.
+// CHECK-LABEL: func.func @stage1_forward(
+// CHECK-SAME: %[[W:[^:]*]]: tensor<8x8xf32> {titan.param = "w"}, %[[N:[^:]*]]: tensor<8xf32> {titan.param = "n"}, %[[H:[^:]*]]: tensor<2x4x8xf32> {dist.stage_input = 0 : i64})
+// CHECK-SAME: -> (tensor<2x4x8xf32> {dist.stage_output = 0 : i64}, tensor<2x4x8xf32> {dist.stash = 0 : i64})
+// CHECK-SAME: attributes {dist.pipeline_phase = "forward", dist.stage = 1 : i64}
+// CHECK:        %[[Y:.*]] = titan.rms_norm %[[H]], %[[N]]
+// CHECK:        %[[Z:.*]] = titan.linear %[[Y]], %[[W]]
+// CHECK:        %[[O:.*]] = titan.add %[[H]], %[[Z]]
+// CHECK-NEXT:   return %[[O]], %[[Y]]
+// CHECK-LABEL: func.func @stage1_backward(
+// CHECK-SAME: %[[BW:[^:]*]]: tensor<8x8xf32> {titan.param = "w"}, %[[BN:[^:]*]]: tensor<8xf32> {titan.param = "n"}, %[[BH:[^:]*]]: tensor<2x4x8xf32> {dist.stage_input = 0 : i64}, %[[DO:[^:]*]]: tensor<2x4x8xf32> {dist.stage_output_grad = 0 : i64}, %[[GW:[^:]*]]: tensor<8x8xf32> {titan.grad = "w"}, %[[GN:[^:]*]]: tensor<8xf32> {titan.grad = "n"}, %[[BY:[^:]*]]: tensor<2x4x8xf32> {dist.stash = 0 : i64})
+// CHECK-SAME: -> (tensor<2x4x8xf32> {dist.stage_input_grad = 0 : i64}, tensor<8x8xf32> {titan.grad = "w"}, tensor<8xf32> {titan.grad = "n"})
+// CHECK-SAME: attributes {dist.pipeline_phase = "backward", dist.stage = 1 : i64}
+// CHECK-NOT:    titan.linear %
+// CHECK:        %[[DY:.*]] = titan.linear_grad_input %[[DO]], %[[BW]]
+// CHECK:        %[[DW:.*]] = titan.linear_grad_weight %[[DO]], %[[BY]]
+// CHECK:        %[[DX:.*]], %[[DN:.*]] = titan.rms_norm_grad %[[BH]], %[[BN]], %[[DY]]
+// CHECK:        %[[DH:.*]] = titan.add %[[DO]], %[[DX]]
+// CHECK:        %[[AW:.*]] = titan.add %[[GW]], %[[DW]]
+// CHECK:        %[[AN:.*]] = titan.add %[[GN]], %[[DN]]
+// CHECK-NEXT:   return %[[DH]], %[[AW]], %[[AN]]
+// CHECK-NOT:  func.func @stage1(
+
+// Zero-bubble split: I computes the input gradient (and, fused in the
+// norm's backward, its weight's gradient, stashed for W); W the weight
+// gradients and their accumulation, from the stashes of F and I.
+// ZB-LABEL: func.func @stage1_forward(
+// ZB-SAME: -> (tensor<2x4x8xf32> {dist.stage_output = 0 : i64}, tensor<2x4x8xf32> {dist.stash = 0 : i64})
+// ZB-LABEL: func.func @stage1_backward_input(
+// ZB-SAME: %[[IW:[^:]*]]: tensor<8x8xf32> {titan.param = "w"}, %[[IN:[^:]*]]: tensor<8xf32> {titan.param = "n"}, %[[IH:[^:]*]]: tensor<2x4x8xf32> {dist.stage_input = 0 : i64}, %[[IDO:[^:]*]]: tensor<2x4x8xf32> {dist.stage_output_grad = 0 : i64})
+// ZB-SAME: -> (tensor<2x4x8xf32> {dist.stage_input_grad = 0 : i64}, tensor<8xf32> {dist.stash = 1 : i64})
+// ZB-SAME: attributes {dist.pipeline_phase = "backward_input", dist.stage = 1 : i64}
+// ZB:        %[[DY:.*]] = titan.linear_grad_input %[[IDO]], %[[IW]]
+// ZB:        %[[DX:.*]], %[[DN:.*]] = titan.rms_norm_grad %[[IH]], %[[IN]], %[[DY]]
+// ZB:        %[[DH:.*]] = titan.add %[[IDO]], %[[DX]]
+// ZB-NEXT:   return %[[DH]], %[[DN]]
+// ZB-LABEL: func.func @stage1_backward_weight(
+// ZB-SAME: %[[WDO:[^:]*]]: tensor<2x4x8xf32> {dist.stage_output_grad = 0 : i64}, %[[GW:[^:]*]]: tensor<8x8xf32> {titan.grad = "w"}, %[[GN:[^:]*]]: tensor<8xf32> {titan.grad = "n"}, %[[Y:[^:]*]]: tensor<2x4x8xf32> {dist.stash = 0 : i64}, %[[SDN:[^:]*]]: tensor<8xf32> {dist.stash = 1 : i64})
+// ZB-SAME: -> (tensor<8x8xf32> {titan.grad = "w"}, tensor<8xf32> {titan.grad = "n"})
+// ZB-SAME: attributes {dist.pipeline_phase = "backward_weight", dist.stage = 1 : i64}
+// ZB:        %[[DW:.*]] = titan.linear_grad_weight %[[WDO]], %[[Y]]
+// ZB:        %[[AW:.*]] = titan.add %[[GW]], %[[DW]]
+// ZB:        %[[AN:.*]] = titan.add %[[GN]], %[[SDN]]
+// ZB-NEXT:   return %[[AW]], %[[AN]]
+module attributes {dist.mesh = #dist.mesh<pp = 2, dp_replicate = 1, dp_shard = 1, cp = 1, tp = 1>} {
+  func.func @stage1(%w: tensor<8x8xf32> {titan.param = "w"}, %n: tensor<8xf32> {titan.param = "n"},
+                    %h: tensor<2x4x8xf32> {dist.stage_input = 0 : i64})
+      -> (tensor<2x4x8xf32> {dist.stage_output = 0 : i64}) attributes {dist.stage = 1 : i64, dist.pipeline_phase = "forward"} {
+    %y = titan.rms_norm %h, %n {eps = 1.0e-5 : f64} : (tensor<2x4x8xf32>, tensor<8xf32>) -> tensor<2x4x8xf32>
+    %z = titan.linear %y, %w : (tensor<2x4x8xf32>, tensor<8x8xf32>) -> tensor<2x4x8xf32>
+    %o = titan.add %h, %z : tensor<2x4x8xf32>
+    return %o : tensor<2x4x8xf32>
+  }
+}
+
+// -----
+
+// The last stage: F returns the loss and stashes the logits (the loss's
+// gradient reads them); the parameter's cast (mixed precision) is
+// computed again in B instead of stashed; the loss's seed is 1/2 (two
+// microbatches).
+// CHECK-LABEL: func.func @stage1_forward(
+// CHECK-SAME: -> (tensor<f32> {titan.output = "loss"}, tensor<2x4x16xbf16> {dist.stash = 0 : i64})
+// CHECK:        titan.cast
+// CHECK:        %[[LOGITS:.*]] = titan.linear
+// CHECK:        %[[LOSS:.*]] = titan.cross_entropy %[[LOGITS]]
+// CHECK-NEXT:   return %[[LOSS]], %[[LOGITS]]
+// CHECK-LABEL: func.func @stage1_backward(
+// CHECK-SAME: %[[O:[^:]*]]: tensor<16x8xf32> {titan.param = "output.weight"}, %[[L:[^:]*]]: tensor<2x4xi32> {titan.input = "labels"}, %[[H:[^:]*]]: tensor<2x4x8xbf16> {dist.stage_input = 0 : i64}, %{{.*}}: tensor<16x8xf32> {titan.grad = "output.weight"}, %[[SL:[^:]*]]: tensor<2x4x16xbf16> {dist.stash = 0 : i64})
+// CHECK:        %[[OB:.*]] = titan.cast %[[O]]
+// CHECK:        titan.fill 5.000000e-01
+// CHECK:        titan.cross_entropy_grad %[[SL]], %[[L]]
+// CHECK:        titan.linear_grad_input %{{.*}}, %[[OB]]
+// ZB-LABEL: func.func @stage1_backward_input(
+// ZB-LABEL: func.func @stage1_backward_weight(
+module attributes {dist.mesh = #dist.mesh<pp = 2, dp_replicate = 1, dp_shard = 1, cp = 1, tp = 1>} {
+  func.func @stage1(%o: tensor<16x8xf32> {titan.param = "output.weight"}, %l: tensor<2x4xi32> {titan.input = "labels"},
+                    %h: tensor<2x4x8xbf16> {dist.stage_input = 0 : i64}) -> tensor<f32> attributes {dist.stage = 1 : i64, dist.pipeline_phase = "forward"} {
+    %ob = titan.cast %o : tensor<16x8xf32> to tensor<16x8xbf16>
+    %logits = titan.linear %h, %ob : (tensor<2x4x8xbf16>, tensor<16x8xbf16>) -> tensor<2x4x16xbf16>
+    %loss = titan.cross_entropy %logits, %l : (tensor<2x4x16xbf16>, tensor<2x4xi32>) -> tensor<f32>
+    return %loss : tensor<f32>
+  }
+}
