@@ -31,6 +31,12 @@ const char *dataTypeName(DataType type);
 struct Request {
   virtual ~Request() = default;
   virtual void finish() = 0;
+  /// Whether it has completed (then finished), without waiting where the
+  /// backend can tell.
+  virtual bool test() {
+    finish();
+    return true;
+  }
 };
 
 /// The process group of a run: one rank of a mesh, with a communicator per
@@ -97,6 +103,16 @@ public:
                                             DataType type, int64_t count,
                                             int64_t shift,
                                             unsigned axisMask) = 0;
+  /// Pipeline parallelism's point-to-point transfers: to (from) the rank at
+  /// pipeline coordinate `peer` that shares this rank's other coordinates.
+  /// `tag` (0 <= tag <= maxPeerTag()) tells the messages between two ranks
+  /// apart; messages with the same tag arrive in the order they were sent.
+  virtual std::unique_ptr<Request>
+  send(const void *in, DataType type, int64_t count, int64_t peer, int tag) = 0;
+  virtual std::unique_ptr<Request> recv(void *out, DataType type, int64_t count,
+                                        int64_t peer, int tag) = 0;
+  /// The largest tag send and recv take.
+  virtual int maxPeerTag() const = 0;
   virtual void barrier() = 0;
 
   /// Creates the communicators of these mesh-axis groups (axis masks) now,

@@ -205,6 +205,15 @@ struct MPIRequest : Request {
     if (then)
       then();
   }
+  bool test() override {
+    int done = 0;
+    check(MPI_Testall(int(requests.size()), requests.data(), &done,
+                      MPI_STATUSES_IGNORE),
+          "test");
+    if (done && then)
+      then();
+    return done;
+  }
 };
 
 /// Moves a tensor split along a middle dimension between its natural layout
@@ -423,6 +432,41 @@ public:
             "send");
     });
     return req;
+  }
+
+  std::unique_ptr<Request> send(const void *in, DataType type, int64_t count,
+                                int64_t peer, int tag) override {
+    auto req = std::make_unique<MPIRequest>(*this, "send", 1u << kPP);
+    int64_t bytes = dataTypeBytes(type);
+    // The pp group is ordered by world rank, i.e. by pipeline coordinate.
+    MPI_Comm comm = group(1u << kPP);
+    forEachPiece(count, [&](int64_t offset, int length) {
+      check(MPI_Isend(static_cast<const char *>(in) + offset * bytes, length,
+                      mpiType(type), int(peer), tag, comm, req->add()),
+            "send");
+    });
+    return req;
+  }
+
+  std::unique_ptr<Request> recv(void *out, DataType type, int64_t count,
+                                int64_t peer, int tag) override {
+    auto req = std::make_unique<MPIRequest>(*this, "recv", 1u << kPP);
+    int64_t bytes = dataTypeBytes(type);
+    MPI_Comm comm = group(1u << kPP);
+    forEachPiece(count, [&](int64_t offset, int length) {
+      check(MPI_Irecv(static_cast<char *>(out) + offset * bytes, length,
+                      mpiType(type), int(peer), tag, comm, req->add()),
+            "recv");
+    });
+    return req;
+  }
+
+  int maxPeerTag() const override {
+    void *value = nullptr;
+    int found = 0;
+    MPI_Comm_get_attr(MPI_COMM_WORLD, MPI_TAG_UB, &value, &found);
+    // MPI guarantees at least 32767.
+    return found ? *static_cast<int *>(value) : 32767;
   }
 
   void prepareGroups(const std::vector<unsigned> &axisMasks) override {

@@ -30,6 +30,77 @@ static MeshAxis meshAxis(StringRef axis) {
   fatal("corrupt executable: unknown mesh axis '" + axis.str() + "'");
 }
 
+/// An {name: [offset, bytes]} table that must fit in `bytes`.
+static void parseSlots(const llvm::json::Object &table, int64_t bytes,
+                       const char *where,
+                       llvm::StringMap<std::pair<int64_t, int64_t>> &slots) {
+  for (const auto &[name, range] : table) {
+    const llvm::json::Array *r = range.getAsArray();
+    if (!r || r->size() != 2 || !(*r)[0].getAsInteger() ||
+        !(*r)[1].getAsInteger() || *(*r)[0].getAsInteger() < 0 ||
+        *(*r)[0].getAsInteger() + *(*r)[1].getAsInteger() > bytes)
+      fatal("corrupt executable: slot '" + name.str() + "' lies outside " +
+            where);
+    slots[name] = {*(*r)[0].getAsInteger(), *(*r)[1].getAsInteger()};
+  }
+}
+
+static Manifest::Pipeline parsePipeline(const llvm::json::Object &o) {
+  auto integer = [&](const llvm::json::Object &from, StringRef key) {
+    std::optional<int64_t> v = from.getInteger(key);
+    if (!v || *v < 0)
+      fatal("corrupt executable: the pipeline manifest has no '" + key.str() +
+            "'");
+    return *v;
+  };
+  Manifest::Pipeline p;
+  p.rank = integer(o, "rank");
+  p.numStages = integer(o, "num_stages");
+  p.microbatches = integer(o, "microbatches");
+  p.microbatchSize = integer(o, "microbatch_size");
+  p.schedule = o.getString("schedule").value_or("").str();
+  if (const llvm::json::Array *ranks = o.getArray("stage_ranks"))
+    for (const llvm::json::Value &r : *ranks)
+      p.stageRanks.push_back(r.getAsInteger().value_or(-1));
+  if (int64_t(p.stageRanks.size()) != p.numStages)
+    fatal("corrupt executable: the pipeline manifest's stage_ranks do not "
+          "name a rank per stage");
+  if (const llvm::json::Array *stages = o.getArray("stages"))
+    for (const llvm::json::Value &v : *stages) {
+      const llvm::json::Object *so = v.getAsObject();
+      if (!so)
+        fatal("corrupt executable: a pipeline stage is not an object");
+      Manifest::PipelineStage s;
+      s.stage = integer(*so, "stage");
+      s.forward = so->getString("forward").value_or("").str();
+      s.backward = so->getString("backward").value_or("").str();
+      s.frameBytes = integer(*so, "frame_bytes");
+      s.frames = integer(*so, "frames");
+      if (const llvm::json::Object *slots = so->getObject("frame_slots"))
+        parseSlots(*slots, s.frameBytes, "its pipeline frame", s.frameSlots);
+      p.stages.push_back(std::move(s));
+    }
+  // Actions in TorchTitan's notation: <stage><F|B><microbatch>.
+  if (const llvm::json::Array *actions = o.getArray("actions"))
+    for (const llvm::json::Value &v : *actions) {
+      StringRef text = v.getAsString().value_or("");
+      size_t at = text.find_first_of("FB");
+      Manifest::PipelineAction a{'?', -1, -1};
+      if (at != StringRef::npos && at > 0) {
+        a.kind = text[at];
+        if (text.substr(0, at).getAsInteger(10, a.stage) ||
+            text.substr(at + 1).getAsInteger(10, a.microbatch))
+          a.stage = -1;
+      }
+      if (a.stage < 0 || a.stage >= p.numStages || a.microbatch < 0 ||
+          a.microbatch >= p.microbatches)
+        fatal("corrupt executable: pipeline action '" + text.str() +
+              "' is not <stage><F|B><microbatch> within the schedule");
+      p.actions.push_back(a);
+    }
+  return p;
+}
+
 Manifest titanrt::parseManifest(const char *text) {
   llvm::Expected<llvm::json::Value> json = llvm::json::parse(text);
   if (!json)
@@ -81,14 +152,8 @@ Manifest titanrt::parseManifest(const char *text) {
   }
   m.arenaBytes = o.getInteger("arena_bytes").value_or(0);
   if (const llvm::json::Object *slots = o.getObject("slots"))
-    for (const auto &[name, range] : *slots) {
-      const llvm::json::Array *r = range.getAsArray();
-      if (!r || r->size() != 2 || !(*r)[0].getAsInteger() ||
-          !(*r)[1].getAsInteger() ||
-          *(*r)[0].getAsInteger() + *(*r)[1].getAsInteger() > m.arenaBytes)
-        fatal("corrupt executable: slot '" + name.str() +
-              "' lies outside the planned arena");
-      m.slots[name] = {*(*r)[0].getAsInteger(), *(*r)[1].getAsInteger()};
-    }
+    parseSlots(*slots, m.arenaBytes, "the planned arena", m.slots);
+  if (const llvm::json::Object *pipeline = o.getObject("pipeline"))
+    m.pipeline = parsePipeline(*pipeline);
   return m;
 }

@@ -14,6 +14,7 @@
 #include "llvm/ADT/StringMap.h"
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -42,6 +43,29 @@ struct Manifest {
   /// The memory plan: the arena's size and each state slot's offset.
   int64_t arenaBytes = 0;
   llvm::StringMap<std::pair<int64_t, int64_t>> slots; ///< offset, bytes
+
+  /// Pipeline parallel: what this pipeline rank's program runs.
+  struct PipelineStage {
+    int64_t stage = 0;
+    /// The phase functions of the program's table.
+    std::string forward, backward;
+    /// One microbatch's frame: its size, its slots (offset, bytes), and
+    /// how many microbatches the schedule keeps in flight at most.
+    int64_t frameBytes = 0, frames = 0;
+    llvm::StringMap<std::pair<int64_t, int64_t>> frameSlots;
+  };
+  struct PipelineAction {
+    char kind; ///< 'F' or 'B'
+    int64_t stage, microbatch;
+  };
+  struct Pipeline {
+    int64_t rank = 0, numStages = 1, microbatches = 1, microbatchSize = 1;
+    std::string schedule;
+    std::vector<int64_t> stageRanks;
+    std::vector<PipelineAction> actions;
+    std::vector<PipelineStage> stages;
+  };
+  std::optional<Pipeline> pipeline;
 
   int64_t worldSize() const;
 };

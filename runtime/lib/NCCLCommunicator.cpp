@@ -282,6 +282,20 @@ public:
     return end("broadcast", axisMask);
   }
 
+  // Pipeline transfers need their own stream per peer and direction (NCCL
+  // matches sends and receives in issue order, and a send blocks its
+  // stream until the peer receives): titan-compile rejects pipeline
+  // parallelism on the CUDA target until they exist.
+  std::unique_ptr<Request> send(const void *, DataType, int64_t, int64_t,
+                                int) override {
+    fatal("pipeline-parallel transfers are not implemented on NCCL yet");
+  }
+  std::unique_ptr<Request> recv(void *, DataType, int64_t, int64_t,
+                                int) override {
+    fatal("pipeline-parallel transfers are not implemented on NCCL yet");
+  }
+  int maxPeerTag() const override { return 0; }
+
   std::unique_ptr<Request> sendRecv(const void *in, void *out, DataType type,
                                     int64_t count, int64_t shift,
                                     unsigned axisMask) override {

@@ -16,6 +16,7 @@
 #include "Error.h"
 #include "Init.h"
 #include "Manifest.h"
+#include "PipelineExecutor.h"
 #include "SafeTensors.h"
 #include "ShardLayout.h"
 
@@ -437,7 +438,12 @@ RunStart restoreOrInitialize(const titan::TrainConfig &c, const Manifest &m,
 } // namespace
 
 int titanrt::trainMain(int argc, char **argv, const CompiledModel &model) {
-  Manifest m = parseManifest(model.manifest);
+  // A pipeline-parallel executable holds a program per pipeline rank; the
+  // first one's manifest has what every rank shares (the config, the mesh,
+  // the target) until the rank knows its pipeline coordinate.
+  bool pipelined = model.programs != nullptr;
+  Manifest m =
+      parseManifest(pipelined ? model.programs[0].manifest : model.manifest);
   Device &device = model.device ? *model.device : hostDevice();
   if (m.target != device.target())
     fatal("corrupt executable: its steps were compiled for the " + m.target +
@@ -496,6 +502,32 @@ int titanrt::trainMain(int argc, char **argv, const CompiledModel &model) {
       world > 1 ? &initCommunicator(m.mesh, device.communicatorBackend(),
                                     double(c.comm.initTimeoutSeconds))
                 : nullptr;
+  // The pipeline rank's own program and its functions by name.
+  std::map<std::string, PipelineFunction> programFunctions;
+  titan_step_fn pipelineOptimizerStep = nullptr;
+  if (pipelined) {
+    int64_t ppRank = comm ? comm->coordinate(kPP) : 0;
+    if (ppRank >= model.numPrograms)
+      fatal("corrupt executable: no program for pipeline rank " +
+            std::to_string(ppRank));
+    const titan_program &program = model.programs[ppRank];
+    m = parseManifest(program.manifest);
+    if (!m.pipeline || m.pipeline->rank != ppRank)
+      fatal("corrupt executable: the program of pipeline rank " +
+            std::to_string(ppRank) + " has no pipeline manifest for it");
+    for (int64_t i = 0; i < program.num_functions; ++i)
+      programFunctions[program.names[i]] = program.functions[i];
+    auto it = programFunctions.find("optimizer_step");
+    if (it == programFunctions.end())
+      fatal("corrupt executable: pipeline rank " + std::to_string(ppRank) +
+            " has no optimizer_step");
+    pipelineOptimizerStep = it->second;
+    // Checkpoints index every rank's blocks from one rank's manifest;
+    // under pipeline parallelism each manifest has its own stages' only.
+    if (c.checkpoint.enable || !c.checkpoint.initialLoadPath.empty())
+      fatal("checkpoints (checkpoint.enable, checkpoint.initial_load_path) "
+            "are not implemented with pipeline parallelism yet");
+  }
   if (comm)
     comm->prepareGroups(m.collectiveAxes);
   bool leader = !comm || comm->rank() == 0;
@@ -551,9 +583,13 @@ int titanrt::trainMain(int argc, char **argv, const CompiledModel &model) {
           " gradient accumulation steps, the config asks for " +
           std::to_string(accumulation));
   int64_t tokenBytes = batch * seq * int64_t(sizeof(int32_t));
-  char *tokenSlot = arena.slot("input:tokens", tokenBytes);
-  char *labelSlot = arena.slot("input:labels", tokenBytes);
-  char *lossSlot = arena.slot("output:loss", 4);
+  // Under pipeline parallelism the microbatches' tokens, labels and loss
+  // are in the stages' frames and the last stage's arena.
+  char *tokenSlot =
+      pipelined ? nullptr : arena.slot("input:tokens", tokenBytes);
+  char *labelSlot =
+      pipelined ? nullptr : arena.slot("input:labels", tokenBytes);
+  char *lossSlot = pipelined ? nullptr : arena.slot("output:loss", 4);
   char *gradNormSlot = arena.slot("output:grad_norm", 4);
   char *lrSlot = arena.slot("output:lr", 4);
   char *stepSlot = arena.slot("input:step", 8);
@@ -561,7 +597,7 @@ int titanrt::trainMain(int argc, char **argv, const CompiledModel &model) {
   // The batch is drawn on the host: into the arena where the host can
   // address it, else into host buffers copied over before each step.
   std::vector<int32_t> hostBatch;
-  if (!device.hostAccessible())
+  if (!device.hostAccessible() && !pipelined)
     hostBatch.resize(size_t(2 * batch * seq));
   auto *tokens = device.hostAccessible()
                      ? reinterpret_cast<int32_t *>(tokenSlot)
@@ -569,6 +605,10 @@ int titanrt::trainMain(int argc, char **argv, const CompiledModel &model) {
   auto *labels = device.hostAccessible()
                      ? reinterpret_cast<int32_t *>(labelSlot)
                      : hostBatch.data() + batch * seq;
+  std::unique_ptr<PipelineExecutor> pipeline;
+  if (pipelined)
+    pipeline = std::make_unique<PipelineExecutor>(m, programFunctions, device,
+                                                  *comm, arena.data());
 
   if (std::error_code ec = llvm::sys::fs::create_directories(c.job.dumpFolder))
     fatal("cannot create job.dump_folder '" + c.job.dumpFolder +
@@ -646,9 +686,22 @@ int titanrt::trainMain(int argc, char **argv, const CompiledModel &model) {
     double lossSum = 0;
     // Microbatch gradients add into the gradient slots (the compiled step
     // scales the loss by 1 / accumulation, as TorchTitan does).
-    if (accumulation > 1)
+    if (accumulation > 1 || pipelined)
       grads.zero();
-    for (int64_t micro = 0; micro < accumulation; ++micro) {
+    for (int64_t micro = 0; micro < accumulation && pipelined; ++micro) {
+      // Microbatch mb is rows [mb x size, (mb + 1) x size) of the local
+      // batch: the same samples as the single-rank step.
+      int64_t size = m.pipeline->microbatchSize;
+      lossSum += pipeline->run([&](int64_t mb, int32_t *t, int32_t *l) {
+        std::vector<int32_t> scratch(static_cast<size_t>(seq));
+        for (int64_t row = 0; row < size; ++row)
+          data.sample(firstSample + (step - firstStep) * global +
+                          (micro * dp + dpIndex) * batch + mb * size + row,
+                      t ? t + row * seq : scratch.data(),
+                      l ? l + row * seq : scratch.data());
+      });
+    }
+    for (int64_t micro = 0; micro < accumulation && !pipelined; ++micro) {
       for (int64_t row = 0; row < batch; ++row)
         data.sample(firstSample + (step - firstStep) * global +
                         (micro * dp + dpIndex) * batch + row,
@@ -662,13 +715,24 @@ int titanrt::trainMain(int argc, char **argv, const CompiledModel &model) {
     // A non-finite loss stops the run before the update, so the state stays
     // the last good one; a non-finite gradient norm after it. Either way no
     // checkpoint is written from it.
+    // Each microbatch's loss counts 1 / m of the step's (the last stage
+    // has them all): every pipeline rank reports and checks the same.
+    if (pipelined) {
+      lossSum /= double(m.pipeline->microbatches);
+      comm->allReduce(&lossSum, &lossSum, DataType::F64, 1, Reduction::Sum,
+                      1u << kPP)
+          ->finish();
+    }
     bool finiteLoss = std::isfinite(lossSum);
     float gradNorm = 0, lr = 0;
     if (finiteLoss) {
       write<int64_t>(device, stepSlot, step);
       write<int64_t>(device, totalStepsSlot, totalSteps);
-      device.run(Device::Step::OptimizerStep, model.optimizerStep,
-                 arena.data());
+      if (pipelined)
+        pipelineOptimizerStep(arena.data(), nullptr);
+      else
+        device.run(Device::Step::OptimizerStep, model.optimizerStep,
+                   arena.data());
       gradNorm = read<float>(device, gradNormSlot);
       lr = read<float>(device, lrSlot);
     }

@@ -9,6 +9,7 @@
 #include "titan/Model/LlamaArgs.h"
 
 #include "llvm/ADT/StringMap.h"
+#include "llvm/ADT/StringSet.h"
 #include "llvm/Support/JSON.h"
 #include "llvm/Support/raw_ostream.h"
 
@@ -18,8 +19,8 @@ using namespace titan;
 
 llvm::Expected<llvm::json::Object>
 titan::buildManifest(const LlamaArgs &args, const TrainConfig &config,
-                     mlir::ModuleOp module) {
-  auto forward = module.lookupSymbol<mlir::func::FuncOp>("forward");
+                     mlir::ModuleOp module,
+                     llvm::ArrayRef<std::string> functions) {
   dist::MeshAttr mesh = dist::getMesh(module);
   // The argument type is the per-rank shard; the model gives the whole
   // shape (uneven FSDP shards are padded, so it cannot be multiplied back).
@@ -27,27 +28,37 @@ titan::buildManifest(const LlamaArgs &args, const TrainConfig &config,
   for (const ParamSpec &spec : llamaParameters(args))
     wholeShapes[spec.name] = spec.shape;
   llvm::json::Array params;
-  for (const ParameterArgument &p : getParameterArguments(forward)) {
-    llvm::json::Array shardedDims;
-    if (auto sharding = forward.getArgAttrOfType<dist::ShardingAttr>(
-            p.index, dist::DistDialect::kShardingAttrName))
-      for (unsigned d = 0; d < sharding.getDims().size(); ++d) {
-        llvm::json::Array names;
-        for (llvm::StringRef axis : sharding.getAxes(d))
-          names.push_back(axis);
-        shardedDims.push_back(std::move(names));
-      }
-    auto whole = wholeShapes.find(p.name.getValue());
-    if (whole == wholeShapes.end())
-      return llvm::createStringError(
-          llvm::inconvertibleErrorCode(),
-          "internal error: parameter '" + p.name.getValue().str() +
-              "' of the compiled step is not a parameter of the model");
-    params.push_back(llvm::json::Object{
-        {"name", p.name.getValue()},
-        {"shape", llvm::json::Array(whole->second)},
-        {"local_shape", llvm::json::Array(p.type.getShape())},
-        {"sharding", std::move(shardedDims)}});
+  llvm::StringSet<> seen;
+  for (const std::string &name : functions) {
+    auto forward = module.lookupSymbol<mlir::func::FuncOp>(name);
+    if (!forward)
+      return llvm::createStringError(llvm::inconvertibleErrorCode(),
+                                     "internal error: no function '" + name +
+                                         "' to describe in the manifest");
+    for (const ParameterArgument &p : getParameterArguments(forward)) {
+      if (!seen.insert(p.name.getValue()).second)
+        continue;
+      llvm::json::Array shardedDims;
+      if (auto sharding = forward.getArgAttrOfType<dist::ShardingAttr>(
+              p.index, dist::DistDialect::kShardingAttrName))
+        for (unsigned d = 0; d < sharding.getDims().size(); ++d) {
+          llvm::json::Array names;
+          for (llvm::StringRef axis : sharding.getAxes(d))
+            names.push_back(axis);
+          shardedDims.push_back(std::move(names));
+        }
+      auto whole = wholeShapes.find(p.name.getValue());
+      if (whole == wholeShapes.end())
+        return llvm::createStringError(
+            llvm::inconvertibleErrorCode(),
+            "internal error: parameter '" + p.name.getValue().str() +
+                "' of the compiled step is not a parameter of the model");
+      params.push_back(llvm::json::Object{
+          {"name", p.name.getValue()},
+          {"shape", llvm::json::Array(whole->second)},
+          {"local_shape", llvm::json::Array(p.type.getShape())},
+          {"sharding", std::move(shardedDims)}});
+    }
   }
   llvm::json::Array meshSizes =
       mesh ? llvm::json::Array{mesh.getPp(), mesh.getDpReplicate(),

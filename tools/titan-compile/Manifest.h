@@ -21,9 +21,12 @@ struct TrainConfig;
 /// What the executable knows of its model (JSON): the compiled config, the
 /// parameters with their whole and local shapes and shardings, the mesh.
 /// `module` is the partitioned program.
-llvm::Expected<llvm::json::Object> buildManifest(const LlamaArgs &args,
-                                                 const TrainConfig &config,
-                                                 mlir::ModuleOp module);
+/// The parameters are those of `functions` (each once, in order of first
+/// appearance: a pipeline rank's stage programs).
+llvm::Expected<llvm::json::Object>
+buildManifest(const LlamaArgs &args, const TrainConfig &config,
+              mlir::ModuleOp module,
+              llvm::ArrayRef<std::string> functions = {"forward"});
 
 /// Adds the memory plan of the planned kernel-IR `module` to `manifest`:
 /// `arena_bytes` and `slots` ({name: [offset, bytes]}), where the runtime

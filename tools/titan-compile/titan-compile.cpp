@@ -11,6 +11,7 @@
 #include "Summary.h"
 
 #include "Manifest.h"
+#include "Pipeline.h"
 
 #include "titan/Config/TrainConfig.h"
 #include "titan/Conversion/KernelToCPU/Passes.h"
@@ -36,6 +37,7 @@
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Support/FileUtilities.h"
 #include "mlir/Support/Timing.h"
+#include "llvm/ADT/ScopeExit.h"
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/FileSystem.h"
@@ -374,6 +376,188 @@ llvm::Error diagnoseUnsupported(const TrainConfig &c) {
                                  llvm::join(errors, "\n"));
 }
 
+/// Pipeline parallel: one program per pipeline rank, from the partitioned
+/// per-rank forward: rank r's stages (dist-pipeline-split), each
+/// differentiated from its output's gradient and split into the phases the
+/// schedule runs (dist-pipeline-phases), the optimizer over its stages'
+/// parameters, then the execution layer and the lowering of each, linked
+/// into one executable with the table that hands the rank its program.
+int compilePipelined(mlir::ModuleOp partitioned, const LlamaArgs &model,
+                     const TrainConfig &c, const std::array<int64_t, 5> &mesh,
+                     llvm::ToolOutputFile *output) {
+  llvm::Expected<PipelineJob> job = planPipelineJob(model, c);
+  if (!job)
+    return reportError(job.takeError());
+  if (target == KernelTarget::CUDA)
+    return reportError("parallelism.pipeline_parallel_degree > 1 with "
+                       "--target=cuda is not implemented yet (the pipeline "
+                       "runtime's transfers run on MPI ranks of the CPU "
+                       "target)");
+  const auto &p = c.parallelism;
+  int64_t ranks = mesh[0];
+  std::vector<std::vector<std::string>> tables;
+  llvm::SmallVector<std::string> objects;
+  llvm::scope_exit cleanup([&] {
+    for (const std::string &object : objects)
+      llvm::sys::fs::remove(object);
+  });
+  for (int64_t r = 0; r < ranks; ++r) {
+    mlir::OwningOpRef<mlir::ModuleOp> module = partitioned.clone();
+    mlir::PassManager pm(partitioned.getContext());
+    if (failed(mlir::applyPassManagerCLOptions(pm)))
+      return reportError("invalid pass manager options");
+    TitanMixedPrecisionOptions precision;
+    std::string param = c.training.mixedPrecisionParam.value_or("float32");
+    precision.paramType = param == "bfloat16" ? "bf16" : "f32";
+    pm.addPass(createTitanMixedPrecision(precision));
+    dist::DistPipelineSplitOptions split;
+    split.schedule = p.pipelineParallelSchedule;
+    split.layersPerStage = p.pipelineParallelLayersPerStage.value_or(0);
+    split.firstStageLessLayers = p.pipelineParallelFirstStageLessLayers;
+    split.lastStageLessLayers = p.pipelineParallelLastStageLessLayers;
+    split.rank = r;
+    pm.addPass(dist::createDistPipelineSplit(split));
+    std::vector<std::string> phases;
+    for (int64_t s : job->plan.stagesOfRank[size_t(r)]) {
+      TitanAutodiffOptions autodiff;
+      autodiff.forwardName = "stage" + std::to_string(s);
+      autodiff.backwardName = autodiff.forwardName + "_forward_backward";
+      autodiff.regatherParams = true;
+      // TorchTitan's rescale_accumulated_loss over the microbatches and the
+      // accumulation steps (scale_grads=False): each microbatch's loss
+      // counts 1 / (m x accumulation), so the step's gradients sum to those
+      // of the whole local batch's mean loss.
+      autodiff.accumulationSteps =
+          accumulationSteps(c, mesh) * job->microbatches;
+      pm.addPass(createTitanAutodiff(autodiff));
+      for (std::string &phase : stagePhaseFunctions(s))
+        phases.push_back(std::move(phase));
+    }
+    pm.addPass(dist::createDistPipelinePhases());
+    pm.addPass(dist::createDistNarrowGathers());
+    TitanOptimizerOptions o;
+    o.forwardNames.assign(phases.begin(), phases.end());
+    o.lr = c.optimizer.lr;
+    o.beta1 = c.optimizer.beta1;
+    o.beta2 = c.optimizer.beta2;
+    o.eps = c.optimizer.eps;
+    o.weightDecay = c.optimizer.weightDecay;
+    o.maxNorm = c.training.maxNorm;
+    o.warmupSteps = c.lrScheduler.warmupSteps;
+    o.decayRatio = c.lrScheduler.decayRatio.value_or(-1.0);
+    o.decayType = c.lrScheduler.decayType;
+    o.minLrFactor = c.lrScheduler.minLrFactor;
+    pm.addPass(createTitanOptimizer(o));
+    if (failed(pm.run(*module)))
+      return reportError("compilation failed (see the diagnostics above)");
+    auto printRank = [&] {
+      output->os() << "// pipeline rank " << r << "\n";
+      module->print(output->os());
+      output->os() << "\n";
+    };
+    if (emitStage == EmitStage::Train) {
+      printRank();
+      continue;
+    }
+    llvm::Expected<llvm::json::Object> manifest =
+        buildManifest(model, c, *module, phases);
+    if (!manifest)
+      return reportError(manifest.takeError());
+    pm.clear();
+    TitanBufferizeOptions bufferize;
+    bufferize.target = stringifyKernelTarget(target).str();
+    bufferize.widenLowPrecision = target == KernelTarget::CPU;
+    bufferize.functions.assign(phases.begin(), phases.end());
+    bufferize.functions.push_back("optimizer_step");
+    pm.addPass(createTitanBufferize(bufferize));
+    pm.addPass(kernel::createKernelFuseGemmAccumulate());
+    pm.addPass(kernel::createKernelFuseAdamW());
+    pm.addPass(kernel::createKernelPlanMemory());
+    if (failed(pm.run(*module)))
+      return reportError("compilation failed (see the diagnostics above)");
+    if (emitStage == EmitStage::Kernel) {
+      printRank();
+      continue;
+    }
+    if (emitStage == EmitStage::Memory) {
+      output->os() << "pipeline rank " << r << " (stages "
+                   << llvm::join(
+                          llvm::map_range(
+                              job->plan.stagesOfRank[size_t(r)],
+                              [](int64_t s) { return std::to_string(s); }),
+                          ", ")
+                   << "):\n";
+      kernel::printMemoryReport(*module,
+                                mesh[0] * mesh[1] * mesh[2] * mesh[3] * mesh[4],
+                                output->os());
+      continue;
+    }
+    addArenaToManifest(*manifest, *module);
+    addPipelineToManifest(*manifest, *job, r, *module);
+    (*manifest)["accumulation_steps"] = accumulationSteps(c, mesh);
+    (*manifest)["target"] = stringifyKernelTarget(target);
+    // The pipeline's transfers and its loss reduction run over pp.
+    if (auto *axes = manifest->getArray("collective_axes"))
+      if (!llvm::is_contained(*axes, llvm::json::Value(1)))
+        axes->push_back(1);
+    pm.clear();
+    KernelLowerToCPUOptions lower;
+    lower.symbolPrefix = "titan_pp" + std::to_string(r) + "_";
+    pm.addPass(createKernelLowerToCPU(lower));
+    if (failed(pm.run(*module)))
+      return reportError("compilation failed (see the diagnostics above)");
+    if (emitStage == EmitStage::LLVM) {
+      printRank();
+      continue;
+    }
+    embedManifest(*module, printManifest(*manifest),
+                  "titan_pp" + std::to_string(r) + "_manifest");
+    llvm::SmallString<128> objectPath;
+    if (emitStage == EmitStage::Object) {
+      objectPath = outputFilename;
+      if (ranks > 1)
+        objectPath += "." + std::to_string(r);
+    } else if (std::error_code ec = llvm::sys::fs::createTemporaryFile(
+                   "titan-pp" + std::to_string(r), "o", objectPath)) {
+      return reportError("cannot create a temporary object file: " +
+                         ec.message());
+    }
+    if (emitStage != EmitStage::Object)
+      objects.push_back(objectPath.str().str());
+    if (llvm::Error e = emitObjectFile(*module, objectPath))
+      return reportError(std::move(e));
+    std::vector<std::string> table = phases;
+    table.push_back("optimizer_step");
+    tables.push_back(std::move(table));
+  }
+  if (emitStage != EmitStage::Exe) {
+    if (output)
+      output->keep();
+    return 0;
+  }
+  llvm::SmallString<128> tablePath;
+  if (std::error_code ec = llvm::sys::fs::createTemporaryFile("titan-programs",
+                                                              "cpp", tablePath))
+    return reportError("cannot create a temporary source file: " +
+                       ec.message());
+  objects.push_back(tablePath.str().str());
+  {
+    std::error_code ec;
+    llvm::raw_fd_ostream os(tablePath, ec);
+    if (ec)
+      return reportError(
+          ("cannot write '" + tablePath + "': " + ec.message()).str());
+    os << pipelineTableSource(tables);
+  }
+  RuntimeLink link;
+  link.runtimeDir = runtimeDir();
+  link.extraInputs.assign(objects.begin() + 1, objects.end());
+  if (llvm::Error e =
+          linkTrainingExecutable(objects.front(), outputFilename, link))
+    return reportError(std::move(e));
+  return 0;
+}
+
 std::string modelsDir() {
   if (std::optional<std::string> env =
           llvm::sys::Process::GetEnv("TITAN_MODELS_DIR"))
@@ -468,7 +652,10 @@ int main(int argc, char **argv) {
   mlir::MLIRContext context(registry);
 
   ImportOptions options;
-  options.batchSize = config->training.localBatchSize;
+  // Under pipeline parallelism the stages run one microbatch at a time.
+  options.batchSize = config->parallelism.pipelineParallelDegree > 1
+                          ? config->parallelism.pipelineParallelMicrobatchSize
+                          : config->training.localBatchSize;
   options.seqLen = config->training.seqLen;
   mlir::Builder builder(&context);
   options.elementType = config->training.dtype == "bfloat16"
@@ -536,6 +723,8 @@ int main(int argc, char **argv) {
     return reportError("compilation failed (see the diagnostics above)");
   if (emitStage == EmitStage::Partitioned)
     return printModule();
+  if ((*mesh)[0] > 1)
+    return compilePipelined(*module, *model, *config, *mesh, output.get());
   llvm::Expected<llvm::json::Object> manifest =
       buildManifest(*model, *config, *module);
   if (!manifest)

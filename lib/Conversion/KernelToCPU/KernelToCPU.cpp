@@ -103,16 +103,24 @@ public:
       return module.emitError()
              << "kernel-lower-to-cpu: the module has no memory plan (run "
                 "kernel-plan-memory first)";
+    // Under pipeline parallelism every step also takes the microbatch
+    // frame of its stage (null for the optimizer).
+    auto frameSlots = module->getAttrOfType<DictionaryAttr>(
+        KernelDialect::kFrameSlotsAttrName);
+    SmallVector<Type> params = {ptrType};
+    if (frameSlots)
+      params.push_back(ptrType);
     Block &body = step.getBody().front();
     b.setInsertionPoint(step);
     Location loc = step.getLoc();
     auto llvmFunc = LLVM::LLVMFuncOp::create(
         b, loc, (prefix + step.getSymName()).str(),
         LLVM::LLVMFunctionType::get(LLVM::LLVMVoidType::get(b.getContext()),
-                                    {ptrType}));
+                                    params));
     Block *entry = llvmFunc.addEntryBlock(b);
     b.setInsertionPointToStart(entry);
     arena = entry->getArgument(0);
+    Value frame = frameSlots ? entry->getArgument(1) : Value();
 
     unsigned maxBuffers = 1;
     for (Operation &op : body)
@@ -125,6 +133,12 @@ public:
       auto slot = step.getArgAttrOfType<StringAttr>(
           arg.getArgNumber(), KernelDialect::kSlotAttrName);
       auto place = slot ? slots.getAs<DenseI64ArrayAttr>(slot) : nullptr;
+      if (!place && slot && frameSlots) {
+        if (auto inFrame = frameSlots.getAs<DenseI64ArrayAttr>(slot)) {
+          ptrs[arg] = atOffset(inFrame[0], loc, frame);
+          continue;
+        }
+      }
       if (!place)
         return step.emitOpError()
                << "argument #" << arg.getArgNumber()
@@ -321,9 +335,10 @@ private:
                                     b.getI64IntegerAttr(v));
   }
 
-  Value atOffset(int64_t offset, Location loc) {
+  Value atOffset(int64_t offset, Location loc, Value base = Value()) {
     // A 64-bit index: arenas of real models exceed 2 GiB.
-    return LLVM::GEPOp::create(b, loc, ptrType, b.getI8Type(), arena,
+    return LLVM::GEPOp::create(b, loc, ptrType, b.getI8Type(),
+                               base ? base : arena,
                                ArrayRef<LLVM::GEPArg>{constant(offset)});
   }
 

@@ -88,9 +88,36 @@ private:
     return it->second;
   }
 
+  /// The slot of a step argument or result. A pipeline stage's
+  /// per-microbatch values (the activations it receives and sends, their
+  /// gradients, its stashes, and its microbatch of tokens and labels) live
+  /// in the stage's frame: slots "frame<stage>:<kind>:<index or name>",
+  /// which the memory plan places apart, once per microbatch in flight.
+  std::optional<std::string> slotOf(DictionaryAttr attrs) {
+    auto stage =
+        step->getAttrOfType<IntegerAttr>(dist::DistDialect::kStageAttrName);
+    if (stage && attrs) {
+      std::string frame = "frame" + std::to_string(stage.getInt()) + ":";
+      static constexpr std::pair<StringLiteral, StringLiteral> kinds[] = {
+          {dist::DistDialect::kStageInputAttrName, "stage_input:"},
+          {dist::DistDialect::kStageOutputAttrName, "stage_output:"},
+          {dist::DistDialect::kStageOutputGradAttrName, "stage_output_grad:"},
+          {dist::DistDialect::kStageInputGradAttrName, "stage_input_grad:"},
+          {dist::DistDialect::kStashAttrName, "stash:"}};
+      for (auto [attr, kind] : kinds)
+        if (auto index = attrs.getAs<IntegerAttr>(attr))
+          return frame + kind.str() + std::to_string(index.getInt());
+      if (auto input = attrs.getAs<StringAttr>(TitanDialect::kInputAttrName);
+          input &&
+          (input.getValue() == "tokens" || input.getValue() == "labels"))
+        return frame + "input:" + input.getValue().str();
+    }
+    return getStateSlot(attrs);
+  }
+
   LogicalResult collectSlots() {
     for (unsigned i = 0, e = step.getNumArguments(); i < e; ++i) {
-      std::optional<std::string> slot = getStateSlot(step.getArgAttrDict(i));
+      std::optional<std::string> slot = slotOf(step.getArgAttrDict(i));
       if (!slot)
         return step.emitOpError()
                << "argument #" << i
@@ -103,7 +130,7 @@ private:
     }
     llvm::SmallDenseSet<unsigned> returned;
     for (unsigned i = 0, e = step.getNumResults(); i < e; ++i) {
-      std::optional<std::string> slot = getStateSlot(step.getResultAttrDict(i));
+      std::optional<std::string> slot = slotOf(step.getResultAttrDict(i));
       if (!slot)
         return step.emitOpError()
                << "result #" << i

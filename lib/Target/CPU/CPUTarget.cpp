@@ -27,14 +27,15 @@ static llvm::Error makeError(const llvm::Twine &msg) {
   return llvm::createStringError(llvm::inconvertibleErrorCode(), msg.str());
 }
 
-void titan::embedManifest(mlir::ModuleOp module, llvm::StringRef manifest) {
+void titan::embedManifest(mlir::ModuleOp module, llvm::StringRef manifest,
+                          llvm::StringRef symbol) {
   mlir::OpBuilder b(module.getContext());
   b.setInsertionPointToStart(module.getBody());
   std::string text = manifest.str();
   text.push_back('\0');
   auto type = mlir::LLVM::LLVMArrayType::get(b.getI8Type(), text.size());
   mlir::LLVM::GlobalOp::create(b, module.getLoc(), type, /*isConstant=*/true,
-                               mlir::LLVM::Linkage::External, "titan_manifest",
+                               mlir::LLVM::Linkage::External, symbol,
                                b.getStringAttr(text));
 }
 
@@ -112,8 +113,11 @@ llvm::Error titan::linkTrainingExecutable(llvm::StringRef objectPath,
   std::string libDir = "-L" + link.runtimeDir;
   // The object and main() first; the kernel libraries before libtitanrt,
   // which they call; the system libraries they need last.
-  llvm::SmallVector<llvm::StringRef> args = {*driver, objectPath, mainLib,
-                                             libDir};
+  llvm::SmallVector<llvm::StringRef> args = {*driver, objectPath};
+  for (const std::string &input : link.extraInputs)
+    args.push_back(input);
+  args.push_back(mainLib);
+  args.push_back(libDir);
   for (const std::string &lib : link.kernelLibraries)
     args.push_back(lib);
   args.push_back("-ltitanrt");

@@ -3,6 +3,25 @@
 #ifndef TITANRT_TRAINER_H
 #define TITANRT_TRAINER_H
 
+#include <cstdint>
+
+extern "C" {
+/// A pipeline rank's program: its manifest and its functions (the stages'
+/// phases and optimizer_step), each taking the arena and a microbatch
+/// frame. titan-compile generates the table (tools/titan-compile/
+/// Pipeline.cpp, which spells the same layout).
+typedef void (*titan_step_fn)(char *arena, char *frame);
+struct titan_program {
+  const char *manifest;
+  int64_t num_functions;
+  const char *const *names;
+  const titan_step_fn *functions;
+};
+/// The entry point of pipeline-parallel executables.
+int titan_rt_pipeline_main(int argc, char **argv,
+                           const struct titan_program *programs, int64_t count);
+}
+
 namespace titanrt {
 
 class Device;
@@ -24,6 +43,11 @@ struct CompiledModel {
   /// Where the arena lives and the steps run (the target's kernel library
   /// provides it; null: the host).
   Device *device = nullptr;
+  /// Pipeline parallel: one program per pipeline rank (then `manifest` and
+  /// the two steps are unused); each rank runs that of its pipeline
+  /// coordinate.
+  const titan_program *programs = nullptr;
+  int64_t numPrograms = 0;
 };
 
 /// Runs training: parses `--section.key value` run-time overrides, loads or

@@ -23,6 +23,10 @@ def KernelLowerToCPU : Pass<"kernel-lower-to-cpu", "::mlir::ModuleOp"> {
     has the same form and returns the request that `kernel.wait` passes to
     `titan_rt_wait`; views are free; streams are ignored (the CPU runs every
     call in order). Constant arrays are emitted once per distinct content.
+    Under pipeline parallelism (a module with `kernel.frame_slots`) every
+    step is `llvm.func @<prefix>f(!llvm.ptr, !llvm.ptr)`: the second pointer
+    is the microbatch frame of the step's stage, and frame slots are that
+    pointer plus their offset in the frame.
   }];
   let options = [
     Option<"symbolPrefix", "symbol-prefix", "std::string", "\"titan_\"",

@@ -11,9 +11,10 @@
 
 namespace titan {
 
-/// Adds `titan_manifest`, a NUL-terminated external constant string, to a
-/// module already lowered to the LLVM dialect.
-void embedManifest(mlir::ModuleOp module, llvm::StringRef manifest);
+/// Adds `symbol` (`titan_manifest`), a NUL-terminated external constant
+/// string, to a module already lowered to the LLVM dialect.
+void embedManifest(mlir::ModuleOp module, llvm::StringRef manifest,
+                   llvm::StringRef symbol = "titan_manifest");
 
 /// Translates an LLVM-dialect module to LLVM IR, optimizes it and writes a
 /// relocatable object for the host to `path`, in process.
@@ -33,6 +34,11 @@ struct RuntimeLink {
   /// Folders searched at run time after the executable's own folder and
   /// `runtimeDir` (the CUDA libraries').
   std::vector<std::string> libraryDirs;
+  /// More objects or C++ sources linked with the step's object (a
+  /// pipeline-parallel executable's other ranks' programs and their table,
+  /// which defines main(), so libtitanrt_main's single-program main() is
+  /// not linked).
+  std::vector<std::string> extraInputs;
 };
 
 /// Links `objectPath` with libtitanrt and the target's kernel library into

@@ -20,6 +20,7 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/IRMapping.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "llvm/ADT/SetVector.h"
 
 namespace titan::dist {
@@ -133,6 +134,14 @@ struct DistPipelineSplitPass
     for (Operation &op : body.without_terminator())
       ops.push_back(&op);
     for (Operation *op : llvm::reverse(ops)) {
+      // Values computed from nothing (the RoPE angles, a rank's shard
+      // offset, constants) are computed again by each stage that reads
+      // them rather than sent.
+      if (op->getNumOperands() == 0 && op->getNumRegions() == 0 &&
+          isMemoryEffectFree(op)) {
+        stageOf[op] = kEveryStage;
+        continue;
+      }
       std::optional<StringRef> name = moduleName(op->getLoc());
       std::optional<int64_t> stage = name ? stageOfName(*name) : std::nullopt;
       if (!stage) {

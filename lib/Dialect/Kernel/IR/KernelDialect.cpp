@@ -46,11 +46,12 @@ LogicalResult KernelDialect::verifyOperationAttribute(Operation *op,
              << "' must be a non-negative multiple of " << kAlignment;
     return success();
   }
-  if (attr.getName() == kSlotsAttrName) {
+  if (attr.getName() == kSlotsAttrName ||
+      attr.getName() == kFrameSlotsAttrName) {
     auto slots = dyn_cast<DictionaryAttr>(attr.getValue());
     if (!slots)
       return op->emitError()
-             << "'" << kSlotsAttrName << "' must be a dictionary";
+             << "'" << attr.getName().getValue() << "' must be a dictionary";
     for (NamedAttribute slot : slots) {
       auto range = dyn_cast<DenseI64ArrayAttr>(slot.getValue());
       if (!range || range.size() != 2 || range[0] < 0 || range[1] < 0 ||

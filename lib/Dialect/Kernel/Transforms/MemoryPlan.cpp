@@ -7,6 +7,8 @@
 #include "mlir/IR/Builders.h"
 #include "llvm/ADT/StringMap.h"
 
+#include <map>
+
 namespace titan::kernel {
 #define GEN_PASS_DEF_KERNELPLANMEMORY
 #include "titan/Dialect/Kernel/Transforms/Passes.h.inc"
@@ -21,7 +23,19 @@ int64_t titan::kernel::alignToArena(int64_t bytes) {
   return (std::max<int64_t>(bytes, 1) + a - 1) / a * a;
 }
 
+std::optional<int64_t> titan::kernel::getFrameStage(StringRef slot) {
+  if (!slot.consume_front("frame"))
+    return std::nullopt;
+  auto [digits, rest] = slot.split(':');
+  int64_t stage;
+  if (rest.empty() || digits.getAsInteger(10, stage) || stage < 0)
+    return std::nullopt;
+  return stage;
+}
+
 StringRef titan::kernel::getSlotCategory(StringRef slot) {
+  if (getFrameStage(slot))
+    return "pipeline frames";
   if (slot.starts_with("param:"))
     return "parameters";
   if (slot.starts_with("grad:"))
@@ -110,9 +124,11 @@ LogicalResult titan::kernel::planMemory(ModuleOp module) {
   Builder b(module.getContext());
   SmallVector<func::FuncOp> steps(module.getOps<func::FuncOp>());
 
-  // The slots, in order of first appearance.
-  SmallVector<NamedAttribute> slots;
+  // The slots, in order of first appearance; a pipeline stage's frame
+  // slots in its frame, each frame from offset 0.
+  SmallVector<NamedAttribute> slots, frameSlots;
   llvm::StringMap<std::pair<int64_t, Type>> slotPlace;
+  std::map<int64_t, int64_t> frameBytes;
   int64_t stateBytes = 0;
   for (func::FuncOp step : steps)
     for (unsigned i = 0, e = step.getNumArguments(); i < e; ++i) {
@@ -125,8 +141,10 @@ LogicalResult titan::kernel::planMemory(ModuleOp module) {
                << "argument #" << i
                << " must be a static memref with a kernel.slot to be "
                   "planned";
-      auto [it, inserted] = slotPlace.try_emplace(
-          name.getValue(), std::make_pair(stateBytes, type));
+      std::optional<int64_t> frame = getFrameStage(name.getValue());
+      int64_t &end = frame ? frameBytes[*frame] : stateBytes;
+      auto [it, inserted] =
+          slotPlace.try_emplace(name.getValue(), std::make_pair(end, type));
       if (!inserted) {
         if (it->second.second != type)
           return step.emitOpError()
@@ -135,9 +153,10 @@ LogicalResult titan::kernel::planMemory(ModuleOp module) {
         continue;
       }
       int64_t bytes = *getStaticByteSize(memref);
-      slots.push_back(
-          b.getNamedAttr(name, b.getDenseI64ArrayAttr({stateBytes, bytes})));
-      stateBytes += alignToArena(bytes);
+      (frame ? frameSlots : slots)
+          .push_back(
+              b.getNamedAttr(name, b.getDenseI64ArrayAttr({end, bytes})));
+      end += alignToArena(bytes);
     }
 
   // Each step's buffers above the slots, in one region the steps share.
@@ -153,6 +172,9 @@ LogicalResult titan::kernel::planMemory(ModuleOp module) {
   module->setAttr(KernelDialect::kArenaBytesAttrName,
                   b.getI64IntegerAttr(arena));
   module->setAttr(KernelDialect::kSlotsAttrName, b.getDictionaryAttr(slots));
+  if (!frameSlots.empty())
+    module->setAttr(KernelDialect::kFrameSlotsAttrName,
+                    b.getDictionaryAttr(frameSlots));
   return success();
 }
 

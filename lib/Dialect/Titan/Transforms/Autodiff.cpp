@@ -267,9 +267,9 @@ struct TitanAutodiffPass : titan::impl::TitanAutodiffBase<TitanAutodiffPass> {
     for (unsigned a = 0; a < forward.getNumArguments(); ++a) {
       auto index = forward.getArgAttrOfType<IntegerAttr>(
           a, dist::DistDialect::kStageInputAttrName);
-      if (!index)
+      auto argType = dyn_cast<RankedTensorType>(body.getArgument(a).getType());
+      if (!index || !argType || !isa<FloatType>(argType.getElementType()))
         continue;
-      auto argType = cast<RankedTensorType>(body.getArgument(a).getType());
       Value g = grads.lookup(body.getArgument(a));
       if (!g)
         g = FillOp::create(b, ret.getLoc(), argType, b.getF64FloatAttr(0.0));

@@ -13,6 +13,7 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
 #include "titan/Dialect/Dist/IR/Dist.h"
+#include "llvm/ADT/StringSet.h"
 
 #include <map>
 
@@ -30,17 +31,28 @@ namespace {
 /// parameters sharded over some mesh axes hold only their shard: their sum
 /// of squares is all-reduced over those axes (replicated ones are counted
 /// once).
-Value buildGlobalNorm(OpBuilder &b, Location loc, func::FuncOp forward,
-                      ValueRange grads) {
+/// A parameter of the functions the optimizer updates.
+struct OptimizedParameter {
+  StringAttr name;
+  RankedTensorType type;
+  dist::ShardingAttr sharding;
+};
+
+Value buildGlobalNorm(OpBuilder &b, Location loc,
+                      ArrayRef<OptimizedParameter> params, ValueRange grads,
+                      bool pipelined) {
   Type scalar = RankedTensorType::get({}, b.getF32Type());
-  // Group gradients by the mesh axes that shard their parameter.
+  // Group gradients by the mesh axes that shard their parameter; under
+  // pipeline parallelism every pipeline rank holds other parameters, so
+  // every group is summed over pp too.
   std::map<std::vector<std::string>, SmallVector<Value>> groups;
-  for (auto [p, g] : llvm::zip(getParameterArguments(forward), grads)) {
+  for (auto [p, g] : llvm::zip(params, grads)) {
     std::vector<std::string> axes;
-    if (auto sharding = forward.getArgAttrOfType<dist::ShardingAttr>(
-            p.index, dist::DistDialect::kShardingAttrName))
-      for (unsigned d = 0; d < sharding.getDims().size(); ++d)
-        for (StringRef axis : sharding.getAxes(d))
+    if (pipelined)
+      axes.push_back("pp");
+    if (p.sharding)
+      for (unsigned d = 0; d < p.sharding.getDims().size(); ++d)
+        for (StringRef axis : p.sharding.getAxes(d))
           axes.push_back(axis.str());
     // In mesh order: [tp, dp_shard] and [dp_shard, tp] are one group.
     llvm::sort(axes, [](const std::string &a, const std::string &b) {
@@ -73,9 +85,26 @@ struct TitanOptimizerPass
 
   void runOnOperation() override {
     ModuleOp module = getOperation();
-    auto forward = lookupFunction(module, forwardName, "titan-optimizer");
-    if (!forward)
-      return signalPassFailure();
+    // The parameters of every function named, each once, in order of
+    // first appearance (a pipeline rank's stages hold disjoint ones).
+    SmallVector<OptimizedParameter> optimized;
+    llvm::StringSet<> seen;
+    func::FuncOp forward;
+    SmallVector<std::string> functions(forwardNames.begin(),
+                                       forwardNames.end());
+    if (functions.empty())
+      functions.push_back("forward");
+    for (const std::string &name : functions) {
+      forward = lookupFunction(module, name, "titan-optimizer");
+      if (!forward)
+        return signalPassFailure();
+      for (const ParameterArgument &p : getParameterArguments(forward))
+        if (seen.insert(p.name.getValue()).second)
+          optimized.push_back(
+              {p.name, p.type,
+               forward.getArgAttrOfType<dist::ShardingAttr>(
+                   p.index, dist::DistDialect::kShardingAttrName)});
+    }
     if (module.lookupSymbol(stepName)) {
       forward.emitError() << "titan-optimizer: a symbol named '" << stepName
                           << "' already exists";
@@ -90,7 +119,7 @@ struct TitanOptimizerPass
 
     SmallVector<Type> paramTypes;
     SmallVector<StringAttr> names;
-    for (const ParameterArgument &p : getParameterArguments(forward)) {
+    for (const OptimizedParameter &p : optimized) {
       names.push_back(p.name);
       paramTypes.push_back(p.type);
     }
@@ -149,7 +178,9 @@ struct TitanOptimizerPass
          expAvg = args.slice(2 * n, n), expAvgSq = args.slice(3 * n, n);
     Value stepIndex = args[4 * n], totalSteps = args[4 * n + 1];
 
-    Value norm = buildGlobalNorm(b, loc, forward, grads);
+    dist::MeshAttr mesh = dist::getMesh(module);
+    Value norm =
+        buildGlobalNorm(b, loc, optimized, grads, mesh && mesh.getPp() > 1);
     auto lrOp = LRScheduleOp::create(
         b, loc, scalarF32, stepIndex, totalSteps, b.getF64FloatAttr(lr),
         b.getI64IntegerAttr(warmupSteps),

@@ -40,6 +40,12 @@ def Kernel_Dialect : Dialect {
     static constexpr ::llvm::StringLiteral kArenaBytesAttrName =
         "kernel.arena_bytes";
     static constexpr ::llvm::StringLiteral kSlotsAttrName = "kernel.slots";
+    /// Module attribute set by kernel-plan-memory under pipeline
+    /// parallelism: each frame slot's {offset, bytes} inside its stage's
+    /// microbatch frame (slots "frame<stage>:..."), which the runtime
+    /// allocates once per microbatch in flight.
+    static constexpr ::llvm::StringLiteral kFrameSlotsAttrName =
+        "kernel.frame_slots";
     /// Every planned offset and the arena size are multiples of this (the
     /// alignment of cudaMalloc; enough for any vector load on the CPU).
     static constexpr int64_t kAlignment = 256;

@@ -15,6 +15,7 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "llvm/Support/raw_ostream.h"
+#include <optional>
 
 namespace titan::kernel {
 
@@ -33,6 +34,10 @@ struct BufferInterval {
 /// The allocations of `step` in program order, with their intervals.
 llvm::SmallVector<BufferInterval>
 computeBufferIntervals(mlir::func::FuncOp step);
+
+/// The pipeline stage whose microbatch frame holds `slot`
+/// ("frame<stage>:..."), or std::nullopt for an arena slot.
+std::optional<int64_t> getFrameStage(llvm::StringRef slot);
 
 /// The memory category of a state slot ("param:x" -> "parameters", ...).
 llvm::StringRef getSlotCategory(llvm::StringRef slot);

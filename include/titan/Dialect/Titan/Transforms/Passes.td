@@ -119,10 +119,15 @@ def TitanOptimizer : Pass<"titan-optimizer", "::mlir::ModuleOp"> {
     the global gradient norm before clipping and the learning rate used. The
     update is `torch.nn.utils.clip_grad_norm_` followed by
     `torch.optim.AdamW`, with TorchTitan's warmup-stable-decay schedule.
+    Several `forward` functions (a pipeline rank's stages) contribute their
+    parameters, each once, in order of first appearance; under pipeline
+    parallelism (a mesh with pp > 1) the squared gradient norm is summed
+    over the `pp` axis too, so every stage clips with the whole model's
+    norm.
   }];
   let options = [
-    Option<"forwardName", "forward", "std::string", "\"forward\"",
-           "Function whose parameters are optimized">,
+    ListOption<"forwardNames", "forward", "std::string",
+               "Functions whose parameters are optimized (default: forward)">,
     Option<"stepName", "step-function", "std::string",
            "\"optimizer_step\"", "Name of the function to create">,
     Option<"lr", "lr", "double", "8e-4", "Peak learning rate">,

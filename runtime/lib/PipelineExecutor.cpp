@@ -1,0 +1,240 @@
+//===- PipelineExecutor.cpp - runs a pipeline rank's action list ----------===//
+
+#include "PipelineExecutor.h"
+
+#include "Error.h"
+
+#include "titanrt/Device.h"
+
+#include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/StringRef.h"
+#include "llvm/ADT/StringSwitch.h"
+
+#include <cstring>
+
+using namespace titanrt;
+using llvm::StringRef;
+
+namespace {
+/// A pattern no computation writes (as the arena's).
+constexpr uint64_t kUntouched = 0x7ff4dead7ff4deadull;
+
+/// Boundary tensors travel as bytes (MPI moves the 8-bit type as bytes).
+constexpr DataType kBytes = DataType::F8E4M3FN;
+
+using Slot = std::pair<int64_t, int64_t>; ///< offset, bytes
+} // namespace
+
+struct PipelineExecutor::Stage {
+  const Manifest::PipelineStage *plan = nullptr;
+  int64_t index = 0;
+  PipelineFunction forward = nullptr, backward = nullptr;
+  /// The frame slots by kind, indexed by boundary index.
+  std::vector<Slot> inputs, outputs, outputGrads, inputGrads;
+  std::optional<Slot> tokens, labels;
+  std::vector<char *> free;
+  std::map<int64_t, char *> live; ///< microbatch -> its frame
+};
+
+/// An asynchronous send of a copy of a boundary tensor.
+struct PipelineExecutor::PendingSend {
+  std::vector<char> data;
+  std::unique_ptr<Request> request;
+};
+
+PipelineExecutor::PipelineExecutor(
+    const Manifest &m, const std::map<std::string, PipelineFunction> &functions,
+    Device &device, Communicator &comm, char *arena)
+    : m(m), p(*m.pipeline), device(device), comm(comm), arena(arena) {
+  if (!device.hostAccessible())
+    fatal("pipeline parallelism needs a device whose memory the host "
+          "addresses (the CPU target)");
+  auto function = [&](const std::string &name) {
+    auto it = functions.find(name);
+    if (it == functions.end())
+      fatal("corrupt executable: the pipeline program has no function '" +
+            name + "'");
+    return it->second;
+  };
+  for (const Manifest::PipelineStage &plan : p.stages) {
+    auto stage = std::make_unique<Stage>();
+    stage->plan = &plan;
+    stage->index = plan.stage;
+    stage->forward = function(plan.forward);
+    stage->backward = function(plan.backward);
+    std::string prefix = "frame" + std::to_string(plan.stage) + ":";
+    for (const auto &entry : plan.frameSlots) {
+      StringRef name = entry.getKey();
+      if (!name.consume_front(prefix))
+        fatal("corrupt executable: frame slot '" + entry.getKey().str() +
+              "' is not of stage " + std::to_string(plan.stage));
+      auto [kind, index] = name.rsplit(':');
+      Slot slot = entry.getValue();
+      if (kind == "input") {
+        (index == "tokens" ? stage->tokens : stage->labels) = slot;
+        continue;
+      }
+      std::vector<Slot> *list =
+          llvm::StringSwitch<std::vector<Slot> *>(kind)
+              .Case("stage_input", &stage->inputs)
+              .Case("stage_output", &stage->outputs)
+              .Case("stage_output_grad", &stage->outputGrads)
+              .Case("stage_input_grad", &stage->inputGrads)
+              .Default(nullptr);
+      if (!list)
+        continue; // stashes: only the phases read them
+      size_t i = 0;
+      if (index.getAsInteger(10, i))
+        fatal("corrupt executable: frame slot '" + entry.getKey().str() +
+              "' has no index");
+      if (list->size() <= i)
+        list->resize(i + 1, {-1, 0});
+      (*list)[i] = slot;
+      maxBoundary = std::max<int64_t>(maxBoundary, int64_t(i) + 1);
+    }
+    totalFrameBytes += plan.frameBytes * std::max<int64_t>(plan.frames, 1);
+    stages.push_back(std::move(stage));
+  }
+  // Every message of a step has its own tag.
+  if (p.microbatches * p.numStages * 2 * maxBoundary - 1 > comm.maxPeerTag())
+    fatal("pipeline parallelism: " + std::to_string(p.microbatches) +
+          " microbatches x " + std::to_string(p.numStages) +
+          " stages need more message tags than the MPI library has (" +
+          std::to_string(comm.maxPeerTag()) +
+          "); use fewer microbatches (a larger "
+          "parallelism.pipeline_parallel_microbatch_size)");
+  frames =
+      device.allocateArena(std::max<int64_t>(totalFrameBytes, 256), kUntouched);
+  char *next = frames;
+  for (auto &stage : stages)
+    for (int64_t k = 0; k < std::max<int64_t>(stage->plan->frames, 1); ++k) {
+      stage->free.push_back(next);
+      next += stage->plan->frameBytes;
+    }
+  if (auto it = m.slots.find("output:loss"); it != m.slots.end())
+    lossSlot = arena + it->second.first;
+}
+
+PipelineExecutor::~PipelineExecutor() { device.freeArena(frames); }
+
+PipelineExecutor::Stage &PipelineExecutor::local(int64_t stage) {
+  for (auto &s : stages)
+    if (s->index == stage)
+      return *s;
+  fatal("corrupt executable: pipeline stage " + std::to_string(stage) +
+        " is not on this rank");
+}
+
+int PipelineExecutor::tag(int64_t stage, int64_t mb, int direction,
+                          int64_t index) const {
+  return int(((mb * p.numStages + stage) * 2 + direction) * maxBoundary +
+             index);
+}
+
+void PipelineExecutor::sendCopy(const char *data, int64_t bytes, int64_t peer,
+                                int tag) {
+  // Completed sends give their buffers back first.
+  llvm::erase_if(pendingSends,
+                 [](PendingSend &s) { return s.request->test(); });
+  PendingSend &send = pendingSends.emplace_back();
+  send.data.assign(data, data + bytes);
+  send.request = comm.send(send.data.data(), kBytes, bytes, peer, tag);
+}
+
+static bool onThisRank(const Manifest::Pipeline &p, int64_t stage) {
+  return p.stageRanks[size_t(stage)] == p.rank;
+}
+
+void PipelineExecutor::forward(Stage &s, int64_t mb,
+                               const FillMicrobatch &fill) {
+  if (s.free.empty())
+    fatal("pipeline stage " + std::to_string(s.index) +
+          ": the schedule keeps more microbatches in flight than its " +
+          std::to_string(s.plan->frames) + " frames (corrupt executable)");
+  char *frame = s.free.back();
+  s.free.pop_back();
+  s.live[mb] = frame;
+  if (s.tokens || s.labels)
+    fill(mb,
+         s.tokens ? reinterpret_cast<int32_t *>(frame + s.tokens->first)
+                  : nullptr,
+         s.labels ? reinterpret_cast<int32_t *>(frame + s.labels->first)
+                  : nullptr);
+  // The previous stage's activations: from its frame here, or received.
+  int64_t prev = s.index - 1;
+  for (auto [i, slot] : llvm::enumerate(s.inputs)) {
+    if (onThisRank(p, prev)) {
+      Stage &from = local(prev);
+      std::memcpy(frame + slot.first, from.live.at(mb) + from.outputs[i].first,
+                  size_t(slot.second));
+    } else {
+      comm.recv(frame + slot.first, kBytes, slot.second,
+                p.stageRanks[size_t(prev)], tag(s.index, mb, 0, int64_t(i)))
+          ->finish();
+    }
+  }
+  s.forward(arena, frame);
+  int64_t next = s.index + 1;
+  if (next < p.numStages && !onThisRank(p, next))
+    for (auto [i, slot] : llvm::enumerate(s.outputs))
+      sendCopy(frame + slot.first, slot.second, p.stageRanks[size_t(next)],
+               tag(next, mb, 0, int64_t(i)));
+}
+
+void PipelineExecutor::backward(Stage &s, int64_t mb) {
+  auto it = s.live.find(mb);
+  if (it == s.live.end())
+    fatal("corrupt executable: pipeline action " + std::to_string(s.index) +
+          "B" + std::to_string(mb) + " comes before its forward");
+  char *frame = it->second;
+  // The next stage's gradients: written into this frame by its backward
+  // here, or received.
+  int64_t next = s.index + 1;
+  if (next < p.numStages && !onThisRank(p, next))
+    for (auto [i, slot] : llvm::enumerate(s.outputGrads))
+      comm.recv(frame + slot.first, kBytes, slot.second,
+                p.stageRanks[size_t(next)], tag(s.index, mb, 1, int64_t(i)))
+          ->finish();
+  s.backward(arena, frame);
+  int64_t prev = s.index - 1;
+  if (prev >= 0) {
+    for (auto [i, slot] : llvm::enumerate(s.inputGrads)) {
+      if (onThisRank(p, prev)) {
+        Stage &to = local(prev);
+        std::memcpy(to.live.at(mb) + to.outputGrads[i].first,
+                    frame + slot.first, size_t(slot.second));
+      } else {
+        sendCopy(frame + slot.first, slot.second, p.stageRanks[size_t(prev)],
+                 tag(prev, mb, 1, int64_t(i)));
+      }
+    }
+  }
+  s.free.push_back(frame);
+  s.live.erase(it);
+}
+
+double PipelineExecutor::run(const FillMicrobatch &fill) {
+  double loss = 0;
+  for (const Manifest::PipelineAction &a : p.actions) {
+    Stage &s = local(a.stage);
+    comm.setContext("pipeline action " + std::to_string(a.stage) + a.kind +
+                    std::to_string(a.microbatch));
+    if (a.kind == 'F') {
+      forward(s, a.microbatch, fill);
+      if (a.stage == p.numStages - 1) {
+        if (!lossSlot)
+          fatal("corrupt executable: the last pipeline stage's program has "
+                "no output:loss slot");
+        float value;
+        std::memcpy(&value, lossSlot, sizeof(float));
+        loss += double(value);
+      }
+    } else {
+      backward(s, a.microbatch);
+    }
+  }
+  for (PendingSend &send : pendingSends)
+    send.request->finish();
+  pendingSends.clear();
+  return loss;
+}

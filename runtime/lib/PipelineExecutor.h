@@ -1,0 +1,85 @@
+//===- PipelineExecutor.h - runs a pipeline rank's action list --*- C++ -*-===//
+//
+// A pipeline-parallel rank runs its stages' phase functions in the order of
+// its schedule's action list (the manifest's `pipeline.actions`), one
+// microbatch frame per microbatch in flight. The transfers a forward or a
+// backward implies are done here: a stage's activations go to the next
+// stage and the gradients of its inputs to the previous one, by
+// point-to-point messages between pipeline ranks, or by a copy between two
+// frames when both stages are on this rank. Receives block (polling, under
+// the communicator's timeout) where the action needs the data; sends are
+// asynchronous and complete before their frame is reused.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TITANRT_LIB_PIPELINEEXECUTOR_H
+#define TITANRT_LIB_PIPELINEEXECUTOR_H
+
+#include "Communicator.h"
+#include "Manifest.h"
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <vector>
+
+namespace titanrt {
+
+class Device;
+
+/// A phase function of a pipeline program: (arena, frame).
+using PipelineFunction = void (*)(char *arena, char *frame);
+
+class PipelineExecutor {
+public:
+  /// `functions` maps the manifest's phase names to the program's symbols.
+  PipelineExecutor(const Manifest &m,
+                   const std::map<std::string, PipelineFunction> &functions,
+                   Device &device, Communicator &comm, char *arena);
+  ~PipelineExecutor();
+  PipelineExecutor(const PipelineExecutor &) = delete;
+  PipelineExecutor &operator=(const PipelineExecutor &) = delete;
+
+  /// Fills microbatch `mb`'s tokens and labels (microbatch size x seq each;
+  /// either may be null when this rank's stages do not read it).
+  using FillMicrobatch =
+      std::function<void(int64_t mb, int32_t *tokens, int32_t *labels)>;
+
+  /// Runs the action list once (every microbatch through every local
+  /// stage) and returns the sum of the microbatch losses computed here
+  /// (those of the last stage; 0 on other ranks).
+  double run(const FillMicrobatch &fill);
+
+  /// The frames' bytes (every local stage's frames in flight).
+  int64_t frameBytes() const { return totalFrameBytes; }
+
+private:
+  struct Stage;
+  Stage &local(int64_t stage);
+  void forward(Stage &s, int64_t mb, const FillMicrobatch &fill);
+  void backward(Stage &s, int64_t mb);
+  /// Sends a copy of `bytes` at `data` (so its frame can be reused at
+  /// once) to pipeline rank `peer`.
+  void sendCopy(const char *data, int64_t bytes, int64_t peer, int tag);
+  /// The tag of boundary tensor `index` that stage `stage` receives for
+  /// microbatch `mb` (direction 0: activation, 1: gradient).
+  int tag(int64_t stage, int64_t mb, int direction, int64_t index) const;
+
+  const Manifest &m;
+  const Manifest::Pipeline &p;
+  Device &device;
+  Communicator &comm;
+  char *arena;
+  std::vector<std::unique_ptr<Stage>> stages;
+  char *frames = nullptr;
+  int64_t totalFrameBytes = 0;
+  int64_t maxBoundary = 1;
+  const char *lossSlot = nullptr;
+  struct PendingSend;
+  std::vector<PendingSend> pendingSends;
+};
+
+} // namespace titanrt
+
+#endif // TITANRT_LIB_PIPELINEEXECUTOR_H

@@ -1,0 +1,163 @@
+//===- Pipeline.cpp - a pipeline-parallel job's plan and programs ---------===//
+
+#include "Pipeline.h"
+
+#include "titan/Config/TrainConfig.h"
+#include "titan/Dialect/Kernel/IR/Kernel.h"
+#include "titan/Dialect/Kernel/Transforms/MemoryPlan.h"
+#include "titan/Model/LlamaArgs.h"
+
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/raw_ostream.h"
+
+using namespace titan;
+
+llvm::Expected<PipelineJob> titan::planPipelineJob(const LlamaArgs &model,
+                                                   const TrainConfig &c) {
+  const auto &p = c.parallelism;
+  PipelineJob job;
+  llvm::Expected<PipelinePlan> plan = planPipelineStages(
+      model.nLayers, p.pipelineParallelDegree, p.pipelineParallelSchedule,
+      p.pipelineParallelLayersPerStage, p.pipelineParallelFirstStageLessLayers,
+      p.pipelineParallelLastStageLessLayers);
+  if (!plan)
+    return plan.takeError();
+  job.plan = std::move(*plan);
+  job.microbatchSize = p.pipelineParallelMicrobatchSize;
+  // TorchTitan v0.2.0's build_pipeline_schedule: the local batch splits
+  // into whole microbatches.
+  if (job.microbatchSize < 1 ||
+      c.training.localBatchSize % job.microbatchSize != 0)
+    return llvm::createStringError(
+        llvm::inconvertibleErrorCode(),
+        llvm::formatv("training.local_batch_size ({0}) must be divisible by "
+                      "parallelism.pipeline_parallel_microbatch_size ({1})",
+                      c.training.localBatchSize, job.microbatchSize)
+            .str());
+  job.microbatches = c.training.localBatchSize / job.microbatchSize;
+  llvm::Expected<PipelineSchedule> schedule =
+      buildSchedule(p.pipelineParallelSchedule, job.plan, job.microbatches);
+  if (!schedule)
+    return schedule.takeError();
+  job.schedule = std::move(*schedule);
+  // A list that cannot run would hang the ranks: the simulation proves it
+  // can.
+  if (llvm::Expected<ScheduleTimeline> timeline =
+          simulateSchedule(job.schedule);
+      !timeline)
+    return timeline.takeError();
+  return job;
+}
+
+std::vector<std::string> titan::stagePhaseFunctions(int64_t stage) {
+  std::string name = "stage" + std::to_string(stage);
+  return {name + "_forward", name + "_backward"};
+}
+
+std::map<int64_t, int64_t>
+titan::framesInFlight(const PipelineSchedule &schedule, int64_t rank) {
+  std::map<int64_t, int64_t> live, peak;
+  for (int64_t s : schedule.stagesOfRank[size_t(rank)])
+    peak[s] = 0;
+  for (const PipelineAction &a : schedule.actions[size_t(rank)]) {
+    int64_t &n = live[a.stage];
+    n += a.kind == PipelineAction::Forward ? 1 : -1;
+    peak[a.stage] = std::max(peak[a.stage], n);
+  }
+  return peak;
+}
+
+void titan::addPipelineToManifest(llvm::json::Object &manifest,
+                                  const PipelineJob &job, int64_t rank,
+                                  mlir::ModuleOp module) {
+  // Frame slots by stage, and each frame's size.
+  std::map<int64_t, llvm::json::Object> slots;
+  std::map<int64_t, int64_t> bytes;
+  if (auto frameSlots = module->getAttrOfType<mlir::DictionaryAttr>(
+          kernel::KernelDialect::kFrameSlotsAttrName))
+    for (mlir::NamedAttribute slot : frameSlots) {
+      int64_t stage = *kernel::getFrameStage(slot.getName().getValue());
+      auto range = mlir::cast<mlir::DenseI64ArrayAttr>(slot.getValue());
+      slots[stage][slot.getName().getValue()] =
+          llvm::json::Array{range[0], range[1]};
+      bytes[stage] =
+          std::max(bytes[stage], range[0] + kernel::alignToArena(range[1]));
+    }
+  std::map<int64_t, int64_t> frames = framesInFlight(job.schedule, rank);
+  llvm::json::Array stages;
+  for (int64_t s : job.schedule.stagesOfRank[size_t(rank)]) {
+    std::vector<std::string> phases = stagePhaseFunctions(s);
+    stages.push_back(llvm::json::Object{{"stage", s},
+                                        {"forward", phases[0]},
+                                        {"backward", phases[1]},
+                                        {"frame_bytes", bytes[s]},
+                                        {"frames", frames[s]},
+                                        {"frame_slots", std::move(slots[s])}});
+  }
+  llvm::json::Array actions;
+  for (const PipelineAction &a : job.schedule.actions[size_t(rank)])
+    actions.push_back(a.str());
+  llvm::json::Array stageRanks;
+  std::vector<int64_t> owner(size_t(job.schedule.stages));
+  for (auto [r, owned] : llvm::enumerate(job.schedule.stagesOfRank))
+    for (int64_t s : owned)
+      owner[size_t(s)] = int64_t(r);
+  for (int64_t r : owner)
+    stageRanks.push_back(r);
+  manifest["pipeline"] =
+      llvm::json::Object{{"rank", rank},
+                         {"schedule", job.schedule.name},
+                         {"num_stages", job.schedule.stages},
+                         {"stage_ranks", std::move(stageRanks)},
+                         {"microbatches", job.microbatches},
+                         {"microbatch_size", job.microbatchSize},
+                         {"actions", std::move(actions)},
+                         {"stages", std::move(stages)}};
+}
+
+std::string titan::pipelineTableSource(
+    const std::vector<std::vector<std::string>> &functions) {
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  os << "// Generated by titan-compile: the programs of a pipeline-parallel\n"
+        "// executable, one per pipeline rank, for the runtime's\n"
+        "// titan_rt_pipeline_main (runtime/include/titanrt/Trainer.h has\n"
+        "// the same struct).\n"
+        "#include <cstdint>\n"
+        "extern \"C\" {\n"
+        "typedef void (*titan_step_fn)(char *arena, char *frame);\n"
+        "struct titan_program {\n"
+        "  const char *manifest;\n"
+        "  int64_t num_functions;\n"
+        "  const char *const *names;\n"
+        "  const titan_step_fn *functions;\n"
+        "};\n"
+        "int titan_rt_pipeline_main(int argc, char **argv,\n"
+        "                           const titan_program *programs,\n"
+        "                           int64_t count);\n";
+  for (auto [r, names] : llvm::enumerate(functions)) {
+    os << "extern const char titan_pp" << r << "_manifest[];\n";
+    for (const std::string &name : names)
+      os << "void titan_pp" << r << "_" << name << "(char *, char *);\n";
+  }
+  os << "}\n\nnamespace {\n";
+  for (auto [r, names] : llvm::enumerate(functions)) {
+    os << "const char *const names" << r << "[] = {";
+    for (const std::string &name : names)
+      os << "\"" << name << "\", ";
+    os << "};\nconst titan_step_fn functions" << r << "[] = {";
+    for (const std::string &name : names)
+      os << "titan_pp" << r << "_" << name << ", ";
+    os << "};\n";
+  }
+  os << "const titan_program programs[] = {\n";
+  for (auto [r, names] : llvm::enumerate(functions))
+    os << "    {titan_pp" << r << "_manifest, " << names.size() << ", names"
+       << r << ", functions" << r << "},\n";
+  os << "};\n} // namespace\n\n"
+        "int main(int argc, char **argv) {\n"
+        "  return titan_rt_pipeline_main(argc, argv, programs, "
+     << functions.size() << ");\n}\n";
+  return text;
+}

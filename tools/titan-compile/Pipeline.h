@@ -1,0 +1,66 @@
+//===- Pipeline.h - a pipeline-parallel job's plan and programs -*- C++ -*-===//
+//
+// Under pipeline parallelism titan-compile builds one program per pipeline
+// rank (its stages' phases and its optimizer step) and links them into one
+// executable; each rank runs the program of its pipeline coordinate. This
+// file holds what those programs share: the stage plan and the schedule,
+// what a rank's manifest says about them, and the table that binds the
+// programs to the runtime.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TITAN_TOOLS_TITAN_COMPILE_PIPELINE_H
+#define TITAN_TOOLS_TITAN_COMPILE_PIPELINE_H
+
+#include "titan/Model/PipelineStages.h"
+#include "titan/Pipeline/Schedule.h"
+
+#include "mlir/IR/BuiltinOps.h"
+#include "llvm/Support/Error.h"
+#include "llvm/Support/JSON.h"
+
+#include <map>
+#include <string>
+#include <vector>
+
+namespace titan {
+struct LlamaArgs;
+struct TrainConfig;
+
+struct PipelineJob {
+  PipelinePlan plan;
+  PipelineSchedule schedule;
+  int64_t microbatches = 1, microbatchSize = 1;
+};
+
+/// The stage plan and the schedule of `config` for `model`; errors name the
+/// keys (a local batch that the microbatch size does not divide, a
+/// schedule that cannot run so many microbatches).
+llvm::Expected<PipelineJob> planPipelineJob(const LlamaArgs &model,
+                                            const TrainConfig &config);
+
+/// The function names of stage `stage`'s phases, as dist-pipeline-phases
+/// names them: forward, backward.
+std::vector<std::string> stagePhaseFunctions(int64_t stage);
+
+/// How many microbatches of each of `rank`'s stages are in flight at most
+/// (forward run, backward not yet): the frames the runtime allocates.
+std::map<int64_t, int64_t> framesInFlight(const PipelineSchedule &schedule,
+                                          int64_t rank);
+
+/// Adds `pipeline` to a rank's manifest: the rank, the stages and their
+/// ranks, the microbatches, the rank's actions, and per local stage its
+/// phase functions, its frame (slots and bytes, from the planned kernel-IR
+/// `module`) and the frames in flight.
+void addPipelineToManifest(llvm::json::Object &manifest, const PipelineJob &job,
+                           int64_t rank, mlir::ModuleOp module);
+
+/// The C++ source of the executable's program table and main(): for each
+/// pipeline rank its manifest symbol and its functions
+/// (`titan_pp<r>_<name>`), handed to the runtime's pipeline entry point.
+std::string
+pipelineTableSource(const std::vector<std::vector<std::string>> &functions);
+
+} // namespace titan
+
+#endif // TITAN_TOOLS_TITAN_COMPILE_PIPELINE_H
