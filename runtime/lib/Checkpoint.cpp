@@ -173,7 +173,7 @@ struct CheckpointIndex {
       bad("no \"tensors\" object");
     llvm::StringMap<const Manifest::Param *> expected;
     for (const char *kind : kStateKinds)
-      for (const Manifest::Param &p : m.params)
+      for (const Manifest::Param &p : m.allParams)
         expected[std::string(kind) + ":" + p.name] = &p;
     for (const auto &entry : *tensors)
       if (!expected.count(entry.first))
@@ -184,7 +184,7 @@ struct CheckpointIndex {
     // In a fixed order (kinds, then parameters), so each file's list of
     // tensors is deterministic.
     for (const char *kind : kStateKinds)
-      for (const Manifest::Param &p : m.params) {
+      for (const Manifest::Param &p : m.allParams) {
         std::string key = std::string(kind) + ":" + p.name;
         const llvm::json::Object *t = tensors->getObject(key);
         if (!t)
@@ -418,7 +418,7 @@ std::string Checkpointer::save(const TrainingState &state,
       coords.push_back(meshCoordinates(manifest_.mesh, r));
     llvm::json::Object tensors;
     for (const StateSet &set : sets)
-      for (const Manifest::Param &p : manifest_.params) {
+      for (const Manifest::Param &p : manifest_.allParams) {
         llvm::json::Array blocks;
         for (int64_t r = 0; r < manifest_.worldSize(); ++r) {
           Box box = shardBox(p, manifest_.mesh, coords[r]);
@@ -468,8 +468,11 @@ std::string Checkpointer::exportModel(int64_t step, const StateSet &params,
   std::string dtype = safetensorsDtype(exportDtype);
   int64_t elementSize = safetensorsElementSize(dtype);
   std::vector<TensorRef> whole;
-  for (const Manifest::Param &p : manifest_.params)
+  llvm::StringMap<size_t> position;
+  for (const Manifest::Param &p : manifest_.allParams) {
+    position[p.name] = whole.size();
     whole.push_back({p.name, p.shape, nullptr});
+  }
   std::vector<int64_t> dataStart;
   int64_t fileBytes = 0;
   std::string header = safetensorsHeader(whole, dtype, dataStart, fileBytes);
@@ -506,7 +509,9 @@ std::string Checkpointer::exportModel(int64_t step, const StateSet &params,
                    encodeElements(local.data + s + done, count, dtype,
                                   bytes.data());
                    writeFully(fd, bytes.data(), bytes.size(),
-                              dataStart[i] + (d + done) * elementSize, file);
+                              dataStart[position.lookup(p.name)] +
+                                  (d + done) * elementSize,
+                              file);
                  }
                });
   }

@@ -101,6 +101,39 @@ static Manifest::Pipeline parsePipeline(const llvm::json::Object &o) {
   return p;
 }
 
+static std::vector<Manifest::Param> parseParams(const llvm::json::Array *list) {
+  if (!list)
+    fatal("corrupt executable: the manifest has no parameter list");
+  std::vector<Manifest::Param> params;
+  for (const llvm::json::Value &p : *list) {
+    const llvm::json::Object &po = *p.getAsObject();
+    Manifest::Param param;
+    param.name = po.getString("name")->str();
+    for (const llvm::json::Value &d : *po.getArray("shape"))
+      param.shape.push_back(*d.getAsInteger());
+    param.localShape = param.shape;
+    if (const llvm::json::Array *local = po.getArray("local_shape")) {
+      param.localShape.clear();
+      for (const llvm::json::Value &d : *local)
+        param.localShape.push_back(*d.getAsInteger());
+    }
+    param.dimAxes.resize(param.shape.size());
+    if (const llvm::json::Array *dims = po.getArray("sharding"))
+      for (auto [d, axes] : llvm::enumerate(*dims))
+        for (const llvm::json::Value &axis : *axes.getAsArray()) {
+          if (d >= param.shape.size())
+            fatal("corrupt executable: sharding of '" + param.name +
+                  "' has more dimensions than its shape");
+          MeshAxis a = meshAxis(*axis.getAsString());
+          param.dimAxes[d].push_back(a);
+          param.shardMask |= 1u << a;
+        }
+    param.pipelineRank = po.getInteger("pipeline_rank").value_or(-1);
+    params.push_back(std::move(param));
+  }
+  return params;
+}
+
 Manifest titanrt::parseManifest(const char *text) {
   llvm::Expected<llvm::json::Value> json = llvm::json::parse(text);
   if (!json)
@@ -125,31 +158,9 @@ Manifest titanrt::parseManifest(const char *text) {
   if (const llvm::json::Array *mesh = o.getArray("mesh"))
     for (auto [i, size] : llvm::enumerate(*mesh))
       m.mesh[i] = *size.getAsInteger();
-  for (const llvm::json::Value &p : *o.getArray("params")) {
-    const llvm::json::Object &po = *p.getAsObject();
-    Manifest::Param param;
-    param.name = po.getString("name")->str();
-    for (const llvm::json::Value &d : *po.getArray("shape"))
-      param.shape.push_back(*d.getAsInteger());
-    param.localShape = param.shape;
-    if (const llvm::json::Array *local = po.getArray("local_shape")) {
-      param.localShape.clear();
-      for (const llvm::json::Value &d : *local)
-        param.localShape.push_back(*d.getAsInteger());
-    }
-    param.dimAxes.resize(param.shape.size());
-    if (const llvm::json::Array *dims = po.getArray("sharding"))
-      for (auto [d, axes] : llvm::enumerate(*dims))
-        for (const llvm::json::Value &axis : *axes.getAsArray()) {
-          if (d >= param.shape.size())
-            fatal("corrupt executable: sharding of '" + param.name +
-                  "' has more dimensions than its shape");
-          MeshAxis a = meshAxis(*axis.getAsString());
-          param.dimAxes[d].push_back(a);
-          param.shardMask |= 1u << a;
-        }
-    m.params.push_back(std::move(param));
-  }
+  m.params = parseParams(o.getArray("params"));
+  m.allParams = o.getArray("all_params") ? parseParams(o.getArray("all_params"))
+                                         : m.params;
   m.arenaBytes = o.getInteger("arena_bytes").value_or(0);
   if (const llvm::json::Object *slots = o.getObject("slots"))
     parseSlots(*slots, m.arenaBytes, "the planned arena", m.slots);

@@ -38,8 +38,16 @@ struct Manifest {
     /// Per dimension, the mesh axes splitting it (outermost first).
     std::vector<std::vector<MeshAxis>> dimAxes;
     unsigned shardMask = 0; ///< every mesh axis that splits some dimension
+    /// Under pipeline parallelism the pipeline rank holding it (-1: every
+    /// rank holds it, or a block of it).
+    int64_t pipelineRank = -1;
   };
+  /// The parameters this rank holds (a block of), in its steps' order.
   std::vector<Param> params;
+  /// Every parameter of the model: `params` except under pipeline
+  /// parallelism, where the other pipeline ranks hold the rest
+  /// (checkpoints index and export them all).
+  std::vector<Param> allParams;
   /// The memory plan: the arena's size and each state slot's offset.
   int64_t arenaBytes = 0;
   llvm::StringMap<std::pair<int64_t, int64_t>> slots; ///< offset, bytes

@@ -215,10 +215,12 @@ void PipelineExecutor::backward(Stage &s, int64_t mb) {
 
 double PipelineExecutor::run(const FillMicrobatch &fill) {
   double loss = 0;
+  // A transfer that times out names the step and the action.
+  std::string context = comm.context();
   for (const Manifest::PipelineAction &a : p.actions) {
     Stage &s = local(a.stage);
-    comm.setContext("pipeline action " + std::to_string(a.stage) + a.kind +
-                    std::to_string(a.microbatch));
+    comm.setContext(context + ", pipeline action " + std::to_string(a.stage) +
+                    a.kind + std::to_string(a.microbatch));
     if (a.kind == 'F') {
       forward(s, a.microbatch, fill);
       if (a.stage == p.numStages - 1) {
@@ -233,8 +235,10 @@ double PipelineExecutor::run(const FillMicrobatch &fill) {
       backward(s, a.microbatch);
     }
   }
+  comm.setContext(context + ", pipeline sends");
   for (PendingSend &send : pendingSends)
     send.request->finish();
   pendingSends.clear();
+  comm.setContext(context);
   return loss;
 }

@@ -43,9 +43,16 @@ Box titanrt::shardBox(const Manifest::Param &p,
 
 bool titanrt::writesShard(const Manifest::Param &p,
                           const std::vector<int64_t> &coords) {
-  for (unsigned a = 0; a < kNumAxes; ++a)
+  for (unsigned a = 0; a < kNumAxes; ++a) {
+    // A pipeline stage's parameter lives on its pipeline rank only.
+    if (a == kPP && p.pipelineRank >= 0) {
+      if (coords[a] != p.pipelineRank)
+        return false;
+      continue;
+    }
     if (!(p.shardMask & (1u << a)) && coords[a] != 0)
       return false;
+  }
   return true;
 }
 

@@ -46,7 +46,8 @@ Box shardBox(const Manifest::Param &p, const std::vector<int64_t> &mesh,
 
 /// Whether the rank at `coords` is the one that writes `p`'s block to a
 /// checkpoint: the first of the ranks holding the same block (coordinate 0
-/// on every axis that does not split `p`).
+/// on every axis that does not split `p`; on the pp axis, the pipeline rank
+/// of `p`'s stage).
 bool writesShard(const Manifest::Param &p, const std::vector<int64_t> &coords);
 
 /// The intersection of two boxes (empty if they do not meet).

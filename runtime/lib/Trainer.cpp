@@ -398,13 +398,19 @@ RunStart restoreOrInitialize(const titan::TrainConfig &c, const Manifest &m,
     std::string file = path;
     if (llvm::sys::fs::is_directory(file))
       file += "/model.safetensors";
+    // The file holds the whole model; this rank reads its parameters'
+    // blocks.
     std::vector<TensorRef> expected;
-    for (const Manifest::Param &p : m.params)
+    llvm::StringMap<size_t> position;
+    for (const Manifest::Param &p : m.allParams) {
+      position[p.name] = expected.size();
       expected.push_back({p.name, p.shape, nullptr});
+    }
     SafetensorsReader reader(file, expected);
     fillShards(m, params, coords,
                [&](size_t i, int64_t first, int64_t count, float *out) {
-                 reader.read(i, first, count, out);
+                 reader.read(position.lookup(m.params[i].name), first, count,
+                             out);
                });
     run.message =
         llvm::formatv("loaded weights from {0} in {1:f2} s\n", file, seconds());
@@ -522,11 +528,6 @@ int titanrt::trainMain(int argc, char **argv, const CompiledModel &model) {
       fatal("corrupt executable: pipeline rank " + std::to_string(ppRank) +
             " has no optimizer_step");
     pipelineOptimizerStep = it->second;
-    // Checkpoints index every rank's blocks from one rank's manifest;
-    // under pipeline parallelism each manifest has its own stages' only.
-    if (c.checkpoint.enable || !c.checkpoint.initialLoadPath.empty())
-      fatal("checkpoints (checkpoint.enable, checkpoint.initial_load_path) "
-            "are not implemented with pipeline parallelism yet");
   }
   if (comm)
     comm->prepareGroups(m.collectiveAxes);
@@ -544,10 +545,10 @@ int titanrt::trainMain(int argc, char **argv, const CompiledModel &model) {
   expAvgSq.zero();
   params.zero(); // FSDP padding rows stay zero
   int64_t numParams = 0, localParams = 0;
-  for (const Manifest::Param &p : m.params) {
+  for (const Manifest::Param &p : m.allParams)
     numParams += numel(p.shape);
+  for (const Manifest::Param &p : m.params)
     localParams += numel(p.localShape);
-  }
 
   std::vector<int64_t> coords =
       meshCoordinates(m.mesh, comm ? comm->rank() : 0);

@@ -116,6 +116,33 @@ void titan::addPipelineToManifest(llvm::json::Object &manifest,
                          {"stages", std::move(stages)}};
 }
 
+int64_t titan::pipelineRankOfParameter(const PipelineJob &job,
+                                       llvm::StringRef name) {
+  for (auto [s, stage] : llvm::enumerate(job.plan.stages))
+    for (const std::string &module : stage.moduleNames())
+      if (name.starts_with(module + "."))
+        for (auto [r, owned] : llvm::enumerate(job.plan.stagesOfRank))
+          if (llvm::is_contained(owned, int64_t(s)))
+            return int64_t(r);
+  return -1;
+}
+
+void titan::addPipelineParameters(llvm::json::Object &manifest,
+                                  const llvm::json::Object &whole,
+                                  const PipelineJob &job) {
+  auto tag = [&](llvm::json::Array &params) {
+    for (llvm::json::Value &v : params)
+      if (llvm::json::Object *p = v.getAsObject())
+        if (std::optional<llvm::StringRef> name = p->getString("name"))
+          (*p)["pipeline_rank"] = pipelineRankOfParameter(job, *name);
+  };
+  if (llvm::json::Array *params = manifest.getArray("params"))
+    tag(*params);
+  llvm::json::Array all = *whole.getArray("params");
+  tag(all);
+  manifest["all_params"] = std::move(all);
+}
+
 std::string titan::pipelineTableSource(
     const std::vector<std::vector<std::string>> &functions) {
   std::string text;

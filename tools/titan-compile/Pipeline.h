@@ -55,6 +55,18 @@ std::map<int64_t, int64_t> framesInFlight(const PipelineSchedule &schedule,
 void addPipelineToManifest(llvm::json::Object &manifest, const PipelineJob &job,
                            int64_t rank, mlir::ModuleOp module);
 
+/// The pipeline rank holding parameter `name` (the rank of the stage whose
+/// module it belongs to), or -1 for a name of no stage.
+int64_t pipelineRankOfParameter(const PipelineJob &job, llvm::StringRef name);
+
+/// Tags each parameter of `manifest` with its pipeline rank and adds
+/// `all_params`, every parameter of the model (`whole`: the manifest of the
+/// partitioned model before the stage cut), so checkpoints can index and
+/// export the whole model from any rank.
+void addPipelineParameters(llvm::json::Object &manifest,
+                           const llvm::json::Object &whole,
+                           const PipelineJob &job);
+
 /// The C++ source of the executable's program table and main(): for each
 /// pipeline rank its manifest symbol and its functions
 /// (`titan_pp<r>_<name>`), handed to the runtime's pipeline entry point.

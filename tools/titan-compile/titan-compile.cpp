@@ -395,6 +395,11 @@ int compilePipelined(mlir::ModuleOp partitioned, const LlamaArgs &model,
                        "target)");
   const auto &p = c.parallelism;
   int64_t ranks = mesh[0];
+  // Every parameter of the model, for the ranks' checkpoint indexes.
+  llvm::Expected<llvm::json::Object> whole =
+      buildManifest(model, c, partitioned);
+  if (!whole)
+    return reportError(whole.takeError());
   std::vector<std::vector<std::string>> tables;
   llvm::SmallVector<std::string> objects;
   llvm::scope_exit cleanup([&] {
@@ -494,6 +499,7 @@ int compilePipelined(mlir::ModuleOp partitioned, const LlamaArgs &model,
     }
     addArenaToManifest(*manifest, *module);
     addPipelineToManifest(*manifest, *job, r, *module);
+    addPipelineParameters(*manifest, *whole, *job);
     (*manifest)["accumulation_steps"] = accumulationSteps(c, mesh);
     (*manifest)["target"] = stringifyKernelTarget(target);
     // The pipeline's transfers and its loss reduction run over pp.
