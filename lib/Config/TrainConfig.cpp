@@ -217,6 +217,11 @@ std::vector<KeySpec> buildSchema(TrainConfig &c) {
       "Pipeline schedule")
       .oneOf({"GPipe", "1F1B", "Interleaved1F1B", "LoopedBFS",
               "InterleavedZeroBubble", "ZBVZeroBubble", "DualPipeV"});
+  add("parallelism", "pipeline_parallel_schedule_csv",
+      &p.pipelineParallelScheduleCsv,
+      "A file of each pipeline rank's actions (TorchTitan's CSV format, "
+      "e.g. 0F0,0F1,0B0,...), run instead of the named schedule, whose "
+      "stage layout it keeps");
   add("parallelism", "pipeline_parallel_microbatch_size",
       &p.pipelineParallelMicrobatchSize, "Pipeline microbatch size")
       .atLeast(1);

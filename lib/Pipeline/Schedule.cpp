@@ -15,6 +15,9 @@
 #include "titan/Pipeline/Schedule.h"
 
 #include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/ADT/StringSwitch.h"
 #include "llvm/Support/FormatVariadic.h"
 
 #include <algorithm>
@@ -26,9 +29,31 @@ static llvm::Error error(const llvm::Twine &message) {
   return llvm::createStringError(llvm::inconvertibleErrorCode(), message.str());
 }
 
+char PipelineAction::letter() const {
+  switch (kind) {
+  case Forward:
+    return 'F';
+  case Backward:
+    return 'B';
+  case BackwardInput:
+    return 'I';
+  case BackwardWeight:
+    return 'W';
+  }
+  return '?';
+}
+
 std::string PipelineAction::str() const {
-  return std::to_string(stage) + (kind == Forward ? "F" : "B") +
-         std::to_string(microbatch);
+  return std::to_string(stage) + letter() + std::to_string(microbatch);
+}
+
+bool titan::splitsBackward(const PipelineSchedule &s) {
+  for (const auto &actions : s.actions)
+    for (const PipelineAction &a : actions)
+      if (a.kind == PipelineAction::BackwardInput ||
+          a.kind == PipelineAction::BackwardWeight)
+        return true;
+  return false;
 }
 
 namespace {
@@ -39,6 +64,179 @@ PipelineAction forward(int64_t stage, int64_t mb) {
 }
 PipelineAction backward(int64_t stage, int64_t mb) {
   return {PipelineAction::Backward, stage, mb};
+}
+PipelineAction backwardInput(int64_t stage, int64_t mb) {
+  return {PipelineAction::BackwardInput, stage, mb};
+}
+PipelineAction backwardWeight(int64_t stage, int64_t mb) {
+  return {PipelineAction::BackwardWeight, stage, mb};
+}
+
+/// ScheduleInterleavedZeroBubble (ZB1P, Qi et al. 2024) as
+/// torch.distributed.pipelining builds it (_get_warmup_ops with factor 1,
+/// _get_1f1b_rank_ops with enable_zero_bubble): microbatches in rounds,
+/// warm-up forwards, then forward / input-gradient pairs, each weight
+/// gradient deferred by `rank` steps, the remaining weight gradients last.
+Actions interleavedZeroBubble(const std::vector<int64_t> &mine, int64_t p,
+                              int64_t r, int64_t m) {
+  int64_t v = int64_t(mine.size());
+  int64_t rounds = std::max<int64_t>(1, m / p), perRound = m / rounds;
+  int64_t warmup = std::min((v - 1) * perRound + (p - 1 - r), m * v);
+  // Warm-up forwards, m v - warmup forward / backward pairs, warmup
+  // cool-down backwards.
+  int64_t total = m * v + warmup;
+  auto forwardStage = [&](int64_t step) {
+    return mine[size_t((step / perRound) % v)];
+  };
+  auto backwardStage = [&](int64_t step) {
+    return mine[size_t(v - 1 - ((step - warmup) / perRound) % v)];
+  };
+  std::map<int64_t, int64_t> fwd, bwd, wgt;
+  std::vector<int64_t> backwardSteps;
+  size_t weights = 0;
+  Actions a;
+  auto weight = [&](int64_t op) {
+    if (op - warmup < r)
+      return;
+    int64_t st = backwardStage(backwardSteps[weights++]);
+    a.push_back(backwardWeight(st, wgt[st]++));
+  };
+  for (int64_t op = 0; op < total; ++op) {
+    if (op < m * v) {
+      int64_t st = forwardStage(op);
+      a.push_back(forward(st, fwd[st]++));
+    }
+    if (op >= warmup) {
+      int64_t st = backwardStage(op);
+      a.push_back(backwardInput(st, bwd[st]++));
+      backwardSteps.push_back(op);
+      weight(op);
+    }
+  }
+  while (weights < backwardSteps.size()) {
+    int64_t st = backwardStage(backwardSteps[weights++]);
+    a.push_back(backwardWeight(st, wgt[st]++));
+  }
+  return a;
+}
+
+/// ScheduleZBVZeroBubble (Qi et al. 2024, section 6) as
+/// torch.distributed.pipelining builds it: rank r holds stages r (chunk 0)
+/// and 2p - 1 - r (chunk 1); warm-up forwards of both chunks, then
+/// F I W of each chunk in turn, then the remaining input and weight
+/// gradients; actions of microbatches past m (it plans at least 2p - 1)
+/// are dropped.
+Actions zbvZeroBubble(int64_t p, int64_t r, int64_t m) {
+  int64_t n = std::max(2 * p - 1, m);
+  int64_t c0 = r, c1 = 2 * p - 1 - r;
+  int64_t f0 = 0, f1 = 0, b0 = 0, b1 = 0;
+  Actions a;
+  for (int64_t i = 0; i < 2 * (p - r) - 1; ++i)
+    a.push_back(forward(c0, f0++));
+  for (int64_t i = 0; i < r; ++i) {
+    a.push_back(forward(c1, f1++));
+    a.push_back(forward(c0, f0++));
+  }
+  for (int64_t i = 0; i < p - r; ++i) {
+    a.push_back(forward(c1, f1++));
+    a.push_back(backwardInput(c1, b1));
+    a.push_back(backwardWeight(c1, b1++));
+  }
+  while (f1 < f0 || f0 < n) {
+    if (f0 < n)
+      a.push_back(forward(c0, f0++));
+    a.push_back(backwardInput(c0, b0));
+    a.push_back(backwardWeight(c0, b0++));
+    a.push_back(forward(c1, f1++));
+    a.push_back(backwardInput(c1, b1));
+    a.push_back(backwardWeight(c1, b1++));
+  }
+  int64_t w0 = b0, w1 = b1;
+  for (int64_t i = 0; i < r; ++i) {
+    a.push_back(backwardInput(c0, b0++));
+    a.push_back(backwardInput(c1, b1++));
+  }
+  for (int64_t i = 0; i < p - r; ++i) {
+    a.push_back(backwardInput(c0, b0++));
+    a.push_back(backwardWeight(c0, w0++));
+  }
+  while (w1 < b1)
+    a.push_back(backwardWeight(c1, w1++));
+  while (w0 < b0)
+    a.push_back(backwardWeight(c0, w0++));
+  llvm::erase_if(a, [&](const PipelineAction &x) { return x.microbatch >= m; });
+  return a;
+}
+
+/// ScheduleDualPipeV (DeepSeek-V3's DualPipe folded into a V, as
+/// torch.distributed.pipelining builds it): rank r holds stages r and
+/// 2p - 1 - r; eight phases mixing whole backwards (B) with input /
+/// weight gradients whose W are queued and run later. The overlapped
+/// forward + backward pairs run one after the other here (F then B).
+Actions dualPipeV(int64_t p, int64_t r, int64_t m) {
+  int64_t s0 = r, s1 = 2 * p - 1 - r;
+  std::map<std::pair<int64_t, int>, int64_t> count; // (stage, F/I/W) -> mb
+  std::vector<std::pair<int64_t, int64_t>> weightQueue;
+  Actions a;
+  auto add = [&](int64_t stage, PipelineAction::Kind kind) {
+    int which = kind == PipelineAction::Forward ? 0 : 1;
+    int64_t mb = count[{stage, which}];
+    a.push_back({kind, stage, mb});
+    count[{stage, which}] = mb + 1;
+    if (kind == PipelineAction::BackwardInput)
+      weightQueue.push_back({stage, mb});
+  };
+  auto pendingWeight = [&] {
+    if (weightQueue.empty())
+      return;
+    auto [stage, mb] = weightQueue.front();
+    weightQueue.erase(weightQueue.begin());
+    a.push_back(backwardWeight(stage, mb));
+  };
+  auto overlap = [&](int64_t fwdStage, int64_t bwdStage) {
+    add(fwdStage, PipelineAction::Forward);
+    add(bwdStage, PipelineAction::Backward);
+  };
+  for (int64_t i = 0; i < 2 * (p - r - 1); ++i)
+    add(s0, PipelineAction::Forward);
+  for (int64_t i = 0; i < r + 1; ++i) {
+    add(s0, PipelineAction::Forward);
+    add(s1, PipelineAction::Forward);
+  }
+  for (int64_t i = 0; i < p - r - 1; ++i) {
+    add(s1, PipelineAction::BackwardInput);
+    pendingWeight();
+    add(s1, PipelineAction::Forward);
+  }
+  for (int64_t i = 0; i < m - 2 * p + r + 1; ++i) {
+    overlap(s0, s1);
+    overlap(s1, s0);
+  }
+  for (int64_t i = 0; i < p - r - 1; ++i) {
+    add(s1, PipelineAction::Backward);
+    overlap(s1, s0);
+  }
+  // The second half of the last backwards split into I and W.
+  bool split = false;
+  int64_t last = r + 1;
+  auto backwardKind = [&] {
+    return split ? PipelineAction::BackwardInput : PipelineAction::Backward;
+  };
+  for (int64_t i = 0; i < last; ++i) {
+    if (i == last / 2 && r % 2 == 1)
+      split = true;
+    add(s1, backwardKind());
+    if (i == last / 2 && r % 2 == 0)
+      split = true;
+    add(s0, backwardKind());
+  }
+  for (int64_t i = 0; i < p - r - 1; ++i) {
+    pendingWeight();
+    add(s0, backwardKind());
+  }
+  for (int64_t i = 0; i < r + 1; ++i)
+    pendingWeight();
+  return a;
 }
 
 Actions gpipe(int64_t stage, int64_t m) {
@@ -127,11 +325,31 @@ llvm::Expected<PipelineSchedule> titan::buildSchedule(llvm::StringRef schedule,
           oneForwardOneBackward(f, b, 2 * (p - r - 1) + (v - 1) * p));
     } else if (schedule == "LoopedBFS") {
       s.actions.push_back(loopedBFS(mine, m));
+    } else if (schedule == "InterleavedZeroBubble") {
+      int64_t rounds = std::max<int64_t>(1, m / p);
+      if (m % rounds != 0)
+        return error(llvm::formatv(
+            "parallelism.pipeline_parallel_schedule 'InterleavedZeroBubble' "
+            "runs the microbatches in max(1, m / p) = {0} rounds: {1} "
+            "microbatches (training.local_batch_size / "
+            "pipeline_parallel_microbatch_size) must be a multiple of {0}",
+            rounds, m));
+      s.actions.push_back(interleavedZeroBubble(mine, p, r, m));
+    } else if (schedule == "ZBVZeroBubble") {
+      s.actions.push_back(zbvZeroBubble(p, r, m));
+    } else if (schedule == "DualPipeV") {
+      if (m < s.stages)
+        return error(llvm::formatv(
+            "parallelism.pipeline_parallel_schedule 'DualPipeV' needs at "
+            "least as many microbatches as stages: {0} microbatches "
+            "(training.local_batch_size / pipeline_parallel_microbatch_size) "
+            "for {1} stages",
+            m, s.stages));
+      s.actions.push_back(dualPipeV(p, r, m));
     } else {
       return error("parallelism.pipeline_parallel_schedule '" + schedule +
-                   "': its action lists (the zero-bubble and V schedules "
-                   "split the backward into input and weight gradients) are "
-                   "not built yet");
+                   "' is not one of GPipe, 1F1B, Interleaved1F1B, LoopedBFS, "
+                   "InterleavedZeroBubble, ZBVZeroBubble, DualPipeV");
     }
   }
   return s;
@@ -140,17 +358,17 @@ llvm::Expected<PipelineSchedule> titan::buildSchedule(llvm::StringRef schedule,
 llvm::Expected<ScheduleTimeline>
 titan::simulateSchedule(const PipelineSchedule &s, double forwardCost,
                         double backwardCost) {
+  using Kind = PipelineAction::Kind;
   // Who owns each stage, and each action's finish time once simulated.
   std::vector<int64_t> owner(size_t(s.stages), -1);
   for (auto [r, stages] : llvm::enumerate(s.stagesOfRank))
     for (int64_t st : stages)
       owner[size_t(st)] = int64_t(r);
-  auto key = [&](PipelineAction::Kind kind, int64_t stage, int64_t mb) {
-    return (mb * s.stages + stage) * 2 +
-           (kind == PipelineAction::Forward ? 0 : 1);
+  auto key = [&](Kind kind, int64_t stage, int64_t mb) {
+    return (mb * s.stages + stage) * 4 + int64_t(kind);
   };
-  std::map<int64_t, double> finish;
   std::map<int64_t, int64_t> seen;
+  size_t total = 0;
   for (auto [r, actions] : llvm::enumerate(s.actions))
     for (const PipelineAction &a : actions) {
       if (a.stage < 0 || a.stage >= s.stages || a.microbatch < 0 ||
@@ -162,50 +380,85 @@ titan::simulateSchedule(const PipelineSchedule &s, double forwardCost,
       if (++seen[key(a.kind, a.stage, a.microbatch)] > 1)
         return error(
             llvm::formatv("pipeline rank {0} runs {1} twice", r, a.str()));
+      ++total;
     }
-  if (int64_t(seen.size()) != 2 * s.stages * s.microbatches)
-    return error(llvm::formatv("the schedule runs {0} of the {1} forward and "
-                               "backward actions",
-                               seen.size(), 2 * s.stages * s.microbatches));
+  // Every microbatch of every stage: one F, and one B or one I and one W.
+  for (int64_t mb = 0; mb < s.microbatches; ++mb)
+    for (int64_t st = 0; st < s.stages; ++st) {
+      auto has = [&](Kind k) { return seen.count(key(k, st, mb)) != 0; };
+      std::string name = std::to_string(st) + "?" + std::to_string(mb);
+      auto named = [&](char c) {
+        name[std::to_string(st).size()] = c;
+        return name;
+      };
+      if (!has(Kind::Forward))
+        return error("the schedule never runs " + named('F'));
+      bool split = has(Kind::BackwardInput) || has(Kind::BackwardWeight);
+      if (has(Kind::Backward) && split)
+        return error("the schedule runs both " + named('B') +
+                     " and its input or weight gradient");
+      if (!has(Kind::Backward) && !split)
+        return error("the schedule never runs " + named('B') + " (or " +
+                     named('I') + " and " + named('W') + ")");
+      if (split && !has(Kind::BackwardInput))
+        return error("the schedule never runs " + named('I'));
+      if (split && !has(Kind::BackwardWeight))
+        return error("the schedule never runs " + named('W'));
+    }
 
+  std::map<int64_t, double> finish;
+  // The input gradient of (stage, mb) exists once its B or I finished.
+  auto gradientReady = [&](int64_t stage, int64_t mb) -> std::optional<double> {
+    for (Kind k : {Kind::Backward, Kind::BackwardInput})
+      if (auto it = finish.find(key(k, stage, mb)); it != finish.end())
+        return it->second;
+    return std::nullopt;
+  };
   ScheduleTimeline t;
   size_t ranks = s.actions.size();
   t.start.resize(ranks);
   std::vector<size_t> next(ranks, 0);
   std::vector<double> free(ranks, 0), busy(ranks, 0);
-  size_t done = 0, total = 2 * size_t(s.stages * s.microbatches);
+  size_t done = 0;
   while (done < total) {
     bool progress = false;
     for (size_t r = 0; r < ranks; ++r) {
       while (next[r] < s.actions[r].size()) {
         const PipelineAction &a = s.actions[r][next[r]];
-        // Inputs: the previous stage's forward, or the next stage's
-        // backward and this stage's forward.
-        std::vector<int64_t> deps;
-        if (a.kind == PipelineAction::Forward) {
+        // Inputs: the previous stage's forward; the next stage's input
+        // gradient and this stage's forward; a weight gradient's input
+        // gradient.
+        std::vector<std::optional<double>> deps;
+        auto finished = [&](Kind k, int64_t stage) -> std::optional<double> {
+          if (auto it = finish.find(key(k, stage, a.microbatch));
+              it != finish.end())
+            return it->second;
+          return std::nullopt;
+        };
+        if (a.kind == Kind::Forward) {
           if (a.stage > 0)
-            deps.push_back(
-                key(PipelineAction::Forward, a.stage - 1, a.microbatch));
+            deps.push_back(finished(Kind::Forward, a.stage - 1));
+        } else if (a.kind == Kind::BackwardWeight) {
+          deps.push_back(finished(Kind::BackwardInput, a.stage));
         } else {
-          deps.push_back(key(PipelineAction::Forward, a.stage, a.microbatch));
+          deps.push_back(finished(Kind::Forward, a.stage));
           if (a.stage + 1 < s.stages)
-            deps.push_back(
-                key(PipelineAction::Backward, a.stage + 1, a.microbatch));
+            deps.push_back(gradientReady(a.stage + 1, a.microbatch));
         }
         double ready = free[r];
         bool met = true;
-        for (int64_t d : deps) {
-          auto it = finish.find(d);
-          if (it == finish.end()) {
+        for (const std::optional<double> &d : deps) {
+          if (!d) {
             met = false;
             break;
           }
-          ready = std::max(ready, it->second);
+          ready = std::max(ready, *d);
         }
         if (!met)
           break;
-        double cost =
-            a.kind == PipelineAction::Forward ? forwardCost : backwardCost;
+        double cost = a.kind == Kind::Forward    ? forwardCost
+                      : a.kind == Kind::Backward ? backwardCost
+                                                 : backwardCost / 2;
         t.start[r].push_back(ready);
         free[r] = ready + cost;
         busy[r] += cost;
@@ -237,9 +490,70 @@ titan::simulateSchedule(const PipelineSchedule &s, double forwardCost,
   return t;
 }
 
-double titan::textbookBubble(llvm::StringRef schedule, int64_t p, int64_t v,
-                             int64_t m) {
+std::optional<double> titan::textbookBubble(llvm::StringRef schedule, int64_t p,
+                                            int64_t v, int64_t m) {
   if (schedule == "GPipe" || schedule == "1F1B")
     return double(p - 1) / double(m + p - 1);
-  return double(p - 1) / double(v * m + p - 1);
+  if (schedule == "Interleaved1F1B" || schedule == "LoopedBFS")
+    return double(p - 1) / double(v * m + p - 1);
+  if (schedule == "InterleavedZeroBubble")
+    return double(p - 1) / double(3 * v * m + p - 1);
+  if (schedule == "ZBVZeroBubble")
+    return 0.0;
+  return std::nullopt;
+}
+
+llvm::Expected<PipelineSchedule>
+titan::parseScheduleCSV(llvm::StringRef text, const PipelinePlan &plan,
+                        int64_t microbatches) {
+  PipelineSchedule s;
+  s.name = "CSV";
+  s.ranks = plan.ranks;
+  s.stages = int64_t(plan.stages.size());
+  s.microbatches = microbatches;
+  s.stagesOfRank = plan.stagesOfRank;
+  llvm::SmallVector<llvm::StringRef> rows;
+  text.split(rows, '\n');
+  while (!rows.empty() && rows.back().trim().empty())
+    rows.pop_back();
+  if (int64_t(rows.size()) != plan.ranks)
+    return error(llvm::formatv("parallelism.pipeline_parallel_schedule_csv "
+                               "has {0} rows; the pipeline has {1} ranks "
+                               "(one row of actions per rank)",
+                               rows.size(), plan.ranks));
+  for (auto [r, row] : llvm::enumerate(rows)) {
+    llvm::SmallVector<llvm::StringRef> cells;
+    row.split(cells, ',');
+    Actions actions;
+    for (auto [c, cell] : llvm::enumerate(cells)) {
+      llvm::StringRef text = cell.trim();
+      if (text.empty())
+        continue; // an idle step
+      size_t digits = text.find_first_not_of("0123456789");
+      llvm::StringRef kind =
+          digits == llvm::StringRef::npos ? "" : text.substr(digits);
+      kind = kind.take_while([](char ch) { return !llvm::isDigit(ch); });
+      if (llvm::is_contained({"SEND_F", "RECV_F", "SEND_B", "RECV_B", "UNSHARD",
+                              "RESHARD", "REDUCE_GRAD"},
+                             kind))
+        continue; // titan derives transfers and FSDP actions
+      int64_t stage = -1, mb = -1;
+      std::optional<PipelineAction::Kind> k =
+          llvm::StringSwitch<std::optional<PipelineAction::Kind>>(kind)
+              .Case("F", PipelineAction::Forward)
+              .Case("B", PipelineAction::Backward)
+              .Case("I", PipelineAction::BackwardInput)
+              .Case("W", PipelineAction::BackwardWeight)
+              .Default(std::nullopt);
+      if (!k || text.substr(0, digits).getAsInteger(10, stage) ||
+          text.substr(digits + kind.size()).getAsInteger(10, mb))
+        return error(llvm::formatv(
+            "parallelism.pipeline_parallel_schedule_csv: row {0}, cell {1}: "
+            "'{2}' is not an action <stage><F|B|I|W><microbatch> (e.g. 2F0)",
+            r + 1, c + 1, text));
+      actions.push_back({*k, stage, mb});
+    }
+    s.actions.push_back(std::move(actions));
+  }
+  return s;
 }

@@ -26,7 +26,8 @@ void titan::writeScheduleSVG(const PipelineSchedule &s,
                       left, title);
   os << llvm::formatv(
       "<text x=\"{0}\" y=\"36\" fill=\"#555\">{1}: {2} ranks, {3} stages, {4} "
-      "microbatches; bubble {5:f3} (F = {6}, B = {7} per action)</text>\n",
+      "microbatches; bubble {5:f3} (F = {6}, B = {7}, I = W = B / 2 per "
+      "action)</text>\n",
       left, s.name, s.ranks, s.stages, s.microbatches, t.bubble, forwardCost,
       backwardCost);
   // Forwards blue, backwards orange, lighter for later stages of a rank.
@@ -37,16 +38,28 @@ void titan::writeScheduleSVG(const PipelineSchedule &s,
     static const char *forward[] = {"#4e79a7", "#76b7b2", "#a0cbe8", "#59a14f"};
     static const char *backward[] = {"#e15759", "#f28e2b", "#ffbe7d",
                                      "#b07aa1"};
-    return a.kind == PipelineAction::Forward ? forward[local % 4]
-                                             : backward[local % 4];
+    static const char *input[] = {"#9c6b30", "#c49a45", "#d4b483", "#8c564b"};
+    static const char *weight[] = {"#7f7f7f", "#a5a5a5", "#c7c7c7", "#5f5f5f"};
+    switch (a.kind) {
+    case PipelineAction::Forward:
+      return forward[local % 4];
+    case PipelineAction::Backward:
+      return backward[local % 4];
+    case PipelineAction::BackwardInput:
+      return input[local % 4];
+    case PipelineAction::BackwardWeight:
+      return weight[local % 4];
+    }
+    return "#000000";
   };
   for (auto [r, actions] : llvm::enumerate(s.actions)) {
     double y = top + double(r) * (row + gap);
     os << llvm::formatv("<text x=\"8\" y=\"{0}\">rank {1}</text>\n",
                         y + row / 2 + 4, r);
     for (auto [i, a] : llvm::enumerate(actions)) {
-      double cost =
-          a.kind == PipelineAction::Forward ? forwardCost : backwardCost;
+      double cost = a.kind == PipelineAction::Forward    ? forwardCost
+                    : a.kind == PipelineAction::Backward ? backwardCost
+                                                         : backwardCost / 2;
       double x = left + unit * t.start[r][i];
       os << llvm::formatv("<rect x=\"{0:f1}\" y=\"{1:f1}\" width=\"{2:f1}\" "
                           "height=\"{3}\" fill=\"{4}\" stroke=\"white\">"
@@ -62,9 +75,9 @@ void titan::writeScheduleSVG(const PipelineSchedule &s,
   double axis = top + double(s.actions.size()) * (row + gap) + 14;
   os << llvm::formatv(
       "<text x=\"{0}\" y=\"{1}\" fill=\"#555\">time (cost "
-      "units) 0 .. {2:f1}; blue and teal: forward, red and orange: backward, "
-      "the second shade a rank's later stage; number: "
-      "microbatch</text>\n",
+      "units) 0 .. {2:f1}; blue and teal: forward (F), red and orange: "
+      "backward (B), brown: input gradient (I), grey: weight gradient (W), "
+      "the second shade a rank's later stage; number: microbatch</text>\n",
       left, axis, t.makespan);
   os << "</svg>\n";
 }

@@ -74,17 +74,24 @@ static Manifest::Pipeline parsePipeline(const llvm::json::Object &o) {
       s.stage = integer(*so, "stage");
       s.forward = so->getString("forward").value_or("").str();
       s.backward = so->getString("backward").value_or("").str();
+      s.backwardInput = so->getString("backward_input").value_or("").str();
+      s.backwardWeight = so->getString("backward_weight").value_or("").str();
+      if (s.forward.empty() ||
+          (s.backward.empty() &&
+           (s.backwardInput.empty() || s.backwardWeight.empty())))
+        fatal("corrupt executable: pipeline stage " + std::to_string(s.stage) +
+              " has no forward and backward functions");
       s.frameBytes = integer(*so, "frame_bytes");
       s.frames = integer(*so, "frames");
       if (const llvm::json::Object *slots = so->getObject("frame_slots"))
         parseSlots(*slots, s.frameBytes, "its pipeline frame", s.frameSlots);
       p.stages.push_back(std::move(s));
     }
-  // Actions in TorchTitan's notation: <stage><F|B><microbatch>.
+  // Actions in TorchTitan's notation: <stage><F|B|I|W><microbatch>.
   if (const llvm::json::Array *actions = o.getArray("actions"))
     for (const llvm::json::Value &v : *actions) {
       StringRef text = v.getAsString().value_or("");
-      size_t at = text.find_first_of("FB");
+      size_t at = text.find_first_of("FBIW");
       Manifest::PipelineAction a{'?', -1, -1};
       if (at != StringRef::npos && at > 0) {
         a.kind = text[at];
@@ -95,7 +102,7 @@ static Manifest::Pipeline parsePipeline(const llvm::json::Object &o) {
       if (a.stage < 0 || a.stage >= p.numStages || a.microbatch < 0 ||
           a.microbatch >= p.microbatches)
         fatal("corrupt executable: pipeline action '" + text.str() +
-              "' is not <stage><F|B><microbatch> within the schedule");
+              "' is not <stage><F|B|I|W><microbatch> within the schedule");
       p.actions.push_back(a);
     }
   return p;

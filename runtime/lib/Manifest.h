@@ -55,15 +55,17 @@ struct Manifest {
   /// Pipeline parallel: what this pipeline rank's program runs.
   struct PipelineStage {
     int64_t stage = 0;
-    /// The phase functions of the program's table.
-    std::string forward, backward;
+    /// The phase functions of the program's table: forward and backward,
+    /// or forward, backward_input and backward_weight (zero-bubble
+    /// schedules; a whole B then runs I and W).
+    std::string forward, backward, backwardInput, backwardWeight;
     /// One microbatch's frame: its size, its slots (offset, bytes), and
     /// how many microbatches the schedule keeps in flight at most.
     int64_t frameBytes = 0, frames = 0;
     llvm::StringMap<std::pair<int64_t, int64_t>> frameSlots;
   };
   struct PipelineAction {
-    char kind; ///< 'F' or 'B'
+    char kind; ///< 'F', 'B', 'I' or 'W'
     int64_t stage, microbatch;
   };
   struct Pipeline {

@@ -28,7 +28,9 @@ using Slot = std::pair<int64_t, int64_t>; ///< offset, bytes
 struct PipelineExecutor::Stage {
   const Manifest::PipelineStage *plan = nullptr;
   int64_t index = 0;
-  PipelineFunction forward = nullptr, backward = nullptr;
+  /// backward, or backwardInput and backwardWeight.
+  PipelineFunction forward = nullptr, backward = nullptr,
+                   backwardInput = nullptr, backwardWeight = nullptr;
   /// The frame slots by kind, indexed by boundary index.
   std::vector<Slot> inputs, outputs, outputGrads, inputGrads;
   std::optional<Slot> tokens, labels;
@@ -61,7 +63,12 @@ PipelineExecutor::PipelineExecutor(
     stage->plan = &plan;
     stage->index = plan.stage;
     stage->forward = function(plan.forward);
-    stage->backward = function(plan.backward);
+    if (!plan.backward.empty()) {
+      stage->backward = function(plan.backward);
+    } else {
+      stage->backwardInput = function(plan.backwardInput);
+      stage->backwardWeight = function(plan.backwardWeight);
+    }
     std::string prefix = "frame" + std::to_string(plan.stage) + ":";
     for (const auto &entry : plan.frameSlots) {
       StringRef name = entry.getKey();
@@ -181,12 +188,16 @@ void PipelineExecutor::forward(Stage &s, int64_t mb,
                tag(next, mb, 0, int64_t(i)));
 }
 
-void PipelineExecutor::backward(Stage &s, int64_t mb) {
+char *PipelineExecutor::liveFrame(Stage &s, int64_t mb, char kind) {
   auto it = s.live.find(mb);
   if (it == s.live.end())
     fatal("corrupt executable: pipeline action " + std::to_string(s.index) +
-          "B" + std::to_string(mb) + " comes before its forward");
-  char *frame = it->second;
+          kind + std::to_string(mb) + " comes before its forward");
+  return it->second;
+}
+
+void PipelineExecutor::backward(Stage &s, int64_t mb, PipelineFunction fn) {
+  char *frame = liveFrame(s, mb, 'B');
   // The next stage's gradients: written into this frame by its backward
   // here, or received.
   int64_t next = s.index + 1;
@@ -195,13 +206,13 @@ void PipelineExecutor::backward(Stage &s, int64_t mb) {
       comm.recv(frame + slot.first, kBytes, slot.second,
                 p.stageRanks[size_t(next)], tag(s.index, mb, 1, int64_t(i)))
           ->finish();
-  s.backward(arena, frame);
+  fn(arena, frame);
   int64_t prev = s.index - 1;
   if (prev >= 0) {
     for (auto [i, slot] : llvm::enumerate(s.inputGrads)) {
       if (onThisRank(p, prev)) {
         Stage &to = local(prev);
-        std::memcpy(to.live.at(mb) + to.outputGrads[i].first,
+        std::memcpy(liveFrame(to, mb, 'B') + to.outputGrads[i].first,
                     frame + slot.first, size_t(slot.second));
       } else {
         sendCopy(frame + slot.first, slot.second, p.stageRanks[size_t(prev)],
@@ -209,7 +220,16 @@ void PipelineExecutor::backward(Stage &s, int64_t mb) {
       }
     }
   }
-  s.free.push_back(frame);
+}
+
+void PipelineExecutor::weight(Stage &s, int64_t mb) {
+  char *frame = liveFrame(s, mb, 'W');
+  s.backwardWeight(arena, frame);
+}
+
+void PipelineExecutor::release(Stage &s, int64_t mb) {
+  auto it = s.live.find(mb);
+  s.free.push_back(it->second);
   s.live.erase(it);
 }
 
@@ -231,8 +251,25 @@ double PipelineExecutor::run(const FillMicrobatch &fill) {
         std::memcpy(&value, lossSlot, sizeof(float));
         loss += double(value);
       }
+    } else if (a.kind == 'B') {
+      // A stage split for zero-bubble schedules runs a whole B as I, W.
+      backward(s, a.microbatch, s.backward ? s.backward : s.backwardInput);
+      if (!s.backward)
+        weight(s, a.microbatch);
+      release(s, a.microbatch);
+    } else if (a.kind == 'I') {
+      if (!s.backwardInput)
+        fatal("corrupt executable: pipeline stage " + std::to_string(a.stage) +
+              " has no input-gradient phase for action " +
+              std::to_string(a.stage) + "I" + std::to_string(a.microbatch));
+      backward(s, a.microbatch, s.backwardInput);
     } else {
-      backward(s, a.microbatch);
+      if (!s.backwardWeight)
+        fatal("corrupt executable: pipeline stage " + std::to_string(a.stage) +
+              " has no weight-gradient phase for action " +
+              std::to_string(a.stage) + "W" + std::to_string(a.microbatch));
+      weight(s, a.microbatch);
+      release(s, a.microbatch);
     }
   }
   comm.setContext(context + ", pipeline sends");

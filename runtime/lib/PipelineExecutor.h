@@ -58,7 +58,15 @@ private:
   struct Stage;
   Stage &local(int64_t stage);
   void forward(Stage &s, int64_t mb, const FillMicrobatch &fill);
-  void backward(Stage &s, int64_t mb);
+  /// The frame of (s, mb), which its forward took.
+  char *liveFrame(Stage &s, int64_t mb, char kind);
+  /// B or I: receives the output gradients, runs `fn`, sends the input
+  /// gradients.
+  void backward(Stage &s, int64_t mb, PipelineFunction fn);
+  /// W.
+  void weight(Stage &s, int64_t mb);
+  /// Gives (s, mb)'s frame back after its last backward action.
+  void release(Stage &s, int64_t mb);
   /// Sends a copy of `bytes` at `data` (so its frame can be reused at
   /// once) to pipeline rank `peer`.
   void sendCopy(const char *data, int64_t bytes, int64_t peer, int tag);

@@ -8,7 +8,9 @@
 #include "titan/Model/LlamaArgs.h"
 
 #include "llvm/ADT/StringExtras.h"
+#include "llvm/Support/FileSystem.h"
 #include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/raw_ostream.h"
 
 using namespace titan;
@@ -36,8 +38,21 @@ llvm::Expected<PipelineJob> titan::planPipelineJob(const LlamaArgs &model,
                       c.training.localBatchSize, job.microbatchSize)
             .str());
   job.microbatches = c.training.localBatchSize / job.microbatchSize;
-  llvm::Expected<PipelineSchedule> schedule =
-      buildSchedule(p.pipelineParallelSchedule, job.plan, job.microbatches);
+  llvm::Expected<PipelineSchedule> schedule = [&] {
+    if (p.pipelineParallelScheduleCsv.empty())
+      return buildSchedule(p.pipelineParallelSchedule, job.plan,
+                           job.microbatches);
+    // As TorchTitan's build_pipeline_schedule: the file must exist.
+    llvm::ErrorOr<std::unique_ptr<llvm::MemoryBuffer>> file =
+        llvm::MemoryBuffer::getFile(p.pipelineParallelScheduleCsv);
+    if (!file || !llvm::sys::fs::is_regular_file(p.pipelineParallelScheduleCsv))
+      return llvm::Expected<PipelineSchedule>(llvm::createStringError(
+          llvm::inconvertibleErrorCode(),
+          "parallelism.pipeline_parallel_schedule_csv: '" +
+              p.pipelineParallelScheduleCsv +
+              "' does not exist or is not a file"));
+    return parseScheduleCSV((*file)->getBuffer(), job.plan, job.microbatches);
+  }();
   if (!schedule)
     return schedule.takeError();
   job.schedule = std::move(*schedule);
@@ -50,8 +65,12 @@ llvm::Expected<PipelineJob> titan::planPipelineJob(const LlamaArgs &model,
   return job;
 }
 
-std::vector<std::string> titan::stagePhaseFunctions(int64_t stage) {
+std::vector<std::string> titan::stagePhaseFunctions(int64_t stage,
+                                                    bool splitWeightGrad) {
   std::string name = "stage" + std::to_string(stage);
+  if (splitWeightGrad)
+    return {name + "_forward", name + "_backward_input",
+            name + "_backward_weight"};
   return {name + "_forward", name + "_backward"};
 }
 
@@ -60,9 +79,14 @@ titan::framesInFlight(const PipelineSchedule &schedule, int64_t rank) {
   std::map<int64_t, int64_t> live, peak;
   for (int64_t s : schedule.stagesOfRank[size_t(rank)])
     peak[s] = 0;
+  // A microbatch's frame lives from its forward to its last backward
+  // action (B, or W after I).
   for (const PipelineAction &a : schedule.actions[size_t(rank)]) {
     int64_t &n = live[a.stage];
-    n += a.kind == PipelineAction::Forward ? 1 : -1;
+    if (a.kind == PipelineAction::Forward)
+      ++n;
+    else if (a.kind != PipelineAction::BackwardInput)
+      --n;
     peak[a.stage] = std::max(peak[a.stage], n);
   }
   return peak;
@@ -87,13 +111,20 @@ void titan::addPipelineToManifest(llvm::json::Object &manifest,
   std::map<int64_t, int64_t> frames = framesInFlight(job.schedule, rank);
   llvm::json::Array stages;
   for (int64_t s : job.schedule.stagesOfRank[size_t(rank)]) {
-    std::vector<std::string> phases = stagePhaseFunctions(s);
-    stages.push_back(llvm::json::Object{{"stage", s},
-                                        {"forward", phases[0]},
-                                        {"backward", phases[1]},
-                                        {"frame_bytes", bytes[s]},
-                                        {"frames", frames[s]},
-                                        {"frame_slots", std::move(slots[s])}});
+    bool split = splitsBackward(job.schedule);
+    std::vector<std::string> phases = stagePhaseFunctions(s, split);
+    llvm::json::Object stage{{"stage", s},
+                             {"forward", phases[0]},
+                             {"frame_bytes", bytes[s]},
+                             {"frames", frames[s]},
+                             {"frame_slots", std::move(slots[s])}};
+    if (split) {
+      stage["backward_input"] = phases[1];
+      stage["backward_weight"] = phases[2];
+    } else {
+      stage["backward"] = phases[1];
+    }
+    stages.push_back(std::move(stage));
   }
   llvm::json::Array actions;
   for (const PipelineAction &a : job.schedule.actions[size_t(rank)])

@@ -40,8 +40,10 @@ llvm::Expected<PipelineJob> planPipelineJob(const LlamaArgs &model,
                                             const TrainConfig &config);
 
 /// The function names of stage `stage`'s phases, as dist-pipeline-phases
-/// names them: forward, backward.
-std::vector<std::string> stagePhaseFunctions(int64_t stage);
+/// names them: forward, backward, or with `splitWeightGrad` forward,
+/// backward_input, backward_weight.
+std::vector<std::string> stagePhaseFunctions(int64_t stage,
+                                             bool splitWeightGrad);
 
 /// How many microbatches of each of `rank`'s stages are in flight at most
 /// (forward run, backward not yet): the frames the runtime allocates.

@@ -169,18 +169,12 @@ llvm::Error checkCudaTarget(llvm::StringRef arch) {
 llvm::Error printPipelineSchedule(const LlamaArgs &model, const TrainConfig &c,
                                   llvm::raw_ostream &os) {
   const auto &p = c.parallelism;
-  llvm::Expected<PipelinePlan> plan = planPipelineStages(
-      model.nLayers, p.pipelineParallelDegree, p.pipelineParallelSchedule,
-      p.pipelineParallelLayersPerStage, p.pipelineParallelFirstStageLessLayers,
-      p.pipelineParallelLastStageLessLayers);
-  if (!plan)
-    return plan.takeError();
-  int64_t microbatches =
-      c.training.localBatchSize / p.pipelineParallelMicrobatchSize;
-  llvm::Expected<PipelineSchedule> schedule =
-      buildSchedule(p.pipelineParallelSchedule, *plan, microbatches);
-  if (!schedule)
-    return schedule.takeError();
+  llvm::Expected<PipelineJob> job = planPipelineJob(model, c);
+  if (!job)
+    return job.takeError();
+  const PipelinePlan *plan = &job->plan;
+  const PipelineSchedule *schedule = &job->schedule;
+  int64_t microbatches = job->microbatches;
   int64_t v = int64_t(plan->stagesOfRank.front().size());
   llvm::Expected<ScheduleTimeline> timeline =
       simulateSchedule(*schedule, 1.0 / double(v), 2.0 / double(v));
@@ -199,11 +193,15 @@ llvm::Error printPipelineSchedule(const LlamaArgs &model, const TrainConfig &c,
       os << " " << a.str();
     os << "\n";
   }
+  std::optional<double> textbook = textbookBubble(
+      p.pipelineParallelSchedule, schedule->ranks, v, microbatches);
   os << llvm::formatv(
-      "bubble {0:f4} (simulated: F = 1, B = 2 per stage, "
-      "transfers free); textbook {1:f4}\n",
+      "bubble {0:f4} (simulated: F = 1, B = 2, I = W = 1 per stage, "
+      "transfers free); textbook {1}\n",
       timeline->bubble,
-      textbookBubble(schedule->name, schedule->ranks, v, microbatches));
+      !p.pipelineParallelScheduleCsv.empty() ? std::string("- (a CSV schedule)")
+      : textbook ? llvm::formatv("{0:f4}", *textbook).str()
+                 : std::string("- (no formula for these costs)"));
   if (!scheduleTimeline.empty()) {
     std::string error;
     std::unique_ptr<llvm::ToolOutputFile> svg =
@@ -435,10 +433,13 @@ int compilePipelined(mlir::ModuleOp partitioned, const LlamaArgs &model,
       autodiff.accumulationSteps =
           accumulationSteps(c, mesh) * job->microbatches;
       pm.addPass(createTitanAutodiff(autodiff));
-      for (std::string &phase : stagePhaseFunctions(s))
+      for (std::string &phase :
+           stagePhaseFunctions(s, splitsBackward(job->schedule)))
         phases.push_back(std::move(phase));
     }
-    pm.addPass(dist::createDistPipelinePhases());
+    dist::DistPipelinePhasesOptions phaseOptions;
+    phaseOptions.splitWeightGrad = splitsBackward(job->schedule);
+    pm.addPass(dist::createDistPipelinePhases(phaseOptions));
     pm.addPass(dist::createDistNarrowGathers());
     TitanOptimizerOptions o;
     o.forwardNames.assign(phases.begin(), phases.end());

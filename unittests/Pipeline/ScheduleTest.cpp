@@ -3,7 +3,10 @@
 // The action lists of small cases written out, the simulated bubble of
 // each schedule against the textbook formula (Narayanan et al. 2021: GPipe
 // and 1F1B (p - 1) / (m + p - 1), interleaved (p - 1) / (v m + p - 1) when
-// a chunk costs 1 / v of a stage), and the checker's errors.
+// a chunk costs 1 / v of a stage; ZB-H1, Qi et al. 2024), the zero-bubble
+// lists against torch.distributed.pipelining's (schedules.py; the ZBV one
+// traced by hand through its algorithm), TorchTitan's CSV format, and the
+// checker's errors.
 //
 //===----------------------------------------------------------------------===//
 
@@ -70,19 +73,20 @@ TEST(PipelineSchedule, BubblesMatchTheTextbook) {
         llvm::Expected<ScheduleTimeline> t =
             simulateSchedule(build(name, 4 * p, p, m));
         ASSERT_TRUE(bool(t)) << llvm::toString(t.takeError());
-        EXPECT_NEAR(t->bubble, textbookBubble(name, p, 1, m), 1e-12)
+        EXPECT_NEAR(t->bubble, *textbookBubble(name, p, 1, m), 1e-12)
             << name.str();
       }
       // Two chunks per rank, each half a stage's cost.
       llvm::Expected<ScheduleTimeline> t =
           simulateSchedule(build("Interleaved1F1B", 4 * p, p, m), 0.5, 1.0);
       ASSERT_TRUE(bool(t)) << llvm::toString(t.takeError());
-      EXPECT_NEAR(t->bubble, textbookBubble("Interleaved1F1B", p, 2, m), 1e-12);
+      EXPECT_NEAR(t->bubble, *textbookBubble("Interleaved1F1B", p, 2, m),
+                  1e-12);
       // LoopedBFS: correct, and no better than GPipe.
       llvm::Expected<ScheduleTimeline> bfs =
           simulateSchedule(build("LoopedBFS", 4 * p, p, m), 0.5, 1.0);
       ASSERT_TRUE(bool(bfs)) << llvm::toString(bfs.takeError());
-      EXPECT_LE(bfs->bubble, textbookBubble("GPipe", p, 1, m) + 1e-12);
+      EXPECT_LE(bfs->bubble, *textbookBubble("GPipe", p, 1, m) + 1e-12);
     }
 }
 
@@ -110,7 +114,85 @@ TEST(PipelineSchedule, CheckerNamesWhatCannotRun) {
   missing.actions[0].pop_back();
   t = simulateSchedule(missing);
   ASSERT_FALSE(bool(t));
-  EXPECT_NE(llvm::toString(t.takeError()).find("runs 7 of the 8"),
+  EXPECT_NE(llvm::toString(t.takeError()).find("never runs 0B1"),
+            std::string::npos);
+  // A microbatch backward both whole and split.
+  PipelineSchedule both = s;
+  both.actions[0].push_back({PipelineAction::BackwardWeight, 0, 0});
+  t = simulateSchedule(both);
+  ASSERT_FALSE(bool(t));
+  EXPECT_NE(llvm::toString(t.takeError()).find("runs both 0B0"),
+            std::string::npos);
+}
+
+// The zero-bubble and V schedules, as torch.distributed.pipelining builds
+// them (ScheduleInterleavedZeroBubble, ScheduleZBVZeroBubble,
+// ScheduleDualPipeV), written out for 2 ranks and 4 microbatches.
+TEST(PipelineSchedule, ZeroBubbleListsOnTwoRanks) {
+  PipelineSchedule zb = build("InterleavedZeroBubble", 2, 2, 4);
+  EXPECT_EQ(list(zb.actions[0]), "0F0 0F1 2F0 2F1 2I0 2W0 0F2 2I1 2W1 0F3 0I0 "
+                                 "0W0 2F2 0I1 0W1 2F3 2I2 2W2 2I3 2W3 0I2 0W2 "
+                                 "0I3 0W3");
+  PipelineSchedule zbv = build("ZBVZeroBubble", 2, 2, 4);
+  EXPECT_EQ(list(zbv.actions[1]), "1F0 2F0 1F1 2F1 2I0 2W0 1F2 1I0 1W0 2F2 2I1 "
+                                  "2W1 1F3 1I1 1W1 2F3 2I2 2W2 1I2 2I3 1I3 1W2 "
+                                  "2W3 1W3");
+  PipelineSchedule dual = build("DualPipeV", 2, 2, 4);
+  EXPECT_EQ(list(dual.actions[0]),
+            "0F0 0F1 0F2 3F0 3I0 3W0 3F1 0F3 3B1 3F2 0B0 "
+            "3B2 3F3 0B1 3B3 0I2 0W2 0I3 0W3");
+  EXPECT_TRUE(splitsBackward(dual));
+  EXPECT_FALSE(splitsBackward(build("1F1B", 2, 2, 4)));
+}
+
+TEST(PipelineSchedule, ZeroBubbleSchedulesRunAndBeat1F1B) {
+  for (int64_t p : {2, 3, 4})
+    for (int64_t m : {2 * p, 4 * p}) {
+      SCOPED_TRACE("p " + std::to_string(p) + " m " + std::to_string(m));
+      // Two stages per rank, each half a stage's cost (I = W = a quarter).
+      llvm::Expected<ScheduleTimeline> zb = simulateSchedule(
+          build("InterleavedZeroBubble", 2 * p, p, m), 0.5, 1.0);
+      ASSERT_TRUE(bool(zb)) << llvm::toString(zb.takeError());
+      EXPECT_NEAR(zb->bubble, *textbookBubble("InterleavedZeroBubble", p, 2, m),
+                  1e-12);
+      for (llvm::StringRef name : {"ZBVZeroBubble", "DualPipeV"}) {
+        llvm::Expected<ScheduleTimeline> t =
+            simulateSchedule(build(name, 2 * p, p, m), 0.5, 1.0);
+        ASSERT_TRUE(bool(t))
+            << name.str() << ": " << llvm::toString(t.takeError());
+        EXPECT_LT(t->bubble, *textbookBubble("Interleaved1F1B", p, 2, m))
+            << name.str();
+      }
+    }
+  // Fewer microbatches than stages: DualPipeV refuses.
+  llvm::Expected<PipelinePlan> plan =
+      planPipelineStages(4, 2, "DualPipeV", std::nullopt, 1, 1);
+  ASSERT_TRUE(bool(plan));
+  llvm::Expected<PipelineSchedule> s = buildSchedule("DualPipeV", *plan, 3);
+  ASSERT_FALSE(bool(s));
+  EXPECT_NE(llvm::toString(s.takeError())
+                .find("at least as many microbatches as stages"),
+            std::string::npos);
+}
+
+TEST(PipelineSchedule, ParsesTorchTitanCSV) {
+  llvm::Expected<PipelinePlan> plan =
+      planPipelineStages(2, 2, "1F1B", std::nullopt, 1, 1);
+  ASSERT_TRUE(bool(plan));
+  // Idle cells and the transfer actions of a lowered schedule are skipped.
+  llvm::Expected<PipelineSchedule> s = parseScheduleCSV(
+      "0F0, ,0SEND_F0,0F1,0I0,0W0,0B1\n1RECV_F0,1F0,1B0,1F1,1B1\n", *plan, 2);
+  ASSERT_TRUE(bool(s)) << llvm::toString(s.takeError());
+  EXPECT_EQ(list(s->actions[0]), "0F0 0F1 0I0 0W0 0B1");
+  EXPECT_EQ(list(s->actions[1]), "1F0 1B0 1F1 1B1");
+  EXPECT_TRUE(bool(simulateSchedule(*s)));
+  s = parseScheduleCSV("0F0,0Q0\n1F0\n", *plan, 1);
+  ASSERT_FALSE(bool(s));
+  EXPECT_NE(llvm::toString(s.takeError()).find("row 1, cell 2: '0Q0'"),
+            std::string::npos);
+  s = parseScheduleCSV("0F0\n", *plan, 1);
+  ASSERT_FALSE(bool(s));
+  EXPECT_NE(llvm::toString(s.takeError()).find("has 1 rows"),
             std::string::npos);
 }
 

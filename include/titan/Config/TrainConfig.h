@@ -83,6 +83,7 @@ struct TrainConfig {
     bool disableLossParallel = false;
     int64_t pipelineParallelDegree = 1;
     std::string pipelineParallelSchedule = "1F1B";
+    std::string pipelineParallelScheduleCsv;
     int64_t pipelineParallelMicrobatchSize = 1;
     std::optional<int64_t> pipelineParallelLayersPerStage;
     int64_t pipelineParallelFirstStageLessLayers = 1;

@@ -22,16 +22,22 @@
 #include "llvm/Support/raw_ostream.h"
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
 namespace titan {
 
 struct PipelineAction {
-  enum Kind { Forward, Backward } kind;
+  /// F, the whole backward B, or B split into the input gradient I and the
+  /// weight gradient W (zero-bubble schedules).
+  enum Kind { Forward, Backward, BackwardInput, BackwardWeight } kind;
   int64_t stage, microbatch;
-  /// TorchTitan's CSV notation: "2F0" (stage 2, forward, microbatch 0).
+  /// TorchTitan's CSV notation: "2F0" (stage 2, forward, microbatch 0),
+  /// "1B3", "0I2", "0W2".
   std::string str() const;
+  /// The notation's letter: F, B, I or W.
+  char letter() const;
   bool operator==(const PipelineAction &o) const {
     return kind == o.kind && stage == o.stage && microbatch == o.microbatch;
   }
@@ -46,6 +52,21 @@ struct PipelineSchedule {
   std::vector<std::vector<PipelineAction>> actions;
 };
 
+/// Whether `s` runs some backward as separate input- and weight-gradient
+/// actions (its stages need the I/W split of dist-pipeline-phases).
+bool splitsBackward(const PipelineSchedule &s);
+
+/// Parses a schedule in TorchTitan's CSV format
+/// (parallelism.pipeline_parallel_schedule_csv: row r is rank r's actions,
+/// "<stage><F|B|I|W><microbatch>" per cell; empty cells are idle steps).
+/// The transfer and FSDP actions a lowered TorchTitan schedule also lists
+/// (SEND_F, RECV_F, SEND_B, RECV_B, UNSHARD, RESHARD, REDUCE_GRAD) are
+/// skipped: titan derives them. An error names the row and cell of a
+/// malformed action; simulateSchedule then checks the list.
+llvm::Expected<PipelineSchedule> parseScheduleCSV(llvm::StringRef text,
+                                                  const PipelinePlan &plan,
+                                                  int64_t microbatches);
+
 /// The action lists of `schedule` for `plan` and `microbatches`; an error
 /// names the keys when the combination cannot run (for instance
 /// Interleaved1F1B needs a multiple of the pipeline degree in
@@ -56,7 +77,8 @@ llvm::Expected<PipelineSchedule> buildSchedule(llvm::StringRef schedule,
 
 /// The simulated run: each rank runs its actions in order, each as soon as
 /// its inputs exist (F of stage s after F of s - 1 on the same microbatch;
-/// B of s after B of s + 1, and after F of s), transfers free.
+/// B or I of s after B or I of s + 1, and after F of s; W after I),
+/// transfers free.
 struct ScheduleTimeline {
   /// Start time of each action, per rank, in list order.
   std::vector<std::vector<double>> start;
@@ -66,9 +88,10 @@ struct ScheduleTimeline {
 };
 
 /// Checks and simulates `s` with the costs of one forward and one backward
-/// of a stage (the unit costs F = 1, B = 2 by default); an error names the
-/// first action that can never run (a deadlock or a missing action) or a
-/// duplicated or foreign one.
+/// of a stage (the unit costs F = 1, B = 2 by default; I and W cost half a
+/// B each); an error names the first action that can never run (a deadlock
+/// or a missing action) or a duplicated or foreign one, or a microbatch
+/// whose backward is neither one B nor one I and one W.
 llvm::Expected<ScheduleTimeline> simulateSchedule(const PipelineSchedule &s,
                                                   double forwardCost = 1,
                                                   double backwardCost = 2);
@@ -82,12 +105,19 @@ void writeScheduleSVG(const PipelineSchedule &s,
                       double backwardCost, llvm::StringRef title,
                       llvm::raw_ostream &os);
 
-/// The textbook bubble of a schedule: (p - 1) / (m + p - 1) for GPipe and
-/// 1F1B (Narayanan et al. 2021, eq. 1), (p - 1) / (v m + p - 1) for the
-/// interleaved ones with v stages per rank (ibid., section 2.2), with p
-/// ranks and m microbatches.
-double textbookBubble(llvm::StringRef schedule, int64_t ranks,
-                      int64_t stagesPerRank, int64_t microbatches);
+/// The textbook bubble of a schedule with p ranks, v stages per rank and m
+/// microbatches, in the unit costs F = I = W = 1 per stage (B = 2):
+/// (p - 1) / (m + p - 1) for GPipe and 1F1B (Narayanan et al. 2021, eq. 1),
+/// (p - 1) / (v m + p - 1) for Interleaved1F1B and LoopedBFS (ibid.,
+/// section 2.2); for InterleavedZeroBubble ZB-H1's (p - 1)(T_F + T_B -
+/// T_W) idle time per rank (Qi et al. 2024, "Zero Bubble Pipeline
+/// Parallelism", section 3.1) over v chunks, (p - 1) / (3 v m + p - 1); 0
+/// for ZBVZeroBubble (ibid., section 6: zero bubble when T_F = T_B = T_W,
+/// m >= 2p - 1). std::nullopt where no formula is stated for these costs
+/// (DualPipeV's assumes a forward and a backward overlapped in one slot).
+std::optional<double> textbookBubble(llvm::StringRef schedule, int64_t ranks,
+                                     int64_t stagesPerRank,
+                                     int64_t microbatches);
 
 } // namespace titan
 
