@@ -174,6 +174,46 @@ void titan::addPipelineParameters(llvm::json::Object &manifest,
   manifest["all_params"] = std::move(all);
 }
 
+void titan::printPipelineMemory(const PipelineJob &job, int64_t rank,
+                                mlir::ModuleOp module, llvm::raw_ostream &os) {
+  // Per stage: one frame's bytes, and by kind.
+  std::map<int64_t, int64_t> frameBytes;
+  std::map<int64_t, std::map<std::string, int64_t>> kinds;
+  if (auto frameSlots = module->getAttrOfType<mlir::DictionaryAttr>(
+          kernel::KernelDialect::kFrameSlotsAttrName))
+    for (mlir::NamedAttribute slot : frameSlots) {
+      llvm::StringRef name = slot.getName().getValue();
+      int64_t stage = *kernel::getFrameStage(name);
+      auto range = mlir::cast<mlir::DenseI64ArrayAttr>(slot.getValue());
+      int64_t bytes = kernel::alignToArena(range[1]);
+      frameBytes[stage] = std::max(frameBytes[stage], range[0] + bytes);
+      llvm::StringRef kind = name.split(':').second.split(':').first;
+      kinds[stage][kind == "stash"   ? "stashed activations"
+                   : kind == "input" ? "tokens and labels"
+                                     : "boundary tensors"] += bytes;
+    }
+  std::map<int64_t, int64_t> frames = framesInFlight(job.schedule, rank);
+  int64_t total = 0;
+  os << "  pipeline frames (per microbatch in flight, " << job.schedule.name
+     << " schedule):\n";
+  for (int64_t s : job.schedule.stagesOfRank[size_t(rank)]) {
+    int64_t bytes = frameBytes[s] * frames[s];
+    total += bytes;
+    os << llvm::formatv("    stage {0}: {1} in flight x {2} bytes = {3} "
+                        "bytes\n",
+                        s, frames[s], frameBytes[s], bytes);
+    for (auto &[kind, b] : kinds[s])
+      os << llvm::formatv("      {0,-30} {1,12} bytes per frame\n", kind, b);
+  }
+  int64_t arena = module
+                      ->getAttrOfType<mlir::IntegerAttr>(
+                          kernel::KernelDialect::kArenaBytesAttrName)
+                      .getInt();
+  os << llvm::formatv("pipeline rank {0} peak: {1} bytes (arena {2} + "
+                      "frames {3})\n",
+                      rank, arena + total, arena, total);
+}
+
 std::string titan::pipelineTableSource(
     const std::vector<std::vector<std::string>> &functions) {
   std::string text;

@@ -18,6 +18,7 @@
 #include "mlir/IR/BuiltinOps.h"
 #include "llvm/Support/Error.h"
 #include "llvm/Support/JSON.h"
+#include "llvm/Support/raw_ostream.h"
 
 #include <map>
 #include <string>
@@ -68,6 +69,12 @@ int64_t pipelineRankOfParameter(const PipelineJob &job, llvm::StringRef name);
 void addPipelineParameters(llvm::json::Object &manifest,
                            const llvm::json::Object &whole,
                            const PipelineJob &job);
+
+/// Prints `rank`'s microbatch frames (per local stage: the frames the
+/// schedule keeps in flight x one frame's bytes, what they hold) and the
+/// rank's peak with them: its planned arena plus the frames.
+void printPipelineMemory(const PipelineJob &job, int64_t rank,
+                         mlir::ModuleOp module, llvm::raw_ostream &os);
 
 /// The C++ source of the executable's program table and main(): for each
 /// pipeline rank its manifest symbol and its functions

@@ -496,6 +496,7 @@ int compilePipelined(mlir::ModuleOp partitioned, const LlamaArgs &model,
       kernel::printMemoryReport(*module,
                                 mesh[0] * mesh[1] * mesh[2] * mesh[3] * mesh[4],
                                 output->os());
+      printPipelineMemory(*job, r, *module, output->os());
       continue;
     }
     addArenaToManifest(*manifest, *module);

@@ -114,9 +114,20 @@ void titan::kernel::printMemoryReport(ModuleOp module, int64_t worldSize,
       module->getAttrOfType<IntegerAttr>(KernelDialect::kArenaBytesAttrName);
   llvm::StringMap<int64_t> state = stateBytes(module);
   int64_t stateEnd = totalState(state);
-  os << "memory plan per rank (every rank of the " << worldSize
-     << "-rank mesh runs this program; one arena, offsets aligned to "
-     << KernelDialect::kAlignment << " bytes)\n";
+  // A pipeline rank's program runs on the ranks of its pipeline
+  // coordinate only.
+  auto pipeline = module->getAttrOfType<DictionaryAttr>("dist.pipeline");
+  auto pipelineRank =
+      pipeline ? pipeline.getAs<IntegerAttr>("rank") : IntegerAttr();
+  if (pipelineRank)
+    os << "memory plan per rank (the ranks of pipeline rank "
+       << pipelineRank.getInt() << " of the " << worldSize
+       << "-rank mesh run this program; one arena, offsets aligned to "
+       << KernelDialect::kAlignment << " bytes)\n";
+  else
+    os << "memory plan per rank (every rank of the " << worldSize
+       << "-rank mesh runs this program; one arena, offsets aligned to "
+       << KernelDialect::kAlignment << " bytes)\n";
   os << "  state for the whole run:\n";
   for (StringRef category : kStateCategories)
     os << llvm::formatv("    {0,-22} {1}\n", category,
