@@ -119,6 +119,7 @@ const char *const kSections[] = {"job",
                                  "quantize.linear.float8",
                                  "checkpoint",
                                  "metrics",
+                                 "profiling",
                                  "comm",
                                  "debug"};
 
@@ -313,6 +314,15 @@ std::vector<KeySpec> buildSchema(TrainConfig &c) {
   add("metrics", "peak_tflops", &c.metrics.peakTflops,
       "Peak TFLOP/s of one rank's hardware, for MFU (0: not reported)")
       .atLeast(0);
+
+  add("profiling", "enable_profiling", &c.profiling.enableProfiling,
+      "Write a Chrome/Perfetto trace of every profile_freq-th step per rank");
+  add("profiling", "save_traces_folder", &c.profiling.saveTracesFolder,
+      "Trace folder under job.dump_folder "
+      "(iteration_<step>/rank<r>_trace.json)");
+  add("profiling", "profile_freq", &c.profiling.profileFreq,
+      "Steps between traced steps")
+      .atLeast(1);
 
   add("comm", "init_timeout_seconds", &c.comm.initTimeoutSeconds,
       "Seconds a collective may take during start-up and the first step "

@@ -3,6 +3,7 @@
 #include "PipelineExecutor.h"
 
 #include "Error.h"
+#include "Trace.h"
 
 #include "titanrt/Device.h"
 
@@ -138,6 +139,16 @@ int PipelineExecutor::tag(int64_t stage, int64_t mb, int direction,
              index);
 }
 
+template <typename Fn>
+void PipelineExecutor::traced(const std::string &name, const char *category,
+                              Fn &&fn) {
+  if (!trace)
+    return fn();
+  double begin = StepTrace::now();
+  fn();
+  trace->add(name, category, begin, StepTrace::now());
+}
+
 void PipelineExecutor::sendCopy(const char *data, int64_t bytes, int64_t peer,
                                 int tag) {
   // Completed sends give their buffers back first.
@@ -175,12 +186,17 @@ void PipelineExecutor::forward(Stage &s, int64_t mb,
       std::memcpy(frame + slot.first, from.live.at(mb) + from.outputs[i].first,
                   size_t(slot.second));
     } else {
-      comm.recv(frame + slot.first, kBytes, slot.second,
-                p.stageRanks[size_t(prev)], tag(s.index, mb, 0, int64_t(i)))
-          ->finish();
+      traced("recv " + std::to_string(s.index) + "F" + std::to_string(mb),
+             "transfer", [&] {
+               comm.recv(frame + slot.first, kBytes, slot.second,
+                         p.stageRanks[size_t(prev)],
+                         tag(s.index, mb, 0, int64_t(i)))
+                   ->finish();
+             });
     }
   }
-  s.forward(arena, frame);
+  traced(std::to_string(s.index) + "F" + std::to_string(mb), "F",
+         [&] { s.forward(arena, frame); });
   int64_t next = s.index + 1;
   if (next < p.numStages && !onThisRank(p, next))
     for (auto [i, slot] : llvm::enumerate(s.outputs))
@@ -203,10 +219,16 @@ void PipelineExecutor::backward(Stage &s, int64_t mb, PipelineFunction fn) {
   int64_t next = s.index + 1;
   if (next < p.numStages && !onThisRank(p, next))
     for (auto [i, slot] : llvm::enumerate(s.outputGrads))
-      comm.recv(frame + slot.first, kBytes, slot.second,
-                p.stageRanks[size_t(next)], tag(s.index, mb, 1, int64_t(i)))
-          ->finish();
-  fn(arena, frame);
+      traced("recv " + std::to_string(s.index) + "B" + std::to_string(mb),
+             "transfer", [&] {
+               comm.recv(frame + slot.first, kBytes, slot.second,
+                         p.stageRanks[size_t(next)],
+                         tag(s.index, mb, 1, int64_t(i)))
+                   ->finish();
+             });
+  traced(std::to_string(s.index) + (fn == s.backward ? "B" : "I") +
+             std::to_string(mb),
+         fn == s.backward ? "B" : "I", [&] { fn(arena, frame); });
   int64_t prev = s.index - 1;
   if (prev >= 0) {
     for (auto [i, slot] : llvm::enumerate(s.inputGrads)) {
@@ -224,7 +246,8 @@ void PipelineExecutor::backward(Stage &s, int64_t mb, PipelineFunction fn) {
 
 void PipelineExecutor::weight(Stage &s, int64_t mb) {
   char *frame = liveFrame(s, mb, 'W');
-  s.backwardWeight(arena, frame);
+  traced(std::to_string(s.index) + "W" + std::to_string(mb), "W",
+         [&] { s.backwardWeight(arena, frame); });
 }
 
 void PipelineExecutor::release(Stage &s, int64_t mb) {
@@ -233,7 +256,8 @@ void PipelineExecutor::release(Stage &s, int64_t mb) {
   s.live.erase(it);
 }
 
-double PipelineExecutor::run(const FillMicrobatch &fill) {
+double PipelineExecutor::run(const FillMicrobatch &fill, StepTrace *trace) {
+  this->trace = trace;
   double loss = 0;
   // A transfer that times out names the step and the action.
   std::string context = comm.context();
@@ -273,8 +297,10 @@ double PipelineExecutor::run(const FillMicrobatch &fill) {
     }
   }
   comm.setContext(context + ", pipeline sends");
-  for (PendingSend &send : pendingSends)
-    send.request->finish();
+  traced("send completion", "transfer", [&] {
+    for (PendingSend &send : pendingSends)
+      send.request->finish();
+  });
   pendingSends.clear();
   comm.setContext(context);
   return loss;

@@ -27,6 +27,7 @@
 namespace titanrt {
 
 class Device;
+class StepTrace;
 
 /// A phase function of a pipeline program: (arena, frame).
 using PipelineFunction = void (*)(char *arena, char *frame);
@@ -49,7 +50,7 @@ public:
   /// Runs the action list once (every microbatch through every local
   /// stage) and returns the sum of the microbatch losses computed here
   /// (those of the last stage; 0 on other ranks).
-  double run(const FillMicrobatch &fill);
+  double run(const FillMicrobatch &fill, StepTrace *trace = nullptr);
 
   /// The frames' bytes (every local stage's frames in flight).
   int64_t frameBytes() const { return totalFrameBytes; }
@@ -86,6 +87,11 @@ private:
   const char *lossSlot = nullptr;
   struct PendingSend;
   std::vector<PendingSend> pendingSends;
+  /// The step being traced, or null.
+  StepTrace *trace = nullptr;
+  /// Runs `fn` and records its span when tracing.
+  template <typename Fn>
+  void traced(const std::string &name, const char *category, Fn &&fn);
 };
 
 } // namespace titanrt

@@ -19,6 +19,7 @@
 #include "PipelineExecutor.h"
 #include "SafeTensors.h"
 #include "ShardLayout.h"
+#include "Trace.h"
 
 #include "titan/Config/TrainConfig.h"
 #include "titan/Support/Format.h"
@@ -54,9 +55,10 @@ namespace {
 /// compiled program.
 bool isRunTimeKey(StringRef key) {
   return key.starts_with("job.") || key.starts_with("metrics.") ||
-         key.starts_with("comm.") || key.starts_with("checkpoint.") ||
-         key.starts_with("debug.") || key == "training.steps" ||
-         key == "training.dataset" || key == "training.dataset_path";
+         key.starts_with("profiling.") || key.starts_with("comm.") ||
+         key.starts_with("checkpoint.") || key.starts_with("debug.") ||
+         key == "training.steps" || key == "training.dataset" ||
+         key == "training.dataset_path";
 }
 
 /// The rank's memory: one allocation of the planned size, made once, on
@@ -685,6 +687,11 @@ int titanrt::trainMain(int argc, char **argv, const CompiledModel &model) {
         comm->setTimeout(double(c.comm.trainTimeoutSeconds));
     }
     double lossSum = 0;
+    // TorchTitan's [profiling]: every profile_freq-th step is traced.
+    bool tracing = c.profiling.enableProfiling &&
+                   (step + 1) % c.profiling.profileFreq == 0;
+    StepTrace stepTrace;
+    double stepBegin = StepTrace::now();
     // Microbatch gradients add into the gradient slots (the compiled step
     // scales the loss by 1 / accumulation, as TorchTitan does).
     if (accumulation > 1 || pipelined)
@@ -693,14 +700,16 @@ int titanrt::trainMain(int argc, char **argv, const CompiledModel &model) {
       // Microbatch mb is rows [mb x size, (mb + 1) x size) of the local
       // batch: the same samples as the single-rank step.
       int64_t size = m.pipeline->microbatchSize;
-      lossSum += pipeline->run([&](int64_t mb, int32_t *t, int32_t *l) {
-        std::vector<int32_t> scratch(static_cast<size_t>(seq));
-        for (int64_t row = 0; row < size; ++row)
-          data.sample(firstSample + (step - firstStep) * global +
-                          (micro * dp + dpIndex) * batch + mb * size + row,
-                      t ? t + row * seq : scratch.data(),
-                      l ? l + row * seq : scratch.data());
-      });
+      lossSum += pipeline->run(
+          [&](int64_t mb, int32_t *t, int32_t *l) {
+            std::vector<int32_t> scratch(static_cast<size_t>(seq));
+            for (int64_t row = 0; row < size; ++row)
+              data.sample(firstSample + (step - firstStep) * global +
+                              (micro * dp + dpIndex) * batch + mb * size + row,
+                          t ? t + row * seq : scratch.data(),
+                          l ? l + row * seq : scratch.data());
+          },
+          tracing ? &stepTrace : nullptr);
     }
     for (int64_t micro = 0; micro < accumulation && !pipelined; ++micro) {
       for (int64_t row = 0; row < batch; ++row)
@@ -709,8 +718,12 @@ int titanrt::trainMain(int argc, char **argv, const CompiledModel &model) {
                     tokens + row * seq, labels + row * seq);
       device.copyToDevice(tokenSlot, tokens, size_t(tokenBytes));
       device.copyToDevice(labelSlot, labels, size_t(tokenBytes));
+      double begin = StepTrace::now();
       device.run(Device::Step::ForwardBackward, model.forwardBackward,
                  arena.data());
+      if (tracing)
+        stepTrace.add("forward_backward " + std::to_string(micro), "step",
+                      begin, StepTrace::now());
       lossSum += read<float>(device, lossSlot);
     }
     // A non-finite loss stops the run before the update, so the state stays
@@ -729,15 +742,25 @@ int titanrt::trainMain(int argc, char **argv, const CompiledModel &model) {
     if (finiteLoss) {
       write<int64_t>(device, stepSlot, step);
       write<int64_t>(device, totalStepsSlot, totalSteps);
+      double begin = StepTrace::now();
       if (pipelined)
         pipelineOptimizerStep(arena.data(), nullptr);
       else
         device.run(Device::Step::OptimizerStep, model.optimizerStep,
                    arena.data());
+      if (tracing)
+        stepTrace.add("optimizer_step", "step", begin, StepTrace::now());
       gradNorm = read<float>(device, gradNormSlot);
       lr = read<float>(device, lrSlot);
     }
     bool finite = finiteLoss && std::isfinite(gradNorm);
+    if (tracing) {
+      stepTrace.add("step " + std::to_string(step + 1), "step", stepBegin,
+                    StepTrace::now());
+      llvm::SmallString<256> folder(c.job.dumpFolder);
+      llvm::sys::path::append(folder, c.profiling.saveTracesFolder);
+      stepTrace.write(folder.str().str(), step + 1, comm ? comm->rank() : 0);
+    }
 
     auto now = std::chrono::steady_clock::now();
     double stepSeconds = std::chrono::duration<double>(now - stepStart).count();

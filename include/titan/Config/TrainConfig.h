@@ -136,6 +136,15 @@ struct TrainConfig {
     double peakTflops = 0;
   } metrics;
 
+  /// TorchTitan's [profiling]: every profile_freq steps each rank writes a
+  /// Chrome/Perfetto trace of the step (titan: its compiled steps' and, under
+  /// pipeline parallelism, every schedule action's and transfer's span).
+  struct Profiling {
+    bool enableProfiling = false;
+    std::string saveTracesFolder = "profile_traces";
+    int64_t profileFreq = 10;
+  } profiling;
+
   /// TorchTitan's [comm]: how long a collective may take before the job is
   /// aborted on every rank.
   struct Comm {
