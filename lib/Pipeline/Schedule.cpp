@@ -22,6 +22,8 @@
 
 #include <algorithm>
 #include <map>
+#include <set>
+#include <tuple>
 
 using namespace titan;
 
@@ -555,5 +557,178 @@ titan::parseScheduleCSV(llvm::StringRef text, const PipelinePlan &plan,
     }
     s.actions.push_back(std::move(actions));
   }
+  return s;
+}
+
+namespace {
+/// Where each stage lives.
+std::vector<int64_t> stageOwners(const PipelineSchedule &s) {
+  std::vector<int64_t> owner(size_t(s.stages), -1);
+  for (auto [r, stages] : llvm::enumerate(s.stagesOfRank))
+    for (int64_t st : stages)
+      owner[size_t(st)] = int64_t(r);
+  return owner;
+}
+
+std::string transfer(int64_t stage, llvm::StringRef kind, int64_t mb) {
+  return std::to_string(stage) + kind.str() + std::to_string(mb);
+}
+} // namespace
+
+std::vector<std::vector<std::string>>
+titan::lowerSchedule(const PipelineSchedule &s) {
+  std::vector<int64_t> owner = stageOwners(s);
+  auto remote = [&](int64_t stage, int64_t rank) {
+    return stage >= 0 && stage < s.stages && owner[size_t(stage)] != rank;
+  };
+  std::vector<std::vector<std::string>> rows;
+  for (auto [r, actions] : llvm::enumerate(s.actions)) {
+    std::vector<std::string> &row = rows.emplace_back();
+    int64_t rank = int64_t(r);
+    for (const PipelineAction &a : actions) {
+      bool forward = a.kind == PipelineAction::Forward;
+      bool input = a.kind == PipelineAction::Backward ||
+                   a.kind == PipelineAction::BackwardInput;
+      if (forward && remote(a.stage - 1, rank))
+        row.push_back(transfer(a.stage, "RECV_F", a.microbatch));
+      if (input && remote(a.stage + 1, rank))
+        row.push_back(transfer(a.stage, "RECV_B", a.microbatch));
+      row.push_back(a.str());
+      if (forward && remote(a.stage + 1, rank))
+        row.push_back(transfer(a.stage, "SEND_F", a.microbatch));
+      if (input && remote(a.stage - 1, rank))
+        row.push_back(transfer(a.stage, "SEND_B", a.microbatch));
+    }
+  }
+  return rows;
+}
+
+llvm::Expected<PipelineSchedule>
+titan::verifyLoweredSchedule(const std::vector<std::vector<std::string>> &rows,
+                             const PipelineSchedule &shape) {
+  PipelineSchedule s = shape;
+  s.actions.clear();
+  if (int64_t(rows.size()) != s.ranks)
+    return error(llvm::formatv("the lowered schedule has {0} rank lists for "
+                               "{1} ranks",
+                               rows.size(), s.ranks));
+  std::vector<int64_t> owner = stageOwners(s);
+  // Per (from rank, to rank, direction): the (stage, mb) of each send and
+  // of each receive, in list order.
+  using Key = std::tuple<int64_t, int64_t, int>;
+  std::map<Key, std::vector<std::pair<int64_t, int64_t>>> sends, recvs;
+  for (auto [r, row] : llvm::enumerate(rows)) {
+    int64_t rank = int64_t(r);
+    std::vector<PipelineAction> &actions = s.actions.emplace_back();
+    // Received tensors not yet consumed, produced tensors not yet sent.
+    std::set<std::pair<int64_t, int64_t>> receivedF, receivedB;
+    std::set<std::pair<int64_t, int64_t>> unsentF, unsentB, doneF, doneB;
+    for (const std::string &text : row) {
+      llvm::StringRef t(text);
+      size_t digits = t.find_first_not_of("0123456789");
+      llvm::StringRef kind = digits == llvm::StringRef::npos
+                                 ? llvm::StringRef()
+                                 : t.substr(digits).take_while([](char c) {
+                                     return !llvm::isDigit(c);
+                                   });
+      int64_t stage = -1, mb = -1;
+      if (digits == 0 || digits == llvm::StringRef::npos ||
+          t.substr(0, digits).getAsInteger(10, stage) ||
+          t.substr(digits + kind.size()).getAsInteger(10, mb) || stage < 0 ||
+          stage >= s.stages || mb < 0 || mb >= s.microbatches)
+        return error(llvm::formatv("pipeline rank {0}: '{1}' is not an "
+                                   "action of this schedule",
+                                   rank, text));
+      if (owner[size_t(stage)] != rank)
+        return error(llvm::formatv("pipeline rank {0} runs {1}, which is not "
+                                   "an action of one of its stages",
+                                   rank, text));
+      auto key = std::make_pair(stage, mb);
+      bool prevRemote = stage > 0 && owner[size_t(stage - 1)] != rank;
+      bool nextRemote =
+          stage + 1 < s.stages && owner[size_t(stage + 1)] != rank;
+      auto fail = [&](const llvm::Twine &why) {
+        return error(
+            llvm::formatv("pipeline rank {0}: {1} {2}", rank, text, why.str()));
+      };
+      if (kind == "RECV_F" || kind == "RECV_B") {
+        bool f = kind == "RECV_F";
+        if (!(f ? prevRemote : nextRemote))
+          return fail("receives from a stage on the same rank");
+        int64_t peer = owner[size_t(f ? stage - 1 : stage + 1)];
+        recvs[{peer, rank, f ? 0 : 1}].push_back(key);
+        (f ? receivedF : receivedB).insert(key);
+        continue;
+      }
+      if (kind == "SEND_F" || kind == "SEND_B") {
+        bool f = kind == "SEND_F";
+        if (!(f ? nextRemote : prevRemote))
+          return fail("sends to a stage on the same rank");
+        if (!(f ? unsentF : unsentB).erase(key))
+          return fail("comes before the action that computes what it sends, "
+                      "or repeats a send");
+        int64_t peer = owner[size_t(f ? stage + 1 : stage - 1)];
+        sends[{rank, peer, f ? 0 : 1}].push_back(key);
+        continue;
+      }
+      std::optional<PipelineAction::Kind> k =
+          llvm::StringSwitch<std::optional<PipelineAction::Kind>>(kind)
+              .Case("F", PipelineAction::Forward)
+              .Case("B", PipelineAction::Backward)
+              .Case("I", PipelineAction::BackwardInput)
+              .Case("W", PipelineAction::BackwardWeight)
+              .Default(std::nullopt);
+      if (!k)
+        return fail("is not F, B, I, W, SEND_F, RECV_F, SEND_B or RECV_B");
+      if (*k == PipelineAction::Forward) {
+        if (prevRemote && !receivedF.erase(key))
+          return fail("has no RECV_F before it");
+        if (nextRemote)
+          unsentF.insert(key);
+      } else if (*k != PipelineAction::BackwardWeight) {
+        if (nextRemote && !receivedB.erase(key))
+          return fail("has no RECV_B before it");
+        if (prevRemote)
+          unsentB.insert(key);
+      }
+      actions.push_back({*k, stage, mb});
+    }
+    for (auto *left : {&receivedF, &receivedB, &unsentF, &unsentB})
+      if (!left->empty())
+        return error(llvm::formatv(
+            "pipeline rank {0}: microbatch {1} of stage {2} is {3}", rank,
+            left->begin()->second, left->begin()->first,
+            left == &receivedF || left == &receivedB
+                ? "received but never used"
+                : "computed for another rank but never sent"));
+  }
+  // Between each pair of ranks the receives match the sends, in order
+  // (NCCL matches them by order; MPI by tag).
+  auto peerStage = [](const std::pair<int64_t, int64_t> &sent, int dir) {
+    return std::make_pair(sent.first + (dir == 0 ? 1 : -1), sent.second);
+  };
+  for (auto &[key, sent] : sends) {
+    auto [from, to, dir] = key;
+    const auto &received = recvs[key];
+    for (size_t i = 0; i < std::max(sent.size(), received.size()); ++i)
+      if (i >= received.size() || i >= sent.size() ||
+          peerStage(sent[i], dir) != received[i])
+        return error(llvm::formatv(
+            "pipeline ranks {0} and {1}: the {2} rank {0} sends do not match "
+            "the ones rank {1} receives, in order, at transfer {3}",
+            from, to, dir == 0 ? "activations" : "gradients", i + 1));
+  }
+  for (auto &[key, received] : recvs)
+    if (!sends.count(key) && !received.empty())
+      return error(
+          llvm::formatv("pipeline rank {0} receives {1} from rank "
+                        "{2}, which never sends it",
+                        std::get<1>(key),
+                        transfer(received.front().first,
+                                 std::get<2>(key) == 0 ? "RECV_F" : "RECV_B",
+                                 received.front().second),
+                        std::get<0>(key)));
+  if (llvm::Expected<ScheduleTimeline> t = simulateSchedule(s); !t)
+    return t.takeError();
   return s;
 }

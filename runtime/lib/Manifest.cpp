@@ -4,6 +4,7 @@
 #include "Error.h"
 
 #include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/StringSwitch.h"
 #include "llvm/Support/JSON.h"
 
 using namespace titanrt;
@@ -87,22 +88,35 @@ static Manifest::Pipeline parsePipeline(const llvm::json::Object &o) {
         parseSlots(*slots, s.frameBytes, "its pipeline frame", s.frameSlots);
       p.stages.push_back(std::move(s));
     }
-  // Actions in TorchTitan's notation: <stage><F|B|I|W><microbatch>.
+  // Actions in TorchTitan's lowered notation:
+  // <stage><F|B|I|W|RECV_F|SEND_F|RECV_B|SEND_B><microbatch>.
   if (const llvm::json::Array *actions = o.getArray("actions"))
     for (const llvm::json::Value &v : *actions) {
       StringRef text = v.getAsString().value_or("");
-      size_t at = text.find_first_of("FBIW");
+      size_t at = text.find_first_not_of("0123456789");
       Manifest::PipelineAction a{'?', -1, -1};
       if (at != StringRef::npos && at > 0) {
-        a.kind = text[at];
-        if (text.substr(0, at).getAsInteger(10, a.stage) ||
-            text.substr(at + 1).getAsInteger(10, a.microbatch))
+        StringRef kind = text.substr(at).take_while(
+            [](char c) { return c < '0' || c > '9'; });
+        a.kind = llvm::StringSwitch<char>(kind)
+                     .Case("F", 'F')
+                     .Case("B", 'B')
+                     .Case("I", 'I')
+                     .Case("W", 'W')
+                     .Case("RECV_F", 'f')
+                     .Case("SEND_F", 'g')
+                     .Case("RECV_B", 'b')
+                     .Case("SEND_B", 'c')
+                     .Default('?');
+        if (a.kind == '?' || text.substr(0, at).getAsInteger(10, a.stage) ||
+            text.substr(at + kind.size()).getAsInteger(10, a.microbatch))
           a.stage = -1;
       }
       if (a.stage < 0 || a.stage >= p.numStages || a.microbatch < 0 ||
           a.microbatch >= p.microbatches)
         fatal("corrupt executable: pipeline action '" + text.str() +
-              "' is not <stage><F|B|I|W><microbatch> within the schedule");
+              "' is not <stage><F|B|I|W|RECV_F|SEND_F|RECV_B|SEND_B>"
+              "<microbatch> within the schedule");
       p.actions.push_back(a);
     }
   return p;

@@ -65,7 +65,9 @@ struct Manifest {
     llvm::StringMap<std::pair<int64_t, int64_t>> frameSlots;
   };
   struct PipelineAction {
-    char kind; ///< 'F', 'B', 'I' or 'W'
+    /// 'F', 'B', 'I', 'W', or the transfers: 'f' RECV_F, 'g' SEND_F,
+    /// 'b' RECV_B, 'c' SEND_B.
+    char kind;
     int64_t stage, microbatch;
   };
   struct Pipeline {

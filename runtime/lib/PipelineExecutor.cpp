@@ -12,6 +12,7 @@
 #include "llvm/ADT/StringSwitch.h"
 
 #include <cstring>
+#include <set>
 
 using namespace titanrt;
 using llvm::StringRef;
@@ -37,6 +38,8 @@ struct PipelineExecutor::Stage {
   std::optional<Slot> tokens, labels;
   std::vector<char *> free;
   std::map<int64_t, char *> live; ///< microbatch -> its frame
+  /// Microbatches whose backward is done but whose SEND_B comes next.
+  std::set<int64_t> releaseAfterSend;
 };
 
 /// An asynchronous send of a copy of a boundary tensor.
@@ -163,8 +166,9 @@ static bool onThisRank(const Manifest::Pipeline &p, int64_t stage) {
   return p.stageRanks[size_t(stage)] == p.rank;
 }
 
-void PipelineExecutor::forward(Stage &s, int64_t mb,
-                               const FillMicrobatch &fill) {
+char *PipelineExecutor::acquire(Stage &s, int64_t mb) {
+  if (auto it = s.live.find(mb); it != s.live.end())
+    return it->second;
   if (s.free.empty())
     fatal("pipeline stage " + std::to_string(s.index) +
           ": the schedule keeps more microbatches in flight than its " +
@@ -172,36 +176,65 @@ void PipelineExecutor::forward(Stage &s, int64_t mb,
   char *frame = s.free.back();
   s.free.pop_back();
   s.live[mb] = frame;
+  return frame;
+}
+
+void PipelineExecutor::forward(Stage &s, int64_t mb,
+                               const FillMicrobatch &fill) {
+  char *frame = acquire(s, mb);
   if (s.tokens || s.labels)
     fill(mb,
          s.tokens ? reinterpret_cast<int32_t *>(frame + s.tokens->first)
                   : nullptr,
          s.labels ? reinterpret_cast<int32_t *>(frame + s.labels->first)
                   : nullptr);
-  // The previous stage's activations: from its frame here, or received.
+  // The previous stage's activations, when it is on this rank: a copy
+  // between the frames (a remote one's came by RECV_F).
   int64_t prev = s.index - 1;
-  for (auto [i, slot] : llvm::enumerate(s.inputs)) {
-    if (onThisRank(p, prev)) {
-      Stage &from = local(prev);
-      std::memcpy(frame + slot.first, from.live.at(mb) + from.outputs[i].first,
+  if (prev >= 0 && onThisRank(p, prev)) {
+    Stage &from = local(prev);
+    for (auto [i, slot] : llvm::enumerate(s.inputs))
+      std::memcpy(frame + slot.first,
+                  liveFrame(from, mb, 'F') + from.outputs[i].first,
                   size_t(slot.second));
-    } else {
-      traced("recv " + std::to_string(s.index) + "F" + std::to_string(mb),
-             "transfer", [&] {
-               comm.recv(frame + slot.first, kBytes, slot.second,
-                         p.stageRanks[size_t(prev)],
-                         tag(s.index, mb, 0, int64_t(i)))
-                   ->finish();
-             });
-    }
   }
   traced(std::to_string(s.index) + "F" + std::to_string(mb), "F",
          [&] { s.forward(arena, frame); });
-  int64_t next = s.index + 1;
-  if (next < p.numStages && !onThisRank(p, next))
-    for (auto [i, slot] : llvm::enumerate(s.outputs))
-      sendCopy(frame + slot.first, slot.second, p.stageRanks[size_t(next)],
-               tag(next, mb, 0, int64_t(i)));
+}
+
+void PipelineExecutor::transfer(Stage &s, int64_t mb, char kind) {
+  // RECV_F: the previous stage's activations into a new frame; SEND_F this
+  // stage's outputs to the next; RECV_B the next stage's gradients; SEND_B
+  // this stage's input gradients to the previous one.
+  bool receive = kind == 'f' || kind == 'b';
+  bool activation = kind == 'f' || kind == 'g';
+  char *frame =
+      kind == 'f' ? acquire(s, mb) : liveFrame(s, mb, activation ? 'F' : 'B');
+  int64_t peerStage = activation == receive ? s.index - 1 : s.index + 1;
+  if (peerStage < 0 || peerStage >= p.numStages || onThisRank(p, peerStage))
+    fatal("corrupt executable: pipeline stage " + std::to_string(s.index) +
+          " transfers to or from a stage on its own rank");
+  int64_t peer = p.stageRanks[size_t(peerStage)];
+  const std::vector<Slot> &slots = kind == 'f'   ? s.inputs
+                                   : kind == 'g' ? s.outputs
+                                   : kind == 'b' ? s.outputGrads
+                                                 : s.inputGrads;
+  // The tag names the receiving stage.
+  int64_t receiver = receive ? s.index : peerStage;
+  for (auto [i, slot] : llvm::enumerate(slots)) {
+    int t = tag(receiver, mb, activation ? 0 : 1, int64_t(i));
+    if (receive)
+      traced("recv " + std::to_string(s.index) + (activation ? "F" : "B") +
+                 std::to_string(mb),
+             "transfer", [&] {
+               comm.recv(frame + slot.first, kBytes, slot.second, peer, t)
+                   ->finish();
+             });
+    else
+      sendCopy(frame + slot.first, slot.second, peer, t);
+  }
+  if (kind == 'c' && s.releaseAfterSend.erase(mb))
+    release(s, mb);
 }
 
 char *PipelineExecutor::liveFrame(Stage &s, int64_t mb, char kind) {
@@ -214,33 +247,17 @@ char *PipelineExecutor::liveFrame(Stage &s, int64_t mb, char kind) {
 
 void PipelineExecutor::backward(Stage &s, int64_t mb, PipelineFunction fn) {
   char *frame = liveFrame(s, mb, 'B');
-  // The next stage's gradients: written into this frame by its backward
-  // here, or received.
-  int64_t next = s.index + 1;
-  if (next < p.numStages && !onThisRank(p, next))
-    for (auto [i, slot] : llvm::enumerate(s.outputGrads))
-      traced("recv " + std::to_string(s.index) + "B" + std::to_string(mb),
-             "transfer", [&] {
-               comm.recv(frame + slot.first, kBytes, slot.second,
-                         p.stageRanks[size_t(next)],
-                         tag(s.index, mb, 1, int64_t(i)))
-                   ->finish();
-             });
   traced(std::to_string(s.index) + (fn == s.backward ? "B" : "I") +
              std::to_string(mb),
          fn == s.backward ? "B" : "I", [&] { fn(arena, frame); });
+  // The input gradients, when the previous stage is on this rank: into its
+  // frame (a remote one gets them by SEND_B).
   int64_t prev = s.index - 1;
-  if (prev >= 0) {
-    for (auto [i, slot] : llvm::enumerate(s.inputGrads)) {
-      if (onThisRank(p, prev)) {
-        Stage &to = local(prev);
-        std::memcpy(liveFrame(to, mb, 'B') + to.outputGrads[i].first,
-                    frame + slot.first, size_t(slot.second));
-      } else {
-        sendCopy(frame + slot.first, slot.second, p.stageRanks[size_t(prev)],
-                 tag(prev, mb, 1, int64_t(i)));
-      }
-    }
+  if (prev >= 0 && onThisRank(p, prev)) {
+    Stage &to = local(prev);
+    for (auto [i, slot] : llvm::enumerate(s.inputGrads))
+      std::memcpy(liveFrame(to, mb, 'B') + to.outputGrads[i].first,
+                  frame + slot.first, size_t(slot.second));
   }
 }
 
@@ -263,9 +280,17 @@ double PipelineExecutor::run(const FillMicrobatch &fill, StepTrace *trace) {
   std::string context = comm.context();
   for (const Manifest::PipelineAction &a : p.actions) {
     Stage &s = local(a.stage);
+    const char *kind = a.kind == 'f'   ? "RECV_F"
+                       : a.kind == 'g' ? "SEND_F"
+                       : a.kind == 'b' ? "RECV_B"
+                       : a.kind == 'c' ? "SEND_B"
+                                       : nullptr;
     comm.setContext(context + ", pipeline action " + std::to_string(a.stage) +
-                    a.kind + std::to_string(a.microbatch));
-    if (a.kind == 'F') {
+                    (kind ? std::string(kind) : std::string(1, a.kind)) +
+                    std::to_string(a.microbatch));
+    if (a.kind == 'f' || a.kind == 'g' || a.kind == 'b' || a.kind == 'c') {
+      transfer(s, a.microbatch, a.kind);
+    } else if (a.kind == 'F') {
       forward(s, a.microbatch, fill);
       if (a.stage == p.numStages - 1) {
         if (!lossSlot)
@@ -280,7 +305,11 @@ double PipelineExecutor::run(const FillMicrobatch &fill, StepTrace *trace) {
       backward(s, a.microbatch, s.backward ? s.backward : s.backwardInput);
       if (!s.backward)
         weight(s, a.microbatch);
-      release(s, a.microbatch);
+      // The frame is free once its input gradients are sent.
+      if (a.stage > 0 && !onThisRank(p, a.stage - 1))
+        s.releaseAfterSend.insert(a.microbatch);
+      else
+        release(s, a.microbatch);
     } else if (a.kind == 'I') {
       if (!s.backwardInput)
         fatal("corrupt executable: pipeline stage " + std::to_string(a.stage) +

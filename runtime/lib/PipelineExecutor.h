@@ -1,14 +1,13 @@
 //===- PipelineExecutor.h - runs a pipeline rank's action list --*- C++ -*-===//
 //
-// A pipeline-parallel rank runs its stages' phase functions in the order of
-// its schedule's action list (the manifest's `pipeline.actions`), one
-// microbatch frame per microbatch in flight. The transfers a forward or a
-// backward implies are done here: a stage's activations go to the next
-// stage and the gradients of its inputs to the previous one, by
-// point-to-point messages between pipeline ranks, or by a copy between two
-// frames when both stages are on this rank. Receives block (polling, under
-// the communicator's timeout) where the action needs the data; sends are
-// asynchronous and complete before their frame is reused.
+// A pipeline-parallel rank runs its action list (the manifest's
+// `pipeline.actions`, which dist-pipeline-schedule wrote and checked): its
+// stages' phase functions, one microbatch frame per microbatch in flight,
+// and the transfers between pipeline ranks the list names (RECV_F, SEND_F,
+// RECV_B, SEND_B, point-to-point messages); between two stages on this
+// rank the tensors are copied between their frames. Receives block
+// (polling, under the communicator's timeout); sends send a copy and
+// complete asynchronously, so no send ever blocks the list.
 //
 //===----------------------------------------------------------------------===//
 
@@ -59,8 +58,12 @@ private:
   struct Stage;
   Stage &local(int64_t stage);
   void forward(Stage &s, int64_t mb, const FillMicrobatch &fill);
-  /// The frame of (s, mb), which its forward took.
+  /// The frame of (s, mb), which its forward (or RECV_F) took.
   char *liveFrame(Stage &s, int64_t mb, char kind);
+  /// (s, mb)'s frame, taken from the free ones if it has none yet.
+  char *acquire(Stage &s, int64_t mb);
+  /// A RECV_F, SEND_F, RECV_B or SEND_B action ('f', 'g', 'b', 'c').
+  void transfer(Stage &s, int64_t mb, char kind);
   /// B or I: receives the output gradients, runs `fn`, sends the input
   /// gradients.
   void backward(Stage &s, int64_t mb, PipelineFunction fn);

@@ -3,6 +3,7 @@
 #include "Pipeline.h"
 
 #include "titan/Config/TrainConfig.h"
+#include "titan/Dialect/Dist/IR/Dist.h"
 #include "titan/Dialect/Kernel/IR/Kernel.h"
 #include "titan/Dialect/Kernel/Transforms/MemoryPlan.h"
 #include "titan/Model/LlamaArgs.h"
@@ -126,9 +127,14 @@ void titan::addPipelineToManifest(llvm::json::Object &manifest,
     }
     stages.push_back(std::move(stage));
   }
+  // The rank's list as dist-pipeline-schedule wrote it, with its
+  // transfers.
   llvm::json::Array actions;
-  for (const PipelineAction &a : job.schedule.actions[size_t(rank)])
-    actions.push_back(a.str());
+  if (auto pipeline = module->getAttrOfType<mlir::DictionaryAttr>(
+          dist::DistDialect::kPipelineAttrName))
+    if (auto lists = pipeline.getAs<mlir::ArrayAttr>("actions"))
+      for (mlir::Attribute a : mlir::cast<mlir::ArrayAttr>(lists[size_t(rank)]))
+        actions.push_back(mlir::cast<mlir::StringAttr>(a).getValue());
   llvm::json::Array stageRanks;
   std::vector<int64_t> owner(size_t(job.schedule.stages));
   for (auto [r, owned] : llvm::enumerate(job.schedule.stagesOfRank))

@@ -420,6 +420,11 @@ int compilePipelined(mlir::ModuleOp partitioned, const LlamaArgs &model,
     split.lastStageLessLayers = p.pipelineParallelLastStageLessLayers;
     split.rank = r;
     pm.addPass(dist::createDistPipelineSplit(split));
+    // Every rank's action list, with its transfers, checked, in the IR.
+    dist::DistPipelineScheduleOptions scheduleOptions;
+    scheduleOptions.microbatches = job->microbatches;
+    scheduleOptions.csv = p.pipelineParallelScheduleCsv;
+    pm.addPass(dist::createDistPipelineSchedule(scheduleOptions));
     std::vector<std::string> phases;
     for (int64_t s : job->plan.stagesOfRank[size_t(r)]) {
       TitanAutodiffOptions autodiff;

@@ -96,6 +96,26 @@ llvm::Expected<ScheduleTimeline> simulateSchedule(const PipelineSchedule &s,
                                                   double forwardCost = 1,
                                                   double backwardCost = 2);
 
+/// `s` with its transfers, in TorchTitan's lowered notation, one list per
+/// rank: before each F of a stage whose previous stage is on another rank
+/// its RECV_F ("2RECV_F0"), after it SEND_F when the next stage is on
+/// another rank; likewise RECV_B before and SEND_B after each B or I. A
+/// rank blocks at a RECV until the peer's SEND, which follows the action
+/// producing the tensor, so a list the simulation runs cannot deadlock on
+/// its transfers either.
+std::vector<std::vector<std::string>> lowerSchedule(const PipelineSchedule &s);
+
+/// Checks a lowered schedule (`rows`, one list per rank) for the stage
+/// layout and microbatches of `shape`: its compute actions as
+/// simulateSchedule does, and its transfers: every action that needs a
+/// remote tensor has its RECV before it, every produced tensor a remote
+/// stage reads its SEND after it, each SEND its RECV on the peer's rank in
+/// the same order between each pair of ranks, and no stray transfer.
+/// Returns the compute-only schedule.
+llvm::Expected<PipelineSchedule>
+verifyLoweredSchedule(const std::vector<std::vector<std::string>> &rows,
+                      const PipelineSchedule &shape);
+
 /// Draws `timeline` of `s` as an SVG: one row per rank, each action a box
 /// at its simulated start (forward and backward in two colors, each
 /// stage's shade its own, the microbatch number inside), the bubble in the
