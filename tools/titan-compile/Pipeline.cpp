@@ -6,7 +6,12 @@
 #include "titan/Dialect/Dist/IR/Dist.h"
 #include "titan/Dialect/Kernel/IR/Kernel.h"
 #include "titan/Dialect/Kernel/Transforms/MemoryPlan.h"
+#include "titan/Dialect/Titan/IR/Parameters.h"
+#include "titan/Dialect/Titan/IR/TensorSize.h"
 #include "titan/Model/LlamaArgs.h"
+#include "titan/Support/Format.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
 
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/FileSystem.h"
@@ -218,6 +223,40 @@ void titan::printPipelineMemory(const PipelineJob &job, int64_t rank,
   os << llvm::formatv("pipeline rank {0} peak: {1} bytes (arena {2} + "
                       "frames {3})\n",
                       rank, arena + total, arena, total);
+}
+
+void titan::printPipelineSummary(const PipelineJob &job,
+                                 mlir::ModuleOp partitioned,
+                                 llvm::raw_ostream &os) {
+  auto forward = partitioned.lookupSymbol<mlir::func::FuncOp>("forward");
+  dist::MeshAttr mesh = dist::getMesh(partitioned);
+  if (!forward || !mesh)
+    return;
+  std::vector<int64_t> bytes(size_t(job.plan.ranks), 0);
+  for (const ParameterArgument &p : getParameterArguments(forward))
+    if (int64_t r = pipelineRankOfParameter(job, p.name.getValue()); r >= 0)
+      bytes[size_t(r)] += *getStaticByteSize(p.type);
+  os << "per rank (mesh pp " << mesh.getPp() << " x dp_replicate "
+     << mesh.getDpReplicate() << " x dp_shard " << mesh.getDpShard() << " x cp "
+     << mesh.getCp() << " x tp " << mesh.getTp() << " = " << mesh.getWorldSize()
+     << " ranks; " << job.schedule.name << ", " << job.microbatches
+     << " microbatches of " << job.microbatchSize
+     << "; --emit=memory plans each pipeline rank's program)\n";
+  for (int64_t r = 0; r < job.plan.ranks; ++r) {
+    std::vector<std::string> modules;
+    for (int64_t s : job.plan.stagesOfRank[size_t(r)])
+      modules.push_back(
+          llvm::formatv(
+              "{0} ({1})", s,
+              llvm::join(job.plan.stages[size_t(s)].moduleNames(), " "))
+              .str());
+    os << "  pipeline rank " << r << ": stages " << llvm::join(modules, ", ")
+       << "\n";
+    os << "    parameters " << humanBytes(double(bytes[size_t(r)]))
+       << ", gradients " << humanBytes(double(bytes[size_t(r)]))
+       << ", AdamW state " << humanBytes(2.0 * double(bytes[size_t(r)]))
+       << "\n";
+  }
 }
 
 std::string titan::pipelineTableSource(

@@ -76,6 +76,12 @@ void addPipelineParameters(llvm::json::Object &manifest,
 void printPipelineMemory(const PipelineJob &job, int64_t rank,
                          mlir::ModuleOp module, llvm::raw_ostream &os);
 
+/// --emit=summary under pipeline parallelism: per pipeline rank its stages
+/// and the parameter, gradient and AdamW bytes of one of its ranks (from
+/// the partitioned module's per-rank parameter types).
+void printPipelineSummary(const PipelineJob &job, mlir::ModuleOp partitioned,
+                          llvm::raw_ostream &os);
+
 /// The C++ source of the executable's program table and main(): for each
 /// pipeline rank its manifest symbol and its functions
 /// (`titan_pp<r>_<name>`), handed to the runtime's pipeline entry point.

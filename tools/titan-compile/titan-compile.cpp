@@ -699,6 +699,18 @@ int main(int argc, char **argv) {
         return reportError(mesh.takeError());
       mlir::PassManager pm(&context);
       addPartitionPasses(pm, *config, *mesh);
+      // Under pipeline parallelism each pipeline rank has its own program;
+      // what each holds, from the stage plan (--emit=memory plans them).
+      if ((*mesh)[0] > 1) {
+        if (failed(pm.run(*module)))
+          return reportError("compilation failed (see the diagnostics above)");
+        llvm::Expected<PipelineJob> job = planPipelineJob(*model, *config);
+        if (!job)
+          return reportError(job.takeError());
+        printPipelineSummary(*job, *module, output->os());
+        output->keep();
+        return 0;
+      }
       addTrainingPasses(pm, *config, *mesh);
       if (failed(pm.run(*module)))
         return reportError("compilation failed (see the diagnostics above)");
