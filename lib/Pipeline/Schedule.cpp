@@ -18,7 +18,9 @@
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/ADT/StringSwitch.h"
+#include "llvm/Support/FileSystem.h"
 #include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/MemoryBuffer.h"
 
 #include <algorithm>
 #include <map>
@@ -60,6 +62,16 @@ bool titan::splitsBackward(const PipelineSchedule &s) {
 
 namespace {
 using Actions = std::vector<PipelineAction>;
+
+/// F, B, I or W in TorchTitan's notation.
+std::optional<PipelineAction::Kind> computeKind(llvm::StringRef letter) {
+  return llvm::StringSwitch<std::optional<PipelineAction::Kind>>(letter)
+      .Case("F", PipelineAction::Forward)
+      .Case("B", PipelineAction::Backward)
+      .Case("I", PipelineAction::BackwardInput)
+      .Case("W", PipelineAction::BackwardWeight)
+      .Default(std::nullopt);
+}
 
 PipelineAction forward(int64_t stage, int64_t mb) {
   return {PipelineAction::Forward, stage, mb};
@@ -506,6 +518,17 @@ std::optional<double> titan::textbookBubble(llvm::StringRef schedule, int64_t p,
 }
 
 llvm::Expected<PipelineSchedule>
+titan::loadScheduleCSV(llvm::StringRef path, const PipelinePlan &plan,
+                       int64_t microbatches) {
+  llvm::ErrorOr<std::unique_ptr<llvm::MemoryBuffer>> file =
+      llvm::MemoryBuffer::getFile(path);
+  if (!file || !llvm::sys::fs::is_regular_file(path))
+    return error("parallelism.pipeline_parallel_schedule_csv: '" + path +
+                 "' does not exist or is not a file");
+  return parseScheduleCSV((*file)->getBuffer(), plan, microbatches);
+}
+
+llvm::Expected<PipelineSchedule>
 titan::parseScheduleCSV(llvm::StringRef text, const PipelinePlan &plan,
                         int64_t microbatches) {
   PipelineSchedule s;
@@ -540,13 +563,7 @@ titan::parseScheduleCSV(llvm::StringRef text, const PipelinePlan &plan,
                              kind))
         continue; // titan derives transfers and FSDP actions
       int64_t stage = -1, mb = -1;
-      std::optional<PipelineAction::Kind> k =
-          llvm::StringSwitch<std::optional<PipelineAction::Kind>>(kind)
-              .Case("F", PipelineAction::Forward)
-              .Case("B", PipelineAction::Backward)
-              .Case("I", PipelineAction::BackwardInput)
-              .Case("W", PipelineAction::BackwardWeight)
-              .Default(std::nullopt);
+      std::optional<PipelineAction::Kind> k = computeKind(kind);
       if (!k || text.substr(0, digits).getAsInteger(10, stage) ||
           text.substr(digits + kind.size()).getAsInteger(10, mb))
         return error(llvm::formatv(
@@ -671,13 +688,7 @@ titan::verifyLoweredSchedule(const std::vector<std::vector<std::string>> &rows,
         sends[{rank, peer, f ? 0 : 1}].push_back(key);
         continue;
       }
-      std::optional<PipelineAction::Kind> k =
-          llvm::StringSwitch<std::optional<PipelineAction::Kind>>(kind)
-              .Case("F", PipelineAction::Forward)
-              .Case("B", PipelineAction::Backward)
-              .Case("I", PipelineAction::BackwardInput)
-              .Case("W", PipelineAction::BackwardWeight)
-              .Default(std::nullopt);
+      std::optional<PipelineAction::Kind> k = computeKind(kind);
       if (!k)
         return fail("is not F, B, I, W, SEND_F, RECV_F, SEND_B or RECV_B");
       if (*k == PipelineAction::Forward) {

@@ -14,9 +14,7 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 
 #include "llvm/ADT/StringExtras.h"
-#include "llvm/Support/FileSystem.h"
 #include "llvm/Support/FormatVariadic.h"
-#include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/raw_ostream.h"
 
 using namespace titan;
@@ -44,21 +42,12 @@ llvm::Expected<PipelineJob> titan::planPipelineJob(const LlamaArgs &model,
                       c.training.localBatchSize, job.microbatchSize)
             .str());
   job.microbatches = c.training.localBatchSize / job.microbatchSize;
-  llvm::Expected<PipelineSchedule> schedule = [&] {
-    if (p.pipelineParallelScheduleCsv.empty())
-      return buildSchedule(p.pipelineParallelSchedule, job.plan,
-                           job.microbatches);
-    // As TorchTitan's build_pipeline_schedule: the file must exist.
-    llvm::ErrorOr<std::unique_ptr<llvm::MemoryBuffer>> file =
-        llvm::MemoryBuffer::getFile(p.pipelineParallelScheduleCsv);
-    if (!file || !llvm::sys::fs::is_regular_file(p.pipelineParallelScheduleCsv))
-      return llvm::Expected<PipelineSchedule>(llvm::createStringError(
-          llvm::inconvertibleErrorCode(),
-          "parallelism.pipeline_parallel_schedule_csv: '" +
-              p.pipelineParallelScheduleCsv +
-              "' does not exist or is not a file"));
-    return parseScheduleCSV((*file)->getBuffer(), job.plan, job.microbatches);
-  }();
+  llvm::Expected<PipelineSchedule> schedule =
+      p.pipelineParallelScheduleCsv.empty()
+          ? buildSchedule(p.pipelineParallelSchedule, job.plan,
+                          job.microbatches)
+          : loadScheduleCSV(p.pipelineParallelScheduleCsv, job.plan,
+                            job.microbatches);
   if (!schedule)
     return schedule.takeError();
   job.schedule = std::move(*schedule);

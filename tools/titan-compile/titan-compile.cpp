@@ -284,26 +284,19 @@ int64_t accumulationSteps(const TrainConfig &c,
   return std::max<int64_t>(1, c.training.globalBatchSize / (local * dp));
 }
 
-/// The training-step passes, configured from the training config.
-void addTrainingPasses(mlir::PassManager &pm, const TrainConfig &c,
-                       const std::array<int64_t, 5> &mesh) {
-  // Mixed precision: bf16 (or f32) compute copies of the f32 parameters;
-  // unset, the CPU target's default is f32 (so CPU runs keep their
-  // numbers), the GPU's TorchTitan's bf16.
+/// Mixed precision: bf16 (or f32) compute copies of the f32 parameters;
+/// unset, the CPU target's default is f32 (so CPU runs keep their
+/// numbers), the GPU's TorchTitan's bf16.
+TitanMixedPrecisionOptions precisionOptions(const TrainConfig &c) {
   TitanMixedPrecisionOptions precision;
   std::string param = c.training.mixedPrecisionParam.value_or(
       target == KernelTarget::CUDA ? "bfloat16" : "float32");
   precision.paramType = param == "bfloat16" ? "bf16" : "f32";
-  pm.addPass(createTitanMixedPrecision(precision));
-  TitanAutodiffOptions autodiff;
-  // FSDP's reshard_after_forward; dist-partition marks the parameters the
-  // policy keeps gathered.
-  autodiff.regatherParams = true;
-  autodiff.accumulationSteps = accumulationSteps(c, mesh);
-  pm.addPass(createTitanAutodiff(autodiff));
-  // FSDP gathers the low-precision copies (the gradients were reduced in
-  // f32 by then).
-  pm.addPass(dist::createDistNarrowGathers());
+  return precision;
+}
+
+/// AdamW, clipping and the LR schedule from the config.
+TitanOptimizerOptions optimizerOptions(const TrainConfig &c) {
   TitanOptimizerOptions o;
   o.lr = c.optimizer.lr;
   o.beta1 = c.optimizer.beta1;
@@ -315,18 +308,36 @@ void addTrainingPasses(mlir::PassManager &pm, const TrainConfig &c,
   o.decayRatio = c.lrScheduler.decayRatio.value_or(-1.0);
   o.decayType = c.lrScheduler.decayType;
   o.minLrFactor = c.lrScheduler.minLrFactor;
-  pm.addPass(createTitanOptimizer(o));
+  return o;
+}
+
+/// The training-step passes, configured from the training config.
+void addTrainingPasses(mlir::PassManager &pm, const TrainConfig &c,
+                       const std::array<int64_t, 5> &mesh) {
+  pm.addPass(createTitanMixedPrecision(precisionOptions(c)));
+  TitanAutodiffOptions autodiff;
+  // FSDP's reshard_after_forward; dist-partition marks the parameters the
+  // policy keeps gathered.
+  autodiff.regatherParams = true;
+  autodiff.accumulationSteps = accumulationSteps(c, mesh);
+  pm.addPass(createTitanAutodiff(autodiff));
+  // FSDP gathers the low-precision copies (the gradients were reduced in
+  // f32 by then).
+  pm.addPass(dist::createDistNarrowGathers());
+  pm.addPass(createTitanOptimizer(optimizerOptions(c)));
 }
 
 /// The execution layer: the steps bufferized into the kernel IR and one
 /// memory plan per rank.
-void addExecutionPasses(mlir::PassManager &pm) {
+void addExecutionPasses(mlir::PassManager &pm,
+                        llvm::ArrayRef<std::string> functions = {}) {
   // The target's kernel workspaces; the CPU target runs bf16/f16 kernels on
   // f32 copies it plans for, the GPU's kernels read 16-bit buffers
   // directly.
   TitanBufferizeOptions bufferize;
   bufferize.target = stringifyKernelTarget(target).str();
   bufferize.widenLowPrecision = target == KernelTarget::CPU;
+  bufferize.functions.assign(functions.begin(), functions.end());
   pm.addPass(createTitanBufferize(bufferize));
   pm.addPass(kernel::createKernelFuseGemmAccumulate());
   pm.addPass(kernel::createKernelFuseAdamW());
@@ -409,10 +420,7 @@ int compilePipelined(mlir::ModuleOp partitioned, const LlamaArgs &model,
     mlir::PassManager pm(partitioned.getContext());
     if (failed(mlir::applyPassManagerCLOptions(pm)))
       return reportError("invalid pass manager options");
-    TitanMixedPrecisionOptions precision;
-    std::string param = c.training.mixedPrecisionParam.value_or("float32");
-    precision.paramType = param == "bfloat16" ? "bf16" : "f32";
-    pm.addPass(createTitanMixedPrecision(precision));
+    pm.addPass(createTitanMixedPrecision(precisionOptions(c)));
     dist::DistPipelineSplitOptions split;
     split.schedule = p.pipelineParallelSchedule;
     split.layersPerStage = p.pipelineParallelLayersPerStage.value_or(0);
@@ -446,18 +454,8 @@ int compilePipelined(mlir::ModuleOp partitioned, const LlamaArgs &model,
     phaseOptions.splitWeightGrad = splitsBackward(job->schedule);
     pm.addPass(dist::createDistPipelinePhases(phaseOptions));
     pm.addPass(dist::createDistNarrowGathers());
-    TitanOptimizerOptions o;
+    TitanOptimizerOptions o = optimizerOptions(c);
     o.forwardNames.assign(phases.begin(), phases.end());
-    o.lr = c.optimizer.lr;
-    o.beta1 = c.optimizer.beta1;
-    o.beta2 = c.optimizer.beta2;
-    o.eps = c.optimizer.eps;
-    o.weightDecay = c.optimizer.weightDecay;
-    o.maxNorm = c.training.maxNorm;
-    o.warmupSteps = c.lrScheduler.warmupSteps;
-    o.decayRatio = c.lrScheduler.decayRatio.value_or(-1.0);
-    o.decayType = c.lrScheduler.decayType;
-    o.minLrFactor = c.lrScheduler.minLrFactor;
     pm.addPass(createTitanOptimizer(o));
     if (failed(pm.run(*module)))
       return reportError("compilation failed (see the diagnostics above)");
@@ -475,15 +473,9 @@ int compilePipelined(mlir::ModuleOp partitioned, const LlamaArgs &model,
     if (!manifest)
       return reportError(manifest.takeError());
     pm.clear();
-    TitanBufferizeOptions bufferize;
-    bufferize.target = stringifyKernelTarget(target).str();
-    bufferize.widenLowPrecision = target == KernelTarget::CPU;
-    bufferize.functions.assign(phases.begin(), phases.end());
-    bufferize.functions.push_back("optimizer_step");
-    pm.addPass(createTitanBufferize(bufferize));
-    pm.addPass(kernel::createKernelFuseGemmAccumulate());
-    pm.addPass(kernel::createKernelFuseAdamW());
-    pm.addPass(kernel::createKernelPlanMemory());
+    std::vector<std::string> steps = phases;
+    steps.push_back("optimizer_step");
+    addExecutionPasses(pm, steps);
     if (failed(pm.run(*module)))
       return reportError("compilation failed (see the diagnostics above)");
     if (emitStage == EmitStage::Kernel) {

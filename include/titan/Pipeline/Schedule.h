@@ -67,6 +67,12 @@ llvm::Expected<PipelineSchedule> parseScheduleCSV(llvm::StringRef text,
                                                   const PipelinePlan &plan,
                                                   int64_t microbatches);
 
+/// parseScheduleCSV of the file `path`; a missing or irregular file is an
+/// error naming the key (as TorchTitan's build_pipeline_schedule).
+llvm::Expected<PipelineSchedule> loadScheduleCSV(llvm::StringRef path,
+                                                 const PipelinePlan &plan,
+                                                 int64_t microbatches);
+
 /// The action lists of `schedule` for `plan` and `microbatches`; an error
 /// names the keys when the combination cannot run (for instance
 /// Interleaved1F1B needs a multiple of the pipeline degree in

@@ -13,8 +13,6 @@
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinOps.h"
-#include "llvm/Support/FileSystem.h"
-#include "llvm/Support/MemoryBuffer.h"
 
 namespace titan::dist {
 #define GEN_PASS_DEF_DISTPIPELINESCHEDULE
@@ -81,18 +79,9 @@ struct DistPipelineSchedulePass
     plan.ranks = shape->ranks;
     plan.stages.resize(size_t(shape->stages));
     plan.stagesOfRank = shape->stagesOfRank;
-    llvm::Expected<PipelineSchedule> schedule = [&] {
-      if (csv.empty())
-        return buildSchedule(shape->name, plan, microbatches);
-      llvm::ErrorOr<std::unique_ptr<llvm::MemoryBuffer>> file =
-          llvm::MemoryBuffer::getFile(csv);
-      if (!file || !llvm::sys::fs::is_regular_file(csv))
-        return llvm::Expected<PipelineSchedule>(llvm::createStringError(
-            llvm::inconvertibleErrorCode(),
-            "parallelism.pipeline_parallel_schedule_csv: '" + csv +
-                "' does not exist or is not a file"));
-      return parseScheduleCSV((*file)->getBuffer(), plan, microbatches);
-    }();
+    llvm::Expected<PipelineSchedule> schedule =
+        csv.empty() ? buildSchedule(shape->name, plan, microbatches)
+                    : loadScheduleCSV(csv, plan, microbatches);
     if (!schedule) {
       module.emitError() << "dist-pipeline-schedule: "
                          << llvm::toString(schedule.takeError());
