@@ -602,6 +602,11 @@ titan::lowerSchedule(const PipelineSchedule &s) {
   for (auto [r, actions] : llvm::enumerate(s.actions)) {
     std::vector<std::string> &row = rows.emplace_back();
     int64_t rank = int64_t(r);
+    // Each local stage's weights are gathered once, before its actions.
+    std::vector<int64_t> mine = s.stagesOfRank[r];
+    llvm::sort(mine);
+    for (int64_t stage : mine)
+      row.push_back(std::to_string(stage) + "UNSHARD");
     for (const PipelineAction &a : actions) {
       bool forward = a.kind == PipelineAction::Forward;
       bool input = a.kind == PipelineAction::Backward ||
@@ -640,8 +645,23 @@ titan::verifyLoweredSchedule(const std::vector<std::vector<std::string>> &rows,
     // Received tensors not yet consumed, produced tensors not yet sent.
     std::set<std::pair<int64_t, int64_t>> receivedF, receivedB;
     std::set<std::pair<int64_t, int64_t>> unsentF, unsentB, doneF, doneB;
+    // Stages gathered (UNSHARD) and stages whose actions have begun.
+    std::set<int64_t> unsharded, begun;
     for (const std::string &text : row) {
       llvm::StringRef t(text);
+      if (t.ends_with("UNSHARD")) {
+        int64_t stage = -1;
+        if (t.drop_back(7).getAsInteger(10, stage) || stage < 0 ||
+            stage >= s.stages || owner[size_t(stage)] != rank)
+          return error(llvm::formatv("pipeline rank {0}: '{1}' is not the "
+                                     "UNSHARD of one of its stages",
+                                     rank, text));
+        if (begun.count(stage) || !unsharded.insert(stage).second)
+          return error(llvm::formatv("pipeline rank {0}: {1} must come once, "
+                                     "before the stage's other actions",
+                                     rank, text));
+        continue;
+      }
       size_t digits = t.find_first_not_of("0123456789");
       llvm::StringRef kind = digits == llvm::StringRef::npos
                                  ? llvm::StringRef()
@@ -660,6 +680,7 @@ titan::verifyLoweredSchedule(const std::vector<std::vector<std::string>> &rows,
         return error(llvm::formatv("pipeline rank {0} runs {1}, which is not "
                                    "an action of one of its stages",
                                    rank, text));
+      begun.insert(stage);
       auto key = std::make_pair(stage, mb);
       bool prevRemote = stage > 0 && owner[size_t(stage - 1)] != rank;
       bool nextRemote =

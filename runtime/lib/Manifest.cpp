@@ -73,11 +73,12 @@ static Manifest::Pipeline parsePipeline(const llvm::json::Object &o) {
         fatal("corrupt executable: a pipeline stage is not an object");
       Manifest::PipelineStage s;
       s.stage = integer(*so, "stage");
+      s.unshard = so->getString("unshard").value_or("").str();
       s.forward = so->getString("forward").value_or("").str();
       s.backward = so->getString("backward").value_or("").str();
       s.backwardInput = so->getString("backward_input").value_or("").str();
       s.backwardWeight = so->getString("backward_weight").value_or("").str();
-      if (s.forward.empty() ||
+      if (s.unshard.empty() || s.forward.empty() ||
           (s.backward.empty() &&
            (s.backwardInput.empty() || s.backwardWeight.empty())))
         fatal("corrupt executable: pipeline stage " + std::to_string(s.stage) +
@@ -107,16 +108,20 @@ static Manifest::Pipeline parsePipeline(const llvm::json::Object &o) {
                      .Case("SEND_F", 'g')
                      .Case("RECV_B", 'b')
                      .Case("SEND_B", 'c')
+                     .Case("UNSHARD", 'U')
                      .Default('?');
+        StringRef mb = text.substr(at + kind.size());
+        if (a.kind == 'U' && mb.empty())
+          mb = "0"; // UNSHARD has no microbatch
         if (a.kind == '?' || text.substr(0, at).getAsInteger(10, a.stage) ||
-            text.substr(at + kind.size()).getAsInteger(10, a.microbatch))
+            mb.getAsInteger(10, a.microbatch))
           a.stage = -1;
       }
       if (a.stage < 0 || a.stage >= p.numStages || a.microbatch < 0 ||
           a.microbatch >= p.microbatches)
         fatal("corrupt executable: pipeline action '" + text.str() +
               "' is not <stage><F|B|I|W|RECV_F|SEND_F|RECV_B|SEND_B>"
-              "<microbatch> within the schedule");
+              "<microbatch> or <stage>UNSHARD within the schedule");
       p.actions.push_back(a);
     }
   return p;

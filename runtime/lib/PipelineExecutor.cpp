@@ -31,7 +31,7 @@ struct PipelineExecutor::Stage {
   const Manifest::PipelineStage *plan = nullptr;
   int64_t index = 0;
   /// backward, or backwardInput and backwardWeight.
-  PipelineFunction forward = nullptr, backward = nullptr,
+  PipelineFunction unshard = nullptr, forward = nullptr, backward = nullptr,
                    backwardInput = nullptr, backwardWeight = nullptr;
   /// The frame slots by kind, indexed by boundary index.
   std::vector<Slot> inputs, outputs, outputGrads, inputGrads;
@@ -66,6 +66,7 @@ PipelineExecutor::PipelineExecutor(
     auto stage = std::make_unique<Stage>();
     stage->plan = &plan;
     stage->index = plan.stage;
+    stage->unshard = function(plan.unshard);
     stage->forward = function(plan.forward);
     if (!plan.backward.empty()) {
       stage->backward = function(plan.backward);
@@ -280,15 +281,20 @@ double PipelineExecutor::run(const FillMicrobatch &fill, StepTrace *trace) {
   std::string context = comm.context();
   for (const Manifest::PipelineAction &a : p.actions) {
     Stage &s = local(a.stage);
-    const char *kind = a.kind == 'f'   ? "RECV_F"
+    const char *kind = a.kind == 'U'   ? "UNSHARD"
+                       : a.kind == 'f' ? "RECV_F"
                        : a.kind == 'g' ? "SEND_F"
                        : a.kind == 'b' ? "RECV_B"
                        : a.kind == 'c' ? "SEND_B"
                                        : nullptr;
     comm.setContext(context + ", pipeline action " + std::to_string(a.stage) +
                     (kind ? std::string(kind) : std::string(1, a.kind)) +
-                    std::to_string(a.microbatch));
-    if (a.kind == 'f' || a.kind == 'g' || a.kind == 'b' || a.kind == 'c') {
+                    (a.kind == 'U' ? "" : std::to_string(a.microbatch)));
+    if (a.kind == 'U') {
+      traced(std::to_string(a.stage) + "UNSHARD", "unshard",
+             [&] { s.unshard(arena, nullptr); });
+    } else if (a.kind == 'f' || a.kind == 'g' || a.kind == 'b' ||
+               a.kind == 'c') {
       transfer(s, a.microbatch, a.kind);
     } else if (a.kind == 'F') {
       forward(s, a.microbatch, fill);

@@ -64,9 +64,9 @@ std::vector<std::string> titan::stagePhaseFunctions(int64_t stage,
                                                     bool splitWeightGrad) {
   std::string name = "stage" + std::to_string(stage);
   if (splitWeightGrad)
-    return {name + "_forward", name + "_backward_input",
+    return {name + "_unshard", name + "_forward", name + "_backward_input",
             name + "_backward_weight"};
-  return {name + "_forward", name + "_backward"};
+  return {name + "_unshard", name + "_forward", name + "_backward"};
 }
 
 std::map<int64_t, int64_t>
@@ -108,16 +108,15 @@ void titan::addPipelineToManifest(llvm::json::Object &manifest,
   for (int64_t s : job.schedule.stagesOfRank[size_t(rank)]) {
     bool split = splitsBackward(job.schedule);
     std::vector<std::string> phases = stagePhaseFunctions(s, split);
-    llvm::json::Object stage{{"stage", s},
-                             {"forward", phases[0]},
-                             {"frame_bytes", bytes[s]},
-                             {"frames", frames[s]},
-                             {"frame_slots", std::move(slots[s])}};
+    llvm::json::Object stage{
+        {"stage", s},           {"unshard", phases[0]},
+        {"forward", phases[1]}, {"frame_bytes", bytes[s]},
+        {"frames", frames[s]},  {"frame_slots", std::move(slots[s])}};
     if (split) {
-      stage["backward_input"] = phases[1];
-      stage["backward_weight"] = phases[2];
+      stage["backward_input"] = phases[2];
+      stage["backward_weight"] = phases[3];
     } else {
-      stage["backward"] = phases[1];
+      stage["backward"] = phases[2];
     }
     stages.push_back(std::move(stage));
   }

@@ -452,6 +452,9 @@ int compilePipelined(mlir::ModuleOp partitioned, const LlamaArgs &model,
     }
     dist::DistPipelinePhasesOptions phaseOptions;
     phaseOptions.splitWeightGrad = splitsBackward(job->schedule);
+    // TorchTitan keeps FSDP's weights gathered across a step's microbatches
+    // under pipeline parallelism.
+    phaseOptions.hoistParameterValues = true;
     pm.addPass(dist::createDistPipelinePhases(phaseOptions));
     pm.addPass(dist::createDistNarrowGathers());
     TitanOptimizerOptions o = optimizerOptions(c);

@@ -92,7 +92,9 @@ private:
   /// per-microbatch values (the activations it receives and sends, their
   /// gradients, its stashes, and its microbatch of tokens and labels) live
   /// in the stage's frame: slots "frame<stage>:<kind>:<index or name>",
-  /// which the memory plan places apart, once per microbatch in flight.
+  /// which the memory plan places apart, once per microbatch in flight;
+  /// what the stage computes once per step ("per_step<stage>:<j>") is an
+  /// arena slot.
   std::optional<std::string> slotOf(DictionaryAttr attrs) {
     auto stage =
         step->getAttrOfType<IntegerAttr>(dist::DistDialect::kStageAttrName);
@@ -107,6 +109,11 @@ private:
       for (auto [attr, kind] : kinds)
         if (auto index = attrs.getAs<IntegerAttr>(attr))
           return frame + kind.str() + std::to_string(index.getInt());
+      // Once per step, for every microbatch: in the arena.
+      if (auto index =
+              attrs.getAs<IntegerAttr>(dist::DistDialect::kPerStepAttrName))
+        return "per_step" + std::to_string(stage.getInt()) + ":" +
+               std::to_string(index.getInt());
       if (auto input = attrs.getAs<StringAttr>(TitanDialect::kInputAttrName);
           input &&
           (input.getValue() == "tokens" || input.getValue() == "labels"))

@@ -1,6 +1,7 @@
 // RUN: titan-opt %s -split-input-file -titan-autodiff="forward=stage1 backward=stage1_forward_backward accumulation-steps=2" -dist-pipeline-phases -verify-diagnostics | FileCheck %s
 // RUN: titan-opt %s -split-input-file -titan-autodiff="forward=stage1 backward=stage1_forward_backward accumulation-steps=2" -dist-pipeline-phases="split-weight-grad=true" -verify-diagnostics | FileCheck %s --check-prefix=ZB
 // RUN: echo 'module {}' | not titan-opt -dist-pipeline-phases 2>&1 | FileCheck %s --check-prefix=EMPTY
+// RUN: titan-opt %s -split-input-file -titan-autodiff="forward=stage1 backward=stage1_forward_backward accumulation-steps=2" -dist-pipeline-phases="hoist-parameter-values=true" -verify-diagnostics | FileCheck %s --check-prefix=HOIST
 
 // EMPTY: error: dist-pipeline-phases: no stage step (a function with dist.pipeline_phase = "forward_backward"; run titan-autodiff on the stages of dist-pipeline-split)
 
@@ -91,3 +92,24 @@ module attributes {dist.mesh = #dist.mesh<pp = 2, dp_replicate = 1, dp_shard = 1
     return %loss : tensor<f32>
   }
 }
+
+// With hoist-parameter-values what depends on the parameters alone moves
+// to @stage1_unshard, run once per step. The middle stage reads its f32
+// weights as they are: its unshard is empty. The last stage's cast of its
+// weight is computed there once and both phases read it (dist.per_step =
+// 0); neither casts it again (the backward casts the weight's gradient
+// back to f32, the cast's adjoint).
+// HOIST-LABEL: func.func @stage1_unshard() attributes {dist.pipeline_phase = "unshard", dist.stage = 1 : i64}
+// HOIST-LABEL: func.func @stage1_unshard(%
+// HOIST-SAME: : tensor<16x8xf32> {titan.param = "output.weight"}) -> (tensor<16x8xbf16> {dist.per_step = 0 : i64})
+// HOIST-NEXT:   %[[C:.*]] = titan.cast
+// HOIST-NEXT:   return %[[C]]
+// HOIST:      func.func @stage1_forward(
+// HOIST-SAME: %{{.*}}: tensor<16x8xbf16> {dist.per_step = 0 : i64}
+// HOIST-NOT:    titan.cast
+// HOIST:        titan.cross_entropy
+// HOIST:      func.func @stage1_backward(
+// HOIST-SAME: %{{.*}}: tensor<16x8xbf16> {dist.per_step = 0 : i64}
+// HOIST-NOT:    titan.cast %{{.*}} : tensor<16x8xf32> to tensor<16x8xbf16>
+// HOIST:        titan.cast %{{.*}} : tensor<16x8xbf16> to tensor<16x8xf32>
+// HOIST:        return

@@ -2,7 +2,7 @@
 
 // A valid hand-written list passes.
 module attributes {dist.mesh = #dist.mesh<pp = 2, dp_replicate = 1, dp_shard = 1, cp = 1, tp = 1>,
-                   dist.pipeline = {actions = [["0F0", "0SEND_F0", "0RECV_B0", "0B0"], ["1RECV_F0", "1F0", "1I0", "1SEND_B0", "1W0"]], microbatches = 1 : i64, num_stages = 2 : i64, schedule = "1F1B", stage_ranks = array<i64: 0, 1>}} {
+                   dist.pipeline = {actions = [["0UNSHARD", "0F0", "0SEND_F0", "0RECV_B0", "0B0"], ["1RECV_F0", "1F0", "1I0", "1SEND_B0", "1W0"]], microbatches = 1 : i64, num_stages = 2 : i64, schedule = "1F1B", stage_ranks = array<i64: 0, 1>}} {
 }
 
 // -----
@@ -44,4 +44,12 @@ module attributes {dist.mesh = #dist.mesh<pp = 2, dp_replicate = 1, dp_shard = 1
 // expected-error @+1 {{dist-pipeline-verify: pipeline rank 0 runs 1F0, which is not an action of one of its stages}}
 module attributes {dist.mesh = #dist.mesh<pp = 2, dp_replicate = 1, dp_shard = 1, cp = 1, tp = 1>,
                    dist.pipeline = {actions = [["1F0"], []], microbatches = 1 : i64, num_stages = 2 : i64, schedule = "1F1B", stage_ranks = array<i64: 0, 1>}} {
+}
+
+// -----
+
+// UNSHARD after the stage's first action.
+// expected-error @+1 {{dist-pipeline-verify: pipeline rank 0: 0UNSHARD must come once, before the stage's other actions}}
+module attributes {dist.mesh = #dist.mesh<pp = 2, dp_replicate = 1, dp_shard = 1, cp = 1, tp = 1>,
+                   dist.pipeline = {actions = [["0F0", "0UNSHARD", "0SEND_F0", "0RECV_B0", "0B0"], ["1RECV_F0", "1F0", "1B0", "1SEND_B0"]], microbatches = 1 : i64, num_stages = 2 : i64, schedule = "1F1B", stage_ranks = array<i64: 0, 1>}} {
 }

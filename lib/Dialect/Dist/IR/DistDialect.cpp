@@ -174,13 +174,14 @@ LogicalResult DistDialect::verifyOperationAttribute(Operation *op,
   if (attr.getName() == kPhaseAttrName) {
     auto phase = dyn_cast<StringAttr>(attr.getValue());
     if (!phase ||
-        !llvm::is_contained({"forward", "forward_backward", "backward",
-                             "backward_input", "backward_weight"},
+        !llvm::is_contained({"unshard", "forward", "forward_backward",
+                             "backward", "backward_input", "backward_weight"},
                             phase.getValue()))
       return op->emitError()
              << "'" << kPhaseAttrName
-             << "' must be one of \"forward\", \"forward_backward\", "
-                "\"backward\", \"backward_input\", \"backward_weight\", got "
+             << "' must be one of \"unshard\", \"forward\", "
+                "\"forward_backward\", \"backward\", \"backward_input\", "
+                "\"backward_weight\", got "
              << attr.getValue();
     return success();
   }
@@ -217,9 +218,9 @@ LogicalResult DistDialect::verifyRegionArgAttribute(Operation *op, unsigned,
              << "'" << kKeepGatheredAttrName << "' must be a unit attribute";
     return success();
   }
-  if (llvm::is_contained(
-          {kStageInputAttrName, kStageOutputGradAttrName, kStashAttrName},
-          attr.getName().getValue()))
+  if (llvm::is_contained({kStageInputAttrName, kStageOutputGradAttrName,
+                          kStashAttrName, kPerStepAttrName},
+                         attr.getName().getValue()))
     return verifyIndexAttr(op, attr, "argument " + std::to_string(argIndex));
   if (attr.getName() != kShardingAttrName)
     return success();
@@ -257,9 +258,9 @@ LogicalResult DistDialect::verifyRegionArgAttribute(Operation *op, unsigned,
 LogicalResult DistDialect::verifyRegionResultAttribute(Operation *op, unsigned,
                                                        unsigned resultIndex,
                                                        NamedAttribute attr) {
-  if (llvm::is_contained(
-          {kStageOutputAttrName, kStageInputGradAttrName, kStashAttrName},
-          attr.getName().getValue()))
+  if (llvm::is_contained({kStageOutputAttrName, kStageInputGradAttrName,
+                          kStashAttrName, kPerStepAttrName},
+                         attr.getName().getValue()))
     return verifyIndexAttr(op, attr, "result " + std::to_string(resultIndex));
   return success();
 }

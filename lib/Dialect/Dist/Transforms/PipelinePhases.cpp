@@ -282,6 +282,161 @@ private:
   llvm::SetVector<Value> stash;
 };
 
+/// Moves what a stage step computes from its parameters (FSDP's gathered
+/// weights, their low-precision copies) into a
+/// function `<stage>_unshard` run once per step, whose results the phases
+/// take as arguments (`dist.per_step = j`): the weights stay gathered
+/// across the step's microbatches, as TorchTitan's FSDP does under
+/// pipeline parallelism, and each is gathered once rather than in every
+/// microbatch's forward and again in its backward. Equal computations (a
+/// forward gather and its backward re-gather) become one first.
+class PerStepHoister {
+public:
+  explicit PerStepHoister(func::FuncOp step)
+      : step(step), body(step.getBody().front()) {}
+
+  LogicalResult run(StringRef stageName) {
+    mergeEqualParameterValues();
+    // The frontier: parameter-only values read by per-microbatch work.
+    // Values made from nothing (constants, the RoPE angles) stay: they cost
+    // less than a slot kept for the step.
+    llvm::SetVector<Value> frontier;
+    for (Operation &op : body)
+      if (!isParameterOnly(&op))
+        for (Value operand : op.getOperands())
+          if (Operation *def = operand.getDefiningOp();
+              def && def->getNumOperands() > 0 && isParameterOnly(def))
+            frontier.insert(operand);
+    // <stage>_unshard: the parameter-only ops the frontier needs, in order.
+    llvm::SetVector<Operation *> needed;
+    std::function<void(Operation *)> need = [&](Operation *op) {
+      if (needed.contains(op))
+        return;
+      for (Value operand : op->getOperands())
+        if (Operation *def = operand.getDefiningOp())
+          need(def);
+      needed.insert(op);
+    };
+    for (Value v : frontier)
+      need(v.getDefiningOp());
+    SmallVector<Operation *> order(needed.begin(), needed.end());
+    llvm::sort(order, [](Operation *a, Operation *b) {
+      return a->isBeforeInBlock(b);
+    });
+    llvm::SetVector<unsigned> args;
+    for (Operation *op : order)
+      for (Value operand : op->getOperands())
+        if (auto arg = dyn_cast<BlockArgument>(operand))
+          args.insert(arg.getArgNumber());
+    SmallVector<unsigned> argOrder(args.begin(), args.end());
+    llvm::sort(argOrder);
+
+    OpBuilder b(step);
+    SmallVector<Type> argTypes, resultTypes;
+    SmallVector<DictionaryAttr> argAttrs, resultAttrs;
+    for (unsigned a : argOrder) {
+      argTypes.push_back(body.getArgument(a).getType());
+      argAttrs.push_back(step.getArgAttrDict(a));
+    }
+    for (auto [j, v] : llvm::enumerate(frontier)) {
+      resultTypes.push_back(v.getType());
+      resultAttrs.push_back(perStepAttr(b, int64_t(j)));
+    }
+    auto unshard =
+        func::FuncOp::create(b, step.getLoc(), (stageName + "_unshard").str(),
+                             b.getFunctionType(argTypes, resultTypes));
+    unshard.setAllArgAttrs(argAttrs);
+    unshard.setAllResultAttrs(resultAttrs);
+    for (NamedAttribute attr : step->getDialectAttrs())
+      unshard->setAttr(attr.getName(), attr.getValue());
+    unshard->setAttr(DistDialect::kPhaseAttrName, b.getStringAttr("unshard"));
+    Block *entry = unshard.addEntryBlock();
+    IRMapping map;
+    for (auto [i, a] : llvm::enumerate(argOrder))
+      map.map(body.getArgument(a), entry->getArgument(i));
+    {
+      OpBuilder::InsertionGuard guard(b);
+      b.setInsertionPointToStart(entry);
+      for (Operation *op : order)
+        b.clone(*op, map);
+      SmallVector<Value> results;
+      for (Value v : frontier)
+        results.push_back(map.lookup(v));
+      func::ReturnOp::create(b, step.getLoc(), results);
+    }
+
+    // The step takes the frontier as arguments; the hoisted ops go.
+    unsigned first = step.getNumArguments();
+    SmallVector<unsigned> indices(frontier.size(), first);
+    SmallVector<Type> types;
+    SmallVector<DictionaryAttr> attrs;
+    SmallVector<Location> locs(frontier.size(), step.getLoc());
+    for (auto [j, v] : llvm::enumerate(frontier)) {
+      types.push_back(v.getType());
+      attrs.push_back(perStepAttr(b, int64_t(j)));
+    }
+    if (failed(step.insertArguments(indices, types, attrs, locs)))
+      return failure();
+    for (auto [j, v] : llvm::enumerate(frontier))
+      Value(v).replaceAllUsesWith(body.getArgument(first + unsigned(j)));
+    for (Operation *op : llvm::reverse(order))
+      if (op->use_empty())
+        op->erase();
+    return success();
+  }
+
+private:
+  /// Whether `op` computes from the step's parameters (and constants)
+  /// alone.
+  bool isParameterOnly(Operation *op) {
+    if (isa<func::ReturnOp>(op) || op->getNumRegions() != 0)
+      return false;
+    auto [it, inserted] = parameterOnly.try_emplace(op, false);
+    if (!inserted)
+      return it->second;
+    bool result = llvm::all_of(op->getOperands(), [&](Value v) {
+      if (auto arg = dyn_cast<BlockArgument>(v))
+        return static_cast<bool>(
+            step.getArgAttr(arg.getArgNumber(), TitanDialect::kParamAttrName));
+      return isParameterOnly(v.getDefiningOp());
+    });
+    return parameterOnly[op] = result;
+  }
+
+  /// Merges parameter-only ops that compute the same thing from the same
+  /// operands (collectives included: the same gather of the same shard).
+  void mergeEqualParameterValues() {
+    SmallVector<Operation *> kept;
+    for (Operation &op : llvm::make_early_inc_range(body)) {
+      if (!isParameterOnly(&op))
+        continue;
+      Operation *same = nullptr;
+      for (Operation *k : kept)
+        if (OperationEquivalence::isEquivalentTo(
+                &op, k, OperationEquivalence::IgnoreLocations)) {
+          same = k;
+          break;
+        }
+      if (!same) {
+        kept.push_back(&op);
+        continue;
+      }
+      op.replaceAllUsesWith(same->getResults());
+      parameterOnly.erase(&op);
+      op.erase();
+    }
+  }
+
+  DictionaryAttr perStepAttr(OpBuilder &b, int64_t j) {
+    return b.getDictionaryAttr(
+        b.getNamedAttr(DistDialect::kPerStepAttrName, b.getI64IntegerAttr(j)));
+  }
+
+  func::FuncOp step;
+  Block &body;
+  DenseMap<Operation *, bool> parameterOnly;
+};
+
 struct DistPipelinePhasesPass
     : titan::dist::impl::DistPipelinePhasesBase<DistPipelinePhasesPass> {
   using Base::Base;
@@ -318,6 +473,8 @@ struct DistPipelinePhasesPass
                 forward->getAttrOfType<StringAttr>(DistDialect::kPhaseAttrName);
             phase && phase.getValue() == "forward")
           forward.erase();
+      if (hoistParameterValues && failed(PerStepHoister(step).run(stage)))
+        return signalPassFailure();
       if (failed(PhaseSplitter(step, splitWeightGrad).run(stage)))
         return signalPassFailure();
     }

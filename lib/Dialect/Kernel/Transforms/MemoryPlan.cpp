@@ -36,6 +36,8 @@ std::optional<int64_t> titan::kernel::getFrameStage(StringRef slot) {
 StringRef titan::kernel::getSlotCategory(StringRef slot) {
   if (getFrameStage(slot))
     return "pipeline frames";
+  if (slot.starts_with("per_step"))
+    return "gathered parameters (per step)";
   if (slot.starts_with("param:"))
     return "parameters";
   if (slot.starts_with("grad:"))

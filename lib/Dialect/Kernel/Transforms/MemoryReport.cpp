@@ -132,6 +132,10 @@ void titan::kernel::printMemoryReport(ModuleOp module, int64_t worldSize,
   for (StringRef category : kStateCategories)
     os << llvm::formatv("    {0,-22} {1}\n", category,
                         bytesText(state.lookup(category)));
+  // A pipeline stage's weights gathered once per step (dist-pipeline-phases).
+  if (int64_t gathered = state.lookup("gathered parameters (per step)"))
+    os << llvm::formatv("    {0,-22} {1}\n", "gathered parameters",
+                        bytesText(gathered));
   for (func::FuncOp step : module.getOps<func::FuncOp>()) {
     StepTimeline t = computeTimeline(step, stateEnd);
     os << "  @" << step.getSymName() << ": planned peak "

@@ -47,8 +47,8 @@ def Dist_Dialect : Dialect {
     /// Function attribute (i64): the pipeline stage the function computes.
     static constexpr ::llvm::StringLiteral kStageAttrName = "dist.stage";
     /// Function attribute (string): which part of a stage's training step
-    /// the function is: forward, forward_backward, backward,
-    /// backward_input or backward_weight.
+    /// the function is: unshard (once per step), forward, forward_backward,
+    /// backward, backward_input or backward_weight.
     static constexpr ::llvm::StringLiteral kPhaseAttrName =
         "dist.pipeline_phase";
     /// Argument attribute (i64 i): the i-th activation the previous stage
@@ -70,6 +70,10 @@ def Dist_Dialect : Dialect {
     /// Argument and result attribute (i64 j): value j that one phase of a
     /// stage keeps for a later phase of the same microbatch.
     static constexpr ::llvm::StringLiteral kStashAttrName = "dist.stash";
+    /// Argument and result attribute (i64 j): value j a stage computes
+    /// once per step from its parameters (its FSDP-gathered and cast
+    /// weights) for every microbatch's phases.
+    static constexpr ::llvm::StringLiteral kPerStepAttrName = "dist.per_step";
   }];
 }
 

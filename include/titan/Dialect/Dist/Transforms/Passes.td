@@ -169,10 +169,23 @@ def DistPipelinePhases : Pass<"dist-pipeline-phases", "::mlir::ModuleOp"> {
     loss in F, the stage inputs' gradients in I or B, the weight gradients
     in W or B), then its stashes. The stage's forward-only function (from
     `dist-pipeline-split`) is removed.
+
+    With `hoist-parameter-values`, what the step computes from its
+    parameters (FSDP's all-gathers, the low-precision copies; equal
+    computations, such as a forward gather and its backward re-gather,
+    merged first; values made from nothing, such as the RoPE angles, stay
+    in the phases) moves to `<stage>_unshard`
+    (`dist.pipeline_phase = "unshard"`), run once per step before the
+    stage's first action: its results (`dist.per_step = j`) are arguments
+    of the phases, so the weights stay gathered across the microbatches,
+    as TorchTitan's FSDP keeps them under pipeline parallelism.
   }];
   let options = [
     Option<"splitWeightGrad", "split-weight-grad", "bool", "false",
            "Split the backward into input- and weight-gradient phases (I, W)">,
+    Option<"hoistParameterValues", "hoist-parameter-values", "bool", "false",
+           "Compute what depends on the parameters (FSDP's gathers, "
+           "low-precision copies) once per step in <stage>_unshard">,
   ];
   let dependentDialects = ["::titan::dist::DistDialect",
                            "::mlir::func::FuncDialect"];
