@@ -607,7 +607,12 @@ titan::lowerSchedule(const PipelineSchedule &s) {
     llvm::sort(mine);
     for (int64_t stage : mine)
       row.push_back(std::to_string(stage) + "UNSHARD");
-    for (const PipelineAction &a : actions) {
+    // Each stage's gradients are reduced once, after its last backward.
+    std::map<int64_t, size_t> lastBackward;
+    for (auto [i, a] : llvm::enumerate(actions))
+      if (a.kind != PipelineAction::Forward)
+        lastBackward[a.stage] = i;
+    for (auto [i, a] : llvm::enumerate(actions)) {
       bool forward = a.kind == PipelineAction::Forward;
       bool input = a.kind == PipelineAction::Backward ||
                    a.kind == PipelineAction::BackwardInput;
@@ -620,6 +625,8 @@ titan::lowerSchedule(const PipelineSchedule &s) {
         row.push_back(transfer(a.stage, "SEND_F", a.microbatch));
       if (input && remote(a.stage - 1, rank))
         row.push_back(transfer(a.stage, "SEND_B", a.microbatch));
+      if (lastBackward[a.stage] == i)
+        row.push_back(std::to_string(a.stage) + "REDUCE_GRAD");
     }
   }
   return rows;
@@ -645,10 +652,38 @@ titan::verifyLoweredSchedule(const std::vector<std::vector<std::string>> &rows,
     // Received tensors not yet consumed, produced tensors not yet sent.
     std::set<std::pair<int64_t, int64_t>> receivedF, receivedB;
     std::set<std::pair<int64_t, int64_t>> unsentF, unsentB, doneF, doneB;
-    // Stages gathered (UNSHARD) and stages whose actions have begun.
-    std::set<int64_t> unsharded, begun;
+    // Stages gathered (UNSHARD), whose actions have begun, whose gradients
+    // are reduced (REDUCE_GRAD).
+    std::set<int64_t> unsharded, begun, reduced;
+    // Each stage's backward actions left on this rank.
+    std::map<int64_t, int64_t> backwardsLeft;
     for (const std::string &text : row) {
       llvm::StringRef t(text);
+      int64_t stage = -1;
+      if (size_t d = t.find_first_not_of("0123456789");
+          d != llvm::StringRef::npos && d > 0 &&
+          !t.substr(0, d).getAsInteger(10, stage)) {
+        llvm::StringRef k =
+            t.substr(d).take_while([](char c) { return !llvm::isDigit(c); });
+        if (k == "B" || k == "W")
+          ++backwardsLeft[stage];
+      }
+    }
+    for (const std::string &text : row) {
+      llvm::StringRef t(text);
+      if (t.ends_with("REDUCE_GRAD")) {
+        int64_t stage = -1;
+        if (t.drop_back(11).getAsInteger(10, stage) || stage < 0 ||
+            stage >= s.stages || owner[size_t(stage)] != rank)
+          return error(llvm::formatv("pipeline rank {0}: '{1}' is not the "
+                                     "REDUCE_GRAD of one of its stages",
+                                     rank, text));
+        if (backwardsLeft[stage] != 0 || !reduced.insert(stage).second)
+          return error(llvm::formatv("pipeline rank {0}: {1} must come once, "
+                                     "after the stage's last backward",
+                                     rank, text));
+        continue;
+      }
       if (t.ends_with("UNSHARD")) {
         int64_t stage = -1;
         if (t.drop_back(7).getAsInteger(10, stage) || stage < 0 ||
@@ -681,6 +716,10 @@ titan::verifyLoweredSchedule(const std::vector<std::vector<std::string>> &rows,
                                    "an action of one of its stages",
                                    rank, text));
       begun.insert(stage);
+      if (reduced.count(stage))
+        return error(llvm::formatv("pipeline rank {0}: {1} comes after the "
+                                   "stage's REDUCE_GRAD",
+                                   rank, text));
       auto key = std::make_pair(stage, mb);
       bool prevRemote = stage > 0 && owner[size_t(stage - 1)] != rank;
       bool nextRemote =
@@ -723,6 +762,9 @@ titan::verifyLoweredSchedule(const std::vector<std::vector<std::string>> &rows,
         if (prevRemote)
           unsentB.insert(key);
       }
+      if (*k == PipelineAction::Backward ||
+          *k == PipelineAction::BackwardWeight)
+        --backwardsLeft[stage];
       actions.push_back({*k, stage, mb});
     }
     for (auto *left : {&receivedF, &receivedB, &unsentF, &unsentB})

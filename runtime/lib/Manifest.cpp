@@ -74,11 +74,12 @@ static Manifest::Pipeline parsePipeline(const llvm::json::Object &o) {
       Manifest::PipelineStage s;
       s.stage = integer(*so, "stage");
       s.unshard = so->getString("unshard").value_or("").str();
+      s.reduceGrad = so->getString("reduce_grad").value_or("").str();
       s.forward = so->getString("forward").value_or("").str();
       s.backward = so->getString("backward").value_or("").str();
       s.backwardInput = so->getString("backward_input").value_or("").str();
       s.backwardWeight = so->getString("backward_weight").value_or("").str();
-      if (s.unshard.empty() || s.forward.empty() ||
+      if (s.unshard.empty() || s.reduceGrad.empty() || s.forward.empty() ||
           (s.backward.empty() &&
            (s.backwardInput.empty() || s.backwardWeight.empty())))
         fatal("corrupt executable: pipeline stage " + std::to_string(s.stage) +
@@ -109,10 +110,11 @@ static Manifest::Pipeline parsePipeline(const llvm::json::Object &o) {
                      .Case("RECV_B", 'b')
                      .Case("SEND_B", 'c')
                      .Case("UNSHARD", 'U')
+                     .Case("REDUCE_GRAD", 'G')
                      .Default('?');
         StringRef mb = text.substr(at + kind.size());
-        if (a.kind == 'U' && mb.empty())
-          mb = "0"; // UNSHARD has no microbatch
+        if ((a.kind == 'U' || a.kind == 'G') && mb.empty())
+          mb = "0"; // UNSHARD and REDUCE_GRAD have no microbatch
         if (a.kind == '?' || text.substr(0, at).getAsInteger(10, a.stage) ||
             mb.getAsInteger(10, a.microbatch))
           a.stage = -1;
@@ -121,7 +123,8 @@ static Manifest::Pipeline parsePipeline(const llvm::json::Object &o) {
           a.microbatch >= p.microbatches)
         fatal("corrupt executable: pipeline action '" + text.str() +
               "' is not <stage><F|B|I|W|RECV_F|SEND_F|RECV_B|SEND_B>"
-              "<microbatch> or <stage>UNSHARD within the schedule");
+              "<microbatch>, <stage>UNSHARD or <stage>REDUCE_GRAD within the "
+              "schedule");
       p.actions.push_back(a);
     }
   return p;

@@ -58,15 +58,16 @@ struct Manifest {
     /// The phase functions of the program's table: forward and backward,
     /// or forward, backward_input and backward_weight (zero-bubble
     /// schedules; a whole B then runs I and W).
-    std::string unshard, forward, backward, backwardInput, backwardWeight;
+    std::string unshard, forward, backward, backwardInput, backwardWeight,
+        reduceGrad;
     /// One microbatch's frame: its size, its slots (offset, bytes), and
     /// how many microbatches the schedule keeps in flight at most.
     int64_t frameBytes = 0, frames = 0;
     llvm::StringMap<std::pair<int64_t, int64_t>> frameSlots;
   };
   struct PipelineAction {
-    /// 'F', 'B', 'I', 'W', 'U' (UNSHARD), or the transfers: 'f' RECV_F,
-    /// 'g' SEND_F, 'b' RECV_B, 'c' SEND_B.
+    /// 'F', 'B', 'I', 'W', 'U' (UNSHARD), 'G' (REDUCE_GRAD), or the
+    /// transfers: 'f' RECV_F, 'g' SEND_F, 'b' RECV_B, 'c' SEND_B.
     char kind;
     int64_t stage, microbatch;
   };

@@ -31,8 +31,9 @@ struct PipelineExecutor::Stage {
   const Manifest::PipelineStage *plan = nullptr;
   int64_t index = 0;
   /// backward, or backwardInput and backwardWeight.
-  PipelineFunction unshard = nullptr, forward = nullptr, backward = nullptr,
-                   backwardInput = nullptr, backwardWeight = nullptr;
+  PipelineFunction unshard = nullptr, reduceGrad = nullptr, forward = nullptr,
+                   backward = nullptr, backwardInput = nullptr,
+                   backwardWeight = nullptr;
   /// The frame slots by kind, indexed by boundary index.
   std::vector<Slot> inputs, outputs, outputGrads, inputGrads;
   std::optional<Slot> tokens, labels;
@@ -67,6 +68,7 @@ PipelineExecutor::PipelineExecutor(
     stage->plan = &plan;
     stage->index = plan.stage;
     stage->unshard = function(plan.unshard);
+    stage->reduceGrad = function(plan.reduceGrad);
     stage->forward = function(plan.forward);
     if (!plan.backward.empty()) {
       stage->backward = function(plan.backward);
@@ -282,17 +284,22 @@ double PipelineExecutor::run(const FillMicrobatch &fill, StepTrace *trace) {
   for (const Manifest::PipelineAction &a : p.actions) {
     Stage &s = local(a.stage);
     const char *kind = a.kind == 'U'   ? "UNSHARD"
+                       : a.kind == 'G' ? "REDUCE_GRAD"
                        : a.kind == 'f' ? "RECV_F"
                        : a.kind == 'g' ? "SEND_F"
                        : a.kind == 'b' ? "RECV_B"
                        : a.kind == 'c' ? "SEND_B"
                                        : nullptr;
-    comm.setContext(context + ", pipeline action " + std::to_string(a.stage) +
-                    (kind ? std::string(kind) : std::string(1, a.kind)) +
-                    (a.kind == 'U' ? "" : std::to_string(a.microbatch)));
+    comm.setContext(
+        context + ", pipeline action " + std::to_string(a.stage) +
+        (kind ? std::string(kind) : std::string(1, a.kind)) +
+        (a.kind == 'U' || a.kind == 'G' ? "" : std::to_string(a.microbatch)));
     if (a.kind == 'U') {
       traced(std::to_string(a.stage) + "UNSHARD", "unshard",
              [&] { s.unshard(arena, nullptr); });
+    } else if (a.kind == 'G') {
+      traced(std::to_string(a.stage) + "REDUCE_GRAD", "reduce_grad",
+             [&] { s.reduceGrad(arena, nullptr); });
     } else if (a.kind == 'f' || a.kind == 'g' || a.kind == 'b' ||
                a.kind == 'c') {
       transfer(s, a.microbatch, a.kind);

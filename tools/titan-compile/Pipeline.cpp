@@ -65,8 +65,9 @@ std::vector<std::string> titan::stagePhaseFunctions(int64_t stage,
   std::string name = "stage" + std::to_string(stage);
   if (splitWeightGrad)
     return {name + "_unshard", name + "_forward", name + "_backward_input",
-            name + "_backward_weight"};
-  return {name + "_unshard", name + "_forward", name + "_backward"};
+            name + "_backward_weight", name + "_reduce_grad"};
+  return {name + "_unshard", name + "_forward", name + "_backward",
+          name + "_reduce_grad"};
 }
 
 std::map<int64_t, int64_t>
@@ -118,6 +119,7 @@ void titan::addPipelineToManifest(llvm::json::Object &manifest,
     } else {
       stage["backward"] = phases[2];
     }
+    stage["reduce_grad"] = phases.back();
     stages.push_back(std::move(stage));
   }
   // The rank's list as dist-pipeline-schedule wrote it, with its

@@ -41,8 +41,9 @@ llvm::Expected<PipelineJob> planPipelineJob(const LlamaArgs &model,
                                             const TrainConfig &config);
 
 /// The function names of stage `stage`'s phases, as dist-pipeline-phases
-/// names them: unshard (once per step), forward, backward, or with
-/// `splitWeightGrad` unshard, forward, backward_input, backward_weight.
+/// names them: unshard (once per step), forward, backward, reduce_grad
+/// (once per step), or with `splitWeightGrad` unshard, forward,
+/// backward_input, backward_weight, reduce_grad.
 std::vector<std::string> stagePhaseFunctions(int64_t stage,
                                              bool splitWeightGrad);
 

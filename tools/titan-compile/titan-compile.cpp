@@ -455,6 +455,8 @@ int compilePipelined(mlir::ModuleOp partitioned, const LlamaArgs &model,
     // TorchTitan keeps FSDP's weights gathered across a step's microbatches
     // under pipeline parallelism.
     phaseOptions.hoistParameterValues = true;
+    // ... and reduce-scatters its gradients once, after the last backward.
+    phaseOptions.deferGradientReduction = true;
     pm.addPass(dist::createDistPipelinePhases(phaseOptions));
     pm.addPass(dist::createDistNarrowGathers());
     TitanOptimizerOptions o = optimizerOptions(c);

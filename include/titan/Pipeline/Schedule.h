@@ -104,7 +104,9 @@ llvm::Expected<ScheduleTimeline> simulateSchedule(const PipelineSchedule &s,
 
 /// `s` with its transfers, in TorchTitan's lowered notation, one list per
 /// rank: first each local stage's UNSHARD ("1UNSHARD": what it computes
-/// from its parameters once per step, FSDP's gathers among them); before
+/// from its parameters once per step, FSDP's gathers among them), and
+/// after its last B or W its REDUCE_GRAD (its gradients' once-per-step
+/// reduce-scatter); before
 /// each F of a stage whose previous stage is on another rank
 /// its RECV_F ("2RECV_F0"), after it SEND_F when the next stage is on
 /// another rank; likewise RECV_B before and SEND_B after each B or I. A

@@ -109,6 +109,10 @@ private:
       for (auto [attr, kind] : kinds)
         if (auto index = attrs.getAs<IntegerAttr>(attr))
           return frame + kind.str() + std::to_string(index.getInt());
+      // A gradient summed over the step's microbatches: in the arena.
+      if (auto name = attrs.getAs<StringAttr>(
+              dist::DistDialect::kUnshardedGradAttrName))
+        return "unsharded_grad:" + name.str();
       // Once per step, for every microbatch: in the arena.
       if (auto index =
               attrs.getAs<IntegerAttr>(dist::DistDialect::kPerStepAttrName))

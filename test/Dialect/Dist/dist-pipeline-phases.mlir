@@ -2,6 +2,7 @@
 // RUN: titan-opt %s -split-input-file -titan-autodiff="forward=stage1 backward=stage1_forward_backward accumulation-steps=2" -dist-pipeline-phases="split-weight-grad=true" -verify-diagnostics | FileCheck %s --check-prefix=ZB
 // RUN: echo 'module {}' | not titan-opt -dist-pipeline-phases 2>&1 | FileCheck %s --check-prefix=EMPTY
 // RUN: titan-opt %s -split-input-file -titan-autodiff="forward=stage1 backward=stage1_forward_backward accumulation-steps=2" -dist-pipeline-phases="hoist-parameter-values=true" -verify-diagnostics | FileCheck %s --check-prefix=HOIST
+// RUN: titan-opt %s -split-input-file -titan-autodiff="forward=stage1 backward=stage1_forward_backward accumulation-steps=2 regather-params=true" -dist-pipeline-phases="hoist-parameter-values=true defer-gradient-reduction=true" -verify-diagnostics | FileCheck %s --check-prefix=DEFER
 
 // EMPTY: error: dist-pipeline-phases: no stage step (a function with dist.pipeline_phase = "forward_backward"; run titan-autodiff on the stages of dist-pipeline-split)
 
@@ -113,3 +114,43 @@ module attributes {dist.mesh = #dist.mesh<pp = 2, dp_replicate = 1, dp_shard = 1
 // HOIST-NOT:    titan.cast %{{.*}} : tensor<16x8xf32> to tensor<16x8xbf16>
 // HOIST:        titan.cast %{{.*}} : tensor<16x8xbf16> to tensor<16x8xf32>
 // HOIST:        return
+
+// -----
+
+// FSDP under pipeline parallelism: the forward's gather and the backward's
+// re-gather of the weight become one, in @stage1_unshard, which also
+// zeroes the step's gradient sum; the backward adds the whole gradient to
+// the sum (no reduce-scatter per microbatch) and @stage1_reduce_grad
+// reduce-scatters the sum into the gradient once per step.
+// DEFER-LABEL: func.func @stage1_unshard(%{{.*}}: tensor<4x8xf32>
+// DEFER-SAME:  -> (tensor<8x8xf32> {dist.per_step = 0 : i64}, tensor<8x8xf32> {dist.unsharded_grad = "w"})
+// DEFER:         dist.all_gather_start
+// DEFER-NOT:     dist.all_gather_start
+// DEFER:         %[[ZERO:.*]] = titan.fill 0.000000e+00 : tensor<8x8xf32>
+// DEFER:         return %{{.*}}, %[[ZERO]]
+// DEFER:       func.func @stage1_reduce_grad(
+// DEFER-SAME: %[[SUM:[^:]*]]: tensor<8x8xf32> {dist.unsharded_grad = "w"}, %[[ACC:[^:]*]]: tensor<4x8xf32> {titan.grad = "w"}) -> (tensor<4x8xf32> {titan.grad = "w"})
+// DEFER-NEXT:    %[[RS:.*]] = dist.reduce_scatter_start %[[SUM]] axes ["dp_shard"] dim 0
+// DEFER-NEXT:    %[[G:.*]] = dist.wait %[[RS]]
+// DEFER-NEXT:    %[[NEW:.*]] = titan.add %[[ACC]], %[[G]]
+// DEFER-NEXT:    return %[[NEW]]
+// DEFER:       func.func @stage1_forward(
+// DEFER-NOT:     dist.all_gather_start
+// DEFER:       func.func @stage1_backward(
+// DEFER-SAME:  %[[BSUM:[^:]*]]: tensor<8x8xf32> {dist.unsharded_grad = "w"}
+// DEFER-SAME:  -> ({{.*}}tensor<8x8xf32> {dist.unsharded_grad = "w"})
+// DEFER-NOT:     dist.reduce_scatter_start
+// DEFER-NOT:     dist.all_gather_start
+// DEFER:         titan.linear_grad_weight
+// DEFER:         titan.add %[[BSUM]]
+module attributes {dist.mesh = #dist.mesh<pp = 2, dp_replicate = 1, dp_shard = 2, cp = 1, tp = 1>} {
+  func.func @stage1(%w: tensor<4x8xf32> {titan.param = "w", dist.sharding = #dist.sharding<[["dp_shard"]]>},
+                    %h: tensor<2x4x8xf32> {dist.stage_input = 0 : i64})
+      -> (tensor<2x4x8xf32> {dist.stage_output = 0 : i64}) attributes {dist.partitioned, dist.stage = 1 : i64, dist.pipeline_phase = "forward"} {
+    %f = dist.all_gather_start %w axes ["dp_shard"] dim 0 : tensor<4x8xf32> -> !dist.future<tensor<8x8xf32>>
+    %wg = dist.wait %f : !dist.future<tensor<8x8xf32>>
+    %z = titan.linear %h, %wg : (tensor<2x4x8xf32>, tensor<8x8xf32>) -> tensor<2x4x8xf32>
+    %o = titan.add %h, %z : tensor<2x4x8xf32>
+    return %o : tensor<2x4x8xf32>
+  }
+}

@@ -53,3 +53,11 @@ module attributes {dist.mesh = #dist.mesh<pp = 2, dp_replicate = 1, dp_shard = 1
 module attributes {dist.mesh = #dist.mesh<pp = 2, dp_replicate = 1, dp_shard = 1, cp = 1, tp = 1>,
                    dist.pipeline = {actions = [["0F0", "0UNSHARD", "0SEND_F0", "0RECV_B0", "0B0"], ["1RECV_F0", "1F0", "1B0", "1SEND_B0"]], microbatches = 1 : i64, num_stages = 2 : i64, schedule = "1F1B", stage_ranks = array<i64: 0, 1>}} {
 }
+
+// -----
+
+// A backward after the stage's REDUCE_GRAD would miss the reduction.
+// expected-error @+1 {{dist-pipeline-verify: pipeline rank 1: 1REDUCE_GRAD must come once, after the stage's last backward}}
+module attributes {dist.mesh = #dist.mesh<pp = 2, dp_replicate = 1, dp_shard = 1, cp = 1, tp = 1>,
+                   dist.pipeline = {actions = [["0F0", "0SEND_F0", "0RECV_B0", "0B0", "0REDUCE_GRAD"], ["1RECV_F0", "1F0", "1I0", "1SEND_B0", "1REDUCE_GRAD", "1W0"]], microbatches = 1 : i64, num_stages = 2 : i64, schedule = "1F1B", stage_ranks = array<i64: 0, 1>}} {
+}

@@ -173,15 +173,15 @@ LogicalResult DistDialect::verifyOperationAttribute(Operation *op,
     return verifyIndexAttr(op, attr, "a function");
   if (attr.getName() == kPhaseAttrName) {
     auto phase = dyn_cast<StringAttr>(attr.getValue());
-    if (!phase ||
-        !llvm::is_contained({"unshard", "forward", "forward_backward",
-                             "backward", "backward_input", "backward_weight"},
-                            phase.getValue()))
+    if (!phase || !llvm::is_contained({"unshard", "forward", "forward_backward",
+                                       "backward", "backward_input",
+                                       "backward_weight", "reduce_grad"},
+                                      phase.getValue()))
       return op->emitError()
              << "'" << kPhaseAttrName
              << "' must be one of \"unshard\", \"forward\", "
                 "\"forward_backward\", \"backward\", \"backward_input\", "
-                "\"backward_weight\", got "
+                "\"backward_weight\", \"reduce_grad\", got "
              << attr.getValue();
     return success();
   }

@@ -24,6 +24,7 @@
 #include "titan/Dialect/Dist/Transforms/Passes.h"
 
 #include "titan/Dialect/Titan/IR/TitanDialect.h"
+#include "titan/Dialect/Titan/IR/TitanOps.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
@@ -63,7 +64,8 @@ public:
         resultPhase.push_back(F);
       else if (step.getResultAttr(r, DistDialect::kStageInputGradAttrName))
         resultPhase.push_back(I);
-      else if (step.getResultAttr(r, TitanDialect::kGradAttrName))
+      else if (step.getResultAttr(r, TitanDialect::kGradAttrName) ||
+               step.getResultAttr(r, DistDialect::kUnshardedGradAttrName))
         resultPhase.push_back(W);
       else
         return step.emitOpError()
@@ -437,6 +439,170 @@ private:
   DenseMap<Operation *, bool> parameterOnly;
 };
 
+/// Defers FSDP's gradient reduce-scatters to once per step: where a
+/// stage step adds a reduce-scattered gradient into its accumulator, it
+/// adds the whole gradient into a per-step accumulator instead
+/// (`dist.unsharded_grad`), and `<stage>_reduce_grad`, run after the
+/// stage's last backward (the list's REDUCE_GRAD), reduce-scatters the sum
+/// into the gradient; `<stage>_unshard` resets the sums each step. As
+/// FSDP2 under TorchTitan's pipeline schedules: one reduce-scatter per
+/// step, of the microbatches' summed gradient.
+class GradientDeferral {
+public:
+  GradientDeferral(func::FuncOp step, func::FuncOp unshard)
+      : step(step), unshard(unshard), body(step.getBody().front()) {}
+
+  LogicalResult run(StringRef stageName) {
+    auto ret = cast<func::ReturnOp>(body.getTerminator());
+    struct Deferred {
+      StringAttr name;
+      dist::ReduceScatterStartOp scatter;
+      Value accumulator;
+    };
+    SmallVector<Deferred> deferred;
+    SmallVector<unsigned> removed;
+    // result = add(accumulator, wait(reduce_scatter(x))), the accumulator
+    // the argument of the same gradient.
+    for (unsigned r = 0; r < ret.getNumOperands(); ++r) {
+      auto name =
+          step.getResultAttrOfType<StringAttr>(r, TitanDialect::kGradAttrName);
+      auto add = ret.getOperand(r).getDefiningOp<AddOp>();
+      if (!name || !add || !add->hasOneUse())
+        continue;
+      for (unsigned side = 0; side < 2; ++side) {
+        auto acc = dyn_cast<BlockArgument>(add->getOperand(side));
+        auto wait = add->getOperand(1 - side).getDefiningOp<dist::WaitOp>();
+        auto scatter =
+            wait ? wait.getFuture().getDefiningOp<dist::ReduceScatterStartOp>()
+                 : dist::ReduceScatterStartOp();
+        if (!acc || !scatter || !wait->hasOneUse() ||
+            step.getArgAttr(acc.getArgNumber(), TitanDialect::kGradAttrName) !=
+                name)
+          continue;
+        deferred.push_back({name, scatter, acc});
+        removed.push_back(r);
+        break;
+      }
+    }
+
+    OpBuilder b(step);
+    // <stage>_reduce_grad: gradient += reduce_scatter(sum), per parameter.
+    SmallVector<Type> argTypes, resultTypes;
+    SmallVector<DictionaryAttr> argAttrs, resultAttrs;
+    for (Deferred &d : deferred) {
+      Type whole = d.scatter.getInput().getType();
+      argTypes.append({whole, d.accumulator.getType()});
+      argAttrs.append({b.getDictionaryAttr(b.getNamedAttr(
+                           DistDialect::kUnshardedGradAttrName, d.name)),
+                       b.getDictionaryAttr(b.getNamedAttr(
+                           TitanDialect::kGradAttrName, d.name))});
+      resultTypes.push_back(d.accumulator.getType());
+      resultAttrs.push_back(b.getDictionaryAttr(
+          b.getNamedAttr(TitanDialect::kGradAttrName, d.name)));
+    }
+    auto reduce = func::FuncOp::create(
+        b, step.getLoc(), (stageName + "_reduce_grad").str(),
+        b.getFunctionType(argTypes, resultTypes));
+    reduce.setAllArgAttrs(argAttrs);
+    reduce.setAllResultAttrs(resultAttrs);
+    for (NamedAttribute attr : step->getDialectAttrs())
+      reduce->setAttr(attr.getName(), attr.getValue());
+    reduce->setAttr(DistDialect::kPhaseAttrName,
+                    b.getStringAttr("reduce_grad"));
+    Block *entry = reduce.addEntryBlock();
+    {
+      OpBuilder::InsertionGuard guard(b);
+      b.setInsertionPointToStart(entry);
+      SmallVector<Value> results;
+      for (auto [i, d] : llvm::enumerate(deferred)) {
+        IRMapping map;
+        map.map(d.scatter.getInput(), entry->getArgument(2 * unsigned(i)));
+        Operation *scatter = b.clone(*d.scatter, map);
+        auto wait =
+            dist::WaitOp::create(b, d.scatter.getLoc(), scatter->getResult(0));
+        results.push_back(AddOp::create(b, d.scatter.getLoc(),
+                                        entry->getArgument(2 * i + 1), wait));
+      }
+      func::ReturnOp::create(b, step.getLoc(), results);
+    }
+
+    // <stage>_unshard resets the sums each step.
+    auto unshardReturn =
+        cast<func::ReturnOp>(unshard.getBody().front().getTerminator());
+    SmallVector<Value> unshardResults(unshardReturn.getOperands());
+    SmallVector<Attribute> unshardAttrs;
+    for (unsigned r = 0; r < unshard.getNumResults(); ++r)
+      unshardAttrs.push_back(unshard.getResultAttrDict(r));
+    {
+      OpBuilder::InsertionGuard guard(b);
+      b.setInsertionPoint(unshardReturn);
+      for (Deferred &d : deferred) {
+        unshardResults.push_back(FillOp::create(b, d.scatter.getLoc(),
+                                                d.scatter.getInput().getType(),
+                                                b.getF64FloatAttr(0.0)));
+        unshardAttrs.push_back(b.getDictionaryAttr(
+            b.getNamedAttr(DistDialect::kUnshardedGradAttrName, d.name)));
+      }
+      func::ReturnOp::create(b, unshardReturn.getLoc(), unshardResults);
+      unshardReturn.erase();
+    }
+    unshard.setFunctionType(b.getFunctionType(
+        unshard.getArgumentTypes(), ValueRange(unshardResults).getTypes()));
+    unshard.setAllResultAttrs(unshardAttrs);
+
+    // The step: sum += x instead of gradient += reduce_scatter(x).
+    unsigned first = step.getNumArguments();
+    SmallVector<unsigned> indices(deferred.size(), first);
+    SmallVector<Type> types;
+    SmallVector<DictionaryAttr> attrs;
+    SmallVector<Location> locs(deferred.size(), step.getLoc());
+    for (Deferred &d : deferred) {
+      types.push_back(d.scatter.getInput().getType());
+      attrs.push_back(b.getDictionaryAttr(
+          b.getNamedAttr(DistDialect::kUnshardedGradAttrName, d.name)));
+    }
+    if (failed(step.insertArguments(indices, types, attrs, locs)))
+      return failure();
+    SmallVector<Value> results;
+    SmallVector<Attribute> stepAttrs;
+    for (unsigned r = 0; r < ret.getNumOperands(); ++r)
+      if (!llvm::is_contained(removed, r)) {
+        results.push_back(ret.getOperand(r));
+        stepAttrs.push_back(step.getResultAttrDict(r));
+      }
+    b.setInsertionPoint(ret);
+    for (auto [i, d] : llvm::enumerate(deferred)) {
+      results.push_back(AddOp::create(b, d.scatter.getLoc(),
+                                      body.getArgument(first + unsigned(i)),
+                                      d.scatter.getInput()));
+      stepAttrs.push_back(b.getDictionaryAttr(
+          b.getNamedAttr(DistDialect::kUnshardedGradAttrName, d.name)));
+    }
+    SmallVector<Operation *> dead;
+    for (unsigned r : removed)
+      dead.push_back(ret.getOperand(r).getDefiningOp());
+    func::ReturnOp::create(b, ret.getLoc(), results);
+    ret.erase();
+    for (Operation *add : dead) {
+      auto wait = add->getOperand(0).getDefiningOp<dist::WaitOp>()
+                      ? add->getOperand(0).getDefiningOp<dist::WaitOp>()
+                      : add->getOperand(1).getDefiningOp<dist::WaitOp>();
+      Operation *scatter = wait.getFuture().getDefiningOp();
+      add->erase();
+      wait->erase();
+      scatter->erase();
+    }
+    step.setFunctionType(b.getFunctionType(step.getArgumentTypes(),
+                                           ValueRange(results).getTypes()));
+    step.setAllResultAttrs(stepAttrs);
+    return success();
+  }
+
+private:
+  func::FuncOp step, unshard;
+  Block &body;
+};
+
 struct DistPipelinePhasesPass
     : titan::dist::impl::DistPipelinePhasesBase<DistPipelinePhasesPass> {
   using Base::Base;
@@ -475,6 +641,18 @@ struct DistPipelinePhasesPass
           forward.erase();
       if (hoistParameterValues && failed(PerStepHoister(step).run(stage)))
         return signalPassFailure();
+      if (deferGradientReduction) {
+        auto unshard = module.lookupSymbol<func::FuncOp>(stage + "_unshard");
+        if (!unshard) {
+          step.emitOpError() << "dist-pipeline-phases: "
+                                "defer-gradient-reduction needs "
+                                "hoist-parameter-values (the per-step "
+                                "unshard function resets the sums)";
+          return signalPassFailure();
+        }
+        if (failed(GradientDeferral(step, unshard).run(stage)))
+          return signalPassFailure();
+      }
       if (failed(PhaseSplitter(step, splitWeightGrad).run(stage)))
         return signalPassFailure();
     }

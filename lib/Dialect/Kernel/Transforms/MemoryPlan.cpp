@@ -38,6 +38,8 @@ StringRef titan::kernel::getSlotCategory(StringRef slot) {
     return "pipeline frames";
   if (slot.starts_with("per_step"))
     return "gathered parameters (per step)";
+  if (slot.starts_with("unsharded_grad:"))
+    return "unsharded gradients (per step)";
   if (slot.starts_with("param:"))
     return "parameters";
   if (slot.starts_with("grad:"))

@@ -136,6 +136,9 @@ void titan::kernel::printMemoryReport(ModuleOp module, int64_t worldSize,
   if (int64_t gathered = state.lookup("gathered parameters (per step)"))
     os << llvm::formatv("    {0,-22} {1}\n", "gathered parameters",
                         bytesText(gathered));
+  if (int64_t summed = state.lookup("unsharded gradients (per step)"))
+    os << llvm::formatv("    {0,-22} {1}\n", "unsharded gradients",
+                        bytesText(summed));
   for (func::FuncOp step : module.getOps<func::FuncOp>()) {
     StepTimeline t = computeTimeline(step, stateEnd);
     os << "  @" << step.getSymName() << ": planned peak "

@@ -48,7 +48,8 @@ def Dist_Dialect : Dialect {
     static constexpr ::llvm::StringLiteral kStageAttrName = "dist.stage";
     /// Function attribute (string): which part of a stage's training step
     /// the function is: unshard (once per step), forward, forward_backward,
-    /// backward, backward_input or backward_weight.
+    /// backward, backward_input, backward_weight or reduce_grad (once per
+    /// step).
     static constexpr ::llvm::StringLiteral kPhaseAttrName =
         "dist.pipeline_phase";
     /// Argument attribute (i64 i): the i-th activation the previous stage
@@ -74,6 +75,12 @@ def Dist_Dialect : Dialect {
     /// once per step from its parameters (its FSDP-gathered and cast
     /// weights) for every microbatch's phases.
     static constexpr ::llvm::StringLiteral kPerStepAttrName = "dist.per_step";
+    /// Argument and result attribute (string: a parameter's name): the
+    /// parameter's whole (unreduced) gradient, summed over a step's
+    /// microbatches before one reduce-scatter (FSDP under pipeline
+    /// parallelism).
+    static constexpr ::llvm::StringLiteral kUnshardedGradAttrName =
+        "dist.unsharded_grad";
   }];
 }
 

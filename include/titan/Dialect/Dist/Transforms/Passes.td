@@ -179,10 +179,25 @@ def DistPipelinePhases : Pass<"dist-pipeline-phases", "::mlir::ModuleOp"> {
     stage's first action: its results (`dist.per_step = j`) are arguments
     of the phases, so the weights stay gathered across the microbatches,
     as TorchTitan's FSDP keeps them under pipeline parallelism.
+
+    With `defer-gradient-reduction` (and `hoist-parameter-values`), where
+    the step adds a reduce-scattered gradient into the parameter's
+    gradient (FSDP), it adds the whole gradient into a per-step sum
+    instead (`dist.unsharded_grad = "<param>"`: an argument and a result of
+    the backward phase), `<stage>_unshard` resets the sums, and
+    `<stage>_reduce_grad` (`dist.pipeline_phase = "reduce_grad"`), run
+    after the stage's last backward, adds the reduce-scatter of each sum to
+    the gradient: one reduce-scatter per step instead of one per
+    microbatch, as FSDP2 under TorchTitan's pipeline schedules.
   }];
   let options = [
     Option<"splitWeightGrad", "split-weight-grad", "bool", "false",
            "Split the backward into input- and weight-gradient phases (I, W)">,
+    Option<"deferGradientReduction", "defer-gradient-reduction", "bool",
+           "false",
+           "Sum FSDP gradients over the step's microbatches and "
+           "reduce-scatter once in <stage>_reduce_grad (needs "
+           "hoist-parameter-values)">,
     Option<"hoistParameterValues", "hoist-parameter-values", "bool", "false",
            "Compute what depends on the parameters (FSDP's gathers, "
            "low-precision copies) once per step in <stage>_unshard">,
