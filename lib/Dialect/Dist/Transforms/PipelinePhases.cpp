@@ -44,6 +44,58 @@ namespace {
 
 enum Phase : int { F = 0, I = 1, W = 2 };
 
+/// A value of a step and the attributes it has as an argument or result of
+/// the function outlined from the step.
+using TaggedValue = std::pair<Value, DictionaryAttr>;
+
+/// Outlines `ops` (of `step`, in program order) as function `name` beside
+/// it, of pipeline phase `phase`: its arguments are the step's arguments
+/// `stepArgs` (with their attributes), then `extraArgs` (values of the
+/// step the function receives); it returns `results`.
+func::FuncOp outlineStepPart(OpBuilder &b, func::FuncOp step, StringRef name,
+                             StringRef phase, ArrayRef<unsigned> stepArgs,
+                             ArrayRef<TaggedValue> extraArgs,
+                             ArrayRef<Operation *> ops,
+                             ArrayRef<TaggedValue> results) {
+  Block &body = step.getBody().front();
+  SmallVector<Type> argTypes, resultTypes;
+  SmallVector<DictionaryAttr> argAttrs, resultAttrs;
+  for (unsigned a : stepArgs) {
+    argTypes.push_back(body.getArgument(a).getType());
+    argAttrs.push_back(step.getArgAttrDict(a));
+  }
+  for (const TaggedValue &v : extraArgs) {
+    argTypes.push_back(v.first.getType());
+    argAttrs.push_back(v.second);
+  }
+  for (const TaggedValue &v : results) {
+    resultTypes.push_back(v.first.getType());
+    resultAttrs.push_back(v.second);
+  }
+  auto func = func::FuncOp::create(b, step.getLoc(), name,
+                                   b.getFunctionType(argTypes, resultTypes));
+  func.setAllArgAttrs(argAttrs);
+  func.setAllResultAttrs(resultAttrs);
+  for (NamedAttribute attr : step->getDialectAttrs())
+    func->setAttr(attr.getName(), attr.getValue());
+  func->setAttr(DistDialect::kPhaseAttrName, b.getStringAttr(phase));
+  Block *entry = func.addEntryBlock();
+  IRMapping map;
+  for (auto [i, a] : llvm::enumerate(stepArgs))
+    map.map(body.getArgument(a), entry->getArgument(i));
+  for (auto [i, v] : llvm::enumerate(extraArgs))
+    map.map(v.first, entry->getArgument(stepArgs.size() + i));
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPointToStart(entry);
+  for (Operation *op : ops)
+    b.clone(*op, map);
+  SmallVector<Value> mapped;
+  for (const TaggedValue &v : results)
+    mapped.push_back(map.lookup(v.first));
+  func::ReturnOp::create(b, step.getLoc(), mapped);
+  return func;
+}
+
 /// Splits one stage step into its phases.
 class PhaseSplitter {
 public:
@@ -204,59 +256,23 @@ private:
     SmallVector<unsigned> argOrder(usedArgs.begin(), usedArgs.end());
     llvm::sort(argOrder);
     SmallVector<Value> stashInOrder = sortedByIndex(stashIn.getArrayRef());
-
-    SmallVector<Type> argTypes;
-    SmallVector<DictionaryAttr> argAttrs;
-    for (unsigned a : argOrder) {
-      argTypes.push_back(body.getArgument(a).getType());
-      argAttrs.push_back(step.getArgAttrDict(a));
-    }
-    for (Value v : stashInOrder) {
-      argTypes.push_back(v.getType());
-      argAttrs.push_back(stashAttr(b, v));
-    }
+    SmallVector<TaggedValue> stashArgs;
+    for (Value v : stashInOrder)
+      stashArgs.push_back({v, stashAttr(b, v)});
     // Results: the step's results of this phase, then the stashes it
     // computes for later phases.
-    SmallVector<Value> results;
-    SmallVector<Type> resultTypes;
-    SmallVector<DictionaryAttr> resultAttrs;
+    SmallVector<TaggedValue> results;
     for (auto [r, operand] : llvm::enumerate(ret.getOperands()))
-      if (resultPhase[r] == p) {
-        results.push_back(operand);
-        resultTypes.push_back(operand.getType());
-        resultAttrs.push_back(step.getResultAttrDict(unsigned(r)));
-      }
+      if (resultPhase[r] == p)
+        results.push_back({operand, step.getResultAttrDict(unsigned(r))});
     SmallVector<Value> stashOut;
     for (Value v : stash)
       if (phaseOf[v.getDefiningOp()] == p)
         stashOut.push_back(v);
-    for (Value v : sortedByIndex(stashOut)) {
-      results.push_back(v);
-      resultTypes.push_back(v.getType());
-      resultAttrs.push_back(stashAttr(b, v));
-    }
-
-    auto func = func::FuncOp::create(b, step.getLoc(), name,
-                                     b.getFunctionType(argTypes, resultTypes));
-    func.setAllArgAttrs(argAttrs);
-    func.setAllResultAttrs(resultAttrs);
-    for (NamedAttribute attr : step->getDialectAttrs())
-      func->setAttr(attr.getName(), attr.getValue());
-    func->setAttr(DistDialect::kPhaseAttrName, b.getStringAttr(phaseName));
-    Block *entry = func.addEntryBlock();
-    IRMapping map;
-    for (auto [i, a] : llvm::enumerate(argOrder))
-      map.map(body.getArgument(a), entry->getArgument(i));
-    for (auto [i, v] : llvm::enumerate(stashInOrder))
-      map.map(v, entry->getArgument(argOrder.size() + i));
-    OpBuilder::InsertionGuard guard(b);
-    b.setInsertionPointToStart(entry);
-    for (Operation *op : order)
-      b.clone(*op, map);
-    SmallVector<Value> mapped;
-    for (Value v : results)
-      mapped.push_back(map.lookup(v));
-    func::ReturnOp::create(b, ret.getLoc(), mapped);
+    for (Value v : sortedByIndex(stashOut))
+      results.push_back({v, stashAttr(b, v)});
+    outlineStepPart(b, step, name, phaseName, argOrder, stashArgs, order,
+                    results);
     return success();
   }
 
@@ -334,38 +350,11 @@ public:
     llvm::sort(argOrder);
 
     OpBuilder b(step);
-    SmallVector<Type> argTypes, resultTypes;
-    SmallVector<DictionaryAttr> argAttrs, resultAttrs;
-    for (unsigned a : argOrder) {
-      argTypes.push_back(body.getArgument(a).getType());
-      argAttrs.push_back(step.getArgAttrDict(a));
-    }
-    for (auto [j, v] : llvm::enumerate(frontier)) {
-      resultTypes.push_back(v.getType());
-      resultAttrs.push_back(perStepAttr(b, int64_t(j)));
-    }
-    auto unshard =
-        func::FuncOp::create(b, step.getLoc(), (stageName + "_unshard").str(),
-                             b.getFunctionType(argTypes, resultTypes));
-    unshard.setAllArgAttrs(argAttrs);
-    unshard.setAllResultAttrs(resultAttrs);
-    for (NamedAttribute attr : step->getDialectAttrs())
-      unshard->setAttr(attr.getName(), attr.getValue());
-    unshard->setAttr(DistDialect::kPhaseAttrName, b.getStringAttr("unshard"));
-    Block *entry = unshard.addEntryBlock();
-    IRMapping map;
-    for (auto [i, a] : llvm::enumerate(argOrder))
-      map.map(body.getArgument(a), entry->getArgument(i));
-    {
-      OpBuilder::InsertionGuard guard(b);
-      b.setInsertionPointToStart(entry);
-      for (Operation *op : order)
-        b.clone(*op, map);
-      SmallVector<Value> results;
-      for (Value v : frontier)
-        results.push_back(map.lookup(v));
-      func::ReturnOp::create(b, step.getLoc(), results);
-    }
+    SmallVector<TaggedValue> results;
+    for (auto [j, v] : llvm::enumerate(frontier))
+      results.push_back({v, perStepAttr(b, int64_t(j))});
+    outlineStepPart(b, step, (stageName + "_unshard").str(), "unshard",
+                    argOrder, {}, order, results);
 
     // The step takes the frontier as arguments; the hoisted ops go.
     unsigned first = step.getNumArguments();
