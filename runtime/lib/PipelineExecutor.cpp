@@ -30,7 +30,8 @@ using Slot = std::pair<int64_t, int64_t>; ///< offset, bytes
 struct PipelineExecutor::Stage {
   const Manifest::PipelineStage *plan = nullptr;
   int64_t index = 0;
-  /// backward, or backwardInput and backwardWeight.
+  /// The stage's phases: unshard and reduce_grad once per step; forward;
+  /// backward, or backwardInput and backwardWeight (zero-bubble schedules).
   PipelineFunction unshard = nullptr, reduceGrad = nullptr, forward = nullptr,
                    backward = nullptr, backwardInput = nullptr,
                    backwardWeight = nullptr;
