@@ -531,8 +531,20 @@ int titanrt::trainMain(int argc, char **argv, const CompiledModel &model) {
             " has no optimizer_step");
     pipelineOptimizerStep = it->second;
   }
+  // Creating a group is collective over every rank, so all create the
+  // same groups in the same order: under pipeline parallelism the union of
+  // every pipeline rank's (their programs use different ones).
+  std::vector<unsigned> groups = m.collectiveAxes;
+  if (pipelined) {
+    for (int64_t r = 0; r < model.numPrograms; ++r)
+      for (unsigned mask :
+           parseManifest(model.programs[r].manifest).collectiveAxes)
+        groups.push_back(mask);
+    llvm::sort(groups);
+    groups.erase(std::unique(groups.begin(), groups.end()), groups.end());
+  }
   if (comm)
-    comm->prepareGroups(m.collectiveAxes);
+    comm->prepareGroups(groups);
   bool leader = !comm || comm->rank() == 0;
   int64_t dp = m.mesh[kDPReplicate] * m.mesh[kDPShard];
   int64_t dpIndex = comm ? comm->coordinate(kDPReplicate) * m.mesh[kDPShard] +
