@@ -578,6 +578,30 @@ titan::parseScheduleCSV(llvm::StringRef text, const PipelinePlan &plan,
 }
 
 namespace {
+/// An action of a lowered schedule: "<stage><kind><microbatch>", or
+/// "<stage>UNSHARD" and "<stage>REDUCE_GRAD" (microbatch -1).
+struct LoweredAction {
+  int64_t stage = -1;
+  llvm::StringRef kind;
+  int64_t microbatch = -1;
+};
+
+std::optional<LoweredAction> parseLoweredAction(llvm::StringRef text) {
+  size_t digits = text.find_first_not_of("0123456789");
+  LoweredAction a;
+  if (digits == 0 || digits == llvm::StringRef::npos ||
+      text.substr(0, digits).getAsInteger(10, a.stage))
+    return std::nullopt;
+  a.kind =
+      text.substr(digits).take_while([](char c) { return !llvm::isDigit(c); });
+  llvm::StringRef rest = text.substr(digits + a.kind.size());
+  if (a.kind == "UNSHARD" || a.kind == "REDUCE_GRAD")
+    return rest.empty() ? std::optional<LoweredAction>(a) : std::nullopt;
+  if (rest.getAsInteger(10, a.microbatch) || a.microbatch < 0)
+    return std::nullopt;
+  return a;
+}
+
 /// Where each stage lives.
 std::vector<int64_t> stageOwners(const PipelineSchedule &s) {
   std::vector<int64_t> owner(size_t(s.stages), -1);
@@ -649,72 +673,46 @@ titan::verifyLoweredSchedule(const std::vector<std::vector<std::string>> &rows,
   for (auto [r, row] : llvm::enumerate(rows)) {
     int64_t rank = int64_t(r);
     std::vector<PipelineAction> &actions = s.actions.emplace_back();
+    // The row parsed, and each stage's backward actions (B or W) in it.
+    std::vector<LoweredAction> parsed;
+    std::map<int64_t, int64_t> backwardsLeft;
+    for (const std::string &text : row) {
+      std::optional<LoweredAction> a = parseLoweredAction(text);
+      if (!a || a->stage >= s.stages || a->microbatch >= s.microbatches)
+        return error(llvm::formatv("pipeline rank {0}: '{1}' is not an "
+                                   "action of this schedule",
+                                   rank, text));
+      if (owner[size_t(a->stage)] != rank)
+        return error(llvm::formatv("pipeline rank {0} runs {1}, which is not "
+                                   "an action of one of its stages",
+                                   rank, text));
+      if (a->kind == "B" || a->kind == "W")
+        ++backwardsLeft[a->stage];
+      parsed.push_back(*a);
+    }
     // Received tensors not yet consumed, produced tensors not yet sent.
     std::set<std::pair<int64_t, int64_t>> receivedF, receivedB;
-    std::set<std::pair<int64_t, int64_t>> unsentF, unsentB, doneF, doneB;
+    std::set<std::pair<int64_t, int64_t>> unsentF, unsentB;
     // Stages gathered (UNSHARD), whose actions have begun, whose gradients
     // are reduced (REDUCE_GRAD).
     std::set<int64_t> unsharded, begun, reduced;
-    // Each stage's backward actions left on this rank.
-    std::map<int64_t, int64_t> backwardsLeft;
-    for (const std::string &text : row) {
-      llvm::StringRef t(text);
-      int64_t stage = -1;
-      if (size_t d = t.find_first_not_of("0123456789");
-          d != llvm::StringRef::npos && d > 0 &&
-          !t.substr(0, d).getAsInteger(10, stage)) {
-        llvm::StringRef k =
-            t.substr(d).take_while([](char c) { return !llvm::isDigit(c); });
-        if (k == "B" || k == "W")
-          ++backwardsLeft[stage];
-      }
-    }
-    for (const std::string &text : row) {
-      llvm::StringRef t(text);
-      if (t.ends_with("REDUCE_GRAD")) {
-        int64_t stage = -1;
-        if (t.drop_back(11).getAsInteger(10, stage) || stage < 0 ||
-            stage >= s.stages || owner[size_t(stage)] != rank)
-          return error(llvm::formatv("pipeline rank {0}: '{1}' is not the "
-                                     "REDUCE_GRAD of one of its stages",
-                                     rank, text));
+    for (auto [text, a] : llvm::zip(row, parsed)) {
+      int64_t stage = a.stage, mb = a.microbatch;
+      llvm::StringRef kind = a.kind;
+      if (kind == "REDUCE_GRAD") {
         if (backwardsLeft[stage] != 0 || !reduced.insert(stage).second)
           return error(llvm::formatv("pipeline rank {0}: {1} must come once, "
                                      "after the stage's last backward",
                                      rank, text));
         continue;
       }
-      if (t.ends_with("UNSHARD")) {
-        int64_t stage = -1;
-        if (t.drop_back(7).getAsInteger(10, stage) || stage < 0 ||
-            stage >= s.stages || owner[size_t(stage)] != rank)
-          return error(llvm::formatv("pipeline rank {0}: '{1}' is not the "
-                                     "UNSHARD of one of its stages",
-                                     rank, text));
+      if (kind == "UNSHARD") {
         if (begun.count(stage) || !unsharded.insert(stage).second)
           return error(llvm::formatv("pipeline rank {0}: {1} must come once, "
                                      "before the stage's other actions",
                                      rank, text));
         continue;
       }
-      size_t digits = t.find_first_not_of("0123456789");
-      llvm::StringRef kind = digits == llvm::StringRef::npos
-                                 ? llvm::StringRef()
-                                 : t.substr(digits).take_while([](char c) {
-                                     return !llvm::isDigit(c);
-                                   });
-      int64_t stage = -1, mb = -1;
-      if (digits == 0 || digits == llvm::StringRef::npos ||
-          t.substr(0, digits).getAsInteger(10, stage) ||
-          t.substr(digits + kind.size()).getAsInteger(10, mb) || stage < 0 ||
-          stage >= s.stages || mb < 0 || mb >= s.microbatches)
-        return error(llvm::formatv("pipeline rank {0}: '{1}' is not an "
-                                   "action of this schedule",
-                                   rank, text));
-      if (owner[size_t(stage)] != rank)
-        return error(llvm::formatv("pipeline rank {0} runs {1}, which is not "
-                                   "an action of one of its stages",
-                                   rank, text));
       begun.insert(stage);
       if (reduced.count(stage))
         return error(llvm::formatv("pipeline rank {0}: {1} comes after the "

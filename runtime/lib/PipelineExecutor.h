@@ -51,9 +51,6 @@ public:
   /// (those of the last stage; 0 on other ranks).
   double run(const FillMicrobatch &fill, StepTrace *trace = nullptr);
 
-  /// The frames' bytes (every local stage's frames in flight).
-  int64_t frameBytes() const { return totalFrameBytes; }
-
 private:
   struct Stage;
   Stage &local(int64_t stage);
@@ -64,8 +61,8 @@ private:
   char *acquire(Stage &s, int64_t mb);
   /// A RECV_F, SEND_F, RECV_B or SEND_B action ('f', 'g', 'b', 'c').
   void transfer(Stage &s, int64_t mb, char kind);
-  /// B or I: receives the output gradients, runs `fn`, sends the input
-  /// gradients.
+  /// B or I: runs `fn` and, when the previous stage is on this rank, copies
+  /// the input gradients into its frame (RECV_B and SEND_B are actions).
   void backward(Stage &s, int64_t mb, PipelineFunction fn);
   /// W.
   void weight(Stage &s, int64_t mb);
