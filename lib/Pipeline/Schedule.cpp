@@ -369,6 +369,20 @@ llvm::Expected<PipelineSchedule> titan::buildSchedule(llvm::StringRef schedule,
   return s;
 }
 
+double titan::actionCost(const PipelineAction &a, double forwardCost,
+                         double backwardCost) {
+  switch (a.kind) {
+  case PipelineAction::Forward:
+    return forwardCost;
+  case PipelineAction::Backward:
+    return backwardCost;
+  case PipelineAction::BackwardInput:
+  case PipelineAction::BackwardWeight:
+    return backwardCost / 2;
+  }
+  return backwardCost;
+}
+
 llvm::Expected<ScheduleTimeline>
 titan::simulateSchedule(const PipelineSchedule &s, double forwardCost,
                         double backwardCost) {
@@ -470,9 +484,7 @@ titan::simulateSchedule(const PipelineSchedule &s, double forwardCost,
         }
         if (!met)
           break;
-        double cost = a.kind == Kind::Forward    ? forwardCost
-                      : a.kind == Kind::Backward ? backwardCost
-                                                 : backwardCost / 2;
+        double cost = actionCost(a, forwardCost, backwardCost);
         t.start[r].push_back(ready);
         free[r] = ready + cost;
         busy[r] += cost;

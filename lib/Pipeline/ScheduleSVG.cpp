@@ -57,9 +57,7 @@ void titan::writeScheduleSVG(const PipelineSchedule &s,
     os << llvm::formatv("<text x=\"8\" y=\"{0}\">rank {1}</text>\n",
                         y + row / 2 + 4, r);
     for (auto [i, a] : llvm::enumerate(actions)) {
-      double cost = a.kind == PipelineAction::Forward    ? forwardCost
-                    : a.kind == PipelineAction::Backward ? backwardCost
-                                                         : backwardCost / 2;
+      double cost = actionCost(a, forwardCost, backwardCost);
       double x = left + unit * t.start[r][i];
       os << llvm::formatv("<rect x=\"{0:f1}\" y=\"{1:f1}\" width=\"{2:f1}\" "
                           "height=\"{3}\" fill=\"{4}\" stroke=\"white\">"

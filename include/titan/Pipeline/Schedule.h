@@ -126,6 +126,11 @@ llvm::Expected<PipelineSchedule>
 verifyLoweredSchedule(const std::vector<std::vector<std::string>> &rows,
                       const PipelineSchedule &shape);
 
+/// What action `a` costs in the simulation: `forwardCost` for F,
+/// `backwardCost` for B, half of it for I and for W.
+double actionCost(const PipelineAction &a, double forwardCost,
+                  double backwardCost);
+
 /// Draws `timeline` of `s` as an SVG: one row per rank, each action a box
 /// at its simulated start (forward and backward in two colors, each
 /// stage's shade its own, the microbatch number inside), the bubble in the
