@@ -28,6 +28,7 @@
 #include "titan/Model/LlamaArgs.h"
 #include "titan/Model/PipelineStages.h"
 #include "titan/Pipeline/Schedule.h"
+#include "titan/Support/Format.h"
 #include "titan/Target/CPU/CPUTarget.h"
 
 #include "mlir/IR/AsmState.h"
@@ -295,6 +296,21 @@ TitanMixedPrecisionOptions precisionOptions(const TrainConfig &c) {
   return precision;
 }
 
+/// The arena kernel-plan-memory planned for `module`.
+int64_t arenaBytes(mlir::ModuleOp module) {
+  auto bytes = module->getAttrOfType<mlir::IntegerAttr>(
+      kernel::KernelDialect::kArenaBytesAttrName);
+  return bytes ? bytes.getInt() : 0;
+}
+
+/// TorchTitan's [activation_checkpoint] policy.
+TitanActivationCheckpointOptions checkpointOptions(const TrainConfig &c) {
+  TitanActivationCheckpointOptions o;
+  o.mode = c.activationCheckpoint.mode;
+  o.selectiveOption = c.activationCheckpoint.selectiveAcOption;
+  return o;
+}
+
 /// AdamW, clipping and the LR schedule from the config.
 TitanOptimizerOptions optimizerOptions(const TrainConfig &c) {
   TitanOptimizerOptions o;
@@ -315,6 +331,7 @@ TitanOptimizerOptions optimizerOptions(const TrainConfig &c) {
 void addTrainingPasses(mlir::PassManager &pm, const TrainConfig &c,
                        const std::array<int64_t, 5> &mesh) {
   pm.addPass(createTitanMixedPrecision(precisionOptions(c)));
+  pm.addPass(createTitanActivationCheckpoint(checkpointOptions(c)));
   TitanAutodiffOptions autodiff;
   // FSDP's reshard_after_forward; dist-partition marks the parameters the
   // policy keeps gathered.
@@ -367,10 +384,6 @@ llvm::Error diagnoseUnsupported(const TrainConfig &c) {
   auto warn = [](const llvm::Twine &msg) {
     llvm::WithColor::warning(llvm::errs(), "titan-compile") << msg << "\n";
   };
-  if (c.activationCheckpoint.mode != "none")
-    warn("activation_checkpoint.mode = \"" + c.activationCheckpoint.mode +
-         "\": recompute regions are not implemented yet; all activations "
-         "are kept (the numerics are the same)");
   if (c.parallelism.enableAsyncTensorParallel)
     warn("parallelism.enable_async_tensor_parallel: async TP (collective "
          "matmuls overlapping the tensor-parallel collectives) is not "
@@ -421,6 +434,7 @@ int compilePipelined(mlir::ModuleOp partitioned, const LlamaArgs &model,
     if (failed(mlir::applyPassManagerCLOptions(pm)))
       return reportError("invalid pass manager options");
     pm.addPass(createTitanMixedPrecision(precisionOptions(c)));
+    pm.addPass(createTitanActivationCheckpoint(checkpointOptions(c)));
     dist::DistPipelineSplitOptions split;
     split.schedule = p.pipelineParallelSchedule;
     split.layersPerStage = p.pipelineParallelLayersPerStage.value_or(0);
@@ -752,6 +766,21 @@ int main(int argc, char **argv) {
   if (!manifest)
     return reportError(manifest.takeError());
 
+  // The plan without activation checkpointing, for the report's
+  // comparison.
+  std::optional<int64_t> arenaWithoutCheckpointing;
+  if (emitStage == EmitStage::Memory &&
+      config->activationCheckpoint.mode != "none") {
+    mlir::OwningOpRef<mlir::ModuleOp> plain = module->clone();
+    TrainConfig none = *config;
+    none.activationCheckpoint.mode = "none";
+    pm.clear();
+    addTrainingPasses(pm, none, *mesh);
+    addExecutionPasses(pm);
+    if (failed(pm.run(*plain)))
+      return reportError("compilation failed (see the diagnostics above)");
+    arenaWithoutCheckpointing = arenaBytes(*plain);
+  }
   pm.clear();
   addTrainingPasses(pm, *config, *mesh);
   if (emitStage >= EmitStage::Kernel)
@@ -764,6 +793,19 @@ int main(int argc, char **argv) {
     dist::MeshAttr meshAttr = dist::getMesh(*module);
     kernel::printMemoryReport(*module, meshAttr ? meshAttr.getWorldSize() : 1,
                               output->os());
+    if (arenaWithoutCheckpointing) {
+      const auto &ac = config->activationCheckpoint;
+      int64_t with = arenaBytes(*module);
+      output->os() << llvm::formatv(
+          "activation checkpointing ({0}{1}): arena {2} vs {3} without "
+          "(mode none): {4} saved ({5:F1}%)\n",
+          ac.mode, ac.mode == "selective" ? " " + ac.selectiveAcOption : "",
+          humanBytes(double(with)),
+          humanBytes(double(*arenaWithoutCheckpointing)),
+          humanBytes(double(*arenaWithoutCheckpointing - with)),
+          100.0 * double(*arenaWithoutCheckpointing - with) /
+              double(std::max<int64_t>(*arenaWithoutCheckpointing, 1)));
+    }
     if (!memoryTimeline.empty()) {
       std::unique_ptr<llvm::ToolOutputFile> svg =
           mlir::openOutputFile(memoryTimeline, &errorMessage);

@@ -346,8 +346,13 @@ private:
           b, loc, kernel::RequestType::get(b.getContext()), name, inputs[0],
           outputs[0], workspace, stream, params);
     } else {
-      kernel::CallOp::create(b, loc, name, inputs, outputs, workspace, stream,
-                             params);
+      auto call = kernel::CallOp::create(b, loc, name, inputs, outputs,
+                                         workspace, stream, params);
+      if (isa<AddOp>(op) &&
+          (op->hasAttr(TitanDialect::kRecomputeRegionAttrName) ||
+           op->hasAttr(TitanDialect::kRecomputedAttrName)))
+        call->setAttr(kernel::KernelDialect::kSeparateRoundingAttrName,
+                      b.getUnitAttr());
     }
     for (auto [result, buffer] : llvm::zip(op->getResults(), outputs))
       buffers[result] = buffer;

@@ -575,3 +575,27 @@ func.func @linear_f8_result(%x: tensor<2x8xf8E4M3FN>, %w: tensor<4x8xf8E4M3FN>) 
   %0 = titan.linear %x, %w : (tensor<2x8xf8E4M3FN>, tensor<4x8xf8E4M3FN>) -> tensor<2x4xf8E4M3FN>
   return
 }
+
+// -----
+
+func.func @recompute_region_negative(%x: tensor<4xf32>) -> tensor<4xf32> {
+  // expected-error @+1 {{attribute 'titan.recompute_region' must be a non-negative integer (the transformer block)}}
+  %y = titan.add %x, %x {titan.recompute_region = -1 : i64} : tensor<4xf32>
+  return %y : tensor<4xf32>
+}
+
+// -----
+
+func.func @save_outside_region(%x: tensor<4xf32>) -> tensor<4xf32> {
+  // expected-error @+1 {{attribute 'titan.save' needs 'titan.recompute_region'}}
+  %y = titan.add %x, %x {titan.save} : tensor<4xf32>
+  return %y : tensor<4xf32>
+}
+
+// -----
+
+func.func @unknown_op_attribute(%x: tensor<4xf32>) -> tensor<4xf32> {
+  // expected-error @+1 {{attribute 'titan.checkpoint' is not a known titan op attribute}}
+  %y = titan.add %x, %x {titan.checkpoint} : tensor<4xf32>
+  return %y : tensor<4xf32>
+}

@@ -13,6 +13,7 @@
 
 #include "titan/Dialect/Dist/Transforms/Passes.h"
 
+#include "titan/Dialect/Titan/IR/ModuleNames.h"
 #include "titan/Dialect/Titan/IR/Parameters.h"
 #include "titan/Dialect/Titan/IR/TitanDialect.h"
 #include "titan/Model/PipelineStages.h"
@@ -36,23 +37,6 @@ namespace {
 
 /// An op computed again in every stage that reads it.
 constexpr int64_t kEveryStage = -1;
-
-/// The module an op belongs to: the first name in its location.
-std::optional<StringRef> moduleName(Location loc) {
-  std::optional<StringRef> name;
-  loc->walk([&](Location l) {
-    if (auto n = dyn_cast<NameLoc>(l)) {
-      name = n.getName().getValue();
-      return WalkResult::interrupt();
-    }
-    return WalkResult::advance();
-  });
-  return name;
-}
-
-bool isModule(StringRef name, StringRef module) {
-  return name == module || name.starts_with((module + ".").str());
-}
 
 struct DistPipelineSplitPass
     : titan::dist::impl::DistPipelineSplitBase<DistPipelineSplitPass> {
@@ -81,12 +65,8 @@ struct DistPipelineSplitPass
     // model's `layers` modules.
     int64_t layers = 0;
     for (const ParameterArgument &p : getParameterArguments(forward)) {
-      StringRef name = p.name.getValue();
-      if (!name.consume_front("layers."))
-        continue;
-      int64_t index;
-      if (!name.split('.').first.getAsInteger(10, index))
-        layers = std::max(layers, index + 1);
+      if (std::optional<int64_t> index = getLayerIndex(p.name.getValue()))
+        layers = std::max(layers, *index + 1);
     }
     llvm::Expected<PipelinePlan> plan = planPipelineStages(
         layers, mesh.getPp(), schedule,
@@ -115,19 +95,16 @@ struct DistPipelineSplitPass
     // name outside the model) take the stage of their users.
     DenseMap<Operation *, int64_t> stageOf;
     auto stageOfName = [&](StringRef name) -> std::optional<int64_t> {
-      if (isModule(name, "freqs_cis"))
+      if (isInModule(name, "freqs_cis"))
         return kEveryStage;
-      if (isModule(name, "tok_embeddings"))
+      if (isInModule(name, "tok_embeddings"))
         return 0;
-      if (isModule(name, "norm") || isModule(name, "output") ||
-          isModule(name, "loss"))
+      if (isInModule(name, "norm") || isInModule(name, "output") ||
+          isInModule(name, "loss"))
         return numStages - 1;
-      if (name.consume_front("layers.")) {
-        int64_t index;
-        if (!name.split('.').first.getAsInteger(10, index) && index >= 0 &&
-            index < layers)
-          return layerStage[index];
-      }
+      if (std::optional<int64_t> index = getLayerIndex(name))
+        if (*index < layers)
+          return layerStage[*index];
       return std::nullopt;
     };
     SmallVector<Operation *> ops;
@@ -142,7 +119,7 @@ struct DistPipelineSplitPass
         stageOf[op] = kEveryStage;
         continue;
       }
-      std::optional<StringRef> name = moduleName(op->getLoc());
+      std::optional<StringRef> name = getModuleName(op->getLoc());
       std::optional<int64_t> stage = name ? stageOfName(*name) : std::nullopt;
       if (!stage) {
         // The earliest stage among the users: values are sent forward.

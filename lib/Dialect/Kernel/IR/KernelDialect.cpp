@@ -64,6 +64,12 @@ LogicalResult KernelDialect::verifyOperationAttribute(Operation *op,
     }
     return success();
   }
+  if (attr.getName() == kSeparateRoundingAttrName) {
+    if (!isa<UnitAttr>(attr.getValue()))
+      return op->emitError() << "'" << kSeparateRoundingAttrName
+                             << "' must be a unit attribute";
+    return success();
+  }
   return op->emitError() << "unknown kernel attribute '"
                          << attr.getName().getValue() << "'";
 }

@@ -73,7 +73,8 @@ struct KernelFuseGemmAccumulatePass
     SmallVector<CallOp> adds;
     getOperation().walk([&](CallOp call) {
       if (call.getKernel() == "add" && call.getInputs().size() == 2 &&
-          call.getOutputs().size() == 1 && !call.getWorkspace())
+          call.getOutputs().size() == 1 && !call.getWorkspace() &&
+          !call->hasAttr(KernelDialect::kSeparateRoundingAttrName))
         adds.push_back(call);
     });
     Builder b(&getContext());

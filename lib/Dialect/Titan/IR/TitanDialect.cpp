@@ -67,3 +67,30 @@ LogicalResult TitanDialect::verifyRegionResultAttribute(Operation *op,
   return verifyStateAttribute(op, "result", resultIndex, attr, kOutputAttrName,
                               kOutputNames);
 }
+
+/// The recompute-region attributes titan-activation-checkpoint and
+/// titan-autodiff put on ops.
+LogicalResult TitanDialect::verifyOperationAttribute(Operation *op,
+                                                     NamedAttribute attr) {
+  StringRef key = attr.getName().getValue();
+  if (key == kRecomputeRegionAttrName) {
+    auto region = dyn_cast<IntegerAttr>(attr.getValue());
+    if (!region || region.getInt() < 0)
+      return op->emitOpError()
+             << "attribute '" << key
+             << "' must be a non-negative integer (the transformer block)";
+    return success();
+  }
+  if (key == kSaveAttrName || key == kRecomputedAttrName) {
+    if (!isa<UnitAttr>(attr.getValue()))
+      return op->emitOpError() << "attribute '" << key << "' must be a unit";
+    if (key == kSaveAttrName && !op->hasAttr(kRecomputeRegionAttrName))
+      return op->emitOpError()
+             << "attribute '" << key << "' needs '" << kRecomputeRegionAttrName
+             << "' (only a region's ops are "
+             << "saved or recomputed)";
+    return success();
+  }
+  return op->emitOpError() << "attribute '" << key
+                           << "' is not a known titan op attribute";
+}

@@ -10,6 +10,7 @@
 #include "titan/Dialect/Titan/IR/Parameters.h"
 #include "titan/Dialect/Titan/IR/TitanOps.h"
 #include "titan/Dialect/Titan/Transforms/Passes.h"
+#include "titan/Dialect/Titan/Transforms/Recompute.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
@@ -259,9 +260,12 @@ struct TitanAutodiffPass : titan::impl::TitanAutodiffBase<TitanAutodiffPass> {
       resultAttrs.push_back(b.getDictionaryAttr(b.getNamedAttr(
           TitanDialect::kOutputAttrName, b.getStringAttr("loss"))));
     }
-    for (Operation *op : llvm::reverse(forwardOps))
+    RegionRecompute recompute(backward, forwardOps);
+    for (Operation *op : llvm::reverse(forwardOps)) {
+      recompute.beforeAdjoint(op, b, grads);
       if (failed(grads.propagate(op)))
         return signalPassFailure();
+    }
 
     // The gradients of the activations the previous stage sent.
     for (unsigned a = 0; a < forward.getNumArguments(); ++a) {
@@ -311,6 +315,7 @@ struct TitanAutodiffPass : titan::impl::TitanAutodiffBase<TitanAutodiffPass> {
     }
     func::ReturnOp::create(b, ret.getLoc(), results);
     ret.erase();
+    recompute.redirectBackward();
     backward.setFunctionType(
         b.getFunctionType(backward.getArgumentTypes(), resultTypes));
     backward.setAllResultAttrs(resultAttrs);

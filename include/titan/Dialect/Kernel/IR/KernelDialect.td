@@ -46,6 +46,13 @@ def Kernel_Dialect : Dialect {
     /// allocates once per microbatch in flight.
     static constexpr ::llvm::StringLiteral kFrameSlotsAttrName =
         "kernel.frame_slots";
+    /// On a kernel.call "add": keep it a separate kernel (rounded as such)
+    /// rather than fold it into the GEMM producing an operand. Set on the
+    /// adds of recompute regions, whose operands die early only because
+    /// of activation checkpointing: folding them would change the step's
+    /// rounding with the checkpointing mode.
+    static constexpr ::llvm::StringLiteral kSeparateRoundingAttrName =
+        "kernel.separate_rounding";
     /// Every planned offset and the arena size are multiples of this (the
     /// alignment of cudaMalloc; enough for any vector load on the CPU).
     static constexpr int64_t kAlignment = 256;

@@ -54,7 +54,9 @@ def KernelFuseGemmAccumulate
     into the accumulator itself (`params [1]`: the libraries' beta = 1):
     the add's pass over the data and the temporary are gone. Only where
     nothing between the GEMM and the add reads or writes the accumulator,
-    and no collective completes in between. The sum is the same up to
+    and no collective completes in between, and not for an add marked
+    `kernel.separate_rounding` (a recompute region's: activation
+    checkpointing must not change the numbers). The sum is the same up to
     rounding: the product is added inside the GEMM's accumulation and
     rounded once (the separate add rounded the product to the result type
     first).

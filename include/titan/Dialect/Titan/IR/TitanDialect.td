@@ -29,6 +29,7 @@ def Titan_Dialect : Dialect {
   let hasCanonicalizer = 0;
   let hasRegionArgAttrVerify = 1;
   let hasRegionResultAttrVerify = 1;
+  let hasOperationAttrVerify = 1;
   let extraClassDeclaration = [{
     /// Argument attribute naming a model parameter (TorchTitan FQN).
     static constexpr ::llvm::StringLiteral kParamAttrName = "titan.param";
@@ -42,6 +43,16 @@ def Titan_Dialect : Dialect {
     static constexpr ::llvm::StringLiteral kInputAttrName = "titan.input";
     static constexpr ::llvm::StringLiteral kInputNames[] = {
         "tokens", "labels", "step", "total_steps"};
+    /// Recompute regions (titan-activation-checkpoint): the transformer
+    /// block whose activations the backward computes again, on each forward
+    /// op of the block; ops of a region whose results the policy keeps
+    /// carry `titan.save`; the copies titan-autodiff makes in the backward
+    /// carry `titan.recomputed`.
+    static constexpr ::llvm::StringLiteral kRecomputeRegionAttrName =
+        "titan.recompute_region";
+    static constexpr ::llvm::StringLiteral kSaveAttrName = "titan.save";
+    static constexpr ::llvm::StringLiteral kRecomputedAttrName =
+        "titan.recomputed";
     /// Result attribute naming a non-parameter output of a step.
     static constexpr ::llvm::StringLiteral kOutputAttrName = "titan.output";
     static constexpr ::llvm::StringLiteral kOutputNames[] = {

@@ -48,6 +48,46 @@ def TitanMixedPrecision : Pass<"titan-mixed-precision", "::mlir::ModuleOp"> {
                            "::titan::dist::DistDialect"];
 }
 
+def TitanActivationCheckpoint
+    : Pass<"titan-activation-checkpoint", "::mlir::ModuleOp"> {
+  let summary = "Mark the transformer blocks whose activations the backward "
+                "recomputes (TorchTitan's activation checkpointing)";
+  let description = [{
+    TorchTitan v0.2.0's `[activation_checkpoint]` on the forward
+    (`torchtitan/distributed/activation_checkpoint.py`): each transformer
+    block is a recompute region. The pass marks every op of a region's
+    block (`layers.<i>` in its location) with `titan.recompute_region = i`
+    and the ops whose results the policy keeps with `titan.save`;
+    `titan-autodiff` keeps those and each region's inputs and outputs, and
+    computes the rest of the block again in the backward, just before the
+    block's gradients need it. The backward reads the same values computed
+    by the same kernels, so every mode trains bitwise like `none`.
+
+    - `full`: every block; only its input (the previous block's output)
+      and the values it reads from outside (RoPE angles, weights) are kept.
+    - `selective` with an integer N: every Nth block is checkpointed fully
+      (TorchTitan counts blocks from 1: block i when (i + 1) % N == 0).
+    - `selective` with `op`: every block, keeping the results of the ops of
+      TorchTitan's `_op_sac_save_list` (`aten.mm`, SDPA, the
+      reduce-scatters, `aten.max`), except every second matmul of a block:
+      here the block's `titan.linear`s counted in program order (the odd
+      ones are kept: wq, wv, w1, w2), `titan.attention` (both results),
+      the `dist.wait` of each `dist.reduce_scatter_start`, and Float8's
+      tensorwise amax (`titan.amax` to a scalar, TorchTitan's `aten.max`).
+      Float8 GEMMs (`aten._scaled_mm`) are not on the list: recomputed.
+    - `none`: nothing is marked.
+  }];
+  let options = [
+    Option<"forwardName", "forward", "std::string", "\"forward\"",
+           "Function to mark">,
+    Option<"mode", "mode", "std::string", "\"none\"",
+           "none, selective or full">,
+    Option<"selectiveOption", "selective-option", "std::string", "\"op\"",
+           "With mode selective: op, or N (every Nth block)">,
+  ];
+  let dependentDialects = ["::titan::TitanDialect"];
+}
+
 def TitanAutodiff : Pass<"titan-autodiff", "::mlir::ModuleOp"> {
   let summary = "Build the backward graph of a titan forward function";
   let description = [{
@@ -70,6 +110,16 @@ def TitanAutodiff : Pass<"titan-autodiff", "::mlir::ModuleOp"> {
     all-gathered values and titan ops of them), all_to_all and send_recv run reversed, and
     `dist.replicate` all-reduces its gradient: data-parallel gradient
     synchronization. `titan.row_max` and `max` all-reduces have no gradient.
+
+    Recompute regions (`titan.recompute_region`, from
+    `titan-activation-checkpoint`): when the backward reaches a region's
+    last op, the region's activations that the policy does not keep
+    (`titan.save`), that nothing outside the region reads and that depend
+    on the step's inputs (not weights alone) are computed again there, in
+    program order, as copies marked `titan.recomputed`; the backward reads
+    the copies, so the forward's die with the forward. Copies nothing reads
+    are dropped. Weights the copies read are re-gathered as the backward's
+    are.
 
     With `regather-params`, FSDP-gathered parameters are gathered again for
     the backward (FSDP's reshard after forward), except those whose argument
