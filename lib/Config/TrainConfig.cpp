@@ -266,6 +266,8 @@ std::vector<KeySpec> buildSchema(TrainConfig &c) {
       "One fused amax reduction for all FSDP float8 weights");
   add("quantize.linear.float8", "filter_fqns", &c.float8.filterFqns,
       "Linear layers kept in high precision");
+  add("quantize.linear.float8", "emulate", &c.float8.emulate,
+      "Emulate the float8 GEMMs (the CPU target always does)");
 
   add("checkpoint", "enable", &c.checkpoint.enable, "Save checkpoints");
   add("checkpoint", "folder", &c.checkpoint.folder,
@@ -876,4 +878,10 @@ void titan::printTrainConfigKeys(llvm::raw_ostream &os) {
                         option + " <" + valueKind(k.field).str() + ">", k.help,
                         allowed);
   }
+}
+
+bool titan::TrainConfig::Float8::enabled(
+    const std::vector<std::string> &converters) const {
+  return llvm::is_contained(converters, "quantize.linear.float8") ||
+         llvm::is_contained(converters, "float8");
 }

@@ -109,7 +109,12 @@ template <typename F> void dispatch(ElementType type, F f) {
     return f(static_cast<__nv_bfloat16 *>(nullptr));
   case ElementType::F16:
     return f(static_cast<__half *>(nullptr));
+  case ElementType::F8E4M3FN:
+  case ElementType::F8E5M2:
+    break;
   }
+  kernelFatal("CUDA target: a float8 buffer where a kernel computes on f32, "
+              "bf16 or f16");
 }
 
 } // namespace titanrt::cuda::device

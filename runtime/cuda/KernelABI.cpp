@@ -17,6 +17,7 @@
 #include "CudaDevice.h"
 #include "Elementwise.h"
 #include "Error.h"
+#include "Float8.h"
 #include "FusedKernels.h"
 #include "KernelCall.h"
 
@@ -43,6 +44,10 @@ struct Args : Call {
       return ElementType::BF16;
     case TITAN_RT_F16:
       return ElementType::F16;
+    case TITAN_RT_F8E4M3FN:
+      return ElementType::F8E4M3FN;
+    case TITAN_RT_F8E5M2:
+      return ElementType::F8E5M2;
     }
     kernelFatal("CUDA target: buffer " + std::to_string(i) +
                 " of a kernel call has "
@@ -296,6 +301,66 @@ void adamwMulti(const Args &c) {
 void castKernel(const Args &c) {
   cuda::cast(c.type(0), c.buffers[0], c.type(1), c.buffers[1],
              c.shape(0).numel(), c.stream());
+}
+
+/// Float8 (runtime/lib/KernelABI.cpp has the contracts).
+void amax(const Args &c) {
+  Shape s = c.shape(0);
+  cuda::amax(c.type(0), c.buffers[0], c.buf<float>(1), s.rows(), s.back(),
+             int(c.ints[0]), c.stream());
+}
+void float8Scale(const Args &c) {
+  cuda::float8Scale(c.buf<float>(0), c.buf<float>(1), c.shape(0).numel(),
+                    c.ints[0] != 0, c.floats[0], c.stream());
+}
+/// 0 one scale, 1 per row, 2 per column, from the scale's shape.
+int scaleMode(Shape scale) {
+  if (scale.numel() <= 1)
+    return 0;
+  return scale.back() == 1 ? 1 : 2;
+}
+void quantize(const Args &c) {
+  Shape s = c.shape(0);
+  cuda::quantize(c.type(0), c.buffers[0], c.buf<float>(1), c.buf<uint8_t>(2),
+                 s.rows(), s.back(), scaleMode(c.shape(1)), c.ints[0] == 1,
+                 c.stream());
+}
+/// The scaled GEMM as cuBLASLt's FP8 "TN" product (operands transposed
+/// K-major first where the form needs it) into an f32 buffer, then the
+/// inverse scales; workspace: [transposed lhs][transposed rhs][f32
+/// product][cuBLASLt's] (ScaledMatmulOp::getWorkspaceBytes).
+void scaledMatmul(const Args &c) {
+  Shape lhs = c.shape(0), rhs = c.shape(2);
+  auto align = [](int64_t bytes) { return (bytes + 63) / 64 * 64; };
+  char *w = static_cast<char *>(c.workspace);
+  uint8_t *lhsT = reinterpret_cast<uint8_t *>(w);
+  uint8_t *rhsT = lhsT + align(lhs.numel());
+  float *product = reinterpret_cast<float *>(rhsT + align(rhs.numel()));
+  void *gemmWorkspace =
+      reinterpret_cast<char *>(product) + align(c.shape(4).numel() * 4);
+  const uint8_t *a = c.buf<uint8_t>(0), *b = c.buf<uint8_t>(2);
+  int64_t rows, cols, depth;
+  switch (c.ints[0]) {
+  case 0: // x [m, k] . w [n, k]^T: already TN
+    rows = lhs.rows(), cols = rhs.dim(0), depth = lhs.back();
+    break;
+  case 1: // dy [m, n] . w [n, k] = dy . (w^T [k, n])^T
+    rows = lhs.rows(), cols = rhs.dim(1), depth = rhs.dim(0);
+    cuda::transposeBytes(b, rhsT, rhs.dim(0), rhs.dim(1), c.stream());
+    b = rhsT;
+    break;
+  default: // dy^T [n, m] . x [m, k] = dy^T . (x^T [k, m])^T
+    rows = lhs.back(), cols = rhs.back(), depth = lhs.rows();
+    cuda::transposeBytes(a, lhsT, lhs.rows(), lhs.back(), c.stream());
+    cuda::transposeBytes(b, rhsT, rhs.rows(), rhs.back(), c.stream());
+    a = lhsT, b = rhsT;
+  }
+  GemmProblem p{LinearProduct::Forward, rows,  depth,    cols, c.type(0),
+                ElementType::F32,       false, c.type(2)};
+  kernelContext().gemms.run(p, a, b, product, gemmWorkspace, c.stream());
+  cuda::applyInverseScales(product, c.type(4), c.buffers[4], rows, cols,
+                           c.buf<float>(1), c.shape(1).numel() > 1,
+                           c.buf<float>(3), c.shape(3).numel() > 1, c.stream());
 }
 
 [[noreturn]] void noF64(const char *kernel) {

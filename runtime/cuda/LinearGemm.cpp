@@ -23,14 +23,28 @@ cudaDataType_t cudaType(ElementType t) {
     return CUDA_R_16BF;
   case ElementType::F16:
     return CUDA_R_16F;
+  case ElementType::F8E4M3FN:
+    return CUDA_R_8F_E4M3;
+  case ElementType::F8E5M2:
+    return CUDA_R_8F_E5M2;
   }
   return CUDA_R_32F;
 }
 
 const char *typeName(ElementType t) {
-  return t == ElementType::F32    ? "f32"
-         : t == ElementType::BF16 ? "bf16"
-                                  : "f16";
+  switch (t) {
+  case ElementType::F32:
+    return "f32";
+  case ElementType::BF16:
+    return "bf16";
+  case ElementType::F16:
+    return "f16";
+  case ElementType::F8E4M3FN:
+    return "f8E4M3FN";
+  case ElementType::F8E5M2:
+    return "f8E5M2";
+  }
+  return "?";
 }
 
 } // namespace
@@ -95,7 +109,9 @@ LinearGemms::Plan &LinearGemms::plan(const GemmProblem &p) {
   }
 
   Plan plan;
+  // A is the second input.
   cudaDataType_t in = cudaType(p.operands), out = cudaType(p.result);
+  cudaDataType_t inA = p.second ? cudaType(*p.second) : in;
   check(cublasLtMatmulDescCreate(&plan.op, CUBLAS_COMPUTE_32F, CUDA_R_32F),
         "cublasLtMatmulDescCreate", p);
   check(cublasLtMatmulDescSetAttribute(plan.op, CUBLASLT_MATMUL_DESC_TRANSA,
@@ -104,7 +120,7 @@ LinearGemms::Plan &LinearGemms::plan(const GemmProblem &p) {
   check(cublasLtMatmulDescSetAttribute(plan.op, CUBLASLT_MATMUL_DESC_TRANSB,
                                        &opB, sizeof(opB)),
         "cublasLtMatmulDescSetAttribute(TRANSB)", p);
-  check(cublasLtMatrixLayoutCreate(&plan.a, in, uint64_t(aRows),
+  check(cublasLtMatrixLayoutCreate(&plan.a, inA, uint64_t(aRows),
                                    uint64_t(aCols), aRows),
         "cublasLtMatrixLayoutCreate(A)", p);
   check(cublasLtMatrixLayoutCreate(&plan.b, in, uint64_t(bRows),

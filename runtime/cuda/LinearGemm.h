@@ -28,13 +28,16 @@
 #include <cstddef>
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <tuple>
 
 namespace titanrt::cuda {
 
 enum class LinearProduct { Forward, GradInput, GradWeight };
-enum class ElementType { F32, BF16, F16 };
+/// The GEMMs' element types; the float8 ones only as operands of the
+/// forward product (the scaled GEMM's, Float8.h).
+enum class ElementType { F32, BF16, F16, F8E4M3FN, F8E5M2 };
 
 struct GemmProblem {
   LinearProduct product;
@@ -43,10 +46,13 @@ struct GemmProblem {
   ElementType operands; ///< both inputs
   ElementType result;
   bool accumulate = false; ///< out += the product (beta = 1)
+  /// The second input's type when it differs from the first's (float8:
+  /// an e5m2 gradient times an e4m3 weight).
+  std::optional<ElementType> second;
 
   auto key() const {
     return std::make_tuple(int(product), m, k, n, int(operands), int(result),
-                           accumulate);
+                           accumulate, second ? int(*second) : -1);
   }
   bool operator<(const GemmProblem &o) const { return key() < o.key(); }
   /// "linear grad_weight m=.. k=.. n=.. bf16 -> f32 (accumulate)".

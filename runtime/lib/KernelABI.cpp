@@ -228,6 +228,144 @@ template <typename T> void adamwMulti(const Call &c) {
   }
 }
 
+//===----------------------------------------------------------------------===//
+// Float8 (titan-expand-float8's kernels). Float8 buffers are raw codes,
+// never widened: the 16-bit entries stage only the bf16/f16 buffers.
+//===----------------------------------------------------------------------===//
+
+Fp8Format fp8Format(int64_t code) {
+  return code == 1 ? Fp8Format::E5M2 : Fp8Format::E4M3FN;
+}
+
+/// |x| with NaN winning, as torch.max propagates it.
+template <typename T> float absMax(float acc, T x) {
+  float a = std::fabs(float(x));
+  return std::isnan(acc) || std::isnan(a) ? NAN : std::max(acc, a);
+}
+
+/// (input) -> (f32 amax); ints: {reduction: 0 all, 1 per row (last
+/// dimension), 2 per column (every dimension but the last)}.
+template <typename T> void amax(const Call &c) {
+  Shape s = c.shape(0);
+  const T *x = c.buf<T>(0);
+  float *out = c.buf<float>(1);
+  int64_t rows = s.rows(), cols = s.back();
+  switch (c.ints[0]) {
+  case 0: {
+    float m = 0;
+    for (int64_t i = 0, n = s.numel(); i < n; ++i)
+      m = absMax(m, x[i]);
+    out[0] = m;
+    return;
+  }
+  case 1:
+    for (int64_t r = 0; r < rows; ++r) {
+      float m = 0;
+      for (int64_t j = 0; j < cols; ++j)
+        m = absMax(m, x[r * cols + j]);
+      out[r] = m;
+    }
+    return;
+  default:
+    std::fill(out, out + cols, 0.0f);
+    for (int64_t r = 0; r < rows; ++r)
+      for (int64_t j = 0; j < cols; ++j)
+        out[j] = absMax(out[j], x[r * cols + j]);
+  }
+}
+
+/// (f32 amax) -> (f32 scale); ints: {round to a power of 2}; floats:
+/// {largest finite float8 value}. torchao's amax_to_scale: in f64, then
+/// f32, then exp2(floor(log2)) in f32.
+template <typename T> void float8Scale(const Call &c) {
+  const float *amax = c.buf<float>(0);
+  float *out = c.buf<float>(1);
+  for (int64_t i = 0, n = c.shape(0).numel(); i < n; ++i) {
+    double a = double(amax[i]);
+    float s = float(c.floats[0] / (std::isnan(a) ? a : std::max(a, 1e-12)));
+    if (c.ints[0])
+      s = std::exp2(std::floor(std::log2(s)));
+    out[i] = s;
+  }
+}
+
+/// Index of the scale of element (r, j) of a rows x cols operand: one
+/// scale, one per row, or one per column.
+struct ScaleIndex {
+  int64_t perRow, perColumn;
+  ScaleIndex(Shape scale, int64_t rows, int64_t cols) {
+    int64_t n = scale.numel();
+    perRow = n > 1 && scale.back() == 1 ? 1 : 0;
+    perColumn = n > 1 && !perRow ? 1 : 0;
+    (void)rows;
+    (void)cols;
+  }
+  int64_t operator()(int64_t r, int64_t j) const {
+    return perRow * r + perColumn * j;
+  }
+};
+
+/// (input, f32 scale) -> (float8); ints: {format}. Saturating, round to
+/// nearest even, bit for bit __nv_cvt_float_to_fp8(x * s, __NV_SATFINITE).
+template <typename T> void quantize(const Call &c) {
+  Shape s = c.shape(0);
+  const T *x = c.buf<T>(0);
+  const float *scale = c.buf<float>(1);
+  uint8_t *out = c.buf<uint8_t>(2);
+  int64_t rows = s.rows(), cols = s.back();
+  ScaleIndex at(c.shape(1), rows, cols);
+  Fp8Format format = fp8Format(c.ints[0]);
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t j = 0; j < cols; ++j)
+      out[r * cols + j] = floatToFp8(float(x[r * cols + j]) * scale[at(r, j)],
+                                     format, /*saturate=*/true);
+}
+
+/// (lhs f8, lhs scale, rhs f8, rhs scale) -> (result); ints: {form: 0
+/// linear, 1 grad_input, 2 grad_weight, lhs format, rhs format};
+/// workspace: f32 copies of both operands. The f32 GEMM of the exact f32
+/// values accumulates in f32; each result element is then multiplied by
+/// its rows' and columns' inverse scales, 1/lhs_scale * 1/rhs_scale.
+template <typename T> void scaledMatmul(const Call &c) {
+  if constexpr (!std::is_same_v<T, float>) {
+    kernelFatal("scaled_matmul produces f32, bf16 or f16");
+  } else {
+    Shape lhs = c.shape(0), rhs = c.shape(2);
+    float *a = static_cast<float *>(c.workspace);
+    float *b = a + (lhs.numel() * 4 + 63) / 64 * 16;
+    Fp8Format lf = fp8Format(c.ints[1]), rf = fp8Format(c.ints[2]);
+    const uint8_t *lq = c.buf<uint8_t>(0), *rq = c.buf<uint8_t>(2);
+    for (int64_t i = 0, n = lhs.numel(); i < n; ++i)
+      a[i] = fp8ToFloat(lq[i], lf);
+    for (int64_t i = 0, n = rhs.numel(); i < n; ++i)
+      b[i] = fp8ToFloat(rq[i], rf);
+    float *out = c.buf<float>(4);
+    int64_t rows, cols;
+    switch (c.ints[0]) {
+    case 0: // lhs M x K, rhs N x K -> M x N
+      rows = lhs.rows(), cols = rhs.dim(0);
+      k::linear(a, b, out, rows, lhs.back(), cols, false);
+      break;
+    case 1: // lhs M x N, rhs N x K -> M x K
+      rows = lhs.rows(), cols = rhs.dim(1);
+      k::linearGradInput(a, b, out, rows, cols, rhs.dim(0), false);
+      break;
+    default: // lhs M x N, rhs M x K -> N x K
+      rows = lhs.back(), cols = rhs.back();
+      k::linearGradWeight(a, b, out, lhs.rows(), cols, rows, false);
+    }
+    // The lhs scale runs along the result's rows, the rhs's along its
+    // columns (rank 0: one for all).
+    const float *ls = c.buf<float>(1), *rs = c.buf<float>(3);
+    bool lhsVector = c.shape(1).numel() > 1, rhsVector = c.shape(3).numel() > 1;
+    for (int64_t r = 0; r < rows; ++r) {
+      float invL = 1.0f / ls[lhsVector ? r : 0];
+      for (int64_t j = 0; j < cols; ++j)
+        out[r * cols + j] *= invL * (1.0f / rs[rhsVector ? j : 0]);
+    }
+  }
+}
+
 /// `v` rounded to float with round-to-odd: rounding that float to a 16-bit
 /// format to nearest even then gives the correctly rounded result of `v`
 /// (float carries more than two extra bits), with no double rounding.
@@ -257,6 +395,11 @@ void convert(const void *src, int64_t from, void *dst, int64_t to, int64_t n) {
       return bf16ToFloat(static_cast<const uint16_t *>(src)[i]);
     case TITAN_RT_F16:
       return f16ToFloat(static_cast<const uint16_t *>(src)[i]);
+    case TITAN_RT_F8E4M3FN:
+    case TITAN_RT_F8E5M2:
+      return fp8ToFloat(static_cast<const uint8_t *>(src)[i],
+                        from == TITAN_RT_F8E5M2 ? Fp8Format::E5M2
+                                                : Fp8Format::E4M3FN);
     }
     kernelFatal("titan_rt_cast: unsupported source element type " +
                 std::to_string(from));
@@ -275,6 +418,13 @@ void convert(const void *src, int64_t from, void *dst, int64_t to, int64_t n) {
       break;
     case TITAN_RT_F16:
       static_cast<uint16_t *>(dst)[i] = floatToF16(roundToOddFloat(v));
+      break;
+    case TITAN_RT_F8E4M3FN:
+    case TITAN_RT_F8E5M2: // titan.cast does not saturate
+      static_cast<uint8_t *>(dst)[i] = floatToFp8(
+          roundToOddFloat(v),
+          to == TITAN_RT_F8E5M2 ? Fp8Format::E5M2 : Fp8Format::E4M3FN,
+          /*saturate=*/false);
       break;
     default:
       kernelFatal("titan_rt_cast: unsupported target element type " +

@@ -6,11 +6,15 @@
 #include "titan/Dialect/Dist/IR/Dist.h"
 #include "titan/Dialect/Titan/IR/Parameters.h"
 #include "titan/Dialect/Titan/IR/TensorSize.h"
+#include "titan/Dialect/Titan/IR/TitanOps.h"
+#include "titan/Dialect/Titan/Transforms/Passes.h"
 #include "titan/Model/LlamaArgs.h"
 #include "titan/Model/PipelineStages.h"
 #include "titan/Support/Format.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/Diagnostics.h"
+#include "mlir/Pass/PassManager.h"
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/ADT/StringMap.h"
 #include "llvm/Support/FormatVariadic.h"
@@ -246,4 +250,35 @@ void titan::printPerRankPlan(mlir::ModuleOp module, int64_t arenaBytes,
       row(key, llvm::formatv("{0} x, {1}", stats.first,
                              humanBytes(double(stats.second))));
   }
+}
+
+void titan::printFloat8Plan(mlir::ModuleOp module, const TrainConfig &c,
+                            llvm::raw_ostream &os) {
+  if (!c.float8.enabled(c.model.converters))
+    return;
+  mlir::OwningOpRef<mlir::ModuleOp> copy = module.clone();
+  std::vector<std::string> kept;
+  mlir::ScopedDiagnosticHandler handler(
+      module.getContext(), [&](mlir::Diagnostic &d) {
+        if (d.getSeverity() != mlir::DiagnosticSeverity::Remark)
+          return mlir::failure();
+        std::string text = d.str();
+        StringRef message = text;
+        message.consume_front("titan-float8: ");
+        kept.push_back(message.str());
+        return mlir::success();
+      });
+  TitanFloat8Options o;
+  o.recipe = c.float8.recipeName.empty() ? "tensorwise" : c.float8.recipeName;
+  o.filterFqns.assign(c.float8.filterFqns.begin(), c.float8.filterFqns.end());
+  mlir::PassManager pm(module.getContext());
+  pm.addPass(createTitanFloat8(o));
+  if (mlir::failed(pm.run(*copy)))
+    return;
+  int64_t converted = 0;
+  copy->walk([&](Float8LinearOp) { ++converted; });
+  os << llvm::formatv("  {0,-22}", "float8") << o.recipe << ", " << converted
+     << " linears in float8, " << kept.size() << " in high precision\n";
+  for (const std::string &k : kept)
+    os << "    " << k << "\n";
 }

@@ -18,6 +18,12 @@ struct TrainConfig;
 void printSummary(const LlamaArgs &args, const TrainConfig &config,
                   mlir::ModuleOp module, llvm::raw_ostream &os);
 
+/// With Float8 on (model.converters): the recipe, how many linears run in
+/// float8, and each one kept in high precision with the reason
+/// (titan-float8's remarks on a copy of the imported `module`).
+void printFloat8Plan(mlir::ModuleOp module, const TrainConfig &config,
+                     llvm::raw_ostream &os);
+
 /// Prints what one rank holds and communicates per step, read off the
 /// differentiated per-rank program (`forward_backward`, `optimizer_step`):
 /// parameter, gradient and AdamW bytes, and each collective's count and

@@ -258,9 +258,21 @@ llvm::Expected<std::array<int64_t, 5>> resolveMesh(const TrainConfig &c) {
       p.contextParallelDegree, p.tensorParallelDegree};
 }
 
+/// TorchTitan's quantize.linear.float8 (recipe_name unset: tensorwise).
+TitanFloat8Options float8Options(const TrainConfig &c) {
+  TitanFloat8Options o;
+  o.recipe = c.float8.recipeName.empty() ? "tensorwise" : c.float8.recipeName;
+  o.filterFqns.assign(c.float8.filterFqns.begin(), c.float8.filterFqns.end());
+  return o;
+}
+
 /// Distribution passes: mesh and shardings, then the per-rank program.
 void addPartitionPasses(mlir::PassManager &pm, const TrainConfig &c,
                         const std::array<int64_t, 5> &mesh) {
+  // TorchTitan converts the model (Float8 linears) before parallelizing
+  // it.
+  if (c.float8.enabled(c.model.converters))
+    pm.addPass(createTitanFloat8(float8Options(c)));
   dist::DistParallelizeOptions o;
   o.pp = mesh[0];
   o.dpReplicate = mesh[1];
@@ -338,6 +350,7 @@ void addTrainingPasses(mlir::PassManager &pm, const TrainConfig &c,
   autodiff.regatherParams = true;
   autodiff.accumulationSteps = accumulationSteps(c, mesh);
   pm.addPass(createTitanAutodiff(autodiff));
+  pm.addPass(createTitanExpandFloat8());
   // FSDP gathers the low-precision copies (the gradients were reduced in
   // f32 by then).
   pm.addPass(dist::createDistNarrowGathers());
@@ -366,10 +379,24 @@ void addExecutionPasses(mlir::PassManager &pm,
 /// memory or tooling are warnings. Nothing is silently ignored.
 llvm::Error diagnoseUnsupported(const TrainConfig &c) {
   std::vector<std::string> errors;
-  if (!c.model.converters.empty() || !c.float8.recipeName.empty())
-    errors.push_back("Float8 training (model.converters / "
-                     "quantize.linear.float8.recipe_name) is not implemented "
-                     "yet");
+  bool float8 = c.float8.enabled(c.model.converters);
+  for (const std::string &converter : c.model.converters)
+    if (converter != "float8" && converter != "quantize.linear.float8")
+      errors.push_back("model.converters: '" + converter +
+                       "' is not implemented (titan has the Float8 linear "
+                       "converter, \"quantize.linear.float8\")");
+  // TorchTitan v0.2.0 asserts this (components/quantization/float8.py).
+  if (float8 && !c.float8.recipeName.empty() &&
+      c.float8.enableFsdpFloat8AllGather)
+    errors.push_back("quantize.linear.float8.enable_fsdp_float8_all_gather "
+                     "cannot be combined with recipe_name (as in "
+                     "TorchTitan: float8 all-gather is tensorwise scaling's, "
+                     "with recipe_name unset)");
+  if (llvm::is_contained(c.float8.filterFqns, "auto_filter_small_kn"))
+    errors.push_back("quantize.linear.float8.filter_fqns: "
+                     "'auto_filter_small_kn' (torchao's size-based filter) is "
+                     "not implemented; name the linears to keep in high "
+                     "precision");
   if (c.training.dtype != "float32")
     errors.push_back("training.dtype = \"" + c.training.dtype +
                      "\" (parameters, gradients and optimizer state all in "
@@ -384,6 +411,20 @@ llvm::Error diagnoseUnsupported(const TrainConfig &c) {
   auto warn = [](const llvm::Twine &msg) {
     llvm::WithColor::warning(llvm::errs(), "titan-compile") << msg << "\n";
   };
+  if (!float8 && !c.float8.recipeName.empty())
+    warn("quantize.linear.float8.recipe_name = \"" + c.float8.recipeName +
+         "\" has no effect without model.converters = "
+         "[\"quantize.linear.float8\"] (as in TorchTitan)");
+  if (float8 && c.float8.enableFsdpFloat8AllGather &&
+      c.parallelism.dataParallelShardDegree != 1)
+    warn("quantize.linear.float8.enable_fsdp_float8_all_gather: FSDP "
+         "gathers the high-precision weights and each rank casts them (the "
+         "numerics are the same: the scale is the whole weight's amax "
+         "either way; only the gather's bytes differ); float8 all-gather is "
+         "not implemented yet");
+  if (float8 && c.float8.emulate && target == KernelTarget::CUDA)
+    warn("quantize.linear.float8.emulate: the CUDA target runs the float8 "
+         "GEMMs on cuBLASLt (the CPU target is titan's emulation)");
   if (c.parallelism.enableAsyncTensorParallel)
     warn("parallelism.enable_async_tensor_parallel: async TP (collective "
          "matmuls overlapping the tensor-parallel collectives) is not "
@@ -472,6 +513,7 @@ int compilePipelined(mlir::ModuleOp partitioned, const LlamaArgs &model,
     // ... and reduce-scatters its gradients once, after the last backward.
     phaseOptions.deferGradientReduction = true;
     pm.addPass(dist::createDistPipelinePhases(phaseOptions));
+    pm.addPass(createTitanExpandFloat8());
     pm.addPass(dist::createDistNarrowGathers());
     TitanOptimizerOptions o = optimizerOptions(c);
     o.forwardNames.assign(phases.begin(), phases.end());
@@ -703,6 +745,7 @@ int main(int argc, char **argv) {
   };
   if (emitStage == EmitStage::Summary) {
     printSummary(*model, *config, *module, output->os());
+    printFloat8Plan(*module, *config, output->os());
     // With a world size (or fixed degrees), what one rank holds and sends.
     if (worldSize > 0 || config->parallelism.dataParallelShardDegree > 0) {
       llvm::Expected<std::array<int64_t, 5>> mesh = resolveMesh(*config);

@@ -108,6 +108,9 @@ struct TrainConfig {
     bool enableFsdpFloat8AllGather = false;
     bool precomputeFloat8DynamicScaleForFsdp = false;
     std::vector<std::string> filterFqns;
+    bool emulate = false;
+    /// Whether model.converters asks for Float8 linears.
+    bool enabled(const std::vector<std::string> &converters) const;
   } float8;
 
   struct Checkpoint {

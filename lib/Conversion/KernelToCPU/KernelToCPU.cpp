@@ -53,9 +53,14 @@ FailureOr<int64_t> typeCode(Type t) {
 /// The runtime entry's dtype suffix. Kernels: f64 or f32 by their first
 /// float buffer, bf16 or f16 when a buffer has that type (the runtime runs
 /// the f32 kernel on widened copies), i32 when no buffer is a float.
-/// Collectives: their buffers' type, f8 included.
-FailureOr<StringRef> kernelDtype(Operation *op, ValueRange buffers,
-                                 bool collective) {
+/// Collectives: their buffers' type, f8 included. The kernels that take
+/// float8 buffers (raw codes, never widened) are typed by their other
+/// buffers.
+FailureOr<StringRef> kernelDtype(Operation *op, StringRef kernel,
+                                 ValueRange buffers, bool collective) {
+  bool takesFloat8 =
+      collective ||
+      llvm::is_contained({"quantize", "scaled_matmul", "cast"}, kernel);
   StringRef dtype = "i32", sixteen;
   for (Value v : buffers) {
     Type element = cast<MemRefType>(v.getType()).getElementType();
@@ -68,12 +73,15 @@ FailureOr<StringRef> kernelDtype(Operation *op, ValueRange buffers,
                      : isa<Float8E4M3FNType>(element) ? "f8E4M3FN"
                      : isa<Float8E5M2Type>(element)   ? "f8E5M2"
                                                       : "";
-    if (name.empty() || (!collective && name.starts_with("f8"))) {
+    if (name.empty() || (!takesFloat8 && name.starts_with("f8"))) {
       op->emitOpError() << "has element type " << element
                         << ", but the CPU target's kernels compute in f64, "
-                           "f32, bf16 and f16";
+                           "f32, bf16 and f16 (float8 only in quantize, "
+                           "scaled_matmul, cast and collectives)";
       return failure();
     }
+    if (!collective && name.starts_with("f8"))
+      continue;
     if (name == "bf16" || name == "f16") {
       if (!sixteen.empty() && sixteen != name) {
         op->emitOpError() << "mixes bf16 and f16 buffers";
@@ -217,7 +225,8 @@ private:
     Location loc = op->getLoc();
     lastCall = failure();
     recordSite(loc);
-    FailureOr<StringRef> dtype = kernelDtype(op, operands, returnsRequest);
+    FailureOr<StringRef> dtype =
+        kernelDtype(op, kernel, operands, returnsRequest);
     if (failed(dtype))
       return;
     bool integerStep =

@@ -24,7 +24,9 @@
 // rounding per op output); the copies come first in the workspace, which
 // titan-bufferize's widen-low-precision sizes for them, each rounded up to
 // 64 bytes, followed by the f32 kernel's own workspace. titan_rt_cast_*
-// converts between any two float types of the precision model but f8.
+// converts between any two float types of the precision model. Float8
+// buffers (quantize's result, scaled_matmul's operands) hold raw codes and
+// are never widened; their formats are kernel parameters.
 //
 // The step itself allocates nothing: its buffers are all in the arena.
 //
@@ -100,6 +102,10 @@ TITAN_RT_KERNEL(lr_schedule)
 TITAN_RT_KERNEL(adamw)
 TITAN_RT_KERNEL(adamw_multi)
 TITAN_RT_KERNEL(cast)
+TITAN_RT_KERNEL(amax)
+TITAN_RT_KERNEL(float8_scale)
+TITAN_RT_KERNEL(quantize)
+TITAN_RT_KERNEL(scaled_matmul)
 
 #undef TITAN_RT_KERNEL
 

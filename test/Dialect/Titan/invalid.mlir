@@ -599,3 +599,59 @@ func.func @unknown_op_attribute(%x: tensor<4xf32>) -> tensor<4xf32> {
   %y = titan.add %x, %x {titan.checkpoint} : tensor<4xf32>
   return %y : tensor<4xf32>
 }
+
+// -----
+
+func.func @float8_linear_recipe(%x: tensor<2x32xbf16>, %w: tensor<16x32xbf16>) {
+  // expected-error @+1 {{recipe 'delayed' must be tensorwise, rowwise or rowwise_with_gw_hp}}
+  %0 = titan.float8_linear %x, %w {recipe = "delayed"} : (tensor<2x32xbf16>, tensor<16x32xbf16>) -> tensor<2x16xbf16>
+  return
+}
+
+// -----
+
+func.func @float8_linear_types(%x: tensor<2x32xbf16>, %w: tensor<16x32xf32>) {
+  // expected-error @+1 {{operands and result must have one element type (the compute type)}}
+  %0 = titan.float8_linear %x, %w {recipe = "rowwise"} : (tensor<2x32xbf16>, tensor<16x32xf32>) -> tensor<2x16xbf16>
+  return
+}
+
+// -----
+
+func.func @amax_dims(%x: tensor<2x8x32xf32>) {
+  // expected-error @+1 {{dims must be the last dimension or every dimension but the last}}
+  %0 = titan.amax %x {dims = array<i64: 1>} : tensor<2x8x32xf32> -> tensor<2x1x32xf32>
+  return
+}
+
+// -----
+
+func.func @float8_scale_type(%a: tensor<f32>) {
+  // expected-error @+1 {{float8_type must be f8E4M3FN or f8E5M2, got 'bf16'}}
+  %0 = titan.float8_scale %a for bf16 : tensor<f32>
+  return
+}
+
+// -----
+
+func.func @quantize_scale(%x: tensor<4x32xf32>, %s: tensor<4x2xf32>) {
+  // expected-error @+1 {{scale must be rank 0 or broadcast against the input}}
+  %0 = titan.quantize %x, %s : (tensor<4x32xf32>, tensor<4x2xf32>) -> tensor<4x32xf8E4M3FN>
+  return
+}
+
+// -----
+
+func.func @scaled_matmul_scale(%a: tensor<4x32xf8E4M3FN>, %sa: tensor<1x32xf32>, %b: tensor<16x32xf8E4M3FN>, %sb: tensor<f32>) {
+  // expected-error @+1 {{lhs_scale must be rank 0 or one scale per slice along the GEMM's reduction dimension}}
+  %0 = titan.scaled_matmul "linear" %a, %sa, %b, %sb : (tensor<4x32xf8E4M3FN>, tensor<1x32xf32>, tensor<16x32xf8E4M3FN>, tensor<f32>) -> tensor<4x16xbf16>
+  return
+}
+
+// -----
+
+func.func @scaled_matmul_form(%a: tensor<4x32xf8E4M3FN>, %s: tensor<f32>, %b: tensor<16x32xf8E4M3FN>) {
+  // expected-error @+1 {{form 'outer' must be linear, grad_input or grad_weight}}
+  %0 = titan.scaled_matmul "outer" %a, %s, %b, %s : (tensor<4x32xf8E4M3FN>, tensor<f32>, tensor<16x32xf8E4M3FN>, tensor<f32>) -> tensor<4x16xbf16>
+  return
+}

@@ -47,8 +47,10 @@ struct EmbeddingRule {
   }
 };
 
+/// titan.linear's rule, and titan.float8_linear's (the same GEMM).
 struct LinearRule {
-  LogicalResult operator()(LinearOp l, TensorParallelRewriter &r) const {
+  template <typename LinearLike>
+  LogicalResult operator()(LinearLike l, TensorParallelRewriter &r) const {
     Layout w = r.getLayout(l.getWeight());
     int64_t last = lastDim(l.getResult());
     if (w.dim == 0) { // column-wise: whole input, split features
@@ -66,6 +68,27 @@ struct LinearRule {
       return l.emitOpError() << "row-wise tensor-parallel weight needs an "
                                 "input split along its last dimension";
     return r.propagateElementwise(l);
+  }
+};
+
+/// A Float8 linear partitions as a linear; it records the split
+/// dimensions of its operands and result, so that its expansion reduces
+/// the amaxes of split tensors over the axes (torchao's scales are those of
+/// the whole DTensor). A partial result's gradient arrives whole.
+struct Float8LinearRule {
+  LogicalResult operator()(Float8LinearOp l, TensorParallelRewriter &r) const {
+    if (failed(LinearRule()(l, r)))
+      return failure();
+    Layout result = r.getLayout(l.getResult());
+    int64_t dims[] = {r.getLayout(l.getInput()).dim,
+                      r.getLayout(l.getWeight()).dim,
+                      result.partial ? -1 : result.dim};
+    if (llvm::all_of(dims, [](int64_t d) { return d < 0; }))
+      return success();
+    OpBuilder &b = r.getBuilder();
+    l.setSplitDimsAttr(b.getDenseI64ArrayAttr(dims));
+    l.setSplitAxesAttr(r.getAxes());
+    return success();
   }
 };
 
@@ -208,6 +231,8 @@ void titan::dist::registerTensorParallelModels(DialectRegistry &registry) {
   registry.addExtension(+[](MLIRContext *ctx, TitanDialect *) {
     EmbeddingOp::attachInterface<Model<EmbeddingOp, EmbeddingRule>>(*ctx);
     LinearOp::attachInterface<Model<LinearOp, LinearRule>>(*ctx);
+    Float8LinearOp::attachInterface<Model<Float8LinearOp, Float8LinearRule>>(
+        *ctx);
     RMSNormOp::attachInterface<Model<RMSNormOp, RMSNormRule>>(*ctx);
     ReshapeOp::attachInterface<Model<ReshapeOp, ReshapeRule>>(*ctx);
     RopeOp::attachInterface<Model<RopeOp, RopeRule>>(*ctx);

@@ -73,6 +73,30 @@ LogicalResult LinearOp::buildAdjoint(OpBuilder &b, ArrayRef<Value> dy,
   return success();
 }
 
+// torchao's Float8Linear backward: both gradient GEMMs under the same
+// recipe, reading the high-precision input and weight. Split dimensions
+// carry over: dY is split like the result, dX like the input, dW like the
+// weight.
+LogicalResult Float8LinearOp::buildAdjoint(OpBuilder &b, ArrayRef<Value> dy,
+                                           AdjointContext &ctx) {
+  DenseI64ArrayAttr gradInputSplit, gradWeightSplit;
+  if (std::optional<ArrayRef<int64_t>> split = getSplitDims()) {
+    ArrayRef<int64_t> d = *split; // input, weight, result
+    gradInputSplit = b.getDenseI64ArrayAttr({d[2], d[1], d[0]});
+    gradWeightSplit = b.getDenseI64ArrayAttr({d[2], d[0], d[1]});
+  }
+  ctx.addGradient(getInput(),
+                  Float8LinearGradInputOp::create(
+                      b, getLoc(), getInput().getType(), dy[0],
+                      ctx.forwardValue(getWeight()), getRecipeAttr(),
+                      gradInputSplit, getSplitAxesAttr()));
+  ctx.addGradient(getWeight(),
+                  Float8LinearGradWeightOp::create(
+                      b, getLoc(), getWeight().getType(), dy[0], getInput(),
+                      getRecipeAttr(), gradWeightSplit, getSplitAxesAttr()));
+  return success();
+}
+
 LogicalResult SwiGLUOp::buildAdjoint(OpBuilder &b, ArrayRef<Value> dy,
                                      AdjointContext &ctx) {
   auto g = SwiGLUGradOp::create(b, getLoc(), getType(), getType(), getGate(),

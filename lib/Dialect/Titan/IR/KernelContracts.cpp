@@ -224,3 +224,56 @@ std::optional<unsigned> SiLUOp::getInPlaceOperand(unsigned) { return 0; }
 std::optional<unsigned> MulOp::getInPlaceOperand(unsigned) { return 0; }
 std::optional<unsigned> SqrtOp::getInPlaceOperand(unsigned) { return 0; }
 std::optional<unsigned> AddOp::getInPlaceOperand(unsigned) { return 0; }
+
+//===----------------------------------------------------------------------===//
+// Float8 (titan-expand-float8's ops)
+//===----------------------------------------------------------------------===//
+
+namespace {
+/// The ABI's code of a float8 type: 0 f8E4M3FN, 1 f8E5M2.
+int64_t float8Code(Type t) {
+  return isa<Float8E5M2Type>(cast<ShapedType>(t).getElementType()) ? 1 : 0;
+}
+int64_t bytesOf(Value v, int64_t elementBytes) {
+  return (cast<ShapedType>(v.getType()).getNumElements() * elementBytes + 63) /
+         64 * 64;
+}
+} // namespace
+
+// {reduction: 0 all, 1 last dimension, 2 all but the last}
+ArrayAttr AmaxOp::getKernelParams() { return Params(*this).i(getReduction()); }
+
+// {round_to_power_of_2}, {largest finite value of the float8 type}
+ArrayAttr Float8ScaleOp::getKernelParams() {
+  bool e5m2 = isa<Float8E5M2Type>(getFloat8Type());
+  return Params(*this)
+      .i(getRoundToPowerOf_2() ? 1 : 0)
+      .f(e5m2 ? 57344.0 : 448.0);
+}
+
+// {float8 format of the result}
+ArrayAttr QuantizeOp::getKernelParams() {
+  return Params(*this).i(float8Code(getResult().getType()));
+}
+
+// {form: 0 linear, 1 grad_input, 2 grad_weight, lhs format, rhs format}.
+ArrayAttr ScaledMatmulOp::getKernelParams() {
+  int64_t form = llvm::StringSwitch<int64_t>(getForm())
+                     .Case("linear", 0)
+                     .Case("grad_input", 1)
+                     .Default(2);
+  return Params(*this)
+      .i(form)
+      .i(float8Code(getLhs().getType()))
+      .i(float8Code(getRhs().getType()));
+}
+// CPU: f32 copies of both operands (exact) for the f32 GEMM. CUDA: the
+// operands transposed K-major where the form needs it (cuBLASLt's FP8
+// GEMMs take only the TN layout), the f32 product before its scaling, and
+// cuBLASLt's workspace.
+int64_t ScaledMatmulOp::getWorkspaceBytes(KernelTarget target) {
+  if (target == KernelTarget::CPU)
+    return bytesOf(getLhs(), 4) + bytesOf(getRhs(), 4);
+  return bytesOf(getLhs(), 1) + bytesOf(getRhs(), 1) + bytesOf(getResult(), 4) +
+         cuda::kGemmWorkspaceBytes;
+}

@@ -27,7 +27,8 @@ namespace {
 
 /// Whether TorchTitan's per-op policy saves `op`'s results, before the
 /// every-second-matmul rule (`_op_sac_save_list` of
-/// torchtitan/models/llama3/infra/parallelize.py, v0.2.0).
+/// torchtitan/models/llama3/infra/parallelize.py, v0.2.0). Float8 linears
+/// (`aten._scaled_mm`) are not on it.
 bool onSaveList(Operation *op) {
   if (isa<AttentionOp>(op))
     return true;

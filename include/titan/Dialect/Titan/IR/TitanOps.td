@@ -750,4 +750,6 @@ def Titan_AdamWOp : Titan_Op<"adamw", [DeclareOpInterfaceMethods<Titan_KernelOpI
   let hasVerifier = 1;
 }
 
+include "titan/Dialect/Titan/IR/Float8Ops.td"
+
 #endif // TITAN_DIALECT_TITAN_IR_TITANOPS_TD

@@ -72,9 +72,12 @@ def TitanActivationCheckpoint
       reduce-scatters, `aten.max`), except every second matmul of a block:
       here the block's `titan.linear`s counted in program order (the odd
       ones are kept: wq, wv, w1, w2), `titan.attention` (both results),
-      the `dist.wait` of each `dist.reduce_scatter_start`, and Float8's
-      tensorwise amax (`titan.amax` to a scalar, TorchTitan's `aten.max`).
-      Float8 GEMMs (`aten._scaled_mm`) are not on the list: recomputed.
+      and the `dist.wait` of each `dist.reduce_scatter_start`. A
+      `titan.float8_linear` is recomputed whole, as TorchTitan recomputes
+      `aten._scaled_mm` (not on the list); TorchTitan keeps the result of
+      `aten.max` (a tensorwise amax: one float), titan recomputes it with
+      its cast, since the Float8 expansion into amaxes and casts runs after
+      autodiff.
     - `none`: nothing is marked.
   }];
   let options = [
@@ -86,6 +89,55 @@ def TitanActivationCheckpoint
            "With mode selective: op, or N (every Nth block)">,
   ];
   let dependentDialects = ["::titan::TitanDialect"];
+}
+
+def TitanFloat8 : Pass<"titan-float8", "::mlir::ModuleOp"> {
+  let summary = "Run eligible linears in float8 (TorchTitan's "
+                "quantize.linear.float8 converter)";
+  let description = [{
+    TorchTitan v0.2.0's Float8 linear converter on the model's forward
+    (before dist-parallelize, as TorchTitan converts the model before
+    parallelizing it): every `titan.linear` becomes a
+    `titan.float8_linear` with `recipe` (torchao's tensorwise, rowwise or
+    rowwise_with_gw_hp), except, as `module_filter_fn`
+    (torchtitan/components/quantization/utils.py) decides, linears whose
+    weight has a dimension not divisible by 16 and linears whose module
+    name (the op's location) contains one of `filter-fqns`. Each skipped
+    linear gets a remark naming it and why. `titan-expand-float8` later
+    writes the float8 ops out as casts and scaled GEMMs.
+  }];
+  let options = [
+    Option<"forwardName", "forward", "std::string", "\"forward\"",
+           "Function to convert">,
+    Option<"recipe", "recipe", "std::string", "\"tensorwise\"",
+           "tensorwise, rowwise or rowwise_with_gw_hp">,
+    ListOption<"filterFqns", "filter-fqns", "std::string",
+               "Module names (substrings) kept in high precision">,
+  ];
+  let dependentDialects = ["::titan::TitanDialect"];
+}
+
+def TitanExpandFloat8 : Pass<"titan-expand-float8", "::mlir::ModuleOp"> {
+  let summary = "Write the float8 GEMMs out as amaxes, scales, casts and "
+                "scaled GEMMs";
+  let description = [{
+    After titan-autodiff, in every function: each `titan.float8_linear`,
+    `titan.float8_linear_grad_input` and `titan.float8_linear_grad_weight`
+    becomes, per operand, `titan.amax` (tensorwise or along the GEMM's
+    reduction dimension), a `dist.all_reduce_start` (max) over the op's
+    `split_axes` when the operand is split along a dimension the amax
+    reduces (so every rank scales with the whole tensor's amax, as
+    torchao's DTensor amax does), `titan.float8_scale` and
+    `titan.quantize`, then one `titan.scaled_matmul`; the recipes' float8
+    types and scalings are those of torchao's Float8LinearConfig
+    (tensorwise: e4m3 operands and e5m2 gradients, one scale each;
+    rowwise: e4m3 everywhere, one power-of-two scale per row/column along
+    the reduction dimension; rowwise_with_gw_hp: rowwise forward, grad
+    input from a rowwise gradient and a tensorwise weight, grad weight in
+    high precision as `titan.linear_grad_weight`).
+  }];
+  let dependentDialects = ["::titan::TitanDialect",
+                           "::titan::dist::DistDialect"];
 }
 
 def TitanAutodiff : Pass<"titan-autodiff", "::mlir::ModuleOp"> {

@@ -1,0 +1,185 @@
+//===- Float8Ops.td - Float8 training ops ------------------*- tablegen -*-===//
+//
+// torchao's float8 training (TorchTitan's quantize.linear.float8) in two
+// levels: `titan.float8_linear` and its two gradient ops say *which* GEMM
+// runs in float8 under which recipe (what titan-float8 inserts and
+// titan-autodiff differentiates); titan-expand-float8 then writes each as
+// the amax reductions, scales, saturating casts and scaled GEMMs that run
+// as kernels.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TITAN_DIALECT_TITAN_IR_FLOAT8OPS_TD
+#define TITAN_DIALECT_TITAN_IR_FLOAT8OPS_TD
+
+def Titan_Float8Tensor : StaticShapeTensorOf<[F8E4M3FN, F8E5M2]>;
+def Titan_F32Tensor : StaticShapeTensorOf<[F32]>;
+
+class Titan_Float8GemmOp<string mnemonic, list<Trait> traits = []>
+    : Titan_Op<mnemonic, !listconcat(traits, [Pure])> {
+  let results = (outs Titan_FloatTensor:$result);
+  let hasVerifier = 1;
+  code commonDescription = [{
+    `recipe` is torchao's (TorchTitan v0.2.0's
+    `quantize.linear.float8.recipe_name`): `tensorwise`, `rowwise` or
+    `rowwise_with_gw_hp`. `split_dims`, set by dist-partition's
+    tensor-parallel rule, names for each operand and the result the
+    dimension split over the mesh axes `split_axes` (-1: whole); the
+    expansion all-reduces (max) an amax over such a dimension, so scales
+    are those of the whole logical tensor, as torchao's are on DTensors.
+  }];
+}
+
+def Titan_Float8LinearOp : Titan_Float8GemmOp<"float8_linear",
+    [DeclareOpInterfaceMethods<Titan_AdjointOpInterface>]> {
+  let summary = "titan.linear computed in float8 (torchao's Float8Linear)";
+  let description = !strconcat([{
+    `input` (`... x K`) times `weight`ᵀ (`N x K`), as `titan.linear`, but
+    with both operands cast to float8 with dynamic scales: `tensorwise`
+    one scale per tensor, e4m3; `rowwise` and `rowwise_with_gw_hp` one
+    scale per row along K (the reduction dimension), e4m3, rounded down to
+    a power of two. The product accumulates in f32 and is rounded once to
+    the operands' (compute) type. Its adjoint builds
+    `titan.float8_linear_grad_input` and `titan.float8_linear_grad_weight`
+    with the same recipe, reading the high-precision input and weight (as
+    torchao saves them).
+  }], commonDescription);
+  let arguments = (ins Titan_FloatTensor:$input, Titan_FloatTensor:$weight,
+                   StrAttr:$recipe,
+                   OptionalAttr<DenseI64ArrayAttr>:$split_dims,
+                   OptionalAttr<StrArrayAttr>:$split_axes);
+  let assemblyFormat = [{
+    $input `,` $weight attr-dict `:` functional-type(operands, results)
+  }];
+}
+
+def Titan_Float8LinearGradInputOp
+    : Titan_Float8GemmOp<"float8_linear_grad_input"> {
+  let summary = "dY · W of a titan.float8_linear, in float8 or not";
+  let description = !strconcat([{
+    `grad` (`... x N`) times `weight` (`N x K`), reduced over N:
+    `tensorwise` dY in e5m2 and W in e4m3, one scale each; `rowwise` dY
+    per row (along N) and W per column (along N), e4m3, power-of-two
+    scales; `rowwise_with_gw_hp` dY per row, W one scale, e4m3,
+    power-of-two scales. `split_dims` = [grad, weight, result].
+  }], commonDescription);
+  let arguments = (ins Titan_FloatTensor:$grad, Titan_FloatTensor:$weight,
+                   StrAttr:$recipe,
+                   OptionalAttr<DenseI64ArrayAttr>:$split_dims,
+                   OptionalAttr<StrArrayAttr>:$split_axes);
+  let assemblyFormat = [{
+    $grad `,` $weight attr-dict `:` functional-type(operands, results)
+  }];
+}
+
+def Titan_Float8LinearGradWeightOp
+    : Titan_Float8GemmOp<"float8_linear_grad_weight"> {
+  let summary = "dYᵀ · X of a titan.float8_linear, in float8 or not";
+  let description = !strconcat([{
+    `grad`ᵀ (`... x N`) times `input` (`... x K`), reduced over every
+    leading position: `tensorwise` dY e5m2 and X e4m3, one scale each;
+    `rowwise` both per column (along the tokens), e4m3, power-of-two
+    scales; `rowwise_with_gw_hp` in high precision (`titan.linear_grad_weight`).
+    `split_dims` = [grad, input, result].
+  }], commonDescription);
+  let arguments = (ins Titan_FloatTensor:$grad, Titan_FloatTensor:$input,
+                   StrAttr:$recipe,
+                   OptionalAttr<DenseI64ArrayAttr>:$split_dims,
+                   OptionalAttr<StrArrayAttr>:$split_axes);
+  let assemblyFormat = [{
+    $grad `,` $input attr-dict `:` functional-type(operands, results)
+  }];
+}
+
+def Titan_AmaxOp : Titan_Op<"amax", [
+    DeclareOpInterfaceMethods<Titan_KernelOpInterface, ["getKernelParams"]>,
+    Pure]> {
+  let summary = "largest absolute value, of the tensor or along dimensions";
+  let description = [{
+    `max(|input|)` as f32: over every element without `dims` (a rank-0
+    result: tensorwise), else over `dims`, kept as size-1 dimensions
+    (axiswise): either the last dimension (one amax per row) or every
+    dimension but the last (one per column). NaN propagates (torch.max).
+    The value of an amax is exact (no arithmetic), so it is the same for
+    any widening of the input.
+  }];
+  let arguments = (ins Titan_FloatTensor:$input,
+                   OptionalAttr<DenseI64ArrayAttr>:$dims);
+  let results = (outs Titan_F32Tensor:$result);
+  let assemblyFormat = [{
+    $input attr-dict `:` type($input) `->` type($result)
+  }];
+  let hasVerifier = 1;
+  let extraClassDeclaration = [{
+    /// The kernel's reduction: 0 every element, 1 the last dimension, 2
+    /// every dimension but the last.
+    int64_t getReduction();
+  }];
+}
+
+def Titan_Float8ScaleOp : Titan_Op<"float8_scale", [
+    DeclareOpInterfaceMethods<Titan_KernelOpInterface, ["getKernelParams"]>,
+    Pure, SameOperandsAndResultType]> {
+  let summary = "the scale that maps an amax to float8's largest value";
+  let description = [{
+    torchao's `amax_to_scale`, elementwise: `fmax / max(amax, 1e-12)`
+    computed in f64 and rounded to f32, where fmax is the largest finite
+    value of `float8_type` (448 for f8E4M3FN, 57344 for f8E5M2); with
+    `round_to_power_of_2`, rounded down to a power of two
+    (`exp2(floor(log2(s)))`).
+  }];
+  let arguments = (ins Titan_F32Tensor:$amax, TypeAttr:$float8_type,
+                   UnitAttr:$round_to_power_of_2);
+  let results = (outs Titan_F32Tensor:$result);
+  let assemblyFormat = [{
+    $amax `for` $float8_type attr-dict `:` type($amax)
+  }];
+  let hasVerifier = 1;
+}
+
+def Titan_QuantizeOp : Titan_Op<"quantize", [
+    DeclareOpInterfaceMethods<Titan_KernelOpInterface, ["getKernelParams"]>,
+    Pure]> {
+  let summary = "saturating scaled cast to float8";
+  let description = [{
+    `to_float8(clamp(f32(input) * scale, -fmax, fmax))`, rounding to
+    nearest even (bit for bit CUDA's `__nv_cvt_float_to_fp8` with
+    `__NV_SATFINITE`; NaN stays NaN). `scale` is rank 0 (tensorwise) or has
+    the input's rank with size 1 where an amax reduced (axiswise): it
+    broadcasts.
+  }];
+  let arguments = (ins Titan_FloatTensor:$input, Titan_F32Tensor:$scale);
+  let results = (outs Titan_Float8Tensor:$result);
+  let assemblyFormat = [{
+    $input `,` $scale attr-dict `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
+def Titan_ScaledMatmulOp : Titan_Op<"scaled_matmul", [
+    DeclareOpInterfaceMethods<Titan_KernelOpInterface,
+                              ["getKernelParams", "getWorkspaceBytes"]>,
+    Pure]> {
+  let summary = "a GEMM of float8 operands with their scales";
+  let description = [{
+    One of titan.linear's three GEMMs (`form`: `linear` `... x K` times
+    `N x K`ᵀ; `grad_input` `... x N` times `N x K`; `grad_weight` `... x
+    N`ᵀ times `... x K` over the leading positions) on float8 operands:
+    the products accumulate in f32 and the sum is multiplied by
+    `(1 / lhs_scale) * (1 / rhs_scale)` (the inverse scales
+    `torch._scaled_mm` takes, each broadcast along the non-reduced
+    dimension of its operand), then rounded once to the result type (f32,
+    bf16 or f16).
+  }];
+  let arguments = (ins Titan_Float8Tensor:$lhs, Titan_F32Tensor:$lhs_scale,
+                   Titan_Float8Tensor:$rhs, Titan_F32Tensor:$rhs_scale,
+                   StrAttr:$form);
+  let results = (outs Titan_FloatTensor:$result);
+  let assemblyFormat = [{
+    $form $lhs `,` $lhs_scale `,` $rhs `,` $rhs_scale attr-dict `:`
+    functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
+#endif // TITAN_DIALECT_TITAN_IR_FLOAT8OPS_TD
