@@ -14,6 +14,7 @@
 
 #include "Attention.h"
 #include "Elementwise.h"
+#include "Float8.h"
 #include "FusedKernels.h"
 #include "LinearGemm.h"
 
@@ -149,6 +150,38 @@ int main() {
       report("gemm", g.name, 2.0 * double(tokens) * double(g.n) * double(g.k),
              "TFLOP/s", time([&] {
                gemms.run(p, a.ptr, b.ptr, c.ptr, workspace.ptr, nullptr);
+             }));
+    }
+  }
+
+  // Float8 GEMMs as titan.scaled_matmul's forward runs them: cuBLASLt's
+  // FP8 GEMM (e4m3 x e4m3, f32 accumulation, f32 product) and the fused
+  // pass that applies the inverse scales and rounds to bf16.
+  {
+    LinearGemms gemms(size_t(titan::cuda::kGemmWorkspaceBytes));
+    Buffer workspace(size_t(titan::cuda::kGemmWorkspaceBytes));
+    struct Gemm {
+      const char *name;
+      int64_t n, k;
+    };
+    const Gemm cases[] = {{"fp8 wq/wo forward", dim, dim},
+                          {"fp8 w1/w3 forward", ffn, dim},
+                          {"fp8 w2 forward", dim, ffn}};
+    ElementType e4m3 = ElementType::F8E4M3FN;
+    Buffer scales(64);
+    for (const Gemm &g : cases) {
+      GemmProblem p{LinearProduct::Forward, tokens, g.k, g.n, e4m3,
+                    ElementType::F32,       false,  e4m3};
+      // Byte patterns of small floats: finite e4m3 codes.
+      Buffer a(size_t(tokens * g.k)), b(size_t(g.n * g.k)),
+          product(size_t(tokens * g.n) * 4), out(size_t(tokens * g.n) * 2);
+      gemms.prepare(p);
+      report("gemm", g.name, 2.0 * double(tokens) * double(g.n) * double(g.k),
+             "TFLOP/s", time([&] {
+               gemms.run(p, a.ptr, b.ptr, product.ptr, workspace.ptr, nullptr);
+               applyInverseScales(product.as<float>(), bf16, out.ptr, tokens,
+                                  g.n, scales.as<float>(), false,
+                                  scales.as<float>(), false, nullptr);
              }));
     }
   }

@@ -40,6 +40,16 @@ for precision in f32:float32:8 bf16:bfloat16:20; do
   "$tmp/cpu-$name" "${run_args[@]}" --job.dump_folder "$tmp/cpu-$name-out" > /dev/null
   cp "$tmp/cpu-$name-out/metrics.jsonl" "$out/data/cpu-$name.jsonl"
 done
+# Float8 (bf16 compute, 8 steps) per recipe: cuBLASLt's FP8 GEMMs against
+# the CPU target's bit-exact emulation of the casts.
+for recipe in tensorwise rowwise; do
+  common=("${parity[@]}" --training.mixed_precision_param bfloat16 --training.steps 8
+          --model.converters quantize.linear.float8 --quantize.linear.float8.recipe_name "$recipe")
+  "$compile" "${common[@]}" --target=cuda -o "$out/bin/parity-f8-$recipe" 2>/dev/null
+  "$compile" "${common[@]}" -o "$tmp/cpu-f8-$recipe" 2>/dev/null
+  "$tmp/cpu-f8-$recipe" "${run_args[@]}" --job.dump_folder "$tmp/cpu-f8-$recipe-out" > /dev/null
+  cp "$tmp/cpu-f8-$recipe-out/metrics.jsonl" "$out/data/cpu-f8-$recipe.jsonl"
+done
 
 # The 8B-shaped step: Llama 3 8B's dimensions (dim 4096, 32/8 heads, FFN
 # 14336, vocabulary 128256), bf16 mixed precision, local batch 1, seq 8192,
@@ -54,6 +64,10 @@ step=(--job.config_file models/llama3/train_configs/llama3_8b.toml --model.flavo
       --training.steps 15 --lr_scheduler.warmup_steps 2)
 "$compile" "${step[@]}" --target=cuda -o "$out/bin/step-8b"
 "$compile" "${step[@]}" --target=cuda --emit=memory | grep -E "peak:" > "$out/data/step-8b-memory.txt"
+# The same step with TorchTitan's Float8 (tensorwise; the output linear in
+# bf16, as TorchTitan's presets filter it).
+"$compile" "${step[@]}" --target=cuda --model.converters quantize.linear.float8 \
+  --quantize.linear.float8.filter_fqns output -o "$out/bin/step-8b-fp8"
 echo "$layers" > "$out/data/step-8b-layers.txt"
 
 # The communicator library libtitanrt loads for multi-rank (and NCCL) runs.

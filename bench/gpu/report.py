@@ -4,7 +4,7 @@ package registry):
   report.py compare ACTUAL.jsonl EXPECTED.jsonl RTOL STEPS
       per-step loss and grad_norm of two titan runs within RTOL relative
       (exit 1 if not, or if they do not both have STEPS steps);
-  report.py titan-step METRICS.jsonl WARMUP
+  report.py titan-step METRICS.jsonl WARMUP [IMPL]
       a titan run's tokens/s and MFU at the min and median step time after
       WARMUP steps (the first is eager, the second captures the graphs), in
       torch_llama_step.py's fields;
@@ -44,7 +44,7 @@ def compare(actual, expected, rtol, steps):
     return 0 if ok else 1
 
 
-def titan_step(path, warmup):
+def titan_step(path, warmup, impl="titan --target=cuda"):
     m = [x for x in lines(path) if x.get("tokens_per_second")]
     if len(m) <= int(warmup):
         print(f"{path}: {len(m)} steps, not more than the {warmup} of warm-up")
@@ -54,7 +54,7 @@ def titan_step(path, warmup):
     tps = sorted(x["tokens_per_second"] for x in timed)
     mfu = sorted(x["mfu"] for x in timed if x.get("mfu") is not None)
     print(json.dumps({
-        "impl": "titan --target=cuda",
+        "impl": impl,
         "tokens_per_second_best": tps[-1],
         "tokens_per_second_median": tps[len(tps) // 2],
         "mfu_median": mfu[len(mfu) // 2] if mfu else None,
@@ -67,7 +67,7 @@ def step_table(paths):
     rows = []
     for p in paths:
         rows += lines(p)
-    base = next((r for r in rows if r["impl"].startswith("titan")), None)
+    base = next((r for r in rows if r["impl"] == "titan --target=cuda"), None)
     print(f"{'step (8B-shaped, seq 8192, bf16)':36s} {'tok/s med':>10s} "
           f"{'tok/s best':>10s} {'MFU':>7s} {'mem GiB':>8s} {'vs titan':>9s}")
     for r in rows:
@@ -109,7 +109,7 @@ def main(argv):
     if cmd == "compare":
         return compare(*argv[2:6])
     if cmd == "titan-step":
-        return titan_step(argv[2], argv[3])
+        return titan_step(*argv[2:5])
     if cmd == "step":
         return step_table(argv[2:])
     if cmd == "kernels":

@@ -4,11 +4,14 @@
 #   (a) numerics: every CUDA kernel against its CPU kernel (cuda-kernels),
 #       the NCCL communicator on one GPU, the parity model's training on
 #       the GPU against the CPU target's run of it (f32: 1e-4 over 8 steps;
-#       bf16: 1e-2 over 20 steps; CUDA graphs on and off: the same bits);
-#   (b) kernels: GEMMs, attention and the fused kernels at 8B shapes,
-#       against torch.matmul, PyTorch's SDPA and the copy bandwidth;
+#       bf16: 1e-2 over 20 steps; CUDA graphs on and off: the same bits;
+#       Float8 tensorwise and rowwise: 2e-2 over 8 steps);
+#   (b) kernels: GEMMs (bf16 and FP8), attention and the fused kernels at
+#       8B shapes, against torch.matmul, torch._scaled_mm, PyTorch's SDPA
+#       and the copy bandwidth;
 #   (c) the step: an 8B-shaped model (16 layers) in tokens/s and MFU, beside
-#       a plain PyTorch Llama eager and under torch.compile, interleaved.
+#       a plain PyTorch Llama eager and under torch.compile, interleaved,
+#       and titan's step with Float8 (the ratio to bf16 titan).
 # Prints the tables last, also into summary.md, and leaves every log and
 # JSON file in $TITAN_GPU_OUT (default: the device tool's $OUT, whose
 # files come back, else /tmp/titan-gpu); commit summary.md under
@@ -94,6 +97,10 @@ check train-bf16 45 train parity-bf16 "$outdir/bf16"
 check parity-bf16-vs-cpu 10 "$py" bench/gpu/report.py compare "$outdir/bf16/metrics.jsonl" "$data/cpu-bf16.jsonl" 1e-2 20
 check train-bf16-eager 45 train parity-bf16 "$outdir/bf16-eager" --debug.no_cuda_graphs
 check graphs-vs-eager 10 "$py" bench/gpu/report.py compare "$outdir/bf16/metrics.jsonl" "$outdir/bf16-eager/metrics.jsonl" 0 20
+for recipe in tensorwise rowwise; do
+  check train-f8-$recipe 45 train parity-f8-$recipe "$outdir/f8-$recipe"
+  check parity-f8-$recipe-vs-cpu 10 "$py" bench/gpu/report.py compare "$outdir/f8-$recipe/metrics.jsonl" "$data/cpu-f8-$recipe.jsonl" 2e-2 8
+done
 
 # (b) kernels
 check kernels-titan 60 sh -c "'$bundle/bin/TitanCudaKernelBench' > '$outdir/kernels-titan.jsonl'"
@@ -106,16 +113,18 @@ import array, random, sys
 random.seed(3)
 array.array("I", (random.randrange(128256) for _ in range(1 << 20))).tofile(open(sys.argv[1], "wb"))
 PY
-step_titan() { # round
-  "$bundle/bin/step-8b" --training.dataset_path "${TMPDIR:-/tmp}/titan-tokens-128k.bin" \
+step_titan() { # round [executable label]
+  local exe=${2:-step-8b} label=${3:-titan --target=cuda}
+  "$bundle/bin/$exe" --training.dataset_path "${TMPDIR:-/tmp}/titan-tokens-128k.bin" \
     --metrics.peak_tflops 989 --job.dump_folder "$outdir/step-titan-$1" &&
-  "$py" bench/gpu/report.py titan-step "$outdir/step-titan-$1/metrics.jsonl" 3 > "$outdir/step-titan-$1.json"
+  "$py" bench/gpu/report.py titan-step "$outdir/step-titan-$1/metrics.jsonl" 3 "$label" > "$outdir/step-titan-$1.json"
 }
 export -f step_titan
 check step-titan-1 120 step_titan 1
 check step-torch-eager 120 sh -c "'$py' bench/gpu/torch_llama_step.py --mode eager --layers $layers > '$outdir/step-eager.json'"
 check step-torch-compile 240 sh -c "'$py' bench/gpu/torch_llama_step.py --mode compile --layers $layers > '$outdir/step-compile.json'"
 check step-titan-2 120 step_titan 2
+check step-titan-fp8 120 step_titan fp8 step-8b-fp8 "titan --target=cuda float8"
 
 {
 echo

@@ -62,6 +62,16 @@ def main():
             x = torch.randn(tokens, k, device=dev, dtype=bf16)
             run = lambda: torch.matmul(dy.t(), x)
         report("gemm", name, 2.0 * tokens * n * k, "TFLOP/s", timed(run))
+    # torch._scaled_mm at the same shapes as titan's FP8 GEMMs: e4m3
+    # operands, tensorwise scales, bf16 out.
+    one = torch.ones((), device=dev)
+    for name, n, k in [("fp8 wq/wo forward", dim, dim), ("fp8 w1/w3 forward", ffn, dim),
+                       ("fp8 w2 forward", dim, ffn)]:
+        x8 = (torch.randn(tokens, k, device=dev) * 0.1).to(torch.float8_e4m3fn)
+        w8 = (torch.randn(n, k, device=dev) * 0.1).to(torch.float8_e4m3fn)
+        run = lambda: torch._scaled_mm(x8, w8.t(), scale_a=one, scale_b=one,
+                                       out_dtype=bf16)
+        report("gemm", name, 2.0 * tokens * n * k, "TFLOP/s", timed(run))
     q = torch.randn(1, heads, tokens, hd, device=dev, dtype=bf16, requires_grad=True)
     k_ = torch.randn(1, kv, tokens, hd, device=dev, dtype=bf16, requires_grad=True)
     v = torch.randn(1, kv, tokens, hd, device=dev, dtype=bf16, requires_grad=True)
