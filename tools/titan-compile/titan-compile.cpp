@@ -266,6 +266,15 @@ TitanFloat8Options float8Options(const TrainConfig &c) {
   return o;
 }
 
+/// torchao's float8 all-gather: TorchTitan's enable_fsdp_float8_all_gather,
+/// which goes with the tensorwise recipe (recipe_name unset).
+TitanExpandFloat8Options expandFloat8Options(const TrainConfig &c) {
+  TitanExpandFloat8Options o;
+  o.fsdpFloat8AllGather =
+      c.float8.enableFsdpFloat8AllGather && c.float8.recipeName.empty();
+  return o;
+}
+
 /// Distribution passes: mesh and shardings, then the per-rank program.
 void addPartitionPasses(mlir::PassManager &pm, const TrainConfig &c,
                         const std::array<int64_t, 5> &mesh) {
@@ -350,7 +359,7 @@ void addTrainingPasses(mlir::PassManager &pm, const TrainConfig &c,
   autodiff.regatherParams = true;
   autodiff.accumulationSteps = accumulationSteps(c, mesh);
   pm.addPass(createTitanAutodiff(autodiff));
-  pm.addPass(createTitanExpandFloat8());
+  pm.addPass(createTitanExpandFloat8(expandFloat8Options(c)));
   // FSDP gathers the low-precision copies (the gradients were reduced in
   // f32 by then).
   pm.addPass(dist::createDistNarrowGathers());
@@ -416,12 +425,11 @@ llvm::Error diagnoseUnsupported(const TrainConfig &c) {
          "\" has no effect without model.converters = "
          "[\"quantize.linear.float8\"] (as in TorchTitan)");
   if (float8 && c.float8.enableFsdpFloat8AllGather &&
-      c.parallelism.dataParallelShardDegree != 1)
-    warn("quantize.linear.float8.enable_fsdp_float8_all_gather: FSDP "
-         "gathers the high-precision weights and each rank casts them (the "
-         "numerics are the same: the scale is the whole weight's amax "
-         "either way; only the gather's bytes differ); float8 all-gather is "
-         "not implemented yet");
+      c.float8.precomputeFloat8DynamicScaleForFsdp)
+    warn("quantize.linear.float8.precompute_float8_dynamic_scale_for_fsdp: "
+         "each FSDP weight's amax is all-reduced once per microbatch when it "
+         "is first gathered, not all of them in one all-reduce after the "
+         "optimizer step (the same scales: a max is exact)");
   if (float8 && c.float8.emulate && target == KernelTarget::CUDA)
     warn("quantize.linear.float8.emulate: the CUDA target runs the float8 "
          "GEMMs on cuBLASLt (the CPU target is titan's emulation)");
@@ -513,7 +521,7 @@ int compilePipelined(mlir::ModuleOp partitioned, const LlamaArgs &model,
     // ... and reduce-scatters its gradients once, after the last backward.
     phaseOptions.deferGradientReduction = true;
     pm.addPass(dist::createDistPipelinePhases(phaseOptions));
-    pm.addPass(createTitanExpandFloat8());
+    pm.addPass(createTitanExpandFloat8(expandFloat8Options(c)));
     pm.addPass(dist::createDistNarrowGathers());
     TitanOptimizerOptions o = optimizerOptions(c);
     o.forwardNames.assign(phases.begin(), phases.end());

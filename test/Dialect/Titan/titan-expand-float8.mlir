@@ -56,3 +56,38 @@ module attributes {dist.mesh = #dist.mesh<pp = 1, dp_replicate = 1, dp_shard = 1
     return %dx, %dw : tensor<2x8x32xbf16>, tensor<16x32xbf16>
   }
 }
+
+// -----
+
+// enable_fsdp_float8_all_gather (tensorwise): the weight's f32 shard is
+// cast with the whole weight's scale (the shards' amaxes all-reduced over
+// dp_shard) and gathered in float8; the high-precision gather and its bf16
+// cast are gone; the backward's re-gather reuses the scale.
+// RUN: titan-opt %s -split-input-file -titan-expand-float8="fsdp-float8-all-gather=true" | FileCheck %s --check-prefix=GATHER
+// GATHER-LABEL: func.func @gathered(
+// GATHER-NOT:   all_gather_start %arg1 {{.*}}xf32>
+// GATHER:       %[[A:.*]] = titan.amax %arg1 : tensor<8x32xf32> -> tensor<f32>
+// GATHER-NEXT:  %[[F:.*]] = dist.all_reduce_start %[[A]] axes ["dp_shard"] {reduction = "max"}
+// GATHER-NEXT:  %[[M:.*]] = dist.wait %[[F]]
+// GATHER-NEXT:  %[[S:.*]] = titan.float8_scale %[[M]] for f8E4M3FN : tensor<f32>
+// GATHER-NEXT:  %[[Q:.*]] = titan.quantize %arg1, %[[S]] : (tensor<8x32xf32>, tensor<f32>) -> tensor<8x32xf8E4M3FN>
+// GATHER-NEXT:  %[[G:.*]] = dist.all_gather_start %[[Q]] axes ["dp_shard"] dim 0 : tensor<8x32xf8E4M3FN> -> !dist.future<tensor<16x32xf8E4M3FN>>
+// GATHER-NEXT:  %[[W:.*]] = dist.wait %[[G]]
+// GATHER:       titan.scaled_matmul "linear" %{{.*}}, %{{.*}}, %[[W]], %[[S]]
+// GATHER:       %[[Q2:.*]] = titan.quantize %arg1, %[[S]]
+// GATHER-NEXT:  dist.all_gather_start %[[Q2]]
+// GATHER:       titan.scaled_matmul "grad_input"
+// GATHER-NOT:   titan.cast
+module attributes {dist.mesh = #dist.mesh<pp = 1, dp_replicate = 1, dp_shard = 2, cp = 1, tp = 1>} {
+  func.func @gathered(%x: tensor<2x8x32xbf16>, %w: tensor<8x32xf32> {titan.param = "layers.0.attention.wq.weight"}, %dy: tensor<2x8x16xbf16>) -> (tensor<2x8x16xbf16>, tensor<2x8x32xbf16>) {
+    %f = dist.all_gather_start %w axes ["dp_shard"] dim 0 : tensor<8x32xf32> -> !dist.future<tensor<16x32xf32>>
+    %g = dist.wait %f : !dist.future<tensor<16x32xf32>>
+    %c = titan.cast %g : tensor<16x32xf32> to tensor<16x32xbf16>
+    %y = titan.float8_linear %x, %c {recipe = "tensorwise"} : (tensor<2x8x32xbf16>, tensor<16x32xbf16>) -> tensor<2x8x16xbf16>
+    %f2 = dist.all_gather_start %w axes ["dp_shard"] dim 0 : tensor<8x32xf32> -> !dist.future<tensor<16x32xf32>>
+    %g2 = dist.wait %f2 : !dist.future<tensor<16x32xf32>>
+    %c2 = titan.cast %g2 : tensor<16x32xf32> to tensor<16x32xbf16>
+    %dx = titan.float8_linear_grad_input %dy, %c2 {recipe = "tensorwise"} : (tensor<2x8x16xbf16>, tensor<16x32xbf16>) -> tensor<2x8x32xbf16>
+    return %y, %dx : tensor<2x8x16xbf16>, tensor<2x8x32xbf16>
+  }
+}

@@ -37,9 +37,42 @@ struct Scaled {
   Value value, scale;
 };
 
+/// The FSDP shard a gathered weight comes from: `v` is
+/// wait(all_gather_start(shard)) or a cast of it (mixed precision), and
+/// `shard` is a parameter argument.
+struct GatheredWeight {
+  Value shard;
+  dist::AllGatherStartOp gather;
+};
+std::optional<GatheredWeight> gatheredWeight(Value v) {
+  if (auto cast = v.getDefiningOp<CastOp>())
+    v = cast.getInput();
+  auto wait = v.getDefiningOp<dist::WaitOp>();
+  auto gather = wait ? wait.getFuture().getDefiningOp<dist::AllGatherStartOp>()
+                     : dist::AllGatherStartOp();
+  if (!gather)
+    return std::nullopt;
+  auto arg = dyn_cast<BlockArgument>(gather.getInput());
+  auto func = arg ? dyn_cast<func::FuncOp>(arg.getOwner()->getParentOp())
+                  : func::FuncOp();
+  if (!func ||
+      !func.getArgAttr(arg.getArgNumber(), TitanDialect::kParamAttrName))
+    return std::nullopt;
+  return GatheredWeight{arg, gather};
+}
+
+/// What the expansion of one function shares between its ops: the float8
+/// all-gather option and each shard's scale (a parameter's amax is the
+/// same all step, so the backward's re-gather reuses the forward's).
+struct ExpansionState {
+  bool fsdpFloat8AllGather = false;
+  DenseMap<Value, Value> shardScales;
+};
+
 class Float8Expander {
 public:
-  Float8Expander(OpBuilder &b, Operation *op) : b(b), op(op) {
+  Float8Expander(OpBuilder &b, Operation *op, ExpansionState &state)
+      : b(b), op(op), state(state) {
     auto dims = op->getAttrOfType<DenseI64ArrayAttr>("split_dims");
     axes = op->getAttrOfType<ArrayAttr>("split_axes");
     if (dims)
@@ -50,6 +83,9 @@ public:
 
   /// `v` (operand `index` of the op) cast as `how` says.
   Scaled scale(Value v, unsigned index, Cast how) {
+    if (state.fsdpFloat8AllGather && how.scaling == Scaling::Tensorwise)
+      if (std::optional<GatheredWeight> w = gatheredWeight(v))
+        return gatherInFloat8(*w, index, how);
     Location loc = op->getLoc();
     auto type = cast<RankedTensorType>(v.getType());
     int64_t rank = type.getRank();
@@ -89,6 +125,43 @@ public:
     return {q, s};
   }
 
+  /// torchao's float8 all-gather (enable_fsdp_float8_all_gather): each
+  /// rank casts its f32 shard with the whole weight's scale (the shards'
+  /// amaxes all-reduced over the gather's axes and any tensor-parallel
+  /// split), and FSDP gathers the float8 copies.
+  Scaled gatherInFloat8(GatheredWeight w, unsigned index, Cast how) {
+    Location loc = op->getLoc();
+    auto shardType = cast<RankedTensorType>(w.shard.getType());
+    Value &s = state.shardScales[w.shard];
+    if (!s) {
+      OpBuilder::InsertionGuard guard(b);
+      // At the first use of the shard's scale; later uses (the backward's
+      // re-gather) follow it.
+      auto scalar = RankedTensorType::get({}, b.getF32Type());
+      Value amax = AmaxOp::create(b, loc, scalar, w.shard, DenseI64ArrayAttr());
+      SmallVector<Attribute> axes(w.gather.getAxes().begin(),
+                                  w.gather.getAxes().end());
+      if (split[index] >= 0 && this->axes)
+        for (Attribute a : this->axes)
+          if (!llvm::is_contained(axes, a))
+            axes.push_back(a);
+      auto future = dist::AllReduceStartOp::create(
+          b, loc, dist::FutureType::get(b.getContext(), scalar), amax,
+          b.getArrayAttr(axes), b.getStringAttr("max"));
+      amax = dist::WaitOp::create(b, loc, future);
+      s = Float8ScaleOp::create(b, loc, scalar, amax,
+                                TypeAttr::get(b.getType<Float8E4M3FNType>()),
+                                how.powerOf2 ? b.getUnitAttr() : UnitAttr());
+    }
+    Type f8 = b.getType<Float8E4M3FNType>();
+    Value q = QuantizeOp::create(b, loc, shardType.clone(f8), w.shard, s);
+    auto full = cast<RankedTensorType>(op->getOperand(index).getType());
+    auto gathered = dist::AllGatherStartOp::create(
+        b, loc, dist::FutureType::get(b.getContext(), full.clone(f8)), q,
+        w.gather.getAxes(), w.gather.getDimAttr());
+    return {dist::WaitOp::create(b, loc, gathered), s};
+  }
+
   /// The op's GEMM `form` on its two operands, cast as `lhsCast` and
   /// `rhsCast` say (the left one first).
   Value gemm(StringRef form, Cast lhsCast, Cast rhsCast) {
@@ -102,6 +175,7 @@ public:
 private:
   OpBuilder &b;
   Operation *op;
+  ExpansionState &state;
   SmallVector<int64_t> split;
   ArrayAttr axes;
 };
@@ -109,8 +183,8 @@ private:
 constexpr Cast kE4M3 = {Scaling::Tensorwise, false, false};
 constexpr Cast kE5M2 = {Scaling::Tensorwise, true, false};
 
-Value expand(OpBuilder &b, Float8LinearOp op) {
-  Float8Expander e(b, op);
+Value expand(OpBuilder &b, Float8LinearOp op, ExpansionState &state) {
+  Float8Expander e(b, op, state);
   if (op.getRecipe() == "tensorwise")
     return e.gemm("linear", kE4M3, kE4M3);
   // rowwise, rowwise_with_gw_hp: one scale per row along K for both.
@@ -118,8 +192,8 @@ Value expand(OpBuilder &b, Float8LinearOp op) {
   return e.gemm("linear", rows, rows);
 }
 
-Value expand(OpBuilder &b, Float8LinearGradInputOp op) {
-  Float8Expander e(b, op);
+Value expand(OpBuilder &b, Float8LinearGradInputOp op, ExpansionState &state) {
+  Float8Expander e(b, op, state);
   StringRef recipe = op.getRecipe();
   if (recipe == "tensorwise")
     return e.gemm("grad_input", kE5M2, kE4M3);
@@ -131,12 +205,12 @@ Value expand(OpBuilder &b, Float8LinearGradInputOp op) {
   return e.gemm("grad_input", rows, weight);
 }
 
-Value expand(OpBuilder &b, Float8LinearGradWeightOp op) {
+Value expand(OpBuilder &b, Float8LinearGradWeightOp op, ExpansionState &state) {
   StringRef recipe = op.getRecipe();
   if (recipe == "rowwise_with_gw_hp")
     return LinearGradWeightOp::create(b, op.getLoc(), op.getType(),
                                       op.getGrad(), op.getInput());
-  Float8Expander e(b, op);
+  Float8Expander e(b, op, state);
   if (recipe == "tensorwise")
     return e.gemm("grad_weight", kE5M2, kE4M3);
   // Both per column, along the tokens.
@@ -146,26 +220,48 @@ Value expand(OpBuilder &b, Float8LinearGradWeightOp op) {
 
 struct TitanExpandFloat8Pass
     : titan::impl::TitanExpandFloat8Base<TitanExpandFloat8Pass> {
+  using Base::Base;
+
   void runOnOperation() override {
-    SmallVector<Operation *> ops;
-    getOperation().walk([&](Operation *op) {
-      if (isa<Float8LinearOp, Float8LinearGradInputOp,
-              Float8LinearGradWeightOp>(op))
-        ops.push_back(op);
-    });
     OpBuilder b(&getContext());
-    for (Operation *op : ops) {
-      b.setInsertionPoint(op);
-      Value result;
-      if (auto linear = dyn_cast<Float8LinearOp>(op))
-        result = expand(b, linear);
-      else if (auto gradInput = dyn_cast<Float8LinearGradInputOp>(op))
-        result = expand(b, gradInput);
-      else
-        result = expand(b, cast<Float8LinearGradWeightOp>(op));
-      op->getResult(0).replaceAllUsesWith(result);
-      op->erase();
-    }
+    getOperation().walk([&](func::FuncOp func) {
+      SmallVector<Operation *> ops;
+      func.walk([&](Operation *op) {
+        if (isa<Float8LinearOp, Float8LinearGradInputOp,
+                Float8LinearGradWeightOp>(op))
+          ops.push_back(op);
+      });
+      ExpansionState state;
+      state.fsdpFloat8AllGather = fsdpFloat8AllGather;
+      SmallVector<Operation *> replaced;
+      for (Operation *op : ops) {
+        b.setInsertionPoint(op);
+        Value result;
+        if (auto linear = dyn_cast<Float8LinearOp>(op))
+          result = expand(b, linear, state);
+        else if (auto gradInput = dyn_cast<Float8LinearGradInputOp>(op))
+          result = expand(b, gradInput, state);
+        else
+          result = expand(b, cast<Float8LinearGradWeightOp>(op), state);
+        op->getResult(0).replaceAllUsesWith(result);
+        for (Value operand : op->getOperands())
+          if (Operation *def = operand.getDefiningOp())
+            replaced.push_back(def);
+        op->erase();
+      }
+      // The high-precision gathers the float8 ones replace (and their
+      // casts), once nothing reads them.
+      while (!replaced.empty()) {
+        Operation *def = replaced.pop_back_val();
+        if (!def->use_empty() ||
+            !isa<CastOp, dist::WaitOp, dist::AllGatherStartOp>(def))
+          continue;
+        for (Value operand : def->getOperands())
+          if (Operation *up = operand.getDefiningOp())
+            replaced.push_back(up);
+        def->erase();
+      }
+    });
   }
 };
 

@@ -135,7 +135,20 @@ def TitanExpandFloat8 : Pass<"titan-expand-float8", "::mlir::ModuleOp"> {
     the reduction dimension; rowwise_with_gw_hp: rowwise forward, grad
     input from a rowwise gradient and a tensorwise weight, grad weight in
     high precision as `titan.linear_grad_weight`).
+
+    With `fsdp-float8-all-gather` (TorchTitan's
+    `enable_fsdp_float8_all_gather`, tensorwise only), a weight FSDP
+    gathers is cast before its gather, as torchao's float8 all-gather does:
+    each rank quantizes its f32 shard with the scale of the whole weight
+    (the shards' amaxes all-reduced over the gather's axes, and tp when the
+    weight is split over it), and the gather moves float8; the backward's
+    re-gather reuses the forward's scale (the parameters do not change
+    within a step). The high-precision gathers it replaces are removed.
   }];
+  let options = [
+    Option<"fsdpFloat8AllGather", "fsdp-float8-all-gather", "bool", "false",
+           "Gather FSDP-sharded weights in float8 (tensorwise recipe)">,
+  ];
   let dependentDialects = ["::titan::TitanDialect",
                            "::titan::dist::DistDialect"];
 }
