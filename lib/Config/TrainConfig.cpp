@@ -246,10 +246,22 @@ std::vector<KeySpec> buildSchema(TrainConfig &c) {
 
   add("activation_checkpoint", "mode", &c.activationCheckpoint.mode,
       "Activation checkpointing")
-      .oneOf({"none", "selective", "full"});
+      .oneOf({"none", "selective", "full", "memory_budget"});
   add("activation_checkpoint", "selective_ac_option",
       &c.activationCheckpoint.selectiveAcOption,
       "\"op\" (per-op) or N (every Nth layer)");
+  add("activation_checkpoint", "per_op_sac_force_recompute_mm_shapes_by_fqns",
+      &c.activationCheckpoint.perOpSacForceRecomputeMmShapesByFqns,
+      "Modules whose linears' weight shapes per-op checkpointing recomputes");
+  add("activation_checkpoint", "early_stop", &c.activationCheckpoint.earlyStop,
+      "Stop recomputing once the backward has what it needs (titan always "
+      "recomputes only what the backward reads)");
+  add("activation_checkpoint", "memory_budget",
+      &c.activationCheckpoint.memoryBudget,
+      "With mode memory_budget: the activation memory budget (0..1)");
+  add("activation_checkpoint", "visualize_memory_budget_pareto",
+      &c.activationCheckpoint.visualizeMemoryBudgetPareto,
+      "With mode memory_budget: dump the memory/recompute Pareto front");
 
   add("compile", "enable", &c.compile.enable, "Fuse into compiled kernels");
   add("compile", "components", &c.compile.components, "What to compile")

@@ -329,6 +329,9 @@ TitanActivationCheckpointOptions checkpointOptions(const TrainConfig &c) {
   TitanActivationCheckpointOptions o;
   o.mode = c.activationCheckpoint.mode;
   o.selectiveOption = c.activationCheckpoint.selectiveAcOption;
+  const auto &fqns =
+      c.activationCheckpoint.perOpSacForceRecomputeMmShapesByFqns;
+  o.forceRecomputeFqns.assign(fqns.begin(), fqns.end());
   return o;
 }
 
@@ -406,6 +409,11 @@ llvm::Error diagnoseUnsupported(const TrainConfig &c) {
                      "'auto_filter_small_kn' (torchao's size-based filter) is "
                      "not implemented; name the linears to keep in high "
                      "precision");
+  if (c.activationCheckpoint.mode == "memory_budget")
+    errors.push_back("activation_checkpoint.mode = \"memory_budget\" "
+                     "(torch.compile's min-cut recompute under a memory "
+                     "budget) is not implemented; use \"selective\" or "
+                     "\"full\"");
   if (c.training.dtype != "float32")
     errors.push_back("training.dtype = \"" + c.training.dtype +
                      "\" (parameters, gradients and optimizer state all in "

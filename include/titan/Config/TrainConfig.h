@@ -96,6 +96,14 @@ struct TrainConfig {
     std::string mode = "selective";
     /// "op" (per-op selective) or a positive integer N (every Nth layer).
     std::string selectiveAcOption = "2";
+    /// Modules whose linears' weight shapes selective op checkpointing
+    /// always recomputes (TorchTitan v0.2.0's default names the MoE
+    /// router, which a dense Llama has not).
+    std::vector<std::string> perOpSacForceRecomputeMmShapesByFqns = {
+        "moe.router.gate"};
+    bool earlyStop = false;
+    double memoryBudget = 0.5;
+    bool visualizeMemoryBudgetPareto = false;
   } activationCheckpoint;
 
   struct Compile {

@@ -9,6 +9,8 @@
 // RUN: titan-opt %S/Inputs/two-blocks.mlir -titan-activation-checkpoint="mode=none" | FileCheck %s --check-prefix=NONE
 // RUN: titan-opt %S/Inputs/two-blocks.mlir -titan-activation-checkpoint="mode=full" -titan-autodiff | FileCheck %s --check-prefix=FULL-BWD
 // RUN: titan-opt %S/Inputs/two-blocks.mlir -titan-activation-checkpoint="mode=selective selective-option=op" -titan-autodiff | FileCheck %s --check-prefix=OP-BWD
+// RUN: titan-opt %S/Inputs/two-blocks.mlir -titan-activation-checkpoint="mode=selective selective-option=op force-recompute-fqns=attention.wq" | FileCheck %s --check-prefix=FORCE
+// RUN: not titan-opt %S/Inputs/two-blocks.mlir -titan-activation-checkpoint="mode=selective selective-option=op force-recompute-fqns=feed_forward" 2>&1 | FileCheck %s --check-prefix=FORCE-NOT-LINEAR
 // RUN: not titan-opt %S/Inputs/two-blocks.mlir -titan-activation-checkpoint="mode=sometimes" 2>&1 | FileCheck %s --check-prefix=BAD-MODE
 // RUN: not titan-opt %S/Inputs/two-blocks.mlir -titan-activation-checkpoint="mode=selective selective-option=0" 2>&1 | FileCheck %s --check-prefix=BAD-OPTION
 
@@ -85,6 +87,18 @@
 // OP-BWD-NEXT:  titan.swiglu %33, %{{.*}} {titan.recomputed}
 // OP-BWD:       titan.attention_grad {{.*}}, %result_0, %lse_1,
 // OP-BWD:       return
+
+// per_op_sac_force_recompute_mm_shapes_by_fqns: wq's weight shape (32 x
+// 32, which wo shares) is always recomputed and not counted: the count
+// starts at wk (kept), wv (recomputed), w1 (kept), w3, w2 (kept).
+// FORCE:      titan.linear %2, %arg1 {titan.recompute_region = 0 : i64} :
+// FORCE-NEXT: titan.linear %2, %arg2 {titan.recompute_region = 0 : i64, titan.save}
+// FORCE-NEXT: titan.linear %2, %arg3 {titan.recompute_region = 0 : i64} :
+// FORCE:      titan.linear %11, %arg4 {titan.recompute_region = 0 : i64} :
+// FORCE:      titan.linear %14, %arg5 {titan.recompute_region = 0 : i64, titan.save}
+// FORCE-NEXT: titan.linear %14, %arg7 {titan.recompute_region = 0 : i64} :
+// FORCE:      titan.linear %17, %arg6 {titan.recompute_region = 0 : i64, titan.save}
+// FORCE-NOT-LINEAR: error: {{.*}}force-recompute-fqns names 'layers.0.feed_forward', which is not a linear layer
 
 // BAD-MODE: error: {{.*}}titan-activation-checkpoint: mode 'sometimes' must be none, selective or full
 // BAD-OPTION: error: {{.*}}titan-activation-checkpoint: selective-option '0' must be op or a positive integer N (every Nth block)

@@ -15,6 +15,8 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
 
+#include <set>
+
 namespace titan {
 #define GEN_PASS_DEF_TITANACTIVATIONCHECKPOINT
 #include "titan/Dialect/Titan/Transforms/Passes.h.inc"
@@ -67,6 +69,40 @@ struct TitanActivationCheckpointPass
     if (!forward)
       return signalPassFailure();
 
+    // The weight shapes of the linears of the modules named to be
+    // recomputed (TorchTitan matches names by substring and the matmuls
+    // by their weight's shape).
+    std::set<std::pair<int64_t, int64_t>> forcedShapes;
+    if (perOp && !forceRecomputeFqns.empty()) {
+      WalkResult walk = forward.walk([&](Operation *op) {
+        std::optional<StringRef> name = getModuleName(op->getLoc());
+        // Parameters' gathers and casts carry the parameter's name.
+        if (!name || !getLayerIndex(*name) || op == forward ||
+            name->ends_with(".weight"))
+          return WalkResult::advance();
+        bool named =
+            llvm::any_of(forceRecomputeFqns, [&](const std::string &f) {
+              return name->contains(f);
+            });
+        if (!named)
+          return WalkResult::advance();
+        auto weight =
+            isa<LinearOp, Float8LinearOp>(op)
+                ? dyn_cast<RankedTensorType>(op->getOperand(1).getType())
+                : RankedTensorType();
+        if (!weight) {
+          op->emitOpError()
+              << "titan-activation-checkpoint: force-recompute-fqns names '"
+              << *name << "', which is not a linear layer";
+          return WalkResult::interrupt();
+        }
+        forcedShapes.insert({weight.getDimSize(0), weight.getDimSize(1)});
+        return WalkResult::advance();
+      });
+      if (walk.wasInterrupted())
+        return signalPassFailure();
+    }
+
     Builder b(module.getContext());
     // Matmuls seen per block, for "every second matmul is recomputed".
     DenseMap<int64_t, int64_t> matmuls;
@@ -84,8 +120,10 @@ struct TitanActivationCheckpointPass
       if (!perOp)
         return;
       bool save = onSaveList(op);
-      if (isa<LinearOp>(op))
-        save = ++matmuls[*layer] % 2 == 1;
+      if (auto linear = dyn_cast<LinearOp>(op)) {
+        ArrayRef<int64_t> w = linear.getWeight().getType().getShape();
+        save = !forcedShapes.count({w[0], w[1]}) && ++matmuls[*layer] % 2 == 1;
+      }
       if (save)
         op->setAttr(TitanDialect::kSaveAttrName, b.getUnitAttr());
     });

@@ -78,6 +78,10 @@ def TitanActivationCheckpoint
       `aten.max` (a tensorwise amax: one float), titan recomputes it with
       its cast, since the Float8 expansion into amaxes and casts runs after
       autodiff.
+      Linears whose weight shape is that of a linear inside a module
+      named by `force-recompute-fqns` are recomputed and not counted
+      (TorchTitan's `per_op_sac_force_recompute_mm_shapes_by_fqns`; naming
+      a module that is not a linear is an error, as there).
     - `none`: nothing is marked.
   }];
   let options = [
@@ -87,6 +91,10 @@ def TitanActivationCheckpoint
            "none, selective or full">,
     Option<"selectiveOption", "selective-option", "std::string", "\"op\"",
            "With mode selective: op, or N (every Nth block)">,
+    ListOption<"forceRecomputeFqns", "force-recompute-fqns", "std::string",
+               "Selective op: linears with the weight shape of a linear "
+               "these modules contain are always recomputed (TorchTitan's "
+               "per_op_sac_force_recompute_mm_shapes_by_fqns)">,
   ];
   let dependentDialects = ["::titan::TitanDialect"];
 }
