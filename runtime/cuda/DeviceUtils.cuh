@@ -57,18 +57,30 @@ __device__ inline float blockSum(float v) {
   return total;
 }
 
-/// The f64 sum of `v` over the block in a fixed tree order (thread 0 gets
-/// it).
-__device__ inline double blockSumInOrder(double v) {
-  __shared__ double part[kThreads];
+/// `v` combined over the block by `combine(a, b)` in a fixed tree order
+/// (thread 0 gets the result).
+template <typename T, typename Combine>
+__device__ inline T blockReduceInOrder(T v, Combine combine) {
+  __shared__ T part[kThreads];
   part[threadIdx.x] = v;
   __syncthreads();
   for (int stride = kThreads / 2; stride > 0; stride /= 2) {
     if (threadIdx.x < stride)
-      part[threadIdx.x] += part[threadIdx.x + stride];
+      part[threadIdx.x] =
+          combine(part[threadIdx.x], part[threadIdx.x + stride]);
     __syncthreads();
   }
   return part[0];
+}
+
+struct Plus {
+  __device__ double operator()(double a, double b) const { return a + b; }
+};
+
+/// The f64 sum of `v` over the block in a fixed tree order (thread 0 gets
+/// it).
+__device__ inline double blockSumInOrder(double v) {
+  return blockReduceInOrder(v, Plus());
 }
 
 /// The max of `v` over the block (every thread gets it).

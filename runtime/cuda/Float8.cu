@@ -16,6 +16,10 @@ __device__ inline float nanMax(float a, float b) {
   return isnan(a) || isnan(b) ? NAN : fmaxf(a, b);
 }
 
+struct NanMax {
+  __device__ float operator()(float a, float b) const { return nanMax(a, b); }
+};
+
 /// The non-negative float `v` as an order-preserving integer (NaN above
 /// every number), for atomicMax.
 __device__ inline void atomicMaxNonNegative(float *p, float v) {
@@ -29,16 +33,9 @@ __global__ void amaxAll(const T *x, float *out, int64_t n) {
        i += int64_t(gridDim.x) * blockDim.x)
     m = nanMax(m, fabsf(load(x, i)));
   // One block max, then one atomic per block: max is exact in any order.
-  __shared__ float part[kThreads];
-  part[threadIdx.x] = m;
-  __syncthreads();
-  for (int stride = kThreads / 2; stride > 0; stride /= 2) {
-    if (threadIdx.x < stride)
-      part[threadIdx.x] = nanMax(part[threadIdx.x], part[threadIdx.x + stride]);
-    __syncthreads();
-  }
+  m = blockReduceInOrder(m, NanMax());
   if (threadIdx.x == 0)
-    atomicMaxNonNegative(out, part[0]);
+    atomicMaxNonNegative(out, m);
 }
 
 template <typename T>
@@ -47,16 +44,9 @@ __global__ void amaxRows(const T *x, float *out, int64_t cols) {
   float m = 0;
   for (int64_t j = threadIdx.x; j < cols; j += blockDim.x)
     m = nanMax(m, fabsf(load(row, j)));
-  __shared__ float part[kThreads];
-  part[threadIdx.x] = m;
-  __syncthreads();
-  for (int stride = kThreads / 2; stride > 0; stride /= 2) {
-    if (threadIdx.x < stride)
-      part[threadIdx.x] = nanMax(part[threadIdx.x], part[threadIdx.x + stride]);
-    __syncthreads();
-  }
+  m = blockReduceInOrder(m, NanMax());
   if (threadIdx.x == 0)
-    out[blockIdx.x] = part[0];
+    out[blockIdx.x] = m;
 }
 
 template <typename T>

@@ -8,6 +8,7 @@
 // RUN: titan-opt %S/Inputs/two-blocks.mlir -titan-activation-checkpoint="mode=selective selective-option=2" | FileCheck %s --check-prefix=EVERY2
 // RUN: titan-opt %S/Inputs/two-blocks.mlir -titan-activation-checkpoint="mode=none" | FileCheck %s --check-prefix=NONE
 // RUN: titan-opt %S/Inputs/two-blocks.mlir -titan-activation-checkpoint="mode=full" -titan-autodiff | FileCheck %s --check-prefix=FULL-BWD
+// RUN: titan-opt %S/Inputs/two-blocks.mlir -titan-activation-checkpoint="mode=selective selective-option=2" -titan-autodiff | FileCheck %s --check-prefix=EVERY2-BWD
 // RUN: titan-opt %S/Inputs/two-blocks.mlir -titan-activation-checkpoint="mode=selective selective-option=op" -titan-autodiff | FileCheck %s --check-prefix=OP-BWD
 // RUN: titan-opt %S/Inputs/two-blocks.mlir -titan-activation-checkpoint="mode=selective selective-option=op force-recompute-fqns=attention.wq" | FileCheck %s --check-prefix=FORCE
 // RUN: not titan-opt %S/Inputs/two-blocks.mlir -titan-activation-checkpoint="mode=selective selective-option=op force-recompute-fqns=feed_forward" 2>&1 | FileCheck %s --check-prefix=FORCE-NOT-LINEAR
@@ -51,6 +52,14 @@
 // EVERY2-NOT: titan.save
 
 // NONE-NOT: titan.recompute_region
+
+// The backward of every-2nd-block: block 1 is recomputed from its input
+// (%19), block 0's backward reads the forward's values.
+// EVERY2-BWD-LABEL: func.func @forward_backward(
+// EVERY2-BWD:       titan.rms_norm %19, %arg17 {eps = {{.*}}, titan.recomputed}
+// EVERY2-BWD-NOT:   titan.rms_norm %0, %arg8 {eps = {{.*}}, titan.recomputed}
+// EVERY2-BWD:       titan.rms_norm_grad %0, %arg8
+// EVERY2-BWD:       return
 
 // The backward of full AC: at each block's backward the block is computed
 // again from its input (%0 for block 0, %19 for block 1) and the RoPE
