@@ -433,6 +433,13 @@ llvm::Error diagnoseUnsupported(const TrainConfig &c) {
          "\" has no effect without model.converters = "
          "[\"quantize.linear.float8\"] (as in TorchTitan)");
   if (float8 && c.float8.enableFsdpFloat8AllGather &&
+      c.float8.recipeName.empty() && c.parallelism.pipelineParallelDegree > 1)
+    warn("quantize.linear.float8.enable_fsdp_float8_all_gather with "
+         "pipeline parallelism: each stage gathers its weights once per step "
+         "(in its unshard action) in high precision and casts them per "
+         "microbatch; the float8 all-gather is not applied there (the cast "
+         "is then from the bf16 copy, not the f32 shard)");
+  if (float8 && c.float8.enableFsdpFloat8AllGather &&
       c.float8.precomputeFloat8DynamicScaleForFsdp)
     warn("quantize.linear.float8.precompute_float8_dynamic_scale_for_fsdp: "
          "each FSDP weight's amax is all-reduced once per microbatch when it "
