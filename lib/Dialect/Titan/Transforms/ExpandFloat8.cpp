@@ -250,15 +250,18 @@ struct TitanExpandFloat8Pass
         op->erase();
       }
       // The high-precision gathers the float8 ones replace (and their
-      // casts), once nothing reads them.
+      // casts), once nothing reads them (each op visited once: two float8
+      // ops may read one gather).
+      DenseSet<Operation *> erased;
       while (!replaced.empty()) {
         Operation *def = replaced.pop_back_val();
-        if (!def->use_empty() ||
+        if (erased.contains(def) || !def->use_empty() ||
             !isa<CastOp, dist::WaitOp, dist::AllGatherStartOp>(def))
           continue;
         for (Value operand : def->getOperands())
           if (Operation *up = operand.getDefiningOp())
             replaced.push_back(up);
+        erased.insert(def);
         def->erase();
       }
     });
