@@ -9,7 +9,8 @@ packages=(
   llvm-22-dev libmlir-22-dev mlir-22-tools llvm-22-tools   # MLIR, lit, FileCheck
   libzstd-dev zlib1g-dev libxml2-dev libcurl4-openssl-dev libedit-dev  # LLVM link deps
   libtomlplusplus-dev                                       # TOML configs
-  libopenblas-dev libopenmpi-dev openmpi-bin                # CPU GEMMs, MPI ranks
+  libdnnl-dev libopenblas-dev                               # CPU GEMMs (f32, f64)
+  libopenmpi-dev openmpi-bin                                # MPI ranks
   libgtest-dev                                              # runtime unit tests
   python3-torch                                             # independent reference
 )

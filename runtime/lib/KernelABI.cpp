@@ -15,12 +15,41 @@
 #include "Kernels.h"
 #include "LowPrecision.h"
 
+#include <omp.h>
+#include <sched.h>
+
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
+#include <thread>
 
 using namespace titanrt;
 using titanrt::abi::Call;
+
+namespace {
+/// The kernels' OpenMP threads (oneDNN's GEMMs): OMP_NUM_THREADS when set;
+/// else the cores this process may run on, shared among the ranks the
+/// launcher started on this machine. OpenMP's default gives every rank all
+/// of them, and ranks sharing cores then spin against each other. Set when
+/// the library loads (after libgomp's own start-up), before any kernel.
+__attribute__((constructor)) void shareCoresAmongLocalRanks() {
+  if (std::getenv("OMP_NUM_THREADS"))
+    return;
+  int64_t local = 1;
+  for (const char *var : {"OMPI_COMM_WORLD_LOCAL_SIZE", "MPI_LOCALNRANKS",
+                          "PMI_LOCAL_SIZE", "LOCAL_WORLD_SIZE"})
+    if (const char *value = std::getenv(var)) {
+      local = std::max<int64_t>(1, std::atoll(value));
+      break;
+    }
+  cpu_set_t cpus;
+  int64_t cores = sched_getaffinity(0, sizeof(cpus), &cpus) == 0
+                      ? CPU_COUNT(&cpus)
+                      : int64_t(std::thread::hardware_concurrency());
+  omp_set_num_threads(int(std::max<int64_t>(1, cores / local)));
+}
+} // namespace
 using titanrt::abi::Shape;
 namespace k = titanrt::kernels;
 

@@ -6,6 +6,7 @@
 #include "LRSchedule.h"
 
 #include <cblas.h>
+#include <dnnl.h>
 
 #include <algorithm>
 #include <cmath>
@@ -17,13 +18,19 @@ using namespace titanrt;
 
 namespace {
 
-// Row-major GEMM C = alpha * op(A) op(B) + beta * C through OpenBLAS.
+// Row-major GEMM C = alpha * op(A) op(B) + beta * C. f32 through oneDNN,
+// whose kernels follow the CPU's features (AVX-512 here: 4-5x Debian
+// OpenBLAS 0.3.21, which falls back to generic kernels on CPUs it does not
+// know); f64 (the gradient checks) through OpenBLAS, which oneDNN lacks.
 void gemm(bool transA, bool transB, int64_t m, int64_t n, int64_t k,
           float alpha, const float *a, int64_t lda, const float *b, int64_t ldb,
           float beta, float *c, int64_t ldc) {
-  cblas_sgemm(CblasRowMajor, transA ? CblasTrans : CblasNoTrans,
-              transB ? CblasTrans : CblasNoTrans, m, n, k, alpha, a, lda, b,
-              ldb, beta, c, ldc);
+  dnnl_status_t status = dnnl_sgemm(transA ? 'T' : 'N', transB ? 'T' : 'N', m,
+                                    n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+  if (status != dnnl_success)
+    kernelFatal("oneDNN sgemm (" + std::to_string(m) + " x " +
+                std::to_string(n) + " x " + std::to_string(k) +
+                ") failed with status " + std::to_string(int(status)));
 }
 void gemm(bool transA, bool transB, int64_t m, int64_t n, int64_t k,
           double alpha, const double *a, int64_t lda, const double *b,
