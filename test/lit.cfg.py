@@ -26,6 +26,12 @@ config.substitutions.append(
 )
 config.substitutions.append(("%titan_obj", config.titan_obj_root))
 
+# lit runs many tests at once on the CI machine's two cores: each compiled
+# executable's kernels take one thread (OpenMP's spinning workers would
+# fight the other tests' processes). The kernels give the same values for
+# any thread count; threads.test checks that with 2.
+config.environment["OMP_NUM_THREADS"] = os.environ.get("TITAN_TEST_THREADS", "1")
+
 # The independent PyTorch reference runs on Debian's python3-torch.
 import subprocess
 

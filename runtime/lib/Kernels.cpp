@@ -18,6 +18,11 @@ using namespace titanrt;
 
 namespace {
 
+// The loops marked `omp parallel for` have independent iterations (rows or
+// elements, nothing reduced across them), so they give the same values on
+// any number of threads; loops with less work than this stay on one.
+constexpr int64_t kParallelWork = 1 << 15;
+
 // Row-major GEMM C = alpha * op(A) op(B) + beta * C. f32 through oneDNN,
 // whose kernels follow the CPU's features (AVX-512 here: 4-5x Debian
 // OpenBLAS 0.3.21, which falls back to generic kernels on CPUs it does not
@@ -52,6 +57,7 @@ void checkToken(int32_t token, int64_t index, int64_t vocab, const char *what) {
 /// each row's log-sum-exp.
 template <typename T>
 void causalSoftmax(T *p, T *lse, int64_t seq, double scale) {
+#pragma omp parallel for schedule(dynamic, 16) if (seq * seq >= kParallelWork)
   for (int64_t i = 0; i < seq; ++i) {
     T *row = p + i * seq;
     T max = -INFINITY;
@@ -74,6 +80,7 @@ void causalSoftmax(T *p, T *lse, int64_t seq, double scale) {
 /// P = exp(scale * scores - lse), causal; no second normalization.
 template <typename T>
 void causalProbsFromLse(T *p, const T *lse, int64_t seq, double scale) {
+#pragma omp parallel for schedule(dynamic, 16) if (seq * seq >= kParallelWork)
   for (int64_t i = 0; i < seq; ++i) {
     T *row = p + i * seq;
     for (int64_t j = 0; j <= i; ++j)
@@ -98,6 +105,7 @@ namespace titanrt::kernels {
 template <typename T>
 void embedding(const T *weight, const int32_t *tokens, T *out, int64_t n,
                int64_t vocab, int64_t dim, const int32_t *vocabStart) {
+#pragma omp parallel for if (n * dim >= kParallelWork)
   for (int64_t i = 0; i < n; ++i) {
     int64_t row = tokens[i];
     if (vocabStart) {
@@ -135,6 +143,7 @@ void embeddingGrad(const T *grad, const int32_t *tokens, T *out, int64_t n,
 template <typename T>
 void rmsNorm(const T *x, const T *w, T *out, int64_t rows, int64_t dim,
              double eps) {
+#pragma omp parallel for if (rows * dim >= kParallelWork)
   for (int64_t r = 0; r < rows; ++r) {
     const T *xr = x + r * dim;
     double ss = 0;
@@ -203,6 +212,8 @@ void ropeAngles(float *angles, int64_t seq, int64_t pairs, double theta,
 template <typename T>
 void rope(const T *x, const float *angles, T *out, int64_t batch, int64_t seq,
           int64_t heads, int64_t pairs, bool transpose) {
+#pragma omp parallel for collapse(2) if (batch * seq * heads * pairs >=        \
+                                         kParallelWork)
   for (int64_t b = 0; b < batch; ++b)
     for (int64_t s = 0; s < seq; ++s)
       for (int64_t j = 0; j < pairs; ++j) {
@@ -262,6 +273,7 @@ void attentionGrad(const T *q, const T *k, const T *v, const T *out,
       gemm(false, true, seq, seq, headDim, T(1), dout + qOff, ldq, v + kOff,
            ldk, T(0), dp, seq);
       // dS = P * (dP - rowsum(dO * O)), scaled for the score scale.
+#pragma omp parallel for schedule(dynamic, 16) if (seq * seq >= kParallelWork)
       for (int64_t i = 0; i < seq; ++i) {
         T rowDot = 0;
         for (int64_t d = 0; d < headDim; ++d)
@@ -298,11 +310,13 @@ void linearGradWeight(const T *dy, const T *x, T *dw, int64_t m, int64_t k,
 }
 
 template <typename T> void silu(const T *x, T *out, int64_t n) {
+#pragma omp parallel for if (n >= kParallelWork)
   for (int64_t i = 0; i < n; ++i)
     out[i] = x[i] / (T(1) + std::exp(-x[i]));
 }
 
 template <typename T> void siluGrad(const T *x, const T *dy, T *dx, int64_t n) {
+#pragma omp parallel for if (n >= kParallelWork)
   for (int64_t i = 0; i < n; ++i) {
     T s = sigmoid(x[i]);
     dx[i] = dy[i] * s * (T(1) + x[i] * (T(1) - s));
@@ -311,6 +325,7 @@ template <typename T> void siluGrad(const T *x, const T *dy, T *dx, int64_t n) {
 
 template <typename T>
 void swiglu(const T *gate, const T *up, T *out, int64_t n) {
+#pragma omp parallel for if (n >= kParallelWork)
   for (int64_t i = 0; i < n; ++i)
     out[i] = gate[i] / (T(1) + std::exp(-gate[i])) * up[i];
 }
@@ -318,6 +333,7 @@ void swiglu(const T *gate, const T *up, T *out, int64_t n) {
 template <typename T>
 void swigluGrad(const T *gate, const T *up, const T *dy, T *dgate, T *dup,
                 int64_t n) {
+#pragma omp parallel for if (n >= kParallelWork)
   for (int64_t i = 0; i < n; ++i) {
     T s = sigmoid(gate[i]);
     dgate[i] = dy[i] * up[i] * s * (T(1) + gate[i] * (T(1) - s));
@@ -326,11 +342,13 @@ void swigluGrad(const T *gate, const T *up, const T *dy, T *dgate, T *dup,
 }
 
 template <typename T> void mul(const T *a, const T *b, T *out, int64_t n) {
+#pragma omp parallel for if (n >= kParallelWork)
   for (int64_t i = 0; i < n; ++i)
     out[i] = a[i] * b[i];
 }
 
 template <typename T> void add(const T *a, const T *b, T *out, int64_t n) {
+#pragma omp parallel for if (n >= kParallelWork)
   for (int64_t i = 0; i < n; ++i)
     out[i] = a[i] + b[i];
 }
@@ -355,6 +373,7 @@ template <typename T>
 void crossEntropyGrad(const T *logits, const int32_t *labels, double dloss,
                       T *out, int64_t rows, int64_t vocab) {
   double scale = dloss / double(rows);
+#pragma omp parallel for if (rows * vocab >= kParallelWork)
   for (int64_t r = 0; r < rows; ++r) {
     checkToken(labels[r], r, vocab, "label");
     const T *row = logits + r * vocab;
@@ -379,6 +398,7 @@ void rowMax(const T *logits, T *out, int64_t rows, int64_t vocab) {
 template <typename T>
 void sumExp(const T *logits, const T *max, T *out, int64_t rows,
             int64_t vocab) {
+#pragma omp parallel for if (rows * vocab >= kParallelWork)
   for (int64_t r = 0; r < rows; ++r) {
     double sum = 0;
     for (int64_t j = 0; j < vocab; ++j)
@@ -390,6 +410,7 @@ void sumExp(const T *logits, const T *max, T *out, int64_t rows,
 template <typename T>
 void sumExpGrad(const T *logits, const T *max, const T *grad, T *out,
                 int64_t rows, int64_t vocab) {
+#pragma omp parallel for if (rows * vocab >= kParallelWork)
   for (int64_t r = 0; r < rows; ++r)
     for (int64_t j = 0; j < vocab; ++j)
       out[r * vocab + j] =
@@ -476,6 +497,7 @@ void adamw(T *param, const T *grad, T *expAvg, T *expAvgSq, int64_t n,
   T stepSize = T(-(lr / biasCorrection1));
   T bc2Sqrt = T(std::sqrt(biasCorrection2));
   T epsT = T(eps);
+#pragma omp parallel for if (n >= kParallelWork)
   for (int64_t i = 0; i < n; ++i) {
     T g = grad[i] * T(coef);
     T p = param[i] * decay;
