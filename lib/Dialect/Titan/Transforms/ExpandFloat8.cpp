@@ -134,9 +134,8 @@ public:
     auto shardType = cast<RankedTensorType>(w.shard.getType());
     Value &s = state.shardScales[w.shard];
     if (!s) {
-      OpBuilder::InsertionGuard guard(b);
-      // At the first use of the shard's scale; later uses (the backward's
-      // re-gather) follow it.
+      // Computed at the shard's first use; its later uses (the backward's
+      // re-gather) come after it in the function.
       auto scalar = RankedTensorType::get({}, b.getF32Type());
       Value amax = AmaxOp::create(b, loc, scalar, w.shard, DenseI64ArrayAttr());
       SmallVector<Attribute> axes(w.gather.getAxes().begin(),
