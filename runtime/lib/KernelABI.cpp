@@ -322,12 +322,10 @@ template <typename T> void float8Scale(const Call &c) {
 /// scale, one per row, or one per column.
 struct ScaleIndex {
   int64_t perRow, perColumn;
-  ScaleIndex(Shape scale, int64_t rows, int64_t cols) {
+  explicit ScaleIndex(Shape scale) {
     int64_t n = scale.numel();
     perRow = n > 1 && scale.back() == 1 ? 1 : 0;
     perColumn = n > 1 && !perRow ? 1 : 0;
-    (void)rows;
-    (void)cols;
   }
   int64_t operator()(int64_t r, int64_t j) const {
     return perRow * r + perColumn * j;
@@ -342,7 +340,7 @@ template <typename T> void quantize(const Call &c) {
   const float *scale = c.buf<float>(1);
   uint8_t *out = c.buf<uint8_t>(2);
   int64_t rows = s.rows(), cols = s.back();
-  ScaleIndex at(c.shape(1), rows, cols);
+  ScaleIndex at(c.shape(1));
   Fp8Format format = fp8Format(c.ints[0]);
   for (int64_t r = 0; r < rows; ++r)
     for (int64_t j = 0; j < cols; ++j)

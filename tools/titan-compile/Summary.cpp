@@ -252,10 +252,9 @@ void titan::printPerRankPlan(mlir::ModuleOp module, int64_t arenaBytes,
   }
 }
 
-void titan::printFloat8Plan(mlir::ModuleOp module, const TrainConfig &c,
+void titan::printFloat8Plan(mlir::ModuleOp module,
+                            const TitanFloat8Options &options,
                             llvm::raw_ostream &os) {
-  if (!c.float8.enabled(c.model.converters))
-    return;
   mlir::OwningOpRef<mlir::ModuleOp> copy = module.clone();
   std::vector<std::string> kept;
   mlir::ScopedDiagnosticHandler handler(
@@ -268,17 +267,15 @@ void titan::printFloat8Plan(mlir::ModuleOp module, const TrainConfig &c,
         kept.push_back(message.str());
         return mlir::success();
       });
-  TitanFloat8Options o;
-  o.recipe = c.float8.recipeName.empty() ? "tensorwise" : c.float8.recipeName;
-  o.filterFqns.assign(c.float8.filterFqns.begin(), c.float8.filterFqns.end());
   mlir::PassManager pm(module.getContext());
-  pm.addPass(createTitanFloat8(o));
+  pm.addPass(createTitanFloat8(options));
   if (mlir::failed(pm.run(*copy)))
     return;
   int64_t converted = 0;
   copy->walk([&](Float8LinearOp) { ++converted; });
-  os << llvm::formatv("  {0,-22}", "float8") << o.recipe << ", " << converted
-     << " linears in float8, " << kept.size() << " in high precision\n";
+  os << llvm::formatv("  {0,-22}", "float8") << options.recipe << ", "
+     << converted << " linears in float8, " << kept.size()
+     << " in high precision\n";
   for (const std::string &k : kept)
     os << "    " << k << "\n";
 }

@@ -3,6 +3,8 @@
 #ifndef TITAN_TOOLS_TITAN_COMPILE_SUMMARY_H
 #define TITAN_TOOLS_TITAN_COMPILE_SUMMARY_H
 
+#include "titan/Dialect/Titan/Transforms/Passes.h"
+
 #include "mlir/IR/BuiltinOps.h"
 
 namespace llvm {
@@ -18,10 +20,10 @@ struct TrainConfig;
 void printSummary(const LlamaArgs &args, const TrainConfig &config,
                   mlir::ModuleOp module, llvm::raw_ostream &os);
 
-/// With Float8 on (model.converters): the recipe, how many linears run in
-/// float8, and each one kept in high precision with the reason
-/// (titan-float8's remarks on a copy of the imported `module`).
-void printFloat8Plan(mlir::ModuleOp module, const TrainConfig &config,
+/// Float8's plan: the recipe, how many linears run in float8, and each one
+/// kept in high precision with the reason (titan-float8, run with
+/// `options` on a copy of the imported `module`, and its remarks).
+void printFloat8Plan(mlir::ModuleOp module, const TitanFloat8Options &options,
                      llvm::raw_ostream &os);
 
 /// Prints what one rank holds and communicates per step, read off the

@@ -768,7 +768,8 @@ int main(int argc, char **argv) {
   };
   if (emitStage == EmitStage::Summary) {
     printSummary(*model, *config, *module, output->os());
-    printFloat8Plan(*module, *config, output->os());
+    if (config->float8.enabled(config->model.converters))
+      printFloat8Plan(*module, float8Options(*config), output->os());
     // With a world size (or fixed degrees), what one rank holds and sends.
     if (worldSize > 0 || config->parallelism.dataParallelShardDegree > 0) {
       llvm::Expected<std::array<int64_t, 5>> mesh = resolveMesh(*config);
