@@ -12,6 +12,7 @@
 #include "Communicator.h"
 #include "Error.h"
 #include "KernelCall.h"
+#include "KernelProfile.h"
 #include "Kernels.h"
 #include "LowPrecision.h"
 
@@ -516,21 +517,28 @@ void widened(const Call &c, const int64_t *types) {
 
 extern "C" {
 
+#define TITAN_RT_TIMED(name, type)                                             \
+  titanrt::profile::ScopedTimer timer(titanrt::profile::kKernel_##name,        \
+                                      titanrt::profile::type)
 #define TITAN_RT_DEFINE(name, impl)                                            \
   void titan_rt_##name##_f32(void **b, const int64_t *s, const int64_t *i,     \
                              const double *f, void *w, const int64_t *) {      \
+    TITAN_RT_TIMED(name, kF32);                                                \
     impl<float>(Call{b, s, i, f, w});                                          \
   }                                                                            \
   void titan_rt_##name##_f64(void **b, const int64_t *s, const int64_t *i,     \
                              const double *f, void *w, const int64_t *) {      \
+    TITAN_RT_TIMED(name, kF64);                                                \
     impl<double>(Call{b, s, i, f, w});                                         \
   }                                                                            \
   void titan_rt_##name##_bf16(void **b, const int64_t *s, const int64_t *i,    \
                               const double *f, void *w, const int64_t *t) {    \
+    TITAN_RT_TIMED(name, kBF16);                                               \
     widened<impl<float>>(Call{b, s, i, f, w}, t);                              \
   }                                                                            \
   void titan_rt_##name##_f16(void **b, const int64_t *s, const int64_t *i,     \
                              const double *f, void *w, const int64_t *t) {     \
+    TITAN_RT_TIMED(name, kF16);                                                \
     widened<impl<float>>(Call{b, s, i, f, w}, t);                              \
   }
 
@@ -539,16 +547,18 @@ extern "C" {
 
 #undef TITAN_RT_DEFINE
 
-#define TITAN_RT_DEFINE_CAST(suffix)                                           \
+#define TITAN_RT_DEFINE_CAST(suffix, type)                                     \
   void titan_rt_cast_##suffix(void **b, const int64_t *s, const int64_t *i,    \
                               const double *f, void *w, const int64_t *t) {    \
+    TITAN_RT_TIMED(cast, type);                                                \
     cast(Call{b, s, i, f, w}, t);                                              \
   }
-TITAN_RT_DEFINE_CAST(f32)
-TITAN_RT_DEFINE_CAST(f64)
-TITAN_RT_DEFINE_CAST(bf16)
-TITAN_RT_DEFINE_CAST(f16)
+TITAN_RT_DEFINE_CAST(f32, kF32)
+TITAN_RT_DEFINE_CAST(f64, kF64)
+TITAN_RT_DEFINE_CAST(bf16, kBF16)
+TITAN_RT_DEFINE_CAST(f16, kF16)
 #undef TITAN_RT_DEFINE_CAST
+#undef TITAN_RT_TIMED
 
 void titan_rt_shard_offset_i32(void **b, const int64_t *, const int64_t *a,
                                const double *, void *, const int64_t *) {

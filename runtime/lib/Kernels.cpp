@@ -3,10 +3,8 @@
 #include "Kernels.h"
 
 #include "Error.h"
+#include "Gemm.h"
 #include "LRSchedule.h"
-
-#include <cblas.h>
-#include <dnnl.h>
 
 #include <algorithm>
 #include <cmath>
@@ -23,77 +21,12 @@ namespace {
 // any number of threads; loops with less work than this stay on one.
 constexpr int64_t kParallelWork = 1 << 15;
 
-// Row-major GEMM C = alpha * op(A) op(B) + beta * C. f32 through oneDNN,
-// whose kernels follow the CPU's features (AVX-512 here: 4-5x Debian
-// OpenBLAS 0.3.21, which falls back to generic kernels on CPUs it does not
-// know); f64 (the gradient checks) through OpenBLAS, which oneDNN lacks.
-void gemm(bool transA, bool transB, int64_t m, int64_t n, int64_t k,
-          float alpha, const float *a, int64_t lda, const float *b, int64_t ldb,
-          float beta, float *c, int64_t ldc) {
-  dnnl_status_t status = dnnl_sgemm(transA ? 'T' : 'N', transB ? 'T' : 'N', m,
-                                    n, k, alpha, a, lda, b, ldb, beta, c, ldc);
-  if (status != dnnl_success)
-    kernelFatal("oneDNN sgemm (" + std::to_string(m) + " x " +
-                std::to_string(n) + " x " + std::to_string(k) +
-                ") failed with status " + std::to_string(int(status)));
-}
-void gemm(bool transA, bool transB, int64_t m, int64_t n, int64_t k,
-          double alpha, const double *a, int64_t lda, const double *b,
-          int64_t ldb, double beta, double *c, int64_t ldc) {
-  cblas_dgemm(CblasRowMajor, transA ? CblasTrans : CblasNoTrans,
-              transB ? CblasTrans : CblasNoTrans, m, n, k, alpha, a, lda, b,
-              ldb, beta, c, ldc);
-}
-
 void checkToken(int32_t token, int64_t index, int64_t vocab, const char *what) {
   if (token < 0 || token >= vocab)
     kernelFatal(std::string(what) + " id " + std::to_string(token) +
                 " at position " + std::to_string(index) +
                 " is outside the vocabulary [0, " + std::to_string(vocab) +
                 ")");
-}
-
-/// Causal softmax of `scale * scores` in place for the S x S block, and
-/// each row's log-sum-exp.
-template <typename T>
-void causalSoftmax(T *p, T *lse, int64_t seq, double scale) {
-#pragma omp parallel for schedule(dynamic, 16) if (seq * seq >= kParallelWork)
-  for (int64_t i = 0; i < seq; ++i) {
-    T *row = p + i * seq;
-    T max = -INFINITY;
-    for (int64_t j = 0; j <= i; ++j)
-      max = std::max<T>(max, row[j] * T(scale));
-    T sum = 0;
-    for (int64_t j = 0; j <= i; ++j) {
-      row[j] = std::exp(row[j] * T(scale) - max);
-      sum += row[j];
-    }
-    T inv = T(1) / sum;
-    for (int64_t j = 0; j <= i; ++j)
-      row[j] *= inv;
-    std::fill(row + i + 1, row + seq, T(0));
-    lse[i] = max + std::log(sum);
-  }
-}
-
-/// The probabilities again from the scores and the saved log-sum-exp:
-/// P = exp(scale * scores - lse), causal; no second normalization.
-template <typename T>
-void causalProbsFromLse(T *p, const T *lse, int64_t seq, double scale) {
-#pragma omp parallel for schedule(dynamic, 16) if (seq * seq >= kParallelWork)
-  for (int64_t i = 0; i < seq; ++i) {
-    T *row = p + i * seq;
-    for (int64_t j = 0; j <= i; ++j)
-      row[j] = std::exp(row[j] * T(scale) - lse[i]);
-    std::fill(row + i + 1, row + seq, T(0));
-  }
-}
-
-/// Q K^T (S x S) for one (batch, query head).
-template <typename T>
-void attentionScores(const T *q, const T *k, T *p, int64_t seq, int64_t ldq,
-                     int64_t ldk, int64_t headDim) {
-  gemm(false, true, seq, seq, headDim, T(1), q, ldq, k, ldk, T(0), p, seq);
 }
 
 template <typename T> T sigmoid(T x) { return T(1) / (T(1) + std::exp(-x)); }
@@ -228,67 +161,6 @@ void rope(const T *x, const float *angles, T *out, int64_t batch, int64_t seq,
           out[base + 1] = a * sn + bb * c;
         }
       }
-}
-
-template <typename T>
-void attention(const T *q, const T *k, const T *v, T *out, T *lse,
-               int64_t batch, int64_t seq, int64_t qHeads, int64_t kvHeads,
-               int64_t headDim, double scale, T *workspace) {
-  int64_t group = qHeads / kvHeads;
-  int64_t ldq = qHeads * headDim, ldk = kvHeads * headDim;
-  T *p = workspace; // S x S
-  for (int64_t b = 0; b < batch; ++b)
-    for (int64_t h = 0; h < qHeads; ++h) {
-      const T *qh = q + b * seq * ldq + h * headDim;
-      const T *kh = k + b * seq * ldk + (h / group) * headDim;
-      const T *vh = v + b * seq * ldk + (h / group) * headDim;
-      attentionScores(qh, kh, p, seq, ldq, ldk, headDim);
-      causalSoftmax(p, lse + (b * qHeads + h) * seq, seq, scale);
-      gemm(false, false, seq, headDim, seq, T(1), p, seq, vh, ldk, T(0),
-           out + b * seq * ldq + h * headDim, ldq);
-    }
-}
-
-template <typename T>
-void attentionGrad(const T *q, const T *k, const T *v, const T *out,
-                   const T *lse, const T *dout, T *dq, T *dk, T *dv,
-                   int64_t batch, int64_t seq, int64_t qHeads, int64_t kvHeads,
-                   int64_t headDim, double scale, T *workspace) {
-  int64_t group = qHeads / kvHeads;
-  int64_t ldq = qHeads * headDim, ldk = kvHeads * headDim;
-  std::fill(dk, dk + batch * seq * ldk, T(0));
-  std::fill(dv, dv + batch * seq * ldk, T(0));
-  // Workspace: P and dP (S x S each).
-  T *p = workspace, *dp = workspace + seq * seq;
-  for (int64_t b = 0; b < batch; ++b)
-    for (int64_t h = 0; h < qHeads; ++h) {
-      int64_t qOff = b * seq * ldq + h * headDim;
-      int64_t kOff = b * seq * ldk + (h / group) * headDim;
-      attentionScores(q + qOff, k + kOff, p, seq, ldq, ldk, headDim);
-      causalProbsFromLse(p, lse + (b * qHeads + h) * seq, seq, scale);
-      // dV += P^T dO
-      gemm(true, false, seq, headDim, seq, T(1), p, seq, dout + qOff, ldq, T(1),
-           dv + kOff, ldk);
-      // dP = dO V^T
-      gemm(false, true, seq, seq, headDim, T(1), dout + qOff, ldq, v + kOff,
-           ldk, T(0), dp, seq);
-      // dS = P * (dP - rowsum(dO * O)), scaled for the score scale.
-#pragma omp parallel for schedule(dynamic, 16) if (seq * seq >= kParallelWork)
-      for (int64_t i = 0; i < seq; ++i) {
-        T rowDot = 0;
-        for (int64_t d = 0; d < headDim; ++d)
-          rowDot += dout[qOff + i * ldq + d] * out[qOff + i * ldq + d];
-        for (int64_t j = 0; j < seq; ++j)
-          dp[i * seq + j] =
-              j <= i ? T(scale) * p[i * seq + j] * (dp[i * seq + j] - rowDot)
-                     : T(0);
-      }
-      // dQ = dS K, dK += dS^T Q
-      gemm(false, false, seq, headDim, seq, T(1), dp, seq, k + kOff, ldk, T(0),
-           dq + qOff, ldq);
-      gemm(true, false, seq, headDim, seq, T(1), dp, seq, q + qOff, ldq, T(1),
-           dk + kOff, ldk);
-    }
 }
 
 template <typename T>
@@ -533,12 +405,6 @@ void adamw(T *param, const T *grad, T *expAvg, T *expAvgSq, int64_t n,
                                int64_t, int64_t, double, double *);            \
   template void rope<T>(const T *, const float *, T *, int64_t, int64_t,       \
                         int64_t, int64_t, bool);                               \
-  template void attention<T>(const T *, const T *, const T *, T *, T *,        \
-                             int64_t, int64_t, int64_t, int64_t, int64_t,      \
-                             double, T *);                                     \
-  template void attentionGrad<T>(                                              \
-      const T *, const T *, const T *, const T *, const T *, const T *, T *,   \
-      T *, T *, int64_t, int64_t, int64_t, int64_t, int64_t, double, T *);     \
   template void linear<T>(const T *, const T *, T *, int64_t, int64_t,         \
                           int64_t, bool);                                      \
   template void linearGradInput<T>(const T *, const T *, T *, int64_t,         \

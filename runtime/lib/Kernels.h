@@ -3,8 +3,8 @@
 // One function template per titan op, for float and double. Each follows the
 // numerics stated in the op's ODS description and, where PyTorch's order of
 // floating-point operations is known (AdamW, clipping), that order. GEMMs go
-// through OpenBLAS; attention is computed per (batch, head) with GEMMs and a
-// materialized S x S score block.
+// through Gemm.h (oneDNN; OpenBLAS for f64); attention is flash attention
+// (Attention.cpp).
 //
 //===----------------------------------------------------------------------===//
 
@@ -49,9 +49,10 @@ void rope(const T *x, const float *angles, T *out, int64_t batch, int64_t seq,
 /// q/out: B x S x Hq x D, k/v: B x S x Hkv x D, causal; lse: B x Hq x S,
 /// each score row's log-sum-exp, written by the forward and read by the
 /// backward (which then recomputes P without normalizing again and takes
-/// rowsum(dO * O) from the forward's O). `workspace` holds S x S elements
-/// (forward) or 2 S x S (backward), as titan.attention's kernel contract
-/// asks.
+/// rowsum(dO * O) from the forward's O). `workspace` holds
+/// titan::cpu::attention(Grad)WorkspaceBytes
+/// (titan/Target/CPU/KernelWorkspaces.h), as titan.attention's kernel contract
+/// plans it.
 template <typename T>
 void attention(const T *q, const T *k, const T *v, T *out, T *lse,
                int64_t batch, int64_t seq, int64_t qHeads, int64_t kvHeads,

@@ -8,11 +8,15 @@
 
 #include "Kernels.h"
 
+#include "titan/Target/CPU/KernelWorkspaces.h"
+
 #include "gtest/gtest.h"
 
+#include <algorithm>
 #include <cmath>
 #include <functional>
 #include <random>
+#include <string>
 #include <vector>
 
 using namespace titanrt::kernels;
@@ -106,17 +110,24 @@ TEST_F(GradientCheck, RopeTransposeIsTheAdjoint) {
   expectGradient(x, dx, loss, "input");
 }
 
-TEST_F(GradientCheck, CausalGroupedQueryAttention) {
-  int64_t batch = 2, seq = 5, qHeads = 4, kvHeads = 2, headDim = 3;
+/// Attention's gradient by central differences, at one shape.
+void checkAttention(std::mt19937_64 &rng, int64_t batch, int64_t seq,
+                    int64_t qHeads, int64_t kvHeads, int64_t headDim) {
+  SCOPED_TRACE("seq " + std::to_string(seq));
   double scale = 1.0 / std::sqrt(double(headDim));
   size_t nq = batch * seq * qHeads * headDim,
          nk = batch * seq * kvHeads * headDim;
   Vec q = randomVec(nq, rng), k = randomVec(nk, rng), v = randomVec(nk, rng),
       r = randomVec(nq, rng), out(nq), dq(nq), dk(nk), dv(nk),
       lse(batch * qHeads * seq);
-  // The workspaces the kernel contracts ask for, filled with garbage: the
+  // The workspace the kernel contract asks for, filled with garbage: the
   // kernels must not read what they did not write.
-  Vec workspace(2 * seq * seq, std::nan(""));
+  Vec workspace(
+      std::max(
+          titan::cpu::attentionWorkspaceBytes(batch, qHeads, seq, 8),
+          titan::cpu::attentionGradWorkspaceBytes(batch, kvHeads, seq, 8)) /
+          8,
+      std::nan(""));
   auto loss = [&] {
     attention(q.data(), k.data(), v.data(), out.data(), lse.data(), batch, seq,
               qHeads, kvHeads, headDim, scale, workspace.data());
@@ -131,6 +142,13 @@ TEST_F(GradientCheck, CausalGroupedQueryAttention) {
   expectGradient(q, dq, loss, "query");
   expectGradient(k, dk, loss, "key");
   expectGradient(v, dv, loss, "value");
+}
+
+TEST_F(GradientCheck, CausalGroupedQueryAttention) {
+  checkAttention(rng, 2, 5, 4, 2, 3);
+  // Three query and key blocks, the last one partial: the online softmax's
+  // rescaling and the backward's off-diagonal tiles.
+  checkAttention(rng, 1, 2 * titan::cpu::kAttentionBlock + 3, 2, 1, 2);
 }
 
 TEST_F(GradientCheck, SwiGLUAndSiLU) {

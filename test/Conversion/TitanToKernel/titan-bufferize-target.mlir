@@ -6,8 +6,10 @@
 
 // Workspaces are the target's (KernelOpInterface::getWorkspaceBytes(target);
 // the CUDA sizes are stated in include/titan/Target/CUDA/KernelWorkspaces.h).
-// On the CPU, attention materializes one head's 8 x 8 f32 scores (256 bytes), its
-// backward two such blocks; the RMSNorm weight gradient sums in f64 (8 x 8
+// On the CPU, flash attention gets one slot per task (include/titan/Target/
+// CPU/KernelWorkspaces.h): two 8 x 8 f32 tiles, three rows of 8 and one of
+// 8 (160 floats), for 2 tasks (1 batch x 2 heads, forward; 1 x 2 KV heads,
+// backward): 1280 bytes; the RMSNorm weight gradient sums in f64 (8 x 8
 // bytes); OpenBLAS GEMMs, the cross-entropy and the embedding gradient
 // need none.
 // On CUDA, every GEMM gets cuBLASLt's 32 MiB; cuDNN's bf16 attention gets its
@@ -21,11 +23,11 @@
 // CPU:       %[[WS0:.*]] = kernel.alloc {kind = "workspace"} : memref<64xi8>
 // CPU-NEXT:  kernel.call "rms_norm_grad"
 // CPU-NOT:   kernel.alloc {kind = "workspace"} : memref<33554432xi8>
-// CPU:       %[[WS1:.*]] = kernel.alloc {kind = "workspace"} : memref<256xi8>
+// CPU:       %[[WS1:.*]] = kernel.alloc {kind = "workspace"} : memref<1280xi8>
 // CPU-NEXT:  kernel.call "attention"({{.*}}memref<1x8x2x4xbf16>
-// CPU:       %[[WS2:.*]] = kernel.alloc {kind = "workspace"} : memref<512xi8>
+// CPU:       %[[WS2:.*]] = kernel.alloc {kind = "workspace"} : memref<1280xi8>
 // CPU-NEXT:  kernel.call "attention_grad"
-// CPU:       %[[WS3:.*]] = kernel.alloc {kind = "workspace"} : memref<256xi8>
+// CPU:       %[[WS3:.*]] = kernel.alloc {kind = "workspace"} : memref<1280xi8>
 // CPU-NEXT:  kernel.call "attention"({{.*}}memref<1x8x2x4xf32>
 // CPU-NOT:   kind = "workspace"
 // CPU:       return

@@ -8,6 +8,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "titan/Dialect/Titan/IR/TitanOps.h"
+#include "titan/Target/CPU/KernelWorkspaces.h"
 #include "titan/Target/CUDA/KernelWorkspaces.h"
 
 #include "mlir/IR/Builders.h"
@@ -115,9 +116,9 @@ ArrayAttr RopeOp::getKernelParams() {
 }
 std::optional<unsigned> RopeOp::getInPlaceOperand(unsigned) { return 0; }
 
-// {scale}; on the CPU the workspace holds one head's S x S probabilities
-// (forward), plus their gradient (backward; O and the log-sum-exp come
-// from the forward). On CUDA, cuDNN's flash attention (bf16/f16) keeps
+// {scale}; on the CPU, flash attention's tiles, one slot per thread
+// (titan/Target/CPU/KernelWorkspaces.h; O and the log-sum-exp come from
+// the forward). On CUDA, cuDNN's flash attention (bf16/f16) keeps
 // nothing of S x S; its scratch is bounded in KernelWorkspaces.h; the f32
 // kernels need none.
 ArrayAttr AttentionOp::getKernelParams() { return Params(*this).f(getScale()); }
@@ -128,7 +129,8 @@ int64_t AttentionOp::getWorkspaceBytes(KernelTarget target) {
   if (target == KernelTarget::CUDA)
     return isF32(getQuery()) ? 0
                              : cuda::attentionWorkspaceBytes(batch, heads, seq);
-  return seq * seq * accumulatorBytes(getQuery());
+  return cpu::attentionWorkspaceBytes(batch, heads, seq,
+                                      accumulatorBytes(getQuery()));
 }
 ArrayAttr AttentionGradOp::getKernelParams() {
   return Params(*this).f(getScale());
@@ -141,7 +143,9 @@ int64_t AttentionGradOp::getWorkspaceBytes(KernelTarget target) {
     return isF32(getQuery())
                ? 0
                : cuda::attentionGradWorkspaceBytes(batch, heads, seq, headDim);
-  return 2 * seq * seq * accumulatorBytes(getQuery());
+  int64_t kvHeads = getKey().getType().getDimSize(2);
+  return cpu::attentionGradWorkspaceBytes(batch, kvHeads, seq,
+                                          accumulatorBytes(getQuery()));
 }
 
 // cuBLASLt's workspace (the CPU's OpenBLAS needs none).

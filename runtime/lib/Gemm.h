@@ -1,0 +1,29 @@
+//===- Gemm.h - the CPU kernels' GEMMs --------------------------*- C++ -*-===//
+//
+// Row-major C = alpha * op(A) op(B) + beta * C, for every CPU kernel that
+// multiplies matrices (the linears, attention's tiles, Float8's scaled
+// GEMMs). f32 and bf16 run on oneDNN, whose kernels follow the CPU's
+// features (AVX-512 here: 4-5x Debian's OpenBLAS 0.3.21, which falls back to
+// generic kernels on CPUs it does not know); f64 (the gradient checks) on
+// OpenBLAS, as oneDNN has none. Called inside an OpenMP parallel region, a
+// GEMM runs on the calling thread alone.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TITANRT_LIB_GEMM_H
+#define TITANRT_LIB_GEMM_H
+
+#include <cstdint>
+
+namespace titanrt::kernels {
+
+void gemm(bool transA, bool transB, int64_t m, int64_t n, int64_t k,
+          float alpha, const float *a, int64_t lda, const float *b, int64_t ldb,
+          float beta, float *c, int64_t ldc);
+void gemm(bool transA, bool transB, int64_t m, int64_t n, int64_t k,
+          double alpha, const double *a, int64_t lda, const double *b,
+          int64_t ldb, double beta, double *c, int64_t ldc);
+
+} // namespace titanrt::kernels
+
+#endif // TITANRT_LIB_GEMM_H
