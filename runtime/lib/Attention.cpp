@@ -1,14 +1,15 @@
 //===- Attention.cpp - causal flash attention on the CPU ------------------===//
 //
-// FlashAttention-2's algorithm on CPU threads. Query and key blocks of
-// kAttentionBlock rows (titan/Target/CPU/KernelWorkspaces.h): each score
-// tile is a small GEMM into the thread's slot of the workspace, the softmax
-// is online (running max and sum per query row, the output rescaled as the
-// max grows), key blocks above the diagonal are never visited, and K/V are
-// read in place by every query head of their group (GQA without copies).
-// The forward keeps each row's log-sum-exp; the backward recomputes P from
-// it (no second normalization) and takes rowsum(dO * O) from the forward's
-// output, the contract cuDNN's kernels share on the CUDA target.
+// FlashAttention-2's algorithm on CPU threads. Blocks of 64 query rows meet
+// chunks of up to 512 key columns (titan/Target/CPU/KernelWorkspaces.h):
+// each score tile is one GEMM into the thread's slot of the workspace, the
+// softmax is online (running max and sum per query row, the output
+// rescaled as the max grows), columns past a query block's last row are
+// never computed, and K/V are read in place by every query head of their
+// group (GQA without copies). The forward keeps each row's log-sum-exp;
+// the backward recomputes P from it (no second normalization) and takes
+// rowsum(dO * O) from the forward's output, the contract cuDNN's kernels
+// share on the CUDA target.
 //
 // Threads: the forward over (batch, query head, query block), the backward
 // over (batch, KV head), whose task owns that head's dK and dV and its
@@ -32,7 +33,8 @@ using titan::cpu::attentionGradTasks;
 using titan::cpu::attentionSlotElements;
 using titan::cpu::attentionSlots;
 using titan::cpu::attentionTasks;
-using titan::cpu::attentionTile;
+using titan::cpu::attentionTileCols;
+using titan::cpu::attentionTileRows;
 using titan::cpu::kAttentionBlock;
 
 namespace titanrt::kernels {
@@ -40,23 +42,25 @@ namespace {
 
 /// Key columns [0, visible(i)) of tile row i are at or before its query's
 /// position; `diagonal` is the query block's first row minus the key
-/// block's first column (>= 0: key blocks never start after the query
-/// block).
+/// chunk's first column (>= 0: chunks start on block boundaries, never
+/// after the query block).
 inline int64_t visible(int64_t i, int64_t diagonal, int64_t cols) {
   return std::min(cols, i + diagonal + 1);
 }
 
-/// The online softmax's step for one S tile (rows x cols, stride tile):
+// The tile bodies, compiled once per x86-64 level (VectorMath.h).
+
+/// The online softmax's step for one S tile (rows x cols, row stride `ld`):
 /// each row's max of the visible scaled scores joins the running max `m`,
 /// `alpha` gets the factor the row's earlier sum and output are rescaled
 /// by, the tile becomes P = exp(scale * s - m) (0 where masked), and its
 /// row sums join the running sum `l`.
 template <typename T>
-TITAN_ALWAYS_INLINE void onlineSoftmaxTile(T *s, int64_t tile, int64_t rows,
-                                           int64_t cols, int64_t diagonal,
-                                           T scale, T *m, T *l, T *alpha) {
+TITAN_VECTOR_CLONES void onlineSoftmax(T *s, int64_t ld, int64_t rows,
+                                       int64_t cols, int64_t diagonal, T scale,
+                                       T *m, T *l, T *alpha) {
   for (int64_t i = 0; i < rows; ++i) {
-    T *row = s + i * tile;
+    T *row = s + i * ld;
     int64_t n = visible(i, diagonal, cols);
     T max = m[i];
 #pragma omp simd reduction(max : max)
@@ -75,33 +79,15 @@ TITAN_ALWAYS_INLINE void onlineSoftmaxTile(T *s, int64_t tile, int64_t rows,
     m[i] = max;
   }
 }
-TITAN_VECTOR_CLONES void onlineSoftmaxTileF32(float *s, int64_t tile,
-                                              int64_t rows, int64_t cols,
-                                              int64_t diagonal, float scale,
-                                              float *m, float *l,
-                                              float *alpha) {
-  onlineSoftmaxTile(s, tile, rows, cols, diagonal, scale, m, l, alpha);
-}
-void onlineSoftmax(float *s, int64_t tile, int64_t rows, int64_t cols,
-                   int64_t diagonal, float scale, float *m, float *l,
-                   float *alpha) {
-  onlineSoftmaxTileF32(s, tile, rows, cols, diagonal, scale, m, l, alpha);
-}
-void onlineSoftmax(double *s, int64_t tile, int64_t rows, int64_t cols,
-                   int64_t diagonal, double scale, double *m, double *l,
-                   double *alpha) {
-  onlineSoftmaxTile(s, tile, rows, cols, diagonal, scale, m, l, alpha);
-}
 
-/// The backward's tile step: P = exp(scale * s - lse) from the forward's
-/// log-sum-exp (0 where masked), into `s`; then, once dP = dO V^T is in
-/// `dp`, dS = scale * P * (dP - rowsum(dO * O)) into `dp`.
+/// The backward's P = exp(scale * s - lse) from the forward's log-sum-exp
+/// (0 where masked), in place.
 template <typename T>
-TITAN_ALWAYS_INLINE void probabilitiesTile(T *s, int64_t tile, const T *lse,
-                                           int64_t rows, int64_t cols,
-                                           int64_t diagonal, T scale) {
+TITAN_VECTOR_CLONES void probabilities(T *s, int64_t ld, const T *lse,
+                                       int64_t rows, int64_t cols,
+                                       int64_t diagonal, T scale) {
   for (int64_t i = 0; i < rows; ++i) {
-    T *row = s + i * tile;
+    T *row = s + i * ld;
     int64_t n = visible(i, diagonal, cols);
     T shift = lse[i];
 #pragma omp simd
@@ -110,47 +96,20 @@ TITAN_ALWAYS_INLINE void probabilitiesTile(T *s, int64_t tile, const T *lse,
     std::fill(row + n, row + cols, T(0));
   }
 }
-TITAN_VECTOR_CLONES void probabilitiesTileF32(float *s, int64_t tile,
-                                              const float *lse, int64_t rows,
-                                              int64_t cols, int64_t diagonal,
-                                              float scale) {
-  probabilitiesTile(s, tile, lse, rows, cols, diagonal, scale);
-}
-void probabilities(float *s, int64_t tile, const float *lse, int64_t rows,
-                   int64_t cols, int64_t diagonal, float scale) {
-  probabilitiesTileF32(s, tile, lse, rows, cols, diagonal, scale);
-}
-void probabilities(double *s, int64_t tile, const double *lse, int64_t rows,
-                   int64_t cols, int64_t diagonal, double scale) {
-  probabilitiesTile(s, tile, lse, rows, cols, diagonal, scale);
-}
 
+/// dS = scale * P * (dP - rowsum(dO * O)), into dP's tile.
 template <typename T>
-TITAN_ALWAYS_INLINE void scoreGradTile(const T *p, T *dp, int64_t tile,
-                                       const T *rowDot, int64_t rows,
-                                       int64_t cols, T scale) {
+TITAN_VECTOR_CLONES void scoreGrad(const T *p, T *dp, int64_t ld,
+                                   const T *rowDot, int64_t rows, int64_t cols,
+                                   T scale) {
   for (int64_t i = 0; i < rows; ++i) {
-    const T *pr = p + i * tile;
-    T *dr = dp + i * tile;
+    const T *pr = p + i * ld;
+    T *dr = dp + i * ld;
     T dot = rowDot[i];
 #pragma omp simd
     for (int64_t j = 0; j < cols; ++j)
       dr[j] = scale * pr[j] * (dr[j] - dot);
   }
-}
-TITAN_VECTOR_CLONES void scoreGradTileF32(const float *p, float *dp,
-                                          int64_t tile, const float *rowDot,
-                                          int64_t rows, int64_t cols,
-                                          float scale) {
-  scoreGradTile(p, dp, tile, rowDot, rows, cols, scale);
-}
-void scoreGrad(const float *p, float *dp, int64_t tile, const float *rowDot,
-               int64_t rows, int64_t cols, float scale) {
-  scoreGradTileF32(p, dp, tile, rowDot, rows, cols, scale);
-}
-void scoreGrad(const double *p, double *dp, int64_t tile, const double *rowDot,
-               int64_t rows, int64_t cols, double scale) {
-  scoreGradTile(p, dp, tile, rowDot, rows, cols, scale);
 }
 
 /// The threads attention uses: OpenMP's, at most one per workspace slot.
@@ -166,34 +125,35 @@ void attention(const T *q, const T *k, const T *v, T *out, T *lse,
                int64_t headDim, double scale, T *workspace) {
   int64_t group = qHeads / kvHeads;
   int64_t ldq = qHeads * headDim, ldk = kvHeads * headDim;
-  int64_t slot = attentionSlotElements(seq), tile = attentionTile(seq);
-  int64_t blocks = (seq + tile - 1) / tile;
+  int64_t slot = attentionSlotElements(seq);
+  int64_t rowsTile = attentionTileRows(seq), ld = attentionTileCols(seq);
+  int64_t blocks = (seq + rowsTile - 1) / rowsTile;
   int64_t heads = batch * qHeads, tasks = attentionTasks(batch, qHeads, seq);
   T scaleT = T(scale);
-  // The last query blocks (the most key blocks) are handed out first.
+  // The last query blocks (the most key chunks) are handed out first.
 #pragma omp parallel for schedule(dynamic) num_threads(attentionThreads(tasks))
   for (int64_t task = 0; task < tasks; ++task) {
     int64_t block = blocks - 1 - task / heads;
     int64_t b = task % heads / qHeads, h = task % qHeads;
     T *s = workspace + omp_get_thread_num() * slot;
-    T *m = s + 2 * tile * tile, *l = m + tile, *alpha = l + tile;
-    int64_t r0 = block * tile, rows = std::min(tile, seq - r0);
+    T *m = s + 2 * rowsTile * ld, *l = m + rowsTile, *alpha = l + rowsTile;
+    int64_t r0 = block * rowsTile, rows = std::min(rowsTile, seq - r0);
     const T *qb = q + (b * seq + r0) * ldq + h * headDim;
     T *ob = out + (b * seq + r0) * ldq + h * headDim;
     const T *kh = k + b * seq * ldk + (h / group) * headDim;
     const T *vh = v + b * seq * ldk + (h / group) * headDim;
     std::fill(m, m + rows, T(-INFINITY));
     std::fill(l, l + rows, T(0));
-    for (int64_t c0 = 0; c0 <= r0; c0 += tile) {
-      int64_t cols = std::min(tile, seq - c0);
+    for (int64_t c0 = 0; c0 < r0 + rows; c0 += ld) {
+      int64_t cols = std::min(ld, r0 + rows - c0);
       gemm(false, true, rows, cols, headDim, T(1), qb, ldq, kh + c0 * ldk, ldk,
-           T(0), s, tile);
-      onlineSoftmax(s, tile, rows, cols, r0 - c0, scaleT, m, l, alpha);
+           T(0), s, ld);
+      onlineSoftmax(s, ld, rows, cols, r0 - c0, scaleT, m, l, alpha);
       if (c0 > 0)
         for (int64_t i = 0; i < rows; ++i)
           for (int64_t d = 0; d < headDim; ++d)
             ob[i * ldq + d] *= alpha[i];
-      gemm(false, false, rows, headDim, cols, T(1), s, tile, vh + c0 * ldk, ldk,
+      gemm(false, false, rows, headDim, cols, T(1), s, ld, vh + c0 * ldk, ldk,
            T(c0 > 0), ob, ldq);
     }
     T *lseRow = lse + (b * qHeads + h) * seq + r0;
@@ -214,13 +174,14 @@ void attentionGrad(const T *q, const T *k, const T *v, const T *out,
   int64_t group = qHeads / kvHeads;
   int64_t ldq = qHeads * headDim, ldk = kvHeads * headDim;
   int64_t tasks = attentionGradTasks(batch, kvHeads);
-  int64_t slot = attentionSlotElements(seq), tile = attentionTile(seq);
+  int64_t slot = attentionSlotElements(seq);
+  int64_t rowsTile = attentionTileRows(seq), ld = attentionTileCols(seq);
   T scaleT = T(scale);
 #pragma omp parallel for schedule(dynamic) num_threads(attentionThreads(tasks))
   for (int64_t task = 0; task < tasks; ++task) {
     int64_t b = task / kvHeads, g = task % kvHeads;
     T *p = workspace + omp_get_thread_num() * slot;
-    T *dp = p + tile * tile, *rowDot = dp + tile * tile + 3 * tile;
+    T *dp = p + rowsTile * ld, *rowDot = dp + rowsTile * ld + 3 * rowsTile;
     int64_t kvOff = b * seq * ldk + g * headDim;
     for (int64_t s = 0; s < seq; ++s)
       for (int64_t d = 0; d < headDim; ++d) {
@@ -238,29 +199,29 @@ void attentionGrad(const T *q, const T *k, const T *v, const T *out,
         }
         rowDot[s] = dot;
       }
-      // Key block outer, so its dK and dV rows stay in cache while every
-      // query block at or below the diagonal adds to them.
-      for (int64_t c0 = 0; c0 < seq; c0 += tile) {
-        int64_t cols = std::min(tile, seq - c0);
+      // Key chunk outer, so its dK and dV rows stay in cache while every
+      // query block at or below its first column adds to them.
+      for (int64_t c0 = 0; c0 < seq; c0 += ld) {
         const T *kc = k + kvOff + c0 * ldk, *vc = v + kvOff + c0 * ldk;
         T *dkc = dk + kvOff + c0 * ldk, *dvc = dv + kvOff + c0 * ldk;
-        for (int64_t r0 = c0; r0 < seq; r0 += tile) {
-          int64_t rows = std::min(tile, seq - r0);
+        for (int64_t r0 = c0; r0 < seq; r0 += rowsTile) {
+          int64_t rows = std::min(rowsTile, seq - r0);
+          int64_t cols = std::min(ld, r0 + rows - c0);
           const T *qr = q + qOff + r0 * ldq, *dor = dout + qOff + r0 * ldq;
           gemm(false, true, rows, cols, headDim, T(1), qr, ldq, kc, ldk, T(0),
-               p, tile);
-          probabilities(p, tile, lseHead + r0, rows, cols, r0 - c0, scaleT);
+               p, ld);
+          probabilities(p, ld, lseHead + r0, rows, cols, r0 - c0, scaleT);
           // dV += P^T dO
-          gemm(true, false, cols, headDim, rows, T(1), p, tile, dor, ldq, T(1),
+          gemm(true, false, cols, headDim, rows, T(1), p, ld, dor, ldq, T(1),
                dvc, ldk);
           // dP = dO V^T, then dS in place
           gemm(false, true, rows, cols, headDim, T(1), dor, ldq, vc, ldk, T(0),
-               dp, tile);
-          scoreGrad(p, dp, tile, rowDot + r0, rows, cols, scaleT);
+               dp, ld);
+          scoreGrad(p, dp, ld, rowDot + r0, rows, cols, scaleT);
           // dQ += dS K, dK += dS^T Q
-          gemm(false, false, rows, headDim, cols, T(1), dp, tile, kc, ldk, T(1),
+          gemm(false, false, rows, headDim, cols, T(1), dp, ld, kc, ldk, T(1),
                dq + qOff + r0 * ldq, ldq);
-          gemm(true, false, cols, headDim, rows, T(1), dp, tile, qr, ldq, T(1),
+          gemm(true, false, cols, headDim, rows, T(1), dp, ld, qr, ldq, T(1),
                dkc, ldk);
         }
       }

@@ -15,6 +15,8 @@
 #include "KernelProfile.h"
 #include "Kernels.h"
 #include "LowPrecision.h"
+#include "Parallel.h"
+#include "VectorMath.h"
 
 #include <omp.h>
 #include <sched.h>
@@ -194,8 +196,9 @@ template <typename T> void fill(const Call &c) {
   std::fill(out, out + c.shape(0).numel(), T(c.floats[0]));
 }
 template <typename T> void crossEntropy(const Call &c) {
-  *c.buf<float>(2) = float(k::crossEntropy(
-      c.buf<T>(0), c.buf<int32_t>(1), c.shape(1).numel(), c.shape(0).back()));
+  *c.buf<float>(2) = float(
+      k::crossEntropy(c.buf<T>(0), c.buf<int32_t>(1), c.shape(1).numel(),
+                      c.shape(0).back(), static_cast<double *>(c.workspace)));
 }
 template <typename T> void crossEntropyGrad(const Call &c) {
   k::crossEntropyGrad(c.buf<T>(0), c.buf<int32_t>(1), *c.buf<float>(2),
@@ -410,9 +413,30 @@ float roundToOddFloat(double v) {
   return f;
 }
 
+// The 16-bit entries' staging (bf16 <-> f32, both ways every call), in
+// vectorized spans on the kernels' threads.
+template <typename From, typename To, To (*Convert)(From)>
+TITAN_VECTOR_CLONES void convertSpan(const From *src, To *dst, int64_t n) {
+#pragma omp simd
+  for (int64_t i = 0; i < n; ++i)
+    dst[i] = Convert(src[i]);
+}
+template <typename From, typename To, To (*Convert)(From)>
+void convertParallel(const void *src, void *dst, int64_t n) {
+  forSpans(n, kElementSpan, [&](int64_t begin, int64_t end) {
+    convertSpan<From, To, Convert>(static_cast<const From *>(src) + begin,
+                                   static_cast<To *>(dst) + begin, end - begin);
+  });
+}
+
 /// Converts `n` elements of type `from` at `src` into type `to` at `dst`,
 /// rounding to nearest even (once).
 void convert(const void *src, int64_t from, void *dst, int64_t to, int64_t n) {
+  // f32 -> bf16 rounds once already: no round-to-odd step needed.
+  if (from == TITAN_RT_BF16 && to == TITAN_RT_F32)
+    return convertParallel<uint16_t, float, bf16ToFloat>(src, dst, n);
+  if (from == TITAN_RT_F32 && to == TITAN_RT_BF16)
+    return convertParallel<float, uint16_t, floatToBf16>(src, dst, n);
   auto load = [&](int64_t i) -> double {
     switch (from) {
     case TITAN_RT_F32:

@@ -5,6 +5,10 @@
 #include "Error.h"
 #include "Gemm.h"
 #include "LRSchedule.h"
+#include "Parallel.h"
+#include "VectorMath.h"
+
+#include "titan/Target/CPU/KernelWorkspaces.h"
 
 #include <algorithm>
 #include <cmath>
@@ -17,9 +21,7 @@ using namespace titanrt;
 namespace {
 
 // The loops marked `omp parallel for` have independent iterations (rows or
-// elements, nothing reduced across them), so they give the same values on
-// any number of threads; loops with less work than this stay on one.
-constexpr int64_t kParallelWork = 1 << 15;
+// elements, nothing reduced across them; Parallel.h).
 
 void checkToken(int32_t token, int64_t index, int64_t vocab, const char *what) {
   if (token < 0 || token >= vocab)
@@ -29,7 +31,119 @@ void checkToken(int32_t token, int64_t index, int64_t vocab, const char *what) {
                 ")");
 }
 
-template <typename T> T sigmoid(T x) { return T(1) / (T(1) + std::exp(-x)); }
+template <typename T> T sigmoid(T x) {
+  return T(1) / (T(1) + titanrt::vmath::fastExp(-x));
+}
+
+// The per-row and per-span bodies below are compiled once per x86-64 level
+// (VectorMath.h); the exponentials are f32 for f32 kernels (vmath::fastExp,
+// within 2 ulp), libm's for the f64 ones.
+
+template <typename T>
+TITAN_VECTOR_CLONES void swigluSpan(const T *gate, const T *up, T *out,
+                                    int64_t n) {
+#pragma omp simd
+  for (int64_t i = 0; i < n; ++i)
+    out[i] = gate[i] / (T(1) + titanrt::vmath::fastExp(-gate[i])) * up[i];
+}
+
+template <typename T>
+TITAN_VECTOR_CLONES void swigluGradSpan(const T *gate, const T *up, const T *dy,
+                                        T *dgate, T *dup, int64_t n) {
+#pragma omp simd
+  for (int64_t i = 0; i < n; ++i) {
+    T s = T(1) / (T(1) + titanrt::vmath::fastExp(-gate[i]));
+    dgate[i] = dy[i] * up[i] * s * (T(1) + gate[i] * (T(1) - s));
+    dup[i] = dy[i] * gate[i] * s;
+  }
+}
+
+template <typename T>
+TITAN_VECTOR_CLONES void siluSpan(const T *x, T *out, int64_t n) {
+#pragma omp simd
+  for (int64_t i = 0; i < n; ++i)
+    out[i] = x[i] / (T(1) + titanrt::vmath::fastExp(-x[i]));
+}
+
+template <typename T>
+TITAN_VECTOR_CLONES void siluGradSpan(const T *x, const T *dy, T *dx,
+                                      int64_t n) {
+#pragma omp simd
+  for (int64_t i = 0; i < n; ++i) {
+    T s = T(1) / (T(1) + titanrt::vmath::fastExp(-x[i]));
+    dx[i] = dy[i] * s * (T(1) + x[i] * (T(1) - s));
+  }
+}
+
+/// A row's max (NaN propagates through the sum instead).
+template <typename T> TITAN_VECTOR_CLONES T rowMaxOf(const T *row, int64_t n) {
+  T max = -INFINITY;
+#pragma omp simd reduction(max : max)
+  for (int64_t j = 0; j < n; ++j)
+    max = row[j] > max ? row[j] : max;
+  return max;
+}
+
+/// sum_j exp(row[j] - max), the exponentials in T, summed in f64.
+template <typename T>
+TITAN_VECTOR_CLONES double sumExpOf(const T *row, T max, int64_t n) {
+  double sum = 0;
+#pragma omp simd reduction(+ : sum)
+  for (int64_t j = 0; j < n; ++j)
+    sum += double(titanrt::vmath::fastExp(row[j] - max));
+  return sum;
+}
+
+/// out[j] = T(scale * exp(row[j] - max)).
+template <typename T>
+TITAN_VECTOR_CLONES void scaledExp(const T *row, T max, double scale, T *out,
+                                   int64_t n) {
+#pragma omp simd
+  for (int64_t j = 0; j < n; ++j)
+    out[j] = T(scale * double(titanrt::vmath::fastExp(row[j] - max)));
+}
+
+/// sum_j x[j]^2 in f64.
+template <typename T>
+TITAN_VECTOR_CLONES double sumOfSquaresOf(const T *x, int64_t n) {
+  double s = 0;
+#pragma omp simd reduction(+ : s)
+  for (int64_t j = 0; j < n; ++j)
+    s += double(x[j]) * double(x[j]);
+  return s;
+}
+
+template <typename T>
+TITAN_VECTOR_CLONES void rmsNormRow(const T *x, const T *w, T *out, int64_t dim,
+                                    double eps) {
+  double ss = sumOfSquaresOf(x, dim);
+  T inv = T(1) / std::sqrt(T(ss / dim) + T(eps));
+#pragma omp simd
+  for (int64_t d = 0; d < dim; ++d)
+    out[d] = (x[d] * inv) * w[d];
+}
+
+/// One row of RMSNorm's backward: dx, and the row's dy * xhat added to
+/// `dwAcc`.
+template <typename T>
+TITAN_VECTOR_CLONES void rmsNormGradRow(const T *x, const T *w, const T *dy,
+                                        T *dx, double *dwAcc, int64_t dim,
+                                        double eps) {
+  double ss = sumOfSquaresOf(x, dim);
+  double inv = 1.0 / std::sqrt(double(T(ss / dim)) + eps);
+  // dot(g * w, xhat) / dim
+  double dot = 0;
+#pragma omp simd reduction(+ : dot)
+  for (int64_t d = 0; d < dim; ++d)
+    dot += double(dy[d]) * double(w[d]) * double(x[d]) * inv;
+  dot /= double(dim);
+#pragma omp simd
+  for (int64_t d = 0; d < dim; ++d) {
+    double xhat = double(x[d]) * inv;
+    dx[d] = T(inv * (double(dy[d]) * double(w[d]) - xhat * dot));
+    dwAcc[d] += double(dy[d]) * xhat;
+  }
+}
 
 } // namespace
 
@@ -77,40 +191,29 @@ template <typename T>
 void rmsNorm(const T *x, const T *w, T *out, int64_t rows, int64_t dim,
              double eps) {
 #pragma omp parallel for if (rows * dim >= kParallelWork)
-  for (int64_t r = 0; r < rows; ++r) {
-    const T *xr = x + r * dim;
-    double ss = 0;
-    for (int64_t d = 0; d < dim; ++d)
-      ss += double(xr[d]) * xr[d];
-    T inv = T(1) / std::sqrt(T(ss / dim) + T(eps));
-    for (int64_t d = 0; d < dim; ++d)
-      out[r * dim + d] = (xr[d] * inv) * w[d];
-  }
+  for (int64_t r = 0; r < rows; ++r)
+    rmsNormRow(x + r * dim, w, out + r * dim, dim, eps);
 }
 
 template <typename T>
 void rmsNormGrad(const T *x, const T *w, const T *dy, T *dx, T *dw,
                  int64_t rows, int64_t dim, double eps, double *dwAcc) {
-  std::fill(dwAcc, dwAcc + dim, 0.0);
-  for (int64_t r = 0; r < rows; ++r) {
-    const T *xr = x + r * dim, *gr = dy + r * dim;
-    double ss = 0;
-    for (int64_t d = 0; d < dim; ++d)
-      ss += double(xr[d]) * xr[d];
-    double inv = 1.0 / std::sqrt(double(T(ss / dim)) + eps);
-    // dot(g * w, xhat) / dim
-    double dot = 0;
-    for (int64_t d = 0; d < dim; ++d)
-      dot += double(gr[d]) * w[d] * xr[d] * inv;
-    dot /= dim;
-    for (int64_t d = 0; d < dim; ++d) {
-      double xhat = xr[d] * inv;
-      dx[r * dim + d] = T(inv * (double(gr[d]) * w[d] - xhat * dot));
-      dwAcc[d] += double(gr[d]) * xhat;
-    }
+  // Blocks of rows fixed by the shape, each summing into its own row of
+  // partial weight gradients; the partials are then added in block order.
+  int64_t blocks = titan::cpu::rmsNormGradBlocks(rows);
+  int64_t perBlock = (rows + blocks - 1) / blocks;
+  std::fill(dwAcc, dwAcc + blocks * dim, 0.0);
+#pragma omp parallel for schedule(static) if (rows * dim >= kParallelWork)
+  for (int64_t b = 0; b < blocks; ++b)
+    for (int64_t r = b * perBlock; r < std::min(rows, (b + 1) * perBlock); ++r)
+      rmsNormGradRow(x + r * dim, w, dy + r * dim, dx + r * dim,
+                     dwAcc + b * dim, dim, eps);
+  for (int64_t d = 0; d < dim; ++d) {
+    double sum = 0;
+    for (int64_t b = 0; b < blocks; ++b)
+      sum += dwAcc[b * dim + d];
+    dw[d] = T(sum);
   }
-  for (int64_t d = 0; d < dim; ++d)
-    dw[d] = T(dwAcc[d]);
 }
 
 void ropeAngles(float *angles, int64_t seq, int64_t pairs, double theta,
@@ -182,35 +285,31 @@ void linearGradWeight(const T *dy, const T *x, T *dw, int64_t m, int64_t k,
 }
 
 template <typename T> void silu(const T *x, T *out, int64_t n) {
-#pragma omp parallel for if (n >= kParallelWork)
-  for (int64_t i = 0; i < n; ++i)
-    out[i] = x[i] / (T(1) + std::exp(-x[i]));
+  forSpans(n, kElementSpan, [&](int64_t begin, int64_t end) {
+    siluSpan(x + begin, out + begin, end - begin);
+  });
 }
 
 template <typename T> void siluGrad(const T *x, const T *dy, T *dx, int64_t n) {
-#pragma omp parallel for if (n >= kParallelWork)
-  for (int64_t i = 0; i < n; ++i) {
-    T s = sigmoid(x[i]);
-    dx[i] = dy[i] * s * (T(1) + x[i] * (T(1) - s));
-  }
+  forSpans(n, kElementSpan, [&](int64_t begin, int64_t end) {
+    siluGradSpan(x + begin, dy + begin, dx + begin, end - begin);
+  });
 }
 
 template <typename T>
 void swiglu(const T *gate, const T *up, T *out, int64_t n) {
-#pragma omp parallel for if (n >= kParallelWork)
-  for (int64_t i = 0; i < n; ++i)
-    out[i] = gate[i] / (T(1) + std::exp(-gate[i])) * up[i];
+  forSpans(n, kElementSpan, [&](int64_t begin, int64_t end) {
+    swigluSpan(gate + begin, up + begin, out + begin, end - begin);
+  });
 }
 
 template <typename T>
 void swigluGrad(const T *gate, const T *up, const T *dy, T *dgate, T *dup,
                 int64_t n) {
-#pragma omp parallel for if (n >= kParallelWork)
-  for (int64_t i = 0; i < n; ++i) {
-    T s = sigmoid(gate[i]);
-    dgate[i] = dy[i] * up[i] * s * (T(1) + gate[i] * (T(1) - s));
-    dup[i] = dy[i] * gate[i] * s;
-  }
+  forSpans(n, kElementSpan, [&](int64_t begin, int64_t end) {
+    swigluGradSpan(gate + begin, up + begin, dy + begin, dgate + begin,
+                   dup + begin, end - begin);
+  });
 }
 
 template <typename T> void mul(const T *a, const T *b, T *out, int64_t n) {
@@ -227,17 +326,18 @@ template <typename T> void add(const T *a, const T *b, T *out, int64_t n) {
 
 template <typename T>
 double crossEntropy(const T *logits, const int32_t *labels, int64_t rows,
-                    int64_t vocab) {
-  double total = 0;
+                    int64_t vocab, double *rowLoss) {
+#pragma omp parallel for if (rows * vocab >= kParallelWork)
   for (int64_t r = 0; r < rows; ++r) {
     checkToken(labels[r], r, vocab, "label");
     const T *row = logits + r * vocab;
-    double max = *std::max_element(row, row + vocab);
-    double sum = 0;
-    for (int64_t j = 0; j < vocab; ++j)
-      sum += std::exp(double(row[j]) - max);
-    total += max + std::log(sum) - double(row[labels[r]]);
+    T max = rowMaxOf(row, vocab);
+    rowLoss[r] = double(max) + std::log(sumExpOf(row, max, vocab)) -
+                 double(row[labels[r]]);
   }
+  double total = 0;
+  for (int64_t r = 0; r < rows; ++r)
+    total += rowLoss[r];
   return total / double(rows);
 }
 
@@ -249,34 +349,31 @@ void crossEntropyGrad(const T *logits, const int32_t *labels, double dloss,
   for (int64_t r = 0; r < rows; ++r) {
     checkToken(labels[r], r, vocab, "label");
     const T *row = logits + r * vocab;
-    T *g = out + r * vocab;
-    double max = *std::max_element(row, row + vocab);
-    double sum = 0;
-    for (int64_t j = 0; j < vocab; ++j)
-      sum += std::exp(double(row[j]) - max);
-    for (int64_t j = 0; j < vocab; ++j) {
-      double p = std::exp(double(row[j]) - max) / sum;
-      g[j] = T(scale * (p - (j == labels[r] ? 1.0 : 0.0)));
-    }
+    T max = rowMaxOf(row, vocab);
+    double sum = sumExpOf(row, max, vocab);
+    // scale * (softmax - onehot): the softmax's exponentials again, then
+    // the label's entry.
+    scaledExp(row, max, scale / sum, out + r * vocab, vocab);
+    int64_t label = labels[r];
+    out[r * vocab + label] =
+        T(scale *
+          (double(titanrt::vmath::fastExp(row[label] - max)) / sum - 1.0));
   }
 }
 
 template <typename T>
 void rowMax(const T *logits, T *out, int64_t rows, int64_t vocab) {
+#pragma omp parallel for if (rows * vocab >= kParallelWork)
   for (int64_t r = 0; r < rows; ++r)
-    out[r] = *std::max_element(logits + r * vocab, logits + (r + 1) * vocab);
+    out[r] = rowMaxOf(logits + r * vocab, vocab);
 }
 
 template <typename T>
 void sumExp(const T *logits, const T *max, T *out, int64_t rows,
             int64_t vocab) {
 #pragma omp parallel for if (rows * vocab >= kParallelWork)
-  for (int64_t r = 0; r < rows; ++r) {
-    double sum = 0;
-    for (int64_t j = 0; j < vocab; ++j)
-      sum += std::exp(double(logits[r * vocab + j]) - double(max[r]));
-    out[r] = T(sum);
-  }
+  for (int64_t r = 0; r < rows; ++r)
+    out[r] = T(sumExpOf(logits + r * vocab, max[r], vocab));
 }
 
 template <typename T>
@@ -284,9 +381,8 @@ void sumExpGrad(const T *logits, const T *max, const T *grad, T *out,
                 int64_t rows, int64_t vocab) {
 #pragma omp parallel for if (rows * vocab >= kParallelWork)
   for (int64_t r = 0; r < rows; ++r)
-    for (int64_t j = 0; j < vocab; ++j)
-      out[r * vocab + j] =
-          T(double(grad[r]) * std::exp(double(logits[r * vocab + j]) - max[r]));
+    scaledExp(logits + r * vocab, max[r], double(grad[r]), out + r * vocab,
+              vocab);
 }
 
 /// The column of row `r`'s label in this vocabulary slice, or -1.
@@ -419,7 +515,7 @@ void adamw(T *param, const T *grad, T *expAvg, T *expAvgSq, int64_t n,
   template void mul<T>(const T *, const T *, T *, int64_t);                    \
   template void add<T>(const T *, const T *, T *, int64_t);                    \
   template double crossEntropy<T>(const T *, const int32_t *, int64_t,         \
-                                  int64_t);                                    \
+                                  int64_t, double *);                          \
   template void crossEntropyGrad<T>(const T *, const int32_t *, double, T *,   \
                                     int64_t, int64_t);                         \
   template double sumOfSquares<T>(const T *, int64_t);                         \

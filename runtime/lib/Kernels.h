@@ -30,7 +30,8 @@ void embeddingGrad(const T *grad, const int32_t *tokens, T *out, int64_t n,
 template <typename T>
 void rmsNorm(const T *x, const T *w, T *out, int64_t rows, int64_t dim,
              double eps);
-/// `dwAcc` is scratch for `dim` doubles (the weight gradient's sums).
+/// `dwAcc` is scratch for titan::cpu::rmsNormGradBlocks(rows) x `dim`
+/// doubles (the weight gradient's partial sums per block of rows).
 template <typename T>
 void rmsNormGrad(const T *x, const T *w, const T *dy, T *dx, T *dw,
                  int64_t rows, int64_t dim, double eps, double *dwAcc);
@@ -87,10 +88,12 @@ void swigluGrad(const T *gate, const T *up, const T *dy, T *dgate, T *dup,
 template <typename T> void mul(const T *a, const T *b, T *out, int64_t n);
 template <typename T> void add(const T *a, const T *b, T *out, int64_t n);
 
-/// Mean over `rows` of logsumexp(logits[r]) - logits[r, labels[r]].
+/// Mean over `rows` of logsumexp(logits[r]) - logits[r, labels[r]];
+/// `rowLoss` is scratch for `rows` doubles (each row's loss, summed in row
+/// order).
 template <typename T>
 double crossEntropy(const T *logits, const int32_t *labels, int64_t rows,
-                    int64_t vocab);
+                    int64_t vocab, double *rowLoss);
 template <typename T>
 void crossEntropyGrad(const T *logits, const int32_t *labels, double dloss,
                       T *out, int64_t rows, int64_t vocab);

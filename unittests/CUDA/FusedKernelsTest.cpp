@@ -21,6 +21,8 @@
 #include "LowPrecision.h"
 #include "titanrt/KernelABI.h"
 
+#include "titan/Target/CPU/KernelWorkspaces.h"
+
 #include "gtest/gtest.h"
 
 #include "llvm/ADT/STLExtras.h"
@@ -51,7 +53,8 @@ TEST(FusedKernels, RmsNorm) {
                          w = rounded(random(c.dim, 2, 0.5, 1.5), t),
                          dy = rounded(random(n, 3), t);
       std::vector<float> y(n), dx(n), dw(c.dim);
-      std::vector<double> acc(c.dim);
+      std::vector<double> acc(
+          titan::cpu::rmsNormGradWorkspaceBytes(c.rows, c.dim) / 8);
       kernels::rmsNorm(x.data(), w.data(), y.data(), c.rows, c.dim, 1e-5);
       kernels::rmsNormGrad(x.data(), w.data(), dy.data(), dx.data(), dw.data(),
                            c.rows, c.dim, 1e-5, acc.data());
@@ -318,8 +321,9 @@ TEST(FusedKernels, CrossEntropy) {
       std::vector<int32_t> labels(rows);
       for (int64_t r = 0; r < rows; ++r)
         labels[r] = int32_t((r * 7919) % vocab);
-      double expected =
-          kernels::crossEntropy(logits.data(), labels.data(), rows, vocab);
+      std::vector<double> rowLoss(rows);
+      double expected = kernels::crossEntropy(logits.data(), labels.data(),
+                                              rows, vocab, rowLoss.data());
       std::vector<float> grad(n);
       kernels::crossEntropyGrad(logits.data(), labels.data(), 1.0, grad.data(),
                                 rows, vocab);

@@ -80,19 +80,27 @@ TEST_F(GradientCheck, Linear) {
   expectGradient(w, dw, loss, "weight");
 }
 
-TEST_F(GradientCheck, RMSNorm) {
-  int64_t rows = 3, dim = 8;
+void checkRMSNorm(std::mt19937_64 &rng, int64_t rows, int64_t dim) {
+  SCOPED_TRACE("rows " + std::to_string(rows));
   Vec x = randomVec(rows * dim, rng), w = randomVec(dim, rng),
       r = randomVec(rows * dim, rng), y(rows * dim), dx(rows * dim), dw(dim);
   auto loss = [&] {
     rmsNorm(x.data(), w.data(), y.data(), rows, dim, 1e-5);
     return dot(y, r);
   };
-  std::vector<double> scratch(dim);
+  std::vector<double> scratch(titan::cpu::rmsNormGradWorkspaceBytes(rows, dim) /
+                              8);
   rmsNormGrad(x.data(), w.data(), r.data(), dx.data(), dw.data(), rows, dim,
               1e-5, scratch.data());
   expectGradient(x, dx, loss, "input");
   expectGradient(w, dw, loss, "weight");
+}
+
+TEST_F(GradientCheck, RMSNorm) {
+  checkRMSNorm(rng, 3, 8);
+  // Several blocks of rows, the last one partial: the weight gradient's
+  // partial sums.
+  checkRMSNorm(rng, 2 * titan::cpu::kRMSNormGradBlockRows + 5, 3);
 }
 
 TEST_F(GradientCheck, RopeTransposeIsTheAdjoint) {
@@ -175,8 +183,10 @@ TEST_F(GradientCheck, CrossEntropy) {
   Vec logits = randomVec(rows * vocab, rng, 2.0), dlogits(rows * vocab);
   std::vector<int32_t> labels = {0, 6, 3, 3};
   double dloss = 0.75;
+  std::vector<double> rowLoss(rows);
   auto loss = [&] {
-    return dloss * crossEntropy(logits.data(), labels.data(), rows, vocab);
+    return dloss * crossEntropy(logits.data(), labels.data(), rows, vocab,
+                                rowLoss.data());
   };
   crossEntropyGrad(logits.data(), labels.data(), dloss, dlogits.data(), rows,
                    vocab);
@@ -212,6 +222,7 @@ TEST_F(GradientCheck, CrossEntropyFromVocabularyShards) {
         part[s][r * local + j] = logits[r * vocab + s * local + j];
 
   Vec max(rows, -INFINITY), sum(rows, 0.0), target(rows, 0.0), t(rows);
+  std::vector<double> rowLoss(rows);
   for (int64_t s = 0; s < shards; ++s) {
     rowMax(part[s].data(), t.data(), rows, local);
     for (int64_t r = 0; r < rows; ++r)
@@ -228,7 +239,8 @@ TEST_F(GradientCheck, CrossEntropyFromVocabularyShards) {
   }
   EXPECT_NEAR(
       crossEntropyFromStats(max.data(), sum.data(), target.data(), rows),
-      crossEntropy(logits.data(), labels.data(), rows, vocab), 1e-12);
+      crossEntropy(logits.data(), labels.data(), rows, vocab, rowLoss.data()),
+      1e-12);
 
   crossEntropyGrad(logits.data(), labels.data(), dloss, whole.data(), rows,
                    vocab);

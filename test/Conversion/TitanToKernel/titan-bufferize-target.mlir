@@ -10,8 +10,8 @@
 // CPU/KernelWorkspaces.h): two 8 x 8 f32 tiles, three rows of 8 and one of
 // 8 (160 floats), for 2 tasks (1 batch x 2 heads, forward; 1 x 2 KV heads,
 // backward): 1280 bytes; the RMSNorm weight gradient sums in f64 (8 x 8
-// bytes); OpenBLAS GEMMs, the cross-entropy and the embedding gradient
-// need none.
+// bytes); the cross-entropy keeps one f64 loss per row (8 rows: 64 bytes);
+// oneDNN's GEMMs and the embedding gradient need none.
 // On CUDA, every GEMM gets cuBLASLt's 32 MiB; cuDNN's bf16 attention gets its
 // bound (the f32 statistics, 1 x 2 x 8 x 4 bytes rounded to 256, plus
 // 4 MiB), its backward the f32 dQ accumulator too (256 + 2 x 256 + 4 MiB);
@@ -29,6 +29,8 @@
 // CPU-NEXT:  kernel.call "attention_grad"
 // CPU:       %[[WS3:.*]] = kernel.alloc {kind = "workspace"} : memref<1280xi8>
 // CPU-NEXT:  kernel.call "attention"({{.*}}memref<1x8x2x4xf32>
+// CPU:       %[[WS4:.*]] = kernel.alloc {kind = "workspace"} : memref<64xi8>
+// CPU-NEXT:  kernel.call "cross_entropy"
 // CPU-NOT:   kind = "workspace"
 // CPU:       return
 

@@ -14,10 +14,17 @@
 
 namespace titan::cpu {
 
-/// Flash attention's tiles: query and key blocks of the same size, so a
-/// query block's diagonal key block is the only one with masked entries.
-/// 64 x 64 f32 tiles keep a thread's S and dP tiles (32 KiB) in L1/L2.
+/// Flash attention's tiles: blocks of 64 query rows against chunks of up
+/// to 512 key columns. A chunk is one GEMM per operand, so few enough
+/// calls that oneDNN's per-call cost stays small next to the work (64 x 64
+/// tiles spent a quarter of their time there), and the online softmax
+/// bounds the tiles for any sequence length. A query block's columns past
+/// its last row are never computed; only its diagonal 64 x 64 has masked
+/// entries.
 constexpr int64_t kAttentionBlock = 64;
+constexpr int64_t kAttentionKeyChunk = 512;
+static_assert(kAttentionKeyChunk % kAttentionBlock == 0,
+              "a key chunk starts on a query block's boundary");
 
 /// Attention runs on at most this many threads, and on no more than it has
 /// tasks; each thread has its own slot of the workspace, so the plan does
@@ -36,10 +43,13 @@ constexpr int64_t attentionSlots(int64_t tasks) {
   return tasks < 1 ? 1 : tasks < kAttentionSlots ? tasks : kAttentionSlots;
 }
 
-/// A tile's rows and row stride: the block, or the whole sequence when it
-/// is shorter.
-constexpr int64_t attentionTile(int64_t seq) {
+/// A tile's rows (the query block) and columns (its row stride, the key
+/// chunk), each capped by the sequence.
+constexpr int64_t attentionTileRows(int64_t seq) {
   return seq < kAttentionBlock ? (seq < 1 ? 1 : seq) : kAttentionBlock;
+}
+constexpr int64_t attentionTileCols(int64_t seq) {
+  return seq < kAttentionKeyChunk ? (seq < 1 ? 1 : seq) : kAttentionKeyChunk;
 }
 
 /// One thread's slot, in elements of the accumulator type: the S (then P)
@@ -47,8 +57,8 @@ constexpr int64_t attentionTile(int64_t seq) {
 /// (running max, running sum, rescale factor) and, for the backward, one
 /// head's rowsum(dO * O) over the sequence; rounded up to 64 bytes.
 constexpr int64_t attentionSlotElements(int64_t seq) {
-  int64_t tile = attentionTile(seq);
-  int64_t elements = 2 * tile * tile + 3 * tile + seq;
+  int64_t rows = attentionTileRows(seq);
+  int64_t elements = 2 * rows * attentionTileCols(seq) + 3 * rows + seq;
   return (elements + 15) / 16 * 16;
 }
 
@@ -64,6 +74,27 @@ constexpr int64_t attentionGradWorkspaceBytes(int64_t batch, int64_t kvHeads,
                                               int64_t elementBytes) {
   return attentionSlots(attentionGradTasks(batch, kvHeads)) *
          attentionSlotElements(seq) * elementBytes;
+}
+
+/// Cross-entropy: each row's loss in f64, summed in row order afterwards,
+/// so the rows can run on any number of threads.
+constexpr int64_t crossEntropyWorkspaceBytes(int64_t rows) {
+  return (rows < 1 ? 1 : rows) * 8;
+}
+
+/// RMSNorm backward: the weight gradient's f64 partial sums, one row of
+/// `dim` per block of rows (the blocks fixed by the shape, not the
+/// threads), summed in block order.
+constexpr int64_t kRMSNormGradMaxBlocks = 64;
+constexpr int64_t kRMSNormGradBlockRows = 128;
+constexpr int64_t rmsNormGradBlocks(int64_t rows) {
+  int64_t blocks = (rows + kRMSNormGradBlockRows - 1) / kRMSNormGradBlockRows;
+  return blocks < 1                       ? 1
+         : blocks > kRMSNormGradMaxBlocks ? kRMSNormGradMaxBlocks
+                                          : blocks;
+}
+constexpr int64_t rmsNormGradWorkspaceBytes(int64_t rows, int64_t dim) {
+  return rmsNormGradBlocks(rows) * dim * 8;
 }
 
 } // namespace titan::cpu

@@ -81,13 +81,13 @@ ArrayAttr TargetLogitGradOp::getKernelParams() {
 
 ArrayAttr RMSNormOp::getKernelParams() { return Params(*this).f(getEps()); }
 ArrayAttr RMSNormGradOp::getKernelParams() { return Params(*this).f(getEps()); }
-// The weight gradient's per-column sums: in f64 on the CPU; per block of
-// rows in f32, then summed in a fixed order, on CUDA.
+// The weight gradient's per-column sums per block of rows, then summed in
+// a fixed order: in f64 on the CPU, in f32 on CUDA.
 int64_t RMSNormGradOp::getWorkspaceBytes(KernelTarget target) {
   int64_t dim = getWeight().getType().getNumElements();
   if (target == KernelTarget::CUDA)
     return cuda::rmsNormGradWorkspaceBytes(rowsOf(getInput()), dim);
-  return dim * 8;
+  return cpu::rmsNormGradWorkspaceBytes(rowsOf(getInput()), dim);
 }
 
 // The inverse frequencies, one f32 per pair (the CUDA kernel computes them
@@ -159,11 +159,11 @@ int64_t LinearGradWeightOp::getWorkspaceBytes(KernelTarget target) {
   return target == KernelTarget::CUDA ? cuda::kGemmWorkspaceBytes : 0;
 }
 
-// CUDA: each row's loss, averaged in a fixed order afterwards.
+// Each row's loss, averaged in a fixed order afterwards.
 int64_t CrossEntropyOp::getWorkspaceBytes(KernelTarget target) {
   return target == KernelTarget::CUDA
              ? cuda::crossEntropyWorkspaceBytes(rowsOf(getLogits()))
-             : 0;
+             : cpu::crossEntropyWorkspaceBytes(rowsOf(getLogits()));
 }
 int64_t CrossEntropyFromStatsOp::getWorkspaceBytes(KernelTarget target) {
   return target == KernelTarget::CUDA
