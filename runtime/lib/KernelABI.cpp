@@ -213,7 +213,8 @@ template <typename T> void globalNorm(const Call &c) {
   for (int64_t i = 0; i < count; ++i) {
     Shape shape{s + 1, s[0]};
     s += 1 + s[0];
-    float norm = float(std::sqrt(k::sumOfSquares(c.buf<T>(i), shape.numel())));
+    float norm = float(std::sqrt(k::sumOfSquares(
+        c.buf<T>(i), shape.numel(), static_cast<double *>(c.workspace))));
     total += double(norm) * norm;
   }
   *c.buf<float>(count) = float(std::sqrt(total));

@@ -433,11 +433,20 @@ void crossEntropyFromStatsGrad(const T *sumExp, double dloss, T *sumExpGrad,
   }
 }
 
-template <typename T> double sumOfSquares(const T *x, int64_t n) {
-  double s = 0;
-  for (int64_t i = 0; i < n; ++i)
-    s += double(x[i]) * x[i];
-  return s;
+template <typename T>
+double sumOfSquares(const T *x, int64_t n, double *partials) {
+  int64_t span =
+      std::max(titan::cpu::kNormMinSpan,
+               (n + titan::cpu::kNormSpans - 1) / titan::cpu::kNormSpans);
+  int64_t spans = (n + span - 1) / span;
+#pragma omp parallel for schedule(static) if (spans > 1)
+  for (int64_t i = 0; i < spans; ++i)
+    partials[i] =
+        sumOfSquaresOf(x + i * span, std::min(n, (i + 1) * span) - i * span);
+  double sum = 0;
+  for (int64_t i = 0; i < spans; ++i)
+    sum += partials[i];
+  return sum;
 }
 
 double lrSchedule(int64_t step, int64_t totalSteps, double lr,
@@ -518,7 +527,7 @@ void adamw(T *param, const T *grad, T *expAvg, T *expAvgSq, int64_t n,
                                   int64_t, double *);                          \
   template void crossEntropyGrad<T>(const T *, const int32_t *, double, T *,   \
                                     int64_t, int64_t);                         \
-  template double sumOfSquares<T>(const T *, int64_t);                         \
+  template double sumOfSquares<T>(const T *, int64_t, double *);               \
   template void adamw<T>(T *, const T *, T *, T *, int64_t, double, float,     \
                          int64_t, double, double, double, double, double);
 

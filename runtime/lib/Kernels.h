@@ -99,7 +99,10 @@ void crossEntropyGrad(const T *logits, const int32_t *labels, double dloss,
                       T *out, int64_t rows, int64_t vocab);
 
 /// Sum of squares, accumulated in double.
-template <typename T> double sumOfSquares(const T *x, int64_t n);
+/// `partials` is scratch for titan::cpu::globalNormWorkspaceBytes(n) (the
+/// spans' sums, added in order).
+template <typename T>
+double sumOfSquares(const T *x, int64_t n, double *partials);
 
 /// TorchTitan's warmup-stable-decay schedule (see titan.lr_schedule).
 double lrSchedule(int64_t step, int64_t totalSteps, double lr,

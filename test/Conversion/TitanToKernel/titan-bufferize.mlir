@@ -52,6 +52,7 @@ func.func @optimizer_step(%p: tensor<4xf32> {titan.param = "n"}) -> (tensor<4xf3
 
 // -----
 
+// The global norm's partial sums (one span: 8 bytes) are a workspace.
 // AdamW updates the parameter and its moments in place: its results are
 // the operands' slots, so nothing is copied. A result that is also the
 // input of a later op keeps its own buffer and is copied into its slot.
@@ -59,7 +60,8 @@ func.func @optimizer_step(%p: tensor<4xf32> {titan.param = "n"}) -> (tensor<4xf3
 // CHECK-SAME: %arg2: memref<4xf32> {kernel.slot = "exp_avg:p"}, %arg3: memref<4xf32> {kernel.slot = "exp_avg_sq:p"},
 // CHECK-SAME: %arg4: memref<i64> {kernel.slot = "input:step"}, %arg5: memref<i64> {kernel.slot = "input:total_steps"},
 // CHECK-SAME: %arg6: memref<f32> {kernel.slot = "output:grad_norm"}, %arg7: memref<f32> {kernel.slot = "output:lr"})
-// CHECK:      kernel.call "global_norm"(%arg1 : memref<4xf32>) outs(%arg6 : memref<f32>) on %{{.*}} params [1]
+// CHECK:      %[[NWS:.*]] = kernel.alloc {kind = "workspace"} : memref<8xi8>
+// CHECK:      kernel.call "global_norm"(%arg1 : memref<4xf32>) outs(%arg6 : memref<f32>) workspace(%[[NWS]] : memref<8xi8>) on %{{.*}} params [1]
 // CHECK:      kernel.call "lr_schedule"(%arg4, %arg5 : memref<i64>, memref<i64>) outs(%arg7 : memref<f32>) on %{{.*}} params [2, 2, 1.000000e-03, -1.000000e+00, 0.000000e+00]
 // CHECK:      kernel.call "adamw"(%arg0, %arg1, %arg2, %arg3, %arg7, %arg6, %arg4 : {{.*}}) outs(%arg0, %arg2, %arg3 : memref<4xf32>, memref<4xf32>, memref<4xf32>) on %{{.*}} params [9.000000e-01, 0.94999999999999996, 1.000000e-08, 1.000000e-01, 1.000000e+00]
 // CHECK-NOT:  kernel.copy

@@ -97,6 +97,21 @@ constexpr int64_t rmsNormGradWorkspaceBytes(int64_t rows, int64_t dim) {
   return rmsNormGradBlocks(rows) * dim * 8;
 }
 
+/// Global norm: each tensor's sum of squares in spans of at least
+/// kNormMinSpan elements, at most kNormSpans of them (fixed by its size),
+/// their f64 partials added in order; one set of partials serves every
+/// tensor in turn, sized for the largest.
+constexpr int64_t kNormSpans = 64;
+constexpr int64_t kNormMinSpan = int64_t(1) << 16;
+constexpr int64_t normSpan(int64_t n) {
+  int64_t span = (n + kNormSpans - 1) / kNormSpans;
+  return span < kNormMinSpan ? kNormMinSpan : span;
+}
+constexpr int64_t globalNormWorkspaceBytes(int64_t largest) {
+  int64_t spans = (largest + normSpan(largest) - 1) / normSpan(largest);
+  return (spans < 1 ? 1 : spans) * 8;
+}
+
 } // namespace titan::cpu
 
 #endif // TITAN_TARGET_CPU_KERNELWORKSPACES_H

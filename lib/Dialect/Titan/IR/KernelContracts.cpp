@@ -187,9 +187,13 @@ ArrayAttr GlobalNormOp::getKernelParams() {
 }
 // CUDA: f64 partial sums per tensor, reduced in a fixed order.
 int64_t GlobalNormOp::getWorkspaceBytes(KernelTarget target) {
-  return target == KernelTarget::CUDA
-             ? cuda::globalNormWorkspaceBytes(getInputs().size())
-             : 0;
+  if (target == KernelTarget::CUDA)
+    return cuda::globalNormWorkspaceBytes(getInputs().size());
+  int64_t largest = 0;
+  for (Value input : getInputs())
+    largest =
+        std::max(largest, cast<ShapedType>(input.getType()).getNumElements());
+  return cpu::globalNormWorkspaceBytes(largest);
 }
 
 // {warmup_steps, decay type (0 linear, 1 sqrt, 2 cosine), lr, decay_ratio
