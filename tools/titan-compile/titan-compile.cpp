@@ -382,6 +382,7 @@ void addExecutionPasses(mlir::PassManager &pm,
   bufferize.functions.assign(functions.begin(), functions.end());
   pm.addPass(createTitanBufferize(bufferize));
   pm.addPass(kernel::createKernelFuseGemmAccumulate());
+  pm.addPass(kernel::createKernelFuseAddRMSNorm());
   pm.addPass(kernel::createKernelFuseAdamW());
   pm.addPass(kernel::createKernelPlanMemory());
 }

@@ -30,13 +30,6 @@ bool isAdamW(Operation *op) {
          call.getOutputs().size() == 3 && !call.getWorkspace();
 }
 
-/// The buffer a value views (kernel.view is the same memory).
-Value root(Value v) {
-  while (auto view = v.getDefiningOp<ViewOp>())
-    v = view.getSource();
-  return v;
-}
-
 /// A run of calls to fuse: the tensors' updates must be independent, since
 /// a multi-tensor kernel runs them at once.
 struct Run {
@@ -53,19 +46,19 @@ struct Run {
         first.getParams() != call.getParams())
       return false;
     for (Value v : call.getInputs().take_front(4))
-      if (written.contains(root(v)))
+      if (written.contains(viewedBuffer(v)))
         return false;
     for (Value v : call.getOutputs())
-      if (written.contains(root(v)) || read.contains(root(v)))
+      if (written.contains(viewedBuffer(v)) || read.contains(viewedBuffer(v)))
         return false;
     return true;
   }
   void add(CallOp call) {
     calls.push_back(call);
     for (Value v : call.getInputs().take_front(4))
-      read.insert(root(v));
+      read.insert(viewedBuffer(v));
     for (Value v : call.getOutputs())
-      written.insert(root(v));
+      written.insert(viewedBuffer(v));
   }
 };
 

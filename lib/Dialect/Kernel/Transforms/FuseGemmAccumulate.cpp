@@ -22,13 +22,6 @@ using namespace titan::kernel;
 
 namespace {
 
-/// The buffer a value views (kernel.view is the same memory).
-Value root(Value v) {
-  while (auto view = v.getDefiningOp<ViewOp>())
-    v = view.getSource();
-  return v;
-}
-
 bool isLinearGemm(CallOp call) {
   return llvm::is_contained(
              {"linear", "linear_grad_input", "linear_grad_weight"},
@@ -39,7 +32,7 @@ bool isLinearGemm(CallOp call) {
 /// Whether `op` touches the memory of `buffer`.
 bool touches(Operation *op, Value buffer) {
   return llvm::any_of(op->getOperands(),
-                      [&](Value v) { return root(v) == buffer; });
+                      [&](Value v) { return viewedBuffer(v) == buffer; });
 }
 
 /// The GEMM that writes `t` for `add` to read, when the fold applies: `t`
@@ -58,7 +51,7 @@ CallOp producer(CallOp add, Value t, Value acc) {
       llvm::is_contained(gemm.getInputs(), t) ||
       gemm->getBlock() != add->getBlock() || !gemm->isBeforeInBlock(add))
     return nullptr;
-  Value accumulator = root(acc);
+  Value accumulator = viewedBuffer(acc);
   if (touches(gemm, accumulator))
     return nullptr;
   for (Operation *op = gemm->getNextNode(); op != add; op = op->getNextNode())

@@ -25,4 +25,13 @@ struct CommunicationResource
 #define GET_OP_CLASSES
 #include "titan/Dialect/Kernel/IR/KernelOps.h.inc"
 
+namespace titan::kernel {
+/// The buffer a value views (a kernel.view is the same memory).
+inline mlir::Value viewedBuffer(mlir::Value v) {
+  while (auto view = v.getDefiningOp<ViewOp>())
+    v = view.getSource();
+  return v;
+}
+} // namespace titan::kernel
+
 #endif // TITAN_DIALECT_KERNEL_IR_KERNEL_H
