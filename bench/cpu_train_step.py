@@ -53,6 +53,12 @@ def torch_version(python):
                           capture_output=True, text=True).stdout.strip()
 
 
+def titan_commit():
+    out = subprocess.run(["git", "-C", ROOT, "describe", "--always", "--dirty"],
+                         capture_output=True, text=True)
+    return out.stdout.strip() or "unknown"
+
+
 def cpu_flags():
     try:
         with open("/proc/cpuinfo") as f:
@@ -203,7 +209,7 @@ def main():
     lines = [
         f"# titan CPU training step vs PyTorch — {args.flavor}",
         "",
-        f"Machine: {machine()}; {args.threads} threads.",
+        f"Machine: {machine()}; {args.threads} threads; titan {titan_commit()}.",
         f"CPU flags: {cpu_flags()}.",
         f"Step: local batch {args.batch} x seq {args.seq_len} = {tokens} tokens, "
         "AdamW, no activation checkpointing; "

@@ -23,8 +23,6 @@ the reference's format. Runs under any PyTorch >= 2.1 (the bench's venv).
 """
 
 import argparse
-import json
-import math
 import os
 import sys
 import time
@@ -80,20 +78,10 @@ def main():
     c = ref.load_toml(args.config)
     t, o, s = c["training"], c["optimizer"], c["lr_scheduler"]
     seq, batch, steps = t["seq_len"], t["local_batch_size"], t["steps"]
-    weights = ref.load_safetensors(args.weights)
-    names = list(ref.param_shapes(a))
-    params = {n: weights[n].clone().requires_grad_(True) for n in names}
-    tokens = torch.frombuffer(bytearray(open(args.tokens, "rb").read()),
-                              dtype=torch.int32).long()
-    samples = tokens.numel() // (seq + 1)
-    tokens = tokens[: samples * (seq + 1)].view(samples, seq + 1)
-    opt = torch.optim.AdamW([params[n] for n in names], lr=o["lr"],
-                            betas=(o.get("beta1", 0.9), o.get("beta2", 0.95)),
-                            eps=o.get("eps", 1e-8),
-                            weight_decay=o.get("weight_decay", 0.1))
-    sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda step: ref.lr_factor(
-        step, s.get("warmup_steps", 200), steps, s.get("decay_ratio"),
-        s.get("decay_type", "linear"), s.get("min_lr_factor", 0.0)))
+    names, params, tokens = ref.training_inputs(a, args.weights, args.tokens,
+                                                 seq)
+    samples = tokens.shape[0]
+    opt, sched = ref.optimizer(params, names, o, s, steps)
     freqs_cis = ref.rope_freqs(a, seq)
 
     loss_fn = (ref.forward_loss if args.variant == "reference"
@@ -116,17 +104,9 @@ def main():
             b = tokens[rows]
             loss = step_loss(b[:, :-1], b[:, 1:])
             loss.backward()
-            lr = opt.param_groups[0]["lr"]
-            norm = torch.nn.utils.clip_grad_norm_([params[n] for n in names],
-                                                  t.get("max_norm", 1.0))
-            opt.step()
-            sched.step()
-            now = time.perf_counter()
-            out.write(json.dumps({
-                "step": step + 1, "loss": loss.item(), "grad_norm": norm.item(),
-                "lr": lr, "tokens_per_second": batch * seq / (now - step_start),
-                "elapsed_s": now - start}) + "\n")
-            out.flush()
+            ref.optimizer_step(opt, sched, [params[n] for n in names],
+                               t.get("max_norm", 1.0), out, step, loss.item(),
+                               batch * seq, step_start, start)
 
 
 if __name__ == "__main__":

@@ -248,6 +248,48 @@ def lr_factor(step, warmup, steps, decay_ratio, decay_type, min_lr):
     return min_lr + (1 - min_lr) * adj
 
 
+def training_inputs(a, weights_path, tokens_path, seq):
+    """The parameters' names, the parameters (leaf tensors loaded from
+    `weights_path`) and the token file's samples of seq + 1 tokens."""
+    weights = load_safetensors(weights_path)
+    names = list(param_shapes(a))
+    params = {n: weights[n].clone().requires_grad_(True) for n in names}
+    tokens = torch.frombuffer(bytearray(open(tokens_path, "rb").read()),
+                              dtype=torch.int32).long()
+    samples = tokens.numel() // (seq + 1)
+    return names, params, tokens[: samples * (seq + 1)].view(samples, seq + 1)
+
+
+def optimizer(params, names, o, s, steps, foreach=None):
+    """torch.optim.AdamW with the config's [optimizer] `o` and TorchTitan's
+    schedule from its [lr_scheduler] `s`."""
+    opt = torch.optim.AdamW([params[n] for n in names], lr=o["lr"],
+                            betas=(o.get("beta1", 0.9), o.get("beta2", 0.95)),
+                            eps=o.get("eps", 1e-8),
+                            weight_decay=o.get("weight_decay", 0.1),
+                            foreach=foreach)
+    sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda step: lr_factor(
+        step, s.get("warmup_steps", 200), steps, s.get("decay_ratio"),
+        s.get("decay_type", "linear"), s.get("min_lr_factor", 0.0)))
+    return opt, sched
+
+
+def optimizer_step(opt, sched, params, max_norm, out, step, loss, tokens,
+                   step_start, start):
+    """Clips the gradients, steps AdamW and the schedule, and writes the
+    step's metrics line (titan's metrics.jsonl keys) to `out`."""
+    lr = opt.param_groups[0]["lr"]
+    norm = torch.nn.utils.clip_grad_norm_(params, max_norm)
+    opt.step()
+    sched.step()
+    now = time.perf_counter()
+    out.write(json.dumps({
+        "step": step + 1, "loss": loss, "grad_norm": norm.item(), "lr": lr,
+        "tokens_per_second": tokens / (now - step_start),
+        "elapsed_s": now - start}) + "\n")
+    out.flush()
+
+
 def train(args):
     a = Args(load_toml(args.model))
     c = load_toml(args.config)
@@ -257,22 +299,9 @@ def train(args):
     global_batch = local if global_batch < 0 else global_batch
     accum = global_batch // local
 
-    weights = load_safetensors(args.weights)
-    names = list(param_shapes(a))
-    params = {n: weights[n].clone().requires_grad_(True) for n in names}
-    tokens = torch.frombuffer(bytearray(open(args.tokens, "rb").read()),
-                              dtype=torch.int32).long()
-    samples = tokens.numel() // (seq + 1)
-    tokens = tokens[: samples * (seq + 1)].view(samples, seq + 1)
-
-    opt = torch.optim.AdamW([params[n] for n in names], lr=o["lr"],
-                            betas=(o.get("beta1", 0.9), o.get("beta2", 0.95)),
-                            eps=o.get("eps", 1e-8),
-                            weight_decay=o.get("weight_decay", 0.1),
-                            foreach=False)
-    sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda step: lr_factor(
-        step, s.get("warmup_steps", 200), steps, s.get("decay_ratio"),
-        s.get("decay_type", "linear"), s.get("min_lr_factor", 0.0)))
+    names, params, tokens = training_inputs(a, args.weights, args.tokens, seq)
+    samples = tokens.shape[0]
+    opt, sched = optimizer(params, names, o, s, steps, foreach=False)
     freqs_cis = rope_freqs(a, seq)
     # titan's CPU target computes in f32 unless the config asks for bf16.
     rounding = (RoundBf16.apply if t.get("mixed_precision_param") == "bfloat16"
@@ -292,18 +321,9 @@ def train(args):
                                     rounding)
                 (loss / accum).backward()
                 total += loss.item()
-            lr = opt.param_groups[0]["lr"]
-            norm = torch.nn.utils.clip_grad_norm_([params[n] for n in names],
-                                                  t.get("max_norm", 1.0))
-            opt.step()
-            sched.step()
-            now = time.perf_counter()
-            out.write(json.dumps({
-                "step": step + 1, "loss": total / accum,
-                "grad_norm": norm.item(), "lr": lr,
-                "tokens_per_second": global_batch * seq / (now - step_start),
-                "elapsed_s": now - start}) + "\n")
-            out.flush()
+            optimizer_step(opt, sched, [params[n] for n in names],
+                           t.get("max_norm", 1.0), out, step, total / accum,
+                           global_batch * seq, step_start, start)
     if args.save:
         save_safetensors(args.save, {n: params[n] for n in names})
 
