@@ -31,10 +31,6 @@ void checkToken(int32_t token, int64_t index, int64_t vocab, const char *what) {
                 ")");
 }
 
-template <typename T> T sigmoid(T x) {
-  return T(1) / (T(1) + titanrt::vmath::fastExp(-x));
-}
-
 // The per-row and per-span bodies below are compiled once per x86-64 level
 // (VectorMath.h); the exponentials are f32 for f32 kernels (vmath::fastExp,
 // within 2 ulp), libm's for the f64 ones.
