@@ -24,8 +24,8 @@ after the first (warm-up: compilation, oneDNN's JIT), and the table gives
 the min and median over rounds. It also gives the GFLOP/s (TorchTitan's
 6N + 12LHQT per token), the last step's loss of every system, and the
 roofline: the step's FLOPs at the machine's best measured f32 GEMM rate at
-the step's linear shapes (TitanCpuGemmPeak, built with titan), as
-tokens/s, and titan's fraction of it. --profile adds titan's per-kernel
+the step's linear shapes (TitanCpuGemmPeak, built with titan, run in every
+round; the median), as tokens/s, and titan's fraction of it. --profile adds titan's per-kernel
 profile (TITAN_KERNEL_PROFILE) of one extra run.
 
   /usr/bin/python3 bench/cpu_train_step.py [--seq-len 256] [--batch 8]
@@ -186,7 +186,11 @@ def main():
                 torch_system(f"PyTorch {pypi} torch.compile + SDPA, autocast bf16",
                              VENV_PYTHON, "compile", "bf16")
 
+        peaks, gemm_rows = [], None
         for r in range(args.rounds):
+            # The GEMM peak joins the rounds too: the machine's speed drifts.
+            peak, gemm_rows = gemm_roofline(args.build, a, tokens, args.threads)
+            peaks.append(peak)
             for i, (name, command) in enumerate(systems):
                 out = os.path.join(tmp, f"m{r}-{i}.jsonl")
                 cmd, metrics = command(out)
@@ -203,7 +207,7 @@ def main():
                 text=True).stderr
             profile = profile[profile.index("titan kernel profile"):]
 
-    peak, gemm_rows = gemm_roofline(args.build, a, tokens, args.threads)
+    peak = statistics.median(peaks)
     roofline_tps = peak * 1e9 / flops
 
     lines = [
@@ -230,10 +234,13 @@ def main():
     lines += [
         "",
         f"**Roofline:** the step's linear GEMMs at the best measured f32 rate per "
-        f"shape (dnnl_sgemm or the matmul primitive, {args.threads} threads) run "
-        f"at {peak:.0f} GFLOP/s: {roofline_tps:.0f} tokens/s for the step's "
-        f"{flops / 1e6:.1f} MFLOP per token. titan f32 reaches "
+        f"shape (dnnl_sgemm or the matmul primitive, {args.threads} threads; "
+        f"measured in every round: {min(peaks):.0f} to {max(peaks):.0f}, median "
+        f"{peak:.0f} GFLOP/s) give {roofline_tps:.0f} tokens/s for the step's "
+        f"{flops / 1e6:.1f} MFLOP per token. titan f32's median reaches "
         f"{titan_median / roofline_tps:.0%} of it.",
+        "",
+        "The last round's rates per shape:",
         "",
         "| GEMM m x n x k (transA, transB) | sgemm GFLOP/s | matmul f32 | matmul bf16 |",
         "|---|---|---|---|",
