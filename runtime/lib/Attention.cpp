@@ -35,7 +35,6 @@ using titan::cpu::attentionSlots;
 using titan::cpu::attentionTasks;
 using titan::cpu::attentionTileCols;
 using titan::cpu::attentionTileRows;
-using titan::cpu::kAttentionBlock;
 
 namespace titanrt::kernels {
 namespace {

@@ -2,10 +2,12 @@
 //
 // Row-major C = alpha * op(A) op(B) + beta * C, for every CPU kernel that
 // multiplies matrices (the linears, attention's tiles, Float8's scaled
-// GEMMs). f32 and bf16 run on oneDNN, whose kernels follow the CPU's
-// features (AVX-512 here: 4-5x Debian's OpenBLAS 0.3.21, which falls back to
-// generic kernels on CPUs it does not know); f64 (the gradient checks) on
-// OpenBLAS, as oneDNN has none. Called inside an OpenMP parallel region, a
+// GEMMs). f32 runs on oneDNN, whose kernels follow the CPU's features
+// (AVX-512 here: 4-5x Debian's OpenBLAS 0.3.21, which falls back to generic
+// kernels on CPUs it does not know); bf16 linears use it on their exact f32
+// copies (oneDNN's bf16 GEMMs are slower than f32 without AMX, see
+// docs/architecture.md); f64 (the gradient checks) runs on OpenBLAS, as
+// oneDNN has none. Called inside an OpenMP parallel region, a
 // GEMM runs on the calling thread alone.
 //
 //===----------------------------------------------------------------------===//

@@ -23,9 +23,6 @@
 #else
 #define TITAN_VECTOR_CLONES
 #endif
-/// For a loop body's helpers, so each clone inlines (and vectorizes) its own
-/// copy rather than calling the baseline one.
-#define TITAN_ALWAYS_INLINE inline __attribute__((always_inline))
 
 namespace titanrt::vmath {
 
