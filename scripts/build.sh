@@ -4,6 +4,10 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 jobs=${TITAN_BUILD_JOBS:-$(nproc)}
+# ccache keys on paths relative to the checkout, so another clone (CI's, a
+# worktree) reuses this one's objects.
+export CCACHE_BASEDIR=${CCACHE_BASEDIR:-$PWD}
+export CCACHE_NOHASHDIR=${CCACHE_NOHASHDIR:-1}
 if [ ! -f build/build.ninja ]; then
   cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release \
     ${TITAN_ENABLE_CUDA:+-DTITAN_ENABLE_CUDA=$TITAN_ENABLE_CUDA}
