@@ -245,10 +245,13 @@ def main():
         "| GEMM m x n x k (transA, transB) | sgemm GFLOP/s | matmul f32 | matmul bf16 |",
         "|---|---|---|---|",
     ]
+    def rate(gflops):
+        return "no kernel" if gflops is None else f"{gflops:.0f}"
+
     for r in gemm_rows:
         lines.append(f"| {r['m']} x {r['n']} x {r['k']} ({r['transA']}, {r['transB']}) "
                      f"| {r['sgemm_gflops']:.0f} | {r['matmul_f32_gflops']:.0f} "
-                     f"| {r['matmul_bf16_gflops']:.0f} |")
+                     f"| {rate(r['matmul_bf16_gflops'])} |")
     if profile:
         lines += ["", "titan f32's per-kernel profile (one more run, all steps):",
                   "", "```", profile.rstrip(), "```"]

@@ -2,6 +2,7 @@
 
 #include "titan/InitTitan.h"
 
+#include "titan/Compiler/Pipelines.h"
 #include "titan/Conversion/KernelToCPU/Passes.h"
 #include "titan/Conversion/TitanToKernel/Passes.h"
 #include "titan/Dialect/Dist/IR/Dist.h"
@@ -31,6 +32,7 @@ void titan::registerAllPasses() {
   titan::registerKernelToCPUPasses();
   titan::registerTitanToKernelPasses();
   titan::kernel::registerKernelPasses();
+  titan::registerTitanPipelines();
   // Generic cleanups used between titan's own passes.
   mlir::registerCanonicalizerPass();
   mlir::registerCSEPass();

@@ -1,7 +1,23 @@
 #!/usr/bin/env bash
-# README command 2: set up the machine, build, and run the whole test suite (lit + unit tests via ctest).
+# README command 2: set up the machine, build, and run the whole test suite
+# (lit + unit tests via ctest), then the same suite again on a CPU-only
+# AddressSanitizer + UndefinedBehaviorSanitizer build (compiler, runtime and
+# the training executables the tests compile). TITAN_SKIP_SANITIZERS=1 skips
+# the second pass.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+jobs=${TITAN_TEST_JOBS:-$(nproc)}
 bash scripts/setup.sh
 bash scripts/build.sh
-ctest --test-dir build --output-on-failure -j "${TITAN_TEST_JOBS:-$(nproc)}"
+ctest --test-dir build --output-on-failure -j "$jobs"
+[ "${TITAN_SKIP_SANITIZERS:-0}" = 1 ] && exit 0
+
+echo "== sanitized build (ASan + UBSan, CPU target) =="
+TITAN_BUILD_DIR=build-sanitize TITAN_ENABLE_CUDA=OFF \
+  TITAN_SANITIZER="Address;Undefined" bash scripts/build.sh
+# Open MPI's libraries keep allocations to exit on purpose: their leaks are
+# suppressed, titan's are not.
+export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=0:halt_on_error=1}
+export LSAN_OPTIONS=${LSAN_OPTIONS:-suppressions=$PWD/scripts/lsan-suppressions.txt:print_suppressions=0}
+export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
+ctest --test-dir build-sanitize --output-on-failure -j "$jobs"

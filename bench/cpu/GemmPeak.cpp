@@ -15,6 +15,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -42,7 +43,9 @@ template <typename F> double minSeconds(int reps, F run) {
   return best;
 }
 
-/// Seconds of one matmul primitive run with operands of type `type`.
+/// Seconds of one matmul primitive run with operands of type `type`, or
+/// NaN where oneDNN has no kernel for it on this CPU (bf16 without
+/// AVX-512).
 double matmulSeconds(const Shape &s, dnnl::memory::data_type type, int reps,
                      const dnnl::engine &engine, dnnl::stream &stream,
                      std::string &impl) {
@@ -50,7 +53,12 @@ double matmulSeconds(const Shape &s, dnnl::memory::data_type type, int reps,
   dnnl::memory::desc a({s.m, s.k}, type, s.transA ? tag::ba : tag::ab);
   dnnl::memory::desc b({s.k, s.n}, type, s.transB ? tag::ba : tag::ab);
   dnnl::memory::desc c({s.m, s.n}, dnnl::memory::data_type::f32, tag::ab);
-  dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(a, b, c), engine);
+  dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(a, b, c), engine,
+                                  /*allow_empty=*/true);
+  if (!pd) {
+    impl = "none";
+    return std::nan("");
+  }
   impl = pd.impl_info_str();
   dnnl::matmul matmul(pd);
   dnnl::memory ma(a, engine), mb(b, engine), mc(c, engine);
@@ -65,6 +73,14 @@ double matmulSeconds(const Shape &s, dnnl::memory::data_type type, int reps,
   });
 }
 
+/// GFLOP/s as JSON: null where the kernel does not exist (NaN seconds).
+std::string jsonRate(double flops, double seconds) {
+  if (std::isnan(seconds))
+    return "null";
+  char text[32];
+  std::snprintf(text, sizeof(text), "%.1f", flops / seconds / 1e9);
+  return text;
+}
 } // namespace
 
 int main(int argc, char **argv) {
@@ -107,12 +123,13 @@ int main(int argc, char **argv) {
                                 stream, bf16Impl);
     double flops = 2.0 * double(s.m) * double(s.n) * double(s.k);
     std::printf("{\"m\": %ld, \"n\": %ld, \"k\": %ld, \"transA\": %d, "
-                "\"transB\": %d, \"sgemm_gflops\": %.1f, "
-                "\"matmul_f32_gflops\": %.1f, \"matmul_bf16_gflops\": %.1f, "
+                "\"transB\": %d, \"sgemm_gflops\": %s, "
+                "\"matmul_f32_gflops\": %s, \"matmul_bf16_gflops\": %s, "
                 "\"matmul_f32_impl\": \"%s\", \"matmul_bf16_impl\": \"%s\"}\n",
                 s.m, s.n, s.k, int(s.transA), int(s.transB),
-                flops / sgemm / 1e9, flops / f32 / 1e9, flops / bf16 / 1e9,
-                f32Impl.c_str(), bf16Impl.c_str());
+                jsonRate(flops, sgemm).c_str(), jsonRate(flops, f32).c_str(),
+                jsonRate(flops, bf16).c_str(), f32Impl.c_str(),
+                bf16Impl.c_str());
   }
   return 0;
 }

@@ -2,6 +2,7 @@
 
 #include "Pipeline.h"
 
+#include "titan/Compiler/Pipelines.h"
 #include "titan/Config/TrainConfig.h"
 #include "titan/Dialect/Dist/IR/Dist.h"
 #include "titan/Dialect/Kernel/IR/Kernel.h"
@@ -12,6 +13,8 @@
 #include "titan/Support/Format.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Support/FileUtilities.h"
+#include "llvm/Support/ToolOutputFile.h"
 
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/FormatVariadic.h"
@@ -60,14 +63,20 @@ llvm::Expected<PipelineJob> titan::planPipelineJob(const LlamaArgs &model,
   return job;
 }
 
-std::vector<std::string> titan::stagePhaseFunctions(int64_t stage,
-                                                    bool splitWeightGrad) {
-  std::string name = "stage" + std::to_string(stage);
-  if (splitWeightGrad)
-    return {name + "_unshard", name + "_forward", name + "_backward_input",
-            name + "_backward_weight", name + "_reduce_grad"};
-  return {name + "_unshard", name + "_forward", name + "_backward",
-          name + "_reduce_grad"};
+std::vector<std::string>
+titan::setPipelineRankOptions(const PipelineJob &job, int64_t rank,
+                              TrainingPipelineOptions &options) {
+  const std::vector<int64_t> &stages = job.schedule.stagesOfRank[size_t(rank)];
+  bool split = splitsBackward(job.schedule);
+  options.pipelineRank = rank;
+  options.pipelineStages = llvm::ArrayRef(stages);
+  options.pipelineMicrobatches = job.microbatches;
+  options.pipelineSplitWeightGrad = split;
+  std::vector<std::string> phases;
+  for (int64_t s : stages)
+    for (std::string &phase : stagePhaseFunctions(s, split))
+      phases.push_back(std::move(phase));
+  return phases;
 }
 
 std::map<int64_t, int64_t>
@@ -293,4 +302,56 @@ std::string titan::pipelineTableSource(
         "  return titan_rt_pipeline_main(argc, argv, programs, "
      << functions.size() << ");\n}\n";
   return text;
+}
+
+llvm::Error titan::printPipelineSchedule(const LlamaArgs &model,
+                                         const TrainConfig &c,
+                                         llvm::StringRef svgPath,
+                                         llvm::raw_ostream &os) {
+  const auto &p = c.parallelism;
+  llvm::Expected<PipelineJob> job = planPipelineJob(model, c);
+  if (!job)
+    return job.takeError();
+  const PipelinePlan *plan = &job->plan;
+  const PipelineSchedule *schedule = &job->schedule;
+  int64_t microbatches = job->microbatches;
+  int64_t v = int64_t(plan->stagesOfRank.front().size());
+  llvm::Expected<ScheduleTimeline> timeline =
+      simulateSchedule(*schedule, 1.0 / double(v), 2.0 / double(v));
+  if (!timeline)
+    return timeline.takeError();
+  os << llvm::formatv("schedule {0}: {1} ranks, {2} stages, {3} microbatches "
+                      "of {4}\n",
+                      schedule->name, schedule->ranks, schedule->stages,
+                      microbatches, p.pipelineParallelMicrobatchSize);
+  for (auto [s, stage] : llvm::enumerate(plan->stages))
+    os << llvm::formatv("stage {0}: {1}\n", s,
+                        llvm::join(stage.moduleNames(), " "));
+  for (auto [r, actions] : llvm::enumerate(schedule->actions)) {
+    os << "rank " << r << ":";
+    for (const PipelineAction &a : actions)
+      os << " " << a.str();
+    os << "\n";
+  }
+  std::optional<double> textbook = textbookBubble(
+      p.pipelineParallelSchedule, schedule->ranks, v, microbatches);
+  os << llvm::formatv(
+      "bubble {0:f4} (simulated: F = 1, B = 2, I = W = 1 per stage, "
+      "transfers free); textbook {1}\n",
+      timeline->bubble,
+      !p.pipelineParallelScheduleCsv.empty() ? std::string("- (a CSV schedule)")
+      : textbook ? llvm::formatv("{0:f4}", *textbook).str()
+                 : std::string("- (no formula for these costs)"));
+  if (!svgPath.empty()) {
+    std::string error;
+    std::unique_ptr<llvm::ToolOutputFile> svg =
+        mlir::openOutputFile(svgPath, &error);
+    if (!svg)
+      return llvm::createStringError(llvm::inconvertibleErrorCode(), error);
+    writeScheduleSVG(*schedule, *timeline, 1.0 / double(v), 2.0 / double(v),
+                     c.model.name + " " + model.name + ": pipeline schedule",
+                     svg->os());
+    svg->keep();
+  }
+  return llvm::Error::success();
 }

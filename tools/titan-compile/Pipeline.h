@@ -12,6 +12,7 @@
 #ifndef TITAN_TOOLS_TITAN_COMPILE_PIPELINE_H
 #define TITAN_TOOLS_TITAN_COMPILE_PIPELINE_H
 
+#include "titan/Compiler/Pipelines.h"
 #include "titan/Model/PipelineStages.h"
 #include "titan/Pipeline/Schedule.h"
 
@@ -40,12 +41,12 @@ struct PipelineJob {
 llvm::Expected<PipelineJob> planPipelineJob(const LlamaArgs &model,
                                             const TrainConfig &config);
 
-/// The function names of stage `stage`'s phases, as dist-pipeline-phases
-/// names them: unshard (once per step), forward, backward, reduce_grad
-/// (once per step), or with `splitWeightGrad` unshard, forward,
-/// backward_input, backward_weight, reduce_grad.
-std::vector<std::string> stagePhaseFunctions(int64_t stage,
-                                             bool splitWeightGrad);
+/// Sets the pipeline-rank options of `options` for `rank` of `job` (its
+/// stages, the microbatches, whether the schedule splits the backward) and
+/// returns the rank's phase functions, in order.
+std::vector<std::string>
+setPipelineRankOptions(const PipelineJob &job, int64_t rank,
+                       TrainingPipelineOptions &options);
 
 /// How many microbatches of each of `rank`'s stages are in flight at most
 /// (forward run, backward not yet): the frames the runtime allocates.
@@ -88,6 +89,15 @@ void printPipelineSummary(const PipelineJob &job, mlir::ModuleOp partitioned,
 /// (`titan_pp<r>_<name>`), handed to the runtime's pipeline entry point.
 std::string
 pipelineTableSource(const std::vector<std::vector<std::string>> &functions);
+
+/// --emit=schedule: the stage split, each rank's actions (TorchTitan's CSV
+/// notation), and the bubble simulated with unit costs (F = 1, B = 2; a
+/// looped schedule's chunk costs 1 / v of that) beside the textbook's;
+/// with `svgPath`, also the simulated timeline as an SVG chart.
+llvm::Error printPipelineSchedule(const LlamaArgs &model,
+                                  const TrainConfig &config,
+                                  llvm::StringRef svgPath,
+                                  llvm::raw_ostream &os);
 
 } // namespace titan
 

@@ -7,7 +7,7 @@
 #include "titan/Dialect/Titan/IR/Parameters.h"
 #include "titan/Dialect/Titan/IR/TensorSize.h"
 #include "titan/Dialect/Titan/IR/TitanOps.h"
-#include "titan/Dialect/Titan/Transforms/Passes.h"
+#include "titan/Compiler/Pipelines.h"
 #include "titan/Model/LlamaArgs.h"
 #include "titan/Model/PipelineStages.h"
 #include "titan/Support/Format.h"
@@ -253,7 +253,7 @@ void titan::printPerRankPlan(mlir::ModuleOp module, int64_t arenaBytes,
 }
 
 void titan::printFloat8Plan(mlir::ModuleOp module,
-                            const TitanFloat8Options &options,
+                            const PartitionPipelineOptions &options,
                             llvm::raw_ostream &os) {
   mlir::OwningOpRef<mlir::ModuleOp> copy = module.clone();
   std::vector<std::string> kept;
@@ -268,12 +268,12 @@ void titan::printFloat8Plan(mlir::ModuleOp module,
         return mlir::success();
       });
   mlir::PassManager pm(module.getContext());
-  pm.addPass(createTitanFloat8(options));
+  addFloat8Conversion(pm, options);
   if (mlir::failed(pm.run(*copy)))
     return;
   int64_t converted = 0;
   copy->walk([&](Float8LinearOp) { ++converted; });
-  os << llvm::formatv("  {0,-22}", "float8") << options.recipe << ", "
+  os << llvm::formatv("  {0,-22}", "float8") << options.float8Recipe << ", "
      << converted << " linears in float8, " << kept.size()
      << " in high precision\n";
   for (const std::string &k : kept)

@@ -284,8 +284,11 @@ private:
           if (auto alloc = allocOf(buffers.lookup(operand)))
             alloc.setKind("activation");
         if (inSlot) {
-          placedIn[result] = placed->second;
-          slotWritten.insert(placed->second);
+          // Copied first: inserting `result` may grow the map under
+          // `placed`.
+          unsigned slot = placed->second;
+          placedIn[result] = slot;
+          slotWritten.insert(slot);
         }
         return buffers.lookup(operand);
       }

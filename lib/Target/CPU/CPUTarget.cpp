@@ -114,6 +114,8 @@ llvm::Error titan::linkTrainingExecutable(llvm::StringRef objectPath,
   // The object and main() first; the kernel libraries before libtitanrt,
   // which they call; the system libraries they need last.
   llvm::SmallVector<llvm::StringRef> args = {*driver, objectPath};
+  for (const std::string &flag : link.driverFlags)
+    args.push_back(flag);
   for (const std::string &input : link.extraInputs)
     args.push_back(input);
   args.push_back(mainLib);

@@ -39,6 +39,8 @@ struct RuntimeLink {
   /// which defines main(), so libtitanrt_main's single-program main() is
   /// not linked).
   std::vector<std::string> extraInputs;
+  /// Flags for the C++ driver (a sanitized build's -fsanitize=...).
+  std::vector<std::string> driverFlags;
 };
 
 /// Links `objectPath` with libtitanrt and the target's kernel library into

@@ -1,0 +1,47 @@
+//===- ConfigPipelineOptions.h - pipeline options from a config -*- C++ -*-===//
+//
+// What a TorchTitan training config says about each compilation phase: the
+// one place that maps config keys to pass pipeline options.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TITAN_COMPILER_CONFIGPIPELINEOPTIONS_H
+#define TITAN_COMPILER_CONFIGPIPELINEOPTIONS_H
+
+#include "titan/Compiler/Pipelines.h"
+#include "titan/Dialect/Titan/IR/KernelTarget.h"
+
+#include "llvm/Support/Error.h"
+
+namespace titan {
+struct TrainConfig;
+
+/// The device mesh's degrees, data_parallel_shard_degree = -1 resolved.
+struct MeshDegrees {
+  int64_t pp = 1, dpReplicate = 1, dpShard = 1, cp = 1, tp = 1;
+  int64_t worldSize() const { return pp * dpReplicate * dpShard * cp * tp; }
+};
+
+/// The mesh for `worldSize` ranks (0: the product of the fixed degrees,
+/// with data_parallel_shard_degree = -1 taken as 1); errors name the keys
+/// that do not multiply to the world size.
+llvm::Expected<MeshDegrees> resolveMesh(const TrainConfig &config,
+                                        int64_t worldSize);
+
+/// Microbatches per optimizer step: the global batch over the local batch
+/// of every data-parallel rank (the mesh is fixed at compile time).
+int64_t accumulationSteps(const TrainConfig &config, const MeshDegrees &mesh);
+
+/// [model] converters, [quantize.linear.float8] and [parallelism].
+void setPartitionOptions(const TrainConfig &config, const MeshDegrees &mesh,
+                         PartitionPipelineOptions &options);
+
+/// [training] mixed precision (unset: f32 on the CPU, TorchTitan's bf16 on
+/// GPUs), [activation_checkpoint], [optimizer], [lr_scheduler], Float8's
+/// all-gather, and the pipeline schedule's keys.
+void setTrainingOptions(const TrainConfig &config, const MeshDegrees &mesh,
+                        KernelTarget target, TrainingPipelineOptions &options);
+
+} // namespace titan
+
+#endif // TITAN_COMPILER_CONFIGPIPELINEOPTIONS_H

@@ -1,0 +1,209 @@
+//===- Pipelines.cpp - titan's pass pipelines -----------------------------===//
+
+#include "titan/Compiler/Pipelines.h"
+
+#include "titan/Conversion/KernelToCPU/Passes.h"
+#include "titan/Conversion/TitanToKernel/Passes.h"
+#include "titan/Dialect/Dist/Transforms/Passes.h"
+#include "titan/Dialect/Kernel/Transforms/Passes.h"
+#include "titan/Dialect/Titan/Transforms/Passes.h"
+
+#include "mlir/Pass/PassManager.h"
+#include "mlir/Pass/PassRegistry.h"
+
+using namespace titan;
+
+void titan::addFloat8Conversion(mlir::OpPassManager &pm,
+                                const PartitionPipelineOptions &options) {
+  if (!options.float8)
+    return;
+  TitanFloat8Options float8;
+  float8.recipe = options.float8Recipe;
+  float8.filterFqns.assign(options.float8FilterFqns.begin(),
+                           options.float8FilterFqns.end());
+  pm.addPass(createTitanFloat8(float8));
+}
+
+void titan::buildPartitionPipeline(mlir::OpPassManager &pm,
+                                   const PartitionPipelineOptions &options) {
+  // TorchTitan converts the model (Float8 linears) before parallelizing
+  // it.
+  addFloat8Conversion(pm, options);
+  dist::DistParallelizeOptions mesh;
+  mesh.pp = options.pp;
+  mesh.dpReplicate = options.dpReplicate;
+  mesh.dpShard = options.dpShard;
+  mesh.cp = options.cp;
+  mesh.tp = options.tp;
+  pm.addPass(dist::createDistParallelize(mesh));
+  dist::DistPartitionOptions partition;
+  partition.lossParallel = options.lossParallel;
+  partition.reshardAfterForward = options.reshardAfterForward;
+  pm.addPass(dist::createDistPartition(partition));
+}
+
+namespace {
+TitanMixedPrecisionOptions
+mixedPrecisionOptions(const TrainingPipelineOptions &options) {
+  TitanMixedPrecisionOptions precision;
+  precision.paramType = options.paramType;
+  return precision;
+}
+
+TitanActivationCheckpointOptions
+checkpointOptions(const TrainingPipelineOptions &options) {
+  TitanActivationCheckpointOptions checkpoint;
+  checkpoint.mode = options.checkpointMode;
+  checkpoint.selectiveOption = options.checkpointSelectiveOption;
+  checkpoint.forceRecomputeFqns.assign(
+      options.checkpointForceRecomputeFqns.begin(),
+      options.checkpointForceRecomputeFqns.end());
+  return checkpoint;
+}
+
+TitanOptimizerOptions optimizerOptions(const TrainingPipelineOptions &options) {
+  TitanOptimizerOptions o;
+  o.lr = options.lr;
+  o.beta1 = options.beta1;
+  o.beta2 = options.beta2;
+  o.eps = options.eps;
+  o.weightDecay = options.weightDecay;
+  o.maxNorm = options.maxNorm;
+  o.warmupSteps = options.warmupSteps;
+  o.decayRatio = options.decayRatio;
+  o.decayType = options.decayType;
+  o.minLrFactor = options.minLrFactor;
+  return o;
+}
+
+/// After autodiff in both training variants: torchao's Float8 recipes
+/// written out, FSDP's gathers of the low-precision copies (the gradients
+/// were reduced in f32 by then), then AdamW over `forwardNames`' parameters.
+void addUpdatePasses(mlir::OpPassManager &pm,
+                     const TrainingPipelineOptions &options,
+                     llvm::ArrayRef<std::string> forwardNames = {}) {
+  TitanExpandFloat8Options expand;
+  expand.fsdpFloat8AllGather = options.fsdpFloat8AllGather;
+  pm.addPass(createTitanExpandFloat8(expand));
+  pm.addPass(dist::createDistNarrowGathers());
+  TitanOptimizerOptions optimizer = optimizerOptions(options);
+  if (!forwardNames.empty())
+    optimizer.forwardNames.assign(forwardNames.begin(), forwardNames.end());
+  pm.addPass(createTitanOptimizer(optimizer));
+}
+} // namespace
+
+void titan::buildTrainingPipeline(mlir::OpPassManager &pm,
+                                  const TrainingPipelineOptions &options) {
+  pm.addPass(createTitanMixedPrecision(mixedPrecisionOptions(options)));
+  pm.addPass(createTitanActivationCheckpoint(checkpointOptions(options)));
+  TitanAutodiffOptions autodiff;
+  // FSDP's reshard_after_forward; dist-partition marks the parameters the
+  // policy keeps gathered.
+  autodiff.regatherParams = true;
+  autodiff.accumulationSteps = options.accumulationSteps;
+  pm.addPass(createTitanAutodiff(autodiff));
+  addUpdatePasses(pm, options);
+}
+
+void titan::buildPipelineParallelTrainingPipeline(
+    mlir::OpPassManager &pm, const TrainingPipelineOptions &options) {
+  pm.addPass(createTitanMixedPrecision(mixedPrecisionOptions(options)));
+  pm.addPass(createTitanActivationCheckpoint(checkpointOptions(options)));
+  dist::DistPipelineSplitOptions split;
+  split.schedule = options.pipelineSchedule;
+  split.layersPerStage = options.pipelineLayersPerStage;
+  split.firstStageLessLayers = options.pipelineFirstStageLessLayers;
+  split.lastStageLessLayers = options.pipelineLastStageLessLayers;
+  split.rank = options.pipelineRank;
+  pm.addPass(dist::createDistPipelineSplit(split));
+  // Every rank's action list, with its transfers, checked, in the IR.
+  dist::DistPipelineScheduleOptions schedule;
+  schedule.microbatches = options.pipelineMicrobatches;
+  schedule.csv = options.pipelineScheduleCsv;
+  pm.addPass(dist::createDistPipelineSchedule(schedule));
+  std::vector<std::string> phases;
+  for (int64_t stage : options.pipelineStages) {
+    TitanAutodiffOptions autodiff;
+    autodiff.forwardName = "stage" + std::to_string(stage);
+    autodiff.backwardName = autodiff.forwardName + "_forward_backward";
+    autodiff.regatherParams = true;
+    // TorchTitan's rescale_accumulated_loss over the microbatches and the
+    // accumulation steps (scale_grads=False): each microbatch's loss counts
+    // 1 / (m x accumulation), so the step's gradients sum to those of the
+    // whole local batch's mean loss.
+    autodiff.accumulationSteps =
+        options.accumulationSteps * options.pipelineMicrobatches;
+    pm.addPass(createTitanAutodiff(autodiff));
+    for (std::string &phase :
+         stagePhaseFunctions(stage, options.pipelineSplitWeightGrad))
+      phases.push_back(std::move(phase));
+  }
+  dist::DistPipelinePhasesOptions phaseOptions;
+  phaseOptions.splitWeightGrad = options.pipelineSplitWeightGrad;
+  // TorchTitan keeps FSDP's weights gathered across a step's microbatches
+  // under pipeline parallelism ...
+  phaseOptions.hoistParameterValues = true;
+  // ... and reduce-scatters its gradients once, after the last backward.
+  phaseOptions.deferGradientReduction = true;
+  pm.addPass(dist::createDistPipelinePhases(phaseOptions));
+  addUpdatePasses(pm, options, phases);
+}
+
+void titan::buildExecutionPipeline(mlir::OpPassManager &pm,
+                                   const ExecutionPipelineOptions &options) {
+  // The target's kernel workspaces; the CPU target runs bf16/f16 kernels on
+  // f32 copies it plans for, the GPU's kernels read 16-bit buffers
+  // directly.
+  TitanBufferizeOptions bufferize;
+  bufferize.target = options.target;
+  bufferize.widenLowPrecision = options.target == "cpu";
+  bufferize.functions.assign(options.functions.begin(),
+                             options.functions.end());
+  pm.addPass(createTitanBufferize(bufferize));
+  pm.addPass(kernel::createKernelFuseGemmAccumulate());
+  pm.addPass(kernel::createKernelFuseAddRMSNorm());
+  pm.addPass(kernel::createKernelFuseAdamW());
+  pm.addPass(kernel::createKernelPlanMemory());
+}
+
+void titan::buildLoweringPipeline(mlir::OpPassManager &pm,
+                                  const LoweringPipelineOptions &options) {
+  KernelLowerToCPUOptions lower;
+  lower.symbolPrefix = options.symbolPrefix;
+  pm.addPass(createKernelLowerToCPU(lower));
+}
+
+std::vector<std::string> titan::stagePhaseFunctions(int64_t stage,
+                                                    bool splitWeightGrad) {
+  std::string name = "stage" + std::to_string(stage);
+  if (splitWeightGrad)
+    return {name + "_unshard", name + "_forward", name + "_backward_input",
+            name + "_backward_weight", name + "_reduce_grad"};
+  return {name + "_unshard", name + "_forward", name + "_backward",
+          name + "_reduce_grad"};
+}
+
+void titan::registerTitanPipelines() {
+  mlir::PassPipelineRegistration<PartitionPipelineOptions>(
+      "titan-partition-pipeline",
+      "Float8 conversion, the mesh and its shardings, the per-rank forward",
+      buildPartitionPipeline);
+  mlir::PassPipelineRegistration<TrainingPipelineOptions>(
+      "titan-training-pipeline",
+      "Mixed precision, recompute regions, autodiff, Float8 expansion and "
+      "the optimizer step",
+      buildTrainingPipeline);
+  mlir::PassPipelineRegistration<TrainingPipelineOptions>(
+      "titan-pipeline-parallel-training-pipeline",
+      "The training phase of one pipeline rank: its stages cut out, "
+      "scheduled, differentiated and split into phases",
+      buildPipelineParallelTrainingPipeline);
+  mlir::PassPipelineRegistration<ExecutionPipelineOptions>(
+      "titan-execution-pipeline",
+      "Kernel calls on buffers, kernel fusions and the memory plan",
+      buildExecutionPipeline);
+  mlir::PassPipelineRegistration<LoweringPipelineOptions>(
+      "titan-lowering-pipeline",
+      "Kernel IR to LLVM calls into the runtime", buildLoweringPipeline);
+}

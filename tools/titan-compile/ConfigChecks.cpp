@@ -1,0 +1,104 @@
+//===- ConfigChecks.cpp - what titan-compile refuses or warns about -------===//
+
+#include "ConfigChecks.h"
+
+#include "titan/Config/TrainConfig.h"
+
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/Support/WithColor.h"
+#include "llvm/Support/raw_ostream.h"
+
+using namespace titan;
+
+llvm::Error titan::diagnoseUnsupported(const TrainConfig &c,
+                                       KernelTarget target) {
+  std::vector<std::string> errors;
+  bool float8 = c.float8.enabled(c.model.converters);
+  for (const std::string &converter : c.model.converters)
+    if (converter != "float8" && converter != "quantize.linear.float8")
+      errors.push_back("model.converters: '" + converter +
+                       "' is not implemented (titan has the Float8 linear "
+                       "converter, \"quantize.linear.float8\")");
+  // TorchTitan v0.2.0 asserts this (components/quantization/float8.py).
+  if (float8 && !c.float8.recipeName.empty() &&
+      c.float8.enableFsdpFloat8AllGather)
+    errors.push_back("quantize.linear.float8.enable_fsdp_float8_all_gather "
+                     "cannot be combined with recipe_name (as in "
+                     "TorchTitan: float8 all-gather is tensorwise scaling's, "
+                     "with recipe_name unset)");
+  if (llvm::is_contained(c.float8.filterFqns, "auto_filter_small_kn"))
+    errors.push_back("quantize.linear.float8.filter_fqns: "
+                     "'auto_filter_small_kn' (torchao's size-based filter) is "
+                     "not implemented; name the linears to keep in high "
+                     "precision");
+  if (c.activationCheckpoint.mode == "memory_budget")
+    errors.push_back("activation_checkpoint.mode = \"memory_budget\" "
+                     "(torch.compile's min-cut recompute under a memory "
+                     "budget) is not implemented; use \"selective\" or "
+                     "\"full\"");
+  if (c.training.dtype != "float32")
+    errors.push_back("training.dtype = \"" + c.training.dtype +
+                     "\" (parameters, gradients and optimizer state all in "
+                     "that type) is not implemented yet: the runtime keeps "
+                     "fp32 master weights; use "
+                     "training.mixed_precision_param = \"bfloat16\" for bf16 "
+                     "compute");
+  if (c.checkpoint.lastSaveInHf || c.checkpoint.initialLoadInHf)
+    errors.push_back("Hugging Face checkpoint names "
+                     "(checkpoint.last_save_in_hf / initial_load_in_hf) are "
+                     "not implemented yet; checkpoints use TorchTitan names");
+  auto warn = [](const llvm::Twine &msg) {
+    llvm::WithColor::warning(llvm::errs(), "titan-compile") << msg << "\n";
+  };
+  if (!float8 && !c.float8.recipeName.empty())
+    warn("quantize.linear.float8.recipe_name = \"" + c.float8.recipeName +
+         "\" has no effect without model.converters = "
+         "[\"quantize.linear.float8\"] (as in TorchTitan)");
+  if (float8 && c.float8.enableFsdpFloat8AllGather &&
+      c.float8.recipeName.empty() && c.parallelism.pipelineParallelDegree > 1)
+    warn("quantize.linear.float8.enable_fsdp_float8_all_gather with "
+         "pipeline parallelism: each stage gathers its weights once per step "
+         "(in its unshard action) in high precision and casts them per "
+         "microbatch; the float8 all-gather is not applied there (the cast "
+         "is then from the bf16 copy, not the f32 shard)");
+  if (float8 && c.float8.enableFsdpFloat8AllGather &&
+      c.float8.precomputeFloat8DynamicScaleForFsdp)
+    warn("quantize.linear.float8.precompute_float8_dynamic_scale_for_fsdp: "
+         "each FSDP weight's amax is all-reduced once per microbatch when it "
+         "is first gathered, not all of them in one all-reduce after the "
+         "optimizer step (the same scales: a max is exact)");
+  if (float8 && c.float8.emulate && target == KernelTarget::CUDA)
+    warn("quantize.linear.float8.emulate: the CUDA target runs the float8 "
+         "GEMMs on cuBLASLt (the CPU target is titan's emulation)");
+  if (c.parallelism.enableAsyncTensorParallel)
+    warn("parallelism.enable_async_tensor_parallel: async TP (collective "
+         "matmuls overlapping the tensor-parallel collectives) is not "
+         "implemented yet; the collectives run before and after the GEMMs "
+         "(the numerics are the same)");
+  if (c.metrics.enableTensorboard)
+    warn("metrics.enable_tensorboard: TensorBoard output is not implemented; "
+         "metrics are written to <dump_folder>/metrics.jsonl");
+  if (errors.empty())
+    return llvm::Error::success();
+  return llvm::createStringError(llvm::inconvertibleErrorCode(),
+                                 llvm::join(errors, "\n"));
+}
+
+llvm::Error titan::checkCudaTarget(llvm::StringRef arch) {
+  std::string requested = arch.str();
+  llvm::SmallVector<llvm::StringRef> built;
+  llvm::StringRef(TITAN_CUDA_ARCHS_BUILT).split(built, ',', -1, false);
+  if (built.empty())
+    return llvm::createStringError(
+        llvm::inconvertibleErrorCode(),
+        "--target=cuda: this titan was built without the CUDA target (no "
+        "nvcc and cuBLASLt at configure time, or -DTITAN_ENABLE_CUDA=OFF)");
+  if (!arch.consume_front("sm_") || !llvm::is_contained(built, arch))
+    return llvm::createStringError(
+        llvm::inconvertibleErrorCode(),
+        "--cuda-arch=" + requested + ": libtitanrt_cuda has code for sm_" +
+            llvm::join(built, ", sm_") +
+            " only; rebuild it with -DTITAN_CUDA_ARCHS=\"" +
+            llvm::join(built, ";") + ";<arch>\" (e.g. 100a)");
+  return llvm::Error::success();
+}
