@@ -16,9 +16,11 @@ def Kernel_StreamType : TypeDef<Kernel_Dialect, "Stream"> {
   let mnemonic = "stream";
   let summary = "an in-order queue of kernel calls";
   let description = [{
-    Calls on one stream run in program order. The CPU target runs every call
-    synchronously and ignores streams; the CUDA target maps each to a CUDA
-    stream.
+    Calls on one stream run in program order. Today every step uses stream
+    0 and the lowering drops the operand: the CPU target runs every call
+    synchronously, the CUDA target enqueues every kernel on one compute
+    stream (its communicators order their own streams against it). Streams
+    are where a latency-hiding scheduler will place independent work.
   }];
 }
 
