@@ -29,10 +29,19 @@ static std::string gib(double bytes) {
   return llvm::formatv("{0:f2} GiB", bytes / (1024.0 * 1024 * 1024));
 }
 
-void titan::printSummary(const LlamaArgs &a, const TrainConfig &c,
-                         mlir::ModuleOp module, llvm::raw_ostream &os) {
-  auto func = *module.getOps<mlir::func::FuncOp>().begin();
+namespace {
+/// The summary's aligned "  key  value" rows.
+struct Rows {
+  llvm::raw_ostream &os;
+  template <typename T> void operator()(StringRef key, const T &value) {
+    os << llvm::formatv("  {0,-22}", key) << value << "\n";
+  }
+};
 
+/// The model's shape and its parameter counts, read off the imported IR
+/// (so the summary checks the importer); returns the parameter count.
+int64_t printModel(const LlamaArgs &a, const TrainConfig &c,
+                   mlir::func::FuncOp func, llvm::raw_ostream &os, Rows row) {
   // Parameter counts come from the IR, so the summary checks the importer.
   int64_t total = 0;
   llvm::StringMap<int64_t> byName;
@@ -44,10 +53,6 @@ void titan::printSummary(const LlamaArgs &a, const TrainConfig &c,
   int64_t output = byName.lookup("output.weight");
   int64_t finalNorm = byName.lookup("norm.weight");
   int64_t perLayer = (total - embedding - output - finalNorm) / a.nLayers;
-
-  auto row = [&](StringRef key, const auto &value) {
-    os << llvm::formatv("  {0,-22}", key) << value << "\n";
-  };
 
   os << "model " << c.model.name << " / " << a.name << "\n";
   row("source", a.source);
@@ -76,6 +81,12 @@ void titan::printSummary(const LlamaArgs &a, const TrainConfig &c,
   if (!a.tieWordEmbeddings)
     row("  output", formatWithCommas(output));
 
+  return total;
+}
+
+/// One training step: batch, FLOPs, state bytes, optimizer and schedule.
+void printTrainingStep(const LlamaArgs &a, const TrainConfig &c,
+                       int64_t total, llvm::raw_ostream &os, Rows row) {
   int64_t batch = c.training.localBatchSize, seq = c.training.seqLen;
   double flopsPerToken = trainingFlopsPerToken(a, seq);
   int64_t bytes = c.training.dtype == "bfloat16" ? 2 : 4;
@@ -115,6 +126,42 @@ void titan::printSummary(const LlamaArgs &a, const TrainConfig &c,
           ? "selective (" + c.activationCheckpoint.selectiveAcOption + ")"
           : c.activationCheckpoint.mode);
 
+}
+
+/// TorchTitan's stage split (the config was checked to fit before).
+void printStages(const LlamaArgs &a, const TrainConfig::Parallelism &p,
+                 Rows row) {
+if (llvm::Expected<PipelinePlan> plan = planPipelineStages(
+          a.nLayers, p.pipelineParallelDegree, p.pipelineParallelSchedule,
+          p.pipelineParallelLayersPerStage,
+          p.pipelineParallelFirstStageLessLayers,
+          p.pipelineParallelLastStageLessLayers)) {
+    for (auto [s, stage] : llvm::enumerate(plan->stages)) {
+      std::vector<std::string> parts;
+      if (stage.embedding)
+        parts.push_back("tok_embeddings");
+      if (stage.numLayers > 0)
+        parts.push_back(llvm::formatv("layers {0}-{1}", stage.firstLayer,
+                                      stage.firstLayer + stage.numLayers - 1)
+                            .str());
+      if (stage.output)
+        parts.push_back("norm, output");
+      int64_t rank = 0;
+      for (auto [r, ids] : llvm::enumerate(plan->stagesOfRank))
+        if (llvm::is_contained(ids, int64_t(s)))
+          rank = int64_t(r);
+      row(llvm::formatv("  stage {0}", s).str(),
+          llvm::formatv("{0} (pp rank {1})", llvm::join(parts, " + "), rank)
+              .str());
+    }
+  } else {
+    llvm::consumeError(plan.takeError());
+  }
+}
+
+/// The parallel degrees and the world size.
+void printParallelism(const LlamaArgs &a, const TrainConfig &c,
+                      llvm::raw_ostream &os, Rows row) {
   const auto &p = c.parallelism;
   os << "parallelism\n";
   int64_t fixed = p.dataParallelReplicateDegree * p.tensorParallelDegree *
@@ -139,36 +186,16 @@ void titan::printSummary(const LlamaArgs &a, const TrainConfig &c,
           : std::string("1"));
   // TorchTitan's stage split (the config was checked to fit before).
   if (p.pipelineParallelDegree > 1)
-    if (llvm::Expected<PipelinePlan> plan = planPipelineStages(
-            a.nLayers, p.pipelineParallelDegree, p.pipelineParallelSchedule,
-            p.pipelineParallelLayersPerStage,
-            p.pipelineParallelFirstStageLessLayers,
-            p.pipelineParallelLastStageLessLayers)) {
-      for (auto [s, stage] : llvm::enumerate(plan->stages)) {
-        std::vector<std::string> parts;
-        if (stage.embedding)
-          parts.push_back("tok_embeddings");
-        if (stage.numLayers > 0)
-          parts.push_back(llvm::formatv("layers {0}-{1}", stage.firstLayer,
-                                        stage.firstLayer + stage.numLayers - 1)
-                              .str());
-        if (stage.output)
-          parts.push_back("norm, output");
-        int64_t rank = 0;
-        for (auto [r, ids] : llvm::enumerate(plan->stagesOfRank))
-          if (llvm::is_contained(ids, int64_t(s)))
-            rank = int64_t(r);
-        row(llvm::formatv("  stage {0}", s).str(),
-            llvm::formatv("{0} (pp rank {1})", llvm::join(parts, " + "), rank)
-                .str());
-      }
-    } else {
-      llvm::consumeError(plan.takeError());
-    }
+    printStages(a, p, row);
   row("world size", p.dataParallelShardDegree < 0
                         ? llvm::formatv("{0} x dp_shard", fixed).str()
                         : std::to_string(fixed * p.dataParallelShardDegree));
 
+}
+
+/// The imported forward's op counts.
+void printImportedOps(mlir::func::FuncOp func, llvm::raw_ostream &os,
+                      Rows row) {
   llvm::StringMap<int64_t> opCounts;
   func.walk([&](mlir::Operation *op) {
     if (op != func.getOperation())
@@ -182,6 +209,17 @@ void titan::printSummary(const LlamaArgs &a, const TrainConfig &c,
      << " arguments)\n";
   for (const auto &[name, count] : sorted)
     row(name, llvm::Twine(count));
+}
+} // namespace
+
+void titan::printSummary(const LlamaArgs &a, const TrainConfig &c,
+                         mlir::ModuleOp module, llvm::raw_ostream &os) {
+  auto func = *module.getOps<mlir::func::FuncOp>().begin();
+  Rows row{os};
+  int64_t total = printModel(a, c, func, os, row);
+  printTrainingStep(a, c, total, os, row);
+  printParallelism(a, c, os, row);
+  printImportedOps(func, os, row);
 }
 
 void titan::printPerRankPlan(mlir::ModuleOp module, int64_t arenaBytes,
