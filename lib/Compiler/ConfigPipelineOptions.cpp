@@ -9,8 +9,7 @@
 using namespace titan;
 
 static llvm::Error makeError(const llvm::Twine &message) {
-  return llvm::createStringError(llvm::inconvertibleErrorCode(),
-                                 message.str());
+  return llvm::createStringError(llvm::inconvertibleErrorCode(), message.str());
 }
 
 llvm::Expected<MeshDegrees> titan::resolveMesh(const TrainConfig &c,

@@ -204,6 +204,6 @@ void titan::registerTitanPipelines() {
       "Kernel calls on buffers, kernel fusions and the memory plan",
       buildExecutionPipeline);
   mlir::PassPipelineRegistration<LoweringPipelineOptions>(
-      "titan-lowering-pipeline",
-      "Kernel IR to LLVM calls into the runtime", buildLoweringPipeline);
+      "titan-lowering-pipeline", "Kernel IR to LLVM calls into the runtime",
+      buildLoweringPipeline);
 }

@@ -2,12 +2,12 @@
 
 #include "Summary.h"
 
+#include "titan/Compiler/Pipelines.h"
 #include "titan/Config/TrainConfig.h"
 #include "titan/Dialect/Dist/IR/Dist.h"
 #include "titan/Dialect/Titan/IR/Parameters.h"
 #include "titan/Dialect/Titan/IR/TensorSize.h"
 #include "titan/Dialect/Titan/IR/TitanOps.h"
-#include "titan/Compiler/Pipelines.h"
 #include "titan/Model/LlamaArgs.h"
 #include "titan/Model/PipelineStages.h"
 #include "titan/Support/Format.h"
@@ -85,8 +85,8 @@ int64_t printModel(const LlamaArgs &a, const TrainConfig &c,
 }
 
 /// One training step: batch, FLOPs, state bytes, optimizer and schedule.
-void printTrainingStep(const LlamaArgs &a, const TrainConfig &c,
-                       int64_t total, llvm::raw_ostream &os, Rows row) {
+void printTrainingStep(const LlamaArgs &a, const TrainConfig &c, int64_t total,
+                       llvm::raw_ostream &os, Rows row) {
   int64_t batch = c.training.localBatchSize, seq = c.training.seqLen;
   double flopsPerToken = trainingFlopsPerToken(a, seq);
   int64_t bytes = c.training.dtype == "bfloat16" ? 2 : 4;
@@ -125,13 +125,12 @@ void printTrainingStep(const LlamaArgs &a, const TrainConfig &c,
       c.activationCheckpoint.mode == "selective"
           ? "selective (" + c.activationCheckpoint.selectiveAcOption + ")"
           : c.activationCheckpoint.mode);
-
 }
 
 /// TorchTitan's stage split (the config was checked to fit before).
 void printStages(const LlamaArgs &a, const TrainConfig::Parallelism &p,
                  Rows row) {
-if (llvm::Expected<PipelinePlan> plan = planPipelineStages(
+  if (llvm::Expected<PipelinePlan> plan = planPipelineStages(
           a.nLayers, p.pipelineParallelDegree, p.pipelineParallelSchedule,
           p.pipelineParallelLayersPerStage,
           p.pipelineParallelFirstStageLessLayers,
@@ -190,7 +189,6 @@ void printParallelism(const LlamaArgs &a, const TrainConfig &c,
   row("world size", p.dataParallelShardDegree < 0
                         ? llvm::formatv("{0} x dp_shard", fixed).str()
                         : std::to_string(fixed * p.dataParallelShardDegree));
-
 }
 
 /// The imported forward's op counts.

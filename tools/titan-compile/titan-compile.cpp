@@ -209,14 +209,23 @@ struct Compilation {
 
   /// Runs the pipeline `build` adds on `module`, with the pass manager's
   /// command-line options (--mlir-print-ir-*, --mlir-timing, ...).
-  mlir::LogicalResult run(mlir::ModuleOp module,
-                          llvm::function_ref<void(mlir::OpPassManager &)> build) {
+  mlir::LogicalResult
+  run(mlir::ModuleOp module,
+      llvm::function_ref<void(mlir::OpPassManager &)> build) {
     mlir::PassManager pm(module.getContext());
     if (failed(mlir::applyPassManagerCLOptions(pm)))
       return mlir::failure();
     pm.enableTiming(timer);
     build(pm);
     return pm.run(module);
+  }
+
+  /// Runs one phase, `build` with `options`.
+  template <typename Options>
+  mlir::LogicalResult run(mlir::ModuleOp module,
+                          void (*build)(mlir::OpPassManager &, const Options &),
+                          const Options &options) {
+    return run(module, [&](mlir::OpPassManager &pm) { build(pm, options); });
   }
 
   int print(mlir::Operation *op) {
@@ -230,6 +239,9 @@ struct Compilation {
   }
   void trainingOptions(TrainingPipelineOptions &o) const {
     setTrainingOptions(config, mesh, target, o);
+  }
+  void executionOptions(ExecutionPipelineOptions &o) const {
+    o.target = stringifyKernelTarget(target).str();
   }
 };
 
@@ -251,7 +263,7 @@ void printPipelineInvocations(Compilation &job,
     TrainingPipelineOptions training;
     job.trainingOptions(training);
     ExecutionPipelineOptions execution;
-    execution.target = stringifyKernelTarget(target).str();
+    job.executionOptions(execution);
     LoweringPipelineOptions lowering;
     if (pipelineJob) {
       os << "// pipeline rank " << r << "\n";
@@ -294,9 +306,7 @@ int emitSummary(Compilation &job, mlir::ModuleOp module) {
   job.mesh = *mesh;
   PartitionPipelineOptions partition;
   job.partitionOptions(partition);
-  if (failed(job.run(module, [&](mlir::OpPassManager &pm) {
-        buildPartitionPipeline(pm, partition);
-      })))
+  if (failed(job.run(module, buildPartitionPipeline, partition)))
     return compilationFailed();
   // Under pipeline parallelism each pipeline rank has its own program;
   // what each holds, from the stage plan (--emit=memory plans them).
@@ -309,17 +319,13 @@ int emitSummary(Compilation &job, mlir::ModuleOp module) {
   }
   TrainingPipelineOptions training;
   job.trainingOptions(training);
-  if (failed(job.run(module, [&](mlir::OpPassManager &pm) {
-        buildTrainingPipeline(pm, training);
-      })))
+  if (failed(job.run(module, buildTrainingPipeline, training)))
     return compilationFailed();
   // The peak comes from the memory plan of the same program.
   mlir::OwningOpRef<mlir::ModuleOp> planned = module.clone();
   ExecutionPipelineOptions execution;
-  execution.target = stringifyKernelTarget(target).str();
-  if (failed(job.run(*planned, [&](mlir::OpPassManager &pm) {
-        buildExecutionPipeline(pm, execution);
-      })))
+  job.executionOptions(execution);
+  if (failed(job.run(*planned, buildExecutionPipeline, execution)))
     return compilationFailed();
   printPerRankPlan(module, arenaBytes(*planned), os);
   return 0;
@@ -334,7 +340,7 @@ std::optional<int64_t> arenaWithoutCheckpointing(Compilation &job,
   job.trainingOptions(training);
   training.checkpointMode = "none";
   ExecutionPipelineOptions execution;
-  execution.target = stringifyKernelTarget(target).str();
+  job.executionOptions(execution);
   if (failed(job.run(*plain, [&](mlir::OpPassManager &pm) {
         buildTrainingPipeline(pm, training);
         buildExecutionPipeline(pm, execution);
@@ -349,8 +355,7 @@ int emitMemoryReport(Compilation &job, mlir::ModuleOp module,
                      std::optional<int64_t> arenaWithout) {
   llvm::raw_ostream &os = job.output->os();
   dist::MeshAttr meshAttr = dist::getMesh(module);
-  kernel::printMemoryReport(module, meshAttr ? meshAttr.getWorldSize() : 1,
-                            os);
+  kernel::printMemoryReport(module, meshAttr ? meshAttr.getWorldSize() : 1, os);
   if (arenaWithout) {
     const auto &ac = job.config.activationCheckpoint;
     int64_t with = arenaBytes(module);
@@ -370,10 +375,10 @@ int emitMemoryReport(Compilation &job, mlir::ModuleOp module,
       mlir::openOutputFile(memoryTimeline, &error);
   if (!svg)
     return reportError(error);
-  kernel::writeMemoryTimelineSVG(
-      module,
-      job.config.model.name + " " + job.model.name + ": planned memory per rank",
-      svg->os());
+  kernel::writeMemoryTimelineSVG(module,
+                                 job.config.model.name + " " + job.model.name +
+                                     ": planned memory per rank",
+                                 svg->os());
   svg->keep();
   return 0;
 }
@@ -385,8 +390,8 @@ llvm::Expected<std::string> writeObject(mlir::ModuleOp module,
                                         llvm::StringRef tempPrefix) {
   llvm::SmallString<128> objectPath(path);
   if (path.empty())
-    if (std::error_code ec = llvm::sys::fs::createTemporaryFile(
-            tempPrefix, "o", objectPath))
+    if (std::error_code ec =
+            llvm::sys::fs::createTemporaryFile(tempPrefix, "o", objectPath))
       return llvm::createStringError(llvm::inconvertibleErrorCode(),
                                      "cannot create a temporary object file: " +
                                          ec.message());
@@ -411,7 +416,7 @@ int compileProgram(Compilation &job, mlir::ModuleOp module) {
   TrainingPipelineOptions training;
   job.trainingOptions(training);
   ExecutionPipelineOptions execution;
-  execution.target = stringifyKernelTarget(target).str();
+  job.executionOptions(execution);
   if (failed(job.run(module, [&](mlir::OpPassManager &pm) {
         buildTrainingPipeline(pm, training);
         if (emitStage >= EmitStage::Kernel)
@@ -429,9 +434,7 @@ int compileProgram(Compilation &job, mlir::ModuleOp module) {
   if (target == KernelTarget::CUDA)
     (*manifest)["cuda_arch"] = std::string(cudaArch);
   LoweringPipelineOptions lowering;
-  if (failed(job.run(module, [&](mlir::OpPassManager &pm) {
-        buildLoweringPipeline(pm, lowering);
-      })))
+  if (failed(job.run(module, buildLoweringPipeline, lowering)))
     return compilationFailed();
   if (emitStage == EmitStage::LLVM)
     return job.print(module);
@@ -486,9 +489,7 @@ int compilePipelineRank(Compilation &job, const PipelineJob &pipelineJob,
   job.trainingOptions(training);
   std::vector<std::string> phases =
       setPipelineRankOptions(pipelineJob, rank, training);
-  if (failed(job.run(*module, [&](mlir::OpPassManager &pm) {
-        buildPipelineParallelTrainingPipeline(pm, training);
-      })))
+  if (failed(job.run(*module, buildPipelineParallelTrainingPipeline, training)))
     return compilationFailed();
   auto printRank = [&] {
     job.output->os() << "// pipeline rank " << rank << "\n";
@@ -503,11 +504,9 @@ int compilePipelineRank(Compilation &job, const PipelineJob &pipelineJob,
   functions = phases;
   functions.push_back("optimizer_step");
   ExecutionPipelineOptions execution;
-  execution.target = stringifyKernelTarget(target).str();
+  job.executionOptions(execution);
   execution.functions = llvm::ArrayRef(functions);
-  if (failed(job.run(*module, [&](mlir::OpPassManager &pm) {
-        buildExecutionPipeline(pm, execution);
-      })))
+  if (failed(job.run(*module, buildExecutionPipeline, execution)))
     return compilationFailed();
   if (emitStage == EmitStage::Kernel)
     return printRank();
@@ -526,9 +525,7 @@ int compilePipelineRank(Compilation &job, const PipelineJob &pipelineJob,
       axes->push_back(1);
   LoweringPipelineOptions lowering;
   lowering.symbolPrefix = "titan_pp" + std::to_string(rank) + "_";
-  if (failed(job.run(*module, [&](mlir::OpPassManager &pm) {
-        buildLoweringPipeline(pm, lowering);
-      })))
+  if (failed(job.run(*module, buildLoweringPipeline, lowering)))
     return compilationFailed();
   if (emitStage == EmitStage::LLVM)
     return printRank();
@@ -549,11 +546,12 @@ int compilePipelineRank(Compilation &job, const PipelineJob &pipelineJob,
 
 /// Links the pipeline ranks' objects with the generated table of their
 /// programs (which defines main()).
-int linkPipelineExecutable(llvm::SmallVectorImpl<std::string> &objects,
-                           const std::vector<std::vector<std::string>> &tables) {
+int linkPipelineExecutable(
+    llvm::SmallVectorImpl<std::string> &objects,
+    const std::vector<std::vector<std::string>> &tables) {
   llvm::SmallString<128> tablePath;
-  if (std::error_code ec = llvm::sys::fs::createTemporaryFile(
-          "titan-programs", "cpp", tablePath))
+  if (std::error_code ec = llvm::sys::fs::createTemporaryFile("titan-programs",
+                                                              "cpp", tablePath))
     return reportError("cannot create a temporary source file: " +
                        ec.message());
   objects.push_back(tablePath.str().str());
@@ -577,7 +575,8 @@ int linkPipelineExecutable(llvm::SmallVectorImpl<std::string> &objects,
 /// per-rank forward, linked into one executable with the table that hands
 /// each rank its program.
 int compilePipelined(Compilation &job, mlir::ModuleOp partitioned) {
-  llvm::Expected<PipelineJob> pipelineJob = planPipelineJob(job.model, job.config);
+  llvm::Expected<PipelineJob> pipelineJob =
+      planPipelineJob(job.model, job.config);
   if (!pipelineJob)
     return reportError(pipelineJob.takeError());
   if (target == KernelTarget::CUDA)
@@ -652,9 +651,7 @@ int compile(Compilation &job, mlir::ModuleOp module) {
   }
   PartitionPipelineOptions partition;
   job.partitionOptions(partition);
-  if (failed(job.run(module, [&](mlir::OpPassManager &pm) {
-        buildPartitionPipeline(pm, partition);
-      })))
+  if (failed(job.run(module, buildPartitionPipeline, partition)))
     return compilationFailed();
   if (emitStage == EmitStage::Partitioned)
     return job.print(module);
@@ -744,8 +741,8 @@ int main(int argc, char **argv) {
   if (llvm::Error e = checkModelFitsConfig(*model, *config))
     return reportError(std::move(e));
   if (emitStage == EmitStage::Schedule) {
-    if (llvm::Error e = printPipelineSchedule(*model, *config,
-                                              scheduleTimeline, output->os()))
+    if (llvm::Error e = printPipelineSchedule(*model, *config, scheduleTimeline,
+                                              output->os()))
       return reportError(std::move(e));
     output->keep();
     return 0;

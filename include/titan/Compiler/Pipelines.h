@@ -130,8 +130,8 @@ struct TrainingPipelineOptions
   Option<int64_t> pipelineRank{*this, "pp-rank",
                                llvm::cl::desc("The pipeline rank compiled"),
                                llvm::cl::init(0)};
-  ListOption<int64_t> pipelineStages{
-      *this, "pp-stages", llvm::cl::desc("The stages of that rank")};
+  ListOption<int64_t> pipelineStages{*this, "pp-stages",
+                                     llvm::cl::desc("The stages of that rank")};
   Option<std::string> pipelineSchedule{
       *this, "pp-schedule",
       llvm::cl::desc("TorchTitan's pipeline_parallel_schedule"),
@@ -152,8 +152,8 @@ struct TrainingPipelineOptions
       llvm::cl::desc("Layer-equivalents the last stage's output counts"),
       llvm::cl::init(1)};
   Option<int64_t> pipelineMicrobatches{
-      *this, "pp-microbatches",
-      llvm::cl::desc("Microbatches per local batch"), llvm::cl::init(1)};
+      *this, "pp-microbatches", llvm::cl::desc("Microbatches per local batch"),
+      llvm::cl::init(1)};
   Option<bool> pipelineSplitWeightGrad{
       *this, "pp-split-weight-grad",
       llvm::cl::desc("The schedule runs input (I) and weight (W) gradients "
