@@ -8,7 +8,9 @@
 // copies (oneDNN's bf16 GEMMs are slower than f32 without AMX, see
 // docs/architecture.md); f64 (the gradient checks) runs on OpenBLAS, as
 // oneDNN has none. Called inside an OpenMP parallel region, a
-// GEMM runs on the calling thread alone.
+// GEMM runs on the calling thread alone; outside, an f32 GEMM runs in
+// blocks of C fixed by its shape, so its bits do not depend on the number
+// of threads (Gemm.cpp).
 //
 //===----------------------------------------------------------------------===//
 
