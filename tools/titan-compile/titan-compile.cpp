@@ -483,7 +483,7 @@ int compilePipelined(mlir::ModuleOp partitioned, const LlamaArgs &model,
   const auto &p = c.parallelism;
   int64_t ranks = mesh[0];
   // Every parameter of the model, for the ranks' checkpoint indexes.
-  llvm::Expected<llvm::json::Object> whole =
+  llvm::Expected<manifest::Manifest> whole =
       buildManifest(model, c, partitioned);
   if (!whole)
     return reportError(whole.takeError());
@@ -553,7 +553,7 @@ int compilePipelined(mlir::ModuleOp partitioned, const LlamaArgs &model,
       printRank();
       continue;
     }
-    llvm::Expected<llvm::json::Object> manifest =
+    llvm::Expected<manifest::Manifest> manifest =
         buildManifest(model, c, *module, phases);
     if (!manifest)
       return reportError(manifest.takeError());
@@ -584,12 +584,11 @@ int compilePipelined(mlir::ModuleOp partitioned, const LlamaArgs &model,
     addArenaToManifest(*manifest, *module);
     addPipelineToManifest(*manifest, *job, r, *module);
     addPipelineParameters(*manifest, *whole, *job);
-    (*manifest)["accumulation_steps"] = accumulationSteps(c, mesh);
-    (*manifest)["target"] = stringifyKernelTarget(target);
+    manifest->accumulationSteps = accumulationSteps(c, mesh);
+    manifest->target = stringifyKernelTarget(target).str();
     // The pipeline's transfers and its loss reduction run over pp.
-    if (auto *axes = manifest->getArray("collective_axes"))
-      if (!llvm::is_contained(*axes, llvm::json::Value(1)))
-        axes->push_back(1);
+    if (!llvm::is_contained(manifest->collectiveAxes, 1u))
+      manifest->collectiveAxes.push_back(1);
     pm.clear();
     KernelLowerToCPUOptions lower;
     lower.symbolPrefix = "titan_pp" + std::to_string(r) + "_";
@@ -600,7 +599,7 @@ int compilePipelined(mlir::ModuleOp partitioned, const LlamaArgs &model,
       printRank();
       continue;
     }
-    embedManifest(*module, printManifest(*manifest),
+    embedManifest(*module, manifest::printManifest(*manifest),
                   "titan_pp" + std::to_string(r) + "_manifest");
     llvm::SmallString<128> objectPath;
     if (emitStage == EmitStage::Object) {
@@ -829,7 +828,7 @@ int main(int argc, char **argv) {
     return printModule();
   if ((*mesh)[0] > 1)
     return compilePipelined(*module, *model, *config, *mesh, output.get());
-  llvm::Expected<llvm::json::Object> manifest =
+  llvm::Expected<manifest::Manifest> manifest =
       buildManifest(*model, *config, *module);
   if (!manifest)
     return reportError(manifest.takeError());
@@ -890,10 +889,10 @@ int main(int argc, char **argv) {
   }
   // The runtime places its state where the plan says.
   addArenaToManifest(*manifest, *module);
-  (*manifest)["accumulation_steps"] = accumulationSteps(*config, *mesh);
-  (*manifest)["target"] = stringifyKernelTarget(target);
+  manifest->accumulationSteps = accumulationSteps(*config, *mesh);
+  manifest->target = stringifyKernelTarget(target).str();
   if (target == KernelTarget::CUDA)
-    (*manifest)["cuda_arch"] = std::string(cudaArch);
+    manifest->cudaArch = cudaArch;
   pm.clear();
   pm.addPass(createKernelLowerToCPU());
   if (failed(pm.run(*module)))
@@ -901,7 +900,7 @@ int main(int argc, char **argv) {
   if (emitStage == EmitStage::LLVM)
     return printModule();
 
-  embedManifest(*module, printManifest(*manifest));
+  embedManifest(*module, manifest::printManifest(*manifest));
   llvm::SmallString<128> objectPath;
   if (emitStage == EmitStage::Object) {
     objectPath = outputFilename;
