@@ -42,20 +42,38 @@ struct PipelineExecutor::Stage {
   /// Microbatches whose backward is done but whose SEND_B comes next.
   std::set<int64_t> releaseAfterSend;
 
-  /// The boundary slots of frame slots of `kind` (none for stashes).
-  std::vector<Slot> *boundary(FrameSlot::Kind kind) {
-    switch (kind) {
+  /// Places frame slot `name`; returns the boundary tensors it implies
+  /// (its index + 1; 0 for stashes, which only the phases read, tokens and
+  /// labels).
+  int64_t place(const FrameSlot &name, Slot slot) {
+    std::vector<Slot> *list = nullptr;
+    switch (name.kind) {
+    case FrameSlot::Tokens:
+      tokens = slot;
+      return 0;
+    case FrameSlot::Labels:
+      labels = slot;
+      return 0;
+    case FrameSlot::Stash:
+      return 0;
     case FrameSlot::StageInput:
-      return &inputs;
+      list = &inputs;
+      break;
     case FrameSlot::StageOutput:
-      return &outputs;
+      list = &outputs;
+      break;
     case FrameSlot::StageOutputGrad:
-      return &outputGrads;
+      list = &outputGrads;
+      break;
     case FrameSlot::StageInputGrad:
-      return &inputGrads;
-    default:
-      return nullptr;
+      list = &inputGrads;
+      break;
     }
+    size_t i = size_t(name.index);
+    if (list->size() <= i)
+      list->resize(i + 1, {-1, 0});
+    (*list)[i] = slot;
+    return int64_t(i) + 1;
   }
 };
 
@@ -92,20 +110,8 @@ PipelineExecutor::PipelineExecutor(
       stage->backwardInput = function(plan.backwardInput);
       stage->backwardWeight = function(plan.backwardWeight);
     }
-    for (const auto &[name, slot] : plan.frameSlots) {
-      if (name.kind == FrameSlot::Tokens || name.kind == FrameSlot::Labels) {
-        (name.kind == FrameSlot::Tokens ? stage->tokens : stage->labels) = slot;
-        continue;
-      }
-      std::vector<Slot> *list = stage->boundary(name.kind);
-      if (!list)
-        continue; // stashes: only the phases read them
-      size_t i = size_t(name.index);
-      if (list->size() <= i)
-        list->resize(i + 1, {-1, 0});
-      (*list)[i] = slot;
-      maxBoundary = std::max<int64_t>(maxBoundary, int64_t(i) + 1);
-    }
+    for (const auto &[name, slot] : plan.frameSlots)
+      maxBoundary = std::max(maxBoundary, stage->place(name, slot));
     totalFrameBytes += plan.frameBytes * std::max<int64_t>(plan.frames, 1);
     stages.push_back(std::move(stage));
   }
