@@ -3,6 +3,8 @@
 #ifndef TITANRT_LIB_COMMUNICATOR_H
 #define TITANRT_LIB_COMMUNICATOR_H
 
+#include "titan/Manifest/Manifest.h"
+
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -11,8 +13,15 @@
 
 namespace titanrt {
 
-/// Mesh axes in rank-layout order (tp varies fastest), as #dist.mesh.
-enum MeshAxis { kPP, kDPReplicate, kDPShard, kCP, kTP, kNumAxes };
+/// Mesh axes in rank-layout order (tp varies fastest), as #dist.mesh (the
+/// manifest names them).
+using titan::manifest::kCP;
+using titan::manifest::kDPReplicate;
+using titan::manifest::kDPShard;
+using titan::manifest::kNumAxes;
+using titan::manifest::kPP;
+using titan::manifest::kTP;
+using titan::manifest::MeshAxis;
 
 /// How all-reduce combines the ranks' values.
 enum class Reduction { Sum, Average, Max };

@@ -9,7 +9,6 @@
 
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/StringRef.h"
-#include "llvm/ADT/StringSwitch.h"
 
 #include <cstring>
 #include <set>
@@ -42,6 +41,40 @@ struct PipelineExecutor::Stage {
   std::map<int64_t, char *> live; ///< microbatch -> its frame
   /// Microbatches whose backward is done but whose SEND_B comes next.
   std::set<int64_t> releaseAfterSend;
+
+  /// Places frame slot `name`; returns the boundary tensors it implies
+  /// (its index + 1; 0 for stashes, which only the phases read, tokens and
+  /// labels).
+  int64_t place(const FrameSlot &name, Slot slot) {
+    std::vector<Slot> *list = nullptr;
+    switch (name.kind) {
+    case FrameSlot::Tokens:
+      tokens = slot;
+      return 0;
+    case FrameSlot::Labels:
+      labels = slot;
+      return 0;
+    case FrameSlot::Stash:
+      return 0;
+    case FrameSlot::StageInput:
+      list = &inputs;
+      break;
+    case FrameSlot::StageOutput:
+      list = &outputs;
+      break;
+    case FrameSlot::StageOutputGrad:
+      list = &outputGrads;
+      break;
+    case FrameSlot::StageInputGrad:
+      list = &inputGrads;
+      break;
+    }
+    size_t i = size_t(name.index);
+    if (list->size() <= i)
+      list->resize(i + 1, {-1, 0});
+    (*list)[i] = slot;
+    return int64_t(i) + 1;
+  }
 };
 
 /// An asynchronous send of a copy of a boundary tensor.
@@ -77,36 +110,8 @@ PipelineExecutor::PipelineExecutor(
       stage->backwardInput = function(plan.backwardInput);
       stage->backwardWeight = function(plan.backwardWeight);
     }
-    std::string prefix = "frame" + std::to_string(plan.stage) + ":";
-    for (const auto &entry : plan.frameSlots) {
-      StringRef name = entry.getKey();
-      if (!name.consume_front(prefix))
-        fatal("corrupt executable: frame slot '" + entry.getKey().str() +
-              "' is not of stage " + std::to_string(plan.stage));
-      auto [kind, index] = name.rsplit(':');
-      Slot slot = entry.getValue();
-      if (kind == "input") {
-        (index == "tokens" ? stage->tokens : stage->labels) = slot;
-        continue;
-      }
-      std::vector<Slot> *list =
-          llvm::StringSwitch<std::vector<Slot> *>(kind)
-              .Case("stage_input", &stage->inputs)
-              .Case("stage_output", &stage->outputs)
-              .Case("stage_output_grad", &stage->outputGrads)
-              .Case("stage_input_grad", &stage->inputGrads)
-              .Default(nullptr);
-      if (!list)
-        continue; // stashes: only the phases read them
-      size_t i = 0;
-      if (index.getAsInteger(10, i))
-        fatal("corrupt executable: frame slot '" + entry.getKey().str() +
-              "' has no index");
-      if (list->size() <= i)
-        list->resize(i + 1, {-1, 0});
-      (*list)[i] = slot;
-      maxBoundary = std::max<int64_t>(maxBoundary, int64_t(i) + 1);
-    }
+    for (const auto &[name, slot] : plan.frameSlots)
+      maxBoundary = std::max(maxBoundary, stage->place(name, slot));
     totalFrameBytes += plan.frameBytes * std::max<int64_t>(plan.frames, 1);
     stages.push_back(std::move(stage));
   }
@@ -284,17 +289,7 @@ double PipelineExecutor::run(const FillMicrobatch &fill, StepTrace *trace) {
   std::string context = comm.context();
   for (const Manifest::PipelineAction &a : p.actions) {
     Stage &s = local(a.stage);
-    const char *kind = a.kind == 'U'   ? "UNSHARD"
-                       : a.kind == 'G' ? "REDUCE_GRAD"
-                       : a.kind == 'f' ? "RECV_F"
-                       : a.kind == 'g' ? "SEND_F"
-                       : a.kind == 'b' ? "RECV_B"
-                       : a.kind == 'c' ? "SEND_B"
-                                       : nullptr;
-    comm.setContext(
-        context + ", pipeline action " + std::to_string(a.stage) +
-        (kind ? std::string(kind) : std::string(1, a.kind)) +
-        (a.kind == 'U' || a.kind == 'G' ? "" : std::to_string(a.microbatch)));
+    comm.setContext(context + ", pipeline action " + a.str());
     if (a.kind == 'U') {
       traced(std::to_string(a.stage) + "UNSHARD", "unshard",
              [&] { s.unshard(arena, nullptr); });

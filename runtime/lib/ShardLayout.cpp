@@ -43,6 +43,7 @@ Box titanrt::shardBox(const Manifest::Param &p,
 
 bool titanrt::writesShard(const Manifest::Param &p,
                           const std::vector<int64_t> &coords) {
+  unsigned sharded = p.shardMask();
   for (unsigned a = 0; a < kNumAxes; ++a) {
     // A pipeline stage's parameter lives on its pipeline rank only.
     if (a == kPP && p.pipelineRank >= 0) {
@@ -50,7 +51,7 @@ bool titanrt::writesShard(const Manifest::Param &p,
         return false;
       continue;
     }
-    if (!(p.shardMask & (1u << a)) && coords[a] != 0)
+    if (!(sharded & (1u << a)) && coords[a] != 0)
       return false;
   }
   return true;

@@ -36,11 +36,13 @@
 #include "llvm/Support/raw_ostream.h"
 
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <memory>
+#include <optional>
 #include <tuple>
 #include <vector>
 
@@ -333,6 +335,57 @@ void keepMetricsUpTo(const std::string &path, int64_t step) {
   out << kept;
 }
 
+/// Fills this rank's parameters from the safetensors file `path` (or
+/// `path`/model.safetensors), which holds the whole model, its header
+/// checked whole; returns the file's path.
+std::string loadSafetensors(const std::string &path, const Manifest &m,
+                            TensorSet &params,
+                            const std::vector<int64_t> &coords) {
+  std::string file = path;
+  if (llvm::sys::fs::is_directory(file))
+    file += "/model.safetensors";
+  std::vector<TensorRef> expected;
+  llvm::StringMap<size_t> position;
+  for (const Manifest::Param &p : m.allParams) {
+    position[p.name] = expected.size();
+    expected.push_back({p.name, p.shape, nullptr});
+  }
+  SafetensorsReader reader(file, expected);
+  // Each rank reads its blocks.
+  fillShards(m, params, coords,
+             [&](size_t i, int64_t first, int64_t count, float *out) {
+               reader.read(position.lookup(m.params[i].name), first, count,
+                           out);
+             });
+  return file;
+}
+
+/// Draws this rank's parameters with the seeded init. Each rank draws only
+/// its own block: values depend on the element's global index, not on the
+/// layout, so the runs are drawn in pieces on every core.
+void initializeParams(const titan::TrainConfig &c, const Manifest &m,
+                      TensorSet &params, const std::vector<int64_t> &coords) {
+  uint64_t seed = uint64_t(c.debug.seed.value_or(0));
+  struct Piece {
+    size_t param;
+    int64_t first, count;
+    float *out;
+  };
+  std::vector<Piece> pieces;
+  constexpr int64_t kPiece = int64_t(1) << 20;
+  fillShards(m, params, coords,
+             [&](size_t i, int64_t first, int64_t count, float *out) {
+               for (int64_t o = 0; o < count; o += kPiece)
+                 pieces.push_back(
+                     {i, first + o, std::min(kPiece, count - o), out + o});
+             });
+  llvm::parallelFor(0, pieces.size(), [&](size_t p) {
+    const Piece &piece = pieces[p];
+    initializeRange(m.params[piece.param].name, m.dim, seed, piece.first,
+                    piece.count, piece.out);
+  });
+}
+
 /// Where a run starts, and what to say about it.
 struct RunStart {
   TrainingState state; ///< step 0, sample 0 unless resumed
@@ -395,69 +448,28 @@ RunStart restoreOrInitialize(const titan::TrainConfig &c, const Manifest &m,
     run.message =
         llvm::formatv("loaded weights from {0} in {1:f2} s\n", path, seconds());
   } else if (!path.empty()) {
-    // One safetensors file, its header checked whole; each rank reads its
-    // blocks.
-    std::string file = path;
-    if (llvm::sys::fs::is_directory(file))
-      file += "/model.safetensors";
-    // The file holds the whole model; this rank reads its parameters'
-    // blocks.
-    std::vector<TensorRef> expected;
-    llvm::StringMap<size_t> position;
-    for (const Manifest::Param &p : m.allParams) {
-      position[p.name] = expected.size();
-      expected.push_back({p.name, p.shape, nullptr});
-    }
-    SafetensorsReader reader(file, expected);
-    fillShards(m, params, coords,
-               [&](size_t i, int64_t first, int64_t count, float *out) {
-                 reader.read(position.lookup(m.params[i].name), first, count,
-                             out);
-               });
+    std::string file = loadSafetensors(path, m, params, coords);
     run.message =
         llvm::formatv("loaded weights from {0} in {1:f2} s\n", file, seconds());
   } else {
-    // Each rank draws only its own block: values depend on the element's
-    // global index, not on the layout, so the runs are drawn in pieces on
-    // every core.
-    uint64_t seed = uint64_t(c.debug.seed.value_or(0));
-    struct Piece {
-      size_t param;
-      int64_t first, count;
-      float *out;
-    };
-    std::vector<Piece> pieces;
-    constexpr int64_t kPiece = int64_t(1) << 20;
-    fillShards(m, params, coords,
-               [&](size_t i, int64_t first, int64_t count, float *out) {
-                 for (int64_t o = 0; o < count; o += kPiece)
-                   pieces.push_back(
-                       {i, first + o, std::min(kPiece, count - o), out + o});
-               });
-    llvm::parallelFor(0, pieces.size(), [&](size_t p) {
-      const Piece &piece = pieces[p];
-      initializeRange(m.params[piece.param].name, m.dim, seed, piece.first,
-                      piece.count, piece.out);
-    });
+    initializeParams(c, m, params, coords);
   }
   return run;
 }
 
-} // namespace
-
-int titanrt::trainMain(int argc, char **argv, const CompiledModel &model) {
-  // A pipeline-parallel executable holds a program per pipeline rank; the
-  // first one's manifest has what every rank shares (the config, the mesh,
-  // the target) until the rank knows its pipeline coordinate.
-  bool pipelined = model.programs != nullptr;
-  Manifest m =
-      parseManifest(pipelined ? model.programs[0].manifest : model.manifest);
-  Device &device = model.device ? *model.device : hostDevice();
+/// Stops at a manifest compiled for another target than the kernel library
+/// linked.
+void checkTarget(const Manifest &m, Device &device) {
   if (m.target != device.target())
     fatal("corrupt executable: its steps were compiled for the " + m.target +
           " target but it was linked with the " + device.target() +
           " target's kernel library");
+}
 
+/// The compiled config with the command line's run-time overrides, or
+/// std::nullopt after printing the usage (--help).
+std::optional<titan::TrainConfig> parseRunConfig(int argc, char **argv,
+                                                 const Manifest &m) {
   std::vector<titan::ConfigOverride> overrides;
   std::vector<const char *> rest;
   if (llvm::Error e = titan::extractConfigOverrides(
@@ -470,7 +482,7 @@ int titanrt::trainMain(int argc, char **argv, const CompiledModel &model) {
                   "training.dataset_path.\nEverything else was fixed by "
                   "titan-compile.\n",
                   argv[0]);
-      return 0;
+      return std::nullopt;
     }
     fatal(std::string("unexpected argument '") + arg +
           "' (options are --section.key value)");
@@ -492,11 +504,15 @@ int titanrt::trainMain(int argc, char **argv, const CompiledModel &model) {
                                         : "last_save_in_hf") +
           " is not supported yet: checkpoints use TorchTitan parameter "
           "names");
+  return std::move(*parsed);
+}
 
+/// Binds this process to its rank: its GPU and, with several ranks, the
+/// communicator (null for one rank).
+Communicator *startRank(const titan::TrainConfig &c, const Manifest &m,
+                        Device &device) {
   // One process per rank of the mesh; single-rank runs need no MPI.
-  int64_t world = 1;
-  for (int64_t size : m.mesh)
-    world *= size;
+  int64_t world = m.worldSize();
   if (world == 1)
     refuseMultiRankLaunch();
   // One GPU per local rank, chosen before the communicators bind to it.
@@ -506,36 +522,48 @@ int titanrt::trainMain(int argc, char **argv, const CompiledModel &model) {
   // events) has been checked on GPUs.
   device.setGraphs(!c.debug.noCudaGraphs && world == 1);
   // TorchTitan's [comm] timeouts: the start-up's until the first step ends.
-  Communicator *comm =
-      world > 1 ? &initCommunicator(m.mesh, device.communicatorBackend(),
-                                    double(c.comm.initTimeoutSeconds))
-                : nullptr;
-  // The pipeline rank's own program and its functions by name.
-  std::map<std::string, PipelineFunction> programFunctions;
-  titan_step_fn pipelineOptimizerStep = nullptr;
-  if (pipelined) {
-    int64_t ppRank = comm ? comm->coordinate(kPP) : 0;
-    if (ppRank >= model.numPrograms)
-      fatal("corrupt executable: no program for pipeline rank " +
-            std::to_string(ppRank));
-    const titan_program &program = model.programs[ppRank];
-    m = parseManifest(program.manifest);
-    if (!m.pipeline || m.pipeline->rank != ppRank)
-      fatal("corrupt executable: the program of pipeline rank " +
-            std::to_string(ppRank) + " has no pipeline manifest for it");
-    for (int64_t i = 0; i < program.num_functions; ++i)
-      programFunctions[program.names[i]] = program.functions[i];
-    auto it = programFunctions.find("optimizer_step");
-    if (it == programFunctions.end())
-      fatal("corrupt executable: pipeline rank " + std::to_string(ppRank) +
-            " has no optimizer_step");
-    pipelineOptimizerStep = it->second;
-  }
-  // Creating a group is collective over every rank, so all create the
-  // same groups in the same order: under pipeline parallelism the union of
-  // every pipeline rank's (their programs use different ones).
+  return world > 1 ? &initCommunicator(m.mesh, device.communicatorBackend(),
+                                       double(c.comm.initTimeoutSeconds))
+                   : nullptr;
+}
+
+/// A pipeline rank's own program: its functions by name.
+struct PipelineProgram {
+  std::map<std::string, PipelineFunction> functions;
+  titan_step_fn optimizerStep = nullptr;
+};
+
+/// The program of this process's pipeline rank; `m` becomes its manifest.
+PipelineProgram selectPipelineProgram(const CompiledModel &model,
+                                      Communicator *comm, Manifest &m) {
+  int64_t ppRank = comm ? comm->coordinate(kPP) : 0;
+  if (ppRank >= model.numPrograms)
+    fatal("corrupt executable: no program for pipeline rank " +
+          std::to_string(ppRank));
+  const titan_program &program = model.programs[ppRank];
+  m = parseManifest(program.manifest);
+  if (!m.pipeline || m.pipeline->rank != ppRank)
+    fatal("corrupt executable: the program of pipeline rank " +
+          std::to_string(ppRank) + " has no pipeline manifest for it");
+  PipelineProgram own;
+  for (int64_t i = 0; i < program.num_functions; ++i)
+    own.functions[program.names[i]] = program.functions[i];
+  auto it = own.functions.find("optimizer_step");
+  if (it == own.functions.end())
+    fatal("corrupt executable: pipeline rank " + std::to_string(ppRank) +
+          " has no optimizer_step");
+  own.optimizerStep = it->second;
+  return own;
+}
+
+/// Creates the communicator groups of the collectives. Creating a group is
+/// collective over every rank, so all create the same groups in the same
+/// order: under pipeline parallelism the union of every pipeline rank's
+/// (their programs use different ones).
+void prepareGroups(const CompiledModel &model, const Manifest &m,
+                   Communicator &comm) {
   std::vector<unsigned> groups = m.collectiveAxes;
-  if (pipelined) {
+  if (model.programs) {
     for (int64_t r = 0; r < model.numPrograms; ++r)
       for (unsigned mask :
            parseManifest(model.programs[r].manifest).collectiveAxes)
@@ -543,48 +571,183 @@ int titanrt::trainMain(int argc, char **argv, const CompiledModel &model) {
     llvm::sort(groups);
     groups.erase(std::unique(groups.begin(), groups.end()), groups.end());
   }
-  if (comm)
-    comm->prepareGroups(groups);
-  bool leader = !comm || comm->rank() == 0;
-  int64_t dp = m.mesh[kDPReplicate] * m.mesh[kDPShard];
-  int64_t dpIndex = comm ? comm->coordinate(kDPReplicate) * m.mesh[kDPShard] +
-                               comm->coordinate(kDPShard)
-                         : 0;
+  comm.prepareGroups(groups);
+}
 
-  // Everything the steps touch lives in the planned arena.
-  Arena arena(m, device);
-  TensorSet params(m, arena, "param"), grads(m, arena, "grad"),
-      expAvg(m, arena, "exp_avg"), expAvgSq(m, arena, "exp_avg_sq");
-  expAvg.zero();
-  expAvgSq.zero();
-  params.zero(); // FSDP padding rows stay zero
+/// The rank's training state in the arena: parameters, gradients and AdamW
+/// moments, the moments and the parameters zeroed.
+struct TrainingTensors {
+  TensorSet params, grads, expAvg, expAvgSq;
+
+  TrainingTensors(const Manifest &m, Arena &arena)
+      : params(m, arena, "param"), grads(m, arena, "grad"),
+        expAvg(m, arena, "exp_avg"), expAvgSq(m, arena, "exp_avg_sq") {
+    expAvg.zero();
+    expAvgSq.zero();
+    params.zero(); // FSDP padding rows stay zero
+  }
+  StateSet paramSet() { return {"param", &params.refs}; }
+  /// What a checkpoint of the training state holds.
+  std::vector<StateSet> checkpointed() {
+    return {
+        paramSet(), {"exp_avg", &expAvg.refs}, {"exp_avg_sq", &expAvgSq.refs}};
+  }
+  std::array<TensorSet *, 3> paramsAndMoments() {
+    return {&params, &expAvg, &expAvgSq};
+  }
+};
+
+/// The step's inputs and outputs in the arena, and the host memory the
+/// batch is drawn into.
+struct StepSlots {
+  /// Under pipeline parallelism the microbatches' tokens, labels and loss
+  /// are in the stages' frames and the last stage's arena (null here).
+  char *tokens = nullptr, *labels = nullptr, *loss = nullptr;
+  char *gradNorm, *lr, *step, *totalSteps;
+  /// The batch is drawn on the host: into the arena where the host can
+  /// address it, else into host buffers copied over before each step.
+  std::vector<int32_t> hostBatch;
+  int32_t *hostTokens, *hostLabels;
+
+  StepSlots(Arena &arena, int64_t batch, int64_t seq, bool pipelined)
+      : gradNorm(arena.slot("output:grad_norm", 4)),
+        lr(arena.slot("output:lr", 4)), step(arena.slot("input:step", 8)),
+        totalSteps(arena.slot("input:total_steps", 8)) {
+    int64_t tokenBytes = batch * seq * int64_t(sizeof(int32_t));
+    if (!pipelined) {
+      tokens = arena.slot("input:tokens", tokenBytes);
+      labels = arena.slot("input:labels", tokenBytes);
+      loss = arena.slot("output:loss", 4);
+    }
+    bool host = arena.target().hostAccessible();
+    if (!host && !pipelined)
+      hostBatch.resize(size_t(2 * batch * seq));
+    hostTokens = host ? reinterpret_cast<int32_t *>(tokens) : hostBatch.data();
+    hostLabels = host ? reinterpret_cast<int32_t *>(labels)
+                      : hostBatch.data() + batch * seq;
+  }
+};
+
+/// What a step measured.
+struct StepResult {
+  double meanLoss;
+  bool finiteLoss;
+  float gradNorm, lr;
+  /// The step's time and the run's so far, in seconds.
+  double seconds, elapsed;
+};
+
+/// A training run of one rank, from its restored state to the last step:
+/// the set-up in the constructor, then train().
+class Run {
+public:
+  Run(const titan::TrainConfig &c, const Manifest &m,
+      const CompiledModel &model, Device &device, Communicator *comm,
+      const PipelineProgram &program);
+
+  /// Trains steps [firstStep, training.steps); returns the exit status.
+  int train();
+
+private:
+  int64_t rank() const { return comm ? comm->rank() : 0; }
+  RunStart restore();
+  /// The step's batch (local batch x data-parallel degree x accumulation),
+  /// checked against the compiled one.
+  int64_t globalBatch() const;
+  void openMetrics();
+  void printStart();
+
+  /// One step: its gradients, the update, the metrics, maybe a checkpoint.
+  void trainStep(int64_t step);
+  /// The summed loss of the step's microbatches, their gradients added up.
+  double accumulateGradients(int64_t step, StepTrace *trace);
+  double pipelinedMicrobatches(int64_t step, StepTrace *trace);
+  double microbatches(int64_t step, StepTrace *trace);
+  /// The optimizer step; returns the gradient norm and the learning rate.
+  std::pair<float, float> update(int64_t step, StepTrace *trace);
+  /// Writes the step's metrics line (and its log line when due); stops the
+  /// run at a non-finite loss or gradient norm.
+  void report(int64_t step, const StepResult &result);
+  void log(int64_t step, const StepResult &result, double tokensPerSecond);
+  void saveIfDue(int64_t step);
+  /// The first sample of `step`'s batch.
+  int64_t firstSampleOf(int64_t step) const {
+    return firstSample + (step - firstStep) * global;
+  }
+
+  const titan::TrainConfig &c;
+  const Manifest &m;
+  const CompiledModel &model;
+  Device &device;
+  Communicator *comm;
+  const PipelineProgram &program;
+  bool pipelined, leader;
+  int64_t world, dp, dpIndex;
   int64_t numParams = 0, localParams = 0;
+
+  /// Everything the steps touch lives in the planned arena.
+  Arena arena;
+  TrainingTensors state;
+  std::vector<int64_t> coords;
+  Checkpointer checkpoints;
+  RunStart restored;
+  Dataset data;
+  int64_t batch, seq, global, accumulation;
+  StepSlots slots;
+  std::unique_ptr<PipelineExecutor> pipeline;
+  std::unique_ptr<llvm::raw_fd_ostream> metrics;
+
+  /// The loop runs steps [firstStep, totalSteps); sample indices continue
+  /// from the data position the checkpoint saved.
+  int64_t firstStep, firstSample, totalSteps;
+  std::vector<int64_t> savedSteps; ///< the checkpoints this run wrote
+  std::chrono::steady_clock::time_point start;
+};
+
+Run::Run(const titan::TrainConfig &c, const Manifest &m,
+         const CompiledModel &model, Device &device, Communicator *comm,
+         const PipelineProgram &program)
+    : c(c), m(m), model(model), device(device), comm(comm), program(program),
+      pipelined(model.programs != nullptr), leader(!comm || comm->rank() == 0),
+      world(m.worldSize()), dp(m.mesh[kDPReplicate] * m.mesh[kDPShard]),
+      dpIndex(comm ? comm->coordinate(kDPReplicate) * m.mesh[kDPShard] +
+                         comm->coordinate(kDPShard)
+                   : 0),
+      arena(m, device), state(m, arena),
+      coords(meshCoordinates(m.mesh, rank())), checkpoints(c, m, comm),
+      restored(restore()), data(c.training.datasetPath, m.vocab, m.seqLen),
+      batch(m.localBatch), seq(m.seqLen), global(globalBatch()),
+      accumulation(global / (batch * dp)),
+      slots(arena, m.localBatch, m.seqLen, pipelined),
+      firstStep(restored.state.step),
+      firstSample(restored.state.samplesConsumed),
+      totalSteps(c.training.steps) {
   for (const Manifest::Param &p : m.allParams)
     numParams += numel(p.shape);
   for (const Manifest::Param &p : m.params)
     localParams += numel(p.localShape);
+  if (pipelined)
+    pipeline = std::make_unique<PipelineExecutor>(m, program.functions, device,
+                                                  *comm, arena.data());
+  openMetrics();
+}
 
-  std::vector<int64_t> coords =
-      meshCoordinates(m.mesh, comm ? comm->rank() : 0);
-  Checkpointer checkpoints(c, m, comm);
-  StateSet paramSet{"param", &params.refs};
-  std::vector<StateSet> trainingSets = {
-      paramSet, {"exp_avg", &expAvg.refs}, {"exp_avg_sq", &expAvgSq.refs}};
+RunStart Run::restore() {
   // Init and loading write host views of the state (on a GPU, host copies
   // that exist only until they are uploaded; the moments' only when a
   // checkpoint has them).
-  params.attach(/*read=*/false);
-  RunStart begin = restoreOrInitialize(c, m, checkpoints, trainingSets, params,
-                                       {&expAvg, &expAvgSq}, coords);
-  for (TensorSet *set : {&params, &expAvg, &expAvgSq}) {
+  state.params.attach(/*read=*/false);
+  RunStart run =
+      restoreOrInitialize(c, m, checkpoints, state.checkpointed(), state.params,
+                          {&state.expAvg, &state.expAvgSq}, coords);
+  for (TensorSet *set : state.paramsAndMoments()) {
     set->upload();
     set->detach();
   }
-  const TrainingState &resumed = begin.state;
-  bool resuming = begin.resumed;
+  return run;
+}
 
-  Dataset data(c.training.datasetPath, m.vocab, m.seqLen);
-  int64_t batch = m.localBatch, seq = m.seqLen;
+int64_t Run::globalBatch() const {
   int64_t global =
       c.training.globalBatchSize > 0 ? c.training.globalBatchSize : batch * dp;
   if (global % (batch * dp) != 0)
@@ -597,53 +760,31 @@ int titanrt::trainMain(int argc, char **argv, const CompiledModel &model) {
           std::to_string(m.accumulationSteps) +
           " gradient accumulation steps, the config asks for " +
           std::to_string(accumulation));
-  int64_t tokenBytes = batch * seq * int64_t(sizeof(int32_t));
-  // Under pipeline parallelism the microbatches' tokens, labels and loss
-  // are in the stages' frames and the last stage's arena.
-  char *tokenSlot =
-      pipelined ? nullptr : arena.slot("input:tokens", tokenBytes);
-  char *labelSlot =
-      pipelined ? nullptr : arena.slot("input:labels", tokenBytes);
-  char *lossSlot = pipelined ? nullptr : arena.slot("output:loss", 4);
-  char *gradNormSlot = arena.slot("output:grad_norm", 4);
-  char *lrSlot = arena.slot("output:lr", 4);
-  char *stepSlot = arena.slot("input:step", 8);
-  char *totalStepsSlot = arena.slot("input:total_steps", 8);
-  // The batch is drawn on the host: into the arena where the host can
-  // address it, else into host buffers copied over before each step.
-  std::vector<int32_t> hostBatch;
-  if (!device.hostAccessible() && !pipelined)
-    hostBatch.resize(size_t(2 * batch * seq));
-  auto *tokens = device.hostAccessible()
-                     ? reinterpret_cast<int32_t *>(tokenSlot)
-                     : hostBatch.data();
-  auto *labels = device.hostAccessible()
-                     ? reinterpret_cast<int32_t *>(labelSlot)
-                     : hostBatch.data() + batch * seq;
-  std::unique_ptr<PipelineExecutor> pipeline;
-  if (pipelined)
-    pipeline = std::make_unique<PipelineExecutor>(m, programFunctions, device,
-                                                  *comm, arena.data());
+  return global;
+}
 
+void Run::openMetrics() {
   if (std::error_code ec = llvm::sys::fs::create_directories(c.job.dumpFolder))
     fatal("cannot create job.dump_folder '" + c.job.dumpFolder +
           "': " + ec.message());
-  llvm::SmallString<256> metricsPath(c.job.dumpFolder);
-  llvm::sys::path::append(metricsPath, "metrics.jsonl");
+  llvm::SmallString<256> path(c.job.dumpFolder);
+  llvm::sys::path::append(path, "metrics.jsonl");
   // A resumed run continues the metrics of the run it resumes, without the
   // steps that run took after its checkpoint.
-  if (leader && resuming)
-    keepMetricsUpTo(metricsPath.str().str(), resumed.step);
+  if (leader && restored.resumed)
+    keepMetricsUpTo(path.str().str(), restored.state.step);
   std::error_code ec;
   // Only the first rank reports; every rank computes the same loss.
-  llvm::raw_fd_ostream metrics(leader ? metricsPath.str() : "/dev/null", ec,
-                               resuming ? llvm::sys::fs::OF_Append
-                                        : llvm::sys::fs::OF_None);
+  metrics = std::make_unique<llvm::raw_fd_ostream>(
+      leader ? path.str() : "/dev/null", ec,
+      restored.resumed ? llvm::sys::fs::OF_Append : llvm::sys::fs::OF_None);
   if (ec)
-    fatal("cannot write '" + metricsPath.str().str() + "': " + ec.message());
+    fatal("cannot write '" + path.str().str() + "': " + ec.message());
   if (!leader)
     std::freopen("/dev/null", "w", stdout);
+}
 
+void Run::printStart() {
   std::printf("titan: %s, %lld parameters | %lld steps of %lld x %lld tokens "
               "(local batch %lld, %lld accumulation step%s) | data %s (%lld "
               "samples)\n",
@@ -653,7 +794,6 @@ int titanrt::trainMain(int argc, char **argv, const CompiledModel &model) {
               accumulation == 1 ? "" : "s", c.training.datasetPath.c_str(),
               (long long)data.numSamples());
   std::fflush(stdout);
-
   if (comm)
     std::printf("mesh: pp %lld x dp_replicate %lld x dp_shard %lld x cp %lld "
                 "x tp %lld = %lld ranks | per rank: parameters %lld bytes, "
@@ -664,10 +804,9 @@ int titanrt::trainMain(int argc, char **argv, const CompiledModel &model) {
                 (long long)(localParams * 4), (long long)(localParams * 8),
                 (long long)(numParams * 4), (long long)(numParams * 8));
   std::fflush(stdout);
-
   if (!device.hostAccessible())
     std::printf("device: %s\n", device.describe().c_str());
-  std::printf("%s", begin.message.c_str());
+  std::printf("%s", restored.message.c_str());
   std::fflush(stdout);
   if (leader && c.checkpoint.enable && c.checkpoint.asyncMode != "disabled")
     std::fprintf(stderr,
@@ -675,209 +814,256 @@ int titanrt::trainMain(int argc, char **argv, const CompiledModel &model) {
                  "synchronously (the same checkpoint; the step waits for "
                  "it)\n",
                  c.checkpoint.asyncMode.c_str());
+}
 
-  int64_t totalSteps = c.training.steps;
-  // The loop runs steps [firstStep, totalSteps); sample indices continue
-  // from the data position the checkpoint saved.
-  int64_t firstStep = resumed.step;
-  int64_t firstSample = resumed.samplesConsumed;
+int Run::train() {
+  printStart();
   if (firstStep >= totalSteps) {
     std::printf("step %lld of the checkpoint is already training.steps (%lld): "
                 "nothing to train\n",
                 (long long)firstStep, (long long)totalSteps);
-    if (comm)
-      shutdownCommunicator();
     return 0;
   }
-  std::vector<int64_t> savedSteps; ///< the checkpoints this run wrote
-  auto start = std::chrono::steady_clock::now();
-  for (int64_t step = firstStep; step < totalSteps; ++step) {
-    auto stepStart = std::chrono::steady_clock::now();
-    if (comm) {
-      comm->setContext("step " + std::to_string(step + 1));
-      if (step == firstStep + 1)
-        comm->setTimeout(double(c.comm.trainTimeoutSeconds));
-    }
-    double lossSum = 0;
-    // TorchTitan's [profiling]: every profile_freq-th step is traced.
-    bool tracing = c.profiling.enableProfiling &&
-                   (step + 1) % c.profiling.profileFreq == 0;
-    StepTrace stepTrace;
-    double stepBegin = StepTrace::now();
-    // Microbatch gradients add into the gradient slots (the compiled step
-    // scales the loss by 1 / accumulation, as TorchTitan does).
-    if (accumulation > 1 || pipelined)
-      grads.zero();
-    for (int64_t micro = 0; micro < accumulation && pipelined; ++micro) {
-      // Microbatch mb is rows [mb x size, (mb + 1) x size) of the local
-      // batch: the same samples as the single-rank step.
-      int64_t size = m.pipeline->microbatchSize;
-      lossSum += pipeline->run(
-          [&](int64_t mb, int32_t *t, int32_t *l) {
-            std::vector<int32_t> scratch(static_cast<size_t>(seq));
-            for (int64_t row = 0; row < size; ++row)
-              data.sample(firstSample + (step - firstStep) * global +
-                              (micro * dp + dpIndex) * batch + mb * size + row,
-                          t ? t + row * seq : scratch.data(),
-                          l ? l + row * seq : scratch.data());
-          },
-          tracing ? &stepTrace : nullptr);
-    }
-    for (int64_t micro = 0; micro < accumulation && !pipelined; ++micro) {
-      for (int64_t row = 0; row < batch; ++row)
-        data.sample(firstSample + (step - firstStep) * global +
-                        (micro * dp + dpIndex) * batch + row,
-                    tokens + row * seq, labels + row * seq);
-      device.copyToDevice(tokenSlot, tokens, size_t(tokenBytes));
-      device.copyToDevice(labelSlot, labels, size_t(tokenBytes));
-      double begin = StepTrace::now();
-      device.run(Device::Step::ForwardBackward, model.forwardBackward,
-                 arena.data());
-      if (tracing)
-        stepTrace.add("forward_backward " + std::to_string(micro), "step",
-                      begin, StepTrace::now());
-      lossSum += read<float>(device, lossSlot);
-    }
-    // A non-finite loss stops the run before the update, so the state stays
-    // the last good one; a non-finite gradient norm after it. Either way no
-    // checkpoint is written from it.
-    // Each microbatch's loss counts 1 / m of the step's (the last stage
-    // has them all): every pipeline rank reports and checks the same.
-    if (pipelined) {
-      lossSum /= double(m.pipeline->microbatches);
-      comm->allReduce(&lossSum, &lossSum, DataType::F64, 1, Reduction::Sum,
-                      1u << kPP)
-          ->finish();
-    }
-    bool finiteLoss = std::isfinite(lossSum);
-    float gradNorm = 0, lr = 0;
-    if (finiteLoss) {
-      write<int64_t>(device, stepSlot, step);
-      write<int64_t>(device, totalStepsSlot, totalSteps);
-      double begin = StepTrace::now();
-      if (pipelined)
-        pipelineOptimizerStep(arena.data(), nullptr);
-      else
-        device.run(Device::Step::OptimizerStep, model.optimizerStep,
-                   arena.data());
-      if (tracing)
-        stepTrace.add("optimizer_step", "step", begin, StepTrace::now());
-      gradNorm = read<float>(device, gradNormSlot);
-      lr = read<float>(device, lrSlot);
-    }
-    bool finite = finiteLoss && std::isfinite(gradNorm);
-    if (tracing) {
-      stepTrace.add("step " + std::to_string(step + 1), "step", stepBegin,
-                    StepTrace::now());
-      llvm::SmallString<256> folder(c.job.dumpFolder);
-      llvm::sys::path::append(folder, c.profiling.saveTracesFolder);
-      stepTrace.write(folder.str().str(), step + 1, comm ? comm->rank() : 0);
-    }
+  start = std::chrono::steady_clock::now();
+  for (int64_t step = firstStep; step < totalSteps; ++step)
+    trainStep(step);
+  return 0;
+}
 
-    auto now = std::chrono::steady_clock::now();
-    double stepSeconds = std::chrono::duration<double>(now - stepStart).count();
-    double elapsed = std::chrono::duration<double>(now - start).count();
-    double tokensPerSecond = double(global * seq) / stepSeconds;
-    double meanLoss = lossSum / double(accumulation);
-    // Every line has the process's peak resident memory so far (init,
-    // loading, the steps and the saves before it); the first also the
-    // planned arena and what the step really used of it (the end of the
-    // highest block written).
-    std::string memory =
-        (step == firstStep ? llvm::formatv(", \"arena_planned_bytes\": {0}, "
-                                           "\"arena_peak_bytes\": {1}",
-                                           m.arenaBytes, arena.highWaterMark())
-                                 .str()
-                           : std::string()) +
-        llvm::formatv(", \"rss_peak_bytes\": {0}", peakResidentBytes()).str();
-    // Strict JSON: a non-finite value is null, named in "non_finite".
-    std::string nonFinite =
-        finite ? ""
-               : llvm::formatv(", \"non_finite\": [\"{0}\"]",
-                               finiteLoss ? "grad_norm" : "loss")
-                     .str();
-    // Model FLOPs per rank (6N + 12LHQT per token, PaLM's count) over the
-    // step's time; MFU against the peak the user gives.
-    double tflops = tokensPerSecond * m.flopsPerToken / double(world) * 1e-12;
-    std::string mfu =
-        c.metrics.peakTflops > 0
-            ? llvm::formatv("{0:f4}", tflops / c.metrics.peakTflops).str()
-            : "null";
-    metrics << llvm::formatv(
-        "{{\"step\": {0}, \"loss\": {1}, \"grad_norm\": {2}, \"lr\": {3}, "
-        "\"tokens_per_second\": {4}, \"step_time_s\": {5}, \"tflops\": {6}, "
-        "\"mfu\": {7}, \"elapsed_s\": {8}{9}{10}}\n",
-        step + 1, jsonNumber(meanLoss),
-        finiteLoss ? jsonNumber(gradNorm) : "null",
-        finiteLoss ? jsonNumber(lr) : "null",
-        llvm::formatv("{0:f1}", tokensPerSecond).str(),
-        llvm::formatv("{0:f4}", stepSeconds).str(), jsonNumber(tflops), mfu,
-        llvm::formatv("{0:f3}", elapsed).str(), memory, nonFinite);
-    metrics.flush();
-    if (!finite) {
-      // The host looks for the first non-finite tensor.
-      params.attach(/*read=*/true);
-      grads.attach(/*read=*/true);
-      stopOnNonFinite(step + 1, finiteLoss ? "gradient norm" : "loss",
-                      finiteLoss ? double(gradNorm) : meanLoss,
-                      firstNonFinite(finiteLoss ? grads : params,
-                                     finiteLoss ? "gradient" : "parameter",
-                                     finiteLoss ? params : grads,
-                                     finiteLoss ? "parameter" : "gradient"),
-                      leader);
-    }
-    if ((step + 1) % c.metrics.logFreq == 0 || step + 1 == totalSteps ||
-        step == firstStep) {
-      std::printf("step %5lld | loss %9.5f | grad_norm %8.4f | lr %.3e | "
-                  "%8.0f tokens/s",
-                  (long long)(step + 1), meanLoss, double(gradNorm), double(lr),
-                  tokensPerSecond);
-      if (m.flopsPerToken > 0)
-        std::printf(" | %6.1f GFLOP/s",
-                    tokensPerSecond * m.flopsPerToken * 1e-9);
-      double eta = elapsed / double(step + 1 - firstStep) *
-                   double(totalSteps - step - 1);
-      std::printf(" | arena %s, RSS %s | %.1f s, ETA %.0f s\n",
-                  titan::humanBytes(double(m.arenaBytes)).c_str(),
-                  titan::humanBytes(double(residentBytes())).c_str(), elapsed,
-                  eta);
-      std::fflush(stdout);
-    }
-
-    bool last = step + 1 == totalSteps;
-    if (c.checkpoint.enable &&
-        (last || (step + 1) % c.checkpoint.interval == 0 ||
-         (step == 0 && c.checkpoint.enableFirstStepCheckpoint))) {
-      auto saveStart = std::chrono::steady_clock::now();
-      std::string saved;
-      // Host views of what the save writes: a model-only export reads the
-      // parameters alone.
-      bool modelOnly = last && c.checkpoint.lastSaveModelOnly;
-      params.attach(/*read=*/true);
-      if (!modelOnly)
-        for (TensorSet *set : {&expAvg, &expAvgSq})
-          set->attach(/*read=*/true);
-      if (modelOnly) {
-        saved = checkpoints.exportModel(step + 1, paramSet,
-                                        c.checkpoint.exportDtype);
-      } else {
-        int64_t samples = firstSample + (step + 1 - firstStep) * global;
-        saved = checkpoints.save({step + 1, samples, samples * seq,
-                                  uint64_t(c.debug.seed.value_or(0))},
-                                 trainingSets);
-      }
-      for (TensorSet *set : {&params, &expAvg, &expAvgSq})
-        set->detach();
-      savedSteps.push_back(step + 1);
-      checkpoints.prune(savedSteps);
-      std::printf("saved %s in %.2f s\n", saved.c_str(),
-                  std::chrono::duration<double>(
-                      std::chrono::steady_clock::now() - saveStart)
-                      .count());
-      std::fflush(stdout);
-    }
+void Run::trainStep(int64_t step) {
+  auto stepStart = std::chrono::steady_clock::now();
+  if (comm) {
+    comm->setContext("step " + std::to_string(step + 1));
+    if (step == firstStep + 1)
+      comm->setTimeout(double(c.comm.trainTimeoutSeconds));
   }
+  // TorchTitan's [profiling]: every profile_freq-th step is traced.
+  bool tracing =
+      c.profiling.enableProfiling && (step + 1) % c.profiling.profileFreq == 0;
+  StepTrace stepTrace;
+  StepTrace *trace = tracing ? &stepTrace : nullptr;
+  double stepBegin = StepTrace::now();
+  double lossSum = accumulateGradients(step, trace);
+  // A non-finite loss stops the run before the update, so the state stays
+  // the last good one; a non-finite gradient norm after it. Either way no
+  // checkpoint is written from it.
+  bool finiteLoss = std::isfinite(lossSum);
+  auto [gradNorm, lr] =
+      finiteLoss ? update(step, trace) : std::pair<float, float>(0, 0);
+  if (tracing) {
+    stepTrace.add("step " + std::to_string(step + 1), "step", stepBegin,
+                  StepTrace::now());
+    llvm::SmallString<256> folder(c.job.dumpFolder);
+    llvm::sys::path::append(folder, c.profiling.saveTracesFolder);
+    stepTrace.write(folder.str().str(), step + 1, rank());
+  }
+  auto now = std::chrono::steady_clock::now();
+  report(step, {lossSum / double(accumulation), finiteLoss, gradNorm, lr,
+                std::chrono::duration<double>(now - stepStart).count(),
+                std::chrono::duration<double>(now - start).count()});
+  saveIfDue(step);
+}
+
+double Run::accumulateGradients(int64_t step, StepTrace *trace) {
+  // Microbatch gradients add into the gradient slots (the compiled step
+  // scales the loss by 1 / accumulation, as TorchTitan does).
+  if (accumulation > 1 || pipelined)
+    state.grads.zero();
+  if (!pipelined)
+    return microbatches(step, trace);
+  double lossSum = pipelinedMicrobatches(step, trace);
+  // Each microbatch's loss counts 1 / m of the step's (the last stage
+  // has them all): every pipeline rank reports and checks the same.
+  lossSum /= double(m.pipeline->microbatches);
+  comm->allReduce(&lossSum, &lossSum, DataType::F64, 1, Reduction::Sum,
+                  1u << kPP)
+      ->finish();
+  return lossSum;
+}
+
+double Run::pipelinedMicrobatches(int64_t step, StepTrace *trace) {
+  double lossSum = 0;
+  for (int64_t micro = 0; micro < accumulation; ++micro) {
+    // Microbatch mb is rows [mb x size, (mb + 1) x size) of the local
+    // batch: the same samples as the single-rank step.
+    int64_t size = m.pipeline->microbatchSize;
+    lossSum += pipeline->run(
+        [&](int64_t mb, int32_t *t, int32_t *l) {
+          std::vector<int32_t> scratch(static_cast<size_t>(seq));
+          for (int64_t row = 0; row < size; ++row)
+            data.sample(firstSampleOf(step) + (micro * dp + dpIndex) * batch +
+                            mb * size + row,
+                        t ? t + row * seq : scratch.data(),
+                        l ? l + row * seq : scratch.data());
+        },
+        trace);
+  }
+  return lossSum;
+}
+
+double Run::microbatches(int64_t step, StepTrace *trace) {
+  double lossSum = 0;
+  size_t tokenBytes = size_t(batch * seq) * sizeof(int32_t);
+  for (int64_t micro = 0; micro < accumulation; ++micro) {
+    for (int64_t row = 0; row < batch; ++row)
+      data.sample(firstSampleOf(step) + (micro * dp + dpIndex) * batch + row,
+                  slots.hostTokens + row * seq, slots.hostLabels + row * seq);
+    device.copyToDevice(slots.tokens, slots.hostTokens, tokenBytes);
+    device.copyToDevice(slots.labels, slots.hostLabels, tokenBytes);
+    double begin = StepTrace::now();
+    device.run(Device::Step::ForwardBackward, model.forwardBackward,
+               arena.data());
+    if (trace)
+      trace->add("forward_backward " + std::to_string(micro), "step", begin,
+                 StepTrace::now());
+    lossSum += read<float>(device, slots.loss);
+  }
+  return lossSum;
+}
+
+std::pair<float, float> Run::update(int64_t step, StepTrace *trace) {
+  write<int64_t>(device, slots.step, step);
+  write<int64_t>(device, slots.totalSteps, totalSteps);
+  double begin = StepTrace::now();
+  if (pipelined)
+    program.optimizerStep(arena.data(), nullptr);
+  else
+    device.run(Device::Step::OptimizerStep, model.optimizerStep, arena.data());
+  if (trace)
+    trace->add("optimizer_step", "step", begin, StepTrace::now());
+  return {read<float>(device, slots.gradNorm), read<float>(device, slots.lr)};
+}
+
+void Run::report(int64_t step, const StepResult &r) {
+  bool finite = r.finiteLoss && std::isfinite(r.gradNorm);
+  double tokensPerSecond = double(global * seq) / r.seconds;
+  // Every line has the process's peak resident memory so far (init,
+  // loading, the steps and the saves before it); the first also the
+  // planned arena and what the step really used of it (the end of the
+  // highest block written).
+  std::string memory =
+      (step == firstStep ? llvm::formatv(", \"arena_planned_bytes\": {0}, "
+                                         "\"arena_peak_bytes\": {1}",
+                                         m.arenaBytes, arena.highWaterMark())
+                               .str()
+                         : std::string()) +
+      llvm::formatv(", \"rss_peak_bytes\": {0}", peakResidentBytes()).str();
+  // Strict JSON: a non-finite value is null, named in "non_finite".
+  std::string nonFinite =
+      finite ? ""
+             : llvm::formatv(", \"non_finite\": [\"{0}\"]",
+                             r.finiteLoss ? "grad_norm" : "loss")
+                   .str();
+  // Model FLOPs per rank (6N + 12LHQT per token, PaLM's count) over the
+  // step's time; MFU against the peak the user gives.
+  double tflops = tokensPerSecond * m.flopsPerToken / double(world) * 1e-12;
+  std::string mfu =
+      c.metrics.peakTflops > 0
+          ? llvm::formatv("{0:f4}", tflops / c.metrics.peakTflops).str()
+          : "null";
+  *metrics << llvm::formatv(
+      "{{\"step\": {0}, \"loss\": {1}, \"grad_norm\": {2}, \"lr\": {3}, "
+      "\"tokens_per_second\": {4}, \"step_time_s\": {5}, \"tflops\": {6}, "
+      "\"mfu\": {7}, \"elapsed_s\": {8}{9}{10}}\n",
+      step + 1, jsonNumber(r.meanLoss),
+      r.finiteLoss ? jsonNumber(r.gradNorm) : "null",
+      r.finiteLoss ? jsonNumber(r.lr) : "null",
+      llvm::formatv("{0:f1}", tokensPerSecond).str(),
+      llvm::formatv("{0:f4}", r.seconds).str(), jsonNumber(tflops), mfu,
+      llvm::formatv("{0:f3}", r.elapsed).str(), memory, nonFinite);
+  metrics->flush();
+  if (!finite) {
+    // The host looks for the first non-finite tensor.
+    TensorSet &params = state.params, &grads = state.grads;
+    params.attach(/*read=*/true);
+    grads.attach(/*read=*/true);
+    stopOnNonFinite(step + 1, r.finiteLoss ? "gradient norm" : "loss",
+                    r.finiteLoss ? double(r.gradNorm) : r.meanLoss,
+                    firstNonFinite(r.finiteLoss ? grads : params,
+                                   r.finiteLoss ? "gradient" : "parameter",
+                                   r.finiteLoss ? params : grads,
+                                   r.finiteLoss ? "parameter" : "gradient"),
+                    leader);
+  }
+  if ((step + 1) % c.metrics.logFreq == 0 || step + 1 == totalSteps ||
+      step == firstStep)
+    log(step, r, tokensPerSecond);
+}
+
+void Run::log(int64_t step, const StepResult &r, double tokensPerSecond) {
+  std::printf("step %5lld | loss %9.5f | grad_norm %8.4f | lr %.3e | "
+              "%8.0f tokens/s",
+              (long long)(step + 1), r.meanLoss, double(r.gradNorm),
+              double(r.lr), tokensPerSecond);
+  if (m.flopsPerToken > 0)
+    std::printf(" | %6.1f GFLOP/s", tokensPerSecond * m.flopsPerToken * 1e-9);
+  double eta =
+      r.elapsed / double(step + 1 - firstStep) * double(totalSteps - step - 1);
+  std::printf(" | arena %s, RSS %s | %.1f s, ETA %.0f s\n",
+              titan::humanBytes(double(m.arenaBytes)).c_str(),
+              titan::humanBytes(double(residentBytes())).c_str(), r.elapsed,
+              eta);
+  std::fflush(stdout);
+}
+
+void Run::saveIfDue(int64_t step) {
+  bool last = step + 1 == totalSteps;
+  if (!c.checkpoint.enable ||
+      !(last || (step + 1) % c.checkpoint.interval == 0 ||
+        (step == 0 && c.checkpoint.enableFirstStepCheckpoint)))
+    return;
+  auto saveStart = std::chrono::steady_clock::now();
+  std::string saved;
+  // Host views of what the save writes: a model-only export reads the
+  // parameters alone.
+  bool modelOnly = last && c.checkpoint.lastSaveModelOnly;
+  state.params.attach(/*read=*/true);
+  if (!modelOnly)
+    for (TensorSet *set : {&state.expAvg, &state.expAvgSq})
+      set->attach(/*read=*/true);
+  if (modelOnly) {
+    saved = checkpoints.exportModel(step + 1, state.paramSet(),
+                                    c.checkpoint.exportDtype);
+  } else {
+    int64_t samples = firstSampleOf(step + 1);
+    saved = checkpoints.save(
+        {step + 1, samples, samples * seq, uint64_t(c.debug.seed.value_or(0))},
+        state.checkpointed());
+  }
+  for (TensorSet *set : state.paramsAndMoments())
+    set->detach();
+  savedSteps.push_back(step + 1);
+  checkpoints.prune(savedSteps);
+  std::printf("saved %s in %.2f s\n", saved.c_str(),
+              std::chrono::duration<double>(std::chrono::steady_clock::now() -
+                                            saveStart)
+                  .count());
+  std::fflush(stdout);
+}
+
+} // namespace
+
+int titanrt::trainMain(int argc, char **argv, const CompiledModel &model) {
+  // A pipeline-parallel executable holds a program per pipeline rank; the
+  // first one's manifest has what every rank shares (the config, the mesh,
+  // the target) until the rank knows its pipeline coordinate.
+  bool pipelined = model.programs != nullptr;
+  Manifest m =
+      parseManifest(pipelined ? model.programs[0].manifest : model.manifest);
+  Device &device = model.device ? *model.device : hostDevice();
+  checkTarget(m, device);
+  std::optional<titan::TrainConfig> c = parseRunConfig(argc, argv, m);
+  if (!c)
+    return 0; // --help
+  Communicator *comm = startRank(*c, m, device);
+  PipelineProgram program;
+  if (pipelined)
+    program = selectPipelineProgram(model, comm, m);
+  if (comm)
+    prepareGroups(model, m, *comm);
+  Run run(*c, m, model, device, comm, program);
+  int status = run.train();
   if (comm)
     shutdownCommunicator();
-  return 0;
+  return status;
 }

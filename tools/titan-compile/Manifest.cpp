@@ -10,108 +10,90 @@
 
 #include "llvm/ADT/StringMap.h"
 #include "llvm/ADT/StringSet.h"
-#include "llvm/Support/JSON.h"
 #include "llvm/Support/raw_ostream.h"
 
 #include <set>
 
 using namespace titan;
 
-llvm::Expected<llvm::json::Object>
+llvm::Expected<manifest::Manifest>
 titan::buildManifest(const LlamaArgs &args, const TrainConfig &config,
                      mlir::ModuleOp module,
                      llvm::ArrayRef<std::string> functions) {
-  dist::MeshAttr mesh = dist::getMesh(module);
+  auto error = [](const llvm::Twine &message) {
+    return llvm::createStringError(llvm::inconvertibleErrorCode(),
+                                   "internal error: " + message);
+  };
   // The argument type is the per-rank shard; the model gives the whole
   // shape (uneven FSDP shards are padded, so it cannot be multiplied back).
   llvm::StringMap<std::vector<int64_t>> wholeShapes;
   for (const ParamSpec &spec : llamaParameters(args))
     wholeShapes[spec.name] = spec.shape;
-  llvm::json::Array params;
+  manifest::Manifest m;
   llvm::StringSet<> seen;
   for (const std::string &name : functions) {
     auto forward = module.lookupSymbol<mlir::func::FuncOp>(name);
     if (!forward)
-      return llvm::createStringError(llvm::inconvertibleErrorCode(),
-                                     "internal error: no function '" + name +
-                                         "' to describe in the manifest");
+      return error("no function '" + name + "' to describe in the manifest");
     for (const ParameterArgument &p : getParameterArguments(forward)) {
       if (!seen.insert(p.name.getValue()).second)
         continue;
-      llvm::json::Array shardedDims;
-      if (auto sharding = forward.getArgAttrOfType<dist::ShardingAttr>(
-              p.index, dist::DistDialect::kShardingAttrName))
-        for (unsigned d = 0; d < sharding.getDims().size(); ++d) {
-          llvm::json::Array names;
-          for (llvm::StringRef axis : sharding.getAxes(d))
-            names.push_back(axis);
-          shardedDims.push_back(std::move(names));
-        }
       auto whole = wholeShapes.find(p.name.getValue());
       if (whole == wholeShapes.end())
-        return llvm::createStringError(
-            llvm::inconvertibleErrorCode(),
-            "internal error: parameter '" + p.name.getValue().str() +
-                "' of the compiled step is not a parameter of the model");
-      params.push_back(llvm::json::Object{
-          {"name", p.name.getValue()},
-          {"shape", llvm::json::Array(whole->second)},
-          {"local_shape", llvm::json::Array(p.type.getShape())},
-          {"sharding", std::move(shardedDims)}});
+        return error("parameter '" + p.name.getValue() +
+                     "' of the compiled step is not a parameter of the model");
+      manifest::Manifest::Param &param = m.params.emplace_back();
+      param.name = p.name.getValue().str();
+      param.shape = whole->second;
+      param.localShape.assign(p.type.getShape().begin(),
+                              p.type.getShape().end());
+      param.dimAxes.resize(param.shape.size());
+      if (auto sharding = forward.getArgAttrOfType<dist::ShardingAttr>(
+              p.index, dist::DistDialect::kShardingAttrName))
+        for (unsigned d = 0; d < sharding.getDims().size(); ++d)
+          for (llvm::StringRef axis : sharding.getAxes(d)) {
+            std::optional<manifest::MeshAxis> a = manifest::parseMeshAxis(axis);
+            if (!a || d >= param.dimAxes.size())
+              return error("parameter '" + param.name +
+                           "' has a sharding the manifest cannot hold");
+            param.dimAxes[d].push_back(*a);
+          }
     }
   }
-  llvm::json::Array meshSizes =
-      mesh ? llvm::json::Array{mesh.getPp(), mesh.getDpReplicate(),
-                               mesh.getDpShard(), mesh.getCp(), mesh.getTp()}
-           : llvm::json::Array{1, 1, 1, 1, 1};
-  std::string toml;
-  llvm::raw_string_ostream os(toml);
-  printTrainConfig(config, os);
-  llvm::json::Object manifest{
-      {"model", config.model.name + " " + args.name},
-      {"local_batch_size", config.training.localBatchSize},
-      {"seq_len", config.training.seqLen},
-      {"vocab_size", args.vocabSize},
-      {"dim", args.dim},
-      {"flops_per_token", trainingFlopsPerToken(args, config.training.seqLen)},
-      {"params", std::move(params)},
-      {"mesh", std::move(meshSizes)},
-      {"config", toml}};
-  return manifest;
+  m.allParams = m.params;
+  if (dist::MeshAttr mesh = dist::getMesh(module))
+    m.mesh = {mesh.getPp(), mesh.getDpReplicate(), mesh.getDpShard(),
+              mesh.getCp(), mesh.getTp()};
+  llvm::raw_string_ostream toml(m.config);
+  printTrainConfig(config, toml);
+  m.model = config.model.name + " " + args.name;
+  m.localBatch = config.training.localBatchSize;
+  m.seqLen = config.training.seqLen;
+  m.vocab = args.vocabSize;
+  m.dim = args.dim;
+  m.flopsPerToken = trainingFlopsPerToken(args, config.training.seqLen);
+  return m;
 }
 
-void titan::addArenaToManifest(llvm::json::Object &manifest,
-                               mlir::ModuleOp module) {
-  auto arena = module->getAttrOfType<mlir::IntegerAttr>(
-      kernel::KernelDialect::kArenaBytesAttrName);
-  auto slots = module->getAttrOfType<mlir::DictionaryAttr>(
-      kernel::KernelDialect::kSlotsAttrName);
-  llvm::json::Object places;
-  for (mlir::NamedAttribute slot : slots) {
+void titan::addArenaToManifest(manifest::Manifest &m, mlir::ModuleOp module) {
+  m.arenaBytes = module
+                     ->getAttrOfType<mlir::IntegerAttr>(
+                         kernel::KernelDialect::kArenaBytesAttrName)
+                     .getInt();
+  for (mlir::NamedAttribute slot : module->getAttrOfType<mlir::DictionaryAttr>(
+           kernel::KernelDialect::kSlotsAttrName)) {
     auto range = mlir::cast<mlir::DenseI64ArrayAttr>(slot.getValue());
-    places[slot.getName().getValue()] = llvm::json::Array{range[0], range[1]};
+    m.slots[slot.getName().getValue()] = {range[0], range[1]};
   }
-  manifest["arena_bytes"] = arena.getInt();
-  manifest["slots"] = std::move(places);
   // The mesh-axis groups the steps' collectives use (each collective's
   // third parameter is its axis mask), so the runtime creates their
   // communicators and streams at start, never inside a step.
-  std::set<int64_t> masks;
+  std::set<unsigned> masks;
   module.walk([&](kernel::CollectiveStartOp start) {
     mlir::ArrayAttr params = start.getParams();
     if (params.size() >= 3)
       if (auto mask = mlir::dyn_cast<mlir::IntegerAttr>(params[2]))
-        masks.insert(mask.getInt());
+        masks.insert(unsigned(mask.getInt()));
   });
-  llvm::json::Array groups;
-  for (int64_t mask : masks)
-    groups.push_back(mask);
-  manifest["collective_axes"] = std::move(groups);
-}
-
-std::string titan::printManifest(const llvm::json::Object &manifest) {
-  std::string text;
-  llvm::raw_string_ostream(text)
-      << llvm::json::Value(llvm::json::Object(manifest));
-  return text;
+  m.collectiveAxes.assign(masks.begin(), masks.end());
 }

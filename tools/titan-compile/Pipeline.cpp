@@ -97,64 +97,65 @@ titan::framesInFlight(const PipelineSchedule &schedule, int64_t rank) {
   return peak;
 }
 
-void titan::addPipelineToManifest(llvm::json::Object &manifest,
-                                  const PipelineJob &job, int64_t rank,
-                                  mlir::ModuleOp module) {
-  // Frame slots by stage, and each frame's size.
-  std::map<int64_t, llvm::json::Object> slots;
-  std::map<int64_t, int64_t> bytes;
+/// The frame slots of the planned kernel-IR `module`, each with its place.
+static std::vector<std::pair<manifest::FrameSlot, manifest::SlotRange>>
+frameSlots(mlir::ModuleOp module) {
+  std::vector<std::pair<manifest::FrameSlot, manifest::SlotRange>> slots;
   if (auto frameSlots = module->getAttrOfType<mlir::DictionaryAttr>(
           kernel::KernelDialect::kFrameSlotsAttrName))
     for (mlir::NamedAttribute slot : frameSlots) {
-      int64_t stage = *kernel::getFrameStage(slot.getName().getValue());
       auto range = mlir::cast<mlir::DenseI64ArrayAttr>(slot.getValue());
-      slots[stage][slot.getName().getValue()] =
-          llvm::json::Array{range[0], range[1]};
-      bytes[stage] =
-          std::max(bytes[stage], range[0] + kernel::alignToArena(range[1]));
+      slots.push_back({*manifest::FrameSlot::parse(slot.getName().getValue()),
+                       {range[0], range[1]}});
     }
+  return slots;
+}
+
+void titan::addPipelineToManifest(manifest::Manifest &m, const PipelineJob &job,
+                                  int64_t rank, mlir::ModuleOp module) {
+  manifest::Manifest::Pipeline &pipeline = m.pipeline.emplace();
   std::map<int64_t, int64_t> frames = framesInFlight(job.schedule, rank);
-  llvm::json::Array stages;
+  bool split = splitsBackward(job.schedule);
   for (int64_t s : job.schedule.stagesOfRank[size_t(rank)]) {
-    bool split = splitsBackward(job.schedule);
     std::vector<std::string> phases = stagePhaseFunctions(s, split);
-    llvm::json::Object stage{
-        {"stage", s},           {"unshard", phases[0]},
-        {"forward", phases[1]}, {"frame_bytes", bytes[s]},
-        {"frames", frames[s]},  {"frame_slots", std::move(slots[s])}};
+    manifest::Manifest::PipelineStage &stage = pipeline.stages.emplace_back();
+    stage.stage = s;
+    stage.unshard = phases[0];
+    stage.forward = phases[1];
     if (split) {
-      stage["backward_input"] = phases[2];
-      stage["backward_weight"] = phases[3];
+      stage.backwardInput = phases[2];
+      stage.backwardWeight = phases[3];
     } else {
-      stage["backward"] = phases[2];
+      stage.backward = phases[2];
     }
-    stage["reduce_grad"] = phases.back();
-    stages.push_back(std::move(stage));
+    stage.reduceGrad = phases.back();
+    stage.frames = frames[s];
   }
+  // Each frame slot in its stage's frame, and each frame's size.
+  for (auto &[slot, range] : frameSlots(module))
+    for (manifest::Manifest::PipelineStage &stage : pipeline.stages)
+      if (stage.stage == slot.stage) {
+        stage.frameSlots.push_back({slot, range});
+        stage.frameBytes = std::max(
+            stage.frameBytes, range.first + kernel::alignToArena(range.second));
+      }
   // The rank's list as dist-pipeline-schedule wrote it, with its
   // transfers.
-  llvm::json::Array actions;
-  if (auto pipeline = module->getAttrOfType<mlir::DictionaryAttr>(
+  if (auto attr = module->getAttrOfType<mlir::DictionaryAttr>(
           dist::DistDialect::kPipelineAttrName))
-    if (auto lists = pipeline.getAs<mlir::ArrayAttr>("actions"))
+    if (auto lists = attr.getAs<mlir::ArrayAttr>("actions"))
       for (mlir::Attribute a : mlir::cast<mlir::ArrayAttr>(lists[size_t(rank)]))
-        actions.push_back(mlir::cast<mlir::StringAttr>(a).getValue());
-  llvm::json::Array stageRanks;
-  std::vector<int64_t> owner(size_t(job.schedule.stages));
+        pipeline.actions.push_back(*manifest::Manifest::PipelineAction::parse(
+            mlir::cast<mlir::StringAttr>(a).getValue()));
+  pipeline.stageRanks.resize(size_t(job.schedule.stages));
   for (auto [r, owned] : llvm::enumerate(job.schedule.stagesOfRank))
     for (int64_t s : owned)
-      owner[size_t(s)] = int64_t(r);
-  for (int64_t r : owner)
-    stageRanks.push_back(r);
-  manifest["pipeline"] =
-      llvm::json::Object{{"rank", rank},
-                         {"schedule", job.schedule.name},
-                         {"num_stages", job.schedule.stages},
-                         {"stage_ranks", std::move(stageRanks)},
-                         {"microbatches", job.microbatches},
-                         {"microbatch_size", job.microbatchSize},
-                         {"actions", std::move(actions)},
-                         {"stages", std::move(stages)}};
+      pipeline.stageRanks[size_t(s)] = int64_t(r);
+  pipeline.rank = rank;
+  pipeline.schedule = job.schedule.name;
+  pipeline.numStages = job.schedule.stages;
+  pipeline.microbatches = job.microbatches;
+  pipeline.microbatchSize = job.microbatchSize;
 }
 
 int64_t titan::pipelineRankOfParameter(const PipelineJob &job,
@@ -168,20 +169,13 @@ int64_t titan::pipelineRankOfParameter(const PipelineJob &job,
   return -1;
 }
 
-void titan::addPipelineParameters(llvm::json::Object &manifest,
-                                  const llvm::json::Object &whole,
+void titan::addPipelineParameters(manifest::Manifest &m,
+                                  const manifest::Manifest &whole,
                                   const PipelineJob &job) {
-  auto tag = [&](llvm::json::Array &params) {
-    for (llvm::json::Value &v : params)
-      if (llvm::json::Object *p = v.getAsObject())
-        if (std::optional<llvm::StringRef> name = p->getString("name"))
-          (*p)["pipeline_rank"] = pipelineRankOfParameter(job, *name);
-  };
-  if (llvm::json::Array *params = manifest.getArray("params"))
-    tag(*params);
-  llvm::json::Array all = *whole.getArray("params");
-  tag(all);
-  manifest["all_params"] = std::move(all);
+  m.allParams = whole.params;
+  for (auto *params : {&m.params, &m.allParams})
+    for (manifest::Manifest::Param &p : *params)
+      p.pipelineRank = pipelineRankOfParameter(job, p.name);
 }
 
 void titan::printPipelineMemory(const PipelineJob &job, int64_t rank,
@@ -189,19 +183,17 @@ void titan::printPipelineMemory(const PipelineJob &job, int64_t rank,
   // Per stage: one frame's bytes, and by kind.
   std::map<int64_t, int64_t> frameBytes;
   std::map<int64_t, std::map<std::string, int64_t>> kinds;
-  if (auto frameSlots = module->getAttrOfType<mlir::DictionaryAttr>(
-          kernel::KernelDialect::kFrameSlotsAttrName))
-    for (mlir::NamedAttribute slot : frameSlots) {
-      llvm::StringRef name = slot.getName().getValue();
-      int64_t stage = *kernel::getFrameStage(name);
-      auto range = mlir::cast<mlir::DenseI64ArrayAttr>(slot.getValue());
-      int64_t bytes = kernel::alignToArena(range[1]);
-      frameBytes[stage] = std::max(frameBytes[stage], range[0] + bytes);
-      llvm::StringRef kind = name.split(':').second.split(':').first;
-      kinds[stage][kind == "stash"   ? "stashed activations"
-                   : kind == "input" ? "tokens and labels"
-                                     : "boundary tensors"] += bytes;
-    }
+  for (auto &[slot, range] : frameSlots(module)) {
+    using manifest::FrameSlot;
+    int64_t bytes = kernel::alignToArena(range.second);
+    frameBytes[slot.stage] =
+        std::max(frameBytes[slot.stage], range.first + bytes);
+    kinds[slot.stage]
+         [slot.kind == FrameSlot::Stash ? "stashed activations"
+          : slot.kind == FrameSlot::Tokens || slot.kind == FrameSlot::Labels
+              ? "tokens and labels"
+              : "boundary tensors"] += bytes;
+  }
   std::map<int64_t, int64_t> frames = framesInFlight(job.schedule, rank);
   int64_t total = 0;
   os << "  pipeline frames (per microbatch in flight, " << job.schedule.name

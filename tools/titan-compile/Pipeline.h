@@ -13,12 +13,12 @@
 #define TITAN_TOOLS_TITAN_COMPILE_PIPELINE_H
 
 #include "titan/Compiler/Pipelines.h"
+#include "titan/Manifest/Manifest.h"
 #include "titan/Model/PipelineStages.h"
 #include "titan/Pipeline/Schedule.h"
 
 #include "mlir/IR/BuiltinOps.h"
 #include "llvm/Support/Error.h"
-#include "llvm/Support/JSON.h"
 #include "llvm/Support/raw_ostream.h"
 
 #include <map>
@@ -57,19 +57,19 @@ std::map<int64_t, int64_t> framesInFlight(const PipelineSchedule &schedule,
 /// ranks, the microbatches, the rank's actions, and per local stage its
 /// phase functions, its frame (slots and bytes, from the planned kernel-IR
 /// `module`) and the frames in flight.
-void addPipelineToManifest(llvm::json::Object &manifest, const PipelineJob &job,
+void addPipelineToManifest(manifest::Manifest &manifest, const PipelineJob &job,
                            int64_t rank, mlir::ModuleOp module);
 
 /// The pipeline rank holding parameter `name` (the rank of the stage whose
 /// module it belongs to), or -1 for a name of no stage.
 int64_t pipelineRankOfParameter(const PipelineJob &job, llvm::StringRef name);
 
-/// Tags each parameter of `manifest` with its pipeline rank and adds
-/// `all_params`, every parameter of the model (`whole`: the manifest of the
-/// partitioned model before the stage cut), so checkpoints can index and
-/// export the whole model from any rank.
-void addPipelineParameters(llvm::json::Object &manifest,
-                           const llvm::json::Object &whole,
+/// Tags each parameter of `manifest` with its pipeline rank and sets
+/// `allParams` to every parameter of the model (`whole`: the manifest of
+/// the partitioned model before the stage cut), so checkpoints can index
+/// and export the whole model from any rank.
+void addPipelineParameters(manifest::Manifest &manifest,
+                           const manifest::Manifest &whole,
                            const PipelineJob &job);
 
 /// Prints `rank`'s microbatch frames (per local stage: the frames the

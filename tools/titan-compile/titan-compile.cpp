@@ -405,7 +405,7 @@ llvm::Expected<std::string> writeObject(mlir::ModuleOp module,
 /// and the executable.
 int compileProgram(Compilation &job, mlir::ModuleOp module) {
   const TrainConfig &c = job.config;
-  llvm::Expected<llvm::json::Object> manifest =
+  llvm::Expected<manifest::Manifest> manifest =
       buildManifest(job.model, c, module);
   if (!manifest)
     return reportError(manifest.takeError());
@@ -429,17 +429,17 @@ int compileProgram(Compilation &job, mlir::ModuleOp module) {
     return emitMemoryReport(job, module, arenaWithout);
   // The runtime places its state where the plan says.
   addArenaToManifest(*manifest, module);
-  (*manifest)["accumulation_steps"] = accumulationSteps(c, job.mesh);
-  (*manifest)["target"] = stringifyKernelTarget(target);
+  manifest->accumulationSteps = accumulationSteps(c, job.mesh);
+  manifest->target = stringifyKernelTarget(target).str();
   if (target == KernelTarget::CUDA)
-    (*manifest)["cuda_arch"] = std::string(cudaArch);
+    manifest->cudaArch = cudaArch;
   LoweringPipelineOptions lowering;
   if (failed(job.run(module, buildLoweringPipeline, lowering)))
     return compilationFailed();
   if (emitStage == EmitStage::LLVM)
     return job.print(module);
 
-  embedManifest(module, printManifest(*manifest));
+  embedManifest(module, manifest::printManifest(*manifest));
   llvm::Expected<std::string> object = [&] {
     mlir::TimingScope t = job.timer.nest("emit object");
     return writeObject(
@@ -480,7 +480,7 @@ void printPipelineRankMemory(Compilation &job, const PipelineJob &pipelineJob,
 /// gets the program's step functions.
 int compilePipelineRank(Compilation &job, const PipelineJob &pipelineJob,
                         int64_t rank, mlir::ModuleOp partitioned,
-                        const llvm::json::Object &whole,
+                        const manifest::Manifest &whole,
                         llvm::SmallVectorImpl<std::string> &objects,
                         std::vector<std::string> &functions) {
   const TrainConfig &c = job.config;
@@ -497,7 +497,7 @@ int compilePipelineRank(Compilation &job, const PipelineJob &pipelineJob,
   };
   if (emitStage == EmitStage::Train)
     return printRank();
-  llvm::Expected<llvm::json::Object> manifest =
+  llvm::Expected<manifest::Manifest> manifest =
       buildManifest(job.model, c, *module, phases);
   if (!manifest)
     return reportError(manifest.takeError());
@@ -517,19 +517,18 @@ int compilePipelineRank(Compilation &job, const PipelineJob &pipelineJob,
   addArenaToManifest(*manifest, *module);
   addPipelineToManifest(*manifest, pipelineJob, rank, *module);
   addPipelineParameters(*manifest, whole, pipelineJob);
-  (*manifest)["accumulation_steps"] = accumulationSteps(c, job.mesh);
-  (*manifest)["target"] = stringifyKernelTarget(target);
+  manifest->accumulationSteps = accumulationSteps(c, job.mesh);
+  manifest->target = stringifyKernelTarget(target).str();
   // The pipeline's transfers and its loss reduction run over pp.
-  if (auto *axes = manifest->getArray("collective_axes"))
-    if (!llvm::is_contained(*axes, llvm::json::Value(1)))
-      axes->push_back(1);
+  if (!llvm::is_contained(manifest->collectiveAxes, 1u))
+    manifest->collectiveAxes.push_back(1);
   LoweringPipelineOptions lowering;
   lowering.symbolPrefix = "titan_pp" + std::to_string(rank) + "_";
   if (failed(job.run(*module, buildLoweringPipeline, lowering)))
     return compilationFailed();
   if (emitStage == EmitStage::LLVM)
     return printRank();
-  embedManifest(*module, printManifest(*manifest),
+  embedManifest(*module, manifest::printManifest(*manifest),
                 "titan_pp" + std::to_string(rank) + "_manifest");
   std::string path;
   if (emitStage == EmitStage::Object)
@@ -585,7 +584,7 @@ int compilePipelined(Compilation &job, mlir::ModuleOp partitioned) {
                        "runtime's transfers run on MPI ranks of the CPU "
                        "target)");
   // Every parameter of the model, for the ranks' checkpoint indexes.
-  llvm::Expected<llvm::json::Object> whole =
+  llvm::Expected<manifest::Manifest> whole =
       buildManifest(job.model, job.config, partitioned);
   if (!whole)
     return reportError(whole.takeError());

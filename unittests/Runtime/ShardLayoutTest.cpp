@@ -25,9 +25,6 @@ Manifest::Param param(std::vector<int64_t> shape,
   p.shape = shape;
   p.dimAxes = dimAxes;
   p.dimAxes.resize(shape.size());
-  for (const auto &axes : p.dimAxes)
-    for (MeshAxis a : axes)
-      p.shardMask |= 1u << a;
   return p;
 }
 

@@ -14,6 +14,7 @@
 #include "titan/Dialect/Titan/IR/Parameters.h"
 #include "titan/Dialect/Titan/IR/TitanDialect.h"
 #include "titan/Dialect/Titan/IR/TitanOps.h"
+#include "titan/Manifest/Manifest.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
@@ -91,24 +92,26 @@ private:
   /// The slot of a step argument or result. A pipeline stage's
   /// per-microbatch values (the activations it receives and sends, their
   /// gradients, its stashes, and its microbatch of tokens and labels) live
-  /// in the stage's frame: slots "frame<stage>:<kind>:<index or name>",
-  /// which the memory plan places apart, once per microbatch in flight;
+  /// in the stage's frame (manifest::FrameSlot), which the memory plan
+  /// places apart, once per microbatch in flight;
   /// what the stage computes once per step ("per_step<stage>:<j>") is an
   /// arena slot.
   std::optional<std::string> slotOf(DictionaryAttr attrs) {
     auto stage =
         step->getAttrOfType<IntegerAttr>(dist::DistDialect::kStageAttrName);
     if (stage && attrs) {
-      std::string frame = "frame" + std::to_string(stage.getInt()) + ":";
-      static constexpr std::pair<StringLiteral, StringLiteral> kinds[] = {
-          {dist::DistDialect::kStageInputAttrName, "stage_input:"},
-          {dist::DistDialect::kStageOutputAttrName, "stage_output:"},
-          {dist::DistDialect::kStageOutputGradAttrName, "stage_output_grad:"},
-          {dist::DistDialect::kStageInputGradAttrName, "stage_input_grad:"},
-          {dist::DistDialect::kStashAttrName, "stash:"}};
+      using manifest::FrameSlot;
+      static constexpr std::pair<StringLiteral, FrameSlot::Kind> kinds[] = {
+          {dist::DistDialect::kStageInputAttrName, FrameSlot::StageInput},
+          {dist::DistDialect::kStageOutputAttrName, FrameSlot::StageOutput},
+          {dist::DistDialect::kStageOutputGradAttrName,
+           FrameSlot::StageOutputGrad},
+          {dist::DistDialect::kStageInputGradAttrName,
+           FrameSlot::StageInputGrad},
+          {dist::DistDialect::kStashAttrName, FrameSlot::Stash}};
       for (auto [attr, kind] : kinds)
         if (auto index = attrs.getAs<IntegerAttr>(attr))
-          return frame + kind.str() + std::to_string(index.getInt());
+          return FrameSlot{stage.getInt(), kind, index.getInt()}.str();
       // A gradient summed over the step's microbatches: in the arena.
       if (auto name = attrs.getAs<StringAttr>(
               dist::DistDialect::kUnshardedGradAttrName))
@@ -121,7 +124,10 @@ private:
       if (auto input = attrs.getAs<StringAttr>(TitanDialect::kInputAttrName);
           input &&
           (input.getValue() == "tokens" || input.getValue() == "labels"))
-        return frame + "input:" + input.getValue().str();
+        return FrameSlot{stage.getInt(), input.getValue() == "tokens"
+                                             ? FrameSlot::Tokens
+                                             : FrameSlot::Labels}
+            .str();
     }
     return getStateSlot(attrs);
   }

@@ -3,6 +3,7 @@
 #include "titan/Dialect/Kernel/Transforms/MemoryPlan.h"
 #include "titan/Dialect/Kernel/Transforms/Passes.h"
 #include "titan/Dialect/Titan/IR/TensorSize.h"
+#include "titan/Manifest/Manifest.h"
 
 #include "mlir/IR/Builders.h"
 #include "llvm/ADT/StringMap.h"
@@ -24,13 +25,10 @@ int64_t titan::kernel::alignToArena(int64_t bytes) {
 }
 
 std::optional<int64_t> titan::kernel::getFrameStage(StringRef slot) {
-  if (!slot.consume_front("frame"))
-    return std::nullopt;
-  auto [digits, rest] = slot.split(':');
-  int64_t stage;
-  if (rest.empty() || digits.getAsInteger(10, stage) || stage < 0)
-    return std::nullopt;
-  return stage;
+  if (std::optional<manifest::FrameSlot> frame =
+          manifest::FrameSlot::parse(slot))
+    return frame->stage;
+  return std::nullopt;
 }
 
 StringRef titan::kernel::getSlotCategory(StringRef slot) {

@@ -35,8 +35,8 @@ struct BufferInterval {
 llvm::SmallVector<BufferInterval>
 computeBufferIntervals(mlir::func::FuncOp step);
 
-/// The pipeline stage whose microbatch frame holds `slot`
-/// ("frame<stage>:..."), or std::nullopt for an arena slot.
+/// The pipeline stage whose microbatch frame holds `slot` (a
+/// manifest::FrameSlot), or std::nullopt for an arena slot.
 std::optional<int64_t> getFrameStage(llvm::StringRef slot);
 
 /// The memory category of a state slot ("param:x" -> "parameters", ...).

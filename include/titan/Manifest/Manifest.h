@@ -1,0 +1,159 @@
+//===- Manifest.h - what a training executable knows of its model -*- C++
+//-*-===//
+//
+// The JSON manifest that titan-compile embeds in each training executable and
+// that the runtime reads at start: the compiled config, the step's static
+// shapes, each parameter's whole and local shape and sharding, the memory
+// plan's slots and, under pipeline parallelism, the rank's stages and
+// actions. This is its one definition: the compiler fills a `Manifest` and
+// prints it, the runtime parses it, so a key cannot exist on one side only.
+// MLIR-free, so the runtime links it.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TITAN_MANIFEST_MANIFEST_H
+#define TITAN_MANIFEST_MANIFEST_H
+
+#include "llvm/ADT/StringMap.h"
+#include "llvm/ADT/StringRef.h"
+#include "llvm/Support/Error.h"
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace titan::manifest {
+
+/// Mesh axes in rank-layout order (tp varies fastest), as #dist.mesh.
+enum MeshAxis { kPP, kDPReplicate, kDPShard, kCP, kTP, kNumAxes };
+
+/// "pp", "dp_replicate", "dp_shard", "cp", "tp".
+const char *meshAxisName(MeshAxis axis);
+
+/// The axis named `name`, or std::nullopt.
+std::optional<MeshAxis> parseMeshAxis(llvm::StringRef name);
+
+/// A slot's place: its offset and its bytes.
+using SlotRange = std::pair<int64_t, int64_t>;
+
+/// A slot of a pipeline stage's microbatch frame: the boundary tensors the
+/// stage receives and sends and their gradients, its stashed activations,
+/// and its microbatch of tokens and labels. The IR (kernel.slot) and the
+/// manifest spell it "frame<stage>:<kind>:<index>" ("frame<stage>:input:
+/// tokens" and "...:labels"), printed and parsed only here.
+struct FrameSlot {
+  enum Kind {
+    StageInput,
+    StageOutput,
+    StageOutputGrad,
+    StageInputGrad,
+    Stash,
+    Tokens,
+    Labels
+  };
+  int64_t stage = 0;
+  Kind kind = StageInput;
+  /// The boundary or stash index (0 for Tokens and Labels).
+  int64_t index = 0;
+
+  std::string str() const;
+  /// The frame slot `name` spells, or std::nullopt for any other slot name.
+  static std::optional<FrameSlot> parse(llvm::StringRef name);
+
+  bool operator==(const FrameSlot &o) const {
+    return stage == o.stage && kind == o.kind && index == o.index;
+  }
+};
+
+struct Manifest {
+  struct Param {
+    std::string name;
+    std::vector<int64_t> shape;      ///< of the unsharded model
+    std::vector<int64_t> localShape; ///< this rank's shard
+    /// Per dimension, the mesh axes splitting it (outermost first).
+    std::vector<std::vector<MeshAxis>> dimAxes;
+    /// Under pipeline parallelism the pipeline rank holding it (-1: every
+    /// rank holds it, or a block of it).
+    int64_t pipelineRank = -1;
+
+    /// Every mesh axis that splits some dimension (bit i: MeshAxis i).
+    unsigned shardMask() const;
+  };
+
+  /// Pipeline parallel: what this pipeline rank's program runs.
+  struct PipelineStage {
+    int64_t stage = 0;
+    /// The phase functions of the program's table: forward and backward,
+    /// or forward, backward_input and backward_weight (zero-bubble
+    /// schedules; a whole B then runs I and W).
+    std::string unshard, forward, backward, backwardInput, backwardWeight,
+        reduceGrad;
+    /// One microbatch's frame: its size, its slots, and how many
+    /// microbatches the schedule keeps in flight at most.
+    int64_t frameBytes = 0, frames = 0;
+    std::vector<std::pair<FrameSlot, SlotRange>> frameSlots;
+  };
+
+  /// One action of a pipeline rank's list, in TorchTitan's lowered
+  /// notation <stage><F|B|I|W|RECV_F|SEND_F|RECV_B|SEND_B><microbatch>,
+  /// <stage>UNSHARD or <stage>REDUCE_GRAD.
+  struct PipelineAction {
+    /// 'F', 'B', 'I', 'W', 'U' (UNSHARD), 'G' (REDUCE_GRAD), or the
+    /// transfers: 'f' RECV_F, 'g' SEND_F, 'b' RECV_B, 'c' SEND_B.
+    char kind = '?';
+    int64_t stage = -1, microbatch = -1;
+
+    std::string str() const;
+    /// The action `text` spells, or std::nullopt.
+    static std::optional<PipelineAction> parse(llvm::StringRef text);
+  };
+
+  struct Pipeline {
+    int64_t rank = 0, numStages = 1, microbatches = 1, microbatchSize = 1;
+    std::string schedule;
+    /// The pipeline rank of each stage.
+    std::vector<int64_t> stageRanks;
+    std::vector<PipelineAction> actions;
+    std::vector<PipelineStage> stages;
+  };
+
+  std::string model;
+  /// The compiled config (TOML).
+  std::string config;
+  /// "cpu" or "cuda" (titan-compile --target), and the GPU architecture
+  /// (cuda only).
+  std::string target = "cpu", cudaArch;
+  int64_t localBatch = 0, seqLen = 0, vocab = 0, dim = 0;
+  double flopsPerToken = 0;
+  int64_t accumulationSteps = 1;
+  /// The mesh's sizes, by MeshAxis.
+  std::vector<int64_t> mesh = {1, 1, 1, 1, 1};
+  /// The parameters this rank holds (a block of), in its steps' order.
+  std::vector<Param> params;
+  /// Every parameter of the model: `params` except under pipeline
+  /// parallelism, where the other pipeline ranks hold the rest
+  /// (checkpoints index and export them all).
+  std::vector<Param> allParams;
+  /// The memory plan: the arena's size and each state slot's place.
+  int64_t arenaBytes = 0;
+  llvm::StringMap<SlotRange> slots;
+  /// The axis masks of the mesh groups the collectives use.
+  std::vector<unsigned> collectiveAxes;
+  std::optional<Pipeline> pipeline;
+
+  int64_t worldSize() const;
+};
+
+/// The manifest as the text the executable embeds (deterministic: keys in
+/// sorted order). Under pipeline parallelism every parameter carries its
+/// pipeline rank and `all_params` is written.
+std::string printManifest(const Manifest &manifest);
+
+/// Parses the manifest text; an error says what is malformed.
+llvm::Expected<Manifest> parseManifest(llvm::StringRef text);
+
+} // namespace titan::manifest
+
+#endif // TITAN_MANIFEST_MANIFEST_H

@@ -1,0 +1,439 @@
+//===- Manifest.cpp - what a training executable knows of its model -------===//
+
+#include "titan/Manifest/Manifest.h"
+
+#include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/ADT/StringSwitch.h"
+#include "llvm/Support/JSON.h"
+#include "llvm/Support/raw_ostream.h"
+
+using namespace titan::manifest;
+using llvm::StringRef;
+namespace json = llvm::json;
+
+//===----------------------------------------------------------------------===//
+// Mesh axes, frame slots, pipeline actions
+//===----------------------------------------------------------------------===//
+
+const char *titan::manifest::meshAxisName(MeshAxis axis) {
+  static const char *names[] = {"pp", "dp_replicate", "dp_shard", "cp", "tp"};
+  return names[axis];
+}
+
+std::optional<MeshAxis> titan::manifest::parseMeshAxis(StringRef name) {
+  for (unsigned i = 0; i < kNumAxes; ++i)
+    if (name == meshAxisName(MeshAxis(i)))
+      return MeshAxis(i);
+  return std::nullopt;
+}
+
+/// The spelling of each indexed FrameSlot::Kind.
+static constexpr std::pair<FrameSlot::Kind, StringRef> kFrameSlotKinds[] = {
+    {FrameSlot::StageInput, "stage_input"},
+    {FrameSlot::StageOutput, "stage_output"},
+    {FrameSlot::StageOutputGrad, "stage_output_grad"},
+    {FrameSlot::StageInputGrad, "stage_input_grad"},
+    {FrameSlot::Stash, "stash"}};
+
+std::string FrameSlot::str() const {
+  std::string name = "frame" + std::to_string(stage) + ":";
+  if (kind == Tokens || kind == Labels)
+    return name + (kind == Tokens ? "input:tokens" : "input:labels");
+  for (auto [k, spelling] : kFrameSlotKinds)
+    if (k == kind)
+      return name + spelling.str() + ":" + std::to_string(index);
+  llvm_unreachable("every frame slot kind has a spelling");
+}
+
+std::optional<FrameSlot> FrameSlot::parse(StringRef name) {
+  FrameSlot slot;
+  if (!name.consume_front("frame"))
+    return std::nullopt;
+  auto [digits, rest] = name.split(':');
+  auto [kind, index] = rest.split(':');
+  if (digits.getAsInteger(10, slot.stage) || slot.stage < 0)
+    return std::nullopt;
+  if (kind == "input") {
+    if (index != "tokens" && index != "labels")
+      return std::nullopt;
+    slot.kind = index == "tokens" ? Tokens : Labels;
+    return slot;
+  }
+  const auto *known = llvm::find_if(
+      kFrameSlotKinds, [&](const auto &k) { return k.second == kind; });
+  if (known == std::end(kFrameSlotKinds) ||
+      index.getAsInteger(10, slot.index) || slot.index < 0)
+    return std::nullopt;
+  slot.kind = known->first;
+  return slot;
+}
+
+/// The action kinds' spellings, by their codes.
+static constexpr std::pair<char, StringRef> kActionKinds[] = {
+    {'F', "F"},       {'B', "B"},          {'I', "I"},      {'W', "W"},
+    {'f', "RECV_F"},  {'g', "SEND_F"},     {'b', "RECV_B"}, {'c', "SEND_B"},
+    {'U', "UNSHARD"}, {'G', "REDUCE_GRAD"}};
+
+/// UNSHARD and REDUCE_GRAD run once per step: they have no microbatch.
+static bool isPerStep(char kind) { return kind == 'U' || kind == 'G'; }
+
+std::string Manifest::PipelineAction::str() const {
+  const auto *spelling = llvm::find_if(
+      kActionKinds, [&](const auto &k) { return k.first == kind; });
+  std::string text = std::to_string(stage);
+  text += spelling == std::end(kActionKinds) ? StringRef(&kind, 1)
+                                             : spelling->second;
+  if (!isPerStep(kind))
+    text += std::to_string(microbatch);
+  return text;
+}
+
+std::optional<Manifest::PipelineAction>
+Manifest::PipelineAction::parse(StringRef text) {
+  size_t at = text.find_first_not_of("0123456789");
+  if (at == StringRef::npos || at == 0)
+    return std::nullopt;
+  StringRef kind =
+      text.substr(at).take_while([](char c) { return !llvm::isDigit(c); });
+  const auto *known = llvm::find_if(
+      kActionKinds, [&](const auto &k) { return k.second == kind; });
+  if (known == std::end(kActionKinds))
+    return std::nullopt;
+  PipelineAction a;
+  a.kind = known->first;
+  StringRef mb = text.substr(at + kind.size());
+  if (isPerStep(a.kind) && mb.empty())
+    mb = "0";
+  if (text.substr(0, at).getAsInteger(10, a.stage) ||
+      mb.getAsInteger(10, a.microbatch))
+    return std::nullopt;
+  return a;
+}
+
+unsigned Manifest::Param::shardMask() const {
+  unsigned mask = 0;
+  for (const std::vector<MeshAxis> &axes : dimAxes)
+    for (MeshAxis a : axes)
+      mask |= 1u << a;
+  return mask;
+}
+
+int64_t Manifest::worldSize() const {
+  int64_t n = 1;
+  for (int64_t size : mesh)
+    n *= size;
+  return n;
+}
+
+//===----------------------------------------------------------------------===//
+// Printing
+//===----------------------------------------------------------------------===//
+
+/// A parameter; `withPipelineRank` under pipeline parallelism.
+static json::Object toJSON(const Manifest::Param &p, bool withPipelineRank) {
+  // The dimensions up to the last split one, as #dist.sharding lists them.
+  auto split = llvm::find_if(llvm::reverse(p.dimAxes),
+                             [](const auto &axes) { return !axes.empty(); });
+  json::Array sharding;
+  for (const std::vector<MeshAxis> &axes :
+       llvm::make_range(p.dimAxes.begin(), split.base()))
+    sharding.push_back(json::Array(
+        llvm::map_range(axes, [](MeshAxis a) { return meshAxisName(a); })));
+  json::Object o{{"name", p.name},
+                 {"shape", json::Array(p.shape)},
+                 {"local_shape", json::Array(p.localShape)},
+                 {"sharding", std::move(sharding)}};
+  if (withPipelineRank)
+    o["pipeline_rank"] = p.pipelineRank;
+  return o;
+}
+
+static json::Array toJSON(const std::vector<Manifest::Param> &params,
+                          bool withPipelineRank) {
+  json::Array list;
+  for (const Manifest::Param &p : params)
+    list.push_back(toJSON(p, withPipelineRank));
+  return list;
+}
+
+static json::Array toJSON(const SlotRange &range) {
+  return json::Array{range.first, range.second};
+}
+
+static json::Object toJSON(const Manifest::PipelineStage &s) {
+  json::Object slots;
+  for (const auto &[slot, range] : s.frameSlots)
+    slots[slot.str()] = toJSON(range);
+  json::Object o{{"stage", s.stage},
+                 {"unshard", s.unshard},
+                 {"forward", s.forward},
+                 {"reduce_grad", s.reduceGrad},
+                 {"frame_bytes", s.frameBytes},
+                 {"frames", s.frames},
+                 {"frame_slots", std::move(slots)}};
+  if (s.backward.empty()) {
+    o["backward_input"] = s.backwardInput;
+    o["backward_weight"] = s.backwardWeight;
+  } else {
+    o["backward"] = s.backward;
+  }
+  return o;
+}
+
+static json::Object toJSON(const Manifest::Pipeline &p) {
+  json::Array actions, stages;
+  for (const Manifest::PipelineAction &a : p.actions)
+    actions.push_back(a.str());
+  for (const Manifest::PipelineStage &s : p.stages)
+    stages.push_back(toJSON(s));
+  return json::Object{{"rank", p.rank},
+                      {"schedule", p.schedule},
+                      {"num_stages", p.numStages},
+                      {"stage_ranks", json::Array(p.stageRanks)},
+                      {"microbatches", p.microbatches},
+                      {"microbatch_size", p.microbatchSize},
+                      {"actions", std::move(actions)},
+                      {"stages", std::move(stages)}};
+}
+
+std::string titan::manifest::printManifest(const Manifest &m) {
+  bool pipelined = m.pipeline.has_value();
+  json::Object slots;
+  for (const auto &slot : m.slots)
+    slots[slot.getKey()] = toJSON(slot.getValue());
+  json::Object o{{"model", m.model},
+                 {"config", m.config},
+                 {"target", m.target},
+                 {"local_batch_size", m.localBatch},
+                 {"seq_len", m.seqLen},
+                 {"vocab_size", m.vocab},
+                 {"dim", m.dim},
+                 {"flops_per_token", m.flopsPerToken},
+                 {"accumulation_steps", m.accumulationSteps},
+                 {"mesh", json::Array(m.mesh)},
+                 {"params", toJSON(m.params, pipelined)},
+                 {"arena_bytes", m.arenaBytes},
+                 {"slots", std::move(slots)},
+                 {"collective_axes", json::Array(m.collectiveAxes)}};
+  if (m.target == "cuda")
+    o["cuda_arch"] = m.cudaArch;
+  if (pipelined) {
+    o["all_params"] = toJSON(m.allParams, true);
+    o["pipeline"] = toJSON(*m.pipeline);
+  }
+  std::string text;
+  llvm::raw_string_ostream(text) << json::Value(std::move(o));
+  return text;
+}
+
+//===----------------------------------------------------------------------===//
+// Parsing
+//===----------------------------------------------------------------------===//
+
+namespace {
+/// The reader: each malformed piece is an error naming it.
+struct Reader {
+  /// The first error.
+  std::optional<std::string> error;
+
+  void fail(const llvm::Twine &message) {
+    if (!error)
+      error = message.str();
+  }
+
+  std::vector<int64_t> integers(const json::Array *list, StringRef what) {
+    std::vector<int64_t> values;
+    if (!list)
+      return values;
+    for (const json::Value &v : *list) {
+      std::optional<int64_t> i = v.getAsInteger();
+      if (!i)
+        fail(llvm::Twine(what) + " is not a list of integers");
+      values.push_back(i.value_or(0));
+    }
+    return values;
+  }
+
+  /// An {name: [offset, bytes]} table that must fit in `bytes`.
+  template <typename Add>
+  void slots(const json::Object *table, int64_t bytes, StringRef where,
+             Add add) {
+    if (!table)
+      return;
+    for (const auto &[name, range] : *table) {
+      std::vector<int64_t> r = integers(range.getAsArray(), "a slot");
+      if (r.size() != 2 || r[0] < 0 || r[0] + r[1] > bytes) {
+        fail(llvm::Twine("slot '") + StringRef(name) + "' lies outside " +
+             where);
+        return;
+      }
+      add(StringRef(name), SlotRange{r[0], r[1]});
+    }
+  }
+
+  std::vector<Manifest::Param> params(const json::Array *list);
+  Manifest::PipelineStage stage(const json::Object &o);
+  Manifest::Pipeline pipeline(const json::Object &o);
+};
+} // namespace
+
+std::vector<Manifest::Param> Reader::params(const json::Array *list) {
+  std::vector<Manifest::Param> params;
+  if (!list) {
+    fail("the manifest has no parameter list");
+    return params;
+  }
+  for (const json::Value &v : *list) {
+    const json::Object *o = v.getAsObject();
+    if (!o || !o->getString("name") || !o->getArray("shape")) {
+      fail("a parameter has no name and shape");
+      return params;
+    }
+    Manifest::Param &p = params.emplace_back();
+    p.name = o->getString("name")->str();
+    p.shape = integers(o->getArray("shape"), "a shape");
+    p.localShape = o->getArray("local_shape")
+                       ? integers(o->getArray("local_shape"), "a shape")
+                       : p.shape;
+    p.dimAxes.resize(p.shape.size());
+    if (const json::Array *dims = o->getArray("sharding"))
+      for (auto [d, axes] : llvm::enumerate(*dims)) {
+        if (d >= p.shape.size() || !axes.getAsArray()) {
+          fail("sharding of '" + p.name +
+               "' has more dimensions than its shape");
+          return params;
+        }
+        for (const json::Value &axis : *axes.getAsArray()) {
+          StringRef name = axis.getAsString().value_or("");
+          std::optional<MeshAxis> a = parseMeshAxis(name);
+          if (!a) {
+            fail(llvm::Twine("unknown mesh axis '") + name + "'");
+            return params;
+          }
+          p.dimAxes[d].push_back(*a);
+        }
+      }
+    p.pipelineRank = o->getInteger("pipeline_rank").value_or(-1);
+  }
+  return params;
+}
+
+Manifest::PipelineStage Reader::stage(const json::Object &o) {
+  auto string = [&](StringRef key) {
+    return o.getString(key).value_or("").str();
+  };
+  Manifest::PipelineStage s;
+  s.stage = o.getInteger("stage").value_or(-1);
+  s.unshard = string("unshard");
+  s.reduceGrad = string("reduce_grad");
+  s.forward = string("forward");
+  s.backward = string("backward");
+  s.backwardInput = string("backward_input");
+  s.backwardWeight = string("backward_weight");
+  if (s.unshard.empty() || s.reduceGrad.empty() || s.forward.empty() ||
+      (s.backward.empty() &&
+       (s.backwardInput.empty() || s.backwardWeight.empty())))
+    fail("pipeline stage " + std::to_string(s.stage) +
+         " has no forward and backward functions");
+  s.frameBytes = o.getInteger("frame_bytes").value_or(-1);
+  s.frames = o.getInteger("frames").value_or(-1);
+  if (s.stage < 0 || s.frameBytes < 0 || s.frames < 0)
+    fail("the pipeline manifest has no 'stage', 'frame_bytes' or 'frames'");
+  slots(o.getObject("frame_slots"), s.frameBytes, "its pipeline frame",
+        [&](StringRef name, SlotRange range) {
+          std::optional<FrameSlot> slot = FrameSlot::parse(name);
+          if (!slot || slot->stage != s.stage)
+            return fail(llvm::Twine("frame slot '") + name +
+                        "' is not of stage " + std::to_string(s.stage));
+          s.frameSlots.push_back({*slot, range});
+        });
+  // In the printed order, so a parsed manifest prints the same text.
+  llvm::sort(s.frameSlots, [](const auto &a, const auto &b) {
+    return a.first.str() < b.first.str();
+  });
+  return s;
+}
+
+Manifest::Pipeline Reader::pipeline(const json::Object &o) {
+  Manifest::Pipeline p;
+  for (auto [key, field] : {std::pair("rank", &p.rank),
+                            {"num_stages", &p.numStages},
+                            {"microbatches", &p.microbatches},
+                            {"microbatch_size", &p.microbatchSize}}) {
+    std::optional<int64_t> v = o.getInteger(key);
+    if (!v || *v < 0)
+      fail(llvm::Twine("the pipeline manifest has no '") + key + "'");
+    *field = v.value_or(0);
+  }
+  p.schedule = o.getString("schedule").value_or("").str();
+  p.stageRanks = integers(o.getArray("stage_ranks"), "stage_ranks");
+  if (int64_t(p.stageRanks.size()) != p.numStages)
+    fail("the pipeline manifest's stage_ranks do not name a rank per stage");
+  if (const json::Array *stages = o.getArray("stages"))
+    for (const json::Value &v : *stages) {
+      if (!v.getAsObject())
+        fail("a pipeline stage is not an object");
+      else
+        p.stages.push_back(stage(*v.getAsObject()));
+    }
+  if (const json::Array *actions = o.getArray("actions"))
+    for (const json::Value &v : *actions) {
+      StringRef text = v.getAsString().value_or("");
+      std::optional<Manifest::PipelineAction> a =
+          Manifest::PipelineAction::parse(text);
+      if (!a || a->stage >= p.numStages || a->microbatch < 0 ||
+          a->microbatch >= p.microbatches)
+        fail(llvm::Twine("pipeline action '") + text +
+             "' is not <stage><F|B|I|W|RECV_F|SEND_F|RECV_B|SEND_B>"
+             "<microbatch>, <stage>UNSHARD or <stage>REDUCE_GRAD within "
+             "the schedule");
+      else
+        p.actions.push_back(*a);
+    }
+  return p;
+}
+
+llvm::Expected<Manifest> titan::manifest::parseManifest(StringRef text) {
+  llvm::Expected<json::Value> value = json::parse(text);
+  if (!value)
+    return llvm::createStringError(llvm::inconvertibleErrorCode(),
+                                   "invalid manifest: " +
+                                       llvm::toString(value.takeError()));
+  const json::Object *o = value->getAsObject();
+  if (!o)
+    return llvm::createStringError(llvm::inconvertibleErrorCode(),
+                                   "invalid manifest: not an object");
+  Reader r;
+  Manifest m;
+  m.model = o->getString("model").value_or("").str();
+  m.config = o->getString("config").value_or("").str();
+  m.target = o->getString("target").value_or("cpu").str();
+  m.cudaArch = o->getString("cuda_arch").value_or("").str();
+  m.localBatch = o->getInteger("local_batch_size").value_or(0);
+  m.seqLen = o->getInteger("seq_len").value_or(0);
+  m.vocab = o->getInteger("vocab_size").value_or(0);
+  m.dim = o->getInteger("dim").value_or(0);
+  m.flopsPerToken = o->getNumber("flops_per_token").value_or(0);
+  m.accumulationSteps = o->getInteger("accumulation_steps").value_or(1);
+  if (const json::Array *mesh = o->getArray("mesh")) {
+    if (mesh->size() != kNumAxes)
+      r.fail("the mesh does not have one size per axis");
+    else
+      m.mesh = r.integers(mesh, "the mesh");
+  }
+  for (int64_t mask :
+       r.integers(o->getArray("collective_axes"), "collective_axes"))
+    m.collectiveAxes.push_back(unsigned(mask));
+  m.params = r.params(o->getArray("params"));
+  m.allParams = o->getArray("all_params") ? r.params(o->getArray("all_params"))
+                                          : m.params;
+  m.arenaBytes = o->getInteger("arena_bytes").value_or(0);
+  r.slots(o->getObject("slots"), m.arenaBytes, "the planned arena",
+          [&](StringRef name, SlotRange range) { m.slots[name] = range; });
+  if (const json::Object *pipeline = o->getObject("pipeline"))
+    m.pipeline = r.pipeline(*pipeline);
+  if (r.error)
+    return llvm::createStringError(llvm::inconvertibleErrorCode(), *r.error);
+  return m;
+}

@@ -1,0 +1,229 @@
+//===- ManifestTest.cpp - the manifest's one definition -------------------===//
+//
+// What the compiler prints, the runtime parses back whole: every field
+// round-trips, and so do the frame slot names and pipeline actions.
+//
+//===----------------------------------------------------------------------===//
+
+#include "titan/Manifest/Manifest.h"
+
+#include "llvm/Support/Error.h"
+
+#include <gtest/gtest.h>
+
+using namespace titan::manifest;
+
+namespace {
+
+Manifest::Param param(std::string name, std::vector<int64_t> shape,
+                      std::vector<int64_t> localShape,
+                      std::vector<std::vector<MeshAxis>> dimAxes) {
+  Manifest::Param p;
+  p.name = std::move(name);
+  p.shape = std::move(shape);
+  p.localShape = std::move(localShape);
+  p.dimAxes = std::move(dimAxes);
+  return p;
+}
+
+/// A manifest with every field set.
+Manifest fullManifest(bool pipelined) {
+  Manifest m;
+  m.model = "llama3 debugmodel";
+  m.config = "[training]\nsteps = 10\n";
+  m.target = "cpu";
+  m.localBatch = 4;
+  m.seqLen = 128;
+  m.vocab = 2048;
+  m.dim = 256;
+  m.flopsPerToken = 123456789.25;
+  m.accumulationSteps = 2;
+  m.mesh = {2, 1, 2, 1, 2};
+  m.params = {param("tok_embeddings.weight", {2048, 256}, {1024, 128},
+                    {{kDPShard}, {kTP}}),
+              param("layers.0.attention.wq.weight", {256, 256}, {128, 256},
+                    {{kTP}, {}}),
+              param("norm.weight", {256}, {256}, {{}})};
+  m.allParams = m.params;
+  m.arenaBytes = 4096;
+  m.slots["param:norm.weight"] = {0, 1024};
+  m.slots["input:step"] = {1024, 8};
+  m.collectiveAxes = {4, 16, 20};
+  if (!pipelined)
+    return m;
+  m.allParams.push_back(
+      param("output.weight", {2048, 256}, {1024, 128}, {{kDPShard}, {kTP}}));
+  for (auto *params : {&m.params, &m.allParams})
+    for (Manifest::Param &p : *params)
+      p.pipelineRank = p.name == "output.weight" ? 1 : 0;
+  Manifest::Pipeline &p = m.pipeline.emplace();
+  p.rank = 0;
+  p.numStages = 2;
+  p.microbatches = 2;
+  p.microbatchSize = 2;
+  p.schedule = "1F1B";
+  p.stageRanks = {0, 1};
+  for (const char *action : {"0UNSHARD", "0F0", "0SEND_F0", "0F1", "0RECV_B0",
+                             "0B0", "0SEND_B1", "0REDUCE_GRAD"})
+    p.actions.push_back(*Manifest::PipelineAction::parse(action));
+  Manifest::PipelineStage &s = p.stages.emplace_back();
+  s.stage = 0;
+  s.unshard = "stage0_unshard";
+  s.forward = "stage0_forward";
+  s.backward = "stage0_backward";
+  s.reduceGrad = "stage0_reduce_grad";
+  s.frameBytes = 1536;
+  s.frames = 2;
+  s.frameSlots = {{{0, FrameSlot::Tokens, 0}, {0, 512}},
+                  {{0, FrameSlot::StageOutput, 0}, {512, 1024}}};
+  return m;
+}
+
+void expectSameParams(const std::vector<Manifest::Param> &a,
+                      const std::vector<Manifest::Param> &b) {
+  ASSERT_EQ(a.size(), b.size());
+  for (auto [x, y] : llvm::zip(a, b)) {
+    EXPECT_EQ(x.name, y.name);
+    EXPECT_EQ(x.shape, y.shape);
+    EXPECT_EQ(x.localShape, y.localShape);
+    EXPECT_EQ(x.dimAxes, y.dimAxes);
+    EXPECT_EQ(x.pipelineRank, y.pipelineRank);
+  }
+}
+
+void expectSame(const Manifest &a, const Manifest &b) {
+  EXPECT_EQ(a.model, b.model);
+  EXPECT_EQ(a.config, b.config);
+  EXPECT_EQ(a.target, b.target);
+  EXPECT_EQ(a.cudaArch, b.cudaArch);
+  EXPECT_EQ(a.localBatch, b.localBatch);
+  EXPECT_EQ(a.seqLen, b.seqLen);
+  EXPECT_EQ(a.vocab, b.vocab);
+  EXPECT_EQ(a.dim, b.dim);
+  EXPECT_EQ(a.flopsPerToken, b.flopsPerToken);
+  EXPECT_EQ(a.accumulationSteps, b.accumulationSteps);
+  EXPECT_EQ(a.mesh, b.mesh);
+  expectSameParams(a.params, b.params);
+  expectSameParams(a.allParams, b.allParams);
+  EXPECT_EQ(a.arenaBytes, b.arenaBytes);
+  EXPECT_EQ(a.slots.size(), b.slots.size());
+  for (const auto &slot : a.slots)
+    EXPECT_EQ(slot.getValue(), b.slots.lookup(slot.getKey()));
+  EXPECT_EQ(a.collectiveAxes, b.collectiveAxes);
+  ASSERT_EQ(a.pipeline.has_value(), b.pipeline.has_value());
+  if (!a.pipeline)
+    return;
+  const Manifest::Pipeline &p = *a.pipeline, &q = *b.pipeline;
+  EXPECT_EQ(p.rank, q.rank);
+  EXPECT_EQ(p.numStages, q.numStages);
+  EXPECT_EQ(p.microbatches, q.microbatches);
+  EXPECT_EQ(p.microbatchSize, q.microbatchSize);
+  EXPECT_EQ(p.schedule, q.schedule);
+  EXPECT_EQ(p.stageRanks, q.stageRanks);
+  ASSERT_EQ(p.actions.size(), q.actions.size());
+  for (auto [x, y] : llvm::zip(p.actions, q.actions))
+    EXPECT_EQ(x.str(), y.str());
+  ASSERT_EQ(p.stages.size(), q.stages.size());
+  for (auto [x, y] : llvm::zip(p.stages, q.stages)) {
+    EXPECT_EQ(x.stage, y.stage);
+    EXPECT_EQ(x.unshard, y.unshard);
+    EXPECT_EQ(x.forward, y.forward);
+    EXPECT_EQ(x.backward, y.backward);
+    EXPECT_EQ(x.backwardInput, y.backwardInput);
+    EXPECT_EQ(x.backwardWeight, y.backwardWeight);
+    EXPECT_EQ(x.reduceGrad, y.reduceGrad);
+    EXPECT_EQ(x.frameBytes, y.frameBytes);
+    EXPECT_EQ(x.frames, y.frames);
+    EXPECT_EQ(x.frameSlots, y.frameSlots);
+  }
+}
+
+Manifest roundTrip(const Manifest &m) {
+  llvm::Expected<Manifest> parsed = parseManifest(printManifest(m));
+  if (!parsed) {
+    ADD_FAILURE() << llvm::toString(parsed.takeError());
+    return {};
+  }
+  return std::move(*parsed);
+}
+
+TEST(ManifestTest, RoundTrips) {
+  Manifest m = fullManifest(/*pipelined=*/false);
+  expectSame(m, roundTrip(m));
+  EXPECT_EQ(printManifest(roundTrip(m)), printManifest(m));
+}
+
+TEST(ManifestTest, RoundTripsAPipelineRank) {
+  Manifest m = fullManifest(/*pipelined=*/true);
+  expectSame(m, roundTrip(m));
+  EXPECT_EQ(printManifest(roundTrip(m)), printManifest(m));
+}
+
+TEST(ManifestTest, RoundTripsTheCudaTarget) {
+  Manifest m = fullManifest(/*pipelined=*/false);
+  m.target = "cuda";
+  m.cudaArch = "sm_90a";
+  expectSame(m, roundTrip(m));
+}
+
+TEST(ManifestTest, WithoutPipelineAllParamsAreParams) {
+  std::string text = printManifest(fullManifest(/*pipelined=*/false));
+  EXPECT_EQ(text.find("all_params"), std::string::npos);
+  EXPECT_EQ(text.find("pipeline_rank"), std::string::npos);
+  EXPECT_EQ(text.find("cuda_arch"), std::string::npos);
+}
+
+TEST(ManifestTest, MalformedIsAnError) {
+  for (const char *text :
+       {"not json", "{}",
+        R"({"params": [{"name": "w", "shape": [2], "sharding": [["xy"]]}]})",
+        R"({"params": [], "arena_bytes": 8, "slots": {"a": [4, 8]}})"}) {
+    llvm::Expected<Manifest> m = parseManifest(text);
+    EXPECT_FALSE(bool(m)) << text;
+    if (!m)
+      llvm::consumeError(m.takeError());
+  }
+}
+
+TEST(FrameSlotTest, PrintsAndParses) {
+  struct Case {
+    FrameSlot slot;
+    const char *text;
+  } cases[] = {
+      {{0, FrameSlot::StageInput, 3}, "frame0:stage_input:3"},
+      {{1, FrameSlot::StageOutput, 0}, "frame1:stage_output:0"},
+      {{2, FrameSlot::StageOutputGrad, 1}, "frame2:stage_output_grad:1"},
+      {{3, FrameSlot::StageInputGrad, 2}, "frame3:stage_input_grad:2"},
+      {{12, FrameSlot::Stash, 7}, "frame12:stash:7"},
+      {{0, FrameSlot::Tokens, 0}, "frame0:input:tokens"},
+      {{4, FrameSlot::Labels, 0}, "frame4:input:labels"}};
+  for (const Case &c : cases) {
+    EXPECT_EQ(c.slot.str(), c.text);
+    std::optional<FrameSlot> parsed = FrameSlot::parse(c.text);
+    ASSERT_TRUE(parsed) << c.text;
+    EXPECT_EQ(*parsed, c.slot) << c.text;
+  }
+}
+
+TEST(FrameSlotTest, OtherSlotsAreNotFrameSlots) {
+  for (const char *text :
+       {"param:tok_embeddings.weight", "input:tokens", "per_step0:1",
+        "frame:stash:0", "frame0", "frame0:stash", "frame0:stash:x",
+        "frame-1:stash:0", "frame0:bogus:0", "frame0:input:other"})
+    EXPECT_FALSE(FrameSlot::parse(text)) << text;
+}
+
+TEST(PipelineActionTest, PrintsAndParses) {
+  for (const char *text :
+       {"0F0", "1B3", "2I1", "2W1", "0RECV_F2", "1SEND_F0", "3RECV_B4",
+        "0SEND_B1", "1UNSHARD", "1REDUCE_GRAD"}) {
+    std::optional<Manifest::PipelineAction> a =
+        Manifest::PipelineAction::parse(text);
+    ASSERT_TRUE(a) << text;
+    EXPECT_EQ(a->str(), text);
+  }
+  for (const char *text : {"F0", "0X1", "0F", "0Fx"})
+    EXPECT_FALSE(Manifest::PipelineAction::parse(text)) << text;
+}
+
+} // namespace
