@@ -75,11 +75,13 @@ TEST(KernelCatalog, EntriesAreWellFormed) {
     }
     for (size_t i = 0; i < params; ++i) {
       checkCounted(entry.params[i].quantity);
-      if (entry.params[i].quantity == catalog::Quantity::Counted)
+      if (entry.params[i].quantity == catalog::Quantity::Counted) {
         EXPECT_GT(int(i), entry.countParam);
+      }
       // Only the last parameter may be optional.
-      if (entry.params[i].quantity == catalog::Quantity::Optional)
+      if (entry.params[i].quantity == catalog::Quantity::Optional) {
         EXPECT_EQ(i + 1, params);
+      }
     }
     if (entry.countParam < 0)
       continue;

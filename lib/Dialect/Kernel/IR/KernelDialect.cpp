@@ -198,7 +198,7 @@ static LogicalResult verifyCatalogParams(Operation *op,
            << "kernel '" << entry.name << "' takes "
            << (least == most ? quantity(least, "parameter")
                              : std::to_string(least) + " to " +
-                                   quantity(most, "parameter"))
+                                   std::to_string(most) + " parameters")
            << " (" << describe(list) << "), got " << params.size();
   return success();
 }

@@ -224,7 +224,7 @@ def Titan_LinearOp : Titan_Op<"linear", [DeclareOpInterfaceMethods<Titan_Adjoint
 
 class Titan_ElementwiseOp<string mnemonic, list<Trait> traits = []>
     : Titan_Op<mnemonic, !listconcat(traits, [Pure, SameOperandsAndResultType,
-        Titan_KernelOpInterface])>;
+        DeclareOpInterfaceMethods<Titan_KernelOpInterface>])>;
 
 def Titan_SwiGLUOp : Titan_ElementwiseOp<"swiglu", [DeclareOpInterfaceMethods<Titan_AdjointOpInterface>]> {
   let summary = "fused SiLU-gated linear unit: silu(gate) * up";
