@@ -400,8 +400,8 @@ extern "C" {
     noF64(#name);                                                              \
   }
 
-#define TITAN_RT_KERNEL(name, impl) TITAN_RT_DEFINE(name, impl)
-#include "KernelList.def"
+#define TITAN_KERNEL_Kernel(name, impl) TITAN_RT_DEFINE(name, impl)
+#include "titan/Kernel/KernelCatalog.def"
 TITAN_RT_DEFINE(cast, castKernel)
 
 #undef TITAN_RT_DEFINE

@@ -114,12 +114,8 @@ extern "C" {
   TITAN_RT_DEFINE_TYPE(name, impl, f8E4M3FN, F8E4M3FN)                         \
   TITAN_RT_DEFINE_TYPE(name, impl, f8E5M2, F8E5M2)
 
-TITAN_RT_DEFINE(all_gather_start, allGather)
-TITAN_RT_DEFINE(reduce_scatter_start, reduceScatter)
-TITAN_RT_DEFINE(all_reduce_start, allReduce)
-TITAN_RT_DEFINE(all_to_all_start, allToAll)
-TITAN_RT_DEFINE(broadcast_start, broadcast)
-TITAN_RT_DEFINE(send_recv_start, sendRecv)
+#define TITAN_KERNEL_Collective(name, impl) TITAN_RT_DEFINE(name, impl)
+#include "titan/Kernel/KernelCatalog.def"
 #undef TITAN_RT_DEFINE
 #undef TITAN_RT_DEFINE_TYPE
 

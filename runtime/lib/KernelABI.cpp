@@ -573,8 +573,8 @@ extern "C" {
     widened<impl<float>>(Call{b, s, i, f, w}, t);                              \
   }
 
-#define TITAN_RT_KERNEL(name, impl) TITAN_RT_DEFINE(name, impl)
-#include "KernelList.def"
+#define TITAN_KERNEL_Kernel(name, impl) TITAN_RT_DEFINE(name, impl)
+#include "titan/Kernel/KernelCatalog.def"
 
 #undef TITAN_RT_DEFINE
 

@@ -15,8 +15,8 @@ using namespace titanrt::profile;
 namespace {
 
 const char *const kKernelNames[] = {
-#define TITAN_RT_KERNEL(name, impl) #name,
-#include "KernelList.def"
+#define TITAN_KERNEL_Kernel(name, impl) #name,
+#include "titan/Kernel/KernelCatalog.def"
     "cast"};
 const char *const kTypeNames[] = {"f32", "f64", "bf16", "f16"};
 

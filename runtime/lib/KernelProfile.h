@@ -17,10 +17,10 @@
 
 namespace titanrt::profile {
 
-/// The kernels of KernelList.def, then cast.
+/// The kernels of KernelCatalog.def, then cast.
 enum KernelId : int {
-#define TITAN_RT_KERNEL(name, impl) kKernel_##name,
-#include "KernelList.def"
+#define TITAN_KERNEL_Kernel(name, impl) kKernel_##name,
+#include "titan/Kernel/KernelCatalog.def"
   kKernel_cast,
   kNumKernels
 };

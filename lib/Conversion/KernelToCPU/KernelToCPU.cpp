@@ -56,11 +56,9 @@ FailureOr<int64_t> typeCode(Type t) {
 /// Collectives: their buffers' type, f8 included. The kernels that take
 /// float8 buffers (raw codes, never widened) are typed by their other
 /// buffers.
-FailureOr<StringRef> kernelDtype(Operation *op, StringRef kernel,
+FailureOr<StringRef> kernelDtype(Operation *op, const catalog::Entry &kernel,
                                  ValueRange buffers, bool collective) {
-  bool takesFloat8 =
-      collective ||
-      llvm::is_contained({"quantize", "scaled_matmul", "cast"}, kernel);
+  bool takesFloat8 = kernel.has(catalog::kFloat8Buffers);
   StringRef dtype = "i32", sixteen;
   for (Value v : buffers) {
     Type element = cast<MemRefType>(v.getType()).getElementType();
@@ -225,12 +223,13 @@ private:
     Location loc = op->getLoc();
     lastCall = failure();
     recordSite(loc);
+    // The verifier checked the kernel against the catalog.
+    const catalog::Entry &entry = *catalog::lookup(kernel);
     FailureOr<StringRef> dtype =
-        kernelDtype(op, kernel, operands, returnsRequest);
+        kernelDtype(op, entry, operands, returnsRequest);
     if (failed(dtype))
       return;
-    bool integerStep =
-        kernel == "lr_schedule" || kernel == "adamw" || kernel == "adamw_multi";
+    bool integerStep = entry.has(catalog::kI64Buffers);
     SmallVector<int64_t> shapes,
         types = {numInputs, int64_t(operands.size()) - numInputs};
     for (auto [slot, v] : llvm::enumerate(operands)) {

@@ -98,3 +98,97 @@ module attributes {kernel.slots = {"param:w" = array<i64: 8, 64>}} {
 // expected-error @+1 {{unknown kernel attribute 'kernel.arena'}}
 module attributes {kernel.arena = 1 : i64} {
 }
+
+// -----
+
+// The kernel catalog (titan/Kernel/KernelCatalog.def) checks every call.
+
+func.func @unknown_kernel(%x: memref<4x8xf32>, %w: memref<8xf32>, %y: memref<4x8xf32>) {
+  %s = kernel.stream 0
+  // expected-error @+1 {{'kernel.call' op calls unknown kernel 'rms_nrom'; did you mean 'rms_norm'? (titan/Kernel/KernelCatalog.def lists the kernels)}}
+  kernel.call "rms_nrom"(%x, %w : memref<4x8xf32>, memref<8xf32>) outs(%y : memref<4x8xf32>) on %s params [1.0e-05 : f64]
+  return
+}
+
+// -----
+
+func.func @inputs(%x: memref<4x8xf32>, %y: memref<4x8xf32>) {
+  %s = kernel.stream 0
+  // expected-error @+1 {{'kernel.call' op kernel 'rms_norm' takes 2 inputs (input, weight), got 1}}
+  kernel.call "rms_norm"(%x : memref<4x8xf32>) outs(%y : memref<4x8xf32>) on %s params [1.0e-05 : f64]
+  return
+}
+
+// -----
+
+func.func @outputs(%q: memref<1x4x2x8xf32>, %o: memref<1x4x2x8xf32>) {
+  %s = kernel.stream 0
+  // expected-error @+1 {{'kernel.call' op kernel 'attention' takes 2 outputs (result, lse), got 1}}
+  kernel.call "attention"(%q, %q, %q : memref<1x4x2x8xf32>, memref<1x4x2x8xf32>, memref<1x4x2x8xf32>) outs(%o : memref<1x4x2x8xf32>) on %s params [1.0 : f64]
+  return
+}
+
+// -----
+
+func.func @param_type(%x: memref<4x8xf32>, %w: memref<8xf32>, %y: memref<4x8xf32>) {
+  %s = kernel.stream 0
+  // expected-error @+1 {{'kernel.call' op kernel 'rms_norm' takes parameter #0 (eps) as f64, got 1 : i64}}
+  kernel.call "rms_norm"(%x, %w : memref<4x8xf32>, memref<8xf32>) outs(%y : memref<4x8xf32>) on %s params [1]
+  return
+}
+
+// -----
+
+func.func @param_count(%m: memref<4xf32>) {
+  %s = kernel.stream 0
+  // expected-error @+1 {{'kernel.call' op kernel 'fill' takes 1 parameter (value), got 2}}
+  kernel.call "fill"() outs(%m : memref<4xf32>) on %s params [1.0 : f64, 2.0 : f64]
+  return
+}
+
+// -----
+
+func.func @optional_param(%x: memref<4x8xf32>, %w: memref<16x8xf32>, %y: memref<4x16xf32>) {
+  %s = kernel.stream 0
+  // expected-error @+1 {{'kernel.call' op kernel 'linear' takes 0 to 1 parameters (accumulate?), got 2}}
+  kernel.call "linear"(%x, %w : memref<4x8xf32>, memref<16x8xf32>) outs(%y : memref<4x16xf32>) on %s params [1, 1]
+  return
+}
+
+// -----
+
+func.func @counted(%a: memref<4xf32>, %b: memref<8xf32>, %n: memref<f32>) {
+  %s = kernel.stream 0
+  // expected-error @+1 {{'kernel.call' op kernel 'global_norm' takes 3 inputs (input...), got 2}}
+  kernel.call "global_norm"(%a, %b : memref<4xf32>, memref<8xf32>) outs(%n : memref<f32>) on %s params [3]
+  return
+}
+
+// -----
+
+func.func @collective_call(%a: memref<4xf32>, %b: memref<4xf32>) {
+  %s = kernel.stream 0
+  // expected-error @+1 {{'kernel.call' op kernel 'all_reduce_start' is a collective (kernel.collective_start)}}
+  kernel.call "all_reduce_start"(%a : memref<4xf32>) outs(%b : memref<4xf32>) on %s params [0, 0, 16]
+  return
+}
+
+// -----
+
+func.func @not_collective(%a: memref<4xf32>, %b: memref<4xf32>) {
+  %s = kernel.stream 0
+  // expected-error @+1 {{'kernel.collective_start' op kernel 'silu' is not a collective}}
+  %r = kernel.collective_start "silu"(%a : memref<4xf32>) outs(%b : memref<4xf32>) on %s params [] -> !kernel.request
+  kernel.wait %r on %s
+  return
+}
+
+// -----
+
+func.func @collective_params(%a: memref<4xf32>, %b: memref<4xf32>) {
+  %s = kernel.stream 0
+  // expected-error @+1 {{'kernel.collective_start' op kernel 'all_reduce_start' takes 3 parameters (unused, reduction, axis_mask), got 2}}
+  %r = kernel.collective_start "all_reduce_start"(%a : memref<4xf32>) outs(%b : memref<4xf32>) on %s params [0, 16] -> !kernel.request
+  kernel.wait %r on %s
+  return
+}

@@ -1,10 +1,7 @@
 //===- KernelContracts.cpp - the dist ops' kernel contracts ---------------===//
 //
-// Collectives run as one nonblocking call each: parameters {a, b, mask of
-// mesh axes (bit 0 pp ... bit 4 tp)} with (a, b) = all_gather /
-// reduce_scatter: (dim, 0); all_reduce: (0, 0 sum / 1 mean / 2 max);
-// all_to_all: (split dim, concat dim); broadcast: (root, 0); send_recv:
-// (shift, 0), as runtime/include/titanrt/KernelABI.h documents.
+// Collectives run as one nonblocking call each, with the parameters their
+// entries in titan/Kernel/KernelCatalog.def name.
 //
 //===----------------------------------------------------------------------===//
 
@@ -96,7 +93,6 @@ int64_t AllReduceStartOp::getWorkspaceBytes(titan::KernelTarget) { return 0; }
 int64_t BroadcastStartOp::getWorkspaceBytes(titan::KernelTarget) { return 0; }
 int64_t SendRecvStartOp::getWorkspaceBytes(titan::KernelTarget) { return 0; }
 
-// {stride, number of axes, axis indices (0 pp ... 4 tp) outermost first}
 ArrayAttr ShardOffsetOp::getKernelParams() {
   Builder b(getContext());
   SmallVector<Attribute> params = {b.getI64IntegerAttr(int64_t(getStride())),

@@ -2,10 +2,12 @@
 
 #include "titan/Dialect/Kernel/IR/Kernel.h"
 #include "titan/Dialect/Titan/IR/TensorSize.h"
+#include "titan/Support/Suggest.h"
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/DialectImplementation.h"
+#include "llvm/ADT/StringExtras.h"
 #include "llvm/ADT/TypeSwitch.h"
 
 using namespace mlir;
@@ -123,13 +125,134 @@ static LogicalResult verifyParams(Operation *op, ArrayAttr params) {
   return success();
 }
 
+//===----------------------------------------------------------------------===//
+// Calls against the kernel catalog (titan/Kernel/KernelCatalog.def)
+//===----------------------------------------------------------------------===//
+
+/// A catalog list up to its first unnamed element.
+template <typename T, size_t N> static ArrayRef<T> named(const T (&list)[N]) {
+  return ArrayRef<T>(list).take_while([](const T &x) { return x.name; });
+}
+
+/// "a, b, c..." (a counted element ends in "...", an optional one in "?").
+template <typename T> static std::string describe(ArrayRef<T> list) {
+  SmallVector<std::string> names;
+  for (const T &x : list)
+    names.push_back(std::string(x.name) +
+                    (x.quantity == catalog::Quantity::Counted    ? "..."
+                     : x.quantity == catalog::Quantity::Optional ? "?"
+                                                                 : ""));
+  return llvm::join(names, ", ");
+}
+
+/// "1 input", "2 inputs".
+static std::string quantity(int64_t n, StringRef noun) {
+  return std::to_string(n) + " " + noun.str() + (n == 1 ? "" : "s");
+}
+
+/// The catalog's entry for `kernel`, or an error naming the closest one.
+static const catalog::Entry *lookupKernel(Operation *op, StringRef kernel) {
+  if (const catalog::Entry *entry = catalog::lookup(kernel))
+    return entry;
+  SmallVector<StringRef> names;
+  for (const catalog::Entry &entry : catalog::kEntries)
+    names.push_back(entry.name);
+  op->emitOpError() << "calls unknown kernel '" << kernel << "'"
+                    << didYouMean(kernel, names)
+                    << " (titan/Kernel/KernelCatalog.def lists the kernels)";
+  return nullptr;
+}
+
+/// Checks each parameter's type (i64 or f64) and their number against the
+/// entry; sets `count` to the value of its count parameter (0 if none).
+static LogicalResult verifyCatalogParams(Operation *op,
+                                         const catalog::Entry &entry,
+                                         ArrayAttr params, int64_t &count) {
+  auto list = named(entry.params);
+  count = 0;
+  size_t next = 0, least = 0, most = 0;
+  for (auto [index, p] : llvm::enumerate(list)) {
+    int64_t times = p.quantity == catalog::Quantity::Counted ? count : 1;
+    if (p.quantity != catalog::Quantity::Optional)
+      least += times;
+    most += times;
+    size_t at = next;
+    for (int64_t i = 0; i < times && next < params.size(); ++i, ++next) {
+      bool isI64 = isa<IntegerAttr>(params[next]);
+      if (isI64 != (p.type == catalog::ParamType::I64))
+        return op->emitOpError()
+               << "kernel '" << entry.name << "' takes parameter #" << next
+               << " (" << p.name << ") as " << (isI64 ? "f64" : "i64")
+               << ", got " << params[next];
+    }
+    if (int(index) == entry.countParam && at < params.size()) {
+      count = cast<IntegerAttr>(params[at]).getInt();
+      if (count < 0)
+        return op->emitOpError()
+               << "kernel '" << entry.name << "' parameter #" << at << " ("
+               << p.name << ") must be non-negative, got " << count;
+    }
+  }
+  if (params.size() < least || params.size() > most)
+    return op->emitOpError()
+           << "kernel '" << entry.name << "' takes "
+           << (least == most ? quantity(least, "parameter")
+                             : std::to_string(least) + " to " +
+                                   std::to_string(most) + " parameters")
+           << " (" << describe(list) << "), got " << params.size();
+  return success();
+}
+
+/// Checks the number of a call's buffers of one role (`what`).
+static LogicalResult verifyCatalogBuffers(Operation *op,
+                                          const catalog::Entry &entry,
+                                          ArrayRef<catalog::Buffer> list,
+                                          int64_t count, size_t actual,
+                                          StringRef what) {
+  int64_t expected = 0;
+  for (const catalog::Buffer &buffer : list)
+    expected += buffer.quantity == catalog::Quantity::Counted ? count : 1;
+  if (int64_t(actual) != expected)
+    return op->emitOpError()
+           << "kernel '" << entry.name << "' takes " << quantity(expected, what)
+           << " (" << describe(list) << "), got " << actual;
+  return success();
+}
+
+/// Checks a call of `kernel` against its catalog entry: the kernel exists
+/// and is a collective exactly when the op starts one; the parameters'
+/// types and number; the inputs' and outputs' numbers.
+static LogicalResult verifyCatalogCall(Operation *op, StringRef kernel,
+                                       bool collective, size_t inputs,
+                                       size_t outputs, ArrayAttr params) {
+  const catalog::Entry *entry = lookupKernel(op, kernel);
+  if (!entry)
+    return failure();
+  if ((entry->kind == catalog::Kind::Collective) != collective)
+    return op->emitOpError()
+           << "kernel '" << kernel << "' "
+           << (collective ? "is not a collective"
+                          : "is a collective (kernel.collective_start)");
+  int64_t count;
+  if (failed(verifyCatalogParams(op, *entry, params, count)) ||
+      failed(verifyCatalogBuffers(op, *entry, named(entry->inputs), count,
+                                  inputs, "input")))
+    return failure();
+  return verifyCatalogBuffers(op, *entry, named(entry->outputs), count, outputs,
+                              "output");
+}
+
 LogicalResult CallOp::verify() {
   if (getOutputs().empty())
     return emitOpError() << "must write at least one output";
   for (Value v : llvm::concat<Value>(getInputs(), getOutputs()))
     if (failed(verifyBuffer(*this, v.getType(), "buffer")))
       return failure();
-  return verifyParams(*this, getParams());
+  if (failed(verifyParams(*this, getParams())))
+    return failure();
+  return verifyCatalogCall(*this, getKernel(), /*collective=*/false,
+                           getInputs().size(), getOutputs().size(),
+                           getParams());
 }
 
 LogicalResult CopyOp::verify() {
@@ -146,7 +269,10 @@ LogicalResult CollectiveStartOp::verify() {
       request.getUsers().begin()->getBlock() != (*this)->getBlock())
     return emitOpError() << "request must be waited exactly once, by a "
                             "kernel.wait in the same block";
-  return verifyParams(*this, getParams());
+  if (failed(verifyParams(*this, getParams())))
+    return failure();
+  return verifyCatalogCall(*this, getKernel(), /*collective=*/true,
+                           /*inputs=*/1, /*outputs=*/1, getParams());
 }
 
 #define GET_OP_CLASSES

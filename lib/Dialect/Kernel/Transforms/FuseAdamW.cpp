@@ -22,12 +22,12 @@ using namespace titan::kernel;
 
 namespace {
 
-/// kernel.call "adamw": inputs (param, grad, exp_avg, exp_avg_sq,
-/// grad_norm, lr, step), outputs (param, exp_avg, exp_avg_sq).
+/// kernel.call "adamw": inputs (param, grad, exp_avg, exp_avg_sq, lr,
+/// grad_norm, step), outputs (param, exp_avg, exp_avg_sq), as the kernel
+/// catalog has them (the verifier checked the numbers).
 bool isAdamW(Operation *op) {
   auto call = dyn_cast<CallOp>(op);
-  return call && call.getKernel() == "adamw" && call.getInputs().size() == 7 &&
-         call.getOutputs().size() == 3 && !call.getWorkspace();
+  return call && call.calls(catalog::KernelId::adamw) && !call.getWorkspace();
 }
 
 /// A run of calls to fuse: the tensors' updates must be independent, since
@@ -76,8 +76,10 @@ void fuse(ArrayRef<CallOp> run) {
   SmallVector<Location> locs;
   for (CallOp call : run)
     locs.push_back(call.getLoc());
-  CallOp::create(b, b.getFusedLoc(locs), b.getStringAttr("adamw_multi"), inputs,
-                 outputs, Value(), first.getStream(), b.getArrayAttr(params));
+  CallOp::create(b, b.getFusedLoc(locs),
+                 b.getStringAttr(catalog::name(catalog::KernelId::adamw_multi)),
+                 inputs, outputs, Value(), first.getStream(),
+                 b.getArrayAttr(params));
   for (CallOp call : run)
     call.erase();
 }

@@ -27,13 +27,11 @@ bool isF32OrF64(Value v) {
   return element.isF32() || element.isF64();
 }
 
-/// kernel.call `name` with `inputs` operands, one output, no workspace, on
+/// kernel.call `kernel` (two inputs, one output) with no workspace, on
 /// f32/f64 buffers.
-bool isCall(Operation *op, StringRef name, unsigned inputs) {
+bool isCall(Operation *op, catalog::KernelId kernel) {
   auto call = dyn_cast_or_null<CallOp>(op);
-  return call && call.getKernel() == name &&
-         call.getInputs().size() == inputs && call.getOutputs().size() == 1 &&
-         !call.getWorkspace() &&
+  return call && call.calls(kernel) && !call.getWorkspace() &&
          llvm::all_of(call->getOperands().drop_back(), isF32OrF64) &&
          isF32OrF64(call.getOutputs()[0]);
 }
@@ -43,7 +41,7 @@ CallOp fusableAdd(CallOp norm) {
   Operation *op = norm->getPrevNode();
   while (op && isa<AllocOp, ViewOp>(op))
     op = op->getPrevNode();
-  if (!isCall(op, "add", 2))
+  if (!isCall(op, catalog::KernelId::add))
     return nullptr;
   auto add = cast<CallOp>(op);
   if (add.getOutputs()[0] != norm.getInputs()[0] ||
@@ -57,7 +55,7 @@ struct KernelFuseAddRMSNormPass
   void runOnOperation() override {
     SmallVector<std::pair<CallOp, CallOp>> pairs;
     getOperation().walk([&](CallOp norm) {
-      if (!isCall(norm, "rms_norm", 2))
+      if (!isCall(norm, catalog::KernelId::rms_norm))
         return;
       if (CallOp add = fusableAdd(norm))
         pairs.emplace_back(add, norm);
@@ -67,10 +65,10 @@ struct KernelFuseAddRMSNormPass
       Value inputs[] = {add.getInputs()[0], add.getInputs()[1],
                         norm.getInputs()[1]};
       Value outputs[] = {add.getOutputs()[0], norm.getOutputs()[0]};
-      auto fused =
-          CallOp::create(b, b.getFusedLoc({add.getLoc(), norm.getLoc()}),
-                         b.getStringAttr("add_rms_norm"), inputs, outputs,
-                         Value(), norm.getStream(), norm.getParamsAttr());
+      auto fused = CallOp::create(
+          b, b.getFusedLoc({add.getLoc(), norm.getLoc()}),
+          b.getStringAttr(catalog::name(catalog::KernelId::add_rms_norm)),
+          inputs, outputs, Value(), norm.getStream(), norm.getParamsAttr());
       // Keep the calls' other attributes (module names for traces).
       for (NamedAttribute attr : norm->getDiscardableAttrs())
         fused->setAttr(attr.getName(), attr.getValue());

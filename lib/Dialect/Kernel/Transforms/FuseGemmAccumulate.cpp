@@ -22,11 +22,13 @@ using namespace titan::kernel;
 
 namespace {
 
+/// A GEMM that overwrites its result (no accumulate parameter yet).
 bool isLinearGemm(CallOp call) {
-  return llvm::is_contained(
-             {"linear", "linear_grad_input", "linear_grad_weight"},
-             call.getKernel()) &&
-         call.getParams().empty() && call.getOutputs().size() == 1;
+  using catalog::KernelId;
+  return (call.calls(KernelId::linear) ||
+          call.calls(KernelId::linear_grad_input) ||
+          call.calls(KernelId::linear_grad_weight)) &&
+         call.getParams().empty();
 }
 
 /// Whether `op` touches the memory of `buffer`.
@@ -65,8 +67,7 @@ struct KernelFuseGemmAccumulatePass
   void runOnOperation() override {
     SmallVector<CallOp> adds;
     getOperation().walk([&](CallOp call) {
-      if (call.getKernel() == "add" && call.getInputs().size() == 2 &&
-          call.getOutputs().size() == 1 && !call.getWorkspace() &&
+      if (call.calls(catalog::KernelId::add) && !call.getWorkspace() &&
           !call->hasAttr(KernelDialect::kSeparateRoundingAttrName))
         adds.push_back(call);
     });

@@ -1,9 +1,10 @@
 //===- KernelContracts.cpp - the titan ops' kernel contracts --------------===//
 //
-// KernelOpInterface for the titan ops: the scalar parameters each kernel
-// takes (in the order runtime/include/titanrt/KernelABI.h documents), its
-// workspace, and the operands a result may overwrite. Defaults (no
-// parameters, no workspace, no aliasing) come from the interface.
+// KernelOpInterface for the titan ops: the values of the scalar parameters
+// each kernel takes (their names, types and order are its entry in
+// titan/Kernel/KernelCatalog.def, as are the operands a result may
+// overwrite) and its workspace. Defaults (no parameters, no workspace)
+// come from the interface.
 //
 //===----------------------------------------------------------------------===//
 
@@ -65,7 +66,6 @@ int64_t accumulatorBytes(Value v) {
 }
 } // namespace
 
-// {has vocab_start}: the optional operand then follows the indices.
 ArrayAttr EmbeddingOp::getKernelParams() {
   return Params(*this).i(getVocabStart() ? 1 : 0);
 }
@@ -96,8 +96,6 @@ int64_t RopeAnglesOp::getWorkspaceBytes(KernelTarget target) {
   return target == KernelTarget::CPU ? getType().getDimSize(1) * 4 : 0;
 }
 
-// {scaled, original_max_position_embeddings, theta, scaling_factor,
-//  low_freq_factor, high_freq_factor}
 ArrayAttr RopeAnglesOp::getKernelParams() {
   Params p(*this);
   if (!hasScaling())
@@ -110,13 +108,11 @@ ArrayAttr RopeAnglesOp::getKernelParams() {
       .f(*getHighFreqFactor());
 }
 
-// {transpose}; each pair is read before it is written.
 ArrayAttr RopeOp::getKernelParams() {
   return Params(*this).i(getTranspose() ? 1 : 0);
 }
-std::optional<unsigned> RopeOp::getInPlaceOperand(unsigned) { return 0; }
 
-// {scale}; on the CPU, flash attention's tiles, one slot per thread
+// On the CPU, flash attention's tiles, one slot per thread
 // (titan/Target/CPU/KernelWorkspaces.h; O and the log-sum-exp come from
 // the forward). On CUDA, cuDNN's flash attention (bf16/f16) keeps
 // nothing of S x S; its scratch is bounded in KernelWorkspaces.h; the f32
@@ -196,8 +192,6 @@ int64_t GlobalNormOp::getWorkspaceBytes(KernelTarget target) {
   return cpu::globalNormWorkspaceBytes(largest);
 }
 
-// {warmup_steps, decay type (0 linear, 1 sqrt, 2 cosine), lr, decay_ratio
-//  (-1: none), min_lr_factor}
 ArrayAttr LRScheduleOp::getKernelParams() {
   int64_t type = llvm::StringSwitch<int64_t>(getDecayType())
                      .Case("linear", 0)
@@ -211,8 +205,6 @@ ArrayAttr LRScheduleOp::getKernelParams() {
       .f(getMinLrFactor());
 }
 
-// {beta1, beta2, eps, weight_decay, max_norm}; the update is in place:
-// new_param <- param, new_exp_avg <- exp_avg, new_exp_avg_sq <- exp_avg_sq.
 ArrayAttr AdamWOp::getKernelParams() {
   return Params(*this)
       .f(getBeta1())
@@ -221,24 +213,13 @@ ArrayAttr AdamWOp::getKernelParams() {
       .f(getWeightDecay())
       .f(getMaxNorm());
 }
-std::optional<unsigned> AdamWOp::getInPlaceOperand(unsigned result) {
-  static constexpr unsigned operands[] = {0, 2, 3};
-  return operands[result];
-}
-
-// Elementwise ops read element i before writing element i.
-std::optional<unsigned> SwiGLUOp::getInPlaceOperand(unsigned) { return 0; }
-std::optional<unsigned> SiLUOp::getInPlaceOperand(unsigned) { return 0; }
-std::optional<unsigned> MulOp::getInPlaceOperand(unsigned) { return 0; }
-std::optional<unsigned> SqrtOp::getInPlaceOperand(unsigned) { return 0; }
-std::optional<unsigned> AddOp::getInPlaceOperand(unsigned) { return 0; }
 
 //===----------------------------------------------------------------------===//
 // Float8 (titan-expand-float8's ops)
 //===----------------------------------------------------------------------===//
 
 namespace {
-/// The ABI's code of a float8 type: 0 f8E4M3FN, 1 f8E5M2.
+/// The catalog's code of a float8 format: 0 f8E4M3FN, 1 f8E5M2.
 int64_t float8Code(Type t) {
   return isa<Float8E5M2Type>(cast<ShapedType>(t).getElementType()) ? 1 : 0;
 }
@@ -248,10 +229,8 @@ int64_t bytesOf(Value v, int64_t elementBytes) {
 }
 } // namespace
 
-// {reduction: 0 all, 1 last dimension, 2 all but the last}
 ArrayAttr AmaxOp::getKernelParams() { return Params(*this).i(getReduction()); }
 
-// {round_to_power_of_2}, {largest finite value of the float8 type}
 ArrayAttr Float8ScaleOp::getKernelParams() {
   bool e5m2 = isa<Float8E5M2Type>(getFloat8Type());
   return Params(*this)
@@ -259,12 +238,10 @@ ArrayAttr Float8ScaleOp::getKernelParams() {
       .f(e5m2 ? 57344.0 : 448.0);
 }
 
-// {float8 format of the result}
 ArrayAttr QuantizeOp::getKernelParams() {
   return Params(*this).i(float8Code(getResult().getType()));
 }
 
-// {form: 0 linear, 1 grad_input, 2 grad_weight, lhs format, rhs format}.
 ArrayAttr ScaledMatmulOp::getKernelParams() {
   int64_t form = llvm::StringSwitch<int64_t>(getForm())
                      .Case("linear", 0)

@@ -9,6 +9,8 @@
 #include "mlir/IR/OpDefinition.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 
+#include "titan/Kernel/KernelCatalog.h"
+
 #include "titan/Dialect/Kernel/IR/KernelOpsDialect.h.inc"
 
 namespace titan::kernel {

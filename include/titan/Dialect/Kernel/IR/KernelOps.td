@@ -102,7 +102,10 @@ def Kernel_CallOp : Kernel_Op<"call", [AttrSizedOperandSegments]> {
     writes `outputs` and may use `workspace` as scratch. `params` are the
     kernel's scalar parameters in ABI order (`i64` and `f64` attributes); the
     buffers' static shapes complete the call. An output may be one of the
-    inputs' buffers only where the op's contract allows it (in place).
+    inputs' buffers only where the op's contract allows it (in place). The
+    verifier checks the kernel, its parameters' types and number and its
+    buffers' numbers against the kernel catalog
+    (titan/Kernel/KernelCatalog.def).
 
     ```mlir
     kernel.call "rms_norm"(%x, %w : memref<16x256xf32>, memref<256xf32>)
@@ -122,6 +125,12 @@ def Kernel_CallOp : Kernel_Op<"call", [AttrSizedOperandSegments]> {
     `on` $stream `params` $params attr-dict
   }];
   let hasVerifier = 1;
+  let extraClassDeclaration = [{
+    /// Whether it calls kernel `id` of the catalog.
+    bool calls(::titan::catalog::KernelId id) {
+      return getKernel() == ::titan::catalog::name(id);
+    }
+  }];
 }
 
 def Kernel_CopyOp : Kernel_Op<"copy"> {

@@ -30,7 +30,8 @@ def Titan_KernelOpInterface : OpInterface<"KernelOpInterface"> {
       own), so the contract is per target;
     * `getInPlaceOperand(result)`: an operand whose buffer the result may
       reuse when that operand is not used afterwards (the kernel supports
-      the aliasing), or std::nullopt.
+      the aliasing: its entry in titan/Kernel/KernelCatalog.def says so),
+      or std::nullopt.
   }];
   let methods = [
     InterfaceMethod<"The kernel's name in the targets' libraries.",
@@ -46,7 +47,9 @@ def Titan_KernelOpInterface : OpInterface<"KernelOpInterface"> {
       [{}], [{ return 0; }]>,
     InterfaceMethod<"The operand whose buffer result `result` may reuse.",
       "std::optional<unsigned>", "getInPlaceOperand",
-      (ins "unsigned":$result), [{}], [{ return std::nullopt; }]>,
+      (ins "unsigned":$result), [{}], [{
+        return ::titan::catalog::inPlaceInput($_op.getKernelName(), result);
+      }]>,
   ];
 }
 

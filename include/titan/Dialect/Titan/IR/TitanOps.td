@@ -129,7 +129,7 @@ def Titan_RopeAnglesOp : Titan_Op<"rope_angles", [DeclareOpInterfaceMethods<Tita
 }
 
 def Titan_RopeOp : Titan_Op<"rope", [DeclareOpInterfaceMethods<Titan_AdjointOpInterface>,
-    DeclareOpInterfaceMethods<Titan_KernelOpInterface, ["getKernelParams", "getInPlaceOperand"]>,
+    DeclareOpInterfaceMethods<Titan_KernelOpInterface, ["getKernelParams"]>,
     Pure]> {
   let summary = "rotary position embedding on interleaved pairs";
   let description = [{
@@ -224,8 +224,7 @@ def Titan_LinearOp : Titan_Op<"linear", [DeclareOpInterfaceMethods<Titan_Adjoint
 
 class Titan_ElementwiseOp<string mnemonic, list<Trait> traits = []>
     : Titan_Op<mnemonic, !listconcat(traits, [Pure, SameOperandsAndResultType,
-        DeclareOpInterfaceMethods<Titan_KernelOpInterface,
-                                  ["getInPlaceOperand"]>])>;
+        DeclareOpInterfaceMethods<Titan_KernelOpInterface>])>;
 
 def Titan_SwiGLUOp : Titan_ElementwiseOp<"swiglu", [DeclareOpInterfaceMethods<Titan_AdjointOpInterface>]> {
   let summary = "fused SiLU-gated linear unit: silu(gate) * up";
@@ -719,7 +718,7 @@ def Titan_LRScheduleOp : Titan_Op<"lr_schedule", [DeclareOpInterfaceMethods<Tita
   let hasVerifier = 1;
 }
 
-def Titan_AdamWOp : Titan_Op<"adamw", [DeclareOpInterfaceMethods<Titan_KernelOpInterface, ["getKernelParams", "getInPlaceOperand"]>,
+def Titan_AdamWOp : Titan_Op<"adamw", [DeclareOpInterfaceMethods<Titan_KernelOpInterface, ["getKernelParams"]>,
     Pure,
     AllTypesMatch<["param", "grad", "exp_avg", "exp_avg_sq", "new_param",
                    "new_exp_avg", "new_exp_avg_sq"]>,

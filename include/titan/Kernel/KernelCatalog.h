@@ -1,0 +1,130 @@
+//===- KernelCatalog.h - the kernels the compiler may call -------*- C++
+//-*-===//
+//
+// KernelCatalog.def as a constant table: what kernel.call's verifier checks
+// a call against, and the KernelId that passes name kernels with. Plain
+// C++ (no MLIR), like the .def the runtime expands.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TITAN_KERNEL_KERNELCATALOG_H
+#define TITAN_KERNEL_KERNELCATALOG_H
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <string_view>
+
+namespace titan::catalog {
+
+/// How a target defines a kernel's entry points (KernelCatalog.def).
+enum class Kind : uint8_t { Kernel, Special, Collective };
+
+/// The suffixes of entry points, one bit each in Entry::dtypes.
+enum class Dtype : uint8_t { f32, f64, bf16, f16, i32, f8E4M3FN, f8E5M2 };
+constexpr unsigned dtypeBit(Dtype d) { return 1u << unsigned(d); }
+
+enum Flags : unsigned {
+  kNone = 0,
+  kWorkspace = 1,
+  kFloat8Buffers = 2,
+  kI64Buffers = 4,
+};
+
+/// How many times a buffer or parameter occurs in a call.
+enum class Quantity : uint8_t { One, Optional, Counted };
+
+struct Buffer {
+  const char *name = nullptr;
+  Quantity quantity = Quantity::One;
+  /// The input this output may be written over (in place), or -1.
+  int inPlaceOf = -1;
+
+  constexpr Buffer counted() const {
+    return {name, Quantity::Counted, inPlaceOf};
+  }
+  constexpr Buffer over(int input) const { return {name, quantity, input}; }
+};
+constexpr Buffer In(const char *name) { return {name}; }
+constexpr Buffer Out(const char *name) { return {name}; }
+
+enum class ParamType : uint8_t { I64, F64 };
+
+struct Param {
+  const char *name = nullptr;
+  ParamType type = ParamType::I64;
+  Quantity quantity = Quantity::One;
+
+  constexpr Param optional() const { return {name, type, Quantity::Optional}; }
+  constexpr Param counted() const { return {name, type, Quantity::Counted}; }
+};
+constexpr Param I64(const char *name) { return {name, ParamType::I64}; }
+constexpr Param F64(const char *name) { return {name, ParamType::F64}; }
+
+constexpr size_t kMaxBuffers = 8, kMaxParams = 8;
+
+/// One kernel; lists end at the first unnamed element.
+struct Entry {
+  const char *name;
+  Kind kind;
+  unsigned dtypes;
+  unsigned flags;
+  /// The i64 parameter that counts the `Counted` buffers and parameters,
+  /// or -1.
+  int countParam;
+  Buffer inputs[kMaxBuffers];
+  Buffer outputs[kMaxBuffers];
+  Param params[kMaxParams];
+
+  bool has(Flags flag) const { return (flags & flag) != 0; }
+};
+
+/// The kernels by name, for passes: KernelId::adamw.
+enum class KernelId : unsigned {
+#define TITAN_KERNEL(name, ...) name,
+#include "titan/Kernel/KernelCatalog.def"
+};
+
+#define TITAN_KERNEL_LIST(...)                                                 \
+  { __VA_ARGS__ }
+#define TITAN_KERNEL_DTYPE_BIT(name, dtype) | dtypeBit(Dtype::dtype)
+inline constexpr Entry kEntries[] = {
+#define TITAN_KERNEL(name, impl, kind, dtypes, flags, count, inputs, outputs,  \
+                     params)                                                   \
+  {#name,                                                                      \
+   Kind::kind,                                                                 \
+   0u TITAN_KERNEL_DTYPES_##dtypes(TITAN_KERNEL_DTYPE_BIT, name),              \
+   flags,                                                                      \
+   count,                                                                      \
+   TITAN_KERNEL_LIST inputs,                                                   \
+   TITAN_KERNEL_LIST outputs,                                                  \
+   TITAN_KERNEL_LIST params},
+#include "titan/Kernel/KernelCatalog.def"
+};
+#undef TITAN_KERNEL_DTYPE_BIT
+#undef TITAN_KERNEL_LIST
+
+constexpr const Entry &get(KernelId id) { return kEntries[unsigned(id)]; }
+constexpr const char *name(KernelId id) { return get(id).name; }
+
+/// The entry named `name`, or null.
+inline const Entry *lookup(std::string_view name) {
+  for (const Entry &entry : kEntries)
+    if (name == entry.name)
+      return &entry;
+  return nullptr;
+}
+
+/// The input that output `result` of kernel `name` may be written over (in
+/// place), if any.
+inline std::optional<unsigned> inPlaceInput(std::string_view name,
+                                            unsigned result) {
+  const Entry *entry = lookup(name);
+  if (!entry || result >= kMaxBuffers || entry->outputs[result].inPlaceOf < 0)
+    return std::nullopt;
+  return unsigned(entry->outputs[result].inPlaceOf);
+}
+
+} // namespace titan::catalog
+
+#endif // TITAN_KERNEL_KERNELCATALOG_H
