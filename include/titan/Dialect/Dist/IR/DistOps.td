@@ -175,7 +175,7 @@ def Dist_AllReduceStartOp : Dist_CollectiveStartOp<"all_reduce_start"> {
                        DefaultValuedAttr<Dist_ReductionKindAttr,
                          "::titan::dist::ReductionKind::Sum">:$reduction);
   let assemblyFormat = [{
-    $input `axes` $axes (`reduction` $reduction^)? attr-dict `:` type($input)
+    $input `axes` $axes (`reduction` `` $reduction^)? attr-dict `:` type($input)
     `->` qualified(type($future))
   }];
 }

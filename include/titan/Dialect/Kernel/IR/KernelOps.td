@@ -50,6 +50,9 @@ def Kernel_AllocKind : I32EnumAttr<"AllocKind", "what a buffer holds", [
   let cppNamespace = "::titan::kernel";
   let genSpecializedAttr = 0;
 }
+/// Bare in the op's format (`kernel.alloc activation`; the attribute's printer
+/// leads with a space, hence the format's ``), `#kernel<kind activation>`
+/// elsewhere.
 def Kernel_AllocKindAttr : EnumAttr<Kernel_Dialect, Kernel_AllocKind, "kind"> {
   let assemblyFormat = "$value";
 }
@@ -73,7 +76,7 @@ def Kernel_AllocOp : Kernel_Op<"alloc", [
   let arguments = (ins Kernel_AllocKindAttr:$kind,
                        OptionalAttr<I64Attr>:$offset);
   let results = (outs Kernel_StaticMemRef:$buffer);
-  let assemblyFormat = "$kind attr-dict `:` type($buffer)";
+  let assemblyFormat = "`` $kind attr-dict `:` type($buffer)";
   let hasVerifier = 1;
 }
 

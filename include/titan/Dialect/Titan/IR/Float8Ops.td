@@ -76,7 +76,7 @@ def Titan_Float8LinearOp : Titan_Float8GemmOp<"float8_linear",
                    OptionalAttr<DenseI64ArrayAttr>:$split_dims,
                    OptionalAttr<StrArrayAttr>:$split_axes);
   let assemblyFormat = [{
-    $input `,` $weight `recipe` $recipe attr-dict `:`
+    $input `,` $weight `recipe` `` $recipe attr-dict `:`
     functional-type(operands, results)
   }];
 }
@@ -96,7 +96,7 @@ def Titan_Float8LinearGradInputOp
                    OptionalAttr<DenseI64ArrayAttr>:$split_dims,
                    OptionalAttr<StrArrayAttr>:$split_axes);
   let assemblyFormat = [{
-    $grad `,` $weight `recipe` $recipe attr-dict `:`
+    $grad `,` $weight `recipe` `` $recipe attr-dict `:`
     functional-type(operands, results)
   }];
 }
@@ -116,7 +116,7 @@ def Titan_Float8LinearGradWeightOp
                    OptionalAttr<DenseI64ArrayAttr>:$split_dims,
                    OptionalAttr<StrArrayAttr>:$split_axes);
   let assemblyFormat = [{
-    $grad `,` $input `recipe` $recipe attr-dict `:`
+    $grad `,` $input `recipe` `` $recipe attr-dict `:`
     functional-type(operands, results)
   }];
 }
@@ -206,7 +206,7 @@ def Titan_ScaledMatmulOp : Titan_Op<"scaled_matmul", [
                    Titan_GemmFormAttr:$form);
   let results = (outs Titan_FloatTensor:$result);
   let assemblyFormat = [{
-    $form $lhs `,` $lhs_scale `,` $rhs `,` $rhs_scale attr-dict `:`
+    `` $form $lhs `,` $lhs_scale `,` $rhs `,` $rhs_scale attr-dict `:`
     functional-type(operands, results)
   }];
   let hasVerifier = 1;

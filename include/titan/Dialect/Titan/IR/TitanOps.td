@@ -728,7 +728,7 @@ def Titan_LRScheduleOp : Titan_Op<"lr_schedule", [DeclareOpInterfaceMethods<Tita
                        Titan_LRDecayAttr:$decay_type, F64Attr:$min_lr_factor);
   let results = (outs 0DTensorOf<[F32]>:$result);
   let assemblyFormat = [{
-    $step `,` $total_steps `decay` $decay_type attr-dict `:`
+    $step `,` $total_steps `decay` `` $decay_type attr-dict `:`
     functional-type(operands, results)
   }];
   let hasVerifier = 1;
