@@ -11,6 +11,8 @@
 #include "titan/Dialect/Kernel/Transforms/Passes.h"
 #include "titan/Dialect/Titan/IR/TitanDialect.h"
 #include "titan/Dialect/Titan/Transforms/Passes.h"
+#include "titan/Target/CPU/ExternalModels.h"
+#include "titan/Target/CUDA/ExternalModels.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
@@ -24,6 +26,9 @@ void titan::registerAllDialects(mlir::DialectRegistry &registry) {
   // The titan ops' tensor-parallel rules (dist depends on titan, not the
   // other way around).
   titan::dist::registerTensorParallelModels(registry);
+  // Each target's rules (workspaces); one process compiles for either.
+  titan::registerCPUTargetExternalModels(registry);
+  titan::registerCUDATargetExternalModels(registry);
 }
 
 void titan::registerAllPasses() {

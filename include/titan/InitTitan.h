@@ -8,7 +8,8 @@ class DialectRegistry;
 } // namespace mlir
 
 namespace titan {
-/// Adds titan's dialects and the upstream dialects titan IR uses.
+/// Adds titan's dialects, the upstream dialects titan IR uses and the
+/// targets' external models.
 void registerAllDialects(mlir::DialectRegistry &registry);
 /// Registers titan's passes (and the upstream ones its pipelines use) with
 /// the global pass registry, for titan-opt.

@@ -337,7 +337,7 @@ void quantize(const Args &c) {
 /// The scaled GEMM as cuBLASLt's FP8 "TN" product (operands transposed
 /// K-major first where the form needs it) into an f32 buffer, then the
 /// inverse scales; workspace: [transposed lhs][transposed rhs][f32
-/// product][cuBLASLt's] (ScaledMatmulOp::getWorkspaceBytes).
+/// product][cuBLASLt's] (lib/Target/CUDA/ExternalModels.cpp).
 void scaledMatmul(const Args &c) {
   Shape lhs = c.shape(0), rhs = c.shape(2);
   auto align = [](int64_t bytes) { return (bytes + 63) / 64 * 64; };

@@ -71,7 +71,7 @@ public:
   ///
   /// `staging` (allGather, reduceScatter, allToAll) is scratch memory the
   /// collective may use until it finishes, as large as the kernel contract
-  /// of its dist op says (lib/Dialect/Dist/IR/KernelContracts.cpp: a gather
+  /// of its dist op says (lib/Target/WorkspaceModel.cpp: a gather
   /// or scatter along an inner dimension or of padded shards needs the
   /// group's rank-major copy, an all-to-all twice the input); null: the
   /// communicator allocates it.

@@ -257,8 +257,10 @@ void titan::printPerRankPlan(mlir::ModuleOp module, int64_t arenaBytes,
         return;
       auto axes = op->getAttrOfType<mlir::ArrayAttr>("axes");
       std::string key = op->getName().stripDialect().drop_back(6).str();
-      if (auto reduction = op->getAttrOfType<mlir::StringAttr>("reduction"))
-        key += " (" + reduction.getValue().str() + ")";
+      if (auto reduction =
+              op->getAttrOfType<dist::ReductionKindAttr>("reduction"))
+        key += " (" + dist::stringifyReductionKind(reduction.getValue()).str() +
+               ")";
       key += " [";
       llvm::raw_string_ostream ks(key);
       llvm::interleave(

@@ -288,7 +288,7 @@ private:
         // The buffer now also holds this result: it may outlive the loss.
         if (isActivation(result, index))
           if (auto alloc = allocOf(buffers.lookup(operand)))
-            alloc.setKind("activation");
+            alloc.setKind(kernel::AllocKind::Activation);
         if (inSlot) {
           // Copied first: inserting `result` may grow the map under
           // `placed`.
@@ -299,15 +299,16 @@ private:
         return buffers.lookup(operand);
       }
     }
-    StringRef kind = "temporary";
+    auto kind = kernel::AllocKind::Temporary;
     if (isa<dist::FutureType>(result.getType()))
-      kind = "collective";
+      kind = kernel::AllocKind::Collective;
     else if (isParameterCopy(op))
-      kind = "copy";
+      kind = kernel::AllocKind::Copy;
     else if (isActivation(result, index))
-      kind = "activation";
-    return kernel::AllocOp::create(b, loc, type, b.getStringAttr(kind),
-                                   IntegerAttr());
+      kind = kernel::AllocKind::Activation;
+    return kernel::AllocOp::create(
+        b, loc, type, kernel::AllocKindAttr::get(b.getContext(), kind),
+        IntegerAttr());
   }
 
   LogicalResult rewriteOp(Operation *op, unsigned index, Value stream) {
@@ -337,7 +338,7 @@ private:
     for (Value operand : op->getOperands())
       inputs.push_back(buffers.lookup(operand));
     Value workspace;
-    int64_t bytes = contract.getWorkspaceBytes(target);
+    int64_t bytes = getWorkspaceBytes(op, target);
     bool collective = op->getNumResults() == 1 &&
                       isa<dist::FutureType>(op->getResult(0).getType());
     if (widenLowPrecision && !collective && !isa<CastOp>(op))
@@ -345,7 +346,9 @@ private:
     if (bytes > 0)
       workspace = kernel::AllocOp::create(
           b, loc, MemRefType::get({bytes}, b.getI8Type()),
-          b.getStringAttr("workspace"), IntegerAttr());
+          kernel::AllocKindAttr::get(b.getContext(),
+                                     kernel::AllocKind::Workspace),
+          IntegerAttr());
     StringAttr name = b.getStringAttr(contract.getKernelName());
     ArrayAttr params = contract.getKernelParams();
     if (collective) {
@@ -491,6 +494,12 @@ struct TitanBufferizePass
     if (!kernelTarget) {
       module.emitError() << "titan-bufferize: unknown target '" << target
                          << "' (expected cpu or cuda)";
+      return signalPassFailure();
+    }
+    if (!hasWorkspaceModels(&getContext(), *kernelTarget)) {
+      module.emitError() << "titan-bufferize: the " << target
+                         << " target's workspace models are not registered "
+                            "(titan::registerAllDialects registers them)";
       return signalPassFailure();
     }
     for (func::FuncOp step : steps)

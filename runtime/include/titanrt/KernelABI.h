@@ -13,9 +13,9 @@
 // and `floats` are the kernel's i64 and f64 parameters, each in the order
 // include/titan/Kernel/KernelCatalog.def lists them (the one place each
 // kernel's buffers and parameters are written); either may be null when the
-// kernel has none of that kind. `workspace` is the scratch the op's
-// contract asks for (getWorkspaceBytes), or null. `types` is {number of
-// operands, number of results, then each buffer's TitanRtType}.
+// kernel has none of that kind. `workspace` is the scratch the target's
+// workspace rule for the op asks for (lib/Target/<T>/), or null. `types` is
+// {number of operands, number of results, then each buffer's TitanRtType}.
 //
 // `dtype` is the buffers' floating-point type: f32 or f64, i32 for
 // integer-only kernels, bf16 or f16 when some buffer has that type. The

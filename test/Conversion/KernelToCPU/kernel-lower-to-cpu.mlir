@@ -42,13 +42,13 @@
 module attributes {kernel.arena_bytes = 4294968576 : i64, kernel.slots = {"param:w" = array<i64: 0, 64>}} {
   func.func @step(%w: memref<16xf32> {kernel.slot = "param:w"}) {
     %s = kernel.stream 0
-    %a = kernel.alloc {kind = "temporary", offset = 4294967552 : i64} : memref<4x4xf32>
+    %a = kernel.alloc temporary {offset = 4294967552 : i64} : memref<4x4xf32>
     %v = kernel.view %a : memref<4x4xf32> to memref<16xf32>
-    %ws = kernel.alloc {kind = "workspace", offset = 4294967808 : i64} : memref<64xi8>
+    %ws = kernel.alloc workspace {offset = 4294967808 : i64} : memref<64xi8>
     kernel.call "float8_scale"(%w : memref<16xf32>) outs(%a : memref<4x4xf32>) workspace(%ws : memref<64xi8>) on %s params [3 : i64, 1.0e-5 : f64]
     kernel.call "fill"() outs(%v : memref<16xf32>) on %s params [0.0 : f64]
     kernel.call "float8_scale"(%w : memref<16xf32>) outs(%a : memref<4x4xf32>) workspace(%ws : memref<64xi8>) on %s params [3 : i64, 1.0e-5 : f64]
-    %out = kernel.alloc {kind = "collective", offset = 4294968064 : i64} : memref<16xf32>
+    %out = kernel.alloc collective {offset = 4294968064 : i64} : memref<16xf32>
     %r = kernel.collective_start "all_reduce_start"(%v : memref<16xf32>) outs(%out : memref<16xf32>) on %s params [0 : i64, 0 : i64, 16 : i64] -> !kernel.request
     kernel.wait %r on %s
     kernel.copy %v, %w on %s : memref<16xf32>, memref<16xf32>
@@ -71,20 +71,20 @@ module attributes {kernel.arena_bytes = 4294968576 : i64, kernel.slots = {"param
 module attributes {kernel.arena_bytes = 1024 : i64, kernel.slots = {"param:w" = array<i64: 0, 96>}} {
   func.func @double(%w: memref<4x3xf64> {kernel.slot = "param:w"}) {
     %s = kernel.stream 0
-    %x = kernel.alloc {kind = "temporary", offset = 256 : i64} : memref<2x3xf64>
-    %y = kernel.alloc {kind = "temporary", offset = 512 : i64} : memref<2x4xf64>
+    %x = kernel.alloc temporary {offset = 256 : i64} : memref<2x3xf64>
+    %y = kernel.alloc temporary {offset = 512 : i64} : memref<2x4xf64>
     kernel.call "linear"(%x, %w : memref<2x3xf64>, memref<4x3xf64>) outs(%y : memref<2x4xf64>) on %s params []
-    %o = kernel.alloc {kind = "temporary", offset = 768 : i64} : memref<i32>
+    %o = kernel.alloc temporary {offset = 768 : i64} : memref<i32>
     kernel.call "shard_offset"() outs(%o : memref<i32>) on %s params [16, 1, 4]
-    %h = kernel.alloc {kind = "temporary", offset = 256 : i64} : memref<4xbf16>
+    %h = kernel.alloc temporary {offset = 256 : i64} : memref<4xbf16>
     %hv = kernel.view %h : memref<4xbf16> to memref<1x1x1x4xbf16>
-    %angles = kernel.alloc {kind = "temporary", offset = 768 : i64} : memref<1x2xf32>
+    %angles = kernel.alloc temporary {offset = 768 : i64} : memref<1x2xf32>
     kernel.call "rope"(%hv, %angles : memref<1x1x1x4xbf16>, memref<1x2xf32>) outs(%hv : memref<1x1x1x4xbf16>) on %s params [0]
-    %g = kernel.alloc {kind = "collective", offset = 512 : i64} : memref<8xbf16>
+    %g = kernel.alloc collective {offset = 512 : i64} : memref<8xbf16>
     %r = kernel.collective_start "all_gather_start"(%h : memref<4xbf16>) outs(%g : memref<8xbf16>) on %s params [0, 0, 4] -> !kernel.request
     kernel.wait %r on %s
-    %e = kernel.alloc {kind = "temporary", offset = 256 : i64} : memref<4xf8E4M3FN>
-    %f = kernel.alloc {kind = "collective", offset = 512 : i64} : memref<8xf8E4M3FN>
+    %e = kernel.alloc temporary {offset = 256 : i64} : memref<4xf8E4M3FN>
+    %f = kernel.alloc collective {offset = 512 : i64} : memref<8xf8E4M3FN>
     %r2 = kernel.collective_start "all_gather_start"(%e : memref<4xf8E4M3FN>) outs(%f : memref<8xf8E4M3FN>) on %s params [0, 0, 4] -> !kernel.request
     kernel.wait %r2 on %s
     return
@@ -105,7 +105,7 @@ module {
 module attributes {kernel.arena_bytes = 1024 : i64, kernel.slots = {"param:w" = array<i64: 0, 64>}} {
   func.func @step(%w: memref<16xf32> {kernel.slot = "param:w"}) {
     // expected-error @+1 {{'kernel.alloc' op has no planned offset (run kernel-plan-memory first)}}
-    %a = kernel.alloc {kind = "temporary"} : memref<16xf32>
+    %a = kernel.alloc temporary : memref<16xf32>
     return
   }
 }

@@ -4,7 +4,7 @@
 
 // BAD: error: titan-bufferize: unknown target 'tpu' (expected cpu or cuda)
 
-// Workspaces are the target's (KernelOpInterface::getWorkspaceBytes(target);
+// Workspaces are the target's (its external models in lib/Target/<T>/;
 // the CUDA sizes are stated in include/titan/Target/CUDA/KernelWorkspaces.h).
 // On the CPU, flash attention gets one slot per task (include/titan/Target/
 // CPU/KernelWorkspaces.h): two 8 x 8 f32 tiles, three rows of 8 and one of
@@ -20,34 +20,34 @@
 // cross-entropy one f32 loss per row; the embedding gradient its sort (4 x
 // 256 bytes of keys, 4 x 256 + 1 MiB for CUB).
 // CPU-LABEL: func.func @forward_backward(
-// CPU:       %[[WS0:.*]] = kernel.alloc {kind = "workspace"} : memref<64xi8>
+// CPU:       %[[WS0:.*]] = kernel.alloc workspace : memref<64xi8>
 // CPU-NEXT:  kernel.call "rms_norm_grad"
-// CPU-NOT:   kernel.alloc {kind = "workspace"} : memref<33554432xi8>
-// CPU:       %[[WS1:.*]] = kernel.alloc {kind = "workspace"} : memref<1280xi8>
+// CPU-NOT:   kernel.alloc workspace : memref<33554432xi8>
+// CPU:       %[[WS1:.*]] = kernel.alloc workspace : memref<1280xi8>
 // CPU-NEXT:  kernel.call "attention"({{.*}}memref<1x8x2x4xbf16>
-// CPU:       %[[WS2:.*]] = kernel.alloc {kind = "workspace"} : memref<1280xi8>
+// CPU:       %[[WS2:.*]] = kernel.alloc workspace : memref<1280xi8>
 // CPU-NEXT:  kernel.call "attention_grad"
-// CPU:       %[[WS3:.*]] = kernel.alloc {kind = "workspace"} : memref<1280xi8>
+// CPU:       %[[WS3:.*]] = kernel.alloc workspace : memref<1280xi8>
 // CPU-NEXT:  kernel.call "attention"({{.*}}memref<1x8x2x4xf32>
-// CPU:       %[[WS4:.*]] = kernel.alloc {kind = "workspace"} : memref<64xi8>
+// CPU:       %[[WS4:.*]] = kernel.alloc workspace : memref<64xi8>
 // CPU-NEXT:  kernel.call "cross_entropy"
-// CPU-NOT:   kind = "workspace"
+// CPU-NOT:   kernel.alloc workspace
 // CPU:       return
 
 // CUDA-LABEL: func.func @forward_backward(
-// CUDA:       kernel.alloc {kind = "workspace"} : memref<33554432xi8>
+// CUDA:       kernel.alloc workspace : memref<33554432xi8>
 // CUDA-NEXT:  kernel.call "linear"
-// CUDA:       kernel.alloc {kind = "workspace"} : memref<256xi8>
+// CUDA:       kernel.alloc workspace : memref<256xi8>
 // CUDA-NEXT:  kernel.call "rms_norm_grad"
-// CUDA:       kernel.alloc {kind = "workspace"} : memref<4194560xi8>
+// CUDA:       kernel.alloc workspace : memref<4194560xi8>
 // CUDA-NEXT:  kernel.call "attention"({{.*}}memref<1x8x2x4xbf16>
-// CUDA:       kernel.alloc {kind = "workspace"} : memref<4195072xi8>
+// CUDA:       kernel.alloc workspace : memref<4195072xi8>
 // CUDA-NEXT:  kernel.call "attention_grad"
-// CUDA-NOT:   kind = "workspace"
+// CUDA-NOT:   kernel.alloc workspace
 // CUDA:       kernel.call "attention"({{.*}}memref<1x8x2x4xf32>
-// CUDA:       kernel.alloc {kind = "workspace"} : memref<32xi8>
+// CUDA:       kernel.alloc workspace : memref<32xi8>
 // CUDA-NEXT:  kernel.call "cross_entropy"
-// CUDA:       kernel.alloc {kind = "workspace"} : memref<1050624xi8>
+// CUDA:       kernel.alloc workspace : memref<1050624xi8>
 // CUDA-NEXT:  kernel.call "embedding_grad"
 // CUDA:       return
 func.func @forward_backward(%w: tensor<8x8xbf16> {titan.param = "w"}, %n: tensor<8xbf16> {titan.param = "n"},

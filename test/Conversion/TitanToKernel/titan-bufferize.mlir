@@ -17,14 +17,14 @@
 // CHECK-SAME: %[[GN:.*]]: memref<4xf32> {kernel.slot = "grad:n"})
 // CHECK-NOT:  -> (
 // CHECK:      %[[S:.*]] = kernel.stream 0
-// CHECK:      %[[H:.*]] = kernel.alloc {kind = "activation"} : memref<2x3x4xf32>
+// CHECK:      %[[H:.*]] = kernel.alloc activation : memref<2x3x4xf32>
 // CHECK:      kernel.call "rms_norm"(%[[X]], %[[N]] : memref<2x3x4xf32>, memref<4xf32>) outs(%[[H]] : memref<2x3x4xf32>) on %[[S]] params [1.000000e-05]
-// CHECK:      %[[Y:.*]] = kernel.alloc {kind = "activation"} : memref<2x3x8xf32>
+// CHECK:      %[[Y:.*]] = kernel.alloc activation : memref<2x3x8xf32>
 // CHECK:      kernel.call "linear"(%[[H]], %[[W]] : {{.*}}) outs(%[[Y]] : memref<2x3x8xf32>) on %[[S]] params []
 // CHECK:      %[[YV:.*]] = kernel.view %[[Y]] : memref<2x3x8xf32> to memref<2x3x2x4xf32>
-// CHECK:      %[[O:.*]] = kernel.alloc {kind = "temporary"} : memref<2x3x2x4xf32>
-// CHECK:      %[[LSE:.*]] = kernel.alloc {kind = "temporary"} : memref<2x2x3xf32>
-// CHECK:      %[[WS:.*]] = kernel.alloc {kind = "workspace"} : memref<512xi8>
+// CHECK:      %[[O:.*]] = kernel.alloc temporary : memref<2x3x2x4xf32>
+// CHECK:      %[[LSE:.*]] = kernel.alloc temporary : memref<2x2x3xf32>
+// CHECK:      %[[WS:.*]] = kernel.alloc workspace : memref<512xi8>
 // CHECK:      kernel.call "attention"(%[[YV]], %[[YV]], %[[YV]] : {{.*}}) outs(%[[O]], %[[LSE]] : memref<2x3x2x4xf32>, memref<2x2x3xf32>) workspace(%[[WS]] : memref<512xi8>) on %[[S]] params [5.000000e-01]
 // CHECK:      kernel.call "cross_entropy"(%[[Y]], %[[L]] : memref<2x3x8xf32>, memref<2x3xi32>) outs(%[[LOSS]] : memref<f32>)
 // CHECK:      kernel.call "linear_grad_weight"(%[[Y]], %[[H]] : {{.*}}) outs(%[[GW]] : memref<8x4xf32>)
@@ -60,7 +60,7 @@ func.func @optimizer_step(%p: tensor<4xf32> {titan.param = "n"}) -> (tensor<4xf3
 // CHECK-SAME: %arg2: memref<4xf32> {kernel.slot = "exp_avg:p"}, %arg3: memref<4xf32> {kernel.slot = "exp_avg_sq:p"},
 // CHECK-SAME: %arg4: memref<i64> {kernel.slot = "input:step"}, %arg5: memref<i64> {kernel.slot = "input:total_steps"},
 // CHECK-SAME: %arg6: memref<f32> {kernel.slot = "output:grad_norm"}, %arg7: memref<f32> {kernel.slot = "output:lr"})
-// CHECK:      %[[NWS:.*]] = kernel.alloc {kind = "workspace"} : memref<8xi8>
+// CHECK:      %[[NWS:.*]] = kernel.alloc workspace : memref<8xi8>
 // CHECK:      kernel.call "global_norm"(%arg1 : memref<4xf32>) outs(%arg6 : memref<f32>) workspace(%[[NWS]] : memref<8xi8>) on %{{.*}} params [1]
 // CHECK:      kernel.call "lr_schedule"(%arg4, %arg5 : memref<i64>, memref<i64>) outs(%arg7 : memref<f32>) on %{{.*}} params [2, 2, 1.000000e-03, -1.000000e+00, 0.000000e+00]
 // CHECK:      kernel.call "adamw"(%arg0, %arg1, %arg2, %arg3, %arg7, %arg6, %arg4 : {{.*}}) outs(%arg0, %arg2, %arg3 : memref<4xf32>, memref<4xf32>, memref<4xf32>) on %{{.*}} params [9.000000e-01, 0.94999999999999996, 1.000000e-08, 1.000000e-01, 1.000000e+00]
@@ -75,7 +75,7 @@ func.func @optimizer_step(%p: tensor<4xf32> {titan.param = "p"}, %g: tensor<4xf3
     -> (tensor<4xf32> {titan.param = "p"}, tensor<4xf32> {titan.exp_avg = "p"}, tensor<4xf32> {titan.exp_avg_sq = "p"},
         tensor<f32> {titan.output = "grad_norm"}, tensor<f32> {titan.output = "lr"}) {
   %norm = titan.global_norm %g : (tensor<4xf32>) -> tensor<f32>
-  %lr = titan.lr_schedule %step, %total {lr = 1.0e-3 : f64, warmup_steps = 2 : i64, decay_type = "cosine", min_lr_factor = 0.0 : f64} : (tensor<i64>, tensor<i64>) -> tensor<f32>
+  %lr = titan.lr_schedule %step, %total decay cosine {lr = 1.0e-3 : f64, warmup_steps = 2 : i64, min_lr_factor = 0.0 : f64} : (tensor<i64>, tensor<i64>) -> tensor<f32>
   %n:3 = titan.adamw %p, %g, %m, %v, %lr, %norm, %step {beta1 = 0.9 : f64, beta2 = 0.95 : f64, eps = 1.0e-8 : f64, weight_decay = 0.1 : f64, max_norm = 1.0 : f64} : tensor<4xf32>, tensor<f32>, tensor<i64>
   return %n#0, %n#1, %n#2, %norm, %lr : tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<f32>, tensor<f32>
 }
@@ -87,10 +87,10 @@ func.func @optimizer_step(%p: tensor<4xf32> {titan.param = "p"}, %g: tensor<4xf3
 // a result early: the result gets a buffer and is copied in at the end,
 // after the copies that read the slot's old value.
 // CHECK-LABEL: func.func @forward_backward(%arg0: memref<4xf32> {kernel.slot = "param:p"}, %arg1: memref<4xf32> {kernel.slot = "grad:p"}, %arg2: memref<4xf32> {kernel.slot = "param:q"}, %arg3: memref<4xf32> {kernel.slot = "grad:q"})
-// CHECK:      %[[G:.*]] = kernel.alloc {kind = "temporary"} : memref<4xf32>
+// CHECK:      %[[G:.*]] = kernel.alloc temporary : memref<4xf32>
 // CHECK:      kernel.call "silu"(%arg0 : memref<4xf32>) outs(%[[G]] : memref<4xf32>)
 // CHECK:      kernel.call "add"(%arg1, %[[G]] : memref<4xf32>, memref<4xf32>) outs(%arg1 : memref<4xf32>)
-// CHECK:      %[[E:.*]] = kernel.alloc {kind = "temporary"} : memref<4xf32>
+// CHECK:      %[[E:.*]] = kernel.alloc temporary : memref<4xf32>
 // CHECK:      kernel.call "mul"(%arg2, %arg2 : memref<4xf32>, memref<4xf32>) outs(%[[E]] : memref<4xf32>)
 // CHECK:      kernel.copy %arg2, %arg3 on %{{.*}} : memref<4xf32>, memref<4xf32>
 // CHECK-NEXT: kernel.copy %[[E]], %arg2 on %{{.*}} : memref<4xf32>, memref<4xf32>
@@ -112,7 +112,7 @@ func.func @optimizer_step() {
 // A collective writes its own buffer, alive from start to wait; a gathered
 // value returned into a slot is gathered into the slot.
 // CHECK-LABEL: func.func @forward_backward(%arg0: memref<2x4xf32> {kernel.slot = "param:p"}, %arg1: memref<4x4xf32> {kernel.slot = "output:loss"}, %arg2: memref<4x4xf32> {kernel.slot = "grad:p"})
-// CHECK:      %[[B:.*]] = kernel.alloc {kind = "collective"} : memref<4x4xf32>
+// CHECK:      %[[B:.*]] = kernel.alloc collective : memref<4x4xf32>
 // CHECK:      %[[R:.*]] = kernel.collective_start "all_gather_start"(%arg0 : memref<2x4xf32>) outs(%[[B]] : memref<4x4xf32>) on %{{.*}} params [0, 0, 4] -> !kernel.request
 // CHECK:      kernel.wait %[[R]] on
 // CHECK:      kernel.call "silu"(%[[B]] : memref<4x4xf32>) outs(%arg1 : memref<4x4xf32>)
@@ -139,8 +139,8 @@ module attributes {dist.mesh = #dist.mesh<pp = 1, dp_replicate = 1, dp_shard = 2
 // communicator's scratch is a planned workspace (2 ranks x 2x2x4 f32 = 128
 // bytes), alive until the wait.
 // CHECK-LABEL: func.func @forward_backward(%arg0: memref<2x2x4xf32> {kernel.slot = "param:p"}
-// CHECK:      %[[OUT:.*]] = kernel.alloc {kind = "collective"} : memref<2x4x4xf32>
-// CHECK:      %[[WS:.*]] = kernel.alloc {kind = "workspace"} : memref<128xi8>
+// CHECK:      %[[OUT:.*]] = kernel.alloc collective : memref<2x4x4xf32>
+// CHECK:      %[[WS:.*]] = kernel.alloc workspace : memref<128xi8>
 // CHECK:      kernel.collective_start "all_gather_start"(%arg0 : memref<2x2x4xf32>) outs(%[[OUT]] : memref<2x4x4xf32>) workspace(%[[WS]] : memref<128xi8>)
 module attributes {dist.mesh = #dist.mesh<pp = 1, dp_replicate = 1, dp_shard = 1, cp = 1, tp = 2>} {
   func.func @forward_backward(%p: tensor<2x2x4xf32> {titan.param = "p"}) -> (tensor<2x4x4xf32> {titan.output = "loss"}) {

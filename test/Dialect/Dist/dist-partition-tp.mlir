@@ -39,7 +39,7 @@
 // CHECK-NEXT: dist.wait
 // CHECK-NEXT: %[[LOGITS:.*]] = titan.linear {{.*}} -> tensor<2x4x8xf32>
 // CHECK-NEXT: %[[M:.*]] = titan.row_max %[[LOGITS]] : tensor<2x4x8xf32> -> tensor<2x4xf32>
-// CHECK-NEXT: %[[MF:.*]] = dist.all_reduce_start %[[M]] axes ["tp"] {reduction = "max"}
+// CHECK-NEXT: %[[MF:.*]] = dist.all_reduce_start %[[M]] axes ["tp"] reduction max
 // CHECK-NEXT: %[[MAX:.*]] = dist.wait %[[MF]]
 // CHECK-NEXT: %[[S:.*]] = titan.sum_exp %[[LOGITS]], %[[MAX]]
 // CHECK-NEXT: %[[SF:.*]] = dist.all_reduce_start %[[S]] axes ["tp"] : tensor<2x4xf32>
@@ -94,7 +94,7 @@
 // FSDP-TP-NEXT: dist.all_gather_start %[[NR]] axes ["dp_shard"] dim 0 : tensor<4xf32> -> !dist.future<tensor<8xf32>>
 // FSDP-TP:      dist.all_gather_start %[[WO]] axes ["dp_shard"] dim 0 : tensor<4x4xf32> -> !dist.future<tensor<8x4xf32>>
 // FSDP-TP:      %[[L:.*]] = titan.cross_entropy_from_stats
-// FSDP-TP-NEXT: %[[LF:.*]] = dist.all_reduce_start %[[L]] axes ["dp_shard"] {reduction = "avg"}
+// FSDP-TP-NEXT: %[[LF:.*]] = dist.all_reduce_start %[[L]] axes ["dp_shard"] reduction avg
 func.func @forward(%emb: tensor<16x8xf32> {titan.param = "tok_embeddings.weight"},
                    %wq: tensor<8x8xf32> {titan.param = "layers.0.attention.wq.weight"},
                    %wk: tensor<4x8xf32> {titan.param = "layers.0.attention.wk.weight"},

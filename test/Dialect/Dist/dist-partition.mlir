@@ -12,7 +12,7 @@
 // CHECK-NEXT: %[[FULL:.*]] = dist.wait %[[F]]
 // CHECK-NEXT: %[[Y:.*]] = titan.linear %[[X]], %[[FULL]]
 // CHECK:      %[[L:.*]] = titan.cross_entropy
-// CHECK-NEXT: %[[LF:.*]] = dist.all_reduce_start %[[L]] axes ["dp_replicate", "dp_shard"] {reduction = "avg"}
+// CHECK-NEXT: %[[LF:.*]] = dist.all_reduce_start %[[L]] axes ["dp_replicate", "dp_shard"] reduction avg
 // CHECK-NEXT: %[[LOSS:.*]] = dist.wait %[[LF]]
 // CHECK-NEXT: return %[[LOSS]]
 

@@ -98,8 +98,9 @@ module attributes {dist.mesh = #dist.mesh<pp = 1, dp_replicate = 1, dp_shard = 2
 
 module attributes {dist.mesh = #dist.mesh<pp = 1, dp_replicate = 1, dp_shard = 2, cp = 1, tp = 2>} {
   func.func @reduction(%x: tensor<4xf32>) {
-    // expected-error @+1 {{'dist.all_reduce_start' op reduction must be "sum", "avg" or "max", got "min"}}
-    %f = dist.all_reduce_start %x axes ["tp"] {reduction = "min"} : tensor<4xf32> -> !dist.future<tensor<4xf32>>
+    // expected-error @+2 {{expected ::titan::dist::ReductionKind to be one of: sum, avg, max}}
+    // expected-error @+1 {{failed to parse Dist_ReductionKindAttr parameter 'value'}}
+    %f = dist.all_reduce_start %x axes ["tp"] reduction min : tensor<4xf32> -> !dist.future<tensor<4xf32>>
     %f_v = dist.wait %f : !dist.future<tensor<4xf32>>
     return
   }

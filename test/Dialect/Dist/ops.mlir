@@ -14,10 +14,13 @@ module attributes {dist.mesh = #dist.mesh<pp = 1, dp_replicate = 2, dp_shard = 2
     // CHECK: dist.reduce_scatter_start %{{.*}} axes ["dp_shard"] dim 0 : tensor<8x8xf32> -> !dist.future<tensor<4x8xf32>>
     %r = dist.reduce_scatter_start %g axes ["dp_shard"] dim 0 : tensor<8x8xf32> -> !dist.future<tensor<4x8xf32>>
     %shard = dist.wait %r : !dist.future<tensor<4x8xf32>>
-    // CHECK: dist.all_reduce_start %{{.*}} axes ["dp_replicate", "dp_shard"] {reduction = "avg"} : tensor<8x8xf32> -> !dist.future<tensor<8x8xf32>>
-    %a = dist.all_reduce_start %g axes ["dp_replicate", "dp_shard"] {reduction = "avg"} : tensor<8x8xf32> -> !dist.future<tensor<8x8xf32>>
-    // CHECK: dist.all_reduce_start %{{.*}} axes ["tp"] {reduction = "max"} : tensor<8x8xf32>
-    %m = dist.all_reduce_start %g axes ["tp"] {reduction = "max"} : tensor<8x8xf32> -> !dist.future<tensor<8x8xf32>>
+    // CHECK: dist.all_reduce_start %{{.*}} axes ["dp_replicate", "dp_shard"] reduction avg : tensor<8x8xf32> -> !dist.future<tensor<8x8xf32>>
+    %a = dist.all_reduce_start %g axes ["dp_replicate", "dp_shard"] reduction avg : tensor<8x8xf32> -> !dist.future<tensor<8x8xf32>>
+    // CHECK: dist.all_reduce_start %{{.*}} axes ["tp"] reduction max : tensor<8x8xf32>
+    %m = dist.all_reduce_start %g axes ["tp"] reduction max : tensor<8x8xf32> -> !dist.future<tensor<8x8xf32>>
+    // The default reduction (sum) is elided.
+    // CHECK: dist.all_reduce_start %{{.*}} axes ["tp"] : tensor<8x8xf32>
+    %sum = dist.all_reduce_start %g axes ["tp"] reduction sum : tensor<8x8xf32> -> !dist.future<tensor<8x8xf32>>
     // Uneven shards: the gather drops padding, the scatter adds it.
     // CHECK: dist.all_gather_start %{{.*}} axes ["dp_shard"] dim 0 : tensor<4x8xf32> -> !dist.future<tensor<7x8xf32>>
     %u = dist.all_gather_start %w axes ["dp_shard"] dim 0 : tensor<4x8xf32> -> !dist.future<tensor<7x8xf32>>
@@ -27,6 +30,7 @@ module attributes {dist.mesh = #dist.mesh<pp = 1, dp_replicate = 2, dp_shard = 2
     %o = dist.shard_offset axes ["tp", "dp_shard"] stride 16 : tensor<i32>
     %avg = dist.wait %a : !dist.future<tensor<8x8xf32>>
     %mv = dist.wait %m : !dist.future<tensor<8x8xf32>>
+    %sumv = dist.wait %sum : !dist.future<tensor<8x8xf32>>
     %uv = dist.wait %u : !dist.future<tensor<7x8xf32>>
     %vv = dist.wait %v : !dist.future<tensor<8x4xf32>>
     // CHECK: dist.replicate %{{.*}} axes ["dp_replicate"] : tensor<8x8xf32>

@@ -1,8 +1,9 @@
 // RUN: titan-opt %s -split-input-file -verify-diagnostics
 
 func.func @kind() {
-  // expected-error @+1 {{'kernel.alloc' op kind must be one of activation, temporary, collective, workspace, copy; got 'scratch'}}
-  %a = kernel.alloc {kind = "scratch"} : memref<4xf32>
+  // expected-error @+2 {{expected ::titan::kernel::AllocKind to be one of: activation, temporary, collective, workspace, copy}}
+  // expected-error @+1 {{failed to parse Kernel_AllocKindAttr parameter 'value'}}
+  %a = kernel.alloc scratch : memref<4xf32>
   return
 }
 
@@ -10,7 +11,7 @@ func.func @kind() {
 
 func.func @offset() {
   // expected-error @+1 {{'kernel.alloc' op offset 100 must be a non-negative multiple of 256}}
-  %a = kernel.alloc {kind = "temporary", offset = 100 : i64} : memref<4xf32>
+  %a = kernel.alloc temporary {offset = 100 : i64} : memref<4xf32>
   return
 }
 
@@ -18,7 +19,7 @@ func.func @offset() {
 
 func.func @overflow() {
   // expected-error @+1 {{'kernel.alloc' op buffer of type 'memref<4611686018427387904x4xf32>' has a size in bytes that overflows int64}}
-  %a = kernel.alloc {kind = "temporary"} : memref<4611686018427387904x4xf32>
+  %a = kernel.alloc temporary : memref<4611686018427387904x4xf32>
   return
 }
 

@@ -5,7 +5,7 @@
 // the two do not stop it, and the sum is still written (the backward reads
 // it).
 // CHECK-LABEL: func.func @residual(
-// CHECK:       %[[Y:.*]] = kernel.alloc {kind = "activation"} : memref<2x3x4xf32>
+// CHECK:       %[[Y:.*]] = kernel.alloc activation : memref<2x3x4xf32>
 // CHECK-NEXT:  kernel.call "add_rms_norm"(%arg0, %arg1, %arg2 : memref<2x3x4xf32>, memref<2x3x4xf32>, memref<4xf32>) outs(%arg3, %[[Y]] : memref<2x3x4xf32>, memref<2x3x4xf32>) on %{{.*}} params [1.000000e-05]
 // CHECK-NOT:   kernel.call "add"
 // CHECK-NOT:   kernel.call "rms_norm"
@@ -13,7 +13,7 @@
 func.func @residual(%a: memref<2x3x4xf32>, %b: memref<2x3x4xf32>, %w: memref<4xf32>, %h: memref<2x3x4xf32>, %wq: memref<4x4xf32>, %q: memref<2x3x4xf32>) {
   %s = kernel.stream 0
   kernel.call "add"(%a, %b : memref<2x3x4xf32>, memref<2x3x4xf32>) outs(%h : memref<2x3x4xf32>) on %s params []
-  %y = kernel.alloc {kind = "activation"} : memref<2x3x4xf32>
+  %y = kernel.alloc activation : memref<2x3x4xf32>
   kernel.call "rms_norm"(%h, %w : memref<2x3x4xf32>, memref<4xf32>) outs(%y : memref<2x3x4xf32>) on %s params [1.0e-5]
   kernel.call "linear"(%y, %wq : memref<2x3x4xf32>, memref<4x4xf32>) outs(%q : memref<2x3x4xf32>) on %s params []
   return

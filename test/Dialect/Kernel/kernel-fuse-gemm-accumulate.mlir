@@ -5,19 +5,19 @@
 // Either operand order; gradient-input sums and a gradient slot alike.
 // CHECK-LABEL: func.func @sums(
 // CHECK-SAME:  %[[DY:[^:]*]]: memref<4x8xf32>, %[[W:[^:]*]]: memref<8x6xf32>, %[[X:[^:]*]]: memref<4x6xf32>, %[[SLOT:[^:]*]]: memref<8x6xf32>
-// CHECK:       %[[ACC:.*]] = kernel.alloc {kind = "temporary"} : memref<4x6xf32>
+// CHECK:       %[[ACC:.*]] = kernel.alloc temporary : memref<4x6xf32>
 // CHECK-NEXT:  kernel.call "linear_grad_input"(%[[DY]], %[[W]] : {{.*}}) outs(%[[ACC]] : memref<4x6xf32>) on %{{.*}} params []
 // CHECK-NEXT:  kernel.call "linear_grad_input"(%[[DY]], %[[W]] : {{.*}}) outs(%[[ACC]] : memref<4x6xf32>) on %{{.*}} params [1]
 // CHECK-NEXT:  kernel.call "linear_grad_weight"(%[[DY]], %[[X]] : {{.*}}) outs(%[[SLOT]] : memref<8x6xf32>) on %{{.*}} params [1]
 // CHECK-NEXT:  return
 func.func @sums(%dy: memref<4x8xf32>, %w: memref<8x6xf32>, %x: memref<4x6xf32>, %slot: memref<8x6xf32>) {
   %s = kernel.stream 0
-  %acc = kernel.alloc {kind = "temporary"} : memref<4x6xf32>
+  %acc = kernel.alloc temporary : memref<4x6xf32>
   kernel.call "linear_grad_input"(%dy, %w : memref<4x8xf32>, memref<8x6xf32>) outs(%acc : memref<4x6xf32>) on %s params []
-  %t = kernel.alloc {kind = "temporary"} : memref<4x6xf32>
+  %t = kernel.alloc temporary : memref<4x6xf32>
   kernel.call "linear_grad_input"(%dy, %w : memref<4x8xf32>, memref<8x6xf32>) outs(%t : memref<4x6xf32>) on %s params []
   kernel.call "add"(%acc, %t : memref<4x6xf32>, memref<4x6xf32>) outs(%acc : memref<4x6xf32>) on %s params []
-  %g = kernel.alloc {kind = "temporary"} : memref<8x6xf32>
+  %g = kernel.alloc temporary : memref<8x6xf32>
   kernel.call "linear_grad_weight"(%dy, %x : memref<4x8xf32>, memref<4x6xf32>) outs(%g : memref<8x6xf32>) on %s params []
   kernel.call "add"(%g, %slot : memref<8x6xf32>, memref<8x6xf32>) outs(%slot : memref<8x6xf32>) on %s params []
   return
@@ -33,24 +33,24 @@ func.func @sums(%dy: memref<4x8xf32>, %w: memref<8x6xf32>, %x: memref<4x6xf32>, 
 // CHECK-NOT:   params [1]
 func.func @kept(%dy: memref<4x8xf32>, %w: memref<8x6xf32>, %acc: memref<4x6xf32>, %out: memref<4x6xf32>, %other: memref<4x6xf32>) {
   %s = kernel.stream 0
-  %t0 = kernel.alloc {kind = "temporary"} : memref<4x6xf32>
+  %t0 = kernel.alloc temporary : memref<4x6xf32>
   kernel.call "linear_grad_input"(%dy, %w : memref<4x8xf32>, memref<8x6xf32>) outs(%t0 : memref<4x6xf32>) on %s params []
   kernel.call "add"(%acc, %t0 : memref<4x6xf32>, memref<4x6xf32>) outs(%out : memref<4x6xf32>) on %s params []
-  %t1 = kernel.alloc {kind = "temporary"} : memref<4x6xf32>
+  %t1 = kernel.alloc temporary : memref<4x6xf32>
   kernel.call "linear_grad_input"(%dy, %w : memref<4x8xf32>, memref<8x6xf32>) outs(%t1 : memref<4x6xf32>) on %s params []
   kernel.call "silu"(%t1 : memref<4x6xf32>) outs(%other : memref<4x6xf32>) on %s params []
   kernel.call "add"(%acc, %t1 : memref<4x6xf32>, memref<4x6xf32>) outs(%acc : memref<4x6xf32>) on %s params []
-  %t2 = kernel.alloc {kind = "temporary"} : memref<4x6xf32>
+  %t2 = kernel.alloc temporary : memref<4x6xf32>
   kernel.call "linear_grad_input"(%dy, %w : memref<4x8xf32>, memref<8x6xf32>) outs(%t2 : memref<4x6xf32>) on %s params []
   kernel.call "silu"(%acc : memref<4x6xf32>) outs(%other : memref<4x6xf32>) on %s params []
   kernel.call "add"(%acc, %t2 : memref<4x6xf32>, memref<4x6xf32>) outs(%acc : memref<4x6xf32>) on %s params []
-  %t3 = kernel.alloc {kind = "temporary"} : memref<4x6xf32>
-  %c = kernel.alloc {kind = "collective"} : memref<4x6xf32>
+  %t3 = kernel.alloc temporary : memref<4x6xf32>
+  %c = kernel.alloc collective : memref<4x6xf32>
   %r = kernel.collective_start "all_reduce_start"(%other : memref<4x6xf32>) outs(%c : memref<4x6xf32>) on %s params [0, 0, 4] -> !kernel.request
   kernel.call "linear_grad_input"(%dy, %w : memref<4x8xf32>, memref<8x6xf32>) outs(%t3 : memref<4x6xf32>) on %s params []
   kernel.wait %r on %s
   kernel.call "add"(%acc, %t3 : memref<4x6xf32>, memref<4x6xf32>) outs(%acc : memref<4x6xf32>) on %s params []
-  %t4 = kernel.alloc {kind = "temporary"} : memref<4x6xf32>
+  %t4 = kernel.alloc temporary : memref<4x6xf32>
   kernel.call "silu"(%other : memref<4x6xf32>) outs(%t4 : memref<4x6xf32>) on %s params []
   kernel.call "add"(%acc, %t4 : memref<4x6xf32>, memref<4x6xf32>) outs(%acc : memref<4x6xf32>) on %s params []
   return

@@ -15,32 +15,32 @@
 // %big's place. @g's workspace reuses the same region.
 // CHECK: module attributes {kernel.arena_bytes = 5120 : i64, kernel.slots = {"input:x" = array<i64: 1024, 64>, "output:y" = array<i64: 1280, 64>, "param:w" = array<i64: 0, 1024>}}
 // CHECK-LABEL: func.func @f(
-// CHECK: kernel.alloc {kind = "temporary", offset = 3584 : i64} : memref<256xf32>
-// CHECK: kernel.alloc {kind = "temporary", offset = 1536 : i64} : memref<512xf32>
-// CHECK: kernel.alloc {kind = "collective", offset = 4608 : i64} : memref<128xf32>
-// CHECK: kernel.alloc {kind = "temporary", offset = 1536 : i64} : memref<256xf32>
+// CHECK: kernel.alloc temporary {offset = 3584 : i64} : memref<256xf32>
+// CHECK: kernel.alloc temporary {offset = 1536 : i64} : memref<512xf32>
+// CHECK: kernel.alloc collective {offset = 4608 : i64} : memref<128xf32>
+// CHECK: kernel.alloc temporary {offset = 1536 : i64} : memref<256xf32>
 // CHECK-LABEL: func.func @g(
-// CHECK: kernel.alloc {kind = "workspace", offset = 1536 : i64} : memref<1000xi8>
+// CHECK: kernel.alloc workspace {offset = 1536 : i64} : memref<1000xi8>
 module {
   func.func @f(%w: memref<256xf32> {kernel.slot = "param:w"}, %x: memref<16xf32> {kernel.slot = "input:x"},
                %y: memref<16xf32> {kernel.slot = "output:y"}) {
     %s = kernel.stream 0
-    %a = kernel.alloc {kind = "temporary"} : memref<256xf32>
+    %a = kernel.alloc temporary : memref<256xf32>
     kernel.call "silu"(%w : memref<256xf32>) outs(%a : memref<256xf32>) on %s params []
-    %big = kernel.alloc {kind = "temporary"} : memref<512xf32>
+    %big = kernel.alloc temporary : memref<512xf32>
     %v = kernel.view %big : memref<512xf32> to memref<2x256xf32>
-    %c = kernel.alloc {kind = "collective"} : memref<128xf32>
+    %c = kernel.alloc collective : memref<128xf32>
     %r = kernel.collective_start "all_gather_start"(%a : memref<256xf32>) outs(%c : memref<128xf32>) on %s params [0, 0, 4] -> !kernel.request
     kernel.call "fill"() outs(%v : memref<2x256xf32>) on %s params [0.0 : f64]
     kernel.wait %r on %s
     kernel.call "silu"(%v : memref<2x256xf32>) outs(%v : memref<2x256xf32>) on %s params []
-    %late = kernel.alloc {kind = "temporary"} : memref<256xf32>
+    %late = kernel.alloc temporary : memref<256xf32>
     kernel.call "silu"(%w : memref<256xf32>) outs(%late : memref<256xf32>) on %s params []
     return
   }
   func.func @g(%w: memref<256xf32> {kernel.slot = "param:w"}) {
     %s = kernel.stream 0
-    %ws = kernel.alloc {kind = "workspace"} : memref<1000xi8>
+    %ws = kernel.alloc workspace : memref<1000xi8>
     kernel.call "silu"(%w : memref<256xf32>) outs(%w : memref<256xf32>) workspace(%ws : memref<1000xi8>) on %s params []
     return
   }

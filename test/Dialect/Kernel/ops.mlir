@@ -5,9 +5,9 @@
 // CHECK-LABEL: func.func @step(
 // CHECK-SAME: %{{.*}}: memref<16xf32> {kernel.slot = "param:w"}
 // CHECK: %[[S:.*]] = kernel.stream 0
-// CHECK: %[[A:.*]] = kernel.alloc {kind = "temporary", offset = 256 : i64} : memref<4x4xf32>
+// CHECK: %[[A:.*]] = kernel.alloc temporary {offset = 256 : i64} : memref<4x4xf32>
 // CHECK: %[[V:.*]] = kernel.view %[[A]] : memref<4x4xf32> to memref<16xf32>
-// CHECK: %[[WS:.*]] = kernel.alloc {kind = "workspace", offset = 512 : i64} : memref<64xi8>
+// CHECK: %[[WS:.*]] = kernel.alloc workspace {offset = 512 : i64} : memref<64xi8>
 // CHECK: kernel.call "rms_norm"(%{{.*}}, %{{.*}} : memref<16xf32>, memref<16xf32>) outs(%[[V]] : memref<16xf32>) workspace(%[[WS]] : memref<64xi8>) on %[[S]] params [1.000000e-05]
 // CHECK: kernel.call "fill"() outs(%[[V]] : memref<16xf32>) on %[[S]] params [0.000000e+00]
 // CHECK: %[[R:.*]] = kernel.collective_start "all_reduce_start"(%[[V]] : memref<16xf32>) outs(%{{.*}} : memref<16xf32>) workspace(%[[WS]] : memref<64xi8>) on %[[S]] params [0, 0, 16] -> !kernel.request
@@ -16,12 +16,12 @@
 module attributes {kernel.arena_bytes = 4096 : i64, kernel.slots = {"param:w" = array<i64: 0, 64>}} {
   func.func @step(%w: memref<16xf32> {kernel.slot = "param:w"}) {
     %s = kernel.stream 0
-    %a = kernel.alloc {kind = "temporary", offset = 256 : i64} : memref<4x4xf32>
+    %a = kernel.alloc temporary {offset = 256 : i64} : memref<4x4xf32>
     %v = kernel.view %a : memref<4x4xf32> to memref<16xf32>
-    %ws = kernel.alloc {kind = "workspace", offset = 512 : i64} : memref<64xi8>
+    %ws = kernel.alloc workspace {offset = 512 : i64} : memref<64xi8>
     kernel.call "rms_norm"(%w, %w : memref<16xf32>, memref<16xf32>) outs(%v : memref<16xf32>) workspace(%ws : memref<64xi8>) on %s params [1.0e-5 : f64]
     kernel.call "fill"() outs(%v : memref<16xf32>) on %s params [0.0 : f64]
-    %out = kernel.alloc {kind = "collective", offset = 768 : i64} : memref<16xf32>
+    %out = kernel.alloc collective {offset = 768 : i64} : memref<16xf32>
     %r = kernel.collective_start "all_reduce_start"(%v : memref<16xf32>) outs(%out : memref<16xf32>) workspace(%ws : memref<64xi8>) on %s params [0 : i64, 0 : i64, 16 : i64] -> !kernel.request
     kernel.wait %r on %s
     kernel.copy %v, %w on %s : memref<16xf32>, memref<16xf32>

@@ -243,7 +243,7 @@ func.func @global_norm_empty() {
 
 func.func @lr_schedule_lr(%s: tensor<i64>) {
   // expected-error @+1 {{attribute 'lr' must be positive, got 0}}
-  %0 = titan.lr_schedule %s, %s {lr = 0.0 : f64, warmup_steps = 2 : i64, decay_type = "linear", min_lr_factor = 0.0 : f64} : (tensor<i64>, tensor<i64>) -> tensor<f32>
+  %0 = titan.lr_schedule %s, %s decay linear {lr = 0.0 : f64, warmup_steps = 2 : i64, min_lr_factor = 0.0 : f64} : (tensor<i64>, tensor<i64>) -> tensor<f32>
   return
 }
 
@@ -251,7 +251,7 @@ func.func @lr_schedule_lr(%s: tensor<i64>) {
 
 func.func @lr_schedule_warmup(%s: tensor<i64>) {
   // expected-error @+1 {{attribute 'warmup_steps' must be non-negative, got -2}}
-  %0 = titan.lr_schedule %s, %s {lr = 1.0 : f64, warmup_steps = -2 : i64, decay_type = "linear", min_lr_factor = 0.0 : f64} : (tensor<i64>, tensor<i64>) -> tensor<f32>
+  %0 = titan.lr_schedule %s, %s decay linear {lr = 1.0 : f64, warmup_steps = -2 : i64, min_lr_factor = 0.0 : f64} : (tensor<i64>, tensor<i64>) -> tensor<f32>
   return
 }
 
@@ -259,15 +259,16 @@ func.func @lr_schedule_warmup(%s: tensor<i64>) {
 
 func.func @lr_schedule_ratio(%s: tensor<i64>) {
   // expected-error @+1 {{attribute 'decay_ratio' must be in [0, 1], got 1.5}}
-  %0 = titan.lr_schedule %s, %s {lr = 1.0 : f64, warmup_steps = 2 : i64, decay_ratio = 1.5 : f64, decay_type = "linear", min_lr_factor = 0.0 : f64} : (tensor<i64>, tensor<i64>) -> tensor<f32>
+  %0 = titan.lr_schedule %s, %s decay linear {lr = 1.0 : f64, warmup_steps = 2 : i64, decay_ratio = 1.5 : f64, min_lr_factor = 0.0 : f64} : (tensor<i64>, tensor<i64>) -> tensor<f32>
   return
 }
 
 // -----
 
 func.func @lr_schedule_type(%s: tensor<i64>) {
-  // expected-error @+1 {{attribute 'decay_type' must be linear, sqrt or cosine, got 'step'}}
-  %0 = titan.lr_schedule %s, %s {lr = 1.0 : f64, warmup_steps = 2 : i64, decay_type = "step", min_lr_factor = 0.0 : f64} : (tensor<i64>, tensor<i64>) -> tensor<f32>
+  // expected-error @+2 {{expected ::titan::LRDecay to be one of: linear, sqrt, cosine}}
+  // expected-error @+1 {{failed to parse Titan_LRDecayAttr parameter 'value'}}
+  %0 = titan.lr_schedule %s, %s decay step {lr = 1.0 : f64, warmup_steps = 2 : i64, min_lr_factor = 0.0 : f64} : (tensor<i64>, tensor<i64>) -> tensor<f32>
   return
 }
 
@@ -275,7 +276,7 @@ func.func @lr_schedule_type(%s: tensor<i64>) {
 
 func.func @lr_schedule_min(%s: tensor<i64>) {
   // expected-error @+1 {{attribute 'min_lr_factor' must be in [0, 1], got 2}}
-  %0 = titan.lr_schedule %s, %s {lr = 1.0 : f64, warmup_steps = 2 : i64, decay_type = "sqrt", min_lr_factor = 2.0 : f64} : (tensor<i64>, tensor<i64>) -> tensor<f32>
+  %0 = titan.lr_schedule %s, %s decay sqrt {lr = 1.0 : f64, warmup_steps = 2 : i64, min_lr_factor = 2.0 : f64} : (tensor<i64>, tensor<i64>) -> tensor<f32>
   return
 }
 

@@ -603,8 +603,9 @@ func.func @unknown_op_attribute(%x: tensor<4xf32>) -> tensor<4xf32> {
 // -----
 
 func.func @float8_linear_recipe(%x: tensor<2x32xbf16>, %w: tensor<16x32xbf16>) {
-  // expected-error @+1 {{recipe 'delayed' must be tensorwise, rowwise or rowwise_with_gw_hp}}
-  %0 = titan.float8_linear %x, %w {recipe = "delayed"} : (tensor<2x32xbf16>, tensor<16x32xbf16>) -> tensor<2x16xbf16>
+  // expected-error @+2 {{expected ::titan::Float8Recipe to be one of: tensorwise, rowwise, rowwise_with_gw_hp}}
+  // expected-error @+1 {{failed to parse Titan_Float8RecipeAttr parameter 'value'}}
+  %0 = titan.float8_linear %x, %w recipe delayed : (tensor<2x32xbf16>, tensor<16x32xbf16>) -> tensor<2x16xbf16>
   return
 }
 
@@ -612,7 +613,7 @@ func.func @float8_linear_recipe(%x: tensor<2x32xbf16>, %w: tensor<16x32xbf16>) {
 
 func.func @float8_linear_types(%x: tensor<2x32xbf16>, %w: tensor<16x32xf32>) {
   // expected-error @+1 {{operands and result must have one element type (the compute type)}}
-  %0 = titan.float8_linear %x, %w {recipe = "rowwise"} : (tensor<2x32xbf16>, tensor<16x32xf32>) -> tensor<2x16xbf16>
+  %0 = titan.float8_linear %x, %w recipe rowwise : (tensor<2x32xbf16>, tensor<16x32xf32>) -> tensor<2x16xbf16>
   return
 }
 
@@ -644,14 +645,15 @@ func.func @quantize_scale(%x: tensor<4x32xf32>, %s: tensor<4x2xf32>) {
 
 func.func @scaled_matmul_scale(%a: tensor<4x32xf8E4M3FN>, %sa: tensor<1x32xf32>, %b: tensor<16x32xf8E4M3FN>, %sb: tensor<f32>) {
   // expected-error @+1 {{lhs_scale must be rank 0 or one scale per slice along the GEMM's reduction dimension}}
-  %0 = titan.scaled_matmul "linear" %a, %sa, %b, %sb : (tensor<4x32xf8E4M3FN>, tensor<1x32xf32>, tensor<16x32xf8E4M3FN>, tensor<f32>) -> tensor<4x16xbf16>
+  %0 = titan.scaled_matmul linear %a, %sa, %b, %sb : (tensor<4x32xf8E4M3FN>, tensor<1x32xf32>, tensor<16x32xf8E4M3FN>, tensor<f32>) -> tensor<4x16xbf16>
   return
 }
 
 // -----
 
 func.func @scaled_matmul_form(%a: tensor<4x32xf8E4M3FN>, %s: tensor<f32>, %b: tensor<16x32xf8E4M3FN>) {
-  // expected-error @+1 {{form 'outer' must be linear, grad_input or grad_weight}}
-  %0 = titan.scaled_matmul "outer" %a, %s, %b, %s : (tensor<4x32xf8E4M3FN>, tensor<f32>, tensor<16x32xf8E4M3FN>, tensor<f32>) -> tensor<4x16xbf16>
+  // expected-error @+2 {{expected ::titan::GemmForm to be one of: linear, grad_input, grad_weight}}
+  // expected-error @+1 {{failed to parse Titan_GemmFormAttr parameter 'value'}}
+  %0 = titan.scaled_matmul outer %a, %s, %b, %s : (tensor<4x32xf8E4M3FN>, tensor<f32>, tensor<16x32xf8E4M3FN>, tensor<f32>) -> tensor<4x16xbf16>
   return
 }

@@ -155,7 +155,7 @@ module attributes {dist.mesh = #dist.mesh<pp = 1, dp_replicate = 1, dp_shard = 2
     %y = dist.wait %f : !dist.future<tensor<4x8xf32>>
     %z = titan.linear %y, %v : (tensor<4x8xf32>, tensor<8x8xf32>) -> tensor<4x8xf32>
     %loss = titan.cross_entropy %z, %l : (tensor<4x8xf32>, tensor<4xi32>) -> tensor<f32>
-    %lf = dist.all_reduce_start %loss axes ["dp_shard"] {reduction = "avg"} : tensor<f32> -> !dist.future<tensor<f32>>
+    %lf = dist.all_reduce_start %loss axes ["dp_shard"] reduction avg : tensor<f32> -> !dist.future<tensor<f32>>
     %mean = dist.wait %lf : !dist.future<tensor<f32>>
     return %mean : tensor<f32>
   }
@@ -173,7 +173,7 @@ module attributes {dist.mesh = #dist.mesh<pp = 1, dp_replicate = 1, dp_shard = 2
     %sum = dist.wait %sf : !dist.future<tensor<4xf32>>
     %t = titan.target_logit %w, %l : (tensor<4x8xf32>, tensor<4xi32>) -> tensor<4xf32>
     %loss = titan.cross_entropy_from_stats %m, %sum, %t : (tensor<4xf32>, tensor<4xf32>, tensor<4xf32>) -> tensor<f32>
-    %lf = dist.all_reduce_start %loss axes ["dp_shard"] {reduction = "avg"} : tensor<f32> -> !dist.future<tensor<f32>>
+    %lf = dist.all_reduce_start %loss axes ["dp_shard"] reduction avg : tensor<f32> -> !dist.future<tensor<f32>>
     %mean = dist.wait %lf : !dist.future<tensor<f32>>
     return %mean : tensor<f32>
   }
@@ -197,7 +197,7 @@ module {
 module attributes {dist.mesh = #dist.mesh<pp = 1, dp_replicate = 1, dp_shard = 1, cp = 1, tp = 2>} {
   func.func @forward(%w: tensor<4x8xf32> {titan.param = "w"}, %l: tensor<4xi32>) -> tensor<f32> {
     // expected-error @+1 {{'dist.all_reduce_start' op (max) has no gradient}}
-    %f = dist.all_reduce_start %w axes ["tp"] {reduction = "max"} : tensor<4x8xf32> -> !dist.future<tensor<4x8xf32>>
+    %f = dist.all_reduce_start %w axes ["tp"] reduction max : tensor<4x8xf32> -> !dist.future<tensor<4x8xf32>>
     %y = dist.wait %f : !dist.future<tensor<4x8xf32>>
     %loss = titan.cross_entropy %y, %l : (tensor<4x8xf32>, tensor<4xi32>) -> tensor<f32>
     return %loss : tensor<f32>

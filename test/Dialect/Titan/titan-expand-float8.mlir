@@ -10,13 +10,13 @@
 // CHECK:       %[[AX:.*]] = titan.amax %arg0 : tensor<2x8x32xbf16> -> tensor<f32>
 // CHECK-NEXT:  titan.float8_scale %[[AX]] for f8E4M3FN
 // CHECK:       %[[AW:.*]] = titan.amax %arg1 : tensor<16x32xbf16> -> tensor<f32>
-// CHECK-NEXT:  %[[F:.*]] = dist.all_reduce_start %[[AW]] axes ["tp"] {reduction = "max"}
+// CHECK-NEXT:  %[[F:.*]] = dist.all_reduce_start %[[AW]] axes ["tp"] reduction max
 // CHECK-NEXT:  %[[W:.*]] = dist.wait %[[F]]
 // CHECK-NEXT:  titan.float8_scale %[[W]] for f8E4M3FN
-// CHECK:       titan.scaled_matmul "linear" {{.*}} -> tensor<2x8x16xbf16>
+// CHECK:       titan.scaled_matmul linear {{.*}} -> tensor<2x8x16xbf16>
 module attributes {dist.mesh = #dist.mesh<pp = 1, dp_replicate = 1, dp_shard = 1, cp = 1, tp = 2>} {
   func.func @colwise_tensorwise(%x: tensor<2x8x32xbf16>, %w: tensor<16x32xbf16>) -> tensor<2x8x16xbf16> {
-    %y = titan.float8_linear %x, %w {recipe = "tensorwise", split_dims = array<i64: -1, 0, 2>, split_axes = ["tp"]} : (tensor<2x8x32xbf16>, tensor<16x32xbf16>) -> tensor<2x8x16xbf16>
+    %y = titan.float8_linear %x, %w recipe tensorwise {split_dims = array<i64: -1, 0, 2>, split_axes = ["tp"]} : (tensor<2x8x32xbf16>, tensor<16x32xbf16>) -> tensor<2x8x16xbf16>
     return %y : tensor<2x8x16xbf16>
   }
 }
@@ -27,12 +27,12 @@ module attributes {dist.mesh = #dist.mesh<pp = 1, dp_replicate = 1, dp_shard = 1
 // the dimension their row amaxes reduce: both are all-reduced.
 // CHECK-LABEL: func.func @rowwise_parallel(
 // CHECK:       titan.amax %arg0 {dims = array<i64: 2>}
-// CHECK-NEXT:  dist.all_reduce_start {{.*}} axes ["tp"] {reduction = "max"}
+// CHECK-NEXT:  dist.all_reduce_start {{.*}} axes ["tp"] reduction max
 // CHECK:       titan.amax %arg1 {dims = array<i64: 1>}
-// CHECK-NEXT:  dist.all_reduce_start {{.*}} axes ["tp"] {reduction = "max"}
+// CHECK-NEXT:  dist.all_reduce_start {{.*}} axes ["tp"] reduction max
 module attributes {dist.mesh = #dist.mesh<pp = 1, dp_replicate = 1, dp_shard = 1, cp = 1, tp = 2>} {
   func.func @rowwise_parallel(%x: tensor<2x8x16xbf16>, %w: tensor<32x16xbf16>) -> tensor<2x8x32xbf16> {
-    %y = titan.float8_linear %x, %w {recipe = "rowwise", split_dims = array<i64: 2, 1, -1>, split_axes = ["tp"]} : (tensor<2x8x16xbf16>, tensor<32x16xbf16>) -> tensor<2x8x32xbf16>
+    %y = titan.float8_linear %x, %w recipe rowwise {split_dims = array<i64: 2, 1, -1>, split_axes = ["tp"]} : (tensor<2x8x16xbf16>, tensor<32x16xbf16>) -> tensor<2x8x32xbf16>
     return %y : tensor<2x8x32xbf16>
   }
 }
@@ -44,15 +44,15 @@ module attributes {dist.mesh = #dist.mesh<pp = 1, dp_replicate = 1, dp_shard = 1
 // (grad_weight, along the tokens) are not.
 // CHECK-LABEL: func.func @colwise_grads(
 // CHECK:       titan.amax %arg0 {dims = array<i64: 2>}
-// CHECK-NEXT:  dist.all_reduce_start {{.*}} {reduction = "max"}
-// CHECK:       titan.scaled_matmul "grad_input"
+// CHECK-NEXT:  dist.all_reduce_start {{.*}} reduction max
+// CHECK:       titan.scaled_matmul grad_input
 // CHECK:       titan.amax %arg0 {dims = array<i64: 0, 1>}
 // CHECK-NOT:   dist.all_reduce_start
-// CHECK:       titan.scaled_matmul "grad_weight"
+// CHECK:       titan.scaled_matmul grad_weight
 module attributes {dist.mesh = #dist.mesh<pp = 1, dp_replicate = 1, dp_shard = 1, cp = 1, tp = 2>} {
   func.func @colwise_grads(%dy: tensor<2x8x16xbf16>, %w: tensor<16x32xbf16>, %x: tensor<2x8x32xbf16>) -> (tensor<2x8x32xbf16>, tensor<16x32xbf16>) {
-    %dx = titan.float8_linear_grad_input %dy, %w {recipe = "rowwise", split_dims = array<i64: 2, 0, -1>, split_axes = ["tp"]} : (tensor<2x8x16xbf16>, tensor<16x32xbf16>) -> tensor<2x8x32xbf16>
-    %dw = titan.float8_linear_grad_weight %dy, %x {recipe = "rowwise", split_dims = array<i64: 2, -1, 0>, split_axes = ["tp"]} : (tensor<2x8x16xbf16>, tensor<2x8x32xbf16>) -> tensor<16x32xbf16>
+    %dx = titan.float8_linear_grad_input %dy, %w recipe rowwise {split_dims = array<i64: 2, 0, -1>, split_axes = ["tp"]} : (tensor<2x8x16xbf16>, tensor<16x32xbf16>) -> tensor<2x8x32xbf16>
+    %dw = titan.float8_linear_grad_weight %dy, %x recipe rowwise {split_dims = array<i64: 2, -1, 0>, split_axes = ["tp"]} : (tensor<2x8x16xbf16>, tensor<2x8x32xbf16>) -> tensor<16x32xbf16>
     return %dx, %dw : tensor<2x8x32xbf16>, tensor<16x32xbf16>
   }
 }
@@ -67,27 +67,27 @@ module attributes {dist.mesh = #dist.mesh<pp = 1, dp_replicate = 1, dp_shard = 1
 // GATHER-LABEL: func.func @gathered(
 // GATHER-NOT:   all_gather_start %arg1 {{.*}}xf32>
 // GATHER:       %[[A:.*]] = titan.amax %arg1 : tensor<8x32xf32> -> tensor<f32>
-// GATHER-NEXT:  %[[F:.*]] = dist.all_reduce_start %[[A]] axes ["dp_shard"] {reduction = "max"}
+// GATHER-NEXT:  %[[F:.*]] = dist.all_reduce_start %[[A]] axes ["dp_shard"] reduction max
 // GATHER-NEXT:  %[[M:.*]] = dist.wait %[[F]]
 // GATHER-NEXT:  %[[S:.*]] = titan.float8_scale %[[M]] for f8E4M3FN : tensor<f32>
 // GATHER-NEXT:  %[[Q:.*]] = titan.quantize %arg1, %[[S]] : (tensor<8x32xf32>, tensor<f32>) -> tensor<8x32xf8E4M3FN>
 // GATHER-NEXT:  %[[G:.*]] = dist.all_gather_start %[[Q]] axes ["dp_shard"] dim 0 : tensor<8x32xf8E4M3FN> -> !dist.future<tensor<16x32xf8E4M3FN>>
 // GATHER-NEXT:  %[[W:.*]] = dist.wait %[[G]]
-// GATHER:       titan.scaled_matmul "linear" %{{.*}}, %{{.*}}, %[[W]], %[[S]]
+// GATHER:       titan.scaled_matmul linear %{{.*}}, %{{.*}}, %[[W]], %[[S]]
 // GATHER:       %[[Q2:.*]] = titan.quantize %arg1, %[[S]]
 // GATHER-NEXT:  dist.all_gather_start %[[Q2]]
-// GATHER:       titan.scaled_matmul "grad_input"
+// GATHER:       titan.scaled_matmul grad_input
 // GATHER-NOT:   titan.cast
 module attributes {dist.mesh = #dist.mesh<pp = 1, dp_replicate = 1, dp_shard = 2, cp = 1, tp = 1>} {
   func.func @gathered(%x: tensor<2x8x32xbf16>, %w: tensor<8x32xf32> {titan.param = "layers.0.attention.wq.weight"}, %dy: tensor<2x8x16xbf16>) -> (tensor<2x8x16xbf16>, tensor<2x8x32xbf16>) {
     %f = dist.all_gather_start %w axes ["dp_shard"] dim 0 : tensor<8x32xf32> -> !dist.future<tensor<16x32xf32>>
     %g = dist.wait %f : !dist.future<tensor<16x32xf32>>
     %c = titan.cast %g : tensor<16x32xf32> to tensor<16x32xbf16>
-    %y = titan.float8_linear %x, %c {recipe = "tensorwise"} : (tensor<2x8x32xbf16>, tensor<16x32xbf16>) -> tensor<2x8x16xbf16>
+    %y = titan.float8_linear %x, %c recipe tensorwise : (tensor<2x8x32xbf16>, tensor<16x32xbf16>) -> tensor<2x8x16xbf16>
     %f2 = dist.all_gather_start %w axes ["dp_shard"] dim 0 : tensor<8x32xf32> -> !dist.future<tensor<16x32xf32>>
     %g2 = dist.wait %f2 : !dist.future<tensor<16x32xf32>>
     %c2 = titan.cast %g2 : tensor<16x32xf32> to tensor<16x32xbf16>
-    %dx = titan.float8_linear_grad_input %dy, %c2 {recipe = "tensorwise"} : (tensor<2x8x16xbf16>, tensor<16x32xbf16>) -> tensor<2x8x32xbf16>
+    %dx = titan.float8_linear_grad_input %dy, %c2 recipe tensorwise : (tensor<2x8x16xbf16>, tensor<16x32xbf16>) -> tensor<2x8x32xbf16>
     return %y, %dx : tensor<2x8x16xbf16>, tensor<2x8x32xbf16>
   }
 }

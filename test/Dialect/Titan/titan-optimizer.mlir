@@ -9,12 +9,12 @@
 // CHECK-SAME: %[[STEP:[^:]*]]: tensor<i64> {titan.input = "step"}, %[[TOTAL:[^:]*]]: tensor<i64> {titan.input = "total_steps"})
 // CHECK-SAME: -> (tensor<4x2xf32> {titan.param = "a"}, tensor<3xf32> {titan.param = "b"}, tensor<4x2xf32> {titan.exp_avg = "a"}, tensor<3xf32> {titan.exp_avg = "b"}, tensor<4x2xf32> {titan.exp_avg_sq = "a"}, tensor<3xf32> {titan.exp_avg_sq = "b"}, tensor<f32> {titan.output = "grad_norm"}, tensor<f32> {titan.output = "lr"})
 // CHECK:      %[[NORM:.*]] = titan.global_norm %[[GA]], %[[GB]] : (tensor<4x2xf32>, tensor<3xf32>) -> tensor<f32>
-// CHECK:      %[[LR:.*]] = titan.lr_schedule %[[STEP]], %[[TOTAL]] {decay_ratio = 2.500000e-01 : f64, decay_type = "cosine", lr = 3.000000e-03 : f64, min_lr_factor = 1.000000e-01 : f64, warmup_steps = 10 : i64}
+// CHECK:      %[[LR:.*]] = titan.lr_schedule %[[STEP]], %[[TOTAL]] decay cosine {decay_ratio = 2.500000e-01 : f64, lr = 3.000000e-03 : f64, min_lr_factor = 1.000000e-01 : f64, warmup_steps = 10 : i64}
 // CHECK:      %[[PA:[^,]*]], %[[MA2:[^,]*]], %[[VA2:[^ ]*]] = titan.adamw %[[A]], %[[GA]], %[[MA]], %[[VA]], %[[LR]], %[[NORM]], %[[STEP]] {beta1 = 9.000000e-01 : f64, beta2 = 0.98999999999999999 : f64, eps = 1.000000e-08 : f64, max_norm = 5.000000e-01 : f64, weight_decay = 1.000000e-02 : f64} : tensor<4x2xf32>, tensor<f32>, tensor<i64>
 // CHECK:      %[[PB:[^,]*]], %[[MB2:[^,]*]], %[[VB2:[^ ]*]] = titan.adamw %[[B]], %[[GB]], %[[MB]], %[[VB]], %[[LR]], %[[NORM]], %[[STEP]]
 // CHECK:      return %[[PA]], %[[PB]], %[[MA2]], %[[MB2]], %[[VA2]], %[[VB2]], %[[NORM]], %[[LR]]
 // Defaults are TorchTitan's; no decay_ratio means decay right after warmup.
-// DEFAULTS: titan.lr_schedule {{.*}} {decay_type = "linear", lr = 8.000000e-04 : f64, min_lr_factor = 0.000000e+00 : f64, warmup_steps = 200 : i64}
+// DEFAULTS: titan.lr_schedule {{.*}} decay linear {lr = 8.000000e-04 : f64, min_lr_factor = 0.000000e+00 : f64, warmup_steps = 200 : i64}
 // DEFAULTS: titan.adamw {{.*}} {beta1 = 9.000000e-01 : f64, beta2 = 0.94999999999999996 : f64, eps = 1.000000e-08 : f64, max_norm = 1.000000e+00 : f64, weight_decay = 1.000000e-01 : f64}
 func.func @forward(%a: tensor<4x2xf32> {titan.param = "a"}, %t: tensor<2xi32> {titan.input = "tokens"},
                    %b: tensor<3xf32> {titan.param = "b"}) -> tensor<f32> {

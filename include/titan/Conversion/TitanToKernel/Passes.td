@@ -28,8 +28,9 @@ def TitanBufferize : Pass<"titan-bufferize", "::mlir::ModuleOp"> {
     * a value returned into a slot is computed in the slot (a collective's
       output too) when nothing reads that slot's old value afterwards.
 
-    `target` (`cpu` or `cuda`) selects whose workspaces the kernel
-    contracts state (KernelOpInterface::getWorkspaceBytes). With
+    `target` (`cpu` or `cuda`) selects whose workspace rules apply: the
+    target's external models (CPUWorkspaceOpInterface or
+    CUDAWorkspaceOpInterface, registered by lib/Target/<T>/). With
     `widen-low-precision` (the CPU target), a kernel call on bf16 or
     f16 buffers also gets f32 copies of them in its workspace (each rounded
     up to 64 bytes, inputs then results, before the kernel's own
@@ -53,7 +54,9 @@ def TitanBufferize : Pass<"titan-bufferize", "::mlir::ModuleOp"> {
            "its workspace (the CPU target runs 16-bit kernels as f32 "
            "kernels on widened copies)">,
   ];
-  let dependentDialects = ["::titan::kernel::KernelDialect"];
+  // The titan dialect carries the targets' workspace models.
+  let dependentDialects = ["::titan::kernel::KernelDialect",
+                           "::titan::TitanDialect"];
 }
 
 #endif // TITAN_CONVERSION_TITANTOKERNEL_PASSES_TD

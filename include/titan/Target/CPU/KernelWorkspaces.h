@@ -1,8 +1,9 @@
 //===- KernelWorkspaces.h - the CPU kernels' scratch ------------*- C++ -*-===//
 //
-// The workspace each CPU kernel uses, stated once for both sides: the kernel
-// contracts (lib/Dialect/Titan/IR/KernelContracts.cpp) plan these bytes in
-// the arena, and the CPU kernels (runtime/lib/) carve their tiles from them.
+// The workspace each CPU kernel uses, stated once for both sides: the
+// target's workspace models (lib/Target/CPU/ExternalModels.cpp) plan these
+// bytes in the arena, and the CPU kernels (runtime/lib/) carve their tiles
+// from them.
 // Header-only, so the compiler and the runtime cannot disagree.
 //
 //===----------------------------------------------------------------------===//

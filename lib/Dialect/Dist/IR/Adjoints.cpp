@@ -49,7 +49,7 @@ LogicalResult ReduceScatterStartOp::buildAdjoint(OpBuilder &b,
 // all-reduced values).
 LogicalResult AllReduceStartOp::buildAdjoint(OpBuilder &b, ArrayRef<Value> dy,
                                              AdjointContext &ctx) {
-  if (getReduction() == "max")
+  if (getReduction() == ReductionKind::Max)
     return emitOpError() << "(max) has no gradient";
   Location loc = getLoc();
   Value g = dy[0];
@@ -59,7 +59,7 @@ LogicalResult AllReduceStartOp::buildAdjoint(OpBuilder &b, ArrayRef<Value> dy,
                                     getReductionAttr()));
     return success();
   }
-  if (getReduction() == "avg") {
+  if (getReduction() == ReductionKind::Avg) {
     ctx.addGradient(getInput(), g);
     return success();
   }
@@ -107,6 +107,6 @@ LogicalResult ReplicateOp::buildAdjoint(OpBuilder &b, ArrayRef<Value> dy,
                                         AdjointContext &ctx) {
   ctx.addGradient(getInput(), createCollective<AllReduceStartOp>(
                                   b, getLoc(), getType(), dy[0], getAxesAttr(),
-                                  b.getStringAttr("sum")));
+                                  ReductionKind::Sum));
   return success();
 }

@@ -15,6 +15,8 @@ using namespace titan::dist;
 
 #include "titan/Dialect/Dist/IR/DistOpsDialect.cpp.inc"
 
+#include "titan/Dialect/Dist/IR/DistOpsEnums.cpp.inc"
+
 #define GET_ATTRDEF_CLASSES
 #include "titan/Dialect/Dist/IR/DistOpsAttributes.cpp.inc"
 
@@ -384,10 +386,6 @@ LogicalResult ReduceScatterStartOp::verify() {
 LogicalResult AllReduceStartOp::verify() {
   if (failed(verifyAxes(*this, getAxes())))
     return failure();
-  if (!llvm::is_contained({"sum", "avg", "max"}, getReduction()))
-    return emitOpError()
-           << "reduction must be \"sum\", \"avg\" or \"max\", got \""
-           << getReduction() << "\"";
   return verifySameType(*this, getInput(), getFuture().getType());
 }
 

@@ -191,18 +191,17 @@ struct CrossEntropyRule {
     RankedTensorType t = tensorTypeOf(logits);
     auto rowsType =
         RankedTensorType::get(t.getShape().drop_back(), t.getElementType());
-    auto sum = b.getStringAttr("sum");
     Value max = createCollective<AllReduceStartOp>(
         b, loc, rowsType, RowMaxOp::create(b, loc, rowsType, logits),
-        r.getAxes(), b.getStringAttr("max"));
+        r.getAxes(), ReductionKind::Max);
     Value sumExp = createCollective<AllReduceStartOp>(
         b, loc, rowsType, SumExpOp::create(b, loc, rowsType, logits, max),
-        r.getAxes(), sum);
+        r.getAxes(), ReductionKind::Sum);
     Value target = createCollective<AllReduceStartOp>(
         b, loc, rowsType,
         TargetLogitOp::create(b, loc, rowsType, logits, c.getLabels(),
                               r.vocabStart(loc, t.getShape().back())),
-        r.getAxes(), sum);
+        r.getAxes(), ReductionKind::Sum);
     Value loss = CrossEntropyFromStatsOp::create(b, loc, c.getType(), max,
                                                  sumExp, target);
     c.replaceAllUsesWith(loss);

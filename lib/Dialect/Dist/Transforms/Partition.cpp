@@ -202,7 +202,7 @@ struct DistPartitionPass
     auto future = AllReduceStartOp::create(
         b, loc,
         FutureType::get(&getContext(), cast<RankedTensorType>(loss.getType())),
-        loss, b.getStrArrayAttr(dpAxes), b.getStringAttr("avg"));
+        loss, b.getStrArrayAttr(dpAxes), ReductionKind::Avg);
     ret.setOperand(0, WaitOp::create(b, loc, future));
   }
 };

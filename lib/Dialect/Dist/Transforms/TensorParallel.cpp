@@ -86,7 +86,7 @@ public:
     Value whole;
     if (l.partial) {
       whole = createCollective<AllReduceStartOp>(b, loc, t, v, tpAxes,
-                                                 b.getStringAttr("sum"));
+                                                 ReductionKind::Sum);
     } else {
       SmallVector<int64_t> shape(t.getShape());
       shape[l.dim] *= tp;

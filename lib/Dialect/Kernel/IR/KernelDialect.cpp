@@ -16,10 +16,19 @@ using namespace titan::kernel;
 
 #include "titan/Dialect/Kernel/IR/KernelOpsDialect.cpp.inc"
 
+#include "titan/Dialect/Kernel/IR/KernelOpsEnums.cpp.inc"
+
+#define GET_ATTRDEF_CLASSES
+#include "titan/Dialect/Kernel/IR/KernelOpsAttributes.cpp.inc"
+
 #define GET_TYPEDEF_CLASSES
 #include "titan/Dialect/Kernel/IR/KernelOpsTypes.cpp.inc"
 
 void KernelDialect::initialize() {
+  addAttributes<
+#define GET_ATTRDEF_LIST
+#include "titan/Dialect/Kernel/IR/KernelOpsAttributes.cpp.inc"
+      >();
   addTypes<
 #define GET_TYPEDEF_LIST
 #include "titan/Dialect/Kernel/IR/KernelOpsTypes.cpp.inc"
@@ -90,10 +99,6 @@ static LogicalResult verifyBuffer(Operation *op, Type type, StringRef what) {
 }
 
 LogicalResult AllocOp::verify() {
-  if (!llvm::is_contained(kKinds, getKind()))
-    return emitOpError() << "kind must be one of activation, temporary, "
-                            "collective, workspace, copy; got '"
-                         << getKind() << "'";
   if (std::optional<int64_t> offset = getOffset();
       offset && (*offset < 0 || *offset % KernelDialect::kAlignment != 0))
     return emitOpError() << "offset " << *offset

@@ -19,16 +19,20 @@ constexpr StringLiteral kStepCategories[] = {
     "low-precision copies", "activations", "temporaries", "collective buffers",
     "workspaces"};
 
-StringRef categoryOfKind(StringRef kind) {
-  if (kind == "activation")
+StringRef categoryOfKind(AllocKind kind) {
+  switch (kind) {
+  case AllocKind::Activation:
     return "activations";
-  if (kind == "collective")
+  case AllocKind::Temporary:
+    return "temporaries";
+  case AllocKind::Collective:
     return "collective buffers";
-  if (kind == "workspace")
+  case AllocKind::Workspace:
     return "workspaces";
-  if (kind == "copy")
+  case AllocKind::Copy:
     return "low-precision copies";
-  return "temporaries";
+  }
+  llvm_unreachable("unknown alloc kind");
 }
 
 /// Bytes of each state category, from the module's planned slots.

@@ -11,55 +11,42 @@ namespace {
 
 RankedTensorType typeOf(Value v) { return cast<RankedTensorType>(v.getType()); }
 
-bool isRecipe(StringRef recipe) {
-  return recipe == "tensorwise" || recipe == "rowwise" ||
-         recipe == "rowwise_with_gw_hp";
-}
-
-/// The result shape of one of titan.linear's three GEMMs (`form`: linear,
-/// grad_input, grad_weight) on operands of shapes `lhs` and `rhs`, or an
-/// error on `op`.
-FailureOr<SmallVector<int64_t>> gemmShape(Operation *op, StringRef form,
+/// The result shape of one of titan.linear's three GEMMs on operands of
+/// shapes `lhs` and `rhs`, or an error on `op`.
+FailureOr<SmallVector<int64_t>> gemmShape(Operation *op, GemmForm form,
                                           ArrayRef<int64_t> lhs,
                                           ArrayRef<int64_t> rhs) {
   if (lhs.empty())
     return op->emitOpError() << "lhs must have rank >= 1, got a scalar";
-  if (form == "linear" || form == "grad_input") {
-    if (rhs.size() != 2)
-      return op->emitOpError()
-             << "rhs must be a 2-D (out x in) weight, got rank " << rhs.size();
-    // linear reduces K (weight dim 1), grad_input N (weight dim 0).
-    int64_t reduced = form == "linear" ? rhs[1] : rhs[0];
-    if (lhs.back() != reduced)
-      return op->emitOpError() << "lhs last dimension (" << lhs.back()
-                               << ") must equal the weight's "
-                               << (form == "linear" ? "in" : "out")
-                               << " features (" << reduced << ")";
-    SmallVector<int64_t> shape(lhs);
-    shape.back() = form == "linear" ? rhs[0] : rhs[1];
-    return shape;
-  }
-  if (form == "grad_weight") {
+  if (form == GemmForm::GradWeight) {
     if (rhs.size() != lhs.size() ||
         !llvm::equal(lhs.drop_back(), rhs.drop_back()))
       return op->emitOpError()
              << "grad and input must have the same leading dimensions";
     return SmallVector<int64_t>{lhs.back(), rhs.back()};
   }
-  return op->emitOpError() << "form '" << form
-                           << "' must be linear, grad_input or grad_weight";
+  bool linear = form == GemmForm::Linear;
+  if (rhs.size() != 2)
+    return op->emitOpError()
+           << "rhs must be a 2-D (out x in) weight, got rank " << rhs.size();
+  // linear reduces K (weight dim 1), grad_input N (weight dim 0).
+  int64_t reduced = linear ? rhs[1] : rhs[0];
+  if (lhs.back() != reduced)
+    return op->emitOpError()
+           << "lhs last dimension (" << lhs.back()
+           << ") must equal the weight's " << (linear ? "in" : "out")
+           << " features (" << reduced << ")";
+  SmallVector<int64_t> shape(lhs);
+  shape.back() = linear ? rhs[0] : rhs[1];
+  return shape;
 }
 
-/// The checks of the three float8 GEMM ops: recipe, shapes, one compute
-/// type, and `split_dims` (one per operand and the result).
-LogicalResult verifyFloat8Gemm(Operation *op, StringRef form, Value lhs,
-                               Value rhs, Value result, StringRef recipe,
+/// The checks of the three float8 GEMM ops: shapes, one compute type, and
+/// `split_dims` (one per operand and the result).
+LogicalResult verifyFloat8Gemm(Operation *op, GemmForm form, Value lhs,
+                               Value rhs, Value result,
                                std::optional<ArrayRef<int64_t>> splitDims,
                                std::optional<ArrayAttr> splitAxes) {
-  if (!isRecipe(recipe))
-    return op->emitOpError() << "recipe '" << recipe
-                             << "' must be tensorwise, rowwise or "
-                                "rowwise_with_gw_hp";
   FailureOr<SmallVector<int64_t>> shape =
       gemmShape(op, form, typeOf(lhs).getShape(), typeOf(rhs).getShape());
   if (failed(shape))
@@ -95,18 +82,16 @@ LogicalResult verifyFloat8Gemm(Operation *op, StringRef form, Value lhs,
 } // namespace
 
 LogicalResult Float8LinearOp::verify() {
-  return verifyFloat8Gemm(*this, "linear", getInput(), getWeight(), getResult(),
-                          getRecipe(), getSplitDims(), getSplitAxes());
+  return verifyFloat8Gemm(*this, GemmForm::Linear, getInput(), getWeight(),
+                          getResult(), getSplitDims(), getSplitAxes());
 }
 LogicalResult Float8LinearGradInputOp::verify() {
-  return verifyFloat8Gemm(*this, "grad_input", getGrad(), getWeight(),
-                          getResult(), getRecipe(), getSplitDims(),
-                          getSplitAxes());
+  return verifyFloat8Gemm(*this, GemmForm::GradInput, getGrad(), getWeight(),
+                          getResult(), getSplitDims(), getSplitAxes());
 }
 LogicalResult Float8LinearGradWeightOp::verify() {
-  return verifyFloat8Gemm(*this, "grad_weight", getGrad(), getInput(),
-                          getResult(), getRecipe(), getSplitDims(),
-                          getSplitAxes());
+  return verifyFloat8Gemm(*this, GemmForm::GradWeight, getGrad(), getInput(),
+                          getResult(), getSplitDims(), getSplitAxes());
 }
 
 int64_t AmaxOp::getReduction() {
@@ -206,9 +191,9 @@ LogicalResult ScaledMatmulOp::verify() {
                          << " must be rank 0 or one scale per slice along the "
                             "GEMM's reduction dimension";
   };
-  StringRef form = getForm();
-  bool lhsLast = form != "grad_weight";
-  bool rhsLast = form == "linear";
+  GemmForm form = getForm();
+  bool lhsLast = form != GemmForm::GradWeight;
+  bool rhsLast = form == GemmForm::Linear;
   return success(
       succeeded(checkScale(getLhsScale(), getLhs(), lhsLast, "lhs_scale")) &&
       succeeded(checkScale(getRhsScale(), getRhs(), rhsLast, "rhs_scale")));

@@ -4,14 +4,25 @@
 #include "titan/Dialect/Titan/IR/TitanOps.h"
 
 #include "mlir/IR/BuiltinAttributes.h"
+#include "mlir/IR/DialectImplementation.h"
 #include "llvm/ADT/StringSwitch.h"
+#include "llvm/ADT/TypeSwitch.h"
 
 using namespace mlir;
 using namespace titan;
 
 #include "titan/Dialect/Titan/IR/TitanOpsDialect.cpp.inc"
 
+#include "titan/Dialect/Titan/IR/TitanOpsEnums.cpp.inc"
+
+#define GET_ATTRDEF_CLASSES
+#include "titan/Dialect/Titan/IR/TitanOpsAttributes.cpp.inc"
+
 void TitanDialect::initialize() {
+  addAttributes<
+#define GET_ATTRDEF_LIST
+#include "titan/Dialect/Titan/IR/TitanOpsAttributes.cpp.inc"
+      >();
   addOperations<
 #define GET_OP_LIST
 #include "titan/Dialect/Titan/IR/TitanOps.cpp.inc"

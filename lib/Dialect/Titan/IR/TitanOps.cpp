@@ -628,11 +628,6 @@ LogicalResult LRScheduleOp::verify() {
       ratio && (ratio->convertToDouble() < 0 || ratio->convertToDouble() > 1))
     return emitOpError() << "attribute 'decay_ratio' must be in [0, 1], got "
                          << formatNumber(ratio->convertToDouble());
-  StringRef type = getDecayType();
-  if (type != "linear" && type != "sqrt" && type != "cosine")
-    return emitOpError() << "attribute 'decay_type' must be linear, sqrt or "
-                            "cosine, got '"
-                         << type << "'";
   double minLr = getMinLrFactor().convertToDouble();
   if (minLr < 0 || minLr > 1)
     return emitOpError() << "attribute 'min_lr_factor' must be in [0, 1], got "

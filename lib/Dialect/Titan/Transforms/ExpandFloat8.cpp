@@ -113,7 +113,7 @@ public:
          llvm::is_contained(dims, splitDim))) {
       auto future = dist::AllReduceStartOp::create(
           b, loc, dist::FutureType::get(b.getContext(), f32), amax, axes,
-          b.getStringAttr("max"));
+          dist::ReductionKind::Max);
       amax = dist::WaitOp::create(b, loc, future);
     }
     Type f8 = how.e5m2 ? Type(b.getType<Float8E5M2Type>())
@@ -146,7 +146,7 @@ public:
             axes.push_back(a);
       auto future = dist::AllReduceStartOp::create(
           b, loc, dist::FutureType::get(b.getContext(), scalar), amax,
-          b.getArrayAttr(axes), b.getStringAttr("max"));
+          b.getArrayAttr(axes), dist::ReductionKind::Max);
       amax = dist::WaitOp::create(b, loc, future);
       s = Float8ScaleOp::create(b, loc, scalar, amax,
                                 TypeAttr::get(b.getType<Float8E4M3FNType>()),
@@ -163,12 +163,12 @@ public:
 
   /// The op's GEMM `form` on its two operands, cast as `lhsCast` and
   /// `rhsCast` say (the left one first).
-  Value gemm(StringRef form, Cast lhsCast, Cast rhsCast) {
+  Value gemm(GemmForm form, Cast lhsCast, Cast rhsCast) {
     Scaled lhs = scale(op->getOperand(0), 0, lhsCast);
     Scaled rhs = scale(op->getOperand(1), 1, rhsCast);
     return ScaledMatmulOp::create(b, op->getLoc(), op->getResult(0).getType(),
                                   lhs.value, lhs.scale, rhs.value, rhs.scale,
-                                  b.getStringAttr(form));
+                                  form);
   }
 
 private:
@@ -184,37 +184,38 @@ constexpr Cast kE5M2 = {Scaling::Tensorwise, true, false};
 
 Value expand(OpBuilder &b, Float8LinearOp op, ExpansionState &state) {
   Float8Expander e(b, op, state);
-  if (op.getRecipe() == "tensorwise")
-    return e.gemm("linear", kE4M3, kE4M3);
+  if (op.getRecipe() == Float8Recipe::Tensorwise)
+    return e.gemm(GemmForm::Linear, kE4M3, kE4M3);
   // rowwise, rowwise_with_gw_hp: one scale per row along K for both.
   Cast rows = {Scaling::Rows, false, true};
-  return e.gemm("linear", rows, rows);
+  return e.gemm(GemmForm::Linear, rows, rows);
 }
 
 Value expand(OpBuilder &b, Float8LinearGradInputOp op, ExpansionState &state) {
   Float8Expander e(b, op, state);
-  StringRef recipe = op.getRecipe();
-  if (recipe == "tensorwise")
-    return e.gemm("grad_input", kE5M2, kE4M3);
+  Float8Recipe recipe = op.getRecipe();
+  if (recipe == Float8Recipe::Tensorwise)
+    return e.gemm(GemmForm::GradInput, kE5M2, kE4M3);
   // dY per row (along N); W per column along N (rowwise) or one scale
   // (rowwise_with_gw_hp).
   Cast rows = {Scaling::Rows, false, true};
-  Cast weight = recipe == "rowwise" ? Cast{Scaling::Columns, false, true}
-                                    : Cast{Scaling::Tensorwise, false, true};
-  return e.gemm("grad_input", rows, weight);
+  Cast weight = recipe == Float8Recipe::Rowwise
+                    ? Cast{Scaling::Columns, false, true}
+                    : Cast{Scaling::Tensorwise, false, true};
+  return e.gemm(GemmForm::GradInput, rows, weight);
 }
 
 Value expand(OpBuilder &b, Float8LinearGradWeightOp op, ExpansionState &state) {
-  StringRef recipe = op.getRecipe();
-  if (recipe == "rowwise_with_gw_hp")
+  Float8Recipe recipe = op.getRecipe();
+  if (recipe == Float8Recipe::RowwiseWithGwHp)
     return LinearGradWeightOp::create(b, op.getLoc(), op.getType(),
                                       op.getGrad(), op.getInput());
   Float8Expander e(b, op, state);
-  if (recipe == "tensorwise")
-    return e.gemm("grad_weight", kE5M2, kE4M3);
+  if (recipe == Float8Recipe::Tensorwise)
+    return e.gemm(GemmForm::GradWeight, kE5M2, kE4M3);
   // Both per column, along the tokens.
   Cast columns = {Scaling::Columns, false, true};
-  return e.gemm("grad_weight", columns, columns);
+  return e.gemm(GemmForm::GradWeight, columns, columns);
 }
 
 struct TitanExpandFloat8Pass

@@ -28,8 +28,8 @@ struct TitanFloat8Pass : titan::impl::TitanFloat8Base<TitanFloat8Pass> {
 
   void runOnOperation() override {
     ModuleOp module = getOperation();
-    if (recipe != "tensorwise" && recipe != "rowwise" &&
-        recipe != "rowwise_with_gw_hp") {
+    std::optional<Float8Recipe> kind = symbolizeFloat8Recipe(recipe);
+    if (!kind) {
       module.emitError() << "titan-float8: recipe '" << recipe
                          << "' must be tensorwise, rowwise or "
                             "rowwise_with_gw_hp";
@@ -39,7 +39,7 @@ struct TitanFloat8Pass : titan::impl::TitanFloat8Base<TitanFloat8Pass> {
     if (!forward)
       return signalPassFailure();
     OpBuilder b(module.getContext());
-    StringAttr recipeAttr = b.getStringAttr(recipe);
+    auto recipeAttr = Float8RecipeAttr::get(b.getContext(), *kind);
     forward.walk([&](LinearOp linear) {
       std::string name =
           getModuleName(linear.getLoc()).value_or("<unnamed>").str();

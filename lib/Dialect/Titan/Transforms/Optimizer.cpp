@@ -71,7 +71,7 @@ Value buildGlobalNorm(OpBuilder &b, Location loc,
       auto start = dist::AllReduceStartOp::create(
           b, loc,
           dist::FutureType::get(b.getContext(), cast<RankedTensorType>(scalar)),
-          squares, b.getStrArrayAttr(names), b.getStringAttr("sum"));
+          squares, b.getStrArrayAttr(names), dist::ReductionKind::Sum);
       squares = dist::WaitOp::create(b, loc, start);
     }
     total = total ? AddOp::create(b, loc, total, squares) : squares;
@@ -110,7 +110,8 @@ struct TitanOptimizerPass
                           << "' already exists";
       return signalPassFailure();
     }
-    if (decayType != "linear" && decayType != "sqrt" && decayType != "cosine") {
+    std::optional<LRDecay> decay = symbolizeLRDecay(decayType);
+    if (!decay) {
       module.emitError() << "titan-optimizer: decay-type must be linear, sqrt "
                             "or cosine, got '"
                          << decayType << "'";
@@ -185,7 +186,8 @@ struct TitanOptimizerPass
         b, loc, scalarF32, stepIndex, totalSteps, b.getF64FloatAttr(lr),
         b.getI64IntegerAttr(warmupSteps),
         decayRatio >= 0 ? b.getF64FloatAttr(decayRatio) : FloatAttr(),
-        b.getStringAttr(decayType), b.getF64FloatAttr(minLrFactor));
+        LRDecayAttr::get(b.getContext(), *decay),
+        b.getF64FloatAttr(minLrFactor));
 
     SmallVector<Value> newParams, newExpAvg, newExpAvgSq;
     for (size_t i = 0; i < n; ++i) {

@@ -40,6 +40,8 @@ public:
 } // namespace OpTrait
 } // namespace titan::dist
 
+#include "titan/Dialect/Dist/IR/DistOpsEnums.h.inc"
+
 #define GET_ATTRDEF_CLASSES
 #include "titan/Dialect/Dist/IR/DistOpsAttributes.h.inc"
 

@@ -7,6 +7,7 @@ include "titan/Dialect/Dist/IR/DistDialect.td"
 include "mlir/IR/BuiltinAttributes.td"
 include "mlir/IR/CommonAttrConstraints.td"
 include "mlir/IR/CommonTypeConstraints.td"
+include "mlir/IR/EnumAttr.td"
 include "mlir/Interfaces/SideEffectInterfaces.td"
 include "titan/Dialect/Titan/IR/AdjointInterface.td"
 include "titan/Dialect/Titan/IR/KernelInterface.td"
@@ -101,7 +102,7 @@ class Dist_CollectiveStartOp<string mnemonic, list<Trait> traits = []>
     : Dist_Op<mnemonic, traits # [Dist_FutureWaitedOnce,
         DeclareOpInterfaceMethods<Titan_AdjointOpInterface>,
         DeclareOpInterfaceMethods<Titan_KernelOpInterface,
-                                  ["getKernelParams", "getWorkspaceBytes"]>,
+                                  ["getKernelParams"]>,
         MemoryEffects<[MemAlloc<Dist_CollectiveResource>,
                        MemWrite<Dist_CollectiveResource>]>]> {
   let results = (outs Dist_FutureType:$future);
@@ -144,21 +145,38 @@ def Dist_ReduceScatterStartOp
   }];
 }
 
+/// How an all-reduce combines the ranks' values; the value is the kernel's
+/// parameter (runtime/include/titanrt/KernelABI.h).
+def Dist_ReductionKind : I32EnumAttr<"ReductionKind",
+    "how an all-reduce combines the ranks' values", [
+      I32EnumAttrCase<"Sum", 0, "sum">,
+      I32EnumAttrCase<"Avg", 1, "avg">,
+      I32EnumAttrCase<"Max", 2, "max">]> {
+  let cppNamespace = "::titan::dist";
+  let genSpecializedAttr = 0;
+}
+def Dist_ReductionKindAttr
+    : EnumAttr<Dist_Dialect, Dist_ReductionKind, "reduction"> {
+  let assemblyFormat = "$value";
+}
+
 def Dist_AllReduceStartOp : Dist_CollectiveStartOp<"all_reduce_start"> {
   let summary = "start summing, averaging or taking the maximum over ranks";
   let description = [{
     Over the ranks that differ only in the mesh axes `axes`, every rank
-    receives the elementwise sum (`reduction = "sum"`), mean (`"avg"`) or
-    maximum (`"max"`) of all ranks' `input`. The result is replicated over
+    receives the elementwise sum (`reduction sum`, the default), mean
+    (`avg`) or maximum (`max`) of all ranks' `input`. The result is replicated over
     `axes`. Its adjoint is the same all-reduce of the gradient (sum, avg);
     `max` has none (loss parallel uses it for a shift the loss does not
     depend on).
   }];
   let arguments = (ins StaticShapeTensorOf<[AnyFloat]>:$input,
                        Dist_AxisList:$axes,
-                       DefaultValuedStrAttr<StrAttr, "sum">:$reduction);
+                       DefaultValuedAttr<Dist_ReductionKindAttr,
+                         "::titan::dist::ReductionKind::Sum">:$reduction);
   let assemblyFormat = [{
-    $input `axes` $axes attr-dict `:` type($input) `->` qualified(type($future))
+    $input `axes` $axes (`reduction` `` $reduction^)? attr-dict `:` type($input)
+    `->` qualified(type($future))
   }];
 }
 

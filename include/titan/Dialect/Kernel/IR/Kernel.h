@@ -21,6 +21,11 @@ struct CommunicationResource
 };
 } // namespace titan::kernel
 
+#include "titan/Dialect/Kernel/IR/KernelOpsEnums.h.inc"
+
+#define GET_ATTRDEF_CLASSES
+#include "titan/Dialect/Kernel/IR/KernelOpsAttributes.h.inc"
+
 #define GET_TYPEDEF_CLASSES
 #include "titan/Dialect/Kernel/IR/KernelOpsTypes.h.inc"
 

@@ -30,6 +30,7 @@ def Kernel_Dialect : Dialect {
     libtitanrt, and the CUDA target will lower the same IR to its kernels.
   }];
   let useDefaultTypePrinterParser = 1;
+  let useDefaultAttributePrinterParser = 1;
   let hasRegionArgAttrVerify = 1;
   let hasOperationAttrVerify = 1;
   let extraClassDeclaration = [{

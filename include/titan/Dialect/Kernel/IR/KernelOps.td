@@ -6,6 +6,7 @@
 include "titan/Dialect/Kernel/IR/KernelDialect.td"
 include "mlir/IR/CommonAttrConstraints.td"
 include "mlir/IR/CommonTypeConstraints.td"
+include "mlir/IR/EnumAttr.td"
 include "mlir/Interfaces/SideEffectInterfaces.td"
 
 //===----------------------------------------------------------------------===//
@@ -41,6 +42,23 @@ def Kernel_StaticMemRef : StaticShapeMemRefOf<[AnyType]>;
 // Buffers
 //===----------------------------------------------------------------------===//
 
+/// What a buffer holds, for the memory plan's breakdown.
+def Kernel_AllocKind : I32EnumAttr<"AllocKind", "what a buffer holds", [
+      I32EnumAttrCase<"Activation", 0, "activation">,
+      I32EnumAttrCase<"Temporary", 1, "temporary">,
+      I32EnumAttrCase<"Collective", 2, "collective">,
+      I32EnumAttrCase<"Workspace", 3, "workspace">,
+      I32EnumAttrCase<"Copy", 4, "copy">]> {
+  let cppNamespace = "::titan::kernel";
+  let genSpecializedAttr = 0;
+}
+/// Bare in the op's format (`kernel.alloc activation`; the attribute's printer
+/// leads with a space, hence the format's ``), `#kernel<kind activation>`
+/// elsewhere.
+def Kernel_AllocKindAttr : EnumAttr<Kernel_Dialect, Kernel_AllocKind, "kind"> {
+  let assemblyFormat = "$value";
+}
+
 def Kernel_AllocOp : Kernel_Op<"alloc", [
     MemoryEffects<[MemAlloc<DefaultResource, 0, FullEffect>]>]> {
   let summary = "a buffer of the step, placed by the memory plan";
@@ -54,17 +72,14 @@ def Kernel_AllocOp : Kernel_Op<"alloc", [
     place in the rank's arena.
 
     ```mlir
-    %0 = kernel.alloc {kind = "activation", offset = 4096 : i64} : memref<8x64x256xf32>
+    %0 = kernel.alloc activation {offset = 4096 : i64} : memref<8x64x256xf32>
     ```
   }];
-  let arguments = (ins StrAttr:$kind, OptionalAttr<I64Attr>:$offset);
+  let arguments = (ins Kernel_AllocKindAttr:$kind,
+                       OptionalAttr<I64Attr>:$offset);
   let results = (outs Kernel_StaticMemRef:$buffer);
-  let assemblyFormat = "attr-dict `:` type($buffer)";
+  let assemblyFormat = "`` $kind attr-dict `:` type($buffer)";
   let hasVerifier = 1;
-  let extraClassDeclaration = [{
-    static constexpr ::llvm::StringLiteral kKinds[] = {
-        "activation", "temporary", "collective", "workspace", "copy"};
-  }];
 }
 
 def Kernel_ViewOp : Kernel_Op<"view", [Pure]> {

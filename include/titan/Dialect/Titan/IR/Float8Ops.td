@@ -15,6 +15,33 @@
 def Titan_Float8Tensor : StaticShapeTensorOf<[F8E4M3FN, F8E5M2]>;
 def Titan_F32Tensor : StaticShapeTensorOf<[F32]>;
 
+/// torchao's float8 scaling recipes (TorchTitan's
+/// `quantize.linear.float8.recipe_name`).
+def Titan_Float8Recipe : I32EnumAttr<"Float8Recipe", "a float8 scaling recipe", [
+      I32EnumAttrCase<"Tensorwise", 0, "tensorwise">,
+      I32EnumAttrCase<"Rowwise", 1, "rowwise">,
+      I32EnumAttrCase<"RowwiseWithGwHp", 2, "rowwise_with_gw_hp">]> {
+  let cppNamespace = "::titan";
+  let genSpecializedAttr = 0;
+}
+def Titan_Float8RecipeAttr
+    : EnumAttr<Titan_Dialect, Titan_Float8Recipe, "float8_recipe"> {
+  let assemblyFormat = "$value";
+}
+
+/// Which of titan.linear's GEMMs a titan.scaled_matmul computes; the value is
+/// the kernel's parameter (runtime/include/titanrt/KernelABI.h).
+def Titan_GemmForm : I32EnumAttr<"GemmForm", "one of titan.linear's GEMMs", [
+      I32EnumAttrCase<"Linear", 0, "linear">,
+      I32EnumAttrCase<"GradInput", 1, "grad_input">,
+      I32EnumAttrCase<"GradWeight", 2, "grad_weight">]> {
+  let cppNamespace = "::titan";
+  let genSpecializedAttr = 0;
+}
+def Titan_GemmFormAttr : EnumAttr<Titan_Dialect, Titan_GemmForm, "gemm_form"> {
+  let assemblyFormat = "$value";
+}
+
 class Titan_Float8GemmOp<string mnemonic, list<Trait> traits = []>
     : Titan_Op<mnemonic, !listconcat(traits, [Pure])> {
   let results = (outs Titan_FloatTensor:$result);
@@ -45,11 +72,12 @@ def Titan_Float8LinearOp : Titan_Float8GemmOp<"float8_linear",
     torchao saves them).
   }], commonDescription);
   let arguments = (ins Titan_FloatTensor:$input, Titan_FloatTensor:$weight,
-                   StrAttr:$recipe,
+                   Titan_Float8RecipeAttr:$recipe,
                    OptionalAttr<DenseI64ArrayAttr>:$split_dims,
                    OptionalAttr<StrArrayAttr>:$split_axes);
   let assemblyFormat = [{
-    $input `,` $weight attr-dict `:` functional-type(operands, results)
+    $input `,` $weight `recipe` `` $recipe attr-dict `:`
+    functional-type(operands, results)
   }];
 }
 
@@ -64,11 +92,12 @@ def Titan_Float8LinearGradInputOp
     power-of-two scales. `split_dims` = [grad, weight, result].
   }], commonDescription);
   let arguments = (ins Titan_FloatTensor:$grad, Titan_FloatTensor:$weight,
-                   StrAttr:$recipe,
+                   Titan_Float8RecipeAttr:$recipe,
                    OptionalAttr<DenseI64ArrayAttr>:$split_dims,
                    OptionalAttr<StrArrayAttr>:$split_axes);
   let assemblyFormat = [{
-    $grad `,` $weight attr-dict `:` functional-type(operands, results)
+    $grad `,` $weight `recipe` `` $recipe attr-dict `:`
+    functional-type(operands, results)
   }];
 }
 
@@ -83,11 +112,12 @@ def Titan_Float8LinearGradWeightOp
     `split_dims` = [grad, input, result].
   }], commonDescription);
   let arguments = (ins Titan_FloatTensor:$grad, Titan_FloatTensor:$input,
-                   StrAttr:$recipe,
+                   Titan_Float8RecipeAttr:$recipe,
                    OptionalAttr<DenseI64ArrayAttr>:$split_dims,
                    OptionalAttr<StrArrayAttr>:$split_axes);
   let assemblyFormat = [{
-    $grad `,` $input attr-dict `:` functional-type(operands, results)
+    $grad `,` $input `recipe` `` $recipe attr-dict `:`
+    functional-type(operands, results)
   }];
 }
 
@@ -158,7 +188,7 @@ def Titan_QuantizeOp : Titan_Op<"quantize", [
 
 def Titan_ScaledMatmulOp : Titan_Op<"scaled_matmul", [
     DeclareOpInterfaceMethods<Titan_KernelOpInterface,
-                              ["getKernelParams", "getWorkspaceBytes"]>,
+                              ["getKernelParams"]>,
     Pure]> {
   let summary = "a GEMM of float8 operands with their scales";
   let description = [{
@@ -173,10 +203,10 @@ def Titan_ScaledMatmulOp : Titan_Op<"scaled_matmul", [
   }];
   let arguments = (ins Titan_Float8Tensor:$lhs, Titan_F32Tensor:$lhs_scale,
                    Titan_Float8Tensor:$rhs, Titan_F32Tensor:$rhs_scale,
-                   StrAttr:$form);
+                   Titan_GemmFormAttr:$form);
   let results = (outs Titan_FloatTensor:$result);
   let assemblyFormat = [{
-    $form $lhs `,` $lhs_scale `,` $rhs `,` $rhs_scale attr-dict `:`
+    `` $form $lhs `,` $lhs_scale `,` $rhs `,` $rhs_scale attr-dict `:`
     functional-type(operands, results)
   }];
   let hasVerifier = 1;

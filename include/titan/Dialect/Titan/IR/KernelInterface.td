@@ -1,10 +1,10 @@
 //===- KernelInterface.td - an op's kernel contract --------*- tablegen -*-===//
 //
 // What a target needs to run an op as one library kernel, stated once on the
-// op: the kernel's name, its typed parameters, the workspace it needs and
-// which operands it may overwrite with a result. titan-bufferize builds the
-// target-neutral kernel IR from this contract alone; the CPU and the CUDA
-// targets implement the kernels.
+// op: the kernel's name, its typed parameters and which operands it may
+// overwrite with a result. titan-bufferize builds the target-neutral kernel
+// IR from this contract and the chosen target's workspace rules; the CPU and
+// the CUDA targets implement the kernels.
 //
 //===----------------------------------------------------------------------===//
 
@@ -23,11 +23,6 @@ def Titan_KernelOpInterface : OpInterface<"KernelOpInterface"> {
       library (the op's mnemonic unless it says otherwise);
     * `getKernelParams()`: the kernel's scalar parameters in order, as typed
       attributes (`i64` integers, `f64` floats), computed at compile time;
-    * `getWorkspaceBytes(target)`: scratch memory the target's kernel needs
-      while it runs (planned like any other buffer, alive only during the
-      call); targets implement a kernel differently (the CPU materializes
-      one attention head's scores, cuBLASLt and cuDNN have scratch of their
-      own), so the contract is per target;
     * `getInPlaceOperand(result)`: an operand whose buffer the result may
       reuse when that operand is not used afterwards (the kernel supports
       the aliasing: its entry in titan/Kernel/KernelCatalog.def says so),
@@ -42,9 +37,6 @@ def Titan_KernelOpInterface : OpInterface<"KernelOpInterface"> {
       "::mlir::ArrayAttr", "getKernelParams", (ins), [{}], [{
         return ::mlir::ArrayAttr::get($_op->getContext(), {});
       }]>,
-    InterfaceMethod<"Bytes of scratch memory the target's kernel needs.",
-      "int64_t", "getWorkspaceBytes", (ins "::titan::KernelTarget":$target),
-      [{}], [{ return 0; }]>,
     InterfaceMethod<"The operand whose buffer result `result` may reuse.",
       "std::optional<unsigned>", "getInPlaceOperand",
       (ins "unsigned":$result), [{}], [{
@@ -52,6 +44,26 @@ def Titan_KernelOpInterface : OpInterface<"KernelOpInterface"> {
       }]>,
   ];
 }
+
+/// A target's workspace rule: the scratch memory its kernel for the op needs
+/// while it runs (planned like any other buffer, alive only during the
+/// call). Targets implement a kernel differently (the CPU materializes one
+/// attention head's scores, cuBLASLt and cuDNN have scratch of their own),
+/// so each target has its own interface, attached as external models by the
+/// target (lib/Target/<T>/), the way upstream MLIR attaches bufferization
+/// models; the dialects know no target's rules. An op without the chosen
+/// target's model needs no workspace there (titan::getWorkspaceBytes).
+class Titan_WorkspaceOpInterface<string target>
+    : OpInterface<target # "WorkspaceOpInterface"> {
+  let cppNamespace = "::titan";
+  let description = "The " # target # " target's workspace rule for the op.";
+  let methods = [
+    InterfaceMethod<"Bytes of scratch memory the target's kernel needs.",
+      "int64_t", "getWorkspaceBytes", (ins)>,
+  ];
+}
+def Titan_CPUWorkspaceOpInterface : Titan_WorkspaceOpInterface<"CPU">;
+def Titan_CUDAWorkspaceOpInterface : Titan_WorkspaceOpInterface<"CUDA">;
 
 /// The op's result is its first operand's buffer seen with another type
 /// (same bytes): no kernel runs (titan.reshape, dist.replicate).

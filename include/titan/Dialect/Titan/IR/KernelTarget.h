@@ -2,8 +2,9 @@
 //
 // A kernel's workspace depends on how the target implements it (the CPU
 // target materializes one head's scores; cuDNN's flash attention needs
-// none of that but has its own scratch), so KernelOpInterface's
-// getWorkspaceBytes takes the target.
+// none of that but has its own scratch), so each target attaches its own
+// workspace rules (CPUWorkspaceOpInterface, CUDAWorkspaceOpInterface) and
+// titan-bufferize asks the one it compiles for.
 //
 //===----------------------------------------------------------------------===//
 

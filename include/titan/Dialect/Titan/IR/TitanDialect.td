@@ -27,6 +27,7 @@ def Titan_Dialect : Dialect {
     `titan.input = "labels"`. The function returns the scalar loss.
   }];
   let hasCanonicalizer = 0;
+  let useDefaultAttributePrinterParser = 1;
   let hasRegionArgAttrVerify = 1;
   let hasRegionResultAttrVerify = 1;
   let hasOperationAttrVerify = 1;

@@ -13,6 +13,11 @@
 #include "titan/Dialect/Titan/IR/TensorSize.h"
 #include "titan/Dialect/Titan/IR/TitanDialect.h"
 
+#include "titan/Dialect/Titan/IR/TitanOpsEnums.h.inc"
+
+#define GET_ATTRDEF_CLASSES
+#include "titan/Dialect/Titan/IR/TitanOpsAttributes.h.inc"
+
 #define GET_OP_CLASSES
 #include "titan/Dialect/Titan/IR/TitanOps.h.inc"
 

@@ -13,6 +13,7 @@ include "mlir/IR/BuiltinAttributes.td"
 include "mlir/IR/OpBase.td"
 include "mlir/IR/CommonAttrConstraints.td"
 include "mlir/IR/CommonTypeConstraints.td"
+include "mlir/IR/EnumAttr.td"
 include "mlir/Interfaces/InferTypeOpInterface.td"
 include "mlir/Interfaces/SideEffectInterfaces.td"
 include "titan/Dialect/Titan/IR/AdjointInterface.td"
@@ -89,7 +90,7 @@ def Titan_RMSNormOp : Titan_Op<"rms_norm", [DeclareOpInterfaceMethods<Titan_Adjo
 //===----------------------------------------------------------------------===//
 
 def Titan_RopeAnglesOp : Titan_Op<"rope_angles", [DeclareOpInterfaceMethods<Titan_AdjointOpInterface>,
-    DeclareOpInterfaceMethods<Titan_KernelOpInterface, ["getKernelParams", "getWorkspaceBytes"]>,
+    DeclareOpInterfaceMethods<Titan_KernelOpInterface, ["getKernelParams"]>,
     Pure]> {
   let summary = "rotation angles of the rotary embedding, per position and pair";
   let description = [{
@@ -164,7 +165,7 @@ def Titan_RopeOp : Titan_Op<"rope", [DeclareOpInterfaceMethods<Titan_AdjointOpIn
 //===----------------------------------------------------------------------===//
 
 def Titan_AttentionOp : Titan_Op<"attention", [DeclareOpInterfaceMethods<Titan_AdjointOpInterface>,
-    DeclareOpInterfaceMethods<Titan_KernelOpInterface, ["getKernelParams", "getWorkspaceBytes"]>,
+    DeclareOpInterfaceMethods<Titan_KernelOpInterface, ["getKernelParams"]>,
     Pure]> {
   let summary = "causal scaled dot-product attention with grouped-query heads";
   let description = [{
@@ -202,7 +203,7 @@ def Titan_AttentionOp : Titan_Op<"attention", [DeclareOpInterfaceMethods<Titan_A
 //===----------------------------------------------------------------------===//
 
 def Titan_LinearOp : Titan_Op<"linear", [DeclareOpInterfaceMethods<Titan_AdjointOpInterface>,
-    DeclareOpInterfaceMethods<Titan_KernelOpInterface, ["getWorkspaceBytes"]>,
+    Titan_KernelOpInterface,
     Pure]> {
   let summary = "x · Wᵀ (a bias-free nn.Linear)";
   let description = [{
@@ -320,7 +321,7 @@ def Titan_ReshapeOp : Titan_Op<"reshape", [DeclareOpInterfaceMethods<Titan_Adjoi
 //===----------------------------------------------------------------------===//
 
 def Titan_CrossEntropyOp : Titan_Op<"cross_entropy", [DeclareOpInterfaceMethods<Titan_AdjointOpInterface>,
-    DeclareOpInterfaceMethods<Titan_KernelOpInterface, ["getWorkspaceBytes"]>,
+    Titan_KernelOpInterface,
     Pure]> {
   let summary = "mean cross-entropy of logits against integer labels";
   let description = [{
@@ -419,7 +420,7 @@ def Titan_TargetLogitOp : Titan_Op<"target_logit", [DeclareOpInterfaceMethods<Ti
 
 def Titan_CrossEntropyFromStatsOp
     : Titan_Op<"cross_entropy_from_stats", [DeclareOpInterfaceMethods<Titan_AdjointOpInterface>,
-    DeclareOpInterfaceMethods<Titan_KernelOpInterface, ["getWorkspaceBytes"]>,
+    Titan_KernelOpInterface,
     Pure]> {
   let summary = "mean cross-entropy from per-row max, sum of exp and target";
   let description = [{
@@ -486,7 +487,7 @@ def Titan_FillOp : Titan_Op<"fill", [DeclareOpInterfaceMethods<Titan_AdjointOpIn
   let assemblyFormat = "$value attr-dict `:` type($result)";
 }
 
-def Titan_EmbeddingGradOp : Titan_Op<"embedding_grad", [DeclareOpInterfaceMethods<Titan_KernelOpInterface, ["getKernelParams", "getWorkspaceBytes"]>,
+def Titan_EmbeddingGradOp : Titan_Op<"embedding_grad", [DeclareOpInterfaceMethods<Titan_KernelOpInterface, ["getKernelParams"]>,
     Pure]> {
   let summary = "gradient of titan.embedding with respect to the weight";
   let description = [{
@@ -505,7 +506,7 @@ def Titan_EmbeddingGradOp : Titan_Op<"embedding_grad", [DeclareOpInterfaceMethod
   let hasVerifier = 1;
 }
 
-def Titan_RMSNormGradOp : Titan_Op<"rms_norm_grad", [DeclareOpInterfaceMethods<Titan_KernelOpInterface, ["getKernelParams", "getWorkspaceBytes"]>,
+def Titan_RMSNormGradOp : Titan_Op<"rms_norm_grad", [DeclareOpInterfaceMethods<Titan_KernelOpInterface, ["getKernelParams"]>,
     Pure]> {
   let summary = "gradients of titan.rms_norm";
   let description = [{
@@ -524,7 +525,7 @@ def Titan_RMSNormGradOp : Titan_Op<"rms_norm_grad", [DeclareOpInterfaceMethods<T
   let hasVerifier = 1;
 }
 
-def Titan_AttentionGradOp : Titan_Op<"attention_grad", [DeclareOpInterfaceMethods<Titan_KernelOpInterface, ["getKernelParams", "getWorkspaceBytes"]>,
+def Titan_AttentionGradOp : Titan_Op<"attention_grad", [DeclareOpInterfaceMethods<Titan_KernelOpInterface, ["getKernelParams"]>,
     Pure]> {
   let summary = "gradients of titan.attention";
   let description = [{
@@ -550,7 +551,7 @@ def Titan_AttentionGradOp : Titan_Op<"attention_grad", [DeclareOpInterfaceMethod
   let hasVerifier = 1;
 }
 
-def Titan_LinearGradInputOp : Titan_Op<"linear_grad_input", [DeclareOpInterfaceMethods<Titan_KernelOpInterface, ["getWorkspaceBytes"]>,
+def Titan_LinearGradInputOp : Titan_Op<"linear_grad_input", [Titan_KernelOpInterface,
     Pure]> {
   let summary = "gradient of titan.linear with respect to its input: dY · W";
   let description = [{
@@ -564,7 +565,7 @@ def Titan_LinearGradInputOp : Titan_Op<"linear_grad_input", [DeclareOpInterfaceM
   let hasVerifier = 1;
 }
 
-def Titan_LinearGradWeightOp : Titan_Op<"linear_grad_weight", [DeclareOpInterfaceMethods<Titan_KernelOpInterface, ["getWorkspaceBytes"]>,
+def Titan_LinearGradWeightOp : Titan_Op<"linear_grad_weight", [Titan_KernelOpInterface,
     Pure]> {
   let summary = "gradient of titan.linear with respect to its weight: dYᵀ · X";
   let description = [{
@@ -673,7 +674,7 @@ def Titan_CrossEntropyFromStatsGradOp
 // Optimizer (produced by titan-optimizer)
 //===----------------------------------------------------------------------===//
 
-def Titan_GlobalNormOp : Titan_Op<"global_norm", [DeclareOpInterfaceMethods<Titan_KernelOpInterface, ["getKernelParams", "getWorkspaceBytes"]>,
+def Titan_GlobalNormOp : Titan_Op<"global_norm", [DeclareOpInterfaceMethods<Titan_KernelOpInterface, ["getKernelParams"]>,
     Pure]> {
   let summary = "L2 norm of all elements of all operands";
   let description = [{
@@ -687,6 +688,19 @@ def Titan_GlobalNormOp : Titan_Op<"global_norm", [DeclareOpInterfaceMethods<Tita
     $inputs attr-dict `:` functional-type($inputs, results)
   }];
   let hasVerifier = 1;
+}
+
+/// The learning rate's decay shape (TorchTitan's `lr_scheduler.decay_type`);
+/// the value is the kernel's parameter (runtime/include/titanrt/KernelABI.h).
+def Titan_LRDecay : I32EnumAttr<"LRDecay", "the learning rate's decay shape", [
+      I32EnumAttrCase<"Linear", 0, "linear">,
+      I32EnumAttrCase<"Sqrt", 1, "sqrt">,
+      I32EnumAttrCase<"Cosine", 2, "cosine">]> {
+  let cppNamespace = "::titan";
+  let genSpecializedAttr = 0;
+}
+def Titan_LRDecayAttr : EnumAttr<Titan_Dialect, Titan_LRDecay, "lr_decay"> {
+  let assemblyFormat = "$value";
 }
 
 def Titan_LRScheduleOp : Titan_Op<"lr_schedule", [DeclareOpInterfaceMethods<Titan_KernelOpInterface, ["getKernelParams"]>,
@@ -709,11 +723,12 @@ def Titan_LRScheduleOp : Titan_Op<"lr_schedule", [DeclareOpInterfaceMethods<Tita
   }];
   let arguments = (ins 0DTensorOf<[I64]>:$step, 0DTensorOf<[I64]>:$total_steps,
                        F64Attr:$lr, I64Attr:$warmup_steps,
-                       OptionalAttr<F64Attr>:$decay_ratio, StrAttr:$decay_type,
-                       F64Attr:$min_lr_factor);
+                       OptionalAttr<F64Attr>:$decay_ratio,
+                       Titan_LRDecayAttr:$decay_type, F64Attr:$min_lr_factor);
   let results = (outs 0DTensorOf<[F32]>:$result);
   let assemblyFormat = [{
-    $step `,` $total_steps attr-dict `:` functional-type(operands, results)
+    $step `,` $total_steps `decay` `` $decay_type attr-dict `:`
+    functional-type(operands, results)
   }];
   let hasVerifier = 1;
 }

@@ -1,0 +1,85 @@
+//===- ExternalModels.cpp - the CPU kernels' workspaces -------------------===//
+//
+// CPUWorkspaceOpInterface for the ops whose CPU kernels need scratch, sized
+// by titan/Target/CPU/KernelWorkspaces.h, which the kernels (runtime/lib/)
+// carve their tiles from. GEMMs need none (oneDNN's own scratch is its own).
+//
+//===----------------------------------------------------------------------===//
+
+#include "titan/Target/CPU/ExternalModels.h"
+#include "titan/Dialect/Titan/IR/TitanOps.h"
+#include "titan/Target/CPU/KernelWorkspaces.h"
+#include "titan/Target/WorkspaceModel.h"
+
+using namespace mlir;
+using namespace titan;
+using namespace titan::target;
+
+namespace {
+/// Bytes of the type the kernel accumulates in: f64 for f64, f32 for the
+/// rest (bf16 and f16 kernels compute in f32).
+int64_t accumulatorBytes(Value v) {
+  return cast<ShapedType>(v.getType()).getElementType().isF64() ? 8 : 4;
+}
+
+/// The weight gradient's f64 partial sums per block of rows.
+int64_t rmsNormGrad(RMSNormGradOp op) {
+  return cpu::rmsNormGradWorkspaceBytes(
+      rowsOf(op.getInput()), op.getWeight().getType().getNumElements());
+}
+
+/// The inverse frequencies, one f32 per pair.
+int64_t ropeAngles(RopeAnglesOp op) { return op.getType().getDimSize(1) * 4; }
+
+/// Flash attention's tiles, one slot per thread (O and the log-sum-exp
+/// come from the forward).
+int64_t attention(AttentionOp op) {
+  auto q = op.getQuery().getType();
+  return cpu::attentionWorkspaceBytes(q.getDimSize(0), q.getDimSize(2),
+                                      q.getDimSize(1),
+                                      accumulatorBytes(op.getQuery()));
+}
+int64_t attentionGrad(AttentionGradOp op) {
+  auto q = op.getQuery().getType();
+  return cpu::attentionGradWorkspaceBytes(
+      q.getDimSize(0), op.getKey().getType().getDimSize(2), q.getDimSize(1),
+      accumulatorBytes(op.getQuery()));
+}
+
+/// Each row's loss, averaged in a fixed order afterwards.
+int64_t crossEntropy(CrossEntropyOp op) {
+  return cpu::crossEntropyWorkspaceBytes(rowsOf(op.getLogits()));
+}
+
+/// One set of f64 partial sums, sized for the largest tensor.
+int64_t globalNorm(GlobalNormOp op) {
+  int64_t largest = 0;
+  for (Value input : op.getInputs())
+    largest = std::max(largest, elementsOf(input));
+  return cpu::globalNormWorkspaceBytes(largest);
+}
+
+/// f32 copies of both operands (exact) for the f32 GEMM.
+int64_t scaledMatmul(ScaledMatmulOp op) {
+  return copyBytes(op.getLhs(), 4) + copyBytes(op.getRhs(), 4);
+}
+
+template <typename Op, int64_t (*Rule)(Op)> void attach(MLIRContext *context) {
+  attachWorkspaceRule<CPUWorkspaceOpInterface, Op, Rule>(context);
+}
+} // namespace
+
+void titan::registerCPUTargetExternalModels(DialectRegistry &registry) {
+  registry.addExtension(+[](MLIRContext *context, TitanDialect *) {
+    attach<RMSNormGradOp, rmsNormGrad>(context);
+    attach<RopeAnglesOp, ropeAngles>(context);
+    attach<AttentionOp, attention>(context);
+    attach<AttentionGradOp, attentionGrad>(context);
+    attach<CrossEntropyOp, crossEntropy>(context);
+    attach<GlobalNormOp, globalNorm>(context);
+    attach<ScaledMatmulOp, scaledMatmul>(context);
+  });
+  registry.addExtension(+[](MLIRContext *context, dist::DistDialect *) {
+    attachCollectiveWorkspaceRules<CPUWorkspaceOpInterface>(context);
+  });
+}

@@ -1,0 +1,99 @@
+//===- ExternalModels.cpp - the CUDA kernels' workspaces ------------------===//
+//
+// CUDAWorkspaceOpInterface for the ops whose CUDA kernels need scratch,
+// sized by titan/Target/CUDA/KernelWorkspaces.h, which the CUDA runtime
+// (runtime/cuda/) carves its scratch from. Sizes only: no CUDA needed.
+//
+//===----------------------------------------------------------------------===//
+
+#include "titan/Target/CUDA/ExternalModels.h"
+#include "titan/Dialect/Titan/IR/TitanOps.h"
+#include "titan/Target/CUDA/KernelWorkspaces.h"
+#include "titan/Target/WorkspaceModel.h"
+
+using namespace mlir;
+using namespace titan;
+using namespace titan::target;
+
+namespace {
+bool isF32(Value v) {
+  return cast<ShapedType>(v.getType()).getElementType().isF32();
+}
+
+/// The weight gradient's f32 partial sums per block of rows.
+int64_t rmsNormGrad(RMSNormGradOp op) {
+  return cuda::rmsNormGradWorkspaceBytes(
+      rowsOf(op.getInput()), op.getWeight().getType().getNumElements());
+}
+
+/// cuDNN's flash attention (bf16/f16) keeps nothing of S x S; its scratch
+/// is bounded. The f32 kernels need none.
+int64_t attention(AttentionOp op) {
+  auto q = op.getQuery().getType();
+  return isF32(op.getQuery())
+             ? 0
+             : cuda::attentionWorkspaceBytes(q.getDimSize(0), q.getDimSize(2),
+                                             q.getDimSize(1));
+}
+int64_t attentionGrad(AttentionGradOp op) {
+  auto q = op.getQuery().getType();
+  return isF32(op.getQuery()) ? 0
+                              : cuda::attentionGradWorkspaceBytes(
+                                    q.getDimSize(0), q.getDimSize(2),
+                                    q.getDimSize(1), q.getDimSize(3));
+}
+
+/// cuBLASLt's workspace.
+template <typename GemmOp> int64_t gemm(GemmOp) {
+  return cuda::kGemmWorkspaceBytes;
+}
+
+/// Each row's loss, averaged in a fixed order afterwards.
+int64_t crossEntropy(CrossEntropyOp op) {
+  return cuda::crossEntropyWorkspaceBytes(rowsOf(op.getLogits()));
+}
+int64_t crossEntropyFromStats(CrossEntropyFromStatsOp op) {
+  return cuda::crossEntropyWorkspaceBytes(elementsOf(op->getOperand(0)));
+}
+
+/// The stable sort of the tokens by row (deterministic sums).
+int64_t embeddingGrad(EmbeddingGradOp op) {
+  return cuda::embeddingGradWorkspaceBytes(elementsOf(op.getTokens()));
+}
+
+/// f64 partial sums per tensor, reduced in a fixed order.
+int64_t globalNorm(GlobalNormOp op) {
+  return cuda::globalNormWorkspaceBytes(op.getInputs().size());
+}
+
+/// The operands transposed K-major where the form needs it (cuBLASLt's FP8
+/// GEMMs take only the TN layout), the f32 product before its scaling, and
+/// cuBLASLt's workspace.
+int64_t scaledMatmul(ScaledMatmulOp op) {
+  return copyBytes(op.getLhs(), 1) + copyBytes(op.getRhs(), 1) +
+         copyBytes(op.getResult(), 4) + cuda::kGemmWorkspaceBytes;
+}
+
+template <typename Op, int64_t (*Rule)(Op)> void attach(MLIRContext *context) {
+  attachWorkspaceRule<CUDAWorkspaceOpInterface, Op, Rule>(context);
+}
+} // namespace
+
+void titan::registerCUDATargetExternalModels(DialectRegistry &registry) {
+  registry.addExtension(+[](MLIRContext *context, TitanDialect *) {
+    attach<RMSNormGradOp, rmsNormGrad>(context);
+    attach<AttentionOp, attention>(context);
+    attach<AttentionGradOp, attentionGrad>(context);
+    attach<LinearOp, gemm<LinearOp>>(context);
+    attach<LinearGradInputOp, gemm<LinearGradInputOp>>(context);
+    attach<LinearGradWeightOp, gemm<LinearGradWeightOp>>(context);
+    attach<CrossEntropyOp, crossEntropy>(context);
+    attach<CrossEntropyFromStatsOp, crossEntropyFromStats>(context);
+    attach<EmbeddingGradOp, embeddingGrad>(context);
+    attach<GlobalNormOp, globalNorm>(context);
+    attach<ScaledMatmulOp, scaledMatmul>(context);
+  });
+  registry.addExtension(+[](MLIRContext *context, dist::DistDialect *) {
+    attachCollectiveWorkspaceRules<CUDAWorkspaceOpInterface>(context);
+  });
+}
