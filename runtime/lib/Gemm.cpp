@@ -33,15 +33,13 @@ int64_t blockOf(int64_t size) { return std::max<int64_t>(64, (size + 15) / 16); 
 
 // oneDNN splits a GEMM over its threads as it sees fit, and on some CPUs
 // (AVX2) it splits the sum over k, so the bits would change with the
-// thread count. Outside a parallel region the GEMM is cut into blocks of C
-// fixed by its shape, each a single-threaded sgemm (oneDNN runs on the
-// calling thread alone inside a parallel region) over the whole k: every
-// element's sum runs in one order on any number of threads.
+// thread count. The GEMM is cut into blocks of C fixed by its shape, each
+// a single-threaded sgemm over the whole k (oneDNN runs on the calling
+// thread alone inside a parallel region): every element's sum runs in one
+// order on any number of threads.
 void gemm(bool transA, bool transB, int64_t m, int64_t n, int64_t k,
           float alpha, const float *a, int64_t lda, const float *b, int64_t ldb,
           float beta, float *c, int64_t ldc) {
-  if (omp_in_parallel())
-    return sgemm(transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
   int64_t rows = blockOf(m), cols = blockOf(n);
   int64_t colBlocks = (n + cols - 1) / cols;
   int64_t blocks = (m + rows - 1) / rows * colBlocks;
@@ -52,8 +50,11 @@ void gemm(bool transA, bool transB, int64_t m, int64_t n, int64_t k,
     sgemm(transA, transB, std::min(rows, m - i), std::min(cols, n - j), k,
           alpha, ai, lda, bj, ldb, beta, c + i * ldc + j, ldc);
   };
+  // The same blocks on one thread, and inside a parallel region (where
+  // oneDNN runs single-threaded): a whole-matrix call may round
+  // differently from its blocks.
   int threads = omp_get_max_threads();
-  if (threads == 1) {
+  if (threads == 1 || omp_in_parallel()) {
     for (int64_t block = 0; block < blocks; ++block)
       run(block);
     return;
