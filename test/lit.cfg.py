@@ -32,6 +32,12 @@ config.substitutions.append(("%titan_obj", config.titan_obj_root))
 # any thread count; threads.test checks that with 2.
 config.environment["OMP_NUM_THREADS"] = os.environ.get("TITAN_TEST_THREADS", "1")
 
+# A sanitized build (scripts/run-tests.sh's second pass): AddressSanitizer
+# reserves terabytes of shadow address space and inflates resident memory,
+# so the tests of memory limits and of resident bytes do not apply.
+if "Address" in config.titan_sanitizer:
+    config.available_features.add("asan")
+
 # The independent PyTorch reference runs on Debian's python3-torch.
 import subprocess
 
