@@ -28,7 +28,9 @@ void sgemm(bool transA, bool transB, int64_t m, int64_t n, int64_t k,
 
 /// A GEMM's block of rows or columns of C: at least 64, at most 16 blocks,
 /// fixed by the shape alone.
-int64_t blockOf(int64_t size) { return std::max<int64_t>(64, (size + 15) / 16); }
+int64_t blockOf(int64_t size) {
+  return std::max<int64_t>(64, (size + 15) / 16);
+}
 } // namespace
 
 // oneDNN splits a GEMM over its threads as it sees fit, and on some CPUs
@@ -61,8 +63,8 @@ void gemm(bool transA, bool transB, int64_t m, int64_t n, int64_t k,
   }
   // An active region even for one block: a team of one thread would not
   // count as one, and oneDNN would split that block over the threads.
-#pragma omp parallel for schedule(static)                                     \
-    num_threads(int(std::clamp<int64_t>(blocks, 2, threads)))
+#pragma omp parallel for schedule(static)                                      \
+    num_threads(int(std::clamp <int64_t>(blocks, 2, threads)))
   for (int64_t block = 0; block < blocks; ++block)
     run(block);
 }

@@ -14,8 +14,7 @@ struct TrainConfig;
 /// that titan does not implement yet are errors (one line each, naming the
 /// key); settings that only trade memory or tooling are warnings, printed
 /// here. Nothing is silently ignored.
-llvm::Error diagnoseUnsupported(const TrainConfig &config,
-                                KernelTarget target);
+llvm::Error diagnoseUnsupported(const TrainConfig &config, KernelTarget target);
 
 /// Whether libtitanrt_cuda exists in this build and has code for `arch`
 /// ("sm_90a").

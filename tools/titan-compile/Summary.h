@@ -23,7 +23,8 @@ void printSummary(const LlamaArgs &args, const TrainConfig &config,
 /// Float8's plan: the recipe, how many linears run in float8, and each one
 /// kept in high precision with the reason (titan-float8, run with
 /// `options` on a copy of the imported `module`, and its remarks).
-void printFloat8Plan(mlir::ModuleOp module, const PartitionPipelineOptions &options,
+void printFloat8Plan(mlir::ModuleOp module,
+                     const PartitionPipelineOptions &options,
                      llvm::raw_ostream &os);
 
 /// Prints what one rank holds and communicates per step, read off the
