@@ -145,15 +145,15 @@ void attention(const T *q, const T *k, const T *v, T *out, T *lse,
     std::fill(l, l + rows, T(0));
     for (int64_t c0 = 0; c0 < r0 + rows; c0 += ld) {
       int64_t cols = std::min(ld, r0 + rows - c0);
-      gemm(false, true, rows, cols, headDim, T(1), qb, ldq, kh + c0 * ldk, ldk,
-           T(0), s, ld);
+      gemmOnThisThread(false, true, rows, cols, headDim, T(1), qb, ldq,
+                       kh + c0 * ldk, ldk, T(0), s, ld);
       onlineSoftmax(s, ld, rows, cols, r0 - c0, scaleT, m, l, alpha);
       if (c0 > 0)
         for (int64_t i = 0; i < rows; ++i)
           for (int64_t d = 0; d < headDim; ++d)
             ob[i * ldq + d] *= alpha[i];
-      gemm(false, false, rows, headDim, cols, T(1), s, ld, vh + c0 * ldk, ldk,
-           T(c0 > 0), ob, ldq);
+      gemmOnThisThread(false, false, rows, headDim, cols, T(1), s, ld,
+                       vh + c0 * ldk, ldk, T(c0 > 0), ob, ldq);
     }
     T *lseRow = lse + (b * qHeads + h) * seq + r0;
     for (int64_t i = 0; i < rows; ++i) {
@@ -207,21 +207,21 @@ void attentionGrad(const T *q, const T *k, const T *v, const T *out,
           int64_t rows = std::min(rowsTile, seq - r0);
           int64_t cols = std::min(ld, r0 + rows - c0);
           const T *qr = q + qOff + r0 * ldq, *dor = dout + qOff + r0 * ldq;
-          gemm(false, true, rows, cols, headDim, T(1), qr, ldq, kc, ldk, T(0),
-               p, ld);
+          gemmOnThisThread(false, true, rows, cols, headDim, T(1), qr, ldq, kc,
+                           ldk, T(0), p, ld);
           probabilities(p, ld, lseHead + r0, rows, cols, r0 - c0, scaleT);
           // dV += P^T dO
-          gemm(true, false, cols, headDim, rows, T(1), p, ld, dor, ldq, T(1),
-               dvc, ldk);
+          gemmOnThisThread(true, false, cols, headDim, rows, T(1), p, ld, dor,
+                           ldq, T(1), dvc, ldk);
           // dP = dO V^T, then dS in place
-          gemm(false, true, rows, cols, headDim, T(1), dor, ldq, vc, ldk, T(0),
-               dp, ld);
+          gemmOnThisThread(false, true, rows, cols, headDim, T(1), dor, ldq, vc,
+                           ldk, T(0), dp, ld);
           scoreGrad(p, dp, ld, rowDot + r0, rows, cols, scaleT);
           // dQ += dS K, dK += dS^T Q
-          gemm(false, false, rows, headDim, cols, T(1), dp, ld, kc, ldk, T(1),
-               dq + qOff + r0 * ldq, ldq);
-          gemm(true, false, cols, headDim, rows, T(1), dp, ld, qr, ldq, T(1),
-               dkc, ldk);
+          gemmOnThisThread(false, false, rows, headDim, cols, T(1), dp, ld, kc,
+                           ldk, T(1), dq + qOff + r0 * ldq, ldq);
+          gemmOnThisThread(true, false, cols, headDim, rows, T(1), dp, ld, qr,
+                           ldq, T(1), dkc, ldk);
         }
       }
     }

@@ -77,4 +77,23 @@ void gemm(bool transA, bool transB, int64_t m, int64_t n, int64_t k,
               ldb, beta, c, ldc);
 }
 
+void gemmOnThisThread(bool transA, bool transB, int64_t m, int64_t n, int64_t k,
+                      float alpha, const float *a, int64_t lda, const float *b,
+                      int64_t ldb, float beta, float *c, int64_t ldc) {
+  if (omp_in_parallel() || omp_get_max_threads() == 1)
+    return sgemm(transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+    // Called outside an active region (a loop too small to thread): inside
+    // one, oneDNN stays on the calling thread.
+#pragma omp parallel num_threads(2)
+#pragma omp single
+  sgemm(transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+}
+
+void gemmOnThisThread(bool transA, bool transB, int64_t m, int64_t n, int64_t k,
+                      double alpha, const double *a, int64_t lda,
+                      const double *b, int64_t ldb, double beta, double *c,
+                      int64_t ldc) {
+  gemm(transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+}
+
 } // namespace titanrt::kernels

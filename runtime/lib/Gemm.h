@@ -28,6 +28,17 @@ void gemm(bool transA, bool transB, int64_t m, int64_t n, int64_t k,
           double alpha, const double *a, int64_t lda, const double *b,
           int64_t ldb, double beta, double *c, int64_t ldc);
 
+/// The same product as one call on the calling thread, for the tiles of a
+/// kernel's own parallel loop (attention): one call per tile keeps oneDNN's
+/// per-call cost small, and a tile never depends on the thread count.
+void gemmOnThisThread(bool transA, bool transB, int64_t m, int64_t n, int64_t k,
+                      float alpha, const float *a, int64_t lda, const float *b,
+                      int64_t ldb, float beta, float *c, int64_t ldc);
+void gemmOnThisThread(bool transA, bool transB, int64_t m, int64_t n, int64_t k,
+                      double alpha, const double *a, int64_t lda,
+                      const double *b, int64_t ldb, double beta, double *c,
+                      int64_t ldc);
+
 } // namespace titanrt::kernels
 
 #endif // TITANRT_LIB_GEMM_H
