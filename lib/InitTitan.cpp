@@ -5,7 +5,7 @@
 #include "titan/Compiler/Pipelines.h"
 #include "titan/Conversion/KernelToCPU/Passes.h"
 #include "titan/Conversion/TitanToKernel/Passes.h"
-#include "titan/Dialect/Dist/IR/Dist.h"
+#include "titan/Dialect/Dist/IR/ShardingRule.h"
 #include "titan/Dialect/Dist/Transforms/Passes.h"
 #include "titan/Dialect/Kernel/IR/Kernel.h"
 #include "titan/Dialect/Kernel/Transforms/Passes.h"
@@ -25,7 +25,7 @@ void titan::registerAllDialects(mlir::DialectRegistry &registry) {
                   mlir::LLVM::LLVMDialect>();
   // The titan ops' tensor-parallel rules (dist depends on titan, not the
   // other way around).
-  titan::dist::registerTensorParallelModels(registry);
+  titan::dist::registerShardingRuleModels(registry);
   // Each target's rules (workspaces); one process compiles for either.
   titan::registerCPUTargetExternalModels(registry);
   titan::registerCUDATargetExternalModels(registry);

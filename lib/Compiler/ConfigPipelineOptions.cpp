@@ -66,6 +66,7 @@ void titan::setPartitionOptions(const TrainConfig &c, const MeshDegrees &mesh,
   o.tp = mesh.tp;
   o.lossParallel = !c.parallelism.disableLossParallel;
   o.reshardAfterForward = c.parallelism.fsdpReshardAfterForward;
+  o.cpRotateMethod = c.parallelism.contextParallelRotateMethod;
 }
 
 void titan::setTrainingOptions(const TrainConfig &c, const MeshDegrees &mesh,

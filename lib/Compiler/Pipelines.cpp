@@ -35,10 +35,12 @@ void titan::buildPartitionPipeline(mlir::OpPassManager &pm,
   mesh.dpShard = options.dpShard;
   mesh.cp = options.cp;
   mesh.tp = options.tp;
+  mesh.lossParallel = options.lossParallel;
   pm.addPass(dist::createDistParallelize(mesh));
+  pm.addPass(dist::createDistPropagateSharding());
   dist::DistPartitionOptions partition;
-  partition.lossParallel = options.lossParallel;
   partition.reshardAfterForward = options.reshardAfterForward;
+  partition.rotateMethod = options.cpRotateMethod;
   pm.addPass(dist::createDistPartition(partition));
 }
 
@@ -76,12 +78,14 @@ TitanOptimizerOptions optimizerOptions(const TrainingPipelineOptions &options) {
   return o;
 }
 
-/// After autodiff in both training variants: torchao's Float8 recipes
-/// written out, FSDP's gathers of the low-precision copies (the gradients
-/// were reduced in f32 by then), then AdamW over `forwardNames`' parameters.
+/// After autodiff in both training variants: context-parallel attention's
+/// ring steps, torchao's Float8 recipes written out, FSDP's gathers of the
+/// low-precision copies (the gradients were reduced in f32 by then), then
+/// AdamW over `forwardNames`' parameters.
 void addUpdatePasses(mlir::OpPassManager &pm,
                      const TrainingPipelineOptions &options,
                      llvm::ArrayRef<std::string> forwardNames = {}) {
+  pm.addPass(dist::createDistExpandRingAttention());
   TitanExpandFloat8Options expand;
   expand.fsdpFloat8AllGather = options.fsdpFloat8AllGather;
   pm.addPass(createTitanExpandFloat8(expand));

@@ -20,6 +20,7 @@
 #include "Float8.h"
 #include "FusedKernels.h"
 #include "KernelCall.h"
+#include "LocalShard.h"
 
 #include "titan/Target/CUDA/KernelWorkspaces.h"
 
@@ -306,6 +307,22 @@ void adamwMulti(const Args &c) {
   cuda::adamwMulti(tensors.data(), count, c.buf<float>(shared),
                    c.buf<float>(shared + 1), c.buf<int64_t>(shared + 2),
                    {f[0], f[1], f[2], f[3], f[4]}, c.stream());
+}
+/// dist.local_shard: one strided device copy per kept part.
+void localShard(const Args &c) {
+  GroupPlace place = groupPlace(c.ints + 1);
+  LocalShardPlan p = planLocalShard(c.shape(0), c.ints[0], place.index,
+                                    place.size, isLoadBalanced(c.ints + 1));
+  size_t bytes = c.type(0) == ElementType::F32 ? 4 : 2;
+  auto *in = static_cast<const char *>(c.buffers[0]);
+  auto *out = static_cast<char *>(c.buffers[1]);
+  for (int64_t j = 0; j < p.parts; ++j)
+    checkCuda(cudaMemcpy2DAsync(out + p.dstOffset[j] * bytes,
+                                p.dstPitch * bytes,
+                                in + p.srcOffset[j] * bytes,
+                                p.srcPitch * bytes, p.width * bytes,
+                                p.rows, cudaMemcpyDeviceToDevice, c.stream()),
+              "dist.local_shard");
 }
 void castKernel(const Args &c) {
   cuda::cast(c.type(0), c.buffers[0], c.type(1), c.buffers[1],

@@ -128,8 +128,22 @@ void titan_rt_wait(void *request) {
 
 int32_t titanrt::shardOffset(const int64_t *ints) {
   // ints: {stride, number of axes, axis indices...}
+  return int32_t(groupPlace(ints + 1).index * ints[0]);
+}
+
+titanrt::GroupPlace titanrt::groupPlace(const int64_t *axisList) {
   std::vector<MeshAxis> axes;
-  for (int64_t i = 0; i < ints[1]; ++i)
-    axes.push_back(MeshAxis(int(ints[2 + i])));
-  return int32_t(communicator().groupIndex(axes) * ints[0]);
+  int64_t size = 1;
+  for (int64_t i = 0; i < axisList[0]; ++i) {
+    axes.push_back(MeshAxis(int(axisList[1 + i])));
+    size *= communicator().meshShape()[axes.back()];
+  }
+  return {communicator().groupIndex(axes), size};
+}
+
+bool titanrt::isLoadBalanced(const int64_t *axisList) {
+  for (int64_t i = 0; i < axisList[0]; ++i)
+    if (axisList[1 + i] == kCP)
+      return true;
+  return false;
 }

@@ -182,6 +182,14 @@ Communicator &communicator();
 /// times a stride; `ints` = {stride, number of axes, axis indices (0 pp ...
 /// 4 tp) outermost first}, as KernelABI.h passes them.
 int32_t shardOffset(const int64_t *ints);
+/// This rank's index in the group over `axisList` = {number of axes, axis
+/// indices...}, and the group's size.
+struct GroupPlace {
+  int64_t index, size;
+};
+GroupPlace groupPlace(const int64_t *axisList);
+/// Whether `axisList` (as above) splits load-balanced (it holds cp).
+bool isLoadBalanced(const int64_t *axisList);
 /// Releases the communicator and finalizes MPI.
 void shutdownCommunicator();
 

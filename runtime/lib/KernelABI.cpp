@@ -13,6 +13,7 @@
 #include "Error.h"
 #include "KernelCall.h"
 #include "KernelProfile.h"
+#include "LocalShard.h"
 #include "Kernels.h"
 #include "LowPrecision.h"
 #include "Parallel.h"
@@ -136,6 +137,18 @@ template <typename T> void rope(const Call &c) {
   Shape s = c.shape(0);
   k::rope(c.buf<T>(0), c.buf<float>(1), c.buf<T>(2), s.dim(0), s.dim(1),
           s.dim(2), s.dim(3) / 2, c.ints[0] != 0);
+}
+/// dist.local_shard; ints: {dim, number of axes, axis indices...}
+template <typename T> void localShard(const Call &c) {
+  GroupPlace place = groupPlace(c.ints + 1);
+  LocalShardPlan p = planLocalShard(c.shape(0), c.ints[0], place.index,
+                                    place.size, isLoadBalanced(c.ints + 1));
+  const T *in = c.buf<T>(0);
+  T *out = c.buf<T>(1);
+  for (int64_t j = 0; j < p.parts; ++j)
+    for (int64_t r = 0; r < p.rows; ++r)
+      std::copy_n(in + r * p.srcPitch + p.srcOffset[j], p.width,
+                  out + r * p.dstPitch + p.dstOffset[j]);
 }
 /// (q, k, v) -> (out, lse); floats: {scale}; workspace: S x S
 template <typename T> void attention(const Call &c) {

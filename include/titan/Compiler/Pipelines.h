@@ -70,6 +70,10 @@ struct PartitionPipelineOptions
       *this, "reshard-after-forward",
       llvm::cl::desc("FSDP's reshard_after_forward: default, always, never"),
       llvm::cl::init("default")};
+  Option<std::string> cpRotateMethod{
+      *this, "cp-rotate-method",
+      llvm::cl::desc("Context parallel's K/V exchange: allgather, alltoall"),
+      llvm::cl::init("allgather")};
 };
 
 /// The training phases (whole-step and pipeline-parallel): how the step is

@@ -32,7 +32,3 @@ func.func @forward(%w: tensor<5x4xf32> {titan.param = "odd"}) -> tensor<f32> {
 // expected-error @+1 {{dist-parallelize: no function named 'forward'}}
 module {
 }
-
-// Context and pipeline parallel are not implemented yet.
-// RUN: not titan-opt %s -split-input-file -dist-parallelize="cp=2" 2>&1 | FileCheck %s --check-prefix=CP
-// CP: error: dist-parallelize: cp degree 2 is not supported yet (FSDP, HSDP, DDP, tensor/sequence and pipeline parallel are)

@@ -1,7 +1,7 @@
-// RUN: titan-opt %s -dist-parallelize="tp=2" -dist-partition | FileCheck %s
-// RUN: titan-opt %s -dist-parallelize="tp=2" -dist-partition="loss-parallel=false" | FileCheck %s --check-prefix=NO-LP
-// RUN: titan-opt %s -dist-parallelize="tp=2" -dist-partition -titan-autodiff | FileCheck %s --check-prefix=GRAD
-// RUN: titan-opt %s -dist-parallelize="tp=2 dp-shard=2" -dist-partition | FileCheck %s --check-prefix=FSDP-TP
+// RUN: titan-opt %s -dist-parallelize="tp=2" -dist-propagate-sharding -dist-partition | FileCheck %s
+// RUN: titan-opt %s -dist-parallelize="tp=2 loss-parallel=false" -dist-propagate-sharding -dist-partition | FileCheck %s --check-prefix=NO-LP
+// RUN: titan-opt %s -dist-parallelize="tp=2" -dist-propagate-sharding -dist-partition -titan-autodiff | FileCheck %s --check-prefix=GRAD
+// RUN: titan-opt %s -dist-parallelize="tp=2 dp-shard=2" -dist-propagate-sharding -dist-partition | FileCheck %s --check-prefix=FSDP-TP
 
 // Tensor + sequence parallel on an attention block with its embedding and
 // output head (GQA: 4 query heads, 2 kv heads), TorchTitan's plan.
@@ -17,37 +17,37 @@
 // CHECK-SAME: tensor<8x4xf32> {dist.sharding = #dist.sharding<{{\[}}[], ["tp"]]>, titan.param = "layers.0.attention.wo.weight"}
 // CHECK-SAME: %[[NORM:[^:]*]]: tensor<8xf32> {titan.param = "layers.0.attention_norm.weight"}
 // CHECK:      %[[START:.*]] = dist.shard_offset axes ["tp"] stride 8 : tensor<i32>
-// CHECK:      %[[E:.*]] = titan.embedding %[[EMB]][%{{.*}}] vocab_start %[[START]] : tensor<i32> : tensor<8x8xf32>, tensor<2x4xi32> -> tensor<2x4x8xf32>
+// CHECK:      %[[E:.*]] = titan.embedding %[[EMB]][%{{.*}}] vocab_start %[[START]] : tensor<i32> {{.*}} : tensor<8x8xf32>, tensor<2x4xi32> -> tensor<2x4x8xf32>
 // CHECK-NEXT: %[[ERS:.*]] = dist.reduce_scatter_start %[[E]] axes ["tp"] dim 1 : tensor<2x4x8xf32> -> !dist.future<tensor<2x2x8xf32>>
 // CHECK-NEXT: %[[H:.*]] = dist.wait %[[ERS]]
-// CHECK:      %[[NR:.*]] = dist.replicate %[[NORM]] axes ["tp"] : tensor<8xf32>
-// CHECK-NEXT: %[[X:.*]] = titan.rms_norm %[[H]], %[[NR]] {{.*}} : (tensor<2x2x8xf32>, tensor<8xf32>) -> tensor<2x2x8xf32>
+// CHECK:      %[[NR:.*]] = dist.replicate %[[NORM]] axes ["tp"] {{.*}} : tensor<8xf32>
+// CHECK-NEXT: %[[X:.*]] = titan.rms_norm %[[H]], %[[NR]] {dist.shardings = [#dist.sharding<{{\[}}[], ["tp"]]>]{{.*}} : (tensor<2x2x8xf32>, tensor<8xf32>) -> tensor<2x2x8xf32>
 // CHECK-NEXT: %[[XG:.*]] = dist.all_gather_start %[[X]] axes ["tp"] dim 1 : tensor<2x2x8xf32> -> !dist.future<tensor<2x4x8xf32>>
 // CHECK-NEXT: %[[XF:.*]] = dist.wait %[[XG]]
 // CHECK-NEXT: %[[Q:.*]] = titan.linear %[[XF]], %{{.*}} : (tensor<2x4x8xf32>, tensor<4x8xf32>) -> tensor<2x4x4xf32>
 // CHECK-NEXT: titan.linear %[[XF]], %{{.*}} : (tensor<2x4x8xf32>, tensor<2x8xf32>) -> tensor<2x4x2xf32>
 // CHECK-NEXT: titan.linear %[[XF]], %{{.*}} : (tensor<2x4x8xf32>, tensor<2x8xf32>) -> tensor<2x4x2xf32>
-// CHECK-NEXT: titan.reshape %[[Q]] : tensor<2x4x4xf32> -> tensor<2x4x2x2xf32>
+// CHECK-NEXT: titan.reshape %[[Q]] {{.*}} : tensor<2x4x4xf32> -> tensor<2x4x2x2xf32>
 // CHECK:      titan.attention {{.*}} : (tensor<2x4x2x2xf32>, tensor<2x4x1x2xf32>, tensor<2x4x1x2xf32>) -> (tensor<2x4x2x2xf32>, tensor<2x2x4xf32>)
 // CHECK-NEXT: titan.reshape {{.*}} : tensor<2x4x2x2xf32> -> tensor<2x4x4xf32>
 // CHECK-NEXT: %[[O:.*]] = titan.linear {{.*}} : (tensor<2x4x4xf32>, tensor<8x4xf32>) -> tensor<2x4x8xf32>
 // CHECK-NEXT: %[[ORS:.*]] = dist.reduce_scatter_start %[[O]] axes ["tp"] dim 1 : tensor<2x4x8xf32> -> !dist.future<tensor<2x2x8xf32>>
 // CHECK-NEXT: %[[OS:.*]] = dist.wait %[[ORS]]
-// CHECK-NEXT: %[[R:.*]] = titan.add %[[H]], %[[OS]] : tensor<2x2x8xf32>
+// CHECK-NEXT: %[[R:.*]] = titan.add %[[H]], %[[OS]] {{.*}} : tensor<2x2x8xf32>
 // Loss parallel: vocabulary-sharded logits, per-row statistics all-reduced.
 // CHECK-NEXT: dist.all_gather_start %[[R]] axes ["tp"] dim 1
 // CHECK-NEXT: dist.wait
 // CHECK-NEXT: %[[LOGITS:.*]] = titan.linear {{.*}} -> tensor<2x4x8xf32>
-// CHECK-NEXT: %[[M:.*]] = titan.row_max %[[LOGITS]] : tensor<2x4x8xf32> -> tensor<2x4xf32>
+// CHECK-NEXT: %[[M:.*]] = titan.row_max %[[LOGITS]] {dist.shardings = [#dist.sharding<[], partial = ["tp"], reduction = max>]} : tensor<2x4x8xf32> -> tensor<2x4xf32>
 // CHECK-NEXT: %[[MF:.*]] = dist.all_reduce_start %[[M]] axes ["tp"] reduction max
 // CHECK-NEXT: %[[MAX:.*]] = dist.wait %[[MF]]
-// CHECK-NEXT: %[[S:.*]] = titan.sum_exp %[[LOGITS]], %[[MAX]]
+// CHECK-NEXT: %[[S:.*]] = titan.sum_exp %[[LOGITS]], %[[MAX]] {dist.shardings = [#dist.sharding<[], partial = ["tp"]>]}
+// CHECK-NEXT: %[[T:.*]] = titan.target_logit %[[LOGITS]], %{{.*}} vocab_start %[[START]]
 // CHECK-NEXT: %[[SF:.*]] = dist.all_reduce_start %[[S]] axes ["tp"] : tensor<2x4xf32>
 // CHECK-NEXT: %[[SUM:.*]] = dist.wait %[[SF]]
-// CHECK-NEXT: %[[T:.*]] = titan.target_logit %[[LOGITS]], %{{.*}} vocab_start %[[START]]
 // CHECK-NEXT: %[[TF:.*]] = dist.all_reduce_start %[[T]] axes ["tp"] : tensor<2x4xf32>
 // CHECK-NEXT: %[[TGT:.*]] = dist.wait %[[TF]]
-// CHECK-NEXT: %[[LOSS:.*]] = titan.cross_entropy_from_stats %[[MAX]], %[[SUM]], %[[TGT]]
+// CHECK-NEXT: %[[LOSS:.*]] = titan.cross_entropy_from_stats %[[MAX]], %[[SUM]], %[[TGT]] {dist.shardings = [#dist.sharding<[]>]}
 // CHECK-NEXT: return %[[LOSS]]
 
 // Without loss parallel the logits are gathered along the vocabulary.
@@ -69,9 +69,9 @@
 // GRAD-NEXT: %[[DS:.*]], %[[DT:.*]] = titan.cross_entropy_from_stats_grad %{{.*}}, %[[SEED]]
 // GRAD-NEXT: %[[TWO:.*]] = titan.fill 2.000000e+00 : tensor<2x4xf32>
 // GRAD-NEXT: %[[DTS:.*]] = titan.mul %[[DT]], %[[TWO]]
-// GRAD-NEXT: titan.target_logit_grad %[[DTS]], %{{.*}} vocab_start
 // GRAD-NEXT: %[[TWO2:.*]] = titan.fill 2.000000e+00 : tensor<2x4xf32>
 // GRAD-NEXT: %[[DSS:.*]] = titan.mul %[[DS]], %[[TWO2]]
+// GRAD-NEXT: titan.target_logit_grad %[[DTS]], %{{.*}} vocab_start
 // GRAD-NEXT: titan.sum_exp_grad %{{.*}}, %{{.*}}, %[[DSS]]
 // GRAD:      %[[DX:.*]] = titan.linear_grad_input {{.*}} -> tensor<2x4x8xf32>
 // GRAD:      dist.reduce_scatter_start %[[DX]] axes ["tp"] dim 1 : tensor<2x4x8xf32> -> !dist.future<tensor<2x2x8xf32>>
@@ -90,7 +90,7 @@
 // FSDP-TP-SAME: %[[WO:[^:]*]]: tensor<4x4xf32> {dist.keep_gathered, dist.sharding = #dist.sharding<{{\[}}["dp_shard"], ["tp"]]>
 // FSDP-TP-SAME: %[[NORM:[^:]*]]: tensor<4xf32> {dist.keep_gathered, dist.sharding = #dist.sharding<{{\[}}["dp_shard"]]>
 // FSDP-TP:      dist.all_gather_start %[[EMB]] axes ["dp_shard"] dim 0 : tensor<4x8xf32> -> !dist.future<tensor<8x8xf32>>
-// FSDP-TP:      %[[NR:.*]] = dist.replicate %[[NORM]] axes ["tp"] : tensor<4xf32>
+// FSDP-TP:      %[[NR:.*]] = dist.replicate %[[NORM]] axes ["tp"]{{.*}} : tensor<4xf32>
 // FSDP-TP-NEXT: dist.all_gather_start %[[NR]] axes ["dp_shard"] dim 0 : tensor<4xf32> -> !dist.future<tensor<8xf32>>
 // FSDP-TP:      dist.all_gather_start %[[WO]] axes ["dp_shard"] dim 0 : tensor<4x4xf32> -> !dist.future<tensor<8x4xf32>>
 // FSDP-TP:      %[[L:.*]] = titan.cross_entropy_from_stats

@@ -10,7 +10,7 @@ func.func private @f(tensor<4xf32> {dist.sharding = #dist.sharding<[["dp"]]>})
 
 // -----
 
-// expected-error @+1 {{mesh axis 'tp' shards more than one dimension}}
+// expected-error @+1 {{mesh axis 'tp' appears more than once in a sharding}}
 func.func private @f(tensor<4x4xf32> {dist.sharding = #dist.sharding<[["tp"], ["tp"]]>})
 
 // -----
@@ -335,6 +335,46 @@ module attributes {dist.mesh = #dist.mesh<pp = 1, dp_replicate = 1, dp_shard = 2
     // expected-error @+1 {{'dist.all_reduce_start' op has a tensor of type 'tensor<4611686018427387904x4xf32>' whose size in bytes overflows a 64-bit integer}}
     %f = dist.all_reduce_start %x axes ["dp_shard"] : tensor<4611686018427387904x4xf32> -> !dist.future<tensor<4611686018427387904x4xf32>>
     %v = dist.wait %f : !dist.future<tensor<4611686018427387904x4xf32>>
+    return
+  }
+}
+
+// -----
+
+module attributes {dist.mesh = #dist.mesh<pp = 1, dp_replicate = 1, dp_shard = 1, cp = 1, tp = 2>} {
+  func.func @f(%x: tensor<2x3xf32>) -> tensor<2x3xf32> {
+    // expected-error @+1 {{'dist.sharding_constraint' op cannot shard 'tensor<2x3xf32>' as #dist.sharding<[[], ["tp"]]>: dimension 1 (3) is not divisible by the 2 shards of 'tp'}}
+    %c = dist.sharding_constraint %x to <[[], ["tp"]]> : tensor<2x3xf32>
+    return %c : tensor<2x3xf32>
+  }
+}
+
+// -----
+
+module attributes {dist.mesh = #dist.mesh<pp = 1, dp_replicate = 1, dp_shard = 1, cp = 1, tp = 2>} {
+  func.func @f(%x: tensor<2x4xf32>) -> tensor<2x4xf32> {
+    // expected-error @+1 {{'dist.shardings' must list one #dist.sharding per result (1), got []}}
+    %y = titan.add %x, %x {dist.shardings = []} : tensor<2x4xf32>
+    return %y : tensor<2x4xf32>
+  }
+}
+
+// -----
+
+module attributes {dist.mesh = #dist.mesh<pp = 1, dp_replicate = 1, dp_shard = 1, cp = 2, tp = 1>} {
+  func.func @f(%a: tensor<6x2xf32>) -> tensor<3x2xf32> {
+    // expected-error @+1 {{'dist.local_shard' op splits 'tensor<6x2xf32>' along 0 into 4 equal parts of which each rank keeps two, not into 'tensor<3x2xf32>'}}
+    %l = dist.local_shard %a axes ["cp"] dim 0 : tensor<6x2xf32> -> tensor<3x2xf32>
+    return %l : tensor<3x2xf32>
+  }
+}
+
+// -----
+
+module attributes {dist.mesh = #dist.mesh<pp = 1, dp_replicate = 1, dp_shard = 1, cp = 2, tp = 1>} {
+  func.func @f(%q: tensor<2x3x4x2xf32>, %k: tensor<2x3x2x2xf32>) {
+    // expected-error @+1 {{'dist.ring_attention' op holds two load-balanced chunks per rank: the local sequence 3 must be even}}
+    %o:2 = dist.ring_attention %q, %k, %k axes ["cp"] rotate allgather {scale = 0.5 : f64} : (tensor<2x3x4x2xf32>, tensor<2x3x2x2xf32>, tensor<2x3x2x2xf32>) -> (tensor<2x3x4x2xf32>, tensor<2x4x3xf32>)
     return
   }
 }

@@ -51,3 +51,24 @@ module attributes {dist.mesh = #dist.mesh<pp = 1, dp_replicate = 2, dp_shard = 2
     return %full, %shard, %avg, %rep : tensor<8x8xf32>, tensor<4x8xf32>, tensor<8x8xf32>, tensor<8x8xf32>
   }
 }
+
+// Explicit shardings: pending reductions, constraints, local shards and
+// context parallel's ops round-trip.
+// CHECK-LABEL: func.func @shardings
+module attributes {dist.mesh = #dist.mesh<pp = 1, dp_replicate = 1, dp_shard = 1, cp = 2, tp = 2>} {
+  func.func @shardings(%x: tensor<2x8x4xf32>, %a: tensor<8x2xf32>, %q: tensor<2x4x4x2xf32>, %k: tensor<2x4x2x2xf32>) -> tensor<2x8x4xf32> {
+    // CHECK: titan.add {{.*}} {dist.shardings = [#dist.sharding<[], partial = ["tp"], reduction = max>]}
+    %p = titan.add %x, %x {dist.shardings = [#dist.sharding<[], partial = ["tp"], reduction = max>]} : tensor<2x8x4xf32>
+    // CHECK: dist.sharding_constraint %{{.*}} to <{{\[}}[], ["cp", "tp"]]> : tensor<2x8x4xf32>
+    %c = dist.sharding_constraint %p to <[[], ["cp", "tp"]]> : tensor<2x8x4xf32>
+    // CHECK: dist.local_shard %{{.*}} axes ["cp"] dim 0 : tensor<8x2xf32> -> tensor<4x2xf32>
+    %l = dist.local_shard %a axes ["cp"] dim 0 : tensor<8x2xf32> -> tensor<4x2xf32>
+    // CHECK: dist.ring_attention {{.*}} axes ["cp"] rotate alltoall {scale = 5.000000e-01 : f64}
+    %o:2 = dist.ring_attention %q, %k, %k axes ["cp"] rotate alltoall {scale = 0.5 : f64} : (tensor<2x4x4x2xf32>, tensor<2x4x2x2xf32>, tensor<2x4x2x2xf32>) -> (tensor<2x4x4x2xf32>, tensor<2x4x4xf32>)
+    // CHECK: dist.context_attention {{.*}} axes ["cp"] kv_shift 1
+    %b:2 = dist.context_attention %q, %k, %k axes ["cp"] kv_shift 1 {scale = 0.5 : f64} : (tensor<2x4x4x2xf32>, tensor<2x4x2x2xf32>, tensor<2x4x2x2xf32>) -> (tensor<2x4x4x2xf32>, tensor<2x4x4xf32>)
+    // CHECK: dist.attention_merge {{.*}} : tensor<2x4x4x2xf32>, tensor<2x4x4xf32>
+    %m:2 = dist.attention_merge %o#0, %o#1, %b#0, %b#1 : tensor<2x4x4x2xf32>, tensor<2x4x4xf32>
+    return %c : tensor<2x8x4xf32>
+  }
+}

@@ -110,3 +110,32 @@ LogicalResult ReplicateOp::buildAdjoint(OpBuilder &b, ArrayRef<Value> dy,
                                   ReductionKind::Sum));
   return success();
 }
+
+// The gradient of a replicated value is every rank's gradient of its own
+// part: gathered.
+LogicalResult LocalShardOp::buildAdjoint(OpBuilder &b, ArrayRef<Value> dy,
+                                         AdjointContext &ctx) {
+  if (llvm::any_of(getAxes(), [](Attribute a) {
+        return cast<StringAttr>(a).getValue() == "cp";
+      }))
+    return emitOpError() << "has no adjoint over the load-balanced 'cp' axis "
+                            "(its gather would need the chunks reordered)";
+  ctx.addGradient(getInput(), createCollective<AllGatherStartOp>(
+                                  b, getLoc(), tensorTypeOf(getInput()), dy[0],
+                                  getAxesAttr(), getDimAttr()));
+  return success();
+}
+
+LogicalResult RingAttentionOp::buildAdjoint(OpBuilder &b, ArrayRef<Value> dy,
+                                            AdjointContext &ctx) {
+  if (!dy[0])
+    return success();
+  auto grad = RingAttentionGradOp::create(
+      b, getLoc(), getQuery().getType(), getKey().getType(),
+      getValue().getType(), getQuery(), getKey(), getValue(), getResult(),
+      getLse(), dy[0], getAxesAttr(), getRotateAttr(), getScaleAttr());
+  ctx.addGradient(getQuery(), grad.getQueryGrad());
+  ctx.addGradient(getKey(), grad.getKeyGrad());
+  ctx.addGradient(getValue(), grad.getValueGrad());
+  return success();
+}

@@ -98,33 +98,66 @@ LogicalResult MeshAttr::verify(function_ref<InFlightDiagnostic()> emitError,
 // ShardingAttr
 //===----------------------------------------------------------------------===//
 
-LogicalResult ShardingAttr::verify(function_ref<InFlightDiagnostic()> emitError,
-                                   ArrayAttr dims) {
-  llvm::SmallDenseSet<StringRef> seen;
-  for (auto [d, dimAttr] : llvm::enumerate(dims)) {
-    auto axes = dyn_cast<ArrayAttr>(dimAttr);
-    if (!axes)
-      return emitError() << "sharding of dimension " << d
-                         << " must be a list of mesh axes";
-    for (Attribute a : axes) {
-      auto name = dyn_cast<StringAttr>(a);
-      if (!name || MeshAttr::getAxisIndex(name.getValue()) < 0)
-        return emitError() << "dimension " << d << " names unknown mesh axis "
-                           << a;
-      if (!seen.insert(name.getValue()).second)
-        return emitError() << "mesh axis '" << name.getValue()
-                           << "' shards more than one dimension";
-    }
+/// Checks one list of mesh axes of a sharding (`what`: where it stands).
+static LogicalResult
+verifyAxisList(function_ref<InFlightDiagnostic()> emitError, Attribute list,
+               const Twine &what, llvm::SmallDenseSet<StringRef> &seen) {
+  auto axes = dyn_cast<ArrayAttr>(list);
+  if (!axes)
+    return emitError() << what << " must be a list of mesh axes";
+  for (Attribute a : axes) {
+    auto name = dyn_cast<StringAttr>(a);
+    if (!name || MeshAttr::getAxisIndex(name.getValue()) < 0)
+      return emitError() << what << " names unknown mesh axis " << a;
+    if (!seen.insert(name.getValue()).second)
+      return emitError() << "mesh axis '" << name.getValue()
+                         << "' appears more than once in a sharding";
   }
   return success();
 }
 
-SmallVector<StringRef> ShardingAttr::getAxes(unsigned dim) const {
+LogicalResult ShardingAttr::verify(function_ref<InFlightDiagnostic()> emitError,
+                                   ArrayAttr dims, ArrayAttr partial,
+                                   ReductionKindAttr reduction) {
+  llvm::SmallDenseSet<StringRef> seen;
+  for (auto [d, dimAttr] : llvm::enumerate(dims))
+    if (failed(verifyAxisList(emitError, dimAttr,
+                              "sharding of dimension " + Twine(d), seen)))
+      return failure();
+  if (partial &&
+      failed(verifyAxisList(emitError, partial, "partial axes", seen)))
+    return failure();
+  if (reduction && (!partial || partial.empty()))
+    return emitError() << "a reduction kind needs partial axes";
+  return success();
+}
+
+static SmallVector<StringRef> axisNames(ArrayAttr list) {
   SmallVector<StringRef> axes;
-  if (dim < getDims().size())
-    for (Attribute a : cast<ArrayAttr>(getDims()[dim]))
+  if (list)
+    for (Attribute a : list)
       axes.push_back(cast<StringAttr>(a).getValue());
   return axes;
+}
+
+SmallVector<StringRef> ShardingAttr::getAxes(unsigned dim) const {
+  return dim < getDims().size() ? axisNames(cast<ArrayAttr>(getDims()[dim]))
+                                : SmallVector<StringRef>();
+}
+
+SmallVector<StringRef> ShardingAttr::getPartialAxes() const {
+  return axisNames(getPartial());
+}
+
+ReductionKind ShardingAttr::getReductionKind() const {
+  return getReduction() ? getReduction().getValue() : ReductionKind::Sum;
+}
+
+bool ShardingAttr::isReplicated() const {
+  return getPartialAxes().empty() &&
+         llvm::all_of(getDims(), [](Attribute dim) {
+           return cast<ArrayAttr>(dim).empty();
+         });
 }
 
 FailureOr<SmallVector<int64_t>>
@@ -138,20 +171,33 @@ ShardingAttr::getLocalShape(ArrayRef<int64_t> shape, MeshAttr mesh,
   SmallVector<int64_t> local(shape);
   for (unsigned d = 0; d < getDims().size(); ++d) {
     SmallVector<StringRef> axes = getAxes(d);
+    // The trailing storage axes form one padded group (FSDP2's shards).
+    size_t group = axes.size();
+    while (group > 0 && isStorageAxis(axes[group - 1]))
+      --group;
+    int64_t padded = 1;
     for (auto [i, axis] : llvm::enumerate(axes)) {
       int64_t parts = *mesh.getAxisSize(axis);
-      bool padded = i + 1 == axes.size() && axis == "dp_shard";
-      if (local[d] % parts != 0 && !padded) {
+      if (i >= group) {
+        padded *= parts;
+        continue;
+      }
+      if (local[d] % parts != 0) {
         if (reason)
           *reason = ("dimension " + std::to_string(d) + " (" +
                      std::to_string(local[d]) + ") is not divisible by the " +
                      std::to_string(parts) + " shards of '" + axis.str() + "'");
         return failure();
       }
-      local[d] = (local[d] + parts - 1) / parts;
+      local[d] /= parts;
     }
+    local[d] = (local[d] + padded - 1) / padded;
   }
   return local;
+}
+
+bool titan::dist::isStorageAxis(StringRef axis) {
+  return axis == "dp_replicate" || axis == "dp_shard" || axis == "cp";
 }
 
 //===----------------------------------------------------------------------===//
@@ -166,6 +212,26 @@ static LogicalResult verifyIndexAttr(Operation *op, NamedAttribute attr,
     return op->emitError() << "'" << attr.getName().getValue() << "' on "
                            << where << " must be a non-negative integer, got "
                            << attr.getValue();
+  return success();
+}
+
+/// One #dist.sharding per result, none with more dimensions than its
+/// result (whose type is global before dist-partition and local after).
+static LogicalResult verifyResultShardings(Operation *op, NamedAttribute attr) {
+  auto list = dyn_cast<ArrayAttr>(attr.getValue());
+  if (!list || list.size() != op->getNumResults())
+    return op->emitError() << "'" << attr.getName().getValue()
+                           << "' must list one #dist.sharding per result ("
+                           << op->getNumResults() << "), got "
+                           << attr.getValue();
+  for (auto [sharding, result] : llvm::zip(list, op->getResults())) {
+    auto s = dyn_cast<ShardingAttr>(sharding);
+    auto type = dyn_cast<RankedTensorType>(result.getType());
+    if (!s || !type || s.getDims().size() > size_t(type.getRank()))
+      return op->emitError()
+             << "'" << attr.getName().getValue() << "' entry " << sharding
+             << " does not fit result type " << result.getType();
+  }
   return success();
 }
 
@@ -200,6 +266,8 @@ LogicalResult DistDialect::verifyOperationAttribute(Operation *op,
                              << attr.getValue();
     return success();
   }
+  if (attr.getName() == kShardingsAttrName)
+    return verifyResultShardings(op, attr);
   if (attr.getName() == kMeshAttrName && !isa<MeshAttr>(attr.getValue()))
     return op->emitError() << "'" << kMeshAttrName
                            << "' must be a #dist.mesh, got " << attr.getValue();
@@ -447,6 +515,67 @@ LogicalResult ShardOffsetOp::verify() {
 
 LogicalResult ReplicateOp::verify() {
   return failure(failed(verifyAxes(*this, getAxes())));
+}
+
+LogicalResult ShardingConstraintOp::verify() {
+  MeshAttr mesh = getMesh(*this);
+  if (!mesh)
+    return emitOpError() << "needs an enclosing #dist.mesh ('"
+                         << DistDialect::kMeshAttrName << "')";
+  RankedTensorType type = getInput().getType();
+  std::string reason;
+  if (getSharding().getDims().size() > size_t(type.getRank()) ||
+      failed(getSharding().getLocalShape(type.getShape(), mesh, &reason)))
+    return emitOpError() << "cannot shard " << type << " as " << getSharding()
+                         << (reason.empty() ? "" : ": ") << reason;
+  return success();
+}
+
+LogicalResult LocalShardOp::verify() {
+  FailureOr<int64_t> group = verifyAxes(*this, getAxes());
+  if (failed(group))
+    return failure();
+  auto in = cast<RankedTensorType>(getInput().getType());
+  auto out = cast<RankedTensorType>(getResult().getType());
+  int64_t dim = getDim();
+  if (dim < 0 || dim >= in.getRank() || in.getRank() != out.getRank() ||
+      in.getElementType() != out.getElementType())
+    return emitOpError() << "dim " << dim << " must index " << in
+                         << ", and the result have its rank and element type";
+  bool loadBalanced = llvm::any_of(getAxes(), [](Attribute a) {
+    return cast<StringAttr>(a).getValue() == "cp";
+  });
+  int64_t parts = *group * (loadBalanced ? 2 : 1);
+  for (int64_t d = 0; d < in.getRank(); ++d) {
+    int64_t expected = d == dim ? in.getDimSize(d) / *group : in.getDimSize(d);
+    if ((d == dim && in.getDimSize(d) % parts != 0) ||
+        out.getDimSize(d) != expected)
+      return emitOpError() << "splits " << in << " along " << dim
+                           << " into " << parts << " equal parts of "
+                           << (loadBalanced ? "which each rank keeps two"
+                                            : "which each rank keeps one")
+                           << ", not into " << out;
+  }
+  return success();
+}
+
+LogicalResult RingAttentionOp::verify() {
+  auto q = cast<RankedTensorType>(getQuery().getType());
+  auto k = cast<RankedTensorType>(getKey().getType());
+  if (failed(verifyAxes(*this, getAxes())))
+    return failure();
+  if (q.getRank() != 4 || k.getRank() != 4 || k != getValue().getType() ||
+      q.getDimSize(0) != k.getDimSize(0) ||
+      q.getDimSize(1) != k.getDimSize(1) || q.getDimSize(3) != k.getDimSize(3) ||
+      q.getDimSize(2) % k.getDimSize(2) != 0)
+    return emitOpError() << "needs query B x S x Hq x D and key, value "
+                            "B x S x Hkv x D with Hkv dividing Hq, got "
+                         << q << " and " << k;
+  if (q.getDimSize(1) % 2 != 0)
+    return emitOpError() << "holds two load-balanced chunks per rank: the "
+                            "local sequence "
+                         << q.getDimSize(1) << " must be even";
+  return success();
 }
 
 #define GET_OP_CLASSES

@@ -50,12 +50,48 @@ ArrayAttr SendRecvStartOp::getKernelParams() {
   return collectiveParams(*this, int64_t(getShift()), 0, getAxes());
 }
 
-ArrayAttr ShardOffsetOp::getKernelParams() {
-  Builder b(getContext());
-  SmallVector<Attribute> params = {b.getI64IntegerAttr(int64_t(getStride())),
-                                   b.getI64IntegerAttr(getAxes().size())};
-  for (Attribute axis : getAxes())
+/// `leading`, then the number of `axes` and their indices (outermost
+/// first): the kernels that find this rank's place in a group.
+static ArrayAttr withAxisIndices(Builder &b, ArrayRef<Attribute> leading,
+                                 ArrayAttr axes) {
+  SmallVector<Attribute> params(leading);
+  params.push_back(b.getI64IntegerAttr(axes.size()));
+  for (Attribute axis : axes)
     params.push_back(b.getI64IntegerAttr(
         MeshAttr::getAxisIndex(cast<StringAttr>(axis).getValue())));
   return b.getArrayAttr(params);
+}
+
+ArrayAttr ShardOffsetOp::getKernelParams() {
+  Builder b(getContext());
+  return withAxisIndices(b, {b.getI64IntegerAttr(int64_t(getStride()))},
+                         getAxes());
+}
+
+ArrayAttr LocalShardOp::getKernelParams() {
+  Builder b(getContext());
+  return withAxisIndices(b, {b.getI64IntegerAttr(int64_t(getDim()))},
+                         getAxes());
+}
+
+/// {scale, degree, kv_shift, axes}: the context-attention kernels' layout.
+static ArrayAttr contextAttentionParams(Operation *op, ArrayAttr axes,
+                                        int64_t kvShift, FloatAttr scale) {
+  Builder b(op->getContext());
+  int64_t degree = getGroupSize(getMesh(op), axes);
+  return withAxisIndices(b,
+                         {b.getF64FloatAttr(scale.getValueAsDouble()),
+                          b.getI64IntegerAttr(degree),
+                          b.getI64IntegerAttr(kvShift)},
+                         axes);
+}
+
+ArrayAttr ContextAttentionOp::getKernelParams() {
+  return contextAttentionParams(*this, getAxes(), getKvShift(),
+                                getScaleAttr());
+}
+
+ArrayAttr ContextAttentionGradOp::getKernelParams() {
+  return contextAttentionParams(*this, getAxes(), getKvShift(),
+                                getScaleAttr());
 }

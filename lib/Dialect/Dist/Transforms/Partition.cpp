@@ -4,15 +4,16 @@
 // its own rows. What changes is where parameters live (FSDP shards) and how
 // the ranks agree (the loss mean, and, through autodiff, the gradient
 // reductions). This pass makes both explicit, then hands the model's ops to
-// the tensor-parallel rewriter (TensorParallel.cpp) when the mesh has a tp
-// axis.
+// the sharding partitioner (ShardingPartitioner.cpp), which applies the
+// shardings dist-propagate-sharding gave them.
 //
 //===----------------------------------------------------------------------===//
 
-#include "TensorParallel.h"
+#include "ShardingPartitioner.h"
 
 #include "titan/Dialect/Dist/Transforms/Passes.h"
 #include "titan/Dialect/Titan/IR/Parameters.h"
+#include "titan/Dialect/Titan/IR/TitanDialect.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
@@ -36,10 +37,6 @@ SmallVector<StringRef> activeAxes(MeshAttr mesh,
     if (*mesh.getAxisSize(axis) > 1)
       axes.push_back(axis);
   return axes;
-}
-
-bool isDataParallelAxis(StringRef axis) {
-  return axis == "dp_replicate" || axis == "dp_shard";
 }
 
 /// The transformer block of a parameter ("layers.3.attention.wq.weight" ->
@@ -77,12 +74,6 @@ struct DistPartitionPass
                          << "' and a #dist.mesh (run dist-parallelize first)";
       return signalPassFailure();
     }
-    SmallVector<StringRef> dpAxes =
-        activeAxes(mesh, {"dp_replicate", "dp_shard"});
-    // Axes on which a parameter not sharded over them is replicated and
-    // gets its gradient summed.
-    SmallVector<StringRef> syncAxes =
-        activeAxes(mesh, {"dp_replicate", "dp_shard", "tp"});
     if (!llvm::is_contained({"default", "always", "never"},
                             StringRef(reshardAfterForward))) {
       module.emitError() << "dist-partition: reshard-after-forward must be "
@@ -90,120 +81,179 @@ struct DistPartitionPass
                          << reshardAfterForward << "'";
       return signalPassFailure();
     }
-    if (syncAxes.empty())
+    std::optional<RotateMethod> rotate = symbolizeRotateMethod(rotateMethod);
+    if (!rotate) {
+      module.emitError() << "dist-partition: cp-rotate-method must be "
+                            "allgather or alltoall, got '"
+                         << rotateMethod << "'";
+      return signalPassFailure();
+    }
+    if (mesh.getWorldSize() == 1)
       return;
+    forward->setAttr(DistDialect::kPartitionedAttrName,
+                     UnitAttr::get(&getContext()));
+    ShardingPartitioner partitioner(forward, mesh, *rotate);
+    if (failed(partitionArguments(forward, mesh, partitioner)) ||
+        failed(partitioner.run()) ||
+        failed(completeResults(forward, mesh, partitioner)))
+      return signalPassFailure();
+  }
+
+  /// Gives sharded arguments their per-rank types; parameters are gathered
+  /// over their storage axes before first use (FSDP) and replicated over
+  /// the axes their gradients are summed on.
+  LogicalResult partitionArguments(func::FuncOp forward, MeshAttr mesh,
+                                   ShardingPartitioner &partitioner) {
+    // Axes on which a parameter not sharded over them is replicated and
+    // gets its gradient summed.
+    SmallVector<StringRef> syncAxes =
+        activeAxes(mesh, {"dp_replicate", "dp_shard", "cp", "tp"});
     int64_t lastBlock = -1;
     for (const ParameterArgument &p : getParameterArguments(forward))
       lastBlock =
           std::max(lastBlock, blockIndex(p.name.getValue()).value_or(-1));
-    forward->setAttr(DistDialect::kPartitionedAttrName,
-                     UnitAttr::get(&getContext()));
     OpBuilder b(&getContext());
     Block &body = forward.getBody().front();
-    SmallVector<Type> argTypes(forward.getArgumentTypes());
-    DenseMap<Value, int64_t> tpShardDims;
-
-    for (const ParameterArgument &p : getParameterArguments(forward)) {
-      BlockArgument arg = body.getArgument(p.index);
-      Location loc = NameLoc::get(p.name);
-      // Gather just before the first use, so that a parameter is materialized
-      // (and, after its last use, freed) layer by layer.
-      Operation *firstUse = nullptr;
-      for (Operation *user : arg.getUsers())
-        if (!firstUse || user->isBeforeInBlock(firstUse))
-          firstUse = user;
-      if (firstUse)
-        b.setInsertionPoint(firstUse);
-      else
-        b.setInsertionPointToStart(&body);
+    for (BlockArgument arg : body.getArguments()) {
       auto sharding = forward.getArgAttrOfType<ShardingAttr>(
-          p.index, DistDialect::kShardingAttrName);
-      // Replicate the shard first, so that the gradient is reduce-scattered
-      // before it is all-reduced across replicas (1/dp_shard of the bytes).
-      SmallVector<StringRef> shardedAxes;
-      if (sharding)
-        for (unsigned d = 0; d < sharding.getDims().size(); ++d)
-          llvm::append_range(shardedAxes, sharding.getAxes(d));
-      SmallVector<StringRef> replicatedAxes;
-      for (StringRef axis : syncAxes)
-        if (!llvm::is_contained(shardedAxes, axis))
-          replicatedAxes.push_back(axis);
-      Value full = arg;
-      Operation *entry = nullptr; // the op that consumes `arg` itself
-      if (!replicatedAxes.empty()) {
-        entry = ReplicateOp::create(b, loc, arg.getType(), arg,
-                                    b.getStrArrayAttr(replicatedAxes));
-        full = entry->getResult(0);
-      }
+          arg.getArgNumber(), DistDialect::kShardingAttrName);
+      auto type = cast<RankedTensorType>(arg.getType());
       if (sharding) {
         FailureOr<SmallVector<int64_t>> local =
-            sharding.getLocalShape(p.type.getShape(), mesh);
-        auto localType = RankedTensorType::get(*local, p.type.getElementType());
-        arg.setType(localType);
-        argTypes[p.index] = localType;
-        full.setType(localType);
-        // FSDP gathers the data-parallel shards; tensor-parallel shards stay.
-        std::optional<int64_t> tpDim;
-        bool gathered = false;
-        for (unsigned d = 0; d < sharding.getDims().size(); ++d) {
-          // The gathered size drops FSDP's padding: the global size over
-          // the axes that stay split (tp).
-          SmallVector<StringRef> axes;
-          SmallVector<int64_t> shape(
-              cast<RankedTensorType>(full.getType()).getShape());
-          shape[d] = p.type.getDimSize(d);
-          for (StringRef axis : sharding.getAxes(d)) {
-            if (isDataParallelAxis(axis)) {
-              axes.push_back(axis);
-              continue;
-            }
-            shape[d] /= *mesh.getAxisSize(axis);
-            if (axis == "tp")
-              tpDim = d;
-          }
-          if (axes.empty())
-            continue;
-          auto future = AllGatherStartOp::create(
-              b, loc,
-              FutureType::get(
-                  &getContext(),
-                  RankedTensorType::get(shape, p.type.getElementType())),
-              full, b.getStrArrayAttr(axes), b.getI64IntegerAttr(d));
-          if (!entry)
-            entry = future;
-          full = WaitOp::create(b, loc, future);
-          gathered = true;
-        }
-        if (gathered &&
-            keepGathered(reshardAfterForward, p.name.getValue(), lastBlock))
-          forward.setArgAttr(p.index, DistDialect::kKeepGatheredAttrName,
-                             b.getUnitAttr());
-        if (tpDim)
-          tpShardDims[full] = *tpDim;
+            sharding.getLocalShape(type.getShape(), mesh);
+        arg.setType(RankedTensorType::get(*local, type.getElementType()));
       }
-      if (entry)
-        arg.replaceAllUsesExcept(full, entry);
+      auto name = forward.getArgAttrOfType<StringAttr>(
+          arg.getArgNumber(), TitanDialect::kParamAttrName);
+      if (!name) {
+        if (sharding)
+          partitioner.setSharding(arg, sharding, /*parameter=*/false);
+        continue;
+      }
+      Value full = partitionParameter(forward, arg, name, type, sharding,
+                                      syncAxes, lastBlock, mesh);
+      partitioner.setSharding(
+          full,
+          sharding ? withoutStorageAxes(sharding, type.getRank())
+                   : replicatedSharding(&getContext()),
+          /*parameter=*/true);
     }
-    forward.setFunctionType(
-        b.getFunctionType(argTypes, forward.getResultTypes()));
+    forward.setFunctionType(b.getFunctionType(
+        body.getArgumentTypes(), forward.getResultTypes()));
+    return success();
+  }
 
-    if (mesh.getTp() > 1 && failed(partitionTensorParallel(
-                                forward, mesh, tpShardDims, lossParallel)))
-      return signalPassFailure();
+  /// The parameter as the model's ops use it: replicated over `syncAxes` it
+  /// is not split over, then gathered over its storage axes.
+  Value partitionParameter(func::FuncOp forward, BlockArgument arg,
+                           StringAttr name, RankedTensorType global,
+                           ShardingAttr sharding,
+                           ArrayRef<StringRef> syncAxes, int64_t lastBlock,
+                           MeshAttr mesh) {
+    OpBuilder b(&getContext());
+    Block &body = forward.getBody().front();
+    Location loc = NameLoc::get(name);
+    // Gather just before the first use, so that a parameter is materialized
+    // (and, after its last use, freed) layer by layer.
+    Operation *firstUse = nullptr;
+    for (Operation *user : arg.getUsers())
+      if (!firstUse || user->isBeforeInBlock(firstUse))
+        firstUse = user;
+    if (firstUse)
+      b.setInsertionPoint(firstUse);
+    else
+      b.setInsertionPointToStart(&body);
+    // Replicate the shard first, so that the gradient is reduce-scattered
+    // before it is all-reduced across replicas (1/dp_shard of the bytes).
+    SmallVector<StringRef> shardedAxes;
+    if (sharding)
+      for (unsigned d = 0; d < sharding.getDims().size(); ++d)
+        llvm::append_range(shardedAxes, sharding.getAxes(d));
+    SmallVector<StringRef> replicatedAxes;
+    for (StringRef axis : syncAxes)
+      if (!llvm::is_contained(shardedAxes, axis))
+        replicatedAxes.push_back(axis);
+    Value full = arg;
+    Operation *entry = nullptr; // the op that consumes `arg` itself
+    if (!replicatedAxes.empty()) {
+      entry = ReplicateOp::create(b, loc, arg.getType(), arg,
+                                  b.getStrArrayAttr(replicatedAxes));
+      full = entry->getResult(0);
+    }
+    bool gathered = false;
+    for (unsigned d = 0; sharding && d < sharding.getDims().size(); ++d) {
+      // FSDP gathers the storage axes; tensor-parallel shards stay. The
+      // gathered size drops FSDP's padding: the global size over the axes
+      // that stay split.
+      SmallVector<StringRef> axes;
+      SmallVector<int64_t> shape(
+          cast<RankedTensorType>(full.getType()).getShape());
+      shape[d] = global.getDimSize(d);
+      for (StringRef axis : sharding.getAxes(d)) {
+        if (isStorageAxis(axis))
+          axes.push_back(axis);
+        else
+          shape[d] /= *mesh.getAxisSize(axis);
+      }
+      if (axes.empty())
+        continue;
+      auto future = AllGatherStartOp::create(
+          b, loc,
+          FutureType::get(&getContext(), RankedTensorType::get(
+                                             shape, global.getElementType())),
+          full, b.getStrArrayAttr(axes), b.getI64IntegerAttr(d));
+      if (!entry)
+        entry = future;
+      full = WaitOp::create(b, loc, future);
+      gathered = true;
+    }
+    if (gathered && keepGathered(reshardAfterForward, name.getValue(),
+                                 lastBlock))
+      forward.setArgAttr(arg.getArgNumber(),
+                         DistDialect::kKeepGatheredAttrName, b.getUnitAttr());
+    if (entry)
+      arg.replaceAllUsesExcept(full, entry);
+    return full;
+  }
 
-    // The loss is the mean over the global batch: average the ranks' means
-    // (every rank has the same number of tokens).
-    if (dpAxes.empty())
-      return;
-    auto ret = cast<func::ReturnOp>(body.getTerminator());
+  /// The loss, a mean over the global batch, is averaged over the
+  /// data-parallel axes (every rank has the same number of tokens) and the
+  /// axes it is still a partial mean over (context parallel); other
+  /// results are made whole.
+  LogicalResult completeResults(func::FuncOp forward, MeshAttr mesh,
+                                ShardingPartitioner &partitioner) {
+    auto ret = cast<func::ReturnOp>(forward.getBody().front().getTerminator());
+    OpBuilder &b = partitioner.getBuilder();
     b.setInsertionPoint(ret);
+    for (OpOperand &operand : llvm::drop_begin(ret->getOpOperands())) {
+      FailureOr<Value> whole = partitioner.reshard(
+          operand.get(), replicatedSharding(&getContext()), ret);
+      if (failed(whole))
+        return failure();
+      operand.set(*whole);
+    }
     Value loss = ret.getOperand(0);
+    ShardingAttr sharding = partitioner.getSharding(loss);
+    if (!sharding.isReplicated() &&
+        (sharding.getReductionKind() != ReductionKind::Avg ||
+         !sharding.getDims().empty()))
+      return ret.emitOpError() << "returns a loss sharded as " << sharding
+                               << "; it must be a mean";
+    SmallVector<StringRef> axes;
+    for (StringRef axis : MeshAttr::getAxisNames())
+      if ((llvm::is_contained({"dp_replicate", "dp_shard"}, axis) &&
+           *mesh.getAxisSize(axis) > 1) ||
+          llvm::is_contained(sharding.getPartialAxes(), axis))
+        axes.push_back(axis);
+    if (axes.empty())
+      return success();
     Location loc = NameLoc::get(b.getStringAttr("loss"));
     auto future = AllReduceStartOp::create(
         b, loc,
         FutureType::get(&getContext(), cast<RankedTensorType>(loss.getType())),
-        loss, b.getStrArrayAttr(dpAxes), ReductionKind::Avg);
+        loss, b.getStrArrayAttr(axes), ReductionKind::Avg);
     ret.setOperand(0, WaitOp::create(b, loc, future));
+    return success();
   }
 };
 

@@ -10,7 +10,6 @@
 #include "mlir/IR/Dialect.h"
 #include "mlir/IR/OpDefinition.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
-#include "titan/Dialect/Dist/IR/TensorParallelInterface.h"
 #include "titan/Dialect/Titan/IR/AdjointInterface.h"
 #include "titan/Dialect/Titan/IR/KernelInterface.h"
 #include "titan/Dialect/Titan/IR/TensorSize.h"
@@ -54,6 +53,10 @@ public:
 namespace titan::dist {
 /// The #dist.mesh of the module enclosing `op`, or null.
 MeshAttr getMesh(mlir::Operation *op);
+/// Whether parameters split over `axis` are only stored split (FSDP over
+/// dp_shard, and over cp as TorchTitan's dp_shard_cp mesh does) and are
+/// gathered whole before the computation uses them.
+bool isStorageAxis(llvm::StringRef axis);
 /// Product of the sizes of `axes` on `mesh`.
 int64_t getGroupSize(MeshAttr mesh, mlir::ArrayAttr axes);
 

@@ -30,6 +30,10 @@ def Dist_Dialect : Dialect {
     static constexpr ::llvm::StringLiteral kMeshAttrName = "dist.mesh";
     /// Argument attribute: the #dist.sharding of a function argument.
     static constexpr ::llvm::StringLiteral kShardingAttrName = "dist.sharding";
+    /// Operation attribute: the #dist.sharding of each result
+    /// (dist-propagate-sharding; kept by dist-partition).
+    static constexpr ::llvm::StringLiteral kShardingsAttrName =
+        "dist.shardings";
     /// Function attribute: the arguments have their per-rank (local) types;
     /// without it a sharded argument has its global type.
     static constexpr ::llvm::StringLiteral kPartitionedAttrName =

@@ -16,6 +16,35 @@ include "titan/Dialect/Titan/IR/KernelInterface.td"
 // Attributes
 //===----------------------------------------------------------------------===//
 
+/// How an all-reduce combines the ranks' values; the value is the kernel's
+/// parameter (runtime/include/titanrt/KernelABI.h).
+def Dist_ReductionKind : I32EnumAttr<"ReductionKind",
+    "how an all-reduce combines the ranks' values", [
+      I32EnumAttrCase<"Sum", 0, "sum">,
+      I32EnumAttrCase<"Avg", 1, "avg">,
+      I32EnumAttrCase<"Max", 2, "max">]> {
+  let cppNamespace = "::titan::dist";
+  let genSpecializedAttr = 0;
+}
+def Dist_ReductionKindAttr
+    : EnumAttr<Dist_Dialect, Dist_ReductionKind, "reduction"> {
+  let assemblyFormat = "$value";
+}
+
+/// How context-parallel attention exchanges K and V (TorchTitan's
+/// `context_parallel_rotate_method`).
+def Dist_RotateMethod : I32EnumAttr<"RotateMethod",
+    "how context-parallel attention exchanges K and V", [
+      I32EnumAttrCase<"AllGather", 0, "allgather">,
+      I32EnumAttrCase<"AllToAll", 1, "alltoall">]> {
+  let cppNamespace = "::titan::dist";
+  let genSpecializedAttr = 0;
+}
+def Dist_RotateMethodAttr
+    : EnumAttr<Dist_Dialect, Dist_RotateMethod, "rotate"> {
+  let assemblyFormat = "$value";
+}
+
 def Dist_MeshAttr : AttrDef<Dist_Dialect, "Mesh"> {
   let mnemonic = "mesh";
   let summary = "a device mesh: the size of each named axis";
@@ -42,25 +71,49 @@ def Dist_MeshAttr : AttrDef<Dist_Dialect, "Mesh"> {
 
 def Dist_ShardingAttr : AttrDef<Dist_Dialect, "Sharding"> {
   let mnemonic = "sharding";
-  let summary = "which mesh axes split each dimension of a tensor";
+  let summary = "how a tensor is spread over the mesh: split dimensions and pending sums";
   let description = [{
     `#dist.sharding<[["dp_shard"], []]>`: one list of mesh axes per tensor
     dimension; a dimension of size `n` split over axes of sizes `a, b` has
-    local size `n / (a * b)` (axes listed outermost first). The value is
-    replicated over the mesh axes no dimension mentions. An axis splits at
-    most one dimension.
+    local size `n / (a * b)` (axes listed outermost first). Trailing
+    unsplit dimensions may be left out; `#dist.sharding<[]>` is replicated.
+    `partial = ["tp"]` lists the axes over which each rank holds one term of
+    a pending reduction (`reduction = max` or `avg` for other than a sum):
+    the value is the reduction of the ranks' values over those axes. The
+    value is replicated over the mesh axes it does not mention. An axis
+    appears at most once.
 
-    Uneven FSDP: when the innermost axis of a dimension is `dp_shard`, it
-    need not divide what the outer axes leave (`m`): each of its `k` shards
-    holds `ceil(m / k)` rows and the last shards are zero-padded, as FSDP2
-    pads. Every other axis must divide.
+    The `cp` axis splits its dimension load-balanced, as TorchTitan's
+    context parallel does for causal attention: into `2n` chunks for `n`
+    ranks, rank `r` holding chunks `r` and `2n-1-r` in that order.
+
+    Uneven FSDP: the trailing run of a dimension's storage axes
+    (`dp_shard`, `cp`) is one group of `k` shards that need not divide what
+    the outer axes leave (`m`): each shard holds `ceil(m / k)` rows and the
+    last are zero-padded, as FSDP2 pads. Every other axis must divide.
   }];
-  let parameters = (ins "::mlir::ArrayAttr":$dims);
-  let assemblyFormat = "`<` $dims `>`";
+  let parameters = (ins "::mlir::ArrayAttr":$dims,
+                        OptionalParameter<"::mlir::ArrayAttr">:$partial,
+                        OptionalParameter<"::titan::dist::ReductionKindAttr">:
+                          $reduction);
+  let builders = [
+    AttrBuilder<(ins "::mlir::ArrayAttr":$dims), [{
+      return $_get($_ctxt, dims, ::mlir::ArrayAttr(),
+                   ::titan::dist::ReductionKindAttr());
+    }]>];
+  let assemblyFormat = [{
+    `<` $dims (`,` `partial` `=` $partial^)?
+    (`,` `reduction` `=` `` $reduction^)? `>`
+  }];
   let genVerifyDecl = 1;
   let extraClassDeclaration = [{
     /// The axes splitting dimension `dim`.
     ::llvm::SmallVector<::llvm::StringRef> getAxes(unsigned dim) const;
+    /// The axes of the pending reduction, and how it combines.
+    ::llvm::SmallVector<::llvm::StringRef> getPartialAxes() const;
+    ::titan::dist::ReductionKind getReductionKind() const;
+    /// Neither split nor partial.
+    bool isReplicated() const;
     /// The local shape of a tensor of global shape `shape` on `mesh`, or
     /// failure (with `reason`) if a dimension is not divisible.
     ::mlir::FailureOr<::llvm::SmallVector<int64_t>>
@@ -84,6 +137,7 @@ def Dist_FutureType : TypeDef<Dist_Dialect, "Future"> {
 // Collectives
 //===----------------------------------------------------------------------===//
 
+def Dist_FloatTensor : StaticShapeTensorOf<[AnyFloat]>;
 def Dist_AxisList : TypedArrayAttrBase<StrAttr, "list of mesh axis names">;
 
 /// The communication state of the rank (in-flight transfers). Collectives
@@ -143,21 +197,6 @@ def Dist_ReduceScatterStartOp
     $input `axes` $axes `dim` $dim attr-dict `:` type($input) `->`
     qualified(type($future))
   }];
-}
-
-/// How an all-reduce combines the ranks' values; the value is the kernel's
-/// parameter (runtime/include/titanrt/KernelABI.h).
-def Dist_ReductionKind : I32EnumAttr<"ReductionKind",
-    "how an all-reduce combines the ranks' values", [
-      I32EnumAttrCase<"Sum", 0, "sum">,
-      I32EnumAttrCase<"Avg", 1, "avg">,
-      I32EnumAttrCase<"Max", 2, "max">]> {
-  let cppNamespace = "::titan::dist";
-  let genSpecializedAttr = 0;
-}
-def Dist_ReductionKindAttr
-    : EnumAttr<Dist_Dialect, Dist_ReductionKind, "reduction"> {
-  let assemblyFormat = "$value";
 }
 
 def Dist_AllReduceStartOp : Dist_CollectiveStartOp<"all_reduce_start"> {
@@ -281,6 +320,180 @@ def Dist_ReplicateOp : Dist_Op<"replicate", [Pure, Titan_BufferView,
   let results = (outs AnyRankedTensor:$result);
   let assemblyFormat = "$input `axes` $axes attr-dict `:` type($input)";
   let hasVerifier = 1;
+}
+
+
+//===----------------------------------------------------------------------===//
+// Shardings in the program
+//===----------------------------------------------------------------------===//
+
+def Dist_ShardingConstraintOp : Dist_Op<"sharding_constraint", [Pure,
+    AllTypesMatch<["input", "result"]>]> {
+  let summary = "the sharding a value must have at this point";
+  let description = [{
+    The identity on values, with a plan's choice that the rules cannot make
+    alone: `dist-propagate-sharding` gives the result `sharding`, and
+    `dist-partition` reshards the input to it and removes the op (as
+    Shardy's `sharding_constraint`). TorchTitan's sequence parallel is such
+    a choice: the residual stream between blocks is split along the
+    sequence.
+
+    ```mlir
+    %s = dist.sharding_constraint %x to #dist.sharding<[[], ["tp"]]>
+        : tensor<8x2048x4096xf32>
+    ```
+  }];
+  let arguments = (ins AnyRankedTensor:$input, Dist_ShardingAttr:$sharding);
+  let results = (outs AnyRankedTensor:$result);
+  let assemblyFormat = "$input `to` $sharding attr-dict `:` type($input)";
+  let hasVerifier = 1;
+}
+
+def Dist_LocalShardOp : Dist_Op<"local_shard", [Pure,
+    DeclareOpInterfaceMethods<Titan_AdjointOpInterface>,
+    DeclareOpInterfaceMethods<Titan_KernelOpInterface, ["getKernelParams"]>]> {
+  let summary = "this rank's slice of a value replicated over mesh axes";
+  let description = [{
+    `input`, equal on the ranks that differ only in `axes`, split along
+    `dim` into one part per rank of that group (in rank order); each rank
+    keeps its part. The `cp` axis splits load-balanced (see
+    `#dist.sharding`): its rank `r` keeps chunks `r` and `2n-1-r` of `2n`.
+    A copy, with no communication: resharding a replicated value to a split
+    one. Its adjoint gathers the gradient.
+
+    ```mlir
+    %a = dist.local_shard %angles axes ["cp"] dim 0
+        : tensor<8192x64xf32> -> tensor<4096x64xf32>
+    ```
+  }];
+  let arguments = (ins StaticShapeTensorOf<[AnyType]>:$input,
+                       Dist_AxisList:$axes, I64Attr:$dim);
+  let results = (outs StaticShapeTensorOf<[AnyType]>:$result);
+  let assemblyFormat = [{
+    $input `axes` $axes `dim` $dim attr-dict `:` type($input) `->`
+    type($result)
+  }];
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Context parallel
+//===----------------------------------------------------------------------===//
+
+def Dist_RingAttentionOp : Dist_Op<"ring_attention", [Pure,
+    DeclareOpInterfaceMethods<Titan_AdjointOpInterface>]> {
+  let summary = "causal attention over a sequence split over context-parallel ranks";
+  let description = [{
+    `titan.attention` on operands whose sequence is split load-balanced over
+    `axes` (`cp`): each rank holds its two chunks of the queries, keys and
+    values, and computes its queries' attention over every rank's keys, with
+    the causal mask on global positions. `rotate` says how K and V reach
+    the rank: `allgather` gathers them, `alltoall` passes them around the
+    ring one rank per step, each step's transfer overlapping the previous
+    block's attention; the blocks' results merge through their log-sum-exp.
+    Blocks the causal mask excludes are skipped. `lse` is over all keys.
+    `dist-expand-ring-attention` expands it (and its adjoint,
+    `dist.ring_attention_grad`) into collectives and
+    `dist.context_attention` kernels.
+  }];
+  let arguments = (ins Dist_FloatTensor:$query, Dist_FloatTensor:$key,
+                       Dist_FloatTensor:$value, Dist_AxisList:$axes,
+                       Dist_RotateMethodAttr:$rotate, F64Attr:$scale);
+  let results = (outs Dist_FloatTensor:$result, Dist_FloatTensor:$lse);
+  let assemblyFormat = [{
+    $query `,` $key `,` $value `axes` $axes `rotate` `` $rotate attr-dict `:`
+    functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
+def Dist_RingAttentionGradOp : Dist_Op<"ring_attention_grad", [Pure]> {
+  let summary = "gradients of dist.ring_attention";
+  let description = [{
+    From the forward's operands, its result and log-sum-exp (over all keys)
+    and the result's gradient: the gradients of this rank's queries, keys
+    and values. With `alltoall` the keys' and values' gradients travel the
+    ring with them and arrive back at their rank; with `allgather` they are
+    reduce-scattered.
+  }];
+  let arguments = (ins Dist_FloatTensor:$query, Dist_FloatTensor:$key,
+                       Dist_FloatTensor:$value, Dist_FloatTensor:$out,
+                       Dist_FloatTensor:$lse, Dist_FloatTensor:$grad,
+                       Dist_AxisList:$axes, Dist_RotateMethodAttr:$rotate,
+                       F64Attr:$scale);
+  let results = (outs Dist_FloatTensor:$query_grad,
+                      Dist_FloatTensor:$key_grad,
+                      Dist_FloatTensor:$value_grad);
+  let assemblyFormat = [{
+    $query `,` $key `,` $value `,` $out `,` $lse `,` $grad `axes` $axes
+    `rotate` `` $rotate attr-dict `:` functional-type(operands, results)
+  }];
+}
+
+def Dist_ContextAttentionOp : Dist_Op<"context_attention", [Pure,
+    DeclareOpInterfaceMethods<Titan_KernelOpInterface, ["getKernelParams"]>]> {
+  let summary = "one rank's queries against one block of keys and values";
+  let description = [{
+    Attention of this rank's two load-balanced query chunks over the keys
+    and values of `key`/`value`: with `kv_shift = s >= 0` they are the
+    chunks of the rank `s` steps back along `axes` (a ring step); with
+    `kv_shift = -1`, every rank's chunks in rank order (gathered). The
+    causal mask is on global positions; `result` and `lse` cover only this
+    block's keys (a row with none visible has result 0 and lse -inf), ready
+    for `dist.attention_merge`.
+  }];
+  let arguments = (ins Dist_FloatTensor:$query, Dist_FloatTensor:$key,
+                       Dist_FloatTensor:$value, Dist_AxisList:$axes,
+                       I64Attr:$kv_shift, F64Attr:$scale);
+  let results = (outs Dist_FloatTensor:$result, Dist_FloatTensor:$lse);
+  let assemblyFormat = [{
+    $query `,` $key `,` $value `axes` $axes `kv_shift` $kv_shift attr-dict
+    `:` functional-type(operands, results)
+  }];
+}
+
+def Dist_ContextAttentionGradOp : Dist_Op<"context_attention_grad", [Pure,
+    DeclareOpInterfaceMethods<Titan_KernelOpInterface, ["getKernelParams"]>]> {
+  let summary = "one block's share of dist.ring_attention's gradients";
+  let description = [{
+    For the block `dist.context_attention` computed with the same
+    `kv_shift`, from the final (merged) result and log-sum-exp: this
+    block's term of the queries' gradient, and the gradients of the block's
+    keys and values.
+  }];
+  let arguments = (ins Dist_FloatTensor:$query, Dist_FloatTensor:$key,
+                       Dist_FloatTensor:$value, Dist_FloatTensor:$out,
+                       Dist_FloatTensor:$lse, Dist_FloatTensor:$grad,
+                       Dist_AxisList:$axes, I64Attr:$kv_shift,
+                       F64Attr:$scale);
+  let results = (outs Dist_FloatTensor:$query_grad,
+                      Dist_FloatTensor:$key_grad,
+                      Dist_FloatTensor:$value_grad);
+  let assemblyFormat = [{
+    $query `,` $key `,` $value `,` $out `,` $lse `,` $grad `axes` $axes
+    `kv_shift` $kv_shift attr-dict `:` functional-type(operands, results)
+  }];
+}
+
+def Dist_AttentionMergeOp : Dist_Op<"attention_merge", [Pure,
+    DeclareOpInterfaceMethods<Titan_KernelOpInterface>,
+    AllTypesMatch<["out", "other_out", "result"]>,
+    AllTypesMatch<["lse", "other_lse", "result_lse"]>]> {
+  let summary = "combine two blocks' attention through their log-sum-exp";
+  let description = [{
+    `result_lse = log(exp(lse) + exp(other_lse))` and
+    `result = exp(lse - result_lse) * out + exp(other_lse - result_lse) *
+    other_out`, per query row: the online softmax across key blocks.
+  }];
+  let arguments = (ins Dist_FloatTensor:$out, Dist_FloatTensor:$lse,
+                       Dist_FloatTensor:$other_out,
+                       Dist_FloatTensor:$other_lse);
+  let results = (outs Dist_FloatTensor:$result,
+                      Dist_FloatTensor:$result_lse);
+  let assemblyFormat = [{
+    $out `,` $lse `,` $other_out `,` $other_lse attr-dict `:` type($out) `,`
+    type($lse)
+  }];
 }
 
 #endif // TITAN_DIALECT_DIST_IR_DISTOPS_TD

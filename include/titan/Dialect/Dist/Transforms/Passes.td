@@ -6,28 +6,39 @@
 include "mlir/Pass/PassBase.td"
 
 def DistParallelize : Pass<"dist-parallelize", "::mlir::ModuleOp"> {
-  let summary = "Choose the device mesh and shard the model's parameters";
+  let summary = "Choose the device mesh and apply TorchTitan's parallel plan as shardings";
   let description = [{
-    Sets the module's `#dist.mesh` from the parallel degrees and annotates the
-    parameters of function `forward` (arguments tagged `titan.param`) with
-    TorchTitan's plans: with `dp-shard > 1` (FSDP, or HSDP with
-    `dp-replicate > 1`) every parameter is sharded on its first dimension
-    over `dp_shard`; otherwise parameters are replicated (DDP over
-    `dp_replicate`). Data arguments hold each data-parallel rank's own rows
-    of the global batch (the importer builds the per-rank local batch), so
-    they are not annotated. A parameter whose first dimension does not divide
-    is an error naming it.
+    Sets the module's `#dist.mesh` from the parallel degrees and writes
+    TorchTitan's plan for function `forward` as shardings
+    (`#dist.sharding`) of its parameters and inputs, plus the constraints the
+    sharding rules cannot choose alone; `dist-propagate-sharding` carries
+    them through the graph. The plan, matched on parameter names as
+    TorchTitan's `parallelize_module` matches modules:
 
-    With `tp > 1`, TorchTitan's Llama tensor-parallel plan, matched on
-    parameter names: `wq`, `wk`, `wv`, `w1`, `w3` and `output` column-wise
-    and `tok_embeddings` by vocabulary (dimension 0 over `tp`), `wo` and
-    `w2` row-wise (dimension 1 over `tp`), norm weights replicated (sequence
-    parallel). FSDP then shards dimension 0 of the tensor-parallel shard:
-    `[["tp", "dp_shard"]]` or `[["dp_shard"], ["tp"]]`. A parameter outside
-    the plan is an error. The `pp` axis shards no parameter: each pipeline
-    rank holds its stages' parameters whole (`dist-pipeline-split` cuts the
-    stages). Context parallel degrees above 1 are rejected: its plan is not
-    implemented yet.
+    * tensor parallel (`tp > 1`): `wq`, `wk`, `wv`, `w1`, `w3`, `output`
+      column-wise and `tok_embeddings` by vocabulary (dimension 0 over
+      `tp`), `wo` and `w2` row-wise (dimension 1), norm weights replicated.
+      Sequence parallel: the results of the embedding and of the row-wise
+      linears are constrained to be split along the sequence. Loss parallel
+      (`loss-parallel`, the default): the cross-entropy is written as its
+      per-row statistics (`titan.row_max`, `titan.sum_exp`,
+      `titan.target_logit`, `titan.cross_entropy_from_stats`), whose rules
+      contract the vocabulary-sharded logits;
+    * context parallel (`cp > 1`): the token and label inputs are split
+      load-balanced along the sequence over `cp` (under sequence parallel
+      the residual stream over `cp` then `tp`);
+    * FSDP: dimension 0 of each parameter (of its tensor-parallel shard) is
+      stored split over `dp_shard` and, with context parallel, `cp` (as
+      TorchTitan's `dp_shard_cp` mesh); HSDP replicates over
+      `dp_replicate`, DDP shards nothing.
+
+    Data arguments hold each data-parallel rank's own rows of the global
+    batch (the importer builds the per-rank local batch), so data
+    parallelism does not split them. A parameter outside the plan, or one
+    whose dimension does not divide, is an error naming it; so is a
+    sequence that `2 cp` (times `tp` under sequence parallel) does not
+    divide. The `pp` axis shards no parameter: each pipeline rank holds its
+    stages' parameters whole (`dist-pipeline-split` cuts the stages).
   }];
   let options = [
     Option<"dpReplicate", "dp-replicate", "int64_t", "1", "dp_replicate degree">,
@@ -35,37 +46,54 @@ def DistParallelize : Pass<"dist-parallelize", "::mlir::ModuleOp"> {
     Option<"cp", "cp", "int64_t", "1", "context parallel degree">,
     Option<"tp", "tp", "int64_t", "1", "tensor parallel degree">,
     Option<"pp", "pp", "int64_t", "1", "pipeline parallel degree">,
+    Option<"lossParallel", "loss-parallel", "bool", "true",
+           "Compute the cross-entropy on vocabulary-sharded logits "
+           "(TorchTitan's loss parallel); false gathers the logits">,
     Option<"forwardName", "forward", "std::string", "\"forward\"",
            "The model's forward function">,
   ];
-  let dependentDialects = ["::titan::dist::DistDialect"];
+  let dependentDialects = ["::titan::dist::DistDialect",
+                           "::titan::TitanDialect"];
+}
+
+def DistPropagateSharding
+    : Pass<"dist-propagate-sharding", "::mlir::ModuleOp"> {
+  let summary = "Carry the plan's shardings through the graph by the ops' rules";
+  let description = [{
+    Gives every op of function `forward` its results' shardings
+    (`dist.shardings`), in program order, from its operands' shardings and
+    its rule (`ShardingRuleOpInterface`): parameters' claims on the rule's
+    factors come first, then the other operands'; a sharding that does not
+    fit the rule is left for `dist-partition` to reshard. Parameters are
+    seen as the computation uses them: without the axes they are only
+    stored split over (FSDP's `dp_shard`, `cp`), which are gathered first.
+    A `dist.sharding_constraint` gives its result its sharding. An op
+    without a rule must have replicated operands. Runs only on a mesh of
+    more than one rank.
+  }];
+  let options = [
+    Option<"forwardName", "forward", "std::string", "\"forward\"",
+           "The model's forward function">,
+  ];
 }
 
 def DistPartition : Pass<"dist-partition", "::mlir::ModuleOp"> {
   let summary = "Rewrite the forward function into the per-rank program";
   let description = [{
-    Gives every sharded argument of `forward` its per-rank shape and inserts
-    the collectives that make the per-rank program compute the unsharded
-    one: an all-gather (start/wait) of each sharded parameter before use, a
-    `dist.replicate` over the data-parallel axes a parameter is replicated on
-    (so that its gradient is all-reduced), and an all-reduce (mean) of the
-    loss over the data-parallel axes, the loss being the mean over the global
-    batch. Differentiating the result (titan-autodiff) turns the gathers into
-    gradient reduce-scatters and the replications into all-reduces.
-
-    With a `tp` axis the model's ops are rewritten too (sequence parallel,
-    as TorchTitan): activations between blocks are split along the sequence
-    (`[B, S/tp, D]`); they are all-gathered along the sequence before a
-    column-wise linear, whose output is split by features (heads), and a
-    row-wise linear's partial sums are reduce-scattered back along the
-    sequence. The embedding looks up its vocabulary slice (rank offset from
-    `dist.shard_offset`) and reduce-scatters. The output projection yields
-    vocabulary-sharded logits; with `loss-parallel` the cross-entropy is
-    computed from per-row statistics (max all-reduced with `max`; sum of
-    exponentials and the label's logit all-reduced with `sum`), otherwise
-    the logits are all-gathered first. Parameters replicated over `tp`
-    (norms) get a `dist.replicate` over `tp`: their gradients are partial
-    sums over the sequence shards.
+    Applies the shardings of `forward` (its arguments' and, from
+    `dist-propagate-sharding`, every op's results'): each value takes its
+    per-rank type and reshards are inserted where an op's rule needs its
+    operand otherwise than it is (pending sums all-reduced or
+    reduce-scattered, splits all-gathered, replicated values sliced with
+    `dist.local_shard`), as start/wait pairs. Each op then adjusts itself
+    to its split factors (`localize`: the vocabulary-parallel embedding's
+    offset, context parallel's `dist.ring_attention`). Parameters are
+    gathered over their storage axes before first use (FSDP) and marked
+    with a `dist.replicate` over the axes they are replicated on (so that
+    their gradients are summed there); the loss, a mean over the global
+    batch, is averaged over the data-parallel axes and any axis it is still
+    a partial mean over (`cp`). Differentiating the result (titan-autodiff)
+    turns gathers into reduce-scatters and replications into all-reduces.
   }];
   let options = [
     Option<"reshardAfterForward", "reshard-after-forward", "std::string",
@@ -75,13 +103,33 @@ def DistPartition : Pass<"dist-partition", "::mlir::ModuleOp"> {
            "last block and the root's (embedding, final norm, output), "
            "always = all but the root's, never = none. Kept ones are marked "
            "dist.keep_gathered">,
-    Option<"lossParallel", "loss-parallel", "bool", "true",
-           "Compute the cross-entropy on vocabulary-sharded logits "
-           "(TorchTitan's loss parallel); false gathers the logits">,
+    Option<"rotateMethod", "cp-rotate-method", "std::string",
+           "\"allgather\"",
+           "How context-parallel attention exchanges K and V "
+           "(TorchTitan's context_parallel_rotate_method): allgather or "
+           "alltoall">,
     Option<"forwardName", "forward", "std::string", "\"forward\"",
            "The model's forward function">,
   ];
   let dependentDialects = ["::titan::dist::DistDialect"];
+}
+
+def DistExpandRingAttention
+    : Pass<"dist-expand-ring-attention", "::mlir::ModuleOp"> {
+  let summary = "Expand context-parallel attention into collectives and block kernels";
+  let description = [{
+    `dist.ring_attention` and `dist.ring_attention_grad` become
+    `dist.context_attention` block kernels and their collectives. With
+    `allgather`, K and V are all-gathered over the cp axes and one kernel
+    computes every visible block (the backward reduce-scatters the keys'
+    and values' gradients). With `alltoall`, K and V travel the ring: at
+    step `s` the rank holds the block of the rank `s` back, the transfer of
+    the next block is started before the current block's kernel (so it
+    overlaps), and `dist.attention_merge` combines the blocks; in the
+    backward the keys' and values' gradients travel with them and return
+    to their rank after the last step.
+  }];
+  let dependentDialects = ["::titan::TitanDialect"];
 }
 
 def DistNarrowGathers : Pass<"dist-narrow-gathers", "::mlir::ModuleOp"> {
