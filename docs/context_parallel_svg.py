@@ -64,7 +64,8 @@ class Svg:
         coords = " ".join(f"{x},{y}" for x, y in points)
         self.items.append(f'<polygon points="{coords}" fill="{fill}"/>')
 
-    def text(self, x, y, s, size=12, anchor="start", color="#222222", bold=False):
+    def text(self, x, y, s, size=12, anchor="start", color="#222222",
+             bold=False):
         weight = ' font-weight="bold"' if bold else ""
         self.items.append(
             f'<text x="{x}" y="{y}" font-size="{size}" text-anchor="{anchor}" '

@@ -33,7 +33,7 @@ llvm::Error titan::checkModelFitsConfig(const LlamaArgs &a,
                                  "max_seq_len ({1})",
                                  seq, a.maxSeqLen));
 
-  /// `divisor` names the keys it is made of.
+  // `divisor` names the keys it is made of.
   auto mustDivide = [&](StringRef divisor, int64_t degree, StringRef dimName,
                         int64_t dim, StringRef why) {
     if (degree > 1 && dim % degree != 0)
