@@ -33,36 +33,46 @@ llvm::Error titan::checkModelFitsConfig(const LlamaArgs &a,
                                  "max_seq_len ({1})",
                                  seq, a.maxSeqLen));
 
-  auto mustDivide = [&](StringRef degreeKey, int64_t degree, StringRef dimName,
+  // `divisor` names the keys it is made of.
+  auto mustDivide = [&](StringRef divisor, int64_t degree, StringRef dimName,
                         int64_t dim, StringRef why) {
     if (degree > 1 && dim % degree != 0)
-      errs.push_back(llvm::formatv("parallelism.{0} ({1}) does not divide "
-                                   "{2} ({3}): {4}",
-                                   degreeKey, degree, dimName, dim, why));
+      errs.push_back(llvm::formatv("{0} ({1}) does not divide {2} ({3}): {4}",
+                                   divisor, degree, dimName, dim, why));
   };
 
   int64_t tp = p.tensorParallelDegree;
-  mustDivide("tensor_parallel_degree", tp, "n_heads", a.nHeads,
+  StringRef tpKey = "parallelism.tensor_parallel_degree";
+  mustDivide(tpKey, tp, "n_heads", a.nHeads,
              "wq/wo are sharded by attention head");
-  mustDivide("tensor_parallel_degree", tp, "n_kv_heads", a.nKvHeads,
+  mustDivide(tpKey, tp, "n_kv_heads", a.nKvHeads,
              "wk/wv are sharded by key/value head");
-  mustDivide("tensor_parallel_degree", tp, "the FFN hidden size", a.ffnHidden,
+  mustDivide(tpKey, tp, "the FFN hidden size", a.ffnHidden,
              "w1/w3 are sharded column-wise and w2 row-wise");
-  mustDivide("tensor_parallel_degree", tp, "vocab_size", a.vocabSize,
+  mustDivide(tpKey, tp, "vocab_size", a.vocabSize,
              "the embedding and output are sharded by vocabulary");
-  mustDivide("tensor_parallel_degree", tp, "dim", a.dim,
+  mustDivide(tpKey, tp, "dim", a.dim,
              "sequence-parallel norms shard activations");
 
+  // Context parallel cuts the sequence into 2 x cp load-balanced chunks;
+  // sequence parallel then splits each chunk over tp. (Degrees of 2^31 or
+  // more, whose product could overflow, are refused below: too many ranks.)
   int64_t cp = p.contextParallelDegree;
-  if (cp > 1)
-    mustDivide("context_parallel_degree", 2 * cp, "training.seq_len", seq,
-               "causal load balancing splits the sequence into 2 x cp chunks");
-  if (tp > 1)
-    mustDivide("tensor_parallel_degree", tp,
-               cp > 1 ? "the per-rank sequence (seq_len / cp)"
-                      : "training.seq_len",
-               cp > 1 && seq % cp == 0 ? seq / cp : seq,
+  constexpr int64_t kMaxDegree = std::numeric_limits<int32_t>::max();
+  bool multiplies = cp <= kMaxDegree && tp <= kMaxDegree;
+  if (cp == 1)
+    mustDivide(tpKey, tp, "training.seq_len", seq,
                "sequence parallel shards the sequence");
+  else if (multiplies && (seq % (2 * cp) != 0 || tp == 1))
+    mustDivide("2 x parallelism.context_parallel_degree", 2 * cp,
+               "training.seq_len", seq,
+               "causal load balancing splits the sequence into 2 x cp chunks");
+  else if (multiplies)
+    mustDivide("2 x parallelism.context_parallel_degree x "
+               "parallelism.tensor_parallel_degree",
+               2 * cp * tp, "training.seq_len", seq,
+               "sequence parallel splits each of the 2 x cp load-balanced "
+               "chunks over tp");
 
   // TorchTitan's stage split (PipelineStages.h) must work out.
   if (p.pipelineParallelDegree > 1)

@@ -9,9 +9,23 @@
 
 using namespace titanrt;
 
-Dataset::Dataset(const std::string &path, int64_t vocabSize, int64_t seqLen)
+int64_t SequenceShard::position(int64_t t, int64_t seqLen) const {
+  if (degree == 1)
+    return t;
+  int64_t chunk = seqLen / (2 * degree);
+  int64_t globalChunk = t < chunk ? rank : 2 * degree - 1 - rank;
+  return globalChunk * chunk + t % chunk;
+}
+
+Dataset::Dataset(const std::string &path, int64_t vocabSize, int64_t seqLen,
+                 SequenceShard shard)
     : path_(path), binary_(llvm::StringRef(path).ends_with(".bin")),
-      vocab_(vocabSize), seqLen_(seqLen) {
+      shard_(shard), vocab_(vocabSize), seqLen_(seqLen) {
+  // titan-compile refuses such a sequence length (ConfigFit).
+  if (shard.degree > 1 && seqLen % (2 * shard.degree) != 0)
+    fatal("corrupt executable: training.seq_len (" + std::to_string(seqLen) +
+          ") is not divisible by 2 x the context parallel degree (" +
+          std::to_string(shard.degree) + ")");
   if (path.empty())
     fatal("training.dataset_path is not set; give a .bin token file or a "
           "text file");
@@ -59,8 +73,9 @@ int64_t Dataset::token(int64_t i) const {
 
 void Dataset::sample(int64_t index, int32_t *inputs, int32_t *labels) const {
   int64_t first = (index % numSamples_) * (seqLen_ + 1);
-  for (int64_t t = 0; t < seqLen_; ++t)
-    inputs[t] = int32_t(token(first + t));
-  for (int64_t t = 0; t < seqLen_; ++t)
-    labels[t] = int32_t(token(first + t + 1));
+  for (int64_t t = 0, n = localLength(); t < n; ++t) {
+    int64_t position = first + shard_.position(t, seqLen_);
+    inputs[t] = int32_t(token(position));
+    labels[t] = int32_t(token(position + 1));
+  }
 }

@@ -41,8 +41,9 @@ public:
   PipelineExecutor(const PipelineExecutor &) = delete;
   PipelineExecutor &operator=(const PipelineExecutor &) = delete;
 
-  /// Fills microbatch `mb`'s tokens and labels (microbatch size x seq each;
-  /// either may be null when this rank's stages do not read it).
+  /// Fills microbatch `mb`'s tokens and labels (microbatch size x the
+  /// rank's part of the sequence each; either may be null when this rank's
+  /// stages do not read it).
   using FillMicrobatch =
       std::function<void(int64_t mb, int32_t *tokens, int32_t *labels)>;
 

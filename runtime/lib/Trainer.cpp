@@ -628,6 +628,19 @@ struct StepSlots {
   }
 };
 
+/// Under pipeline parallelism the stages read their microbatch's tokens
+/// and labels from their frames: checks that these hold rows of `seq`
+/// tokens, as Arena::slot checks the step's own inputs.
+void checkFrameInputs(const Manifest &m, int64_t seq) {
+  int64_t bytes = m.pipeline->microbatchSize * seq * int64_t(sizeof(int32_t));
+  for (const Manifest::PipelineStage &stage : m.pipeline->stages)
+    for (const auto &[slot, range] : stage.frameSlots)
+      if ((slot.kind == FrameSlot::Tokens || slot.kind == FrameSlot::Labels) &&
+          range.second != bytes)
+        fatal("corrupt executable: the memory plan has no frame slot '" +
+              slot.str() + "' of " + std::to_string(bytes) + " bytes");
+}
+
 /// What a step measured.
 struct StepResult {
   double meanLoss;
@@ -670,6 +683,11 @@ private:
   void report(int64_t step, const StepResult &result);
   void log(int64_t step, const StepResult &result, double tokensPerSecond);
   void saveIfDue(int64_t step);
+  /// The rank's part of each sample's sequence: its cp rank's load-balanced
+  /// chunks.
+  SequenceShard sequenceShard() const {
+    return {m.mesh[kCP], comm ? comm->coordinate(kCP) : 0};
+  }
   /// The first sample of `step`'s batch.
   int64_t firstSampleOf(int64_t step) const {
     return firstSample + (step - firstStep) * global;
@@ -692,7 +710,11 @@ private:
   Checkpointer checkpoints;
   RunStart restored;
   Dataset data;
-  int64_t batch, seq, global, accumulation;
+  /// The step's batch (rows of seq tokens) and its rows on this rank
+  /// (rows of localSeq: under context parallel, the rank's chunks of each
+  /// sequence). The cp ranks of a data-parallel index read the same
+  /// samples: tokens and FLOPs count the global batch of whole sequences.
+  int64_t batch, seq, localSeq, global, accumulation;
   StepSlots slots;
   std::unique_ptr<PipelineExecutor> pipeline;
   std::unique_ptr<llvm::raw_fd_ostream> metrics;
@@ -715,10 +737,11 @@ Run::Run(const titan::TrainConfig &c, const Manifest &m,
                    : 0),
       arena(m, device), state(m, arena),
       coords(meshCoordinates(m.mesh, rank())), checkpoints(c, m, comm),
-      restored(restore()), data(c.training.datasetPath, m.vocab, m.seqLen),
-      batch(m.localBatch), seq(m.seqLen), global(globalBatch()),
-      accumulation(global / (batch * dp)),
-      slots(arena, m.localBatch, m.seqLen, pipelined),
+      restored(restore()),
+      data(c.training.datasetPath, m.vocab, m.seqLen, sequenceShard()),
+      batch(m.localBatch), seq(m.seqLen), localSeq(data.localLength()),
+      global(globalBatch()), accumulation(global / (batch * dp)),
+      slots(arena, m.localBatch, localSeq, pipelined),
       firstStep(restored.state.step),
       firstSample(restored.state.samplesConsumed),
       totalSteps(c.training.steps) {
@@ -726,9 +749,11 @@ Run::Run(const titan::TrainConfig &c, const Manifest &m,
     numParams += numel(p.shape);
   for (const Manifest::Param &p : m.params)
     localParams += numel(p.localShape);
-  if (pipelined)
+  if (pipelined) {
+    checkFrameInputs(m, localSeq);
     pipeline = std::make_unique<PipelineExecutor>(m, program.functions, device,
                                                   *comm, arena.data());
+  }
   openMetrics();
 }
 
@@ -889,12 +914,12 @@ double Run::pipelinedMicrobatches(int64_t step, StepTrace *trace) {
     int64_t size = m.pipeline->microbatchSize;
     lossSum += pipeline->run(
         [&](int64_t mb, int32_t *t, int32_t *l) {
-          std::vector<int32_t> scratch(static_cast<size_t>(seq));
+          std::vector<int32_t> scratch(static_cast<size_t>(localSeq));
           for (int64_t row = 0; row < size; ++row)
             data.sample(firstSampleOf(step) + (micro * dp + dpIndex) * batch +
                             mb * size + row,
-                        t ? t + row * seq : scratch.data(),
-                        l ? l + row * seq : scratch.data());
+                        t ? t + row * localSeq : scratch.data(),
+                        l ? l + row * localSeq : scratch.data());
         },
         trace);
   }
@@ -903,11 +928,12 @@ double Run::pipelinedMicrobatches(int64_t step, StepTrace *trace) {
 
 double Run::microbatches(int64_t step, StepTrace *trace) {
   double lossSum = 0;
-  size_t tokenBytes = size_t(batch * seq) * sizeof(int32_t);
+  size_t tokenBytes = size_t(batch * localSeq) * sizeof(int32_t);
   for (int64_t micro = 0; micro < accumulation; ++micro) {
     for (int64_t row = 0; row < batch; ++row)
       data.sample(firstSampleOf(step) + (micro * dp + dpIndex) * batch + row,
-                  slots.hostTokens + row * seq, slots.hostLabels + row * seq);
+                  slots.hostTokens + row * localSeq,
+                  slots.hostLabels + row * localSeq);
     device.copyToDevice(slots.tokens, slots.hostTokens, tokenBytes);
     device.copyToDevice(slots.labels, slots.hostLabels, tokenBytes);
     double begin = StepTrace::now();

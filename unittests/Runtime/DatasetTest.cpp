@@ -1,0 +1,98 @@
+//===- DatasetTest.cpp - samples and context parallel's sequence shards ---===//
+//
+// Context parallel's load-balanced split (TorchTitan v0.2.0): cp rank r
+// holds chunks r and 2n - 1 - r of the 2n chunks, the n ranks' tokens
+// together are the sequence, each position once; and a rank's sample is
+// the whole sample's tokens and labels at its positions.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Dataset.h"
+
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/FileUtilities.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include "gtest/gtest.h"
+
+#include <algorithm>
+#include <numeric>
+#include <string>
+#include <vector>
+
+using namespace titanrt;
+
+namespace {
+
+/// The shard's sequence positions of a sequence of `seqLen`.
+std::vector<int64_t> positions(SequenceShard shard, int64_t seqLen) {
+  std::vector<int64_t> out;
+  for (int64_t t = 0; t < shard.length(seqLen); ++t)
+    out.push_back(shard.position(t, seqLen));
+  return out;
+}
+
+TEST(SequenceShard, WholeSequenceWithoutContextParallel) {
+  std::vector<int64_t> expected(7);
+  std::iota(expected.begin(), expected.end(), 0);
+  EXPECT_EQ(positions({1, 0}, 7), expected);
+}
+
+TEST(SequenceShard, LoadBalancedChunks) {
+  // cp 4, 16 tokens: 8 chunks of 2; rank r holds chunks r and 7 - r.
+  EXPECT_EQ(positions({4, 0}, 16), (std::vector<int64_t>{0, 1, 14, 15}));
+  EXPECT_EQ(positions({4, 1}, 16), (std::vector<int64_t>{2, 3, 12, 13}));
+  EXPECT_EQ(positions({4, 2}, 16), (std::vector<int64_t>{4, 5, 10, 11}));
+  EXPECT_EQ(positions({4, 3}, 16), (std::vector<int64_t>{6, 7, 8, 9}));
+  // cp 2, 8 tokens: 4 chunks of 2.
+  EXPECT_EQ(positions({2, 1}, 8), (std::vector<int64_t>{2, 3, 4, 5}));
+}
+
+TEST(SequenceShard, RanksTogetherHoldTheSequenceOnce) {
+  for (int64_t degree : {1, 2, 3, 4, 8})
+    for (int64_t chunk : {1, 3, 16}) {
+      int64_t seqLen = 2 * degree * chunk;
+      std::vector<int64_t> all;
+      for (int64_t rank = 0; rank < degree; ++rank) {
+        std::vector<int64_t> own = positions({degree, rank}, seqLen);
+        EXPECT_EQ(int64_t(own.size()), seqLen / degree);
+        all.insert(all.end(), own.begin(), own.end());
+      }
+      std::sort(all.begin(), all.end());
+      std::vector<int64_t> expected(size_t(seqLen), 0);
+      std::iota(expected.begin(), expected.end(), 0);
+      EXPECT_EQ(all, expected) << "cp " << degree << ", chunk " << chunk;
+    }
+}
+
+TEST(Dataset, ShardedSampleIsTheSampleAtItsPositions) {
+  llvm::SmallString<128> path;
+  ASSERT_FALSE(
+      llvm::sys::fs::createTemporaryFile("titan-dataset", "txt", path));
+  llvm::FileRemover remover(path);
+  {
+    std::error_code ec;
+    llvm::raw_fd_ostream out(path, ec);
+    ASSERT_FALSE(ec);
+    for (int i = 0; i < 200; ++i)
+      out << char('a' + i % 26);
+  }
+  constexpr int64_t kSeqLen = 16, kDegree = 4, kSample = 3;
+  Dataset whole(path.str().str(), 256, kSeqLen);
+  std::vector<int32_t> tokens(kSeqLen), labels(kSeqLen);
+  whole.sample(kSample, tokens.data(), labels.data());
+  for (int64_t rank = 0; rank < kDegree; ++rank) {
+    SequenceShard shard{kDegree, rank};
+    Dataset part(path.str().str(), 256, kSeqLen, shard);
+    ASSERT_EQ(part.localLength(), kSeqLen / kDegree);
+    std::vector<int32_t> ownTokens(kSeqLen / kDegree),
+        ownLabels(kSeqLen / kDegree);
+    part.sample(kSample, ownTokens.data(), ownLabels.data());
+    for (int64_t t = 0; t < part.localLength(); ++t) {
+      EXPECT_EQ(ownTokens[t], tokens[shard.position(t, kSeqLen)]);
+      EXPECT_EQ(ownLabels[t], labels[shard.position(t, kSeqLen)]);
+    }
+  }
+}
+
+} // namespace
