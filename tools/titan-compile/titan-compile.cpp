@@ -578,11 +578,15 @@ int compilePipelined(Compilation &job, mlir::ModuleOp partitioned) {
       planPipelineJob(job.model, job.config);
   if (!pipelineJob)
     return reportError(pipelineJob.takeError());
-  if (target == KernelTarget::CUDA)
+  // The programs and their memory plans exist for the CUDA target; its
+  // executable does not.
+  if (target == KernelTarget::CUDA &&
+      llvm::is_contained({EmitStage::LLVM, EmitStage::Object, EmitStage::Exe},
+                         emitStage))
     return reportError("parallelism.pipeline_parallel_degree > 1 with "
                        "--target=cuda is not implemented yet (the pipeline "
                        "runtime's transfers run on MPI ranks of the CPU "
-                       "target)");
+                       "target; --emit=memory plans it)");
   // Every parameter of the model, for the ranks' checkpoint indexes.
   llvm::Expected<manifest::Manifest> whole =
       buildManifest(job.model, job.config, partitioned);

@@ -115,10 +115,18 @@ ShardingRule::chooseFactorShardings(ArrayRef<ShardingAttr> operandShardings,
   for (unsigned i : order) {
     for (auto [d, dimFactors] : llvm::enumerate(operands[i])) {
       SmallVector<StringRef> axes = operandShardings[i].getAxes(d);
-      // The axes split the outermost factor: inner ones stay whole.
-      if (!axes.empty() && !dimFactors.empty() &&
-          canClaim(dimFactors.front(), axes, chosen, mesh))
-        chosen[dimFactors.front()] = axes;
+      if (dimFactors.empty())
+        continue;
+      // The axes split the outermost factor (inner ones stay whole); of a
+      // list that cannot split it, the longest prefix that can (the rest
+      // is gathered: sequence parallel's tp under context parallel's cp).
+      for (size_t n = axes.size(); n > 0; --n) {
+        ArrayRef<StringRef> prefix = ArrayRef(axes).take_front(n);
+        if (canClaim(dimFactors.front(), prefix, chosen, mesh)) {
+          chosen[dimFactors.front()].assign(prefix.begin(), prefix.end());
+          break;
+        }
+      }
     }
   }
   // A factor split inside a compound dimension of another tensor (not its

@@ -72,8 +72,9 @@ public:
 
   /// Chooses the axes of every factor from the operands' shardings:
   /// operands are read in `order` (the first claim of a factor or an axis
-  /// wins); a dimension's axes go to its outermost factor when it divides;
-  /// a sharding that does not fit the rule is left for resharding.
+  /// wins); a dimension's axes (or their longest prefix that can) go to its
+  /// outermost factor; a sharding that does not fit the rule is left for
+  /// resharding.
   FactorShardings chooseFactorShardings(llvm::ArrayRef<ShardingAttr> operands,
                                         llvm::ArrayRef<unsigned> order,
                                         MeshAttr mesh) const;
