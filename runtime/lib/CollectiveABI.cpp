@@ -3,9 +3,12 @@
 #include "titanrt/KernelABI.h"
 
 #include "Communicator.h"
+#include "ContextParallel.h"
+#include "Error.h"
 
 #include "llvm/ADT/SmallVector.h"
 
+#include <string>
 #include <vector>
 
 using namespace titanrt;
@@ -126,10 +129,35 @@ void titan_rt_wait(void *request) {
 
 } // extern "C"
 
+namespace {
+/// This rank's index over the mesh axes `axes` = {number of axes, axis
+/// indices...}, outermost first.
+int64_t groupIndexOver(const int64_t *axes) {
+  std::vector<MeshAxis> list;
+  for (int64_t i = 0; i < axes[0]; ++i)
+    list.push_back(MeshAxis(int(axes[1 + i])));
+  return communicator().groupIndex(list);
+}
+} // namespace
+
 int32_t titanrt::shardOffset(const int64_t *ints) {
   // ints: {stride, number of axes, axis indices...}
-  std::vector<MeshAxis> axes;
-  for (int64_t i = 0; i < ints[1]; ++i)
-    axes.push_back(MeshAxis(int(ints[2 + i])));
-  return int32_t(communicator().groupIndex(axes) * ints[0]);
+  return int32_t(groupIndexOver(ints + 1) * ints[0]);
+}
+
+ChunkLayout titanrt::contextParallelLayout(const char *kernel,
+                                           const int64_t *ints,
+                                           int64_t querySeq, int64_t keySeq) {
+  int64_t degree = ints[0], kvShift = ints[1];
+  if (degree < 1 || 2 * degree > ChunkLayout::kMaxKeyChunks || kvShift < -1 ||
+      kvShift >= degree || querySeq % 2 != 0 ||
+      keySeq != (kvShift < 0 ? degree : 1) * querySeq)
+    kernelFatal(std::string(kernel) + ": cp degree " + std::to_string(degree) +
+                " (at most " + std::to_string(ChunkLayout::kMaxKeyChunks / 2) +
+                "), kv_shift " + std::to_string(kvShift) + ", query sequence " +
+                std::to_string(querySeq) + " and key sequence " +
+                std::to_string(keySeq) +
+                " are not a load-balanced context-parallel layout");
+  return loadBalancedLayout(groupIndexOver(ints + 2), degree, kvShift,
+                            querySeq);
 }

@@ -83,9 +83,9 @@ void check(ElementType t, bool flash) {
     size_t fwdBytes = size_t(64) << 20, bwdBytes = size_t(64) << 20;
     DeviceBuffer workspace(fwdBytes / 4, ElementType::F32);
     if (flash) {
-      ASSERT_TRUE(cudnn.forward(t, q.ptr, k.ptr, v.ptr, out.ptr,
-                                static_cast<float *>(lse.ptr), s, scale,
-                                workspace.ptr, fwdBytes, nullptr));
+      ASSERT_TRUE(cudnn.forward(
+          t, q.ptr, k.ptr, v.ptr, out.ptr, static_cast<float *>(lse.ptr), s,
+          SdpaViews::whole(s.seq), scale, workspace.ptr, fwdBytes, nullptr));
     } else {
       attentionReference(t, q.ptr, k.ptr, v.ptr, out.ptr,
                          static_cast<float *>(lse.ptr), s, scale, nullptr);
@@ -101,7 +101,8 @@ void check(ElementType t, bool flash) {
       if (flash)
         ASSERT_TRUE(cudnn.backward(t, q.ptr, k.ptr, v.ptr, wantOut.ptr,
                                    static_cast<float *>(wantLse.ptr), dout.ptr,
-                                   dq.ptr, dk.ptr, dv.ptr, s, scale,
+                                   dq.ptr, dk.ptr, dv.ptr, s,
+                                   SdpaViews::whole(s.seq), scale,
                                    workspace.ptr, bwdBytes, nullptr));
       else
         attentionGradReference(t, q.ptr, k.ptr, v.ptr, wantOut.ptr,
