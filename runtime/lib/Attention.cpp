@@ -161,9 +161,10 @@ void contextAttention(const T *q, const T *k, const T *v, T *out, T *lse,
     int64_t b = task % heads / qHeads, h = task % qHeads;
     T *s = workspace + omp_get_thread_num() * slot;
     T *m = s + 2 * rowsTile * ld, *l = m + rowsTile, *alpha = l + rowsTile;
-    int64_t qc = block / chunkBlocks, c0q = block % chunkBlocks * rowsTile;
-    int64_t r0 = qc * chunk + c0q, rows = std::min(rowsTile, chunk - c0q);
-    int64_t first = layout.queryStarts[qc] + c0q;
+    int64_t qc = block / chunkBlocks, inChunk = block % chunkBlocks * rowsTile;
+    int64_t r0 = qc * chunk + inChunk,
+            rows = std::min(rowsTile, chunk - inChunk);
+    int64_t first = layout.queryStarts[qc] + inChunk;
     const T *qb = q + (b * seq + r0) * ldq + h * headDim;
     T *ob = out + (b * seq + r0) * ldq + h * headDim;
     std::fill(m, m + rows, T(-INFINITY));
