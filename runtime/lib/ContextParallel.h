@@ -1,5 +1,4 @@
-//===- ContextParallel.h - where attention's rows sit in the sequence -*- C++
-//-*-===//
+//===- ContextParallel.h - attention's rows in the sequence -----*- C++ -*-===//
 //
 // Context parallel as TorchTitan v0.2.0 defines it (load-balanced): with cp
 // degree n the sequence is cut into 2n chunks of c rows, and cp rank r holds
