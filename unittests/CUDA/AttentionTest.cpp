@@ -14,8 +14,11 @@
 #include "DeviceTestUtils.h"
 #include "Kernels.h"
 
+#include "titan/Target/CPU/KernelWorkspaces.h"
+
 #include "gtest/gtest.h"
 
+#include <algorithm>
 #include <vector>
 
 using namespace titanrt;
@@ -49,7 +52,12 @@ struct Expected {
   Expected(const Case &c, const Inputs &in, double scale, ElementType t) {
     out.resize(in.q.size());
     lse.resize(size_t(c.batch * c.qHeads * c.seq));
-    std::vector<float> ws(size_t(2 * c.seq * c.seq));
+    std::vector<float> ws(size_t(
+        std::max(
+            titan::cpu::attentionWorkspaceBytes(c.batch, c.qHeads, c.seq, 4),
+            titan::cpu::attentionGradWorkspaceBytes(c.batch, c.kvHeads, c.seq,
+                                                    4)) /
+        4));
     kernels::attention(in.q.data(), in.k.data(), in.v.data(), out.data(),
                        lse.data(), c.batch, c.seq, c.qHeads, c.kvHeads,
                        c.headDim, scale, ws.data());
