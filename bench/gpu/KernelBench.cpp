@@ -206,15 +206,15 @@ int main() {
     if (haveCudnnAttention()) {
       report("attention", "cuDNN flash forward", fwdFlops, "TFLOP/s", time([&] {
                attention.forward(bf16, bq.ptr, bk.ptr, bv.ptr, bo.ptr,
-                                 lse.as<float>(), s, scale, workspace.ptr,
-                                 fwdBytes, nullptr);
+                                 lse.as<float>(), s, SdpaViews::whole(s.seq),
+                                 scale, workspace.ptr, fwdBytes, nullptr);
              }));
       report("attention", "cuDNN flash backward", 2.5 * fwdFlops, "TFLOP/s",
              time([&] {
                attention.backward(bf16, bq.ptr, bk.ptr, bv.ptr, bo.ptr,
                                   lse.as<float>(), bdo.ptr, bdq.ptr, bdk.ptr,
-                                  bdv.ptr, s, scale, workspace.ptr, bwdBytes,
-                                  nullptr);
+                                  bdv.ptr, s, SdpaViews::whole(s.seq), scale,
+                                  workspace.ptr, bwdBytes, nullptr);
              }));
     }
   }

@@ -19,6 +19,7 @@
 #ifndef TITANRT_CUDA_ATTENTION_H
 #define TITANRT_CUDA_ATTENTION_H
 
+#include "ContextParallel.h"
 #include "LinearGemm.h"
 
 #include <cuda_runtime.h>
@@ -38,7 +39,39 @@ struct AttentionShape {
   }
 };
 
-/// The exact kernels: no workspace.
+/// Where one cuDNN SDPA problem's tensors sit: AttentionShape::seq rows of
+/// queries and of keys, views into B x rows x H x D buffers whose batches
+/// are each buffer's `rows` apart (the log-sum-exp's B x Hq x lseRows);
+/// `causal` masks the keys after their query's row. titan.attention's
+/// problem is whole buffers, causal; context parallel's pairs of chunks are
+/// views, causal on the diagonal pairs only.
+struct SdpaViews {
+  int64_t queryRows, keyRows, outRows, lseRows, queryGradRows, keyGradRows;
+  bool causal;
+  static SdpaViews whole(int64_t seq) {
+    return {seq, seq, seq, seq, seq, seq, true};
+  }
+  auto key() const {
+    return std::make_tuple(queryRows, keyRows, outRows, lseRows, queryGradRows,
+                           keyGradRows, causal);
+  }
+};
+
+/// The exact kernels on rows that sit in the sequence as `layout` says
+/// (ContextParallel.h; s.seq is the query's rows): no workspace.
+void contextAttentionReference(ElementType type, const void *q, const void *k,
+                               const void *v, void *out, float *lse,
+                               const AttentionShape &s,
+                               const ChunkLayout &layout, double scale,
+                               cudaStream_t stream);
+void contextAttentionGradReference(ElementType type, const void *q,
+                                   const void *k, const void *v,
+                                   const void *out, const float *lse,
+                                   const void *dout, void *dq, void *dk,
+                                   void *dv, const AttentionShape &s,
+                                   const ChunkLayout &layout, double scale,
+                                   cudaStream_t stream);
+/// Their one-chunk case.
 void attentionReference(ElementType type, const void *q, const void *k,
                         const void *v, void *out, float *lse,
                         const AttentionShape &s, double scale,
@@ -69,17 +102,55 @@ public:
   /// cuDNN has no engine for the problem (e.g. a head dim it does not
   /// take), after saying so once: the caller runs the exact kernels.
   bool forward(ElementType type, const void *q, const void *k, const void *v,
-               void *out, float *lse, const AttentionShape &s, double scale,
-               void *workspace, size_t workspaceBytes, cudaStream_t stream);
+               void *out, float *lse, const AttentionShape &s,
+               const SdpaViews &views, double scale, void *workspace,
+               size_t workspaceBytes, cudaStream_t stream);
   bool backward(ElementType type, const void *q, const void *k, const void *v,
                 const void *out, const float *lse, const void *dout, void *dq,
-                void *dk, void *dv, const AttentionShape &s, double scale,
-                void *workspace, size_t workspaceBytes, cudaStream_t stream);
+                void *dk, void *dv, const AttentionShape &s,
+                const SdpaViews &views, double scale, void *workspace,
+                size_t workspaceBytes, cudaStream_t stream);
 
 private:
   struct Impl;
   std::unique_ptr<Impl> impl_;
 };
+
+/// context_attention(_grad) (ContextParallel.h; s.seq is the query's
+/// rows): in bf16/f16, each visible pair of a query chunk and a key chunk on
+/// cuDNN's SDPA, causal on the diagonal pairs, a query chunk's partials
+/// merged through their log-sum-exps, and the gradients of a chunk that
+/// several pairs reach summed; pairs the mask excludes are skipped. f32,
+/// and problems cuDNN has no engine for, run on the exact kernels.
+/// `workspace` holds titan::cuda::contextAttention(Grad)WorkspaceBytes.
+void contextAttention(CudnnAttention &cudnn, ElementType type, const void *q,
+                      const void *k, const void *v, void *out, float *lse,
+                      const AttentionShape &s, const ChunkLayout &layout,
+                      double scale, void *workspace, size_t workspaceBytes,
+                      cudaStream_t stream);
+void contextAttentionGrad(CudnnAttention &cudnn, ElementType type,
+                          const void *q, const void *k, const void *v,
+                          const void *out, const float *lse, const void *dout,
+                          void *dq, void *dk, void *dv, const AttentionShape &s,
+                          const ChunkLayout &layout, double scale,
+                          void *workspace, size_t workspaceBytes,
+                          cudaStream_t stream);
+
+/// An attention partial of some queries: outputs B x rows x Hq x D and f32
+/// log-sum-exps B x Hq x lseRows, from the view's first row at `out` and
+/// `lse`. A null `out` is a partial that saw no key (lse -inf).
+struct PartialView {
+  void *out;
+  float *lse;
+  int64_t rows, lseRows;
+};
+
+/// attention_merge on s.seq rows of each view: `result` = `a` and `b` joined
+/// through their log-sum-exps ((0, -inf) where neither saw a key); it may
+/// be `a`.
+void attentionMerge(ElementType type, const PartialView &a,
+                    const PartialView &b, const PartialView &result,
+                    const AttentionShape &s, cudaStream_t stream);
 
 } // namespace titanrt::cuda
 

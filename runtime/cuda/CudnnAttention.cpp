@@ -3,11 +3,12 @@
 // cuDNN's SDPA through its C++ graph API (cudnn-frontend, header-only).
 // cuDNN's tensors are always (batch, heads, seq, dim) with strides, so
 // titan's B x S x H x D buffers are described by their strides and no
-// transposes run. The forward's softmax statistics ("Stats": the natural
-// log-sum-exp of each scaled score row, f32, B x H x S x 1) are exactly
-// titan.attention's lse, which the backward takes back. The backward is
-// asked for cuDNN's deterministic algorithm (no atomics in dQ), as the
-// rest of the CUDA target is deterministic.
+// transposes run; so are context parallel's chunks, views into them. The
+// forward's softmax statistics ("Stats": the natural log-sum-exp of each scaled
+// score row, f32, B x H x S x 1) are exactly titan.attention's lse, which the
+// backward takes back. The backward is asked for cuDNN's deterministic
+// algorithm (no atomics in dQ), as the rest of the CUDA target is
+// deterministic.
 //
 //===----------------------------------------------------------------------===//
 
@@ -17,6 +18,7 @@
 
 #include <cstdio>
 #include <string>
+#include <vector>
 
 #ifdef TITAN_HAVE_CUDNN_FRONTEND
 
@@ -36,23 +38,36 @@ void check(fe::error_t e, const std::string &what) {
                 " failed: " + e.get_message());
 }
 
-/// titan's B x S x H x D layout as cuDNN's (B, H, S, D) dims and strides.
+/// titan's B x S x H x D layout as cuDNN's (B, H, S, D) dims and strides:
+/// s.seq rows of a buffer whose batches are `rows` rows apart.
+std::vector<int64_t> bshdDims(const AttentionShape &s, int64_t heads) {
+  return {s.batch, heads, s.seq, s.headDim};
+}
+std::vector<int64_t> bshdStrides(const AttentionShape &s, int64_t heads,
+                                 int64_t rows) {
+  return {rows * heads * s.headDim, s.headDim, heads * s.headDim, 1};
+}
 fe::graph::Tensor_attributes bshd(const char *name, int64_t uid,
-                                  const AttentionShape &s, int64_t heads) {
+                                  const AttentionShape &s, int64_t heads,
+                                  int64_t rows) {
   return fe::graph::Tensor_attributes()
       .set_name(name)
       .set_uid(uid)
-      .set_dim({s.batch, heads, s.seq, s.headDim})
-      .set_stride({s.seq * heads * s.headDim, s.headDim, heads * s.headDim, 1});
+      .set_dim(bshdDims(s, heads))
+      .set_stride(bshdStrides(s, heads, rows));
 }
 
+/// The log-sum-exp, B x Hq x `rows` in f32, as cuDNN's (B, H, S, 1).
+std::vector<int64_t> statsStrides(const AttentionShape &s, int64_t rows) {
+  return {s.qHeads * rows, rows, 1, 1};
+}
 fe::graph::Tensor_attributes stats(const char *name, int64_t uid,
-                                   const AttentionShape &s) {
+                                   const AttentionShape &s, int64_t rows) {
   return fe::graph::Tensor_attributes()
       .set_name(name)
       .set_uid(uid)
       .set_dim({s.batch, s.qHeads, s.seq, 1})
-      .set_stride({s.qHeads * s.seq, s.seq, 1, 1})
+      .set_stride(statsStrides(s, rows))
       .set_data_type(fe::DataType_t::FLOAT);
 }
 
@@ -87,8 +102,9 @@ struct CudnnAttention::Impl {
     int64_t workspace = 0;
     void *extra = nullptr; ///< cuDNN's workspace when the plan's is short
   };
-  using Key = std::tuple<bool, int, int64_t, int64_t, int64_t, int64_t, int64_t,
-                         double>;
+  using Key = std::tuple<
+      bool, int, int64_t, int64_t, int64_t, int64_t, int64_t, double,
+      std::tuple<int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, bool>>;
   cudnnHandle_t handle = nullptr;
   std::map<Key, Plan> plans;
 
@@ -108,9 +124,9 @@ struct CudnnAttention::Impl {
   /// The cached plan of a problem, built on first use; null when cuDNN has
   /// no engine for it (said once; the exact kernels run it instead).
   Plan *plan(bool backward, ElementType type, const AttentionShape &s,
-             double scale) {
-    Key key{backward, int(type), s.batch,   s.seq,
-            s.qHeads, s.kvHeads, s.headDim, scale};
+             const SdpaViews &views, double scale) {
+    Key key{backward,  int(type), s.batch, s.seq,      s.qHeads,
+            s.kvHeads, s.headDim, scale,   views.key()};
     auto it = plans.find(key);
     if (it != plans.end())
       return it->second.graph ? &it->second : nullptr;
@@ -118,48 +134,45 @@ struct CudnnAttention::Impl {
     std::string failure;
     p.graph = newGraph(type);
     fe::graph::Graph &g = *p.graph;
-    auto q = g.tensor(bshd("Q", Q, s, s.qHeads));
-    auto k = g.tensor(bshd("K", K, s, s.kvHeads));
-    auto v = g.tensor(bshd("V", V, s, s.kvHeads));
+    auto q = g.tensor(bshd("Q", Q, s, s.qHeads, views.queryRows));
+    auto k = g.tensor(bshd("K", K, s, s.kvHeads, views.keyRows));
+    auto v = g.tensor(bshd("V", V, s, s.kvHeads, views.keyRows));
     if (!backward) {
       auto options = fe::graph::SDPA_attributes()
                          .set_name("titan.attention")
                          .set_generate_stats(true)
-                         .set_causal_mask(true)
+                         .set_causal_mask(views.causal)
                          .set_attn_scale(float(scale));
       auto [o, lse] = g.sdpa(q, k, v, options);
       o->set_output(true)
           .set_uid(O)
-          .set_dim({s.batch, s.qHeads, s.seq, s.headDim})
-          .set_stride({s.seq * s.qHeads * s.headDim, s.headDim,
-                       s.qHeads * s.headDim, 1});
+          .set_dim(bshdDims(s, s.qHeads))
+          .set_stride(bshdStrides(s, s.qHeads, views.outRows));
       lse->set_output(true)
           .set_uid(Stats)
           .set_data_type(fe::DataType_t::FLOAT)
           .set_dim({s.batch, s.qHeads, s.seq, 1})
-          .set_stride({s.qHeads * s.seq, s.seq, 1, 1});
+          .set_stride(statsStrides(s, views.lseRows));
       failure = finish(g, handle);
     } else {
-      auto o = g.tensor(bshd("O", O, s, s.qHeads));
-      auto dO = g.tensor(bshd("dO", DO, s, s.qHeads));
-      auto lse = g.tensor(stats("Stats", Stats, s));
+      auto o = g.tensor(bshd("O", O, s, s.qHeads, views.outRows));
+      auto dO = g.tensor(bshd("dO", DO, s, s.qHeads, views.outRows));
+      auto lse = g.tensor(stats("Stats", Stats, s, views.lseRows));
       auto options = fe::graph::SDPA_backward_attributes()
                          .set_name("titan.attention_grad")
-                         .set_causal_mask(true)
+                         .set_causal_mask(views.causal)
                          .set_attn_scale(float(scale))
                          .set_deterministic_algorithm(true);
       auto [dq, dk, dv] = g.sdpa_backward(q, k, v, o, dO, lse, options);
       dq->set_output(true)
           .set_uid(DQ)
-          .set_dim({s.batch, s.qHeads, s.seq, s.headDim})
-          .set_stride({s.seq * s.qHeads * s.headDim, s.headDim,
-                       s.qHeads * s.headDim, 1});
+          .set_dim(bshdDims(s, s.qHeads))
+          .set_stride(bshdStrides(s, s.qHeads, views.queryGradRows));
       for (auto [t, uid] : {std::pair(dk, DK), {dv, DV}})
         t->set_output(true)
             .set_uid(uid)
-            .set_dim({s.batch, s.kvHeads, s.seq, s.headDim})
-            .set_stride({s.seq * s.kvHeads * s.headDim, s.headDim,
-                         s.kvHeads * s.headDim, 1});
+            .set_dim(bshdDims(s, s.kvHeads))
+            .set_stride(bshdStrides(s, s.kvHeads, views.keyGradRows));
       failure = finish(g, handle);
     }
     if (failure.empty())
@@ -208,10 +221,10 @@ CudnnAttention::~CudnnAttention() = default;
 
 bool CudnnAttention::forward(ElementType type, const void *q, const void *k,
                              const void *v, void *out, float *lse,
-                             const AttentionShape &s, double scale,
-                             void *workspace, size_t workspaceBytes,
-                             cudaStream_t stream) {
-  Impl::Plan *p = impl_->plan(false, type, s, scale);
+                             const AttentionShape &s, const SdpaViews &views,
+                             double scale, void *workspace,
+                             size_t workspaceBytes, cudaStream_t stream) {
+  Impl::Plan *p = impl_->plan(false, type, s, views, scale);
   if (!p)
     return false;
   std::unordered_map<int64_t, void *> pack = {{Q, const_cast<void *>(q)},
@@ -227,10 +240,10 @@ bool CudnnAttention::forward(ElementType type, const void *q, const void *k,
 bool CudnnAttention::backward(ElementType type, const void *q, const void *k,
                               const void *v, const void *out, const float *lse,
                               const void *dout, void *dq, void *dk, void *dv,
-                              const AttentionShape &s, double scale,
-                              void *workspace, size_t workspaceBytes,
-                              cudaStream_t stream) {
-  Impl::Plan *p = impl_->plan(true, type, s, scale);
+                              const AttentionShape &s, const SdpaViews &views,
+                              double scale, void *workspace,
+                              size_t workspaceBytes, cudaStream_t stream) {
+  Impl::Plan *p = impl_->plan(true, type, s, views, scale);
   if (!p)
     return false;
   std::unordered_map<int64_t, void *> pack = {{Q, const_cast<void *>(q)},
@@ -258,15 +271,15 @@ CudnnAttention::CudnnAttention() = default;
 CudnnAttention::~CudnnAttention() = default;
 bool CudnnAttention::forward(ElementType, const void *, const void *,
                              const void *, void *, float *,
-                             const AttentionShape &, double, void *, size_t,
-                             cudaStream_t) {
+                             const AttentionShape &, const SdpaViews &, double,
+                             void *, size_t, cudaStream_t) {
   return false;
 }
 bool CudnnAttention::backward(ElementType, const void *, const void *,
                               const void *, const void *, const float *,
                               const void *, void *, void *, void *,
-                              const AttentionShape &, double, void *, size_t,
-                              cudaStream_t) {
+                              const AttentionShape &, const SdpaViews &, double,
+                              void *, size_t, cudaStream_t) {
   return false;
 }
 

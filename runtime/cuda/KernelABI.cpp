@@ -14,6 +14,7 @@
 
 #include "Attention.h"
 #include "Communicator.h"
+#include "ContextParallel.h"
 #include "CudaDevice.h"
 #include "Elementwise.h"
 #include "Error.h"
@@ -116,7 +117,7 @@ void attention(const Args &c) {
   if (t != ElementType::F32 &&
       kernelContext().attention.forward(
           t, c.buffers[0], c.buffers[1], c.buffers[2], c.buffers[3],
-          c.buf<float>(4), s, c.floats[0], c.workspace,
+          c.buf<float>(4), s, SdpaViews::whole(s.seq), c.floats[0], c.workspace,
           size_t(
               titan::cuda::attentionWorkspaceBytes(s.batch, s.qHeads, s.seq)),
           c.stream()))
@@ -132,7 +133,7 @@ void attentionGrad(const Args &c) {
       kernelContext().attention.backward(
           t, c.buffers[0], c.buffers[1], c.buffers[2], c.buffers[3],
           c.buf<float>(4), c.buffers[5], c.buffers[6], c.buffers[7],
-          c.buffers[8], s, c.floats[0], c.workspace,
+          c.buffers[8], s, SdpaViews::whole(s.seq), c.floats[0], c.workspace,
           size_t(titan::cuda::attentionGradWorkspaceBytes(s.batch, s.qHeads,
                                                           s.seq, s.headDim)),
           c.stream()))
@@ -141,6 +142,45 @@ void attentionGrad(const Args &c) {
                          c.buffers[3], c.buf<float>(4), c.buffers[5],
                          c.buffers[6], c.buffers[7], c.buffers[8], s,
                          c.floats[0], c.stream());
+}
+/// (q, k, v) -> (out, lse); floats: {scale}; ints: {degree, kv_shift,
+/// number of cp axes, axes...}
+void contextAttention(const Args &c) {
+  AttentionShape s = attentionShape(c);
+  cuda::contextAttention(kernelContext().attention, c.type(0), c.buffers[0],
+                         c.buffers[1], c.buffers[2], c.buffers[3],
+                         c.buf<float>(4), s,
+                         contextParallelLayout("context_attention", c.ints,
+                                               s.seq, c.shape(1).dim(1)),
+                         c.floats[0], c.workspace,
+                         size_t(titan::cuda::contextAttentionWorkspaceBytes(
+                             s.batch, s.qHeads, s.seq, s.headDim)),
+                         c.stream());
+}
+/// (q, k, v, out, lse, dout) -> (dq, dk, dv); params as contextAttention's.
+void contextAttentionGrad(const Args &c) {
+  AttentionShape s = attentionShape(c);
+  cuda::contextAttentionGrad(
+      kernelContext().attention, c.type(0), c.buffers[0], c.buffers[1],
+      c.buffers[2], c.buffers[3], c.buf<float>(4), c.buffers[5], c.buffers[6],
+      c.buffers[7], c.buffers[8], s,
+      contextParallelLayout("context_attention_grad", c.ints, s.seq,
+                            c.shape(1).dim(1)),
+      c.floats[0], c.workspace,
+      size_t(titan::cuda::contextAttentionGradWorkspaceBytes(
+          s.batch, s.qHeads, s.kvHeads, s.seq, s.headDim)),
+      c.stream());
+}
+/// (out, lse, other_out, other_lse) -> (result, result_lse); the
+/// log-sum-exps are f32, as attention's.
+void attentionMerge(const Args &c) {
+  Shape o = c.shape(0);
+  int64_t seq = o.dim(1);
+  cuda::attentionMerge(c.type(0), {c.buffers[0], c.buf<float>(1), seq, seq},
+                       {c.buffers[2], c.buf<float>(3), seq, seq},
+                       {c.buffers[4], c.buf<float>(5), seq, seq},
+                       {o.dim(0), seq, o.dim(2), o.dim(2), o.dim(3)},
+                       c.stream());
 }
 /// ints: {} or {accumulate}: kernel-fuse-gemm-accumulate's GEMM that adds
 /// into its result (cuBLASLt's beta = 1).

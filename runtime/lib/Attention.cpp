@@ -16,8 +16,16 @@
 // group's dQ. Every output is summed by one thread in a fixed order, so the
 // bits do not depend on the thread count.
 //
+// Context parallel's attention (ContextParallel.h) is the same loops over
+// the pairs of a query chunk and a key chunk: pairs of the same positions
+// are the causal diagonal, pairs whose keys all come first need no mask,
+// and pairs whose keys all come later are never visited. titan.attention
+// is the layout of one chunk. attention_merge joins two partials of the
+// same queries through their log-sum-exps.
+//
 //===----------------------------------------------------------------------===//
 
+#include "ContextParallel.h"
 #include "Gemm.h"
 #include "Kernels.h"
 #include "VectorMath.h"
@@ -35,14 +43,17 @@ using titan::cpu::attentionSlots;
 using titan::cpu::attentionTasks;
 using titan::cpu::attentionTileCols;
 using titan::cpu::attentionTileRows;
+using titanrt::ChunkLayout;
+using titanrt::wholeSequence;
 
 namespace titanrt::kernels {
 namespace {
 
 /// Key columns [0, visible(i)) of tile row i are at or before its query's
-/// position; `diagonal` is the query block's first row minus the key
-/// chunk's first column (>= 0: chunks start on block boundaries, never
-/// after the query block).
+/// position; `diagonal` is the position of the tile's first query row minus
+/// that of its first key column (>= 0: tiles start on block boundaries of
+/// chunks that are the same positions or entirely earlier ones, never after
+/// the query block).
 inline int64_t visible(int64_t i, int64_t diagonal, int64_t cols) {
   return std::min(cols, i + diagonal + 1);
 }
@@ -116,18 +127,32 @@ int attentionThreads(int64_t tasks) {
   return int(std::min<int64_t>(omp_get_max_threads(), attentionSlots(tasks)));
 }
 
+/// The keys of a chunk starting at `keyStart` at or before position
+/// `last`: its first visibleKeys(...) rows.
+int64_t visibleKeys(int64_t last, int64_t keyStart, int64_t chunk) {
+  return std::clamp<int64_t>(last - keyStart + 1, 0, chunk);
+}
+
 } // namespace
 
+// Each query block meets the visible keys of every key chunk in turn, in
+// key-buffer order, as one online softmax; a tile's diagonal is its first
+// query row's position minus its first key column's (>= the tile's columns
+// where the pair of chunks is entirely visible, so nothing is masked).
 template <typename T>
-void attention(const T *q, const T *k, const T *v, T *out, T *lse,
-               int64_t batch, int64_t seq, int64_t qHeads, int64_t kvHeads,
-               int64_t headDim, double scale, T *workspace) {
+void contextAttention(const T *q, const T *k, const T *v, T *out, T *lse,
+                      int64_t batch, int64_t qHeads, int64_t kvHeads,
+                      int64_t headDim, const ChunkLayout &layout, double scale,
+                      T *workspace) {
   int64_t group = qHeads / kvHeads;
   int64_t ldq = qHeads * headDim, ldk = kvHeads * headDim;
-  int64_t slot = attentionSlotElements(seq);
-  int64_t rowsTile = attentionTileRows(seq), ld = attentionTileCols(seq);
-  int64_t blocks = (seq + rowsTile - 1) / rowsTile;
-  int64_t heads = batch * qHeads, tasks = attentionTasks(batch, qHeads, seq);
+  int64_t chunk = layout.chunk, chunks = layout.queryChunks;
+  int64_t seq = layout.querySeq(), keySeq = layout.keySeq();
+  int64_t slot = attentionSlotElements(seq, chunks);
+  int64_t rowsTile = attentionTileRows(chunk), ld = attentionTileCols(chunk);
+  int64_t chunkBlocks = (chunk + rowsTile - 1) / rowsTile;
+  int64_t blocks = chunks * chunkBlocks, heads = batch * qHeads;
+  int64_t tasks = attentionTasks(batch, qHeads, seq, chunks);
   T scaleT = T(scale);
   // The last query blocks (the most key chunks) are handed out first.
 #pragma omp parallel for schedule(dynamic) num_threads(attentionThreads(tasks))
@@ -136,53 +161,66 @@ void attention(const T *q, const T *k, const T *v, T *out, T *lse,
     int64_t b = task % heads / qHeads, h = task % qHeads;
     T *s = workspace + omp_get_thread_num() * slot;
     T *m = s + 2 * rowsTile * ld, *l = m + rowsTile, *alpha = l + rowsTile;
-    int64_t r0 = block * rowsTile, rows = std::min(rowsTile, seq - r0);
+    int64_t qc = block / chunkBlocks, inChunk = block % chunkBlocks * rowsTile;
+    int64_t r0 = qc * chunk + inChunk,
+            rows = std::min(rowsTile, chunk - inChunk);
+    int64_t first = layout.queryStarts[qc] + inChunk;
     const T *qb = q + (b * seq + r0) * ldq + h * headDim;
     T *ob = out + (b * seq + r0) * ldq + h * headDim;
-    const T *kh = k + b * seq * ldk + (h / group) * headDim;
-    const T *vh = v + b * seq * ldk + (h / group) * headDim;
     std::fill(m, m + rows, T(-INFINITY));
     std::fill(l, l + rows, T(0));
-    for (int64_t c0 = 0; c0 < r0 + rows; c0 += ld) {
-      int64_t cols = std::min(ld, r0 + rows - c0);
-      gemmOnThisThread(false, true, rows, cols, headDim, T(1), qb, ldq,
-                       kh + c0 * ldk, ldk, T(0), s, ld);
-      onlineSoftmax(s, ld, rows, cols, r0 - c0, scaleT, m, l, alpha);
-      if (c0 > 0)
-        for (int64_t i = 0; i < rows; ++i)
-          for (int64_t d = 0; d < headDim; ++d)
-            ob[i * ldq + d] *= alpha[i];
-      gemmOnThisThread(false, false, rows, headDim, cols, T(1), s, ld,
-                       vh + c0 * ldk, ldk, T(c0 > 0), ob, ldq);
+    bool started = false;
+    for (int64_t kc = 0; kc < layout.keyChunks; ++kc) {
+      int64_t keyStart = layout.keyStarts[kc];
+      int64_t keys = visibleKeys(first + rows - 1, keyStart, chunk);
+      int64_t kvOff = (b * keySeq + kc * chunk) * ldk + (h / group) * headDim;
+      for (int64_t c0 = 0; c0 < keys; c0 += ld) {
+        int64_t cols = std::min(ld, keys - c0);
+        gemmOnThisThread(false, true, rows, cols, headDim, T(1), qb, ldq,
+                         k + kvOff + c0 * ldk, ldk, T(0), s, ld);
+        onlineSoftmax(s, ld, rows, cols, first - keyStart - c0, scaleT, m, l,
+                      alpha);
+        if (started)
+          for (int64_t i = 0; i < rows; ++i)
+            for (int64_t d = 0; d < headDim; ++d)
+              ob[i * ldq + d] *= alpha[i];
+        gemmOnThisThread(false, false, rows, headDim, cols, T(1), s, ld,
+                         v + kvOff + c0 * ldk, ldk, T(started), ob, ldq);
+        started = true;
+      }
     }
     T *lseRow = lse + (b * qHeads + h) * seq + r0;
     for (int64_t i = 0; i < rows; ++i) {
-      T inv = T(1) / l[i];
+      // A block sees keys in all its rows or in none.
+      T inv = started ? T(1) / l[i] : T(0);
       for (int64_t d = 0; d < headDim; ++d)
-        ob[i * ldq + d] *= inv;
-      lseRow[i] = m[i] + std::log(l[i]);
+        ob[i * ldq + d] = started ? ob[i * ldq + d] * inv : T(0);
+      lseRow[i] = started ? m[i] + std::log(l[i]) : T(-INFINITY);
     }
   }
 }
 
 template <typename T>
-void attentionGrad(const T *q, const T *k, const T *v, const T *out,
-                   const T *lse, const T *dout, T *dq, T *dk, T *dv,
-                   int64_t batch, int64_t seq, int64_t qHeads, int64_t kvHeads,
-                   int64_t headDim, double scale, T *workspace) {
+void contextAttentionGrad(const T *q, const T *k, const T *v, const T *out,
+                          const T *lse, const T *dout, T *dq, T *dk, T *dv,
+                          int64_t batch, int64_t qHeads, int64_t kvHeads,
+                          int64_t headDim, const ChunkLayout &layout,
+                          double scale, T *workspace) {
   int64_t group = qHeads / kvHeads;
   int64_t ldq = qHeads * headDim, ldk = kvHeads * headDim;
+  int64_t chunk = layout.chunk, seq = layout.querySeq();
+  int64_t keySeq = layout.keySeq();
   int64_t tasks = attentionGradTasks(batch, kvHeads);
-  int64_t slot = attentionSlotElements(seq);
-  int64_t rowsTile = attentionTileRows(seq), ld = attentionTileCols(seq);
+  int64_t slot = attentionSlotElements(seq, layout.queryChunks);
+  int64_t rowsTile = attentionTileRows(chunk), ld = attentionTileCols(chunk);
   T scaleT = T(scale);
 #pragma omp parallel for schedule(dynamic) num_threads(attentionThreads(tasks))
   for (int64_t task = 0; task < tasks; ++task) {
     int64_t b = task / kvHeads, g = task % kvHeads;
     T *p = workspace + omp_get_thread_num() * slot;
     T *dp = p + rowsTile * ld, *rowDot = dp + rowsTile * ld + 3 * rowsTile;
-    int64_t kvOff = b * seq * ldk + g * headDim;
-    for (int64_t s = 0; s < seq; ++s)
+    int64_t kvOff = b * keySeq * ldk + g * headDim;
+    for (int64_t s = 0; s < keySeq; ++s)
       for (int64_t d = 0; d < headDim; ++d) {
         dk[kvOff + s * ldk + d] = T(0);
         dv[kvOff + s * ldk + d] = T(0);
@@ -198,33 +236,87 @@ void attentionGrad(const T *q, const T *k, const T *v, const T *out,
         }
         rowDot[s] = dot;
       }
-      // Key chunk outer, so its dK and dV rows stay in cache while every
-      // query block at or below its first column adds to them.
-      for (int64_t c0 = 0; c0 < seq; c0 += ld) {
-        const T *kc = k + kvOff + c0 * ldk, *vc = v + kvOff + c0 * ldk;
-        T *dkc = dk + kvOff + c0 * ldk, *dvc = dv + kvOff + c0 * ldk;
-        for (int64_t r0 = c0; r0 < seq; r0 += rowsTile) {
-          int64_t rows = std::min(rowsTile, seq - r0);
-          int64_t cols = std::min(ld, r0 + rows - c0);
-          const T *qr = q + qOff + r0 * ldq, *dor = dout + qOff + r0 * ldq;
-          gemmOnThisThread(false, true, rows, cols, headDim, T(1), qr, ldq, kc,
-                           ldk, T(0), p, ld);
-          probabilities(p, ld, lseHead + r0, rows, cols, r0 - c0, scaleT);
-          // dV += P^T dO
-          gemmOnThisThread(true, false, cols, headDim, rows, T(1), p, ld, dor,
-                           ldq, T(1), dvc, ldk);
-          // dP = dO V^T, then dS in place
-          gemmOnThisThread(false, true, rows, cols, headDim, T(1), dor, ldq, vc,
-                           ldk, T(0), dp, ld);
-          scoreGrad(p, dp, ld, rowDot + r0, rows, cols, scaleT);
-          // dQ += dS K, dK += dS^T Q
-          gemmOnThisThread(false, false, rows, headDim, cols, T(1), dp, ld, kc,
-                           ldk, T(1), dq + qOff + r0 * ldq, ldq);
-          gemmOnThisThread(true, false, cols, headDim, rows, T(1), dp, ld, qr,
-                           ldq, T(1), dkc, ldk);
+      // Key tile outer, so its dK and dV rows stay in cache while every
+      // query block that sees it adds to them.
+      for (int64_t kc = 0; kc < layout.keyChunks; ++kc)
+        for (int64_t c0 = 0; c0 < chunk; c0 += ld) {
+          int64_t keyStart = layout.keyStarts[kc], c = kc * chunk + c0;
+          const T *kc0 = k + kvOff + c * ldk, *vc = v + kvOff + c * ldk;
+          T *dkc = dk + kvOff + c * ldk, *dvc = dv + kvOff + c * ldk;
+          for (int64_t qc = 0; qc < layout.queryChunks; ++qc) {
+            int64_t queryStart = layout.queryStarts[qc];
+            // The query blocks from the one holding the tile's first key.
+            int64_t since = keyStart + c0 - queryStart;
+            if (since >= chunk)
+              continue;
+            for (int64_t r0 = std::max<int64_t>(since, 0) / rowsTile * rowsTile;
+                 r0 < chunk; r0 += rowsTile) {
+              int64_t rows = std::min(rowsTile, chunk - r0);
+              int64_t first = queryStart + r0, row = qc * chunk + r0;
+              int64_t cols = std::min(
+                  ld, visibleKeys(first + rows - 1, keyStart, chunk) - c0);
+              const T *qr = q + qOff + row * ldq,
+                      *dor = dout + qOff + row * ldq;
+              gemmOnThisThread(false, true, rows, cols, headDim, T(1), qr, ldq,
+                               kc0, ldk, T(0), p, ld);
+              probabilities(p, ld, lseHead + row, rows, cols,
+                            first - keyStart - c0, scaleT);
+              // dV += P^T dO
+              gemmOnThisThread(true, false, cols, headDim, rows, T(1), p, ld,
+                               dor, ldq, T(1), dvc, ldk);
+              // dP = dO V^T, then dS in place
+              gemmOnThisThread(false, true, rows, cols, headDim, T(1), dor, ldq,
+                               vc, ldk, T(0), dp, ld);
+              scoreGrad(p, dp, ld, rowDot + row, rows, cols, scaleT);
+              // dQ += dS K, dK += dS^T Q
+              gemmOnThisThread(false, false, rows, headDim, cols, T(1), dp, ld,
+                               kc0, ldk, T(1), dq + qOff + row * ldq, ldq);
+              gemmOnThisThread(true, false, cols, headDim, rows, T(1), dp, ld,
+                               qr, ldq, T(1), dkc, ldk);
+            }
+          }
         }
-      }
     }
+  }
+}
+
+template <typename T>
+void attention(const T *q, const T *k, const T *v, T *out, T *lse,
+               int64_t batch, int64_t seq, int64_t qHeads, int64_t kvHeads,
+               int64_t headDim, double scale, T *workspace) {
+  contextAttention(q, k, v, out, lse, batch, qHeads, kvHeads, headDim,
+                   wholeSequence(seq), scale, workspace);
+}
+
+template <typename T>
+void attentionGrad(const T *q, const T *k, const T *v, const T *out,
+                   const T *lse, const T *dout, T *dq, T *dk, T *dv,
+                   int64_t batch, int64_t seq, int64_t qHeads, int64_t kvHeads,
+                   int64_t headDim, double scale, T *workspace) {
+  contextAttentionGrad(q, k, v, out, lse, dout, dq, dk, dv, batch, qHeads,
+                       kvHeads, headDim, wholeSequence(seq), scale, workspace);
+}
+
+// Each row's pair of partials on its own, in exact exp and log (few rows).
+template <typename T>
+void attentionMerge(const T *out, const T *lse, const T *otherOut,
+                    const T *otherLse, T *result, T *resultLse, int64_t batch,
+                    int64_t seq, int64_t heads, int64_t headDim) {
+#pragma omp parallel for
+  for (int64_t row = 0; row < batch * heads * seq; ++row) {
+    int64_t b = row / (heads * seq), h = row / seq % heads, s = row % seq;
+    int64_t at = ((b * seq + s) * heads + h) * headDim;
+    T a = lse[row], o = otherLse[row], max = std::max(a, o);
+    T merged = max == T(-INFINITY)
+                   ? max
+                   : max + std::log1p(std::exp(std::min(a, o) - max));
+    // A weight of 0 (that side saw no key) never reads its output.
+    T wa = max == T(-INFINITY) ? T(0) : std::exp(a - merged);
+    T wo = max == T(-INFINITY) ? T(0) : std::exp(o - merged);
+    for (int64_t d = 0; d < headDim; ++d)
+      result[at + d] = (wa == T(0) ? T(0) : wa * out[at + d]) +
+                       (wo == T(0) ? T(0) : wo * otherOut[at + d]);
+    resultLse[row] = merged;
   }
 }
 
@@ -234,7 +326,17 @@ void attentionGrad(const T *q, const T *k, const T *v, const T *out,
                              double, T *);                                     \
   template void attentionGrad<T>(                                              \
       const T *, const T *, const T *, const T *, const T *, const T *, T *,   \
-      T *, T *, int64_t, int64_t, int64_t, int64_t, int64_t, double, T *);
+      T *, T *, int64_t, int64_t, int64_t, int64_t, int64_t, double, T *);     \
+  template void contextAttention<T>(const T *, const T *, const T *, T *, T *, \
+                                    int64_t, int64_t, int64_t, int64_t,        \
+                                    const ChunkLayout &, double, T *);         \
+  template void contextAttentionGrad<T>(                                       \
+      const T *, const T *, const T *, const T *, const T *, const T *, T *,   \
+      T *, T *, int64_t, int64_t, int64_t, int64_t, const ChunkLayout &,       \
+      double, T *);                                                            \
+  template void attentionMerge<T>(const T *, const T *, const T *, const T *,  \
+                                  T *, T *, int64_t, int64_t, int64_t,         \
+                                  int64_t);
 
 INSTANTIATE(float)
 INSTANTIATE(double)

@@ -3,9 +3,12 @@
 #include "titanrt/KernelABI.h"
 
 #include "Communicator.h"
+#include "ContextParallel.h"
+#include "Error.h"
 
 #include "llvm/ADT/SmallVector.h"
 
+#include <string>
 #include <vector>
 
 using namespace titanrt;
@@ -146,4 +149,21 @@ bool titanrt::isLoadBalanced(const int64_t *axisList) {
     if (axisList[1 + i] == kCP)
       return true;
   return false;
+}
+
+ChunkLayout titanrt::contextParallelLayout(const char *kernel,
+                                           const int64_t *ints,
+                                           int64_t querySeq, int64_t keySeq) {
+  int64_t degree = ints[0], kvShift = ints[1];
+  if (degree < 1 || 2 * degree > ChunkLayout::kMaxKeyChunks || kvShift < -1 ||
+      kvShift >= degree || querySeq % 2 != 0 ||
+      keySeq != (kvShift < 0 ? degree : 1) * querySeq)
+    kernelFatal(std::string(kernel) + ": cp degree " + std::to_string(degree) +
+                " (at most " + std::to_string(ChunkLayout::kMaxKeyChunks / 2) +
+                "), kv_shift " + std::to_string(kvShift) + ", query sequence " +
+                std::to_string(querySeq) + " and key sequence " +
+                std::to_string(keySeq) +
+                " are not a load-balanced context-parallel layout");
+  return loadBalancedLayout(groupPlace(ints + 2).index, degree, kvShift,
+                            querySeq);
 }

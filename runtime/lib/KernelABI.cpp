@@ -10,6 +10,7 @@
 #include "titanrt/Device.h"
 
 #include "Communicator.h"
+#include "ContextParallel.h"
 #include "Error.h"
 #include "KernelCall.h"
 #include "KernelProfile.h"
@@ -165,6 +166,33 @@ template <typename T> void attentionGrad(const Call &c) {
                    c.buf<T>(4), c.buf<T>(5), c.buf<T>(6), c.buf<T>(7),
                    c.buf<T>(8), q.dim(0), q.dim(1), q.dim(2), kv.dim(2),
                    q.dim(3), c.floats[0], static_cast<T *>(c.workspace));
+}
+/// (q, k, v) -> (out, lse); floats: {scale}; ints: {degree, kv_shift,
+/// number of cp axes, axes...}
+template <typename T> void contextAttention(const Call &c) {
+  Shape q = c.shape(0), kv = c.shape(1);
+  k::contextAttention(
+      c.buf<T>(0), c.buf<T>(1), c.buf<T>(2), c.buf<T>(3), c.buf<T>(4), q.dim(0),
+      q.dim(2), kv.dim(2), q.dim(3),
+      contextParallelLayout("context_attention", c.ints, q.dim(1), kv.dim(1)),
+      c.floats[0], static_cast<T *>(c.workspace));
+}
+/// (q, k, v, out, lse, dout) -> (dq, dk, dv); params as contextAttention's.
+template <typename T> void contextAttentionGrad(const Call &c) {
+  Shape q = c.shape(0), kv = c.shape(1);
+  k::contextAttentionGrad(c.buf<T>(0), c.buf<T>(1), c.buf<T>(2), c.buf<T>(3),
+                          c.buf<T>(4), c.buf<T>(5), c.buf<T>(6), c.buf<T>(7),
+                          c.buf<T>(8), q.dim(0), q.dim(2), kv.dim(2), q.dim(3),
+                          contextParallelLayout("context_attention_grad",
+                                                c.ints, q.dim(1), kv.dim(1)),
+                          c.floats[0], static_cast<T *>(c.workspace));
+}
+/// (out, lse, other_out, other_lse) -> (result, result_lse)
+template <typename T> void attentionMerge(const Call &c) {
+  Shape o = c.shape(0);
+  k::attentionMerge(c.buf<T>(0), c.buf<T>(1), c.buf<T>(2), c.buf<T>(3),
+                    c.buf<T>(4), c.buf<T>(5), o.dim(0), o.dim(1), o.dim(2),
+                    o.dim(3));
 }
 /// ints: {} or {accumulate} (kernel-fuse-gemm-accumulate: add into the
 /// result instead of overwriting it).

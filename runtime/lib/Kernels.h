@@ -11,6 +11,8 @@
 #ifndef TITANRT_LIB_KERNELS_H
 #define TITANRT_LIB_KERNELS_H
 
+#include "ContextParallel.h"
+
 #include <cstdint>
 
 namespace titanrt::kernels {
@@ -68,6 +70,39 @@ void attentionGrad(const T *q, const T *k, const T *v, const T *out,
                    const T *lse, const T *dout, T *dq, T *dk, T *dv,
                    int64_t batch, int64_t seq, int64_t qHeads, int64_t kvHeads,
                    int64_t headDim, double scale, T *workspace);
+
+/// Attention between a query buffer and a key/value buffer whose rows are
+/// chunks of the sequence (ContextParallel.h; q/out: B x layout.querySeq()
+/// x Hq x D, k/v: B x layout.keySeq() x Hkv x D, lse: B x Hq x querySeq),
+/// causal on the rows' positions: context_attention's partial over the keys
+/// of this buffer. A query row that sees none of them gets out 0 and lse
+/// -inf. `workspace` holds titan::cpu::attention(Grad)WorkspaceBytes with
+/// the query's chunks (contextAttention(Grad)WorkspaceBytes for context
+/// parallel's 2). attention(Grad) is the layout titanrt::wholeSequence.
+template <typename T>
+void contextAttention(const T *q, const T *k, const T *v, T *out, T *lse,
+                      int64_t batch, int64_t qHeads, int64_t kvHeads,
+                      int64_t headDim, const ChunkLayout &layout, double scale,
+                      T *workspace);
+/// The backward of contextAttention's partial, from the final (merged over
+/// every key block) `out` and `lse`: dq gets this key block's share of dQ
+/// (the shares of all blocks sum to dQ), dk and dv this buffer's whole
+/// gradients; all three are overwritten.
+template <typename T>
+void contextAttentionGrad(const T *q, const T *k, const T *v, const T *out,
+                          const T *lse, const T *dout, T *dq, T *dk, T *dv,
+                          int64_t batch, int64_t qHeads, int64_t kvHeads,
+                          int64_t headDim, const ChunkLayout &layout,
+                          double scale, T *workspace);
+/// attention_merge: two attention partials of the same queries (out: B x S
+/// x H x D, lse: B x H x S) as one, lse' = logaddexp(lse, otherLse) and
+/// out' = exp(lse - lse') out + exp(otherLse - lse') otherOut; rows with
+/// -inf on both sides give (0, -inf). `result` may be `out` and `resultLse`
+/// `lse`.
+template <typename T>
+void attentionMerge(const T *out, const T *lse, const T *otherOut,
+                    const T *otherLse, T *result, T *resultLse, int64_t batch,
+                    int64_t seq, int64_t heads, int64_t headDim);
 
 /// y[m, n] = sum_k x[m, k] w[n, k]; with `accumulate`, y += that
 /// (kernel-fuse-gemm-accumulate's form of a GEMM followed by an add).

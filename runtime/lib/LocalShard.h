@@ -12,6 +12,7 @@
 #ifndef TITANRT_LOCALSHARD_H
 #define TITANRT_LOCALSHARD_H
 
+#include "ContextParallel.h"
 #include "KernelCall.h"
 
 namespace titanrt {
@@ -35,9 +36,10 @@ inline LocalShardPlan planLocalShard(const abi::Shape &in, int64_t dim,
   int64_t chunk = in.dim(dim) / (size * parts);
   LocalShardPlan p{rows, chunk * inner, in.dim(dim) * inner,
                    chunk * parts * inner, parts, {0, 0}, {0, 0}};
-  int64_t chunks[2] = {index, 2 * size - 1 - index};
   for (int64_t j = 0; j < parts; ++j) {
-    p.srcOffset[j] = chunks[j] * chunk * inner;
+    p.srcOffset[j] = (loadBalanced ? loadBalancedStart(index, size, j, chunk)
+                                   : index * chunk) *
+                     inner;
     p.dstOffset[j] = j * chunk * inner;
   }
   return p;

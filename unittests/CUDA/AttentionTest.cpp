@@ -14,8 +14,11 @@
 #include "DeviceTestUtils.h"
 #include "Kernels.h"
 
+#include "titan/Target/CPU/KernelWorkspaces.h"
+
 #include "gtest/gtest.h"
 
+#include <algorithm>
 #include <vector>
 
 using namespace titanrt;
@@ -49,7 +52,12 @@ struct Expected {
   Expected(const Case &c, const Inputs &in, double scale, ElementType t) {
     out.resize(in.q.size());
     lse.resize(size_t(c.batch * c.qHeads * c.seq));
-    std::vector<float> ws(size_t(2 * c.seq * c.seq));
+    std::vector<float> ws(size_t(
+        std::max(
+            titan::cpu::attentionWorkspaceBytes(c.batch, c.qHeads, c.seq, 4),
+            titan::cpu::attentionGradWorkspaceBytes(c.batch, c.kvHeads, c.seq,
+                                                    4)) /
+        4));
     kernels::attention(in.q.data(), in.k.data(), in.v.data(), out.data(),
                        lse.data(), c.batch, c.seq, c.qHeads, c.kvHeads,
                        c.headDim, scale, ws.data());
@@ -83,9 +91,9 @@ void check(ElementType t, bool flash) {
     size_t fwdBytes = size_t(64) << 20, bwdBytes = size_t(64) << 20;
     DeviceBuffer workspace(fwdBytes / 4, ElementType::F32);
     if (flash) {
-      ASSERT_TRUE(cudnn.forward(t, q.ptr, k.ptr, v.ptr, out.ptr,
-                                static_cast<float *>(lse.ptr), s, scale,
-                                workspace.ptr, fwdBytes, nullptr));
+      ASSERT_TRUE(cudnn.forward(
+          t, q.ptr, k.ptr, v.ptr, out.ptr, static_cast<float *>(lse.ptr), s,
+          SdpaViews::whole(s.seq), scale, workspace.ptr, fwdBytes, nullptr));
     } else {
       attentionReference(t, q.ptr, k.ptr, v.ptr, out.ptr,
                          static_cast<float *>(lse.ptr), s, scale, nullptr);
@@ -101,7 +109,8 @@ void check(ElementType t, bool flash) {
       if (flash)
         ASSERT_TRUE(cudnn.backward(t, q.ptr, k.ptr, v.ptr, wantOut.ptr,
                                    static_cast<float *>(wantLse.ptr), dout.ptr,
-                                   dq.ptr, dk.ptr, dv.ptr, s, scale,
+                                   dq.ptr, dk.ptr, dv.ptr, s,
+                                   SdpaViews::whole(s.seq), scale,
                                    workspace.ptr, bwdBytes, nullptr));
       else
         attentionGradReference(t, q.ptr, k.ptr, v.ptr, wantOut.ptr,

@@ -10,6 +10,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "Communicator.h"
+#include "ContextParallel.h"
 #include "LowPrecision.h"
 
 #include "gtest/gtest.h"
@@ -251,6 +252,27 @@ TEST(COMMUNICATOR, GroupIndexInListedOrder) {
   EXPECT_EQ(comm().groupIndex({kTP, kDPShard}), tp * shards + shard);
   EXPECT_EQ(comm().groupIndex({kDPShard, kTP}), shard * tps + tp);
   EXPECT_EQ(comm().groupIndex({kTP}), tp);
+}
+
+// context_attention's decoders take the cp rank as the index over the
+// listed axes, as shard offsets do.
+TEST(COMMUNICATOR, ContextParallelLayoutOfThisRank) {
+  int64_t shards = comm().meshShape()[kDPShard], tps = comm().meshShape()[kTP];
+  int64_t ring[] = {tps, tps - 1, 1, kTP};
+  ChunkLayout got = contextParallelLayout("test", ring, 8, 8);
+  ChunkLayout want =
+      loadBalancedLayout(comm().groupIndex({kTP}), tps, tps - 1, 8);
+  EXPECT_EQ(got.chunk, 4);
+  EXPECT_EQ(std::vector<int64_t>(got.queryStarts, got.queryStarts + 2),
+            std::vector<int64_t>(want.queryStarts, want.queryStarts + 2));
+  EXPECT_EQ(std::vector<int64_t>(got.keyStarts, got.keyStarts + 2),
+            std::vector<int64_t>(want.keyStarts, want.keyStarts + 2));
+  int64_t gathered[] = {shards * tps, -1, 2, kTP, kDPShard};
+  got = contextParallelLayout("test", gathered, 8, 8 * shards * tps);
+  int64_t rank = comm().groupIndex({kTP, kDPShard});
+  EXPECT_EQ(got.queryStarts[0], rank * 4);
+  EXPECT_EQ(got.queryStarts[1], (2 * shards * tps - 1 - rank) * 4);
+  EXPECT_EQ(got.keyChunks, 2 * shards * tps);
 }
 
 // [2P][2] split along dimension 0 into P parts of [2][2], concatenated

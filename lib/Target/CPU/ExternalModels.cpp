@@ -46,6 +46,21 @@ int64_t attentionGrad(AttentionGradOp op) {
       accumulatorBytes(op.getQuery()));
 }
 
+/// Context parallel's block attention: the same tiles over the rank's two
+/// query chunks.
+int64_t contextAttention(dist::ContextAttentionOp op) {
+  auto q = op.getQuery().getType();
+  return cpu::contextAttentionWorkspaceBytes(q.getDimSize(0), q.getDimSize(2),
+                                             q.getDimSize(1),
+                                             accumulatorBytes(op.getQuery()));
+}
+int64_t contextAttentionGrad(dist::ContextAttentionGradOp op) {
+  auto q = op.getQuery().getType();
+  return cpu::contextAttentionGradWorkspaceBytes(
+      q.getDimSize(0), op.getKey().getType().getDimSize(2), q.getDimSize(1),
+      accumulatorBytes(op.getQuery()));
+}
+
 /// Each row's loss, averaged in a fixed order afterwards.
 int64_t crossEntropy(CrossEntropyOp op) {
   return cpu::crossEntropyWorkspaceBytes(rowsOf(op.getLogits()));
@@ -81,5 +96,7 @@ void titan::registerCPUTargetExternalModels(DialectRegistry &registry) {
   });
   registry.addExtension(+[](MLIRContext *context, dist::DistDialect *) {
     attachCollectiveWorkspaceRules<CPUWorkspaceOpInterface>(context);
+    attach<dist::ContextAttentionOp, contextAttention>(context);
+    attach<dist::ContextAttentionGradOp, contextAttentionGrad>(context);
   });
 }

@@ -32,10 +32,14 @@ static_assert(kAttentionKeyChunk % kAttentionBlock == 0,
 /// not depend on the machine's core count.
 constexpr int64_t kAttentionSlots = 64;
 
-/// The forward's tasks: (batch, query head, query block); the backward's:
-/// (batch, KV head).
-constexpr int64_t attentionTasks(int64_t batch, int64_t qHeads, int64_t seq) {
-  return batch * qHeads * ((seq + kAttentionBlock - 1) / kAttentionBlock);
+/// The forward's tasks: (batch, query head, query block), the blocks cut
+/// from each of the query's `chunks` chunks of seq / chunks rows (1, or
+/// context parallel's 2: titanrt::ChunkLayout); the backward's: (batch, KV
+/// head).
+constexpr int64_t attentionTasks(int64_t batch, int64_t qHeads, int64_t seq,
+                                 int64_t chunks = 1) {
+  return batch * qHeads * chunks *
+         ((seq / chunks + kAttentionBlock - 1) / kAttentionBlock);
 }
 constexpr int64_t attentionGradTasks(int64_t batch, int64_t kvHeads) {
   return batch * kvHeads;
@@ -45,7 +49,7 @@ constexpr int64_t attentionSlots(int64_t tasks) {
 }
 
 /// A tile's rows (the query block) and columns (its row stride, the key
-/// chunk), each capped by the sequence.
+/// chunk), each capped by the sequence's chunk.
 constexpr int64_t attentionTileRows(int64_t seq) {
   return seq < kAttentionBlock ? (seq < 1 ? 1 : seq) : kAttentionBlock;
 }
@@ -54,27 +58,44 @@ constexpr int64_t attentionTileCols(int64_t seq) {
 }
 
 /// One thread's slot, in elements of the accumulator type: the S (then P)
-/// tile, the dP (then dS) tile, three per-row statistics of a query block
-/// (running max, running sum, rescale factor) and, for the backward, one
-/// head's rowsum(dO * O) over the sequence; rounded up to 64 bytes.
-constexpr int64_t attentionSlotElements(int64_t seq) {
-  int64_t rows = attentionTileRows(seq);
-  int64_t elements = 2 * rows * attentionTileCols(seq) + 3 * rows + seq;
+/// tile, the dP (then dS) tile (tiles sized by the query's chunks of seq /
+/// chunks rows), three per-row statistics of a query block (running max,
+/// running sum, rescale factor) and, for the backward, one head's
+/// rowsum(dO * O) over the query's `seq` rows; rounded up to 64 bytes.
+constexpr int64_t attentionSlotElements(int64_t seq, int64_t chunks = 1) {
+  int64_t rows = attentionTileRows(seq / chunks);
+  int64_t elements =
+      2 * rows * attentionTileCols(seq / chunks) + 3 * rows + seq;
   return (elements + 15) / 16 * 16;
 }
 
 /// `elementBytes` is 4 (f32, and the 16-bit types' f32 accumulators) or 8
-/// (f64).
+/// (f64); `seq` is the query's rows, in `chunks` chunks.
 constexpr int64_t attentionWorkspaceBytes(int64_t batch, int64_t qHeads,
-                                          int64_t seq, int64_t elementBytes) {
-  return attentionSlots(attentionTasks(batch, qHeads, seq)) *
-         attentionSlotElements(seq) * elementBytes;
+                                          int64_t seq, int64_t elementBytes,
+                                          int64_t chunks = 1) {
+  return attentionSlots(attentionTasks(batch, qHeads, seq, chunks)) *
+         attentionSlotElements(seq, chunks) * elementBytes;
 }
 constexpr int64_t attentionGradWorkspaceBytes(int64_t batch, int64_t kvHeads,
-                                              int64_t seq,
-                                              int64_t elementBytes) {
+                                              int64_t seq, int64_t elementBytes,
+                                              int64_t chunks = 1) {
   return attentionSlots(attentionGradTasks(batch, kvHeads)) *
-         attentionSlotElements(seq) * elementBytes;
+         attentionSlotElements(seq, chunks) * elementBytes;
+}
+
+/// context_attention(_grad): the query's `seq` local rows are context
+/// parallel's 2 chunks (whatever the key/value buffer holds).
+constexpr int64_t contextAttentionWorkspaceBytes(int64_t batch, int64_t qHeads,
+                                                 int64_t seq,
+                                                 int64_t elementBytes) {
+  return attentionWorkspaceBytes(batch, qHeads, seq, elementBytes, 2);
+}
+constexpr int64_t contextAttentionGradWorkspaceBytes(int64_t batch,
+                                                     int64_t kvHeads,
+                                                     int64_t seq,
+                                                     int64_t elementBytes) {
+  return attentionGradWorkspaceBytes(batch, kvHeads, seq, elementBytes, 2);
 }
 
 /// Cross-entropy: each row's loss in f64, summed in row order afterwards,

@@ -74,6 +74,28 @@ constexpr int64_t attentionGradWorkspaceBytes(int64_t batch, int64_t qHeads,
          2 * alignTo256(batch * qHeads * seq * 4) + kAttentionSlackBytes;
 }
 
+/// context_attention(_grad) on `seq` local query rows (2 chunks of
+/// seq / 2): cuDNN's SDPA per pair of chunks, each pair's scratch as a
+/// chunk's attention; the forward also holds one chunk's partial output
+/// and log-sum-exp (merged into the result), the backward one chunk's
+/// partial dQ, dK and dV (summed into the gradients). Partials are bounded
+/// by f32 elements; the f32 kernels need none of it.
+constexpr int64_t contextAttentionWorkspaceBytes(int64_t batch, int64_t qHeads,
+                                                 int64_t seq, int64_t headDim) {
+  return alignTo256(batch * (seq / 2) * qHeads * headDim * 4) +
+         alignTo256(batch * qHeads * (seq / 2) * 4) +
+         attentionWorkspaceBytes(batch, qHeads, seq / 2);
+}
+constexpr int64_t contextAttentionGradWorkspaceBytes(int64_t batch,
+                                                     int64_t qHeads,
+                                                     int64_t kvHeads,
+                                                     int64_t seq,
+                                                     int64_t headDim) {
+  return alignTo256(batch * (seq / 2) * qHeads * headDim * 4) +
+         2 * alignTo256(batch * (seq / 2) * kvHeads * headDim * 4) +
+         attentionGradWorkspaceBytes(batch, qHeads, seq / 2, headDim);
+}
+
 } // namespace titan::cuda
 
 #endif // TITAN_TARGET_CUDA_KERNELWORKSPACES_H
