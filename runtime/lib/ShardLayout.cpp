@@ -29,13 +29,27 @@ Box titanrt::shardBox(const Manifest::Param &p,
                       const std::vector<int64_t> &coords) {
   Box box{std::vector<int64_t>(p.shape.size(), 0), p.shape};
   for (size_t d = 0; d < p.shape.size(); ++d) {
+    const std::vector<MeshAxis> &axes = p.dimAxes[d];
+    // The trailing storage axes (FSDP's dp_shard, and cp as TorchTitan's
+    // dp_shard_cp) are one group of ceil-sized parts: the compiler's
+    // #dist.sharding and its gathers treat them so.
+    size_t group = axes.size();
+    while (group > 0 && (axes[group - 1] == kDPShard || axes[group - 1] == kCP))
+      --group;
     int64_t n = p.shape[d];
-    for (MeshAxis a : p.dimAxes[d]) {
-      int64_t parts = mesh[a], c = coords[a];
+    auto take = [&](int64_t parts, int64_t c) {
       int64_t rows = (n + parts - 1) / parts;
       box.start[d] += c * rows;
       n = std::clamp<int64_t>(n - c * rows, 0, rows);
+    };
+    for (size_t i = 0; i < group; ++i)
+      take(mesh[axes[i]], coords[axes[i]]);
+    int64_t parts = 1, c = 0;
+    for (size_t i = group; i < axes.size(); ++i) {
+      parts *= mesh[axes[i]];
+      c = c * mesh[axes[i]] + coords[axes[i]];
     }
+    take(parts, c);
     box.size[d] = n;
   }
   return box;

@@ -88,26 +88,6 @@ int64_t globalNorm(GlobalNormOp op) {
 
 /// The operands transposed K-major where the form needs it (cuBLASLt's FP8
 /// GEMMs take only the TN layout), the f32 product before its scaling, and
-/// Context parallel's block attention: cuDNN per visible chunk pair, the
-/// pairs' partial results (and, backward, partial gradients) summed or
-/// merged in f32. The f32 kernels need none.
-int64_t contextAttention(dist::ContextAttentionOp op) {
-  auto q = op.getQuery().getType();
-  return isF32(op.getQuery()) ? 0
-                              : cuda::contextAttentionWorkspaceBytes(
-                                    q.getDimSize(0), q.getDimSize(2),
-                                    q.getDimSize(1), q.getDimSize(3));
-}
-int64_t contextAttentionGrad(dist::ContextAttentionGradOp op) {
-  auto q = op.getQuery().getType();
-  return isF32(op.getQuery())
-             ? 0
-             : cuda::contextAttentionGradWorkspaceBytes(
-                   q.getDimSize(0), q.getDimSize(2),
-                   op.getKey().getType().getDimSize(2), q.getDimSize(1),
-                   q.getDimSize(3));
-}
-
 /// cuBLASLt's workspace.
 int64_t scaledMatmul(ScaledMatmulOp op) {
   return copyBytes(op.getLhs(), 1) + copyBytes(op.getRhs(), 1) +
