@@ -4,7 +4,8 @@ rows (benchmarks/llama3_h100_202412_torchtitan.md, in
 ../shared/reference/published-performance.md) beside TorchTitan's measured
 max reserved GiB, item by item: Llama 3.1 8B on 8 GPUs with FSDP x CP and
 405B on 512 GPUs with TP 8 x PP 8 (1F1B) x FSDP x CP, full activation
-checkpointing, Float8 (tensorwise), bf16 compute, the CUDA target's plan.
+checkpointing, Float8 (the presets' tensorwise scaling with the float8
+all-gather), bf16 compute, the CUDA target's plan.
 It is the plan (no GPU needed); the 405B rows plan every pipeline rank and
 report the largest.
 
@@ -48,7 +49,6 @@ def plan(compile_path, row):
            "--training.seq_len", str(seq),
            "--activation_checkpoint.mode", "full",
            "--model.converters", "quantize.linear.float8",
-           "--quantize.linear.float8.recipe_name", "tensorwise",
            "--training.mixed_precision_param", "bfloat16",
            "--metrics.enable_tensorboard", "false", "--emit=memory"]
     if pp > 1:

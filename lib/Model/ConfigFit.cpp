@@ -28,11 +28,6 @@ llvm::Error titan::checkModelFitsConfig(const LlamaArgs &a,
   const auto &p = c.parallelism;
   int64_t seq = c.training.seqLen;
 
-  if (seq > a.maxSeqLen)
-    errs.push_back(llvm::formatv("training.seq_len ({0}) exceeds the model's "
-                                 "max_seq_len ({1})",
-                                 seq, a.maxSeqLen));
-
   // `divisor` names the keys it is made of.
   auto mustDivide = [&](StringRef divisor, int64_t degree, StringRef dimName,
                         int64_t dim, StringRef why) {

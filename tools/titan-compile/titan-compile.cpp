@@ -743,6 +743,13 @@ int main(int argc, char **argv) {
     return reportError(model.takeError());
   if (llvm::Error e = checkModelFitsConfig(*model, *config))
     return reportError(std::move(e));
+  // TorchTitan v0.2.0 (llama3 update_from_config) warns and trains at the
+  // longer length (the long-context runs go past the flavor's 131072).
+  if (config->training.seqLen > model->maxSeqLen)
+    llvm::WithColor::warning(llvm::errs(), "titan-compile")
+        << "training.seq_len " << config->training.seqLen
+        << " exceeds the model's max_seq_len " << model->maxSeqLen
+        << "; max_seq_len becomes the sequence length, as TorchTitan's\n";
   if (emitStage == EmitStage::Schedule) {
     if (llvm::Error e = printPipelineSchedule(*model, *config, scheduleTimeline,
                                               output->os()))
