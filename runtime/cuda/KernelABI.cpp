@@ -358,10 +358,9 @@ void localShard(const Args &c) {
   auto *out = static_cast<char *>(c.buffers[1]);
   for (int64_t j = 0; j < p.parts; ++j)
     checkCuda(cudaMemcpy2DAsync(out + p.dstOffset[j] * bytes,
-                                p.dstPitch * bytes,
-                                in + p.srcOffset[j] * bytes,
-                                p.srcPitch * bytes, p.width * bytes,
-                                p.rows, cudaMemcpyDeviceToDevice, c.stream()),
+                                p.dstPitch * bytes, in + p.srcOffset[j] * bytes,
+                                p.srcPitch * bytes, p.width * bytes, p.rows,
+                                cudaMemcpyDeviceToDevice, c.stream()),
               "dist.local_shard");
 }
 void castKernel(const Args &c) {

@@ -19,9 +19,9 @@ namespace titanrt {
 
 struct LocalShardPlan {
   int64_t rows, width, srcPitch, dstPitch;
-  int64_t parts;           ///< 1, or 2 (load-balanced)
-  int64_t srcOffset[2];    ///< each part's first element in the input
-  int64_t dstOffset[2];    ///< ... and in the result
+  int64_t parts;        ///< 1, or 2 (load-balanced)
+  int64_t srcOffset[2]; ///< each part's first element in the input
+  int64_t dstOffset[2]; ///< ... and in the result
 };
 
 inline LocalShardPlan planLocalShard(const abi::Shape &in, int64_t dim,
@@ -34,8 +34,9 @@ inline LocalShardPlan planLocalShard(const abi::Shape &in, int64_t dim,
     inner *= in.dim(d);
   int64_t parts = loadBalanced ? 2 : 1;
   int64_t chunk = in.dim(dim) / (size * parts);
-  LocalShardPlan p{rows, chunk * inner, in.dim(dim) * inner,
-                   chunk * parts * inner, parts, {0, 0}, {0, 0}};
+  LocalShardPlan p{
+      rows,   chunk * inner, in.dim(dim) * inner, chunk * parts * inner, parts,
+      {0, 0}, {0, 0}};
   for (int64_t j = 0; j < parts; ++j) {
     p.srcOffset[j] = (loadBalanced ? loadBalancedStart(index, size, j, chunk)
                                    : index * chunk) *

@@ -55,12 +55,11 @@ int64_t contextAttention(dist::ContextAttentionOp op) {
 }
 int64_t contextAttentionGrad(dist::ContextAttentionGradOp op) {
   auto q = op.getQuery().getType();
-  return isF32(op.getQuery())
-             ? 0
-             : cuda::contextAttentionGradWorkspaceBytes(
-                   q.getDimSize(0), q.getDimSize(2),
-                   op.getKey().getType().getDimSize(2), q.getDimSize(1),
-                   q.getDimSize(3));
+  return isF32(op.getQuery()) ? 0
+                              : cuda::contextAttentionGradWorkspaceBytes(
+                                    q.getDimSize(0), q.getDimSize(2),
+                                    op.getKey().getType().getDimSize(2),
+                                    q.getDimSize(1), q.getDimSize(3));
 }
 
 /// cuBLASLt's workspace.

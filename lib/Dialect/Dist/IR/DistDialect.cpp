@@ -154,8 +154,7 @@ ReductionKind ShardingAttr::getReductionKind() const {
 }
 
 bool ShardingAttr::isReplicated() const {
-  return getPartialAxes().empty() &&
-         llvm::all_of(getDims(), [](Attribute dim) {
+  return getPartialAxes().empty() && llvm::all_of(getDims(), [](Attribute dim) {
            return cast<ArrayAttr>(dim).empty();
          });
 }
@@ -550,8 +549,8 @@ LogicalResult LocalShardOp::verify() {
     int64_t expected = d == dim ? in.getDimSize(d) / *group : in.getDimSize(d);
     if ((d == dim && in.getDimSize(d) % parts != 0) ||
         out.getDimSize(d) != expected)
-      return emitOpError() << "splits " << in << " along " << dim
-                           << " into " << parts << " equal parts of "
+      return emitOpError() << "splits " << in << " along " << dim << " into "
+                           << parts << " equal parts of "
                            << (loadBalanced ? "which each rank keeps two"
                                             : "which each rank keeps one")
                            << ", not into " << out;
@@ -566,7 +565,8 @@ LogicalResult RingAttentionOp::verify() {
     return failure();
   if (q.getRank() != 4 || k.getRank() != 4 || k != getValue().getType() ||
       q.getDimSize(0) != k.getDimSize(0) ||
-      q.getDimSize(1) != k.getDimSize(1) || q.getDimSize(3) != k.getDimSize(3) ||
+      q.getDimSize(1) != k.getDimSize(1) ||
+      q.getDimSize(3) != k.getDimSize(3) ||
       q.getDimSize(2) % k.getDimSize(2) != 0)
     return emitOpError() << "needs query B x S x Hq x D and key, value "
                             "B x S x Hkv x D with Hkv dividing Hq, got "

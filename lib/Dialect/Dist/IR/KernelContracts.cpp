@@ -87,11 +87,9 @@ static ArrayAttr contextAttentionParams(Operation *op, ArrayAttr axes,
 }
 
 ArrayAttr ContextAttentionOp::getKernelParams() {
-  return contextAttentionParams(*this, getAxes(), getKvShift(),
-                                getScaleAttr());
+  return contextAttentionParams(*this, getAxes(), getKvShift(), getScaleAttr());
 }
 
 ArrayAttr ContextAttentionGradOp::getKernelParams() {
-  return contextAttentionParams(*this, getAxes(), getKvShift(),
-                                getScaleAttr());
+  return contextAttentionParams(*this, getAxes(), getKvShift(), getScaleAttr());
 }

@@ -2,7 +2,6 @@
 
 #include "titan/Dialect/Dist/IR/ShardingRule.h"
 
-
 using namespace mlir;
 using namespace titan;
 using namespace titan::dist;
@@ -62,9 +61,8 @@ ShardingAttr titan::dist::makeSharding(MLIRContext *ctx,
     return ShardingAttr::get(ctx, b.getArrayAttr(dimAttrs));
   return ShardingAttr::get(
       ctx, b.getArrayAttr(dimAttrs), b.getStrArrayAttr(partial),
-      reduction == ReductionKind::Sum
-          ? ReductionKindAttr()
-          : ReductionKindAttr::get(ctx, reduction));
+      reduction == ReductionKind::Sum ? ReductionKindAttr()
+                                      : ReductionKindAttr::get(ctx, reduction));
 }
 
 ShardingAttr titan::dist::replicatedSharding(MLIRContext *ctx) {

@@ -106,8 +106,7 @@ LogicalResult localizeVocabulary(Op op, ShardingLocalizer &l, int64_t vocab,
   ArrayRef<StringRef> axes = l.getFactorAxes(vocab);
   if (axes.empty())
     return success();
-  op.getVocabStartMutable().assign(
-      l.shardOffset(op.getLoc(), axes, localRows));
+  op.getVocabStartMutable().assign(l.shardOffset(op.getLoc(), axes, localRows));
   return success();
 }
 
@@ -181,7 +180,8 @@ struct Float8LinearRule {
         // A result split along the contracted K is partial, not split.
         if (split.empty() || (t == &rule.getResult(0) && factors[0] == k))
           continue;
-        if (!tensorwise && (dim >= 0 || (!axes.empty() && ArrayRef(axes) != split)))
+        if (!tensorwise &&
+            (dim >= 0 || (!axes.empty() && ArrayRef(axes) != split)))
           return op.emitOpError()
                  << "rowwise float8 scaling of tensors split along several "
                     "dimensions or over different mesh axes is not "
@@ -231,7 +231,8 @@ struct ReshapeRule : NoLocalize {
   static ShardingRule rule(ReshapeOp op) {
     ShardingRule rule;
     rule.setKeepsPartial();
-    ArrayRef<int64_t> in = shapeOf(op.getInput()), out = shapeOf(op.getResult());
+    ArrayRef<int64_t> in = shapeOf(op.getInput()),
+                      out = shapeOf(op.getResult());
     ShardingRule::TensorFactors inDims(in.size()), outDims(out.size());
     size_t i = 0, o = 0;
     while (i < in.size() && o < out.size()) {
@@ -412,8 +413,7 @@ void titan::dist::registerShardingRuleModels(DialectRegistry &registry) {
         Model<RowMaxOp, RowStatRule<RowMaxOp, ReductionKind::Max>>>(*ctx);
     SumExpOp::attachInterface<
         Model<SumExpOp, RowStatRule<SumExpOp, ReductionKind::Sum>>>(*ctx);
-    TargetLogitOp::attachInterface<Model<TargetLogitOp, TargetLogitRule>>(
-        *ctx);
+    TargetLogitOp::attachInterface<Model<TargetLogitOp, TargetLogitRule>>(*ctx);
     CrossEntropyFromStatsOp::attachInterface<
         Model<CrossEntropyFromStatsOp, CrossEntropyFromStatsRule>>(*ctx);
     AddOp::attachInterface<Model<AddOp, ElementwiseRule>>(*ctx);

@@ -75,17 +75,16 @@ public:
       bool more = step + 1 < degree;
       Value nextK = more ? startShift(k) : Value();
       Value nextV = more ? startShift(v) : Value();
-      auto block = ContextAttentionOp::create(b, loc, outType, lseType, q, k,
-                                              v, axes,
-                                              b.getI64IntegerAttr(step),
+      auto block = ContextAttentionOp::create(b, loc, outType, lseType, q, k, v,
+                                              axes, b.getI64IntegerAttr(step),
                                               op.getScaleAttr());
       if (step == 0) {
         out = block.getResult();
         lse = block.getLse();
       } else {
-        auto merged = AttentionMergeOp::create(
-            b, loc, out.getType(), lse.getType(), out, lse,
-            block.getResult(), block.getLse());
+        auto merged =
+            AttentionMergeOp::create(b, loc, out.getType(), lse.getType(), out,
+                                     lse, block.getResult(), block.getLse());
         out = merged.getResult();
         lse = merged.getResultLse();
       }

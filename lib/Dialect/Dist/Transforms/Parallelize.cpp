@@ -124,8 +124,8 @@ struct DistParallelizePass
       dims.back().push_back("cp");
       if (type.getShape().back() % (2 * cp) != 0)
         return forward.emitOpError()
-               << "context parallel cuts the sequence (" << type.getShape().back()
-               << " tokens) into 2 x cp = " << 2 * cp
+               << "context parallel cuts the sequence ("
+               << type.getShape().back() << " tokens) into 2 x cp = " << 2 * cp
                << " load-balanced chunks, which does not divide it "
                   "(training.seq_len, parallelism.context_parallel_degree)";
       forward.setArgAttr(arg.getArgNumber(), DistDialect::kShardingAttrName,
@@ -153,8 +153,8 @@ struct DistParallelizePass
       dims[1].push_back("tp");
       if (type.getRank() < 3 || type.getDimSize(1) % (2 * cp * tp) != 0)
         return op->emitOpError()
-               << "sequence parallel splits dimension 1 of " << type
-               << " over " << (cp > 1 ? "2 x cp x tp = " : "tp = ")
+               << "sequence parallel splits dimension 1 of " << type << " over "
+               << (cp > 1 ? "2 x cp x tp = " : "tp = ")
                << (cp > 1 ? 2 * cp * tp : int64_t(tp))
                << " ranks, which does not divide it";
       OpBuilder b(op->getContext());
@@ -172,8 +172,8 @@ struct DistParallelizePass
     auto arg = dyn_cast<BlockArgument>(op->getOperand(1));
     auto func = arg ? dyn_cast<func::FuncOp>(arg.getOwner()->getParentOp())
                     : func::FuncOp();
-    auto name = func ? func.getArgAttrOfType<StringAttr>(arg.getArgNumber(),
-                                                         TitanDialect::kParamAttrName)
+    auto name = func ? func.getArgAttrOfType<StringAttr>(
+                           arg.getArgNumber(), TitanDialect::kParamAttrName)
                      : StringAttr();
     return name && tensorParallelStyle(name.getValue()) == TPStyle::Rowwise;
   }

@@ -132,14 +132,14 @@ struct DistPartitionPass
       }
       Value full = partitionParameter(forward, arg, name, type, sharding,
                                       syncAxes, lastBlock, mesh);
-      partitioner.setSharding(
-          full,
-          sharding ? withoutStorageAxes(sharding, type.getRank())
-                   : replicatedSharding(&getContext()),
-          /*parameter=*/true);
+      partitioner.setSharding(full,
+                              sharding
+                                  ? withoutStorageAxes(sharding, type.getRank())
+                                  : replicatedSharding(&getContext()),
+                              /*parameter=*/true);
     }
-    forward.setFunctionType(b.getFunctionType(
-        body.getArgumentTypes(), forward.getResultTypes()));
+    forward.setFunctionType(
+        b.getFunctionType(body.getArgumentTypes(), forward.getResultTypes()));
     return success();
   }
 
@@ -147,9 +147,8 @@ struct DistPartitionPass
   /// is not split over, then gathered over its storage axes.
   Value partitionParameter(func::FuncOp forward, BlockArgument arg,
                            StringAttr name, RankedTensorType global,
-                           ShardingAttr sharding,
-                           ArrayRef<StringRef> syncAxes, int64_t lastBlock,
-                           MeshAttr mesh) {
+                           ShardingAttr sharding, ArrayRef<StringRef> syncAxes,
+                           int64_t lastBlock, MeshAttr mesh) {
     OpBuilder b(&getContext());
     Block &body = forward.getBody().front();
     Location loc = NameLoc::get(name);
@@ -207,10 +206,10 @@ struct DistPartitionPass
       full = WaitOp::create(b, loc, future);
       gathered = true;
     }
-    if (gathered && keepGathered(reshardAfterForward, name.getValue(),
-                                 lastBlock))
-      forward.setArgAttr(arg.getArgNumber(),
-                         DistDialect::kKeepGatheredAttrName, b.getUnitAttr());
+    if (gathered &&
+        keepGathered(reshardAfterForward, name.getValue(), lastBlock))
+      forward.setArgAttr(arg.getArgNumber(), DistDialect::kKeepGatheredAttrName,
+                         b.getUnitAttr());
     if (entry)
       arg.replaceAllUsesExcept(full, entry);
     return full;

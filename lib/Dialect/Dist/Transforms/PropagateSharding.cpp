@@ -33,7 +33,8 @@ struct DistPropagateShardingPass
   void runOnOperation() override {
     ModuleOp module = getOperation();
     MeshAttr mesh = getMesh(module);
-    auto forward = lookupFunction(module, forwardName, "dist-propagate-sharding");
+    auto forward =
+        lookupFunction(module, forwardName, "dist-propagate-sharding");
     if (!forward || !mesh) {
       if (forward)
         module.emitError() << "dist-propagate-sharding: needs a #dist.mesh "
@@ -69,8 +70,8 @@ struct DistPropagateShardingPass
     auto arg = dyn_cast<BlockArgument>(v);
     auto func = arg ? dyn_cast<func::FuncOp>(arg.getOwner()->getParentOp())
                     : func::FuncOp();
-    return func && func.getArgAttr(arg.getArgNumber(),
-                                   TitanDialect::kParamAttrName);
+    return func &&
+           func.getArgAttr(arg.getArgNumber(), TitanDialect::kParamAttrName);
   }
 
   ShardingAttr shardingOf(Value v) {
@@ -102,9 +103,8 @@ struct DistPropagateShardingPass
                             [](ShardingAttr s) { return s.isReplicated(); })) {
       results.assign(op->getNumResults(), replicatedSharding(&getContext()));
     } else {
-      return op->emitOpError()
-             << "has sharded operands but no sharding rule "
-                "(ShardingRuleOpInterface)";
+      return op->emitOpError() << "has sharded operands but no sharding rule "
+                                  "(ShardingRuleOpInterface)";
     }
     for (auto [result, sharding] : llvm::zip(op->getResults(), results))
       shardings[result] = cast<ShardingAttr>(sharding);

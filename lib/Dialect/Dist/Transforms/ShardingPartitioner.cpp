@@ -87,15 +87,15 @@ ShardingPartitioner::partitionWithRule(Operation *op,
   for (Value v : op->getOperands())
     operands.push_back(getSharding(v));
   factors = r.chooseFactorShardings(
-      operands,
-      claimOrder(op, [&](Value v) { return parameters.contains(v); }), mesh);
+      operands, claimOrder(op, [&](Value v) { return parameters.contains(v); }),
+      mesh);
   // Results first: their shardings come from the operands as they were.
   SmallVector<ShardingAttr> results;
   for (unsigned i = 0; i < op->getNumResults(); ++i)
     results.push_back(
         r.getResultSharding(op->getContext(), i, factors, operands));
-  ArrayAttr given = b.getArrayAttr(
-      SmallVector<Attribute>(results.begin(), results.end()));
+  ArrayAttr given =
+      b.getArrayAttr(SmallVector<Attribute>(results.begin(), results.end()));
   auto annotated =
       op->getAttrOfType<ArrayAttr>(DistDialect::kShardingsAttrName);
   if (annotated && annotated != given)
@@ -125,8 +125,8 @@ LogicalResult ShardingPartitioner::localizeType(Value v, ShardingAttr s,
   FailureOr<SmallVector<int64_t>> local =
       s.getLocalShape(type.getShape(), mesh, &reason);
   if (failed(local))
-    return op->emitOpError() << "cannot shard result " << type << " as " << s
-                             << ": " << reason;
+    return op->emitOpError()
+           << "cannot shard result " << type << " as " << s << ": " << reason;
   v.setType(RankedTensorType::get(*local, type.getElementType()));
   shardings[v] = s;
   return success();
@@ -157,9 +157,9 @@ Value ShardingPartitioner::shardOffset(Location loc, ArrayRef<StringRef> axes,
   if (!offset) {
     OpBuilder::InsertionGuard guard(b);
     b.setInsertionPointToStart(&func.getBody().front());
-    offset = ShardOffsetOp::create(b, loc,
-                                   RankedTensorType::get({}, b.getI32Type()),
-                                   axesAttr, b.getI64IntegerAttr(stride));
+    offset =
+        ShardOffsetOp::create(b, loc, RankedTensorType::get({}, b.getI32Type()),
+                              axesAttr, b.getI64IntegerAttr(stride));
   }
   return offset;
 }
@@ -211,14 +211,13 @@ FailureOr<Value> ShardingPartitioner::reshard(Value v, ShardingAttr target,
   };
   if (!partial.empty() && partial != target.getPartialAxes()) {
     if (!target.getPartialAxes().empty())
-      return user->emitOpError() << "cannot reshard " << current << " to "
-                                 << target;
+      return user->emitOpError()
+             << "cannot reshard " << current << " to " << target;
     // A sum whose target splits one dimension over exactly those axes
     // more is reduce-scattered onto it (sequence parallel).
     int64_t scatter = -1;
-    for (int64_t d = 0; d < rank && current.getReductionKind() ==
-                                        ReductionKind::Sum;
-         ++d) {
+    for (int64_t d = 0;
+         d < rank && current.getReductionKind() == ReductionKind::Sum; ++d) {
       SmallVector<StringRef> after(dims[d]);
       llvm::append_range(after, partial);
       if (after == wanted[d])
@@ -266,8 +265,7 @@ FailureOr<Value> ShardingPartitioner::reshard(Value v, ShardingAttr target,
       if (cast<RankedTensorType>(x.getType()).getDimSize(d) % n != 0)
         return user->emitOpError()
                << "cannot take this rank's part of dimension " << d << " of "
-               << x.getType() << " over '" << axis << "' (" << n
-               << " parts)";
+               << x.getType() << " over '" << axis << "' (" << n << " parts)";
       x = LocalShardOp::create(
           b, x.getLoc(), scaledDim(x, d, 1, *mesh.getAxisSize(axis)), x,
           b.getStrArrayAttr({axis}), b.getI64IntegerAttr(d));
@@ -276,7 +274,7 @@ FailureOr<Value> ShardingPartitioner::reshard(Value v, ShardingAttr target,
     }
   }
   if (getSharding(x) != target)
-    return user->emitOpError() << "cannot reshard " << current << " to "
-                               << target;
+    return user->emitOpError()
+           << "cannot reshard " << current << " to " << target;
   return reshards[{v, target}] = x;
 }

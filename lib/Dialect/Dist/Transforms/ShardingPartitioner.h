@@ -62,8 +62,7 @@ private:
   mlir::OpBuilder b;
   llvm::DenseMap<mlir::Value, ShardingAttr> shardings;
   llvm::DenseSet<mlir::Value> parameters;
-  llvm::DenseMap<std::pair<mlir::Value, mlir::Attribute>, mlir::Value>
-      reshards;
+  llvm::DenseMap<std::pair<mlir::Value, mlir::Attribute>, mlir::Value> reshards;
   llvm::DenseMap<mlir::Attribute, mlir::Value> offsets;
   llvm::DenseMap<mlir::Operation *, ShardingRule> rules;
   /// The factor shardings of the op being partitioned.
