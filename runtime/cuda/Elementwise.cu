@@ -69,6 +69,23 @@ __global__ void fillWordsKernel(uint64_t *dst, int64_t n, uint64_t pattern) {
     dst[i] = pattern;
 }
 
+/// One element of a box copy per thread (BoxCopy.h), by value.
+template <typename Word>
+__global__ void copyBoxKernel(const Word *src, Word *dst, BoxCopyPlan plan,
+                              int64_t n) {
+  for (int64_t e = int64_t(blockIdx.x) * kThreads + threadIdx.x; e < n;
+       e += int64_t(gridDim.x) * kThreads) {
+    int64_t s = plan.sourceBase, t = plan.targetBase, rest = e;
+    for (int64_t d = plan.rank - 1; d >= 0; --d) {
+      int64_t i = rest % plan.size[d];
+      rest /= plan.size[d];
+      s += i * plan.sourceStride[d];
+      t += i * plan.targetStride[d];
+    }
+    dst[t] = src[s];
+  }
+}
+
 /// The schedule of the CPU kernel (LRSchedule.h), from device scalars.
 __global__ void lrScheduleKernel(const int64_t *step, const int64_t *totalSteps,
                                  float *lrOut, double lr, int64_t warmupSteps,
@@ -194,6 +211,26 @@ bool titanrt::cuda::kernelsRunHere(std::string &error) {
     return true;
   error = cudaGetErrorString(rc);
   return false;
+}
+
+void titanrt::cuda::copyBox(const void *src, void *dst, size_t elementBytes,
+                            const BoxCopyPlan &plan, cudaStream_t stream) {
+  int64_t n = plan.numel();
+  if (n <= 0)
+    return;
+  if (elementBytes == 2)
+    copyBoxKernel<<<blocksFor(n), kThreads, 0, stream>>>(
+        static_cast<const uint16_t *>(src), static_cast<uint16_t *>(dst), plan,
+        n);
+  else if (elementBytes == 4)
+    copyBoxKernel<<<blocksFor(n), kThreads, 0, stream>>>(
+        static_cast<const uint32_t *>(src), static_cast<uint32_t *>(dst), plan,
+        n);
+  else
+    copyBoxKernel<<<blocksFor(n), kThreads, 0, stream>>>(
+        static_cast<const uint64_t *>(src), static_cast<uint64_t *>(dst), plan,
+        n);
+  checkLaunch("box copy");
 }
 
 void titanrt::cuda::fillWords(void *dst, size_t bytes, uint64_t pattern,

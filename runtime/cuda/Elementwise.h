@@ -12,6 +12,7 @@
 #ifndef TITANRT_CUDA_ELEMENTWISE_H
 #define TITANRT_CUDA_ELEMENTWISE_H
 
+#include "BoxCopy.h"
 #include "LinearGemm.h"
 
 #include <cuda_runtime.h>
@@ -46,6 +47,10 @@ void storeInt32(int32_t *dst, int32_t value, cudaStream_t stream);
 /// Whether this library's kernels have code the current GPU runs; else
 /// false with the CUDA runtime's reason in `error`.
 bool kernelsRunHere(std::string &error);
+/// The box `plan` describes copied from `src` to `dst` (elements of
+/// `elementBytes` bytes: 2, 4 or 8), one element per thread.
+void copyBox(const void *src, void *dst, size_t elementBytes,
+             const BoxCopyPlan &plan, cudaStream_t stream);
 /// Every 8-byte word of [dst, dst + bytes) set to `pattern`.
 void fillWords(void *dst, size_t bytes, uint64_t pattern, cudaStream_t stream);
 

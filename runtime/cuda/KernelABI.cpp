@@ -348,6 +348,38 @@ void adamwMulti(const Args &c) {
                    c.buf<float>(shared + 1), c.buf<int64_t>(shared + 2),
                    {f[0], f[1], f[2], f[3], f[4]}, c.stream());
 }
+/// Bytes of buffer `i`'s elements.
+size_t elementBytes(const Args &c, int i) {
+  return c.type(i) == ElementType::F32 ? 4 : 2;
+}
+/// titan.slice, titan.slice_grad (the box in zeros) and titan.concat: box
+/// copies (runtime/lib/KernelABI.cpp has the contracts).
+void slice(const Args &c) {
+  Shape in = c.shape(0), out = c.shape(1);
+  cuda::copyBox(c.buffers[0], c.buffers[1], elementBytes(c, 0),
+                planBoxCopy(in, out, out, c.ints + 1, nullptr), c.stream());
+}
+void sliceGrad(const Args &c) {
+  Shape grad = c.shape(0), out = c.shape(1);
+  checkCuda(cudaMemsetAsync(c.buffers[1], 0,
+                            size_t(out.numel()) * elementBytes(c, 1),
+                            c.stream()),
+            "slice_grad: zeroing its result");
+  cuda::copyBox(c.buffers[0], c.buffers[1], elementBytes(c, 0),
+                planBoxCopy(grad, out, grad, nullptr, c.ints + 1), c.stream());
+}
+void concat(const Args &c) {
+  int64_t count = c.ints[0], dim = c.ints[1];
+  Shape out = c.shape(int(count));
+  std::vector<int64_t> at(size_t(out.rank), 0);
+  for (int64_t i = 0; i < count; ++i) {
+    Shape in = c.shape(int(i));
+    cuda::copyBox(c.buffers[i], c.buffers[count], elementBytes(c, int(i)),
+                  planBoxCopy(in, out, in, nullptr, at.data()), c.stream());
+    at[size_t(dim)] += in.dim(dim);
+  }
+}
+
 /// dist.local_shard: one strided device copy per kept part.
 void localShard(const Args &c) {
   GroupPlace place = groupPlace(c.ints + 1);

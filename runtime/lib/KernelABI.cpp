@@ -9,6 +9,7 @@
 #include "titanrt/KernelABI.h"
 #include "titanrt/Device.h"
 
+#include "BoxCopy.h"
 #include "Communicator.h"
 #include "ContextParallel.h"
 #include "Error.h"
@@ -138,6 +139,38 @@ template <typename T> void rope(const Call &c) {
   Shape s = c.shape(0);
   k::rope(c.buf<T>(0), c.buf<float>(1), c.buf<T>(2), s.dim(0), s.dim(1),
           s.dim(2), s.dim(3) / 2, c.ints[0] != 0);
+}
+/// Copies the box `plan` describes from `in` into `out`.
+template <typename T>
+void copyBox(const BoxCopyPlan &plan, const T *in, T *out) {
+  forEachBoxRow(plan, [&](int64_t from, int64_t to, int64_t count) {
+    std::copy_n(in + from, count, out + to);
+  });
+}
+/// titan.slice; ints: {rank, offsets...}
+template <typename T> void slice(const Call &c) {
+  Shape in = c.shape(0), out = c.shape(1);
+  copyBox(planBoxCopy(in, out, out, c.ints + 1, nullptr), c.buf<T>(0),
+          c.buf<T>(1));
+}
+/// titan.slice_grad: the box in zeros; ints: {rank, offsets...}
+template <typename T> void sliceGrad(const Call &c) {
+  Shape grad = c.shape(0), out = c.shape(1);
+  std::fill_n(c.buf<T>(1), out.numel(), T(0));
+  copyBox(planBoxCopy(grad, out, grad, nullptr, c.ints + 1), c.buf<T>(0),
+          c.buf<T>(1));
+}
+/// titan.concat; ints: {count, dim}
+template <typename T> void concat(const Call &c) {
+  int64_t count = c.ints[0], dim = c.ints[1];
+  Shape out = c.shape(int(count));
+  std::vector<int64_t> at(size_t(out.rank), 0);
+  for (int64_t i = 0; i < count; ++i) {
+    Shape in = c.shape(int(i));
+    copyBox(planBoxCopy(in, out, in, nullptr, at.data()), c.buf<T>(int(i)),
+            c.buf<T>(int(count)));
+    at[size_t(dim)] += in.dim(dim);
+  }
 }
 /// dist.local_shard; ints: {dim, number of axes, axis indices...}
 template <typename T> void localShard(const Call &c) {

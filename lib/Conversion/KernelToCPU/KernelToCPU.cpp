@@ -172,7 +172,10 @@ private:
       return success();
     }
     if (auto view = dyn_cast<ViewOp>(op)) {
-      ptrs[view.getResult()] = ptrs.lookup(view.getSource());
+      Value source = ptrs.lookup(view.getSource());
+      ptrs[view.getResult()] =
+          view.getOffset() ? atOffset(int64_t(*view.getOffset()), loc, source)
+                           : source;
       return success();
     }
     if (isa<StreamOp>(op))

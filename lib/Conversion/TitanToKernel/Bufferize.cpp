@@ -172,6 +172,13 @@ private:
   // Analysis on tensors
   //===--------------------------------------------------------------------===//
 
+  /// The element offset of a titan.slice whose box is one contiguous run
+  /// of its input (a view), else std::nullopt.
+  static std::optional<int64_t> contiguousSlice(Operation *op) {
+    auto slice = dyn_cast<SliceOp>(op);
+    return slice ? slice.getContiguousOffset() : std::nullopt;
+  }
+
   /// The value whose buffer `v` lives in: views and waits look through to
   /// their source (a wait's result is its collective's output).
   Value root(Value v) const {
@@ -185,7 +192,7 @@ private:
       ops.push_back(&op);
     for (auto [index, op] : llvm::enumerate(ops)) {
       unsigned i = index;
-      if (op->hasTrait<titan::OpTrait::BufferView>())
+      if (op->hasTrait<titan::OpTrait::BufferView>() || contiguousSlice(op))
         roots[op->getResult(0)] = root(op->getOperand(0));
       else if (auto wait = dyn_cast<dist::WaitOp>(op))
         roots[wait.getResult()] = root(wait.getFuture());
@@ -313,6 +320,17 @@ private:
 
   LogicalResult rewriteOp(Operation *op, unsigned index, Value stream) {
     Location loc = op->getLoc();
+    if (std::optional<int64_t> offset = contiguousSlice(op)) {
+      // A view at the box's first byte: no copy.
+      Value source = buffers.lookup(op->getOperand(0));
+      int64_t bytes =
+          *offset *
+          cast<MemRefType>(source.getType()).getElementTypeBitWidth() / 8;
+      buffers[op->getResult(0)] =
+          kernel::ViewOp::create(b, loc, bufferType(op->getResult(0).getType()),
+                                 source, b.getI64IntegerAttr(bytes));
+      return success();
+    }
     if (op->hasTrait<titan::OpTrait::BufferView>()) {
       buffers[op->getResult(0)] =
           viewAs(buffers.lookup(op->getOperand(0)),

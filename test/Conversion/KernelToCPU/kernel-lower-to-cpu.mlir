@@ -158,3 +158,23 @@ module attributes {kernel.arena_bytes = 256 : i64, kernel.slots = {"param:w" = a
     return
   }
 }
+
+// -----
+
+// A view at an offset is its source's pointer plus the offset in bytes.
+// CHECK-LABEL: llvm.func @titan_step(
+// CHECK:      %[[OFF:.*]] = llvm.mlir.constant(256 : i64) : i64
+// CHECK:      %[[A:.*]] = llvm.getelementptr %{{.*}}[%[[OFF]]] : (!llvm.ptr, i64) -> !llvm.ptr, i8
+// CHECK:      %[[VOFF:.*]] = llvm.mlir.constant(32 : i64) : i64
+// CHECK:      %[[V:.*]] = llvm.getelementptr %[[A]][%[[VOFF]]] : (!llvm.ptr, i64) -> !llvm.ptr, i8
+// CHECK:      llvm.store %[[V]], %{{.*}}
+// CHECK:      llvm.call @titan_rt_fill_f32(
+module attributes {kernel.arena_bytes = 512 : i64, kernel.slots = {"param:w" = array<i64: 0, 64>}} {
+  func.func @step(%w: memref<16xf32> {kernel.slot = "param:w"}) {
+    %s = kernel.stream 0
+    %a = kernel.alloc temporary {offset = 256 : i64} : memref<2x8xf32>
+    %v = kernel.view %a offset 32 : memref<2x8xf32> to memref<1x8xf32>
+    kernel.call "fill"() outs(%v : memref<1x8xf32>) on %s params [0.0 : f64]
+    return
+  }
+}

@@ -214,3 +214,30 @@ module {
     return
   }
 }
+
+// -----
+
+// A slice that is one contiguous run of its input (the second of two
+// sequences) is a view at its byte offset, with no copy; any other box is
+// the slice kernel's copy. Concat copies its inputs; the slice's gradient
+// places the box in zeros.
+// CHECK-LABEL: func.func @forward_backward(
+// CHECK:      %[[V:.*]] = kernel.view %arg0 offset 128 : memref<2x8x4xf32> to memref<1x8x4xf32>
+// CHECK:      kernel.call "slice"(%arg0 : memref<2x8x4xf32>) outs(%[[B:.*]] : memref<2x4x4xf32>) on %{{.*}} params [3, 0, 2, 0]
+// CHECK:      kernel.call "concat"(%[[B]], %[[B]] : memref<2x4x4xf32>, memref<2x4x4xf32>) outs(%{{.*}} : memref<2x8x4xf32>) on %{{.*}} params [2, 1]
+// CHECK:      kernel.view %[[V]] : memref<1x8x4xf32> to memref<8x4xf32>
+// CHECK:      kernel.call "slice_grad"(%{{.*}} : memref<2x4x4xf32>) outs(%arg3 : memref<2x8x4xf32>) on %{{.*}} params [3, 0, 2, 0]
+func.func @forward_backward(%w: tensor<2x8x4xf32> {titan.param = "w"}, %labels: tensor<2x8xi32> {titan.input = "labels"})
+    -> (tensor<f32> {titan.output = "loss"}, tensor<2x8x4xf32> {titan.grad = "w"}) {
+  %h = titan.slice %w [1, 0, 0] : tensor<2x8x4xf32> -> tensor<1x8x4xf32>
+  %b = titan.slice %w [0, 2, 0] : tensor<2x8x4xf32> -> tensor<2x4x4xf32>
+  %c = titan.concat %b, %b dim 1 : tensor<2x4x4xf32>, tensor<2x4x4xf32> -> tensor<2x8x4xf32>
+  %loss = titan.cross_entropy %c, %labels : (tensor<2x8x4xf32>, tensor<2x8xi32>) -> tensor<f32>
+  %hl = titan.reshape %h : tensor<1x8x4xf32> -> tensor<8x4xf32>
+  %r = titan.sqrt %hl : tensor<8x4xf32>
+  %g = titan.slice_grad %b [0, 2, 0] : tensor<2x4x4xf32> -> tensor<2x8x4xf32>
+  return %loss, %g : tensor<f32>, tensor<2x8x4xf32>
+}
+func.func @optimizer_step(%p: tensor<2x8x4xf32> {titan.param = "w"}) -> (tensor<2x8x4xf32> {titan.param = "w"}) {
+  return %p : tensor<2x8x4xf32>
+}

@@ -68,3 +68,18 @@ module {
     return
   }
 }
+
+// -----
+
+// Slices and concats pass the dimensions they take whole through; a cut or
+// joined dimension stays whole (a box of a split dimension would span
+// ranks).
+module attributes {dist.mesh = #dist.mesh<pp = 1, dp_replicate = 1, dp_shard = 1, cp = 1, tp = 2>} {
+  func.func @forward(%x: tensor<2x8x4xf32> {dist.sharding = #dist.sharding<[["tp"], [], []]>}) -> tensor<2x8x4xf32> {
+    // CHECK: titan.slice {{.*}} {dist.shardings = [#dist.sharding<{{\[}}["tp"]]>]}
+    %b = titan.slice %x [0, 2, 0] : tensor<2x8x4xf32> -> tensor<2x4x4xf32>
+    // CHECK: titan.concat {{.*}} {dist.shardings = [#dist.sharding<{{\[}}["tp"]]>]}
+    %c = titan.concat %b, %b dim 1 : tensor<2x4x4xf32>, tensor<2x4x4xf32> -> tensor<2x8x4xf32>
+    return %c : tensor<2x8x4xf32>
+  }
+}

@@ -193,3 +193,11 @@ func.func @collective_params(%a: memref<4xf32>, %b: memref<4xf32>) {
   kernel.wait %r on %s
   return
 }
+
+// -----
+
+func.func @view_outside(%a: memref<2x8xf32>) {
+  // expected-error @+1 {{'kernel.view' op views 32 bytes at offset 48 of 'memref<2x8xf32>' (64 bytes), which is not inside it}}
+  %v = kernel.view %a offset 48 : memref<2x8xf32> to memref<1x8xf32>
+  return
+}

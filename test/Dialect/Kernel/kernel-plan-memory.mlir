@@ -64,3 +64,24 @@ module {
 func.func @f(%w: memref<4xf32>) {
   return
 }
+
+// -----
+
+// A view at an offset (a contiguous titan.slice) keeps its source's buffer
+// alive while it is used: %b, allocated after %a's last direct use, must
+// not take %a's place while %v (a view into %a) is still read.
+// CHECK-LABEL: func.func @offset_view
+// CHECK: %[[A:.*]] = kernel.alloc temporary {offset = 0 : i64} : memref<2x8xf32>
+// CHECK: kernel.view %[[A]] offset 32 : memref<2x8xf32> to memref<1x8xf32>
+// CHECK: kernel.alloc temporary {offset = 256 : i64} : memref<8xf32>
+func.func @offset_view() {
+  %s = kernel.stream 0
+  %a = kernel.alloc temporary : memref<2x8xf32>
+  kernel.call "fill"() outs(%a : memref<2x8xf32>) on %s params [1.0]
+  %v = kernel.view %a offset 32 : memref<2x8xf32> to memref<1x8xf32>
+  %b = kernel.alloc temporary : memref<8xf32>
+  kernel.call "fill"() outs(%b : memref<8xf32>) on %s params [2.0]
+  %w = kernel.view %v : memref<1x8xf32> to memref<8xf32>
+  kernel.call "add"(%w, %b : memref<8xf32>, memref<8xf32>) outs(%b : memref<8xf32>) on %s params []
+  return
+}

@@ -657,3 +657,51 @@ func.func @scaled_matmul_form(%a: tensor<4x32xf8E4M3FN>, %s: tensor<f32>, %b: te
   %0 = titan.scaled_matmul outer %a, %s, %b, %s : (tensor<4x32xf8E4M3FN>, tensor<f32>, tensor<16x32xf8E4M3FN>, tensor<f32>) -> tensor<4x16xbf16>
   return
 }
+
+// -----
+
+func.func @slice_outside(%x: tensor<2x8xf32>) {
+  // expected-error @+1 {{box 2x4 at offsets [0, 6] is not inside 2x8 (dimension 1)}}
+  %0 = titan.slice %x [0, 6] : tensor<2x8xf32> -> tensor<2x4xf32>
+  return
+}
+
+// -----
+
+func.func @slice_rank(%x: tensor<2x8xf32>) {
+  // expected-error @+1 {{needs one offset per dimension and a result of the rank of 'tensor<2x8xf32>', got 1 offsets and 'tensor<2x4xf32>'}}
+  %0 = titan.slice %x [0] : tensor<2x8xf32> -> tensor<2x4xf32>
+  return
+}
+
+// -----
+
+func.func @slice_grad_outside(%g: tensor<2x4xf32>) {
+  // expected-error @+1 {{box 2x4 at offsets [1, 0] is not inside 2x8 (dimension 0)}}
+  %0 = titan.slice_grad %g [1, 0] : tensor<2x4xf32> -> tensor<2x8xf32>
+  return
+}
+
+// -----
+
+func.func @concat_sizes(%a: tensor<2x4xf32>, %b: tensor<2x4xf32>) {
+  // expected-error @+1 {{inputs add up to 8 along dim 1, not the result's 6}}
+  %0 = titan.concat %a, %b dim 1 : tensor<2x4xf32>, tensor<2x4xf32> -> tensor<2x6xf32>
+  return
+}
+
+// -----
+
+func.func @concat_other_dim(%a: tensor<2x4xf32>, %b: tensor<3x4xf32>) {
+  // expected-error @+1 {{input 'tensor<3x4xf32>' differs from result 'tensor<2x8xf32>' in dimension 0, which is not the concatenated one}}
+  %0 = titan.concat %a, %b dim 1 : tensor<2x4xf32>, tensor<3x4xf32> -> tensor<2x8xf32>
+  return
+}
+
+// -----
+
+func.func @concat_dim(%a: tensor<2x4xf32>) {
+  // expected-error @+1 {{dim 2 is not a dimension of 'tensor<2x4xf32>'}}
+  %0 = titan.concat %a dim 2 : tensor<2x4xf32> -> tensor<2x4xf32>
+  return
+}

@@ -124,3 +124,14 @@ func.func @casts(%w: tensor<4x8xf32>, %x: tensor<2x8xf8E4M3FN>) -> (tensor<4x8xf
   %2 = titan.linear %x, %1 : (tensor<2x8xf8E4M3FN>, tensor<4x8xf8E4M3FN>) -> tensor<2x4xbf16>
   return %1, %2 : tensor<4x8xf8E4M3FN>, tensor<2x4xbf16>
 }
+
+// CHECK-LABEL: func.func @slice_concat
+// CHECK: titan.slice %{{.*}} [0, 2, 0] : tensor<2x8x4xf32> -> tensor<2x4x4xf32>
+// CHECK: titan.slice_grad %{{.*}} [0, 2, 0] : tensor<2x4x4xf32> -> tensor<2x8x4xf32>
+// CHECK: titan.concat %{{.*}}, %{{.*}} dim 1 : tensor<2x4x4xf32>, tensor<2x4x4xf32> -> tensor<2x8x4xf32>
+func.func @slice_concat(%x: tensor<2x8x4xf32>) -> tensor<2x8x4xf32> {
+  %b = titan.slice %x [0, 2, 0] : tensor<2x8x4xf32> -> tensor<2x4x4xf32>
+  %g = titan.slice_grad %b [0, 2, 0] : tensor<2x4x4xf32> -> tensor<2x8x4xf32>
+  %c = titan.concat %b, %b dim 1 : tensor<2x4x4xf32>, tensor<2x4x4xf32> -> tensor<2x8x4xf32>
+  return %c : tensor<2x8x4xf32>
+}

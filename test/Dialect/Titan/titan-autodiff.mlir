@@ -230,3 +230,20 @@ module attributes {dist.mesh = #dist.mesh<pp = 2, dp_replicate = 1, dp_shard = 1
     return %o : tensor<2x8xf32>
   }
 }
+
+// -----
+
+// Slice and concat: a slice's gradient is the box placed in zeros
+// (slice_grad); a concat's is each input's box of the gradient.
+// CHECK-LABEL: func.func @forward_backward(
+// CHECK:      %[[G:.*]] = titan.cross_entropy_grad
+// CHECK-NEXT: %[[A:.*]] = titan.slice %[[G]] [0, 0, 0] : tensor<2x8x4xf32> -> tensor<2x4x4xf32>
+// CHECK-NEXT: %[[B:.*]] = titan.slice %[[G]] [0, 4, 0] : tensor<2x8x4xf32> -> tensor<2x4x4xf32>
+// CHECK-NEXT: %[[S:.*]] = titan.add %[[A]], %[[B]]
+// CHECK-NEXT: titan.slice_grad %[[S]] [0, 2, 0] : tensor<2x4x4xf32> -> tensor<2x8x4xf32>
+func.func @forward(%w: tensor<2x8x4xf32> {titan.param = "w"}, %labels: tensor<2x8xi32> {titan.input = "labels"}) -> tensor<f32> {
+  %b = titan.slice %w [0, 2, 0] : tensor<2x8x4xf32> -> tensor<2x4x4xf32>
+  %c = titan.concat %b, %b dim 1 : tensor<2x4x4xf32>, tensor<2x4x4xf32> -> tensor<2x8x4xf32>
+  %loss = titan.cross_entropy %c, %labels : (tensor<2x8x4xf32>, tensor<2x8xi32>) -> tensor<f32>
+  return %loss : tensor<f32>
+}

@@ -286,6 +286,61 @@ struct ReshapeRule : NoLocalize {
   }
 };
 
+/// A dimension a box takes whole passes its sharding through; a cut one
+/// stays whole on both sides (a box of a split dimension would span
+/// ranks).
+ShardingRule boxRule(ArrayRef<int64_t> whole, ArrayRef<int64_t> box,
+                     bool wholeIsOperand) {
+  ShardingRule rule;
+  SmallVector<int64_t> wholeFactors, boxFactors;
+  for (auto [w, p] : llvm::zip(whole, box)) {
+    if (w == p) {
+      wholeFactors.push_back(rule.addFactor(w));
+      boxFactors.push_back(wholeFactors.back());
+      continue;
+    }
+    wholeFactors.push_back(rule.addFactor(w, FactorKind::NeedReplication));
+    boxFactors.push_back(rule.addFactor(p, FactorKind::NeedReplication));
+  }
+  rule.addOperand(wholeIsOperand ? wholeFactors : boxFactors);
+  rule.addResult(wholeIsOperand ? boxFactors : wholeFactors);
+  return rule;
+}
+
+struct SliceRule : NoLocalize {
+  static ShardingRule rule(SliceOp op) {
+    return boxRule(shapeOf(op.getInput()), shapeOf(op.getResult()), true);
+  }
+};
+
+struct SliceGradRule : NoLocalize {
+  static ShardingRule rule(SliceGradOp op) {
+    return boxRule(shapeOf(op.getResult()), shapeOf(op.getGrad()), false);
+  }
+};
+
+/// Every dimension but `dim` is shared by the inputs and the result; the
+/// joined one stays whole.
+struct ConcatRule : NoLocalize {
+  static ShardingRule rule(ConcatOp op) {
+    ShardingRule rule;
+    ArrayRef<int64_t> out = shapeOf(op.getResult());
+    SmallVector<int64_t> shared;
+    for (auto [d, size] : llvm::enumerate(out))
+      shared.push_back(
+          int64_t(d) == int64_t(op.getDim()) ? -1 : rule.addFactor(size));
+    auto withJoined = [&](int64_t size) {
+      SmallVector<int64_t> f(shared);
+      f[op.getDim()] = rule.addFactor(size, FactorKind::NeedReplication);
+      return f;
+    };
+    for (Value input : op.getInputs())
+      rule.addOperand(withJoined(shapeOf(input)[op.getDim()]));
+    rule.addResult(withJoined(out[op.getDim()]));
+    return rule;
+  }
+};
+
 /// input [B, S, H, Dh], angles [S, Dh/2]: the pairs of Dh stay whole; the
 /// sequence is shared with the angles.
 struct RopeRule : NoLocalize {
@@ -406,6 +461,9 @@ void titan::dist::registerShardingRuleModels(DialectRegistry &registry) {
     RMSNormOp::attachInterface<Model<RMSNormOp, RMSNormRule>>(*ctx);
     ReshapeOp::attachInterface<Model<ReshapeOp, ReshapeRule>>(*ctx);
     RopeOp::attachInterface<Model<RopeOp, RopeRule>>(*ctx);
+    SliceOp::attachInterface<Model<SliceOp, SliceRule>>(*ctx);
+    SliceGradOp::attachInterface<Model<SliceGradOp, SliceGradRule>>(*ctx);
+    ConcatOp::attachInterface<Model<ConcatOp, ConcatRule>>(*ctx);
     AttentionOp::attachInterface<Model<AttentionOp, AttentionRule>>(*ctx);
     CrossEntropyOp::attachInterface<Model<CrossEntropyOp, CrossEntropyRule>>(
         *ctx);

@@ -111,9 +111,19 @@ LogicalResult ViewOp::verify() {
   if (failed(verifyBuffer(*this, getSource().getType(), "source")) ||
       failed(verifyBuffer(*this, getType(), "result")))
     return failure();
-  if (getStaticByteSize(getSource().getType()) != getStaticByteSize(getType()))
-    return emitOpError() << "views " << getSource().getType() << " as "
-                         << getType() << ", which has another size in bytes";
+  int64_t source = *getStaticByteSize(getSource().getType());
+  int64_t result = *getStaticByteSize(getType());
+  if (!getOffset()) {
+    if (source != result)
+      return emitOpError() << "views " << getSource().getType() << " as "
+                           << getType() << ", which has another size in bytes";
+    return success();
+  }
+  int64_t offset = int64_t(*getOffset());
+  if (offset < 0 || offset + result > source)
+    return emitOpError() << "views " << result << " bytes at offset " << offset
+                         << " of " << getSource().getType() << " (" << source
+                         << " bytes), which is not inside it";
   return success();
 }
 

@@ -134,6 +134,28 @@ LogicalResult ReshapeOp::buildAdjoint(OpBuilder &b, ArrayRef<Value> dy,
   return success();
 }
 
+LogicalResult SliceOp::buildAdjoint(OpBuilder &b, ArrayRef<Value> dy,
+                                    AdjointContext &ctx) {
+  ctx.addGradient(getInput(),
+                  SliceGradOp::create(b, getLoc(), getInput().getType(), dy[0],
+                                      getOffsetsAttr()));
+  return success();
+}
+
+// Each input's gradient is its box of the result's.
+LogicalResult ConcatOp::buildAdjoint(OpBuilder &b, ArrayRef<Value> dy,
+                                     AdjointContext &ctx) {
+  auto rank = cast<RankedTensorType>(getType()).getRank();
+  SmallVector<int64_t> offsets(rank, 0);
+  for (Value input : getInputs()) {
+    ctx.addGradient(input, SliceOp::create(b, getLoc(), input.getType(), dy[0],
+                                           b.getDenseI64ArrayAttr(offsets)));
+    offsets[getDim()] +=
+        cast<RankedTensorType>(input.getType()).getDimSize(getDim());
+  }
+  return success();
+}
+
 LogicalResult CrossEntropyOp::buildAdjoint(OpBuilder &b, ArrayRef<Value> dy,
                                            AdjointContext &ctx) {
   ctx.addGradient(getLogits(),

@@ -107,6 +107,22 @@ ArrayAttr AttentionGradOp::getKernelParams() {
 
 ArrayAttr FillOp::getKernelParams() { return Params(*this).f(getValue()); }
 
+/// {rank, offsets...}: the box's place in the whole tensor.
+static ArrayAttr boxParams(Operation *op, ArrayRef<int64_t> offsets) {
+  Params p(op);
+  p.i(offsets.size());
+  for (int64_t offset : offsets)
+    p.i(offset);
+  return p;
+}
+ArrayAttr SliceOp::getKernelParams() { return boxParams(*this, getOffsets()); }
+ArrayAttr SliceGradOp::getKernelParams() {
+  return boxParams(*this, getOffsets());
+}
+ArrayAttr ConcatOp::getKernelParams() {
+  return Params(*this).i(getInputs().size()).i(getDim());
+}
+
 ArrayAttr GlobalNormOp::getKernelParams() {
   return Params(*this).i(getInputs().size());
 }

@@ -388,6 +388,82 @@ void MulOp::getCanonicalizationPatterns(RewritePatternSet &results,
 // ReshapeOp
 //===----------------------------------------------------------------------===//
 
+/// A box of `whole` at `offsets` with the shape of `box`: same rank and
+/// element type, inside it.
+static LogicalResult verifyBox(Operation *op, Value whole, Value box,
+                               ArrayRef<int64_t> offsets, StringRef boxName) {
+  RankedTensorType w = tensorType(whole), p = tensorType(box);
+  if (w.getRank() != p.getRank() || int64_t(offsets.size()) != w.getRank())
+    return op->emitOpError() << "needs one offset per dimension and a "
+                             << boxName << " of the rank of " << w << ", got "
+                             << offsets.size() << " offsets and " << p;
+  for (int64_t d = 0; d < w.getRank(); ++d)
+    if (offsets[d] < 0 || offsets[d] + p.getDimSize(d) > w.getDimSize(d)) {
+      InFlightDiagnostic diag = op->emitOpError()
+                                << "box " << formatShape(p.getShape())
+                                << " at offsets [";
+      llvm::interleaveComma(offsets, diag);
+      return diag << "] is not inside " << formatShape(w.getShape())
+                  << " (dimension " << d << ")";
+    }
+  return verifySameElementType(op, box, boxName, whole, "whole tensor");
+}
+
+LogicalResult SliceOp::verify() {
+  return verifyBox(*this, getInput(), getResult(), getOffsets(), "result");
+}
+
+LogicalResult SliceGradOp::verify() {
+  return verifyBox(*this, getResult(), getGrad(), getOffsets(), "gradient");
+}
+
+std::optional<int64_t> SliceOp::getContiguousOffset() {
+  ArrayRef<int64_t> in = tensorType(getInput()).getShape();
+  ArrayRef<int64_t> out = getResult().getType().getShape();
+  // The first dimension (from the outermost) where the box is not whole
+  // bounds it: all before must be 1 in the box, all after whole.
+  int64_t split = 0;
+  while (split < int64_t(in.size()) && out[split] == 1 && in[split] != 1)
+    ++split;
+  for (int64_t d = split + 1; d < int64_t(in.size()); ++d)
+    if (out[d] != in[d])
+      return std::nullopt;
+  int64_t offset = 0, stride = 1;
+  for (int64_t d = int64_t(in.size()) - 1; d >= 0; --d) {
+    offset += getOffsets()[d] * stride;
+    stride *= in[d];
+  }
+  return offset;
+}
+
+LogicalResult ConcatOp::verify() {
+  if (getInputs().empty())
+    return emitOpError() << "needs at least one input";
+  RankedTensorType result = getResult().getType();
+  int64_t dim = getDim();
+  if (dim < 0 || dim >= result.getRank())
+    return emitOpError() << "dim " << dim << " is not a dimension of "
+                         << result;
+  int64_t total = 0;
+  for (Value input : getInputs()) {
+    RankedTensorType t = tensorType(input);
+    if (t.getRank() != result.getRank() ||
+        t.getElementType() != result.getElementType())
+      return emitOpError() << "input " << t << " does not match result "
+                           << result << " in rank and element type";
+    for (int64_t d = 0; d < t.getRank(); ++d)
+      if (d != dim && t.getDimSize(d) != result.getDimSize(d))
+        return emitOpError() << "input " << t << " differs from result "
+                             << result << " in dimension " << d
+                             << ", which is not the concatenated one";
+    total += t.getDimSize(dim);
+  }
+  if (total != result.getDimSize(dim))
+    return emitOpError() << "inputs add up to " << total << " along dim " << dim
+                         << ", not the result's " << result.getDimSize(dim);
+  return success();
+}
+
 LogicalResult ReshapeOp::verify() {
   RankedTensorType input = tensorType(getInput());
   RankedTensorType result = getResult().getType();

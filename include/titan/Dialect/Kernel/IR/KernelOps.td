@@ -83,18 +83,25 @@ def Kernel_AllocOp : Kernel_Op<"alloc", [
 }
 
 def Kernel_ViewOp : Kernel_Op<"view", [Pure]> {
-  let summary = "the same bytes seen with another static type";
+  let summary = "the same bytes seen with another static type, or part of them";
   let description = [{
     A reshape (or an identity such as `dist.replicate`): no code runs and
-    the result aliases `source`. Both types have the same size in bytes.
+    the result aliases `source`; both types have the same size in bytes.
+    With `offset`, the result is the bytes of `source` from that offset on
+    (a contiguous `titan.slice`): it must fit inside. The memory plan keeps
+    `source`'s buffer alive while any view of it is used.
 
     ```mlir
     %v = kernel.view %b : memref<8x64x256xf32> to memref<8x64x16x16xf32>
+    %h = kernel.view %b offset 65536 : memref<8x64x256xf32> to memref<4x64x256xf32>
     ```
   }];
-  let arguments = (ins Kernel_StaticMemRef:$source);
+  let arguments = (ins Kernel_StaticMemRef:$source,
+                       OptionalAttr<I64Attr>:$offset);
   let results = (outs Kernel_StaticMemRef:$result);
-  let assemblyFormat = "$source attr-dict `:` type($source) `to` type($result)";
+  let assemblyFormat = [{
+    $source (`offset` $offset^)? attr-dict `:` type($source) `to` type($result)
+  }];
   let hasVerifier = 1;
 }
 

@@ -316,6 +316,72 @@ def Titan_ReshapeOp : Titan_Op<"reshape", [DeclareOpInterfaceMethods<Titan_Adjoi
   let hasFolder = 1;
 }
 
+def Titan_SliceOp : Titan_Op<"slice", [Pure,
+    DeclareOpInterfaceMethods<Titan_AdjointOpInterface>,
+    DeclareOpInterfaceMethods<Titan_KernelOpInterface, ["getKernelParams"]>]> {
+  let summary = "a box of a tensor: static offsets, the result's sizes";
+  let description = [{
+    `result[i...] = input[offsets + i...]`: the box of `input` at `offsets`
+    with the result's shape. A box that is one contiguous run of the input
+    (every dimension after the first split one whole, every one before it
+    of size 1) is a view at an offset into the input's buffer: no kernel
+    runs and the memory plan keeps the input's buffer alive while the view
+    is used. Its adjoint is `titan.slice_grad`.
+
+    ```mlir
+    %c = titan.slice %x [0, 1024, 0]
+        : tensor<1x4096x256xf32> -> tensor<1x2048x256xf32>
+    ```
+  }];
+  let arguments = (ins Titan_FloatTensor:$input, DenseI64ArrayAttr:$offsets);
+  let results = (outs Titan_FloatTensor:$result);
+  let assemblyFormat = [{
+    $input $offsets attr-dict `:` type($input) `->` type($result)
+  }];
+  let hasVerifier = 1;
+  let extraClassDeclaration = [{
+    /// The result's first element in the input's when the box is one
+    /// contiguous run of it (a view), else std::nullopt.
+    std::optional<int64_t> getContiguousOffset();
+  }];
+}
+
+def Titan_SliceGradOp : Titan_Op<"slice_grad", [Pure,
+    DeclareOpInterfaceMethods<Titan_KernelOpInterface, ["getKernelParams"]>]> {
+  let summary = "gradient of titan.slice: the box placed in zeros";
+  let description = [{
+    A tensor of the result's shape that is `grad` in the box at `offsets`
+    and zero elsewhere.
+  }];
+  let arguments = (ins Titan_FloatTensor:$grad, DenseI64ArrayAttr:$offsets);
+  let results = (outs Titan_FloatTensor:$result);
+  let assemblyFormat = [{
+    $grad $offsets attr-dict `:` type($grad) `->` type($result)
+  }];
+  let hasVerifier = 1;
+}
+
+def Titan_ConcatOp : Titan_Op<"concat", [Pure,
+    DeclareOpInterfaceMethods<Titan_AdjointOpInterface>,
+    DeclareOpInterfaceMethods<Titan_KernelOpInterface, ["getKernelParams"]>]> {
+  let summary = "tensors joined along one dimension";
+  let description = [{
+    The inputs, of one element type and equal in every dimension but `dim`,
+    one after the other along `dim`. Its adjoint slices the gradient.
+
+    ```mlir
+    %kv = titan.concat %k, %v dim 2
+        : tensor<1x2048x8x64xf32>, tensor<1x2048x8x64xf32> -> tensor<1x2048x16x64xf32>
+    ```
+  }];
+  let arguments = (ins Variadic<Titan_FloatTensor>:$inputs, I64Attr:$dim);
+  let results = (outs Titan_FloatTensor:$result);
+  let assemblyFormat = [{
+    $inputs `dim` $dim attr-dict `:` type($inputs) `->` type($result)
+  }];
+  let hasVerifier = 1;
+}
+
 //===----------------------------------------------------------------------===//
 // Loss
 //===----------------------------------------------------------------------===//

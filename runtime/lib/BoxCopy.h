@@ -1,0 +1,76 @@
+//===- BoxCopy.h - copying a box of one tensor into another -----*- C++ -*-===//
+//
+// titan.slice, titan.slice_grad and titan.concat on both targets: a box of
+// `size` elements per dimension, at `from` in a row-major tensor of shape
+// `source` and at `to` in one of shape `target`, planned once as element
+// strides so the CPU copies it row by row and a CUDA kernel element by
+// element.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TITANRT_BOXCOPY_H
+#define TITANRT_BOXCOPY_H
+
+#include "KernelCall.h"
+
+#include <cstdint>
+
+namespace titanrt {
+
+struct BoxCopyPlan {
+  static constexpr int kMaxRank = 8;
+  int64_t rank = 0;
+  int64_t size[kMaxRank] = {};
+  int64_t sourceStride[kMaxRank] = {}, targetStride[kMaxRank] = {};
+  int64_t sourceBase = 0, targetBase = 0; ///< the box's first element
+  int64_t numel() const {
+    int64_t n = 1;
+    for (int64_t d = 0; d < rank; ++d)
+      n *= size[d];
+    return n;
+  }
+};
+
+/// The plan of a box of shape `box` at `from` in `source` and `to` in
+/// `target` (offsets per dimension; nullptr for all zero).
+inline BoxCopyPlan planBoxCopy(const abi::Shape &source,
+                               const abi::Shape &target, const abi::Shape &box,
+                               const int64_t *from, const int64_t *to) {
+  BoxCopyPlan p;
+  p.rank = box.rank;
+  int64_t sourceStride = 1, targetStride = 1;
+  for (int64_t d = box.rank - 1; d >= 0; --d) {
+    p.size[d] = box.dim(d);
+    p.sourceStride[d] = sourceStride;
+    p.targetStride[d] = targetStride;
+    p.sourceBase += (from ? from[d] : 0) * sourceStride;
+    p.targetBase += (to ? to[d] : 0) * targetStride;
+    sourceStride *= source.dim(d);
+    targetStride *= target.dim(d);
+  }
+  return p;
+}
+
+/// Calls `run(sourceOffset, targetOffset, count)` for each row (the last
+/// dimension) of the box.
+template <typename Run> void forEachBoxRow(const BoxCopyPlan &p, Run run) {
+  if (p.rank == 0) {
+    run(p.sourceBase, p.targetBase, int64_t(1));
+    return;
+  }
+  int64_t rows = p.numel() / (p.size[p.rank - 1] ? p.size[p.rank - 1] : 1);
+  for (int64_t r = 0; r < rows && p.size[p.rank - 1] > 0; ++r) {
+    int64_t s = p.sourceBase, t = p.targetBase, rest = r;
+    for (int64_t d = p.rank - 2; d >= 0; --d) {
+      int64_t i = rest % p.size[d];
+      rest /= p.size[d];
+      s += i * p.sourceStride[d];
+      t += i * p.targetStride[d];
+    }
+    run(s, t, p.size[p.rank - 1]);
+  }
+}
+
+} // namespace titanrt
+
+#endif // TITANRT_BOXCOPY_H
