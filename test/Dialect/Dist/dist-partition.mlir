@@ -81,7 +81,7 @@ module attributes {dist.mesh = #dist.mesh<pp = 1, dp_replicate = 1, dp_shard = 2
 
 // One rank: nothing to do.
 // CHECK-LABEL: func.func @forward(
-// CHECK-NOT: dist.
+// CHECK-NOT: dist.{{(all|reduce|replicate|wait|local)}}
 module attributes {dist.mesh = #dist.mesh<pp = 1, dp_replicate = 1, dp_shard = 1, cp = 1, tp = 1>} {
   func.func @forward(%w: tensor<4x4xf32> {titan.param = "w"}, %x: tensor<3x4xf32>, %l: tensor<3xi32>) -> tensor<f32> {
     %y = titan.linear %x, %w : (tensor<3x4xf32>, tensor<4x4xf32>) -> tensor<3x4xf32>
@@ -97,3 +97,20 @@ module attributes {dist.mesh = #dist.mesh<pp = 1, dp_replicate = 1, dp_shard = 1
 // An unknown policy is an error.
 // RUN: echo 'module attributes {dist.mesh = #dist.mesh<pp = 1, dp_replicate = 1, dp_shard = 2, cp = 1, tp = 1>} { func.func @forward() { return } }' | not titan-opt -dist-partition=reshard-after-forward=sometimes 2>&1 | FileCheck %s --check-prefix=POLICY
 // POLICY: error: dist-partition: reshard-after-forward must be default, always or never, got 'sometimes'
+
+// -----
+
+// A split moved from one dimension to another over the same axes is one
+// all_to_all (each rank sends and keeps 1/tp of the tensor), not a gather
+// and a slice; the loss then needs the vocabulary whole.
+// CHECK-LABEL: func.func @forward(
+// CHECK:      %[[F:.*]] = dist.all_to_all_start %arg0 axes ["tp"] split 1 concat 0 : tensor<2x8xf32> -> !dist.future<tensor<4x4xf32>>
+// CHECK-NEXT: %[[M:.*]] = dist.wait %[[F]] {dist.shardings = [#dist.sharding<{{\[}}[], ["tp"]]>]}
+// CHECK-NEXT: dist.all_gather_start %[[M]] axes ["tp"] dim 1 : tensor<4x4xf32> -> !dist.future<tensor<4x8xf32>>
+module attributes {dist.mesh = #dist.mesh<pp = 1, dp_replicate = 1, dp_shard = 1, cp = 1, tp = 2>} {
+  func.func @forward(%x: tensor<4x8xf32> {dist.sharding = #dist.sharding<[["tp"]]>}, %l: tensor<4xi32>) -> tensor<f32> {
+    %c = dist.sharding_constraint %x to <[[], ["tp"]]> : tensor<4x8xf32>
+    %loss = titan.cross_entropy %c, %l : (tensor<4x8xf32>, tensor<4xi32>) -> tensor<f32>
+    return %loss : tensor<f32>
+  }
+}

@@ -181,6 +181,20 @@ static RankedTensorType scaledDim(Value v, int64_t dim, int64_t num,
   return RankedTensorType::get(shape, t.getElementType());
 }
 
+/// The dimension `axes` (just taken off another) are wanted on next, after
+/// what it is already split over; else -1.
+static int64_t movedTo(ArrayRef<SmallVector<StringRef>> dims,
+                       ArrayRef<SmallVector<StringRef>> wanted,
+                       ArrayRef<StringRef> axes) {
+  for (auto [e, want] : llvm::enumerate(wanted)) {
+    SmallVector<StringRef> next(dims[e]);
+    llvm::append_range(next, axes);
+    if (next == want)
+      return int64_t(e);
+  }
+  return -1;
+}
+
 Value ShardingPartitioner::gather(Value v, ArrayRef<StringRef> axes,
                                   int64_t dim) {
   return createCollective<AllGatherStartOp>(
@@ -248,14 +262,30 @@ FailureOr<Value> ShardingPartitioner::reshard(Value v, ShardingAttr target,
       ++common;
     if (common == dims[d].size())
       continue;
-    ArrayRef<StringRef> axes = ArrayRef(dims[d]).drop_front(common);
+    SmallVector<StringRef> axes(ArrayRef(dims[d]).drop_front(common));
     if (llvm::is_contained(axes, "cp"))
       return user->emitOpError()
              << "needs dimension " << d << " of " << current
              << " gathered over the load-balanced 'cp' axis, which only "
                 "context-parallel attention does";
-    x = gather(x, axes, d);
     dims[d].resize(common);
+    // The same axes wanted on another dimension: one all_to_all moves the
+    // split there (each rank keeps 1/n of the bytes a gather would).
+    int64_t to = movedTo(dims, wanted, axes);
+    int64_t n = groupSize(mesh, axes);
+    auto type = cast<RankedTensorType>(x.getType());
+    if (to >= 0 && type.getDimSize(to) % n == 0) {
+      SmallVector<int64_t> shape(type.getShape());
+      shape[to] /= n;
+      shape[d] *= n;
+      x = createCollective<AllToAllStartOp>(
+          b, x.getLoc(), RankedTensorType::get(shape, type.getElementType()), x,
+          b.getStrArrayAttr(axes), b.getI64IntegerAttr(to),
+          b.getI64IntegerAttr(d));
+      llvm::append_range(dims[to], axes);
+    } else {
+      x = gather(x, axes, d);
+    }
     record();
   }
   for (int64_t d = 0; d < rank; ++d) {

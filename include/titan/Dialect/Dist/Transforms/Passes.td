@@ -84,7 +84,8 @@ def DistPartition : Pass<"dist-partition", "::mlir::ModuleOp"> {
     `dist-propagate-sharding`, every op's results'): each value takes its
     per-rank type and reshards are inserted where an op's rule needs its
     operand otherwise than it is (pending sums all-reduced or
-    reduce-scattered, splits all-gathered, replicated values sliced with
+    reduce-scattered, a split moved to another dimension all-to-all'd,
+    other splits all-gathered, replicated values sliced with
     `dist.local_shard`), as start/wait pairs. Each op then adjusts itself
     to its split factors (`localize`: the vocabulary-parallel embedding's
     offset, context parallel's `dist.ring_attention`). Parameters are
