@@ -75,13 +75,8 @@ __global__ void copyBoxKernel(const Word *src, Word *dst, BoxCopyPlan plan,
                               int64_t n) {
   for (int64_t e = int64_t(blockIdx.x) * kThreads + threadIdx.x; e < n;
        e += int64_t(gridDim.x) * kThreads) {
-    int64_t s = plan.sourceBase, t = plan.targetBase, rest = e;
-    for (int64_t d = plan.rank - 1; d >= 0; --d) {
-      int64_t i = rest % plan.size[d];
-      rest /= plan.size[d];
-      s += i * plan.sourceStride[d];
-      t += i * plan.targetStride[d];
-    }
+    int64_t s, t;
+    boxOffsets(plan, e, plan.rank, s, t);
     dst[t] = src[s];
   }
 }

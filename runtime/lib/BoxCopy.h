@@ -15,6 +15,13 @@
 
 #include <cstdint>
 
+// The CUDA kernel shares the index arithmetic.
+#ifdef __CUDACC__
+#define TITANRT_HOST_DEVICE __host__ __device__
+#else
+#define TITANRT_HOST_DEVICE
+#endif
+
 namespace titanrt {
 
 struct BoxCopyPlan {
@@ -23,7 +30,7 @@ struct BoxCopyPlan {
   int64_t size[kMaxRank] = {};
   int64_t sourceStride[kMaxRank] = {}, targetStride[kMaxRank] = {};
   int64_t sourceBase = 0, targetBase = 0; ///< the box's first element
-  int64_t numel() const {
+  TITANRT_HOST_DEVICE int64_t numel() const {
     int64_t n = 1;
     for (int64_t d = 0; d < rank; ++d)
       n *= size[d];
@@ -51,6 +58,21 @@ inline BoxCopyPlan planBoxCopy(const abi::Shape &source,
   return p;
 }
 
+/// The source and target offsets of entry `index` of the box's leading
+/// `dims` dimensions (row-major over them).
+TITANRT_HOST_DEVICE inline void boxOffsets(const BoxCopyPlan &p, int64_t index,
+                                           int64_t dims, int64_t &source,
+                                           int64_t &target) {
+  source = p.sourceBase;
+  target = p.targetBase;
+  for (int64_t d = dims - 1; d >= 0; --d) {
+    int64_t i = index % p.size[d];
+    index /= p.size[d];
+    source += i * p.sourceStride[d];
+    target += i * p.targetStride[d];
+  }
+}
+
 /// Calls `run(sourceOffset, targetOffset, count)` for each row (the last
 /// dimension) of the box.
 template <typename Run> void forEachBoxRow(const BoxCopyPlan &p, Run run) {
@@ -58,16 +80,13 @@ template <typename Run> void forEachBoxRow(const BoxCopyPlan &p, Run run) {
     run(p.sourceBase, p.targetBase, int64_t(1));
     return;
   }
-  int64_t rows = p.numel() / (p.size[p.rank - 1] ? p.size[p.rank - 1] : 1);
-  for (int64_t r = 0; r < rows && p.size[p.rank - 1] > 0; ++r) {
-    int64_t s = p.sourceBase, t = p.targetBase, rest = r;
-    for (int64_t d = p.rank - 2; d >= 0; --d) {
-      int64_t i = rest % p.size[d];
-      rest /= p.size[d];
-      s += i * p.sourceStride[d];
-      t += i * p.targetStride[d];
-    }
-    run(s, t, p.size[p.rank - 1]);
+  int64_t width = p.size[p.rank - 1];
+  if (width == 0)
+    return;
+  for (int64_t r = 0, rows = p.numel() / width; r < rows; ++r) {
+    int64_t s, t;
+    boxOffsets(p, r, p.rank - 1, s, t);
+    run(s, t, width);
   }
 }
 
