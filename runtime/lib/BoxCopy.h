@@ -11,16 +11,12 @@
 #ifndef TITANRT_BOXCOPY_H
 #define TITANRT_BOXCOPY_H
 
+#include "Error.h"
+#include "HostDevice.h"
 #include "KernelCall.h"
 
 #include <cstdint>
-
-// The CUDA kernel shares the index arithmetic.
-#ifdef __CUDACC__
-#define TITANRT_HOST_DEVICE __host__ __device__
-#else
-#define TITANRT_HOST_DEVICE
-#endif
+#include <string>
 
 namespace titanrt {
 
@@ -44,6 +40,10 @@ inline BoxCopyPlan planBoxCopy(const abi::Shape &source,
                                const abi::Shape &target, const abi::Shape &box,
                                const int64_t *from, const int64_t *to) {
   BoxCopyPlan p;
+  if (box.rank > BoxCopyPlan::kMaxRank)
+    kernelFatal("a box copy (slice, slice_grad, concat) of rank " +
+                std::to_string(box.rank) + ": at most " +
+                std::to_string(BoxCopyPlan::kMaxRank) + " dimensions");
   p.rank = box.rank;
   int64_t sourceStride = 1, targetStride = 1;
   for (int64_t d = box.rank - 1; d >= 0; --d) {

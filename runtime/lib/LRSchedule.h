@@ -12,11 +12,7 @@
 #include <math.h>
 #include <stdint.h>
 
-#ifdef __CUDACC__
-#define TITANRT_HOST_DEVICE __host__ __device__
-#else
-#define TITANRT_HOST_DEVICE
-#endif
+#include "HostDevice.h"
 
 namespace titanrt {
 

@@ -30,11 +30,12 @@ Box titanrt::shardBox(const Manifest::Param &p,
   Box box{std::vector<int64_t>(p.shape.size(), 0), p.shape};
   for (size_t d = 0; d < p.shape.size(); ++d) {
     const std::vector<MeshAxis> &axes = p.dimAxes[d];
-    // The trailing storage axes (FSDP's dp_shard, and cp as TorchTitan's
-    // dp_shard_cp) are one group of ceil-sized parts: the compiler's
-    // #dist.sharding and its gathers treat them so.
+    // The trailing storage axes (dp_replicate, FSDP's dp_shard, and cp as
+    // TorchTitan's dp_shard_cp) are one group of ceil-sized parts, as the
+    // compiler's #dist.sharding (isStorageAxis) and its gathers treat them.
     size_t group = axes.size();
-    while (group > 0 && (axes[group - 1] == kDPShard || axes[group - 1] == kCP))
+    while (group > 0 && (axes[group - 1] == kDPReplicate ||
+                         axes[group - 1] == kDPShard || axes[group - 1] == kCP))
       --group;
     int64_t n = p.shape[d];
     auto take = [&](int64_t parts, int64_t c) {

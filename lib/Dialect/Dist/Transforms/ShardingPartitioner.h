@@ -37,7 +37,6 @@ public:
   llvm::ArrayRef<llvm::StringRef> getFactorAxes(int64_t factor) override {
     return factors[factor];
   }
-  MeshAttr getMesh() const override { return mesh; }
   mlir::Value shardOffset(mlir::Location loc,
                           llvm::ArrayRef<llvm::StringRef> axes,
                           int64_t stride) override;

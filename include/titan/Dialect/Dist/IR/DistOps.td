@@ -88,7 +88,7 @@ def Dist_ShardingAttr : AttrDef<Dist_Dialect, "Sharding"> {
     ranks, rank `r` holding chunks `r` and `2n-1-r` in that order.
 
     Uneven FSDP: the trailing run of a dimension's storage axes
-    (`dp_shard`, `cp`) is one group of `k` shards that need not divide what
+    (`dp_replicate`, `dp_shard`, `cp`) is one group of `k` shards that need not divide what
     the outer axes leave (`m`): each shard holds `ceil(m / k)` rows and the
     last are zero-padded, as FSDP2 pads. Every other axis must divide.
   }];

@@ -136,7 +136,6 @@ public:
   virtual mlir::OpBuilder &getBuilder() = 0;
   /// The axes splitting factor `factor` of the op's rule.
   virtual llvm::ArrayRef<llvm::StringRef> getFactorAxes(int64_t factor) = 0;
-  virtual MeshAttr getMesh() const = 0;
   /// This rank's index over `axes` times `stride` (a dist.shard_offset at
   /// the function's start, shared by its users).
   virtual mlir::Value shardOffset(mlir::Location loc,
