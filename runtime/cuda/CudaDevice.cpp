@@ -113,6 +113,15 @@ public:
 
   void setGraphs(bool enabled) override { useGraphs = enabled; }
 
+  void release() override {
+    for (Captured &c : graphs) {
+      if (c.exec)
+        cudaGraphExecDestroy(c.exec);
+      c = Captured();
+    }
+    releaseKernelContext();
+  }
+
   /// The first run of a step is eager: it makes cuBLASLt's and cuDNN's
   /// plans (and any allocation they need) outside a capture. The second is
   /// captured and every later one replays the graph. The step's kernel
@@ -162,9 +171,21 @@ private:
 
 } // namespace
 
+namespace {
+/// Heap-held so that no static destructor calls cuBLASLt or cuDNN after
+/// the CUDA runtime may have unloaded.
+KernelContext *theKernelContext = nullptr;
+} // namespace
+
 KernelContext &titanrt::cuda::kernelContext() {
-  static KernelContext context;
-  return context;
+  if (!theKernelContext)
+    theKernelContext = new KernelContext;
+  return *theKernelContext;
+}
+
+void titanrt::cuda::releaseKernelContext() {
+  delete theKernelContext;
+  theKernelContext = nullptr;
 }
 
 extern "C" titanrt::Device *titan_rt_target_device(void) {

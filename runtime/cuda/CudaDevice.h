@@ -36,8 +36,12 @@ struct KernelContext {
   KernelContext();
 };
 
-/// The context, created on first use (after the device is selected).
+/// The context, created on first use (after the device is selected) and
+/// never destroyed by a static destructor (see Device::release).
 KernelContext &kernelContext();
+/// Destroys the context (its cuBLASLt and cuDNN handles and plans); a later
+/// kernel creates a new one.
+void releaseKernelContext();
 
 } // namespace titanrt::cuda
 

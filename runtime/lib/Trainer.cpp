@@ -1091,5 +1091,6 @@ int titanrt::trainMain(int argc, char **argv, const CompiledModel &model) {
   int status = run.train();
   if (comm)
     shutdownCommunicator();
+  device.release();
   return status;
 }

@@ -52,6 +52,12 @@ public:
   /// Run-time options: CUDA graphs on or off (targets without graphs
   /// ignore it).
   virtual void setGraphs(bool enabled) { (void)enabled; }
+  /// Frees the device's library handles and captured graphs. Called once
+  /// at the end of a run, while the GPU runtime is certainly still loaded:
+  /// static destructors may run after it has unloaded, so nothing that
+  /// calls into it is destroyed there (an exit on error leaves them to the
+  /// driver's process teardown).
+  virtual void release() {}
 };
 
 /// The CPU: the arena is host memory, steps run on the calling thread.
