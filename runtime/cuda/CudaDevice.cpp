@@ -123,11 +123,12 @@ public:
   }
 
   /// The first run of a step is eager: it makes cuBLASLt's and cuDNN's
-  /// plans (and any allocation they need) outside a capture. The second is
-  /// captured and every later one replays the graph. The step's kernel
-  /// parameters are fixed at capture; everything that changes from step to
-  /// step (the batch, the step index, the learning rate) is read from the
-  /// arena, whose addresses do not move.
+  /// plans (and any allocation they need, and any communicator of its
+  /// collectives) outside a capture. The second is captured and every
+  /// later one replays the graph. The step's kernel parameters are fixed
+  /// at capture; everything that changes from step to step (the batch, the
+  /// step index, the learning rate) is read from the arena, whose addresses
+  /// do not move.
   void run(Step which, void (*step)(char *), char *arena) override {
     cudaStream_t stream = kernelContext().stream;
     Captured &c = graphs[which == Step::ForwardBackward ? 0 : 1];
@@ -150,6 +151,11 @@ public:
       }
       checkCuda(cudaGraphLaunch(c.exec, stream),
                 std::string("cudaGraphLaunch of ") + name);
+      // Its collectives were captured without the communicator's watchdog
+      // events (an event recorded under capture cannot be queried): the
+      // watchdog watches the replay instead.
+      if (Communicator *comm = activeCommunicator())
+        comm->watchStream(std::string("the CUDA graph of ") + name, stream);
     }
     ++c.runs;
     checkCuda(cudaStreamSynchronize(stream),

@@ -338,12 +338,8 @@ int64_t Checkpointer::resumeStep() {
       }
     }
   }
-  if (comm_) {
-    double agreed = step;
-    comm_->broadcast(&step, &agreed, DataType::F64, 1, 0, (1u << kNumAxes) - 1)
-        ->finish();
-    step = agreed;
-  }
+  if (comm_)
+    comm_->hostBroadcast(&step, 1, 0, (1u << kNumAxes) - 1);
   return int64_t(step);
 }
 

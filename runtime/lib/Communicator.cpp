@@ -4,6 +4,7 @@
 #include "Error.h"
 
 #include <string>
+#include <vector>
 
 #include <dlfcn.h>
 
@@ -89,10 +90,42 @@ std::string Communicator::timeoutMessage(const char *collective,
                                          unsigned axisMask,
                                          const std::string &context,
                                          double seconds) {
-  return describe(collective, axisMask) + " at " + context +
-         " did not complete within " + std::to_string(int64_t(seconds)) +
+  return timeoutMessage(describe(collective, axisMask), context, seconds);
+}
+
+std::string Communicator::timeoutMessage(const std::string &what,
+                                         const std::string &context,
+                                         double seconds) {
+  return what + " at " + context + " did not complete within " +
+         std::to_string(int64_t(seconds)) +
          " s ([comm] timeout): a peer has stopped or is lost; aborting every "
          "rank";
+}
+
+void Communicator::runOnHost(
+    void *values, int64_t bytes,
+    llvm::function_ref<std::unique_ptr<Request>(const void *, void *)>
+        collective) {
+  // A copy of the input: MPI's collectives take distinct buffers.
+  std::vector<char> in(static_cast<char *>(values),
+                       static_cast<char *>(values) + bytes);
+  collective(in.data(), values)->finish();
+}
+
+void Communicator::hostAllReduce(double *values, int64_t count,
+                                 Reduction reduction, unsigned axisMask) {
+  runOnHost(
+      values, count * int64_t(sizeof(double)), [&](const void *in, void *out) {
+        return allReduce(in, out, DataType::F64, count, reduction, axisMask);
+      });
+}
+
+void Communicator::hostBroadcast(double *values, int64_t count, int64_t root,
+                                 unsigned axisMask) {
+  runOnHost(values, count * int64_t(sizeof(double)),
+            [&](const void *in, void *out) {
+              return broadcast(in, out, DataType::F64, count, root, axisMask);
+            });
 }
 
 void titanrt::checkWorldSize(const std::vector<int64_t> &mesh, int64_t size) {
@@ -164,6 +197,8 @@ Communicator &titanrt::initCommunicator(const std::vector<int64_t> &meshShape,
   instance()->setTimeout(timeoutSeconds);
   return *instance();
 }
+
+Communicator *titanrt::activeCommunicator() { return instance().get(); }
 
 Communicator &titanrt::communicator() {
   if (!instance())

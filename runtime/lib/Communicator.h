@@ -5,11 +5,16 @@
 
 #include "titan/Manifest/Manifest.h"
 
+#include "llvm/ADT/STLFunctionalExtras.h"
+
 #include <cstdint>
 #include <functional>
 #include <memory>
 #include <string>
 #include <vector>
+
+/// A CUDA stream (cudaStream_t), named without CUDA's headers.
+struct CUstream_st;
 
 namespace titanrt {
 
@@ -51,6 +56,14 @@ struct Request {
 /// The process group of a run: one rank of a mesh, with a communicator per
 /// subset of axes created on first use. Backed by MPI on CPUs (host
 /// buffers) and by NCCL on GPUs (device buffers, bootstrapped over MPI).
+///
+/// The buffer contract: the collectives (allGather ... sendRecv, send,
+/// recv) take buffers in the memory of the device the step runs on, the
+/// arena's (host memory on CPUs, device memory on GPUs, where NCCL refuses
+/// host pointers); they may still be in flight when they return. Values the
+/// host itself agrees on between steps (a resume step, a loss) go through
+/// hostAllReduce and hostBroadcast, which take host memory on every backend
+/// and return with the result in it.
 class Communicator {
 public:
   virtual ~Communicator() = default;
@@ -124,6 +137,23 @@ public:
   virtual int maxPeerTag() const = 0;
   virtual void barrier() = 0;
 
+  /// Blocking collectives on host memory: every rank of the group of
+  /// `axisMask` calls them, and each returns with `values` (host memory)
+  /// holding the reduction, or root's values, readable at once.
+  void hostAllReduce(double *values, int64_t count, Reduction reduction,
+                     unsigned axisMask);
+  void hostBroadcast(double *values, int64_t count, int64_t root,
+                     unsigned axisMask);
+
+  /// Watches the device work enqueued so far on `stream` (a CUDA graph's
+  /// replay, whose collectives were captured unwatched) as a collective is
+  /// watched: past the timeout every rank stops, naming `what`. Backends
+  /// whose collectives complete on the host have nothing to watch.
+  virtual void watchStream(const std::string &what, CUstream_st *stream) {
+    (void)what;
+    (void)stream;
+  }
+
   /// Creates the communicators of these mesh-axis groups (axis masks) now,
   /// at start: a step (or a CUDA graph capture) never creates one.
   virtual void prepareGroups(const std::vector<unsigned> &axisMasks) {
@@ -143,6 +173,9 @@ public:
   /// backend.
   static std::string timeoutMessage(const char *collective, unsigned axisMask,
                                     const std::string &context, double seconds);
+  /// The same for any watched work, `what` describing it.
+  static std::string timeoutMessage(const std::string &what,
+                                    const std::string &context, double seconds);
 
   /// Size of the group of `axisMask`.
   int64_t groupSize(unsigned axisMask) const;
@@ -154,6 +187,15 @@ public:
   int64_t groupColor(unsigned axisMask) const;
 
 protected:
+  /// Runs `collective(in, out)` with `bytes` of the host memory `values` as
+  /// its input and result, in buffers of the collectives' memory space, and
+  /// returns once `values` holds the result. This default is for backends
+  /// on host memory.
+  virtual void runOnHost(
+      void *values, int64_t bytes,
+      llvm::function_ref<std::unique_ptr<Request>(const void *in, void *out)>
+          collective);
+
   /// MPI_Init (once) and this process's world rank and size; stops the run
   /// when the size is not the product of the mesh.
   void bootstrapMPI();
@@ -177,6 +219,8 @@ Communicator &initCommunicator(const std::vector<int64_t> &meshShape,
                                double timeoutSeconds = 300);
 /// The communicator set up by initCommunicator.
 Communicator &communicator();
+/// That communicator, or null before initCommunicator (a single-rank run).
+Communicator *activeCommunicator();
 
 /// dist.shard_offset's value on this rank: its index over some mesh axes
 /// times a stride; `ints` = {stride, number of axes, axis indices (0 pp ...

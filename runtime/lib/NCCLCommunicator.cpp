@@ -15,7 +15,11 @@
 // has) therefore polls an event recorded after each collective and the
 // communicators' asynchronous errors; a collective past its [comm] timeout,
 // or an NCCL error, aborts the communicators (ncclCommAbort, which stops
-// their kernels) and then every rank.
+// their kernels) and then every rank. Collectives issued while the compute
+// stream is captured into a CUDA graph get no watchdog event (querying an
+// event recorded under capture fails with cudaErrorCapturedEvent); the
+// device instead has each replay of the graph watched (watchStream).
+// The events that order the streams come from a per-communicator pool.
 // Communicator creation (ncclCommInitRank, ncclCommSplit) waits for every
 // peer on the host, so it runs on a helper thread under the same deadline.
 //
@@ -25,6 +29,7 @@
 #include "Error.h"
 
 #include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/SmallVector.h"
 
 #include <cuda_runtime.h>
 #include <mpi.h>
@@ -37,6 +42,7 @@
 #include <mutex>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 using namespace titanrt;
@@ -80,14 +86,55 @@ ncclDataType_t ncclType(DataType type) {
   return ncclFloat32;
 }
 
+/// Events reused across collectives instead of created and destroyed three
+/// per collective (the stream orderings and the watchdog's). An event may
+/// go back as soon as the waits on it are enqueued: cudaStreamWaitEvent
+/// waits for the record before it, not for a later one.
+class EventPool {
+public:
+  EventPool() = default;
+  EventPool(const EventPool &) = delete;
+  EventPool &operator=(const EventPool &) = delete;
+  ~EventPool() {
+    for (cudaEvent_t event : free_)
+      cudaEventDestroy(event);
+  }
+  cudaEvent_t take() {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      if (!free_.empty())
+        return free_.pop_back_val();
+    }
+    cudaEvent_t event;
+    checkCuda(cudaEventCreateWithFlags(&event, cudaEventDisableTiming),
+              "event create");
+    return event;
+  }
+  void give(cudaEvent_t event) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    free_.push_back(event);
+  }
+
+private:
+  std::mutex mutex_; // the main thread takes, the watchdog gives back too
+  llvm::SmallVector<cudaEvent_t, 16> free_;
+};
+
 /// A collective in flight on the communication stream.
 struct NCCLRequest : Request {
-  cudaEvent_t done = nullptr;
-  cudaStream_t compute = nullptr;
+  NCCLRequest(EventPool &events, cudaStream_t compute)
+      : events(events), done(events.take()), compute(compute) {}
+  ~NCCLRequest() override {
+    if (done)
+      events.give(done);
+  }
   void finish() override {
     checkCuda(cudaStreamWaitEvent(compute, done, 0), "stream wait");
-    checkCuda(cudaEventDestroy(done), "event destroy");
+    events.give(std::exchange(done, nullptr));
   }
+  EventPool &events;
+  cudaEvent_t done;
+  cudaStream_t compute;
 };
 
 /// Moves a tensor split along a middle dimension between its natural layout
@@ -169,7 +216,7 @@ public:
     wake_.notify_all();
     watchdog_.join();
     for (Watched &w : watched_)
-      cudaEventDestroy(w.done);
+      events_.give(w.done);
     for (auto &[mask, comm] : groups_)
       ncclCommDestroy(comm);
     ncclCommDestroy(world_);
@@ -182,7 +229,7 @@ public:
                                      int64_t inner, int64_t gatheredSize,
                                      unsigned axisMask,
                                      void *planned) override {
-    begin(axisMask);
+    begin("all_gather", axisMask, in, out);
     int64_t parts = groupSize(axisMask);
     int64_t count = outer * dimSize * inner;
     bool direct = outer == 1 && gatheredSize == parts * dimSize;
@@ -206,7 +253,7 @@ public:
                                          int64_t dimSize, int64_t inner,
                                          unsigned axisMask,
                                          void *planned) override {
-    begin(axisMask);
+    begin("reduce_scatter", axisMask, in, out);
     int64_t parts = groupSize(axisMask);
     int64_t rows = (dimSize + parts - 1) / parts;
     int64_t count = outer * rows * inner;
@@ -230,7 +277,7 @@ public:
   std::unique_ptr<Request> allReduce(const void *in, void *out, DataType type,
                                      int64_t count, Reduction reduction,
                                      unsigned axisMask) override {
-    begin(axisMask);
+    begin("all_reduce", axisMask, in, out);
     ncclRedOp_t op = reduction == Reduction::Max       ? ncclMax
                      : reduction == Reduction::Average ? ncclAvg
                                                        : ncclSum;
@@ -245,7 +292,7 @@ public:
                                     int64_t splitInner, int64_t concatOuter,
                                     int64_t concatDim, int64_t concatInner,
                                     unsigned axisMask, void *planned) override {
-    begin(axisMask);
+    begin("all_to_all", axisMask, in, out);
     int64_t parts = groupSize(axisMask);
     int64_t total = splitOuter * splitDim * splitInner * dataTypeBytes(type);
     int64_t partBytes = total / parts;
@@ -275,7 +322,7 @@ public:
   std::unique_ptr<Request> broadcast(const void *in, void *out, DataType type,
                                      int64_t count, int64_t root,
                                      unsigned axisMask) override {
-    begin(axisMask);
+    begin("broadcast", axisMask, in, out);
     checkNccl(ncclBroadcast(in, out, count, ncclType(type), int(root),
                             group(axisMask), stream_),
               "broadcast");
@@ -299,7 +346,7 @@ public:
   std::unique_ptr<Request> sendRecv(const void *in, void *out, DataType type,
                                     int64_t count, int64_t shift,
                                     unsigned axisMask) override {
-    begin(axisMask);
+    begin("send_recv", axisMask, in, out);
     ncclComm_t comm = group(axisMask);
     int size = 0, me = 0;
     checkNccl(ncclCommCount(comm, &size), "comm count");
@@ -326,6 +373,33 @@ public:
     MPI_Barrier(MPI_COMM_WORLD);
   }
 
+  void watchStream(const std::string &what, cudaStream_t stream) override {
+    watchUntil(what, stream);
+  }
+
+protected:
+  /// Host values go through device scratch on the compute stream, ordered
+  /// after the step before; the synchronization at the end makes them
+  /// readable on return (and the watchdog times the collective out).
+  void
+  runOnHost(void *values, int64_t bytes,
+            llvm::function_ref<std::unique_ptr<Request>(const void *, void *)>
+                collective) override {
+    void *device = nullptr;
+    checkCuda(cudaMallocAsync(&device, size_t(2 * bytes), compute_),
+              "host value staging");
+    char *in = static_cast<char *>(device), *out = in + bytes;
+    checkCuda(cudaMemcpyAsync(in, values, size_t(bytes), cudaMemcpyHostToDevice,
+                              compute_),
+              "host value copy");
+    collective(in, out)->finish();
+    checkCuda(cudaMemcpyAsync(values, out, size_t(bytes),
+                              cudaMemcpyDeviceToHost, compute_),
+              "host value copy");
+    checkCuda(cudaFreeAsync(device, compute_), "host value staging free");
+    checkCuda(cudaStreamSynchronize(compute_), "host value agreement");
+  }
+
 private:
   /// The communication stream of a mesh-axis group: collectives of
   /// different groups (FSDP's gathers, TP's reductions) overlap each other
@@ -340,32 +414,68 @@ private:
 
   /// Makes the group's stream current (stream_, which the collective and
   /// its staging use) and orders it after the compute stream's work so far.
-  void begin(unsigned axisMask) {
+  void begin(const char *collective, unsigned axisMask, const void *in,
+             const void *out) {
+    cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
+    checkCuda(cudaStreamIsCapturing(compute_, &status), "capture status");
+    capturing_ = status != cudaStreamCaptureStatusNone;
+    // A captured step replays the addresses of its eager first run, which
+    // were checked then; the check stays out of captures, where only
+    // stream work belongs.
+    if (!capturing_)
+      refuseHostBuffers(collective, axisMask, in, out);
     stream_ = streamFor(axisMask);
-    cudaEvent_t ready;
-    checkCuda(cudaEventCreateWithFlags(&ready, cudaEventDisableTiming),
-              "event create");
+    cudaEvent_t ready = events_.take();
     checkCuda(cudaEventRecord(ready, compute_), "event record");
     checkCuda(cudaStreamWaitEvent(stream_, ready, 0), "stream wait");
-    checkCuda(cudaEventDestroy(ready), "event destroy");
+    events_.give(ready);
+  }
+
+  /// NCCL needs device memory; a host pointer would fail inside NCCL or
+  /// fault on the device, far from the caller. cudaPointerGetAttributes is
+  /// a host-side lookup of about a microsecond, against a collective's tens
+  /// of microseconds at least, so every eager collective is checked.
+  void refuseHostBuffers(const char *collective, unsigned axisMask,
+                         const void *in, const void *out) {
+    for (const void *ptr : {in, out}) {
+      if (!ptr)
+        continue;
+      cudaPointerAttributes attributes;
+      cudaError_t rc = cudaPointerGetAttributes(&attributes, ptr);
+      if (rc != cudaSuccess)
+        cudaGetLastError(); // clears the error; treated as host memory
+      if (rc == cudaSuccess && attributes.type != cudaMemoryTypeUnregistered &&
+          attributes.type != cudaMemoryTypeHost)
+        continue;
+      fatal("internal error: " + describe(collective, axisMask) + " at " +
+            context() + " was given a host pointer as its " +
+            (ptr == in ? "input" : "output") +
+            "; NCCL's collectives take device memory (host values go "
+            "through Communicator::hostAllReduce or hostBroadcast)");
+    }
   }
 
   /// The request for the collective just issued, which the watchdog also
-  /// tracks (with its own event: the request's is destroyed on finish()).
+  /// tracks (with its own event: the request's goes back on finish()),
+  /// unless it was captured into a graph: the graph's replays are watched.
   std::unique_ptr<Request> end(const char *collective, unsigned axisMask) {
-    auto req = std::make_unique<NCCLRequest>();
-    req->compute = compute_;
-    checkCuda(cudaEventCreateWithFlags(&req->done, cudaEventDisableTiming),
-              "event create");
+    auto req = std::make_unique<NCCLRequest>(events_, compute_);
     checkCuda(cudaEventRecord(req->done, stream_), "event record");
+    if (!capturing_)
+      watchUntil(describe(collective, axisMask), stream_);
+    return req;
+  }
+
+  /// Has the watchdog track the work enqueued so far on `stream`.
+  void watchUntil(const std::string &what, cudaStream_t stream) {
     Watched w;
-    checkCuda(cudaEventCreateWithFlags(&w.done, cudaEventDisableTiming),
-              "event create");
-    checkCuda(cudaEventRecord(w.done, stream_), "event record");
-    // The message is built now: the context and timeout belong to the main
-    // thread and change between steps.
-    w.timeoutMessage = Communicator::timeoutMessage(
-        collective, axisMask, context(), timeoutSeconds());
+    w.done = events_.take();
+    checkCuda(cudaEventRecord(w.done, stream), "event record");
+    // The messages are built now: the context and timeout belong to the
+    // main thread and change between steps.
+    w.what = what + " at " + context();
+    w.timeoutMessage =
+        Communicator::timeoutMessage(what, context(), timeoutSeconds());
     w.deadline =
         std::chrono::steady_clock::now() +
         std::chrono::duration_cast<std::chrono::steady_clock::duration>(
@@ -374,7 +484,19 @@ private:
       std::lock_guard<std::mutex> lock(mutex_);
       watched_.push_back(std::move(w));
     }
-    return req;
+  }
+
+  /// Why the watchdog stops the run when querying the event after `what`
+  /// returns `rc`, neither success nor cudaErrorNotReady.
+  static std::string queryFailure(const std::string &what, cudaError_t rc) {
+    if (rc == cudaErrorCapturedEvent)
+      return "internal error: the watchdog's event after " + what +
+             " was recorded under CUDA graph capture "
+             "(cudaErrorCapturedEvent), where collectives are watched "
+             "through their graph's replays; rerun with "
+             "--debug.no_cuda_graphs";
+    return "CUDA failed under " + what + ": " + cudaGetErrorName(rc) + " (" +
+           cudaGetErrorString(rc) + ")";
   }
 
   /// The watchdog: retires completed collectives, and aborts on one past
@@ -390,12 +512,11 @@ private:
       llvm::erase_if(watched_, [&](Watched &w) {
         cudaError_t rc = cudaEventQuery(w.done);
         if (rc == cudaSuccess) {
-          cudaEventDestroy(w.done);
+          events_.give(w.done);
           return true;
         }
         if (failure.empty() && rc != cudaErrorNotReady)
-          failure = std::string("CUDA failed under a collective: ") +
-                    cudaGetErrorString(rc);
+          failure = queryFailure(w.what, rc);
         else if (failure.empty() && now > w.deadline)
           failure = w.timeoutMessage;
         return false;
@@ -502,10 +623,16 @@ private:
   cudaStream_t compute_ = cudaStreamPerThread;
   std::map<unsigned, ncclComm_t> groups_;
 
-  /// A collective the watchdog waits for.
+  /// Whether the collective being issued is captured into a CUDA graph.
+  bool capturing_ = false;
+
+  /// Outlives the destructor's body, which gives the watched events back.
+  EventPool events_;
+  /// A collective (or a graph's replay) the watchdog waits for.
   struct Watched {
     cudaEvent_t done = nullptr;
     std::chrono::steady_clock::time_point deadline;
+    std::string what; // "all_reduce over [tp] at step 3"
     std::string timeoutMessage;
   };
   std::mutex mutex_; // guards watched_, comms_ and stopping_

@@ -517,10 +517,10 @@ Communicator *startRank(const titan::TrainConfig &c, const Manifest &m,
     refuseMultiRankLaunch();
   // One GPU per local rank, chosen before the communicators bind to it.
   device.select(localRank());
-  // CUDA graphs: each step captured once and replayed. Multi-rank runs
-  // launch eagerly until capturing NCCL collectives (and the watchdog's
-  // events) has been checked on GPUs.
-  device.setGraphs(!c.debug.noCudaGraphs && world == 1);
+  // CUDA graphs: each step captured once and replayed, multi-rank ones
+  // too (their communicators exist before the first capture, and the NCCL
+  // watchdog watches each replay).
+  device.setGraphs(!c.debug.noCudaGraphs);
   // TorchTitan's [comm] timeouts: the start-up's until the first step ends.
   return world > 1 ? &initCommunicator(m.mesh, device.communicatorBackend(),
                                        double(c.comm.initTimeoutSeconds))
@@ -900,9 +900,7 @@ double Run::accumulateGradients(int64_t step, StepTrace *trace) {
   // Each microbatch's loss counts 1 / m of the step's (the last stage
   // has them all): every pipeline rank reports and checks the same.
   lossSum /= double(m.pipeline->microbatches);
-  comm->allReduce(&lossSum, &lossSum, DataType::F64, 1, Reduction::Sum,
-                  1u << kPP)
-      ->finish();
+  comm->hostAllReduce(&lossSum, 1, Reduction::Sum, 1u << kPP);
   return lossSum;
 }
 

@@ -16,10 +16,12 @@
 #include "gtest/gtest.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <functional>
+#include <thread>
 #include <tuple>
 #include <vector>
 
@@ -312,6 +314,77 @@ TEST(COMMUNICATOR, SendRecvShift) {
   // Shifting by one: this rank receives from the one a step back.
   EXPECT_EQ(out, inputOf(g[(indexInGroup(kTPMask) + parts - 1) % parts], 3));
 }
+
+// Host values (a resume step, a loss) agree through the blocking host API
+// on every backend, NCCL's included: the results are read straight from
+// the host variables, with no synchronization in between.
+TEST(COMMUNICATOR, HostAgreement) {
+  std::vector<int> g = groupOf(kShardMask), all = groupOf(kShardMask | kTPMask);
+  int root = int(g.size()) - 1;
+  double step = comm().rank() == g[root] ? 42.0 : -1.0;
+  comm().hostBroadcast(&step, 1, root, kShardMask);
+  EXPECT_EQ(step, 42.0);
+  double values[2] = {double(comm().rank()), double(comm().rank() + 1)};
+  comm().hostAllReduce(values, 2, Reduction::Sum, kShardMask | kTPMask);
+  double rankSum = 0;
+  for (int r : all)
+    rankSum += r;
+  EXPECT_EQ(values[0], rankSum);
+  EXPECT_EQ(values[1], rankSum + double(all.size()));
+  double max = comm().rank();
+  comm().hostAllReduce(&max, 1, Reduction::Max, kShardMask | kTPMask);
+  EXPECT_EQ(max, double(*std::max_element(all.begin(), all.end())));
+}
+
+#ifdef TITAN_TEST_NCCL
+// A collective captured into a CUDA graph on the compute stream, as a
+// captured training step has it: it gets no watchdog event while captured
+// (the watchdog would abort every rank on cudaErrorCapturedEvent), and each
+// replay, watched with watchStream, computes the sum again. The watchdog
+// polls every 100 ms; the sleep lets it query the replays' events.
+TEST(COMMUNICATOR, AllReduceCapturedInGraph) {
+  std::vector<int> all = groupOf(kShardMask | kTPMask);
+  std::vector<float> in = inputOf(comm().rank(), 4), out(4);
+  float *buffers = nullptr;
+  ASSERT_EQ(cudaMalloc(&buffers, 8 * sizeof(float)), cudaSuccess);
+  ASSERT_EQ(
+      cudaMemcpy(buffers, in.data(), 4 * sizeof(float), cudaMemcpyHostToDevice),
+      cudaSuccess);
+  // As a training run does: no communicator is created under capture.
+  comm().prepareGroups({kShardMask | kTPMask});
+  cudaStream_t stream = cudaStreamPerThread;
+  ASSERT_EQ(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal),
+            cudaSuccess);
+  comm()
+      .allReduce(buffers, buffers + 4, DataType::F32, 4, Reduction::Sum,
+                 kShardMask | kTPMask)
+      ->finish();
+  cudaGraph_t graph = nullptr;
+  ASSERT_EQ(cudaStreamEndCapture(stream, &graph), cudaSuccess);
+  cudaGraphExec_t exec = nullptr;
+  ASSERT_EQ(cudaGraphInstantiate(&exec, graph, 0), cudaSuccess);
+  for (int replay = 0; replay < 2; ++replay) {
+    ASSERT_EQ(cudaMemsetAsync(buffers + 4, 0, 4 * sizeof(float), stream),
+              cudaSuccess);
+    ASSERT_EQ(cudaGraphLaunch(exec, stream), cudaSuccess);
+    comm().watchStream("the test's graph", stream);
+    ASSERT_EQ(cudaStreamSynchronize(stream), cudaSuccess);
+    ASSERT_EQ(cudaMemcpy(out.data(), buffers + 4, 4 * sizeof(float),
+                         cudaMemcpyDeviceToHost),
+              cudaSuccess);
+    for (int i = 0; i < 4; ++i) {
+      float expected = 0;
+      for (int r : all)
+        expected += float(r * 1000 + i);
+      EXPECT_EQ(out[i], expected) << "replay " << replay;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(250));
+  }
+  cudaGraphExecDestroy(exec);
+  cudaGraphDestroy(graph);
+  cudaFree(buffers);
+}
+#endif
 
 } // namespace
 
