@@ -23,7 +23,8 @@
 # tool's $OUT, whose files come back, else /tmp/titan-gpu-out), exactly
 # three files: summary.md (the checks so far, the numerics errors, the
 # tables that have their inputs), results.json (the same, machine-readable)
-# and logs.tar.gz (every check's log), so a run cut off still reports.
+# and logs.tar.gz (every check's log), so a run cut off still reports;
+# exits 1 when a check failed or timed out.
 # Working files (the unpacked bundle, training dump folders, JSON lines)
 # stay in a scratch folder outside it. Commit summary.md under
 # bench/results/ with the date and the GPU.
@@ -185,12 +186,13 @@ kernels() { # side (titan or torch), round: one JSON line per kernel
     torch_py bench/gpu/torch_kernels.py > "$scratch/kernels-torch-$2.jsonl"
   fi
 }
-sanitizer=$(command -v compute-sanitizer || ls /usr/local/cuda/bin/compute-sanitizer 2>/dev/null || true)
+sanitizer=$(command -v compute-sanitizer || ls /usr/local/cuda/bin/compute-sanitizer \
+  /usr/local/cuda/compute-sanitizer/compute-sanitizer 2>/dev/null | head -n 1)
 sanitize() { # tool, command (train or bundled)...: its program under compute-sanitizer
   local tool=$1 log rc errors
   shift
   [ -n "$sanitizer" ] || { echo "no compute-sanitizer on this machine"; exit 77; }
-  log=$(mktemp)
+  log=$(mktemp "$scratch/sanitizer.XXXXXX")
   TITAN_RUNNER="$sanitizer --tool $tool --print-limit 20" "$@" 2>&1 | tee "$log"
   rc=${PIPESTATUS[0]}
   errors=$(grep -oE 'ERROR SUMMARY: [0-9]+' "$log" | tail -n 1 | grep -oE '[0-9]+$')
@@ -268,4 +270,7 @@ if [ "$dry" = 1 ]; then
   echo "dry run: python $py; the files it leaves in $outdir:"
   (cd "$outdir" && find . -type f | sort)
 fi
+# Exit 1 when a check failed or ran out of its time.
+failed=$(grep -cE '"verdict": "(FAIL|timeout)"' "$scratch/checks.jsonl")
 rm -rf "$scratch"
+[ "$failed" = 0 ]
