@@ -49,6 +49,7 @@ void check(cudaError_t rc, const char *what) {
   }
 }
 
+/// The bytes of one element of `type`.
 size_t elementBytes(ElementType type) {
   switch (type) {
   case ElementType::F32:
@@ -74,20 +75,14 @@ struct Draw {
 };
 
 /// Random inputs on the device: per element type and draw, a pool of
-/// normals from a fixed seed, rounded on the host to the type (as
-/// PyTorch's randn(...).to(type) rounds) and uploaded once, then tiled over
-/// each buffer with device copies (drawing gigabytes on the host would
-/// take longer than the benchmark). The pool's length is odd and shares no
-/// factor with the 8B shapes' row lengths (4096, 14336, 128256), so
-/// neighbouring rows never hold the same values.
+/// normals from a fixed seed, rounded on the host to the type and uploaded
+/// once, then tiled over each buffer with device copies (drawing gigabytes
+/// on the host would take longer than the benchmark). The pool's length is
+/// odd and shares no factor with the 8B shapes' row lengths (4096, 14336,
+/// 128256), so neighbouring rows never hold the same values.
 class RandomPools {
 public:
   static constexpr size_t kElements = 4194301;
-
-  ~RandomPools() {
-    for (auto &entry : pools)
-      cudaFree(entry.second);
-  }
 
   void fill(void *dst, size_t bytes, ElementType type, Draw draw) {
     size_t width = elementBytes(type), poolBytes = kElements * width;
@@ -143,9 +138,12 @@ private:
   std::map<std::pair<int, Draw>, void *> pools;
 };
 
+/// The process's pools, never destroyed: their device memory goes with the
+/// process, not with static destructors that may run after the CUDA
+/// runtime has unloaded.
 RandomPools &randomPools() {
-  static RandomPools pools;
-  return pools;
+  static RandomPools *pools = new RandomPools;
+  return *pools;
 }
 
 /// A device buffer of `bytes` of random `type` elements drawn as `draw`
