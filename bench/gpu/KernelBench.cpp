@@ -3,7 +3,10 @@
 // Times each kernel of the CUDA target at Llama 3 8B's shapes (8192 tokens
 // of one sequence, dim 4096, 32 query and 8 kv heads of 128, FFN 14336,
 // vocabulary 128256; bf16 activations, f32 master state) with CUDA events:
-// 3 warm-up runs, then 20 timed, min and median. GEMMs and attention in
+// 5 warm-up runs, then 50 timed, min and median. Every input is random
+// data drawn as torch_kernels.py draws PyTorch's (normals of the same
+// scale, see RandomPools): constants or zeros would flatter titan (an H200
+// multiplied zeros 13% faster than random bf16). GEMMs and attention in
 // TFLOP/s (attention counts the causal half: 2 S^2 D H FLOPs forward, 2.5x
 // that backward, as FlashAttention's benchmarks do), the memory-bound
 // kernels in GB/s of the bytes they must move, against the device-to-device
@@ -18,15 +21,21 @@
 #include "FusedKernels.h"
 #include "LinearGemm.h"
 
+#include "LowPrecision.h"
 #include "titan/Target/CUDA/KernelWorkspaces.h"
 
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <functional>
+#include <map>
+#include <random>
 #include <string>
+#include <tuple>
 #include <vector>
 
 using namespace titanrt::cuda;
@@ -40,28 +49,126 @@ void check(cudaError_t rc, const char *what) {
   }
 }
 
-/// A device buffer of `bytes`, filled with small values of type `type`.
+/// The bytes of one element of `type`.
+size_t elementBytes(ElementType type) {
+  switch (type) {
+  case ElementType::F32:
+    return 4;
+  case ElementType::BF16:
+  case ElementType::F16:
+    return 2;
+  case ElementType::F8E4M3FN:
+  case ElementType::F8E5M2:
+    return 1;
+  }
+  return 1;
+}
+
+/// How a buffer's elements are drawn: torch.randn() * scale, or its
+/// absolute value (AdamW's second moment, which must not be negative).
+struct Draw {
+  double scale = 1.0;
+  bool positive = false;
+  bool operator<(const Draw &o) const {
+    return std::tie(scale, positive) < std::tie(o.scale, o.positive);
+  }
+};
+
+/// Random inputs on the device: per element type and draw, a pool of
+/// normals from a fixed seed, rounded on the host to the type and uploaded
+/// once, then tiled over each buffer with device copies (drawing gigabytes
+/// on the host would take longer than the benchmark). The pool's length is
+/// odd and shares no factor with the 8B shapes' row lengths (4096, 14336,
+/// 128256), so neighbouring rows never hold the same values.
+class RandomPools {
+public:
+  static constexpr size_t kElements = 4194301;
+
+  void fill(void *dst, size_t bytes, ElementType type, Draw draw) {
+    size_t width = elementBytes(type), poolBytes = kElements * width;
+    const char *src = static_cast<const char *>(pool(type, draw));
+    for (size_t offset = 0; offset < bytes; offset += poolBytes)
+      check(cudaMemcpy(static_cast<char *>(dst) + offset, src,
+                       std::min(poolBytes, bytes - offset),
+                       cudaMemcpyDeviceToDevice),
+            "tiling random inputs");
+  }
+
+private:
+  const void *pool(ElementType type, Draw draw) {
+    void *&device = pools[{int(type), draw}];
+    if (device)
+      return device;
+    if (normals.empty()) {
+      std::mt19937_64 generator(20251202);
+      std::normal_distribution<float> normal;
+      normals.resize(kElements);
+      for (float &x : normals)
+        x = normal(generator);
+    }
+    std::vector<uint8_t> host(kElements * elementBytes(type));
+    for (size_t i = 0; i < kElements; ++i) {
+      float x = float(normals[i] * draw.scale);
+      if (draw.positive)
+        x = std::fabs(x);
+      switch (type) {
+      case ElementType::F32:
+        std::memcpy(&host[i * 4], &x, 4);
+        break;
+      case ElementType::BF16: {
+        uint16_t bits = titanrt::floatToBf16(x);
+        std::memcpy(&host[i * 2], &bits, 2);
+        break;
+      }
+      case ElementType::F8E4M3FN:
+        host[i] = titanrt::floatToFp8(x, titanrt::Fp8Format::E4M3FN, true);
+        break;
+      default:
+        std::fprintf(stderr, "bench: no random pool for this type\n");
+        std::exit(1);
+      }
+    }
+    check(cudaMalloc(&device, host.size()), "cudaMalloc");
+    check(cudaMemcpy(device, host.data(), host.size(), cudaMemcpyHostToDevice),
+          "uploading random inputs");
+    return device;
+  }
+
+  std::vector<float> normals;
+  std::map<std::pair<int, Draw>, void *> pools;
+};
+
+/// The process's pools, never destroyed: their device memory goes with the
+/// process, not with static destructors that may run after the CUDA
+/// runtime has unloaded.
+RandomPools &randomPools() {
+  static RandomPools *pools = new RandomPools;
+  return *pools;
+}
+
+/// A device buffer of `bytes` of random `type` elements drawn as `draw`
+/// says.
 struct Buffer {
   void *ptr = nullptr;
-  explicit Buffer(size_t bytes, ElementType type = ElementType::F32) {
+  explicit Buffer(size_t bytes, ElementType type = ElementType::F32,
+                  Draw draw = {}) {
     check(cudaMalloc(&ptr, bytes), "cudaMalloc");
-    size_t elements = bytes / (type == ElementType::F32 ? 4 : 2);
-    fill(type, ptr, int64_t(elements), 0.01, nullptr);
+    randomPools().fill(ptr, bytes, type, draw);
   }
   ~Buffer() { cudaFree(ptr); }
   template <typename T> T *as() const { return static_cast<T *>(ptr); }
 };
 
-/// min and median milliseconds of `run` over 20 runs after 3 warm-ups.
+/// min and median milliseconds of `run` over 50 runs after 5 warm-ups.
 std::pair<double, double> time(const std::function<void()> &run) {
-  for (int i = 0; i < 3; ++i)
+  for (int i = 0; i < 5; ++i)
     run();
   check(cudaDeviceSynchronize(), "warm-up");
   std::vector<double> ms;
   cudaEvent_t start, stop;
   cudaEventCreate(&start);
   cudaEventCreate(&stop);
-  for (int i = 0; i < 20; ++i) {
+  for (int i = 0; i < 50; ++i) {
     cudaEventRecord(start);
     run();
     cudaEventRecord(stop);
@@ -145,7 +252,10 @@ int main() {
                           : g.product == LinearProduct::GradInput ? tokens * g.k
                                                                   : g.n * g.k) *
                    2;
-      Buffer a(first, bf16), b(second, bf16), c(out, bf16);
+      // As torch_kernels.py: activations and gradients randn, weights
+      // randn * 0.01.
+      Draw weights = {g.product == LinearProduct::GradWeight ? 1.0 : 0.01};
+      Buffer a(first, bf16), b(second, bf16, weights), c(out, bf16);
       gemms.prepare(p);
       report("gemm", g.name, 2.0 * double(tokens) * double(g.n) * double(g.k),
              "TFLOP/s", time([&] {
@@ -169,12 +279,14 @@ int main() {
                           {"fp8 w2 forward", dim, ffn}};
     ElementType e4m3 = ElementType::F8E4M3FN;
     Buffer scales(64);
+    fill(ElementType::F32, scales.ptr, 16, 1.0, nullptr);
     for (const Gemm &g : cases) {
       GemmProblem p{LinearProduct::Forward, tokens, g.k, g.n, e4m3,
                     ElementType::F32,       false,  e4m3};
-      // Byte patterns of small floats: finite e4m3 codes.
-      Buffer a(size_t(tokens * g.k)), b(size_t(g.n * g.k)),
-          product(size_t(tokens * g.n) * 4), out(size_t(tokens * g.n) * 2);
+      // As torch_kernels.py: (randn * 0.1).to(float8_e4m3fn) both.
+      Buffer a(size_t(tokens * g.k), e4m3, {0.1}),
+          b(size_t(g.n * g.k), e4m3, {0.1}), product(size_t(tokens * g.n) * 4),
+          out(size_t(tokens * g.n) * 2);
       gemms.prepare(p);
       report("gemm", g.name, 2.0 * double(tokens) * double(g.n) * double(g.k),
              "TFLOP/s", time([&] {
@@ -186,7 +298,9 @@ int main() {
     }
   }
 
-  // Attention: cuDNN's flash attention, causal GQA 32/8, head dim 128.
+  // Attention: cuDNN's flash attention, causal GQA 32/8, head dim 128, on
+  // randn q, k, v and output gradient as torch_kernels.py's; the backward
+  // reads the output and log-sum-exp the timed forward runs wrote.
   {
     AttentionShape s{1, tokens, heads, kvHeads, headDim};
     size_t q = size_t(tokens * heads * headDim) * 2,
@@ -282,7 +396,7 @@ int main() {
     // AdamW on one FFN weight (f32 master state): 4 reads, 3 writes.
     int64_t n = ffn * dim;
     Buffer p(size_t(n) * 4), g(size_t(n) * 4), m(size_t(n) * 4),
-        v(size_t(n) * 4), scalars(16);
+        v(size_t(n) * 4, ElementType::F32, {1e-3, true}), scalars(16);
     fill(ElementType::F32, scalars.ptr, 2, 0.5, nullptr);
     int64_t step = 3;
     cudaMemcpy(scalars.as<char>() + 8, &step, 8, cudaMemcpyHostToDevice);

@@ -5,13 +5,18 @@
 # compiled here with titan-compile --target=cuda, the CPU target's reference
 # runs of the same training (metrics to compare against), titan's runtime
 # libraries, and every library they load that is neither a CUDA library
-# (found there under /usr/local/cuda) nor glibc. Writes
-# .gpu-bundle/bundle.tar.gz (git-ignored), at most 60 MiB, for the device
+# (found there under /usr/local/cuda or as NVIDIA's wheels beside PyTorch)
+# nor glibc, and the cuDNN version the build's headers declare. Writes
+# .gpu-bundle/bundle.tar.gz (in .gitignore), at most 60 MiB, for the device
 # tool's `carry`; bench/gpu/run.sh unpacks and runs it there.
+#   TITAN_BUILD       the build folder (default build)
+#   TITAN_GPU_CARRY   where the bundle goes instead of .gpu-bundle (tests)
+#   TITAN_BUNDLE_NO_STEP=1  leaves out the 8B-shaped step executables, the
+#                     slowest to compile (the bundle dry-run test)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 build=${TITAN_BUILD:-build}
-carry=.gpu-bundle
+carry=${TITAN_GPU_CARRY:-.gpu-bundle}
 out=$(mktemp -d)/bundle # staged, then packed into $carry/bundle.tar.gz
 compile="$build/bin/titan-compile"
 py=/usr/bin/python3 # Debian's python3-torch, for the reference data
@@ -22,6 +27,21 @@ for t in "${tests[@]}" "$compile"; do
 done
 mkdir -p "$out/bin" "$out/lib" "$out/data"
 cp "${tests[@]}" "$out/bin/"
+echo "titan $(git rev-parse --short HEAD 2>/dev/null)$(git diff --quiet HEAD 2>/dev/null || echo ' with changes'), packed $(date -u '+%Y-%m-%d %H:%M UTC')" > "$out/data/bundle.txt"
+
+# The cuDNN the CUDA target was built against: the version header beside
+# the cudnn.h CMake found, "none" where the build has no cuDNN attention
+# (run.sh compares it with the cuDNN the GPU machine's loader finds).
+cache_path() { sed -n "s/^$1:[A-Z]*=//p" "$build/CMakeCache.txt"; }
+cudnn_include=$(cache_path CUDNN_INCLUDE_DIR)
+if [ -f "$cudnn_include/cudnn_version.h" ] && [[ $(cache_path CUDNN_FRONTEND_INCLUDE_DIR) != *NOTFOUND ]]; then
+  awk '/#define CUDNN_(MAJOR|MINOR|PATCHLEVEL) / {v[$2] = $3}
+       END {print v["CUDNN_MAJOR"] "." v["CUDNN_MINOR"] "." v["CUDNN_PATCHLEVEL"]}' \
+    "$cudnn_include/cudnn_version.h" > "$out/data/cudnn-built.txt"
+else
+  echo "bundle: warning: this build has no cuDNN attention (cudnn.h or cudnn-frontend not found); bf16 attention runs the exact kernels" >&2
+  echo none > "$out/data/cudnn-built.txt"
+fi
 
 # Training executables for the GPU, and the CPU target's runs of the same
 # training here: the parity model from fixed weights and tokens, f32 (8
@@ -58,17 +78,19 @@ done
 # 141, but PyTorch eager keeps an f32 residual stream and bf16 weight
 # copies, and must fit too for the comparison).
 layers=${TITAN_BENCH_LAYERS:-16}
-sed "s/^n_layers = 32/n_layers = $layers/" models/llama3/8B.toml > "$tmp/8B-$layers.toml"
-step=(--job.config_file models/llama3/train_configs/llama3_8b.toml --model.flavor "$tmp/8B-$layers.toml"
-      --activation_checkpoint.mode none --metrics.enable_tensorboard false --metrics.log_freq 1
-      --training.steps 15 --lr_scheduler.warmup_steps 2)
-"$compile" "${step[@]}" --target=cuda -o "$out/bin/step-8b"
-"$compile" "${step[@]}" --target=cuda --emit=memory | grep -E "peak:" > "$out/data/step-8b-memory.txt"
-# The same step with TorchTitan's Float8 (tensorwise; the output linear in
-# bf16, as TorchTitan's presets filter it).
-"$compile" "${step[@]}" --target=cuda --model.converters quantize.linear.float8 \
-  --quantize.linear.float8.filter_fqns output -o "$out/bin/step-8b-fp8"
 echo "$layers" > "$out/data/step-8b-layers.txt"
+if [ "${TITAN_BUNDLE_NO_STEP:-0}" != 1 ]; then
+  sed "s/^n_layers = 32/n_layers = $layers/" models/llama3/8B.toml > "$tmp/8B-$layers.toml"
+  step=(--job.config_file models/llama3/train_configs/llama3_8b.toml --model.flavor "$tmp/8B-$layers.toml"
+          --activation_checkpoint.mode none --metrics.enable_tensorboard false --metrics.log_freq 1
+          --training.steps 15 --lr_scheduler.warmup_steps 2)
+  "$compile" "${step[@]}" --target=cuda -o "$out/bin/step-8b"
+  "$compile" "${step[@]}" --target=cuda --emit=memory | grep -E "peak:" > "$out/data/step-8b-memory.txt"
+  # The same step with TorchTitan's Float8 (tensorwise; the output linear in
+  # bf16, as TorchTitan's presets filter it).
+  "$compile" "${step[@]}" --target=cuda --model.converters quantize.linear.float8 \
+    --quantize.linear.float8.filter_fqns output -o "$out/bin/step-8b-fp8"
+fi
 
 # The communicator library libtitanrt loads for multi-rank (and NCCL) runs.
 cp "$build/lib/libtitanrt_comm.so" "$out/lib/"
@@ -87,8 +109,7 @@ mpi_components=$(dirname "$(ldd "$out/lib/libtitanrt_comm.so" | awk '/libmpi.so/
 [ -d "$mpi_components" ] || mpi_components=/usr/lib/x86_64-linux-gnu/openmpi/lib/openmpi3
 cp -r "$mpi_components" "$out/openmpi"
 [ -d /usr/share/openmpi ] && cp -r /usr/share/openmpi "$out/openmpi-share"
-grep -qx '/.gpu-bundle/' .git/info/exclude 2>/dev/null || echo '/.gpu-bundle/' >> .git/info/exclude
-rm -rf "$carry" && mkdir -p "$carry"
+mkdir -p "$carry" && rm -f "$carry/bundle.tar.gz"
 tar -C "$(dirname "$out")" -czf "$carry/bundle.tar.gz" bundle
 bytes=$(stat -c %s "$carry/bundle.tar.gz")
 echo "bundle: $carry/bundle.tar.gz, $((bytes / 1048576)) MiB ($(du -sm "$out" | cut -f1) MiB unpacked): $(ls "$out/bin" | tr '\n' ' ')"

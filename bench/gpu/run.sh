@@ -1,139 +1,276 @@
 #!/usr/bin/env bash
 # The GPU check, in one run on a lent GPU (bench/gpu/bundle.sh packs it on
-# the build machine first; the device tool carries .gpu-bundle/):
-#   (a) numerics: every CUDA kernel against its CPU kernel (cuda-kernels),
+# the build machine first; the device tool carries .gpu-bundle/), in this
+# order, each check under its own time limit within one budget
+# (TITAN_GPU_BUDGET, default 420 s, well inside the device tool's 600-second
+# call; a check that would start with under 10 s left is not run):
+#   (a) numerics: the cuDNN the loader finds against the one the bundle was
+#       built with; every CUDA kernel against its CPU kernel (cuda-kernels),
 #       the NCCL communicator on one GPU, the parity model's training on
 #       the GPU against the CPU target's run of it (f32: 1e-4 over 8 steps;
 #       bf16: 1e-2 over 20 steps; CUDA graphs on and off: the same bits;
 #       Float8 tensorwise and rowwise: 2e-2 over 8 steps);
-#   (b) kernels: GEMMs (bf16 and FP8), attention and the fused kernels at
+#   (b) compute-sanitizer: memcheck, racecheck and initcheck on the kernel
+#       tests, memcheck on 2 steps of the f32 parity training;
+#   (c) kernels: GEMMs (bf16 and FP8), attention and the fused kernels at
 #       8B shapes, against torch.matmul, torch._scaled_mm, PyTorch's SDPA
-#       and the copy bandwidth;
-#   (c) the step: an 8B-shaped model (16 layers) in tokens/s and MFU, beside
+#       (default and deterministic backward) and the copy bandwidth, two
+#       interleaved rounds of each side;
+#   (d) the step: an 8B-shaped model (16 layers) in tokens/s and MFU, beside
 #       a plain PyTorch Llama eager and under torch.compile, interleaved,
 #       and titan's step with Float8 (the ratio to bf16 titan).
-# Prints the tables last, also into summary.md, and leaves every log and
-# JSON file in $TITAN_GPU_OUT (default: the device tool's $OUT, whose
-# files come back, else /tmp/titan-gpu); commit summary.md under
-# bench/results/ with the date and the GPU. `--dry-run` checks the
-# bundle's libraries resolve and says what it would run, on any machine.
+# After every check it rewrites, in $TITAN_GPU_OUT (default: the device
+# tool's $OUT, whose files come back, else /tmp/titan-gpu-out), exactly
+# three files: summary.md (the checks so far, the numerics errors, the
+# tables that have their inputs), results.json (the same, machine-readable)
+# and logs.tar.gz (every check's log), so a run cut off still reports;
+# exits 1 when a check failed or timed out.
+# Working files (the unpacked bundle, training dump folders, JSON lines)
+# stay in a scratch folder outside it. Commit summary.md under
+# bench/results/ with the date and the GPU.
+#
+# `--dry-run` (any machine, no GPU): unpacks the bundle, checks that its
+# libraries resolve, prints where each CUDA library comes from, runs the
+# cuDNN version check, and goes through every check without running it
+# ("planned"), writing the three files into $TITAN_GPU_OUT (default: a new
+# temporary folder), which it then lists.
+#
+# Libraries: the bundle's own, then /usr/local/cuda's (TITAN_GPU_CUDA_LIBS,
+# ':'-separated, replaces them), then the `nvidia/*/lib` folders of the
+# python3 that holds PyTorch, where the GPU machine has cuDNN, NCCL and
+# cuBLAS as NVIDIA's wheels (TITAN_GPU_WHEEL_LIBS replaces them).
+# TITAN_GPU_ONLY, an extended regular expression, runs only the checks
+# whose names match (e.g. '^step-' for a second call).
 set -uo pipefail
 cd "$(dirname "$0")/../.."
-outdir=${TITAN_GPU_OUT:-${OUT:-/tmp/titan-gpu}}
 dry=0
 [ "${1:-}" = "--dry-run" ] && dry=1
-# The bundle travels packed; unpack it outside the working tree.
-packed=.gpu-bundle/bundle.tar.gz
+if [ "$dry" = 1 ]; then
+  outdir=${TITAN_GPU_OUT:-$(mktemp -d)}
+else
+  outdir=${TITAN_GPU_OUT:-${OUT:-/tmp/titan-gpu-out}}
+fi
+began=$(date +%s)
+# The bundle travels packed; unpack it outside the working tree, beside the
+# check's other working files.
+packed=${TITAN_GPU_CARRY:-.gpu-bundle}/bundle.tar.gz
 [ -f "$packed" ] || { echo "run: no $packed; run bench/gpu/bundle.sh on the build machine" >&2; exit 1; }
-unpacked=${TMPDIR:-/tmp}/titan-gpu-bundle
-rm -rf "$unpacked" && mkdir -p "$unpacked" && tar -C "$unpacked" -xzf "$packed" || { echo "run: cannot unpack $packed" >&2; exit 1; }
-bundle=$unpacked/bundle
-export LD_LIBRARY_PATH="$bundle/lib:/usr/local/cuda/lib64:/usr/local/cuda/lib:${LD_LIBRARY_PATH:-}"
+scratch=$(mktemp -d "${TMPDIR:-/tmp}/titan-gpu.XXXXXX")
+mkdir -p "$scratch/logs"
+tar -C "$scratch" -xzf "$packed" || { echo "run: cannot unpack $packed" >&2; exit 1; }
+bundle=$scratch/bundle
+data=$bundle/data
+py=$(command -v python3)
+for f in bench/gpu/report.py bench/gpu/torch_kernels.py bench/gpu/torch_llama_step.py "$data/cpu-f32.jsonl"; do
+  [ -f "$f" ] || { echo "run: $f is missing" >&2; exit 1; }
+done
+
+# PyTorch's Python runs under its own library path (its wheels' RPATHs);
+# titan's executables under the bundle's, CUDA's and those wheels' folders.
+export TITAN_ORIGINAL_LD_LIBRARY_PATH=${LD_LIBRARY_PATH:-}
+wheel_libs=${TITAN_GPU_WHEEL_LIBS-$("$py" - 2>/dev/null <<'PY'
+import glob, os, site
+roots = {os.path.join(d, "nvidia") for d in site.getsitepackages() + [site.getusersitepackages()]}
+try:
+    import nvidia  # a namespace package: every folder named nvidia on the path
+    roots.update(nvidia.__path__)
+except ImportError:
+    pass
+print(":".join(sorted({p for r in roots for p in glob.glob(os.path.join(r, "*", "lib"))
+                       if os.path.isdir(p)})))
+PY
+)}
+cuda_libs=${TITAN_GPU_CUDA_LIBS-/usr/local/cuda/lib64:/usr/local/cuda/lib}
+export LD_LIBRARY_PATH="$bundle/lib${cuda_libs:+:$cuda_libs}${wheel_libs:+:$wheel_libs}${TITAN_ORIGINAL_LD_LIBRARY_PATH:+:$TITAN_ORIGINAL_LD_LIBRARY_PATH}"
 # Open MPI from the bundle: its components, and a singleton rank that starts
 # no orted.
 export OMPI_MCA_mca_base_component_path="$bundle/openmpi"
 export OMPI_MCA_ess_singleton_isolated=1
 [ -d "$bundle/openmpi-share" ] && export OPAL_PKGDATADIR="$bundle/openmpi-share"
-missing=$(ldd "$bundle"/bin/* "$bundle"/lib/libtitanrt_comm.so 2>/dev/null | grep 'not found' | sort -u)
+
+mkdir -p "$outdir" && rm -rf "${outdir:?}"/*
+{
+  echo "bundle: $(cat "$data/bundle.txt" 2>/dev/null)"
+  echo "wheel library folders: ${wheel_libs:-none}"
+  echo "CUDA library folders: ${cuda_libs:-none}"
+  echo "8B-shaped step: $(cat "$data/step-8b-layers.txt") layers; titan's planned arena: $(cat "$data/step-8b-memory.txt" 2>/dev/null)"
+} > "$scratch/env.txt"
+# summary.md, results.json and logs.tar.gz, rewritten whole after every
+# check (the tarball staged in the scratch folder, then moved).
+write_summary() {
+  "$py" bench/gpu/report.py summary "$scratch" "$outdir" ||
+    echo "run: the summary could not be written" >&2
+  tar -C "$scratch" -czf "$scratch/logs.tar.gz" logs env.txt checks.jsonl 2>/dev/null
+  mv "$scratch/logs.tar.gz" "$outdir/logs.tar.gz"
+}
+row() { # name, verdict, seconds, limit, detail
+  printf '{"name": "%s", "verdict": "%s", "seconds": %s, "limit": %s, "detail": "%s"}\n' \
+    "$1" "$2" "$3" "$4" "$(printf '%s' "$5" | tr -d '"\\' | tr '\n' ' ')" >> "$scratch/checks.jsonl"
+}
+touch "$scratch/checks.jsonl"
+
+# Where the dynamic linker finds each library, CUDA's named; none missing.
+ldd "$bundle"/bin/* "$bundle"/lib/libtitanrt_comm.so 2>/dev/null |
+  awk '/=>/ {print $1, ($3 == "not" ? "not found" : $3)}' | sort -u > "$scratch/logs/libraries.log"
+grep -E '^lib(cuda|cublas|cudnn|nccl|nvrtc|nvJitLink)' "$scratch/logs/libraries.log" | tee -a "$scratch/env.txt"
+missing=$(grep 'not found' "$scratch/logs/libraries.log")
 if [ -n "$missing" ]; then
   echo "run: libraries not found on this machine:" >&2
   echo "$missing" >&2
+  row libraries FAIL 0 0 "not found: $(echo "$missing" | cut -d' ' -f1 | tr '\n' ' ')"
+  write_summary
   exit 1
 fi
-py=$(command -v python3)
-for f in bench/gpu/report.py bench/gpu/torch_kernels.py bench/gpu/torch_llama_step.py "$bundle/data/cpu-f32.jsonl"; do
-  [ -f "$f" ] || { echo "run: $f is missing" >&2; exit 1; }
-done
-if [ "$dry" = 1 ]; then
-  echo "dry run: every library resolves; python: $py; would run:"
-  ls "$bundle/bin"
-  exit 0
+row libraries ok 0 0 "every library resolves"
+
+if [ "$dry" = 0 ]; then
+  {
+    command -v nvidia-smi >/dev/null &&
+      nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader
+    LD_LIBRARY_PATH=$TITAN_ORIGINAL_LD_LIBRARY_PATH "$py" -c \
+      "import torch; print('torch', torch.__version__, 'cuda', torch.version.cuda)"
+  } >> "$scratch/env.txt" 2>&1
+  cat "$scratch/env.txt"
 fi
-mkdir -p "$outdir" && rm -rf "${outdir:?}"/*
-command -v nvidia-smi >/dev/null && nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader | tee "$outdir/gpu.txt"
-"$py" -c "import torch; print('torch', torch.__version__, 'cuda', torch.version.cuda)" | tee -a "$outdir/gpu.txt"
-declare -a rows
-# Every check has a time limit, and all of them share a budget (the device
-# tool gives one call 10 minutes): a check that would start with less than
-# 10 s left is skipped, so the tables always print.
-budget=${TITAN_GPU_BUDGET:-540}
-began=$(date +%s)
+budget=${TITAN_GPU_BUDGET:-420}
 check() { # name, limit in seconds, command... (exit 77: skipped)
   local name=$1 limit=$2; shift 2
-  local start end rc left
+  local start end rc left verdict detail
+  if [ -n "${TITAN_GPU_ONLY:-}" ] && ! [[ $name =~ $TITAN_GPU_ONLY ]]; then
+    return
+  fi
   left=$(( budget - ($(date +%s) - began) ))
+  if [ "$dry" = 1 ] && [ "$name" != cudnn-version ]; then
+    row "$name" planned 0 "$limit" "$*"
+    : > "$scratch/logs/$name.log"
+    write_summary
+    return
+  fi
   if [ "$left" -lt 10 ]; then
-    rows+=("$(printf '%-26s %-8s' "$name" "no time")")
+    row "$name" "no time" 0 "$limit" "${left}s of the budget left"
+    write_summary
     return
   fi
   [ "$limit" -gt "$left" ] && limit=$left
   start=$(date +%s%N)
   # Through bash, so the exported shell functions below run under timeout.
-  timeout --kill-after=5 "$limit" bash -c '"$@"' bash "$@" > "$outdir/$name.log" 2>&1
+  timeout --kill-after=5 "$limit" bash -c '"$@"' bash "$@" > "$scratch/logs/$name.log" 2>&1
   rc=$?
   end=$(date +%s%N)
-  echo "== $name (exit $rc)"; tail -n 12 "$outdir/$name.log"
-  local verdict=FAIL
+  echo "== $name (exit $rc)"; tail -n 12 "$scratch/logs/$name.log"
+  verdict=FAIL
   [ $rc = 0 ] && verdict=ok
   [ $rc = 77 ] && verdict=skipped
-  [ $rc = 124 ] && verdict=timeout
-  rows+=("$(printf '%-26s %-8s %6d ms' "$name" "$verdict" "$(( (end - start) / 1000000 ))")")
+  [ $rc = 124 ] || [ $rc = 137 ] && verdict=timeout
+  detail=$(grep '^detail: ' "$scratch/logs/$name.log" | tail -n 1 | cut -c9-)
+  [ -z "$detail" ] && [ $rc != 0 ] && detail="exit $rc"
+  row "$name" "$verdict" "$(( (end - start) / 1000000 ))e-3" "$limit" "$detail"
+  write_summary
 }
-data=$bundle/data
-train() { # executable, output folder, extra arguments
+train() { # executable, output folder, extra arguments ($TITAN_RUNNER wraps it)
   local exe=$1 dir=$2; shift 2
-  "$bundle/bin/$exe" --training.dataset_path "$data/tokens.bin" \
+  ${TITAN_RUNNER:-} "$bundle/bin/$exe" --training.dataset_path "$data/tokens.bin" \
     --checkpoint.initial_load_path "$data/w0.safetensors" --job.dump_folder "$dir" "$@"
 }
+bundled() { # executable, arguments ($TITAN_RUNNER wraps it)
+  local exe=$1; shift
+  ${TITAN_RUNNER:-} "$bundle/bin/$exe" "$@"
+}
+torch_py() { # python3 with PyTorch's own library path
+  LD_LIBRARY_PATH=$TITAN_ORIGINAL_LD_LIBRARY_PATH "$py" "$@"
+}
+kernels() { # side (titan or torch), round: one JSON line per kernel
+  if [ "$1" = titan ]; then
+    "$bundle/bin/TitanCudaKernelBench" > "$scratch/kernels-titan-$2.jsonl"
+  else
+    torch_py bench/gpu/torch_kernels.py > "$scratch/kernels-torch-$2.jsonl"
+  fi
+}
+sanitizer=$(command -v compute-sanitizer || ls /usr/local/cuda/bin/compute-sanitizer \
+  /usr/local/cuda/compute-sanitizer/compute-sanitizer 2>/dev/null | head -n 1)
+sanitize() { # tool, command (train or bundled)...: its program under compute-sanitizer
+  local tool=$1 log rc errors
+  shift
+  [ -n "$sanitizer" ] || { echo "no compute-sanitizer on this machine"; exit 77; }
+  log=$(mktemp "$scratch/sanitizer.XXXXXX")
+  TITAN_RUNNER="$sanitizer --tool $tool --print-limit 20" "$@" 2>&1 | tee "$log"
+  rc=${PIPESTATUS[0]}
+  errors=$(grep -oE 'ERROR SUMMARY: [0-9]+' "$log" | tail -n 1 | grep -oE '[0-9]+$')
+  rm -f "$log"
+  [ "$rc" = 77 ] && exit 77
+  if [ -z "$errors" ]; then
+    echo "detail: no ERROR SUMMARY (exit $rc)"
+    exit 1
+  fi
+  echo "detail: $errors errors (exit $rc)"
+  [ "$errors" = 0 ] && [ "$rc" = 0 ]
+}
+export bundle data scratch py sanitizer
+export -f train bundled torch_py kernels sanitize
 
-export bundle data outdir py
-export -f train
 # (a) numerics
-check cuda-kernels 90 "$bundle/bin/TitanCudaKernelTest"
-check nccl-communicator-1 30 "$bundle/bin/TitanNCCLCommunicatorTest"
-check train-f32 45 train parity-f32 "$outdir/f32"
-check parity-f32-vs-cpu 10 "$py" bench/gpu/report.py compare "$outdir/f32/metrics.jsonl" "$data/cpu-f32.jsonl" 1e-4 8
-check train-bf16 45 train parity-bf16 "$outdir/bf16"
-check parity-bf16-vs-cpu 10 "$py" bench/gpu/report.py compare "$outdir/bf16/metrics.jsonl" "$data/cpu-bf16.jsonl" 1e-2 20
-check train-bf16-eager 45 train parity-bf16 "$outdir/bf16-eager" --debug.no_cuda_graphs
-check graphs-vs-eager 10 "$py" bench/gpu/report.py compare "$outdir/bf16/metrics.jsonl" "$outdir/bf16-eager/metrics.jsonl" 0 20
+check cudnn-version 20 "$py" bench/gpu/report.py cudnn "$data/cudnn-built.txt"
+check cuda-kernels 60 bundled TitanCudaKernelTest
+check nccl-communicator-1 20 bundled TitanNCCLCommunicatorTest
+check train-f32 30 train parity-f32 "$scratch/f32"
+check parity-f32-vs-cpu 10 "$py" bench/gpu/report.py compare "$scratch/f32/metrics.jsonl" "$data/cpu-f32.jsonl" 1e-4 8
+check train-bf16 30 train parity-bf16 "$scratch/bf16"
+check parity-bf16-vs-cpu 10 "$py" bench/gpu/report.py compare "$scratch/bf16/metrics.jsonl" "$data/cpu-bf16.jsonl" 1e-2 20
+check train-bf16-eager 30 train parity-bf16 "$scratch/bf16-eager" --debug.no_cuda_graphs
+check graphs-vs-eager 10 "$py" bench/gpu/report.py compare "$scratch/bf16/metrics.jsonl" "$scratch/bf16-eager/metrics.jsonl" 0 20
 for recipe in tensorwise rowwise; do
-  check train-f8-$recipe 45 train parity-f8-$recipe "$outdir/f8-$recipe"
-  check parity-f8-$recipe-vs-cpu 10 "$py" bench/gpu/report.py compare "$outdir/f8-$recipe/metrics.jsonl" "$data/cpu-f8-$recipe.jsonl" 2e-2 8
+  check train-f8-$recipe 30 train parity-f8-$recipe "$scratch/f8-$recipe"
+  check parity-f8-$recipe-vs-cpu 10 "$py" bench/gpu/report.py compare "$scratch/f8-$recipe/metrics.jsonl" "$data/cpu-f8-$recipe.jsonl" 2e-2 8
 done
 
-# (b) kernels
-check kernels-titan 60 sh -c "'$bundle/bin/TitanCudaKernelBench' > '$outdir/kernels-titan.jsonl'"
-check kernels-torch 60 sh -c "'$py' bench/gpu/torch_kernels.py > '$outdir/kernels-torch.jsonl'"
+# (b) compute-sanitizer. memcheck runs every kernel test. racecheck (shared
+# memory hazards, the slowest tool) and initcheck skip the tests whose
+# kernels are cuBLAS's and cuDNN's (GEMMs, cuDNN attention, context
+# attention's cuDNN pairs): they are not titan's code, would take most of
+# the limit, and initcheck reports library-internal reads of workspaces.
+library_tests='-*Cudnn*:*Pairs*:*Gemm*'
+check memcheck-kernels 60 sanitize memcheck bundled TitanCudaKernelTest
+check racecheck-kernels 45 sanitize racecheck bundled TitanCudaKernelTest --gtest_filter="$library_tests"
+check initcheck-kernels 45 sanitize initcheck bundled TitanCudaKernelTest --gtest_filter="$library_tests"
+check memcheck-train-f32 45 sanitize memcheck train parity-f32 "$scratch/f32-memcheck" --training.steps 2
 
-# (c) the step, interleaved: titan, eager, compiled, titan again.
+# (c) kernels, interleaved: titan, PyTorch, titan, PyTorch.
+for round in 1 2; do
+  check kernels-titan-$round 45 kernels titan $round
+  check kernels-torch-$round 45 kernels torch $round
+done
+
+# (d) the step, interleaved: titan, eager, compiled, titan again.
 layers=$(cat "$data/step-8b-layers.txt")
-"$py" - "${TMPDIR:-/tmp}/titan-tokens-128k.bin" <<'PY'
+tokens=$scratch/tokens-128k.bin
+[ "$dry" = 1 ] || "$py" - "$tokens" <<'PY'
 import array, random, sys
 random.seed(3)
 array.array("I", (random.randrange(128256) for _ in range(1 << 20))).tofile(open(sys.argv[1], "wb"))
 PY
 step_titan() { # round [executable label]
   local exe=${2:-step-8b} label=${3:-titan --target=cuda}
-  "$bundle/bin/$exe" --training.dataset_path "${TMPDIR:-/tmp}/titan-tokens-128k.bin" \
-    --metrics.peak_tflops 989 --job.dump_folder "$outdir/step-titan-$1" &&
-  "$py" bench/gpu/report.py titan-step "$outdir/step-titan-$1/metrics.jsonl" 3 "$label" > "$outdir/step-titan-$1.json"
+  "$bundle/bin/$exe" --training.dataset_path "$tokens" --training.steps 10 \
+    --metrics.peak_tflops 989 --job.dump_folder "$scratch/step-titan-$1" &&
+  "$py" bench/gpu/report.py titan-step "$scratch/step-titan-$1/metrics.jsonl" 3 "$label" > "$scratch/step-titan-$1.json"
 }
-export -f step_titan
-check step-titan-1 120 step_titan 1
-check step-torch-eager 120 sh -c "'$py' bench/gpu/torch_llama_step.py --mode eager --layers $layers > '$outdir/step-eager.json'"
-check step-torch-compile 240 sh -c "'$py' bench/gpu/torch_llama_step.py --mode compile --layers $layers > '$outdir/step-compile.json'"
-check step-titan-2 120 step_titan 2
-check step-titan-fp8 120 step_titan fp8 step-8b-fp8 "titan --target=cuda float8"
+step_torch() { # mode
+  torch_py bench/gpu/torch_llama_step.py --mode "$1" --layers "$layers" --steps 7 > "$scratch/step-$1.json"
+}
+export tokens layers
+export -f step_titan step_torch
+check step-titan-1 90 step_titan 1
+check step-torch-eager 60 step_torch eager
+check step-torch-compile 150 step_torch compile
+check step-titan-2 60 step_titan 2
+check step-titan-fp8 60 step_titan fp8 step-8b-fp8 "titan --target=cuda float8"
 
-{
-echo
-echo "== kernels"
-"$py" bench/gpu/report.py kernels "$outdir/kernels-titan.jsonl" "$outdir/kernels-torch.jsonl" 2>&1
-echo
-echo "== step ($layers layers; titan's planned arena: $(cat "$data/step-8b-memory.txt"))"
-"$py" bench/gpu/report.py step "$outdir"/step-titan-*.json "$outdir/step-eager.json" "$outdir/step-compile.json" 2>&1
-echo
-printf '%-26s %-8s %8s\n' check result time
-printf '%s\n' "${rows[@]}"
-} 2>&1 | tee "$outdir/summary.md"
+cat "$outdir/summary.md"
+if [ "$dry" = 1 ]; then
+  echo "dry run: python $py; the files it leaves in $outdir:"
+  (cd "$outdir" && find . -type f | sort)
+fi
+# Exit 1 when a check failed or ran out of its time.
+failed=$(grep -cE '"verdict": "(FAIL|timeout)"' "$scratch/checks.jsonl")
+rm -rf "$scratch"
+[ "$failed" = 0 ]
