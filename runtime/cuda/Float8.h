@@ -26,6 +26,7 @@ namespace titanrt::cuda {
 
 /// out = max |x| of a rows x cols tensor: `reduction` 0 over everything
 /// (out[0]), 1 per row (out[rows]), 2 per column (out[cols]). NaN wins.
+/// Maxima over nothing are 0; nothing is launched for no outputs.
 void amax(ElementType type, const void *x, float *out, int64_t rows,
           int64_t cols, int reduction, cudaStream_t stream);
 
