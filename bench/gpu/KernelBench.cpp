@@ -264,12 +264,11 @@ int main() {
     }
   }
 
-  // Float8 GEMMs as titan.scaled_matmul's forward runs them: cuBLASLt's
-  // FP8 GEMM (e4m3 x e4m3, f32 accumulation, f32 product) and the fused
-  // pass that applies the inverse scales and rounds to bf16.
+  // Float8 GEMMs as titan.scaled_matmul's forward runs them: the inverse
+  // scales, then cuBLASLt's FP8 GEMM (e4m3 x e4m3, f32 accumulation) scaling
+  // by them and rounding to bf16.
   {
     LinearGemms gemms(size_t(titan::cuda::kGemmWorkspaceBytes));
-    Buffer workspace(size_t(titan::cuda::kGemmWorkspaceBytes));
     struct Gemm {
       const char *name;
       int64_t n, k;
@@ -281,19 +280,20 @@ int main() {
     Buffer scales(64);
     fill(ElementType::F32, scales.ptr, 16, 1.0, nullptr);
     for (const Gemm &g : cases) {
-      GemmProblem p{LinearProduct::Forward, tokens, g.k, g.n, e4m3,
-                    ElementType::F32,       false,  e4m3};
       // As torch_kernels.py: (randn * 0.1).to(float8_e4m3fn) both.
       Buffer a(size_t(tokens * g.k), e4m3, {0.1}),
-          b(size_t(g.n * g.k), e4m3, {0.1}), product(size_t(tokens * g.n) * 4),
-          out(size_t(tokens * g.n) * 2);
-      gemms.prepare(p);
+          b(size_t(g.n * g.k), e4m3, {0.1}), out(size_t(tokens * g.n) * 2),
+          workspace(size_t(titan::cuda::scaledMatmulWorkspace(
+                               titan::cuda::ScaledMatmulForm::Linear,
+                               tokens * g.k, g.n * g.k, tokens, g.n)
+                               .bytes));
+      ScaledOperand x{a.as<uint8_t>(),    e4m3, tokens, g.k,
+                      scales.as<float>(), false},
+          w{b.as<uint8_t>(), e4m3, g.n, g.k, scales.as<float>(), false};
       report("gemm", g.name, 2.0 * double(tokens) * double(g.n) * double(g.k),
              "TFLOP/s", time([&] {
-               gemms.run(p, a.ptr, b.ptr, product.ptr, workspace.ptr, nullptr);
-               applyInverseScales(product.as<float>(), bf16, out.ptr, tokens,
-                                  g.n, scales.as<float>(), false,
-                                  scales.as<float>(), false, nullptr);
+               scaledMatmul(gemms, 0, x, w, bf16, out.ptr, tokens, g.n,
+                            workspace.ptr, nullptr);
              }));
     }
   }

@@ -4,6 +4,8 @@
 
 #include "DeviceUtils.cuh"
 
+#include "titan/Target/CUDA/KernelWorkspaces.h"
+
 #include <cuda_fp8.h>
 
 using namespace titanrt::cuda;
@@ -49,16 +51,28 @@ __global__ void amaxRows(const T *x, float *out, int64_t cols) {
     out[blockIdx.x] = m;
 }
 
+/// Column maxima on a 2-D grid: blockIdx.x picks 32 columns (one per lane,
+/// coalesced), blockIdx.y a share of the rows; the block's 8 row lanes
+/// combine in shared memory and each column takes one atomic max per block
+/// (exact in any order, so deterministic).
+constexpr int kColumnLanes = 32, kRowLanes = 8;
 template <typename T>
 __global__ void amaxColumns(const T *x, float *out, int64_t rows,
                             int64_t cols) {
-  int64_t j = blockIdx.x * int64_t(blockDim.x) + threadIdx.x;
-  if (j >= cols)
-    return;
+  __shared__ float part[kRowLanes][kColumnLanes];
+  int64_t j = blockIdx.x * int64_t(kColumnLanes) + threadIdx.x;
   float m = 0;
-  for (int64_t r = 0; r < rows; ++r)
-    m = nanMax(m, fabsf(load(x, r * cols + j)));
-  out[j] = m;
+  if (j < cols)
+    for (int64_t r = blockIdx.y * int64_t(kRowLanes) + threadIdx.y; r < rows;
+         r += int64_t(gridDim.y) * kRowLanes)
+      m = nanMax(m, fabsf(load(x, r * cols + j)));
+  part[threadIdx.y][threadIdx.x] = m;
+  __syncthreads();
+  if (threadIdx.y != 0 || j >= cols)
+    return;
+  for (int y = 1; y < kRowLanes; ++y)
+    m = nanMax(m, part[y][threadIdx.x]);
+  atomicMaxNonNegative(out + j, m);
 }
 
 __global__ void scaleKernel(const float *amax, float *out, int64_t n,
@@ -87,52 +101,79 @@ __global__ void quantizeKernel(const T *x, const float *scale, uint8_t *out,
   }
 }
 
+/// 32 x 32 tiles through shared memory; blockIdx.x runs over the row tiles
+/// (up to 2^31 - 1 of them), blockIdx.y over the column tiles, striding
+/// past gridDim.y's 65535.
 __global__ void transposeKernel(const uint8_t *in, uint8_t *out, int64_t rows,
                                 int64_t cols) {
   __shared__ uint8_t tile[32][33];
-  int64_t c = blockIdx.x * 32 + threadIdx.x, r0 = blockIdx.y * 32;
-  for (int dy = threadIdx.y; dy < 32; dy += blockDim.y)
-    if (r0 + dy < rows && c < cols)
-      tile[dy][threadIdx.x] = in[(r0 + dy) * cols + c];
-  __syncthreads();
-  int64_t r = r0 + threadIdx.x, c0 = blockIdx.x * 32;
-  for (int dx = threadIdx.y; dx < 32; dx += blockDim.y)
-    if (c0 + dx < cols && r < rows)
-      out[(c0 + dx) * rows + r] = tile[threadIdx.x][dx];
-}
-
-template <typename T>
-__global__ void inverseScaleKernel(const float *acc, T *out, int64_t rows,
-                                   int64_t cols, const float *lhs,
-                                   bool lhsPerRow, const float *rhs,
-                                   bool rhsPerColumn) {
-  int64_t n = rows * cols;
-  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n;
-       i += int64_t(gridDim.x) * blockDim.x) {
-    float invL = 1.0f / lhs[lhsPerRow ? i / cols : 0];
-    float invR = 1.0f / rhs[rhsPerColumn ? i % cols : 0];
-    store(out, i, acc[i] * (invL * invR));
+  int64_t r0 = blockIdx.x * int64_t(32);
+  for (int64_t c0 = blockIdx.y * int64_t(32); c0 < cols;
+       c0 += int64_t(gridDim.y) * 32) {
+    int64_t c = c0 + threadIdx.x;
+    for (int dy = threadIdx.y; dy < 32; dy += blockDim.y)
+      if (r0 + dy < rows && c < cols)
+        tile[dy][threadIdx.x] = in[(r0 + dy) * cols + c];
+    __syncthreads();
+    int64_t r = r0 + threadIdx.x;
+    for (int dx = threadIdx.y; dx < 32; dx += blockDim.y)
+      if (c0 + dx < cols && r < rows)
+        out[(c0 + dx) * rows + r] = tile[threadIdx.x][dx];
+    __syncthreads(); // the tile is rewritten for the next column tile
   }
 }
 
+/// out[i] = 1 / scale[i or 0]: the inverse scales cuBLASLt multiplies the
+/// FP8 product by, a scalar one broadcast to `n` when the other operand's
+/// are a vector.
+__global__ void inverseScalesKernel(const float *scale, bool perElement,
+                                    float *out, int64_t n) {
+  int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x;
+  if (i < n)
+    out[i] = 1.0f / scale[perElement ? i : 0];
+}
+
+/// Zeroes `n` floats that atomic maxima then raise.
+void zero(float *out, int64_t n, cudaStream_t stream) {
+  cudaError_t rc = cudaMemsetAsync(out, 0, size_t(n) * sizeof(float), stream);
+  if (rc != cudaSuccess)
+    titanrt::kernelFatal(std::string("amax: cudaMemsetAsync failed: ") +
+                         cudaGetErrorString(rc));
+}
+
+/// Column blocks times enough row shares for about 2048 blocks (every SM
+/// busy several times over), each share at least one block row.
+dim3 columnGrid(int64_t rows, int64_t cols) {
+  int64_t x = (cols + kColumnLanes - 1) / kColumnLanes;
+  int64_t y = std::clamp<int64_t>((2048 + x - 1) / x, 1,
+                                  (rows + kRowLanes - 1) / kRowLanes);
+  return dim3(unsigned(x), unsigned(std::min<int64_t>(y, 65535)));
+}
 } // namespace
 
 void titanrt::cuda::amax(ElementType type, const void *x, float *out,
                          int64_t rows, int64_t cols, int reduction,
                          cudaStream_t stream) {
+  // Nothing to launch without outputs (reduction 1, 2) or inputs (0: the
+  // amax of nothing is 0).
+  int64_t outputs = reduction == 0 ? 1 : reduction == 1 ? rows : cols;
+  if (outputs == 0)
+    return;
+  if (reduction != 1 || cols == 0)
+    zero(out, outputs, stream);
+  if (rows * cols == 0)
+    return;
   dispatch(type, [&](auto *tag) {
     using T = std::remove_pointer_t<decltype(tag)>;
     const T *in = static_cast<const T *>(x);
-    if (reduction == 0) {
-      cudaMemsetAsync(out, 0, sizeof(float), stream);
+    if (reduction == 0)
       amaxAll<<<blocksFor(rows * cols), kThreads, 0, stream>>>(in, out,
                                                                rows * cols);
-    } else if (reduction == 1) {
+    else if (reduction == 1)
       amaxRows<<<unsigned(rows), kThreads, 0, stream>>>(in, out, cols);
-    } else {
-      amaxColumns<<<blocksFor(cols), kThreads, 0, stream>>>(in, out, rows,
-                                                            cols);
-    }
+    else
+      amaxColumns<<<columnGrid(rows, cols), dim3(kColumnLanes, kRowLanes), 0,
+                    stream>>>(in, out, rows, cols);
   });
   checkLaunch("amax");
 }
@@ -161,22 +202,69 @@ void titanrt::cuda::quantize(ElementType type, const void *x,
 void titanrt::cuda::transposeBytes(const uint8_t *in, uint8_t *out,
                                    int64_t rows, int64_t cols,
                                    cudaStream_t stream) {
-  dim3 block(32, 8),
-      grid(unsigned((cols + 31) / 32), unsigned((rows + 31) / 32));
+  if (rows * cols == 0)
+    return;
+  dim3 block(32, 8), grid(unsigned((rows + 31) / 32),
+                          unsigned(std::min<int64_t>((cols + 31) / 32, 65535)));
   transposeKernel<<<grid, block, 0, stream>>>(in, out, rows, cols);
   checkLaunch("transpose (float8)");
 }
 
-void titanrt::cuda::applyInverseScales(const float *acc, ElementType type,
-                                       void *out, int64_t rows, int64_t cols,
-                                       const float *lhsScale, bool lhsPerRow,
-                                       const float *rhsScale, bool rhsPerColumn,
-                                       cudaStream_t stream) {
-  dispatch(type, [&](auto *tag) {
-    using T = std::remove_pointer_t<decltype(tag)>;
-    inverseScaleKernel<<<blocksFor(rows * cols), kThreads, 0, stream>>>(
-        acc, static_cast<T *>(out), rows, cols, lhsScale, lhsPerRow, rhsScale,
-        rhsPerColumn);
-  });
+void titanrt::cuda::inverseScales(const float *scale, bool perElement,
+                                  float *out, int64_t n, cudaStream_t stream) {
+  inverseScalesKernel<<<blocksFor(n), kThreads, 0, stream>>>(scale, perElement,
+                                                             out, n);
   checkLaunch("scaled_matmul (inverse scales)");
+}
+
+void titanrt::cuda::scaledMatmul(LinearGemms &gemms, int form,
+                                 const ScaledOperand &lhs,
+                                 const ScaledOperand &rhs, ElementType result,
+                                 void *out, int64_t rows, int64_t cols,
+                                 void *workspace, cudaStream_t stream) {
+  using titan::cuda::ScaledMatmulForm;
+  auto f = ScaledMatmulForm(form);
+  titan::cuda::ScaledMatmulWorkspace parts = titan::cuda::scaledMatmulWorkspace(
+      f, lhs.rows * lhs.cols, rhs.rows * rhs.cols, rows, cols);
+  char *w = static_cast<char *>(workspace);
+  auto *lhsT = reinterpret_cast<uint8_t *>(w + parts.lhsTransposed);
+  auto *rhsT = reinterpret_cast<uint8_t *>(w + parts.rhsTransposed);
+  auto *lhsInverse = reinterpret_cast<float *>(w + parts.lhsInverseScales);
+  auto *rhsInverse = reinterpret_cast<float *>(w + parts.rhsInverseScales);
+  const uint8_t *a = lhs.data, *b = rhs.data;
+  int64_t depth = 0;
+  switch (f) {
+  case ScaledMatmulForm::Linear: // x [m, k] . w [n, k]^T: already TN
+    depth = lhs.cols;
+    break;
+  case ScaledMatmulForm::GradInput: // dy [m, n] . (w^T [k, n])^T
+    depth = rhs.rows;
+    transposeBytes(b, rhsT, rhs.rows, rhs.cols, stream);
+    b = rhsT;
+    break;
+  case ScaledMatmulForm::GradWeight: // dy^T [n, m] . (x^T [k, m])^T
+    depth = lhs.rows;
+    transposeBytes(a, lhsT, lhs.rows, lhs.cols, stream);
+    transposeBytes(b, rhsT, rhs.rows, rhs.cols, stream);
+    a = lhsT, b = rhsT;
+    break;
+  }
+  // One inverse scale each (tensorwise), or one per result row and column
+  // (a scalar broadcast): cuBLASLt's outer-vector mode scales both inputs.
+  bool outer = lhs.perElement || rhs.perElement;
+  inverseScales(lhs.scale, lhs.perElement, lhsInverse, outer ? rows : 1,
+                stream);
+  inverseScales(rhs.scale, rhs.perElement, rhsInverse, outer ? cols : 1,
+                stream);
+  GemmProblem p{LinearProduct::Forward,
+                rows,
+                depth,
+                cols,
+                lhs.type,
+                result,
+                false,
+                rhs.type,
+                outer ? GemmScaling::OuterVector : GemmScaling::Tensorwise};
+  gemms.run(p, a, b, out, w + parts.gemm, stream,
+            GemmScales{lhsInverse, rhsInverse});
 }

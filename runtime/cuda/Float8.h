@@ -6,9 +6,10 @@
 // emulation matches bit for bit), and the pieces of the scaled GEMM around
 // cuBLASLt's FP8 GEMM: cuBLASLt on Hopper multiplies FP8 only in the "TN"
 // layout (both operands K-major), so grad_input and grad_weight transpose
-// their operands first, and the rows' and columns' inverse scales (one,
-// or one per row/column: rowwise) are applied to its f32 product by one
-// fused kernel that also rounds to the result type.
+// their operands first; cuBLASLt itself multiplies its f32 accumulator by
+// the rows' and columns' inverse scales (tensorwise: one each, by scale
+// pointers; rowwise: one per row and column, by its outer-vector scale
+// mode) and rounds once to the result type.
 //
 //===----------------------------------------------------------------------===//
 
@@ -25,6 +26,7 @@ namespace titanrt::cuda {
 
 /// out = max |x| of a rows x cols tensor: `reduction` 0 over everything
 /// (out[0]), 1 per row (out[rows]), 2 per column (out[cols]). NaN wins.
+/// Maxima over nothing are 0; nothing is launched for no outputs.
 void amax(ElementType type, const void *x, float *out, int64_t rows,
           int64_t cols, int reduction, cudaStream_t stream);
 
@@ -39,16 +41,35 @@ void quantize(ElementType type, const void *x, const float *scale, uint8_t *out,
               int64_t rows, int64_t cols, int scaleMode, bool e5m2,
               cudaStream_t stream);
 
-/// out[c][r] = in[r][c] for a rows x cols byte matrix.
+/// out[c][r] = in[r][c] for a rows x cols byte matrix (any number of rows).
 void transposeBytes(const uint8_t *in, uint8_t *out, int64_t rows, int64_t cols,
                     cudaStream_t stream);
 
-/// out[r][c] = acc[r][c] * (1 / lhsScale[r or 0]) * (1 / rhsScale[c or 0]),
-/// rounded to `type`.
-void applyInverseScales(const float *acc, ElementType type, void *out,
-                        int64_t rows, int64_t cols, const float *lhsScale,
-                        bool lhsPerRow, const float *rhsScale,
-                        bool rhsPerColumn, cudaStream_t stream);
+/// out[i] = 1 / scale[perElement ? i : 0] for i < n: the inverse scales
+/// cuBLASLt multiplies the FP8 product by (LinearGemm.h's GemmScaling).
+void inverseScales(const float *scale, bool perElement, float *out, int64_t n,
+                   cudaStream_t stream);
+
+/// One float8 operand of a scaled GEMM: a rows x cols row-major matrix and
+/// its f32 scales (one, or one per element of the dimension it is not
+/// reduced over: `perElement`).
+struct ScaledOperand {
+  const uint8_t *data;
+  ElementType type;
+  int64_t rows, cols;
+  const float *scale;
+  bool perElement;
+};
+
+/// titan.scaled_matmul (form 0 linear, 1 grad_input, 2 grad_weight; the
+/// contract is runtime/lib/KernelABI.cpp's) into the rows x cols `out` of
+/// type `result`: the operands transposed K-major where the form needs it,
+/// their inverse scales, then cuBLASLt's scaled FP8 GEMM. `workspace` is
+/// 256-byte aligned and carved by titan::cuda::scaledMatmulWorkspace.
+void scaledMatmul(LinearGemms &gemms, int form, const ScaledOperand &lhs,
+                  const ScaledOperand &rhs, ElementType result, void *out,
+                  int64_t rows, int64_t cols, void *workspace,
+                  cudaStream_t stream);
 
 } // namespace titanrt::cuda
 

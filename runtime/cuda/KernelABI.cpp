@@ -422,42 +422,18 @@ void quantize(const Args &c) {
                  s.rows(), s.back(), scaleMode(c.shape(1)), c.ints[0] == 1,
                  c.stream());
 }
-/// The scaled GEMM as cuBLASLt's FP8 "TN" product (operands transposed
-/// K-major first where the form needs it) into an f32 buffer, then the
-/// inverse scales; workspace: [transposed lhs][transposed rhs][f32
-/// product][cuBLASLt's] (lib/Target/CUDA/ExternalModels.cpp).
+/// (lhs f8, lhs scale, rhs f8, rhs scale) -> (result); ints: {form, ...}.
+/// A scale with more than one element is one per row (lhs) or column
+/// (rhs) of the result.
 void scaledMatmul(const Args &c) {
-  Shape lhs = c.shape(0), rhs = c.shape(2);
-  auto align = [](int64_t bytes) { return (bytes + 63) / 64 * 64; };
-  char *w = static_cast<char *>(c.workspace);
-  uint8_t *lhsT = reinterpret_cast<uint8_t *>(w);
-  uint8_t *rhsT = lhsT + align(lhs.numel());
-  float *product = reinterpret_cast<float *>(rhsT + align(rhs.numel()));
-  void *gemmWorkspace =
-      reinterpret_cast<char *>(product) + align(c.shape(4).numel() * 4);
-  const uint8_t *a = c.buf<uint8_t>(0), *b = c.buf<uint8_t>(2);
-  int64_t rows, cols, depth;
-  switch (c.ints[0]) {
-  case 0: // x [m, k] . w [n, k]^T: already TN
-    rows = lhs.rows(), cols = rhs.dim(0), depth = lhs.back();
-    break;
-  case 1: // dy [m, n] . w [n, k] = dy . (w^T [k, n])^T
-    rows = lhs.rows(), cols = rhs.dim(1), depth = rhs.dim(0);
-    cuda::transposeBytes(b, rhsT, rhs.dim(0), rhs.dim(1), c.stream());
-    b = rhsT;
-    break;
-  default: // dy^T [n, m] . x [m, k] = dy^T . (x^T [k, m])^T
-    rows = lhs.back(), cols = rhs.back(), depth = lhs.rows();
-    cuda::transposeBytes(a, lhsT, lhs.rows(), lhs.back(), c.stream());
-    cuda::transposeBytes(b, rhsT, rhs.rows(), rhs.back(), c.stream());
-    a = lhsT, b = rhsT;
-  }
-  GemmProblem p{LinearProduct::Forward, rows,  depth,    cols, c.type(0),
-                ElementType::F32,       false, c.type(2)};
-  kernelContext().gemms.run(p, a, b, product, gemmWorkspace, c.stream());
-  cuda::applyInverseScales(product, c.type(4), c.buffers[4], rows, cols,
-                           c.buf<float>(1), c.shape(1).numel() > 1,
-                           c.buf<float>(3), c.shape(3).numel() > 1, c.stream());
+  Shape lhs = c.shape(0), rhs = c.shape(2), result = c.shape(4);
+  cuda::scaledMatmul(kernelContext().gemms, int(c.ints[0]),
+                     {c.buf<uint8_t>(0), c.type(0), lhs.rows(), lhs.back(),
+                      c.buf<float>(1), c.shape(1).numel() > 1},
+                     {c.buf<uint8_t>(2), c.type(2), rhs.rows(), rhs.back(),
+                      c.buf<float>(3), c.shape(3).numel() > 1},
+                     c.type(4), c.buffers[4], result.rows(), result.back(),
+                     c.workspace, c.stream());
 }
 
 [[noreturn]] void noF64(const char *kernel) {

@@ -47,6 +47,26 @@ const char *typeName(ElementType t) {
   return "?";
 }
 
+template <typename T>
+void setAttribute(cublasLtMatmulDesc_t op, cublasLtMatmulDescAttributes_t what,
+                  const T &value, const char *name, const GemmProblem &p) {
+  check(cublasLtMatmulDescSetAttribute(op, what, &value, sizeof(value)), name,
+        p);
+}
+
+/// The scale pointers of `p`'s inputs: A is the second input, B the
+/// first (see LinearGemms::plan), so the second's scales run along
+/// cuBLASLt's M (the result's columns) and the first's along its N (the
+/// result's rows).
+void setScales(cublasLtMatmulDesc_t op, const GemmProblem &p,
+               GemmScales scales) {
+  setAttribute(op, CUBLASLT_MATMUL_DESC_A_SCALE_POINTER,
+               static_cast<const void *>(scales.second),
+               "cublasLtMatmulDescSetAttribute(A_SCALE_POINTER)", p);
+  setAttribute(op, CUBLASLT_MATMUL_DESC_B_SCALE_POINTER,
+               static_cast<const void *>(scales.first),
+               "cublasLtMatmulDescSetAttribute(B_SCALE_POINTER)", p);
+}
 } // namespace
 
 std::string GemmProblem::describe() const {
@@ -54,7 +74,10 @@ std::string GemmProblem::describe() const {
   return std::string("linear ") + names[int(product)] +
          " m=" + std::to_string(m) + " k=" + std::to_string(k) +
          " n=" + std::to_string(n) + " " + typeName(operands) + " -> " +
-         typeName(result) + (accumulate ? " (accumulate)" : "");
+         typeName(result) + (accumulate ? " (accumulate)" : "") +
+         (scaling == GemmScaling::Tensorwise    ? " scaled tensorwise"
+          : scaling == GemmScaling::OuterVector ? " scaled rowwise"
+                                                : "");
 }
 
 LinearGemms::LinearGemms(size_t workspaceBytes)
@@ -77,7 +100,7 @@ LinearGemms::~LinearGemms() {
 
 void LinearGemms::prepare(const GemmProblem &p) { plan(p); }
 
-LinearGemms::Plan &LinearGemms::plan(const GemmProblem &p) {
+LinearGemms::Plan &LinearGemms::plan(const GemmProblem &p, GemmScales scales) {
   auto it = plans_.find(p);
   if (it != plans_.end())
     return it->second;
@@ -114,12 +137,21 @@ LinearGemms::Plan &LinearGemms::plan(const GemmProblem &p) {
   cudaDataType_t inA = p.second ? cudaType(*p.second) : in;
   check(cublasLtMatmulDescCreate(&plan.op, CUBLAS_COMPUTE_32F, CUDA_R_32F),
         "cublasLtMatmulDescCreate", p);
-  check(cublasLtMatmulDescSetAttribute(plan.op, CUBLASLT_MATMUL_DESC_TRANSA,
-                                       &opA, sizeof(opA)),
-        "cublasLtMatmulDescSetAttribute(TRANSA)", p);
-  check(cublasLtMatmulDescSetAttribute(plan.op, CUBLASLT_MATMUL_DESC_TRANSB,
-                                       &opB, sizeof(opB)),
-        "cublasLtMatmulDescSetAttribute(TRANSB)", p);
+  setAttribute(plan.op, CUBLASLT_MATMUL_DESC_TRANSA, opA,
+               "cublasLtMatmulDescSetAttribute(TRANSA)", p);
+  setAttribute(plan.op, CUBLASLT_MATMUL_DESC_TRANSB, opB,
+               "cublasLtMatmulDescSetAttribute(TRANSB)", p);
+  if (p.scaling == GemmScaling::OuterVector) {
+    int32_t mode = CUBLASLT_MATMUL_MATRIX_SCALE_OUTER_VEC_32F;
+    setAttribute(plan.op, CUBLASLT_MATMUL_DESC_A_SCALE_MODE, mode,
+                 "cublasLtMatmulDescSetAttribute(A_SCALE_MODE)", p);
+    setAttribute(plan.op, CUBLASLT_MATMUL_DESC_B_SCALE_MODE, mode,
+                 "cublasLtMatmulDescSetAttribute(B_SCALE_MODE)", p);
+  }
+  // The heuristic sees the scales as the first call has them (run() sets
+  // each call's).
+  if (p.scaling != GemmScaling::None)
+    setScales(plan.op, p, scales);
   check(cublasLtMatrixLayoutCreate(&plan.a, inA, uint64_t(aRows),
                                    uint64_t(aCols), aRows),
         "cublasLtMatrixLayoutCreate(A)", p);
@@ -153,8 +185,10 @@ LinearGemms::Plan &LinearGemms::plan(const GemmProblem &p) {
 
 void LinearGemms::run(const GemmProblem &p, const void *first,
                       const void *second, void *out, void *workspace,
-                      cudaStream_t stream) {
-  const Plan &pl = plan(p);
+                      cudaStream_t stream, GemmScales scales) {
+  const Plan &pl = plan(p, scales);
+  if (p.scaling != GemmScaling::None)
+    setScales(pl.op, p, scales);
   // A is the second input, B the first (see plan()).
   float alpha = 1.0f, beta = p.accumulate ? 1.0f : 0.0f;
   check(cublasLtMatmul(handle_, pl.op, &alpha, second, pl.a, first, pl.b, &beta,

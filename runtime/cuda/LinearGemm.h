@@ -38,6 +38,18 @@ enum class LinearProduct { Forward, GradInput, GradWeight };
 /// The GEMMs' element types; the float8 ones only as operands of the
 /// forward product (the scaled GEMM's, Float8.h).
 enum class ElementType { F32, BF16, F16, F8E4M3FN, F8E5M2 };
+/// How cuBLASLt scales a float8 product before its one rounding to the
+/// result type (run()'s GemmScales): by one device scalar per input
+/// (tensorwise), or by one f32 per result row (the first input's) and per
+/// result column (the second's): its outer-vector scale mode (rowwise,
+/// cuBLASLt 12.9 and later on Hopper).
+enum class GemmScaling { None, Tensorwise, OuterVector };
+
+/// Device pointers to what cuBLASLt multiplies the product by for each of
+/// run()'s two inputs (titan.scaled_matmul's inverse scales).
+struct GemmScales {
+  const float *first = nullptr, *second = nullptr;
+};
 
 struct GemmProblem {
   LinearProduct product;
@@ -49,10 +61,12 @@ struct GemmProblem {
   /// The second input's type when it differs from the first's (float8:
   /// an e5m2 gradient times an e4m3 weight).
   std::optional<ElementType> second;
+  GemmScaling scaling = GemmScaling::None;
 
   auto key() const {
     return std::make_tuple(int(product), m, k, n, int(operands), int(result),
-                           accumulate, second ? int(*second) : -1);
+                           accumulate, second ? int(*second) : -1,
+                           int(scaling));
   }
   bool operator<(const GemmProblem &o) const { return key() < o.key(); }
   /// "linear grad_weight m=.. k=.. n=.. bf16 -> f32 (accumulate)".
@@ -74,9 +88,11 @@ public:
 
   /// Runs `p` on `stream`. Inputs as the CPU kernels take them: Forward
   /// (x, w) -> y; GradInput (dy, w) -> dx; GradWeight (dy, x) -> dw.
-  /// `workspace` holds at least the constructor's bytes.
+  /// `workspace` holds at least the constructor's bytes and is 256-byte
+  /// aligned, as are the operands. `scales` as `p.scaling` says.
   void run(const GemmProblem &p, const void *first, const void *second,
-           void *out, void *workspace, cudaStream_t stream);
+           void *out, void *workspace, cudaStream_t stream,
+           GemmScales scales = {});
 
 private:
   struct Plan {
@@ -84,7 +100,7 @@ private:
     cublasLtMatrixLayout_t a = nullptr, b = nullptr, c = nullptr;
     cublasLtMatmulAlgo_t algo;
   };
-  Plan &plan(const GemmProblem &p);
+  Plan &plan(const GemmProblem &p, GemmScales scales = {});
 
   cublasLtHandle_t handle_ = nullptr;
   size_t workspaceBytes_;

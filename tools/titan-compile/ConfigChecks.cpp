@@ -3,8 +3,11 @@
 #include "ConfigChecks.h"
 
 #include "titan/Config/TrainConfig.h"
+#include "titan/Dialect/Titan/IR/ModuleNames.h"
+#include "titan/Dialect/Titan/IR/TitanOps.h"
 
 #include "llvm/ADT/StringExtras.h"
+#include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/WithColor.h"
 #include "llvm/Support/raw_ostream.h"
 
@@ -117,4 +120,68 @@ llvm::Error titan::checkCudaTarget(llvm::StringRef arch) {
             " only; rebuild it with -DTITAN_CUDA_ARCHS=\"" +
             llvm::join(built, ";") + ";<arch>\" (e.g. 100a)");
   return llvm::Error::success();
+}
+
+namespace {
+/// cuBLASLt's FP8 rule: dimensions a multiple of 16.
+constexpr int64_t kFloat8Multiple = 16;
+
+/// The keys the local token count is made of, with their values.
+std::string tokenKeys(const TrainConfig &c, int64_t tokens) {
+  const auto &p = c.parallelism;
+  bool pipelined = p.pipelineParallelDegree > 1;
+  int64_t batch =
+      pipelined ? p.pipelineParallelMicrobatchSize : c.training.localBatchSize;
+  std::string text =
+      llvm::formatv("{0} ({1}) x training.seq_len ({2})",
+                    pipelined ? "parallelism.pipeline_parallel_microbatch_size"
+                              : "training.local_batch_size",
+                    batch, c.training.seqLen);
+  int64_t split = tokens > 0 ? batch * c.training.seqLen / tokens : 1;
+  if (split > 1)
+    text +=
+        llvm::formatv(" / {0} (the sequence's split over "
+                      "parallelism.context_parallel_degree ({1}) and "
+                      "sequence-parallel "
+                      "parallelism.tensor_parallel_degree ({2}))",
+                      split, p.contextParallelDegree, p.tensorParallelDegree);
+  return text;
+}
+} // namespace
+
+llvm::Error titan::checkCudaFloat8Shapes(mlir::ModuleOp module,
+                                         const TrainConfig &c) {
+  std::vector<std::string> errors;
+  auto add = [&](const auto &message) {
+    std::string error = message.str();
+    if (!llvm::is_contained(errors, error))
+      errors.push_back(std::move(error));
+  };
+  module.walk([&](Float8LinearOp op) {
+    llvm::ArrayRef<int64_t> w = op.getWeight().getType().getShape();
+    int64_t n = w[0], k = w[1];
+    if (n % kFloat8Multiple != 0 || k % kFloat8Multiple != 0)
+      add(llvm::formatv(
+          "float8 linear '{0}': its weight on each rank is {1} x {2} "
+          "(parallelism.tensor_parallel_degree = {3}), but cuBLASLt's FP8 "
+          "GEMMs (--target=cuda) need both dimensions to be multiples of "
+          "{4}; choose a tensor_parallel_degree that keeps them so, or name "
+          "the linear in quantize.linear.float8.filter_fqns",
+          getModuleName(op.getLoc()).value_or("<unnamed>"), n, k,
+          c.parallelism.tensorParallelDegree, kFloat8Multiple));
+    int64_t tokens =
+        mlir::cast<mlir::ShapedType>(op.getInput().getType()).getNumElements() /
+        k;
+    if (tokens % kFloat8Multiple != 0 &&
+        op.getRecipe() != Float8Recipe::RowwiseWithGwHp)
+      add(llvm::formatv(
+          "the float8 linears' weight gradients reduce over each rank's {0} "
+          "tokens = {1}, but cuBLASLt's FP8 GEMMs (--target=cuda) need a "
+          "multiple of {2}; choose those keys so that it is one",
+          tokens, tokenKeys(c, tokens), kFloat8Multiple));
+  });
+  if (errors.empty())
+    return llvm::Error::success();
+  return llvm::createStringError(llvm::inconvertibleErrorCode(),
+                                 llvm::join(errors, "\n"));
 }

@@ -5,6 +5,8 @@
 
 #include "titan/Dialect/Titan/IR/KernelTarget.h"
 
+#include "mlir/IR/BuiltinOps.h"
+
 #include "llvm/Support/Error.h"
 
 namespace titan {
@@ -19,6 +21,17 @@ llvm::Error diagnoseUnsupported(const TrainConfig &config, KernelTarget target);
 /// Whether libtitanrt_cuda exists in this build and has code for `arch`
 /// ("sm_90a").
 llvm::Error checkCudaTarget(llvm::StringRef arch);
+
+/// --target=cuda: cuBLASLt's FP8 GEMMs need the dimensions they reduce over
+/// and the result's columns to be multiples of 16 (16-byte aligned float8
+/// rows, as torch._scaled_mm checks). `module` is partitioned (each rank's
+/// shapes): every float8 linear's local weight dimensions, and the local
+/// token count its weight gradient reduces over (unless that gradient is
+/// in high precision: rowwise_with_gw_hp). One error per distinct
+/// problem, naming the config keys. The CPU target's emulation takes any
+/// shape.
+llvm::Error checkCudaFloat8Shapes(mlir::ModuleOp module,
+                                  const TrainConfig &config);
 
 } // namespace titan
 

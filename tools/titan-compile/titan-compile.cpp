@@ -658,6 +658,9 @@ int compile(Compilation &job, mlir::ModuleOp module) {
     return compilationFailed();
   if (emitStage == EmitStage::Partitioned)
     return job.print(module);
+  if (target == KernelTarget::CUDA)
+    if (llvm::Error e = checkCudaFloat8Shapes(module, job.config))
+      return reportError(std::move(e));
   if (job.mesh.pp > 1)
     return compilePipelined(job, module);
   return compileProgram(job, module);

@@ -86,11 +86,15 @@ int64_t globalNorm(GlobalNormOp op) {
 }
 
 /// The operands transposed K-major where the form needs it (cuBLASLt's FP8
-/// GEMMs take only the TN layout), the f32 product before its scaling, and
-/// cuBLASLt's workspace.
+/// GEMMs take only the TN layout), the inverse scales and cuBLASLt's
+/// workspace, at 256-byte offsets.
 int64_t scaledMatmul(ScaledMatmulOp op) {
-  return copyBytes(op.getLhs(), 1) + copyBytes(op.getRhs(), 1) +
-         copyBytes(op.getResult(), 4) + cuda::kGemmWorkspaceBytes;
+  auto result = cast<ShapedType>(op.getResult().getType());
+  return cuda::scaledMatmulWorkspace(
+             cuda::ScaledMatmulForm(int(op.getForm())), elementsOf(op.getLhs()),
+             elementsOf(op.getRhs()), rowsOf(op.getResult()),
+             result.getShape().back())
+      .bytes;
 }
 
 template <typename Op, int64_t (*Rule)(Op)> void attach(MLIRContext *context) {

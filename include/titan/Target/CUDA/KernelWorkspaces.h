@@ -24,6 +24,35 @@ constexpr int64_t alignTo256(int64_t bytes) {
 /// Hopper (its heuristic then considers every split-K and stream-K kernel).
 constexpr int64_t kGemmWorkspaceBytes = int64_t(32) << 20;
 
+/// The FP8 scaled GEMM's scratch (titan.scaled_matmul on `rows` x `cols`
+/// results), each part at a 256-byte offset: cuBLASLt wants its workspace,
+/// and by default its A/B/C/D operands, 256-byte aligned. The float8
+/// operands transposed K-major where the form needs them (cuBLASLt
+/// multiplies FP8 only in the "TN" layout: grad_input transposes the rhs,
+/// grad_weight both), the f32 inverse scales cuBLASLt multiplies the
+/// product by (at most one per result row and one per result column), then
+/// cuBLASLt's workspace. Offsets count from the workspace's start, which
+/// the arena aligns to 256 bytes.
+enum class ScaledMatmulForm { Linear = 0, GradInput = 1, GradWeight = 2 };
+struct ScaledMatmulWorkspace {
+  int64_t lhsTransposed = 0, rhsTransposed = 0;
+  int64_t lhsInverseScales = 0, rhsInverseScales = 0;
+  int64_t gemm = 0, bytes = 0;
+};
+constexpr ScaledMatmulWorkspace
+scaledMatmulWorkspace(ScaledMatmulForm form, int64_t lhsElements,
+                      int64_t rhsElements, int64_t rows, int64_t cols) {
+  ScaledMatmulWorkspace w;
+  bool lhs = form == ScaledMatmulForm::GradWeight;
+  bool rhs = form != ScaledMatmulForm::Linear;
+  w.rhsTransposed = w.lhsTransposed + (lhs ? alignTo256(lhsElements) : 0);
+  w.lhsInverseScales = w.rhsTransposed + (rhs ? alignTo256(rhsElements) : 0);
+  w.rhsInverseScales = w.lhsInverseScales + alignTo256(rows * 4);
+  w.gemm = w.rhsInverseScales + alignTo256(cols * 4);
+  w.bytes = w.gemm + kGemmWorkspaceBytes;
+  return w;
+}
+
 /// RMSNorm backward: f32 partial sums of the weight gradient, one row of
 /// `dim` per block of rows, at most 256 blocks.
 constexpr int64_t kRMSNormMaxPartials = 256;

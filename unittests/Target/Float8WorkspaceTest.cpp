@@ -1,0 +1,60 @@
+//===- Float8WorkspaceTest.cpp - the CUDA FP8 GEMM's workspace carving ----===//
+//
+// titan::cuda::scaledMatmulWorkspace, which both the compiler's workspace
+// rule and the CUDA runtime use (header-only, no GPU): every part starts at
+// a 256-byte offset (cuBLASLt's alignment for its workspace and operands),
+// parts do not overlap, each holds what it is for, and only the forms that
+// transpose an operand reserve room for it.
+//
+//===----------------------------------------------------------------------===//
+
+#include "titan/Target/CUDA/KernelWorkspaces.h"
+
+#include "gtest/gtest.h"
+
+using namespace titan::cuda;
+
+namespace {
+
+struct Case {
+  int64_t lhsElements, rhsElements, rows, cols;
+};
+const Case kCases[] = {{1, 1, 1, 1},
+                       {7 * 33, 65 * 33, 7, 65},
+                       {8192 * 4096, 14336 * 4096, 8192, 14336},
+                       {3 * 17, 17 * 5, 3, 5}};
+
+TEST(Float8CudaWorkspace, PartsAre256ByteAlignedAndDisjoint) {
+  for (auto form : {ScaledMatmulForm::Linear, ScaledMatmulForm::GradInput,
+                    ScaledMatmulForm::GradWeight})
+    for (Case c : kCases) {
+      SCOPED_TRACE(testing::Message() << "form " << int(form) << ", " << c.rows
+                                      << " x " << c.cols);
+      ScaledMatmulWorkspace w = scaledMatmulWorkspace(
+          form, c.lhsElements, c.rhsElements, c.rows, c.cols);
+      for (int64_t offset :
+           {w.lhsTransposed, w.rhsTransposed, w.lhsInverseScales,
+            w.rhsInverseScales, w.gemm, w.bytes})
+        EXPECT_EQ(offset % 256, 0) << offset;
+      bool lhs = form == ScaledMatmulForm::GradWeight;
+      bool rhs = form != ScaledMatmulForm::Linear;
+      EXPECT_EQ(w.lhsTransposed, 0);
+      EXPECT_GE(w.rhsTransposed - w.lhsTransposed, lhs ? c.lhsElements : 0);
+      EXPECT_GE(w.lhsInverseScales - w.rhsTransposed, rhs ? c.rhsElements : 0);
+      EXPECT_GE(w.rhsInverseScales - w.lhsInverseScales, c.rows * 4);
+      EXPECT_GE(w.gemm - w.rhsInverseScales, c.cols * 4);
+      EXPECT_EQ(w.bytes - w.gemm, kGemmWorkspaceBytes);
+    }
+}
+
+// The linear form is already in cuBLASLt's TN layout: no transposed copies.
+TEST(Float8CudaWorkspace, LinearFormTransposesNothing) {
+  ScaledMatmulWorkspace w =
+      scaledMatmulWorkspace(ScaledMatmulForm::Linear, 4096, 4096, 64, 64);
+  EXPECT_EQ(w.lhsInverseScales, 0);
+  EXPECT_EQ(w.rhsInverseScales, 256);
+  EXPECT_EQ(w.gemm, 512);
+  EXPECT_EQ(w.bytes, 512 + kGemmWorkspaceBytes);
+}
+
+} // namespace
