@@ -357,11 +357,11 @@ int main() {
              swigluGrad(bf16, gate.ptr, up.ptr, h.ptr, dgate.ptr, dup.ptr, nf,
                         nullptr);
            }));
-    Buffer angles(size_t(tokens * headDim / 2) * 4);
-    ropeAngles(angles.as<float>(), tokens, headDim / 2, 500000.0, false, 1, 1,
+    Buffer freqsCis(size_t(tokens * headDim) * 4);
+    ropeAngles(freqsCis.as<float>(), tokens, headDim / 2, 500000.0, false, 1, 1,
                1, 1, nullptr);
     report("fused", "rope (q, in place)", double(2 * n * 2), "GB/s", time([&] {
-             rope(bf16, x.ptr, angles.as<float>(), x.ptr, 1, tokens, heads,
+             rope(bf16, x.ptr, freqsCis.as<float>(), x.ptr, 1, tokens, heads,
                   headDim / 2, false, nullptr);
            }));
     report("fused", "add (residual)", double(3 * n * 2), "GB/s",
@@ -378,18 +378,20 @@ int main() {
                        vocab, dim, nullptr, nullptr);
            }));
     Buffer logits(size_t(tokens * vocab) * 4), loss(4),
-        rows(size_t(tokens) * 4);
+        rows(size_t(tokens) * 4), lse(size_t(tokens) * 4);
     fill(ElementType::F32, loss.ptr, 1, 1.0, nullptr);
     report("fused", "cross_entropy (f32 logits)",
            double(tokens) * double(vocab) * 4, "GB/s", time([&] {
              crossEntropy(ElementType::F32, logits.ptr, tokenIds.as<int32_t>(),
-                          loss.as<float>(), tokens, vocab, rows.ptr, nullptr);
+                          loss.as<float>(), lse.as<float>(), tokens, vocab,
+                          rows.ptr, nullptr);
            }));
     report("fused", "cross_entropy_grad (in place)",
            2.0 * double(tokens) * double(vocab) * 4, "GB/s", time([&] {
              crossEntropyGrad(ElementType::F32, logits.ptr,
-                              tokenIds.as<int32_t>(), loss.as<float>(),
-                              logits.ptr, tokens, vocab, nullptr);
+                              tokenIds.as<int32_t>(), lse.as<float>(),
+                              loss.as<float>(), logits.ptr, tokens, vocab,
+                              nullptr);
            }));
   }
   {

@@ -70,8 +70,12 @@ public:
     h = rmsNorm("norm", h);
     Value logits = linear(args.tieWordEmbeddings ? "tok_embeddings" : "output",
                           h, args.vocabSize);
-    Value loss =
-        CrossEntropyOp::create(b, loc("loss"), lossType, logits, labels);
+    auto lseType = RankedTensorType::get(
+        cast<RankedTensorType>(labels.getType()).getShape(),
+        getAccumulatorType(elt));
+    Value loss = CrossEntropyOp::create(b, loc("loss"), lossType, lseType,
+                                        logits, labels)
+                     .getResult();
     func::ReturnOp::create(b, loc("loss"), loss);
     return module;
   }
@@ -106,7 +110,7 @@ private:
 
   Value buildRopeAngles() {
     auto type =
-        RankedTensorType::get({seq, args.headDim() / 2}, b.getF32Type());
+        RankedTensorType::get({seq, args.headDim() / 2, 2}, b.getF32Type());
     auto op = RopeAnglesOp::create(b, loc("freqs_cis"), type,
                                    b.getF64FloatAttr(args.ropeTheta), nullptr,
                                    nullptr, nullptr, nullptr);

@@ -90,10 +90,11 @@ __global__ void lrScheduleKernel(const int64_t *step, const int64_t *totalSteps,
                                  decayRatio, decayType, minLrFactor));
 }
 
-/// kernels::ropeAngles, one (position, pair) per thread.
+/// kernels::ropeAngles, one (position, pair) per thread: the angle's cos
+/// and sin, each computed once per step.
 /// The wavelength bounds and the smoothing's denominator are rounded from
 /// double on the host, as the CPU kernel rounds them.
-__global__ void ropeAnglesKernel(float *angles, int64_t seq, int64_t pairs,
+__global__ void ropeAnglesKernel(float *freqsCis, int64_t seq, int64_t pairs,
                                  float theta, bool scaled, float factor,
                                  float lowFreqFactor, float lowWavelen,
                                  float highWavelen, float smoothDenominator,
@@ -114,7 +115,9 @@ __global__ void ropeAnglesKernel(float *angles, int64_t seq, int64_t pairs,
         f = (1.0f - smooth) * f / factor + smooth * f;
       }
     }
-    angles[i] = float(p) * f;
+    float angle = float(p) * f;
+    freqsCis[2 * i] = cosf(angle);
+    freqsCis[2 * i + 1] = sinf(angle);
   }
 }
 
@@ -248,7 +251,7 @@ void titanrt::cuda::lrSchedule(const int64_t *step, const int64_t *totalSteps,
   checkLaunch("lr_schedule");
 }
 
-void titanrt::cuda::ropeAngles(float *angles, int64_t seq, int64_t pairs,
+void titanrt::cuda::ropeAngles(float *freqsCis, int64_t seq, int64_t pairs,
                                double theta, bool scaled, double factor,
                                double lowFreqFactor, double highFreqFactor,
                                double originalMaxPositions,
@@ -256,7 +259,7 @@ void titanrt::cuda::ropeAngles(float *angles, int64_t seq, int64_t pairs,
   if (seq * pairs <= 0)
     return;
   ropeAnglesKernel<<<blocksFor(seq * pairs), kThreads, 0, stream>>>(
-      angles, seq, pairs, float(theta), scaled, float(factor),
+      freqsCis, seq, pairs, float(theta), scaled, float(factor),
       float(lowFreqFactor), float(originalMaxPositions / lowFreqFactor),
       float(originalMaxPositions / highFreqFactor),
       float(highFreqFactor - lowFreqFactor), float(originalMaxPositions));

@@ -3,7 +3,7 @@
 // The CUDA versions of the CPU target's small kernels: elementwise
 // arithmetic (f32 arithmetic on f32/bf16/f16, one rounding per output),
 // conversions between the precision model's float types, the learning-rate
-// schedule and the RoPE angles (computed on the device from device
+// schedule and the RoPE cos/sin table (computed on the device from device
 // scalars, so a captured CUDA graph replays every step correctly), and the
 // arena's fill pattern.
 //
@@ -60,9 +60,9 @@ void lrSchedule(const int64_t *step, const int64_t *totalSteps, float *lr,
                 double baseLr, int64_t warmupSteps, double decayRatio,
                 int decayType, double minLrFactor, cudaStream_t stream);
 
-/// titan.rope_angles (as kernels::ropeAngles): angles[p, j] = p *
-/// invFreq[j], with Llama 3's frequency scaling when `scaled`.
-void ropeAngles(float *angles, int64_t seq, int64_t pairs, double theta,
+/// titan.rope_angles (as kernels::ropeAngles): freqsCis[p, j] = (cos, sin)
+/// of p * invFreq[j], with Llama 3's frequency scaling when `scaled`.
+void ropeAngles(float *freqsCis, int64_t seq, int64_t pairs, double theta,
                 bool scaled, double factor, double lowFreqFactor,
                 double highFreqFactor, double originalMaxPositions,
                 cudaStream_t stream);

@@ -81,22 +81,45 @@ __global__ void sumPartialsKernel(const float *partials, T *dw, int64_t parts,
   }
 }
 
-template <typename T>
-__global__ void ropeKernel(const T *x, const float *angles, T *out,
-                           int64_t batch, int64_t seq, int64_t heads,
-                           int64_t pairs, bool transpose) {
-  int64_t total = batch * seq * heads * pairs;
-  for (int64_t i = int64_t(blockIdx.x) * kThreads + threadIdx.x; i < total;
-       i += int64_t(gridDim.x) * kThreads) {
-    // i = ((b * seq + s) * heads + h) * pairs + j
-    int64_t j = i % pairs, s = (i / (pairs * heads)) % seq;
-    float angle = angles[s * pairs + j];
-    float c = cosf(angle), sn = sinf(angle);
-    if (transpose)
-      sn = -sn;
-    float a = load(x, 2 * i), b = load(x, 2 * i + 1);
-    store(out, 2 * i, a * c - b * sn);
-    store(out, 2 * i + 1, a * sn + b * c);
+/// N consecutive elements moved as one access: 16 bytes (one LDG.128 /
+/// STG.128) for N = kPack<T>.
+template <typename T, int N>
+struct alignas(sizeof(T) * N < 16 ? sizeof(T) * N : 16) Pack {
+  T v[N];
+};
+template <typename T> constexpr int kPack = 16 / sizeof(T);
+
+/// Whether `p` may be read as 16-byte packs.
+bool isPackAligned(const void *p) {
+  return reinterpret_cast<uintptr_t>(p) % 16 == 0;
+}
+
+/// One block per token (b, s): its `rowPacks` packs of N elements (heads x
+/// head_dim) are rotated by row `s` of the cos/sin table, whose
+/// `headPacks * N` floats line up with one head's elements.
+template <typename T, int N>
+__global__ void ropeKernel(const T *x, const float *freqsCis, T *out,
+                           int64_t tokens, int64_t seq, int rowPacks,
+                           int headPacks, bool transpose) {
+  using Elements = Pack<T, N>;
+  using CosSin = Pack<float, N>;
+  for (int64_t t = blockIdx.x; t < tokens; t += gridDim.x) {
+    const auto *table =
+        reinterpret_cast<const CosSin *>(freqsCis) + (t % seq) * headPacks;
+    const auto *in = reinterpret_cast<const Elements *>(x) + t * rowPacks;
+    auto *dst = reinterpret_cast<Elements *>(out) + t * rowPacks;
+    for (int k = threadIdx.x; k < rowPacks; k += kThreads) {
+      Elements v = in[k], r; // read whole before written (in place)
+      CosSin cs = table[k % headPacks];
+#pragma unroll
+      for (int p = 0; p < N; p += 2) {
+        float c = cs.v[p], sn = transpose ? -cs.v[p + 1] : cs.v[p + 1];
+        float a = load(v.v, p), b = load(v.v, p + 1);
+        store(r.v, p, a * c - b * sn);
+        store(r.v, p + 1, a * sn + b * c);
+      }
+      dst[k] = r;
+    }
   }
 }
 
@@ -172,20 +195,28 @@ __global__ void swigluGradKernel(const T *gate, const T *up, const T *dy,
   }
 }
 
-/// Online max and sum of exp over one row, per thread, then merged over
-/// the block: max and sum of exp(x - max) of the whole row.
-template <typename T>
+/// Online max and sum of exp over one row (packs of N elements), per
+/// thread, then merged over the block: max and sum of exp(x - max) of the
+/// whole row.
+template <typename T, int N>
 __device__ void rowLogSumExp(const T *row, int64_t vocab, float &max,
                              float &sum) {
   float m = -INFINITY, s = 0;
-  for (int64_t j = threadIdx.x; j < vocab; j += kThreads) {
-    float x = load(row, j);
-    if (x > m) {
-      s = s * expf(m - x) + 1.0f;
-      m = x;
-    } else {
-      s += expf(x - m);
+  const auto *packs = reinterpret_cast<const Pack<T, N> *>(row);
+  for (int64_t k = threadIdx.x; k < vocab / N; k += kThreads) {
+    Pack<T, N> v = packs[k];
+    float x[N], packMax = -INFINITY;
+#pragma unroll
+    for (int e = 0; e < N; ++e) {
+      x[e] = load(v.v, e);
+      packMax = fmaxf(packMax, x[e]);
     }
+    float mm = fmaxf(m, packMax);
+    s = m == -INFINITY ? 0.0f : s * expf(m - mm);
+#pragma unroll
+    for (int e = 0; e < N; ++e)
+      s += expf(x[e] - mm);
+    m = mm;
   }
   // Merge (m, s) over the block in a fixed tree order.
   __shared__ float ms[kThreads], ss[kThreads];
@@ -208,19 +239,21 @@ __device__ void rowLogSumExp(const T *row, int64_t vocab, float &max,
   sum = ss[0];
 }
 
-template <typename T>
+/// Each row's loss and its log-sum-exp (for the backward).
+template <typename T, int N>
 __global__ void crossEntropyRowsKernel(const T *logits, const int32_t *labels,
-                                       float *rowLoss, int64_t rows,
+                                       float *lse, float *rowLoss, int64_t rows,
                                        int64_t vocab) {
   for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
     const T *row = logits + r * vocab;
     float max, sum;
-    rowLogSumExp(row, vocab, max, sum);
+    rowLogSumExp<T, N>(row, vocab, max, sum);
     if (threadIdx.x == 0) {
       int64_t label = labels[r];
-      rowLoss[r] = label >= 0 && label < vocab
-                       ? max + logf(sum) - load(row, label)
-                       : NAN;
+      float rowLse = max + logf(sum);
+      lse[r] = rowLse;
+      rowLoss[r] =
+          label >= 0 && label < vocab ? rowLse - load(row, label) : NAN;
     }
   }
 }
@@ -235,22 +268,27 @@ __global__ void meanKernel(const float *values, int64_t n, float *out) {
     *out = float(s / double(n));
 }
 
-template <typename T>
+/// scale * (exp(x - lse) - onehot), one read of each logit: elementwise
+/// per row given the forward's lse, so it may overwrite the logits.
+template <typename T, int N>
 __global__ void crossEntropyGradKernel(const T *logits, const int32_t *labels,
-                                       const float *dloss, T *out, int64_t rows,
-                                       int64_t vocab) {
+                                       const float *lse, const float *dloss,
+                                       T *out, int64_t rows, int64_t vocab) {
   float scale = *dloss / float(rows);
   for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
-    const T *row = logits + r * vocab;
-    float max, sum;
-    rowLogSumExp(row, vocab, max, sum); // ends with a barrier
-    float inv = 1.0f / sum;
+    const auto *in = reinterpret_cast<const Pack<T, N> *>(logits + r * vocab);
+    auto *dst = reinterpret_cast<Pack<T, N> *>(out + r * vocab);
+    float rowLse = lse[r];
     int64_t label = labels[r];
-    for (int64_t j = threadIdx.x; j < vocab; j += kThreads) {
-      float p = expf(load(row, j) - max) * inv;
-      store(out, r * vocab + j, scale * (p - (j == label ? 1.0f : 0.0f)));
+    for (int64_t k = threadIdx.x; k < vocab / N; k += kThreads) {
+      Pack<T, N> v = in[k], g;
+#pragma unroll
+      for (int e = 0; e < N; ++e) {
+        float p = expf(load(v.v, e) - rowLse);
+        store(g.v, e, scale * (p - (k * N + e == label ? 1.0f : 0.0f)));
+      }
+      dst[k] = g;
     }
-    __syncthreads(); // the row is written before the next is read
   }
 }
 
@@ -452,6 +490,16 @@ __global__ void adamwChunkKernel(AdamWChunk chunk, const float *gradNorm,
                 int64_t(gridDim.x) * kThreads);
 }
 
+/// Calls `f(std::integral_constant<int, N>)` with the widest pack width N
+/// that rows of `vocab` elements of T at `logits` (and `out`) allow: 16
+/// bytes, or one element.
+template <typename T, typename F>
+void withRowPacks(const void *logits, const void *out, int64_t vocab, F f) {
+  if (vocab % kPack<T> == 0 && isPackAligned(logits) && isPackAligned(out))
+    return f(std::integral_constant<int, kPack<T>>());
+  f(std::integral_constant<int, 1>());
+}
+
 } // namespace
 
 void titanrt::cuda::rmsNorm(ElementType type, const void *x, const void *w,
@@ -491,15 +539,28 @@ void titanrt::cuda::rmsNormGrad(ElementType type, const void *x, const void *w,
   checkLaunch("rms_norm_grad (weight sum)");
 }
 
-void titanrt::cuda::rope(ElementType type, const void *x, const float *angles,
+void titanrt::cuda::rope(ElementType type, const void *x, const float *freqsCis,
                          void *out, int64_t batch, int64_t seq, int64_t heads,
                          int64_t pairs, bool transpose, cudaStream_t stream) {
+  int64_t tokens = batch * seq;
+  if (tokens <= 0 || heads * pairs <= 0)
+    return;
+  unsigned blocks = unsigned(std::min<int64_t>(tokens, int64_t(65535) * 16));
   dispatch(type, [&](auto *tag) {
     using T = std::remove_pointer_t<decltype(tag)>;
-    ropeKernel<T>
-        <<<blocksFor(batch * seq * heads * pairs), kThreads, 0, stream>>>(
-            static_cast<const T *>(x), angles, static_cast<T *>(out), batch,
-            seq, heads, pairs, transpose);
+    constexpr int kN = kPack<T>;
+    // A token's heads x head_dim elements (far below 2^31) in packs of N.
+    auto launch = [&](auto width) {
+      constexpr int n = decltype(width)::value;
+      ropeKernel<T, n><<<blocks, kThreads, 0, stream>>>(
+          static_cast<const T *>(x), freqsCis, static_cast<T *>(out), tokens,
+          seq, int(heads * 2 * pairs / n), int(2 * pairs / n), transpose);
+    };
+    if ((2 * pairs) % kN == 0 && isPackAligned(x) && isPackAligned(out) &&
+        isPackAligned(freqsCis))
+      launch(std::integral_constant<int, kN>());
+    else
+      launch(std::integral_constant<int, 2>()); // one pair at a time
   });
   checkLaunch("rope");
 }
@@ -590,7 +651,7 @@ size_t titanrt::cuda::crossEntropyWorkspaceBytes(int64_t rows) {
 }
 
 void titanrt::cuda::crossEntropy(ElementType type, const void *logits,
-                                 const int32_t *labels, float *loss,
+                                 const int32_t *labels, float *loss, float *lse,
                                  int64_t rows, int64_t vocab, void *workspace,
                                  cudaStream_t stream) {
   auto *rowLoss = static_cast<float *>(workspace);
@@ -598,8 +659,11 @@ void titanrt::cuda::crossEntropy(ElementType type, const void *logits,
     using T = std::remove_pointer_t<decltype(tag)>;
     unsigned blocks =
         unsigned(std::clamp<int64_t>(rows, 1, int64_t(65535) * 16));
-    crossEntropyRowsKernel<T><<<blocks, kThreads, 0, stream>>>(
-        static_cast<const T *>(logits), labels, rowLoss, rows, vocab);
+    withRowPacks<T>(logits, logits, vocab, [&](auto width) {
+      crossEntropyRowsKernel<T, decltype(width)::value>
+          <<<blocks, kThreads, 0, stream>>>(static_cast<const T *>(logits),
+                                            labels, lse, rowLoss, rows, vocab);
+    });
   });
   checkLaunch("cross_entropy");
   meanKernel<<<1, kThreads, 0, stream>>>(rowLoss, rows, loss);
@@ -607,16 +671,20 @@ void titanrt::cuda::crossEntropy(ElementType type, const void *logits,
 }
 
 void titanrt::cuda::crossEntropyGrad(ElementType type, const void *logits,
-                                     const int32_t *labels, const float *dloss,
-                                     void *out, int64_t rows, int64_t vocab,
+                                     const int32_t *labels, const float *lse,
+                                     const float *dloss, void *out,
+                                     int64_t rows, int64_t vocab,
                                      cudaStream_t stream) {
   dispatch(type, [&](auto *tag) {
     using T = std::remove_pointer_t<decltype(tag)>;
     unsigned blocks =
         unsigned(std::clamp<int64_t>(rows, 1, int64_t(65535) * 16));
-    crossEntropyGradKernel<T><<<blocks, kThreads, 0, stream>>>(
-        static_cast<const T *>(logits), labels, dloss, static_cast<T *>(out),
-        rows, vocab);
+    withRowPacks<T>(logits, out, vocab, [&](auto width) {
+      crossEntropyGradKernel<T, decltype(width)::value>
+          <<<blocks, kThreads, 0, stream>>>(static_cast<const T *>(logits),
+                                            labels, lse, dloss,
+                                            static_cast<T *>(out), rows, vocab);
+    });
   });
   checkLaunch("cross_entropy_grad");
 }

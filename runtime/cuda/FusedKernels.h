@@ -35,10 +35,12 @@ void rmsNormGrad(ElementType type, const void *x, const void *w, const void *dy,
                  void *dx, void *dw, int64_t rows, int64_t dim, double eps,
                  void *workspace, cudaStream_t stream);
 
-/// Rotary embedding of x (batch x seq x heads x 2 pairs) by angles
-/// (seq x pairs, f32): each pair (a, b) becomes (a cos - b sin, a sin +
-/// b cos); `transpose` rotates back (the adjoint). `out` may be `x`.
-void rope(ElementType type, const void *x, const float *angles, void *out,
+/// Rotary embedding of x (batch x seq x heads x 2 pairs) by the table
+/// freqsCis (seq x pairs x (cos, sin), f32): each pair (a, b) becomes
+/// (a cos - b sin, a sin + b cos); `transpose` rotates back (the adjoint).
+/// `out` may be `x`. One block per token, 16-byte accesses where a head's
+/// elements and the pointers allow them.
+void rope(ElementType type, const void *x, const float *freqsCis, void *out,
           int64_t batch, int64_t seq, int64_t heads, int64_t pairs,
           bool transpose, cudaStream_t stream);
 
@@ -74,19 +76,21 @@ void swigluGrad(ElementType type, const void *gate, const void *up,
 /// The workspace crossEntropy needs: one f32 loss per row.
 size_t crossEntropyWorkspaceBytes(int64_t rows);
 /// *loss = mean over rows of logsumexp(logits[r]) - logits[r, labels[r]],
-/// in one pass over each row (online max and sum) and a fixed-order mean:
-/// the same bits on every run. A label outside [0, vocab) makes its row's
-/// loss NaN, which stops the run (the data is checked before; this is a
-/// last guard, not a silent zero).
+/// in one pass over each row (online max and sum, 16-byte loads where the
+/// rows allow) and a fixed-order mean: the same bits on every run; lse[r] =
+/// logsumexp(logits[r]) for the backward. A label outside [0, vocab) makes
+/// its row's loss NaN, which stops the run (the data is checked before;
+/// this is a last guard, not a silent zero).
 void crossEntropy(ElementType type, const void *logits, const int32_t *labels,
-                  float *loss, int64_t rows, int64_t vocab, void *workspace,
-                  cudaStream_t stream);
-/// out = *dloss / rows * (softmax(logits[r]) - onehot(labels[r])), which may
-/// overwrite `logits` (each row is read whole before it is written), so the
-/// backward holds the logits once.
+                  float *loss, float *lse, int64_t rows, int64_t vocab,
+                  void *workspace, cudaStream_t stream);
+/// out = *dloss / rows * (exp(logits[r] - lse[r]) - onehot(labels[r])) with
+/// the forward's lse: one read of the logits, elementwise, so `out` may be
+/// `logits` (the backward then holds the logits once).
 void crossEntropyGrad(ElementType type, const void *logits,
-                      const int32_t *labels, const float *dloss, void *out,
-                      int64_t rows, int64_t vocab, cudaStream_t stream);
+                      const int32_t *labels, const float *lse,
+                      const float *dloss, void *out, int64_t rows,
+                      int64_t vocab, cudaStream_t stream);
 
 /// Cross-entropy in pieces over a vocabulary shard (loss parallel), as the
 /// CPU kernels of the same names and titan.row_max, sum_exp, target_logit

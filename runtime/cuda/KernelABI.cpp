@@ -243,13 +243,13 @@ void fill(const Args &c) {
 }
 void crossEntropy(const Args &c) {
   cuda::crossEntropy(c.type(0), c.buffers[0], c.buf<int32_t>(1),
-                     c.buf<float>(2), c.shape(1).numel(), c.shape(0).back(),
-                     c.workspace, c.stream());
+                     c.buf<float>(2), c.buf<float>(3), c.shape(1).numel(),
+                     c.shape(0).back(), c.workspace, c.stream());
 }
 void crossEntropyGrad(const Args &c) {
   cuda::crossEntropyGrad(c.type(0), c.buffers[0], c.buf<int32_t>(1),
-                         c.buf<float>(2), c.buffers[3], c.shape(1).numel(),
-                         c.shape(0).back(), c.stream());
+                         c.buf<float>(2), c.buf<float>(3), c.buffers[4],
+                         c.shape(1).numel(), c.shape(0).back(), c.stream());
 }
 void rowMax(const Args &c) {
   Shape s = c.shape(0);

@@ -276,13 +276,14 @@ template <typename T> void fill(const Call &c) {
   std::fill(out, out + c.shape(0).numel(), T(c.floats[0]));
 }
 template <typename T> void crossEntropy(const Call &c) {
-  *c.buf<float>(2) = float(
-      k::crossEntropy(c.buf<T>(0), c.buf<int32_t>(1), c.shape(1).numel(),
-                      c.shape(0).back(), static_cast<double *>(c.workspace)));
+  *c.buf<float>(2) = float(k::crossEntropy(
+      c.buf<T>(0), c.buf<int32_t>(1), c.shape(1).numel(), c.shape(0).back(),
+      c.buf<T>(3), static_cast<double *>(c.workspace)));
 }
 template <typename T> void crossEntropyGrad(const Call &c) {
-  k::crossEntropyGrad(c.buf<T>(0), c.buf<int32_t>(1), *c.buf<float>(2),
-                      c.buf<T>(3), c.shape(1).numel(), c.shape(0).back());
+  k::crossEntropyGrad(c.buf<T>(0), c.buf<int32_t>(1), c.buf<T>(2),
+                      *c.buf<float>(3), c.buf<T>(4), c.shape(1).numel(),
+                      c.shape(0).back());
 }
 /// ints: {number of inputs}. Per-tensor norms are rounded to float32 before
 /// the norm of norms, as torch.nn.utils.clip_grad_norm_ stacks them.

@@ -229,7 +229,7 @@ void rmsNormGrad(const T *x, const T *w, const T *dy, T *dx, T *dw,
   }
 }
 
-void ropeAngles(float *angles, int64_t seq, int64_t pairs, double theta,
+void ropeAngles(float *freqsCis, int64_t seq, int64_t pairs, double theta,
                 bool scaled, double factor, double lowFreqFactor,
                 double highFreqFactor, double originalMaxPositions,
                 float *invFreq) {
@@ -254,20 +254,23 @@ void ropeAngles(float *angles, int64_t seq, int64_t pairs, double theta,
     }
   }
   for (int64_t p = 0; p < seq; ++p)
-    for (int64_t j = 0; j < pairs; ++j)
-      angles[p * pairs + j] = float(p) * invFreq[j];
+    for (int64_t j = 0; j < pairs; ++j) {
+      float angle = float(p) * invFreq[j];
+      freqsCis[2 * (p * pairs + j)] = std::cos(angle);
+      freqsCis[2 * (p * pairs + j) + 1] = std::sin(angle);
+    }
 }
 
 template <typename T>
-void rope(const T *x, const float *angles, T *out, int64_t batch, int64_t seq,
+void rope(const T *x, const float *freqsCis, T *out, int64_t batch, int64_t seq,
           int64_t heads, int64_t pairs, bool transpose) {
 #pragma omp parallel for collapse(2) if (batch * seq * heads * pairs >=        \
                                          kParallelWork)
   for (int64_t b = 0; b < batch; ++b)
     for (int64_t s = 0; s < seq; ++s)
       for (int64_t j = 0; j < pairs; ++j) {
-        float angle = angles[s * pairs + j];
-        T c = std::cos(angle), sn = std::sin(angle);
+        const float *cosSin = freqsCis + 2 * (s * pairs + j);
+        T c = cosSin[0], sn = cosSin[1];
         if (transpose)
           sn = -sn;
         for (int64_t h = 0; h < heads; ++h) {
@@ -339,14 +342,15 @@ template <typename T> void add(const T *a, const T *b, T *out, int64_t n) {
 
 template <typename T>
 double crossEntropy(const T *logits, const int32_t *labels, int64_t rows,
-                    int64_t vocab, double *rowLoss) {
+                    int64_t vocab, T *lse, double *rowLoss) {
 #pragma omp parallel for if (rows * vocab >= kParallelWork)
   for (int64_t r = 0; r < rows; ++r) {
     checkToken(labels[r], r, vocab, "label");
     const T *row = logits + r * vocab;
     T max = rowMaxOf(row, vocab);
-    rowLoss[r] = double(max) + std::log(sumExpOf(row, max, vocab)) -
-                 double(row[labels[r]]);
+    double rowLse = double(max) + std::log(sumExpOf(row, max, vocab));
+    lse[r] = T(rowLse);
+    rowLoss[r] = rowLse - double(row[labels[r]]);
   }
   double total = 0;
   for (int64_t r = 0; r < rows; ++r)
@@ -355,22 +359,19 @@ double crossEntropy(const T *logits, const int32_t *labels, int64_t rows,
 }
 
 template <typename T>
-void crossEntropyGrad(const T *logits, const int32_t *labels, double dloss,
-                      T *out, int64_t rows, int64_t vocab) {
+void crossEntropyGrad(const T *logits, const int32_t *labels, const T *lse,
+                      double dloss, T *out, int64_t rows, int64_t vocab) {
   double scale = dloss / double(rows);
 #pragma omp parallel for if (rows * vocab >= kParallelWork)
   for (int64_t r = 0; r < rows; ++r) {
     checkToken(labels[r], r, vocab, "label");
     const T *row = logits + r * vocab;
-    T max = rowMaxOf(row, vocab);
-    double sum = sumExpOf(row, max, vocab);
-    // scale * (softmax - onehot): the softmax's exponentials again, then
-    // the label's entry.
-    scaledExp(row, max, scale / sum, out + r * vocab, vocab);
+    // scale * (softmax - onehot), softmax = exp(row - lse) in one pass over
+    // the row, then the label's entry.
+    scaledExp(row, lse[r], scale, out + r * vocab, vocab);
     int64_t label = labels[r];
     out[r * vocab + label] =
-        T(scale *
-          (double(titanrt::vmath::fastExp(row[label] - max)) / sum - 1.0));
+        T(scale * (double(titanrt::vmath::fastExp(row[label] - lse[r])) - 1.0));
   }
 }
 
@@ -539,9 +540,9 @@ void adamw(T *param, const T *grad, T *expAvg, T *expAvgSq, int64_t n,
   template void mul<T>(const T *, const T *, T *, int64_t);                    \
   template void add<T>(const T *, const T *, T *, int64_t);                    \
   template double crossEntropy<T>(const T *, const int32_t *, int64_t,         \
-                                  int64_t, double *);                          \
-  template void crossEntropyGrad<T>(const T *, const int32_t *, double, T *,   \
-                                    int64_t, int64_t);                         \
+                                  int64_t, T *, double *);                     \
+  template void crossEntropyGrad<T>(const T *, const int32_t *, const T *,     \
+                                    double, T *, int64_t, int64_t);            \
   template double sumOfSquares<T>(const T *, int64_t, double *);               \
   template void adamw<T>(T *, const T *, T *, T *, int64_t, double, float,     \
                          int64_t, double, double, double, double, double);

@@ -43,15 +43,15 @@ template <typename T>
 void rmsNormGrad(const T *x, const T *w, const T *dy, T *dx, T *dw,
                  int64_t rows, int64_t dim, double eps, double *dwAcc);
 
-/// angles[p, j] for p < seq, j < pairs (float32 always); `invFreq` is
-/// scratch for `pairs` floats.
-void ropeAngles(float *angles, int64_t seq, int64_t pairs, double theta,
+/// freqsCis[p, j] = (cos, sin) of the angle of position p < seq and pair
+/// j < pairs (float32 always); `invFreq` is scratch for `pairs` floats.
+void ropeAngles(float *freqsCis, int64_t seq, int64_t pairs, double theta,
                 bool scaled, double factor, double lowFreqFactor,
                 double highFreqFactor, double originalMaxPositions,
                 float *invFreq);
-/// x is batch x seq x heads x (2 * pairs).
+/// x is batch x seq x heads x (2 * pairs), freqsCis seq x pairs x 2.
 template <typename T>
-void rope(const T *x, const float *angles, T *out, int64_t batch, int64_t seq,
+void rope(const T *x, const float *freqsCis, T *out, int64_t batch, int64_t seq,
           int64_t heads, int64_t pairs, bool transpose);
 
 /// q/out: B x S x Hq x D, k/v: B x S x Hkv x D, causal; lse: B x Hq x S,
@@ -128,15 +128,17 @@ void swigluGrad(const T *gate, const T *up, const T *dy, T *dgate, T *dup,
 template <typename T> void mul(const T *a, const T *b, T *out, int64_t n);
 template <typename T> void add(const T *a, const T *b, T *out, int64_t n);
 
-/// Mean over `rows` of logsumexp(logits[r]) - logits[r, labels[r]];
-/// `rowLoss` is scratch for `rows` doubles (each row's loss, summed in row
-/// order).
+/// Mean over `rows` of logsumexp(logits[r]) - logits[r, labels[r]], and
+/// lse[r] = logsumexp(logits[r]) for the backward; `rowLoss` is scratch for
+/// `rows` doubles (each row's loss, summed in row order).
 template <typename T>
 double crossEntropy(const T *logits, const int32_t *labels, int64_t rows,
-                    int64_t vocab, double *rowLoss);
+                    int64_t vocab, T *lse, double *rowLoss);
+/// dloss / rows * (exp(logits[r] - lse[r]) - onehot(labels[r])): one pass
+/// over the logits with the forward's lse.
 template <typename T>
-void crossEntropyGrad(const T *logits, const int32_t *labels, double dloss,
-                      T *out, int64_t rows, int64_t vocab);
+void crossEntropyGrad(const T *logits, const int32_t *labels, const T *lse,
+                      double dloss, T *out, int64_t rows, int64_t vocab);
 
 /// Sum of squares, accumulated in double.
 /// `partials` is scratch for titan::cpu::globalNormWorkspaceBytes(n) (the

@@ -102,27 +102,34 @@ TEST(FusedKernels, SwiGLU) {
     }
 }
 
+// Head dims whose rows take 16-byte packs for f32 and bf16 (8, 128) and
+// one that takes pairs only (6).
 TEST(FusedKernels, Rope) {
-  int64_t batch = 2, seq = 9, heads = 3, pairs = 4;
-  size_t n = size_t(batch * seq * heads * pairs * 2);
-  std::vector<float> angles = random(size_t(seq * pairs), 7, -4, 4);
-  float *dAngles = nullptr;
-  ASSERT_EQ(cudaMalloc(&dAngles, angles.size() * 4), cudaSuccess);
-  cudaMemcpy(dAngles, angles.data(), angles.size() * 4, cudaMemcpyHostToDevice);
-  for (ElementType t : {ElementType::F32, ElementType::BF16})
-    for (bool transpose : {false, true}) {
-      std::vector<float> x = rounded(random(n, 8), t), y(n);
-      kernels::rope(x.data(), angles.data(), y.data(), batch, seq, heads, pairs,
-                    transpose);
-      DeviceBuffer dX(x, t), dY(n, t);
-      rope(t, dX.ptr, dAngles, dY.ptr, batch, seq, heads, pairs, transpose,
-           nullptr);
-      expectClose(dY.read(), y, t, 1e-6, "rope");
-      rope(t, dX.ptr, dAngles, dX.ptr, batch, seq, heads, pairs, transpose,
-           nullptr); // in place
-      expectClose(dX.read(), y, t, 1e-6, "rope in place");
+  int64_t batch = 2, seq = 9, heads = 3;
+  for (int64_t pairs : {3, 4, 64}) {
+    SCOPED_TRACE("pairs " + std::to_string(pairs));
+    size_t n = size_t(batch * seq * heads * pairs * 2);
+    std::vector<float> angles = random(size_t(seq * pairs), 7, -4, 4);
+    std::vector<float> freqsCis;
+    for (float angle : angles) {
+      freqsCis.push_back(std::cos(angle));
+      freqsCis.push_back(std::sin(angle));
     }
-  cudaFree(dAngles);
+    DeviceArray<float> dFreqsCis(freqsCis);
+    for (ElementType t : {ElementType::F32, ElementType::BF16})
+      for (bool transpose : {false, true}) {
+        std::vector<float> x = rounded(random(n, 8), t), y(n);
+        kernels::rope(x.data(), freqsCis.data(), y.data(), batch, seq, heads,
+                      pairs, transpose);
+        DeviceBuffer dX(x, t), dY(n, t);
+        rope(t, dX.ptr, dFreqsCis.ptr, dY.ptr, batch, seq, heads, pairs,
+             transpose, nullptr);
+        expectClose(dY.read(), y, t, 1e-6, "rope");
+        rope(t, dX.ptr, dFreqsCis.ptr, dX.ptr, batch, seq, heads, pairs,
+             transpose, nullptr); // in place
+        expectClose(dX.read(), y, t, 1e-6, "rope in place");
+      }
+  }
 }
 
 TEST(FusedKernels, Embedding) {
@@ -310,10 +317,16 @@ TEST(FusedKernels, AdamWMultiIsBitwiseTheCpuKernel) {
     cudaFree(ptr);
 }
 
+// Vocabularies whose rows take 16-byte packs for f32 and bf16 (1024,
+// 50000), for f32 only (300, 50004) and for neither (2, 1001).
 TEST(FusedKernels, CrossEntropy) {
   for (ElementType t : {ElementType::F32, ElementType::BF16})
-    for (auto [rows, vocab] :
-         {std::pair<int64_t, int64_t>{1, 2}, {7, 300}, {33, 50000}}) {
+    for (auto [rows, vocab] : {std::pair<int64_t, int64_t>{1, 2},
+                               {7, 300},
+                               {5, 1001},
+                               {9, 1024},
+                               {33, 50000},
+                               {4, 50004}}) {
       SCOPED_TRACE("rows " + std::to_string(rows) + " vocab " +
                    std::to_string(vocab));
       size_t n = size_t(rows * vocab);
@@ -322,13 +335,16 @@ TEST(FusedKernels, CrossEntropy) {
       for (int64_t r = 0; r < rows; ++r)
         labels[r] = int32_t((r * 7919) % vocab);
       std::vector<double> rowLoss(rows);
-      double expected = kernels::crossEntropy(logits.data(), labels.data(),
-                                              rows, vocab, rowLoss.data());
+      std::vector<float> lse(rows);
+      double expected =
+          kernels::crossEntropy(logits.data(), labels.data(), rows, vocab,
+                                lse.data(), rowLoss.data());
       std::vector<float> grad(n);
-      kernels::crossEntropyGrad(logits.data(), labels.data(), 1.0, grad.data(),
-                                rows, vocab);
+      kernels::crossEntropyGrad(logits.data(), labels.data(), lse.data(), 1.0,
+                                grad.data(), rows, vocab);
 
-      DeviceBuffer dLogits(logits, t), dGrad(n, t);
+      DeviceBuffer dLogits(logits, t), dGrad(n, t),
+          dLse(size_t(rows), ElementType::F32);
       int32_t *dLabels = nullptr;
       float *dLoss = nullptr, *dOne = nullptr;
       void *workspace = nullptr;
@@ -340,17 +356,19 @@ TEST(FusedKernels, CrossEntropy) {
       cudaMemcpy(dLabels, labels.data(), rows * 4, cudaMemcpyHostToDevice);
       float one = 1.0f;
       cudaMemcpy(dOne, &one, 4, cudaMemcpyHostToDevice);
-      crossEntropy(t, dLogits.ptr, dLabels, dLoss, rows, vocab, workspace,
-                   nullptr);
+      auto *lseOut = static_cast<float *>(dLse.ptr);
+      crossEntropy(t, dLogits.ptr, dLabels, dLoss, lseOut, rows, vocab,
+                   workspace, nullptr);
       float loss = 0;
       cudaMemcpy(&loss, dLoss, 4, cudaMemcpyDeviceToHost);
       EXPECT_NEAR(loss, expected, 1e-5 * std::fabs(expected) + 1e-6);
-      crossEntropyGrad(t, dLogits.ptr, dLabels, dOne, dGrad.ptr, rows, vocab,
-                       nullptr);
+      expectClose(dLse.read(), lse, ElementType::F32, 1e-6, "lse");
+      crossEntropyGrad(t, dLogits.ptr, dLabels, lseOut, dOne, dGrad.ptr, rows,
+                       vocab, nullptr);
       expectClose(dGrad.read(), grad, t, 1e-7, "grad");
       // In place over the logits.
-      crossEntropyGrad(t, dLogits.ptr, dLabels, dOne, dLogits.ptr, rows, vocab,
-                       nullptr);
+      crossEntropyGrad(t, dLogits.ptr, dLabels, lseOut, dOne, dLogits.ptr, rows,
+                       vocab, nullptr);
       expectClose(dLogits.read(), grad, t, 1e-7, "grad in place");
       cudaFree(dLabels);
       cudaFree(dLoss);

@@ -105,16 +105,16 @@ TEST_F(GradientCheck, RMSNorm) {
 
 TEST_F(GradientCheck, RopeTransposeIsTheAdjoint) {
   int64_t batch = 2, seq = 5, heads = 3, pairs = 4;
-  std::vector<float> angles(seq * pairs), invFreq(pairs);
-  ropeAngles(angles.data(), seq, pairs, 10000.0, true, 4.0, 1.0, 4.0, 4.0,
+  std::vector<float> freqsCis(seq * pairs * 2), invFreq(pairs);
+  ropeAngles(freqsCis.data(), seq, pairs, 10000.0, true, 4.0, 1.0, 4.0, 4.0,
              invFreq.data());
   size_t n = batch * seq * heads * 2 * pairs;
   Vec x = randomVec(n, rng), r = randomVec(n, rng), y(n), dx(n);
   auto loss = [&] {
-    rope(x.data(), angles.data(), y.data(), batch, seq, heads, pairs, false);
+    rope(x.data(), freqsCis.data(), y.data(), batch, seq, heads, pairs, false);
     return dot(y, r);
   };
-  rope(r.data(), angles.data(), dx.data(), batch, seq, heads, pairs, true);
+  rope(r.data(), freqsCis.data(), dx.data(), batch, seq, heads, pairs, true);
   expectGradient(x, dx, loss, "input");
 }
 
@@ -184,12 +184,14 @@ TEST_F(GradientCheck, CrossEntropy) {
   std::vector<int32_t> labels = {0, 6, 3, 3};
   double dloss = 0.75;
   std::vector<double> rowLoss(rows);
+  Vec lse(rows);
   auto loss = [&] {
     return dloss * crossEntropy(logits.data(), labels.data(), rows, vocab,
-                                rowLoss.data());
+                                lse.data(), rowLoss.data());
   };
-  crossEntropyGrad(logits.data(), labels.data(), dloss, dlogits.data(), rows,
-                   vocab);
+  loss(); // the lse of the unperturbed logits, for the backward
+  crossEntropyGrad(logits.data(), labels.data(), lse.data(), dloss,
+                   dlogits.data(), rows, vocab);
   expectGradient(logits, dlogits, loss, "logits");
 }
 
@@ -221,7 +223,8 @@ TEST_F(GradientCheck, CrossEntropyFromVocabularyShards) {
       for (int64_t j = 0; j < local; ++j)
         part[s][r * local + j] = logits[r * vocab + s * local + j];
 
-  Vec max(rows, -INFINITY), sum(rows, 0.0), target(rows, 0.0), t(rows);
+  Vec max(rows, -INFINITY), sum(rows, 0.0), target(rows, 0.0), t(rows),
+      lse(rows);
   std::vector<double> rowLoss(rows);
   for (int64_t s = 0; s < shards; ++s) {
     rowMax(part[s].data(), t.data(), rows, local);
@@ -239,11 +242,12 @@ TEST_F(GradientCheck, CrossEntropyFromVocabularyShards) {
   }
   EXPECT_NEAR(
       crossEntropyFromStats(max.data(), sum.data(), target.data(), rows),
-      crossEntropy(logits.data(), labels.data(), rows, vocab, rowLoss.data()),
+      crossEntropy(logits.data(), labels.data(), rows, vocab, lse.data(),
+                   rowLoss.data()),
       1e-12);
 
-  crossEntropyGrad(logits.data(), labels.data(), dloss, whole.data(), rows,
-                   vocab);
+  crossEntropyGrad(logits.data(), labels.data(), lse.data(), dloss,
+                   whole.data(), rows, vocab);
   Vec dsum(rows), dtarget(rows), a(rows * local), b(rows * local);
   crossEntropyFromStatsGrad(sum.data(), dloss, dsum.data(), dtarget.data(),
                             rows);

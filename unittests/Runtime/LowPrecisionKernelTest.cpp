@@ -235,18 +235,21 @@ TEST(LowPrecisionKernels, NormAndRotaryRoundOnce) {
          {},
          {1e-5},
          /*the weight gradient's f64 sums, in f32 units*/ 2 * 32});
-  Buffer angles{{4, 4}, Kind::F32, {}};
+  Buffer freqsCis{{4, 4, 2}, Kind::F32, {}};
   for (int p = 0; p < 4; ++p)
-    for (int j = 0; j < 4; ++j)
-      angles.values.push_back(p * std::pow(10000.0, -j / 4.0));
+    for (int j = 0; j < 4; ++j) {
+      float angle = float(p * std::pow(10000.0, -j / 4.0));
+      freqsCis.values.push_back(std::cos(angle));
+      freqsCis.values.push_back(std::sin(angle));
+    }
   check({"rope",
          ENTRIES(rope),
-         {lp({2, 4, 3, 8}), angles},
+         {lp({2, 4, 3, 8}), freqsCis},
          {out({2, 4, 3, 8})},
          {0}});
   check({"rope transpose",
          ENTRIES(rope),
-         {lp({2, 4, 3, 8}), angles},
+         {lp({2, 4, 3, 8}), freqsCis},
          {out({2, 4, 3, 8})},
          {1}});
 }

@@ -62,7 +62,7 @@ func.func @forward_backward(%w: tensor<8x8xbf16> {titan.param = "w"}, %n: tensor
   %dq:3 = titan.attention_grad %v, %v, %v, %o#0, %o#1, %v {scale = 0.5 : f64} : (tensor<1x8x2x4xbf16>, tensor<1x8x2x4xbf16>, tensor<1x8x2x4xbf16>, tensor<1x8x2x4xbf16>, tensor<1x2x8xf32>, tensor<1x8x2x4xbf16>) -> (tensor<1x8x2x4xbf16>, tensor<1x8x2x4xbf16>, tensor<1x8x2x4xbf16>)
   %of:2 = titan.attention %qf, %qf, %qf {scale = 0.5 : f64} : (tensor<1x8x2x4xf32>, tensor<1x8x2x4xf32>, tensor<1x8x2x4xf32>) -> (tensor<1x8x2x4xf32>, tensor<1x2x8xf32>)
   %yf = titan.cast %dx : tensor<1x8x8xbf16> to tensor<1x8x8xf32>
-  %loss = titan.cross_entropy %yf, %l : (tensor<1x8x8xf32>, tensor<1x8xi32>) -> tensor<f32>
+  %loss, %loss_lse = titan.cross_entropy %yf, %l : (tensor<1x8x8xf32>, tensor<1x8xi32>) -> (tensor<f32>, tensor<1x8xf32>)
   %ge = titan.embedding_grad %y, %l : (tensor<1x8x8xbf16>, tensor<1x8xi32>) -> tensor<8x8xbf16>
   return %loss, %w, %dn, %dq#0, %of#0, %ge : tensor<f32>, tensor<8x8xbf16>, tensor<8xbf16>, tensor<1x8x2x4xbf16>, tensor<1x8x2x4xf32>, tensor<8x8xbf16>
 }

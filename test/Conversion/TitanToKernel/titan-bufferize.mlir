@@ -26,7 +26,8 @@
 // CHECK:      %[[LSE:.*]] = kernel.alloc temporary : memref<2x2x3xf32>
 // CHECK:      %[[WS:.*]] = kernel.alloc workspace : memref<512xi8>
 // CHECK:      kernel.call "attention"(%[[YV]], %[[YV]], %[[YV]] : {{.*}}) outs(%[[O]], %[[LSE]] : memref<2x3x2x4xf32>, memref<2x2x3xf32>) workspace(%[[WS]] : memref<512xi8>) on %[[S]] params [5.000000e-01]
-// CHECK:      kernel.call "cross_entropy"(%[[Y]], %[[L]] : memref<2x3x8xf32>, memref<2x3xi32>) outs(%[[LOSS]] : memref<f32>)
+// CHECK:      %[[CELSE:.*]] = kernel.alloc temporary : memref<2x3xf32>
+// CHECK:      kernel.call "cross_entropy"(%[[Y]], %[[L]] : memref<2x3x8xf32>, memref<2x3xi32>) outs(%[[LOSS]], %[[CELSE]] : memref<f32>, memref<2x3xf32>)
 // CHECK:      kernel.call "linear_grad_weight"(%[[Y]], %[[H]] : {{.*}}) outs(%[[GW]] : memref<8x4xf32>)
 // CHECK:      kernel.call "fill"() outs(%[[GN]] : memref<4xf32>) on %[[S]] params [0.000000e+00]
 // CHECK-NOT:  kernel.copy
@@ -41,7 +42,7 @@ func.func @forward_backward(%w: tensor<8x4xf32> {titan.param = "w"}, %n: tensor<
   %y = titan.linear %h, %w : (tensor<2x3x4xf32>, tensor<8x4xf32>) -> tensor<2x3x8xf32>
   %v = titan.reshape %y : tensor<2x3x8xf32> -> tensor<2x3x2x4xf32>
   %o:2 = titan.attention %v, %v, %v {scale = 0.5 : f64} : (tensor<2x3x2x4xf32>, tensor<2x3x2x4xf32>, tensor<2x3x2x4xf32>) -> (tensor<2x3x2x4xf32>, tensor<2x2x3xf32>)
-  %loss = titan.cross_entropy %y, %l : (tensor<2x3x8xf32>, tensor<2x3xi32>) -> tensor<f32>
+  %loss, %loss_lse = titan.cross_entropy %y, %l : (tensor<2x3x8xf32>, tensor<2x3xi32>) -> (tensor<f32>, tensor<2x3xf32>)
   %gw = titan.linear_grad_weight %y, %h : (tensor<2x3x8xf32>, tensor<2x3x4xf32>) -> tensor<8x4xf32>
   %gn = titan.fill 0.0 : tensor<4xf32>
   return %loss, %gw, %gn : tensor<f32>, tensor<8x4xf32>, tensor<4xf32>
@@ -232,7 +233,7 @@ func.func @forward_backward(%w: tensor<2x8x4xf32> {titan.param = "w"}, %labels: 
   %h = titan.slice %w [1, 0, 0] : tensor<2x8x4xf32> -> tensor<1x8x4xf32>
   %b = titan.slice %w [0, 2, 0] : tensor<2x8x4xf32> -> tensor<2x4x4xf32>
   %c = titan.concat %b, %b dim 1 : tensor<2x4x4xf32>, tensor<2x4x4xf32> -> tensor<2x8x4xf32>
-  %loss = titan.cross_entropy %c, %labels : (tensor<2x8x4xf32>, tensor<2x8xi32>) -> tensor<f32>
+  %loss, %loss_lse = titan.cross_entropy %c, %labels : (tensor<2x8x4xf32>, tensor<2x8xi32>) -> (tensor<f32>, tensor<2x8xf32>)
   %hl = titan.reshape %h : tensor<1x8x4xf32> -> tensor<8x4xf32>
   %r = titan.sqrt %hl : tensor<8x4xf32>
   %g = titan.slice_grad %b [0, 2, 0] : tensor<2x4x4xf32> -> tensor<2x8x4xf32>

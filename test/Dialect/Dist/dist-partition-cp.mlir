@@ -5,18 +5,18 @@
 
 // Context parallel (cp 2) on an attention block: each rank holds its two
 // load-balanced chunks of the sequence (4 of 8 tokens), the replicated RoPE
-// angles are sliced to the same chunks (dist.local_shard), attention over
-// the split sequence becomes dist.ring_attention, and the loss, a partial
-// mean over cp, is averaged over cp. Parameters are stored split over cp
+// cos/sin table is sliced to the same chunks (dist.local_shard), attention
+// over the split sequence becomes dist.ring_attention, and the loss, a
+// partial mean over cp, is averaged over cp (its per-row lse stays split). Parameters are stored split over cp
 // (FSDP over dp_shard x cp) and gathered before use.
 // CHECK-LABEL: func.func @forward(
 // CHECK-SAME: tensor<4x8xf32> {dist.keep_gathered, dist.sharding = #dist.sharding<{{\[}}["cp"]]>, titan.param = "tok_embeddings.weight"}
 // CHECK-SAME: %[[TOKENS:[^:]*]]: tensor<2x4xi32> {dist.sharding = #dist.sharding<{{\[}}[], ["cp"]]>, titan.input = "tokens"}
 // CHECK:      %[[ANGLES:.*]] = titan.rope_angles
-// CHECK:      %[[LOCAL:.*]] = dist.local_shard %[[ANGLES]] axes ["cp"] dim 0 {dist.shardings = [#dist.sharding<{{\[}}["cp"]]>]} : tensor<8x1xf32> -> tensor<4x1xf32>
+// CHECK:      %[[LOCAL:.*]] = dist.local_shard %[[ANGLES]] axes ["cp"] dim 0 {dist.shardings = [#dist.sharding<{{\[}}["cp"]]>]} : tensor<8x1x2xf32> -> tensor<4x1x2xf32>
 // CHECK:      titan.rope %{{.*}}, %[[LOCAL]]
 // CHECK:      %[[O:.*]], %{{.*}} = dist.ring_attention %{{.*}}, %{{.*}}, %{{.*}} axes ["cp"] rotate allgather {dist.shardings = [#dist.sharding<{{\[}}[], ["cp"]]>, #dist.sharding<{{\[}}[], [], ["cp"]]>]{{.*}} : (tensor<2x4x4x2xf32>, tensor<2x4x2x2xf32>, tensor<2x4x2x2xf32>) -> (tensor<2x4x4x2xf32>, tensor<2x4x4xf32>)
-// CHECK:      %[[LOSS:.*]] = titan.cross_entropy {{.*}} {dist.shardings = [#dist.sharding<[], partial = ["cp"], reduction = avg>]}
+// CHECK:      %[[LOSS:.*]], %{{.*}} = titan.cross_entropy {{.*}} {dist.shardings = [#dist.sharding<[], partial = ["cp"], reduction = avg>, #dist.sharding<{{\[}}[], ["cp"]]>]}
 // CHECK-NEXT: %[[F:.*]] = dist.all_reduce_start %[[LOSS]] axes ["cp"] reduction avg
 // CHECK-NEXT: %[[L:.*]] = dist.wait %[[F]]
 // CHECK-NEXT: return %[[L]]
@@ -46,20 +46,20 @@ func.func @forward(%emb: tensor<8x8xf32> {titan.param = "tok_embeddings.weight"}
                    %tokens: tensor<2x8xi32> {titan.input = "tokens"},
                    %labels: tensor<2x8xi32> {titan.input = "labels"}) -> tensor<f32> {
   %h = titan.embedding %emb[%tokens] : tensor<8x8xf32>, tensor<2x8xi32> -> tensor<2x8x8xf32>
-  %angles = titan.rope_angles {theta = 1.000000e+04 : f64} : tensor<8x1xf32>
+  %angles = titan.rope_angles {theta = 1.000000e+04 : f64} : tensor<8x1x2xf32>
   %q = titan.linear %h, %wq : (tensor<2x8x8xf32>, tensor<8x8xf32>) -> tensor<2x8x8xf32>
   %k = titan.linear %h, %wk : (tensor<2x8x8xf32>, tensor<4x8xf32>) -> tensor<2x8x4xf32>
   %v = titan.linear %h, %wv : (tensor<2x8x8xf32>, tensor<4x8xf32>) -> tensor<2x8x4xf32>
   %qh = titan.reshape %q : tensor<2x8x8xf32> -> tensor<2x8x4x2xf32>
   %kh = titan.reshape %k : tensor<2x8x4xf32> -> tensor<2x8x2x2xf32>
   %vh = titan.reshape %v : tensor<2x8x4xf32> -> tensor<2x8x2x2xf32>
-  %qr = titan.rope %qh, %angles : (tensor<2x8x4x2xf32>, tensor<8x1xf32>) -> tensor<2x8x4x2xf32>
-  %kr = titan.rope %kh, %angles : (tensor<2x8x2x2xf32>, tensor<8x1xf32>) -> tensor<2x8x2x2xf32>
+  %qr = titan.rope %qh, %angles : (tensor<2x8x4x2xf32>, tensor<8x1x2xf32>) -> tensor<2x8x4x2xf32>
+  %kr = titan.rope %kh, %angles : (tensor<2x8x2x2xf32>, tensor<8x1x2xf32>) -> tensor<2x8x2x2xf32>
   %a:2 = titan.attention %qr, %kr, %vh {scale = 0.7071067811865476 : f64} : (tensor<2x8x4x2xf32>, tensor<2x8x2x2xf32>, tensor<2x8x2x2xf32>) -> (tensor<2x8x4x2xf32>, tensor<2x4x8xf32>)
   %am = titan.reshape %a#0 : tensor<2x8x4x2xf32> -> tensor<2x8x8xf32>
   %o = titan.linear %am, %wo : (tensor<2x8x8xf32>, tensor<8x8xf32>) -> tensor<2x8x8xf32>
   %r = titan.add %h, %o : tensor<2x8x8xf32>
   %logits = titan.linear %r, %out : (tensor<2x8x8xf32>, tensor<8x8xf32>) -> tensor<2x8x8xf32>
-  %loss = titan.cross_entropy %logits, %labels : (tensor<2x8x8xf32>, tensor<2x8xi32>) -> tensor<f32>
+  %loss, %loss_lse = titan.cross_entropy %logits, %labels : (tensor<2x8x8xf32>, tensor<2x8xi32>) -> (tensor<f32>, tensor<2x8xf32>)
   return %loss : tensor<f32>
 }

@@ -25,7 +25,7 @@ module attributes {dist.mesh = #dist.mesh<pp = 1, dp_replicate = 1, dp_shard = 2
     %h = titan.rms_norm %x, %n {eps = 1.0e-5 : f64} : (tensor<3x4xf32>, tensor<4xf32>) -> tensor<3x4xf32>
     %y = titan.linear %h, %a : (tensor<3x4xf32>, tensor<4x4xf32>) -> tensor<3x4xf32>
     %z = titan.linear %y, %b : (tensor<3x4xf32>, tensor<4x4xf32>) -> tensor<3x4xf32>
-    %loss = titan.cross_entropy %z, %l : (tensor<3x4xf32>, tensor<3xi32>) -> tensor<f32>
+    %loss, %loss_lse = titan.cross_entropy %z, %l : (tensor<3x4xf32>, tensor<3xi32>) -> (tensor<f32>, tensor<3xf32>)
     return %loss : tensor<f32>
   }
 }

@@ -55,7 +55,7 @@
 // NO-LP:      %[[LOGITS:.*]] = titan.linear {{.*}} -> tensor<2x4x8xf32>
 // NO-LP-NEXT: %[[G:.*]] = dist.all_gather_start %[[LOGITS]] axes ["tp"] dim 2 : tensor<2x4x8xf32> -> !dist.future<tensor<2x4x16xf32>>
 // NO-LP-NEXT: %[[FULL:.*]] = dist.wait %[[G]]
-// NO-LP-NEXT: titan.cross_entropy %[[FULL]], %{{.*}} : (tensor<2x4x16xf32>, tensor<2x4xi32>) -> tensor<f32>
+// NO-LP-NEXT: titan.cross_entropy %[[FULL]], %{{.*}} : (tensor<2x4x16xf32>, tensor<2x4xi32>) -> (tensor<f32>, tensor<2x4xf32>)
 
 // The backward mirrors every collective (each adjoint is the transpose):
 // the loss seed is 1/2 per tp rank; the statistics' gradients are equal on
@@ -105,7 +105,7 @@ func.func @forward(%emb: tensor<16x8xf32> {titan.param = "tok_embeddings.weight"
                    %tokens: tensor<2x4xi32> {titan.input = "tokens"},
                    %labels: tensor<2x4xi32> {titan.input = "labels"}) -> tensor<f32> {
   %h = titan.embedding %emb[%tokens] : tensor<16x8xf32>, tensor<2x4xi32> -> tensor<2x4x8xf32>
-  %angles = titan.rope_angles {theta = 1.000000e+04 : f64} : tensor<4x1xf32>
+  %angles = titan.rope_angles {theta = 1.000000e+04 : f64} : tensor<4x1x2xf32>
   %x = titan.rms_norm %h, %norm {eps = 1.000000e-05 : f64} : (tensor<2x4x8xf32>, tensor<8xf32>) -> tensor<2x4x8xf32>
   %q = titan.linear %x, %wq : (tensor<2x4x8xf32>, tensor<8x8xf32>) -> tensor<2x4x8xf32>
   %k = titan.linear %x, %wk : (tensor<2x4x8xf32>, tensor<4x8xf32>) -> tensor<2x4x4xf32>
@@ -113,13 +113,13 @@ func.func @forward(%emb: tensor<16x8xf32> {titan.param = "tok_embeddings.weight"
   %qh = titan.reshape %q : tensor<2x4x8xf32> -> tensor<2x4x4x2xf32>
   %kh = titan.reshape %k : tensor<2x4x4xf32> -> tensor<2x4x2x2xf32>
   %vh = titan.reshape %v : tensor<2x4x4xf32> -> tensor<2x4x2x2xf32>
-  %qr = titan.rope %qh, %angles : (tensor<2x4x4x2xf32>, tensor<4x1xf32>) -> tensor<2x4x4x2xf32>
-  %kr = titan.rope %kh, %angles : (tensor<2x4x2x2xf32>, tensor<4x1xf32>) -> tensor<2x4x2x2xf32>
+  %qr = titan.rope %qh, %angles : (tensor<2x4x4x2xf32>, tensor<4x1x2xf32>) -> tensor<2x4x4x2xf32>
+  %kr = titan.rope %kh, %angles : (tensor<2x4x2x2xf32>, tensor<4x1x2xf32>) -> tensor<2x4x2x2xf32>
   %a:2 = titan.attention %qr, %kr, %vh {scale = 0.7071067811865476 : f64} : (tensor<2x4x4x2xf32>, tensor<2x4x2x2xf32>, tensor<2x4x2x2xf32>) -> (tensor<2x4x4x2xf32>, tensor<2x4x4xf32>)
   %am = titan.reshape %a#0 : tensor<2x4x4x2xf32> -> tensor<2x4x8xf32>
   %o = titan.linear %am, %wo : (tensor<2x4x8xf32>, tensor<8x8xf32>) -> tensor<2x4x8xf32>
   %r = titan.add %h, %o : tensor<2x4x8xf32>
   %logits = titan.linear %r, %out : (tensor<2x4x8xf32>, tensor<16x8xf32>) -> tensor<2x4x16xf32>
-  %loss = titan.cross_entropy %logits, %labels : (tensor<2x4x16xf32>, tensor<2x4xi32>) -> tensor<f32>
+  %loss, %loss_lse = titan.cross_entropy %logits, %labels : (tensor<2x4x16xf32>, tensor<2x4xi32>) -> (tensor<f32>, tensor<2x4xf32>)
   return %loss : tensor<f32>
 }

@@ -11,7 +11,7 @@
 // CHECK-NEXT: %[[F:.*]] = dist.all_gather_start %[[R]] axes ["dp_shard"] dim 0 : tensor<2x4xf32> -> !dist.future<tensor<4x4xf32>>
 // CHECK-NEXT: %[[FULL:.*]] = dist.wait %[[F]]
 // CHECK-NEXT: %[[Y:.*]] = titan.linear %[[X]], %[[FULL]]
-// CHECK:      %[[L:.*]] = titan.cross_entropy
+// CHECK:      %[[L:.*]], %{{.*}} = titan.cross_entropy
 // CHECK-NEXT: %[[LF:.*]] = dist.all_reduce_start %[[L]] axes ["dp_replicate", "dp_shard"] reduction avg
 // CHECK-NEXT: %[[LOSS:.*]] = dist.wait %[[LF]]
 // CHECK-NEXT: return %[[LOSS]]
@@ -35,7 +35,7 @@ module attributes {dist.mesh = #dist.mesh<pp = 1, dp_replicate = 2, dp_shard = 2
   func.func @forward(%w: tensor<4x4xf32> {titan.param = "layers.0.w", dist.sharding = #dist.sharding<[["dp_shard"]]>},
                      %x: tensor<3x4xf32>, %l: tensor<3xi32>) -> tensor<f32> {
     %y = titan.linear %x, %w : (tensor<3x4xf32>, tensor<4x4xf32>) -> tensor<3x4xf32>
-    %loss = titan.cross_entropy %y, %l : (tensor<3x4xf32>, tensor<3xi32>) -> tensor<f32>
+    %loss, %loss_lse = titan.cross_entropy %y, %l : (tensor<3x4xf32>, tensor<3xi32>) -> (tensor<f32>, tensor<3xf32>)
     return %loss : tensor<f32>
   }
 }
@@ -53,7 +53,7 @@ module attributes {dist.mesh = #dist.mesh<pp = 1, dp_replicate = 2, dp_shard = 2
 module attributes {dist.mesh = #dist.mesh<pp = 1, dp_replicate = 2, dp_shard = 1, cp = 1, tp = 1>} {
   func.func @forward(%w: tensor<4x4xf32> {titan.param = "w"}, %x: tensor<3x4xf32>, %l: tensor<3xi32>) -> tensor<f32> {
     %y = titan.linear %x, %w : (tensor<3x4xf32>, tensor<4x4xf32>) -> tensor<3x4xf32>
-    %loss = titan.cross_entropy %y, %l : (tensor<3x4xf32>, tensor<3xi32>) -> tensor<f32>
+    %loss, %loss_lse = titan.cross_entropy %y, %l : (tensor<3x4xf32>, tensor<3xi32>) -> (tensor<f32>, tensor<3xf32>)
     return %loss : tensor<f32>
   }
 }
@@ -72,7 +72,7 @@ module attributes {dist.mesh = #dist.mesh<pp = 1, dp_replicate = 1, dp_shard = 2
   func.func @forward(%w: tensor<5x4xf32> {titan.param = "norm.w", dist.sharding = #dist.sharding<[["dp_shard"]]>},
                      %x: tensor<3x4xf32>, %l: tensor<3xi32>) -> tensor<f32> {
     %y = titan.linear %x, %w : (tensor<3x4xf32>, tensor<5x4xf32>) -> tensor<3x5xf32>
-    %loss = titan.cross_entropy %y, %l : (tensor<3x5xf32>, tensor<3xi32>) -> tensor<f32>
+    %loss, %loss_lse = titan.cross_entropy %y, %l : (tensor<3x5xf32>, tensor<3xi32>) -> (tensor<f32>, tensor<3xf32>)
     return %loss : tensor<f32>
   }
 }
@@ -85,7 +85,7 @@ module attributes {dist.mesh = #dist.mesh<pp = 1, dp_replicate = 1, dp_shard = 2
 module attributes {dist.mesh = #dist.mesh<pp = 1, dp_replicate = 1, dp_shard = 1, cp = 1, tp = 1>} {
   func.func @forward(%w: tensor<4x4xf32> {titan.param = "w"}, %x: tensor<3x4xf32>, %l: tensor<3xi32>) -> tensor<f32> {
     %y = titan.linear %x, %w : (tensor<3x4xf32>, tensor<4x4xf32>) -> tensor<3x4xf32>
-    %loss = titan.cross_entropy %y, %l : (tensor<3x4xf32>, tensor<3xi32>) -> tensor<f32>
+    %loss, %loss_lse = titan.cross_entropy %y, %l : (tensor<3x4xf32>, tensor<3xi32>) -> (tensor<f32>, tensor<3xf32>)
     return %loss : tensor<f32>
   }
 }
@@ -110,7 +110,7 @@ module attributes {dist.mesh = #dist.mesh<pp = 1, dp_replicate = 1, dp_shard = 1
 module attributes {dist.mesh = #dist.mesh<pp = 1, dp_replicate = 1, dp_shard = 1, cp = 1, tp = 2>} {
   func.func @forward(%x: tensor<4x8xf32> {dist.sharding = #dist.sharding<[["tp"]]>}, %l: tensor<4xi32>) -> tensor<f32> {
     %c = dist.sharding_constraint %x to <[[], ["tp"]]> : tensor<4x8xf32>
-    %loss = titan.cross_entropy %c, %l : (tensor<4x8xf32>, tensor<4xi32>) -> tensor<f32>
+    %loss, %loss_lse = titan.cross_entropy %c, %l : (tensor<4x8xf32>, tensor<4xi32>) -> (tensor<f32>, tensor<4xf32>)
     return %loss : tensor<f32>
   }
 }

@@ -66,21 +66,21 @@ module attributes {dist.mesh = #dist.mesh<pp = 2, dp_replicate = 1, dp_shard = 1
 
 // -----
 
-// The last stage: F returns the loss and stashes the logits (the loss's
-// gradient reads them); the parameter's cast (mixed precision) is
+// The last stage: F returns the loss and stashes the logits and their
+// per-row lse (the loss's gradient reads them); the parameter's cast (mixed precision) is
 // computed again in B instead of stashed; the loss's seed is 1/2 (two
 // microbatches).
 // CHECK-LABEL: func.func @stage1_forward(
-// CHECK-SAME: -> (tensor<f32> {titan.output = "loss"}, tensor<2x4x16xbf16> {dist.stash = 0 : i64})
+// CHECK-SAME: -> (tensor<f32> {titan.output = "loss"}, tensor<2x4x16xbf16> {dist.stash = 0 : i64}, tensor<2x4xf32> {dist.stash = 1 : i64})
 // CHECK:        titan.cast
 // CHECK:        %[[LOGITS:.*]] = titan.linear
-// CHECK:        %[[LOSS:.*]] = titan.cross_entropy %[[LOGITS]]
-// CHECK-NEXT:   return %[[LOSS]], %[[LOGITS]]
+// CHECK:        %[[LOSS:.*]], %[[LSE:.*]] = titan.cross_entropy %[[LOGITS]]
+// CHECK-NEXT:   return %[[LOSS]], %[[LOGITS]], %[[LSE]]
 // CHECK-LABEL: func.func @stage1_backward(
-// CHECK-SAME: %[[O:[^:]*]]: tensor<16x8xf32> {titan.param = "output.weight"}, %[[L:[^:]*]]: tensor<2x4xi32> {titan.input = "labels"}, %[[H:[^:]*]]: tensor<2x4x8xbf16> {dist.stage_input = 0 : i64}, %{{.*}}: tensor<16x8xf32> {titan.grad = "output.weight"}, %[[SL:[^:]*]]: tensor<2x4x16xbf16> {dist.stash = 0 : i64})
+// CHECK-SAME: %[[O:[^:]*]]: tensor<16x8xf32> {titan.param = "output.weight"}, %[[L:[^:]*]]: tensor<2x4xi32> {titan.input = "labels"}, %[[H:[^:]*]]: tensor<2x4x8xbf16> {dist.stage_input = 0 : i64}, %{{.*}}: tensor<16x8xf32> {titan.grad = "output.weight"}, %[[SL:[^:]*]]: tensor<2x4x16xbf16> {dist.stash = 0 : i64}, %[[SLSE:[^:]*]]: tensor<2x4xf32> {dist.stash = 1 : i64})
 // CHECK:        %[[OB:.*]] = titan.cast %[[O]]
 // CHECK:        titan.fill 5.000000e-01
-// CHECK:        titan.cross_entropy_grad %[[SL]], %[[L]]
+// CHECK:        titan.cross_entropy_grad %[[SL]], %[[L]], %[[SLSE]]
 // CHECK:        titan.linear_grad_input %{{.*}}, %[[OB]]
 // ZB-LABEL: func.func @stage1_backward_input(
 // ZB-LABEL: func.func @stage1_backward_weight(
@@ -89,7 +89,7 @@ module attributes {dist.mesh = #dist.mesh<pp = 2, dp_replicate = 1, dp_shard = 1
                     %h: tensor<2x4x8xbf16> {dist.stage_input = 0 : i64}) -> tensor<f32> attributes {dist.stage = 1 : i64, dist.pipeline_phase = "forward"} {
     %ob = titan.cast %o : tensor<16x8xf32> to tensor<16x8xbf16>
     %logits = titan.linear %h, %ob : (tensor<2x4x8xbf16>, tensor<16x8xbf16>) -> tensor<2x4x16xbf16>
-    %loss = titan.cross_entropy %logits, %l : (tensor<2x4x16xbf16>, tensor<2x4xi32>) -> tensor<f32>
+    %loss, %loss_lse = titan.cross_entropy %logits, %l : (tensor<2x4x16xbf16>, tensor<2x4xi32>) -> (tensor<f32>, tensor<2x4xf32>)
     return %loss : tensor<f32>
   }
 }

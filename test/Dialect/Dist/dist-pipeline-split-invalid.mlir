@@ -14,7 +14,7 @@ module attributes {dist.mesh = #dist.mesh<pp = 2, dp_replicate = 1, dp_shard = 1
     %z0 = titan.linear %x, %w0 : (tensor<2x4x8xf32>, tensor<8x8xf32>) -> tensor<2x4x8xf32> loc("layers.0.w")
     // expected-error @unknown {{reads parameter '"tok_embeddings.weight"' in pipeline stage 1, but stage 0 reads it too: a parameter must belong to one stage (tied embeddings cannot be pipelined)}}
     %logits = titan.linear %z0, %e : (tensor<2x4x8xf32>, tensor<16x8xf32>) -> tensor<2x4x16xf32> loc("output")
-    %loss = titan.cross_entropy %logits, %l : (tensor<2x4x16xf32>, tensor<2x4xi32>) -> tensor<f32> loc("loss")
+    %loss, %loss_lse = titan.cross_entropy %logits, %l : (tensor<2x4x16xf32>, tensor<2x4xi32>) -> (tensor<f32>, tensor<2x4xf32>) loc("loss")
     return %loss : tensor<f32> loc("loss")
   }
 }
@@ -34,7 +34,7 @@ module attributes {dist.mesh = #dist.mesh<pp = 2, dp_replicate = 1, dp_shard = 1
     %stray = titan.add %x, %x : tensor<2x4x8xf32> loc("somewhere")
     %z0 = titan.linear %x, %w0 : (tensor<2x4x8xf32>, tensor<8x8xf32>) -> tensor<2x4x8xf32> loc("layers.0.w")
     %logits = titan.linear %z0, %o : (tensor<2x4x8xf32>, tensor<16x8xf32>) -> tensor<2x4x16xf32> loc("output")
-    %loss = titan.cross_entropy %logits, %l : (tensor<2x4x16xf32>, tensor<2x4xi32>) -> tensor<f32> loc("loss")
+    %loss, %loss_lse = titan.cross_entropy %logits, %l : (tensor<2x4x16xf32>, tensor<2x4xi32>) -> (tensor<f32>, tensor<2x4xf32>) loc("loss")
     return %loss : tensor<f32> loc("loss")
   }
 }
@@ -55,7 +55,7 @@ module attributes {dist.mesh = #dist.mesh<pp = 2, dp_replicate = 1, dp_shard = 1
     // expected-error @unknown {{in pipeline stage 0 reads a value of the later stage 1}}
     %z0 = titan.linear %y, %w0 : (tensor<2x4x8xf32>, tensor<8x8xf32>) -> tensor<2x4x8xf32> loc("layers.0.w")
     %logits = titan.linear %z0, %o : (tensor<2x4x8xf32>, tensor<16x8xf32>) -> tensor<2x4x16xf32> loc("output")
-    %loss = titan.cross_entropy %logits, %l : (tensor<2x4x16xf32>, tensor<2x4xi32>) -> tensor<f32> loc("loss")
+    %loss, %loss_lse = titan.cross_entropy %logits, %l : (tensor<2x4x16xf32>, tensor<2x4xi32>) -> (tensor<f32>, tensor<2x4xf32>) loc("loss")
     return %loss : tensor<f32> loc("loss")
   }
 }

@@ -25,7 +25,7 @@
 // CHECK:        titan.rope %{{.*}}, %[[A1]]
 // CHECK:        %[[H3:.*]] = titan.add %[[IN]]
 // CHECK:        titan.rms_norm %[[H3]], %[[N]]
-// CHECK:        %[[LOSS:.*]] = titan.cross_entropy %{{.*}}, %[[L]]
+// CHECK:        %[[LOSS:.*]], %{{.*}} = titan.cross_entropy %{{.*}}, %[[L]]
 // CHECK-NEXT:   return %[[LOSS]] : tensor<f32>
 // CHECK-NOT:  func.func @forward
 
@@ -49,25 +49,25 @@ module attributes {dist.mesh = #dist.mesh<pp = 2, dp_replicate = 1, dp_shard = 1
                      %t: tensor<2x4xi32> {titan.input = "tokens"},
                      %l: tensor<2x4xi32> {titan.input = "labels"}) -> tensor<f32> attributes {dist.partitioned} {
     %x = titan.embedding %e[%t] : tensor<16x8xf32>, tensor<2x4xi32> -> tensor<2x4x8xf32> loc("tok_embeddings")
-    %a = titan.rope_angles {theta = 1.0e4 : f64} : tensor<4x2xf32> loc("freqs_cis")
+    %a = titan.rope_angles {theta = 1.0e4 : f64} : tensor<4x2x2xf32> loc("freqs_cis")
     %z0 = titan.linear %x, %w0 : (tensor<2x4x8xf32>, tensor<8x8xf32>) -> tensor<2x4x8xf32> loc("layers.0.attention.wq")
     %q0 = titan.reshape %z0 : tensor<2x4x8xf32> -> tensor<2x4x2x4xf32> loc("layers.0.attention")
-    %r0 = titan.rope %q0, %a : (tensor<2x4x2x4xf32>, tensor<4x2xf32>) -> tensor<2x4x2x4xf32> loc("layers.0.attention")
+    %r0 = titan.rope %q0, %a : (tensor<2x4x2x4xf32>, tensor<4x2x2xf32>) -> tensor<2x4x2x4xf32> loc("layers.0.attention")
     %f0 = titan.reshape %r0 : tensor<2x4x2x4xf32> -> tensor<2x4x8xf32> loc("layers.0.attention")
     %h1 = titan.add %x, %f0 : tensor<2x4x8xf32> loc("layers.0")
     %z1 = titan.linear %h1, %w1 : (tensor<2x4x8xf32>, tensor<8x8xf32>) -> tensor<2x4x8xf32> loc("layers.1.attention.wq")
     %q1 = titan.reshape %z1 : tensor<2x4x8xf32> -> tensor<2x4x2x4xf32> loc("layers.1.attention")
-    %r1 = titan.rope %q1, %a : (tensor<2x4x2x4xf32>, tensor<4x2xf32>) -> tensor<2x4x2x4xf32> loc("layers.1.attention")
+    %r1 = titan.rope %q1, %a : (tensor<2x4x2x4xf32>, tensor<4x2x2xf32>) -> tensor<2x4x2x4xf32> loc("layers.1.attention")
     %f1 = titan.reshape %r1 : tensor<2x4x2x4xf32> -> tensor<2x4x8xf32> loc("layers.1.attention")
     %h2 = titan.add %h1, %f1 : tensor<2x4x8xf32> loc("layers.1")
     %z2 = titan.linear %h2, %w2 : (tensor<2x4x8xf32>, tensor<8x8xf32>) -> tensor<2x4x8xf32> loc("layers.2.attention.wq")
     %q2 = titan.reshape %z2 : tensor<2x4x8xf32> -> tensor<2x4x2x4xf32> loc("layers.2.attention")
-    %r2 = titan.rope %q2, %a : (tensor<2x4x2x4xf32>, tensor<4x2xf32>) -> tensor<2x4x2x4xf32> loc("layers.2.attention")
+    %r2 = titan.rope %q2, %a : (tensor<2x4x2x4xf32>, tensor<4x2x2xf32>) -> tensor<2x4x2x4xf32> loc("layers.2.attention")
     %f2 = titan.reshape %r2 : tensor<2x4x2x4xf32> -> tensor<2x4x8xf32> loc("layers.2.attention")
     %h3 = titan.add %h2, %f2 : tensor<2x4x8xf32> loc("layers.2")
     %y = titan.rms_norm %h3, %n {eps = 1.0e-5 : f64} : (tensor<2x4x8xf32>, tensor<8xf32>) -> tensor<2x4x8xf32> loc("norm")
     %logits = titan.linear %y, %o : (tensor<2x4x8xf32>, tensor<16x8xf32>) -> tensor<2x4x16xf32> loc("output")
-    %loss = titan.cross_entropy %logits, %l : (tensor<2x4x16xf32>, tensor<2x4xi32>) -> tensor<f32> loc("loss")
+    %loss, %loss_lse = titan.cross_entropy %logits, %l : (tensor<2x4x16xf32>, tensor<2x4xi32>) -> (tensor<f32>, tensor<2x4xf32>) loc("loss")
     return %loss : tensor<f32> loc("loss")
   }
 }
@@ -115,7 +115,7 @@ module attributes {dist.mesh = #dist.mesh<pp = 3, dp_replicate = 1, dp_shard = 1
     %h3 = titan.add %h2, %z2 : tensor<2x4x8xf32> loc("layers.2")
     %y = titan.add %h3, %x : tensor<2x4x8xf32> loc("norm")
     %logits = titan.linear %y, %o : (tensor<2x4x8xf32>, tensor<16x8xf32>) -> tensor<2x4x16xf32> loc("output")
-    %loss = titan.cross_entropy %logits, %l : (tensor<2x4x16xf32>, tensor<2x4xi32>) -> tensor<f32> loc("loss")
+    %loss, %loss_lse = titan.cross_entropy %logits, %l : (tensor<2x4x16xf32>, tensor<2x4xi32>) -> (tensor<f32>, tensor<2x4xf32>) loc("loss")
     return %loss : tensor<f32> loc("loss")
   }
 }

@@ -21,17 +21,17 @@ module attributes {dist.mesh = #dist.mesh<pp = 1, dp_replicate = 1, dp_shard = 1
     // CHECK: titan.reshape {{.*}} {dist.shardings = [#dist.sharding<{{\[}}[], ["cp"], ["tp"]]>]}
     %qh = titan.reshape %q : tensor<2x4x8xf32> -> tensor<2x4x4x2xf32>
     // CHECK: titan.rope_angles {dist.shardings = [#dist.sharding<[]>]
-    %angles = titan.rope_angles {theta = 1.000000e+04 : f64} : tensor<4x1xf32>
+    %angles = titan.rope_angles {theta = 1.000000e+04 : f64} : tensor<4x1x2xf32>
     // CHECK: titan.rope {{.*}} {dist.shardings = [#dist.sharding<{{\[}}[], ["cp"], ["tp"]]>]}
-    %qr = titan.rope %qh, %angles : (tensor<2x4x4x2xf32>, tensor<4x1xf32>) -> tensor<2x4x4x2xf32>
+    %qr = titan.rope %qh, %angles : (tensor<2x4x4x2xf32>, tensor<4x1x2xf32>) -> tensor<2x4x4x2xf32>
     // CHECK: titan.attention {{.*}} {dist.shardings = [#dist.sharding<{{\[}}[], ["cp"], ["tp"]]>, #dist.sharding<{{\[}}[], ["tp"], ["cp"]]>]
     %a:2 = titan.attention %qr, %qr, %qr {scale = 0.7071067811865476 : f64} : (tensor<2x4x4x2xf32>, tensor<2x4x4x2xf32>, tensor<2x4x4x2xf32>) -> (tensor<2x4x4x2xf32>, tensor<2x4x4xf32>)
     %am = titan.reshape %a#0 : tensor<2x4x4x2xf32> -> tensor<2x4x8xf32>
     // A sharding constraint gives its result its sharding.
     // CHECK: dist.sharding_constraint {{.*}} {dist.shardings = [#dist.sharding<{{\[}}[], ["cp", "tp"]]>]}
     %c = dist.sharding_constraint %am to <[[], ["cp", "tp"]]> : tensor<2x4x8xf32>
-    // CHECK: titan.cross_entropy {{.*}} {dist.shardings = [#dist.sharding<[], partial = ["cp", "tp"], reduction = avg>]}
-    %loss = titan.cross_entropy %c, %labels : (tensor<2x4x8xf32>, tensor<2x4xi32>) -> tensor<f32>
+    // CHECK: titan.cross_entropy {{.*}} {dist.shardings = [#dist.sharding<[], partial = ["cp", "tp"], reduction = avg>, #dist.sharding<{{\[}}[], ["cp", "tp"]]>]}
+    %loss, %loss_lse = titan.cross_entropy %c, %labels : (tensor<2x4x8xf32>, tensor<2x4xi32>) -> (tensor<f32>, tensor<2x4xf32>)
     return %loss : tensor<f32>
   }
 }

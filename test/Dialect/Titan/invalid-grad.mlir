@@ -209,25 +209,33 @@ func.func @linear_grad_weight_types(%g: tensor<2x4xf64>, %x: tensor<2x16xf32>) {
 
 // -----
 
-func.func @cross_entropy_grad_rank(%l: tensor<2x8x64xf32>, %y: tensor<16xi32>, %d: tensor<f32>) {
-  // expected-error @+1 {{labels rank 1 must be logits rank - 1}}
-  %0 = titan.cross_entropy_grad %l, %y, %d : (tensor<2x8x64xf32>, tensor<16xi32>, tensor<f32>) -> tensor<2x8x64xf32>
+func.func @cross_entropy_grad_rank(%l: tensor<2x8x64xf32>, %y: tensor<16xi32>, %s: tensor<16xf32>, %d: tensor<f32>) {
+  // expected-error @+1 {{labels rank 1 must be logits rank - 1 (2)}}
+  %0 = titan.cross_entropy_grad %l, %y, %s, %d : (tensor<2x8x64xf32>, tensor<16xi32>, tensor<16xf32>, tensor<f32>) -> tensor<2x8x64xf32>
   return
 }
 
 // -----
 
-func.func @cross_entropy_grad_dims(%l: tensor<2x8x64xf32>, %y: tensor<2x4xi32>, %d: tensor<f32>) {
+func.func @cross_entropy_grad_dims(%l: tensor<2x8x64xf32>, %y: tensor<2x4xi32>, %s: tensor<2x8xf32>, %d: tensor<f32>) {
   // expected-error @+1 {{labels dimension 1 (4) must equal logits dimension 1 (8)}}
-  %0 = titan.cross_entropy_grad %l, %y, %d : (tensor<2x8x64xf32>, tensor<2x4xi32>, tensor<f32>) -> tensor<2x8x64xf32>
+  %0 = titan.cross_entropy_grad %l, %y, %s, %d : (tensor<2x8x64xf32>, tensor<2x4xi32>, tensor<2x8xf32>, tensor<f32>) -> tensor<2x8x64xf32>
   return
 }
 
 // -----
 
-func.func @cross_entropy_grad_result(%l: tensor<2x8x64xf32>, %y: tensor<2x8xi32>, %d: tensor<f32>) {
+func.func @cross_entropy_grad_lse(%l: tensor<2x8x64xf64>, %y: tensor<2x8xi32>, %s: tensor<2x8xf32>, %d: tensor<f32>) {
+  // expected-error @+1 {{lse element type must be 'f64' (the accumulator type of the logits), not 'f32'}}
+  %0 = titan.cross_entropy_grad %l, %y, %s, %d : (tensor<2x8x64xf64>, tensor<2x8xi32>, tensor<2x8xf32>, tensor<f32>) -> tensor<2x8x64xf64>
+  return
+}
+
+// -----
+
+func.func @cross_entropy_grad_result(%l: tensor<2x8x64xf32>, %y: tensor<2x8xi32>, %s: tensor<2x8xf32>, %d: tensor<f32>) {
   // expected-error @+1 {{result type 'tensor<16x64xf32>' must equal logits type 'tensor<2x8x64xf32>'}}
-  %0 = titan.cross_entropy_grad %l, %y, %d : (tensor<2x8x64xf32>, tensor<2x8xi32>, tensor<f32>) -> tensor<16x64xf32>
+  %0 = titan.cross_entropy_grad %l, %y, %s, %d : (tensor<2x8x64xf32>, tensor<2x8xi32>, tensor<2x8xf32>, tensor<f32>) -> tensor<16x64xf32>
   return
 }
 

@@ -106,7 +106,7 @@ func.func @rms_norm_eps(%x: tensor<2x16xf32>, %w: tensor<16xf32>) {
 // -----
 
 func.func @rope_angles_rank() {
-  // expected-error @+1 {{result must be a 2-D (positions x head_dim/2) tensor, got rank 1 (8)}}
+  // expected-error @+1 {{result must be a 3-D (positions x head_dim/2 x 2) tensor, got rank 1 (8)}}
   %0 = titan.rope_angles {theta = 1.0e4 : f64} : tensor<8xf32>
   return
 }
@@ -115,7 +115,15 @@ func.func @rope_angles_rank() {
 
 func.func @rope_angles_f32_only() {
   // expected-error @+1 {{result #0 must be statically shaped tensor of 32-bit float values}}
-  %0 = titan.rope_angles {theta = 1.0e4 : f64} : tensor<8x4xbf16>
+  %0 = titan.rope_angles {theta = 1.0e4 : f64} : tensor<8x4x2xbf16>
+  return
+}
+
+// -----
+
+func.func @rope_angles_cos_sin() {
+  // expected-error @+1 {{result dimension 2 (1) must be 2 (cos, sin)}}
+  %0 = titan.rope_angles {theta = 1.0e4 : f64} : tensor<8x4x1xf32>
   return
 }
 
@@ -123,7 +131,7 @@ func.func @rope_angles_f32_only() {
 
 func.func @rope_angles_theta() {
   // expected-error @+1 {{attribute 'theta' must be positive, got -1}}
-  %0 = titan.rope_angles {theta = -1.0 : f64} : tensor<8x4xf32>
+  %0 = titan.rope_angles {theta = -1.0 : f64} : tensor<8x4x2xf32>
   return
 }
 
@@ -131,7 +139,7 @@ func.func @rope_angles_theta() {
 
 func.func @rope_angles_partial_scaling() {
   // expected-error @+1 {{RoPE scaling needs all of 'scaling_factor', 'low_freq_factor', 'high_freq_factor' and 'original_max_position_embeddings', or none; got 2 of 4}}
-  %0 = titan.rope_angles {theta = 1.0e4 : f64, scaling_factor = 8.0 : f64, low_freq_factor = 1.0 : f64} : tensor<8x4xf32>
+  %0 = titan.rope_angles {theta = 1.0e4 : f64, scaling_factor = 8.0 : f64, low_freq_factor = 1.0 : f64} : tensor<8x4x2xf32>
   return
 }
 
@@ -140,7 +148,7 @@ func.func @rope_angles_partial_scaling() {
 func.func @rope_angles_scaling_factor() {
   // expected-error @+1 {{attribute 'scaling_factor' must be positive, got 0}}
   %0 = titan.rope_angles {theta = 1.0e4 : f64, scaling_factor = 0.0 : f64, low_freq_factor = 1.0 : f64,
-                          high_freq_factor = 4.0 : f64, original_max_position_embeddings = 8192 : i64} : tensor<8x4xf32>
+                          high_freq_factor = 4.0 : f64, original_max_position_embeddings = 8192 : i64} : tensor<8x4x2xf32>
   return
 }
 
@@ -149,7 +157,7 @@ func.func @rope_angles_scaling_factor() {
 func.func @rope_angles_low_freq() {
   // expected-error @+1 {{attribute 'low_freq_factor' must be positive, got 0}}
   %0 = titan.rope_angles {theta = 1.0e4 : f64, scaling_factor = 8.0 : f64, low_freq_factor = 0.0 : f64,
-                          high_freq_factor = 4.0 : f64, original_max_position_embeddings = 8192 : i64} : tensor<8x4xf32>
+                          high_freq_factor = 4.0 : f64, original_max_position_embeddings = 8192 : i64} : tensor<8x4x2xf32>
   return
 }
 
@@ -158,7 +166,7 @@ func.func @rope_angles_low_freq() {
 func.func @rope_angles_high_freq() {
   // expected-error @+1 {{attribute 'high_freq_factor' (1) must be greater than 'low_freq_factor' (1)}}
   %0 = titan.rope_angles {theta = 1.0e4 : f64, scaling_factor = 8.0 : f64, low_freq_factor = 1.0 : f64,
-                          high_freq_factor = 1.0 : f64, original_max_position_embeddings = 8192 : i64} : tensor<8x4xf32>
+                          high_freq_factor = 1.0 : f64, original_max_position_embeddings = 8192 : i64} : tensor<8x4x2xf32>
   return
 }
 
@@ -167,55 +175,63 @@ func.func @rope_angles_high_freq() {
 func.func @rope_angles_original_max() {
   // expected-error @+1 {{attribute 'original_max_position_embeddings' must be positive, got 0}}
   %0 = titan.rope_angles {theta = 1.0e4 : f64, scaling_factor = 8.0 : f64, low_freq_factor = 1.0 : f64,
-                          high_freq_factor = 4.0 : f64, original_max_position_embeddings = 0 : i64} : tensor<8x4xf32>
+                          high_freq_factor = 4.0 : f64, original_max_position_embeddings = 0 : i64} : tensor<8x4x2xf32>
   return
 }
 
 // -----
 
-func.func @rope_input_rank(%x: tensor<2x8x32xf32>, %a: tensor<8x4xf32>) {
+func.func @rope_input_rank(%x: tensor<2x8x32xf32>, %a: tensor<8x4x2xf32>) {
   // expected-error @+1 {{input must be a 4-D (batch x seq x heads x head_dim) tensor, got rank 3 (2x8x32)}}
-  %0 = titan.rope %x, %a : (tensor<2x8x32xf32>, tensor<8x4xf32>) -> tensor<2x8x32xf32>
+  %0 = titan.rope %x, %a : (tensor<2x8x32xf32>, tensor<8x4x2xf32>) -> tensor<2x8x32xf32>
   return
 }
 
 // -----
 
 func.func @rope_angles_operand_rank(%x: tensor<2x8x4x8xf32>, %a: tensor<32xf32>) {
-  // expected-error @+1 {{angles must be a 2-D (seq x head_dim/2) tensor, got rank 1 (32)}}
+  // expected-error @+1 {{freqs_cis must be a 3-D (seq x head_dim/2 x 2) tensor, got rank 1 (32)}}
   %0 = titan.rope %x, %a : (tensor<2x8x4x8xf32>, tensor<32xf32>) -> tensor<2x8x4x8xf32>
   return
 }
 
 // -----
 
-func.func @rope_odd_head_dim(%x: tensor<2x8x4x7xf32>, %a: tensor<8x3xf32>) {
+func.func @rope_cos_sin(%x: tensor<2x8x4x8xf32>, %a: tensor<8x4x3xf32>) {
+  // expected-error @+1 {{freqs_cis dimension 2 (3) must be 2 (cos, sin)}}
+  %0 = titan.rope %x, %a : (tensor<2x8x4x8xf32>, tensor<8x4x3xf32>) -> tensor<2x8x4x8xf32>
+  return
+}
+
+// -----
+
+func.func @rope_odd_head_dim(%x: tensor<2x8x4x7xf32>, %a: tensor<8x3x2xf32>) {
   // expected-error @+1 {{input dimension 3 (head_dim = 7) must be even to form rotation pairs}}
-  %0 = titan.rope %x, %a : (tensor<2x8x4x7xf32>, tensor<8x3xf32>) -> tensor<2x8x4x7xf32>
+  %0 = titan.rope %x, %a : (tensor<2x8x4x7xf32>, tensor<8x3x2xf32>) -> tensor<2x8x4x7xf32>
   return
 }
 
 // -----
 
-func.func @rope_seq(%x: tensor<2x8x4x8xf32>, %a: tensor<16x4xf32>) {
-  // expected-error @+1 {{angles dimension 0 (16) must equal input dimension 1 (8)}}
-  %0 = titan.rope %x, %a : (tensor<2x8x4x8xf32>, tensor<16x4xf32>) -> tensor<2x8x4x8xf32>
+func.func @rope_seq(%x: tensor<2x8x4x8xf32>, %a: tensor<16x4x2xf32>) {
+  // expected-error @+1 {{freqs_cis dimension 0 (16) must equal input dimension 1 (8)}}
+  %0 = titan.rope %x, %a : (tensor<2x8x4x8xf32>, tensor<16x4x2xf32>) -> tensor<2x8x4x8xf32>
   return
 }
 
 // -----
 
-func.func @rope_pairs(%x: tensor<2x8x4x8xf32>, %a: tensor<8x8xf32>) {
-  // expected-error @+1 {{angles dimension 1 (8) must equal input dimension 3 / 2 (4)}}
-  %0 = titan.rope %x, %a : (tensor<2x8x4x8xf32>, tensor<8x8xf32>) -> tensor<2x8x4x8xf32>
+func.func @rope_pairs(%x: tensor<2x8x4x8xf32>, %a: tensor<8x8x2xf32>) {
+  // expected-error @+1 {{freqs_cis dimension 1 (8) must equal input dimension 3 / 2 (4)}}
+  %0 = titan.rope %x, %a : (tensor<2x8x4x8xf32>, tensor<8x8x2xf32>) -> tensor<2x8x4x8xf32>
   return
 }
 
 // -----
 
-func.func @rope_result(%x: tensor<2x8x4x8xf32>, %a: tensor<8x4xf32>) {
+func.func @rope_result(%x: tensor<2x8x4x8xf32>, %a: tensor<8x4x2xf32>) {
   // expected-error @+1 {{result type 'tensor<2x8x4x8xbf16>' must equal input type 'tensor<2x8x4x8xf32>'}}
-  %0 = titan.rope %x, %a : (tensor<2x8x4x8xf32>, tensor<8x4xf32>) -> tensor<2x8x4x8xbf16>
+  %0 = titan.rope %x, %a : (tensor<2x8x4x8xf32>, tensor<8x4x2xf32>) -> tensor<2x8x4x8xbf16>
   return
 }
 
@@ -423,7 +439,7 @@ func.func @reshape_type(%x: tensor<2x8xf32>) {
 
 func.func @cross_entropy_scalar(%l: tensor<f32>, %y: tensor<i32>) {
   // expected-error @+1 {{logits must have rank >= 1 (... x vocab), got a scalar}}
-  %0 = titan.cross_entropy %l, %y : (tensor<f32>, tensor<i32>) -> tensor<f32>
+  %0, %lse0 = titan.cross_entropy %l, %y : (tensor<f32>, tensor<i32>) -> (tensor<f32>, tensor<f32>)
   return
 }
 
@@ -431,7 +447,7 @@ func.func @cross_entropy_scalar(%l: tensor<f32>, %y: tensor<i32>) {
 
 func.func @cross_entropy_labels_rank(%l: tensor<2x8x64xf32>, %y: tensor<16xi32>) {
   // expected-error @+1 {{labels rank 1 must be logits rank - 1 (2)}}
-  %0 = titan.cross_entropy %l, %y : (tensor<2x8x64xf32>, tensor<16xi32>) -> tensor<f32>
+  %0, %lse0 = titan.cross_entropy %l, %y : (tensor<2x8x64xf32>, tensor<16xi32>) -> (tensor<f32>, tensor<16xf32>)
   return
 }
 
@@ -439,7 +455,7 @@ func.func @cross_entropy_labels_rank(%l: tensor<2x8x64xf32>, %y: tensor<16xi32>)
 
 func.func @cross_entropy_labels_dim(%l: tensor<2x8x64xf32>, %y: tensor<2x4xi32>) {
   // expected-error @+1 {{labels dimension 1 (4) must equal logits dimension 1 (8)}}
-  %0 = titan.cross_entropy %l, %y : (tensor<2x8x64xf32>, tensor<2x4xi32>) -> tensor<f32>
+  %0, %lse0 = titan.cross_entropy %l, %y : (tensor<2x8x64xf32>, tensor<2x4xi32>) -> (tensor<f32>, tensor<2x4xf32>)
   return
 }
 
@@ -447,7 +463,23 @@ func.func @cross_entropy_labels_dim(%l: tensor<2x8x64xf32>, %y: tensor<2x4xi32>)
 
 func.func @cross_entropy_result(%l: tensor<2x8x64xf32>, %y: tensor<2x8xi32>) {
   // expected-error @+1 {{result #0 must be 0D tensor of 32-bit float values}}
-  %0 = titan.cross_entropy %l, %y : (tensor<2x8x64xf32>, tensor<2x8xi32>) -> tensor<2x8xf32>
+  %0, %lse0 = titan.cross_entropy %l, %y : (tensor<2x8x64xf32>, tensor<2x8xi32>) -> (tensor<2x8xf32>, tensor<2x8xf32>)
+  return
+}
+
+// -----
+
+func.func @cross_entropy_lse_shape(%l: tensor<2x8x64xf32>, %y: tensor<2x8xi32>) {
+  // expected-error @+1 {{lse dimension 1 (4) must equal logits dimension 1 (8)}}
+  %0, %lse0 = titan.cross_entropy %l, %y : (tensor<2x8x64xf32>, tensor<2x8xi32>) -> (tensor<f32>, tensor<2x4xf32>)
+  return
+}
+
+// -----
+
+func.func @cross_entropy_lse_type(%l: tensor<2x8x64xbf16>, %y: tensor<2x8xi32>) {
+  // expected-error @+1 {{lse element type must be 'f32' (the accumulator type of the logits), not 'bf16'}}
+  %0, %lse0 = titan.cross_entropy %l, %y : (tensor<2x8x64xbf16>, tensor<2x8xi32>) -> (tensor<f32>, tensor<2x8xbf16>)
   return
 }
 

@@ -28,20 +28,20 @@ func.func @rms_norm(%x: tensor<2x8x16xf32>, %w: tensor<16xf32>) -> tensor<2x8x16
 }
 
 // CHECK-LABEL: func.func @rope
-// CHECK: %[[A:.*]] = titan.rope_angles {theta = 1.000000e+04 : f64} : tensor<8x4xf32>
-// CHECK: titan.rope %{{.*}}, %[[A]] : (tensor<2x8x4x8xf32>, tensor<8x4xf32>) -> tensor<2x8x4x8xf32>
+// CHECK: %[[A:.*]] = titan.rope_angles {theta = 1.000000e+04 : f64} : tensor<8x4x2xf32>
+// CHECK: titan.rope %{{.*}}, %[[A]] : (tensor<2x8x4x8xf32>, tensor<8x4x2xf32>) -> tensor<2x8x4x8xf32>
 func.func @rope(%x: tensor<2x8x4x8xf32>) -> tensor<2x8x4x8xf32> {
-  %a = titan.rope_angles {theta = 1.0e4 : f64} : tensor<8x4xf32>
-  %0 = titan.rope %x, %a : (tensor<2x8x4x8xf32>, tensor<8x4xf32>) -> tensor<2x8x4x8xf32>
+  %a = titan.rope_angles {theta = 1.0e4 : f64} : tensor<8x4x2xf32>
+  %0 = titan.rope %x, %a : (tensor<2x8x4x8xf32>, tensor<8x4x2xf32>) -> tensor<2x8x4x8xf32>
   return %0#0 : tensor<2x8x4x8xf32>
 }
 
 // CHECK-LABEL: func.func @rope_angles_scaled
-// CHECK: titan.rope_angles {high_freq_factor = 4.000000e+00 : f64, low_freq_factor = 1.000000e+00 : f64, original_max_position_embeddings = 8192 : i64, scaling_factor = 8.000000e+00 : f64, theta = 5.000000e+05 : f64} : tensor<16x64xf32>
-func.func @rope_angles_scaled() -> tensor<16x64xf32> {
+// CHECK: titan.rope_angles {high_freq_factor = 4.000000e+00 : f64, low_freq_factor = 1.000000e+00 : f64, original_max_position_embeddings = 8192 : i64, scaling_factor = 8.000000e+00 : f64, theta = 5.000000e+05 : f64} : tensor<16x64x2xf32>
+func.func @rope_angles_scaled() -> tensor<16x64x2xf32> {
   %a = titan.rope_angles {theta = 5.0e5 : f64, scaling_factor = 8.0 : f64, low_freq_factor = 1.0 : f64,
-                          high_freq_factor = 4.0 : f64, original_max_position_embeddings = 8192 : i64} : tensor<16x64xf32>
-  return %a : tensor<16x64xf32>
+                          high_freq_factor = 4.0 : f64, original_max_position_embeddings = 8192 : i64} : tensor<16x64x2xf32>
+  return %a : tensor<16x64x2xf32>
 }
 
 // CHECK-LABEL: func.func @attention_gqa
@@ -82,10 +82,22 @@ func.func @reshape(%x: tensor<2x8x16xf32>) -> tensor<2x8x4x4xf32> {
 
 // CHECK-LABEL: func.func @cross_entropy
 // CHECK-SAME: {titan.input = "labels"}
-// CHECK: titan.cross_entropy %{{.*}}, %{{.*}} : (tensor<2x8x64xf32>, tensor<2x8xi32>) -> tensor<f32>
-func.func @cross_entropy(%l: tensor<2x8x64xf32>, %y: tensor<2x8xi32> {titan.input = "labels"}) -> tensor<f32> {
-  %0 = titan.cross_entropy %l, %y : (tensor<2x8x64xf32>, tensor<2x8xi32>) -> tensor<f32>
+// CHECK: %{{.*}}, %[[LSE:.*]] = titan.cross_entropy %{{.*}}, %{{.*}} : (tensor<2x8x64xf32>, tensor<2x8xi32>) -> (tensor<f32>, tensor<2x8xf32>)
+// CHECK: titan.cross_entropy_grad %{{.*}}, %{{.*}}, %[[LSE]], %{{.*}} : (tensor<2x8x64xf32>, tensor<2x8xi32>, tensor<2x8xf32>, tensor<f32>) -> tensor<2x8x64xf32>
+func.func @cross_entropy(%l: tensor<2x8x64xf32>, %y: tensor<2x8xi32> {titan.input = "labels"}, %g: tensor<f32>) -> tensor<f32> {
+  %0, %lse0 = titan.cross_entropy %l, %y : (tensor<2x8x64xf32>, tensor<2x8xi32>) -> (tensor<f32>, tensor<2x8xf32>)
+  %1 = titan.cross_entropy_grad %l, %y, %lse0, %g : (tensor<2x8x64xf32>, tensor<2x8xi32>, tensor<2x8xf32>, tensor<f32>) -> tensor<2x8x64xf32>
   return %0 : tensor<f32>
+}
+
+// The lse is in the accumulator type: f32 for bf16 logits, f64 for f64.
+// CHECK-LABEL: func.func @cross_entropy_lse_types
+// CHECK: titan.cross_entropy %{{.*}}, %{{.*}} : (tensor<8x64xbf16>, tensor<8xi32>) -> (tensor<f32>, tensor<8xf32>)
+// CHECK: titan.cross_entropy %{{.*}}, %{{.*}} : (tensor<8x64xf64>, tensor<8xi32>) -> (tensor<f32>, tensor<8xf64>)
+func.func @cross_entropy_lse_types(%l: tensor<8x64xbf16>, %d: tensor<8x64xf64>, %y: tensor<8xi32>) {
+  %0, %lse0 = titan.cross_entropy %l, %y : (tensor<8x64xbf16>, tensor<8xi32>) -> (tensor<f32>, tensor<8xf32>)
+  %1, %lse1 = titan.cross_entropy %d, %y : (tensor<8x64xf64>, tensor<8xi32>) -> (tensor<f32>, tensor<8xf64>)
+  return
 }
 
 // Loss parallel's pieces and the vocabulary-sharded embedding.

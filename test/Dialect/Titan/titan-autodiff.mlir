@@ -11,9 +11,9 @@
 // CHECK:      %[[Z:.*]] = titan.linear %[[Y]], %[[W]]
 // CHECK:      %[[H:.*]] = titan.add %[[X]], %[[Z]]
 // CHECK:      %[[LOGITS:.*]] = titan.linear %[[H]], %[[E]]
-// CHECK:      %[[LOSS:.*]] = titan.cross_entropy %[[LOGITS]], %[[L]]
+// CHECK:      %[[LOSS:.*]], %[[LSE:.*]] = titan.cross_entropy %[[LOGITS]], %[[L]]
 // CHECK:      %[[ONE:.*]] = titan.fill 1.000000e+00 : tensor<f32>
-// CHECK:      %[[DLOGITS:.*]] = titan.cross_entropy_grad %[[LOGITS]], %[[L]], %[[ONE]]
+// CHECK:      %[[DLOGITS:.*]] = titan.cross_entropy_grad %[[LOGITS]], %[[L]], %[[LSE]], %[[ONE]]
 // CHECK:      %[[DH:.*]] = titan.linear_grad_input %[[DLOGITS]], %[[E]]
 // CHECK:      %[[DE1:.*]] = titan.linear_grad_weight %[[DLOGITS]], %[[H]]
 // CHECK:      %[[DY:.*]] = titan.linear_grad_input %[[DH]], %[[W]]
@@ -31,7 +31,7 @@ func.func @forward(%w: tensor<8x8xf32> {titan.param = "w"}, %n: tensor<8xf32> {t
   %z = titan.linear %y, %w : (tensor<2x4x8xf32>, tensor<8x8xf32>) -> tensor<2x4x8xf32>
   %h = titan.add %x, %z : tensor<2x4x8xf32>
   %logits = titan.linear %h, %e : (tensor<2x4x8xf32>, tensor<16x8xf32>) -> tensor<2x4x16xf32>
-  %loss = titan.cross_entropy %logits, %l : (tensor<2x4x16xf32>, tensor<2x4xi32>) -> tensor<f32>
+  %loss, %loss_lse = titan.cross_entropy %logits, %l : (tensor<2x4x16xf32>, tensor<2x4xi32>) -> (tensor<f32>, tensor<2x4xf32>)
   return %loss : tensor<f32>
 }
 
@@ -47,17 +47,17 @@ func.func @forward(%w: tensor<8x8xf32> {titan.param = "w"}, %n: tensor<8xf32> {t
 // CHECK:      titan.reshape %{{.*}} : tensor<1x4x2x4xf32> -> tensor<1x4x8xf32>
 func.func @forward(%q: tensor<8x8xf32> {titan.param = "q"}, %g: tensor<1x4x8xf32> {titan.param = "g"},
                    %t: tensor<1x4xi32> {titan.input = "tokens"}, %l: tensor<1x4xi32> {titan.input = "labels"}) -> tensor<f32> {
-  %a = titan.rope_angles {theta = 1.0e4 : f64} : tensor<4x2xf32>
+  %a = titan.rope_angles {theta = 1.0e4 : f64} : tensor<4x2x2xf32>
   %x = titan.linear %g, %q : (tensor<1x4x8xf32>, tensor<8x8xf32>) -> tensor<1x4x8xf32>
   %x4 = titan.reshape %x : tensor<1x4x8xf32> -> tensor<1x4x2x4xf32>
-  %rq = titan.rope %x4, %a : (tensor<1x4x2x4xf32>, tensor<4x2xf32>) -> tensor<1x4x2x4xf32>
-  %rk = titan.rope %x4, %a : (tensor<1x4x2x4xf32>, tensor<4x2xf32>) -> tensor<1x4x2x4xf32>
+  %rq = titan.rope %x4, %a : (tensor<1x4x2x4xf32>, tensor<4x2x2xf32>) -> tensor<1x4x2x4xf32>
+  %rk = titan.rope %x4, %a : (tensor<1x4x2x4xf32>, tensor<4x2x2xf32>) -> tensor<1x4x2x4xf32>
   %o:2 = titan.attention %rq, %rk, %x4 {scale = 0.5 : f64} : (tensor<1x4x2x4xf32>, tensor<1x4x2x4xf32>, tensor<1x4x2x4xf32>) -> (tensor<1x4x2x4xf32>, tensor<1x2x4xf32>)
   %o3 = titan.reshape %o#0 : tensor<1x4x2x4xf32> -> tensor<1x4x8xf32>
   %s = titan.swiglu %o3, %g : tensor<1x4x8xf32>
   %si = titan.silu %s : tensor<1x4x8xf32>
   %m = titan.mul %si, %s : tensor<1x4x8xf32>
-  %loss = titan.cross_entropy %m, %l : (tensor<1x4x8xf32>, tensor<1x4xi32>) -> tensor<f32>
+  %loss, %loss_lse = titan.cross_entropy %m, %l : (tensor<1x4x8xf32>, tensor<1x4xi32>) -> (tensor<f32>, tensor<1x4xf32>)
   return %loss : tensor<f32>
 }
 
@@ -70,7 +70,7 @@ func.func @forward(%q: tensor<8x8xf32> {titan.param = "q"}, %g: tensor<1x4x8xf32
 func.func @forward(%w: tensor<3x4xf32> {titan.param = "used"}, %u: tensor<4xf32> {titan.param = "unused"},
                    %x: tensor<2x4xf32>, %l: tensor<2xi32>) -> tensor<f32> {
   %y = titan.linear %x, %w : (tensor<2x4xf32>, tensor<3x4xf32>) -> tensor<2x3xf32>
-  %loss = titan.cross_entropy %y, %l : (tensor<2x3xf32>, tensor<2xi32>) -> tensor<f32>
+  %loss, %loss_lse = titan.cross_entropy %y, %l : (tensor<2x3xf32>, tensor<2xi32>) -> (tensor<f32>, tensor<2xf32>)
   return %loss : tensor<f32>
 }
 
@@ -87,7 +87,7 @@ func.func @forward(%x: tensor<4xf32> {titan.param = "x"}, %l: tensor<i32>) -> te
   // expected-error @+1 {{'titan.global_norm' op has no adjoint rule in titan-autodiff}}
   %n = titan.global_norm %x : (tensor<4xf32>) -> tensor<f32>
   %y = titan.reshape %n : tensor<f32> -> tensor<1xf32>
-  %loss = titan.cross_entropy %y, %l : (tensor<1xf32>, tensor<i32>) -> tensor<f32>
+  %loss, %loss_lse = titan.cross_entropy %y, %l : (tensor<1xf32>, tensor<i32>) -> (tensor<f32>, tensor<f32>)
   return %loss : tensor<f32>
 }
 
@@ -124,7 +124,7 @@ module attributes {dist.mesh = #dist.mesh<pp = 1, dp_replicate = 1, dp_shard = 1
     %y = dist.wait %f : !dist.future<tensor<4x8xf32>>
     %s = dist.send_recv_start %y axes ["tp"] shift 1 : tensor<4x8xf32> -> !dist.future<tensor<4x8xf32>>
     %z = dist.wait %s : !dist.future<tensor<4x8xf32>>
-    %loss = titan.cross_entropy %z, %l : (tensor<4x8xf32>, tensor<4xi32>) -> tensor<f32>
+    %loss, %loss_lse = titan.cross_entropy %z, %l : (tensor<4x8xf32>, tensor<4xi32>) -> (tensor<f32>, tensor<4xf32>)
     return %loss : tensor<f32>
   }
 }
@@ -154,7 +154,7 @@ module attributes {dist.mesh = #dist.mesh<pp = 1, dp_replicate = 1, dp_shard = 2
     %f = dist.all_reduce_start %w axes ["tp"] : tensor<4x8xf32> -> !dist.future<tensor<4x8xf32>>
     %y = dist.wait %f : !dist.future<tensor<4x8xf32>>
     %z = titan.linear %y, %v : (tensor<4x8xf32>, tensor<8x8xf32>) -> tensor<4x8xf32>
-    %loss = titan.cross_entropy %z, %l : (tensor<4x8xf32>, tensor<4xi32>) -> tensor<f32>
+    %loss, %loss_lse = titan.cross_entropy %z, %l : (tensor<4x8xf32>, tensor<4xi32>) -> (tensor<f32>, tensor<4xf32>)
     %lf = dist.all_reduce_start %loss axes ["dp_shard"] reduction avg : tensor<f32> -> !dist.future<tensor<f32>>
     %mean = dist.wait %lf : !dist.future<tensor<f32>>
     return %mean : tensor<f32>
@@ -199,7 +199,7 @@ module attributes {dist.mesh = #dist.mesh<pp = 1, dp_replicate = 1, dp_shard = 1
     // expected-error @+1 {{'dist.all_reduce_start' op (max) has no gradient}}
     %f = dist.all_reduce_start %w axes ["tp"] reduction max : tensor<4x8xf32> -> !dist.future<tensor<4x8xf32>>
     %y = dist.wait %f : !dist.future<tensor<4x8xf32>>
-    %loss = titan.cross_entropy %y, %l : (tensor<4x8xf32>, tensor<4xi32>) -> tensor<f32>
+    %loss, %loss_lse = titan.cross_entropy %y, %l : (tensor<4x8xf32>, tensor<4xi32>) -> (tensor<f32>, tensor<4xf32>)
     return %loss : tensor<f32>
   }
 }
@@ -244,6 +244,6 @@ module attributes {dist.mesh = #dist.mesh<pp = 2, dp_replicate = 1, dp_shard = 1
 func.func @forward(%w: tensor<2x8x4xf32> {titan.param = "w"}, %labels: tensor<2x8xi32> {titan.input = "labels"}) -> tensor<f32> {
   %b = titan.slice %w [0, 2, 0] : tensor<2x8x4xf32> -> tensor<2x4x4xf32>
   %c = titan.concat %b, %b dim 1 : tensor<2x4x4xf32>, tensor<2x4x4xf32> -> tensor<2x8x4xf32>
-  %loss = titan.cross_entropy %c, %labels : (tensor<2x8x4xf32>, tensor<2x8xi32>) -> tensor<f32>
+  %loss, %loss_lse = titan.cross_entropy %c, %labels : (tensor<2x8x4xf32>, tensor<2x8xi32>) -> (tensor<f32>, tensor<2x8xf32>)
   return %loss : tensor<f32>
 }

@@ -75,7 +75,7 @@ func.func @forward(%e: tensor<64x32xf32> {titan.param = "tok_embeddings.weight"}
                    %l: tensor<2x8xi32> {titan.input = "labels"}) -> tensor<f32> {
   %x = titan.embedding %e[%t] : tensor<64x32xf32>, tensor<2x8xi32> -> tensor<2x8x32xf32> loc("tok_embeddings")
   %y = titan.linear %x, %w : (tensor<2x8x32xf32>, tensor<64x32xf32>) -> tensor<2x8x64xf32> loc("output")
-  %loss = titan.cross_entropy %y, %l : (tensor<2x8x64xf32>, tensor<2x8xi32>) -> tensor<f32> loc("loss")
+  %loss, %loss_lse = titan.cross_entropy %y, %l : (tensor<2x8x64xf32>, tensor<2x8xi32>) -> (tensor<f32>, tensor<2x8xf32>) loc("loss")
   return %loss : tensor<f32>
 }
 
@@ -91,6 +91,6 @@ func.func @forward(%e: tensor<64x32xf32> {titan.param = "tok_embeddings.weight"}
                    %l: tensor<2x8xi32> {titan.input = "labels"}) -> tensor<f32> {
   %x = titan.embedding %e[%t] : tensor<64x32xf32>, tensor<2x8xi32> -> tensor<2x8x32xf32>
   %y = titan.linear %x, %w : (tensor<2x8x32xf32>, tensor<40x32xf32>) -> tensor<2x8x40xf32> loc("output")
-  %loss = titan.cross_entropy %y, %l : (tensor<2x8x40xf32>, tensor<2x8xi32>) -> tensor<f32>
+  %loss, %loss_lse = titan.cross_entropy %y, %l : (tensor<2x8x40xf32>, tensor<2x8xi32>) -> (tensor<f32>, tensor<2x8xf32>)
   return %loss : tensor<f32>
 }

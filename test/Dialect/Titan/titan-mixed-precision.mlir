@@ -3,7 +3,7 @@
 
 // Single rank: each f32 parameter gets one bf16 copy, read by every use;
 // activations take bf16; the fused cross-entropy reads the bf16 logits
-// (computing in f32: no f32 copy of the logits).
+// (computing in f32: no f32 copy of the logits; its lse stays f32).
 // CHECK-LABEL: func.func @forward(
 // CHECK-SAME: %[[W:.*]]: tensor<8x8xf32> {titan.param = "w"}, %[[E:.*]]: tensor<16x8xf32> {titan.param = "e"}
 // CHECK-DAG:  %[[E16:.*]] = titan.cast %[[E]] : tensor<16x8xf32> to tensor<16x8xbf16>
@@ -13,11 +13,11 @@
 // CHECK:      %[[H:.*]] = titan.add %[[X]], %[[Y]] : tensor<2x4x8xbf16>
 // CHECK:      %[[Z:.*]] = titan.linear %[[H]], %[[E16]] : (tensor<2x4x8xbf16>, tensor<16x8xbf16>) -> tensor<2x4x16xbf16>
 // CHECK-NOT:  titan.cast %[[Z]]
-// CHECK:      titan.cross_entropy %[[Z]], %{{.*}} : (tensor<2x4x16xbf16>, tensor<2x4xi32>) -> tensor<f32>
+// CHECK:      titan.cross_entropy %[[Z]], %{{.*}} : (tensor<2x4x16xbf16>, tensor<2x4xi32>) -> (tensor<f32>, tensor<2x4xf32>)
 // The gradients of the parameters come back as f32: the casts' adjoints;
 // the logits' gradient is bf16, rounded once from the kernel's f32.
 // GRAD-LABEL: func.func @forward_backward(
-// GRAD:       titan.cross_entropy_grad %{{.*}} : (tensor<2x4x16xbf16>, tensor<2x4xi32>, tensor<f32>) -> tensor<2x4x16xbf16>
+// GRAD:       titan.cross_entropy_grad %{{.*}} : (tensor<2x4x16xbf16>, tensor<2x4xi32>, tensor<2x4xf32>, tensor<f32>) -> tensor<2x4x16xbf16>
 // GRAD:       titan.embedding_grad %{{.*}}, %{{.*}} : (tensor<2x4x8xbf16>, tensor<2x4xi32>) -> tensor<16x8xbf16>
 // GRAD:       titan.cast %{{.*}} : tensor<16x8xbf16> to tensor<16x8xf32>
 // GRAD:       return %{{.*}} : tensor<f32>, tensor<8x8xf32>, tensor<16x8xf32>
@@ -27,7 +27,7 @@ func.func @forward(%w: tensor<8x8xf32> {titan.param = "w"}, %e: tensor<16x8xf32>
   %y = titan.linear %x, %w : (tensor<2x4x8xf32>, tensor<8x8xf32>) -> tensor<2x4x8xf32>
   %h = titan.add %x, %y : tensor<2x4x8xf32>
   %z = titan.linear %h, %e : (tensor<2x4x8xf32>, tensor<16x8xf32>) -> tensor<2x4x16xf32>
-  %loss = titan.cross_entropy %z, %l : (tensor<2x4x16xf32>, tensor<2x4xi32>) -> tensor<f32>
+  %loss, %loss_lse = titan.cross_entropy %z, %l : (tensor<2x4x16xf32>, tensor<2x4xi32>) -> (tensor<f32>, tensor<2x4xf32>)
   return %loss : tensor<f32>
 }
 
@@ -57,7 +57,7 @@ module attributes {dist.mesh = #dist.mesh<pp = 1, dp_replicate = 1, dp_shard = 2
     %y = titan.linear %x, %g : (tensor<2x8xf32>, tensor<8x8xf32>) -> tensor<2x8xf32>
     %s = titan.silu %y : tensor<2x8xf32>
     %z = titan.linear %s, %g : (tensor<2x8xf32>, tensor<8x8xf32>) -> tensor<2x8xf32>
-    %loss = titan.cross_entropy %z, %l : (tensor<2x8xf32>, tensor<2xi32>) -> tensor<f32>
+    %loss, %loss_lse = titan.cross_entropy %z, %l : (tensor<2x8xf32>, tensor<2xi32>) -> (tensor<f32>, tensor<2xf32>)
     return %loss : tensor<f32>
   }
 }

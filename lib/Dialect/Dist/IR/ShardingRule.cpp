@@ -7,6 +7,7 @@ using namespace titan;
 using namespace titan::dist;
 
 #include "titan/Dialect/Dist/IR/ShardingRuleInterface.cpp.inc"
+#include "llvm/ADT/DenseSet.h"
 
 int64_t ShardingRule::addFactor(int64_t size, FactorKind kind,
                                 ReductionKind reduction) {
@@ -169,8 +170,14 @@ ShardingRule::getResultSharding(MLIRContext *ctx, unsigned i,
     partial = operandShardings.front().getPartialAxes();
     reduction = operandShardings.front().getReductionKind();
   }
+  // A reduction factor is contracted for the results that lack it; a result
+  // that has it (cross_entropy's per-row lse) is split along it instead.
+  llvm::SmallDenseSet<int64_t> own;
+  for (const auto &dimFactors : results[i])
+    own.insert(dimFactors.begin(), dimFactors.end());
   for (auto [f, factor] : llvm::enumerate(factors))
-    if (factor.kind == FactorKind::Reduction && !chosen[f].empty()) {
+    if (factor.kind == FactorKind::Reduction && !chosen[f].empty() &&
+        !own.contains(int64_t(f))) {
       llvm::append_range(partial, chosen[f]);
       reduction = factor.reduction;
     }

@@ -341,19 +341,20 @@ struct ConcatRule : NoLocalize {
   }
 };
 
-/// input [B, S, H, Dh], angles [S, Dh/2]: the pairs of Dh stay whole; the
-/// sequence is shared with the angles.
+/// input [B, S, H, Dh], freqs_cis [S, Dh/2, 2]: the pairs of Dh and the
+/// table's (cos, sin) stay whole; the sequence is shared with the table.
 struct RopeRule : NoLocalize {
   static ShardingRule rule(RopeOp op) {
     ShardingRule rule;
     ArrayRef<int64_t> x = shapeOf(op.getInput());
+    ArrayRef<int64_t> table = shapeOf(op.getFreqsCis());
     int64_t b = rule.addFactor(x[0]), s = rule.addFactor(x[1]);
     int64_t h = rule.addFactor(x[2]);
     int64_t d = rule.addFactor(x[3], FactorKind::NeedReplication);
-    int64_t pairs =
-        rule.addFactor(shapeOf(op.getAngles())[1], FactorKind::NeedReplication);
+    int64_t pairs = rule.addFactor(table[1], FactorKind::NeedReplication);
+    int64_t cosSin = rule.addFactor(table[2], FactorKind::NeedReplication);
     rule.addOperand({b, s, h, d});
-    rule.addOperand({s, pairs});
+    rule.addOperand({s, pairs, cosSin});
     rule.addResult({b, s, h, d});
     return rule;
   }
@@ -397,8 +398,9 @@ struct AttentionRule {
   }
 };
 
-/// logits [..., V], labels [...] -> the mean over the rows: every row
-/// factor is contracted (a partial mean), the vocabulary must stay whole.
+/// logits [..., V], labels [...] -> the mean over the rows, and lse [...]:
+/// every row factor is contracted for the loss (a partial mean) and passes
+/// through to the lse; the vocabulary must stay whole.
 struct CrossEntropyRule : NoLocalize {
   static ShardingRule rule(CrossEntropyOp op) {
     ShardingRule rule;
@@ -413,6 +415,7 @@ struct CrossEntropyRule : NoLocalize {
     rule.addOperand(withVocab);
     rule.addOperand(rows);
     rule.addResult({});
+    rule.addResult(rows);
     return rule;
   }
 };

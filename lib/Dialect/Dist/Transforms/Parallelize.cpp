@@ -192,9 +192,11 @@ struct DistParallelizePass
     Value sumExp = SumExpOp::create(b, loc, rows, logits, max);
     Value target =
         TargetLogitOp::create(b, loc, rows, logits, c.getLabels(), Value());
-    c.replaceAllUsesWith(CrossEntropyFromStatsOp::create(b, loc, c.getType(),
-                                                         max, sumExp, target)
-                             .getResult());
+    // The forward alone reads the loss: no backward reads the lse yet.
+    c.getResult().replaceAllUsesWith(
+        CrossEntropyFromStatsOp::create(b, loc, c.getResult().getType(), max,
+                                        sumExp, target)
+            .getResult());
     c.erase();
   }
 

@@ -35,11 +35,11 @@ LogicalResult RMSNormOp::buildAdjoint(OpBuilder &b, ArrayRef<Value> dy,
 LogicalResult RopeOp::buildAdjoint(OpBuilder &b, ArrayRef<Value> dy,
                                    AdjointContext &ctx) {
   ctx.addGradient(getInput(), RopeOp::create(b, getLoc(), getType(), dy[0],
-                                             getAngles(), !getTranspose()));
+                                             getFreqsCis(), !getTranspose()));
   return success();
 }
 
-// The angles are a constant of the step.
+// The cos/sin table is a constant of the step.
 LogicalResult RopeAnglesOp::buildAdjoint(OpBuilder &, ArrayRef<Value>,
                                          AdjointContext &) {
   return success();
@@ -158,9 +158,10 @@ LogicalResult ConcatOp::buildAdjoint(OpBuilder &b, ArrayRef<Value> dy,
 
 LogicalResult CrossEntropyOp::buildAdjoint(OpBuilder &b, ArrayRef<Value> dy,
                                            AdjointContext &ctx) {
-  ctx.addGradient(getLogits(),
-                  CrossEntropyGradOp::create(b, getLoc(), getLogits().getType(),
-                                             getLogits(), getLabels(), dy[0]));
+  // The log-sum-exp is a statistic for the backward, not differentiated.
+  ctx.addGradient(getLogits(), CrossEntropyGradOp::create(
+                                   b, getLoc(), getLogits().getType(),
+                                   getLogits(), getLabels(), getLse(), dy[0]));
   return success();
 }
 

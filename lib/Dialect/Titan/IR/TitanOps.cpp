@@ -16,6 +16,13 @@
 using namespace mlir;
 using namespace titan;
 
+FloatType titan::getAccumulatorType(Type element) {
+  MLIRContext *ctx = element.getContext();
+  if (element.isF64())
+    return Float64Type::get(ctx);
+  return Float32Type::get(ctx);
+}
+
 namespace {
 /// Prints a static shape as "8x2048x256" ("scalar" for rank 0).
 std::string formatShape(ArrayRef<int64_t> shape) {
@@ -157,10 +164,21 @@ LogicalResult RMSNormOp::verify() {
 // RopeAnglesOp
 //===----------------------------------------------------------------------===//
 
+/// The last dimension of a RoPE table holds (cos, sin).
+static LogicalResult verifyCosSinPairs(Operation *op, Value table,
+                                       StringRef name) {
+  int64_t last = tensorType(table).getDimSize(2);
+  if (last != 2)
+    return op->emitOpError()
+           << name << " dimension 2 (" << last << ") must be 2 (cos, sin)";
+  return success();
+}
+
 LogicalResult RopeAnglesOp::verify() {
   Operation *op = getOperation();
-  if (failed(
-          verifyRank(op, getResult(), "result", 2, "positions x head_dim/2")))
+  if (failed(verifyRank(op, getResult(), "result", 3,
+                        "positions x head_dim/2 x 2")) ||
+      failed(verifyCosSinPairs(op, getResult(), "result")))
     return failure();
   if (failed(verifyPositive(op, "theta", getTheta().convertToDouble())))
     return failure();
@@ -200,18 +218,20 @@ LogicalResult RopeOp::verify() {
   Operation *op = getOperation();
   if (failed(verifyRank(op, getInput(), "input", 4,
                         "batch x seq x heads x head_dim")) ||
-      failed(verifyRank(op, getAngles(), "angles", 2, "seq x head_dim/2")))
+      failed(verifyRank(op, getFreqsCis(), "freqs_cis", 3,
+                        "seq x head_dim/2 x 2")) ||
+      failed(verifyCosSinPairs(op, getFreqsCis(), "freqs_cis")))
     return failure();
   int64_t headDim = tensorType(getInput()).getDimSize(3);
   if (headDim % 2 != 0)
     return emitOpError() << "input dimension 3 (head_dim = " << headDim
                          << ") must be even to form rotation pairs";
-  if (failed(verifyDimsMatch(op, getAngles(), "angles", 0, getInput(), "input",
-                             1)))
+  if (failed(verifyDimsMatch(op, getFreqsCis(), "freqs_cis", 0, getInput(),
+                             "input", 1)))
     return failure();
-  int64_t pairs = tensorType(getAngles()).getDimSize(1);
+  int64_t pairs = tensorType(getFreqsCis()).getDimSize(1);
   if (pairs != headDim / 2)
-    return emitOpError() << "angles dimension 1 (" << pairs
+    return emitOpError() << "freqs_cis dimension 1 (" << pairs
                          << ") must equal input dimension 3 / 2 ("
                          << headDim / 2 << ")";
   return verifyResultLikeInput(op, getInput(), "input");
@@ -254,9 +274,7 @@ static LogicalResult verifyAttentionOperands(Operation *op, Value query,
 /// else f32).
 static LogicalResult verifyLogSumExp(Operation *op, Value query, Value lse) {
   RankedTensorType q = tensorType(query), l = tensorType(lse);
-  Type accumulator = q.getElementType().isF64()
-                         ? Type(Float64Type::get(op->getContext()))
-                         : Type(Float32Type::get(op->getContext()));
+  Type accumulator = getAccumulatorType(q.getElementType());
   SmallVector<int64_t> shape = {q.getDimSize(0), q.getDimSize(2),
                                 q.getDimSize(1)};
   if (l.getShape() != ArrayRef<int64_t>(shape) ||
@@ -492,22 +510,25 @@ OpFoldResult ReshapeOp::fold(FoldAdaptor) {
 // CrossEntropyOp
 //===----------------------------------------------------------------------===//
 
+/// `lse` is a per-row statistic of `logits` in their accumulator type.
+static LogicalResult verifyRowLogSumExp(Operation *op, Value logits,
+                                        Value lse) {
+  if (failed(verifyPerRow(op, logits, "logits", lse, "lse")))
+    return failure();
+  Type element = tensorType(lse).getElementType();
+  Type accumulator = getAccumulatorType(tensorType(logits).getElementType());
+  if (element != accumulator)
+    return op->emitOpError()
+           << "lse element type must be " << accumulator
+           << " (the accumulator type of the logits), not " << element;
+  return success();
+}
+
 LogicalResult CrossEntropyOp::verify() {
   Operation *op = getOperation();
-  RankedTensorType logits = tensorType(getLogits());
-  RankedTensorType labels = tensorType(getLabels());
-  if (logits.getRank() < 1)
-    return emitOpError() << "logits must have rank >= 1 (... x vocab), got a "
-                            "scalar";
-  if (labels.getRank() != logits.getRank() - 1)
-    return emitOpError() << "labels rank " << labels.getRank()
-                         << " must be logits rank - 1 (" << logits.getRank() - 1
-                         << ")";
-  for (int64_t d = 0; d < labels.getRank(); ++d)
-    if (failed(verifyDimsMatch(op, getLabels(), "labels", d, getLogits(),
-                               "logits", d)))
-      return failure();
-  return success();
+  if (failed(verifyPerRow(op, getLogits(), "logits", getLabels(), "labels")))
+    return failure();
+  return verifyRowLogSumExp(op, getLogits(), getLse());
 }
 
 //===----------------------------------------------------------------------===//
@@ -670,15 +691,9 @@ LogicalResult LinearGradWeightOp::verify() {
 
 LogicalResult CrossEntropyGradOp::verify() {
   Operation *op = getOperation();
-  RankedTensorType logits = tensorType(getLogits());
-  RankedTensorType labels = tensorType(getLabels());
-  if (logits.getRank() < 1 || labels.getRank() != logits.getRank() - 1)
-    return emitOpError() << "labels rank " << labels.getRank()
-                         << " must be logits rank - 1";
-  for (int64_t d = 0; d < labels.getRank(); ++d)
-    if (failed(verifyDimsMatch(op, getLabels(), "labels", d, getLogits(),
-                               "logits", d)))
-      return failure();
+  if (failed(verifyPerRow(op, getLogits(), "logits", getLabels(), "labels")) ||
+      failed(verifyRowLogSumExp(op, getLogits(), getLse())))
+    return failure();
   return verifyResultLikeInput(op, getLogits(), "logits");
 }
 

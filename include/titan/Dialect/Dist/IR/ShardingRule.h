@@ -24,8 +24,9 @@ namespace titan::dist {
 enum class FactorKind {
   /// Operands and results share it: their slices line up rank by rank.
   PassThrough,
-  /// Contracted (only in operands): each rank computes one term of a
-  /// reduction, so the results are partial over the factor's axes.
+  /// Contracted: each rank computes one term of a reduction, so the results
+  /// without it are partial over the factor's axes (a result that has it,
+  /// a per-row statistic beside a mean, is split along it).
   Reduction,
   /// Split only over the axes the op's `localize` handles (`allowedAxes`).
   Local,

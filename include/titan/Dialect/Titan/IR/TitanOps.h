@@ -21,4 +21,11 @@
 #define GET_OP_CLASSES
 #include "titan/Dialect/Titan/IR/TitanOps.h.inc"
 
+namespace titan {
+/// The type kernels accumulate `element` in, which softmax statistics (the
+/// log-sum-exp of titan.attention and titan.cross_entropy) are kept in: f64
+/// for f64, else f32.
+mlir::FloatType getAccumulatorType(mlir::Type element);
+} // namespace titan
+
 #endif // TITAN_DIALECT_TITAN_IR_TITANOPS_H

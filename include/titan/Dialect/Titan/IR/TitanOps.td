@@ -92,12 +92,12 @@ def Titan_RMSNormOp : Titan_Op<"rms_norm", [DeclareOpInterfaceMethods<Titan_Adjo
 def Titan_RopeAnglesOp : Titan_Op<"rope_angles", [DeclareOpInterfaceMethods<Titan_AdjointOpInterface>,
     DeclareOpInterfaceMethods<Titan_KernelOpInterface, ["getKernelParams"]>,
     Pure]> {
-  let summary = "rotation angles of the rotary embedding, per position and pair";
+  let summary = "cos/sin table of the rotary embedding, per position and pair";
   let description = [{
-    Produces the `S x (Dh/2)` float32 table of rotation angles for positions
-    `0 .. S-1` and head dimension `Dh`, as TorchTitan's `precompute_freqs_cis`
-    does before taking `polar`:
-
+    Produces the `S x (Dh/2) x 2` float32 table of the rotations for
+    positions `0 .. S-1` and head dimension `Dh`: TorchTitan's
+    `precompute_freqs_cis`, `freqs_cis = polar(1, angles)`, as (real,
+    imaginary) pairs. With
     * `inv_freq[j] = 1 / theta^(2j / Dh)`, `j = 0 .. Dh/2-1` (float32);
     * with Llama 3.1 scaling (`scaling_factor`, `low_freq_factor`,
       `high_freq_factor`, `original_max_position_embeddings` = `L`, all four
@@ -106,13 +106,18 @@ def Titan_RopeAnglesOp : Titan_Op<"rope_angles", [DeclareOpInterfaceMethods<Tita
       wavelengths below `L / high_freq_factor` are kept; in between
       `s = (L / wavelen - low_freq_factor) / (high_freq_factor - low_freq_factor)`
       and `inv_freq = (1 - s) * inv_freq / scaling_factor + s * inv_freq`;
-    * `result[p, j] = float32(p) * inv_freq[j]`.
+    * `angle[p, j] = float32(p) * inv_freq[j]`,
+
+    `result[p, j, 0] = cos(angle[p, j])` and `result[p, j, 1] =
+    sin(angle[p, j])`, in float32.
 
     Keeping the table as a value (rather than recomputing it inside `rope`)
-    lets sequence sharding (context parallel) slice it like any activation.
+    computes the cosines and sines once per step instead of once per batch
+    and head, and lets sequence sharding (context parallel) slice it like
+    any activation.
 
     ```mlir
-    %a = titan.rope_angles {theta = 5.0e+05 : f64} : tensor<2048x8xf32>
+    %f = titan.rope_angles {theta = 5.0e+05 : f64} : tensor<2048x8x2xf32>
     ```
   }];
   let arguments = (ins F64Attr:$theta,
@@ -134,27 +139,27 @@ def Titan_RopeOp : Titan_Op<"rope", [DeclareOpInterfaceMethods<Titan_AdjointOpIn
     Pure]> {
   let summary = "rotary position embedding on interleaved pairs";
   let description = [{
-    Rotates `input` of shape `B x S x H x Dh` by the angles `angles` of shape
-    `S x (Dh/2)` (from `titan.rope_angles`), pairing adjacent elements as
-    TorchTitan's complex view does: for `j = 0 .. Dh/2-1`, with
-    `(a, b) = (x[..., 2j], x[..., 2j+1])`, `c = cos(angles[s, j])`,
-    `s = sin(angles[s, j])`:
+    Rotates `input` of shape `B x S x H x Dh` by the table `freqs_cis` of
+    shape `S x (Dh/2) x 2` (from `titan.rope_angles`), pairing adjacent
+    elements as TorchTitan's complex view does: for `j = 0 .. Dh/2-1`, with
+    `(a, b) = (x[..., 2j], x[..., 2j+1])`, `c = freqs_cis[s, j, 0]`,
+    `s = freqs_cis[s, j, 1]`:
     `result[..., 2j] = a*c - b*s`, `result[..., 2j+1] = a*s + b*c`,
     computed in float32. The result has the input's type. With `transpose`
-    the rotation is by `-angles` (the inverse and transpose of the forward
-    rotation): the gradient of `rope`.
+    the rotation is by the negated angles (the inverse and transpose of the
+    forward rotation): the gradient of `rope`.
 
     ```mlir
-    %q2 = titan.rope %q, %a
-        : (tensor<8x2048x16x16xf32>, tensor<2048x8xf32>) -> tensor<8x2048x16x16xf32>
+    %q2 = titan.rope %q, %f
+        : (tensor<8x2048x16x16xf32>, tensor<2048x8x2xf32>) -> tensor<8x2048x16x16xf32>
     ```
   }];
   let arguments = (ins Titan_FloatTensor:$input,
-                       StaticShapeTensorOf<[F32]>:$angles,
+                       StaticShapeTensorOf<[F32]>:$freqs_cis,
                        UnitAttr:$transpose);
   let results = (outs Titan_FloatTensor:$result);
   let assemblyFormat = [{
-    $input `,` $angles (`transpose` $transpose^)? attr-dict `:`
+    $input `,` $freqs_cis (`transpose` $transpose^)? attr-dict `:`
     functional-type(operands, results)
   }];
   let hasVerifier = 1;
@@ -395,15 +400,20 @@ def Titan_CrossEntropyOp : Titan_Op<"cross_entropy", [DeclareOpInterfaceMethods<
     `[0, V)`. With `T` the number of label positions, computed in float32:
     `result = (1/T) * sum_t (logsumexp(logits[t, :]) - logits[t, labels[t]])`
     — `torch.nn.functional.cross_entropy` with mean reduction. The result is
-    a 0-d float32 tensor.
+    a 0-d float32 tensor. `lse[t] = logsumexp(logits[t, :])` (shape `...`,
+    in the accumulator type: f64 for f64 logits, else f32) is each row's
+    statistic, which titan.cross_entropy_grad takes so that the backward
+    reads the logits once (`softmax = exp(logits - lse)`), as the softmax
+    statistics of titan.attention.
 
     ```mlir
-    %loss = titan.cross_entropy %logits, %labels
-        : (tensor<8x2048x2048xf32>, tensor<8x2048xi32>) -> tensor<f32>
+    %loss, %lse = titan.cross_entropy %logits, %labels
+        : (tensor<8x2048x2048xf32>, tensor<8x2048xi32>)
+        -> (tensor<f32>, tensor<8x2048xf32>)
     ```
   }];
   let arguments = (ins Titan_FloatTensor:$logits, Titan_IndexTensor:$labels);
-  let results = (outs 0DTensorOf<[F32]>:$result);
+  let results = (outs 0DTensorOf<[F32]>:$result, Titan_FloatTensor:$lse);
   let assemblyFormat = [{
     $logits `,` $labels attr-dict `:` functional-type(operands, results)
   }];
@@ -672,14 +682,15 @@ def Titan_CrossEntropyGradOp : Titan_Op<"cross_entropy_grad", [Titan_KernelOpInt
     Pure]> {
   let summary = "gradient of titan.cross_entropy with respect to the logits";
   let description = [{
-    `result[t, :] = grad / T * (softmax(logits[t, :]) - onehot(labels[t]))`
-    with `grad` the 0-d loss gradient and `T` the number of positions.
+    `result[t, :] = grad / T * (exp(logits[t, :] - lse[t]) - onehot(labels[t]))`
+    (the softmax from titan.cross_entropy's `lse`) with `grad` the 0-d loss
+    gradient and `T` the number of positions.
   }];
   let arguments = (ins Titan_FloatTensor:$logits, Titan_IndexTensor:$labels,
-                       0DTensorOf<[F32]>:$grad);
+                       Titan_FloatTensor:$lse, 0DTensorOf<[F32]>:$grad);
   let results = (outs Titan_FloatTensor:$result);
   let assemblyFormat = [{
-    $logits `,` $labels `,` $grad attr-dict `:`
+    $logits `,` $labels `,` $lse `,` $grad attr-dict `:`
     functional-type(operands, results)
   }];
   let hasVerifier = 1;
