@@ -66,10 +66,11 @@ template <typename T> __device__ inline T fromBits(uint32_t bits);
 template <> __device__ inline float fromBits<float>(uint32_t bits) {
   return __uint_as_float(bits);
 }
-template <> __device__ inline __nv_bfloat16 fromBits(uint32_t bits) {
+template <>
+__device__ inline __nv_bfloat16 fromBits<__nv_bfloat16>(uint32_t bits) {
   return __ushort_as_bfloat16((unsigned short)bits);
 }
-template <> __device__ inline __half fromBits(uint32_t bits) {
+template <> __device__ inline __half fromBits<__half>(uint32_t bits) {
   return __ushort_as_half((unsigned short)bits);
 }
 
@@ -82,12 +83,15 @@ __device__ inline void loadLanes(const void *p, uint32_t (&l)[Lanes]) {
 #pragma unroll
     for (int j = 0; j < Lanes / 4; ++j) {
       uint4 v = static_cast<const uint4 *>(p)[j];
-      l[4 * j] = v.x, l[4 * j + 1] = v.y, l[4 * j + 2] = v.z,
-            l[4 * j + 3] = v.w;
+      l[4 * j] = v.x;
+      l[4 * j + 1] = v.y;
+      l[4 * j + 2] = v.z;
+      l[4 * j + 3] = v.w;
     }
   } else if constexpr (Lanes == 2) {
     uint2 v = *static_cast<const uint2 *>(p);
-    l[0] = v.x, l[1] = v.y;
+    l[0] = v.x;
+    l[1] = v.y;
   } else {
     static_assert(Lanes == 1, "packs of 4, 8 or 16n bytes");
     l[0] = *static_cast<const uint32_t *>(p);
@@ -240,17 +244,22 @@ inline bool aligned16(std::initializer_list<const void *> pointers) {
   });
 }
 
-/// Calls op.apply<W>(i) on the elements [i, i + W) of each whole pack in
-/// [0, n), grid-stride, then op.apply<1>(i) on the tail.
+/// Calls op.apply<W>(i) on the elements [i, i + W) of the whole packs
+/// first, first + stride, ... in [0, n), then op.apply<1>(i) on the tail.
 template <int W, typename Index, typename Op>
-__global__ void forEachKernel(Op op, Index n) {
-  Index first = Index(blockIdx.x) * kThreads + threadIdx.x;
-  Index stride = Index(gridDim.x) * kThreads;
+__device__ void forEachPack(const Op &op, Index n, Index first, Index stride) {
   Index packs = n / W;
   for (Index p = first; p < packs; p += stride)
     op.template apply<W>(p * W);
   for (Index i = packs * W + first; i < n; i += stride)
     op.template apply<1>(i);
+}
+
+/// forEachPack over the grid.
+template <int W, typename Index, typename Op>
+__global__ void forEachKernel(Op op, Index n) {
+  forEachPack<W>(op, n, Index(blockIdx.x) * kThreads + threadIdx.x,
+                 Index(gridDim.x) * kThreads);
 }
 
 /// Runs an elementwise `op` over [0, n): in packs of Op::kWidth elements

@@ -502,35 +502,68 @@ __global__ void normOfNormsKernel(const double *partials, int64_t count,
 /// Blocks per tensor of globalNorm's first pass.
 constexpr int64_t kNormBlocks = titan::cuda::kNormBlocks;
 
-/// AdamW on elements [first, n) of `t`, stride `stride`.
-/// __fmul_rn/__fadd_rn keep nvcc from contracting into FMAs: the CPU
-/// kernel rounds every product and sum.
+/// AdamW on the elements [i, i + W) of one tensor. __fmul_rn/__fadd_rn
+/// keep nvcc from contracting into FMAs: the CPU kernel rounds every
+/// product and sum.
+struct AdamWUpdate {
+  static constexpr int kWidth = kPack<float>;
+  AdamWTensor t;
+  AdamWScalars s;
+  float coef; ///< the clipping factor
+  template <int W, typename Index> __device__ void apply(Index i) const {
+    float g[W], p[W], m[W], v[W];
+    loadPack<W>(t.grad, i, g);
+    loadPack<W>(t.param, i, p);
+    loadPack<W>(t.expAvg, i, m);
+    loadPack<W>(t.expAvgSq, i, v);
+#pragma unroll
+    for (int k = 0; k < W; ++k) {
+      float gk = __fmul_rn(g[k], coef);
+      float pk = __fmul_rn(p[k], s.decay);
+      m[k] =
+          __fadd_rn(__fmul_rn(m[k], s.beta1), __fmul_rn(s.oneMinusBeta1, gk));
+      v[k] = __fadd_rn(__fmul_rn(v[k], s.beta2),
+                       __fmul_rn(__fmul_rn(s.oneMinusBeta2, gk), gk));
+      float denom =
+          __fadd_rn(__fdiv_rn(__fsqrt_rn(v[k]), s.biasCorrection2Sqrt), s.eps);
+      p[k] = __fadd_rn(pk, __fdiv_rn(__fmul_rn(s.stepSize, m[k]), denom));
+    }
+    storePack<W>(t.param, i, p);
+    storePack<W>(t.expAvg, i, m);
+    storePack<W>(t.expAvgSq, i, v);
+  }
+};
+
+/// AdamW on tensor `t` over the grid's x dimension, in 16-byte packs when
+/// its four buffers are aligned (checked here, once per thread: adamw's
+/// tensors are in device memory, out of the host's sight).
 __device__ void adamwElements(const AdamWTensor &t, float gradNorm,
-                              const AdamWScalars &s, int64_t first,
-                              int64_t stride) {
+                              const AdamWScalars &s) {
   float coef =
       fminf(__fmul_rn(s.maxNorm, 1.0f / __fadd_rn(gradNorm, 1e-6f)), 1.0f);
-  for (int64_t i = first; i < t.n; i += stride) {
-    float g = __fmul_rn(t.grad[i], coef);
-    float p = __fmul_rn(t.param[i], s.decay);
-    float m = __fadd_rn(__fmul_rn(t.expAvg[i], s.beta1),
-                        __fmul_rn(s.oneMinusBeta1, g));
-    float v = __fadd_rn(__fmul_rn(t.expAvgSq[i], s.beta2),
-                        __fmul_rn(__fmul_rn(s.oneMinusBeta2, g), g));
-    float denom =
-        __fadd_rn(__fdiv_rn(__fsqrt_rn(v), s.biasCorrection2Sqrt), s.eps);
-    t.param[i] = __fadd_rn(p, __fdiv_rn(__fmul_rn(s.stepSize, m), denom));
-    t.expAvg[i] = m;
-    t.expAvgSq[i] = v;
-  }
+  AdamWUpdate op{t, s, coef};
+  int64_t first = int64_t(blockIdx.x) * kThreads + threadIdx.x,
+          stride = int64_t(gridDim.x) * kThreads;
+  auto bits = reinterpret_cast<uintptr_t>(t.param) |
+              reinterpret_cast<uintptr_t>(t.grad) |
+              reinterpret_cast<uintptr_t>(t.expAvg) |
+              reinterpret_cast<uintptr_t>(t.expAvgSq);
+  if (bits % 16 == 0)
+    forEachPack<AdamWUpdate::kWidth>(op, t.n, first, stride);
+  else
+    forEachPack<1>(op, t.n, first, stride);
+}
+
+/// Blocks per tensor of the AdamW kernels: one pack per thread, at most
+/// 1024 blocks (grid-stride beyond).
+unsigned adamwBlocks(int64_t n) {
+  return std::min(blocksFor((n + kPack<float> - 1) / kPack<float>), 1024u);
 }
 
 /// One block row per tensor (blockIdx.y), grid-stride over its elements.
 __global__ void adamwKernel(const AdamWTensor *tensors, const float *gradNorm,
                             AdamWScalars s) {
-  adamwElements(tensors[blockIdx.y], *gradNorm, s,
-                int64_t(blockIdx.x) * kThreads + threadIdx.x,
-                int64_t(gridDim.x) * kThreads);
+  adamwElements(tensors[blockIdx.y], *gradNorm, s);
 }
 
 /// One tensor, with the step's scalars computed on the device from the
@@ -541,8 +574,7 @@ __global__ void adamwStepKernel(AdamWTensor t, const float *gradNorm,
                                 AdamWHyper h) {
   AdamWScalars s = adamwScalars(double(*lr), *step, h.beta1, h.beta2, h.eps,
                                 h.weightDecay, h.maxNorm);
-  adamwElements(t, *gradNorm, s, int64_t(blockIdx.x) * kThreads + threadIdx.x,
-                int64_t(gridDim.x) * kThreads);
+  adamwElements(t, *gradNorm, s);
 }
 
 /// Tensors of one multi-tensor AdamW launch, passed by value (40 bytes
@@ -559,9 +591,7 @@ __global__ void adamwChunkKernel(AdamWChunk chunk, const float *gradNorm,
                                  AdamWHyper h) {
   AdamWScalars s = adamwScalars(double(*lr), *step, h.beta1, h.beta2, h.eps,
                                 h.weightDecay, h.maxNorm);
-  adamwElements(chunk.t[blockIdx.y], *gradNorm, s,
-                int64_t(blockIdx.x) * kThreads + threadIdx.x,
-                int64_t(gridDim.x) * kThreads);
+  adamwElements(chunk.t[blockIdx.y], *gradNorm, s);
 }
 
 } // namespace
@@ -724,7 +754,7 @@ void titanrt::cuda::adamw(const AdamWTensor *tensors, int64_t count,
   if (count > 65535)
     kernelFatal("adamw: " + std::to_string(count) +
                 " tensors in one launch (at most 65535)");
-  dim3 grid(std::min(blocksFor(maxElements), 1024u), unsigned(count));
+  dim3 grid(adamwBlocks(maxElements), unsigned(count));
   adamwKernel<<<grid, kThreads, 0, stream>>>(tensors, gradNorm, scalars);
   checkLaunch("adamw");
 }
@@ -743,7 +773,7 @@ void titanrt::cuda::adamwMulti(const AdamWTensor *tensors, int64_t count,
     }
     if (longest == 0)
       continue;
-    dim3 grid(std::min(blocksFor(longest), 1024u), unsigned(n));
+    dim3 grid(adamwBlocks(longest), unsigned(n));
     adamwChunkKernel<<<grid, kThreads, 0, stream>>>(chunk, gradNorm, lr, step,
                                                     hyper);
     checkLaunch("adamw_multi");
@@ -755,8 +785,8 @@ void titanrt::cuda::adamwStep(const AdamWTensor &tensor, const float *gradNorm,
                               const AdamWHyper &hyper, cudaStream_t stream) {
   if (tensor.n <= 0)
     return;
-  adamwStepKernel<<<std::min(blocksFor(tensor.n), 1024u), kThreads, 0,
-                    stream>>>(tensor, gradNorm, lr, step, hyper);
+  adamwStepKernel<<<adamwBlocks(tensor.n), kThreads, 0, stream>>>(
+      tensor, gradNorm, lr, step, hyper);
   checkLaunch("adamw");
 }
 size_t titanrt::cuda::crossEntropyWorkspaceBytes(int64_t rows) {

@@ -282,36 +282,41 @@ struct StepScalars {
 };
 
 // The single-tensor update the compiled step calls, with the learning rate
-// and step in device memory (what a captured graph replays).
+// and step in device memory (what a captured graph replays); in 16-byte
+// packs with a tail, and element by element on buffers one float off.
 TEST(FusedKernels, AdamWStepIsBitwiseTheCpuKernel) {
-  int64_t n = 50001, step = 6;
-  float lr = 2.5e-3f, gradNorm = 0.3f; // no clipping
-  AdamWHyper h{0.9, 0.95, 1e-8, 0.1, 1.0};
-  std::vector<float> p = random(n, 1), g = random(n, 2),
-                     m = random(n, 3, -0.1f, 0.1f),
-                     v = random(n, 4, 0.0f, 0.01f);
-  std::vector<float> *values[] = {&p, &g, &m, &v};
-  float *d[4];
-  for (int k = 0; k < 4; ++k) {
-    ASSERT_EQ(cudaMalloc(&d[k], n * 4), cudaSuccess);
-    cudaMemcpy(d[k], values[k]->data(), n * 4, cudaMemcpyHostToDevice);
+  for (int64_t offset : {0, 1}) {
+    SCOPED_TRACE("offset " + std::to_string(offset));
+    int64_t n = 50001, step = 6;
+    float lr = 2.5e-3f, gradNorm = 0.3f; // no clipping
+    AdamWHyper h{0.9, 0.95, 1e-8, 0.1, 1.0};
+    std::vector<float> p = random(n, 1), g = random(n, 2),
+                       m = random(n, 3, -0.1f, 0.1f),
+                       v = random(n, 4, 0.0f, 0.01f);
+    std::vector<float> *values[] = {&p, &g, &m, &v};
+    float *base[4], *d[4];
+    for (int k = 0; k < 4; ++k) {
+      ASSERT_EQ(cudaMalloc(&base[k], (n + offset) * 4), cudaSuccess);
+      d[k] = base[k] + offset;
+      cudaMemcpy(d[k], values[k]->data(), n * 4, cudaMemcpyHostToDevice);
+    }
+    kernels::adamw(p.data(), g.data(), m.data(), v.data(), n, double(lr),
+                   gradNorm, step, h.beta1, h.beta2, h.eps, h.weightDecay,
+                   h.maxNorm);
+    StepScalars scalars(gradNorm, lr, step);
+    adamwStep({d[0], d[1], d[2], d[3], n}, scalars.gradNorm(), scalars.lr(),
+              scalars.step, h, nullptr);
+    ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+    int k = 0;
+    for (int which : {0, 2, 3}) {
+      std::vector<float> back(n);
+      cudaMemcpy(back.data(), d[which], n * 4, cudaMemcpyDeviceToHost);
+      EXPECT_EQ(std::memcmp(back.data(), values[which]->data(), n * 4), 0)
+          << "state " << k++;
+    }
+    for (float *ptr : base)
+      cudaFree(ptr);
   }
-  kernels::adamw(p.data(), g.data(), m.data(), v.data(), n, double(lr),
-                 gradNorm, step, h.beta1, h.beta2, h.eps, h.weightDecay,
-                 h.maxNorm);
-  StepScalars scalars(gradNorm, lr, step);
-  adamwStep({d[0], d[1], d[2], d[3], n}, scalars.gradNorm(), scalars.lr(),
-            scalars.step, h, nullptr);
-  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
-  int k = 0;
-  for (int which : {0, 2, 3}) {
-    std::vector<float> back(n);
-    cudaMemcpy(back.data(), d[which], n * 4, cudaMemcpyDeviceToHost);
-    EXPECT_EQ(std::memcmp(back.data(), values[which]->data(), n * 4), 0)
-        << "state " << k++;
-  }
-  for (float *ptr : d)
-    cudaFree(ptr);
 }
 
 // kernel-fuse-adamw's multi-tensor call: more tensors than one launch
