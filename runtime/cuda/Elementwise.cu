@@ -13,20 +13,6 @@ using namespace titanrt::cuda::device;
 
 namespace {
 
-/// out[i] = f(in...) over a grid-stride loop.
-template <typename T, typename F>
-__global__ void unaryKernel(const T *x, T *out, int64_t n, F f) {
-  for (int64_t i = int64_t(blockIdx.x) * kThreads + threadIdx.x; i < n;
-       i += int64_t(gridDim.x) * kThreads)
-    store(out, i, f(load(x, i)));
-}
-template <typename T, typename F>
-__global__ void binaryKernel(const T *a, const T *b, T *out, int64_t n, F f) {
-  for (int64_t i = int64_t(blockIdx.x) * kThreads + threadIdx.x; i < n;
-       i += int64_t(gridDim.x) * kThreads)
-    store(out, i, f(load(a, i), load(b, i)));
-}
-
 struct Add {
   __device__ float operator()(float a, float b) const { return a + b; }
 };
@@ -46,20 +32,15 @@ struct Sqrt {
   __device__ float operator()(float x) const { return sqrtf(x); }
 };
 
-template <typename T>
-__global__ void fillKernel(T *out, int64_t n, float value) {
-  for (int64_t i = int64_t(blockIdx.x) * kThreads + threadIdx.x; i < n;
-       i += int64_t(gridDim.x) * kThreads)
-    store(out, i, value);
-}
-
-template <typename From, typename To>
-__global__ void castKernel(const From *src, To *dst, int64_t n) {
-  // bf16 and f16 widen exactly to f32, so f32 arithmetic rounds once.
-  for (int64_t i = int64_t(blockIdx.x) * kThreads + threadIdx.x; i < n;
-       i += int64_t(gridDim.x) * kThreads)
-    store(dst, i, load(src, i));
-}
+/// fill's value, rounded to the output type as it is stored.
+struct Constant {
+  float value;
+  __device__ float operator()() const { return value; }
+};
+/// cast: bf16 and f16 widen exactly to f32, so f32 arithmetic rounds once.
+struct Identity {
+  __device__ float operator()(float x) const { return x; }
+};
 
 __global__ void storeInt32Kernel(int32_t *dst, int32_t value) { *dst = value; }
 
@@ -121,79 +102,45 @@ __global__ void ropeAnglesKernel(float *freqsCis, int64_t seq, int64_t pairs,
   }
 }
 
-template <typename F>
-void unary(ElementType type, const void *x, void *out, int64_t n,
-           cudaStream_t stream, F f, const char *name) {
-  if (n <= 0)
-    return;
-  dispatch(type, [&](auto *tag) {
-    using T = std::remove_pointer_t<decltype(tag)>;
-    unaryKernel<<<blocksFor(n), kThreads, 0, stream>>>(
-        static_cast<const T *>(x), static_cast<T *>(out), n, f);
-  });
-  checkLaunch(name);
-}
-template <typename F>
-void binary(ElementType type, const void *a, const void *b, void *out,
-            int64_t n, cudaStream_t stream, F f, const char *name) {
-  if (n <= 0)
-    return;
-  dispatch(type, [&](auto *tag) {
-    using T = std::remove_pointer_t<decltype(tag)>;
-    binaryKernel<<<blocksFor(n), kThreads, 0, stream>>>(
-        static_cast<const T *>(a), static_cast<const T *>(b),
-        static_cast<T *>(out), n, f);
-  });
-  checkLaunch(name);
-}
 } // namespace
 
 void titanrt::cuda::add(ElementType type, const void *a, const void *b,
                         void *out, int64_t n, cudaStream_t stream) {
-  binary(type, a, b, out, n, stream, Add{}, "add");
+  map<2>(type, {a, b}, out, n, Add{}, stream, "add");
 }
 void titanrt::cuda::mul(ElementType type, const void *a, const void *b,
                         void *out, int64_t n, cudaStream_t stream) {
-  binary(type, a, b, out, n, stream, Mul{}, "mul");
+  map<2>(type, {a, b}, out, n, Mul{}, stream, "mul");
 }
 void titanrt::cuda::silu(ElementType type, const void *x, void *out, int64_t n,
                          cudaStream_t stream) {
-  unary(type, x, out, n, stream, SiLU{}, "silu");
+  map<1>(type, {x}, out, n, SiLU{}, stream, "silu");
 }
 void titanrt::cuda::siluGrad(ElementType type, const void *x, const void *dy,
                              void *dx, int64_t n, cudaStream_t stream) {
-  binary(type, x, dy, dx, n, stream, SiLUGrad{}, "silu_grad");
+  map<2>(type, {x, dy}, dx, n, SiLUGrad{}, stream, "silu_grad");
 }
 void titanrt::cuda::sqrt(ElementType type, const void *x, void *out, int64_t n,
                          cudaStream_t stream) {
-  unary(type, x, out, n, stream, Sqrt{}, "sqrt");
+  map<1>(type, {x}, out, n, Sqrt{}, stream, "sqrt");
 }
 
 void titanrt::cuda::fill(ElementType type, void *out, int64_t n, double value,
                          cudaStream_t stream) {
-  if (n <= 0)
-    return;
-  dispatch(type, [&](auto *tag) {
-    using T = std::remove_pointer_t<decltype(tag)>;
-    fillKernel<<<blocksFor(n), kThreads, 0, stream>>>(static_cast<T *>(out), n,
-                                                      float(value));
-  });
-  checkLaunch("fill");
+  map<0>(type, {}, out, n, Constant{float(value)}, stream, "fill");
 }
 
 void titanrt::cuda::cast(ElementType from, const void *src, ElementType to,
                          void *dst, int64_t n, cudaStream_t stream) {
-  if (n <= 0)
-    return;
   dispatch(from, [&](auto *fromTag) {
     using From = std::remove_pointer_t<decltype(fromTag)>;
     dispatch(to, [&](auto *toTag) {
       using To = std::remove_pointer_t<decltype(toTag)>;
-      castKernel<<<blocksFor(n), kThreads, 0, stream>>>(
-          static_cast<const From *>(src), static_cast<To *>(dst), n);
+      Map<From, To, Identity, 1> op{
+          {static_cast<const From *>(src)}, static_cast<To *>(dst), {}};
+      forEach(op, n, aligned16({src, dst}), stream, "cast");
     });
   });
-  checkLaunch("cast");
 }
 
 void titanrt::cuda::storeInt32(int32_t *dst, int32_t value,

@@ -23,62 +23,167 @@ namespace {
 /// Blocks of partial weight-gradient sums in rmsNormGrad.
 constexpr int64_t kMaxPartials = titan::cuda::kRMSNormMaxPartials;
 
-template <typename T>
+/// The row kernels run one row per block at a time; thread t holds packs
+/// t, t + kThreads, ... of every row (W elements each; W is 1 when rows do
+/// not start on 16-byte boundaries), indexed in 32 bits within a row; a
+/// row is `packs` packs long.
+
+/// The offset of row r.
+template <int W> __device__ int64_t at(int64_t r, int packs) {
+  return r * packs * W;
+}
+
+/// ss += the squares of `v`, in order.
+template <int W> __device__ void addSquares(float &ss, const float (&v)[W]) {
+#pragma unroll
+  for (int k = 0; k < W; ++k)
+    ss += v[k] * v[k];
+}
+
+/// This thread's sum of squares of row `xr`.
+template <int W, typename T>
+__device__ float sumOfSquares(const T *xr, int packs) {
+  float ss = 0;
+  for (int p = threadIdx.x; p < packs; p += kThreads) {
+    float v[W];
+    loadPack<W>(xr, p * W, v);
+    addSquares(ss, v);
+  }
+  return ss;
+}
+
+/// 1 / rms of a row from each thread's sum of squares.
+__device__ float inverseRms(float ss, int dim, float eps) {
+  return rsqrtf(blockSum(ss) / float(dim) + eps);
+}
+
+/// yr = xr * inv * w.
+template <int W, typename T>
+__device__ void scaleRow(const T *xr, const T *w, T *yr, int packs, float inv) {
+  for (int p = threadIdx.x; p < packs; p += kThreads) {
+    float v[W], g[W];
+    loadPack<W>(xr, p * W, v);
+    loadPack<W>(w, p * W, g);
+#pragma unroll
+    for (int k = 0; k < W; ++k)
+      v[k] = v[k] * inv * g[k];
+    storePack<W>(yr, p * W, v);
+  }
+}
+
+template <int W, typename T>
 __global__ void rmsNormKernel(const T *x, const T *w, T *out, int64_t rows,
-                              int64_t dim, float eps) {
+                              int packs, float eps) {
   for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
-    const T *xr = x + r * dim;
-    float ss = 0;
-    for (int64_t d = threadIdx.x; d < dim; d += kThreads) {
-      float v = load(xr, d);
-      ss += v * v;
-    }
-    float inv = rsqrtf(blockSum(ss) / float(dim) + eps);
-    for (int64_t d = threadIdx.x; d < dim; d += kThreads)
-      store(out, r * dim + d, load(xr, d) * inv * load(w, d));
+    const T *xr = x + at<W>(r, packs);
+    float inv = inverseRms(sumOfSquares<W>(xr, packs), packs * W, eps);
+    scaleRow<W>(xr, w, out + at<W>(r, packs), packs, inv);
   }
 }
 
-/// dx per row; each block also adds dy * xhat of its rows into its own row
-/// of `partials` (parts x dim, f32), in row order.
-template <typename T>
+/// h = a + b, y = rmsNorm(h) in one kernel: the sum is stored and squared
+/// as it is rounded in h (so y is bitwise rmsNormKernel's on h), and the
+/// second pass reads back this thread's own h.
+template <int W, typename T>
+__global__ void addRmsNormKernel(const T *a, const T *b, const T *w, T *h, T *y,
+                                 int64_t rows, int packs, float eps) {
+  for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
+    const T *ar = a + at<W>(r, packs), *br = b + at<W>(r, packs);
+    T *hr = h + at<W>(r, packs);
+    float ss = 0;
+    for (int p = threadIdx.x; p < packs; p += kThreads) {
+      float u[W], v[W];
+      loadPack<W>(ar, p * W, u);
+      loadPack<W>(br, p * W, v);
+#pragma unroll
+      for (int k = 0; k < W; ++k)
+        u[k] = toFloat(roundTo<T>(u[k] + v[k]));
+      storePack<W>(hr, p * W, u);
+      addSquares(ss, u);
+    }
+    scaleRow<W>(hr, w, y + at<W>(r, packs), packs,
+                inverseRms(ss, packs * W, eps));
+  }
+}
+
+/// dx of this block's rows (blockIdx.x, + gridDim.x, ...), and their dy *
+/// xhat summed in row order into the block's f32 partial weight gradient:
+/// kept in shared memory when `inShared` (the launch gives a row of floats),
+/// else in its row of `partials` (parts x dim), where it ends either way
+/// (`acc` is a generic pointer).
+template <int W, typename T>
 __global__ void rmsNormGradKernel(const T *x, const T *w, const T *dy, T *dx,
-                                  float *partials, int64_t rows, int64_t dim,
-                                  float eps) {
-  float *mine = partials + int64_t(blockIdx.x) * dim;
-  for (int64_t d = threadIdx.x; d < dim; d += kThreads)
-    mine[d] = 0;
+                                  float *partials, int64_t rows, int packs,
+                                  float eps, bool inShared) {
+  extern __shared__ __align__(16) float shared[];
+  float *mine = partials + at<W>(blockIdx.x, packs);
+  float *acc = inShared ? shared : mine;
+  for (int p = threadIdx.x; p < packs; p += kThreads) {
+    float zero[W] = {};
+    storePack<W, false>(acc, p * W, zero);
+  }
   for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
-    const T *xr = x + r * dim, *gr = dy + r * dim;
-    float ss = 0;
-    for (int64_t d = threadIdx.x; d < dim; d += kThreads) {
-      float v = load(xr, d);
-      ss += v * v;
+    const T *xr = x + at<W>(r, packs), *gr = dy + at<W>(r, packs);
+    float ss = 0, dot = 0; // dot: sum(dy * w * x)
+    for (int p = threadIdx.x; p < packs; p += kThreads) {
+      float xv[W], gv[W], wv[W];
+      loadPack<W>(xr, p * W, xv);
+      loadPack<W>(gr, p * W, gv);
+      loadPack<W>(w, p * W, wv);
+      addSquares(ss, xv);
+#pragma unroll
+      for (int k = 0; k < W; ++k)
+        dot += gv[k] * wv[k] * xv[k];
     }
-    float inv = rsqrtf(blockSum(ss) / float(dim) + eps);
-    float dot = 0; // sum(dy * w * xhat)
-    for (int64_t d = threadIdx.x; d < dim; d += kThreads)
-      dot += load(gr, d) * load(w, d) * load(xr, d) * inv;
-    dot = blockSum(dot) / float(dim);
-    for (int64_t d = threadIdx.x; d < dim; d += kThreads) {
-      float xhat = load(xr, d) * inv, g = load(gr, d);
-      store(dx, r * dim + d, inv * (g * load(w, d) - xhat * dot));
-      mine[d] += g * xhat;
+    float inv = inverseRms(ss, packs * W, eps);
+    dot = blockSum(dot) * inv / float(packs * W); // sum(dy * w * xhat) / dim
+    for (int p = threadIdx.x; p < packs; p += kThreads) {
+      float xv[W], gv[W], wv[W], sums[W];
+      loadPack<W>(xr, p * W, xv);
+      loadPack<W>(gr, p * W, gv);
+      loadPack<W>(w, p * W, wv);
+      loadPack<W>(acc, p * W, sums);
+#pragma unroll
+      for (int k = 0; k < W; ++k) {
+        float xhat = xv[k] * inv;
+        sums[k] += gv[k] * xhat;
+        xv[k] = inv * (gv[k] * wv[k] - xhat * dot);
+      }
+      storePack<W>(dx + at<W>(r, packs), p * W, xv);
+      storePack<W, false>(acc, p * W, sums);
     }
+  }
+  if (!inShared)
+    return;
+  for (int p = threadIdx.x; p < packs; p += kThreads) {
+    float sums[W];
+    loadPack<W>(acc, p * W, sums);
+    storePack<W>(mine, p * W, sums);
   }
 }
 
-/// dw[d] = sum over blocks of partials[b, d], in block order.
+/// dw[d] = sum over parts of partials[b, d], in a fixed order: a block
+/// sums 32 columns; its 8 groups of 32 threads sum parts g, g + 8, ... in
+/// order, then the group sums are added in group order.
 template <typename T>
-__global__ void sumPartialsKernel(const float *partials, T *dw, int64_t parts,
-                                  int64_t dim) {
-  for (int64_t d = int64_t(blockIdx.x) * kThreads + threadIdx.x; d < dim;
-       d += int64_t(gridDim.x) * kThreads) {
-    float sum = 0;
-    for (int64_t b = 0; b < parts; ++b)
-      sum += partials[b * dim + d];
-    store(dw, d, sum);
-  }
+__global__ void sumPartialsKernel(const float *partials, T *dw, int parts,
+                                  int dim) {
+  constexpr int kColumns = 32, kGroups = kThreads / kColumns;
+  __shared__ float groupSums[kGroups][kColumns];
+  int c = threadIdx.x % kColumns, g = threadIdx.x / kColumns;
+  int d = blockIdx.x * kColumns + c;
+  float sum = 0;
+  if (d < dim)
+    for (int b = g; b < parts; b += kGroups)
+      sum += partials[int64_t(b) * dim + d];
+  groupSums[g][c] = sum;
+  __syncthreads();
+  if (g != 0 || d >= dim)
+    return;
+  float total = 0;
+  for (int k = 0; k < kGroups; ++k)
+    total += groupSums[k][c];
+  store(dw, d, total);
 }
 
 /// N consecutive elements moved as one access: 16 bytes (one LDG.128 /
@@ -174,26 +279,33 @@ __global__ void embeddingGradRunsKernel(const T *grad, const int32_t *keys,
 
 __device__ float sigmoid(float x) { return 1.0f / (1.0f + expf(-x)); }
 
-template <typename T>
-__global__ void swigluKernel(const T *gate, const T *up, T *out, int64_t n) {
-  for (int64_t i = int64_t(blockIdx.x) * kThreads + threadIdx.x; i < n;
-       i += int64_t(gridDim.x) * kThreads) {
-    float g = load(gate, i);
-    store(out, i, g * sigmoid(g) * load(up, i));
+/// out = silu(gate) * up.
+struct Swiglu {
+  __device__ float operator()(float g, float u) const {
+    return g * sigmoid(g) * u;
   }
-}
+};
 
-template <typename T>
-__global__ void swigluGradKernel(const T *gate, const T *up, const T *dy,
-                                 T *dgate, T *dup, int64_t n) {
-  for (int64_t i = int64_t(blockIdx.x) * kThreads + threadIdx.x; i < n;
-       i += int64_t(gridDim.x) * kThreads) {
-    float g = load(gate, i), u = load(up, i), d = load(dy, i);
-    float s = sigmoid(g);
-    store(dgate, i, d * u * s * (1.0f + g * (1.0f - s)));
-    store(dup, i, d * g * s);
+/// dgate = dy * up * silu'(gate), dup = dy * gate * sigmoid(gate).
+template <typename T> struct SwigluGrad {
+  static constexpr int kWidth = kPack<T>;
+  const T *gate, *up, *dy;
+  T *dgate, *dup;
+  template <int W, typename Index> __device__ void apply(Index i) const {
+    float g[W], u[W], d[W], dg[W], du[W];
+    loadPack<W>(gate, i, g);
+    loadPack<W>(up, i, u);
+    loadPack<W>(dy, i, d);
+#pragma unroll
+    for (int k = 0; k < W; ++k) {
+      float s = sigmoid(g[k]);
+      dg[k] = d[k] * u[k] * s * (1.0f + g[k] * (1.0f - s));
+      du[k] = d[k] * g[k] * s;
+    }
+    storePack<W>(dgate, i, dg);
+    storePack<W>(dup, i, du);
   }
-}
+};
 
 /// Online max and sum of exp over one row (packs of N elements), per
 /// thread, then merged over the block: max and sum of exp(x - max) of the
@@ -428,35 +540,68 @@ __global__ void normOfNormsKernel(const double *partials, int64_t count,
 /// Blocks per tensor of globalNorm's first pass.
 constexpr int64_t kNormBlocks = titan::cuda::kNormBlocks;
 
-/// AdamW on elements [first, n) of `t`, stride `stride`.
-/// __fmul_rn/__fadd_rn keep nvcc from contracting into FMAs: the CPU
-/// kernel rounds every product and sum.
+/// AdamW on the elements [i, i + W) of one tensor. __fmul_rn/__fadd_rn
+/// keep nvcc from contracting into FMAs: the CPU kernel rounds every
+/// product and sum.
+struct AdamWUpdate {
+  static constexpr int kWidth = kPack<float>;
+  AdamWTensor t;
+  AdamWScalars s;
+  float coef; ///< the clipping factor
+  template <int W, typename Index> __device__ void apply(Index i) const {
+    float g[W], p[W], m[W], v[W];
+    loadPack<W>(t.grad, i, g);
+    loadPack<W>(t.param, i, p);
+    loadPack<W>(t.expAvg, i, m);
+    loadPack<W>(t.expAvgSq, i, v);
+#pragma unroll
+    for (int k = 0; k < W; ++k) {
+      float gk = __fmul_rn(g[k], coef);
+      float pk = __fmul_rn(p[k], s.decay);
+      m[k] =
+          __fadd_rn(__fmul_rn(m[k], s.beta1), __fmul_rn(s.oneMinusBeta1, gk));
+      v[k] = __fadd_rn(__fmul_rn(v[k], s.beta2),
+                       __fmul_rn(__fmul_rn(s.oneMinusBeta2, gk), gk));
+      float denom =
+          __fadd_rn(__fdiv_rn(__fsqrt_rn(v[k]), s.biasCorrection2Sqrt), s.eps);
+      p[k] = __fadd_rn(pk, __fdiv_rn(__fmul_rn(s.stepSize, m[k]), denom));
+    }
+    storePack<W>(t.param, i, p);
+    storePack<W>(t.expAvg, i, m);
+    storePack<W>(t.expAvgSq, i, v);
+  }
+};
+
+/// AdamW on tensor `t` over the grid's x dimension, in 16-byte packs when
+/// its four buffers are aligned (checked here, once per thread: adamw's
+/// tensors are in device memory, out of the host's sight).
 __device__ void adamwElements(const AdamWTensor &t, float gradNorm,
-                              const AdamWScalars &s, int64_t first,
-                              int64_t stride) {
+                              const AdamWScalars &s) {
   float coef =
       fminf(__fmul_rn(s.maxNorm, 1.0f / __fadd_rn(gradNorm, 1e-6f)), 1.0f);
-  for (int64_t i = first; i < t.n; i += stride) {
-    float g = __fmul_rn(t.grad[i], coef);
-    float p = __fmul_rn(t.param[i], s.decay);
-    float m = __fadd_rn(__fmul_rn(t.expAvg[i], s.beta1),
-                        __fmul_rn(s.oneMinusBeta1, g));
-    float v = __fadd_rn(__fmul_rn(t.expAvgSq[i], s.beta2),
-                        __fmul_rn(__fmul_rn(s.oneMinusBeta2, g), g));
-    float denom =
-        __fadd_rn(__fdiv_rn(__fsqrt_rn(v), s.biasCorrection2Sqrt), s.eps);
-    t.param[i] = __fadd_rn(p, __fdiv_rn(__fmul_rn(s.stepSize, m), denom));
-    t.expAvg[i] = m;
-    t.expAvgSq[i] = v;
-  }
+  AdamWUpdate op{t, s, coef};
+  int64_t first = int64_t(blockIdx.x) * kThreads + threadIdx.x,
+          stride = int64_t(gridDim.x) * kThreads;
+  auto bits = reinterpret_cast<uintptr_t>(t.param) |
+              reinterpret_cast<uintptr_t>(t.grad) |
+              reinterpret_cast<uintptr_t>(t.expAvg) |
+              reinterpret_cast<uintptr_t>(t.expAvgSq);
+  if (bits % 16 == 0)
+    forEachPack<AdamWUpdate::kWidth>(op, t.n, first, stride);
+  else
+    forEachPack<1>(op, t.n, first, stride);
+}
+
+/// Blocks per tensor of the AdamW kernels: one pack per thread, at most
+/// 1024 blocks (grid-stride beyond).
+unsigned adamwBlocks(int64_t n) {
+  return std::min(blocksFor((n + kPack<float> - 1) / kPack<float>), 1024u);
 }
 
 /// One block row per tensor (blockIdx.y), grid-stride over its elements.
 __global__ void adamwKernel(const AdamWTensor *tensors, const float *gradNorm,
                             AdamWScalars s) {
-  adamwElements(tensors[blockIdx.y], *gradNorm, s,
-                int64_t(blockIdx.x) * kThreads + threadIdx.x,
-                int64_t(gridDim.x) * kThreads);
+  adamwElements(tensors[blockIdx.y], *gradNorm, s);
 }
 
 /// One tensor, with the step's scalars computed on the device from the
@@ -467,8 +612,7 @@ __global__ void adamwStepKernel(AdamWTensor t, const float *gradNorm,
                                 AdamWHyper h) {
   AdamWScalars s = adamwScalars(double(*lr), *step, h.beta1, h.beta2, h.eps,
                                 h.weightDecay, h.maxNorm);
-  adamwElements(t, *gradNorm, s, int64_t(blockIdx.x) * kThreads + threadIdx.x,
-                int64_t(gridDim.x) * kThreads);
+  adamwElements(t, *gradNorm, s);
 }
 
 /// Tensors of one multi-tensor AdamW launch, passed by value (40 bytes
@@ -485,9 +629,7 @@ __global__ void adamwChunkKernel(AdamWChunk chunk, const float *gradNorm,
                                  AdamWHyper h) {
   AdamWScalars s = adamwScalars(double(*lr), *step, h.beta1, h.beta2, h.eps,
                                 h.weightDecay, h.maxNorm);
-  adamwElements(chunk.t[blockIdx.y], *gradNorm, s,
-                int64_t(blockIdx.x) * kThreads + threadIdx.x,
-                int64_t(gridDim.x) * kThreads);
+  adamwElements(chunk.t[blockIdx.y], *gradNorm, s);
 }
 
 /// Calls `f(std::integral_constant<int, N>)` with the widest pack width N
@@ -502,39 +644,107 @@ void withRowPacks(const void *logits, const void *out, int64_t vocab, F f) {
 
 } // namespace
 
+namespace {
+/// dim as the row kernels' 32-bit in-row index.
+int rowLength(int64_t dim, const char *kernel) {
+  if (dim > INT32_MAX)
+    kernelFatal(std::string(kernel) + ": rows of " + std::to_string(dim) +
+                " elements (at most 2^31 - 1)");
+  return int(dim);
+}
+
+/// Calls f(std::integral_constant<int, W>()) with W the pack of T when
+/// rows of `dim` elements starting at every pointer are 16-byte aligned,
+/// else 1.
+template <typename T, typename F>
+void withRowWidth(int64_t dim, std::initializer_list<const void *> pointers,
+                  F f) {
+  if (dim % kPack<T> == 0 && aligned16(pointers))
+    f(std::integral_constant<int, kPack<T>>());
+  else
+    f(std::integral_constant<int, 1>());
+}
+
+/// Bytes of shared memory for `kernel`'s per-block accumulator of `bytes`,
+/// raising its limit past the default 48 KiB when the GPU allows; 0 when
+/// the accumulator cannot be in shared memory.
+template <typename Kernel>
+size_t sharedAccumulator(Kernel kernel, size_t bytes) {
+  if (bytes <= 48 * 1024)
+    return bytes;
+  int device = 0, limit = 0;
+  if (cudaGetDevice(&device) != cudaSuccess ||
+      cudaDeviceGetAttribute(&limit, cudaDevAttrMaxSharedMemoryPerBlockOptin,
+                             device) != cudaSuccess ||
+      bytes > size_t(limit) ||
+      cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                           int(bytes)) != cudaSuccess) {
+    cudaGetLastError(); // a refusal only means global memory
+    return 0;
+  }
+  return bytes;
+}
+} // namespace
+
 void titanrt::cuda::rmsNorm(ElementType type, const void *x, const void *w,
                             void *out, int64_t rows, int64_t dim, double eps,
                             cudaStream_t stream) {
+  int length = rowLength(dim, "rms_norm");
   dispatch(type, [&](auto *tag) {
     using T = std::remove_pointer_t<decltype(tag)>;
-    unsigned blocks = unsigned(std::min<int64_t>(rows, int64_t(65535) * 16));
-    rmsNormKernel<T><<<std::max(blocks, 1u), kThreads, 0, stream>>>(
-        static_cast<const T *>(x), static_cast<const T *>(w),
-        static_cast<T *>(out), rows, dim, float(eps));
+    withRowWidth<T>(dim, {x, w, out}, [&](auto width) {
+      constexpr int W = decltype(width)::value;
+      rmsNormKernel<W><<<rowBlocks(rows), kThreads, 0, stream>>>(
+          static_cast<const T *>(x), static_cast<const T *>(w),
+          static_cast<T *>(out), rows, length / W, float(eps));
+    });
   });
   checkLaunch("rms_norm");
 }
 
+void titanrt::cuda::addRmsNorm(ElementType type, const void *a, const void *b,
+                               const void *w, void *h, void *y, int64_t rows,
+                               int64_t dim, double eps, cudaStream_t stream) {
+  int length = rowLength(dim, "add_rms_norm");
+  dispatch(type, [&](auto *tag) {
+    using T = std::remove_pointer_t<decltype(tag)>;
+    withRowWidth<T>(dim, {a, b, w, h, y}, [&](auto width) {
+      constexpr int W = decltype(width)::value;
+      addRmsNormKernel<W><<<rowBlocks(rows), kThreads, 0, stream>>>(
+          static_cast<const T *>(a), static_cast<const T *>(b),
+          static_cast<const T *>(w), static_cast<T *>(h), static_cast<T *>(y),
+          rows, length / W, float(eps));
+    });
+  });
+  checkLaunch("add_rms_norm");
+}
+
 size_t titanrt::cuda::rmsNormGradWorkspaceBytes(int64_t rows, int64_t dim) {
-  return size_t(std::clamp<int64_t>(rows, 1, kMaxPartials)) * size_t(dim) *
-         sizeof(float);
+  return size_t(titan::cuda::rmsNormGradWorkspaceBytes(rows, dim));
 }
 
 void titanrt::cuda::rmsNormGrad(ElementType type, const void *x, const void *w,
                                 const void *dy, void *dx, void *dw,
                                 int64_t rows, int64_t dim, double eps,
                                 void *workspace, cudaStream_t stream) {
-  int64_t parts = std::clamp<int64_t>(rows, 1, kMaxPartials);
+  int length = rowLength(dim, "rms_norm_grad");
+  int parts = int(std::clamp<int64_t>(rows, 1, kMaxPartials));
   auto *partials = static_cast<float *>(workspace);
   dispatch(type, [&](auto *tag) {
     using T = std::remove_pointer_t<decltype(tag)>;
-    rmsNormGradKernel<T><<<unsigned(parts), kThreads, 0, stream>>>(
-        static_cast<const T *>(x), static_cast<const T *>(w),
-        static_cast<const T *>(dy), static_cast<T *>(dx), partials, rows, dim,
-        float(eps));
+    withRowWidth<T>(dim, {x, w, dy, dx, workspace}, [&](auto width) {
+      constexpr int W = decltype(width)::value;
+      auto *kernel = rmsNormGradKernel<W, T>;
+      size_t shared = sharedAccumulator(kernel, size_t(dim) * sizeof(float));
+      kernel<<<unsigned(parts), kThreads, shared, stream>>>(
+          static_cast<const T *>(x), static_cast<const T *>(w),
+          static_cast<const T *>(dy), static_cast<T *>(dx), partials, rows,
+          length / W, float(eps), shared != 0);
+    });
     checkLaunch("rms_norm_grad");
-    sumPartialsKernel<T><<<blocksFor(dim), kThreads, 0, stream>>>(
-        partials, static_cast<T *>(dw), parts, dim);
+    sumPartialsKernel<T>
+        <<<unsigned(std::max<int64_t>((dim + 31) / 32, 1)), kThreads, 0,
+           stream>>>(partials, static_cast<T *>(dw), parts, length);
   });
   checkLaunch("rms_norm_grad (weight sum)");
 }
@@ -581,13 +791,7 @@ void titanrt::cuda::embedding(ElementType type, const void *weight,
 
 void titanrt::cuda::swiglu(ElementType type, const void *gate, const void *up,
                            void *out, int64_t n, cudaStream_t stream) {
-  dispatch(type, [&](auto *tag) {
-    using T = std::remove_pointer_t<decltype(tag)>;
-    swigluKernel<T><<<blocksFor(n), kThreads, 0, stream>>>(
-        static_cast<const T *>(gate), static_cast<const T *>(up),
-        static_cast<T *>(out), n);
-  });
-  checkLaunch("swiglu");
+  map<2>(type, {gate, up}, out, n, Swiglu{}, stream, "swiglu");
 }
 
 void titanrt::cuda::swigluGrad(ElementType type, const void *gate,
@@ -595,12 +799,12 @@ void titanrt::cuda::swigluGrad(ElementType type, const void *gate,
                                void *dup, int64_t n, cudaStream_t stream) {
   dispatch(type, [&](auto *tag) {
     using T = std::remove_pointer_t<decltype(tag)>;
-    swigluGradKernel<T><<<blocksFor(n), kThreads, 0, stream>>>(
-        static_cast<const T *>(gate), static_cast<const T *>(up),
-        static_cast<const T *>(dy), static_cast<T *>(dgate),
-        static_cast<T *>(dup), n);
+    SwigluGrad<T> op{static_cast<const T *>(gate), static_cast<const T *>(up),
+                     static_cast<const T *>(dy), static_cast<T *>(dgate),
+                     static_cast<T *>(dup)};
+    forEach(op, n, aligned16({gate, up, dy, dgate, dup}), stream,
+            "swiglu_grad");
   });
-  checkLaunch("swiglu_grad");
 }
 
 void titanrt::cuda::adamw(const AdamWTensor *tensors, int64_t count,
@@ -611,7 +815,7 @@ void titanrt::cuda::adamw(const AdamWTensor *tensors, int64_t count,
   if (count > 65535)
     kernelFatal("adamw: " + std::to_string(count) +
                 " tensors in one launch (at most 65535)");
-  dim3 grid(std::min(blocksFor(maxElements), 1024u), unsigned(count));
+  dim3 grid(adamwBlocks(maxElements), unsigned(count));
   adamwKernel<<<grid, kThreads, 0, stream>>>(tensors, gradNorm, scalars);
   checkLaunch("adamw");
 }
@@ -630,7 +834,7 @@ void titanrt::cuda::adamwMulti(const AdamWTensor *tensors, int64_t count,
     }
     if (longest == 0)
       continue;
-    dim3 grid(std::min(blocksFor(longest), 1024u), unsigned(n));
+    dim3 grid(adamwBlocks(longest), unsigned(n));
     adamwChunkKernel<<<grid, kThreads, 0, stream>>>(chunk, gradNorm, lr, step,
                                                     hyper);
     checkLaunch("adamw_multi");
@@ -642,8 +846,8 @@ void titanrt::cuda::adamwStep(const AdamWTensor &tensor, const float *gradNorm,
                               const AdamWHyper &hyper, cudaStream_t stream) {
   if (tensor.n <= 0)
     return;
-  adamwStepKernel<<<std::min(blocksFor(tensor.n), 1024u), kThreads, 0,
-                    stream>>>(tensor, gradNorm, lr, step, hyper);
+  adamwStepKernel<<<adamwBlocks(tensor.n), kThreads, 0, stream>>>(
+      tensor, gradNorm, lr, step, hyper);
   checkLaunch("adamw");
 }
 size_t titanrt::cuda::crossEntropyWorkspaceBytes(int64_t rows) {
@@ -780,12 +984,6 @@ void titanrt::cuda::embeddingGrad(ElementType type, const void *grad,
   });
   checkLaunch("embedding_grad");
 }
-
-namespace {
-unsigned rowBlocks(int64_t rows) {
-  return unsigned(std::clamp<int64_t>(rows, 1, int64_t(65535) * 16));
-}
-} // namespace
 
 void titanrt::cuda::rowMax(ElementType type, const void *logits, void *out,
                            int64_t rows, int64_t vocab, cudaStream_t stream) {

@@ -3,9 +3,10 @@
 // The CUDA versions of the CPU kernels of the same names (runtime/lib/
 // Kernels.h), on row-major device buffers of f32 or bf16/f16 with f32
 // arithmetic and one rounding per output, as the precision model defines.
-// Each is one pass over its data. The RMSNorm weight gradient is summed
-// over rows in a fixed order (per-block partial sums, then one reduction),
-// so it is deterministic: no float atomics.
+// Each is one pass over its data, in 16-byte accesses where the buffers
+// are aligned (DeviceUtils.cuh). The RMSNorm weight gradient is summed over
+// rows in a fixed order (per-block partial sums, then one reduction), so it
+// is deterministic: no float atomics.
 //
 //===----------------------------------------------------------------------===//
 
@@ -26,6 +27,12 @@ namespace titanrt::cuda {
 /// out[r, :] = x[r, :] / sqrt(mean(x[r, :]^2) + eps) * w.
 void rmsNorm(ElementType type, const void *x, const void *w, void *out,
              int64_t rows, int64_t dim, double eps, cudaStream_t stream);
+
+/// h = a + b and y = rmsNorm(h, w) in one pass over each row (as
+/// kernels::addRmsNorm; y is the bits of rmsNorm on the stored h).
+void addRmsNorm(ElementType type, const void *a, const void *b, const void *w,
+                void *h, void *y, int64_t rows, int64_t dim, double eps,
+                cudaStream_t stream);
 
 /// The workspace rmsNormGrad needs: f32 partial sums of the weight
 /// gradient.

@@ -45,14 +45,18 @@ inline std::vector<float> rounded(std::vector<float> v, ElementType t) {
   return v;
 }
 
-/// A device buffer holding `v` in type `t`.
+/// A device buffer holding `v` in type `t`, `offset` elements into its
+/// allocation (an offset of 1 is a view no kernel may read in 16-byte
+/// packs).
 struct DeviceBuffer {
-  void *ptr = nullptr;
+  void *base = nullptr, *ptr = nullptr;
   size_t n;
   ElementType type;
-  DeviceBuffer(const std::vector<float> &v, ElementType t)
+  DeviceBuffer(const std::vector<float> &v, ElementType t, size_t offset = 0)
       : n(v.size()), type(t) {
-    EXPECT_EQ(cudaMalloc(&ptr, n * elementBytes(t) + 1), cudaSuccess);
+    EXPECT_EQ(cudaMalloc(&base, (n + offset) * elementBytes(t) + 1),
+              cudaSuccess);
+    ptr = static_cast<char *>(base) + offset * elementBytes(t);
     std::vector<char> bytes(n * elementBytes(t));
     for (size_t i = 0; i < n; ++i) {
       if (t == ElementType::F32) {
@@ -64,9 +68,9 @@ struct DeviceBuffer {
     }
     cudaMemcpy(ptr, bytes.data(), bytes.size(), cudaMemcpyHostToDevice);
   }
-  DeviceBuffer(size_t n, ElementType t)
-      : DeviceBuffer(std::vector<float>(n, 0.0f), t) {}
-  ~DeviceBuffer() { cudaFree(ptr); }
+  DeviceBuffer(size_t n, ElementType t, size_t offset = 0)
+      : DeviceBuffer(std::vector<float>(n, 0.0f), t, offset) {}
+  ~DeviceBuffer() { cudaFree(base); }
   std::vector<float> read() const {
     std::vector<char> bytes(n * elementBytes(type));
     cudaDeviceSynchronize();

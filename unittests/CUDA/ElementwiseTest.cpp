@@ -4,7 +4,8 @@
 // the RoPE angles (both computed on the device from device scalars) against
 // the CPU target's kernels: f32 within 1e-5 relative, bf16 within one
 // rounding; the schedule at every step of a warmup + cosine-decay run
-// within one f32 rounding.
+// within one f32 rounding. Sizes and offsets cover the 16-byte packs, their
+// tail and unaligned views.
 //
 //===----------------------------------------------------------------------===//
 
@@ -15,6 +16,7 @@
 
 #include "gtest/gtest.h"
 
+#include <string>
 #include <vector>
 
 using namespace titanrt;
@@ -23,54 +25,85 @@ using namespace titanrt::cuda::test;
 
 namespace {
 
+/// Sizes and element offsets of the buffers: whole 16-byte packs with a
+/// tail, a tail alone, and offset views (the element-by-element path).
+struct Layout {
+  size_t n, offset;
+};
+const Layout kLayouts[] = {{100003, 0}, {13, 0}, {100003, 1}, {4095, 1}};
+
 TEST(Elementwise, Arithmetic) {
+  for (ElementType t : {ElementType::F32, ElementType::BF16})
+    for (Layout l : kLayouts) {
+      SCOPED_TRACE("n " + std::to_string(l.n) + " offset " +
+                   std::to_string(l.offset));
+      size_t n = l.n;
+      std::vector<float> a = rounded(random(n, 1, -4, 4), t),
+                         b = rounded(random(n, 2, -4, 4), t);
+      std::vector<float> sum(n), product(n), si(n), sg(n), root(n);
+      kernels::add(a.data(), b.data(), sum.data(), int64_t(n));
+      kernels::mul(a.data(), b.data(), product.data(), int64_t(n));
+      kernels::silu(a.data(), si.data(), int64_t(n));
+      kernels::siluGrad(a.data(), b.data(), sg.data(), int64_t(n));
+      std::vector<float> positive(n);
+      for (size_t i = 0; i < n; ++i)
+        positive[i] = std::fabs(a[i]);
+      for (size_t i = 0; i < n; ++i)
+        root[i] = std::sqrt(positive[i]);
+      DeviceBuffer da(a, t, l.offset), db(b, t, l.offset),
+          dp(positive, t, l.offset), out(n, t, l.offset);
+      cuda::add(t, da.ptr, db.ptr, out.ptr, int64_t(n), nullptr);
+      expectClose(out.read(), sum, t, 1e-6, "add");
+      cuda::mul(t, da.ptr, db.ptr, out.ptr, int64_t(n), nullptr);
+      expectClose(out.read(), product, t, 1e-6, "mul");
+      cuda::silu(t, da.ptr, out.ptr, int64_t(n), nullptr);
+      expectClose(out.read(), si, t, 1e-6, "silu");
+      cuda::siluGrad(t, da.ptr, db.ptr, out.ptr, int64_t(n), nullptr);
+      expectClose(out.read(), sg, t, 1e-6, "silu_grad");
+      cuda::sqrt(t, dp.ptr, out.ptr, int64_t(n), nullptr);
+      expectClose(out.read(), root, t, 1e-6, "sqrt");
+      cuda::fill(t, out.ptr, int64_t(n), -0.375, nullptr);
+      expectClose(out.read(), std::vector<float>(n, -0.375f), t, 0, "fill");
+      // In place: out = out + b.
+      cuda::add(t, out.ptr, db.ptr, out.ptr, int64_t(n), nullptr);
+      std::vector<float> shifted(n);
+      for (size_t i = 0; i < n; ++i)
+        shifted[i] = -0.375f + b[i];
+      expectClose(out.read(), shifted, t, 1e-6, "add in place");
+    }
+}
+
+// The same bits in packs and element by element: the arithmetic per
+// element does not depend on the path.
+TEST(Elementwise, PacksAndElementsAgreeBitwise) {
+  size_t n = 4099;
+  std::vector<float> a = rounded(random(n, 4, -4, 4), ElementType::BF16),
+                     b = rounded(random(n, 5, -4, 4), ElementType::BF16);
   for (ElementType t : {ElementType::F32, ElementType::BF16}) {
-    size_t n = 100003;
-    std::vector<float> a = rounded(random(n, 1, -4, 4), t),
-                       b = rounded(random(n, 2, -4, 4), t);
-    std::vector<float> sum(n), product(n), si(n), sg(n), root(n);
-    kernels::add(a.data(), b.data(), sum.data(), int64_t(n));
-    kernels::mul(a.data(), b.data(), product.data(), int64_t(n));
-    kernels::silu(a.data(), si.data(), int64_t(n));
-    kernels::siluGrad(a.data(), b.data(), sg.data(), int64_t(n));
-    std::vector<float> positive(n);
-    for (size_t i = 0; i < n; ++i)
-      positive[i] = std::fabs(a[i]);
-    for (size_t i = 0; i < n; ++i)
-      root[i] = std::sqrt(positive[i]);
-    DeviceBuffer da(a, t), db(b, t), dp(positive, t), out(n, t);
-    cuda::add(t, da.ptr, db.ptr, out.ptr, int64_t(n), nullptr);
-    expectClose(out.read(), sum, t, 1e-6, "add");
-    cuda::mul(t, da.ptr, db.ptr, out.ptr, int64_t(n), nullptr);
-    expectClose(out.read(), product, t, 1e-6, "mul");
-    cuda::silu(t, da.ptr, out.ptr, int64_t(n), nullptr);
-    expectClose(out.read(), si, t, 1e-6, "silu");
-    cuda::siluGrad(t, da.ptr, db.ptr, out.ptr, int64_t(n), nullptr);
-    expectClose(out.read(), sg, t, 1e-6, "silu_grad");
-    cuda::sqrt(t, dp.ptr, out.ptr, int64_t(n), nullptr);
-    expectClose(out.read(), root, t, 1e-6, "sqrt");
-    cuda::fill(t, out.ptr, int64_t(n), -0.375, nullptr);
-    expectClose(out.read(), std::vector<float>(n, -0.375f), t, 0, "fill");
-    // In place: out = out + b.
-    cuda::add(t, out.ptr, db.ptr, out.ptr, int64_t(n), nullptr);
-    std::vector<float> shifted(n);
-    for (size_t i = 0; i < n; ++i)
-      shifted[i] = -0.375f + b[i];
-    expectClose(out.read(), shifted, t, 1e-6, "add in place");
+    DeviceBuffer da(a, t), db(b, t), packed(n, t), ua(a, t, 1), ub(b, t, 1),
+        single(n, t, 1);
+    cuda::siluGrad(t, da.ptr, db.ptr, packed.ptr, int64_t(n), nullptr);
+    cuda::siluGrad(t, ua.ptr, ub.ptr, single.ptr, int64_t(n), nullptr);
+    EXPECT_EQ(packed.read(), single.read());
   }
 }
 
 TEST(Elementwise, CastRoundsOnce) {
-  size_t n = 4097;
-  std::vector<float> x = random(n, 3, -100, 100);
-  DeviceBuffer f32(x, ElementType::F32), bf16(n, ElementType::BF16),
-      back(n, ElementType::F32);
-  cuda::cast(ElementType::F32, f32.ptr, ElementType::BF16, bf16.ptr, int64_t(n),
-             nullptr);
-  EXPECT_EQ(bf16.read(), rounded(x, ElementType::BF16));
-  cuda::cast(ElementType::BF16, bf16.ptr, ElementType::F32, back.ptr,
-             int64_t(n), nullptr);
-  EXPECT_EQ(back.read(), rounded(x, ElementType::BF16));
+  for (Layout l : kLayouts) {
+    SCOPED_TRACE("n " + std::to_string(l.n) + " offset " +
+                 std::to_string(l.offset));
+    size_t n = l.n;
+    std::vector<float> x = random(n, 3, -100, 100);
+    DeviceBuffer f32(x, ElementType::F32, l.offset),
+        bf16(n, ElementType::BF16, l.offset),
+        back(n, ElementType::F32, l.offset);
+    cuda::cast(ElementType::F32, f32.ptr, ElementType::BF16, bf16.ptr,
+               int64_t(n), nullptr);
+    EXPECT_EQ(bf16.read(), rounded(x, ElementType::BF16));
+    cuda::cast(ElementType::BF16, bf16.ptr, ElementType::F32, back.ptr,
+               int64_t(n), nullptr);
+    EXPECT_EQ(back.read(), rounded(x, ElementType::BF16));
+  }
 }
 
 TEST(Elementwise, LRScheduleMatchesTheCpuAtEveryStep) {

@@ -1,6 +1,7 @@
 //===- FusedKernelsTest.cpp - CUDA memory-bound kernels vs the CPU ones ---===//
 //
-// RMSNorm (forward, backward with its deterministic weight sum), SwiGLU
+// RMSNorm (forward, backward with its deterministic weight sum, the fused
+// residual add + RMSNorm bitwise the unfused pair), SwiGLU
 // (forward, backward), RoPE (both directions, in place too) and the
 // embedding gather and its gradient (whole and vocabulary-sharded; the
 // gradient bitwise, summed in token order), the fused cross-entropy
@@ -9,13 +10,15 @@
 // GPU against the CPU target's kernels on the same inputs: f32 within 1e-5
 // relative (f32 vs the CPU's f64 statistics), bf16 within one bf16 rounding
 // (2^-8 relative) of the CPU result on the rounded inputs. The weight gradient
-// is also bitwise the same on a second run (no atomics).
+// is also bitwise the same on a second run (no atomics). Sizes and offset
+// views cover the 16-byte packs, their tail and the unaligned path.
 //
 //===----------------------------------------------------------------------===//
 
 #include "FusedKernels.h"
 
 #include "DeviceTestUtils.h"
+#include "Elementwise.h"
 
 #include "Kernels.h"
 #include "LowPrecision.h"
@@ -30,6 +33,7 @@
 #include <cmath>
 #include <cstring>
 #include <random>
+#include <string>
 #include <vector>
 
 using namespace titanrt;
@@ -40,14 +44,26 @@ namespace {
 
 struct RmsCase {
   int64_t rows, dim;
+  size_t offset = 0; ///< elements into the buffers: 1 is the unpacked path
 };
-const RmsCase kRms[] = {{1, 1}, {3, 7}, {17, 256}, {300, 1000}, {2, 4096}};
+// Odd dims and offset views take the element-by-element path; more rows
+// than partial sums (512) sum several rows per block; dim 16384 (f32) keeps
+// the partial sums in shared memory past 48 KiB, dim 60000 in global
+// memory.
+const RmsCase kRms[] = {{1, 1},     {3, 7},     {17, 256},   {300, 1000},
+                        {2, 4096},  {5, 4095},  {2, 13},     {1500, 64},
+                        {4, 16384}, {1, 60000}, {9, 512, 1}, {5, 4095, 1},
+                        {33, 40, 1}};
+
+std::string describe(const RmsCase &c) {
+  return "rows " + std::to_string(c.rows) + " dim " + std::to_string(c.dim) +
+         " offset " + std::to_string(c.offset);
+}
 
 TEST(FusedKernels, RmsNorm) {
   for (ElementType t : {ElementType::F32, ElementType::BF16})
     for (RmsCase c : kRms) {
-      SCOPED_TRACE("rows " + std::to_string(c.rows) + " dim " +
-                   std::to_string(c.dim));
+      SCOPED_TRACE(describe(c));
       size_t n = size_t(c.rows * c.dim);
       std::vector<float> x = rounded(random(n, 1, -3, 3), t),
                          w = rounded(random(c.dim, 2, 0.5, 1.5), t),
@@ -59,8 +75,9 @@ TEST(FusedKernels, RmsNorm) {
       kernels::rmsNormGrad(x.data(), w.data(), dy.data(), dx.data(), dw.data(),
                            c.rows, c.dim, 1e-5, acc.data());
 
-      DeviceBuffer dX(x, t), dW(w, t), dDy(dy, t), dY(n, t), dDx(n, t),
-          dDw(size_t(c.dim), t);
+      DeviceBuffer dX(x, t, c.offset), dW(w, t, c.offset), dDy(dy, t, c.offset),
+          dY(n, t, c.offset), dDx(n, t, c.offset),
+          dDw(size_t(c.dim), t, c.offset);
       void *workspace = nullptr;
       ASSERT_EQ(
           cudaMalloc(&workspace, rmsNormGradWorkspaceBytes(c.rows, c.dim)),
@@ -68,6 +85,7 @@ TEST(FusedKernels, RmsNorm) {
       rmsNorm(t, dX.ptr, dW.ptr, dY.ptr, c.rows, c.dim, 1e-5, nullptr);
       rmsNormGrad(t, dX.ptr, dW.ptr, dDy.ptr, dDx.ptr, dDw.ptr, c.rows, c.dim,
                   1e-5, workspace, nullptr);
+      ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
       expectClose(dY.read(), y, t, 1e-6, "y");
       expectClose(dDx.read(), dx, t, 1e-5, "dx");
       // dw sums `rows` terms of size ~1.
@@ -82,24 +100,57 @@ TEST(FusedKernels, RmsNorm) {
     }
 }
 
+// The fused residual add + RMSNorm: h bitwise the add kernel's, y bitwise
+// rms_norm's on that h (the unfused pair), both close to the CPU kernel.
+TEST(FusedKernels, AddRmsNormIsTheUnfusedPair) {
+  for (ElementType t : {ElementType::F32, ElementType::BF16})
+    for (RmsCase c : kRms) {
+      SCOPED_TRACE(describe(c));
+      size_t n = size_t(c.rows * c.dim);
+      std::vector<float> a = rounded(random(n, 4, -3, 3), t),
+                         b = rounded(random(n, 5, -3, 3), t),
+                         w = rounded(random(c.dim, 6, 0.5, 1.5), t);
+      std::vector<float> h(n), y(n);
+      kernels::addRmsNorm(a.data(), b.data(), w.data(), h.data(), y.data(),
+                          c.rows, c.dim, 1e-5);
+      DeviceBuffer dA(a, t, c.offset), dB(b, t, c.offset), dW(w, t, c.offset),
+          dH(n, t, c.offset), dY(n, t, c.offset), pairH(n, t, c.offset),
+          pairY(n, t, c.offset);
+      addRmsNorm(t, dA.ptr, dB.ptr, dW.ptr, dH.ptr, dY.ptr, c.rows, c.dim, 1e-5,
+                 nullptr);
+      cuda::add(t, dA.ptr, dB.ptr, pairH.ptr, int64_t(n), nullptr);
+      rmsNorm(t, pairH.ptr, dW.ptr, pairY.ptr, c.rows, c.dim, 1e-5, nullptr);
+      ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+      std::vector<float> fusedH = dH.read(), fusedY = dY.read();
+      EXPECT_EQ(fusedH, pairH.read());
+      EXPECT_EQ(fusedY, pairY.read());
+      expectClose(fusedH, h, t, 1e-6, "h");
+      expectClose(fusedY, y, t, 1e-6, "y");
+    }
+}
+
 TEST(FusedKernels, SwiGLU) {
   for (ElementType t : {ElementType::F32, ElementType::BF16})
-    for (int64_t n : {1, 255, 256, 100003}) {
-      std::vector<float> g = rounded(random(n, 4, -6, 6), t),
-                         u = rounded(random(n, 5), t),
-                         dy = rounded(random(n, 6), t);
-      std::vector<float> y(n), dg(n), du(n);
-      kernels::swiglu(g.data(), u.data(), y.data(), n);
-      kernels::swigluGrad(g.data(), u.data(), dy.data(), dg.data(), du.data(),
-                          n);
-      DeviceBuffer dG(g, t), dU(u, t), dDy(dy, t), dY(size_t(n), t),
-          dDg(size_t(n), t), dDu(size_t(n), t);
-      swiglu(t, dG.ptr, dU.ptr, dY.ptr, n, nullptr);
-      swigluGrad(t, dG.ptr, dU.ptr, dDy.ptr, dDg.ptr, dDu.ptr, n, nullptr);
-      expectClose(dY.read(), y, t, 1e-6, "y");
-      expectClose(dDg.read(), dg, t, 1e-6, "dgate");
-      expectClose(dDu.read(), du, t, 1e-6, "dup");
-    }
+    for (int64_t n : {1, 255, 256, 100003})
+      for (size_t offset : {0, 1}) {
+        SCOPED_TRACE("n " + std::to_string(n) + " offset " +
+                     std::to_string(offset));
+        std::vector<float> g = rounded(random(n, 4, -6, 6), t),
+                           u = rounded(random(n, 5), t),
+                           dy = rounded(random(n, 6), t);
+        std::vector<float> y(n), dg(n), du(n);
+        kernels::swiglu(g.data(), u.data(), y.data(), n);
+        kernels::swigluGrad(g.data(), u.data(), dy.data(), dg.data(), du.data(),
+                            n);
+        DeviceBuffer dG(g, t, offset), dU(u, t, offset), dDy(dy, t, offset),
+            dY(size_t(n), t, offset), dDg(size_t(n), t, offset),
+            dDu(size_t(n), t, offset);
+        swiglu(t, dG.ptr, dU.ptr, dY.ptr, n, nullptr);
+        swigluGrad(t, dG.ptr, dU.ptr, dDy.ptr, dDg.ptr, dDu.ptr, n, nullptr);
+        expectClose(dY.read(), y, t, 1e-6, "y");
+        expectClose(dDg.read(), dg, t, 1e-6, "dgate");
+        expectClose(dDu.read(), du, t, 1e-6, "dup");
+      }
 }
 
 // Head dims whose rows take 16-byte packs for f32 and bf16 (8, 128) and
@@ -238,36 +289,41 @@ struct StepScalars {
 };
 
 // The single-tensor update the compiled step calls, with the learning rate
-// and step in device memory (what a captured graph replays).
+// and step in device memory (what a captured graph replays); in 16-byte
+// packs with a tail, and element by element on buffers one float off.
 TEST(FusedKernels, AdamWStepIsBitwiseTheCpuKernel) {
-  int64_t n = 50001, step = 6;
-  float lr = 2.5e-3f, gradNorm = 0.3f; // no clipping
-  AdamWHyper h{0.9, 0.95, 1e-8, 0.1, 1.0};
-  std::vector<float> p = random(n, 1), g = random(n, 2),
-                     m = random(n, 3, -0.1f, 0.1f),
-                     v = random(n, 4, 0.0f, 0.01f);
-  std::vector<float> *values[] = {&p, &g, &m, &v};
-  float *d[4];
-  for (int k = 0; k < 4; ++k) {
-    ASSERT_EQ(cudaMalloc(&d[k], n * 4), cudaSuccess);
-    cudaMemcpy(d[k], values[k]->data(), n * 4, cudaMemcpyHostToDevice);
+  for (int64_t offset : {0, 1}) {
+    SCOPED_TRACE("offset " + std::to_string(offset));
+    int64_t n = 50001, step = 6;
+    float lr = 2.5e-3f, gradNorm = 0.3f; // no clipping
+    AdamWHyper h{0.9, 0.95, 1e-8, 0.1, 1.0};
+    std::vector<float> p = random(n, 1), g = random(n, 2),
+                       m = random(n, 3, -0.1f, 0.1f),
+                       v = random(n, 4, 0.0f, 0.01f);
+    std::vector<float> *values[] = {&p, &g, &m, &v};
+    float *base[4], *d[4];
+    for (int k = 0; k < 4; ++k) {
+      ASSERT_EQ(cudaMalloc(&base[k], (n + offset) * 4), cudaSuccess);
+      d[k] = base[k] + offset;
+      cudaMemcpy(d[k], values[k]->data(), n * 4, cudaMemcpyHostToDevice);
+    }
+    kernels::adamw(p.data(), g.data(), m.data(), v.data(), n, double(lr),
+                   gradNorm, step, h.beta1, h.beta2, h.eps, h.weightDecay,
+                   h.maxNorm);
+    StepScalars scalars(gradNorm, lr, step);
+    adamwStep({d[0], d[1], d[2], d[3], n}, scalars.gradNorm(), scalars.lr(),
+              scalars.step, h, nullptr);
+    ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+    int k = 0;
+    for (int which : {0, 2, 3}) {
+      std::vector<float> back(n);
+      cudaMemcpy(back.data(), d[which], n * 4, cudaMemcpyDeviceToHost);
+      EXPECT_EQ(std::memcmp(back.data(), values[which]->data(), n * 4), 0)
+          << "state " << k++;
+    }
+    for (float *ptr : base)
+      cudaFree(ptr);
   }
-  kernels::adamw(p.data(), g.data(), m.data(), v.data(), n, double(lr),
-                 gradNorm, step, h.beta1, h.beta2, h.eps, h.weightDecay,
-                 h.maxNorm);
-  StepScalars scalars(gradNorm, lr, step);
-  adamwStep({d[0], d[1], d[2], d[3], n}, scalars.gradNorm(), scalars.lr(),
-            scalars.step, h, nullptr);
-  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
-  int k = 0;
-  for (int which : {0, 2, 3}) {
-    std::vector<float> back(n);
-    cudaMemcpy(back.data(), d[which], n * 4, cudaMemcpyDeviceToHost);
-    EXPECT_EQ(std::memcmp(back.data(), values[which]->data(), n * 4), 0)
-        << "state " << k++;
-  }
-  for (float *ptr : d)
-    cudaFree(ptr);
 }
 
 // kernel-fuse-adamw's multi-tensor call: more tensors than one launch
