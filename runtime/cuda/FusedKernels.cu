@@ -186,44 +186,29 @@ __global__ void sumPartialsKernel(const float *partials, T *dw, int parts,
   store(dw, d, total);
 }
 
-/// N consecutive elements moved as one access: 16 bytes (one LDG.128 /
-/// STG.128) for N = kPack<T>.
-template <typename T, int N>
-struct alignas(sizeof(T) * N < 16 ? sizeof(T) * N : 16) Pack {
-  T v[N];
-};
-template <typename T> constexpr int kPack = 16 / sizeof(T);
-
-/// Whether `p` may be read as 16-byte packs.
-bool isPackAligned(const void *p) {
-  return reinterpret_cast<uintptr_t>(p) % 16 == 0;
-}
-
 /// One block per token (b, s): its `rowPacks` packs of N elements (heads x
 /// head_dim) are rotated by row `s` of the cos/sin table, whose
-/// `headPacks * N` floats line up with one head's elements.
+/// `headPacks * N` floats line up with one head's elements. Pairs start at
+/// even elements, so a pack of N = 2 is aligned wherever the buffer is.
 template <typename T, int N>
 __global__ void ropeKernel(const T *x, const float *freqsCis, T *out,
                            int64_t tokens, int64_t seq, int rowPacks,
                            int headPacks, bool transpose) {
-  using Elements = Pack<T, N>;
-  using CosSin = Pack<float, N>;
   for (int64_t t = blockIdx.x; t < tokens; t += gridDim.x) {
-    const auto *table =
-        reinterpret_cast<const CosSin *>(freqsCis) + (t % seq) * headPacks;
-    const auto *in = reinterpret_cast<const Elements *>(x) + t * rowPacks;
-    auto *dst = reinterpret_cast<Elements *>(out) + t * rowPacks;
+    const float *table = freqsCis + (t % seq) * headPacks * N;
+    const T *in = x + t * rowPacks * N;
+    T *dst = out + t * rowPacks * N;
     for (int k = threadIdx.x; k < rowPacks; k += kThreads) {
-      Elements v = in[k], r; // read whole before written (in place)
-      CosSin cs = table[k % headPacks];
+      float v[N], cs[N], r[N]; // the pack is read whole before written
+      loadPack<N>(in, k * N, v);
+      loadPack<N>(table, (k % headPacks) * N, cs);
 #pragma unroll
       for (int p = 0; p < N; p += 2) {
-        float c = cs.v[p], sn = transpose ? -cs.v[p + 1] : cs.v[p + 1];
-        float a = load(v.v, p), b = load(v.v, p + 1);
-        store(r.v, p, a * c - b * sn);
-        store(r.v, p + 1, a * sn + b * c);
+        float c = cs[p], sn = transpose ? -cs[p + 1] : cs[p + 1];
+        r[p] = v[p] * c - v[p + 1] * sn;
+        r[p + 1] = v[p] * sn + v[p + 1] * c;
       }
-      dst[k] = r;
+      storePack<N>(dst, k * N, r);
     }
   }
 }
@@ -314,15 +299,12 @@ template <typename T, int N>
 __device__ void rowLogSumExp(const T *row, int64_t vocab, float &max,
                              float &sum) {
   float m = -INFINITY, s = 0;
-  const auto *packs = reinterpret_cast<const Pack<T, N> *>(row);
   for (int64_t k = threadIdx.x; k < vocab / N; k += kThreads) {
-    Pack<T, N> v = packs[k];
     float x[N], packMax = -INFINITY;
+    loadPack<N>(row, k * N, x);
 #pragma unroll
-    for (int e = 0; e < N; ++e) {
-      x[e] = load(v.v, e);
+    for (int e = 0; e < N; ++e)
       packMax = fmaxf(packMax, x[e]);
-    }
     float mm = fmaxf(m, packMax);
     s = m == -INFINITY ? 0.0f : s * expf(m - mm);
 #pragma unroll
@@ -388,18 +370,19 @@ __global__ void crossEntropyGradKernel(const T *logits, const int32_t *labels,
                                        T *out, int64_t rows, int64_t vocab) {
   float scale = *dloss / float(rows);
   for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
-    const auto *in = reinterpret_cast<const Pack<T, N> *>(logits + r * vocab);
-    auto *dst = reinterpret_cast<Pack<T, N> *>(out + r * vocab);
+    const T *in = logits + r * vocab;
+    T *dst = out + r * vocab;
     float rowLse = lse[r];
     int64_t label = labels[r];
     for (int64_t k = threadIdx.x; k < vocab / N; k += kThreads) {
-      Pack<T, N> v = in[k], g;
+      float v[N], g[N];
+      loadPack<N>(in, k * N, v);
 #pragma unroll
       for (int e = 0; e < N; ++e) {
-        float p = expf(load(v.v, e) - rowLse);
-        store(g.v, e, scale * (p - (k * N + e == label ? 1.0f : 0.0f)));
+        float p = expf(v[e] - rowLse);
+        g[e] = scale * (p - (k * N + e == label ? 1.0f : 0.0f));
       }
-      dst[k] = g;
+      storePack<N>(dst, k * N, g);
     }
   }
 }
@@ -637,7 +620,7 @@ __global__ void adamwChunkKernel(AdamWChunk chunk, const float *gradNorm,
 /// bytes, or one element.
 template <typename T, typename F>
 void withRowPacks(const void *logits, const void *out, int64_t vocab, F f) {
-  if (vocab % kPack<T> == 0 && isPackAligned(logits) && isPackAligned(out))
+  if (vocab % kPack<T> == 0 && aligned16({logits, out}))
     return f(std::integral_constant<int, kPack<T>>());
   f(std::integral_constant<int, 1>());
 }
@@ -766,8 +749,7 @@ void titanrt::cuda::rope(ElementType type, const void *x, const float *freqsCis,
           static_cast<const T *>(x), freqsCis, static_cast<T *>(out), tokens,
           seq, int(heads * 2 * pairs / n), int(2 * pairs / n), transpose);
     };
-    if ((2 * pairs) % kN == 0 && isPackAligned(x) && isPackAligned(out) &&
-        isPackAligned(freqsCis))
+    if ((2 * pairs) % kN == 0 && aligned16({x, out, freqsCis}))
       launch(std::integral_constant<int, kN>());
     else
       launch(std::integral_constant<int, 2>()); // one pair at a time
