@@ -310,8 +310,8 @@ int main() {
         lse(size_t(tokens * heads) * 4);
     size_t fwdBytes =
         size_t(titan::cuda::attentionWorkspaceBytes(1, heads, tokens));
-    size_t bwdBytes = size_t(
-        titan::cuda::attentionGradWorkspaceBytes(1, heads, tokens, headDim));
+    size_t bwdBytes = size_t(titan::cuda::attentionGradWorkspaceBytes(
+        1, heads, tokens, headDim, /*deterministic=*/false));
     Buffer workspace(std::max(fwdBytes, bwdBytes));
     CudnnAttention attention;
     double scale = 1.0 / 11.313708498984761;
@@ -328,7 +328,8 @@ int main() {
                attention.backward(bf16, bq.ptr, bk.ptr, bv.ptr, bo.ptr,
                                   lse.as<float>(), bdo.ptr, bdq.ptr, bdk.ptr,
                                   bdv.ptr, s, SdpaViews::whole(s.seq), scale,
-                                  workspace.ptr, bwdBytes, nullptr);
+                                  /*deterministic=*/false, workspace.ptr,
+                                  bwdBytes, nullptr);
              }));
     }
   }

@@ -162,6 +162,7 @@ void titan::buildExecutionPipeline(mlir::OpPassManager &pm,
   TitanBufferizeOptions bufferize;
   bufferize.target = options.target;
   bufferize.widenLowPrecision = options.target == "cpu";
+  bufferize.deterministic = options.deterministic;
   bufferize.functions.assign(options.functions.begin(),
                              options.functions.end());
   pm.addPass(createTitanBufferize(bufferize));

@@ -12,7 +12,9 @@
 // cuDNN's SDPA does not take, runs on exact reference kernels (one block
 // per row, online softmax, fixed summation order: deterministic) used by
 // the parity runs against the CPU target. The reference kernels also take
-// bf16/f16, for builds without the cuDNN frontend's headers.
+// bf16/f16 where cuDNN cannot (no engine, or a build without the cuDNN
+// frontend's headers), but only on short sequences
+// (titan::cuda::attentionReferenceAllowed): elsewhere that is an error.
 //
 //===----------------------------------------------------------------------===//
 
@@ -87,7 +89,7 @@ void attentionGradReference(ElementType type, const void *q, const void *k,
 bool haveCudnnAttention();
 
 /// cuDNN's flash attention, forward and backward, bf16 or f16. Graphs are
-/// built on first use of a shape (before a CUDA graph capture: the first
+/// built on first use of a problem (before a CUDA graph capture: the first
 /// step runs eagerly) and reused.
 class CudnnAttention {
 public:
@@ -96,11 +98,14 @@ public:
   CudnnAttention(const CudnnAttention &) = delete;
   CudnnAttention &operator=(const CudnnAttention &) = delete;
 
-  /// `workspace` holds `workspaceBytes` (the memory plan's bound); when
-  /// cuDNN asks for more, a buffer of its size is allocated once, outside
-  /// any capture, with a warning. Returns false (and runs nothing) where
-  /// cuDNN has no engine for the problem (e.g. a head dim it does not
-  /// take), after saying so once: the caller runs the exact kernels.
+  /// `workspace` holds `workspaceBytes` (the memory plan's,
+  /// titan/Target/CUDA/KernelWorkspaces.h); cuDNN asking for more is an
+  /// error naming the problem and both sizes. Returns false (and runs
+  /// nothing) where cuDNN has no engine for the problem (e.g. a head dim it
+  /// does not take) and titan::cuda::attentionReferenceAllowed lets the
+  /// exact kernels run it, after saying so once: the caller runs them.
+  /// Where it does not, the run stops, naming the problem. `deterministic`
+  /// (debug.deterministic) selects cuDNN's deterministic backward.
   bool forward(ElementType type, const void *q, const void *k, const void *v,
                void *out, float *lse, const AttentionShape &s,
                const SdpaViews &views, double scale, void *workspace,
@@ -108,8 +113,8 @@ public:
   bool backward(ElementType type, const void *q, const void *k, const void *v,
                 const void *out, const float *lse, const void *dout, void *dq,
                 void *dk, void *dv, const AttentionShape &s,
-                const SdpaViews &views, double scale, void *workspace,
-                size_t workspaceBytes, cudaStream_t stream);
+                const SdpaViews &views, double scale, bool deterministic,
+                void *workspace, size_t workspaceBytes, cudaStream_t stream);
 
 private:
   struct Impl;
@@ -121,8 +126,9 @@ private:
 /// cuDNN's SDPA, causal on the diagonal pairs, a query chunk's partials
 /// merged through their log-sum-exps, and the gradients of a chunk that
 /// several pairs reach summed; pairs the mask excludes are skipped. f32,
-/// and problems cuDNN has no engine for, run on the exact kernels.
-/// `workspace` holds titan::cuda::contextAttention(Grad)WorkspaceBytes.
+/// and problems cuDNN has no engine for where the exact kernels are allowed
+/// (CudnnAttention), run on the exact kernels. `workspace` holds
+/// titan::cuda::contextAttention(Grad)WorkspaceBytes.
 void contextAttention(CudnnAttention &cudnn, ElementType type, const void *q,
                       const void *k, const void *v, void *out, float *lse,
                       const AttentionShape &s, const ChunkLayout &layout,
@@ -133,8 +139,8 @@ void contextAttentionGrad(CudnnAttention &cudnn, ElementType type,
                           const void *out, const float *lse, const void *dout,
                           void *dq, void *dk, void *dv, const AttentionShape &s,
                           const ChunkLayout &layout, double scale,
-                          void *workspace, size_t workspaceBytes,
-                          cudaStream_t stream);
+                          bool deterministic, void *workspace,
+                          size_t workspaceBytes, cudaStream_t stream);
 
 /// An attention partial of some queries: outputs B x rows x Hq x D and f32
 /// log-sum-exps B x Hq x lseRows, from the view's first row at `out` and

@@ -8,7 +8,9 @@
 // writes it in place, later ones add a chunk-sized partial. Pairs whose
 // keys all come after their queries are never run, and rows no pair
 // reaches are cleared (output 0, lse -inf; gradients 0). f32 runs on the
-// exact kernels (AttentionReference.cu), as titan.attention does.
+// exact kernels (AttentionReference.cu), as titan.attention does, and so
+// does a bf16/f16 problem cuDNN cannot run where CudnnAttention allows it
+// (short sequences; elsewhere it stops the run).
 //
 //===----------------------------------------------------------------------===//
 
@@ -113,7 +115,8 @@ void clearRows(ElementType type, void *dst, int64_t bufferRows, int64_t batch,
 }
 
 /// The forward on cuDNN, pair by pair; false (after any number of pairs)
-/// when cuDNN has no engine for one, and the exact kernels then rerun all.
+/// when cuDNN has no engine for one and the exact kernels may stand in:
+/// they then rerun all.
 bool pairsForward(CudnnAttention &cudnn, ElementType type, const void *q,
                   const void *k, const void *v, void *out, float *lse,
                   const AttentionShape &s, const ChunkLayout &layout,
@@ -166,8 +169,8 @@ bool pairsBackward(CudnnAttention &cudnn, ElementType type, const void *q,
                    const void *k, const void *v, const void *out,
                    const float *lse, const void *dout, void *dq, void *dk,
                    void *dv, const AttentionShape &s, const ChunkLayout &layout,
-                   double scale, void *workspace, size_t workspaceBytes,
-                   cudaStream_t stream) {
+                   double scale, bool deterministic, void *workspace,
+                   size_t workspaceBytes, cudaStream_t stream) {
   int64_t c = layout.chunk, keySeq = layout.keySeq(), D = s.headDim;
   AttentionShape pair{s.batch, c, s.qHeads, s.kvHeads, D};
   int64_t dqBytes = alignTo256(s.batch * c * s.qHeads * D * 4);
@@ -200,7 +203,7 @@ bool pairsBackward(CudnnAttention &cudnn, ElementType type, const void *q,
               rowsFrom(out, type, qc * c, s.qHeads, D), lse + qc * c,
               rowsFrom(dout, type, qc * c, s.qHeads, D), addQ ? dqPart : dqView,
               addKV ? dkPart : dkView, addKV ? dvPart : dvView, pair, views,
-              scale, scratch, scratchBytes, stream))
+              scale, deterministic, scratch, scratchBytes, stream))
         return false;
       if (addQ)
         addRows(type, dqView, s.seq, dqPart, c, s.batch, c, s.qHeads * D,
@@ -262,11 +265,11 @@ void titanrt::cuda::contextAttentionGrad(
     CudnnAttention &cudnn, ElementType type, const void *q, const void *k,
     const void *v, const void *out, const float *lse, const void *dout,
     void *dq, void *dk, void *dv, const AttentionShape &s,
-    const ChunkLayout &layout, double scale, void *workspace,
-    size_t workspaceBytes, cudaStream_t stream) {
+    const ChunkLayout &layout, double scale, bool deterministic,
+    void *workspace, size_t workspaceBytes, cudaStream_t stream) {
   if (type != ElementType::F32 &&
       pairsBackward(cudnn, type, q, k, v, out, lse, dout, dq, dk, dv, s, layout,
-                    scale, workspace, workspaceBytes, stream))
+                    scale, deterministic, workspace, workspaceBytes, stream))
     return;
   contextAttentionGradReference(type, q, k, v, out, lse, dout, dq, dk, dv, s,
                                 layout, scale, stream);

@@ -6,9 +6,13 @@
 // transposes run; so are context parallel's chunks, views into them. The
 // forward's softmax statistics ("Stats": the natural log-sum-exp of each scaled
 // score row, f32, B x H x S x 1) are exactly titan.attention's lse, which the
-// backward takes back. The backward is asked for cuDNN's deterministic
-// algorithm (no atomics in dQ), as the rest of the CUDA target is
-// deterministic.
+// backward takes back. The backward runs cuDNN's default algorithm (dQ
+// accumulated atomically in f32), as PyTorch and TorchTitan do, or with
+// `deterministic` (debug.deterministic) its deterministic one, whose dP
+// workspace grows as S^2. The memory plan holds either's workspace as
+// cudnn-frontend sizes it (titan/Target/CUDA/KernelWorkspaces.h); a larger
+// request is an error, and so is a bf16/f16 problem cuDNN cannot run on a
+// sequence too long for the exact kernels (attentionReferenceAllowed).
 //
 //===----------------------------------------------------------------------===//
 
@@ -16,17 +20,58 @@
 
 #include "Error.h"
 
+#include "titan/Target/CUDA/KernelWorkspaces.h"
+
 #include <cstdio>
 #include <string>
 #include <vector>
+
+using namespace titanrt;
+using namespace titanrt::cuda;
+
+namespace {
+
+/// "the flash-attention backward (deterministic) of B 1 S 8192 Hq 32 Hkv 8
+/// D 128 bf16", with the views' rows where they are not the problem's own
+/// (context parallel's chunk pairs).
+std::string describe(bool backward, bool deterministic, ElementType type,
+                     const AttentionShape &s, const SdpaViews &views) {
+  auto n = [](int64_t v) { return std::to_string(v); };
+  std::string text =
+      std::string("the flash-attention ") +
+      (backward ? (deterministic ? "backward (deterministic)" : "backward")
+                : "forward") +
+      " of B " + n(s.batch) + " S " + n(s.seq) + " Hq " + n(s.qHeads) +
+      " Hkv " + n(s.kvHeads) + " D " + n(s.headDim) +
+      (type == ElementType::BF16 ? " bf16" : " f16");
+  if (views.queryRows != s.seq || views.keyRows != s.seq)
+    text += " (views into " + n(views.queryRows) + " query rows and " +
+            n(views.keyRows) + " key rows)";
+  return text;
+}
+
+/// cuDNN cannot run `problem` (`why`): the exact kernels may stand in only
+/// where titan::cuda::attentionReferenceAllowed says; elsewhere the run
+/// stops, naming the problem.
+void requireReferenceAllowed(const std::string &problem, const SdpaViews &views,
+                             const std::string &why) {
+  if (titan::cuda::attentionReferenceAllowed(false, views.keyRows))
+    return;
+  kernelFatal("cuDNN cannot run " + problem + ": " + why +
+              ". The exact attention kernels stand in only for f32 or at "
+              "most " +
+              std::to_string(titan::cuda::kAttentionReferenceMaxKeys) +
+              " keys (titan/Target/CUDA/KernelWorkspaces.h): they are "
+              "O(S^2 D) on CUDA cores, minutes a step at S = 8192");
+}
+
+} // namespace
 
 #ifdef TITAN_HAVE_CUDNN_FRONTEND
 
 #include <cudnn_frontend.h>
 
 namespace fe = cudnn_frontend;
-using namespace titanrt;
-using namespace titanrt::cuda;
 
 namespace {
 
@@ -100,10 +145,10 @@ struct CudnnAttention::Impl {
   struct Plan {
     std::shared_ptr<fe::graph::Graph> graph; ///< null: cuDNN cannot run it
     int64_t workspace = 0;
-    void *extra = nullptr; ///< cuDNN's workspace when the plan's is short
+    std::string problem; ///< describe()'s, for errors
   };
   using Key = std::tuple<
-      bool, int, int64_t, int64_t, int64_t, int64_t, int64_t, double,
+      bool, bool, int, int64_t, int64_t, int64_t, int64_t, int64_t, double,
       std::tuple<int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, bool>>;
   cudnnHandle_t handle = nullptr;
   std::map<Key, Plan> plans;
@@ -114,24 +159,19 @@ struct CudnnAttention::Impl {
       kernelFatal(std::string("cudnnCreate failed: ") +
                   cudnnGetErrorString(rc));
   }
-  ~Impl() {
-    for (auto &[key, plan] : plans)
-      if (plan.extra)
-        cudaFree(plan.extra);
-    cudnnDestroy(handle);
-  }
+  ~Impl() { cudnnDestroy(handle); }
 
   /// The cached plan of a problem, built on first use; null when cuDNN has
-  /// no engine for it (said once; the exact kernels run it instead).
-  Plan *plan(bool backward, ElementType type, const AttentionShape &s,
-             const SdpaViews &views, double scale) {
-    Key key{backward,  int(type), s.batch, s.seq,      s.qHeads,
-            s.kvHeads, s.headDim, scale,   views.key()};
+  /// no engine for it and the exact kernels may run it instead (said once).
+  Plan *plan(bool backward, bool deterministic, ElementType type,
+             const AttentionShape &s, const SdpaViews &views, double scale) {
+    Key key{backward, deterministic, int(type), s.batch, s.seq,
+            s.qHeads, s.kvHeads,     s.headDim, scale,   views.key()};
     auto it = plans.find(key);
     if (it != plans.end())
       return it->second.graph ? &it->second : nullptr;
     Plan p;
-    std::string failure;
+    p.problem = describe(backward, deterministic, type, s, views);
     p.graph = newGraph(type);
     fe::graph::Graph &g = *p.graph;
     auto q = g.tensor(bshd("Q", Q, s, s.qHeads, views.queryRows));
@@ -153,7 +193,6 @@ struct CudnnAttention::Impl {
           .set_data_type(fe::DataType_t::FLOAT)
           .set_dim({s.batch, s.qHeads, s.seq, 1})
           .set_stride(statsStrides(s, views.lseRows));
-      failure = finish(g, handle);
     } else {
       auto o = g.tensor(bshd("O", O, s, s.qHeads, views.outRows));
       auto dO = g.tensor(bshd("dO", DO, s, s.qHeads, views.outRows));
@@ -162,7 +201,7 @@ struct CudnnAttention::Impl {
                          .set_name("titan.attention_grad")
                          .set_causal_mask(views.causal)
                          .set_attn_scale(float(scale))
-                         .set_deterministic_algorithm(true);
+                         .set_deterministic_algorithm(deterministic);
       auto [dq, dk, dv] = g.sdpa_backward(q, k, v, o, dO, lse, options);
       dq->set_output(true)
           .set_uid(DQ)
@@ -173,44 +212,39 @@ struct CudnnAttention::Impl {
             .set_uid(uid)
             .set_dim(bshdDims(s, s.kvHeads))
             .set_stride(bshdStrides(s, s.kvHeads, views.keyGradRows));
-      failure = finish(g, handle);
     }
-    if (failure.empty())
+    std::string failure = finish(g, handle);
+    if (failure.empty()) {
       check(g.get_workspace_size(p.workspace), "workspace query");
-    if (!failure.empty()) {
+    } else {
+      requireReferenceAllowed(p.problem, views, "cuDNN says: " + failure);
       std::fprintf(stderr,
-                   "warning: cuDNN has no flash-attention engine for %s of "
-                   "B %lld S %lld Hq %lld Hkv %lld D %lld (%s); the exact "
+                   "warning: cuDNN has no engine for %s (%s); the exact "
                    "kernels run it\n",
-                   backward ? "the backward" : "the forward",
-                   (long long)s.batch, (long long)s.seq, (long long)s.qHeads,
-                   (long long)s.kvHeads, (long long)s.headDim, failure.c_str());
+                   p.problem.c_str(), failure.c_str());
       p.graph = nullptr;
     }
     Plan &stored = plans.emplace(key, std::move(p)).first->second;
     return stored.graph ? &stored : nullptr;
   }
 
+  /// Runs `p` in `workspace`, the memory plan's `planned` bytes, which
+  /// must hold cuDNN's request: the plan sizes it as the frontend does
+  /// (titan/Target/CUDA/KernelWorkspaces.h), so more is a planning error,
+  /// not something to allocate outside the arena.
   void run(Plan &p, std::unordered_map<int64_t, void *> &pack, void *workspace,
-           size_t planned, cudaStream_t stream, const char *what) {
-    if (size_t(p.workspace) > planned && !p.extra) {
-      // Only on a plan's first use, which is never inside a capture (the
-      // first step runs eagerly).
-      std::fprintf(stderr,
-                   "warning: cuDNN's %s asks for %lld bytes of workspace, "
-                   "more than the %zu the memory plan reserves "
-                   "(titan/Target/CUDA/KernelWorkspaces.h); allocating "
-                   "them once\n",
-                   what, (long long)p.workspace, planned);
-      if (cudaMalloc(&p.extra, size_t(p.workspace)) != cudaSuccess)
-        kernelFatal(std::string("cuDNN ") + what + ": cannot allocate " +
-                    std::to_string(p.workspace) + " bytes of workspace");
-    }
+           size_t planned, cudaStream_t stream) {
+    if (size_t(p.workspace) > planned)
+      kernelFatal(
+          "cuDNN's " + p.problem + " asks for " + std::to_string(p.workspace) +
+          " bytes of workspace, more than the " + std::to_string(planned) +
+          " the memory plan holds for it "
+          "(titan/Target/CUDA/KernelWorkspaces.h)");
     cudnnStatus_t rc = cudnnSetStream(handle, stream);
     if (rc != CUDNN_STATUS_SUCCESS)
       kernelFatal(std::string("cudnnSetStream failed: ") +
                   cudnnGetErrorString(rc));
-    check(p.graph->execute(handle, pack, p.extra ? p.extra : workspace), what);
+    check(p.graph->execute(handle, pack, workspace), p.problem);
   }
 };
 
@@ -224,7 +258,7 @@ bool CudnnAttention::forward(ElementType type, const void *q, const void *k,
                              const AttentionShape &s, const SdpaViews &views,
                              double scale, void *workspace,
                              size_t workspaceBytes, cudaStream_t stream) {
-  Impl::Plan *p = impl_->plan(false, type, s, views, scale);
+  Impl::Plan *p = impl_->plan(false, false, type, s, views, scale);
   if (!p)
     return false;
   std::unordered_map<int64_t, void *> pack = {{Q, const_cast<void *>(q)},
@@ -232,8 +266,7 @@ bool CudnnAttention::forward(ElementType type, const void *q, const void *k,
                                               {V, const_cast<void *>(v)},
                                               {O, out},
                                               {Stats, lse}};
-  impl_->run(*p, pack, workspace, workspaceBytes, stream,
-             "attention (flash forward)");
+  impl_->run(*p, pack, workspace, workspaceBytes, stream);
   return true;
 }
 
@@ -241,9 +274,9 @@ bool CudnnAttention::backward(ElementType type, const void *q, const void *k,
                               const void *v, const void *out, const float *lse,
                               const void *dout, void *dq, void *dk, void *dv,
                               const AttentionShape &s, const SdpaViews &views,
-                              double scale, void *workspace,
+                              double scale, bool deterministic, void *workspace,
                               size_t workspaceBytes, cudaStream_t stream) {
-  Impl::Plan *p = impl_->plan(true, type, s, views, scale);
+  Impl::Plan *p = impl_->plan(true, deterministic, type, s, views, scale);
   if (!p)
     return false;
   std::unordered_map<int64_t, void *> pack = {{Q, const_cast<void *>(q)},
@@ -255,31 +288,38 @@ bool CudnnAttention::backward(ElementType type, const void *q, const void *k,
                                               {DQ, dq},
                                               {DK, dk},
                                               {DV, dv}};
-  impl_->run(*p, pack, workspace, workspaceBytes, stream,
-             "attention_grad (flash backward)");
+  impl_->run(*p, pack, workspace, workspaceBytes, stream);
   return true;
 }
 
-#else // no cudnn-frontend headers: the exact kernels serve every type
+#else // no cudnn-frontend headers: the exact kernels, on short sequences
 
-using namespace titanrt;
-using namespace titanrt::cuda;
+namespace {
+constexpr const char *kNoFrontend =
+    "this build has no cudnn-frontend headers (scripts/setup.sh unpacks "
+    "them into .deps/)";
+} // namespace
 
 struct CudnnAttention::Impl {};
 bool titanrt::cuda::haveCudnnAttention() { return false; }
 CudnnAttention::CudnnAttention() = default;
 CudnnAttention::~CudnnAttention() = default;
-bool CudnnAttention::forward(ElementType, const void *, const void *,
+bool CudnnAttention::forward(ElementType type, const void *, const void *,
                              const void *, void *, float *,
-                             const AttentionShape &, const SdpaViews &, double,
-                             void *, size_t, cudaStream_t) {
+                             const AttentionShape &s, const SdpaViews &views,
+                             double, void *, size_t, cudaStream_t) {
+  requireReferenceAllowed(describe(false, false, type, s, views), views,
+                          kNoFrontend);
   return false;
 }
-bool CudnnAttention::backward(ElementType, const void *, const void *,
+bool CudnnAttention::backward(ElementType type, const void *, const void *,
                               const void *, const void *, const float *,
                               const void *, void *, void *, void *,
-                              const AttentionShape &, const SdpaViews &, double,
-                              void *, size_t, cudaStream_t) {
+                              const AttentionShape &s, const SdpaViews &views,
+                              double, bool deterministic, void *, size_t,
+                              cudaStream_t) {
+  requireReferenceAllowed(describe(true, deterministic, type, s, views), views,
+                          kNoFrontend);
   return false;
 }
 

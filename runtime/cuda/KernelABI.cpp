@@ -123,17 +123,20 @@ void attention(const Args &c) {
   attentionReference(t, c.buffers[0], c.buffers[1], c.buffers[2], c.buffers[3],
                      c.buf<float>(4), s, c.floats[0], c.stream());
 }
-/// (q, k, v, out, lse, dout) -> (dq, dk, dv); floats: {scale}
+/// (q, k, v, out, lse, dout) -> (dq, dk, dv); floats: {scale}; ints:
+/// {deterministic}
 void attentionGrad(const Args &c) {
   AttentionShape s = attentionShape(c);
   ElementType t = c.type(0);
+  bool deterministic = c.ints[0] != 0;
   if (t != ElementType::F32 &&
       kernelContext().attention.backward(
           t, c.buffers[0], c.buffers[1], c.buffers[2], c.buffers[3],
           c.buf<float>(4), c.buffers[5], c.buffers[6], c.buffers[7],
-          c.buffers[8], s, SdpaViews::whole(s.seq), c.floats[0], c.workspace,
-          size_t(titan::cuda::attentionGradWorkspaceBytes(s.batch, s.qHeads,
-                                                          s.seq, s.headDim)),
+          c.buffers[8], s, SdpaViews::whole(s.seq), c.floats[0], deterministic,
+          c.workspace,
+          size_t(titan::cuda::attentionGradWorkspaceBytes(
+              s.batch, s.qHeads, s.seq, s.headDim, deterministic)),
           c.stream()))
     return;
   attentionGradReference(t, c.buffers[0], c.buffers[1], c.buffers[2],
@@ -155,18 +158,20 @@ void contextAttention(const Args &c) {
                              s.batch, s.qHeads, s.seq, s.headDim)),
                          c.stream());
 }
-/// (q, k, v, out, lse, dout) -> (dq, dk, dv); params as contextAttention's.
+/// (q, k, v, out, lse, dout) -> (dq, dk, dv); floats: {scale}; ints:
+/// {deterministic, then contextAttention's}.
 void contextAttentionGrad(const Args &c) {
   AttentionShape s = attentionShape(c);
+  bool deterministic = c.ints[0] != 0;
   cuda::contextAttentionGrad(
       kernelContext().attention, c.type(0), c.buffers[0], c.buffers[1],
       c.buffers[2], c.buffers[3], c.buf<float>(4), c.buffers[5], c.buffers[6],
       c.buffers[7], c.buffers[8], s,
-      contextParallelLayout("context_attention_grad", c.ints, s.seq,
+      contextParallelLayout("context_attention_grad", c.ints + 1, s.seq,
                             c.shape(1).dim(1)),
-      c.floats[0], c.workspace,
+      c.floats[0], deterministic, c.workspace,
       size_t(titan::cuda::contextAttentionGradWorkspaceBytes(
-          s.batch, s.qHeads, s.kvHeads, s.seq, s.headDim)),
+          s.batch, s.qHeads, s.kvHeads, s.seq, s.headDim, deterministic)),
       c.stream());
 }
 /// (out, lse, other_out, other_lse) -> (result, result_lse); the

@@ -191,8 +191,8 @@ template <typename T> void attention(const Call &c) {
                q.dim(0), q.dim(1), q.dim(2), kv.dim(2), q.dim(3), c.floats[0],
                static_cast<T *>(c.workspace));
 }
-/// (q, k, v, out, lse, dout) -> (dq, dk, dv); floats: {scale};
-/// workspace: 2 S x S
+/// (q, k, v, out, lse, dout) -> (dq, dk, dv); floats: {scale}; ints:
+/// {deterministic} (these kernels are either way); workspace: 2 S x S
 template <typename T> void attentionGrad(const Call &c) {
   Shape q = c.shape(0), kv = c.shape(1);
   k::attentionGrad(c.buf<T>(0), c.buf<T>(1), c.buf<T>(2), c.buf<T>(3),
@@ -210,14 +210,16 @@ template <typename T> void contextAttention(const Call &c) {
       contextParallelLayout("context_attention", c.ints, q.dim(1), kv.dim(1)),
       c.floats[0], static_cast<T *>(c.workspace));
 }
-/// (q, k, v, out, lse, dout) -> (dq, dk, dv); params as contextAttention's.
+/// (q, k, v, out, lse, dout) -> (dq, dk, dv); floats: {scale}; ints:
+/// {deterministic (these kernels are either way), then contextAttention's}.
 template <typename T> void contextAttentionGrad(const Call &c) {
   Shape q = c.shape(0), kv = c.shape(1);
   k::contextAttentionGrad(c.buf<T>(0), c.buf<T>(1), c.buf<T>(2), c.buf<T>(3),
                           c.buf<T>(4), c.buf<T>(5), c.buf<T>(6), c.buf<T>(7),
                           c.buf<T>(8), q.dim(0), q.dim(2), kv.dim(2), q.dim(3),
                           contextParallelLayout("context_attention_grad",
-                                                c.ints, q.dim(1), kv.dim(1)),
+                                                c.ints + 1, q.dim(1),
+                                                kv.dim(1)),
                           c.floats[0], static_cast<T *>(c.workspace));
 }
 /// (out, lse, other_out, other_lse) -> (result, result_lse)

@@ -242,6 +242,7 @@ struct Compilation {
   }
   void executionOptions(ExecutionPipelineOptions &o) const {
     o.target = stringifyKernelTarget(target).str();
+    o.deterministic = config.debug.deterministic;
   }
 };
 

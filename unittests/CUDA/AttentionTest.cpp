@@ -5,7 +5,10 @@
 // exact kernels in f32 (within 1e-5 relative plus 1e-6) and, in bf16, both
 // the exact kernels and cuDNN's flash attention (within 2^-7 relative plus
 // 2e-2 absolute: bf16 outputs, and flash attention rounds P to bf16 before
-// P V). The exact kernels' gradients are bitwise the same on a second run.
+// P V), its backward both default and deterministic, each in the workspace
+// the memory plan holds for it (titan/Target/CUDA/KernelWorkspaces.h; more
+// is an error). The exact kernels' and cuDNN's deterministic gradients are
+// bitwise the same on a second run.
 //
 //===----------------------------------------------------------------------===//
 
@@ -15,6 +18,7 @@
 #include "Kernels.h"
 
 #include "titan/Target/CPU/KernelWorkspaces.h"
+#include "titan/Target/CUDA/KernelWorkspaces.h"
 
 #include "gtest/gtest.h"
 
@@ -73,7 +77,7 @@ struct Expected {
   }
 };
 
-void check(ElementType t, bool flash) {
+void check(ElementType t, bool flash, bool deterministic = false) {
   CudnnAttention cudnn;
   for (const Case &c : kCases) {
     SCOPED_TRACE("B " + std::to_string(c.batch) + " S " +
@@ -88,8 +92,11 @@ void check(ElementType t, bool flash) {
     DeviceBuffer out(in.q.size(), t), dq(in.q.size(), t), dk(in.k.size(), t),
         dv(in.v.size(), t);
     DeviceBuffer lse(want.lse.size(), ElementType::F32);
-    size_t fwdBytes = size_t(64) << 20, bwdBytes = size_t(64) << 20;
-    DeviceBuffer workspace(fwdBytes / 4, ElementType::F32);
+    size_t fwdBytes =
+        size_t(titan::cuda::attentionWorkspaceBytes(c.batch, c.qHeads, c.seq));
+    size_t bwdBytes = size_t(titan::cuda::attentionGradWorkspaceBytes(
+        c.batch, c.qHeads, c.seq, c.headDim, deterministic));
+    DeviceBuffer workspace(std::max(fwdBytes, bwdBytes) / 4, ElementType::F32);
     if (flash) {
       ASSERT_TRUE(cudnn.forward(
           t, q.ptr, k.ptr, v.ptr, out.ptr, static_cast<float *>(lse.ptr), s,
@@ -107,11 +114,11 @@ void check(ElementType t, bool flash) {
     DeviceBuffer wantOut(want.out, t), wantLse(want.lse, ElementType::F32);
     auto backward = [&] {
       if (flash)
-        ASSERT_TRUE(cudnn.backward(t, q.ptr, k.ptr, v.ptr, wantOut.ptr,
-                                   static_cast<float *>(wantLse.ptr), dout.ptr,
-                                   dq.ptr, dk.ptr, dv.ptr, s,
-                                   SdpaViews::whole(s.seq), scale,
-                                   workspace.ptr, bwdBytes, nullptr));
+        ASSERT_TRUE(
+            cudnn.backward(t, q.ptr, k.ptr, v.ptr, wantOut.ptr,
+                           static_cast<float *>(wantLse.ptr), dout.ptr, dq.ptr,
+                           dk.ptr, dv.ptr, s, SdpaViews::whole(s.seq), scale,
+                           deterministic, workspace.ptr, bwdBytes, nullptr));
       else
         attentionGradReference(t, q.ptr, k.ptr, v.ptr, wantOut.ptr,
                                static_cast<float *>(wantLse.ptr), dout.ptr,
@@ -122,7 +129,7 @@ void check(ElementType t, bool flash) {
     expectClose(gotDq, want.dq, t, absolute, "dq");
     expectClose(gotDk, want.dk, t, absolute, "dk");
     expectClose(gotDv, want.dv, t, absolute, "dv");
-    if (!flash) { // fixed summation order: the same bits again
+    if (!flash || deterministic) { // the same bits again
       backward();
       EXPECT_EQ(dq.read(), gotDq);
       EXPECT_EQ(dk.read(), gotDk);
@@ -137,6 +144,11 @@ TEST(Attention, CudnnFlashBF16) {
   if (!haveCudnnAttention())
     GTEST_SKIP() << "built without the cudnn-frontend headers";
   check(ElementType::BF16, true);
+}
+TEST(Attention, CudnnFlashBF16Deterministic) {
+  if (!haveCudnnAttention())
+    GTEST_SKIP() << "built without the cudnn-frontend headers";
+  check(ElementType::BF16, true, true);
 }
 
 } // namespace

@@ -68,7 +68,7 @@ cpuForward(const Case &c, const ChunkLayout &layout,
   return {out, lse};
 }
 
-void check(ElementType t) {
+void check(ElementType t, bool deterministic = false) {
   CudnnAttention cudnn;
   for (const Case &c : kCases) {
     double scale = 1.0 / std::sqrt(double(c.headDim));
@@ -78,7 +78,7 @@ void check(ElementType t) {
     size_t fwdBytes = size_t(titan::cuda::contextAttentionWorkspaceBytes(
         c.batch, c.qHeads, c.local(), c.headDim));
     size_t bwdBytes = size_t(titan::cuda::contextAttentionGradWorkspaceBytes(
-        c.batch, c.qHeads, c.kvHeads, c.local(), c.headDim));
+        c.batch, c.qHeads, c.kvHeads, c.local(), c.headDim, deterministic));
     DeviceBuffer workspace(std::max(fwdBytes, bwdBytes) / 4 + 1,
                            ElementType::F32);
     double absolute = t == ElementType::F32 ? 1e-6 : 2e-2;
@@ -143,7 +143,7 @@ void check(ElementType t) {
                              gpuFinalOut.ptr,
                              static_cast<float *>(gpuFinalLse.ptr), gpuDout.ptr,
                              gotDq.ptr, gotDk.ptr, gotDv.ptr, s, layout, scale,
-                             workspace.ptr, bwdBytes, nullptr);
+                             deterministic, workspace.ptr, bwdBytes, nullptr);
         expectClose(gotDq.read(), dq, t, absolute, "dq");
         expectClose(gotDk.read(), dk, t, absolute, "dk");
         expectClose(gotDv.read(), dv, t, absolute, "dv");
@@ -178,5 +178,8 @@ void check(ElementType t) {
 
 TEST(ContextAttention, ExactKernelsF32) { check(ElementType::F32); }
 TEST(ContextAttention, PairsBF16) { check(ElementType::BF16); }
+TEST(ContextAttention, PairsBF16Deterministic) {
+  check(ElementType::BF16, true);
+}
 
 } // namespace

@@ -176,6 +176,10 @@ struct ExecutionPipelineOptions
       *this, "functions",
       llvm::cl::desc("The step functions (default: train_step, "
                      "optimizer_step)")};
+  Option<bool> deterministic{*this, "deterministic",
+                             llvm::cl::desc("Deterministic attention gradients "
+                                            "(debug.deterministic)"),
+                             llvm::cl::init(false)};
 };
 
 /// The lowering phase.

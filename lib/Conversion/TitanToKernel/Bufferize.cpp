@@ -491,6 +491,18 @@ struct TitanBufferizePass
     : titan::impl::TitanBufferizeBase<TitanBufferizePass> {
   using Base::Base;
 
+  /// debug.deterministic: the attention gradients ask for their
+  /// deterministic kernels, which their parameters and the targets'
+  /// workspace rules then follow.
+  static void markDeterministic(ModuleOp module) {
+    module.walk([](Operation *op) {
+      if (auto grad = dyn_cast<AttentionGradOp>(op))
+        grad.setDeterministic(true);
+      else if (auto grad = dyn_cast<dist::ContextAttentionGradOp>(op))
+        grad.setDeterministic(true);
+    });
+  }
+
   void runOnOperation() override {
     ModuleOp module = getOperation();
     SmallVector<std::string> names(functions.begin(), functions.end());
@@ -520,6 +532,8 @@ struct TitanBufferizePass
                             "(titan::registerAllDialects registers them)";
       return signalPassFailure();
     }
+    if (deterministic)
+      markDeterministic(module);
     for (func::FuncOp step : steps)
       if (failed(StepBufferizer(step, *kernelTarget, widenLowPrecision).run()))
         return signalPassFailure();

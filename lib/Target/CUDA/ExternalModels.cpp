@@ -26,8 +26,9 @@ int64_t rmsNormGrad(RMSNormGradOp op) {
       rowsOf(op.getInput()), op.getWeight().getType().getNumElements());
 }
 
-/// cuDNN's flash attention (bf16/f16) keeps nothing of S x S; its scratch
-/// is bounded. The f32 kernels need none.
+/// cuDNN's flash attention (bf16/f16): its forward and default backward
+/// keep nothing of S x S; the deterministic backward's does (dP). The f32
+/// kernels need none.
 int64_t attention(AttentionOp op) {
   auto q = op.getQuery().getType();
   return isF32(op.getQuery())
@@ -37,10 +38,11 @@ int64_t attention(AttentionOp op) {
 }
 int64_t attentionGrad(AttentionGradOp op) {
   auto q = op.getQuery().getType();
-  return isF32(op.getQuery()) ? 0
-                              : cuda::attentionGradWorkspaceBytes(
-                                    q.getDimSize(0), q.getDimSize(2),
-                                    q.getDimSize(1), q.getDimSize(3));
+  return isF32(op.getQuery())
+             ? 0
+             : cuda::attentionGradWorkspaceBytes(
+                   q.getDimSize(0), q.getDimSize(2), q.getDimSize(1),
+                   q.getDimSize(3), op.getDeterministic());
 }
 
 /// Context parallel's block attention: cuDNN per visible chunk pair, the
@@ -55,11 +57,12 @@ int64_t contextAttention(dist::ContextAttentionOp op) {
 }
 int64_t contextAttentionGrad(dist::ContextAttentionGradOp op) {
   auto q = op.getQuery().getType();
-  return isF32(op.getQuery()) ? 0
-                              : cuda::contextAttentionGradWorkspaceBytes(
-                                    q.getDimSize(0), q.getDimSize(2),
-                                    op.getKey().getType().getDimSize(2),
-                                    q.getDimSize(1), q.getDimSize(3));
+  return isF32(op.getQuery())
+             ? 0
+             : cuda::contextAttentionGradWorkspaceBytes(
+                   q.getDimSize(0), q.getDimSize(2),
+                   op.getKey().getType().getDimSize(2), q.getDimSize(1),
+                   q.getDimSize(3), op.getDeterministic());
 }
 
 /// cuBLASLt's workspace.

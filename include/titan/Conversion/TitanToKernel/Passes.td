@@ -36,6 +36,12 @@ def TitanBufferize : Pass<"titan-bufferize", "::mlir::ModuleOp"> {
     up to 64 bytes, inputs then results, before the kernel's own
     workspace), so that the memory plan holds everything the target uses.
 
+    `deterministic` (`debug.deterministic`) marks every
+    `titan.attention_grad` and `dist.context_attention_grad` `deterministic`
+    first: their kernels then run the algorithm whose gradients are the
+    same bits on every run (on CUDA, cuDNN's deterministic backward and its
+    larger workspace). Without it, ops keep what they say.
+
     Other functions (the forward, which `forward_backward` contains) are
     removed: the kernel IR module holds the steps only.
 
@@ -53,6 +59,9 @@ def TitanBufferize : Pass<"titan-bufferize", "::mlir::ModuleOp"> {
            "Plan f32 copies of the bf16/f16 buffers of each kernel call in "
            "its workspace (the CPU target runs 16-bit kernels as f32 "
            "kernels on widened copies)">,
+    Option<"deterministic", "deterministic", "bool", "false",
+           "The attention gradients run their deterministic kernels "
+           "(debug.deterministic)">,
   ];
   // The titan dialect carries the targets' workspace models.
   let dependentDialects = ["::titan::kernel::KernelDialect",

@@ -16,9 +16,10 @@
 
 namespace titan::cuda {
 
-constexpr int64_t alignTo256(int64_t bytes) {
-  return (bytes + 255) / 256 * 256;
+constexpr int64_t roundUpTo(int64_t n, int64_t multiple) {
+  return (n + multiple - 1) / multiple * multiple;
 }
+constexpr int64_t alignTo256(int64_t bytes) { return roundUpTo(bytes, 256); }
 
 /// cuBLASLt's workspace for every GEMM: 32 MiB, NVIDIA's recommendation for
 /// Hopper (its heuristic then considers every split-K and stream-K kernel).
@@ -88,21 +89,60 @@ constexpr int64_t globalNormWorkspaceBytes(int64_t tensors) {
   return std::max<int64_t>(tensors, 1) * kNormBlocks * 8;
 }
 
-/// cuDNN's flash attention (bf16/f16): its scratch is known only once
-/// cuDNN picks an engine, so the plan reserves a bound and the runtime
-/// checks the request (a larger one is allocated once before the first
-/// captured step, with a warning). Forward: the softmax statistics' f32
-/// staging; backward: the f32 dQ accumulator and two row statistics.
-/// The f32 attention kernels (exact, for parity runs) need none.
+/// Attention's kernels: cuDNN's flash attention (SDPA) for bf16/f16; the
+/// exact kernels (one block per query row, O(S^2 D) on CUDA cores) for f32,
+/// the parity runs against the CPU target. Where cuDNN cannot build a
+/// bf16/f16 graph, the exact kernels may stand in only on short sequences,
+/// at most kAttentionReferenceMaxKeys keys (the unit tests' and the debug
+/// model's; a step there takes milliseconds), else the runtime stops,
+/// naming the shape: at the 8B model's S = 8192 they would take minutes a
+/// step. The exact kernels need no workspace.
+constexpr int64_t kAttentionReferenceMaxKeys = 1024;
+constexpr bool attentionReferenceAllowed(bool f32, int64_t keys) {
+  return f32 || keys <= kAttentionReferenceMaxKeys;
+}
+
+/// Headroom for what cuDNN's backend plan may ask for beyond the scratch
+/// the frontend states (below): the plan's own workspace, which only a
+/// built plan knows. The runtime compares cuDNN's get_workspace_size() with
+/// the planned bytes when it builds a graph and stops if it is larger.
 constexpr int64_t kAttentionSlackBytes = int64_t(4) << 20;
+
+/// SDPA forward: the frontend's own scratch is empty (it holds alibi
+/// slopes only, which titan does not use); the plan keeps one f32 per score
+/// row beside the headroom as a bound.
 constexpr int64_t attentionWorkspaceBytes(int64_t batch, int64_t qHeads,
                                           int64_t seq) {
   return alignTo256(batch * qHeads * seq * 4) + kAttentionSlackBytes;
 }
+
+/// SDPA backward on sm_90, as cudnn-frontend 1.32.0 sizes it
+/// (include/cudnn_frontend/node/scaled_dot_product_flash_attention.h,
+/// CompositeSDPABackwardNode::expand_node and get_fe_workspace_size_node;
+/// Graph::get_workspace_size adds the backend plan's workspace):
+///  - softmax_sum, f32 B x Hq x Sq (the rowsum of dO * O), always;
+///  - default: dQ_accum, the f32 B x Hq x Sq x D accumulator that the
+///    backward adds into atomically (run to run, the order of the adds
+///    varies in the last bits);
+///  - deterministic: no dQ_accum; the frontend forces the dP-workspace
+///    path (use_dp_workspace: deterministic on sm_90 unless
+///    CUDNN_FRONTEND_ATTN_DP_WORKSPACE_LIMIT opts into cuDNN >= 9.25's
+///    ordered dQ, whose workspace is dQ_accum's, smaller), whose backend
+///    workspace holds dP, 2 bytes a score: B x Hq x ceil64(Sq) x
+///    ceil128(Skv) x 2 (the frontend's required_dp_workspace_bytes_sm90):
+///    4 GiB at B 1, Hq 32, S 8192.
+/// Keys and queries are `seq` rows each (titan's attention is self
+/// attention; context parallel's pairs are chunk by chunk).
 constexpr int64_t attentionGradWorkspaceBytes(int64_t batch, int64_t qHeads,
-                                              int64_t seq, int64_t headDim) {
-  return alignTo256(batch * qHeads * seq * headDim * 4) +
-         2 * alignTo256(batch * qHeads * seq * 4) + kAttentionSlackBytes;
+                                              int64_t seq, int64_t headDim,
+                                              bool deterministic) {
+  int64_t softmaxSum = batch * qHeads * seq * 4;
+  int64_t dqAccum = deterministic ? 0 : batch * qHeads * seq * headDim * 4;
+  int64_t dpWorkspace = deterministic ? batch * qHeads * roundUpTo(seq, 64) *
+                                            roundUpTo(seq, 128) * 2
+                                      : 0;
+  return alignTo256(softmaxSum + dqAccum) + alignTo256(dpWorkspace) +
+         kAttentionSlackBytes;
 }
 
 /// context_attention(_grad) on `seq` local query rows (2 chunks of
@@ -117,14 +157,14 @@ constexpr int64_t contextAttentionWorkspaceBytes(int64_t batch, int64_t qHeads,
          alignTo256(batch * qHeads * (seq / 2) * 4) +
          attentionWorkspaceBytes(batch, qHeads, seq / 2);
 }
-constexpr int64_t contextAttentionGradWorkspaceBytes(int64_t batch,
-                                                     int64_t qHeads,
-                                                     int64_t kvHeads,
-                                                     int64_t seq,
-                                                     int64_t headDim) {
+constexpr int64_t
+contextAttentionGradWorkspaceBytes(int64_t batch, int64_t qHeads,
+                                   int64_t kvHeads, int64_t seq,
+                                   int64_t headDim, bool deterministic) {
   return alignTo256(batch * (seq / 2) * qHeads * headDim * 4) +
          2 * alignTo256(batch * (seq / 2) * kvHeads * headDim * 4) +
-         attentionGradWorkspaceBytes(batch, qHeads, seq / 2, headDim);
+         attentionGradWorkspaceBytes(batch, qHeads, seq / 2, headDim,
+                                     deterministic);
 }
 
 } // namespace titan::cuda

@@ -74,16 +74,18 @@ ArrayAttr LocalShardOp::getKernelParams() {
                          getAxes());
 }
 
-/// {scale, degree, kv_shift, axes}: the context-attention kernels' layout.
+/// {scale, flags..., degree, kv_shift, axes}: the context-attention
+/// kernels' parameters (the backward's flag: deterministic).
 static ArrayAttr contextAttentionParams(Operation *op, ArrayAttr axes,
-                                        int64_t kvShift, FloatAttr scale) {
+                                        int64_t kvShift, FloatAttr scale,
+                                        ArrayRef<int64_t> flags = {}) {
   Builder b(op->getContext());
-  int64_t degree = getGroupSize(getMesh(op), axes);
-  return withAxisIndices(b,
-                         {b.getF64FloatAttr(scale.getValueAsDouble()),
-                          b.getI64IntegerAttr(degree),
-                          b.getI64IntegerAttr(kvShift)},
-                         axes);
+  SmallVector<Attribute> leading{b.getF64FloatAttr(scale.getValueAsDouble())};
+  for (int64_t flag : flags)
+    leading.push_back(b.getI64IntegerAttr(flag));
+  leading.push_back(b.getI64IntegerAttr(getGroupSize(getMesh(op), axes)));
+  leading.push_back(b.getI64IntegerAttr(kvShift));
+  return withAxisIndices(b, leading, axes);
 }
 
 ArrayAttr ContextAttentionOp::getKernelParams() {
@@ -91,5 +93,6 @@ ArrayAttr ContextAttentionOp::getKernelParams() {
 }
 
 ArrayAttr ContextAttentionGradOp::getKernelParams() {
-  return contextAttentionParams(*this, getAxes(), getKvShift(), getScaleAttr());
+  return contextAttentionParams(*this, getAxes(), getKvShift(), getScaleAttr(),
+                                {getDeterministic() ? 1 : 0});
 }

@@ -102,7 +102,7 @@ ArrayAttr RopeOp::getKernelParams() {
 
 ArrayAttr AttentionOp::getKernelParams() { return Params(*this).f(getScale()); }
 ArrayAttr AttentionGradOp::getKernelParams() {
-  return Params(*this).f(getScale());
+  return Params(*this).f(getScale()).i(getDeterministic() ? 1 : 0);
 }
 
 ArrayAttr FillOp::getKernelParams() { return Params(*this).f(getValue()); }

@@ -459,13 +459,13 @@ def Dist_ContextAttentionGradOp : Dist_Op<"context_attention_grad", [Pure,
     For the block `dist.context_attention` computed with the same
     `kv_shift`, from the final (merged) result and log-sum-exp: this
     block's term of the queries' gradient, and the gradients of the block's
-    keys and values.
+    keys and values. `deterministic` as on `titan.attention_grad`.
   }];
   let arguments = (ins Dist_FloatTensor:$query, Dist_FloatTensor:$key,
                        Dist_FloatTensor:$value, Dist_FloatTensor:$out,
                        Dist_FloatTensor:$lse, Dist_FloatTensor:$grad,
                        Dist_AxisList:$axes, I64Attr:$kv_shift,
-                       F64Attr:$scale);
+                       F64Attr:$scale, UnitAttr:$deterministic);
   let results = (outs Dist_FloatTensor:$query_grad,
                       Dist_FloatTensor:$key_grad,
                       Dist_FloatTensor:$value_grad);

@@ -612,11 +612,17 @@ def Titan_AttentionGradOp : Titan_Op<"attention_grad", [DeclareOpInterfaceMethod
     and then `dV = P^T dO`, `dP = dO V^T`, `dS = P * (dP - rowsum(dO * O))`,
     `dQ = scale * dS K`, `dK = scale * dS^T Q`; key/value gradients sum over
     the query heads that share them.
+
+    `deterministic` (`debug.deterministic`, set by `titan-bufferize`) asks
+    for a kernel whose gradients are the same bits on every run: on CUDA,
+    cuDNN's deterministic backward, whose workspace grows as S^2; without
+    it, cuDNN's default (atomic dQ accumulation), as PyTorch runs. The CPU
+    kernels are deterministic either way.
   }];
   let arguments = (ins Titan_FloatTensor:$query, Titan_FloatTensor:$key,
                        Titan_FloatTensor:$value, Titan_FloatTensor:$out,
                        Titan_FloatTensor:$lse, Titan_FloatTensor:$grad,
-                       F64Attr:$scale);
+                       F64Attr:$scale, UnitAttr:$deterministic);
   let results = (outs Titan_FloatTensor:$query_grad,
                       Titan_FloatTensor:$key_grad,
                       Titan_FloatTensor:$value_grad);
