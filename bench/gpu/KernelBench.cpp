@@ -283,13 +283,14 @@ int main() {
       // As torch_kernels.py: (randn * 0.1).to(float8_e4m3fn) both.
       Buffer a(size_t(tokens * g.k), e4m3, {0.1}),
           b(size_t(g.n * g.k), e4m3, {0.1}), out(size_t(tokens * g.n) * 2),
-          workspace(size_t(titan::cuda::scaledMatmulWorkspace(
-                               titan::cuda::ScaledMatmulForm::Linear,
-                               tokens * g.k, g.n * g.k, tokens, g.n)
-                               .bytes));
-      ScaledOperand x{a.as<uint8_t>(),    e4m3, tokens, g.k,
-                      scales.as<float>(), false},
-          w{b.as<uint8_t>(), e4m3, g.n, g.k, scales.as<float>(), false};
+          workspace(
+              size_t(titan::cuda::scaledMatmulWorkspace(
+                         titan::cuda::ScaledMatmulForm::Linear, tokens * g.k,
+                         g.n * g.k, tokens, g.n, false, false)
+                         .bytes));
+      ScaledOperand x{a.as<uint8_t>(),    e4m3,  tokens, g.k,
+                      scales.as<float>(), false, false},
+          w{b.as<uint8_t>(), e4m3, g.n, g.k, scales.as<float>(), false, false};
       report("gemm", g.name, 2.0 * double(tokens) * double(g.n) * double(g.k),
              "TFLOP/s", time([&] {
                scaledMatmul(gemms, 0, x, w, bf16, out.ptr, tokens, g.n,

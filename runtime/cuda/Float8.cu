@@ -87,24 +87,52 @@ __global__ void scaleKernel(const float *amax, float *out, int64_t n,
   out[i] = s;
 }
 
-template <typename T>
-__global__ void quantizeKernel(const T *x, const float *scale, uint8_t *out,
-                               int64_t rows, int64_t cols, int scaleMode,
-                               __nv_fp8_interpretation_t format) {
-  int64_t n = rows * cols;
-  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n;
-       i += int64_t(gridDim.x) * blockDim.x) {
-    float s = scaleMode == 0   ? scale[0]
-              : scaleMode == 1 ? scale[i / cols]
-                               : scale[i % cols];
-    out[i] = __nv_cvt_float_to_fp8(load(x, i) * s, __NV_SATFINITE, format);
+/// The float8 code of element (r, c) of a rows x cols input, cast with its
+/// scale (`scaleMode` 0 one, 1 per row, 2 per column): the one cast both
+/// quantize kernels write.
+template <typename T> struct QuantizedCodes {
+  const T *x;
+  const float *scale;
+  int64_t cols;
+  int scaleMode;
+  __nv_fp8_interpretation_t format;
+  __device__ uint8_t operator()(int64_t r, int64_t c) const {
+    return at(r * cols + c, scaleMode == 1 ? r : c);
   }
+  /// Element i, its (r, c) found only where its scale needs them.
+  __device__ uint8_t operator()(int64_t i) const {
+    return at(i, scaleMode == 0 ? 0 : scaleMode == 1 ? i / cols : i % cols);
+  }
+  __device__ uint8_t at(int64_t i, int64_t scaleIndex) const {
+    float s = scale[scaleMode == 0 ? 0 : scaleIndex];
+    return __nv_cvt_float_to_fp8(load(x, i) * s, __NV_SATFINITE, format);
+  }
+};
+
+template <typename T>
+__global__ void quantizeKernel(QuantizedCodes<T> codes, uint8_t *out,
+                               int64_t n) {
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n;
+       i += int64_t(gridDim.x) * blockDim.x)
+    out[i] = codes(i);
 }
 
-/// 32 x 32 tiles through shared memory; blockIdx.x runs over the row tiles
-/// (up to 2^31 - 1 of them), blockIdx.y over the column tiles, striding
-/// past gridDim.y's 65535.
-__global__ void transposeKernel(const uint8_t *in, uint8_t *out, int64_t rows,
+/// The bytes of a rows x cols byte matrix, as they stand.
+struct StoredBytes {
+  const uint8_t *in;
+  int64_t cols;
+  __device__ uint8_t operator()(int64_t r, int64_t c) const {
+    return in[r * cols + c];
+  }
+};
+
+/// out[c][r] = code(r, c) for a rows x cols matrix of byte codes (a stored
+/// one, or a cast's), in 32 x 32 tiles through shared memory: reads along
+/// the input's rows and writes along the output's are both coalesced.
+/// blockIdx.x runs over the row tiles (up to 2^31 - 1 of them), blockIdx.y
+/// over the column tiles, striding past gridDim.y's 65535.
+template <typename Codes>
+__global__ void transposeKernel(Codes code, uint8_t *out, int64_t rows,
                                 int64_t cols) {
   __shared__ uint8_t tile[32][33];
   int64_t r0 = blockIdx.x * int64_t(32);
@@ -113,7 +141,7 @@ __global__ void transposeKernel(const uint8_t *in, uint8_t *out, int64_t rows,
     int64_t c = c0 + threadIdx.x;
     for (int dy = threadIdx.y; dy < 32; dy += blockDim.y)
       if (r0 + dy < rows && c < cols)
-        tile[dy][threadIdx.x] = in[(r0 + dy) * cols + c];
+        tile[dy][threadIdx.x] = code(r0 + dy, c);
     __syncthreads();
     int64_t r = r0 + threadIdx.x;
     for (int dx = threadIdx.y; dx < 32; dx += blockDim.y)
@@ -121,6 +149,17 @@ __global__ void transposeKernel(const uint8_t *in, uint8_t *out, int64_t rows,
         out[(c0 + dx) * rows + r] = tile[threadIdx.x][dx];
     __syncthreads(); // the tile is rewritten for the next column tile
   }
+}
+
+/// Launches transposeKernel over a rows x cols matrix (none when empty).
+template <typename Codes>
+void transposeCodes(Codes code, uint8_t *out, int64_t rows, int64_t cols,
+                    cudaStream_t stream) {
+  if (rows * cols == 0)
+    return;
+  dim3 block(32, 8), grid(unsigned((rows + 31) / 32),
+                          unsigned(std::min<int64_t>((cols + 31) / 32, 65535)));
+  transposeKernel<<<grid, block, 0, stream>>>(code, out, rows, cols);
 }
 
 /// out[i] = 1 / scale[i or 0]: the inverse scales cuBLASLt multiplies the
@@ -189,12 +228,16 @@ void titanrt::cuda::float8Scale(const float *amax, float *out, int64_t n,
 void titanrt::cuda::quantize(ElementType type, const void *x,
                              const float *scale, uint8_t *out, int64_t rows,
                              int64_t cols, int scaleMode, bool e5m2,
-                             cudaStream_t stream) {
+                             bool transposed, cudaStream_t stream) {
   dispatch(type, [&](auto *tag) {
     using T = std::remove_pointer_t<decltype(tag)>;
-    quantizeKernel<<<blocksFor(rows * cols), kThreads, 0, stream>>>(
-        static_cast<const T *>(x), scale, out, rows, cols, scaleMode,
-        e5m2 ? __NV_E5M2 : __NV_E4M3);
+    QuantizedCodes<T> codes{static_cast<const T *>(x), scale, cols, scaleMode,
+                            e5m2 ? __NV_E5M2 : __NV_E4M3};
+    if (transposed)
+      transposeCodes(codes, out, rows, cols, stream);
+    else
+      quantizeKernel<<<blocksFor(rows * cols), kThreads, 0, stream>>>(
+          codes, out, rows * cols);
   });
   checkLaunch("quantize");
 }
@@ -202,11 +245,7 @@ void titanrt::cuda::quantize(ElementType type, const void *x,
 void titanrt::cuda::transposeBytes(const uint8_t *in, uint8_t *out,
                                    int64_t rows, int64_t cols,
                                    cudaStream_t stream) {
-  if (rows * cols == 0)
-    return;
-  dim3 block(32, 8), grid(unsigned((rows + 31) / 32),
-                          unsigned(std::min<int64_t>((cols + 31) / 32, 65535)));
-  transposeKernel<<<grid, block, 0, stream>>>(in, out, rows, cols);
+  transposeCodes(StoredBytes{in, cols}, out, rows, cols, stream);
   checkLaunch("transpose (float8)");
 }
 
@@ -217,6 +256,17 @@ void titanrt::cuda::inverseScales(const float *scale, bool perElement,
   checkLaunch("scaled_matmul (inverse scales)");
 }
 
+/// The operand's data K-major: as it stands, or its transposed copy at
+/// `copy` when `copies`.
+static const uint8_t *kMajor(const ScaledOperand &operand, bool copies,
+                             char *copy, cudaStream_t stream) {
+  if (!copies)
+    return operand.data;
+  auto *t = reinterpret_cast<uint8_t *>(copy);
+  transposeBytes(operand.data, t, operand.rows, operand.cols, stream);
+  return t;
+}
+
 void titanrt::cuda::scaledMatmul(LinearGemms &gemms, int form,
                                  const ScaledOperand &lhs,
                                  const ScaledOperand &rhs, ElementType result,
@@ -225,30 +275,20 @@ void titanrt::cuda::scaledMatmul(LinearGemms &gemms, int form,
   using titan::cuda::ScaledMatmulForm;
   auto f = ScaledMatmulForm(form);
   titan::cuda::ScaledMatmulWorkspace parts = titan::cuda::scaledMatmulWorkspace(
-      f, lhs.rows * lhs.cols, rhs.rows * rhs.cols, rows, cols);
+      f, lhs.rows * lhs.cols, rhs.rows * rhs.cols, rows, cols, lhs.transposed,
+      rhs.transposed);
   char *w = static_cast<char *>(workspace);
-  auto *lhsT = reinterpret_cast<uint8_t *>(w + parts.lhsTransposed);
-  auto *rhsT = reinterpret_cast<uint8_t *>(w + parts.rhsTransposed);
   auto *lhsInverse = reinterpret_cast<float *>(w + parts.lhsInverseScales);
   auto *rhsInverse = reinterpret_cast<float *>(w + parts.rhsInverseScales);
-  const uint8_t *a = lhs.data, *b = rhs.data;
-  int64_t depth = 0;
-  switch (f) {
-  case ScaledMatmulForm::Linear: // x [m, k] . w [n, k]^T: already TN
-    depth = lhs.cols;
-    break;
-  case ScaledMatmulForm::GradInput: // dy [m, n] . (w^T [k, n])^T
-    depth = rhs.rows;
-    transposeBytes(b, rhsT, rhs.rows, rhs.cols, stream);
-    b = rhsT;
-    break;
-  case ScaledMatmulForm::GradWeight: // dy^T [n, m] . (x^T [k, m])^T
-    depth = lhs.rows;
-    transposeBytes(a, lhsT, lhs.rows, lhs.cols, stream);
-    transposeBytes(b, rhsT, rhs.rows, rhs.cols, stream);
-    a = lhsT, b = rhsT;
-    break;
-  }
+  // TN: linear x [m, k] . w [n, k]^T as it stands; grad_input
+  // dy [m, n] . (w^T [k, n])^T; grad_weight dy^T [n, m] . (x^T [k, m])^T.
+  const uint8_t *a = kMajor(lhs, parts.copiesLhs, w + parts.lhsTransposed,
+                            stream),
+                *b = kMajor(rhs, parts.copiesRhs, w + parts.rhsTransposed,
+                            stream);
+  int64_t depth = f == ScaledMatmulForm::Linear      ? lhs.cols
+                  : f == ScaledMatmulForm::GradInput ? rhs.rows
+                                                     : lhs.rows;
   // One inverse scale each (tensorwise), or one per result row and column
   // (a scalar broadcast): cuBLASLt's outer-vector mode scales both inputs.
   bool outer = lhs.perElement || rhs.perElement;

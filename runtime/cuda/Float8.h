@@ -5,8 +5,11 @@
 // saturating cast (CUDA's own __nv_cvt_float_to_fp8, which the CPU
 // emulation matches bit for bit), and the pieces of the scaled GEMM around
 // cuBLASLt's FP8 GEMM: cuBLASLt on Hopper multiplies FP8 only in the "TN"
-// layout (both operands K-major), so grad_input and grad_weight transpose
-// their operands first; cuBLASLt itself multiplies its f32 accumulator by
+// layout (both operands K-major), which the cast writes directly for
+// grad_input's and grad_weight's operands (a transposed quantize); an
+// operand that comes otherwise (the FSDP float8 all-gather's weight) is
+// transposed in the workspace first; cuBLASLt itself multiplies its f32
+// accumulator by
 // the rows' and columns' inverse scales (tensorwise: one each, by scale
 // pointers; rowwise: one per row and column, by its outer-vector scale
 // mode) and rounds once to the result type.
@@ -35,11 +38,13 @@ void amax(ElementType type, const void *x, float *out, int64_t rows,
 void float8Scale(const float *amax, float *out, int64_t n, bool powerOf2,
                  double fmax, cudaStream_t stream);
 
-/// out = fp8(x * scale) with saturation; `scaleMode` 0 one scale, 1 per
-/// row, 2 per column.
+/// out = fp8(x * scale) with saturation for a rows x cols x; `scaleMode` 0
+/// one scale, 1 per row, 2 per column. `transposed` writes out cols x rows
+/// (element (r, c) at c * rows + r) through the transpose's shared-memory
+/// tiles: the K-major operand of a scaled GEMM in one pass.
 void quantize(ElementType type, const void *x, const float *scale, uint8_t *out,
               int64_t rows, int64_t cols, int scaleMode, bool e5m2,
-              cudaStream_t stream);
+              bool transposed, cudaStream_t stream);
 
 /// out[c][r] = in[r][c] for a rows x cols byte matrix (any number of rows).
 void transposeBytes(const uint8_t *in, uint8_t *out, int64_t rows, int64_t cols,
@@ -50,8 +55,9 @@ void transposeBytes(const uint8_t *in, uint8_t *out, int64_t rows, int64_t cols,
 void inverseScales(const float *scale, bool perElement, float *out, int64_t n,
                    cudaStream_t stream);
 
-/// One float8 operand of a scaled GEMM: a rows x cols row-major matrix and
-/// its f32 scales (one, or one per element of the dimension it is not
+/// One float8 operand of a scaled GEMM: a rows x cols matrix, row-major or,
+/// `transposed`, stored cols x rows (titan.quantize's transposed layout),
+/// and its f32 scales (one, or one per element of the dimension it is not
 /// reduced over: `perElement`).
 struct ScaledOperand {
   const uint8_t *data;
@@ -59,12 +65,14 @@ struct ScaledOperand {
   int64_t rows, cols;
   const float *scale;
   bool perElement;
+  bool transposed;
 };
 
 /// titan.scaled_matmul (form 0 linear, 1 grad_input, 2 grad_weight; the
 /// contract is runtime/lib/KernelABI.cpp's) into the rows x cols `out` of
-/// type `result`: the operands transposed K-major where the form needs it,
-/// their inverse scales, then cuBLASLt's scaled FP8 GEMM. `workspace` is
+/// type `result`: the operands copied K-major where the form needs it and
+/// they do not come transposed, their inverse scales, then cuBLASLt's
+/// scaled FP8 GEMM. `workspace` is
 /// 256-byte aligned and carved by titan::cuda::scaledMatmulWorkspace.
 void scaledMatmul(LinearGemms &gemms, int form, const ScaledOperand &lhs,
                   const ScaledOperand &rhs, ElementType result, void *out,

@@ -423,20 +423,30 @@ void quantize(const Args &c) {
   Shape s = c.shape(0);
   cuda::quantize(c.type(0), c.buffers[0], c.buf<float>(1), c.buf<uint8_t>(2),
                  s.rows(), s.back(), scaleMode(c.shape(1)), c.ints[0] == 1,
-                 c.stream());
+                 c.ints[1] != 0, c.stream());
 }
-/// (lhs f8, lhs scale, rhs f8, rhs scale) -> (result); ints: {form, ...}.
-/// A scale with more than one element is one per row (lhs) or column
-/// (rhs) of the result.
+/// Float8 operand `i` of a scaled GEMM, its scale `i + 1`: a transposed
+/// one (`transposed`, its last dimension first) as the matrix it was.
+cuda::ScaledOperand scaledOperand(const Args &c, int i, bool transposed) {
+  Shape::Matrix m = c.shape(i).matrix(transposed);
+  return {c.buf<uint8_t>(i),
+          c.type(i),
+          m.rows,
+          m.cols,
+          c.buf<float>(i + 1),
+          c.shape(i + 1).numel() > 1,
+          transposed};
+}
+/// (lhs f8, lhs scale, rhs f8, rhs scale) -> (result); ints: {form, lhs
+/// format, rhs format, lhs transposed, rhs transposed}. A scale with more
+/// than one element is one per row (lhs) or column (rhs) of the result.
 void scaledMatmul(const Args &c) {
-  Shape lhs = c.shape(0), rhs = c.shape(2), result = c.shape(4);
+  Shape result = c.shape(4);
   cuda::scaledMatmul(kernelContext().gemms, int(c.ints[0]),
-                     {c.buf<uint8_t>(0), c.type(0), lhs.rows(), lhs.back(),
-                      c.buf<float>(1), c.shape(1).numel() > 1},
-                     {c.buf<uint8_t>(2), c.type(2), rhs.rows(), rhs.back(),
-                      c.buf<float>(3), c.shape(3).numel() > 1},
-                     c.type(4), c.buffers[4], result.rows(), result.back(),
-                     c.workspace, c.stream());
+                     scaledOperand(c, 0, c.ints[3] != 0),
+                     scaledOperand(c, 2, c.ints[4] != 0), c.type(4),
+                     c.buffers[4], result.rows(), result.back(), c.workspace,
+                     c.stream());
 }
 
 [[noreturn]] void noF64(const char *kernel) {

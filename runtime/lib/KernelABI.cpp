@@ -420,8 +420,10 @@ struct ScaleIndex {
   }
 };
 
-/// (input, f32 scale) -> (float8); ints: {format}. Saturating, round to
-/// nearest even, bit for bit __nv_cvt_float_to_fp8(x * s, __NV_SATFINITE).
+/// (input, f32 scale) -> (float8); ints: {format, transposed}. Saturating,
+/// round to nearest even, bit for bit __nv_cvt_float_to_fp8(x * s,
+/// __NV_SATFINITE); transposed: element (r, j) of the rows x cols input
+/// goes to (j, r).
 template <typename T> void quantize(const Call &c) {
   Shape s = c.shape(0);
   const T *x = c.buf<T>(0);
@@ -430,44 +432,54 @@ template <typename T> void quantize(const Call &c) {
   int64_t rows = s.rows(), cols = s.back();
   ScaleIndex at(c.shape(1));
   Fp8Format format = fp8Format(c.ints[0]);
+  bool transposed = c.ints[1] != 0;
   for (int64_t r = 0; r < rows; ++r)
     for (int64_t j = 0; j < cols; ++j)
-      out[r * cols + j] = floatToFp8(float(x[r * cols + j]) * scale[at(r, j)],
-                                     format, /*saturate=*/true);
+      out[transposed ? j * rows + r : r * cols + j] =
+          floatToFp8(float(x[r * cols + j]) * scale[at(r, j)], format,
+                     /*saturate=*/true);
+}
+
+/// The float8 codes of an operand as f32 values in its untransposed
+/// row-major order (exact: every float8 value is an f32).
+void decodeOperand(const uint8_t *q, Shape::Matrix m, bool transposed,
+                   Fp8Format format, float *out) {
+  for (int64_t r = 0; r < m.rows; ++r)
+    for (int64_t j = 0; j < m.cols; ++j)
+      out[r * m.cols + j] =
+          fp8ToFloat(q[transposed ? j * m.rows + r : r * m.cols + j], format);
 }
 
 /// (lhs f8, lhs scale, rhs f8, rhs scale) -> (result); ints: {form: 0
-/// linear, 1 grad_input, 2 grad_weight, lhs format, rhs format};
-/// workspace: f32 copies of both operands. The f32 GEMM of the exact f32
-/// values accumulates in f32; each result element is then multiplied by
-/// its rows' and columns' inverse scales, 1/lhs_scale * 1/rhs_scale.
+/// linear, 1 grad_input, 2 grad_weight, lhs format, rhs format, lhs
+/// transposed, rhs transposed}; workspace: f32 copies of both operands,
+/// untransposed. The f32 GEMM of the exact f32 values accumulates in f32;
+/// each result element is then multiplied by its rows' and columns'
+/// inverse scales, 1/lhs_scale * 1/rhs_scale.
 template <typename T> void scaledMatmul(const Call &c) {
   if constexpr (!std::is_same_v<T, float>) {
     kernelFatal("scaled_matmul produces f32, bf16 or f16");
   } else {
-    Shape lhs = c.shape(0), rhs = c.shape(2);
+    bool lhsT = c.ints[3] != 0, rhsT = c.ints[4] != 0;
+    Shape::Matrix lhs = c.shape(0).matrix(lhsT), rhs = c.shape(2).matrix(rhsT);
     float *a = static_cast<float *>(c.workspace);
-    float *b = a + (lhs.numel() * 4 + 63) / 64 * 16;
-    Fp8Format lf = fp8Format(c.ints[1]), rf = fp8Format(c.ints[2]);
-    const uint8_t *lq = c.buf<uint8_t>(0), *rq = c.buf<uint8_t>(2);
-    for (int64_t i = 0, n = lhs.numel(); i < n; ++i)
-      a[i] = fp8ToFloat(lq[i], lf);
-    for (int64_t i = 0, n = rhs.numel(); i < n; ++i)
-      b[i] = fp8ToFloat(rq[i], rf);
+    float *b = a + (lhs.rows * lhs.cols * 4 + 63) / 64 * 16;
+    decodeOperand(c.buf<uint8_t>(0), lhs, lhsT, fp8Format(c.ints[1]), a);
+    decodeOperand(c.buf<uint8_t>(2), rhs, rhsT, fp8Format(c.ints[2]), b);
     float *out = c.buf<float>(4);
     int64_t rows, cols;
     switch (c.ints[0]) {
     case 0: // lhs M x K, rhs N x K -> M x N
-      rows = lhs.rows(), cols = rhs.dim(0);
-      k::linear(a, b, out, rows, lhs.back(), cols, false);
+      rows = lhs.rows, cols = rhs.rows;
+      k::linear(a, b, out, rows, lhs.cols, cols, false);
       break;
     case 1: // lhs M x N, rhs N x K -> M x K
-      rows = lhs.rows(), cols = rhs.dim(1);
-      k::linearGradInput(a, b, out, rows, cols, rhs.dim(0), false);
+      rows = lhs.rows, cols = rhs.cols;
+      k::linearGradInput(a, b, out, rows, cols, rhs.rows, false);
       break;
     default: // lhs M x N, rhs M x K -> N x K
-      rows = lhs.back(), cols = rhs.back();
-      k::linearGradWeight(a, b, out, lhs.rows(), cols, rows, false);
+      rows = lhs.cols, cols = rhs.cols;
+      k::linearGradWeight(a, b, out, lhs.rows, cols, rows, false);
     }
     // The lhs scale runs along the result's rows, the rhs's along its
     // columns (rank 0: one for all).

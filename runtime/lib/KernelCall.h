@@ -27,6 +27,17 @@ struct Shape {
   int64_t dim(int64_t i) const { return dims[i]; }
   /// Elements before the last dimension.
   int64_t rows() const { return rank == 0 ? 1 : numel() / back(); }
+  /// The rows x cols matrix a tensor of this shape holds: rows() x back(),
+  /// or, `transposed` (its last dimension moved first, as titan.quantize
+  /// writes a scaled GEMM's K-major operand), the matrix before that.
+  struct Matrix {
+    int64_t rows, cols;
+  };
+  Matrix matrix(bool transposed) const {
+    if (!transposed)
+      return {rows(), back()};
+    return {numel() / dims[0], dims[0]};
+  }
 };
 
 /// The arguments of one kernel call.

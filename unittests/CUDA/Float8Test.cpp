@@ -2,11 +2,13 @@
 //
 // amax (whole tensor, per row, per column on a 2-D grid of atomic maxima;
 // NaN wins; empty inputs launch nothing), the byte transpose past
-// gridDim.y's 65535 tiles, and titan.scaled_matmul's three forms on
+// gridDim.y's 65535 tiles, the saturating cast row-major and transposed
+// (bit for bit the CPU's), and titan.scaled_matmul's three forms on
 // cuBLASLt's scaled FP8 GEMM (tensorwise scale pointers, rowwise
 // outer-vector scales, a scalar broadcast against a vector) into f32 and
 // bf16, against the CPU target's math: the f32 sum of the decoded float8
-// products times (1 / lhs_scale) * (1 / rhs_scale), rounded once.
+// products times (1 / lhs_scale) * (1 / rhs_scale), rounded once; with the
+// gradients' operands K-major, bit for bit the result of the copies.
 //
 //===----------------------------------------------------------------------===//
 
@@ -115,6 +117,53 @@ TEST(Float8, TransposeBytesPastTheGridLimit) {
   }
 }
 
+// The cast against the CPU contract's (LowPrecision.h's floatToFp8, bit
+// for bit __nv_cvt_float_to_fp8), row-major and transposed (the K-major
+// operand of a scaled GEMM, written through the transpose's tiles, past
+// gridDim.y's 65535 column tiles too), for each scale mode.
+TEST(Float8, QuantizeMatchesTheCpuContract) {
+  for (auto [rows, cols] :
+       {std::pair<int64_t, int64_t>{33, 65}, {256, 48}, {3, 2100000}})
+    for (ElementType t : {ElementType::F32, ElementType::BF16})
+      for (int scaleMode : {0, 1, 2})
+        for (bool e5m2 : {false, true}) {
+          SCOPED_TRACE(testing::Message()
+                       << rows << " x " << cols << ", scale mode " << scaleMode
+                       << (e5m2 ? ", e5m2" : ", e4m3"));
+          // Past both formats' largest values, so some saturate.
+          std::vector<float> x =
+              rounded(random(size_t(rows * cols), 21, -70000, 70000), t);
+          std::vector<float> scales = random(scaleMode == 0   ? 1
+                                             : scaleMode == 1 ? rows
+                                                              : cols,
+                                             22, 0.01f, 4);
+          Fp8Format format = e5m2 ? Fp8Format::E5M2 : Fp8Format::E4M3FN;
+          std::vector<uint8_t> expected(x.size());
+          for (int64_t r = 0; r < rows; ++r)
+            for (int64_t c = 0; c < cols; ++c) {
+              float s = scales[scaleMode == 0 ? 0 : scaleMode == 1 ? r : c];
+              expected[r * cols + c] =
+                  floatToFp8(x[r * cols + c] * s, format, /*saturate=*/true);
+            }
+          DeviceBuffer in(x, t);
+          DeviceArray<float> scale(scales);
+          for (bool transposed : {false, true}) {
+            DeviceArray<uint8_t> out(std::vector<uint8_t>(x.size()));
+            quantize(t, in.ptr, scale.ptr, out.ptr, rows, cols, scaleMode, e5m2,
+                     transposed, nullptr);
+            ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+            std::vector<uint8_t> codes(x.size());
+            cudaMemcpy(codes.data(), out.ptr, codes.size(),
+                       cudaMemcpyDeviceToHost);
+            for (int64_t r = 0; r < rows; ++r)
+              for (int64_t c = 0; c < cols; ++c)
+                ASSERT_EQ(codes[transposed ? c * rows + r : r * cols + c],
+                          expected[r * cols + c])
+                    << (transposed ? "transposed, " : "") << r << ", " << c;
+          }
+        }
+}
+
 /// One float8 operand: its codes, their values, its scales.
 struct Operand {
   int64_t rows, cols;
@@ -171,6 +220,47 @@ std::vector<float> magnitudes(int form, const Operand &lhs, const Operand &rhs,
   return scaledMatmulOnHost(form, l, r, rows, cols, depth);
 }
 
+/// `o`'s codes stored transposed (cols x rows): titan.quantize's K-major
+/// layout.
+std::vector<uint8_t> transposedCodes(const Operand &o) {
+  std::vector<uint8_t> t(o.codes.size());
+  for (int64_t r = 0; r < o.rows; ++r)
+    for (int64_t c = 0; c < o.cols; ++c)
+      t[c * o.rows + r] = o.codes[r * o.cols + c];
+  return t;
+}
+
+/// scaledMatmul on device; with `kMajor`, the operands the form reduces
+/// over their leading dimensions come transposed (no copies in the
+/// workspace), else the GEMM copies them.
+std::vector<float> scaledMatmulOnDevice(int form, const Operand &lhs,
+                                        const Operand &rhs, ElementType result,
+                                        int64_t rows, int64_t cols,
+                                        bool kMajor) {
+  bool lhsT = kMajor && form == 2, rhsT = kMajor && form != 0;
+  DeviceArray<uint8_t> a(lhsT ? transposedCodes(lhs) : lhs.codes),
+      b(rhsT ? transposedCodes(rhs) : rhs.codes);
+  DeviceArray<float> as(lhs.scales), bs(rhs.scales);
+  DeviceBuffer out(size_t(rows * cols), result);
+  titan::cuda::ScaledMatmulWorkspace parts = titan::cuda::scaledMatmulWorkspace(
+      titan::cuda::ScaledMatmulForm(form), lhs.rows * lhs.cols,
+      rhs.rows * rhs.cols, rows, cols, lhsT, rhsT);
+  EXPECT_EQ(parts.copiesLhs || parts.copiesRhs, form != 0 && !kMajor);
+  void *workspace = nullptr;
+  EXPECT_EQ(cudaMalloc(&workspace, size_t(parts.bytes)), cudaSuccess);
+  LinearGemms gemms(size_t(titan::cuda::kGemmWorkspaceBytes));
+  scaledMatmul(gemms, form,
+               {a.ptr, lhs.type, lhs.rows, lhs.cols, as.ptr,
+                lhs.scales.size() > 1, lhsT},
+               {b.ptr, rhs.type, rhs.rows, rhs.cols, bs.ptr,
+                rhs.scales.size() > 1, rhsT},
+               result, out.ptr, rows, cols, workspace, nullptr);
+  EXPECT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  std::vector<float> actual = out.read();
+  cudaFree(workspace);
+  return actual;
+}
+
 void runScaledMatmul(int form, int64_t m, int64_t k, int64_t n,
                      ElementType lhsType, bool lhsRowwise, bool rhsRowwise,
                      ElementType result) {
@@ -191,21 +281,8 @@ void runScaledMatmul(int form, int64_t m, int64_t k, int64_t n,
       scaledMatmulOnHost(form, lhs, rhs, rows, cols, depth);
   std::vector<float> size = magnitudes(form, lhs, rhs, rows, cols, depth);
 
-  DeviceArray<uint8_t> a(lhs.codes), b(rhs.codes);
-  DeviceArray<float> as(lhs.scales), bs(rhs.scales);
-  DeviceBuffer out(size_t(rows * cols), result);
-  titan::cuda::ScaledMatmulWorkspace parts = titan::cuda::scaledMatmulWorkspace(
-      titan::cuda::ScaledMatmulForm(form), lr * lc, rr * rc, rows, cols);
-  void *workspace = nullptr;
-  ASSERT_EQ(cudaMalloc(&workspace, size_t(parts.bytes)), cudaSuccess);
-  LinearGemms gemms(size_t(titan::cuda::kGemmWorkspaceBytes));
-  scaledMatmul(
-      gemms, form, {a.ptr, lhsType, lr, lc, as.ptr, lhs.scales.size() > 1},
-      {b.ptr, ElementType::F8E4M3FN, rr, rc, bs.ptr, rhs.scales.size() > 1},
-      result, out.ptr, rows, cols, workspace, nullptr);
-  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
-  std::vector<float> actual = out.read();
-  cudaFree(workspace);
+  std::vector<float> actual =
+      scaledMatmulOnDevice(form, lhs, rhs, result, rows, cols, false);
   // The float8 products are exact in f32; their f32 sums in another order
   // differ by at most depth roundings of the terms' magnitude; bf16 adds
   // one rounding (2^-8 relative).
@@ -215,6 +292,13 @@ void runScaledMatmul(int form, int64_t m, int64_t k, int64_t n,
     ASSERT_NEAR(actual[i], expected[i],
                 sums * size[i] + unit * std::fabs(expected[i]))
         << "element " << i;
+  // The gradients' operands K-major (as titan.quantize writes them): the
+  // same bytes reach cuBLASLt, so the same result, bit for bit.
+  if (form != 0) {
+    EXPECT_EQ(scaledMatmulOnDevice(form, lhs, rhs, result, rows, cols, true),
+              actual)
+        << "K-major operands";
+  }
 }
 
 // cuBLASLt's FP8 dimensions are multiples of 16 (titan-compile refuses the

@@ -119,7 +119,7 @@ TEST(Float8Kernels, QuantizeSaturatesAndBroadcastsScales) {
   c.add(scale.data(), {2, 1}, TITAN_RT_F32);
   c.inputs = 2;
   c.add(q.data(), {2, 4}, TITAN_RT_F8E4M3FN);
-  c.run(titan_rt_quantize_f32, {0}, {});
+  c.run(titan_rt_quantize_f32, {0, 0}, {});
   // e4m3: 2.0 = 0x40; 600 and -2000 saturate to +-448 (0x7E, 0xFE); NaN
   // stays NaN (0x7F); 0.5 = 0x30; 1.5 = 0x3C; -0 = 0x80; 1e-3 is 0.512 of
   // the smallest subnormal 2^-9, so it rounds up to it (0x01).
@@ -135,14 +135,66 @@ TEST(Float8Kernels, QuantizeSaturatesAndBroadcastsScales) {
   e.add(one.data(), {}, TITAN_RT_F32);
   e.inputs = 2;
   e.add(r.data(), {2}, TITAN_RT_F8E5M2);
-  e.run(titan_rt_quantize_f32, {1}, {});
+  e.run(titan_rt_quantize_f32, {1, 0}, {});
   EXPECT_EQ(r[0], 0x61);
   EXPECT_EQ(r[1], 0x7B);
 }
 
+/// Transpose of a rows x cols byte matrix.
+std::vector<uint8_t> transposed(const std::vector<uint8_t> &v, int64_t rows,
+                                int64_t cols) {
+  std::vector<uint8_t> t(v.size());
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t j = 0; j < cols; ++j)
+      t[j * rows + r] = v[r * cols + j];
+  return t;
+}
+
+// A transposed cast writes the same codes, the input's last dimension
+// first: per row, per column and one scale, on a rank-3 input.
+TEST(Float8Kernels, QuantizeTransposedMovesTheCodesOnly) {
+  const int64_t rows = 6, cols = 5;
+  std::mt19937 rng(7);
+  std::uniform_real_distribution<float> value(-600.0f, 600.0f);
+  std::vector<float> x(rows * cols);
+  for (float &v : x)
+    v = value(rng);
+  std::vector<float> perRow = {1, 2, 0.5f, 4, 0.25f, 3};
+  std::vector<float> perColumn = {2, 0.5f, 1, 8, 0.125f};
+  std::vector<float> one = {0.75f};
+  for (auto [scale, shape] : {std::pair{&perRow, std::vector<int64_t>{2, 3, 1}},
+                              {&perColumn, std::vector<int64_t>{1, 1, cols}},
+                              {&one, std::vector<int64_t>{}}}) {
+    std::vector<uint8_t> plain(x.size()), t(x.size());
+    for (auto [out, flag, outShape] :
+         {std::tuple{&plain, 0, std::vector<int64_t>{2, 3, cols}},
+          {&t, 1, std::vector<int64_t>{cols, 2, 3}}}) {
+      Call c;
+      c.add(x.data(), {2, 3, cols}, TITAN_RT_F32);
+      c.add(scale->data(), shape, TITAN_RT_F32);
+      c.inputs = 2;
+      c.add(out->data(), outShape, TITAN_RT_F8E4M3FN);
+      c.run(titan_rt_quantize_f32, {0, flag}, {});
+    }
+    EXPECT_EQ(t, transposed(plain, rows, cols)) << scale->size() << " scales";
+  }
+}
+
+/// A 2-D shape with its last dimension moved first, and the codes of such
+/// a matrix in that layout.
+std::vector<int64_t> rotated(std::vector<int64_t> shape) {
+  return {shape[1], shape[0]};
+}
+std::vector<uint8_t> transposedCodes(const std::vector<uint8_t> &v,
+                                     const std::vector<int64_t> &shape) {
+  return transposed(v, shape[0], shape[1]);
+}
+
 /// The scaled GEMM against an f64 sum: `form` 0 linear, 1 grad_input, 2
-/// grad_weight, with per-row/column scales on both operands.
-void checkScaledMatmul(int form) {
+/// grad_weight, with per-row/column scales on both operands; with
+/// `transposed`, the operands the form reduces over their leading
+/// dimensions come transposed (K-major). Returns the result.
+std::vector<float> checkScaledMatmul(int form, bool transposed = false) {
   const int64_t m = 6, n = 5, k = 7;
   std::mt19937 rng(11 + form);
   std::uniform_int_distribution<int> code(0, 255);
@@ -189,15 +241,21 @@ void checkScaledMatmul(int form) {
     int64_t idx = form == 0 ? j * k + d : form == 1 ? d * k + j : d * k + j;
     return double(fp8ToFloat(b[idx], Fp8Format::E5M2));
   };
+  // Transposed: rows x cols stored cols x rows, the shape's last dimension
+  // first.
+  bool lhsT = transposed && form == 2, rhsT = transposed && form != 0;
+  std::vector<uint8_t> at = lhsT ? transposedCodes(a, lhsShape) : a;
+  std::vector<uint8_t> bt = rhsT ? transposedCodes(b, rhsShape) : b;
   std::vector<char> workspace(4096);
   Call c;
-  c.add(a.data(), lhsShape, TITAN_RT_F8E4M3FN);
+  c.add(at.data(), lhsT ? rotated(lhsShape) : lhsShape, TITAN_RT_F8E4M3FN);
   c.add(ls.data(), lsShape, TITAN_RT_F32);
-  c.add(b.data(), rhsShape, TITAN_RT_F8E5M2);
+  c.add(bt.data(), rhsT ? rotated(rhsShape) : rhsShape, TITAN_RT_F8E5M2);
   c.add(rs.data(), rsShape, TITAN_RT_F32);
   c.inputs = 4;
   c.add(out.data(), outShape, TITAN_RT_F32);
-  c.run(titan_rt_scaled_matmul_f32, {form, 0, 1}, {}, workspace.data());
+  c.run(titan_rt_scaled_matmul_f32, {form, 0, 1, lhsT, rhsT}, {},
+        workspace.data());
   for (int64_t i = 0; i < rows; ++i)
     for (int64_t j = 0; j < cols; ++j) {
       double sum = 0, magnitude = 0;
@@ -211,10 +269,19 @@ void checkScaledMatmul(int form) {
       EXPECT_NEAR(out[i * cols + j], expected, tolerance)
           << "form " << form << " at " << i << ", " << j;
     }
+  return out;
 }
 
 TEST(Float8Kernels, ScaledMatmulLinear) { checkScaledMatmul(0); }
 TEST(Float8Kernels, ScaledMatmulGradInput) { checkScaledMatmul(1); }
 TEST(Float8Kernels, ScaledMatmulGradWeight) { checkScaledMatmul(2); }
+
+// K-major operands (titan.quantize's transposed ones) give the same result,
+// bit for bit: only the codes' places differ.
+TEST(Float8Kernels, ScaledMatmulTransposedOperands) {
+  for (int form : {1, 2})
+    EXPECT_EQ(checkScaledMatmul(form, true), checkScaledMatmul(form, false))
+        << "form " << form;
+}
 
 } // namespace

@@ -88,15 +88,16 @@ int64_t globalNorm(GlobalNormOp op) {
   return cuda::globalNormWorkspaceBytes(op.getInputs().size());
 }
 
-/// The operands transposed K-major where the form needs it (cuBLASLt's FP8
-/// GEMMs take only the TN layout), the inverse scales and cuBLASLt's
-/// workspace, at 256-byte offsets.
+/// The operands copied K-major where the form needs it and they do not
+/// come transposed (cuBLASLt's FP8 GEMMs take only the TN layout), the
+/// inverse scales and cuBLASLt's workspace, at 256-byte offsets.
 int64_t scaledMatmul(ScaledMatmulOp op) {
   auto result = cast<ShapedType>(op.getResult().getType());
   return cuda::scaledMatmulWorkspace(
              cuda::ScaledMatmulForm(int(op.getForm())), elementsOf(op.getLhs()),
              elementsOf(op.getRhs()), rowsOf(op.getResult()),
-             result.getShape().back())
+             result.getShape().back(), op.getLhsTransposed(),
+             op.getRhsTransposed())
       .bytes;
 }
 

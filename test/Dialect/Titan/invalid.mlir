@@ -675,6 +675,40 @@ func.func @quantize_scale(%x: tensor<4x32xf32>, %s: tensor<4x2xf32>) {
 
 // -----
 
+func.func @quantize_transposed_shape(%x: tensor<2x8x32xf32>, %s: tensor<f32>) {
+  // expected-error @+1 {{transposed result shape must be the input's with its last dimension moved first}}
+  %0 = titan.quantize %x, %s {transposed} : (tensor<2x8x32xf32>, tensor<f32>) -> tensor<32x8x2xf8E4M3FN>
+  return
+}
+
+// -----
+
+func.func @scaled_matmul_transposed_linear(%a: tensor<32x4xf8E4M3FN>, %s: tensor<f32>, %b: tensor<16x32xf8E4M3FN>) {
+  // expected-error @+1 {{lhs may come transposed only where the form reduces it over its leading dimensions (grad_weight's lhs, grad_input's and grad_weight's rhs)}}
+  %0 = titan.scaled_matmul linear %a, %s, %b, %s {lhs_transposed} : (tensor<32x4xf8E4M3FN>, tensor<f32>, tensor<16x32xf8E4M3FN>, tensor<f32>) -> tensor<4x16xbf16>
+  return
+}
+
+// -----
+
+func.func @scaled_matmul_transposed_grad_input_lhs(%a: tensor<16x4xf8E5M2>, %s: tensor<f32>, %b: tensor<32x16xf8E4M3FN>) {
+  // expected-error @+1 {{lhs may come transposed only where the form reduces it over its leading dimensions}}
+  %0 = titan.scaled_matmul grad_input %a, %s, %b, %s {lhs_transposed, rhs_transposed} : (tensor<16x4xf8E5M2>, tensor<f32>, tensor<32x16xf8E4M3FN>, tensor<f32>) -> tensor<4x32xbf16>
+  return
+}
+
+// -----
+
+// rhs_transposed reads the weight's 16 x 32 as the transpose of a 32 x 16
+// one: 32 output features, which the gradient's 16 do not match.
+func.func @scaled_matmul_transposed_shape(%a: tensor<4x16xf8E5M2>, %s: tensor<f32>, %b: tensor<16x32xf8E4M3FN>) {
+  // expected-error @+1 {{lhs last dimension (16) must equal the weight's out features (32)}}
+  %0 = titan.scaled_matmul grad_input %a, %s, %b, %s {rhs_transposed} : (tensor<4x16xf8E5M2>, tensor<f32>, tensor<16x32xf8E4M3FN>, tensor<f32>) -> tensor<4x32xbf16>
+  return
+}
+
+// -----
+
 func.func @scaled_matmul_scale(%a: tensor<4x32xf8E4M3FN>, %sa: tensor<1x32xf32>, %b: tensor<16x32xf8E4M3FN>, %sb: tensor<f32>) {
   // expected-error @+1 {{lhs_scale must be rank 0 or one scale per slice along the GEMM's reduction dimension}}
   %0 = titan.scaled_matmul linear %a, %sa, %b, %sb : (tensor<4x32xf8E4M3FN>, tensor<1x32xf32>, tensor<16x32xf8E4M3FN>, tensor<f32>) -> tensor<4x16xbf16>

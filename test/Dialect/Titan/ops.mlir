@@ -147,3 +147,16 @@ func.func @slice_concat(%x: tensor<2x8x4xf32>) -> tensor<2x8x4xf32> {
   %c = titan.concat %b, %b dim 1 : tensor<2x4x4xf32>, tensor<2x4x4xf32> -> tensor<2x8x4xf32>
   return %c : tensor<2x8x4xf32>
 }
+
+// CHECK-LABEL: func.func @float8_transposed
+// CHECK: titan.quantize %{{.*}}, %{{.*}} {transposed} : (tensor<2x8x32xbf16>, tensor<1x1x32xf32>) -> tensor<32x2x8xf8E4M3FN>
+// CHECK: titan.quantize %{{.*}}, %{{.*}} {transposed} : (tensor<2x8x16xbf16>, tensor<f32>) -> tensor<16x2x8xf8E5M2>
+// CHECK: titan.scaled_matmul grad_weight %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} {lhs_transposed, rhs_transposed} : (tensor<16x2x8xf8E5M2>, tensor<f32>, tensor<32x2x8xf8E4M3FN>, tensor<1x1x32xf32>) -> tensor<16x32xbf16>
+// CHECK: titan.scaled_matmul grad_input %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} {rhs_transposed} : (tensor<2x8x16xf8E5M2>, tensor<f32>, tensor<32x16xf8E4M3FN>, tensor<f32>) -> tensor<2x8x32xbf16>
+func.func @float8_transposed(%x: tensor<2x8x32xbf16>, %sx: tensor<1x1x32xf32>, %dy: tensor<2x8x16xbf16>, %s: tensor<f32>, %qdy: tensor<2x8x16xf8E5M2>, %qw: tensor<32x16xf8E4M3FN>) -> (tensor<16x32xbf16>, tensor<2x8x32xbf16>) {
+  %qx = titan.quantize %x, %sx {transposed} : (tensor<2x8x32xbf16>, tensor<1x1x32xf32>) -> tensor<32x2x8xf8E4M3FN>
+  %qdyt = titan.quantize %dy, %s {transposed} : (tensor<2x8x16xbf16>, tensor<f32>) -> tensor<16x2x8xf8E5M2>
+  %dw = titan.scaled_matmul grad_weight %qdyt, %s, %qx, %sx {lhs_transposed, rhs_transposed} : (tensor<16x2x8xf8E5M2>, tensor<f32>, tensor<32x2x8xf8E4M3FN>, tensor<1x1x32xf32>) -> tensor<16x32xbf16>
+  %dx = titan.scaled_matmul grad_input %qdy, %s, %qw, %s {rhs_transposed} : (tensor<2x8x16xf8E5M2>, tensor<f32>, tensor<32x16xf8E4M3FN>, tensor<f32>) -> tensor<2x8x32xbf16>
+  return %dw, %dx : tensor<16x32xbf16>, tensor<2x8x32xbf16>
+}

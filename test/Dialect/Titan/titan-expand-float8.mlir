@@ -45,10 +45,11 @@ module attributes {dist.mesh = #dist.mesh<pp = 1, dp_replicate = 1, dp_shard = 1
 // CHECK-LABEL: func.func @colwise_grads(
 // CHECK:       titan.amax %arg0 {dims = array<i64: 2>}
 // CHECK-NEXT:  dist.all_reduce_start {{.*}} reduction max
-// CHECK:       titan.scaled_matmul grad_input
+// CHECK:       titan.scaled_matmul grad_input {{.*}} {rhs_transposed}
 // CHECK:       titan.amax %arg0 {dims = array<i64: 0, 1>}
 // CHECK-NOT:   dist.all_reduce_start
-// CHECK:       titan.scaled_matmul grad_weight
+// CHECK:       titan.quantize %arg0, %{{.*}} {transposed} : (tensor<2x8x16xbf16>, tensor<1x1x16xf32>) -> tensor<16x2x8xf8E4M3FN>
+// CHECK:       titan.scaled_matmul grad_weight {{.*}} {lhs_transposed, rhs_transposed}
 module attributes {dist.mesh = #dist.mesh<pp = 1, dp_replicate = 1, dp_shard = 1, cp = 1, tp = 2>} {
   func.func @colwise_grads(%dy: tensor<2x8x16xbf16>, %w: tensor<16x32xbf16>, %x: tensor<2x8x32xbf16>) -> (tensor<2x8x32xbf16>, tensor<16x32xbf16>) {
     %dx = titan.float8_linear_grad_input %dy, %w recipe rowwise {split_dims = array<i64: 2, 0, -1>, split_axes = ["tp"]} : (tensor<2x8x16xbf16>, tensor<16x32xbf16>) -> tensor<2x8x32xbf16>
@@ -76,7 +77,9 @@ module attributes {dist.mesh = #dist.mesh<pp = 1, dp_replicate = 1, dp_shard = 1
 // GATHER:       titan.scaled_matmul linear %{{.*}}, %{{.*}}, %[[W]], %[[S]]
 // GATHER:       %[[Q2:.*]] = titan.quantize %arg1, %[[S]]
 // GATHER-NEXT:  dist.all_gather_start %[[Q2]]
-// GATHER:       titan.scaled_matmul grad_input
+// The gathered weight comes row-major (the gather concatenates rows): its
+// grad_input takes it untransposed.
+// GATHER:       titan.scaled_matmul grad_input %{{.*}}, %{{.*}}, %{{.*}}, %[[S]] : (
 // GATHER-NOT:   titan.cast
 module attributes {dist.mesh = #dist.mesh<pp = 1, dp_replicate = 1, dp_shard = 2, cp = 1, tp = 1>} {
   func.func @gathered(%x: tensor<2x8x32xbf16>, %w: tensor<8x32xf32> {titan.param = "layers.0.attention.wq.weight"}, %dy: tensor<2x8x16xbf16>) -> (tensor<2x8x16xbf16>, tensor<2x8x32xbf16>) {

@@ -24,10 +24,13 @@
 // TENSORWISE-NEXT:  %[[AG:.*]] = titan.amax %[[DY]] : tensor<2x8x64xf32> -> tensor<f32>
 // TENSORWISE-NEXT:  %[[SG:.*]] = titan.float8_scale %[[AG]] for f8E5M2 : tensor<f32>
 // TENSORWISE-NEXT:  %[[QG:.*]] = titan.quantize %[[DY]], %[[SG]] : {{.*}} -> tensor<2x8x64xf8E5M2>
-// TENSORWISE:       titan.scaled_matmul grad_input %[[QG]], %[[SG]], %{{.*}}, %{{.*}} : (tensor<2x8x64xf8E5M2>, tensor<f32>, tensor<64x32xf8E4M3FN>, tensor<f32>) -> tensor<2x8x32xf32>
-// TENSORWISE:       titan.quantize %[[DY]], %{{.*}} : {{.*}} -> tensor<2x8x64xf8E5M2>
-// TENSORWISE:       titan.quantize %[[X2]], %{{.*}} : {{.*}} -> tensor<2x8x32xf8E4M3FN>
-// TENSORWISE-NEXT:  titan.scaled_matmul grad_weight {{.*}} -> tensor<64x32xf32>
+// The operands the backward's GEMMs reduce over their leading dimensions
+// are cast transposed (K-major): grad_input's weight, grad_weight's both.
+// TENSORWISE:       %[[QWT:.*]] = titan.quantize %{{.*}}, %{{.*}} {transposed} : (tensor<64x32xf32>, tensor<f32>) -> tensor<32x64xf8E4M3FN>
+// TENSORWISE-NEXT:  titan.scaled_matmul grad_input %[[QG]], %[[SG]], %[[QWT]], %{{.*}} {rhs_transposed} : (tensor<2x8x64xf8E5M2>, tensor<f32>, tensor<32x64xf8E4M3FN>, tensor<f32>) -> tensor<2x8x32xf32>
+// TENSORWISE:       titan.quantize %[[DY]], %{{.*}} {transposed} : {{.*}} -> tensor<64x2x8xf8E5M2>
+// TENSORWISE:       titan.quantize %[[X2]], %{{.*}} {transposed} : {{.*}} -> tensor<32x2x8xf8E4M3FN>
+// TENSORWISE-NEXT:  titan.scaled_matmul grad_weight {{.*}} {lhs_transposed, rhs_transposed} : (tensor<64x2x8xf8E5M2>, tensor<f32>, tensor<32x2x8xf8E4M3FN>, tensor<f32>) -> tensor<64x32xf32>
 
 // Rowwise: e4m3 everywhere, one power-of-two scale per row/column along
 // each GEMM's reduction dimension: forward rows of x and w along K;
@@ -40,10 +43,10 @@
 // ROWWISE:       titan.scaled_matmul linear {{.*}} : (tensor<2x8x32xf8E4M3FN>, tensor<2x8x1xf32>, tensor<64x32xf8E4M3FN>, tensor<64x1xf32>) -> tensor<2x8x64xf32>
 // ROWWISE:       titan.amax %{{.*}} {dims = array<i64: 2>} : tensor<2x8x64xf32> -> tensor<2x8x1xf32>
 // ROWWISE:       titan.amax %arg1 {dims = array<i64: 0>} : tensor<64x32xf32> -> tensor<1x32xf32>
-// ROWWISE:       titan.scaled_matmul grad_input {{.*}} : (tensor<2x8x64xf8E4M3FN>, tensor<2x8x1xf32>, tensor<64x32xf8E4M3FN>, tensor<1x32xf32>) -> tensor<2x8x32xf32>
+// ROWWISE:       titan.scaled_matmul grad_input {{.*}} {rhs_transposed} : (tensor<2x8x64xf8E4M3FN>, tensor<2x8x1xf32>, tensor<32x64xf8E4M3FN>, tensor<1x32xf32>) -> tensor<2x8x32xf32>
 // ROWWISE:       titan.amax %{{.*}} {dims = array<i64: 0, 1>} : tensor<2x8x64xf32> -> tensor<1x1x64xf32>
 // ROWWISE:       titan.amax %{{.*}} {dims = array<i64: 0, 1>} : tensor<2x8x32xf32> -> tensor<1x1x32xf32>
-// ROWWISE:       titan.scaled_matmul grad_weight {{.*}} : (tensor<2x8x64xf8E4M3FN>, tensor<1x1x64xf32>, tensor<2x8x32xf8E4M3FN>, tensor<1x1x32xf32>) -> tensor<64x32xf32>
+// ROWWISE:       titan.scaled_matmul grad_weight {{.*}} {lhs_transposed, rhs_transposed} : (tensor<64x2x8xf8E4M3FN>, tensor<1x1x64xf32>, tensor<32x2x8xf8E4M3FN>, tensor<1x1x32xf32>) -> tensor<64x32xf32>
 // ROWWISE-NOT:   f8E5M2
 
 // Rowwise with a high-precision weight gradient: the forward as rowwise,
@@ -53,7 +56,7 @@
 // GWHP:       titan.scaled_matmul linear {{.*}} : (tensor<2x8x32xf8E4M3FN>, tensor<2x8x1xf32>, tensor<64x32xf8E4M3FN>, tensor<64x1xf32>)
 // GWHP:       titan.amax %arg1 : tensor<64x32xf32> -> tensor<f32>
 // GWHP-NEXT:  titan.float8_scale %{{.*}} for f8E4M3FN {round_to_power_of_2} : tensor<f32>
-// GWHP:       titan.scaled_matmul grad_input {{.*}} : (tensor<2x8x64xf8E4M3FN>, tensor<2x8x1xf32>, tensor<64x32xf8E4M3FN>, tensor<f32>)
+// GWHP:       titan.scaled_matmul grad_input {{.*}} {rhs_transposed} : (tensor<2x8x64xf8E4M3FN>, tensor<2x8x1xf32>, tensor<32x64xf8E4M3FN>, tensor<f32>)
 // GWHP:       titan.linear_grad_weight %{{.*}}, %{{.*}} : (tensor<2x8x64xf32>, tensor<2x8x32xf32>) -> tensor<64x32xf32>
 // GWHP-NOT:   "grad_weight"
 

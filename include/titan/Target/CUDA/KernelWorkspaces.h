@@ -28,26 +28,35 @@ constexpr int64_t kGemmWorkspaceBytes = int64_t(32) << 20;
 /// The FP8 scaled GEMM's scratch (titan.scaled_matmul on `rows` x `cols`
 /// results), each part at a 256-byte offset: cuBLASLt wants its workspace,
 /// and by default its A/B/C/D operands, 256-byte aligned. The float8
-/// operands transposed K-major where the form needs them (cuBLASLt
-/// multiplies FP8 only in the "TN" layout: grad_input transposes the rhs,
-/// grad_weight both), the f32 inverse scales cuBLASLt multiplies the
-/// product by (at most one per result row and one per result column), then
-/// cuBLASLt's workspace. Offsets count from the workspace's start, which
-/// the arena aligns to 256 bytes.
+/// operands copied K-major where the form needs them and they do not come
+/// so (cuBLASLt multiplies FP8 only in the "TN" layout: grad_input needs
+/// its rhs transposed, grad_weight both; titan-expand-float8 has
+/// titan.quantize write them so, `lhsGivenTransposed` and
+/// `rhsGivenTransposed`, and only the FSDP float8 all-gather's weight comes
+/// untransposed), the f32 inverse scales cuBLASLt multiplies the product by
+/// (at most one per result row and one per result column), then cuBLASLt's
+/// workspace. Offsets count from the workspace's start, which the arena
+/// aligns to 256 bytes.
 enum class ScaledMatmulForm { Linear = 0, GradInput = 1, GradWeight = 2 };
 struct ScaledMatmulWorkspace {
+  /// Whether lhs (rhs) is copied K-major, at offset lhsTransposed
+  /// (rhsTransposed).
+  bool copiesLhs = false, copiesRhs = false;
   int64_t lhsTransposed = 0, rhsTransposed = 0;
   int64_t lhsInverseScales = 0, rhsInverseScales = 0;
   int64_t gemm = 0, bytes = 0;
 };
 constexpr ScaledMatmulWorkspace
 scaledMatmulWorkspace(ScaledMatmulForm form, int64_t lhsElements,
-                      int64_t rhsElements, int64_t rows, int64_t cols) {
+                      int64_t rhsElements, int64_t rows, int64_t cols,
+                      bool lhsGivenTransposed, bool rhsGivenTransposed) {
   ScaledMatmulWorkspace w;
-  bool lhs = form == ScaledMatmulForm::GradWeight;
-  bool rhs = form != ScaledMatmulForm::Linear;
-  w.rhsTransposed = w.lhsTransposed + (lhs ? alignTo256(lhsElements) : 0);
-  w.lhsInverseScales = w.rhsTransposed + (rhs ? alignTo256(rhsElements) : 0);
+  w.copiesLhs = form == ScaledMatmulForm::GradWeight && !lhsGivenTransposed;
+  w.copiesRhs = form != ScaledMatmulForm::Linear && !rhsGivenTransposed;
+  w.rhsTransposed =
+      w.lhsTransposed + (w.copiesLhs ? alignTo256(lhsElements) : 0);
+  w.lhsInverseScales =
+      w.rhsTransposed + (w.copiesRhs ? alignTo256(rhsElements) : 0);
   w.rhsInverseScales = w.lhsInverseScales + alignTo256(rows * 4);
   w.gemm = w.rhsInverseScales + alignTo256(cols * 4);
   w.bytes = w.gemm + kGemmWorkspaceBytes;

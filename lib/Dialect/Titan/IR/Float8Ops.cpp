@@ -4,6 +4,8 @@
 
 #include "llvm/ADT/STLExtras.h"
 
+#include <algorithm>
+
 using namespace mlir;
 using namespace titan;
 
@@ -146,10 +148,24 @@ static bool broadcastsTo(RankedTensorType scale, RankedTensorType v) {
   });
 }
 
+/// The shape of a tensor stored transposed (its last dimension moved
+/// first, as titan.quantize {transposed} writes it) as it was before: the
+/// first dimension moved last.
+static SmallVector<int64_t> untransposed(ArrayRef<int64_t> shape) {
+  SmallVector<int64_t> result(shape);
+  if (!result.empty())
+    std::rotate(result.begin(), result.begin() + 1, result.end());
+  return result;
+}
+
 LogicalResult QuantizeOp::verify() {
   RankedTensorType in = typeOf(getInput()), out = getResult().getType();
-  if (in.getShape() != out.getShape())
+  if (!getTransposed() && in.getShape() != out.getShape())
     return emitOpError() << "result shape must equal the input's";
+  if (getTransposed() &&
+      in.getShape() != ArrayRef<int64_t>(untransposed(out.getShape())))
+    return emitOpError() << "transposed result shape must be the input's "
+                            "with its last dimension moved first";
   Type element = in.getElementType();
   if (!element.isF32() && !element.isBF16() && !element.isF16())
     return emitOpError() << "quantizes f32, bf16 or f16, got " << element;
@@ -160,9 +176,25 @@ LogicalResult QuantizeOp::verify() {
 }
 
 LogicalResult ScaledMatmulOp::verify() {
-  FailureOr<SmallVector<int64_t>> shape =
-      gemmShape(*this, getForm(), typeOf(getLhs()).getShape(),
-                typeOf(getRhs()).getShape());
+  // The form reduces lhs along its last dimension except in grad_weight,
+  // rhs only in linear; an operand reduced over its leading dimensions may
+  // come transposed (K-major).
+  GemmForm form = getForm();
+  bool lhsLast = form != GemmForm::GradWeight;
+  bool rhsLast = form == GemmForm::Linear;
+  if ((getLhsTransposed() && lhsLast) || (getRhsTransposed() && rhsLast))
+    return emitOpError()
+           << (getLhsTransposed() && lhsLast ? "lhs" : "rhs")
+           << " may come transposed only where the form reduces it over its "
+              "leading dimensions (grad_weight's lhs, grad_input's and "
+              "grad_weight's rhs)";
+  SmallVector<int64_t> lhs(typeOf(getLhs()).getShape());
+  SmallVector<int64_t> rhs(typeOf(getRhs()).getShape());
+  if (getLhsTransposed())
+    lhs = untransposed(lhs);
+  if (getRhsTransposed())
+    rhs = untransposed(rhs);
+  FailureOr<SmallVector<int64_t>> shape = gemmShape(*this, form, lhs, rhs);
   if (failed(shape))
     return failure();
   RankedTensorType out = getResult().getType();
@@ -172,18 +204,18 @@ LogicalResult ScaledMatmulOp::verify() {
   Type element = out.getElementType();
   if (!element.isF32() && !element.isBF16() && !element.isF16())
     return emitOpError() << "produces f32, bf16 or f16, got " << element;
-  // Each scale is rank 0 or the operand's shape with its reduction
-  // dimensions set to 1.
-  auto checkScale = [&](Value scale, Value operand, bool reduceLast,
+  // Each scale is rank 0 or the (untransposed) operand's shape with its
+  // reduction dimensions set to 1.
+  auto checkScale = [&](Value scale, ArrayRef<int64_t> operand, bool reduceLast,
                         StringRef name) -> LogicalResult {
-    RankedTensorType s = typeOf(scale), v = typeOf(operand);
+    RankedTensorType s = typeOf(scale);
     if (s.getRank() == 0)
       return success();
-    SmallVector<int64_t> expected(v.getShape());
+    SmallVector<int64_t> expected(operand);
     if (reduceLast)
       expected.back() = 1;
     else
-      for (int64_t d = 0; d + 1 < v.getRank(); ++d)
+      for (size_t d = 0; d + 1 < expected.size(); ++d)
         expected[d] = 1;
     if (s.getShape() == ArrayRef<int64_t>(expected))
       return success();
@@ -191,10 +223,7 @@ LogicalResult ScaledMatmulOp::verify() {
                          << " must be rank 0 or one scale per slice along the "
                             "GEMM's reduction dimension";
   };
-  GemmForm form = getForm();
-  bool lhsLast = form != GemmForm::GradWeight;
-  bool rhsLast = form == GemmForm::Linear;
   return success(
-      succeeded(checkScale(getLhsScale(), getLhs(), lhsLast, "lhs_scale")) &&
-      succeeded(checkScale(getRhsScale(), getRhs(), rhsLast, "rhs_scale")));
+      succeeded(checkScale(getLhsScale(), lhs, lhsLast, "lhs_scale")) &&
+      succeeded(checkScale(getRhsScale(), rhs, rhsLast, "rhs_scale")));
 }

@@ -166,12 +166,16 @@ ArrayAttr Float8ScaleOp::getKernelParams() {
 }
 
 ArrayAttr QuantizeOp::getKernelParams() {
-  return Params(*this).i(float8Code(getResult().getType()));
+  return Params(*this)
+      .i(float8Code(getResult().getType()))
+      .i(getTransposed() ? 1 : 0);
 }
 
 ArrayAttr ScaledMatmulOp::getKernelParams() {
   return Params(*this)
       .i(int64_t(getForm()))
       .i(float8Code(getLhs().getType()))
-      .i(float8Code(getRhs().getType()));
+      .i(float8Code(getRhs().getType()))
+      .i(getLhsTransposed() ? 1 : 0)
+      .i(getRhsTransposed() ? 1 : 0);
 }

@@ -1,9 +1,10 @@
 //===- ExpandFloat8.cpp - float8 GEMMs as casts and scaled GEMMs ----------===//
 //
 // torchao's Float8LinearConfig per recipe, GEMM by GEMM: how each operand is
-// cast (float8 type, scaling granularity, power-of-two scales), then the
-// scaled GEMM (or, for rowwise_with_gw_hp's weight gradient, the
-// high-precision one).
+// cast (float8 type, scaling granularity, power-of-two scales, and the
+// K-major layout where the GEMM reduces the operand over its leading
+// dimensions), then the scaled GEMM (or, for rowwise_with_gw_hp's weight
+// gradient, the high-precision one).
 //
 //===----------------------------------------------------------------------===//
 
@@ -13,6 +14,8 @@
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
+
+#include <algorithm>
 
 namespace titan {
 #define GEN_PASS_DEF_TITANEXPANDFLOAT8
@@ -32,9 +35,11 @@ struct Cast {
   bool powerOf2 = false;
 };
 
-/// One cast operand: its float8 copy and its scale.
+/// One cast operand: its float8 copy, its scale, and whether the copy is
+/// transposed (titan.quantize's K-major layout).
 struct Scaled {
   Value value, scale;
+  bool transposed = false;
 };
 
 /// The FSDP shard a gathered weight comes from: `v` is
@@ -81,8 +86,10 @@ public:
       split.assign(3, -1);
   }
 
-  /// `v` (operand `index` of the op) cast as `how` says.
-  Scaled scale(Value v, unsigned index, Cast how) {
+  /// `v` (operand `index` of the op) cast as `how` says, written
+  /// transposed when `transposed` asks for it and the float8 all-gather
+  /// (which gathers rows) does not stand in the way.
+  Scaled scale(Value v, unsigned index, Cast how, bool transposed) {
     if (state.fsdpFloat8AllGather && how.scaling == Scaling::Tensorwise)
       if (std::optional<GatheredWeight> w = gatheredWeight(v))
         return gatherInFloat8(*w, index, how);
@@ -121,8 +128,12 @@ public:
     Value s =
         Float8ScaleOp::create(b, loc, f32, amax, TypeAttr::get(f8),
                               how.powerOf2 ? b.getUnitAttr() : UnitAttr());
-    Value q = QuantizeOp::create(b, loc, type.clone(f8), v, s);
-    return {q, s};
+    SmallVector<int64_t> qShape(type.getShape());
+    if (transposed && !qShape.empty())
+      std::rotate(qShape.begin(), qShape.end() - 1, qShape.end());
+    Value q =
+        QuantizeOp::create(b, loc, type.clone(qShape, f8), v, s, transposed);
+    return {q, s, transposed};
   }
 
   /// torchao's float8 all-gather (enable_fsdp_float8_all_gather): each
@@ -158,17 +169,21 @@ public:
     auto gathered = dist::AllGatherStartOp::create(
         b, loc, dist::FutureType::get(b.getContext(), full.clone(f8)), q,
         w.gather.getAxes(), w.gather.getDimAttr());
-    return {dist::WaitOp::create(b, loc, gathered), s};
+    return {dist::WaitOp::create(b, loc, gathered), s, false};
   }
 
   /// The op's GEMM `form` on its two operands, cast as `lhsCast` and
-  /// `rhsCast` say (the left one first).
+  /// `rhsCast` say (the left one first). An operand the form reduces over
+  /// its leading dimensions (grad_input's rhs, grad_weight's both) is cast
+  /// transposed, K-major as cuBLASLt's FP8 GEMM takes it, so the GEMM
+  /// copies nothing.
   Value gemm(GemmForm form, Cast lhsCast, Cast rhsCast) {
-    Scaled lhs = scale(op->getOperand(0), 0, lhsCast);
-    Scaled rhs = scale(op->getOperand(1), 1, rhsCast);
+    Scaled lhs =
+        scale(op->getOperand(0), 0, lhsCast, form == GemmForm::GradWeight);
+    Scaled rhs = scale(op->getOperand(1), 1, rhsCast, form != GemmForm::Linear);
     return ScaledMatmulOp::create(b, op->getLoc(), op->getResult(0).getType(),
                                   lhs.value, lhs.scale, rhs.value, rhs.scale,
-                                  form);
+                                  form, lhs.transposed, rhs.transposed);
   }
 
 private:

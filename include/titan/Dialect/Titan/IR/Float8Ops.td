@@ -177,8 +177,17 @@ def Titan_QuantizeOp : Titan_Op<"quantize", [
     `__NV_SATFINITE`; NaN stays NaN). `scale` is rank 0 (tensorwise) or has
     the input's rank with size 1 where an amax reduced (axiswise): it
     broadcasts.
+
+    With `transposed`, the result holds the input with its last dimension
+    moved first (`K x d0 x ... x dn` for an input `d0 x ... x dn x K`): in
+    memory the transposed matrix, which is the K-major layout a
+    `titan.scaled_matmul` operand reduced over its leading dimensions
+    needs. The cast writes it directly (the CUDA kernel through the shared
+    memory tiles of a transpose), so no separate transpose pass reads the
+    float8 copy again; the values are the same, only their places move.
   }];
-  let arguments = (ins Titan_FloatTensor:$input, Titan_F32Tensor:$scale);
+  let arguments = (ins Titan_FloatTensor:$input, Titan_F32Tensor:$scale,
+                   UnitAttr:$transposed);
   let results = (outs Titan_Float8Tensor:$result);
   let assemblyFormat = [{
     $input `,` $scale attr-dict `:` functional-type(operands, results)
@@ -200,10 +209,20 @@ def Titan_ScaledMatmulOp : Titan_Op<"scaled_matmul", [
     `torch._scaled_mm` takes, each broadcast along the non-reduced
     dimension of its operand), then rounded once to the result type (f32,
     bf16 or f16).
+
+    `lhs_transposed` (`rhs_transposed`) says the operand comes transposed,
+    as `titan.quantize {transposed}` writes it: its last dimension moved
+    first, so the GEMM's reduction dimension is its last (K-major). Only an
+    operand the form reduces over its leading dimensions may come so
+    (grad_input's rhs, grad_weight's both): that is the layout cuBLASLt's
+    FP8 GEMM takes, which the CUDA target otherwise makes with a transposed
+    copy in its workspace. The scales keep the shapes they have for the
+    untransposed operand.
   }];
   let arguments = (ins Titan_Float8Tensor:$lhs, Titan_F32Tensor:$lhs_scale,
                    Titan_Float8Tensor:$rhs, Titan_F32Tensor:$rhs_scale,
-                   Titan_GemmFormAttr:$form);
+                   Titan_GemmFormAttr:$form, UnitAttr:$lhs_transposed,
+                   UnitAttr:$rhs_transposed);
   let results = (outs Titan_FloatTensor:$result);
   let assemblyFormat = [{
     `` $form $lhs `,` $lhs_scale `,` $rhs `,` $rhs_scale attr-dict `:`

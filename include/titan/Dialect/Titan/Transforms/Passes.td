@@ -142,7 +142,10 @@ def TitanExpandFloat8 : Pass<"titan-expand-float8", "::mlir::ModuleOp"> {
     rowwise: e4m3 everywhere, one power-of-two scale per row/column along
     the reduction dimension; rowwise_with_gw_hp: rowwise forward, grad
     input from a rowwise gradient and a tensorwise weight, grad weight in
-    high precision as `titan.linear_grad_weight`).
+    high precision as `titan.linear_grad_weight`). An operand the GEMM
+    reduces over its leading dimensions (grad_input's weight, both of
+    grad_weight's) is quantized `transposed`, K-major, the layout
+    cuBLASLt's FP8 GEMM takes, so the scaled GEMM copies nothing.
 
     With `fsdp-float8-all-gather` (TorchTitan's
     `enable_fsdp_float8_all_gather`, tensorwise only), a weight FSDP
@@ -152,6 +155,8 @@ def TitanExpandFloat8 : Pass<"titan-expand-float8", "::mlir::ModuleOp"> {
     weight is split over it), and the gather moves float8; the backward's
     re-gather reuses the forward's scale (the parameters do not change
     within a step). The high-precision gathers it replaces are removed.
+    Such a weight reaches grad_input untransposed (the gather concatenates
+    rows), and the scaled GEMM transposes it.
   }];
   let options = [
     Option<"fsdpFloat8AllGather", "fsdp-float8-all-gather", "bool", "false",
