@@ -1,10 +1,16 @@
-//===- CUDAKernelWorkspacesTest.cpp - the CUDA plan's attention rules -----===//
+//===- CUDAKernelWorkspacesTest.cpp - the CUDA plan's workspace rules -----===//
 //
-// titan/Target/CUDA/KernelWorkspaces.h's attention rules, on the CPU: the
-// backward's workspace is cudnn-frontend's on sm_90 (default: the f32 dQ
-// accumulator and softmax sum; deterministic: the softmax sum and the dP
-// workspace, S^2), and the exact kernels stand in for cuDNN only on f32 or
-// short sequences.
+// titan/Target/CUDA/KernelWorkspaces.h's rules, on the CPU (header-only,
+// no GPU), which the compiler's workspace models and the CUDA runtime both
+// use:
+// - attention: the backward's workspace is cudnn-frontend's on sm_90
+//   (default: the f32 dQ accumulator and softmax sum; deterministic: the
+//   softmax sum and the dP workspace, S^2), and the exact kernels stand in
+//   for cuDNN only on f32 or short sequences;
+// - the FP8 GEMM (scaledMatmulWorkspace): every part starts at a 256-byte
+//   offset (cuBLASLt's alignment for its workspace and operands), parts do
+//   not overlap, each holds what it is for, and only operands that do not
+//   arrive transposed get room for a transposed copy.
 //
 //===----------------------------------------------------------------------===//
 
@@ -64,6 +70,76 @@ TEST(CUDAKernelWorkspaces, ReferenceStandsInOnlyForF32OrShortSequences) {
   EXPECT_FALSE(
       attentionReferenceAllowed(false, kAttentionReferenceMaxKeys + 1));
   EXPECT_FALSE(attentionReferenceAllowed(false, kS));
+}
+
+struct Case {
+  int64_t lhsElements, rhsElements, rows, cols;
+};
+const Case kCases[] = {{1, 1, 1, 1},
+                       {7 * 33, 65 * 33, 7, 65},
+                       {8192 * 4096, 14336 * 4096, 8192, 14336},
+                       {3 * 17, 17 * 5, 3, 5}};
+
+TEST(Float8CudaWorkspace, PartsAre256ByteAlignedAndDisjoint) {
+  for (auto form : {ScaledMatmulForm::Linear, ScaledMatmulForm::GradInput,
+                    ScaledMatmulForm::GradWeight})
+    for (Case c : kCases)
+      for (bool given : {false, true}) {
+        SCOPED_TRACE(testing::Message()
+                     << "form " << int(form) << ", " << c.rows << " x "
+                     << c.cols << (given ? ", given transposed" : ""));
+        // Only an operand the form reduces over its leading dimensions
+        // comes transposed (titan.scaled_matmul's verifier).
+        bool lhsGiven = given && form == ScaledMatmulForm::GradWeight;
+        bool rhsGiven = given && form != ScaledMatmulForm::Linear;
+        ScaledMatmulWorkspace w =
+            scaledMatmulWorkspace(form, c.lhsElements, c.rhsElements, c.rows,
+                                  c.cols, lhsGiven, rhsGiven);
+        for (int64_t offset :
+             {w.lhsTransposed, w.rhsTransposed, w.lhsInverseScales,
+              w.rhsInverseScales, w.gemm, w.bytes})
+          EXPECT_EQ(offset % 256, 0) << offset;
+        bool lhs = form == ScaledMatmulForm::GradWeight && !given;
+        bool rhs = form != ScaledMatmulForm::Linear && !given;
+        EXPECT_EQ(w.copiesLhs, lhs);
+        EXPECT_EQ(w.copiesRhs, rhs);
+        EXPECT_EQ(w.lhsTransposed, 0);
+        EXPECT_GE(w.rhsTransposed - w.lhsTransposed, lhs ? c.lhsElements : 0);
+        EXPECT_GE(w.lhsInverseScales - w.rhsTransposed,
+                  rhs ? c.rhsElements : 0);
+        EXPECT_GE(w.rhsInverseScales - w.lhsInverseScales, c.rows * 4);
+        EXPECT_GE(w.gemm - w.rhsInverseScales, c.cols * 4);
+        EXPECT_EQ(w.bytes - w.gemm, kGemmWorkspaceBytes);
+      }
+}
+
+// The linear form is already in cuBLASLt's TN layout, and the gradients'
+// operands come transposed from titan.quantize: no transposed copies, the
+// same scratch for all three forms.
+TEST(Float8CudaWorkspace, NothingTransposedInTheWorkspace) {
+  for (auto [form, lhsGiven, rhsGiven] :
+       {std::tuple{ScaledMatmulForm::Linear, false, false},
+        {ScaledMatmulForm::GradInput, false, true},
+        {ScaledMatmulForm::GradWeight, true, true}}) {
+    ScaledMatmulWorkspace w =
+        scaledMatmulWorkspace(form, 4096, 4096, 64, 64, lhsGiven, rhsGiven);
+    EXPECT_FALSE(w.copiesLhs || w.copiesRhs);
+    EXPECT_EQ(w.lhsInverseScales, 0);
+    EXPECT_EQ(w.rhsInverseScales, 256);
+    EXPECT_EQ(w.gemm, 512);
+    EXPECT_EQ(w.bytes, 512 + kGemmWorkspaceBytes);
+  }
+}
+
+// The FSDP float8 all-gather's weight comes untransposed: grad_input copies
+// it (and only it).
+TEST(Float8CudaWorkspace, AnUntransposedOperandIsCopied) {
+  ScaledMatmulWorkspace w = scaledMatmulWorkspace(
+      ScaledMatmulForm::GradInput, 4096, 8192, 64, 64, false, false);
+  EXPECT_FALSE(w.copiesLhs);
+  EXPECT_TRUE(w.copiesRhs);
+  EXPECT_EQ(w.rhsTransposed, 0);
+  EXPECT_EQ(w.lhsInverseScales, 8192);
 }
 
 } // namespace
