@@ -311,9 +311,13 @@ int main() {
         lse(size_t(tokens * heads) * 4);
     size_t fwdBytes =
         size_t(titan::cuda::attentionWorkspaceBytes(1, heads, tokens));
-    size_t bwdBytes = size_t(titan::cuda::attentionGradWorkspaceBytes(
-        1, heads, tokens, headDim, /*deterministic=*/false));
-    Buffer workspace(std::max(fwdBytes, bwdBytes));
+    size_t bwdBytes[2];
+    for (bool deterministic : {false, true})
+      bwdBytes[deterministic] = size_t(titan::cuda::attentionGradWorkspaceBytes(
+          1, heads, tokens, headDim, deterministic));
+    // The deterministic backward's O(S^2) dP workspace (4 GiB at 8192) is
+    // the largest.
+    Buffer workspace(std::max(fwdBytes, bwdBytes[1]));
     CudnnAttention attention;
     double scale = 1.0 / 11.313708498984761;
     double fwdFlops = 2.0 * double(tokens) * double(tokens) * double(headDim) *
@@ -324,14 +328,18 @@ int main() {
                                  lse.as<float>(), s, SdpaViews::whole(s.seq),
                                  scale, workspace.ptr, fwdBytes, nullptr);
              }));
-      report("attention", "cuDNN flash backward", 2.5 * fwdFlops, "TFLOP/s",
-             time([&] {
-               attention.backward(bf16, bq.ptr, bk.ptr, bv.ptr, bo.ptr,
-                                  lse.as<float>(), bdo.ptr, bdq.ptr, bdk.ptr,
-                                  bdv.ptr, s, SdpaViews::whole(s.seq), scale,
-                                  /*deterministic=*/false, workspace.ptr,
-                                  bwdBytes, nullptr);
-             }));
+      // titan's default backward (as PyTorch's) and debug.deterministic's.
+      for (bool deterministic : {false, true})
+        report("attention",
+               deterministic ? "cuDNN flash backward deterministic"
+                             : "cuDNN flash backward",
+               2.5 * fwdFlops, "TFLOP/s", time([&] {
+                 attention.backward(bf16, bq.ptr, bk.ptr, bv.ptr, bo.ptr,
+                                    lse.as<float>(), bdo.ptr, bdq.ptr, bdk.ptr,
+                                    bdv.ptr, s, SdpaViews::whole(s.seq), scale,
+                                    deterministic, workspace.ptr,
+                                    bwdBytes[deterministic], nullptr);
+               }));
     }
   }
 

@@ -192,11 +192,13 @@ def merge_rounds(paths):
 
 
 # titan's attention rows and their PyTorch counterparts: the forward against
-# SDPA's default, the backward against SDPA's default and deterministic ones.
+# SDPA's default; titan's default (non-deterministic) backward against
+# SDPA's default one, titan's debug.deterministic backward against SDPA's
+# under torch.use_deterministic_algorithms.
 TORCH_ATTENTION = {
     "cuDNN flash forward": [("", "SDPA default forward")],
-    "cuDNN flash backward": [(" (vs default)", "SDPA default backward"),
-                             (" (vs determ.)", "SDPA deterministic backward")],
+    "cuDNN flash backward": [("", "SDPA default backward")],
+    "cuDNN flash backward deterministic": [("", "SDPA deterministic backward")],
 }
 
 
