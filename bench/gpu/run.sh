@@ -105,7 +105,7 @@ write_summary() {
 }
 row() { # name, verdict, seconds, limit, detail
   printf '{"name": "%s", "verdict": "%s", "seconds": %s, "limit": %s, "detail": "%s"}\n' \
-    "$1" "$2" "$3" "$4" "$(printf '%s' "$5" | tr -d '"\\' | tr '\n' ' ')" >> "$scratch/checks.jsonl"
+    "$1" "$2" "$3" "$4" "$(printf '%s' "$5" | tr -d '"\\' | tr '\n\t\r' '   ')" >> "$scratch/checks.jsonl"
 }
 touch "$scratch/checks.jsonl"
 
