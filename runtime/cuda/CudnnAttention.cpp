@@ -126,12 +126,19 @@ std::shared_ptr<fe::graph::Graph> newGraph(ElementType type) {
 }
 
 /// Builds the graph's execution plan; "" on success, else what cuDNN said.
-std::string finish(fe::graph::Graph &g, cudnnHandle_t handle) {
+/// Only engines whose own workspace is within `backendBytes` (the memory
+/// plan's share for it; the frontend's scratch is planned exactly) are
+/// considered, so an engine that fits the plan is chosen where one exists
+/// instead of the heuristic's first choice failing the run.
+std::string finish(fe::graph::Graph &g, cudnnHandle_t handle,
+                   int64_t backendBytes) {
   fe::error_t e = g.validate();
   if (e.is_good())
     e = g.build_operation_graph(handle);
   if (e.is_good())
     e = g.create_execution_plans({fe::HeurMode_t::A});
+  if (e.is_good())
+    g.deselect_workspace_greater_than(backendBytes);
   if (e.is_good())
     e = g.check_support(handle);
   if (e.is_good())
@@ -213,7 +220,11 @@ struct CudnnAttention::Impl {
             .set_dim(bshdDims(s, s.kvHeads))
             .set_stride(bshdStrides(s, s.kvHeads, views.keyGradRows));
     }
-    std::string failure = finish(g, handle);
+    int64_t backendBytes =
+        backward ? titan::cuda::attentionGradBackendWorkspaceBytes(
+                       s.batch, s.qHeads, s.seq, deterministic)
+                 : titan::cuda::kAttentionSlackBytes;
+    std::string failure = finish(g, handle, backendBytes);
     if (failure.empty()) {
       check(g.get_workspace_size(p.workspace), "workspace query");
     } else {

@@ -650,16 +650,23 @@ void withRowWidth(int64_t dim, std::initializer_list<const void *> pointers,
 
 /// Bytes of shared memory for `kernel`'s per-block accumulator of `bytes`,
 /// raising its limit past the default 48 KiB when the GPU allows; 0 when
-/// the accumulator cannot be in shared memory.
+/// the accumulator cannot be in shared memory. The kernel's static shared
+/// memory (its block reductions' scratch) counts against both limits.
 template <typename Kernel>
 size_t sharedAccumulator(Kernel kernel, size_t bytes) {
-  if (bytes <= 48 * 1024)
+  cudaFuncAttributes attributes;
+  if (cudaFuncGetAttributes(&attributes, kernel) != cudaSuccess) {
+    cudaGetLastError(); // global memory then
+    return 0;
+  }
+  size_t total = bytes + attributes.sharedSizeBytes;
+  if (total <= 48 * 1024)
     return bytes;
   int device = 0, limit = 0;
   if (cudaGetDevice(&device) != cudaSuccess ||
       cudaDeviceGetAttribute(&limit, cudaDevAttrMaxSharedMemoryPerBlockOptin,
                              device) != cudaSuccess ||
-      bytes > size_t(limit) ||
+      total > size_t(limit) ||
       cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
                            int(bytes)) != cudaSuccess) {
     cudaGetLastError(); // a refusal only means global memory

@@ -142,16 +142,24 @@ constexpr int64_t attentionWorkspaceBytes(int64_t batch, int64_t qHeads,
 ///    4 GiB at B 1, Hq 32, S 8192.
 /// Keys and queries are `seq` rows each (titan's attention is self
 /// attention; context parallel's pairs are chunk by chunk).
+/// The part of it that is the backend plan's own (dP, and the headroom):
+/// the runtime offers cuDNN only engines within it.
+constexpr int64_t attentionGradBackendWorkspaceBytes(int64_t batch,
+                                                     int64_t qHeads,
+                                                     int64_t seq,
+                                                     bool deterministic) {
+  int64_t dpWorkspace = deterministic ? batch * qHeads * roundUpTo(seq, 64) *
+                                            roundUpTo(seq, 128) * 2
+                                      : 0;
+  return alignTo256(dpWorkspace) + kAttentionSlackBytes;
+}
 constexpr int64_t attentionGradWorkspaceBytes(int64_t batch, int64_t qHeads,
                                               int64_t seq, int64_t headDim,
                                               bool deterministic) {
   int64_t softmaxSum = batch * qHeads * seq * 4;
   int64_t dqAccum = deterministic ? 0 : batch * qHeads * seq * headDim * 4;
-  int64_t dpWorkspace = deterministic ? batch * qHeads * roundUpTo(seq, 64) *
-                                            roundUpTo(seq, 128) * 2
-                                      : 0;
-  return alignTo256(softmaxSum + dqAccum) + alignTo256(dpWorkspace) +
-         kAttentionSlackBytes;
+  return alignTo256(softmaxSum + dqAccum) +
+         attentionGradBackendWorkspaceBytes(batch, qHeads, seq, deterministic);
 }
 
 /// context_attention(_grad) on `seq` local query rows (2 chunks of
