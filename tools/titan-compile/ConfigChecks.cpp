@@ -169,6 +169,17 @@ llvm::Error titan::checkCudaFloat8Shapes(mlir::ModuleOp module,
           "the linear in quantize.linear.float8.filter_fqns",
           getModuleName(op.getLoc()).value_or("<unnamed>"), n, k,
           c.parallelism.tensorParallelDegree, kFloat8Multiple));
+    // torch._scaled_mm refuses rowwise scales with another output type
+    // too; cuBLASLt's outer-vector scaling is only known to run into bf16.
+    // The CUDA target computes in bf16 unless the key says otherwise.
+    std::string param = c.training.mixedPrecisionParam.value_or("bfloat16");
+    if (op.getRecipe() != Float8Recipe::Tensorwise && param != "bfloat16")
+      add(llvm::formatv(
+          "quantize.linear.float8.recipe_name = \"{0}\": rowwise-scaled "
+          "FP8 GEMMs (--target=cuda) write bf16, but "
+          "training.mixed_precision_param = \"{1}\"; set it to "
+          "\"bfloat16\"",
+          c.float8.recipeName, param));
     int64_t tokens =
         mlir::cast<mlir::ShapedType>(op.getInput().getType()).getNumElements() /
         k;
