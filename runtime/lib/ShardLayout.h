@@ -2,11 +2,11 @@
 //
 // A rank's shard of a parameter is a box of the global tensor: a dimension
 // split over mesh axes a1..ak is divided by each in turn (outermost first,
-// ceil-sized parts), the trailing storage axes (dp_replicate, dp_shard, cp) as one group;
-// that group may leave an uneven remainder (FSDP padding), so the box can
-// be smaller than the local shape, the rest being zero. Init, loading, saving
-// and resharding all move data between such boxes, one contiguous run (along
-// the last dimension) at a time.
+// ceil-sized parts), the trailing storage axes (dp_replicate, dp_shard, cp) as
+// one group; that group may leave an uneven remainder (FSDP padding), so the
+// box can be smaller than the local shape, the rest being zero. Init, loading,
+// saving and resharding all move data between such boxes, one contiguous run
+// (along the last dimension) at a time.
 //
 //===----------------------------------------------------------------------===//
 
