@@ -914,7 +914,6 @@ struct EmbeddingGradLayout {
                                     (int32_t *)nullptr, (int32_t *)nullptr,
                                     (int32_t *)nullptr, int(n));
   }
-  size_t total() const { return 4 * keyBytes + sortBytes; }
 };
 } // namespace
 
