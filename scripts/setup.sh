@@ -12,7 +12,10 @@ packages=(
   libdnnl-dev libopenblas-dev                               # CPU GEMMs (f32, f64)
   libopenmpi-dev openmpi-bin                                # MPI ranks
   libgtest-dev                                              # runtime unit tests
-  python3-torch                                             # independent reference
+  libpcre2-dev                                              # tokenizer split regex
+  libxxhash-dev                                             # checkpoint checksums
+  libboost-dev                                              # CRC32C (TensorBoard records)
+  python3-torch python3-venv                                # independent reference
 )
 
 missing=()
@@ -55,4 +58,17 @@ PY
     echo "setup: warning: could not fetch nvidia-cudnn-frontend; the CUDA target's attention will use its exact kernels" >&2
   fi
   rm -rf "$tmp"
+fi
+
+# The PyPI packages the suite compares titan with (transformers, tokenizers,
+# tiktoken, tensorboard) go into .venv, which also sees Debian's torch.
+# Reinstalled only when scripts/requirements-test.txt changes.
+venv=.venv
+requirements=scripts/requirements-test.txt
+stamp="$venv/.requirements"
+if ! cmp -s "$requirements" "$stamp" 2>/dev/null; then
+  echo "setup: installing $requirements into $venv (PyPI)"
+  /usr/bin/python3 -m venv --system-site-packages "$venv"
+  "$venv/bin/pip" install --quiet --disable-pip-version-check -r "$requirements"
+  cp "$requirements" "$stamp"
 fi

@@ -53,6 +53,20 @@ if (
     config.available_features.add("torch")
 config.substitutions.append(("%reference_python", reference_python))
 
+# The PyPI references (transformers, tokenizers, tiktoken, tensorboard) run
+# in the project's .venv (scripts/setup.sh), which also sees Debian's torch.
+test_python = os.path.join(config.titan_src_root, ".venv", "bin", "python")
+if os.path.exists(test_python) and (
+    subprocess.call(
+        [test_python, "-c", "import transformers, tokenizers, tiktoken, tensorboard"],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    == 0
+):
+    config.available_features.add("pypi-refs")
+config.substitutions.append(("%test_python", test_python))
+
 # Multi-rank tests launch executables with Open MPI, as root in CI.
 import shutil
 

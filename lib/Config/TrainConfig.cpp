@@ -121,6 +121,8 @@ const char *const kSections[] = {"job",
                                  "metrics",
                                  "profiling",
                                  "comm",
+                                 "memory_estimation",
+                                 "validation",
                                  "debug"};
 
 /// The schema, bound to the fields of `c`.
@@ -141,6 +143,9 @@ std::vector<KeySpec> buildSchema(TrainConfig &c) {
       "Built-in flavor (models/<name>/<flavor>.toml) or a model TOML path");
   add("model", "hf_assets_path", &c.model.hfAssetsPath,
       "Folder with a Hugging Face config.json; the model is built from it");
+  add("model", "tokenizer_path", &c.model.tokenizerPath,
+      "Deprecated (TorchTitan): the tokenizer's folder or file; "
+      "model.hf_assets_path is the current key");
   add("model", "converters", &c.model.converters, "Model converters to apply")
       .oneOf({"float8", "quantize.linear.float8"});
 
@@ -170,6 +175,9 @@ std::vector<KeySpec> buildSchema(TrainConfig &c) {
       "Dtype of gradient reductions")
       .oneOf({"float32"});
 
+  add("training", "enable_cpu_offload", &c.training.enableCpuOffload,
+      "Keep optimizer state and master weights in host memory (CUDA)");
+
   add("optimizer", "name", &c.optimizer.name, "Optimizer").oneOf({"AdamW"});
   add("optimizer", "lr", &c.optimizer.lr, "Peak learning rate").positive();
   add("optimizer", "beta1", &c.optimizer.beta1, "AdamW beta1")
@@ -180,6 +188,13 @@ std::vector<KeySpec> buildSchema(TrainConfig &c) {
   add("optimizer", "weight_decay", &c.optimizer.weightDecay,
       "Decoupled weight decay")
       .atLeast(0);
+
+  add("optimizer", "implementation", &c.optimizer.implementation,
+      "AdamW implementation (titan's is always one fused kernel)")
+      .oneOf({"for-loop", "foreach", "fused"});
+  add("optimizer", "early_step_in_backward",
+      &c.optimizer.earlyStepInBackward,
+      "Update each parameter as soon as its gradient is complete");
 
   add("lr_scheduler", "warmup_steps", &c.lrScheduler.warmupSteps,
       "Linear warmup steps")
@@ -306,6 +321,10 @@ std::vector<KeySpec> buildSchema(TrainConfig &c) {
   add("checkpoint", "keep_latest_k", &c.checkpoint.keepLatestK,
       "Checkpoints kept (0 = all)")
       .atLeast(0);
+  add("checkpoint", "exclude_from_loading", &c.checkpoint.excludeFromLoading,
+      "Checkpoint parts not to load")
+      .oneOf({"model", "optimizer", "lr_scheduler", "dataloader",
+              "train_state"});
   add("checkpoint", "enable_first_step_checkpoint",
       &c.checkpoint.enableFirstStepCheckpoint,
       "Also save after the first step");
@@ -323,6 +342,8 @@ std::vector<KeySpec> buildSchema(TrainConfig &c) {
       "Write TensorBoard events");
   add("metrics", "save_tb_folder", &c.metrics.saveTbFolder,
       "TensorBoard folder under job.dump_folder");
+  add("metrics", "save_for_all_ranks", &c.metrics.saveForAllRanks,
+      "TensorBoard events from every rank (one folder per rank)");
   add("metrics", "disable_color_printing", &c.metrics.disableColorPrinting,
       "Plain progress lines");
   add("metrics", "peak_tflops", &c.metrics.peakTflops,
@@ -346,6 +367,27 @@ std::vector<KeySpec> buildSchema(TrainConfig &c) {
       "Seconds a collective may take after the first step before every rank "
       "is aborted")
       .atLeast(1);
+
+  add("memory_estimation", "enable", &c.memoryEstimation.enable,
+      "Print the compiled memory plan (titan's is exact, not estimated)");
+
+  auto &v = c.validation;
+  add("validation", "enable", &v.enable,
+      "Forward-only loss over the validation set every validation.freq "
+      "steps");
+  add("validation", "dataset", &v.dataset, "Validation dataset name");
+  add("validation", "dataset_path", &v.datasetPath,
+      "Validation data (as training.dataset_path)");
+  add("validation", "local_batch_size", &v.localBatchSize,
+      "Per-rank validation batch size")
+      .atLeast(1);
+  add("validation", "seq_len", &v.seqLen, "Validation sequence length")
+      .atLeast(1);
+  add("validation", "freq", &v.freq, "Steps between validations").atLeast(1);
+  add("validation", "steps", &v.steps,
+      "Validation batches per validation")
+      .atLeast(1)
+      .orSentinel(-1, "the whole validation set");
 
   add("debug", "seed", &c.debug.seed, "Base RNG seed").atLeast(0);
   add("debug", "deterministic", &c.debug.deterministic,

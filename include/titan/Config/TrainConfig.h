@@ -40,6 +40,9 @@ struct TrainConfig {
     /// Directory (or file) with a Hugging Face config.json; when set, the
     /// model is built from it.
     std::string hfAssetsPath;
+    /// TorchTitan's deprecated spelling of a tokenizer folder or file; wins
+    /// over hf_assets_path for the tokenizer when set.
+    std::string tokenizerPath;
     std::vector<std::string> converters;
   } model;
 
@@ -56,6 +59,9 @@ struct TrainConfig {
     /// bfloat16 on CUDA).
     std::optional<std::string> mixedPrecisionParam;
     std::string mixedPrecisionReduce = "float32";
+    /// FSDP2's CPU offload: optimizer state and master weights in host
+    /// memory (CUDA target).
+    bool enableCpuOffload = false;
   } training;
 
   struct Optimizer {
@@ -65,6 +71,8 @@ struct TrainConfig {
     double beta2 = 0.95;
     double eps = 1e-8;
     double weightDecay = 0.1;
+    std::string implementation = "fused";
+    bool earlyStepInBackward = false;
   } optimizer;
 
   struct LRScheduler {
@@ -133,6 +141,9 @@ struct TrainConfig {
     std::string exportDtype = "float32";
     int64_t keepLatestK = 10;
     int64_t loadStep = -1;
+    /// Parts of a checkpoint not to load: "model", "optimizer",
+    /// "lr_scheduler", "dataloader", "train_state".
+    std::vector<std::string> excludeFromLoading;
     bool enableFirstStepCheckpoint = false;
     std::string asyncMode = "disabled";
   } checkpoint;
@@ -141,6 +152,9 @@ struct TrainConfig {
     int64_t logFreq = 10;
     bool enableTensorboard = false;
     std::string saveTbFolder = "tb";
+    /// TensorBoard events from every rank (one folder each), not only from
+    /// the rank that computes the loss.
+    bool saveForAllRanks = false;
     bool disableColorPrinting = false;
     /// The hardware's peak TFLOP/s for MFU (titan's addition to
     /// TorchTitan's keys); 0: unknown, no MFU is reported.
@@ -162,6 +176,23 @@ struct TrainConfig {
     int64_t initTimeoutSeconds = 300;
     int64_t trainTimeoutSeconds = 100;
   } comm;
+
+  /// TorchTitan's [validation]: a forward-only loss over a held-out set
+  /// every `freq` steps.
+  struct Validation {
+    bool enable = false;
+    std::string dataset = "c4_validation";
+    std::string datasetPath;
+    int64_t localBatchSize = 8;
+    int64_t seqLen = 2048;
+    int64_t freq = 10;
+    int64_t steps = -1; ///< -1: the whole validation set.
+  } validation;
+
+  /// TorchTitan's [memory_estimation]: print the memory plan.
+  struct MemoryEstimation {
+    bool enable = false;
+  } memoryEstimation;
 
   struct Debug {
     std::optional<int64_t> seed;
