@@ -192,8 +192,7 @@ std::vector<KeySpec> buildSchema(TrainConfig &c) {
   add("optimizer", "implementation", &c.optimizer.implementation,
       "AdamW implementation (titan's is always one fused kernel)")
       .oneOf({"for-loop", "foreach", "fused"});
-  add("optimizer", "early_step_in_backward",
-      &c.optimizer.earlyStepInBackward,
+  add("optimizer", "early_step_in_backward", &c.optimizer.earlyStepInBackward,
       "Update each parameter as soon as its gradient is complete");
 
   add("lr_scheduler", "warmup_steps", &c.lrScheduler.warmupSteps,
@@ -323,8 +322,8 @@ std::vector<KeySpec> buildSchema(TrainConfig &c) {
       .atLeast(0);
   add("checkpoint", "exclude_from_loading", &c.checkpoint.excludeFromLoading,
       "Checkpoint parts not to load")
-      .oneOf({"model", "optimizer", "lr_scheduler", "dataloader",
-              "train_state"});
+      .oneOf(
+          {"model", "optimizer", "lr_scheduler", "dataloader", "train_state"});
   add("checkpoint", "enable_first_step_checkpoint",
       &c.checkpoint.enableFirstStepCheckpoint,
       "Also save after the first step");
@@ -384,8 +383,7 @@ std::vector<KeySpec> buildSchema(TrainConfig &c) {
   add("validation", "seq_len", &v.seqLen, "Validation sequence length")
       .atLeast(1);
   add("validation", "freq", &v.freq, "Steps between validations").atLeast(1);
-  add("validation", "steps", &v.steps,
-      "Validation batches per validation")
+  add("validation", "steps", &v.steps, "Validation batches per validation")
       .atLeast(1)
       .orSentinel(-1, "the whole validation set");
 

@@ -1,4 +1,5 @@
-//===- Tokenizer.h - text to token ids, as TorchTitan's tokenizer -*- C++ -*-===//
+//===- Tokenizer.h - text to token ids, as TorchTitan's tokenizer -*- C++
+//-*-===//
 //
 // The tokenizers a TorchTitan job names through model.hf_assets_path (or
 // the deprecated model.tokenizer_path): a Hugging Face `tokenizer.json`

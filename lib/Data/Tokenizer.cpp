@@ -1,0 +1,43 @@
+//===- Tokenizer.cpp - text to token ids ----------------------------------===//
+
+#include "titan/Data/Tokenizer.h"
+
+using namespace titan::data;
+using llvm::StringRef;
+
+Tokenizer::~Tokenizer() = default;
+
+namespace {
+
+/// id = byte value: what titan trained on before it read tokenizer files.
+class ByteTokenizer final : public Tokenizer {
+public:
+  void encode(StringRef text, bool, bool,
+              std::vector<int32_t> &ids) const override {
+    for (unsigned char c : text)
+      ids.push_back(c);
+  }
+  std::string decode(llvm::ArrayRef<int32_t> ids) const override {
+    std::string text;
+    for (int32_t id : ids)
+      text.push_back(static_cast<char>(id));
+    return text;
+  }
+  int64_t vocabSize() const override { return 256; }
+  std::optional<int32_t> bosId() const override { return std::nullopt; }
+  std::optional<int32_t> eosId() const override { return std::nullopt; }
+  StringRef kind() const override { return "bytes"; }
+};
+
+} // namespace
+
+std::unique_ptr<Tokenizer> titan::data::createByteTokenizer() {
+  return std::make_unique<ByteTokenizer>();
+}
+
+llvm::Expected<std::unique_ptr<Tokenizer>>
+titan::data::loadTokenizer(StringRef path) {
+  return llvm::createStringError(llvm::inconvertibleErrorCode(),
+                                 "tokenizer '%s': not yet supported",
+                                 path.str().c_str());
+}
