@@ -31,10 +31,11 @@ using llvm::StringRef;
 
 namespace {
 
-using FieldRef =
-    std::variant<bool *, int64_t *, double *, std::string *,
-                 std::vector<std::string> *, std::optional<int64_t> *,
-                 std::optional<double> *, std::optional<std::string> *>;
+using StringLists = std::vector<std::vector<std::string>>;
+using FieldRef = std::variant<bool *, int64_t *, double *, std::string *,
+                              std::vector<std::string> *,
+                              std::optional<int64_t> *, std::optional<double> *,
+                              std::optional<std::string> *, StringLists *>;
 
 /// A numeric interval [lo, hi] with optionally open ends, plus one extra
 /// allowed sentinel (TorchTitan's -1 = "derive it").
@@ -75,8 +76,30 @@ struct KeySpec {
   std::vector<StringRef> choices; ///< for strings and list elements
   bool allowEmpty = true;         ///< strings with choices: "" = unset
   std::optional<Range> range;     ///< for numbers
+  KeyGroup group = KeyGroup::Implemented;
+  /// Values of a list key that titan refuses (TorchTitan knows them), and
+  /// why.
+  std::vector<StringRef> refusedChoices;
+  StringRef refusedChoicesWhy;
 
   std::string fullName() const { return (section + "." + key).str(); }
+
+  /// A key that means nothing for a compiler; `help` says why.
+  KeySpec &noMeaning() {
+    group = KeyGroup::NoMeaning;
+    return *this;
+  }
+  /// A key titan accepts only at TorchTitan's default; `help` says why.
+  KeySpec &refused() {
+    group = KeyGroup::Refused;
+    return *this;
+  }
+  KeySpec &refuseChoices(std::initializer_list<StringRef> values,
+                         StringRef why) {
+    refusedChoices.assign(values);
+    refusedChoicesWhy = why;
+    return *this;
+  }
 
   KeySpec &oneOf(std::initializer_list<StringRef> values, bool empty = false) {
     choices.assign(values);
@@ -117,37 +140,103 @@ const char *const kSections[] = {"job",
                                  "activation_checkpoint",
                                  "compile",
                                  "quantize.linear.float8",
+                                 "quantize.linear.mx",
+                                 "quantize.grouped_mm.float8",
+                                 "quantize.grouped_mm.mx",
                                  "checkpoint",
                                  "metrics",
                                  "profiling",
                                  "comm",
                                  "memory_estimation",
+                                 "fault_tolerance",
+                                 "experimental",
                                  "validation",
                                  "debug"};
+
+/// Other names of keys: older titan's and newer TorchTitan's (v0.2.1 moved
+/// seed and deterministic back to [debug]). They set the same field.
+const std::pair<StringRef, StringRef> kAliases[] = {
+    {"job.print_args", "job.print_config"},
+    {"debug.seed", "training.seed"},
+    {"debug.deterministic", "training.deterministic"},
+    {"debug.moe_force_load_balance", "training.debug_moe_force_load_balance"},
+};
+
+/// Spellings of other TorchTitan versions (v0.1.0's config_manager.py, the
+/// quantize.dense.* of early v0.2 write-ups) that edit distance would not
+/// map, with what to write today.
+const std::pair<StringRef, StringRef> kForeignKeys[] = {
+    {"quantize.dense.float8.enable",
+     "--model.converters quantize.linear.float8"},
+    {"float8.enable_float8_linear",
+     "--model.converters quantize.linear.float8"},
+    {"training.compile", "--compile.enable"},
+    {"checkpoint.enable_checkpoint", "--checkpoint.enable"},
+    {"checkpoint.initial_load_model_weights_only",
+     "--checkpoint.initial_load_model_only"},
+    {"checkpoint.last_save_model_weights_only",
+     "--checkpoint.last_save_model_only"},
+    {"lr_scheduler.lr_min", "--lr_scheduler.min_lr_factor"},
+    {"parallelism.pipeline_parallel_split_points",
+     "--parallelism.pipeline_parallel_layers_per_stage"},
+};
+
+/// Sections of other TorchTitan versions and what they are called today.
+const std::pair<StringRef, StringRef> kForeignSections[] = {
+    {"float8", "quantize.linear.float8"},
+    {"mx", "quantize.linear.mx"},
+    {"quantize.dense.float8", "quantize.linear.float8"},
+    {"quantize.dense.mx", "quantize.linear.mx"},
+    {"quantize.moe.float8", "quantize.grouped_mm.float8"},
+    {"quantize.moe.mx", "quantize.grouped_mm.mx"},
+};
 
 /// The schema, bound to the fields of `c`.
 std::vector<KeySpec> buildSchema(TrainConfig &c) {
   std::vector<KeySpec> s;
   auto add = [&](StringRef section, StringRef key, FieldRef field,
                  StringRef help) -> KeySpec & {
-    s.push_back(KeySpec{section, key, field, help, {}, true, std::nullopt});
+    s.push_back(KeySpec{section,
+                        key,
+                        field,
+                        help,
+                        {},
+                        true,
+                        std::nullopt,
+                        KeyGroup::Implemented,
+                        {},
+                        ""});
     return s.back();
   };
   add("job", "config_file", &c.job.configFile, "Job config file (TOML)");
   add("job", "dump_folder", &c.job.dumpFolder, "Folder for job outputs");
   add("job", "description", &c.job.description, "Description of the job");
-  add("job", "print_args", &c.job.printArgs, "Print the resolved config");
+  add("job", "print_config", &c.job.printConfig,
+      "Print the resolved config (alias: job.print_args)");
+  add("job", "custom_config_module", &c.job.customConfigModule,
+      "A Python module extending JobConfig; titan's keys are fixed")
+      .refused();
 
   add("model", "name", &c.model.name, "Model family").oneOf({"llama3"});
   add("model", "flavor", &c.model.flavor,
       "Built-in flavor (models/<name>/<flavor>.toml) or a model TOML path");
   add("model", "hf_assets_path", &c.model.hfAssetsPath,
-      "Folder with a Hugging Face config.json; the model is built from it");
+      "Folder of the Hugging Face assets: the tokenizer and, for HF "
+      "checkpoints, config.json (model.flavor names the model); need not "
+      "exist at compile time");
   add("model", "tokenizer_path", &c.model.tokenizerPath,
       "Deprecated (TorchTitan): the tokenizer's folder or file; "
       "model.hf_assets_path is the current key");
   add("model", "converters", &c.model.converters, "Model converters to apply")
-      .oneOf({"float8", "quantize.linear.float8"});
+      .oneOf({"float8", "quantize.linear.float8"})
+      .refuseChoices({"mx", "quantize.linear.mx", "quantize.grouped_mm.float8",
+                      "quantize.grouped_mm.mx"},
+                     "titan has no MX (microscaling) kernels, and grouped "
+                     "GEMMs exist only in MoE models (Llama 3 is dense)");
+  add("model", "print_after_conversion", &c.model.printAfterConversion,
+      "Print the nn.Module after converters (no Python module; "
+      "--emit=titan shows the converted model)")
+      .noMeaning();
 
   add("training", "local_batch_size", &c.training.localBatchSize,
       "Per-rank batch size (sequences)")
@@ -177,6 +266,20 @@ std::vector<KeySpec> buildSchema(TrainConfig &c) {
 
   add("training", "enable_cpu_offload", &c.training.enableCpuOffload,
       "Keep optimizer state and master weights in host memory (CUDA)");
+  add("training", "gc_freq", &c.training.gcFreq,
+      "Python garbage collection interval (no Python at run time)")
+      .noMeaning();
+  add("training", "gc_debug", &c.training.gcDebug,
+      "Python garbage collection debugging (no Python at run time)")
+      .noMeaning();
+  add("training", "seed", &c.training.seed, "Base RNG seed (alias: debug.seed)")
+      .atLeast(0);
+  add("training", "deterministic", &c.training.deterministic,
+      "Deterministic algorithms only (alias: debug.deterministic)");
+  add("training", "debug_moe_force_load_balance",
+      &c.training.debugMoeForceLoadBalance,
+      "Balance MoE routing for debugging (Llama 3 has no MoE layers)")
+      .noMeaning();
 
   add("optimizer", "name", &c.optimizer.name, "Optimizer").oneOf({"AdamW"});
   add("optimizer", "lr", &c.optimizer.lr, "Peak learning rate").positive();
@@ -231,12 +334,15 @@ std::vector<KeySpec> buildSchema(TrainConfig &c) {
   add("parallelism", "pipeline_parallel_schedule", &p.pipelineParallelSchedule,
       "Pipeline schedule")
       .oneOf({"GPipe", "1F1B", "Interleaved1F1B", "LoopedBFS",
-              "InterleavedZeroBubble", "ZBVZeroBubble", "DualPipeV"});
+              "InterleavedZeroBubble", "ZBVZeroBubble", "DualPipeV",
+              "PipelineScheduleSingle", "PipelineScheduleMulti",
+              "_PipelineScheduleRuntime"});
   add("parallelism", "pipeline_parallel_schedule_csv",
       &p.pipelineParallelScheduleCsv,
       "A file of each pipeline rank's actions (TorchTitan's CSV format, "
       "e.g. 0F0,0F1,0B0,...), run instead of the named schedule, whose "
-      "stage layout it keeps");
+      "stage layout it keeps (PipelineScheduleSingle: one stage per rank; "
+      "PipelineScheduleMulti: several)");
   add("parallelism", "pipeline_parallel_microbatch_size",
       &p.pipelineParallelMicrobatchSize, "Pipeline microbatch size")
       .atLeast(1);
@@ -257,6 +363,21 @@ std::vector<KeySpec> buildSchema(TrainConfig &c) {
   add("parallelism", "context_parallel_rotate_method",
       &p.contextParallelRotateMethod, "KV exchange in ring attention")
       .oneOf({"allgather", "alltoall"});
+  add("parallelism", "enable_compiled_autograd", &p.enableCompiledAutograd,
+      "torch.compile of the autograd graph (titan compiles the backward "
+      "ahead of time)")
+      .noMeaning();
+  add("parallelism", "module_fqns_per_model_part", &p.moduleFqnsPerModelPart,
+      "Stage split by module names; titan splits by layer counts "
+      "(pipeline_parallel_layers_per_stage)")
+      .refused();
+  add("parallelism", "expert_parallel_degree", &p.expertParallelDegree,
+      "Expert parallelism needs MoE layers (Llama 3 is dense)")
+      .refused();
+  add("parallelism", "expert_tensor_parallel_degree",
+      &p.expertTensorParallelDegree,
+      "Expert tensor parallelism needs MoE layers (Llama 3 is dense)")
+      .refused();
 
   add("activation_checkpoint", "mode", &c.activationCheckpoint.mode,
       "Activation checkpointing")
@@ -280,6 +401,9 @@ std::vector<KeySpec> buildSchema(TrainConfig &c) {
   add("compile", "enable", &c.compile.enable, "Fuse into compiled kernels");
   add("compile", "components", &c.compile.components, "What to compile")
       .oneOf({"model", "loss"});
+  add("compile", "backend", &c.compile.backend,
+      "torch.compile backend (titan is the compiler)")
+      .noMeaning();
 
   add("quantize.linear.float8", "recipe_name", &c.float8.recipeName,
       "Float8 scaling recipe")
@@ -294,6 +418,26 @@ std::vector<KeySpec> buildSchema(TrainConfig &c) {
       "Linear layers kept in high precision");
   add("quantize.linear.float8", "emulate", &c.float8.emulate,
       "Emulate the float8 GEMMs (the CPU target always does)");
+
+  auto &q = c.otherQuantize;
+  StringRef mxWhy = "Read only by the MX converter, which titan refuses";
+  add("quantize.linear.mx", "mxfp8_dim1_cast_kernel_choice",
+      &q.mxLinearDim1CastKernelChoice, mxWhy)
+      .noMeaning();
+  add("quantize.linear.mx", "recipe_name", &q.mxLinearRecipeName, mxWhy)
+      .noMeaning();
+  add("quantize.linear.mx", "filter_fqns", &q.mxLinearFilterFqns, mxWhy)
+      .noMeaning();
+  StringRef groupedWhy =
+      "Read only by the grouped-GEMM converters of MoE models, which titan "
+      "refuses";
+  add("quantize.grouped_mm.float8", "fqns", &q.float8GroupedMmFqns, groupedWhy)
+      .noMeaning();
+  add("quantize.grouped_mm.mx", "recipe_name", &q.mxGroupedMmRecipeName,
+      groupedWhy)
+      .noMeaning();
+  add("quantize.grouped_mm.mx", "fqns", &q.mxGroupedMmFqns, groupedWhy)
+      .noMeaning();
 
   add("checkpoint", "enable", &c.checkpoint.enable, "Save checkpoints");
   add("checkpoint", "folder", &c.checkpoint.folder,
@@ -334,11 +478,32 @@ std::vector<KeySpec> buildSchema(TrainConfig &c) {
       "Step to resume from (with checkpoint.enable, -1 is the latest)")
       .atLeast(0)
       .orSentinel(-1, "the latest");
+  add("checkpoint", "enable_ft_dataloader_checkpoints",
+      &c.checkpoint.enableFtDataloaderCheckpoints,
+      "Per-replica data loader checkpoints of fault tolerance, which titan "
+      "refuses")
+      .noMeaning();
+  add("checkpoint", "initial_load_in_hf_quantized",
+      &c.checkpoint.initialLoadInHfQuantized,
+      "Quantized HF checkpoints; titan loads float weights")
+      .refused();
+  add("checkpoint", "create_seed_checkpoint",
+      &c.checkpoint.createSeedCheckpoint,
+      "A step-0 checkpoint from one rank; titan's initialization is "
+      "already the same for every parallel layout (training.seed)")
+      .refused();
+  add("checkpoint", "load_only", &c.checkpoint.loadOnly,
+      "Load checkpoints but never save (not implemented yet)")
+      .refused();
 
   add("metrics", "log_freq", &c.metrics.logFreq, "Steps between log lines")
       .atLeast(1);
   add("metrics", "enable_tensorboard", &c.metrics.enableTensorboard,
       "Write TensorBoard events");
+  add("metrics", "enable_wandb", &c.metrics.enableWandb,
+      "Weights & Biases logging; titan writes TensorBoard events "
+      "(metrics.enable_tensorboard)")
+      .refused();
   add("metrics", "save_tb_folder", &c.metrics.saveTbFolder,
       "TensorBoard folder under job.dump_folder");
   add("metrics", "save_for_all_ranks", &c.metrics.saveForAllRanks,
@@ -357,6 +522,20 @@ std::vector<KeySpec> buildSchema(TrainConfig &c) {
   add("profiling", "profile_freq", &c.profiling.profileFreq,
       "Steps between traced steps")
       .atLeast(1);
+  add("profiling", "profiler_active", &c.profiling.profilerActive,
+      "Steps traced per profile_freq steps; titan traces one")
+      .refused();
+  add("profiling", "profiler_warmup", &c.profiling.profilerWarmup,
+      "torch.profiler's warm-up steps (titan's tracing needs none)")
+      .noMeaning();
+  add("profiling", "enable_memory_snapshot", &c.profiling.enableMemorySnapshot,
+      "CUDA caching allocator snapshots; titan plans memory at compile time "
+      "(memory_estimation.enable, --emit=memory)")
+      .refused();
+  add("profiling", "save_memory_snapshot_folder",
+      &c.profiling.saveMemorySnapshotFolder,
+      "Read only with profiling.enable_memory_snapshot, which titan refuses")
+      .noMeaning();
 
   add("comm", "init_timeout_seconds", &c.comm.initTimeoutSeconds,
       "Seconds a collective may take during start-up and the first step "
@@ -366,9 +545,48 @@ std::vector<KeySpec> buildSchema(TrainConfig &c) {
       "Seconds a collective may take after the first step before every rank "
       "is aborted")
       .atLeast(1);
+  StringRef flightRecorder = "NCCL flight recorder (titan's timeouts name the "
+                             "collective each rank waits in)";
+  add("comm", "trace_buf_size", &c.comm.traceBufSize, flightRecorder)
+      .noMeaning();
+  add("comm", "save_traces_folder", &c.comm.saveTracesFolder, flightRecorder)
+      .noMeaning();
+  add("comm", "save_traces_file_prefix", &c.comm.saveTracesFilePrefix,
+      flightRecorder)
+      .noMeaning();
 
   add("memory_estimation", "enable", &c.memoryEstimation.enable,
       "Print the compiled memory plan (titan's is exact, not estimated)");
+  add("memory_estimation", "disable_fake_mode",
+      &c.memoryEstimation.disableFakeMode,
+      "PyTorch's FakeTensorMode (titan's plan needs no tensors)")
+      .noMeaning();
+
+  auto &ft = c.faultTolerance;
+  add("fault_tolerance", "enable", &ft.enable,
+      "torchft replica groups that survive failures; titan's jobs restart "
+      "from checkpoints")
+      .refused();
+  StringRef ftWhy =
+      "Read only with fault_tolerance.enable, which titan refuses";
+  add("fault_tolerance", "process_group", &ft.processGroup, ftWhy).noMeaning();
+  add("fault_tolerance", "process_group_timeout_ms", &ft.processGroupTimeoutMs,
+      ftWhy)
+      .noMeaning();
+  add("fault_tolerance", "replica_id", &ft.replicaId, ftWhy).noMeaning();
+  add("fault_tolerance", "group_size", &ft.groupSize, ftWhy).noMeaning();
+  add("fault_tolerance", "min_replica_size", &ft.minReplicaSize, ftWhy)
+      .noMeaning();
+  add("fault_tolerance", "semi_sync_method", &ft.semiSyncMethod, ftWhy)
+      .noMeaning();
+
+  add("experimental", "custom_import", &c.experimental.customImport,
+      "A Python module to import (new models, components); titan compiles "
+      "its built-in Llama 3")
+      .refused();
+  add("experimental", "custom_args_module", &c.experimental.customArgsModule,
+      "A Python module extending JobConfig; titan's keys are fixed")
+      .refused();
 
   auto &v = c.validation;
   add("validation", "enable", &v.enable,
@@ -387,9 +605,6 @@ std::vector<KeySpec> buildSchema(TrainConfig &c) {
       .atLeast(1)
       .orSentinel(-1, "the whole validation set");
 
-  add("debug", "seed", &c.debug.seed, "Base RNG seed").atLeast(0);
-  add("debug", "deterministic", &c.debug.deterministic,
-      "Deterministic algorithms only");
   add("debug", "no_cuda_graphs", &c.debug.noCudaGraphs,
       "CUDA target: launch each kernel of every step instead of capturing "
       "the steps once as CUDA graphs and replaying them (titan's own key)");
@@ -412,6 +627,8 @@ StringRef valueKind(const FieldRef &f) {
         else if constexpr (std::is_same_v<T, std::string> ||
                            std::is_same_v<T, std::optional<std::string>>)
           return "string";
+        else if constexpr (std::is_same_v<T, StringLists>)
+          return "list of lists of strings";
         else
           return "list of strings";
       },
@@ -425,6 +642,72 @@ std::string typeName(const FieldRef &f) {
          kind.str();
 }
 
+std::string formatDouble(double v) {
+  std::string s = formatNumber(v);
+  // Keep floats recognizable as floats in TOML.
+  if (s.find_first_of(".eEn") == std::string::npos)
+    s += ".0";
+  return s;
+}
+
+std::string quote(StringRef s) {
+  std::string out = "\"";
+  for (char ch : s) {
+    if (ch == '"' || ch == '\\')
+      out += '\\';
+    out += ch;
+  }
+  return out + "\"";
+}
+
+std::string formatList(const std::vector<std::string> &list) {
+  std::vector<std::string> quoted;
+  for (const std::string &s : list)
+    quoted.push_back(quote(s));
+  return "[" + llvm::join(quoted, ", ") + "]";
+}
+
+/// The value in `f` as TOML; empty when unset.
+std::string formatValue(const FieldRef &f) {
+  return std::visit(
+      [](auto *p) -> std::string {
+        using T = std::remove_pointer_t<decltype(p)>;
+        if constexpr (std::is_same_v<T, bool>)
+          return *p ? "true" : "false";
+        else if constexpr (std::is_same_v<T, int64_t>)
+          return std::to_string(*p);
+        else if constexpr (std::is_same_v<T, double>)
+          return formatDouble(*p);
+        else if constexpr (std::is_same_v<T, std::string>)
+          return quote(*p);
+        else if constexpr (std::is_same_v<T, std::vector<std::string>>)
+          return formatList(*p);
+        else if constexpr (std::is_same_v<T, StringLists>) {
+          std::vector<std::string> lists;
+          for (const std::vector<std::string> &list : *p)
+            lists.push_back(formatList(list));
+          return p->empty() ? "" : "[" + llvm::join(lists, ", ") + "]";
+        } else if constexpr (std::is_same_v<T, std::optional<int64_t>>)
+          return *p ? std::to_string(**p) : "";
+        else if constexpr (std::is_same_v<T, std::optional<std::string>>)
+          return *p ? quote(**p) : "";
+        else
+          return *p ? formatDouble(**p) : "";
+      },
+      f);
+}
+
+/// The strings of a TOML array into `out`; false if one is not a string.
+bool readStrings(const toml::array &arr, std::vector<std::string> &out) {
+  out.clear();
+  for (const toml::node &e : arr) {
+    if (!e.is_string())
+      return false;
+    out.push_back(std::string(*e.value<std::string_view>()));
+  }
+  return true;
+}
+
 std::string location(StringRef path, const toml::source_region &region) {
   return llvm::formatv("{0}:{1}:{2}", path, region.begin.line,
                        region.begin.column);
@@ -432,24 +715,37 @@ std::string location(StringRef path, const toml::source_region &region) {
 
 class ConfigBuilder {
 public:
-  ConfigBuilder() : schema(buildSchema(config)) {}
+  ConfigBuilder()
+      : schema(buildSchema(config)), defaultSchema(buildSchema(defaults)) {}
 
-  KeySpec *find(StringRef section, StringRef key) {
-    for (KeySpec &k : schema)
-      if (k.section == section && k.key == key)
-        return &k;
-    return nullptr;
-  }
+  /// The key named `fullKey` or by one of its aliases.
   KeySpec *find(StringRef fullKey) {
+    for (auto [alias, key] : kAliases)
+      if (fullKey == alias)
+        fullKey = key;
     for (KeySpec &k : schema)
       if (k.fullName() == fullKey)
         return &k;
     return nullptr;
   }
+  KeySpec *find(StringRef section, StringRef key) {
+    return find((section + "." + key).str());
+  }
 
   /// "did you mean ..." for an unknown key, looking first in its own section,
   /// then for the same key name in other sections, then for a near full name.
   std::string suggestKey(StringRef section, StringRef key) {
+    std::string full = (section + "." + key).str();
+    for (auto [foreign, current] : kForeignKeys)
+      if (full == foreign)
+        return ("; did you mean '" + current + "'? ('" + full +
+                "' is another TorchTitan version's key)")
+            .str();
+    for (auto [foreign, current] : kForeignSections)
+      if (section == foreign && find(current, key))
+        return ("; did you mean '" + current + "." + key + "'? ([" + section +
+                "] is another TorchTitan version's section)")
+            .str();
     std::vector<StringRef> sameSection;
     for (KeySpec &k : schema)
       if (k.section == section)
@@ -468,7 +764,6 @@ public:
     for (KeySpec &k : schema)
       fullNames.push_back(k.fullName());
     std::vector<StringRef> refs(fullNames.begin(), fullNames.end());
-    std::string full = (section + "." + key).str();
     hit = closestMatch(full, refs);
     if (!hit.empty())
       return ("; did you mean '" + hit + "'?").str();
@@ -476,6 +771,12 @@ public:
   }
 
   std::string suggestSection(StringRef section) {
+    for (auto [foreign, current] : kForeignSections)
+      if (foreign == section ||
+          (foreign.starts_with(section) && foreign[section.size()] == '.'))
+        return ("; [" + foreign + "] of another TorchTitan version is [" +
+                current + "] today")
+            .str();
     std::vector<StringRef> names(std::begin(kSections), std::end(kSections));
     StringRef hit = closestMatch(section, names);
     return hit.empty() ? "" : ("; did you mean [" + hit + "]?").str();
@@ -494,9 +795,26 @@ public:
     errors.push_back(where.empty() ? msg : where + ": " + msg);
   }
 
-  /// Checks enumerations and ranges of the value now in `k`'s field.
+  /// Checks enumerations and ranges of the value now in `k`'s field, and
+  /// that a refused key keeps TorchTitan's default.
   void checkValue(KeySpec &k, const std::string &where) {
+    std::string value = formatValue(k.field);
+    std::string defaultValue =
+        formatValue(defaultSchema[&k - schema.data()].field);
+    if (k.group == KeyGroup::Refused && value != defaultValue) {
+      error(where,
+            llvm::formatv("{0} = {1} is not supported: {2} (only "
+                          "TorchTitan's default, {3}, is accepted)",
+                          k.fullName(), value, k.help,
+                          defaultValue.empty() ? "unset" : defaultValue));
+      return;
+    }
     auto checkChoice = [&](const std::string &v) {
+      if (llvm::is_contained(k.refusedChoices, v)) {
+        error(where, llvm::formatv("{0}: '{1}' is not supported: {2}",
+                                   k.fullName(), v, k.refusedChoicesWhy));
+        return;
+      }
       if (k.choices.empty() || (k.allowEmpty && v.empty()) ||
           llvm::is_contained(k.choices, v))
         return;
@@ -593,16 +911,19 @@ public:
             if (!node.is_string())
               return false;
             *p = std::string(*node.value<std::string_view>());
-          } else {
+          } else if constexpr (std::is_same_v<T, StringLists>) {
             const toml::array *arr = node.as_array();
             if (!arr)
               return false;
             p->clear();
-            for (const toml::node &e : *arr) {
-              if (!e.is_string())
+            for (const toml::node &e : *arr)
+              if (!e.is_array() ||
+                  !readStrings(*e.as_array(), p->emplace_back()))
                 return false;
-              p->push_back(std::string(*e.value<std::string_view>()));
-            }
+          } else {
+            const toml::array *arr = node.as_array();
+            if (!arr || !readStrings(*arr, *p))
+              return false;
           }
           return true;
         },
@@ -640,6 +961,8 @@ public:
           } else if constexpr (std::is_same_v<T, std::string> ||
                                std::is_same_v<T, std::optional<std::string>>) {
             *p = text.str();
+          } else if constexpr (std::is_same_v<T, StringLists>) {
+            return false; // no command-line form; set it in the TOML file
           } else {
             // TorchTitan's CLI form: a comma-separated list.
             p->clear();
@@ -769,6 +1092,16 @@ public:
       error("", "activation_checkpoint.selective_ac_option: '" + ac.str() +
                     "' must be \"op\" or a positive integer N (checkpoint "
                     "every Nth layer)");
+    StringRef schedule = c.parallelism.pipelineParallelSchedule;
+    if (c.parallelism.pipelineParallelDegree > 1 &&
+        c.parallelism.pipelineParallelScheduleCsv.empty() &&
+        llvm::is_contained({"PipelineScheduleSingle", "PipelineScheduleMulti",
+                            "_PipelineScheduleRuntime"},
+                           schedule))
+      error("", "parallelism.pipeline_parallel_schedule '" + schedule.str() +
+                    "' runs the actions of "
+                    "parallelism.pipeline_parallel_schedule_csv, which is "
+                    "not set");
     if (c.checkpoint.keepLatestK == 1)
       error("", "checkpoint.keep_latest_k: 1 is not allowed (the newest "
                 "checkpoint may still be being written); use 0 (keep all) "
@@ -781,26 +1114,11 @@ public:
 
   TrainConfig config;
   std::vector<KeySpec> schema;
+  /// TorchTitan's defaults, parallel to `schema`.
+  TrainConfig defaults;
+  std::vector<KeySpec> defaultSchema;
   std::vector<std::string> errors;
 };
-
-std::string formatDouble(double v) {
-  std::string s = formatNumber(v);
-  // Keep floats recognizable as floats in TOML.
-  if (s.find_first_of(".eEn") == std::string::npos)
-    s += ".0";
-  return s;
-}
-
-std::string quote(StringRef s) {
-  std::string out = "\"";
-  for (char ch : s) {
-    if (ch == '"' || ch == '\\')
-      out += '\\';
-    out += ch;
-  }
-  return out + "\"";
-}
 
 } // namespace
 
@@ -883,30 +1201,7 @@ void titan::printTrainConfig(const TrainConfig &config, llvm::raw_ostream &os) {
       os << (section.empty() ? "" : "\n") << "[" << k.section << "]\n";
       section = k.section;
     }
-    std::string value = std::visit(
-        [](auto *p) -> std::string {
-          using T = std::remove_pointer_t<decltype(p)>;
-          if constexpr (std::is_same_v<T, bool>)
-            return *p ? "true" : "false";
-          else if constexpr (std::is_same_v<T, int64_t>)
-            return std::to_string(*p);
-          else if constexpr (std::is_same_v<T, double>)
-            return formatDouble(*p);
-          else if constexpr (std::is_same_v<T, std::string>)
-            return quote(*p);
-          else if constexpr (std::is_same_v<T, std::vector<std::string>>) {
-            std::vector<std::string> quoted;
-            for (const std::string &s : *p)
-              quoted.push_back(quote(s));
-            return "[" + llvm::join(quoted, ", ") + "]";
-          } else if constexpr (std::is_same_v<T, std::optional<int64_t>>)
-            return *p ? std::to_string(**p) : "";
-          else if constexpr (std::is_same_v<T, std::optional<std::string>>)
-            return *p ? quote(**p) : "";
-          else
-            return *p ? formatDouble(**p) : "";
-        },
-        k.field);
+    std::string value = formatValue(k.field);
     if (value.empty())
       os << "# " << k.key << " = (unset)\n";
     else if (k.section == "job" && k.key == "config_file")
@@ -917,19 +1212,99 @@ void titan::printTrainConfig(const TrainConfig &config, llvm::raw_ostream &os) {
   }
 }
 
+namespace {
+struct GroupInfo {
+  KeyGroup group;
+  StringRef name;  ///< in --list-config-keys
+  StringRef title; ///< in --help and docs/config-keys.md
+  StringRef about;
+};
+
+const GroupInfo kGroups[] = {
+    {KeyGroup::Implemented, "implemented", "Implemented",
+     "TorchTitan's meaning and default (and titan's own keys)."},
+    {KeyGroup::NoMeaning, "no-meaning", "Accepted, meaning nothing to titan",
+     "Any value is accepted; the note says why it means nothing for a "
+     "compiler."},
+    {KeyGroup::Refused, "refused", "Refused unless at TorchTitan's default",
+     "TorchTitan's default (no-op) value is accepted; any other value is an "
+     "error naming the key and why."},
+};
+
+const GroupInfo &groupInfo(KeyGroup group) {
+  return *llvm::find_if(kGroups,
+                        [&](const GroupInfo &g) { return g.group == group; });
+}
+
+/// " [a|b]" or " [>= 1]": what a key allows, for --help.
+std::string allowedValues(const KeySpec &k) {
+  if (!k.choices.empty())
+    return " [" + llvm::join(k.choices, "|") + "]";
+  if (k.range)
+    return " [" + k.range->describe() + "]";
+  return "";
+}
+} // namespace
+
 void titan::printTrainConfigKeys(llvm::raw_ostream &os) {
   TrainConfig defaults;
-  for (const KeySpec &k : buildSchema(defaults)) {
-    std::string option = "--" + k.fullName();
-    std::string allowed;
-    if (!k.choices.empty())
-      allowed = " [" + llvm::join(k.choices, "|") + "]";
-    else if (k.range)
-      allowed = " [" + k.range->describe() + "]";
-    os << llvm::formatv("  {0,-58} {1}{2}\n",
-                        option + " <" + valueKind(k.field).str() + ">", k.help,
-                        allowed);
+  std::vector<KeySpec> schema = buildSchema(defaults);
+  for (const GroupInfo &g : kGroups) {
+    os << "  " << g.title << ": " << g.about << "\n";
+    for (const KeySpec &k : schema)
+      if (k.group == g.group)
+        os << llvm::formatv("    {0,-58} {1}{2}\n",
+                            "--" + k.fullName() + " <" +
+                                valueKind(k.field).str() + ">",
+                            k.help, allowedValues(k));
+    os << "\n";
   }
+  os << "  Aliases:\n";
+  for (auto [alias, key] : kAliases)
+    os << llvm::formatv("    --{0,-56} --{1}\n", alias, key);
+}
+
+void titan::listTrainConfigKeys(llvm::raw_ostream &os) {
+  TrainConfig defaults;
+  for (const KeySpec &k : buildSchema(defaults))
+    os << k.fullName() << "\t" << groupInfo(k.group).name << "\t"
+       << formatValue(k.field) << "\n";
+  for (auto [alias, key] : kAliases)
+    os << alias << "\talias-of " << key << "\t\n";
+}
+
+void titan::printTrainConfigKeysMarkdown(llvm::raw_ostream &os) {
+  TrainConfig defaults;
+  std::vector<KeySpec> schema = buildSchema(defaults);
+  os << "# Training config keys\n\n"
+        "Generated by `titan-compile --list-config-keys=markdown` (refresh "
+        "with\n`ninja -C build update-docs`; test/Docs checks it is "
+        "current). Every key of\nTorchTitan v0.2.0's JobConfig is in one "
+        "group; titan's own keys are\nimplemented.\n";
+  auto escape = [](std::string text) {
+    llvm::SmallString<64> out;
+    for (char ch : text) {
+      if (ch == '|')
+        out += '\\';
+      out += ch;
+    }
+    return std::string(out);
+  };
+  for (const GroupInfo &g : kGroups) {
+    os << "\n## " << g.title << "\n\n" << g.about << "\n\n";
+    os << "| Key | Default | Note |\n|---|---|---|\n";
+    for (const KeySpec &k : schema) {
+      if (k.group != g.group)
+        continue;
+      std::string value = formatValue(k.field);
+      os << "| `" << k.fullName() << "` | "
+         << (value.empty() ? "(unset)" : "`" + escape(value) + "`") << " | "
+         << escape(k.help.str() + allowedValues(k)) << " |\n";
+    }
+  }
+  os << "\n## Aliases\n\n| Alias | Key |\n|---|---|\n";
+  for (auto [alias, key] : kAliases)
+    os << "| `" << alias << "` | `" << key << "` |\n";
 }
 
 bool titan::TrainConfig::Float8::enabled(

@@ -361,12 +361,9 @@ llvm::Expected<LlamaArgs> titan::readHFLlamaConfig(StringRef path) {
 
 llvm::Expected<LlamaArgs> titan::resolveLlamaModel(const TrainConfig &config,
                                                    StringRef modelsDir) {
-  if (!config.model.hfAssetsPath.empty())
-    return readHFLlamaConfig(config.model.hfAssetsPath);
+  // TorchTitan v0.2.0: the flavor alone defines the model;
+  // model.hf_assets_path holds the tokenizer and HF checkpoint assets.
   StringRef flavor = config.model.flavor;
-  if (flavor.ends_with(".toml") || flavor.contains('/'))
-    return readLlamaToml(flavor);
-
   llvm::SmallString<256> dir(modelsDir);
   llvm::sys::path::append(dir, config.model.name);
   llvm::SmallString<256> file(dir);
@@ -377,6 +374,11 @@ llvm::Expected<LlamaArgs> titan::resolveLlamaModel(const TrainConfig &config,
       args->name = flavor.str();
     return args;
   }
+  if (flavor.ends_with(".json") || llvm::sys::fs::is_directory(flavor))
+    return readHFLlamaConfig(flavor);
+  if (flavor.ends_with(".toml") || flavor.contains('/'))
+    return readLlamaToml(flavor);
+
   // Unknown flavor: list what is there.
   std::vector<std::string> flavors;
   std::error_code ec;
@@ -392,5 +394,6 @@ llvm::Expected<LlamaArgs> titan::resolveLlamaModel(const TrainConfig &config,
   return makeError("model.flavor: unknown flavor '" + flavor + "' for model '" +
                    config.model.name + "'" + didYouMean(flavor, refs) +
                    " (built-in: " + llvm::join(flavors, ", ") +
-                   "; or give a path to a model .toml file)");
+                   "; or give a path to a model .toml file or to a Hugging "
+                   "Face config.json or its folder)");
 }

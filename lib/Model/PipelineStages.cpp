@@ -21,15 +21,22 @@ static llvm::Error error(const llvm::Twine &message) {
 llvm::Expected<ScheduleStyle> titan::scheduleStyle(llvm::StringRef schedule) {
   std::optional<ScheduleStyle> style =
       llvm::StringSwitch<std::optional<ScheduleStyle>>(schedule)
-          .Cases("GPipe", "1F1B", ScheduleStyle::SingleStage)
-          .Cases("Interleaved1F1B", "LoopedBFS", "InterleavedZeroBubble",
+          .Cases({"GPipe", "1F1B", "PipelineScheduleSingle"},
+                 ScheduleStyle::SingleStage)
+          // With a schedule CSV: TorchTitan's pipeline_llm sizes the stages
+          // by the named class (_PipelineScheduleRuntime is a
+          // PipelineScheduleMulti).
+          .Cases({"Interleaved1F1B", "LoopedBFS", "InterleavedZeroBubble",
+                  "PipelineScheduleMulti", "_PipelineScheduleRuntime"},
                  ScheduleStyle::Looped)
-          .Cases("ZBVZeroBubble", "DualPipeV", ScheduleStyle::V)
+          .Cases({"ZBVZeroBubble", "DualPipeV"}, ScheduleStyle::V)
           .Default(std::nullopt);
   if (!style)
     return error("parallelism.pipeline_parallel_schedule '" + schedule +
                  "' is not one of GPipe, 1F1B, Interleaved1F1B, LoopedBFS, "
-                 "InterleavedZeroBubble, ZBVZeroBubble, DualPipeV");
+                 "InterleavedZeroBubble, ZBVZeroBubble, DualPipeV, "
+                 "PipelineScheduleSingle, PipelineScheduleMulti, "
+                 "_PipelineScheduleRuntime");
   return *style;
 }
 

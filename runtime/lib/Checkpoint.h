@@ -57,7 +57,7 @@ struct TrainingState {
                                ///< AdamW's bias correction's position)
   int64_t samplesConsumed = 0; ///< the data position, in samples
   int64_t tokensSeen = 0;
-  uint64_t seed = 0; ///< debug.seed (init is the run's only random draw)
+  uint64_t seed = 0; ///< training.seed (init is the run's only random draw)
 };
 
 class Checkpointer {

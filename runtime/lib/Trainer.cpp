@@ -365,7 +365,7 @@ std::string loadSafetensors(const std::string &path, const Manifest &m,
 /// layout, so the runs are drawn in pieces on every core.
 void initializeParams(const titan::TrainConfig &c, const Manifest &m,
                       TensorSet &params, const std::vector<int64_t> &coords) {
-  uint64_t seed = uint64_t(c.debug.seed.value_or(0));
+  uint64_t seed = uint64_t(c.training.seed.value_or(0));
   struct Piece {
     size_t param;
     int64_t first, count;
@@ -1050,9 +1050,9 @@ void Run::saveIfDue(int64_t step) {
                                     c.checkpoint.exportDtype);
   } else {
     int64_t samples = firstSampleOf(step + 1);
-    saved = checkpoints.save(
-        {step + 1, samples, samples * seq, uint64_t(c.debug.seed.value_or(0))},
-        state.checkpointed());
+    saved = checkpoints.save({step + 1, samples, samples * seq,
+                              uint64_t(c.training.seed.value_or(0))},
+                             state.checkpointed());
   }
   for (TensorSet *set : state.paramsAndMoments())
     set->detach();

@@ -126,10 +126,21 @@ cl::opt<std::string> memoryTimeline(
 
 cl::opt<int64_t> worldSize(
     "world-size",
-    cl::desc("Ranks the executable runs on (default: the product of the "
-             "parallel degrees, with data_parallel_shard_degree = -1 taken "
-             "as 1)"),
+    cl::desc("Ranks the executable runs on, >= 1 (default: the product of "
+             "the parallel degrees, with data_parallel_shard_degree = -1 "
+             "taken as 1)"),
     cl::init(0));
+
+enum class KeyListing { None, Tsv, Markdown };
+
+cl::opt<KeyListing> listConfigKeys(
+    "list-config-keys", cl::desc("Print every training config key and exit"),
+    cl::init(KeyListing::None),
+    cl::values(clEnumValN(KeyListing::Tsv, "tsv",
+                          "one per line: key, group (implemented, "
+                          "no-meaning, refused, alias-of KEY), default"),
+               clEnumValN(KeyListing::Markdown, "markdown",
+                          "docs/config-keys.md")));
 
 cl::opt<std::string> outputFilename(
     "o", cl::desc("Output file (default: stdout; ./train for --emit=exe)"),
@@ -242,7 +253,7 @@ struct Compilation {
   }
   void executionOptions(ExecutionPipelineOptions &o) const {
     o.target = stringifyKernelTarget(target).str();
-    o.deterministic = config.debug.deterministic;
+    o.deterministic = config.training.deterministic;
   }
 };
 
@@ -711,13 +722,26 @@ int main(int argc, char **argv) {
       parseArguments(argc, argv);
   if (!overrides)
     return reportError(overrides.takeError());
+  if (listConfigKeys != KeyListing::None) {
+    if (listConfigKeys == KeyListing::Tsv)
+      listTrainConfigKeys(llvm::outs());
+    else
+      printTrainConfigKeysMarkdown(llvm::outs());
+    return 0;
+  }
+  // 0 is the option's "unset" (the degrees' product); written, it is wrong.
+  if (worldSize.getNumOccurrences() && worldSize <= 0)
+    return reportError(llvm::formatv("--world-size: {0} ranks; it must be at "
+                                     "least 1",
+                                     worldSize.getValue())
+                           .str());
   llvm::Expected<TrainConfig> config = loadTrainConfig(*overrides);
   if (!config)
     return reportError(config.takeError());
   if (target == KernelTarget::CUDA)
     if (llvm::Error e = checkCudaTarget(cudaArch))
       return reportError(std::move(e));
-  if (config->job.printArgs)
+  if (config->job.printConfig)
     printTrainConfig(*config, llvm::errs());
 
   bool toFile = emitStage == EmitStage::Object || emitStage == EmitStage::Exe;

@@ -68,17 +68,17 @@ TEST(TrainConfig, TorchTitanDefaults) {
   EXPECT_DOUBLE_EQ(config->optimizer.beta2, 0.95);
   EXPECT_FALSE(config->lrScheduler.decayRatio.has_value());
   EXPECT_EQ(config->parallelism.dataParallelShardDegree, -1);
-  EXPECT_FALSE(config->debug.seed.has_value());
+  EXPECT_FALSE(config->training.seed.has_value());
 }
 
 TEST(TrainConfig, OverridesApplyInOrder) {
   std::vector<ConfigOverride> overrides = {{"lr_scheduler.decay_ratio", "0.5"},
-                                           {"debug.seed", "7"},
+                                           {"training.seed", "7"},
                                            {"debug.seed", "9"}};
   llvm::Expected<TrainConfig> config = loadTrainConfig(overrides);
   ASSERT_TRUE(static_cast<bool>(config)) << llvm::toString(config.takeError());
   EXPECT_EQ(config->lrScheduler.decayRatio, 0.5);
-  EXPECT_EQ(config->debug.seed, 9);
+  EXPECT_EQ(config->training.seed, 9); // debug.seed: an alias
 }
 
 TEST(TrainConfig, AllErrorsReported) {

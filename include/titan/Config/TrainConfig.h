@@ -29,21 +29,27 @@ struct TrainConfig {
     std::string configFile;
     std::string dumpFolder = "./outputs";
     std::string description = "default job";
-    bool printArgs = false;
+    /// TorchTitan v0.2.0's name of the former job.print_args (an alias).
+    bool printConfig = false;
+    std::string customConfigModule; ///< refused unless empty
   } job;
 
   struct Model {
     std::string name = "llama3";
-    /// A built-in flavor (models/<name>/<flavor>.toml) or a path to a model
-    /// TOML file.
+    /// The model: a built-in flavor (models/<name>/<flavor>.toml), a path to
+    /// a model TOML file, or a Hugging Face config.json (or its folder).
     std::string flavor = "debugmodel";
-    /// Directory (or file) with a Hugging Face config.json; when set, the
-    /// model is built from it.
+    /// The Hugging Face assets folder: the tokenizer and, for HF
+    /// checkpoints, config.json. It does not define the model (TorchTitan
+    /// v0.2.0) and need not exist at compile time. TorchTitan's default is
+    /// "./tests/assets/tokenizer", a folder of its repository; titan's is
+    /// empty (no tokenizer).
     std::string hfAssetsPath;
     /// TorchTitan's deprecated spelling of a tokenizer folder or file; wins
     /// over hf_assets_path for the tokenizer when set.
     std::string tokenizerPath;
     std::vector<std::string> converters;
+    bool printAfterConversion = false;
   } model;
 
   struct Training {
@@ -62,6 +68,11 @@ struct TrainConfig {
     /// FSDP2's CPU offload: optimizer state and master weights in host
     /// memory (CUDA target).
     bool enableCpuOffload = false;
+    int64_t gcFreq = 50;
+    bool gcDebug = false;
+    std::optional<int64_t> seed;
+    bool deterministic = false;
+    bool debugMoeForceLoadBalance = false;
   } training;
 
   struct Optimizer {
@@ -98,6 +109,12 @@ struct TrainConfig {
     int64_t pipelineParallelLastStageLessLayers = 1;
     int64_t contextParallelDegree = 1;
     std::string contextParallelRotateMethod = "allgather";
+    bool enableCompiledAutograd = false;
+    /// TorchTitan's explicit stage split by module names (refused when set:
+    /// titan splits stages by layer counts); empty: unset.
+    std::vector<std::vector<std::string>> moduleFqnsPerModelPart;
+    int64_t expertParallelDegree = 1;
+    int64_t expertTensorParallelDegree = 1;
   } parallelism;
 
   struct ActivationCheckpoint {
@@ -117,6 +134,7 @@ struct TrainConfig {
   struct Compile {
     bool enable = false;
     std::vector<std::string> components = {"model", "loss"};
+    std::string backend = "inductor";
   } compile;
 
   struct Float8 {
@@ -128,6 +146,18 @@ struct TrainConfig {
     /// Whether model.converters asks for Float8 linears.
     bool enabled(const std::vector<std::string> &converters) const;
   } float8;
+
+  /// TorchTitan's other [quantize.*] sections: MX linears and the grouped
+  /// GEMMs of MoE layers. Their converters are refused (model.converters),
+  /// so these keys mean nothing to titan.
+  struct OtherQuantize {
+    std::string mxLinearDim1CastKernelChoice = "triton";
+    std::string mxLinearRecipeName = "mxfp8_cublas";
+    std::vector<std::string> mxLinearFilterFqns = {"output"};
+    std::vector<std::string> float8GroupedMmFqns;
+    std::string mxGroupedMmRecipeName = "mxfp8";
+    std::vector<std::string> mxGroupedMmFqns;
+  } otherQuantize;
 
   struct Checkpoint {
     bool enable = false;
@@ -146,11 +176,16 @@ struct TrainConfig {
     std::vector<std::string> excludeFromLoading;
     bool enableFirstStepCheckpoint = false;
     std::string asyncMode = "disabled";
+    bool enableFtDataloaderCheckpoints = true;
+    bool initialLoadInHfQuantized = false;
+    bool createSeedCheckpoint = false;
+    bool loadOnly = false;
   } checkpoint;
 
   struct Metrics {
     int64_t logFreq = 10;
     bool enableTensorboard = false;
+    bool enableWandb = false; ///< refused: TensorBoard only
     std::string saveTbFolder = "tb";
     /// TensorBoard events from every rank (one folder each), not only from
     /// the rank that computes the loss.
@@ -168,6 +203,10 @@ struct TrainConfig {
     bool enableProfiling = false;
     std::string saveTracesFolder = "profile_traces";
     int64_t profileFreq = 10;
+    int64_t profilerActive = 1;
+    int64_t profilerWarmup = 3;
+    bool enableMemorySnapshot = false;
+    std::string saveMemorySnapshotFolder = "memory_snapshot";
   } profiling;
 
   /// TorchTitan's [comm]: how long a collective may take before the job is
@@ -175,6 +214,9 @@ struct TrainConfig {
   struct Comm {
     int64_t initTimeoutSeconds = 300;
     int64_t trainTimeoutSeconds = 100;
+    int64_t traceBufSize = 20000;
+    std::string saveTracesFolder = "comm_traces";
+    std::string saveTracesFilePrefix = "rank_";
   } comm;
 
   /// TorchTitan's [validation]: a forward-only loss over a held-out set
@@ -192,11 +234,30 @@ struct TrainConfig {
   /// TorchTitan's [memory_estimation]: print the memory plan.
   struct MemoryEstimation {
     bool enable = false;
+    bool disableFakeMode = false;
   } memoryEstimation;
 
+  /// TorchTitan's [fault_tolerance] (torchft): refused when enabled.
+  struct FaultTolerance {
+    bool enable = false;
+    std::string processGroup = "gloo";
+    int64_t processGroupTimeoutMs = 10000;
+    int64_t replicaId = 0;
+    int64_t groupSize = 0;
+    int64_t minReplicaSize = 1;
+    std::optional<std::string> semiSyncMethod;
+  } faultTolerance;
+
+  /// TorchTitan's [experimental]: Python extension points (refused when
+  /// set).
+  struct Experimental {
+    std::string customImport;
+    std::string customArgsModule;
+  } experimental;
+
+  /// titan's own debugging keys ([debug] also holds the aliases debug.seed
+  /// and debug.deterministic of training.seed and training.deterministic).
   struct Debug {
-    std::optional<int64_t> seed;
-    bool deterministic = false;
     bool noCudaGraphs = false;
   } debug;
 };
@@ -224,9 +285,29 @@ llvm::Error extractConfigOverrides(llvm::ArrayRef<const char *> args,
 llvm::Expected<TrainConfig>
 loadTrainConfig(llvm::ArrayRef<ConfigOverride> overrides);
 
-/// Describes every config key for --help: its command-line form, value type,
-/// allowed values and meaning.
+/// What titan does with a TorchTitan config key.
+enum class KeyGroup {
+  /// TorchTitan's meaning and default (or titan's own key).
+  Implemented,
+  /// Accepted with any value; it means nothing for a compiler (the note
+  /// says why).
+  NoMeaning,
+  /// Accepted at TorchTitan's default (no-op) value; any other value is an
+  /// error naming the key and why.
+  Refused,
+};
+
+/// Describes every config key for --help, grouped by KeyGroup: its
+/// command-line form, value type, allowed values and meaning.
 void printTrainConfigKeys(llvm::raw_ostream &os);
+
+/// Lists every config key, one per line, `section.key<TAB>group<TAB>default`
+/// (group: implemented, no-meaning or refused; default: a TOML value, empty
+/// when unset), then each alias as `alias<TAB>alias-of <key><TAB>`.
+void listTrainConfigKeys(llvm::raw_ostream &os);
+
+/// Writes docs/config-keys.md: every key by group with its note.
+void printTrainConfigKeysMarkdown(llvm::raw_ostream &os);
 
 /// Like loadTrainConfig, but starting from the TOML text `toml` (named
 /// `sourceName` in messages) instead of a file; a `job.config_file` override
@@ -236,8 +317,8 @@ llvm::Expected<TrainConfig>
 loadTrainConfigFromToml(llvm::StringRef toml, llvm::StringRef sourceName,
                         llvm::ArrayRef<ConfigOverride> overrides);
 
-/// Prints the configuration as TOML, every key included (TorchTitan's
-/// `--job.print_args`).
+/// Prints the configuration as TOML, every key included under TorchTitan
+/// v0.2.0's names (TorchTitan's `--job.print_config`).
 void printTrainConfig(const TrainConfig &config, llvm::raw_ostream &os);
 
 } // namespace titan

@@ -75,9 +75,11 @@ llvm::Expected<LlamaArgs> readLlamaToml(llvm::StringRef path);
 /// Reads a Hugging Face Llama config.json (a file or a folder holding one).
 llvm::Expected<LlamaArgs> readHFLlamaConfig(llvm::StringRef path);
 
-/// Resolves the model a training config names: `model.hf_assets_path` if set,
-/// else `model.flavor` as a path to a TOML file if it looks like one, else
-/// the built-in flavor `<modelsDir>/<model.name>/<flavor>.toml`.
+/// Resolves the model a training config names by `model.flavor` alone (as
+/// TorchTitan v0.2.0 does; `model.hf_assets_path` is not read): the built-in
+/// flavor `<modelsDir>/<model.name>/<flavor>.toml` if there is one, else a
+/// Hugging Face config.json (a `.json` path or a folder holding one), else a
+/// model TOML file.
 llvm::Expected<LlamaArgs> resolveLlamaModel(const TrainConfig &config,
                                             llvm::StringRef modelsDir);
 
