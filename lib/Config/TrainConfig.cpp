@@ -219,7 +219,8 @@ std::vector<KeySpec> buildSchema(TrainConfig &c) {
 
   add("model", "name", &c.model.name, "Model family").oneOf({"llama3"});
   add("model", "flavor", &c.model.flavor,
-      "Built-in flavor (models/<name>/<flavor>.toml) or a model TOML path");
+      "The model: a built-in flavor (models/<name>/<flavor>.toml), a model "
+      "TOML path, or a Hugging Face config.json (or its folder)");
   add("model", "hf_assets_path", &c.model.hfAssetsPath,
       "Folder of the Hugging Face assets: the tokenizer and, for HF "
       "checkpoints, config.json (model.flavor names the model); need not "

@@ -92,3 +92,29 @@ TEST(TrainConfig, AllErrorsReported) {
   EXPECT_NE(message.find("optimizer.lr: expected a number, got 'abc'"),
             std::string::npos);
 }
+
+TEST(TrainConfig, AliasesSetTheSameField) {
+  std::vector<ConfigOverride> overrides = {{"debug.deterministic", "true"},
+                                           {"job.print_args", "true"}};
+  llvm::Expected<TrainConfig> config = loadTrainConfig(overrides);
+  ASSERT_TRUE(static_cast<bool>(config)) << llvm::toString(config.takeError());
+  EXPECT_TRUE(config->training.deterministic);
+  EXPECT_TRUE(config->job.printConfig);
+}
+
+TEST(TrainConfig, RefusedKeysOnlyAtTorchTitansDefault) {
+  std::vector<ConfigOverride> atDefault = {
+      {"parallelism.expert_parallel_degree", "1"},
+      {"fault_tolerance.enable", "false"}};
+  llvm::Expected<TrainConfig> config = loadTrainConfig(atDefault);
+  ASSERT_TRUE(static_cast<bool>(config)) << llvm::toString(config.takeError());
+
+  std::vector<ConfigOverride> changed = {
+      {"parallelism.expert_parallel_degree", "4"}};
+  config = loadTrainConfig(changed);
+  ASSERT_FALSE(static_cast<bool>(config));
+  EXPECT_NE(llvm::toString(config.takeError())
+                .find("parallelism.expert_parallel_degree = 4 is not "
+                      "supported: Expert parallelism needs MoE layers"),
+            std::string::npos);
+}
