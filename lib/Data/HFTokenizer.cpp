@@ -70,8 +70,11 @@ private:
                                bool &byteLevel);
   llvm::Error readPostProcessor(const json::Object &post, StringRef where,
                                 bool &sawTemplate);
-  llvm::Error readAddedToken(const json::Object &token, const Twine &where,
-                             std::optional<int32_t> id);
+  /// Adds a token as tokenizers' AddedVocabulary does, which also decides
+  /// its id: the vocabulary's or an earlier added token's for a known
+  /// content, else the next one (tokenizer.json's "id" is not read: on a
+  /// consistent file it is the same).
+  llvm::Error readAddedToken(const json::Object &token, const Twine &where);
 
   /// The id of `content`: an added token's, else the vocabulary's.
   std::optional<int32_t> idOf(StringRef content) const;
@@ -81,6 +84,7 @@ private:
   BPEModel &m;
   llvm::StringMap<int32_t> vocab;
   llvm::StringMap<int32_t> addedIds;
+  int32_t largestAdded = -1;
   /// Added tokens in tokenizers' two passes: not normalized, normalized.
   std::array<std::vector<std::pair<std::string, int32_t>>, 2> passes;
 };
@@ -146,9 +150,9 @@ llvm::Error HFReader::read(const json::Object &root) {
     for (auto [index, token] : llvm::enumerate(*tokens)) {
       const json::Object *object = token.getAsObject();
       std::string where = ("added_tokens[" + Twine(index) + "]").str();
-      if (!object || !object->getInteger("id"))
-        return fail(where, "expected an object with an integer id");
-      if (auto error = readAddedToken(*object, where, object->getInteger("id")))
+      if (!object)
+        return fail(where, "expected an object");
+      if (auto error = readAddedToken(*object, where))
         return error;
     }
   }
@@ -350,8 +354,7 @@ llvm::Error HFReader::readPostProcessor(const json::Object &post,
 }
 
 llvm::Error HFReader::readAddedToken(const json::Object &token,
-                                     const Twine &where,
-                                     std::optional<int32_t> id) {
+                                     const Twine &where) {
   std::optional<StringRef> content = token.getString("content");
   if (!content)
     return fail(where, "expected a content string");
@@ -359,12 +362,11 @@ llvm::Error HFReader::readAddedToken(const json::Object &token,
     if (token.getBoolean(flag).value_or(false))
       return fail(where, "'" + *content + "' sets " + flag +
                              ", which is not supported");
-  if (!id) {
-    // tokenizers' add_special_tokens: an unknown token gets the next id.
-    id = idOf(*content);
-    if (!id)
-      id = m.idBytes.size();
-  }
+  std::optional<int32_t> id = idOf(*content);
+  if (!id)
+    id = largestAdded >= int32_t(vocab.size()) ? largestAdded + 1
+                                               : int32_t(vocab.size());
+  largestAdded = std::max(largestAdded, *id);
   addedIds[*content] = *id;
   setIdBytes(*id, *content);
   // A token's later entry replaces its earlier one, as tokenizers does.
@@ -422,7 +424,7 @@ llvm::Error HFReader::readConfig(StringRef configPath,
     // A plain string is AddedToken(content, special=True): not normalized.
     json::Object plain{{"content", *content}, {"normalized", false}};
     const json::Object *token = value->getAsObject();
-    if (auto error = readAddedToken(token ? *token : plain, key, std::nullopt))
+    if (auto error = readAddedToken(token ? *token : plain, key))
       return error;
   }
   if (const json::Object *decoder = config.getObject("added_tokens_decoder")) {
@@ -430,9 +432,8 @@ llvm::Error HFReader::readConfig(StringRef configPath,
       const json::Object *token = value.getAsObject();
       if (!token || !token->getString("content"))
         continue; // TorchTitan skips these too.
-      if (auto error = readAddedToken(
-              *token, "added_tokens_decoder." + Twine(StringRef(key)),
-              std::nullopt))
+      if (auto error = readAddedToken(*token, "added_tokens_decoder." +
+                                                  Twine(StringRef(key))))
         return error;
     }
   }
