@@ -78,6 +78,10 @@ enum class MergeRule {
   BytesRank,
 };
 
+/// The largest id a tokenizer file may give (ids index tables: a corrupt
+/// file must not make them gigabytes). 16 Mi: a hundred times Llama 3's.
+constexpr int64_t kMaxTokenId = (1 << 24) - 1;
+
 /// Everything a byte-level BPE tokenizer needs; see the loaders.
 struct BPEModel {
   llvm::StringRef kind;

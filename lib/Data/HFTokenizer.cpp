@@ -177,9 +177,9 @@ llvm::Error HFReader::readModel(const json::Object &model) {
     return fail("model.vocab", "missing or not an object");
   for (const auto &[key, value] : *entries) {
     std::optional<int64_t> id = value.getAsInteger();
-    if (!id || *id < 0 || *id > INT32_MAX)
+    if (!id || *id < 0 || *id > kMaxTokenId)
       return fail("model.vocab." + Twine(StringRef(key)),
-                  "expected a non-negative integer id");
+                  "expected an integer id from 0 to " + Twine(kMaxTokenId));
     vocab[key] = *id;
     // A token outside the byte-level alphabet cannot come out of the
     // merges; it keeps its text for decoding.
@@ -345,7 +345,8 @@ llvm::Error HFReader::readPostProcessor(const json::Object &post,
                   "expected Sequence or SpecialToken items whose ids are in "
                   "special_tokens");
     for (const json::Value &id : *ids) {
-      if (!id.getAsInteger())
+      if (!id.getAsInteger() || *id.getAsInteger() < 0 ||
+          *id.getAsInteger() > kMaxTokenId)
         return fail(where + ".special_tokens." + *name, "expected integer ids");
       side->push_back(*id.getAsInteger());
     }

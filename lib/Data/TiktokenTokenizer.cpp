@@ -66,9 +66,11 @@ detail::loadTiktokenTokenizer(StringRef modelPath) {
     auto [encoded, rankText] = text.split(' ');
     std::vector<char> bytes;
     uint32_t rank;
-    if (rankText.trim().getAsInteger(10, rank) || rank > INT32_MAX)
-      return fileError(modelPath, Twine(line) + ": expected \"<base64 token> "
-                                                "<rank>\"");
+    if (rankText.trim().getAsInteger(10, rank) || rank > kMaxTokenId)
+      return fileError(modelPath, Twine(line) +
+                                      ": expected \"<base64 token> <rank>\" "
+                                      "with a rank from 0 to " +
+                                      Twine(kMaxTokenId));
     if (auto error = llvm::decodeBase64(encoded, bytes))
       return fileError(modelPath,
                        Twine(line) + ": " + toString(std::move(error)));

@@ -154,6 +154,17 @@ TEST(Tokenizer, ErrorsNameTheFileAndTheProblem) {
                 .find("tokenizer.model: 2: expected \"<base64 token> "
                       "<rank>\""),
             std::string::npos);
+  // A corrupt id must not size the tables.
+  EXPECT_NE(loadError("tokenizer.json",
+                      R"({"model": {"type": "BPE", "vocab": {"a": 4000000000},
+                          "merges": []}})")
+                .find("model.vocab.a: expected an integer id from 0 to "
+                      "16777215"),
+            std::string::npos);
+  EXPECT_NE(loadError("tokenizer.model", "IQ== 4000000000\n")
+                .find("tokenizer.model: 1: expected \"<base64 token> "
+                      "<rank>\" with a rank from 0 to 16777215"),
+            std::string::npos);
   EXPECT_NE(loadError("tokenizer.model", "IQ== 0\n")
                 .find("tokenizer.model: byte 0 has no rank"),
             std::string::npos);
