@@ -4,8 +4,9 @@
   token_identity.py hf TITAN_TOKENIZE TOKENIZER_JSON WORKDIR CORPUS...
   token_identity.py tiktoken TITAN_TOKENIZE TOKENIZER_MODEL WORKDIR CORPUS...
 
-Documents: every line of every corpus file, every whole file, and
-adversarial strings. The reference is tokenizers' Tokenizer.from_file(...)
+Documents: every line of every corpus file, every whole file, adversarial
+strings and 500 seeded random strings of characters regex engines may
+disagree on. The reference is tokenizers' Tokenizer.from_file(...)
 .encode(text).ids (its post-processor's BOS included, as titan-tokenize
 --print-ids prints), or tiktoken.Encoding(Llama 3's pattern, the file's
 ranks, Llama 3's 256 special tokens from len(ranks) on, as Meta's
@@ -16,6 +17,7 @@ the first mismatch with its context and exits 1; else prints a summary.
 
 import base64
 import os
+import random
 import subprocess
 import sys
 
@@ -47,8 +49,28 @@ ADVERSARIAL = [
 ]
 
 
+# Characters where regex engines may differ: Unicode spaces (NEL, NBSP, line
+# separator), case folding in the contractions (long s, Kelvin sign, dotted
+# I), digits and numbers of other scripts, combining marks, ZWJ sequences,
+# and pieces of special tokens.
+FUZZ_POOL = list(
+    "aAbBsStTdDmMlLrReEvV'\u2019 \t\n\r\u00a0\u0085\u2028\u3000\u200b"
+    "0123456789\u0661\u0662\u096a\u00bd\u00b2\u216b\u217b.,!?-_=+*/<>|(){}"
+    "[]\"#@$%^&~`\\\u017f\u212a\u00df\u0130\u0131\u01c5\u4e2d\u6587\ud55c"
+    "\u0645\u0631\u0928\u092e\u041f\u03a9\U0001f600\U0001f44d\U0001f3fd"
+    "\u0301\u200d\U0001f1eb\U0001f1f7") + [
+        "<|begin_of_text|>", "<|eot_id|>", "<|", "|>", "'s", "'LL", "'ve"]
+
+
+def fuzz(count, seed=1):
+    """`count` random strings of up to 40 pieces of FUZZ_POOL."""
+    rng = random.Random(seed)
+    return ["".join(rng.choice(FUZZ_POOL) for _ in range(rng.randint(0, 40)))
+            for _ in range(count)]
+
+
 def documents(corpus_files):
-    docs = list(ADVERSARIAL)
+    docs = list(ADVERSARIAL) + fuzz(500)
     for path in corpus_files:
         with open(path, encoding="utf-8", newline="") as f:
             text = f.read()
