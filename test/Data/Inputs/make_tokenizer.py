@@ -12,6 +12,8 @@ both of Llama 3's formats:
 
 1792 regular tokens + 256 special ones = 2048, the debug model's vocab_size.
 Run from the repository root: .venv/bin/python test/Data/Inputs/make_tokenizer.py
+The committed files are the tests' (titan-tokenize.test names some of their
+ids): README.md and docs/ have changed since, so a rerun trains another BPE.
 """
 
 import base64
