@@ -70,5 +70,9 @@ if ! cmp -s "$requirements" "$stamp" 2>/dev/null; then
   echo "setup: installing $requirements into $venv (PyPI)"
   /usr/bin/python3 -m venv --system-site-packages "$venv"
   "$venv/bin/pip" install --quiet --disable-pip-version-check -r "$requirements"
+  # Meta's Llama 3 tokenizer.model (test/Data/llama3-tokenizer.test) as
+  # llama-models ships it; only the file is used, not its dependencies.
+  "$venv/bin/pip" install --quiet --disable-pip-version-check --no-deps \
+    llama-models==0.3.0
   cp "$requirements" "$stamp"
 fi

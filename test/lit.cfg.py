@@ -16,7 +16,7 @@ config.test_exec_root = os.path.join(config.titan_obj_root, "test")
 llvm_config.use_default_substitutions()
 llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
 llvm_config.add_tool_substitutions(
-    ["titan-opt", "titan-compile"], [config.titan_tools_dir]
+    ["titan-opt", "titan-compile", "titan-tokenize"], [config.titan_tools_dir]
 )
 
 # Paths tests use: the source tree, the built-in models and the presets.
@@ -66,6 +66,19 @@ if os.path.exists(test_python) and (
 ):
     config.available_features.add("pypi-refs")
 config.substitutions.append(("%test_python", test_python))
+
+# Meta's Llama 3 tokenizer.model, as PyPI's llama-models ships it (installed
+# without its dependencies: only the file is used).
+if "pypi-refs" in config.available_features:
+    llama3_model = subprocess.run(
+        [test_python, "-c", "import importlib.util as u, os; "
+         "s = u.find_spec('llama_models'); "
+         "print(os.path.join(s.submodule_search_locations[0], 'llama3', "
+         "'tokenizer.model') if s else '')"],
+        capture_output=True, text=True).stdout.strip()
+    if llama3_model and os.path.exists(llama3_model):
+        config.available_features.add("llama3-tokenizer")
+        config.substitutions.append(("%llama3_tokenizer_model", llama3_model))
 
 # Multi-rank tests launch executables with Open MPI, as root in CI.
 import shutil

@@ -2,6 +2,11 @@
 
 #include "titan/Data/Tokenizer.h"
 
+#include "BPE.h"
+
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/Path.h"
+
 using namespace titan::data;
 using llvm::StringRef;
 
@@ -37,7 +42,20 @@ std::unique_ptr<Tokenizer> titan::data::createByteTokenizer() {
 
 llvm::Expected<std::unique_ptr<Tokenizer>>
 titan::data::loadTokenizer(StringRef path) {
-  return llvm::createStringError(llvm::inconvertibleErrorCode(),
-                                 "tokenizer '%s': not yet supported",
-                                 path.str().c_str());
+  using detail::fileError;
+  if (!llvm::sys::fs::exists(path))
+    return fileError(path, "no such tokenizer file or folder");
+  if (llvm::sys::fs::is_directory(path)) {
+    // TorchTitan looks for tokenizer.json first.
+    for (StringRef name : {"tokenizer.json", "tokenizer.model"}) {
+      llvm::SmallString<256> file(path);
+      llvm::sys::path::append(file, name);
+      if (llvm::sys::fs::exists(file))
+        return loadTokenizer(file);
+    }
+    return fileError(path, "holds neither tokenizer.json nor tokenizer.model");
+  }
+  if (llvm::sys::path::extension(path) == ".json")
+    return detail::loadHFTokenizer(path);
+  return detail::loadTiktokenTokenizer(path);
 }

@@ -31,7 +31,9 @@ public:
   virtual ~Tokenizer();
 
   /// Appends the ids of `text` to `ids`, with BOS before and EOS after when
-  /// asked and the tokenizer has them.
+  /// asked and the tokenizer has them. As TorchTitan's HuggingFaceTokenizer:
+  /// a tokenizer.json post-processor's own ids (Llama 3's BOS) are always
+  /// there, and BOS/EOS are not added a second time.
   virtual void encode(llvm::StringRef text, bool bos, bool eos,
                       std::vector<int32_t> &ids) const = 0;
 
