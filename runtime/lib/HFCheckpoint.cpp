@@ -5,6 +5,8 @@
 #include "Error.h"
 #include "FileIO.h"
 
+#include "titan/Support/Format.h"
+
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/SmallString.h"
 #include "llvm/ADT/StringExtras.h"
@@ -174,6 +176,35 @@ ModelFiles hfIndexedFiles(const std::string &folder, const Manifest &m) {
                  [&](size_t i) { return fileOfParam[i]; });
 }
 
+/// Prints config.json as transformers writes it, keys sorted: its float
+/// fields keep a decimal point ("factor": 8.0, not 8, which LlamaConfig's
+/// rope_scaling check would warn about), in their shortest exact form.
+void printConfig(llvm::json::OStream &j, const llvm::json::Object &o) {
+  static const StringRef kFloats[] = {"rms_norm_eps", "rope_theta", "factor",
+                                      "low_freq_factor", "high_freq_factor"};
+  std::vector<StringRef> keys;
+  for (const auto &entry : o)
+    keys.push_back(entry.first);
+  llvm::sort(keys);
+  j.object([&] {
+    for (StringRef key : keys) {
+      const llvm::json::Value &v = *o.get(key);
+      j.attributeBegin(key);
+      if (const llvm::json::Object *inner = v.getAsObject()) {
+        printConfig(j, *inner);
+      } else if (llvm::is_contained(kFloats, key) && v.getAsNumber()) {
+        std::string text = titan::formatNumber(*v.getAsNumber());
+        if (text.find_first_of(".eEn") == std::string::npos)
+          text += ".0";
+        j.rawValue(text);
+      } else {
+        j.value(v);
+      }
+      j.attributeEnd();
+    }
+  });
+}
+
 } // namespace
 
 ModelFiles titanrt::titanModelFiles(const std::string &file,
@@ -252,10 +283,10 @@ std::string titanrt::hfIndexJson(const ModelFiles &files, int64_t elementSize) {
 std::string titanrt::hfConfigJson(const Manifest &m,
                                   const std::string &exportDtype) {
   std::string text;
-  llvm::raw_string_ostream(text)
-      << llvm::formatv("{0:2}", llvm::json::Value(titan::hfLlamaConfig(
-                                    compiledModelArgs(m), exportDtype)))
-      << "\n";
+  llvm::raw_string_ostream os(text);
+  llvm::json::OStream j(os, /*IndentSize=*/2);
+  printConfig(j, titan::hfLlamaConfig(compiledModelArgs(m), exportDtype));
+  os << "\n";
   return text;
 }
 
