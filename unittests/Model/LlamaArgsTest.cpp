@@ -85,7 +85,6 @@ TEST(LlamaArgs, HFConfigRoundTrips) {
     back->nKvHeads = 4;
     back->ropeScaling->lowFreqFactor = 2;
     EXPECT_EQ(firstArchitectureDifference(*back, args),
-              "num_key_value_heads is 4, not " +
-                  std::to_string(args.nKvHeads));
+              "num_key_value_heads is 4, not " + std::to_string(args.nKvHeads));
   }
 }
