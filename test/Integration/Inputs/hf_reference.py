@@ -15,6 +15,10 @@
       first-step loss titan logged in METRICS.jsonl; exits 1 if one differs
       by more than the tolerance.
 
+  hf_reference.py reshape --file F.safetensors --tensor NAME --shape A,B
+      Rewrites the header of F so that tensor NAME has another shape of the
+      same size (its bytes unchanged): a mis-shaped tensor.
+
 The model's dimensions follow titan (and TorchTitan v0.2.0's
 TransformerModelArgs / FeedForward): intermediate_size = multiple_of *
 ceil(int(ffn_dim_multiplier * int(8 * dim / 3)) / multiple_of), and
@@ -23,6 +27,7 @@ ceil(int(ffn_dim_multiplier * int(8 * dim / 3)) / multiple_of), and
 
 import argparse
 import json
+import struct
 import sys
 import tomllib
 
@@ -121,6 +126,17 @@ def loss(args):
     sys.exit(0 if all(ok) else 1)
 
 
+def reshape(args):
+    with open(args.file, "r+b") as f:
+        (n,) = struct.unpack("<Q", f.read(8))
+        header = json.loads(f.read(n))
+        header[args.tensor]["shape"] = [int(d) for d in args.shape.split(",")]
+        text = json.dumps(header, separators=(",", ":")).encode()
+        assert len(text) <= n, "the new header must fit in the old one"
+        f.seek(8)
+        f.write(text + b" " * (n - len(text)))
+
+
 def main():
     ap = argparse.ArgumentParser()
     sub = ap.add_subparsers(dest="cmd", required=True)
@@ -137,9 +153,12 @@ def main():
     ls.add_argument("--seq", type=int, required=True)
     ls.add_argument("--batch", type=int, required=True)
     ls.add_argument("--tol", type=float, default=1e-5)
+    rs = sub.add_parser("reshape")
+    for k in ("file", "tensor", "shape"):
+        rs.add_argument("--" + k, required=True)
     args = ap.parse_args()
     torch.set_num_threads(1)
-    {"init": init, "loss": loss}[args.cmd](args)
+    {"init": init, "loss": loss, "reshape": reshape}[args.cmd](args)
 
 
 if __name__ == "__main__":
