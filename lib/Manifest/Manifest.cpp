@@ -218,6 +218,8 @@ std::string titan::manifest::printManifest(const Manifest &m) {
                  {"collective_axes", json::Array(m.collectiveAxes)}};
   if (m.target == "cuda")
     o["cuda_arch"] = m.cudaArch;
+  if (!m.hfConfig.empty())
+    o["hf_config"] = json::Object(m.hfConfig);
   if (pipelined) {
     o["all_params"] = toJSON(m.allParams, true);
     o["pipeline"] = toJSON(*m.pipeline);
@@ -410,6 +412,8 @@ llvm::Expected<Manifest> titan::manifest::parseManifest(StringRef text) {
   m.config = o->getString("config").value_or("").str();
   m.target = o->getString("target").value_or("cpu").str();
   m.cudaArch = o->getString("cuda_arch").value_or("").str();
+  if (const json::Object *hf = o->getObject("hf_config"))
+    m.hfConfig = *hf;
   m.localBatch = o->getInteger("local_batch_size").value_or(0);
   m.seqLen = o->getInteger("seq_len").value_or(0);
   m.vocab = o->getInteger("vocab_size").value_or(0);

@@ -261,6 +261,16 @@ llvm::Expected<LlamaArgs> titan::readHFLlamaConfig(StringRef path) {
   const llvm::json::Object *obj = json->getAsObject();
   if (!obj)
     return makeError(file + ": expected a JSON object");
+  llvm::Expected<LlamaArgs> args = parseHFLlamaConfig(*obj, file);
+  if (args)
+    args->name =
+        llvm::sys::path::filename(llvm::sys::path::parent_path(file)).str();
+  return args;
+}
+
+llvm::Expected<LlamaArgs>
+titan::parseHFLlamaConfig(const llvm::json::Object &config, StringRef file) {
+  const llvm::json::Object *obj = &config;
 
   std::vector<std::string> errs;
   auto getInt = [&](StringRef key, std::optional<int64_t> dflt) -> int64_t {
@@ -301,8 +311,8 @@ llvm::Expected<LlamaArgs> titan::readHFLlamaConfig(StringRef path) {
           (key + " = true is not supported (Llama has no biases)").str());
 
   LlamaArgs a;
-  a.name = llvm::sys::path::filename(llvm::sys::path::parent_path(file)).str();
-  a.source = file.str().str();
+  a.name = file.str();
+  a.source = file.str();
   a.dim = getInt("hidden_size", std::nullopt);
   a.nLayers = getInt("num_hidden_layers", std::nullopt);
   a.nHeads = getInt("num_attention_heads", std::nullopt);
@@ -357,6 +367,72 @@ llvm::Expected<LlamaArgs> titan::readHFLlamaConfig(StringRef path) {
   if (llvm::Error e = validate(a))
     return std::move(e);
   return a;
+}
+
+llvm::json::Object titan::hfLlamaConfig(const LlamaArgs &a,
+                                        StringRef torchDtype) {
+  llvm::json::Value ropeScaling = nullptr;
+  if (const std::optional<RopeScaling> &s = a.ropeScaling)
+    ropeScaling = llvm::json::Object{
+        {"rope_type", "llama3"},
+        {"factor", s->scalingFactor},
+        {"low_freq_factor", s->lowFreqFactor},
+        {"high_freq_factor", s->highFreqFactor},
+        {"original_max_position_embeddings", s->originalMaxPositionEmbeddings}};
+  return llvm::json::Object{
+      {"architectures", llvm::json::Array{"LlamaForCausalLM"}},
+      {"model_type", "llama"},
+      {"hidden_size", a.dim},
+      {"intermediate_size", a.ffnHidden},
+      {"num_hidden_layers", a.nLayers},
+      {"num_attention_heads", a.nHeads},
+      {"num_key_value_heads", a.nKvHeads},
+      {"head_dim", a.headDim()},
+      {"vocab_size", a.vocabSize},
+      {"rms_norm_eps", a.normEps},
+      {"rope_theta", a.ropeTheta},
+      {"rope_scaling", std::move(ropeScaling)},
+      {"max_position_embeddings", a.maxSeqLen},
+      {"tie_word_embeddings", a.tieWordEmbeddings},
+      {"torch_dtype", torchDtype},
+      {"hidden_act", "silu"},
+      {"attention_bias", false},
+      {"mlp_bias", false}};
+}
+
+std::optional<std::string>
+titan::firstArchitectureDifference(const LlamaArgs &a, const LlamaArgs &b) {
+  std::optional<std::string> d;
+  auto check = [&](auto x, auto y, StringRef key) {
+    auto text = [](auto v) {
+      if constexpr (std::is_same_v<decltype(v), bool>)
+        return std::string(v ? "true" : "false");
+      else
+        return formatNumber(double(v));
+    };
+    if (!d && x != y)
+      d = key.str() + " is " + text(x) + ", not " + text(y);
+  };
+  check(a.dim, b.dim, "hidden_size");
+  check(a.ffnHidden, b.ffnHidden, "intermediate_size");
+  check(a.nLayers, b.nLayers, "num_hidden_layers");
+  check(a.nHeads, b.nHeads, "num_attention_heads");
+  check(a.nKvHeads, b.nKvHeads, "num_key_value_heads");
+  check(a.vocabSize, b.vocabSize, "vocab_size");
+  check(a.tieWordEmbeddings, b.tieWordEmbeddings, "tie_word_embeddings");
+  check(a.normEps, b.normEps, "rms_norm_eps");
+  check(a.ropeTheta, b.ropeTheta, "rope_theta");
+  check(a.ropeScaling.has_value(), b.ropeScaling.has_value(),
+        "rope_scaling (llama3) present");
+  if (a.ropeScaling && b.ropeScaling) {
+    const RopeScaling &x = *a.ropeScaling, &y = *b.ropeScaling;
+    check(x.scalingFactor, y.scalingFactor, "rope_scaling.factor");
+    check(x.lowFreqFactor, y.lowFreqFactor, "rope_scaling.low_freq_factor");
+    check(x.highFreqFactor, y.highFreqFactor, "rope_scaling.high_freq_factor");
+    check(x.originalMaxPositionEmbeddings, y.originalMaxPositionEmbeddings,
+          "rope_scaling.original_max_position_embeddings");
+  }
+  return d;
 }
 
 llvm::Expected<LlamaArgs> titan::resolveLlamaModel(const TrainConfig &config,

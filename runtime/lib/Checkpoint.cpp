@@ -5,6 +5,7 @@
 #include "Communicator.h"
 #include "Error.h"
 #include "FileIO.h"
+#include "HFCheckpoint.h"
 #include "ShardLayout.h"
 
 #include "titan/Config/TrainConfig.h"
@@ -322,6 +323,13 @@ int64_t Checkpointer::resumeStep() {
                 "position; start from its weights with "
                 "checkpoint.initial_load_path " +
                 join(folder, kExportFile));
+        if (looksLikeHFCheckpoint(folder))
+          fatal("checkpoint.load_step " + std::to_string(requested) + ": '" +
+                folder +
+                "' is a Hugging Face export without optimizer state or data "
+                "position; start from its weights with "
+                "checkpoint.initial_load_path " +
+                folder + " and checkpoint.initial_load_in_hf = true");
         fatal("checkpoint.load_step " + std::to_string(requested) + ": '" +
               folder + "' is not a complete checkpoint (no " + kIndexFile +
               ")");
@@ -458,63 +466,80 @@ std::string Checkpointer::save(const TrainingState &state,
 }
 
 std::string Checkpointer::exportModel(int64_t step, const StateSet &params,
-                                      const std::string &exportDtype) {
+                                      const std::string &exportDtype, bool hf) {
   std::string folder = stepFolder(step), tmp = folder + ".tmp";
-  std::string file = join(tmp, kExportFile);
   std::string dtype = safetensorsDtype(exportDtype);
   int64_t elementSize = safetensorsElementSize(dtype);
-  std::vector<TensorRef> whole;
-  llvm::StringMap<size_t> position;
-  for (const Manifest::Param &p : manifest_.allParams) {
-    position[p.name] = whole.size();
-    whole.push_back({p.name, p.shape, nullptr});
-  }
-  std::vector<int64_t> dataStart;
-  int64_t fileBytes = 0;
-  std::string header = safetensorsHeader(whole, dtype, dataStart, fileBytes);
+  ModelFiles files =
+      hf ? hfExportFiles(tmp, manifest_, elementSize, hfMaxShardBytes())
+         : titanModelFiles(join(tmp, kExportFile), manifest_);
+  std::vector<std::vector<int64_t>> dataStart(files.files.size());
+  std::vector<std::string> headers;
+  std::vector<int64_t> fileBytes(files.files.size());
+  for (auto [f, file] : llvm::enumerate(files.files))
+    headers.push_back(
+        safetensorsHeader(file.tensors, dtype, dataStart[f], fileBytes[f]));
 
   if (leader_) {
     llvm::sys::fs::remove_directories(tmp);
     if (std::error_code ec = llvm::sys::fs::create_directories(tmp))
       fatal("cannot create checkpoint folder '" + tmp + "': " + ec.message());
-    int fd = openForWriting(file, /*create=*/true);
-    writeFully(fd, header.data(), header.size(), 0, file);
-    if (::ftruncate(fd, fileBytes) != 0)
-      fatal("cannot write '" + file + "': " + std::strerror(errno));
-    syncAndClose(fd, file);
+    for (auto [f, file] : llvm::enumerate(files.files)) {
+      std::string path = join(tmp, file.name);
+      int fd = openForWriting(path, /*create=*/true);
+      writeFully(fd, headers[f].data(), headers[f].size(), 0, path);
+      if (::ftruncate(fd, fileBytes[f]) != 0)
+        fatal("cannot write '" + path + "': " + std::strerror(errno));
+      syncAndClose(fd, path);
+    }
+    if (hf) {
+      writeFileDurably(join(tmp, "model.safetensors.index.json"),
+                       hfIndexJson(files, elementSize));
+      writeFileDurably(join(tmp, "config.json"),
+                       hfConfigJson(manifest_, exportDtype));
+    }
   }
   barrier();
 
-  // Each rank writes its blocks at their offsets, converted in pieces of at
-  // most 16 Mi elements.
+  // Each rank writes its blocks at their offsets (row by row where the file
+  // permutes rows), converted in pieces of at most 16 Mi elements.
   constexpr int64_t kPiece = int64_t(1) << 24;
-  int fd = -1;
+  std::vector<int> fds(files.files.size(), -1);
   std::vector<char> bytes;
-  for (auto [i, p, local] : llvm::enumerate(manifest_.params, *params.shards)) {
+  for (auto [p, local] : llvm::zip(manifest_.params, *params.shards)) {
     Box box = shardBox(p, manifest_.mesh, coords_);
     if (box.empty() || !writesShard(p, coords_))
       continue;
+    const ModelFiles::Place &place = files.places.find(p.name)->second;
+    std::string path = join(tmp, files.files[place.file].name);
+    int &fd = fds[place.file];
     if (fd < 0)
-      fd = openForWriting(file, /*create=*/false);
+      fd = openForWriting(path, /*create=*/false);
+    int64_t start = dataStart[place.file][place.entry];
+    auto write = [&](const float *in, int64_t at, int64_t n) {
+      for (int64_t done = 0; done < n; done += kPiece) {
+        int64_t count = std::min(kPiece, n - done);
+        bytes.resize(size_t(count * elementSize));
+        encodeElements(in + done, count, dtype, bytes.data());
+        writeFully(fd, bytes.data(), bytes.size(),
+                   start + (at + done) * elementSize, path);
+      }
+    };
     forEachRun(Storage{box.start, p.localShape},
                Storage{std::vector<int64_t>(p.shape.size(), 0), p.shape}, box,
-               [&, i = i](int64_t s, int64_t d, int64_t n) {
-                 for (int64_t done = 0; done < n; done += kPiece) {
-                   int64_t count = std::min(kPiece, n - done);
-                   bytes.resize(size_t(count * elementSize));
-                   encodeElements(local.data + s + done, count, dtype,
-                                  bytes.data());
-                   writeFully(fd, bytes.data(), bytes.size(),
-                              dataStart[position.lookup(p.name)] +
-                                  (d + done) * elementSize,
-                              file);
-                 }
+               [&](int64_t s, int64_t d, int64_t n) {
+                 place.rows.forEachPiece(
+                     d, n, p.shape.back(),
+                     [&](int64_t at, int64_t offset, int64_t count) {
+                       write(local.data + s + offset, at, count);
+                     });
                });
   }
-  if (fd >= 0)
-    syncAndClose(fd, file);
+  for (auto [f, fd] : llvm::enumerate(fds))
+    if (fd >= 0)
+      syncAndClose(fd, join(tmp, files.files[f].name));
   commit(tmp, folder);
-  return join(folder, kExportFile);
+  return hf ? folder : join(folder, kExportFile);
 }
 
 void Checkpointer::commit(const std::string &tmp, const std::string &folder) {

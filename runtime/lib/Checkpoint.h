@@ -20,7 +20,9 @@
 // A model-only export (the last save with last_save_model_only) is one
 // consolidated step-<N>/model.safetensors with TorchTitan's parameter names
 // in export_dtype, what initial_load_path reads; every rank writes its
-// blocks into it at their offsets, so no rank holds the whole model.
+// blocks into it at their offsets, so no rank holds the whole model. With
+// last_save_in_hf it is a Hugging Face checkpoint instead (HFCheckpoint.h),
+// written the same way.
 //
 //===----------------------------------------------------------------------===//
 
@@ -87,10 +89,12 @@ public:
   /// Writes a full checkpoint of `state.step`; returns its folder.
   std::string save(const TrainingState &state, llvm::ArrayRef<StateSet> sets);
 
-  /// Writes the model-only export of `step` in `exportDtype`; returns the
-  /// file.
+  /// Writes the model-only export of `step` in `exportDtype`: titan's
+  /// model.safetensors (returns the file), or with `hf` Hugging Face's
+  /// sharded files, index and config.json (HFCheckpoint.h; returns the
+  /// folder).
   std::string exportModel(int64_t step, const StateSet &params,
-                          const std::string &exportDtype);
+                          const std::string &exportDtype, bool hf);
 
   /// Keeps at most keep_latest_k step folders (0: all): an earlier run's go
   /// first, oldest first, then this run's oldest; the newest of `saved`

@@ -14,6 +14,7 @@
 #include "Communicator.h"
 #include "Dataset.h"
 #include "Error.h"
+#include "HFCheckpoint.h"
 #include "Init.h"
 #include "Manifest.h"
 #include "PipelineExecutor.h"
@@ -335,28 +336,32 @@ void keepMetricsUpTo(const std::string &path, int64_t step) {
   out << kept;
 }
 
-/// Fills this rank's parameters from the safetensors file `path` (or
-/// `path`/model.safetensors), which holds the whole model, its header
-/// checked whole; returns the file's path.
-std::string loadSafetensors(const std::string &path, const Manifest &m,
-                            TensorSet &params,
-                            const std::vector<int64_t> &coords) {
-  std::string file = path;
-  if (llvm::sys::fs::is_directory(file))
-    file += "/model.safetensors";
-  std::vector<TensorRef> expected;
-  llvm::StringMap<size_t> position;
-  for (const Manifest::Param &p : m.allParams) {
-    position[p.name] = expected.size();
-    expected.push_back({p.name, p.shape, nullptr});
-  }
-  SafetensorsReader reader(file, expected);
-  // Each rank reads its blocks.
+/// Fills this rank's parameters from the model's files: each rank reads
+/// only its blocks, the files' headers checked whole.
+void loadModelFiles(ModelFiles files, const Manifest &m, TensorSet &params,
+                    const std::vector<int64_t> &coords) {
+  ModelReader reader(std::move(files));
   fillShards(m, params, coords,
              [&](size_t i, int64_t first, int64_t count, float *out) {
-               reader.read(position.lookup(m.params[i].name), first, count,
-                           out);
+               reader.read(m.params[i], first, count, out);
              });
+}
+
+/// Fills this rank's parameters from titan's model-only export `path` (a
+/// safetensors file, or a folder holding model.safetensors); returns the
+/// file.
+std::string loadWeights(const std::string &path, const Manifest &m,
+                        TensorSet &params, const std::vector<int64_t> &coords) {
+  std::string file = path;
+  if (llvm::sys::fs::is_directory(path)) {
+    if (looksLikeHFCheckpoint(path))
+      fatal("checkpoint.initial_load_path '" + path +
+            "' holds a Hugging Face checkpoint (config.json or "
+            "model.safetensors.index.json); load it with "
+            "checkpoint.initial_load_in_hf = true");
+    file += "/model.safetensors";
+  }
+  loadModelFiles(titanModelFiles(file, m), m, params, coords);
   return file;
 }
 
@@ -427,7 +432,12 @@ RunStart restoreOrInitialize(const titan::TrainConfig &c, const Manifest &m,
   if (usesCheckpoints)
     checkpoints.removeUnfinishedSaves();
   int64_t resumeStep = usesCheckpoints ? checkpoints.resumeStep() : -1;
-  const std::string &path = c.checkpoint.initialLoadPath;
+  bool hf = c.checkpoint.initialLoadInHf;
+  // As TorchTitan: HF weights come from model.hf_assets_path unless
+  // initial_load_path is given.
+  const std::string &path = hf && c.checkpoint.initialLoadPath.empty()
+                                ? c.model.hfAssetsPath
+                                : c.checkpoint.initialLoadPath;
   bool isCheckpoint =
       !path.empty() && llvm::sys::fs::exists(path + "/index.json");
   if (resumeStep >= 0) {
@@ -435,6 +445,21 @@ RunStart restoreOrInitialize(const titan::TrainConfig &c, const Manifest &m,
     if (!path.empty())
       run.message += "(checkpoint.initial_load_path is not used when "
                      "resuming)\n";
+  } else if (hf) {
+    if (path.empty())
+      fatal("checkpoint.initial_load_in_hf needs a Hugging Face checkpoint "
+            "folder: checkpoint.initial_load_path or model.hf_assets_path");
+    if (isCheckpoint || !c.checkpoint.initialLoadModelOnly)
+      fatal("checkpoint.initial_load_in_hf loads a model's weights only: " +
+            (isCheckpoint ? "'" + path +
+                                "' is a titan checkpoint (with index.json); "
+                                "load it without initial_load_in_hf"
+                          : std::string("set checkpoint.initial_load_model_"
+                                        "only = true")));
+    loadModelFiles(hfImportFiles(path, m), m, params, coords);
+    run.message = llvm::formatv("loaded Hugging Face weights from {0} in "
+                                "{1:f2} s\n",
+                                path, seconds());
   } else if (!path.empty() && !c.checkpoint.initialLoadModelOnly) {
     if (!isCheckpoint)
       fatal("checkpoint.initial_load_model_only = false needs "
@@ -448,7 +473,7 @@ RunStart restoreOrInitialize(const titan::TrainConfig &c, const Manifest &m,
     run.message =
         llvm::formatv("loaded weights from {0} in {1:f2} s\n", path, seconds());
   } else if (!path.empty()) {
-    std::string file = loadSafetensors(path, m, params, coords);
+    std::string file = loadWeights(path, m, params, coords);
     run.message =
         llvm::formatv("loaded weights from {0} in {1:f2} s\n", file, seconds());
   } else {
@@ -497,13 +522,6 @@ std::optional<titan::TrainConfig> parseRunConfig(int argc, char **argv,
       titan::loadTrainConfigFromToml(m.config, "compiled config", overrides);
   if (!parsed)
     fatal(llvm::toString(parsed.takeError()));
-  const titan::TrainConfig &c = *parsed;
-  if (c.checkpoint.initialLoadInHf || c.checkpoint.lastSaveInHf)
-    fatal(std::string("checkpoint.") +
-          (c.checkpoint.initialLoadInHf ? "initial_load_in_hf"
-                                        : "last_save_in_hf") +
-          " is not supported yet: checkpoints use TorchTitan parameter "
-          "names");
   return std::move(*parsed);
 }
 
@@ -1047,7 +1065,8 @@ void Run::saveIfDue(int64_t step) {
       set->attach(/*read=*/true);
   if (modelOnly) {
     saved = checkpoints.exportModel(step + 1, state.paramSet(),
-                                    c.checkpoint.exportDtype);
+                                    c.checkpoint.exportDtype,
+                                    c.checkpoint.lastSaveInHf);
   } else {
     int64_t samples = firstSampleOf(step + 1);
     saved = checkpoints.save({step + 1, samples, samples * seq,

@@ -48,10 +48,6 @@ std::vector<std::string> unsupportedSettings(const TrainConfig &c) {
                      "fp32 master weights; use "
                      "training.mixed_precision_param = \"bfloat16\" for bf16 "
                      "compute");
-  if (c.checkpoint.lastSaveInHf || c.checkpoint.initialLoadInHf)
-    errors.push_back("Hugging Face checkpoint names "
-                     "(checkpoint.last_save_in_hf / initial_load_in_hf) are "
-                     "not implemented yet; checkpoints use TorchTitan names");
   return errors;
 }
 

@@ -67,6 +67,7 @@ titan::buildManifest(const LlamaArgs &args, const TrainConfig &config,
   llvm::raw_string_ostream toml(m.config);
   printTrainConfig(config, toml);
   m.model = config.model.name + " " + args.name;
+  m.hfConfig = hfLlamaConfig(args, "float32");
   m.localBatch = config.training.localBatchSize;
   m.seqLen = config.training.seqLen;
   m.vocab = args.vocabSize;

@@ -30,6 +30,9 @@ Manifest::Param param(std::string name, std::vector<int64_t> shape,
 Manifest fullManifest(bool pipelined) {
   Manifest m;
   m.model = "llama3 debugmodel";
+  m.hfConfig = llvm::json::Object{
+      {"hidden_size", 256},
+      {"rope_scaling", llvm::json::Object{{"rope_type", "llama3"}}}};
   m.config = "[training]\nsteps = 10\n";
   m.target = "cpu";
   m.localBatch = 4;
@@ -93,6 +96,8 @@ void expectSameParams(const std::vector<Manifest::Param> &a,
 
 void expectSame(const Manifest &a, const Manifest &b) {
   EXPECT_EQ(a.model, b.model);
+  EXPECT_EQ(llvm::json::Value(llvm::json::Object(a.hfConfig)),
+            llvm::json::Value(llvm::json::Object(b.hfConfig)));
   EXPECT_EQ(a.config, b.config);
   EXPECT_EQ(a.target, b.target);
   EXPECT_EQ(a.cudaArch, b.cudaArch);

@@ -71,3 +71,20 @@ TEST(LlamaArgs, UnknownFlavorListsBuiltins) {
   EXPECT_NE(message.find("unknown flavor '7B'"), std::string::npos);
   EXPECT_NE(message.find("405B, 70B, 8B, debugmodel"), std::string::npos);
 }
+
+// The config.json titan writes with a Hugging Face export reads back as the
+// same model, and the first differing field is named in HF's terms.
+TEST(LlamaArgs, HFConfigRoundTrips) {
+  for (llvm::StringRef flavor : {"debugmodel", "8B", "70B"}) {
+    LlamaArgs args = builtin(flavor);
+    llvm::Expected<LlamaArgs> back =
+        parseHFLlamaConfig(hfLlamaConfig(args, "bfloat16"), "config.json");
+    ASSERT_TRUE(static_cast<bool>(back)) << llvm::toString(back.takeError());
+    EXPECT_EQ(firstArchitectureDifference(*back, args), std::nullopt)
+        << flavor.str();
+    back->nKvHeads = 4;
+    back->ropeScaling->lowFreqFactor = 2;
+    EXPECT_EQ(firstArchitectureDifference(*back, args),
+              "num_key_value_heads is 4, not " + std::to_string(args.nKvHeads));
+  }
+}

@@ -17,6 +17,7 @@
 #include "llvm/ADT/StringMap.h"
 #include "llvm/ADT/StringRef.h"
 #include "llvm/Support/Error.h"
+#include "llvm/Support/JSON.h"
 
 #include <cstdint>
 #include <optional>
@@ -120,6 +121,10 @@ struct Manifest {
   };
 
   std::string model;
+  /// The model's hyper-parameters as a Hugging Face config.json
+  /// (titan/Model/LlamaArgs.h's hfLlamaConfig): what Hugging Face exports
+  /// write and what imports are checked against.
+  llvm::json::Object hfConfig;
   /// The compiled config (TOML).
   std::string config;
   /// "cpu" or "cuda" (titan-compile --target), and the GPU architecture

@@ -11,6 +11,7 @@
 
 #include "llvm/ADT/StringRef.h"
 #include "llvm/Support/Error.h"
+#include "llvm/Support/JSON.h"
 
 #include <cstdint>
 #include <optional>
@@ -74,6 +75,24 @@ llvm::Expected<LlamaArgs> readLlamaToml(llvm::StringRef path);
 
 /// Reads a Hugging Face Llama config.json (a file or a folder holding one).
 llvm::Expected<LlamaArgs> readHFLlamaConfig(llvm::StringRef path);
+
+/// Reads a Hugging Face Llama config.json's object; errors name `file`.
+llvm::Expected<LlamaArgs> parseHFLlamaConfig(const llvm::json::Object &config,
+                                             llvm::StringRef file);
+
+/// The model as a Hugging Face LlamaConfig (config.json), which
+/// parseHFLlamaConfig reads back, so transformers' LlamaForCausalLM builds
+/// the same model: intermediate_size is titan's FFN hidden size, and
+/// rope_scaling is "llama3" when the model scales RoPE (else null).
+llvm::json::Object hfLlamaConfig(const LlamaArgs &args,
+                                 llvm::StringRef torchDtype);
+
+/// The first hyper-parameter that makes `a` and `b` different models
+/// ("num_key_value_heads is 2, not 4", HF's key names), or std::nullopt.
+/// The name, source and max_position_embeddings do not count: they do not
+/// change what the weights mean.
+std::optional<std::string> firstArchitectureDifference(const LlamaArgs &a,
+                                                       const LlamaArgs &b);
 
 /// Resolves the model a training config names by `model.flavor` alone (as
 /// TorchTitan v0.2.0 does; `model.hf_assets_path` is not read): the built-in
