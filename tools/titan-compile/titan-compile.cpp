@@ -326,6 +326,20 @@ void printPipelineInvocations(Compilation &job,
     phase("titan-lowering-pipeline", lowering);
     os << ")\n";
   }
+  if (pipelineJob || !job.config.validation.enable)
+    return;
+  // The eval step's phases run on the forward imported at validation's
+  // shape; titan-compile then moves it into the program above before its
+  // execution phase.
+  TrainingPipelineOptions training;
+  job.trainingOptions(training);
+  os << "// eval step (validation.enable), on the forward imported at "
+     << job.config.validation.localBatchSize << " x "
+     << job.config.validation.seqLen << " tokens\nbuiltin.module(";
+  phase("titan-partition-pipeline", partition);
+  os << ",";
+  phase("titan-eval-pipeline", training);
+  os << ")\n";
 }
 
 /// --emit=summary: the model and step facts, Float8's plan, and with a
