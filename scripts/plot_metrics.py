@@ -37,7 +37,8 @@ def main():
     args = ap.parse_args()
     fig, axes = plt.subplots(2, 2, figsize=(10, 6.5))
     for path in args.metrics:
-        rows = read(path)
+        # (Validation lines have no training metrics.)
+        rows = [r for r in read(path) if "loss" in r]
         label = os.path.basename(os.path.dirname(os.path.abspath(path)))
         steps = [r["step"] for r in rows]
         for ax, (key, _) in zip(axes.flat, PANELS):

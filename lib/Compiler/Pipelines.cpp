@@ -4,10 +4,15 @@
 
 #include "titan/Conversion/KernelToCPU/Passes.h"
 #include "titan/Conversion/TitanToKernel/Passes.h"
+#include "titan/Dialect/Dist/IR/Dist.h"
 #include "titan/Dialect/Dist/Transforms/Passes.h"
 #include "titan/Dialect/Kernel/Transforms/Passes.h"
+#include "titan/Dialect/Titan/IR/Parameters.h"
+#include "titan/Dialect/Titan/IR/TitanDialect.h"
 #include "titan/Dialect/Titan/Transforms/Passes.h"
 
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/BuiltinOps.h"
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Pass/PassRegistry.h"
 
@@ -78,18 +83,24 @@ TitanOptimizerOptions optimizerOptions(const TrainingPipelineOptions &options) {
   return o;
 }
 
-/// After autodiff in both training variants: context-parallel attention's
-/// ring steps, torchao's Float8 recipes written out, FSDP's gathers of the
-/// low-precision copies (the gradients were reduced in f32 by then), then
-/// AdamW over `forwardNames`' parameters.
-void addUpdatePasses(mlir::OpPassManager &pm,
-                     const TrainingPipelineOptions &options,
-                     llvm::ArrayRef<std::string> forwardNames = {}) {
+/// Context-parallel attention's ring steps, torchao's Float8 recipes
+/// written out, FSDP's gathers of the low-precision copies.
+void addExpansionPasses(mlir::OpPassManager &pm,
+                        const TrainingPipelineOptions &options) {
   pm.addPass(dist::createDistExpandRingAttention());
   TitanExpandFloat8Options expand;
   expand.fsdpFloat8AllGather = options.fsdpFloat8AllGather;
   pm.addPass(createTitanExpandFloat8(expand));
   pm.addPass(dist::createDistNarrowGathers());
+}
+
+/// After autodiff in both training variants: the expansions (the
+/// gradients were reduced in f32 by then), then AdamW over `forwardNames`'
+/// parameters.
+void addUpdatePasses(mlir::OpPassManager &pm,
+                     const TrainingPipelineOptions &options,
+                     llvm::ArrayRef<std::string> forwardNames = {}) {
+  addExpansionPasses(pm, options);
   TitanOptimizerOptions optimizer = optimizerOptions(options);
   if (!forwardNames.empty())
     optimizer.forwardNames.assign(forwardNames.begin(), forwardNames.end());
@@ -154,6 +165,48 @@ void titan::buildPipelineParallelTrainingPipeline(
   addUpdatePasses(pm, options, phases);
 }
 
+void titan::buildEvalPipeline(mlir::OpPassManager &pm,
+                              const TrainingPipelineOptions &options) {
+  pm.addPass(createTitanMixedPrecision(mixedPrecisionOptions(options)));
+  addExpansionPasses(pm, options);
+}
+
+mlir::LogicalResult titan::addEvalStep(mlir::ModuleOp module,
+                                       mlir::ModuleOp evalModule) {
+  using namespace mlir;
+  auto forward = lookupFunction(evalModule, "forward", "titan-compile");
+  if (!forward)
+    return failure();
+  if (module.lookupSymbol("eval"))
+    return module.emitError()
+           << "titan-compile: the program already has a symbol 'eval'";
+  dist::MeshAttr mesh = dist::getMesh(module);
+  if (mesh != dist::getMesh(evalModule))
+    return evalModule.emitError()
+           << "titan-compile: the eval step is partitioned over another mesh "
+              "than the training step";
+  auto lossType = forward.getNumResults() == 1
+                      ? dyn_cast<RankedTensorType>(forward.getResultTypes()[0])
+                      : RankedTensorType();
+  if (!lossType || lossType.getRank() != 0)
+    return forward.emitOpError() << "must return the loss alone to become "
+                                    "the eval step";
+  // Its own batch slots, at validation's shape; the parameters are the
+  // training step's.
+  Builder b(module.getContext());
+  for (unsigned i = 0, e = forward.getNumArguments(); i < e; ++i)
+    if (auto input = forward.getArgAttrOfType<StringAttr>(
+            i, TitanDialect::kInputAttrName))
+      forward.setArgAttr(i, TitanDialect::kInputAttrName,
+                         b.getStringAttr("eval_" + input.getValue()));
+  forward.setResultAttr(0, TitanDialect::kOutputAttrName,
+                        b.getStringAttr("eval_loss"));
+  forward.setSymName("eval");
+  forward->remove();
+  module.push_back(forward);
+  return success();
+}
+
 void titan::buildExecutionPipeline(mlir::OpPassManager &pm,
                                    const ExecutionPipelineOptions &options) {
   // The target's kernel workspaces; the CPU target runs bf16/f16 kernels on
@@ -204,6 +257,11 @@ void titan::registerTitanPipelines() {
       "The training phase of one pipeline rank: its stages cut out, "
       "scheduled, differentiated and split into phases",
       buildPipelineParallelTrainingPipeline);
+  mlir::PassPipelineRegistration<TrainingPipelineOptions>(
+      "titan-eval-pipeline",
+      "The forward-only eval step's phase (validation): mixed precision, "
+      "Float8 expansion and narrowed gathers, without autodiff",
+      buildEvalPipeline);
   mlir::PassPipelineRegistration<ExecutionPipelineOptions>(
       "titan-execution-pipeline",
       "Kernel calls on buffers, kernel fusions and the memory plan",

@@ -220,6 +220,9 @@ std::string titan::manifest::printManifest(const Manifest &m) {
     o["cuda_arch"] = m.cudaArch;
   if (!m.hfConfig.empty())
     o["hf_config"] = json::Object(m.hfConfig);
+  if (m.eval)
+    o["eval"] = json::Object{{"local_batch_size", m.eval->localBatch},
+                             {"seq_len", m.eval->seqLen}};
   if (pipelined) {
     o["all_params"] = toJSON(m.allParams, true);
     o["pipeline"] = toJSON(*m.pipeline);
@@ -437,6 +440,12 @@ llvm::Expected<Manifest> titan::manifest::parseManifest(StringRef text) {
           [&](StringRef name, SlotRange range) { m.slots[name] = range; });
   if (const json::Object *pipeline = o->getObject("pipeline"))
     m.pipeline = r.pipeline(*pipeline);
+  if (const json::Object *eval = o->getObject("eval")) {
+    m.eval = {eval->getInteger("local_batch_size").value_or(0),
+              eval->getInteger("seq_len").value_or(0)};
+    if (m.eval->localBatch < 1 || m.eval->seqLen < 1)
+      r.fail("the eval step's local_batch_size and seq_len must be >= 1");
+  }
   if (r.error)
     return llvm::createStringError(llvm::inconvertibleErrorCode(), *r.error);
   return m;

@@ -131,9 +131,10 @@ public:
   /// do not move.
   void run(Step which, void (*step)(char *), char *arena) override {
     cudaStream_t stream = kernelContext().stream;
-    Captured &c = graphs[which == Step::ForwardBackward ? 0 : 1];
-    const char *name =
-        which == Step::ForwardBackward ? "forward_backward" : "optimizer_step";
+    Captured &c = graphs[size_t(which)];
+    static constexpr const char *names[] = {"forward_backward",
+                                            "optimizer_step", "eval"};
+    const char *name = names[size_t(which)];
     if (!useGraphs || c.runs == 0) {
       step(arena);
     } else {
@@ -170,7 +171,7 @@ private:
     int64_t runs = 0;
     cudaGraphExec_t exec = nullptr;
   };
-  Captured graphs[2];
+  Captured graphs[3]; ///< by Step
   bool useGraphs = true;
   std::string description = "GPU";
 };

@@ -21,6 +21,7 @@
 #include "SafeTensors.h"
 #include "ShardLayout.h"
 #include "Trace.h"
+#include "Validator.h"
 
 #include "titan/Config/TrainConfig.h"
 #include "titan/Support/Format.h"
@@ -61,7 +62,9 @@ bool isRunTimeKey(StringRef key) {
          key.starts_with("profiling.") || key.starts_with("comm.") ||
          key.starts_with("checkpoint.") || key.starts_with("debug.") ||
          key == "training.steps" || key == "training.dataset" ||
-         key == "training.dataset_path";
+         key == "training.dataset_path" || key == "validation.dataset" ||
+         key == "validation.dataset_path" || key == "validation.freq" ||
+         key == "validation.steps";
 }
 
 /// The rank's memory: one allocation of the planned size, made once, on
@@ -502,11 +505,13 @@ std::optional<titan::TrainConfig> parseRunConfig(int argc, char **argv,
     fatal(llvm::toString(std::move(e)));
   for (const char *arg : rest) {
     if (StringRef(arg) == "--help" || StringRef(arg) == "-h") {
-      std::printf("usage: %s [--section.key value]...\n\nRun-time keys: "
-                  "job.*, metrics.*, checkpoint.*, debug.*, training.steps, "
-                  "training.dataset_path.\nEverything else was fixed by "
-                  "titan-compile.\n",
-                  argv[0]);
+      std::printf(
+          "usage: %s [--section.key value]...\n\nRun-time keys: "
+          "job.*, metrics.*, checkpoint.*, debug.*, training.steps, "
+          "training.dataset_path, validation.dataset_path, "
+          "validation.freq, validation.steps.\nEverything else was fixed by "
+          "titan-compile.\n",
+          argv[0]);
       return std::nullopt;
     }
     fatal(std::string("unexpected argument '") + arg +
@@ -701,6 +706,11 @@ private:
   void report(int64_t step, const StepResult &result);
   void log(int64_t step, const StepResult &result, double tokensPerSecond);
   void saveIfDue(int64_t step);
+  /// validation.enable: the validator on the eval step's slots (null
+  /// without validation).
+  std::unique_ptr<Validator> makeValidator();
+  /// Prints and records the validation loss after step `step` (from 0).
+  void logValidation(int64_t step, const ValidationResult &result);
   /// The rank's part of each sample's sequence: its cp rank's load-balanced
   /// chunks.
   SequenceShard sequenceShard() const {
@@ -735,6 +745,7 @@ private:
   int64_t batch, seq, localSeq, global, accumulation;
   StepSlots slots;
   std::unique_ptr<PipelineExecutor> pipeline;
+  std::unique_ptr<Validator> validator;
   std::unique_ptr<llvm::raw_fd_ostream> metrics;
 
   /// The loop runs steps [firstStep, totalSteps); sample indices continue
@@ -772,7 +783,24 @@ Run::Run(const titan::TrainConfig &c, const Manifest &m,
     pipeline = std::make_unique<PipelineExecutor>(m, program.functions, device,
                                                   *comm, arena.data());
   }
+  validator = makeValidator();
   openMetrics();
+}
+
+std::unique_ptr<Validator> Run::makeValidator() {
+  if (!c.validation.enable)
+    return nullptr;
+  if (!model.eval || !m.eval)
+    fatal("corrupt executable: compiled with validation.enable but without "
+          "its eval step");
+  int64_t tokenBytes = m.eval->localBatch *
+                       sequenceShard().length(m.eval->seqLen) *
+                       int64_t(sizeof(int32_t));
+  EvalSlots slots{arena.data(), arena.slot("input:eval_tokens", tokenBytes),
+                  arena.slot("input:eval_labels", tokenBytes),
+                  arena.slot("output:eval_loss", 4)};
+  return std::make_unique<Validator>(c, m, model.eval, device, slots,
+                                     sequenceShard(), dp, dpIndex);
 }
 
 RunStart Run::restore() {
@@ -849,6 +877,13 @@ void Run::printStart() {
   std::fflush(stdout);
   if (!device.hostAccessible())
     std::printf("device: %s\n", device.describe().c_str());
+  if (validator)
+    std::printf("validation: %lld batches of %lld x %lld tokens after step 1 "
+                "and every %lld steps | data %s (%lld samples)\n",
+                (long long)validator->batchesPerValidation(),
+                (long long)(m.eval->localBatch * dp), (long long)m.eval->seqLen,
+                (long long)c.validation.freq, c.validation.datasetPath.c_str(),
+                (long long)validator->numSamples());
   std::printf("%s", restored.message.c_str());
   std::fflush(stdout);
   if (leader && c.checkpoint.enable && c.checkpoint.asyncMode != "disabled")
@@ -905,6 +940,29 @@ void Run::trainStep(int64_t step) {
                 std::chrono::duration<double>(now - stepStart).count(),
                 std::chrono::duration<double>(now - start).count()});
   saveIfDue(step);
+  // After the step's checkpoint, as TorchTitan's train loop validates.
+  if (validator && validator->due(step + 1)) {
+    if (comm)
+      comm->setContext("validation after step " + std::to_string(step + 1));
+    logValidation(step, validator->validate());
+  }
+}
+
+void Run::logValidation(int64_t step, const ValidationResult &r) {
+  double tokensPerSecond = double(r.tokens) / r.seconds;
+  // TorchTitan's validation_metrics/loss at the step, on a line of its own.
+  *metrics << llvm::formatv("{{\"step\": {0}, \"validation_loss\": {1}, "
+                            "\"validation_tokens_per_second\": {2}, "
+                            "\"validation_time_s\": {3}}\n",
+                            step + 1, jsonNumber(r.loss),
+                            llvm::formatv("{0:f1}", tokensPerSecond).str(),
+                            llvm::formatv("{0:f4}", r.seconds).str());
+  metrics->flush();
+  std::printf("validate step %5lld | loss %9.5f | %lld batches | %8.0f "
+              "tokens/s | %.2f s\n",
+              (long long)(step + 1), r.loss, (long long)r.batches,
+              tokensPerSecond, r.seconds);
+  std::fflush(stdout);
 }
 
 double Run::accumulateGradients(int64_t step, StepTrace *trace) {

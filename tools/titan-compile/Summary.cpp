@@ -17,6 +17,7 @@
 #include "mlir/Pass/PassManager.h"
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/ADT/StringMap.h"
+#include "llvm/ADT/StringSwitch.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/raw_ostream.h"
 
@@ -246,7 +247,8 @@ void titan::printPerRankPlan(mlir::ModuleOp module, int64_t arenaBytes,
   // Collectives per step: kind and axes -> (count, payload bytes). The
   // payload is the gathered (all_gather), scattered (reduce_scatter) or
   // reduced (all_reduce) tensor.
-  for (llvm::StringRef fn : {"forward_backward", "optimizer_step"}) {
+  // (eval: validation.enable's forward-only step, per validation batch.)
+  for (llvm::StringRef fn : {"forward_backward", "optimizer_step", "eval"}) {
     auto func = module.lookupSymbol<mlir::func::FuncOp>(fn);
     if (!func)
       continue;
@@ -280,8 +282,11 @@ void titan::printPerRankPlan(mlir::ModuleOp module, int64_t arenaBytes,
       total += bytes;
     });
     os << "collectives per "
-       << (fn == "forward_backward" ? "microbatch" : "optimizer step") << " (@"
-       << fn << ")\n";
+       << llvm::StringSwitch<llvm::StringRef>(fn)
+              .Case("forward_backward", "microbatch")
+              .Case("optimizer_step", "optimizer step")
+              .Default("validation batch")
+       << " (@" << fn << ")\n";
     if (traffic.empty())
       row("none", "");
     for (const auto &[key, stats] : traffic)

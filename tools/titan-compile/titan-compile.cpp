@@ -209,6 +209,22 @@ int64_t arenaBytes(mlir::ModuleOp module) {
   return bytes ? bytes.getInt() : 0;
 }
 
+/// Imports the model the config names, at `batch` x `seqLen` tokens per
+/// rank.
+mlir::OwningOpRef<mlir::ModuleOp> importModel(mlir::MLIRContext &context,
+                                              const LlamaArgs &model,
+                                              const TrainConfig &c,
+                                              int64_t batch, int64_t seqLen) {
+  ImportOptions options;
+  options.batchSize = batch;
+  options.seqLen = seqLen;
+  mlir::Builder builder(&context);
+  options.elementType = c.training.dtype == "bfloat16"
+                            ? mlir::Type(builder.getBF16Type())
+                            : mlir::Type(builder.getF32Type());
+  return importLlama(context, model, options);
+}
+
 /// One compilation: the config, the model, the mesh and where the phases
 /// report (the timers of --mlir-timing, the output).
 struct Compilation {
@@ -254,6 +270,30 @@ struct Compilation {
   void executionOptions(ExecutionPipelineOptions &o) const {
     o.target = stringifyKernelTarget(target).str();
     o.deterministic = config.training.deterministic;
+    if (config.validation.enable)
+      o.functions = {"forward_backward", "optimizer_step", "eval"};
+  }
+
+  /// validation.enable: adds the forward-only `eval` step to the trained
+  /// whole-step `module`: the model imported again at validation's batch
+  /// and sequence length, partitioned over the same mesh and through the
+  /// eval phase. The execution phase then plans it with the training
+  /// steps: it runs between them, so its activations reuse theirs.
+  mlir::LogicalResult addEval(mlir::ModuleOp module) {
+    if (!config.validation.enable)
+      return mlir::success();
+    mlir::TimingScope t = timer.nest("eval step");
+    mlir::OwningOpRef<mlir::ModuleOp> eval =
+        importModel(*module.getContext(), model, config,
+                    config.validation.localBatchSize, config.validation.seqLen);
+    PartitionPipelineOptions partition;
+    partitionOptions(partition);
+    TrainingPipelineOptions training;
+    trainingOptions(training);
+    if (failed(run(*eval, buildPartitionPipeline, partition)) ||
+        failed(run(*eval, buildEvalPipeline, training)))
+      return mlir::failure();
+    return addEvalStep(module, *eval);
   }
 };
 
@@ -297,6 +337,20 @@ void printPipelineInvocations(Compilation &job,
     phase("titan-lowering-pipeline", lowering);
     os << ")\n";
   }
+  if (pipelineJob || !job.config.validation.enable)
+    return;
+  // The eval step's phases run on the forward imported at validation's
+  // shape; titan-compile then moves it into the program above before its
+  // execution phase.
+  TrainingPipelineOptions training;
+  job.trainingOptions(training);
+  os << "// eval step (validation.enable), on the forward imported at "
+     << job.config.validation.localBatchSize << " x "
+     << job.config.validation.seqLen << " tokens\nbuiltin.module(";
+  phase("titan-partition-pipeline", partition);
+  os << ",";
+  phase("titan-eval-pipeline", training);
+  os << ")\n";
 }
 
 /// --emit=summary: the model and step facts, Float8's plan, and with a
@@ -331,7 +385,8 @@ int emitSummary(Compilation &job, mlir::ModuleOp module) {
   }
   TrainingPipelineOptions training;
   job.trainingOptions(training);
-  if (failed(job.run(module, buildTrainingPipeline, training)))
+  if (failed(job.run(module, buildTrainingPipeline, training)) ||
+      failed(job.addEval(module)))
     return compilationFailed();
   // The peak comes from the memory plan of the same program.
   mlir::OwningOpRef<mlir::ModuleOp> planned = module.clone();
@@ -353,10 +408,9 @@ std::optional<int64_t> arenaWithoutCheckpointing(Compilation &job,
   training.checkpointMode = "none";
   ExecutionPipelineOptions execution;
   job.executionOptions(execution);
-  if (failed(job.run(*plain, [&](mlir::OpPassManager &pm) {
-        buildTrainingPipeline(pm, training);
-        buildExecutionPipeline(pm, execution);
-      })))
+  if (failed(job.run(*plain, buildTrainingPipeline, training)) ||
+      failed(job.addEval(*plain)) ||
+      failed(job.run(*plain, buildExecutionPipeline, execution)))
     return std::nullopt;
   return arenaBytes(*plain);
 }
@@ -413,8 +467,8 @@ llvm::Expected<std::string> writeObject(mlir::ModuleOp module,
 }
 
 /// A single program (no pipeline parallelism) from the partitioned
-/// per-rank forward: training, execution and lowering, then the object
-/// and the executable.
+/// per-rank forward: training (and the eval step), execution and lowering,
+/// then the object and the executable.
 int compileProgram(Compilation &job, mlir::ModuleOp module) {
   const TrainConfig &c = job.config;
   llvm::Expected<manifest::Manifest> manifest =
@@ -427,20 +481,23 @@ int compileProgram(Compilation &job, mlir::ModuleOp module) {
       return compilationFailed();
   TrainingPipelineOptions training;
   job.trainingOptions(training);
+  if (failed(job.run(module, buildTrainingPipeline, training)) ||
+      failed(job.addEval(module)))
+    return compilationFailed();
+  if (emitStage == EmitStage::Train)
+    return job.print(module);
   ExecutionPipelineOptions execution;
   job.executionOptions(execution);
-  if (failed(job.run(module, [&](mlir::OpPassManager &pm) {
-        buildTrainingPipeline(pm, training);
-        if (emitStage >= EmitStage::Kernel)
-          buildExecutionPipeline(pm, execution);
-      })))
+  if (failed(job.run(module, buildExecutionPipeline, execution)))
     return compilationFailed();
-  if (emitStage == EmitStage::Train || emitStage == EmitStage::Kernel)
+  if (emitStage == EmitStage::Kernel)
     return job.print(module);
   if (emitStage == EmitStage::Memory)
     return emitMemoryReport(job, module, arenaWithout);
   // The runtime places its state where the plan says.
   addArenaToManifest(*manifest, module);
+  if (c.validation.enable)
+    manifest->eval = {c.validation.localBatchSize, c.validation.seqLen};
   manifest->accumulationSteps = accumulationSteps(c, job.mesh);
   manifest->target = stringifyKernelTarget(target).str();
   if (target == KernelTarget::CUDA)
@@ -586,6 +643,13 @@ int linkPipelineExecutable(
 /// per-rank forward, linked into one executable with the table that hands
 /// each rank its program.
 int compilePipelined(Compilation &job, mlir::ModuleOp partitioned) {
+  // TorchTitan evaluates through a forward-only pipeline schedule, which
+  // titan does not have yet.
+  if (job.config.validation.enable)
+    return reportError("validation.enable with "
+                       "parallelism.pipeline_parallel_degree > 1 is not "
+                       "implemented yet (the eval step runs on whole-step "
+                       "programs: FSDP, HSDP, TP, CP)");
   llvm::Expected<PipelineJob> pipelineJob =
       planPipelineJob(job.model, job.config);
   if (!pipelineJob)
@@ -620,23 +684,6 @@ int compilePipelined(Compilation &job, mlir::ModuleOp partitioned) {
   if (emitStage != EmitStage::Exe)
     return 0;
   return linkPipelineExecutable(objects, tables);
-}
-
-/// Imports the model the config names, at the shapes a step sees (under
-/// pipeline parallelism one microbatch).
-mlir::OwningOpRef<mlir::ModuleOp> importModel(mlir::MLIRContext &context,
-                                              const LlamaArgs &model,
-                                              const TrainConfig &c) {
-  ImportOptions options;
-  options.batchSize = c.parallelism.pipelineParallelDegree > 1
-                          ? c.parallelism.pipelineParallelMicrobatchSize
-                          : c.training.localBatchSize;
-  options.seqLen = c.training.seqLen;
-  mlir::Builder builder(&context);
-  options.elementType = c.training.dtype == "bfloat16"
-                            ? mlir::Type(builder.getBF16Type())
-                            : mlir::Type(builder.getF32Type());
-  return importLlama(context, model, options);
 }
 
 /// Everything from the imported model on: the phases up to --emit's stage.
@@ -791,7 +838,14 @@ int main(int argc, char **argv) {
   mlir::MLIRContext context(registry);
   mlir::OwningOpRef<mlir::ModuleOp> module = [&] {
     mlir::TimingScope t = rootTimer.nest("import");
-    return importModel(context, *model, *config);
+    // At the shapes a step sees (under pipeline parallelism one
+    // microbatch).
+    const auto &p = config->parallelism;
+    return importModel(context, *model, *config,
+                       p.pipelineParallelDegree > 1
+                           ? p.pipelineParallelMicrobatchSize
+                           : config->training.localBatchSize,
+                       config->training.seqLen);
   }();
   {
     mlir::TimingScope t = rootTimer.nest("verify");

@@ -52,8 +52,10 @@ Manifest fullManifest(bool pipelined) {
   m.slots["param:norm.weight"] = {0, 1024};
   m.slots["input:step"] = {1024, 8};
   m.collectiveAxes = {4, 16, 20};
-  if (!pipelined)
+  if (!pipelined) {
+    m.eval = Manifest::Eval{2, 64};
     return m;
+  }
   m.allParams.push_back(
       param("output.weight", {2048, 256}, {1024, 128}, {{kDPShard}, {kTP}}));
   for (auto *params : {&m.params, &m.allParams})
@@ -115,6 +117,11 @@ void expectSame(const Manifest &a, const Manifest &b) {
   for (const auto &slot : a.slots)
     EXPECT_EQ(slot.getValue(), b.slots.lookup(slot.getKey()));
   EXPECT_EQ(a.collectiveAxes, b.collectiveAxes);
+  ASSERT_EQ(a.eval.has_value(), b.eval.has_value());
+  if (a.eval) {
+    EXPECT_EQ(a.eval->localBatch, b.eval->localBatch);
+    EXPECT_EQ(a.eval->seqLen, b.eval->seqLen);
+  }
   ASSERT_EQ(a.pipeline.has_value(), b.pipeline.has_value());
   if (!a.pipeline)
     return;
@@ -182,7 +189,8 @@ TEST(ManifestTest, MalformedIsAnError) {
   for (const char *text :
        {"not json", "{}",
         R"({"params": [{"name": "w", "shape": [2], "sharding": [["xy"]]}]})",
-        R"({"params": [], "arena_bytes": 8, "slots": {"a": [4, 8]}})"}) {
+        R"({"params": [], "arena_bytes": 8, "slots": {"a": [4, 8]}})",
+        R"({"params": [], "eval": {"local_batch_size": 0, "seq_len": 8}})"}) {
     llvm::Expected<Manifest> m = parseManifest(text);
     EXPECT_FALSE(bool(m)) << text;
     if (!m)

@@ -10,6 +10,9 @@
 //   pipeline-parallel training (titan-pipeline-parallel-training-pipeline)
 //               the same for one pipeline rank: its stages cut out,
 //               scheduled, differentiated and split into phases
+//   eval        (titan-eval-pipeline)       [validation]'s forward-only
+//               step: mixed precision, Float8 expansion and narrowed
+//               gathers on a second per-rank forward at validation's shape
 //   execution   (titan-execution-pipeline)  bufferization into kernel calls,
 //               kernel fusions and the memory plan
 //   lowering    (titan-lowering-pipeline)   kernel IR to LLVM calls into the
@@ -26,12 +29,14 @@
 #define TITAN_COMPILER_PIPELINES_H
 
 #include "mlir/Pass/PassOptions.h"
+#include "mlir/Support/LogicalResult.h"
 
 #include <string>
 #include <vector>
 
 namespace mlir {
 class OpPassManager;
+class ModuleOp;
 } // namespace mlir
 
 namespace titan {
@@ -201,6 +206,21 @@ void buildTrainingPipeline(mlir::OpPassManager &pm,
                            const TrainingPipelineOptions &options);
 void buildPipelineParallelTrainingPipeline(
     mlir::OpPassManager &pm, const TrainingPipelineOptions &options);
+/// The eval phase on a partitioned per-rank forward (validation.enable):
+/// what the training phase does to the forward before differentiating it
+/// (mixed precision, ring attention, Float8 expansion, narrowed gathers),
+/// so the eval step computes the training step's loss, without the
+/// backward and the optimizer.
+void buildEvalPipeline(mlir::OpPassManager &pm,
+                       const TrainingPipelineOptions &options);
+/// Moves the forward of `evalModule` (after the eval phase) into the
+/// training program `module` as its `eval` step: its tokens and labels
+/// become the slots input:eval_tokens and input:eval_labels, its loss
+/// output:eval_loss; its parameters keep their param:* slots, so it reads
+/// the training step's weights. Both modules must be partitioned over the
+/// same mesh. Errors are reported on the modules.
+mlir::LogicalResult addEvalStep(mlir::ModuleOp module,
+                                mlir::ModuleOp evalModule);
 void buildExecutionPipeline(mlir::OpPassManager &pm,
                             const ExecutionPipelineOptions &options);
 void buildLoweringPipeline(mlir::OpPassManager &pm,

@@ -148,6 +148,15 @@ struct Manifest {
   std::vector<unsigned> collectiveAxes;
   std::optional<Pipeline> pipeline;
 
+  /// validation.enable: the compiled forward-only `eval` step's batch (rows
+  /// of seqLen tokens per rank, before context parallelism's split). It
+  /// reads param:* and input:eval_tokens / input:eval_labels and writes
+  /// output:eval_loss.
+  struct Eval {
+    int64_t localBatch = 0, seqLen = 0;
+  };
+  std::optional<Eval> eval;
+
   int64_t worldSize() const;
 };
 

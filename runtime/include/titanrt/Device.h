@@ -46,7 +46,8 @@ public:
   virtual void zero(char *dst, size_t bytes) = 0;
 
   /// Which compiled step a run is of (each may be captured once).
-  enum class Step { ForwardBackward, OptimizerStep };
+  /// (Eval: validation's forward-only step.)
+  enum class Step { ForwardBackward, OptimizerStep, Eval };
   /// Runs `step` on `arena` and returns when its results can be read.
   virtual void run(Step which, void (*step)(char *arena), char *arena) = 0;
   /// Run-time options: CUDA graphs on or off (targets without graphs

@@ -43,6 +43,10 @@ struct CompiledModel {
   /// Where the arena lives and the steps run (the target's kernel library
   /// provides it; null: the host).
   Device *device = nullptr;
+  /// validation.enable: the forward-only step, which reads param:*,
+  /// input:eval_tokens and input:eval_labels and writes output:eval_loss
+  /// (null: compiled without validation).
+  void (*eval)(char *arena) = nullptr;
   /// Pipeline parallel: one program per pipeline rank (then `manifest` and
   /// the two steps are unused); each rank runs that of its pipeline
   /// coordinate.

@@ -6,7 +6,8 @@ titan checkpoint folders (parameters and AdamW moments).
   compare_metrics.py A.jsonl B.jsonl --rtol 1e-5 [--weights W1 W2 --wtol T]
 
 Prints the largest relative error of each quantity; exits 1 when one exceeds
-its tolerance or the runs have different steps.
+its tolerance or the runs have different steps. Validation lines (step and
+validation_loss) are compared apart, when either run has them.
 """
 
 import argparse
@@ -38,7 +39,25 @@ def main():
                     help="also require the losses to differ by at least this "
                          "(relative) at some step: the runs really differ")
     args = ap.parse_args()
-    actual, expected = read(args.actual), read(args.expected)
+    rows = read(args.actual), read(args.expected)
+    actual, expected = ([r for r in rs if "loss" in r] for rs in rows)
+    validations = [[r for r in rs if "validation_loss" in r] for rs in rows]
+    if validations[0] or validations[1]:
+        if [r["step"] for r in validations[0]] != [r["step"] for r in
+                                                    validations[1]]:
+            print("FAIL: the runs validated at different steps")
+            return 1
+        errs = [rel(a["validation_loss"], e["validation_loss"])
+                for a, e in zip(*validations)]
+        worst = max(range(len(errs)), key=errs.__getitem__)
+        good = errs[worst] <= args.rtol
+        print(f"validation_loss max relative error {errs[worst]:.3e} at "
+              f"step {validations[0][worst]['step']} "
+              f"({validations[0][worst]['validation_loss']!r} vs "
+              f"{validations[1][worst]['validation_loss']!r}) "
+              f"{'ok' if good else 'FAIL'}")
+        if not good:
+            return 1
     if len(actual) != len(expected) or len(actual) < args.min_steps:
         print(f"FAIL: {len(actual)} steps vs {len(expected)} expected "
               f"(at least {args.min_steps})")

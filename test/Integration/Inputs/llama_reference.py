@@ -11,6 +11,7 @@ Shares no code with titan.
   llama_reference.py init  --model M.toml --seed S --out weights.safetensors
   llama_reference.py train --model M.toml --config C.toml --weights W
                            --tokens T.bin --out metrics.jsonl [--save W2]
+                           [--val-tokens V.bin --val-global-batch G]
   llama_reference.py tokens --vocab V --count N --seed S --out T.bin
 """
 
@@ -290,6 +291,24 @@ def optimizer_step(opt, sched, params, max_norm, out, step, loss, tokens,
     out.flush()
 
 
+def validation_loss(a, params, val, val_cfg, global_batch, freqs_cis, rounding):
+    """TorchTitan v0.2.0's Validator.validate (components/validate.py): the
+    mean of the batches' mean losses, without gradients. Batches of
+    `global_batch` samples from the set's start: validation.steps of them
+    (wrapping around), or with -1 every whole batch once."""
+    steps = val_cfg.get("steps", -1)
+    batches = steps if steps > 0 else val.shape[0] // global_batch
+    total = 0.0
+    with torch.no_grad():
+        for b in range(batches):
+            rows = [(b * global_batch + r) % val.shape[0]
+                    for r in range(global_batch)]
+            batch = val[rows]
+            total += forward_loss(a, params, batch[:, :-1], batch[:, 1:],
+                                  freqs_cis, rounding).item()
+    return total / batches
+
+
 def train(args):
     a = Args(load_toml(args.model))
     c = load_toml(args.config)
@@ -306,6 +325,16 @@ def train(args):
     # titan's CPU target computes in f32 unless the config asks for bf16.
     rounding = (RoundBf16.apply if t.get("mixed_precision_param") == "bfloat16"
                 else identity)
+
+    v = c.get("validation", {})
+    if args.val_tokens:
+        val_seq = v.get("seq_len", 2048)
+        val = torch.frombuffer(bytearray(open(args.val_tokens, "rb").read()),
+                               dtype=torch.int32).long()
+        val_samples = val.numel() // (val_seq + 1)
+        val = val[: val_samples * (val_seq + 1)].view(val_samples, val_seq + 1)
+        val_freqs = rope_freqs(a, val_seq)
+        val_batch = args.val_global_batch or v.get("local_batch_size", 8)
 
     start = time.perf_counter()
     with open(args.out, "w") as out:
@@ -324,6 +353,14 @@ def train(args):
             optimizer_step(opt, sched, [params[n] for n in names],
                            t.get("max_norm", 1.0), out, step, total / accum,
                            global_batch * seq, step_start, start)
+            # After the update, at step 1 and every validation.freq steps
+            # (Validator.should_validate).
+            if args.val_tokens and (step + 1 == 1 or
+                                    (step + 1) % v.get("freq", 10) == 0):
+                loss = validation_loss(a, params, val, v, val_batch, val_freqs,
+                                       rounding)
+                out.write(json.dumps({"step": step + 1,
+                                      "validation_loss": loss}) + "\n")
     if args.save:
         save_safetensors(args.save, {n: params[n] for n in names})
 
@@ -370,6 +407,8 @@ def main():
     for k in ("model", "config", "weights", "tokens", "out"):
         tr.add_argument("--" + k, required=True)
     tr.add_argument("--save")
+    tr.add_argument("--val-tokens")
+    tr.add_argument("--val-global-batch", type=int)
     tr.add_argument("--threads", type=int, default=1)
     tk = sub.add_parser("tokens")
     tk.add_argument("--vocab", type=int, required=True)

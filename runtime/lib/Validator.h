@@ -1,0 +1,82 @@
+//===- Validator.h - TorchTitan's [validation] loop -------------*- C++ -*-===//
+//
+// validation.enable: every validation.freq steps (and after the first), the
+// compiled forward-only `eval` step over the validation set, its loss
+// averaged as TorchTitan v0.2.0's Validator averages it
+// (torchtitan/components/validate.py).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TITANRT_LIB_VALIDATOR_H
+#define TITANRT_LIB_VALIDATOR_H
+
+#include "Dataset.h"
+#include "Manifest.h"
+
+#include "titan/Config/TrainConfig.h"
+
+#include <cstdint>
+#include <vector>
+
+namespace titanrt {
+
+class Device;
+
+/// Where the eval step runs: the arena and its eval slots (the batch's
+/// tokens and labels, rows of the rank's share of each sequence, and the
+/// loss).
+struct EvalSlots {
+  char *arena, *tokens, *labels, *loss;
+};
+
+/// What one validation measured.
+struct ValidationResult {
+  /// The mean of the batches' losses (each the mean over the global batch
+  /// of every data-parallel rank, as the compiled loss is).
+  double loss;
+  int64_t batches;
+  /// Tokens of the global batches evaluated, and the time it took.
+  int64_t tokens;
+  double seconds;
+};
+
+/// The validation loop of one rank.
+class Validator {
+public:
+  /// `dp` data-parallel ranks, this one the `dpIndex`th; `shard` its part
+  /// of each sequence (context parallel).
+  Validator(const titan::TrainConfig &c, const Manifest &m,
+            void (*eval)(char *arena), Device &device, EvalSlots slots,
+            SequenceShard shard, int64_t dp, int64_t dpIndex);
+
+  /// TorchTitan's should_validate: after step 1 and every freq-th step
+  /// (`step` counts from 1).
+  bool due(int64_t step) const {
+    return step == 1 || step % c.validation.freq == 0;
+  }
+
+  /// The batches each validation evaluates: validation.steps, or with -1
+  /// every whole global batch of the set once. Each validation starts
+  /// from the set's first sample, so validations see the same batches.
+  int64_t batchesPerValidation() const { return batches; }
+  /// The validation set's whole samples.
+  int64_t numSamples() const { return data.numSamples(); }
+
+  /// One validation: the eval step on each batch, the losses averaged.
+  ValidationResult validate();
+
+private:
+  const titan::TrainConfig &c;
+  void (*eval)(char *arena);
+  Device &device;
+  EvalSlots slots;
+  Dataset data;
+  int64_t batch, seqLen, localSeq, dp, dpIndex, batches;
+  /// The batch is drawn on the host: into the arena where the host can
+  /// address it, else into this buffer, copied over before each batch.
+  std::vector<int32_t> hostBatch;
+};
+
+} // namespace titanrt
+
+#endif // TITANRT_LIB_VALIDATOR_H
