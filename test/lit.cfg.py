@@ -16,7 +16,7 @@ config.test_exec_root = os.path.join(config.titan_obj_root, "test")
 llvm_config.use_default_substitutions()
 llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
 llvm_config.add_tool_substitutions(
-    ["titan-opt", "titan-compile"], [config.titan_tools_dir]
+    ["titan-opt", "titan-compile", "titan-tokenize"], [config.titan_tools_dir]
 )
 
 # Paths tests use: the source tree, the built-in models and the presets.
