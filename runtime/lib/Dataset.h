@@ -73,7 +73,15 @@ struct DataShare {
   int64_t samplesPerStep = 1;
 };
 
-/// What a dataset is read for.
+/// What a dataset is read for. For validation: section "validation", its
+/// dataset, dataset_path and seq_len, share {dp rank, dp degree,
+/// validation.local_batch_size, the same}, and loop = (validation.steps !=
+/// -1); row j of validation batch b on data-parallel rank r is then sample
+/// b x local batch x dp + r x local batch + j. A finite pass (steps = -1)
+/// ends when sample() returns false, which data-parallel ranks may reach at
+/// different batches (their shares differ); rewind(0) starts the next
+/// validation's pass. A looping one (steps = N) continues the stream from
+/// one validation to the next, as TorchTitan's does.
 struct DataOptions {
   /// The config section: "training" or "validation" (errors name
   /// <section>.dataset and <section>.dataset_path).
