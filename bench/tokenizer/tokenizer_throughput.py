@@ -4,7 +4,7 @@
 Both sides encode the same synthetic corpus (the lines of the multilingual
 test corpus, README.md and docs/*.md, shuffled and joined by spaces into
 documents of about --doc-kib KiB, a C4 document's size, up to --mib MiB),
-on one thread: titan-tokenize --lines (one document per line; the encoding
+on one thread: titan-tokenize (one document per line; the encoding
 time it reports, not loading or reading) against Tokenizer.encode called per
 document (encode_batch, which runs on several threads, is not used) and
 tiktoken's Encoding.encode per document. Interleaved rounds; the best and the median
@@ -56,7 +56,7 @@ def corpus(mib, doc_kib, seed=0):
 
 def titan_rate(titan, tokenizer, path):
     err = subprocess.run(
-        [titan, "--tokenizer", tokenizer, "--lines", "-o", os.devnull, path],
+        [titan, "--tokenizer", tokenizer, "-o", os.devnull, path],
         check=True, stderr=subprocess.PIPE, text=True).stderr
     match = re.search(r"(\d+) tokens, .* ([0-9.]+) tokens/s encoding", err)
     return int(match.group(1)), float(match.group(2))
@@ -127,7 +127,7 @@ end (the machine is shared: both sides ran interleaved under the same load).
 One thread; {len(lines)} documents of about {args.doc_kib:g} KiB, {size:.1f} MiB, from the
 lines of the test corpus, README.md and docs/*.md; the test tokenizer
 (test/Data/Inputs/tokenizer: 1792 BPE tokens + 256 specials, Llama 3's regex).
-titan: `titan-tokenize --lines -o /dev/null` (the encoding time it reports; with
+titan: `titan-tokenize -o /dev/null` (the encoding time it reports; with
 BOS/EOS per document: {counts['titan-hf']} ids). tokenizers 0.20.3:
 `Tokenizer.encode(document)` per document ({counts['tokenizers']} ids, BOS by its
 post-processor, no EOS). tiktoken 0.14.0: `Encoding.encode(document,

@@ -97,6 +97,36 @@ std::optional<std::vector<int64_t>> intArray(const llvm::json::Value *v,
   return out;
 }
 
+/// "data_positions": [{"document": d, "token": t}, ...], one per
+/// data-parallel rank.
+llvm::json::Array writeDataPositions(llvm::ArrayRef<DataPosition> positions) {
+  llvm::json::Array array;
+  for (const DataPosition &p : positions)
+    array.push_back(
+        llvm::json::Object{{"document", p.document}, {"token", p.token}});
+  return array;
+}
+
+template <typename Bad>
+std::vector<DataPosition> readDataPositions(const llvm::json::Value &value,
+                                            Bad bad) {
+  std::vector<DataPosition> positions;
+  const llvm::json::Array *array = value.getAsArray();
+  if (!array)
+    bad("\"data_positions\" is not an array");
+  for (const llvm::json::Value &entry : *array) {
+    const llvm::json::Object *o = entry.getAsObject();
+    std::optional<int64_t> document =
+        o ? o->getInteger("document") : std::nullopt;
+    std::optional<int64_t> token = o ? o->getInteger("token") : std::nullopt;
+    if (!document || *document < 0 || !token || *token < 0)
+      bad("\"data_positions\" needs objects with non-negative \"document\" "
+          "and \"token\"");
+    positions.push_back({*document, *token});
+  }
+  return positions;
+}
+
 /// The index of a checkpoint, checked against the model: every state
 /// tensor is there with the model's shape, as float32, and its blocks lie
 /// in bounds, do not overlap and cover it exactly.
@@ -162,7 +192,9 @@ struct CheckpointIndex {
         *tokens < 0 || !seed)
       bad("\"training_state\" needs non-negative \"step\", "
           "\"samples_consumed\", \"tokens_seen\" and \"rng\".\"seed\"");
-    state = {*step, *samples, *tokens, uint64_t(*seed)};
+    state = {*step, *samples, *tokens, uint64_t(*seed), {}};
+    if (const llvm::json::Value *positions = st->get("data_positions"))
+      state.dataPositions = readDataPositions(*positions, bad);
     int64_t folderStep =
         stepOfFolderName(llvm::sys::path::filename(StringRef(folder)));
     if (folderStep >= 0 && folderStep != *step)
@@ -456,6 +488,10 @@ std::string Checkpointer::save(const TrainingState &state,
                                         {"seed", int64_t(state.seed)},
                                         {"draws_after_init", 0}}}}},
         {"tensors", std::move(tensors)}};
+    // A token file's position is samples_consumed alone.
+    if (!state.dataPositions.empty())
+      (*index.getObject("training_state"))["data_positions"] =
+          writeDataPositions(state.dataPositions);
     std::string text;
     llvm::raw_string_ostream os(text);
     os << llvm::json::Value(std::move(index)) << "\n";

@@ -29,6 +29,7 @@
 #ifndef TITANRT_LIB_CHECKPOINT_H
 #define TITANRT_LIB_CHECKPOINT_H
 
+#include "Dataset.h"
 #include "Manifest.h"
 #include "SafeTensors.h"
 
@@ -60,6 +61,10 @@ struct TrainingState {
   int64_t samplesConsumed = 0; ///< the data position, in samples
   int64_t tokensSeen = 0;
   uint64_t seed = 0; ///< training.seed (init is the run's only random draw)
+  /// A text dataset's position, per data-parallel rank ("data_positions";
+  /// empty for a token file, whose position is samplesConsumed, and in
+  /// checkpoints that predate it).
+  std::vector<DataPosition> dataPositions;
 };
 
 class Checkpointer {

@@ -1,13 +1,42 @@
 //===- Dataset.h - token data for training ----------------------*- C++ -*-===//
+//
+// The samples a rank trains (or validates) on, numbered as the trainer
+// numbers them: sample g of a step's global batch is row g % batch of
+// data-parallel rank (g / batch) % dp, and samples continue across steps
+// and microbatches (g = samples consumed before the step + (microbatch x dp
+// + dp rank) x batch + row). Two kinds of data:
+//
+//  - a `.bin` file of little-endian uint32 token ids: one stream that every
+//    rank shares, cut into samples of seq_len + 1 tokens; sample g is the
+//    g-th (modulo their count), whichever rank reads it. Its position is
+//    the number of samples consumed.
+//
+//  - text (titan::data::TextSource: JSON lines, text lines, folders of
+//    them), read as TorchTitan v0.2.0's HuggingFaceDataset reads a local
+//    (map-style) dataset: data-parallel rank r of D reads the contiguous
+//    share split_dataset_by_node gives it (Dataset.shard(D, r, contiguous):
+//    documents [r x n/D + min(r, n%D), ...), the first n%D ranks one more),
+//    each document tokenized as needed into BOS + tokens + EOS, appended to
+//    a buffer that is cut into samples of seq_len + 1 tokens (input x[:-1],
+//    label x[1:]). The rank's samples are the consecutive samples of its own
+//    stream, which loops over its share forever, the buffer carried over
+//    (a finite pass ends instead, for validation). TP, CP and PP ranks of a
+//    data-parallel rank read the same stream. Its position, saved in
+//    checkpoints, is a DataPosition per data-parallel rank.
+//
+//===----------------------------------------------------------------------===//
 
 #ifndef TITANRT_LIB_DATASET_H
 #define TITANRT_LIB_DATASET_H
 
-#include "llvm/Support/MemoryBuffer.h"
-
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
+
+namespace titan {
+struct TrainConfig;
+} // namespace titan
 
 namespace titanrt {
 
@@ -26,38 +55,105 @@ struct SequenceShard {
   int64_t position(int64_t t, int64_t seqLen) const;
 };
 
-/// The token stream of `training.dataset_path`: a `.bin` file of
-/// little-endian uint32 token ids, or any other file read as text and
-/// tokenized bytewise (token id = byte value; needs vocab >= 256). The file
-/// is mapped, not read: a rank touches only the samples it trains on, and
-/// each sample's ids are checked against the vocabulary when it is read.
+/// Where a data-parallel rank's text stream stands (TorchTitan's
+/// sample_idx and token_buffer in one): its next sample starts at token
+/// `token` of document `document` of the dataset (BOS and EOS count as
+/// tokens of their document).
+struct DataPosition {
+  int64_t document = 0, token = 0;
+};
+
+/// Which samples a data-parallel rank reads, in the numbering above.
+struct DataShare {
+  int64_t rank = 0, degree = 1;
+  int64_t localBatch = 1;
+  /// The samples the rank reads per step (local batch x accumulation): a
+  /// text stream keeps that many, since pipeline stages read a step's
+  /// microbatches in their own order.
+  int64_t samplesPerStep = 1;
+};
+
+/// What a dataset is read for. For validation: section "validation", its
+/// dataset, dataset_path and seq_len, share {dp rank, dp degree,
+/// validation.local_batch_size, the same}, and loop = (validation.steps !=
+/// -1); row j of validation batch b on data-parallel rank r is then sample
+/// b x local batch x dp + r x local batch + j. A finite pass (steps = -1)
+/// ends when sample() returns false, which data-parallel ranks may reach at
+/// different batches (their shares differ); rewind(0) starts the next
+/// validation's pass. A looping one (steps = N) continues the stream from
+/// one validation to the next, as TorchTitan's does.
+struct DataOptions {
+  /// The config section: "training" or "validation" (errors name
+  /// <section>.dataset and <section>.dataset_path).
+  std::string section = "training";
+  std::string name;       ///< <section>.dataset
+  std::string path;       ///< <section>.dataset_path
+  int64_t vocabSize = 0;  ///< the model's; token ids must be below it
+  int64_t seqLen = 0;     ///< the global sequence length
+  SequenceShard sequence; ///< the rank's part of each sequence
+  DataShare share;
+  /// Whether the stream starts again at its end (training), or ends
+  /// (validation.steps = -1: one pass over the set).
+  bool loop = true;
+};
+
 class Dataset {
 public:
-  /// Samples are `seqLen` tokens long (the global sequence length); the
-  /// rank reads its `shard` of each.
-  Dataset(const std::string &path, int64_t vocabSize, int64_t seqLen,
-          SequenceShard shard = {});
+  /// The data of `options` for the job `config` (whose model.tokenizer_path,
+  /// else model.hf_assets_path, names the tokenizer of a text dataset), with
+  /// the data-set name rules of TorchTitan's DATASETS table:
+  /// dataset_path when set, read by its type; else "c4_test" reads
+  /// ./tests/assets/c4_test, and any other name is an error (titan cannot
+  /// reach the Hugging Face hub). Stops the run with an error naming the
+  /// file and the problem.
+  static std::unique_ptr<Dataset> open(const DataOptions &options,
+                                       const titan::TrainConfig &config);
+  virtual ~Dataset();
 
-  /// Whole samples of seqLen + 1 tokens in the stream.
-  int64_t numSamples() const { return numSamples_; }
+  /// One line for the log: the path, its kind, its size, the tokenizer.
+  virtual std::string describe() const = 0;
 
   /// The tokens sample() copies: the shard's length of the sequence.
-  int64_t localLength() const { return shard_.length(seqLen_); }
+  int64_t localLength() const { return sequence_.length(seqLen_); }
 
-  /// Copies the shard of sample `index` (modulo numSamples()): inputs are
+  /// Copies the rank's shard of sample `index` (numbered as above; a text
+  /// stream reads only its rank's samples, in increasing steps): inputs are
   /// its first seqLen tokens, labels its last seqLen (each localLength()
-  /// tokens, in the shard's order).
-  void sample(int64_t index, int32_t *inputs, int32_t *labels) const;
+  /// tokens, in the shard's order). False past the end of a finite pass.
+  virtual bool sample(int64_t index, int32_t *inputs, int32_t *labels) = 0;
 
-private:
-  /// Token `i` of the stream.
-  int64_t token(int64_t i) const;
+  /// Continues from a checkpoint: the next sample read is `index`, and a
+  /// text stream starts at `position` (its rank's saved one; none: from
+  /// the share's start, skipping the samples a run without saved positions
+  /// consumed).
+  virtual void resume(int64_t index, std::optional<DataPosition> position) = 0;
 
-  std::string path_;
-  std::unique_ptr<llvm::MemoryBuffer> file_;
-  bool binary_;
-  SequenceShard shard_;
-  int64_t vocab_, seqLen_, numTokens_, numSamples_;
+  /// A text stream's position before sample `index` (the next step's
+  /// first); std::nullopt for a token file, whose position is the sample
+  /// count.
+  virtual std::optional<DataPosition> position(int64_t index) = 0;
+
+  /// Starts a new finite pass from the share's start, sample `index` first
+  /// (validation).
+  virtual void rewind(int64_t index) = 0;
+
+protected:
+  Dataset(const DataOptions &options)
+      : sequence_(options.sequence), seqLen_(options.seqLen) {}
+
+  /// Copies the shard of a window of seqLen + 1 tokens, token(i) giving
+  /// token i.
+  template <typename Token>
+  void copyShard(Token token, int32_t *inputs, int32_t *labels) const {
+    for (int64_t t = 0, n = localLength(); t < n; ++t) {
+      int64_t position = sequence_.position(t, seqLen_);
+      inputs[t] = int32_t(token(position));
+      labels[t] = int32_t(token(position + 1));
+    }
+  }
+
+  SequenceShard sequence_;
+  int64_t seqLen_;
 };
 
 } // namespace titanrt

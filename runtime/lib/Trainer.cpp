@@ -61,6 +61,7 @@ bool isRunTimeKey(StringRef key) {
   return key.starts_with("job.") || key.starts_with("metrics.") ||
          key.starts_with("profiling.") || key.starts_with("comm.") ||
          key.starts_with("checkpoint.") || key.starts_with("debug.") ||
+         key == "training.seed" ||
          key == "training.steps" || key == "training.dataset" ||
          key == "training.dataset_path" || key == "validation.dataset" ||
          key == "validation.dataset_path" || key == "validation.freq" ||
@@ -716,6 +717,12 @@ private:
   SequenceShard sequenceShard() const {
     return {m.mesh[kCP], comm ? comm->coordinate(kCP) : 0};
   }
+  /// The data this rank reads: its data-parallel share, its part of each
+  /// sequence.
+  DataOptions dataOptions() const;
+  /// Every data-parallel rank's text-stream position before `sample` (for
+  /// the checkpoint); empty for a token file.
+  std::vector<DataPosition> dataPositions(int64_t sample);
   /// The first sample of `step`'s batch.
   int64_t firstSampleOf(int64_t step) const {
     return firstSample + (step - firstStep) * global;
@@ -737,7 +744,7 @@ private:
   std::vector<int64_t> coords;
   Checkpointer checkpoints;
   RunStart restored;
-  Dataset data;
+  std::unique_ptr<Dataset> data;
   /// The step's batch (rows of seq tokens) and its rows on this rank
   /// (rows of localSeq: under context parallel, the rank's chunks of each
   /// sequence). The cp ranks of a data-parallel index read the same
@@ -766,9 +773,8 @@ Run::Run(const titan::TrainConfig &c, const Manifest &m,
                    : 0),
       arena(m, device), state(m, arena),
       coords(meshCoordinates(m.mesh, rank())), checkpoints(c, m, comm),
-      restored(restore()),
-      data(c.training.datasetPath, m.vocab, m.seqLen, sequenceShard()),
-      batch(m.localBatch), seq(m.seqLen), localSeq(data.localLength()),
+      restored(restore()), data(Dataset::open(dataOptions(), c)),
+      batch(m.localBatch), seq(m.seqLen), localSeq(data->localLength()),
       global(globalBatch()), accumulation(global / (batch * dp)),
       slots(arena, m.localBatch, localSeq, pipelined),
       firstStep(restored.state.step),
@@ -778,6 +784,15 @@ Run::Run(const titan::TrainConfig &c, const Manifest &m,
     numParams += numel(p.shape);
   for (const Manifest::Param &p : m.params)
     localParams += numel(p.localShape);
+  const std::vector<DataPosition> &positions = restored.state.dataPositions;
+  if (!positions.empty() && int64_t(positions.size()) != dp)
+    fatal("the checkpoint holds the data positions of " +
+          std::to_string(positions.size()) +
+          " data-parallel ranks, this run has " + std::to_string(dp) +
+          ": each rank's share of the text dataset would change");
+  data->resume(firstSample, positions.empty()
+                                ? std::nullopt
+                                : std::optional(positions[size_t(dpIndex)]));
   if (pipelined) {
     checkFrameInputs(m, localSeq);
     pipeline = std::make_unique<PipelineExecutor>(m, program.functions, device,
@@ -799,8 +814,42 @@ std::unique_ptr<Validator> Run::makeValidator() {
   EvalSlots slots{arena.data(), arena.slot("input:eval_tokens", tokenBytes),
                   arena.slot("input:eval_labels", tokenBytes),
                   arena.slot("output:eval_loss", 4)};
-  return std::make_unique<Validator>(c, m, model.eval, device, slots,
+  return std::make_unique<Validator>(c, m, model.eval, device, slots, comm,
                                      sequenceShard(), dp, dpIndex);
+}
+
+DataOptions Run::dataOptions() const {
+  DataOptions o;
+  o.name = c.training.dataset;
+  o.path = c.training.datasetPath;
+  o.vocabSize = m.vocab;
+  o.seqLen = m.seqLen;
+  o.sequence = sequenceShard();
+  o.share = {dpIndex, dp, m.localBatch, m.localBatch * m.accumulationSteps};
+  return o;
+}
+
+std::vector<DataPosition> Run::dataPositions(int64_t sample) {
+  std::optional<DataPosition> mine = data->position(sample);
+  if (!mine)
+    return {};
+  if (!comm)
+    return {*mine};
+  // One rank of each data-parallel group contributes its (identical)
+  // position; doubles hold the counts exactly.
+  std::vector<double> all(size_t(2 * dp), 0.0);
+  if (comm->coordinate(kPP) == 0 && comm->coordinate(kCP) == 0 &&
+      comm->coordinate(kTP) == 0) {
+    all[size_t(2 * dpIndex)] = double(mine->document);
+    all[size_t(2 * dpIndex + 1)] = double(mine->token);
+  }
+  comm->hostAllReduce(all.data(), int64_t(all.size()), Reduction::Sum,
+                      (1u << kNumAxes) - 1);
+  std::vector<DataPosition> positions;
+  for (int64_t r = 0; r < dp; ++r)
+    positions.push_back(
+        {int64_t(all[size_t(2 * r)]), int64_t(all[size_t(2 * r + 1)])});
+  return positions;
 }
 
 RunStart Run::restore() {
@@ -857,13 +906,11 @@ void Run::openMetrics() {
 
 void Run::printStart() {
   std::printf("titan: %s, %lld parameters | %lld steps of %lld x %lld tokens "
-              "(local batch %lld, %lld accumulation step%s) | data %s (%lld "
-              "samples)\n",
+              "(local batch %lld, %lld accumulation step%s) | data %s\n",
               m.model.c_str(), (long long)numParams,
               (long long)c.training.steps, (long long)global, (long long)seq,
               (long long)batch, (long long)accumulation,
-              accumulation == 1 ? "" : "s", c.training.datasetPath.c_str(),
-              (long long)data.numSamples());
+              accumulation == 1 ? "" : "s", data->describe().c_str());
   std::fflush(stdout);
   if (comm)
     std::printf("mesh: pp %lld x dp_replicate %lld x dp_shard %lld x cp %lld "
@@ -878,12 +925,13 @@ void Run::printStart() {
   if (!device.hostAccessible())
     std::printf("device: %s\n", device.describe().c_str());
   if (validator)
-    std::printf("validation: %lld batches of %lld x %lld tokens after step 1 "
-                "and every %lld steps | data %s (%lld samples)\n",
-                (long long)validator->batchesPerValidation(),
+    std::printf("validation: %s batches of %lld x %lld tokens after step 1 "
+                "and every %lld steps | data %s\n",
+                c.validation.steps < 0
+                    ? "all"
+                    : std::to_string(c.validation.steps).c_str(),
                 (long long)(m.eval->localBatch * dp), (long long)m.eval->seqLen,
-                (long long)c.validation.freq, c.validation.datasetPath.c_str(),
-                (long long)validator->numSamples());
+                (long long)c.validation.freq, validator->describe().c_str());
   std::printf("%s", restored.message.c_str());
   std::fflush(stdout);
   if (leader && c.checkpoint.enable && c.checkpoint.asyncMode != "disabled")
@@ -990,10 +1038,10 @@ double Run::pipelinedMicrobatches(int64_t step, StepTrace *trace) {
         [&](int64_t mb, int32_t *t, int32_t *l) {
           std::vector<int32_t> scratch(static_cast<size_t>(localSeq));
           for (int64_t row = 0; row < size; ++row)
-            data.sample(firstSampleOf(step) + (micro * dp + dpIndex) * batch +
-                            mb * size + row,
-                        t ? t + row * localSeq : scratch.data(),
-                        l ? l + row * localSeq : scratch.data());
+            data->sample(firstSampleOf(step) + (micro * dp + dpIndex) * batch +
+                             mb * size + row,
+                         t ? t + row * localSeq : scratch.data(),
+                         l ? l + row * localSeq : scratch.data());
         },
         trace);
   }
@@ -1005,9 +1053,9 @@ double Run::microbatches(int64_t step, StepTrace *trace) {
   size_t tokenBytes = size_t(batch * localSeq) * sizeof(int32_t);
   for (int64_t micro = 0; micro < accumulation; ++micro) {
     for (int64_t row = 0; row < batch; ++row)
-      data.sample(firstSampleOf(step) + (micro * dp + dpIndex) * batch + row,
-                  slots.hostTokens + row * localSeq,
-                  slots.hostLabels + row * localSeq);
+      data->sample(firstSampleOf(step) + (micro * dp + dpIndex) * batch + row,
+                   slots.hostTokens + row * localSeq,
+                   slots.hostLabels + row * localSeq);
     device.copyToDevice(slots.tokens, slots.hostTokens, tokenBytes);
     device.copyToDevice(slots.labels, slots.hostLabels, tokenBytes);
     double begin = StepTrace::now();
@@ -1128,7 +1176,8 @@ void Run::saveIfDue(int64_t step) {
   } else {
     int64_t samples = firstSampleOf(step + 1);
     saved = checkpoints.save({step + 1, samples, samples * seq,
-                              uint64_t(c.training.seed.value_or(0))},
+                              uint64_t(c.training.seed.value_or(0)),
+                              dataPositions(samples)},
                              state.checkpointed());
   }
   for (TensorSet *set : state.paramsAndMoments())

@@ -10,41 +10,53 @@
 using namespace titanrt;
 
 namespace {
-/// The validation set: validation.dataset_path, read as the training data
-/// is (a .bin file of token ids, or text). The one place that chooses the
-/// validation data source.
-Dataset openValidationSet(const titan::TrainConfig &c, const Manifest &m,
-                          SequenceShard shard) {
-  const std::string &path = c.validation.datasetPath;
-  if (path.empty())
-    fatal("validation.enable needs validation.dataset_path (a .bin token "
-          "file or a text file); validation.dataset = \"" +
-          c.validation.dataset + "\" names no file titan can read");
-  requireRegularFile(path, "validation.dataset_path");
-  return Dataset(path, m.vocab, m.eval->seqLen, shard);
+/// The validation set: validation.dataset(_path), read as the training data
+/// is (Dataset::open), a finite pass when validation.steps is -1. The one
+/// place that chooses the validation data source.
+std::unique_ptr<Dataset> openValidationSet(const titan::TrainConfig &c,
+                                           const Manifest &m,
+                                           SequenceShard shard, int64_t dp,
+                                           int64_t dpIndex) {
+  DataOptions o;
+  o.section = "validation";
+  o.name = c.validation.dataset;
+  o.path = c.validation.datasetPath;
+  o.vocabSize = m.vocab;
+  o.seqLen = m.eval->seqLen;
+  o.sequence = shard;
+  o.share = {dpIndex, dp, m.eval->localBatch, m.eval->localBatch};
+  o.loop = c.validation.steps != -1;
+  return Dataset::open(o, c);
 }
 } // namespace
 
 Validator::Validator(const titan::TrainConfig &c, const Manifest &m,
                      void (*eval)(char *arena), Device &device, EvalSlots slots,
-                     SequenceShard shard, int64_t dp, int64_t dpIndex)
-    : c(c), eval(eval), device(device), slots(slots),
-      data(openValidationSet(c, m, shard)), batch(m.eval->localBatch),
-      seqLen(m.eval->seqLen), localSeq(data.localLength()), dp(dp),
-      dpIndex(dpIndex) {
-  // TorchTitan's validation set is finite: steps = -1 is one pass over
-  // it. Its last, partial batch is left out: the eval step's shape is
-  // static.
-  batches = c.validation.steps > 0 ? c.validation.steps
-                                   : data.numSamples() / (batch * dp);
-  if (batches == 0)
-    fatal("validation.dataset_path '" + c.validation.datasetPath + "' holds " +
-          std::to_string(data.numSamples()) +
-          " samples, fewer than one global validation batch (" +
-          std::to_string(batch * dp) +
-          " = validation.local_batch_size x the data-parallel degree)");
+                     Communicator *comm, SequenceShard shard, int64_t dp,
+                     int64_t dpIndex)
+    : c(c), eval(eval), device(device), slots(slots), comm(comm),
+      data(openValidationSet(c, m, shard, dp, dpIndex)),
+      batch(m.eval->localBatch), seqLen(m.eval->seqLen),
+      localSeq(data->localLength()), dp(dp), dpIndex(dpIndex) {
   if (!device.hostAccessible())
     hostBatch.resize(size_t(2 * batch * localSeq));
+}
+
+bool Validator::readBatch(int64_t b, int32_t *tokens, int32_t *labels) {
+  // Data-parallel rank d reads rows [(b x dp + d) x batch, ... + batch)
+  // of the set, as the training batches are laid out.
+  bool whole = true;
+  for (int64_t row = 0; row < batch && whole; ++row)
+    whole = data->sample((b * dp + dpIndex) * batch + row,
+                         tokens + row * localSeq, labels + row * localSeq);
+  if (!comm)
+    return whole;
+  // Every rank runs the eval step's collectives the same number of times:
+  // a finite pass ends for all at the first rank whose share ran out
+  // (TorchTitan warns that its own ranks can hang there).
+  double mine = whole ? 0.0 : 1.0;
+  comm->hostAllReduce(&mine, 1, Reduction::Max, (1u << kNumAxes) - 1);
+  return mine == 0.0;
 }
 
 ValidationResult Validator::validate() {
@@ -56,12 +68,12 @@ ValidationResult Validator::validate() {
                          : hostBatch.data() + batch * localSeq;
   size_t bytes = size_t(batch * localSeq) * sizeof(int32_t);
   double lossSum = 0;
-  for (int64_t b = 0; b < batches; ++b) {
-    // Data-parallel rank d reads rows [(b x dp + d) x batch, ... + batch)
-    // of the set, as the training batches are laid out.
-    for (int64_t row = 0; row < batch; ++row)
-      data.sample((b * dp + dpIndex) * batch + row, tokens + row * localSeq,
-                  labels + row * localSeq);
+  // Each validation evaluates the same batches: the set from its start.
+  data->rewind(0);
+  int64_t b = 0;
+  for (; c.validation.steps < 0 || b < c.validation.steps; ++b) {
+    if (!readBatch(b, tokens, labels))
+      break;
     device.copyToDevice(slots.tokens, tokens, bytes);
     device.copyToDevice(slots.labels, labels, bytes);
     device.run(Device::Step::Eval, eval, slots.arena);
@@ -69,6 +81,13 @@ ValidationResult Validator::validate() {
     device.copyToHost(&loss, slots.loss, sizeof(loss));
     lossSum += loss;
   }
+  if (b == 0)
+    fatal("validation: the validation set holds fewer samples than one "
+          "global validation batch (" +
+          std::to_string(batch * dp) +
+          " = validation.local_batch_size x the data-parallel degree, each "
+          "validation.seq_len + 1 tokens)");
+  int64_t batches = b;
   // TorchTitan sums the batches' losses, divides by their count and
   // takes the mean over the data-parallel ranks; each compiled loss is
   // already the mean over every rank's rows (equal counts), so the mean

@@ -10,12 +10,15 @@
 #ifndef TITANRT_LIB_VALIDATOR_H
 #define TITANRT_LIB_VALIDATOR_H
 
+#include "Communicator.h"
 #include "Dataset.h"
 #include "Manifest.h"
 
 #include "titan/Config/TrainConfig.h"
 
 #include <cstdint>
+#include <memory>
+#include <string>
 #include <vector>
 
 namespace titanrt {
@@ -47,7 +50,8 @@ public:
   /// of each sequence (context parallel).
   Validator(const titan::TrainConfig &c, const Manifest &m,
             void (*eval)(char *arena), Device &device, EvalSlots slots,
-            SequenceShard shard, int64_t dp, int64_t dpIndex);
+            Communicator *comm, SequenceShard shard, int64_t dp,
+            int64_t dpIndex);
 
   /// TorchTitan's should_validate: after step 1 and every freq-th step
   /// (`step` counts from 1).
@@ -55,23 +59,28 @@ public:
     return step == 1 || step % c.validation.freq == 0;
   }
 
-  /// The batches each validation evaluates: validation.steps, or with -1
-  /// every whole global batch of the set once. Each validation starts
-  /// from the set's first sample, so validations see the same batches.
-  int64_t batchesPerValidation() const { return batches; }
-  /// The validation set's whole samples.
-  int64_t numSamples() const { return data.numSamples(); }
+  /// The validation set, for the log.
+  std::string describe() const { return data->describe(); }
 
-  /// One validation: the eval step on each batch, the losses averaged.
+  /// One validation: the eval step on each batch, the losses averaged:
+  /// validation.steps batches, or with -1 every whole global batch of the
+  /// set once (its last, partial batch is left out: the eval step's shape
+  /// is static). Each validation starts from the set's first sample, so
+  /// validations see the same batches.
   ValidationResult validate();
 
 private:
+  /// Reads validation batch `b` of this rank; false, on every rank, once
+  /// some rank's share has no whole batch left.
+  bool readBatch(int64_t b, int32_t *tokens, int32_t *labels);
+
   const titan::TrainConfig &c;
   void (*eval)(char *arena);
   Device &device;
   EvalSlots slots;
-  Dataset data;
-  int64_t batch, seqLen, localSeq, dp, dpIndex, batches;
+  Communicator *comm;
+  std::unique_ptr<Dataset> data;
+  int64_t batch, seqLen, localSeq, dp, dpIndex;
   /// The batch is drawn on the host: into the arena where the host can
   /// address it, else into this buffer, copied over before each batch.
   std::vector<int32_t> hostBatch;

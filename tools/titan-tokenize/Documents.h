@@ -1,8 +1,8 @@
-//===- Documents.h - the documents of titan-tokenize's inputs ----*- C++
-//-*-===//
+//===- Documents.h - the documents of titan-tokenize's inputs ---*- C++ -*-===//
 //
-// How titan-tokenize cuts its input files into documents, kept apart from
-// the tool so that other text sources (JSON lines) can take its place.
+// How titan-tokenize cuts its inputs into documents: as a training run
+// reads them (titan/Data/TextSource.h: JSON lines, text lines, folders), or
+// each whole file as one document (what the token-identity tests compare).
 //
 //===----------------------------------------------------------------------===//
 
@@ -13,12 +13,17 @@
 #include "llvm/ADT/StringRef.h"
 #include "llvm/Support/Error.h"
 
+#include <cstdint>
+
 namespace titan::tokenize {
 
-/// Calls `document` on each document of the text file `path`: the whole
-/// file, or with `lines` each line without its '\n' (a last line without
-/// one too).
-llvm::Error forEachDocument(llvm::StringRef path, bool lines,
+/// The bytes of `path`'s documents, for the progress bar (0 if unknown).
+uint64_t inputBytes(llvm::StringRef path);
+
+/// Calls `document` on each document of `path` ('-': stdin, one document):
+/// with `wholeFile` the file itself, else the documents a training run
+/// reads from that file or folder.
+llvm::Error forEachDocument(llvm::StringRef path, bool wholeFile,
                             llvm::function_ref<void(llvm::StringRef)> document);
 
 } // namespace titan::tokenize

@@ -1,7 +1,8 @@
 //===- titan-tokenize.cpp - pre-tokenize text into titan's .bin files -----===//
 //
-// Encodes text files with a tokenizer.json or tokenizer.model, as the
-// training run would: either prints the ids of each document (one line per
+// Encodes text datasets (JSON lines, text lines, folders of them:
+// titan/Data/TextSource.h) with a tokenizer.json or tokenizer.model (default:
+// titan's byte tokenizer), as the training run would: either prints the ids of each document (one line per
 // document, the tokenizer's own ids without TorchTitan's BOS/EOS: what
 // `tokenizers` and `tiktoken` give, for comparing with them) or writes a .bin
 // of little-endian uint32 ids, BOS + ids + EOS per document, which the
@@ -32,21 +33,24 @@ namespace {
 
 cl::OptionCategory category("titan-tokenize options");
 cl::opt<std::string> tokenizerPath(
-    "tokenizer", cl::Required, cl::cat(category), cl::value_desc("path"),
-    cl::desc("tokenizer.json, tokenizer.model, or a folder holding one"));
+    "tokenizer", cl::cat(category), cl::value_desc("path"),
+    cl::desc("tokenizer.json, tokenizer.model, or a folder holding one "
+             "(default: titan's byte tokenizer)"));
 cl::opt<bool> printIds("print-ids", cl::cat(category),
                        cl::desc("Print each document's ids on one line"));
 cl::opt<std::string> outputPath(
     "o", cl::cat(category), cl::value_desc("out.bin"),
     cl::desc("Write BOS + ids + EOS per document as little-endian uint32"));
-cl::opt<bool> lines("lines", cl::cat(category),
-                    cl::desc("Each line of a file is one document (default: "
-                             "each file)"));
+cl::opt<bool> wholeFiles(
+    "whole-files", cl::cat(category),
+    cl::desc("Each file is one document (default: the documents a training "
+             "run reads: JSON lines' \"text\", or one per line)"));
 cl::opt<bool> progress("progress", cl::cat(category),
                        cl::desc("Show progress on stderr even when it is not "
                                 "a terminal"));
 cl::list<std::string> inputs(cl::Positional, cl::OneOrMore, cl::cat(category),
-                             cl::desc("<text files ('-': stdin)>"));
+                             cl::desc("<dataset files or folders ('-': "
+                                      "stdin)>"));
 
 /// Bytes done of the total, tokens and tokens per second of encoding, on
 /// one redrawn stderr line.
@@ -99,7 +103,10 @@ Error run() {
   if (printIds == !outputPath.empty())
     return createStringError(inconvertibleErrorCode(),
                              "give one of --print-ids and -o");
-  auto tokenizer = titan::data::loadTokenizer(tokenizerPath);
+  Expected<std::unique_ptr<titan::data::Tokenizer>> tokenizer =
+      titan::data::createByteTokenizer();
+  if (!tokenizerPath.empty())
+    tokenizer = titan::data::loadTokenizer(tokenizerPath);
   if (!tokenizer)
     return tokenizer.takeError();
 
@@ -112,11 +119,8 @@ Error run() {
                                error.message().c_str());
   }
   uint64_t totalBytes = 0;
-  for (const std::string &input : inputs) {
-    uint64_t size = 0;
-    if (!sys::fs::file_size(input, size))
-      totalBytes += size;
-  }
+  for (const std::string &input : inputs)
+    totalBytes += titan::tokenize::inputBytes(input);
   Progress bar(totalBytes, progress || sys::Process::StandardErrIsDisplayed());
 
   uint64_t documents = 0;
@@ -128,7 +132,7 @@ Error run() {
       (*tokenizer)
           ->encode(text, /*bos=*/file != nullptr,
                    /*eos=*/file != nullptr, ids);
-      bar.add(text.size() + (lines ? 1 : 0), ids.size(), Clock::now() - start);
+      bar.add(text.size(), ids.size(), Clock::now() - start);
       ++documents;
       if (file) {
         for (int32_t id : ids)
@@ -141,7 +145,7 @@ Error run() {
       outs() << '\n';
     };
     if (Error error =
-            titan::tokenize::forEachDocument(input, lines, encodeDocument))
+            titan::tokenize::forEachDocument(input, wholeFiles, encodeDocument))
       return error;
   }
   bar.finish(documents);

@@ -3,14 +3,16 @@
 // Context parallel's load-balanced split (TorchTitan v0.2.0): cp rank r
 // holds chunks r and 2n - 1 - r of the 2n chunks, the n ranks' tokens
 // together are the sequence, each position once; and a rank's sample is
-// the whole sample's tokens and labels at its positions.
+// the whole sample's tokens and labels at its positions. A text dataset's
+// packing, position, looping and finite pass (validation).
 //
 //===----------------------------------------------------------------------===//
 
 #include "Dataset.h"
 
+#include "titan/Config/TrainConfig.h"
+
 #include "llvm/Support/FileSystem.h"
-#include "llvm/Support/FileUtilities.h"
 #include "llvm/Support/raw_ostream.h"
 
 #include "gtest/gtest.h"
@@ -65,34 +67,86 @@ TEST(SequenceShard, RanksTogetherHoldTheSequenceOnce) {
     }
 }
 
-TEST(Dataset, ShardedSampleIsTheSampleAtItsPositions) {
-  llvm::SmallString<128> path;
-  ASSERT_FALSE(
-      llvm::sys::fs::createTemporaryFile("titan-dataset", "txt", path));
-  llvm::FileRemover remover(path);
-  {
+/// A text file of `text` (the byte tokenizer's ids are its bytes).
+class TextFile {
+public:
+  explicit TextFile(llvm::StringRef text) {
+    EXPECT_FALSE(
+        llvm::sys::fs::createTemporaryFile("titan-dataset", "txt", path));
     std::error_code ec;
     llvm::raw_fd_ostream out(path, ec);
-    ASSERT_FALSE(ec);
-    for (int i = 0; i < 200; ++i)
-      out << char('a' + i % 26);
+    EXPECT_FALSE(ec);
+    out << text;
   }
+  ~TextFile() { llvm::sys::fs::remove(path); }
+
+  std::unique_ptr<Dataset> open(int64_t seqLen, SequenceShard shard = {},
+                                bool loop = true) const {
+    DataOptions o;
+    o.path = path.str().str();
+    o.vocabSize = 256;
+    o.seqLen = seqLen;
+    o.sequence = shard;
+    o.loop = loop;
+    return Dataset::open(o, titan::TrainConfig());
+  }
+
+  llvm::SmallString<128> path;
+};
+
+TEST(Dataset, ShardedSampleIsTheSampleAtItsPositions) {
+  std::string text;
+  for (int i = 0; i < 200; ++i)
+    text += char('a' + i % 26);
+  TextFile file(text);
   constexpr int64_t kSeqLen = 16, kDegree = 4, kSample = 3;
-  Dataset whole(path.str().str(), 256, kSeqLen);
   std::vector<int32_t> tokens(kSeqLen), labels(kSeqLen);
-  whole.sample(kSample, tokens.data(), labels.data());
+  ASSERT_TRUE(
+      file.open(kSeqLen)->sample(kSample, tokens.data(), labels.data()));
   for (int64_t rank = 0; rank < kDegree; ++rank) {
     SequenceShard shard{kDegree, rank};
-    Dataset part(path.str().str(), 256, kSeqLen, shard);
-    ASSERT_EQ(part.localLength(), kSeqLen / kDegree);
+    std::unique_ptr<Dataset> part = file.open(kSeqLen, shard);
+    ASSERT_EQ(part->localLength(), kSeqLen / kDegree);
     std::vector<int32_t> ownTokens(kSeqLen / kDegree),
         ownLabels(kSeqLen / kDegree);
-    part.sample(kSample, ownTokens.data(), ownLabels.data());
-    for (int64_t t = 0; t < part.localLength(); ++t) {
+    part->sample(kSample, ownTokens.data(), ownLabels.data());
+    for (int64_t t = 0; t < part->localLength(); ++t) {
       EXPECT_EQ(ownTokens[t], tokens[shard.position(t, kSeqLen)]);
       EXPECT_EQ(ownLabels[t], labels[shard.position(t, kSeqLen)]);
     }
   }
+}
+
+TEST(Dataset, PacksDocumentsIntoWindowsOfSeqLenPlusOne) {
+  // Documents "abc", "defgh", "ij": the stream abcdefghij, windows of 4.
+  TextFile file("abc\ndefgh\r\nij\n");
+  std::unique_ptr<Dataset> data = file.open(3);
+  std::vector<int32_t> tokens(3), labels(3);
+  ASSERT_TRUE(data->sample(1, tokens.data(), labels.data()));
+  EXPECT_EQ(tokens, (std::vector<int32_t>{'e', 'f', 'g'}));
+  EXPECT_EQ(labels, (std::vector<int32_t>{'f', 'g', 'h'}));
+  // The next window starts at token 0 of document 2 ("ij").
+  std::optional<DataPosition> next = data->position(2);
+  ASSERT_TRUE(next);
+  EXPECT_EQ(next->document, 2);
+  EXPECT_EQ(next->token, 0);
+  // Looping: window 2 is "ij" + "ab" (the buffer carries over the end).
+  ASSERT_TRUE(data->sample(2, tokens.data(), labels.data()));
+  EXPECT_EQ(tokens, (std::vector<int32_t>{'i', 'j', 'a'}));
+}
+
+TEST(Dataset, FinitePassEndsAndRewinds) {
+  // 10 tokens: two whole windows of 4; the rest is dropped, as TorchTitan
+  // drops a non-infinite dataset's last partial buffer.
+  TextFile file("abc\ndefgh\nij\n");
+  std::unique_ptr<Dataset> data = file.open(3, {}, /*loop=*/false);
+  std::vector<int32_t> tokens(3), labels(3), first(3);
+  ASSERT_TRUE(data->sample(0, first.data(), labels.data()));
+  ASSERT_TRUE(data->sample(1, tokens.data(), labels.data()));
+  EXPECT_FALSE(data->sample(2, tokens.data(), labels.data()));
+  data->rewind(0);
+  ASSERT_TRUE(data->sample(0, tokens.data(), labels.data()));
+  EXPECT_EQ(tokens, first);
 }
 
 } // namespace

@@ -113,7 +113,7 @@ def titan_ids(titan_tokenize, tokenizer, workdir, docs):
             f.write(doc)
         files.append(path)
     out = subprocess.run(
-        [titan_tokenize, "--tokenizer", tokenizer, "--print-ids"] + files,
+        [titan_tokenize, "--tokenizer", tokenizer, "--print-ids", "--whole-files"] + files,
         check=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE).stdout
     lines = out.decode().split("\n")
     assert lines[-1] == "" and len(lines) == len(docs) + 1, "one line per doc"
