@@ -384,6 +384,13 @@ int emitMemoryReport(Compilation &job, mlir::ModuleOp module,
   return 0;
 }
 
+/// TorchTitan's memory_estimation.enable on a compilation that writes an
+/// object or an executable: the memory plan goes to stdout beside it. It
+/// is titan's exact plan (one arena per rank), not an estimate.
+bool estimatesMemory(const Compilation &job) {
+  return job.config.memoryEstimation.enable && !job.output;
+}
+
 /// Writes the lowered `module` as an object file: `path`, or a temporary
 /// file whose name is returned (the caller removes it).
 llvm::Expected<std::string> writeObject(mlir::ModuleOp module,
@@ -428,6 +435,11 @@ int compileProgram(Compilation &job, mlir::ModuleOp module) {
     return job.print(module);
   if (emitStage == EmitStage::Memory)
     return emitMemoryReport(job, module, arenaWithout);
+  if (estimatesMemory(job)) {
+    dist::MeshAttr meshAttr = dist::getMesh(module);
+    kernel::printMemoryReport(module, meshAttr ? meshAttr.getWorldSize() : 1,
+                              llvm::outs());
+  }
   // The runtime places its state where the plan says.
   addArenaToManifest(*manifest, module);
   manifest->accumulationSteps = accumulationSteps(c, job.mesh);
@@ -464,8 +476,8 @@ int compileProgram(Compilation &job, mlir::ModuleOp module) {
 /// --emit=memory for pipeline rank `rank`: its planned arena and its
 /// microbatch frames.
 void printPipelineRankMemory(Compilation &job, const PipelineJob &pipelineJob,
-                             int64_t rank, mlir::ModuleOp module) {
-  llvm::raw_ostream &os = job.output->os();
+                             int64_t rank, mlir::ModuleOp module,
+                             llvm::raw_ostream &os) {
   os << "pipeline rank " << rank << " (stages "
      << llvm::join(llvm::map_range(pipelineJob.plan.stagesOfRank[size_t(rank)],
                                    [](int64_t s) { return std::to_string(s); }),
@@ -512,9 +524,11 @@ int compilePipelineRank(Compilation &job, const PipelineJob &pipelineJob,
   if (emitStage == EmitStage::Kernel)
     return printRank();
   if (emitStage == EmitStage::Memory) {
-    printPipelineRankMemory(job, pipelineJob, rank, *module);
+    printPipelineRankMemory(job, pipelineJob, rank, *module, job.output->os());
     return 0;
   }
+  if (estimatesMemory(job))
+    printPipelineRankMemory(job, pipelineJob, rank, *module, llvm::outs());
   addArenaToManifest(*manifest, *module);
   addPipelineToManifest(*manifest, pipelineJob, rank, *module);
   addPipelineParameters(*manifest, whole, pipelineJob);
