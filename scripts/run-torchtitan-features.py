@@ -92,11 +92,13 @@ def override_words(run):
 
 
 def needs_context_parallel(test):
+    key = "--parallelism.context_parallel_degree"
     for run in test["runs"]:
-        for word in override_words(run):
-            m = re.match(r"--parallelism\.context_parallel_degree=?(\d*)$",
-                         word)
-            if m and (m.group(1) or "2") != "1":
+        words = override_words(run)
+        for i, word in enumerate(words):
+            if word == key and i + 1 < len(words):
+                word = f"{key}={words[i + 1]}"
+            if word.startswith(key + "=") and word != key + "=1":
                 return True
     return False
 
