@@ -26,6 +26,7 @@ import argparse
 import json
 import os
 import re
+import resource
 import shlex
 import shutil
 import subprocess
@@ -217,9 +218,12 @@ def main():
             print(f"{status:5} {name:34} ngpu {test['ngpu']} "
                   f"{time.monotonic() - t0:6.1f} s{disabled}"
                   + (f"  {detail}" if detail else ""), flush=True)
+    # CPU time too: on a shared machine the wall time says little.
+    used = resource.getrusage(resource.RUSAGE_CHILDREN)
     print(f"summary: {len(tests) if not only else len(only)} tests, " +
           ", ".join(f"{k} {v}" for k, v in sorted(counts.items())) +
-          f" in {time.monotonic() - start:.0f} s (log: "
+          f" in {time.monotonic() - start:.0f} s, "
+          f"{used.ru_utime + used.ru_stime:.0f} CPU s (log: "
           f"{os.path.join(work, 'log.txt') if args.work else 'removed'})")
     if not args.work:
         shutil.rmtree(work)
