@@ -115,6 +115,7 @@ def first_error(text):
 
 def run_command(cmd, cwd, timeout, log):
     log.write("$ " + shlex.join(cmd) + "\n")
+    log.flush()
     try:
         p = subprocess.run(cmd, cwd=cwd, stdout=subprocess.PIPE,
                            stderr=subprocess.STDOUT, text=True,
