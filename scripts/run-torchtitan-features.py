@@ -62,7 +62,7 @@ def parse_args():
                                                        "features_missing.txt"))
     ap.add_argument("--only", default="",
                     help="comma-separated test names (default: all)")
-    ap.add_argument("--seq-len", type=int, default=64,
+    ap.add_argument("--seq-len", type=int, default=32,
                     help="training.seq_len of every run (base: 2048)")
     ap.add_argument("--include-cp", action="store_true",
                     help="also run the tests that need context parallelism")
