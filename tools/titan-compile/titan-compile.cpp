@@ -350,13 +350,18 @@ std::optional<int64_t> arenaWithoutCheckpointing(Compilation &job,
   return arenaBytes(*plain);
 }
 
+/// The memory report of a single program (every rank runs it).
+void printMemoryPlan(mlir::ModuleOp module, llvm::raw_ostream &os) {
+  dist::MeshAttr meshAttr = dist::getMesh(module);
+  kernel::printMemoryReport(module, meshAttr ? meshAttr.getWorldSize() : 1, os);
+}
+
 /// --emit=memory for a single program: the plan's report, the saving of
 /// activation checkpointing, and the timeline chart.
 int emitMemoryReport(Compilation &job, mlir::ModuleOp module,
                      std::optional<int64_t> arenaWithout) {
   llvm::raw_ostream &os = job.output->os();
-  dist::MeshAttr meshAttr = dist::getMesh(module);
-  kernel::printMemoryReport(module, meshAttr ? meshAttr.getWorldSize() : 1, os);
+  printMemoryPlan(module, os);
   if (arenaWithout) {
     const auto &ac = job.config.activationCheckpoint;
     int64_t with = arenaBytes(module);
@@ -435,11 +440,8 @@ int compileProgram(Compilation &job, mlir::ModuleOp module) {
     return job.print(module);
   if (emitStage == EmitStage::Memory)
     return emitMemoryReport(job, module, arenaWithout);
-  if (estimatesMemory(job)) {
-    dist::MeshAttr meshAttr = dist::getMesh(module);
-    kernel::printMemoryReport(module, meshAttr ? meshAttr.getWorldSize() : 1,
-                              llvm::outs());
-  }
+  if (estimatesMemory(job))
+    printMemoryPlan(module, llvm::outs());
   // The runtime places its state where the plan says.
   addArenaToManifest(*manifest, module);
   manifest->accumulationSteps = accumulationSteps(c, job.mesh);
