@@ -125,6 +125,8 @@ def run_command(cmd, cwd, timeout, log):
         out = out.decode() if isinstance(out, bytes) else out
         log.write(out)
         return False, f"timed out after {timeout} s"
+    except OSError as e:
+        return False, f"cannot run {cmd[0]}: {e.strerror}"
     log.write(p.stdout)
     return p.returncode == 0, (None if p.returncode == 0 else
                                f"exit {p.returncode}: {first_error(p.stdout)}")
