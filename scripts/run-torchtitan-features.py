@@ -221,16 +221,19 @@ def main():
             print(f"{status:5} {name:34} ngpu {test['ngpu']} "
                   f"{time.monotonic() - t0:6.1f} s{disabled}"
                   + (f"  {detail}" if detail else ""), flush=True)
+    failed = bool(counts.get("FAIL") or counts.get("XPASS"))
+    # A temporary working folder stays only when something failed.
+    keep = args.work or failed
     # CPU time too: on a shared machine the wall time says little.
     used = resource.getrusage(resource.RUSAGE_CHILDREN)
     print(f"summary: {len(tests) if not only else len(only)} tests, " +
           ", ".join(f"{k} {v}" for k, v in sorted(counts.items())) +
           f" in {time.monotonic() - start:.0f} s, "
           f"{used.ru_utime + used.ru_stime:.0f} CPU s (log: "
-          f"{os.path.join(work, 'log.txt') if args.work else 'removed'})")
-    if not args.work:
+          f"{os.path.join(work, 'log.txt') if keep else 'removed'})")
+    if not keep:
         shutil.rmtree(work)
-    return 1 if counts.get("FAIL") or counts.get("XPASS") else 0
+    return 1 if failed else 0
 
 
 if __name__ == "__main__":
