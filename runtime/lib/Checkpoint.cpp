@@ -409,6 +409,24 @@ TrainingState Checkpointer::load(const std::string &folder,
   return index.state;
 }
 
+bool Checkpointer::loads(StringRef part) const {
+  return !llvm::is_contained(config_.checkpoint.excludeFromLoading, part);
+}
+
+TrainingState Checkpointer::resume(const std::string &folder,
+                                   llvm::ArrayRef<StateSet> sets) {
+  std::vector<StateSet> loaded;
+  for (const StateSet &set : sets)
+    if (loads(set.kind == "param" ? "model" : "optimizer"))
+      loaded.push_back(set);
+  TrainingState state = load(folder, loaded);
+  if (!loads("dataloader"))
+    state.samplesConsumed = 0;
+  if (!loads("train_state"))
+    state.step = state.tokensSeen = 0;
+  return state;
+}
+
 std::string Checkpointer::save(const TrainingState &state,
                                llvm::ArrayRef<StateSet> sets) {
   std::string folder = stepFolder(state.step), tmp = folder + ".tmp";

@@ -34,6 +34,7 @@
 #include "SafeTensors.h"
 
 #include "llvm/ADT/ArrayRef.h"
+#include "llvm/ADT/StringRef.h"
 
 #include <cstdint>
 #include <string>
@@ -90,6 +91,18 @@ public:
   /// Reads the state of `folder` (a full checkpoint) into `sets`, whatever
   /// layout it was saved from, after checking its index against the model.
   TrainingState load(const std::string &folder, llvm::ArrayRef<StateSet> sets);
+
+  /// Whether resuming loads `part` of a checkpoint: TorchTitan's parts
+  /// "model", "optimizer", "lr_scheduler", "dataloader" and "train_state",
+  /// less those checkpoint.exclude_from_loading names.
+  bool loads(llvm::StringRef part) const;
+
+  /// load() for a resume, without the excluded parts: the parameters
+  /// ("model") and the moments ("optimizer") are left as `sets` hold them,
+  /// the data position ("dataloader") and the step and tokens seen
+  /// ("train_state") start at 0.
+  TrainingState resume(const std::string &folder,
+                       llvm::ArrayRef<StateSet> sets);
 
   /// Writes a full checkpoint of `state.step`; returns its folder.
   std::string save(const TrainingState &state, llvm::ArrayRef<StateSet> sets);

@@ -27,6 +27,7 @@
 #include "titan/Support/Format.h"
 
 #include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/StringExtras.h"
 #include "llvm/ADT/StringMap.h"
 #include "llvm/ADT/StringRef.h"
 #include "llvm/Support/FileSystem.h"
@@ -395,6 +396,26 @@ void initializeParams(const titan::TrainConfig &c, const Manifest &m,
   });
 }
 
+/// What a resume leaves out (checkpoint.exclude_from_loading), and where
+/// titan differs from TorchTitan there: one step counter drives the
+/// learning-rate schedule and AdamW's bias correction, so they restart
+/// only with train_state.
+std::string excludedPartsNote(const titan::TrainConfig &c,
+                              const Checkpointer &checkpoints) {
+  const std::vector<std::string> &excluded = c.checkpoint.excludeFromLoading;
+  if (excluded.empty())
+    return "";
+  std::string note = "not loaded (checkpoint.exclude_from_loading): " +
+                     llvm::join(excluded, ", ") + "\n";
+  if (checkpoints.loads("train_state") &&
+      (!checkpoints.loads("lr_scheduler") || !checkpoints.loads("optimizer")))
+    note += "note: the learning rate and AdamW's bias correction follow the "
+            "resumed step (TorchTitan restarts its LR schedule and AdamW's "
+            "step count when they are excluded); exclude train_state to "
+            "restart them\n";
+  return note;
+}
+
 /// Where a run starts, and what to say about it.
 struct RunStart {
   TrainingState state; ///< step 0, sample 0 unless resumed
@@ -420,17 +441,22 @@ RunStart restoreOrInitialize(const titan::TrainConfig &c, const Manifest &m,
   };
   RunStart run;
   auto resumeFrom = [&](const std::string &folder) {
-    // The moments come from the checkpoint too (else they stay the zeros
-    // the device holds, without host copies).
-    for (TensorSet *set : moments)
-      set->attach(/*read=*/false);
-    run.state = checkpoints.load(folder, sets);
+    // checkpoint.exclude_from_loading: an excluded model keeps its init;
+    // the moments come from the checkpoint unless excluded (else they stay
+    // the zeros the device holds, without host copies).
+    if (!checkpoints.loads("model"))
+      initializeParams(c, m, params, coords);
+    if (checkpoints.loads("optimizer"))
+      for (TensorSet *set : moments)
+        set->attach(/*read=*/false);
+    run.state = checkpoints.resume(folder, sets);
     run.resumed = true;
     run.message = llvm::formatv("resumed from {0} (step {1}, {2} samples "
                                 "consumed) in {3:f2} s\n",
                                 folder, run.state.step,
                                 run.state.samplesConsumed, seconds())
                       .str();
+    run.message += excludedPartsNote(c, checkpoints);
   };
   bool usesCheckpoints = c.checkpoint.enable || c.checkpoint.loadStep >= 0;
   if (usesCheckpoints)
@@ -921,6 +947,13 @@ void Run::printStart() {
                 (long long)m.mesh[kTP], (long long)world,
                 (long long)(localParams * 4), (long long)(localParams * 8),
                 (long long)(numParams * 4), (long long)(numParams * 8));
+  // TorchTitan's memory_estimation.enable: titan's plan is exact. (Ranks
+  // of other pipeline stages plan their own; --emit=memory lists them.)
+  if (c.memoryEstimation.enable)
+    std::printf("memory_estimation: rank 0's planned memory %s (%lld bytes, "
+                "one arena; titan-compile --emit=memory breaks it down)\n",
+                titan::humanBytes(double(m.arenaBytes)).c_str(),
+                (long long)m.arenaBytes);
   std::fflush(stdout);
   if (!device.hostAccessible())
     std::printf("device: %s\n", device.describe().c_str());

@@ -16,7 +16,8 @@ using namespace titan;
 namespace {
 /// Settings that would change what the step computes or writes, which
 /// titan does not implement yet: one message each, naming the key.
-std::vector<std::string> unsupportedSettings(const TrainConfig &c) {
+std::vector<std::string> unsupportedSettings(const TrainConfig &c,
+                                             KernelTarget target) {
   std::vector<std::string> errors;
   bool float8 = c.float8.enabled(c.model.converters);
   for (const std::string &converter : c.model.converters)
@@ -48,6 +49,11 @@ std::vector<std::string> unsupportedSettings(const TrainConfig &c) {
                      "fp32 master weights; use "
                      "training.mixed_precision_param = \"bfloat16\" for bf16 "
                      "compute");
+  if (c.training.enableCpuOffload && target == KernelTarget::CUDA)
+    errors.push_back("training.enable_cpu_offload with --target=cuda (AdamW's "
+                     "moments and the fp32 master weights in host memory, as "
+                     "FSDP2's CPU offload) is not implemented yet; the memory "
+                     "plan keeps them in the GPU arena");
   return errors;
 }
 
@@ -83,6 +89,16 @@ void warnAboutSettings(const TrainConfig &c, KernelTarget target) {
          "matmuls overlapping the tensor-parallel collectives) is not "
          "implemented yet; the collectives run before and after the GEMMs "
          "(the numerics are the same)");
+  if (c.training.enableCpuOffload && target == KernelTarget::CPU)
+    warn("training.enable_cpu_offload has nothing to do on the CPU target: "
+         "every buffer already is host memory");
+  if (c.optimizer.earlyStepInBackward)
+    warn("optimizer.early_step_in_backward: titan applies AdamW in one fused "
+         "step after the backward and keeps every gradient until then. "
+         "TorchTitan steps each parameter in its gradient hook (each "
+         "microbatch under gradient accumulation), and its "
+         "clip_grad_norm_ then finds no gradients: the numbers are the same "
+         "when training.max_norm does not clip and nothing accumulates");
   if (c.metrics.enableTensorboard)
     warn("metrics.enable_tensorboard: TensorBoard output is not implemented; "
          "metrics are written to <dump_folder>/metrics.jsonl");
@@ -91,7 +107,7 @@ void warnAboutSettings(const TrainConfig &c, KernelTarget target) {
 
 llvm::Error titan::diagnoseUnsupported(const TrainConfig &c,
                                        KernelTarget target) {
-  std::vector<std::string> errors = unsupportedSettings(c);
+  std::vector<std::string> errors = unsupportedSettings(c, target);
   warnAboutSettings(c, target);
   if (errors.empty())
     return llvm::Error::success();

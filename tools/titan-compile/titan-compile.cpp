@@ -415,13 +415,18 @@ std::optional<int64_t> arenaWithoutCheckpointing(Compilation &job,
   return arenaBytes(*plain);
 }
 
+/// The memory report of a single program (every rank runs it).
+void printMemoryPlan(mlir::ModuleOp module, llvm::raw_ostream &os) {
+  dist::MeshAttr meshAttr = dist::getMesh(module);
+  kernel::printMemoryReport(module, meshAttr ? meshAttr.getWorldSize() : 1, os);
+}
+
 /// --emit=memory for a single program: the plan's report, the saving of
 /// activation checkpointing, and the timeline chart.
 int emitMemoryReport(Compilation &job, mlir::ModuleOp module,
                      std::optional<int64_t> arenaWithout) {
   llvm::raw_ostream &os = job.output->os();
-  dist::MeshAttr meshAttr = dist::getMesh(module);
-  kernel::printMemoryReport(module, meshAttr ? meshAttr.getWorldSize() : 1, os);
+  printMemoryPlan(module, os);
   if (arenaWithout) {
     const auto &ac = job.config.activationCheckpoint;
     int64_t with = arenaBytes(module);
@@ -447,6 +452,13 @@ int emitMemoryReport(Compilation &job, mlir::ModuleOp module,
                                  svg->os());
   svg->keep();
   return 0;
+}
+
+/// TorchTitan's memory_estimation.enable on a compilation that writes an
+/// object or an executable: the memory plan goes to stdout beside it. It
+/// is titan's exact plan (one arena per rank), not an estimate.
+bool estimatesMemory(const Compilation &job) {
+  return job.config.memoryEstimation.enable && !job.output;
 }
 
 /// Writes the lowered `module` as an object file: `path`, or a temporary
@@ -494,6 +506,8 @@ int compileProgram(Compilation &job, mlir::ModuleOp module) {
     return job.print(module);
   if (emitStage == EmitStage::Memory)
     return emitMemoryReport(job, module, arenaWithout);
+  if (estimatesMemory(job))
+    printMemoryPlan(module, llvm::outs());
   // The runtime places its state where the plan says.
   addArenaToManifest(*manifest, module);
   if (c.validation.enable)
@@ -532,8 +546,8 @@ int compileProgram(Compilation &job, mlir::ModuleOp module) {
 /// --emit=memory for pipeline rank `rank`: its planned arena and its
 /// microbatch frames.
 void printPipelineRankMemory(Compilation &job, const PipelineJob &pipelineJob,
-                             int64_t rank, mlir::ModuleOp module) {
-  llvm::raw_ostream &os = job.output->os();
+                             int64_t rank, mlir::ModuleOp module,
+                             llvm::raw_ostream &os) {
   os << "pipeline rank " << rank << " (stages "
      << llvm::join(llvm::map_range(pipelineJob.plan.stagesOfRank[size_t(rank)],
                                    [](int64_t s) { return std::to_string(s); }),
@@ -580,9 +594,11 @@ int compilePipelineRank(Compilation &job, const PipelineJob &pipelineJob,
   if (emitStage == EmitStage::Kernel)
     return printRank();
   if (emitStage == EmitStage::Memory) {
-    printPipelineRankMemory(job, pipelineJob, rank, *module);
+    printPipelineRankMemory(job, pipelineJob, rank, *module, job.output->os());
     return 0;
   }
+  if (estimatesMemory(job))
+    printPipelineRankMemory(job, pipelineJob, rank, *module, llvm::outs());
   addArenaToManifest(*manifest, *module);
   addPipelineToManifest(*manifest, pipelineJob, rank, *module);
   addPipelineParameters(*manifest, whole, pipelineJob);
