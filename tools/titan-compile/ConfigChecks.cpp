@@ -87,9 +87,6 @@ void warnAboutSettings(const TrainConfig &c, KernelTarget target) {
          "matmuls overlapping the tensor-parallel collectives) is not "
          "implemented yet; the collectives run before and after the GEMMs "
          "(the numerics are the same)");
-  if (c.metrics.enableTensorboard)
-    warn("metrics.enable_tensorboard: TensorBoard output is not implemented; "
-         "metrics are written to <dump_folder>/metrics.jsonl");
 }
 } // namespace
 
