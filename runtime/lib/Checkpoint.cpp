@@ -298,25 +298,50 @@ void forEachSavedBlock(const Manifest &m, llvm::ArrayRef<StateSet> sets,
 
 /// XXH3 of `count` floats as they are stored (F32 little-endian, the
 /// host's order).
-uint64_t checksum(const float *data, int64_t count) {
+uint64_t blockChecksum(const float *data, int64_t count) {
   return XXH3_64bits(data, size_t(count) * sizeof(float));
 }
 
+/// Whether `rank` hashes `block` (the `index`-th of tensor `key`, of
+/// parameter `p`) whole when it loads `region` of it. Each block is
+/// verified by the ranks that read it whole anyway; where none does (a
+/// load into another layout), by one of the ranks reading parts of it,
+/// picked by the block, so the extra reads spread over the ranks and no
+/// block is read whole more than once.
+bool verifiesBlock(const Manifest &m, const Manifest::Param &p,
+                   const std::string &key, size_t index, const Box &block,
+                   const Box &region, int64_t rank) {
+  if (region.size == block.size)
+    return true;
+  std::vector<int64_t> readers;
+  for (int64_t r = 0; r < m.worldSize(); ++r) {
+    Box part =
+        intersect(shardBox(p, m.mesh, meshCoordinates(m.mesh, r)), block);
+    if (part.size == block.size)
+      return false;
+    if (!part.empty())
+      readers.push_back(r);
+  }
+  uint64_t pick = XXH3_64bits(key.data(), key.size()) + index;
+  return readers[pick % readers.size()] == rank;
+}
+
 /// Reads `region` of `block` from `file` into `out` (laid out as `dst`).
-/// A block with a checksum is read whole, in pieces hashed as they come
-/// (in place where a piece lies inside one run of the region, else through
-/// a scratch piece): a mismatch stops the run, naming the tensor `key`, the
-/// block and `path`. Without one only the region is read.
+/// With `verify` (and a checksum) the block is read whole, in pieces
+/// hashed as they come (in place where a piece lies inside one run of the
+/// region, else through a scratch piece): a mismatch stops the run, naming
+/// the tensor `key`, the block and `path`. Otherwise only the region is
+/// read.
 void readBlock(const SafetensorsReader &file,
                const CheckpointIndex::Block &block, const Box &region,
-               const Storage &dst, float *out, const std::string &key,
-               const std::string &path) {
+               const Storage &dst, float *out, bool verify,
+               const std::string &key, const std::string &path) {
   std::vector<std::array<int64_t, 3>> runs; // block offset, out offset, count
   forEachRun(Storage{block.box.start, block.box.size}, dst, region,
              [&](int64_t s, int64_t d, int64_t n) {
                runs.push_back({s, d, n});
              });
-  if (!block.checksum) {
+  if (!block.checksum || !verify) {
     for (auto [s, d, n] : runs)
       file.read(block.entry, s, n, out + d);
     return;
@@ -463,13 +488,19 @@ TrainingState Checkpointer::load(const std::string &folder,
       std::fill(local.data, local.data + local.numel(), 0.0f);
       Storage dst{mine.start, p.localShape};
       std::string key = set.kind + ":" + p.name;
-      for (const CheckpointIndex::Block &b : index.blocks[key]) {
+      for (auto [i, b] : llvm::enumerate(index.blocks[key])) {
         Box region = intersect(mine, b.box);
         if (!region.empty())
           readBlock(index.reader(folder, b.file), b, region, dst, local.data,
+                    b.checksum &&
+                        verifiesBlock(manifest_, p, key, i, b.box, region,
+                                      comm_ ? comm_->rank() : 0),
                     key, join(folder, index.files[b.file].name));
       }
     }
+  // A block this rank read part of may be verified by another: none goes on
+  // before every block is.
+  barrier();
   return index.state;
 }
 
@@ -515,7 +546,7 @@ std::string Checkpointer::save(const TrainingState &state,
   // (exact in doubles; every other rank adds zeros).
   llvm::StringMap<uint64_t> ownChecksums;
   for (const TensorRef &t : mine)
-    ownChecksums[t.name] = checksum(t.data, t.numel());
+    ownChecksums[t.name] = blockChecksum(t.data, t.numel());
   std::vector<double> checksums;
   forEachSavedBlock(manifest_, sets,
                     [&](const StateSet &set, const Manifest::Param &p,
