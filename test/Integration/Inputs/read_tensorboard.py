@@ -1,6 +1,7 @@
 """Reads titan's TensorBoard event files back with tensorboard (PyPI).
 
 Usage: read_tensorboard.py <save_tb_folder> [--metrics <metrics.jsonl>]
+                            [--show <tag>]
 
 For each folder holding event files (relative to <save_tb_folder>, the
 datetime folder printed as DATETIME) prints its event file's name pattern,
@@ -11,7 +12,7 @@ EventAccumulator would only warn). With --metrics, the loss, grad_norm and
 lr at every logged step must equal the values in titan's metrics file to
 float32 precision: TensorBoard's simple_value is the float32 of titan's
 double, metrics.jsonl has it to 10 significant digits, so the two
-roundings may be one float32 ulp apart.
+roundings may be one float32 ulp apart. --show prints a tag's first value.
 """
 
 import argparse
@@ -43,6 +44,7 @@ def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("root")
     parser.add_argument("--metrics")
+    parser.add_argument("--show")
     args = parser.parse_args()
     metrics = {}
     if args.metrics:
@@ -68,6 +70,8 @@ def main():
         for tag in sorted(acc.Tags()["scalars"]):
             steps = [e.step for e in acc.Scalars(tag)]
             print(f"tag {tag}: steps {' '.join(map(str, steps))}")
+        if args.show:
+            print(f"{args.show} = {acc.Scalars(args.show)[0].value!r}")
         if not metrics:
             continue
         compared = 0
