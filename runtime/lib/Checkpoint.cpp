@@ -20,15 +20,20 @@
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Path.h"
 
+#include <array>
 #include <cerrno>
 #include <csignal>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <map>
 #include <memory>
+#include <optional>
 #include <tuple>
 
 #include <unistd.h>
+
+#include <xxhash.h>
 
 using namespace titanrt;
 using llvm::StringRef;
@@ -41,6 +46,9 @@ constexpr const char *kFormat = "titan-checkpoint";
 constexpr int64_t kVersion = 1;
 constexpr const char *kIndexFile = "index.json";
 constexpr const char *kExportFile = "model.safetensors";
+/// A block's checksum in the index: XXH3's 64 bits of its bytes in the
+/// shard file, as 16 hex digits (JSON numbers do not hold 64 bits).
+constexpr const char *kChecksumKey = "xxh3_64";
 
 std::string join(StringRef a, StringRef b) {
   llvm::SmallString<256> path(a);
@@ -135,6 +143,8 @@ struct CheckpointIndex {
     size_t file;  ///< into files
     size_t entry; ///< the tensor's index in that file's list
     Box box;
+    /// Absent in checkpoints of runtimes before checksums.
+    std::optional<uint64_t> checksum;
   };
   struct File {
     std::string name;
@@ -145,6 +155,8 @@ struct CheckpointIndex {
   std::vector<File> files;
   /// "<kind>:<parameter>" -> its blocks.
   llvm::StringMap<std::vector<Block>> blocks;
+  /// Whether some block has no checksum (loaded unverified).
+  bool unverified = false;
 
   CheckpointIndex(const std::string &folder, const Manifest &m) {
     std::string path = join(folder, kIndexFile);
@@ -249,6 +261,16 @@ struct CheckpointIndex {
                 "' has a block without a plain \"file\" name, \"start\" "
                 "and \"size\"");
           Box box{*start, *size};
+          std::optional<uint64_t> checksum;
+          if (const llvm::json::Value *c = bo->get(kChecksumKey)) {
+            std::optional<StringRef> hex = c->getAsString();
+            uint64_t value;
+            if (!hex || hex->size() != 16 || hex->getAsInteger(16, value))
+              bad("tensor '" + key + "' has a block whose \"" + kChecksumKey +
+                  "\" is not 16 hex digits");
+            checksum = value;
+          }
+          unverified |= !checksum;
           for (size_t d = 0; d < p.shape.size(); ++d)
             if (box.size[d] == 0 || box.size[d] > p.shape[d] ||
                 box.start[d] > p.shape[d] - box.size[d])
@@ -259,7 +281,7 @@ struct CheckpointIndex {
           if (added)
             files.push_back({file->str(), {}, nullptr});
           File &f = files[it->second];
-          out.push_back({it->second, f.tensors.size(), box});
+          out.push_back({it->second, f.tensors.size(), box, checksum});
           f.tensors.push_back({key, box.size, nullptr});
           covered += box.numel();
         }
@@ -288,6 +310,111 @@ struct CheckpointIndex {
     return *f.reader;
   }
 };
+
+/// Calls `visit(set, param, rank, box)` for each block of a full checkpoint
+/// of `sets`, in the index's order: by set, parameter, then the rank that
+/// writes it (the first of the ranks holding it).
+template <typename Visit>
+void forEachSavedBlock(const Manifest &m, llvm::ArrayRef<StateSet> sets,
+                       Visit visit) {
+  std::vector<std::vector<int64_t>> coords;
+  for (int64_t r = 0; r < m.worldSize(); ++r)
+    coords.push_back(meshCoordinates(m.mesh, r));
+  for (const StateSet &set : sets)
+    for (const Manifest::Param &p : m.allParams)
+      for (int64_t r = 0; r < m.worldSize(); ++r) {
+        Box box = shardBox(p, m.mesh, coords[r]);
+        if (!box.empty() && writesShard(p, coords[r]))
+          visit(set, p, r, box);
+      }
+}
+
+/// XXH3 of `count` floats as they are stored (F32 little-endian, the
+/// host's order).
+uint64_t blockChecksum(const float *data, int64_t count) {
+  return XXH3_64bits(data, size_t(count) * sizeof(float));
+}
+
+/// Whether `rank` hashes `block` (the `index`-th of tensor `key`, of
+/// parameter `p`) whole when it loads `region` of it. Each block is
+/// verified by the ranks that read it whole anyway; where none does (a
+/// load into another layout), by one of the ranks reading parts of it,
+/// picked by the block, so the extra reads spread over the ranks and no
+/// block is read whole more than once.
+bool verifiesBlock(const Manifest &m, const Manifest::Param &p,
+                   const std::string &key, size_t index, const Box &block,
+                   const Box &region, int64_t rank) {
+  if (region.size == block.size)
+    return true;
+  std::vector<int64_t> readers;
+  for (int64_t r = 0; r < m.worldSize(); ++r) {
+    Box part =
+        intersect(shardBox(p, m.mesh, meshCoordinates(m.mesh, r)), block);
+    if (part.size == block.size)
+      return false;
+    if (!part.empty())
+      readers.push_back(r);
+  }
+  uint64_t pick = XXH3_64bits(key.data(), key.size()) + index;
+  return readers[pick % readers.size()] == rank;
+}
+
+/// Reads `region` of `block` from `file` into `out` (laid out as `dst`).
+/// With `verify` (and a checksum) the block is read whole, in pieces
+/// hashed as they come (in place where a piece lies inside one run of the
+/// region, else through a scratch piece): a mismatch stops the run, naming
+/// the tensor `key`, the block and `path`. Otherwise only the region is
+/// read.
+void readBlock(const SafetensorsReader &file,
+               const CheckpointIndex::Block &block, const Box &region,
+               const Storage &dst, float *out, bool verify,
+               const std::string &key, const std::string &path) {
+  std::vector<std::array<int64_t, 3>> runs; // block offset, out offset, count
+  forEachRun(Storage{block.box.start, block.box.size}, dst, region,
+             [&](int64_t s, int64_t d, int64_t n) {
+               runs.push_back({s, d, n});
+             });
+  if (!block.checksum || !verify) {
+    for (auto [s, d, n] : runs)
+      file.read(block.entry, s, n, out + d);
+    return;
+  }
+  constexpr int64_t kPiece = int64_t(1) << 22; // 16 MiB
+  std::unique_ptr<XXH3_state_t, decltype(&XXH3_freeState)> state(
+      XXH3_createState(), &XXH3_freeState);
+  if (!state || XXH3_64bits_reset(state.get()) != XXH_OK)
+    fatal("cannot allocate an XXH3 state");
+  std::vector<float> scratch;
+  size_t next = 0; // the first run not ending before the piece
+  for (int64_t first = 0, total = block.box.numel(); first < total;
+       first += kPiece) {
+    int64_t end = std::min(total, first + kPiece);
+    while (next < runs.size() && runs[next][0] + runs[next][2] <= first)
+      ++next;
+    bool inPlace = next < runs.size() && runs[next][0] <= first &&
+                   end <= runs[next][0] + runs[next][2];
+    if (!inPlace)
+      scratch.resize(size_t(end - first));
+    float *piece = inPlace ? out + runs[next][1] + (first - runs[next][0])
+                           : scratch.data();
+    file.read(block.entry, first, end - first, piece);
+    XXH3_64bits_update(state.get(), piece, size_t(end - first) * sizeof(float));
+    for (size_t i = next; !inPlace && i < runs.size() && runs[i][0] < end;
+         ++i) {
+      auto [s, d, n] = runs[i];
+      int64_t lo = std::max(s, first), hi = std::min(s + n, end);
+      std::copy(piece + (lo - first), piece + (hi - first), out + d + (lo - s));
+    }
+  }
+  uint64_t read = XXH3_64bits_digest(state.get());
+  if (read != *block.checksum)
+    fatal("checkpoint file '" + path + "' is corrupt: the block of tensor '" +
+          key + "' at " + shapeString(block.box.start) + " of size " +
+          shapeString(block.box.size) + " has " + kChecksumKey + " " +
+          llvm::utohexstr(read, /*LowerCase=*/true, 16) +
+          ", the index records " +
+          llvm::utohexstr(*block.checksum, /*LowerCase=*/true, 16));
+}
 
 } // namespace
 
@@ -388,24 +515,32 @@ TrainingState Checkpointer::load(const std::string &folder,
   if (!llvm::sys::fs::is_directory(folder))
     fatal("checkpoint '" + folder + "' is not a folder");
   CheckpointIndex index(folder, manifest_);
+  if (index.unverified && leader_)
+    std::fprintf(stderr,
+                 "warning: checkpoint '%s' has blocks without checksums "
+                 "(saved by a runtime before they were recorded): loading "
+                 "them unverified\n",
+                 folder.c_str());
   for (const StateSet &set : sets)
     for (auto [p, local] : llvm::zip(manifest_.params, *set.shards)) {
       Box mine = shardBox(p, manifest_.mesh, coords_);
       // FSDP padding stays zero.
       std::fill(local.data, local.data + local.numel(), 0.0f);
       Storage dst{mine.start, p.localShape};
-      for (const CheckpointIndex::Block &b :
-           index.blocks[set.kind + ":" + p.name]) {
+      std::string key = set.kind + ":" + p.name;
+      for (auto [i, b] : llvm::enumerate(index.blocks[key])) {
         Box region = intersect(mine, b.box);
-        if (region.empty())
-          continue;
-        const SafetensorsReader &file = index.reader(folder, b.file);
-        forEachRun(Storage{b.box.start, b.box.size}, dst, region,
-                   [&](int64_t s, int64_t d, int64_t n) {
-                     file.read(b.entry, s, n, local.data + d);
-                   });
+        if (!region.empty())
+          readBlock(index.reader(folder, b.file), b, region, dst, local.data,
+                    b.checksum &&
+                        verifiesBlock(manifest_, p, key, i, b.box, region,
+                                      comm_ ? comm_->rank() : 0),
+                    key, join(folder, index.files[b.file].name));
       }
     }
+  // A block this rank read part of may be verified by another: none goes on
+  // before every block is.
+  barrier();
   return index.state;
 }
 
@@ -464,30 +599,53 @@ std::string Checkpointer::save(const TrainingState &state,
   maybeDieInSave(state.step, rank);
   barrier();
 
+  // The blocks' checksums, in the index's order: each rank hashes its own,
+  // and an all-reduce brings them to the first rank as 32-bit halves
+  // (exact in doubles; every other rank adds zeros).
+  llvm::StringMap<uint64_t> ownChecksums;
+  for (const TensorRef &t : mine)
+    ownChecksums[t.name] = blockChecksum(t.data, t.numel());
+  std::vector<double> checksums;
+  forEachSavedBlock(manifest_, sets,
+                    [&](const StateSet &set, const Manifest::Param &p,
+                        int64_t r, const Box &) {
+                      uint64_t sum =
+                          r == rank
+                              ? ownChecksums.lookup(set.kind + ":" + p.name)
+                              : 0;
+                      checksums.push_back(double(sum >> 32));
+                      checksums.push_back(double(sum & 0xffffffffu));
+                    });
+  if (comm_)
+    comm_->hostAllReduce(checksums.data(), int64_t(checksums.size()),
+                         Reduction::Sum, (1u << kNumAxes) - 1);
+
   if (leader_) {
-    // Every rank's blocks follow from the layout: the index needs no
-    // communication.
-    std::vector<std::vector<int64_t>> coords;
-    for (int64_t r = 0; r < manifest_.worldSize(); ++r)
-      coords.push_back(meshCoordinates(manifest_.mesh, r));
+    // Every rank's blocks follow from the layout; only their checksums
+    // needed communication.
     llvm::json::Object tensors;
-    for (const StateSet &set : sets)
-      for (const Manifest::Param &p : manifest_.allParams) {
-        llvm::json::Array blocks;
-        for (int64_t r = 0; r < manifest_.worldSize(); ++r) {
-          Box box = shardBox(p, manifest_.mesh, coords[r]);
-          if (box.empty() || !writesShard(p, coords[r]))
-            continue;
-          blocks.push_back(llvm::json::Object{
-              {"file", shardFileName(r)},
-              {"start", llvm::json::Array(llvm::ArrayRef(box.start))},
-              {"size", llvm::json::Array(llvm::ArrayRef(box.size))}});
-        }
-        tensors[set.kind + ":" + p.name] = llvm::json::Object{
-            {"shape", llvm::json::Array(llvm::ArrayRef(p.shape))},
-            {"dtype", "F32"},
-            {"blocks", std::move(blocks)}};
-      }
+    size_t next = 0;
+    forEachSavedBlock(
+        manifest_, sets,
+        [&](const StateSet &set, const Manifest::Param &p, int64_t r,
+            const Box &box) {
+          llvm::json::Value &tensor = tensors[set.kind + ":" + p.name];
+          if (!tensor.getAsObject())
+            tensor = llvm::json::Object{
+                {"shape", llvm::json::Array(llvm::ArrayRef(p.shape))},
+                {"dtype", "F32"},
+                {"blocks", llvm::json::Array()}};
+          uint64_t sum =
+              uint64_t(checksums[next]) << 32 | uint64_t(checksums[next + 1]);
+          next += 2;
+          tensor.getAsObject()->getArray("blocks")->push_back(
+              llvm::json::Object{
+                  {"file", shardFileName(r)},
+                  {"start", llvm::json::Array(llvm::ArrayRef(box.start))},
+                  {"size", llvm::json::Array(llvm::ArrayRef(box.size))},
+                  {kChecksumKey,
+                   llvm::utohexstr(sum, /*LowerCase=*/true, 16)}});
+        });
     llvm::json::Object mesh;
     for (unsigned a = 0; a < kNumAxes; ++a)
       mesh[meshAxisName(MeshAxis(a))] = manifest_.mesh[a];

@@ -12,7 +12,12 @@
 //
 // Kinds are "param", "exp_avg" and "exp_avg_sq" (AdamW's moments). Each rank
 // writes and reads only its blocks; a load into another layout intersects
-// each of its blocks with the saved ones. A save is written into
+// each of its blocks with the saved ones. Each block in the index carries the
+// XXH3-64 checksum of its bytes ("xxh3_64", 16 hex digits; xxHash is fast
+// enough that hashing costs little next to the write); a load reads every
+// block it needs whole and refuses one that does not match, naming the
+// tensor, the block and the file. Checkpoints saved before checksums load
+// unverified, with a warning. A save is written into
 // step-<N>.tmp, fsynced, and renamed when every rank has finished, so a
 // step-<N> folder is always complete; leftover *.tmp folders are removed at
 // the start of the next run and never loaded.

@@ -20,6 +20,7 @@
 #include "PipelineExecutor.h"
 #include "SafeTensors.h"
 #include "ShardLayout.h"
+#include "TensorBoard.h"
 #include "Trace.h"
 #include "Validator.h"
 
@@ -731,7 +732,11 @@ private:
   /// Writes the step's metrics line (and its log line when due); stops the
   /// run at a non-finite loss or gradient norm.
   void report(int64_t step, const StepResult &result);
-  void log(int64_t step, const StepResult &result, double tokensPerSecond);
+  /// `tflops`: this rank's model TFLOP/s.
+  void log(int64_t step, const StepResult &result, double tokensPerSecond,
+           double tflops);
+  void logTensorBoard(int64_t step, const StepResult &result,
+                      double tokensPerSecond, double tflops);
   void saveIfDue(int64_t step);
   /// validation.enable: the validator on the eval step's slots (null
   /// without validation).
@@ -780,6 +785,8 @@ private:
   std::unique_ptr<PipelineExecutor> pipeline;
   std::unique_ptr<Validator> validator;
   std::unique_ptr<llvm::raw_fd_ostream> metrics;
+  /// metrics.enable_tensorboard's event file, on the ranks that write one.
+  std::unique_ptr<EventFileWriter> tensorboard;
 
   /// The loop runs steps [firstStep, totalSteps); sample indices continue
   /// from the data position the checkpoint saved.
@@ -928,6 +935,7 @@ void Run::openMetrics() {
     fatal("cannot write '" + path.str().str() + "': " + ec.message());
   if (!leader)
     std::freopen("/dev/null", "w", stdout);
+  tensorboard = openTensorBoard(c, m, comm);
 }
 
 void Run::printStart() {
@@ -1168,10 +1176,11 @@ void Run::report(int64_t step, const StepResult &r) {
   }
   if ((step + 1) % c.metrics.logFreq == 0 || step + 1 == totalSteps ||
       step == firstStep)
-    log(step, r, tokensPerSecond);
+    log(step, r, tokensPerSecond, tflops);
 }
 
-void Run::log(int64_t step, const StepResult &r, double tokensPerSecond) {
+void Run::log(int64_t step, const StepResult &r, double tokensPerSecond,
+              double tflops) {
   std::printf("step %5lld | loss %9.5f | grad_norm %8.4f | lr %.3e | "
               "%8.0f tokens/s",
               (long long)(step + 1), r.meanLoss, double(r.gradNorm),
@@ -1185,6 +1194,32 @@ void Run::log(int64_t step, const StepResult &r, double tokensPerSecond) {
               titan::humanBytes(double(residentBytes())).c_str(), r.elapsed,
               eta);
   std::fflush(stdout);
+  if (tensorboard)
+    logTensorBoard(step, r, tokensPerSecond, tflops);
+}
+
+/// TorchTitan's scalars (MetricsProcessor.log, train.py's extra_metrics)
+/// that titan measures, under its tags: throughput and TFLOP/s per device;
+/// memory from the plan (reserved: the arena is allocated whole, once) and
+/// the arena's high-water mark (active), plus the process's peak RSS.
+void Run::logTensorBoard(int64_t step, const StepResult &r,
+                         double tokensPerSecond, double tflops) {
+  constexpr double kGiB = double(int64_t(1) << 30);
+  std::vector<std::pair<StringRef, double>> scalars = {
+      {"loss_metrics/global_avg_loss", r.meanLoss},
+      {"grad_norm", r.gradNorm},
+      {"lr", r.lr},
+      {"n_tokens_seen", double(firstSampleOf(step + 1) * seq)},
+      {"throughput(tps)", tokensPerSecond / double(world)},
+      {"tflops", tflops},
+      {"time_metrics/end_to_end(s)", r.seconds},
+      {"memory/max_reserved(GiB)", double(m.arenaBytes) / kGiB},
+      {"memory/max_active(GiB)", double(arena.highWaterMark()) / kGiB},
+      {"memory/rss_peak(GiB)", double(peakResidentBytes()) / kGiB}};
+  if (c.metrics.peakTflops > 0)
+    scalars.push_back({"mfu(%)", 100 * tflops / c.metrics.peakTflops});
+  for (auto [tag, value] : scalars)
+    tensorboard->logScalar(tag, step + 1, value);
 }
 
 void Run::saveIfDue(int64_t step) {

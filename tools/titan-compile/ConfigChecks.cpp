@@ -99,9 +99,6 @@ void warnAboutSettings(const TrainConfig &c, KernelTarget target) {
          "microbatch under gradient accumulation), and its "
          "clip_grad_norm_ then finds no gradients: the numbers are the same "
          "when training.max_norm does not clip and nothing accumulates");
-  if (c.metrics.enableTensorboard)
-    warn("metrics.enable_tensorboard: TensorBoard output is not implemented; "
-         "metrics are written to <dump_folder>/metrics.jsonl");
 }
 } // namespace
 
