@@ -63,11 +63,10 @@ bool isRunTimeKey(StringRef key) {
   return key.starts_with("job.") || key.starts_with("metrics.") ||
          key.starts_with("profiling.") || key.starts_with("comm.") ||
          key.starts_with("checkpoint.") || key.starts_with("debug.") ||
-         key == "training.seed" ||
-         key == "training.steps" || key == "training.dataset" ||
-         key == "training.dataset_path" || key == "validation.dataset" ||
-         key == "validation.dataset_path" || key == "validation.freq" ||
-         key == "validation.steps";
+         key == "training.seed" || key == "training.steps" ||
+         key == "training.dataset" || key == "training.dataset_path" ||
+         key == "validation.dataset" || key == "validation.dataset_path" ||
+         key == "validation.freq" || key == "validation.steps";
 }
 
 /// The rank's memory: one allocation of the planned size, made once, on
@@ -1047,6 +1046,8 @@ void Run::logValidation(int64_t step, const ValidationResult &r) {
                             llvm::formatv("{0:f1}", tokensPerSecond).str(),
                             llvm::formatv("{0:f4}", r.seconds).str());
   metrics->flush();
+  if (tensorboard)
+    tensorboard->logScalar("validation_metrics/loss", step + 1, r.loss);
   std::printf("validate step %5lld | loss %9.5f | %lld batches | %8.0f "
               "tokens/s | %.2f s\n",
               (long long)(step + 1), r.loss, (long long)r.batches,

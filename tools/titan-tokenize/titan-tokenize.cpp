@@ -2,11 +2,11 @@
 //
 // Encodes text datasets (JSON lines, text lines, folders of them:
 // titan/Data/TextSource.h) with a tokenizer.json or tokenizer.model (default:
-// titan's byte tokenizer), as the training run would: either prints the ids of each document (one line per
-// document, the tokenizer's own ids without TorchTitan's BOS/EOS: what
-// `tokenizers` and `tiktoken` give, for comparing with them) or writes a .bin
-// of little-endian uint32 ids, BOS + ids + EOS per document, which the
-// runtime's dataset reads.
+// titan's byte tokenizer), as the training run would: either prints the ids of
+// each document (one line per document, the tokenizer's own ids without
+// TorchTitan's BOS/EOS: what `tokenizers` and `tiktoken` give, for comparing
+// with them) or writes a .bin of little-endian uint32 ids, BOS + ids + EOS per
+// document, which the runtime's dataset reads.
 //
 //===----------------------------------------------------------------------===//
 
@@ -24,6 +24,7 @@
 #include "llvm/Support/WithColor.h"
 #include "llvm/Support/raw_ostream.h"
 
+#include <algorithm>
 #include <chrono>
 
 using namespace llvm;
@@ -60,6 +61,7 @@ public:
 
   void add(uint64_t bytes, uint64_t newTokens, Clock::duration took) {
     done += bytes;
+    textBytes += bytes;
     tokens += newTokens;
     encoding += took;
     if (shown && Clock::now() - lastDrawn > std::chrono::milliseconds(100))
@@ -68,12 +70,15 @@ public:
 
   void finish(uint64_t documents) {
     if (shown) {
+      // Done counts documents' text, which is less than their files' bytes
+      // (JSON syntax, line breaks): the last bar is the whole input.
+      done = std::max(done, total);
       draw();
       errs() << "\n";
     }
     errs() << formatv("titan-tokenize: {0} documents, {1} tokens, {2} bytes: "
                       "{3:f0} tokens/s encoding\n",
-                      documents, tokens, done, tokensPerSecond());
+                      documents, tokens, textBytes, tokensPerSecond());
   }
 
 private:
@@ -93,7 +98,7 @@ private:
                       total / 1048576.0, tokens, tokensPerSecond());
   }
 
-  uint64_t total, done = 0, tokens = 0;
+  uint64_t total, done = 0, textBytes = 0, tokens = 0;
   bool shown;
   Clock::duration encoding{};
   Clock::time_point lastDrawn{};
