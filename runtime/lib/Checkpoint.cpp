@@ -555,8 +555,10 @@ TrainingState Checkpointer::resume(const std::string &folder,
     if (loads(set.kind == "param" ? "model" : "optimizer"))
       loaded.push_back(set);
   TrainingState state = load(folder, loaded);
-  if (!loads("dataloader"))
+  if (!loads("dataloader")) {
     state.samplesConsumed = 0;
+    state.dataPositions.clear();
+  }
   if (!loads("train_state"))
     state.step = state.tokensSeen = 0;
   return state;

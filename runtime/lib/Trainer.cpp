@@ -821,7 +821,9 @@ Run::Run(const titan::TrainConfig &c, const Manifest &m,
     fatal("the checkpoint holds the data positions of " +
           std::to_string(positions.size()) +
           " data-parallel ranks, this run has " + std::to_string(dp) +
-          ": each rank's share of the text dataset would change");
+          ": each rank's share of the text dataset would change (set "
+          "checkpoint.exclude_from_loading = [\"dataloader\"] to start the "
+          "data afresh)");
   data->resume(firstSample, positions.empty()
                                 ? std::nullopt
                                 : std::optional(positions[size_t(dpIndex)]));
