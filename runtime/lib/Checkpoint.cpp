@@ -50,12 +50,6 @@ constexpr const char *kExportFile = "model.safetensors";
 /// shard file, as 16 hex digits (JSON numbers do not hold 64 bits).
 constexpr const char *kChecksumKey = "xxh3_64";
 
-std::string join(StringRef a, StringRef b) {
-  llvm::SmallString<256> path(a);
-  llvm::sys::path::append(path, b);
-  return path.str().str();
-}
-
 /// Fault injection for tests: TITAN_FAULT_KILL_IN_SAVE=<step>:<rank> makes
 /// that rank die (SIGKILL, as a lost machine would) in the save of that
 /// step, after writing its shard file and before the save is complete.
@@ -159,7 +153,7 @@ struct CheckpointIndex {
   bool unverified = false;
 
   CheckpointIndex(const std::string &folder, const Manifest &m) {
-    std::string path = join(folder, kIndexFile);
+    std::string path = joinPath(folder, kIndexFile);
     requireRegularFile(path, "checkpoint index");
     uint64_t size = 0;
     if (std::error_code ec = llvm::sys::fs::file_size(path, size))
@@ -305,8 +299,8 @@ struct CheckpointIndex {
   const SafetensorsReader &reader(const std::string &folder, size_t i) {
     File &f = files[i];
     if (!f.reader)
-      f.reader =
-          std::make_unique<SafetensorsReader>(join(folder, f.name), f.tensors);
+      f.reader = std::make_unique<SafetensorsReader>(joinPath(folder, f.name),
+                                                     f.tensors);
     return *f.reader;
   }
 };
@@ -426,11 +420,11 @@ Checkpointer::Checkpointer(const titan::TrainConfig &config,
   // As os.path.join in TorchTitan: an absolute folder stands alone.
   root_ = llvm::sys::path::is_absolute(config.checkpoint.folder)
               ? config.checkpoint.folder
-              : join(config.job.dumpFolder, config.checkpoint.folder);
+              : joinPath(config.job.dumpFolder, config.checkpoint.folder);
 }
 
 std::string Checkpointer::stepFolder(int64_t step) const {
-  return join(root_, "step-" + std::to_string(step));
+  return joinPath(root_, "step-" + std::to_string(step));
 }
 
 std::string Checkpointer::shardFileName(int64_t rank) const {
@@ -474,14 +468,14 @@ int64_t Checkpointer::resumeStep() {
       if (!llvm::sys::fs::is_directory(folder))
         fatal("checkpoint.load_step " + std::to_string(requested) +
               ": there is no checkpoint '" + folder + "'");
-      if (!llvm::sys::fs::exists(join(folder, kIndexFile))) {
-        if (llvm::sys::fs::exists(join(folder, kExportFile)))
+      if (!llvm::sys::fs::exists(joinPath(folder, kIndexFile))) {
+        if (llvm::sys::fs::exists(joinPath(folder, kExportFile)))
           fatal("checkpoint.load_step " + std::to_string(requested) + ": '" +
                 folder +
                 "' is a model-only export without optimizer state or data "
                 "position; start from its weights with "
                 "checkpoint.initial_load_path " +
-                join(folder, kExportFile));
+                joinPath(folder, kExportFile));
         if (looksLikeHFCheckpoint(folder))
           fatal("checkpoint.load_step " + std::to_string(requested) + ": '" +
                 folder +
@@ -500,7 +494,7 @@ int64_t Checkpointer::resumeStep() {
            it != end && !ec; it.increment(ec)) {
         int64_t s = stepOfFolderName(llvm::sys::path::filename(it->path()));
         if (s >= 0 && double(s) > step &&
-            llvm::sys::fs::exists(join(it->path(), kIndexFile)))
+            llvm::sys::fs::exists(joinPath(it->path(), kIndexFile)))
           step = double(s);
       }
     }
@@ -535,7 +529,7 @@ TrainingState Checkpointer::load(const std::string &folder,
                     b.checksum &&
                         verifiesBlock(manifest_, p, key, i, b.box, region,
                                       comm_ ? comm_->rank() : 0),
-                    key, join(folder, index.files[b.file].name));
+                    key, joinPath(folder, index.files[b.file].name));
       }
     }
   // A block this rank read part of may be verified by another: none goes on
@@ -597,7 +591,7 @@ std::string Checkpointer::save(const TrainingState &state,
     }
   int64_t rank = comm_ ? comm_->rank() : 0;
   if (!mine.empty())
-    writeSafetensors(join(tmp, shardFileName(rank)), mine, "F32");
+    writeSafetensors(joinPath(tmp, shardFileName(rank)), mine, "F32");
   maybeDieInSave(state.step, rank);
   barrier();
 
@@ -673,7 +667,7 @@ std::string Checkpointer::save(const TrainingState &state,
     std::string text;
     llvm::raw_string_ostream os(text);
     os << llvm::json::Value(std::move(index)) << "\n";
-    writeFileDurably(join(tmp, kIndexFile), text);
+    writeFileDurably(joinPath(tmp, kIndexFile), text);
   }
   commit(tmp, folder);
   return folder;
@@ -686,7 +680,7 @@ std::string Checkpointer::exportModel(int64_t step, const StateSet &params,
   int64_t elementSize = safetensorsElementSize(dtype);
   ModelFiles files =
       hf ? hfExportFiles(tmp, manifest_, elementSize, hfMaxShardBytes())
-         : titanModelFiles(join(tmp, kExportFile), manifest_);
+         : titanModelFiles(joinPath(tmp, kExportFile), manifest_);
   std::vector<std::vector<int64_t>> dataStart(files.files.size());
   std::vector<std::string> headers;
   std::vector<int64_t> fileBytes(files.files.size());
@@ -699,7 +693,7 @@ std::string Checkpointer::exportModel(int64_t step, const StateSet &params,
     if (std::error_code ec = llvm::sys::fs::create_directories(tmp))
       fatal("cannot create checkpoint folder '" + tmp + "': " + ec.message());
     for (auto [f, file] : llvm::enumerate(files.files)) {
-      std::string path = join(tmp, file.name);
+      std::string path = joinPath(tmp, file.name);
       int fd = openForWriting(path, /*create=*/true);
       writeFully(fd, headers[f].data(), headers[f].size(), 0, path);
       if (::ftruncate(fd, fileBytes[f]) != 0)
@@ -707,9 +701,9 @@ std::string Checkpointer::exportModel(int64_t step, const StateSet &params,
       syncAndClose(fd, path);
     }
     if (hf) {
-      writeFileDurably(join(tmp, "model.safetensors.index.json"),
+      writeFileDurably(joinPath(tmp, "model.safetensors.index.json"),
                        hfIndexJson(files, elementSize));
-      writeFileDurably(join(tmp, "config.json"),
+      writeFileDurably(joinPath(tmp, "config.json"),
                        hfConfigJson(manifest_, exportDtype));
     }
   }
@@ -725,7 +719,7 @@ std::string Checkpointer::exportModel(int64_t step, const StateSet &params,
     if (box.empty() || !writesShard(p, coords_))
       continue;
     const ModelFiles::Place &place = files.places.find(p.name)->second;
-    std::string path = join(tmp, files.files[place.file].name);
+    std::string path = joinPath(tmp, files.files[place.file].name);
     int &fd = fds[place.file];
     if (fd < 0)
       fd = openForWriting(path, /*create=*/false);
@@ -751,9 +745,9 @@ std::string Checkpointer::exportModel(int64_t step, const StateSet &params,
   }
   for (auto [f, fd] : llvm::enumerate(fds))
     if (fd >= 0)
-      syncAndClose(fd, join(tmp, files.files[f].name));
+      syncAndClose(fd, joinPath(tmp, files.files[f].name));
   commit(tmp, folder);
-  return hf ? folder : join(folder, kExportFile);
+  return hf ? folder : joinPath(folder, kExportFile);
 }
 
 void Checkpointer::commit(const std::string &tmp, const std::string &folder) {

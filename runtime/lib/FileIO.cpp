@@ -3,6 +3,9 @@
 #include "FileIO.h"
 #include "Error.h"
 
+#include "llvm/ADT/SmallString.h"
+#include "llvm/Support/Path.h"
+
 #include <cerrno>
 #include <cstring>
 
@@ -10,6 +13,12 @@
 #include <unistd.h>
 
 using namespace titanrt;
+
+std::string titanrt::joinPath(llvm::StringRef folder, llvm::StringRef name) {
+  llvm::SmallString<256> path(folder);
+  llvm::sys::path::append(path, name);
+  return path.str().str();
+}
 
 int titanrt::openForWriting(const std::string &path, bool create) {
   int flags = O_WRONLY | O_CLOEXEC | (create ? O_CREAT | O_TRUNC : 0);

@@ -9,6 +9,8 @@
 #ifndef TITANRT_LIB_FILEIO_H
 #define TITANRT_LIB_FILEIO_H
 
+#include "llvm/ADT/StringRef.h"
+
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -17,6 +19,9 @@ namespace titanrt {
 
 /// Opens `path` for writing: created (or truncated) when `create`, else it
 /// must exist.
+/// `folder`/`name`, with the platform's separator.
+std::string joinPath(llvm::StringRef folder, llvm::StringRef name);
+
 int openForWriting(const std::string &path, bool create);
 /// Opens `path` for reading; `what` it is names it in the error.
 int openForReading(const std::string &path, const std::string &what);

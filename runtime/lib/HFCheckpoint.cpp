@@ -29,12 +29,6 @@ constexpr const char *kIndexFile = "model.safetensors.index.json";
 constexpr const char *kConfigFile = "config.json";
 constexpr const char *kSingleFile = "model.safetensors";
 
-std::string join(StringRef a, StringRef b) {
-  llvm::SmallString<256> path(a);
-  llvm::sys::path::append(path, b);
-  return path.str().str();
-}
-
 /// The folder of `file` ("." for a bare name).
 std::string folderOf(StringRef file) {
   StringRef folder = llvm::sys::path::parent_path(file);
@@ -123,7 +117,7 @@ llvm::json::Object readJsonObject(const std::string &path, StringRef what) {
 
 /// Checks the checkpoint's config.json, if any, against the compiled model.
 void checkHFConfig(const std::string &folder, const Manifest &m) {
-  std::string path = join(folder, kConfigFile);
+  std::string path = joinPath(folder, kConfigFile);
   if (!llvm::sys::fs::exists(path))
     return;
   llvm::Expected<titan::LlamaArgs> theirs = titan::readHFLlamaConfig(path);
@@ -138,7 +132,7 @@ void checkHFConfig(const std::string &folder, const Manifest &m) {
 
 /// The files of an HF index: which file holds each of the model's tensors.
 ModelFiles hfIndexedFiles(const std::string &folder, const Manifest &m) {
-  std::string path = join(folder, kIndexFile);
+  std::string path = joinPath(folder, kIndexFile);
   llvm::json::Object index = readJsonObject(path, "Hugging Face index");
   const llvm::json::Object *weightMap = index.getObject("weight_map");
   if (!weightMap)
@@ -299,17 +293,17 @@ ModelFiles titanrt::hfImportFiles(const std::string &path, const Manifest &m) {
                    [](size_t) { return size_t(0); });
   }
   checkHFConfig(path, m);
-  if (llvm::sys::fs::exists(join(path, kIndexFile)))
+  if (llvm::sys::fs::exists(joinPath(path, kIndexFile)))
     return hfIndexedFiles(path, m);
-  if (!llvm::sys::fs::exists(join(path, kSingleFile)))
+  if (!llvm::sys::fs::exists(joinPath(path, kSingleFile)))
     fatal("Hugging Face checkpoint '" + path + "' has neither " + kIndexFile +
           " nor " + kSingleFile);
   return hfFiles(path, m, {kSingleFile}, [](size_t) { return size_t(0); });
 }
 
 bool titanrt::looksLikeHFCheckpoint(const std::string &folder) {
-  return llvm::sys::fs::exists(join(folder, kIndexFile)) ||
-         llvm::sys::fs::exists(join(folder, kConfigFile));
+  return llvm::sys::fs::exists(joinPath(folder, kIndexFile)) ||
+         llvm::sys::fs::exists(joinPath(folder, kConfigFile));
 }
 
 ModelReader::ModelReader(ModelFiles files)
@@ -321,8 +315,8 @@ void ModelReader::read(const Manifest::Param &p, int64_t first, int64_t count,
   std::unique_ptr<SafetensorsReader> &reader = readers_[place.file];
   if (!reader) {
     const ModelFiles::File &f = files_.files[place.file];
-    reader = std::make_unique<SafetensorsReader>(join(files_.folder, f.name),
-                                                 f.tensors);
+    reader = std::make_unique<SafetensorsReader>(
+        joinPath(files_.folder, f.name), f.tensors);
   }
   place.rows.forEachPiece(first, count, p.shape.back(),
                           [&](int64_t at, int64_t offset, int64_t n) {
