@@ -253,7 +253,8 @@ std::vector<KeySpec> buildSchema(TrainConfig &c) {
   add("training", "steps", &c.training.steps, "Training steps").atLeast(1);
   add("training", "dataset", &c.training.dataset, "Dataset name");
   add("training", "dataset_path", &c.training.datasetPath,
-      "Token file (.bin of uint32) or text file");
+      "Token file (.bin of uint32), JSON lines (.json/.jsonl, \"text\"), "
+      "text lines, or a folder of them");
   add("training", "dtype", &c.training.dtype, "Parameter dtype")
       .oneOf({"float32", "bfloat16"});
   add("training", "mixed_precision_param", &c.training.mixedPrecisionParam,
