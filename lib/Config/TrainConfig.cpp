@@ -491,12 +491,10 @@ std::vector<KeySpec> buildSchema(TrainConfig &c) {
       .refused();
   add("checkpoint", "create_seed_checkpoint",
       &c.checkpoint.createSeedCheckpoint,
-      "A step-0 checkpoint from one rank; titan's initialization is "
-      "already the same for every parallel layout (training.seed)")
-      .refused();
+      "Save the initialized model as step 0 and stop (any layout: titan's "
+      "initialization is the same for every one)");
   add("checkpoint", "load_only", &c.checkpoint.loadOnly,
-      "Load checkpoints but never save (not implemented yet)")
-      .refused();
+      "Load checkpoints but never save");
 
   add("metrics", "log_freq", &c.metrics.logFreq, "Steps between log lines")
       .atLeast(1);

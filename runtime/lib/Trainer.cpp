@@ -737,6 +737,9 @@ private:
   void logTensorBoard(int64_t step, const StepResult &result,
                       double tokensPerSecond, double tflops);
   void saveIfDue(int64_t step);
+  /// Saves the state after `steps` steps: a model-only export when `last`
+  /// and checkpoint.last_save_model_only, else a whole checkpoint.
+  void save(int64_t steps, bool last);
   /// validation.enable: the validator on the eval step's slots (null
   /// without validation).
   std::unique_ptr<Validator> makeValidator();
@@ -986,6 +989,15 @@ void Run::printStart() {
 
 int Run::train() {
   printStart();
+  if (c.checkpoint.createSeedCheckpoint) {
+    // TorchTitan saves the initialized model as step 0 ("last step": a
+    // model-only export unless last_save_model_only is off) and stops.
+    if (!c.checkpoint.enable)
+      fatal("checkpoint.create_seed_checkpoint needs checkpoint.enable");
+    save(0, /*last=*/true);
+    std::printf("created the seed checkpoint\n");
+    return 0;
+  }
   if (firstStep >= totalSteps) {
     std::printf("step %lld of the checkpoint is already training.steps (%lld): "
                 "nothing to train\n",
@@ -1227,10 +1239,15 @@ void Run::logTensorBoard(int64_t step, const StepResult &r,
 
 void Run::saveIfDue(int64_t step) {
   bool last = step + 1 == totalSteps;
-  if (!c.checkpoint.enable ||
+  // checkpoint.load_only: checkpoints are read, never written (TorchTitan).
+  if (!c.checkpoint.enable || c.checkpoint.loadOnly ||
       !(last || (step + 1) % c.checkpoint.interval == 0 ||
         (step == 0 && c.checkpoint.enableFirstStepCheckpoint)))
     return;
+  save(step + 1, last);
+}
+
+void Run::save(int64_t steps, bool last) {
   auto saveStart = std::chrono::steady_clock::now();
   std::string saved;
   // Host views of what the save writes: a model-only export reads the
@@ -1241,19 +1258,19 @@ void Run::saveIfDue(int64_t step) {
     for (TensorSet *set : {&state.expAvg, &state.expAvgSq})
       set->attach(/*read=*/true);
   if (modelOnly) {
-    saved = checkpoints.exportModel(step + 1, state.paramSet(),
+    saved = checkpoints.exportModel(steps, state.paramSet(),
                                     c.checkpoint.exportDtype,
                                     c.checkpoint.lastSaveInHf);
   } else {
-    int64_t samples = firstSampleOf(step + 1);
-    saved = checkpoints.save({step + 1, samples, samples * seq,
+    int64_t samples = firstSampleOf(steps);
+    saved = checkpoints.save({steps, samples, samples * seq,
                               uint64_t(c.training.seed.value_or(0)),
                               dataPositions(samples)},
                              state.checkpointed());
   }
   for (TensorSet *set : state.paramsAndMoments())
     set->detach();
-  savedSteps.push_back(step + 1);
+  savedSteps.push_back(steps);
   checkpoints.prune(savedSteps);
   std::printf("saved %s in %.2f s\n", saved.c_str(),
               std::chrono::duration<double>(std::chrono::steady_clock::now() -
