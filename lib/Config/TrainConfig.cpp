@@ -267,7 +267,8 @@ std::vector<KeySpec> buildSchema(TrainConfig &c) {
       .oneOf({"float32"});
 
   add("training", "enable_cpu_offload", &c.training.enableCpuOffload,
-      "Keep optimizer state and master weights in host memory (CUDA)");
+      "FSDP2's CPU offload of optimizer state and master weights: nothing to "
+      "do on the CPU target; not implemented for --target=cuda (refused)");
   add("training", "gc_freq", &c.training.gcFreq,
       "Python garbage collection interval (no Python at run time)")
       .noMeaning();
@@ -298,7 +299,9 @@ std::vector<KeySpec> buildSchema(TrainConfig &c) {
       "AdamW implementation (titan's is always one fused kernel)")
       .oneOf({"for-loop", "foreach", "fused"});
   add("optimizer", "early_step_in_backward", &c.optimizer.earlyStepInBackward,
-      "Update each parameter as soon as its gradient is complete");
+      "Accepted with a warning: titan's fused AdamW runs after the backward "
+      "(TorchTitan's numbers when max_norm does not clip and nothing "
+      "accumulates)");
 
   add("lr_scheduler", "warmup_steps", &c.lrScheduler.warmupSteps,
       "Linear warmup steps")
