@@ -5,6 +5,7 @@
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/SmallVector.h"
 #include "llvm/Support/ConvertUTF.h"
+#include "llvm/Support/ErrorHandling.h"
 
 #include <mutex>
 #include <queue>
@@ -54,8 +55,20 @@ void SplitRegex::split(StringRef text,
       pcre2_match_data_free);
   auto subject = reinterpret_cast<PCRE2_SPTR>(text.data());
   size_t gap = 0, from = 0;
-  while (from < text.size() && pcre2_match(code.get(), subject, text.size(),
-                                           from, 0, match.get(), nullptr) > 0) {
+  while (from < text.size()) {
+    int rc = pcre2_match(code.get(), subject, text.size(), from, 0, match.get(),
+                         nullptr);
+    if (rc == PCRE2_ERROR_NOMATCH)
+      break;
+    if (rc < 0) {
+      // A resource limit (match limit, JIT stack, memory): splitting the
+      // rest some other way would silently change the ids.
+      PCRE2_UCHAR message[256];
+      pcre2_get_error_message(rc, message, sizeof(message));
+      llvm::report_fatal_error(
+          llvm::Twine("tokenizer: the split regex failed at byte ") +
+          llvm::Twine(from) + ": " + reinterpret_cast<const char *>(message));
+    }
     PCRE2_SIZE *range = pcre2_get_ovector_pointer(match.get());
     if (range[0] == range[1]) {
       // An empty match splits nothing: go on from the next character.

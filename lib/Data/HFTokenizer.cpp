@@ -156,6 +156,14 @@ llvm::Error HFReader::read(const json::Object &root) {
         return error;
     }
   }
+  // The post-processor's ids (BOS) go into every document: one outside
+  // the vocabulary would index past the model's embedding table.
+  for (const std::vector<int32_t> *side : {&m.prefix, &m.suffix})
+    for (int32_t id : *side)
+      if (size_t(id) >= m.idBytes.size())
+        return fail("post_processor.special_tokens",
+                    "id " + Twine(id) + " is not in the vocabulary (" +
+                        Twine(m.idBytes.size()) + " ids)");
   return llvm::Error::success();
 }
 

@@ -342,8 +342,11 @@ bool verifiesBlock(const Manifest &m, const Manifest::Param &p,
     return true;
   std::vector<int64_t> readers;
   for (int64_t r = 0; r < m.worldSize(); ++r) {
-    Box part =
-        intersect(shardBox(p, m.mesh, meshCoordinates(m.mesh, r)), block);
+    // Under pipeline parallelism only the parameter's stage loads it.
+    std::vector<int64_t> coordinates = meshCoordinates(m.mesh, r);
+    if (p.pipelineRank >= 0 && coordinates[kPP] != p.pipelineRank)
+      continue;
+    Box part = intersect(shardBox(p, m.mesh, coordinates), block);
     if (part.size == block.size)
       return false;
     if (!part.empty())

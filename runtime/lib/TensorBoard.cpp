@@ -115,7 +115,9 @@ std::string hostName() {
 /// TorchTitan's _get_metrics_rank: the rank that computes the loss.
 int64_t metricsRank(const titan::TrainConfig &c, const Manifest &m) {
   int64_t pp = m.mesh[kPP];
-  if (pp == 1 || c.parallelism.pipelineParallelSchedule == "ZBVZeroBubble")
+  // V schedules put the last stage on pipeline rank 0.
+  StringRef schedule = c.parallelism.pipelineParallelSchedule;
+  if (pp == 1 || schedule == "ZBVZeroBubble" || schedule == "DualPipeV")
     return 0;
   return m.worldSize() / pp * (pp - 1);
 }

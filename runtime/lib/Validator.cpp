@@ -68,11 +68,16 @@ ValidationResult Validator::validate() {
                          : hostBatch.data() + batch * localSeq;
   size_t bytes = size_t(batch * localSeq) * sizeof(int32_t);
   double lossSum = 0;
-  // Each validation evaluates the same batches: the set from its start.
-  data->rewind(0);
+  // As TorchTitan's validation dataloader: steps = -1 is one pass over
+  // the set from its start each time; steps = N continues the (looping)
+  // stream where the previous validation stopped.
+  bool wholePass = c.validation.steps < 0;
+  if (wholePass)
+    data->rewind(0);
+  int64_t first = wholePass ? 0 : nextBatch;
   int64_t b = 0;
-  for (; c.validation.steps < 0 || b < c.validation.steps; ++b) {
-    if (!readBatch(b, tokens, labels))
+  for (; wholePass || b < c.validation.steps; ++b) {
+    if (!readBatch(first + b, tokens, labels))
       break;
     device.copyToDevice(slots.tokens, tokens, bytes);
     device.copyToDevice(slots.labels, labels, bytes);
@@ -88,6 +93,7 @@ ValidationResult Validator::validate() {
           " = validation.local_batch_size x the data-parallel degree, each "
           "validation.seq_len + 1 tokens)");
   int64_t batches = b;
+  nextBatch = first + batches;
   // TorchTitan sums the batches' losses, divides by their count and
   // takes the mean over the data-parallel ranks; each compiled loss is
   // already the mean over every rank's rows (equal counts), so the mean

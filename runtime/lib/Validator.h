@@ -65,8 +65,8 @@ public:
   /// One validation: the eval step on each batch, the losses averaged:
   /// validation.steps batches, or with -1 every whole global batch of the
   /// set once (its last, partial batch is left out: the eval step's shape
-  /// is static). Each validation starts from the set's first sample, so
-  /// validations see the same batches.
+  /// is static). A whole pass starts from the set's first sample each
+  /// time; N batches continue from where the previous validation stopped.
   ValidationResult validate();
 
 private:
@@ -81,6 +81,8 @@ private:
   Communicator *comm;
   std::unique_ptr<Dataset> data;
   int64_t batch, seqLen, localSeq, dp, dpIndex;
+  /// With validation.steps = N: the stream's next batch.
+  int64_t nextBatch = 0;
   /// The batch is drawn on the host: into the arena where the host can
   /// address it, else into this buffer, copied over before each batch.
   std::vector<int32_t> hostBatch;

@@ -109,9 +109,9 @@ Error run() {
     return createStringError(inconvertibleErrorCode(),
                              "give one of --print-ids and -o");
   Expected<std::unique_ptr<titan::data::Tokenizer>> tokenizer =
-      titan::data::createByteTokenizer();
-  if (!tokenizerPath.empty())
-    tokenizer = titan::data::loadTokenizer(tokenizerPath);
+      tokenizerPath.empty() ? Expected<std::unique_ptr<titan::data::Tokenizer>>(
+                                  titan::data::createByteTokenizer())
+                            : titan::data::loadTokenizer(tokenizerPath);
   if (!tokenizer)
     return tokenizer.takeError();
 
