@@ -11,8 +11,46 @@
 #include "llvm/Support/raw_ostream.h"
 
 #include <chrono>
+#include <mutex>
+#include <utility>
 
 using namespace titanrt;
+
+namespace {
+std::mutex recorderMutex;
+std::vector<trace::Span> recorded;
+} // namespace
+
+void trace::setRecording(bool on) {
+  std::lock_guard<std::mutex> lock(recorderMutex);
+  if (on)
+    recorded.clear();
+  recordingFlag.store(on, std::memory_order_relaxed);
+}
+
+void trace::record(Span span) {
+  if (!recording())
+    return;
+  std::lock_guard<std::mutex> lock(recorderMutex);
+  recorded.push_back(std::move(span));
+}
+
+void trace::collective(const char *collective, unsigned axisMask,
+                       int64_t bytes, double issued, double completed) {
+  record({collective, "collective", issued, completed,
+          communicationTrack(axisMask), bytes, ""});
+}
+
+void trace::wait(const char *collective, unsigned axisMask, int64_t bytes,
+                 double begin, double end) {
+  record({std::string("wait ") + collective, "wait", begin, end, kComputeTrack,
+          bytes, ""});
+}
+
+std::vector<trace::Span> trace::take() {
+  std::lock_guard<std::mutex> lock(recorderMutex);
+  return std::exchange(recorded, {});
+}
 
 double StepTrace::now() {
   return std::chrono::duration<double, std::micro>(
@@ -33,15 +71,23 @@ void StepTrace::write(const std::string &folder, int64_t step, int64_t rank) {
           "': " + ec.message());
   llvm::SmallString<256> path(dir);
   llvm::sys::path::append(path, "rank" + std::to_string(rank) + "_trace.json");
+  for (trace::Span &s : trace::take())
+    spans.push_back(std::move(s));
   llvm::json::Array events;
-  for (const Span &s : spans)
-    events.push_back(llvm::json::Object{{"name", s.name},
-                                        {"cat", s.category},
-                                        {"ph", "X"},
-                                        {"pid", rank},
-                                        {"tid", 0},
-                                        {"ts", s.begin},
-                                        {"dur", s.end - s.begin}});
+  for (const trace::Span &s : spans) {
+    llvm::json::Object event{{"name", s.name},   {"cat", s.category},
+                             {"ph", "X"},        {"pid", rank},
+                             {"tid", s.track},   {"ts", s.begin},
+                             {"dur", s.end - s.begin}};
+    llvm::json::Object args;
+    if (s.bytes >= 0)
+      args["bytes"] = s.bytes;
+    if (!s.site.empty())
+      args["op"] = s.site;
+    if (!args.empty())
+      event["args"] = std::move(args);
+    events.push_back(std::move(event));
+  }
   std::error_code ec;
   llvm::raw_fd_ostream os(path, ec);
   if (ec)

@@ -7,16 +7,65 @@
 // schedule action and every transfer wait, on the host's monotonic clock
 // (one clock for every process of a machine, so the ranks' files line up).
 //
+// Below the step, the kernel library and the communicators record spans
+// through the process-wide recorder (namespace trace): one track per thread
+// or stream (the compute thread, one per mesh-axis group's communication),
+// recorded only while a traced step runs, from any thread.
+//
 //===----------------------------------------------------------------------===//
 
 #ifndef TITANRT_LIB_TRACE_H
 #define TITANRT_LIB_TRACE_H
 
+#include <atomic>
 #include <cstdint>
 #include <string>
 #include <vector>
 
 namespace titanrt {
+
+namespace trace {
+
+/// Where a span is drawn: the compute thread (or stream), or the
+/// communication of one mesh-axis group (its thread on the CPU, its stream
+/// on a GPU).
+constexpr int64_t kComputeTrack = 0;
+/// The track of the communication over the axes of `axisMask`.
+inline int64_t communicationTrack(unsigned axisMask) {
+  return 100 + int64_t(axisMask);
+}
+
+struct Span {
+  std::string name;
+  const char *category; ///< "kernel", "collective", "wait", "step", ...
+  double begin, end;    ///< microseconds on StepTrace::now()'s clock
+  int64_t track = kComputeTrack;
+  int64_t bytes = -1; ///< a collective's payload; -1: none
+  std::string site;   ///< the titan op path of a kernel, or ""
+};
+
+/// Whether spans are being recorded: one relaxed load, so that the kernel
+/// library's and the communicators' hooks cost a branch when off.
+inline std::atomic<bool> recordingFlag{false};
+inline bool recording() {
+  return recordingFlag.load(std::memory_order_relaxed);
+}
+/// Starts (clearing what was recorded) or stops recording; what was
+/// recorded stays for take().
+void setRecording(bool on);
+/// Adds a span (thread-safe); ignored unless recording.
+void record(Span span);
+/// A collective from its issue to its completion, on its group's track.
+void collective(const char *collective, unsigned axisMask, int64_t bytes,
+                double issued, double completed);
+/// The time the compute thread blocked in a collective's wait: what the
+/// collective's communication left exposed.
+void wait(const char *collective, unsigned axisMask, int64_t bytes,
+          double begin, double end);
+/// Takes the spans recorded so far.
+std::vector<Span> take();
+
+} // namespace trace
 
 class StepTrace {
 public:
@@ -28,16 +77,12 @@ public:
   void add(std::string name, const char *category, double begin, double end);
 
   /// Writes <folder>/iteration_<step>/rank<rank>_trace.json (TorchTitan's
-  /// names) and clears the spans; a failure to write is fatal.
+  /// names), with the recorder's spans, and clears the spans; a failure to
+  /// write is fatal.
   void write(const std::string &folder, int64_t step, int64_t rank);
 
 private:
-  struct Span {
-    std::string name;
-    const char *category;
-    double begin, end;
-  };
-  std::vector<Span> spans;
+  std::vector<trace::Span> spans;
 };
 
 } // namespace titanrt

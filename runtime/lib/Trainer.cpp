@@ -1022,6 +1022,8 @@ void Run::trainStep(int64_t step) {
       c.profiling.enableProfiling && (step + 1) % c.profiling.profileFreq == 0;
   StepTrace stepTrace;
   StepTrace *trace = tracing ? &stepTrace : nullptr;
+  if (tracing)
+    trace::setRecording(true);
   double stepBegin = StepTrace::now();
   double lossSum = accumulateGradients(step, trace);
   // A non-finite loss stops the run before the update, so the state stays
@@ -1031,6 +1033,7 @@ void Run::trainStep(int64_t step) {
   auto [gradNorm, lr] =
       finiteLoss ? update(step, trace) : std::pair<float, float>(0, 0);
   if (tracing) {
+    trace::setRecording(false);
     stepTrace.add("step " + std::to_string(step + 1), "step", stepBegin,
                   StepTrace::now());
     llvm::SmallString<256> folder(c.job.dumpFolder);
