@@ -32,6 +32,8 @@ def main():
         with open(path) as f:
             events = json.load(f)["traceEvents"]
         for e in events:
+            if e.get("ph") != "X":  # the track names' metadata events
+                continue
             rank = e["pid"]
             if e["cat"] in COMPUTE:
                 busy[rank] = busy.get(rank, 0.0) + e["dur"]

@@ -518,19 +518,23 @@ std::vector<KeySpec> buildSchema(TrainConfig &c) {
       .atLeast(0);
 
   add("profiling", "enable_profiling", &c.profiling.enableProfiling,
-      "Write a Chrome/Perfetto trace of every profile_freq-th step per rank");
+      "Write a Chrome/Perfetto trace per rank of the last profiler_active "
+      "steps of every profile_freq steps");
   add("profiling", "save_traces_folder", &c.profiling.saveTracesFolder,
       "Trace folder under job.dump_folder "
       "(iteration_<step>/rank<r>_trace.json)");
   add("profiling", "profile_freq", &c.profiling.profileFreq,
-      "Steps between traced steps")
+      "Steps per profiler cycle (its last profiler_active steps are "
+      "traced)")
       .atLeast(1);
   add("profiling", "profiler_active", &c.profiling.profilerActive,
-      "Steps traced per profile_freq steps; titan traces one")
-      .refused();
+      "Consecutive steps traced into one file, at the end of every "
+      "profile_freq steps")
+      .atLeast(1);
   add("profiling", "profiler_warmup", &c.profiling.profilerWarmup,
-      "torch.profiler's warm-up steps (titan's tracing needs none)")
-      .noMeaning();
+      "Untraced steps before each traced window (torch.profiler's warm-up; "
+      "profile_freq >= profiler_warmup + profiler_active)")
+      .atLeast(0);
   add("profiling", "enable_memory_snapshot", &c.profiling.enableMemorySnapshot,
       "CUDA caching allocator snapshots; titan plans memory at compile time "
       "(memory_estimation.enable, --emit=memory)")
@@ -1105,6 +1109,17 @@ public:
                     "' runs the actions of "
                     "parallelism.pipeline_parallel_schedule_csv, which is "
                     "not set");
+    // torchtitan/tools/profiling.py asserts wait = profile_freq - (active +
+    // warmup) >= 0 for torch.profiler.schedule.
+    if (c.profiling.enableProfiling &&
+        c.profiling.profileFreq <
+            c.profiling.profilerActive + c.profiling.profilerWarmup)
+      error("",
+            llvm::formatv("profiling.profile_freq ({0}) must be at least "
+                          "profiling.profiler_warmup ({1}) + "
+                          "profiling.profiler_active ({2})",
+                          c.profiling.profileFreq, c.profiling.profilerWarmup,
+                          c.profiling.profilerActive));
     if (c.checkpoint.keepLatestK == 1)
       error("", "checkpoint.keep_latest_k: 1 is not allowed (the newest "
                 "checkpoint may still be being written); use 0 (keep all) "

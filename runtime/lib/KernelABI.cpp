@@ -678,12 +678,13 @@ TITAN_RT_DEFINE_CAST(f64, kF64)
 TITAN_RT_DEFINE_CAST(bf16, kBF16)
 TITAN_RT_DEFINE_CAST(f16, kF16)
 #undef TITAN_RT_DEFINE_CAST
-#undef TITAN_RT_TIMED
 
 void titan_rt_shard_offset_i32(void **b, const int64_t *, const int64_t *a,
                                const double *, void *, const int64_t *) {
+  TITAN_RT_TIMED(shard_offset, kI32);
   *static_cast<int32_t *>(b[0]) = shardOffset(a);
 }
+#undef TITAN_RT_TIMED
 
 void titan_rt_copy(void *dst, const void *src, int64_t bytes) {
   std::memcpy(dst, src, size_t(bytes));

@@ -2,6 +2,8 @@
 
 #include "KernelProfile.h"
 
+#include "titanrt/KernelABI.h"
+
 #include <algorithm>
 #include <atomic>
 #include <cstdio>
@@ -17,8 +19,8 @@ namespace {
 const char *const kKernelNames[] = {
 #define TITAN_KERNEL_Kernel(name, impl) #name,
 #include "titan/Kernel/KernelCatalog.def"
-    "cast"};
-const char *const kTypeNames[] = {"f32", "f64", "bf16", "f16"};
+    "cast", "shard_offset"};
+const char *const kTypeNames[] = {"f32", "f64", "bf16", "f16", "i32"};
 
 struct Entry {
   std::atomic<int64_t> nanoseconds{0};
@@ -82,8 +84,24 @@ Profile &instance() {
 bool titanrt::profile::enabled() { return instance().on; }
 
 void titanrt::profile::record(KernelId kernel, TypeId type,
-                              int64_t nanoseconds) {
-  Entry &e = instance().entries[kernel][type];
-  e.nanoseconds.fetch_add(nanoseconds, std::memory_order_relaxed);
-  e.calls.fetch_add(1, std::memory_order_relaxed);
+                              std::chrono::steady_clock::time_point begin,
+                              std::chrono::steady_clock::time_point end) {
+  if (enabled()) {
+    Entry &e = instance().entries[kernel][type];
+    e.nanoseconds.fetch_add(
+        std::chrono::duration_cast<std::chrono::nanoseconds>(end - begin)
+            .count(),
+        std::memory_order_relaxed);
+    e.calls.fetch_add(1, std::memory_order_relaxed);
+  }
+  if (trace::recording()) {
+    // StepTrace::now()'s clock: microseconds of the steady clock.
+    auto micros = [](std::chrono::steady_clock::time_point t) {
+      return std::chrono::duration<double, std::micro>(t.time_since_epoch())
+          .count();
+    };
+    trace::record({std::string(kKernelNames[kernel]) + "_" + kTypeNames[type],
+                   "kernel", micros(begin), micros(end), trace::kComputeTrack,
+                   -1, titan_rt_op ? titan_rt_op : ""});
+  }
 }

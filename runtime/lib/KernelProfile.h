@@ -1,51 +1,56 @@
-//===- KernelProfile.h - per-kernel time of the CPU target -------*- C++
-//-*-===//
+//===- KernelProfile.h - per-kernel time of the CPU target ------*- C++ -*-===//
 //
 // TITAN_KERNEL_PROFILE=1 makes every titan_rt_* entry of the CPU kernel
 // library time itself; at exit each process prints, to stderr, the share of
 // kernel time by kernel and element type (calls, total ms, percent), the
-// table a step's profile starts from. Unset, the cost is one predictable
-// branch per call.
+// table a step's profile starts from. The same timer records each call as
+// a span of the profiler trace while a traced step runs (trace::recording;
+// named <kernel>_<dtype>, with the titan op path of titan_rt_op). Both off,
+// the cost is two predictable branches per call.
 //
 //===----------------------------------------------------------------------===//
 
 #ifndef TITANRT_KERNELPROFILE_H
 #define TITANRT_KERNELPROFILE_H
 
+#include "Trace.h"
+
 #include <chrono>
 #include <cstdint>
 
 namespace titanrt::profile {
 
-/// The kernels of KernelCatalog.def, then cast.
+/// The kernels of KernelCatalog.def, then the special ones.
 enum KernelId : int {
 #define TITAN_KERNEL_Kernel(name, impl) kKernel_##name,
 #include "titan/Kernel/KernelCatalog.def"
   kKernel_cast,
+  kKernel_shard_offset,
   kNumKernels
 };
 
 /// The element type an entry point's name ends with.
-enum TypeId : int { kF32, kF64, kBF16, kF16, kNumTypes };
+enum TypeId : int { kF32, kF64, kBF16, kF16, kI32, kNumTypes };
 
 /// Whether TITAN_KERNEL_PROFILE was set to a non-zero value at load.
 bool enabled();
-void record(KernelId kernel, TypeId type, int64_t nanoseconds);
+/// Adds one call to the profile (when enabled()) and, while a traced step
+/// runs, its span to the trace.
+void record(KernelId kernel, TypeId type,
+            std::chrono::steady_clock::time_point begin,
+            std::chrono::steady_clock::time_point end);
 
-/// Times one kernel call when profiling is on.
+/// Times one kernel call when profiling or tracing is on.
 class ScopedTimer {
 public:
   ScopedTimer(KernelId kernel, TypeId type)
-      : kernel(kernel), type(type), on(enabled()) {
+      : kernel(kernel), type(type), on(enabled() || trace::recording()) {
     if (on)
       begin = std::chrono::steady_clock::now();
   }
   ~ScopedTimer() {
     if (on)
-      record(kernel, type,
-             std::chrono::duration_cast<std::chrono::nanoseconds>(
-                 std::chrono::steady_clock::now() - begin)
-                 .count());
+      record(kernel, type, begin, std::chrono::steady_clock::now());
   }
 
 private:

@@ -62,6 +62,37 @@ void collective(const char *collective, unsigned axisMask, int64_t bytes,
 /// collective's communication left exposed.
 void wait(const char *collective, unsigned axisMask, int64_t bytes,
           double begin, double end);
+/// A span a GPU target times on the device: a pair of timing events
+/// (cudaEvent_t, opaque here) recorded around its work on a stream. Host
+/// timers would measure the launch, not the work; the device resolves the
+/// pairs after the step (CudaDevice: cudaEventElapsedTime from an event
+/// whose host time it knows) and destroys the events.
+struct DeviceSpan {
+  Span span; ///< begin and end are filled in when resolved
+  void *beginEvent, *endEvent;
+};
+/// Whether the device times spans with events now: set by the device for
+/// a traced step it runs uncaptured (events cannot be timed inside a CUDA
+/// graph).
+inline std::atomic<bool> deviceTimingFlag{false};
+inline bool deviceTiming() {
+  return deviceTimingFlag.load(std::memory_order_relaxed);
+}
+void setDeviceTiming(bool on);
+/// Adds a device span (thread-safe); the events are the caller's until
+/// takeDevice() hands them to the device.
+void recordDevice(DeviceSpan span);
+std::vector<DeviceSpan> takeDevice();
+
+/// A track's name in the trace: "compute", or "comm " and the mesh axes of
+/// a communication track ("comm dp_shard", "comm dp_shard, tp").
+std::string trackName(int64_t track);
+/// torch.profiler.schedule(wait = profileFreq - (warmup + active), warmup,
+/// active)'s action for the 0-based step `stepIndex`: the last `active`
+/// steps of every `profileFreq` are recorded, the window's last one saves.
+enum class ProfilerAction { None, Warmup, Record, RecordAndSave };
+ProfilerAction profilerAction(int64_t stepIndex, int64_t profileFreq,
+                              int64_t warmup, int64_t active);
 /// Takes the spans recorded so far.
 std::vector<Span> take();
 

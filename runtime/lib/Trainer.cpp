@@ -795,6 +795,10 @@ private:
   int64_t firstStep, firstSample, totalSteps;
   std::vector<int64_t> savedSteps; ///< the checkpoints this run wrote
   std::chrono::steady_clock::time_point start;
+  /// The profiler's window being recorded: its steps' spans, written into
+  /// one file at its last step (torch.profiler's trace handler).
+  StepTrace window;
+  bool windowOpen = false;
 };
 
 Run::Run(const titan::TrainConfig &c, const Manifest &m,
@@ -1017,13 +1021,22 @@ void Run::trainStep(int64_t step) {
     if (step == firstStep + 1)
       comm->setTimeout(double(c.comm.trainTimeoutSeconds));
   }
-  // TorchTitan's [profiling]: every profile_freq-th step is traced.
-  bool tracing =
-      c.profiling.enableProfiling && (step + 1) % c.profiling.profileFreq == 0;
-  StepTrace stepTrace;
-  StepTrace *trace = tracing ? &stepTrace : nullptr;
-  if (tracing)
+  // TorchTitan's [profiling]: torch.profiler.schedule's action for this
+  // step (TorchTitan calls profiler.step() after each train step, so step
+  // index `step` runs under schedule(step)). Recording spans the window's
+  // steps; warm-up and waiting steps record nothing.
+  trace::ProfilerAction action = trace::ProfilerAction::None;
+  if (c.profiling.enableProfiling)
+    action = trace::profilerAction(step, c.profiling.profileFreq,
+                                   c.profiling.profilerWarmup,
+                                   c.profiling.profilerActive);
+  bool tracing = action == trace::ProfilerAction::Record ||
+                 action == trace::ProfilerAction::RecordAndSave;
+  if (tracing && !windowOpen) {
     trace::setRecording(true);
+    windowOpen = true;
+  }
+  StepTrace *trace = tracing ? &window : nullptr;
   double stepBegin = StepTrace::now();
   double lossSum = accumulateGradients(step, trace);
   // A non-finite loss stops the run before the update, so the state stays
@@ -1033,12 +1046,18 @@ void Run::trainStep(int64_t step) {
   auto [gradNorm, lr] =
       finiteLoss ? update(step, trace) : std::pair<float, float>(0, 0);
   if (tracing) {
-    trace::setRecording(false);
-    stepTrace.add("step " + std::to_string(step + 1), "step", stepBegin,
-                  StepTrace::now());
-    llvm::SmallString<256> folder(c.job.dumpFolder);
-    llvm::sys::path::append(folder, c.profiling.saveTracesFolder);
-    stepTrace.write(folder.str().str(), step + 1, rank());
+    window.add("step " + std::to_string(step + 1), "step", stepBegin,
+               StepTrace::now());
+    // The window's last step writes it; so does the run's last step, as
+    // torch.profiler's stop() saves a window cut short.
+    if (action == trace::ProfilerAction::RecordAndSave ||
+        step + 1 == totalSteps) {
+      trace::setRecording(false);
+      windowOpen = false;
+      llvm::SmallString<256> folder(c.job.dumpFolder);
+      llvm::sys::path::append(folder, c.profiling.saveTracesFolder);
+      window.write(folder.str().str(), step + 1, rank());
+    }
   }
   auto now = std::chrono::steady_clock::now();
   report(step, {lossSum / double(accumulation), finiteLoss, gradNorm, lr,

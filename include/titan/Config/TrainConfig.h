@@ -196,9 +196,11 @@ struct TrainConfig {
     double peakTflops = 0;
   } metrics;
 
-  /// TorchTitan's [profiling]: every profile_freq steps each rank writes a
-  /// Chrome/Perfetto trace of the step (titan: its compiled steps' and, under
-  /// pipeline parallelism, every schedule action's and transfer's span).
+  /// TorchTitan's [profiling]: torch.profiler.schedule(wait = profile_freq -
+  /// (active + warmup), warmup, active) - each rank writes one
+  /// Chrome/Perfetto trace of the last profiler_active steps of every
+  /// profile_freq steps (the steps, every kernel with its op path, every
+  /// collective and wait, under pipeline parallelism every action).
   struct Profiling {
     bool enableProfiling = false;
     std::string saveTracesFolder = "profile_traces";
