@@ -5,9 +5,11 @@
 #include "Communicator.h"
 #include "Elementwise.h"
 #include "Error.h"
+#include "Trace.h"
 
 #include "titan/Support/Format.h"
 #include "titan/Target/CUDA/KernelWorkspaces.h"
+#include "titanrt/KernelABI.h"
 
 #include <cstdio>
 #include <cstdlib>
@@ -129,13 +131,29 @@ public:
   /// at capture; everything that changes from step to step (the batch, the
   /// step index, the learning rate) is read from the arena, whose addresses
   /// do not move.
+  ///
+  /// A traced step (trace::recording()) runs uncaptured, its kernels and
+  /// collectives timed by event pairs (a graph's replay cannot be timed
+  /// inside), resolved against an anchor event recorded on the idle
+  /// stream, whose host time is read once it has completed.
   void run(Step which, void (*step)(char *), char *arena) override {
     cudaStream_t stream = kernelContext().stream;
     Captured &c = graphs[size_t(which)];
     static constexpr const char *names[] = {"forward_backward",
                                             "optimizer_step", "eval"};
     const char *name = names[size_t(which)];
-    if (!useGraphs || c.runs == 0) {
+    bool traced = trace::recording();
+    cudaEvent_t anchor = nullptr;
+    double anchorHost = 0;
+    if (traced) {
+      checkCuda(cudaStreamSynchronize(stream), "the stream before a trace");
+      checkCuda(cudaEventCreate(&anchor), "event create");
+      checkCuda(cudaEventRecord(anchor, stream), "event record");
+      checkCuda(cudaEventSynchronize(anchor), "the trace's anchor event");
+      anchorHost = StepTrace::now();
+      trace::setDeviceTiming(true);
+    }
+    if (traced || !useGraphs || c.runs == 0) {
       step(arena);
     } else {
       if (!c.exec) {
@@ -164,9 +182,36 @@ public:
                   " (kernels run asynchronously: rerun with "
                   "CUDA_LAUNCH_BLOCKING=1 and --debug.no_cuda_graphs to stop "
                   "at the failing op)");
+    if (traced) {
+      trace::setDeviceTiming(false);
+      resolveDeviceSpans(anchor, anchorHost);
+      cudaEventDestroy(anchor);
+    }
   }
 
 private:
+  /// Gives the event pairs of the step host times: the anchor's plus the
+  /// elapsed device time (cudaEventElapsedTime, about 0.5 us resolution).
+  static void resolveDeviceSpans(cudaEvent_t anchor, double anchorHost) {
+    for (trace::DeviceSpan &d : trace::takeDevice()) {
+      auto begin = static_cast<cudaEvent_t>(d.beginEvent);
+      auto end = static_cast<cudaEvent_t>(d.endEvent);
+      float sinceAnchor = 0, length = 0;
+      // A collective's stream may still run after the compute stream's
+      // synchronization if nothing waited for it.
+      checkCuda(cudaEventSynchronize(end), "a traced span's end event");
+      checkCuda(cudaEventElapsedTime(&sinceAnchor, anchor, begin),
+                "cudaEventElapsedTime");
+      checkCuda(cudaEventElapsedTime(&length, begin, end),
+                "cudaEventElapsedTime");
+      d.span.begin = anchorHost + 1e3 * double(sinceAnchor);
+      d.span.end = d.span.begin + 1e3 * double(length);
+      trace::record(std::move(d.span));
+      cudaEventDestroy(begin);
+      cudaEventDestroy(end);
+    }
+  }
+
   struct Captured {
     int64_t runs = 0;
     cudaGraphExec_t exec = nullptr;
@@ -188,6 +233,25 @@ KernelContext &titanrt::cuda::kernelContext() {
   if (!theKernelContext)
     theKernelContext = new KernelContext;
   return *theKernelContext;
+}
+
+KernelEvents::KernelEvents(const char *name) : name(name) {
+  if (!trace::deviceTiming())
+    return;
+  checkCuda(cudaEventCreate(&begin), "event create");
+  checkCuda(cudaEventRecord(begin, kernelContext().stream), "event record");
+}
+
+KernelEvents::~KernelEvents() {
+  if (!begin)
+    return;
+  cudaEvent_t end = nullptr;
+  checkCuda(cudaEventCreate(&end), "event create");
+  checkCuda(cudaEventRecord(end, kernelContext().stream), "event record");
+  trace::recordDevice({{name, "kernel", 0, 0, trace::kComputeTrack, -1,
+                        titan_rt_op ? titan_rt_op : ""},
+                       begin,
+                       end});
 }
 
 void titanrt::cuda::releaseKernelContext() {

@@ -36,6 +36,21 @@ struct KernelContext {
   KernelContext();
 };
 
+/// Times one kernel entry's launches on the compute stream with a pair of
+/// timing events while the device times a traced step
+/// (trace::deviceTiming()); the device resolves them after the step.
+class KernelEvents {
+public:
+  explicit KernelEvents(const char *name);
+  ~KernelEvents();
+  KernelEvents(const KernelEvents &) = delete;
+  KernelEvents &operator=(const KernelEvents &) = delete;
+
+private:
+  const char *name;
+  cudaEvent_t begin = nullptr;
+};
+
 /// The context, created on first use (after the device is selected) and
 /// never destroyed by a static destructor (see Device::release).
 KernelContext &kernelContext();

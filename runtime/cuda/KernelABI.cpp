@@ -466,6 +466,7 @@ extern "C" {
     Args args;                                                                 \
     static_cast<Call &>(args) = Call{b, s, i, f, w};                           \
     args.types = t;                                                            \
+    KernelEvents timed(#name "_" #suffix);                                     \
     impl(args);                                                                \
   }
 #define TITAN_RT_DEFINE(name, impl)                                            \

@@ -27,6 +27,7 @@
 
 #include "Communicator.h"
 #include "Error.h"
+#include "Trace.h"
 
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/SmallVector.h"
@@ -245,7 +246,7 @@ public:
       if (!planned)
         release(recv);
     }
-    return end("all_gather", axisMask);
+    return end("all_gather", axisMask, count * dataTypeBytes(type));
   }
 
   std::unique_ptr<Request> reduceScatter(const void *in, void *out,
@@ -271,7 +272,8 @@ public:
               "reduce_scatter");
     if (packed && !planned)
       release(packed);
-    return end("reduce_scatter", axisMask);
+    return end("reduce_scatter", axisMask,
+               outer * dimSize * inner * dataTypeBytes(type));
   }
 
   std::unique_ptr<Request> allReduce(const void *in, void *out, DataType type,
@@ -284,7 +286,7 @@ public:
     checkNccl(ncclAllReduce(in, out, count, ncclType(type), op, group(axisMask),
                             stream_),
               "all_reduce");
-    return end("all_reduce", axisMask);
+    return end("all_reduce", axisMask, count * dataTypeBytes(type));
   }
 
   std::unique_ptr<Request> allToAll(const void *in, void *out, DataType type,
@@ -316,7 +318,7 @@ public:
               /*toRankMajor=*/false, stream_);
     if (!planned)
       release(send);
-    return end("all_to_all", axisMask);
+    return end("all_to_all", axisMask, total);
   }
 
   std::unique_ptr<Request> broadcast(const void *in, void *out, DataType type,
@@ -326,7 +328,7 @@ public:
     checkNccl(ncclBroadcast(in, out, count, ncclType(type), int(root),
                             group(axisMask), stream_),
               "broadcast");
-    return end("broadcast", axisMask);
+    return end("broadcast", axisMask, count * dataTypeBytes(type));
   }
 
   // Pipeline transfers need their own stream per peer and direction (NCCL
@@ -358,7 +360,7 @@ public:
     checkNccl(ncclRecv(out, count, ncclType(type), from, comm, stream_),
               "recv");
     checkNccl(ncclGroupEnd(), "group end");
-    return end("send_recv", axisMask);
+    return end("send_recv", axisMask, count * dataTypeBytes(type));
   }
 
   void prepareGroups(const std::vector<unsigned> &axisMasks) override {
@@ -429,6 +431,13 @@ private:
     checkCuda(cudaEventRecord(ready, compute_), "event record");
     checkCuda(cudaStreamWaitEvent(stream_, ready, 0), "stream wait");
     events_.give(ready);
+    // A traced step's collectives are timed on their stream (the device
+    // resolves the pair after the step; trace::DeviceSpan).
+    traceBegin_ = nullptr;
+    if (trace::deviceTiming() && !capturing_) {
+      checkCuda(cudaEventCreate(&traceBegin_), "event create");
+      checkCuda(cudaEventRecord(traceBegin_, stream_), "event record");
+    }
   }
 
   /// NCCL needs device memory; a host pointer would fail inside NCCL or
@@ -458,9 +467,20 @@ private:
   /// The request for the collective just issued, which the watchdog also
   /// tracks (with its own event: the request's goes back on finish()),
   /// unless it was captured into a graph: the graph's replays are watched.
-  std::unique_ptr<Request> end(const char *collective, unsigned axisMask) {
+  /// `bytes`: the input's, for the trace.
+  std::unique_ptr<Request> end(const char *collective, unsigned axisMask,
+                               int64_t bytes) {
     auto req = std::make_unique<NCCLRequest>(events_, compute_);
     checkCuda(cudaEventRecord(req->done, stream_), "event record");
+    if (cudaEvent_t begun = std::exchange(traceBegin_, nullptr)) {
+      cudaEvent_t done = nullptr;
+      checkCuda(cudaEventCreate(&done), "event create");
+      checkCuda(cudaEventRecord(done, stream_), "event record");
+      trace::recordDevice({{collective, "collective", 0, 0,
+                            trace::communicationTrack(axisMask), bytes, ""},
+                           begun,
+                           done});
+    }
     if (!capturing_)
       watchUntil(describe(collective, axisMask), stream_);
     return req;
@@ -625,6 +645,9 @@ private:
 
   /// Whether the collective being issued is captured into a CUDA graph.
   bool capturing_ = false;
+  /// The timing event begin() recorded for the collective being issued
+  /// (a traced step's; else null).
+  cudaEvent_t traceBegin_ = nullptr;
 
   /// Outlives the destructor's body, which gives the watched events back.
   EventPool events_;
