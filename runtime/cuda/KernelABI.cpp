@@ -495,6 +495,7 @@ void titan_rt_copy(void *dst, const void *src, int64_t bytes) {
 /// could not be captured).
 void titan_rt_shard_offset_i32(void **b, const int64_t *, const int64_t *a,
                                const double *, void *, const int64_t *) {
+  KernelEvents timed("shard_offset_i32");
   storeInt32(static_cast<int32_t *>(b[0]), shardOffset(a),
              kernelContext().stream);
 }
