@@ -15,8 +15,8 @@ compute thread blocked in a collective's wait, i.e. the sum of the
 (--profiling.enable_profiling, every --profile-freq-th step), the mean over
 ranks and traced steps; min / median over rounds, and off/on.
 
-scripts/merge-traces.py --json (when present) supplies the per-rank
-exposed_communication_us; otherwise the traces are read here with the same
+scripts/merge-traces.py ITERATION_FOLDER --json (when present) supplies the
+per-rank exposed_comm_ms; otherwise the traces are read here with the same
 definition. A build whose titan-compile lacks debug.no_comm_overlap compiles
 both variants alike (the table says so), so the harness runs before the
 scheduler lands and picks it up after.
@@ -89,12 +89,18 @@ def exposed_from_trace(path):
                and e.get("ph") == "X")
 
 
+# merge-traces.py --json's per-rank figure (the per-step mean over the
+# file's traced steps), and its scale to microseconds.
+EXPOSED_KEYS = {"exposed_comm_ms": 1e3, "exposed_communication_us": 1.0}
+
+
 def find_exposed(value, found):
-    """Collects every exposed_communication_us number in a JSON value."""
+    """Collects every per-rank exposed-communication figure (in us) of a
+    JSON value."""
     if isinstance(value, dict):
         for k, v in value.items():
-            if k == "exposed_communication_us" and isinstance(v, (int, float)):
-                found.append(float(v))
+            if k in EXPOSED_KEYS and isinstance(v, (int, float)):
+                found.append(float(v) * EXPOSED_KEYS[k])
             else:
                 find_exposed(v, found)
     elif isinstance(value, list):
@@ -111,7 +117,7 @@ def exposed_per_rank(step_dir, ranks):
                          f"traces, expected {ranks}")
     merge = os.path.join(ROOT, "scripts", "merge-traces.py")
     if os.path.exists(merge):
-        proc = subprocess.run([sys.executable, merge, "--json", *files],
+        proc = subprocess.run([sys.executable, merge, step_dir, "--json"],
                               stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                               text=True)
         if proc.returncode == 0:
@@ -213,6 +219,10 @@ def main():
                      "--training.local_batch_size", str(args.batch // dp),
                      "--profiling.enable_profiling", "true",
                      "--profiling.profile_freq", str(args.profile_freq),
+                     # One traced step per cycle and no warm-up (TorchTitan's
+                     # schedule needs profile_freq >= warmup + active): the
+                     # other steps stay untraced and time the step.
+                     "--profiling.profiler_warmup", "0",
                      *mesh, *flags, "-o", exe])
                 exes[(name, label)] = exe
         for r in range(args.rounds):
