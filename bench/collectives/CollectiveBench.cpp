@@ -462,6 +462,8 @@ Row runCase(Communicator &comm, Memory &memory, const Case &c,
     hostOut.set(i, NAN);
   memory.upload(in, hostIn);
   memory.upload(out, hostOut);
+  // A pageable cudaMemcpy may return before its DMA lands.
+  memory.synchronize();
   c.issue(comm, in, out)->finish();
   memory.synchronize();
   memory.download(hostOut, out);
