@@ -21,7 +21,8 @@ out=$(mktemp -d)/bundle # staged, then packed into $carry/bundle.tar.gz
 compile="$build/bin/titan-compile"
 py=/usr/bin/python3 # Debian's python3-torch, for the reference data
 inputs=test/Integration/Inputs
-tests=("$build/unittests/TitanCudaKernelTest" "$build/unittests/TitanNCCLCommunicatorTest" "$build/bench/TitanCudaKernelBench")
+tests=("$build/unittests/TitanCudaKernelTest" "$build/unittests/TitanNCCLCommunicatorTest" "$build/bench/TitanCudaKernelBench"
+       "$build/bench/titan-comm-bench")
 for t in "${tests[@]}" "$compile"; do
   [ -x "$t" ] || { echo "bundle: $t is missing; build with CUDA first (bash scripts/build.sh)" >&2; exit 1; }
 done
@@ -60,6 +61,15 @@ for precision in f32:float32:8 bf16:bfloat16:20; do
   "$tmp/cpu-$name" "${run_args[@]}" --job.dump_folder "$tmp/cpu-$name-out" > /dev/null
   cp "$tmp/cpu-$name-out/metrics.jsonl" "$out/data/cpu-$name.jsonl"
 done
+# The bf16 run with communication overlap off (debug.no_comm_overlap):
+# run.sh compares its bits and step time with parity-bf16's. A compiler
+# without the key leaves a note instead, and run.sh skips the check.
+if "$compile" --help 2>/dev/null | grep no_comm_overlap > /dev/null; then
+  "$compile" "${parity[@]}" --training.mixed_precision_param bfloat16 --training.steps 20 \
+    --debug.no_comm_overlap true --target=cuda -o "$out/bin/parity-bf16-no-overlap" 2>/dev/null
+else
+  echo "this titan-compile has no debug.no_comm_overlap" > "$out/data/no-overlap-missing.txt"
+fi
 # Float8 (bf16 compute, 8 steps) per recipe: cuBLASLt's FP8 GEMMs against
 # the CPU target's bit-exact emulation of the casts.
 for recipe in tensorwise rowwise; do

@@ -20,6 +20,14 @@ package registry):
       each round's median where there are several interleaved rounds, and
       their spread), and each memory-bound kernel's share of the copy
       bandwidth measured in the same run;
+  report.py overlap ON.jsonl OFF.jsonl STEPS
+      a run with communication overlap on against one with it off
+      (debug.no_comm_overlap): the same bits (loss and grad_norm) over
+      STEPS steps, and each run's median step time after the first two
+      (eager, then the graphs' capture); exit 1 if the bits differ;
+  report.py collectives BENCH.json
+      titan-comm-bench's --json rows as nccl-tests' table; exit 1 when an
+      element was wrong or there are no rows;
   report.py summary SCRATCH OUT
       summary.md and results.json in OUT from what run.sh left in SCRATCH
       (checks.jsonl, env.txt, logs/, the kernel and step results): every
@@ -245,6 +253,59 @@ def kernels(titan_paths, torch_paths):
     return 0
 
 
+def overlap(on_path, off_path, steps):
+    on, off = lines(on_path), lines(off_path)
+    if not on or len(on) != len(off) or len(on) != int(steps):
+        print(f"FAIL: {len(on)} steps on, {len(off)} off (want {steps})")
+        print(f"detail: {len(on)} / {len(off)} steps of {steps}")
+        return 1
+    differ = [a["step"] for a, b in zip(on, off)
+              if (a["loss"], a.get("grad_norm")) != (b["loss"], b.get("grad_norm"))]
+
+    def median_ms(m):
+        times = sorted(x["step_time_s"] for x in m[2:] if "step_time_s" in x)
+        return 1e3 * times[len(times) // 2] if times else None
+
+    info = {"steps": int(steps), "same_bits": not differ,
+            "first_differing_step": differ[0] if differ else None,
+            "step_ms_on": median_ms(on), "step_ms_off": median_ms(off)}
+    print(json.dumps({"overlap": info}))
+    fmt = lambda v: f"{v:.2f} ms" if v is not None else "-"
+    print(f"detail: {'same bits' if not differ else f'bits differ from step {differ[0]}'}; "
+          f"median step {fmt(info['step_ms_on'])} on, {fmt(info['step_ms_off'])} off")
+    return 0 if not differ else 1
+
+
+def comm_table(path):
+    """titan-comm-bench's --json rows as nccl-tests' columns."""
+    try:
+        with open(path) as f:
+            bench = json.load(f)
+    except (OSError, json.JSONDecodeError):
+        return None, []
+    out = [f"{'collective':>14s} {'size (B)':>12s} {'count':>12s} {'type':>8s} "
+           f"{'redop':>6s} {'time (us)':>10s} {'algbw':>8s} {'busbw':>8s} {'#wrong':>6s}"]
+    for r in bench.get("results", []):
+        out.append(f"{r['collective']:>14s} {r['size']:12d} {r['count']:12d} {r['type']:>8s} "
+                   f"{r['redop']:>6s} {r['time_us']:10.2f} {r['algbw_gbps']:8.2f} "
+                   f"{r['busbw_gbps']:8.2f} {r['wrong']:6d}")
+    return bench, out
+
+
+def collectives(path):
+    bench, table = comm_table(path)
+    rows = (bench or {}).get("results", [])
+    if not rows:
+        print(f"detail: no rows in {path}")
+        return 1
+    print("\n".join(table))
+    wrong = sum(r["wrong"] for r in rows)
+    big = max(rows, key=lambda r: (r["collective"] == "all_reduce", r["size"]))
+    print(f"detail: {len(rows)} rows, {wrong} wrong elements; {big['collective']} "
+          f"{big['size'] >> 20} MiB: {big['time_us']:.0f} us, algbw {big['algbw_gbps']:.1f} GB/s")
+    return 1 if wrong else 0
+
+
 def log_objects(scratch, name, key):
     """The `key` objects a check printed into its log."""
     return [o[key] for o in lines(os.path.join(scratch, "logs", name + ".log")) if key in o]
@@ -264,6 +325,8 @@ def summary(scratch, outdir):
         merge_rounds(sorted(glob.glob(os.path.join(scratch, "kernels-torch-*.jsonl")))))
     steps = step_rows(sorted(glob.glob(os.path.join(scratch, "step-titan-*.json")))
                       + [os.path.join(scratch, f"step-{m}.json") for m in ("eager", "compile")])
+    overlap_info = next(iter(log_objects(scratch, "overlap-vs-no-overlap", "overlap")), None)
+    comm, comm_lines = comm_table(os.path.join(scratch, "comm-nccl.json"))
     elapsed = sum(c.get("seconds", 0) for c in checks)
     md = ["# titan GPU check", "", f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}; "
           f"{len(checks)} checks so far, {elapsed:.0f} s of checks", ""]
@@ -284,8 +347,21 @@ def summary(scratch, outdir):
         md += ["", "## Kernels", "", "```"] + kernel_table(kernel_result) + ["```"]
     if steps:
         md += ["", "## Step", "", "```"] + step_table(steps) + ["```"]
+    if comm_lines:
+        md += ["", f"## Collectives (titan-comm-bench, {str(comm.get('backend')).upper()}, "
+               f"{comm.get('ranks')} rank(s), "
+               f"{comm.get('iters')} iterations; algbw = size / time, GB/s)", "", "```"] \
+            + comm_lines + ["```"]
+    if overlap_info:
+        o = overlap_info
+        ms = lambda v: f"{v:.2f}" if v is not None else "-"
+        md += ["", "## Communication overlap (bf16 parity training, one GPU)", "",
+               "| overlap | median step (ms) |", "|---|---|",
+               f"| on | {ms(o['step_ms_on'])} |", f"| off (debug.no_comm_overlap) | {ms(o['step_ms_off'])} |",
+               "", f"Same bits over {o['steps']} steps: {'yes' if o['same_bits'] else 'NO'}."]
     results = {"environment": env, "checks": checks, "numerics": numerics,
-               "cudnn": cudnn_info, "kernels": kernel_result, "step": steps}
+               "cudnn": cudnn_info, "kernels": kernel_result, "step": steps,
+               "collectives": comm, "overlap": overlap_info}
     # Written beside the scratch files, then moved: a run cut off mid-write
     # leaves the previous whole file, never a partial one or a stray name.
     for name, text in (("summary.md", "\n".join(md) + "\n"),
@@ -310,6 +386,10 @@ def main(argv):
         return 0
     if cmd == "kernels":
         return kernels(argv[2], argv[3])
+    if cmd == "collectives":
+        return collectives(argv[2])
+    if cmd == "overlap":
+        return overlap(*argv[2:5])
     if cmd == "summary":
         return summary(argv[2], argv[3])
     sys.exit("unknown report " + cmd)

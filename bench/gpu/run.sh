@@ -10,6 +10,12 @@
 #       the GPU against the CPU target's run of it (f32: 1e-4 over 8 steps;
 #       bf16: 1e-2 over 20 steps; CUDA graphs on and off: the same bits;
 #       Float8 tensorwise and rowwise: 2e-2 over 8 steps);
+#   (e) communication (inside (a), cheap): titan-comm-bench over NCCL on
+#       one GPU (a 1-rank communicator: nccl-tests' table, algbw; busbw is
+#       0 with one rank), and the bf16 parity training with communication
+#       overlap off (debug.no_comm_overlap) against overlap on: the same
+#       bits, and both step times (one GPU has no collectives to overlap,
+#       so this checks that the scheduler changes nothing there);
 #   (b) compute-sanitizer: memcheck, racecheck and initcheck on the kernel
 #       tests, memcheck on 2 steps of the f32 parity training;
 #   (c) kernels: GEMMs (bf16 and FP8), attention and the fused kernels at
@@ -216,6 +222,23 @@ check train-f32 30 train parity-f32 "$scratch/f32"
 check parity-f32-vs-cpu 10 "$py" bench/gpu/report.py compare "$scratch/f32/metrics.jsonl" "$data/cpu-f32.jsonl" 1e-4 8
 check train-bf16 30 train parity-bf16 "$scratch/bf16"
 check parity-bf16-vs-cpu 10 "$py" bench/gpu/report.py compare "$scratch/bf16/metrics.jsonl" "$data/cpu-bf16.jsonl" 1e-2 20
+nccl_bench() { # one rank, no mpirun: nccl-tests' sizes 8 B to 256 MiB by 4x
+  bundled titan-comm-bench --backend nccl -b 8 -e 256M -f 4 -n 20 -w 5 -d bfloat16 \
+    --json "$scratch/comm-nccl.json" || exit 1
+  "$py" bench/gpu/report.py collectives "$scratch/comm-nccl.json"
+}
+no_overlap() { # skipped (77) where titan-compile had no debug.no_comm_overlap
+  [ -f "$data/no-overlap-missing.txt" ] && { echo "detail: $(cat "$data/no-overlap-missing.txt")"; exit 77; }
+  if [ "$1" = train ]; then
+    train parity-bf16-no-overlap "$scratch/bf16-no-overlap"
+  else
+    "$py" bench/gpu/report.py overlap "$scratch/bf16/metrics.jsonl" "$scratch/bf16-no-overlap/metrics.jsonl" 20
+  fi
+}
+export -f nccl_bench no_overlap
+check nccl-bench 40 nccl_bench
+check train-bf16-no-overlap 30 no_overlap train
+check overlap-vs-no-overlap 10 no_overlap compare
 check train-bf16-eager 30 train parity-bf16 "$scratch/bf16-eager" --debug.no_cuda_graphs
 check graphs-vs-eager 10 "$py" bench/gpu/report.py compare "$scratch/bf16/metrics.jsonl" "$scratch/bf16-eager/metrics.jsonl" 0 20
 for recipe in tensorwise rowwise; do
