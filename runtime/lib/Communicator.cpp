@@ -133,7 +133,8 @@ bool Communicator::dumpFlightRecord(const std::string &reason) {
     return false;
   FlightRecorder &r = *recorder_;
   std::lock_guard<std::mutex> lock(r.mutex);
-  if (r.dumped)
+  // Nothing to tell before the first collective (bad input at start-up).
+  if (r.dumped || r.entries.empty())
     return false;
   r.dumped = true;
   llvm::SmallString<256> folder(r.path);

@@ -173,8 +173,8 @@ public:
   /// stops the run (a timeout, a lost peer, any other); 0 turns it off.
   void setFlightRecorder(int64_t capacity, std::string path);
   /// Writes the flight record (once per run) with `reason`; false when the
-  /// recorder is off or already dumped. A failure to write is reported on
-  /// stderr, not fatal: this runs while the job is being stopped.
+  /// recorder is off, has no entry or was already dumped. A failure to write is
+  /// reported on stderr, not fatal: this runs while the job is being stopped.
   bool dumpFlightRecord(const std::string &reason);
   /// The communicator that fatal() stops the job through, if any.
   static Communicator *live() { return live_; }

@@ -648,8 +648,9 @@ MPICommunicator::start(std::unique_ptr<MPIRequest> req, DataType type,
 
 void MPICommunicator::completed(Pending &pend) {
   double now = StepTrace::now();
-  trace::collective(pend.collective, pend.axisMask, pend.bytes, pend.issued,
-                    now);
+  if (trace::recording())
+    trace::collective(pend.collective, pend.axisMask, pend.bytes, pend.issued,
+                      now);
   recordCompleted(pend.record, now);
   {
     std::lock_guard<std::mutex> lock(mutex_);
@@ -708,8 +709,9 @@ void MPICommunicator::wait(Pending &pend) {
       std::this_thread::sleep_for(std::chrono::microseconds(20));
     }
   }
-  trace::wait(pend.collective, pend.axisMask, pend.bytes, begin,
-              StepTrace::now());
+  if (trace::recording())
+    trace::wait(pend.collective, pend.axisMask, pend.bytes, begin,
+                StepTrace::now());
 }
 
 void MPICommunicator::submit(std::function<void()> task) {
