@@ -513,6 +513,26 @@ int main(int argc, char **argv) {
   if (const char *thread = std::getenv("TITAN_TEST_PROGRESS_THREAD"))
     comm().setProgressThread(std::atoi(thread) != 0);
 #endif
+#ifndef TITAN_TEST_NCCL
+  // TITAN_TEST_TIMEOUT=1: the [comm] timeout still fires (with and without
+  // the progress thread): rank 0 waits in an all-reduce the others never
+  // join, and after 1 s every rank is stopped with the timeout's message
+  // (ctest matches it; the others' sleep is cut short by the abort).
+  if (std::getenv("TITAN_TEST_TIMEOUT")) {
+    // As a training run does: the groups exist before any collective
+    // (creating one is collective over every rank, and untimed).
+    comm().prepareGroups({kShardMask | kTPMask});
+    comm().setTimeout(1);
+    comm().setContext("the timeout test");
+    double value = 1;
+    if (comm().rank() == 0)
+      comm().hostAllReduce(&value, 1, Reduction::Sum, kShardMask | kTPMask);
+    else
+      std::this_thread::sleep_for(std::chrono::seconds(60));
+    std::printf("the all-reduce did not time out\n");
+    return 1;
+  }
+#endif
   // Only rank 0 prints; every rank checks and fails the run if it fails.
   if (comm().rank() != 0)
     delete ::testing::UnitTest::GetInstance()->listeners().Release(
