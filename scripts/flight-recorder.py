@@ -10,7 +10,9 @@ fr_trace analyzer, this script lines the ranks' records up per group
 
   - the collective each rank was stuck in (issued, never completed);
   - per group, the ranks that are behind: those that have not issued the
-    collective the others are waiting in (the lower sequence number);
+    collective the others are waiting in (the lower sequence number), and
+    for point-to-point transfers (pipeline stages), the peers a rank waits
+    for that have no transfer with it in flight;
   - the ranks whose record is missing.
 
 Usage: flight-recorder.py FOLDER_OR_FILES...   (exit status 0; 2 on no
@@ -127,8 +129,27 @@ def main():
                   f"that rank(s) "
                   f"{', '.join(str(x) for x, s in last.items() if s == top)}"
                   f" wait in")
+    # Point-to-point transfers (pipeline stages): a rank waiting in a
+    # transfer with a peer that has none in flight with it waits for a peer
+    # that is behind.
+    for rank in sorted(records):
+        waiting = {}
+        for e in records[rank]["entries"]:
+            if e["state"] == "issued" and "peer" in e:
+                waiting.setdefault(e["peer"], e)
+        for peer, e in sorted(waiting.items()):
+            other = records.get(peer)
+            if other is None or any(
+                    x["state"] == "issued" and x.get("peer") == rank
+                    for x in other["entries"]):
+                continue
+            behind_any = True
+            print(f"rank {peer} is behind: rank {rank} waits in "
+                  f"{e['collective']} with it (seq {e['seq']}) and rank "
+                  f"{peer} has no transfer with rank {rank} in flight")
     if not behind_any:
-        print("no group has ranks at different sequence numbers")
+        print("no rank is behind another: no group has ranks at different "
+              "sequence numbers")
     return 0
 
 
