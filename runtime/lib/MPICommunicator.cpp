@@ -865,6 +865,9 @@ void MPICommunicator::askPeersToDump() {
   for (int done = 0; !done && std::chrono::steady_clock::now() < deadline;) {
     MPI_Testall(int(answers.size()), answers.data(), &done,
                 MPI_STATUSES_IGNORE);
+    // A peer failing at the same time asks this rank too: answered, so
+    // that neither waits for the other.
+    pollDumpRequest();
     std::this_thread::sleep_for(std::chrono::milliseconds(1));
   }
 }
