@@ -552,15 +552,14 @@ std::vector<KeySpec> buildSchema(TrainConfig &c) {
       "Seconds a collective may take after the first step before every rank "
       "is aborted")
       .atLeast(1);
-  StringRef flightRecorder = "NCCL flight recorder (titan's timeouts name the "
-                             "collective each rank waits in)";
-  add("comm", "trace_buf_size", &c.comm.traceBufSize, flightRecorder)
-      .noMeaning();
-  add("comm", "save_traces_folder", &c.comm.saveTracesFolder, flightRecorder)
-      .noMeaning();
+  add("comm", "trace_buf_size", &c.comm.traceBufSize,
+      "Flight recorder: the last N collectives of each rank, dumped as JSON "
+      "when a collective times out or the run fails (0: off)")
+      .atLeast(0);
+  add("comm", "save_traces_folder", &c.comm.saveTracesFolder,
+      "Flight recorder dump folder under job.dump_folder");
   add("comm", "save_traces_file_prefix", &c.comm.saveTracesFilePrefix,
-      flightRecorder)
-      .noMeaning();
+      "Flight recorder file name before the rank (<prefix><rank>)");
 
   add("memory_estimation", "enable", &c.memoryEstimation.enable,
       "Print the compiled memory plan (titan's is exact, not estimated)");
@@ -615,6 +614,9 @@ std::vector<KeySpec> buildSchema(TrainConfig &c) {
   add("debug", "no_cuda_graphs", &c.debug.noCudaGraphs,
       "CUDA target: launch each kernel of every step instead of capturing "
       "the steps once as CUDA graphs and replaying them (titan's own key)");
+  add("debug", "no_comm_overlap", &c.debug.noCommOverlap,
+      "Turn off the latency-hiding scheduler and the CPU communication "
+      "progress thread: each collective is waited where it is issued");
   return s;
 }
 

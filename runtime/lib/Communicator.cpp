@@ -2,7 +2,17 @@
 
 #include "Communicator.h"
 #include "Error.h"
+#include "Trace.h"
 
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/JSON.h"
+#include "llvm/Support/Path.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <cstdio>
+#include <deque>
+#include <map>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -45,6 +55,184 @@ const char *titanrt::dataTypeName(DataType type) {
     return "i32";
   }
   return "?";
+}
+
+Communicator *Communicator::live_ = nullptr;
+
+/// The flight recorder's ring: entries are numbered from 0 in issue order,
+/// and the last `capacity` are kept.
+struct Communicator::FlightRecorder {
+  struct Entry {
+    int64_t id, seq;
+    const char *collective;
+    unsigned axisMask;
+    DataType type;
+    int64_t count, peer;
+    double issued, completed = -1;
+    std::string context;
+  };
+  std::mutex mutex;
+  int64_t capacity = 0;
+  std::string path;
+  std::deque<Entry> entries;
+  int64_t nextId = 0;
+  /// Per group (axis mask; point-to-point transfers count apart, as
+  /// PyTorch's p2p sequence numbers), the next sequence number.
+  std::map<unsigned, int64_t> nextSeq;
+  bool dumped = false;
+};
+
+Communicator::~Communicator() {
+  if (live_ == this)
+    live_ = nullptr;
+}
+
+void Communicator::setFlightRecorder(int64_t capacity, std::string path) {
+  if (capacity <= 0) {
+    recorder_.reset();
+    return;
+  }
+  recorder_ = std::make_shared<FlightRecorder>();
+  recorder_->capacity = capacity;
+  recorder_->path = std::move(path);
+}
+
+bool Communicator::flightRecorderOn() const { return recorder_ != nullptr; }
+
+int64_t Communicator::recordIssued(const char *collective, unsigned axisMask,
+                                   DataType type, int64_t count, double issued,
+                                   int64_t peer) {
+  if (!recorder_)
+    return -1;
+  FlightRecorder &r = *recorder_;
+  std::lock_guard<std::mutex> lock(r.mutex);
+  unsigned group = axisMask | (peer >= 0 ? 1u << 16 : 0u);
+  FlightRecorder::Entry e{r.nextId++, r.nextSeq[group]++,
+                          collective, axisMask,
+                          type,       count,
+                          peer,       issued,
+                          -1,         context_};
+  r.entries.push_back(std::move(e));
+  while (int64_t(r.entries.size()) > r.capacity)
+    r.entries.pop_front();
+  return r.entries.back().id;
+}
+
+void Communicator::recordCompleted(int64_t entry, double completed) {
+  if (!recorder_ || entry < 0)
+    return;
+  FlightRecorder &r = *recorder_;
+  std::lock_guard<std::mutex> lock(r.mutex);
+  if (r.entries.empty() || entry < r.entries.front().id)
+    return; // already overwritten
+  r.entries[size_t(entry - r.entries.front().id)].completed = completed;
+}
+
+bool Communicator::dumpFlightRecord(const std::string &reason) {
+  if (!recorder_)
+    return false;
+  FlightRecorder &r = *recorder_;
+  std::lock_guard<std::mutex> lock(r.mutex);
+  // Nothing to tell before the first collective (bad input at start-up).
+  if (r.dumped || r.entries.empty())
+    return false;
+  r.dumped = true;
+  llvm::SmallString<256> folder(r.path);
+  llvm::sys::path::remove_filename(folder);
+  std::error_code ec;
+  if (!folder.empty())
+    ec = llvm::sys::fs::create_directories(folder);
+  std::string tmp = r.path + ".tmp";
+  std::unique_ptr<llvm::raw_fd_ostream> file;
+  if (!ec)
+    file = std::make_unique<llvm::raw_fd_ostream>(tmp, ec);
+  if (ec) {
+    std::fprintf(stderr, "warning: cannot write the flight record '%s': %s\n",
+                 r.path.c_str(), ec.message().c_str());
+    return false;
+  }
+  static const char *axisNames[] = {"pp", "dp_replicate", "dp_shard", "cp",
+                                    "tp"};
+  // The format (docs/architecture.md, "Flight recorder"); version 1.
+  llvm::json::OStream j(*file, 1);
+  j.object([&] {
+    j.attribute("format", "titan-flight-recorder");
+    j.attribute("version", 1);
+    j.attribute("rank", int64_t(rank_));
+    j.attribute("world_size", int64_t(size_));
+    j.attributeArray("mesh", [&] {
+      for (int64_t d : mesh_)
+        j.value(d);
+    });
+    j.attribute("reason", reason);
+    j.attribute("dumped_us", StepTrace::now());
+    j.attribute("trace_buf_size", r.capacity);
+    j.attribute("recorded", r.nextId);
+    // The world ranks of each group this rank's entries name.
+    std::map<unsigned, bool> masks;
+    for (const FlightRecorder::Entry &e : r.entries)
+      masks[e.axisMask] = true;
+    j.attributeObject("groups", [&] {
+      for (auto &[mask, _] : masks)
+        j.attributeObject(std::to_string(mask), [&] {
+          j.attributeArray("axes", [&] {
+            for (int a = 0; a < kNumAxes; ++a)
+              if (mask & (1u << a))
+                j.value(axisNames[a]);
+          });
+          j.attributeArray("ranks", [&] {
+            int64_t color = groupColor(mask);
+            for (int64_t w = 0; w < size_; ++w) {
+              // groupColor of world rank w: its coordinates off the mask.
+              int64_t c = 0, rest = w;
+              std::vector<int64_t> coord(kNumAxes);
+              for (int a = kNumAxes - 1; a >= 0; --a) {
+                coord[a] = rest % mesh_[a];
+                rest /= mesh_[a];
+              }
+              for (int a = 0; a < kNumAxes; ++a)
+                if (!(mask & (1u << a)))
+                  c = c * mesh_[a] + coord[a];
+              if (c == color)
+                j.value(w);
+            }
+          });
+        });
+    });
+    j.attributeArray("entries", [&] {
+      for (const FlightRecorder::Entry &e : r.entries)
+        j.object([&] {
+          j.attribute("id", e.id);
+          j.attribute("group", std::to_string(e.axisMask));
+          j.attribute("seq", e.seq);
+          j.attribute("collective", e.collective);
+          if (e.peer >= 0)
+            j.attribute("peer", e.peer);
+          j.attribute("dtype", dataTypeName(e.type));
+          j.attribute("count", e.count);
+          j.attribute("bytes", e.count * dataTypeBytes(e.type));
+          j.attribute("state", e.completed < 0 ? "issued" : "completed");
+          j.attribute("issued_us", e.issued);
+          if (e.completed < 0)
+            j.attribute("completed_us", nullptr);
+          else
+            j.attribute("completed_us", e.completed);
+          j.attribute("context", e.context);
+        });
+    });
+  });
+  *file << "\n";
+  file->close();
+  if (file->has_error() || (ec = llvm::sys::fs::rename(tmp, r.path))) {
+    std::fprintf(stderr, "warning: cannot write the flight record '%s'\n",
+                 r.path.c_str());
+    return false;
+  }
+  std::fprintf(stderr,
+               "rank %d: flight record of the last %zu collectives "
+               "written to %s\n",
+               rank_, r.entries.size(), r.path.c_str());
+  return true;
 }
 
 int64_t Communicator::coordinate(MeshAxis axis) const {

@@ -66,7 +66,7 @@ struct Request {
 /// and return with the result in it.
 class Communicator {
 public:
-  virtual ~Communicator() = default;
+  virtual ~Communicator();
   int rank() const { return rank_; }
   int worldSize() const { return size_; }
   const std::vector<int64_t> &meshShape() const { return mesh_; }
@@ -160,6 +160,29 @@ public:
     (void)axisMasks;
   }
 
+  /// Whether communication progresses while the caller computes: the MPI
+  /// backend's progress thread (on unless debug.no_comm_overlap); off, a
+  /// collective progresses only inside finish() and test(). Backends whose
+  /// collectives run on a device have nothing to turn on.
+  virtual void setProgressThread(bool on) { (void)on; }
+  virtual bool progressThread() const { return false; }
+
+  /// TorchTitan's flight recorder ([comm] trace_buf_size,
+  /// save_traces_folder, save_traces_file_prefix): the last `capacity`
+  /// collectives of this rank, written as JSON to `path` when a fatal error
+  /// stops the run (a timeout, a lost peer, any other); 0 turns it off.
+  void setFlightRecorder(int64_t capacity, std::string path);
+  /// Writes the flight record (once per run) with `reason`; false when the
+  /// recorder is off, has no entry or was already dumped. A failure to write is
+  /// reported on stderr, not fatal: this runs while the job is being stopped.
+  bool dumpFlightRecord(const std::string &reason);
+  /// The communicator that fatal() stops the job through, if any.
+  static Communicator *live() { return live_; }
+  /// Called once by the abort hook when a fatal error stops the run, before
+  /// every rank is aborted: dumps the flight record (the MPI backend also
+  /// asks its peers to dump theirs).
+  virtual void failing(const std::string &reason) { dumpFlightRecord(reason); }
+
   /// A collective that does not finish within `seconds` stops the job on
   /// every rank, naming itself, its mesh axes and the context.
   void setTimeout(double seconds) { timeoutSeconds_ = seconds; }
@@ -187,6 +210,15 @@ public:
   int64_t groupColor(unsigned axisMask) const;
 
 protected:
+  /// Flight-recorder entries: a collective issued (returns its entry, -1
+  /// when the recorder is off) and completed (`completed` on
+  /// StepTrace::now()'s clock). Thread-safe. `peer`: the world rank of a
+  /// point-to-point transfer's other side, else -1.
+  int64_t recordIssued(const char *collective, unsigned axisMask, DataType type,
+                       int64_t count, double issued, int64_t peer = -1);
+  void recordCompleted(int64_t entry, double completed);
+  bool flightRecorderOn() const;
+
   /// Runs `collective(in, out)` with `bytes` of the host memory `values` as
   /// its input and result, in buffers of the collectives' memory space, and
   /// returns once `values` holds the result. This default is for backends
@@ -204,6 +236,11 @@ protected:
   int rank_ = 0, size_ = 1; ///< in the world, set by bootstrapMPI
   double timeoutSeconds_ = 300;
   std::string context_ = "start-up";
+
+private:
+  struct FlightRecorder;
+  std::shared_ptr<FlightRecorder> recorder_; // shared: an incomplete type here
+  static Communicator *live_;                ///< set by bootstrapMPI
 };
 
 enum class Backend { MPI, NCCL };

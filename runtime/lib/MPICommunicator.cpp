@@ -12,20 +12,38 @@
 // per-root broadcasts and reductions or point-to-point pairs, so that every
 // piece stays contiguous and uses MPI's own reduction operations.
 //
+// MPI progresses a nonblocking collective only inside MPI calls, so a
+// collective issued by the step would move only once finish() waits for
+// it. The progress thread makes every MPI call of the communicator (issue,
+// test, groups, barrier) and tests the collectives in flight while the
+// step computes; finish() only blocks until the thread has seen its
+// collective complete. The same calls in the same order on every rank: the
+// results are those without the thread, bit for bit.
+// debug.no_comm_overlap runs without it.
+//
 //===----------------------------------------------------------------------===//
 
 #include "Communicator.h"
 #include "Error.h"
 #include "LowPrecision.h"
+#include "Trace.h"
+
+#include "llvm/ADT/STLExtras.h"
 
 #include <mpi.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <cstdlib>
 #include <cstring>
+#include <deque>
+#include <future>
 #include <limits>
 #include <map>
+#include <memory>
+#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
@@ -160,59 +178,61 @@ constexpr int kSendRecvTag = 0;
 constexpr int kAllToAllTag = 1;
 
 /// Every rank stops: a rank that failed must not leave the others waiting
-/// in a collective forever.
-void abortEveryRank(const std::string &) { MPI_Abort(MPI_COMM_WORLD, 1); }
+/// in a collective forever. The communicator first dumps its flight record
+/// and asks its peers to dump theirs (Communicator::failing).
+void abortEveryRank(const std::string &message) {
+  if (Communicator *comm = Communicator::live())
+    comm->failing(message);
+  MPI_Abort(MPI_COMM_WORLD, 1);
+}
 
-/// A pending MPI request and what to do once it completes.
-struct MPIRequest : Request {
-  MPIRequest(const Communicator &comm, const char *collective,
-             unsigned axisMask)
-      : comm(comm), collective(collective), axisMask(axisMask) {}
-  const Communicator &comm;
+/// Tags on the flight recorder's own communicator: "dump your record"
+/// (carrying the failing rank) and its acknowledgement.
+constexpr int kDumpTag = 0, kDumpAckTag = 1;
+
+/// The MPI state of one collective: shared by its Request and the progress
+/// thread, so that a request dropped unfinished never frees what MPI still
+/// writes.
+struct Pending {
   const char *collective;
   unsigned axisMask;
+  int64_t bytes;
   /// The MPI requests of the operation's messages (one in the common case).
   std::vector<MPI_Request> requests;
   MPI_Request *add() { return &requests.emplace_back(MPI_REQUEST_NULL); }
   std::vector<char> staging;
+  double issued = 0;
+  int64_t record = -1; ///< flight-recorder entry
+  /// Set by whichever thread sees the requests complete.
+  std::atomic<bool> done{false};
+};
+
+class MPICommunicator;
+
+/// A pending collective and what to do once it completes.
+struct MPIRequest : Request {
+  MPIRequest(MPICommunicator &comm, std::shared_ptr<Pending> pending)
+      : comm(comm), pending(std::move(pending)) {}
+  MPICommunicator &comm;
+  std::shared_ptr<Pending> pending;
   std::function<void()> then;
+  bool finished = false;
   /// `bytes` of scratch: the planned `staging` when given, else owned.
   char *scratch(int64_t bytes, void *planned) {
     if (planned)
       return static_cast<char *>(planned);
-    staging.resize(size_t(bytes));
-    return staging.data();
+    pending->staging.resize(size_t(bytes));
+    return pending->staging.data();
   }
-  /// Waits, polling, up to the communicator's timeout; past it every rank
-  /// is aborted with a message naming the collective (a stopped or lost
-  /// peer must not hang the job).
-  void finish() override {
-    auto start = std::chrono::steady_clock::now();
-    for (int done = 0;;) {
-      check(MPI_Testall(int(requests.size()), requests.data(), &done,
-                        MPI_STATUSES_IGNORE),
-            "wait");
-      if (done)
-        break;
-      double waited = std::chrono::duration<double>(
-                          std::chrono::steady_clock::now() - start)
-                          .count();
-      if (waited > comm.timeoutSeconds())
-        fatal(Communicator::timeoutMessage(collective, axisMask, comm.context(),
-                                           comm.timeoutSeconds()));
-      std::this_thread::sleep_for(std::chrono::microseconds(20));
-    }
+  void finish() override;
+  bool test() override;
+  /// Runs `then` once, after completion, on the caller's thread.
+  void complete() {
+    if (finished)
+      return;
+    finished = true;
     if (then)
       then();
-  }
-  bool test() override {
-    int done = 0;
-    check(MPI_Testall(int(requests.size()), requests.data(), &done,
-                      MPI_STATUSES_IGNORE),
-          "test");
-    if (done && then)
-      then();
-    return done;
   }
 };
 
@@ -243,11 +263,24 @@ public:
   explicit MPICommunicator(const std::vector<int64_t> &meshShape) {
     mesh_ = meshShape;
     bootstrapMPI();
+    // Queried once: the pipeline asks from the compute thread, which makes
+    // no MPI call while the progress thread runs.
+    void *value = nullptr;
+    int found = 0;
+    MPI_Comm_get_attr(MPI_COMM_WORLD, MPI_TAG_UB, &value, &found);
+    // MPI guarantees at least 32767.
+    tagUpperBound_ = found ? *static_cast<int *>(value) : 32767;
+    // The flight recorder's requests to dump travel apart from every
+    // collective's messages.
+    check(MPI_Comm_dup(MPI_COMM_WORLD, &dumpComm_), "comm dup");
   }
 
   ~MPICommunicator() override {
+    // Joined before MPI_Finalize (shutdownCommunicator finalizes after).
+    setProgressThread(false);
     for (auto &[mask, comm] : groups_)
       MPI_Comm_free(&comm);
+    MPI_Comm_free(&dumpComm_);
   }
 
   std::unique_ptr<Request> allGather(const void *in, void *out, DataType type,
@@ -255,7 +288,7 @@ public:
                                      int64_t inner, int64_t gatheredSize,
                                      unsigned axisMask,
                                      void *staging) override {
-    auto req = std::make_unique<MPIRequest>(*this, "all_gather", axisMask);
+    auto req = request("all_gather", axisMask);
     int64_t parts = groupSize(axisMask);
     int64_t count = outer * dimSize * inner;
     void *dst = out;
@@ -271,26 +304,27 @@ public:
                   rowBytes, /*toRankMajor=*/false);
       };
     }
-    MPI_Comm comm = group(axisMask);
-    if (count <= maxMessageCount()) {
-      check(MPI_Iallgather(in, int(count), mpiType(type), dst, int(count),
-                           mpiType(type), comm, req->add()),
-            "all_gather");
-      return req;
-    }
-    // Too large for one message: each rank broadcasts its block in pieces.
-    int me = 0;
-    MPI_Comm_rank(comm, &me);
-    int64_t bytes = dataTypeBytes(type);
-    char *blocks = static_cast<char *>(dst);
-    std::memmove(blocks + me * count * bytes, in, count * bytes);
-    forEachPiece(count, [&](int64_t offset, int length) {
-      for (int64_t p = 0; p < parts; ++p)
-        check(MPI_Ibcast(blocks + (p * count + offset) * bytes, length,
-                         mpiType(type), int(p), comm, req->add()),
+    return start(std::move(req), type, parts * count, [=](Pending &pend) {
+      MPI_Comm comm = group(axisMask);
+      if (count <= maxMessageCount()) {
+        check(MPI_Iallgather(in, int(count), mpiType(type), dst, int(count),
+                             mpiType(type), comm, pend.add()),
               "all_gather");
+        return;
+      }
+      // Too large for one message: each rank broadcasts its block in pieces.
+      int me = 0;
+      MPI_Comm_rank(comm, &me);
+      int64_t bytes = dataTypeBytes(type);
+      char *blocks = static_cast<char *>(dst);
+      std::memmove(blocks + me * count * bytes, in, count * bytes);
+      forEachPiece(count, [&](int64_t offset, int length) {
+        for (int64_t p = 0; p < parts; ++p)
+          check(MPI_Ibcast(blocks + (p * count + offset) * bytes, length,
+                           mpiType(type), int(p), comm, pend.add()),
+                "all_gather");
+      });
     });
-    return req;
   }
 
   std::unique_ptr<Request> reduceScatter(const void *in, void *out,
@@ -298,7 +332,7 @@ public:
                                          int64_t dimSize, int64_t inner,
                                          unsigned axisMask,
                                          void *staging) override {
-    auto req = std::make_unique<MPIRequest>(*this, "reduce_scatter", axisMask);
+    auto req = request("reduce_scatter", axisMask);
     int64_t parts = groupSize(axisMask);
     int64_t rows = (dimSize + parts - 1) / parts;
     int64_t count = outer * rows * inner;
@@ -309,47 +343,49 @@ public:
                 dimSize, inner * dataTypeBytes(type), /*toRankMajor=*/true);
       src = packed;
     }
-    MPI_Comm comm = group(axisMask);
-    MPI_Op op = mpiOp(type, /*max=*/false);
-    if (count <= maxMessageCount()) {
-      check(MPI_Ireduce_scatter_block(src, out, int(count), mpiType(type), op,
-                                      comm, req->add()),
-            "reduce_scatter");
-      return req;
-    }
-    // Too large for one message: block p is reduced onto rank p in pieces.
-    int me = 0;
-    MPI_Comm_rank(comm, &me);
-    int64_t bytes = dataTypeBytes(type);
-    const char *blocks = static_cast<const char *>(src);
-    char *mine = static_cast<char *>(out);
-    forEachPiece(count, [&](int64_t offset, int length) {
-      for (int64_t p = 0; p < parts; ++p)
-        check(MPI_Ireduce(blocks + (p * count + offset) * bytes,
-                          p == me ? mine + offset * bytes : nullptr, length,
-                          mpiType(type), op, int(p), comm, req->add()),
+    return start(std::move(req), type, parts * count, [=](Pending &pend) {
+      MPI_Comm comm = group(axisMask);
+      MPI_Op op = mpiOp(type, /*max=*/false);
+      if (count <= maxMessageCount()) {
+        check(MPI_Ireduce_scatter_block(src, out, int(count), mpiType(type), op,
+                                        comm, pend.add()),
               "reduce_scatter");
+        return;
+      }
+      // Too large for one message: block p is reduced onto rank p in pieces.
+      int me = 0;
+      MPI_Comm_rank(comm, &me);
+      int64_t bytes = dataTypeBytes(type);
+      const char *blocks = static_cast<const char *>(src);
+      char *mine = static_cast<char *>(out);
+      forEachPiece(count, [&](int64_t offset, int length) {
+        for (int64_t p = 0; p < parts; ++p)
+          check(MPI_Ireduce(blocks + (p * count + offset) * bytes,
+                            p == me ? mine + offset * bytes : nullptr, length,
+                            mpiType(type), op, int(p), comm, pend.add()),
+                "reduce_scatter");
+      });
     });
-    return req;
   }
 
   std::unique_ptr<Request> allReduce(const void *in, void *out, DataType type,
                                      int64_t count, Reduction reduction,
                                      unsigned axisMask) override {
-    auto req = std::make_unique<MPIRequest>(*this, "all_reduce", axisMask);
-    MPI_Op op = mpiOp(type, reduction == Reduction::Max);
-    int64_t bytes = dataTypeBytes(type);
-    forEachPiece(count, [&](int64_t offset, int length) {
-      check(MPI_Iallreduce(static_cast<const char *>(in) + offset * bytes,
-                           static_cast<char *>(out) + offset * bytes, length,
-                           mpiType(type), op, group(axisMask), req->add()),
-            "all_reduce");
-    });
+    auto req = request("all_reduce", axisMask);
     if (reduction == Reduction::Average) {
       double n = double(groupSize(axisMask));
       req->then = [out, count, type, n] { divideInPlace(out, type, count, n); };
     }
-    return req;
+    return start(std::move(req), type, count, [=](Pending &pend) {
+      MPI_Op op = mpiOp(type, reduction == Reduction::Max);
+      int64_t bytes = dataTypeBytes(type);
+      forEachPiece(count, [&](int64_t offset, int length) {
+        check(MPI_Iallreduce(static_cast<const char *>(in) + offset * bytes,
+                             static_cast<char *>(out) + offset * bytes, length,
+                             mpiType(type), op, group(axisMask), pend.add()),
+              "all_reduce");
+      });
+    });
   }
 
   std::unique_ptr<Request> allToAll(const void *in, void *out, DataType type,
@@ -357,7 +393,7 @@ public:
                                     int64_t splitInner, int64_t concatOuter,
                                     int64_t concatDim, int64_t concatInner,
                                     unsigned axisMask, void *staging) override {
-    auto req = std::make_unique<MPIRequest>(*this, "all_to_all", axisMask);
+    auto req = request("all_to_all", axisMask);
     int64_t parts = groupSize(axisMask);
     // Pack part p (a slice of the split dimension) contiguously, rank-major.
     int64_t total = splitOuter * splitDim * splitInner * dataTypeBytes(type);
@@ -374,111 +410,175 @@ public:
       rearrange(recv, final, concatOuter, parts, concatDim, parts * concatDim,
                 rowBytes, /*toRankMajor=*/false);
     };
-    MPI_Comm comm = group(axisMask);
-    if (count <= maxMessageCount()) {
-      check(MPI_Ialltoall(send, int(count), mpiType(type), recv, int(count),
-                          mpiType(type), comm, req->add()),
-            "all_to_all");
-      return req;
-    }
-    // Too large for one message: a send/receive pair per peer and piece.
-    int64_t bytes = dataTypeBytes(type);
-    forEachPiece(count, [&](int64_t offset, int length) {
-      for (int64_t q = 0; q < parts; ++q) {
-        int64_t at = (q * count + offset) * bytes;
-        check(MPI_Irecv(recv + at, length, mpiType(type), int(q), kAllToAllTag,
-                        comm, req->add()),
+    return start(std::move(req), type, parts * count, [=](Pending &pend) {
+      MPI_Comm comm = group(axisMask);
+      if (count <= maxMessageCount()) {
+        check(MPI_Ialltoall(send, int(count), mpiType(type), recv, int(count),
+                            mpiType(type), comm, pend.add()),
               "all_to_all");
-        check(MPI_Isend(send + at, length, mpiType(type), int(q), kAllToAllTag,
-                        comm, req->add()),
-              "all_to_all");
+        return;
       }
+      // Too large for one message: a send/receive pair per peer and piece.
+      int64_t bytes = dataTypeBytes(type);
+      forEachPiece(count, [&](int64_t offset, int length) {
+        for (int64_t q = 0; q < parts; ++q) {
+          int64_t at = (q * count + offset) * bytes;
+          check(MPI_Irecv(recv + at, length, mpiType(type), int(q),
+                          kAllToAllTag, comm, pend.add()),
+                "all_to_all");
+          check(MPI_Isend(send + at, length, mpiType(type), int(q),
+                          kAllToAllTag, comm, pend.add()),
+                "all_to_all");
+        }
+      });
     });
-    return req;
   }
 
   std::unique_ptr<Request> broadcast(const void *in, void *out, DataType type,
                                      int64_t count, int64_t root,
                                      unsigned axisMask) override {
-    auto req = std::make_unique<MPIRequest>(*this, "broadcast", axisMask);
+    auto req = request("broadcast", axisMask);
     if (in != out)
       std::memcpy(out, in, count * dataTypeBytes(type));
-    int64_t bytes = dataTypeBytes(type);
-    forEachPiece(count, [&](int64_t offset, int length) {
-      check(MPI_Ibcast(static_cast<char *>(out) + offset * bytes, length,
-                       mpiType(type), int(root), group(axisMask), req->add()),
-            "broadcast");
+    return start(std::move(req), type, count, [=](Pending &pend) {
+      int64_t bytes = dataTypeBytes(type);
+      forEachPiece(count, [&](int64_t offset, int length) {
+        check(MPI_Ibcast(static_cast<char *>(out) + offset * bytes, length,
+                         mpiType(type), int(root), group(axisMask), pend.add()),
+              "broadcast");
+      });
     });
-    return req;
   }
 
   std::unique_ptr<Request> sendRecv(const void *in, void *out, DataType type,
                                     int64_t count, int64_t shift,
                                     unsigned axisMask) override {
-    auto req = std::make_unique<MPIRequest>(*this, "send_recv", axisMask);
-    MPI_Comm comm = group(axisMask);
-    int size = 0, me = 0;
-    MPI_Comm_size(comm, &size);
-    MPI_Comm_rank(comm, &me);
-    int to = int(((me + shift) % size + size) % size);
-    int from = int(((me - shift) % size + size) % size);
-    int64_t bytes = dataTypeBytes(type);
-    forEachPiece(count, [&](int64_t offset, int length) {
-      check(MPI_Irecv(static_cast<char *>(out) + offset * bytes, length,
-                      mpiType(type), from, kSendRecvTag, comm, req->add()),
-            "recv");
-      check(MPI_Isend(static_cast<const char *>(in) + offset * bytes, length,
-                      mpiType(type), to, kSendRecvTag, comm, req->add()),
-            "send");
+    auto req = request("send_recv", axisMask);
+    return start(std::move(req), type, count, [=](Pending &pend) {
+      MPI_Comm comm = group(axisMask);
+      int size = 0, me = 0;
+      MPI_Comm_size(comm, &size);
+      MPI_Comm_rank(comm, &me);
+      int to = int(((me + shift) % size + size) % size);
+      int from = int(((me - shift) % size + size) % size);
+      int64_t bytes = dataTypeBytes(type);
+      forEachPiece(count, [&](int64_t offset, int length) {
+        check(MPI_Irecv(static_cast<char *>(out) + offset * bytes, length,
+                        mpiType(type), from, kSendRecvTag, comm, pend.add()),
+              "recv");
+        check(MPI_Isend(static_cast<const char *>(in) + offset * bytes, length,
+                        mpiType(type), to, kSendRecvTag, comm, pend.add()),
+              "send");
+      });
     });
-    return req;
   }
 
   std::unique_ptr<Request> send(const void *in, DataType type, int64_t count,
                                 int64_t peer, int tag) override {
-    auto req = std::make_unique<MPIRequest>(*this, "send", 1u << kPP);
-    int64_t bytes = dataTypeBytes(type);
-    // The pp group is ordered by world rank, i.e. by pipeline coordinate.
-    MPI_Comm comm = group(1u << kPP);
-    forEachPiece(count, [&](int64_t offset, int length) {
-      check(MPI_Isend(static_cast<const char *>(in) + offset * bytes, length,
-                      mpiType(type), int(peer), tag, comm, req->add()),
-            "send");
-    });
-    return req;
+    auto req = request("send", 1u << kPP);
+    return start(
+        std::move(req), type, count,
+        [=](Pending &pend) {
+          int64_t bytes = dataTypeBytes(type);
+          // The pp group is ordered by world rank, i.e. by pipeline
+          // coordinate.
+          MPI_Comm comm = group(1u << kPP);
+          forEachPiece(count, [&](int64_t offset, int length) {
+            check(MPI_Isend(static_cast<const char *>(in) + offset * bytes,
+                            length, mpiType(type), int(peer), tag, comm,
+                            pend.add()),
+                  "send");
+          });
+        },
+        worldRankOfStage(peer));
   }
 
   std::unique_ptr<Request> recv(void *out, DataType type, int64_t count,
                                 int64_t peer, int tag) override {
-    auto req = std::make_unique<MPIRequest>(*this, "recv", 1u << kPP);
-    int64_t bytes = dataTypeBytes(type);
-    MPI_Comm comm = group(1u << kPP);
-    forEachPiece(count, [&](int64_t offset, int length) {
-      check(MPI_Irecv(static_cast<char *>(out) + offset * bytes, length,
-                      mpiType(type), int(peer), tag, comm, req->add()),
-            "recv");
-    });
-    return req;
+    auto req = request("recv", 1u << kPP);
+    return start(
+        std::move(req), type, count,
+        [=](Pending &pend) {
+          int64_t bytes = dataTypeBytes(type);
+          MPI_Comm comm = group(1u << kPP);
+          forEachPiece(count, [&](int64_t offset, int length) {
+            check(MPI_Irecv(static_cast<char *>(out) + offset * bytes, length,
+                            mpiType(type), int(peer), tag, comm, pend.add()),
+                  "recv");
+          });
+        },
+        worldRankOfStage(peer));
   }
 
-  int maxPeerTag() const override {
-    void *value = nullptr;
-    int found = 0;
-    MPI_Comm_get_attr(MPI_COMM_WORLD, MPI_TAG_UB, &value, &found);
-    // MPI guarantees at least 32767.
-    return found ? *static_cast<int *>(value) : 32767;
-  }
+  int maxPeerTag() const override { return tagUpperBound_; }
 
   void prepareGroups(const std::vector<unsigned> &axisMasks) override {
-    for (unsigned mask : axisMasks)
-      group(mask);
+    call([&] {
+      for (unsigned mask : axisMasks)
+        group(mask);
+    });
   }
 
-  void barrier() override { check(MPI_Barrier(MPI_COMM_WORLD), "barrier"); }
+  void barrier() override {
+    call([] { check(MPI_Barrier(MPI_COMM_WORLD), "barrier"); });
+  }
+
+  void setProgressThread(bool on) override;
+  bool progressThread() const override { return running_; }
+  void failing(const std::string &reason) override;
+
+  /// Blocks until `pend` completes, up to the [comm] timeout.
+  void wait(Pending &pend);
+  /// Whether `pend` has completed, without blocking.
+  bool poll(Pending &pend);
 
 private:
+  std::unique_ptr<MPIRequest> request(const char *collective,
+                                      unsigned axisMask) {
+    auto pending = std::make_shared<Pending>();
+    pending->collective = collective;
+    pending->axisMask = axisMask;
+    return std::make_unique<MPIRequest>(*this, std::move(pending));
+  }
+
+  /// Issues the collective of `req`, `count` elements of `type` in its
+  /// larger buffer (nccl-tests' size): on the progress thread when it runs
+  /// (in issue order, so every rank's order on a communicator is its
+  /// program's), else now.
+  std::unique_ptr<Request> start(std::unique_ptr<MPIRequest> req, DataType type,
+                                 int64_t count,
+                                 std::function<void(Pending &)> issue,
+                                 int64_t peer = -1);
+  /// Marks `pend` complete (on the thread that saw it) and wakes waiters.
+  void completed(Pending &pend);
+
+  /// Runs `fn`, which makes MPI calls, on the thread that may make them,
+  /// and returns when it has run.
+  void call(const std::function<void()> &fn);
+  void submit(std::function<void()> task);
+  bool onProgressThread() const {
+    return std::this_thread::get_id() == threadId_.load();
+  }
+  void progressLoop();
+  /// Tests every collective issued on the progress thread; true when one
+  /// completed.
+  bool pollActive();
+  /// A failing peer's request for this rank's flight record.
+  void pollDumpRequest();
+  /// Asks every other rank to dump its flight record and waits a moment
+  /// for their answers (on the thread that may call MPI).
+  void askPeersToDump();
+
+  /// The world rank of the pipeline rank `stage` (coordinate) in this
+  /// rank's pp group.
+  int64_t worldRankOfStage(int64_t stage) const {
+    int64_t stride = size_ / mesh_[kPP];
+    return rank_ + (stage - coordinate(kPP)) * stride;
+  }
+
   /// The communicator of the ranks that share this rank's coordinates on
-  /// every axis outside `axisMask`, ordered by rank.
+  /// every axis outside `axisMask`, ordered by rank. Called only by the
+  /// thread that makes the MPI calls.
   MPI_Comm group(unsigned axisMask) {
     auto it = groups_.find(axisMask);
     if (it != groups_.end())
@@ -492,19 +592,320 @@ private:
   }
 
   std::map<unsigned, MPI_Comm> groups_;
+  int tagUpperBound_ = 32767;
+  MPI_Comm dumpComm_ = MPI_COMM_NULL;
+
+  // The progress thread. mutex_ guards tasks_ and stopping_, and orders
+  // each Pending's `done` with the waiters of doneCv_.
+  std::thread thread_;
+  std::atomic<std::thread::id> threadId_{};
+  std::atomic<bool> running_{false};
+  std::mutex mutex_;
+  std::condition_variable wake_, doneCv_;
+  std::deque<std::function<void()>> tasks_;
+  bool stopping_ = false;
+  /// Collectives issued on the thread and not yet complete (its own).
+  std::vector<std::shared_ptr<Pending>> active_;
+  /// The posted receive of a failing peer's "dump your flight record".
+  MPI_Request dumpRequest_ = MPI_REQUEST_NULL;
+  int dumpSignal_ = -1, dumpAck_ = 0, dumpAsk_ = 0;
 };
+
+/// The thread level MPI was initialized with.
+int threadLevel = MPI_THREAD_SINGLE;
+
+void MPIRequest::finish() {
+  comm.wait(*pending);
+  complete();
+}
+
+bool MPIRequest::test() {
+  if (!comm.poll(*pending))
+    return false;
+  complete();
+  return true;
+}
+
+std::unique_ptr<Request>
+MPICommunicator::start(std::unique_ptr<MPIRequest> req, DataType type,
+                       int64_t count, std::function<void(Pending &)> issue,
+                       int64_t peer) {
+  Pending &pend = *req->pending;
+  pend.issued = StepTrace::now();
+  pend.bytes = count * dataTypeBytes(type);
+  pend.record = recordIssued(pend.collective, pend.axisMask, type, count,
+                             pend.issued, peer);
+  if (!running_) {
+    issue(pend);
+    return req;
+  }
+  submit([this, pending = req->pending, issue = std::move(issue)] {
+    issue(*pending);
+    active_.push_back(pending);
+  });
+  return req;
+}
+
+void MPICommunicator::completed(Pending &pend) {
+  double now = StepTrace::now();
+  if (trace::recording())
+    trace::collective(pend.collective, pend.axisMask, pend.bytes, pend.issued,
+                      now);
+  recordCompleted(pend.record, now);
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    pend.done.store(true, std::memory_order_release);
+  }
+  doneCv_.notify_all();
+}
+
+bool MPICommunicator::poll(Pending &pend) {
+  if (pend.done.load(std::memory_order_acquire))
+    return true;
+  if (running_)
+    return false; // the progress thread tests it
+  int done = 0;
+  check(MPI_Testall(int(pend.requests.size()), pend.requests.data(), &done,
+                    MPI_STATUSES_IGNORE),
+        "test");
+  if (done)
+    completed(pend);
+  return done;
+}
+
+void MPICommunicator::wait(Pending &pend) {
+  if (pend.done.load(std::memory_order_acquire))
+    return;
+  double begin = StepTrace::now();
+  auto start = std::chrono::steady_clock::now();
+  auto timedOut = [&] {
+    fatal(Communicator::timeoutMessage(pend.collective, pend.axisMask,
+                                       context(), timeoutSeconds()));
+  };
+  if (running_) {
+    // A collective about to complete costs no sleep and wake-up.
+    for (int i = 0; i < 64 && !pend.done.load(std::memory_order_acquire); ++i)
+      std::this_thread::yield();
+    auto deadline =
+        start + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                    std::chrono::duration<double>(timeoutSeconds()));
+    std::unique_lock<std::mutex> lock(mutex_);
+    if (!doneCv_.wait_until(lock, deadline, [&] {
+          return pend.done.load(std::memory_order_acquire);
+        })) {
+      lock.unlock();
+      timedOut();
+    }
+  } else {
+    // Without the thread MPI progresses only in its calls: poll, up to the
+    // communicator's timeout; past it every rank is aborted with a message
+    // naming the collective (a stopped or lost peer must not hang the job).
+    while (!poll(pend)) {
+      double waited = std::chrono::duration<double>(
+                          std::chrono::steady_clock::now() - start)
+                          .count();
+      if (waited > timeoutSeconds())
+        timedOut();
+      std::this_thread::sleep_for(std::chrono::microseconds(20));
+    }
+  }
+  if (trace::recording())
+    trace::wait(pend.collective, pend.axisMask, pend.bytes, begin,
+                StepTrace::now());
+}
+
+void MPICommunicator::submit(std::function<void()> task) {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    tasks_.push_back(std::move(task));
+  }
+  wake_.notify_one();
+}
+
+void MPICommunicator::call(const std::function<void()> &fn) {
+  if (!running_ || onProgressThread())
+    return fn();
+  std::promise<void> ran;
+  submit([&] {
+    fn();
+    ran.set_value();
+  });
+  ran.get_future().wait();
+}
+
+void MPICommunicator::setProgressThread(bool on) {
+  if (on == running_.load())
+    return;
+  if (!on) {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      stopping_ = true;
+    }
+    wake_.notify_all();
+    thread_.join();
+    running_ = false;
+    threadId_ = std::thread::id();
+    // Collectives still in flight are finished by their requests' polls.
+    active_.clear();
+    if (dumpRequest_ != MPI_REQUEST_NULL) {
+      MPI_Cancel(&dumpRequest_);
+      MPI_Wait(&dumpRequest_, MPI_STATUS_IGNORE);
+    }
+    return;
+  }
+  // Every MPI call of this communicator is made by one thread at a time:
+  // the progress thread while it runs, the caller's otherwise (it is off
+  // before start-up ends and after shutdown begins). That is
+  // MPI_THREAD_SERIALIZED; FUNNELED would tie the calls to the thread that
+  // initialized MPI, and MULTIPLE costs the library locks it does not need.
+  if (threadLevel < MPI_THREAD_SERIALIZED) {
+    if (rank_ == 0)
+      std::fprintf(stderr,
+                   "warning: the MPI library provides no "
+                   "MPI_THREAD_SERIALIZED; communication progresses only "
+                   "while a collective is waited for\n");
+    return;
+  }
+  stopping_ = false;
+  if (size_ > 1 && dumpRequest_ == MPI_REQUEST_NULL)
+    check(MPI_Irecv(&dumpSignal_, 1, MPI_INT, MPI_ANY_SOURCE, kDumpTag,
+                    dumpComm_, &dumpRequest_),
+          "recv");
+  running_ = true;
+  thread_ = std::thread([this] { progressLoop(); });
+}
+
+void MPICommunicator::progressLoop() {
+  threadId_ = std::this_thread::get_id();
+  // Polls while collectives are in flight, backing off (yield, then short
+  // sleeps) when none completes, so that ranks oversubscribing the cores
+  // leave them to compute; parks when none is in flight (waking now and
+  // then to look for a failing peer's request for its flight record).
+  int idle = 0;
+  std::unique_lock<std::mutex> lock(mutex_);
+  auto woken = [&] { return !tasks_.empty() || stopping_; };
+  for (;;) {
+    if (tasks_.empty()) {
+      if (stopping_)
+        break;
+      if (active_.empty()) {
+        if (dumpRequest_ != MPI_REQUEST_NULL)
+          wake_.wait_for(lock, std::chrono::milliseconds(50), woken);
+        else
+          wake_.wait(lock, woken);
+      } else if (idle > 64) {
+        auto pause = std::chrono::microseconds(idle > 1024 ? 200 : 20);
+        wake_.wait_for(lock, pause, woken);
+      }
+    }
+    std::deque<std::function<void()>> batch;
+    batch.swap(tasks_);
+    lock.unlock();
+    for (auto &task : batch)
+      task();
+    bool progressed = pollActive() || !batch.empty();
+    pollDumpRequest();
+    if (progressed)
+      idle = 0;
+    else if (++idle <= 64)
+      std::this_thread::yield();
+    lock.lock();
+  }
+}
+
+bool MPICommunicator::pollActive() {
+  bool any = false;
+  llvm::erase_if(active_, [&](const std::shared_ptr<Pending> &pend) {
+    int done = 0;
+    check(MPI_Testall(int(pend->requests.size()), pend->requests.data(), &done,
+                      MPI_STATUSES_IGNORE),
+          "test");
+    if (done) {
+      completed(*pend);
+      any = true;
+    }
+    return done != 0;
+  });
+  return any;
+}
+
+void MPICommunicator::pollDumpRequest() {
+  if (dumpRequest_ == MPI_REQUEST_NULL)
+    return;
+  int flag = 0;
+  MPI_Status status;
+  check(MPI_Test(&dumpRequest_, &flag, &status), "test");
+  if (!flag)
+    return;
+  dumpFlightRecord("rank " + std::to_string(dumpSignal_) +
+                   " failed and asked every rank for its flight record");
+  MPI_Request ack;
+  check(MPI_Isend(&dumpAck_, 1, MPI_INT, status.MPI_SOURCE, kDumpAckTag,
+                  dumpComm_, &ack),
+        "send");
+  MPI_Request_free(&ack);
+}
+
+void MPICommunicator::askPeersToDump() {
+  dumpAsk_ = rank_;
+  std::vector<int> acks(size_t(size_), 0);
+  std::vector<MPI_Request> answers;
+  for (int r = 0; r < size_; ++r) {
+    if (r == rank_)
+      continue;
+    MPI_Request asked;
+    MPI_Isend(&dumpAsk_, 1, MPI_INT, r, kDumpTag, dumpComm_, &asked);
+    MPI_Request_free(&asked);
+    MPI_Irecv(&acks[size_t(r)], 1, MPI_INT, r, kDumpAckTag, dumpComm_,
+              &answers.emplace_back());
+  }
+  // A peer answers once its file is written; one that cannot (stopped,
+  // lost, without a progress thread) is not waited for long.
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(2);
+  for (int done = 0; !done && std::chrono::steady_clock::now() < deadline;) {
+    MPI_Testall(int(answers.size()), answers.data(), &done,
+                MPI_STATUSES_IGNORE);
+    // A peer failing at the same time asks this rank too: answered, so
+    // that neither waits for the other.
+    pollDumpRequest();
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+}
+
+void MPICommunicator::failing(const std::string &reason) {
+  dumpFlightRecord(reason);
+  if (!flightRecorderOn() || size_ == 1)
+    return;
+  if (!running_ || onProgressThread())
+    return askPeersToDump();
+  // The MPI calls belong to the progress thread: it asks the peers and
+  // aborts the job; should it be stuck in a blocking call, the caller
+  // aborts after a while.
+  submit([this] {
+    askPeersToDump();
+    MPI_Abort(MPI_COMM_WORLD, 1);
+  });
+  std::this_thread::sleep_for(std::chrono::seconds(5));
+}
 
 } // namespace
 
 void Communicator::bootstrapMPI() {
   int initialized = 0;
   MPI_Initialized(&initialized);
+  // MPI_THREAD_SERIALIZED for the progress thread (MPICommunicator::
+  // setProgressThread says why this level).
   if (!initialized)
-    check(MPI_Init(nullptr, nullptr), "init");
+    check(
+        MPI_Init_thread(nullptr, nullptr, MPI_THREAD_SERIALIZED, &threadLevel),
+        "init");
+  else
+    MPI_Query_thread(&threadLevel);
   MPI_Comm_rank(MPI_COMM_WORLD, &rank_);
   MPI_Comm_size(MPI_COMM_WORLD, &size_);
   if (size_ > 1)
     setAbortHook(abortEveryRank);
+  live_ = this;
   checkWorldSize(mesh_, size_);
 }
 

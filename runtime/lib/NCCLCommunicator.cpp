@@ -130,12 +130,20 @@ struct NCCLRequest : Request {
       events.give(done);
   }
   void finish() override {
+    // The host's part only (ordering the compute stream after the
+    // collective); the device-side timing is the trace's stream events.
+    double begin = trace::recording() ? StepTrace::now() : 0;
     checkCuda(cudaStreamWaitEvent(compute, done, 0), "stream wait");
     events.give(std::exchange(done, nullptr));
+    if (trace::recording())
+      trace::wait(collective, axisMask, bytes, begin, StepTrace::now());
   }
   EventPool &events;
   cudaEvent_t done;
   cudaStream_t compute;
+  const char *collective = "";
+  unsigned axisMask = 0;
+  int64_t bytes = -1;
 };
 
 /// Moves a tensor split along a middle dimension between its natural layout
@@ -246,7 +254,7 @@ public:
       if (!planned)
         release(recv);
     }
-    return end("all_gather", axisMask, count * dataTypeBytes(type));
+    return end("all_gather", axisMask, type, parts * count);
   }
 
   std::unique_ptr<Request> reduceScatter(const void *in, void *out,
@@ -272,8 +280,7 @@ public:
               "reduce_scatter");
     if (packed && !planned)
       release(packed);
-    return end("reduce_scatter", axisMask,
-               outer * dimSize * inner * dataTypeBytes(type));
+    return end("reduce_scatter", axisMask, type, parts * count);
   }
 
   std::unique_ptr<Request> allReduce(const void *in, void *out, DataType type,
@@ -286,7 +293,7 @@ public:
     checkNccl(ncclAllReduce(in, out, count, ncclType(type), op, group(axisMask),
                             stream_),
               "all_reduce");
-    return end("all_reduce", axisMask, count * dataTypeBytes(type));
+    return end("all_reduce", axisMask, type, count);
   }
 
   std::unique_ptr<Request> allToAll(const void *in, void *out, DataType type,
@@ -318,7 +325,8 @@ public:
               /*toRankMajor=*/false, stream_);
     if (!planned)
       release(send);
-    return end("all_to_all", axisMask, total);
+    return end("all_to_all", axisMask, type,
+               splitOuter * splitDim * splitInner);
   }
 
   std::unique_ptr<Request> broadcast(const void *in, void *out, DataType type,
@@ -328,7 +336,7 @@ public:
     checkNccl(ncclBroadcast(in, out, count, ncclType(type), int(root),
                             group(axisMask), stream_),
               "broadcast");
-    return end("broadcast", axisMask, count * dataTypeBytes(type));
+    return end("broadcast", axisMask, type, count);
   }
 
   // Pipeline transfers need their own stream per peer and direction (NCCL
@@ -360,7 +368,7 @@ public:
     checkNccl(ncclRecv(out, count, ncclType(type), from, comm, stream_),
               "recv");
     checkNccl(ncclGroupEnd(), "group end");
-    return end("send_recv", axisMask, count * dataTypeBytes(type));
+    return end("send_recv", axisMask, type, count);
   }
 
   void prepareGroups(const std::vector<unsigned> &axisMasks) override {
@@ -467,10 +475,15 @@ private:
   /// The request for the collective just issued, which the watchdog also
   /// tracks (with its own event: the request's goes back on finish()),
   /// unless it was captured into a graph: the graph's replays are watched.
-  /// `bytes`: the input's, for the trace.
+  /// `count` elements of `type` in its larger buffer (nccl-tests' size)
+  /// go into the flight record, whose entry the watchdog completes.
   std::unique_ptr<Request> end(const char *collective, unsigned axisMask,
-                               int64_t bytes) {
+                               DataType type, int64_t count) {
     auto req = std::make_unique<NCCLRequest>(events_, compute_);
+    req->collective = collective;
+    req->axisMask = axisMask;
+    int64_t bytes = count * dataTypeBytes(type);
+    req->bytes = bytes;
     checkCuda(cudaEventRecord(req->done, stream_), "event record");
     if (cudaEvent_t begun = std::exchange(traceBegin_, nullptr)) {
       cudaEvent_t done = nullptr;
@@ -482,13 +495,17 @@ private:
                            done});
     }
     if (!capturing_)
-      watchUntil(describe(collective, axisMask), stream_);
+      watchUntil(
+          describe(collective, axisMask), stream_,
+          recordIssued(collective, axisMask, type, count, StepTrace::now()));
     return req;
   }
 
   /// Has the watchdog track the work enqueued so far on `stream`.
-  void watchUntil(const std::string &what, cudaStream_t stream) {
+  void watchUntil(const std::string &what, cudaStream_t stream,
+                  int64_t record = -1) {
     Watched w;
+    w.record = record;
     w.done = events_.take();
     checkCuda(cudaEventRecord(w.done, stream), "event record");
     // The messages are built now: the context and timeout belong to the
@@ -532,6 +549,8 @@ private:
       llvm::erase_if(watched_, [&](Watched &w) {
         cudaError_t rc = cudaEventQuery(w.done);
         if (rc == cudaSuccess) {
+          // Completion as the watchdog sees it (up to its 100 ms poll late).
+          recordCompleted(w.record, StepTrace::now());
           events_.give(w.done);
           return true;
         }
@@ -657,6 +676,7 @@ private:
     std::chrono::steady_clock::time_point deadline;
     std::string what; // "all_reduce over [tp] at step 3"
     std::string timeoutMessage;
+    int64_t record = -1; ///< flight-recorder entry
   };
   std::mutex mutex_; // guards watched_, comms_ and stopping_
   std::condition_variable wake_;

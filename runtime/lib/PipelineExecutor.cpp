@@ -228,22 +228,76 @@ void PipelineExecutor::transfer(Stage &s, int64_t mb, char kind) {
                                    : kind == 'g' ? s.outputs
                                    : kind == 'b' ? s.outputGrads
                                                  : s.inputGrads;
-  // The tag names the receiving stage.
-  int64_t receiver = receive ? s.index : peerStage;
-  for (auto [i, slot] : llvm::enumerate(slots)) {
-    int t = tag(receiver, mb, activation ? 0 : 1, int64_t(i));
-    if (receive)
-      traced("recv " + std::to_string(s.index) + (activation ? "F" : "B") +
-                 std::to_string(mb),
-             "transfer", [&] {
-               comm.recv(frame + slot.first, kBytes, slot.second, peer, t)
-                   ->finish();
-             });
-    else
-      sendCopy(frame + slot.first, slot.second, peer, t);
+  if (receive) {
+    // Posted ahead by prepostReceives, or now; the wait is what the
+    // transfer left exposed.
+    std::vector<std::unique_ptr<Request>> requests;
+    if (auto it = posted.find({s.index, mb, kind}); it != posted.end()) {
+      requests = std::move(it->second);
+      posted.erase(it);
+    } else {
+      requests = postReceive(s, mb, kind);
+    }
+    traced("recv " + std::to_string(s.index) + (activation ? "F" : "B") +
+               std::to_string(mb),
+           "transfer", [&] {
+             for (auto &request : requests)
+               request->finish();
+           });
+    return;
   }
+  // The tag names the receiving stage.
+  for (auto [i, slot] : llvm::enumerate(slots))
+    sendCopy(frame + slot.first, slot.second, peer,
+             tag(peerStage, mb, activation ? 0 : 1, int64_t(i)));
   if (kind == 'c' && s.releaseAfterSend.erase(mb))
     release(s, mb);
+}
+
+std::vector<std::unique_ptr<Request>>
+PipelineExecutor::postReceive(Stage &s, int64_t mb, char kind) {
+  bool activation = kind == 'f';
+  char *frame = liveFrame(s, mb, activation ? 'F' : 'B');
+  int64_t peerStage = activation ? s.index - 1 : s.index + 1;
+  int64_t peer = p.stageRanks[size_t(peerStage)];
+  const std::vector<Slot> &slots = activation ? s.inputs : s.outputGrads;
+  std::vector<std::unique_ptr<Request>> requests;
+  // Every message of a step has its own tag (naming this, the receiving,
+  // stage), so receives posted in any order match the same messages.
+  for (auto [i, slot] : llvm::enumerate(slots))
+    requests.push_back(
+        comm.recv(frame + slot.first, kBytes, slot.second, peer,
+                  tag(s.index, mb, activation ? 0 : 1, int64_t(i))));
+  return requests;
+}
+
+void PipelineExecutor::prepostReceives(size_t next) {
+  const auto &actions = p.actions;
+  for (size_t j = next; j < actions.size(); ++j) {
+    const Manifest::PipelineAction &a = actions[j];
+    if ((a.kind != 'f' && a.kind != 'b') ||
+        posted.count({a.stage, a.microbatch, a.kind}))
+      continue;
+    Stage &s = local(a.stage);
+    if (!s.live.count(a.microbatch)) {
+      // RECV_B's frame is its forward's: not yet. RECV_F takes a new one,
+      // now only if the actions before it that take frames on this stage
+      // (counted as if none gave one back) still find enough.
+      if (a.kind == 'b')
+        continue;
+      int64_t taking = 0;
+      for (size_t k = next; k < j; ++k)
+        if (actions[k].stage == a.stage &&
+            (actions[k].kind == 'f' || actions[k].kind == 'F') &&
+            !s.live.count(actions[k].microbatch))
+          ++taking;
+      if (int64_t(s.free.size()) <= taking)
+        continue;
+      acquire(s, a.microbatch);
+    }
+    posted[{a.stage, a.microbatch, a.kind}] =
+        postReceive(s, a.microbatch, a.kind);
+  }
 }
 
 char *PipelineExecutor::liveFrame(Stage &s, int64_t mb, char kind) {
@@ -287,9 +341,15 @@ double PipelineExecutor::run(const FillMicrobatch &fill, StepTrace *trace) {
   double loss = 0;
   // A transfer that times out names the step and the action.
   std::string context = comm.context();
-  for (const Manifest::PipelineAction &a : p.actions) {
+  // With communication overlap (the progress thread), receives are posted
+  // as early as their frames allow; without it, at their action.
+  bool overlap = comm.progressThread();
+  for (size_t next = 0; next < p.actions.size(); ++next) {
+    const Manifest::PipelineAction &a = p.actions[next];
     Stage &s = local(a.stage);
     comm.setContext(context + ", pipeline action " + a.str());
+    if (overlap)
+      prepostReceives(next);
     if (a.kind == 'U') {
       traced(std::to_string(a.stage) + "UNSHARD", "unshard",
              [&] { s.unshard(arena, nullptr); });
@@ -334,6 +394,9 @@ double PipelineExecutor::run(const FillMicrobatch &fill, StepTrace *trace) {
       release(s, a.microbatch);
     }
   }
+  if (!posted.empty())
+    fatal("corrupt executable: pipeline receives posted for no action of "
+          "the schedule");
   comm.setContext(context + ", pipeline sends");
   traced("send completion", "transfer", [&] {
     for (PendingSend &send : pendingSends)

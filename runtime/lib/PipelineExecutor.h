@@ -21,6 +21,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <tuple>
 #include <vector>
 
 namespace titanrt {
@@ -62,6 +63,14 @@ private:
   char *acquire(Stage &s, int64_t mb);
   /// A RECV_F, SEND_F, RECV_B or SEND_B action ('f', 'g', 'b', 'c').
   void transfer(Stage &s, int64_t mb, char kind);
+  /// Posts the receives of RECV action `a` (kind 'f' or 'b') into its
+  /// frame, which must exist.
+  std::vector<std::unique_ptr<Request>> postReceive(Stage &s, int64_t mb,
+                                                    char kind);
+  /// Posts the receives of the RECV actions from action `next` on whose
+  /// frames exist, or can be taken now without starving an action before
+  /// them, so that their transfers overlap the actions in between.
+  void prepostReceives(size_t next);
   /// B or I: runs `fn` and, when the previous stage is on this rank, copies
   /// the input gradients into its frame (RECV_B and SEND_B are actions).
   void backward(Stage &s, int64_t mb, PipelineFunction fn);
@@ -88,6 +97,11 @@ private:
   const char *lossSlot = nullptr;
   struct PendingSend;
   std::vector<PendingSend> pendingSends;
+  /// Receives posted ahead of their RECV action, by (stage, microbatch,
+  /// kind); the action waits for them.
+  std::map<std::tuple<int64_t, int64_t, char>,
+           std::vector<std::unique_ptr<Request>>>
+      posted;
   /// The step being traced, or null.
   StepTrace *trace = nullptr;
   /// Runs `fn` and records its span when tracing.

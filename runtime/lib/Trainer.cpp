@@ -47,6 +47,7 @@
 #include <cstdlib>
 #include <memory>
 #include <optional>
+#include <thread>
 #include <tuple>
 #include <vector>
 
@@ -572,9 +573,38 @@ Communicator *startRank(const titan::TrainConfig &c, const Manifest &m,
   // watchdog watches each replay).
   device.setGraphs(!c.debug.noCudaGraphs);
   // TorchTitan's [comm] timeouts: the start-up's until the first step ends.
-  return world > 1 ? &initCommunicator(m.mesh, device.communicatorBackend(),
-                                       double(c.comm.initTimeoutSeconds))
-                   : nullptr;
+  if (world == 1)
+    return nullptr;
+  Communicator &comm = initCommunicator(m.mesh, device.communicatorBackend(),
+                                        double(c.comm.initTimeoutSeconds));
+  // TorchTitan's flight recorder: <dump_folder>/<save_traces_folder>/
+  // <prefix><rank> (torchtitan/distributed/utils.py, init_distributed).
+  llvm::SmallString<256> record(c.job.dumpFolder);
+  llvm::sys::path::append(record, c.comm.saveTracesFolder,
+                          c.comm.saveTracesFilePrefix +
+                              std::to_string(comm.rank()));
+  comm.setFlightRecorder(c.comm.traceBufSize, record.str().str());
+  comm.setProgressThread(!c.debug.noCommOverlap);
+  return &comm;
+}
+
+/// Fault injection for tests: TITAN_FAULT_HANG_AT_STEP=<step>:<rank> makes
+/// that rank stop computing (sleep for good, its communication still
+/// alive) at the start of that step, as a stuck rank would, so that its
+/// peers' next collective times out.
+void maybeHangAtStep(int64_t step, int64_t rank) {
+  const char *env = std::getenv("TITAN_FAULT_HANG_AT_STEP");
+  if (!env || !*env)
+    return;
+  auto [stepText, rankText] = StringRef(env).split(':');
+  int64_t s, r;
+  if (stepText.getAsInteger(10, s) || rankText.getAsInteger(10, r))
+    fatal(std::string("TITAN_FAULT_HANG_AT_STEP='") + env +
+          "' is not <step>:<rank>");
+  if (s != step || r != rank)
+    return;
+  for (;;)
+    std::this_thread::sleep_for(std::chrono::seconds(1));
 }
 
 /// A pipeline rank's own program: its functions by name.
@@ -1020,6 +1050,7 @@ void Run::trainStep(int64_t step) {
     comm->setContext("step " + std::to_string(step + 1));
     if (step == firstStep + 1)
       comm->setTimeout(double(c.comm.trainTimeoutSeconds));
+    maybeHangAtStep(step + 1, rank());
   }
   // TorchTitan's [profiling]: torch.profiler.schedule's action for this
   // step (TorchTitan calls profiler.step() after each train step, so step

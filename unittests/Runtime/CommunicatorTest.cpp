@@ -20,6 +20,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <functional>
 #include <thread>
 #include <tuple>
@@ -336,6 +337,103 @@ TEST(COMMUNICATOR, HostAgreement) {
   EXPECT_EQ(max, double(*std::max_element(all.begin(), all.end())));
 }
 
+#ifndef TITAN_TEST_NCCL
+/// Turns the MPI communicator's progress thread on or off for one test and
+/// back to what it was.
+struct ProgressThread {
+  explicit ProgressThread(bool on) : before(comm().progressThread()) {
+    comm().setProgressThread(on);
+  }
+  ~ProgressThread() { comm().setProgressThread(before); }
+  bool before;
+};
+
+// With the progress thread, a collective issued before a compute loop
+// completes during it: test() makes no MPI call then, so only the thread
+// can have moved it. 256 KiB per rank needs MPI's rendezvous protocol, which
+// moves only inside MPI calls. The loop computes for up to 5 s (the ranks
+// oversubscribe the cores) and stops once the collective is seen complete.
+TEST(COMMUNICATOR, ProgressThreadCompletesDuringCompute) {
+  // Split into 2-element messages that would be 32768 all-reduces.
+  if (std::getenv("TITAN_MPI_MAX_COUNT"))
+    GTEST_SKIP() << "the split path is tested by the other cases";
+  ProgressThread on(true);
+  ASSERT_TRUE(comm().progressThread());
+  comm().barrier();
+  std::vector<float> in(1 << 16, float(comm().rank() + 1)), out(in.size());
+  auto req =
+      comm().allReduce(in.data(), out.data(), DataType::F32, int64_t(in.size()),
+                       Reduction::Sum, kShardMask | kTPMask);
+  auto start = std::chrono::steady_clock::now();
+  volatile double sink = 0;
+  bool done = false;
+  while (!done &&
+         std::chrono::steady_clock::now() - start < std::chrono::seconds(5)) {
+    for (int i = 0; i < 100000; ++i)
+      sink = sink + std::sqrt(double(i));
+    done = req->test();
+  }
+  EXPECT_TRUE(done) << "the all-reduce did not complete during 5 s of compute";
+  req->finish();
+  float expected = 0;
+  for (int r : groupOf(kShardMask | kTPMask))
+    expected += float(r + 1);
+  EXPECT_EQ(out[0], expected);
+  EXPECT_EQ(out.back(), expected);
+}
+
+// The progress thread issues the same MPI calls in the same order: all
+// gathers, reduce-scatters and all-reduces (sum and average) in f32 and
+// bf16 give the same bits with and without it. The inputs are not
+// integers, so a different reduction order would show in the last bits.
+TEST(COMMUNICATOR, ProgressThreadIsBitwiseEqual) {
+  int parts = int(groupOf(kTPMask).size());
+  int shard = int(groupOf(kShardMask).size());
+  auto collectives = [&](bool thread) {
+    ProgressThread mode(thread);
+    std::vector<std::vector<char>> results;
+    for (DataType type : {DataType::F32, DataType::BF16}) {
+      int64_t bytes = dataTypeBytes(type), n = 2 * 6 * 3;
+      std::vector<char> in(size_t(n * bytes));
+      for (int64_t i = 0; i < n; ++i) {
+        float v = std::sin(float(comm().rank() * 131 + i)) * 3.3f;
+        if (type == DataType::F32)
+          std::memcpy(&in[size_t(i * 4)], &v, 4);
+        else {
+          uint16_t h = floatToBf16(v);
+          std::memcpy(&in[size_t(i * 2)], &h, 2);
+        }
+      }
+      std::vector<char> gathered(in.size() * parts), scattered(in.size()),
+          sum(in.size()), mean(in.size());
+      // [2][6][3] gathered along the middle dimension over tp, and summed
+      // and split along it over dp_shard.
+      run(in, gathered, [&](const void *i, void *o) {
+        return comm().allGather(i, o, type, 2, 6, 3, 6 * parts, kTPMask);
+      });
+      run(in, scattered, [&](const void *i, void *o) {
+        return comm().reduceScatter(i, o, type, 2, 6, 3, kShardMask);
+      });
+      scattered.resize(in.size() / shard);
+      for (auto [out, reduction] : {std::pair(&sum, Reduction::Sum),
+                                    std::pair(&mean, Reduction::Average)})
+        run(in, *out, [&, reduction = reduction](const void *i, void *o) {
+          return comm().allReduce(i, o, type, n, reduction,
+                                  kShardMask | kTPMask);
+        });
+      for (auto *r : {&gathered, &scattered, &sum, &mean})
+        results.push_back(*r);
+    }
+    return results;
+  };
+  std::vector<std::vector<char>> off = collectives(false),
+                                 on = collectives(true);
+  ASSERT_EQ(off.size(), on.size());
+  for (size_t i = 0; i < off.size(); ++i)
+    EXPECT_TRUE(off[i] == on[i]) << "result " << i << " differs";
+}
+#endif
+
 #ifdef TITAN_TEST_NCCL
 // A collective captured into a CUDA graph on the compute stream, as a
 // captured training step has it: it gets no watchdog event while captured
@@ -411,6 +509,29 @@ int main(int argc, char **argv) {
   initCommunicator(kMesh, titanrt::Backend::NCCL);
 #else
   initCommunicator(kMesh);
+  // TITAN_TEST_PROGRESS_THREAD=1: every test with the progress thread.
+  if (const char *thread = std::getenv("TITAN_TEST_PROGRESS_THREAD"))
+    comm().setProgressThread(std::atoi(thread) != 0);
+#endif
+#ifndef TITAN_TEST_NCCL
+  // TITAN_TEST_TIMEOUT=1: the [comm] timeout still fires (with and without
+  // the progress thread): rank 0 waits in an all-reduce the others never
+  // join, and after 1 s every rank is stopped with the timeout's message
+  // (ctest matches it; the others' sleep is cut short by the abort).
+  if (std::getenv("TITAN_TEST_TIMEOUT")) {
+    // As a training run does: the groups exist before any collective
+    // (creating one is collective over every rank, and untimed).
+    comm().prepareGroups({kShardMask | kTPMask});
+    comm().setTimeout(1);
+    comm().setContext("the timeout test");
+    double value = 1;
+    if (comm().rank() == 0)
+      comm().hostAllReduce(&value, 1, Reduction::Sum, kShardMask | kTPMask);
+    else
+      std::this_thread::sleep_for(std::chrono::seconds(60));
+    std::printf("the all-reduce did not time out\n");
+    return 1;
+  }
 #endif
   // Only rank 0 prints; every rank checks and fails the run if it fails.
   if (comm().rank() != 0)

@@ -261,6 +261,7 @@ struct TrainConfig {
   /// and debug.deterministic of training.seed and training.deterministic).
   struct Debug {
     bool noCudaGraphs = false;
+    bool noCommOverlap = false;
   } debug;
 };
 
