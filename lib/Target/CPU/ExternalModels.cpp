@@ -79,6 +79,16 @@ int64_t scaledMatmul(ScaledMatmulOp op) {
   return copyBytes(op.getLhs(), 4) + copyBytes(op.getRhs(), 4);
 }
 
+/// The ring's shards (runtime/lib/AsyncTensorParallel.h): two for the
+/// gather (the one held, the one arriving), three for the reduce-scatter
+/// (two partial sums, one received), in the accumulator type.
+int64_t allGatherLinear(dist::AllGatherLinearOp op) {
+  return 2 * copyBytes(op.getInput(), accumulatorBytes(op.getInput()));
+}
+int64_t linearReduceScatter(dist::LinearReduceScatterOp op) {
+  return 3 * copyBytes(op.getResult(), accumulatorBytes(op.getResult()));
+}
+
 template <typename Op, int64_t (*Rule)(Op)> void attach(MLIRContext *context) {
   attachWorkspaceRule<CPUWorkspaceOpInterface, Op, Rule>(context);
 }
@@ -98,5 +108,7 @@ void titan::registerCPUTargetExternalModels(DialectRegistry &registry) {
     attachCollectiveWorkspaceRules<CPUWorkspaceOpInterface>(context);
     attach<dist::ContextAttentionOp, contextAttention>(context);
     attach<dist::ContextAttentionGradOp, contextAttentionGrad>(context);
+    attach<dist::AllGatherLinearOp, allGatherLinear>(context);
+    attach<dist::LinearReduceScatterOp, linearReduceScatter>(context);
   });
 }

@@ -1,0 +1,134 @@
+//===- AsyncTensorParallel.cpp - collective matmuls on the CPU ------------===//
+
+#include "AsyncTensorParallel.h"
+
+#include "Communicator.h"
+#include "Error.h"
+#include "Gemm.h"
+
+#include <cstring>
+#include <memory>
+#include <string>
+#include <type_traits>
+
+namespace titanrt::kernels {
+
+RingPlace ringPlace(unsigned axisMask, const char *kernel) {
+  RingPlace place;
+  place.axisMask = axisMask;
+  Communicator *comm = activeCommunicator();
+  if (!comm)
+    return place;
+  if (axisMask == 0 || (axisMask & (axisMask - 1)) != 0)
+    kernelFatal(std::string(kernel) +
+                ": the ring runs over one mesh axis, not axis mask " +
+                std::to_string(axisMask));
+  MeshAxis axis = MeshAxis(__builtin_ctz(axisMask));
+  place.index = comm->coordinate(axis);
+  place.size = comm->meshShape()[axis];
+  return place;
+}
+
+namespace {
+template <typename T> DataType dataType() {
+  return std::is_same_v<T, double> ? DataType::F64 : DataType::F32;
+}
+
+/// rows x out = lhs (rows x in) times the weight, as titan.linear or
+/// titan.linear_grad_input compute it (Kernels.cpp), beta 0 or 1.
+template <typename T>
+void gemmRows(RingGemm g, const T *lhs, const T *weight, T *result,
+              int64_t rows, int64_t ldc, bool accumulate) {
+  if (g.gradInput)
+    gemm(false, false, rows, g.out, g.in, T(1), lhs, g.in, weight, g.out,
+         T(accumulate), result, ldc);
+  else
+    gemm(false, true, rows, g.out, g.in, T(1), lhs, g.in, weight, g.in,
+         T(accumulate), result, ldc);
+}
+
+/// Starts the ring's shift by one (send to the next rank, receive from the
+/// previous one).
+template <typename T>
+std::unique_ptr<Request> shift(const T *send, T *recv, int64_t count,
+                               const RingPlace &place) {
+  return communicator().sendRecv(send, recv, dataType<T>(), count, 1,
+                                 place.axisMask);
+}
+} // namespace
+
+template <typename T>
+void allGatherLinear(const T *input, const T *const *weights, T *gathered,
+                     T *const *results, const int64_t *outs, int64_t count,
+                     bool gradInput, int64_t outer, int64_t rows, int64_t in,
+                     RingPlace place, T *workspace) {
+  int64_t n = place.size, shard = rows * in;
+  // The shard held at step s is rank (index - s)'s; the one after it
+  // arrives during its GEMMs.
+  const T *held = input;
+  T *buffers[2] = {workspace, workspace + outer * shard};
+  for (int64_t s = 0; s < n; ++s) {
+    int64_t c = ((place.index - s) % n + n) % n;
+    std::unique_ptr<Request> next;
+    T *incoming = buffers[s % 2];
+    if (s + 1 < n)
+      next = shift(held, incoming, outer * shard, place);
+    for (int64_t o = 0; o < outer; ++o)
+      std::memcpy(gathered + (o * n + c) * shard, held + o * shard,
+                  size_t(shard) * sizeof(T));
+    for (int64_t i = 0; i < count; ++i) {
+      RingGemm g{gradInput, in, outs[i]};
+      for (int64_t o = 0; o < outer; ++o)
+        gemmRows(g, gathered + (o * n + c) * shard, weights[i],
+                 results[i] + (o * n + c) * rows * g.out, rows, g.out,
+                 /*accumulate=*/false);
+    }
+    if (next)
+      next->finish();
+    held = incoming;
+  }
+}
+
+template <typename T>
+void linearReduceScatter(const T *const *lhs, const T *const *weights,
+                         const int64_t *ins, int64_t count, bool gradInput,
+                         T *result, int64_t outer, int64_t rows, int64_t out,
+                         RingPlace place, T *workspace) {
+  int64_t n = place.size, shard = outer * rows * out;
+  T *partials[2] = {workspace, workspace + shard};
+  T *received = workspace + 2 * shard;
+  std::unique_ptr<Request> pending;
+  for (int64_t s = 0; s < n; ++s) {
+    // Shard c's partial sums: this rank's term, computed while the previous
+    // step's sums travel; the last step's is this rank's own shard.
+    int64_t c = ((place.index - s - 1) % n + n) % n;
+    T *partial = s + 1 == n ? result : partials[s % 2];
+    for (int64_t i = 0; i < count; ++i) {
+      RingGemm g{gradInput, ins[i], out};
+      for (int64_t o = 0; o < outer; ++o)
+        gemmRows(g, lhs[i] + (o * n + c) * rows * g.in, weights[i],
+                 partial + o * rows * out, rows, out, /*accumulate=*/i > 0);
+    }
+    if (pending) {
+      pending->finish();
+      pending.reset();
+      for (int64_t e = 0; e < shard; ++e)
+        partial[e] += received[e];
+    }
+    if (s + 1 < n)
+      pending = shift(partial, received, shard, place);
+  }
+}
+
+#define TITAN_INSTANTIATE(T)                                                   \
+  template void allGatherLinear<T>(const T *, const T *const *, T *,           \
+                                   T *const *, const int64_t *, int64_t, bool, \
+                                   int64_t, int64_t, int64_t, RingPlace, T *); \
+  template void linearReduceScatter<T>(                                        \
+      const T *const *, const T *const *, const int64_t *, int64_t, bool, T *, \
+      int64_t, int64_t, int64_t, RingPlace, T *);
+TITAN_INSTANTIATE(float)
+TITAN_INSTANTIATE(double)
+#undef TITAN_INSTANTIATE
+
+} // namespace titanrt::kernels
