@@ -47,6 +47,25 @@ void gemmRows(RingGemm g, const T *lhs, const T *weight, T *result,
          T(accumulate), result, ldc);
 }
 
+/// A shift in flight. The MPI communicator moves a large message only
+/// inside MPI calls (no progress thread), so the GEMMs poll it between
+/// their row blocks: the transfer advances while they run.
+struct InFlight {
+  std::unique_ptr<Request> request;
+  bool done = false;
+  void poll() {
+    if (request && !done)
+      done = request->test();
+  }
+  void finish() {
+    if (request && !done)
+      request->finish();
+    request.reset();
+    done = false;
+  }
+  explicit operator bool() const { return request != nullptr; }
+};
+
 /// Starts the ring's shift by one (send to the next rank, receive from the
 /// previous one).
 template <typename T>
@@ -69,22 +88,23 @@ void allGatherLinear(const T *input, const T *const *weights, T *gathered,
   T *buffers[2] = {workspace, workspace + outer * shard};
   for (int64_t s = 0; s < n; ++s) {
     int64_t c = ((place.index - s) % n + n) % n;
-    std::unique_ptr<Request> next;
+    InFlight next;
     T *incoming = buffers[s % 2];
     if (s + 1 < n)
-      next = shift(held, incoming, outer * shard, place);
+      next.request = shift(held, incoming, outer * shard, place);
     for (int64_t o = 0; o < outer; ++o)
       std::memcpy(gathered + (o * n + c) * shard, held + o * shard,
                   size_t(shard) * sizeof(T));
     for (int64_t i = 0; i < count; ++i) {
       RingGemm g{gradInput, in, outs[i]};
-      for (int64_t o = 0; o < outer; ++o)
+      for (int64_t o = 0; o < outer; ++o) {
         gemmRows(g, gathered + (o * n + c) * shard, weights[i],
                  results[i] + (o * n + c) * rows * g.out, rows, g.out,
                  /*accumulate=*/false);
+        next.poll();
+      }
     }
-    if (next)
-      next->finish();
+    next.finish();
     held = incoming;
   }
 }
@@ -97,7 +117,7 @@ void linearReduceScatter(const T *const *lhs, const T *const *weights,
   int64_t n = place.size, shard = outer * rows * out;
   T *partials[2] = {workspace, workspace + shard};
   T *received = workspace + 2 * shard;
-  std::unique_ptr<Request> pending;
+  InFlight pending;
   for (int64_t s = 0; s < n; ++s) {
     // Shard c's partial sums: this rank's term, computed while the previous
     // step's sums travel; the last step's is this rank's own shard.
@@ -105,18 +125,19 @@ void linearReduceScatter(const T *const *lhs, const T *const *weights,
     T *partial = s + 1 == n ? result : partials[s % 2];
     for (int64_t i = 0; i < count; ++i) {
       RingGemm g{gradInput, ins[i], out};
-      for (int64_t o = 0; o < outer; ++o)
+      for (int64_t o = 0; o < outer; ++o) {
         gemmRows(g, lhs[i] + (o * n + c) * rows * g.in, weights[i],
                  partial + o * rows * out, rows, out, /*accumulate=*/i > 0);
+        pending.poll();
+      }
     }
     if (pending) {
-      pending->finish();
-      pending.reset();
+      pending.finish();
       for (int64_t e = 0; e < shard; ++e)
         partial[e] += received[e];
     }
     if (s + 1 < n)
-      pending = shift(partial, received, shard, place);
+      pending.request = shift(partial, received, shard, place);
   }
 }
 
