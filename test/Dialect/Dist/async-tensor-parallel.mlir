@@ -98,3 +98,20 @@ module attributes {dist.mesh = #dist.mesh<pp = 1, dp_replicate = 1, dp_shard = 2
     return %y0, %y1, %r2, %r3, %b, %r4 : tensor<8x6xf32>, tensor<8x6xf32>, tensor<2x4x8xf32>, tensor<2x4x8xf32>, tensor<2x8x8xf32>, tensor<2x4x8xf32>
   }
 }
+
+// -----
+
+// Float8: the gathered value is quantized for a scaled GEMM: left alone,
+// with a remark.
+// CHECK-LABEL: func.func @float8(
+// CHECK: dist.all_gather_start
+// CHECK: titan.quantize
+module attributes {dist.mesh = #dist.mesh<pp = 1, dp_replicate = 1, dp_shard = 1, cp = 1, tp = 2>} {
+  func.func @float8(%x: tensor<2x4x8xf32>, %scale: tensor<f32>) -> tensor<2x8x8xf8E4M3FN> {
+    // expected-remark @+1 {{async TP: not fused: no titan.linear or titan.linear_grad_input reads the gathered value with its weight computed before the wait (Float8's quantized, scaled GEMMs are not fused)}}
+    %f = dist.all_gather_start %x axes ["tp"] dim 1 : tensor<2x4x8xf32> -> !dist.future<tensor<2x8x8xf32>>
+    %g = dist.wait %f : !dist.future<tensor<2x8x8xf32>>
+    %q = titan.quantize %g, %scale : (tensor<2x8x8xf32>, tensor<f32>) -> tensor<2x8x8xf8E4M3FN>
+    return %q : tensor<2x8x8xf8E4M3FN>
+  }
+}

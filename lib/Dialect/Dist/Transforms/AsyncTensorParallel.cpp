@@ -88,8 +88,10 @@ struct DistAsyncTensorParallelPass
     if (!wait || !isTensorParallel(start.getAxes()))
       return;
     Value gathered = wait.getResult();
+    // Float8 quantizes the gathered value for its scaled GEMMs.
+    bool float8 = llvm::any_of(gathered.getUsers(), llvm::IsaPred<QuantizeOp>);
     bool feedsGemm = llvm::any_of(gathered.getUsers(), isGemmLike);
-    if (!feedsGemm)
+    if (!feedsGemm && !float8)
       return;
     auto in = cast<RankedTensorType>(start.getInput().getType());
     auto out = cast<RankedTensorType>(gathered.getType());
@@ -123,10 +125,9 @@ struct DistAsyncTensorParallelPass
       start.emitRemark() << "async TP: not fused: no titan.linear or "
                             "titan.linear_grad_input reads the gathered "
                             "value with its weight computed before the wait"
-                         << (llvm::any_of(gathered.getUsers(),
-                                          llvm::IsaPred<ScaledMatmulOp>)
-                                 ? " (Float8's scaled GEMMs are not fused)"
-                                 : "");
+                         << (float8 ? " (Float8's quantized, scaled GEMMs "
+                                      "are not fused)"
+                                    : "");
       return;
     }
     if (declined)
