@@ -5,6 +5,7 @@
 #include "Communicator.h"
 #include "Error.h"
 #include "Gemm.h"
+#include "LowPrecision.h"
 
 #include <cstring>
 #include <memory>
@@ -66,6 +67,18 @@ struct InFlight {
   explicit operator bool() const { return request != nullptr; }
 };
 
+/// Rounds `n` values to the 16-bit storage type (1 bf16, 2 f16), in place.
+template <typename T> void roundToStorage(T *v, int64_t n, int storage) {
+  if constexpr (std::is_same_v<T, float>) {
+    if (storage == 1)
+      for (int64_t i = 0; i < n; ++i)
+        v[i] = bf16ToFloat(floatToBf16(v[i]));
+    else if (storage == 2)
+      for (int64_t i = 0; i < n; ++i)
+        v[i] = f16ToFloat(floatToF16(v[i]));
+  }
+}
+
 /// Starts the ring's shift by one (send to the next rank, receive from the
 /// previous one).
 template <typename T>
@@ -113,10 +126,11 @@ template <typename T>
 void linearReduceScatter(const T *const *lhs, const T *const *weights,
                          const int64_t *ins, int64_t count, bool gradInput,
                          T *result, int64_t outer, int64_t rows, int64_t out,
-                         RingPlace place, T *workspace) {
+                         RingPlace place, T *workspace, int storage) {
   int64_t n = place.size, shard = outer * rows * out;
   T *partials[2] = {workspace, workspace + shard};
   T *received = workspace + 2 * shard;
+  T *scratch = workspace + 3 * shard; // rows x out, with several GEMMs
   InFlight pending;
   for (int64_t s = 0; s < n; ++s) {
     // Shard c's partial sums: this rank's term, computed while the previous
@@ -126,8 +140,22 @@ void linearReduceScatter(const T *const *lhs, const T *const *weights,
     for (int64_t i = 0; i < count; ++i) {
       RingGemm g{gradInput, ins[i], out};
       for (int64_t o = 0; o < outer; ++o) {
-        gemmRows(g, lhs[i] + (o * n + c) * rows * g.in, weights[i],
-                 partial + o * rows * out, rows, out, /*accumulate=*/i > 0);
+        T *block = partial + o * rows * out;
+        const T *a = lhs[i] + (o * n + c) * rows * g.in;
+        if (i == 0 || storage == 0) {
+          // f32: the later GEMMs add into the first's result, as
+          // kernel-fuse-gemm-accumulate makes the unfused GEMMs do.
+          gemmRows(g, a, weights[i], block, rows, out, /*accumulate=*/i > 0);
+          roundToStorage(block, rows * out, storage);
+        } else {
+          // 16-bit: the unfused adds (widened, so not folded into the
+          // GEMMs) add the rounded GEMM results.
+          gemmRows(g, a, weights[i], scratch, rows, out, /*accumulate=*/false);
+          roundToStorage(scratch, rows * out, storage);
+          for (int64_t e = 0; e < rows * out; ++e)
+            block[e] += scratch[e];
+          roundToStorage(block, rows * out, storage);
+        }
         pending.poll();
       }
     }
@@ -135,6 +163,7 @@ void linearReduceScatter(const T *const *lhs, const T *const *weights,
       pending.finish();
       for (int64_t e = 0; e < shard; ++e)
         partial[e] += received[e];
+      roundToStorage(partial, shard, storage);
     }
     if (s + 1 < n)
       pending.request = shift(partial, received, shard, place);
@@ -147,7 +176,7 @@ void linearReduceScatter(const T *const *lhs, const T *const *weights,
                                    int64_t, int64_t, int64_t, RingPlace, T *); \
   template void linearReduceScatter<T>(                                        \
       const T *const *, const T *const *, const int64_t *, int64_t, bool, T *, \
-      int64_t, int64_t, int64_t, RingPlace, T *);
+      int64_t, int64_t, int64_t, RingPlace, T *, int);
 TITAN_INSTANTIATE(float)
 TITAN_INSTANTIATE(double)
 #undef TITAN_INSTANTIATE

@@ -41,8 +41,12 @@ RingPlace ringPlace(unsigned axisMask, const char *kernel);
 inline int64_t allGatherLinearWorkspace(int64_t shardElements) {
   return 2 * shardElements;
 }
-inline int64_t linearReduceScatterWorkspace(int64_t shardElements) {
-  return 3 * shardElements;
+/// The reduce-scatter's: three shards, and with several GEMMs one block
+/// (`blockElements`, a shard's rows of one outer index) for a 16-bit
+/// call's separately rounded GEMM results.
+inline int64_t linearReduceScatterWorkspace(int64_t shardElements,
+                                            int64_t blockElements = 0) {
+  return 3 * shardElements + blockElements;
 }
 
 /// gathered = all_gather(input) ([outer][size rows][gemm.in]);
@@ -58,11 +62,14 @@ void allGatherLinear(const T *input, const T *const *weights, T *gathered,
 /// [outer][size rows][ins[i]], result [outer][rows][out]. Shard c's partial
 /// sums travel the ring and every rank adds its term: the sum over ranks
 /// runs in ring order (from rank c + 1 around to c).
+/// `storage` (0 none, 1 bf16, 2 f16): the f32 kernel of a 16-bit call
+/// rounds each GEMM's partial sums and each ring sum to it, as the unfused
+/// GEMMs' 16-bit results and the communicator's 16-bit sums are.
 template <typename T>
 void linearReduceScatter(const T *const *lhs, const T *const *weights,
                          const int64_t *ins, int64_t count, bool gradInput,
                          T *result, int64_t outer, int64_t rows, int64_t out,
-                         RingPlace place, T *workspace);
+                         RingPlace place, T *workspace, int storage = 0);
 
 } // namespace titanrt::kernels
 

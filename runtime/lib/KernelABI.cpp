@@ -306,7 +306,8 @@ template <typename T> void linearReduceScatter(const Call &c) {
   }
   k::linearReduceScatter(lhs, weights, ins, count, gradInput,
                          c.buf<T>(int(2 * count)), l.outer, l.rows,
-                         result.back(), place, static_cast<T *>(c.workspace));
+                         result.back(), place, static_cast<T *>(c.workspace),
+                         int(c.ints[4]));
 }
 template <typename T> void swiglu(const Call &c) {
   k::swiglu(c.buf<T>(0), c.buf<T>(1), c.buf<T>(2), c.shape(0).numel());

@@ -13,6 +13,7 @@
 #include "AsyncTensorParallel.h"
 #include "Communicator.h"
 #include "Kernels.h"
+#include "LowPrecision.h"
 
 #include "gtest/gtest.h"
 
@@ -175,8 +176,8 @@ void checkScatter(bool gradInput, int64_t outer, int64_t rows, int64_t out,
   else
     expected = partial;
   std::vector<float> result(expected.size(), NAN);
-  std::vector<float> ws(
-      size_t(k::linearReduceScatterWorkspace(int64_t(expected.size()))));
+  std::vector<float> ws(size_t(
+      k::linearReduceScatterWorkspace(int64_t(expected.size()), rows * out)));
   k::linearReduceScatter<float>(lp.data(), wp.data(), ins.data(),
                                 int64_t(ins.size()), gradInput, result.data(),
                                 outer, rows, out, p, ws.data());
@@ -199,6 +200,71 @@ TEST(AsyncTensorParallel, ScatterSideIsSyncTPWithinRounding) {
   checkScatter(false, 2, 128, 256, {128});
   checkScatter(true, 2, 64, 96, {48, 48});
   checkScatter(false, 1, 40, 24, {16});
+}
+
+// bf16 (the f32 kernel on widened copies, storage = 1): each GEMM's
+// partial sums and each ring sum rounded to bf16, as sync TP's bf16 GEMM
+// results and the communicator's bf16 reduce_scatter (sums in float,
+// rounded to nearest even) are: tp 2 bitwise (one sum, commutative); more
+// ranks differ in the order of the rounded sums.
+TEST(AsyncTensorParallel, ScatterSideRoundsAsBf16SyncTP) {
+  k::RingPlace p = place();
+  int64_t n = p.size, outer = 2, rows = 32, out = 64, in = 48;
+  auto bf16 = [](std::vector<float> v) {
+    for (float &x : v)
+      x = bf16ToFloat(floatToBf16(x));
+    return v;
+  };
+  std::vector<std::vector<float>> lhs, weights;
+  std::vector<float> partial(size_t(outer * n * rows * out));
+  for (int i = 0; i < 2; ++i) {
+    lhs.push_back(bf16(draw(outer * n * rows * in, 70 * p.index + i)));
+    weights.push_back(bf16(draw(out * in, 90 * p.index + i)));
+    // The unfused bf16 GEMMs and their add (CPU: widened, so not folded
+    // into the GEMM), each result rounded to bf16.
+    std::vector<float> y(partial.size());
+    k::linear(lhs[i].data(), weights[i].data(), y.data(), outer * n * rows, in,
+              out);
+    y = bf16(y);
+    for (size_t e = 0; e < y.size(); ++e)
+      partial[e] = i == 0 ? y[e] : partial[e] + y[e];
+    partial = bf16(partial);
+  }
+  std::vector<uint16_t> bits(partial.size()), scattered(partial.size() / n);
+  for (size_t e = 0; e < partial.size(); ++e)
+    bits[e] = floatToBf16(partial[e]);
+  if (activeCommunicator())
+    communicator()
+        .reduceScatter(bits.data(), scattered.data(), DataType::BF16, outer,
+                       n * rows, out, kTPMask)
+        ->finish();
+  else
+    scattered = bits;
+  const float *lp[2] = {lhs[0].data(), lhs[1].data()};
+  const float *wp[2] = {weights[0].data(), weights[1].data()};
+  int64_t ins[2] = {in, in};
+  std::vector<float> result(scattered.size(), NAN);
+  std::vector<float> ws(size_t(
+      k::linearReduceScatterWorkspace(int64_t(result.size()), rows * out)));
+  k::linearReduceScatter<float>(lp, wp, ins, 2, false, result.data(), outer,
+                                rows, out, p, ws.data(), /*storage=*/1);
+  // Relative to the tensor's largest sum: the sums' orders differ, and
+  // each rounding is a bf16 ulp (2^-8 relative) of a partial sum.
+  double worst = 0, largest = 0;
+  for (size_t e = 0; e < result.size(); ++e) {
+    float expected = bf16ToFloat(scattered[e]);
+    worst = std::max(worst, std::fabs(double(result[e]) - expected));
+    largest = std::max(largest, std::fabs(double(expected)));
+  }
+  worst /= std::max(largest, 1e-30);
+  if (n <= 2)
+    EXPECT_EQ(worst, 0.0);
+  else
+    EXPECT_LE(worst, double(n) / 256);
+  if (p.index == 0)
+    std::printf("bf16 reduce-scatter side on tp %lld: max difference %.3g "
+                "of the largest sum\n",
+                (long long)n, worst);
 }
 
 } // namespace

@@ -86,7 +86,17 @@ int64_t allGatherLinear(dist::AllGatherLinearOp op) {
   return 2 * copyBytes(op.getInput(), accumulatorBytes(op.getInput()));
 }
 int64_t linearReduceScatter(dist::LinearReduceScatterOp op) {
-  return 3 * copyBytes(op.getResult(), accumulatorBytes(op.getResult()));
+  int64_t bytes = accumulatorBytes(op.getResult());
+  int64_t shards = 3 * copyBytes(op.getResult(), bytes);
+  if (op.getNumGemms() == 1)
+    return shards;
+  // One shard's rows of one outer index: the 16-bit kernel's separately
+  // rounded GEMM results (runtime/lib/AsyncTensorParallel.h).
+  auto result = op.getResult().getType();
+  int64_t block = bytes;
+  for (int64_t d = op.getDim(); d < result.getRank(); ++d)
+    block *= result.getDimSize(d);
+  return shards + block;
 }
 
 template <typename Op, int64_t (*Rule)(Op)> void attach(MLIRContext *context) {

@@ -3,7 +3,8 @@
 // RUN: titan-opt %s '-titan-bufferize=functions=forward_backward target=cuda' | FileCheck %s --check-prefix=CUDA
 
 // The collective matmuls' kernel contracts: params {count, dim,
-// grad_input, axis_mask (tp = bit 4)} and the ring's shards as the
+// grad_input, axis_mask (tp = bit 4)}, the reduce-scatter's storage type
+// (1: bf16), and the ring's shards as the
 // workspace. The CPU target takes 2 (gather) or 3 (reduce-scatter) f32 shards of 64
 // elements (256 bytes); widened, the f32 copies of the bf16 buffers come
 // first (256 + 192 + 512 + 384, and 384 + 192 + 256). On CUDA, cuBLASLt's
@@ -11,7 +12,7 @@
 // CPU: workspace : memref<512xi8>
 // CPU: kernel.call "all_gather_linear"(%arg0, %arg1 : memref<2x4x8xbf16>, memref<6x8xbf16>) outs(%{{.*}}, %{{.*}} : memref<2x8x8xbf16>, memref<2x8x6xbf16>) workspace(%{{.*}} : memref<512xi8>) on %{{.*}} params [1, 1, 0, 16]
 // CPU: workspace : memref<768xi8>
-// CPU: kernel.call "linear_reduce_scatter"(%{{.*}}, %arg2 : memref<2x8x6xbf16>, memref<8x6xbf16>) outs(%arg3 : memref<2x4x8xbf16>) workspace(%{{.*}} : memref<768xi8>) on %{{.*}} params [1, 1, 0, 16]
+// CPU: kernel.call "linear_reduce_scatter"(%{{.*}}, %arg2 : memref<2x8x6xbf16>, memref<8x6xbf16>) outs(%arg3 : memref<2x4x8xbf16>) workspace(%{{.*}} : memref<768xi8>) on %{{.*}} params [1, 1, 0, 16, 1]
 // WIDE: kernel.call "all_gather_linear"{{.*}}workspace(%{{.*}} : memref<1856xi8>)
 // WIDE: kernel.call "linear_reduce_scatter"{{.*}}workspace(%{{.*}} : memref<1600xi8>)
 // CUDA: kernel.call "all_gather_linear"{{.*}}workspace(%{{.*}} : memref<33554944xi8>)

@@ -115,6 +115,12 @@ ArrayAttr AllGatherLinearOp::getKernelParams() {
 }
 
 ArrayAttr LinearReduceScatterOp::getKernelParams() {
-  return collectiveMatmulParams(*this, getNumGemms(), getDim(), getGradInput(),
-                                getAxes());
+  ArrayAttr params = collectiveMatmulParams(*this, getNumGemms(), getDim(),
+                                            getGradInput(), getAxes());
+  // The storage type the partial sums are rounded to (catalog).
+  Type element = getResult().getType().getElementType();
+  int64_t storage = element.isBF16() ? 1 : element.isF16() ? 2 : 0;
+  SmallVector<Attribute> all(params.getValue());
+  all.push_back(Builder(getContext()).getI64IntegerAttr(storage));
+  return ArrayAttr::get(getContext(), all);
 }
