@@ -413,7 +413,7 @@ module attributes {dist.mesh = #dist.mesh<pp = 1, dp_replicate = 1, dp_shard = 1
 
 module attributes {dist.mesh = #dist.mesh<pp = 1, dp_replicate = 1, dp_shard = 1, cp = 1, tp = 2>} {
   func.func @f(%h: tensor<2x8x4xf32>, %w: tensor<8x4xf32>) {
-    // expected-error @+1 {{needs pairs of (lhs, weight), not 3 operands}}
+    // expected-error @+1 {{needs 1 to 16 pairs of (lhs, weight), not 3 operands}}
     %r = dist.linear_reduce_scatter %h, %w, %h axes ["tp"] dim 1 : (tensor<2x8x4xf32>, tensor<8x4xf32>, tensor<2x8x4xf32>) -> tensor<2x4x8xf32>
     return
   }

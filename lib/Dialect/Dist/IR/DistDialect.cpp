@@ -636,8 +636,10 @@ LogicalResult AllGatherLinearOp::verify() {
     return emitOpError() << "gathers " << in << " over " << *group
                          << " ranks into " << gathered << ", not "
                          << getGathered().getType();
-  if (getWeights().empty() || getWeights().size() != getOutputs().size())
-    return emitOpError() << "needs one output per weight, and a weight";
+  // The kernels' limit (KernelCatalog.def).
+  if (getWeights().empty() || getWeights().size() > 16 ||
+      getWeights().size() != getOutputs().size())
+    return emitOpError() << "needs one output per weight, and 1 to 16 weights";
   for (auto [weight, output] : llvm::zip(getWeights(), getOutputs())) {
     std::string reason;
     RankedTensorType expected =
@@ -653,8 +655,9 @@ LogicalResult AllGatherLinearOp::verify() {
 }
 
 LogicalResult LinearReduceScatterOp::verify() {
-  if (getPairs().empty() || getPairs().size() % 2 != 0)
-    return emitOpError() << "needs pairs of (lhs, weight), not "
+  if (getPairs().empty() || getPairs().size() % 2 != 0 ||
+      getPairs().size() > 32)
+    return emitOpError() << "needs 1 to 16 pairs of (lhs, weight), not "
                          << getPairs().size() << " operands";
   RankedTensorType sum;
   for (unsigned i = 0; i < getNumGemms(); ++i) {

@@ -25,6 +25,10 @@ using namespace titan::dist;
 
 namespace {
 
+/// The most GEMMs one collective matmul takes (the verifiers' and the
+/// kernels' limit, KernelCatalog.def).
+constexpr size_t kMaxGemms = 16;
+
 /// The ring's axes: tensor parallel's alone.
 bool isTensorParallel(ArrayAttr axes) {
   return axes.size() == 1 && cast<StringAttr>(axes[0]).getValue() == "tp";
@@ -113,7 +117,8 @@ struct DistAsyncTensorParallelPass
       std::optional<Gemm> gemm = asGemm(&op);
       if (!gemm || gemm->lhs != gathered || gemm->weight == gathered)
         continue;
-      if (!gemms.empty() && gemm->gradInput != gemms.front().gradInput)
+      if (gemms.size() == kMaxGemms ||
+          (!gemms.empty() && gemm->gradInput != gemms.front().gradInput))
         continue;
       if (!dominates(gemm->weight, wait)) {
         declined = true;
@@ -192,6 +197,8 @@ struct DistAsyncTensorParallelPass
     if (!collectSum(start.getInput(), gemms, adds))
       return remark("its input is not titan.linear or titan.linear_grad_input "
                     "GEMMs (summed by titan.add) used only here");
+    if (gemms.size() > kMaxGemms)
+      return remark("it sums more than 16 GEMMs");
     if (llvm::any_of(gemms, [&](const Gemm &g) {
           return g.gradInput != gemms.front().gradInput;
         }))
