@@ -115,3 +115,23 @@ module attributes {dist.mesh = #dist.mesh<pp = 1, dp_replicate = 1, dp_shard = 1
     return %q : tensor<2x8x8xf8E4M3FN>
   }
 }
+
+// -----
+
+// A weight computed after the wait stays a plain GEMM on the gathered value
+// (a remark says so); the others are fused.
+// CHECK-LABEL: func.func @late_weight(
+// CHECK: %[[G:[^,]*]], %[[O:.*]] = dist.all_gather_linear %{{.*}}, [%{{.*}}] axes ["tp"] dim 1 :
+// CHECK: %[[W:.*]] = titan.add
+// CHECK: titan.linear %[[G]], %[[W]]
+module attributes {dist.mesh = #dist.mesh<pp = 1, dp_replicate = 1, dp_shard = 1, cp = 1, tp = 2>} {
+  func.func @late_weight(%x: tensor<2x4x8xf32>, %w: tensor<6x8xf32>, %a: tensor<6x8xf32>) -> (tensor<2x8x6xf32>, tensor<2x8x6xf32>) {
+    // expected-remark @+1 {{async TP: some GEMMs' weights are computed after the gather's wait; they read the gathered value}}
+    %f = dist.all_gather_start %x axes ["tp"] dim 1 : tensor<2x4x8xf32> -> !dist.future<tensor<2x8x8xf32>>
+    %g = dist.wait %f : !dist.future<tensor<2x8x8xf32>>
+    %y = titan.linear %g, %w : (tensor<2x8x8xf32>, tensor<6x8xf32>) -> tensor<2x8x6xf32>
+    %late = titan.add %w, %a : tensor<6x8xf32>
+    %z = titan.linear %g, %late : (tensor<2x8x8xf32>, tensor<6x8xf32>) -> tensor<2x8x6xf32>
+    return %y, %z : tensor<2x8x6xf32>, tensor<2x8x6xf32>
+  }
+}
