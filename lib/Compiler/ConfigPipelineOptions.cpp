@@ -85,6 +85,8 @@ void titan::setTrainingOptions(const TrainConfig &c, const MeshDegrees &mesh,
   // (recipe_name unset).
   o.fsdpFloat8AllGather =
       c.float8.enableFsdpFloat8AllGather && c.float8.recipeName.empty();
+  o.asyncTensorParallel =
+      c.parallelism.enableAsyncTensorParallel && mesh.tp > 1;
   o.lr = c.optimizer.lr;
   o.beta1 = c.optimizer.beta1;
   o.beta2 = c.optimizer.beta2;

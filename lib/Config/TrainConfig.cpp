@@ -160,6 +160,8 @@ const std::pair<StringRef, StringRef> kAliases[] = {
     {"debug.seed", "training.seed"},
     {"debug.deterministic", "training.deterministic"},
     {"debug.moe_force_load_balance", "training.debug_moe_force_load_balance"},
+    {"compile.enable_async_tensor_parallel",
+     "parallelism.enable_async_tensor_parallel"},
 };
 
 /// Spellings of other TorchTitan versions (v0.1.0's config_manager.py, the

@@ -25,6 +25,8 @@
 
 #include "titan/Target/CUDA/KernelWorkspaces.h"
 
+#include <memory>
+#include <string>
 #include <vector>
 
 using namespace titanrt;
@@ -210,6 +212,133 @@ void linearGradInput(const Args &c) {
 void linearGradWeight(const Args &c) {
   Shape dy = c.shape(0), x = c.shape(1);
   gemm(c, LinearProduct::GradWeight, dy.rows(), x.back(), dy.back());
+}
+/// Async TP's collective matmuls (runtime/lib/AsyncTensorParallel.h has
+/// the ring): ints {count, dim, grad_input, axis_mask}. The shifts run on
+/// the tp group's NCCL stream, the GEMMs (cuBLASLt) and copies on the
+/// compute stream; the communicator orders them by events (a shift starts
+/// after the compute stream's work so far, finish() makes the compute
+/// stream wait for it), so a shard's transfer overlaps the GEMMs of the
+/// shard before it. Unverified on a GPU.
+constexpr int64_t kMaxRingGemms = 16;
+struct Ring {
+  int64_t outer = 1, rows = 1, index = 0, size = 1;
+  unsigned axisMask = 0;
+};
+Ring ring(const Args &c, Shape shape, const char *kernel) {
+  int64_t count = c.ints[0];
+  if (count < 1 || count > kMaxRingGemms)
+    kernelFatal(std::string(kernel) + ": " + std::to_string(count) +
+                " GEMMs (1 to " + std::to_string(kMaxRingGemms) + ")");
+  Ring r;
+  for (int64_t d = 0; d + 1 < shape.rank; ++d)
+    (d < c.ints[1] ? r.outer : r.rows) *= shape.dim(d);
+  r.axisMask = unsigned(c.ints[3]);
+  if (Communicator *comm = activeCommunicator()) {
+    if (r.axisMask == 0 || (r.axisMask & (r.axisMask - 1)) != 0)
+      kernelFatal(std::string(kernel) + ": the ring runs over one mesh axis");
+    MeshAxis axis = MeshAxis(__builtin_ctz(r.axisMask));
+    r.index = comm->coordinate(axis);
+    r.size = comm->meshShape()[axis];
+  }
+  return r;
+}
+int64_t elementBytes(ElementType type) {
+  return type == ElementType::F32 ? 4 : 2;
+}
+DataType commType(ElementType type) {
+  return type == ElementType::F32    ? DataType::F32
+         : type == ElementType::BF16 ? DataType::BF16
+                                     : DataType::F16;
+}
+void ringGemm(ElementType type, bool gradInput, int64_t rows, int64_t in,
+              int64_t out, const void *lhs, const void *weight, void *result,
+              bool accumulate, void *workspace, cudaStream_t stream) {
+  // GemmProblem's k and n are the weight's [n, k] (Forward: in = k, out =
+  // n; GradInput: in = n, out = k).
+  GemmProblem p{gradInput ? LinearProduct::GradInput : LinearProduct::Forward,
+                rows,
+                gradInput ? out : in,
+                gradInput ? in : out,
+                type,
+                type,
+                accumulate};
+  kernelContext().gemms.run(p, lhs, weight, result, workspace, stream);
+}
+/// (input, weight...) -> (gathered, result...)
+void allGatherLinear(const Args &c) {
+  Shape x = c.shape(0);
+  Ring r = ring(c, x, "all_gather_linear");
+  int64_t count = c.ints[0], in = x.back();
+  ElementType type = c.type(0);
+  int64_t bytes = elementBytes(type), shard = r.rows * in * bytes;
+  char *ws = static_cast<char *>(c.workspace);
+  char *gathered = static_cast<char *>(c.buffers[1 + count]);
+  void *buffers[2] = {
+      ws + titan::cuda::collectiveMatmulShard(0, r.outer * shard),
+      ws + titan::cuda::collectiveMatmulShard(1, r.outer * shard)};
+  const void *held = c.buffers[0];
+  for (int64_t s = 0; s < r.size; ++s) {
+    int64_t chunk = ((r.index - s) % r.size + r.size) % r.size;
+    std::unique_ptr<Request> next;
+    if (s + 1 < r.size)
+      next = communicator().sendRecv(held, buffers[s % 2], commType(type),
+                                     r.outer * r.rows * in, 1, r.axisMask);
+    checkCuda(cudaMemcpy2DAsync(gathered + chunk * shard,
+                                size_t(r.size * shard), held, size_t(shard),
+                                size_t(shard), size_t(r.outer),
+                                cudaMemcpyDeviceToDevice, c.stream()),
+              "all_gather_linear's shard copy");
+    for (int64_t i = 0; i < count; ++i) {
+      int64_t out = c.shape(int(2 + count + i)).back();
+      char *result = static_cast<char *>(c.buffers[2 + count + i]);
+      for (int64_t o = 0; o < r.outer; ++o)
+        ringGemm(type, c.ints[2] != 0, r.rows, in, out,
+                 gathered + (o * r.size + chunk) * shard, c.buffers[1 + i],
+                 result + ((o * r.size + chunk) * r.rows * out) * bytes,
+                 /*accumulate=*/false, c.workspace, c.stream());
+    }
+    if (next)
+      next->finish();
+    held = buffers[s % 2];
+  }
+}
+/// (lhs, weight, lhs, weight, ...) -> (result)
+void linearReduceScatter(const Args &c) {
+  int64_t count = c.ints[0];
+  Shape result = c.shape(int(2 * count));
+  Ring r = ring(c, result, "linear_reduce_scatter");
+  ElementType type = c.type(0);
+  int64_t bytes = elementBytes(type), out = result.back();
+  int64_t shard = r.outer * r.rows * out;
+  char *ws = static_cast<char *>(c.workspace);
+  void *partials[2] = {
+      ws + titan::cuda::collectiveMatmulShard(0, shard * bytes),
+      ws + titan::cuda::collectiveMatmulShard(1, shard * bytes)};
+  void *received = ws + titan::cuda::collectiveMatmulShard(2, shard * bytes);
+  std::unique_ptr<Request> pending;
+  for (int64_t s = 0; s < r.size; ++s) {
+    int64_t chunk = ((r.index - s - 1) % r.size + r.size) % r.size;
+    char *partial = static_cast<char *>(s + 1 == r.size ? c.buffers[2 * count]
+                                                        : partials[s % 2]);
+    for (int64_t i = 0; i < count; ++i) {
+      int64_t in = c.shape(int(2 * i)).back();
+      const char *lhs = static_cast<const char *>(c.buffers[2 * i]);
+      for (int64_t o = 0; o < r.outer; ++o)
+        ringGemm(type, c.ints[2] != 0, r.rows, in, out,
+                 lhs + ((o * r.size + chunk) * r.rows * in) * bytes,
+                 c.buffers[2 * i + 1], partial + o * r.rows * out * bytes,
+                 /*accumulate=*/i > 0, c.workspace, c.stream());
+    }
+    if (pending) {
+      pending->finish();
+      pending.reset();
+      cuda::add(type, partial, received, partial, shard, c.stream());
+    }
+    if (s + 1 < r.size)
+      pending = communicator().sendRecv(partial, received, commType(type),
+                                        shard, 1, r.axisMask);
+  }
 }
 void swiglu(const Args &c) {
   cuda::swiglu(c.type(0), c.buffers[0], c.buffers[1], c.buffers[2],

@@ -9,6 +9,7 @@
 #include "titanrt/KernelABI.h"
 #include "titanrt/Device.h"
 
+#include "AsyncTensorParallel.h"
 #include "BoxCopy.h"
 #include "Communicator.h"
 #include "ContextParallel.h"
@@ -28,6 +29,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
+#include <string>
 #include <thread>
 
 using namespace titanrt;
@@ -246,6 +248,66 @@ template <typename T> void linearGradWeight(const Call &c) {
   Shape dy = c.shape(0), x = c.shape(1);
   k::linearGradWeight(c.buf<T>(0), c.buf<T>(1), c.buf<T>(2), dy.rows(),
                       x.back(), dy.back(), accumulates(c));
+}
+/// The collective matmuls' ring (AsyncTensorParallel.h): ints {count, dim,
+/// grad_input, axis_mask}; `shape` split around dim into [outer][rows][last]
+/// (rows: the ring dimension's size times the dimensions after it but the
+/// last).
+constexpr int64_t kMaxRingGemms = 16;
+struct RingLayout {
+  int64_t outer = 1, rows = 1;
+};
+RingLayout ringLayout(Shape shape, int64_t dim) {
+  RingLayout l;
+  for (int64_t d = 0; d + 1 < shape.rank; ++d)
+    (d < dim ? l.outer : l.rows) *= shape.dim(d);
+  return l;
+}
+int64_t ringGemmCount(const Call &c, const char *kernel) {
+  int64_t count = c.ints[0];
+  if (count < 1 || count > kMaxRingGemms)
+    kernelFatal(std::string(kernel) + ": " + std::to_string(count) +
+                " GEMMs (1 to " + std::to_string(kMaxRingGemms) + ")");
+  return count;
+}
+/// (input, weight...) -> (gathered, result...)
+template <typename T> void allGatherLinear(const Call &c) {
+  int64_t count = ringGemmCount(c, "all_gather_linear");
+  bool gradInput = c.ints[2] != 0;
+  k::RingPlace place = k::ringPlace(unsigned(c.ints[3]), "all_gather_linear");
+  Shape x = c.shape(0);
+  RingLayout l = ringLayout(x, c.ints[1]);
+  const T *weights[kMaxRingGemms];
+  T *results[kMaxRingGemms];
+  int64_t outs[kMaxRingGemms];
+  for (int64_t i = 0; i < count; ++i) {
+    weights[i] = c.buf<T>(int(1 + i));
+    results[i] = c.buf<T>(int(2 + count + i));
+    outs[i] = c.shape(int(2 + count + i)).back();
+  }
+  k::allGatherLinear(c.buf<T>(0), weights, c.buf<T>(int(1 + count)), results,
+                     outs, count, gradInput, l.outer, l.rows, x.back(), place,
+                     static_cast<T *>(c.workspace));
+}
+/// (lhs, weight, lhs, weight, ...) -> (result)
+template <typename T> void linearReduceScatter(const Call &c) {
+  int64_t count = ringGemmCount(c, "linear_reduce_scatter");
+  bool gradInput = c.ints[2] != 0;
+  k::RingPlace place =
+      k::ringPlace(unsigned(c.ints[3]), "linear_reduce_scatter");
+  Shape result = c.shape(int(2 * count));
+  RingLayout l = ringLayout(result, c.ints[1]);
+  const T *lhs[kMaxRingGemms], *weights[kMaxRingGemms];
+  int64_t ins[kMaxRingGemms];
+  for (int64_t i = 0; i < count; ++i) {
+    lhs[i] = c.buf<T>(int(2 * i));
+    weights[i] = c.buf<T>(int(2 * i + 1));
+    ins[i] = c.shape(int(2 * i)).back();
+  }
+  k::linearReduceScatter(lhs, weights, ins, count, gradInput,
+                         c.buf<T>(int(2 * count)), l.outer, l.rows,
+                         result.back(), place, static_cast<T *>(c.workspace),
+                         int(c.ints[4]));
 }
 template <typename T> void swiglu(const Call &c) {
   k::swiglu(c.buf<T>(0), c.buf<T>(1), c.buf<T>(2), c.shape(0).numel());

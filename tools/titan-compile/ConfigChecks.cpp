@@ -84,11 +84,14 @@ void warnAboutSettings(const TrainConfig &c, KernelTarget target) {
   if (float8 && c.float8.emulate && target == KernelTarget::CUDA)
     warn("quantize.linear.float8.emulate: the CUDA target runs the float8 "
          "GEMMs on cuBLASLt (the CPU target is titan's emulation)");
-  if (c.parallelism.enableAsyncTensorParallel)
-    warn("parallelism.enable_async_tensor_parallel: async TP (collective "
-         "matmuls overlapping the tensor-parallel collectives) is not "
-         "implemented yet; the collectives run before and after the GEMMs "
-         "(the numerics are the same)");
+  if (c.parallelism.enableAsyncTensorParallel &&
+      c.parallelism.tensorParallelDegree == 1)
+    warn("parallelism.enable_async_tensor_parallel: nothing to overlap "
+         "without tensor parallelism (tensor_parallel_degree = 1)");
+  else if (c.parallelism.enableAsyncTensorParallel && float8)
+    warn("parallelism.enable_async_tensor_parallel: Float8's scaled GEMMs "
+         "are not fused with the tensor-parallel collectives; they run "
+         "before and after them (the numerics are the same)");
   if (c.training.enableCpuOffload && target == KernelTarget::CPU)
     warn("training.enable_cpu_offload has nothing to do on the CPU target: "
          "every buffer already is host memory");

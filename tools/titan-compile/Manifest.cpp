@@ -96,5 +96,15 @@ void titan::addArenaToManifest(manifest::Manifest &m, mlir::ModuleOp module) {
       if (auto mask = mlir::dyn_cast<mlir::IntegerAttr>(params[2]))
         masks.insert(unsigned(mask.getInt()));
   });
+  // Async TP's collective matmuls run their rings over the group of their
+  // fourth parameter.
+  module.walk([&](kernel::CallOp call) {
+    mlir::ArrayAttr params = call.getParams();
+    if ((call.calls(titan::catalog::KernelId::all_gather_linear) ||
+         call.calls(titan::catalog::KernelId::linear_reduce_scatter)) &&
+        params.size() >= 4)
+      if (auto mask = mlir::dyn_cast<mlir::IntegerAttr>(params[3]))
+        masks.insert(unsigned(mask.getInt()));
+  });
   m.collectiveAxes.assign(masks.begin(), masks.end());
 }

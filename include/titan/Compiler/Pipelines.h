@@ -103,6 +103,11 @@ struct TrainingPipelineOptions
   Option<int64_t> accumulationSteps{
       *this, "accumulation-steps",
       llvm::cl::desc("Microbatches per optimizer step"), llvm::cl::init(1)};
+  Option<bool> asyncTensorParallel{
+      *this, "async-tensor-parallel",
+      llvm::cl::desc("Fuse sequence parallel's tp gathers and reduce-scatters "
+                     "with their GEMMs (dist-async-tensor-parallel)"),
+      llvm::cl::init(false)};
   Option<bool> fsdpFloat8AllGather{
       *this, "fsdp-float8-all-gather",
       llvm::cl::desc("FSDP gathers tensorwise float8 weights"),

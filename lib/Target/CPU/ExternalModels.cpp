@@ -79,6 +79,26 @@ int64_t scaledMatmul(ScaledMatmulOp op) {
   return copyBytes(op.getLhs(), 4) + copyBytes(op.getRhs(), 4);
 }
 
+/// The ring's shards (runtime/lib/AsyncTensorParallel.h): two for the
+/// gather (the one held, the one arriving), three for the reduce-scatter
+/// (two partial sums, one received), in the accumulator type.
+int64_t allGatherLinear(dist::AllGatherLinearOp op) {
+  return 2 * copyBytes(op.getInput(), accumulatorBytes(op.getInput()));
+}
+int64_t linearReduceScatter(dist::LinearReduceScatterOp op) {
+  int64_t bytes = accumulatorBytes(op.getResult());
+  int64_t shards = 3 * copyBytes(op.getResult(), bytes);
+  if (op.getNumGemms() == 1)
+    return shards;
+  // One shard's rows of one outer index: the 16-bit kernel's separately
+  // rounded GEMM results (runtime/lib/AsyncTensorParallel.h).
+  auto result = op.getResult().getType();
+  int64_t block = bytes;
+  for (int64_t d = op.getDim(); d < result.getRank(); ++d)
+    block *= result.getDimSize(d);
+  return shards + block;
+}
+
 template <typename Op, int64_t (*Rule)(Op)> void attach(MLIRContext *context) {
   attachWorkspaceRule<CPUWorkspaceOpInterface, Op, Rule>(context);
 }
@@ -98,5 +118,7 @@ void titan::registerCPUTargetExternalModels(DialectRegistry &registry) {
     attachCollectiveWorkspaceRules<CPUWorkspaceOpInterface>(context);
     attach<dist::ContextAttentionOp, contextAttention>(context);
     attach<dist::ContextAttentionGradOp, contextAttentionGrad>(context);
+    attach<dist::AllGatherLinearOp, allGatherLinear>(context);
+    attach<dist::LinearReduceScatterOp, linearReduceScatter>(context);
   });
 }

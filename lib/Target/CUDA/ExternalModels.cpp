@@ -101,6 +101,18 @@ int64_t scaledMatmul(ScaledMatmulOp op) {
       .bytes;
 }
 
+/// cuBLASLt's workspace and the ring's shards, in the element type.
+int64_t bytesOf(Value v) {
+  auto t = cast<ShapedType>(v.getType());
+  return t.getNumElements() * ((t.getElementTypeBitWidth() + 7) / 8);
+}
+int64_t allGatherLinear(dist::AllGatherLinearOp op) {
+  return cuda::collectiveMatmulWorkspaceBytes(2, bytesOf(op.getInput()));
+}
+int64_t linearReduceScatter(dist::LinearReduceScatterOp op) {
+  return cuda::collectiveMatmulWorkspaceBytes(3, bytesOf(op.getResult()));
+}
+
 template <typename Op, int64_t (*Rule)(Op)> void attach(MLIRContext *context) {
   attachWorkspaceRule<CUDAWorkspaceOpInterface, Op, Rule>(context);
 }
@@ -124,5 +136,7 @@ void titan::registerCUDATargetExternalModels(DialectRegistry &registry) {
     attachCollectiveWorkspaceRules<CUDAWorkspaceOpInterface>(context);
     attach<dist::ContextAttentionOp, contextAttention>(context);
     attach<dist::ContextAttentionGradOp, contextAttentionGrad>(context);
+    attach<dist::AllGatherLinearOp, allGatherLinear>(context);
+    attach<dist::LinearReduceScatterOp, linearReduceScatter>(context);
   });
 }

@@ -378,3 +378,63 @@ module attributes {dist.mesh = #dist.mesh<pp = 1, dp_replicate = 1, dp_shard = 1
     return
   }
 }
+
+// -----
+
+module attributes {dist.mesh = #dist.mesh<pp = 1, dp_replicate = 1, dp_shard = 1, cp = 1, tp = 2>} {
+  func.func @f(%x: tensor<2x4x8xf32>, %w: tensor<6x8xf32>) {
+    // expected-error @+1 {{dim 2 must be a row dimension of the GEMMs (before the last of rank 3)}}
+    %g:2 = dist.all_gather_linear %x, [%w] axes ["tp"] dim 2 : (tensor<2x4x8xf32>, tensor<6x8xf32>) -> (tensor<2x4x16xf32>, tensor<2x4x6xf32>)
+    return
+  }
+}
+
+// -----
+
+module attributes {dist.mesh = #dist.mesh<pp = 1, dp_replicate = 1, dp_shard = 1, cp = 1, tp = 2>} {
+  func.func @f(%x: tensor<2x4x8xf32>, %w: tensor<6x8xf32>) {
+    // expected-error @+1 {{output 'tensor<2x8x8xf32>' must be the GEMM's 'tensor<2x8x6xf32>'}}
+    %g:2 = dist.all_gather_linear %x, [%w] axes ["tp"] dim 1 : (tensor<2x4x8xf32>, tensor<6x8xf32>) -> (tensor<2x8x8xf32>, tensor<2x8x8xf32>)
+    return
+  }
+}
+
+// -----
+
+module attributes {dist.mesh = #dist.mesh<pp = 1, dp_replicate = 1, dp_shard = 1, cp = 1, tp = 2>} {
+  func.func @f(%x: tensor<2x4x8xf32>, %w: tensor<6x8xf32>) {
+    // expected-error @+1 {{gathers 'tensor<2x4x8xf32>' over 2 ranks into 'tensor<2x8x8xf32>', not 'tensor<2x4x8xf32>'}}
+    %g:2 = dist.all_gather_linear %x, [%w] axes ["tp"] dim 1 : (tensor<2x4x8xf32>, tensor<6x8xf32>) -> (tensor<2x4x8xf32>, tensor<2x4x6xf32>)
+    return
+  }
+}
+
+// -----
+
+module attributes {dist.mesh = #dist.mesh<pp = 1, dp_replicate = 1, dp_shard = 1, cp = 1, tp = 2>} {
+  func.func @f(%h: tensor<2x8x4xf32>, %w: tensor<8x4xf32>) {
+    // expected-error @+1 {{needs 1 to 16 pairs of (lhs, weight), not 3 operands}}
+    %r = dist.linear_reduce_scatter %h, %w, %h axes ["tp"] dim 1 : (tensor<2x8x4xf32>, tensor<8x4xf32>, tensor<2x8x4xf32>) -> tensor<2x4x8xf32>
+    return
+  }
+}
+
+// -----
+
+module attributes {dist.mesh = #dist.mesh<pp = 1, dp_replicate = 1, dp_shard = 1, cp = 1, tp = 2>} {
+  func.func @f(%h: tensor<2x8x4xf32>, %w: tensor<8x4xf32>) {
+    // expected-error @+1 {{reduce-scatters 'tensor<2x8x8xf32>' into 'tensor<2x4x8xf32>', not 'tensor<2x8x8xf32>'}}
+    %r = dist.linear_reduce_scatter %h, %w axes ["tp"] dim 1 : (tensor<2x8x4xf32>, tensor<8x4xf32>) -> tensor<2x8x8xf32>
+    return
+  }
+}
+
+// -----
+
+module attributes {dist.mesh = #dist.mesh<pp = 1, dp_replicate = 1, dp_shard = 1, cp = 1, tp = 2>} {
+  func.func @f(%h: tensor<2x8x4xf32>, %w: tensor<8x5xf32>) {
+    // expected-error @+1 {{contracts a last dimension of 4 with a weight dimension of 5}}
+    %r = dist.linear_reduce_scatter %h, %w axes ["tp"] dim 1 : (tensor<2x8x4xf32>, tensor<8x5xf32>) -> tensor<2x4x8xf32>
+    return
+  }
+}

@@ -63,6 +63,18 @@ scaledMatmulWorkspace(ScaledMatmulForm form, int64_t lhsElements,
   return w;
 }
 
+/// Async TP's collective matmuls (dist.all_gather_linear: 2 shards, the
+/// one held and the one arriving; dist.linear_reduce_scatter: 3, two
+/// partial sums and the one received): cuBLASLt's workspace, then the
+/// ring's shards of `shardBytes` (the element type's), each 256-aligned.
+constexpr int64_t collectiveMatmulShard(int64_t shard, int64_t shardBytes) {
+  return kGemmWorkspaceBytes + shard * alignTo256(shardBytes);
+}
+constexpr int64_t collectiveMatmulWorkspaceBytes(int64_t shards,
+                                                 int64_t shardBytes) {
+  return collectiveMatmulShard(shards, shardBytes);
+}
+
 /// RMSNorm backward: f32 partial sums of the weight gradient, one row of
 /// `dim` per block of rows, at most 512 blocks (about four 256-thread
 /// blocks per SM of an H100/H200's 132, so the backward fills the GPU;

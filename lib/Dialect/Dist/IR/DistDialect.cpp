@@ -580,3 +580,109 @@ LogicalResult RingAttentionOp::verify() {
 
 #define GET_OP_CLASSES
 #include "titan/Dialect/Dist/IR/DistOps.cpp.inc"
+
+//===----------------------------------------------------------------------===//
+// Collective matmuls
+//===----------------------------------------------------------------------===//
+
+namespace {
+/// The type of titan.linear(lhs, weight) (`gradInput`:
+/// titan.linear_grad_input), or null with `reason` when they do not fit.
+RankedTensorType gemmType(RankedTensorType lhs, RankedTensorType weight,
+                          bool gradInput, std::string &reason) {
+  if (weight.getRank() != 2 || lhs.getRank() < 2 ||
+      lhs.getElementType() != weight.getElementType()) {
+    reason = "needs 2-D weights and operands of rank >= 2 of one element type";
+    return {};
+  }
+  int64_t contracted = weight.getDimSize(gradInput ? 0 : 1);
+  if (lhs.getShape().back() != contracted) {
+    reason = "contracts a last dimension of " +
+             std::to_string(lhs.getShape().back()) +
+             " with a weight dimension of " + std::to_string(contracted);
+    return {};
+  }
+  SmallVector<int64_t> shape(lhs.getShape());
+  shape.back() = weight.getDimSize(gradInput ? 1 : 0);
+  return RankedTensorType::get(shape, lhs.getElementType());
+}
+
+/// A collective matmul's ring: over known axes, along a dimension before the
+/// last (the GEMMs' rows).
+FailureOr<int64_t> verifyRing(Operation *op, ArrayAttr axes, int64_t dim,
+                              int64_t rank) {
+  FailureOr<int64_t> group = verifyAxes(op, axes);
+  if (failed(group))
+    return failure();
+  if (dim < 0 || dim >= rank - 1)
+    return op->emitOpError() << "dim " << dim
+                             << " must be a row dimension of the GEMMs (before "
+                                "the last of rank "
+                             << rank << ")";
+  return group;
+}
+} // namespace
+
+LogicalResult AllGatherLinearOp::verify() {
+  auto in = cast<RankedTensorType>(getInput().getType());
+  FailureOr<int64_t> group =
+      verifyRing(*this, getAxes(), getDim(), in.getRank());
+  if (failed(group))
+    return failure();
+  SmallVector<int64_t> shape(in.getShape());
+  shape[getDim()] *= *group;
+  auto gathered = RankedTensorType::get(shape, in.getElementType());
+  if (getGathered().getType() != gathered)
+    return emitOpError() << "gathers " << in << " over " << *group
+                         << " ranks into " << gathered << ", not "
+                         << getGathered().getType();
+  // The kernels' limit (KernelCatalog.def).
+  if (getWeights().empty() || getWeights().size() > 16 ||
+      getWeights().size() != getOutputs().size())
+    return emitOpError() << "needs one output per weight, and 1 to 16 weights";
+  for (auto [weight, output] : llvm::zip(getWeights(), getOutputs())) {
+    std::string reason;
+    RankedTensorType expected =
+        gemmType(gathered, cast<RankedTensorType>(weight.getType()),
+                 getGradInput(), reason);
+    if (!expected)
+      return emitOpError() << reason;
+    if (output.getType() != expected)
+      return emitOpError() << "output " << output.getType()
+                           << " must be the GEMM's " << expected;
+  }
+  return success();
+}
+
+LogicalResult LinearReduceScatterOp::verify() {
+  if (getPairs().empty() || getPairs().size() % 2 != 0 ||
+      getPairs().size() > 32)
+    return emitOpError() << "needs 1 to 16 pairs of (lhs, weight), not "
+                         << getPairs().size() << " operands";
+  RankedTensorType sum;
+  for (unsigned i = 0; i < getNumGemms(); ++i) {
+    std::string reason;
+    RankedTensorType gemm = gemmType(
+        cast<RankedTensorType>(getLhs(i).getType()),
+        cast<RankedTensorType>(getWeight(i).getType()), getGradInput(), reason);
+    if (!gemm)
+      return emitOpError() << reason;
+    if (sum && gemm != sum)
+      return emitOpError() << "sums GEMMs of types " << sum << " and " << gemm;
+    sum = gemm;
+  }
+  FailureOr<int64_t> group =
+      verifyRing(*this, getAxes(), getDim(), sum.getRank());
+  if (failed(group))
+    return failure();
+  if (sum.getDimSize(getDim()) % *group != 0)
+    return emitOpError() << "dim " << getDim() << " of " << sum
+                         << " must divide into " << *group << " parts";
+  SmallVector<int64_t> shape(sum.getShape());
+  shape[getDim()] /= *group;
+  auto expected = RankedTensorType::get(shape, sum.getElementType());
+  if (getResult().getType() != expected)
+    return emitOpError() << "reduce-scatters " << sum << " into " << expected
+                         << ", not " << getResult().getType();
+  return success();
+}

@@ -96,3 +96,31 @@ ArrayAttr ContextAttentionGradOp::getKernelParams() {
   return contextAttentionParams(*this, getAxes(), getKvShift(), getScaleAttr(),
                                 {getDeterministic() ? 1 : 0});
 }
+
+/// {count, dim, grad_input, axis_mask}: the collective matmuls' parameters
+/// (the counted buffers: one weight per output, or one (lhs, weight) pair
+/// per GEMM).
+static ArrayAttr collectiveMatmulParams(Operation *op, int64_t count,
+                                        int64_t dim, bool gradInput,
+                                        ArrayAttr axes) {
+  Builder b(op->getContext());
+  return b.getArrayAttr({b.getI64IntegerAttr(count), b.getI64IntegerAttr(dim),
+                         b.getI64IntegerAttr(gradInput ? 1 : 0),
+                         b.getI64IntegerAttr(axisMask(axes))});
+}
+
+ArrayAttr AllGatherLinearOp::getKernelParams() {
+  return collectiveMatmulParams(*this, getWeights().size(), getDim(),
+                                getGradInput(), getAxes());
+}
+
+ArrayAttr LinearReduceScatterOp::getKernelParams() {
+  ArrayAttr params = collectiveMatmulParams(*this, getNumGemms(), getDim(),
+                                            getGradInput(), getAxes());
+  // The storage type the partial sums are rounded to (catalog).
+  Type element = getResult().getType().getElementType();
+  int64_t storage = element.isBF16() ? 1 : element.isF16() ? 2 : 0;
+  SmallVector<Attribute> all(params.getValue());
+  all.push_back(Builder(getContext()).getI64IntegerAttr(storage));
+  return ArrayAttr::get(getContext(), all);
+}

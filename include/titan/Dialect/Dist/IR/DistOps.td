@@ -268,6 +268,83 @@ def Dist_SendRecvStartOp : Dist_CollectiveStartOp<"send_recv_start"> {
   }];
 }
 
+//===----------------------------------------------------------------------===//
+// Async tensor parallel: collective matmuls (dist-async-tensor-parallel)
+//===----------------------------------------------------------------------===//
+
+def Dist_AllGatherLinearOp : Dist_Op<"all_gather_linear", [
+    DeclareOpInterfaceMethods<Titan_KernelOpInterface, ["getKernelParams"]>,
+    MemoryEffects<[MemRead<Dist_CollectiveResource>,
+                   MemWrite<Dist_CollectiveResource>]>]> {
+  let summary = "all_gather along a token dimension fused with the GEMMs reading it";
+  let description = [{
+    `gathered` is `dist.all_gather_start` of `input` over `axes` along `dim`
+    (a dimension before the last: the GEMMs' rows), and output `i` is
+    `titan.linear(gathered, weights[i])` (`grad_input`:
+    `titan.linear_grad_input(gathered, weights[i])`). The kernel passes the
+    shards around the ring of the group (PyTorch's micro-pipeline TP
+    `fused_all_gather_matmul`): while one shard travels, the GEMMs of the
+    rows already here run, each output row the same dot products as the
+    GEMM over the gathered value.
+
+    ```mlir
+    %g, %q, %k = dist.all_gather_linear %x, [%wq, %wk] axes ["tp"] dim 1
+        : (tensor<8x1024x256xf32>, tensor<128x256xf32>, tensor<128x256xf32>)
+        -> (tensor<8x2048x256xf32>, tensor<8x2048x128xf32>,
+            tensor<8x2048x128xf32>)
+    ```
+  }];
+  let arguments = (ins Dist_FloatTensor:$input,
+                       Variadic<Dist_FloatTensor>:$weights,
+                       Dist_AxisList:$axes, I64Attr:$dim,
+                       UnitAttr:$grad_input);
+  let results = (outs Dist_FloatTensor:$gathered,
+                      Variadic<Dist_FloatTensor>:$outputs);
+  let assemblyFormat = [{
+    $input `,` `[` $weights `]` `axes` $axes `dim` $dim
+    (`grad_input` $grad_input^)? attr-dict `:`
+    functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
+def Dist_LinearReduceScatterOp : Dist_Op<"linear_reduce_scatter", [
+    DeclareOpInterfaceMethods<Titan_KernelOpInterface, ["getKernelParams"]>,
+    MemoryEffects<[MemRead<Dist_CollectiveResource>,
+                   MemWrite<Dist_CollectiveResource>]>]> {
+  let summary = "GEMMs summed, then reduce_scatter along a token dimension";
+  let description = [{
+    `pairs` is `lhs0, w0, lhs1, w1, ...`; the result is
+    `dist.reduce_scatter_start` over `axes` along `dim` (a dimension before
+    the last) of the sum, in order, of `titan.linear(lhs_i, w_i)`
+    (`grad_input`: `titan.linear_grad_input(lhs_i, w_i)`). The kernel
+    computes the partial sums of one shard at a time and passes them
+    around the ring, each rank adding its term to the one it receives
+    (PyTorch's `fused_matmul_reduce_scatter`): the sum over ranks runs in
+    ring order, not MPI's, so the bits may differ from the unfused form.
+
+    ```mlir
+    %r = dist.linear_reduce_scatter %h, %wo axes ["tp"] dim 1
+        : (tensor<8x2048x128xf32>, tensor<256x128xf32>)
+        -> tensor<8x1024x256xf32>
+    ```
+  }];
+  let arguments = (ins Variadic<Dist_FloatTensor>:$pairs,
+                       Dist_AxisList:$axes, I64Attr:$dim,
+                       UnitAttr:$grad_input);
+  let results = (outs Dist_FloatTensor:$result);
+  let assemblyFormat = [{
+    $pairs `axes` $axes `dim` $dim (`grad_input` $grad_input^)? attr-dict `:`
+    functional-type(operands, results)
+  }];
+  let extraClassDeclaration = [{
+    unsigned getNumGemms() { return getPairs().size() / 2; }
+    ::mlir::Value getLhs(unsigned i) { return getPairs()[2 * i]; }
+    ::mlir::Value getWeight(unsigned i) { return getPairs()[2 * i + 1]; }
+  }];
+  let hasVerifier = 1;
+}
+
 def Dist_ShardOffsetOp : Dist_Op<"shard_offset", [Pure,
     DeclareOpInterfaceMethods<Titan_KernelOpInterface, ["getKernelParams"]>]> {
   let summary = "this rank's shard index over mesh axes, times a stride";

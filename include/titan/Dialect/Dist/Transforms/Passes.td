@@ -299,4 +299,30 @@ def DistPipelineVerify : Pass<"dist-pipeline-verify", "::mlir::ModuleOp"> {
   }];
 }
 
+def DistAsyncTensorParallel
+    : Pass<"dist-async-tensor-parallel", "::mlir::ModuleOp"> {
+  let summary = "Async TP: fuse sequence-parallel gathers and scatters with their GEMMs";
+  let description = [{
+    TorchTitan's `enable_async_tensor_parallel` (PyTorch's micro-pipeline
+    TP): on the per-rank program after autodiff,
+    * `dist.wait(dist.all_gather_start(x, axes ["tp"], dim d))` whose users
+      include `titan.linear` (or `titan.linear_grad_input`) GEMMs with the
+      gathered value as their left operand, `d` a row dimension, becomes one
+      `dist.all_gather_linear` of x and those GEMMs' weights (the GEMMs of
+      the other kind, and every other user, read its gathered result);
+    * `dist.wait(dist.reduce_scatter_start(v, axes ["tp"], dim d))` where
+      `v` is a GEMM, or a sum (`titan.add`) of GEMMs of one kind, used only
+      there, becomes one `dist.linear_reduce_scatter`.
+    Both kernels run the collective as a ring of send/recv, each shard's
+    transfer overlapping the GEMMs of the previous one. Everything else is
+    left as it is: gathers over other axes (FSDP's), along the last
+    dimension, or of uneven shards, and GEMMs that are not `titan.linear`
+    or `titan.linear_grad_input` (Float8's `titan.scaled_matmul`, whose
+    amax all-reduces are untouched); a tensor-parallel gather or scatter
+    next to a GEMM that it declines gets a remark saying why.
+  }];
+  let dependentDialects = ["::titan::dist::DistDialect",
+                           "::titan::TitanDialect"];
+}
+
 #endif // TITAN_DIALECT_DIST_TRANSFORMS_PASSES_TD

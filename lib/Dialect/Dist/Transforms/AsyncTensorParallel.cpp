@@ -1,0 +1,227 @@
+//===- AsyncTensorParallel.cpp - collective matmuls for sequence parallel -===//
+//
+// dist-async-tensor-parallel: sequence parallel's tp gathers feeding GEMMs
+// and GEMMs feeding tp reduce-scatters become dist.all_gather_linear and
+// dist.linear_reduce_scatter, whose kernels overlap the ring's transfers
+// with the GEMMs (docs/architecture.md, "Async tensor parallel").
+//
+//===----------------------------------------------------------------------===//
+
+#include "titan/Dialect/Dist/IR/Dist.h"
+#include "titan/Dialect/Dist/Transforms/Passes.h"
+#include "titan/Dialect/Titan/IR/TitanOps.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/Builders.h"
+
+namespace titan::dist {
+#define GEN_PASS_DEF_DISTASYNCTENSORPARALLEL
+#include "titan/Dialect/Dist/Transforms/Passes.h.inc"
+} // namespace titan::dist
+
+using namespace mlir;
+using namespace titan;
+using namespace titan::dist;
+
+namespace {
+
+/// The most GEMMs one collective matmul takes (the verifiers' and the
+/// kernels' limit, KernelCatalog.def).
+constexpr size_t kMaxGemms = 16;
+
+/// The ring's axes: tensor parallel's alone.
+bool isTensorParallel(ArrayAttr axes) {
+  return axes.size() == 1 && cast<StringAttr>(axes[0]).getValue() == "tp";
+}
+
+/// A GEMM the collective matmuls cover: its left operand, its weight, and
+/// whether it is linear_grad_input's product.
+struct Gemm {
+  Operation *op = nullptr;
+  Value lhs, weight;
+  bool gradInput = false;
+};
+std::optional<Gemm> asGemm(Operation *op) {
+  if (auto linear = dyn_cast_or_null<LinearOp>(op))
+    return Gemm{op, linear.getInput(), linear.getWeight(), false};
+  if (auto grad = dyn_cast_or_null<LinearGradInputOp>(op))
+    return Gemm{op, grad.getGrad(), grad.getWeight(), true};
+  return std::nullopt;
+}
+
+bool isGemmLike(Operation *op) {
+  return asGemm(op) || isa<ScaledMatmulOp, LinearGradWeightOp>(op);
+}
+
+/// Whether `v` is available at `point` (same block: defined before it).
+bool dominates(Value v, Operation *point) {
+  if (auto arg = dyn_cast<BlockArgument>(v))
+    return arg.getOwner() == point->getBlock();
+  Operation *def = v.getDefiningOp();
+  return def->getBlock() == point->getBlock() && def->isBeforeInBlock(point);
+}
+
+struct DistAsyncTensorParallelPass
+    : titan::dist::impl::DistAsyncTensorParallelBase<
+          DistAsyncTensorParallelPass> {
+  void runOnOperation() override {
+    SmallVector<AllGatherStartOp> gathers;
+    SmallVector<ReduceScatterStartOp> scatters;
+    getOperation().walk([&](Operation *op) {
+      if (auto g = dyn_cast<AllGatherStartOp>(op))
+        gathers.push_back(g);
+      else if (auto s = dyn_cast<ReduceScatterStartOp>(op))
+        scatters.push_back(s);
+    });
+    for (AllGatherStartOp g : gathers)
+      fuseGather(g);
+    for (ReduceScatterStartOp s : scatters)
+      fuseScatter(s);
+  }
+
+  /// The wait of a collective's future (verified: exactly one).
+  static WaitOp waitOf(Operation *start) {
+    for (Operation *user : start->getResult(0).getUsers())
+      if (auto wait = dyn_cast<WaitOp>(user))
+        return wait;
+    return {};
+  }
+
+  void fuseGather(AllGatherStartOp start) {
+    WaitOp wait = waitOf(start);
+    if (!wait || !isTensorParallel(start.getAxes()))
+      return;
+    Value gathered = wait.getResult();
+    // Float8 quantizes the gathered value for its scaled GEMMs.
+    bool float8 = llvm::any_of(gathered.getUsers(), llvm::IsaPred<QuantizeOp>);
+    bool feedsGemm = llvm::any_of(gathered.getUsers(), isGemmLike);
+    if (!feedsGemm && !float8)
+      return;
+    auto in = cast<RankedTensorType>(start.getInput().getType());
+    auto out = cast<RankedTensorType>(gathered.getType());
+    int64_t dim = start.getDim();
+    int64_t group = getGroupSize(getMesh(start), start.getAxes());
+    if (dim >= in.getRank() - 1) {
+      start.emitRemark() << "async TP: not fused with its GEMMs: the gather "
+                            "runs along their contracted (last) dimension";
+      return;
+    }
+    if (out.getDimSize(dim) != group * in.getDimSize(dim))
+      return; // uneven shards: not sequence parallel's
+    // The GEMMs reading the gathered value as their rows, of the first
+    // one's kind, whose weights are there at the wait.
+    SmallVector<Gemm> gemms;
+    bool declined = false;
+    for (Operation &op : llvm::make_range(std::next(wait->getIterator()),
+                                          wait->getBlock()->end())) {
+      std::optional<Gemm> gemm = asGemm(&op);
+      if (!gemm || gemm->lhs != gathered || gemm->weight == gathered)
+        continue;
+      if (gemms.size() == kMaxGemms ||
+          (!gemms.empty() && gemm->gradInput != gemms.front().gradInput))
+        continue;
+      if (!dominates(gemm->weight, wait)) {
+        declined = true;
+        continue;
+      }
+      gemms.push_back(*gemm);
+    }
+    if (gemms.empty()) {
+      start.emitRemark() << "async TP: not fused: no titan.linear or "
+                            "titan.linear_grad_input reads the gathered "
+                            "value with its weight computed before the wait"
+                         << (float8 ? " (Float8's quantized, scaled GEMMs "
+                                      "are not fused)"
+                                    : "");
+      return;
+    }
+    if (declined)
+      start.emitRemark() << "async TP: some GEMMs' weights are computed after "
+                            "the gather's wait; they read the gathered value";
+    OpBuilder b(wait);
+    SmallVector<Value> weights;
+    SmallVector<Type> types{gathered.getType()};
+    for (const Gemm &gemm : gemms) {
+      weights.push_back(gemm.weight);
+      types.push_back(gemm.op->getResult(0).getType());
+    }
+    auto fused = AllGatherLinearOp::create(
+        b, gemms.front().op->getLoc(), types, start.getInput(), weights,
+        start.getAxesAttr(), start.getDimAttr(),
+        gemms.front().gradInput ? b.getUnitAttr() : UnitAttr());
+    for (auto [i, gemm] : llvm::enumerate(gemms)) {
+      gemm.op->getResult(0).replaceAllUsesWith(fused.getOutputs()[i]);
+      gemm.op->erase();
+    }
+    gathered.replaceAllUsesWith(fused.getGathered());
+    wait.erase();
+    start.erase();
+  }
+
+  /// The GEMMs whose sum `v` is (titan.add trees used once), in order.
+  static bool collectSum(Value v, SmallVectorImpl<Gemm> &gemms,
+                         SmallVectorImpl<Operation *> &adds) {
+    Operation *def = v.getDefiningOp();
+    if (!def || !v.hasOneUse())
+      return false;
+    if (auto add = dyn_cast<AddOp>(def)) {
+      adds.push_back(add);
+      return collectSum(add.getLhs(), gemms, adds) &&
+             collectSum(add.getRhs(), gemms, adds);
+    }
+    std::optional<Gemm> gemm = asGemm(def);
+    if (!gemm)
+      return false;
+    gemms.push_back(*gemm);
+    return true;
+  }
+
+  void fuseScatter(ReduceScatterStartOp start) {
+    WaitOp wait = waitOf(start);
+    if (!wait || !isTensorParallel(start.getAxes()))
+      return;
+    Operation *def = start.getInput().getDefiningOp();
+    if (!def || !(isa<AddOp>(def) || isGemmLike(def)))
+      return;
+    auto in = cast<RankedTensorType>(start.getInput().getType());
+    int64_t dim = start.getDim();
+    int64_t group = getGroupSize(getMesh(start), start.getAxes());
+    auto remark = [&](StringRef why) {
+      start.emitRemark() << "async TP: not fused with the GEMMs before it: "
+                         << why;
+    };
+    if (dim >= in.getRank() - 1 || in.getDimSize(dim) % group != 0)
+      return remark("it scatters the GEMMs' last dimension or uneven shards");
+    SmallVector<Gemm> gemms;
+    SmallVector<Operation *> adds;
+    if (!collectSum(start.getInput(), gemms, adds))
+      return remark("its input is not titan.linear or titan.linear_grad_input "
+                    "GEMMs (summed by titan.add) used only here");
+    if (gemms.size() > kMaxGemms)
+      return remark("it sums more than 16 GEMMs");
+    if (llvm::any_of(gemms, [&](const Gemm &g) {
+          return g.gradInput != gemms.front().gradInput;
+        }))
+      return remark("it sums GEMMs of different kinds");
+    OpBuilder b(start);
+    SmallVector<Value> pairs;
+    for (const Gemm &gemm : gemms) {
+      pairs.push_back(gemm.lhs);
+      pairs.push_back(gemm.weight);
+    }
+    auto fused = LinearReduceScatterOp::create(
+        b, gemms.front().op->getLoc(), wait.getResult().getType(), pairs,
+        start.getAxesAttr(), start.getDimAttr(),
+        gemms.front().gradInput ? b.getUnitAttr() : UnitAttr());
+    wait.getResult().replaceAllUsesWith(fused.getResult());
+    wait.erase();
+    start.erase();
+    // Users first: the adds (outermost first), then the GEMMs.
+    for (Operation *add : adds)
+      add->erase();
+    for (const Gemm &gemm : gemms)
+      gemm.op->erase();
+  }
+};
+
+} // namespace

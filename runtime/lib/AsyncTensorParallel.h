@@ -1,0 +1,76 @@
+//===- AsyncTensorParallel.h - collective matmuls on the CPU ---*- C++ -*-===//
+//
+// Async tensor parallel's kernels (dist.all_gather_linear,
+// dist.linear_reduce_scatter): a ring of send/recv over one mesh axis, one
+// shard per step, the GEMMs of the shard already here running while the
+// next travels (PyTorch's micro-pipeline TP, XLA's windowed einsum).
+//
+// Tensors are [outer][rows][cols] around the ring's dimension: `outer` is
+// the elements before it, `rows` each rank's shard of it times the
+// dimensions between it and the last (the GEMMs' rows of one outer index),
+// so shard c of a gathered tensor is rows [c rows, (c + 1) rows) of every
+// outer index.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TITANRT_LIB_ASYNCTENSORPARALLEL_H
+#define TITANRT_LIB_ASYNCTENSORPARALLEL_H
+
+#include <cstdint>
+
+namespace titanrt::kernels {
+
+/// The GEMM of one collective matmul: titan.linear (lhs W^T, W [n, k]) or,
+/// `gradInput`, titan.linear_grad_input (lhs W, W [k, n]); `in` and `out`
+/// are the lhs's and the result's last dimensions.
+struct RingGemm {
+  bool gradInput;
+  int64_t in, out;
+};
+
+/// The ring's place: this rank's index in the group, its size, and the
+/// group's single mesh axis (its bit in axisMask). A null communicator
+/// (a single-rank run) is a ring of one.
+struct RingPlace {
+  int64_t index = 0, size = 1;
+  unsigned axisMask = 0;
+};
+RingPlace ringPlace(unsigned axisMask, const char *kernel);
+
+/// Workspace elements (of T) each kernel needs for shards of `shardElements`.
+inline int64_t allGatherLinearWorkspace(int64_t shardElements) {
+  return 2 * shardElements;
+}
+/// The reduce-scatter's: three shards, and with several GEMMs one block
+/// (`blockElements`, a shard's rows of one outer index) for a 16-bit
+/// call's separately rounded GEMM results.
+inline int64_t linearReduceScatterWorkspace(int64_t shardElements,
+                                            int64_t blockElements = 0) {
+  return 3 * shardElements + blockElements;
+}
+
+/// gathered = all_gather(input) ([outer][size rows][gemm.in]);
+/// results[i] = GEMM(gathered, weights[i]) ([outer][size rows][outs[i]]).
+/// Every result row is the dot products the GEMM over `gathered` computes.
+template <typename T>
+void allGatherLinear(const T *input, const T *const *weights, T *gathered,
+                     T *const *results, const int64_t *outs, int64_t count,
+                     bool gradInput, int64_t outer, int64_t rows, int64_t in,
+                     RingPlace place, T *workspace);
+
+/// result = reduce_scatter(sum_i GEMM(lhs[i], weights[i])): lhs[i] is
+/// [outer][size rows][ins[i]], result [outer][rows][out]. Shard c's partial
+/// sums travel the ring and every rank adds its term: the sum over ranks
+/// runs in ring order (from rank c + 1 around to c).
+/// `storage` (0 none, 1 bf16, 2 f16): the f32 kernel of a 16-bit call
+/// rounds each GEMM's partial sums and each ring sum to it, as the unfused
+/// GEMMs' 16-bit results and the communicator's 16-bit sums are.
+template <typename T>
+void linearReduceScatter(const T *const *lhs, const T *const *weights,
+                         const int64_t *ins, int64_t count, bool gradInput,
+                         T *result, int64_t outer, int64_t rows, int64_t out,
+                         RingPlace place, T *workspace, int storage = 0);
+
+} // namespace titanrt::kernels
+
+#endif // TITANRT_LIB_ASYNCTENSORPARALLEL_H

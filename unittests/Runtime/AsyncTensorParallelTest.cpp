@@ -1,0 +1,288 @@
+//===- AsyncTensorParallelTest.cpp - collective matmuls vs sync TP --------===//
+//
+// Run under `mpirun -np N` (the mesh is tp N; run directly, a ring of one).
+// Every rank draws the same global tensors and checks the collective
+// matmuls (runtime/lib/AsyncTensorParallel.h) against what sync tensor
+// parallel computes from them: all_gather then the GEMM over all rows
+// (bitwise: every output row is the same dot products), and the GEMMs
+// over all rows then the communicator's reduce_scatter (1e-6 relative:
+// the ring sums the ranks' terms in another order than MPI).
+//
+//===----------------------------------------------------------------------===//
+
+#include "AsyncTensorParallel.h"
+#include "Communicator.h"
+#include "Kernels.h"
+#include "LowPrecision.h"
+
+#include "gtest/gtest.h"
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+using namespace titanrt;
+namespace k = titanrt::kernels;
+
+namespace {
+
+constexpr unsigned kTPMask = 1u << kTP;
+
+std::vector<float> draw(int64_t n, uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  std::normal_distribution<double> normal;
+  std::vector<float> v(static_cast<size_t>(n));
+  for (float &x : v)
+    x = float(normal(rng));
+  return v;
+}
+
+k::RingPlace place() { return k::ringPlace(kTPMask, "test"); }
+
+/// The rows of rank r's shard ([outer][rows][cols] of the [outer][n
+/// rows][cols] whole).
+std::vector<float> shardOf(const std::vector<float> &whole, int64_t outer,
+                           int64_t rows, int64_t cols, int64_t n, int64_t r) {
+  std::vector<float> s(size_t(outer * rows * cols));
+  for (int64_t o = 0; o < outer; ++o)
+    std::memcpy(s.data() + o * rows * cols,
+                whole.data() + (o * n + r) * rows * cols,
+                size_t(rows * cols) * sizeof(float));
+  return s;
+}
+
+/// Whether k::linear over blocks of `block` rows gives the bits of the call
+/// over all `m` rows; else the largest relative difference.
+double rowBlockDifference(int64_t m, int64_t kk, int64_t n, int64_t block) {
+  std::vector<float> x = draw(m * kk, 1), w = draw(n * kk, 2);
+  std::vector<float> whole(size_t(m * n)), blocks(size_t(m * n));
+  k::linear(x.data(), w.data(), whole.data(), m, kk, n);
+  for (int64_t i = 0; i < m; i += block)
+    k::linear(x.data() + i * kk, w.data(), blocks.data() + i * n,
+              std::min(block, m - i), kk, n);
+  double worst = 0;
+  for (size_t e = 0; e < whole.size(); ++e)
+    worst = std::max(worst, std::fabs(double(whole[e]) - blocks[e]) /
+                                std::max(1.0, std::fabs(double(whole[e]))));
+  return worst;
+}
+
+// A GEMM over a block of rows gives the bits of the GEMM over all rows at
+// the debug model's shapes (oneDNN's sgemm; sequence shards of a multiple
+// of 64 rows): what makes the gather side bitwise. At odd shapes oneDNN
+// may block k differently for fewer rows: measured 3.1e-6 relative to
+// max(1, |y|) at 300 x 70 x 33 in blocks of 75 (a few ulps of dot products
+// of 70 terms).
+TEST(AsyncTensorParallel, RowBlocksGiveTheWholeGemmsBits) {
+  for (auto [m, kk, n, block] :
+       std::vector<std::array<int64_t, 4>>{{16384, 256, 128, 1024},
+                                           {16384, 256, 384, 2048},
+                                           {4096, 384, 256, 512},
+                                           {4096, 256, 1024, 1024}}) {
+    SCOPED_TRACE(std::to_string(m) + "x" + std::to_string(kk) + "x" +
+                 std::to_string(n) + " in blocks of " + std::to_string(block));
+    EXPECT_EQ(rowBlockDifference(m, kk, n, block), 0.0);
+  }
+  double odd = rowBlockDifference(300, 70, 33, 75);
+  std::printf("300x70x33 in blocks of 75 rows: max relative difference %.3g\n",
+              odd);
+  EXPECT_LE(odd, 1e-5);
+}
+
+void checkGather(bool gradInput, int64_t outer, int64_t rows, int64_t in,
+                 std::vector<int64_t> outs) {
+  k::RingPlace p = place();
+  int64_t n = p.size;
+  SCOPED_TRACE("tp " + std::to_string(n) + (gradInput ? " grad_input" : ""));
+  std::vector<float> whole = draw(outer * n * rows * in, 7);
+  std::vector<float> x = shardOf(whole, outer, rows, in, n, p.index);
+  std::vector<std::vector<float>> weights, results, expected;
+  std::vector<const float *> wp;
+  std::vector<float *> rp;
+  for (size_t i = 0; i < outs.size(); ++i) {
+    weights.push_back(draw(outs[i] * in, 100 + i));
+    results.emplace_back(size_t(outer * n * rows * outs[i]), NAN);
+    expected.emplace_back(size_t(outer * n * rows * outs[i]));
+    // Sync TP: the GEMM over the gathered rows.
+    if (gradInput)
+      k::linearGradInput(whole.data(), weights[i].data(), expected[i].data(),
+                         outer * n * rows, outs[i], in);
+    else
+      k::linear(whole.data(), weights[i].data(), expected[i].data(),
+                outer * n * rows, in, outs[i]);
+  }
+  for (size_t i = 0; i < outs.size(); ++i) {
+    wp.push_back(weights[i].data());
+    rp.push_back(results[i].data());
+  }
+  std::vector<float> gathered(whole.size(), NAN);
+  std::vector<float> ws(size_t(k::allGatherLinearWorkspace(x.size())));
+  k::allGatherLinear<float>(x.data(), wp.data(), gathered.data(), rp.data(),
+                            outs.data(), int64_t(outs.size()), gradInput, outer,
+                            rows, in, p, ws.data());
+  EXPECT_EQ(0, std::memcmp(gathered.data(), whole.data(),
+                           whole.size() * sizeof(float)));
+  for (size_t i = 0; i < outs.size(); ++i)
+    EXPECT_EQ(0, std::memcmp(results[i].data(), expected[i].data(),
+                             expected[i].size() * sizeof(float)))
+        << "GEMM " << i;
+}
+
+TEST(AsyncTensorParallel, GatherSideIsBitwiseSyncTP) {
+  // The debug model's forward (wq, wk, wv of 8 x 2048 x 256 over tp), with
+  // a smaller batch; a batch of 1; the row-parallel backward (grad_input).
+  checkGather(false, 2, 256, 256, {128, 64, 64});
+  checkGather(false, 1, 96, 40, {24});
+  checkGather(true, 2, 128, 96, {64});
+}
+
+void checkScatter(bool gradInput, int64_t outer, int64_t rows, int64_t out,
+                  std::vector<int64_t> ins) {
+  k::RingPlace p = place();
+  int64_t n = p.size;
+  SCOPED_TRACE("tp " + std::to_string(n) + (gradInput ? " grad_input" : ""));
+  // Each rank's terms differ (its own seed), as the partial sums do.
+  std::vector<std::vector<float>> lhs, weights;
+  std::vector<const float *> lp, wp;
+  std::vector<float> partial(size_t(outer * n * rows * out));
+  for (size_t i = 0; i < ins.size(); ++i) {
+    lhs.push_back(draw(outer * n * rows * ins[i], 1000 * p.index + i));
+    weights.push_back(draw(out * ins[i], 500 * p.index + i));
+    // Sync TP: the GEMMs over all rows, summed (kernel-fuse-gemm-accumulate
+    // adds the later ones into the first), then reduce_scatter.
+    if (gradInput)
+      k::linearGradInput(lhs[i].data(), weights[i].data(), partial.data(),
+                         outer * n * rows, out, ins[i], i > 0);
+    else
+      k::linear(lhs[i].data(), weights[i].data(), partial.data(),
+                outer * n * rows, ins[i], out, i > 0);
+  }
+  for (size_t i = 0; i < ins.size(); ++i) {
+    lp.push_back(lhs[i].data());
+    wp.push_back(weights[i].data());
+  }
+  std::vector<float> expected(size_t(outer * rows * out));
+  if (activeCommunicator())
+    communicator()
+        .reduceScatter(partial.data(), expected.data(), DataType::F32, outer,
+                       n * rows, out, kTPMask)
+        ->finish();
+  else
+    expected = partial;
+  std::vector<float> result(expected.size(), NAN);
+  std::vector<float> ws(size_t(
+      k::linearReduceScatterWorkspace(int64_t(expected.size()), rows * out)));
+  k::linearReduceScatter<float>(lp.data(), wp.data(), ins.data(),
+                                int64_t(ins.size()), gradInput, result.data(),
+                                outer, rows, out, p, ws.data());
+  double worst = 0;
+  for (size_t e = 0; e < expected.size(); ++e) {
+    double scale = std::max(1.0, std::fabs(double(expected[e])));
+    worst = std::max(worst, std::fabs(double(result[e]) - expected[e]) / scale);
+  }
+  // Rounding of the sums of n terms in two orders: a few ulps of the
+  // largest term (|terms| ~ sqrt(k) ~ 20 here, f32 ulp ~ 2e-6 there),
+  // relative to max(1, |sum|).
+  EXPECT_LE(worst, 1e-6 * n);
+  if (p.index == 0)
+    std::printf("reduce-scatter side: max |async - sync| / max(1, |sync|) = "
+                "%.3g on tp %lld\n",
+                worst, (long long)n);
+}
+
+TEST(AsyncTensorParallel, ScatterSideIsSyncTPWithinRounding) {
+  checkScatter(false, 2, 128, 256, {128});
+  checkScatter(true, 2, 64, 96, {48, 48});
+  checkScatter(false, 1, 40, 24, {16});
+}
+
+// bf16 (the f32 kernel on widened copies, storage = 1): each GEMM's
+// partial sums and each ring sum rounded to bf16, as sync TP's bf16 GEMM
+// results and the communicator's bf16 reduce_scatter (sums in float,
+// rounded to nearest even) are: tp 2 bitwise (one sum, commutative); more
+// ranks differ in the order of the rounded sums.
+TEST(AsyncTensorParallel, ScatterSideRoundsAsBf16SyncTP) {
+  k::RingPlace p = place();
+  int64_t n = p.size, outer = 2, rows = 32, out = 64, in = 48;
+  auto bf16 = [](std::vector<float> v) {
+    for (float &x : v)
+      x = bf16ToFloat(floatToBf16(x));
+    return v;
+  };
+  std::vector<std::vector<float>> lhs, weights;
+  std::vector<float> partial(size_t(outer * n * rows * out));
+  for (int i = 0; i < 2; ++i) {
+    lhs.push_back(bf16(draw(outer * n * rows * in, 70 * p.index + i)));
+    weights.push_back(bf16(draw(out * in, 90 * p.index + i)));
+    // The unfused bf16 GEMMs and their add (CPU: widened, so not folded
+    // into the GEMM), each result rounded to bf16.
+    std::vector<float> y(partial.size());
+    k::linear(lhs[i].data(), weights[i].data(), y.data(), outer * n * rows, in,
+              out);
+    y = bf16(y);
+    for (size_t e = 0; e < y.size(); ++e)
+      partial[e] = i == 0 ? y[e] : partial[e] + y[e];
+    partial = bf16(partial);
+  }
+  std::vector<uint16_t> bits(partial.size()), scattered(partial.size() / n);
+  for (size_t e = 0; e < partial.size(); ++e)
+    bits[e] = floatToBf16(partial[e]);
+  if (activeCommunicator())
+    communicator()
+        .reduceScatter(bits.data(), scattered.data(), DataType::BF16, outer,
+                       n * rows, out, kTPMask)
+        ->finish();
+  else
+    scattered = bits;
+  const float *lp[2] = {lhs[0].data(), lhs[1].data()};
+  const float *wp[2] = {weights[0].data(), weights[1].data()};
+  int64_t ins[2] = {in, in};
+  std::vector<float> result(scattered.size(), NAN);
+  std::vector<float> ws(size_t(
+      k::linearReduceScatterWorkspace(int64_t(result.size()), rows * out)));
+  k::linearReduceScatter<float>(lp, wp, ins, 2, false, result.data(), outer,
+                                rows, out, p, ws.data(), /*storage=*/1);
+  // Relative to the tensor's largest sum: the sums' orders differ, and
+  // each rounding is a bf16 ulp (2^-8 relative) of a partial sum.
+  double worst = 0, largest = 0;
+  for (size_t e = 0; e < result.size(); ++e) {
+    float expected = bf16ToFloat(scattered[e]);
+    worst = std::max(worst, std::fabs(double(result[e]) - expected));
+    largest = std::max(largest, std::fabs(double(expected)));
+  }
+  worst /= std::max(largest, 1e-30);
+  if (n <= 2)
+    EXPECT_EQ(worst, 0.0);
+  else
+    EXPECT_LE(worst, double(n) / 256);
+  if (p.index == 0)
+    std::printf("bf16 reduce-scatter side on tp %lld: max difference %.3g "
+                "of the largest sum\n",
+                (long long)n, worst);
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  ::testing::InitGoogleTest(&argc, argv);
+  const char *size = std::getenv("OMPI_COMM_WORLD_SIZE");
+  int ranks = size ? std::atoi(size) : 1;
+  if (ranks > 1)
+    initCommunicator({1, 1, 1, 1, ranks});
+  bool quiet = ranks > 1 && communicator().rank() != 0;
+  if (quiet)
+    delete ::testing::UnitTest::GetInstance()->listeners().Release(
+        ::testing::UnitTest::GetInstance()
+            ->listeners()
+            .default_result_printer());
+  int rc = RUN_ALL_TESTS();
+  if (ranks > 1)
+    shutdownCommunicator();
+  return rc;
+}
