@@ -611,6 +611,9 @@ std::vector<KeySpec> buildSchema(TrainConfig &c) {
   add("debug", "no_cuda_graphs", &c.debug.noCudaGraphs,
       "CUDA target: launch each kernel of every step instead of capturing "
       "the steps once as CUDA graphs and replaying them (titan's own key)");
+  add("debug", "no_comm_overlap", &c.debug.noCommOverlap,
+      "turn off the latency-hiding scheduler and the CPU communication "
+      "progress thread: each collective is waited where it is issued");
   return s;
 }
 
