@@ -15,7 +15,7 @@ import sys
 import tomllib
 
 # titan's own keys (not TorchTitan's).
-TITAN_OWN = {"debug.no_cuda_graphs", "metrics.peak_tflops"}
+TITAN_OWN = {"debug.no_cuda_graphs", "debug.no_comm_overlap", "metrics.peak_tflops"}
 
 # Defaults titan chose differently, and why.
 DEFAULT_EXCEPTIONS = {
