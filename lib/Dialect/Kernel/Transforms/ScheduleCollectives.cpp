@@ -128,8 +128,8 @@ bool spansPrograms(CollectiveStartOp start) {
   return !mask || (mask.getInt() & 1) != 0;
 }
 
-/// One collective: its start and wait, the ops between them in the
-/// original order, its buffers' accesses and planned bytes.
+/// One collective: its start and wait, their places in the original order
+/// (its original window), its buffers' accesses and planned bytes.
 struct Collective {
   CollectiveStartOp start;
   WaitOp wait;
