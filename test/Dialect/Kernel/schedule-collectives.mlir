@@ -233,3 +233,28 @@ func.func @start_order(%x: memref<8x8xf32>, %slot: memref<4x8xf32>, %y: memref<8
   kernel.call "add"(%g, %g0 : memref<8x8xf32>, memref<8x8xf32>) outs(%u : memref<8x8xf32>) on %s params []
   return
 }
+
+// -----
+
+// An op whose effects are unknown (here a call) is a barrier: neither the
+// start nor the wait crosses it.
+// CHECK-LABEL: func.func @barrier(
+// CHECK:       kernel.call "silu"
+// CHECK-NEXT:  call @opaque()
+// CHECK-NEXT:  kernel.alloc collective
+// CHECK-NEXT:  %[[R:.*]] = kernel.collective_start "all_gather_start"
+// CHECK-NEXT:  kernel.wait %[[R]]
+// CHECK-NEXT:  call @opaque()
+// CHECK-NEXT:  kernel.call "silu"
+func.func private @opaque()
+func.func @barrier(%p: memref<4x8xf32>, %a: memref<16x8xf32>, %b: memref<16x8xf32>) {
+  %s = kernel.stream 0
+  kernel.call "silu"(%a : memref<16x8xf32>) outs(%b : memref<16x8xf32>) on %s params []
+  func.call @opaque() : () -> ()
+  %g = kernel.alloc collective : memref<8x8xf32>
+  %r = kernel.collective_start "all_gather_start"(%p : memref<4x8xf32>) outs(%g : memref<8x8xf32>) on %s params [0, 0, 4] -> !kernel.request
+  kernel.wait %r on %s
+  func.call @opaque() : () -> ()
+  kernel.call "silu"(%b : memref<16x8xf32>) outs(%a : memref<16x8xf32>) on %s params []
+  return
+}
