@@ -43,17 +43,19 @@ func.func @hoist(%p: memref<4x8xf32>, %a: memref<16x8xf32>, %b: memref<16x8xf32>
 
 // -----
 
-// The start stays below the op that writes its input (through an offset
-// view of the same buffer); the wait sinks past independent compute but
+// The start stays below the op that writes its input from a step buffer
+// (through an offset view of the same buffer); the wait sinks past independent compute but
 // stays above the next writer of the input (the collective still reads
 // it). Axis mask 2: stream 3.
 // CHECK-LABEL: func.func @input_writers(
 // CHECK-NEXT:  %[[S3:.*]] = kernel.stream 3
 // CHECK-NEXT:  kernel.stream 0
+// CHECK-NEXT:  %[[E:.*]] = kernel.alloc temporary
+// CHECK-NEXT:  kernel.call "silu"(%arg0 : memref<4x8xf32>) outs(%[[E]] : memref<4x8xf32>)
 // CHECK-NEXT:  %[[T:.*]] = kernel.alloc temporary
 // CHECK-NEXT:  kernel.call "silu"(%arg0 : memref<4x8xf32>) outs(%arg1 : memref<4x8xf32>)
 // CHECK-NEXT:  %[[H:.*]] = kernel.view %[[T]] offset 128
-// CHECK-NEXT:  kernel.call "silu"(%arg0 : memref<4x8xf32>) outs(%[[H]] : memref<4x8xf32>)
+// CHECK-NEXT:  kernel.call "silu"(%[[E]] : memref<4x8xf32>) outs(%[[H]] : memref<4x8xf32>)
 // CHECK-NEXT:  kernel.view %[[T]] :
 // CHECK-NEXT:  kernel.alloc collective
 // CHECK-NEXT:  %[[R:.*]] = kernel.collective_start "all_reduce_start"{{.*}} on %[[S3]]
@@ -64,10 +66,12 @@ func.func @hoist(%p: memref<4x8xf32>, %a: memref<16x8xf32>, %b: memref<16x8xf32>
 // CHECK-NEXT:  return
 func.func @input_writers(%a: memref<4x8xf32>, %b: memref<4x8xf32>, %c: memref<4x8xf32>, %out: memref<64xf32>) {
   %s = kernel.stream 0
+  %e = kernel.alloc temporary : memref<4x8xf32>
+  kernel.call "silu"(%a : memref<4x8xf32>) outs(%e : memref<4x8xf32>) on %s params []
   %t = kernel.alloc temporary : memref<8x8xf32>
   kernel.call "silu"(%a : memref<4x8xf32>) outs(%b : memref<4x8xf32>) on %s params []
   %h = kernel.view %t offset 128 : memref<8x8xf32> to memref<4x8xf32>
-  kernel.call "silu"(%a : memref<4x8xf32>) outs(%h : memref<4x8xf32>) on %s params []
+  kernel.call "silu"(%e : memref<4x8xf32>) outs(%h : memref<4x8xf32>) on %s params []
   %v = kernel.view %t : memref<8x8xf32> to memref<64xf32>
   %o = kernel.alloc collective : memref<64xf32>
   %r = kernel.collective_start "all_reduce_start"(%v : memref<64xf32>) outs(%o : memref<64xf32>) on %s params [0, 0, 2] -> !kernel.request
@@ -207,8 +211,10 @@ func.func @to_return(%x: memref<8x8xf32>, %slot: memref<4x8xf32>, %a: memref<16x
 // CHECK-NEXT:  kernel.alloc collective
 // CHECK-NEXT:  kernel.collective_start "all_gather_start"(%arg5
 // CHECK-NEXT:  kernel.call "silu"(%arg0
-// CHECK-NEXT:  kernel.alloc temporary
-// CHECK-NEXT:  kernel.call "silu"(%arg0 : memref<8x8xf32>) outs(%[[T:.*]] :
+// CHECK-NEXT:  %[[E:.*]] = kernel.alloc temporary
+// CHECK-NEXT:  kernel.call "silu"(%arg0 : memref<8x8xf32>) outs(%[[E]] :
+// CHECK-NEXT:  %[[T:.*]] = kernel.alloc temporary
+// CHECK-NEXT:  kernel.call "silu"(%[[E]] : memref<8x8xf32>) outs(%[[T]] :
 // CHECK-NEXT:  kernel.collective_start "reduce_scatter_start"(%[[T]]
 // KEEP-LABEL: func.func @start_order(
 // KEEP:       kernel.collective_start "send_recv_start"
@@ -223,8 +229,10 @@ func.func @start_order(%x: memref<8x8xf32>, %slot: memref<4x8xf32>, %y: memref<8
   %r1 = kernel.collective_start "all_gather_start"(%p : memref<4x8xf32>) outs(%g0 : memref<8x8xf32>) on %s params [0, 0, 4] -> !kernel.request
   kernel.wait %r1 on %s
   kernel.call "silu"(%x : memref<8x8xf32>) outs(%u : memref<8x8xf32>) on %s params []
+  %e = kernel.alloc temporary : memref<8x8xf32>
+  kernel.call "silu"(%x : memref<8x8xf32>) outs(%e : memref<8x8xf32>) on %s params []
   %t = kernel.alloc temporary : memref<8x8xf32>
-  kernel.call "silu"(%x : memref<8x8xf32>) outs(%t : memref<8x8xf32>) on %s params []
+  kernel.call "silu"(%e : memref<8x8xf32>) outs(%t : memref<8x8xf32>) on %s params []
   %r2 = kernel.collective_start "reduce_scatter_start"(%t : memref<8x8xf32>) outs(%slot : memref<4x8xf32>) on %s params [0, 0, 4] -> !kernel.request
   kernel.wait %r2 on %s
   %g = kernel.alloc collective : memref<8x8xf32>
@@ -256,5 +264,43 @@ func.func @barrier(%p: memref<4x8xf32>, %a: memref<16x8xf32>, %b: memref<16x8xf3
   kernel.wait %r on %s
   func.call @opaque() : () -> ()
   kernel.call "silu"(%b : memref<16x8xf32>) outs(%a : memref<16x8xf32>) on %s params []
+  return
+}
+
+// -----
+
+// Mixed precision casts each parameter shard into a bf16 copy right before
+// its gather: the cast reads only a state slot and writes only the gather's
+// input, so it moves up with the start (FSDP2 casts in the all-gather's
+// copy-in). A producer that reads a step buffer does not.
+// CHECK-LABEL: func.func @state_producer(
+// CHECK:       kernel.alloc temporary : memref<4x8xbf16>
+// CHECK-NEXT:  kernel.call "cast"(%arg0 : memref<4x8xf32>)
+// CHECK-NEXT:  kernel.alloc collective
+// CHECK-NEXT:  kernel.collective_start "all_gather_start"
+// CHECK-NEXT:  kernel.call "silu"(%arg1
+// CHECK-NEXT:  kernel.call "silu"(%arg2
+// CHECK:       kernel.call "silu"(%[[E:[0-9]+]] : memref<4x8xf32>) outs(%[[T:.*]] :
+// CHECK-NEXT:  kernel.alloc collective
+// CHECK-NEXT:  kernel.collective_start "all_reduce_start"(%[[T]]
+// CHECK-NEXT:  kernel.wait
+func.func @state_producer(%p: memref<4x8xf32>, %a: memref<4x8xf32>, %b: memref<4x8xf32>, %u: memref<8x8xbf16>, %v: memref<4x8xf32>) {
+  %s = kernel.stream 0
+  kernel.call "silu"(%a : memref<4x8xf32>) outs(%b : memref<4x8xf32>) on %s params []
+  kernel.call "silu"(%b : memref<4x8xf32>) outs(%a : memref<4x8xf32>) on %s params []
+  %c = kernel.alloc temporary : memref<4x8xbf16>
+  kernel.call "cast"(%p : memref<4x8xf32>) outs(%c : memref<4x8xbf16>) on %s params []
+  %g = kernel.alloc collective : memref<8x8xbf16>
+  %r = kernel.collective_start "all_gather_start"(%c : memref<4x8xbf16>) outs(%g : memref<8x8xbf16>) on %s params [0, 0, 4] -> !kernel.request
+  kernel.wait %r on %s
+  kernel.call "add"(%g, %g : memref<8x8xbf16>, memref<8x8xbf16>) outs(%u : memref<8x8xbf16>) on %s params []
+  %e = kernel.alloc temporary : memref<4x8xf32>
+  kernel.call "silu"(%a : memref<4x8xf32>) outs(%e : memref<4x8xf32>) on %s params []
+  %t = kernel.alloc temporary : memref<4x8xf32>
+  kernel.call "silu"(%e : memref<4x8xf32>) outs(%t : memref<4x8xf32>) on %s params []
+  %o = kernel.alloc collective : memref<4x8xf32>
+  %r2 = kernel.collective_start "all_reduce_start"(%t : memref<4x8xf32>) outs(%o : memref<4x8xf32>) on %s params [0, 0, 16] -> !kernel.request
+  kernel.wait %r2 on %s
+  kernel.call "add"(%o, %o : memref<4x8xf32>, memref<4x8xf32>) outs(%v : memref<4x8xf32>) on %s params []
   return
 }

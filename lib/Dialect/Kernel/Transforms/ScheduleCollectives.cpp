@@ -204,15 +204,35 @@ private:
     return it->second;
   }
 
-  bool conflicts(const Collective &c, Operation *op) {
+  bool conflicts(ArrayRef<Access> group, Operation *op) {
     const std::optional<SmallVector<Access>> &other = accesses(op);
     if (!other)
       return true;
-    for (const Access &a : c.accesses)
+    for (const Access &a : group)
       for (const Access &b : *other)
         if (a.root == b.root && (a.write || b.write))
           return true;
     return false;
+  }
+  bool conflicts(const Collective &c, Operation *op) {
+    return conflicts(c.accesses, op);
+  }
+
+  /// Whether `op` computes `c`'s input from the step's state alone (a
+  /// kernel call reading only state slots and writing only the input's
+  /// planned buffer, or its own workspace): mixed precision's cast of a
+  /// parameter shard before its gather. It moves up with the start, as
+  /// FSDP2 casts in its all-gather's copy-in.
+  bool isStateProducer(const Collective &c, Operation *op) {
+    auto call = dyn_cast<CallOp>(op);
+    Value input = viewedBuffer(CollectiveStartOp(c.start).getInput());
+    if (!call || !input.getDefiningOp<AllocOp>())
+      return false;
+    return llvm::all_of(
+               call.getInputs(),
+               [](Value v) { return isa<BlockArgument>(viewedBuffer(v)); }) &&
+           llvm::all_of(call.getOutputs(),
+                        [&](Value v) { return viewedBuffer(v) == input; });
   }
 
   /// Whether `op` was between `c`'s start and wait before scheduling.
@@ -239,11 +259,14 @@ private:
 
   /// Moves `c`'s start up to just below a conflicting op, a start it may
   /// not pass or a point where the budget is full, with the allocations and
-  /// views that define its buffers.
+  /// views that define its buffers and its input's producer from state.
   void hoistStart(const Collective &c) {
     unsigned from = position(c.start), to = from;
     DenseSet<Value> needed(c.start->operand_begin(), c.start->operand_end());
     DenseSet<Operation *> carried;
+    // What the moving ops touch: the collective's buffers and its input's
+    // producer's, once that moves with it.
+    SmallVector<Access> group(c.accesses);
     while (to > 0) {
       Operation *op = order[to - 1];
       // The streams stay first.
@@ -264,7 +287,16 @@ private:
         --to;
         continue;
       }
-      if (conflicts(c, op) || !fits(c, op))
+      if (conflicts(group, op)) {
+        if (!isStateProducer(c, op) || !fits(c, op))
+          break;
+        carried.insert(op);
+        llvm::append_range(group, *accesses(op));
+        needed.insert(op->operand_begin(), op->operand_end());
+        --to;
+        continue;
+      }
+      if (!fits(c, op))
         break;
       --to;
     }

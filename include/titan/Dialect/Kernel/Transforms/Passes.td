@@ -99,7 +99,10 @@ def KernelScheduleCollectives
       (`kernel.call` inputs read, outputs written, workspace both;
       `kernel.copy`). An op with any other effect, or with regions, is a
       barrier. The `kernel.alloc`s and `kernel.view`s that define a start's
-      buffers move up with it.
+      buffers move up with it, and so does a `kernel.call` that computes
+      its input from state slots alone (mixed precision's cast of a
+      parameter shard before its gather, as FSDP2 casts in its all-gather's
+      copy-in), where nothing it passes conflicts with it.
     - every rank of a group must issue the group's collectives in the same
       order (MPI, NCCL). The pass is deterministic, so ranks that run the
       same program agree whatever it does: a start may pass the start of
