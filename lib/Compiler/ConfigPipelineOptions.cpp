@@ -3,10 +3,18 @@
 #include "titan/Compiler/ConfigPipelineOptions.h"
 
 #include "titan/Config/TrainConfig.h"
+#include "titan/Model/LlamaArgs.h"
 
 #include "llvm/Support/FormatVariadic.h"
 
 using namespace titan;
+
+/// The parameter dtype training runs in (TorchTitan's mixed_precision_param;
+/// unset, the CPU target keeps f32 and GPUs use bf16).
+static std::string paramDtype(const TrainConfig &c, KernelTarget target) {
+  return c.training.mixedPrecisionParam.value_or(
+      target == KernelTarget::CUDA ? "bfloat16" : "float32");
+}
 
 static llvm::Error makeError(const llvm::Twine &message) {
   return llvm::createStringError(llvm::inconvertibleErrorCode(), message.str());
@@ -72,8 +80,7 @@ void titan::setPartitionOptions(const TrainConfig &c, const MeshDegrees &mesh,
 void titan::setTrainingOptions(const TrainConfig &c, const MeshDegrees &mesh,
                                KernelTarget target,
                                TrainingPipelineOptions &o) {
-  std::string param = c.training.mixedPrecisionParam.value_or(
-      target == KernelTarget::CUDA ? "bfloat16" : "float32");
+  std::string param = paramDtype(c, target);
   o.paramType = param == "bfloat16" ? "bf16" : "f32";
   const auto &ac = c.activationCheckpoint;
   o.checkpointMode = ac.mode;
@@ -103,4 +110,27 @@ void titan::setTrainingOptions(const TrainConfig &c, const MeshDegrees &mesh,
   o.pipelineLayersPerStage = p.pipelineParallelLayersPerStage.value_or(0);
   o.pipelineFirstStageLessLayers = p.pipelineParallelFirstStageLessLayers;
   o.pipelineLastStageLessLayers = p.pipelineParallelLastStageLessLayers;
+}
+
+int64_t titan::collectivePrefetchBudget(const TrainConfig &c,
+                                        const LlamaArgs &model,
+                                        const MeshDegrees &mesh,
+                                        KernelTarget target) {
+  // One block's parameters (all blocks have the same shapes).
+  int64_t elements = 0;
+  for (const ParamSpec &p : llamaParameters(model))
+    if (llvm::StringRef(p.name).starts_with("layers.0."))
+      elements += p.numel();
+  int64_t paramBytes = paramDtype(c, target) == "bfloat16" ? 2 : 4;
+  int64_t reduceBytes = c.training.mixedPrecisionReduce == "bfloat16" ? 2 : 4;
+  return elements / std::max<int64_t>(mesh.tp, 1) * (paramBytes + reduceBytes);
+}
+
+void titan::setExecutionOptions(const TrainConfig &c, const LlamaArgs &model,
+                                const MeshDegrees &mesh, KernelTarget target,
+                                ExecutionPipelineOptions &o) {
+  o.target = stringifyKernelTarget(target).str();
+  o.deterministic = c.training.deterministic;
+  o.scheduleCollectives = !c.debug.noCommOverlap;
+  o.maxInFlightBytes = collectivePrefetchBudget(c, model, mesh, target);
 }

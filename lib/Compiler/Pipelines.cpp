@@ -226,6 +226,13 @@ void titan::buildExecutionPipeline(mlir::OpPassManager &pm,
   pm.addPass(kernel::createKernelFuseGemmAccumulate());
   pm.addPass(kernel::createKernelFuseAddRMSNorm());
   pm.addPass(kernel::createKernelFuseAdamW());
+  // After the fusions (which look for a call and the add or norm right
+  // after it), before the plan, which must see the longer lifetimes.
+  if (options.scheduleCollectives) {
+    kernel::KernelScheduleCollectivesOptions schedule;
+    schedule.maxInFlightBytes = options.maxInFlightBytes;
+    pm.addPass(kernel::createKernelScheduleCollectives(schedule));
+  }
   pm.addPass(kernel::createKernelPlanMemory());
 }
 

@@ -20,6 +20,7 @@
 #include "titan/Config/TrainConfig.h"
 #include "titan/Dialect/Dist/IR/Dist.h"
 #include "titan/Dialect/Kernel/IR/Kernel.h"
+#include "titan/Dialect/Kernel/Transforms/CollectiveSchedule.h"
 #include "titan/Dialect/Kernel/Transforms/MemoryPlan.h"
 #include "titan/Import/LlamaImporter.h"
 #include "titan/InitTitan.h"
@@ -76,7 +77,9 @@ cl::opt<EmitStage> emitStage(
                    "model, training-step and parallelism facts"),
         clEnumValN(EmitStage::Schedule, "schedule",
                    "each pipeline rank's stages and action list, and the "
-                   "schedule's bubble"),
+                   "schedule's bubble (pp > 1); otherwise each step's "
+                   "kernel calls and collectives in their scheduled order, "
+                   "with each collective's overlap window"),
         clEnumValN(EmitStage::Titan, "titan",
                    "the imported forward graph (titan dialect)"),
         clEnumValN(EmitStage::Pipeline, "pipeline",
@@ -268,8 +271,7 @@ struct Compilation {
     setTrainingOptions(config, mesh, target, o);
   }
   void executionOptions(ExecutionPipelineOptions &o) const {
-    o.target = stringifyKernelTarget(target).str();
-    o.deterministic = config.training.deterministic;
+    setExecutionOptions(config, model, mesh, target, o);
     if (config.validation.enable)
       o.functions = {"forward_backward", "optimizer_step", "eval"};
   }
@@ -504,6 +506,10 @@ int compileProgram(Compilation &job, mlir::ModuleOp module) {
     return compilationFailed();
   if (emitStage == EmitStage::Kernel)
     return job.print(module);
+  if (emitStage == EmitStage::Schedule) {
+    kernel::printCollectiveSchedule(module, job.output->os());
+    return 0;
+  }
   if (emitStage == EmitStage::Memory)
     return emitMemoryReport(job, module, arenaWithout);
   if (estimatesMemory(job))
@@ -708,7 +714,7 @@ int compile(Compilation &job, mlir::ModuleOp module) {
     return emitSummary(job, module);
   if (emitStage == EmitStage::Titan)
     return job.print(module);
-  if (emitStage >= EmitStage::Train)
+  if (emitStage >= EmitStage::Train || emitStage == EmitStage::Schedule)
     if (llvm::Error e = diagnoseUnsupported(job.config, target))
       return reportError(std::move(e));
   llvm::Expected<MeshDegrees> mesh = resolveMesh(job.config, worldSize);
@@ -841,7 +847,10 @@ int main(int argc, char **argv) {
         << "training.seq_len " << config->training.seqLen
         << " exceeds the model's max_seq_len " << model->maxSeqLen
         << "; max_seq_len becomes the sequence length, as TorchTitan's\n";
-  if (emitStage == EmitStage::Schedule) {
+  // Pipeline parallel: the pipeline schedule, from the stage plan alone;
+  // otherwise the steps' kernel order, after compiling them.
+  if (emitStage == EmitStage::Schedule &&
+      config->parallelism.pipelineParallelDegree > 1) {
     if (llvm::Error e = printPipelineSchedule(*model, *config, scheduleTimeline,
                                               output->os()))
       return reportError(std::move(e));
@@ -869,6 +878,9 @@ int main(int argc, char **argv) {
       return reportError("internal error: the imported module does not "
                          "verify (see the diagnostics above)");
   }
+  if (emitStage == EmitStage::Schedule && !scheduleTimeline.empty())
+    return reportError("--schedule-timeline draws a pipeline schedule; "
+                       "parallelism.pipeline_parallel_degree is 1");
   Compilation job{*config, *model, MeshDegrees(), rootTimer, output.get()};
   int rc = compile(job, *module);
   if (rc == 0 && output)

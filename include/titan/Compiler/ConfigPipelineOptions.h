@@ -15,6 +15,7 @@
 
 namespace titan {
 struct TrainConfig;
+struct LlamaArgs;
 
 /// The device mesh's degrees, data_parallel_shard_degree = -1 resolved.
 struct MeshDegrees {
@@ -41,6 +42,23 @@ void setPartitionOptions(const TrainConfig &config, const MeshDegrees &mesh,
 /// all-gather, and the pipeline schedule's keys.
 void setTrainingOptions(const TrainConfig &config, const MeshDegrees &mesh,
                         KernelTarget target, TrainingPipelineOptions &options);
+
+/// The latency-hiding scheduler's default budget, FSDP2's prefetch depth of
+/// one transformer block: the bytes one block's all-gathers move (its
+/// parameters over tp, in the parameter dtype: training.mixed_precision_param,
+/// f32 on the CPU and bf16 on GPUs when unset) plus its gradient
+/// reductions' inputs (the same elements in f32,
+/// training.mixed_precision_reduce):
+///   (block parameters / tp) x (param bytes + 4).
+int64_t collectivePrefetchBudget(const TrainConfig &config,
+                                 const LlamaArgs &model,
+                                 const MeshDegrees &mesh, KernelTarget target);
+
+/// The target, debug.deterministic, and the collective scheduler
+/// (debug.no_comm_overlap turns it off; its budget as above).
+void setExecutionOptions(const TrainConfig &config, const LlamaArgs &model,
+                         const MeshDegrees &mesh, KernelTarget target,
+                         ExecutionPipelineOptions &options);
 
 } // namespace titan
 

@@ -190,6 +190,19 @@ struct ExecutionPipelineOptions
                              llvm::cl::desc("Deterministic attention gradients "
                                             "(debug.deterministic)"),
                              llvm::cl::init(false)};
+  Option<bool> scheduleCollectives{
+      *this, "schedule-collectives",
+      llvm::cl::desc("Start collectives early and wait for them late "
+                     "(kernel-schedule-collectives; off with "
+                     "debug.no_comm_overlap)"),
+      llvm::cl::init(true)};
+  Option<int64_t> maxInFlightBytes{
+      *this, "max-in-flight-bytes",
+      llvm::cl::desc("The scheduler's budget: collective bytes whose "
+                     "lifetime it may lengthen at any point (negative: "
+                     "unbounded; titan-compile: one transformer block's "
+                     "FSDP gathers and gradient reductions)"),
+      llvm::cl::init(-1)};
 };
 
 /// The lowering phase.

@@ -261,6 +261,8 @@ struct TrainConfig {
   /// and debug.deterministic of training.seed and training.deterministic).
   struct Debug {
     bool noCudaGraphs = false;
+    /// Each collective waited where it is issued: no latency-hiding
+    /// schedule (kernel-schedule-collectives), no CPU progress thread.
     bool noCommOverlap = false;
   } debug;
 };

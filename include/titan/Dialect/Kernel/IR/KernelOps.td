@@ -17,11 +17,15 @@ def Kernel_StreamType : TypeDef<Kernel_Dialect, "Stream"> {
   let mnemonic = "stream";
   let summary = "an in-order queue of kernel calls";
   let description = [{
-    Calls on one stream run in program order. Today every step uses stream
-    0 and the lowering drops the operand: the CPU target runs every call
-    synchronously, the CUDA target enqueues every kernel on one compute
-    stream (its communicators order their own streams against it). Streams
-    are where a latency-hiding scheduler will place independent work.
+    Calls on one stream run in program order. Stream 0 is compute;
+    `kernel-schedule-collectives` puts each collective's start and wait on
+    stream `1 + axis mask` of its group (one stream per group of mesh
+    axes), which a target maps to that group's communication stream or
+    thread. The lowering drops the operand today: the CPU target runs
+    every call in order and the communicators run each group's collectives
+    on their own (MPI's requests), the CUDA target enqueues every kernel on
+    one compute stream and the NCCL communicator runs each group's
+    collectives on that group's stream, ordered against it by events.
   }];
 }
 

@@ -81,4 +81,63 @@ def KernelFuseAddRMSNorm
   }];
 }
 
+def KernelScheduleCollectives
+    : Pass<"kernel-schedule-collectives", "::mlir::ModuleOp"> {
+  let summary = "Start collectives early and wait for them late (latency "
+                "hiding), within a memory budget";
+  let description = [{
+    The passes before this one place each `kernel.wait` right after its
+    `kernel.collective_start`, so no communication overlaps compute. In
+    every step function (one block), this pass moves each start as early as
+    its buffers allow and each wait as late as its buffers allow:
+
+    - dependencies are through buffers: two accesses conflict when they
+      touch the same root buffer (a `kernel.alloc` or a state slot, through
+      `kernel.view`s, offsets ignored: conservative) and one of them writes.
+      A collective reads its input and writes its output and workspace from
+      its start to its wait; other ops' accesses are their memory effects
+      (`kernel.call` inputs read, outputs written, workspace both;
+      `kernel.copy`). An op with any other effect, or with regions, is a
+      barrier. The `kernel.alloc`s and `kernel.view`s that define a start's
+      buffers move up with it, and so does a `kernel.call` that computes
+      its input from state slots alone (mixed precision's cast of a
+      parameter shard before its gather, as FSDP2 casts in its all-gather's
+      copy-in), where nothing it passes conflicts with it.
+    - every rank of a group must issue the group's collectives in the same
+      order (MPI, NCCL). The pass is deterministic, so ranks that run the
+      same program agree whatever it does: a start may pass the start of
+      another kind of collective (the backward's re-gathers move above the
+      reduce-scatters issued before them) unless either one's group
+      includes the pipeline axis (axis mask bit 0) or has no mask, whose
+      members run other pipeline ranks' programs. Collectives of one kind
+      keep their order (an in-order stream then completes the one needed
+      first first); `keep-start-order` keeps the order of all starts. Waits
+      may reorder.
+    - a wait sinks no further than the wait of the next collective (in
+      program order) on its stream: a stream completes its collectives in
+      issue order, so a later wait hides nothing more and would hold budget
+      that later collectives need.
+    - budget: at every op, the bytes of the planned buffers (`kernel.alloc`
+      roots; slots live all step anyway) of the collectives whose window now
+      covers that op but did not before stay within `max-in-flight-bytes`
+      (negative: no bound). Collectives are taken in program order, each
+      start hoisted and then its wait sunk, so earlier collectives get the
+      budget first; one larger than the budget keeps its window.
+
+    Each collective's start and wait go on `kernel.stream <1 + axis mask>`
+    (params[2] of every collective is its group's mesh-axis mask); compute
+    stays on its stream.
+  }];
+  let options = [
+    Option<"maxInFlightBytes", "max-in-flight-bytes", "int64_t",
+           /*default=*/"-1",
+           "Bytes of collective buffers whose lifetime the schedule may "
+           "lengthen at any point (negative: unbounded)">,
+    Option<"keepStartOrder", "keep-start-order", "bool", /*default=*/"false",
+           "Keep the program order of all collective starts (otherwise "
+           "of those of one kind, and of those whose group includes the "
+           "pipeline axis)">,
+  ];
+}
+
 #endif // TITAN_DIALECT_KERNEL_TRANSFORMS_PASSES_TD
