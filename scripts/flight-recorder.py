@@ -106,8 +106,14 @@ def main():
             ranks = tuple(record["groups"][e["group"]]["ranks"])
             key = (ranks, "peer" in e)
             axes = record["groups"][e["group"]]["axes"]
-            g = groups.setdefault(key, {"axes": axes, "last": {}})
+            g = groups.setdefault(key, {"axes": axes, "last": {},
+                                        "stuck": {}})
             g["last"][rank] = max(g["last"].get(rank, -1), e["seq"])
+            # The oldest collective still issued: the one the rank waits
+            # in (those after it were issued ahead, prefetched).
+            if e["state"] == "issued":
+                g["stuck"][rank] = min(g["stuck"].get(rank, e["seq"]),
+                                       e["seq"])
     behind_any = False
     for (ranks, p2p), g in sorted(groups.items()):
         if p2p:
@@ -125,9 +131,14 @@ def main():
         print(f"group [{axes}] of ranks {list(ranks)}: seq mismatch, "
               f"{', '.join(f'rank {r} at {s}' for r, s in sorted(last.items()))}")
         for r in behind:
-            print(f"  rank {r} is behind: it has not issued seq {top} "
+            mine = last[r] if last[r] is not None else -1
+            waiting = {x: q for x, q in g["stuck"].items() if q > mine}
+            if not waiting:
+                waiting = {x: s for x, s in last.items() if s == top}
+            seq = min(waiting.values())
+            print(f"  rank {r} is behind: it has not issued seq {seq} "
                   f"that rank(s) "
-                  f"{', '.join(str(x) for x, s in last.items() if s == top)}"
+                  f"{', '.join(str(x) for x, q in sorted(waiting.items()) if q == seq)}"
                   f" wait in")
     # Point-to-point transfers (pipeline stages): a rank waiting in a
     # transfer with a peer that has none in flight with it waits for a peer

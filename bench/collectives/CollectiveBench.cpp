@@ -569,8 +569,10 @@ bool writeJson(const std::string &path, const Options &o, int ranks,
 } // namespace
 
 int main(int argc, char **argv) {
-  // MPI first: the mesh (every rank on one axis) is the launch size.
-  MPI_Init(&argc, &argv);
+  // MPI first: the mesh (every rank on one axis) is the launch size. The
+  // thread level is the one training asks for, for the progress thread.
+  int threadLevel = 0;
+  MPI_Init_thread(&argc, &argv, MPI_THREAD_SERIALIZED, &threadLevel);
   int rank = 0, ranks = 1;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   MPI_Comm_size(MPI_COMM_WORLD, &ranks);
@@ -611,6 +613,10 @@ int main(int argc, char **argv) {
   mesh[kDPShard] = ranks;
   unsigned axisMask = 1u << kDPShard;
   Communicator &comm = initCommunicator(mesh, o.backend);
+  // As a training run has it (unless debug.no_comm_overlap): without the
+  // progress thread an MPI wait polls with sleeps, which the small sizes'
+  // times would measure.
+  comm.setProgressThread(true);
   Memory memory(o.backend);
 
   // The sizes, and which of them give every rank a share.

@@ -4,11 +4,19 @@
 
 #include "llvm/Support/FileSystem.h"
 
+#include <atomic>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <thread>
 
 namespace {
-titanrt::AbortHook abortHook = nullptr;
+std::atomic<titanrt::AbortHook> abortHook{nullptr};
+/// Set once a thread runs the hook: a failure on another thread (the
+/// communicator's progress thread, say) then waits for that one to stop
+/// every rank instead of exiting under it.
+std::atomic<bool> aborting{false};
+thread_local bool inAbortHook = false;
 } // namespace
 
 void titanrt::setAbortHook(AbortHook hook) { abortHook = hook; }
@@ -27,9 +35,17 @@ const char *titan_rt_op = nullptr;
   std::fflush(stdout);
   std::fprintf(stderr, "error: %s\n", message.c_str());
   std::fflush(stderr);
-  if (AbortHook hook = abortHook) {
-    abortHook = nullptr; // a failure while aborting just exits
+  // A failure while aborting just exits, without static destructors (they
+  // would join the thread that may be the one failing).
+  if (inAbortHook)
+    std::_Exit(1);
+  if (AbortHook hook = abortHook.exchange(nullptr)) {
+    inAbortHook = true;
+    aborting = true;
     hook(message);
+  } else if (aborting) {
+    for (;;)
+      std::this_thread::sleep_for(std::chrono::seconds(1));
   }
   std::exit(1);
 }

@@ -600,6 +600,9 @@ private:
   std::thread thread_;
   std::atomic<std::thread::id> threadId_{};
   std::atomic<bool> running_{false};
+  /// Threads blocked in wait(): while any is, the progress thread polls
+  /// without sleeping (a wait is exposed communication).
+  std::atomic<int> waiters_{0};
   std::mutex mutex_;
   std::condition_variable wake_, doneCv_;
   std::deque<std::function<void()>> tasks_;
@@ -689,10 +692,14 @@ void MPICommunicator::wait(Pending &pend) {
     auto deadline =
         start + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
                     std::chrono::duration<double>(timeoutSeconds()));
+    waiters_.fetch_add(1);
+    wake_.notify_one();
     std::unique_lock<std::mutex> lock(mutex_);
-    if (!doneCv_.wait_until(lock, deadline, [&] {
-          return pend.done.load(std::memory_order_acquire);
-        })) {
+    bool done = doneCv_.wait_until(lock, deadline, [&] {
+      return pend.done.load(std::memory_order_acquire);
+    });
+    waiters_.fetch_sub(1);
+    if (!done) {
       lock.unlock();
       timedOut();
     }
@@ -793,7 +800,7 @@ void MPICommunicator::progressLoop() {
           wake_.wait_for(lock, std::chrono::milliseconds(50), woken);
         else
           wake_.wait(lock, woken);
-      } else if (idle > 64) {
+      } else if (idle > 64 && waiters_.load() == 0) {
         auto pause = std::chrono::microseconds(idle > 1024 ? 200 : 20);
         wake_.wait_for(lock, pause, woken);
       }
@@ -807,7 +814,7 @@ void MPICommunicator::progressLoop() {
     pollDumpRequest();
     if (progressed)
       idle = 0;
-    else if (++idle <= 64)
+    else if (++idle <= 64 || waiters_.load() > 0)
       std::this_thread::yield();
     lock.lock();
   }
@@ -848,8 +855,10 @@ void MPICommunicator::pollDumpRequest() {
 
 void MPICommunicator::askPeersToDump() {
   dumpAsk_ = rank_;
-  std::vector<int> acks(size_t(size_), 0);
-  std::vector<MPI_Request> answers;
+  // Left to the abort that follows: a late answer must still land in
+  // memory that exists.
+  auto &acks = *new std::vector<int>(size_t(size_), 0);
+  auto &answers = *new std::vector<MPI_Request>;
   for (int r = 0; r < size_; ++r) {
     if (r == rank_)
       continue;
@@ -874,18 +883,23 @@ void MPICommunicator::askPeersToDump() {
 
 void MPICommunicator::failing(const std::string &reason) {
   dumpFlightRecord(reason);
-  if (!flightRecorderOn() || size_ == 1)
-    return;
-  if (!running_ || onProgressThread())
-    return askPeersToDump();
-  // The MPI calls belong to the progress thread: it asks the peers and
-  // aborts the job; should it be stuck in a blocking call, the caller
-  // aborts after a while.
-  submit([this] {
-    askPeersToDump();
+  bool askPeers = flightRecorderOn() && size_ > 1;
+  if (!running_ || onProgressThread()) {
+    if (askPeers)
+      askPeersToDump();
+    return; // this thread may call MPI_Abort
+  }
+  // The MPI calls belong to the progress thread (MPI_THREAD_SERIALIZED): it
+  // asks the peers and aborts the job. Should it be stuck in a blocking
+  // call, this thread may not call MPI; an abnormal exit makes mpirun stop
+  // the other ranks.
+  submit([this, askPeers] {
+    if (askPeers)
+      askPeersToDump();
     MPI_Abort(MPI_COMM_WORLD, 1);
   });
   std::this_thread::sleep_for(std::chrono::seconds(5));
+  std::_Exit(1);
 }
 
 } // namespace

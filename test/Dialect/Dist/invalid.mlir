@@ -438,3 +438,23 @@ module attributes {dist.mesh = #dist.mesh<pp = 1, dp_replicate = 1, dp_shard = 1
     return
   }
 }
+
+// -----
+
+module attributes {dist.mesh = #dist.mesh<pp = 1, dp_replicate = 1, dp_shard = 1, cp = 2, tp = 2>} {
+  func.func @f(%x: tensor<2x4x8xf32>, %w: tensor<6x8xf32>) {
+    // expected-error @+1 {{runs its ring over one mesh axis other than pp, not ["cp", "tp"]}}
+    %g:2 = dist.all_gather_linear %x, [%w] axes ["cp", "tp"] dim 1 : (tensor<2x4x8xf32>, tensor<6x8xf32>) -> (tensor<2x16x8xf32>, tensor<2x16x6xf32>)
+    return
+  }
+}
+
+// -----
+
+module attributes {dist.mesh = #dist.mesh<pp = 2, dp_replicate = 1, dp_shard = 1, cp = 1, tp = 1>} {
+  func.func @f(%h: tensor<2x8x4xf32>, %w: tensor<8x4xf32>) {
+    // expected-error @+1 {{runs its ring over one mesh axis other than pp, not ["pp"]}}
+    %r = dist.linear_reduce_scatter %h, %w axes ["pp"] dim 1 : (tensor<2x8x4xf32>, tensor<8x4xf32>) -> tensor<2x4x8xf32>
+    return
+  }
+}

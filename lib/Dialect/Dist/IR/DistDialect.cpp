@@ -607,13 +607,17 @@ RankedTensorType gemmType(RankedTensorType lhs, RankedTensorType weight,
   return RankedTensorType::get(shape, lhs.getElementType());
 }
 
-/// A collective matmul's ring: over known axes, along a dimension before the
-/// last (the GEMMs' rows).
+/// A collective matmul's ring: over one known axis other than pp (the
+/// kernels' ring is one axis; pp ranks run different programs), along a
+/// dimension before the last (the GEMMs' rows).
 FailureOr<int64_t> verifyRing(Operation *op, ArrayAttr axes, int64_t dim,
                               int64_t rank) {
   FailureOr<int64_t> group = verifyAxes(op, axes);
   if (failed(group))
     return failure();
+  if (axes.size() != 1 || cast<StringAttr>(axes[0]).getValue() == "pp")
+    return op->emitOpError()
+           << "runs its ring over one mesh axis other than pp, not " << axes;
   if (dim < 0 || dim >= rank - 1)
     return op->emitOpError() << "dim " << dim
                              << " must be a row dimension of the GEMMs (before "
