@@ -86,25 +86,14 @@ void titan::addArenaToManifest(manifest::Manifest &m, mlir::ModuleOp module) {
     auto range = mlir::cast<mlir::DenseI64ArrayAttr>(slot.getValue());
     m.slots[slot.getName().getValue()] = {range[0], range[1]};
   }
-  // The mesh-axis groups the steps' collectives use (each collective's
-  // third parameter is its axis mask), so the runtime creates their
-  // communicators and streams at start, never inside a step.
+  // The mesh-axis groups the steps communicate over (collectives, and
+  // kernels that communicate inside the call, such as async TP's rings), so
+  // the runtime creates their communicators and streams at start, never
+  // inside a step.
   std::set<unsigned> masks;
-  module.walk([&](kernel::CollectiveStartOp start) {
-    mlir::ArrayAttr params = start.getParams();
-    if (params.size() >= 3)
-      if (auto mask = mlir::dyn_cast<mlir::IntegerAttr>(params[2]))
-        masks.insert(unsigned(mask.getInt()));
-  });
-  // Async TP's collective matmuls run their rings over the group of their
-  // fourth parameter.
-  module.walk([&](kernel::CallOp call) {
-    mlir::ArrayAttr params = call.getParams();
-    if ((call.calls(titan::catalog::KernelId::all_gather_linear) ||
-         call.calls(titan::catalog::KernelId::linear_reduce_scatter)) &&
-        params.size() >= 4)
-      if (auto mask = mlir::dyn_cast<mlir::IntegerAttr>(params[3]))
-        masks.insert(unsigned(mask.getInt()));
+  module.walk([&](mlir::Operation *op) {
+    if (std::optional<unsigned> mask = kernel::communicationAxisMask(op))
+      masks.insert(*mask);
   });
   m.collectiveAxes.assign(masks.begin(), masks.end());
 }

@@ -102,3 +102,29 @@ TEST(KernelCatalog, InPlaceRules) {
 }
 
 } // namespace
+
+// Every kernel that communicates (the collectives, and kernels flagged
+// kCommunicates) names its group by an `axis_mask` parameter at a fixed
+// place: the manifest and the collective scheduler read the group there.
+TEST(KernelCatalog, CommunicatingKernelsNameTheirGroup) {
+  unsigned communicating = 0;
+  for (const catalog::Entry &e : catalog::kEntries) {
+    bool communicates =
+        e.kind == catalog::Kind::Collective || e.has(catalog::kCommunicates);
+    std::optional<unsigned> index = catalog::paramIndex(e, "axis_mask");
+    if (!communicates)
+      continue;
+    ++communicating;
+    EXPECT_TRUE(index.has_value()) << e.name;
+  }
+  EXPECT_GT(communicating, 2u);
+  EXPECT_EQ(
+      catalog::paramIndex(catalog::get(catalog::KernelId::all_gather_linear),
+                          "axis_mask"),
+      3u);
+  EXPECT_EQ(catalog::paramIndex(
+                catalog::get(catalog::KernelId::all_gather_start), "axis_mask"),
+            2u);
+  EXPECT_FALSE(catalog::paramIndex(
+      catalog::get(catalog::KernelId::all_gather_start), "no_such_parameter"));
+}

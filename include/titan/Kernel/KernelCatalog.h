@@ -29,6 +29,10 @@ enum Flags : unsigned {
   kWorkspace = 1,
   kFloat8Buffers = 2,
   kI64Buffers = 4,
+  /// The kernel exchanges data with the ranks of the group of its
+  /// `axis_mask` parameter (as a collective does, inside one call): every
+  /// rank of the group must call it in the same order.
+  kCommunicates = 8,
 };
 
 /// How many times a buffer or parameter occurs in a call.
@@ -113,6 +117,19 @@ inline const Entry *lookup(std::string_view name) {
     if (name == entry.name)
       return &entry;
   return nullptr;
+}
+
+/// Where parameter `name` stands in a call's parameters: its index, when
+/// every parameter before it occurs exactly once.
+inline std::optional<unsigned> paramIndex(const Entry &entry,
+                                          std::string_view name) {
+  for (unsigned i = 0; i < kMaxParams && entry.params[i].name; ++i) {
+    if (name == entry.params[i].name)
+      return i;
+    if (entry.params[i].quantity != Quantity::One)
+      return std::nullopt;
+  }
+  return std::nullopt;
 }
 
 /// The input that output `result` of kernel `name` may be written over (in

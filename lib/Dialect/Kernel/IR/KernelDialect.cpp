@@ -292,3 +292,28 @@ LogicalResult CollectiveStartOp::verify() {
 
 #define GET_OP_CLASSES
 #include "titan/Dialect/Kernel/IR/KernelOps.cpp.inc"
+
+std::optional<unsigned> titan::kernel::communicationAxisMask(Operation *op) {
+  StringRef kernel;
+  ArrayAttr params;
+  if (auto start = dyn_cast<CollectiveStartOp>(op)) {
+    kernel = start.getKernel();
+    params = start.getParams();
+  } else if (auto call = dyn_cast<CallOp>(op)) {
+    kernel = call.getKernel();
+    params = call.getParams();
+  } else {
+    return std::nullopt;
+  }
+  const catalog::Entry *entry = catalog::lookup(kernel);
+  if (!entry || (entry->kind != catalog::Kind::Collective &&
+                 !entry->has(catalog::kCommunicates)))
+    return std::nullopt;
+  std::optional<unsigned> index = catalog::paramIndex(*entry, "axis_mask");
+  if (!index || *index >= params.size())
+    return std::nullopt;
+  auto mask = dyn_cast<IntegerAttr>(params[*index]);
+  if (!mask || mask.getInt() < 0)
+    return std::nullopt;
+  return unsigned(mask.getInt());
+}

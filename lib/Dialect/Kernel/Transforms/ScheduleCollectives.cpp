@@ -29,13 +29,9 @@ using namespace titan::kernel;
 
 std::optional<int64_t>
 titan::kernel::collectiveStream(CollectiveStartOp start) {
-  ArrayAttr params = start.getParams();
-  if (params.size() < 3)
-    return std::nullopt;
-  auto mask = dyn_cast<IntegerAttr>(params[2]);
-  if (!mask || mask.getInt() < 0)
-    return std::nullopt;
-  return 1 + mask.getInt();
+  if (std::optional<unsigned> mask = communicationAxisMask(start))
+    return 1 + int64_t(*mask);
+  return std::nullopt;
 }
 
 int64_t titan::kernel::collectivePlannedBytes(CollectiveStartOp start) {
@@ -122,10 +118,8 @@ bool isDefinition(Operation *op) { return isa<AllocOp, ViewOp, StreamOp>(op); }
 /// Every rank of any other group runs this very program, and the pass is
 /// deterministic, so a reordering is the same on all of them.
 bool spansPrograms(CollectiveStartOp start) {
-  ArrayAttr params = start.getParams();
-  auto mask =
-      params.size() >= 3 ? dyn_cast<IntegerAttr>(params[2]) : IntegerAttr();
-  return !mask || (mask.getInt() & 1) != 0;
+  std::optional<unsigned> mask = communicationAxisMask(start);
+  return !mask || (*mask & 1) != 0;
 }
 
 /// One collective: its start and wait, their places in the original order

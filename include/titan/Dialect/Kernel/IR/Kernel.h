@@ -39,6 +39,12 @@ inline mlir::Value viewedBuffer(mlir::Value v) {
     v = view.getSource();
   return v;
 }
+
+/// The mesh-axis mask of the group `op` communicates over: a collective's,
+/// or a kernel call's that exchanges data inside the call (the catalog's
+/// kCommunicates, e.g. async TP's collective matmuls); its `axis_mask`
+/// parameter. std::nullopt for any other op.
+std::optional<unsigned> communicationAxisMask(mlir::Operation *op);
 } // namespace titan::kernel
 
 #endif // TITAN_DIALECT_KERNEL_IR_KERNEL_H

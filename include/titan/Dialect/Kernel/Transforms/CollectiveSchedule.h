@@ -18,9 +18,10 @@
 
 namespace titan::kernel {
 
-/// The stream of `start`'s group: 1 + its mesh-axis mask (params[2] of
-/// every collective), so each group of mesh axes has its own stream and
-/// compute keeps stream 0; std::nullopt when the params carry no mask.
+/// The stream of `start`'s group: 1 + its mesh-axis mask (the `axis_mask`
+/// parameter of every collective), so each group of mesh axes has its own
+/// stream and compute keeps stream 0; std::nullopt when the params carry no
+/// mask.
 std::optional<int64_t> collectiveStream(CollectiveStartOp start);
 
 /// The bytes of `start`'s input, output and workspace whose root buffer is
