@@ -475,36 +475,34 @@ public:
 
   std::unique_ptr<Request> send(const void *in, DataType type, int64_t count,
                                 int64_t peer, int tag) override {
-    auto req = request("send", 1u << kPP);
+    return pointToPoint("send", const_cast<void *>(in), /*sending=*/true, type,
+                        count, peer, tag);
+  }
+
+  std::unique_ptr<Request> recv(void *out, DataType type, int64_t count,
+                                int64_t peer, int tag) override {
+    return pointToPoint("recv", out, /*sending=*/false, type, count, peer, tag);
+  }
+
+  /// A pipeline transfer with the stage `peer` (send reads `buffer`, recv
+  /// writes it), in pieces of at most maxMessageCount() elements.
+  std::unique_ptr<Request> pointToPoint(const char *name, void *buffer,
+                                        bool sending, DataType type,
+                                        int64_t count, int64_t peer, int tag) {
     return start(
-        std::move(req), type, count,
+        request(name, 1u << kPP), type, count,
         [=](Pending &pend) {
           int64_t bytes = dataTypeBytes(type);
           // The pp group is ordered by world rank, i.e. by pipeline
           // coordinate.
           MPI_Comm comm = group(1u << kPP);
           forEachPiece(count, [&](int64_t offset, int length) {
-            check(MPI_Isend(static_cast<const char *>(in) + offset * bytes,
-                            length, mpiType(type), int(peer), tag, comm,
-                            pend.add()),
-                  "send");
-          });
-        },
-        worldRankOfStage(peer));
-  }
-
-  std::unique_ptr<Request> recv(void *out, DataType type, int64_t count,
-                                int64_t peer, int tag) override {
-    auto req = request("recv", 1u << kPP);
-    return start(
-        std::move(req), type, count,
-        [=](Pending &pend) {
-          int64_t bytes = dataTypeBytes(type);
-          MPI_Comm comm = group(1u << kPP);
-          forEachPiece(count, [&](int64_t offset, int length) {
-            check(MPI_Irecv(static_cast<char *>(out) + offset * bytes, length,
-                            mpiType(type), int(peer), tag, comm, pend.add()),
-                  "recv");
+            char *piece = static_cast<char *>(buffer) + offset * bytes;
+            check(sending ? MPI_Isend(piece, length, mpiType(type), int(peer),
+                                      tag, comm, pend.add())
+                          : MPI_Irecv(piece, length, mpiType(type), int(peer),
+                                      tag, comm, pend.add()),
+                  name);
           });
         },
         worldRankOfStage(peer));
@@ -651,9 +649,8 @@ MPICommunicator::start(std::unique_ptr<MPIRequest> req, DataType type,
 
 void MPICommunicator::completed(Pending &pend) {
   double now = StepTrace::now();
-  if (trace::recording())
-    trace::collective(pend.collective, pend.axisMask, pend.bytes, pend.issued,
-                      now);
+  trace::collective(pend.collective, pend.axisMask, pend.bytes, pend.issued,
+                    now);
   recordCompleted(pend.record, now);
   {
     std::lock_guard<std::mutex> lock(mutex_);
@@ -716,9 +713,8 @@ void MPICommunicator::wait(Pending &pend) {
       std::this_thread::sleep_for(std::chrono::microseconds(20));
     }
   }
-  if (trace::recording())
-    trace::wait(pend.collective, pend.axisMask, pend.bytes, begin,
-                StepTrace::now());
+  trace::wait(pend.collective, pend.axisMask, pend.bytes, begin,
+              StepTrace::now());
 }
 
 void MPICommunicator::submit(std::function<void()> task) {

@@ -44,12 +44,16 @@ void trace::record(Span span) {
 
 void trace::collective(const char *collective, unsigned axisMask, int64_t bytes,
                        double issued, double completed) {
+  if (!recording())
+    return; // before building the span's name
   record({collective, "collective", issued, completed,
           communicationTrack(axisMask), bytes, ""});
 }
 
 void trace::wait(const char *collective, unsigned axisMask, int64_t bytes,
                  double begin, double end) {
+  if (!recording())
+    return;
   record({std::string("wait ") + collective, "wait", begin, end, kComputeTrack,
           bytes, ""});
 }
