@@ -42,7 +42,7 @@ the suite): the calibration measures what an ordinary launch gets.
 
   /usr/bin/python3 scripts/calibrate-cpu.py [--build build] --out FILE.toml
         [--json DETAILS.json] [--seq-len 256] [--batch 8] [--steps 6]
-        [--comm-max-bytes 16M] [--no-comm] [--quick]
+        [--comm-max-bytes 4M] [--no-comm] [--quick]
 """
 
 import argparse
@@ -264,26 +264,79 @@ def mean_summary(summaries):
     return out
 
 
-def calibrate_compute(compiler, tmp, seq_len, batch, steps):
-    """Runs the one-rank job and fits the compute keys; returns (keys,
-    details)."""
+def launch_copies(exe, copies, tokens, folder, threads):
+    """Runs `copies` one-rank trainings of `exe` at once (each with
+    `threads` OpenMP threads: what the runtime gives each of that many
+    ranks on this machine); returns each copy's dump folder."""
+    env = run_env()
+    env["OMP_NUM_THREADS"] = str(threads)
+    procs, outs = [], []
+    for c in range(copies):
+        out = os.path.join(folder, f"copy{c}")
+        cmd = [exe, "--training.dataset_path", tokens, "--job.dump_folder", out]
+        print("+ " + " ".join(cmd), file=sys.stderr)
+        procs.append(subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL,
+                                      stderr=subprocess.PIPE, text=True))
+        outs.append(out)
+    for proc in procs:
+        _, err = proc.communicate()
+        if proc.returncode != 0:
+            fail(f"'{exe}' exited {proc.returncode}:\n{err[-4000:]}")
+    return outs
+
+
+def fit_compute(units, measured, copies):
+    """The compute keys from `units` (the cost model's work of one
+    forward_backward) and the measured class times of one copy, when
+    `copies` ran at once (the node's rate is `copies` times a copy's)."""
+    seconds = {u: measured["units"][u]["seconds"] / copies for u in UNITS}
+    peak = units["gemm"]["flops"] / seconds["gemm"]
+    keys = {"peak_flops_f32": peak, "gemm_efficiency": 1.0,
+            "gemm_half_flops": 0.0}
+    for u, key in (("attention_forward", "attention_forward_efficiency"),
+                   ("attention_backward", "attention_backward_efficiency")):
+        if units[u]["flops"] > 0:
+            keys[key] = min(1.0, units[u]["flops"] / seconds[u] / peak)
+    keys["memory_bytes_per_second"] = units["memory"]["bytes"] / seconds["memory"]
+    keys["memory_efficiency"] = 1.0
+    # The host time between kernels, per call, as a copy saw it (the cost
+    # model does not divide the overhead among sharing ranks).
+    calls = sum(units[u]["calls"] for u in UNITS)
+    inside = sum(measured["units"][u]["seconds"] for u in UNITS)
+    keys["kernel_overhead_seconds"] = max(
+        0.0, (measured["forward_backward_seconds"] - inside) / calls)
+    return keys
+
+
+def measure_compute(compiler, folder, seq_len, batch, steps, copies):
+    """One-rank trainings of batch / copies sequences, `copies` at once;
+    returns (the cost model's units of one forward_backward, the measured
+    summary averaged over the copies, their untraced step seconds)."""
     profile_freq = 2
-    config, tokens = write_job(tmp, seq_len, batch, steps)
-    exe = os.path.join(tmp, "single")
-    flags = profiling_flags(profile_freq)
-    run([compiler, "--job.config_file", config, *flags, "-o", exe])
-    prediction = predict(compiler, config, [], ["--gpu", "cpu"])
-    units = prediction.get("units")
+    os.makedirs(folder, exist_ok=True)
+    local = max(1, batch // copies)
+    config, tokens = write_job(folder, seq_len, local, steps)
+    exe = os.path.join(folder, "single")
+    run([compiler, "--job.config_file", config,
+         *profiling_flags(profile_freq), "-o", exe])
+    units = predict(compiler, config, [], ["--gpu", "cpu"]).get("units")
     if not isinstance(units, dict) or not all(u in units for u in UNITS):
         fail("titan-compile --emit=cost's JSON has no `units` with "
              + ", ".join(UNITS))
-    out = os.path.join(tmp, "single-out")
-    metrics = launch(exe, 1, tokens, out)
-    # Step 1 warms caches and pages in the arena; the traced steps after it.
-    files = trace_files(out, 0, 1)
-    if not files:
-        fail(f"{out} holds no traced step after the first")
-    measured = mean_summary([trace_summary(f) for f in files])
+    threads = max(1, (os.cpu_count() or 1) // copies)
+    summaries, step_times = [], []
+    for out in launch_copies(exe, copies, tokens, folder, threads):
+        # Step 1 warms caches and pages in the arena; the traced steps
+        # after it.
+        files = trace_files(out, 0, 1)
+        if not files:
+            fail(f"{out} holds no traced step after the first")
+        summaries.append(mean_summary([trace_summary(f) for f in files]))
+        with open(os.path.join(out, "metrics.jsonl")) as f:
+            metrics = [json.loads(l) for l in f if l.strip()]
+        step_times += untraced_step_seconds(
+            [m for m in metrics if "step_time_s" in m], profile_freq, 1)
+    measured = mean_summary(summaries)
     if measured["microbatches"] != 1:
         fail(f"the calibration job ran {measured['microbatches']} "
              "forward_backward per step; expected 1")
@@ -293,34 +346,35 @@ def calibrate_compute(compiler, tmp, seq_len, batch, steps):
             print(f"calibrate-cpu: warning: {u}: the trace has {got} kernel "
                   f"calls per forward_backward, the cost model {want}",
                   file=sys.stderr)
-        if units[u]["calls"] and measured["units"][u]["seconds"] <= 0:
+        if want and measured["units"][u]["seconds"] <= 0:
             fail(f"{u}: the trace recorded no time for its kernels")
+    return units, measured, step_times
 
-    gemm_seconds = measured["units"]["gemm"]["seconds"]
-    peak = units["gemm"]["flops"] / gemm_seconds
-    keys = {
-        "peak_flops_f32": peak,
-        "gemm_efficiency": 1.0,
-        "gemm_half_flops": 0.0,
+
+def calibrate_compute(compiler, tmp, seq_len, batch, steps, ranks):
+    """Fits the compute keys from `ranks` one-rank copies at once (batch /
+    ranks each); also measures one rank alone on every core to say how
+    well ranks share the cores. Returns (keys, details)."""
+    details = {"job": {"seq_len": seq_len, "batch": batch, "steps": steps,
+                       "ranks": ranks}}
+    fits = {}
+    for copies in sorted({1, ranks}):
+        units, measured, step_times = measure_compute(
+            compiler, os.path.join(tmp, f"compute-{copies}"), seq_len, batch,
+            steps, copies)
+        fits[copies] = fit_compute(units, measured, copies)
+        details[f"copies_{copies}"] = {
+            "units": units, "measured_forward_backward": measured,
+            "step_seconds_untraced": step_times, "fit": fits[copies]}
+    # Per class: the node's rate with `ranks` ranks sharing it over its
+    # rate with one rank (1: the 1/R sharing holds exactly).
+    one, shared = fits[1], fits[ranks]
+    details["sharing_efficiency"] = {
+        "gemm": shared["peak_flops_f32"] / one["peak_flops_f32"],
+        "memory": shared["memory_bytes_per_second"]
+        / one["memory_bytes_per_second"],
     }
-    for u, key in (("attention_forward", "attention_forward_efficiency"),
-                   ("attention_backward", "attention_backward_efficiency")):
-        if units[u]["flops"] > 0:
-            keys[key] = units[u]["flops"] / measured["units"][u]["seconds"] / peak
-    keys["memory_bytes_per_second"] = (units["memory"]["bytes"]
-                                       / measured["units"]["memory"]["seconds"])
-    keys["memory_efficiency"] = 1.0
-    calls = sum(units[u]["calls"] for u in UNITS)
-    inside = sum(measured["units"][u]["seconds"] for u in UNITS)
-    gap = measured["forward_backward_seconds"] - inside
-    keys["kernel_overhead_seconds"] = max(0.0, gap / calls)
-    details = {
-        "job": {"seq_len": seq_len, "batch": batch, "steps": steps},
-        "units_predicted_work": units,
-        "measured_forward_backward": measured,
-        "step_seconds_untraced": untraced_step_seconds(metrics, profile_freq, 1),
-    }
-    return keys, details
+    return shared, details
 
 
 SIZE = re.compile(r"^(\d+)([KMG]?)$")
@@ -432,7 +486,10 @@ def main():
     ap.add_argument("--batch", type=int, default=8)
     ap.add_argument("--steps", type=int, default=6,
                     help="steps of the one-rank run (every 2nd traced)")
-    ap.add_argument("--comm-max-bytes", default="16M")
+    ap.add_argument("--ranks", type=int, default=4,
+                    help="fit the node's rate with this many ranks sharing "
+                    "it (the checked configurations' rank count)")
+    ap.add_argument("--comm-max-bytes", default="4M")
     ap.add_argument("--no-comm", action="store_true",
                     help="keep the shipped description's network keys")
     ap.add_argument("--quick", action="store_true",
@@ -440,10 +497,12 @@ def main():
     args = ap.parse_args()
     if args.steps < 4:
         ap.error("--steps must be at least 4 (two traced steps after the first)")
+    if args.ranks < 1 or args.batch % args.ranks:
+        ap.error("--ranks must be positive and divide --batch")
     compiler, bench = tools(args.build)
     with tempfile.TemporaryDirectory(prefix="calibrate-cpu-") as tmp:
         keys, details = calibrate_compute(compiler, tmp, args.seq_len,
-                                          args.batch, args.steps)
+                                          args.batch, args.steps, args.ranks)
         if not args.no_comm:
             comm_keys, comm = calibrate_comm(
                 bench, tmp, parse_size(args.comm_max_bytes), args.quick)

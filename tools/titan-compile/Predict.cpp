@@ -212,10 +212,18 @@ llvm::Error predictPipelined(const PlannedPrograms &programs,
     return untransferred.takeError();
 
   p.bubble = timeline->bubble;
+  // Ranks that share a node's cores (a CPU host) hand a stage's idle time
+  // in the schedule to the other stages' ranks: the node computes while
+  // any rank has work, so the schedule takes the ranks' mean busy time
+  // (each action costed at a rank's share), not its makespan. Measured on
+  // PP 2 x FSDP 2 CPU ranks: bench/results/cost-model-cpu.md.
+  double makespan = timeline->makespan;
+  if (hw.ranksShareCompute)
+    makespan *= 1 - timeline->bubble;
   for (int64_t r = 0; r < schedule.ranks; ++r)
-    p.stepSeconds = std::max(
-        p.stepSeconds, accumulation * (timeline->makespan + once[size_t(r)]) +
-                           optimizer[size_t(r)]);
+    p.stepSeconds =
+        std::max(p.stepSeconds, accumulation * (makespan + once[size_t(r)]) +
+                                    optimizer[size_t(r)]);
   for (const auto &[axes, seconds] : rank0Exposed)
     p.exposedCommSeconds[axes] += seconds;
   // The transfers' share of the step: how much longer the schedule runs
