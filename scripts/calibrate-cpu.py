@@ -173,6 +173,37 @@ def predict(compiler, config, flags, hardware_flags):
              f"object ({e}): {out[:400]}")
 
 
+class LoadMeter:
+    """The cores other processes kept busy while a run went on: the
+    machine's busy time (/proc/stat) less this script's children's CPU
+    time, over the wall time. A busy machine slows a run; the tables
+    print this so a miss can be told from the model's error."""
+
+    def __init__(self):
+        self.start = self._sample()
+
+    @staticmethod
+    def _sample():
+        import resource
+        import time
+        try:
+            with open("/proc/stat") as f:
+                fields = [int(x) for x in f.readline().split()[1:]]
+            busy = (sum(fields) - fields[3] - fields[4]) / os.sysconf(
+                "SC_CLK_TCK")
+        except (OSError, ValueError, IndexError):
+            busy = None
+        r = resource.getrusage(resource.RUSAGE_CHILDREN)
+        return time.monotonic(), busy, r.ru_utime + r.ru_stime
+
+    def other_cores(self):
+        wall0, busy0, ours0 = self.start
+        wall1, busy1, ours1 = self._sample()
+        if busy0 is None or busy1 is None or wall1 <= wall0:
+            return float("nan")
+        return max(0.0, ((busy1 - busy0) - (ours1 - ours0)) / (wall1 - wall0))
+
+
 def launch(exe, ranks, tokens, out, extra=()):
     cmd = [exe, "--training.dataset_path", tokens, "--job.dump_folder", out,
            *extra]
@@ -325,7 +356,10 @@ def measure_compute(compiler, folder, seq_len, batch, steps, copies):
              + ", ".join(UNITS))
     threads = max(1, (os.cpu_count() or 1) // copies)
     summaries, step_times = [], []
-    for out in launch_copies(exe, copies, tokens, folder, threads):
+    meter = LoadMeter()
+    outs = launch_copies(exe, copies, tokens, folder, threads)
+    other = meter.other_cores()
+    for out in outs:
         # Step 1 warms caches and pages in the arena; the traced steps
         # after it.
         files = trace_files(out, 0, 1)
@@ -348,7 +382,7 @@ def measure_compute(compiler, folder, seq_len, batch, steps, copies):
                   file=sys.stderr)
         if want and measured["units"][u]["seconds"] <= 0:
             fail(f"{u}: the trace recorded no time for its kernels")
-    return units, measured, step_times
+    return units, measured, step_times, other
 
 
 def calibrate_compute(compiler, tmp, seq_len, batch, steps, ranks):
@@ -359,13 +393,14 @@ def calibrate_compute(compiler, tmp, seq_len, batch, steps, ranks):
                        "ranks": ranks}}
     fits = {}
     for copies in sorted({1, ranks}):
-        units, measured, step_times = measure_compute(
+        units, measured, step_times, other = measure_compute(
             compiler, os.path.join(tmp, f"compute-{copies}"), seq_len, batch,
             steps, copies)
         fits[copies] = fit_compute(units, measured, copies)
         details[f"copies_{copies}"] = {
             "units": units, "measured_forward_backward": measured,
-            "step_seconds_untraced": step_times, "fit": fits[copies]}
+            "step_seconds_untraced": step_times, "fit": fits[copies],
+            "other_processes_cores": other}
     # Per class: the node's rate with `ranks` ranks sharing it over its
     # rate with one rank (1: the 1/R sharing holds exactly).
     one, shared = fits[1], fits[ranks]
@@ -375,6 +410,27 @@ def calibrate_compute(compiler, tmp, seq_len, batch, steps, ranks):
         / one["memory_bytes_per_second"],
     }
     return shared, details
+
+
+def measure_job(exe, ranks, tokens, out, profile_freq, warmup):
+    """Trains `exe` on `ranks` ranks: (the median untraced step seconds
+    after `warmup` steps, and per rank, mean over ranks and traced steps,
+    the kernels' seconds and the compute thread's waits; the cores other
+    processes kept busy meanwhile)."""
+    meter = LoadMeter()
+    metrics = launch(exe, ranks, tokens, out)
+    other = meter.other_cores()
+    step = statistics.median(
+        untraced_step_seconds(metrics, profile_freq, warmup))
+    summaries = []
+    for rank in range(ranks):
+        files = trace_files(out, rank, warmup)
+        if not files:
+            fail(f"{out}: rank {rank} traced no step after step {warmup}")
+        summaries.append(mean_summary([trace_summary(f) for f in files]))
+    kernels = statistics.mean(s["kernel_seconds"] for s in summaries)
+    exposed = statistics.mean(s["exposed_comm_seconds"] for s in summaries)
+    return step, kernels, exposed, other
 
 
 SIZE = re.compile(r"^(\d+)([KMG]?)$")

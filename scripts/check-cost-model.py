@@ -72,23 +72,6 @@ def mesh_flags(mesh, batch):
     return flags + ["--training.local_batch_size", str(batch // dp)]
 
 
-def measure(exe, ranks, tokens, out, profile_freq, warmup):
-    """(median step seconds, per-rank means of the traced steps)."""
-    metrics = cal.launch(exe, ranks, tokens, out)
-    step = statistics.median(
-        cal.untraced_step_seconds(metrics, profile_freq, warmup))
-    summaries = []
-    for rank in range(ranks):
-        files = cal.trace_files(out, rank, warmup)
-        if not files:
-            fail(f"{out}: rank {rank} traced no step after step {warmup}")
-        summaries.append(cal.mean_summary([cal.trace_summary(f)
-                                           for f in files]))
-    kernels = statistics.mean(s["kernel_seconds"] for s in summaries)
-    exposed = statistics.mean(s["exposed_comm_seconds"] for s in summaries)
-    return step, kernels, exposed
-
-
 def predicted_parts(p):
     """(compute, exposed communication) seconds of one step."""
     microbatches = max(1, int(p.get("accumulation_steps", 1))) * \
@@ -149,7 +132,7 @@ def main():
         for r in range(args.rounds):
             for name, ranks, exe, p in jobs:
                 out = os.path.join(tmp, f"{os.path.basename(exe)}-{r}")
-                measured[name].append(measure(exe, ranks, tokens, out,
+                measured[name].append(cal.measure_job(exe, ranks, tokens, out,
                                               args.profile_freq, args.warmup))
         for name, ranks, exe, p in jobs:
             tries = 0
@@ -165,7 +148,7 @@ def main():
                       f"{error(measured[name]):+.0%}; measuring again",
                       file=sys.stderr)
                 out = os.path.join(tmp, f"{os.path.basename(exe)}-retry{tries}")
-                again = measure(exe, ranks, tokens, out, args.profile_freq,
+                again = cal.measure_job(exe, ranks, tokens, out, args.profile_freq,
                                 args.warmup)
                 # The closer of the rounds so far: a busy machine only
                 # slows a run.
