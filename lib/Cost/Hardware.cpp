@@ -183,13 +183,19 @@ std::vector<Hardware> buildBuiltins() {
   cpu.peakFlopsFP8 = 0;
   cpu.gemmEfficiency = 0.87;
   cpu.gemmHalfFlops = 20e6;
-  // attention f32 (flash, causal): ~0.35 of the GEMM peak
-  // (bench/results/cpu-kernel-profile.md, batch 8 x seq 256).
-  cpu.attentionForwardEfficiency = 0.35;
-  cpu.attentionBackwardEfficiency = 0.3;
+  // Flash attention f32 (bench/results/cpu-kernel-profile.md, "after"):
+  // forward 301 ms / 54 calls at B 8, S 256, dim 256 (2.7e8 causal FLOPs a
+  // call): ~48 GFLOP/s, at B 2, S 1024 ~84; backward ~87 and ~130: 0.14
+  // and 0.24 of the GEMM peak, between the two shapes.
+  cpu.attentionForwardEfficiency = 0.14;
+  cpu.attentionBackwardEfficiency = 0.24;
+  // Memory-bound kernels (same profile): swiglu moves 18.9 MB in 0.74 ms
+  // (25 GB/s), add 6.3 MB in 0.19 ms (34 GB/s), rms_norm_grad 6.3 MB in
+  // 0.33 ms (19 GB/s): 30 GB/s x 0.8.
+  // Of the host's 23 GiB, room left for the system and the build.
   cpu.memoryBytes = 16 * kGiB;
-  cpu.memoryBytesPerSecond = 20 * kGiga;
-  cpu.memoryEfficiency = 0.7;
+  cpu.memoryBytesPerSecond = 30 * kGiga;
+  cpu.memoryEfficiency = 0.8;
   cpu.kernelOverheadSeconds = 5e-6;
   cpu.devicesPerNode = 64;
   cpu.intraNodeBusBytesPerSecond = 4.75 * kGiga;
