@@ -74,9 +74,10 @@ Hardware h100() {
   hw.memoryBytes = 80 * kGiB;
   hw.memoryBytesPerSecond = 3.35 * kTera;
   hw.memoryEfficiency = 0.85;
-  // Launch gap between back-to-back kernels on one stream (no CUDA
-  // graphs): a few us.
-  hw.kernelOverheadSeconds = 4e-6;
+  // A kernel's fixed cost: the CUDA target replays a step as a CUDA graph
+  // (pp = 1; runtime/cuda/CudaDevice.cpp), where back-to-back kernels are
+  // ~1 us apart, plus a kernel's ramp and tail: 2 us.
+  hw.kernelOverheadSeconds = 2e-6;
   // NVLink 4: NCCL all-gather/reduce-scatter bus bandwidth ~370 GB/s on 8
   // GPUs (nccl-tests); a ring step inside the node ~2 us (NCCL's LL
   // protocol latency over NVLink).

@@ -344,6 +344,50 @@ func.func @step(%p: memref<4x8xf32>, %a: memref<16x8xf32>, %b: memref<16x8xf32>)
   EXPECT_EQ(cost.parts[0].name, "other");
 }
 
+TEST_F(CostIRTest, CollectiveMatmuls) {
+  // Async TP over tp 4 (mask 16): gather [2, 4, 8] along dim 1 to
+  // [2, 16, 8], GEMM with a [16, 8] weight; and a reduce-scatter of
+  // [2, 16, 16] x [8, 16]^T back to [2, 4, 8].
+  func::FuncOp f = parse(R"mlir(
+func.func @step(%x: memref<2x4x8xf32>, %w: memref<16x8xf32>, %g: memref<2x16x8xf32>,
+                %r: memref<2x16x16xf32>, %w2: memref<8x16xf32>, %o: memref<2x4x8xf32>) {
+  %s = kernel.stream 0
+  kernel.call "all_gather_linear"(%x, %w : memref<2x4x8xf32>, memref<16x8xf32>) outs(%g, %r : memref<2x16x8xf32>, memref<2x16x16xf32>) on %s params [1, 1, 0, 16]
+  kernel.call "linear_reduce_scatter"(%r, %w2 : memref<2x16x16xf32>, memref<8x16xf32>) outs(%o : memref<2x4x8xf32>) on %s params [1, 1, 0, 16, 0]
+  return
+}
+)mlir");
+  ASSERT_TRUE(f);
+  std::vector<kernel::CallOp> c = calls(f);
+  ASSERT_EQ(c.size(), 2u);
+  // M 32, N 16, K 8: 2 x 32 x 16 x 8 = 8192 FLOPs; linear_reduce_scatter:
+  // 2 |lhs| N = 2 x 512 x 8 = 8192.
+  EXPECT_DOUBLE_EQ(kernelWork(c[0]).flops, 8192);
+  EXPECT_EQ(kernelWork(c[0]).unit, WorkUnit::Gemm);
+  EXPECT_DOUBLE_EQ(kernelWork(c[1]).flops, 8192);
+
+  std::vector<int64_t> degrees = {1, 1, 1, 1, 4};
+  Hardware hw = testMachine();
+  hw.memoryBytesPerSecond = 1e15;
+  GroupPlacement tp = placeGroup(degrees, kTP, hw.devicesPerNode);
+  // Each call: the ring over 1 KiB (the gathered buffer; the scattered
+  // one's whole) is 3 x (256 B / 100 GB/s + 1 us) ~ 3 us against a GEMM
+  // of 16 ns: max(GEMM, ring) + one ring step, the rest exposed.
+  double gemm = kernelSeconds(kernelWork(c[0]), hw);
+  double ring =
+      collectiveSeconds(CollectiveKind::AllGather, 1024, tp, hw).seconds;
+  EXPECT_DOUBLE_EQ(
+      ring,
+      collectiveSeconds(CollectiveKind::ReduceScatter, 1024, tp, hw).seconds);
+  double call = std::max(gemm, ring) + ring / 3;
+  StepCost cost = costStep(f, degrees, hw);
+  EXPECT_DOUBLE_EQ(cost.seconds, 2 * call);
+  EXPECT_DOUBLE_EQ(cost.computeSeconds, 2 * call);
+  EXPECT_DOUBLE_EQ(cost.commSeconds["tp"], 2 * ring);
+  EXPECT_DOUBLE_EQ(cost.exposedCommSeconds["tp"], 2 * (call - gemm));
+  EXPECT_DOUBLE_EQ(cost.flops, 2 * 8192);
+}
+
 //===----------------------------------------------------------------------===//
 // Hardware files
 //===----------------------------------------------------------------------===//
@@ -403,12 +447,15 @@ TEST(CostHardware, Base) {
                                "gemm_efficiency = 0.5\n"
                                "base = \"h200\"\n"
                                "name = \"my-h200\"\n"
-                               "devices_per_node = 4\n");
+                               "devices_per_node = 4\n"
+                               "memory_bytes = 85899345920\n");
   llvm::Expected<Hardware> hw = loadHardwareFile(path);
   ASSERT_TRUE(bool(hw)) << llvm::toString(hw.takeError());
   EXPECT_EQ(hw->name, "my-h200");
   EXPECT_EQ(hw->gemmEfficiency, 0.5);
   EXPECT_EQ(hw->devicesPerNode, 4);
+  // An integer is a number too.
+  EXPECT_EQ(hw->memoryBytes, 85899345920.0);
   EXPECT_EQ(hw->memoryBytesPerSecond,
             lookupHardware("h200")->memoryBytesPerSecond);
   llvm::sys::fs::remove(path);
