@@ -125,12 +125,11 @@ std::vector<Hardware> buildBuiltins() {
   h200.memoryEfficiency = 0.9;
   all.push_back(h200);
 
-  // B200 (HGX/DGX B200, data sheet): dense BF16 2.25 PFLOP/s, FP8 4.5,
-  // FP32 ~75 TFLOP/s (non-tensor, half of B200's listed 80 for the 1000 W
-  // part rounded down); 180 GB usable HBM3e at 8 TB/s; NVLink 5 (1.8 TB/s
-  // per GPU, twice NVLink 4): bus bandwidth ~2 x 370 GB/s; 400 Gb/s
-  // ConnectX-7 per GPU. No single-kernel measurements: the Hopper
-  // efficiencies are assumed.
+  // B200 (HGX B200 data sheet, 8 GPUs: dense BF16 18 PFLOP/s, FP8 36,
+  // FP32 600 TFLOP/s, 1.44 TB HBM3e): per GPU 2.25 PFLOP/s, 4.5, 75
+  // TFLOP/s, 180 GB at 8 TB/s; NVLink 5 (1.8 TB/s per GPU, twice NVLink
+  // 4): bus bandwidth ~2 x 370 GB/s; 400 Gb/s ConnectX-7 per GPU. No
+  // single-kernel measurements: the Hopper efficiencies are assumed.
   Hardware b200 = h100();
   b200.name = "b200";
   b200.description = "NVIDIA B200 180 GB, 8 per node over NVLink 5, 400 Gb/s "
@@ -305,11 +304,16 @@ std::string formatNumber(double v) {
   return s;
 }
 
+/// A TOML basic string.
 std::string quote(StringRef s) {
   std::string out = "\"";
   for (char c : s) {
     if (c == '"' || c == '\\')
       out += '\\';
+    if (c == '\n') {
+      out += "\\n";
+      continue;
+    }
     out += c;
   }
   return out + "\"";

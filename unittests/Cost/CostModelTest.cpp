@@ -422,7 +422,12 @@ TEST(CostHardware, Builtins) {
 }
 
 TEST(CostHardware, TomlRoundTrip) {
-  for (const Hardware &hw : builtinHardware()) {
+  std::vector<Hardware> all(builtinHardware().begin(), builtinHardware().end());
+  Hardware odd = testMachine();
+  odd.description = "a \"quoted\" \\ name\non two lines";
+  odd.gemmEfficiency = 0.1 + 0.2; // needs 17 digits
+  all.push_back(odd);
+  for (const Hardware &hw : all) {
     std::string text;
     llvm::raw_string_ostream os(text);
     printHardwareToml(hw, os);
@@ -434,6 +439,8 @@ TEST(CostHardware, TomlRoundTrip) {
     printHardwareToml(*loaded, os2);
     EXPECT_EQ(text, again);
     EXPECT_EQ(loaded->name, hw.name);
+    EXPECT_EQ(loaded->description, hw.description);
+    EXPECT_EQ(loaded->gemmEfficiency, hw.gemmEfficiency);
     EXPECT_EQ(loaded->peakFlopsBF16, hw.peakFlopsBF16);
     EXPECT_EQ(loaded->kernelOverheadSeconds, hw.kernelOverheadSeconds);
     EXPECT_EQ(loaded->devicesPerNode, hw.devicesPerNode);
