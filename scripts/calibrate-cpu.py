@@ -203,6 +203,12 @@ class LoadMeter:
             return float("nan")
         return max(0.0, ((busy1 - busy0) - (ours1 - ours0)) / (wall1 - wall0))
 
+    def our_cores(self):
+        """The cores this script's children used, on average."""
+        wall0, _, ours0 = self.start
+        wall1, _, ours1 = self._sample()
+        return (ours1 - ours0) / (wall1 - wall0) if wall1 > wall0 else 0.0
+
 
 def launch(exe, ranks, tokens, out, extra=()):
     cmd = [exe, "--training.dataset_path", tokens, "--job.dump_folder", out,
@@ -358,7 +364,7 @@ def measure_compute(compiler, folder, seq_len, batch, steps, copies):
     summaries, step_times = [], []
     meter = LoadMeter()
     outs = launch_copies(exe, copies, tokens, folder, threads)
-    other = meter.other_cores()
+    other, ours = meter.other_cores(), meter.our_cores()
     for out in outs:
         # Step 1 warms caches and pages in the arena; the traced steps
         # after it.
@@ -382,7 +388,7 @@ def measure_compute(compiler, folder, seq_len, batch, steps, copies):
                   file=sys.stderr)
         if want and measured["units"][u]["seconds"] <= 0:
             fail(f"{u}: the trace recorded no time for its kernels")
-    return units, measured, step_times, other
+    return units, measured, step_times, (other, ours)
 
 
 def calibrate_compute(compiler, tmp, seq_len, batch, steps, ranks):
@@ -400,7 +406,7 @@ def calibrate_compute(compiler, tmp, seq_len, batch, steps, ranks):
         details[f"copies_{copies}"] = {
             "units": units, "measured_forward_backward": measured,
             "step_seconds_untraced": step_times, "fit": fits[copies],
-            "other_processes_cores": other}
+            "other_processes_cores": other[0], "our_cores": other[1]}
     # Per class: the node's rate with `ranks` ranks sharing it over its
     # rate with one rank (1: the 1/R sharing holds exactly).
     one, shared = fits[1], fits[ranks]

@@ -145,7 +145,9 @@ def main():
                     tries < args.retries:
                 tries += 1
                 print(f"check-cost-model: {name} missed by "
-                      f"{error(measured[name]):+.0%}; measuring again",
+                      f"{error(measured[name]):+.0%} (other processes kept "
+                      f"{measured[name][-1][3]:.2f} cores busy); measuring "
+                      "again",
                       file=sys.stderr)
                 out = os.path.join(tmp, f"{os.path.basename(exe)}-retry{tries}")
                 again = cal.measure_job(exe, ranks, tokens, out, args.profile_freq,
@@ -162,8 +164,8 @@ def main():
         "| configuration | ranks | predicted step ms | measured step ms "
         "(min / median) | predicted / measured | predicted compute ms | "
         "traced kernels ms | predicted exposed comm ms | traced waits ms | "
-        "within |",
-        "|---|---|---|---|---|---|---|---|---|---|",
+        "other processes (cores) | within |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     missed = []
     for name, ranks, p, runs, tries in rows:
@@ -181,6 +183,7 @@ def main():
             f"{statistics.median(m[1] for m in runs) * 1e3:.1f} | "
             f"{exposed * 1e3:.1f} | "
             f"{statistics.median(m[2] for m in runs) * 1e3:.1f} | "
+            f"{statistics.median(m[3] for m in runs):.2f} | "
             f"{'yes' if ok else 'NO'}{' (retried)' if tries else ''} |")
     text = "\n".join(lines) + "\n"
     print(text, end="")
