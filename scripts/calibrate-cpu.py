@@ -5,24 +5,32 @@ Writes a hardware TOML (`[hardware] base = "cpu"` plus the fitted keys;
 titan-compile --hardware FILE reads it, include/titan/Cost/Hardware.h) from
 two measurements:
 
-Compute: the debug model trains on one rank (every core: the runtime's
-OpenMP pool) with profiler traces on, and `titan-compile --emit=cost
---cost-format=json` of the same job gives the program's `units`: per
-roofline class (gemm: linear and its gradients, the collective matmuls,
-scaled_matmul; attention forward; attention backward; memory: the rest) the
-calls, FLOPs and bytes of one forward_backward. Per class the measured time
-is the sum of its kernels' spans in the traced forward_backward (mean over
-the traced steps); the fit is one rate per class with no intercept:
-  peak_flops_f32                = gemm FLOPs / gemm seconds (gemm_efficiency
-                                  is set to 1: the "peak" is the rate the
-                                  GEMMs reach here, gemm_half_flops 0)
-  attention_*_efficiency        = attention FLOPs / seconds / that peak
-  memory_bytes_per_second       = memory bytes / seconds (memory_efficiency 1)
+Compute: the debug model's one-rank program (batch / R sequences, R =
+--ranks, 4: the checked jobs' ranks) trains as R copies at once, each with
+the OpenMP threads the runtime gives one of R ranks here (cores / R, at
+least 1), with profiler traces on; `titan-compile --emit=cost
+--cost-format=json` of that program gives its `units`: per roofline class
+(gemm: linear and its gradients, the collective matmuls, scaled_matmul;
+attention forward; attention backward; memory: the rest) the calls, FLOPs
+and bytes of one forward_backward. Per class the measured time is the sum
+of its kernels' spans in the traced forward_backward (mean over the traced
+steps and the copies); the fit is one rate per class with no intercept,
+the node's rate being R copies':
+  peak_flops_f32                = R x gemm FLOPs / gemm seconds
+                                  (gemm_efficiency is set to 1: the "peak"
+                                  is the rate the GEMMs reach here;
+                                  gemm_half_flops 0)
+  attention_*_efficiency        = R x attention FLOPs / seconds / that peak
+  memory_bytes_per_second       = R x memory bytes / seconds
+                                  (memory_efficiency 1)
   kernel_overhead_seconds       = (forward_backward span - its kernels'
                                   spans) / calls: the host time between
-                                  kernels, per call
-so the calibration run's forward_backward is predicted exactly; each
-kernel's own fixed cost is inside its class's rate.
+                                  kernels, per call, as a copy saw it
+so a copy's forward_backward is predicted exactly when R ranks share the
+node (ranks_share_compute: each at 1/R of the node); each kernel's own
+fixed cost is inside its class's rate. The same program on one rank with
+every core is measured too (--json's copies_1 and sharing_efficiency: the
+node's rate with R ranks over its rate with one), to check that sharing.
 
 Communication: titan-comm-bench --json on 2 and 4 ranks (Open MPI, shared
 memory, the progress thread on as in training). Per row the ring model
@@ -32,17 +40,15 @@ size; all_reduce: 2(n - 1) steps and 2(n-1)/n; sendrecv: 1 step and the
 size), fitted by least squares on relative error over every row of both
 rank counts: intra_node_latency_seconds and intra_node_bus_bytes_per_second.
 
-The ranks the check launches share the cores (ranks_share_compute, true in
-the shipped "cpu" description): the runtime gives each rank cores / ranks
-OpenMP threads (at least 1), so R ranks on a node compute at about 1/R of
-the one-rank rate measured here.
+--json also records the cores other processes kept busy during the runs
+and the cores the copies used (a loaded machine slows every rate).
 
 OMP_NUM_THREADS is dropped from the runs' environment (lit sets it to 1 for
 the suite): the calibration measures what an ordinary launch gets.
 
   /usr/bin/python3 scripts/calibrate-cpu.py [--build build] --out FILE.toml
         [--json DETAILS.json] [--seq-len 256] [--batch 8] [--steps 6]
-        [--comm-max-bytes 4M] [--no-comm] [--quick]
+        [--ranks 4] [--comm-max-bytes 4M] [--no-comm] [--quick]
 """
 
 import argparse
