@@ -186,17 +186,23 @@ std::vector<Candidate> plan::enumerate(const LlamaArgs &model,
   return out;
 }
 
-/// Per-parameter-count helpers.
+/// The model's parameters (the last model's, cached: the search asks for
+/// every candidate).
 static int64_t paramCount(const LlamaArgs &model) {
-  int64_t total = 0;
+  static thread_local LlamaArgs last;
+  static thread_local int64_t count = -1;
+  if (count >= 0 && !firstArchitectureDifference(last, model))
+    return count;
+  count = 0;
   for (const ParamSpec &p : llamaParameters(model))
-    total += p.numel();
-  return total;
+    count += p.numel();
+  last = model;
+  return count;
 }
 
 int64_t plan::memoryLowerBound(const LlamaArgs &model,
                                const TrainConfig &config, const Candidate &c,
-                               bool bf16) {
+                               bool bf16, double liveBlocks) {
   // FSDP shards over dp_shard x cp, tensor parallel over tp, pipeline
   // stages split the model over pp: the busiest rank holds at least the
   // average share.
@@ -205,13 +211,25 @@ int64_t plan::memoryLowerBound(const LlamaArgs &model,
   // f32 master weights, f32 gradients, AdamW's two f32 moments; training in
   // bf16 also holds a bf16 working copy of the shard it gathers from.
   double state = params * (16.0 + (bf16 ? 2.0 : 0.0));
-  // Full checkpointing keeps at least each of the rank's blocks' input for
-  // one microbatch (sequence parallel: over tp; context parallel: over cp).
+  // Activations: each of the rank's blocks keeps, per token of a
+  // microbatch (sequence parallel: over tp; context parallel: over cp), at
+  // least its input under full checkpointing; the inputs of its linears
+  // and SwiGLU (the attention and FFN norms' outputs, the attention output,
+  // w1's and w3's outputs, the SwiGLU output: 3 dim + 3 hidden) without
+  // checkpointing; the block input and the attention output under the
+  // selective op policy. Under pp, the blocks of every microbatch the
+  // schedule keeps in flight on its busiest rank (`liveBlocks`).
   int64_t batch = c.mesh.pp > 1 ? c.microbatchSize : c.localBatch;
   double tokens = double(batch) * double(config.training.seqLen) /
                   double(c.mesh.cp * c.mesh.tp);
-  double blocks = double(model.nLayers) / double(c.mesh.pp);
-  double activations = blocks * tokens * double(model.dim) * (bf16 ? 2 : 4);
+  if (liveBlocks < 0)
+    liveBlocks = double(model.nLayers) / double(c.mesh.pp);
+  double perToken = double(model.dim);
+  if (c.ac == "none")
+    perToken = 3.0 * double(model.dim) + 3.0 * double(model.ffnHidden);
+  else if (c.ac == "op")
+    perToken = 2.0 * double(model.dim);
+  double activations = liveBlocks * tokens * perToken * (bf16 ? 2 : 4);
   return int64_t(state + activations);
 }
 
@@ -225,11 +243,13 @@ double plan::throughputUpperBound(const LlamaArgs &model,
   int64_t seq = config.training.seqLen;
   double attention = 12.0 * double(model.nLayers) * double(model.nHeads) *
                      double(model.headDim()) * double(seq);
-  double linear = trainingFlopsPerToken(model, seq) - attention;
+  // trainingFlopsPerToken's 6N: the token embedding is a lookup.
+  int64_t embed = model.vocabSize * model.dim;
+  double linear =
+      6.0 * double(paramCount(model) - (model.tieWordEmbeddings ? 0 : embed));
   // Full checkpointing recomputes at least the blocks' forward GEMMs (a
   // third of their 6 x params).
   if (c.ac == "full") {
-    int64_t embed = model.vocabSize * model.dim;
     double blocks = double(paramCount(model) - 2 * embed);
     linear += 2.0 * std::max(0.0, blocks);
   }
@@ -252,17 +272,52 @@ double plan::throughputUpperBound(const LlamaArgs &model,
   return (1.0 - bubble) / perToken;
 }
 
+/// The most block-microbatches any rank of `s` keeps alive at once: each
+/// forward of a stage's microbatch keeps its blocks' activations until
+/// that microbatch's backward (B, or I: the input gradient consumes what
+/// the weight gradient does not need).
+static double liveBlockFrames(const PipelineSchedule &s,
+                              const PipelinePlan &plan) {
+  double most = 0;
+  for (const auto &actions : s.actions) {
+    double live = 0;
+    for (const PipelineAction &a : actions) {
+      double blocks = double(plan.stages[size_t(a.stage)].numLayers);
+      if (a.kind == PipelineAction::Forward)
+        live += blocks;
+      else if (a.kind != PipelineAction::BackwardWeight)
+        live -= blocks;
+      most = std::max(most, live);
+    }
+  }
+  return most;
+}
+
 namespace {
-/// Caches rule checks per key: most candidates share them.
+using Rejection = std::optional<std::pair<std::string, std::string>>;
+
+/// titan's checks on a candidate, each cached by what it depends on: most
+/// candidates share them.
 struct RuleChecker {
   const LlamaArgs &model;
   const TrainConfig &config;
   const Request &request;
-  std::map<std::string, std::optional<std::pair<std::string, std::string>>>
-      cache;
+  std::map<std::string, Rejection> fit, stages, schedules, unsupported;
+  std::map<std::string, PipelinePlan> plans;
+  /// liveBlockFrames of each schedule (by scheduleKey).
+  std::map<std::string, double> live;
 
-  /// std::nullopt when `c` passes, else (reason, message).
-  std::optional<std::pair<std::string, std::string>> check(const Candidate &c) {
+  /// The live block frames of `c`'s schedule (after check passed it), or
+  /// the rank's average share of the blocks without pp.
+  double liveBlocks(const Candidate &c) {
+    if (c.mesh.pp == 1)
+      return double(model.nLayers);
+    return live[llvm::formatv("{0}|{1}|{2}", c.mesh.pp, c.schedule,
+                              c.localBatch / c.microbatchSize)
+                    .str()];
+  }
+
+  Rejection check(const Candidate &c) {
     if (c.localBatch == 0)
       return std::make_pair(
           std::string("global batch not divisible by dp"),
@@ -271,41 +326,65 @@ struct RuleChecker {
               "dp_replicate x dp_shard ({1})",
               config.training.globalBatchSize,
               c.mesh.dpReplicate * c.mesh.dpShard)));
-    std::string key = c.key();
-    auto it = cache.find(key);
-    if (it != cache.end())
-      return it->second;
-    auto result = run(c);
-    cache[key] = result;
-    return result;
-  }
-
-  std::optional<std::pair<std::string, std::string>> run(const Candidate &c) {
-    TrainConfig applied = applyCandidate(config, c);
-    if (llvm::Error e = checkModelFitsConfig(model, applied))
-      return std::make_pair(std::string("checkModelFitsConfig"),
-                            llvm::toString(std::move(e)));
+    // The model's fit: the degrees and the stage split.
+    std::string key = llvm::formatv("{0}|{1}|{2}|{3}", c.mesh.tp, c.mesh.cp,
+                                    c.mesh.pp, c.schedule);
+    auto [fitIt, newFit] = fit.try_emplace(key);
+    if (newFit)
+      if (llvm::Error e =
+              checkModelFitsConfig(model, applyCandidate(config, c)))
+        fitIt->second = std::make_pair(std::string("checkModelFitsConfig"),
+                                       llvm::toString(std::move(e)));
+    if (fitIt->second)
+      return fitIt->second;
     if (c.mesh.pp > 1) {
-      const auto &p = applied.parallelism;
-      llvm::Expected<PipelinePlan> stages =
-          planPipelineStages(model.nLayers, c.mesh.pp, c.schedule,
-                             p.pipelineParallelLayersPerStage,
-                             p.pipelineParallelFirstStageLessLayers,
-                             p.pipelineParallelLastStageLessLayers);
-      if (!stages)
-        return std::make_pair(std::string("pipeline stages"),
-                              llvm::toString(stages.takeError()));
-      llvm::Expected<PipelineSchedule> s =
-          buildSchedule(c.schedule, *stages, c.localBatch / c.microbatchSize);
-      if (!s)
-        return std::make_pair(std::string("buildSchedule"),
-                              llvm::toString(s.takeError()));
+      std::string stageKey = llvm::formatv("{0}|{1}", c.mesh.pp, c.schedule);
+      auto [stageIt, newStage] = stages.try_emplace(stageKey);
+      if (newStage) {
+        const auto &p = config.parallelism;
+        llvm::Expected<PipelinePlan> plan =
+            planPipelineStages(model.nLayers, c.mesh.pp, c.schedule,
+                               p.pipelineParallelLayersPerStage,
+                               p.pipelineParallelFirstStageLessLayers,
+                               p.pipelineParallelLastStageLessLayers);
+        if (!plan)
+          stageIt->second = std::make_pair(std::string("pipeline stages"),
+                                           llvm::toString(plan.takeError()));
+        else
+          plans[stageKey] = std::move(*plan);
+      }
+      if (stageIt->second)
+        return stageIt->second;
+      int64_t m = c.localBatch / c.microbatchSize;
+      std::string scheduleKey = stageKey + "|" + std::to_string(m);
+      auto [schedIt, newSched] = schedules.try_emplace(scheduleKey);
+      if (newSched) {
+        llvm::Expected<PipelineSchedule> s =
+            buildSchedule(c.schedule, plans[stageKey], m);
+        if (!s)
+          schedIt->second = std::make_pair(std::string("buildSchedule"),
+                                           llvm::toString(s.takeError()));
+        else
+          live[scheduleKey] = liveBlockFrames(*s, plans[stageKey]);
+      }
+      if (schedIt->second)
+        return schedIt->second;
     }
-    if (request.extraCheck)
-      if (llvm::Error e = request.extraCheck(applied))
-        return std::make_pair(std::string("diagnoseUnsupported"),
-                              llvm::toString(std::move(e)));
-    return std::nullopt;
+    if (!request.extraCheck)
+      return std::nullopt;
+    // What titan does not implement: the features, not the batch.
+    std::string featureKey =
+        llvm::formatv("{0}|{1}|{2}|{3}|{4}|{5}|{6}", c.mesh.tp > 1,
+                      c.mesh.cp > 1, c.mesh.pp > 1, c.mesh.dpReplicate > 1,
+                      c.schedule, c.ac, c.float8)
+            .str() +
+        (c.asyncTP ? "|atp" : "");
+    auto [unsupIt, newUnsup] = unsupported.try_emplace(featureKey);
+    if (newUnsup)
+      if (llvm::Error e = request.extraCheck(applyCandidate(config, c)))
+        unsupIt->second = std::make_pair(std::string("diagnoseUnsupported"),
+                                         llvm::toString(std::move(e)));
+    return unsupIt->second;
   }
 };
 
@@ -328,12 +407,13 @@ PlanResult plan::search(const LlamaArgs &model, const TrainConfig &config,
   auto start = std::chrono::steady_clock::now();
   PlanResult result;
   Counts &counts = result.counts;
-  RuleChecker rules{model, config, request, {}};
+  RuleChecker rules{model, config, request, {}, {}, {}, {}, {}, {}};
 
   // Rules and the memory bound.
   struct Survivor {
     Candidate c;
     double upper;
+    int64_t bound;
   };
   std::map<std::string, std::vector<Survivor>> groups;
   std::vector<Candidate> all = enumerate(model, config, request);
@@ -344,7 +424,14 @@ PlanResult plan::search(const LlamaArgs &model, const TrainConfig &config,
       counts.reject(why->first, firstLine(why->second));
       continue;
     }
-    int64_t bound = memoryLowerBound(model, config, c, request.bf16);
+    // titan runs Float8's scaled GEMMs beside the tensor-parallel
+    // collectives, not fused with them: async TP changes nothing then.
+    if (c.float8 && c.asyncTP) {
+      ++counts.dominated;
+      continue;
+    }
+    int64_t bound =
+        memoryLowerBound(model, config, c, request.bf16, rules.liveBlocks(c));
     if (counts.smallestBound < 0 || bound < counts.smallestBound)
       counts.smallestBound = bound;
     if (bound > request.memoryBytes) {
@@ -353,8 +440,12 @@ PlanResult plan::search(const LlamaArgs &model, const TrainConfig &config,
     }
     double upper =
         throughputUpperBound(model, config, c, request.hardware, request.bf16);
-    groups[layoutKey(c)].push_back({c, upper});
+    groups[layoutKey(c)].push_back({c, upper, bound});
   }
+
+  result.screenSeconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
+          .count();
 
   // Each layout's candidates: least recomputation first, then the largest
   // local batch. A candidate that fits dominates those with more
@@ -382,13 +473,87 @@ PlanResult plan::search(const LlamaArgs &model, const TrainConfig &config,
     return a.upper > b.upper;
   });
 
+  auto elapsed = [&] {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() -
+                                         start)
+        .count();
+  };
+  // Predictions by candidate key: std::nullopt when the compiler rejected
+  // it.
+  std::map<std::string, std::optional<Score>> predicted;
+  auto evaluate = [&](const Candidate &c) -> std::optional<Score> {
+    auto [it, added] = predicted.try_emplace(c.key());
+    if (!added)
+      return it->second;
+    ++counts.predicted;
+    llvm::Expected<Score> score = predict(applyCandidate(config, c), c);
+    if (!score) {
+      ++counts.rejectedByCompiler;
+      std::string message = firstLine(llvm::toString(score.takeError()));
+      counts.reject("compiler: " + message.substr(0, 60), message);
+      return std::nullopt;
+    }
+    if (counts.smallestPeak < 0 || score->peakBytes < counts.smallestPeak)
+      counts.smallestPeak = score->peakBytes;
+    if (score->peakBytes > request.memoryBytes)
+      ++counts.overMemory;
+    it->second = *score;
+    return *score;
+  };
+  auto fits = [&](const std::optional<Score> &s) {
+    return s && s->peakBytes <= request.memoryBytes;
+  };
+  // Memory grows with the local batch, the microbatch size and lighter
+  // checkpointing (more of the same tensors kept): when a layout's
+  // smallest candidate (full AC, the smallest local batch) does not fit,
+  // none of it does, nor the same degrees and schedule with larger
+  // microbatches. Smallest infeasible microbatch size by that key.
+  std::map<std::string, int64_t> infeasible;
+  auto familyKey = [](const Candidate &c) {
+    return llvm::formatv("{0}|{1}|{2}", c.degrees(), c.schedule, c.float8)
+        .str();
+  };
+
   double best = 0;
   for (Group &g : ordered) {
-    // No candidate of this layout can beat the best found: the layouts
-    // after it cannot either (ordered by their bound).
+    const Candidate &first = g.members.front().c;
+    auto inf = infeasible.find(familyKey(first));
+    if (inf != infeasible.end() && first.microbatchSize >= inf->second) {
+      counts.prunedBySmallest += int64_t(g.members.size());
+      continue;
+    }
+    // Probe the smallest candidate when the layout has more than one and
+    // could still win.
+    if (g.members.size() > 1 && g.upper >= best &&
+        !(request.maxSeconds > 0 && elapsed() > request.maxSeconds)) {
+      const Survivor *smallest = &g.members.front();
+      for (const Survivor &s : g.members)
+        if (acRank(s.c.ac) > acRank(smallest->c.ac) ||
+            (acRank(s.c.ac) == acRank(smallest->c.ac) &&
+             s.c.localBatch < smallest->c.localBatch))
+          smallest = &s;
+      std::optional<Score> probe = evaluate(smallest->c);
+      if (probe && !fits(probe)) {
+        int64_t &mbs =
+            infeasible.try_emplace(familyKey(first), first.microbatchSize)
+                .first->second;
+        mbs = std::min(mbs, first.microbatchSize);
+        // The probe itself was predicted; the rest are pruned.
+        counts.prunedBySmallest += int64_t(g.members.size()) - 1;
+        continue;
+      }
+      if (fits(probe)) {
+        ++counts.fitted;
+        best = std::max(best, probe->tokensPerSecondPerDevice);
+        result.fitted.push_back({smallest->c, *probe, ""});
+      }
+    }
     int64_t fittedLocal = 0;
     for (const Survivor &s : g.members) {
       const Candidate &c = s.c;
+      // The probe: counted when it was predicted.
+      if (predicted.count(c.key()))
+        continue;
       if (c.localBatch <= fittedLocal) {
         ++counts.dominated;
         continue;
@@ -397,20 +562,13 @@ PlanResult plan::search(const LlamaArgs &model, const TrainConfig &config,
         ++counts.prunedByRoofline;
         continue;
       }
-      ++counts.predicted;
-      llvm::Expected<Score> score = predict(applyCandidate(config, c), c);
-      if (!score) {
-        ++counts.rejectedByCompiler;
-        std::string message = firstLine(llvm::toString(score.takeError()));
-        counts.reject("compiler: " + message.substr(0, 60), message);
+      if (request.maxSeconds > 0 && elapsed() > request.maxSeconds) {
+        ++counts.overTime;
         continue;
       }
-      if (counts.smallestPeak < 0 || score->peakBytes < counts.smallestPeak)
-        counts.smallestPeak = score->peakBytes;
-      if (score->peakBytes > request.memoryBytes) {
-        ++counts.overMemory;
+      std::optional<Score> score = evaluate(c);
+      if (!fits(score))
         continue;
-      }
       ++counts.fitted;
       fittedLocal = std::max(fittedLocal, c.localBatch);
       best = std::max(best, score->tokensPerSecondPerDevice);
@@ -493,13 +651,16 @@ void plan::printTable(const PlanResult &result, const Request &request,
 void plan::printCounts(const PlanResult &result, llvm::raw_ostream &os) {
   const Counts &c = result.counts;
   os << llvm::formatv(
-      "searched in {0:F2} s: {1} enumerated, {2} rejected by rule, {3} pruned "
-      "by the memory bound, {4} dominated, {5} pruned by the roofline bound, "
+      "searched in {0:F2} s ({10:F2} s enumerating and screening): {1} "
+      "enumerated, {2} rejected by rule, {3} pruned by the memory bound, {4} "
+      "dominated, {5} pruned by the roofline bound, {12} pruned by their "
+      "layout's smallest plan's memory, {11} left unpredicted (time limit), "
       "{6} predicted ({7} rejected by the compiler, {8} over memory), {9} "
       "fitted\n",
       result.seconds, c.enumerated, c.rejectedByRule, c.prunedByBound,
       c.dominated, c.prunedByRoofline, c.predicted, c.rejectedByCompiler,
-      c.overMemory, c.fitted);
+      c.overMemory, c.fitted, result.screenSeconds, c.overTime,
+      c.prunedBySmallest);
   for (const auto &[reason, entry] : c.reasons)
     os << llvm::formatv("  rejected {0,7} x {1}: {2}\n", entry.first, reason,
                         entry.second);
@@ -519,6 +680,8 @@ static llvm::json::Object countsJSON(const Counts &c) {
                             {"rejected_by_compiler", c.rejectedByCompiler},
                             {"over_memory", c.overMemory},
                             {"fitted", c.fitted},
+                            {"over_time", c.overTime},
+                            {"pruned_by_smallest", c.prunedBySmallest},
                             {"reasons", std::move(reasons)}};
 }
 

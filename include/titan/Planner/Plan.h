@@ -91,13 +91,16 @@ struct Request {
   /// More checks a candidate must pass (titan-compile's
   /// diagnoseUnsupported); errors count as rejections by rule.
   std::function<llvm::Error(const TrainConfig &)> extraCheck;
+  /// Wall seconds the predictions may take (0: no limit); candidates left
+  /// when it runs out are counted, not predicted.
+  double maxSeconds = 0;
 };
 
 /// Why candidates left the search, with an example message for each.
 struct Counts {
   int64_t enumerated = 0, rejectedByRule = 0, prunedByBound = 0, dominated = 0,
           prunedByRoofline = 0, predicted = 0, rejectedByCompiler = 0,
-          overMemory = 0, fitted = 0;
+          overMemory = 0, fitted = 0, overTime = 0, prunedBySmallest = 0;
   /// Rejection reason -> (candidates, one message).
   std::map<std::string, std::pair<int64_t, std::string>> reasons;
   /// The smallest lower bound / planned peak of any candidate, bytes.
@@ -114,7 +117,8 @@ struct Ranked {
 struct PlanResult {
   std::vector<Ranked> fitted; ///< best first
   Counts counts;
-  double seconds = 0;
+  /// The whole search, and its enumeration, rules and bounds.
+  double seconds = 0, screenSeconds = 0;
 };
 
 /// Every layout of `gpus` devices for `model` and `config`'s global batch
@@ -126,10 +130,11 @@ std::vector<Candidate> enumerate(const LlamaArgs &model,
 /// Lower bound of a rank's planned bytes: the parameters, f32 gradients
 /// and the two AdamW moments of its share of the model (over dp_shard x cp
 /// x tp x pp; f32 master weights), its parameters' working copy when
-/// training in bf16, and the block inputs one microbatch keeps under full
-/// checkpointing.
+/// training in bf16, and what its blocks keep per token under the AC mode
+/// for every block-microbatch alive at once (`liveBlocks`; -1: the rank's
+/// share of the blocks, one microbatch).
 int64_t memoryLowerBound(const LlamaArgs &model, const TrainConfig &config,
-                         const Candidate &c, bool bf16);
+                         const Candidate &c, bool bf16, double liveBlocks = -1);
 
 /// Upper bound of tokens/s per device: every FLOP of the step (the model's
 /// 6N + 12 L H Q T per token and what checkpointing recomputes at least) at
