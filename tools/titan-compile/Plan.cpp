@@ -8,6 +8,7 @@
 #include "titan/InitTitan.h"
 #include "titan/Model/PipelineStages.h"
 #include "titan/Planner/Plan.h"
+#include "titan/Support/Format.h"
 
 #include "mlir/IR/MLIRContext.h"
 #include "llvm/Support/FormatVariadic.h"
@@ -46,9 +47,9 @@ Depth reducedDepth(const LlamaArgs &model, const TrainConfig &config,
   Depth d;
   int64_t layers = model.nLayers;
   if (c.mesh.pp == 1) {
-    if (layers <= 3)
+    if (layers <= 4)
       return d;
-    d = {false, double(layers), 2, 3, 2, 3};
+    d = {false, double(layers), 3, 4, 3, 4};
     return d;
   }
   const auto &p = config.parallelism;
@@ -198,7 +199,9 @@ std::vector<Reference> references(const LlamaArgs &model,
   Reference tree;
   Candidate &t = tree.candidate;
   if (size <= 10) {
-    tree.name = "decision tree (<= 10B): FSDP + Float8";
+    tree.name = fp8 ? "decision tree (<= 10B): FSDP + Float8"
+                    : "decision tree (<= 10B): FSDP (+ Float8: not on this "
+                      "device)";
     t.mesh.dpShard = n;
     t.float8 = fp8;
     t.ac = "op";
@@ -297,12 +300,14 @@ void printReference(const Reference &ref, const Request &request,
                         c.degrees(), c.schedule.empty() ? "-" : c.schedule,
                         local, c.ac, s->tokensPerSecondPerDevice, s->mfu * 100,
                         double(s->peakBytes) / kGiB);
-    if (best && s->tokensPerSecondPerDevice > 0)
-      os << llvm::formatv(
-          "; the planner's pick: {0:+F1;-F1}%",
+    if (best && s->tokensPerSecondPerDevice > 0) {
+      double gain =
           (best->score.tokensPerSecondPerDevice / s->tokensPerSecondPerDevice -
            1) *
-              100);
+          100;
+      os << llvm::formatv("; the planner's pick: {0}{1:F1}%",
+                          gain >= 0 ? "+" : "", gain);
+    }
     os << "\n";
     return;
   }
@@ -368,11 +373,15 @@ titan::runPlanAuto(const LlamaArgs &model, const TrainConfig &config,
   if (result.fitted.empty()) {
     std::string need;
     if (result.counts.smallestPeak >= 0)
-      need = llvm::formatv("the smallest planned peak is {0:F2} GiB",
+      need = llvm::formatv("the smallest planned peak is {0} bytes ({1:F2} "
+                           "GiB)",
+                           formatWithCommas(result.counts.smallestPeak),
                            double(result.counts.smallestPeak) / kGiB);
     else if (result.counts.smallestBound >= 0)
-      need = llvm::formatv("the smallest need is {0:F2} GiB (parameters, "
-                           "gradients and AdamW state alone)",
+      need = llvm::formatv("the smallest need is {0} bytes ({1:F2} GiB: "
+                           "a lower bound, parameters, gradients and AdamW "
+                           "state and the activations it must keep)",
+                           formatWithCommas(result.counts.smallestBound),
                            double(result.counts.smallestBound) / kGiB);
     else
       need = "every layout is rejected by titan's checks";
@@ -380,9 +389,9 @@ titan::runPlanAuto(const LlamaArgs &model, const TrainConfig &config,
     llvm::raw_string_ostream cs(counts);
     printCounts(result, cs);
     return error(llvm::formatv("--plan auto: no layout of {0} on {1} x {2} "
-                               "fits {3:F2} GiB per GPU: {4}\n{5}",
+                               "fits {3} bytes per GPU: {4}\n{5}",
                                model.name, opts.gpus, hw.name,
-                               double(request.memoryBytes) / kGiB, need,
+                               formatWithCommas(request.memoryBytes), need,
                                llvm::StringRef(counts).rtrim()));
   }
   os << llvm::formatv("plan auto: {0} ({1:F2}B parameters) on {2} x {3}, "
