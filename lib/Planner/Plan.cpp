@@ -493,12 +493,17 @@ PlanResult plan::search(const LlamaArgs &model, const TrainConfig &config,
       counts.reject("compiler: " + message.substr(0, 60), message);
       return std::nullopt;
     }
+    result.work += score->work;
     if (counts.smallestPeak < 0 || score->peakBytes < counts.smallestPeak)
       counts.smallestPeak = score->peakBytes;
     if (score->peakBytes > request.memoryBytes)
       ++counts.overMemory;
     it->second = *score;
     return *score;
+  };
+  auto outOfBudget = [&] {
+    return (request.maxSeconds > 0 && elapsed() > request.maxSeconds) ||
+           (request.maxWork > 0 && result.work >= request.maxWork);
   };
   auto fits = [&](const std::optional<Score> &s) {
     return s && s->peakBytes <= request.memoryBytes;
@@ -524,8 +529,7 @@ PlanResult plan::search(const LlamaArgs &model, const TrainConfig &config,
     }
     // Probe the smallest candidate when the layout has more than one and
     // could still win.
-    if (g.members.size() > 1 && g.upper >= best &&
-        !(request.maxSeconds > 0 && elapsed() > request.maxSeconds)) {
+    if (g.members.size() > 1 && g.upper >= best && !outOfBudget()) {
       const Survivor *smallest = &g.members.front();
       for (const Survivor &s : g.members)
         if (acRank(s.c.ac) > acRank(smallest->c.ac) ||
@@ -562,7 +566,7 @@ PlanResult plan::search(const LlamaArgs &model, const TrainConfig &config,
         ++counts.prunedByRoofline;
         continue;
       }
-      if (request.maxSeconds > 0 && elapsed() > request.maxSeconds) {
+      if (outOfBudget()) {
         ++counts.overTime;
         continue;
       }
@@ -654,13 +658,13 @@ void plan::printCounts(const PlanResult &result, llvm::raw_ostream &os) {
       "searched in {0:F2} s ({10:F2} s enumerating and screening): {1} "
       "enumerated, {2} rejected by rule, {3} pruned by the memory bound, {4} "
       "dominated, {5} pruned by the roofline bound, {12} pruned by their "
-      "layout's smallest plan's memory, {11} left unpredicted (time limit), "
-      "{6} predicted ({7} rejected by the compiler, {8} over memory), {9} "
-      "fitted\n",
+      "layout's smallest plan's memory, {11} left unpredicted (budget), "
+      "{6} predicted ({7} rejected by the compiler, {8} over memory; work "
+      "{13:F0}), {9} fitted\n",
       result.seconds, c.enumerated, c.rejectedByRule, c.prunedByBound,
       c.dominated, c.prunedByRoofline, c.predicted, c.rejectedByCompiler,
       c.overMemory, c.fitted, result.screenSeconds, c.overTime,
-      c.prunedBySmallest);
+      c.prunedBySmallest, result.work);
   for (const auto &[reason, entry] : c.reasons)
     os << llvm::formatv("  rejected {0,7} x {1}: {2}\n", entry.first, reason,
                         entry.second);
@@ -680,7 +684,7 @@ static llvm::json::Object countsJSON(const Counts &c) {
                             {"rejected_by_compiler", c.rejectedByCompiler},
                             {"over_memory", c.overMemory},
                             {"fitted", c.fitted},
-                            {"over_time", c.overTime},
+                            {"over_budget", c.overTime},
                             {"pruned_by_smallest", c.prunedBySmallest},
                             {"reasons", std::move(reasons)}};
 }

@@ -90,12 +90,17 @@ struct ExtrapolatingPredictor {
   KernelTarget target;
   const cost::Hardware &hw;
   int64_t compiles = 0;
+  /// The work of the compiles since the last call: blocks plus 4 per
+  /// program (the fixed part of a compile: embedding, head, optimizer,
+  /// each pipeline rank's phases), about 10 ms each on this machine.
+  double work = 0;
 
   llvm::Expected<JobPrediction> at(const TrainConfig &config,
                                    const Candidate &c, int64_t layers) {
     LlamaArgs reduced = model;
     reduced.nLayers = layers;
     ++compiles;
+    work += double(layers + 4 * c.mesh.pp);
     return predictJob(context, reduced, config, c.mesh, target, hw);
   }
 
@@ -138,10 +143,13 @@ struct ExtrapolatingPredictor {
 
   llvm::Expected<Score> operator()(const TrainConfig &config,
                                    const Candidate &c) {
+    work = 0;
     llvm::Expected<JobPrediction> p = predict(config, c);
     if (!p)
       return p.takeError();
-    return toScore(*p);
+    Score s = toScore(*p);
+    s.work = work;
+    return s;
   }
 
   static Score toScore(const JobPrediction &p) {
@@ -353,6 +361,7 @@ titan::runPlanAuto(const LlamaArgs &model, const TrainConfig &config,
                                "give --memory-per-gpu GiB",
                                request.memoryBytes));
   request.maxSeconds = opts.maxSeconds;
+  request.maxWork = opts.maxWork;
   request.extraCheck = [target](const TrainConfig &c) {
     return diagnoseUnsupported(c, target, /*warn=*/false);
   };

@@ -34,8 +34,9 @@ struct PlanOptions {
   /// Also compiles the best plan at full depth and prints how far the
   /// extrapolation is from it.
   bool checkExtrapolation = false;
-  /// Wall seconds the predictions may take (0: no limit).
-  double maxSeconds = 0;
+  /// Wall seconds the predictions may take, and their work (blocks and
+  /// programs compiled); 0: no limit.
+  double maxSeconds = 0, maxWork = 0;
 };
 
 /// Bytes kept out of a GPU description's capacity: the CUDA context, NCCL's

@@ -170,8 +170,15 @@ cl::opt<PlanFormat> planFormat(
 cl::opt<double> planMaxSeconds(
     "plan-max-seconds",
     cl::desc("With --plan auto: wall seconds the search may spend predicting "
-             "(0: no limit); the candidates left are counted"),
-    cl::init(45));
+             "(0: no limit; the result then depends on the machine)"),
+    cl::init(0));
+
+cl::opt<double> planBudget(
+    "plan-budget",
+    cl::desc("With --plan auto: the predictions' work, in blocks compiled "
+             "plus 4 per program (about 10 ms each on a 2-core machine; 0: "
+             "no limit); the candidates left are counted"),
+    cl::init(4000));
 
 cl::opt<bool> planCheckExtrapolation(
     "plan-check-extrapolation",
@@ -889,6 +896,7 @@ int planAuto(const LlamaArgs &model, TrainConfig &config,
   opts.json = planFormat == PlanFormat::JSON;
   opts.checkExtrapolation = planCheckExtrapolation;
   opts.maxSeconds = planMaxSeconds;
+  opts.maxWork = planBudget;
   if (memoryPerGpu.getNumOccurrences() && !(memoryPerGpu > 0))
     return reportError("--memory-per-gpu must be positive (GiB)");
   llvm::raw_ostream &os = output ? output->os() : llvm::outs();
@@ -985,7 +993,7 @@ int main(int argc, char **argv) {
   if (planMode.empty())
     for (cl::Option *o : std::initializer_list<cl::Option *>{
              &planGpus, &memoryPerGpu, &planTop, &planFormat,
-             &planCheckExtrapolation, &planMaxSeconds})
+             &planCheckExtrapolation, &planMaxSeconds, &planBudget})
       if (o->getNumOccurrences())
         return reportError("--" + o->ArgStr.str() + " needs --plan auto");
   if (config->job.printConfig)

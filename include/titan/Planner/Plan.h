@@ -67,6 +67,9 @@ struct Score {
   double bubble = 0;
   /// The largest planned peak over the job's programs, bytes.
   int64_t peakBytes = 0;
+  /// What the prediction cost (the predictor's unit: titan-compile counts
+  /// the blocks and programs it compiled), for Request::maxWork.
+  double work = 0;
 
   double exposedComm() const;
 };
@@ -91,9 +94,10 @@ struct Request {
   /// More checks a candidate must pass (titan-compile's
   /// diagnoseUnsupported); errors count as rejections by rule.
   std::function<llvm::Error(const TrainConfig &)> extraCheck;
-  /// Wall seconds the predictions may take (0: no limit); candidates left
-  /// when it runs out are counted, not predicted.
-  double maxSeconds = 0;
+  /// Wall seconds the predictions may take, and their total Score::work
+  /// (0: no limit); candidates left when either runs out are counted, not
+  /// predicted. The work limit keeps the result the same on any machine.
+  double maxSeconds = 0, maxWork = 0;
 };
 
 /// Why candidates left the search, with an example message for each.
@@ -117,8 +121,9 @@ struct Ranked {
 struct PlanResult {
   std::vector<Ranked> fitted; ///< best first
   Counts counts;
-  /// The whole search, and its enumeration, rules and bounds.
-  double seconds = 0, screenSeconds = 0;
+  /// The whole search, and its enumeration, rules and bounds; the
+  /// predictions' total work.
+  double seconds = 0, screenSeconds = 0, work = 0;
 };
 
 /// Every layout of `gpus` devices for `model` and `config`'s global batch
