@@ -415,7 +415,10 @@ PlanResult plan::search(const LlamaArgs &model, const TrainConfig &config,
     double upper;
     int64_t bound;
   };
-  std::map<std::string, std::vector<Survivor>> groups;
+  // Layouts in enumeration order (fewer pipeline stages, then smaller tp,
+  // cp and dp_replicate first): the order among equal bounds.
+  std::map<std::string, size_t> groupIndex;
+  std::vector<std::vector<Survivor>> groups;
   std::vector<Candidate> all = enumerate(model, config, request);
   counts.enumerated = int64_t(all.size());
   for (const Candidate &c : all) {
@@ -440,7 +443,10 @@ PlanResult plan::search(const LlamaArgs &model, const TrainConfig &config,
     }
     double upper =
         throughputUpperBound(model, config, c, request.hardware, request.bf16);
-    groups[layoutKey(c)].push_back({c, upper, bound});
+    auto [at, added] = groupIndex.try_emplace(layoutKey(c), groups.size());
+    if (added)
+      groups.emplace_back();
+    groups[at->second].push_back({c, upper, bound});
   }
 
   result.screenSeconds =
@@ -457,7 +463,7 @@ PlanResult plan::search(const LlamaArgs &model, const TrainConfig &config,
     double upper = 0;
   };
   std::vector<Group> ordered;
-  for (auto &[key, members] : groups) {
+  for (std::vector<Survivor> &members : groups) {
     llvm::stable_sort(members, [](const Survivor &a, const Survivor &b) {
       if (acRank(a.c.ac) != acRank(b.c.ac))
         return acRank(a.c.ac) < acRank(b.c.ac);
@@ -529,7 +535,11 @@ PlanResult plan::search(const LlamaArgs &model, const TrainConfig &config,
     }
     // Probe the smallest candidate when the layout has more than one and
     // could still win.
-    if (g.members.size() > 1 && g.upper >= best && !outOfBudget()) {
+    // (Pipelines only: their compiles are the expensive ones and their
+    // memory the least bounded; without pp the members are cheap and the
+    // probe would mostly find a slow plan that fits.)
+    if (first.mesh.pp > 1 && g.members.size() > 1 && g.upper >= best &&
+        !outOfBudget()) {
       const Survivor *smallest = &g.members.front();
       for (const Survivor &s : g.members)
         if (acRank(s.c.ac) > acRank(smallest->c.ac) ||
@@ -552,31 +562,59 @@ PlanResult plan::search(const LlamaArgs &model, const TrainConfig &config,
         result.fitted.push_back({smallest->c, *probe, ""});
       }
     }
+    // Per AC mode, least recomputation first: the largest local batch
+    // that fits, by bisection (memory grows with the local batch; the
+    // smaller ones that fit on the way are kept too). A fitting plan
+    // dominates heavier AC at no larger local batch.
     int64_t fittedLocal = 0;
-    for (const Survivor &s : g.members) {
-      const Candidate &c = s.c;
-      // The probe: counted when it was predicted.
-      if (predicted.count(c.key()))
-        continue;
-      if (c.localBatch <= fittedLocal) {
-        ++counts.dominated;
-        continue;
+    for (const char *ac : kACModes) {
+      std::vector<const Survivor *> open; // ascending local batch
+      for (auto it = g.members.rbegin(); it != g.members.rend(); ++it) {
+        const Candidate &c = it->c;
+        if (c.ac != ac || predicted.count(c.key()))
+          continue; // another mode, or the probe (counted)
+        if (c.localBatch <= fittedLocal) {
+          ++counts.dominated;
+          continue;
+        }
+        if (it->upper > 0 && it->upper < best) {
+          ++counts.prunedByRoofline;
+          continue;
+        }
+        open.push_back(&*it);
       }
-      if (s.upper > 0 && s.upper < best) {
-        ++counts.prunedByRoofline;
-        continue;
+      size_t lo = 0, hi = open.size();
+      std::vector<bool> done(open.size(), false);
+      bool stopped = false;
+      while (lo < hi) {
+        if (outOfBudget()) {
+          stopped = true;
+          break;
+        }
+        size_t mid = lo + (hi - lo) / 2;
+        done[mid] = true;
+        const Candidate &c = open[mid]->c;
+        std::optional<Score> score = evaluate(c);
+        if (!fits(score)) {
+          hi = mid;
+          continue;
+        }
+        lo = mid + 1;
+        ++counts.fitted;
+        fittedLocal = std::max(fittedLocal, c.localBatch);
+        best = std::max(best, score->tokensPerSecondPerDevice);
+        result.fitted.push_back({c, *score, ""});
       }
-      if (outOfBudget()) {
-        ++counts.overTime;
-        continue;
+      for (size_t i = 0; i < open.size(); ++i) {
+        if (done[i])
+          continue;
+        if (stopped && i >= lo && i < hi)
+          ++counts.overTime;
+        else if (i >= hi)
+          ++counts.prunedBySmallest; // a smaller local batch did not fit
+        else
+          ++counts.dominated; // a larger local batch fits
       }
-      std::optional<Score> score = evaluate(c);
-      if (!fits(score))
-        continue;
-      ++counts.fitted;
-      fittedLocal = std::max(fittedLocal, c.localBatch);
-      best = std::max(best, score->tokensPerSecondPerDevice);
-      result.fitted.push_back({c, *score, ""});
     }
   }
 
