@@ -216,9 +216,11 @@ llvm::Error predictPipelined(const PlannedPrograms &programs,
   // in the schedule to the other stages' ranks: the node computes while
   // any rank has work, so the schedule takes the ranks' mean busy time
   // (each action costed at a rank's share), not its makespan. Measured on
-  // PP 2 x FSDP 2 CPU ranks: bench/results/cost-model-cpu.md.
+  // PP 2 x FSDP 2 CPU ranks: bench/results/cost-model-cpu.md. A rank alone
+  // on its node (devicesPerNode 1) has no one to hand it to.
   double makespan = timeline->makespan;
-  if (hw.ranksShareCompute)
+  if (hw.ranksShareCompute &&
+      std::min(p.mesh.worldSize(), hw.devicesPerNode) > 1)
     makespan *= 1 - timeline->bubble;
   for (int64_t r = 0; r < schedule.ranks; ++r)
     p.stepSeconds =
