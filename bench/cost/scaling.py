@@ -1,0 +1,368 @@
+#!/usr/bin/env python3
+"""Weak scaling of Llama 3.1 8B, 70B and 405B from 8 to 512 GPUs, predicted.
+
+Tokens per GPU are fixed as in TorchTitan's published runs (sequences of
+8192): 8B 2 sequences per GPU (tables 1 and 3: local batch 2 on FSDP), 70B
+2 per GPU (table 4: global batch 512 on 256 GPUs), 405B 1/2 per GPU (table
+5: global batch 256 on 512 GPUs); the global batch is that times the GPU
+count. At each size three plans are predicted (titan-compile --emit=cost):
+
+- "planner": titan-compile --plan auto --plan-format json's best plan;
+- "torchtitan": TorchTitan's published layout scaled: FSDP N (8B, compile
+  + Float8, selective AC), FSDP N/8 x TP 8 (70B, full AC, Float8, async
+  TP), FSDP N/64 x TP 8 x PP 8 Interleaved 1F1B (405B, full AC, Float8,
+  async TP, microbatches of 4);
+- "tree": the seed's decision tree: <= 10B FSDP + compile + Float8;
+  10-100B FSDP + TP 8 + async TP + selective AC; > 100B 3D with
+  Interleaved 1F1B (TP 8, PP 8, full AC, Float8, async TP).
+
+A fixed plan whose local batch does not fit is retried with a smaller
+local batch and gradient accumulation (the global batch stays); one that
+never fits is reported with its smallest peak. Weak-scaling efficiency =
+tokens/s/GPU at N over tokens/s/GPU at the plan's smallest feasible size.
+
+Usage:
+  python3 bench/cost/scaling.py [--gpu h100 --gpu h100-96gb] [--jobs 2]
+  python3 bench/cost/scaling.py --from-json bench/results/cost-model-scaling.json
+"""
+
+import argparse
+import concurrent.futures
+import datetime
+import json
+import os
+import subprocess
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(HERE))
+GIB = 1024.0 ** 3
+SIZES = [8, 16, 32, 64, 128, 256, 512]
+MODELS = ["8b", "70b", "405b"]
+SEQ = 8192
+# Sequences per GPU in TorchTitan's published runs (see the docstring).
+SEQS_PER_GPU = {"8b": 2.0, "70b": 2.0, "405b": 0.5}
+# Device memory (nvidia-smi's total: H100 SXM 81559 MiB, the 96 GB HBM2e
+# part 95830 MiB) less 4 GiB for the CUDA context, NCCL's channels and
+# cuBLAS/cuDNN handles, which no memory plan holds.
+CAPACITY_GIB = {"h100": 81559 / 1024, "h100-96gb": 95830 / 1024,
+                "h200": 143771 / 1024}
+RESERVE_GIB = 4.0
+SEED_CLAIM = 0.89
+
+COMPILE = {"compile.enable": "true"}
+FLOAT8 = {
+    "model.converters": "float8",
+    "quantize.linear.float8.enable_fsdp_float8_all_gather": "true",
+    "quantize.linear.float8.precompute_float8_dynamic_scale_for_fsdp": "true",
+}
+BF16 = {"model.converters": ""}
+ASYNC_TP = {"parallelism.enable_async_tensor_parallel": "true"}
+
+
+def preset(model):
+    return os.path.join(ROOT, "models", "llama3", "train_configs",
+                        f"llama3_{model}.toml")
+
+
+def global_batch(model, gpus):
+    return max(1, int(SEQS_PER_GPU[model] * gpus))
+
+
+def mesh(dp_shard, tp=1, pp=1):
+    return {"parallelism.data_parallel_replicate_degree": "1",
+            "parallelism.data_parallel_shard_degree": str(dp_shard),
+            "parallelism.tensor_parallel_degree": str(tp),
+            "parallelism.pipeline_parallel_degree": str(pp),
+            "parallelism.context_parallel_degree": "1"}
+
+
+def fixed_plan(family, model, gpus):
+    """The plan's name and its candidate overrides, largest local batch
+    first; None where the layout does not exist at this size."""
+    g = global_batch(model, gpus)
+    base = {"training.seq_len": str(SEQ), "training.global_batch_size": str(g)}
+    if model == "8b":
+        name = f"FSDP {gpus}, compile + Float8, selective AC"
+        fixed = {**base, **mesh(gpus), **COMPILE, **FLOAT8,
+                 "activation_checkpoint.mode": "selective"}
+        dp = gpus
+    elif model == "70b":
+        if gpus < 8:
+            return None
+        dp = gpus // 8
+        fixed = {**base, **mesh(dp, tp=8), **COMPILE, **ASYNC_TP}
+        if family == "torchtitan":
+            name = f"FSDP {dp} x TP 8, full AC, Float8, async TP"
+            fixed.update({**FLOAT8, "activation_checkpoint.mode": "full"})
+        else:
+            name = f"FSDP {dp} x TP 8, selective AC, async TP (bf16)"
+            fixed.update({**BF16, "activation_checkpoint.mode": "selective"})
+    else:
+        if gpus < 64:
+            return None
+        dp = gpus // 64
+        name = (f"FSDP {dp} x TP 8 x PP 8 Interleaved1F1B, full AC, Float8, "
+                "async TP")
+        fixed = {**base, **mesh(dp, tp=8, pp=8), **COMPILE, **FLOAT8,
+                 **ASYNC_TP, "activation_checkpoint.mode": "full",
+                 "parallelism.pipeline_parallel_schedule": "Interleaved1F1B"}
+    local = g // dp
+    candidates = []
+    lb = local
+    while lb >= 1:
+        c = dict(fixed)
+        c["training.local_batch_size"] = str(lb)
+        if model == "405b":
+            # TorchTitan's 8 microbatches of 4, fewer as the batch shrinks.
+            c["parallelism.pipeline_parallel_microbatch_size"] = str(
+                max(1, min(4, lb // 8)))
+        candidates.append(c)
+        lb //= 2
+    return name, candidates
+
+
+def run_cost(binary, model, gpus, gpu, overrides, timeout):
+    cmd = [binary, "--job.config_file", preset(model)]
+    cmd += [f"--{k}={v}" for k, v in overrides.items()]
+    cmd += ["--world-size", str(gpus), "--emit=cost", "--gpu", gpu,
+            "--cost-format=json"]
+    try:
+        p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                           text=True, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        return {"error": f"ran past {timeout} s"}
+    if p.returncode != 0:
+        lines = [l.strip() for l in p.stderr.splitlines() if l.strip()]
+        return {"error": " ".join(lines[:2])[:300] or f"exit {p.returncode}"}
+    return json.loads(p.stdout)
+
+
+def fits(pred, gpu):
+    peak = max(pred.get("peak_bytes") or [0]) / GIB
+    return peak <= CAPACITY_GIB[gpu] - RESERVE_GIB
+
+
+def evaluate_fixed(binary, family, model, gpus, gpu, timeout):
+    plan = fixed_plan(family, model, gpus)
+    if plan is None:
+        return {"error": "layout needs more GPUs"}
+    name, candidates = plan
+    smallest = None
+    for c in candidates:
+        pred = run_cost(binary, model, gpus, gpu, c, timeout)
+        if "error" in pred:
+            return {"plan": name, "error": pred["error"]}
+        if fits(pred, gpu):
+            return {"plan": name + f", local batch "
+                    f"{c['training.local_batch_size']}", "overrides": c,
+                    "prediction": pred}
+        peak = max(pred.get("peak_bytes") or [0]) / GIB
+        smallest = peak if smallest is None else min(smallest, peak)
+    return {"plan": name, "error": f"does not fit: needs {smallest:.1f} GiB "
+            f"at local batch 1 (of {CAPACITY_GIB[gpu] - RESERVE_GIB:.1f})"}
+
+
+def describe_candidate(c):
+    """A planner candidate's layout in one line, from whichever of the
+    agreed fields it carries."""
+    m = c.get("mesh", {})
+    parts = []
+    for axis, label in (("dp_replicate", "DDP"), ("dp_shard", "FSDP"),
+                        ("cp", "CP"), ("tp", "TP"), ("pp", "PP")):
+        if m.get(axis, 1) > 1:
+            parts.append(f"{label} {m[axis]}")
+    text = " x ".join(parts) or "1 GPU"
+    for key in ("schedule", "ac", "activation_checkpoint", "float8",
+                "async_tp", "local_batch_size", "microbatch_size"):
+        if key in c and c[key] not in (None, "", False):
+            text += f", {key}={c[key]}"
+    return text
+
+
+def evaluate_planner(binary, model, gpus, gpu, timeout):
+    cmd = [binary, "--job.config_file", preset(model),
+           f"--training.seq_len={SEQ}",
+           f"--training.global_batch_size={global_batch(model, gpus)}",
+           "--plan", "auto", "--gpus", str(gpus), "--gpu", gpu,
+           "--plan-format", "json"]
+    start = time.monotonic()
+    try:
+        p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                           text=True, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        return {"error": f"planner ran past {timeout} s"}
+    seconds = time.monotonic() - start
+    if p.returncode != 0:
+        lines = [l.strip() for l in p.stderr.splitlines() if l.strip()]
+        return {"error": " ".join(lines[:2])[:300] or f"exit {p.returncode}",
+                "seconds": round(seconds, 1)}
+    out = json.loads(p.stdout)
+    cands = out.get("candidates") or out.get("plans") or []
+    if not cands:
+        return {"error": "the planner kept no plan", "seconds":
+                round(seconds, 1), "counts": out.get("counts")}
+    best = cands[0]
+    pred = best.get("prediction", best)
+    return {"plan": best.get("name") or describe_candidate(best),
+            "overrides": best.get("overrides"), "prediction": pred,
+            "counts": out.get("counts"), "seconds": round(seconds, 1)}
+
+
+def tps(entry):
+    return (entry or {}).get("prediction", {}).get(
+        "tokens_per_second_per_device")
+
+
+def efficiency(results, gpu, model, family):
+    """tokens/s/GPU at each size over that at the smallest feasible one."""
+    base = None
+    eff = {}
+    for n in SIZES:
+        t = tps(results.get(gpu, {}).get(model, {}).get(str(n), {})
+                .get(family))
+        if t is None:
+            continue
+        if base is None:
+            base = (n, t)
+        eff[n] = t / base[1]
+    return eff, base
+
+
+def render(results, out, generated, families):
+    lines = []
+    w = lines.append
+    w("# Predicted weak scaling: Llama 3.1 8B, 70B, 405B, 8 to 512 GPUs")
+    w("")
+    w(f"Generated {generated} on the build machine (no GPU: titan's cost "
+      "model over the compiled per-rank programs) by")
+    w("")
+    w("```")
+    w("python3 bench/cost/scaling.py --jobs 2            # plans and predicts")
+    w("python3 bench/cost/scaling.py --from-json bench/results/"
+      "cost-model-scaling.json   # re-renders")
+    w("python3 scripts/cost-scaling-svg.py               # the picture")
+    w("```")
+    w("")
+    w("Weak scaling: tokens per GPU fixed as in TorchTitan's published runs "
+      "(seq 8192; global batch = 2 x GPUs sequences for 8B and 70B, GPUs / 2 "
+      "for 405B). Plans: " + ", ".join(f"`{f}`" for f in families) +
+      " (see `bench/cost/scaling.py`). Memory: the largest per-rank memory "
+      f"plan; a plan fits when it is at most the device's memory less "
+      f"{RESERVE_GIB:.0f} GiB (CUDA context, NCCL, library handles). "
+      "Efficiency: tokens/s/GPU over the same plan family's at its smallest "
+      "feasible size (405B: the first size where the layout exists and "
+      "fits, not 8).")
+    w("")
+    for gpu in results:
+        for model in MODELS:
+            w(f"## {model.upper()} on {gpu}")
+            w("")
+            w("| GPUs | plan | layout | tok/s/GPU | MFU | peak GiB | "
+              "efficiency |")
+            w("|---:|---|---|---:|---:|---:|---:|")
+            effs = {f: efficiency(results, gpu, model, f)[0]
+                    for f in families}
+            for n in SIZES:
+                cell = results.get(gpu, {}).get(model, {}).get(str(n), {})
+                for f in families:
+                    e = cell.get(f)
+                    if e is None:
+                        continue
+                    if "prediction" not in e:
+                        w(f"| {n} | {f} | {e.get('plan', '')} | — | — | — | "
+                          f"{e.get('error', '')} |")
+                        continue
+                    p = e["prediction"]
+                    peak = max(p.get("peak_bytes") or [0]) / GIB
+                    eff = effs[f].get(n)
+                    w(f"| {n} | {f} | {e['plan']} | "
+                      f"{p['tokens_per_second_per_device']:,.0f} | "
+                      f"{100 * p.get('mfu', 0):.1f}% | {peak:.1f} | "
+                      f"{'' if eff is None else f'{100 * eff:.0f}%'} |")
+            w("")
+    w("## The seed's \"89% efficiency at 512 GPUs\"")
+    w("")
+    for gpu in results:
+        for model in MODELS:
+            for f in families:
+                eff, base = efficiency(results, gpu, model, f)
+                if 512 not in eff or base is None:
+                    continue
+                verdict = "holds" if eff[512] >= SEED_CLAIM else "does not hold"
+                w(f"- {model.upper()} on {gpu}, `{f}`: {100 * eff[512]:.0f}% "
+                  f"at 512 relative to {base[0]} GPUs: {verdict}.")
+    w("")
+    text = "\n".join(lines) + "\n"
+    with open(out, "w") as fh:
+        fh.write(text)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--titan-compile", default=os.path.join(
+        ROOT, "build", "bin", "titan-compile"))
+    ap.add_argument("--gpu", action="append",
+                    help="hardware descriptions (default h100, h100-96gb)")
+    ap.add_argument("--models", default=",".join(MODELS))
+    ap.add_argument("--sizes", default=",".join(map(str, SIZES)))
+    ap.add_argument("--families", default="planner,torchtitan,tree")
+    ap.add_argument("--jobs", type=int, default=1)
+    ap.add_argument("--timeout", type=int, default=900)
+    ap.add_argument("--from-json")
+    ap.add_argument("--save-json", default=os.path.join(
+        ROOT, "bench", "results", "cost-model-scaling.json"))
+    ap.add_argument("--out", default=os.path.join(
+        ROOT, "bench", "results", "cost-model-scaling.md"))
+    ap.add_argument("--date")
+    args = ap.parse_args()
+    families = args.families.split(",")
+
+    if args.from_json:
+        with open(args.from_json) as f:
+            results = json.load(f)
+    else:
+        gpus_kinds = args.gpu or ["h100", "h100-96gb"]
+        models = args.models.split(",")
+        sizes = [int(s) for s in args.sizes.split(",")]
+        results = {}
+        if os.path.exists(args.save_json):
+            with open(args.save_json) as f:
+                results = json.load(f)
+        jobs = []
+        for gpu in gpus_kinds:
+            for model in models:
+                for n in sizes:
+                    for fam in families:
+                        jobs.append((gpu, model, n, fam))
+
+        def work(job):
+            gpu, model, n, fam = job
+            start = time.monotonic()
+            if fam == "planner":
+                r = evaluate_planner(args.titan_compile, model, n, gpu,
+                                     args.timeout)
+            else:
+                r = evaluate_fixed(args.titan_compile, fam, model, n, gpu,
+                                   args.timeout)
+            r["wall_seconds"] = round(time.monotonic() - start, 1)
+            return job, r
+
+        with concurrent.futures.ThreadPoolExecutor(args.jobs) as pool:
+            for (gpu, model, n, fam), r in pool.map(work, jobs):
+                results.setdefault(gpu, {}).setdefault(model, {}).setdefault(
+                    str(n), {})[fam] = r
+                t = tps(r)
+                print(f"{gpu} {model} {n} {fam}: "
+                      f"{'%.0f tok/s/GPU' % t if t else r.get('error')} "
+                      f"({r['wall_seconds']} s)", file=sys.stderr)
+        with open(args.save_json, "w") as f:
+            json.dump(results, f, indent=1, sort_keys=True)
+            f.write("\n")
+    render(results, args.out, args.date or datetime.date.today().isoformat(),
+           families)
+
+
+if __name__ == "__main__":
+    main()
