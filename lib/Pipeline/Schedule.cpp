@@ -383,10 +383,28 @@ double titan::actionCost(const PipelineAction &a, double forwardCost,
   return backwardCost;
 }
 
+ScheduleCosts ScheduleCosts::uniform(int64_t stages, double forwardCost,
+                                     double backwardCost) {
+  ScheduleCosts costs;
+  costs.perStage.assign(
+      size_t(std::max<int64_t>(stages, 0)),
+      {forwardCost, backwardCost, backwardCost / 2, backwardCost / 2});
+  return costs;
+}
+
 llvm::Expected<ScheduleTimeline>
 titan::simulateSchedule(const PipelineSchedule &s, double forwardCost,
                         double backwardCost) {
+  return simulateSchedule(
+      s, ScheduleCosts::uniform(s.stages, forwardCost, backwardCost));
+}
+
+llvm::Expected<ScheduleTimeline>
+titan::simulateSchedule(const PipelineSchedule &s, const ScheduleCosts &costs) {
   using Kind = PipelineAction::Kind;
+  if (int64_t(costs.perStage.size()) < s.stages)
+    return error(llvm::formatv("the schedule has {0} stages but costs for {1}",
+                               s.stages, costs.perStage.size()));
   // Who owns each stage, and each action's finish time once simulated.
   std::vector<int64_t> owner(size_t(s.stages), -1);
   for (auto [r, stages] : llvm::enumerate(s.stagesOfRank))
@@ -463,15 +481,25 @@ titan::simulateSchedule(const PipelineSchedule &s, double forwardCost,
             return it->second;
           return std::nullopt;
         };
+        // What another stage made arrives after the transfer when that
+        // stage is on another rank.
+        auto arrived = [&](std::optional<double> t,
+                           int64_t from) -> std::optional<double> {
+          if (t && owner[size_t(from)] != int64_t(r))
+            return *t + costs.transferSeconds;
+          return t;
+        };
         if (a.kind == Kind::Forward) {
           if (a.stage > 0)
-            deps.push_back(finished(Kind::Forward, a.stage - 1));
+            deps.push_back(
+                arrived(finished(Kind::Forward, a.stage - 1), a.stage - 1));
         } else if (a.kind == Kind::BackwardWeight) {
           deps.push_back(finished(Kind::BackwardInput, a.stage));
         } else {
           deps.push_back(finished(Kind::Forward, a.stage));
           if (a.stage + 1 < s.stages)
-            deps.push_back(gradientReady(a.stage + 1, a.microbatch));
+            deps.push_back(
+                arrived(gradientReady(a.stage + 1, a.microbatch), a.stage + 1));
         }
         double ready = free[r];
         bool met = true;
@@ -484,7 +512,7 @@ titan::simulateSchedule(const PipelineSchedule &s, double forwardCost,
         }
         if (!met)
           break;
-        double cost = actionCost(a, forwardCost, backwardCost);
+        double cost = costs.cost(a);
         t.start[r].push_back(ready);
         free[r] = ready + cost;
         busy[r] += cost;

@@ -106,9 +106,10 @@ void warnAboutSettings(const TrainConfig &c, KernelTarget target) {
 } // namespace
 
 llvm::Error titan::diagnoseUnsupported(const TrainConfig &c,
-                                       KernelTarget target) {
+                                       KernelTarget target, bool warn) {
   std::vector<std::string> errors = unsupportedSettings(c, target);
-  warnAboutSettings(c, target);
+  if (warn)
+    warnAboutSettings(c, target);
   if (errors.empty())
     return llvm::Error::success();
   return llvm::createStringError(llvm::inconvertibleErrorCode(),

@@ -15,8 +15,10 @@ struct TrainConfig;
 /// Settings that would change what a compiled step computes or writes but
 /// that titan does not implement yet are errors (one line each, naming the
 /// key); settings that only trade memory or tooling are warnings, printed
-/// here. Nothing is silently ignored.
-llvm::Error diagnoseUnsupported(const TrainConfig &config, KernelTarget target);
+/// here (unless `warn` is false: a caller that compiles many variants of
+/// one config). Nothing is silently ignored.
+llvm::Error diagnoseUnsupported(const TrainConfig &config, KernelTarget target,
+                                bool warn = true);
 
 /// Whether libtitanrt_cuda exists in this build and has code for `arch`
 /// ("sm_90a").

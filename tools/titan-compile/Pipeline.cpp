@@ -178,6 +178,28 @@ void titan::addPipelineParameters(manifest::Manifest &m,
       p.pipelineRank = pipelineRankOfParameter(job, p.name);
 }
 
+int64_t titan::pipelineFramesBytes(const PipelineJob &job, int64_t rank,
+                                   mlir::ModuleOp module) {
+  std::map<int64_t, int64_t> frameBytes;
+  for (auto &[slot, range] : frameSlots(module))
+    frameBytes[slot.stage] =
+        std::max(frameBytes[slot.stage],
+                 range.first + kernel::alignToArena(range.second));
+  std::map<int64_t, int64_t> frames = framesInFlight(job.schedule, rank);
+  int64_t total = 0;
+  for (int64_t s : job.schedule.stagesOfRank[size_t(rank)])
+    total += frameBytes[s] * frames[s];
+  return total;
+}
+
+int64_t titan::stageOutputBytes(mlir::ModuleOp module, int64_t stage) {
+  int64_t bytes = 0;
+  for (auto &[slot, range] : frameSlots(module))
+    if (slot.stage == stage && slot.kind == manifest::FrameSlot::StageOutput)
+      bytes += range.second;
+  return bytes;
+}
+
 void titan::printPipelineMemory(const PipelineJob &job, int64_t rank,
                                 mlir::ModuleOp module, llvm::raw_ostream &os) {
   // Per stage: one frame's bytes, and by kind.

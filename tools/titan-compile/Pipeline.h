@@ -72,6 +72,17 @@ void addPipelineParameters(manifest::Manifest &manifest,
                            const manifest::Manifest &whole,
                            const PipelineJob &job);
 
+/// The bytes of `rank`'s microbatch frames: per local stage, the frames
+/// the schedule keeps in flight x one frame's bytes (the planned kernel-IR
+/// `module`'s frame slots). The rank's peak is its arena plus these.
+int64_t pipelineFramesBytes(const PipelineJob &job, int64_t rank,
+                            mlir::ModuleOp module);
+
+/// The bytes `stage` sends the next stage per microbatch: its output
+/// boundary tensors' frame slots in the planned kernel-IR `module` of the
+/// rank that holds it (0 for the last stage).
+int64_t stageOutputBytes(mlir::ModuleOp module, int64_t stage);
+
 /// Prints `rank`'s microbatch frames (per local stage: the frames the
 /// schedule keeps in flight x one frame's bytes, what they hold) and the
 /// rank's peak with them: its planned arena plus the frames.

@@ -1,4 +1,5 @@
-//===- Predict.h - titan-compile's predicted training step -------*- C++ -*-===//
+//===- Predict.h - titan-compile's predicted training step -------*- C++
+//-*-===//
 //
 // --emit=cost and --plan auto: compile a job's per-rank programs (one, or
 // one per pipeline rank) through the execution phase and predict its step
@@ -51,16 +52,28 @@ struct JobPrediction {
   /// The breakdown of pipeline rank 0's (or the only) program, per model
   /// part, for one microbatch's forward and backward and the optimizer.
   std::vector<cost::PartCost> parts;
+  /// The same program's one microbatch's forward and backward by roofline
+  /// class, and its compute seconds (the parts' sum less the optimizer).
+  std::map<cost::WorkUnit, cost::StepCost::UnitTotals> units;
+  double microbatchComputeSeconds = 0;
+
+  /// What the report's header and the figures above derive from: the
+  /// model ("llama3 / 8B"), the pipeline schedule ("" without pp), the
+  /// microbatches (gradient accumulation's, and the schedule's per
+  /// accumulation step), the global batch's tokens per step, the model
+  /// FLOPs per token, the peak rate MFU is against, the device's memory.
+  std::string model, schedule;
+  int64_t accumulationSteps = 1, pipelineMicrobatches = 1;
+  double tokensPerStep = 0, flopsPerToken = 0, peakFlops = 0;
+  double memoryBytesPerDevice = 0;
 };
 
 /// Predicts `config` on `mesh` compiled for `target`, on `hw`. Errors are
 /// the compiler's (an impossible config names its keys).
-llvm::Expected<JobPrediction> predictJob(mlir::MLIRContext &context,
-                                         const LlamaArgs &model,
-                                         const TrainConfig &config,
-                                         const MeshDegrees &mesh,
-                                         KernelTarget target,
-                                         const cost::Hardware &hw);
+llvm::Expected<JobPrediction>
+predictJob(mlir::MLIRContext &context, const LlamaArgs &model,
+           const TrainConfig &config, const MeshDegrees &mesh,
+           KernelTarget target, const cost::Hardware &hw);
 
 /// --emit=cost's report: the step, tokens/s per device, MFU, exposed
 /// communication per mesh axis, bubble, peak memory per rank, and the

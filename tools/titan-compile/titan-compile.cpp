@@ -13,16 +13,18 @@
 #include "ConfigChecks.h"
 #include "Manifest.h"
 #include "Pipeline.h"
+#include "Predict.h"
+#include "Programs.h"
 #include "Summary.h"
 
 #include "titan/Compiler/ConfigPipelineOptions.h"
 #include "titan/Compiler/Pipelines.h"
 #include "titan/Config/TrainConfig.h"
+#include "titan/Cost/Hardware.h"
 #include "titan/Dialect/Dist/IR/Dist.h"
 #include "titan/Dialect/Kernel/IR/Kernel.h"
 #include "titan/Dialect/Kernel/Transforms/CollectiveSchedule.h"
 #include "titan/Dialect/Kernel/Transforms/MemoryPlan.h"
-#include "titan/Import/LlamaImporter.h"
 #include "titan/InitTitan.h"
 #include "titan/Model/ConfigFit.h"
 #include "titan/Model/LlamaArgs.h"
@@ -65,7 +67,8 @@ enum class EmitStage {
   Memory,
   LLVM,
   Object,
-  Exe
+  Exe,
+  Cost
 };
 
 cl::opt<EmitStage> emitStage(
@@ -96,7 +99,11 @@ cl::opt<EmitStage> emitStage(
         clEnumValN(EmitStage::LLVM, "llvm",
                    "the step lowered to runtime calls (LLVM dialect)"),
         clEnumValN(EmitStage::Object, "obj", "the step as an object file"),
-        clEnumValN(EmitStage::Exe, "exe", "a training executable (default)")));
+        clEnumValN(EmitStage::Exe, "exe", "a training executable (default)"),
+        clEnumValN(EmitStage::Cost, "cost",
+                   "the predicted training step on a hardware description "
+                   "(--gpu, --hardware): step time, tokens/s, MFU, exposed "
+                   "communication, bubble, memory, per-part breakdown")));
 
 cl::opt<KernelTarget> target(
     "target", cl::desc("What the executable trains on"),
@@ -107,6 +114,27 @@ cl::opt<KernelTarget> target(
                clEnumValN(KernelTarget::CUDA, "cuda",
                           "NVIDIA GPUs (cuBLASLt, cuDNN, fused kernels; NCCL "
                           "ranks)")));
+
+cl::opt<std::string> gpuName(
+    "gpu",
+    cl::desc("With --emit=cost: the hardware to predict for (h100, "
+             "h100-96gb, h200, b200, a100, cpu; default h100, or cpu with "
+             "--target=cpu). A GPU compiles the CUDA program (kernel IR "
+             "only: no CUDA toolkit needed)"),
+    cl::value_desc("name"));
+
+cl::opt<std::string>
+    hardwareFile("hardware",
+                 cl::desc("With --emit=cost: a hardware description (TOML, a "
+                          "[hardware] table; overrides --gpu)"),
+                 cl::value_desc("file.toml"));
+
+enum class CostFormat { Text, JSON };
+
+cl::opt<CostFormat> costFormat(
+    "cost-format", cl::desc("--emit=cost's output"), cl::init(CostFormat::Text),
+    cl::values(clEnumValN(CostFormat::Text, "text", "a report (default)"),
+               clEnumValN(CostFormat::JSON, "json", "one JSON object")));
 
 cl::opt<std::string> cudaArch(
     "cuda-arch",
@@ -210,22 +238,6 @@ int64_t arenaBytes(mlir::ModuleOp module) {
   auto bytes = module->getAttrOfType<mlir::IntegerAttr>(
       kernel::KernelDialect::kArenaBytesAttrName);
   return bytes ? bytes.getInt() : 0;
-}
-
-/// Imports the model the config names, at `batch` x `seqLen` tokens per
-/// rank.
-mlir::OwningOpRef<mlir::ModuleOp> importModel(mlir::MLIRContext &context,
-                                              const LlamaArgs &model,
-                                              const TrainConfig &c,
-                                              int64_t batch, int64_t seqLen) {
-  ImportOptions options;
-  options.batchSize = batch;
-  options.seqLen = seqLen;
-  mlir::Builder builder(&context);
-  options.elementType = c.training.dtype == "bfloat16"
-                            ? mlir::Type(builder.getBF16Type())
-                            : mlir::Type(builder.getF32Type());
-  return importLlama(context, model, options);
 }
 
 /// One compilation: the config, the model, the mesh and where the phases
@@ -747,6 +759,76 @@ int compile(Compilation &job, mlir::ModuleOp module) {
   return compileProgram(job, module);
 }
 
+/// The hardware --emit=cost predicts for (--hardware, else --gpu, else
+/// h100, or the CPU with --target=cpu) and the program it runs: the CUDA
+/// program on a GPU, the CPU program where ranks share a node's cores.
+llvm::Expected<std::pair<cost::Hardware, KernelTarget>> resolveHardware() {
+  cost::Hardware hw;
+  if (!hardwareFile.empty()) {
+    llvm::Expected<cost::Hardware> loaded =
+        cost::loadHardwareFile(hardwareFile);
+    if (!loaded)
+      return loaded.takeError();
+    hw = std::move(*loaded);
+  } else {
+    std::string name =
+        gpuName.getNumOccurrences() ? gpuName.getValue()
+        : target.getNumOccurrences() && target == KernelTarget::CPU ? "cpu"
+                                                                    : "h100";
+    const cost::Hardware *found = cost::lookupHardware(name);
+    if (!found)
+      return llvm::createStringError(
+          llvm::inconvertibleErrorCode(),
+          "--gpu " + name + ": unknown hardware; the known ones are " +
+              llvm::join(llvm::map_range(
+                             cost::builtinHardware(),
+                             [](const cost::Hardware &h) { return h.name; }),
+                         ", ") +
+              " (--hardware FILE.toml describes any other)");
+    hw = *found;
+  }
+  KernelTarget described =
+      hw.ranksShareCompute ? KernelTarget::CPU : KernelTarget::CUDA;
+  if (target.getNumOccurrences() && target != described)
+    return llvm::createStringError(
+        llvm::inconvertibleErrorCode(),
+        llvm::formatv("--target={0} contradicts the hardware description "
+                      "'{1}', which runs the {2} program (leave --target out, "
+                      "or pick a {3} description)",
+                      stringifyKernelTarget(target), hw.name,
+                      stringifyKernelTarget(described),
+                      target == KernelTarget::CPU ? "CPU (--gpu cpu)" : "GPU")
+            .str());
+  return std::make_pair(std::move(hw), described);
+}
+
+/// --emit=cost: the job compiled for the hardware's target through the
+/// execution phase, and its predicted step.
+int emitCost(const LlamaArgs &model, const TrainConfig &config,
+             llvm::raw_ostream &os) {
+  llvm::Expected<std::pair<cost::Hardware, KernelTarget>> hw =
+      resolveHardware();
+  if (!hw)
+    return reportError(hw.takeError());
+  if (llvm::Error e = diagnoseUnsupported(config, hw->second))
+    return reportError(std::move(e));
+  llvm::Expected<MeshDegrees> mesh = resolveMesh(config, worldSize);
+  if (!mesh)
+    return reportError(mesh.takeError());
+  mlir::DialectRegistry registry;
+  registerAllDialects(registry);
+  mlir::MLIRContext context(registry);
+  llvm::Expected<JobPrediction> prediction =
+      predictJob(context, model, config, *mesh, hw->second, hw->first);
+  if (!prediction)
+    return reportError(prediction.takeError());
+  if (costFormat == CostFormat::JSON)
+    printPredictionJSON(*prediction, os);
+  else
+    printPrediction(*prediction, os);
+  return 0;
+}
+
 /// Splits `--section.key value` config overrides from the tool's own
 /// options and parses the latter.
 llvm::Expected<std::vector<ConfigOverride>> parseArguments(int argc,
@@ -807,9 +889,17 @@ int main(int argc, char **argv) {
   llvm::Expected<TrainConfig> config = loadTrainConfig(*overrides);
   if (!config)
     return reportError(config.takeError());
-  if (target == KernelTarget::CUDA)
+  // --emit=cost needs no CUDA runtime: it stops at the kernel IR.
+  if (target == KernelTarget::CUDA && emitStage != EmitStage::Cost)
     if (llvm::Error e = checkCudaTarget(cudaArch))
       return reportError(std::move(e));
+  if (emitStage != EmitStage::Cost)
+    for (cl::Option *o : std::initializer_list<cl::Option *>{
+             &gpuName, &hardwareFile, &costFormat})
+      if (o->getNumOccurrences())
+        return reportError("--" + o->ArgStr.str() +
+                           " describes what --emit=cost predicts; this "
+                           "compilation emits something else");
   if (config->job.printConfig)
     printTrainConfig(*config, llvm::errs());
 
@@ -847,6 +937,12 @@ int main(int argc, char **argv) {
         << "training.seq_len " << config->training.seqLen
         << " exceeds the model's max_seq_len " << model->maxSeqLen
         << "; max_seq_len becomes the sequence length, as TorchTitan's\n";
+  if (emitStage == EmitStage::Cost) {
+    int rc = emitCost(*model, *config, output->os());
+    if (rc == 0)
+      output->keep();
+    return rc;
+  }
   // Pipeline parallel: the pipeline schedule, from the stage plan alone;
   // otherwise the steps' kernel order, after compiling them.
   if (emitStage == EmitStage::Schedule &&

@@ -90,6 +90,37 @@ TEST(PipelineSchedule, BubblesMatchTheTextbook) {
     }
 }
 
+TEST(PipelineSchedule, SimulatesPerStageCostsAndTransfers) {
+  // GPipe, p = 2, m = 2; stage 0: F 1, B 2; stage 1: F 3, B 4; a transfer
+  // between the ranks takes 0.5. By hand: 0F0 [0, 1], 0F1 [1, 2]; 1F0
+  // waits for 0F0's output: [1.5, 4.5], 1F1 [4.5, 7.5], 1B0 [7.5, 11.5],
+  // 1B1 [11.5, 15.5]; 0B0 waits for 1B0's gradient: [12, 14], 0B1 [16,
+  // 18]. Busy 6 + 14 of 2 x 18: bubble 1 - 20 / 36.
+  PipelineSchedule s = build("GPipe", 4, 2, 2);
+  ScheduleCosts costs;
+  costs.perStage = {{1, 2, 1, 1}, {3, 4, 2, 2}};
+  costs.transferSeconds = 0.5;
+  llvm::Expected<ScheduleTimeline> t = simulateSchedule(s, costs);
+  ASSERT_TRUE(bool(t)) << llvm::toString(t.takeError());
+  EXPECT_DOUBLE_EQ(t->makespan, 18);
+  EXPECT_DOUBLE_EQ(t->bubble, 1 - 20.0 / 36);
+  EXPECT_EQ(t->start[1], (std::vector<double>{1.5, 4.5, 7.5, 11.5}));
+  EXPECT_EQ(t->start[0], (std::vector<double>{0, 1, 12, 16}));
+  // The unit-cost API is the uniform costs without transfers.
+  llvm::Expected<ScheduleTimeline> unit = simulateSchedule(s, 1, 2);
+  llvm::Expected<ScheduleTimeline> uniform =
+      simulateSchedule(s, ScheduleCosts::uniform(2, 1, 2));
+  ASSERT_TRUE(unit && uniform);
+  EXPECT_DOUBLE_EQ(unit->makespan, uniform->makespan);
+  EXPECT_DOUBLE_EQ(unit->bubble, uniform->bubble);
+  // Costs must cover every stage.
+  costs.perStage.pop_back();
+  llvm::Expected<ScheduleTimeline> short_ = simulateSchedule(s, costs);
+  ASSERT_FALSE(bool(short_));
+  EXPECT_EQ(llvm::toString(short_.takeError()),
+            "the schedule has 2 stages but costs for 1");
+}
+
 TEST(PipelineSchedule, CheckerNamesWhatCannotRun) {
   PipelineSchedule s = build("1F1B", 6, 2, 2);
   // A backward before the forward it needs: nothing can ever start it.

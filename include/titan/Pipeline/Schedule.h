@@ -21,6 +21,7 @@
 #include "llvm/Support/Error.h"
 #include "llvm/Support/raw_ostream.h"
 
+#include <array>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -93,11 +94,35 @@ struct ScheduleTimeline {
   double bubble = 0;
 };
 
-/// Checks and simulates `s` with the costs of one forward and one backward
-/// of a stage (the unit costs F = 1, B = 2 by default; I and W cost half a
-/// B each); an error names the first action that can never run (a deadlock
-/// or a missing action) or a duplicated or foreign one, or a microbatch
-/// whose backward is neither one B nor one I and one W.
+/// What each action costs in a simulation: per stage, its F, B, I and W
+/// (indexed by PipelineAction::Kind), and the time a stage's output (or
+/// input gradient) takes to reach the next (or previous) stage when that
+/// stage is on another rank.
+struct ScheduleCosts {
+  std::vector<std::array<double, 4>> perStage;
+  double transferSeconds = 0;
+
+  /// The same F and B on every one of `stages` stages, I and W half a B
+  /// each, transfers free.
+  static ScheduleCosts uniform(int64_t stages, double forwardCost,
+                               double backwardCost);
+  double cost(const PipelineAction &a) const {
+    return perStage[size_t(a.stage)][size_t(a.kind)];
+  }
+};
+
+/// Checks and simulates `s` with `costs` (a stage's action may start once
+/// its inputs exist; an input from another rank arrives transferSeconds
+/// after the action producing it ends); an error names the first action
+/// that can never run (a deadlock or a missing action) or a duplicated or
+/// foreign one, or a microbatch whose backward is neither one B nor one I
+/// and one W, or costs that do not cover every stage.
+llvm::Expected<ScheduleTimeline> simulateSchedule(const PipelineSchedule &s,
+                                                  const ScheduleCosts &costs);
+
+/// simulateSchedule with the costs of one forward and one backward of a
+/// stage (the unit costs F = 1, B = 2 by default; I and W cost half a B
+/// each), transfers free.
 llvm::Expected<ScheduleTimeline> simulateSchedule(const PipelineSchedule &s,
                                                   double forwardCost = 1,
                                                   double backwardCost = 2);

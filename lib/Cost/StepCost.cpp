@@ -1,0 +1,245 @@
+//===- StepCost.cpp - the predicted time of one scheduled step ------------===//
+//
+// A discrete walk over the step's ops in program order with one clock for
+// the compute stream and one "free at" time per communication stream
+// (kernel.stream's index: kernel-schedule-collectives puts each group's
+// collectives on their own). Compute ops advance the clock; a collective
+// starts when reached and its stream is free and ends its cost later; a
+// wait advances the clock to its collective's end, and what it advances is
+// the collective's exposed time. Everything is kept in ordered containers
+// so the same IR always gives the same numbers and the same order.
+//
+//===----------------------------------------------------------------------===//
+
+#include "titan/Cost/StepCost.h"
+
+#include "mlir/IR/BuiltinTypes.h"
+#include "mlir/IR/Location.h"
+#include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/ADT/StringSwitch.h"
+
+#include <algorithm>
+
+using namespace mlir;
+using namespace titan;
+using namespace titan::cost;
+
+namespace {
+
+constexpr const char *kAxisNames[] = {"pp", "dp_replicate", "dp_shard", "cp",
+                                      "tp"};
+
+/// The module path an op came from (its NameLoc, or a fused location's
+/// first), or "".
+std::string modulePath(Location loc) {
+  if (auto name = dyn_cast<NameLoc>(loc))
+    return name.getName().str();
+  if (auto fused = dyn_cast<FusedLoc>(loc))
+    for (Location part : fused.getLocations())
+      if (std::string path = modulePath(part); !path.empty())
+        return path;
+  if (auto callSite = dyn_cast<CallSiteLoc>(loc))
+    return modulePath(callSite.getCallee());
+  return "";
+}
+
+/// The model part an op belongs to: the optimizer's and the loss's kernels
+/// by name (the optimizer's calls carry their parameter's path), the rest
+/// by module path ("layers.3.attention.wq" -> "layers.3").
+std::string partOf(Operation *op) {
+  if (auto call = dyn_cast<kernel::CallOp>(op)) {
+    StringRef kernel = call.getKernel();
+    if (llvm::is_contained(
+            {"adamw", "adamw_multi", "global_norm", "lr_schedule"}, kernel))
+      return "optimizer";
+    if (kernel.starts_with("cross_entropy") || kernel == "row_max" ||
+        kernel.starts_with("sum_exp") || kernel.starts_with("target_logit"))
+      return "loss";
+  }
+  std::string path = modulePath(op->getLoc());
+  StringRef p(path);
+  if (p.consume_front("layers.")) {
+    StringRef index = p.take_until([](char c) { return c == '.'; });
+    if (!index.empty() && llvm::all_of(index, llvm::isDigit))
+      return "layers." + index.str();
+  }
+  StringRef head = StringRef(path).take_until([](char c) { return c == '.'; });
+  for (StringRef known :
+       {"tok_embeddings", "norm", "output", "loss", "optimizer"})
+    if (head == known)
+      return known.str();
+  return "other";
+}
+
+/// Bytes of a memref buffer.
+double bufferBytes(Value v) {
+  auto type = dyn_cast<MemRefType>(v.getType());
+  if (!type || !type.hasStaticShape())
+    return 0;
+  Type element = type.getElementType();
+  unsigned bits = element.isIntOrFloat() ? element.getIntOrFloatBitWidth() : 64;
+  return double(type.getNumElements()) * double((bits + 7) / 8);
+}
+
+int64_t streamIndex(Value stream) {
+  if (auto op = stream.getDefiningOp<kernel::StreamOp>())
+    return int64_t(op.getIndex());
+  return -1;
+}
+
+class StepWalk {
+public:
+  StepWalk(ArrayRef<int64_t> degrees, const Hardware &hw)
+      : degrees(degrees), hw(hw) {
+    int64_t world = 1;
+    for (int64_t d : degrees)
+      world *= std::max<int64_t>(d, 1);
+    ranksSharing =
+        hw.ranksShareCompute ? std::min(world, hw.devicesPerNode) : 1;
+  }
+
+  StepCost run(func::FuncOp step) {
+    step.walk<WalkOrder::PreOrder>([&](Operation *op) {
+      if (auto call = dyn_cast<kernel::CallOp>(op))
+        visitCall(call);
+      else if (auto copy = dyn_cast<kernel::CopyOp>(op))
+        visitCopy(copy);
+      else if (auto start = dyn_cast<kernel::CollectiveStartOp>(op))
+        visitStart(start);
+      else if (auto wait = dyn_cast<kernel::WaitOp>(op))
+        visitWait(wait);
+    });
+    cost.seconds = t;
+    for (auto &[stream, free] : streamFree)
+      cost.seconds = std::max(cost.seconds, free);
+    return std::move(cost);
+  }
+
+private:
+  PartCost &part(Operation *op) {
+    std::string name = partOf(op);
+    auto [it, inserted] = partIndex.try_emplace(name, cost.parts.size());
+    if (inserted) {
+      cost.parts.emplace_back();
+      cost.parts.back().name = name;
+    }
+    return cost.parts[it->second];
+  }
+
+  void compute(Operation *op, const KernelWork &work, double seconds) {
+    t += seconds;
+    cost.computeSeconds += seconds;
+    if (work.unit != WorkUnit::Memory)
+      cost.flops += work.flops;
+    StepCost::UnitTotals &unit = cost.units[work.unit];
+    ++unit.calls;
+    unit.flops += work.flops;
+    unit.bytes += work.bytes;
+    unit.seconds += seconds;
+    PartCost &p = part(op);
+    p.computeSeconds += seconds;
+    p.flops += work.unit != WorkUnit::Memory ? work.flops : 0;
+    ++p.calls;
+  }
+
+  void visitCall(kernel::CallOp call) {
+    KernelWork work = kernelWork(call);
+    double seconds = kernelSeconds(work, hw, ranksSharing);
+    std::optional<unsigned> mask = kernel::communicationAxisMask(call);
+    std::optional<CollectiveKind> kind = collectiveKind(call.getKernel());
+    if (!mask || !kind) {
+      compute(call, work, seconds);
+      return;
+    }
+    // Async TP's collective matmuls: each ring step's transfer overlaps a
+    // shard's GEMMs, so the call takes the longer of the two plus one
+    // step (the first shard's transfer or the last's GEMM cannot overlap).
+    GroupPlacement group = placeGroup(degrees, *mask, hw.devicesPerNode);
+    double bytes = 0;
+    if (*kind == CollectiveKind::AllGather && !call.getOutputs().empty())
+      bytes = bufferBytes(call.getOutputs()[0]); // gathered
+    else if (!call.getOutputs().empty())
+      bytes = bufferBytes(call.getOutputs()[0]) * double(group.size);
+    double comm = collectiveSeconds(*kind, bytes, group, hw).seconds;
+    double step = group.size > 1 ? comm / double(group.size - 1) : 0;
+    double total = std::max(seconds, comm) + step;
+    compute(call, work, total);
+    std::string axes = axesName(*mask);
+    double exposed = total - seconds;
+    cost.commSeconds[axes] += comm;
+    cost.exposedCommSeconds[axes] += exposed;
+    PartCost &p = part(call);
+    p.commSeconds += comm;
+    p.exposedCommSeconds += exposed;
+  }
+
+  void visitCopy(kernel::CopyOp copy) {
+    KernelWork work;
+    work.bytes = 2 * bufferBytes(copy.getSource());
+    compute(copy, work, kernelSeconds(work, hw, ranksSharing));
+  }
+
+  void visitStart(kernel::CollectiveStartOp start) {
+    std::optional<CollectiveKind> kind = collectiveKind(start.getKernel());
+    std::optional<unsigned> mask = kernel::communicationAxisMask(start);
+    if (!kind || !mask)
+      return;
+    double in = bufferBytes(start.getInput()),
+           out = bufferBytes(start.getOutput());
+    // nccl-tests' sizes: the gathered or scattered whole for all_gather
+    // and reduce_scatter, the buffer for the others.
+    double bytes = *kind == CollectiveKind::AllGather ||
+                           *kind == CollectiveKind::ReduceScatter
+                       ? std::max(in, out)
+                       : in;
+    GroupPlacement group = placeGroup(degrees, *mask, hw.devicesPerNode);
+    double seconds = collectiveSeconds(*kind, bytes, group, hw).seconds;
+    int64_t stream = streamIndex(start.getStream());
+    double &free = streamFree[stream];
+    double begin = std::max(t, free);
+    free = begin + seconds;
+    done[start] = free;
+    std::string axes = axesName(*mask);
+    cost.commSeconds[axes] += seconds;
+    part(start).commSeconds += seconds;
+  }
+
+  void visitWait(kernel::WaitOp wait) {
+    kernel::CollectiveStartOp start = wait.getStart();
+    if (!start)
+      return;
+    auto it = done.find(start);
+    if (it == done.end())
+      return;
+    double exposed = std::max(0.0, it->second - t);
+    t = std::max(t, it->second);
+    std::optional<unsigned> mask = kernel::communicationAxisMask(start);
+    cost.exposedCommSeconds[axesName(mask.value_or(0))] += exposed;
+    part(start).exposedCommSeconds += exposed;
+  }
+
+  ArrayRef<int64_t> degrees;
+  const Hardware &hw;
+  int64_t ranksSharing = 1;
+  double t = 0;
+  std::map<int64_t, double> streamFree;
+  llvm::DenseMap<Operation *, double> done;
+  std::map<std::string, size_t> partIndex;
+  StepCost cost;
+};
+
+} // namespace
+
+std::string titan::cost::axesName(unsigned axisMask) {
+  llvm::SmallVector<StringRef> names;
+  for (unsigned i = 0; i < std::size(kAxisNames); ++i)
+    if ((axisMask >> i) & 1)
+      names.push_back(kAxisNames[i]);
+  return names.empty() ? std::string("none") : llvm::join(names, ",");
+}
+
+StepCost titan::cost::costStep(func::FuncOp step, ArrayRef<int64_t> degrees,
+                               const Hardware &hw) {
+  return StepWalk(degrees, hw).run(step);
+}
