@@ -95,16 +95,16 @@ def _rows():
             (1, 8, ((5762, 82.4), (6667, 77.0), (8532, 76.8))),
             (3, 128, ((5605, 67.0), (6514, 62.0), (8380, 61.8)))):
         base = {**mesh(dp_shard=gpus), **training(2, 8192, "selective")}
-        variants = (("eager", "FSDP, eager", {"compile.enable": "false",
-                                              **BF16}),
-                    ("compile", "FSDP + compile", {**COMPILE, **BF16}),
-                    ("float8", "FSDP + compile + Float8", {**COMPILE,
-                                                          **FLOAT8}))
+        variants = (("eager", f"FSDP {gpus}, eager",
+                     {"compile.enable": "false", **BF16}),
+                    ("compile", f"FSDP {gpus} + compile", {**COMPILE, **BF16}),
+                    ("float8", f"FSDP {gpus} + compile + Float8",
+                     {**COMPILE, **FLOAT8}))
         for (name, config, extra), (tps, mem) in zip(variants, published):
             rows.append(row(f"tt-8b-{gpus}-{name}", "8b", gpus,
                             {**base, **extra}, tps, mem,
                             TT_SRC.format(table),
-                            f"{config} {gpus}, lbs 2, seq 8K, sel. AC"))
+                            f"{config}, lbs 2, seq 8K, sel. AC"))
     # Table 2: 8B on 8 GPUs, FSDP x CP, local batch 1, full AC.
     for fsdp, cp, seq, tps, mem in ((8, 1, 32768, 3890, 83.9),
                                     (4, 2, 65536, 2540, 84.2),
@@ -158,8 +158,14 @@ def _rows():
             "lbs 8 (mbs 1), full AC, compile + Float8 + async TP"))
 
     # Megatron-Bridge 25.11, DGX-H100, FP8-CS.
+    # Current scaling = torchao's tensorwise (recipe_name unset); weights
+    # gathered in bf16 (titan's Float8 all-gather is FSDP's, which these
+    # layouts mostly do not use).
     fp8cs = {**COMPILE, "model.converters": "float8",
-             "quantize.linear.float8.recipe_name": "tensorwise"}
+             "quantize.linear.float8.recipe_name": "",
+             "quantize.linear.float8.enable_fsdp_float8_all_gather": "false",
+             "quantize.linear.float8.precompute_float8_dynamic_scale_for_fsdp":
+             "false"}
     rows.append(row(
         "mb-8b-8-fp8", "8b", 8,
         {**mesh(dp_shard=8), **training(1, 8192, "selective", 128), **fp8cs},
@@ -201,8 +207,7 @@ def _rows():
                     "DP 4 x CP 2, GBS 128, MBS 1, BF16", gpu="h100",
                     assumed="layout (NeMo 24.07's), AC"))
     rows.append(row("nemo-8b-8-fp8", "8b", 8,
-                    {**nemo8, "model.converters": "float8",
-                     "quantize.linear.float8.recipe_name": "tensorwise"},
+                    {**nemo8, **fp8cs},
                     13555, None, NEMO_SRC,
                     "DP 4 x CP 2, GBS 128, MBS 1, FP8", gpu="h100",
                     assumed="layout (NeMo 24.07's), AC"))

@@ -66,8 +66,10 @@ def predict(binary, row, timeout):
         return {"error": f"titan-compile ran past {timeout} s"}
     seconds = time.monotonic() - start
     if p.returncode != 0:
+        # The compiler's errors, not its warnings.
         lines = [l.strip() for l in p.stderr.splitlines() if l.strip()]
-        msg = " ".join(lines[:3]) if lines else f"exit {p.returncode}"
+        errors = [l for l in lines if "error" in l] or lines
+        msg = " ".join(errors[:3]) if errors else f"exit {p.returncode}"
         return {"error": msg, "compile_seconds": round(seconds, 1)}
     try:
         result = json.loads(p.stdout)
@@ -265,8 +267,7 @@ def main():
                 json.dump(results, f, indent=1, sort_keys=True)
                 f.write("\n")
     generated = args.date or datetime.date.today().isoformat()
-    rows = selected if args.from_json and args.rows else [
-        r for r in rowdefs.ROWS if r["id"] in results]
+    rows = [r for r in selected if r["id"] in results]
     render(results, rows, args.out, generated)
 
 
