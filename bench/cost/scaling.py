@@ -111,7 +111,8 @@ def fixed_plan(family, model, gpus):
     local = g // dp
     candidates = []
     lb = local
-    while lb >= 1:
+    # Interleaved 1F1B needs a multiple of the pp degree (8) of microbatches.
+    while lb >= (8 if model == "405b" else 1):
         c = dict(fixed)
         c["training.local_batch_size"] = str(lb)
         if model == "405b":
@@ -121,6 +122,13 @@ def fixed_plan(family, model, gpus):
         candidates.append(c)
         lb //= 2
     return name, candidates
+
+
+def compiler_error(p):
+    """titan-compile's errors (not its warnings), shortened."""
+    lines = [l.strip() for l in p.stderr.splitlines() if l.strip()]
+    errors = [l for l in lines if "error" in l] or lines
+    return " ".join(errors[:2])[:300] or f"exit {p.returncode}"
 
 
 def run_cost(binary, model, gpus, gpu, overrides, timeout):
@@ -134,8 +142,7 @@ def run_cost(binary, model, gpus, gpu, overrides, timeout):
     except subprocess.TimeoutExpired:
         return {"error": f"ran past {timeout} s"}
     if p.returncode != 0:
-        lines = [l.strip() for l in p.stderr.splitlines() if l.strip()]
-        return {"error": " ".join(lines[:2])[:300] or f"exit {p.returncode}"}
+        return {"error": compiler_error(p)}
     return json.loads(p.stdout)
 
 
@@ -144,11 +151,23 @@ def fits(pred, gpu):
     return peak <= CAPACITY_GIB[gpu] - RESERVE_GIB
 
 
+# Parameters (titan-compile --emit=summary) and the bytes each holds for
+# the whole run: f32 weight, gradient and AdamW's two moments.
+PARAMS = {"8b": 8.03e9, "70b": 70.55e9, "405b": 405.85e9}
+STATE_BYTES_PER_PARAM = 16
+
+
 def evaluate_fixed(binary, family, model, gpus, gpu, timeout):
     plan = fixed_plan(family, model, gpus)
     if plan is None:
         return {"error": "layout needs more GPUs"}
     name, candidates = plan
+    # A bound before compiling: the sharded state alone must fit (every
+    # layout here shards the state over all GPUs).
+    state = PARAMS[model] * STATE_BYTES_PER_PARAM / gpus / GIB
+    if state > CAPACITY_GIB[gpu] - RESERVE_GIB:
+        return {"plan": name, "error": f"does not fit: the sharded weights, "
+                f"gradients and AdamW state alone need {state:.0f} GiB"}
     smallest = None
     for c in candidates:
         pred = run_cost(binary, model, gpus, gpu, c, timeout)
@@ -161,7 +180,8 @@ def evaluate_fixed(binary, family, model, gpus, gpu, timeout):
         peak = max(pred.get("peak_bytes") or [0]) / GIB
         smallest = peak if smallest is None else min(smallest, peak)
     return {"plan": name, "error": f"does not fit: needs {smallest:.1f} GiB "
-            f"at local batch 1 (of {CAPACITY_GIB[gpu] - RESERVE_GIB:.1f})"}
+            f"at local batch {candidates[-1]['training.local_batch_size']} "
+            f"(of {CAPACITY_GIB[gpu] - RESERVE_GIB:.1f})"}
 
 
 def describe_candidate(c):
@@ -195,9 +215,7 @@ def evaluate_planner(binary, model, gpus, gpu, timeout):
         return {"error": f"planner ran past {timeout} s"}
     seconds = time.monotonic() - start
     if p.returncode != 0:
-        lines = [l.strip() for l in p.stderr.splitlines() if l.strip()]
-        return {"error": " ".join(lines[:2])[:300] or f"exit {p.returncode}",
-                "seconds": round(seconds, 1)}
+        return {"error": compiler_error(p), "seconds": round(seconds, 1)}
     out = json.loads(p.stdout)
     cands = out.get("candidates") or out.get("plans") or []
     if not cands:
