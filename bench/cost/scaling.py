@@ -12,6 +12,8 @@ count. At each size three plans are predicted (titan-compile --emit=cost):
   + Float8, selective AC), FSDP N/8 x TP 8 (70B, full AC, Float8, async
   TP), FSDP N/64 x TP 8 x PP 8 Interleaved 1F1B (405B, full AC, Float8,
   async TP, microbatches of 4);
+- "hsdp": TorchTitan's HSDP, FSDP over 8 GPUs (8B) or 8 x TP 8 (70B)
+  and replicas across (from 16 and 128 GPUs);
 - "tree": the seed's decision tree: <= 10B FSDP + compile + Float8;
   10-100B FSDP + TP 8 + async TP + selective AC; > 100B 3D with
   Interleaved 1F1B (TP 8, PP 8, full AC, Float8, async TP).
@@ -70,8 +72,8 @@ def global_batch(model, gpus):
     return max(1, int(SEQS_PER_GPU[model] * gpus))
 
 
-def mesh(dp_shard, tp=1, pp=1):
-    return {"parallelism.data_parallel_replicate_degree": "1",
+def mesh(dp_shard, tp=1, pp=1, dp_replicate=1):
+    return {"parallelism.data_parallel_replicate_degree": str(dp_replicate),
             "parallelism.data_parallel_shard_degree": str(dp_shard),
             "parallelism.tensor_parallel_degree": str(tp),
             "parallelism.pipeline_parallel_degree": str(pp),
@@ -83,7 +85,27 @@ def fixed_plan(family, model, gpus):
     first; None where the layout does not exist at this size."""
     g = global_batch(model, gpus)
     base = {"training.seq_len": str(SEQ), "training.global_batch_size": str(g)}
-    if model == "8b":
+    if family == "hsdp":
+        # TorchTitan's HSDP: FSDP inside a node (8 GPUs; with TP 8 for
+        # 70B: FSDP over 8 nodes), replicas across.
+        if model == "405b":
+            return None
+        tp = 1 if model == "8b" else 8
+        shard = 8
+        if gpus < tp * shard * 2:
+            return None
+        rep = gpus // (tp * shard)
+        dp = rep * shard
+        name = (f"DDP {rep} x FSDP {shard}" + (" x TP 8" if tp > 1 else "")
+                + ", compile + Float8, "
+                + ("selective AC" if tp == 1 else "full AC, async TP"))
+        fixed = {**base, **mesh(shard, tp=tp, dp_replicate=rep), **COMPILE,
+                 **FLOAT8,
+                 "activation_checkpoint.mode": "selective" if tp == 1
+                 else "full"}
+        if tp > 1:
+            fixed.update(ASYNC_TP)
+    elif model == "8b":
         name = f"FSDP {gpus}, compile + Float8, selective AC"
         fixed = {**base, **mesh(gpus), **COMPILE, **FLOAT8,
                  "activation_checkpoint.mode": "selective"}
@@ -131,7 +153,19 @@ def compiler_error(p):
     return " ".join(errors[:2])[:300] or f"exit {p.returncode}"
 
 
+_CACHE = {}
+
+
 def run_cost(binary, model, gpus, gpu, overrides, timeout):
+    # Families that pick the same layout (8B's and 405B's TorchTitan layout
+    # is the decision tree's) compile it once.
+    key = (model, gpus, gpu, tuple(sorted(overrides.items())))
+    if key not in _CACHE:
+        _CACHE[key] = _run_cost(binary, model, gpus, gpu, overrides, timeout)
+    return _CACHE[key]
+
+
+def _run_cost(binary, model, gpus, gpu, overrides, timeout):
     cmd = [binary, "--job.config_file", preset(model)]
     cmd += [f"--{k}={v}" for k, v in overrides.items()]
     cmd += ["--world-size", str(gpus), "--emit=cost", "--gpu", gpu,
@@ -173,15 +207,21 @@ def evaluate_fixed(binary, family, model, gpus, gpu, timeout):
         pred = run_cost(binary, model, gpus, gpu, c, timeout)
         if "error" in pred:
             return {"plan": name, "error": pred["error"]}
+        peak = max(pred.get("peak_bytes") or [0]) / GIB
         if fits(pred, gpu):
             return {"plan": name + f", local batch "
                     f"{c['training.local_batch_size']}", "overrides": c,
                     "prediction": pred}
-        peak = max(pred.get("peak_bytes") or [0]) / GIB
-        smallest = peak if smallest is None else min(smallest, peak)
-    return {"plan": name, "error": f"does not fit: needs {smallest:.1f} GiB "
-            f"at local batch {candidates[-1]['training.local_batch_size']} "
-            f"(of {CAPACITY_GIB[gpu] - RESERVE_GIB:.1f})"}
+        if smallest is None or peak < smallest[0]:
+            smallest = (peak, c, pred)
+    # None fits: keep the smallest one's prediction, marked, so the
+    # throughput of the layout is still seen (the table says it does not
+    # fit and by how much).
+    peak, c, pred = smallest
+    return {"plan": name + f", local batch {c['training.local_batch_size']}",
+            "overrides": c, "prediction": pred, "over_memory": True,
+            "error": f"does not fit: needs {peak:.1f} GiB (of "
+            f"{CAPACITY_GIB[gpu] - RESERVE_GIB:.1f})"}
 
 
 def describe_candidate(c):
@@ -228,18 +268,29 @@ def evaluate_planner(binary, model, gpus, gpu, timeout):
             "counts": out.get("counts"), "seconds": round(seconds, 1)}
 
 
+def best_family(cell):
+    """The fastest fitted plan of one size: the planner's when it ran."""
+    if "prediction" in cell.get("planner", {}):
+        return "planner"
+    fitted = [f for f, e in cell.items()
+              if "prediction" in e and not e.get("over_memory")]
+    return max(fitted, key=lambda f: tps(cell[f]), default=None)
+
+
 def tps(entry):
     return (entry or {}).get("prediction", {}).get(
         "tokens_per_second_per_device")
 
 
 def efficiency(results, gpu, model, family):
-    """tokens/s/GPU at each size over that at the smallest feasible one."""
+    """tokens/s/GPU at each size over that at the smallest feasible one
+    (family "best": the best plan of each size)."""
     base = None
     eff = {}
     for n in SIZES:
-        t = tps(results.get(gpu, {}).get(model, {}).get(str(n), {})
-                .get(family))
+        cell = results.get(gpu, {}).get(model, {}).get(str(n), {})
+        f = best_family(cell) if family == "best" else family
+        t = tps(cell.get(f))
         if t is None:
             continue
         if base is None:
@@ -278,39 +329,52 @@ def render(results, out, generated, families):
             w(f"## {model.upper()} on {gpu}")
             w("")
             w("| GPUs | plan | layout | tok/s/GPU | MFU | peak GiB | "
-              "efficiency |")
-            w("|---:|---|---|---:|---:|---:|---:|")
+              "efficiency | best |")
+            w("|---:|---|---|---:|---:|---:|---:|---|")
             effs = {f: efficiency(results, gpu, model, f)[0]
                     for f in families}
             for n in SIZES:
                 cell = results.get(gpu, {}).get(model, {}).get(str(n), {})
+                top = best_family(cell)
                 for f in families:
                     e = cell.get(f)
                     if e is None:
                         continue
                     if "prediction" not in e:
                         w(f"| {n} | {f} | {e.get('plan', '')} | — | — | — | "
-                          f"{e.get('error', '')} |")
+                          f"— | {e.get('error', '')} |")
                         continue
                     p = e["prediction"]
                     peak = max(p.get("peak_bytes") or [0]) / GIB
                     eff = effs[f].get(n)
+                    if e.get("over_memory"):
+                        top_mark = "over memory"
+                    else:
+                        top_mark = "best" if f == top else ""
                     w(f"| {n} | {f} | {e['plan']} | "
                       f"{p['tokens_per_second_per_device']:,.0f} | "
                       f"{100 * p.get('mfu', 0):.1f}% | {peak:.1f} | "
-                      f"{'' if eff is None else f'{100 * eff:.0f}%'} |")
+                      f"{'' if eff is None else f'{100 * eff:.0f}%'} | "
+                      f"{top_mark} |")
             w("")
     w("## The seed's \"89% efficiency at 512 GPUs\"")
     w("")
     for gpu in results:
         for model in MODELS:
-            for f in families:
+            for f in ["best"] + families:
                 eff, base = efficiency(results, gpu, model, f)
                 if 512 not in eff or base is None:
                     continue
                 verdict = "holds" if eff[512] >= SEED_CLAIM else "does not hold"
-                w(f"- {model.upper()} on {gpu}, `{f}`: {100 * eff[512]:.0f}% "
-                  f"at 512 relative to {base[0]} GPUs: {verdict}.")
+                cell = results[gpu][model]["512"]
+                fam = best_family(cell) if f == "best" else f
+                e = cell.get(fam, {})
+                over = (" (the plan does not fit: " + e["error"] + ")"
+                        if e.get("over_memory") else "")
+                w(f"- {model.upper()} on {gpu}, `{f}`"
+                  + (f" ({fam}: {e.get('plan', '')})" if f == "best" else "")
+                  + f": {100 * eff[512]:.0f}% at 512 relative to {base[0]} "
+                  f"GPUs: {verdict}{over}.")
     w("")
     text = "\n".join(lines) + "\n"
     with open(out, "w") as fh:
@@ -325,7 +389,7 @@ def main():
                     help="hardware descriptions (default h100, h100-96gb)")
     ap.add_argument("--models", default=",".join(MODELS))
     ap.add_argument("--sizes", default=",".join(map(str, SIZES)))
-    ap.add_argument("--families", default="planner,torchtitan,tree")
+    ap.add_argument("--families", default="planner,torchtitan,hsdp,tree")
     ap.add_argument("--jobs", type=int, default=1)
     ap.add_argument("--timeout", type=int, default=900)
     ap.add_argument("--from-json")
@@ -367,17 +431,24 @@ def main():
             r["wall_seconds"] = round(time.monotonic() - start, 1)
             return job, r
 
+        def save():
+            with open(args.save_json, "w") as f:
+                json.dump(results, f, indent=1, sort_keys=True)
+                f.write("\n")
+
+        # Saved after every result: a long run can be stopped and resumed
+        # (--sizes/--models/--families select what to redo).
         with concurrent.futures.ThreadPoolExecutor(args.jobs) as pool:
-            for (gpu, model, n, fam), r in pool.map(work, jobs):
+            futures = [pool.submit(work, job) for job in jobs]
+            for fut in concurrent.futures.as_completed(futures):
+                (gpu, model, n, fam), r = fut.result()
                 results.setdefault(gpu, {}).setdefault(model, {}).setdefault(
                     str(n), {})[fam] = r
+                save()
                 t = tps(r)
                 print(f"{gpu} {model} {n} {fam}: "
                       f"{'%.0f tok/s/GPU' % t if t else r.get('error')} "
-                      f"({r['wall_seconds']} s)", file=sys.stderr)
-        with open(args.save_json, "w") as f:
-            json.dump(results, f, indent=1, sort_keys=True)
-            f.write("\n")
+                      f"({r['wall_seconds']} s)", file=sys.stderr, flush=True)
     render(results, args.out, args.date or datetime.date.today().isoformat(),
            families)
 
