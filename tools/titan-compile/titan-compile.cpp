@@ -13,6 +13,7 @@
 #include "ConfigChecks.h"
 #include "Manifest.h"
 #include "Pipeline.h"
+#include "Plan.h"
 #include "Predict.h"
 #include "Programs.h"
 #include "Summary.h"
@@ -135,6 +136,48 @@ cl::opt<CostFormat> costFormat(
     "cost-format", cl::desc("--emit=cost's output"), cl::init(CostFormat::Text),
     cl::values(clEnumValN(CostFormat::Text, "text", "a report (default)"),
                clEnumValN(CostFormat::JSON, "json", "one JSON object")));
+
+cl::opt<std::string> planMode(
+    "plan",
+    cl::desc("auto: search the parallel layouts of --gpus N devices (--gpu, "
+             "--hardware), print the best ones and compile the best"),
+    cl::value_desc("auto"));
+
+cl::opt<int64_t> planGpus("gpus", cl::desc("With --plan auto: the devices"),
+                          cl::init(0));
+
+cl::opt<double> memoryPerGpu(
+    "memory-per-gpu",
+    cl::desc("With --plan auto: GiB a rank's planned memory may use "
+             "(default: the hardware's capacity less 4 GiB on GPUs for the "
+             "CUDA context and NCCL)"),
+    cl::init(0));
+
+cl::opt<int64_t> planTop("plan-top",
+                         cl::desc("With --plan auto: the plans listed"),
+                         cl::init(10));
+
+enum class PlanFormat { Text, JSON };
+
+cl::opt<PlanFormat> planFormat(
+    "plan-format", cl::desc("--plan auto's output"), cl::init(PlanFormat::Text),
+    cl::values(clEnumValN(PlanFormat::Text, "text",
+                          "the top plans, then compile the best (default)"),
+               clEnumValN(PlanFormat::JSON, "json",
+                          "every fitting plan and the search's counts as one "
+                          "JSON object; compiles nothing")));
+
+cl::opt<double> planMaxSeconds(
+    "plan-max-seconds",
+    cl::desc("With --plan auto: wall seconds the search may spend predicting "
+             "(0: no limit); the candidates left are counted"),
+    cl::init(45));
+
+cl::opt<bool> planCheckExtrapolation(
+    "plan-check-extrapolation",
+    cl::desc("With --plan auto: also compile the best plan at full depth and "
+             "print the reduced-depth extrapolation's error"),
+    cl::init(false));
 
 cl::opt<std::string> cudaArch(
     "cuda-arch",
@@ -829,6 +872,43 @@ int emitCost(const LlamaArgs &model, const TrainConfig &config,
   return 0;
 }
 
+/// --plan auto: searches the layouts of --gpus devices and replaces
+/// `config` with the best one's (the mesh, the world size and the target
+/// of the hardware follow), which main then compiles; with
+/// --plan-format=json it prints every fitting plan to `output` instead.
+int planAuto(const LlamaArgs &model, TrainConfig &config,
+             llvm::ToolOutputFile *output) {
+  llvm::Expected<std::pair<cost::Hardware, KernelTarget>> hw =
+      resolveHardware();
+  if (!hw)
+    return reportError(hw.takeError());
+  PlanOptions opts;
+  opts.gpus = planGpus;
+  opts.memoryGiB = memoryPerGpu;
+  opts.top = planTop;
+  opts.json = planFormat == PlanFormat::JSON;
+  opts.checkExtrapolation = planCheckExtrapolation;
+  opts.maxSeconds = planMaxSeconds;
+  if (memoryPerGpu.getNumOccurrences() && !(memoryPerGpu > 0))
+    return reportError("--memory-per-gpu must be positive (GiB)");
+  llvm::raw_ostream &os = output ? output->os() : llvm::outs();
+  llvm::Expected<std::optional<TrainConfig>> best =
+      runPlanAuto(model, config, hw->first, hw->second, opts, os);
+  if (!best)
+    return reportError(best.takeError());
+  if (!*best)
+    return 0;
+  config = std::move(**best);
+  worldSize = planGpus;
+  target = hw->second;
+  if (target == KernelTarget::CUDA &&
+      llvm::is_contained({EmitStage::LLVM, EmitStage::Object, EmitStage::Exe},
+                         emitStage.getValue()))
+    if (llvm::Error e = checkCudaTarget(cudaArch))
+      return reportError(std::move(e));
+  return 0;
+}
+
 /// Splits `--section.key value` config overrides from the tool's own
 /// options and parses the latter.
 llvm::Expected<std::vector<ConfigOverride>> parseArguments(int argc,
@@ -893,13 +973,21 @@ int main(int argc, char **argv) {
   if (target == KernelTarget::CUDA && emitStage != EmitStage::Cost)
     if (llvm::Error e = checkCudaTarget(cudaArch))
       return reportError(std::move(e));
-  if (emitStage != EmitStage::Cost)
+  if (emitStage != EmitStage::Cost && planMode.empty())
     for (cl::Option *o : std::initializer_list<cl::Option *>{
              &gpuName, &hardwareFile, &costFormat})
       if (o->getNumOccurrences())
         return reportError("--" + o->ArgStr.str() +
                            " describes what --emit=cost predicts; this "
                            "compilation emits something else");
+  if (!planMode.empty() && planMode != "auto")
+    return reportError("--plan " + planMode + ": the only planner is 'auto'");
+  if (planMode.empty())
+    for (cl::Option *o : std::initializer_list<cl::Option *>{
+             &planGpus, &memoryPerGpu, &planTop, &planFormat,
+             &planCheckExtrapolation, &planMaxSeconds})
+      if (o->getNumOccurrences())
+        return reportError("--" + o->ArgStr.str() + " needs --plan auto");
   if (config->job.printConfig)
     printTrainConfig(*config, llvm::errs());
 
@@ -928,6 +1016,14 @@ int main(int argc, char **argv) {
   }();
   if (!model)
     return reportError(model.takeError());
+  if (!planMode.empty()) {
+    int rc = planAuto(*model, *config, output.get());
+    if (rc != 0 || planFormat == PlanFormat::JSON) {
+      if (rc == 0 && output)
+        output->keep();
+      return rc;
+    }
+  }
   if (llvm::Error e = checkModelFitsConfig(*model, *config))
     return reportError(std::move(e));
   // TorchTitan v0.2.0 (llama3 update_from_config) warns and trains at the

@@ -1,0 +1,58 @@
+//===- Plan.h - titan-compile --plan auto -----------------------*- C++ -*-===//
+//
+// The planner (titan/Planner/Plan.h) with titan-compile's predictor: each
+// candidate compiled through the execution phase and costed (predictJob),
+// at reduced depth: a Llama is an embedding, identical blocks and a head,
+// so two compiles with k and k + 1 blocks per stage give the time, memory
+// and exposed communication of any depth by linear extrapolation. Then
+// the seed's decision tree and TorchTitan's published layout for the
+// same job, predicted the same way, beside the planner's pick.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TITAN_TOOLS_TITAN_COMPILE_PLAN_H
+#define TITAN_TOOLS_TITAN_COMPILE_PLAN_H
+
+#include "titan/Config/TrainConfig.h"
+#include "titan/Cost/Hardware.h"
+#include "titan/Dialect/Titan/IR/KernelTarget.h"
+#include "titan/Model/LlamaArgs.h"
+
+#include "llvm/Support/Error.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <optional>
+
+namespace titan {
+
+struct PlanOptions {
+  int64_t gpus = 0;
+  /// --memory-per-gpu in GiB; 0: the description's capacity less a reserve.
+  double memoryGiB = 0;
+  int64_t top = 10;
+  bool json = false;
+  /// Also compiles the best plan at full depth and prints how far the
+  /// extrapolation is from it.
+  bool checkExtrapolation = false;
+  /// Wall seconds the predictions may take (0: no limit).
+  double maxSeconds = 0;
+};
+
+/// Bytes kept out of a GPU description's capacity: the CUDA context, NCCL's
+/// communicator buffers and the runtime's streams, which no memory plan
+/// holds (bench/results/memory-llama3-8b.md: titan's static arena has no
+/// allocator slack, so what remains outside the plan is these).
+constexpr int64_t kGpuReserveBytes = int64_t(4) << 30;
+
+/// Runs --plan auto for `model` and `config` (its global batch and
+/// sequence length) on `opts.gpus` devices of `hw`, compiling for
+/// `target`; prints the table (or the JSON) to `os`. Returns the config of
+/// the best plan (std::nullopt with JSON output, which compiles nothing).
+llvm::Expected<std::optional<TrainConfig>>
+runPlanAuto(const LlamaArgs &model, const TrainConfig &config,
+            const cost::Hardware &hw, KernelTarget target,
+            const PlanOptions &opts, llvm::raw_ostream &os);
+
+} // namespace titan
+
+#endif // TITAN_TOOLS_TITAN_COMPILE_PLAN_H
