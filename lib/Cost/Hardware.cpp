@@ -74,9 +74,10 @@ Hardware h100() {
   hw.memoryBytes = 80 * kGiB;
   hw.memoryBytesPerSecond = 3.35 * kTera;
   hw.memoryEfficiency = 0.85;
-  // Launch gap between back-to-back kernels on one stream (no CUDA
-  // graphs): a few us.
-  hw.kernelOverheadSeconds = 4e-6;
+  // A kernel's fixed cost: the CUDA target replays a step as a CUDA graph
+  // (pp = 1; runtime/cuda/CudaDevice.cpp), where back-to-back kernels are
+  // ~1 us apart, plus a kernel's ramp and tail: 2 us.
+  hw.kernelOverheadSeconds = 2e-6;
   // NVLink 4: NCCL all-gather/reduce-scatter bus bandwidth ~370 GB/s on 8
   // GPUs (nccl-tests); a ring step inside the node ~2 us (NCCL's LL
   // protocol latency over NVLink).
@@ -124,12 +125,11 @@ std::vector<Hardware> buildBuiltins() {
   h200.memoryEfficiency = 0.9;
   all.push_back(h200);
 
-  // B200 (HGX/DGX B200, data sheet): dense BF16 2.25 PFLOP/s, FP8 4.5,
-  // FP32 ~75 TFLOP/s (non-tensor, half of B200's listed 80 for the 1000 W
-  // part rounded down); 180 GB usable HBM3e at 8 TB/s; NVLink 5 (1.8 TB/s
-  // per GPU, twice NVLink 4): bus bandwidth ~2 x 370 GB/s; 400 Gb/s
-  // ConnectX-7 per GPU. No single-kernel measurements: the Hopper
-  // efficiencies are assumed.
+  // B200 (HGX B200 data sheet, 8 GPUs: dense BF16 18 PFLOP/s, FP8 36,
+  // FP32 600 TFLOP/s, 1.44 TB HBM3e): per GPU 2.25 PFLOP/s, 4.5, 75
+  // TFLOP/s, 180 GB at 8 TB/s; NVLink 5 (1.8 TB/s per GPU, twice NVLink
+  // 4): bus bandwidth ~2 x 370 GB/s; 400 Gb/s ConnectX-7 per GPU. No
+  // single-kernel measurements: the Hopper efficiencies are assumed.
   Hardware b200 = h100();
   b200.name = "b200";
   b200.description = "NVIDIA B200 180 GB, 8 per node over NVLink 5, 400 Gb/s "
@@ -183,13 +183,19 @@ std::vector<Hardware> buildBuiltins() {
   cpu.peakFlopsFP8 = 0;
   cpu.gemmEfficiency = 0.87;
   cpu.gemmHalfFlops = 20e6;
-  // attention f32 (flash, causal): ~0.35 of the GEMM peak
-  // (bench/results/cpu-kernel-profile.md, batch 8 x seq 256).
-  cpu.attentionForwardEfficiency = 0.35;
-  cpu.attentionBackwardEfficiency = 0.3;
+  // Flash attention f32 (bench/results/cpu-kernel-profile.md, "after"):
+  // forward 301 ms / 54 calls at B 8, S 256, dim 256 (2.7e8 causal FLOPs a
+  // call): ~48 GFLOP/s, at B 2, S 1024 ~84; backward ~87 and ~130: 0.14
+  // and 0.24 of the GEMM peak, between the two shapes.
+  cpu.attentionForwardEfficiency = 0.14;
+  cpu.attentionBackwardEfficiency = 0.24;
+  // Memory-bound kernels (same profile): swiglu moves 18.9 MB in 0.74 ms
+  // (25 GB/s), add 6.3 MB in 0.19 ms (34 GB/s), rms_norm_grad 6.3 MB in
+  // 0.33 ms (19 GB/s): 30 GB/s x 0.8.
+  // Of the host's 23 GiB, room left for the system and the build.
   cpu.memoryBytes = 16 * kGiB;
-  cpu.memoryBytesPerSecond = 20 * kGiga;
-  cpu.memoryEfficiency = 0.7;
+  cpu.memoryBytesPerSecond = 30 * kGiga;
+  cpu.memoryEfficiency = 0.8;
   cpu.kernelOverheadSeconds = 5e-6;
   cpu.devicesPerNode = 64;
   cpu.intraNodeBusBytesPerSecond = 4.75 * kGiga;
@@ -298,11 +304,16 @@ std::string formatNumber(double v) {
   return s;
 }
 
+/// A TOML basic string.
 std::string quote(StringRef s) {
   std::string out = "\"";
   for (char c : s) {
     if (c == '"' || c == '\\')
       out += '\\';
+    if (c == '\n') {
+      out += "\\n";
+      continue;
+    }
     out += c;
   }
   return out + "\"";

@@ -316,8 +316,10 @@ void titan::printPrediction(const JobPrediction &p, llvm::raw_ostream &os) {
                         p.pipelineMicrobatches);
   os << llvm::formatv(", {0} accumulation step{1}\n", p.accumulationSteps,
                       p.accumulationSteps == 1 ? "" : "s");
+  // Keys pad to one column; a long group of axes still gets its space.
   auto row = [&](llvm::StringRef key, const llvm::Twine &value) {
-    os << llvm::formatv("  {0,-28}", key) << value << "\n";
+    os << "  " << key;
+    os.indent(std::max<int>(1, 28 - int(key.size()))) << value << "\n";
   };
   row("step", ms(p.stepSeconds) + " ms");
   row("tokens/s per device",

@@ -7,6 +7,7 @@
 #include "titan/Compiler/Pipelines.h"
 #include "titan/Config/TrainConfig.h"
 #include "titan/Import/LlamaImporter.h"
+#include "titan/Model/ConfigFit.h"
 #include "titan/Model/LlamaArgs.h"
 
 #include "mlir/IR/Builders.h"
@@ -68,6 +69,10 @@ llvm::Expected<PlannedPrograms>
 titan::compilePlannedPrograms(mlir::MLIRContext &context,
                               const LlamaArgs &model, const TrainConfig &c,
                               const MeshDegrees &mesh, KernelTarget target) {
+  // What titan-compile checks before it compiles anything: a caller that
+  // varies the config (--plan) gets the same errors.
+  if (llvm::Error e = checkModelFitsConfig(model, c))
+    return std::move(e);
   if (llvm::Error e = diagnoseUnsupported(c, target, /*warn=*/false))
     return std::move(e);
   PlannedPrograms programs;
