@@ -29,10 +29,8 @@ LEFT = [(70, 50), (560, 50)]
 
 
 def best(cell):
-    """The fastest predicted plan of a size: the planner's when it ran,
-    else the fastest fixed layout."""
-    if "prediction" in cell.get("planner", {}):
-        return cell["planner"]
+    """The fastest predicted plan of a size that fits: the planner's pick
+    or a fixed layout that beat it."""
     fitted = [e for e in cell.values()
               if "prediction" in e and not e.get("over_memory")]
     return max(fitted, key=lambda e: e["prediction"][

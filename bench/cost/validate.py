@@ -47,7 +47,7 @@ _COMPILED_8B = (
     "its program: GEMMs at 660 TFLOP/s on h100-96gb are 71% of compute, and "
     "titan's program has no f32 loss over the logits (2 x 7.8 GiB of f32 "
     "traffic in TorchTitan's, bench/results/memory-llama3-8b.md) and fuses "
-    "the elementwise work. Same gap with Float8 (+20%): the description's "
+    "the elementwise work. Same gap with Float8 (+21%): the description's "
     "GEMM rate or the 500 W clocks are the suspects, not tuned here")
 _ATTENTION = (
     "attention is most of the step; titan predicts its fused attention at "
@@ -75,7 +75,7 @@ WHY = {
     "tt-405b-512-cp2-64k": [_ATTENTION],
     "tt-405b-512-cp4-128k": [_ATTENTION],
     "tt-405b-512-cp8-256k": [_ATTENTION],
-    "mb-8b-8-fp8": [_TE_FUSION + " (memory-bound kernels are 35% of "
+    "mb-8b-8-fp8": [_TE_FUSION + " (memory-bound kernels are 34% of "
                     "titan's compute)"],
     "nemo-8b-8-fp8": [_TE_FUSION],
     "mb-70b-64-fp8": [_TE_FUSION + "; Megatron overlaps TP communication "
@@ -182,12 +182,12 @@ FINDINGS = """\
    128 (Float8) and 87.5 ms on 512, of which the bandwidth term is about
    4.7 ms. With `inter_node_latency_seconds = 2.5e-6` (NCCL's weighting of
    6 us and 2 us for 16 nodes of 8: (15 x 6 + 112 x 2) / 127 us; a what-if,
-   not a fit) tt-8b-128-float8 predicts 8,884 (+6.0%) instead of 7,295,
-   tt-8b-128-compile 8,959. TorchTitan's 8B Float8 loses 2% from 8 to 128
+   not a fit) tt-8b-128-float8 predicts 8,936 (+6.6%) instead of 7,330,
+   tt-8b-128-compile 8,978. TorchTitan's 8B Float8 loses 2% from 8 to 128
    GPUs (8,532 -> 8,380); titan predicts -29%.
 2. **Async TP and Float8.** titan does not fuse Float8's scaled GEMMs with
    the TP collectives (the compiler warns), so the 70B async-TP row
-   predicts the same 794 tok/s/GPU as without; TorchTitan measured +5.7%.
+   predicts the same 795 tok/s/GPU as without; TorchTitan measured +5.7%.
    That compile also costs 40 s of CPU against 8 s without async TP.
 3. **405B pipeline memory.** The memory plans peak at 98-105 GiB per rank
    (more than the 96 GB device) where TorchTitan reserved 72.7-84.9 GiB:
@@ -196,7 +196,7 @@ FINDINGS = """\
    parameter of its 16 layers (`--emit=memory --target=cuda`); FSDP2
    without resharding under PP holds the unsharded parameters in bf16
    (mixed_precision_param), half of that.
-4. **Float8's casts are memory-bound kernels** (32-42% of titan's compute
+4. **Float8's casts are memory-bound kernels** (31-41% of titan's compute
    under Float8): Transformer Engine (Megatron rows) fuses them into its
    norm and GEMM kernels, torch.compile into their neighbours. This is
    titan's program, and the prediction of it is consistent; it is why
