@@ -45,10 +45,11 @@ def series(results, gpu, model, family, key):
         if not e or "prediction" not in e:
             continue
         p = e["prediction"]
+        over = bool(e.get("over_memory"))
         if key == "tps":
-            pts.append((n, p["tokens_per_second_per_device"]))
+            pts.append((n, p["tokens_per_second_per_device"], over))
         else:
-            pts.append((n, max(p.get("peak_bytes") or [0]) / GIB))
+            pts.append((n, max(p.get("peak_bytes") or [0]) / GIB, over))
     return pts
 
 
@@ -63,7 +64,8 @@ def draw(results, gpu):
       f'viewBox="0 0 {W} {H}" font-family="sans-serif" font-size="12">')
     a(f'<rect width="{W}" height="{H}" fill="white"/>')
     a(f'<text x="{W / 2}" y="22" text-anchor="middle" font-size="15">'
-      f'titan cost model: predicted weak scaling on {gpu} (seq 8192)</text>')
+      f'titan cost model: predicted weak scaling on {gpu} (seq 8192; '
+      'hollow: over memory)</text>')
 
     families = [f for f in FAMILIES if any(
         series(results, gpu, m, f[0], "tps") for m, _, _ in MODELS)]
@@ -131,12 +133,14 @@ def draw(results, gpu):
                 if not pts:
                     continue
                 path = " ".join(f"{xpos(org, n):.1f},{yf(v):.1f}"
-                                for n, v in pts)
+                                for n, v, _ in pts)
                 a(f'<polyline points="{path}" fill="none" stroke="{color}" '
                   f'stroke-width="2"{style}/>')
-                for n, v in pts:
+                for n, v, over in pts:
+                    # Hollow: the layout's memory plan does not fit.
+                    fill = "white" if over else color
                     a(f'<circle cx="{xpos(org, n):.1f}" cy="{yf(v):.1f}" '
-                      f'r="3" fill="{color}"/>')
+                      f'r="3" fill="{fill}" stroke="{color}"/>')
 
     # Legend.
     lx, ly = LEFT[0][0] + 10, LEFT[0][1] + PANEL_H + 55
@@ -146,7 +150,7 @@ def draw(results, gpu):
           'stroke-width="3"/>')
         a(f'<text x="{x + 30}" y="{ly + 4}">{label}</text>')
     for i, (family, dash) in enumerate(families):
-        x = lx + 460 + 140 * i
+        x = lx + 440 + 125 * i
         style = f' stroke-dasharray="{dash}"' if dash else ""
         a(f'<line x1="{x}" y1="{ly}" x2="{x + 24}" y2="{ly}" stroke="#444" '
           f'stroke-width="2"{style}/>')

@@ -327,8 +327,14 @@ What these numbers rest on:
   bf16 parameters). Their throughput is shown, marked "over memory"; the
   smallest size where the layout exists (64 GPUs) cannot hold the
   sharded state, so 405B's efficiency is relative to 128 GPUs.
-- 70B's efficiency is relative to 32 GPUs, the smallest size where a
-  layout fits; above 100% where a larger size fits a larger local batch.
+- Efficiency is relative to the smallest size where a plan fits; for 70B
+  (16 GPUs) and 405B (128) memory forces a small local batch there (70B
+  on 16: local batch 1 with 16 accumulation steps), so larger sizes exceed
+  100%; compare the tokens/s column from the first unconstrained size.
+- The planner stops predicting after 45 s (`--plan-max-seconds`); on this
+  shared 2-core machine some of its picks (8B on 8 and 128 GPUs) are
+  slower than a fixed layout it did not reach in time; "best" is the
+  fastest fitting plan of either.
 """
 
 
