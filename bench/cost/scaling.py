@@ -331,6 +331,8 @@ What these numbers rest on:
   (16 GPUs) and 405B (128) memory forces a small local batch there (70B
   on 16: local batch 1 with 16 accumulation steps), so larger sizes exceed
   100%; compare the tokens/s column from the first unconstrained size.
+- A plan family missing from a table was not run for it (on h100-96gb
+  the 70B fixed layouts, which compile slowly with async TP).
 - The planner stops predicting after 45 s (`--plan-max-seconds`); on this
   shared 2-core machine some of its picks (8B on 8 and 128 GPUs) are
   slower than a fixed layout it did not reach in time; "best" is the
