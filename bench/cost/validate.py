@@ -1,0 +1,358 @@
+#!/usr/bin/env python3
+"""Validates titan's cost model against the published training rows.
+
+For every row of bench/cost/rows.py it runs
+
+  titan-compile --job.config_file models/llama3/train_configs/llama3_<size>.toml
+      <the row's overrides> --world-size N --emit=cost --gpu <h100-96gb|h100>
+      --cost-format=json
+
+and writes bench/results/cost-model-validation.md: the published tokens/s
+per GPU beside the prediction, the error, the published memory beside the
+memory plan's peak, and for every row outside +-15% the evidence of why
+(what the prediction spends its step on, and how titan's program differs
+from the one measured). The raw predictions go to a JSON file
+(--save-json) from which --from-json re-renders the table without
+compiling (and the lit test checks the rendering on a fake one).
+
+Usage:
+  python3 bench/cost/validate.py [--rows REGEX] [--jobs N]
+  python3 bench/cost/validate.py --from-json bench/results/cost-model-validation.json
+"""
+
+import argparse
+import concurrent.futures
+import datetime
+import json
+import os
+import re
+import subprocess
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(HERE))
+sys.path.insert(0, HERE)
+import rows as rowdefs  # noqa: E402
+
+GIB = 1024.0 ** 3
+BAND = 15.0  # the issue's goal: within +-15% on throughput
+H100_BF16_PEAK = 989e12  # SXM dense bf16: TorchTitan's MFU denominator
+
+# Row-specific evidence, written after reading each row's prediction (per
+# part and per unit: see the JSON); shown for rows outside the band.
+_COMPILED_8B = (
+    "TorchTitan's own compiled 8B reached 33-39% MFU (its text; against the "
+    "SXM peak, which the 500 W part does not reach); titan predicts 53% for "
+    "its program: GEMMs at 660 TFLOP/s on h100-96gb are 71% of compute, and "
+    "titan's program has no f32 loss over the logits (2 x 7.8 GiB of f32 "
+    "traffic in TorchTitan's, bench/results/memory-llama3-8b.md) and fuses "
+    "the elementwise work. Same gap with Float8 (+21%): the description's "
+    "GEMM rate or the 500 W clocks are the suspects, not tuned here")
+_ATTENTION = (
+    "attention is most of the step; titan predicts its fused attention at "
+    "503/378 TFLOP/s (forward/backward, h100-96gb), TorchTitan's 2024-12 "
+    "context parallel ran SDPA's flash kernels per ring chunk and merged "
+    "the partial results in eager ops: its MFU falls from 38% at 32K to 25% "
+    "at 256K while titan's stays at 57-59%")
+_TE_FUSION = (
+    "titan's Float8 program casts (amax, scale, cast, transpose) in separate "
+    "memory-bound kernels; Transformer Engine fuses them into its norm and "
+    "GEMM kernels")
+WHY = {
+    "tt-8b-8-eager": [_COMPILED_8B],
+    "tt-8b-8-compile": [_COMPILED_8B],
+    "tt-8b-128-eager": [_COMPILED_8B],
+    "tt-8b-128-compile": [_COMPILED_8B],
+    "tt-8b-8-float8": [_COMPILED_8B],
+    "tt-8b-8-cp1-32k": [_ATTENTION],
+    "tt-8b-8-cp2-64k": [_ATTENTION],
+    "tt-8b-8-cp4-128k": [_ATTENTION],
+    "tt-8b-8-cp8-256k": [_ATTENTION],
+    "tt-405b-512-cp1-32k": ["at the band's edge; 1F1B with 8 microbatches "
+                            "of 1 on 8 stages: the simulated bubble is 47% "
+                            "in both programs"],
+    "tt-405b-512-cp2-64k": [_ATTENTION],
+    "tt-405b-512-cp4-128k": [_ATTENTION],
+    "tt-405b-512-cp8-256k": [_ATTENTION],
+    "mb-8b-8-fp8": [_TE_FUSION + " (memory-bound kernels are 34% of "
+                    "titan's compute)"],
+    "nemo-8b-8-fp8": [_TE_FUSION],
+    "mb-70b-64-fp8": [_TE_FUSION + "; Megatron overlaps TP communication "
+                      "with the GEMMs (TE userbuffers), titan's async TP "
+                      "does not fuse Float8 GEMMs (the compiler warns), so "
+                      "tp is exposed"],
+    "mb-405b-1024-fp8": [_TE_FUSION + "; tp exposed as in the 70B row"],
+    "nemo-405b-576-bf16": ["Megatron overlaps TP communication with the "
+                           "GEMMs; titan's tp exposure is 10% of the step"],
+}
+
+
+def command(binary, row):
+    cmd = [binary, "--job.config_file",
+           os.path.join(ROOT, "models", "llama3", "train_configs",
+                        f"llama3_{row['model']}.toml")]
+    for key, value in row["overrides"].items():
+        cmd.append(f"--{key}={value}")
+    cmd += ["--world-size", str(row["gpus"]), "--emit=cost", "--gpu",
+            row["gpu"], "--cost-format=json"]
+    return cmd
+
+
+def predict(binary, row, timeout):
+    """The row's prediction (the JSON object) or {"error": message}."""
+    start = time.monotonic()
+    try:
+        p = subprocess.run(command(binary, row), stdout=subprocess.PIPE,
+                           stderr=subprocess.PIPE, text=True,
+                           timeout=timeout)
+    except subprocess.TimeoutExpired:
+        return {"error": f"titan-compile ran past {timeout} s"}
+    seconds = time.monotonic() - start
+    if p.returncode != 0:
+        # The compiler's errors, not its warnings.
+        lines = [l.strip() for l in p.stderr.splitlines() if l.strip()]
+        errors = [l for l in lines if "error" in l] or lines
+        msg = " ".join(errors[:3]) if errors else f"exit {p.returncode}"
+        return {"error": msg, "compile_seconds": round(seconds, 1)}
+    try:
+        result = json.loads(p.stdout)
+    except json.JSONDecodeError as e:
+        return {"error": f"unreadable --cost-format=json output: {e}"}
+    result["compile_seconds"] = round(seconds, 1)
+    return result
+
+
+def published_mfu(row):
+    seq = int(row["overrides"]["training.seq_len"])
+    return (row["published_tps"] * rowdefs.flops_per_token(row["model"], seq)
+            / H100_BF16_PEAK)
+
+
+def evidence(row, p):
+    """What the predicted step is spent on: exposed communication by axes,
+    the pipeline bubble, the compute units of one microbatch."""
+    step = p["step_seconds"]
+    out = []
+    exposed = p.get("exposed_comm_seconds", {})
+    total = sum(exposed.values())
+    if total > 0.02 * step:
+        top = sorted(exposed.items(), key=lambda kv: -kv[1])[:2]
+        out.append("exposed comm {:.0f}% of step ({})".format(
+            100 * total / step,
+            ", ".join(f"{k} {100 * v / step:.0f}%" for k, v in top)))
+    if p.get("bubble", 0) > 0.02:
+        out.append(f"bubble {100 * p['bubble']:.0f}%")
+    units = p.get("units", {})
+    useconds = sum(u.get("seconds", 0) for u in units.values())
+    if useconds > 0:
+        shares = sorted(((k, u.get("seconds", 0) / useconds)
+                         for k, u in units.items()), key=lambda kv: -kv[1])
+        out.append("compute: " + ", ".join(
+            f"{k} {100 * s:.0f}%" for k, s in shares if s >= 0.05))
+    out.append("MFU pred {:.0f}% vs pub {:.0f}%".format(
+        100 * p.get("mfu", 0), 100 * published_mfu(row)))
+    return "; ".join(out)
+
+
+def config_reason(row):
+    """How the measured program differs from titan's by construction."""
+    o = row["overrides"]
+    why = []
+    if o.get("compile.enable") == "false":
+        why.append("TorchTitan ran eager PyTorch; titan predicts its own "
+                   "fused program (eager is slower by construction)")
+    if row["assumed"]:
+        why.append("assumed: " + row["assumed"])
+    return why
+
+
+# Systematic misses that point at the model, with the evidence (measured
+# with this script's commands and the text report, --cost-format=text).
+FINDINGS = """\
+## What the misses point at
+
+1. **Cross-node ring latency (CollectiveCost.cpp).** A ring that crosses
+   nodes is charged the inter-node latency (6 us) on each of its n-1 steps.
+   NCCL's own model (src/graph/tuning.cc, ncclTopoTuneModel: `nInterSteps
+   = allreduce ? 2*(nNodes-1) : nNodes-1`, latency `(nsteps-nInterSteps) *
+   intraLat + nInterSteps * interLat`, intraLat raised to the network's
+   per-step post overhead) charges it on the network steps only. FSDP over many nodes becomes latency-bound: the
+   8B's dp_shard communication per layer is 4.5 ms on 8 GPUs, 29.6 ms on
+   128 (Float8) and 87.5 ms on 512, of which the bandwidth term is about
+   4.7 ms. With `inter_node_latency_seconds = 2.5e-6` (NCCL's weighting of
+   6 us and 2 us for 16 nodes of 8: (15 x 6 + 112 x 2) / 127 us; a what-if,
+   not a fit) tt-8b-128-float8 predicts 8,936 (+6.6%) instead of 7,330,
+   tt-8b-128-compile 8,978. TorchTitan's 8B Float8 loses 2% from 8 to 128
+   GPUs (8,532 -> 8,380); titan predicts -29%.
+2. **Async TP and Float8.** titan does not fuse Float8's scaled GEMMs with
+   the TP collectives (the compiler warns), so the 70B async-TP row
+   predicts the same 795 tok/s/GPU as without; TorchTitan measured +5.7%.
+   That compile also costs 40 s of CPU against 8 s without async TP.
+3. **405B pipeline memory.** The memory plans peak at 98-105 GiB per rank
+   (more than the 96 GB device) where TorchTitan reserved 72.7-84.9 GiB:
+   a pipeline rank keeps its two stages' gathered parameters (23.75 GiB)
+   and unsharded gradients (23.75 GiB) for the whole step, 4 bytes per
+   parameter of its 16 layers (`--emit=memory --target=cuda`); FSDP2
+   without resharding under PP holds the unsharded parameters in bf16
+   (mixed_precision_param), half of that.
+4. **Float8's casts are memory-bound kernels** (31-41% of titan's compute
+   under Float8): Transformer Engine (Megatron rows) fuses them into its
+   norm and GEMM kernels, torch.compile into their neighbours. This is
+   titan's program, and the prediction of it is consistent; it is why
+   every Float8 row gains less in titan than in the measured systems.
+"""
+
+
+def fmt_int(x):
+    return f"{x:,.0f}"
+
+
+def render(results, rows, out, generated):
+    lines = []
+    w = lines.append
+    w("# Cost model validation: published Llama 3.1 training rows")
+    w("")
+    w(f"Generated {generated} on the build machine (no GPU: every number "
+      "on the predicted side is titan's cost model over the compiled "
+      "per-rank programs) by")
+    w("")
+    w("```")
+    w("python3 bench/cost/validate.py --jobs 2   # compiles every row")
+    w("python3 bench/cost/validate.py --from-json "
+      "bench/results/cost-model-validation.json   # re-renders")
+    w("```")
+    w("")
+    w("Rows, their configurations and sources: `bench/cost/rows.py`. "
+      "TorchTitan's rows are predicted on `--gpu h100-96gb` (its "
+      "benchmark machines: 96 GB HBM2e, 500 W), Megatron/NeMo rows on "
+      "`--gpu h100` (DGX-H100). The hardware descriptions were not fitted "
+      "to these rows. Error = (predicted - published) / published. Memory: "
+      "published is TorchTitan's max *reserved* over all GPUs; predicted "
+      "is the largest memory plan (arena) over the pipeline ranks. MFU: "
+      "TorchTitan's count (6 N + 12 L H Q T per token) against 989 TFLOP/s "
+      "for both sides (TorchTitan quotes it that way even with Float8).")
+    w("")
+    w("| row | GPUs | configuration | source | published tok/s/GPU | "
+      "predicted | error | published GiB | predicted peak GiB | why "
+      "(rows outside ±15%) |")
+    w("|---|---:|---|---|---:|---:|---:|---:|---:|---|")
+    errors = {"tt": [], "other": []}
+    failed = []
+    for row in rows:
+        p = results.get(row["id"], {"error": "not run"})
+        pub_mem = ("" if row["published_mem_gib"] is None
+                   else f"{row['published_mem_gib']:.1f}")
+        model = row["model"].upper()
+        prefix = (f"| {row['id']} | {row['gpus']} | {model}: {row['config']}"
+                  f" | {row['source']} | {fmt_int(row['published_tps'])} |")
+        if "error" in p:
+            failed.append(row["id"])
+            w(f"{prefix} — | — | {pub_mem} | — | does not compile: "
+              f"`{p['error'][:300]}` |")
+            continue
+        tps = p["tokens_per_second_per_device"]
+        err = 100.0 * (tps - row["published_tps"]) / row["published_tps"]
+        errors["tt" if row["id"].startswith("tt-") else "other"].append(err)
+        peak = max(p.get("peak_bytes", [0]) or [0]) / GIB
+        why = ""
+        if abs(err) > BAND:
+            why = "; ".join([evidence(row, p)] + config_reason(row)
+                            + WHY.get(row["id"], []))
+        elif row["assumed"]:
+            why = "(in band; assumed: " + row["assumed"] + ")"
+        w(f"{prefix} {fmt_int(tps)} | {err:+.1f}% | {pub_mem} | "
+          f"{peak:.1f} | {why} |")
+    w("")
+    w("## Summary")
+    w("")
+    for name, key in (("TorchTitan rows", "tt"),
+                      ("Megatron-Bridge / NeMo rows", "other")):
+        e = errors[key]
+        if not e:
+            w(f"- {name}: no predictions.")
+            continue
+        inside = sum(1 for x in e if abs(x) <= BAND)
+        mae = sum(abs(x) for x in e) / len(e)
+        w(f"- {name}: {inside} of {len(e)} predicted rows within ±{BAND:.0f}%"
+          f", mean absolute error {mae:.1f}%, mean signed error "
+          f"{sum(e) / len(e):+.1f}%.")
+    if failed:
+        w(f"- Rows titan does not compile: {len(failed)} "
+          f"({', '.join(failed)}); the compiler's error is the row's result.")
+    w("")
+    if len(rows) > 3:
+        w(FINDINGS)
+    text = "\n".join(lines) + "\n"
+    if out == "-":
+        sys.stdout.write(text)
+    else:
+        with open(out, "w") as f:
+            f.write(text)
+    return errors, failed
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--titan-compile",
+                    default=os.path.join(ROOT, "build", "bin",
+                                         "titan-compile"))
+    ap.add_argument("--rows", default="", help="only rows whose id matches")
+    ap.add_argument("--jobs", type=int, default=1)
+    ap.add_argument("--timeout", type=int, default=900,
+                    help="seconds per titan-compile")
+    ap.add_argument("--from-json", help="render these saved predictions "
+                    "instead of compiling")
+    ap.add_argument("--save-json", default=os.path.join(
+        ROOT, "bench", "results", "cost-model-validation.json"))
+    ap.add_argument("--out", default=os.path.join(
+        ROOT, "bench", "results", "cost-model-validation.md"))
+    ap.add_argument("--date", help="the date written in the header")
+    ap.add_argument("--list", action="store_true",
+                    help="print each row's titan-compile command and exit")
+    args = ap.parse_args()
+
+    selected = [r for r in rowdefs.ROWS if re.search(args.rows, r["id"])]
+    if not selected:
+        sys.exit(f"validate.py: no row matches --rows '{args.rows}'")
+    if args.list:
+        for r in selected:
+            print(" ".join(command(args.titan_compile, r)))
+        return
+
+    if args.from_json:
+        with open(args.from_json) as f:
+            results = json.load(f)
+    else:
+        if not os.access(args.titan_compile, os.X_OK):
+            sys.exit(f"validate.py: no titan-compile at {args.titan_compile}"
+                     " (build it, or pass --titan-compile)")
+        results = {}
+        with concurrent.futures.ThreadPoolExecutor(args.jobs) as pool:
+            futures = {pool.submit(predict, args.titan_compile, r,
+                                   args.timeout): r for r in selected}
+            for fut in concurrent.futures.as_completed(futures):
+                r = futures[fut]
+                results[r["id"]] = fut.result()
+                p = results[r["id"]]
+                status = (p["error"][:120] if "error" in p else
+                          f"{p['tokens_per_second_per_device']:.0f} tok/s/GPU")
+                print(f"{r['id']}: {status} "
+                      f"({p.get('compile_seconds', '?')} s)", file=sys.stderr)
+        if args.save_json:
+            old = {}
+            if os.path.exists(args.save_json) and args.rows:
+                with open(args.save_json) as f:
+                    old = json.load(f)
+            old.update(results)
+            results = old
+            with open(args.save_json, "w") as f:
+                json.dump(results, f, indent=1, sort_keys=True)
+                f.write("\n")
+    generated = args.date or datetime.date.today().isoformat()
+    rows = [r for r in selected if r["id"] in results]
+    render(results, rows, args.out, generated)
+
+
+if __name__ == "__main__":
+    main()
