@@ -5,8 +5,9 @@
 // bandwidth is B takes S (n-1)/n / B for all_gather and reduce_scatter
 // (S the gathered or scattered whole), 2 S (n-1)/n / B for all_reduce,
 // S / B for broadcast and send/recv; that is the ring's bandwidth term,
-// each of its (n-1) steps moving S/n. Each step also pays one latency of
-// the slowest link it crosses. A group that spans nodes runs as fast as its
+// each of its (n-1) steps moving S/n. Its latency is NCCL's tuning model's
+// (src/graph/tuning.cc): the steps that cross the network (nNodes - 1 of an
+// all_gather's) pay the network's latency, the others the intra-node one. A group that spans nodes runs as fast as its
 // busiest link: inside a node NVLink's bus bandwidth, between nodes each
 // node's k ranks of the group drive k NICs (NCCL's rings over all of a
 // node's NICs), so the ring's bandwidth is min(NVLink bus, k x NIC).
@@ -116,25 +117,36 @@ CollectiveEstimate titan::cost::collectiveSeconds(CollectiveKind kind,
   if (group.size <= 1 || bytes <= 0)
     return {0, kind == CollectiveKind::SendRecv ? "p2p" : "ring"};
   bool crossesNodes = group.nodes > 1;
-  // The ring's bus bandwidth and the latency of its slowest step.
+  // The ring's bus bandwidth: NVLink's inside a node; across nodes each
+  // node's k ranks of the group drive k NICs.
   double busBandwidth = hw.intraNodeBusBytesPerSecond;
-  double stepLatency = hw.intraNodeLatencySeconds;
-  if (crossesNodes) {
+  if (crossesNodes)
     busBandwidth = std::min(busBandwidth,
                             double(group.perNode) * hw.interNodeBytesPerSecond);
-    stepLatency = hw.interNodeLatencySeconds;
-  }
+  // A ring's latency, as NCCL's tuning model charges it
+  // (src/graph/tuning.cc, ncclTopoTuneModel): of its `steps`, the
+  // `interSteps` that cross the network pay the network's latency (nNodes -
+  // 1 for all_gather and reduce_scatter, 2 (nNodes - 1) for all_reduce),
+  // the rest the intra-node one.
+  double nodes = double(group.nodes);
+  auto ringLatency = [&](double steps, double interSteps) {
+    return (steps - interSteps) * hw.intraNodeLatencySeconds +
+           interSteps * hw.interNodeLatencySeconds;
+  };
   switch (kind) {
   case CollectiveKind::AllGather:
   case CollectiveKind::ReduceScatter:
     // n-1 steps of S/n each.
-    return {(n - 1) * (bytes / n / busBandwidth + stepLatency), "ring"};
+    return {(n - 1) / n * bytes / busBandwidth +
+                ringLatency(n - 1, nodes - 1),
+            "ring"};
   case CollectiveKind::AllReduce: {
     // Reduce-scatter then all-gather: 2(n-1) steps of S/n.
-    double ring = 2 * (n - 1) * (bytes / n / busBandwidth + stepLatency);
+    double ring = 2 * (n - 1) / n * bytes / busBandwidth +
+                  ringLatency(2 * (n - 1), 2 * (nodes - 1));
     if (!crossesNodes)
       return {ring, "ring"};
-    double depth = std::ceil(std::log2(double(group.nodes)));
+    double depth = std::ceil(std::log2(nodes));
     double tree =
         2 * (n - 1) / n * bytes / (kTreeBandwidthFactor * busBandwidth) +
         2 * depth * hw.interNodeLatencySeconds +
@@ -144,19 +156,24 @@ CollectiveEstimate titan::cost::collectiveSeconds(CollectiveKind kind,
     return {ring, "ring"};
   }
   case CollectiveKind::AllToAll:
-    // Each rank sends (n-1)/n of its buffer, one message per peer.
-    return {(n - 1) / n * bytes / busBandwidth + (n - 1) * stepLatency, "ring"};
+    // Each rank sends (n-1)/n of its buffer, one message per peer: n-1
+    // messages, those to other nodes over the network.
+    return {(n - 1) / n * bytes / busBandwidth +
+                ringLatency(n - 1, n - double(group.perNode)),
+            "ring"};
   case CollectiveKind::Broadcast:
     // A pipelined ring: the whole buffer once over the bus, plus the
-    // pipeline's fill of n-1 hops.
-    return {bytes / busBandwidth + (n - 1) * stepLatency, "ring"};
+    // pipeline's fill of n-1 hops, nNodes - 1 of them between nodes.
+    return {bytes / busBandwidth + ringLatency(n - 1, nodes - 1), "ring"};
   case CollectiveKind::SendRecv: {
     // One message between adjacent ranks of the group: over the network
     // when the group spans nodes (its stride reaches past a node: the
     // slowest pair bounds a pipeline), else over NVLink.
     double link = crossesNodes ? hw.interNodeBytesPerSecond
                                : hw.intraNodeBusBytesPerSecond;
-    return {bytes / link + stepLatency, "p2p"};
+    return {bytes / link + (crossesNodes ? hw.interNodeLatencySeconds
+                                         : hw.intraNodeLatencySeconds),
+            "p2p"};
   }
   }
   return {0, "ring"};

@@ -102,11 +102,20 @@ TEST(CostCollective, RingFormulas) {
   EXPECT_NEAR(
       collectiveSeconds(CollectiveKind::AllGather, 40e6, {4, 4, 1}, hw).seconds,
       3015e-6, 1e-12);
-  // 16 ranks, 8 on each of 2 nodes: min(100, 8 x 10) = 80 GB/s; 15 x
-  // (16 MB / 16 / 80 GB/s + 5 us) = 15 x 17.5 us = 262.5 us.
+  // 16 ranks, 8 on each of 2 nodes: min(100, 8 x 10) = 80 GB/s; 15 steps
+  // of 16 MB / 16 / 80 GB/s = 12.5 us; of the 15, nNodes - 1 = 1 crosses
+  // the network (5 us), 14 stay inside a node (1 us), as NCCL's tuning
+  // model charges a ring: 187.5 + 5 + 14 = 206.5 us.
   EXPECT_NEAR(collectiveSeconds(CollectiveKind::AllGather, 16e6, {16, 2, 8}, hw)
                   .seconds,
-              262.5e-6, 1e-12);
+              206.5e-6, 1e-12);
+  // all_reduce over the same group: 2 x 15 steps, 2 x (2 - 1) of them
+  // across: 375 + 10 + 28 = 413 us (the tree, 2 x 187.5 / 0.9 + 2 x 1 x 5 +
+  // 2 x 7 x 1 = 440.7 us, is slower).
+  CollectiveEstimate across =
+      collectiveSeconds(CollectiveKind::AllReduce, 16e6, {16, 2, 8}, hw);
+  EXPECT_NEAR(across.seconds, 413e-6, 1e-12);
+  EXPECT_EQ(across.algorithm, "ring");
   // send/recv across nodes: 1 MB / 10 GB/s + 5 us = 105 us; inside a
   // node 1 MB / 100 GB/s + 1 us = 11 us.
   CollectiveEstimate p2p =
