@@ -7,10 +7,11 @@
 // S / B for broadcast and send/recv; that is the ring's bandwidth term,
 // each of its (n-1) steps moving S/n. Its latency is NCCL's tuning model's
 // (src/graph/tuning.cc): the steps that cross the network (nNodes - 1 of an
-// all_gather's) pay the network's latency, the others the intra-node one. A group that spans nodes runs as fast as its
-// busiest link: inside a node NVLink's bus bandwidth, between nodes each
-// node's k ranks of the group drive k NICs (NCCL's rings over all of a
-// node's NICs), so the ring's bandwidth is min(NVLink bus, k x NIC).
+// all_gather's) pay the network's latency, the others the intra-node one. A
+// group that spans nodes runs as fast as its busiest link: inside a node
+// NVLink's bus bandwidth, between nodes each node's k ranks of the group drive
+// k NICs (NCCL's rings over all of a node's NICs), so the ring's bandwidth is
+// min(NVLink bus, k x NIC).
 //
 // NCCL's tree (all_reduce across nodes only) has the ring's bandwidth term
 // at a lower efficiency (NCCL's tuning, src/graph/tuning.cc, models the
@@ -137,8 +138,7 @@ CollectiveEstimate titan::cost::collectiveSeconds(CollectiveKind kind,
   case CollectiveKind::AllGather:
   case CollectiveKind::ReduceScatter:
     // n-1 steps of S/n each.
-    return {(n - 1) / n * bytes / busBandwidth +
-                ringLatency(n - 1, nodes - 1),
+    return {(n - 1) / n * bytes / busBandwidth + ringLatency(n - 1, nodes - 1),
             "ring"};
   case CollectiveKind::AllReduce: {
     // Reduce-scatter then all-gather: 2(n-1) steps of S/n.

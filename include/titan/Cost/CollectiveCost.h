@@ -1,4 +1,4 @@
-//===- CollectiveCost.h - NCCL's collective algorithms on a mesh -*- C++ -*-===//
+//===- CollectiveCost.h - NCCL collectives on a mesh ------------*- C++ -*-===//
 //
 // A collective's time from its bytes, its group and where the group's ranks
 // sit: ranks are numbered in TorchTitan's mesh order (pp, dp_replicate,

@@ -59,7 +59,9 @@ struct Hardware {
   bool ranksShareCompute = false;
 
   /// The peak rate MFU is quoted against for `bf16` (or f32) training.
-  double peakFlops(bool bf16) const { return bf16 ? peakFlopsBF16 : peakFlopsF32; }
+  double peakFlops(bool bf16) const {
+    return bf16 ? peakFlopsBF16 : peakFlopsF32;
+  }
 };
 
 /// The descriptions titan ships, in a fixed order.

@@ -1,5 +1,4 @@
-//===- KernelCost.h - what a kernel call does and how long it takes -*- C++
-//-*-===//
+//===- KernelCost.h - a kernel call's work and time -------------*- C++ -*-===//
 //
 // The work of one kernel.call (its FLOPs and the bytes it moves, from its
 // buffer types and parameters: the call's catalog contract) and its time

@@ -1,4 +1,4 @@
-//===- StepCost.h - the predicted time of a compiled step --------*- C++ -*-===//
+//===- StepCost.h - the predicted time of a compiled step -------*- C++ -*-===//
 //
 // A walk over one step function of a rank's scheduled, memory-planned
 // kernel IR (after kernel-schedule-collectives): compute calls run one
