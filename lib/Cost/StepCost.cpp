@@ -164,9 +164,12 @@ private:
     double comm = collectiveSeconds(*kind, bytes, group, hw).seconds;
     double step = group.size > 1 ? comm / double(group.size - 1) : 0;
     double total = std::max(seconds, comm) + step;
-    compute(call, work, total);
-    std::string axes = axesName(*mask);
+    // The GEMMs are compute; the rest of the call is its ring's exposed
+    // time (counted once, as a wait's).
+    compute(call, work, seconds);
     double exposed = total - seconds;
+    t += exposed;
+    std::string axes = axesName(*mask);
     cost.commSeconds[axes] += comm;
     cost.exposedCommSeconds[axes] += exposed;
     PartCost &p = part(call);

@@ -131,7 +131,9 @@ std::vector<Candidate> plan::enumerate(const LlamaArgs &model,
     if (pp > model.nLayers)
       continue;
     for (int64_t tp : divisors(n / pp)) {
-      if (tp > maxTP)
+      // A tp group that does not divide a node would straddle two for
+      // some ranks (the cost model places rank 0's group only).
+      if (tp > maxTP || request.hardware.devicesPerNode % tp != 0)
         continue;
       for (int64_t cp : divisors(n / (pp * tp))) {
         if (cp > 8)
@@ -258,11 +260,14 @@ double plan::throughputUpperBound(const LlamaArgs &model,
                 hw.gemmEfficiency});
   double perToken = linear / (linearPeak * hw.gemmEfficiency) +
                     attention / (peak * attentionEff);
-  if (hw.ranksShareCompute)
-    perToken *=
-        double(std::min<int64_t>(hw.devicesPerNode, c.mesh.worldSize()));
+  int64_t sharing = hw.ranksShareCompute ? std::min<int64_t>(hw.devicesPerNode,
+                                                             c.mesh.worldSize())
+                                         : 1;
+  perToken *= double(sharing);
+  // Ranks sharing a node's cores hand the bubble to each other, and
+  // predictJob does not charge it then (Predict.cpp): nor may the bound.
   double bubble = 0;
-  if (c.mesh.pp > 1) {
+  if (c.mesh.pp > 1 && sharing == 1) {
     int64_t v = c.schedule == "1F1B" ? 1 : 2;
     int64_t m = c.localBatch / c.microbatchSize;
     bubble = textbookBubble(c.schedule, c.mesh.pp, v, m).value_or(0.0);

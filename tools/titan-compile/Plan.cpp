@@ -36,7 +36,7 @@ struct Depth {
   int64_t k1 = 0, k2 = 0, layers1 = 0, layers2 = 0;
 };
 
-/// The reduced depths of `c`: without pp, 2 and 3 blocks (the first and
+/// The reduced depths of `c`: without pp, 3 and 4 blocks (the first and
 /// the last block differ from the middle ones in what they prefetch and
 /// wait for, so the difference of the two is a middle block); under pp,
 /// every stage with the same number of blocks as the real plan's (less the
@@ -214,7 +214,11 @@ std::vector<Reference> references(const LlamaArgs &model,
     t.float8 = fp8;
     t.ac = "op";
   } else if (size <= 100 || n < tp * 2) {
-    tree.name = "decision tree (10-100B): FSDP + TP + async TP + selective AC";
+    // Above 100B with too few devices for a pipeline: the 2D branch.
+    tree.name = size <= 100 ? "decision tree (10-100B): FSDP + TP + async TP "
+                              "+ selective AC"
+                            : "decision tree (> 100B, too few devices for "
+                              "3D): FSDP + TP + async TP + selective AC";
     t.mesh.tp = tp;
     t.mesh.dpShard = n / tp;
     t.asyncTP = tp > 1;

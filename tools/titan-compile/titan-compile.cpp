@@ -899,7 +899,32 @@ int planAuto(const LlamaArgs &model, TrainConfig &config,
   opts.maxWork = planBudget;
   if (memoryPerGpu.getNumOccurrences() && !(memoryPerGpu > 0))
     return reportError("--memory-per-gpu must be positive (GiB)");
-  llvm::raw_ostream &os = output ? output->os() : llvm::outs();
+  // The enumeration walks the divisors of the device count and the global
+  // batch: bound them so a typo errors instead of spinning.
+  constexpr int64_t kMaxPlanDevices = int64_t(1) << 20;
+  if (planGpus > kMaxPlanDevices)
+    return reportError(llvm::formatv("--gpus {0}: at most {1} devices",
+                                     planGpus.getValue(), kMaxPlanDevices)
+                           .str());
+  if (config.training.globalBatchSize > kMaxPlanDevices * 1024)
+    return reportError(
+        llvm::formatv("--plan auto: training.global_batch_size {0} is over "
+                      "the planner's limit {1}",
+                      config.training.globalBatchSize, kMaxPlanDevices * 1024)
+            .str());
+  if (planTop < 1)
+    return reportError("--plan-top must be at least 1");
+  if (planBudget < 0)
+    return reportError("--plan-budget must be 0 (no limit) or positive");
+  // The table is the output only when it is what was asked for (--emit=cost
+  // prints the prediction after it, --plan-format=json the plans); before a
+  // program (--emit=kernel, ...) or an executable it goes to stderr, so the
+  // output stays what --emit says.
+  bool tableIsOutput =
+      emitStage == EmitStage::Cost || planFormat == PlanFormat::JSON;
+  llvm::raw_ostream &os = !tableIsOutput ? llvm::errs()
+                          : output       ? output->os()
+                                         : llvm::outs();
   llvm::Expected<std::optional<TrainConfig>> best =
       runPlanAuto(model, config, hw->first, hw->second, opts, os);
   if (!best)

@@ -59,8 +59,10 @@ struct Hardware {
   bool ranksShareCompute = false;
 
   /// The peak rate MFU is quoted against for `bf16` (or f32) training.
+  /// (A device without a bf16 rate runs bf16 GEMMs at its f32 one, as
+  /// kernelSeconds does.)
   double peakFlops(bool bf16) const {
-    return bf16 ? peakFlopsBF16 : peakFlopsF32;
+    return bf16 && peakFlopsBF16 > 0 ? peakFlopsBF16 : peakFlopsF32;
   }
 };
 
