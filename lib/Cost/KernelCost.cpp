@@ -25,16 +25,6 @@ using catalog::KernelId;
 
 namespace {
 
-/// Bytes of a memref buffer (float8 and i8 elements are 1 byte).
-double bufferBytes(Value v) {
-  auto type = dyn_cast<MemRefType>(v.getType());
-  if (!type || !type.hasStaticShape())
-    return 0;
-  Type element = type.getElementType();
-  unsigned bits = element.isIntOrFloat() ? element.getIntOrFloatBitWidth() : 64;
-  return double(type.getNumElements()) * double((bits + 7) / 8);
-}
-
 double numElements(Value v) {
   auto type = dyn_cast<MemRefType>(v.getType());
   return type && type.hasStaticShape() ? double(type.getNumElements()) : 0;
@@ -240,4 +230,13 @@ double titan::cost::kernelSeconds(const KernelWork &work, const Hardware &hw,
     break;
   }
   return seconds + hw.kernelOverheadSeconds;
+}
+
+double titan::cost::bufferBytes(Value v) {
+  auto type = dyn_cast<MemRefType>(v.getType());
+  if (!type || !type.hasStaticShape())
+    return 0;
+  Type element = type.getElementType();
+  unsigned bits = element.isIntOrFloat() ? element.getIntOrFloatBitWidth() : 64;
+  return double(type.getNumElements()) * double((bits + 7) / 8);
 }

@@ -72,16 +72,6 @@ std::string partOf(Operation *op) {
   return "other";
 }
 
-/// Bytes of a memref buffer.
-double bufferBytes(Value v) {
-  auto type = dyn_cast<MemRefType>(v.getType());
-  if (!type || !type.hasStaticShape())
-    return 0;
-  Type element = type.getElementType();
-  unsigned bits = element.isIntOrFloat() ? element.getIntOrFloatBitWidth() : 64;
-  return double(type.getNumElements()) * double((bits + 7) / 8);
-}
-
 int64_t streamIndex(Value stream) {
   if (auto op = stream.getDefiningOp<kernel::StreamOp>())
     return int64_t(op.getIndex());

@@ -38,6 +38,10 @@ struct KernelWork {
 /// gradients) as attention, the rest memory-bound.
 KernelWork kernelWork(kernel::CallOp call);
 
+/// The bytes of memref buffer `v` (a float8 or i8 element is 1 byte; 0 for
+/// a dynamic shape).
+double bufferBytes(mlir::Value v);
+
 /// Seconds `work` takes on one device of `hw` when `ranksSharing` ranks
 /// share its compute (hw.ranksShareCompute; 1 for GPUs).
 double kernelSeconds(const KernelWork &work, const Hardware &hw,
