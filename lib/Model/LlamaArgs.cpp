@@ -62,10 +62,15 @@ std::vector<ParamSpec> titan::llamaParameters(const LlamaArgs &a) {
   return params;
 }
 
-double titan::trainingFlopsPerToken(const LlamaArgs &a, int64_t seqLen) {
+int64_t titan::llamaParameterCount(const LlamaArgs &a) {
   int64_t total = 0;
   for (const ParamSpec &p : llamaParameters(a))
     total += p.numel();
+  return total;
+}
+
+double titan::trainingFlopsPerToken(const LlamaArgs &a, int64_t seqLen) {
+  int64_t total = llamaParameterCount(a);
   int64_t nonEmbedding =
       a.tieWordEmbeddings ? total : total - a.vocabSize * a.dim;
   return 6.0 * double(nonEmbedding) +

@@ -188,6 +188,14 @@ std::vector<Candidate> plan::enumerate(const LlamaArgs &model,
   return out;
 }
 
+/// The key of `c`'s pipeline schedule among RuleChecker's caches: the
+/// degree, the schedule and the microbatches.
+static std::string scheduleKey(const Candidate &c) {
+  return llvm::formatv("{0}|{1}|{2}", c.mesh.pp, c.schedule,
+                       c.localBatch / c.microbatchSize)
+      .str();
+}
+
 /// The model's parameters (the last model's, cached: the search asks for
 /// every candidate).
 static int64_t paramCount(const LlamaArgs &model) {
@@ -195,9 +203,7 @@ static int64_t paramCount(const LlamaArgs &model) {
   static thread_local int64_t count = -1;
   if (count >= 0 && !firstArchitectureDifference(last, model))
     return count;
-  count = 0;
-  for (const ParamSpec &p : llamaParameters(model))
-    count += p.numel();
+  count = llamaParameterCount(model);
   last = model;
   return count;
 }
@@ -317,9 +323,7 @@ struct RuleChecker {
   double liveBlocks(const Candidate &c) {
     if (c.mesh.pp == 1)
       return double(model.nLayers);
-    return live[llvm::formatv("{0}|{1}|{2}", c.mesh.pp, c.schedule,
-                              c.localBatch / c.microbatchSize)
-                    .str()];
+    return live[scheduleKey(c)];
   }
 
   Rejection check(const Candidate &c) {
@@ -361,8 +365,7 @@ struct RuleChecker {
       if (stageIt->second)
         return stageIt->second;
       int64_t m = c.localBatch / c.microbatchSize;
-      std::string scheduleKey = stageKey + "|" + std::to_string(m);
-      auto [schedIt, newSched] = schedules.try_emplace(scheduleKey);
+      auto [schedIt, newSched] = schedules.try_emplace(scheduleKey(c));
       if (newSched) {
         llvm::Expected<PipelineSchedule> s =
             buildSchedule(c.schedule, plans[stageKey], m);
@@ -370,7 +373,7 @@ struct RuleChecker {
           schedIt->second = std::make_pair(std::string("buildSchedule"),
                                            llvm::toString(s.takeError()));
         else
-          live[scheduleKey] = liveBlockFrames(*s, plans[stageKey]);
+          live[scheduleKey(c)] = liveBlockFrames(*s, plans[stageKey]);
       }
       if (schedIt->second)
         return schedIt->second;

@@ -5,6 +5,7 @@
 #include "titan/Config/TrainConfig.h"
 #include "titan/Dialect/Dist/IR/Dist.h"
 #include "titan/Dialect/Kernel/IR/Kernel.h"
+#include "titan/Dialect/Kernel/Transforms/MemoryPlan.h"
 #include "titan/Dialect/Titan/IR/Parameters.h"
 #include "titan/Model/LlamaArgs.h"
 
@@ -77,10 +78,7 @@ titan::buildManifest(const LlamaArgs &args, const TrainConfig &config,
 }
 
 void titan::addArenaToManifest(manifest::Manifest &m, mlir::ModuleOp module) {
-  m.arenaBytes = module
-                     ->getAttrOfType<mlir::IntegerAttr>(
-                         kernel::KernelDialect::kArenaBytesAttrName)
-                     .getInt();
+  m.arenaBytes = kernel::getArenaBytes(module);
   for (mlir::NamedAttribute slot : module->getAttrOfType<mlir::DictionaryAttr>(
            kernel::KernelDialect::kSlotsAttrName)) {
     auto range = mlir::cast<mlir::DenseI64ArrayAttr>(slot.getValue());

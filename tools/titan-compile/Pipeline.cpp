@@ -229,10 +229,7 @@ void titan::printPipelineMemory(const PipelineJob &job, int64_t rank,
     for (auto &[kind, b] : kinds[s])
       os << llvm::formatv("      {0,-30} {1,12} bytes per frame\n", kind, b);
   }
-  int64_t arena = module
-                      ->getAttrOfType<mlir::IntegerAttr>(
-                          kernel::KernelDialect::kArenaBytesAttrName)
-                      .getInt();
+  int64_t arena = kernel::getArenaBytes(module);
   os << llvm::formatv("pipeline rank {0} peak: {1} bytes (arena {2} + "
                       "frames {3})\n",
                       rank, arena + total, arena, total);

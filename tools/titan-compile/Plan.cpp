@@ -175,10 +175,7 @@ struct Reference {
 };
 
 double billions(const LlamaArgs &model) {
-  double n = 0;
-  for (const ParamSpec &p : llamaParameters(model))
-    n += double(p.numel());
-  return n / 1e9;
+  return double(llamaParameterCount(model)) / 1e9;
 }
 
 /// The local batches that divide the global batch over dp, largest first.

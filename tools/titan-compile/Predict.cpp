@@ -6,6 +6,7 @@
 #include "Programs.h"
 
 #include "titan/Dialect/Kernel/IR/Kernel.h"
+#include "titan/Dialect/Kernel/Transforms/MemoryPlan.h"
 #include "titan/Support/Format.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -22,21 +23,6 @@ using cost::StepCost;
 namespace {
 llvm::Error error(const llvm::Twine &message) {
   return llvm::createStringError(llvm::inconvertibleErrorCode(), message.str());
-}
-
-/// The key of `unit` in --cost-format=json's "units".
-llvm::StringRef unitKey(cost::WorkUnit unit) {
-  switch (unit) {
-  case cost::WorkUnit::Gemm:
-    return "gemm";
-  case cost::WorkUnit::AttentionForward:
-    return "attention_forward";
-  case cost::WorkUnit::AttentionBackward:
-    return "attention_backward";
-  case cost::WorkUnit::Memory:
-    return "memory";
-  }
-  return "memory";
 }
 
 constexpr cost::WorkUnit kUnits[] = {
@@ -110,12 +96,6 @@ PartCost optimizerPart(const StepCost &opt) {
   for (const PartCost &p : opt.parts)
     part.calls += p.calls;
   return part;
-}
-
-int64_t arenaBytes(mlir::ModuleOp module) {
-  auto bytes = module->getAttrOfType<mlir::IntegerAttr>(
-      kernel::KernelDialect::kArenaBytesAttrName);
-  return bytes ? bytes.getInt() : 0;
 }
 
 /// Every group that communicates gets an exposed entry, 0 when fully
@@ -234,7 +214,7 @@ llvm::Error predictPipelined(const PlannedPrograms &programs,
       accumulation * (timeline->makespan - untransferred->makespan);
   for (int64_t r = 0; r < schedule.ranks; ++r) {
     mlir::ModuleOp module = *programs.modules[size_t(r)];
-    p.peakBytes.push_back(arenaBytes(module) +
+    p.peakBytes.push_back(kernel::getArenaBytes(module) +
                           pipelineFramesBytes(job, r, module));
   }
   return llvm::Error::success();
@@ -292,7 +272,7 @@ titan::predictJob(mlir::MLIRContext &context, const LlamaArgs &model,
     p.parts.push_back(optimizerPart(*opt));
     mergeUnits(p.units, *fb);
     p.microbatchComputeSeconds = fb->computeSeconds;
-    p.peakBytes.push_back(arenaBytes(module));
+    p.peakBytes.push_back(kernel::getArenaBytes(module));
   }
 
   // The global batch: every data-parallel rank's local batch, each
@@ -409,7 +389,7 @@ void titan::printPredictionJSON(const JobPrediction &p, llvm::raw_ostream &os) {
         StepCost::UnitTotals t;
         if (auto it = p.units.find(unit); it != p.units.end())
           t = it->second;
-        j.attributeObject(unitKey(unit), [&] {
+        j.attributeObject(cost::stringifyWorkUnit(unit), [&] {
           j.attribute("calls", t.calls);
           j.attribute("flops", t.flops);
           j.attribute("bytes", t.bytes);

@@ -283,13 +283,6 @@ RuntimeLink runtimeLink() {
   return link;
 }
 
-/// The arena kernel-plan-memory planned for `module`.
-int64_t arenaBytes(mlir::ModuleOp module) {
-  auto bytes = module->getAttrOfType<mlir::IntegerAttr>(
-      kernel::KernelDialect::kArenaBytesAttrName);
-  return bytes ? bytes.getInt() : 0;
-}
-
 /// One compilation: the config, the model, the mesh and where the phases
 /// report (the timers of --mlir-timing, the output).
 struct Compilation {
@@ -458,7 +451,7 @@ int emitSummary(Compilation &job, mlir::ModuleOp module) {
   job.executionOptions(execution);
   if (failed(job.run(*planned, buildExecutionPipeline, execution)))
     return compilationFailed();
-  printPerRankPlan(module, arenaBytes(*planned), os);
+  printPerRankPlan(module, kernel::getArenaBytes(*planned), os);
   return 0;
 }
 
@@ -476,7 +469,7 @@ std::optional<int64_t> arenaWithoutCheckpointing(Compilation &job,
       failed(job.addEval(*plain)) ||
       failed(job.run(*plain, buildExecutionPipeline, execution)))
     return std::nullopt;
-  return arenaBytes(*plain);
+  return kernel::getArenaBytes(*plain);
 }
 
 /// The memory report of a single program (every rank runs it).
@@ -493,7 +486,7 @@ int emitMemoryReport(Compilation &job, mlir::ModuleOp module,
   printMemoryPlan(module, os);
   if (arenaWithout) {
     const auto &ac = job.config.activationCheckpoint;
-    int64_t with = arenaBytes(module);
+    int64_t with = kernel::getArenaBytes(module);
     os << llvm::formatv(
         "activation checkpointing ({0}{1}): arena {2} vs {3} without "
         "(mode none): {4} saved ({5:F1}%)\n",

@@ -65,6 +65,9 @@ struct ParamSpec {
 /// The parameters of the model, in TorchTitan's state-dict order.
 std::vector<ParamSpec> llamaParameters(const LlamaArgs &args);
 
+/// The number of parameters of the model (llamaParameters' elements).
+int64_t llamaParameterCount(const LlamaArgs &args);
+
 /// Training FLOPs per token, 6N + 12 L H Q T (PaLM appendix B, as TorchTitan
 /// counts it), with N the parameters excluding the token embedding (a lookup,
 /// not a matmul) unless the output shares it.

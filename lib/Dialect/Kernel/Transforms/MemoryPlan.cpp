@@ -189,3 +189,9 @@ struct KernelPlanMemoryPass
   }
 };
 } // namespace
+
+int64_t titan::kernel::getArenaBytes(ModuleOp module) {
+  auto bytes =
+      module->getAttrOfType<IntegerAttr>(KernelDialect::kArenaBytesAttrName);
+  return bytes ? bytes.getInt() : 0;
+}

@@ -48,6 +48,10 @@ llvm::StringRef getSlotCategory(llvm::StringRef slot);
 /// decreasing size (ties by program order) above them. Deterministic.
 mlir::LogicalResult planMemory(mlir::ModuleOp module);
 
+/// The arena planMemory recorded on `module` (kernel.arena_bytes), 0 before
+/// planning.
+int64_t getArenaBytes(mlir::ModuleOp module);
+
 /// The planned peak of a rank with its breakdown by category (at the op
 /// where the step's live buffers peak), per step, ending with
 /// `peak: N bytes`. `module` must be planned.
