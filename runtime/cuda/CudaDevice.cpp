@@ -2,6 +2,7 @@
 
 #include "CudaDevice.h"
 
+#include "CapturedGraphs.h"
 #include "Communicator.h"
 #include "Elementwise.h"
 #include "Error.h"
@@ -93,9 +94,8 @@ public:
     return static_cast<char *>(base);
   }
   void freeArena(char *arena) override {
-    for (Captured &c : graphs)
-      if (c.exec)
-        cudaGraphExecDestroy(c.exec);
+    // The graphs replay the arena's addresses: they go with it.
+    releaseGraphs();
     cudaFree(arena);
   }
   bool hostAccessible() const override { return false; }
@@ -115,12 +115,13 @@ public:
 
   void setGraphs(bool enabled) override { useGraphs = enabled; }
 
+  void releaseGraphs() override {
+    graphs.destroyAll([](cudaGraphExec_t exec) { cudaGraphExecDestroy(exec); },
+                      /*resetRuns=*/true);
+  }
+
   void release() override {
-    for (Captured &c : graphs) {
-      if (c.exec)
-        cudaGraphExecDestroy(c.exec);
-      c = Captured();
-    }
+    releaseGraphs();
     releaseKernelContext();
   }
 
@@ -138,7 +139,7 @@ public:
   /// stream, whose host time is read once it has completed.
   void run(Step which, void (*step)(char *), char *arena) override {
     cudaStream_t stream = kernelContext().stream;
-    Captured &c = graphs[size_t(which)];
+    auto &c = graphs[size_t(which)];
     static constexpr const char *names[] = {"forward_backward",
                                             "optimizer_step", "eval"};
     const char *name = names[size_t(which)];
@@ -161,6 +162,10 @@ public:
             cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal),
             std::string("cudaStreamBeginCapture of ") + name);
         step(arena);
+        // A collective left unjoined would fail the capture with
+        // StreamCaptureUnjoined, naming nothing; this names it.
+        if (Communicator *comm = activeCommunicator())
+          comm->checkCaptureJoined(std::string("the CUDA graph of ") + name);
         cudaGraph_t graph = nullptr;
         checkCuda(cudaStreamEndCapture(stream, &graph),
                   std::string("cudaStreamEndCapture of ") + name);
@@ -212,11 +217,7 @@ private:
     }
   }
 
-  struct Captured {
-    int64_t runs = 0;
-    cudaGraphExec_t exec = nullptr;
-  };
-  Captured graphs[3]; ///< by Step
+  CapturedGraphs<cudaGraphExec_t, 3> graphs; ///< by Step
   bool useGraphs = true;
   std::string description = "GPU";
 };

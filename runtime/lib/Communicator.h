@@ -154,6 +154,12 @@ public:
     (void)stream;
   }
 
+  /// Stops the run, naming them, when collectives issued while capturing
+  /// `graph` (a CUDA graph) were never joined back into the compute
+  /// stream: the capture could not end (CaptureJoins.h). Backends that
+  /// never capture have nothing to check.
+  virtual void checkCaptureJoined(const std::string &graph) { (void)graph; }
+
   /// Creates the communicators of these mesh-axis groups (axis masks) now,
   /// at start: a step (or a CUDA graph capture) never creates one.
   virtual void prepareGroups(const std::vector<unsigned> &axisMasks) {

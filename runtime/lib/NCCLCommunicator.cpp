@@ -22,11 +22,20 @@
 // The events that order the streams come from a per-communicator pool.
 // Communicator creation (ncclCommInitRank, ncclCommSplit) waits for every
 // peer on the host, so it runs on a helper thread under the same deadline.
+// Teardown cannot block either: the watchdog's ncclCommAbort and the
+// destructor's ncclCommDestroy run under a deadline, past which the rank
+// ends (Deadline.h), and the device destroys its CUDA graphs, which keep
+// the communicators referenced, before the communicator goes
+// (RankShutdown.h). Collectives of the several group communicators are
+// ordered as NCCLLaunchOrder.h says.
 //
 //===----------------------------------------------------------------------===//
 
+#include "CaptureJoins.h"
 #include "Communicator.h"
+#include "Deadline.h"
 #include "Error.h"
+#include "NCCLLaunchOrder.h"
 #include "Trace.h"
 
 #include "llvm/ADT/STLExtras.h"
@@ -39,6 +48,8 @@
 #include <algorithm>
 #include <chrono>
 #include <condition_variable>
+#include <cstdio>
+#include <cstdlib>
 #include <map>
 #include <mutex>
 #include <string>
@@ -49,6 +60,11 @@
 using namespace titanrt;
 
 namespace {
+
+/// How long the watchdog's ncclCommAbort and the destructor's
+/// ncclCommDestroy may take before the rank ends without them: both
+/// return in milliseconds unless something holds the communicator.
+constexpr double kTeardownSeconds = 20;
 
 void checkCuda(cudaError_t rc, const char *what) {
   if (rc != cudaSuccess)
@@ -135,6 +151,8 @@ struct NCCLRequest : Request {
     double begin = trace::recording() ? StepTrace::now() : 0;
     checkCuda(cudaStreamWaitEvent(compute, done, 0), "stream wait");
     events.give(std::exchange(done, nullptr));
+    if (joins)
+      joins->joined(joinToken);
     if (trace::recording())
       trace::wait(collective, axisMask, bytes, begin, StepTrace::now());
   }
@@ -144,6 +162,9 @@ struct NCCLRequest : Request {
   const char *collective = "";
   unsigned axisMask = 0;
   int64_t bytes = -1;
+  /// Set when issued under CUDA graph capture: finish() joins it.
+  CaptureJoins *joins = nullptr;
+  int64_t joinToken = -1;
 };
 
 /// Moves a tensor split along a middle dimension between its natural layout
@@ -183,6 +204,7 @@ public:
                    double startupTimeoutSeconds) {
     mesh_ = meshShape;
     setTimeout(startupTimeoutSeconds);
+    chooseLaunchOrder();
     bootstrapMPI();
     // One GPU per process: the process's index among those on its node.
     MPI_Comm node;
@@ -210,6 +232,8 @@ public:
     withinTimeout("ncclCommInitRank",
                   [&] { return ncclCommInitRank(&world_, size_, id, rank_); });
     comms_.push_back(world_);
+    checkCuda(cudaEventCreateWithFlags(&lastIssued_, cudaEventDisableTiming),
+              "event create");
     int device = 0;
     checkCuda(cudaGetDevice(&device), "get device");
     watchdog_ = std::thread([this, device] { watch(device); });
@@ -226,9 +250,23 @@ public:
     watchdog_.join();
     for (Watched &w : watched_)
       events_.give(w.done);
-    for (auto &[mask, comm] : groups_)
-      ncclCommDestroy(comm);
-    ncclCommDestroy(world_);
+    // Returns at once unless something still references a communicator
+    // (a CUDA graph that captured its work; the device destroys those
+    // first): then the rank ends rather than hang at exit.
+    std::vector<ncclComm_t> comms = comms_;
+    if (!runWithin(std::chrono::duration<double>(kTeardownSeconds), [comms] {
+          for (ncclComm_t comm : comms)
+            ncclCommDestroy(comm);
+        })) {
+      std::fprintf(stderr,
+                   "error: ncclCommDestroy did not return within %.0f s at "
+                   "exit (is a CUDA graph that captured NCCL work still "
+                   "alive?); ending this rank\n",
+                   kTeardownSeconds);
+      std::fflush(stderr);
+      std::_Exit(1);
+    }
+    cudaEventDestroy(lastIssued_);
     for (auto &[mask, stream] : streams_)
       cudaStreamDestroy(stream);
   }
@@ -387,6 +425,12 @@ public:
     watchUntil(what, stream);
   }
 
+  void checkCaptureJoined(const std::string &graph) override {
+    std::string error = captureJoins_.takeUnjoinedError(graph);
+    if (!error.empty())
+      fatal(error);
+  }
+
 protected:
   /// Host values go through device scratch on the compute stream, ordered
   /// after the step before; the synchronization at the end makes them
@@ -439,6 +483,7 @@ private:
     checkCuda(cudaEventRecord(ready, compute_), "event record");
     checkCuda(cudaStreamWaitEvent(stream_, ready, 0), "stream wait");
     events_.give(ready);
+    orderAfterLastIssued();
     // A traced step's collectives are timed on their stream (the device
     // resolves the pair after the step; trace::DeviceSpan).
     traceBegin_ = nullptr;
@@ -446,6 +491,34 @@ private:
       checkCuda(cudaEventCreate(&traceBegin_), "event create");
       checkCuda(cudaEventRecord(traceBegin_, stream_), "event record");
     }
+  }
+
+  /// Picks how the group communicators' collectives are ordered
+  /// (NCCLLaunchOrder.h), before any NCCL call reads the environment.
+  void chooseLaunchOrder() {
+    int version = 0;
+    ncclGetVersion(&version); // reads no environment
+    NCCLLaunchOrderChoice choice = chooseNCCLLaunchOrder(
+        version, std::getenv("NCCL_LAUNCH_ORDER_IMPLICIT"));
+    if (choice.setEnvironment)
+      setenv("NCCL_LAUNCH_ORDER_IMPLICIT", "1", /*overwrite=*/0);
+    launchOrder_ = choice.order;
+    if (std::getenv("TITAN_NCCL_LOG"))
+      std::fprintf(stderr, "titan: NCCL %d, launch order: %s\n", version,
+                   choice.why.c_str());
+  }
+
+  /// Serialized order: the collective about to be issued on stream_ waits
+  /// for the one issued before it when that ran on another communicator's
+  /// stream, making one total order on every rank. Not across a capture's
+  /// boundary (a captured stream cannot wait for an event recorded outside
+  /// it): every collective of the step before was joined into the compute
+  /// stream, which stream_ already waits for.
+  void orderAfterLastIssued() {
+    if (launchOrder_ != NCCLLaunchOrder::Serialized || !lastIssuedStream_ ||
+        lastIssuedStream_ == stream_ || lastIssuedCaptured_ != capturing_)
+      return;
+    checkCuda(cudaStreamWaitEvent(stream_, lastIssued_, 0), "stream wait");
   }
 
   /// NCCL needs device memory; a host pointer would fail inside NCCL or
@@ -485,6 +558,16 @@ private:
     int64_t bytes = count * dataTypeBytes(type);
     req->bytes = bytes;
     checkCuda(cudaEventRecord(req->done, stream_), "event record");
+    if (launchOrder_ == NCCLLaunchOrder::Serialized) {
+      checkCuda(cudaEventRecord(lastIssued_, stream_), "event record");
+      lastIssuedStream_ = stream_;
+      lastIssuedCaptured_ = capturing_;
+    }
+    if (capturing_) {
+      req->joins = &captureJoins_;
+      req->joinToken = captureJoins_.issued(describe(collective, axisMask) +
+                                            " at " + context());
+    }
     if (cudaEvent_t begun = std::exchange(traceBegin_, nullptr)) {
       cudaEvent_t done = nullptr;
       checkCuda(cudaEventCreate(&done), "event create");
@@ -574,12 +657,25 @@ private:
       std::fflush(stdout);
       std::fprintf(stderr, "error: %s\n", failure.c_str());
       std::fflush(stderr);
-      // Stops this rank's NCCL kernels, so the host is not left blocked in
-      // a synchronization; then every rank is stopped.
-      for (ncclComm_t comm : comms_)
-        ncclCommAbort(comm);
-      fatal(failure);
+      abortAndStop(failure);
     }
+  }
+
+  /// Stops this rank's NCCL kernels (ncclCommAbort), so the host is not
+  /// left blocked in a synchronization, then every rank. The abort can
+  /// itself block (it waits, as ncclCommDestroy does, for what references
+  /// the communicators, and NCCL only promises a prompt abort for
+  /// nonblocking communicators): past a deadline the rank goes on to stop
+  /// the job without it, and the job's stop is itself bounded.
+  [[noreturn]] void abortAndStop(const std::string &failure) {
+    std::vector<ncclComm_t> comms = comms_;
+    abortThenStop(
+        std::chrono::duration<double>(kTeardownSeconds),
+        [comms] {
+          for (ncclComm_t comm : comms)
+            ncclCommAbort(comm);
+        },
+        "ncclCommAbort", failure);
   }
 
   /// Runs `create` (a blocking NCCL communicator creation, which waits for
@@ -664,6 +760,13 @@ private:
 
   /// Whether the collective being issued is captured into a CUDA graph.
   bool capturing_ = false;
+  /// The collectives issued under capture and not yet joined.
+  CaptureJoins captureJoins_;
+  NCCLLaunchOrder launchOrder_ = NCCLLaunchOrder::Implicit;
+  /// Serialized order: recorded after each collective on its stream.
+  cudaEvent_t lastIssued_ = nullptr;
+  cudaStream_t lastIssuedStream_ = nullptr;
+  bool lastIssuedCaptured_ = false;
   /// The timing event begin() recorded for the collective being issued
   /// (a traced step's; else null).
   cudaEvent_t traceBegin_ = nullptr;

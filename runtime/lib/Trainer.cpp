@@ -18,6 +18,7 @@
 #include "Init.h"
 #include "Manifest.h"
 #include "PipelineExecutor.h"
+#include "RankShutdown.h"
 #include "SafeTensors.h"
 #include "ShardLayout.h"
 #include "TensorBoard.h"
@@ -1354,8 +1355,8 @@ int titanrt::trainMain(int argc, char **argv, const CompiledModel &model) {
     prepareGroups(model, m, *comm);
   Run run(*c, m, model, device, comm, program);
   int status = run.train();
-  if (comm)
-    shutdownCommunicator();
-  device.release();
+  auto endCommunicator = [] { shutdownCommunicator(); };
+  finishRank(device, comm ? llvm::function_ref<void()>(endCommunicator)
+                          : llvm::function_ref<void()>());
   return status;
 }

@@ -53,11 +53,16 @@ public:
   /// Run-time options: CUDA graphs on or off (targets without graphs
   /// ignore it).
   virtual void setGraphs(bool enabled) { (void)enabled; }
-  /// Frees the device's library handles and captured graphs. Called once
-  /// at the end of a run, while the GPU runtime is certainly still loaded:
-  /// static destructors may run after it has unloaded, so nothing that
-  /// calls into it is destroyed there (an exit on error leaves them to the
-  /// driver's process teardown).
+  /// Destroys the captured graphs (a later run captures anew). Called
+  /// before the communicator is torn down: a graph that captured NCCL work
+  /// keeps its communicators referenced, and NCCL's teardown waits for that
+  /// (RankShutdown.h). Idempotent.
+  virtual void releaseGraphs() {}
+  /// Frees the device's library handles and what releaseGraphs() frees.
+  /// Called once at the end of a run, while the GPU runtime is certainly
+  /// still loaded: static destructors may run after it has unloaded, so
+  /// nothing that calls into it is destroyed there (an exit on error
+  /// leaves them to the driver's process teardown).
   virtual void release() {}
 };
 

@@ -77,6 +77,28 @@ func.func @never_waited(%a: memref<4xf32>, %b: memref<4xf32>) {
 
 // -----
 
+// A request that leaves its function would be waited outside the step's
+// CUDA graph capture.
+func.func @escapes(%a: memref<4xf32>, %b: memref<4xf32>) -> !kernel.request {
+  %s = kernel.stream 0
+  // expected-error @+1 {{'kernel.collective_start' op request must be waited exactly once, by a kernel.wait in the same block (a step's CUDA graph capture cannot end with a collective unjoined)}}
+  %r = kernel.collective_start "all_reduce_start"(%a : memref<4xf32>) outs(%b : memref<4xf32>) on %s params [0, 0, 16] -> !kernel.request
+  return %r : !kernel.request
+}
+
+// -----
+
+func.func @waited_twice(%a: memref<4xf32>, %b: memref<4xf32>) {
+  %s = kernel.stream 0
+  // expected-error @+1 {{'kernel.collective_start' op request must be waited exactly once}}
+  %r = kernel.collective_start "all_reduce_start"(%a : memref<4xf32>) outs(%b : memref<4xf32>) on %s params [0, 0, 16] -> !kernel.request
+  kernel.wait %r on %s
+  kernel.wait %r on %s
+  return
+}
+
+// -----
+
 // expected-error @+1 {{'kernel.slot' must be a string}}
 func.func @slot(%a: memref<4xf32> {kernel.slot = 3 : i64}) {
   return

@@ -282,8 +282,13 @@ LogicalResult CollectiveStartOp::verify() {
   Value request = getRequest();
   if (!request.hasOneUse() || !isa<WaitOp>(*request.getUsers().begin()) ||
       request.getUsers().begin()->getBlock() != (*this)->getBlock())
+    // Same block, so in the same function: the CUDA target captures each
+    // step function into a graph, whose capture cannot end while a
+    // collective's stream is unjoined (cudaErrorStreamCaptureUnjoined).
     return emitOpError() << "request must be waited exactly once, by a "
-                            "kernel.wait in the same block";
+                            "kernel.wait in the same block (a step's CUDA "
+                            "graph capture cannot end with a collective "
+                            "unjoined)";
   if (failed(verifyParams(*this, getParams())))
     return failure();
   return verifyCatalogCall(*this, getKernel(), /*collective=*/true,

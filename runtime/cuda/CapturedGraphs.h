@@ -1,0 +1,50 @@
+//===- CapturedGraphs.h - a device's captured step graphs -------*- C++ -*-===//
+//
+// The CUDA graph exec of each compiled step and how often the step ran,
+// with destruction that leaves nothing dangling: the arena's release, the
+// device's release and the shutdown before the communicator's teardown may
+// each destroy the graphs, in any order, and each exec is destroyed once.
+// Host-only (the exec type and its destroy function are parameters), so
+// the bookkeeping is unit-tested without a GPU.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TITANRT_CUDA_CAPTUREDGRAPHS_H
+#define TITANRT_CUDA_CAPTUREDGRAPHS_H
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+
+namespace titanrt::cuda {
+
+template <typename Exec, size_t Steps> class CapturedGraphs {
+public:
+  struct Captured {
+    int64_t runs = 0;
+    Exec exec{};
+  };
+
+  Captured &operator[](size_t step) { return graphs_[step]; }
+
+  /// Destroys every exec with `destroy` and forgets it, so a later call
+  /// destroys nothing twice and the next run of a step captures it anew.
+  /// `resetRuns`: also count the steps as never run (their first run is
+  /// eager again, as after the arena's reallocation).
+  template <typename Destroy> void destroyAll(Destroy destroy, bool resetRuns) {
+    for (Captured &c : graphs_) {
+      if (c.exec)
+        destroy(c.exec);
+      c.exec = Exec{};
+      if (resetRuns)
+        c.runs = 0;
+    }
+  }
+
+private:
+  std::array<Captured, Steps> graphs_{};
+};
+
+} // namespace titanrt::cuda
+
+#endif // TITANRT_CUDA_CAPTUREDGRAPHS_H
