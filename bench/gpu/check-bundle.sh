@@ -10,7 +10,12 @@
 #   - every library resolves, each CUDA one from a wheel folder;
 #   - the cuDNN there is one the bundle's headers accept;
 #   - run.sh leaves at most 8 files, at most 2 folders deep, in $OUT:
-#     summary.md, results.json and logs.tar.gz.
+#     summary.md, results.json and logs.tar.gz;
+#   - one call reaches the 8B step rows: the planned checks' limits, summed
+#     in run.sh's order through step-titan-fp8, plus 20 s for what runs
+#     between checks, are within the 420-second budget, and the step rows
+#     come after the numerics that gate everything and before the kernel
+#     bench and the sanitizers.
 # Leaves nothing in the source tree.
 set -euo pipefail
 build=$(cd "${1:?usage: check-bundle.sh BUILD_FOLDER}" && pwd)
@@ -42,9 +47,10 @@ for dir in $(for v in CUDA_cudart_LIBRARY CUDA_cublas_LIBRARY CUDA_nvrtc_LIBRARY
   done
 done
 
-TITAN_GPU_CARRY=$tmp/carry TITAN_GPU_CUDA_LIBS= \
+# Every check planned (no TITAN_GPU_ONLY from the caller's environment).
+env -u TITAN_GPU_ONLY TITAN_GPU_CARRY="$tmp/carry" TITAN_GPU_CUDA_LIBS= \
   TITAN_GPU_WHEEL_LIBS="$site/cu13/lib:$site/cudnn/lib:$site/nccl/lib" \
-  TITAN_GPU_OUT=$tmp/out TMPDIR=$tmp bash bench/gpu/run.sh --dry-run | tee "$tmp/dry.log" ||
+  TITAN_GPU_OUT="$tmp/out" TMPDIR="$tmp" bash bench/gpu/run.sh --dry-run | tee "$tmp/dry.log" ||
   fail "run.sh --dry-run exited $?"
 
 # Each CUDA library from a wheel folder (the loader's cache would find
@@ -69,7 +75,47 @@ assert verdicts.pop("libraries") == "ok", "libraries"
 assert verdicts.pop("cudnn-version") == "ok", "cudnn-version"
 assert len(verdicts) > 20 and set(verdicts.values()) == {"planned"}, verdicts
 PY
+# The first call's plan, from each check's limit in run.sh's order: the
+# budget is the 420 s run.sh gives itself inside the device tool's 600-s
+# call, less 20 s for what runs between checks (unpacking, the library
+# check, PyTorch's version, the token file, a summary after each check).
+python3 - "$tmp/out/results.json" <<'PY' || fail "the first call does not reach the step rows (above)"
+import json, re, sys
+budget, between = 420, 20
+checks = json.load(open(sys.argv[1]))["checks"]
+names = [c["name"] for c in checks]
+gating = ["cudnn-version", "cuda-kernels", "nccl-communicator-1", "train-f32", "parity-f32-vs-cpu",
+          "train-bf16", "parity-bf16-vs-cpu"]
+steps = ["step-titan-1", "step-torch-eager", "step-torch-compile", "step-titan-2", "step-titan-fp8"]
+problems = [f"no check {n}" for n in gating + steps if n not in names]
+if not problems:
+    at = names.index
+    last = at("step-titan-fp8")
+    used = sum(float(c["limit"]) for c in checks[:last + 1])
+    plan = ", ".join(f"{c['name']} {c['limit']}" for c in checks[1:last + 1])
+    if used + between > budget:
+        problems.append(f"the limits through step-titan-fp8 add up to {used:g} s; with {between} s "
+                        f"between checks that is over the {budget}-s budget by {used + between - budget:g} s "
+                        f"({plan})")
+    first_step = min(at(n) for n in steps)
+    late = [n for n in gating if at(n) > first_step]
+    if late:
+        problems.append(f"{', '.join(late)} after the first step row {names[first_step]}")
+    later = [n for n in names if re.match(r"(memcheck|racecheck|initcheck|kernels)-", n)]
+    early = [n for n in later if at(n) < last]
+    if early:
+        problems.append(f"{', '.join(early)} before the last step row step-titan-fp8")
+    sanitizers = [at(n) for n in names if re.match(r"(memcheck|racecheck|initcheck)-", n)]
+    bench = [at(n) for n in names if n.startswith("kernels-")]
+    if sanitizers and bench and min(sanitizers) < max(bench):
+        problems.append("a sanitizer check before the kernel bench")
+    if not sanitizers:
+        problems.append("no sanitizer checks")
+for p in problems:
+    print("check-bundle: " + p, file=sys.stderr)
+sys.exit(1 if problems else 0)
+PY
 # grep -c reads all of tar's listing: grep -q could stop early and fail
 # tar with SIGPIPE under pipefail.
 tar -tzf "$tmp/out/logs.tar.gz" | grep -c 'logs/libraries.log' > /dev/null || fail "logs.tar.gz has no logs"
-echo "check-bundle: ok: $((bytes / 1048576)) MiB bundle, $count files in \$OUT ($files)"
+echo "check-bundle: ok: $((bytes / 1048576)) MiB bundle, $count files in \$OUT ($files); the step rows within the first call's budget"
