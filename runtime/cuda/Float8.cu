@@ -267,6 +267,24 @@ static const uint8_t *kMajor(const ScaledOperand &operand, bool copies,
   return t;
 }
 
+GemmProblem titanrt::cuda::scaledMatmulProblem(int form,
+                                               const ScaledOperand &lhs,
+                                               const ScaledOperand &rhs,
+                                               ElementType result, int64_t rows,
+                                               int64_t cols) {
+  using titan::cuda::ScaledMatmulForm;
+  auto f = ScaledMatmulForm(form);
+  int64_t depth = f == ScaledMatmulForm::Linear      ? lhs.cols
+                  : f == ScaledMatmulForm::GradInput ? rhs.rows
+                                                     : lhs.rows;
+  bool outer = lhs.perElement || rhs.perElement;
+  GemmProblem p{LinearProduct::Forward, rows, depth, cols, lhs.type, result};
+  p.second = rhs.type;
+  p.scaling = outer ? GemmScaling::OuterVector : GemmScaling::Tensorwise;
+  p.fastAccumulation = scaledMatmulFastAccumulation(f);
+  return p;
+}
+
 void titanrt::cuda::scaledMatmul(LinearGemms &gemms, int form,
                                  const ScaledOperand &lhs,
                                  const ScaledOperand &rhs, ElementType result,
@@ -286,25 +304,14 @@ void titanrt::cuda::scaledMatmul(LinearGemms &gemms, int form,
                             stream),
                 *b = kMajor(rhs, parts.copiesRhs, w + parts.rhsTransposed,
                             stream);
-  int64_t depth = f == ScaledMatmulForm::Linear      ? lhs.cols
-                  : f == ScaledMatmulForm::GradInput ? rhs.rows
-                                                     : lhs.rows;
   // One inverse scale each (tensorwise), or one per result row and column
   // (a scalar broadcast): cuBLASLt's outer-vector mode scales both inputs.
-  bool outer = lhs.perElement || rhs.perElement;
+  GemmProblem p = scaledMatmulProblem(form, lhs, rhs, result, rows, cols);
+  bool outer = p.scaling == GemmScaling::OuterVector;
   inverseScales(lhs.scale, lhs.perElement, lhsInverse, outer ? rows : 1,
                 stream);
   inverseScales(rhs.scale, rhs.perElement, rhsInverse, outer ? cols : 1,
                 stream);
-  GemmProblem p{LinearProduct::Forward,
-                rows,
-                depth,
-                cols,
-                lhs.type,
-                result,
-                false,
-                rhs.type,
-                outer ? GemmScaling::OuterVector : GemmScaling::Tensorwise};
   gemms.run(p, a, b, out, w + parts.gemm, stream,
             GemmScales{lhsInverse, rhsInverse});
 }

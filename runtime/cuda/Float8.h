@@ -51,7 +51,7 @@ void transposeBytes(const uint8_t *in, uint8_t *out, int64_t rows, int64_t cols,
                     cudaStream_t stream);
 
 /// out[i] = 1 / scale[perElement ? i : 0] for i < n: the inverse scales
-/// cuBLASLt multiplies the FP8 product by (LinearGemm.h's GemmScaling).
+/// cuBLASLt multiplies the FP8 product by (GemmPlan.h's GemmScaling).
 void inverseScales(const float *scale, bool perElement, float *out, int64_t n,
                    cudaStream_t stream);
 
@@ -67,6 +67,20 @@ struct ScaledOperand {
   bool perElement;
   bool transposed;
 };
+
+/// The cuBLASLt problem of scaledMatmul (host only, no GPU): always the
+/// "TN" forward product of the K-major operands, of depth the form's
+/// reduced dimension; rowwise (outer-vector) when either operand's scales
+/// are per element; fast accumulation for the linear form only
+/// (scaledMatmulFastAccumulation, GemmPlan.h). An f32 result is cuBLASLt's
+/// own in both scale modes: NVIDIA's cublasLtMatmul() FP8 type table
+/// (cuBLAS docs, CUDA 13.x) lists Ctype = Dtype = CUDA_R_32F for e4m3 x
+/// e4m3 and e5m2 x e4m3, and its footnote on the outer-vector and block
+/// scale modes excludes only float8 D types; PyTorch's bf16-only rowwise
+/// _scaled_mm (which torchao works around) is PyTorch's restriction.
+GemmProblem scaledMatmulProblem(int form, const ScaledOperand &lhs,
+                                const ScaledOperand &rhs, ElementType result,
+                                int64_t rows, int64_t cols);
 
 /// titan.scaled_matmul (form 0 linear, 1 grad_input, 2 grad_weight; the
 /// contract is runtime/lib/KernelABI.cpp's) into the rows x cols `out` of

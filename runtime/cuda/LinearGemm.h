@@ -14,64 +14,24 @@
 // Each can add into its result (beta = 1): kernel-fuse-gemm-accumulate
 // folds the add after a GEMM (a residual, a gradient sum, gradient
 // accumulation) into it, saving that add's pass. Each distinct problem gets its
-// descriptors and cuBLASLt's heuristic algorithm once, on first use or ahead of
-// a graph capture (prepare), and keeps them.
+// descriptors and cuBLASLt's heuristic algorithm once per alignment of its
+// operands (GemmPlan.h), on first use or ahead of a graph capture
+// (prepare), and keeps them.
 //
 //===----------------------------------------------------------------------===//
 
 #ifndef TITANRT_CUDA_LINEARGEMM_H
 #define TITANRT_CUDA_LINEARGEMM_H
 
+#include "GemmPlan.h"
+
 #include <cublasLt.h>
 #include <cuda_runtime.h>
 
 #include <cstddef>
-#include <cstdint>
 #include <map>
-#include <optional>
-#include <string>
-#include <tuple>
 
 namespace titanrt::cuda {
-
-enum class LinearProduct { Forward, GradInput, GradWeight };
-/// The GEMMs' element types; the float8 ones only as operands of the
-/// forward product (the scaled GEMM's, Float8.h).
-enum class ElementType { F32, BF16, F16, F8E4M3FN, F8E5M2 };
-/// How cuBLASLt scales a float8 product before its one rounding to the
-/// result type (run()'s GemmScales): by one device scalar per input
-/// (tensorwise), or by one f32 per result row (the first input's) and per
-/// result column (the second's): its outer-vector scale mode (rowwise,
-/// cuBLASLt 12.9 and later on Hopper).
-enum class GemmScaling { None, Tensorwise, OuterVector };
-
-/// Device pointers to what cuBLASLt multiplies the product by for each of
-/// run()'s two inputs (titan.scaled_matmul's inverse scales).
-struct GemmScales {
-  const float *first = nullptr, *second = nullptr;
-};
-
-struct GemmProblem {
-  LinearProduct product;
-  /// x is [m, k], w is [n, k], y is [m, n] (row-major).
-  int64_t m, k, n;
-  ElementType operands; ///< both inputs
-  ElementType result;
-  bool accumulate = false; ///< out += the product (beta = 1)
-  /// The second input's type when it differs from the first's (float8:
-  /// an e5m2 gradient times an e4m3 weight).
-  std::optional<ElementType> second;
-  GemmScaling scaling = GemmScaling::None;
-
-  auto key() const {
-    return std::make_tuple(int(product), m, k, n, int(operands), int(result),
-                           accumulate, second ? int(*second) : -1,
-                           int(scaling));
-  }
-  bool operator<(const GemmProblem &o) const { return key() < o.key(); }
-  /// "linear grad_weight m=.. k=.. n=.. bf16 -> f32 (accumulate)".
-  std::string describe() const;
-};
 
 class LinearGemms {
 public:
@@ -82,29 +42,32 @@ public:
   LinearGemms(const LinearGemms &) = delete;
   LinearGemms &operator=(const LinearGemms &) = delete;
 
-  /// Creates the descriptors and picks the algorithm of `p` (nothing when
-  /// done before): call it before capturing a CUDA graph.
-  void prepare(const GemmProblem &p);
+  /// Creates the descriptors and picks the algorithm of `p` with operands
+  /// at `alignments` (nothing when done before): call it before capturing
+  /// a CUDA graph.
+  void prepare(const GemmProblem &p, GemmAlignments alignments = {});
 
   /// Runs `p` on `stream`. Inputs as the CPU kernels take them: Forward
   /// (x, w) -> y; GradInput (dy, w) -> dx; GradWeight (dy, x) -> dw.
   /// `workspace` holds at least the constructor's bytes and is 256-byte
-  /// aligned, as are the operands. `scales` as `p.scaling` says.
+  /// aligned; the operands may be less aligned (a view, a ring chunk): the
+  /// plan is picked for their alignments. `scales` as `p.scaling` says.
   void run(const GemmProblem &p, const void *first, const void *second,
            void *out, void *workspace, cudaStream_t stream,
            GemmScales scales = {});
 
 private:
   struct Plan {
-    cublasLtMatmulDesc_t op = nullptr;
-    cublasLtMatrixLayout_t a = nullptr, b = nullptr, c = nullptr;
+    GemmDescriptors descriptors;
     cublasLtMatmulAlgo_t algo;
   };
-  Plan &plan(const GemmProblem &p, GemmScales scales = {});
+  Plan &plan(const GemmPlanKey &key, GemmScales scales = {});
+  cublasLtMatmulAlgo_t pickAlgorithm(const GemmPlanKey &key,
+                                     const GemmDescriptors &d);
 
   cublasLtHandle_t handle_ = nullptr;
   size_t workspaceBytes_;
-  std::map<GemmProblem, Plan> plans_;
+  std::map<GemmPlanKey, Plan> plans_;
 };
 
 } // namespace titanrt::cuda
