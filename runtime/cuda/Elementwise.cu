@@ -6,6 +6,9 @@
 #include "LRSchedule.h"
 
 #include <cmath>
+#include <cstdint>
+#include <string>
+#include <type_traits>
 
 using namespace titanrt;
 using namespace titanrt::cuda;
@@ -160,22 +163,33 @@ bool titanrt::cuda::kernelsRunHere(std::string &error) {
 
 void titanrt::cuda::copyBox(const void *src, void *dst, size_t elementBytes,
                             const BoxCopyPlan &plan, cudaStream_t stream) {
-  int64_t n = plan.numel();
-  if (n <= 0)
-    return;
-  if (elementBytes == 2)
+  // The element size is checked before the empty-box return, so that a bad
+  // size stops the run whatever the box.
+  auto launch = [&](auto *word) {
+    using Word = std::remove_pointer_t<decltype(word)>;
+    int64_t n = plan.numel();
+    if (n <= 0)
+      return;
     copyBoxKernel<<<blocksFor(n), kThreads, 0, stream>>>(
-        static_cast<const uint16_t *>(src), static_cast<uint16_t *>(dst), plan,
-        n);
-  else if (elementBytes == 4)
-    copyBoxKernel<<<blocksFor(n), kThreads, 0, stream>>>(
-        static_cast<const uint32_t *>(src), static_cast<uint32_t *>(dst), plan,
-        n);
-  else
-    copyBoxKernel<<<blocksFor(n), kThreads, 0, stream>>>(
-        static_cast<const uint64_t *>(src), static_cast<uint64_t *>(dst), plan,
-        n);
-  checkLaunch("box copy");
+        static_cast<const Word *>(src), static_cast<Word *>(dst), plan, n);
+    checkLaunch("box copy");
+  };
+  // Each size as its own word: copying a 1-byte (fp8) element as a wider
+  // word would write its neighbours in the target.
+  switch (elementBytes) {
+  case 1:
+    return launch(static_cast<uint8_t *>(nullptr));
+  case 2:
+    return launch(static_cast<uint16_t *>(nullptr));
+  case 4:
+    return launch(static_cast<uint32_t *>(nullptr));
+  case 8:
+    return launch(static_cast<uint64_t *>(nullptr));
+  default:
+    kernelFatal("CUDA box copy (slice, slice_grad, concat): elements of " +
+                std::to_string(elementBytes) +
+                " bytes; it copies elements of 1, 2, 4 or 8 bytes");
+  }
 }
 
 void titanrt::cuda::fillWords(void *dst, size_t bytes, uint64_t pattern,

@@ -48,7 +48,8 @@ void storeInt32(int32_t *dst, int32_t value, cudaStream_t stream);
 /// false with the CUDA runtime's reason in `error`.
 bool kernelsRunHere(std::string &error);
 /// The box `plan` describes copied from `src` to `dst` (elements of
-/// `elementBytes` bytes: 2, 4 or 8), one element per thread.
+/// `elementBytes` bytes: 1 (fp8), 2, 4 or 8; any other size is a fatal
+/// error), one element per thread.
 void copyBox(const void *src, void *dst, size_t elementBytes,
              const BoxCopyPlan &plan, cudaStream_t stream);
 /// Every 8-byte word of [dst, dst + bytes) set to `pattern`.

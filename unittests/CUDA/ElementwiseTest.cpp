@@ -16,6 +16,8 @@
 
 #include "gtest/gtest.h"
 
+#include <cstdint>
+#include <cstring>
 #include <string>
 #include <vector>
 
@@ -138,6 +140,41 @@ TEST(Elementwise, RopeAnglesMatchTheCpu) {
     // to 299 rad here, an ulp of 3e-5), cosf and sinf by an ulp more.
     expectClose(freqsCis.read(), expected, ElementType::F32, 4e-5,
                 "cos/sin table");
+  }
+}
+
+// Box copies of every element size, 1 (fp8) to 8 bytes: each element
+// moves as itself, its neighbours in the target untouched.
+TEST(Elementwise, CopyBoxEveryElementSize) {
+  const int64_t sourceDims[] = {5, 7}, targetDims[] = {4, 6},
+                boxDims[] = {3, 4};
+  titanrt::abi::Shape source{sourceDims, 2}, target{targetDims, 2},
+      box{boxDims, 2};
+  int64_t from[] = {1, 2}, to[] = {0, 1};
+  BoxCopyPlan plan = planBoxCopy(source, target, box, from, to);
+  for (size_t bytes : {1, 2, 4, 8}) {
+    SCOPED_TRACE(std::to_string(bytes) + "-byte elements");
+    std::vector<uint8_t> src(size_t(source.numel()) * bytes),
+        expected(size_t(target.numel()) * bytes, 0xA5), got(expected.size());
+    for (size_t i = 0; i < src.size(); ++i)
+      src[i] = uint8_t(i * 7 + 1);
+    for (int64_t e = 0; e < plan.numel(); ++e) {
+      int64_t s, t;
+      boxOffsets(plan, e, plan.rank, s, t);
+      std::memcpy(&expected[size_t(t) * bytes], &src[size_t(s) * bytes], bytes);
+    }
+    void *dSrc = nullptr, *dDst = nullptr;
+    ASSERT_EQ(cudaMalloc(&dSrc, src.size()), cudaSuccess);
+    ASSERT_EQ(cudaMalloc(&dDst, got.size()), cudaSuccess);
+    ASSERT_EQ(cudaMemcpy(dSrc, src.data(), src.size(), cudaMemcpyHostToDevice),
+              cudaSuccess);
+    ASSERT_EQ(cudaMemset(dDst, 0xA5, got.size()), cudaSuccess);
+    copyBox(dSrc, dDst, bytes, plan, nullptr);
+    ASSERT_EQ(cudaMemcpy(got.data(), dDst, got.size(), cudaMemcpyDeviceToHost),
+              cudaSuccess);
+    EXPECT_EQ(got, expected);
+    cudaFree(dSrc);
+    cudaFree(dDst);
   }
 }
 
