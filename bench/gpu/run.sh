@@ -111,6 +111,8 @@ export OMPI_MCA_ess_singleton_isolated=1
 # whose seq 8192 the exact kernels would also make far slower), and a
 # silent fallback would pass the numerics and mislead the tables.
 export TITAN_CUDNN_FALLBACK_FATAL=1
+# Each cuDNN graph's engine and workspace in the logs (once per graph).
+export TITAN_CUDNN_LOG=1
 
 mkdir -p "$outdir" && rm -rf "${outdir:?}"/*
 {

@@ -31,6 +31,7 @@
 #include <map>
 #include <memory>
 #include <tuple>
+#include <vector>
 
 namespace titanrt::cuda {
 
@@ -58,6 +59,30 @@ struct SdpaViews {
                            keyGradRows, causal);
   }
 };
+
+/// One pair of context parallel's cuDNN SDPA calls: query chunk
+/// `queryChunk` against key chunk `keyChunk` on `views` (causal on the
+/// diagonal). In the forward, `partialQuery` writes a chunk-sized partial
+/// that is merged into the output (the query chunk's first pair writes it in
+/// place); in the backward, `partialQuery` (`partialKey`) writes dQ (dK and
+/// dV) as a chunk-sized partial added into the gradient (a chunk's first
+/// pair writes it in place), and reads the query chunk's log-sum-exp packed
+/// (views.lseRows is the chunk's rows). Pairs whose keys all come after
+/// their queries are left out.
+struct ContextPair {
+  int64_t queryChunk, keyChunk;
+  SdpaViews views;
+  bool partialQuery, partialKey;
+};
+
+/// The pairs context_attention (`backward` false; query chunk outer) or
+/// context_attention_grad (key chunk outer) runs on cuDNN, in order, for
+/// s.seq local query rows laid out as `layout` says. Host code shared by
+/// the kernels (ContextAttention.cu) and the graph test, so the test
+/// validates the very graphs the kernels build.
+std::vector<ContextPair> contextAttentionPairs(const AttentionShape &s,
+                                               const ChunkLayout &layout,
+                                               bool backward);
 
 /// The exact kernels on rows that sit in the sequence as `layout` says
 /// (ContextParallel.h; s.seq is the query's rows): no workspace.
@@ -99,13 +124,18 @@ public:
   CudnnAttention &operator=(const CudnnAttention &) = delete;
 
   /// `workspace` holds `workspaceBytes` (the memory plan's,
-  /// titan/Target/CUDA/KernelWorkspaces.h); cuDNN asking for more is an
-  /// error naming the problem and both sizes. Returns false (and runs
-  /// nothing) where cuDNN has no engine for the problem (e.g. a head dim it
-  /// does not take) and titan::cuda::attentionReferenceAllowed lets the
-  /// exact kernels run it, after saying so once: the caller runs them.
-  /// Where it does not, the run stops, naming the problem. `deterministic`
-  /// (debug.deterministic) selects cuDNN's deterministic backward.
+  /// titan/Target/CUDA/KernelWorkspaces.h). cuDNN runs the heuristic's
+  /// first engine that builds; where its workspace is larger than the
+  /// plan's, it runs in a buffer outside the arena, allocated when the
+  /// problem first runs (eagerly: growing it under a CUDA graph capture
+  /// stops the run). Returns false (and runs nothing) where cuDNN has no
+  /// engine for the problem (e.g. a head dim it does not take) and
+  /// titan::cuda::attentionReferenceAllowed lets the exact kernels run it,
+  /// after saying so once: the caller runs them. Where it does not, or
+  /// TITAN_CUDNN_FALLBACK_FATAL=1 is set, the run stops, naming the problem
+  /// and why. TITAN_CUDNN_LOG=1 prints each graph's engine and workspace
+  /// when it first runs. `deterministic` (debug.deterministic) selects
+  /// cuDNN's deterministic backward.
   bool forward(ElementType type, const void *q, const void *k, const void *v,
                void *out, float *lse, const AttentionShape &s,
                const SdpaViews &views, double scale, void *workspace,

@@ -2,7 +2,8 @@
 //
 // context_attention(_grad) and attention_merge (Attention.h). cuDNN's SDPA
 // runs each visible pair of a query chunk and a key chunk on strided views
-// of the buffers: the first pair of a query chunk writes the output and
+// of the buffers (contextAttentionPairs, CudnnGraphs.cpp, which the graph
+// test validates): the first pair of a query chunk writes the output and
 // log-sum-exp in place, each later one a chunk-sized partial that the merge
 // kernel joins in; the backward's first pair reaching a gradient chunk
 // writes it in place, later ones add a chunk-sized partial. Pairs whose
@@ -105,6 +106,19 @@ void addRows(ElementType type, void *dst, int64_t dstRows, const void *src,
   checkLaunch("context_attention_grad (sum of partials)");
 }
 
+/// Copies query chunk `queryChunk`'s log-sum-exps (B x Hq x c of the
+/// B x Hq x s.seq `lse`) to `packed`, B x Hq x c.
+void packLse(float *packed, const float *lse, const AttentionShape &s,
+             int64_t c, int64_t queryChunk, cudaStream_t stream) {
+  size_t row = size_t(c) * sizeof(float);
+  if (cudaMemcpy2DAsync(packed, row, lse + queryChunk * c,
+                        size_t(s.seq) * sizeof(float), row,
+                        size_t(s.batch * s.qHeads), cudaMemcpyDeviceToDevice,
+                        stream) != cudaSuccess)
+    kernelFatal("context_attention_grad: cudaMemcpy2DAsync of the "
+                "log-sum-exp failed");
+}
+
 /// Zeroes `rows` rows of `width` per batch, the batches bufferRows apart.
 void clearRows(ElementType type, void *dst, int64_t bufferRows, int64_t batch,
                int64_t rows, int64_t width, cudaStream_t stream) {
@@ -114,52 +128,44 @@ void clearRows(ElementType type, void *dst, int64_t bufferRows, int64_t batch,
     kernelFatal("context_attention_grad: cudaMemset2DAsync failed");
 }
 
-/// The forward on cuDNN, pair by pair; false (after any number of pairs)
-/// when cuDNN has no engine for one and the exact kernels may stand in:
-/// they then rerun all.
+/// The forward on cuDNN, pair by pair (contextAttentionPairs); false
+/// (after any number of pairs) when cuDNN has no engine for one and the
+/// exact kernels may stand in: they then rerun all.
 bool pairsForward(CudnnAttention &cudnn, ElementType type, const void *q,
                   const void *k, const void *v, void *out, float *lse,
                   const AttentionShape &s, const ChunkLayout &layout,
                   double scale, void *workspace, size_t workspaceBytes,
                   cudaStream_t stream) {
-  int64_t c = layout.chunk, keySeq = layout.keySeq();
-  AttentionShape pair{s.batch, c, s.qHeads, s.kvHeads, s.headDim};
-  int64_t partialBytes = alignTo256(s.batch * c * s.qHeads * s.headDim * 4);
+  int64_t c = layout.chunk, D = s.headDim;
+  AttentionShape pair{s.batch, c, s.qHeads, s.kvHeads, D};
+  int64_t partialBytes = alignTo256(s.batch * c * s.qHeads * D * 4);
   int64_t lseBytes = alignTo256(s.batch * s.qHeads * c * 4);
-  void *partial = workspace;
-  float *partialLse = static_cast<float *>(advance(workspace, partialBytes));
+  PartialView part{
+      workspace, static_cast<float *>(advance(workspace, partialBytes)), c, c};
   void *scratch = advance(workspace, partialBytes + lseBytes);
   size_t scratchBytes = workspaceBytes - size_t(partialBytes + lseBytes);
-  for (int64_t qc = 0; qc < layout.queryChunks; ++qc) {
-    const void *qView = rowsFrom(q, type, qc * c, s.qHeads, s.headDim);
-    PartialView whole{rowsFrom(out, type, qc * c, s.qHeads, s.headDim),
-                      lse + qc * c, s.seq, s.seq};
-    PartialView part{partial, partialLse, c, c};
-    bool first = true;
-    for (int64_t kc = 0; kc < layout.keyChunks; ++kc) {
-      if (layout.keyStarts[kc] > layout.queryStarts[qc])
-        continue;
-      PartialView &into = first ? whole : part;
-      SdpaViews views{s.seq,
-                      keySeq,
-                      into.rows,
-                      into.lseRows,
-                      0,
-                      0,
-                      layout.keyStarts[kc] == layout.queryStarts[qc]};
-      if (!cudnn.forward(
-              type, qView, rowsFrom(k, type, kc * c, s.kvHeads, s.headDim),
-              rowsFrom(v, type, kc * c, s.kvHeads, s.headDim), into.out,
-              into.lse, pair, views, scale, scratch, scratchBytes, stream))
-        return false;
-      if (!first)
-        attentionMerge(type, whole, part, whole, pair, stream);
-      first = false;
-    }
-    if (first) // no visible key: (0, -inf)
-      attentionMerge(type, {nullptr, nullptr, 0, 0}, {nullptr, nullptr, 0, 0},
-                     whole, pair, stream);
+  auto whole = [&](int64_t qc) {
+    return PartialView{rowsFrom(out, type, qc * c, s.qHeads, D), lse + qc * c,
+                       s.seq, s.seq};
+  };
+  bool written[ChunkLayout::kMaxQueryChunks] = {};
+  for (const ContextPair &p : contextAttentionPairs(s, layout, false)) {
+    PartialView into = p.partialQuery ? part : whole(p.queryChunk);
+    if (!cudnn.forward(type, rowsFrom(q, type, p.queryChunk * c, s.qHeads, D),
+                       rowsFrom(k, type, p.keyChunk * c, s.kvHeads, D),
+                       rowsFrom(v, type, p.keyChunk * c, s.kvHeads, D),
+                       into.out, into.lse, pair, p.views, scale, scratch,
+                       scratchBytes, stream))
+      return false;
+    if (p.partialQuery)
+      attentionMerge(type, whole(p.queryChunk), part, whole(p.queryChunk), pair,
+                     stream);
+    written[p.queryChunk] = true;
   }
+  for (int64_t qc = 0; qc < layout.queryChunks; ++qc)
+    if (!written[qc]) // no visible key: (0, -inf)
+      attentionMerge(type, {nullptr, nullptr, 0, 0}, {nullptr, nullptr, 0, 0},
+                     whole(qc), pair, stream);
   return true;
 }
 
@@ -179,41 +185,39 @@ bool pairsBackward(CudnnAttention &cudnn, ElementType type, const void *q,
   void *dvPart = advance(dkPart, dkvBytes);
   void *scratch = advance(dvPart, dkvBytes);
   size_t scratchBytes = workspaceBytes - size_t(dqBytes + 2 * dkvBytes);
+  // The packed log-sum-exp (contextAttentionPairs) sits after the 16-bit dQ
+  // partial, in the region the plan sizes for an f32 one
+  // (contextAttentionGradWorkspaceBytes): 2 B c Hq D bytes are free there,
+  // at least the lse's 4 B Hq c for any head dim of 2 or more.
+  int64_t lseOffset = s.batch * c * s.qHeads * D * int64_t(elementBytes(type));
+  if (lseOffset + s.batch * s.qHeads * c * 4 > dqBytes)
+    kernelFatal("context_attention_grad: head dim " + std::to_string(D) +
+                " leaves no room for the packed log-sum-exp");
+  float *packedLse = static_cast<float *>(advance(dqPart, lseOffset));
   bool dqWritten[ChunkLayout::kMaxQueryChunks] = {};
   bool dkvWritten[ChunkLayout::kMaxKeyChunks] = {};
-  for (int64_t kc = 0; kc < layout.keyChunks; ++kc) {
+  for (const ContextPair &p : contextAttentionPairs(s, layout, true)) {
+    int64_t qc = p.queryChunk, kc = p.keyChunk;
+    void *dqView = rowsFrom(dq, type, qc * c, s.qHeads, D);
     void *dkView = rowsFrom(dk, type, kc * c, s.kvHeads, D);
     void *dvView = rowsFrom(dv, type, kc * c, s.kvHeads, D);
-    for (int64_t qc = 0; qc < layout.queryChunks; ++qc) {
-      if (layout.keyStarts[kc] > layout.queryStarts[qc])
-        continue;
-      void *dqView = rowsFrom(dq, type, qc * c, s.qHeads, D);
-      bool addQ = dqWritten[qc], addKV = dkvWritten[kc];
-      SdpaViews views{s.seq,
-                      keySeq,
-                      s.seq,
-                      s.seq,
-                      addQ ? c : s.seq,
-                      addKV ? c : keySeq,
-                      layout.keyStarts[kc] == layout.queryStarts[qc]};
-      if (!cudnn.backward(
-              type, rowsFrom(q, type, qc * c, s.qHeads, D),
-              rowsFrom(k, type, kc * c, s.kvHeads, D),
-              rowsFrom(v, type, kc * c, s.kvHeads, D),
-              rowsFrom(out, type, qc * c, s.qHeads, D), lse + qc * c,
-              rowsFrom(dout, type, qc * c, s.qHeads, D), addQ ? dqPart : dqView,
-              addKV ? dkPart : dkView, addKV ? dvPart : dvView, pair, views,
-              scale, deterministic, scratch, scratchBytes, stream))
-        return false;
-      if (addQ)
-        addRows(type, dqView, s.seq, dqPart, c, s.batch, c, s.qHeads * D,
-                stream);
-      if (addKV)
-        for (auto [view, part] : {std::pair(dkView, dkPart), {dvView, dvPart}})
-          addRows(type, view, keySeq, part, c, s.batch, c, s.kvHeads * D,
-                  stream);
-      dqWritten[qc] = dkvWritten[kc] = true;
-    }
+    packLse(packedLse, lse, s, c, qc, stream);
+    if (!cudnn.backward(type, rowsFrom(q, type, qc * c, s.qHeads, D),
+                        rowsFrom(k, type, kc * c, s.kvHeads, D),
+                        rowsFrom(v, type, kc * c, s.kvHeads, D),
+                        rowsFrom(out, type, qc * c, s.qHeads, D), packedLse,
+                        rowsFrom(dout, type, qc * c, s.qHeads, D),
+                        p.partialQuery ? dqPart : dqView,
+                        p.partialKey ? dkPart : dkView,
+                        p.partialKey ? dvPart : dvView, pair, p.views, scale,
+                        deterministic, scratch, scratchBytes, stream))
+      return false;
+    if (p.partialQuery)
+      addRows(type, dqView, s.seq, dqPart, c, s.batch, c, s.qHeads * D, stream);
+    if (p.partialKey)
+      for (auto [view, part] : {std::pair(dkView, dkPart), {dvView, dvPart}})
+        addRows(type, view, keySeq, part, c, s.batch, c, s.kvHeads * D, stream);
+    dqWritten[qc] = dkvWritten[kc] = true;
   }
   for (int64_t qc = 0; qc < layout.queryChunks; ++qc)
     if (!dqWritten[qc])

@@ -125,8 +125,12 @@ constexpr bool attentionReferenceAllowed(bool f32, int64_t keys) {
 
 /// Headroom for what cuDNN's backend plan may ask for beyond the scratch
 /// the frontend states (below): the plan's own workspace, which only a
-/// built plan knows. The runtime compares cuDNN's get_workspace_size() with
-/// the planned bytes when it builds a graph and stops if it is larger.
+/// built plan knows. The runtime takes the heuristic's first engine that
+/// builds, whatever its workspace (capping it dropped every engine at
+/// long sequences), and runs it here when get_workspace_size() fits, else
+/// in a buffer of its own allocated at the step's first, eager run
+/// (runtime/cuda/CudnnAttention.cpp; TITAN_CUDNN_LOG=1 names the engine
+/// and its bytes).
 constexpr int64_t kAttentionSlackBytes = int64_t(4) << 20;
 
 /// SDPA forward: the frontend's own scratch is empty (it holds alibi
@@ -154,8 +158,7 @@ constexpr int64_t attentionWorkspaceBytes(int64_t batch, int64_t qHeads,
 ///    4 GiB at B 1, Hq 32, S 8192.
 /// Keys and queries are `seq` rows each (titan's attention is self
 /// attention; context parallel's pairs are chunk by chunk).
-/// The part of it that is the backend plan's own (dP, and the headroom):
-/// the runtime offers cuDNN only engines within it.
+/// The part of it that is the backend plan's own (dP, and the headroom).
 constexpr int64_t attentionGradBackendWorkspaceBytes(int64_t batch,
                                                      int64_t qHeads,
                                                      int64_t seq,
@@ -179,7 +182,10 @@ constexpr int64_t attentionGradWorkspaceBytes(int64_t batch, int64_t qHeads,
 /// chunk's attention; the forward also holds one chunk's partial output
 /// and log-sum-exp (merged into the result), the backward one chunk's
 /// partial dQ, dK and dV (summed into the gradients). Partials are bounded
-/// by f32 elements; the f32 kernels need none of it.
+/// by f32 elements; the f32 kernels need none of it. A 16-bit backward's
+/// partial dQ uses half its region; the other half holds each pair's
+/// log-sum-exp packed B x Hq x chunk (cuDNN before 9.26 takes no strided
+/// Stats), 4 bytes a row against the free 2 D bytes.
 constexpr int64_t contextAttentionWorkspaceBytes(int64_t batch, int64_t qHeads,
                                                  int64_t seq, int64_t headDim) {
   return alignTo256(batch * (seq / 2) * qHeads * headDim * 4) +
