@@ -20,6 +20,7 @@
 #include "Error.h"
 #include "Float8.h"
 #include "FusedKernels.h"
+#include "KernelArgs.h"
 #include "KernelCall.h"
 #include "LocalShard.h"
 
@@ -58,8 +59,24 @@ struct Args : Call {
                 "element type code " +
                 std::to_string(types[2 + i]) + ", which no CUDA kernel takes");
   }
+  /// Bytes per element of buffer i.
+  int64_t bytes(int i) const {
+    type(i);
+    return elementBytes(types[2 + i]);
+  }
+  /// The communicator's element type of buffer i.
+  DataType commType(int i) const {
+    type(i);
+    return *cuda::commType(types[2 + i]);
+  }
   cudaStream_t stream() const { return kernelContext().stream; }
 };
+
+/// Stops the step on a decoding's message, if it has one.
+void check(const std::string &error) {
+  if (!error.empty())
+    kernelFatal("CUDA target: " + error);
+}
 
 void embedding(const Args &c) {
   int out = c.hasVocabStart() ? 3 : 2;
@@ -107,8 +124,9 @@ void rope(const Args &c) {
              s.dim(1), s.dim(2), s.dim(3) / 2, c.ints[0] != 0, c.stream());
 }
 AttentionShape attentionShape(const Args &c) {
-  Shape q = c.shape(0), kv = c.shape(1);
-  return {q.dim(0), q.dim(1), q.dim(2), kv.dim(2), q.dim(3)};
+  AttentionDims d = attentionDims(c.shape(0), c.shape(1));
+  check(d.error);
+  return {d.batch, d.seq, d.qHeads, d.kvHeads, d.headDim};
 }
 /// (q, k, v) -> (out, lse); floats: {scale}
 void attention(const Args &c) {
@@ -189,12 +207,11 @@ void attentionMerge(const Args &c) {
 }
 /// ints: {} or {accumulate}: kernel-fuse-gemm-accumulate's GEMM that adds
 /// into its result (cuBLASLt's beta = 1).
-void gemm(const Args &c, LinearProduct product, int64_t m, int64_t k,
-          int64_t n) {
+void gemm(const Args &c, LinearProduct product, GemmDims d) {
   GemmProblem p{product,
-                m,
-                k,
-                n,
+                d.m,
+                d.k,
+                d.n,
                 c.type(0),
                 c.type(2),
                 c.ints != nullptr && c.ints[0] != 0};
@@ -202,16 +219,15 @@ void gemm(const Args &c, LinearProduct product, int64_t m, int64_t k,
                             c.workspace, c.stream());
 }
 void linear(const Args &c) {
-  Shape x = c.shape(0), w = c.shape(1);
-  gemm(c, LinearProduct::Forward, x.rows(), x.back(), w.dim(0));
+  gemm(c, LinearProduct::Forward, linearDims(c.shape(0), c.shape(1)));
 }
 void linearGradInput(const Args &c) {
-  Shape dy = c.shape(0), w = c.shape(1);
-  gemm(c, LinearProduct::GradInput, dy.rows(), w.dim(1), w.dim(0));
+  gemm(c, LinearProduct::GradInput,
+       linearGradInputDims(c.shape(0), c.shape(1)));
 }
 void linearGradWeight(const Args &c) {
-  Shape dy = c.shape(0), x = c.shape(1);
-  gemm(c, LinearProduct::GradWeight, dy.rows(), x.back(), dy.back());
+  gemm(c, LinearProduct::GradWeight,
+       linearGradWeightDims(c.shape(0), c.shape(1)));
 }
 /// Async TP's collective matmuls (runtime/lib/AsyncTensorParallel.h has
 /// the ring): ints {count, dim, grad_input, axis_mask}. The shifts run on
@@ -219,47 +235,31 @@ void linearGradWeight(const Args &c) {
 /// compute stream; the communicator orders them by events (a shift starts
 /// after the compute stream's work so far, finish() makes the compute
 /// stream wait for it), so a shard's transfer overlaps the GEMMs of the
-/// shard before it. Unverified on a GPU.
-constexpr int64_t kMaxRingGemms = 16;
-struct Ring {
-  int64_t outer = 1, rows = 1, index = 0, size = 1;
-  unsigned axisMask = 0;
+/// shard before it; RingSchedule.h has the order of shards and buffers.
+/// Unverified on a GPU.
+struct Ring : RingCall {
+  int64_t index = 0, size = 1;
 };
-Ring ring(const Args &c, Shape shape, const char *kernel) {
-  int64_t count = c.ints[0];
-  if (count < 1 || count > kMaxRingGemms)
-    kernelFatal(std::string(kernel) + ": " + std::to_string(count) +
-                " GEMMs (1 to " + std::to_string(kMaxRingGemms) + ")");
+/// The call's ints and this rank's place in its ring.
+Ring ring(const Args &c, const char *kernel) {
+  Communicator *comm = activeCommunicator();
   Ring r;
-  for (int64_t d = 0; d + 1 < shape.rank; ++d)
-    (d < c.ints[1] ? r.outer : r.rows) *= shape.dim(d);
-  r.axisMask = unsigned(c.ints[3]);
-  if (Communicator *comm = activeCommunicator()) {
-    if (r.axisMask == 0 || (r.axisMask & (r.axisMask - 1)) != 0)
-      kernelFatal(std::string(kernel) + ": the ring runs over one mesh axis");
-    MeshAxis axis = MeshAxis(__builtin_ctz(r.axisMask));
-    r.index = comm->coordinate(axis);
-    r.size = comm->meshShape()[axis];
+  static_cast<RingCall &>(r) = decodeRingCall(kernel, c.ints, comm != nullptr);
+  check(r.error);
+  if (comm) {
+    r.index = comm->coordinate(MeshAxis(r.axis));
+    r.size = comm->meshShape()[MeshAxis(r.axis)];
   }
   return r;
-}
-int64_t elementBytes(ElementType type) {
-  return type == ElementType::F32 ? 4 : 2;
-}
-DataType commType(ElementType type) {
-  return type == ElementType::F32    ? DataType::F32
-         : type == ElementType::BF16 ? DataType::BF16
-                                     : DataType::F16;
 }
 void ringGemm(ElementType type, bool gradInput, int64_t rows, int64_t in,
               int64_t out, const void *lhs, const void *weight, void *result,
               bool accumulate, void *workspace, cudaStream_t stream) {
-  // GemmProblem's k and n are the weight's [n, k] (Forward: in = k, out =
-  // n; GradInput: in = n, out = k).
+  GemmDims d = ringGemmDims(gradInput, rows, in, out);
   GemmProblem p{gradInput ? LinearProduct::GradInput : LinearProduct::Forward,
-                rows,
-                gradInput ? out : in,
-                gradInput ? in : out,
+                d.m,
+                d.k,
+                d.n,
                 type,
                 type,
                 accumulate};
@@ -267,77 +267,83 @@ void ringGemm(ElementType type, bool gradInput, int64_t rows, int64_t in,
 }
 /// (input, weight...) -> (gathered, result...)
 void allGatherLinear(const Args &c) {
+  Ring r = ring(c, "all_gather_linear");
   Shape x = c.shape(0);
-  Ring r = ring(c, x, "all_gather_linear");
-  int64_t count = c.ints[0], in = x.back();
+  RingLayout l = ringLayout(x, r.dim);
+  int64_t count = r.count, in = x.back();
   ElementType type = c.type(0);
-  int64_t bytes = elementBytes(type), shard = r.rows * in * bytes;
+  int64_t bytes = c.bytes(0);
+  AllGatherLinearCarve carve = carveAllGatherLinear(l, in, bytes);
+  int64_t shard = carve.shardBytes;
   char *ws = static_cast<char *>(c.workspace);
   char *gathered = static_cast<char *>(c.buffers[1 + count]);
-  void *buffers[2] = {
-      ws + titan::cuda::collectiveMatmulShard(0, r.outer * shard),
-      ws + titan::cuda::collectiveMatmulShard(1, r.outer * shard)};
-  const void *held = c.buffers[0];
+  void *buffers[2] = {ws + carve.incoming[0], ws + carve.incoming[1]};
   for (int64_t s = 0; s < r.size; ++s) {
-    int64_t chunk = ((r.index - s) % r.size + r.size) % r.size;
+    ring::AllGatherStep step = ring::allGatherStep(r.index, r.size, s);
+    int64_t chunk = step.chunk;
+    const void *held =
+        step.held == ring::kOutside ? c.buffers[0] : buffers[step.held];
     std::unique_ptr<Request> next;
-    if (s + 1 < r.size)
-      next = communicator().sendRecv(held, buffers[s % 2], commType(type),
-                                     r.outer * r.rows * in, 1, r.axisMask);
+    if (step.incoming != ring::kOutside)
+      next =
+          communicator().sendRecv(held, buffers[step.incoming], c.commType(0),
+                                  l.outer * l.rows * in, 1, r.axisMask);
     checkCuda(cudaMemcpy2DAsync(gathered + chunk * shard,
                                 size_t(r.size * shard), held, size_t(shard),
-                                size_t(shard), size_t(r.outer),
+                                size_t(shard), size_t(l.outer),
                                 cudaMemcpyDeviceToDevice, c.stream()),
               "all_gather_linear's shard copy");
     for (int64_t i = 0; i < count; ++i) {
       int64_t out = c.shape(int(2 + count + i)).back();
       char *result = static_cast<char *>(c.buffers[2 + count + i]);
-      for (int64_t o = 0; o < r.outer; ++o)
-        ringGemm(type, c.ints[2] != 0, r.rows, in, out,
+      for (int64_t o = 0; o < l.outer; ++o)
+        ringGemm(type, r.gradInput, l.rows, in, out,
                  gathered + (o * r.size + chunk) * shard, c.buffers[1 + i],
-                 result + ((o * r.size + chunk) * r.rows * out) * bytes,
+                 result + ((o * r.size + chunk) * l.rows * out) * bytes,
                  /*accumulate=*/false, c.workspace, c.stream());
     }
     if (next)
       next->finish();
-    held = buffers[s % 2];
   }
 }
 /// (lhs, weight, lhs, weight, ...) -> (result)
 void linearReduceScatter(const Args &c) {
-  int64_t count = c.ints[0];
+  Ring r = ring(c, "linear_reduce_scatter");
+  int64_t count = r.count;
   Shape result = c.shape(int(2 * count));
-  Ring r = ring(c, result, "linear_reduce_scatter");
+  RingLayout l = ringLayout(result, r.dim);
+  int64_t out = result.back();
   ElementType type = c.type(0);
-  int64_t bytes = elementBytes(type), out = result.back();
-  int64_t shard = r.outer * r.rows * out;
+  int64_t bytes = c.bytes(0);
+  LinearReduceScatterCarve carve = carveLinearReduceScatter(l, out, bytes);
+  int64_t shard = carve.shardElements;
   char *ws = static_cast<char *>(c.workspace);
-  void *partials[2] = {
-      ws + titan::cuda::collectiveMatmulShard(0, shard * bytes),
-      ws + titan::cuda::collectiveMatmulShard(1, shard * bytes)};
-  void *received = ws + titan::cuda::collectiveMatmulShard(2, shard * bytes);
+  void *partials[2] = {ws + carve.partials[0], ws + carve.partials[1]};
+  void *received = ws + carve.received;
   std::unique_ptr<Request> pending;
   for (int64_t s = 0; s < r.size; ++s) {
-    int64_t chunk = ((r.index - s - 1) % r.size + r.size) % r.size;
-    char *partial = static_cast<char *>(s + 1 == r.size ? c.buffers[2 * count]
-                                                        : partials[s % 2]);
+    ring::ReduceScatterStep step = ring::reduceScatterStep(r.index, r.size, s);
+    int64_t chunk = step.chunk;
+    char *partial = static_cast<char *>(step.partial == ring::kOutside
+                                            ? c.buffers[2 * count]
+                                            : partials[step.partial]);
     for (int64_t i = 0; i < count; ++i) {
       int64_t in = c.shape(int(2 * i)).back();
       const char *lhs = static_cast<const char *>(c.buffers[2 * i]);
-      for (int64_t o = 0; o < r.outer; ++o)
-        ringGemm(type, c.ints[2] != 0, r.rows, in, out,
-                 lhs + ((o * r.size + chunk) * r.rows * in) * bytes,
-                 c.buffers[2 * i + 1], partial + o * r.rows * out * bytes,
+      for (int64_t o = 0; o < l.outer; ++o)
+        ringGemm(type, r.gradInput, l.rows, in, out,
+                 lhs + ((o * r.size + chunk) * l.rows * in) * bytes,
+                 c.buffers[2 * i + 1], partial + o * l.rows * out * bytes,
                  /*accumulate=*/i > 0, c.workspace, c.stream());
     }
-    if (pending) {
+    if (step.addsReceived) {
       pending->finish();
       pending.reset();
       cuda::add(type, partial, received, partial, shard, c.stream());
     }
-    if (s + 1 < r.size)
-      pending = communicator().sendRecv(partial, received, commType(type),
-                                        shard, 1, r.axisMask);
+    if (step.sends)
+      pending = communicator().sendRecv(partial, received, c.commType(0), shard,
+                                        1, r.axisMask);
   }
 }
 void swiglu(const Args &c) {
@@ -480,35 +486,30 @@ void adamwMulti(const Args &c) {
                    c.buf<float>(shared + 1), c.buf<int64_t>(shared + 2),
                    {f[0], f[1], f[2], f[3], f[4]}, c.stream());
 }
-/// Bytes of buffer `i`'s elements.
-size_t elementBytes(const Args &c, int i) {
-  return c.type(i) == ElementType::F32 ? 4 : 2;
-}
 /// titan.slice, titan.slice_grad (the box in zeros) and titan.concat: box
 /// copies (runtime/lib/KernelABI.cpp has the contracts).
 void slice(const Args &c) {
   Shape in = c.shape(0), out = c.shape(1);
-  cuda::copyBox(c.buffers[0], c.buffers[1], elementBytes(c, 0),
-                planBoxCopy(in, out, out, c.ints + 1, nullptr), c.stream());
+  cuda::copyBox(c.buffers[0], c.buffers[1], size_t(c.bytes(0)),
+                slicePlan(in, out, c.ints + 1), c.stream());
 }
 void sliceGrad(const Args &c) {
   Shape grad = c.shape(0), out = c.shape(1);
-  checkCuda(cudaMemsetAsync(c.buffers[1], 0,
-                            size_t(out.numel()) * elementBytes(c, 1),
+  checkCuda(cudaMemsetAsync(c.buffers[1], 0, size_t(out.numel() * c.bytes(1)),
                             c.stream()),
             "slice_grad: zeroing its result");
-  cuda::copyBox(c.buffers[0], c.buffers[1], elementBytes(c, 0),
-                planBoxCopy(grad, out, grad, nullptr, c.ints + 1), c.stream());
+  cuda::copyBox(c.buffers[0], c.buffers[1], size_t(c.bytes(0)),
+                sliceGradPlan(grad, out, c.ints + 1), c.stream());
 }
 void concat(const Args &c) {
   int64_t count = c.ints[0], dim = c.ints[1];
   Shape out = c.shape(int(count));
-  std::vector<int64_t> at(size_t(out.rank), 0);
+  int64_t offset = 0;
   for (int64_t i = 0; i < count; ++i) {
     Shape in = c.shape(int(i));
-    cuda::copyBox(c.buffers[i], c.buffers[count], elementBytes(c, int(i)),
-                  planBoxCopy(in, out, in, nullptr, at.data()), c.stream());
-    at[size_t(dim)] += in.dim(dim);
+    cuda::copyBox(c.buffers[i], c.buffers[count], size_t(c.bytes(int(i))),
+                  concatPlan(in, out, dim, offset), c.stream());
+    offset += in.dim(dim);
   }
 }
 
@@ -517,7 +518,7 @@ void localShard(const Args &c) {
   GroupPlace place = groupPlace(c.ints + 1);
   LocalShardPlan p = planLocalShard(c.shape(0), c.ints[0], place.index,
                                     place.size, isLoadBalanced(c.ints + 1));
-  size_t bytes = c.type(0) == ElementType::F32 ? 4 : 2;
+  size_t bytes = size_t(c.bytes(0));
   auto *in = static_cast<const char *>(c.buffers[0]);
   auto *out = static_cast<char *>(c.buffers[1]);
   for (int64_t j = 0; j < p.parts; ++j)
@@ -542,12 +543,6 @@ void float8Scale(const Args &c) {
   cuda::float8Scale(c.buf<float>(0), c.buf<float>(1), c.shape(0).numel(),
                     c.ints[0] != 0, c.floats[0], c.stream());
 }
-/// 0 one scale, 1 per row, 2 per column, from the scale's shape.
-int scaleMode(Shape scale) {
-  if (scale.numel() <= 1)
-    return 0;
-  return scale.back() == 1 ? 1 : 2;
-}
 void quantize(const Args &c) {
   Shape s = c.shape(0);
   cuda::quantize(c.type(0), c.buffers[0], c.buf<float>(1), c.buf<uint8_t>(2),
@@ -557,14 +552,10 @@ void quantize(const Args &c) {
 /// Float8 operand `i` of a scaled GEMM, its scale `i + 1`: a transposed
 /// one (`transposed`, its last dimension first) as the matrix it was.
 cuda::ScaledOperand scaledOperand(const Args &c, int i, bool transposed) {
-  Shape::Matrix m = c.shape(i).matrix(transposed);
-  return {c.buf<uint8_t>(i),
-          c.type(i),
-          m.rows,
-          m.cols,
-          c.buf<float>(i + 1),
-          c.shape(i + 1).numel() > 1,
-          transposed};
+  ScaledOperandDims d =
+      scaledOperandDims(c.shape(i), c.shape(i + 1), transposed);
+  return {c.buf<uint8_t>(i),   c.type(i),      d.rows,    d.cols,
+          c.buf<float>(i + 1), d.vectorScales, transposed};
 }
 /// (lhs f8, lhs scale, rhs f8, rhs scale) -> (result); ints: {form, lhs
 /// format, rhs format, lhs transposed, rhs transposed}. A scale with more

@@ -6,6 +6,7 @@
 #include "Error.h"
 #include "Gemm.h"
 #include "LowPrecision.h"
+#include "RingSchedule.h"
 
 #include <cstring>
 #include <memory>
@@ -20,11 +21,12 @@ RingPlace ringPlace(unsigned axisMask, const char *kernel) {
   Communicator *comm = activeCommunicator();
   if (!comm)
     return place;
-  if (axisMask == 0 || (axisMask & (axisMask - 1)) != 0)
+  int axisIndex = ring::axisOfMask(axisMask);
+  if (axisIndex < 0)
     kernelFatal(std::string(kernel) +
                 ": the ring runs over one mesh axis, not axis mask " +
                 std::to_string(axisMask));
-  MeshAxis axis = MeshAxis(__builtin_ctz(axisMask));
+  MeshAxis axis = MeshAxis(axisIndex);
   place.index = comm->coordinate(axis);
   place.size = comm->meshShape()[axis];
   return place;
@@ -96,15 +98,15 @@ void allGatherLinear(const T *input, const T *const *weights, T *gathered,
                      RingPlace place, T *workspace) {
   int64_t n = place.size, shard = rows * in;
   // The shard held at step s is rank (index - s)'s; the one after it
-  // arrives during its GEMMs.
-  const T *held = input;
+  // arrives during its GEMMs (RingSchedule.h).
   T *buffers[2] = {workspace, workspace + outer * shard};
   for (int64_t s = 0; s < n; ++s) {
-    int64_t c = ((place.index - s) % n + n) % n;
+    ring::AllGatherStep step = ring::allGatherStep(place.index, n, s);
+    int64_t c = step.chunk;
+    const T *held = step.held == ring::kOutside ? input : buffers[step.held];
     InFlight next;
-    T *incoming = buffers[s % 2];
-    if (s + 1 < n)
-      next.request = shift(held, incoming, outer * shard, place);
+    if (step.incoming != ring::kOutside)
+      next.request = shift(held, buffers[step.incoming], outer * shard, place);
     for (int64_t o = 0; o < outer; ++o)
       std::memcpy(gathered + (o * n + c) * shard, held + o * shard,
                   size_t(shard) * sizeof(T));
@@ -118,7 +120,6 @@ void allGatherLinear(const T *input, const T *const *weights, T *gathered,
       }
     }
     next.finish();
-    held = incoming;
   }
 }
 
@@ -135,8 +136,10 @@ void linearReduceScatter(const T *const *lhs, const T *const *weights,
   for (int64_t s = 0; s < n; ++s) {
     // Shard c's partial sums: this rank's term, computed while the previous
     // step's sums travel; the last step's is this rank's own shard.
-    int64_t c = ((place.index - s - 1) % n + n) % n;
-    T *partial = s + 1 == n ? result : partials[s % 2];
+    ring::ReduceScatterStep step = ring::reduceScatterStep(place.index, n, s);
+    int64_t c = step.chunk;
+    T *partial =
+        step.partial == ring::kOutside ? result : partials[step.partial];
     for (int64_t i = 0; i < count; ++i) {
       RingGemm g{gradInput, ins[i], out};
       for (int64_t o = 0; o < outer; ++o) {
@@ -159,13 +162,13 @@ void linearReduceScatter(const T *const *lhs, const T *const *weights,
         pending.poll();
       }
     }
-    if (pending) {
+    if (step.addsReceived) {
       pending.finish();
       for (int64_t e = 0; e < shard; ++e)
         partial[e] += received[e];
       roundToStorage(partial, shard, storage);
     }
-    if (s + 1 < n)
+    if (step.sends)
       pending.request = shift(partial, received, shard, place);
   }
 }

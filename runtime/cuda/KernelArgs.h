@@ -1,0 +1,243 @@
+//===- KernelArgs.h - what the CUDA entries decide on the host --*- C++ -*-===//
+//
+// The decisions KernelABI.cpp's entries make before they enqueue anything:
+// element sizes and the communicator's types, the GEMM problems, the
+// collective matmuls' ring and workspace offsets, attention's dimensions,
+// the float8 operands and scales, the box copies. Pure functions of a
+// call's shapes and ints, free of CUDA headers, so the CPU unit tests
+// (unittests/Runtime/CudaKernelArgsTest.cpp) check them without a GPU. A
+// decoding that can fail returns its message, which the entry stops on
+// (kernelFatal).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TITANRT_CUDA_KERNELARGS_H
+#define TITANRT_CUDA_KERNELARGS_H
+
+#include "BoxCopy.h"
+#include "Communicator.h"
+#include "KernelCall.h"
+#include "RingSchedule.h"
+
+#include "titan/Target/CUDA/KernelWorkspaces.h"
+#include "titanrt/KernelABI.h"
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+namespace titanrt::cuda {
+
+/// Bytes per element of a buffer of ABI type `code` (TITAN_RT_*): 1 for
+/// the float8 types, 2 for bf16 and f16, 4 for f32; 0 for a type no CUDA
+/// kernel takes.
+constexpr int64_t elementBytes(int64_t code) {
+  switch (code) {
+  case TITAN_RT_F32:
+    return 4;
+  case TITAN_RT_BF16:
+  case TITAN_RT_F16:
+    return 2;
+  case TITAN_RT_F8E4M3FN:
+  case TITAN_RT_F8E5M2:
+    return 1;
+  }
+  return 0;
+}
+
+/// The communicator's element type for buffers of ABI type `code`: each
+/// type travels as itself (a float8 shard is not an f16 one); none for a
+/// type no CUDA kernel takes.
+constexpr std::optional<DataType> commType(int64_t code) {
+  switch (code) {
+  case TITAN_RT_F32:
+    return DataType::F32;
+  case TITAN_RT_BF16:
+    return DataType::BF16;
+  case TITAN_RT_F16:
+    return DataType::F16;
+  case TITAN_RT_F8E4M3FN:
+    return DataType::F8E4M3FN;
+  case TITAN_RT_F8E5M2:
+    return DataType::F8E5M2;
+  }
+  return std::nullopt;
+}
+
+/// A GEMM of titan.linear's family: result m x n, reducing over k, with
+/// the weight [n, k] (LinearGemm.h's GemmProblem).
+struct GemmDims {
+  int64_t m, k, n;
+};
+/// titan.linear: x [..., k], w [n, k] -> y [..., n].
+inline GemmDims linearDims(abi::Shape x, abi::Shape w) {
+  return {x.rows(), x.back(), w.dim(0)};
+}
+/// titan.linear_grad_input: dy [..., n], w [n, k] -> dx [..., k].
+inline GemmDims linearGradInputDims(abi::Shape dy, abi::Shape w) {
+  return {dy.rows(), w.dim(1), w.dim(0)};
+}
+/// titan.linear_grad_weight: dy [..., n], x [..., k] -> dw [n, k].
+inline GemmDims linearGradWeightDims(abi::Shape dy, abi::Shape x) {
+  return {dy.rows(), x.back(), dy.back()};
+}
+/// One GEMM of a collective matmul on `rows` rows: lhs [rows, in] times the
+/// weight, as titan.linear (weight [out, in]) or, `gradInput`,
+/// titan.linear_grad_input (weight [in, out]), to [rows, out].
+constexpr GemmDims ringGemmDims(bool gradInput, int64_t rows, int64_t in,
+                                int64_t out) {
+  return {rows, gradInput ? out : in, gradInput ? in : out};
+}
+
+/// The collective matmuls' ints {count, dim, grad_input, axis_mask}.
+struct RingCall {
+  int64_t count = 0, dim = 0;
+  bool gradInput = false;
+  unsigned axisMask = 0;
+  /// The ring's mesh axis; -1 in a single-rank run (a ring of one).
+  int axis = -1;
+  /// Why the call cannot run; empty when it can.
+  std::string error;
+};
+/// `ranked`: a communicator is active, so the mask must name one axis.
+inline RingCall decodeRingCall(const char *kernel, const int64_t *ints,
+                               bool ranked) {
+  RingCall r;
+  r.count = ints[0];
+  r.dim = ints[1];
+  r.gradInput = ints[2] != 0;
+  r.axisMask = unsigned(ints[3]);
+  if (r.count < 1 || r.count > ring::kMaxGemms) {
+    r.error = std::string(kernel) + ": " + std::to_string(r.count) +
+              " GEMMs (1 to " + std::to_string(ring::kMaxGemms) + ")";
+    return r;
+  }
+  if (!ranked)
+    return r;
+  r.axis = ring::axisOfMask(r.axisMask);
+  if (r.axis < 0)
+    r.error = std::string(kernel) +
+              ": the ring runs over one mesh axis, not axis mask " +
+              std::to_string(r.axisMask);
+  return r;
+}
+
+/// A ring tensor as [outer][rows][last] (AsyncTensorParallel.h): `outer`
+/// the elements before the ring's dimension `dim`, `rows` the rest but the
+/// last dimension.
+struct RingLayout {
+  int64_t outer = 1, rows = 1;
+};
+inline RingLayout ringLayout(abi::Shape shape, int64_t dim) {
+  RingLayout l;
+  for (int64_t d = 0; d + 1 < shape.rank; ++d)
+    (d < dim ? l.outer : l.rows) *= shape.dim(d);
+  return l;
+}
+
+/// dist.all_gather_linear's workspace: cuBLASLt's, then the two buffers the
+/// shards arrive in (RingSchedule.h), each the whole input (`outer` shards
+/// of `shardBytes`). Offsets from the workspace's start.
+struct AllGatherLinearCarve {
+  int64_t shardBytes;
+  int64_t incoming[2];
+  int64_t end;
+};
+constexpr AllGatherLinearCarve carveAllGatherLinear(RingLayout l, int64_t in,
+                                                    int64_t elementBytes) {
+  int64_t shard = l.rows * in * elementBytes, input = l.outer * shard;
+  return {shard,
+          {titan::cuda::collectiveMatmulShard(0, input),
+           titan::cuda::collectiveMatmulShard(1, input)},
+          titan::cuda::collectiveMatmulWorkspaceBytes(2, input)};
+}
+/// dist.linear_reduce_scatter's: cuBLASLt's, then two partial sums and the
+/// one received, each the whole result (`shardElements`).
+struct LinearReduceScatterCarve {
+  int64_t shardElements;
+  int64_t partials[2];
+  int64_t received;
+  int64_t end;
+};
+constexpr LinearReduceScatterCarve
+carveLinearReduceScatter(RingLayout l, int64_t out, int64_t elementBytes) {
+  int64_t elements = l.outer * l.rows * out, bytes = elements * elementBytes;
+  return {elements,
+          {titan::cuda::collectiveMatmulShard(0, bytes),
+           titan::cuda::collectiveMatmulShard(1, bytes)},
+          titan::cuda::collectiveMatmulShard(2, bytes),
+          titan::cuda::collectiveMatmulWorkspaceBytes(3, bytes)};
+}
+
+/// Attention's operands: q B x S x Hq x D, k and v B x Skv x Hkv x D.
+struct AttentionDims {
+  int64_t batch = 0, seq = 0, qHeads = 0, kvHeads = 0, headDim = 0;
+  std::string error;
+};
+inline AttentionDims attentionDims(abi::Shape q, abi::Shape kv) {
+  AttentionDims d;
+  if (q.rank != 4 || kv.rank != 4) {
+    d.error = "attention: q of rank " + std::to_string(q.rank) +
+              " and k/v of rank " + std::to_string(kv.rank) +
+              " (B x S x H x D, rank 4)";
+    return d;
+  }
+  d = {q.dim(0), q.dim(1), q.dim(2), kv.dim(2), q.dim(3), ""};
+  // GQA: query head h reads kv head h / (Hq / Hkv).
+  if (kv.dim(0) != d.batch || kv.dim(3) != d.headDim || d.kvHeads < 1 ||
+      d.qHeads % d.kvHeads != 0)
+    d.error = "attention: q [" + std::to_string(d.batch) + ", " +
+              std::to_string(d.seq) + ", " + std::to_string(d.qHeads) + ", " +
+              std::to_string(d.headDim) + "] and k/v with " +
+              std::to_string(kv.dim(2)) + " heads of " +
+              std::to_string(kv.dim(3)) + " in a batch of " +
+              std::to_string(kv.dim(0)) + " (the same batch and head size, " +
+              "a number of heads dividing q's)";
+  return d;
+}
+
+/// How a float8 scale applies, from its shape: one for the tensor, one per
+/// row ([..., 1]) or one per column.
+constexpr int kScaleTensorwise = 0, kScalePerRow = 1, kScalePerColumn = 2;
+inline int scaleMode(abi::Shape scale) {
+  if (scale.numel() <= 1)
+    return kScaleTensorwise;
+  return scale.back() == 1 ? kScalePerRow : kScalePerColumn;
+}
+
+/// A scaled GEMM's float8 operand as the matrix it holds (a `transposed`
+/// one, its last dimension first, as the matrix it was) and whether its
+/// scale is a vector (one per result row or column) or one value.
+struct ScaledOperandDims {
+  int64_t rows, cols;
+  bool vectorScales;
+};
+inline ScaledOperandDims scaledOperandDims(abi::Shape operand, abi::Shape scale,
+                                           bool transposed) {
+  abi::Shape::Matrix m = operand.matrix(transposed);
+  return {m.rows, m.cols, scale.numel() > 1};
+}
+
+/// titan.slice: the result's box at `starts` in the input.
+inline BoxCopyPlan slicePlan(abi::Shape in, abi::Shape out,
+                             const int64_t *starts) {
+  return planBoxCopy(in, out, out, starts, nullptr);
+}
+/// titan.slice_grad: the gradient's box at `starts` in the (zeroed) result.
+inline BoxCopyPlan sliceGradPlan(abi::Shape grad, abi::Shape out,
+                                 const int64_t *starts) {
+  return planBoxCopy(grad, out, grad, nullptr, starts);
+}
+/// titan.concat: input `in`, placed `offset` along `dim` of the result (the
+/// sizes of the inputs before it).
+inline BoxCopyPlan concatPlan(abi::Shape in, abi::Shape out, int64_t dim,
+                              int64_t offset) {
+  int64_t to[BoxCopyPlan::kMaxRank] = {};
+  if (dim >= 0 && dim < BoxCopyPlan::kMaxRank)
+    to[dim] = offset;
+  return planBoxCopy(in, out, in, nullptr, to);
+}
+
+} // namespace titanrt::cuda
+
+#endif // TITANRT_CUDA_KERNELARGS_H
