@@ -119,12 +119,22 @@ std::vector<int64_t> statsStrides(const AttentionShape &s, int64_t rows) {
   return {s.qHeads * rows, rows, 1, 1};
 }
 
+/// The graph's Q, K and V inputs, on `p`'s views.
+struct Inputs {
+  std::shared_ptr<fe::graph::Tensor_attributes> q, k, v;
+};
+Inputs addInputs(fe::graph::Graph &g, const SdpaProblem &p) {
+  const AttentionShape &s = p.shape;
+  const SdpaViews &views = p.views;
+  return {g.tensor(bshd("Q", Q, s, s.qHeads, views.queryRows)),
+          g.tensor(bshd("K", K, s, s.kvHeads, views.keyRows)),
+          g.tensor(bshd("V", V, s, s.kvHeads, views.keyRows))};
+}
+
 void addForward(fe::graph::Graph &g, const SdpaProblem &p) {
   const AttentionShape &s = p.shape;
   const SdpaViews &views = p.views;
-  auto q = g.tensor(bshd("Q", Q, s, s.qHeads, views.queryRows));
-  auto k = g.tensor(bshd("K", K, s, s.kvHeads, views.keyRows));
-  auto v = g.tensor(bshd("V", V, s, s.kvHeads, views.keyRows));
+  auto [q, k, v] = addInputs(g, p);
   auto options = fe::graph::SDPA_attributes()
                      .set_name("titan.attention")
                      .set_generate_stats(true)
@@ -145,9 +155,7 @@ void addForward(fe::graph::Graph &g, const SdpaProblem &p) {
 void addBackward(fe::graph::Graph &g, const SdpaProblem &p) {
   const AttentionShape &s = p.shape;
   const SdpaViews &views = p.views;
-  auto q = g.tensor(bshd("Q", Q, s, s.qHeads, views.queryRows));
-  auto k = g.tensor(bshd("K", K, s, s.kvHeads, views.keyRows));
-  auto v = g.tensor(bshd("V", V, s, s.kvHeads, views.keyRows));
+  auto [q, k, v] = addInputs(g, p);
   auto o = g.tensor(bshd("O", O, s, s.qHeads, views.outRows));
   auto dO = g.tensor(bshd("dO", DO, s, s.qHeads, views.outRows));
   auto lse = g.tensor(fe::graph::Tensor_attributes()

@@ -7,13 +7,14 @@
 using namespace titanrt;
 using namespace titanrt::cuda;
 
-namespace {
-
-void check(cublasStatus_t status, const char *call, const GemmProblem &p) {
+void titanrt::cuda::checkCublas(cublasStatus_t status, const char *call,
+                                const GemmProblem &p) {
   if (status != CUBLAS_STATUS_SUCCESS)
     kernelFatal(std::string(call) + " failed (" +
                 cublasLtGetStatusString(status) + ") for " + p.describe());
 }
+
+namespace {
 
 cudaDataType_t cudaType(ElementType t) {
   switch (t) {
@@ -50,25 +51,25 @@ const char *typeName(ElementType t) {
 template <typename T>
 void setAttribute(cublasLtMatmulDesc_t op, cublasLtMatmulDescAttributes_t what,
                   const T &value, const char *name, const GemmProblem &p) {
-  check(cublasLtMatmulDescSetAttribute(op, what, &value, sizeof(value)), name,
-        p);
+  checkCublas(cublasLtMatmulDescSetAttribute(op, what, &value, sizeof(value)),
+              name, p);
 }
 
 template <typename T>
 void setPreference(cublasLtMatmulPreference_t preference,
                    cublasLtMatmulPreferenceAttributes_t what, const T &value,
                    const char *name, const GemmProblem &p) {
-  check(cublasLtMatmulPreferenceSetAttribute(preference, what, &value,
-                                             sizeof(value)),
-        name, p);
+  checkCublas(cublasLtMatmulPreferenceSetAttribute(preference, what, &value,
+                                                   sizeof(value)),
+              name, p);
 }
 
 cublasLtMatrixLayout_t createLayout(cudaDataType_t type, ColumnMajorMatrix m,
                                     const char *name, const GemmProblem &p) {
   cublasLtMatrixLayout_t layout = nullptr;
-  check(cublasLtMatrixLayoutCreate(&layout, type, uint64_t(m.rows),
-                                   uint64_t(m.cols), m.rows),
-        name, p);
+  checkCublas(cublasLtMatrixLayoutCreate(&layout, type, uint64_t(m.rows),
+                                         uint64_t(m.cols), m.rows),
+              name, p);
   return layout;
 }
 
@@ -141,8 +142,8 @@ GemmDescriptors titanrt::cuda::createGemmDescriptors(const GemmProblem &p,
                                                      GemmScales scales) {
   ColumnMajorGemm g = columnMajorGemm(p);
   GemmDescriptors d;
-  check(cublasLtMatmulDescCreate(&d.op, CUBLAS_COMPUTE_32F, CUDA_R_32F),
-        "cublasLtMatmulDescCreate", p);
+  checkCublas(cublasLtMatmulDescCreate(&d.op, CUBLAS_COMPUTE_32F, CUDA_R_32F),
+              "cublasLtMatmulDescCreate", p);
   setAttribute(d.op, CUBLASLT_MATMUL_DESC_TRANSA, g.opA,
                "cublasLtMatmulDescSetAttribute(TRANSA)", p);
   setAttribute(d.op, CUBLASLT_MATMUL_DESC_TRANSB, g.opB,
@@ -172,8 +173,8 @@ void titanrt::cuda::destroyGemmDescriptors(GemmDescriptors &d) {
 cublasLtMatmulPreference_t titanrt::cuda::createGemmPreference(
     const GemmProblem &p, uint64_t workspaceBytes, GemmAlignments alignments) {
   cublasLtMatmulPreference_t preference = nullptr;
-  check(cublasLtMatmulPreferenceCreate(&preference),
-        "cublasLtMatmulPreferenceCreate", p);
+  checkCublas(cublasLtMatmulPreferenceCreate(&preference),
+              "cublasLtMatmulPreferenceCreate", p);
   setPreference(preference, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
                 workspaceBytes, "cublasLtMatmulPreferenceSetAttribute", p);
   setPreference(preference, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES,

@@ -121,6 +121,9 @@ struct ColumnMajorGemm {
 };
 ColumnMajorGemm columnMajorGemm(const GemmProblem &p);
 
+/// Stops the run naming `call` and `p` when cuBLASLt returned an error.
+void checkCublas(cublasStatus_t status, const char *call, const GemmProblem &p);
+
 /// A plan's descriptors, made without a handle or a GPU.
 struct GemmDescriptors {
   cublasLtMatmulDesc_t op = nullptr;

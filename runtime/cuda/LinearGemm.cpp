@@ -9,12 +9,6 @@ using namespace titanrt::cuda;
 
 namespace {
 
-void check(cublasStatus_t status, const char *call, const GemmProblem &p) {
-  if (status != CUBLAS_STATUS_SUCCESS)
-    kernelFatal(std::string(call) + " failed (" +
-                cublasLtGetStatusString(status) + ") for " + p.describe());
-}
-
 std::string describeAlignments(GemmAlignments a) {
   return "operands aligned to " + std::to_string(a.a) + "/" +
          std::to_string(a.b) + "/" + std::to_string(a.c) + " bytes (A/B/C)";
@@ -49,7 +43,7 @@ cublasLtMatmulAlgo_t LinearGemms::pickAlgorithm(const GemmPlanKey &key,
   cublasStatus_t status = cublasLtMatmulAlgoGetHeuristic(
       handle_, d.op, d.a, d.b, d.c, d.c, preference, 1, &result, &found);
   cublasLtMatmulPreferenceDestroy(preference);
-  check(status, "cublasLtMatmulAlgoGetHeuristic", p);
+  checkCublas(status, "cublasLtMatmulAlgoGetHeuristic", p);
   if (found == 0)
     kernelFatal("cuBLASLt has no algorithm for " + p.describe() + " with " +
                 describeAlignments(key.alignments) + " within " +
@@ -84,8 +78,8 @@ void LinearGemms::run(const GemmProblem &p, const void *first,
     setGemmScales(d.op, p, scales);
   // A is the second input, B the first (see columnMajorGemm).
   float alpha = 1.0f, beta = p.accumulate ? 1.0f : 0.0f;
-  check(cublasLtMatmul(handle_, d.op, &alpha, second, d.a, first, d.b, &beta,
-                       out, d.c, out, d.c, &pl.algo, workspace, workspaceBytes_,
-                       stream),
-        "cublasLtMatmul", p);
+  checkCublas(cublasLtMatmul(handle_, d.op, &alpha, second, d.a, first, d.b,
+                             &beta, out, d.c, out, d.c, &pl.algo, workspace,
+                             workspaceBytes_, stream),
+              "cublasLtMatmul", p);
 }

@@ -20,6 +20,7 @@
 #include "LocalShard.h"
 #include "LowPrecision.h"
 #include "Parallel.h"
+#include "RingSchedule.h"
 #include "VectorMath.h"
 
 #include <omp.h>
@@ -250,36 +251,25 @@ template <typename T> void linearGradWeight(const Call &c) {
                       x.back(), dy.back(), accumulates(c));
 }
 /// The collective matmuls' ring (AsyncTensorParallel.h): ints {count, dim,
-/// grad_input, axis_mask}; `shape` split around dim into [outer][rows][last]
-/// (rows: the ring dimension's size times the dimensions after it but the
-/// last).
-constexpr int64_t kMaxRingGemms = 16;
-struct RingLayout {
-  int64_t outer = 1, rows = 1;
-};
-RingLayout ringLayout(Shape shape, int64_t dim) {
-  RingLayout l;
-  for (int64_t d = 0; d + 1 < shape.rank; ++d)
-    (d < dim ? l.outer : l.rows) *= shape.dim(d);
-  return l;
-}
-int64_t ringGemmCount(const Call &c, const char *kernel) {
-  int64_t count = c.ints[0];
-  if (count < 1 || count > kMaxRingGemms)
-    kernelFatal(std::string(kernel) + ": " + std::to_string(count) +
-                " GEMMs (1 to " + std::to_string(kMaxRingGemms) + ")");
-  return count;
+/// grad_input, axis_mask}, decoded as the CUDA target decodes them
+/// (RingSchedule.h).
+RingCall ringCall(const Call &c, const char *kernel) {
+  RingCall r = decodeRingCall(kernel, c.ints, activeCommunicator() != nullptr);
+  if (!r.error.empty())
+    kernelFatal(r.error);
+  return r;
 }
 /// (input, weight...) -> (gathered, result...)
 template <typename T> void allGatherLinear(const Call &c) {
-  int64_t count = ringGemmCount(c, "all_gather_linear");
-  bool gradInput = c.ints[2] != 0;
-  k::RingPlace place = k::ringPlace(unsigned(c.ints[3]), "all_gather_linear");
+  RingCall r = ringCall(c, "all_gather_linear");
+  int64_t count = r.count;
+  bool gradInput = r.gradInput;
+  k::RingPlace place = k::ringPlace(r.axisMask, "all_gather_linear");
   Shape x = c.shape(0);
-  RingLayout l = ringLayout(x, c.ints[1]);
-  const T *weights[kMaxRingGemms];
-  T *results[kMaxRingGemms];
-  int64_t outs[kMaxRingGemms];
+  RingLayout l = ringLayout(x, r.dim);
+  const T *weights[ring::kMaxGemms];
+  T *results[ring::kMaxGemms];
+  int64_t outs[ring::kMaxGemms];
   for (int64_t i = 0; i < count; ++i) {
     weights[i] = c.buf<T>(int(1 + i));
     results[i] = c.buf<T>(int(2 + count + i));
@@ -291,14 +281,14 @@ template <typename T> void allGatherLinear(const Call &c) {
 }
 /// (lhs, weight, lhs, weight, ...) -> (result)
 template <typename T> void linearReduceScatter(const Call &c) {
-  int64_t count = ringGemmCount(c, "linear_reduce_scatter");
-  bool gradInput = c.ints[2] != 0;
-  k::RingPlace place =
-      k::ringPlace(unsigned(c.ints[3]), "linear_reduce_scatter");
+  RingCall r = ringCall(c, "linear_reduce_scatter");
+  int64_t count = r.count;
+  bool gradInput = r.gradInput;
+  k::RingPlace place = k::ringPlace(r.axisMask, "linear_reduce_scatter");
   Shape result = c.shape(int(2 * count));
-  RingLayout l = ringLayout(result, c.ints[1]);
-  const T *lhs[kMaxRingGemms], *weights[kMaxRingGemms];
-  int64_t ins[kMaxRingGemms];
+  RingLayout l = ringLayout(result, r.dim);
+  const T *lhs[ring::kMaxGemms], *weights[ring::kMaxGemms];
+  int64_t ins[ring::kMaxGemms];
   for (int64_t i = 0; i < count; ++i) {
     lhs[i] = c.buf<T>(int(2 * i));
     weights[i] = c.buf<T>(int(2 * i + 1));

@@ -1,13 +1,13 @@
-//===- RingSchedule.h - the collective matmuls' ring, step by step -*- C++
-//-*-===//
+//===- RingSchedule.h - the collective matmuls' ring ------------*- C++ -*-===//
 //
-// Which shard async tensor parallel's ring (AsyncTensorParallel.h) works on
-// at each step and which of its two workspace buffers each step fills, for
-// both targets: the CPU kernels (AsyncTensorParallel.cpp) and the CUDA
-// entries (runtime/cuda/KernelABI.cpp) follow the same schedule. Every
-// shift sends to the next rank and receives from the previous one
-// (Communicator::sendRecv with shift +1). Pure functions, so the unit tests
-// check the schedule without a communicator
+// How a collective matmul's call describes its ring (its ints, the tensor
+// split around the ring's dimension), and which shard async tensor
+// parallel's ring (AsyncTensorParallel.h) works on at each step and which of
+// its two workspace buffers each step fills, for both targets: the CPU kernels
+// (AsyncTensorParallel.cpp) and the CUDA entries (runtime/cuda/KernelABI.cpp)
+// follow the same schedule. Every shift sends to the next rank and receives
+// from the previous one (Communicator::sendRecv with shift +1). Pure functions,
+// so the unit tests check the schedule without a communicator
 // (unittests/Runtime/RingScheduleTest.cpp).
 //
 //===----------------------------------------------------------------------===//
@@ -15,7 +15,10 @@
 #ifndef TITANRT_RINGSCHEDULE_H
 #define TITANRT_RINGSCHEDULE_H
 
+#include "KernelCall.h"
+
 #include <cstdint>
+#include <string>
 
 namespace titanrt::ring {
 
@@ -84,5 +87,55 @@ constexpr ReduceScatterStep reduceScatterStep(int64_t index, int64_t size,
 }
 
 } // namespace titanrt::ring
+
+namespace titanrt {
+
+/// The collective matmuls' ints {count, dim, grad_input, axis_mask}.
+struct RingCall {
+  int64_t count = 0, dim = 0;
+  bool gradInput = false;
+  unsigned axisMask = 0;
+  /// The ring's mesh axis; -1 in a single-rank run (a ring of one).
+  int axis = -1;
+  /// Why the call cannot run; empty when it can.
+  std::string error;
+};
+/// `ranked`: a communicator is active, so the mask must name one axis.
+inline RingCall decodeRingCall(const char *kernel, const int64_t *ints,
+                               bool ranked) {
+  RingCall r;
+  r.count = ints[0];
+  r.dim = ints[1];
+  r.gradInput = ints[2] != 0;
+  r.axisMask = unsigned(ints[3]);
+  if (r.count < 1 || r.count > ring::kMaxGemms) {
+    r.error = std::string(kernel) + ": " + std::to_string(r.count) +
+              " GEMMs (1 to " + std::to_string(ring::kMaxGemms) + ")";
+    return r;
+  }
+  if (!ranked)
+    return r;
+  r.axis = ring::axisOfMask(r.axisMask);
+  if (r.axis < 0)
+    r.error = std::string(kernel) +
+              ": the ring runs over one mesh axis, not axis mask " +
+              std::to_string(r.axisMask);
+  return r;
+}
+
+/// A ring tensor as [outer][rows][last] (AsyncTensorParallel.h): `outer`
+/// the elements before the ring's dimension `dim`, `rows` the rest but the
+/// last dimension.
+struct RingLayout {
+  int64_t outer = 1, rows = 1;
+};
+inline RingLayout ringLayout(abi::Shape shape, int64_t dim) {
+  RingLayout l;
+  for (int64_t d = 0; d + 1 < shape.rank; ++d)
+    (d < dim ? l.outer : l.rows) *= shape.dim(d);
+  return l;
+}
+
+} // namespace titanrt
 
 #endif // TITANRT_RINGSCHEDULE_H

@@ -35,8 +35,8 @@ TEST(GemmPlan, AddressAlignmentIsTheLargestPowerOfTwoUpTo256) {
 
 TEST(GemmPlan, AlignmentsFollowTheOperandRoles) {
   // A is the second input, B the first, C and D the result.
-  auto *base = reinterpret_cast<const char *>(uintptr_t(1) << 20);
-  GemmAlignments a = gemmAlignments(base + 8, base + 64, (void *)(base + 2));
+  auto *base = reinterpret_cast<char *>(uintptr_t(1) << 20);
+  GemmAlignments a = gemmAlignments(base + 8, base + 64, base + 2);
   EXPECT_EQ(a.a, 64u);
   EXPECT_EQ(a.b, 8u);
   EXPECT_EQ(a.c, 2u);
