@@ -122,8 +122,10 @@ struct CudnnAttention::Impl {
   cudnnHandle_t handle = nullptr;
   std::map<decltype(SdpaProblem().key()), Plan> plans;
   /// Workspace for engines that need more than the memory plan holds: the
-  /// largest so far last. Earlier buffers are kept until the context goes:
-  /// captured CUDA graphs and enqueued kernels may still use them.
+  /// largest so far last, shared by every problem, which is sound because
+  /// every cuDNN call runs on the one compute stream (KernelContext), in
+  /// order. Earlier buffers are kept until the context goes: captured CUDA
+  /// graphs and enqueued kernels may still use them.
   std::vector<std::pair<void *, size_t>> overflow;
   bool log = envFlag("TITAN_CUDNN_LOG");
 

@@ -15,8 +15,8 @@
 // folds the add after a GEMM (a residual, a gradient sum, gradient
 // accumulation) into it, saving that add's pass. Each distinct problem gets its
 // descriptors and cuBLASLt's heuristic algorithm once per alignment of its
-// operands (GemmPlan.h), on first use or ahead of a graph capture
-// (prepare), and keeps them.
+// operands (GemmPlan.h), on first use (a step's first run, which is eager,
+// never captured) or by prepare(), and keeps them.
 //
 //===----------------------------------------------------------------------===//
 
@@ -43,8 +43,8 @@ public:
   LinearGemms &operator=(const LinearGemms &) = delete;
 
   /// Creates the descriptors and picks the algorithm of `p` with operands
-  /// at `alignments` (nothing when done before): call it before capturing
-  /// a CUDA graph.
+  /// at `alignments` (nothing when done before), so that a later run() of
+  /// operands so aligned times no plan making (the kernel benchmark).
   void prepare(const GemmProblem &p, GemmAlignments alignments = {});
 
   /// Runs `p` on `stream`. Inputs as the CPU kernels take them: Forward

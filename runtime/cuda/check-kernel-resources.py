@@ -16,6 +16,7 @@ errors too). Besides the object it leaves
 The build log gets nvcc's output without ptxas's per-kernel info lines.
 """
 
+import glob
 import os
 import re
 import shutil
@@ -132,6 +133,23 @@ def object_path(args):
     return None
 
 
+def virtual_archs(command):
+    """The compute_XX architectures nvcc generates PTX for."""
+    return sorted(set(re.findall(r"arch=(compute_\w+)", " ".join(command))))
+
+
+def keep_ptx(keep, obj, archs):
+    """Moves nvcc's kept PTX to OBJECT.ARCH.ptx: nvcc names it X.ARCH.ptx
+    when it generates several virtual architectures, X.ptx for one."""
+    for f in os.listdir(keep):
+        m = re.match(r".*\.(compute_\w+)\.ptx$", f)
+        arch = m.group(1) if m else None
+        if not m and f.endswith(".ptx") and len(archs) == 1:
+            arch = archs[0]
+        if arch:
+            shutil.move(os.path.join(keep, f), f"{obj}.{arch}.ptx")
+
+
 def main():
     command = sys.argv[1:]
     obj = object_path(command)
@@ -140,13 +158,13 @@ def main():
               file=sys.stderr)
         return 2
     keep = tempfile.mkdtemp(prefix="titan-nvcc-")
+    # PTX of an earlier build with other architectures would be checked too.
+    for stale in glob.glob(glob.escape(obj) + ".*.ptx"):
+        os.remove(stale)
     try:
         run = subprocess.run(command + ["--keep", f"--keep-dir={keep}"],
                              capture_output=True, text=True)
-        for f in os.listdir(keep):
-            m = re.match(r".*\.(compute_\w+)\.ptx$", f)
-            if m:
-                shutil.move(os.path.join(keep, f), f"{obj}.{m.group(1)}.ptx")
+        keep_ptx(keep, obj, virtual_archs(command))
     finally:
         shutil.rmtree(keep, ignore_errors=True)
     output = run.stdout + run.stderr  # ptxas reports on stderr

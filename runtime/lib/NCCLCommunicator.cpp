@@ -471,8 +471,11 @@ private:
   void begin(const char *collective, unsigned axisMask, const void *in,
              const void *out) {
     cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
-    checkCuda(cudaStreamIsCapturing(compute_, &status), "capture status");
+    unsigned long long captureId = 0;
+    checkCuda(cudaStreamGetCaptureInfo(compute_, &status, &captureId),
+              "capture status");
     capturing_ = status != cudaStreamCaptureStatusNone;
+    captureId_ = capturing_ ? captureId : 0;
     // A captured step replays the addresses of its eager first run, which
     // were checked then; the check stays out of captures, where only
     // stream work belongs.
@@ -498,10 +501,7 @@ private:
   void chooseLaunchOrder() {
     int version = 0;
     ncclGetVersion(&version); // reads no environment
-    NCCLLaunchOrderChoice choice = chooseNCCLLaunchOrder(
-        version, std::getenv("NCCL_LAUNCH_ORDER_IMPLICIT"));
-    if (choice.setEnvironment)
-      setenv("NCCL_LAUNCH_ORDER_IMPLICIT", "1", /*overwrite=*/0);
+    NCCLLaunchOrderChoice choice = applyNCCLLaunchOrder(version);
     launchOrder_ = choice.order;
     if (std::getenv("TITAN_NCCL_LOG"))
       std::fprintf(stderr, "titan: NCCL %d, launch order: %s\n", version,
@@ -510,13 +510,14 @@ private:
 
   /// Serialized order: the collective about to be issued on stream_ waits
   /// for the one issued before it when that ran on another communicator's
-  /// stream, making one total order on every rank. Not across a capture's
-  /// boundary (a captured stream cannot wait for an event recorded outside
-  /// it): every collective of the step before was joined into the compute
-  /// stream, which stream_ already waits for.
+  /// stream, making one total order on every rank. Only within one
+  /// capture, or among eager collectives: a captured stream cannot wait
+  /// for an event recorded outside its capture (eagerly, or in another
+  /// step's capture), and it need not, since every collective of the work
+  /// before was joined into the compute stream, which stream_ waits for.
   void orderAfterLastIssued() {
     if (launchOrder_ != NCCLLaunchOrder::Serialized || !lastIssuedStream_ ||
-        lastIssuedStream_ == stream_ || lastIssuedCaptured_ != capturing_)
+        lastIssuedStream_ == stream_ || lastIssuedCapture_ != captureId_)
       return;
     checkCuda(cudaStreamWaitEvent(stream_, lastIssued_, 0), "stream wait");
   }
@@ -561,7 +562,7 @@ private:
     if (launchOrder_ == NCCLLaunchOrder::Serialized) {
       checkCuda(cudaEventRecord(lastIssued_, stream_), "event record");
       lastIssuedStream_ = stream_;
-      lastIssuedCaptured_ = capturing_;
+      lastIssuedCapture_ = captureId_;
     }
     if (capturing_) {
       req->joins = &captureJoins_;
@@ -760,13 +761,15 @@ private:
 
   /// Whether the collective being issued is captured into a CUDA graph.
   bool capturing_ = false;
+  /// The capture's id (cudaStreamGetCaptureInfo) while capturing, else 0.
+  unsigned long long captureId_ = 0;
   /// The collectives issued under capture and not yet joined.
   CaptureJoins captureJoins_;
   NCCLLaunchOrder launchOrder_ = NCCLLaunchOrder::Implicit;
   /// Serialized order: recorded after each collective on its stream.
   cudaEvent_t lastIssued_ = nullptr;
   cudaStream_t lastIssuedStream_ = nullptr;
-  bool lastIssuedCaptured_ = false;
+  unsigned long long lastIssuedCapture_ = 0;
   /// The timing event begin() recorded for the collective being issued
   /// (a traced step's; else null).
   cudaEvent_t traceBegin_ = nullptr;

@@ -48,6 +48,8 @@ constexpr int kNCCLImplicitOrderVersion = 22600;
 /// The order for the NCCL library of `versionCode` (ncclGetVersion's) with
 /// the user's NCCL_LAUNCH_ORDER_IMPLICIT value `env` (null: unset). A value
 /// set by the user is kept: "0" turns NCCL's order off, so titan orders.
+/// An empty value counts as unset, as NCCL reads it (ncclLoadParam parses
+/// only non-empty values).
 inline NCCLLaunchOrderChoice chooseNCCLLaunchOrder(int versionCode,
                                                    const char *env) {
   bool supported = versionCode >= kNCCLImplicitOrderVersion;
@@ -67,6 +69,18 @@ inline NCCLLaunchOrderChoice chooseNCCLLaunchOrder(int versionCode,
             "NCCL_LAUNCH_ORDER_IMPLICIT=1 (set by titan)"};
   return {NCCLLaunchOrder::Serialized, false,
           "NCCL before 2.26: titan serializes its communicators"};
+}
+
+/// Chooses the order from this process's environment and, where titan
+/// sets NCCL_LAUNCH_ORDER_IMPLICIT, sets it (over an empty value, which
+/// NCCL would read as its default, 0). Call before any NCCL call reads
+/// its environment.
+inline NCCLLaunchOrderChoice applyNCCLLaunchOrder(int versionCode) {
+  NCCLLaunchOrderChoice choice = chooseNCCLLaunchOrder(
+      versionCode, std::getenv("NCCL_LAUNCH_ORDER_IMPLICIT"));
+  if (choice.setEnvironment)
+    setenv("NCCL_LAUNCH_ORDER_IMPLICIT", "1", /*overwrite=*/1);
+  return choice;
 }
 
 } // namespace titanrt

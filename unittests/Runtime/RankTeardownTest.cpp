@@ -237,4 +237,21 @@ TEST(NCCLLaunchOrder, FollowsTheVersionAndTheUser) {
   EXPECT_NE(c.why.find("predates 2.26"), std::string::npos);
 }
 
+TEST(NCCLLaunchOrder, SetsWhatNCCLWillRead) {
+  // NCCL parses only a non-empty value (src/misc/param.cc): an empty one is
+  // its default, 0, so titan must overwrite it.
+  for (const char *before : {"", static_cast<const char *>(nullptr)}) {
+    if (before)
+      setenv("NCCL_LAUNCH_ORDER_IMPLICIT", before, 1);
+    else
+      unsetenv("NCCL_LAUNCH_ORDER_IMPLICIT");
+    EXPECT_EQ(applyNCCLLaunchOrder(22809).order, NCCLLaunchOrder::Implicit);
+    EXPECT_STREQ(std::getenv("NCCL_LAUNCH_ORDER_IMPLICIT"), "1");
+  }
+  setenv("NCCL_LAUNCH_ORDER_IMPLICIT", "0", 1); // the user's is kept
+  EXPECT_EQ(applyNCCLLaunchOrder(22809).order, NCCLLaunchOrder::Serialized);
+  EXPECT_STREQ(std::getenv("NCCL_LAUNCH_ORDER_IMPLICIT"), "0");
+  unsetenv("NCCL_LAUNCH_ORDER_IMPLICIT");
+}
+
 } // namespace
