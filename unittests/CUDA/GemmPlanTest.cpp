@@ -15,6 +15,7 @@
 #include <gtest/gtest.h>
 
 #include <map>
+#include <utility>
 #include <vector>
 
 using namespace titanrt::cuda;
@@ -155,31 +156,45 @@ TEST(GemmPlan, ColumnMajorMappingComputesTheRowMajorProducts) {
 }
 
 TEST(GemmPlan, ColumnMajorMappingMatchesTheHeaderFormulas) {
-  GemmProblem p{LinearProduct::Forward, 3, 5, 4, ElementType::F32,
-                ElementType::F32};
-  // Forward: y^T [n, m] = (w [k, n])^T x [k, m], "TN".
-  ColumnMajorGemm g = columnMajorGemm(p);
-  EXPECT_EQ(g.opA, CUBLAS_OP_T);
-  EXPECT_EQ(g.opB, CUBLAS_OP_N);
-  EXPECT_EQ(std::make_pair(g.a.rows, g.a.cols), std::make_pair(5L, 4L));
-  EXPECT_EQ(std::make_pair(g.b.rows, g.b.cols), std::make_pair(5L, 3L));
-  EXPECT_EQ(std::make_pair(g.c.rows, g.c.cols), std::make_pair(4L, 3L));
-  // GradInput: dx^T [k, m] = w [k, n] dy [n, m], "NN".
-  p.product = LinearProduct::GradInput;
-  g = columnMajorGemm(p);
-  EXPECT_EQ(g.opA, CUBLAS_OP_N);
-  EXPECT_EQ(g.opB, CUBLAS_OP_N);
-  EXPECT_EQ(std::make_pair(g.a.rows, g.a.cols), std::make_pair(5L, 4L));
-  EXPECT_EQ(std::make_pair(g.b.rows, g.b.cols), std::make_pair(4L, 3L));
-  EXPECT_EQ(std::make_pair(g.c.rows, g.c.cols), std::make_pair(5L, 3L));
-  // GradWeight: dw^T [k, n] = x [k, m] (dy [n, m])^T, "NT".
-  p.product = LinearProduct::GradWeight;
-  g = columnMajorGemm(p);
-  EXPECT_EQ(g.opA, CUBLAS_OP_N);
-  EXPECT_EQ(g.opB, CUBLAS_OP_T);
-  EXPECT_EQ(std::make_pair(g.a.rows, g.a.cols), std::make_pair(5L, 3L));
-  EXPECT_EQ(std::make_pair(g.b.rows, g.b.cols), std::make_pair(4L, 3L));
-  EXPECT_EQ(std::make_pair(g.c.rows, g.c.cols), std::make_pair(5L, 4L));
+  // m = 3, k = 5, n = 4; each row is LinearGemm.h's formula for it.
+  struct Case {
+    LinearProduct product;
+    cublasOperation_t opA, opB;
+    std::pair<int64_t, int64_t> a, b, c; ///< column-major rows, cols
+  };
+  const Case cases[] = {
+      // Forward: y^T [n, m] = (w [k, n])^T x [k, m], "TN".
+      {LinearProduct::Forward,
+       CUBLAS_OP_T,
+       CUBLAS_OP_N,
+       {5, 4},
+       {5, 3},
+       {4, 3}},
+      // GradInput: dx^T [k, m] = w [k, n] dy [n, m], "NN".
+      {LinearProduct::GradInput,
+       CUBLAS_OP_N,
+       CUBLAS_OP_N,
+       {5, 4},
+       {4, 3},
+       {5, 3}},
+      // GradWeight: dw^T [k, n] = x [k, m] (dy [n, m])^T, "NT".
+      {LinearProduct::GradWeight,
+       CUBLAS_OP_N,
+       CUBLAS_OP_T,
+       {5, 3},
+       {4, 3},
+       {5, 4}},
+  };
+  for (const Case &want : cases) {
+    GemmProblem p{want.product, 3, 5, 4, ElementType::F32, ElementType::F32};
+    ColumnMajorGemm g = columnMajorGemm(p);
+    SCOPED_TRACE(p.describe());
+    EXPECT_EQ(g.opA, want.opA);
+    EXPECT_EQ(g.opB, want.opB);
+    EXPECT_EQ(std::make_pair(g.a.rows, g.a.cols), want.a);
+    EXPECT_EQ(std::make_pair(g.b.rows, g.b.cols), want.b);
+    EXPECT_EQ(std::make_pair(g.c.rows, g.c.cols), want.c);
+  }
 }
 
 TEST(GemmPlan, RowwiseVersionGate) {
