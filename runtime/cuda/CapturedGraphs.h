@@ -28,16 +28,14 @@ public:
   Captured &operator[](size_t step) { return graphs_[step]; }
 
   /// Destroys every exec with `destroy` and forgets it, so a later call
-  /// destroys nothing twice and the next run of a step captures it anew.
-  /// `resetRuns`: also count the steps as never run (their first run is
-  /// eager again, as after the arena's reallocation).
-  template <typename Destroy> void destroyAll(Destroy destroy, bool resetRuns) {
+  /// destroys nothing twice, and counts the steps as never run: the next
+  /// run of each is eager again (its plans, on a reallocated arena), then
+  /// captured anew.
+  template <typename Destroy> void destroyAll(Destroy destroy) {
     for (Captured &c : graphs_) {
       if (c.exec)
         destroy(c.exec);
-      c.exec = Exec{};
-      if (resetRuns)
-        c.runs = 0;
+      c = Captured();
     }
   }
 

@@ -196,12 +196,15 @@ bool pairsBackward(CudnnAttention &cudnn, ElementType type, const void *q,
   float *packedLse = static_cast<float *>(advance(dqPart, lseOffset));
   bool dqWritten[ChunkLayout::kMaxQueryChunks] = {};
   bool dkvWritten[ChunkLayout::kMaxKeyChunks] = {};
+  int64_t packedChunk = -1; // whose log-sum-exp packedLse holds
   for (const ContextPair &p : contextAttentionPairs(s, layout, true)) {
     int64_t qc = p.queryChunk, kc = p.keyChunk;
     void *dqView = rowsFrom(dq, type, qc * c, s.qHeads, D);
     void *dkView = rowsFrom(dk, type, kc * c, s.kvHeads, D);
     void *dvView = rowsFrom(dv, type, kc * c, s.kvHeads, D);
-    packLse(packedLse, lse, s, c, qc, stream);
+    if (qc != packedChunk)
+      packLse(packedLse, lse, s, c, qc, stream);
+    packedChunk = qc;
     if (!cudnn.backward(type, rowsFrom(q, type, qc * c, s.qHeads, D),
                         rowsFrom(k, type, kc * c, s.kvHeads, D),
                         rowsFrom(v, type, kc * c, s.kvHeads, D),

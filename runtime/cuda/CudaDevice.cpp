@@ -116,8 +116,7 @@ public:
   void setGraphs(bool enabled) override { useGraphs = enabled; }
 
   void releaseGraphs() override {
-    graphs.destroyAll([](cudaGraphExec_t exec) { cudaGraphExecDestroy(exec); },
-                      /*resetRuns=*/true);
+    graphs.destroyAll([](cudaGraphExec_t exec) { cudaGraphExecDestroy(exec); });
   }
 
   void release() override {

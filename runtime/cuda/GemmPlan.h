@@ -3,7 +3,7 @@
 // What a cuBLASLt plan of LinearGemms (LinearGemm.h) is made of, as host
 // functions that need neither a GPU nor a cuBLASLt handle (cuBLASLt's
 // descriptor, layout and preference calls run without a device), so that
-// TitanCudaGemmHostTest checks them on a machine without a GPU: the GEMM
+// TitanCudaHostTest checks them on a machine without a GPU: the GEMM
 // problem and its plan key, the operands' alignments, the column-major
 // mapping of the row-major products, the descriptors and the heuristic's
 // preference, and the float8 choices (fast accumulation per product, the

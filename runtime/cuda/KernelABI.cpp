@@ -242,14 +242,13 @@ struct Ring : RingCall {
 };
 /// The call's ints and this rank's place in its ring.
 Ring ring(const Args &c, const char *kernel) {
-  Communicator *comm = activeCommunicator();
   Ring r;
-  static_cast<RingCall &>(r) = decodeRingCall(kernel, c.ints, comm != nullptr);
+  static_cast<RingCall &>(r) =
+      decodeRingCall(kernel, c.ints, activeCommunicator() != nullptr);
   check(r.error);
-  if (comm) {
-    r.index = comm->coordinate(MeshAxis(r.axis));
-    r.size = comm->meshShape()[MeshAxis(r.axis)];
-  }
+  RingPlace place = ringPlace(r);
+  r.index = place.index;
+  r.size = place.size;
   return r;
 }
 void ringGemm(ElementType type, bool gradInput, int64_t rows, int64_t in,

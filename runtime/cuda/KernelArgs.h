@@ -3,8 +3,9 @@
 // The decisions KernelABI.cpp's entries make before they enqueue anything:
 // element sizes and the communicator's types, the GEMM problems, the
 // collective matmuls' ring and workspace offsets, attention's dimensions,
-// the float8 operands and scales, the box copies. Pure functions of a
-// call's shapes and ints, free of CUDA headers, so the CPU unit tests
+// the float8 operands and scales (the box copies' plans, shared with the
+// CPU target, are BoxCopy.h's; the ring's, RingSchedule.h's). Pure functions of
+// a call's shapes and ints, free of CUDA headers, so the CPU unit tests
 // (unittests/Runtime/CudaKernelArgsTest.cpp) check them without a GPU. A
 // decoding that can fail returns its message, which the entry stops on
 // (kernelFatal).
@@ -14,7 +15,6 @@
 #ifndef TITANRT_CUDA_KERNELARGS_H
 #define TITANRT_CUDA_KERNELARGS_H
 
-#include "BoxCopy.h"
 #include "Communicator.h"
 #include "KernelCall.h"
 #include "RingSchedule.h"
@@ -170,26 +170,6 @@ inline ScaledOperandDims scaledOperandDims(abi::Shape operand, abi::Shape scale,
                                            bool transposed) {
   abi::Shape::Matrix m = operand.matrix(transposed);
   return {m.rows, m.cols, scale.numel() > 1};
-}
-
-/// titan.slice: the result's box at `starts` in the input.
-inline BoxCopyPlan slicePlan(abi::Shape in, abi::Shape out,
-                             const int64_t *starts) {
-  return planBoxCopy(in, out, out, starts, nullptr);
-}
-/// titan.slice_grad: the gradient's box at `starts` in the (zeroed) result.
-inline BoxCopyPlan sliceGradPlan(abi::Shape grad, abi::Shape out,
-                                 const int64_t *starts) {
-  return planBoxCopy(grad, out, grad, nullptr, starts);
-}
-/// titan.concat: input `in`, placed `offset` along `dim` of the result (the
-/// sizes of the inputs before it).
-inline BoxCopyPlan concatPlan(abi::Shape in, abi::Shape out, int64_t dim,
-                              int64_t offset) {
-  int64_t to[BoxCopyPlan::kMaxRank] = {};
-  if (dim >= 0 && dim < BoxCopyPlan::kMaxRank)
-    to[dim] = offset;
-  return planBoxCopy(in, out, in, nullptr, to);
 }
 
 } // namespace titanrt::cuda

@@ -90,24 +90,24 @@ def parse(output):
     """Per (function, arch): entry, registers, stack, spills."""
     records, order = {}, []
     arch, current = None, None
+
+    def start(function, entry):
+        records[function] = dict(entry=entry, registers=0, stack=0,
+                                 cumulative=0, spill_stores=0, spill_loads=0)
+        order.append(function)
+
     for line in output.splitlines():
         m = ENTRY.search(line)
         if m:
             arch = m.group(2)
             current = (m.group(1), arch)
-            records[current] = dict(entry=True, registers=0, stack=0,
-                                    cumulative=0, spill_stores=0,
-                                    spill_loads=0)
-            order.append(current)
+            start(current, True)
             continue
         m = PROPERTIES.search(line)
         if m:
             current = (m.group(1), arch)
             if current not in records:  # a device function ptxas kept
-                records[current] = dict(entry=False, registers=0, stack=0,
-                                        cumulative=0, spill_stores=0,
-                                        spill_loads=0)
-                order.append(current)
+                start(current, False)
             continue
         m = FRAME.search(line)
         if m and current in records:

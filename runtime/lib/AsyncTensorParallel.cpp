@@ -15,23 +15,6 @@
 
 namespace titanrt::kernels {
 
-RingPlace ringPlace(unsigned axisMask, const char *kernel) {
-  RingPlace place;
-  place.axisMask = axisMask;
-  Communicator *comm = activeCommunicator();
-  if (!comm)
-    return place;
-  int axisIndex = ring::axisOfMask(axisMask);
-  if (axisIndex < 0)
-    kernelFatal(std::string(kernel) +
-                ": the ring runs over one mesh axis, not axis mask " +
-                std::to_string(axisMask));
-  MeshAxis axis = MeshAxis(axisIndex);
-  place.index = comm->coordinate(axis);
-  place.size = comm->meshShape()[axis];
-  return place;
-}
-
 namespace {
 template <typename T> DataType dataType() {
   return std::is_same_v<T, double> ? DataType::F64 : DataType::F32;

@@ -16,6 +16,8 @@
 #ifndef TITANRT_LIB_ASYNCTENSORPARALLEL_H
 #define TITANRT_LIB_ASYNCTENSORPARALLEL_H
 
+#include "RingSchedule.h"
+
 #include <cstdint>
 
 namespace titanrt::kernels {
@@ -27,15 +29,6 @@ struct RingGemm {
   bool gradInput;
   int64_t in, out;
 };
-
-/// The ring's place: this rank's index in the group, its size, and the
-/// group's single mesh axis (its bit in axisMask). A null communicator
-/// (a single-rank run) is a ring of one.
-struct RingPlace {
-  int64_t index = 0, size = 1;
-  unsigned axisMask = 0;
-};
-RingPlace ringPlace(unsigned axisMask, const char *kernel);
 
 /// Workspace elements (of T) each kernel needs for shards of `shardElements`.
 inline int64_t allGatherLinearWorkspace(int64_t shardElements) {

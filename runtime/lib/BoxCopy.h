@@ -90,6 +90,27 @@ template <typename Run> void forEachBoxRow(const BoxCopyPlan &p, Run run) {
   }
 }
 
+/// titan.slice, as both targets' entries decode it (so slice_grad and
+/// concat below): the result's box at `starts` in the input.
+inline BoxCopyPlan slicePlan(const abi::Shape &in, const abi::Shape &out,
+                             const int64_t *starts) {
+  return planBoxCopy(in, out, out, starts, nullptr);
+}
+/// titan.slice_grad: the gradient's box at `starts` in the (zeroed) result.
+inline BoxCopyPlan sliceGradPlan(const abi::Shape &grad, const abi::Shape &out,
+                                 const int64_t *starts) {
+  return planBoxCopy(grad, out, grad, nullptr, starts);
+}
+/// titan.concat: input `in`, placed `offset` along `dim` of the result (the
+/// sizes of the inputs before it).
+inline BoxCopyPlan concatPlan(const abi::Shape &in, const abi::Shape &out,
+                              int64_t dim, int64_t offset) {
+  int64_t to[BoxCopyPlan::kMaxRank] = {};
+  if (dim >= 0 && dim < BoxCopyPlan::kMaxRank)
+    to[dim] = offset;
+  return planBoxCopy(in, out, in, nullptr, to);
+}
+
 } // namespace titanrt
 
 #endif // TITANRT_BOXCOPY_H

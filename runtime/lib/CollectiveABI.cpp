@@ -5,6 +5,7 @@
 #include "Communicator.h"
 #include "ContextParallel.h"
 #include "Error.h"
+#include "RingSchedule.h"
 
 #include "llvm/ADT/SmallVector.h"
 
@@ -142,6 +143,18 @@ titanrt::GroupPlace titanrt::groupPlace(const int64_t *axisList) {
     size *= communicator().meshShape()[axes.back()];
   }
   return {communicator().groupIndex(axes), size};
+}
+
+titanrt::RingPlace titanrt::ringPlace(const RingCall &call) {
+  RingPlace place;
+  place.axisMask = call.axisMask;
+  Communicator *comm = activeCommunicator();
+  if (!comm || call.axis < 0)
+    return place;
+  MeshAxis axis = MeshAxis(call.axis);
+  place.index = comm->coordinate(axis);
+  place.size = comm->meshShape()[axis];
+  return place;
 }
 
 bool titanrt::isLoadBalanced(const int64_t *axisList) {

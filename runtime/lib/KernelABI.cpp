@@ -153,26 +153,24 @@ void copyBox(const BoxCopyPlan &plan, const T *in, T *out) {
 /// titan.slice; ints: {rank, offsets...}
 template <typename T> void slice(const Call &c) {
   Shape in = c.shape(0), out = c.shape(1);
-  copyBox(planBoxCopy(in, out, out, c.ints + 1, nullptr), c.buf<T>(0),
-          c.buf<T>(1));
+  copyBox(slicePlan(in, out, c.ints + 1), c.buf<T>(0), c.buf<T>(1));
 }
 /// titan.slice_grad: the box in zeros; ints: {rank, offsets...}
 template <typename T> void sliceGrad(const Call &c) {
   Shape grad = c.shape(0), out = c.shape(1);
   std::fill_n(c.buf<T>(1), out.numel(), T(0));
-  copyBox(planBoxCopy(grad, out, grad, nullptr, c.ints + 1), c.buf<T>(0),
-          c.buf<T>(1));
+  copyBox(sliceGradPlan(grad, out, c.ints + 1), c.buf<T>(0), c.buf<T>(1));
 }
 /// titan.concat; ints: {count, dim}
 template <typename T> void concat(const Call &c) {
   int64_t count = c.ints[0], dim = c.ints[1];
   Shape out = c.shape(int(count));
-  std::vector<int64_t> at(size_t(out.rank), 0);
+  int64_t offset = 0;
   for (int64_t i = 0; i < count; ++i) {
     Shape in = c.shape(int(i));
-    copyBox(planBoxCopy(in, out, in, nullptr, at.data()), c.buf<T>(int(i)),
+    copyBox(concatPlan(in, out, dim, offset), c.buf<T>(int(i)),
             c.buf<T>(int(count)));
-    at[size_t(dim)] += in.dim(dim);
+    offset += in.dim(dim);
   }
 }
 /// dist.local_shard; ints: {dim, number of axes, axis indices...}
@@ -264,7 +262,7 @@ template <typename T> void allGatherLinear(const Call &c) {
   RingCall r = ringCall(c, "all_gather_linear");
   int64_t count = r.count;
   bool gradInput = r.gradInput;
-  k::RingPlace place = k::ringPlace(r.axisMask, "all_gather_linear");
+  RingPlace place = ringPlace(r);
   Shape x = c.shape(0);
   RingLayout l = ringLayout(x, r.dim);
   const T *weights[ring::kMaxGemms];
@@ -284,7 +282,7 @@ template <typename T> void linearReduceScatter(const Call &c) {
   RingCall r = ringCall(c, "linear_reduce_scatter");
   int64_t count = r.count;
   bool gradInput = r.gradInput;
-  k::RingPlace place = k::ringPlace(r.axisMask, "linear_reduce_scatter");
+  RingPlace place = ringPlace(r);
   Shape result = c.shape(int(2 * count));
   RingLayout l = ringLayout(result, r.dim);
   const T *lhs[ring::kMaxGemms], *weights[ring::kMaxGemms];

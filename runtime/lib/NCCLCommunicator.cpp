@@ -51,6 +51,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <thread>
@@ -688,31 +689,18 @@ private:
   void withinTimeout(const char *what, Create create) {
     int device = 0;
     checkCuda(cudaGetDevice(&device), "get device");
-    std::mutex m;
-    std::condition_variable finished;
-    bool done = false;
-    ncclResult_t rc = ncclSuccess;
-    std::thread helper([&] {
-      cudaSetDevice(device);
-      ncclResult_t result = create();
-      std::lock_guard<std::mutex> lock(m);
-      rc = result;
-      done = true;
-      finished.notify_all();
-    });
-    std::unique_lock<std::mutex> lock(m);
-    if (!finished.wait_for(lock,
-                           std::chrono::duration<double>(timeoutSeconds()),
-                           [&] { return done; })) {
-      helper.detach();
+    // Shared: a helper left behind still writes it.
+    auto rc = std::make_shared<ncclResult_t>(ncclSuccess);
+    if (!runWithin(std::chrono::duration<double>(timeoutSeconds()),
+                   [rc, create, device] {
+                     cudaSetDevice(device);
+                     *rc = create();
+                   }))
       fatal(
           std::string("NCCL start-up (") + what + ") did not complete within " +
           std::to_string(int64_t(timeoutSeconds())) + " s during " + context() +
           ": a peer has not started or is stalled (comm.init_timeout_seconds)");
-    }
-    lock.unlock();
-    helper.join();
-    checkNccl(rc, what);
+    checkNccl(*rc, what);
   }
 
   /// Stream-ordered scratch memory, freed in stream order after its last use.

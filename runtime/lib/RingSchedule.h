@@ -6,8 +6,9 @@
 // its two workspace buffers each step fills, for both targets: the CPU kernels
 // (AsyncTensorParallel.cpp) and the CUDA entries (runtime/cuda/KernelABI.cpp)
 // follow the same schedule. Every shift sends to the next rank and receives
-// from the previous one (Communicator::sendRecv with shift +1). Pure functions,
-// so the unit tests check the schedule without a communicator
+// from the previous one (Communicator::sendRecv with shift +1). Pure functions
+// but ringPlace (which asks the communicator for the rank's place), so the
+// unit tests check the schedule without a communicator
 // (unittests/Runtime/RingScheduleTest.cpp).
 //
 //===----------------------------------------------------------------------===//
@@ -135,6 +136,18 @@ inline RingLayout ringLayout(abi::Shape shape, int64_t dim) {
     (d < dim ? l.outer : l.rows) *= shape.dim(d);
   return l;
 }
+
+/// The ring's place: this rank's index in the group, its size, and the
+/// group's single mesh axis (its bit in axisMask). A null communicator
+/// (a single-rank run) is a ring of one.
+struct RingPlace {
+  int64_t index = 0, size = 1;
+  unsigned axisMask = 0;
+};
+/// This rank's place in the ring of `call` (decodeRingCall, which checked
+/// its axis mask), on either target; defined beside the other group places
+/// (CollectiveABI.cpp), as it asks the communicator.
+RingPlace ringPlace(const RingCall &call);
 
 } // namespace titanrt
 

@@ -1,7 +1,7 @@
 //===- GemmPlanTest.cpp - cuBLASLt GEMM plans without a GPU ---------------===//
 //
 // The host side of the CUDA target's GEMMs (runtime/cuda/GemmPlan.h), on a
-// machine with the CUDA toolkit and no GPU (TitanCudaGemmHostTest never
+// machine with the CUDA toolkit and no GPU (TitanCudaHostTest never
 // skips): the operands' alignments and the plan key, the column-major
 // mapping of the three row-major products (checked by multiplying small
 // matrices through it), the float8 choices, and real cuBLASLt descriptors
@@ -252,27 +252,33 @@ TEST(GemmPlan, ScaledMatmulProblemPerForm) {
   EXPECT_FALSE(p.fastAccumulation);
 }
 
-template <typename T>
-T descriptorAttribute(cublasLtMatmulDesc_t op,
-                      cublasLtMatmulDescAttributes_t what) {
+/// Reads attribute `what` of a cuBLASLt object with its getter `get`
+/// (cublasLtMatmulDescGetAttribute, ...), all of which take (object, what,
+/// buffer, size, written).
+template <typename T, typename Getter, typename Object, typename Attribute>
+T readAttribute(Getter get, Object object, Attribute what) {
   T value{};
   size_t written = 0;
-  EXPECT_EQ(
-      cublasLtMatmulDescGetAttribute(op, what, &value, sizeof(value), &written),
-      CUBLAS_STATUS_SUCCESS);
+  EXPECT_EQ(get(object, what, &value, sizeof(value), &written),
+            CUBLAS_STATUS_SUCCESS);
   EXPECT_EQ(written, sizeof(value));
   return value;
 }
-
+template <typename T>
+T descriptorAttribute(cublasLtMatmulDesc_t op,
+                      cublasLtMatmulDescAttributes_t what) {
+  return readAttribute<T>(cublasLtMatmulDescGetAttribute, op, what);
+}
 template <typename T>
 T layoutAttribute(cublasLtMatrixLayout_t layout,
                   cublasLtMatrixLayoutAttribute_t what) {
-  T value{};
-  size_t written = 0;
-  EXPECT_EQ(cublasLtMatrixLayoutGetAttribute(layout, what, &value,
-                                             sizeof(value), &written),
-            CUBLAS_STATUS_SUCCESS);
-  return value;
+  return readAttribute<T>(cublasLtMatrixLayoutGetAttribute, layout, what);
+}
+template <typename T>
+T preferenceAttribute(cublasLtMatmulPreference_t preference,
+                      cublasLtMatmulPreferenceAttributes_t what) {
+  return readAttribute<T>(cublasLtMatmulPreferenceGetAttribute, preference,
+                          what);
 }
 
 void expectLayout(cublasLtMatrixLayout_t layout, cudaDataType_t type,
@@ -333,17 +339,6 @@ TEST(GemmPlan, PlainDescriptorsLeaveFloat8ModesOff) {
       int32_t(CUBLASLT_MATMUL_MATRIX_SCALE_SCALAR_32F));
   expectLayout(d.c, CUDA_R_16BF, columnMajorGemm(p).c);
   destroyGemmDescriptors(d);
-}
-
-template <typename T>
-T preferenceAttribute(cublasLtMatmulPreference_t preference,
-                      cublasLtMatmulPreferenceAttributes_t what) {
-  T value{};
-  size_t written = 0;
-  EXPECT_EQ(cublasLtMatmulPreferenceGetAttribute(preference, what, &value,
-                                                 sizeof(value), &written),
-            CUBLAS_STATUS_SUCCESS);
-  return value;
 }
 
 TEST(GemmPlan, PreferenceCarriesWorkspaceAndAlignments) {

@@ -43,7 +43,12 @@ std::vector<float> draw(int64_t n, uint64_t seed) {
   return v;
 }
 
-k::RingPlace place() { return k::ringPlace(kTPMask, "test"); }
+RingPlace place() {
+  const int64_t ints[] = {1, 0, 0, kTPMask};
+  RingCall call = decodeRingCall("test", ints, activeCommunicator() != nullptr);
+  EXPECT_EQ(call.error, "");
+  return ringPlace(call);
+}
 
 /// The rows of rank r's shard ([outer][rows][cols] of the [outer][n
 /// rows][cols] whole).
@@ -97,7 +102,7 @@ TEST(AsyncTensorParallel, RowBlocksGiveTheWholeGemmsBits) {
 
 void checkGather(bool gradInput, int64_t outer, int64_t rows, int64_t in,
                  std::vector<int64_t> outs) {
-  k::RingPlace p = place();
+  RingPlace p = place();
   int64_t n = p.size;
   SCOPED_TRACE("tp " + std::to_string(n) + (gradInput ? " grad_input" : ""));
   std::vector<float> whole = draw(outer * n * rows * in, 7);
@@ -144,7 +149,7 @@ TEST(AsyncTensorParallel, GatherSideIsBitwiseSyncTP) {
 
 void checkScatter(bool gradInput, int64_t outer, int64_t rows, int64_t out,
                   std::vector<int64_t> ins) {
-  k::RingPlace p = place();
+  RingPlace p = place();
   int64_t n = p.size;
   SCOPED_TRACE("tp " + std::to_string(n) + (gradInput ? " grad_input" : ""));
   // Each rank's terms differ (its own seed), as the partial sums do.
@@ -208,7 +213,7 @@ TEST(AsyncTensorParallel, ScatterSideIsSyncTPWithinRounding) {
 // rounded to nearest even) are: tp 2 bitwise (one sum, commutative); more
 // ranks differ in the order of the rounded sums.
 TEST(AsyncTensorParallel, ScatterSideRoundsAsBf16SyncTP) {
-  k::RingPlace p = place();
+  RingPlace p = place();
   int64_t n = p.size, outer = 2, rows = 32, out = 64, in = 48;
   auto bf16 = [](std::vector<float> v) {
     for (float &x : v)

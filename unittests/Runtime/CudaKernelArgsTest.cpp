@@ -13,6 +13,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "BoxCopy.h"
 #include "KernelArgs.h"
 
 #include "gtest/gtest.h"

@@ -84,24 +84,15 @@ TEST(CapturedGraphs, EachExecIsDestroyedOnce) {
   std::vector<int> destroyed;
   auto destroy = [&](int exec) { destroyed.push_back(exec); };
   // The arena's release, then the shutdown's, then the device's.
-  graphs.destroyAll(destroy, /*resetRuns=*/true);
-  graphs.destroyAll(destroy, /*resetRuns=*/true);
-  graphs.destroyAll(destroy, /*resetRuns=*/false);
+  graphs.destroyAll(destroy);
+  graphs.destroyAll(destroy);
+  graphs.destroyAll(destroy);
   EXPECT_EQ(destroyed, (std::vector<int>{11, 13}));
   for (size_t s = 0; s < 3; ++s) {
     EXPECT_EQ(graphs[s].exec, 0);
     // Counted as never run: the next run is eager, then captured anew.
     EXPECT_EQ(graphs[s].runs, 0);
   }
-}
-
-TEST(CapturedGraphs, KeepingRunsKeepsTheCount) {
-  cuda::CapturedGraphs<int, 1> graphs;
-  graphs[0].exec = 7;
-  graphs[0].runs = 4;
-  graphs.destroyAll([](int) {}, /*resetRuns=*/false);
-  EXPECT_EQ(graphs[0].exec, 0);
-  EXPECT_EQ(graphs[0].runs, 4);
 }
 
 TEST(Deadline, FinishedWorkReturnsTrue) {
