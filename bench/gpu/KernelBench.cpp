@@ -22,7 +22,7 @@
 #include "LinearGemm.h"
 
 #include "LowPrecision.h"
-#include "titan/Target/CUDA/KernelWorkspaces.h"
+#include "titan/Contract/CUDAWorkspaces.h"
 
 #include <cuda_runtime.h>
 

@@ -2,8 +2,8 @@
 
 #include "titan/Compiler/ConfigPipelineOptions.h"
 
-#include "titan/Config/TrainConfig.h"
-#include "titan/Model/LlamaArgs.h"
+#include "titan/Contract/TrainConfig.h"
+#include "titan/Contract/LlamaArgs.h"
 
 #include "llvm/Support/FormatVariadic.h"
 

@@ -1,7 +1,7 @@
 //===- KernelCost.cpp - the work of a kernel call and its roofline time ---===//
 //
 // The work rules of every kernel live here, in one switch keyed by the
-// kernel catalog's ids (titan/Kernel/KernelCatalog.def): a kernel's FLOPs
+// kernel catalog's ids (titan/Contract/KernelCatalog.def): a kernel's FLOPs
 // and bytes follow from its contract (which buffers it reads and writes,
 // what its parameters mean), the same contract the catalog writes down,
 // so a kernel added to the catalog gets its rule here, beside the others.

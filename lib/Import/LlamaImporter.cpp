@@ -10,7 +10,7 @@
 
 #include "titan/Dialect/Titan/IR/TitanDialect.h"
 #include "titan/Dialect/Titan/IR/TitanOps.h"
-#include "titan/Model/LlamaArgs.h"
+#include "titan/Contract/LlamaArgs.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"

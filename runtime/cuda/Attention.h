@@ -124,7 +124,7 @@ public:
   CudnnAttention &operator=(const CudnnAttention &) = delete;
 
   /// `workspace` holds `workspaceBytes` (the memory plan's,
-  /// titan/Target/CUDA/KernelWorkspaces.h). cuDNN runs the heuristic's
+  /// titan/Contract/CUDAWorkspaces.h). cuDNN runs the heuristic's
   /// first engine that builds; where its workspace is larger than the
   /// plan's, it runs in a buffer outside the arena, allocated when the
   /// problem first runs (eagerly: growing it under a CUDA graph capture

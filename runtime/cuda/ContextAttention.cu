@@ -19,7 +19,7 @@
 
 #include "DeviceUtils.cuh"
 
-#include "titan/Target/CUDA/KernelWorkspaces.h"
+#include "titan/Contract/CUDAWorkspaces.h"
 
 #include <type_traits>
 

@@ -9,7 +9,7 @@
 #include "Trace.h"
 
 #include "titan/Support/Format.h"
-#include "titan/Target/CUDA/KernelWorkspaces.h"
+#include "titan/Contract/CUDAWorkspaces.h"
 #include "titanrt/KernelABI.h"
 
 #include <cstdio>

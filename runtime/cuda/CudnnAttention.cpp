@@ -10,7 +10,7 @@
 // its workspace: a cap (formerly 4 MiB) can leave no engine at all at
 // S = 8192, and the exact kernels then stood in unnoticed. The memory plan
 // holds the workspace cudnn-frontend states plus headroom
-// (titan/Target/CUDA/KernelWorkspaces.h); an engine that needs more runs in
+// (titan/Contract/CUDAWorkspaces.h); an engine that needs more runs in
 // a buffer of this context's, outside the arena (see Impl::workspaceFor).
 //
 // Environment: TITAN_CUDNN_LOG=1 prints each graph's engine and workspace
@@ -25,7 +25,7 @@
 
 #include "Error.h"
 
-#include "titan/Target/CUDA/KernelWorkspaces.h"
+#include "titan/Contract/CUDAWorkspaces.h"
 
 #include <cstdio>
 #include <cstdlib>
@@ -60,7 +60,7 @@ void requireReferenceAllowed(const SdpaProblem &p, const std::string &why) {
                 ". The exact attention kernels stand in only for f32 or at "
                 "most " +
                 std::to_string(titan::cuda::kAttentionReferenceMaxKeys) +
-                " keys (titan/Target/CUDA/KernelWorkspaces.h): they are "
+                " keys (titan/Contract/CUDAWorkspaces.h): they are "
                 "O(S^2 D) on CUDA cores, minutes a step at S = 8192");
   std::fprintf(stderr, "warning: %s; the exact attention kernels run it\n",
                refusal.c_str());
@@ -181,7 +181,7 @@ struct CudnnAttention::Impl {
                        " bytes of workspace, more than the " +
                        std::to_string(planned) +
                        " the memory plan holds for it "
-                       "(titan/Target/CUDA/KernelWorkspaces.h)";
+                       "(titan/Contract/CUDAWorkspaces.h)";
     if (capture != cudaStreamCaptureStatusNone)
       kernelFatal(asks + ", and it first runs under a CUDA graph capture, "
                          "where no buffer can be allocated (rerun with "

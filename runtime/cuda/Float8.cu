@@ -4,7 +4,7 @@
 
 #include "DeviceUtils.cuh"
 
-#include "titan/Target/CUDA/KernelWorkspaces.h"
+#include "titan/Contract/CUDAWorkspaces.h"
 
 #include <cuda_fp8.h>
 

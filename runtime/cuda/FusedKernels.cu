@@ -4,7 +4,7 @@
 
 #include "DeviceUtils.cuh"
 #include "Error.h"
-#include "titan/Target/CUDA/KernelWorkspaces.h"
+#include "titan/Contract/CUDAWorkspaces.h"
 
 #include <cub/device/device_radix_sort.cuh>
 #include <cuda_bf16.h>
@@ -936,7 +936,7 @@ void titanrt::cuda::embeddingGrad(ElementType type, const void *grad,
                 std::to_string(layout.sortBytes) + " bytes of storage for " +
                 std::to_string(n) + " tokens, more than the planned " +
                 std::to_string(titan::cuda::embeddingGradSortBytes(n)) +
-                " (titan/Target/CUDA/KernelWorkspaces.h)");
+                " (titan/Contract/CUDAWorkspaces.h)");
   char *base = static_cast<char *>(workspace);
   auto *keys = reinterpret_cast<int32_t *>(base);
   auto *positions = reinterpret_cast<int32_t *>(base + layout.keyBytes);

@@ -14,7 +14,7 @@
 #ifndef TITANRT_CUDA_GEMMPLAN_H
 #define TITANRT_CUDA_GEMMPLAN_H
 
-#include "titan/Target/CUDA/KernelWorkspaces.h"
+#include "titan/Contract/CUDAWorkspaces.h"
 
 #include <cublasLt.h>
 

@@ -24,7 +24,7 @@
 #include "KernelCall.h"
 #include "LocalShard.h"
 
-#include "titan/Target/CUDA/KernelWorkspaces.h"
+#include "titan/Contract/CUDAWorkspaces.h"
 
 #include <memory>
 #include <string>
@@ -598,7 +598,7 @@ extern "C" {
   }
 
 #define TITAN_KERNEL_Kernel(name, impl) TITAN_RT_DEFINE(name, impl)
-#include "titan/Kernel/KernelCatalog.def"
+#include "titan/Contract/KernelCatalog.def"
 TITAN_RT_DEFINE(cast, castKernel)
 
 #undef TITAN_RT_DEFINE

@@ -19,7 +19,7 @@
 #include "KernelCall.h"
 #include "RingSchedule.h"
 
-#include "titan/Target/CUDA/KernelWorkspaces.h"
+#include "titan/Contract/CUDAWorkspaces.h"
 #include "titanrt/KernelABI.h"
 
 #include <cstdint>

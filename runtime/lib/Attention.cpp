@@ -1,7 +1,7 @@
 //===- Attention.cpp - causal flash attention on the CPU ------------------===//
 //
 // FlashAttention-2's algorithm on CPU threads. Blocks of 64 query rows meet
-// chunks of up to 512 key columns (titan/Target/CPU/KernelWorkspaces.h):
+// chunks of up to 512 key columns (titan/Contract/CPUWorkspaces.h):
 // each score tile is one GEMM into the thread's slot of the workspace, the
 // softmax is online (running max and sum per query row, the output
 // rescaled as the max grows), columns past a query block's last row are
@@ -30,7 +30,7 @@
 #include "Kernels.h"
 #include "VectorMath.h"
 
-#include "titan/Target/CPU/KernelWorkspaces.h"
+#include "titan/Contract/CPUWorkspaces.h"
 
 #include <omp.h>
 

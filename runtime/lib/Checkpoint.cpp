@@ -8,7 +8,7 @@
 #include "HFCheckpoint.h"
 #include "ShardLayout.h"
 
-#include "titan/Config/TrainConfig.h"
+#include "titan/Contract/TrainConfig.h"
 
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/SmallString.h"

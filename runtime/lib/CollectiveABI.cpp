@@ -119,7 +119,7 @@ extern "C" {
   TITAN_RT_DEFINE_TYPE(name, impl, f8E5M2, F8E5M2)
 
 #define TITAN_KERNEL_Collective(name, impl) TITAN_RT_DEFINE(name, impl)
-#include "titan/Kernel/KernelCatalog.def"
+#include "titan/Contract/KernelCatalog.def"
 #undef TITAN_RT_DEFINE
 #undef TITAN_RT_DEFINE_TYPE
 

@@ -3,7 +3,7 @@
 #ifndef TITANRT_LIB_COMMUNICATOR_H
 #define TITANRT_LIB_COMMUNICATOR_H
 
-#include "titan/Manifest/Manifest.h"
+#include "titan/Contract/Manifest.h"
 
 #include "llvm/ADT/STLFunctionalExtras.h"
 

@@ -3,7 +3,7 @@
 #include "Dataset.h"
 #include "Error.h"
 
-#include "titan/Config/TrainConfig.h"
+#include "titan/Contract/TrainConfig.h"
 #include "titan/Data/TextSource.h"
 #include "titan/Data/Tokenizer.h"
 

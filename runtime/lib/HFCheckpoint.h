@@ -29,7 +29,7 @@
 #include "Manifest.h"
 #include "SafeTensors.h"
 
-#include "titan/Model/LlamaArgs.h"
+#include "titan/Contract/LlamaArgs.h"
 
 #include "llvm/ADT/StringMap.h"
 

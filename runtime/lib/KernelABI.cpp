@@ -713,7 +713,7 @@ extern "C" {
   }
 
 #define TITAN_KERNEL_Kernel(name, impl) TITAN_RT_DEFINE(name, impl)
-#include "titan/Kernel/KernelCatalog.def"
+#include "titan/Contract/KernelCatalog.def"
 
 #undef TITAN_RT_DEFINE
 

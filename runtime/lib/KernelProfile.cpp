@@ -18,7 +18,7 @@ namespace {
 
 const char *const kKernelNames[] = {
 #define TITAN_KERNEL_Kernel(name, impl) #name,
-#include "titan/Kernel/KernelCatalog.def"
+#include "titan/Contract/KernelCatalog.def"
     "cast", "shard_offset"};
 const char *const kTypeNames[] = {"f32", "f64", "bf16", "f16", "i32"};
 

@@ -23,7 +23,7 @@ namespace titanrt::profile {
 /// The kernels of KernelCatalog.def, then the special ones.
 enum KernelId : int {
 #define TITAN_KERNEL_Kernel(name, impl) kKernel_##name,
-#include "titan/Kernel/KernelCatalog.def"
+#include "titan/Contract/KernelCatalog.def"
   kKernel_cast,
   kKernel_shard_offset,
   kNumKernels

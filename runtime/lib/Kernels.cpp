@@ -8,7 +8,7 @@
 #include "Parallel.h"
 #include "VectorMath.h"
 
-#include "titan/Target/CPU/KernelWorkspaces.h"
+#include "titan/Contract/CPUWorkspaces.h"
 
 #include <algorithm>
 #include <cmath>

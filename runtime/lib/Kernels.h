@@ -59,7 +59,7 @@ void rope(const T *x, const float *freqsCis, T *out, int64_t batch, int64_t seq,
 /// backward (which then recomputes P without normalizing again and takes
 /// rowsum(dO * O) from the forward's O). `workspace` holds
 /// titan::cpu::attention(Grad)WorkspaceBytes
-/// (titan/Target/CPU/KernelWorkspaces.h), as titan.attention's kernel contract
+/// (titan/Contract/CPUWorkspaces.h), as titan.attention's kernel contract
 /// plans it.
 template <typename T>
 void attention(const T *q, const T *k, const T *v, T *out, T *lse,

@@ -12,7 +12,7 @@
 
 #include "Communicator.h"
 
-#include "titan/Manifest/Manifest.h"
+#include "titan/Contract/Manifest.h"
 
 #include <cstdint>
 #include <vector>

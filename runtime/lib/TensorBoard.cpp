@@ -5,7 +5,7 @@
 #include "Communicator.h"
 #include "Error.h"
 
-#include "titan/Config/TrainConfig.h"
+#include "titan/Contract/TrainConfig.h"
 
 #include "llvm/ADT/SmallString.h"
 #include "llvm/Support/Endian.h"

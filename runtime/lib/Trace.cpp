@@ -4,7 +4,7 @@
 
 #include "Error.h"
 
-#include "titan/Manifest/Manifest.h"
+#include "titan/Contract/Manifest.h"
 
 #include "llvm/ADT/STLExtras.h"
 

@@ -25,7 +25,7 @@
 #include "Trace.h"
 #include "Validator.h"
 
-#include "titan/Config/TrainConfig.h"
+#include "titan/Contract/TrainConfig.h"
 #include "titan/Support/Format.h"
 
 #include "llvm/ADT/STLExtras.h"

@@ -14,7 +14,7 @@
 #include "Dataset.h"
 #include "Manifest.h"
 
-#include "titan/Config/TrainConfig.h"
+#include "titan/Contract/TrainConfig.h"
 
 #include <cstdint>
 #include <memory>

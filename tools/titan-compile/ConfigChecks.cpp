@@ -2,7 +2,7 @@
 
 #include "ConfigChecks.h"
 
-#include "titan/Config/TrainConfig.h"
+#include "titan/Contract/TrainConfig.h"
 #include "titan/Dialect/Titan/IR/ModuleNames.h"
 #include "titan/Dialect/Titan/IR/TitanOps.h"
 

@@ -4,7 +4,7 @@
 #ifndef TITAN_TOOLS_TITAN_COMPILE_MANIFEST_H
 #define TITAN_TOOLS_TITAN_COMPILE_MANIFEST_H
 
-#include "titan/Manifest/Manifest.h"
+#include "titan/Contract/Manifest.h"
 
 #include "mlir/IR/BuiltinOps.h"
 #include "llvm/Support/Error.h"
@@ -15,7 +15,7 @@ namespace titan {
 struct LlamaArgs;
 struct TrainConfig;
 
-/// What the executable knows of its model (titan/Manifest/Manifest.h): the
+/// What the executable knows of its model (titan/Contract/Manifest.h): the
 /// compiled config, the step's static shapes, the parameters with their
 /// whole and local shapes and shardings, the mesh. `module` is the
 /// partitioned program. The parameters are those of `functions` (each once,

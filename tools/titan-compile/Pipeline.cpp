@@ -3,13 +3,13 @@
 #include "Pipeline.h"
 
 #include "titan/Compiler/Pipelines.h"
-#include "titan/Config/TrainConfig.h"
+#include "titan/Contract/TrainConfig.h"
 #include "titan/Dialect/Dist/IR/Dist.h"
 #include "titan/Dialect/Kernel/IR/Kernel.h"
 #include "titan/Dialect/Kernel/Transforms/MemoryPlan.h"
 #include "titan/Dialect/Titan/IR/Parameters.h"
 #include "titan/Dialect/Titan/IR/TensorSize.h"
-#include "titan/Model/LlamaArgs.h"
+#include "titan/Contract/LlamaArgs.h"
 #include "titan/Support/Format.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"

@@ -13,7 +13,7 @@
 #define TITAN_TOOLS_TITAN_COMPILE_PIPELINE_H
 
 #include "titan/Compiler/Pipelines.h"
-#include "titan/Manifest/Manifest.h"
+#include "titan/Contract/Manifest.h"
 #include "titan/Model/PipelineStages.h"
 #include "titan/Pipeline/Schedule.h"
 

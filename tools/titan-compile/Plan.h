@@ -13,10 +13,10 @@
 #ifndef TITAN_TOOLS_TITAN_COMPILE_PLAN_H
 #define TITAN_TOOLS_TITAN_COMPILE_PLAN_H
 
-#include "titan/Config/TrainConfig.h"
+#include "titan/Contract/TrainConfig.h"
 #include "titan/Cost/Hardware.h"
 #include "titan/Dialect/Titan/IR/KernelTarget.h"
-#include "titan/Model/LlamaArgs.h"
+#include "titan/Contract/LlamaArgs.h"
 
 #include "llvm/Support/Error.h"
 #include "llvm/Support/raw_ostream.h"

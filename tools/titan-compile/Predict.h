@@ -16,9 +16,9 @@
 
 #include "titan/Compiler/ConfigPipelineOptions.h"
 #include "titan/Compiler/Pipelines.h"
-#include "titan/Config/TrainConfig.h"
+#include "titan/Contract/TrainConfig.h"
 #include "titan/Cost/StepCost.h"
-#include "titan/Model/LlamaArgs.h"
+#include "titan/Contract/LlamaArgs.h"
 
 #include "mlir/IR/MLIRContext.h"
 #include "llvm/Support/Error.h"

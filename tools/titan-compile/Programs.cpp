@@ -5,10 +5,10 @@
 #include "ConfigChecks.h"
 
 #include "titan/Compiler/Pipelines.h"
-#include "titan/Config/TrainConfig.h"
+#include "titan/Contract/TrainConfig.h"
 #include "titan/Import/LlamaImporter.h"
 #include "titan/Model/ConfigFit.h"
-#include "titan/Model/LlamaArgs.h"
+#include "titan/Contract/LlamaArgs.h"
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/Diagnostics.h"

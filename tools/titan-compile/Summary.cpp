@@ -3,12 +3,12 @@
 #include "Summary.h"
 
 #include "titan/Compiler/Pipelines.h"
-#include "titan/Config/TrainConfig.h"
+#include "titan/Contract/TrainConfig.h"
 #include "titan/Dialect/Dist/IR/Dist.h"
 #include "titan/Dialect/Titan/IR/Parameters.h"
 #include "titan/Dialect/Titan/IR/TensorSize.h"
 #include "titan/Dialect/Titan/IR/TitanOps.h"
-#include "titan/Model/LlamaArgs.h"
+#include "titan/Contract/LlamaArgs.h"
 #include "titan/Model/PipelineStages.h"
 #include "titan/Support/Format.h"
 

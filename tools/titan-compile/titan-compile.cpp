@@ -20,7 +20,7 @@
 
 #include "titan/Compiler/ConfigPipelineOptions.h"
 #include "titan/Compiler/Pipelines.h"
-#include "titan/Config/TrainConfig.h"
+#include "titan/Contract/TrainConfig.h"
 #include "titan/Cost/Hardware.h"
 #include "titan/Dialect/Dist/IR/Dist.h"
 #include "titan/Dialect/Kernel/IR/Kernel.h"
@@ -28,7 +28,7 @@
 #include "titan/Dialect/Kernel/Transforms/MemoryPlan.h"
 #include "titan/InitTitan.h"
 #include "titan/Model/ConfigFit.h"
-#include "titan/Model/LlamaArgs.h"
+#include "titan/Contract/LlamaArgs.h"
 #include "titan/Pipeline/Schedule.h"
 #include "titan/Support/Format.h"
 #include "titan/Target/CPU/CPUTarget.h"

@@ -6,7 +6,7 @@
 // the exact kernels and cuDNN's flash attention (within 2^-7 relative plus
 // 2e-2 absolute: bf16 outputs, and flash attention rounds P to bf16 before
 // P V), its backward both default and deterministic, each in the workspace
-// the memory plan holds for it (titan/Target/CUDA/KernelWorkspaces.h; more
+// the memory plan holds for it (titan/Contract/CUDAWorkspaces.h; more
 // is an error). The exact kernels' and cuDNN's deterministic gradients are
 // bitwise the same on a second run.
 //
@@ -17,8 +17,8 @@
 #include "DeviceTestUtils.h"
 #include "Kernels.h"
 
-#include "titan/Target/CPU/KernelWorkspaces.h"
-#include "titan/Target/CUDA/KernelWorkspaces.h"
+#include "titan/Contract/CPUWorkspaces.h"
+#include "titan/Contract/CUDAWorkspaces.h"
 
 #include "gtest/gtest.h"
 

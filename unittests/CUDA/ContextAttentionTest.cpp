@@ -17,8 +17,8 @@
 #include "DeviceTestUtils.h"
 #include "Kernels.h"
 
-#include "titan/Target/CPU/KernelWorkspaces.h"
-#include "titan/Target/CUDA/KernelWorkspaces.h"
+#include "titan/Contract/CPUWorkspaces.h"
+#include "titan/Contract/CUDAWorkspaces.h"
 
 #include "gtest/gtest.h"
 

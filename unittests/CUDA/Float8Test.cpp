@@ -17,7 +17,7 @@
 #include "DeviceTestUtils.h"
 #include "LowPrecision.h"
 
-#include "titan/Target/CUDA/KernelWorkspaces.h"
+#include "titan/Contract/CUDAWorkspaces.h"
 
 #include "gtest/gtest.h"
 

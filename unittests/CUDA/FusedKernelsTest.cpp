@@ -24,7 +24,7 @@
 #include "LowPrecision.h"
 #include "titanrt/KernelABI.h"
 
-#include "titan/Target/CPU/KernelWorkspaces.h"
+#include "titan/Contract/CPUWorkspaces.h"
 
 #include "gtest/gtest.h"
 

@@ -6,7 +6,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "titan/Kernel/KernelCatalog.h"
+#include "titan/Contract/KernelCatalog.h"
 #include "titan/Dialect/Dist/IR/Dist.h"
 #include "titan/Dialect/Titan/IR/TitanDialect.h"
 #include "titan/Dialect/Titan/IR/TitanOps.h"

@@ -14,7 +14,7 @@
 #include "ContextParallel.h"
 #include "Kernels.h"
 
-#include "titan/Target/CPU/KernelWorkspaces.h"
+#include "titan/Contract/CPUWorkspaces.h"
 
 #include "gtest/gtest.h"
 

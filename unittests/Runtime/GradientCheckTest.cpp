@@ -8,7 +8,7 @@
 
 #include "Kernels.h"
 
-#include "titan/Target/CPU/KernelWorkspaces.h"
+#include "titan/Contract/CPUWorkspaces.h"
 
 #include "gtest/gtest.h"
 

@@ -18,9 +18,9 @@
 #define TITAN_PLANNER_PLAN_H
 
 #include "titan/Compiler/ConfigPipelineOptions.h"
-#include "titan/Config/TrainConfig.h"
+#include "titan/Contract/TrainConfig.h"
 #include "titan/Cost/Hardware.h"
-#include "titan/Model/LlamaArgs.h"
+#include "titan/Contract/LlamaArgs.h"
 
 #include "llvm/Support/Error.h"
 #include "llvm/Support/raw_ostream.h"

@@ -1,14 +1,14 @@
 //===- ExternalModels.cpp - the CPU kernels' workspaces -------------------===//
 //
 // CPUWorkspaceOpInterface for the ops whose CPU kernels need scratch, sized
-// by titan/Target/CPU/KernelWorkspaces.h, which the kernels (runtime/lib/)
+// by titan/Contract/CPUWorkspaces.h, which the kernels (runtime/lib/)
 // carve their tiles from. GEMMs need none (oneDNN's own scratch is its own).
 //
 //===----------------------------------------------------------------------===//
 
 #include "titan/Target/CPU/ExternalModels.h"
 #include "titan/Dialect/Titan/IR/TitanOps.h"
-#include "titan/Target/CPU/KernelWorkspaces.h"
+#include "titan/Contract/CPUWorkspaces.h"
 #include "titan/Target/WorkspaceModel.h"
 
 using namespace mlir;

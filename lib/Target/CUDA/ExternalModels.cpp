@@ -1,14 +1,14 @@
 //===- ExternalModels.cpp - the CUDA kernels' workspaces ------------------===//
 //
 // CUDAWorkspaceOpInterface for the ops whose CUDA kernels need scratch,
-// sized by titan/Target/CUDA/KernelWorkspaces.h, which the CUDA runtime
+// sized by titan/Contract/CUDAWorkspaces.h, which the CUDA runtime
 // (runtime/cuda/) carves its scratch from. Sizes only: no CUDA needed.
 //
 //===----------------------------------------------------------------------===//
 
 #include "titan/Target/CUDA/ExternalModels.h"
 #include "titan/Dialect/Titan/IR/TitanOps.h"
-#include "titan/Target/CUDA/KernelWorkspaces.h"
+#include "titan/Contract/CUDAWorkspaces.h"
 #include "titan/Target/WorkspaceModel.h"
 
 using namespace mlir;

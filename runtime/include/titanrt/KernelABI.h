@@ -11,7 +11,7 @@
 // where the op's contract allows it: KernelOpInterface::getInPlaceOperand).
 // `shapes` holds, per buffer, its rank followed by its dimensions. `ints`
 // and `floats` are the kernel's i64 and f64 parameters, each in the order
-// include/titan/Kernel/KernelCatalog.def lists them (the one place each
+// include/titan/Contract/KernelCatalog.def lists them (the one place each
 // kernel's buffers and parameters are written); either may be null when the
 // kernel has none of that kind. `workspace` is the scratch the target's
 // workspace rule for the op asks for (lib/Target/<T>/), or null. `types` is
@@ -74,7 +74,7 @@ enum TitanRtType {
   TITAN_RT_DECLARE(void *, name, suffix)
 #define TITAN_KERNEL(name, impl, kind, dtypes, ...)                            \
   TITAN_KERNEL_DTYPES_##dtypes(TITAN_RT_DECLARE_##kind, name)
-#include "titan/Kernel/KernelCatalog.def"
+#include "titan/Contract/KernelCatalog.def"
 #undef TITAN_RT_DECLARE_Collective
 #undef TITAN_RT_DECLARE_Special
 #undef TITAN_RT_DECLARE_Kernel

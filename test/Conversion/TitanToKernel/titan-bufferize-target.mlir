@@ -5,7 +5,7 @@
 // BAD: error: titan-bufferize: unknown target 'tpu' (expected cpu or cuda)
 
 // Workspaces are the target's (its external models in lib/Target/<T>/;
-// the CUDA sizes are stated in include/titan/Target/CUDA/KernelWorkspaces.h).
+// the CUDA sizes are stated in include/titan/Contract/CUDAWorkspaces.h).
 // On the CPU, flash attention gets one slot per task (include/titan/Target/
 // CPU/KernelWorkspaces.h): two 8 x 8 f32 tiles, three rows of 8 and one of
 // 8 (160 floats), for 2 tasks (1 batch x 2 heads, forward; 1 x 2 KV heads,

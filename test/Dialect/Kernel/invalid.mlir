@@ -124,11 +124,11 @@ module attributes {kernel.arena = 1 : i64} {
 
 // -----
 
-// The kernel catalog (titan/Kernel/KernelCatalog.def) checks every call.
+// The kernel catalog (titan/Contract/KernelCatalog.def) checks every call.
 
 func.func @unknown_kernel(%x: memref<4x8xf32>, %w: memref<8xf32>, %y: memref<4x8xf32>) {
   %s = kernel.stream 0
-  // expected-error @+1 {{'kernel.call' op calls unknown kernel 'rms_nrom'; did you mean 'rms_norm'? (titan/Kernel/KernelCatalog.def lists the kernels)}}
+  // expected-error @+1 {{'kernel.call' op calls unknown kernel 'rms_nrom'; did you mean 'rms_norm'? (titan/Contract/KernelCatalog.def lists the kernels)}}
   kernel.call "rms_nrom"(%x, %w : memref<4x8xf32>, memref<8xf32>) outs(%y : memref<4x8xf32>) on %s params [1.0e-05 : f64]
   return
 }

@@ -1,7 +1,7 @@
 //===- KernelContracts.cpp - the dist ops' kernel contracts ---------------===//
 //
 // Collectives run as one nonblocking call each, with the parameters their
-// entries in titan/Kernel/KernelCatalog.def name; their staging workspaces
+// entries in titan/Contract/KernelCatalog.def name; their staging workspaces
 // are the targets' (lib/Target/WorkspaceModel.cpp).
 //
 //===----------------------------------------------------------------------===//

@@ -141,7 +141,7 @@ static LogicalResult verifyParams(Operation *op, ArrayAttr params) {
 }
 
 //===----------------------------------------------------------------------===//
-// Calls against the kernel catalog (titan/Kernel/KernelCatalog.def)
+// Calls against the kernel catalog (titan/Contract/KernelCatalog.def)
 //===----------------------------------------------------------------------===//
 
 /// A catalog list up to its first unnamed element.
@@ -174,7 +174,7 @@ static const catalog::Entry *lookupKernel(Operation *op, StringRef kernel) {
     names.push_back(entry.name);
   op->emitOpError() << "calls unknown kernel '" << kernel << "'"
                     << didYouMean(kernel, names)
-                    << " (titan/Kernel/KernelCatalog.def lists the kernels)";
+                    << " (titan/Contract/KernelCatalog.def lists the kernels)";
   return nullptr;
 }
 

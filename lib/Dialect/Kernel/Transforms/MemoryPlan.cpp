@@ -3,7 +3,7 @@
 #include "titan/Dialect/Kernel/Transforms/MemoryPlan.h"
 #include "titan/Dialect/Kernel/Transforms/Passes.h"
 #include "titan/Dialect/Titan/IR/TensorSize.h"
-#include "titan/Manifest/Manifest.h"
+#include "titan/Contract/Manifest.h"
 
 #include "mlir/IR/Builders.h"
 #include "llvm/ADT/StringMap.h"

@@ -2,7 +2,7 @@
 //
 // KernelOpInterface for the titan ops: the values of the scalar parameters
 // each kernel takes (their names, types and order are its entry in
-// titan/Kernel/KernelCatalog.def, as are the operands a result may
+// titan/Contract/KernelCatalog.def, as are the operands a result may
 // overwrite). Defaults (no parameters) come from the interface; the
 // workspaces are the targets' (lib/Target/).
 //

@@ -9,7 +9,7 @@
 #include "mlir/IR/OpDefinition.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 
-#include "titan/Kernel/KernelCatalog.h"
+#include "titan/Contract/KernelCatalog.h"
 
 #include "titan/Dialect/Kernel/IR/KernelOpsDialect.h.inc"
 

@@ -131,7 +131,7 @@ def Kernel_CallOp : Kernel_Op<"call", [AttrSizedOperandSegments]> {
     inputs' buffers only where the op's contract allows it (in place). The
     verifier checks the kernel, its parameters' types and number and its
     buffers' numbers against the kernel catalog
-    (titan/Kernel/KernelCatalog.def).
+    (titan/Contract/KernelCatalog.def).
 
     ```mlir
     kernel.call "rms_norm"(%x, %w : memref<16x256xf32>, memref<256xf32>)

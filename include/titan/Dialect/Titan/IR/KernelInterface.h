@@ -6,7 +6,7 @@
 #include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/IR/OpDefinition.h"
 #include "titan/Dialect/Titan/IR/KernelTarget.h"
-#include "titan/Kernel/KernelCatalog.h"
+#include "titan/Contract/KernelCatalog.h"
 
 #include <optional>
 

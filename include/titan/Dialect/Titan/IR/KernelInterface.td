@@ -25,7 +25,7 @@ def Titan_KernelOpInterface : OpInterface<"KernelOpInterface"> {
       attributes (`i64` integers, `f64` floats), computed at compile time;
     * `getInPlaceOperand(result)`: an operand whose buffer the result may
       reuse when that operand is not used afterwards (the kernel supports
-      the aliasing: its entry in titan/Kernel/KernelCatalog.def says so),
+      the aliasing: its entry in titan/Contract/KernelCatalog.def says so),
       or std::nullopt.
   }];
   let methods = [

@@ -1,6 +1,6 @@
 //===- TrainConfigTest.cpp - TorchTitan-style training configuration ------===//
 
-#include "titan/Config/TrainConfig.h"
+#include "titan/Contract/TrainConfig.h"
 
 #include "gtest/gtest.h"
 

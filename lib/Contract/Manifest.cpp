@@ -1,6 +1,6 @@
 //===- Manifest.cpp - what a training executable knows of its model -------===//
 
-#include "titan/Manifest/Manifest.h"
+#include "titan/Contract/Manifest.h"
 
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/StringExtras.h"

@@ -5,7 +5,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "titan/Manifest/Manifest.h"
+#include "titan/Contract/Manifest.h"
 
 #include "llvm/Support/Error.h"
 

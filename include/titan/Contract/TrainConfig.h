@@ -6,8 +6,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef TITAN_CONFIG_TRAINCONFIG_H
-#define TITAN_CONFIG_TRAINCONFIG_H
+#ifndef TITAN_CONTRACT_TRAINCONFIG_H
+#define TITAN_CONTRACT_TRAINCONFIG_H
 
 #include "llvm/ADT/ArrayRef.h"
 #include "llvm/ADT/StringRef.h"
@@ -328,4 +328,4 @@ void printTrainConfig(const TrainConfig &config, llvm::raw_ostream &os);
 
 } // namespace titan
 
-#endif // TITAN_CONFIG_TRAINCONFIG_H
+#endif // TITAN_CONTRACT_TRAINCONFIG_H

@@ -7,8 +7,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef TITAN_KERNEL_KERNELCATALOG_H
-#define TITAN_KERNEL_KERNELCATALOG_H
+#ifndef TITAN_CONTRACT_KERNELCATALOG_H
+#define TITAN_CONTRACT_KERNELCATALOG_H
 
 #include <cstddef>
 #include <cstdint>
@@ -86,7 +86,7 @@ struct Entry {
 /// The kernels by name, for passes: KernelId::adamw.
 enum class KernelId : unsigned {
 #define TITAN_KERNEL(name, ...) name,
-#include "titan/Kernel/KernelCatalog.def"
+#include "titan/Contract/KernelCatalog.def"
 };
 
 #define TITAN_KERNEL_LIST(...)                                                 \
@@ -103,7 +103,7 @@ inline constexpr Entry kEntries[] = {
    TITAN_KERNEL_LIST inputs,                                                   \
    TITAN_KERNEL_LIST outputs,                                                  \
    TITAN_KERNEL_LIST params},
-#include "titan/Kernel/KernelCatalog.def"
+#include "titan/Contract/KernelCatalog.def"
 };
 #undef TITAN_KERNEL_DTYPE_BIT
 #undef TITAN_KERNEL_LIST
@@ -144,4 +144,4 @@ inline std::optional<unsigned> inPlaceInput(std::string_view name,
 
 } // namespace titan::catalog
 
-#endif // TITAN_KERNEL_KERNELCATALOG_H
+#endif // TITAN_CONTRACT_KERNELCATALOG_H

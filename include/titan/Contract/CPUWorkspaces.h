@@ -1,4 +1,4 @@
-//===- KernelWorkspaces.h - the CPU kernels' scratch ------------*- C++ -*-===//
+//===- CPUWorkspaces.h - the CPU kernels' scratch ---------------*- C++ -*-===//
 //
 // The workspace each CPU kernel uses, stated once for both sides: the
 // target's workspace models (lib/Target/CPU/ExternalModels.cpp) plan these
@@ -8,8 +8,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef TITAN_TARGET_CPU_KERNELWORKSPACES_H
-#define TITAN_TARGET_CPU_KERNELWORKSPACES_H
+#ifndef TITAN_CONTRACT_CPUWORKSPACES_H
+#define TITAN_CONTRACT_CPUWORKSPACES_H
 
 #include <cstdint>
 
@@ -136,4 +136,4 @@ constexpr int64_t globalNormWorkspaceBytes(int64_t largest) {
 
 } // namespace titan::cpu
 
-#endif // TITAN_TARGET_CPU_KERNELWORKSPACES_H
+#endif // TITAN_CONTRACT_CPUWORKSPACES_H

@@ -11,8 +11,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef TITAN_MANIFEST_MANIFEST_H
-#define TITAN_MANIFEST_MANIFEST_H
+#ifndef TITAN_CONTRACT_MANIFEST_H
+#define TITAN_CONTRACT_MANIFEST_H
 
 #include "llvm/ADT/StringMap.h"
 #include "llvm/ADT/StringRef.h"
@@ -122,7 +122,7 @@ struct Manifest {
 
   std::string model;
   /// The model's hyper-parameters as a Hugging Face config.json
-  /// (titan/Model/LlamaArgs.h's hfLlamaConfig): what Hugging Face exports
+  /// (titan/Contract/LlamaArgs.h's hfLlamaConfig): what Hugging Face exports
   /// write and what imports are checked against.
   llvm::json::Object hfConfig;
   /// The compiled config (TOML).
@@ -170,4 +170,4 @@ llvm::Expected<Manifest> parseManifest(llvm::StringRef text);
 
 } // namespace titan::manifest
 
-#endif // TITAN_MANIFEST_MANIFEST_H
+#endif // TITAN_CONTRACT_MANIFEST_H

@@ -6,8 +6,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef TITAN_MODEL_LLAMAARGS_H
-#define TITAN_MODEL_LLAMAARGS_H
+#ifndef TITAN_CONTRACT_LLAMAARGS_H
+#define TITAN_CONTRACT_LLAMAARGS_H
 
 #include "llvm/ADT/StringRef.h"
 #include "llvm/Support/Error.h"
@@ -107,4 +107,4 @@ llvm::Expected<LlamaArgs> resolveLlamaModel(const TrainConfig &config,
 
 } // namespace titan
 
-#endif // TITAN_MODEL_LLAMAARGS_H
+#endif // TITAN_CONTRACT_LLAMAARGS_H

@@ -1,7 +1,7 @@
 //===- LlamaArgsTest.cpp - Llama model hyper-parameters -------------------===//
 
-#include "titan/Model/LlamaArgs.h"
-#include "titan/Config/TrainConfig.h"
+#include "titan/Contract/LlamaArgs.h"
+#include "titan/Contract/TrainConfig.h"
 
 #include "gtest/gtest.h"
 

@@ -1,4 +1,4 @@
-//===- KernelWorkspaces.h - the CUDA kernels' scratch -----------*- C++ -*-===//
+//===- CUDAWorkspaces.h - the CUDA kernels' scratch -------------*- C++ -*-===//
 //
 // The workspace each CUDA kernel uses, stated once for both sides: the
 // target's workspace models (lib/Target/CUDA/ExternalModels.cpp) plan these
@@ -8,8 +8,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef TITAN_TARGET_CUDA_KERNELWORKSPACES_H
-#define TITAN_TARGET_CUDA_KERNELWORKSPACES_H
+#ifndef TITAN_CONTRACT_CUDAWORKSPACES_H
+#define TITAN_CONTRACT_CUDAWORKSPACES_H
 
 #include <algorithm>
 #include <cstdint>
@@ -204,4 +204,4 @@ contextAttentionGradWorkspaceBytes(int64_t batch, int64_t qHeads,
 
 } // namespace titan::cuda
 
-#endif // TITAN_TARGET_CUDA_KERNELWORKSPACES_H
+#endif // TITAN_CONTRACT_CUDAWORKSPACES_H

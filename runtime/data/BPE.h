@@ -10,8 +10,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef TITAN_LIB_DATA_BPE_H
-#define TITAN_LIB_DATA_BPE_H
+#ifndef TITAN_RUNTIME_DATA_BPE_H
+#define TITAN_RUNTIME_DATA_BPE_H
 
 #include "titan/Data/Tokenizer.h"
 
@@ -131,4 +131,4 @@ loadTiktokenTokenizer(llvm::StringRef modelPath);
 
 } // namespace titan::data::detail
 
-#endif // TITAN_LIB_DATA_BPE_H
+#endif // TITAN_RUNTIME_DATA_BPE_H

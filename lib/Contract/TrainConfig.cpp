@@ -7,7 +7,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "titan/Config/TrainConfig.h"
+#include "titan/Contract/TrainConfig.h"
 #include "titan/Support/Format.h"
 #include "titan/Support/Suggest.h"
 

@@ -1,6 +1,6 @@
-//===- CUDAKernelWorkspacesTest.cpp - the CUDA plan's workspace rules -----===//
+//===- CUDAWorkspacesTest.cpp - the CUDA plan's workspace rules -----------===//
 //
-// titan/Target/CUDA/KernelWorkspaces.h's rules, on the CPU (header-only,
+// titan/Contract/CUDAWorkspaces.h's rules, on the CPU (header-only,
 // no GPU), which the compiler's workspace models and the CUDA runtime both
 // use:
 // - attention: the backward's workspace is cudnn-frontend's on sm_90
@@ -14,7 +14,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "titan/Target/CUDA/KernelWorkspaces.h"
+#include "titan/Contract/CUDAWorkspaces.h"
 
 #include "gtest/gtest.h"
 
