@@ -4,7 +4,8 @@
 Each rank of a multi-rank run keeps its last [comm] trace_buf_size
 collectives and dumps them when the run fails, to
 <job.dump_folder>/<comm.save_traces_folder>/<comm.save_traces_file_prefix><rank>
-(docs/architecture.md, "Flight recorder", has the format). Like PyTorch's
+(docs/runtime.md, "CPU communication progress and the flight recorder",
+has the format). Like PyTorch's
 fr_trace analyzer, this script lines the ranks' records up per group
 (the ranks a collective runs over) by sequence number and reports:
 

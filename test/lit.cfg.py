@@ -25,6 +25,12 @@ config.substitutions.append(
     ("%presets", os.path.join(config.titan_src_root, "models", "llama3", "train_configs"))
 )
 config.substitutions.append(("%titan_obj", config.titan_obj_root))
+# The C++ compiler the build was configured with (not whichever c++ PATH
+# finds).
+config.substitutions.append(("%cxx", config.titan_cxx_compiler))
+# Tests that read the build's build.ninja: only under the Ninja generator.
+if os.path.exists(os.path.join(config.titan_obj_root, "build.ninja")):
+    config.available_features.add("ninja")
 
 # lit runs many tests at once on the CI machine's two cores: each compiled
 # executable's kernels take one thread (OpenMP's spinning workers would

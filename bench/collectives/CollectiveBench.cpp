@@ -75,7 +75,7 @@ const char *collectiveName(Collective c) {
 struct Options {
   int64_t minBytes = 8, maxBytes = 128 << 20, factor = 2;
   int iters = 20, warmup = 5, average = 3;
-  DataType type = DataType::F32;
+  Dtype type = Dtype::f32;
   Backend backend = Backend::MPI;
   std::vector<Collective> collectives = {
       Collective::AllGather, Collective::ReduceScatter, Collective::AllReduce,
@@ -171,9 +171,9 @@ Options parseOptions(int argc, char **argv, Errors &errors) {
       o.average = parseInt(arg, value, 0, 3, errors);
     else if (arg == "-d" || arg == "--datatype") {
       if (value == "float" || value == "f32")
-        o.type = DataType::F32;
+        o.type = Dtype::f32;
       else if (value == "bfloat16" || value == "bf16")
-        o.type = DataType::BF16;
+        o.type = Dtype::bf16;
       else
         errors.add("-d '" + value +
                    "' is not a data type this benchmark runs (float or "
@@ -238,18 +238,18 @@ float pattern(int64_t rank, int64_t i) {
 
 /// Host buffers of the element type, converted from and to float.
 struct HostBuffer {
-  DataType type;
+  Dtype type;
   std::vector<char> bytes;
-  HostBuffer(DataType type, int64_t count)
-      : type(type), bytes(size_t(count * dataTypeBytes(type))) {}
+  HostBuffer(Dtype type, int64_t count)
+      : type(type), bytes(size_t(count * dtypeBytes(type))) {}
   void set(int64_t i, float v) {
-    if (type == DataType::F32)
+    if (type == Dtype::f32)
       reinterpret_cast<float *>(bytes.data())[i] = v;
     else
       reinterpret_cast<uint16_t *>(bytes.data())[i] = floatToBf16(v);
   }
   float get(int64_t i) const {
-    if (type == DataType::F32)
+    if (type == Dtype::f32)
       return reinterpret_cast<const float *>(bytes.data())[i];
     return bf16ToFloat(reinterpret_cast<const uint16_t *>(bytes.data())[i]);
   }
@@ -331,10 +331,10 @@ struct Case {
   int64_t ranks, rank;
   int64_t inCount, outCount;
   unsigned axisMask;
-  DataType type;
+  Dtype type;
 
   int64_t sizeBytes() const {
-    return std::max(inCount, outCount) * dataTypeBytes(type);
+    return std::max(inCount, outCount) * dtypeBytes(type);
   }
   double busFactor() const {
     double n = double(ranks);
@@ -401,7 +401,7 @@ struct Case {
 Case makeCase(Collective collective, int64_t bytes, const Options &o,
               const Communicator &comm, unsigned axisMask) {
   Case c{collective, comm.worldSize(), comm.rank(), 0, 0, axisMask, o.type};
-  int64_t count = bytes / dataTypeBytes(o.type);
+  int64_t count = bytes / dtypeBytes(o.type);
   int64_t n = c.ranks;
   switch (collective) {
   case Collective::AllGather:
@@ -450,7 +450,7 @@ double combine(Communicator &comm, double seconds, int average,
 
 Row runCase(Communicator &comm, Memory &memory, const Case &c,
             const Options &o) {
-  int64_t elt = dataTypeBytes(c.type);
+  int64_t elt = dtypeBytes(c.type);
   void *in = memory.allocate(c.inCount * elt);
   void *out = memory.allocate(c.outCount * elt);
 
@@ -508,8 +508,9 @@ std::string fit(double value, int width) {
   return text;
 }
 
-const char *typeName(DataType type) {
-  return type == DataType::F32 ? "float" : "bfloat16";
+/// nccl-tests' name of `type` (its output's "type" column).
+const char *typeName(Dtype type) {
+  return type == Dtype::f32 ? "float" : "bfloat16";
 }
 
 void printHeader(const char *collective) {
@@ -526,7 +527,7 @@ void printHeader(const char *collective) {
 void printRow(const Row &r) {
   std::printf("%12" PRId64 "  %12" PRId64 "  %8s  %6s  %6d  %7s  %6s  %6s  "
               "%6" PRId64 "\n",
-              r.c.sizeBytes(), r.c.sizeBytes() / dataTypeBytes(r.c.type),
+              r.c.sizeBytes(), r.c.sizeBytes() / dtypeBytes(r.c.type),
               typeName(r.c.type), r.c.redop(), -1,
               fit(r.seconds * 1e6, 7).c_str(), fit(r.algbw, 6).c_str(),
               fit(r.busbw, 6).c_str(), r.wrong);
@@ -557,7 +558,7 @@ bool writeJson(const std::string &path, const Options &o, int ranks,
                  "\"%s\", \"time_us\": %s, \"algbw_gbps\": %s, "
                  "\"busbw_gbps\": %s, \"wrong\": %" PRId64 "}",
                  i ? "," : "", collectiveName(r.c.collective), r.c.sizeBytes(),
-                 r.c.sizeBytes() / dataTypeBytes(r.c.type), typeName(r.c.type),
+                 r.c.sizeBytes() / dtypeBytes(r.c.type), typeName(r.c.type),
                  r.c.redop(), jsonNumber(r.seconds * 1e6).c_str(),
                  jsonNumber(r.algbw).c_str(), jsonNumber(r.busbw).c_str(),
                  r.wrong);
@@ -623,7 +624,7 @@ int main(int argc, char **argv) {
   std::vector<int64_t> sizes;
   for (int64_t bytes = o.minBytes; bytes <= o.maxBytes; bytes *= o.factor)
     sizes.push_back(bytes);
-  int64_t smallest = int64_t(ranks) * dataTypeBytes(o.type);
+  int64_t smallest = int64_t(ranks) * dtypeBytes(o.type);
   if (o.maxBytes < smallest) {
     if (rank == 0)
       std::fprintf(stderr,

@@ -49,21 +49,6 @@ void check(cudaError_t rc, const char *what) {
   }
 }
 
-/// The bytes of one element of `type`.
-size_t elementBytes(ElementType type) {
-  switch (type) {
-  case ElementType::F32:
-    return 4;
-  case ElementType::BF16:
-  case ElementType::F16:
-    return 2;
-  case ElementType::F8E4M3FN:
-  case ElementType::F8E5M2:
-    return 1;
-  }
-  return 1;
-}
-
 /// How a buffer's elements are drawn: torch.randn() * scale, or its
 /// absolute value (AdamW's second moment, which must not be negative).
 struct Draw {
@@ -84,8 +69,8 @@ class RandomPools {
 public:
   static constexpr size_t kElements = 4194301;
 
-  void fill(void *dst, size_t bytes, ElementType type, Draw draw) {
-    size_t width = elementBytes(type), poolBytes = kElements * width;
+  void fill(void *dst, size_t bytes, Dtype type, Draw draw) {
+    size_t width = size_t(dtypeBytes(type)), poolBytes = kElements * width;
     const char *src = static_cast<const char *>(pool(type, draw));
     for (size_t offset = 0; offset < bytes; offset += poolBytes)
       check(cudaMemcpy(static_cast<char *>(dst) + offset, src,
@@ -95,7 +80,7 @@ public:
   }
 
 private:
-  const void *pool(ElementType type, Draw draw) {
+  const void *pool(Dtype type, Draw draw) {
     void *&device = pools[{int(type), draw}];
     if (device)
       return device;
@@ -106,22 +91,22 @@ private:
       for (float &x : normals)
         x = normal(generator);
     }
-    std::vector<uint8_t> host(kElements * elementBytes(type));
+    std::vector<uint8_t> host(kElements * size_t(dtypeBytes(type)));
     for (size_t i = 0; i < kElements; ++i) {
       float x = float(normals[i] * draw.scale);
       if (draw.positive)
         x = std::fabs(x);
       switch (type) {
-      case ElementType::F32:
+      case Dtype::f32:
         std::memcpy(&host[i * 4], &x, 4);
         break;
-      case ElementType::BF16: {
+      case Dtype::bf16: {
         uint16_t bits = titanrt::floatToBf16(x);
         std::memcpy(&host[i * 2], &bits, 2);
         break;
       }
-      case ElementType::F8E4M3FN:
-        host[i] = titanrt::floatToFp8(x, titanrt::Fp8Format::E4M3FN, true);
+      case Dtype::f8E4M3FN:
+        host[i] = titanrt::floatToFp8(x, titanrt::Dtype::f8E4M3FN, true);
         break;
       default:
         std::fprintf(stderr, "bench: no random pool for this type\n");
@@ -150,8 +135,7 @@ RandomPools &randomPools() {
 /// says.
 struct Buffer {
   void *ptr = nullptr;
-  explicit Buffer(size_t bytes, ElementType type = ElementType::F32,
-                  Draw draw = {}) {
+  explicit Buffer(size_t bytes, Dtype type = Dtype::f32, Draw draw = {}) {
     check(cudaMalloc(&ptr, bytes), "cudaMalloc");
     randomPools().fill(ptr, bytes, type, draw);
   }
@@ -206,7 +190,7 @@ int main() {
   }
   const int64_t tokens = 8192, dim = 4096, heads = 32, kvHeads = 8,
                 headDim = 128, ffn = 14336, vocab = 128256;
-  const ElementType bf16 = ElementType::BF16;
+  const Dtype bf16 = Dtype::bf16;
 
   // Device-to-device copy: the memory-bound kernels' yardstick.
   {
@@ -226,7 +210,7 @@ int main() {
       const char *name;
       LinearProduct product;
       int64_t n, k;
-      ElementType result;
+      Dtype result;
     };
     const Gemm cases[] = {
         {"wq/wo forward", LinearProduct::Forward, dim, dim, bf16},
@@ -276,9 +260,9 @@ int main() {
     const Gemm cases[] = {{"fp8 wq/wo forward", dim, dim},
                           {"fp8 w1/w3 forward", ffn, dim},
                           {"fp8 w2 forward", dim, ffn}};
-    ElementType e4m3 = ElementType::F8E4M3FN;
+    Dtype e4m3 = Dtype::f8E4M3FN;
     Buffer scales(64);
-    fill(ElementType::F32, scales.ptr, 16, 1.0, nullptr);
+    fill(Dtype::f32, scales.ptr, 16, 1.0, nullptr);
     for (const Gemm &g : cases) {
       // As torch_kernels.py: (randn * 0.1).to(float8_e4m3fn) both.
       Buffer a(size_t(tokens * g.k), e4m3, {0.1}),
@@ -389,27 +373,26 @@ int main() {
            }));
     Buffer logits(size_t(tokens * vocab) * 4), loss(4),
         rows(size_t(tokens) * 4), lse(size_t(tokens) * 4);
-    fill(ElementType::F32, loss.ptr, 1, 1.0, nullptr);
+    fill(Dtype::f32, loss.ptr, 1, 1.0, nullptr);
     report("fused", "cross_entropy (f32 logits)",
            double(tokens) * double(vocab) * 4, "GB/s", time([&] {
-             crossEntropy(ElementType::F32, logits.ptr, tokenIds.as<int32_t>(),
+             crossEntropy(Dtype::f32, logits.ptr, tokenIds.as<int32_t>(),
                           loss.as<float>(), lse.as<float>(), tokens, vocab,
                           rows.ptr, nullptr);
            }));
     report("fused", "cross_entropy_grad (in place)",
            2.0 * double(tokens) * double(vocab) * 4, "GB/s", time([&] {
-             crossEntropyGrad(ElementType::F32, logits.ptr,
-                              tokenIds.as<int32_t>(), lse.as<float>(),
-                              loss.as<float>(), logits.ptr, tokens, vocab,
-                              nullptr);
+             crossEntropyGrad(Dtype::f32, logits.ptr, tokenIds.as<int32_t>(),
+                              lse.as<float>(), loss.as<float>(), logits.ptr,
+                              tokens, vocab, nullptr);
            }));
   }
   {
     // AdamW on one FFN weight (f32 master state): 4 reads, 3 writes.
     int64_t n = ffn * dim;
     Buffer p(size_t(n) * 4), g(size_t(n) * 4), m(size_t(n) * 4),
-        v(size_t(n) * 4, ElementType::F32, {1e-3, true}), scalars(16);
-    fill(ElementType::F32, scalars.ptr, 2, 0.5, nullptr);
+        v(size_t(n) * 4, Dtype::f32, {1e-3, true}), scalars(16);
+    fill(Dtype::f32, scalars.ptr, 2, 0.5, nullptr);
     int64_t step = 3;
     cudaMemcpy(scalars.as<char>() + 8, &step, 8, cudaMemcpyHostToDevice);
     report("fused", "adamw (f32 state)", double(7 * n * 4), "GB/s", time([&] {

@@ -2,18 +2,25 @@
 
 #include "titan/Compiler/ConfigPipelineOptions.h"
 
-#include "titan/Contract/TrainConfig.h"
+#include "titan/Contract/Dtype.h"
 #include "titan/Contract/LlamaArgs.h"
+#include "titan/Contract/TrainConfig.h"
+#include "titan/Target/TargetBackend.h"
 
 #include "llvm/Support/FormatVariadic.h"
 
 using namespace titan;
 
-/// The parameter dtype training runs in (TorchTitan's mixed_precision_param;
-/// unset, the CPU target keeps f32 and GPUs use bf16).
-static std::string paramDtype(const TrainConfig &c, KernelTarget target) {
+std::string titan::paramDtype(const TrainConfig &c,
+                              const target::TargetBackend &target) {
   return c.training.mixedPrecisionParam.value_or(
-      target == KernelTarget::CUDA ? "bfloat16" : "float32");
+      target.getDtypePolicy().defaultParamDtype);
+}
+
+/// The type training computes in for a config's dtype key: bf16 for
+/// "bfloat16", else f32 (the config's schema admits only those two).
+static Dtype trainingDtype(llvm::StringRef torchName) {
+  return parseTorchDtype(torchName) == Dtype::bf16 ? Dtype::bf16 : Dtype::f32;
 }
 
 static llvm::Error makeError(const llvm::Twine &message) {
@@ -78,10 +85,9 @@ void titan::setPartitionOptions(const TrainConfig &c, const MeshDegrees &mesh,
 }
 
 void titan::setTrainingOptions(const TrainConfig &c, const MeshDegrees &mesh,
-                               KernelTarget target,
+                               const target::TargetBackend &target,
                                TrainingPipelineOptions &o) {
-  std::string param = paramDtype(c, target);
-  o.paramType = param == "bfloat16" ? "bf16" : "f32";
+  o.paramType = dtypeName(trainingDtype(paramDtype(c, target)));
   const auto &ac = c.activationCheckpoint;
   o.checkpointMode = ac.mode;
   o.checkpointSelectiveOption = ac.selectiveAcOption;
@@ -115,21 +121,23 @@ void titan::setTrainingOptions(const TrainConfig &c, const MeshDegrees &mesh,
 int64_t titan::collectivePrefetchBudget(const TrainConfig &c,
                                         const LlamaArgs &model,
                                         const MeshDegrees &mesh,
-                                        KernelTarget target) {
+                                        const target::TargetBackend &target) {
   // One block's parameters (all blocks have the same shapes).
   int64_t elements = 0;
   for (const ParamSpec &p : llamaParameters(model))
     if (llvm::StringRef(p.name).starts_with("layers.0."))
       elements += p.numel();
-  int64_t paramBytes = paramDtype(c, target) == "bfloat16" ? 2 : 4;
-  int64_t reduceBytes = c.training.mixedPrecisionReduce == "bfloat16" ? 2 : 4;
+  int64_t paramBytes = dtypeBytes(trainingDtype(paramDtype(c, target)));
+  int64_t reduceBytes =
+      dtypeBytes(trainingDtype(c.training.mixedPrecisionReduce));
   return elements / std::max<int64_t>(mesh.tp, 1) * (paramBytes + reduceBytes);
 }
 
 void titan::setExecutionOptions(const TrainConfig &c, const LlamaArgs &model,
-                                const MeshDegrees &mesh, KernelTarget target,
+                                const MeshDegrees &mesh,
+                                const target::TargetBackend &target,
                                 ExecutionPipelineOptions &o) {
-  o.target = stringifyKernelTarget(target).str();
+  o.target = target.getName().str();
   o.deterministic = c.training.deterministic;
   o.scheduleCollectives = !c.debug.noCommOverlap;
   o.maxInFlightBytes = collectivePrefetchBudget(c, model, mesh, target);

@@ -2,7 +2,7 @@
 
 #include "titan/Compiler/Pipelines.h"
 
-#include "titan/Conversion/KernelToCPU/Passes.h"
+#include "titan/Conversion/KernelToRuntimeCalls/Passes.h"
 #include "titan/Conversion/TitanToKernel/Passes.h"
 #include "titan/Dialect/Dist/IR/Dist.h"
 #include "titan/Dialect/Dist/Transforms/Passes.h"
@@ -10,6 +10,9 @@
 #include "titan/Dialect/Titan/IR/Parameters.h"
 #include "titan/Dialect/Titan/IR/TitanDialect.h"
 #include "titan/Dialect/Titan/Transforms/Passes.h"
+#include "titan/Import/Passes.h"
+#include "titan/Pipeline/Transforms/Passes.h"
+#include "titan/Target/TargetBackend.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/BuiltinOps.h"
@@ -129,11 +132,14 @@ void titan::buildPipelineParallelTrainingPipeline(
     mlir::OpPassManager &pm, const TrainingPipelineOptions &options) {
   pm.addPass(createTitanMixedPrecision(mixedPrecisionOptions(options)));
   pm.addPass(createTitanActivationCheckpoint(checkpointOptions(options)));
+  // The model's stage plan (TorchTitan's pipeline_llm), then the cut.
+  TitanLlamaPipelineStagesOptions stages;
+  stages.schedule = options.pipelineSchedule;
+  stages.layersPerStage = options.pipelineLayersPerStage;
+  stages.firstStageLessLayers = options.pipelineFirstStageLessLayers;
+  stages.lastStageLessLayers = options.pipelineLastStageLessLayers;
+  pm.addPass(createTitanLlamaPipelineStages(stages));
   dist::DistPipelineSplitOptions split;
-  split.schedule = options.pipelineSchedule;
-  split.layersPerStage = options.pipelineLayersPerStage;
-  split.firstStageLessLayers = options.pipelineFirstStageLessLayers;
-  split.lastStageLessLayers = options.pipelineLastStageLessLayers;
   split.rank = options.pipelineRank;
   pm.addPass(dist::createDistPipelineSplit(split));
   // Every rank's action list, with its transfers, checked, in the IR.
@@ -213,12 +219,15 @@ mlir::LogicalResult titan::addEvalStep(mlir::ModuleOp module,
 
 void titan::buildExecutionPipeline(mlir::OpPassManager &pm,
                                    const ExecutionPipelineOptions &options) {
-  // The target's kernel workspaces; the CPU target runs bf16/f16 kernels on
-  // f32 copies it plans for, the GPU's kernels read 16-bit buffers
-  // directly.
+  // The target's kernel workspaces, with the f32 copies of 16-bit buffers
+  // where its dtype policy runs 16-bit kernels widened (an unknown target
+  // is titan-bufferize's error).
   TitanBufferizeOptions bufferize;
   bufferize.target = options.target;
-  bufferize.widenLowPrecision = options.target == "cpu";
+  const target::TargetBackend *backend =
+      target::lookupTargetBackend(options.target);
+  bufferize.widenLowPrecision =
+      backend && backend->getDtypePolicy().widenLowPrecision;
   bufferize.deterministic = options.deterministic;
   bufferize.functions.assign(options.functions.begin(),
                              options.functions.end());
@@ -238,9 +247,9 @@ void titan::buildExecutionPipeline(mlir::OpPassManager &pm,
 
 void titan::buildLoweringPipeline(mlir::OpPassManager &pm,
                                   const LoweringPipelineOptions &options) {
-  KernelLowerToCPUOptions lower;
+  KernelToRuntimeCallsOptions lower;
   lower.symbolPrefix = options.symbolPrefix;
-  pm.addPass(createKernelLowerToCPU(lower));
+  pm.addPass(createKernelToRuntimeCalls(lower));
 }
 
 std::vector<std::string> titan::stagePhaseFunctions(int64_t stage,

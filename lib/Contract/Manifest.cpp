@@ -9,24 +9,13 @@
 #include "llvm/Support/raw_ostream.h"
 
 using namespace titan::manifest;
+namespace mesh = titan::mesh;
 using llvm::StringRef;
 namespace json = llvm::json;
 
 //===----------------------------------------------------------------------===//
-// Mesh axes, frame slots, pipeline actions
+// Frame slots, pipeline actions
 //===----------------------------------------------------------------------===//
-
-const char *titan::manifest::meshAxisName(MeshAxis axis) {
-  static const char *names[] = {"pp", "dp_replicate", "dp_shard", "cp", "tp"};
-  return names[axis];
-}
-
-std::optional<MeshAxis> titan::manifest::parseMeshAxis(StringRef name) {
-  for (unsigned i = 0; i < kNumAxes; ++i)
-    if (name == meshAxisName(MeshAxis(i)))
-      return MeshAxis(i);
-  return std::nullopt;
-}
 
 /// The spelling of each indexed FrameSlot::Kind.
 static constexpr std::pair<FrameSlot::Kind, StringRef> kFrameSlotKinds[] = {
@@ -130,6 +119,15 @@ int64_t Manifest::worldSize() const {
 // Printing
 //===----------------------------------------------------------------------===//
 
+/// The names of the axes of `mask`, in mesh order.
+static json::Array axisNames(unsigned mask) {
+  json::Array names;
+  for (const mesh::AxisInfo &axis : mesh::kAxes)
+    if (mask & mesh::axisBit(axis.axis))
+      names.push_back(axis.name);
+  return names;
+}
+
 /// A parameter; `withPipelineRank` under pipeline parallelism.
 static json::Object toJSON(const Manifest::Param &p, bool withPipelineRank) {
   // The dimensions up to the last split one, as #dist.sharding lists them.
@@ -197,12 +195,21 @@ static json::Object toJSON(const Manifest::Pipeline &p) {
                       {"stages", std::move(stages)}};
 }
 
+char titan::manifest::ABIVersionError::ID = 0;
+
+std::string titan::manifest::ABIVersionError::message() const {
+  return "this executable was compiled for runtime ABI " +
+         std::to_string(found) + ", the runtime is " +
+         std::to_string(kABIVersion) + ": recompile it with titan-compile";
+}
+
 std::string titan::manifest::printManifest(const Manifest &m) {
   bool pipelined = m.pipeline.has_value();
   json::Object slots;
   for (const auto &slot : m.slots)
     slots[slot.getKey()] = toJSON(slot.getValue());
-  json::Object o{{"model", m.model},
+  json::Object o{{"abi_version", kABIVersion},
+                 {"model", m.model},
                  {"config", m.config},
                  {"target", m.target},
                  {"local_batch_size", m.localBatch},
@@ -216,6 +223,8 @@ std::string titan::manifest::printManifest(const Manifest &m) {
                  {"arena_bytes", m.arenaBytes},
                  {"slots", std::move(slots)},
                  {"collective_axes", json::Array(m.collectiveAxes)}};
+  if (m.loadBalancedAxes)
+    o["load_balanced"] = axisNames(m.loadBalancedAxes);
   if (m.target == "cuda")
     o["cuda_arch"] = m.cudaArch;
   if (!m.hfConfig.empty())
@@ -258,6 +267,21 @@ struct Reader {
       values.push_back(i.value_or(0));
     }
     return values;
+  }
+
+  /// Appends the axes `list` names to `axes`; false (and an error) when it
+  /// names an unknown one.
+  bool meshAxes(const json::Array &list, std::vector<MeshAxis> &axes) {
+    for (const json::Value &axis : list) {
+      StringRef name = axis.getAsString().value_or("");
+      std::optional<MeshAxis> a = parseMeshAxis(name);
+      if (!a) {
+        fail(llvm::Twine("unknown mesh axis '") + name + "'");
+        return false;
+      }
+      axes.push_back(*a);
+    }
+    return true;
   }
 
   /// An {name: [offset, bytes]} table that must fit in `bytes`.
@@ -309,15 +333,8 @@ std::vector<Manifest::Param> Reader::params(const json::Array *list) {
                "' has more dimensions than its shape");
           return params;
         }
-        for (const json::Value &axis : *axes.getAsArray()) {
-          StringRef name = axis.getAsString().value_or("");
-          std::optional<MeshAxis> a = parseMeshAxis(name);
-          if (!a) {
-            fail(llvm::Twine("unknown mesh axis '") + name + "'");
-            return params;
-          }
-          p.dimAxes[d].push_back(*a);
-        }
+        if (!meshAxes(*axes.getAsArray(), p.dimAxes[d]))
+          return params;
       }
     p.pipelineRank = o->getInteger("pipeline_rank").value_or(-1);
   }
@@ -409,6 +426,18 @@ llvm::Expected<Manifest> titan::manifest::parseManifest(StringRef text) {
   if (!o)
     return llvm::createStringError(llvm::inconvertibleErrorCode(),
                                    "invalid manifest: not an object");
+  // First: another version's other keys may mean other things.
+  int64_t abi = 0;
+  if (const json::Value *v = o->get("abi_version")) {
+    std::optional<int64_t> version = v->getAsInteger();
+    if (!version)
+      return llvm::createStringError(llvm::inconvertibleErrorCode(),
+                                     "the manifest's abi_version is not an "
+                                     "integer");
+    abi = *version;
+  }
+  if (abi != kABIVersion)
+    return llvm::make_error<ABIVersionError>(abi);
   Reader r;
   Manifest m;
   m.model = o->getString("model").value_or("").str();
@@ -428,6 +457,24 @@ llvm::Expected<Manifest> titan::manifest::parseManifest(StringRef text) {
       r.fail("the mesh does not have one size per axis");
     else
       m.mesh = r.integers(mesh, "the mesh");
+  }
+  if (const json::Value *lb = o->get("load_balanced")) {
+    const json::Array *axes = lb->getAsArray();
+    if (!axes)
+      r.fail("the manifest's load_balanced is not a list of mesh axis names");
+    else
+      for (const json::Value &axis : *axes) {
+        std::optional<StringRef> name = axis.getAsString();
+        std::optional<MeshAxis> a = name ? parseMeshAxis(*name) : std::nullopt;
+        if (!a) {
+          std::string text;
+          llvm::raw_string_ostream(text) << axis;
+          r.fail("the manifest's load_balanced names " + text +
+                 ", which is not a mesh axis");
+          break;
+        }
+        m.loadBalancedAxes |= mesh::axisBit(*a);
+      }
   }
   for (int64_t mask :
        r.integers(o->getArray("collective_axes"), "collective_axes"))

@@ -13,6 +13,8 @@
 
 #include "titan/Cost/StepCost.h"
 
+#include "titan/Contract/MeshAxes.h"
+
 #include "mlir/IR/BuiltinTypes.h"
 #include "mlir/IR/Location.h"
 #include "llvm/ADT/DenseMap.h"
@@ -26,9 +28,6 @@ using namespace titan;
 using namespace titan::cost;
 
 namespace {
-
-constexpr const char *kAxisNames[] = {"pp", "dp_replicate", "dp_shard", "cp",
-                                      "tp"};
 
 /// The module path an op came from (its NameLoc, or a fused location's
 /// first), or "".
@@ -226,9 +225,9 @@ private:
 
 std::string titan::cost::axesName(unsigned axisMask) {
   llvm::SmallVector<StringRef> names;
-  for (unsigned i = 0; i < std::size(kAxisNames); ++i)
-    if ((axisMask >> i) & 1)
-      names.push_back(kAxisNames[i]);
+  for (const mesh::AxisInfo &axis : mesh::kAxes)
+    if (axisMask & mesh::axisBit(axis.axis))
+      names.push_back(axis.name);
   return names.empty() ? std::string("none") : llvm::join(names, ",");
 }
 

@@ -2,15 +2,17 @@
 //
 // Mirrors TorchTitan's llama3 Transformer.forward op for op, so that a
 // parameter, an activation or a diagnostic can be traced back to the module
-// it belongs to.
+// it belongs to, and attaches TorchTitan's parallel plan (LlamaPlan.h).
 //
 //===----------------------------------------------------------------------===//
 
 #include "titan/Import/LlamaImporter.h"
 
+#include "titan/Contract/LlamaArgs.h"
+#include "titan/Dialect/Dist/IR/Dist.h"
 #include "titan/Dialect/Titan/IR/TitanDialect.h"
 #include "titan/Dialect/Titan/IR/TitanOps.h"
-#include "titan/Contract/LlamaArgs.h"
+#include "titan/Import/LlamaPlan.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
@@ -77,6 +79,7 @@ public:
                                         logits, labels)
                      .getResult();
     func::ReturnOp::create(b, loc("loss"), loss);
+    attachLlamaParallelPlan(func);
     return module;
   }
 
@@ -169,6 +172,6 @@ private:
 OwningOpRef<ModuleOp> titan::importLlama(MLIRContext &context,
                                          const LlamaArgs &args,
                                          const ImportOptions &options) {
-  context.loadDialect<TitanDialect, func::FuncDialect>();
+  context.loadDialect<TitanDialect, dist::DistDialect, func::FuncDialect>();
   return LlamaBuilder(context, args, options).build(options.funcName);
 }

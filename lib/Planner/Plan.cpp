@@ -2,6 +2,7 @@
 
 #include "titan/Planner/Plan.h"
 
+#include "titan/Contract/MeshAxes.h"
 #include "titan/Model/ConfigFit.h"
 #include "titan/Model/PipelineStages.h"
 #include "titan/Pipeline/Schedule.h"
@@ -743,12 +744,11 @@ void plan::printJSON(const PlanResult &result, const Request &request,
     llvm::json::Object exposed;
     for (const auto &[axes, s] : r.score.exposedCommSeconds)
       exposed[axes] = s;
+    llvm::json::Object sizes;
+    for (const mesh::AxisInfo &axis : mesh::kAxes)
+      sizes[axis.name] = c.mesh.degree(axis.axis);
     ranked.push_back(llvm::json::Object{
-        {"mesh", llvm::json::Object{{"pp", c.mesh.pp},
-                                    {"dp_replicate", c.mesh.dpReplicate},
-                                    {"dp_shard", c.mesh.dpShard},
-                                    {"cp", c.mesh.cp},
-                                    {"tp", c.mesh.tp}}},
+        {"mesh", std::move(sizes)},
         {"schedule", c.schedule},
         {"microbatch_size", c.microbatchSize},
         {"local_batch_size", c.localBatch},

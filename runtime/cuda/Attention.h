@@ -86,24 +86,22 @@ std::vector<ContextPair> contextAttentionPairs(const AttentionShape &s,
 
 /// The exact kernels on rows that sit in the sequence as `layout` says
 /// (ContextParallel.h; s.seq is the query's rows): no workspace.
-void contextAttentionReference(ElementType type, const void *q, const void *k,
+void contextAttentionReference(Dtype type, const void *q, const void *k,
                                const void *v, void *out, float *lse,
                                const AttentionShape &s,
                                const ChunkLayout &layout, double scale,
                                cudaStream_t stream);
-void contextAttentionGradReference(ElementType type, const void *q,
-                                   const void *k, const void *v,
-                                   const void *out, const float *lse,
-                                   const void *dout, void *dq, void *dk,
-                                   void *dv, const AttentionShape &s,
+void contextAttentionGradReference(Dtype type, const void *q, const void *k,
+                                   const void *v, const void *out,
+                                   const float *lse, const void *dout, void *dq,
+                                   void *dk, void *dv, const AttentionShape &s,
                                    const ChunkLayout &layout, double scale,
                                    cudaStream_t stream);
 /// Their one-chunk case.
-void attentionReference(ElementType type, const void *q, const void *k,
-                        const void *v, void *out, float *lse,
-                        const AttentionShape &s, double scale,
-                        cudaStream_t stream);
-void attentionGradReference(ElementType type, const void *q, const void *k,
+void attentionReference(Dtype type, const void *q, const void *k, const void *v,
+                        void *out, float *lse, const AttentionShape &s,
+                        double scale, cudaStream_t stream);
+void attentionGradReference(Dtype type, const void *q, const void *k,
                             const void *v, const void *out, const float *lse,
                             const void *dout, void *dq, void *dk, void *dv,
                             const AttentionShape &s, double scale,
@@ -136,11 +134,11 @@ public:
   /// and why. TITAN_CUDNN_LOG=1 prints each graph's engine and workspace
   /// when it first runs. `deterministic` (debug.deterministic) selects
   /// cuDNN's deterministic backward.
-  bool forward(ElementType type, const void *q, const void *k, const void *v,
+  bool forward(Dtype type, const void *q, const void *k, const void *v,
                void *out, float *lse, const AttentionShape &s,
                const SdpaViews &views, double scale, void *workspace,
                size_t workspaceBytes, cudaStream_t stream);
-  bool backward(ElementType type, const void *q, const void *k, const void *v,
+  bool backward(Dtype type, const void *q, const void *k, const void *v,
                 const void *out, const float *lse, const void *dout, void *dq,
                 void *dk, void *dv, const AttentionShape &s,
                 const SdpaViews &views, double scale, bool deterministic,
@@ -159,15 +157,15 @@ private:
 /// and problems cuDNN has no engine for where the exact kernels are allowed
 /// (CudnnAttention), run on the exact kernels. `workspace` holds
 /// titan::cuda::contextAttention(Grad)WorkspaceBytes.
-void contextAttention(CudnnAttention &cudnn, ElementType type, const void *q,
+void contextAttention(CudnnAttention &cudnn, Dtype type, const void *q,
                       const void *k, const void *v, void *out, float *lse,
                       const AttentionShape &s, const ChunkLayout &layout,
                       double scale, void *workspace, size_t workspaceBytes,
                       cudaStream_t stream);
-void contextAttentionGrad(CudnnAttention &cudnn, ElementType type,
-                          const void *q, const void *k, const void *v,
-                          const void *out, const float *lse, const void *dout,
-                          void *dq, void *dk, void *dv, const AttentionShape &s,
+void contextAttentionGrad(CudnnAttention &cudnn, Dtype type, const void *q,
+                          const void *k, const void *v, const void *out,
+                          const float *lse, const void *dout, void *dq,
+                          void *dk, void *dv, const AttentionShape &s,
                           const ChunkLayout &layout, double scale,
                           bool deterministic, void *workspace,
                           size_t workspaceBytes, cudaStream_t stream);
@@ -184,9 +182,9 @@ struct PartialView {
 /// attention_merge on s.seq rows of each view: `result` = `a` and `b` joined
 /// through their log-sum-exps ((0, -inf) where neither saw a key); it may
 /// be `a`.
-void attentionMerge(ElementType type, const PartialView &a,
-                    const PartialView &b, const PartialView &result,
-                    const AttentionShape &s, cudaStream_t stream);
+void attentionMerge(Dtype type, const PartialView &a, const PartialView &b,
+                    const PartialView &result, const AttentionShape &s,
+                    cudaStream_t stream);
 
 } // namespace titanrt::cuda
 

@@ -208,7 +208,7 @@ void checkShape(const AttentionShape &s, const ChunkLayout &l,
 } // namespace
 
 void titanrt::cuda::contextAttentionReference(
-    ElementType type, const void *q, const void *k, const void *v, void *out,
+    Dtype type, const void *q, const void *k, const void *v, void *out,
     float *lse, const AttentionShape &s, const ChunkLayout &layout,
     double scale, cudaStream_t stream) {
   checkShape(s, layout, "attention");
@@ -224,9 +224,9 @@ void titanrt::cuda::contextAttentionReference(
 }
 
 void titanrt::cuda::contextAttentionGradReference(
-    ElementType type, const void *q, const void *k, const void *v,
-    const void *out, const float *lse, const void *dout, void *dq, void *dk,
-    void *dv, const AttentionShape &s, const ChunkLayout &layout, double scale,
+    Dtype type, const void *q, const void *k, const void *v, const void *out,
+    const float *lse, const void *dout, void *dq, void *dk, void *dv,
+    const AttentionShape &s, const ChunkLayout &layout, double scale,
     cudaStream_t stream) {
   checkShape(s, layout, "attention_grad");
   dim3 rows(unsigned(s.seq), unsigned(s.qHeads), unsigned(s.batch));
@@ -248,15 +248,15 @@ void titanrt::cuda::contextAttentionGradReference(
   });
 }
 
-void titanrt::cuda::attentionReference(ElementType type, const void *q,
-                                       const void *k, const void *v, void *out,
-                                       float *lse, const AttentionShape &s,
-                                       double scale, cudaStream_t stream) {
+void titanrt::cuda::attentionReference(Dtype type, const void *q, const void *k,
+                                       const void *v, void *out, float *lse,
+                                       const AttentionShape &s, double scale,
+                                       cudaStream_t stream) {
   contextAttentionReference(type, q, k, v, out, lse, s, wholeSequence(s.seq),
                             scale, stream);
 }
 
-void titanrt::cuda::attentionGradReference(ElementType type, const void *q,
+void titanrt::cuda::attentionGradReference(Dtype type, const void *q,
                                            const void *k, const void *v,
                                            const void *out, const float *lse,
                                            const void *dout, void *dq, void *dk,

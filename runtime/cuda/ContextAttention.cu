@@ -76,10 +76,6 @@ __global__ void addRowsKernel(T *dst, int64_t dstRows, const T *src,
   }
 }
 
-size_t elementBytes(ElementType type) {
-  return type == ElementType::F32 ? 4 : 2;
-}
-
 /// `bytes` on from `base`.
 template <typename P> P *advance(P *base, int64_t bytes) {
   using Byte = std::conditional_t<std::is_const_v<P>, const char, char>;
@@ -88,12 +84,11 @@ template <typename P> P *advance(P *base, int64_t bytes) {
 
 /// Rows `row` on of a B x rows x heads x D buffer.
 template <typename P>
-P *rowsFrom(P *base, ElementType type, int64_t row, int64_t heads,
-            int64_t headDim) {
-  return advance(base, row * heads * headDim * int64_t(elementBytes(type)));
+P *rowsFrom(P *base, Dtype type, int64_t row, int64_t heads, int64_t headDim) {
+  return advance(base, row * heads * headDim * dtypeBytes(type));
 }
 
-void addRows(ElementType type, void *dst, int64_t dstRows, const void *src,
+void addRows(Dtype type, void *dst, int64_t dstRows, const void *src,
              int64_t srcRows, int64_t batch, int64_t rows, int64_t width,
              cudaStream_t stream) {
   int64_t total = batch * rows * width;
@@ -120,9 +115,9 @@ void packLse(float *packed, const float *lse, const AttentionShape &s,
 }
 
 /// Zeroes `rows` rows of `width` per batch, the batches bufferRows apart.
-void clearRows(ElementType type, void *dst, int64_t bufferRows, int64_t batch,
+void clearRows(Dtype type, void *dst, int64_t bufferRows, int64_t batch,
                int64_t rows, int64_t width, cudaStream_t stream) {
-  size_t row = size_t(width) * elementBytes(type);
+  size_t row = size_t(width * dtypeBytes(type));
   if (cudaMemset2DAsync(dst, size_t(bufferRows) * row, 0, size_t(rows) * row,
                         size_t(batch), stream) != cudaSuccess)
     kernelFatal("context_attention_grad: cudaMemset2DAsync failed");
@@ -131,7 +126,7 @@ void clearRows(ElementType type, void *dst, int64_t bufferRows, int64_t batch,
 /// The forward on cuDNN, pair by pair (contextAttentionPairs); false
 /// (after any number of pairs) when cuDNN has no engine for one and the
 /// exact kernels may stand in: they then rerun all.
-bool pairsForward(CudnnAttention &cudnn, ElementType type, const void *q,
+bool pairsForward(CudnnAttention &cudnn, Dtype type, const void *q,
                   const void *k, const void *v, void *out, float *lse,
                   const AttentionShape &s, const ChunkLayout &layout,
                   double scale, void *workspace, size_t workspaceBytes,
@@ -171,7 +166,7 @@ bool pairsForward(CudnnAttention &cudnn, ElementType type, const void *q,
 
 /// The backward on cuDNN, pair by pair (key chunk outer); false as
 /// pairsForward.
-bool pairsBackward(CudnnAttention &cudnn, ElementType type, const void *q,
+bool pairsBackward(CudnnAttention &cudnn, Dtype type, const void *q,
                    const void *k, const void *v, const void *out,
                    const float *lse, const void *dout, void *dq, void *dk,
                    void *dv, const AttentionShape &s, const ChunkLayout &layout,
@@ -189,7 +184,7 @@ bool pairsBackward(CudnnAttention &cudnn, ElementType type, const void *q,
   // partial, in the region the plan sizes for an f32 one
   // (contextAttentionGradWorkspaceBytes): 2 B c Hq D bytes are free there,
   // at least the lse's 4 B Hq c for any head dim of 2 or more.
-  int64_t lseOffset = s.batch * c * s.qHeads * D * int64_t(elementBytes(type));
+  int64_t lseOffset = s.batch * c * s.qHeads * D * dtypeBytes(type);
   if (lseOffset + s.batch * s.qHeads * c * 4 > dqBytes)
     kernelFatal("context_attention_grad: head dim " + std::to_string(D) +
                 " leaves no room for the packed log-sum-exp");
@@ -236,7 +231,7 @@ bool pairsBackward(CudnnAttention &cudnn, ElementType type, const void *q,
 
 } // namespace
 
-void titanrt::cuda::attentionMerge(ElementType type, const PartialView &a,
+void titanrt::cuda::attentionMerge(Dtype type, const PartialView &a,
                                    const PartialView &b,
                                    const PartialView &result,
                                    const AttentionShape &s,
@@ -254,14 +249,14 @@ void titanrt::cuda::attentionMerge(ElementType type, const PartialView &a,
   checkLaunch("attention_merge");
 }
 
-void titanrt::cuda::contextAttention(CudnnAttention &cudnn, ElementType type,
+void titanrt::cuda::contextAttention(CudnnAttention &cudnn, Dtype type,
                                      const void *q, const void *k,
                                      const void *v, void *out, float *lse,
                                      const AttentionShape &s,
                                      const ChunkLayout &layout, double scale,
                                      void *workspace, size_t workspaceBytes,
                                      cudaStream_t stream) {
-  if (type != ElementType::F32 &&
+  if (type != Dtype::f32 &&
       pairsForward(cudnn, type, q, k, v, out, lse, s, layout, scale, workspace,
                    workspaceBytes, stream))
     return;
@@ -269,12 +264,12 @@ void titanrt::cuda::contextAttention(CudnnAttention &cudnn, ElementType type,
 }
 
 void titanrt::cuda::contextAttentionGrad(
-    CudnnAttention &cudnn, ElementType type, const void *q, const void *k,
+    CudnnAttention &cudnn, Dtype type, const void *q, const void *k,
     const void *v, const void *out, const float *lse, const void *dout,
     void *dq, void *dk, void *dv, const AttentionShape &s,
     const ChunkLayout &layout, double scale, bool deterministic,
     void *workspace, size_t workspaceBytes, cudaStream_t stream) {
-  if (type != ElementType::F32 &&
+  if (type != Dtype::f32 &&
       pairsBackward(cudnn, type, q, k, v, out, lse, dout, dq, dk, dv, s, layout,
                     scale, deterministic, workspace, workspaceBytes, stream))
     return;

@@ -66,7 +66,7 @@ void requireReferenceAllowed(const SdpaProblem &p, const std::string &why) {
                refusal.c_str());
 }
 
-SdpaProblem problem(bool backward, bool deterministic, ElementType type,
+SdpaProblem problem(bool backward, bool deterministic, Dtype type,
                     const AttentionShape &s, const SdpaViews &views,
                     double scale) {
   return {backward, deterministic, type, s, views, scale};
@@ -231,7 +231,7 @@ bool titanrt::cuda::haveCudnnAttention() { return true; }
 CudnnAttention::CudnnAttention() : impl_(std::make_unique<Impl>()) {}
 CudnnAttention::~CudnnAttention() = default;
 
-bool CudnnAttention::forward(ElementType type, const void *q, const void *k,
+bool CudnnAttention::forward(Dtype type, const void *q, const void *k,
                              const void *v, void *out, float *lse,
                              const AttentionShape &s, const SdpaViews &views,
                              double scale, void *workspace,
@@ -248,7 +248,7 @@ bool CudnnAttention::forward(ElementType type, const void *q, const void *k,
   return true;
 }
 
-bool CudnnAttention::backward(ElementType type, const void *q, const void *k,
+bool CudnnAttention::backward(Dtype type, const void *q, const void *k,
                               const void *v, const void *out, const float *lse,
                               const void *dout, void *dq, void *dk, void *dv,
                               const AttentionShape &s, const SdpaViews &views,
@@ -291,14 +291,14 @@ struct CudnnAttention::Impl {};
 bool titanrt::cuda::haveCudnnAttention() { return false; }
 CudnnAttention::CudnnAttention() = default;
 CudnnAttention::~CudnnAttention() = default;
-bool CudnnAttention::forward(ElementType type, const void *, const void *,
+bool CudnnAttention::forward(Dtype type, const void *, const void *,
                              const void *, void *, float *,
                              const AttentionShape &s, const SdpaViews &views,
                              double scale, void *, size_t, cudaStream_t) {
   referenceOnce(problem(false, false, type, s, views, scale));
   return false;
 }
-bool CudnnAttention::backward(ElementType type, const void *, const void *,
+bool CudnnAttention::backward(Dtype type, const void *, const void *,
                               const void *, const void *, const float *,
                               const void *, void *, void *, void *,
                               const AttentionShape &s, const SdpaViews &views,

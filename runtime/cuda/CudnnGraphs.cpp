@@ -23,8 +23,7 @@ std::string titanrt::cuda::describe(const SdpaProblem &p) {
       (p.backward ? (p.deterministic ? "backward (deterministic)" : "backward")
                   : "forward") +
       " of B " + n(s.batch) + " S " + n(s.seq) + " Hq " + n(s.qHeads) +
-      " Hkv " + n(s.kvHeads) + " D " + n(s.headDim) +
-      (p.type == ElementType::BF16 ? " bf16" : " f16");
+      " Hkv " + n(s.kvHeads) + " D " + n(s.headDim) + " " + dtypeName(p.type);
   if (views.queryRows != s.seq || views.keyRows != s.seq)
     text += " (views into " + n(views.queryRows) + " query rows and " +
             n(views.keyRows) + " key rows)";
@@ -186,8 +185,8 @@ void addBackward(fe::graph::Graph &g, const SdpaProblem &p) {
 std::shared_ptr<fe::graph::Graph>
 titanrt::cuda::buildSdpaGraph(const SdpaProblem &p, int smVersion) {
   auto g = std::make_shared<fe::graph::Graph>();
-  g->set_io_data_type(p.type == ElementType::BF16 ? fe::DataType_t::BFLOAT16
-                                                  : fe::DataType_t::HALF)
+  g->set_io_data_type(p.type == Dtype::bf16 ? fe::DataType_t::BFLOAT16
+                                            : fe::DataType_t::HALF)
       .set_intermediate_data_type(fe::DataType_t::FLOAT)
       .set_compute_data_type(fe::DataType_t::FLOAT);
   // Before the nodes: each node keeps a copy of the graph's context.

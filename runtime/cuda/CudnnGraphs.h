@@ -23,7 +23,7 @@ namespace titanrt::cuda {
 /// (`deterministic`: cuDNN's deterministic algorithm) of `shape` on `views`.
 struct SdpaProblem {
   bool backward = false, deterministic = false;
-  ElementType type = ElementType::BF16;
+  Dtype type = Dtype::bf16;
   AttentionShape shape{};
   SdpaViews views{};
   double scale = 1.0;

@@ -292,20 +292,19 @@ void forEach(const Op &op, int64_t n, bool aligned, cudaStream_t stream,
 }
 
 /// Calls `f(T *)` with the element type of `type`.
-template <typename F> void dispatch(ElementType type, F f) {
+template <typename F> void dispatch(Dtype type, F f) {
   switch (type) {
-  case ElementType::F32:
+  case Dtype::f32:
     return f(static_cast<float *>(nullptr));
-  case ElementType::BF16:
+  case Dtype::bf16:
     return f(static_cast<__nv_bfloat16 *>(nullptr));
-  case ElementType::F16:
+  case Dtype::f16:
     return f(static_cast<__half *>(nullptr));
-  case ElementType::F8E4M3FN:
-  case ElementType::F8E5M2:
+  default:
     break;
   }
-  kernelFatal("CUDA target: a float8 buffer where a kernel computes on f32, "
-              "bf16 or f16");
+  kernelFatal(std::string("CUDA target: a ") + dtypeName(type) +
+              " buffer where a kernel computes on f32, bf16 or f16");
 }
 
 /// out[i] = f(in[0][i], ..., in[N - 1][i]) for N (0 to 2) inputs of In,
@@ -338,7 +337,7 @@ template <typename In, typename Out, typename F, int N> struct Map {
 /// out = f(in...) elementwise over `n` elements of `type` (out may be an
 /// input).
 template <size_t N, typename F>
-void map(ElementType type, const std::array<const void *, N> &in, void *out,
+void map(Dtype type, const std::array<const void *, N> &in, void *out,
          int64_t n, F f, cudaStream_t stream, const char *name) {
   dispatch(type, [&](auto *tag) {
     using T = std::remove_pointer_t<decltype(tag)>;

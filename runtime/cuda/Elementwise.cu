@@ -107,34 +107,34 @@ __global__ void ropeAnglesKernel(float *freqsCis, int64_t seq, int64_t pairs,
 
 } // namespace
 
-void titanrt::cuda::add(ElementType type, const void *a, const void *b,
-                        void *out, int64_t n, cudaStream_t stream) {
+void titanrt::cuda::add(Dtype type, const void *a, const void *b, void *out,
+                        int64_t n, cudaStream_t stream) {
   map<2>(type, {a, b}, out, n, Add{}, stream, "add");
 }
-void titanrt::cuda::mul(ElementType type, const void *a, const void *b,
-                        void *out, int64_t n, cudaStream_t stream) {
+void titanrt::cuda::mul(Dtype type, const void *a, const void *b, void *out,
+                        int64_t n, cudaStream_t stream) {
   map<2>(type, {a, b}, out, n, Mul{}, stream, "mul");
 }
-void titanrt::cuda::silu(ElementType type, const void *x, void *out, int64_t n,
+void titanrt::cuda::silu(Dtype type, const void *x, void *out, int64_t n,
                          cudaStream_t stream) {
   map<1>(type, {x}, out, n, SiLU{}, stream, "silu");
 }
-void titanrt::cuda::siluGrad(ElementType type, const void *x, const void *dy,
+void titanrt::cuda::siluGrad(Dtype type, const void *x, const void *dy,
                              void *dx, int64_t n, cudaStream_t stream) {
   map<2>(type, {x, dy}, dx, n, SiLUGrad{}, stream, "silu_grad");
 }
-void titanrt::cuda::sqrt(ElementType type, const void *x, void *out, int64_t n,
+void titanrt::cuda::sqrt(Dtype type, const void *x, void *out, int64_t n,
                          cudaStream_t stream) {
   map<1>(type, {x}, out, n, Sqrt{}, stream, "sqrt");
 }
 
-void titanrt::cuda::fill(ElementType type, void *out, int64_t n, double value,
+void titanrt::cuda::fill(Dtype type, void *out, int64_t n, double value,
                          cudaStream_t stream) {
   map<0>(type, {}, out, n, Constant{float(value)}, stream, "fill");
 }
 
-void titanrt::cuda::cast(ElementType from, const void *src, ElementType to,
-                         void *dst, int64_t n, cudaStream_t stream) {
+void titanrt::cuda::cast(Dtype from, const void *src, Dtype to, void *dst,
+                         int64_t n, cudaStream_t stream) {
   dispatch(from, [&](auto *fromTag) {
     using From = std::remove_pointer_t<decltype(fromTag)>;
     dispatch(to, [&](auto *toTag) {

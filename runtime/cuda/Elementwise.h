@@ -23,24 +23,21 @@
 namespace titanrt::cuda {
 
 /// out = a + b, a * b (elementwise, `n` elements; out may be a or b).
-void add(ElementType type, const void *a, const void *b, void *out, int64_t n,
+void add(Dtype type, const void *a, const void *b, void *out, int64_t n,
          cudaStream_t stream);
-void mul(ElementType type, const void *a, const void *b, void *out, int64_t n,
+void mul(Dtype type, const void *a, const void *b, void *out, int64_t n,
          cudaStream_t stream);
 /// out = x * sigmoid(x); dx = dy * silu'(x).
-void silu(ElementType type, const void *x, void *out, int64_t n,
-          cudaStream_t stream);
-void siluGrad(ElementType type, const void *x, const void *dy, void *dx,
-              int64_t n, cudaStream_t stream);
+void silu(Dtype type, const void *x, void *out, int64_t n, cudaStream_t stream);
+void siluGrad(Dtype type, const void *x, const void *dy, void *dx, int64_t n,
+              cudaStream_t stream);
 /// out = sqrt(x).
-void sqrt(ElementType type, const void *x, void *out, int64_t n,
-          cudaStream_t stream);
+void sqrt(Dtype type, const void *x, void *out, int64_t n, cudaStream_t stream);
 /// out[i] = value.
-void fill(ElementType type, void *out, int64_t n, double value,
-          cudaStream_t stream);
+void fill(Dtype type, void *out, int64_t n, double value, cudaStream_t stream);
 /// Converts `n` elements from `from` to `to`, rounding to nearest even.
-void cast(ElementType from, const void *src, ElementType to, void *dst,
-          int64_t n, cudaStream_t stream);
+void cast(Dtype from, const void *src, Dtype to, void *dst, int64_t n,
+          cudaStream_t stream);
 /// *dst = value (an int32 scalar in device memory, without a host copy:
 /// capturable).
 void storeInt32(int32_t *dst, int32_t value, cudaStream_t stream);

@@ -190,9 +190,8 @@ dim3 columnGrid(int64_t rows, int64_t cols) {
 }
 } // namespace
 
-void titanrt::cuda::amax(ElementType type, const void *x, float *out,
-                         int64_t rows, int64_t cols, int reduction,
-                         cudaStream_t stream) {
+void titanrt::cuda::amax(Dtype type, const void *x, float *out, int64_t rows,
+                         int64_t cols, int reduction, cudaStream_t stream) {
   // Nothing to launch without outputs (reduction 1, 2) or inputs (0: the
   // amax of nothing is 0).
   int64_t outputs = reduction == 0 ? 1 : reduction == 1 ? rows : cols;
@@ -225,10 +224,10 @@ void titanrt::cuda::float8Scale(const float *amax, float *out, int64_t n,
   checkLaunch("float8_scale");
 }
 
-void titanrt::cuda::quantize(ElementType type, const void *x,
-                             const float *scale, uint8_t *out, int64_t rows,
-                             int64_t cols, int scaleMode, bool e5m2,
-                             bool transposed, cudaStream_t stream) {
+void titanrt::cuda::quantize(Dtype type, const void *x, const float *scale,
+                             uint8_t *out, int64_t rows, int64_t cols,
+                             int scaleMode, bool e5m2, bool transposed,
+                             cudaStream_t stream) {
   dispatch(type, [&](auto *tag) {
     using T = std::remove_pointer_t<decltype(tag)>;
     QuantizedCodes<T> codes{static_cast<const T *>(x), scale, cols, scaleMode,
@@ -270,7 +269,7 @@ static const uint8_t *kMajor(const ScaledOperand &operand, bool copies,
 GemmProblem titanrt::cuda::scaledMatmulProblem(int form,
                                                const ScaledOperand &lhs,
                                                const ScaledOperand &rhs,
-                                               ElementType result, int64_t rows,
+                                               Dtype result, int64_t rows,
                                                int64_t cols) {
   using titan::cuda::ScaledMatmulForm;
   auto f = ScaledMatmulForm(form);
@@ -287,7 +286,7 @@ GemmProblem titanrt::cuda::scaledMatmulProblem(int form,
 
 void titanrt::cuda::scaledMatmul(LinearGemms &gemms, int form,
                                  const ScaledOperand &lhs,
-                                 const ScaledOperand &rhs, ElementType result,
+                                 const ScaledOperand &rhs, Dtype result,
                                  void *out, int64_t rows, int64_t cols,
                                  void *workspace, cudaStream_t stream) {
   using titan::cuda::ScaledMatmulForm;

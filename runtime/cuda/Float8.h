@@ -30,8 +30,8 @@ namespace titanrt::cuda {
 /// out = max |x| of a rows x cols tensor: `reduction` 0 over everything
 /// (out[0]), 1 per row (out[rows]), 2 per column (out[cols]). NaN wins.
 /// Maxima over nothing are 0; nothing is launched for no outputs.
-void amax(ElementType type, const void *x, float *out, int64_t rows,
-          int64_t cols, int reduction, cudaStream_t stream);
+void amax(Dtype type, const void *x, float *out, int64_t rows, int64_t cols,
+          int reduction, cudaStream_t stream);
 
 /// out[i] = f32(fmax / max(f64(amax[i]), 1e-12)), rounded down to a power
 /// of two when `powerOf2`.
@@ -42,7 +42,7 @@ void float8Scale(const float *amax, float *out, int64_t n, bool powerOf2,
 /// one scale, 1 per row, 2 per column. `transposed` writes out cols x rows
 /// (element (r, c) at c * rows + r) through the transpose's shared-memory
 /// tiles: the K-major operand of a scaled GEMM in one pass.
-void quantize(ElementType type, const void *x, const float *scale, uint8_t *out,
+void quantize(Dtype type, const void *x, const float *scale, uint8_t *out,
               int64_t rows, int64_t cols, int scaleMode, bool e5m2,
               bool transposed, cudaStream_t stream);
 
@@ -61,7 +61,7 @@ void inverseScales(const float *scale, bool perElement, float *out, int64_t n,
 /// reduced over: `perElement`).
 struct ScaledOperand {
   const uint8_t *data;
-  ElementType type;
+  Dtype type;
   int64_t rows, cols;
   const float *scale;
   bool perElement;
@@ -79,7 +79,7 @@ struct ScaledOperand {
 /// scale modes excludes only float8 D types; PyTorch's bf16-only rowwise
 /// _scaled_mm (which torchao works around) is PyTorch's restriction.
 GemmProblem scaledMatmulProblem(int form, const ScaledOperand &lhs,
-                                const ScaledOperand &rhs, ElementType result,
+                                const ScaledOperand &rhs, Dtype result,
                                 int64_t rows, int64_t cols);
 
 /// titan.scaled_matmul (form 0 linear, 1 grad_input, 2 grad_weight; the
@@ -89,7 +89,7 @@ GemmProblem scaledMatmulProblem(int form, const ScaledOperand &lhs,
 /// scaled FP8 GEMM. `workspace` is
 /// 256-byte aligned and carved by titan::cuda::scaledMatmulWorkspace.
 void scaledMatmul(LinearGemms &gemms, int form, const ScaledOperand &lhs,
-                  const ScaledOperand &rhs, ElementType result, void *out,
+                  const ScaledOperand &rhs, Dtype result, void *out,
                   int64_t rows, int64_t cols, void *workspace,
                   cudaStream_t stream);
 

@@ -676,8 +676,8 @@ size_t sharedAccumulator(Kernel kernel, size_t bytes) {
 }
 } // namespace
 
-void titanrt::cuda::rmsNorm(ElementType type, const void *x, const void *w,
-                            void *out, int64_t rows, int64_t dim, double eps,
+void titanrt::cuda::rmsNorm(Dtype type, const void *x, const void *w, void *out,
+                            int64_t rows, int64_t dim, double eps,
                             cudaStream_t stream) {
   int length = rowLength(dim, "rms_norm");
   dispatch(type, [&](auto *tag) {
@@ -692,7 +692,7 @@ void titanrt::cuda::rmsNorm(ElementType type, const void *x, const void *w,
   checkLaunch("rms_norm");
 }
 
-void titanrt::cuda::addRmsNorm(ElementType type, const void *a, const void *b,
+void titanrt::cuda::addRmsNorm(Dtype type, const void *a, const void *b,
                                const void *w, void *h, void *y, int64_t rows,
                                int64_t dim, double eps, cudaStream_t stream) {
   int length = rowLength(dim, "add_rms_norm");
@@ -713,7 +713,7 @@ size_t titanrt::cuda::rmsNormGradWorkspaceBytes(int64_t rows, int64_t dim) {
   return size_t(titan::cuda::rmsNormGradWorkspaceBytes(rows, dim));
 }
 
-void titanrt::cuda::rmsNormGrad(ElementType type, const void *x, const void *w,
+void titanrt::cuda::rmsNormGrad(Dtype type, const void *x, const void *w,
                                 const void *dy, void *dx, void *dw,
                                 int64_t rows, int64_t dim, double eps,
                                 void *workspace, cudaStream_t stream) {
@@ -739,7 +739,7 @@ void titanrt::cuda::rmsNormGrad(ElementType type, const void *x, const void *w,
   checkLaunch("rms_norm_grad (weight sum)");
 }
 
-void titanrt::cuda::rope(ElementType type, const void *x, const float *freqsCis,
+void titanrt::cuda::rope(Dtype type, const void *x, const float *freqsCis,
                          void *out, int64_t batch, int64_t seq, int64_t heads,
                          int64_t pairs, bool transpose, cudaStream_t stream) {
   int64_t tokens = batch * seq;
@@ -764,7 +764,7 @@ void titanrt::cuda::rope(ElementType type, const void *x, const float *freqsCis,
   checkLaunch("rope");
 }
 
-void titanrt::cuda::embedding(ElementType type, const void *weight,
+void titanrt::cuda::embedding(Dtype type, const void *weight,
                               const int32_t *tokens, void *out, int64_t n,
                               int64_t vocab, int64_t dim,
                               const int32_t *vocabStart, cudaStream_t stream) {
@@ -778,14 +778,14 @@ void titanrt::cuda::embedding(ElementType type, const void *weight,
   checkLaunch("embedding");
 }
 
-void titanrt::cuda::swiglu(ElementType type, const void *gate, const void *up,
+void titanrt::cuda::swiglu(Dtype type, const void *gate, const void *up,
                            void *out, int64_t n, cudaStream_t stream) {
   map<2>(type, {gate, up}, out, n, Swiglu{}, stream, "swiglu");
 }
 
-void titanrt::cuda::swigluGrad(ElementType type, const void *gate,
-                               const void *up, const void *dy, void *dgate,
-                               void *dup, int64_t n, cudaStream_t stream) {
+void titanrt::cuda::swigluGrad(Dtype type, const void *gate, const void *up,
+                               const void *dy, void *dgate, void *dup,
+                               int64_t n, cudaStream_t stream) {
   dispatch(type, [&](auto *tag) {
     using T = std::remove_pointer_t<decltype(tag)>;
     SwigluGrad<T> op{static_cast<const T *>(gate), static_cast<const T *>(up),
@@ -843,7 +843,7 @@ size_t titanrt::cuda::crossEntropyWorkspaceBytes(int64_t rows) {
   return size_t(std::max<int64_t>(rows, 1)) * sizeof(float);
 }
 
-void titanrt::cuda::crossEntropy(ElementType type, const void *logits,
+void titanrt::cuda::crossEntropy(Dtype type, const void *logits,
                                  const int32_t *labels, float *loss, float *lse,
                                  int64_t rows, int64_t vocab, void *workspace,
                                  cudaStream_t stream) {
@@ -863,7 +863,7 @@ void titanrt::cuda::crossEntropy(ElementType type, const void *logits,
   checkLaunch("cross_entropy (mean)");
 }
 
-void titanrt::cuda::crossEntropyGrad(ElementType type, const void *logits,
+void titanrt::cuda::crossEntropyGrad(Dtype type, const void *logits,
                                      const int32_t *labels, const float *lse,
                                      const float *dloss, void *out,
                                      int64_t rows, int64_t vocab,
@@ -921,7 +921,7 @@ size_t titanrt::cuda::embeddingGradWorkspaceBytes(int64_t n) {
   return size_t(titan::cuda::embeddingGradWorkspaceBytes(n));
 }
 
-void titanrt::cuda::embeddingGrad(ElementType type, const void *grad,
+void titanrt::cuda::embeddingGrad(Dtype type, const void *grad,
                                   const int32_t *tokens, void *out, int64_t n,
                                   int64_t vocab, int64_t dim,
                                   const int32_t *vocabStart, void *workspace,
@@ -944,8 +944,7 @@ void titanrt::cuda::embeddingGrad(ElementType type, const void *grad,
   auto *sortedPositions =
       reinterpret_cast<int32_t *>(base + 3 * layout.keyBytes);
   size_t sortBytes = layout.sortBytes;
-  size_t elementBytes = type == ElementType::F32 ? 4 : 2;
-  if (cudaMemsetAsync(out, 0, size_t(vocab * dim) * elementBytes, stream) !=
+  if (cudaMemsetAsync(out, 0, size_t(vocab * dim * dtypeBytes(type)), stream) !=
       cudaSuccess)
     kernelFatal("embedding_grad: cudaMemsetAsync failed");
   embeddingKeysKernel<<<blocksFor(n), kThreads, 0, stream>>>(
@@ -973,7 +972,7 @@ void titanrt::cuda::embeddingGrad(ElementType type, const void *grad,
   checkLaunch("embedding_grad");
 }
 
-void titanrt::cuda::rowMax(ElementType type, const void *logits, void *out,
+void titanrt::cuda::rowMax(Dtype type, const void *logits, void *out,
                            int64_t rows, int64_t vocab, cudaStream_t stream) {
   dispatch(type, [&](auto *tag) {
     using T = std::remove_pointer_t<decltype(tag)>;
@@ -983,9 +982,9 @@ void titanrt::cuda::rowMax(ElementType type, const void *logits, void *out,
   checkLaunch("row_max");
 }
 
-void titanrt::cuda::sumExp(ElementType type, const void *logits,
-                           const void *max, void *out, int64_t rows,
-                           int64_t vocab, cudaStream_t stream) {
+void titanrt::cuda::sumExp(Dtype type, const void *logits, const void *max,
+                           void *out, int64_t rows, int64_t vocab,
+                           cudaStream_t stream) {
   dispatch(type, [&](auto *tag) {
     using T = std::remove_pointer_t<decltype(tag)>;
     sumExpKernel<T><<<rowBlocks(rows), kThreads, 0, stream>>>(
@@ -995,10 +994,9 @@ void titanrt::cuda::sumExp(ElementType type, const void *logits,
   checkLaunch("sum_exp");
 }
 
-void titanrt::cuda::sumExpGrad(ElementType type, const void *logits,
-                               const void *max, const void *grad, void *out,
-                               int64_t rows, int64_t vocab,
-                               cudaStream_t stream) {
+void titanrt::cuda::sumExpGrad(Dtype type, const void *logits, const void *max,
+                               const void *grad, void *out, int64_t rows,
+                               int64_t vocab, cudaStream_t stream) {
   dispatch(type, [&](auto *tag) {
     using T = std::remove_pointer_t<decltype(tag)>;
     sumExpGradKernel<T><<<blocksFor(rows * vocab), kThreads, 0, stream>>>(
@@ -1008,7 +1006,7 @@ void titanrt::cuda::sumExpGrad(ElementType type, const void *logits,
   checkLaunch("sum_exp_grad");
 }
 
-void titanrt::cuda::targetLogit(ElementType type, const void *logits,
+void titanrt::cuda::targetLogit(Dtype type, const void *logits,
                                 const int32_t *labels, void *out, int64_t rows,
                                 int64_t vocab, const int32_t *vocabStart,
                                 cudaStream_t stream) {
@@ -1021,7 +1019,7 @@ void titanrt::cuda::targetLogit(ElementType type, const void *logits,
   checkLaunch("target_logit");
 }
 
-void titanrt::cuda::targetLogitGrad(ElementType type, const void *grad,
+void titanrt::cuda::targetLogitGrad(Dtype type, const void *grad,
                                     const int32_t *labels, void *out,
                                     int64_t rows, int64_t vocab,
                                     const int32_t *vocabStart,
@@ -1035,7 +1033,7 @@ void titanrt::cuda::targetLogitGrad(ElementType type, const void *grad,
   checkLaunch("target_logit_grad");
 }
 
-void titanrt::cuda::crossEntropyFromStats(ElementType type, const void *max,
+void titanrt::cuda::crossEntropyFromStats(Dtype type, const void *max,
                                           const void *sumExp,
                                           const void *target, float *loss,
                                           int64_t rows, void *workspace,
@@ -1052,9 +1050,11 @@ void titanrt::cuda::crossEntropyFromStats(ElementType type, const void *max,
   checkLaunch("cross_entropy_from_stats (mean)");
 }
 
-void titanrt::cuda::crossEntropyFromStatsGrad(
-    ElementType type, const void *sumExp, const float *dloss, void *sumExpGrad,
-    void *targetGrad, int64_t rows, cudaStream_t stream) {
+void titanrt::cuda::crossEntropyFromStatsGrad(Dtype type, const void *sumExp,
+                                              const float *dloss,
+                                              void *sumExpGrad,
+                                              void *targetGrad, int64_t rows,
+                                              cudaStream_t stream) {
   dispatch(type, [&](auto *tag) {
     using T = std::remove_pointer_t<decltype(tag)>;
     crossEntropyFromStatsGradKernel<T>

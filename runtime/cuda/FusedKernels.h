@@ -25,12 +25,12 @@
 namespace titanrt::cuda {
 
 /// out[r, :] = x[r, :] / sqrt(mean(x[r, :]^2) + eps) * w.
-void rmsNorm(ElementType type, const void *x, const void *w, void *out,
-             int64_t rows, int64_t dim, double eps, cudaStream_t stream);
+void rmsNorm(Dtype type, const void *x, const void *w, void *out, int64_t rows,
+             int64_t dim, double eps, cudaStream_t stream);
 
 /// h = a + b and y = rmsNorm(h, w) in one pass over each row (as
 /// kernels::addRmsNorm; y is the bits of rmsNorm on the stored h).
-void addRmsNorm(ElementType type, const void *a, const void *b, const void *w,
+void addRmsNorm(Dtype type, const void *a, const void *b, const void *w,
                 void *h, void *y, int64_t rows, int64_t dim, double eps,
                 cudaStream_t stream);
 
@@ -38,7 +38,7 @@ void addRmsNorm(ElementType type, const void *a, const void *b, const void *w,
 /// gradient.
 size_t rmsNormGradWorkspaceBytes(int64_t rows, int64_t dim);
 /// dx and dw of rmsNorm for the output gradient dy.
-void rmsNormGrad(ElementType type, const void *x, const void *w, const void *dy,
+void rmsNormGrad(Dtype type, const void *x, const void *w, const void *dy,
                  void *dx, void *dw, int64_t rows, int64_t dim, double eps,
                  void *workspace, cudaStream_t stream);
 
@@ -47,7 +47,7 @@ void rmsNormGrad(ElementType type, const void *x, const void *w, const void *dy,
 /// (a cos - b sin, a sin + b cos); `transpose` rotates back (the adjoint).
 /// `out` may be `x`. One block per token, 16-byte accesses where a head's
 /// elements and the pointers allow them.
-void rope(ElementType type, const void *x, const float *freqsCis, void *out,
+void rope(Dtype type, const void *x, const float *freqsCis, void *out,
           int64_t batch, int64_t seq, int64_t heads, int64_t pairs,
           bool transpose, cudaStream_t stream);
 
@@ -56,9 +56,9 @@ void rope(ElementType type, const void *x, const float *freqsCis, void *out,
 /// weight holds rows [*vocabStart, *vocabStart + vocab) and other tokens
 /// give zero rows; without it tokens are in [0, vocab) (the runtime checks
 /// the data), and any other gives a zero row rather than a stray read.
-void embedding(ElementType type, const void *weight, const int32_t *tokens,
-               void *out, int64_t n, int64_t vocab, int64_t dim,
-               const int32_t *vocabStart, cudaStream_t stream);
+void embedding(Dtype type, const void *weight, const int32_t *tokens, void *out,
+               int64_t n, int64_t vocab, int64_t dim, const int32_t *vocabStart,
+               cudaStream_t stream);
 
 /// The workspace embeddingGrad needs for `n` tokens.
 size_t embeddingGradWorkspaceBytes(int64_t n);
@@ -67,18 +67,17 @@ size_t embeddingGradWorkspaceBytes(int64_t n);
 /// order: the tokens are stably sorted (CUB's radix sort) and each
 /// vocabulary row sums its run, so the result is the same bits on every run
 /// and the CPU kernel's, with no float atomics.
-void embeddingGrad(ElementType type, const void *grad, const int32_t *tokens,
+void embeddingGrad(Dtype type, const void *grad, const int32_t *tokens,
                    void *out, int64_t n, int64_t vocab, int64_t dim,
                    const int32_t *vocabStart, void *workspace,
                    cudaStream_t stream);
 
 /// out = silu(gate) * up.
-void swiglu(ElementType type, const void *gate, const void *up, void *out,
-            int64_t n, cudaStream_t stream);
+void swiglu(Dtype type, const void *gate, const void *up, void *out, int64_t n,
+            cudaStream_t stream);
 /// dgate = dy * up * silu'(gate), dup = dy * silu(gate).
-void swigluGrad(ElementType type, const void *gate, const void *up,
-                const void *dy, void *dgate, void *dup, int64_t n,
-                cudaStream_t stream);
+void swigluGrad(Dtype type, const void *gate, const void *up, const void *dy,
+                void *dgate, void *dup, int64_t n, cudaStream_t stream);
 
 /// The workspace crossEntropy needs: one f32 loss per row.
 size_t crossEntropyWorkspaceBytes(int64_t rows);
@@ -88,40 +87,39 @@ size_t crossEntropyWorkspaceBytes(int64_t rows);
 /// logsumexp(logits[r]) for the backward. A label outside [0, vocab) makes
 /// its row's loss NaN, which stops the run (the data is checked before;
 /// this is a last guard, not a silent zero).
-void crossEntropy(ElementType type, const void *logits, const int32_t *labels,
+void crossEntropy(Dtype type, const void *logits, const int32_t *labels,
                   float *loss, float *lse, int64_t rows, int64_t vocab,
                   void *workspace, cudaStream_t stream);
 /// out = *dloss / rows * (exp(logits[r] - lse[r]) - onehot(labels[r])) with
 /// the forward's lse: one read of the logits, elementwise, so `out` may be
 /// `logits` (the backward then holds the logits once).
-void crossEntropyGrad(ElementType type, const void *logits,
-                      const int32_t *labels, const float *lse,
-                      const float *dloss, void *out, int64_t rows,
-                      int64_t vocab, cudaStream_t stream);
+void crossEntropyGrad(Dtype type, const void *logits, const int32_t *labels,
+                      const float *lse, const float *dloss, void *out,
+                      int64_t rows, int64_t vocab, cudaStream_t stream);
 
 /// Cross-entropy in pieces over a vocabulary shard (loss parallel), as the
 /// CPU kernels of the same names and titan.row_max, sum_exp, target_logit
 /// and cross_entropy_from_stats define them; `vocabStart` (device) as in
 /// embedding. The loss and dloss scalars live on the device.
-void rowMax(ElementType type, const void *logits, void *out, int64_t rows,
+void rowMax(Dtype type, const void *logits, void *out, int64_t rows,
             int64_t vocab, cudaStream_t stream);
-void sumExp(ElementType type, const void *logits, const void *max, void *out,
+void sumExp(Dtype type, const void *logits, const void *max, void *out,
             int64_t rows, int64_t vocab, cudaStream_t stream);
-void sumExpGrad(ElementType type, const void *logits, const void *max,
+void sumExpGrad(Dtype type, const void *logits, const void *max,
                 const void *grad, void *out, int64_t rows, int64_t vocab,
                 cudaStream_t stream);
-void targetLogit(ElementType type, const void *logits, const int32_t *labels,
+void targetLogit(Dtype type, const void *logits, const int32_t *labels,
                  void *out, int64_t rows, int64_t vocab,
                  const int32_t *vocabStart, cudaStream_t stream);
-void targetLogitGrad(ElementType type, const void *grad, const int32_t *labels,
+void targetLogitGrad(Dtype type, const void *grad, const int32_t *labels,
                      void *out, int64_t rows, int64_t vocab,
                      const int32_t *vocabStart, cudaStream_t stream);
 /// *loss = mean over rows of max + log(sumExp) - target (fixed order);
 /// `workspace` holds crossEntropyWorkspaceBytes(rows).
-void crossEntropyFromStats(ElementType type, const void *max,
-                           const void *sumExp, const void *target, float *loss,
-                           int64_t rows, void *workspace, cudaStream_t stream);
-void crossEntropyFromStatsGrad(ElementType type, const void *sumExp,
+void crossEntropyFromStats(Dtype type, const void *max, const void *sumExp,
+                           const void *target, float *loss, int64_t rows,
+                           void *workspace, cudaStream_t stream);
+void crossEntropyFromStatsGrad(Dtype type, const void *sumExp,
                                const float *dloss, void *sumExpGrad,
                                void *targetGrad, int64_t rows,
                                cudaStream_t stream);

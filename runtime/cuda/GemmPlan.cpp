@@ -16,36 +16,28 @@ void titanrt::cuda::checkCublas(cublasStatus_t status, const char *call,
 
 namespace {
 
-cudaDataType_t cudaType(ElementType t) {
+/// CUDA's name of `t` (cuBLASLt rejects the types no GEMM takes, naming the
+/// problem).
+cudaDataType_t cudaType(Dtype t) {
   switch (t) {
-  case ElementType::F32:
+  case Dtype::f32:
     return CUDA_R_32F;
-  case ElementType::BF16:
+  case Dtype::f64:
+    return CUDA_R_64F;
+  case Dtype::bf16:
     return CUDA_R_16BF;
-  case ElementType::F16:
+  case Dtype::f16:
     return CUDA_R_16F;
-  case ElementType::F8E4M3FN:
+  case Dtype::i32:
+    return CUDA_R_32I;
+  case Dtype::i64:
+    return CUDA_R_64I;
+  case Dtype::f8E4M3FN:
     return CUDA_R_8F_E4M3;
-  case ElementType::F8E5M2:
+  case Dtype::f8E5M2:
     return CUDA_R_8F_E5M2;
   }
   return CUDA_R_32F;
-}
-
-const char *typeName(ElementType t) {
-  switch (t) {
-  case ElementType::F32:
-    return "f32";
-  case ElementType::BF16:
-    return "bf16";
-  case ElementType::F16:
-    return "f16";
-  case ElementType::F8E4M3FN:
-    return "f8E4M3FN";
-  case ElementType::F8E5M2:
-    return "f8E5M2";
-  }
-  return "?";
 }
 
 template <typename T>
@@ -93,8 +85,8 @@ std::string GemmProblem::describe() const {
   const char *names[] = {"forward", "grad_input", "grad_weight"};
   return std::string("linear ") + names[int(product)] +
          " m=" + std::to_string(m) + " k=" + std::to_string(k) +
-         " n=" + std::to_string(n) + " " + typeName(operands) + " -> " +
-         typeName(result) + (accumulate ? " (accumulate)" : "") +
+         " n=" + std::to_string(n) + " " + dtypeName(operands) + " -> " +
+         dtypeName(result) + (accumulate ? " (accumulate)" : "") +
          (scaling == GemmScaling::Tensorwise    ? " scaled tensorwise"
           : scaling == GemmScaling::OuterVector ? " scaled rowwise"
                                                 : "") +

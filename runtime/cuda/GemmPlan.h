@@ -15,6 +15,7 @@
 #define TITANRT_CUDA_GEMMPLAN_H
 
 #include "titan/Contract/CUDAWorkspaces.h"
+#include "titan/Contract/Dtype.h"
 
 #include <cublasLt.h>
 
@@ -26,10 +27,12 @@
 
 namespace titanrt::cuda {
 
+/// The element type of every CUDA kernel's buffers. The GEMMs take f32,
+/// bf16 and f16, and the float8 types only as operands of the forward
+/// product (the scaled GEMM's, Float8.h).
+using titan::Dtype;
+
 enum class LinearProduct { Forward, GradInput, GradWeight };
-/// The GEMMs' element types; the float8 ones only as operands of the
-/// forward product (the scaled GEMM's, Float8.h).
-enum class ElementType { F32, BF16, F16, F8E4M3FN, F8E5M2 };
 /// How cuBLASLt scales a float8 product before its one rounding to the
 /// result type (run()'s GemmScales): by one device scalar per input
 /// (tensorwise), or by one f32 per result row (the first input's) and per
@@ -47,12 +50,12 @@ struct GemmProblem {
   LinearProduct product;
   /// x is [m, k], w is [n, k], y is [m, n] (row-major).
   int64_t m, k, n;
-  ElementType operands; ///< both inputs
-  ElementType result;
+  Dtype operands; ///< both inputs
+  Dtype result;
   bool accumulate = false; ///< out += the product (beta = 1)
   /// The second input's type when it differs from the first's (float8:
   /// an e5m2 gradient times an e4m3 weight).
-  std::optional<ElementType> second;
+  std::optional<Dtype> second;
   GemmScaling scaling = GemmScaling::None;
   /// Float8 only: cuBLASLt's fast accumulation (CUBLASLT_MATMUL_DESC_
   /// FAST_ACCUM: no periodic promotion of the partial sums to f32).

@@ -27,6 +27,7 @@
 #include "titan/Contract/CUDAWorkspaces.h"
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -41,34 +42,15 @@ namespace {
 struct Args : Call {
   const int64_t *types;
   /// Buffer i's element type (operands first, then results).
-  ElementType type(int i) const {
-    switch (types[2 + i]) {
-    case TITAN_RT_F32:
-      return ElementType::F32;
-    case TITAN_RT_BF16:
-      return ElementType::BF16;
-    case TITAN_RT_F16:
-      return ElementType::F16;
-    case TITAN_RT_F8E4M3FN:
-      return ElementType::F8E4M3FN;
-    case TITAN_RT_F8E5M2:
-      return ElementType::F8E5M2;
-    }
+  Dtype type(int i) const {
+    if (std::optional<Dtype> t = cudaDtype(types[2 + i]))
+      return *t;
     kernelFatal("CUDA target: buffer " + std::to_string(i) +
-                " of a kernel call has "
-                "element type code " +
+                " of a kernel call has element type code " +
                 std::to_string(types[2 + i]) + ", which no CUDA kernel takes");
   }
   /// Bytes per element of buffer i.
-  int64_t bytes(int i) const {
-    type(i);
-    return elementBytes(types[2 + i]);
-  }
-  /// The communicator's element type of buffer i.
-  DataType commType(int i) const {
-    type(i);
-    return *cuda::commType(types[2 + i]);
-  }
+  int64_t bytes(int i) const { return dtypeBytes(type(i)); }
   cudaStream_t stream() const { return kernelContext().stream; }
 };
 
@@ -131,8 +113,8 @@ AttentionShape attentionShape(const Args &c) {
 /// (q, k, v) -> (out, lse); floats: {scale}
 void attention(const Args &c) {
   AttentionShape s = attentionShape(c);
-  ElementType t = c.type(0);
-  if (t != ElementType::F32 &&
+  Dtype t = c.type(0);
+  if (t != Dtype::f32 &&
       kernelContext().attention.forward(
           t, c.buffers[0], c.buffers[1], c.buffers[2], c.buffers[3],
           c.buf<float>(4), s, SdpaViews::whole(s.seq), c.floats[0], c.workspace,
@@ -147,9 +129,9 @@ void attention(const Args &c) {
 /// {deterministic}
 void attentionGrad(const Args &c) {
   AttentionShape s = attentionShape(c);
-  ElementType t = c.type(0);
+  Dtype t = c.type(0);
   bool deterministic = c.ints[0] != 0;
-  if (t != ElementType::F32 &&
+  if (t != Dtype::f32 &&
       kernelContext().attention.backward(
           t, c.buffers[0], c.buffers[1], c.buffers[2], c.buffers[3],
           c.buf<float>(4), c.buffers[5], c.buffers[6], c.buffers[7],
@@ -165,7 +147,7 @@ void attentionGrad(const Args &c) {
                          c.floats[0], c.stream());
 }
 /// (q, k, v) -> (out, lse); floats: {scale}; ints: {degree, kv_shift,
-/// number of cp axes, axes...}
+/// load_balanced, number of cp axes, axes...}
 void contextAttention(const Args &c) {
   AttentionShape s = attentionShape(c);
   cuda::contextAttention(kernelContext().attention, c.type(0), c.buffers[0],
@@ -251,8 +233,8 @@ Ring ring(const Args &c, const char *kernel) {
   r.size = place.size;
   return r;
 }
-void ringGemm(ElementType type, bool gradInput, int64_t rows, int64_t in,
-              int64_t out, const void *lhs, const void *weight, void *result,
+void ringGemm(Dtype type, bool gradInput, int64_t rows, int64_t in, int64_t out,
+              const void *lhs, const void *weight, void *result,
               bool accumulate, void *workspace, cudaStream_t stream) {
   GemmDims d = ringGemmDims(gradInput, rows, in, out);
   GemmProblem p{gradInput ? LinearProduct::GradInput : LinearProduct::Forward,
@@ -270,7 +252,7 @@ void allGatherLinear(const Args &c) {
   Shape x = c.shape(0);
   RingLayout l = ringLayout(x, r.dim);
   int64_t count = r.count, in = x.back();
-  ElementType type = c.type(0);
+  Dtype type = c.type(0);
   int64_t bytes = c.bytes(0);
   AllGatherLinearCarve carve = carveAllGatherLinear(l, in, bytes);
   int64_t shard = carve.shardBytes;
@@ -284,9 +266,8 @@ void allGatherLinear(const Args &c) {
         step.held == ring::kOutside ? c.buffers[0] : buffers[step.held];
     std::unique_ptr<Request> next;
     if (step.incoming != ring::kOutside)
-      next =
-          communicator().sendRecv(held, buffers[step.incoming], c.commType(0),
-                                  l.outer * l.rows * in, 1, r.axisMask);
+      next = communicator().sendRecv(held, buffers[step.incoming], c.type(0),
+                                     l.outer * l.rows * in, 1, r.axisMask);
     checkCuda(cudaMemcpy2DAsync(gathered + chunk * shard,
                                 size_t(r.size * shard), held, size_t(shard),
                                 size_t(shard), size_t(l.outer),
@@ -312,7 +293,7 @@ void linearReduceScatter(const Args &c) {
   Shape result = c.shape(int(2 * count));
   RingLayout l = ringLayout(result, r.dim);
   int64_t out = result.back();
-  ElementType type = c.type(0);
+  Dtype type = c.type(0);
   int64_t bytes = c.bytes(0);
   LinearReduceScatterCarve carve = carveLinearReduceScatter(l, out, bytes);
   int64_t shard = carve.shardElements;
@@ -341,8 +322,8 @@ void linearReduceScatter(const Args &c) {
       cuda::add(type, partial, received, partial, shard, c.stream());
     }
     if (step.sends)
-      pending = communicator().sendRecv(partial, received, c.commType(0), shard,
-                                        1, r.axisMask);
+      pending = communicator().sendRecv(partial, received, c.type(0), shard, 1,
+                                        r.axisMask);
   }
 }
 void swiglu(const Args &c) {
@@ -512,11 +493,12 @@ void concat(const Args &c) {
   }
 }
 
-/// dist.local_shard: one strided device copy per kept part.
+/// dist.local_shard: one strided device copy per kept part; ints: {dim,
+/// load_balanced, number of axes, axis indices...}
 void localShard(const Args &c) {
-  GroupPlace place = groupPlace(c.ints + 1);
+  GroupPlace place = groupPlace(c.ints + 2);
   LocalShardPlan p = planLocalShard(c.shape(0), c.ints[0], place.index,
-                                    place.size, isLoadBalanced(c.ints + 1));
+                                    {place.size, c.ints[1] != 0});
   size_t bytes = size_t(c.bytes(0));
   auto *in = static_cast<const char *>(c.buffers[0]);
   auto *out = static_cast<char *>(c.buffers[1]);

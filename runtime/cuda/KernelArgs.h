@@ -1,11 +1,11 @@
 //===- KernelArgs.h - what the CUDA entries decide on the host --*- C++ -*-===//
 //
 // The decisions KernelABI.cpp's entries make before they enqueue anything:
-// element sizes and the communicator's types, the GEMM problems, the
-// collective matmuls' ring and workspace offsets, attention's dimensions,
-// the float8 operands and scales (the box copies' plans, shared with the
-// CPU target, are BoxCopy.h's; the ring's, RingSchedule.h's). Pure functions of
-// a call's shapes and ints, free of CUDA headers, so the CPU unit tests
+// the buffers' element types, the GEMM problems, the collective matmuls'
+// ring and workspace offsets, attention's dimensions, the float8 operands
+// and scales (the box copies' plans, shared with the CPU target, are
+// BoxCopy.h's; the ring's, RingSchedule.h's). Pure functions of a call's
+// shapes and ints, free of CUDA headers, so the CPU unit tests
 // (unittests/Runtime/CudaKernelArgsTest.cpp) check them without a GPU. A
 // decoding that can fail returns its message, which the entry stops on
 // (kernelFatal).
@@ -28,40 +28,17 @@
 
 namespace titanrt::cuda {
 
-/// Bytes per element of a buffer of ABI type `code` (TITAN_RT_*): 1 for
-/// the float8 types, 2 for bf16 and f16, 4 for f32; 0 for a type no CUDA
-/// kernel takes.
-constexpr int64_t elementBytes(int64_t code) {
-  switch (code) {
-  case TITAN_RT_F32:
-    return 4;
-  case TITAN_RT_BF16:
-  case TITAN_RT_F16:
-    return 2;
-  case TITAN_RT_F8E4M3FN:
-  case TITAN_RT_F8E5M2:
-    return 1;
-  }
-  return 0;
-}
-
-/// The communicator's element type for buffers of ABI type `code`: each
-/// type travels as itself (a float8 shard is not an f16 one); none for a
-/// type no CUDA kernel takes.
-constexpr std::optional<DataType> commType(int64_t code) {
-  switch (code) {
-  case TITAN_RT_F32:
-    return DataType::F32;
-  case TITAN_RT_BF16:
-    return DataType::BF16;
-  case TITAN_RT_F16:
-    return DataType::F16;
-  case TITAN_RT_F8E4M3FN:
-    return DataType::F8E4M3FN;
-  case TITAN_RT_F8E5M2:
-    return DataType::F8E5M2;
-  }
-  return std::nullopt;
+/// The element type of a buffer of ABI type `code` (a call's `types`
+/// entry) where a CUDA kernel takes it: f32, bf16, f16 or a float8 type
+/// (f64 kernels exist only on the CPU target; integer buffers are typed by
+/// their kernel). Collectives move each as itself (a float8 shard is not an
+/// f16 one).
+constexpr std::optional<Dtype> cudaDtype(int64_t code) {
+  std::optional<Dtype> type = titan::dtypeFromCode(code);
+  if (!type || *type == Dtype::f64 || *type == Dtype::i32 ||
+      *type == Dtype::i64)
+    return std::nullopt;
+  return type;
 }
 
 /// A GEMM of titan.linear's family: result m x n, reducing over k, with

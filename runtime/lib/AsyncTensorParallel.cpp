@@ -16,8 +16,8 @@
 namespace titanrt::kernels {
 
 namespace {
-template <typename T> DataType dataType() {
-  return std::is_same_v<T, double> ? DataType::F64 : DataType::F32;
+template <typename T> Dtype dataType() {
+  return std::is_same_v<T, double> ? Dtype::f64 : Dtype::f32;
 }
 
 /// rows x out = lhs (rows x in) times the weight, as titan.linear or

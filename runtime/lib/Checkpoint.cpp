@@ -233,7 +233,7 @@ struct CheckpointIndex {
         if (!shape || *shape != p.shape)
           bad("tensor '" + key + "' does not have the model's shape " +
               shapeString(p.shape));
-        if (t->getString("dtype") != StringRef("F32"))
+        if (t->getString("dtype") != StringRef(safetensorsName(Dtype::f32)))
           bad("tensor '" + key + "' is not F32");
         const llvm::json::Array *list = t->getArray("blocks");
         if (!list || list->empty())
@@ -594,7 +594,7 @@ std::string Checkpointer::save(const TrainingState &state,
     }
   int64_t rank = comm_ ? comm_->rank() : 0;
   if (!mine.empty())
-    writeSafetensors(joinPath(tmp, shardFileName(rank)), mine, "F32");
+    writeSafetensors(joinPath(tmp, shardFileName(rank)), mine, Dtype::f32);
   maybeDieInSave(state.step, rank);
   barrier();
 
@@ -632,7 +632,7 @@ std::string Checkpointer::save(const TrainingState &state,
           if (!tensor.getAsObject())
             tensor = llvm::json::Object{
                 {"shape", llvm::json::Array(llvm::ArrayRef(p.shape))},
-                {"dtype", "F32"},
+                {"dtype", safetensorsName(Dtype::f32)},
                 {"blocks", llvm::json::Array()}};
           uint64_t sum =
               uint64_t(checksums[next]) << 32 | uint64_t(checksums[next + 1]);
@@ -679,8 +679,9 @@ std::string Checkpointer::save(const TrainingState &state,
 std::string Checkpointer::exportModel(int64_t step, const StateSet &params,
                                       const std::string &exportDtype, bool hf) {
   std::string folder = stepFolder(step), tmp = folder + ".tmp";
-  std::string dtype = safetensorsDtype(exportDtype);
-  int64_t elementSize = safetensorsElementSize(dtype);
+  // TrainConfig admits float32, bfloat16 and float16 only.
+  Dtype dtype = titan::parseTorchDtype(exportDtype).value_or(Dtype::f32);
+  int64_t elementSize = dtypeBytes(dtype);
   ModelFiles files =
       hf ? hfExportFiles(tmp, manifest_, elementSize, hfMaxShardBytes())
          : titanModelFiles(joinPath(tmp, kExportFile), manifest_);

@@ -42,7 +42,7 @@ int64_t elementCount(const int64_t *shapes) {
   return l.outer * l.dim * l.inner;
 }
 
-template <DataType T>
+template <Dtype T>
 void *allGather(void **b, const int64_t *s, const int64_t *a, void *ws) {
   int64_t d = a[0];
   Layout l = layout(s, d);
@@ -54,7 +54,7 @@ void *allGather(void **b, const int64_t *s, const int64_t *a, void *ws) {
       .release();
 }
 
-template <DataType T>
+template <Dtype T>
 void *reduceScatter(void **b, const int64_t *s, const int64_t *a, void *ws) {
   Layout l = layout(s, a[0]);
   return communicator()
@@ -62,7 +62,7 @@ void *reduceScatter(void **b, const int64_t *s, const int64_t *a, void *ws) {
       .release();
 }
 
-template <DataType T>
+template <Dtype T>
 void *allReduce(void **b, const int64_t *s, const int64_t *a, void *ws) {
   return communicator()
       .allReduce(b[0], b[1], T, elementCount(s), Reduction(int(a[1])),
@@ -70,7 +70,7 @@ void *allReduce(void **b, const int64_t *s, const int64_t *a, void *ws) {
       .release();
 }
 
-template <DataType T>
+template <Dtype T>
 void *allToAll(void **b, const int64_t *s, const int64_t *a, void *ws) {
   int64_t split = a[0], concat = a[1];
   Layout in = layout(s, split);
@@ -85,14 +85,14 @@ void *allToAll(void **b, const int64_t *s, const int64_t *a, void *ws) {
       .release();
 }
 
-template <DataType T>
+template <Dtype T>
 void *broadcast(void **b, const int64_t *s, const int64_t *a, void *ws) {
   return communicator()
       .broadcast(b[0], b[1], T, elementCount(s), a[0], unsigned(a[2]))
       .release();
 }
 
-template <DataType T>
+template <Dtype T>
 void *sendRecv(void **b, const int64_t *s, const int64_t *a, void *ws) {
   return communicator()
       .sendRecv(b[0], b[1], T, elementCount(s), a[0], unsigned(a[2]))
@@ -103,20 +103,20 @@ void *sendRecv(void **b, const int64_t *s, const int64_t *a, void *ws) {
 
 extern "C" {
 
-#define TITAN_RT_DEFINE_TYPE(name, impl, suffix, type)                         \
-  void *titan_rt_##name##_##suffix(void **b, const int64_t *s,                 \
-                                   const int64_t *i, const double *, void *w,  \
-                                   const int64_t *) {                          \
-    return impl<DataType::type>(b, s, i, w);                                   \
+#define TITAN_RT_DEFINE_TYPE(name, impl, dtype)                                \
+  void *titan_rt_##name##_##dtype(void **b, const int64_t *s,                  \
+                                  const int64_t *i, const double *, void *w,   \
+                                  const int64_t *) {                           \
+    return impl<Dtype::dtype>(b, s, i, w);                                     \
   }
 // Every element type the kernel IR's collectives carry.
 #define TITAN_RT_DEFINE(name, impl)                                            \
-  TITAN_RT_DEFINE_TYPE(name, impl, f32, F32)                                   \
-  TITAN_RT_DEFINE_TYPE(name, impl, f64, F64)                                   \
-  TITAN_RT_DEFINE_TYPE(name, impl, bf16, BF16)                                 \
-  TITAN_RT_DEFINE_TYPE(name, impl, f16, F16)                                   \
-  TITAN_RT_DEFINE_TYPE(name, impl, f8E4M3FN, F8E4M3FN)                         \
-  TITAN_RT_DEFINE_TYPE(name, impl, f8E5M2, F8E5M2)
+  TITAN_RT_DEFINE_TYPE(name, impl, f32)                                        \
+  TITAN_RT_DEFINE_TYPE(name, impl, f64)                                        \
+  TITAN_RT_DEFINE_TYPE(name, impl, bf16)                                       \
+  TITAN_RT_DEFINE_TYPE(name, impl, f16)                                        \
+  TITAN_RT_DEFINE_TYPE(name, impl, f8E4M3FN)                                   \
+  TITAN_RT_DEFINE_TYPE(name, impl, f8E5M2)
 
 #define TITAN_KERNEL_Collective(name, impl) TITAN_RT_DEFINE(name, impl)
 #include "titan/Contract/KernelCatalog.def"
@@ -157,26 +157,22 @@ titanrt::RingPlace titanrt::ringPlace(const RingCall &call) {
   return place;
 }
 
-bool titanrt::isLoadBalanced(const int64_t *axisList) {
-  for (int64_t i = 0; i < axisList[0]; ++i)
-    if (axisList[1 + i] == kCP)
-      return true;
-  return false;
-}
-
 ChunkLayout titanrt::contextParallelLayout(const char *kernel,
                                            const int64_t *ints,
                                            int64_t querySeq, int64_t keySeq) {
-  int64_t degree = ints[0], kvShift = ints[1];
-  if (degree < 1 || 2 * degree > ChunkLayout::kMaxKeyChunks || kvShift < -1 ||
-      kvShift >= degree || querySeq % 2 != 0 ||
+  int64_t degree = ints[0], kvShift = ints[1], loadBalanced = ints[2];
+  titan::mesh::SplitLayout split{degree, loadBalanced == 1};
+  int64_t parts = split.chunksPerRank();
+  if (degree < 1 || split.numChunks() > ChunkLayout::kMaxKeyChunks ||
+      kvShift < -1 || kvShift >= degree ||
+      (loadBalanced != 0 && loadBalanced != 1) || querySeq % parts != 0 ||
       keySeq != (kvShift < 0 ? degree : 1) * querySeq)
     kernelFatal(std::string(kernel) + ": cp degree " + std::to_string(degree) +
-                " (at most " + std::to_string(ChunkLayout::kMaxKeyChunks / 2) +
-                "), kv_shift " + std::to_string(kvShift) + ", query sequence " +
+                " (at most " +
+                std::to_string(ChunkLayout::kMaxKeyChunks / parts) +
+                "), kv_shift " + std::to_string(kvShift) + ", load_balanced " +
+                std::to_string(loadBalanced) + ", query sequence " +
                 std::to_string(querySeq) + " and key sequence " +
-                std::to_string(keySeq) +
-                " are not a load-balanced context-parallel layout");
-  return loadBalancedLayout(groupPlace(ints + 2).index, degree, kvShift,
-                            querySeq);
+                std::to_string(keySeq) + " are not a context-parallel layout");
+  return contextLayout(split, groupPlace(ints + 3).index, kvShift, querySeq);
 }

@@ -20,43 +20,6 @@
 
 using namespace titanrt;
 
-int64_t titanrt::dataTypeBytes(DataType type) {
-  switch (type) {
-  case DataType::F64:
-    return 8;
-  case DataType::F32:
-  case DataType::I32:
-    return 4;
-  case DataType::BF16:
-  case DataType::F16:
-    return 2;
-  case DataType::F8E4M3FN:
-  case DataType::F8E5M2:
-    return 1;
-  }
-  return 0;
-}
-
-const char *titanrt::dataTypeName(DataType type) {
-  switch (type) {
-  case DataType::F32:
-    return "f32";
-  case DataType::F64:
-    return "f64";
-  case DataType::BF16:
-    return "bf16";
-  case DataType::F16:
-    return "f16";
-  case DataType::F8E4M3FN:
-    return "f8E4M3FN";
-  case DataType::F8E5M2:
-    return "f8E5M2";
-  case DataType::I32:
-    return "i32";
-  }
-  return "?";
-}
-
 Communicator *Communicator::live_ = nullptr;
 
 /// The flight recorder's ring: entries are numbered from 0 in issue order,
@@ -66,7 +29,7 @@ struct Communicator::FlightRecorder {
     int64_t id, seq;
     const char *collective;
     unsigned axisMask;
-    DataType type;
+    Dtype type;
     int64_t count, peer;
     double issued, completed = -1;
     std::string context;
@@ -100,7 +63,7 @@ void Communicator::setFlightRecorder(int64_t capacity, std::string path) {
 bool Communicator::flightRecorderOn() const { return recorder_ != nullptr; }
 
 int64_t Communicator::recordIssued(const char *collective, unsigned axisMask,
-                                   DataType type, int64_t count, double issued,
+                                   Dtype type, int64_t count, double issued,
                                    int64_t peer) {
   if (!recorder_)
     return -1;
@@ -151,9 +114,8 @@ bool Communicator::dumpFlightRecord(const std::string &reason) {
                  r.path.c_str(), ec.message().c_str());
     return false;
   }
-  static const char *axisNames[] = {"pp", "dp_replicate", "dp_shard", "cp",
-                                    "tp"};
-  // The format (docs/architecture.md, "Flight recorder"); version 1.
+  // The format (docs/runtime.md, "CPU communication progress and the flight
+  // recorder"); version 1.
   llvm::json::OStream j(*file, 1);
   j.object([&] {
     j.attribute("format", "titan-flight-recorder");
@@ -178,7 +140,7 @@ bool Communicator::dumpFlightRecord(const std::string &reason) {
           j.attributeArray("axes", [&] {
             for (int a = 0; a < kNumAxes; ++a)
               if (mask & (1u << a))
-                j.value(axisNames[a]);
+                j.value(titan::mesh::axisName(MeshAxis(a)));
           });
           j.attributeArray("ranks", [&] {
             int64_t color = groupColor(mask);
@@ -208,9 +170,9 @@ bool Communicator::dumpFlightRecord(const std::string &reason) {
           j.attribute("collective", e.collective);
           if (e.peer >= 0)
             j.attribute("peer", e.peer);
-          j.attribute("dtype", dataTypeName(e.type));
+          j.attribute("dtype", dtypeName(e.type));
           j.attribute("count", e.count);
-          j.attribute("bytes", e.count * dataTypeBytes(e.type));
+          j.attribute("bytes", e.count * dtypeBytes(e.type));
           j.attribute("state", e.completed < 0 ? "issued" : "completed");
           j.attribute("issued_us", e.issued);
           if (e.completed < 0)
@@ -266,11 +228,11 @@ int64_t Communicator::groupColor(unsigned axisMask) const {
 }
 
 std::string Communicator::describe(const char *collective, unsigned axisMask) {
-  static const char *names[] = {"pp", "dp_replicate", "dp_shard", "cp", "tp"};
   std::string axes;
   for (int a = 0; a < kNumAxes; ++a)
     if (axisMask & (1u << a))
-      axes += (axes.empty() ? "" : ", ") + std::string(names[a]);
+      axes += (axes.empty() ? "" : ", ") +
+              std::string(titan::mesh::axisName(MeshAxis(a)));
   return std::string(collective) + " over [" + axes + "]";
 }
 
@@ -302,17 +264,17 @@ void Communicator::runOnHost(
 
 void Communicator::hostAllReduce(double *values, int64_t count,
                                  Reduction reduction, unsigned axisMask) {
-  runOnHost(
-      values, count * int64_t(sizeof(double)), [&](const void *in, void *out) {
-        return allReduce(in, out, DataType::F64, count, reduction, axisMask);
-      });
+  runOnHost(values, count * int64_t(sizeof(double)),
+            [&](const void *in, void *out) {
+              return allReduce(in, out, Dtype::f64, count, reduction, axisMask);
+            });
 }
 
 void Communicator::hostBroadcast(double *values, int64_t count, int64_t root,
                                  unsigned axisMask) {
   runOnHost(values, count * int64_t(sizeof(double)),
             [&](const void *in, void *out) {
-              return broadcast(in, out, DataType::F64, count, root, axisMask);
+              return broadcast(in, out, Dtype::f64, count, root, axisMask);
             });
 }
 

@@ -3,6 +3,7 @@
 #ifndef TITANRT_LIB_COMMUNICATOR_H
 #define TITANRT_LIB_COMMUNICATOR_H
 
+#include "titan/Contract/Dtype.h"
 #include "titan/Contract/Manifest.h"
 
 #include "llvm/ADT/STLFunctionalExtras.h"
@@ -34,12 +35,7 @@ enum class Reduction { Sum, Average, Max };
 /// The element type of a collective's buffers. Collectives that only move
 /// data take any of them; sums and maxima of the 16-bit formats are
 /// computed in float and rounded to nearest even.
-enum class DataType { F32, F64, BF16, F16, F8E4M3FN, F8E5M2, I32 };
-
-/// Bytes per element of `type`.
-int64_t dataTypeBytes(DataType type);
-/// "f32", "bf16", ... (for messages).
-const char *dataTypeName(DataType type);
+using titan::Dtype;
 
 /// An in-flight collective; finish() completes it.
 struct Request {
@@ -84,23 +80,23 @@ public:
   ///
   /// `staging` (allGather, reduceScatter, allToAll) is scratch memory the
   /// collective may use until it finishes, as large as the kernel contract
-  /// of its dist op says (lib/Target/WorkspaceModel.cpp: a gather
+  /// of its dist op says (lib/Target/CommonWorkspaces.cpp: a gather
   /// or scatter along an inner dimension or of padded shards needs the
   /// group's rank-major copy, an all-to-all twice the input); null: the
   /// communicator allocates it.
   virtual std::unique_ptr<Request>
-  allGather(const void *in, void *out, DataType type, int64_t outer,
+  allGather(const void *in, void *out, Dtype type, int64_t outer,
             int64_t dimSize, int64_t inner, int64_t gatheredSize,
             unsigned axisMask, void *staging = nullptr) = 0;
   /// reduceScatter: `dimSize` is the input's size of the dimension, padded
   /// with zeros to ranks x ceil(dimSize / ranks) before the split.
   virtual std::unique_ptr<Request> reduceScatter(const void *in, void *out,
-                                                 DataType type, int64_t outer,
+                                                 Dtype type, int64_t outer,
                                                  int64_t dimSize, int64_t inner,
                                                  unsigned axisMask,
                                                  void *staging = nullptr) = 0;
   virtual std::unique_ptr<Request> allReduce(const void *in, void *out,
-                                             DataType type, int64_t count,
+                                             Dtype type, int64_t count,
                                              Reduction reduction,
                                              unsigned axisMask) = 0;
   /// Splits `in` along its middle dimension into one part per rank and
@@ -110,19 +106,19 @@ public:
   /// after the caller's choice of split and concat dimensions (see
   /// CollectiveABI.cpp).
   virtual std::unique_ptr<Request>
-  allToAll(const void *in, void *out, DataType type, int64_t splitOuter,
+  allToAll(const void *in, void *out, Dtype type, int64_t splitOuter,
            int64_t splitDim, int64_t splitInner, int64_t concatOuter,
            int64_t concatDim, int64_t concatInner, unsigned axisMask,
            void *staging = nullptr) = 0;
   /// Every rank receives the `count` elements of the group's rank `root`.
   virtual std::unique_ptr<Request> broadcast(const void *in, void *out,
-                                             DataType type, int64_t count,
+                                             Dtype type, int64_t count,
                                              int64_t root,
                                              unsigned axisMask) = 0;
   /// Sends `in` to the rank `shift` steps further along the single axis of
   /// `axisMask` (wrapping) and receives the one from `shift` steps back.
   virtual std::unique_ptr<Request> sendRecv(const void *in, void *out,
-                                            DataType type, int64_t count,
+                                            Dtype type, int64_t count,
                                             int64_t shift,
                                             unsigned axisMask) = 0;
   /// Pipeline parallelism's point-to-point transfers: to (from) the rank at
@@ -130,8 +126,8 @@ public:
   /// `tag` (0 <= tag <= maxPeerTag()) tells the messages between two ranks
   /// apart; messages with the same tag arrive in the order they were sent.
   virtual std::unique_ptr<Request>
-  send(const void *in, DataType type, int64_t count, int64_t peer, int tag) = 0;
-  virtual std::unique_ptr<Request> recv(void *out, DataType type, int64_t count,
+  send(const void *in, Dtype type, int64_t count, int64_t peer, int tag) = 0;
+  virtual std::unique_ptr<Request> recv(void *out, Dtype type, int64_t count,
                                         int64_t peer, int tag) = 0;
   /// The largest tag send and recv take.
   virtual int maxPeerTag() const = 0;
@@ -220,7 +216,7 @@ protected:
   /// when the recorder is off) and completed (`completed` on
   /// StepTrace::now()'s clock). Thread-safe. `peer`: the world rank of a
   /// point-to-point transfer's other side, else -1.
-  int64_t recordIssued(const char *collective, unsigned axisMask, DataType type,
+  int64_t recordIssued(const char *collective, unsigned axisMask, Dtype type,
                        int64_t count, double issued, int64_t peer = -1);
   void recordCompleted(int64_t entry, double completed);
   bool flightRecorderOn() const;
@@ -275,8 +271,6 @@ struct GroupPlace {
   int64_t index, size;
 };
 GroupPlace groupPlace(const int64_t *axisList);
-/// Whether `axisList` (as above) splits load-balanced (it holds cp).
-bool isLoadBalanced(const int64_t *axisList);
 /// Releases the communicator and finalizes MPI.
 void shutdownCommunicator();
 

@@ -25,9 +25,7 @@ using titan::data::Tokenizer;
 int64_t SequenceShard::position(int64_t t, int64_t seqLen) const {
   if (degree == 1)
     return t;
-  int64_t chunk = seqLen / (2 * degree);
-  int64_t globalChunk = t < chunk ? rank : 2 * degree - 1 - rank;
-  return globalChunk * chunk + t % chunk;
+  return split().globalPosition(rank, t, seqLen / split().numChunks());
 }
 
 Dataset::~Dataset() = default;
@@ -382,12 +380,13 @@ std::string resolvePath(const DataOptions &o) {
 std::unique_ptr<Dataset> Dataset::open(const DataOptions &options,
                                        const titan::TrainConfig &config) {
   // titan-compile refuses such a sequence length (ConfigFit).
-  int64_t degree = options.sequence.degree;
-  if (degree > 1 && options.seqLen % (2 * degree) != 0)
+  titan::mesh::SplitLayout split = options.sequence.split();
+  if (split.degree > 1 && !split.divides(options.seqLen))
     fatal("corrupt executable: " + options.section + ".seq_len (" +
-          std::to_string(options.seqLen) +
-          ") is not divisible by 2 x the context parallel degree (" +
-          std::to_string(degree) + ")");
+          std::to_string(options.seqLen) + ") is not divisible by the " +
+          std::to_string(split.numChunks()) +
+          " chunks of context parallel's split (degree " +
+          std::to_string(split.degree) + ")");
   DataOptions o = options;
   o.path = resolvePath(options);
   if (StringRef(o.path).ends_with(".bin"))

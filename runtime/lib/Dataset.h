@@ -29,6 +29,8 @@
 #ifndef TITANRT_LIB_DATASET_H
 #define TITANRT_LIB_DATASET_H
 
+#include "titan/Contract/ContextParallelLayout.h"
+
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -40,15 +42,20 @@ struct TrainConfig;
 
 namespace titanrt {
 
-/// Context parallel's load-balanced split of a sequence (TorchTitan
-/// v0.2.0): the sequence is cut into 2 x degree chunks and cp rank `rank`
-/// holds chunks rank and 2 x degree - 1 - rank, in that order. Under the
-/// causal mask an early chunk attends to few tokens and a late one to many,
-/// so every rank gets the same share of attention's work. Tokens and labels
-/// are split alike; degree 1 holds the whole sequence.
+/// Context parallel's split of a sequence (titan/Contract/
+/// ContextParallelLayout.h). Load-balanced, as TorchTitan v0.2.0 splits it,
+/// the sequence is cut into 2 x degree chunks and cp rank `rank` holds
+/// chunks rank and 2 x degree - 1 - rank, in that order: under the causal
+/// mask an early chunk attends to few tokens and a late one to many, so
+/// every rank gets the same share of attention's work. Otherwise rank
+/// `rank` holds chunk `rank` of degree. Tokens and labels are split alike;
+/// degree 1 holds the whole sequence.
 struct SequenceShard {
   int64_t degree = 1, rank = 0;
+  /// The manifest's load_balanced (for the sequence axes).
+  bool loadBalanced = true;
 
+  titan::mesh::SplitLayout split() const { return {degree, loadBalanced}; }
   /// The tokens a rank holds of a sequence of `seqLen`.
   int64_t length(int64_t seqLen) const { return seqLen / degree; }
   /// The sequence position of the rank's token `t` (t < length(seqLen)).

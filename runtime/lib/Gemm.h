@@ -6,7 +6,7 @@
 // (AVX-512 here: 4-5x Debian's OpenBLAS 0.3.21, which falls back to generic
 // kernels on CPUs it does not know); bf16 linears use it on their exact f32
 // copies (oneDNN's bf16 GEMMs are slower than f32 without AMX, see
-// docs/architecture.md); f64 (the gradient checks) runs on OpenBLAS, as
+// docs/cpu.md); f64 (the gradient checks) runs on OpenBLAS, as
 // oneDNN has none. Called inside an OpenMP parallel region, a
 // GEMM runs on the calling thread alone; outside, an f32 GEMM runs in
 // blocks of C fixed by its shape, so its bits do not depend on the number

@@ -30,6 +30,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
+#include <optional>
 #include <string>
 #include <thread>
 
@@ -173,11 +174,12 @@ template <typename T> void concat(const Call &c) {
     offset += in.dim(dim);
   }
 }
-/// dist.local_shard; ints: {dim, number of axes, axis indices...}
+/// dist.local_shard; ints: {dim, load_balanced, number of axes, axis
+/// indices...}
 template <typename T> void localShard(const Call &c) {
-  GroupPlace place = groupPlace(c.ints + 1);
+  GroupPlace place = groupPlace(c.ints + 2);
   LocalShardPlan p = planLocalShard(c.shape(0), c.ints[0], place.index,
-                                    place.size, isLoadBalanced(c.ints + 1));
+                                    {place.size, c.ints[1] != 0});
   const T *in = c.buf<T>(0);
   T *out = c.buf<T>(1);
   for (int64_t j = 0; j < p.parts; ++j)
@@ -202,7 +204,7 @@ template <typename T> void attentionGrad(const Call &c) {
                    q.dim(3), c.floats[0], static_cast<T *>(c.workspace));
 }
 /// (q, k, v) -> (out, lse); floats: {scale}; ints: {degree, kv_shift,
-/// number of cp axes, axes...}
+/// load_balanced, number of cp axes, axes...}
 template <typename T> void contextAttention(const Call &c) {
   Shape q = c.shape(0), kv = c.shape(1);
   k::contextAttention(
@@ -400,8 +402,8 @@ template <typename T> void adamwMulti(const Call &c) {
 // never widened: the 16-bit entries stage only the bf16/f16 buffers.
 //===----------------------------------------------------------------------===//
 
-Fp8Format fp8Format(int64_t code) {
-  return code == 1 ? Fp8Format::E5M2 : Fp8Format::E4M3FN;
+Dtype fp8Format(int64_t code) {
+  return code == 1 ? Dtype::f8E5M2 : Dtype::f8E4M3FN;
 }
 
 /// |x| with NaN winning, as torch.max propagates it.
@@ -481,7 +483,7 @@ template <typename T> void quantize(const Call &c) {
   uint8_t *out = c.buf<uint8_t>(2);
   int64_t rows = s.rows(), cols = s.back();
   ScaleIndex at(c.shape(1));
-  Fp8Format format = fp8Format(c.ints[0]);
+  Dtype format = fp8Format(c.ints[0]);
   bool transposed = c.ints[1] != 0;
   for (int64_t r = 0; r < rows; ++r)
     for (int64_t j = 0; j < cols; ++j)
@@ -493,7 +495,7 @@ template <typename T> void quantize(const Call &c) {
 /// The float8 codes of an operand as f32 values in its untransposed
 /// row-major order (exact: every float8 value is an f32).
 void decodeOperand(const uint8_t *q, Shape::Matrix m, bool transposed,
-                   Fp8Format format, float *out) {
+                   Dtype format, float *out) {
   for (int64_t r = 0; r < m.rows; ++r)
     for (int64_t j = 0; j < m.cols; ++j)
       out[r * m.cols + j] =
@@ -577,68 +579,76 @@ void convertParallel(const void *src, void *dst, int64_t n) {
 
 /// Converts `n` elements of type `from` at `src` into type `to` at `dst`,
 /// rounding to nearest even (once).
-void convert(const void *src, int64_t from, void *dst, int64_t to, int64_t n) {
+void convert(const void *src, Dtype from, void *dst, Dtype to, int64_t n) {
   // f32 -> bf16 rounds once already: no round-to-odd step needed.
-  if (from == TITAN_RT_BF16 && to == TITAN_RT_F32)
+  if (from == Dtype::bf16 && to == Dtype::f32)
     return convertParallel<uint16_t, float, bf16ToFloat>(src, dst, n);
-  if (from == TITAN_RT_F32 && to == TITAN_RT_BF16)
+  if (from == Dtype::f32 && to == Dtype::bf16)
     return convertParallel<float, uint16_t, floatToBf16>(src, dst, n);
   auto load = [&](int64_t i) -> double {
     switch (from) {
-    case TITAN_RT_F32:
+    case Dtype::f32:
       return static_cast<const float *>(src)[i];
-    case TITAN_RT_F64:
+    case Dtype::f64:
       return static_cast<const double *>(src)[i];
-    case TITAN_RT_BF16:
+    case Dtype::bf16:
       return bf16ToFloat(static_cast<const uint16_t *>(src)[i]);
-    case TITAN_RT_F16:
+    case Dtype::f16:
       return f16ToFloat(static_cast<const uint16_t *>(src)[i]);
-    case TITAN_RT_F8E4M3FN:
-    case TITAN_RT_F8E5M2:
-      return fp8ToFloat(static_cast<const uint8_t *>(src)[i],
-                        from == TITAN_RT_F8E5M2 ? Fp8Format::E5M2
-                                                : Fp8Format::E4M3FN);
+    case Dtype::f8E4M3FN:
+    case Dtype::f8E5M2:
+      return fp8ToFloat(static_cast<const uint8_t *>(src)[i], from);
+    default:
+      kernelFatal(std::string("titan_rt_cast: unsupported source element "
+                              "type ") +
+                  dtypeName(from));
     }
-    kernelFatal("titan_rt_cast: unsupported source element type " +
-                std::to_string(from));
   };
   for (int64_t i = 0; i < n; ++i) {
     double v = load(i);
     switch (to) {
-    case TITAN_RT_F32:
+    case Dtype::f32:
       static_cast<float *>(dst)[i] = float(v);
       break;
-    case TITAN_RT_F64:
+    case Dtype::f64:
       static_cast<double *>(dst)[i] = v;
       break;
-    case TITAN_RT_BF16:
+    case Dtype::bf16:
       static_cast<uint16_t *>(dst)[i] = floatToBf16(roundToOddFloat(v));
       break;
-    case TITAN_RT_F16:
+    case Dtype::f16:
       static_cast<uint16_t *>(dst)[i] = floatToF16(roundToOddFloat(v));
       break;
-    case TITAN_RT_F8E4M3FN:
-    case TITAN_RT_F8E5M2: // titan.cast does not saturate
-      static_cast<uint8_t *>(dst)[i] = floatToFp8(
-          roundToOddFloat(v),
-          to == TITAN_RT_F8E5M2 ? Fp8Format::E5M2 : Fp8Format::E4M3FN,
-          /*saturate=*/false);
+    case Dtype::f8E4M3FN:
+    case Dtype::f8E5M2: // titan.cast does not saturate
+      static_cast<uint8_t *>(dst)[i] =
+          floatToFp8(roundToOddFloat(v), to, /*saturate=*/false);
       break;
     default:
-      kernelFatal("titan_rt_cast: unsupported target element type " +
-                  std::to_string(to));
+      kernelFatal(std::string("titan_rt_cast: unsupported target element "
+                              "type ") +
+                  dtypeName(to));
     }
   }
 }
 
-/// titan.cast: buffers = {input, result}; types give both element types.
-void cast(const Call &c, const int64_t *types) {
-  convert(c.buffers[0], types[2], c.buffers[1], types[3], c.shape(0).numel());
+/// Buffer `i`'s element type in a call's `types` (operands first, then
+/// results).
+Dtype bufferType(const int64_t *types, int64_t i) {
+  if (std::optional<Dtype> type = titan::dtypeFromCode(types[2 + i]))
+    return *type;
+  kernelFatal("buffer " + std::to_string(i) +
+              " of a kernel call has element type code " +
+              std::to_string(types[2 + i]) + ", which no kernel takes");
 }
 
-bool isSixteenBit(int64_t type) {
-  return type == TITAN_RT_BF16 || type == TITAN_RT_F16;
+/// titan.cast: buffers = {input, result}; types give both element types.
+void cast(const Call &c, const int64_t *types) {
+  convert(c.buffers[0], bufferType(types, 0), c.buffers[1],
+          bufferType(types, 1), c.shape(0).numel());
 }
+
+bool isSixteenBit(Dtype type) { return dtypeBytes(type) == 2; }
 
 /// Whether a kernel reads its results' old values: the GEMMs that add into
 /// them.
@@ -660,7 +670,6 @@ template <> bool readsResults<linearGradWeight<float>>(const Call &c) {
 template <void (*Kernel)(const Call &)>
 void widened(const Call &c, const int64_t *types) {
   int64_t inputs = types[0], count = types[0] + types[1];
-  const int64_t *codes = types + 2;
   void *staged[32];
   if (count > 32)
     kernelFatal(
@@ -668,18 +677,19 @@ void widened(const Call &c, const int64_t *types) {
   char *scratch = static_cast<char *>(c.workspace);
   for (int64_t i = 0; i < count; ++i) {
     staged[i] = c.buffers[i];
-    if (!isSixteenBit(codes[i]))
+    Dtype type = bufferType(types, i);
+    if (!isSixteenBit(type))
       continue;
     int64_t n = c.shape(int(i)).numel();
     staged[i] = scratch;
     scratch += (n * int64_t(sizeof(float)) + 63) / 64 * 64;
     if (i < inputs || readsResults<Kernel>(c))
-      convert(c.buffers[i], codes[i], staged[i], TITAN_RT_F32, n);
+      convert(c.buffers[i], type, staged[i], Dtype::f32, n);
   }
   Kernel(Call{staged, c.shapes, c.ints, c.floats, scratch});
   for (int64_t i = inputs; i < count; ++i)
-    if (isSixteenBit(codes[i]))
-      convert(staged[i], TITAN_RT_F32, c.buffers[i], codes[i],
+    if (Dtype type = bufferType(types, i); isSixteenBit(type))
+      convert(staged[i], Dtype::f32, c.buffers[i], type,
               c.shape(int(i)).numel());
 }
 
@@ -689,26 +699,26 @@ extern "C" {
 
 #define TITAN_RT_TIMED(name, type)                                             \
   titanrt::profile::ScopedTimer timer(titanrt::profile::kKernel_##name,        \
-                                      titanrt::profile::type)
+                                      titan::Dtype::type)
 #define TITAN_RT_DEFINE(name, impl)                                            \
   void titan_rt_##name##_f32(void **b, const int64_t *s, const int64_t *i,     \
                              const double *f, void *w, const int64_t *) {      \
-    TITAN_RT_TIMED(name, kF32);                                                \
+    TITAN_RT_TIMED(name, f32);                                                 \
     impl<float>(Call{b, s, i, f, w});                                          \
   }                                                                            \
   void titan_rt_##name##_f64(void **b, const int64_t *s, const int64_t *i,     \
                              const double *f, void *w, const int64_t *) {      \
-    TITAN_RT_TIMED(name, kF64);                                                \
+    TITAN_RT_TIMED(name, f64);                                                 \
     impl<double>(Call{b, s, i, f, w});                                         \
   }                                                                            \
   void titan_rt_##name##_bf16(void **b, const int64_t *s, const int64_t *i,    \
                               const double *f, void *w, const int64_t *t) {    \
-    TITAN_RT_TIMED(name, kBF16);                                               \
+    TITAN_RT_TIMED(name, bf16);                                                \
     widened<impl<float>>(Call{b, s, i, f, w}, t);                              \
   }                                                                            \
   void titan_rt_##name##_f16(void **b, const int64_t *s, const int64_t *i,     \
                              const double *f, void *w, const int64_t *t) {     \
-    TITAN_RT_TIMED(name, kF16);                                                \
+    TITAN_RT_TIMED(name, f16);                                                 \
     widened<impl<float>>(Call{b, s, i, f, w}, t);                              \
   }
 
@@ -717,21 +727,21 @@ extern "C" {
 
 #undef TITAN_RT_DEFINE
 
-#define TITAN_RT_DEFINE_CAST(suffix, type)                                     \
-  void titan_rt_cast_##suffix(void **b, const int64_t *s, const int64_t *i,    \
-                              const double *f, void *w, const int64_t *t) {    \
-    TITAN_RT_TIMED(cast, type);                                                \
+#define TITAN_RT_DEFINE_CAST(dtype)                                            \
+  void titan_rt_cast_##dtype(void **b, const int64_t *s, const int64_t *i,     \
+                             const double *f, void *w, const int64_t *t) {     \
+    TITAN_RT_TIMED(cast, dtype);                                               \
     cast(Call{b, s, i, f, w}, t);                                              \
   }
-TITAN_RT_DEFINE_CAST(f32, kF32)
-TITAN_RT_DEFINE_CAST(f64, kF64)
-TITAN_RT_DEFINE_CAST(bf16, kBF16)
-TITAN_RT_DEFINE_CAST(f16, kF16)
+TITAN_RT_DEFINE_CAST(f32)
+TITAN_RT_DEFINE_CAST(f64)
+TITAN_RT_DEFINE_CAST(bf16)
+TITAN_RT_DEFINE_CAST(f16)
 #undef TITAN_RT_DEFINE_CAST
 
 void titan_rt_shard_offset_i32(void **b, const int64_t *, const int64_t *a,
                                const double *, void *, const int64_t *) {
-  TITAN_RT_TIMED(shard_offset, kI32);
+  TITAN_RT_TIMED(shard_offset, i32);
   *static_cast<int32_t *>(b[0]) = shardOffset(a);
 }
 #undef TITAN_RT_TIMED

@@ -20,7 +20,6 @@ const char *const kKernelNames[] = {
 #define TITAN_KERNEL_Kernel(name, impl) #name,
 #include "titan/Contract/KernelCatalog.def"
     "cast", "shard_offset"};
-const char *const kTypeNames[] = {"f32", "f64", "bf16", "f16", "i32"};
 
 struct Entry {
   std::atomic<int64_t> nanoseconds{0};
@@ -30,7 +29,8 @@ struct Entry {
 /// Printed when the library unloads, after the trainer's last step.
 struct Profile {
   bool on = false;
-  Entry entries[kNumKernels][kNumTypes];
+  /// By kernel and the entry point's suffix (a titan::Dtype).
+  Entry entries[kNumKernels][titan::kNumDtypes];
 
   Profile() {
     const char *value = std::getenv("TITAN_KERNEL_PROFILE");
@@ -40,13 +40,14 @@ struct Profile {
     if (!on)
       return;
     struct Row {
-      int kernel, type;
+      int kernel;
+      unsigned type;
       int64_t ns, calls;
     };
     std::vector<Row> rows;
     int64_t total = 0;
     for (int k = 0; k < kNumKernels; ++k)
-      for (int t = 0; t < kNumTypes; ++t)
+      for (unsigned t = 0; t < titan::kNumDtypes; ++t)
         if (int64_t calls = entries[k][t].calls.load()) {
           int64_t ns = entries[k][t].nanoseconds.load();
           rows.push_back({k, t, ns, calls});
@@ -63,8 +64,8 @@ struct Profile {
                  rank ? rank : "0", total / 1e6, "kernel", "calls", "ms",
                  "share");
     for (const Row &r : rows) {
-      std::string name =
-          std::string(kKernelNames[r.kernel]) + "_" + kTypeNames[r.type];
+      std::string name = std::string(kKernelNames[r.kernel]) + "_" +
+                         titan::dtypeName(titan::Dtype(r.type));
       std::fprintf(stderr, "%-32s %10lld %12.1f %6.1f%%\n", name.c_str(),
                    (long long)r.calls, r.ns / 1e6,
                    total ? 100.0 * double(r.ns) / double(total) : 0.0);
@@ -83,11 +84,11 @@ Profile &instance() {
 
 bool titanrt::profile::enabled() { return instance().on; }
 
-void titanrt::profile::record(KernelId kernel, TypeId type,
+void titanrt::profile::record(KernelId kernel, titan::Dtype type,
                               std::chrono::steady_clock::time_point begin,
                               std::chrono::steady_clock::time_point end) {
   if (enabled()) {
-    Entry &e = instance().entries[kernel][type];
+    Entry &e = instance().entries[kernel][unsigned(type)];
     e.nanoseconds.fetch_add(
         std::chrono::duration_cast<std::chrono::nanoseconds>(end - begin)
             .count(),
@@ -100,8 +101,9 @@ void titanrt::profile::record(KernelId kernel, TypeId type,
       return std::chrono::duration<double, std::micro>(t.time_since_epoch())
           .count();
     };
-    trace::record({std::string(kKernelNames[kernel]) + "_" + kTypeNames[type],
-                   "kernel", micros(begin), micros(end), trace::kComputeTrack,
-                   -1, titan_rt_op ? titan_rt_op : ""});
+    trace::record(
+        {std::string(kKernelNames[kernel]) + "_" + titan::dtypeName(type),
+         "kernel", micros(begin), micros(end), trace::kComputeTrack, -1,
+         titan_rt_op ? titan_rt_op : ""});
   }
 }

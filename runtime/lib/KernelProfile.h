@@ -15,6 +15,8 @@
 
 #include "Trace.h"
 
+#include "titan/Contract/Dtype.h"
+
 #include <chrono>
 #include <cstdint>
 
@@ -29,21 +31,18 @@ enum KernelId : int {
   kNumKernels
 };
 
-/// The element type an entry point's name ends with.
-enum TypeId : int { kF32, kF64, kBF16, kF16, kI32, kNumTypes };
-
 /// Whether TITAN_KERNEL_PROFILE was set to a non-zero value at load.
 bool enabled();
 /// Adds one call to the profile (when enabled()) and, while a traced step
 /// runs, its span to the trace.
-void record(KernelId kernel, TypeId type,
+void record(KernelId kernel, titan::Dtype type,
             std::chrono::steady_clock::time_point begin,
             std::chrono::steady_clock::time_point end);
 
 /// Times one kernel call when profiling or tracing is on.
 class ScopedTimer {
 public:
-  ScopedTimer(KernelId kernel, TypeId type)
+  ScopedTimer(KernelId kernel, titan::Dtype type)
       : kernel(kernel), type(type), on(enabled() || trace::recording()) {
     if (on)
       begin = std::chrono::steady_clock::now();
@@ -55,7 +54,7 @@ public:
 
 private:
   KernelId kernel;
-  TypeId type;
+  titan::Dtype type;
   bool on;
   std::chrono::steady_clock::time_point begin;
 };

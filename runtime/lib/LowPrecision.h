@@ -11,11 +11,15 @@
 #ifndef TITANRT_LIB_LOWPRECISION_H
 #define TITANRT_LIB_LOWPRECISION_H
 
+#include "titan/Contract/Dtype.h"
+
 #include <cmath>
 #include <cstdint>
 #include <cstring>
 
 namespace titanrt {
+
+using titan::Dtype;
 
 inline float bf16ToFloat(uint16_t bits) {
   uint32_t wide = uint32_t(bits) << 16;
@@ -46,14 +50,13 @@ inline uint16_t floatToF16(float f) {
   return bits;
 }
 
-/// The two fp8 formats of Float8 training (OCP FP8): e4m3fn (4 exponent
-/// bits, bias 7, no infinity, S.1111.111 NaN; max 448) and e5m2 (IEEE-like,
-/// bias 15; max 57344).
-enum class Fp8Format { E4M3FN, E5M2 };
+// The two fp8 formats of Float8 training (OCP FP8), Dtype::f8E4M3FN (4
+// exponent bits, bias 7, no infinity, S.1111.111 NaN; max 448) and
+// Dtype::f8E5M2 (IEEE-like, bias 15; max 57344), are the `format` below.
 
 /// The value of fp8 `bits`.
-inline float fp8ToFloat(uint8_t bits, Fp8Format format) {
-  bool e4m3 = format == Fp8Format::E4M3FN;
+inline float fp8ToFloat(uint8_t bits, Dtype format) {
+  bool e4m3 = format == Dtype::f8E4M3FN;
   int mantissaBits = e4m3 ? 3 : 2, bias = e4m3 ? 7 : 15;
   int exponent = (bits & 0x7f) >> mantissaBits;
   int mantissa = bits & ((1 << mantissaBits) - 1);
@@ -73,8 +76,8 @@ inline float fp8ToFloat(uint8_t bits, Fp8Format format) {
 /// finite one, infinity included, becomes that (with its sign); without,
 /// e4m3fn's NaN or e5m2's infinity. NaN of either sign becomes 0x7f, as
 /// the host side of cuda_fp8.h returns it.
-inline uint8_t floatToFp8(float x, Fp8Format format, bool saturate) {
-  bool e4m3 = format == Fp8Format::E4M3FN;
+inline uint8_t floatToFp8(float x, Dtype format, bool saturate) {
+  bool e4m3 = format == Dtype::f8E4M3FN;
   int mantissaBits = e4m3 ? 3 : 2, bias = e4m3 ? 7 : 15;
   if (std::isnan(x))
     return 0x7f;

@@ -90,19 +90,21 @@ template <typename Issue> void forEachPiece(int64_t count, Issue issue) {
 
 /// MPI has no 16- or 8-bit floats: they travel as unsigned integers of
 /// their width, and reductions on them use the operations below.
-MPI_Datatype mpiType(DataType type) {
+MPI_Datatype mpiType(Dtype type) {
   switch (type) {
-  case DataType::F32:
+  case Dtype::f32:
     return MPI_FLOAT;
-  case DataType::F64:
+  case Dtype::f64:
     return MPI_DOUBLE;
-  case DataType::I32:
+  case Dtype::i32:
     return MPI_INT32_T;
-  case DataType::BF16:
-  case DataType::F16:
+  case Dtype::i64:
+    return MPI_INT64_T;
+  case Dtype::bf16:
+  case Dtype::f16:
     return MPI_UINT16_T;
-  case DataType::F8E4M3FN:
-  case DataType::F8E5M2:
+  case Dtype::f8E4M3FN:
+  case Dtype::f8E5M2:
     return MPI_UINT8_T;
   }
   return MPI_DATATYPE_NULL;
@@ -121,43 +123,42 @@ void combine16(void *in, void *inout, int *len, MPI_Datatype *) {
 }
 
 /// The MPI operation that sums (or takes the maximum of) elements of `type`.
-MPI_Op mpiOp(DataType type, bool max) {
-  if (type != DataType::BF16 && type != DataType::F16) {
-    if (type == DataType::F8E4M3FN || type == DataType::F8E5M2)
+MPI_Op mpiOp(Dtype type, bool max) {
+  if (type != Dtype::bf16 && type != Dtype::f16) {
+    if (type == Dtype::f8E4M3FN || type == Dtype::f8E5M2)
       fatal(std::string("the MPI communicator cannot reduce ") +
-            dataTypeName(type) +
+            dtypeName(type) +
             " buffers (8-bit floats are gathered, not summed)");
     return max ? MPI_MAX : MPI_SUM;
   }
   static MPI_Op ops[2][2] = {{MPI_OP_NULL, MPI_OP_NULL},
                              {MPI_OP_NULL, MPI_OP_NULL}};
-  MPI_Op &op = ops[type == DataType::F16][max];
+  MPI_Op &op = ops[type == Dtype::f16][max];
   if (op == MPI_OP_NULL) {
     MPI_User_function *fn =
-        type == DataType::BF16
-            ? (max ? combine16<bf16ToFloat, floatToBf16, true>
-                   : combine16<bf16ToFloat, floatToBf16, false>)
-            : (max ? combine16<f16ToFloat, floatToF16, true>
-                   : combine16<f16ToFloat, floatToF16, false>);
+        type == Dtype::bf16 ? (max ? combine16<bf16ToFloat, floatToBf16, true>
+                                   : combine16<bf16ToFloat, floatToBf16, false>)
+                            : (max ? combine16<f16ToFloat, floatToF16, true>
+                                   : combine16<f16ToFloat, floatToF16, false>);
     check(MPI_Op_create(fn, /*commute=*/1, &op), "op create");
   }
   return op;
 }
 
 /// Divides `count` elements of `type` by `n` in place (rounded to the type).
-void divideInPlace(void *data, DataType type, int64_t count, double n) {
+void divideInPlace(void *data, Dtype type, int64_t count, double n) {
   switch (type) {
-  case DataType::F64:
+  case Dtype::f64:
     for (int64_t i = 0; i < count; ++i)
       static_cast<double *>(data)[i] /= n;
     return;
-  case DataType::F32:
+  case Dtype::f32:
     for (int64_t i = 0; i < count; ++i)
       static_cast<float *>(data)[i] = float(static_cast<float *>(data)[i] / n);
     return;
-  case DataType::BF16:
-  case DataType::F16: {
-    bool bf16 = type == DataType::BF16;
+  case Dtype::bf16:
+  case Dtype::f16: {
+    bool bf16 = type == Dtype::bf16;
     auto *h = static_cast<uint16_t *>(data);
     for (int64_t i = 0; i < count; ++i) {
       float x = bf16 ? bf16ToFloat(h[i]) : f16ToFloat(h[i]);
@@ -168,7 +169,7 @@ void divideInPlace(void *data, DataType type, int64_t count, double n) {
   }
   default:
     fatal(std::string("the MPI communicator cannot average ") +
-          dataTypeName(type) + " buffers");
+          dtypeName(type) + " buffers");
   }
 }
 
@@ -283,7 +284,7 @@ public:
     MPI_Comm_free(&dumpComm_);
   }
 
-  std::unique_ptr<Request> allGather(const void *in, void *out, DataType type,
+  std::unique_ptr<Request> allGather(const void *in, void *out, Dtype type,
                                      int64_t outer, int64_t dimSize,
                                      int64_t inner, int64_t gatheredSize,
                                      unsigned axisMask,
@@ -293,11 +294,10 @@ public:
     int64_t count = outer * dimSize * inner;
     void *dst = out;
     if (outer > 1 || gatheredSize != parts * dimSize) {
-      char *gathered =
-          req->scratch(parts * count * dataTypeBytes(type), staging);
+      char *gathered = req->scratch(parts * count * dtypeBytes(type), staging);
       dst = gathered;
       char *final = static_cast<char *>(out);
-      int64_t rowBytes = inner * dataTypeBytes(type);
+      int64_t rowBytes = inner * dtypeBytes(type);
       req->then = [gathered, final, outer, parts, dimSize, gatheredSize,
                    rowBytes] {
         rearrange(gathered, final, outer, parts, dimSize, gatheredSize,
@@ -315,7 +315,7 @@ public:
       // Too large for one message: each rank broadcasts its block in pieces.
       int me = 0;
       MPI_Comm_rank(comm, &me);
-      int64_t bytes = dataTypeBytes(type);
+      int64_t bytes = dtypeBytes(type);
       char *blocks = static_cast<char *>(dst);
       std::memmove(blocks + me * count * bytes, in, count * bytes);
       forEachPiece(count, [&](int64_t offset, int length) {
@@ -327,10 +327,9 @@ public:
     });
   }
 
-  std::unique_ptr<Request> reduceScatter(const void *in, void *out,
-                                         DataType type, int64_t outer,
-                                         int64_t dimSize, int64_t inner,
-                                         unsigned axisMask,
+  std::unique_ptr<Request> reduceScatter(const void *in, void *out, Dtype type,
+                                         int64_t outer, int64_t dimSize,
+                                         int64_t inner, unsigned axisMask,
                                          void *staging) override {
     auto req = request("reduce_scatter", axisMask);
     int64_t parts = groupSize(axisMask);
@@ -338,9 +337,9 @@ public:
     int64_t count = outer * rows * inner;
     const void *src = in;
     if (outer > 1 || rows * parts != dimSize) {
-      char *packed = req->scratch(parts * count * dataTypeBytes(type), staging);
+      char *packed = req->scratch(parts * count * dtypeBytes(type), staging);
       rearrange(static_cast<const char *>(in), packed, outer, parts, rows,
-                dimSize, inner * dataTypeBytes(type), /*toRankMajor=*/true);
+                dimSize, inner * dtypeBytes(type), /*toRankMajor=*/true);
       src = packed;
     }
     return start(std::move(req), type, parts * count, [=](Pending &pend) {
@@ -355,7 +354,7 @@ public:
       // Too large for one message: block p is reduced onto rank p in pieces.
       int me = 0;
       MPI_Comm_rank(comm, &me);
-      int64_t bytes = dataTypeBytes(type);
+      int64_t bytes = dtypeBytes(type);
       const char *blocks = static_cast<const char *>(src);
       char *mine = static_cast<char *>(out);
       forEachPiece(count, [&](int64_t offset, int length) {
@@ -368,7 +367,7 @@ public:
     });
   }
 
-  std::unique_ptr<Request> allReduce(const void *in, void *out, DataType type,
+  std::unique_ptr<Request> allReduce(const void *in, void *out, Dtype type,
                                      int64_t count, Reduction reduction,
                                      unsigned axisMask) override {
     auto req = request("all_reduce", axisMask);
@@ -378,7 +377,7 @@ public:
     }
     return start(std::move(req), type, count, [=](Pending &pend) {
       MPI_Op op = mpiOp(type, reduction == Reduction::Max);
-      int64_t bytes = dataTypeBytes(type);
+      int64_t bytes = dtypeBytes(type);
       forEachPiece(count, [&](int64_t offset, int length) {
         check(MPI_Iallreduce(static_cast<const char *>(in) + offset * bytes,
                              static_cast<char *>(out) + offset * bytes, length,
@@ -388,7 +387,7 @@ public:
     });
   }
 
-  std::unique_ptr<Request> allToAll(const void *in, void *out, DataType type,
+  std::unique_ptr<Request> allToAll(const void *in, void *out, Dtype type,
                                     int64_t splitOuter, int64_t splitDim,
                                     int64_t splitInner, int64_t concatOuter,
                                     int64_t concatDim, int64_t concatInner,
@@ -396,15 +395,15 @@ public:
     auto req = request("all_to_all", axisMask);
     int64_t parts = groupSize(axisMask);
     // Pack part p (a slice of the split dimension) contiguously, rank-major.
-    int64_t total = splitOuter * splitDim * splitInner * dataTypeBytes(type);
+    int64_t total = splitOuter * splitDim * splitInner * dtypeBytes(type);
     char *send = req->scratch(2 * total, staging);
     rearrange(static_cast<const char *>(in), send, splitOuter, parts,
-              splitDim / parts, splitDim, splitInner * dataTypeBytes(type),
+              splitDim / parts, splitDim, splitInner * dtypeBytes(type),
               /*toRankMajor=*/true);
     char *recv = send + total;
-    int64_t count = total / dataTypeBytes(type) / parts;
+    int64_t count = total / dtypeBytes(type) / parts;
     char *final = static_cast<char *>(out);
-    int64_t rowBytes = concatInner * dataTypeBytes(type);
+    int64_t rowBytes = concatInner * dtypeBytes(type);
     // Part q from rank q lands at offset q of the concat dimension.
     req->then = [recv, final, concatOuter, parts, concatDim, rowBytes] {
       rearrange(recv, final, concatOuter, parts, concatDim, parts * concatDim,
@@ -419,7 +418,7 @@ public:
         return;
       }
       // Too large for one message: a send/receive pair per peer and piece.
-      int64_t bytes = dataTypeBytes(type);
+      int64_t bytes = dtypeBytes(type);
       forEachPiece(count, [&](int64_t offset, int length) {
         for (int64_t q = 0; q < parts; ++q) {
           int64_t at = (q * count + offset) * bytes;
@@ -434,14 +433,14 @@ public:
     });
   }
 
-  std::unique_ptr<Request> broadcast(const void *in, void *out, DataType type,
+  std::unique_ptr<Request> broadcast(const void *in, void *out, Dtype type,
                                      int64_t count, int64_t root,
                                      unsigned axisMask) override {
     auto req = request("broadcast", axisMask);
     if (in != out)
-      std::memcpy(out, in, count * dataTypeBytes(type));
+      std::memcpy(out, in, count * dtypeBytes(type));
     return start(std::move(req), type, count, [=](Pending &pend) {
-      int64_t bytes = dataTypeBytes(type);
+      int64_t bytes = dtypeBytes(type);
       forEachPiece(count, [&](int64_t offset, int length) {
         check(MPI_Ibcast(static_cast<char *>(out) + offset * bytes, length,
                          mpiType(type), int(root), group(axisMask), pend.add()),
@@ -450,7 +449,7 @@ public:
     });
   }
 
-  std::unique_ptr<Request> sendRecv(const void *in, void *out, DataType type,
+  std::unique_ptr<Request> sendRecv(const void *in, void *out, Dtype type,
                                     int64_t count, int64_t shift,
                                     unsigned axisMask) override {
     auto req = request("send_recv", axisMask);
@@ -461,7 +460,7 @@ public:
       MPI_Comm_rank(comm, &me);
       int to = int(((me + shift) % size + size) % size);
       int from = int(((me - shift) % size + size) % size);
-      int64_t bytes = dataTypeBytes(type);
+      int64_t bytes = dtypeBytes(type);
       forEachPiece(count, [&](int64_t offset, int length) {
         check(MPI_Irecv(static_cast<char *>(out) + offset * bytes, length,
                         mpiType(type), from, kSendRecvTag, comm, pend.add()),
@@ -473,13 +472,13 @@ public:
     });
   }
 
-  std::unique_ptr<Request> send(const void *in, DataType type, int64_t count,
+  std::unique_ptr<Request> send(const void *in, Dtype type, int64_t count,
                                 int64_t peer, int tag) override {
     return pointToPoint("send", const_cast<void *>(in), /*sending=*/true, type,
                         count, peer, tag);
   }
 
-  std::unique_ptr<Request> recv(void *out, DataType type, int64_t count,
+  std::unique_ptr<Request> recv(void *out, Dtype type, int64_t count,
                                 int64_t peer, int tag) override {
     return pointToPoint("recv", out, /*sending=*/false, type, count, peer, tag);
   }
@@ -487,12 +486,12 @@ public:
   /// A pipeline transfer with the stage `peer` (send reads `buffer`, recv
   /// writes it), in pieces of at most maxMessageCount() elements.
   std::unique_ptr<Request> pointToPoint(const char *name, void *buffer,
-                                        bool sending, DataType type,
-                                        int64_t count, int64_t peer, int tag) {
+                                        bool sending, Dtype type, int64_t count,
+                                        int64_t peer, int tag) {
     return start(
         request(name, 1u << kPP), type, count,
         [=](Pending &pend) {
-          int64_t bytes = dataTypeBytes(type);
+          int64_t bytes = dtypeBytes(type);
           // The pp group is ordered by world rank, i.e. by pipeline
           // coordinate.
           MPI_Comm comm = group(1u << kPP);
@@ -543,7 +542,7 @@ private:
   /// larger buffer (nccl-tests' size): on the progress thread when it runs
   /// (in issue order, so every rank's order on a communicator is its
   /// program's), else now.
-  std::unique_ptr<Request> start(std::unique_ptr<MPIRequest> req, DataType type,
+  std::unique_ptr<Request> start(std::unique_ptr<MPIRequest> req, Dtype type,
                                  int64_t count,
                                  std::function<void(Pending &)> issue,
                                  int64_t peer = -1);
@@ -628,12 +627,12 @@ bool MPIRequest::test() {
 }
 
 std::unique_ptr<Request>
-MPICommunicator::start(std::unique_ptr<MPIRequest> req, DataType type,
+MPICommunicator::start(std::unique_ptr<MPIRequest> req, Dtype type,
                        int64_t count, std::function<void(Pending &)> issue,
                        int64_t peer) {
   Pending &pend = *req->pending;
   pend.issued = StepTrace::now();
-  pend.bytes = count * dataTypeBytes(type);
+  pend.bytes = count * dtypeBytes(type);
   pend.record = recordIssued(pend.collective, pend.axisMask, type, count,
                              pend.issued, peer);
   if (!running_) {

@@ -14,7 +14,18 @@ int64_t titanrt::numel(const std::vector<int64_t> &shape) {
 
 Manifest titanrt::parseManifest(const char *text) {
   llvm::Expected<Manifest> m = titan::manifest::parseManifest(text);
-  if (!m)
-    fatal("corrupt executable: " + llvm::toString(m.takeError()));
+  if (!m) {
+    // An executable of another runtime ABI is not corrupt: say so plainly.
+    std::string message;
+    llvm::handleAllErrors(
+        m.takeError(),
+        [&](const titan::manifest::ABIVersionError &e) {
+          message = e.message();
+        },
+        [&](const llvm::ErrorInfoBase &e) {
+          message = "corrupt executable: " + e.message();
+        });
+    fatal(message);
+  }
   return std::move(*m);
 }

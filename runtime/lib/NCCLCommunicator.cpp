@@ -80,22 +80,24 @@ void checkNccl(ncclResult_t rc, const char *what) {
                : ""));
 }
 
-ncclDataType_t ncclType(DataType type) {
+ncclDataType_t ncclType(Dtype type) {
   switch (type) {
-  case DataType::F32:
+  case Dtype::f32:
     return ncclFloat32;
-  case DataType::F64:
+  case Dtype::f64:
     return ncclFloat64;
-  case DataType::BF16:
+  case Dtype::bf16:
     return ncclBfloat16;
-  case DataType::F16:
+  case Dtype::f16:
     return ncclFloat16;
-  case DataType::I32:
+  case Dtype::i32:
     return ncclInt32;
-  case DataType::F8E4M3FN:
-  case DataType::F8E5M2:
+  case Dtype::i64:
+    return ncclInt64;
+  case Dtype::f8E4M3FN:
+  case Dtype::f8E5M2:
 #if NCCL_VERSION_CODE >= NCCL_VERSION(2, 24, 0)
-    return type == DataType::F8E4M3FN ? ncclFloat8e4m3 : ncclFloat8e5m2;
+    return type == Dtype::f8E4M3FN ? ncclFloat8e4m3 : ncclFloat8e5m2;
 #else
     // Moved as bytes: gathers and copies only (reductions need NCCL 2.24).
     return ncclUint8;
@@ -272,7 +274,7 @@ public:
       cudaStreamDestroy(stream);
   }
 
-  std::unique_ptr<Request> allGather(const void *in, void *out, DataType type,
+  std::unique_ptr<Request> allGather(const void *in, void *out, Dtype type,
                                      int64_t outer, int64_t dimSize,
                                      int64_t inner, int64_t gatheredSize,
                                      unsigned axisMask,
@@ -282,13 +284,13 @@ public:
     int64_t count = outer * dimSize * inner;
     bool direct = outer == 1 && gatheredSize == parts * dimSize;
     char *recv = direct ? static_cast<char *>(out)
-                        : scratch(parts * count * dataTypeBytes(type), planned);
+                        : scratch(parts * count * dtypeBytes(type), planned);
     checkNccl(ncclAllGather(in, recv, count, ncclType(type), group(axisMask),
                             stream_),
               "all_gather");
     if (!direct) {
       rearrange(recv, static_cast<char *>(out), outer, parts, dimSize,
-                gatheredSize, inner * dataTypeBytes(type),
+                gatheredSize, inner * dtypeBytes(type),
                 /*toRankMajor=*/false, stream_);
       if (!planned)
         release(recv);
@@ -296,10 +298,9 @@ public:
     return end("all_gather", axisMask, type, parts * count);
   }
 
-  std::unique_ptr<Request> reduceScatter(const void *in, void *out,
-                                         DataType type, int64_t outer,
-                                         int64_t dimSize, int64_t inner,
-                                         unsigned axisMask,
+  std::unique_ptr<Request> reduceScatter(const void *in, void *out, Dtype type,
+                                         int64_t outer, int64_t dimSize,
+                                         int64_t inner, unsigned axisMask,
                                          void *planned) override {
     begin("reduce_scatter", axisMask, in, out);
     int64_t parts = groupSize(axisMask);
@@ -308,9 +309,9 @@ public:
     const char *send = static_cast<const char *>(in);
     char *packed = nullptr;
     if (outer > 1 || rows * parts != dimSize) {
-      packed = scratch(parts * count * dataTypeBytes(type), planned);
+      packed = scratch(parts * count * dtypeBytes(type), planned);
       rearrange(send, packed, outer, parts, rows, dimSize,
-                inner * dataTypeBytes(type),
+                inner * dtypeBytes(type),
                 /*toRankMajor=*/true, stream_);
       send = packed;
     }
@@ -322,7 +323,7 @@ public:
     return end("reduce_scatter", axisMask, type, parts * count);
   }
 
-  std::unique_ptr<Request> allReduce(const void *in, void *out, DataType type,
+  std::unique_ptr<Request> allReduce(const void *in, void *out, Dtype type,
                                      int64_t count, Reduction reduction,
                                      unsigned axisMask) override {
     begin("all_reduce", axisMask, in, out);
@@ -335,18 +336,18 @@ public:
     return end("all_reduce", axisMask, type, count);
   }
 
-  std::unique_ptr<Request> allToAll(const void *in, void *out, DataType type,
+  std::unique_ptr<Request> allToAll(const void *in, void *out, Dtype type,
                                     int64_t splitOuter, int64_t splitDim,
                                     int64_t splitInner, int64_t concatOuter,
                                     int64_t concatDim, int64_t concatInner,
                                     unsigned axisMask, void *planned) override {
     begin("all_to_all", axisMask, in, out);
     int64_t parts = groupSize(axisMask);
-    int64_t total = splitOuter * splitDim * splitInner * dataTypeBytes(type);
+    int64_t total = splitOuter * splitDim * splitInner * dtypeBytes(type);
     int64_t partBytes = total / parts;
     char *send = scratch(2 * total, planned), *recv = send + total;
     rearrange(static_cast<const char *>(in), send, splitOuter, parts,
-              splitDim / parts, splitDim, splitInner * dataTypeBytes(type),
+              splitDim / parts, splitDim, splitInner * dtypeBytes(type),
               /*toRankMajor=*/true, stream_);
     ncclComm_t comm = group(axisMask);
     checkNccl(ncclGroupStart(), "group start");
@@ -360,7 +361,7 @@ public:
     }
     checkNccl(ncclGroupEnd(), "group end");
     rearrange(recv, static_cast<char *>(out), concatOuter, parts, concatDim,
-              parts * concatDim, concatInner * dataTypeBytes(type),
+              parts * concatDim, concatInner * dtypeBytes(type),
               /*toRankMajor=*/false, stream_);
     if (!planned)
       release(send);
@@ -368,7 +369,7 @@ public:
                splitOuter * splitDim * splitInner);
   }
 
-  std::unique_ptr<Request> broadcast(const void *in, void *out, DataType type,
+  std::unique_ptr<Request> broadcast(const void *in, void *out, Dtype type,
                                      int64_t count, int64_t root,
                                      unsigned axisMask) override {
     begin("broadcast", axisMask, in, out);
@@ -382,17 +383,16 @@ public:
   // matches sends and receives in issue order, and a send blocks its
   // stream until the peer receives): titan-compile rejects pipeline
   // parallelism on the CUDA target until they exist.
-  std::unique_ptr<Request> send(const void *, DataType, int64_t, int64_t,
+  std::unique_ptr<Request> send(const void *, Dtype, int64_t, int64_t,
                                 int) override {
     fatal("pipeline-parallel transfers are not implemented on NCCL yet");
   }
-  std::unique_ptr<Request> recv(void *, DataType, int64_t, int64_t,
-                                int) override {
+  std::unique_ptr<Request> recv(void *, Dtype, int64_t, int64_t, int) override {
     fatal("pipeline-parallel transfers are not implemented on NCCL yet");
   }
   int maxPeerTag() const override { return 0; }
 
-  std::unique_ptr<Request> sendRecv(const void *in, void *out, DataType type,
+  std::unique_ptr<Request> sendRecv(const void *in, void *out, Dtype type,
                                     int64_t count, int64_t shift,
                                     unsigned axisMask) override {
     begin("send_recv", axisMask, in, out);
@@ -553,11 +553,11 @@ private:
   /// `count` elements of `type` in its larger buffer (nccl-tests' size)
   /// go into the flight record, whose entry the watchdog completes.
   std::unique_ptr<Request> end(const char *collective, unsigned axisMask,
-                               DataType type, int64_t count) {
+                               Dtype type, int64_t count) {
     auto req = std::make_unique<NCCLRequest>(events_, compute_);
     req->collective = collective;
     req->axisMask = axisMask;
-    int64_t bytes = count * dataTypeBytes(type);
+    int64_t bytes = count * dtypeBytes(type);
     req->bytes = bytes;
     checkCuda(cudaEventRecord(req->done, stream_), "event record");
     if (launchOrder_ == NCCLLaunchOrder::Serialized) {

@@ -21,7 +21,7 @@ namespace {
 constexpr uint64_t kUntouched = 0x7ff4dead7ff4deadull;
 
 /// Boundary tensors travel as bytes (MPI moves the 8-bit type as bytes).
-constexpr DataType kBytes = DataType::F8E4M3FN;
+constexpr Dtype kBytes = Dtype::f8E4M3FN;
 
 using Slot = std::pair<int64_t, int64_t>; ///< offset, bytes
 } // namespace

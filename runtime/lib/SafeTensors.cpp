@@ -44,28 +44,47 @@ std::string shapeString(const std::vector<int64_t> &shape) {
 
 } // namespace
 
-std::string titanrt::safetensorsDtype(const std::string &exportDtype) {
-  return exportDtype == "bfloat16"  ? "BF16"
-         : exportDtype == "float16" ? "F16"
-                                    : "F32";
+const char *titanrt::safetensorsName(Dtype dtype) {
+  switch (dtype) {
+  case Dtype::f32:
+    return "F32";
+  case Dtype::f64:
+    return "F64";
+  case Dtype::bf16:
+    return "BF16";
+  case Dtype::f16:
+    return "F16";
+  case Dtype::i32:
+    return "I32";
+  case Dtype::i64:
+    return "I64";
+  case Dtype::f8E4M3FN:
+    return "F8_E4M3";
+  case Dtype::f8E5M2:
+    return "F8_E5M2";
+  }
+  return "?";
 }
 
-int64_t titanrt::safetensorsElementSize(const std::string &dtype) {
-  return dtype == "F32" ? 4 : 2;
+std::optional<Dtype> titanrt::parseSafetensorsName(llvm::StringRef name) {
+  for (Dtype dtype : titan::kDtypes)
+    if (name == safetensorsName(dtype))
+      return dtype;
+  return std::nullopt;
 }
 
 std::string titanrt::safetensorsHeader(const std::vector<TensorRef> &tensors,
-                                       const std::string &dtype,
+                                       Dtype dtype,
                                        std::vector<int64_t> &dataStart,
                                        int64_t &fileBytes) {
-  int64_t elementSize = safetensorsElementSize(dtype);
+  int64_t elementSize = dtypeBytes(dtype);
   llvm::json::Object header;
   std::vector<int64_t> offsets;
   int64_t offset = 0;
   for (const TensorRef &t : tensors) {
     int64_t bytes = t.numel() * elementSize;
     header[t.name] = llvm::json::Object{
-        {"dtype", dtype},
+        {"dtype", safetensorsName(dtype)},
         {"shape", llvm::json::Array(llvm::ArrayRef<int64_t>(t.shape))},
         {"data_offsets", llvm::json::Array{offset, offset + bytes}}};
     offsets.push_back(offset);
@@ -89,13 +108,21 @@ std::string titanrt::safetensorsHeader(const std::vector<TensorRef> &tensors,
   return bytes;
 }
 
-void titanrt::encodeElements(const float *in, int64_t count,
-                             const std::string &dtype, char *out) {
-  if (dtype == "F32") {
+/// Stops the run unless `dtype` is one the writer encodes floats to.
+static void requireWritableDtype(Dtype dtype) {
+  if (dtype != Dtype::f32 && dtype != Dtype::bf16 && dtype != Dtype::f16)
+    fatal(std::string("cannot write safetensors of dtype '") +
+          titan::dtypeName(dtype) + "' (supported: f32, bf16, f16)");
+}
+
+void titanrt::encodeElements(const float *in, int64_t count, Dtype dtype,
+                             char *out) {
+  requireWritableDtype(dtype);
+  if (dtype == Dtype::f32) {
     std::memcpy(out, in, size_t(count) * 4);
     return;
   }
-  bool bf16 = dtype == "BF16";
+  bool bf16 = dtype == Dtype::bf16;
   for (int64_t i = 0; i < count; ++i) {
     uint16_t h = bf16 ? floatToBf16(in[i]) : floatToF16(in[i]);
     std::memcpy(out + 2 * i, &h, 2);
@@ -104,7 +131,8 @@ void titanrt::encodeElements(const float *in, int64_t count,
 
 void titanrt::writeSafetensors(const std::string &path,
                                const std::vector<TensorRef> &tensors,
-                               const std::string &dtype) {
+                               Dtype dtype) {
+  requireWritableDtype(dtype);
   std::vector<int64_t> dataStart;
   int64_t fileBytes = 0;
   std::string header = safetensorsHeader(tensors, dtype, dataStart, fileBytes);
@@ -115,7 +143,7 @@ void titanrt::writeSafetensors(const std::string &path,
     at += int64_t(bytes);
   };
   writeAll(header.data(), header.size());
-  int64_t elementSize = safetensorsElementSize(dtype);
+  int64_t elementSize = dtypeBytes(dtype);
   std::vector<char> narrow;
   for (const TensorRef &t : tensors) {
     if (elementSize == 4) {
@@ -185,11 +213,12 @@ SafetensorsReader::SafetensorsReader(const std::string &path,
     if (shape != t.shape)
       fatal("checkpoint '" + path + "': tensor '" + t.name + "' has shape " +
             shapeString(shape) + ", the model expects " + shapeString(t.shape));
-    std::string dtype = info->getString("dtype").value_or("").str();
-    int64_t elementSize = dtype == "F32" ? 4 : 2;
-    if (dtype != "F32" && dtype != "BF16" && dtype != "F16")
+    llvm::StringRef name = info->getString("dtype").value_or("");
+    std::optional<Dtype> dtype = parseSafetensorsName(name);
+    if (dtype != Dtype::f32 && dtype != Dtype::bf16 && dtype != Dtype::f16)
       fatal("checkpoint '" + path + "': tensor '" + t.name + "' has dtype '" +
-            dtype + "' (supported: F32, BF16, F16)");
+            name.str() + "' (supported: F32, BF16, F16)");
+    int64_t elementSize = dtypeBytes(*dtype);
     const llvm::json::Array *offsets = info->getArray("data_offsets");
     int64_t begin = offsets && offsets->size() == 2
                         ? (*offsets)[0].getAsInteger().value_or(-1)
@@ -205,9 +234,7 @@ SafetensorsReader::SafetensorsReader(const std::string &path,
             "' ends at byte " + std::to_string(end) + " of " +
             std::to_string(dataSize));
     ranges.push_back({begin, end});
-    tensors_.push_back({dataStart + begin, dtype == "F32"    ? 0
-                                           : dtype == "BF16" ? 1
-                                                             : 2});
+    tensors_.push_back({dataStart + begin, *dtype});
   }
   // The tensors' bytes tile the data exactly: no tensor overlaps another
   // (a header whose offsets all start at 0 would load the same bytes into
@@ -236,12 +263,13 @@ SafetensorsReader::~SafetensorsReader() {
 void SafetensorsReader::read(size_t index, int64_t first, int64_t count,
                              float *out) const {
   const Tensor &t = tensors_[index];
-  if (t.dtype == 0) {
+  if (t.dtype == Dtype::f32) {
     readFully(fd_, out, size_t(4 * count), t.offset + 4 * first, path_);
     return;
   }
   std::vector<uint16_t> narrow(static_cast<size_t>(count));
   readFully(fd_, narrow.data(), size_t(2 * count), t.offset + 2 * first, path_);
   for (int64_t i = 0; i < count; ++i)
-    out[i] = t.dtype == 1 ? bf16ToFloat(narrow[i]) : f16ToFloat(narrow[i]);
+    out[i] =
+        t.dtype == Dtype::bf16 ? bf16ToFloat(narrow[i]) : f16ToFloat(narrow[i]);
 }

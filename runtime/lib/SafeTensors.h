@@ -3,12 +3,19 @@
 #ifndef TITANRT_LIB_SAFETENSORS_H
 #define TITANRT_LIB_SAFETENSORS_H
 
+#include "titan/Contract/Dtype.h"
+
+#include "llvm/ADT/StringRef.h"
+
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 namespace titanrt {
+
+using titan::Dtype;
 
 /// A named float32 tensor in memory.
 struct TensorRef {
@@ -18,30 +25,29 @@ struct TensorRef {
   int64_t numel() const;
 };
 
-/// The element type of a safetensors file's tensors from an export_dtype
-/// ("float32" | "bfloat16" | "float16"): "F32", "BF16" or "F16".
-std::string safetensorsDtype(const std::string &exportDtype);
-int64_t safetensorsElementSize(const std::string &dtype);
+/// The safetensors format's name of `dtype` ("F32", "BF16", ...).
+const char *safetensorsName(Dtype dtype);
+/// The Dtype the safetensors format names `name`, if any.
+std::optional<Dtype> parseSafetensorsName(llvm::StringRef name);
 
 /// The start of a safetensors file holding `tensors` (names and shapes; data
 /// unused) in `dtype`, in order: the 8-byte header length and the header.
 /// `dataStart[i]` is set to the file offset of tensor i's first byte, and
 /// `fileBytes` to the whole file's size.
 std::string safetensorsHeader(const std::vector<TensorRef> &tensors,
-                              const std::string &dtype,
-                              std::vector<int64_t> &dataStart,
+                              Dtype dtype, std::vector<int64_t> &dataStart,
                               int64_t &fileBytes);
 
-/// Writes `tensors` to a new file `path` in `dtype` and fsyncs it. The
+/// Writes `tensors` to a new file `path` in `dtype` (f32, bf16 or f16;
+/// any other is a fatal error) and fsyncs it. The
 /// caller makes the save atomic (checkpoints are written into a temporary
 /// folder that is renamed when complete).
 void writeSafetensors(const std::string &path,
-                      const std::vector<TensorRef> &tensors,
-                      const std::string &dtype);
+                      const std::vector<TensorRef> &tensors, Dtype dtype);
 
-/// Converts `count` floats to `dtype`'s little-endian bytes at `out`.
-void encodeElements(const float *in, int64_t count, const std::string &dtype,
-                    char *out);
+/// Converts `count` floats to `dtype`'s (f32, bf16 or f16; any other is a
+/// fatal error) little-endian bytes at `out`.
+void encodeElements(const float *in, int64_t count, Dtype dtype, char *out);
 
 /// A safetensors file opened for reading, its header checked against the
 /// tensors the model expects before any data is read; each rank then reads
@@ -67,7 +73,7 @@ public:
 private:
   struct Tensor {
     int64_t offset; ///< of its first byte in the file
-    int dtype;      ///< 0: F32, 1: BF16, 2: F16
+    Dtype dtype;    ///< f32, bf16 or f16
   };
   std::string path_;
   int fd_ = -1;

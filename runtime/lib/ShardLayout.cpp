@@ -30,12 +30,11 @@ Box titanrt::shardBox(const Manifest::Param &p,
   Box box{std::vector<int64_t>(p.shape.size(), 0), p.shape};
   for (size_t d = 0; d < p.shape.size(); ++d) {
     const std::vector<MeshAxis> &axes = p.dimAxes[d];
-    // The trailing storage axes (dp_replicate, FSDP's dp_shard, and cp as
-    // TorchTitan's dp_shard_cp) are one group of ceil-sized parts, as the
-    // compiler's #dist.sharding (isStorageAxis) and its gathers treat them.
+    // The trailing storage axes (MeshAxes.h: FSDP's) are one group of
+    // ceil-sized parts, as the compiler's #dist.sharding (isStorageAxis)
+    // and its gathers treat them.
     size_t group = axes.size();
-    while (group > 0 && (axes[group - 1] == kDPReplicate ||
-                         axes[group - 1] == kDPShard || axes[group - 1] == kCP))
+    while (group > 0 && titan::mesh::axisInfo(axes[group - 1]).storage)
       --group;
     int64_t n = p.shape[d];
     auto take = [&](int64_t parts, int64_t c) {
@@ -61,7 +60,7 @@ bool titanrt::writesShard(const Manifest::Param &p,
   unsigned sharded = p.shardMask();
   for (unsigned a = 0; a < kNumAxes; ++a) {
     // A pipeline stage's parameter lives on its pipeline rank only.
-    if (a == kPP && p.pipelineRank >= 0) {
+    if (titan::mesh::axisInfo(MeshAxis(a)).pipeline && p.pipelineRank >= 0) {
       if (coords[a] != p.pipelineRank)
         return false;
       continue;

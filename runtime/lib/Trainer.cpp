@@ -776,10 +776,22 @@ private:
   std::unique_ptr<Validator> makeValidator();
   /// Prints and records the validation loss after step `step` (from 0).
   void logValidation(int64_t step, const ValidationResult &result);
-  /// The rank's part of each sample's sequence: its cp rank's load-balanced
-  /// chunks.
+  /// The rank's part of each sample's sequence: its chunks over the axes
+  /// that split the sequence (MeshAxes.h), as the manifest says they split
+  /// it.
   SequenceShard sequenceShard() const {
-    return {m.mesh[kCP], comm ? comm->coordinate(kCP) : 0};
+    SequenceShard shard;
+    shard.loadBalanced = false;
+    std::vector<MeshAxis> axes;
+    for (const titan::mesh::AxisInfo &axis : titan::mesh::kAxes)
+      if (axis.sequence) {
+        axes.push_back(axis.axis);
+        shard.degree *= m.mesh[axis.axis];
+        shard.loadBalanced |=
+            (m.loadBalancedAxes & titan::mesh::axisBit(axis.axis)) != 0;
+      }
+    shard.rank = comm ? comm->groupIndex(axes) : 0;
+    return shard;
   }
   /// The data this rank reads: its data-parallel share, its part of each
   /// sequence.

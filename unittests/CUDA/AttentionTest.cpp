@@ -40,7 +40,7 @@ const Case kCases[] = {
 
 struct Inputs {
   std::vector<float> q, k, v, dout;
-  Inputs(const Case &c, ElementType t) {
+  Inputs(const Case &c, Dtype t) {
     size_t nq = size_t(c.batch * c.seq * c.qHeads * c.headDim);
     size_t nk = size_t(c.batch * c.seq * c.kvHeads * c.headDim);
     q = rounded(random(nq, 1, -2, 2), t);
@@ -53,7 +53,7 @@ struct Inputs {
 /// The CPU kernels' results: out, lse, dq, dk, dv.
 struct Expected {
   std::vector<float> out, lse, dq, dk, dv;
-  Expected(const Case &c, const Inputs &in, double scale, ElementType t) {
+  Expected(const Case &c, const Inputs &in, double scale, Dtype t) {
     out.resize(in.q.size());
     lse.resize(size_t(c.batch * c.qHeads * c.seq));
     std::vector<float> ws(size_t(
@@ -77,7 +77,7 @@ struct Expected {
   }
 };
 
-void check(ElementType t, bool flash, bool deterministic = false) {
+void check(Dtype t, bool flash, bool deterministic = false) {
   CudnnAttention cudnn;
   for (const Case &c : kCases) {
     SCOPED_TRACE("B " + std::to_string(c.batch) + " S " +
@@ -91,12 +91,12 @@ void check(ElementType t, bool flash, bool deterministic = false) {
     DeviceBuffer q(in.q, t), k(in.k, t), v(in.v, t), dout(in.dout, t);
     DeviceBuffer out(in.q.size(), t), dq(in.q.size(), t), dk(in.k.size(), t),
         dv(in.v.size(), t);
-    DeviceBuffer lse(want.lse.size(), ElementType::F32);
+    DeviceBuffer lse(want.lse.size(), Dtype::f32);
     size_t fwdBytes =
         size_t(titan::cuda::attentionWorkspaceBytes(c.batch, c.qHeads, c.seq));
     size_t bwdBytes = size_t(titan::cuda::attentionGradWorkspaceBytes(
         c.batch, c.qHeads, c.seq, c.headDim, deterministic));
-    DeviceBuffer workspace(std::max(fwdBytes, bwdBytes) / 4, ElementType::F32);
+    DeviceBuffer workspace(std::max(fwdBytes, bwdBytes) / 4, Dtype::f32);
     if (flash) {
       ASSERT_TRUE(cudnn.forward(
           t, q.ptr, k.ptr, v.ptr, out.ptr, static_cast<float *>(lse.ptr), s,
@@ -105,13 +105,13 @@ void check(ElementType t, bool flash, bool deterministic = false) {
       attentionReference(t, q.ptr, k.ptr, v.ptr, out.ptr,
                          static_cast<float *>(lse.ptr), s, scale, nullptr);
     }
-    double absolute = t == ElementType::F32 ? 1e-6 : 2e-2;
+    double absolute = t == Dtype::f32 ? 1e-6 : 2e-2;
     expectClose(out.read(), want.out, t, absolute, "out");
-    expectClose(lse.read(), want.lse, ElementType::F32,
-                t == ElementType::F32 ? 1e-6 : 1e-2, "lse");
+    expectClose(lse.read(), want.lse, Dtype::f32, t == Dtype::f32 ? 1e-6 : 1e-2,
+                "lse");
     // The backward from the CPU's forward results, so both sides start
     // from the same O and lse.
-    DeviceBuffer wantOut(want.out, t), wantLse(want.lse, ElementType::F32);
+    DeviceBuffer wantOut(want.out, t), wantLse(want.lse, Dtype::f32);
     auto backward = [&] {
       if (flash)
         ASSERT_TRUE(
@@ -138,17 +138,17 @@ void check(ElementType t, bool flash, bool deterministic = false) {
   }
 }
 
-TEST(Attention, ExactKernelsF32) { check(ElementType::F32, false); }
-TEST(Attention, ExactKernelsBF16) { check(ElementType::BF16, false); }
+TEST(Attention, ExactKernelsF32) { check(Dtype::f32, false); }
+TEST(Attention, ExactKernelsBF16) { check(Dtype::bf16, false); }
 TEST(Attention, CudnnFlashBF16) {
   if (!haveCudnnAttention())
     GTEST_SKIP() << "built without the cudnn-frontend headers";
-  check(ElementType::BF16, true);
+  check(Dtype::bf16, true);
 }
 TEST(Attention, CudnnFlashBF16Deterministic) {
   if (!haveCudnnAttention())
     GTEST_SKIP() << "built without the cudnn-frontend headers";
-  check(ElementType::BF16, true, true);
+  check(Dtype::bf16, true, true);
 }
 
 } // namespace

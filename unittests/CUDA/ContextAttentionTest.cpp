@@ -68,7 +68,7 @@ cpuForward(const Case &c, const ChunkLayout &layout,
   return {out, lse};
 }
 
-void check(ElementType t, bool deterministic = false) {
+void check(Dtype t, bool deterministic = false) {
   CudnnAttention cudnn;
   for (const Case &c : kCases) {
     double scale = 1.0 / std::sqrt(double(c.headDim));
@@ -79,9 +79,8 @@ void check(ElementType t, bool deterministic = false) {
         c.batch, c.qHeads, c.local(), c.headDim));
     size_t bwdBytes = size_t(titan::cuda::contextAttentionGradWorkspaceBytes(
         c.batch, c.qHeads, c.kvHeads, c.local(), c.headDim, deterministic));
-    DeviceBuffer workspace(std::max(fwdBytes, bwdBytes) / 4 + 1,
-                           ElementType::F32);
-    double absolute = t == ElementType::F32 ? 1e-6 : 2e-2;
+    DeviceBuffer workspace(std::max(fwdBytes, bwdBytes) / 4 + 1, Dtype::f32);
+    double absolute = t == Dtype::f32 ? 1e-6 : 2e-2;
     // Every rank's K/V in rank order: the all-gathered buffer, whose slices
     // are the ring's.
     std::vector<float> kAll =
@@ -104,9 +103,8 @@ void check(ElementType t, bool deterministic = false) {
           cpuForward(c, loadBalancedLayout(rank, c.degree, -1, c.local()), q,
                      kAll, vAll, scale);
       finalOut = rounded(finalOut, t);
-      DeviceBuffer gpuFinalOut(finalOut, t),
-          gpuFinalLse(finalLse, ElementType::F32);
-      DeviceBuffer merged(qn, t), mergedLse(finalLse.size(), ElementType::F32);
+      DeviceBuffer gpuFinalOut(finalOut, t), gpuFinalLse(finalLse, Dtype::f32);
+      DeviceBuffer merged(qn, t), mergedLse(finalLse.size(), Dtype::f32);
       std::vector<float> cpuMerged, cpuMergedLse;
       for (int64_t shift = -1; shift < c.degree; ++shift) {
         SCOPED_TRACE("kv_shift " + std::to_string(shift));
@@ -120,13 +118,13 @@ void check(ElementType t, bool deterministic = false) {
             slice(vAll, c.batch, gathered, kvWidth, owner * c.local(), keySeq);
         auto [out, lse] = cpuForward(c, layout, q, k, v, scale);
         DeviceBuffer gpuK(k, t), gpuV(v, t), gotOut(qn, t),
-            gotLse(lse.size(), ElementType::F32);
+            gotLse(lse.size(), Dtype::f32);
         contextAttention(cudnn, t, gpuQ.ptr, gpuK.ptr, gpuV.ptr, gotOut.ptr,
                          static_cast<float *>(gotLse.ptr), s, layout, scale,
                          workspace.ptr, fwdBytes, nullptr);
         expectClose(gotOut.read(), out, t, absolute, "out");
-        expectClose(gotLse.read(), lse, ElementType::F32,
-                    t == ElementType::F32 ? 1e-6 : 1e-2, "lse");
+        expectClose(gotLse.read(), lse, Dtype::f32,
+                    t == Dtype::f32 ? 1e-6 : 1e-2, "lse");
 
         // The backward of this K/V buffer from the final out and lse.
         std::vector<float> dq(qn), dk(k.size()), dv(v.size());
@@ -151,7 +149,7 @@ void check(ElementType t, bool deterministic = false) {
         // The ring's partials merged, on both sides, from the same ones.
         if (shift < 0)
           continue;
-        DeviceBuffer part(rounded(out, t), t), partLse(lse, ElementType::F32);
+        DeviceBuffer part(rounded(out, t), t), partLse(lse, Dtype::f32);
         PartialView into{merged.ptr, static_cast<float *>(mergedLse.ptr),
                          c.local(), c.local()};
         PartialView from{part.ptr, static_cast<float *>(partLse.ptr), c.local(),
@@ -170,16 +168,14 @@ void check(ElementType t, bool deterministic = false) {
         cpuMerged = rounded(cpuMerged, t);
       }
       expectClose(merged.read(), cpuMerged, t, absolute, "merged ring out");
-      expectClose(mergedLse.read(), cpuMergedLse, ElementType::F32, 1e-6,
+      expectClose(mergedLse.read(), cpuMergedLse, Dtype::f32, 1e-6,
                   "merged ring lse");
     }
   }
 }
 
-TEST(ContextAttention, ExactKernelsF32) { check(ElementType::F32); }
-TEST(ContextAttention, PairsBF16) { check(ElementType::BF16); }
-TEST(ContextAttention, PairsBF16Deterministic) {
-  check(ElementType::BF16, true);
-}
+TEST(ContextAttention, ExactKernelsF32) { check(Dtype::f32); }
+TEST(ContextAttention, PairsBF16) { check(Dtype::bf16); }
+TEST(ContextAttention, PairsBF16Deterministic) { check(Dtype::bf16, true); }
 
 } // namespace

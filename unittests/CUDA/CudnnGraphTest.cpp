@@ -53,7 +53,7 @@ double scaleOf(const AttentionShape &s) {
 std::vector<SdpaProblem> allPasses(const AttentionShape &s,
                                    const SdpaViews &views) {
   std::vector<SdpaProblem> problems;
-  for (ElementType type : {ElementType::BF16, ElementType::F16})
+  for (Dtype type : {Dtype::bf16, Dtype::f16})
     for (auto [backward, deterministic] :
          {std::pair(false, false), {true, false}, {true, true}})
       problems.push_back({backward, deterministic, type, s, views, scaleOf(s)});
@@ -159,7 +159,7 @@ TEST(CudnnGraph, ContextPairsOfOneRank) {
 /// carries cuDNN's reason.
 TEST(CudnnGraph, UnsupportedHeadDimIsReported) {
   AttentionShape s{1, 8192, 32, 8, 300};
-  SdpaProblem p{false,     false, ElementType::BF16, s, SdpaViews::whole(s.seq),
+  SdpaProblem p{false,     false, Dtype::bf16, s, SdpaViews::whole(s.seq),
                 scaleOf(s)};
   std::string error = validateSdpaGraph(p, kHopper);
   EXPECT_NE(error.find("cuDNN cannot run the flash-attention forward of B 1 "

@@ -34,12 +34,8 @@ inline std::vector<float> random(size_t n, uint32_t seed, float lo = -1,
   return v;
 }
 
-inline size_t elementBytes(ElementType t) {
-  return t == ElementType::F32 ? 4 : 2;
-}
-
-inline std::vector<float> rounded(std::vector<float> v, ElementType t) {
-  if (t == ElementType::BF16)
+inline std::vector<float> rounded(std::vector<float> v, Dtype t) {
+  if (t == Dtype::bf16)
     for (float &x : v)
       x = bf16ToFloat(floatToBf16(x));
   return v;
@@ -51,15 +47,15 @@ inline std::vector<float> rounded(std::vector<float> v, ElementType t) {
 struct DeviceBuffer {
   void *base = nullptr, *ptr = nullptr;
   size_t n;
-  ElementType type;
-  DeviceBuffer(const std::vector<float> &v, ElementType t, size_t offset = 0)
+  Dtype type;
+  DeviceBuffer(const std::vector<float> &v, Dtype t, size_t offset = 0)
       : n(v.size()), type(t) {
-    EXPECT_EQ(cudaMalloc(&base, (n + offset) * elementBytes(t) + 1),
+    EXPECT_EQ(cudaMalloc(&base, (n + offset) * size_t(dtypeBytes(t)) + 1),
               cudaSuccess);
-    ptr = static_cast<char *>(base) + offset * elementBytes(t);
-    std::vector<char> bytes(n * elementBytes(t));
+    ptr = static_cast<char *>(base) + offset * size_t(dtypeBytes(t));
+    std::vector<char> bytes(n * size_t(dtypeBytes(t)));
     for (size_t i = 0; i < n; ++i) {
-      if (t == ElementType::F32) {
+      if (t == Dtype::f32) {
         std::memcpy(bytes.data() + 4 * i, &v[i], 4);
       } else {
         uint16_t h = floatToBf16(v[i]);
@@ -68,16 +64,16 @@ struct DeviceBuffer {
     }
     cudaMemcpy(ptr, bytes.data(), bytes.size(), cudaMemcpyHostToDevice);
   }
-  DeviceBuffer(size_t n, ElementType t, size_t offset = 0)
+  DeviceBuffer(size_t n, Dtype t, size_t offset = 0)
       : DeviceBuffer(std::vector<float>(n, 0.0f), t, offset) {}
   ~DeviceBuffer() { cudaFree(base); }
   std::vector<float> read() const {
-    std::vector<char> bytes(n * elementBytes(type));
+    std::vector<char> bytes(n * size_t(dtypeBytes(type)));
     cudaDeviceSynchronize();
     cudaMemcpy(bytes.data(), ptr, bytes.size(), cudaMemcpyDeviceToHost);
     std::vector<float> v(n);
     for (size_t i = 0; i < n; ++i) {
-      if (type == ElementType::F32) {
+      if (type == Dtype::f32) {
         std::memcpy(&v[i], bytes.data() + 4 * i, 4);
       } else {
         uint16_t h;
@@ -100,9 +96,9 @@ template <typename T> struct DeviceArray {
 };
 
 inline void expectClose(const std::vector<float> &actual,
-                        const std::vector<float> &expected, ElementType t,
+                        const std::vector<float> &expected, Dtype t,
                         double absolute, const char *what) {
-  double unit = t == ElementType::F32 ? 1e-5 : std::ldexp(1.0, -7);
+  double unit = t == Dtype::f32 ? 1e-5 : std::ldexp(1.0, -7);
   for (size_t i = 0; i < expected.size(); ++i) {
     if (actual[i] == expected[i]) // equal infinities (lse -inf) too
       continue;

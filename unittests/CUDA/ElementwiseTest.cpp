@@ -35,7 +35,7 @@ struct Layout {
 const Layout kLayouts[] = {{100003, 0}, {13, 0}, {100003, 1}, {4095, 1}};
 
 TEST(Elementwise, Arithmetic) {
-  for (ElementType t : {ElementType::F32, ElementType::BF16})
+  for (Dtype t : {Dtype::f32, Dtype::bf16})
     for (Layout l : kLayouts) {
       SCOPED_TRACE("n " + std::to_string(l.n) + " offset " +
                    std::to_string(l.offset));
@@ -79,9 +79,9 @@ TEST(Elementwise, Arithmetic) {
 // element does not depend on the path.
 TEST(Elementwise, PacksAndElementsAgreeBitwise) {
   size_t n = 4099;
-  std::vector<float> a = rounded(random(n, 4, -4, 4), ElementType::BF16),
-                     b = rounded(random(n, 5, -4, 4), ElementType::BF16);
-  for (ElementType t : {ElementType::F32, ElementType::BF16}) {
+  std::vector<float> a = rounded(random(n, 4, -4, 4), Dtype::bf16),
+                     b = rounded(random(n, 5, -4, 4), Dtype::bf16);
+  for (Dtype t : {Dtype::f32, Dtype::bf16}) {
     DeviceBuffer da(a, t), db(b, t), packed(n, t), ua(a, t, 1), ub(b, t, 1),
         single(n, t, 1);
     cuda::siluGrad(t, da.ptr, db.ptr, packed.ptr, int64_t(n), nullptr);
@@ -96,15 +96,13 @@ TEST(Elementwise, CastRoundsOnce) {
                  std::to_string(l.offset));
     size_t n = l.n;
     std::vector<float> x = random(n, 3, -100, 100);
-    DeviceBuffer f32(x, ElementType::F32, l.offset),
-        bf16(n, ElementType::BF16, l.offset),
-        back(n, ElementType::F32, l.offset);
-    cuda::cast(ElementType::F32, f32.ptr, ElementType::BF16, bf16.ptr,
-               int64_t(n), nullptr);
-    EXPECT_EQ(bf16.read(), rounded(x, ElementType::BF16));
-    cuda::cast(ElementType::BF16, bf16.ptr, ElementType::F32, back.ptr,
-               int64_t(n), nullptr);
-    EXPECT_EQ(back.read(), rounded(x, ElementType::BF16));
+    DeviceBuffer f32(x, Dtype::f32, l.offset), bf16(n, Dtype::bf16, l.offset),
+        back(n, Dtype::f32, l.offset);
+    cuda::cast(Dtype::f32, f32.ptr, Dtype::bf16, bf16.ptr, int64_t(n), nullptr);
+    EXPECT_EQ(bf16.read(), rounded(x, Dtype::bf16));
+    cuda::cast(Dtype::bf16, bf16.ptr, Dtype::f32, back.ptr, int64_t(n),
+               nullptr);
+    EXPECT_EQ(back.read(), rounded(x, Dtype::bf16));
   }
 }
 
@@ -114,7 +112,7 @@ TEST(Elementwise, LRScheduleMatchesTheCpuAtEveryStep) {
   for (int64_t s = 0; s < total; ++s)
     steps[size_t(s)] = s;
   DeviceArray<int64_t> dSteps(steps), dTotal(std::vector<int64_t>{total});
-  DeviceBuffer lr(1, ElementType::F32);
+  DeviceBuffer lr(1, Dtype::f32);
   for (int type : {0, 1, 2})
     for (int64_t s = 0; s < total; ++s) {
       cuda::lrSchedule(dSteps.ptr + s, dTotal.ptr, static_cast<float *>(lr.ptr),
@@ -133,13 +131,12 @@ TEST(Elementwise, RopeAnglesMatchTheCpu) {
         invFreq(static_cast<size_t>(pairs));
     kernels::ropeAngles(expected.data(), seq, pairs, 500000.0, scaled, 8.0, 1.0,
                         4.0, 8192.0, invFreq.data());
-    DeviceBuffer freqsCis(expected.size(), ElementType::F32);
+    DeviceBuffer freqsCis(expected.size(), Dtype::f32);
     cuda::ropeAngles(static_cast<float *>(freqsCis.ptr), seq, pairs, 500000.0,
                      scaled, 8.0, 1.0, 4.0, 8192.0, nullptr);
     // powf on the GPU and in glibc may differ by an ulp of the angle (up
     // to 299 rad here, an ulp of 3e-5), cosf and sinf by an ulp more.
-    expectClose(freqsCis.read(), expected, ElementType::F32, 4e-5,
-                "cos/sin table");
+    expectClose(freqsCis.read(), expected, Dtype::f32, 4e-5, "cos/sin table");
   }
 }
 

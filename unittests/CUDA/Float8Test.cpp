@@ -30,12 +30,12 @@ using namespace titanrt::cuda::test;
 
 namespace {
 
-std::vector<float> amaxOnDevice(const std::vector<float> &x, ElementType t,
+std::vector<float> amaxOnDevice(const std::vector<float> &x, Dtype t,
                                 int64_t rows, int64_t cols, int reduction) {
   DeviceBuffer in(x, t);
   size_t n = reduction == 0 ? 1 : reduction == 1 ? rows : cols;
   // A stale value the kernel must overwrite.
-  DeviceBuffer out(std::vector<float>(n, 123.0f), ElementType::F32);
+  DeviceBuffer out(std::vector<float>(n, 123.0f), Dtype::f32);
   amax(t, in.ptr, static_cast<float *>(out.ptr), rows, cols, reduction,
        nullptr);
   EXPECT_EQ(cudaDeviceSynchronize(), cudaSuccess);
@@ -64,7 +64,7 @@ TEST(Float8, AmaxMatchesTheCpuContract) {
   // Tall ones spread the column maxima over many row shares.
   for (Shape s : {Shape{1, 1}, Shape{7, 33}, Shape{5000, 100}, Shape{40000, 3},
                   Shape{2, 70000}})
-    for (ElementType t : {ElementType::F32, ElementType::BF16}) {
+    for (Dtype t : {Dtype::f32, Dtype::bf16}) {
       std::vector<float> x =
           rounded(random(size_t(s.rows * s.cols), 5, -8, 8), t);
       for (int reduction : {0, 1, 2}) {
@@ -79,23 +79,20 @@ TEST(Float8, AmaxMatchesTheCpuContract) {
 
 TEST(Float8, AmaxNaNWinsAndEmptyInputs) {
   std::vector<float> x = {1, -7, 2, NAN, -0.5f, 4};
-  EXPECT_TRUE(std::isnan(amaxOnDevice(x, ElementType::F32, 2, 3, 0)[0]));
-  std::vector<float> rows = amaxOnDevice(x, ElementType::F32, 2, 3, 1);
+  EXPECT_TRUE(std::isnan(amaxOnDevice(x, Dtype::f32, 2, 3, 0)[0]));
+  std::vector<float> rows = amaxOnDevice(x, Dtype::f32, 2, 3, 1);
   EXPECT_EQ(rows[0], 7.0f);
   EXPECT_TRUE(std::isnan(rows[1]));
-  std::vector<float> cols = amaxOnDevice(x, ElementType::F32, 2, 3, 2);
+  std::vector<float> cols = amaxOnDevice(x, Dtype::f32, 2, 3, 2);
   EXPECT_TRUE(std::isnan(cols[0]));
   EXPECT_EQ(cols[1], 7.0f);
   EXPECT_EQ(cols[2], 4.0f);
   // No rows: nothing to launch (and nothing written); no columns: zeros.
-  amax(ElementType::F32, nullptr, nullptr, 0, 5, 1, nullptr);
+  amax(Dtype::f32, nullptr, nullptr, 0, 5, 1, nullptr);
   EXPECT_EQ(cudaGetLastError(), cudaSuccess);
-  EXPECT_EQ(amaxOnDevice({}, ElementType::F32, 0, 3, 2),
-            std::vector<float>(3, 0.0f));
-  EXPECT_EQ(amaxOnDevice({}, ElementType::F32, 4, 0, 1),
-            std::vector<float>(4, 0.0f));
-  EXPECT_EQ(amaxOnDevice({}, ElementType::F32, 0, 0, 0),
-            std::vector<float>(1, 0.0f));
+  EXPECT_EQ(amaxOnDevice({}, Dtype::f32, 0, 3, 2), std::vector<float>(3, 0.0f));
+  EXPECT_EQ(amaxOnDevice({}, Dtype::f32, 4, 0, 1), std::vector<float>(4, 0.0f));
+  EXPECT_EQ(amaxOnDevice({}, Dtype::f32, 0, 0, 0), std::vector<float>(1, 0.0f));
 }
 
 TEST(Float8, TransposeBytesPastTheGridLimit) {
@@ -124,7 +121,7 @@ TEST(Float8, TransposeBytesPastTheGridLimit) {
 TEST(Float8, QuantizeMatchesTheCpuContract) {
   for (auto [rows, cols] :
        {std::pair<int64_t, int64_t>{33, 65}, {256, 48}, {3, 2100000}})
-    for (ElementType t : {ElementType::F32, ElementType::BF16})
+    for (Dtype t : {Dtype::f32, Dtype::bf16})
       for (int scaleMode : {0, 1, 2})
         for (bool e5m2 : {false, true}) {
           SCOPED_TRACE(testing::Message()
@@ -137,7 +134,7 @@ TEST(Float8, QuantizeMatchesTheCpuContract) {
                                              : scaleMode == 1 ? rows
                                                               : cols,
                                              22, 0.01f, 4);
-          Fp8Format format = e5m2 ? Fp8Format::E5M2 : Fp8Format::E4M3FN;
+          Dtype format = e5m2 ? Dtype::f8E5M2 : Dtype::f8E4M3FN;
           std::vector<uint8_t> expected(x.size());
           for (int64_t r = 0; r < rows; ++r)
             for (int64_t c = 0; c < cols; ++c) {
@@ -167,20 +164,18 @@ TEST(Float8, QuantizeMatchesTheCpuContract) {
 /// One float8 operand: its codes, their values, its scales.
 struct Operand {
   int64_t rows, cols;
-  ElementType type;
+  Dtype type;
   std::vector<uint8_t> codes;
   std::vector<float> values, scales;
   float value(int64_t r, int64_t c) const { return values[r * cols + c]; }
 };
 
-Operand makeOperand(int64_t rows, int64_t cols, ElementType type, size_t scales,
+Operand makeOperand(int64_t rows, int64_t cols, Dtype type, size_t scales,
                     uint32_t seed) {
   Operand o{rows, cols, type, {}, {}, {}};
-  Fp8Format format =
-      type == ElementType::F8E5M2 ? Fp8Format::E5M2 : Fp8Format::E4M3FN;
   for (float x : random(size_t(rows * cols), seed, -300, 300)) {
-    o.codes.push_back(floatToFp8(x, format, /*saturate=*/true));
-    o.values.push_back(fp8ToFloat(o.codes.back(), format));
+    o.codes.push_back(floatToFp8(x, type, /*saturate=*/true));
+    o.values.push_back(fp8ToFloat(o.codes.back(), type));
   }
   // Powers of two (the rowwise recipes') and others.
   std::vector<float> s = random(scales, seed + 1, 0.25f, 64.0f);
@@ -234,7 +229,7 @@ std::vector<uint8_t> transposedCodes(const Operand &o) {
 /// over their leading dimensions come transposed (no copies in the
 /// workspace), else the GEMM copies them.
 std::vector<float> scaledMatmulOnDevice(int form, const Operand &lhs,
-                                        const Operand &rhs, ElementType result,
+                                        const Operand &rhs, Dtype result,
                                         int64_t rows, int64_t cols,
                                         bool kMajor) {
   bool lhsT = kMajor && form == 2, rhsT = kMajor && form != 0;
@@ -261,22 +256,20 @@ std::vector<float> scaledMatmulOnDevice(int form, const Operand &lhs,
   return actual;
 }
 
-void runScaledMatmul(int form, int64_t m, int64_t k, int64_t n,
-                     ElementType lhsType, bool lhsRowwise, bool rhsRowwise,
-                     ElementType result) {
+void runScaledMatmul(int form, int64_t m, int64_t k, int64_t n, Dtype lhsType,
+                     bool lhsRowwise, bool rhsRowwise, Dtype result) {
   // Operand shapes and the result's as KernelABI.cpp's contract has them.
   int64_t lr = m, lc = form == 0 ? k : n;
   int64_t rr = form == 2 ? m : n, rc = k;
   int64_t rows = form == 2 ? n : m, cols = form == 0 ? n : k;
   int64_t depth = form == 0 ? k : form == 1 ? n : m;
   Operand lhs = makeOperand(lr, lc, lhsType, lhsRowwise ? rows : 1, 11);
-  Operand rhs =
-      makeOperand(rr, rc, ElementType::F8E4M3FN, rhsRowwise ? cols : 1, 12);
+  Operand rhs = makeOperand(rr, rc, Dtype::f8E4M3FN, rhsRowwise ? cols : 1, 12);
   SCOPED_TRACE(testing::Message()
                << "form " << form << ", m " << m << ", k " << k << ", n " << n
                << ", lhs " << (lhsRowwise ? "rowwise" : "tensorwise")
                << ", rhs " << (rhsRowwise ? "rowwise" : "tensorwise")
-               << (result == ElementType::BF16 ? ", bf16" : ", f32"));
+               << (result == Dtype::bf16 ? ", bf16" : ", f32"));
   std::vector<float> expected =
       scaledMatmulOnHost(form, lhs, rhs, rows, cols, depth);
   std::vector<float> size = magnitudes(form, lhs, rhs, rows, cols, depth);
@@ -287,7 +280,7 @@ void runScaledMatmul(int form, int64_t m, int64_t k, int64_t n,
   // differ by at most depth roundings of the terms' magnitude; bf16 adds
   // one rounding (2^-8 relative).
   double sums = double(depth + 2) * std::ldexp(1.0, -23);
-  double unit = result == ElementType::BF16 ? std::ldexp(1.0, -8) : 0;
+  double unit = result == Dtype::bf16 ? std::ldexp(1.0, -8) : 0;
   for (size_t i = 0; i < expected.size(); ++i)
     ASSERT_NEAR(actual[i], expected[i],
                 sums * size[i] + unit * std::fabs(expected[i]))
@@ -311,10 +304,9 @@ const Dims kDims[] = {{16, 16, 16}, {64, 128, 48}, {256, 96, 512}};
 TEST(Float8, ScaledMatmulTensorwise) {
   for (Dims d : kDims)
     for (int form : {0, 1, 2})
-      for (ElementType result : {ElementType::BF16, ElementType::F32}) {
+      for (Dtype result : {Dtype::bf16, Dtype::f32}) {
         // The linear's e4m3 x e4m3, the gradients' e5m2 x e4m3.
-        ElementType lhs =
-            form == 0 ? ElementType::F8E4M3FN : ElementType::F8E5M2;
+        Dtype lhs = form == 0 ? Dtype::f8E4M3FN : Dtype::f8E5M2;
         runScaledMatmul(form, d.m, d.k, d.n, lhs, false, false, result);
       }
 }
@@ -322,16 +314,16 @@ TEST(Float8, ScaledMatmulTensorwise) {
 TEST(Float8, ScaledMatmulRowwise) {
   for (Dims d : kDims)
     for (int form : {0, 1, 2})
-      for (ElementType result : {ElementType::BF16, ElementType::F32})
-        runScaledMatmul(form, d.m, d.k, d.n, ElementType::F8E4M3FN, true, true,
+      for (Dtype result : {Dtype::bf16, Dtype::f32})
+        runScaledMatmul(form, d.m, d.k, d.n, Dtype::f8E4M3FN, true, true,
                         result);
 }
 
 // rowwise_with_gw_hp's grad_input: dY per row, W one scale (broadcast).
 TEST(Float8, ScaledMatmulRowsTimesOneScale) {
   for (Dims d : kDims)
-    runScaledMatmul(1, d.m, d.k, d.n, ElementType::F8E4M3FN, true, false,
-                    ElementType::BF16);
+    runScaledMatmul(1, d.m, d.k, d.n, Dtype::f8E4M3FN, true, false,
+                    Dtype::bf16);
 }
 
 } // namespace

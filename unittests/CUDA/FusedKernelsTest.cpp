@@ -61,7 +61,7 @@ std::string describe(const RmsCase &c) {
 }
 
 TEST(FusedKernels, RmsNorm) {
-  for (ElementType t : {ElementType::F32, ElementType::BF16})
+  for (Dtype t : {Dtype::f32, Dtype::bf16})
     for (RmsCase c : kRms) {
       SCOPED_TRACE(describe(c));
       size_t n = size_t(c.rows * c.dim);
@@ -103,7 +103,7 @@ TEST(FusedKernels, RmsNorm) {
 // The fused residual add + RMSNorm: h bitwise the add kernel's, y bitwise
 // rms_norm's on that h (the unfused pair), both close to the CPU kernel.
 TEST(FusedKernels, AddRmsNormIsTheUnfusedPair) {
-  for (ElementType t : {ElementType::F32, ElementType::BF16})
+  for (Dtype t : {Dtype::f32, Dtype::bf16})
     for (RmsCase c : kRms) {
       SCOPED_TRACE(describe(c));
       size_t n = size_t(c.rows * c.dim);
@@ -130,7 +130,7 @@ TEST(FusedKernels, AddRmsNormIsTheUnfusedPair) {
 }
 
 TEST(FusedKernels, SwiGLU) {
-  for (ElementType t : {ElementType::F32, ElementType::BF16})
+  for (Dtype t : {Dtype::f32, Dtype::bf16})
     for (int64_t n : {1, 255, 256, 100003})
       for (size_t offset : {0, 1}) {
         SCOPED_TRACE("n " + std::to_string(n) + " offset " +
@@ -167,7 +167,7 @@ TEST(FusedKernels, Rope) {
       freqsCis.push_back(std::sin(angle));
     }
     DeviceArray<float> dFreqsCis(freqsCis);
-    for (ElementType t : {ElementType::F32, ElementType::BF16})
+    for (Dtype t : {Dtype::f32, Dtype::bf16})
       for (bool transpose : {false, true}) {
         std::vector<float> x = rounded(random(n, 8), t), y(n);
         kernels::rope(x.data(), freqsCis.data(), y.data(), batch, seq, heads,
@@ -191,7 +191,7 @@ TEST(FusedKernels, Embedding) {
   int32_t start = 20;
   DeviceArray<int32_t> tokensOnGpu(tokens), startOnGpu(std::vector{start});
   int32_t *dTokens = tokensOnGpu.ptr, *dStart = startOnGpu.ptr;
-  for (ElementType t : {ElementType::F32, ElementType::BF16}) {
+  for (Dtype t : {Dtype::f32, Dtype::bf16}) {
     std::vector<float> w = rounded(random(size_t(vocab * dim), 9), t),
                        y(size_t(n * dim)), shard(size_t(n * dim));
     kernels::embedding(w.data(), tokens.data(), y.data(), n, vocab, dim);
@@ -376,7 +376,7 @@ TEST(FusedKernels, AdamWMultiIsBitwiseTheCpuKernel) {
 // Vocabularies whose rows take 16-byte packs for f32 and bf16 (1024,
 // 50000), for f32 only (300, 50004) and for neither (2, 1001).
 TEST(FusedKernels, CrossEntropy) {
-  for (ElementType t : {ElementType::F32, ElementType::BF16})
+  for (Dtype t : {Dtype::f32, Dtype::bf16})
     for (auto [rows, vocab] : {std::pair<int64_t, int64_t>{1, 2},
                                {7, 300},
                                {5, 1001},
@@ -400,7 +400,7 @@ TEST(FusedKernels, CrossEntropy) {
                                 grad.data(), rows, vocab);
 
       DeviceBuffer dLogits(logits, t), dGrad(n, t),
-          dLse(size_t(rows), ElementType::F32);
+          dLse(size_t(rows), Dtype::f32);
       int32_t *dLabels = nullptr;
       float *dLoss = nullptr, *dOne = nullptr;
       void *workspace = nullptr;
@@ -418,7 +418,7 @@ TEST(FusedKernels, CrossEntropy) {
       float loss = 0;
       cudaMemcpy(&loss, dLoss, 4, cudaMemcpyDeviceToHost);
       EXPECT_NEAR(loss, expected, 1e-5 * std::fabs(expected) + 1e-6);
-      expectClose(dLse.read(), lse, ElementType::F32, 1e-6, "lse");
+      expectClose(dLse.read(), lse, Dtype::f32, 1e-6, "lse");
       crossEntropyGrad(t, dLogits.ptr, dLabels, lseOut, dOne, dGrad.ptr, rows,
                        vocab, nullptr);
       expectClose(dGrad.read(), grad, t, 1e-7, "grad");
@@ -489,7 +489,7 @@ TEST(FusedKernels, EmbeddingGradSumsInTokenOrder) {
   void *workspace = nullptr;
   ASSERT_EQ(cudaMalloc(&workspace, embeddingGradWorkspaceBytes(n)),
             cudaSuccess);
-  for (ElementType t : {ElementType::F32, ElementType::BF16}) {
+  for (Dtype t : {Dtype::f32, Dtype::bf16}) {
     std::vector<float> grad = rounded(random(size_t(n * dim), 60), t);
     std::vector<float> whole(size_t(vocab * dim)), shard(size_t(15 * dim));
     kernels::embeddingGrad(grad.data(), tokens.data(), whole.data(), n, vocab,
@@ -502,7 +502,7 @@ TEST(FusedKernels, EmbeddingGradSumsInTokenOrder) {
                   workspace, nullptr);
     embeddingGrad(t, dGrad.ptr, dTokens, dShard.ptr, n, 15, dim, dStart,
                   workspace, nullptr);
-    if (t == ElementType::F32) {
+    if (t == Dtype::f32) {
       std::vector<float> a = dWhole.read(), b = dShard.read();
       EXPECT_EQ(std::memcmp(a.data(), whole.data(), a.size() * 4), 0);
       EXPECT_EQ(std::memcmp(b.data(), shard.data(), b.size() * 4), 0);
@@ -524,7 +524,7 @@ TEST(FusedKernels, LossParallelPieces) {
   DeviceArray<int32_t> dLabels(labels), dStart(std::vector<int32_t>{start});
   float dloss = 0.75f;
   DeviceArray<float> dDloss(std::vector<float>{dloss});
-  for (ElementType t : {ElementType::F32, ElementType::BF16}) {
+  for (Dtype t : {Dtype::f32, Dtype::bf16}) {
     size_t n = size_t(rows * vocab);
     std::vector<float> logits = rounded(random(n, 70, -5, 5), t);
     std::vector<float> max(rows), sum(rows), target(rows),

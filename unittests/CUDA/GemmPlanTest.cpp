@@ -47,8 +47,7 @@ TEST(GemmPlan, AlignmentsFollowTheOperandRoles) {
 }
 
 GemmProblem bf16Forward() {
-  return {LinearProduct::Forward, 64, 128, 32, ElementType::BF16,
-          ElementType::BF16};
+  return {LinearProduct::Forward, 64, 128, 32, Dtype::bf16, Dtype::bf16};
 }
 
 TEST(GemmPlan, PlanKeyTellsAlignmentsAndFloat8ModesApart) {
@@ -70,7 +69,7 @@ TEST(GemmPlan, PlanKeyTellsAlignmentsAndFloat8ModesApart) {
   rowwise.scaling = GemmScaling::OuterVector;
   EXPECT_NE(p.key(), rowwise.key());
   GemmProblem mixed = p;
-  mixed.second = ElementType::F8E5M2;
+  mixed.second = Dtype::f8E5M2;
   EXPECT_NE(p.key(), mixed.key());
 }
 
@@ -143,7 +142,7 @@ TEST(GemmPlan, ColumnMajorMappingComputesTheRowMajorProducts) {
   for (Case c : {Case{LinearProduct::Forward, x, w},
                  Case{LinearProduct::GradInput, dy, w},
                  Case{LinearProduct::GradWeight, dy, x}}) {
-    GemmProblem p{c.product, m, k, n, ElementType::F32, ElementType::F32};
+    GemmProblem p{c.product, m, k, n, Dtype::f32, Dtype::f32};
     ColumnMajorGemm g = columnMajorGemm(p);
     // The stored matrices hold exactly the row-major buffers.
     EXPECT_EQ(g.a.rows * g.a.cols, int64_t(c.second.size()));
@@ -186,7 +185,7 @@ TEST(GemmPlan, ColumnMajorMappingMatchesTheHeaderFormulas) {
        {5, 4}},
   };
   for (const Case &want : cases) {
-    GemmProblem p{want.product, 3, 5, 4, ElementType::F32, ElementType::F32};
+    GemmProblem p{want.product, 3, 5, 4, Dtype::f32, Dtype::f32};
     ColumnMajorGemm g = columnMajorGemm(p);
     SCOPED_TRACE(p.describe());
     EXPECT_EQ(g.opA, want.opA);
@@ -219,34 +218,33 @@ TEST(GemmPlan, FastAccumulationOnlyForTheOutputGemm) {
   EXPECT_FALSE(scaledMatmulFastAccumulation(ScaledMatmulForm::GradWeight));
 }
 
-ScaledOperand operand(ElementType type, int64_t rows, int64_t cols,
-                      bool perElement) {
+ScaledOperand operand(Dtype type, int64_t rows, int64_t cols, bool perElement) {
   return {nullptr, type, rows, cols, nullptr, perElement, false};
 }
 
 TEST(GemmPlan, ScaledMatmulProblemPerForm) {
   // linear: x [8, 32] . w [16, 32]^T -> [8, 16], tensorwise.
-  GemmProblem p = scaledMatmulProblem(
-      0, operand(ElementType::F8E4M3FN, 8, 32, false),
-      operand(ElementType::F8E4M3FN, 16, 32, false), ElementType::BF16, 8, 16);
+  GemmProblem p = scaledMatmulProblem(0, operand(Dtype::f8E4M3FN, 8, 32, false),
+                                      operand(Dtype::f8E4M3FN, 16, 32, false),
+                                      Dtype::bf16, 8, 16);
   EXPECT_EQ(p.product, LinearProduct::Forward);
   EXPECT_EQ(p.k, 32);
   EXPECT_EQ(p.scaling, GemmScaling::Tensorwise);
   EXPECT_TRUE(p.fastAccumulation);
   // grad_input: dy [8, 16] . w [16, 32] -> [8, 32], rowwise.
-  p = scaledMatmulProblem(1, operand(ElementType::F8E5M2, 8, 16, true),
-                          operand(ElementType::F8E4M3FN, 16, 32, true),
-                          ElementType::F32, 8, 32);
+  p = scaledMatmulProblem(1, operand(Dtype::f8E5M2, 8, 16, true),
+                          operand(Dtype::f8E4M3FN, 16, 32, true), Dtype::f32, 8,
+                          32);
   EXPECT_EQ(p.k, 16);
-  EXPECT_EQ(p.operands, ElementType::F8E5M2);
+  EXPECT_EQ(p.operands, Dtype::f8E5M2);
   ASSERT_TRUE(p.second.has_value());
-  EXPECT_EQ(*p.second, ElementType::F8E4M3FN);
+  EXPECT_EQ(*p.second, Dtype::f8E4M3FN);
   EXPECT_EQ(p.scaling, GemmScaling::OuterVector);
   EXPECT_FALSE(p.fastAccumulation);
   // grad_weight: dy^T [16, 8] . x [8, 32] -> [16, 32].
-  p = scaledMatmulProblem(2, operand(ElementType::F8E5M2, 8, 16, false),
-                          operand(ElementType::F8E4M3FN, 8, 32, true),
-                          ElementType::F32, 16, 32);
+  p = scaledMatmulProblem(2, operand(Dtype::f8E5M2, 8, 16, false),
+                          operand(Dtype::f8E4M3FN, 8, 32, true), Dtype::f32, 16,
+                          32);
   EXPECT_EQ(p.k, 8);
   EXPECT_EQ(p.scaling, GemmScaling::OuterVector);
   EXPECT_FALSE(p.fastAccumulation);
@@ -294,9 +292,8 @@ void expectLayout(cublasLtMatrixLayout_t layout, cudaDataType_t type,
 }
 
 TEST(GemmPlan, RowwiseFloat8DescriptorsReadBack) {
-  GemmProblem p{LinearProduct::Forward, 64, 128, 32, ElementType::F8E5M2,
-                ElementType::F32};
-  p.second = ElementType::F8E4M3FN;
+  GemmProblem p{LinearProduct::Forward, 64, 128, 32, Dtype::f8E5M2, Dtype::f32};
+  p.second = Dtype::f8E4M3FN;
   p.scaling = GemmScaling::OuterVector;
   p.fastAccumulation = true;
   float rowScales[64], columnScales[32];

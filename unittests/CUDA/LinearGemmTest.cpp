@@ -46,47 +46,45 @@ std::vector<float> random(size_t n, uint32_t seed) {
 }
 
 /// Device copy of `v` in `type`.
-void *upload(const std::vector<float> &v, ElementType type) {
+void *upload(const std::vector<float> &v, Dtype type) {
   void *ptr = nullptr;
-  size_t bytes = v.size() * (type == ElementType::F32 ? 4 : 2);
+  size_t bytes = v.size() * (type == Dtype::f32 ? 4 : 2);
   EXPECT_EQ(cudaMalloc(&ptr, bytes), cudaSuccess);
-  if (type == ElementType::F32) {
+  if (type == Dtype::f32) {
     cudaMemcpy(ptr, v.data(), bytes, cudaMemcpyHostToDevice);
     return ptr;
   }
   std::vector<uint16_t> narrow(v.size());
   for (size_t i = 0; i < v.size(); ++i)
-    narrow[i] =
-        type == ElementType::BF16 ? floatToBf16(v[i]) : floatToF16(v[i]);
+    narrow[i] = type == Dtype::bf16 ? floatToBf16(v[i]) : floatToF16(v[i]);
   cudaMemcpy(ptr, narrow.data(), bytes, cudaMemcpyHostToDevice);
   return ptr;
 }
 
-std::vector<float> download(const void *ptr, size_t n, ElementType type) {
+std::vector<float> download(const void *ptr, size_t n, Dtype type) {
   std::vector<float> v(n);
-  if (type == ElementType::F32) {
+  if (type == Dtype::f32) {
     cudaMemcpy(v.data(), ptr, n * 4, cudaMemcpyDeviceToHost);
     return v;
   }
   std::vector<uint16_t> narrow(n);
   cudaMemcpy(narrow.data(), ptr, n * 2, cudaMemcpyDeviceToHost);
   for (size_t i = 0; i < n; ++i)
-    v[i] = type == ElementType::BF16 ? bf16ToFloat(narrow[i])
-                                     : f16ToFloat(narrow[i]);
+    v[i] = type == Dtype::bf16 ? bf16ToFloat(narrow[i]) : f16ToFloat(narrow[i]);
   return v;
 }
 
 /// `v` as the GPU sees it in `type` (inputs are rounded once on upload).
-std::vector<float> rounded(std::vector<float> v, ElementType type) {
-  if (type != ElementType::F32)
+std::vector<float> rounded(std::vector<float> v, Dtype type) {
+  if (type != Dtype::f32)
     for (float &x : v)
-      x = type == ElementType::BF16 ? bf16ToFloat(floatToBf16(x))
-                                    : f16ToFloat(floatToF16(x));
+      x = type == Dtype::bf16 ? bf16ToFloat(floatToBf16(x))
+                              : f16ToFloat(floatToF16(x));
   return v;
 }
 
-void runCase(LinearProduct product, Shape s, ElementType operands,
-             ElementType result, bool accumulate) {
+void runCase(LinearProduct product, Shape s, Dtype operands, Dtype result,
+             bool accumulate) {
   GemmProblem p{product, s.m, s.k, s.n, operands, result, accumulate};
   SCOPED_TRACE(p.describe());
   std::vector<float> x = rounded(random(s.m * s.k, 1), operands);
@@ -138,9 +136,9 @@ void runCase(LinearProduct product, Shape s, ElementType operands,
   // inner * 2^-23-ish per order change; allow 1e-5 * inner, plus one
   // rounding of the result when it is 16-bit.
   double bound = 1e-5 * double(inner) + (accumulate ? 1e-5 : 0);
-  double unit = result == ElementType::F32    ? 0
-                : result == ElementType::BF16 ? std::ldexp(1.0, -8)
-                                              : std::ldexp(1.0, -11);
+  double unit = result == Dtype::f32    ? 0
+                : result == Dtype::bf16 ? std::ldexp(1.0, -8)
+                                        : std::ldexp(1.0, -11);
   for (size_t i = 0; i < expected.size(); ++i)
     ASSERT_NEAR(actual[i], expected[i], bound + unit * std::fabs(expected[i]))
         << "element " << i;
@@ -154,15 +152,15 @@ TEST(LinearGemm, F32) {
   for (Shape s : kShapes)
     for (LinearProduct p : {LinearProduct::Forward, LinearProduct::GradInput,
                             LinearProduct::GradWeight})
-      runCase(p, s, ElementType::F32, ElementType::F32, false);
+      runCase(p, s, Dtype::f32, Dtype::f32, false);
 }
 
 TEST(LinearGemm, Bf16OperandsF32AndBf16Results) {
   for (Shape s : kShapes)
     for (LinearProduct p : {LinearProduct::Forward, LinearProduct::GradInput,
                             LinearProduct::GradWeight})
-      for (ElementType r : {ElementType::F32, ElementType::BF16})
-        runCase(p, s, ElementType::BF16, r, false);
+      for (Dtype r : {Dtype::f32, Dtype::bf16})
+        runCase(p, s, Dtype::bf16, r, false);
 }
 
 // Every product can add into its result (kernel-fuse-gemm-accumulate),
@@ -171,9 +169,9 @@ TEST(LinearGemm, Accumulates) {
   for (Shape s : kShapes)
     for (LinearProduct p : {LinearProduct::Forward, LinearProduct::GradInput,
                             LinearProduct::GradWeight}) {
-      runCase(p, s, ElementType::F32, ElementType::F32, true);
-      runCase(p, s, ElementType::BF16, ElementType::F32, true);
-      runCase(p, s, ElementType::BF16, ElementType::BF16, true);
+      runCase(p, s, Dtype::f32, Dtype::f32, true);
+      runCase(p, s, Dtype::bf16, Dtype::f32, true);
+      runCase(p, s, Dtype::bf16, Dtype::bf16, true);
     }
 }
 

@@ -41,7 +41,8 @@ Manifest fullManifest(bool pipelined) {
   m.dim = 256;
   m.flopsPerToken = 123456789.25;
   m.accumulationSteps = 2;
-  m.mesh = {2, 1, 2, 1, 2};
+  m.mesh = {2, 1, 2, 2, 2};
+  m.loadBalancedAxes = titan::mesh::axisBit(kCP);
   m.params = {param("tok_embeddings.weight", {2048, 256}, {1024, 128},
                     {{kDPShard}, {kTP}}),
               param("layers.0.attention.wq.weight", {256, 256}, {128, 256},
@@ -110,6 +111,7 @@ void expectSame(const Manifest &a, const Manifest &b) {
   EXPECT_EQ(a.flopsPerToken, b.flopsPerToken);
   EXPECT_EQ(a.accumulationSteps, b.accumulationSteps);
   EXPECT_EQ(a.mesh, b.mesh);
+  EXPECT_EQ(a.loadBalancedAxes, b.loadBalancedAxes);
   expectSameParams(a.params, b.params);
   expectSameParams(a.allParams, b.allParams);
   EXPECT_EQ(a.arenaBytes, b.arenaBytes);
@@ -185,17 +187,96 @@ TEST(ManifestTest, WithoutPipelineAllParamsAreParams) {
   EXPECT_EQ(text.find("cuda_arch"), std::string::npos);
 }
 
+TEST(ManifestTest, LoadBalancedAxesAreNamedOnlyWhenThereAreSome) {
+  Manifest m = fullManifest(/*pipelined=*/false);
+  EXPECT_NE(printManifest(m).find(R"("load_balanced":["cp"])"),
+            std::string::npos);
+  m.loadBalancedAxes = 0;
+  EXPECT_EQ(printManifest(m).find("load_balanced"), std::string::npos);
+  expectSame(m, roundTrip(m));
+}
+
+/// `json`, an object's keys without its braces, as a manifest of this
+/// runtime's ABI.
+std::string current(const std::string &json) {
+  return "{\"abi_version\": " + std::to_string(kABIVersion) +
+         (json.empty() ? "" : ", ") + json + "}";
+}
+
+/// parseManifest's error message for `text`, or "" when it parses.
+std::string parseError(const std::string &text) {
+  llvm::Expected<Manifest> m = parseManifest(text);
+  return m ? "" : llvm::toString(m.takeError());
+}
+
 TEST(ManifestTest, MalformedIsAnError) {
-  for (const char *text :
-       {"not json", "{}",
-        R"({"params": [{"name": "w", "shape": [2], "sharding": [["xy"]]}]})",
-        R"({"params": [], "arena_bytes": 8, "slots": {"a": [4, 8]}})",
-        R"({"params": [], "eval": {"local_batch_size": 0, "seq_len": 8}})"}) {
+  const std::string texts[] = {
+      "not json",
+      current(""),
+      current(R"("params": [{"name": "w", "shape": [2],
+                              "sharding": [["xy"]]}])"),
+      current(R"("params": [], "load_balanced": ["sp"])"),
+      current(R"("params": [], "arena_bytes": 8, "slots": {"a": [4, 8]})"),
+      current(R"("params": [],
+                 "eval": {"local_batch_size": 0, "seq_len": 8})")};
+  for (const std::string &text : texts) {
     llvm::Expected<Manifest> m = parseManifest(text);
     EXPECT_FALSE(bool(m)) << text;
     if (!m)
       llvm::consumeError(m.takeError());
   }
+}
+
+TEST(ManifestTest, LoadBalancedMustNameMeshAxes) {
+  EXPECT_EQ(parseError(current(R"("params": [], "load_balanced": "cp")")),
+            "the manifest's load_balanced is not a list of mesh axis names");
+  EXPECT_EQ(parseError(current(R"("params": [], "load_balanced": {"cp": 1})")),
+            "the manifest's load_balanced is not a list of mesh axis names");
+  EXPECT_EQ(parseError(current(R"("params": [], "load_balanced": ["sp"])")),
+            "the manifest's load_balanced names \"sp\", which is not a mesh "
+            "axis");
+  EXPECT_EQ(parseError(current(R"("params": [], "load_balanced": [3])")),
+            "the manifest's load_balanced names 3, which is not a mesh axis");
+  EXPECT_EQ(parseError(current(R"("params": [], "load_balanced": ["cp"])")),
+            "");
+  EXPECT_EQ(parseError(current(R"("params": [], "load_balanced": [])")), "");
+}
+
+TEST(ManifestTest, RecordsTheABIVersion) {
+  std::string text = printManifest(fullManifest(/*pipelined=*/false));
+  EXPECT_NE(text.find("\"abi_version\":" + std::to_string(kABIVersion)),
+            std::string::npos)
+      << text;
+}
+
+TEST(ManifestTest, AnotherABIVersionIsRefused) {
+  std::string want = "this executable was compiled for runtime ABI 0, the "
+                     "runtime is " +
+                     std::to_string(kABIVersion) +
+                     ": recompile it with titan-compile";
+  // Written before the version existed.
+  llvm::Expected<Manifest> old = parseManifest(R"({"params": []})");
+  ASSERT_FALSE(bool(old));
+  bool isABI = false;
+  llvm::handleAllErrors(
+      old.takeError(),
+      [&](const ABIVersionError &e) {
+        isABI = true;
+        EXPECT_EQ(e.found, 0);
+        EXPECT_EQ(e.message(), want);
+      },
+      [&](const llvm::ErrorInfoBase &e) { ADD_FAILURE() << e.message(); });
+  EXPECT_TRUE(isABI);
+  // A newer or older version, whatever the rest says.
+  for (int64_t version : {kABIVersion + 1, kABIVersion - 1})
+    EXPECT_EQ(parseError("{\"abi_version\": " + std::to_string(version) +
+                         R"(, "params": [], "load_balanced": 7})"),
+              "this executable was compiled for runtime ABI " +
+                  std::to_string(version) + ", the runtime is " +
+                  std::to_string(kABIVersion) +
+                  ": recompile it with titan-compile");
+  EXPECT_EQ(parseError(R"({"abi_version": "1", "params": []})"),
+            "the manifest's abi_version is not an integer");
 }
 
 TEST(FrameSlotTest, PrintsAndParses) {

@@ -175,7 +175,7 @@ void checkScatter(bool gradInput, int64_t outer, int64_t rows, int64_t out,
   std::vector<float> expected(size_t(outer * rows * out));
   if (activeCommunicator())
     communicator()
-        .reduceScatter(partial.data(), expected.data(), DataType::F32, outer,
+        .reduceScatter(partial.data(), expected.data(), Dtype::f32, outer,
                        n * rows, out, kTPMask)
         ->finish();
   else
@@ -240,7 +240,7 @@ TEST(AsyncTensorParallel, ScatterSideRoundsAsBf16SyncTP) {
     bits[e] = floatToBf16(partial[e]);
   if (activeCommunicator())
     communicator()
-        .reduceScatter(bits.data(), scattered.data(), DataType::BF16, outer,
+        .reduceScatter(bits.data(), scattered.data(), Dtype::bf16, outer,
                        n * rows, out, kTPMask)
         ->finish();
   else

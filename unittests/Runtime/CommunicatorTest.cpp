@@ -107,8 +107,7 @@ TEST(COMMUNICATOR, AllGatherMiddleDimension) {
   int parts = int(g.size());
   std::vector<float> in = inputOf(comm().rank(), 12), out(12 * parts);
   run(in, out, [](const void *i, void *o) {
-    return comm().allGather(i, o, DataType::F32, 2, 3, 2, 3 * kMesh[kTP],
-                            kTPMask);
+    return comm().allGather(i, o, Dtype::f32, 2, 3, 2, 3 * kMesh[kTP], kTPMask);
   });
   for (int o = 0; o < 2; ++o)
     for (int p = 0; p < parts; ++p)
@@ -124,8 +123,7 @@ TEST(COMMUNICATOR, ReduceScatterMiddleDimension) {
   int parts = int(g.size()), me = indexInGroup(kShardMask);
   std::vector<float> in = inputOf(comm().rank(), 12 * parts), out(12);
   run(in, out, [parts](const void *i, void *o) {
-    return comm().reduceScatter(i, o, DataType::F32, 2, 2 * parts, 3,
-                                kShardMask);
+    return comm().reduceScatter(i, o, Dtype::f32, 2, 2 * parts, 3, kShardMask);
   });
   for (int o = 0; o < 2; ++o)
     for (int d = 0; d < 2; ++d)
@@ -148,7 +146,7 @@ TEST(COMMUNICATOR, UnevenReduceScatterAndAllGather) {
   std::vector<float> in = inputOf(comm().rank(), 2 * size * 3),
                      part(2 * rows * 3), back(2 * size * 3);
   run(in, part, [size](const void *i, void *o) {
-    return comm().reduceScatter(i, o, DataType::F32, 2, size, 3, kShardMask);
+    return comm().reduceScatter(i, o, Dtype::f32, 2, size, 3, kShardMask);
   });
   for (int o = 0; o < 2; ++o)
     for (int d = 0; d < rows; ++d)
@@ -162,7 +160,7 @@ TEST(COMMUNICATOR, UnevenReduceScatterAndAllGather) {
       }
   std::vector<float> mine = inputOf(comm().rank(), 2 * rows * 3);
   run(mine, back, [size, rows](const void *i, void *o) {
-    return comm().allGather(i, o, DataType::F32, 2, rows, 3, size, kShardMask);
+    return comm().allGather(i, o, Dtype::f32, 2, rows, 3, size, kShardMask);
   });
   for (int o = 0; o < 2; ++o)
     for (int64_t row = 0; row < size; ++row)
@@ -182,7 +180,7 @@ TEST(COMMUNICATOR, AllReduceSumMeanAndMax) {
         std::tuple(&max, Reduction::Max, kTPMask)})
     run(in, *out,
         [&, reduction = reduction, mask = mask](const void *i, void *o) {
-          return comm().allReduce(i, o, DataType::F64, 5, reduction, mask);
+          return comm().allReduce(i, o, Dtype::f64, 5, reduction, mask);
         });
   std::vector<int> all = groupOf(kShardMask | kTPMask), tp = groupOf(kTPMask);
   double rankSum = 0;
@@ -204,9 +202,9 @@ TEST(COMMUNICATOR, AllReduceSumMeanAndMax) {
 TEST(COMMUNICATOR, SixteenBitFloats) {
   std::vector<int> all = groupOf(kShardMask | kTPMask), tp = groupOf(kTPMask);
   int parts = int(tp.size()), ranks = int(all.size());
-  for (DataType type : {DataType::BF16, DataType::F16}) {
-    auto from = type == DataType::BF16 ? floatToBf16 : floatToF16;
-    auto to = type == DataType::BF16 ? bf16ToFloat : f16ToFloat;
+  for (Dtype type : {Dtype::bf16, Dtype::f16}) {
+    auto from = type == Dtype::bf16 ? floatToBf16 : floatToF16;
+    auto to = type == Dtype::bf16 ? bf16ToFloat : f16ToFloat;
     std::vector<uint16_t> in = {from(float(comm().rank() + 1)), from(-2.0f),
                                 from(1.0f + 1.0f / 512)};
     std::vector<uint16_t> gathered(3 * parts), sum(3), max(3);
@@ -214,7 +212,7 @@ TEST(COMMUNICATOR, SixteenBitFloats) {
       return comm().allGather(i, o, type, 1, 3, 1, 3 * parts, kTPMask);
     });
     for (int p = 0; p < parts; ++p)
-      EXPECT_EQ(to(gathered[p * 3]), float(tp[p] + 1)) << dataTypeName(type);
+      EXPECT_EQ(to(gathered[p * 3]), float(tp[p] + 1)) << dtypeName(type);
     run(in, sum, [&](const void *i, void *o) {
       return comm().allReduce(i, o, type, 3, Reduction::Sum,
                               kShardMask | kTPMask);
@@ -225,14 +223,14 @@ TEST(COMMUNICATOR, SixteenBitFloats) {
     float rankSum = 0;
     for (int r : all)
       rankSum += float(r + 1);
-    EXPECT_EQ(to(sum[0]), rankSum) << dataTypeName(type);
-    EXPECT_EQ(to(sum[1]), -2.0f * float(ranks)) << dataTypeName(type);
-    if (type == DataType::BF16)
+    EXPECT_EQ(to(sum[0]), rankSum) << dtypeName(type);
+    EXPECT_EQ(to(sum[1]), -2.0f * float(ranks)) << dtypeName(type);
+    if (type == Dtype::bf16)
       EXPECT_EQ(to(sum[2]), float(ranks));
     else
       EXPECT_EQ(to(sum[2]), float(ranks) * (1.0f + 1.0f / 512));
     EXPECT_EQ(to(max[0]), float(*std::max_element(tp.begin(), tp.end()) + 1))
-        << dataTypeName(type);
+        << dtypeName(type);
   }
 }
 
@@ -261,7 +259,8 @@ TEST(COMMUNICATOR, GroupIndexInListedOrder) {
 // listed axes, as shard offsets do.
 TEST(COMMUNICATOR, ContextParallelLayoutOfThisRank) {
   int64_t shards = comm().meshShape()[kDPShard], tps = comm().meshShape()[kTP];
-  int64_t ring[] = {tps, tps - 1, 1, kTP};
+  // {degree, kv_shift, load_balanced, number of axes, axes}.
+  int64_t ring[] = {tps, tps - 1, 1, 1, kTP};
   ChunkLayout got = contextParallelLayout("test", ring, 8, 8);
   ChunkLayout want =
       loadBalancedLayout(comm().groupIndex({kTP}), tps, tps - 1, 8);
@@ -270,12 +269,19 @@ TEST(COMMUNICATOR, ContextParallelLayoutOfThisRank) {
             std::vector<int64_t>(want.queryStarts, want.queryStarts + 2));
   EXPECT_EQ(std::vector<int64_t>(got.keyStarts, got.keyStarts + 2),
             std::vector<int64_t>(want.keyStarts, want.keyStarts + 2));
-  int64_t gathered[] = {shards * tps, -1, 2, kTP, kDPShard};
+  int64_t gathered[] = {shards * tps, -1, 1, 2, kTP, kDPShard};
   got = contextParallelLayout("test", gathered, 8, 8 * shards * tps);
   int64_t rank = comm().groupIndex({kTP, kDPShard});
   EXPECT_EQ(got.queryStarts[0], rank * 4);
   EXPECT_EQ(got.queryStarts[1], (2 * shards * tps - 1 - rank) * 4);
   EXPECT_EQ(got.keyChunks, 2 * shards * tps);
+  // load_balanced = 0: the rank's one contiguous chunk of 8 rows.
+  int64_t contiguous[] = {shards * tps, -1, 0, 2, kTP, kDPShard};
+  got = contextParallelLayout("test", contiguous, 8, 8 * shards * tps);
+  EXPECT_EQ(got.chunk, 8);
+  EXPECT_EQ(got.queryChunks, 1);
+  EXPECT_EQ(got.queryStarts[0], rank * 8);
+  EXPECT_EQ(got.keyChunks, shards * tps);
 }
 
 // [2P][2] split along dimension 0 into P parts of [2][2], concatenated
@@ -285,7 +291,7 @@ TEST(COMMUNICATOR, AllToAll) {
   int parts = int(g.size()), me = indexInGroup(kTPMask);
   std::vector<float> in = inputOf(comm().rank(), 4 * parts), out(4 * parts);
   run(in, out, [parts](const void *i, void *o) {
-    return comm().allToAll(i, o, DataType::F32, /*splitOuter=*/1, 2 * parts, 2,
+    return comm().allToAll(i, o, Dtype::f32, /*splitOuter=*/1, 2 * parts, 2,
                            /*concatOuter=*/2, 2, 1, kTPMask);
   });
   for (int row = 0; row < 2; ++row)
@@ -300,7 +306,7 @@ TEST(COMMUNICATOR, Broadcast) {
   int root = int(g.size()) - 1;
   std::vector<float> in = inputOf(comm().rank(), 6), out(6);
   run(in, out, [root](const void *i, void *o) {
-    return comm().broadcast(i, o, DataType::F32, 6, root, kShardMask);
+    return comm().broadcast(i, o, Dtype::f32, 6, root, kShardMask);
   });
   EXPECT_EQ(out, inputOf(g[root], 6));
 }
@@ -310,7 +316,7 @@ TEST(COMMUNICATOR, SendRecvShift) {
   int parts = int(g.size());
   std::vector<float> in = inputOf(comm().rank(), 3), out(3);
   run(in, out, [](const void *i, void *o) {
-    return comm().sendRecv(i, o, DataType::F32, 3, /*shift=*/1, kTPMask);
+    return comm().sendRecv(i, o, Dtype::f32, 3, /*shift=*/1, kTPMask);
   });
   // Shifting by one: this rank receives from the one a step back.
   EXPECT_EQ(out, inputOf(g[(indexInGroup(kTPMask) + parts - 1) % parts], 3));
@@ -362,7 +368,7 @@ TEST(COMMUNICATOR, ProgressThreadCompletesDuringCompute) {
   comm().barrier();
   std::vector<float> in(1 << 16, float(comm().rank() + 1)), out(in.size());
   auto req =
-      comm().allReduce(in.data(), out.data(), DataType::F32, int64_t(in.size()),
+      comm().allReduce(in.data(), out.data(), Dtype::f32, int64_t(in.size()),
                        Reduction::Sum, kShardMask | kTPMask);
   auto start = std::chrono::steady_clock::now();
   volatile double sink = 0;
@@ -392,12 +398,12 @@ TEST(COMMUNICATOR, ProgressThreadIsBitwiseEqual) {
   auto collectives = [&](bool thread) {
     ProgressThread mode(thread);
     std::vector<std::vector<char>> results;
-    for (DataType type : {DataType::F32, DataType::BF16}) {
-      int64_t bytes = dataTypeBytes(type), n = 2 * 6 * 3;
+    for (Dtype type : {Dtype::f32, Dtype::bf16}) {
+      int64_t bytes = dtypeBytes(type), n = 2 * 6 * 3;
       std::vector<char> in(size_t(n * bytes));
       for (int64_t i = 0; i < n; ++i) {
         float v = std::sin(float(comm().rank() * 131 + i)) * 3.3f;
-        if (type == DataType::F32)
+        if (type == Dtype::f32)
           std::memcpy(&in[size_t(i * 4)], &v, 4);
         else {
           uint16_t h = floatToBf16(v);
@@ -454,7 +460,7 @@ TEST(COMMUNICATOR, AllReduceCapturedInGraph) {
   ASSERT_EQ(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal),
             cudaSuccess);
   comm()
-      .allReduce(buffers, buffers + 4, DataType::F32, 4, Reduction::Sum,
+      .allReduce(buffers, buffers + 4, Dtype::f32, 4, Reduction::Sum,
                  kShardMask | kTPMask)
       ->finish();
   cudaGraph_t graph = nullptr;

@@ -1,7 +1,8 @@
 //===- ContextAttentionKernelTest.cpp - context parallel's attention ------===//
 //
 // The CPU kernels of context parallel's attention (Attention.cpp,
-// ContextParallel.h) on every cp rank of TorchTitan's load-balanced layout:
+// ContextParallel.h) on every cp rank of TorchTitan's load-balanced layout
+// and of the contiguous one (the kernels' load_balanced parameter):
 // each call against a plain f64 masked attention written out here on the
 // rows' global positions; the ring's partials, merged with attention_merge,
 // against the all-gathered K/V's result and against titan.attention's
@@ -33,14 +34,17 @@ namespace {
 
 struct Case {
   int64_t degree, chunk, batch, qHeads, kvHeads, headDim;
-  int64_t seq() const { return 2 * degree * chunk; }
-  int64_t local() const { return 2 * chunk; }
+  bool loadBalanced = true;
+  titan::mesh::SplitLayout split() const { return {degree, loadBalanced}; }
+  int64_t seq() const { return split().numChunks() * chunk; }
+  int64_t local() const { return split().chunksPerRank() * chunk; }
   double scale() const { return 1.0 / std::sqrt(double(headDim)); }
 };
 
 void PrintTo(const Case &c, std::ostream *os) {
   *os << "cp " << c.degree << ", chunk " << c.chunk << ", B " << c.batch
-      << ", Hq " << c.qHeads << ", Hkv " << c.kvHeads << ", D " << c.headDim;
+      << ", Hq " << c.qHeads << ", Hkv " << c.kvHeads << ", D " << c.headDim
+      << (c.loadBalanced ? "" : ", contiguous");
 }
 
 using Tensor = std::vector<double>;
@@ -190,18 +194,25 @@ struct Problem {
   int64_t qWidth() const { return c.qHeads * c.headDim; }
   int64_t kvWidth() const { return c.kvHeads * c.headDim; }
   std::vector<int64_t> rankRows(int64_t rank) const {
-    return positions(
-        loadBalancedLayout(rank, c.degree, 0, c.local()).queryStarts, 2,
-        c.chunk);
+    ChunkLayout layout = contextLayout(c.split(), rank, 0, c.local());
+    return positions(layout.queryStarts, layout.queryChunks, c.chunk);
   }
 };
 
-/// Scratch of the f32 or f64 kernels, NaN so a read before a write shows.
+/// Scratch of the f32 or f64 kernels, NaN so a read before a write shows
+/// (the compiler's plan for the load-balanced layout).
 template <typename T> std::vector<T> workspace(const Case &c) {
-  int64_t bytes = std::max(titan::cpu::contextAttentionWorkspaceBytes(
-                               c.batch, c.qHeads, c.local(), sizeof(T)),
-                           titan::cpu::contextAttentionGradWorkspaceBytes(
-                               c.batch, c.kvHeads, c.local(), sizeof(T)));
+  int64_t chunks = c.split().chunksPerRank();
+  int64_t bytes =
+      std::max(titan::cpu::attentionWorkspaceBytes(c.batch, c.qHeads, c.local(),
+                                                   sizeof(T), chunks),
+               titan::cpu::attentionGradWorkspaceBytes(
+                   c.batch, c.kvHeads, c.local(), sizeof(T), chunks));
+  if (c.loadBalanced)
+    EXPECT_EQ(bytes, std::max(titan::cpu::contextAttentionWorkspaceBytes(
+                                  c.batch, c.qHeads, c.local(), sizeof(T)),
+                              titan::cpu::contextAttentionGradWorkspaceBytes(
+                                  c.batch, c.kvHeads, c.local(), sizeof(T))));
   return std::vector<T>(bytes / sizeof(T), T(NAN));
 }
 
@@ -231,7 +242,7 @@ Results<T> everyRank(const Problem &p, double tolerance, int threads) {
     Tensor q64 = takeRows<double>(p.q, c.batch, c.seq(), p.qWidth(), rows);
     // One call per K/V buffer: the ring's steps, then the gathered one.
     auto call = [&](int64_t shift, const std::vector<int64_t> &kvRows) {
-      ChunkLayout layout = loadBalancedLayout(rank, c.degree, shift, c.local());
+      ChunkLayout layout = contextLayout(c.split(), rank, shift, c.local());
       EXPECT_EQ(positions(layout.keyStarts, layout.keyChunks, c.chunk), kvRows);
       auto k = takeRows<T>(p.k, c.batch, c.seq(), p.kvWidth(), kvRows);
       auto v = takeRows<T>(p.v, c.batch, c.seq(), p.kvWidth(), kvRows);
@@ -251,7 +262,7 @@ Results<T> everyRank(const Problem &p, double tolerance, int threads) {
     auto grad = [&](int64_t shift, const std::vector<int64_t> &kvRows,
                     const std::vector<T> &out, const std::vector<T> &lse,
                     Tensor &dq, Tensor &dk, Tensor &dv) {
-      ChunkLayout layout = loadBalancedLayout(rank, c.degree, shift, c.local());
+      ChunkLayout layout = contextLayout(c.split(), rank, shift, c.local());
       auto k = takeRows<T>(p.k, c.batch, c.seq(), p.kvWidth(), kvRows);
       auto v = takeRows<T>(p.v, c.batch, c.seq(), p.kvWidth(), kvRows);
       std::vector<T> dqPart(qn), dkPart(k.size()), dvPart(v.size());
@@ -334,12 +345,16 @@ INSTANTIATE_TEST_SUITE_P(
     ::testing::Values(Case{1, B + 16, 2, 4, 2, 8}, Case{1, 5, 1, 2, 2, 4},
                       Case{2, B + 16, 1, 4, 2, 16}, Case{2, 24, 2, 2, 2, 8},
                       Case{2, C + 88, 1, 1, 1, 8}, Case{4, 24, 1, 4, 2, 8},
-                      Case{4, B + 3, 1, 2, 2, 8}),
+                      Case{4, B + 3, 1, 2, 2, 8},
+                      // The contiguous layout: one chunk per rank.
+                      Case{2, 24, 2, 2, 2, 8, false},
+                      Case{3, B + 16, 1, 4, 2, 8, false}),
     [](const ::testing::TestParamInfo<Case> &info) {
       const Case &c = info.param;
       return "cp" + std::to_string(c.degree) + "c" + std::to_string(c.chunk) +
              "b" + std::to_string(c.batch) + "h" + std::to_string(c.qHeads) +
-             "kv" + std::to_string(c.kvHeads) + "d" + std::to_string(c.headDim);
+             "kv" + std::to_string(c.kvHeads) + "d" +
+             std::to_string(c.headDim) + (c.loadBalanced ? "" : "contiguous");
     });
 
 /// Rows that saw no key on either side stay (0, -inf), without NaN, in

@@ -5,10 +5,10 @@
 // before enqueueing anything, against hand-computed values for the debug
 // model (dim 256, 16 heads of 16, FFN 768, batch 8 x 2048) and the 8B
 // model (dim 4096, 32 query and 8 kv heads of 128, FFN 14336, 1 x 8192):
-// element sizes (float8 is 1 byte), the communicator's types, the GEMM
+// the buffers' element types (float8 is 1 byte), the GEMM
 // problems, the ring's ints and layout and its failure messages, the
 // collective matmuls' workspace offsets against what the compiler plans
-// (lib/Target/CUDA/ExternalModels.cpp), attention's dimensions, float8
+// (lib/Target/CUDA/CUDABackend.cpp), attention's dimensions, float8
 // scales and operands, and the box copies.
 //
 //===----------------------------------------------------------------------===//
@@ -38,7 +38,7 @@ struct OwnedShape {
 };
 
 /// The compiler's workspace for a ring over a tensor of `elements` of
-/// `bitWidth` bits (ExternalModels.cpp's bytesOf).
+/// `bitWidth` bits (CUDABackend.cpp's bytesOf).
 int64_t plannedRingWorkspace(int64_t shards, int64_t elements,
                              int64_t bitWidth) {
   return collectiveMatmulWorkspaceBytes(shards,
@@ -48,29 +48,21 @@ int64_t plannedRingWorkspace(int64_t shards, int64_t elements,
 const int64_t kCudaTypes[] = {TITAN_RT_F32, TITAN_RT_BF16, TITAN_RT_F16,
                               TITAN_RT_F8E4M3FN, TITAN_RT_F8E5M2};
 
-TEST(CudaKernelArgs, ElementBytes) {
-  EXPECT_EQ(elementBytes(TITAN_RT_F32), 4);
-  EXPECT_EQ(elementBytes(TITAN_RT_BF16), 2);
-  EXPECT_EQ(elementBytes(TITAN_RT_F16), 2);
-  EXPECT_EQ(elementBytes(TITAN_RT_F8E4M3FN), 1);
-  EXPECT_EQ(elementBytes(TITAN_RT_F8E5M2), 1);
+TEST(CudaKernelArgs, CudaDtypeKeepsEachType) {
+  EXPECT_EQ(cudaDtype(TITAN_RT_F32), Dtype::f32);
+  EXPECT_EQ(cudaDtype(TITAN_RT_BF16), Dtype::bf16);
+  EXPECT_EQ(cudaDtype(TITAN_RT_F16), Dtype::f16);
+  EXPECT_EQ(cudaDtype(TITAN_RT_F8E4M3FN), Dtype::f8E4M3FN);
+  EXPECT_EQ(cudaDtype(TITAN_RT_F8E5M2), Dtype::f8E5M2);
   for (int64_t code : {int64_t(TITAN_RT_F64), int64_t(TITAN_RT_I32),
-                       int64_t(TITAN_RT_I64), int64_t(99)})
-    EXPECT_EQ(elementBytes(code), 0) << code;
-}
-
-TEST(CudaKernelArgs, CommTypeKeepsEachType) {
-  EXPECT_EQ(commType(TITAN_RT_F32), DataType::F32);
-  EXPECT_EQ(commType(TITAN_RT_BF16), DataType::BF16);
-  EXPECT_EQ(commType(TITAN_RT_F16), DataType::F16);
-  EXPECT_EQ(commType(TITAN_RT_F8E4M3FN), DataType::F8E4M3FN);
-  EXPECT_EQ(commType(TITAN_RT_F8E5M2), DataType::F8E5M2);
-  for (int64_t code :
-       {int64_t(TITAN_RT_F64), int64_t(TITAN_RT_I32), int64_t(TITAN_RT_I64)})
-    EXPECT_FALSE(commType(code).has_value()) << code;
-  // The communicator moves as many bytes per element as the kernels carve.
+                       int64_t(TITAN_RT_I64), int64_t(-1), int64_t(99)})
+    EXPECT_FALSE(cudaDtype(code).has_value()) << code;
+  // A Dtype's value is its ABI code.
   for (int64_t code : kCudaTypes)
-    EXPECT_EQ(dataTypeBytes(*commType(code)), elementBytes(code)) << code;
+    EXPECT_EQ(int64_t(*cudaDtype(code)), code);
+  // Float8 is 1 byte: the kernels carve and the communicator moves as many.
+  EXPECT_EQ(dtypeBytes(*cudaDtype(TITAN_RT_F8E4M3FN)), 1);
+  EXPECT_EQ(dtypeBytes(*cudaDtype(TITAN_RT_BF16)), 2);
 }
 
 TEST(CudaKernelArgs, LinearGemmDims) {
@@ -181,7 +173,7 @@ TEST(CudaKernelArgs, AllGatherLinearCarveFitsThePlan) {
   // The debug model on tp 4, bf16: input [8, 512, 256] gathered on dim 1.
   OwnedShape x{8, 512, 256};
   AllGatherLinearCarve w =
-      carveAllGatherLinear(ringLayout(x, 1), 256, elementBytes(TITAN_RT_BF16));
+      carveAllGatherLinear(ringLayout(x, 1), 256, dtypeBytes(Dtype::bf16));
   EXPECT_EQ(w.shardBytes, 512 * 256 * 2);
   EXPECT_EQ(w.incoming[0], kGemmWorkspaceBytes);
   EXPECT_EQ(w.incoming[1], kGemmWorkspaceBytes + (int64_t(2) << 20));
@@ -197,12 +189,12 @@ TEST(CudaKernelArgs, Float8RingCarveFitsThePlan) {
   OwnedShape x{1, 200, 1};
   for (int64_t code : {int64_t(TITAN_RT_F8E4M3FN), int64_t(TITAN_RT_F8E5M2)}) {
     AllGatherLinearCarve w =
-        carveAllGatherLinear(ringLayout(x, 1), 1, elementBytes(code));
+        carveAllGatherLinear(ringLayout(x, 1), 1, dtypeBytes(*cudaDtype(code)));
     EXPECT_EQ(w.shardBytes, 200);
     EXPECT_EQ(w.incoming[1], kGemmWorkspaceBytes + 256);
     EXPECT_EQ(w.end, plannedRingWorkspace(2, x.numel(), 8));
-    LinearReduceScatterCarve r =
-        carveLinearReduceScatter(ringLayout(x, 1), 1, elementBytes(code));
+    LinearReduceScatterCarve r = carveLinearReduceScatter(
+        ringLayout(x, 1), 1, dtypeBytes(*cudaDtype(code)));
     EXPECT_EQ(r.end, plannedRingWorkspace(3, x.numel(), 8));
   }
   // What the 2-byte assumption carved: past the plan.
@@ -214,7 +206,7 @@ TEST(CudaKernelArgs, LinearReduceScatterCarveFitsThePlan) {
   // 8B on tp 4, bf16: result [1, 2048, 4096] scattered on dim 1.
   OwnedShape result{1, 2048, 4096};
   LinearReduceScatterCarve w = carveLinearReduceScatter(
-      ringLayout(result, 1), 4096, elementBytes(TITAN_RT_BF16));
+      ringLayout(result, 1), 4096, dtypeBytes(Dtype::bf16));
   EXPECT_EQ(w.shardElements, 2048 * 4096);
   int64_t mib = int64_t(1) << 20;
   EXPECT_EQ(w.partials[0], 32 * mib);
@@ -226,8 +218,7 @@ TEST(CudaKernelArgs, LinearReduceScatterCarveFitsThePlan) {
                         w.shardElements * 2);
   // f32, an odd size: each part still 256-aligned.
   OwnedShape odd{3, 5, 7};
-  w = carveLinearReduceScatter(ringLayout(odd, 1), 7,
-                               elementBytes(TITAN_RT_F32));
+  w = carveLinearReduceScatter(ringLayout(odd, 1), 7, dtypeBytes(Dtype::f32));
   EXPECT_EQ(w.shardElements, 105);
   expectDisjointAligned({w.partials[0], w.partials[1], w.received, w.end},
                         105 * 4);

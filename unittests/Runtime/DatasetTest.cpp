@@ -1,7 +1,8 @@
 //===- DatasetTest.cpp - samples and context parallel's sequence shards ---===//
 //
 // Context parallel's load-balanced split (TorchTitan v0.2.0): cp rank r
-// holds chunks r and 2n - 1 - r of the 2n chunks, the n ranks' tokens
+// holds chunks r and 2n - 1 - r of the 2n chunks (or chunk r of n,
+// contiguous), the n ranks' tokens
 // together are the sequence, each position once; and a rank's sample is
 // the whole sample's tokens and labels at its positions. A text dataset's
 // packing, position, looping and finite pass (validation).
@@ -48,6 +49,12 @@ TEST(SequenceShard, LoadBalancedChunks) {
   EXPECT_EQ(positions({4, 3}, 16), (std::vector<int64_t>{6, 7, 8, 9}));
   // cp 2, 8 tokens: 4 chunks of 2.
   EXPECT_EQ(positions({2, 1}, 8), (std::vector<int64_t>{2, 3, 4, 5}));
+}
+
+TEST(SequenceShard, ContiguousChunks) {
+  // A manifest without load-balanced sequence axes: chunk r of n.
+  EXPECT_EQ(positions({4, 1, false}, 16), (std::vector<int64_t>{4, 5, 6, 7}));
+  EXPECT_EQ(positions({2, 1, false}, 6), (std::vector<int64_t>{3, 4, 5}));
 }
 
 TEST(SequenceShard, RanksTogetherHoldTheSequenceOnce) {

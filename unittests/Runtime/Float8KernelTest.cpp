@@ -200,13 +200,13 @@ std::vector<float> checkScaledMatmul(int form, bool transposed = false) {
   std::uniform_int_distribution<int> code(0, 255);
   // Finite codes only: e4m3's NaN is S.1111.111, e5m2's infinities and
   // NaNs are S.11111.xx.
-  auto randomCodes = [&](int64_t count, Fp8Format format) {
+  auto randomCodes = [&](int64_t count, Dtype format) {
     std::vector<uint8_t> v(count);
     for (uint8_t &c : v) {
       do
         c = uint8_t(code(rng));
-      while (format == Fp8Format::E4M3FN ? (c & 0x7F) == 0x7F
-                                         : (c & 0x7C) == 0x7C);
+      while (format == Dtype::f8E4M3FN ? (c & 0x7F) == 0x7F
+                                       : (c & 0x7C) == 0x7C);
     }
     return v;
   };
@@ -225,9 +225,9 @@ std::vector<float> checkScaledMatmul(int form, bool transposed = false) {
   }
   outShape = {rows, cols};
   std::vector<uint8_t> a =
-      randomCodes(lhsShape[0] * lhsShape[1], Fp8Format::E4M3FN);
+      randomCodes(lhsShape[0] * lhsShape[1], Dtype::f8E4M3FN);
   std::vector<uint8_t> b =
-      randomCodes(rhsShape[0] * rhsShape[1], Fp8Format::E5M2);
+      randomCodes(rhsShape[0] * rhsShape[1], Dtype::f8E5M2);
   std::vector<float> ls(rows), rs(cols), out(rows * cols);
   for (float &s : ls)
     s = std::ldexp(1.0f, int(code(rng) % 9) - 4);
@@ -235,11 +235,11 @@ std::vector<float> checkScaledMatmul(int form, bool transposed = false) {
     s = std::ldexp(1.0f, int(code(rng) % 9) - 4);
   auto A = [&](int64_t i, int64_t j) { // lhs as rows x depth
     int64_t idx = form == 2 ? j * lhsShape[1] + i : i * lhsShape[1] + j;
-    return double(fp8ToFloat(a[idx], Fp8Format::E4M3FN));
+    return double(fp8ToFloat(a[idx], Dtype::f8E4M3FN));
   };
   auto B = [&](int64_t j, int64_t d) { // rhs as cols x depth
     int64_t idx = form == 0 ? j * k + d : form == 1 ? d * k + j : d * k + j;
-    return double(fp8ToFloat(b[idx], Fp8Format::E5M2));
+    return double(fp8ToFloat(b[idx], Dtype::f8E5M2));
   };
   // Transposed: rows x cols stored cols x rows, the shape's last dimension
   // first.

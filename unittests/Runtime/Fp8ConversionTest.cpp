@@ -27,11 +27,11 @@ using namespace titanrt;
 
 namespace {
 
-__nv_fp8_interpretation_t cudaFormat(Fp8Format format) {
-  return format == Fp8Format::E4M3FN ? __NV_E4M3 : __NV_E5M2;
+__nv_fp8_interpretation_t cudaFormat(Dtype format) {
+  return format == Dtype::f8E4M3FN ? __NV_E4M3 : __NV_E5M2;
 }
 
-uint8_t cudaCast(float x, Fp8Format format, bool saturate) {
+uint8_t cudaCast(float x, Dtype format, bool saturate) {
   return __nv_cvt_float_to_fp8(x, saturate ? __NV_SATFINITE : __NV_NOSAT,
                                cudaFormat(format));
 }
@@ -46,7 +46,7 @@ float fromBits(uint32_t bits) {
 /// index) whose titan and CUDA conversions differ, in both saturation
 /// modes, on every core; reports the first few.
 template <typename Input>
-void expectSameOver(uint64_t count, Fp8Format format, Input input) {
+void expectSameOver(uint64_t count, Dtype format, Input input) {
   unsigned threads = std::max(1u, std::thread::hardware_concurrency());
   std::vector<uint64_t> mismatches(threads, 0);
   std::vector<float> first(threads, 0);
@@ -73,7 +73,7 @@ void expectSameOver(uint64_t count, Fp8Format format, Input input) {
         }() << ")";
 }
 
-class Fp8Conversion : public ::testing::TestWithParam<Fp8Format> {};
+class Fp8Conversion : public ::testing::TestWithParam<Dtype> {};
 
 TEST_P(Fp8Conversion, EveryBf16) {
   expectSameOver(1 << 16, GetParam(),
@@ -97,8 +97,8 @@ TEST_P(Fp8Conversion, HundredMillionRandomFloats) {
 }
 
 TEST_P(Fp8Conversion, EdgeCases) {
-  Fp8Format format = GetParam();
-  bool e4m3 = format == Fp8Format::E4M3FN;
+  Dtype format = GetParam();
+  bool e4m3 = format == Dtype::f8E4M3FN;
   float max = e4m3 ? 448.0f : 57344.0f, halfUlp = e4m3 ? 16.0f : 4096.0f;
   float minSubnormal = e4m3 ? std::ldexp(1.0f, -9) : std::ldexp(1.0f, -16);
   std::vector<float> cases = {0.0f,
@@ -139,7 +139,7 @@ TEST_P(Fp8Conversion, EdgeCases) {
 }
 
 TEST_P(Fp8Conversion, EveryCodeDecodes) {
-  Fp8Format format = GetParam();
+  Dtype format = GetParam();
   for (int code = 0; code < 256; ++code) {
     __half_raw half =
         __nv_cvt_fp8_to_halfraw(uint8_t(code), cudaFormat(format));
@@ -160,9 +160,9 @@ TEST_P(Fp8Conversion, EveryCodeDecodes) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Formats, Fp8Conversion,
-                         ::testing::Values(Fp8Format::E4M3FN, Fp8Format::E5M2),
+                         ::testing::Values(Dtype::f8E4M3FN, Dtype::f8E5M2),
                          [](const auto &info) {
-                           return info.param == Fp8Format::E4M3FN
+                           return info.param == Dtype::f8E4M3FN
                                       ? std::string("E4M3FN")
                                       : std::string("E5M2");
                          });

@@ -95,7 +95,7 @@ void check(const KernelCase &k) {
                        : TITAN_RT_BF16;
     types16.push_back(code);
     types64.push_back(code == TITAN_RT_BF16 || b.kind == Kind::Accumulator
-                          ? TITAN_RT_F64
+                          ? int64_t(TITAN_RT_F64)
                           : code);
   }
   // Storage for both calls.

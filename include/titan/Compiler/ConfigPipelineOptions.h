@@ -9,19 +9,16 @@
 #define TITAN_COMPILER_CONFIGPIPELINEOPTIONS_H
 
 #include "titan/Compiler/Pipelines.h"
-#include "titan/Dialect/Titan/IR/KernelTarget.h"
+#include "titan/Model/MeshDegrees.h"
 
 #include "llvm/Support/Error.h"
 
 namespace titan {
 struct TrainConfig;
 struct LlamaArgs;
-
-/// The device mesh's degrees, data_parallel_shard_degree = -1 resolved.
-struct MeshDegrees {
-  int64_t pp = 1, dpReplicate = 1, dpShard = 1, cp = 1, tp = 1;
-  int64_t worldSize() const { return pp * dpReplicate * dpShard * cp * tp; }
-};
+namespace target {
+class TargetBackend;
+} // namespace target
 
 /// The mesh for `worldSize` ranks (0: the product of the fixed degrees,
 /// with data_parallel_shard_degree = -1 taken as 1); errors name the keys
@@ -37,27 +34,34 @@ int64_t accumulationSteps(const TrainConfig &config, const MeshDegrees &mesh);
 void setPartitionOptions(const TrainConfig &config, const MeshDegrees &mesh,
                          PartitionPipelineOptions &options);
 
-/// [training] mixed precision (unset: f32 on the CPU, TorchTitan's bf16 on
-/// GPUs), [activation_checkpoint], [optimizer], [lr_scheduler], Float8's
-/// all-gather, and the pipeline schedule's keys.
+/// The parameter dtype training runs in, in TorchTitan's spelling:
+/// training.mixed_precision_param, or unset the target's default (its
+/// DtypePolicy: f32 on the CPU, TorchTitan's bf16 on GPUs).
+std::string paramDtype(const TrainConfig &config,
+                       const target::TargetBackend &target);
+
+/// [training] mixed precision (paramDtype), [activation_checkpoint],
+/// [optimizer], [lr_scheduler], Float8's all-gather, and the pipeline
+/// schedule's keys.
 void setTrainingOptions(const TrainConfig &config, const MeshDegrees &mesh,
-                        KernelTarget target, TrainingPipelineOptions &options);
+                        const target::TargetBackend &target,
+                        TrainingPipelineOptions &options);
 
 /// The latency-hiding scheduler's default budget, FSDP2's prefetch depth of
 /// one transformer block: the bytes one block's all-gathers move (its
-/// parameters over tp, in the parameter dtype: training.mixed_precision_param,
-/// f32 on the CPU and bf16 on GPUs when unset) plus its gradient
-/// reductions' inputs (the same elements in f32,
-/// training.mixed_precision_reduce):
+/// parameters over tp, in paramDtype) plus its gradient reductions' inputs
+/// (the same elements in f32, training.mixed_precision_reduce):
 ///   (block parameters / tp) x (param bytes + 4).
 int64_t collectivePrefetchBudget(const TrainConfig &config,
                                  const LlamaArgs &model,
-                                 const MeshDegrees &mesh, KernelTarget target);
+                                 const MeshDegrees &mesh,
+                                 const target::TargetBackend &target);
 
 /// The target, debug.deterministic, and the collective scheduler
 /// (debug.no_comm_overlap turns it off; its budget as above).
 void setExecutionOptions(const TrainConfig &config, const LlamaArgs &model,
-                         const MeshDegrees &mesh, KernelTarget target,
+                         const MeshDegrees &mesh,
+                         const target::TargetBackend &target,
                          ExecutionPipelineOptions &options);
 
 } // namespace titan

@@ -16,7 +16,7 @@
 //   execution   (titan-execution-pipeline)  bufferization into kernel calls,
 //               kernel fusions and the memory plan
 //   lowering    (titan-lowering-pipeline)   kernel IR to LLVM calls into the
-//               runtime
+//               runtime (kernel-to-runtime-calls), the same for every target
 //
 // titan-compile fills the options from a training config
 // (ConfigPipelineOptions.h) and runs these functions and nothing else;
@@ -178,10 +178,11 @@ struct TrainingPipelineOptions
 /// The execution phase: kernel calls on planned memory.
 struct ExecutionPipelineOptions
     : public mlir::PassPipelineOptions<ExecutionPipelineOptions> {
-  Option<std::string> target{*this, "target",
-                             llvm::cl::desc("cpu or cuda: the kernels' "
-                                            "workspaces"),
-                             llvm::cl::init("cpu")};
+  Option<std::string> target{
+      *this, "target",
+      llvm::cl::desc("The target backend (cpu, cuda, or another registered "
+                     "one): its kernels' workspaces and dtype policy"),
+      llvm::cl::init("cpu")};
   ListOption<std::string> functions{
       *this, "functions",
       llvm::cl::desc("The step functions (default: train_step, "

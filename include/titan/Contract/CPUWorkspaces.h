@@ -1,7 +1,7 @@
 //===- CPUWorkspaces.h - the CPU kernels' scratch ---------------*- C++ -*-===//
 //
 // The workspace each CPU kernel uses, stated once for both sides: the
-// target's workspace models (lib/Target/CPU/ExternalModels.cpp) plan these
+// target's workspace rules (lib/Target/CPU/CPUBackend.cpp) plan these
 // bytes in the arena, and the CPU kernels (runtime/lib/) carve their tiles
 // from them.
 // Header-only, so the compiler and the runtime cannot disagree.

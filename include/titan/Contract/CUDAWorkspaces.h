@@ -1,7 +1,7 @@
 //===- CUDAWorkspaces.h - the CUDA kernels' scratch -------------*- C++ -*-===//
 //
 // The workspace each CUDA kernel uses, stated once for both sides: the
-// target's workspace models (lib/Target/CUDA/ExternalModels.cpp) plan these
+// target's workspace rules (lib/Target/CUDA/CUDABackend.cpp) plan these
 // bytes in the arena, and the CUDA runtime (runtime/cuda/) carves its
 // scratch from them and checks that a library's run-time request fits.
 // Header-only and free of CUDA headers, so the compiler needs no CUDA.

@@ -1,5 +1,4 @@
-//===- KernelCatalog.h - the kernels the compiler may call -------*- C++
-//-*-===//
+//===- KernelCatalog.h - the kernels the compiler may call ------*- C++ -*-===//
 //
 // KernelCatalog.def as a constant table: what kernel.call's verifier checks
 // a call against, and the KernelId that passes name kernels with. Plain
@@ -9,6 +8,8 @@
 
 #ifndef TITAN_CONTRACT_KERNELCATALOG_H
 #define TITAN_CONTRACT_KERNELCATALOG_H
+
+#include "titan/Contract/Dtype.h"
 
 #include <cstddef>
 #include <cstdint>
@@ -20,8 +21,7 @@ namespace titan::catalog {
 /// How a target defines a kernel's entry points (KernelCatalog.def).
 enum class Kind : uint8_t { Kernel, Special, Collective };
 
-/// The suffixes of entry points, one bit each in Entry::dtypes.
-enum class Dtype : uint8_t { f32, f64, bf16, f16, i32, f8E4M3FN, f8E5M2 };
+/// An entry point's suffix (titan::Dtype), as one bit of Entry::dtypes.
 constexpr unsigned dtypeBit(Dtype d) { return 1u << unsigned(d); }
 
 enum Flags : unsigned {
@@ -81,6 +81,8 @@ struct Entry {
   Param params[kMaxParams];
 
   bool has(Flags flag) const { return (flags & flag) != 0; }
+  /// Whether the kernel has an entry point for `dtype`.
+  bool has(Dtype dtype) const { return (dtypes & dtypeBit(dtype)) != 0; }
 };
 
 /// The kernels by name, for passes: KernelId::adamw.

@@ -1,5 +1,4 @@
-//===- Manifest.h - what a training executable knows of its model -*- C++
-//-*-===//
+//===- Manifest.h - what an executable knows of its model -------*- C++ -*-===//
 //
 // The JSON manifest that titan-compile embeds in each training executable and
 // that the runtime reads at start: the compiled config, the step's static
@@ -14,6 +13,8 @@
 #ifndef TITAN_CONTRACT_MANIFEST_H
 #define TITAN_CONTRACT_MANIFEST_H
 
+#include "titan/Contract/MeshAxes.h"
+
 #include "llvm/ADT/StringMap.h"
 #include "llvm/ADT/StringRef.h"
 #include "llvm/Support/Error.h"
@@ -27,14 +28,49 @@
 
 namespace titan::manifest {
 
-/// Mesh axes in rank-layout order (tp varies fastest), as #dist.mesh.
-enum MeshAxis { kPP, kDPReplicate, kDPShard, kCP, kTP, kNumAxes };
+/// The version of the contract between a compiled executable and the
+/// runtime libraries (libtitanrt, the kernels' entry points) that the
+/// manifest's "abi_version" records: raised whenever an executable compiled
+/// before would be misread by the new runtime (a kernel's parameters, the
+/// manifest's meaning). 1: the manifest's first version, with the
+/// load_balanced entry of local_shard's and context_attention(_grad)'s
+/// kernel parameters.
+inline constexpr int64_t kABIVersion = 1;
 
-/// "pp", "dp_replicate", "dp_shard", "cp", "tp".
-const char *meshAxisName(MeshAxis axis);
+/// parseManifest's error for a manifest of another ABI version (a missing
+/// "abi_version" reads as 0, the executables written before it existed):
+/// not a corrupt executable but one to compile again.
+class ABIVersionError : public llvm::ErrorInfo<ABIVersionError> {
+public:
+  static char ID;
+  explicit ABIVersionError(int64_t found) : found(found) {}
+  /// The executable's version.
+  int64_t found;
+  /// "this executable was compiled for runtime ABI N, the runtime is M:
+  /// recompile it with titan-compile".
+  std::string message() const override;
+  void log(llvm::raw_ostream &os) const override { os << message(); }
+  std::error_code convertToErrorCode() const override {
+    return llvm::inconvertibleErrorCode();
+  }
+};
+
+/// The mesh axes (titan/Contract/MeshAxes.h), by the manifest's names.
+using MeshAxis = mesh::Axis;
+using mesh::kCP;
+using mesh::kDPReplicate;
+using mesh::kDPShard;
+using mesh::kNumAxes;
+using mesh::kPP;
+using mesh::kTP;
+
+/// The axis's name (MeshAxes.h's table).
+inline const char *meshAxisName(MeshAxis axis) { return mesh::axisName(axis); }
 
 /// The axis named `name`, or std::nullopt.
-std::optional<MeshAxis> parseMeshAxis(llvm::StringRef name);
+inline std::optional<MeshAxis> parseMeshAxis(llvm::StringRef name) {
+  return mesh::parseAxis(name);
+}
 
 /// A slot's place: its offset and its bytes.
 using SlotRange = std::pair<int64_t, int64_t>;
@@ -135,6 +171,11 @@ struct Manifest {
   int64_t accumulationSteps = 1;
   /// The mesh's sizes, by MeshAxis.
   std::vector<int64_t> mesh = {1, 1, 1, 1, 1};
+  /// The mesh axes that split load-balanced (#dist.mesh's load_balanced;
+  /// bit i: MeshAxis i): how the runtime cuts each sequence over the
+  /// sequence axes (titan/Contract/ContextParallelLayout.h). Written as
+  /// "load_balanced" only when not empty.
+  unsigned loadBalancedAxes = 0;
   /// The parameters this rank holds (a block of), in its steps' order.
   std::vector<Param> params;
   /// Every parameter of the model: `params` except under pipeline
@@ -161,11 +202,13 @@ struct Manifest {
 };
 
 /// The manifest as the text the executable embeds (deterministic: keys in
-/// sorted order). Under pipeline parallelism every parameter carries its
-/// pipeline rank and `all_params` is written.
+/// sorted order), with "abi_version": kABIVersion. Under pipeline
+/// parallelism every parameter carries its pipeline rank and `all_params`
+/// is written.
 std::string printManifest(const Manifest &manifest);
 
-/// Parses the manifest text; an error says what is malformed.
+/// Parses the manifest text; an error says what is malformed, or is an
+/// ABIVersionError when "abi_version" is missing or not kABIVersion.
 llvm::Expected<Manifest> parseManifest(llvm::StringRef text);
 
 } // namespace titan::manifest

@@ -23,7 +23,8 @@ struct ImportOptions {
 /// TorchTitan name, in state-dict order), then `tokens` and `labels`
 /// (`batch x seq` i32, tagged `titan.input`); it returns the mean
 /// cross-entropy loss. Ops carry `NameLoc`s with the module path they come
-/// from (e.g. "layers.3.attention").
+/// from (e.g. "layers.3.attention"); the function carries TorchTitan's
+/// parallel plan as attributes (LlamaPlan.h).
 mlir::OwningOpRef<mlir::ModuleOp> importLlama(mlir::MLIRContext &context,
                                               const LlamaArgs &args,
                                               const ImportOptions &options);

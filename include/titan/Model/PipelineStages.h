@@ -3,8 +3,9 @@
 // TorchTitan v0.2.0's stage split (torchtitan/distributed/
 // pipeline_parallel.py: pipeline_llm, generate_llm_fqn_per_model_part,
 // pipeline_module_split): how many stages, which modules each holds, and
-// which stages each pipeline rank runs. The stage-cut pass and the
-// schedules of issue 11 build on this plan.
+// which stages each pipeline rank runs. titan-llama-pipeline-stages
+// (lib/Import) writes it into the IR for the stage cut; the schedules
+// (lib/Pipeline), the driver and the planner build on it too.
 //
 //===----------------------------------------------------------------------===//
 

@@ -17,10 +17,10 @@
 #ifndef TITAN_PLANNER_PLAN_H
 #define TITAN_PLANNER_PLAN_H
 
-#include "titan/Compiler/ConfigPipelineOptions.h"
+#include "titan/Contract/LlamaArgs.h"
 #include "titan/Contract/TrainConfig.h"
 #include "titan/Cost/Hardware.h"
-#include "titan/Contract/LlamaArgs.h"
+#include "titan/Model/MeshDegrees.h"
 
 #include "llvm/Support/Error.h"
 #include "llvm/Support/raw_ostream.h"

@@ -7,6 +7,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "titan/Contract/Manifest.h"
 #include "titan/Conversion/TitanToKernel/Passes.h"
 #include "titan/Dialect/Dist/IR/Dist.h"
 #include "titan/Dialect/Kernel/IR/Kernel.h"
@@ -14,7 +15,7 @@
 #include "titan/Dialect/Titan/IR/Parameters.h"
 #include "titan/Dialect/Titan/IR/TitanDialect.h"
 #include "titan/Dialect/Titan/IR/TitanOps.h"
-#include "titan/Contract/Manifest.h"
+#include "titan/Target/TargetBackend.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
@@ -39,8 +40,8 @@ MemRefType bufferType(Type type) {
 }
 
 /// Bytes of f32 copies of the 16-bit float buffers of `op` (operands then
-/// results, each rounded up to 64 bytes): what the CPU target's widened
-/// kernels stage in the workspace.
+/// results, each rounded up to 64 bytes): what a target that widens 16-bit
+/// kernels (its DtypePolicy) stages in the workspace.
 int64_t widenedBytes(Operation *op) {
   int64_t bytes = 0;
   for (Type t :
@@ -56,7 +57,7 @@ int64_t widenedBytes(Operation *op) {
 
 class StepBufferizer {
 public:
-  StepBufferizer(func::FuncOp step, KernelTarget target, bool widenLowPrecision)
+  StepBufferizer(func::FuncOp step, StringRef target, bool widenLowPrecision)
       : step(step), b(step.getContext()), target(target),
         widenLowPrecision(widenLowPrecision) {}
 
@@ -463,7 +464,7 @@ private:
 
   func::FuncOp step;
   OpBuilder b;
-  KernelTarget target;
+  StringRef target; ///< the target backend's name
   bool widenLowPrecision;
 
   // Slots.
@@ -520,13 +521,15 @@ struct TitanBufferizePass
     for (auto func : llvm::make_early_inc_range(module.getOps<func::FuncOp>()))
       if (!llvm::is_contained(steps, func))
         func.erase();
-    std::optional<KernelTarget> kernelTarget = symbolizeKernelTarget(target);
-    if (!kernelTarget) {
+    const titan::target::TargetBackend *backend =
+        titan::target::lookupTargetBackend(target);
+    if (!backend) {
       module.emitError() << "titan-bufferize: unknown target '" << target
-                         << "' (expected cpu or cuda)";
+                         << "' (registered: "
+                         << titan::target::getTargetBackendNameList() << ")";
       return signalPassFailure();
     }
-    if (!hasWorkspaceModels(&getContext(), *kernelTarget)) {
+    if (!backend->hasExternalModels(&getContext())) {
       module.emitError() << "titan-bufferize: the " << target
                          << " target's workspace models are not registered "
                             "(titan::registerAllDialects registers them)";
@@ -535,7 +538,7 @@ struct TitanBufferizePass
     if (deterministic)
       markDeterministic(module);
     for (func::FuncOp step : steps)
-      if (failed(StepBufferizer(step, *kernelTarget, widenLowPrecision).run()))
+      if (failed(StepBufferizer(step, target, widenLowPrecision).run()))
         return signalPassFailure();
   }
 };

@@ -15,7 +15,8 @@
 // kernel's buffers and parameters are written); either may be null when the
 // kernel has none of that kind. `workspace` is the scratch the target's
 // workspace rule for the op asks for (lib/Target/<T>/), or null. `types` is
-// {number of operands, number of results, then each buffer's TitanRtType}.
+// {number of operands, number of results, then each buffer's TitanRtType
+// (its titan::Dtype's value)}.
 //
 // `dtype` is the buffers' floating-point type: f32 or f64, i32 for
 // integer-only kernels, bf16 or f16 when some buffer has that type. The
@@ -47,16 +48,11 @@ extern "C" {
 /// each call and null at its end, so a kernel's error can name the op.
 extern const char *titan_rt_op;
 
-/// Element type codes of the `types` array.
+/// Element type codes of the `types` array: titan::Dtype's values
+/// (titan/Contract/Dtype.def), by their C names.
 enum TitanRtType {
-  TITAN_RT_F32 = 0,
-  TITAN_RT_F64 = 1,
-  TITAN_RT_BF16 = 2,
-  TITAN_RT_F16 = 3,
-  TITAN_RT_I32 = 4,
-  TITAN_RT_I64 = 5,
-  TITAN_RT_F8E4M3FN = 6,
-  TITAN_RT_F8E5M2 = 7,
+#define TITAN_DTYPE(name, NAME, code, ...) TITAN_RT_##NAME = code,
+#include "titan/Contract/Dtype.def"
 };
 
 /// Every kernel of KernelCatalog.def, for each of its dtypes. Collectives

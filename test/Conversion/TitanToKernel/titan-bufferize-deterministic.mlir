@@ -3,8 +3,8 @@
 
 // debug.deterministic reaches the attention gradients' kernels as their
 // `deterministic` parameter (after the scale), and the CUDA plan holds the
-// workspace of the algorithm it selects (include/titan/Target/CUDA/
-// KernelWorkspaces.h, as cudnn-frontend sizes cuDNN's SDPA backward on
+// workspace of the algorithm it selects (include/titan/Contract/
+// CUDAWorkspaces.h, as cudnn-frontend sizes cuDNN's SDPA backward on
 // sm_90): at the 8B model's B 1, Hq 32, S 8192, D 128 in bf16, by default
 // the f32 dQ accumulator (128 MiB) and softmax sum (1 MiB) plus 4 MiB of
 // headroom, 139460608 bytes; deterministic, the softmax sum and the dP
@@ -31,7 +31,8 @@ func.func @optimizer_step(%p: tensor<8xbf16> {titan.param = "n"}) -> (tensor<8xb
 // -----
 
 // Context parallel's attention gradient: `deterministic` follows the
-// scale, before the layout's parameters (degree, kv_shift, axes); an op
+// scale, before the layout's parameters (degree, kv_shift, load_balanced,
+// axes); an op
 // marked in the IR keeps its mark without the option. Its plan: a chunk's
 // partial dQ (1 x 4 x 2 x 8 f32: 256 bytes), dK and dV (1 x 4 x 1 x 8: 256
 // each), then one chunk pair's backward: by default the dQ accumulator
@@ -41,18 +42,18 @@ func.func @optimizer_step(%p: tensor<8xbf16> {titan.param = "n"}) -> (tensor<8xb
 // DEFAULT-LABEL: func.func @forward_backward(
 // DEFAULT:       kernel.alloc workspace : memref<4195584xi8>
 // DEFAULT-NEXT:  kernel.call "context_attention_grad"
-// DEFAULT-SAME:  params [5.000000e-01, 0, 2, 0, 1, 3]
+// DEFAULT-SAME:  params [5.000000e-01, 0, 2, 0, 1, 1, 3]
 // DEFAULT:       kernel.alloc workspace : memref<4228096xi8>
 // DEFAULT-NEXT:  kernel.call "context_attention_grad"
-// DEFAULT-SAME:  params [5.000000e-01, 1, 2, 1, 1, 3]
+// DEFAULT-SAME:  params [5.000000e-01, 1, 2, 1, 1, 1, 3]
 // DET-LABEL:     func.func @forward_backward(
 // DET:           kernel.alloc workspace : memref<4228096xi8>
 // DET-NEXT:      kernel.call "context_attention_grad"
-// DET-SAME:      params [5.000000e-01, 1, 2, 0, 1, 3]
+// DET-SAME:      params [5.000000e-01, 1, 2, 0, 1, 1, 3]
 // DET:           kernel.alloc workspace : memref<4228096xi8>
 // DET-NEXT:      kernel.call "context_attention_grad"
-// DET-SAME:      params [5.000000e-01, 1, 2, 1, 1, 3]
-module attributes {dist.mesh = #dist.mesh<pp = 1, dp_replicate = 1, dp_shard = 1, cp = 2, tp = 1>} {
+// DET-SAME:      params [5.000000e-01, 1, 2, 1, 1, 1, 3]
+module attributes {dist.mesh = #dist.mesh<pp = 1, dp_replicate = 1, dp_shard = 1, cp = 2, tp = 1, load_balanced = ["cp"]>} {
   func.func @forward_backward(%q: tensor<1x8x2x8xbf16> {titan.param = "q"}, %k: tensor<1x8x1x8xbf16> {titan.param = "k"},
                               %o: tensor<1x8x2x8xbf16> {titan.param = "o"}, %lse: tensor<1x2x8xf32> {titan.param = "lse"})
       -> (tensor<1x8x2x8xbf16> {titan.grad = "q"}, tensor<1x8x2x8xbf16> {titan.grad = "q2"}) {

@@ -2,13 +2,13 @@
 // RUN: titan-opt %s -split-input-file -titan-bufferize=target=cuda -verify-diagnostics | FileCheck %s --check-prefix=CUDA
 // RUN: not titan-opt %s -titan-bufferize=target=tpu 2>&1 | FileCheck %s --check-prefix=BAD
 
-// BAD: error: titan-bufferize: unknown target 'tpu' (expected cpu or cuda)
+// BAD: error: titan-bufferize: unknown target 'tpu' (registered: cpu, cuda)
 
-// Workspaces are the target's (its external models in lib/Target/<T>/;
-// the CUDA sizes are stated in include/titan/Contract/CUDAWorkspaces.h).
-// On the CPU, flash attention gets one slot per task (include/titan/Target/
-// CPU/KernelWorkspaces.h): two 8 x 8 f32 tiles, three rows of 8 and one of
-// 8 (160 floats), for 2 tasks (1 batch x 2 heads, forward; 1 x 2 KV heads,
+// Workspaces are the target's (its backend's rules in lib/Target/<T>/,
+// which one WorkspaceOpInterface model per op asks; the sizes are stated in
+// include/titan/Contract/{CPU,CUDA}Workspaces.h).
+// On the CPU, flash attention gets one slot per task: two 8 x 8 f32 tiles,
+// three rows of 8 and one of 8 (160 floats), for 2 tasks (1 batch x 2 heads, forward; 1 x 2 KV heads,
 // backward): 1280 bytes; the RMSNorm weight gradient sums in f64 (8 x 8
 // bytes); the cross-entropy keeps one f64 loss per row (8 rows: 64 bytes);
 // oneDNN's GEMMs and the embedding gradient need none.

@@ -10,7 +10,7 @@
 // CHECK:      %[[DQ:.*]], %[[DK:.*]], %[[DV:.*]] = dist.context_attention_grad {{.*}} kv_shift -1
 // CHECK-NEXT: dist.reduce_scatter_start %[[DK]] axes ["cp"] dim 1 : tensor<2x8x2x2xf32> -> !dist.future<tensor<2x4x2x2xf32>>
 // CHECK:      dist.reduce_scatter_start %[[DV]] axes ["cp"] dim 1
-module attributes {dist.mesh = #dist.mesh<pp = 1, dp_replicate = 1, dp_shard = 1, cp = 2, tp = 1>} {
+module attributes {dist.mesh = #dist.mesh<pp = 1, dp_replicate = 1, dp_shard = 1, cp = 2, tp = 1, load_balanced = ["cp"]>} {
   func.func @allgather(%q: tensor<2x4x4x2xf32>, %k: tensor<2x4x2x2xf32>, %v: tensor<2x4x2x2xf32>, %g: tensor<2x4x4x2xf32>) -> (tensor<2x4x4x2xf32>, tensor<2x4x4x2xf32>, tensor<2x4x2x2xf32>, tensor<2x4x2x2xf32>) {
     %o:2 = dist.ring_attention %q, %k, %v axes ["cp"] rotate allgather {scale = 0.5 : f64} : (tensor<2x4x4x2xf32>, tensor<2x4x2x2xf32>, tensor<2x4x2x2xf32>) -> (tensor<2x4x4x2xf32>, tensor<2x4x4xf32>)
     %d:3 = dist.ring_attention_grad %q, %k, %v, %o#0, %o#1, %g axes ["cp"] rotate allgather {scale = 0.5 : f64} : (tensor<2x4x4x2xf32>, tensor<2x4x2x2xf32>, tensor<2x4x2x2xf32>, tensor<2x4x4x2xf32>, tensor<2x4x4xf32>, tensor<2x4x4x2xf32>) -> (tensor<2x4x4x2xf32>, tensor<2x4x2x2xf32>, tensor<2x4x2x2xf32>)
@@ -36,7 +36,7 @@ module attributes {dist.mesh = #dist.mesh<pp = 1, dp_replicate = 1, dp_shard = 1
 // CHECK:      dist.context_attention_grad {{.*}} kv_shift 1
 // CHECK:      %[[BACK:.*]] = dist.send_recv_start %{{.*}} axes ["cp"] shift 1
 // CHECK:      dist.wait %[[BACK]]
-module attributes {dist.mesh = #dist.mesh<pp = 1, dp_replicate = 1, dp_shard = 1, cp = 2, tp = 1>} {
+module attributes {dist.mesh = #dist.mesh<pp = 1, dp_replicate = 1, dp_shard = 1, cp = 2, tp = 1, load_balanced = ["cp"]>} {
   func.func @alltoall(%q: tensor<2x4x4x2xf32>, %k: tensor<2x4x2x2xf32>, %v: tensor<2x4x2x2xf32>, %g: tensor<2x4x4x2xf32>) -> (tensor<2x4x4x2xf32>, tensor<2x4x4x2xf32>, tensor<2x4x2x2xf32>, tensor<2x4x2x2xf32>) {
     %o:2 = dist.ring_attention %q, %k, %v axes ["cp"] rotate alltoall {scale = 0.5 : f64} : (tensor<2x4x4x2xf32>, tensor<2x4x2x2xf32>, tensor<2x4x2x2xf32>) -> (tensor<2x4x4x2xf32>, tensor<2x4x4xf32>)
     %d:3 = dist.ring_attention_grad %q, %k, %v, %o#0, %o#1, %g axes ["cp"] rotate alltoall {scale = 0.5 : f64} : (tensor<2x4x4x2xf32>, tensor<2x4x2x2xf32>, tensor<2x4x2x2xf32>, tensor<2x4x4x2xf32>, tensor<2x4x4xf32>, tensor<2x4x4x2xf32>) -> (tensor<2x4x4x2xf32>, tensor<2x4x2x2xf32>, tensor<2x4x2x2xf32>)

@@ -1,18 +1,18 @@
-// RUN: titan-opt %s -split-input-file -dist-parallelize="cp=2 dp-shard=2" -verify-diagnostics | FileCheck %s
-// RUN: titan-opt %s -split-input-file -dist-parallelize="cp=2 tp=2" -verify-diagnostics | FileCheck %s --check-prefix=CP-TP
+// RUN: titan-opt %s -split-input-file -titan-llama-plan -dist-parallelize="cp=2 dp-shard=2" -verify-diagnostics | FileCheck %s
+// RUN: titan-opt %s -split-input-file -titan-llama-plan -dist-parallelize="cp=2 tp=2" -verify-diagnostics | FileCheck %s --check-prefix=CP-TP
 
 // Context parallel (TorchTitan's plan): the token and label inputs are
 // split load-balanced along the sequence over cp, and FSDP stores the
 // parameters split over dp_shard then cp (TorchTitan's dp_shard_cp mesh).
 // CHECK: module attributes {dist.mesh = #dist.mesh<pp = 1, dp_replicate = 1, dp_shard = 2, cp = 2, tp = 1>}
 // CHECK-LABEL: func.func @forward(
-// CHECK-SAME: tensor<8x4xf32> {dist.sharding = #dist.sharding<{{\[}}["dp_shard", "cp"]]>, titan.param = "tok_embeddings.weight"}
+// CHECK-SAME: tensor<8x4xf32> {dist.param_plan = #dist.param_plan<tp = embedding>, dist.sharding = #dist.sharding<{{\[}}["dp_shard", "cp"]]>, titan.param = "tok_embeddings.weight"}
 // CHECK-SAME: tensor<2x8xi32> {dist.sharding = #dist.sharding<{{\[}}[], ["cp"]]>, titan.input = "tokens"}
 // CHECK-SAME: tensor<2x8xi32> {dist.sharding = #dist.sharding<{{\[}}[], ["cp"]]>, titan.input = "labels"}
 // With tensor parallel, sequence parallel splits the residual stream over
 // cp, then tp.
 // CP-TP-LABEL: func.func @forward(
-// CP-TP-SAME: tensor<8x4xf32> {dist.sharding = #dist.sharding<{{\[}}["tp", "cp"]]>, titan.param = "tok_embeddings.weight"}
+// CP-TP-SAME: tensor<8x4xf32> {dist.param_plan = #dist.param_plan<tp = embedding>, dist.sharding = #dist.sharding<{{\[}}["tp", "cp"]]>, titan.param = "tok_embeddings.weight"}
 // CP-TP: %[[E:.*]] = titan.embedding
 // CP-TP-NEXT: dist.sharding_constraint %[[E]] to <{{\[}}[], ["cp", "tp"]]> : tensor<2x8x4xf32>
 func.func @forward(%emb: tensor<8x4xf32> {titan.param = "tok_embeddings.weight"},

@@ -1,4 +1,4 @@
-// RUN: titan-opt %s -split-input-file -dist-parallelize="tp=2" -verify-diagnostics
+// RUN: titan-opt %s -split-input-file -titan-llama-plan -dist-parallelize="tp=2" -verify-diagnostics
 
 // Sequence parallel needs the sequence to divide over the tp ranks.
 func.func @forward(%emb: tensor<16x8xf32> {titan.param = "tok_embeddings.weight"},
@@ -12,7 +12,7 @@ func.func @forward(%emb: tensor<16x8xf32> {titan.param = "tok_embeddings.weight"
 // -----
 
 // A parameter outside TorchTitan's tensor-parallel plan.
-// expected-error @+1 {{'func.func' op parameter 'layers.0.mystery.weight' has no tensor-parallel plan}}
+// expected-error @+1 {{'func.func' op parameter 'layers.0.mystery.weight' has no tensor-parallel style in its plan}}
 func.func @forward(%w: tensor<8x8xf32> {titan.param = "layers.0.mystery.weight"}) -> tensor<f32> {
   %loss = titan.fill 0.0 : tensor<f32>
   return %loss : tensor<f32>

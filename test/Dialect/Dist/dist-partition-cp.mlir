@@ -1,7 +1,7 @@
-// RUN: titan-opt %s -dist-parallelize="cp=2" -dist-propagate-sharding -dist-partition | FileCheck %s
-// RUN: titan-opt %s -dist-parallelize="cp=2" -dist-propagate-sharding -dist-partition="cp-rotate-method=alltoall" -titan-autodiff | FileCheck %s --check-prefix=GRAD
-// RUN: titan-opt %s -dist-parallelize="cp=2 tp=2" -dist-propagate-sharding -dist-partition | FileCheck %s --check-prefix=CP-TP
-// RUN: not titan-opt %s -dist-parallelize="cp=2" -dist-partition="cp-rotate-method=ring" 2>&1 | FileCheck %s --check-prefix=BAD-METHOD
+// RUN: titan-opt %s -titan-llama-plan -dist-parallelize="cp=2" -dist-propagate-sharding -dist-partition | FileCheck %s
+// RUN: titan-opt %s -titan-llama-plan -dist-parallelize="cp=2" -dist-propagate-sharding -dist-partition="cp-rotate-method=alltoall" -titan-autodiff | FileCheck %s --check-prefix=GRAD
+// RUN: titan-opt %s -titan-llama-plan -dist-parallelize="cp=2 tp=2" -dist-propagate-sharding -dist-partition | FileCheck %s --check-prefix=CP-TP
+// RUN: not titan-opt %s -titan-llama-plan -dist-parallelize="cp=2" -dist-partition="cp-rotate-method=ring" 2>&1 | FileCheck %s --check-prefix=BAD-METHOD
 
 // Context parallel (cp 2) on an attention block: each rank holds its two
 // load-balanced chunks of the sequence (4 of 8 tokens), the replicated RoPE

@@ -1,7 +1,9 @@
 // FSDP's reshard after forward, as TorchTitan wraps Llama in FSDP2: with
 // "default" every block but the last is gathered again for the backward;
 // with "always" every block; the root's parameters (here the final norm)
-// never are. dist.keep_gathered marks the ones kept.
+// never are. dist.keep_gathered marks the ones kept. The blocks, FSDP's
+// units, are the plan's (dist.param_plan, which the pass consumes); a
+// parameter whose plan names no block is the root's.
 // RUN: titan-opt %s -dist-partition | FileCheck %s --check-prefix=DEFAULT
 // RUN: titan-opt %s -dist-partition=reshard-after-forward=always | FileCheck %s --check-prefix=ALWAYS
 // RUN: titan-opt %s -dist-partition=reshard-after-forward=never | FileCheck %s --check-prefix=NEVER
@@ -9,6 +11,7 @@
 // DEFAULT-SAME: {dist.sharding = {{.*}}, titan.param = "layers.0.w"}
 // DEFAULT-SAME: {dist.keep_gathered, dist.sharding = {{.*}}, titan.param = "layers.1.w"}
 // DEFAULT-SAME: {dist.keep_gathered, dist.sharding = {{.*}}, titan.param = "norm.weight"}
+// DEFAULT-NOT: dist.param_plan
 // ALWAYS-LABEL: func.func @forward(
 // ALWAYS-SAME: {dist.sharding = {{.*}}, titan.param = "layers.0.w"}
 // ALWAYS-SAME: {dist.sharding = {{.*}}, titan.param = "layers.1.w"}
@@ -18,9 +21,9 @@
 // NEVER-SAME: {dist.keep_gathered, dist.sharding = {{.*}}, titan.param = "layers.1.w"}
 // NEVER-SAME: {dist.keep_gathered, dist.sharding = {{.*}}, titan.param = "norm.weight"}
 module attributes {dist.mesh = #dist.mesh<pp = 1, dp_replicate = 1, dp_shard = 2, cp = 1, tp = 1>} {
-  func.func @forward(%a: tensor<4x4xf32> {titan.param = "layers.0.w", dist.sharding = #dist.sharding<[["dp_shard"]]>},
-                    %b: tensor<4x4xf32> {titan.param = "layers.1.w", dist.sharding = #dist.sharding<[["dp_shard"]]>},
-                    %n: tensor<4xf32> {titan.param = "norm.weight", dist.sharding = #dist.sharding<[["dp_shard"]]>},
+  func.func @forward(%a: tensor<4x4xf32> {titan.param = "layers.0.w", dist.param_plan = #dist.param_plan<block = 0>, dist.sharding = #dist.sharding<[["dp_shard"]]>},
+                    %b: tensor<4x4xf32> {titan.param = "layers.1.w", dist.param_plan = #dist.param_plan<block = 1>, dist.sharding = #dist.sharding<[["dp_shard"]]>},
+                    %n: tensor<4xf32> {titan.param = "norm.weight", dist.param_plan = #dist.param_plan<tp = replicate>, dist.sharding = #dist.sharding<[["dp_shard"]]>},
                     %x: tensor<3x4xf32>, %l: tensor<3xi32>) -> tensor<f32> {
     %h = titan.rms_norm %x, %n {eps = 1.0e-5 : f64} : (tensor<3x4xf32>, tensor<4xf32>) -> tensor<3x4xf32>
     %y = titan.linear %h, %a : (tensor<3x4xf32>, tensor<4x4xf32>) -> tensor<3x4xf32>

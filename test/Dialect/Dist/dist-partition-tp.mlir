@@ -1,7 +1,7 @@
-// RUN: titan-opt %s -dist-parallelize="tp=2" -dist-propagate-sharding -dist-partition | FileCheck %s
-// RUN: titan-opt %s -dist-parallelize="tp=2 loss-parallel=false" -dist-propagate-sharding -dist-partition | FileCheck %s --check-prefix=NO-LP
-// RUN: titan-opt %s -dist-parallelize="tp=2" -dist-propagate-sharding -dist-partition -titan-autodiff | FileCheck %s --check-prefix=GRAD
-// RUN: titan-opt %s -dist-parallelize="tp=2 dp-shard=2" -dist-propagate-sharding -dist-partition | FileCheck %s --check-prefix=FSDP-TP
+// RUN: titan-opt %s -titan-llama-plan -dist-parallelize="tp=2" -dist-propagate-sharding -dist-partition | FileCheck %s
+// RUN: titan-opt %s -titan-llama-plan -dist-parallelize="tp=2 loss-parallel=false" -dist-propagate-sharding -dist-partition | FileCheck %s --check-prefix=NO-LP
+// RUN: titan-opt %s -titan-llama-plan -dist-parallelize="tp=2" -dist-propagate-sharding -dist-partition -titan-autodiff | FileCheck %s --check-prefix=GRAD
+// RUN: titan-opt %s -titan-llama-plan -dist-parallelize="tp=2 dp-shard=2" -dist-propagate-sharding -dist-partition | FileCheck %s --check-prefix=FSDP-TP
 
 // Tensor + sequence parallel on an attention block with its embedding and
 // output head (GQA: 4 query heads, 2 kv heads), TorchTitan's plan.

@@ -3,7 +3,8 @@
 
 // HSDP 2x2: the per-rank program takes parameter shards, replicates each
 // shard over dp_replicate, gathers it over dp_shard right before its first
-// use, and averages the loss over both data-parallel axes.
+// use, and averages the loss over both data-parallel axes. The parameter's
+// plan puts it in block 0 (FSDP's unit).
 // CHECK-LABEL: func.func @forward(
 // CHECK-SAME: %[[W:.*]]: tensor<2x4xf32> {dist.keep_gathered, dist.sharding = #dist.sharding<{{\[}}["dp_shard"]]>, titan.param = "layers.0.w"}
 // CHECK-SAME: %[[X:.*]]: tensor<3x4xf32>
@@ -32,7 +33,7 @@
 // GRAD:      %[[G:.*]] = dist.wait %[[AR]]
 // GRAD:      return %{{.*}}, %[[G]]
 module attributes {dist.mesh = #dist.mesh<pp = 1, dp_replicate = 2, dp_shard = 2, cp = 1, tp = 1>} {
-  func.func @forward(%w: tensor<4x4xf32> {titan.param = "layers.0.w", dist.sharding = #dist.sharding<[["dp_shard"]]>},
+  func.func @forward(%w: tensor<4x4xf32> {titan.param = "layers.0.w", dist.param_plan = #dist.param_plan<block = 0>, dist.sharding = #dist.sharding<[["dp_shard"]]>},
                      %x: tensor<3x4xf32>, %l: tensor<3xi32>) -> tensor<f32> {
     %y = titan.linear %x, %w : (tensor<3x4xf32>, tensor<4x4xf32>) -> tensor<3x4xf32>
     %loss, %loss_lse = titan.cross_entropy %y, %l : (tensor<3x4xf32>, tensor<3xi32>) -> (tensor<f32>, tensor<3xf32>)
@@ -79,11 +80,12 @@ module attributes {dist.mesh = #dist.mesh<pp = 1, dp_replicate = 1, dp_shard = 2
 
 // -----
 
-// One rank: nothing to do.
+// One rank: nothing to do but consume the plan.
 // CHECK-LABEL: func.func @forward(
-// CHECK-NOT: dist.{{(all|reduce|replicate|wait|local)}}
+// CHECK-SAME: %{{.*}}: tensor<4x4xf32> {titan.param = "w"}
+// CHECK-NOT: dist.{{(all|reduce|replicate|wait|local|param_plan)}}
 module attributes {dist.mesh = #dist.mesh<pp = 1, dp_replicate = 1, dp_shard = 1, cp = 1, tp = 1>} {
-  func.func @forward(%w: tensor<4x4xf32> {titan.param = "w"}, %x: tensor<3x4xf32>, %l: tensor<3xi32>) -> tensor<f32> {
+  func.func @forward(%w: tensor<4x4xf32> {titan.param = "w", dist.param_plan = #dist.param_plan<block = 0>}, %x: tensor<3x4xf32>, %l: tensor<3xi32>) -> tensor<f32> {
     %y = titan.linear %x, %w : (tensor<3x4xf32>, tensor<4x4xf32>) -> tensor<3x4xf32>
     %loss, %loss_lse = titan.cross_entropy %y, %l : (tensor<3x4xf32>, tensor<3xi32>) -> (tensor<f32>, tensor<3xf32>)
     return %loss : tensor<f32>
@@ -114,3 +116,7 @@ module attributes {dist.mesh = #dist.mesh<pp = 1, dp_replicate = 1, dp_shard = 1
     return %loss : tensor<f32>
   }
 }
+
+// A plan whose block is negative is malformed.
+// RUN: echo 'module attributes {dist.mesh = #dist.mesh<pp = 1, dp_replicate = 1, dp_shard = 2, cp = 1, tp = 1>} { func.func @forward(%%w: tensor<4xf32> {titan.param = "w", dist.param_plan = #dist.param_plan<block = -1>}) { return } }' | not titan-opt -dist-partition 2>&1 | FileCheck %s --check-prefix=BAD-BLOCK
+// BAD-BLOCK: error: 'func.func' op argument 0 has a malformed 'dist.param_plan': #dist.param_plan<block = -1> is not a #dist.param_plan with a block >= 0

@@ -1,6 +1,7 @@
-// RUN: titan-opt %s -split-input-file -dist-pipeline-split -verify-diagnostics
+// RUN: titan-opt %s -split-input-file -titan-llama-pipeline-stages -dist-pipeline-split -verify-diagnostics
 
-// The ops carry their module names as locations (as the importer gives
+// The Llama forward's stage plan (titan-llama-pipeline-stages), then the
+// cut. The ops carry their module names as locations (as the importer gives
 // them), so the diagnostics point at those names (@unknown here).
 
 // Tied embeddings: the output projection reads the embedding's weight in
@@ -62,7 +63,7 @@ module attributes {dist.mesh = #dist.mesh<pp = 2, dp_replicate = 1, dp_shard = 1
 
 // -----
 
-// expected-error @+1 {{dist-pipeline-split: the module has no #dist.mesh (run dist-parallelize first)}}
+// expected-error @+1 {{titan-llama-pipeline-stages: the module has no #dist.mesh (run dist-parallelize first)}}
 module {
   func.func @forward(%l: tensor<2x4xi32> {titan.input = "labels"}) -> tensor<f32> {
     %zero = titan.fill 0.0 : tensor<f32> loc("loss")

@@ -1,7 +1,10 @@
-// RUN: titan-opt %s -split-input-file -dist-pipeline-split -verify-diagnostics | FileCheck %s
-// RUN: titan-opt %s -split-input-file -dist-pipeline-split="rank=1" -verify-diagnostics | FileCheck %s --check-prefix=RANK1
-// RUN: not titan-opt %s -split-input-file -dist-pipeline-split="schedule=Interleaved1F1B layers-per-stage=1 first-stage-less-layers=0 last-stage-less-layers=0" 2>&1 | FileCheck %s --check-prefix=LOOPED
+// RUN: titan-opt %s -split-input-file -titan-llama-pipeline-stages -dist-pipeline-split -verify-diagnostics | FileCheck %s
+// RUN: titan-opt %s -split-input-file -titan-llama-pipeline-stages -dist-pipeline-split="rank=1" -verify-diagnostics | FileCheck %s --check-prefix=RANK1
+// RUN: not titan-opt %s -split-input-file -titan-llama-pipeline-stages="schedule=Interleaved1F1B layers-per-stage=1 first-stage-less-layers=0 last-stage-less-layers=0" -dist-pipeline-split 2>&1 | FileCheck %s --check-prefix=LOOPED
 
+// The Llama forward cut as TorchTitan cuts it: titan-llama-pipeline-stages
+// decides the stages' modules (dist.pipeline's stage_modules), the pass
+// cuts by the modules the ops' locations name and consumes the lists.
 // Three layers on pp 2 with 1F1B: TorchTitan's split of 3 + 1 + 1 effective
 // layers gives stage 0 the embedding and layers 0-1, stage 1 layer 2, the
 // norm and the output. The block output crosses the boundary; the RoPE
@@ -37,7 +40,7 @@
 // RANK1-NOT:  func.func
 
 // Interleaved1F1B with one layer per stage and no weight for the embedding
-// and output: 3 stages do not divide over 2 ranks.
+// and output: 3 stages do not divide over 2 ranks (the Llama plan's error).
 // LOOPED: error: 'func.func' op cannot be split into pipeline stages: the 3 pipeline stages are not divisible by parallelism.pipeline_parallel_degree (2)
 module attributes {dist.mesh = #dist.mesh<pp = 2, dp_replicate = 1, dp_shard = 1, cp = 1, tp = 1>} {
   func.func @forward(%e: tensor<16x8xf32> {titan.param = "tok_embeddings.weight"},

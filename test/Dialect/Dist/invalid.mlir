@@ -361,7 +361,7 @@ module attributes {dist.mesh = #dist.mesh<pp = 1, dp_replicate = 1, dp_shard = 1
 
 // -----
 
-module attributes {dist.mesh = #dist.mesh<pp = 1, dp_replicate = 1, dp_shard = 1, cp = 2, tp = 1>} {
+module attributes {dist.mesh = #dist.mesh<pp = 1, dp_replicate = 1, dp_shard = 1, cp = 2, tp = 1, load_balanced = ["cp"]>} {
   func.func @f(%a: tensor<6x2xf32>) -> tensor<3x2xf32> {
     // expected-error @+1 {{'dist.local_shard' op splits 'tensor<6x2xf32>' along 0 into 4 equal parts of which each rank keeps two, not into 'tensor<3x2xf32>'}}
     %l = dist.local_shard %a axes ["cp"] dim 0 : tensor<6x2xf32> -> tensor<3x2xf32>
@@ -371,13 +371,81 @@ module attributes {dist.mesh = #dist.mesh<pp = 1, dp_replicate = 1, dp_shard = 1
 
 // -----
 
-module attributes {dist.mesh = #dist.mesh<pp = 1, dp_replicate = 1, dp_shard = 1, cp = 2, tp = 1>} {
+module attributes {dist.mesh = #dist.mesh<pp = 1, dp_replicate = 1, dp_shard = 1, cp = 2, tp = 1, load_balanced = ["cp"]>} {
   func.func @f(%q: tensor<2x3x4x2xf32>, %k: tensor<2x3x2x2xf32>) {
     // expected-error @+1 {{'dist.ring_attention' op holds two load-balanced chunks per rank: the local sequence 3 must be even}}
     %o:2 = dist.ring_attention %q, %k, %k axes ["cp"] rotate allgather {scale = 0.5 : f64} : (tensor<2x3x4x2xf32>, tensor<2x3x2x2xf32>, tensor<2x3x2x2xf32>) -> (tensor<2x3x4x2xf32>, tensor<2x4x3xf32>)
     return
   }
 }
+
+// -----
+
+// A mesh whose load_balanced list leaves cp out splits it contiguously: one
+// part per rank.
+module attributes {dist.mesh = #dist.mesh<pp = 1, dp_replicate = 1, dp_shard = 1, cp = 2, tp = 1, load_balanced = []>} {
+  func.func @f(%a: tensor<6x2xf32>) -> tensor<2x2xf32> {
+    // expected-error @+1 {{'dist.local_shard' op splits 'tensor<6x2xf32>' along 0 into 2 equal parts of which each rank keeps one, not into 'tensor<2x2xf32>'}}
+    %l = dist.local_shard %a axes ["cp"] dim 0 : tensor<6x2xf32> -> tensor<2x2xf32>
+    return %l : tensor<2x2xf32>
+  }
+}
+
+// -----
+
+// Context-parallel attention needs the load-balanced layout.
+module attributes {dist.mesh = #dist.mesh<pp = 1, dp_replicate = 1, dp_shard = 1, cp = 2, tp = 1, load_balanced = []>} {
+  func.func @f(%q: tensor<2x4x4x2xf32>, %k: tensor<2x4x2x2xf32>) {
+    // expected-error @+1 {{'dist.context_attention' op needs its axes ["cp"] split load-balanced (#dist.mesh's load_balanced)}}
+    %o:2 = dist.context_attention %q, %k, %k axes ["cp"] kv_shift 0 {scale = 0.5 : f64} : (tensor<2x4x4x2xf32>, tensor<2x4x2x2xf32>, tensor<2x4x2x2xf32>) -> (tensor<2x4x4x2xf32>, tensor<2x4x4xf32>)
+    return
+  }
+}
+
+// -----
+
+module attributes {dist.mesh = #dist.mesh<pp = 1, dp_replicate = 1, dp_shard = 1, cp = 2, tp = 1, load_balanced = []>} {
+  func.func @f(%q: tensor<2x4x4x2xf32>, %k: tensor<2x4x2x2xf32>) {
+    // expected-error @+1 {{'dist.ring_attention' op needs its axes ["cp"] split load-balanced (#dist.mesh's load_balanced)}}
+    %o:2 = dist.ring_attention %q, %k, %k axes ["cp"] rotate allgather {scale = 0.5 : f64} : (tensor<2x4x4x2xf32>, tensor<2x4x2x2xf32>, tensor<2x4x2x2xf32>) -> (tensor<2x4x4x2xf32>, tensor<2x4x4xf32>)
+    return
+  }
+}
+
+// -----
+
+// expected-error @+1 {{load_balanced names unknown mesh axis "sp"}}
+module attributes {dist.mesh = #dist.mesh<pp = 1, dp_replicate = 1, dp_shard = 1, cp = 2, tp = 1, load_balanced = ["sp"]>} {}
+
+// -----
+
+// expected-error @+1 {{load_balanced names unknown mesh axis 2}}
+module attributes {dist.mesh = #dist.mesh<pp = 1, dp_replicate = 1, dp_shard = 1, cp = 2, tp = 1, load_balanced = [2]>} {}
+
+// -----
+
+// expected-error @+1 {{mesh axis 'cp' appears more than once in load_balanced}}
+module attributes {dist.mesh = #dist.mesh<pp = 1, dp_replicate = 1, dp_shard = 1, cp = 2, tp = 1, load_balanced = ["cp", "cp"]>} {}
+
+// -----
+
+// expected-error @+1 {{#dist.mesh is missing 'tp'}}
+module attributes {dist.mesh = #dist.mesh<pp = 1, dp_replicate = 1, dp_shard = 1, cp = 2>} {}
+
+// -----
+
+// expected-error @+1 {{duplicate 'cp' in #dist.mesh}}
+module attributes {dist.mesh = #dist.mesh<pp = 1, dp_replicate = 1, dp_shard = 1, cp = 2, cp = 2, tp = 1>} {}
+
+// -----
+
+// expected-error @+1 {{duplicate 'load_balanced' in #dist.mesh}}
+module attributes {dist.mesh = #dist.mesh<pp = 1, dp_replicate = 1, dp_shard = 1, cp = 2, tp = 1, load_balanced = [], load_balanced = ["cp"]>} {}
+
+// -----
+
+// expected-error @+1 {{#dist.mesh has no key 'sp' (the mesh axes and load_balanced)}}
+module attributes {dist.mesh = #dist.mesh<pp = 1, dp_replicate = 1, dp_shard = 1, sp = 2, tp = 1>} {}
 
 // -----
 

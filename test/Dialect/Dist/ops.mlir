@@ -53,9 +53,11 @@ module attributes {dist.mesh = #dist.mesh<pp = 1, dp_replicate = 2, dp_shard = 2
 }
 
 // Explicit shardings: pending reductions, constraints, local shards and
-// context parallel's ops round-trip.
+// context parallel's ops round-trip, and so does the mesh's load-balanced
+// cp (its default, so printed without the key; mesh.mlir).
+// CHECK: module attributes {dist.mesh = #dist.mesh<pp = 1, dp_replicate = 1, dp_shard = 1, cp = 2, tp = 2>}
 // CHECK-LABEL: func.func @shardings
-module attributes {dist.mesh = #dist.mesh<pp = 1, dp_replicate = 1, dp_shard = 1, cp = 2, tp = 2>} {
+module attributes {dist.mesh = #dist.mesh<pp = 1, dp_replicate = 1, dp_shard = 1, cp = 2, tp = 2, load_balanced = ["cp"]>} {
   func.func @shardings(%x: tensor<2x8x4xf32>, %a: tensor<8x2xf32>, %q: tensor<2x4x4x2xf32>, %k: tensor<2x4x2x2xf32>) -> tensor<2x8x4xf32> {
     // CHECK: titan.add {{.*}} {dist.shardings = [#dist.sharding<[], partial = ["tp"], reduction = max>]}
     %p = titan.add %x, %x {dist.shardings = [#dist.sharding<[], partial = ["tp"], reduction = max>]} : tensor<2x8x4xf32>

@@ -131,6 +131,34 @@ module attributes {dist.mesh = #dist.mesh<pp = 1, dp_replicate = 1, dp_shard = 1
 
 // -----
 
+// local_shard's adjoint gathers the gradient: over a contiguous split
+// (the mesh lists no load_balanced axis, `load_balanced = []`) an
+// all_gather puts the parts back in place.
+// CHECK-LABEL: func.func @forward_backward(
+// CHECK: dist.all_gather_start %{{.*}} axes ["cp"] dim 0 : tensor<2x8xf32> -> !dist.future<tensor<4x8xf32>>
+module attributes {dist.mesh = #dist.mesh<pp = 1, dp_replicate = 1, dp_shard = 1, cp = 2, tp = 1, load_balanced = []>} {
+  func.func @forward(%w: tensor<4x8xf32> {titan.param = "w"}, %l: tensor<2xi32>) -> tensor<f32> {
+    %y = dist.local_shard %w axes ["cp"] dim 0 : tensor<4x8xf32> -> tensor<2x8xf32>
+    %loss, %loss_lse = titan.cross_entropy %y, %l : (tensor<2x8xf32>, tensor<2xi32>) -> (tensor<f32>, tensor<2xf32>)
+    return %loss : tensor<f32>
+  }
+}
+
+// -----
+
+// Over a load-balanced split (cp's by default) the gather would need its
+// chunks reordered.
+module attributes {dist.mesh = #dist.mesh<pp = 1, dp_replicate = 1, dp_shard = 1, cp = 2, tp = 1>} {
+  func.func @forward(%w: tensor<4x8xf32> {titan.param = "w"}, %l: tensor<2xi32>) -> tensor<f32> {
+    // expected-error @+1 {{'dist.local_shard' op has no adjoint over load-balanced axes ["cp"] (its gather would need the chunks reordered)}}
+    %y = dist.local_shard %w axes ["cp"] dim 0 : tensor<4x8xf32> -> tensor<2x8xf32>
+    %loss, %loss_lse = titan.cross_entropy %y, %l : (tensor<2x8xf32>, tensor<2xi32>) -> (tensor<f32>, tensor<2xf32>)
+    return %loss : tensor<f32>
+  }
+}
+
+// -----
+
 // Every rank's copy of the loss is seeded with 1/ranks (here 1/4) and each
 // collective's adjoint is its transpose: the all-reduce (sum) of a gradient
 // that may differ between ranks is an all-reduce (sum); one of a gradient

@@ -28,12 +28,14 @@ def TitanBufferize : Pass<"titan-bufferize", "::mlir::ModuleOp"> {
     * a value returned into a slot is computed in the slot (a collective's
       output too) when nothing reads that slot's old value afterwards.
 
-    `target` (`cpu` or `cuda`) selects whose workspace rules apply: the
-    target's external models (CPUWorkspaceOpInterface or
-    CUDAWorkspaceOpInterface, registered by lib/Target/<T>/). With
-    `widen-low-precision` (the CPU target), a kernel call on bf16 or
-    f16 buffers also gets f32 copies of them in its workspace (each rounded
-    up to 64 bytes, inputs then results, before the kernel's own
+    `target` names the registered target backend (titan/Target/
+    TargetBackend.h: `cpu`, `cuda`, or another one) whose workspace rules
+    apply: each op's WorkspaceOpInterface answers for it (the models the
+    backends attach; an unknown target is an error that lists the
+    registered ones). With `widen-low-precision` (a target whose dtype
+    policy runs 16-bit kernels on f32 copies: the CPU), a kernel call on
+    bf16 or f16 buffers also gets f32 copies of them in its workspace (each
+    rounded up to 64 bytes, inputs then results, before the kernel's own
     workspace), so that the memory plan holds everything the target uses.
 
     `deterministic` (`debug.deterministic`) marks every
@@ -54,16 +56,16 @@ def TitanBufferize : Pass<"titan-bufferize", "::mlir::ModuleOp"> {
     ListOption<"functions", "functions", "std::string",
                "The step functions to bufferize">,
     Option<"target", "target", "std::string", "\"cpu\"",
-           "The target whose kernel workspaces are planned: cpu or cuda">,
+           "The target backend whose kernel workspaces are planned">,
     Option<"widenLowPrecision", "widen-low-precision", "bool", "false",
            "Plan f32 copies of the bf16/f16 buffers of each kernel call in "
-           "its workspace (the CPU target runs 16-bit kernels as f32 "
+           "its workspace (for a target that runs 16-bit kernels as f32 "
            "kernels on widened copies)">,
     Option<"deterministic", "deterministic", "bool", "false",
            "The attention gradients run their deterministic kernels "
            "(debug.deterministic)">,
   ];
-  // The titan dialect carries the targets' workspace models.
+  // The titan dialect's ops carry the targets' workspace models.
   let dependentDialects = ["::titan::kernel::KernelDialect",
                            "::titan::TitanDialect"];
 }

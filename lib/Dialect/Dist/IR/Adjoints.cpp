@@ -115,11 +115,10 @@ LogicalResult ReplicateOp::buildAdjoint(OpBuilder &b, ArrayRef<Value> dy,
 // part: gathered.
 LogicalResult LocalShardOp::buildAdjoint(OpBuilder &b, ArrayRef<Value> dy,
                                          AdjointContext &ctx) {
-  if (llvm::any_of(getAxes(), [](Attribute a) {
-        return cast<StringAttr>(a).getValue() == "cp";
-      }))
-    return emitOpError() << "has no adjoint over the load-balanced 'cp' axis "
-                            "(its gather would need the chunks reordered)";
+  if (getMesh(*this).getSplitLayout(getAxes()).loadBalanced)
+    return emitOpError() << "has no adjoint over load-balanced axes "
+                         << getAxes()
+                         << " (its gather would need the chunks reordered)";
   ctx.addGradient(getInput(), createCollective<AllGatherStartOp>(
                                   b, getLoc(), tensorTypeOf(getInput()), dy[0],
                                   getAxesAttr(), getDimAttr()));

@@ -8,10 +8,12 @@
 #include "mlir/IR/DialectImplementation.h"
 #include "llvm/ADT/TypeSwitch.h"
 
+#include <array>
 #include <limits>
 
 using namespace mlir;
 using namespace titan::dist;
+namespace mesh = titan::mesh;
 
 #include "titan/Dialect/Dist/IR/DistOpsDialect.cpp.inc"
 
@@ -42,54 +44,204 @@ void DistDialect::initialize() {
 // MeshAttr
 //===----------------------------------------------------------------------===//
 
-ArrayRef<llvm::StringLiteral> MeshAttr::getAxisNames() {
-  static constexpr llvm::StringLiteral names[] = {"pp", "dp_replicate",
-                                                  "dp_shard", "cp", "tp"};
+ArrayRef<StringRef> MeshAttr::getAxisNames() {
+  static const std::array<StringRef, mesh::kNumAxes> names = [] {
+    std::array<StringRef, mesh::kNumAxes> names;
+    for (const mesh::AxisInfo &info : mesh::kAxes)
+      names[info.axis] = info.name;
+    return names;
+  }();
   return names;
 }
 
 int MeshAttr::getAxisIndex(StringRef axis) {
-  auto names = getAxisNames();
-  auto it = llvm::find(names, axis);
-  return it == names.end() ? -1 : int(it - names.begin());
+  std::optional<mesh::Axis> a = mesh::parseAxis(axis);
+  return a ? int(*a) : -1;
+}
+
+int64_t MeshAttr::getSize(mesh::Axis axis) const {
+  switch (axis) {
+  case mesh::kPP:
+    return getPp();
+  case mesh::kDPReplicate:
+    return getDpReplicate();
+  case mesh::kDPShard:
+    return getDpShard();
+  case mesh::kCP:
+    return getCp();
+  case mesh::kTP:
+    return getTp();
+  case mesh::kNumAxes:
+    break;
+  }
+  llvm_unreachable("not a mesh axis");
 }
 
 std::optional<int64_t> MeshAttr::getAxisSize(StringRef axis) const {
-  switch (getAxisIndex(axis)) {
-  case 0:
-    return getPp();
-  case 1:
-    return getDpReplicate();
-  case 2:
-    return getDpShard();
-  case 3:
-    return getCp();
-  case 4:
-    return getTp();
-  default:
-    return std::nullopt;
-  }
+  if (std::optional<mesh::Axis> a = mesh::parseAxis(axis))
+    return getSize(*a);
+  return std::nullopt;
 }
 
 int64_t MeshAttr::getWorldSize() const {
-  return getPp() * getDpReplicate() * getDpShard() * getCp() * getTp();
+  int64_t world = 1;
+  for (const mesh::AxisInfo &info : mesh::kAxes)
+    world *= getSize(info.axis);
+  return world;
+}
+
+bool MeshAttr::isLoadBalanced(StringRef axis) const {
+  std::optional<mesh::Axis> a = mesh::parseAxis(axis);
+  return a && (getLoadBalancedMask() & mesh::axisBit(*a));
+}
+
+unsigned MeshAttr::getLoadBalancedMask() const {
+  unsigned mask = 0;
+  assert(getLoadBalanced() && "a #dist.mesh always has its load_balanced "
+                              "list (build it with MeshAttr::get)");
+  for (Attribute axis : getLoadBalanced()) {
+    auto name = dyn_cast<StringAttr>(axis);
+    std::optional<mesh::Axis> a =
+        name ? mesh::parseAxis(name.getValue()) : std::nullopt;
+    assert(a && "load_balanced names an unknown mesh axis: MeshAttr::verify "
+                "rejects it, so the mesh was built unverified");
+    mask |= mesh::axisBit(*a);
+  }
+  return mask;
+}
+
+mesh::SplitLayout MeshAttr::getSplitLayout(ArrayRef<StringRef> axes) const {
+  mesh::SplitLayout layout;
+  for (StringRef axis : axes) {
+    std::optional<int64_t> size = getAxisSize(axis);
+    assert(size && "getSplitLayout of an unknown mesh axis: shardings are "
+                   "verified to name the mesh's axes");
+    layout.degree *= *size;
+    layout.loadBalanced |= isLoadBalanced(axis);
+  }
+  return layout;
+}
+
+mesh::SplitLayout MeshAttr::getSplitLayout(ArrayAttr axes) const {
+  SmallVector<StringRef> names;
+  for (Attribute axis : axes) {
+    auto name = dyn_cast<StringAttr>(axis);
+    assert(name && "getSplitLayout of a list that is not of axis names: "
+                   "shardings are verified to list names");
+    names.push_back(name.getValue());
+  }
+  return getSplitLayout(names);
+}
+
+ArrayAttr MeshAttr::defaultLoadBalanced(MLIRContext *ctx,
+                                        ArrayRef<int64_t> sizes) {
+  assert(sizes.size() == mesh::kNumAxes && "one size per mesh axis");
+  SmallVector<StringRef> axes;
+  for (const mesh::AxisInfo &info : mesh::kAxes)
+    if (info.loadBalanced && sizes[info.axis] > 1)
+      axes.push_back(info.name);
+  return Builder(ctx).getStrArrayAttr(axes);
+}
+
+/// `#dist.mesh<pp = 1, dp_replicate = 1, dp_shard = 2, cp = 2, tp = 1>`, the
+/// keys in any order (as `struct(params)`); `load_balanced = [...]` is
+/// optional, its default the table's for the sizes (defaultLoadBalanced).
+Attribute MeshAttr::parse(AsmParser &parser, Type) {
+  MLIRContext *ctx = parser.getContext();
+  std::optional<int64_t> sizes[mesh::kNumAxes];
+  ArrayAttr loadBalanced;
+  bool sawLoadBalanced = false;
+  if (parser.parseLess())
+    return {};
+  auto parseEntry = [&]() -> ParseResult {
+    SMLoc keyLoc = parser.getCurrentLocation();
+    StringRef key;
+    if (parser.parseKeyword(&key) || parser.parseEqual())
+      return failure();
+    if (key == "load_balanced") {
+      if (sawLoadBalanced)
+        return parser.emitError(keyLoc, "duplicate 'load_balanced' in "
+                                        "#dist.mesh");
+      sawLoadBalanced = true;
+      return parser.parseAttribute(loadBalanced);
+    }
+    std::optional<mesh::Axis> axis = mesh::parseAxis(key);
+    if (!axis)
+      return parser.emitError(keyLoc, "#dist.mesh has no key '")
+             << key << "' (the mesh axes and load_balanced)";
+    if (sizes[*axis])
+      return parser.emitError(keyLoc, "duplicate '")
+             << key << "' in #dist.mesh";
+    int64_t size;
+    if (parser.parseInteger(size))
+      return failure();
+    sizes[*axis] = size;
+    return success();
+  };
+  if (parser.parseCommaSeparatedList(parseEntry) || parser.parseGreater())
+    return {};
+  int64_t values[mesh::kNumAxes];
+  for (const mesh::AxisInfo &info : mesh::kAxes) {
+    if (!sizes[info.axis]) {
+      parser.emitError(parser.getCurrentLocation(), "#dist.mesh is missing '")
+          << info.name << "'";
+      return {};
+    }
+    values[info.axis] = *sizes[info.axis];
+  }
+  if (!sawLoadBalanced)
+    loadBalanced = defaultLoadBalanced(ctx, values);
+  return parser.getChecked<MeshAttr>(ctx, values[mesh::kPP],
+                                     values[mesh::kDPReplicate],
+                                     values[mesh::kDPShard], values[mesh::kCP],
+                                     values[mesh::kTP], loadBalanced);
+}
+
+void MeshAttr::print(AsmPrinter &printer) const {
+  printer << '<';
+  int64_t sizes[mesh::kNumAxes];
+  for (const mesh::AxisInfo &info : mesh::kAxes) {
+    sizes[info.axis] = getSize(info.axis);
+    printer << (info.axis == 0 ? "" : ", ") << info.name << " = "
+            << sizes[info.axis];
+  }
+  if (getLoadBalanced() != defaultLoadBalanced(getContext(), sizes)) {
+    printer << ", load_balanced = ";
+    printer.printAttribute(getLoadBalanced());
+  }
+  printer << '>';
 }
 
 LogicalResult MeshAttr::verify(function_ref<InFlightDiagnostic()> emitError,
                                int64_t pp, int64_t dpReplicate, int64_t dpShard,
-                               int64_t cp, int64_t tp) {
+                               int64_t cp, int64_t tp, ArrayAttr loadBalanced) {
   int64_t sizes[] = {pp, dpReplicate, dpShard, cp, tp};
   int64_t world = 1;
-  for (auto [name, size] : llvm::zip(getAxisNames(), sizes)) {
+  for (const mesh::AxisInfo &info : mesh::kAxes) {
+    int64_t size = sizes[info.axis];
     if (size < 1)
-      return emitError() << "mesh axis '" << name
+      return emitError() << "mesh axis '" << info.name
                          << "' must have size >= 1, got " << size;
     // Ranks are C ints in MPI and NCCL.
     if (__builtin_mul_overflow(world, size, &world) ||
-        world > std::numeric_limits<int32_t>::max())
-      return emitError() << "mesh world size pp " << pp << " x dp_replicate "
-                         << dpReplicate << " x dp_shard " << dpShard << " x cp "
-                         << cp << " x tp " << tp << " exceeds 2^31 - 1 ranks";
+        world > std::numeric_limits<int32_t>::max()) {
+      InFlightDiagnostic diag = emitError() << "mesh world size ";
+      for (const mesh::AxisInfo &a : mesh::kAxes)
+        diag << (a.axis == 0 ? "" : " x ") << a.name << " " << sizes[a.axis];
+      return diag << " exceeds 2^31 - 1 ranks";
+    }
+  }
+  if (!loadBalanced)
+    return emitError() << "a mesh needs its load_balanced list (MeshAttr::get "
+                          "fills in the default)";
+  llvm::SmallDenseSet<StringRef> seen;
+  for (Attribute a : loadBalanced) {
+    auto name = dyn_cast<StringAttr>(a);
+    if (!name || !mesh::parseAxis(name.getValue()))
+      return emitError() << "load_balanced names unknown mesh axis " << a;
+    if (!seen.insert(name.getValue()).second)
+      return emitError() << "mesh axis '" << name.getValue()
+                         << "' appears more than once in load_balanced";
   }
   return success();
 }
@@ -196,7 +348,8 @@ ShardingAttr::getLocalShape(ArrayRef<int64_t> shape, MeshAttr mesh,
 }
 
 bool titan::dist::isStorageAxis(StringRef axis) {
-  return axis == "dp_replicate" || axis == "dp_shard" || axis == "cp";
+  std::optional<mesh::Axis> a = mesh::parseAxis(axis);
+  return a && mesh::axisInfo(*a).storage;
 }
 
 //===----------------------------------------------------------------------===//
@@ -541,27 +694,45 @@ LogicalResult LocalShardOp::verify() {
       in.getElementType() != out.getElementType())
     return emitOpError() << "dim " << dim << " must index " << in
                          << ", and the result have its rank and element type";
-  bool loadBalanced = llvm::any_of(getAxes(), [](Attribute a) {
-    return cast<StringAttr>(a).getValue() == "cp";
-  });
-  int64_t parts = *group * (loadBalanced ? 2 : 1);
+  mesh::SplitLayout split = getMesh(*this).getSplitLayout(getAxes());
   for (int64_t d = 0; d < in.getRank(); ++d) {
     int64_t expected = d == dim ? in.getDimSize(d) / *group : in.getDimSize(d);
-    if ((d == dim && in.getDimSize(d) % parts != 0) ||
+    if ((d == dim && !split.divides(in.getDimSize(d))) ||
         out.getDimSize(d) != expected)
       return emitOpError() << "splits " << in << " along " << dim << " into "
-                           << parts << " equal parts of "
-                           << (loadBalanced ? "which each rank keeps two"
-                                            : "which each rank keeps one")
+                           << split.numChunks() << " equal parts of "
+                           << (split.loadBalanced ? "which each rank keeps two"
+                                                  : "which each rank keeps one")
                            << ", not into " << out;
   }
   return success();
 }
 
+/// Context-parallel attention's axes: known, and split load-balanced (the
+/// kernels take either layout, but the targets' workspace rules size two
+/// chunks per rank).
+static LogicalResult verifyContextParallelAxes(Operation *op, ArrayAttr axes) {
+  if (failed(verifyAxes(op, axes)))
+    return failure();
+  if (!getMesh(op).getSplitLayout(axes).loadBalanced)
+    return op->emitOpError()
+           << "needs its axes " << axes
+           << " split load-balanced (#dist.mesh's load_balanced)";
+  return success();
+}
+
+LogicalResult ContextAttentionOp::verify() {
+  return verifyContextParallelAxes(*this, getAxes());
+}
+
+LogicalResult ContextAttentionGradOp::verify() {
+  return verifyContextParallelAxes(*this, getAxes());
+}
+
 LogicalResult RingAttentionOp::verify() {
   auto q = cast<RankedTensorType>(getQuery().getType());
   auto k = cast<RankedTensorType>(getKey().getType());
-  if (failed(verifyAxes(*this, getAxes())))
+  if (failed(verifyContextParallelAxes(*this, getAxes())))
     return failure();
   if (q.getRank() != 4 || k.getRank() != 4 || k != getValue().getType() ||
       q.getDimSize(0) != k.getDimSize(0) ||
@@ -615,7 +786,9 @@ FailureOr<int64_t> verifyRing(Operation *op, ArrayAttr axes, int64_t dim,
   FailureOr<int64_t> group = verifyAxes(op, axes);
   if (failed(group))
     return failure();
-  if (axes.size() != 1 || cast<StringAttr>(axes[0]).getValue() == "pp")
+  if (axes.size() != 1 ||
+      mesh::axisInfo(*mesh::parseAxis(cast<StringAttr>(axes[0]).getValue()))
+          .pipeline)
     return op->emitOpError()
            << "runs its ring over one mesh axis other than pp, not " << axes;
   if (dim < 0 || dim >= rank - 1)

@@ -2,7 +2,7 @@
 //
 // Collectives run as one nonblocking call each, with the parameters their
 // entries in titan/Contract/KernelCatalog.def name; their staging workspaces
-// are the targets' (lib/Target/WorkspaceModel.cpp).
+// are the target backends' (lib/Target/CommonWorkspaces.cpp).
 //
 //===----------------------------------------------------------------------===//
 
@@ -68,14 +68,23 @@ ArrayAttr ShardOffsetOp::getKernelParams() {
                          getAxes());
 }
 
+/// Whether the mesh splits over `axes` load-balanced: the kernels'
+/// load_balanced parameter.
+static int64_t loadBalanced(Operation *op, ArrayAttr axes) {
+  return getMesh(op).getSplitLayout(axes).loadBalanced ? 1 : 0;
+}
+
 ArrayAttr LocalShardOp::getKernelParams() {
   Builder b(getContext());
-  return withAxisIndices(b, {b.getI64IntegerAttr(int64_t(getDim()))},
+  return withAxisIndices(b,
+                         {b.getI64IntegerAttr(int64_t(getDim())),
+                          b.getI64IntegerAttr(loadBalanced(*this, getAxes()))},
                          getAxes());
 }
 
-/// {scale, flags..., degree, kv_shift, axes}: the context-attention
-/// kernels' parameters (the backward's flag: deterministic).
+/// {scale, flags..., degree, kv_shift, load_balanced, axes}: the
+/// context-attention kernels' parameters (the backward's flag:
+/// deterministic).
 static ArrayAttr contextAttentionParams(Operation *op, ArrayAttr axes,
                                         int64_t kvShift, FloatAttr scale,
                                         ArrayRef<int64_t> flags = {}) {
@@ -85,6 +94,7 @@ static ArrayAttr contextAttentionParams(Operation *op, ArrayAttr axes,
     leading.push_back(b.getI64IntegerAttr(flag));
   leading.push_back(b.getI64IntegerAttr(getGroupSize(getMesh(op), axes)));
   leading.push_back(b.getI64IntegerAttr(kvShift));
+  leading.push_back(b.getI64IntegerAttr(loadBalanced(op, axes)));
   return withAxisIndices(b, leading, axes);
 }
 

@@ -11,13 +11,12 @@ using namespace titan::dist;
 
 int64_t ShardingRule::addFactor(int64_t size, FactorKind kind,
                                 ReductionKind reduction) {
-  factors.push_back({size, kind, reduction, {}});
+  factors.push_back({size, kind, reduction});
   return factors.size() - 1;
 }
 
-int64_t ShardingRule::addLocalFactor(int64_t size, ArrayRef<StringRef> axes) {
-  factors.push_back({size, FactorKind::Local, ReductionKind::Sum,
-                     SmallVector<StringRef, 1>(axes)});
+int64_t ShardingRule::addLocalFactor(int64_t size, unsigned axisMask) {
+  factors.push_back({size, FactorKind::Local, ReductionKind::Sum, axisMask});
   return factors.size() - 1;
 }
 
@@ -94,7 +93,7 @@ bool ShardingRule::canClaim(int64_t f, ArrayRef<StringRef> axes,
   int64_t parts = 1;
   for (StringRef axis : axes) {
     if (factor.kind == FactorKind::Local &&
-        !llvm::is_contained(factor.allowedAxes, axis))
+        !(factor.allowedAxes & mesh::axisBit(*mesh::parseAxis(axis))))
       return false;
     // An axis splits at most one dimension of any tensor.
     for (auto [g, claimed] : llvm::enumerate(chosen))

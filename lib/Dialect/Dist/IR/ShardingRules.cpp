@@ -363,14 +363,17 @@ struct RopeRule : NoLocalize {
 /// q [B, S, Hq, Dh], k and v [B, Skv, Hkv, Dh] -> out [B, S, Hq, Dh],
 /// lse [B, Hq, S], with Hq = Hkv x G (query heads grouped by their kv
 /// head). The key sequence is contracted through the softmax: it may be
-/// split only over cp, whose ring attention `localize` builds.
+/// split only over the axes that split the sequence (context parallel),
+/// whose ring attention `localize` builds.
 struct AttentionRule {
   static constexpr int64_t kKeySequence = 2;
   static ShardingRule rule(AttentionOp op) {
     ShardingRule rule;
     ArrayRef<int64_t> q = shapeOf(op.getQuery()), k = shapeOf(op.getKey());
     int64_t b = rule.addFactor(q[0]), s = rule.addFactor(q[1]);
-    int64_t skv = rule.addLocalFactor(k[1], {"cp"});
+    int64_t skv = rule.addLocalFactor(
+        k[1],
+        mesh::axesWhere([](const mesh::AxisInfo &a) { return a.sequence; }));
     int64_t hkv = rule.addFactor(k[2]);
     SmallVector<int64_t, 2> heads{hkv};
     if (q[2] != k[2])
@@ -387,6 +390,18 @@ struct AttentionRule {
     ArrayRef<StringRef> axes = l.getFactorAxes(kKeySequence);
     if (axes.empty())
       return success();
+    // The ring skips the blocks the causal mask excludes by the chunks'
+    // places, which it knows only for the load-balanced split.
+    MeshAttr mesh = getMesh(op);
+    if (!mesh || !mesh.getSplitLayout(axes).loadBalanced) {
+      InFlightDiagnostic diag = op.emitOpError()
+                                << "splits its key sequence over ";
+      llvm::interleaveComma(
+          axes, diag, [&](StringRef axis) { diag << "'" << axis << "'"; });
+      return diag << ", which the mesh splits contiguously: context "
+                     "parallel's ring attention needs the sequence split "
+                     "load-balanced (#dist.mesh's load_balanced)";
+    }
     OpBuilder &b = l.getBuilder();
     auto ring = RingAttentionOp::create(
         b, op.getLoc(), op.getResult().getType(), op.getLse().getType(),

@@ -3,7 +3,7 @@
 // dist-async-tensor-parallel: sequence parallel's tp gathers feeding GEMMs
 // and GEMMs feeding tp reduce-scatters become dist.all_gather_linear and
 // dist.linear_reduce_scatter, whose kernels overlap the ring's transfers
-// with the GEMMs (docs/architecture.md, "Async tensor parallel").
+// with the GEMMs (docs/sharding.md, "Async tensor parallel").
 //
 //===----------------------------------------------------------------------===//
 
@@ -31,7 +31,11 @@ constexpr size_t kMaxGemms = 16;
 
 /// The ring's axes: tensor parallel's alone.
 bool isTensorParallel(ArrayAttr axes) {
-  return axes.size() == 1 && cast<StringAttr>(axes[0]).getValue() == "tp";
+  if (axes.size() != 1)
+    return false;
+  std::optional<mesh::Axis> axis =
+      mesh::parseAxis(cast<StringAttr>(axes[0]).getValue());
+  return axis && mesh::axisInfo(*axis).tensor;
 }
 
 /// A GEMM the collective matmuls cover: its left operand, its weight, and

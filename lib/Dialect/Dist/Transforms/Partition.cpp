@@ -11,6 +11,8 @@
 
 #include "ShardingPartitioner.h"
 
+#include "titan/Contract/MeshAxes.h"
+#include "titan/Dialect/Dist/IR/DistPlan.h"
 #include "titan/Dialect/Dist/Transforms/Passes.h"
 #include "titan/Dialect/Titan/IR/Parameters.h"
 #include "titan/Dialect/Titan/IR/TitanDialect.h"
@@ -29,36 +31,48 @@ using namespace titan::dist;
 
 namespace {
 
-/// The mesh axes with more than one rank among `candidates`.
-SmallVector<StringRef> activeAxes(MeshAttr mesh,
-                                  ArrayRef<StringRef> candidates) {
+/// The mesh axes with more than one rank among those `pred` selects from
+/// the table (MeshAxes.h).
+template <typename Pred>
+SmallVector<StringRef> activeAxes(MeshAttr mesh, Pred pred) {
   SmallVector<StringRef> axes;
-  for (StringRef axis : candidates)
-    if (*mesh.getAxisSize(axis) > 1)
-      axes.push_back(axis);
+  for (const mesh::AxisInfo &info : mesh::kAxes)
+    if (pred(info) && mesh.getSize(info.axis) > 1)
+      axes.push_back(info.name);
   return axes;
 }
 
-/// The transformer block of a parameter ("layers.3.attention.wq.weight" ->
-/// 3), or nullopt for the root's (embedding, final norm, output).
-std::optional<int64_t> blockIndex(StringRef name) {
-  int64_t index;
-  if (!name.consume_front("layers.") ||
-      name.take_until([](char c) { return c == '.'; }).getAsInteger(10, index))
-    return std::nullopt;
-  return index;
-}
-
-/// Whether FSDP keeps a parameter gathered from forward to backward, as
-/// TorchTitan wraps Llama with FSDP2: each block is resharded after forward
-/// unless the policy is "never" or ("default") it is the last block, whose
+/// Whether FSDP keeps a parameter of transformer block `block` (the root
+/// module's without one) gathered from forward to backward, as TorchTitan
+/// wraps a model with FSDP2: each block is resharded after forward unless
+/// the policy is "never" or ("default") it is the last block, whose
 /// backward starts right away; the root module is never resharded (FSDP2's
 /// root heuristic: its parameters would be gathered again immediately).
-bool keepGathered(StringRef policy, StringRef name, int64_t lastBlock) {
-  std::optional<int64_t> block = blockIndex(name);
+bool keepGathered(StringRef policy, std::optional<int64_t> block,
+                  int64_t lastBlock) {
   if (policy == "never" || !block)
     return true;
   return policy == "default" && *block == lastBlock;
+}
+
+/// The parameters' transformer blocks from their #dist.param_plan
+/// (DistPlan.h), which this pass consumes: the attributes are removed.
+/// Failure after an error on `forward`.
+FailureOr<DenseMap<unsigned, int64_t>> takeBlocks(func::FuncOp forward) {
+  DenseMap<unsigned, int64_t> blocks;
+  for (unsigned i = 0, e = forward.getNumArguments(); i < e; ++i) {
+    Attribute attr = forward.removeArgAttr(i, kParamPlanAttrName);
+    if (!attr)
+      continue;
+    auto plan = dyn_cast<ParamPlanAttr>(attr);
+    if (!plan || (plan.getBlock() && *plan.getBlock() < 0))
+      return forward.emitOpError()
+             << "argument " << i << " has a malformed '" << kParamPlanAttrName
+             << "': " << attr << " is not a #dist.param_plan with a block >= 0";
+    if (plan.getBlock())
+      blocks[i] = *plan.getBlock();
+  }
+  return blocks;
 }
 
 struct DistPartitionPass
@@ -88,12 +102,15 @@ struct DistPartitionPass
                          << rotateMethod << "'";
       return signalPassFailure();
     }
+    FailureOr<DenseMap<unsigned, int64_t>> blocks = takeBlocks(forward);
+    if (failed(blocks))
+      return signalPassFailure();
     if (mesh.getWorldSize() == 1)
       return;
     forward->setAttr(DistDialect::kPartitionedAttrName,
                      UnitAttr::get(&getContext()));
     ShardingPartitioner partitioner(forward, mesh, *rotate);
-    if (failed(partitionArguments(forward, mesh, partitioner)) ||
+    if (failed(partitionArguments(forward, mesh, *blocks, partitioner)) ||
         failed(partitioner.run()) ||
         failed(completeResults(forward, mesh, partitioner)))
       return signalPassFailure();
@@ -103,15 +120,15 @@ struct DistPartitionPass
   /// over their storage axes before first use (FSDP) and replicated over
   /// the axes their gradients are summed on.
   LogicalResult partitionArguments(func::FuncOp forward, MeshAttr mesh,
+                                   const DenseMap<unsigned, int64_t> &blocks,
                                    ShardingPartitioner &partitioner) {
     // Axes on which a parameter not sharded over them is replicated and
-    // gets its gradient summed.
+    // gets its gradient summed: all but the pipeline's.
     SmallVector<StringRef> syncAxes =
-        activeAxes(mesh, {"dp_replicate", "dp_shard", "cp", "tp"});
+        activeAxes(mesh, [](const mesh::AxisInfo &a) { return !a.pipeline; });
     int64_t lastBlock = -1;
-    for (const ParameterArgument &p : getParameterArguments(forward))
-      lastBlock =
-          std::max(lastBlock, blockIndex(p.name.getValue()).value_or(-1));
+    for (auto [arg, block] : blocks)
+      lastBlock = std::max(lastBlock, block);
     OpBuilder b(&getContext());
     Block &body = forward.getBody().front();
     for (BlockArgument arg : body.getArguments()) {
@@ -130,8 +147,14 @@ struct DistPartitionPass
           partitioner.setSharding(arg, sharding, /*parameter=*/false);
         continue;
       }
-      Value full = partitionParameter(forward, arg, name, type, sharding,
-                                      syncAxes, lastBlock, mesh);
+      auto block = blocks.find(arg.getArgNumber());
+      Value full = partitionParameter(
+          forward, arg, name, type, sharding, syncAxes,
+          keepGathered(reshardAfterForward,
+                       block == blocks.end() ? std::nullopt
+                                             : std::optional(block->second),
+                       lastBlock),
+          mesh);
       partitioner.setSharding(full,
                               sharding
                                   ? withoutStorageAxes(sharding, type.getRank())
@@ -144,11 +167,12 @@ struct DistPartitionPass
   }
 
   /// The parameter as the model's ops use it: replicated over `syncAxes` it
-  /// is not split over, then gathered over its storage axes.
+  /// is not split over, then gathered over its storage axes (and marked to
+  /// stay gathered for the backward when `keep`).
   Value partitionParameter(func::FuncOp forward, BlockArgument arg,
                            StringAttr name, RankedTensorType global,
                            ShardingAttr sharding, ArrayRef<StringRef> syncAxes,
-                           int64_t lastBlock, MeshAttr mesh) {
+                           bool keep, MeshAttr mesh) {
     OpBuilder b(&getContext());
     Block &body = forward.getBody().front();
     Location loc = NameLoc::get(name);
@@ -206,8 +230,7 @@ struct DistPartitionPass
       full = WaitOp::create(b, loc, future);
       gathered = true;
     }
-    if (gathered &&
-        keepGathered(reshardAfterForward, name.getValue(), lastBlock))
+    if (gathered && keep)
       forward.setArgAttr(arg.getArgNumber(), DistDialect::kKeepGatheredAttrName,
                          b.getUnitAttr());
     if (entry)
@@ -239,14 +262,16 @@ struct DistPartitionPass
       return ret.emitOpError() << "returns a loss sharded as " << sharding
                                << "; it must be a mean";
     SmallVector<StringRef> axes;
-    for (StringRef axis : MeshAttr::getAxisNames())
-      if ((llvm::is_contained({"dp_replicate", "dp_shard"}, axis) &&
-           *mesh.getAxisSize(axis) > 1) ||
-          llvm::is_contained(sharding.getPartialAxes(), axis))
-        axes.push_back(axis);
+    for (const mesh::AxisInfo &info : mesh::kAxes)
+      if ((info.batch && mesh.getSize(info.axis) > 1) ||
+          llvm::is_contained(sharding.getPartialAxes(), info.name))
+        axes.push_back(info.name);
     if (axes.empty())
       return success();
-    Location loc = NameLoc::get(b.getStringAttr("loss"));
+    // Located where the loss is computed (a pipeline stage cut puts it
+    // there too).
+    Location loc =
+        loss.getDefiningOp() ? loss.getDefiningOp()->getLoc() : ret.getLoc();
     auto future = AllReduceStartOp::create(
         b, loc,
         FutureType::get(&getContext(), cast<RankedTensorType>(loss.getType())),

@@ -2,21 +2,22 @@
 //
 // TorchTitan cuts the model by module names (pipeline_module_split); titan
 // cuts the per-rank forward the same way, by the module each op's location
-// names ("tok_embeddings", "layers.3.attention.wq", "norm", "output",
-// "loss"), with the stage plan of lib/Model/PipelineStages.cpp. Values
-// computed in one stage and read in a later one become the stage's
-// outputs and the next stages' inputs (passed through the stages between);
-// parameter-free values every block reads (the RoPE angles) are computed
-// again in each stage that reads them rather than sent.
+// names, with the stage plan of the module's dist.pipeline (each stage's
+// module names, which a model's pipeline plan decides: for Llama,
+// titan-llama-pipeline-stages). Values computed in one stage and read in a
+// later one become the stage's outputs and the next stages' inputs (passed
+// through the stages between); parameter-free values every block reads
+// (the RoPE angles) are computed again in each stage that reads them
+// rather than sent.
 //
 //===----------------------------------------------------------------------===//
 
 #include "titan/Dialect/Dist/Transforms/Passes.h"
 
+#include "titan/Dialect/Dist/IR/DistPlan.h"
 #include "titan/Dialect/Titan/IR/ModuleNames.h"
 #include "titan/Dialect/Titan/IR/Parameters.h"
 #include "titan/Dialect/Titan/IR/TitanDialect.h"
-#include "titan/Model/PipelineStages.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
@@ -37,6 +38,90 @@ namespace {
 
 /// An op computed again in every stage that reads it.
 constexpr int64_t kEveryStage = -1;
+
+/// The stage plan of a module's dist.pipeline.
+struct StagePlan {
+  DictionaryAttr pipeline;
+  SmallVector<SmallVector<StringRef>> stageModules;
+  SmallVector<StringRef> everyStageModules;
+  ArrayRef<int64_t> stageRanks;
+};
+
+/// The module names of `attr`, an array of strings, or nullopt.
+std::optional<SmallVector<StringRef>> moduleNames(Attribute attr) {
+  auto names = dyn_cast_or_null<ArrayAttr>(attr);
+  if (!names)
+    return std::nullopt;
+  SmallVector<StringRef> result;
+  for (Attribute name : names) {
+    auto text = dyn_cast<StringAttr>(name);
+    if (!text)
+      return std::nullopt;
+    result.push_back(text.getValue());
+  }
+  return result;
+}
+
+/// The module's stage plan for `pp` pipeline ranks, or failure after an
+/// error on it.
+FailureOr<StagePlan> readStagePlan(ModuleOp module, int64_t pp) {
+  StagePlan plan;
+  plan.pipeline =
+      module->getAttrOfType<DictionaryAttr>(DistDialect::kPipelineAttrName);
+  auto error = [&] {
+    return module.emitError()
+           << "dist-pipeline-split: the module's "
+           << DistDialect::kPipelineAttrName
+           << " must hold the stage plan, num_stages, stage_ranks and "
+           << kStageModulesKey << " (one array of module names per stage; "
+           << kEveryStageModulesKey
+           << " optional), as a model's pipeline plan writes it (for Llama, "
+              "titan-llama-pipeline-stages)";
+  };
+  if (!plan.pipeline)
+    return error();
+  auto stages =
+      dyn_cast_or_null<ArrayAttr>(plan.pipeline.get(kStageModulesKey));
+  auto numStages = plan.pipeline.getAs<IntegerAttr>("num_stages");
+  auto stageRanks = plan.pipeline.getAs<DenseI64ArrayAttr>("stage_ranks");
+  if (!stages || !numStages || !stageRanks ||
+      int64_t(stages.size()) != numStages.getInt() ||
+      stageRanks.size() != numStages.getInt())
+    return error();
+  for (Attribute stage : stages) {
+    std::optional<SmallVector<StringRef>> names = moduleNames(stage);
+    if (!names)
+      return error();
+    plan.stageModules.push_back(std::move(*names));
+  }
+  if (Attribute every = plan.pipeline.get(kEveryStageModulesKey)) {
+    std::optional<SmallVector<StringRef>> names = moduleNames(every);
+    if (!names)
+      return error();
+    plan.everyStageModules = std::move(*names);
+  }
+  // Each stage runs on a pipeline rank, and each pipeline rank runs a
+  // stage: a rank without one would have no program.
+  SmallVector<bool> owns(pp, false);
+  for (auto [s, r] : llvm::enumerate(stageRanks.asArrayRef())) {
+    if (r < 0 || r >= pp)
+      return module.emitError()
+             << "dist-pipeline-split: " << DistDialect::kPipelineAttrName
+             << "'s stage_ranks puts stage " << s << " on rank " << r
+             << ", which is not a pipeline rank (0 to " << pp - 1
+             << " for pp = " << pp << ")";
+    owns[r] = true;
+  }
+  for (int64_t r = 0; r < pp; ++r)
+    if (!owns[r])
+      return module.emitError()
+             << "dist-pipeline-split: " << DistDialect::kPipelineAttrName
+             << "'s stage_ranks " << stageRanks << " gives pipeline rank " << r
+             << " no stage (pp = " << pp
+             << "): each pipeline rank needs at least one";
+  plan.stageRanks = stageRanks.asArrayRef();
+  return plan;
+}
 
 struct DistPipelineSplitPass
     : titan::dist::impl::DistPipelineSplitBase<DistPipelineSplitPass> {
@@ -61,50 +146,30 @@ struct DistPipelineSplitPass
     }
     Block &body = forward.getBody().front();
 
-    // The layer count from the parameters, as TorchTitan counts the
-    // model's `layers` modules.
-    int64_t layers = 0;
-    for (const ParameterArgument &p : getParameterArguments(forward)) {
-      if (std::optional<int64_t> index = getLayerIndex(p.name.getValue()))
-        layers = std::max(layers, *index + 1);
-    }
-    llvm::Expected<PipelinePlan> plan = planPipelineStages(
-        layers, mesh.getPp(), schedule,
-        layersPerStage > 0 ? std::optional<int64_t>(layersPerStage)
-                           : std::nullopt,
-        firstStageLessLayers, lastStageLessLayers);
-    if (!plan) {
-      forward.emitOpError() << "cannot be split into pipeline stages: "
-                            << llvm::toString(plan.takeError());
+    FailureOr<StagePlan> plan = readStagePlan(module, mesh.getPp());
+    if (failed(plan))
       return signalPassFailure();
-    }
-    int64_t numStages = int64_t(plan->stages.size());
+    int64_t numStages = int64_t(plan->stageModules.size());
     if (rank >= mesh.getPp()) {
       module.emitError() << "dist-pipeline-split: rank " << rank
                          << " is not a pipeline rank (pp = " << mesh.getPp()
                          << ")";
       return signalPassFailure();
     }
-    SmallVector<int64_t> layerStage(layers, -1);
-    for (auto [s, stage] : llvm::enumerate(plan->stages))
-      for (int64_t l = stage.firstLayer; l < stage.firstLayer + stage.numLayers;
-           ++l)
-        layerStage[l] = int64_t(s);
 
     // Each op's stage, from its module name; ops without one (or with a
-    // name outside the model) take the stage of their users.
+    // name outside the plan) take the stage of their users.
     DenseMap<Operation *, int64_t> stageOf;
     auto stageOfName = [&](StringRef name) -> std::optional<int64_t> {
-      if (isInModule(name, "freqs_cis"))
+      auto in = [&](ArrayRef<StringRef> modules) {
+        return llvm::any_of(modules,
+                            [&](StringRef m) { return isInModule(name, m); });
+      };
+      if (in(plan->everyStageModules))
         return kEveryStage;
-      if (isInModule(name, "tok_embeddings"))
-        return 0;
-      if (isInModule(name, "norm") || isInModule(name, "output") ||
-          isInModule(name, "loss"))
-        return numStages - 1;
-      if (std::optional<int64_t> index = getLayerIndex(name))
-        if (*index < layers)
-          return layerStage[*index];
+      for (auto [s, modules] : llvm::enumerate(plan->stageModules))
+        if (in(modules))
+          return int64_t(s);
       return std::nullopt;
     };
     SmallVector<Operation *> ops;
@@ -129,9 +194,9 @@ struct DistPipelineSplitPass
               stage = stage ? std::min(*stage, it->second) : it->second;
         if (!stage) {
           op->emitOpError() << "belongs to no pipeline stage: its location "
-                               "names no module of the model "
-                               "(tok_embeddings, layers.<i>, norm, output, "
-                               "loss, freqs_cis) and no user has one";
+                               "names no module of dist.pipeline's "
+                            << kStageModulesKey << " or "
+                            << kEveryStageModulesKey << " and no user has one";
           return signalPassFailure();
         }
       }
@@ -209,28 +274,21 @@ struct DistPipelineSplitPass
     OpBuilder b(module.getContext());
     b.setInsertionPointAfter(forward);
     SmallVector<int64_t> stages;
-    if (rank < 0)
-      for (int64_t s = 0; s < numStages; ++s)
+    for (int64_t s = 0; s < numStages; ++s)
+      if (rank < 0 || plan->stageRanks[s] == rank)
         stages.push_back(s);
-    else
-      stages.assign(plan->stagesOfRank[rank].begin(),
-                    plan->stagesOfRank[rank].end());
-    llvm::sort(stages);
     for (int64_t s : stages)
       if (failed(buildStage(b, forward, ops, stageOf, crossing, s, numStages)))
         return signalPassFailure();
 
-    SmallVector<int64_t> stageRanks(numStages);
-    for (auto [r, owned] : llvm::enumerate(plan->stagesOfRank))
-      for (int64_t s : owned)
-        stageRanks[s] = int64_t(r);
-    SmallVector<NamedAttribute> info = {
-        b.getNamedAttr("num_stages", b.getI64IntegerAttr(numStages)),
-        b.getNamedAttr("stage_ranks", b.getDenseI64ArrayAttr(stageRanks)),
-        b.getNamedAttr("schedule", b.getStringAttr(schedule))};
+    // The cut consumed the stages' module names.
+    NamedAttrList info(plan->pipeline);
+    info.erase(kStageModulesKey);
+    info.erase(kEveryStageModulesKey);
     if (rank >= 0)
-      info.push_back(b.getNamedAttr("rank", b.getI64IntegerAttr(rank)));
-    module->setAttr(DistDialect::kPipelineAttrName, b.getDictionaryAttr(info));
+      info.set("rank", b.getI64IntegerAttr(rank));
+    module->setAttr(DistDialect::kPipelineAttrName,
+                    info.getDictionary(module.getContext()));
     forward.erase();
   }
 

@@ -263,10 +263,10 @@ FailureOr<Value> ShardingPartitioner::reshard(Value v, ShardingAttr target,
     if (common == dims[d].size())
       continue;
     SmallVector<StringRef> axes(ArrayRef(dims[d]).drop_front(common));
-    if (llvm::is_contained(axes, "cp"))
+    if (mesh.getSplitLayout(axes).loadBalanced)
       return user->emitOpError()
              << "needs dimension " << d << " of " << current
-             << " gathered over the load-balanced 'cp' axis, which only "
+             << " gathered over load-balanced axes, which only "
                 "context-parallel attention does";
     dims[d].resize(common);
     // The same axes wanted on another dimension: one all_to_all moves the
@@ -291,11 +291,12 @@ FailureOr<Value> ShardingPartitioner::reshard(Value v, ShardingAttr target,
   for (int64_t d = 0; d < rank; ++d) {
     for (size_t i = dims[d].size(); i < wanted[d].size(); ++i) {
       StringRef axis = wanted[d][i];
-      int64_t n = *mesh.getAxisSize(axis) * (axis == "cp" ? 2 : 1);
-      if (cast<RankedTensorType>(x.getType()).getDimSize(d) % n != 0)
+      mesh::SplitLayout split = mesh.getSplitLayout({axis});
+      if (!split.divides(cast<RankedTensorType>(x.getType()).getDimSize(d)))
         return user->emitOpError()
                << "cannot take this rank's part of dimension " << d << " of "
-               << x.getType() << " over '" << axis << "' (" << n << " parts)";
+               << x.getType() << " over '" << axis << "' (" << split.numChunks()
+               << " parts)";
       x = LocalShardOp::create(
           b, x.getLoc(), scaledDim(x, d, 1, *mesh.getAxisSize(axis)), x,
           b.getStrArrayAttr({axis}), b.getI64IntegerAttr(d));

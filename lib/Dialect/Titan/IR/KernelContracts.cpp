@@ -4,49 +4,23 @@
 // each kernel takes (their names, types and order are its entry in
 // titan/Contract/KernelCatalog.def, as are the operands a result may
 // overwrite). Defaults (no parameters) come from the interface; the
-// workspaces are the targets' (lib/Target/).
+// workspaces are the target backends' (WorkspaceOpInterface models that
+// lib/Target/ attaches).
 //
 //===----------------------------------------------------------------------===//
 
 #include "titan/Dialect/Titan/IR/TitanOps.h"
 
 #include "mlir/IR/Builders.h"
-#include "llvm/ADT/StringSwitch.h"
 
 using namespace mlir;
 using namespace titan;
 
 #include "titan/Dialect/Titan/IR/KernelInterface.cpp.inc"
 
-llvm::StringRef titan::stringifyKernelTarget(KernelTarget target) {
-  return target == KernelTarget::CPU ? "cpu" : "cuda";
-}
-std::optional<KernelTarget> titan::symbolizeKernelTarget(llvm::StringRef name) {
-  return llvm::StringSwitch<std::optional<KernelTarget>>(name)
-      .Case("cpu", KernelTarget::CPU)
-      .Case("cuda", KernelTarget::CUDA)
-      .Default(std::nullopt);
-}
-
-int64_t titan::getWorkspaceBytes(Operation *op, KernelTarget target) {
-  if (target == KernelTarget::CUDA) {
-    auto rule = dyn_cast<CUDAWorkspaceOpInterface>(op);
-    return rule ? rule.getWorkspaceBytes() : 0;
-  }
-  auto rule = dyn_cast<CPUWorkspaceOpInterface>(op);
-  return rule ? rule.getWorkspaceBytes() : 0;
-}
-
-// Every target sizes attention's scratch, so attention's model tells
-// whether the target's models are registered.
-bool titan::hasWorkspaceModels(MLIRContext *context, KernelTarget target) {
-  std::optional<RegisteredOperationName> attention =
-      RegisteredOperationName::lookup(AttentionOp::getOperationName(), context);
-  if (!attention)
-    return false;
-  return target == KernelTarget::CUDA
-             ? attention->hasInterface<CUDAWorkspaceOpInterface>()
-             : attention->hasInterface<CPUWorkspaceOpInterface>();
+int64_t titan::getWorkspaceBytes(Operation *op, StringRef target) {
+  auto workspace = dyn_cast<WorkspaceOpInterface>(op);
+  return workspace ? workspace.getWorkspaceBytes(target) : 0;
 }
 
 namespace {

@@ -49,7 +49,9 @@ Value buildGlobalNorm(OpBuilder &b, Location loc,
   for (auto [p, g] : llvm::zip(params, grads)) {
     std::vector<std::string> axes;
     if (pipelined)
-      axes.push_back("pp");
+      for (const mesh::AxisInfo &axis : mesh::kAxes)
+        if (axis.pipeline)
+          axes.push_back(axis.name);
     if (p.sharding)
       for (unsigned d = 0; d < p.sharding.getDims().size(); ++d)
         for (StringRef axis : p.sharding.getAxes(d))

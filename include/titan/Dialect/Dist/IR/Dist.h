@@ -10,6 +10,8 @@
 #include "mlir/IR/Dialect.h"
 #include "mlir/IR/OpDefinition.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
+#include "titan/Contract/ContextParallelLayout.h"
+#include "titan/Contract/MeshAxes.h"
 #include "titan/Dialect/Titan/IR/AdjointInterface.h"
 #include "titan/Dialect/Titan/IR/KernelInterface.h"
 #include "titan/Dialect/Titan/IR/TensorSize.h"

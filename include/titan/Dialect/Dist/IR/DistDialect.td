@@ -13,8 +13,9 @@ def Dist_Dialect : Dialect {
   let summary = "Device meshes, shardings and asynchronous collectives";
   let description = [{
     The `dist` dialect describes how a titan program is spread over ranks: a
-    device mesh with named axes (`dp_replicate`, `dp_shard`, `cp`, `tp`,
-    `pp`; ranks are laid out row-major in that order with `tp` innermost), a
+    device mesh with named axes (titan/Contract/MeshAxes.h: `pp`,
+    `dp_replicate`, `dp_shard`, `cp`, `tp`; ranks are laid out row-major in
+    that order with `tp` innermost), a
     sharding per value (which mesh axes split which tensor dimension), and
     collectives over subsets of the mesh axes. Every collective is a
     `*_start` op returning a `!dist.future` and a `dist.wait` that yields the

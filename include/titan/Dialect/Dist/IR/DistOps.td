@@ -4,6 +4,7 @@
 #define TITAN_DIALECT_DIST_IR_DISTOPS_TD
 
 include "titan/Dialect/Dist/IR/DistDialect.td"
+include "titan/Dialect/Dist/IR/DistPlan.td"
 include "mlir/IR/BuiltinAttributes.td"
 include "mlir/IR/CommonAttrConstraints.td"
 include "mlir/IR/CommonTypeConstraints.td"
@@ -52,20 +53,72 @@ def Dist_MeshAttr : AttrDef<Dist_Dialect, "Mesh"> {
     `#dist.mesh<pp = 1, dp_replicate = 2, dp_shard = 2, cp = 1, tp = 2>`.
     Rank `r` has coordinates `r` written in mixed radix over
     `(pp, dp_replicate, dp_shard, cp, tp)`, `tp` varying fastest (as
-    TorchTitan's device mesh). The world size is the product of the sizes.
+    TorchTitan's device mesh; titan/Contract/MeshAxes.h is the table of the
+    axes). The world size is the product of the sizes.
+
+    `load_balanced = ["cp"]` lists the axes that split a value's dimension
+    load-balanced (titan/Contract/ContextParallelLayout.h): into `2n` chunks
+    for `n` ranks, rank `r` holding chunks `r` and `2n-1-r` in that order,
+    as TorchTitan's context parallel splits the sequence for causal
+    attention. Any other axis splits contiguously. Without the key the mesh
+    takes the default of MeshAxes.h's table: the axes it marks
+    load-balanced that have more than one rank (`cp` when `cp > 1`), so
+    `#dist.mesh<..., cp = 2, ...>` splits cp load-balanced and
+    `load_balanced = []` splits it contiguously. A written list is kept as
+    written; the key is printed only when the list differs from the
+    default.
   }];
   let parameters = (ins "int64_t":$pp, "int64_t":$dp_replicate,
-                        "int64_t":$dp_shard, "int64_t":$cp, "int64_t":$tp);
-  let assemblyFormat = "`<` struct(params) `>`";
+                        "int64_t":$dp_shard, "int64_t":$cp, "int64_t":$tp,
+                        "::mlir::ArrayAttr":$load_balanced);
+  let skipDefaultBuilders = 1;
+  let builders = [
+    // A null `load_balanced` takes the default (defaultLoadBalanced); a
+    // list, empty included, is kept.
+    AttrBuilder<(ins "int64_t":$pp, "int64_t":$dp_replicate,
+                     "int64_t":$dp_shard, "int64_t":$cp, "int64_t":$tp,
+                     "::mlir::ArrayAttr":$load_balanced), [{
+      return $_get($_ctxt, pp, dp_replicate, dp_shard, cp, tp,
+                   load_balanced ? load_balanced
+                                 : defaultLoadBalanced($_ctxt,
+                                       {pp, dp_replicate, dp_shard, cp, tp}));
+    }]>,
+    // The load-balanced axes from the table (MeshAxes.h).
+    AttrBuilder<(ins "int64_t":$pp, "int64_t":$dp_replicate,
+                     "int64_t":$dp_shard, "int64_t":$cp, "int64_t":$tp), [{
+      return $_get($_ctxt, pp, dp_replicate, dp_shard, cp, tp,
+                   defaultLoadBalanced($_ctxt, {pp, dp_replicate, dp_shard, cp,
+                                                tp}));
+    }]>];
+  // `struct(params)`, with load_balanced optional and its default the
+  // table's for the sizes written (DistDialect.cpp).
+  let hasCustomAssemblyFormat = 1;
   let genVerifyDecl = 1;
   let extraClassDeclaration = [{
-    /// The axis names, outermost first.
-    static ::llvm::ArrayRef<::llvm::StringLiteral> getAxisNames();
+    /// The axis names (MeshAxes.h), outermost first.
+    static ::llvm::ArrayRef<::llvm::StringRef> getAxisNames();
     /// Size of a named axis; std::nullopt for an unknown name.
     std::optional<int64_t> getAxisSize(::llvm::StringRef axis) const;
+    /// Size of `axis`.
+    int64_t getSize(::titan::mesh::Axis axis) const;
     /// Index of a named axis in getAxisNames(), or -1.
     static int getAxisIndex(::llvm::StringRef axis);
     int64_t getWorldSize() const;
+    /// Whether `axis` splits load-balanced (load_balanced lists it).
+    bool isLoadBalanced(::llvm::StringRef axis) const;
+    /// The mask of the load-balanced axes (bit i: MeshAxes.h's axis i).
+    unsigned getLoadBalancedMask() const;
+    /// How the group of `axes` splits a dimension: load-balanced when one
+    /// of them is.
+    ::titan::mesh::SplitLayout
+    getSplitLayout(::llvm::ArrayRef<::llvm::StringRef> axes) const;
+    ::titan::mesh::SplitLayout getSplitLayout(::mlir::ArrayAttr axes) const;
+    /// The load_balanced list a mesh of `sizes` (in MeshAxes.h's order)
+    /// gets by default: the table's load-balanced axes with more than one
+    /// rank, in the table's order; empty when none.
+    static ::mlir::ArrayAttr
+    defaultLoadBalanced(::mlir::MLIRContext *ctx,
+                        ::llvm::ArrayRef<int64_t> sizes);
   }];
 }
 
@@ -83,9 +136,11 @@ def Dist_ShardingAttr : AttrDef<Dist_Dialect, "Sharding"> {
     value is replicated over the mesh axes it does not mention. An axis
     appears at most once.
 
-    The `cp` axis splits its dimension load-balanced, as TorchTitan's
-    context parallel does for causal attention: into `2n` chunks for `n`
-    ranks, rank `r` holding chunks `r` and `2n-1-r` in that order.
+    An axis the mesh lists as `load_balanced` (context parallel's `cp`)
+    splits its dimension load-balanced, as TorchTitan's context parallel
+    does for causal attention: into `2n` chunks for `n` ranks, rank `r`
+    holding chunks `r` and `2n-1-r` in that order (storage splits, below,
+    are FSDP's and contiguous).
 
     Uneven FSDP: the trailing run of a dimension's storage axes
     (`dp_replicate`, `dp_shard`, `cp`) is one group of `k` shards that need not divide what
@@ -433,8 +488,9 @@ def Dist_LocalShardOp : Dist_Op<"local_shard", [Pure,
   let description = [{
     `input`, equal on the ranks that differ only in `axes`, split along
     `dim` into one part per rank of that group (in rank order); each rank
-    keeps its part. The `cp` axis splits load-balanced (see
-    `#dist.sharding`): its rank `r` keeps chunks `r` and `2n-1-r` of `2n`.
+    keeps its part. Over an axis the mesh lists as `load_balanced` the
+    split is load-balanced (see `#dist.mesh`): rank `r` keeps chunks `r`
+    and `2n-1-r` of `2n`.
     A copy, with no communication: resharding a replicated value to a split
     one. Its adjoint gathers the gradient.
 
@@ -462,9 +518,10 @@ def Dist_RingAttentionOp : Dist_Op<"ring_attention", [Pure,
   let summary = "causal attention over a sequence split over context-parallel ranks";
   let description = [{
     `titan.attention` on operands whose sequence is split load-balanced over
-    `axes` (`cp`): each rank holds its two chunks of the queries, keys and
-    values, and computes its queries' attention over every rank's keys, with
-    the causal mask on global positions. `rotate` says how K and V reach
+    `axes` (context parallel's `cp`, which the mesh lists as
+    `load_balanced`): each rank holds its two chunks of the queries, keys
+    and values, and computes its queries' attention over every rank's keys,
+    with the causal mask on global positions. `rotate` says how K and V reach
     the rank: `allgather` gathers them, `alltoall` passes them around the
     ring one rank per step, each step's transfer overlapping the previous
     block's attention; the blocks' results merge through their log-sum-exp.
@@ -511,7 +568,8 @@ def Dist_ContextAttentionOp : Dist_Op<"context_attention", [Pure,
     DeclareOpInterfaceMethods<Titan_KernelOpInterface, ["getKernelParams"]>]> {
   let summary = "one rank's queries against one block of keys and values";
   let description = [{
-    Attention of this rank's two load-balanced query chunks over the keys
+    Attention of this rank's two load-balanced query chunks (the mesh
+    lists `axes` as `load_balanced`) over the keys
     and values of `key`/`value`: with `kv_shift = s >= 0` they are the
     chunks of the rank `s` steps back along `axes` (a ring step); with
     `kv_shift = -1`, every rank's chunks in rank order (gathered). The
@@ -527,6 +585,7 @@ def Dist_ContextAttentionOp : Dist_Op<"context_attention", [Pure,
     $query `,` $key `,` $value `axes` $axes `kv_shift` $kv_shift attr-dict
     `:` functional-type(operands, results)
   }];
+  let hasVerifier = 1;
 }
 
 def Dist_ContextAttentionGradOp : Dist_Op<"context_attention_grad", [Pure,
@@ -550,6 +609,7 @@ def Dist_ContextAttentionGradOp : Dist_Op<"context_attention_grad", [Pure,
     $query `,` $key `,` $value `,` $out `,` $lse `,` $grad `axes` $axes
     `kv_shift` $kv_shift attr-dict `:` functional-type(operands, results)
   }];
+  let hasVerifier = 1;
 }
 
 def Dist_AttentionMergeOp : Dist_Op<"attention_merge", [Pure,

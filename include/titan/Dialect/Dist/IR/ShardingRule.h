@@ -39,8 +39,9 @@ struct ShardingFactor {
   FactorKind kind;
   /// Reduction: how the partial results combine.
   ReductionKind reduction = ReductionKind::Sum;
-  /// Local: the axes it may be split over.
-  llvm::SmallVector<llvm::StringRef, 1> allowedAxes;
+  /// Local: the mask of the axes it may be split over (bit i: MeshAxes.h's
+  /// axis i).
+  unsigned allowedAxes = 0;
 };
 
 /// Per factor, the mesh axes that split it (outermost first).
@@ -53,8 +54,8 @@ public:
 
   int64_t addFactor(int64_t size, FactorKind kind = FactorKind::PassThrough,
                     ReductionKind reduction = ReductionKind::Sum);
-  /// A factor split only over `axes` (FactorKind::Local).
-  int64_t addLocalFactor(int64_t size, llvm::ArrayRef<llvm::StringRef> axes);
+  /// A factor split only over the axes of `axisMask` (FactorKind::Local).
+  int64_t addLocalFactor(int64_t size, unsigned axisMask);
   /// The next operand or result; one factor per dimension, or several
   /// (`addOperandDims`).
   void addOperand(llvm::ArrayRef<int64_t> factorPerDim);

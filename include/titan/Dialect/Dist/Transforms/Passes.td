@@ -6,39 +6,46 @@
 include "mlir/Pass/PassBase.td"
 
 def DistParallelize : Pass<"dist-parallelize", "::mlir::ModuleOp"> {
-  let summary = "Choose the device mesh and apply TorchTitan's parallel plan as shardings";
+  let summary = "Choose the device mesh and apply the model's parallel plan as shardings";
   let description = [{
-    Sets the module's `#dist.mesh` from the parallel degrees and writes
-    TorchTitan's plan for function `forward` as shardings
-    (`#dist.sharding`) of its parameters and inputs, plus the constraints the
-    sharding rules cannot choose alone; `dist-propagate-sharding` carries
-    them through the graph. The plan, matched on parameter names as
-    TorchTitan's `parallelize_module` matches modules:
+    Sets the module's `#dist.mesh` from the parallel degrees and turns the
+    parallel plan of function `forward` (attributes a model plan attaches,
+    titan/Dialect/Dist/IR/DistPlan.h: the Llama importer attaches
+    TorchTitan's, `titan-llama-plan` attaches it to hand-written IR) into
+    shardings (`#dist.sharding`) of its parameters and inputs, plus the
+    constraints the sharding rules cannot choose alone;
+    `dist-propagate-sharding` carries them through the graph. The pass reads
+    the plan only, never a parameter's or module's name:
 
-    * tensor parallel (`tp > 1`): `wq`, `wk`, `wv`, `w1`, `w3`, `output`
-      column-wise and `tok_embeddings` by vocabulary (dimension 0 over
-      `tp`), `wo` and `w2` row-wise (dimension 1), norm weights replicated.
-      Sequence parallel: the results of the embedding and of the row-wise
-      linears are constrained to be split along the sequence. Loss parallel
-      (`loss-parallel`, the default): the cross-entropy is written as its
-      per-row statistics (`titan.row_max`, `titan.sum_exp`,
-      `titan.target_logit`, `titan.cross_entropy_from_stats`), whose rules
-      contract the vocabulary-sharded logits;
-    * context parallel (`cp > 1`): the token and label inputs are split
-      load-balanced along the sequence over `cp` (under sequence parallel
-      the residual stream over `cp` then `tp`);
+    * tensor parallel (`tp > 1`): each parameter's `#dist.param_plan` style
+      (`dist.param_plan`) splits dimension 0 (`colwise`, `embedding`) or
+      dimension 1 (`rowwise`, 2-D weights) over `tp`, or none
+      (`replicate`). Sequence parallel: the result of each op marked
+      `dist.sequence_parallel = d` is constrained to be split along
+      dimension d over `cp` (when it is above 1) then `tp`. Loss parallel
+      (`loss-parallel`, the default): each `titan.cross_entropy` marked
+      `dist.loss_parallel` is written as its per-row statistics
+      (`titan.row_max`, `titan.sum_exp`, `titan.target_logit`,
+      `titan.cross_entropy_from_stats`), whose rules contract the
+      vocabulary-sharded logits;
+    * context parallel (`cp > 1`): each input marked
+      `dist.context_parallel = d` is split along dimension d (its
+      sequence) over `cp`, load-balanced as the mesh says;
     * FSDP: dimension 0 of each parameter (of its tensor-parallel shard) is
       stored split over `dp_shard` and, with context parallel, `cp` (as
       TorchTitan's `dp_shard_cp` mesh); HSDP replicates over
       `dp_replicate`, DDP shards nothing.
 
-    Data arguments hold each data-parallel rank's own rows of the global
-    batch (the importer builds the per-rank local batch), so data
-    parallelism does not split them. A parameter outside the plan, or one
-    whose dimension does not divide, is an error naming it; so is a
-    sequence that `2 cp` (times `tp` under sequence parallel) does not
-    divide. The `pp` axis shards no parameter: each pipeline rank holds its
-    stages' parameters whole (`dist-pipeline-split` cuts the stages).
+    The markers of sequence, loss and context parallelism are consumed
+    (removed); `dist.param_plan` stays for `dist-partition`. Data arguments
+    hold each data-parallel rank's own rows of the global batch (the
+    importer builds the per-rank local batch), so data parallelism does not
+    split them. A function whose parameters have no plan, a malformed plan
+    attribute, a parameter without a style under tensor parallelism, or a
+    dimension that does not divide is an error naming it; so is a sequence
+    that `2 cp` (times `tp` under sequence parallel) does not divide. The
+    `pp` axis shards no parameter: each pipeline rank holds its stages'
+    parameters whole (`dist-pipeline-split` cuts the stages).
   }];
   let options = [
     Option<"dpReplicate", "dp-replicate", "int64_t", "1", "dp_replicate degree">,
@@ -95,15 +102,18 @@ def DistPartition : Pass<"dist-partition", "::mlir::ModuleOp"> {
     batch, is averaged over the data-parallel axes and any axis it is still
     a partial mean over (`cp`). Differentiating the result (titan-autodiff)
     turns gathers into reduce-scatters and replications into all-reduces.
+    Which parameters stay gathered for the backward follows FSDP's units,
+    the transformer blocks of the parameters' `#dist.param_plan`; the pass
+    consumes (removes) `dist.param_plan`.
   }];
   let options = [
     Option<"reshardAfterForward", "reshard-after-forward", "std::string",
            "\"default\"",
            "Which FSDP-gathered parameters the backward gathers again "
            "(TorchTitan's fsdp_reshard_after_forward): default = all but the "
-           "last block and the root's (embedding, final norm, output), "
-           "always = all but the root's, never = none. Kept ones are marked "
-           "dist.keep_gathered">,
+           "last block's and the root module's (those whose dist.param_plan "
+           "names no block), always = all but the root's, never = none. Kept "
+           "ones are marked dist.keep_gathered">,
     Option<"rotateMethod", "cp-rotate-method", "std::string",
            "\"allgather\"",
            "How context-parallel attention exchanges K and V "
@@ -151,42 +161,34 @@ def DistNarrowGathers : Pass<"dist-narrow-gathers", "::mlir::ModuleOp"> {
 def DistPipelineSplit : Pass<"dist-pipeline-split", "::mlir::ModuleOp"> {
   let summary = "Cut the per-rank forward into pipeline stage functions";
   let description = [{
-    Pipeline parallelism's stage cut, with TorchTitan v0.2.0's plan
-    (`pipeline_module_split`: the `L + first + last` effective layers split
-    evenly, the remainder on the earliest stages; the stage count and the
-    schedule's stages per rank checked as TorchTitan does) over the mesh's
-    `pp` axis. Each op goes to the stage of the module its location names
-    (`tok_embeddings` to the first stage, `layers.<i>` to the stage holding
-    layer i, `norm`, `output` and `loss` to the last); an op without one
-    goes to the earliest stage reading it. The result is one function
-    `<prefix><s>` per stage (attributes `dist.stage = s`,
-    `dist.pipeline_phase = "forward"`), taking the forward's arguments it
-    reads and, after them, the activations the previous stage sends
-    (`dist.stage_input = i`); it returns the activations the next stage
-    reads (`dist.stage_output = i`; values read further on pass through the
-    stages between), the last stage the loss. Values read by every stage and
-    computed from nothing (the RoPE angles, location `freqs_cis`) are
-    computed again in each stage. The forward is erased and the module gets
-    `dist.pipeline = {num_stages, stage_ranks, schedule[, rank]}`. With
-    `rank` >= 0 only that pipeline rank's stages are built (the program one
-    pipeline rank runs). Errors: a plan that does not fit the model (naming
-    the config keys), a parameter read by two stages (tied embeddings), an
-    op of no stage, a value read before the stage computing it.
+    Pipeline parallelism's stage cut, as TorchTitan's
+    `pipeline_module_split` cuts by module names, with the stage plan of
+    the module's `dist.pipeline` (which a model's pipeline plan decides:
+    for Llama, `titan-llama-pipeline-stages`): `num_stages`, `stage_ranks`
+    (the pipeline rank of each stage), `schedule`, `stage_modules` (one
+    array of module names per stage) and `every_stage_modules`. Each op
+    goes to the stage listing the module its location names (or a module
+    containing it); an op without one goes to the earliest stage reading
+    it. The result is one function `<prefix><s>` per stage (attributes
+    `dist.stage = s`, `dist.pipeline_phase = "forward"`), taking the
+    forward's arguments it reads and, after them, the activations the
+    previous stage sends (`dist.stage_input = i`); it returns the
+    activations the next stage reads (`dist.stage_output = i`; values read
+    further on pass through the stages between), the last stage the loss.
+    Values computed from nothing, or in a module of `every_stage_modules`
+    (the RoPE angles), are computed again in each stage that reads them.
+    The forward is erased and `dist.pipeline` keeps `num_stages`,
+    `stage_ranks` and `schedule` (the module lists are consumed), plus
+    `rank`: with `rank` >= 0 only that pipeline rank's stages are built
+    (the program one pipeline rank runs). Errors: a missing or malformed
+    stage plan, a parameter read by two stages (tied embeddings), an op of
+    no stage, a value read before the stage computing it.
   }];
   let options = [
     Option<"forwardName", "forward", "std::string", "\"forward\"",
            "The per-rank forward function">,
     Option<"prefix", "prefix", "std::string", "\"stage\"",
            "Stage s becomes function <prefix><s>">,
-    Option<"schedule", "schedule", "std::string", "\"1F1B\"",
-           "parallelism.pipeline_parallel_schedule (how many stages each "
-           "rank holds)">,
-    Option<"layersPerStage", "layers-per-stage", "int64_t", "0",
-           "parallelism.pipeline_parallel_layers_per_stage (0: unset)">,
-    Option<"firstStageLessLayers", "first-stage-less-layers", "int64_t", "1",
-           "parallelism.pipeline_parallel_first_stage_less_layers">,
-    Option<"lastStageLessLayers", "last-stage-less-layers", "int64_t", "1",
-           "parallelism.pipeline_parallel_last_stage_less_layers">,
     Option<"rank", "rank", "int64_t", "-1",
            "Build only this pipeline rank's stages (-1: every stage)">,
   ];
@@ -253,50 +255,6 @@ def DistPipelinePhases : Pass<"dist-pipeline-phases", "::mlir::ModuleOp"> {
   ];
   let dependentDialects = ["::titan::dist::DistDialect",
                            "::mlir::func::FuncDialect"];
-}
-
-def DistPipelineSchedule : Pass<"dist-pipeline-schedule", "::mlir::ModuleOp"> {
-  let summary = "Write every pipeline rank's action list into the IR";
-  let description = [{
-    Builds the action lists of the module's pipeline (`dist.pipeline`:
-    its stages and their ranks, the schedule's name) for `microbatches`
-    microbatches: GPipe, 1F1B, Interleaved1F1B, LoopedBFS,
-    InterleavedZeroBubble, ZBVZeroBubble or DualPipeV
-    (lib/Pipeline/Schedule.cpp), or the file `csv` in TorchTitan's format.
-    Each rank's list gets the transfers it implies in TorchTitan's lowered
-    notation (`RECV_F` before a forward whose previous stage is on another
-    rank, `SEND_F` after one whose next stage is; `RECV_B` and `SEND_B`
-    around each B or I), is checked as `dist-pipeline-verify` checks it,
-    and is stored in `dist.pipeline` as `actions` (one array of strings per
-    pipeline rank, e.g. `["0F0", "0SEND_F0", ...]`) with `microbatches`.
-    The runtime executes the rank's list. Errors name the config keys of
-    settings that cannot run.
-  }];
-  let options = [
-    Option<"microbatches", "microbatches", "int64_t", "1",
-           "Microbatches per step (training.local_batch_size / "
-           "parallelism.pipeline_parallel_microbatch_size)">,
-    Option<"csv", "csv", "std::string", "\"\"",
-           "parallelism.pipeline_parallel_schedule_csv: run this file's "
-           "actions instead of the named schedule's">,
-  ];
-}
-
-def DistPipelineVerify : Pass<"dist-pipeline-verify", "::mlir::ModuleOp"> {
-  let summary = "Check the pipeline action lists of a module";
-  let description = [{
-    Checks `dist.pipeline`'s `actions`: each is an action of one of its
-    rank's stages (`<stage><F|B|I|W|SEND_F|RECV_F|SEND_B|RECV_B><mb>`);
-    every microbatch of every stage has one F and one B or one I and one W,
-    F before I or B, I before W; an action that needs a remote tensor has
-    its RECV before it, a tensor a remote stage reads has its SEND after
-    the action computing it, each SEND its RECV on the peer's rank in the
-    same order between each pair of ranks; and the list simulates to the
-    end (no rank waits on an action that comes later in some rank's list).
-    A rank blocks only at its receives, each after its peer's matching
-    send follows an action that can run, so a list that passes cannot
-    deadlock.
-  }];
 }
 
 def DistAsyncTensorParallel

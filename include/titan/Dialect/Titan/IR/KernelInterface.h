@@ -5,7 +5,6 @@
 
 #include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/IR/OpDefinition.h"
-#include "titan/Dialect/Titan/IR/KernelTarget.h"
 #include "titan/Contract/KernelCatalog.h"
 
 #include <optional>
@@ -18,14 +17,9 @@ class BufferView : public mlir::OpTrait::TraitBase<ConcreteType, BufferView> {};
 #include "titan/Dialect/Titan/IR/KernelInterface.h.inc"
 
 namespace titan {
-/// The scratch bytes `op`'s kernel needs on `target`: the target's rule
-/// (its WorkspaceOpInterface model), or 0 where it attaches none.
-int64_t getWorkspaceBytes(mlir::Operation *op, KernelTarget target);
-
-/// Whether `target`'s workspace models are registered in `context`
-/// (titan::registerCPUTargetExternalModels and its CUDA equivalent);
-/// without them every workspace would silently be planned as 0 bytes.
-bool hasWorkspaceModels(mlir::MLIRContext *context, KernelTarget target);
+/// The scratch bytes `op`'s kernel needs on the target named `target`: its
+/// WorkspaceOpInterface's answer, or 0 for an op without the interface.
+int64_t getWorkspaceBytes(mlir::Operation *op, llvm::StringRef target);
 } // namespace titan
 
 #endif // TITAN_DIALECT_TITAN_IR_KERNELINTERFACE_H

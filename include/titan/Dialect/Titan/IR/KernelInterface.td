@@ -3,8 +3,8 @@
 // What a target needs to run an op as one library kernel, stated once on the
 // op: the kernel's name, its typed parameters and which operands it may
 // overwrite with a result. titan-bufferize builds the target-neutral kernel
-// IR from this contract and the chosen target's workspace rules; the CPU and
-// the CUDA targets implement the kernels.
+// IR from this contract and the chosen target's workspace rules; the target
+// backends (lib/Target/) implement the kernels.
 //
 //===----------------------------------------------------------------------===//
 
@@ -17,7 +17,8 @@ def Titan_KernelOpInterface : OpInterface<"KernelOpInterface"> {
   let cppNamespace = "::titan";
   let description = [{
     An op that executes as one kernel call on buffers: its operands are read,
-    its results written (on a stream the CPU target ignores). The contract:
+    its results written (on a stream, which a target may ignore). The
+    contract:
 
     * `getKernelName()`: the kernel, `<name>_<dtype>` in each target's
       library (the op's mnemonic unless it says otherwise);
@@ -45,25 +46,27 @@ def Titan_KernelOpInterface : OpInterface<"KernelOpInterface"> {
   ];
 }
 
-/// A target's workspace rule: the scratch memory its kernel for the op needs
-/// while it runs (planned like any other buffer, alive only during the
-/// call). Targets implement a kernel differently (the CPU materializes one
-/// attention head's scores, cuBLASLt and cuDNN have scratch of their own),
-/// so each target has its own interface, attached as external models by the
-/// target (lib/Target/<T>/), the way upstream MLIR attaches bufferization
-/// models; the dialects know no target's rules. An op without the chosen
-/// target's model needs no workspace there (titan::getWorkspaceBytes).
-class Titan_WorkspaceOpInterface<string target>
-    : OpInterface<target # "WorkspaceOpInterface"> {
+/// The scratch memory an op's kernel needs while it runs (planned like any
+/// other buffer, alive only during the call). Targets implement a kernel
+/// differently (one materializes an attention head's scores, another calls
+/// a library with scratch of its own), so the answer depends on the target,
+/// named by the caller. The dialects know no target: the target backends
+/// (lib/Target/) attach a model to the ops they have rules for, the way
+/// upstream MLIR attaches bufferization models, and that model answers with
+/// the named target's rule. An op without the interface, or a target
+/// without a rule for it, needs no workspace (titan::getWorkspaceBytes).
+def Titan_WorkspaceOpInterface : OpInterface<"WorkspaceOpInterface"> {
   let cppNamespace = "::titan";
-  let description = "The " # target # " target's workspace rule for the op.";
+  let description = [{
+    The workspace an op's kernel needs on a target: `getWorkspaceBytes(t)`
+    is the bytes of scratch memory target `t`'s kernel for the op uses
+    during the call (0: none).
+  }];
   let methods = [
-    InterfaceMethod<"Bytes of scratch memory the target's kernel needs.",
-      "int64_t", "getWorkspaceBytes", (ins)>,
+    InterfaceMethod<"Bytes of scratch memory `target`'s kernel needs.",
+      "int64_t", "getWorkspaceBytes", (ins "::llvm::StringRef":$target)>,
   ];
 }
-def Titan_CPUWorkspaceOpInterface : Titan_WorkspaceOpInterface<"CPU">;
-def Titan_CUDAWorkspaceOpInterface : Titan_WorkspaceOpInterface<"CUDA">;
 
 /// The op's result is its first operand's buffer seen with another type
 /// (same bytes): no kernel runs (titan.reshape, dist.replicate).

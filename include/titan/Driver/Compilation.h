@@ -1,0 +1,129 @@
+//===- Compilation.h - one compilation's phases and outputs -----*- C++ -*-===//
+//
+// What emitStage and compileToModule (Driver.h) are made of: one job's
+// config, model, options and mesh, the phases run on its modules with the
+// pipeline options the config gives (ConfigPipelineOptions.h), and what
+// each stage emits, for a job of one program or of one program per
+// pipeline rank.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TITAN_DRIVER_COMPILATION_H
+#define TITAN_DRIVER_COMPILATION_H
+
+#include "titan/Compiler/ConfigPipelineOptions.h"
+#include "titan/Compiler/Pipelines.h"
+#include "titan/Contract/Manifest.h"
+#include "titan/Driver/Driver.h"
+#include "titan/Driver/PipelineJob.h"
+
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/MLIRContext.h"
+#include "mlir/IR/OwningOpRef.h"
+#include "mlir/Support/Timing.h"
+#include "llvm/ADT/STLFunctionalExtras.h"
+#include "llvm/Support/Error.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace mlir {
+class OpPassManager;
+} // namespace mlir
+
+namespace titan {
+namespace driver {
+
+/// One compilation: the config, the model, the options and their target's
+/// backend, the mesh they resolve to, and the timer its phases report to.
+class Compilation {
+public:
+  Compilation(const TrainConfig &config, const LlamaArgs &model,
+              const CompileOptions &options,
+              const target::TargetBackend &backend, mlir::TimingScope &timer);
+
+  /// The model imported at the shapes a step sees (under pipeline
+  /// parallelism one microbatch), verified.
+  llvm::Expected<mlir::OwningOpRef<mlir::ModuleOp>>
+  importStep(mlir::MLIRContext &context);
+
+  /// Sets `mesh` for options.worldSize ranks (errors name the keys).
+  llvm::Error resolveMesh();
+
+  /// The phases of a job with one program. A failed phase's error says
+  /// so; its diagnostics went to the context's handler.
+  llvm::Error partition(mlir::ModuleOp module);
+  /// The training phase and, with validation.enable, the eval step.
+  llvm::Error train(mlir::ModuleOp module);
+  llvm::Error execute(mlir::ModuleOp module);
+  llvm::Error lower(mlir::ModuleOp module);
+
+  /// Everything from the imported `module` on: the phases up to the
+  /// stage, its text to `os`, its files at options.outputPath.
+  llvm::Error emit(mlir::ModuleOp module, llvm::raw_ostream &os);
+
+  const TrainConfig &config;
+  const LlamaArgs &model;
+  const CompileOptions &options;
+  /// options.target's backend.
+  const target::TargetBackend &backend;
+  MeshDegrees mesh;
+
+private:
+  mlir::TimingScope &timer;
+
+  /// Prints `op` and a newline (an IR stage's output).
+  static llvm::Error print(mlir::Operation *op, llvm::raw_ostream &os);
+  void partitionOptions(PartitionPipelineOptions &o) const;
+  void trainingOptions(TrainingPipelineOptions &o) const;
+  void executionOptions(ExecutionPipelineOptions &o) const;
+
+  /// Runs the pipeline `build` adds on `module`.
+  llvm::Error run(mlir::ModuleOp module,
+                  llvm::function_ref<void(mlir::OpPassManager &)> build);
+  template <typename Options>
+  llvm::Error run(mlir::ModuleOp module,
+                  void (*build)(mlir::OpPassManager &, const Options &),
+                  const Options &phaseOptions) {
+    return run(module,
+               [&](mlir::OpPassManager &pm) { build(pm, phaseOptions); });
+  }
+
+  /// validation.enable: adds the forward-only `eval` step to the trained
+  /// whole-step `module`.
+  llvm::Error addEval(mlir::ModuleOp module);
+  /// memory_estimation.enable on a compilation that writes an object or an
+  /// executable: the memory plan is printed beside it.
+  bool estimatesMemory() const;
+
+  // Emit.cpp: the stages before the training phase.
+  llvm::Error emitSummary(mlir::ModuleOp module, llvm::raw_ostream &os);
+  void printPipelineInvocations(const PipelineJob *pipelineJob,
+                                llvm::raw_ostream &os);
+
+  // EmitProgram.cpp: a job of one program (every rank runs it).
+  llvm::Error emitProgram(mlir::ModuleOp module, llvm::raw_ostream &os);
+  llvm::Expected<int64_t> arenaWithoutCheckpointing(mlir::ModuleOp partitioned);
+  llvm::Error emitMemoryReport(mlir::ModuleOp module,
+                               std::optional<int64_t> arenaWithout,
+                               llvm::raw_ostream &os);
+  llvm::Error writeProgram(mlir::ModuleOp module, manifest::Manifest manifest);
+
+  // EmitPipelined.cpp: one program per pipeline rank.
+  llvm::Error emitPipelined(mlir::ModuleOp partitioned, llvm::raw_ostream &os);
+  llvm::Error emitPipelineRank(const PipelineJob &pipelineJob, int64_t rank,
+                               mlir::ModuleOp partitioned,
+                               const manifest::Manifest &whole,
+                               llvm::raw_ostream &os,
+                               std::vector<std::string> &objects,
+                               std::vector<std::string> &functions);
+  void printPipelineRankMemory(const PipelineJob &pipelineJob, int64_t rank,
+                               mlir::ModuleOp module, llvm::raw_ostream &os);
+};
+
+} // namespace driver
+} // namespace titan
+
+#endif // TITAN_DRIVER_COMPILATION_H

@@ -1,0 +1,161 @@
+//===- EmitPipelined.cpp - the stages of a pipeline-parallel job ----------===//
+//
+// Under pipeline parallelism each pipeline rank has its own program (its
+// stages' phases and its optimizer step), compiled from the partitioned
+// per-rank forward and linked into one executable with the table that
+// hands each rank its program.
+//
+//===----------------------------------------------------------------------===//
+
+#include "titan/Driver/Compilation.h"
+
+#include "titan/Contract/TrainConfig.h"
+#include "titan/Dialect/Kernel/Transforms/MemoryPlan.h"
+#include "titan/Driver/Link.h"
+#include "titan/Driver/Manifest.h"
+#include "titan/Target/Host/ObjectFile.h"
+
+#include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/ScopeExit.h"
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/Support/FileSystem.h"
+
+using namespace titan;
+using namespace titan::driver;
+
+namespace {
+llvm::Error error(const llvm::Twine &message) {
+  return llvm::createStringError(llvm::inconvertibleErrorCode(), message.str());
+}
+} // namespace
+
+llvm::Error Compilation::emitPipelined(mlir::ModuleOp partitioned,
+                                       llvm::raw_ostream &os) {
+  Stage stage = options.stage;
+  // TorchTitan evaluates through a forward-only pipeline schedule, which
+  // titan does not have yet.
+  if (config.validation.enable)
+    return error("validation.enable with "
+                 "parallelism.pipeline_parallel_degree > 1 is not "
+                 "implemented yet (the eval step runs on whole-step "
+                 "programs: FSDP, HSDP, TP, CP)");
+  llvm::Expected<PipelineJob> pipelineJob = planPipelineJob(model, config);
+  if (!pipelineJob)
+    return pipelineJob.takeError();
+  // The programs and their memory plans exist for every target; the
+  // executable only for those whose runtime runs pipeline stages.
+  if (!backend.getFeatures().pipelineParallel &&
+      llvm::is_contained({Stage::LLVM, Stage::Object, Stage::Exe}, stage))
+    return error("parallelism.pipeline_parallel_degree > 1 with "
+                 "--target=" +
+                 backend.getName() +
+                 " is not implemented yet (the pipeline "
+                 "runtime's transfers run on MPI ranks of the CPU "
+                 "target; --emit=memory plans it)");
+  // Every parameter of the model, for the ranks' checkpoint indexes.
+  llvm::Expected<manifest::Manifest> whole =
+      buildManifest(model, config, partitioned);
+  if (!whole)
+    return whole.takeError();
+  LinkInputs link;
+  link.outputPath = options.outputPath;
+  llvm::scope_exit cleanup([&] {
+    for (const std::string &object : link.objects)
+      llvm::sys::fs::remove(object);
+  });
+  for (int64_t r = 0; r < mesh.pp; ++r) {
+    std::vector<std::string> functions;
+    if (llvm::Error e = emitPipelineRank(*pipelineJob, r, partitioned, *whole,
+                                         os, link.objects, functions))
+      return e;
+    link.pipelinePrograms.push_back(std::move(functions));
+  }
+  if (stage != Stage::Exe)
+    return llvm::Error::success();
+  return linkExecutable(link, backend);
+}
+
+// Pipeline rank `rank`'s program from the partitioned per-rank forward: its
+// stages' training phases, execution and lowering, written as an object
+// (appended to `objects`) unless the stage stops earlier; `functions` gets
+// the program's step functions.
+llvm::Error Compilation::emitPipelineRank(
+    const PipelineJob &pipelineJob, int64_t rank, mlir::ModuleOp partitioned,
+    const manifest::Manifest &whole, llvm::raw_ostream &os,
+    std::vector<std::string> &objects, std::vector<std::string> &functions) {
+  Stage stage = options.stage;
+  mlir::OwningOpRef<mlir::ModuleOp> module = partitioned.clone();
+  TrainingPipelineOptions training;
+  trainingOptions(training);
+  std::vector<std::string> phases =
+      setPipelineRankOptions(pipelineJob, rank, training);
+  if (llvm::Error e =
+          run(*module, buildPipelineParallelTrainingPipeline, training))
+    return e;
+  auto printRank = [&] {
+    os << "// pipeline rank " << rank << "\n";
+    return print(*module, os);
+  };
+  if (stage == Stage::Train)
+    return printRank();
+  llvm::Expected<manifest::Manifest> manifest =
+      buildManifest(model, config, *module, phases);
+  if (!manifest)
+    return manifest.takeError();
+  functions = phases;
+  functions.push_back("optimizer_step");
+  ExecutionPipelineOptions execution;
+  executionOptions(execution);
+  execution.functions = llvm::ArrayRef(functions);
+  if (llvm::Error e = run(*module, buildExecutionPipeline, execution))
+    return e;
+  if (stage == Stage::Kernel)
+    return printRank();
+  if (stage == Stage::Memory) {
+    printPipelineRankMemory(pipelineJob, rank, *module, os);
+    return llvm::Error::success();
+  }
+  if (estimatesMemory())
+    printPipelineRankMemory(pipelineJob, rank, *module, os);
+  addProgramToManifest(*manifest, config, mesh, backend, options.cudaArch,
+                       *module);
+  addPipelineToManifest(*manifest, pipelineJob, rank, *module);
+  addPipelineParameters(*manifest, whole, pipelineJob);
+  // The pipeline's transfers and its loss reduction run over pp.
+  if (!llvm::is_contained(manifest->collectiveAxes, 1u))
+    manifest->collectiveAxes.push_back(1);
+  std::string prefix = "titan_pp" + std::to_string(rank) + "_";
+  LoweringPipelineOptions lowering;
+  lowering.symbolPrefix = prefix;
+  if (llvm::Error e = run(*module, buildLoweringPipeline, lowering))
+    return e;
+  if (stage == Stage::LLVM)
+    return printRank();
+  embedManifest(*module, manifest::printManifest(*manifest),
+                prefix + "manifest");
+  std::string path;
+  if (stage == Stage::Object)
+    path = options.outputPath +
+           (pipelineJob.plan.ranks > 1 ? "." + std::to_string(rank) : "");
+  llvm::Expected<std::string> object =
+      writeObject(*module, path, "titan-pp" + std::to_string(rank), backend);
+  if (!object)
+    return object.takeError();
+  if (stage != Stage::Object)
+    objects.push_back(*object);
+  return llvm::Error::success();
+}
+
+// The memory stage for pipeline rank `rank`: its planned arena and its
+// microbatch frames.
+void Compilation::printPipelineRankMemory(const PipelineJob &pipelineJob,
+                                          int64_t rank, mlir::ModuleOp module,
+                                          llvm::raw_ostream &os) {
+  os << "pipeline rank " << rank << " (stages "
+     << llvm::join(llvm::map_range(pipelineJob.plan.stagesOfRank[size_t(rank)],
+                                   [](int64_t s) { return std::to_string(s); }),
+                   ", ")
+     << "):\n";
+  kernel::printMemoryReport(module, mesh.worldSize(), os);
+  printPipelineMemory(pipelineJob, rank, module, os);
+}

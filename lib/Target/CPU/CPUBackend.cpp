@@ -1,0 +1,149 @@
+//===- CPUBackend.cpp - the CPU target ------------------------------------===//
+//
+// The CPU target's backend: f32 unless the config says otherwise, 16-bit
+// kernels run on f32 copies, libtitanrt_cpu linked as a shared library,
+// and the workspaces of the ops whose CPU kernels need scratch, sized by
+// titan/Contract/CPUWorkspaces.h, which the kernels (runtime/lib/) carve
+// their tiles from. GEMMs need none (oneDNN's own scratch is its own).
+//
+//===----------------------------------------------------------------------===//
+
+#include "titan/Target/CPU/CPUBackend.h"
+
+#include "titan/Contract/CPUWorkspaces.h"
+#include "titan/Dialect/Titan/IR/TitanOps.h"
+#include "titan/Target/CommonWorkspaces.h"
+
+using namespace mlir;
+using namespace titan;
+using namespace titan::target;
+
+namespace {
+/// Bytes of the type the kernel accumulates in: f64 for f64, f32 for the
+/// rest (bf16 and f16 kernels compute in f32).
+int64_t accumulatorBytes(Value v) {
+  return cast<ShapedType>(v.getType()).getElementType().isF64() ? 8 : 4;
+}
+
+/// The weight gradient's f64 partial sums per block of rows.
+int64_t rmsNormGrad(RMSNormGradOp op) {
+  return cpu::rmsNormGradWorkspaceBytes(
+      rowsOf(op.getInput()), op.getWeight().getType().getNumElements());
+}
+
+/// The inverse frequencies, one f32 per pair.
+int64_t ropeAngles(RopeAnglesOp op) { return op.getType().getDimSize(1) * 4; }
+
+/// Flash attention's tiles, one slot per thread (O and the log-sum-exp
+/// come from the forward).
+int64_t attention(AttentionOp op) {
+  auto q = op.getQuery().getType();
+  return cpu::attentionWorkspaceBytes(q.getDimSize(0), q.getDimSize(2),
+                                      q.getDimSize(1),
+                                      accumulatorBytes(op.getQuery()));
+}
+int64_t attentionGrad(AttentionGradOp op) {
+  auto q = op.getQuery().getType();
+  return cpu::attentionGradWorkspaceBytes(
+      q.getDimSize(0), op.getKey().getType().getDimSize(2), q.getDimSize(1),
+      accumulatorBytes(op.getQuery()));
+}
+
+/// Context parallel's block attention: the same tiles over the rank's two
+/// query chunks.
+int64_t contextAttention(dist::ContextAttentionOp op) {
+  auto q = op.getQuery().getType();
+  return cpu::contextAttentionWorkspaceBytes(q.getDimSize(0), q.getDimSize(2),
+                                             q.getDimSize(1),
+                                             accumulatorBytes(op.getQuery()));
+}
+int64_t contextAttentionGrad(dist::ContextAttentionGradOp op) {
+  auto q = op.getQuery().getType();
+  return cpu::contextAttentionGradWorkspaceBytes(
+      q.getDimSize(0), op.getKey().getType().getDimSize(2), q.getDimSize(1),
+      accumulatorBytes(op.getQuery()));
+}
+
+/// Each row's loss, averaged in a fixed order afterwards.
+int64_t crossEntropy(CrossEntropyOp op) {
+  return cpu::crossEntropyWorkspaceBytes(rowsOf(op.getLogits()));
+}
+
+/// One set of f64 partial sums, sized for the largest tensor.
+int64_t globalNorm(GlobalNormOp op) {
+  int64_t largest = 0;
+  for (Value input : op.getInputs())
+    largest = std::max(largest, elementsOf(input));
+  return cpu::globalNormWorkspaceBytes(largest);
+}
+
+/// f32 copies of both operands (exact) for the f32 GEMM.
+int64_t scaledMatmul(ScaledMatmulOp op) {
+  return copyBytes(op.getLhs(), 4) + copyBytes(op.getRhs(), 4);
+}
+
+/// The ring's shards (runtime/lib/AsyncTensorParallel.h): two for the
+/// gather (the one held, the one arriving), three for the reduce-scatter
+/// (two partial sums, one received), in the accumulator type.
+int64_t allGatherLinear(dist::AllGatherLinearOp op) {
+  return 2 * copyBytes(op.getInput(), accumulatorBytes(op.getInput()));
+}
+int64_t linearReduceScatter(dist::LinearReduceScatterOp op) {
+  int64_t bytes = accumulatorBytes(op.getResult());
+  int64_t shards = 3 * copyBytes(op.getResult(), bytes);
+  if (op.getNumGemms() == 1)
+    return shards;
+  // One shard's rows of one outer index: the 16-bit kernel's separately
+  // rounded GEMM results (runtime/lib/AsyncTensorParallel.h).
+  auto result = op.getResult().getType();
+  int64_t block = bytes;
+  for (int64_t d = op.getDim(); d < result.getRank(); ++d)
+    block *= result.getDimSize(d);
+  return shards + block;
+}
+
+/// Host memory, f32 emulation of float8, and the MPI ranks that run
+/// pipeline-parallel programs.
+TargetFeatures cpuFeatures() {
+  TargetFeatures features;
+  features.hostMemory = true;
+  features.pipelineParallel = true;
+  return features;
+}
+
+class CPUBackend : public TargetBackend {
+public:
+  CPUBackend()
+      : TargetBackend("cpu",
+                      "the host's cores (oneDNN GEMMs, OpenMP threads; MPI "
+                      "ranks)",
+                      {/*defaultParamDtype=*/"float32",
+                       /*widenLowPrecision=*/true},
+                      cpuFeatures()) {
+    WorkspaceRules &rules = getMutableWorkspaceRules();
+    rules.add<RMSNormGradOp>(rmsNormGrad);
+    rules.add<RopeAnglesOp>(ropeAngles);
+    rules.add<AttentionOp>(attention);
+    rules.add<AttentionGradOp>(attentionGrad);
+    rules.add<CrossEntropyOp>(crossEntropy);
+    rules.add<GlobalNormOp>(globalNorm);
+    rules.add<ScaledMatmulOp>(scaledMatmul);
+    addCollectiveWorkspaceRules(rules);
+    rules.add<dist::ContextAttentionOp>(contextAttention);
+    rules.add<dist::ContextAttentionGradOp>(contextAttentionGrad);
+    rules.add<dist::AllGatherLinearOp>(allGatherLinear);
+    rules.add<dist::LinearReduceScatterOp>(linearReduceScatter);
+  }
+
+  /// libtitanrt_cpu, a shared library beside libtitanrt.
+  TargetLink getTargetLink(StringRef) const override {
+    TargetLink link;
+    link.kernelLibraries = {"-ltitanrt_cpu"};
+    return link;
+  }
+};
+} // namespace
+
+std::unique_ptr<TargetBackend> titan::target::createCPUTargetBackend() {
+  return std::make_unique<CPUBackend>();
+}
