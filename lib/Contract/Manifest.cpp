@@ -195,12 +195,35 @@ static json::Object toJSON(const Manifest::Pipeline &p) {
                       {"stages", std::move(stages)}};
 }
 
-char titan::manifest::ABIVersionError::ID = 0;
-
-std::string titan::manifest::ABIVersionError::message() const {
+/// The mismatch message for an executable of ABI `found`.
+static std::string abiMismatch(int64_t found) {
   return "this executable was compiled for runtime ABI " +
          std::to_string(found) + ", the runtime is " +
-         std::to_string(kABIVersion) + ": recompile it with titan-compile";
+         std::to_string(titan::manifest::kABIVersion) +
+         ": recompile it with titan-compile";
+}
+
+/// The manifest's "abi_version" (0 when missing), or nullopt when it is not
+/// an integer.
+static std::optional<int64_t> abiVersionOf(const json::Object &o) {
+  const json::Value *v = o.get("abi_version");
+  return v ? v->getAsInteger() : std::optional<int64_t>(0);
+}
+
+std::optional<std::string>
+titan::manifest::abiVersionMismatch(llvm::StringRef text) {
+  llvm::Expected<json::Value> value = json::parse(text);
+  if (!value) {
+    llvm::consumeError(value.takeError());
+    return std::nullopt;
+  }
+  const json::Object *o = value->getAsObject();
+  if (!o)
+    return std::nullopt;
+  std::optional<int64_t> abi = abiVersionOf(*o);
+  if (!abi || *abi == kABIVersion)
+    return std::nullopt;
+  return abiMismatch(*abi);
 }
 
 std::string titan::manifest::printManifest(const Manifest &m) {
@@ -427,17 +450,14 @@ llvm::Expected<Manifest> titan::manifest::parseManifest(StringRef text) {
     return llvm::createStringError(llvm::inconvertibleErrorCode(),
                                    "invalid manifest: not an object");
   // First: another version's other keys may mean other things.
-  int64_t abi = 0;
-  if (const json::Value *v = o->get("abi_version")) {
-    std::optional<int64_t> version = v->getAsInteger();
-    if (!version)
-      return llvm::createStringError(llvm::inconvertibleErrorCode(),
-                                     "the manifest's abi_version is not an "
-                                     "integer");
-    abi = *version;
-  }
-  if (abi != kABIVersion)
-    return llvm::make_error<ABIVersionError>(abi);
+  std::optional<int64_t> abi = abiVersionOf(*o);
+  if (!abi)
+    return llvm::createStringError(llvm::inconvertibleErrorCode(),
+                                   "the manifest's abi_version is not an "
+                                   "integer");
+  if (*abi != kABIVersion)
+    return llvm::createStringError(llvm::inconvertibleErrorCode(),
+                                   abiMismatch(*abi));
   Reader r;
   Manifest m;
   m.model = o->getString("model").value_or("").str();

@@ -13,19 +13,12 @@ int64_t titanrt::numel(const std::vector<int64_t> &shape) {
 }
 
 Manifest titanrt::parseManifest(const char *text) {
+  // An executable of another runtime ABI is not corrupt: say so plainly.
+  if (std::optional<std::string> abi =
+          titan::manifest::abiVersionMismatch(text))
+    fatal(*abi);
   llvm::Expected<Manifest> m = titan::manifest::parseManifest(text);
-  if (!m) {
-    // An executable of another runtime ABI is not corrupt: say so plainly.
-    std::string message;
-    llvm::handleAllErrors(
-        m.takeError(),
-        [&](const titan::manifest::ABIVersionError &e) {
-          message = e.message();
-        },
-        [&](const llvm::ErrorInfoBase &e) {
-          message = "corrupt executable: " + e.message();
-        });
-    fatal(message);
-  }
+  if (!m)
+    fatal("corrupt executable: " + llvm::toString(m.takeError()));
   return std::move(*m);
 }

@@ -37,23 +37,16 @@ namespace titan::manifest {
 /// kernel parameters.
 inline constexpr int64_t kABIVersion = 1;
 
-/// parseManifest's error for a manifest of another ABI version (a missing
-/// "abi_version" reads as 0, the executables written before it existed):
-/// not a corrupt executable but one to compile again.
-class ABIVersionError : public llvm::ErrorInfo<ABIVersionError> {
-public:
-  static char ID;
-  explicit ABIVersionError(int64_t found) : found(found) {}
-  /// The executable's version.
-  int64_t found;
-  /// "this executable was compiled for runtime ABI N, the runtime is M:
-  /// recompile it with titan-compile".
-  std::string message() const override;
-  void log(llvm::raw_ostream &os) const override { os << message(); }
-  std::error_code convertToErrorCode() const override {
-    return llvm::inconvertibleErrorCode();
-  }
-};
+/// The error for a manifest of another ABI version ("this executable was
+/// compiled for runtime ABI N, the runtime is M: recompile it with
+/// titan-compile"; a missing "abi_version" reads as 0, the executables
+/// written before it existed), or nullopt when `text` is of this version or
+/// not a manifest at all (parseManifest says what is wrong then). The
+/// runtime asks it first: such an executable is not corrupt but one to
+/// compile again. A function rather than an llvm::ErrorInfo type, whose
+/// static ID would be defined twice in a test that links both this library
+/// and the runtime (an ODR violation under ASan).
+std::optional<std::string> abiVersionMismatch(llvm::StringRef text);
 
 /// The mesh axes (titan/Contract/MeshAxes.h), by the manifest's names.
 using MeshAxis = mesh::Axis;
@@ -208,7 +201,8 @@ struct Manifest {
 std::string printManifest(const Manifest &manifest);
 
 /// Parses the manifest text; an error says what is malformed, or is an
-/// ABIVersionError when "abi_version" is missing or not kABIVersion.
+/// abiVersionMismatch's message when "abi_version" is missing or not
+/// kABIVersion.
 llvm::Expected<Manifest> parseManifest(llvm::StringRef text);
 
 } // namespace titan::manifest
