@@ -7,8 +7,8 @@
 //===----------------------------------------------------------------------===//
 
 #include "titan/Model/ConfigFit.h"
-#include "titan/Contract/TrainConfig.h"
 #include "titan/Contract/LlamaArgs.h"
+#include "titan/Contract/TrainConfig.h"
 #include "titan/Model/PipelineStages.h"
 
 #include "llvm/ADT/StringExtras.h"

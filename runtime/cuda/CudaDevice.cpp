@@ -8,8 +8,8 @@
 #include "Error.h"
 #include "Trace.h"
 
-#include "titan/Support/Format.h"
 #include "titan/Contract/CUDAWorkspaces.h"
+#include "titan/Support/Format.h"
 #include "titanrt/KernelABI.h"
 
 #include <cstdio>

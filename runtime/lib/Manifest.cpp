@@ -13,12 +13,13 @@ int64_t titanrt::numel(const std::vector<int64_t> &shape) {
 }
 
 Manifest titanrt::parseManifest(const char *text) {
+  llvm::Expected<Manifest> m = titan::manifest::parseManifest(text);
+  if (m)
+    return std::move(*m);
   // An executable of another runtime ABI is not corrupt: say so plainly.
+  std::string message = llvm::toString(m.takeError());
   if (std::optional<std::string> abi =
           titan::manifest::abiVersionMismatch(text))
     fatal(*abi);
-  llvm::Expected<Manifest> m = titan::manifest::parseManifest(text);
-  if (!m)
-    fatal("corrupt executable: " + llvm::toString(m.takeError()));
-  return std::move(*m);
+  fatal("corrupt executable: " + message);
 }

@@ -1,9 +1,9 @@
 //===- MemoryPlan.cpp - one static arena per rank -------------------------===//
 
 #include "titan/Dialect/Kernel/Transforms/MemoryPlan.h"
+#include "titan/Contract/Manifest.h"
 #include "titan/Dialect/Kernel/Transforms/Passes.h"
 #include "titan/Dialect/Titan/IR/TensorSize.h"
-#include "titan/Contract/Manifest.h"
 
 #include "mlir/IR/Builders.h"
 #include "llvm/ADT/StringMap.h"

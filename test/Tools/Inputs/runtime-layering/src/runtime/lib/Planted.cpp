@@ -1,5 +1,5 @@
 // A runtime file with planted violations (runtime-layering.test).
-#include "titan/Contract/Dtype.h"
-#include "titan/Dialect/Kernel/IR/Kernel.h"
 #include "mlir/IR/Builders.h"
+#include "titan/Contract/Dtype.h"
 #include "titan/Data/Tokenizer.h"
+#include "titan/Dialect/Kernel/IR/Kernel.h"
