@@ -17,8 +17,16 @@
 #include "titan/Target/CUDA/CUDABackend.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/GPU/Transforms/Passes.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
 #include "mlir/IR/DialectRegistry.h"
+#include "mlir/Target/LLVM/NVVM/Target.h"
+#include "mlir/Target/LLVMIR/Dialect/Builtin/BuiltinToLLVMIRTranslation.h"
+#include "mlir/Target/LLVMIR/Dialect/GPU/GPUToLLVMIRTranslation.h"
+#include "mlir/Target/LLVMIR/Dialect/LLVMIR/LLVMToLLVMIRTranslation.h"
+#include "mlir/Target/LLVMIR/Dialect/NVVM/NVVMToLLVMIRTranslation.h"
 #include "mlir/Transforms/Passes.h"
 #include "llvm/Support/ErrorHandling.h"
 
@@ -37,7 +45,15 @@ void titan::registerAllTargetBackends() {
 void titan::registerAllDialects(mlir::DialectRegistry &registry) {
   registry.insert<titan::TitanDialect, titan::dist::DistDialect,
                   titan::kernel::KernelDialect, mlir::func::FuncDialect,
-                  mlir::LLVM::LLVMDialect>();
+                  mlir::LLVM::LLVMDialect, mlir::gpu::GPUDialect,
+                  mlir::NVVM::NVVMDialect>();
+  // Generated GPU kernels: gpu-module-to-binary serializes a gpu.module
+  // through its NVVM target (LLVM IR, the NVPTX back end, ptxas).
+  mlir::NVVM::registerNVVMTargetInterfaceExternalModels(registry);
+  mlir::registerBuiltinDialectTranslation(registry);
+  mlir::registerGPUDialectTranslation(registry);
+  mlir::registerLLVMDialectTranslation(registry);
+  mlir::registerNVVMDialectTranslation(registry);
   // The titan ops' tensor-parallel rules (dist depends on titan, not the
   // other way around).
   titan::dist::registerShardingRuleModels(registry);
@@ -56,6 +72,7 @@ void titan::registerAllPasses() {
   titan::registerTitanToKernelPasses();
   titan::kernel::registerKernelPasses();
   titan::registerTitanPipelines();
+  mlir::registerGpuModuleToBinaryPass();
   // Generic cleanups used between titan's own passes.
   mlir::registerCanonicalizerPass();
   mlir::registerCSEPass();

@@ -19,6 +19,17 @@ llvm_config.add_tool_substitutions(
     ["titan-opt", "titan-compile", "titan-tokenize"], [config.titan_tools_dir]
 )
 
+# The host's vector ISA: generated kernels compiled for it run here.
+try:
+    with open("/proc/cpuinfo") as cpuinfo:
+        flags = set(cpuinfo.read().split())
+except OSError:
+    flags = set()
+if {"avx2", "fma"} <= flags:
+    config.available_features.add("host-avx2")
+if {"avx512f", "avx512bw", "avx512dq", "avx512vl"} <= flags:
+    config.available_features.add("host-avx512")
+
 # Paths tests use: the source tree, the built-in models and the presets.
 config.substitutions.append(("%titan_src", config.titan_src_root))
 config.substitutions.append(

@@ -15,6 +15,7 @@
 #include "titan/Target/TargetBackend.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/GPU/Transforms/Passes.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Pass/PassRegistry.h"
@@ -235,6 +236,9 @@ void titan::buildExecutionPipeline(mlir::OpPassManager &pm,
   pm.addPass(kernel::createKernelFuseGemmAccumulate());
   pm.addPass(kernel::createKernelFuseAddRMSNorm());
   pm.addPass(kernel::createKernelFuseAdamW());
+  // After the library fusions, which look for pointwise calls.
+  if (backend && backend->getFeatures().generatedKernels)
+    pm.addPass(kernel::createKernelGeneratePointwise());
   // After the fusions (which look for a call and the add or norm right
   // after it), before the plan, which must see the longer lifetimes.
   if (options.scheduleCollectives) {
@@ -245,11 +249,26 @@ void titan::buildExecutionPipeline(mlir::OpPassManager &pm,
   pm.addPass(kernel::createKernelPlanMemory());
 }
 
+std::string titan::defaultCudaToolkit() { return TITAN_CUDA_TOOLKIT_DIR; }
+
 void titan::buildLoweringPipeline(mlir::OpPassManager &pm,
                                   const LoweringPipelineOptions &options) {
   KernelToRuntimeCallsOptions lower;
   lower.symbolPrefix = options.symbolPrefix;
+  lower.deviceChip = options.deviceChip;
   pm.addPass(createKernelToRuntimeCalls(lower));
+  if (options.deviceChip.empty())
+    return;
+  // The generated GPU kernels through LLVM's NVPTX back end and ptxas,
+  // which fails the compile on a spill.
+  mlir::GpuModuleToBinaryPassOptions binary;
+  binary.compilationTarget = options.deviceFormat;
+  binary.toolkitPath = options.deviceToolkit.empty()
+                           ? defaultCudaToolkit()
+                           : options.deviceToolkit.getValue();
+  binary.cmdOptions = "--warn-on-spills --warning-as-error";
+  pm.addPass(mlir::createGpuModuleToBinaryPass(binary));
+  pm.addPass(createKernelEmbedGPUBinaries());
 }
 
 std::vector<std::string> titan::stagePhaseFunctions(int64_t stage,

@@ -95,6 +95,16 @@ llvm::StringRef titan::cost::stringifyWorkUnit(WorkUnit unit) {
   return "memory";
 }
 
+KernelWork titan::cost::kernelWork(kernel::GenericOp generic) {
+  KernelWork work;
+  for (Value v : generic->getOperands().drop_back())
+    work.bytes += bufferBytes(v);
+  Block &body = generic.getBody().front();
+  work.flops = double(body.getOperations().size() - 1) *
+               double(generic.getNumElements());
+  return work;
+}
+
 KernelWork titan::cost::kernelWork(kernel::CallOp call) {
   KernelWork work;
   for (Value v : call.getInputs())

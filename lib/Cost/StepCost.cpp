@@ -92,6 +92,9 @@ public:
     step.walk<WalkOrder::PreOrder>([&](Operation *op) {
       if (auto call = dyn_cast<kernel::CallOp>(op))
         visitCall(call);
+      else if (auto generic = dyn_cast<kernel::GenericOp>(op))
+        compute(generic, kernelWork(generic),
+                kernelSeconds(kernelWork(generic), hw, ranksSharing));
       else if (auto copy = dyn_cast<kernel::CopyOp>(op))
         visitCopy(copy);
       else if (auto start = dyn_cast<kernel::CollectiveStartOp>(op))

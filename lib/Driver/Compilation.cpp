@@ -108,8 +108,15 @@ llvm::Error Compilation::execute(mlir::ModuleOp module) {
   return run(module, buildExecutionPipeline, execution);
 }
 
+void Compilation::loweringOptions(LoweringPipelineOptions &o) const {
+  const target::TargetFeatures &features = backend.getFeatures();
+  if (features.generatedKernels && features.deviceArch)
+    o.deviceChip = options.cudaArch;
+}
+
 llvm::Error Compilation::lower(mlir::ModuleOp module) {
   LoweringPipelineOptions lowering;
+  loweringOptions(lowering);
   return run(module, buildLoweringPipeline, lowering);
 }
 

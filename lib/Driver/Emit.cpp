@@ -113,6 +113,7 @@ void Compilation::printPipelineInvocations(const PipelineJob *pipelineJob,
     ExecutionPipelineOptions execution;
     executionOptions(execution);
     LoweringPipelineOptions lowering;
+    loweringOptions(lowering);
     if (pipelineJob) {
       os << "// pipeline rank " << r << "\n";
       std::vector<std::string> steps =

@@ -750,6 +750,13 @@ void titan_rt_copy(void *dst, const void *src, int64_t bytes) {
   std::memcpy(dst, src, size_t(bytes));
 }
 
+void titan_rt_parallel_for(titan_rt_generated_kernel kernel,
+                           void *const *buffers, int64_t elements) {
+  titanrt::forSpans(
+      elements, titanrt::kElementSpan,
+      [&](int64_t begin, int64_t end) { kernel(buffers, begin, end); });
+}
+
 /// The CPU target runs its steps on the host, on host memory.
 titanrt::Device *titan_rt_target_device(void) { return &hostDevice(); }
 } // extern "C"

@@ -207,12 +207,31 @@ struct ExecutionPipelineOptions
 };
 
 /// The lowering phase.
+/// The CUDA toolkit titan was built with (empty in a CPU-only build).
+std::string defaultCudaToolkit();
+
 struct LoweringPipelineOptions
     : public mlir::PassPipelineOptions<LoweringPipelineOptions> {
   Option<std::string> symbolPrefix{
       *this, "symbol-prefix",
       llvm::cl::desc("Prefix of the step functions' symbols"),
       llvm::cl::init("titan_")};
+  Option<std::string> deviceChip{
+      *this, "device-chip",
+      llvm::cl::desc("The GPU architecture generated kernels are compiled "
+                     "for (sm_90a); empty: they run on the host's threads"),
+      llvm::cl::init("")};
+  Option<std::string> deviceToolkit{
+      *this, "device-toolkit",
+      llvm::cl::desc("The CUDA toolkit whose ptxas and libdevice compile the "
+                     "generated GPU kernels (empty: the one titan was "
+                     "built with)"),
+      llvm::cl::init("")};
+  Option<std::string> deviceFormat{
+      *this, "device-format",
+      llvm::cl::desc("What the generated GPU kernels are embedded as: bin "
+                     "(a cubin from ptxas, the default) or isa (PTX)"),
+      llvm::cl::init("bin")};
 };
 
 void buildPartitionPipeline(mlir::OpPassManager &pm,

@@ -38,6 +38,11 @@ struct KernelWork {
 /// gradients) as attention, the rest memory-bound.
 KernelWork kernelWork(kernel::CallOp call);
 
+/// The work of a generated kernel: memory-bound, every buffer once (its
+/// fused intermediates never reach memory), and one operation per body op
+/// and element.
+KernelWork kernelWork(kernel::GenericOp generic);
+
 /// The bytes of memref buffer `v` (a float8 or i8 element is 1 byte; 0 for
 /// a dynamic shape).
 double bufferBytes(mlir::Value v);

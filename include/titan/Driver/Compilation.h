@@ -79,6 +79,9 @@ private:
   void partitionOptions(PartitionPipelineOptions &o) const;
   void trainingOptions(TrainingPipelineOptions &o) const;
   void executionOptions(ExecutionPipelineOptions &o) const;
+  /// The lowering phase's options: generated kernels for the target's GPU
+  /// architecture (--cuda-arch) when its kernels run on a device.
+  void loweringOptions(LoweringPipelineOptions &o) const;
 
   /// Runs the pipeline `build` adds on `module`.
   llvm::Error run(mlir::ModuleOp module,

@@ -65,6 +65,10 @@ struct TargetFeatures {
   /// or executable needs titan-compile's --cuda-arch to be one of them,
   /// and the manifest records it.
   bool deviceArch = false;
+  /// Its lowering generates the pointwise ops' kernels from their scalar
+  /// semantics (kernel.generic, fused by kernel-generate-pointwise) rather
+  /// than calling its library's.
+  bool generatedKernels = false;
 };
 
 /// What a target adds to a training executable's link; the driver adds

@@ -7,6 +7,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "titan/Conversion/KernelToRuntimeCalls/GeneratedKernels.h"
 #include "titan/Conversion/KernelToRuntimeCalls/Passes.h"
 #include "titan/Dialect/Kernel/IR/Kernel.h"
 #include "titan/Dialect/Titan/IR/Dtype.h"
@@ -74,8 +75,9 @@ FailureOr<Dtype> kernelDtype(Operation *op, const catalog::Entry &kernel,
 
 class ModuleLowering {
 public:
-  ModuleLowering(ModuleOp module, StringRef prefix)
+  ModuleLowering(ModuleOp module, StringRef prefix, StringRef deviceChip)
       : module(module), b(module.getContext()), prefix(prefix),
+        deviceChip(deviceChip),
         ptrType(LLVM::LLVMPointerType::get(module.getContext())),
         i64Type(b.getI64Type()) {}
 
@@ -100,6 +102,10 @@ public:
         b, loc, (prefix + step.getSymName()).str(),
         LLVM::LLVMFunctionType::get(LLVM::LLVMVoidType::get(b.getContext()),
                                     params));
+    // The step is a straight line of calls with nothing to optimize; the
+    // object emitter optimizes the generated kernels beside it.
+    llvmFunc.setNoInline(true);
+    llvmFunc.setOptimizeNone(true);
     Block *entry = llvmFunc.addEntryBlock(b);
     b.setInsertionPointToStart(entry);
     arena = entry->getArgument(0);
@@ -174,6 +180,10 @@ private:
                            ValueRange{requests.lookup(wait.getRequest())});
       return success();
     }
+    if (auto generic = dyn_cast<GenericOp>(op)) {
+      emitGeneratedKernelCall(generic);
+      return success();
+    }
     if (auto call = dyn_cast<CallOp>(op)) {
       SmallVector<Value> operands(call.getInputs());
       llvm::append_range(operands, call.getOutputs());
@@ -193,6 +203,73 @@ private:
       return success();
     }
     return op->emitOpError() << "is not supported by kernel-to-runtime-calls";
+  }
+
+  /// The kernel generated from `generic`'s body, run on the host's threads
+  /// (titan_rt_parallel_for(kernel, buffers, elements)) or on the GPU
+  /// (titan_rt_launch_generated(image, name, buffers, count, elements)).
+  void emitGeneratedKernelCall(GenericOp generic) {
+    Location loc = generic.getLoc();
+    recordSite(loc);
+    std::string name =
+        llvm::formatv("{0}generated_{1}", prefix, generatedKernels++).str();
+    ValueRange operands = generic->getOperands().drop_back();
+    for (auto [slot, v] : llvm::enumerate(operands)) {
+      Value address =
+          LLVM::GEPOp::create(b, loc, ptrType, ptrType, buffers,
+                              ArrayRef<LLVM::GEPArg>{int32_t(slot)});
+      LLVM::StoreOp::create(b, loc, ptrs.lookup(v), address);
+    }
+    Value elements = constant(generic.getNumElements());
+    if (deviceChip.empty()) {
+      LLVM::LLVMFuncOp kernel = outlineGeneratedKernel(generic, name);
+      Value kernelAddress =
+          LLVM::AddressOfOp::create(b, loc, ptrType, kernel.getSymName());
+      LLVM::CallOp::create(b, loc,
+                           runtimeFunction("titan_rt_parallel_for",
+                                           {ptrType, ptrType, i64Type}, {}),
+                           ValueRange{kernelAddress, buffers, elements});
+      return;
+    }
+    std::string deviceName = (prefix + "kernels").str();
+    outlineDeviceKernel(
+        generic, name, getOrCreateDeviceModule(module, deviceName, deviceChip));
+    LLVM::CallOp::create(
+        b, loc,
+        runtimeFunction("titan_rt_launch_generated",
+                        {ptrType, ptrType, ptrType, i64Type, i64Type}, {}),
+        ValueRange{deviceImage(deviceName, loc), constantString(name, loc),
+                   buffers, constant(operands.size()), elements});
+  }
+
+  /// The address of `@<device>_image`, the compiled kernels' bytes
+  /// (declared empty here, filled by kernel-embed-gpu-binaries).
+  Value deviceImage(StringRef device, Location loc) {
+    std::string image = (device + "_image").str();
+    if (!module.lookupSymbol(image)) {
+      OpBuilder::InsertionGuard guard(b);
+      b.setInsertionPointToStart(module.getBody());
+      LLVM::GlobalOp::create(b, loc, LLVM::LLVMArrayType::get(b.getI8Type(), 1),
+                             /*isConstant=*/true, LLVM::Linkage::Private, image,
+                             b.getStringAttr(StringRef("\0", 1)));
+    }
+    return LLVM::AddressOfOp::create(b, loc, ptrType, image);
+  }
+
+  /// The address of a private NUL-terminated constant string.
+  Value constantString(StringRef text, Location loc) {
+    std::string name = ("__titan_str_" + text).str();
+    if (!module.lookupSymbol(name)) {
+      OpBuilder::InsertionGuard guard(b);
+      b.setInsertionPointToStart(module.getBody());
+      std::string bytes = text.str();
+      bytes.push_back('\0');
+      LLVM::GlobalOp::create(
+          b, loc, LLVM::LLVMArrayType::get(b.getI8Type(), bytes.size()),
+          /*isConstant=*/true, LLVM::Linkage::Private, name,
+          b.getStringAttr(bytes));
+    }
+    return LLVM::AddressOfOp::create(b, loc, ptrType, name);
   }
 
   /// titan_rt_<kernel>_<dtype>(buffers, shapes, ints, floats, workspace,
@@ -374,6 +451,7 @@ private:
   ModuleOp module;
   OpBuilder b;
   StringRef prefix;
+  StringRef deviceChip; ///< empty: generated kernels run on the host
   Type ptrType, i64Type;
   Value arena, buffers;
   DenseMap<Value, Value> ptrs, requests;
@@ -382,6 +460,7 @@ private:
   std::map<std::string, std::string> arrays; ///< content -> global name
   std::map<std::string, std::string> sites;  ///< op location -> global name
   bool declaredSite = false;
+  unsigned generatedKernels = 0;
 };
 
 struct KernelToRuntimeCallsPass
@@ -390,12 +469,14 @@ struct KernelToRuntimeCallsPass
   void runOnOperation() override {
     ModuleOp module = getOperation();
     SmallVector<func::FuncOp> steps(module.getOps<func::FuncOp>());
-    ModuleLowering lowering(module, symbolPrefix);
+    ModuleLowering lowering(module, symbolPrefix, deviceChip);
     for (func::FuncOp step : steps) {
       if (failed(lowering.lower(step)))
         return signalPassFailure();
       step.erase();
     }
+    if (failed(lowerGeneratedKernelBodies(module)))
+      return signalPassFailure();
   }
 };
 

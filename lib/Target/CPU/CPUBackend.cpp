@@ -102,12 +102,14 @@ int64_t linearReduceScatter(dist::LinearReduceScatterOp op) {
   return shards + block;
 }
 
-/// Host memory, f32 emulation of float8, and the MPI ranks that run
-/// pipeline-parallel programs.
+/// Host memory, f32 emulation of float8, the MPI ranks that run
+/// pipeline-parallel programs, and pointwise kernels generated as host
+/// loops (titan_rt_parallel_for).
 TargetFeatures cpuFeatures() {
   TargetFeatures features;
   features.hostMemory = true;
   features.pipelineParallel = true;
+  features.generatedKernels = true;
   return features;
 }
 

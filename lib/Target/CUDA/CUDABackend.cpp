@@ -131,6 +131,8 @@ std::vector<std::string> splitList(StringRef list) {
 /// on the CPU target's MPI ranks).
 TargetFeatures cudaFeatures() {
   TargetFeatures features;
+  // Pointwise kernels generated as NVVM kernels (gpu-module-to-binary).
+  features.generatedKernels = true;
   features.float8Gemms = true;
   features.asyncTensorParallel = true;
   features.deviceArch = true;

@@ -82,6 +82,23 @@ void titan_rt_wait(void *request);
 /// with the step's kernels.
 void titan_rt_copy(void *dst, const void *src, int64_t bytes);
 
+/// A kernel the compiler generated (kernel.generic): computes elements
+/// [begin, end) of the buffers `buffers` points to.
+typedef void (*titan_rt_generated_kernel)(void *const *buffers, int64_t begin,
+                                          int64_t end);
+
+/// Runs `kernel` over elements [0, elements) on the CPU target's threads, in
+/// spans fixed by `elements` alone (the same bits on any thread count).
+void titan_rt_parallel_for(titan_rt_generated_kernel kernel,
+                           void *const *buffers, int64_t elements);
+
+/// The CUDA target's generated kernel `name` of the compiled `image` (a
+/// cubin or NUL-terminated PTX, loaded once) on `count` device buffers and
+/// `elements` elements, on the step's compute stream.
+void titan_rt_launch_generated(const void *image, const char *name,
+                               void *const *buffers, int64_t count,
+                               int64_t elements);
+
 #ifdef __cplusplus
 }
 #endif

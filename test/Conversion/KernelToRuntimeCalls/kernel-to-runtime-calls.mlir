@@ -14,7 +14,7 @@
 // CHECK-DAG: llvm.func @titan_rt_all_reduce_start_f32(!llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr) -> !llvm.ptr
 // CHECK-DAG: llvm.func @titan_rt_wait(!llvm.ptr)
 // CHECK-LABEL: llvm.func @titan_step(
-// CHECK-SAME: %[[ARENA:.*]]: !llvm.ptr) {
+// CHECK-SAME: %[[ARENA:.*]]: !llvm.ptr) attributes {no_inline, optimize_none} {
 // CHECK:      %[[BUFS:.*]] = llvm.alloca %{{.*}} x !llvm.ptr
 // CHECK:      %[[OFF_W:.*]] = llvm.mlir.constant(0 : i64) : i64
 // CHECK:      %[[W:.*]] = llvm.getelementptr %[[ARENA]][%[[OFF_W]]] : (!llvm.ptr, i64) -> !llvm.ptr, i8

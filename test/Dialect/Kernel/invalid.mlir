@@ -223,3 +223,64 @@ func.func @view_outside(%a: memref<2x8xf32>) {
   %v = kernel.view %a offset 48 : memref<2x8xf32> to memref<1x8xf32>
   return
 }
+
+// -----
+
+func.func @generic_elements(%a: memref<4xf32>, %b: memref<8xf32>) {
+  %s = kernel.stream 0
+  // expected-error @+1 {{'kernel.generic' op buffer of type 'memref<4xf32>' has 4 elements; every buffer must have 8}}
+  kernel.generic ins(%a : memref<4xf32>) outs(%b : memref<8xf32>) on %s {
+  ^bb0(%x: f32):
+    kernel.yield %x : f32
+  }
+  return
+}
+
+// -----
+
+func.func @generic_arguments(%a: memref<4xbf16>, %b: memref<4xf32>) {
+  %s = kernel.stream 0
+  // expected-error @+1 {{'kernel.generic' op body's arguments must be the element types of the inputs}}
+  kernel.generic ins(%a : memref<4xbf16>) outs(%b : memref<4xf32>) on %s {
+  ^bb0(%x: f32):
+    kernel.yield %x : f32
+  }
+  return
+}
+
+// -----
+
+func.func @generic_yield(%a: memref<4xf32>, %b: memref<4xbf16>) {
+  %s = kernel.stream 0
+  kernel.generic ins(%a : memref<4xf32>) outs(%b : memref<4xbf16>) on %s {
+  ^bb0(%x: f32):
+    // expected-error @+1 {{'kernel.yield' op must yield one value of each output's element type}}
+    kernel.yield %x : f32
+  }
+  return
+}
+
+// -----
+
+func.func @generic_effects(%a: memref<4xf32>, %b: memref<4xf32>) {
+  %s = kernel.stream 0
+  kernel.generic ins(%a : memref<4xf32>) outs(%b : memref<4xf32>) on %s {
+  ^bb0(%x: f32):
+    // expected-error @+1 {{'kernel.alloc' op cannot be in a kernel.generic body: the body only computes (no memory effects, no regions)}}
+    %t = kernel.alloc temporary : memref<4xf32>
+    kernel.yield %x : f32
+  }
+  return
+}
+
+// -----
+
+func.func @generic_outputs(%a: memref<4xf32>) {
+  %s = kernel.stream 0
+  // expected-error @+1 {{'kernel.generic' op must write at least one output}}
+  "kernel.generic"(%a, %s) ({
+  ^bb0(%x: f32):
+    kernel.yield
+  }) {operandSegmentSizes = array<i32: 1, 0, 1>} : (memref<4xf32>, !kernel.stream) -> ()
+  return
+}

@@ -3,7 +3,9 @@
 #ifndef TITAN_CONVERSION_KERNELTORUNTIMECALLS_PASSES_H
 #define TITAN_CONVERSION_KERNELTORUNTIMECALLS_PASSES_H
 
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
 #include "mlir/Pass/Pass.h"
 
 namespace titan {

@@ -36,8 +36,26 @@ def KernelToRuntimeCalls : Pass<"kernel-to-runtime-calls", "::mlir::ModuleOp"> {
   let options = [
     Option<"symbolPrefix", "symbol-prefix", "std::string", "\"titan_\"",
            "Prefix of the generated function symbols">,
+    Option<"deviceChip", "device-chip", "std::string", "\"\"",
+           "The GPU architecture generated kernels run on (sm_90a); empty: "
+           "on the host's threads">,
   ];
-  let dependentDialects = ["::mlir::LLVM::LLVMDialect"];
+  let dependentDialects = ["::mlir::LLVM::LLVMDialect",
+                           "::mlir::gpu::GPUDialect",
+                           "::mlir::NVVM::NVVMDialect"];
+}
+
+def KernelEmbedGPUBinaries
+    : Pass<"kernel-embed-gpu-binaries", "::mlir::ModuleOp"> {
+  let summary = "The generated GPU kernels' binary as a constant of the step";
+  let description = [{
+    After `gpu-module-to-binary`: each `gpu.binary @<name>` (the generated
+    kernels of a step, compiled) becomes the bytes of the private global
+    `@<name>_image` that `kernel-to-runtime-calls` declared, which the step
+    passes to `titan_rt_launch_generated`; the runtime loads it once
+    (cudaLibraryLoadData). The binary's first object is used (one target per
+    step) and the module is no longer a GPU container.
+  }];
 }
 
 #endif // TITAN_CONVERSION_KERNELTORUNTIMECALLS_PASSES_TD

@@ -4,6 +4,8 @@
 #include "titan/Dialect/Titan/IR/TensorSize.h"
 #include "titan/Support/Suggest.h"
 
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/DialectImplementation.h"
@@ -293,6 +295,56 @@ LogicalResult CollectiveStartOp::verify() {
     return failure();
   return verifyCatalogCall(*this, getKernel(), /*collective=*/true,
                            /*inputs=*/1, /*outputs=*/1, getParams());
+}
+
+LogicalResult GenericOp::verify() {
+  if (getOutputs().empty())
+    return emitOpError() << "must write at least one output";
+  int64_t elements = getNumElements();
+  for (Value v : llvm::concat<Value>(getInputs(), getOutputs())) {
+    auto type = cast<MemRefType>(v.getType());
+    if (!type.getLayout().isIdentity())
+      return emitOpError() << "buffer of type " << type
+                           << " is not contiguous (identity layout)";
+    if (type.getNumElements() != elements)
+      return emitOpError() << "buffer of type " << type << " has "
+                           << type.getNumElements()
+                           << " elements; every buffer must have " << elements;
+  }
+  return success();
+}
+
+/// The body's arguments and yielded values are the buffers' elements, and
+/// it only computes: a target generates it as straight-line code.
+LogicalResult GenericOp::verifyRegions() {
+  Block &body = getBody().front();
+  auto elementTypes = [](ValueRange buffers) {
+    return llvm::map_to_vector(buffers, [](Value v) {
+      return cast<MemRefType>(v.getType()).getElementType();
+    });
+  };
+  if (TypeRange(body.getArgumentTypes()) !=
+      TypeRange(elementTypes(getInputs())))
+    return emitOpError()
+           << "body's arguments must be the element types of the inputs";
+  auto yield = cast<YieldOp>(body.getTerminator());
+  if (TypeRange(yield.getValues().getTypes()) !=
+      TypeRange(elementTypes(getOutputs())))
+    return yield.emitOpError()
+           << "must yield one value of each output's element type";
+  for (Operation &op : body.without_terminator()) {
+    if (!isMemoryEffectFree(&op) || op.getNumRegions() != 0)
+      return op.emitOpError()
+             << "cannot be in a kernel.generic body: the body only computes "
+                "(no memory effects, no regions)";
+    for (Type t :
+         llvm::concat<const Type>(op.getOperandTypes(), op.getResultTypes()))
+      if (!t.isIntOrIndexOrFloat())
+        return op.emitOpError()
+               << "computes on " << t
+               << "; a kernel.generic body computes on scalars";
+  }
+  return success();
 }
 
 #define GET_OP_CLASSES

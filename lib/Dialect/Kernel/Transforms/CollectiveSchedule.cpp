@@ -49,7 +49,7 @@ void printStep(func::FuncOp step, raw_ostream &os) {
   // The ops that run something, in order.
   SmallVector<Operation *> ops;
   for (Operation &op : step.getBody().front())
-    if (isa<CallOp, CopyOp, CollectiveStartOp, WaitOp>(op))
+    if (isa<CallOp, GenericOp, CopyOp, CollectiveStartOp, WaitOp>(op))
       ops.push_back(&op);
   DenseMap<Operation *, unsigned> index;
   for (auto [i, op] : llvm::enumerate(ops))
@@ -59,7 +59,8 @@ void printStep(func::FuncOp step, raw_ostream &os) {
   DenseMap<Operation *, unsigned> number;
   SmallVector<unsigned> callsBefore(ops.size() + 1, 0);
   for (auto [i, op] : llvm::enumerate(ops)) {
-    callsBefore[i + 1] = callsBefore[i] + (isa<CallOp, CopyOp>(op) ? 1 : 0);
+    callsBefore[i + 1] =
+        callsBefore[i] + (isa<CallOp, GenericOp, CopyOp>(op) ? 1 : 0);
     if (isa<CollectiveStartOp>(op))
       number.try_emplace(op, number.size());
   }
@@ -72,6 +73,9 @@ void printStep(func::FuncOp step, raw_ostream &os) {
     if (auto call = dyn_cast<CallOp>(op)) {
       name = call.getKernel().str();
       stream = streamIndex(call.getStream());
+    } else if (auto generic = dyn_cast<GenericOp>(op)) {
+      name = "generated";
+      stream = streamIndex(generic.getStream());
     } else if (auto copy = dyn_cast<CopyOp>(op)) {
       name = "copy";
       stream = streamIndex(copy.getStream());

@@ -82,7 +82,9 @@ std::optional<SmallVector<Access>> accessesOf(Operation *op) {
     collectiveAccesses(start, accesses);
     return accesses;
   }
-  if (op->getNumRegions() != 0)
+  // A generated kernel's body only computes (its verifier says so): its
+  // effects are its buffers'.
+  if (op->getNumRegions() != 0 && !isa<GenericOp>(op))
     return std::nullopt;
   if (isMemoryEffectFree(op))
     return accesses;
@@ -218,14 +220,23 @@ private:
   /// parameter shard before its gather. It moves up with the start, as
   /// FSDP2 casts in its all-gather's copy-in.
   bool isStateProducer(const Collective &c, Operation *op) {
-    auto call = dyn_cast<CallOp>(op);
+    ValueRange inputs, outputs;
+    if (auto call = dyn_cast<CallOp>(op)) {
+      inputs = call.getInputs();
+      outputs = call.getOutputs();
+    } else if (auto generic = dyn_cast<GenericOp>(op)) {
+      inputs = generic.getInputs();
+      outputs = generic.getOutputs();
+    } else {
+      return false;
+    }
     Value input = viewedBuffer(CollectiveStartOp(c.start).getInput());
-    if (!call || !input.getDefiningOp<AllocOp>())
+    if (!input.getDefiningOp<AllocOp>())
       return false;
     return llvm::all_of(
-               call.getInputs(),
+               inputs,
                [](Value v) { return isa<BlockArgument>(viewedBuffer(v)); }) &&
-           llvm::all_of(call.getOutputs(),
+           llvm::all_of(outputs,
                         [&](Value v) { return viewedBuffer(v) == input; });
   }
 

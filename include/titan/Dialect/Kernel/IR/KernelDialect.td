@@ -29,6 +29,9 @@ def Kernel_Dialect : Dialect {
     and `kernel.slots`); the CPU target lowers the planned IR to calls into
     libtitanrt, and the CUDA target will lower the same IR to its kernels.
   }];
+  // kernel.generic's bodies.
+  let dependentDialects = ["::mlir::arith::ArithDialect",
+                           "::mlir::math::MathDialect"];
   let useDefaultTypePrinterParser = 1;
   let useDefaultAttributePrinterParser = 1;
   let hasRegionArgAttrVerify = 1;

@@ -213,4 +213,59 @@ def Kernel_WaitOp : Kernel_Op<"wait", [
   }];
 }
 
+//===----------------------------------------------------------------------===//
+// Generated kernels
+//===----------------------------------------------------------------------===//
+
+def Kernel_GenericOp : Kernel_Op<"generic", [AttrSizedOperandSegments,
+    SingleBlockImplicitTerminator<"YieldOp">]> {
+  let summary = "a pointwise kernel the compiler generates from its body";
+  let description = [{
+    Runs `body` once per element index: its arguments are the elements of
+    `inputs` at that index (their element types), and its `kernel.yield`
+    gives the elements of `outputs` there (theirs). Every buffer has the
+    same number of elements, read and written in row-major order, so an
+    output may be an input's buffer (each index is read before it is
+    written). The body is arith/math ops without side effects: each
+    target's lowering generates the kernel from it (`titan-generate-
+    pointwise` builds it from the ops' scalar semantics and fuses
+    producers into their consumers); no library implements it.
+
+    ```mlir
+    kernel.generic ins(%g, %u : memref<8x64xbf16>, memref<8x64xbf16>)
+        outs(%y : memref<8x64xbf16>) on %s {
+    ^bb0(%a: bf16, %b: bf16):
+      %x = arith.extf %a : bf16 to f32
+      ...
+      kernel.yield %r : bf16
+    }
+    ```
+  }];
+  let arguments = (ins Arg<Variadic<Kernel_StaticMemRef>, "", [MemRead]>:$inputs,
+                       Arg<Variadic<Kernel_StaticMemRef>, "", [MemWrite]>:$outputs,
+                       Kernel_StreamType:$stream);
+  let regions = (region SizedRegion<1>:$body);
+  let assemblyFormat = [{
+    (`ins` `(` $inputs^ `:` type($inputs) `)`)?
+    `outs` `(` $outputs `:` type($outputs) `)` `on` $stream $body attr-dict
+  }];
+  let hasVerifier = 1;
+  let hasRegionVerifier = 1;
+  let extraClassDeclaration = [{
+    /// The number of elements every buffer has.
+    int64_t getNumElements() {
+      return ::mlir::cast<::mlir::MemRefType>(getOutputs()[0].getType())
+          .getNumElements();
+    }
+  }];
+}
+
+def Kernel_YieldOp : Kernel_Op<"yield", [Pure, Terminator,
+    HasParent<"GenericOp">]> {
+  let summary = "the output elements of a kernel.generic body";
+  let arguments = (ins Variadic<AnyType>:$values);
+  let builders = [OpBuilder<(ins), [{ build($_builder, $_state, {}); }]>];
+  let assemblyFormat = "($values^ `:` type($values))? attr-dict";
+}
+
 #endif // TITAN_DIALECT_KERNEL_IR_KERNELOPS_TD

@@ -4,6 +4,7 @@
 #define TITAN_DIALECT_KERNEL_TRANSFORMS_PASSES_H
 
 #include "titan/Dialect/Kernel/IR/Kernel.h"
+#include "titan/Dialect/Titan/IR/TitanDialect.h"
 
 #include "mlir/Pass/Pass.h"
 

@@ -140,4 +140,38 @@ def KernelScheduleCollectives
   ];
 }
 
+def KernelGeneratePointwise
+    : Pass<"kernel-generate-pointwise", "::mlir::ModuleOp"> {
+  let summary = "Pointwise kernel calls as generated kernels, fused";
+  let description = [{
+    Each `kernel.call` of a pointwise op (one with titan's
+    `PointwiseOpInterface`: add, mul, sqrt, silu, swiglu, their gradients,
+    casts between f64, f32, bf16 and f16) becomes a `kernel.generic` whose
+    body is the op's scalar semantics: operands widened to the computation
+    type, results rounded to their element types. No library kernel runs
+    it, and a 16-bit call needs no widened copies (its workspace goes).
+
+    Then each generated kernel absorbs the generated kernels producing its
+    inputs, while it can: producer `P` fuses into consumer `C` when `P` is
+    the last op to touch the buffer `C` reads, nothing between them writes
+    what `P` reads, and they share a stream. `P` then runs inside `C`, at
+    `C`'s place. The buffer between them is dropped when nothing else uses
+    it (it never reaches the arena), otherwise the fused kernel still
+    writes it. Each element is still rounded where the ops round it, so a
+    fused kernel computes exactly what the ops compute one by one, whatever
+    the grouping (activation checkpointing's recomputed ops fuse
+    differently and stay bitwise equal).
+
+    Runs after the library fusions (a GEMM's accumulating add, add +
+    RMSNorm, multi-tensor AdamW), for targets whose lowering generates
+    kernels (TargetFeatures::generatedKernels).
+  }];
+  // The pointwise ops' scalar semantics are on the registered titan ops.
+  let dependentDialects = ["::titan::TitanDialect"];
+  let options = [
+    Option<"maxBuffers", "max-buffers", "unsigned", /*default=*/"16",
+           "The most buffers (inputs and outputs) one fused kernel takes">,
+  ];
+}
+
 #endif // TITAN_DIALECT_KERNEL_TRANSFORMS_PASSES_TD

@@ -10,6 +10,7 @@
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "titan/Dialect/Titan/IR/AdjointInterface.h"
 #include "titan/Dialect/Titan/IR/KernelInterface.h"
+#include "titan/Dialect/Titan/IR/PointwiseInterface.h"
 #include "titan/Dialect/Titan/IR/TensorSize.h"
 #include "titan/Dialect/Titan/IR/TitanDialect.h"
 

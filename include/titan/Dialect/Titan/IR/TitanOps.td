@@ -18,6 +18,7 @@ include "mlir/Interfaces/InferTypeOpInterface.td"
 include "mlir/Interfaces/SideEffectInterfaces.td"
 include "titan/Dialect/Titan/IR/AdjointInterface.td"
 include "titan/Dialect/Titan/IR/KernelInterface.td"
+include "titan/Dialect/Titan/IR/PointwiseInterface.td"
 
 def Titan_FloatTensor : StaticShapeTensorOf<[AnyFloat]>;
 def Titan_IndexTensor : StaticShapeTensorOf<[AnySignlessInteger]>;
@@ -230,7 +231,8 @@ def Titan_LinearOp : Titan_Op<"linear", [DeclareOpInterfaceMethods<Titan_Adjoint
 
 class Titan_ElementwiseOp<string mnemonic, list<Trait> traits = []>
     : Titan_Op<mnemonic, !listconcat(traits, [Pure, SameOperandsAndResultType,
-        DeclareOpInterfaceMethods<Titan_KernelOpInterface>])>;
+        DeclareOpInterfaceMethods<Titan_KernelOpInterface>,
+        DeclareOpInterfaceMethods<Titan_PointwiseOpInterface>])>;
 
 def Titan_SwiGLUOp : Titan_ElementwiseOp<"swiglu", [DeclareOpInterfaceMethods<Titan_AdjointOpInterface>]> {
   let summary = "fused SiLU-gated linear unit: silu(gate) * up";
@@ -525,7 +527,8 @@ def Titan_CrossEntropyFromStatsOp
 //===----------------------------------------------------------------------===//
 
 def Titan_CastOp : Titan_Op<"cast", [DeclareOpInterfaceMethods<Titan_AdjointOpInterface>,
-    Titan_KernelOpInterface, Pure]> {
+    Titan_KernelOpInterface, DeclareOpInterfaceMethods<Titan_PointwiseOpInterface>,
+    Pure]> {
   let summary = "convert a tensor to another floating-point element type";
   let description = [{
     Elementwise conversion between f64, f32, bf16, f16, f8E4M3FN and
@@ -663,6 +666,7 @@ def Titan_LinearGradWeightOp : Titan_Op<"linear_grad_weight", [Titan_KernelOpInt
 }
 
 def Titan_SwiGLUGradOp : Titan_Op<"swiglu_grad", [Titan_KernelOpInterface,
+    DeclareOpInterfaceMethods<Titan_PointwiseOpInterface>,
     Pure, SameOperandsAndResultType]> {
   let summary = "gradients of titan.swiglu";
   let description = [{
@@ -677,6 +681,7 @@ def Titan_SwiGLUGradOp : Titan_Op<"swiglu_grad", [Titan_KernelOpInterface,
 }
 
 def Titan_SiLUGradOp : Titan_Op<"silu_grad", [Titan_KernelOpInterface,
+    DeclareOpInterfaceMethods<Titan_PointwiseOpInterface>,
     Pure, SameOperandsAndResultType]> {
   let summary = "gradient of titan.silu: grad * s * (1 + x * (1 - s))";
   let arguments = (ins Titan_FloatTensor:$input, Titan_FloatTensor:$grad);

@@ -1,0 +1,55 @@
+//===- GeneratedKernels.h - kernel.generic as loops or kernels --*- C++ -*-===//
+//
+// A generated kernel's code: on the host, one LLVM function running the
+// body over a range of element indices, which the step calls through the
+// runtime's titan_rt_parallel_for (the runtime splits the range among its
+// threads, in spans fixed by the size alone); on a GPU, an NVVM kernel in
+// the module's gpu.module (a grid-stride loop), which MLIR's
+// gpu-module-to-binary compiles with LLVM's NVPTX back end and ptxas and
+// the step launches through titan_rt_launch_generated.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TITAN_CONVERSION_KERNELTORUNTIMECALLS_GENERATEDKERNELS_H
+#define TITAN_CONVERSION_KERNELTORUNTIMECALLS_GENERATEDKERNELS_H
+
+#include "titan/Dialect/Kernel/IR/Kernel.h"
+
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/IR/BuiltinOps.h"
+
+namespace titan {
+
+/// `void name(ptr buffers, i64 begin, i64 end)`, private to the module:
+/// for each index in [begin, end), loads the elements of `generic`'s inputs
+/// (buffers[0..]) at it, runs the body (still arith/math) and stores the
+/// yielded elements into its outputs (the buffers after the inputs). Every
+/// input is loaded before any output is stored, so an output may be an
+/// input.
+mlir::LLVM::LLVMFuncOp outlineGeneratedKernel(kernel::GenericOp generic,
+                                              mlir::StringRef name);
+
+/// The module's gpu.module `name` for GPU `chip` (an NVVM target), created
+/// the first time; `module` becomes a gpu.container_module.
+mlir::gpu::GPUModuleOp getOrCreateDeviceModule(mlir::ModuleOp module,
+                                               mlir::StringRef name,
+                                               mlir::StringRef chip);
+
+/// `void name(ptr<1> buffer..., i64 elements)`, an NVVM kernel in `device`:
+/// thread t of the grid computes elements t, t + threads, ... (coalesced),
+/// loading every input before storing any output.
+mlir::LLVM::LLVMFuncOp outlineDeviceKernel(kernel::GenericOp generic,
+                                           mlir::StringRef name,
+                                           mlir::gpu::GPUModuleOp device);
+
+/// Lowers the arith/math of the outlined kernels to LLVM: f32 exponentials
+/// as MLIR's polynomial approximation (vectorizable, no libm call, the same
+/// bits on the host and the GPU), bf16 conversions as integer arithmetic
+/// (rounding to nearest even, with no runtime library call), then arith and
+/// math to the LLVM dialect (on a GPU, f64 math as libdevice's functions).
+mlir::LogicalResult lowerGeneratedKernelBodies(mlir::ModuleOp module);
+
+} // namespace titan
+
+#endif // TITAN_CONVERSION_KERNELTORUNTIMECALLS_GENERATEDKERNELS_H

@@ -1,0 +1,40 @@
+//===- PointwiseInterface.td - an op's scalar semantics ----*- tablegen -*-===//
+//
+// A pointwise op states what it computes on one element, as arith/math ops,
+// once. The compiler generates every target's kernel for it (alone or fused
+// with its neighbours) from that body; no target writes it by hand.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TITAN_DIALECT_TITAN_IR_POINTWISEINTERFACE_TD
+#define TITAN_DIALECT_TITAN_IR_POINTWISEINTERFACE_TD
+
+include "mlir/IR/OpBase.td"
+
+def Titan_PointwiseOpInterface : OpInterface<"PointwiseOpInterface"> {
+  let cppNamespace = "::titan";
+  let description = [{
+    An op whose every result element depends only on the operands' elements
+    at the same index (all operands and results have one shape). Its scalar
+    semantics is `buildScalar`: given one element of each operand, widened to
+    the computation type (f64 when an operand or result is f64, otherwise
+    f32), it builds arith/math ops computing each result's element in that
+    type. The kernel generator rounds each result to its element type, so a
+    fused kernel computes exactly what the ops compute one by one.
+
+    The method is static: a kernel-IR pass reaches it from a
+    `kernel.call`'s kernel name (the op's mnemonic) through the registered
+    op, without an instance.
+  }];
+  let methods = [
+    StaticInterfaceMethod<[{
+        One element of each result, in the computation type of `operands`
+        (which are one element of each operand, in that type).
+      }],
+      "::llvm::SmallVector<::mlir::Value>", "buildScalar",
+      (ins "::mlir::OpBuilder &":$b, "::mlir::Location":$loc,
+           "::mlir::ValueRange":$operands)>,
+  ];
+}
+
+#endif // TITAN_DIALECT_TITAN_IR_POINTWISEINTERFACE_TD

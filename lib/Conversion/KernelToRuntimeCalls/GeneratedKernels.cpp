@@ -1,0 +1,214 @@
+//===- GeneratedKernels.cpp - kernel.generic as host loops or GPU kernels -===//
+
+#include "titan/Conversion/KernelToRuntimeCalls/GeneratedKernels.h"
+
+#include "mlir/Conversion/ArithToLLVM/ArithToLLVM.h"
+#include "mlir/Conversion/GPUToNVVM/GPUToNVVMPass.h"
+#include "mlir/Conversion/LLVMCommon/ConversionTarget.h"
+#include "mlir/Conversion/LLVMCommon/TypeConverter.h"
+#include "mlir/Conversion/MathToLLVM/MathToLLVM.h"
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Arith/Transforms/Passes.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/Math/Transforms/Passes.h"
+#include "mlir/IR/IRMapping.h"
+#include "mlir/Transforms/DialectConversion.h"
+#include "mlir/Transforms/GreedyPatternRewriteDriver.h"
+
+using namespace mlir;
+using namespace titan;
+
+namespace {
+/// Marks the functions this file generates, for their lowering.
+constexpr StringLiteral kGeneratedAttrName = "titan.generated_kernel";
+
+/// for (i = begin; i < end; i += step) { load every input at i; the body;
+/// store every output at i }, at the end of `fn`'s entry block, whose
+/// `bases` are the buffers' addresses (inputs then outputs).
+void emitElementLoop(OpBuilder &b, LLVM::LLVMFuncOp fn,
+                     kernel::GenericOp generic, ArrayRef<Value> bases,
+                     Value begin, Value end, Value step) {
+  Location loc = generic.getLoc();
+  Type i64 = b.getI64Type();
+  Block *entry = &fn.getBody().front();
+  Block *header = b.createBlock(&fn.getBody(), {}, {i64}, {loc});
+  Block *body = b.createBlock(&fn.getBody());
+  Block *exit = b.createBlock(&fn.getBody());
+  b.setInsertionPointToEnd(entry);
+  LLVM::BrOp::create(b, loc, ValueRange{begin}, header);
+
+  b.setInsertionPointToEnd(header);
+  Value index = header->getArgument(0);
+  Value more =
+      LLVM::ICmpOp::create(b, loc, LLVM::ICmpPredicate::slt, index, end);
+  LLVM::CondBrOp::create(b, loc, more, body, exit);
+
+  // Every load, then the scalar body, then every store.
+  b.setInsertionPointToEnd(body);
+  auto elementAddress = [&](Value base, Type element) {
+    return LLVM::GEPOp::create(b, loc, base.getType(), element, base,
+                               ArrayRef<LLVM::GEPArg>{index});
+  };
+  Block &scalar = generic.getBody().front();
+  IRMapping map;
+  for (auto [arg, base] : llvm::zip(scalar.getArguments(), bases))
+    map.map(arg, LLVM::LoadOp::create(b, loc, arg.getType(),
+                                      elementAddress(base, arg.getType())));
+  for (Operation &op : scalar.without_terminator())
+    b.clone(op, map);
+  auto yield = cast<kernel::YieldOp>(scalar.getTerminator());
+  ArrayRef<Value> outputBases = bases.drop_front(generic.getInputs().size());
+  for (auto [value, base] : llvm::zip(yield.getValues(), outputBases)) {
+    Value v = map.lookupOrDefault(value);
+    LLVM::StoreOp::create(b, loc, v, elementAddress(base, v.getType()));
+  }
+  LLVM::BrOp::create(
+      b, loc, ValueRange{LLVM::AddOp::create(b, loc, index, step)}, header);
+
+  b.setInsertionPointToEnd(exit);
+  LLVM::ReturnOp::create(b, loc, ValueRange{});
+}
+
+/// nvvm.read.ptx.sreg.* as i64.
+template <typename SRegOp> Value sreg(OpBuilder &b, Location loc) {
+  Value v = SRegOp::create(b, loc, b.getI32Type());
+  return LLVM::ZExtOp::create(b, loc, b.getI64Type(), v);
+}
+} // namespace
+
+LLVM::LLVMFuncOp titan::outlineGeneratedKernel(kernel::GenericOp generic,
+                                               StringRef name) {
+  MLIRContext *ctx = generic.getContext();
+  auto module = generic->getParentOfType<ModuleOp>();
+  OpBuilder b(ctx);
+  b.setInsertionPointToEnd(module.getBody());
+  Location loc = generic.getLoc();
+  Type ptr = LLVM::LLVMPointerType::get(ctx), i64 = b.getI64Type();
+  auto fn = LLVM::LLVMFuncOp::create(
+      b, loc, name,
+      LLVM::LLVMFunctionType::get(LLVM::LLVMVoidType::get(ctx),
+                                  {ptr, i64, i64}),
+      LLVM::Linkage::Internal);
+  fn->setAttr(kGeneratedAttrName, b.getUnitAttr());
+  Block *entry = fn.addEntryBlock(b);
+  b.setInsertionPointToStart(entry);
+  SmallVector<Value> bases;
+  for (unsigned i = 0, e = generic->getNumOperands() - 1; i < e; ++i) {
+    Value slot = LLVM::GEPOp::create(b, loc, ptr, ptr, entry->getArgument(0),
+                                     ArrayRef<LLVM::GEPArg>{int32_t(i)});
+    bases.push_back(LLVM::LoadOp::create(b, loc, ptr, slot));
+  }
+  Value one = LLVM::ConstantOp::create(b, loc, i64, b.getI64IntegerAttr(1));
+  emitElementLoop(b, fn, generic, bases, entry->getArgument(1),
+                  entry->getArgument(2), one);
+  return fn;
+}
+
+gpu::GPUModuleOp titan::getOrCreateDeviceModule(ModuleOp module, StringRef name,
+                                                StringRef chip) {
+  if (auto existing = module.lookupSymbol<gpu::GPUModuleOp>(name))
+    return existing;
+  MLIRContext *ctx = module.getContext();
+  module->setAttr(gpu::GPUDialect::getContainerModuleAttrName(),
+                  UnitAttr::get(ctx));
+  OpBuilder b(ctx);
+  b.setInsertionPointToEnd(module.getBody());
+  auto target = NVVM::NVVMTargetAttr::get(ctx, /*optLevel=*/2,
+                                          "nvptx64-nvidia-cuda", chip);
+  return gpu::GPUModuleOp::create(b, module.getLoc(), name,
+                                  b.getArrayAttr({target}));
+}
+
+LLVM::LLVMFuncOp titan::outlineDeviceKernel(kernel::GenericOp generic,
+                                            StringRef name,
+                                            gpu::GPUModuleOp device) {
+  MLIRContext *ctx = generic.getContext();
+  OpBuilder b(ctx);
+  b.setInsertionPointToEnd(device.getBody());
+  Location loc = generic.getLoc();
+  Type global = LLVM::LLVMPointerType::get(ctx, /*addressSpace=*/1);
+  Type i64 = b.getI64Type();
+  unsigned buffers = generic->getNumOperands() - 1;
+  SmallVector<Type> params(buffers, global);
+  params.push_back(i64);
+  auto fn = LLVM::LLVMFuncOp::create(
+      b, loc, name,
+      LLVM::LLVMFunctionType::get(LLVM::LLVMVoidType::get(ctx), params));
+  fn->setAttr(NVVM::NVVMDialect::getKernelFuncAttrName(), b.getUnitAttr());
+  fn->setAttr(kGeneratedAttrName, b.getUnitAttr());
+  Block *entry = fn.addEntryBlock(b);
+  b.setInsertionPointToStart(entry);
+  // A grid-stride loop: thread t of the grid takes t, t + threads, ...
+  // (consecutive threads, consecutive elements: coalesced).
+  Value block = sreg<NVVM::BlockIdXOp>(b, loc);
+  Value blockSize = sreg<NVVM::BlockDimXOp>(b, loc);
+  Value thread = sreg<NVVM::ThreadIdXOp>(b, loc);
+  Value gridSize = sreg<NVVM::GridDimXOp>(b, loc);
+  Value begin = LLVM::AddOp::create(
+      b, loc, LLVM::MulOp::create(b, loc, block, blockSize), thread);
+  Value step = LLVM::MulOp::create(b, loc, gridSize, blockSize);
+  SmallVector<Value> bases(entry->getArguments().take_front(buffers));
+  emitElementLoop(b, fn, generic, bases, begin, entry->getArgument(buffers),
+                  step);
+  return fn;
+}
+
+namespace {
+/// f32 exponentials as MLIR's polynomial approximation (vectorizable, no
+/// library call, the same bits on every target), bf16 conversions as
+/// integer arithmetic (rounding to nearest even, no runtime library call).
+LogicalResult expandBodies(ArrayRef<LLVM::LLVMFuncOp> kernels) {
+  if (kernels.empty())
+    return success();
+  MLIRContext *ctx = LLVM::LLVMFuncOp(kernels.front()).getContext();
+  RewritePatternSet expansions(ctx);
+  populateMathPolynomialApproximationPatterns(expansions, [](StringRef name) {
+    return name == "math.exp" || name == "exp";
+  });
+  arith::populateExpandBFloat16Patterns(expansions);
+  FrozenRewritePatternSet frozen(std::move(expansions));
+  for (LLVM::LLVMFuncOp fn : kernels)
+    if (failed(applyPatternsGreedily(fn, frozen)))
+      return fn.emitError() << "generated kernel: expanding exp and bf16 "
+                               "conversions did not converge";
+  return success();
+}
+
+/// arith and math to the LLVM dialect; on a GPU, the math the
+/// approximations left (f64) as libdevice's functions.
+LogicalResult lowerToLLVM(ArrayRef<LLVM::LLVMFuncOp> kernels, bool device) {
+  if (kernels.empty())
+    return success();
+  MLIRContext *ctx = LLVM::LLVMFuncOp(kernels.front()).getContext();
+  LLVMTypeConverter converter(ctx);
+  RewritePatternSet lowering(ctx);
+  arith::populateArithToLLVMConversionPatterns(converter, lowering);
+  if (device)
+    populateLibDeviceConversionPatterns(converter, lowering,
+                                        /*benefit=*/10);
+  populateMathToLLVMConversionPatterns(converter, lowering);
+  LLVMConversionTarget target(*ctx);
+  FrozenRewritePatternSet frozen(std::move(lowering));
+  for (LLVM::LLVMFuncOp fn : kernels) {
+    if (failed(applyPartialConversion(fn, target, frozen)))
+      return failure();
+    fn->removeAttr(kGeneratedAttrName);
+  }
+  return success();
+}
+} // namespace
+
+LogicalResult titan::lowerGeneratedKernelBodies(ModuleOp module) {
+  SmallVector<LLVM::LLVMFuncOp> host, device;
+  module.walk([&](LLVM::LLVMFuncOp fn) {
+    if (!fn->hasAttr(kGeneratedAttrName))
+      return;
+    (fn->getParentOfType<gpu::GPUModuleOp>() ? device : host).push_back(fn);
+  });
+  if (failed(expandBodies(host)) || failed(expandBodies(device)))
+    return failure();
+  return success(succeeded(lowerToLLVM(host, /*device=*/false)) &&
+                 succeeded(lowerToLLVM(device, /*device=*/true)));
+}

@@ -1,0 +1,291 @@
+//===- GeneratePointwise.cpp - pointwise calls as fused generated kernels -===//
+//
+// kernel.call "silu"(...) ... kernel.call "mul"(...)  ==>  one kernel.generic
+// whose body is titan.silu's and titan.mul's scalar semantics (see
+// Passes.td for when producers fuse).
+//
+//===----------------------------------------------------------------------===//
+
+#include "titan/Dialect/Kernel/Transforms/Passes.h"
+#include "titan/Dialect/Titan/IR/PointwiseInterface.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/IRMapping.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
+#include "llvm/ADT/STLExtras.h"
+
+namespace titan::kernel {
+#define GEN_PASS_DEF_KERNELGENERATEPOINTWISE
+#include "titan/Dialect/Kernel/Transforms/Passes.h.inc"
+} // namespace titan::kernel
+
+using namespace mlir;
+using namespace titan;
+using namespace titan::kernel;
+
+namespace {
+
+Type elementTypeOf(Value buffer) {
+  return cast<MemRefType>(buffer.getType()).getElementType();
+}
+
+/// `v` in type `to` (both floats): widened exactly or rounded to nearest
+/// even.
+Value convertFloat(OpBuilder &b, Location loc, Value v, Type to) {
+  unsigned from = v.getType().getIntOrFloatBitWidth();
+  unsigned width = to.getIntOrFloatBitWidth();
+  if (v.getType() == to)
+    return v;
+  // bf16 and f16 are both 16 bits wide and convert through f32.
+  if (from == width) {
+    v = arith::ExtFOp::create(b, loc, b.getF32Type(), v);
+    return arith::TruncFOp::create(b, loc, to, v);
+  }
+  if (from < width)
+    return arith::ExtFOp::create(b, loc, to, v);
+  return arith::TruncFOp::create(b, loc, to, v);
+}
+
+//===----------------------------------------------------------------------===//
+// Calls -> generated kernels
+//===----------------------------------------------------------------------===//
+
+/// The generated kernel for `call` when its kernel is a pointwise op with
+/// types the generator handles, else null.
+GenericOp generateCall(CallOp call) {
+  MLIRContext *ctx = call.getContext();
+  const PointwiseOpInterface::Concept *semantics =
+      lookupPointwiseSemantics(ctx, ("titan." + call.getKernel()).str());
+  if (!semantics || !call.getParams().empty())
+    return nullptr;
+  SmallVector<Type> types;
+  for (Value v : llvm::concat<Value>(call.getInputs(), call.getOutputs()))
+    types.push_back(elementTypeOf(v));
+  std::optional<FloatType> compute = pointwiseComputeType(types);
+  if (!compute)
+    return nullptr;
+
+  OpBuilder b(call);
+  Location loc = call.getLoc();
+  auto generic = GenericOp::create(b, loc, call.getInputs(), call.getOutputs(),
+                                   call.getStream());
+  Block *body = b.createBlock(&generic.getBody());
+  SmallVector<Value> operands;
+  for (Value input : call.getInputs())
+    operands.push_back(convertFloat(
+        b, loc, body->addArgument(elementTypeOf(input), loc), *compute));
+  SmallVector<Value> results = semantics->buildScalar(b, loc, operands);
+  SmallVector<Value> rounded;
+  for (auto [result, output] : llvm::zip_equal(results, call.getOutputs()))
+    rounded.push_back(convertFloat(b, loc, result, elementTypeOf(output)));
+  YieldOp::create(b, loc, rounded);
+  return generic;
+}
+
+/// Erases `buffer`'s kernel.alloc (and its views) when nothing uses them.
+void eraseIfUnused(Value buffer) {
+  while (buffer && buffer.use_empty()) {
+    Operation *def = buffer.getDefiningOp();
+    if (!def || !isa<AllocOp, ViewOp>(def))
+      return;
+    auto view = dyn_cast<ViewOp>(def);
+    buffer = view ? view.getSource() : Value();
+    def->erase();
+  }
+}
+
+//===----------------------------------------------------------------------===//
+// Producer-consumer fusion
+//===----------------------------------------------------------------------===//
+
+/// The buffers `op` reads and writes, as the buffers they view; false when
+/// its effects are unknown.
+bool collectAccess(Operation *op, SmallVectorImpl<Value> &reads,
+                   SmallVectorImpl<Value> &writes) {
+  auto effects = dyn_cast<MemoryEffectOpInterface>(op);
+  if (!effects)
+    return false;
+  SmallVector<MemoryEffects::EffectInstance> instances;
+  effects.getEffects(instances);
+  for (const MemoryEffects::EffectInstance &e : instances) {
+    Value v = e.getValue();
+    if (!v || !isa<MemRefType>(v.getType()))
+      continue;
+    if (isa<MemoryEffects::Read>(e.getEffect()))
+      reads.push_back(viewedBuffer(v));
+    else if (isa<MemoryEffects::Write>(e.getEffect()))
+      writes.push_back(viewedBuffer(v));
+  }
+  return true;
+}
+
+/// Whether every use of `buffer`'s memory (through views) is by `a` or
+/// `b`.
+bool onlyUsedBy(Value buffer, Operation *a, Operation *b) {
+  for (OpOperand &use : buffer.getUses()) {
+    Operation *user = use.getOwner();
+    if (auto view = dyn_cast<ViewOp>(user)) {
+      if (!onlyUsedBy(view.getResult(), a, b))
+        return false;
+      continue;
+    }
+    if (user != a && user != b)
+      return false;
+  }
+  return true;
+}
+
+class Fuser {
+public:
+  explicit Fuser(unsigned maxBuffers) : maxBuffers(maxBuffers) {}
+
+  /// Fuses producers into `consumer` while one qualifies; returns the
+  /// (possibly new) consumer.
+  GenericOp fuseProducers(GenericOp consumer) {
+    bool changed = true;
+    while (changed) {
+      changed = false;
+      for (Value input : consumer.getInputs())
+        if (GenericOp producer = fusableProducer(consumer, input)) {
+          consumer = fuse(producer, consumer, input);
+          changed = true;
+          break;
+        }
+    }
+    return consumer;
+  }
+
+private:
+  /// The generated kernel whose output `input` is, when it can run inside
+  /// `consumer`.
+  GenericOp fusableProducer(GenericOp consumer, Value input) {
+    Value root = viewedBuffer(input);
+    // Walk back to the last op that touches `root`, collecting what the
+    // ops in between write.
+    SmallVector<Value> between;
+    for (Operation *op = consumer->getPrevNode(); op; op = op->getPrevNode()) {
+      SmallVector<Value> reads, writes;
+      if (!collectAccess(op, reads, writes))
+        return nullptr;
+      bool touches =
+          llvm::is_contained(reads, root) || llvm::is_contained(writes, root);
+      if (!touches) {
+        llvm::append_range(between, writes);
+        continue;
+      }
+      auto producer = dyn_cast<GenericOp>(op);
+      if (!producer || producer.getOutputs().size() != 1 ||
+          producer.getOutputs()[0] != input ||
+          producer.getStream() != consumer.getStream())
+        return nullptr;
+      // The consumer reads the producer's buffer only as `input` (which
+      // it no longer loads).
+      for (Value other : consumer.getInputs())
+        if (other != input && viewedBuffer(other) == root)
+          return nullptr;
+      // What the producer reads must hold the same values at the
+      // consumer, and an in-place output of the consumer must be exactly
+      // a buffer the producer reads (elements are read before written).
+      for (Value read : reads) {
+        if (llvm::is_contained(between, read))
+          return nullptr;
+        for (Value out : consumer.getOutputs())
+          if (viewedBuffer(out) == read &&
+              !llvm::is_contained(producer.getInputs(), out))
+            return nullptr;
+      }
+      if (consumer.getInputs().size() + producer.getInputs().size() +
+              consumer.getOutputs().size() >
+          maxBuffers + 1)
+        return nullptr;
+      return producer;
+    }
+    return nullptr;
+  }
+
+  /// One kernel at `consumer`'s place computing both; `link` (the
+  /// producer's output) is written only when something else reads it.
+  GenericOp fuse(GenericOp producer, GenericOp consumer, Value link) {
+    Value root = viewedBuffer(link);
+    bool keepLink = !root.getDefiningOp<AllocOp>() ||
+                    !onlyUsedBy(root, producer, consumer) ||
+                    llvm::is_contained(consumer.getOutputs(), link);
+    SmallVector<Value> inputs;
+    for (Value v : consumer.getInputs())
+      if (v != link && !llvm::is_contained(inputs, v))
+        inputs.push_back(v);
+    for (Value v : producer.getInputs())
+      if (!llvm::is_contained(inputs, v))
+        inputs.push_back(v);
+    SmallVector<Value> outputs(consumer.getOutputs());
+    if (keepLink && !llvm::is_contained(outputs, link))
+      outputs.push_back(link);
+
+    OpBuilder b(consumer);
+    Location loc = b.getFusedLoc({producer.getLoc(), consumer.getLoc()});
+    auto fused =
+        GenericOp::create(b, loc, inputs, outputs, consumer.getStream());
+    Block *body = b.createBlock(&fused.getBody());
+    DenseMap<Value, Value> argOf;
+    for (Value v : inputs)
+      argOf[v] = body->addArgument(elementTypeOf(v), v.getLoc());
+
+    // The producer's body, then the consumer's reading its result.
+    IRMapping map;
+    Block &producerBody = producer.getBody().front();
+    for (auto [arg, v] :
+         llvm::zip_equal(producerBody.getArguments(), producer.getInputs()))
+      map.map(arg, argOf.lookup(v));
+    for (Operation &op : producerBody.without_terminator())
+      b.clone(op, map);
+    Value linked =
+        map.lookup(cast<YieldOp>(producerBody.getTerminator()).getValues()[0]);
+    Block &consumerBody = consumer.getBody().front();
+    for (auto [arg, v] :
+         llvm::zip_equal(consumerBody.getArguments(), consumer.getInputs()))
+      map.map(arg, v == link ? linked : argOf.lookup(v));
+    for (Operation &op : consumerBody.without_terminator())
+      b.clone(op, map);
+    SmallVector<Value> yielded = llvm::map_to_vector(
+        cast<YieldOp>(consumerBody.getTerminator()).getValues(),
+        [&](Value v) { return map.lookupOrDefault(v); });
+    if (outputs.size() > consumer.getOutputs().size())
+      yielded.push_back(linked);
+    YieldOp::create(b, loc, yielded);
+
+    producer.erase();
+    consumer.erase();
+    if (!keepLink)
+      eraseIfUnused(link);
+    return fused;
+  }
+
+  unsigned maxBuffers;
+};
+
+struct KernelGeneratePointwisePass
+    : titan::kernel::impl::KernelGeneratePointwiseBase<
+          KernelGeneratePointwisePass> {
+  using Base::Base;
+
+  void runOnOperation() override {
+    getOperation().walk([&](func::FuncOp step) {
+      for (auto call : llvm::make_early_inc_range(step.getOps<CallOp>()))
+        if (GenericOp generic = generateCall(call)) {
+          Value workspace = call.getWorkspace();
+          call.erase();
+          if (workspace)
+            eraseIfUnused(workspace);
+          (void)generic;
+        }
+      Fuser fuser(maxBuffers);
+      SmallVector<GenericOp> generics(step.getOps<GenericOp>());
+      for (GenericOp generic : generics)
+        fuser.fuseProducers(generic);
+    });
+  }
+};
+
+} // namespace

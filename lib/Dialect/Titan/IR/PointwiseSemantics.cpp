@@ -1,0 +1,128 @@
+//===- PointwiseSemantics.cpp - pointwise ops' scalar bodies --------------===//
+//
+// One element of each pointwise op, in arith/math: the only definition of
+// what these ops compute that the generated kernels follow. The formulas
+// are those of the ops' descriptions (TitanOps.td).
+//
+//===----------------------------------------------------------------------===//
+
+#include "titan/Dialect/Titan/IR/PointwiseInterface.h"
+#include "titan/Dialect/Titan/IR/TitanOps.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+
+using namespace mlir;
+using namespace titan;
+
+#include "titan/Dialect/Titan/IR/PointwiseInterface.cpp.inc"
+
+std::optional<FloatType> titan::pointwiseComputeType(TypeRange types) {
+  bool f64 = false, sixteen = false;
+  for (Type t : types) {
+    if (t.isF64())
+      f64 = true;
+    else if (t.isBF16() || t.isF16())
+      sixteen = true;
+    else if (!t.isF32())
+      return std::nullopt;
+  }
+  if (f64 && sixteen)
+    return std::nullopt;
+  MLIRContext *ctx = types.empty() ? nullptr : types.front().getContext();
+  if (!ctx)
+    return std::nullopt;
+  return f64 ? FloatType(Float64Type::get(ctx)) : Float32Type::get(ctx);
+}
+
+const PointwiseOpInterface::Concept *
+titan::lookupPointwiseSemantics(MLIRContext *ctx, StringRef name) {
+  std::optional<RegisteredOperationName> op =
+      RegisteredOperationName::lookup(name, ctx);
+  return op ? op->getInterface<PointwiseOpInterface>() : nullptr;
+}
+
+namespace {
+Value constantLike(OpBuilder &b, Location loc, Value like, double value) {
+  return arith::ConstantOp::create(b, loc,
+                                   b.getFloatAttr(like.getType(), value));
+}
+
+/// sigmoid(x) = 1 / (1 + exp(-x)).
+Value sigmoid(OpBuilder &b, Location loc, Value x) {
+  Value one = constantLike(b, loc, x, 1.0);
+  Value e = math::ExpOp::create(b, loc, arith::NegFOp::create(b, loc, x));
+  return arith::DivFOp::create(b, loc, one,
+                               arith::AddFOp::create(b, loc, one, e));
+}
+
+/// silu(x) = x / (1 + exp(-x)).
+Value silu(OpBuilder &b, Location loc, Value x) {
+  Value one = constantLike(b, loc, x, 1.0);
+  Value e = math::ExpOp::create(b, loc, arith::NegFOp::create(b, loc, x));
+  return arith::DivFOp::create(b, loc, x,
+                               arith::AddFOp::create(b, loc, one, e));
+}
+
+/// silu'(x) = s * (1 + x * (1 - s)), s = sigmoid(x).
+Value siluDerivative(OpBuilder &b, Location loc, Value x, Value s) {
+  Value one = constantLike(b, loc, x, 1.0);
+  Value oneMinusS = arith::SubFOp::create(b, loc, one, s);
+  Value inner = arith::AddFOp::create(
+      b, loc, one, arith::MulFOp::create(b, loc, x, oneMinusS));
+  return arith::MulFOp::create(b, loc, s, inner);
+}
+} // namespace
+
+SmallVector<Value> AddOp::buildScalar(OpBuilder &b, Location loc,
+                                      ValueRange operands) {
+  return {arith::AddFOp::create(b, loc, operands[0], operands[1])};
+}
+
+SmallVector<Value> MulOp::buildScalar(OpBuilder &b, Location loc,
+                                      ValueRange operands) {
+  return {arith::MulFOp::create(b, loc, operands[0], operands[1])};
+}
+
+SmallVector<Value> SqrtOp::buildScalar(OpBuilder &b, Location loc,
+                                       ValueRange operands) {
+  return {math::SqrtOp::create(b, loc, operands[0])};
+}
+
+SmallVector<Value> SiLUOp::buildScalar(OpBuilder &b, Location loc,
+                                       ValueRange operands) {
+  return {silu(b, loc, operands[0])};
+}
+
+/// gate * sigmoid(gate) * up, as silu(gate) * up.
+SmallVector<Value> SwiGLUOp::buildScalar(OpBuilder &b, Location loc,
+                                         ValueRange operands) {
+  return {
+      arith::MulFOp::create(b, loc, silu(b, loc, operands[0]), operands[1])};
+}
+
+/// (input, grad) -> grad * silu'(input).
+SmallVector<Value> SiLUGradOp::buildScalar(OpBuilder &b, Location loc,
+                                           ValueRange operands) {
+  Value x = operands[0], dy = operands[1];
+  Value s = sigmoid(b, loc, x);
+  return {arith::MulFOp::create(b, loc, dy, siluDerivative(b, loc, x, s))};
+}
+
+/// (gate, up, grad) -> (grad * up * silu'(gate), grad * gate * s).
+SmallVector<Value> SwiGLUGradOp::buildScalar(OpBuilder &b, Location loc,
+                                             ValueRange operands) {
+  Value gate = operands[0], up = operands[1], dy = operands[2];
+  Value s = sigmoid(b, loc, gate);
+  Value dyUp = arith::MulFOp::create(b, loc, dy, up);
+  Value gateGrad =
+      arith::MulFOp::create(b, loc, dyUp, siluDerivative(b, loc, gate, s));
+  Value dyGate = arith::MulFOp::create(b, loc, dy, gate);
+  return {gateGrad, arith::MulFOp::create(b, loc, dyGate, s)};
+}
+
+/// The conversion is the generator's rounding to the result's type.
+SmallVector<Value> CastOp::buildScalar(OpBuilder &b, Location loc,
+                                       ValueRange operands) {
+  return {operands[0]};
+}

@@ -1,0 +1,62 @@
+// RUN: titan-opt %s -kernel-to-runtime-calls="device-chip=sm_90a" | FileCheck %s --check-prefix=NVVM
+// RUN: titan-opt %s --pass-pipeline="builtin.module(titan-lowering-pipeline{device-chip=sm_90a device-format=isa})" | FileCheck %s --check-prefix=PTX
+// RUN: titan-opt %s --pass-pipeline="builtin.module(titan-lowering-pipeline{device-chip=sm_90a})" | FileCheck %s --check-prefix=CUBIN
+// REQUIRES: cuda
+
+// On a GPU target each generated kernel is an NVVM kernel of the module's
+// gpu.module (its NVVM target is the chip): a grid-stride loop over the
+// elements, its buffers as global pointers. The step launches it through
+// titan_rt_launch_generated with the compiled image, its name, the buffers,
+// their count and the element count.
+// NVVM-LABEL: llvm.mlir.global private constant @titan_kernels_image
+// NVVM-LABEL: llvm.func @titan_step(
+// NVVM-DAG:   %[[N:.*]] = llvm.mlir.constant(32 : i64) : i64
+// NVVM-DAG:   %[[IMAGE:.*]] = llvm.mlir.addressof @titan_kernels_image : !llvm.ptr
+// NVVM-DAG:   %[[NAME:.*]] = llvm.mlir.addressof @__titan_str_titan_generated_0 : !llvm.ptr
+// NVVM-DAG:   %[[COUNT:.*]] = llvm.mlir.constant(2 : i64) : i64
+// NVVM:       llvm.call @titan_rt_launch_generated(%[[IMAGE]], %[[NAME]], %{{.*}}, %[[COUNT]], %[[N]])
+// NVVM:       gpu.module @titan_kernels [#nvvm.target<chip = "sm_90a">] {
+// NVVM:       llvm.func @titan_generated_0(%[[A:.*]]: !llvm.ptr<1>, %[[B:.*]]: !llvm.ptr<1>, %[[E:.*]]: i64) attributes {nvvm.kernel}
+// NVVM:       nvvm.read.ptx.sreg.ctaid.x
+// NVVM:       nvvm.read.ptx.sreg.ntid.x
+// NVVM:       nvvm.read.ptx.sreg.tid.x
+// NVVM:       nvvm.read.ptx.sreg.nctaid.x
+// NVVM:       llvm.load %{{.*}} : !llvm.ptr<1> -> bf16
+// NVVM:       llvm.store %{{.*}}, %{{.*}} : bf16, !llvm.ptr<1>
+// NVVM:       llvm.func @titan_generated_1(
+// NVVM:       llvm.call @__nv_exp(%{{.*}}) : (f64) -> f64
+
+// NVPTX's PTX for the chip, f64 exp from libdevice linked in (no call left).
+// PTX:     llvm.mlir.global private constant @titan_kernels_image("//
+// PTX-SAME: .target sm_90a
+// PTX-SAME: .visible .entry titan_generated_0(
+// PTX-SAME: ld.global
+// PTX-SAME: st.global.b16
+// PTX-SAME: .visible .entry titan_generated_1(
+// PTX-NOT:  __nv_exp
+// PTX-NOT:  gpu.module
+
+// The default: a cubin from ptxas, embedded as the image.
+// CUBIN: llvm.mlir.global private constant @titan_kernels_image("\7FELF
+// CUBIN-NOT: gpu.binary
+module attributes {kernel.arena_bytes = 2048 : i64, kernel.slots = {"param:w" = array<i64: 0, 64>, "param:d" = array<i64: 256, 256>}} {
+  func.func @step(%w: memref<4x8xbf16> {kernel.slot = "param:w"}, %d: memref<32xf64> {kernel.slot = "param:d"}) {
+    %s = kernel.stream 0
+    %y = kernel.alloc temporary {offset = 512 : i64} : memref<32xbf16>
+    kernel.generic ins(%w : memref<4x8xbf16>) outs(%y : memref<32xbf16>) on %s {
+    ^bb0(%x: bf16):
+      %a = arith.extf %x : bf16 to f32
+      %n = arith.negf %a : f32
+      %e = math.exp %n : f32
+      %r = arith.truncf %e : f32 to bf16
+      kernel.yield %r : bf16
+    }
+    %z = kernel.alloc temporary {offset = 768 : i64} : memref<32xf64>
+    kernel.generic ins(%d : memref<32xf64>) outs(%z : memref<32xf64>) on %s {
+    ^bb0(%x: f64):
+      %e = math.exp %x : f64
+      kernel.yield %e : f64
+    }
+    return
+  }
+}

@@ -1,0 +1,136 @@
+// RUN: titan-opt %s -split-input-file -kernel-generate-pointwise | FileCheck %s
+
+// A pointwise call becomes a generated kernel whose body is the op's scalar
+// semantics (titan.silu: x / (1 + exp(-x))) in f32, the computation type of
+// f32 buffers, with no rounding to add.
+// CHECK-LABEL: func.func @silu_f32(
+// CHECK:       kernel.generic ins(%arg0 : memref<4x8xf32>) outs(%arg1 : memref<4x8xf32>) on %{{.*}} {
+// CHECK-NEXT:  ^bb0(%[[X:.*]]: f32):
+// CHECK-NEXT:    %[[ONE:.*]] = arith.constant 1.000000e+00 : f32
+// CHECK-NEXT:    %[[NEG:.*]] = arith.negf %[[X]] : f32
+// CHECK-NEXT:    %[[E:.*]] = math.exp %[[NEG]] : f32
+// CHECK-NEXT:    %[[D:.*]] = arith.addf %[[ONE]], %[[E]] : f32
+// CHECK-NEXT:    %[[Y:.*]] = arith.divf %[[X]], %[[D]] : f32
+// CHECK-NEXT:    kernel.yield %[[Y]] : f32
+// CHECK-NOT:   kernel.call
+func.func @silu_f32(%x: memref<4x8xf32>, %y: memref<4x8xf32>) {
+  %s = kernel.stream 0
+  kernel.call "silu"(%x : memref<4x8xf32>) outs(%y : memref<4x8xf32>) on %s params []
+  return
+}
+
+// -----
+
+// A producer fuses into its only consumer: the temporary between them is
+// gone (it never reaches the arena), and the silu's result is still rounded
+// to bf16 before the mul reads it, as the two calls computed it. The
+// widened-copy workspace of the CPU's 16-bit library entry goes too.
+// CHECK-LABEL: func.func @silu_mul_bf16(
+// CHECK-NOT:   kernel.alloc
+// CHECK:       kernel.generic ins(%arg1, %arg0 : memref<4x8xbf16>, memref<4x8xbf16>) outs(%arg2 : memref<4x8xbf16>)
+// CHECK-NEXT:  ^bb0(%[[U:.*]]: bf16, %[[X:.*]]: bf16):
+// CHECK-NEXT:    %[[XW:.*]] = arith.extf %[[X]] : bf16 to f32
+// CHECK:         %[[T:.*]] = arith.divf %[[XW]], %{{.*}} : f32
+// CHECK-NEXT:    %[[TR:.*]] = arith.truncf %[[T]] : f32 to bf16
+// CHECK-NEXT:    %[[TW:.*]] = arith.extf %[[TR]] : bf16 to f32
+// CHECK-NEXT:    %[[UW:.*]] = arith.extf %[[U]] : bf16 to f32
+// CHECK-NEXT:    %[[P:.*]] = arith.mulf %[[TW]], %[[UW]] : f32
+// CHECK-NEXT:    %[[R:.*]] = arith.truncf %[[P]] : f32 to bf16
+// CHECK-NEXT:    kernel.yield %[[R]] : bf16
+// CHECK-NOT:   kernel.generic
+func.func @silu_mul_bf16(%x: memref<4x8xbf16>, %u: memref<4x8xbf16>, %y: memref<4x8xbf16>) {
+  %s = kernel.stream 0
+  %t = kernel.alloc temporary : memref<4x8xbf16>
+  %w = kernel.alloc workspace : memref<256xi8>
+  kernel.call "silu"(%x : memref<4x8xbf16>) outs(%t : memref<4x8xbf16>) workspace(%w : memref<256xi8>) on %s params []
+  kernel.call "mul"(%t, %u : memref<4x8xbf16>, memref<4x8xbf16>) outs(%y : memref<4x8xbf16>) on %s params []
+  return
+}
+
+// -----
+
+// A cast chain: f32 -> bf16 -> f32 rounds once to bf16 in the middle;
+// casts convert by the generator's rounding alone. The intermediate is also
+// read after the consumer, so the fused kernel still writes it.
+// CHECK-LABEL: func.func @cast_kept(
+// CHECK:       %[[MID:.*]] = kernel.alloc temporary : memref<16xbf16>
+// CHECK:       kernel.generic ins(%arg0 : memref<16xf32>) outs(%arg1, %[[MID]] : memref<16xf32>, memref<16xbf16>)
+// CHECK-NEXT:  ^bb0(%[[A:.*]]: f32):
+// CHECK-NEXT:    %[[B:.*]] = arith.truncf %[[A]] : f32 to bf16
+// CHECK-NEXT:    %[[C:.*]] = arith.extf %[[B]] : bf16 to f32
+// CHECK-NEXT:    kernel.yield %[[C]], %[[B]] : f32, bf16
+// CHECK:       %[[M:.*]] = kernel.view %[[MID]]
+// CHECK:       kernel.call "linear"(%[[M]]
+func.func @cast_kept(%a: memref<16xf32>, %c: memref<16xf32>, %w: memref<16x16xbf16>, %o: memref<16xbf16>) {
+  %s = kernel.stream 0
+  %mid = kernel.alloc temporary : memref<16xbf16>
+  kernel.call "cast"(%a : memref<16xf32>) outs(%mid : memref<16xbf16>) on %s params []
+  kernel.call "cast"(%mid : memref<16xbf16>) outs(%c : memref<16xf32>) on %s params []
+  %m = kernel.view %mid : memref<16xbf16> to memref<1x16xbf16>
+  %r = kernel.view %o : memref<16xbf16> to memref<1x16xbf16>
+  kernel.call "linear"(%m, %w : memref<1x16xbf16>, memref<16x16xbf16>) outs(%r : memref<1x16xbf16>) on %s params []
+  return
+}
+
+// -----
+
+// Not fused: a call between them writes what the producer reads (the
+// producer would read the new values at the consumer), another op reads the
+// intermediate in between, the consumer runs on another stream. Each call
+// is still generated.
+// CHECK-LABEL: func.func @kept(
+// CHECK-COUNT-2: kernel.generic
+// CHECK:       kernel.call "linear"
+// CHECK:       kernel.generic
+// CHECK:       kernel.call "rms_norm"
+// CHECK-COUNT-3: kernel.generic
+// CHECK-NOT:   kernel.generic
+func.func @kept(%x: memref<2x4xf32>, %u: memref<2x4xf32>, %w: memref<4x4xf32>, %n: memref<4xf32>, %y: memref<2x4xf32>, %z: memref<2x4xf32>) {
+  %s = kernel.stream 0
+  %s1 = kernel.stream 1
+  %t = kernel.alloc temporary : memref<2x4xf32>
+  kernel.call "silu"(%x : memref<2x4xf32>) outs(%t : memref<2x4xf32>) on %s params []
+  kernel.call "add"(%u, %u : memref<2x4xf32>, memref<2x4xf32>) outs(%x : memref<2x4xf32>) on %s params []
+  kernel.call "linear"(%u, %w : memref<2x4xf32>, memref<4x4xf32>) outs(%z : memref<2x4xf32>) on %s params []
+  kernel.call "mul"(%t, %u : memref<2x4xf32>, memref<2x4xf32>) outs(%y : memref<2x4xf32>) on %s params []
+  %t2 = kernel.alloc temporary : memref<2x4xf32>
+  kernel.call "sqrt"(%u : memref<2x4xf32>) outs(%t2 : memref<2x4xf32>) on %s params []
+  kernel.call "rms_norm"(%t2, %n : memref<2x4xf32>, memref<4xf32>) outs(%z : memref<2x4xf32>) on %s params [1.0e-5]
+  kernel.call "add"(%t2, %u : memref<2x4xf32>, memref<2x4xf32>) outs(%y : memref<2x4xf32>) on %s params []
+  %t3 = kernel.alloc temporary : memref<2x4xf32>
+  kernel.call "silu"(%u : memref<2x4xf32>) outs(%t3 : memref<2x4xf32>) on %s params []
+  kernel.call "silu"(%t3 : memref<2x4xf32>) outs(%z : memref<2x4xf32>) on %s1 params []
+  return
+}
+
+// -----
+
+// Left as library calls: kernels that are not pointwise ops, and pointwise
+// ops on types the generator does not take (float8 casts stay the runtime's
+// saturating conversion).
+// CHECK-LABEL: func.func @library(
+// CHECK:       kernel.call "cast"
+// CHECK:       kernel.call "rms_norm"
+// CHECK-NOT:   kernel.generic
+func.func @library(%a: memref<16xf32>, %b: memref<16xf8E4M3FN>, %n: memref<16xf32>, %y: memref<1x16xf32>) {
+  %s = kernel.stream 0
+  kernel.call "cast"(%a : memref<16xf32>) outs(%b : memref<16xf8E4M3FN>) on %s params []
+  %v = kernel.view %a : memref<16xf32> to memref<1x16xf32>
+  kernel.call "rms_norm"(%v, %n : memref<1x16xf32>, memref<16xf32>) outs(%y : memref<1x16xf32>) on %s params [1.0e-5]
+  return
+}
+
+// -----
+
+// An in-place producer (silu over its input) fuses: the fused kernel still
+// writes its result over the input, whose buffer others use, and reads the
+// input before writing it.
+// CHECK-LABEL: func.func @in_place(
+// CHECK:       kernel.generic ins(%arg1, %arg0 : memref<8xf32>, memref<8xf32>) outs(%arg2, %arg0 : memref<8xf32>, memref<8xf32>)
+// CHECK-NOT:   kernel.generic
+func.func @in_place(%x: memref<8xf32>, %u: memref<8xf32>, %y: memref<8xf32>) {
+  %s = kernel.stream 0
+  kernel.call "silu"(%x : memref<8xf32>) outs(%x : memref<8xf32>) on %s params []
+  kernel.call "mul"(%x, %u : memref<8xf32>, memref<8xf32>) outs(%y : memref<8xf32>) on %s params []
+  return
+}
