@@ -329,7 +329,7 @@ int main() {
 
   // Memory-bound kernels: bytes each must read and write at least.
   {
-    int64_t n = tokens * dim, nf = tokens * ffn;
+    int64_t n = tokens * dim;
     Buffer x(size_t(n) * 2, bf16), y(size_t(n) * 2, bf16),
         dx(size_t(n) * 2, bf16), w(size_t(dim) * 2, bf16),
         dw(size_t(dim) * 2, bf16);
@@ -341,15 +341,6 @@ int main() {
     report("fused", "rms_norm_grad", double(3 * n * 2), "GB/s", time([&] {
              rmsNormGrad(bf16, x.ptr, w.ptr, y.ptr, dx.ptr, dw.ptr, tokens, dim,
                          1e-5, partials.ptr, nullptr);
-           }));
-    Buffer gate(size_t(nf) * 2, bf16), up(size_t(nf) * 2, bf16),
-        h(size_t(nf) * 2, bf16), dgate(size_t(nf) * 2, bf16),
-        dup(size_t(nf) * 2, bf16);
-    report("fused", "swiglu", double(3 * nf * 2), "GB/s",
-           time([&] { swiglu(bf16, gate.ptr, up.ptr, h.ptr, nf, nullptr); }));
-    report("fused", "swiglu_grad", double(5 * nf * 2), "GB/s", time([&] {
-             swigluGrad(bf16, gate.ptr, up.ptr, h.ptr, dgate.ptr, dup.ptr, nf,
-                        nullptr);
            }));
     Buffer freqsCis(size_t(tokens * headDim) * 4);
     ropeAngles(freqsCis.as<float>(), tokens, headDim / 2, 500000.0, false, 1, 1,

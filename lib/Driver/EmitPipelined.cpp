@@ -126,6 +126,7 @@ llvm::Error Compilation::emitPipelineRank(
     manifest->collectiveAxes.push_back(1);
   std::string prefix = "titan_pp" + std::to_string(rank) + "_";
   LoweringPipelineOptions lowering;
+  loweringOptions(lowering);
   lowering.symbolPrefix = prefix;
   if (llvm::Error e = run(*module, buildLoweringPipeline, lowering))
     return e;

@@ -19,21 +19,6 @@ namespace {
 struct Add {
   __device__ float operator()(float a, float b) const { return a + b; }
 };
-struct Mul {
-  __device__ float operator()(float a, float b) const { return a * b; }
-};
-struct SiLU {
-  __device__ float operator()(float x) const { return x / (1.0f + expf(-x)); }
-};
-struct SiLUGrad {
-  __device__ float operator()(float x, float dy) const {
-    float s = 1.0f / (1.0f + expf(-x));
-    return dy * s * (1.0f + x * (1.0f - s));
-  }
-};
-struct Sqrt {
-  __device__ float operator()(float x) const { return sqrtf(x); }
-};
 
 /// fill's value, rounded to the output type as it is stored.
 struct Constant {
@@ -110,22 +95,6 @@ __global__ void ropeAnglesKernel(float *freqsCis, int64_t seq, int64_t pairs,
 void titanrt::cuda::add(Dtype type, const void *a, const void *b, void *out,
                         int64_t n, cudaStream_t stream) {
   map<2>(type, {a, b}, out, n, Add{}, stream, "add");
-}
-void titanrt::cuda::mul(Dtype type, const void *a, const void *b, void *out,
-                        int64_t n, cudaStream_t stream) {
-  map<2>(type, {a, b}, out, n, Mul{}, stream, "mul");
-}
-void titanrt::cuda::silu(Dtype type, const void *x, void *out, int64_t n,
-                         cudaStream_t stream) {
-  map<1>(type, {x}, out, n, SiLU{}, stream, "silu");
-}
-void titanrt::cuda::siluGrad(Dtype type, const void *x, const void *dy,
-                             void *dx, int64_t n, cudaStream_t stream) {
-  map<2>(type, {x, dy}, dx, n, SiLUGrad{}, stream, "silu_grad");
-}
-void titanrt::cuda::sqrt(Dtype type, const void *x, void *out, int64_t n,
-                         cudaStream_t stream) {
-  map<1>(type, {x}, out, n, Sqrt{}, stream, "sqrt");
 }
 
 void titanrt::cuda::fill(Dtype type, void *out, int64_t n, double value,

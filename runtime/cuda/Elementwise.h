@@ -22,17 +22,10 @@
 
 namespace titanrt::cuda {
 
-/// out = a + b, a * b (elementwise, `n` elements; out may be a or b).
+/// out = a + b (elementwise, `n` elements; out may be a or b): async TP's
+/// partial sums (the step's pointwise ops are generated kernels).
 void add(Dtype type, const void *a, const void *b, void *out, int64_t n,
          cudaStream_t stream);
-void mul(Dtype type, const void *a, const void *b, void *out, int64_t n,
-         cudaStream_t stream);
-/// out = x * sigmoid(x); dx = dy * silu'(x).
-void silu(Dtype type, const void *x, void *out, int64_t n, cudaStream_t stream);
-void siluGrad(Dtype type, const void *x, const void *dy, void *dx, int64_t n,
-              cudaStream_t stream);
-/// out = sqrt(x).
-void sqrt(Dtype type, const void *x, void *out, int64_t n, cudaStream_t stream);
 /// out[i] = value.
 void fill(Dtype type, void *out, int64_t n, double value, cudaStream_t stream);
 /// Converts `n` elements from `from` to `to`, rounding to nearest even.

@@ -262,36 +262,6 @@ __global__ void embeddingGradRunsKernel(const T *grad, const int32_t *keys,
   }
 }
 
-__device__ float sigmoid(float x) { return 1.0f / (1.0f + expf(-x)); }
-
-/// out = silu(gate) * up.
-struct Swiglu {
-  __device__ float operator()(float g, float u) const {
-    return g * sigmoid(g) * u;
-  }
-};
-
-/// dgate = dy * up * silu'(gate), dup = dy * gate * sigmoid(gate).
-template <typename T> struct SwigluGrad {
-  static constexpr int kWidth = kPack<T>;
-  const T *gate, *up, *dy;
-  T *dgate, *dup;
-  template <int W, typename Index> __device__ void apply(Index i) const {
-    float g[W], u[W], d[W], dg[W], du[W];
-    loadPack<W>(gate, i, g);
-    loadPack<W>(up, i, u);
-    loadPack<W>(dy, i, d);
-#pragma unroll
-    for (int k = 0; k < W; ++k) {
-      float s = sigmoid(g[k]);
-      dg[k] = d[k] * u[k] * s * (1.0f + g[k] * (1.0f - s));
-      du[k] = d[k] * g[k] * s;
-    }
-    storePack<W>(dgate, i, dg);
-    storePack<W>(dup, i, du);
-  }
-};
-
 /// Online max and sum of exp over one row (packs of N elements), per
 /// thread, then merged over the block: max and sum of exp(x - max) of the
 /// whole row.
@@ -776,24 +746,6 @@ void titanrt::cuda::embedding(Dtype type, const void *weight,
         dim, vocabStart);
   });
   checkLaunch("embedding");
-}
-
-void titanrt::cuda::swiglu(Dtype type, const void *gate, const void *up,
-                           void *out, int64_t n, cudaStream_t stream) {
-  map<2>(type, {gate, up}, out, n, Swiglu{}, stream, "swiglu");
-}
-
-void titanrt::cuda::swigluGrad(Dtype type, const void *gate, const void *up,
-                               const void *dy, void *dgate, void *dup,
-                               int64_t n, cudaStream_t stream) {
-  dispatch(type, [&](auto *tag) {
-    using T = std::remove_pointer_t<decltype(tag)>;
-    SwigluGrad<T> op{static_cast<const T *>(gate), static_cast<const T *>(up),
-                     static_cast<const T *>(dy), static_cast<T *>(dgate),
-                     static_cast<T *>(dup)};
-    forEach(op, n, aligned16({gate, up, dy, dgate, dup}), stream,
-            "swiglu_grad");
-  });
 }
 
 void titanrt::cuda::adamw(const AdamWTensor *tensors, int64_t count,

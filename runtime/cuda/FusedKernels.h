@@ -72,13 +72,6 @@ void embeddingGrad(Dtype type, const void *grad, const int32_t *tokens,
                    const int32_t *vocabStart, void *workspace,
                    cudaStream_t stream);
 
-/// out = silu(gate) * up.
-void swiglu(Dtype type, const void *gate, const void *up, void *out, int64_t n,
-            cudaStream_t stream);
-/// dgate = dy * up * silu'(gate), dup = dy * silu(gate).
-void swigluGrad(Dtype type, const void *gate, const void *up, const void *dy,
-                void *dgate, void *dup, int64_t n, cudaStream_t stream);
-
 /// The workspace crossEntropy needs: one f32 loss per row.
 size_t crossEntropyWorkspaceBytes(int64_t rows);
 /// *loss = mean over rows of logsumexp(logits[r]) - logits[r, labels[r]],

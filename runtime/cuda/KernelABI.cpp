@@ -326,34 +326,6 @@ void linearReduceScatter(const Args &c) {
                                         r.axisMask);
   }
 }
-void swiglu(const Args &c) {
-  cuda::swiglu(c.type(0), c.buffers[0], c.buffers[1], c.buffers[2],
-               c.shape(0).numel(), c.stream());
-}
-void swigluGrad(const Args &c) {
-  cuda::swigluGrad(c.type(0), c.buffers[0], c.buffers[1], c.buffers[2],
-                   c.buffers[3], c.buffers[4], c.shape(0).numel(), c.stream());
-}
-void silu(const Args &c) {
-  cuda::silu(c.type(0), c.buffers[0], c.buffers[1], c.shape(0).numel(),
-             c.stream());
-}
-void siluGrad(const Args &c) {
-  cuda::siluGrad(c.type(0), c.buffers[0], c.buffers[1], c.buffers[2],
-                 c.shape(0).numel(), c.stream());
-}
-void mul(const Args &c) {
-  cuda::mul(c.type(0), c.buffers[0], c.buffers[1], c.buffers[2],
-            c.shape(0).numel(), c.stream());
-}
-void add(const Args &c) {
-  cuda::add(c.type(0), c.buffers[0], c.buffers[1], c.buffers[2],
-            c.shape(0).numel(), c.stream());
-}
-void sqrt(const Args &c) {
-  cuda::sqrt(c.type(0), c.buffers[0], c.buffers[1], c.shape(0).numel(),
-             c.stream());
-}
 /// floats: {value}
 void fill(const Args &c) {
   cuda::fill(c.type(0), c.buffers[0], c.shape(0).numel(), c.floats[0],

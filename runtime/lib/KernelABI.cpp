@@ -299,31 +299,6 @@ template <typename T> void linearReduceScatter(const Call &c) {
                          result.back(), place, static_cast<T *>(c.workspace),
                          int(c.ints[4]));
 }
-template <typename T> void swiglu(const Call &c) {
-  k::swiglu(c.buf<T>(0), c.buf<T>(1), c.buf<T>(2), c.shape(0).numel());
-}
-template <typename T> void swigluGrad(const Call &c) {
-  k::swigluGrad(c.buf<T>(0), c.buf<T>(1), c.buf<T>(2), c.buf<T>(3), c.buf<T>(4),
-                c.shape(0).numel());
-}
-template <typename T> void silu(const Call &c) {
-  k::silu(c.buf<T>(0), c.buf<T>(1), c.shape(0).numel());
-}
-template <typename T> void siluGrad(const Call &c) {
-  k::siluGrad(c.buf<T>(0), c.buf<T>(1), c.buf<T>(2), c.shape(0).numel());
-}
-template <typename T> void mul(const Call &c) {
-  k::mul(c.buf<T>(0), c.buf<T>(1), c.buf<T>(2), c.shape(0).numel());
-}
-template <typename T> void add(const Call &c) {
-  k::add(c.buf<T>(0), c.buf<T>(1), c.buf<T>(2), c.shape(0).numel());
-}
-template <typename T> void sqrt(const Call &c) {
-  const T *in = c.buf<T>(0);
-  T *out = c.buf<T>(1);
-  for (int64_t i = 0, n = c.shape(0).numel(); i < n; ++i)
-    out[i] = std::sqrt(in[i]);
-}
 /// floats: {value}
 template <typename T> void fill(const Call &c) {
   T *out = c.buf<T>(0);

@@ -35,42 +35,6 @@ void checkToken(int32_t token, int64_t index, int64_t vocab, const char *what) {
 // (VectorMath.h); the exponentials are f32 for f32 kernels (vmath::fastExp,
 // within 2 ulp), libm's for the f64 ones.
 
-template <typename T>
-TITAN_VECTOR_CLONES void swigluSpan(const T *gate, const T *up, T *out,
-                                    int64_t n) {
-#pragma omp simd
-  for (int64_t i = 0; i < n; ++i)
-    out[i] = gate[i] / (T(1) + titanrt::vmath::fastExp(-gate[i])) * up[i];
-}
-
-template <typename T>
-TITAN_VECTOR_CLONES void swigluGradSpan(const T *gate, const T *up, const T *dy,
-                                        T *dgate, T *dup, int64_t n) {
-#pragma omp simd
-  for (int64_t i = 0; i < n; ++i) {
-    T s = T(1) / (T(1) + titanrt::vmath::fastExp(-gate[i]));
-    dgate[i] = dy[i] * up[i] * s * (T(1) + gate[i] * (T(1) - s));
-    dup[i] = dy[i] * gate[i] * s;
-  }
-}
-
-template <typename T>
-TITAN_VECTOR_CLONES void siluSpan(const T *x, T *out, int64_t n) {
-#pragma omp simd
-  for (int64_t i = 0; i < n; ++i)
-    out[i] = x[i] / (T(1) + titanrt::vmath::fastExp(-x[i]));
-}
-
-template <typename T>
-TITAN_VECTOR_CLONES void siluGradSpan(const T *x, const T *dy, T *dx,
-                                      int64_t n) {
-#pragma omp simd
-  for (int64_t i = 0; i < n; ++i) {
-    T s = T(1) / (T(1) + titanrt::vmath::fastExp(-x[i]));
-    dx[i] = dy[i] * s * (T(1) + x[i] * (T(1) - s));
-  }
-}
-
 /// A row's max (NaN propagates through the sum instead).
 template <typename T> TITAN_VECTOR_CLONES T rowMaxOf(const T *row, int64_t n) {
   T max = -INFINITY;
@@ -300,46 +264,6 @@ void linearGradWeight(const T *dy, const T *x, T *dw, int64_t m, int64_t k,
   gemm(true, false, n, k, m, T(1), dy, n, x, k, T(accumulate), dw, k);
 }
 
-template <typename T> void silu(const T *x, T *out, int64_t n) {
-  forSpans(n, kElementSpan, [&](int64_t begin, int64_t end) {
-    siluSpan(x + begin, out + begin, end - begin);
-  });
-}
-
-template <typename T> void siluGrad(const T *x, const T *dy, T *dx, int64_t n) {
-  forSpans(n, kElementSpan, [&](int64_t begin, int64_t end) {
-    siluGradSpan(x + begin, dy + begin, dx + begin, end - begin);
-  });
-}
-
-template <typename T>
-void swiglu(const T *gate, const T *up, T *out, int64_t n) {
-  forSpans(n, kElementSpan, [&](int64_t begin, int64_t end) {
-    swigluSpan(gate + begin, up + begin, out + begin, end - begin);
-  });
-}
-
-template <typename T>
-void swigluGrad(const T *gate, const T *up, const T *dy, T *dgate, T *dup,
-                int64_t n) {
-  forSpans(n, kElementSpan, [&](int64_t begin, int64_t end) {
-    swigluGradSpan(gate + begin, up + begin, dy + begin, dgate + begin,
-                   dup + begin, end - begin);
-  });
-}
-
-template <typename T> void mul(const T *a, const T *b, T *out, int64_t n) {
-#pragma omp parallel for if (n >= kParallelWork)
-  for (int64_t i = 0; i < n; ++i)
-    out[i] = a[i] * b[i];
-}
-
-template <typename T> void add(const T *a, const T *b, T *out, int64_t n) {
-#pragma omp parallel for if (n >= kParallelWork)
-  for (int64_t i = 0; i < n; ++i)
-    out[i] = a[i] + b[i];
-}
-
 template <typename T>
 double crossEntropy(const T *logits, const int32_t *labels, int64_t rows,
                     int64_t vocab, T *lse, double *rowLoss) {
@@ -532,13 +456,6 @@ void adamw(T *param, const T *grad, T *expAvg, T *expAvgSq, int64_t n,
                                    int64_t, int64_t, bool);                    \
   template void linearGradWeight<T>(const T *, const T *, T *, int64_t,        \
                                     int64_t, int64_t, bool);                   \
-  template void silu<T>(const T *, T *, int64_t);                              \
-  template void siluGrad<T>(const T *, const T *, T *, int64_t);               \
-  template void swiglu<T>(const T *, const T *, T *, int64_t);                 \
-  template void swigluGrad<T>(const T *, const T *, const T *, T *, T *,       \
-                              int64_t);                                        \
-  template void mul<T>(const T *, const T *, T *, int64_t);                    \
-  template void add<T>(const T *, const T *, T *, int64_t);                    \
   template double crossEntropy<T>(const T *, const int32_t *, int64_t,         \
                                   int64_t, T *, double *);                     \
   template void crossEntropyGrad<T>(const T *, const int32_t *, const T *,     \

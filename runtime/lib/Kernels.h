@@ -118,16 +118,6 @@ template <typename T>
 void linearGradWeight(const T *dy, const T *x, T *dw, int64_t m, int64_t k,
                       int64_t n, bool accumulate = false);
 
-template <typename T> void silu(const T *x, T *out, int64_t n);
-template <typename T> void siluGrad(const T *x, const T *dy, T *dx, int64_t n);
-template <typename T>
-void swiglu(const T *gate, const T *up, T *out, int64_t n);
-template <typename T>
-void swigluGrad(const T *gate, const T *up, const T *dy, T *dgate, T *dup,
-                int64_t n);
-template <typename T> void mul(const T *a, const T *b, T *out, int64_t n);
-template <typename T> void add(const T *a, const T *b, T *out, int64_t n);
-
 /// Mean over `rows` of logsumexp(logits[r]) - logits[r, labels[r]], and
 /// lse[r] = logsumexp(logits[r]) for the backward; `rowLoss` is scratch for
 /// `rows` doubles (each row's loss, summed in row order).

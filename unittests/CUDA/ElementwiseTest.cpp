@@ -42,28 +42,14 @@ TEST(Elementwise, Arithmetic) {
       size_t n = l.n;
       std::vector<float> a = rounded(random(n, 1, -4, 4), t),
                          b = rounded(random(n, 2, -4, 4), t);
-      std::vector<float> sum(n), product(n), si(n), sg(n), root(n);
-      kernels::add(a.data(), b.data(), sum.data(), int64_t(n));
-      kernels::mul(a.data(), b.data(), product.data(), int64_t(n));
-      kernels::silu(a.data(), si.data(), int64_t(n));
-      kernels::siluGrad(a.data(), b.data(), sg.data(), int64_t(n));
-      std::vector<float> positive(n);
+      // The step's pointwise ops are generated kernels (docs/codegen.md);
+      // add remains for async TP's partial sums.
+      std::vector<float> sum(n);
       for (size_t i = 0; i < n; ++i)
-        positive[i] = std::fabs(a[i]);
-      for (size_t i = 0; i < n; ++i)
-        root[i] = std::sqrt(positive[i]);
-      DeviceBuffer da(a, t, l.offset), db(b, t, l.offset),
-          dp(positive, t, l.offset), out(n, t, l.offset);
+        sum[i] = a[i] + b[i];
+      DeviceBuffer da(a, t, l.offset), db(b, t, l.offset), out(n, t, l.offset);
       cuda::add(t, da.ptr, db.ptr, out.ptr, int64_t(n), nullptr);
       expectClose(out.read(), sum, t, 1e-6, "add");
-      cuda::mul(t, da.ptr, db.ptr, out.ptr, int64_t(n), nullptr);
-      expectClose(out.read(), product, t, 1e-6, "mul");
-      cuda::silu(t, da.ptr, out.ptr, int64_t(n), nullptr);
-      expectClose(out.read(), si, t, 1e-6, "silu");
-      cuda::siluGrad(t, da.ptr, db.ptr, out.ptr, int64_t(n), nullptr);
-      expectClose(out.read(), sg, t, 1e-6, "silu_grad");
-      cuda::sqrt(t, dp.ptr, out.ptr, int64_t(n), nullptr);
-      expectClose(out.read(), root, t, 1e-6, "sqrt");
       cuda::fill(t, out.ptr, int64_t(n), -0.375, nullptr);
       expectClose(out.read(), std::vector<float>(n, -0.375f), t, 0, "fill");
       // In place: out = out + b.
@@ -84,8 +70,8 @@ TEST(Elementwise, PacksAndElementsAgreeBitwise) {
   for (Dtype t : {Dtype::f32, Dtype::bf16}) {
     DeviceBuffer da(a, t), db(b, t), packed(n, t), ua(a, t, 1), ub(b, t, 1),
         single(n, t, 1);
-    cuda::siluGrad(t, da.ptr, db.ptr, packed.ptr, int64_t(n), nullptr);
-    cuda::siluGrad(t, ua.ptr, ub.ptr, single.ptr, int64_t(n), nullptr);
+    cuda::add(t, da.ptr, db.ptr, packed.ptr, int64_t(n), nullptr);
+    cuda::add(t, ua.ptr, ub.ptr, single.ptr, int64_t(n), nullptr);
     EXPECT_EQ(packed.read(), single.read());
   }
 }

@@ -129,30 +129,6 @@ TEST(FusedKernels, AddRmsNormIsTheUnfusedPair) {
     }
 }
 
-TEST(FusedKernels, SwiGLU) {
-  for (Dtype t : {Dtype::f32, Dtype::bf16})
-    for (int64_t n : {1, 255, 256, 100003})
-      for (size_t offset : {0, 1}) {
-        SCOPED_TRACE("n " + std::to_string(n) + " offset " +
-                     std::to_string(offset));
-        std::vector<float> g = rounded(random(n, 4, -6, 6), t),
-                           u = rounded(random(n, 5), t),
-                           dy = rounded(random(n, 6), t);
-        std::vector<float> y(n), dg(n), du(n);
-        kernels::swiglu(g.data(), u.data(), y.data(), n);
-        kernels::swigluGrad(g.data(), u.data(), dy.data(), dg.data(), du.data(),
-                            n);
-        DeviceBuffer dG(g, t, offset), dU(u, t, offset), dDy(dy, t, offset),
-            dY(size_t(n), t, offset), dDg(size_t(n), t, offset),
-            dDu(size_t(n), t, offset);
-        swiglu(t, dG.ptr, dU.ptr, dY.ptr, n, nullptr);
-        swigluGrad(t, dG.ptr, dU.ptr, dDy.ptr, dDg.ptr, dDu.ptr, n, nullptr);
-        expectClose(dY.read(), y, t, 1e-6, "y");
-        expectClose(dDg.read(), dg, t, 1e-6, "dgate");
-        expectClose(dDu.read(), du, t, 1e-6, "dup");
-      }
-}
-
 // Head dims whose rows take 16-byte packs for f32 and bf16 (8, 128) and
 // one that takes pairs only (6).
 TEST(FusedKernels, Rope) {

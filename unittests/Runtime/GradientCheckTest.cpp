@@ -159,25 +159,6 @@ TEST_F(GradientCheck, CausalGroupedQueryAttention) {
   checkAttention(rng, 1, 2 * titan::cpu::kAttentionBlock + 3, 2, 1, 2);
 }
 
-TEST_F(GradientCheck, SwiGLUAndSiLU) {
-  int64_t n = 12;
-  Vec g = randomVec(n, rng, 2.0), u = randomVec(n, rng), r = randomVec(n, rng),
-      y(n), dg(n), du(n), dx(n);
-  auto swigluLoss = [&] {
-    swiglu(g.data(), u.data(), y.data(), n);
-    return dot(y, r);
-  };
-  swigluGrad(g.data(), u.data(), r.data(), dg.data(), du.data(), n);
-  expectGradient(g, dg, swigluLoss, "gate");
-  expectGradient(u, du, swigluLoss, "up");
-  auto siluLoss = [&] {
-    silu(g.data(), y.data(), n);
-    return dot(y, r);
-  };
-  siluGrad(g.data(), r.data(), dx.data(), n);
-  expectGradient(g, dx, siluLoss, "input");
-}
-
 TEST_F(GradientCheck, CrossEntropy) {
   int64_t rows = 4, vocab = 7;
   Vec logits = randomVec(rows * vocab, rng, 2.0), dlogits(rows * vocab);

@@ -19,7 +19,7 @@
 namespace titan::catalog {
 
 /// How a target defines a kernel's entry points (KernelCatalog.def).
-enum class Kind : uint8_t { Kernel, Special, Collective };
+enum class Kind : uint8_t { Kernel, Special, Collective, Generated };
 
 /// An entry point's suffix (titan::Dtype), as one bit of Entry::dtypes.
 constexpr unsigned dtypeBit(Dtype d) { return 1u << unsigned(d); }

@@ -45,7 +45,15 @@ void emitElementLoop(OpBuilder &b, LLVM::LLVMFuncOp fn,
       LLVM::ICmpOp::create(b, loc, LLVM::ICmpPredicate::slt, index, end);
   LLVM::CondBrOp::create(b, loc, more, body, exit);
 
-  // Every load, then the scalar body, then every store.
+  // Every load, then the scalar body, then every store. Element i is all
+  // an iteration touches, so the iterations are independent even where an
+  // output is an input: the accesses form one parallel access group, and
+  // the vectorizer needs no run-time overlap check (which an in-place
+  // kernel's identical pointers would fail).
+  MLIRContext *ctx = b.getContext();
+  auto group =
+      LLVM::AccessGroupAttr::get(ctx, DistinctAttr::create(UnitAttr::get(ctx)));
+  ArrayAttr groups = b.getArrayAttr({group});
   b.setInsertionPointToEnd(body);
   auto elementAddress = [&](Value base, Type element) {
     return LLVM::GEPOp::create(b, loc, base.getType(), element, base,
@@ -53,19 +61,26 @@ void emitElementLoop(OpBuilder &b, LLVM::LLVMFuncOp fn,
   };
   Block &scalar = generic.getBody().front();
   IRMapping map;
-  for (auto [arg, base] : llvm::zip(scalar.getArguments(), bases))
-    map.map(arg, LLVM::LoadOp::create(b, loc, arg.getType(),
-                                      elementAddress(base, arg.getType())));
+  for (auto [arg, base] : llvm::zip(scalar.getArguments(), bases)) {
+    auto load = LLVM::LoadOp::create(b, loc, arg.getType(),
+                                     elementAddress(base, arg.getType()));
+    load.setAccessGroupsAttr(groups);
+    map.map(arg, load);
+  }
   for (Operation &op : scalar.without_terminator())
     b.clone(op, map);
   auto yield = cast<kernel::YieldOp>(scalar.getTerminator());
   ArrayRef<Value> outputBases = bases.drop_front(generic.getInputs().size());
   for (auto [value, base] : llvm::zip(yield.getValues(), outputBases)) {
     Value v = map.lookupOrDefault(value);
-    LLVM::StoreOp::create(b, loc, v, elementAddress(base, v.getType()));
+    auto store =
+        LLVM::StoreOp::create(b, loc, v, elementAddress(base, v.getType()));
+    store.setAccessGroupsAttr(groups);
   }
-  LLVM::BrOp::create(
+  auto latch = LLVM::BrOp::create(
       b, loc, ValueRange{LLVM::AddOp::create(b, loc, index, step)}, header);
+  latch.setLoopAnnotationAttr(LLVM::LoopAnnotationAttr::get(
+      ctx, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {group}));
 
   b.setInsertionPointToEnd(exit);
   LLVM::ReturnOp::create(b, loc, ValueRange{});
@@ -176,23 +191,36 @@ LogicalResult expandBodies(ArrayRef<LLVM::LLVMFuncOp> kernels) {
   return success();
 }
 
-/// arith and math to the LLVM dialect; on a GPU, the math the
-/// approximations left (f64) as libdevice's functions.
+/// Whether `op` computes in f64.
+bool isF64(Operation *op) {
+  return llvm::any_of(op->getResultTypes(), [](Type t) { return t.isF64(); });
+}
+
+/// arith and math to the LLVM dialect. On a GPU, f64 math as libdevice's
+/// functions (NVPTX has no f64 exp); f32's stays LLVM's intrinsics, which
+/// NVPTX lowers correctly rounded (sqrt.rn, not libdevice's sqrt.approx).
 LogicalResult lowerToLLVM(ArrayRef<LLVM::LLVMFuncOp> kernels, bool device) {
   if (kernels.empty())
     return success();
   MLIRContext *ctx = LLVM::LLVMFuncOp(kernels.front()).getContext();
   LLVMTypeConverter converter(ctx);
-  RewritePatternSet lowering(ctx);
-  arith::populateArithToLLVMConversionPatterns(converter, lowering);
+  RewritePatternSet intrinsics(ctx), rest(ctx);
+  populateMathToLLVMConversionPatterns(converter, intrinsics);
+  arith::populateArithToLLVMConversionPatterns(converter, rest);
   if (device)
-    populateLibDeviceConversionPatterns(converter, lowering,
-                                        /*benefit=*/10);
-  populateMathToLLVMConversionPatterns(converter, lowering);
+    populateLibDeviceConversionPatterns(converter, rest);
+  else
+    populateMathToLLVMConversionPatterns(converter, rest);
+  // First the math LLVM's intrinsics serve (on a GPU, all but f64's).
+  ConversionTarget intrinsicMath(*ctx);
+  intrinsicMath.markUnknownOpDynamicallyLegal([](Operation *) { return true; });
+  intrinsicMath.addDynamicallyLegalDialect<math::MathDialect>(
+      [device](Operation *op) { return device && isF64(op); });
   LLVMConversionTarget target(*ctx);
-  FrozenRewritePatternSet frozen(std::move(lowering));
+  FrozenRewritePatternSet first(std::move(intrinsics)), second(std::move(rest));
   for (LLVM::LLVMFuncOp fn : kernels) {
-    if (failed(applyPartialConversion(fn, target, frozen)))
+    if (failed(applyPartialConversion(fn, intrinsicMath, first)) ||
+        failed(applyPartialConversion(fn, target, second)))
       return failure();
     fn->removeAttr(kGeneratedAttrName);
   }

@@ -282,6 +282,13 @@ private:
     recordSite(loc);
     // The verifier checked the kernel against the catalog.
     const catalog::Entry &entry = *catalog::lookup(kernel);
+    if (entry.kind == catalog::Kind::Generated) {
+      op->emitOpError() << "calls '" << kernel
+                        << "', which no library implements: the compiler "
+                           "generates it (run kernel-generate-pointwise "
+                           "first; it takes f64, f32, bf16 and f16)";
+      return;
+    }
     FailureOr<Dtype> dtype = kernelDtype(op, entry, operands, returnsRequest);
     if (failed(dtype))
       return;

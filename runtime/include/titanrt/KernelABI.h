@@ -68,9 +68,11 @@ enum TitanRtType {
   TITAN_RT_DECLARE(void, name, suffix)
 #define TITAN_RT_DECLARE_Collective(name, suffix)                              \
   TITAN_RT_DECLARE(void *, name, suffix)
+#define TITAN_RT_DECLARE_Generated(name, suffix)
 #define TITAN_KERNEL(name, impl, kind, dtypes, ...)                            \
   TITAN_KERNEL_DTYPES_##dtypes(TITAN_RT_DECLARE_##kind, name)
 #include "titan/Contract/KernelCatalog.def"
+#undef TITAN_RT_DECLARE_Generated
 #undef TITAN_RT_DECLARE_Collective
 #undef TITAN_RT_DECLARE_Special
 #undef TITAN_RT_DECLARE_Kernel

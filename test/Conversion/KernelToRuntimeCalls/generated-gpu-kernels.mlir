@@ -21,19 +21,23 @@
 // NVVM:       nvvm.read.ptx.sreg.ntid.x
 // NVVM:       nvvm.read.ptx.sreg.tid.x
 // NVVM:       nvvm.read.ptx.sreg.nctaid.x
-// NVVM:       llvm.load %{{.*}} : !llvm.ptr<1> -> bf16
-// NVVM:       llvm.store %{{.*}}, %{{.*}} : bf16, !llvm.ptr<1>
+// NVVM:       llvm.load %{{.*}} {access_groups = [#access_group]} : !llvm.ptr<1> -> bf16
+// NVVM:       llvm.store %{{.*}}, %{{.*}} {access_groups = [#access_group]} : bf16, !llvm.ptr<1>
 // NVVM:       llvm.func @titan_generated_1(
 // NVVM:       llvm.call @__nv_exp(%{{.*}}) : (f64) -> f64
 
-// NVPTX's PTX for the chip, f64 exp from libdevice linked in (no call left).
+// NVPTX's PTX for the chip, f64 exp from libdevice linked in (no call left),
+// f32 sqrt correctly rounded (sqrt.rn, as the host's), not libdevice's
+// approximation.
 // PTX:     llvm.mlir.global private constant @titan_kernels_image("//
 // PTX-SAME: .target sm_90a
 // PTX-SAME: .visible .entry titan_generated_0(
 // PTX-SAME: ld.global
+// PTX-SAME: sqrt.rn.f32
 // PTX-SAME: st.global.b16
 // PTX-SAME: .visible .entry titan_generated_1(
 // PTX-NOT:  __nv_exp
+// PTX-NOT:  sqrt.approx
 // PTX-NOT:  gpu.module
 
 // The default: a cubin from ptxas, embedded as the image.
@@ -48,7 +52,8 @@ module attributes {kernel.arena_bytes = 2048 : i64, kernel.slots = {"param:w" = 
       %a = arith.extf %x : bf16 to f32
       %n = arith.negf %a : f32
       %e = math.exp %n : f32
-      %r = arith.truncf %e : f32 to bf16
+      %q = math.sqrt %e : f32
+      %r = arith.truncf %q : f32 to bf16
       kernel.yield %r : bf16
     }
     %z = kernel.alloc temporary {offset = 768 : i64} : memref<32xf64>

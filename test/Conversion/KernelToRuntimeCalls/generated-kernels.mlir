@@ -4,7 +4,9 @@
 // indices (its buffers' addresses from the array the step passes), which the
 // step runs through titan_rt_parallel_for with the element count. Every
 // input is loaded before any output is stored (an output may be an input).
-// The body is lowered to LLVM: f32 exp as MLIR's polynomial approximation
+// The accesses form one parallel access group of the loop (iterations are
+// independent, even in place: no run-time overlap check keeps the
+// vectorizer from an in-place kernel). The body is lowered to LLVM: f32 exp as MLIR's polynomial approximation
 // (no libm call), bf16 conversions as integer arithmetic (no runtime
 // library call). The step itself stays unoptimized (optnone).
 // CHECK-LABEL: llvm.func @titan_step(
@@ -25,13 +27,14 @@
 // CHECK:       ^[[HEADER]](%[[I:.*]]: i64):
 // CHECK:       llvm.icmp "slt" %[[I]], %[[END]] : i64
 // CHECK:       llvm.getelementptr %[[IN]][%[[I]]] : (!llvm.ptr, i64) -> !llvm.ptr, bf16
-// CHECK:       llvm.load %{{.*}} : !llvm.ptr -> bf16
+// CHECK:       llvm.load %{{.*}} {access_groups = [#[[GROUP:.*]]]} : !llvm.ptr -> bf16
 // CHECK-NOT:   math.exp
 // CHECK-NOT:   llvm.call
 // CHECK-NOT:   arith.
 // CHECK:       llvm.getelementptr %[[OUT]][%[[I]]] : (!llvm.ptr, i64) -> !llvm.ptr, bf16
-// CHECK:       llvm.store %{{.*}}, %{{.*}} : bf16, !llvm.ptr
-// CHECK:       llvm.add %[[I]], %{{.*}} : i64
+// CHECK:       llvm.store %{{.*}}, %{{.*}} {access_groups = [#[[GROUP]]]} : bf16, !llvm.ptr
+// CHECK:       %[[NEXT:.*]] = llvm.add %[[I]], %{{.*}} : i64
+// CHECK:       llvm.br ^[[HEADER]](%[[NEXT]] : i64) {loop_annotation = #{{.*}}}
 module attributes {kernel.arena_bytes = 1024 : i64, kernel.slots = {"param:w" = array<i64: 0, 64>}} {
   func.func @step(%w: memref<4x8xbf16> {kernel.slot = "param:w"}) {
     %s = kernel.stream 0

@@ -116,7 +116,19 @@ module attributes {kernel.arena_bytes = 1024 : i64, kernel.slots = {"param:w" = 
   func.func @step(%w: memref<16xf8E4M3FN> {kernel.slot = "param:w"}) {
     %s = kernel.stream 0
     // expected-error @+1 {{'kernel.call' op has element type 'f8E4M3FN', but the runtime's kernels compute in f64, f32, bf16 and f16}}
-    kernel.call "silu"(%w : memref<16xf8E4M3FN>) outs(%w : memref<16xf8E4M3FN>) on %s params []
+    kernel.call "fill"() outs(%w : memref<16xf8E4M3FN>) on %s params [0.0 : f64]
+    return
+  }
+}
+
+// -----
+
+// A pointwise op's kernel is generated, never a library call.
+module attributes {kernel.arena_bytes = 1024 : i64, kernel.slots = {"param:w" = array<i64: 0, 64>}} {
+  func.func @step(%w: memref<16xf32> {kernel.slot = "param:w"}) {
+    %s = kernel.stream 0
+    // expected-error @+1 {{'kernel.call' op calls 'silu', which no library implements: the compiler generates it (run kernel-generate-pointwise first; it takes f64, f32, bf16 and f16)}}
+    kernel.call "silu"(%w : memref<16xf32>) outs(%w : memref<16xf32>) on %s params []
     return
   }
 }
@@ -143,9 +155,9 @@ module attributes {kernel.arena_bytes = 1024 : i64, kernel.slots = {"param:w" = 
 // CHECK:      %[[NAME:.*]] = llvm.mlir.addressof @[[SITE]] : !llvm.ptr
 // CHECK-NEXT: %[[SLOT:.*]] = llvm.mlir.addressof @titan_rt_op : !llvm.ptr
 // CHECK-NEXT: llvm.store %[[NAME]], %[[SLOT]] : !llvm.ptr, !llvm.ptr
-// CHECK:      llvm.call @titan_rt_silu_f32(
+// CHECK:      llvm.call @titan_rt_fill_f32(
 // CHECK:      llvm.mlir.addressof @[[SITE]]
-// CHECK:      llvm.call @titan_rt_silu_f32(
+// CHECK:      llvm.call @titan_rt_fill_f32(
 // CHECK:      %[[NULL:.*]] = llvm.mlir.zero : !llvm.ptr
 // CHECK-NEXT: %[[SLOT2:.*]] = llvm.mlir.addressof @titan_rt_op : !llvm.ptr
 // CHECK-NEXT: llvm.store %[[NULL]], %[[SLOT2]] : !llvm.ptr, !llvm.ptr
@@ -153,8 +165,8 @@ module attributes {kernel.arena_bytes = 1024 : i64, kernel.slots = {"param:w" = 
 module attributes {kernel.arena_bytes = 256 : i64, kernel.slots = {"param:w" = array<i64: 0, 64>}} {
   func.func @step(%w: memref<16xf32> {kernel.slot = "param:w"}) {
     %s = kernel.stream 0
-    kernel.call "silu"(%w : memref<16xf32>) outs(%w : memref<16xf32>) on %s params [] loc("layers.0.attention_norm")
-    kernel.call "silu"(%w : memref<16xf32>) outs(%w : memref<16xf32>) on %s params [] loc("layers.0.attention_norm")
+    kernel.call "fill"() outs(%w : memref<16xf32>) on %s params [0.0 : f64] loc("layers.0.attention_norm")
+    kernel.call "fill"() outs(%w : memref<16xf32>) on %s params [0.0 : f64] loc("layers.0.attention_norm")
     return
   }
 }

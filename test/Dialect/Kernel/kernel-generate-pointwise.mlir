@@ -134,3 +134,20 @@ func.func @in_place(%x: memref<8xf32>, %u: memref<8xf32>, %y: memref<8xf32>) {
   kernel.call "mul"(%x, %u : memref<8xf32>, memref<8xf32>) outs(%y : memref<8xf32>) on %s params []
   return
 }
+
+// -----
+
+// Not fused: the consumer writes its output over a view of a buffer the
+// producer reads through another, shifted view. Fused, element i's store
+// would land where element i + 4 still has to be read.
+// CHECK-LABEL: func.func @shifted_views(
+// CHECK-COUNT-2: kernel.generic
+func.func @shifted_views(%r: memref<12xf32>) {
+  %s = kernel.stream 0
+  %lo = kernel.view %r offset 0 : memref<12xf32> to memref<8xf32>
+  %hi = kernel.view %r offset 16 : memref<12xf32> to memref<8xf32>
+  %t = kernel.alloc temporary : memref<8xf32>
+  kernel.call "add"(%lo, %hi : memref<8xf32>, memref<8xf32>) outs(%t : memref<8xf32>) on %s params []
+  kernel.call "add"(%t, %t : memref<8xf32>, memref<8xf32>) outs(%hi : memref<8xf32>) on %s params []
+  return
+}

@@ -111,6 +111,11 @@ bool collectAccess(Operation *op, SmallVectorImpl<Value> &reads,
   effects.getEffects(instances);
   for (const MemoryEffects::EffectInstance &e : instances) {
     Value v = e.getValue();
+    // Memory it names no buffer of: unknown, unless it is the ranks'
+    // communication state (a collective's start and wait).
+    if (!v && !isa<CommunicationResource>(e.getResource()) &&
+        isa<MemoryEffects::Read, MemoryEffects::Write>(e.getEffect()))
+      return false;
     if (!v || !isa<MemRefType>(v.getType()))
       continue;
     if (isa<MemoryEffects::Read>(e.getEffect()))
@@ -186,23 +191,37 @@ private:
         if (other != input && viewedBuffer(other) == root)
           return nullptr;
       // What the producer reads must hold the same values at the
-      // consumer, and an in-place output of the consumer must be exactly
-      // a buffer the producer reads (elements are read before written).
-      for (Value read : reads) {
+      // consumer.
+      for (Value read : reads)
         if (llvm::is_contained(between, read))
           return nullptr;
+      // The fused kernel reads element i of every input before it writes
+      // element i of every output, so a buffer it both reads and writes
+      // must be seen the same way (the same view), never shifted.
+      for (Value in : producer.getInputs()) {
         for (Value out : consumer.getOutputs())
-          if (viewedBuffer(out) == read &&
-              !llvm::is_contained(producer.getInputs(), out))
+          if (viewedBuffer(in) == viewedBuffer(out) && in != out)
             return nullptr;
+        if (viewedBuffer(in) == root && in != input)
+          return nullptr;
       }
-      if (consumer.getInputs().size() + producer.getInputs().size() +
-              consumer.getOutputs().size() >
-          maxBuffers + 1)
+      if (fusedBuffers(producer, consumer, input) > maxBuffers)
         return nullptr;
       return producer;
     }
     return nullptr;
+  }
+
+  /// The buffers the fused kernel takes at most: the inputs of both but
+  /// `link`, the consumer's outputs and `link`.
+  static unsigned fusedBuffers(GenericOp producer, GenericOp consumer,
+                               Value link) {
+    SmallVector<Value> inputs;
+    for (Value v :
+         llvm::concat<Value>(consumer.getInputs(), producer.getInputs()))
+      if (v != link && !llvm::is_contained(inputs, v))
+        inputs.push_back(v);
+    return inputs.size() + consumer.getOutputs().size() + 1;
   }
 
   /// One kernel at `consumer`'s place computing both; `link` (the
