@@ -93,6 +93,29 @@ template <typename SRegOp> Value sreg(OpBuilder &b, Location loc) {
 }
 } // namespace
 
+std::string titan::generatedKernelKey(kernel::GenericOp generic) {
+  std::string key;
+  llvm::raw_string_ostream os(key);
+  DenseMap<Value, unsigned> number;
+  auto valueNumber = [&](Value v) {
+    return number.try_emplace(v, number.size()).first->second;
+  };
+  for (Value buffer : generic->getOperands().drop_back())
+    os << cast<MemRefType>(buffer.getType()).getElementType() << ",";
+  Block &body = generic.getBody().front();
+  for (BlockArgument arg : body.getArguments())
+    valueNumber(arg);
+  for (Operation &op : body) {
+    os << ";" << op.getName() << "(";
+    for (Value operand : op.getOperands())
+      os << valueNumber(operand) << ",";
+    os << ")" << op.getAttrDictionary() << ":";
+    for (Value result : op.getResults())
+      os << valueNumber(result) << result.getType() << ",";
+  }
+  return key;
+}
+
 LLVM::LLVMFuncOp titan::outlineGeneratedKernel(kernel::GenericOp generic,
                                                StringRef name) {
   MLIRContext *ctx = generic.getContext();

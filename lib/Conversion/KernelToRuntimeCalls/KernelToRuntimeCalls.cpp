@@ -211,8 +211,13 @@ private:
   void emitGeneratedKernelCall(GenericOp generic) {
     Location loc = generic.getLoc();
     recordSite(loc);
-    std::string name =
-        llvm::formatv("{0}generated_{1}", prefix, generatedKernels++).str();
+    // One function per distinct kernel (the element count is an argument).
+    std::string &name = generatedByKey[generatedKernelKey(generic)];
+    bool outlined = !name.empty();
+    if (!outlined)
+      name =
+          llvm::formatv("{0}generated_{1}", prefix, generatedByKey.size() - 1)
+              .str();
     ValueRange operands = generic->getOperands().drop_back();
     for (auto [slot, v] : llvm::enumerate(operands)) {
       Value address =
@@ -222,9 +227,9 @@ private:
     }
     Value elements = constant(generic.getNumElements());
     if (deviceChip.empty()) {
-      LLVM::LLVMFuncOp kernel = outlineGeneratedKernel(generic, name);
-      Value kernelAddress =
-          LLVM::AddressOfOp::create(b, loc, ptrType, kernel.getSymName());
+      if (!outlined)
+        outlineGeneratedKernel(generic, name);
+      Value kernelAddress = LLVM::AddressOfOp::create(b, loc, ptrType, name);
       LLVM::CallOp::create(b, loc,
                            runtimeFunction("titan_rt_parallel_for",
                                            {ptrType, ptrType, i64Type}, {}),
@@ -232,8 +237,10 @@ private:
       return;
     }
     std::string deviceName = (prefix + "kernels").str();
-    outlineDeviceKernel(
-        generic, name, getOrCreateDeviceModule(module, deviceName, deviceChip));
+    if (!outlined)
+      outlineDeviceKernel(
+          generic, name,
+          getOrCreateDeviceModule(module, deviceName, deviceChip));
     LLVM::CallOp::create(
         b, loc,
         runtimeFunction("titan_rt_launch_generated",
@@ -467,7 +474,8 @@ private:
   std::map<std::string, std::string> arrays; ///< content -> global name
   std::map<std::string, std::string> sites;  ///< op location -> global name
   bool declaredSite = false;
-  unsigned generatedKernels = 0;
+  /// generatedKernelKey -> the outlined kernel's name.
+  std::map<std::string, std::string> generatedByKey;
 };
 
 struct KernelToRuntimeCallsPass

@@ -21,6 +21,11 @@
 
 namespace titan {
 
+/// What makes two generated kernels the same code: their buffers' element
+/// types and their bodies (the element count is a run-time argument), so a
+/// step outlines each distinct kernel once.
+std::string generatedKernelKey(kernel::GenericOp generic);
+
 /// `void name(ptr buffers, i64 begin, i64 end)`, private to the module:
 /// for each index in [begin, end), loads the elements of `generic`'s inputs
 /// (buffers[0..]) at it, runs the body (still arith/math) and stores the

@@ -291,14 +291,14 @@ struct KernelGeneratePointwisePass
 
   void runOnOperation() override {
     getOperation().walk([&](func::FuncOp step) {
-      for (auto call : llvm::make_early_inc_range(step.getOps<CallOp>()))
-        if (GenericOp generic = generateCall(call)) {
-          Value workspace = call.getWorkspace();
-          call.erase();
-          if (workspace)
-            eraseIfUnused(workspace);
-          (void)generic;
-        }
+      for (auto call : llvm::make_early_inc_range(step.getOps<CallOp>())) {
+        if (!generateCall(call))
+          continue;
+        Value workspace = call.getWorkspace();
+        call.erase();
+        if (workspace)
+          eraseIfUnused(workspace);
+      }
       Fuser fuser(maxBuffers);
       SmallVector<GenericOp> generics(step.getOps<GenericOp>());
       for (GenericOp generic : generics)
