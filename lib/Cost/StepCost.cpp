@@ -93,8 +93,7 @@ public:
       if (auto call = dyn_cast<kernel::CallOp>(op))
         visitCall(call);
       else if (auto generic = dyn_cast<kernel::GenericOp>(op))
-        compute(generic, kernelWork(generic),
-                kernelSeconds(kernelWork(generic), hw, ranksSharing));
+        visitGenerated(generic);
       else if (auto copy = dyn_cast<kernel::CopyOp>(op))
         visitCopy(copy);
       else if (auto start = dyn_cast<kernel::CollectiveStartOp>(op))
@@ -167,6 +166,11 @@ private:
     PartCost &p = part(call);
     p.commSeconds += comm;
     p.exposedCommSeconds += exposed;
+  }
+
+  void visitGenerated(kernel::GenericOp generic) {
+    KernelWork work = kernelWork(generic);
+    compute(generic, work, kernelSeconds(work, hw, ranksSharing));
   }
 
   void visitCopy(kernel::CopyOp copy) {

@@ -245,8 +245,9 @@ private:
         b, loc,
         runtimeFunction("titan_rt_launch_generated",
                         {ptrType, ptrType, ptrType, i64Type, i64Type}, {}),
-        ValueRange{deviceImage(deviceName, loc), constantString(name, loc),
-                   buffers, constant(operands.size()), elements});
+        ValueRange{deviceImage(deviceName, loc),
+                   constantString("__titan_str_" + name, name, loc), buffers,
+                   constant(operands.size()), elements});
   }
 
   /// The address of `@<device>_image`, the compiled kernels' bytes
@@ -263,9 +264,9 @@ private:
     return LLVM::AddressOfOp::create(b, loc, ptrType, image);
   }
 
-  /// The address of a private NUL-terminated constant string.
-  Value constantString(StringRef text, Location loc) {
-    std::string name = ("__titan_str_" + text).str();
+  /// The address of private global `name`, the NUL-terminated constant
+  /// string `text` (created the first time).
+  Value constantString(StringRef name, StringRef text, Location loc) {
     if (!module.lookupSymbol(name)) {
       OpBuilder::InsertionGuard guard(b);
       b.setInsertionPointToStart(module.getBody());
@@ -392,18 +393,9 @@ private:
       value = LLVM::ZeroOp::create(b, loc, ptrType);
     } else {
       std::string &name = sites[site];
-      if (name.empty()) {
+      if (name.empty())
         name = llvm::formatv("__titan_site_{0}", sites.size() - 1).str();
-        OpBuilder::InsertionGuard guard(b);
-        b.setInsertionPointToStart(module.getBody());
-        std::string text = site;
-        text.push_back('\0');
-        LLVM::GlobalOp::create(
-            b, loc, LLVM::LLVMArrayType::get(b.getI8Type(), text.size()),
-            /*isConstant=*/true, LLVM::Linkage::Private, name,
-            b.getStringAttr(text));
-      }
-      value = LLVM::AddressOfOp::create(b, loc, ptrType, name);
+      value = constantString(name, site, loc);
     }
     LLVM::StoreOp::create(b, loc, value, siteSlot(loc));
   }

@@ -54,14 +54,6 @@ static llvm::cl::opt<std::string> hostCPU(
                    "skylake-avx512"),
     llvm::cl::init("native"));
 
-/// Whether the module defines a function to optimize: a generated kernel
-/// (the steps are optnone).
-static bool hasGeneratedKernels(const llvm::Module &module) {
-  return llvm::any_of(module.functions(), [](const llvm::Function &f) {
-    return !f.isDeclaration() && !f.hasOptNone();
-  });
-}
-
 static std::string hostFeatures() {
   llvm::SubtargetFeatures features;
   for (const auto &feature : llvm::sys::getHostCPUFeatures())
@@ -106,9 +98,10 @@ static llvm::Error writeObject(llvm::Module &module,
   return llvm::Error::success();
 }
 
-/// The generated kernels of `module`, moved into a module of their own:
-/// external, hidden (the step calls them from another object, the
-/// executable does not export them), declarations in `module`.
+/// The generated kernels of `module` (the functions it defines that are not
+/// optnone, as the steps are), moved into a module of their own: external,
+/// hidden (the step calls them from another object, the executable does not
+/// export them), declarations in `module`. Null when it has none.
 static std::unique_ptr<llvm::Module>
 splitGeneratedKernels(llvm::Module &module) {
   llvm::SmallPtrSet<const llvm::GlobalValue *, 16> kernels;
@@ -118,6 +111,8 @@ splitGeneratedKernels(llvm::Module &module) {
       f.setVisibility(llvm::GlobalValue::HiddenVisibility);
       kernels.insert(&f);
     }
+  if (kernels.empty())
+    return nullptr;
   llvm::ValueToValueMapTy map;
   std::unique_ptr<llvm::Module> split =
       llvm::CloneModule(module, map, [&](const llvm::GlobalValue *v) {
@@ -194,7 +189,8 @@ llvm::Error titan::emitObjectFile(mlir::ModuleOp module, llvm::StringRef path) {
   std::unique_ptr<llvm::TargetMachine> stepMachine(target->createTargetMachine(
       triple, "generic", "", llvm::TargetOptions(), llvm::Reloc::PIC_,
       std::nullopt, llvm::CodeGenOptLevel::None));
-  if (!hasGeneratedKernels(*llvmModule))
+  std::unique_ptr<llvm::Module> kernels = splitGeneratedKernels(*llvmModule);
+  if (!kernels)
     return writeObject(*llvmModule, *stepMachine, path);
 
   // Generated kernels are optimized and vectorized for the host's ISA, as
@@ -204,7 +200,6 @@ llvm::Error titan::emitObjectFile(mlir::ModuleOp module, llvm::StringRef path) {
       kernelMachine(*target, triple);
   if (!machine)
     return machine.takeError();
-  std::unique_ptr<llvm::Module> kernels = splitGeneratedKernels(*llvmModule);
   kernels->setDataLayout((*machine)->createDataLayout());
   kernels->setTargetTriple(triple);
   optimize(*kernels, **machine);
