@@ -94,3 +94,44 @@ module attributes {dist.mesh = #dist.mesh<pp = 1, dp_replicate = 1, dp_shard = 2
     return %y, %dx : tensor<2x8x16xbf16>, tensor<2x8x32xbf16>
   }
 }
+
+// -----
+
+// One value cast one way is cast once: the q and k projections share
+// their input's amax, scale and float8 copy; the gradient's amax and scale
+// serve both its GEMMs (grad_input untransposed, grad_weight transposed);
+// the backward's re-gather of a weight reuses the forward's amax and scale
+// (the same shard gathered), and only its transposed copy is new.
+// SHARE-LABEL: func.func @shared(
+// SHARE:       %[[AX:.*]] = titan.amax %arg0
+// SHARE-NEXT:  %[[SX:.*]] = titan.float8_scale %[[AX]] for f8E4M3FN
+// SHARE-NEXT:  %[[QX:.*]] = titan.quantize %arg0, %[[SX]] :
+// SHARE:       %[[AW:.*]] = titan.amax %{{.*}} : tensor<16x32xbf16>
+// SHARE-NEXT:  %[[SW:.*]] = titan.float8_scale %[[AW]] for f8E4M3FN
+// SHARE:       titan.scaled_matmul linear %[[QX]], %[[SX]]
+// SHARE-NOT:   titan.amax %arg0
+// SHARE:       titan.scaled_matmul linear %[[QX]], %[[SX]]
+// SHARE:       %[[AD:.*]] = titan.amax %arg3
+// SHARE-NEXT:  %[[SD:.*]] = titan.float8_scale %[[AD]] for f8E5M2
+// SHARE-NEXT:  titan.quantize %arg3, %[[SD]] :
+// SHARE-NEXT:  titan.quantize %{{.*}}, %[[SW]] {transposed}
+// SHARE-NEXT:  titan.scaled_matmul grad_input
+// SHARE-NEXT:  titan.quantize %arg3, %[[SD]] {transposed}
+// SHARE-NEXT:  titan.quantize %arg0, %[[SX]] {transposed}
+// SHARE-NEXT:  titan.scaled_matmul grad_weight
+// RUN: titan-opt %s -split-input-file -titan-expand-float8 | FileCheck %s --check-prefix=SHARE
+module attributes {dist.mesh = #dist.mesh<pp = 1, dp_replicate = 1, dp_shard = 2, cp = 1, tp = 1>} {
+  func.func @shared(%x: tensor<2x8x32xbf16>, %w: tensor<8x32xf32> {titan.param = "layers.0.attention.wq.weight"}, %wk: tensor<16x32xbf16>, %dy: tensor<2x8x16xbf16>) -> (tensor<2x8x16xbf16>, tensor<2x8x16xbf16>, tensor<2x8x32xbf16>, tensor<16x32xbf16>) {
+    %f = dist.all_gather_start %w axes ["dp_shard"] dim 0 : tensor<8x32xf32> -> !dist.future<tensor<16x32xf32>>
+    %g = dist.wait %f : !dist.future<tensor<16x32xf32>>
+    %c = titan.cast %g : tensor<16x32xf32> to tensor<16x32xbf16>
+    %q = titan.float8_linear %x, %c recipe tensorwise : (tensor<2x8x32xbf16>, tensor<16x32xbf16>) -> tensor<2x8x16xbf16>
+    %k = titan.float8_linear %x, %wk recipe tensorwise : (tensor<2x8x32xbf16>, tensor<16x32xbf16>) -> tensor<2x8x16xbf16>
+    %f2 = dist.all_gather_start %w axes ["dp_shard"] dim 0 : tensor<8x32xf32> -> !dist.future<tensor<16x32xf32>>
+    %g2 = dist.wait %f2 : !dist.future<tensor<16x32xf32>>
+    %c2 = titan.cast %g2 : tensor<16x32xf32> to tensor<16x32xbf16>
+    %dx = titan.float8_linear_grad_input %dy, %c2 recipe tensorwise : (tensor<2x8x16xbf16>, tensor<16x32xbf16>) -> tensor<2x8x32xbf16>
+    %dw = titan.float8_linear_grad_weight %dy, %x recipe tensorwise : (tensor<2x8x16xbf16>, tensor<2x8x32xbf16>) -> tensor<16x32xbf16>
+    return %q, %k, %dx, %dw : tensor<2x8x16xbf16>, tensor<2x8x16xbf16>, tensor<2x8x32xbf16>, tensor<16x32xbf16>
+  }
+}

@@ -14,6 +14,7 @@
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
+#include "mlir/IR/Dominance.h"
 
 #include <algorithm>
 
@@ -67,11 +68,37 @@ std::optional<GatheredWeight> gatheredWeight(Value v) {
 }
 
 /// What the expansion of one function shares between its ops: the float8
-/// all-gather option and each shard's scale (a parameter's amax is the
-/// same all step, so the backward's re-gather reuses the forward's).
+/// all-gather option, each shard's scale (a parameter's amax is the same
+/// all step, so the backward's re-gather reuses the forward's), and the
+/// casts already made. One value cast one way is cast once, however many
+/// GEMMs read it (attention's q, k and v projections read one input; a
+/// gradient's amax serves both its GEMMs): torchao casts per GEMM, to the
+/// same bits, so sharing changes no result, only the kernels run.
 struct ExpansionState {
   bool fsdpFloat8AllGather = false;
   DenseMap<Value, Value> shardScales;
+  /// (value, its type, scaling, the axes its amax is all-reduced over) ->
+  /// amax. A weight FSDP gathers is keyed by its shard: the backward's
+  /// re-gather holds the forward's values.
+  DenseMap<std::tuple<Value, Type, int, Attribute>, Value> amaxes;
+  /// (amax, float8 type, power of 2) -> scale.
+  DenseMap<std::tuple<Value, Type, int>, Value> scales;
+  /// (value, scale, float8 type, transposed) -> float8 copy.
+  DenseMap<std::tuple<Value, Value, Type, int>, Value> casts;
+  DominanceInfo *dominance = nullptr;
+
+  /// `memo[key]` when it exists and dominates `at`, else `make()`'s result,
+  /// remembered.
+  template <typename Key, typename Make>
+  Value reuseOr(DenseMap<Key, Value> &memo, Key key, Operation *at,
+                Make make) {
+    auto it = memo.find(key);
+    if (it != memo.end() && dominance->properlyDominates(it->second, at))
+      return it->second;
+    Value v = make();
+    memo[key] = v;
+    return v;
+  }
 };
 
 class Float8Expander {
@@ -108,31 +135,48 @@ public:
         shape[d] = 1;
     }
     auto f32 = RankedTensorType::get(shape, b.getF32Type());
-    Value amax = AmaxOp::create(b, loc, f32, v,
-                                how.scaling == Scaling::Tensorwise
-                                    ? DenseI64ArrayAttr()
-                                    : b.getDenseI64ArrayAttr(dims));
     // The whole tensor's amax when the operand is split along a reduced
     // dimension.
     int64_t splitDim = split[index];
+    Attribute reduceOver;
     if (splitDim >= 0 && axes &&
         (how.scaling == Scaling::Tensorwise ||
-         llvm::is_contained(dims, splitDim))) {
-      auto future = dist::AllReduceStartOp::create(
-          b, loc, dist::FutureType::get(b.getContext(), f32), amax, axes,
-          dist::ReductionKind::Max);
-      amax = dist::WaitOp::create(b, loc, future);
-    }
+         llvm::is_contained(dims, splitDim)))
+      reduceOver = axes;
+    std::optional<GatheredWeight> weight = gatheredWeight(v);
+    Value amax = state.reuseOr(
+        state.amaxes,
+        std::make_tuple(weight ? weight->shard : v, v.getType(),
+                        int(how.scaling), reduceOver),
+        op,
+        [&]() -> Value {
+          Value amax = AmaxOp::create(b, loc, f32, v,
+                                      how.scaling == Scaling::Tensorwise
+                                          ? DenseI64ArrayAttr()
+                                          : b.getDenseI64ArrayAttr(dims));
+          if (!reduceOver)
+            return amax;
+          auto future = dist::AllReduceStartOp::create(
+              b, loc, dist::FutureType::get(b.getContext(), f32), amax, axes,
+              dist::ReductionKind::Max);
+          return dist::WaitOp::create(b, loc, future);
+        });
     Type f8 = how.e5m2 ? Type(b.getType<Float8E5M2Type>())
                        : Type(b.getType<Float8E4M3FNType>());
-    Value s =
-        Float8ScaleOp::create(b, loc, f32, amax, TypeAttr::get(f8),
-                              how.powerOf2 ? b.getUnitAttr() : UnitAttr());
+    Value s = state.reuseOr(
+        state.scales, std::make_tuple(amax, f8, int(how.powerOf2)), op, [&] {
+          return Float8ScaleOp::create(
+              b, loc, f32, amax, TypeAttr::get(f8),
+              how.powerOf2 ? b.getUnitAttr() : UnitAttr());
+        });
     SmallVector<int64_t> qShape(type.getShape());
     if (transposed && !qShape.empty())
       std::rotate(qShape.begin(), qShape.end() - 1, qShape.end());
-    Value q =
-        QuantizeOp::create(b, loc, type.clone(qShape, f8), v, s, transposed);
+    Value q = state.reuseOr(
+        state.casts, std::make_tuple(v, s, f8, int(transposed)), op, [&] {
+          return QuantizeOp::create(b, loc, type.clone(qShape, f8), v, s,
+                                    transposed);
+        });
     return {q, s, transposed};
   }
 
@@ -246,8 +290,10 @@ struct TitanExpandFloat8Pass
                 Float8LinearGradWeightOp>(op))
           ops.push_back(op);
       });
+      DominanceInfo dominance(func);
       ExpansionState state;
       state.fsdpFloat8AllGather = fsdpFloat8AllGather;
+      state.dominance = &dominance;
       SmallVector<Operation *> replaced;
       for (Operation *op : ops) {
         b.setInsertionPoint(op);

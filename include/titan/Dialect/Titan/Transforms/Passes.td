@@ -145,7 +145,11 @@ def TitanExpandFloat8 : Pass<"titan-expand-float8", "::mlir::ModuleOp"> {
     high precision as `titan.linear_grad_weight`). An operand the GEMM
     reduces over its leading dimensions (grad_input's weight, both of
     grad_weight's) is quantized `transposed`, K-major, the layout
-    cuBLASLt's FP8 GEMM takes, so the scaled GEMM copies nothing.
+    cuBLASLt's FP8 GEMM takes, so the scaled GEMM copies nothing. A value
+    cast one way is cast once, however many GEMMs read it: one amax and
+    scale per value and scaling (a weight FSDP re-gathers for the backward
+    keeps its forward's, the same shard), one float8 copy per layout.
+    torchao casts per GEMM to the same bits, so this changes no result.
 
     With `fsdp-float8-all-gather` (TorchTitan's
     `enable_fsdp_float8_all_gather`, tensorwise only), a weight FSDP
