@@ -99,9 +99,13 @@ KernelWork titan::cost::kernelWork(kernel::GenericOp generic) {
   KernelWork work;
   for (Value v : generic->getOperands().drop_back())
     work.bytes += bufferBytes(v);
-  Block &body = generic.getBody().front();
-  work.flops = double(body.getOperations().size() - 1) *
-               double(generic.getNumElements());
+  // What depends on broadcast inputs alone is computed once per kernel.
+  DenseSet<Value> uniform = generic.getUniformValues();
+  for (Operation &op : generic.getBody().front().without_terminator()) {
+    bool once = llvm::all_of(op.getResults(),
+                             [&](Value v) { return uniform.contains(v); });
+    work.flops += once ? 1.0 : double(generic.getNumElements());
+  }
   return work;
 }
 

@@ -75,18 +75,6 @@ __global__ void amaxColumns(const T *x, float *out, int64_t rows,
   atomicMaxNonNegative(out + j, m);
 }
 
-__global__ void scaleKernel(const float *amax, float *out, int64_t n,
-                            bool powerOf2, double largest) {
-  int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x;
-  if (i >= n)
-    return;
-  double a = double(amax[i]);
-  float s = float(largest / (isnan(a) ? a : fmax(a, 1e-12)));
-  if (powerOf2)
-    s = exp2f(floorf(log2f(s)));
-  out[i] = s;
-}
-
 /// The float8 code of element (r, c) of a rows x cols input, cast with its
 /// scale (`scaleMode` 0 one, 1 per row, 2 per column): the one cast both
 /// quantize kernels write.
@@ -216,13 +204,6 @@ void titanrt::cuda::amax(Dtype type, const void *x, float *out, int64_t rows,
   checkLaunch("amax");
 }
 
-void titanrt::cuda::float8Scale(const float *amax, float *out, int64_t n,
-                                bool powerOf2, double fmax,
-                                cudaStream_t stream) {
-  scaleKernel<<<blocksFor(n), kThreads, 0, stream>>>(amax, out, n, powerOf2,
-                                                     fmax);
-  checkLaunch("float8_scale");
-}
 
 void titanrt::cuda::quantize(Dtype type, const void *x, const float *scale,
                              uint8_t *out, int64_t rows, int64_t cols,

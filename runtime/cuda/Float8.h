@@ -33,11 +33,6 @@ namespace titanrt::cuda {
 void amax(Dtype type, const void *x, float *out, int64_t rows, int64_t cols,
           int reduction, cudaStream_t stream);
 
-/// out[i] = f32(fmax / max(f64(amax[i]), 1e-12)), rounded down to a power
-/// of two when `powerOf2`.
-void float8Scale(const float *amax, float *out, int64_t n, bool powerOf2,
-                 double fmax, cudaStream_t stream);
-
 /// out = fp8(x * scale) with saturation for a rows x cols x; `scaleMode` 0
 /// one scale, 1 per row, 2 per column. `transposed` writes out cols x rows
 /// (element (r, c) at c * rows + r) through the transpose's shared-memory

@@ -492,10 +492,6 @@ void amax(const Args &c) {
   cuda::amax(c.type(0), c.buffers[0], c.buf<float>(1), s.rows(), s.back(),
              int(c.ints[0]), c.stream());
 }
-void float8Scale(const Args &c) {
-  cuda::float8Scale(c.buf<float>(0), c.buf<float>(1), c.shape(0).numel(),
-                    c.ints[0] != 0, c.floats[0], c.stream());
-}
 void quantize(const Args &c) {
   Shape s = c.shape(0);
   cuda::quantize(c.type(0), c.buffers[0], c.buf<float>(1), c.buf<uint8_t>(2),

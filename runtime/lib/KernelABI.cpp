@@ -418,21 +418,6 @@ template <typename T> void amax(const Call &c) {
   }
 }
 
-/// (f32 amax) -> (f32 scale); ints: {round to a power of 2}; floats:
-/// {largest finite float8 value}. torchao's amax_to_scale: in f64, then
-/// f32, then exp2(floor(log2)) in f32.
-template <typename T> void float8Scale(const Call &c) {
-  const float *amax = c.buf<float>(0);
-  float *out = c.buf<float>(1);
-  for (int64_t i = 0, n = c.shape(0).numel(); i < n; ++i) {
-    double a = double(amax[i]);
-    float s = float(c.floats[0] / (std::isnan(a) ? a : std::max(a, 1e-12)));
-    if (c.ints[0])
-      s = std::exp2(std::floor(std::log2(s)));
-    out[i] = s;
-  }
-}
-
 /// Index of the scale of element (r, j) of a rows x cols operand: one
 /// scale, one per row, or one per column.
 struct ScaleIndex {

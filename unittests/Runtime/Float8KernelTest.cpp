@@ -2,11 +2,11 @@
 //
 // titan-expand-float8's kernels through their KernelABI.h entries, against
 // values worked out independently: amax (whole tensor, per row, per
-// column; NaN wins), torchao's amax_to_scale (f64 division, f32 result,
-// power-of-two rounding), the saturating scaled cast with broadcast scales
+// column; NaN wins), the saturating scaled cast with broadcast scales
 // (codes written out by hand), and the scaled GEMM in its three forms
 // against an f64 sum of the fp8 values (f32 accumulation, so to ~1e-6).
-// The bf16 entries run the same kernels on widened copies.
+// The bf16 entries run the same kernels on widened copies. float8_scale's
+// kernels are generated (PointwiseSemanticsTest checks its body).
 //
 //===----------------------------------------------------------------------===//
 
@@ -83,29 +83,6 @@ TEST(Float8Kernels, AmaxOfBf16IsExact) {
   c.add(&out, {}, TITAN_RT_F32);
   c.run(titan_rt_amax_bf16, {0}, {}, workspace.data());
   EXPECT_EQ(out, 65280.0f);
-}
-
-TEST(Float8Kernels, ScaleIsTorchaosAmaxToScale) {
-  std::vector<float> amax = {1.0f, 3.3f, 0.0f, 1e-13f, 448.0f, NAN};
-  std::vector<float> plain(amax.size()), pow2(amax.size());
-  for (auto [out, round] : {std::pair{&plain, 0}, {&pow2, 1}}) {
-    Call c;
-    c.add(amax.data(), {int64_t(amax.size())}, TITAN_RT_F32);
-    c.inputs = 1;
-    c.add(out->data(), {int64_t(amax.size())}, TITAN_RT_F32);
-    c.run(titan_rt_float8_scale_f32, {round}, {448.0});
-  }
-  // fmax / max(amax, 1e-12) in f64, then f32.
-  EXPECT_EQ(plain[0], 448.0f);
-  EXPECT_EQ(plain[1], float(448.0 / double(3.3f)));
-  EXPECT_EQ(plain[2], float(448.0 / 1e-12));
-  EXPECT_EQ(plain[3], float(448.0 / 1e-12));
-  EXPECT_EQ(plain[4], 1.0f);
-  EXPECT_TRUE(std::isnan(plain[5]));
-  // Rounded down to a power of two: 448 -> 256, 135.75... -> 128.
-  EXPECT_EQ(pow2[0], 256.0f);
-  EXPECT_EQ(pow2[1], 128.0f);
-  EXPECT_EQ(pow2[4], 1.0f);
 }
 
 TEST(Float8Kernels, QuantizeSaturatesAndBroadcastsScales) {

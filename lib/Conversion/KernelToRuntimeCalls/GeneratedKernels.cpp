@@ -24,19 +24,92 @@ namespace {
 /// Marks the functions this file generates, for their lowering.
 constexpr StringLiteral kGeneratedAttrName = "titan.generated_kernel";
 
-/// for (i = begin; i < end; i += step) { load every input at i; the body;
-/// store every output at i }, at the end of `fn`'s entry block, whose
-/// `bases` are the buffers' addresses (inputs then outputs).
+/// The type an element of `type` is loaded and stored as: itself, or the
+/// integer of its width for a float type LLVM lacks (float8).
+Type memoryType(Type type) {
+  if (LLVM::isCompatibleType(type))
+    return type;
+  return IntegerType::get(type.getContext(), type.getIntOrFloatBitWidth());
+}
+
+/// The element of type `type` at `address`.
+Value loadElement(OpBuilder &b, Location loc, Type type, Value address,
+                  ArrayAttr groups) {
+  Type stored = memoryType(type);
+  auto load = LLVM::LoadOp::create(b, loc, stored, address);
+  if (groups)
+    load.setAccessGroupsAttr(groups);
+  if (stored == type)
+    return load;
+  return arith::BitcastOp::create(b, loc, type, load);
+}
+
+/// Stores `v` at `address`.
+void storeElement(OpBuilder &b, Location loc, Value v, Value address,
+                  ArrayAttr groups) {
+  Type stored = memoryType(v.getType());
+  if (stored != v.getType())
+    v = arith::BitcastOp::create(b, loc, stored, v);
+  auto store = LLVM::StoreOp::create(b, loc, v, address);
+  if (groups)
+    store.setAccessGroupsAttr(groups);
+}
+
+/// At the end of `fn`'s entry block, whose `bases` are the buffers'
+/// addresses (inputs then outputs):
+///   the body's uniform part (broadcast inputs, what depends on them only);
+///   if (begin == 0) store the broadcast outputs;
+///   for (i = begin; i < end; i += step) { load every other input at i;
+///     the rest of the body; store every other output at i }
 void emitElementLoop(OpBuilder &b, LLVM::LLVMFuncOp fn,
                      kernel::GenericOp generic, ArrayRef<Value> bases,
                      Value begin, Value end, Value step) {
   Location loc = generic.getLoc();
   Type i64 = b.getI64Type();
+  Block &scalar = generic.getBody().front();
+  auto yield = cast<kernel::YieldOp>(scalar.getTerminator());
+  SmallVector<Value> buffers(generic->getOperands().drop_back());
+  unsigned numInputs = generic.getInputs().size();
+  DenseSet<Value> uniform = generic.getUniformValues();
+  ArrayRef<Value> outputs = ArrayRef(buffers).drop_front(numInputs);
+  bool broadcastOutputs = llvm::any_of(
+      outputs, [&](Value v) { return generic.isBroadcast(v); });
   Block *entry = &fn.getBody().front();
+  Block *broadcastStores =
+      broadcastOutputs ? b.createBlock(&fn.getBody()) : nullptr;
   Block *header = b.createBlock(&fn.getBody(), {}, {i64}, {loc});
   Block *body = b.createBlock(&fn.getBody());
   Block *exit = b.createBlock(&fn.getBody());
+
+  // The uniform part, once per call (per span on the host, per thread on
+  // a GPU), not once per element.
+  IRMapping map;
   b.setInsertionPointToEnd(entry);
+  for (auto [arg, buffer, base] :
+       llvm::zip(scalar.getArguments(), buffers, bases))
+    if (generic.isBroadcast(buffer))
+      map.map(arg, loadElement(b, loc, arg.getType(), base, {}));
+  auto isUniform = [&](Operation &op) {
+    return llvm::all_of(op.getResults(),
+                        [&](Value v) { return uniform.contains(v); });
+  };
+  for (Operation &op : scalar.without_terminator())
+    if (isUniform(op))
+      b.clone(op, map);
+  if (broadcastOutputs) {
+    // The broadcast outputs, by whoever runs index 0.
+    Value zero =
+        LLVM::ConstantOp::create(b, loc, i64, b.getI64IntegerAttr(0));
+    Value first =
+        LLVM::ICmpOp::create(b, loc, LLVM::ICmpPredicate::eq, begin, zero);
+    LLVM::CondBrOp::create(b, loc, first, broadcastStores, ValueRange{},
+                           header, ValueRange{begin});
+    b.setInsertionPointToEnd(broadcastStores);
+    for (auto [value, buffer, base] : llvm::zip(
+             yield.getValues(), outputs, bases.drop_front(numInputs)))
+      if (generic.isBroadcast(buffer))
+        storeElement(b, loc, map.lookupOrDefault(value), base, {});
+  }
   LLVM::BrOp::create(b, loc, ValueRange{begin}, header);
 
   b.setInsertionPointToEnd(header);
@@ -56,26 +129,23 @@ void emitElementLoop(OpBuilder &b, LLVM::LLVMFuncOp fn,
   ArrayAttr groups = b.getArrayAttr({group});
   b.setInsertionPointToEnd(body);
   auto elementAddress = [&](Value base, Type element) {
-    return LLVM::GEPOp::create(b, loc, base.getType(), element, base,
-                               ArrayRef<LLVM::GEPArg>{index});
+    return LLVM::GEPOp::create(b, loc, base.getType(), memoryType(element),
+                               base, ArrayRef<LLVM::GEPArg>{index});
   };
-  Block &scalar = generic.getBody().front();
-  IRMapping map;
-  for (auto [arg, base] : llvm::zip(scalar.getArguments(), bases)) {
-    auto load = LLVM::LoadOp::create(b, loc, arg.getType(),
-                                     elementAddress(base, arg.getType()));
-    load.setAccessGroupsAttr(groups);
-    map.map(arg, load);
-  }
+  for (auto [arg, buffer, base] :
+       llvm::zip(scalar.getArguments(), buffers, bases))
+    if (!generic.isBroadcast(buffer))
+      map.map(arg, loadElement(b, loc, arg.getType(),
+                               elementAddress(base, arg.getType()), groups));
   for (Operation &op : scalar.without_terminator())
-    b.clone(op, map);
-  auto yield = cast<kernel::YieldOp>(scalar.getTerminator());
-  ArrayRef<Value> outputBases = bases.drop_front(generic.getInputs().size());
-  for (auto [value, base] : llvm::zip(yield.getValues(), outputBases)) {
+    if (!isUniform(op))
+      b.clone(op, map);
+  for (auto [value, buffer, base] :
+       llvm::zip(yield.getValues(), outputs, bases.drop_front(numInputs))) {
+    if (generic.isBroadcast(buffer))
+      continue;
     Value v = map.lookupOrDefault(value);
-    auto store =
-        LLVM::StoreOp::create(b, loc, v, elementAddress(base, v.getType()));
-    store.setAccessGroupsAttr(groups);
+    storeElement(b, loc, v, elementAddress(base, v.getType()), groups);
   }
   auto latch = LLVM::BrOp::create(
       b, loc, ValueRange{LLVM::AddOp::create(b, loc, index, step)}, header);
@@ -101,7 +171,8 @@ std::string titan::generatedKernelKey(kernel::GenericOp generic) {
     return number.try_emplace(v, number.size()).first->second;
   };
   for (Value buffer : generic->getOperands().drop_back())
-    os << cast<MemRefType>(buffer.getType()).getElementType() << ",";
+    os << cast<MemRefType>(buffer.getType()).getElementType()
+       << (generic.isBroadcast(buffer) ? "[1]," : ",");
   Block &body = generic.getBody().front();
   for (BlockArgument arg : body.getArguments())
     valueNumber(arg);

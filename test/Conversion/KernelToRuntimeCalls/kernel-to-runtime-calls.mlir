@@ -6,11 +6,11 @@
 // and the buffers' types ({operands, results, type codes}); arrays of equal
 // content are one global; no kernel has parameters of a kind it lacks
 // (null); views and streams emit nothing.
-// CHECK-DAG: llvm.mlir.global private constant @[[SHAPES:__titan_array_[0-9]+]](dense<[1, 16, 2, 4, 4]> : tensor<5xi64>)
-// CHECK-DAG: llvm.mlir.global private constant @[[F64:__titan_array_[0-9]+]](dense<1.000000e-05> : tensor<1xf64>)
-// CHECK-DAG: llvm.mlir.global private constant @[[I64:__titan_array_[0-9]+]](dense<3> : tensor<1xi64>)
-// CHECK-DAG: llvm.mlir.global private constant @[[TYPES:__titan_array_[0-9]+]](dense<[1, 1, 0, 0]> : tensor<4xi64>)
-// CHECK-DAG: llvm.func @titan_rt_float8_scale_f32(!llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr)
+// CHECK-DAG: llvm.mlir.global private constant @[[SHAPES:__titan_array_[0-9]+]](dense<[2, 4, 4]> : tensor<3xi64>)
+// CHECK-DAG: llvm.mlir.global private constant @[[F64:__titan_array_[0-9]+]](dense<[1.000000e-05, 2.000000e+00, 2.000000e+00, 2.000000e+00]> : tensor<4xf64>)
+// CHECK-DAG: llvm.mlir.global private constant @[[I64:__titan_array_[0-9]+]](dense<[3, 1]> : tensor<2xi64>)
+// CHECK-DAG: llvm.mlir.global private constant @[[TYPES:__titan_array_[0-9]+]](dense<[0, 1, 0]> : tensor<3xi64>)
+// CHECK-DAG: llvm.func @titan_rt_rope_angles_f32(!llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr)
 // CHECK-DAG: llvm.func @titan_rt_all_reduce_start_f32(!llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr) -> !llvm.ptr
 // CHECK-DAG: llvm.func @titan_rt_wait(!llvm.ptr)
 // CHECK-LABEL: llvm.func @titan_step(
@@ -21,20 +21,19 @@
 // CHECK:      %[[OFF_A:.*]] = llvm.mlir.constant(4294967552 : i64) : i64
 // CHECK:      %[[A:.*]] = llvm.getelementptr %[[ARENA]][%[[OFF_A]]] : (!llvm.ptr, i64) -> !llvm.ptr, i8
 // CHECK:      %[[WS:.*]] = llvm.getelementptr %[[ARENA]]
-// CHECK:      llvm.store %[[W]], %{{.*}}
 // CHECK:      llvm.store %[[A]], %{{.*}}
 // CHECK:      %[[S1:.*]] = llvm.mlir.addressof @[[SHAPES]]
 // CHECK:      %[[I1:.*]] = llvm.mlir.addressof @[[I64]]
 // CHECK:      %[[F1:.*]] = llvm.mlir.addressof @[[F64]]
 // CHECK:      %[[T1:.*]] = llvm.mlir.addressof @[[TYPES]]
-// CHECK:      llvm.call @titan_rt_float8_scale_f32(%[[BUFS]], %[[S1]], %[[I1]], %[[F1]], %[[WS]], %[[T1]])
+// CHECK:      llvm.call @titan_rt_rope_angles_f32(%[[BUFS]], %[[S1]], %[[I1]], %[[F1]], %[[WS]], %[[T1]])
 // CHECK:      %[[NOWS:.*]] = llvm.mlir.zero : !llvm.ptr
 // CHECK:      %[[NOINTS:.*]] = llvm.mlir.zero : !llvm.ptr
 // CHECK:      llvm.call @titan_rt_fill_f32(%[[BUFS]], %{{.*}}, %[[NOINTS]], %{{.*}}, %[[NOWS]], %{{.*}})
 // CHECK:      llvm.mlir.addressof @[[SHAPES]]
 // CHECK:      llvm.mlir.addressof @[[I64]]
 // CHECK:      llvm.mlir.addressof @[[F64]]
-// CHECK:      llvm.call @titan_rt_float8_scale_f32(
+// CHECK:      llvm.call @titan_rt_rope_angles_f32(
 // CHECK:      %[[REQ:.*]] = llvm.call @titan_rt_all_reduce_start_f32(
 // CHECK:      llvm.call @titan_rt_wait(%[[REQ]])
 // CHECK:      llvm.call @titan_rt_copy(%[[W]], %[[A]], %{{.*}}) : (!llvm.ptr, !llvm.ptr, i64) -> ()
@@ -45,9 +44,9 @@ module attributes {kernel.arena_bytes = 4294968576 : i64, kernel.slots = {"param
     %a = kernel.alloc temporary {offset = 4294967552 : i64} : memref<4x4xf32>
     %v = kernel.view %a : memref<4x4xf32> to memref<16xf32>
     %ws = kernel.alloc workspace {offset = 4294967808 : i64} : memref<64xi8>
-    kernel.call "float8_scale"(%w : memref<16xf32>) outs(%a : memref<4x4xf32>) workspace(%ws : memref<64xi8>) on %s params [3 : i64, 1.0e-5 : f64]
+    kernel.call "rope_angles"() outs(%a : memref<4x4xf32>) workspace(%ws : memref<64xi8>) on %s params [3 : i64, 1 : i64, 1.0e-5 : f64, 2.0 : f64, 2.0 : f64, 2.0 : f64]
     kernel.call "fill"() outs(%v : memref<16xf32>) on %s params [0.0 : f64]
-    kernel.call "float8_scale"(%w : memref<16xf32>) outs(%a : memref<4x4xf32>) workspace(%ws : memref<64xi8>) on %s params [3 : i64, 1.0e-5 : f64]
+    kernel.call "rope_angles"() outs(%a : memref<4x4xf32>) workspace(%ws : memref<64xi8>) on %s params [3 : i64, 1 : i64, 1.0e-5 : f64, 2.0 : f64, 2.0 : f64, 2.0 : f64]
     %out = kernel.alloc collective {offset = 4294968064 : i64} : memref<16xf32>
     %r = kernel.collective_start "all_reduce_start"(%v : memref<16xf32>) outs(%out : memref<16xf32>) on %s params [0 : i64, 0 : i64, 16 : i64] -> !kernel.request
     kernel.wait %r on %s

@@ -228,10 +228,35 @@ func.func @view_outside(%a: memref<2x8xf32>) {
 
 func.func @generic_elements(%a: memref<4xf32>, %b: memref<8xf32>) {
   %s = kernel.stream 0
-  // expected-error @+1 {{'kernel.generic' op buffer of type 'memref<4xf32>' has 4 elements; every buffer must have 8}}
+  // expected-error @+1 {{'kernel.generic' op buffer of type 'memref<4xf32>' has 4 elements; every buffer must have 8 or one (broadcast)}}
   kernel.generic ins(%a : memref<4xf32>) outs(%b : memref<8xf32>) on %s {
   ^bb0(%x: f32):
     kernel.yield %x : f32
+  }
+  return
+}
+
+// -----
+
+func.func @generic_broadcast_output(%a: memref<4xf32>, %b: memref<4xf32>, %m: memref<f32>) {
+  %s = kernel.stream 0
+  kernel.generic ins(%a : memref<4xf32>) outs(%b, %m : memref<4xf32>, memref<f32>) on %s {
+  ^bb0(%x: f32):
+    // expected-error @+1 {{'kernel.yield' op yields a broadcast output's value that depends on a per-element input}}
+    kernel.yield %x, %x : f32, f32
+  }
+  return
+}
+
+// -----
+
+func.func @generic_broadcast_in_place(%a: memref<4xf32>, %b: memref<4xf32>, %m: memref<f32>) {
+  %s = kernel.stream 0
+  // expected-error @+1 {{'kernel.generic' op broadcast output of type 'memref<f32>' is also an input: it is written once, before the other indices read it}}
+  kernel.generic ins(%a, %m : memref<4xf32>, memref<f32>) outs(%b, %m : memref<4xf32>, memref<f32>) on %s {
+  ^bb0(%x: f32, %y: f32):
+    %z = arith.addf %x, %y : f32
+    kernel.yield %z, %y : f32, f32
   }
   return
 }

@@ -151,3 +151,42 @@ func.func @shifted_views(%r: memref<12xf32>) {
   kernel.call "add"(%t, %t : memref<8xf32>, memref<8xf32>) outs(%hi : memref<8xf32>) on %s params []
   return
 }
+
+// -----
+
+// Float8's tensorwise cast: the scale (one element) and the quantize (one
+// element per input element, the scale broadcast) become one kernel, which
+// computes the scale from the amax and still writes it once (the GEMM and
+// the transposed cast read it). The scale's body is torchao's
+// amax_to_scale, the quantize's the saturating float8 encoding on the f32
+// bits. The transposed cast moves elements and the rowwise cast's scale
+// has neither one element nor the input's count: both stay library calls,
+// as does the amax (a reduction).
+// CHECK-LABEL: func.func @float8(
+// CHECK:       kernel.call "amax"(%arg0 : memref<4x8xbf16>) outs(%[[AMAX:.*]] : memref<f32>)
+// CHECK:       kernel.generic ins(%arg0, %[[AMAX]] : memref<4x8xbf16>, memref<f32>) outs(%[[Q:.*]], %[[SCALE:.*]] : memref<4x8xf8E4M3FN>, memref<f32>)
+// CHECK-NEXT:  ^bb0(%{{.*}}: bf16, %{{.*}}: f32):
+// CHECK:         arith.maximumf
+// CHECK:         arith.divf
+// CHECK:         arith.bitcast %{{.*}} : f32 to i32
+// CHECK:         math.roundeven
+// CHECK:         %[[CODE:.*]] = arith.trunci %{{.*}} : i32 to i8
+// CHECK:         %[[F8:.*]] = arith.bitcast %[[CODE]] : i8 to f8E4M3FN
+// CHECK:         kernel.yield %[[F8]], %{{.*}} : f8E4M3FN, f32
+// CHECK:       kernel.call "quantize"(%arg0, %[[SCALE]] : {{.*}}) outs(%{{.*}} : memref<8x4xf8E4M3FN>) on %{{.*}} params [0, 1]
+// CHECK:       kernel.call "scaled_matmul"({{.*}}%[[SCALE]]
+// CHECK:       kernel.call "quantize"(%arg0, %arg1 : memref<4x8xbf16>, memref<4x1xf32>)
+func.func @float8(%x: memref<4x8xbf16>, %rows: memref<4x1xf32>, %w: memref<16x8xf8E4M3FN>, %ws: memref<1024xi8>, %y: memref<4x16xbf16>, %qr: memref<4x8xf8E4M3FN>) {
+  %s = kernel.stream 0
+  %amax = kernel.alloc temporary : memref<f32>
+  kernel.call "amax"(%x : memref<4x8xbf16>) outs(%amax : memref<f32>) on %s params [0]
+  %scale = kernel.alloc temporary : memref<f32>
+  kernel.call "float8_scale"(%amax : memref<f32>) outs(%scale : memref<f32>) on %s params [0, 4.480000e+02]
+  %q = kernel.alloc temporary : memref<4x8xf8E4M3FN>
+  kernel.call "quantize"(%x, %scale : memref<4x8xbf16>, memref<f32>) outs(%q : memref<4x8xf8E4M3FN>) on %s params [0, 0]
+  %qt = kernel.alloc temporary : memref<8x4xf8E4M3FN>
+  kernel.call "quantize"(%x, %scale : memref<4x8xbf16>, memref<f32>) outs(%qt : memref<8x4xf8E4M3FN>) on %s params [0, 1]
+  kernel.call "scaled_matmul"(%q, %scale, %w, %scale : memref<4x8xf8E4M3FN>, memref<f32>, memref<16x8xf8E4M3FN>, memref<f32>) outs(%y : memref<4x16xbf16>) workspace(%ws : memref<1024xi8>) on %s params [0, 0, 0, 0, 0]
+  kernel.call "quantize"(%x, %rows : memref<4x8xbf16>, memref<4x1xf32>) outs(%qr : memref<4x8xf8E4M3FN>) on %s params [0, 0]
+  return
+}

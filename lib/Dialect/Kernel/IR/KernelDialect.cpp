@@ -297,6 +297,32 @@ LogicalResult CollectiveStartOp::verify() {
                            /*inputs=*/1, /*outputs=*/1, getParams());
 }
 
+int64_t GenericOp::getNumElements() {
+  int64_t elements = 0;
+  for (Value v : getOperands().drop_back())
+    elements =
+        std::max(elements, cast<MemRefType>(v.getType()).getNumElements());
+  return elements;
+}
+
+bool GenericOp::isBroadcast(Value buffer) {
+  return cast<MemRefType>(buffer.getType()).getNumElements() == 1 &&
+         getNumElements() > 1;
+}
+
+DenseSet<Value> GenericOp::getUniformValues() {
+  DenseSet<Value> uniform;
+  Block &body = getBody().front();
+  for (auto [arg, input] : llvm::zip(body.getArguments(), getInputs()))
+    if (isBroadcast(input))
+      uniform.insert(arg);
+  for (Operation &op : body.without_terminator())
+    if (llvm::all_of(op.getOperands(),
+                     [&](Value v) { return uniform.contains(v); }))
+      uniform.insert(op.getResults().begin(), op.getResults().end());
+  return uniform;
+}
+
 LogicalResult GenericOp::verify() {
   if (getOutputs().empty())
     return emitOpError() << "must write at least one output";
@@ -306,11 +332,17 @@ LogicalResult GenericOp::verify() {
     if (!type.getLayout().isIdentity())
       return emitOpError() << "buffer of type " << type
                            << " is not contiguous (identity layout)";
-    if (type.getNumElements() != elements)
+    if (type.getNumElements() != elements && type.getNumElements() != 1)
       return emitOpError() << "buffer of type " << type << " has "
                            << type.getNumElements()
-                           << " elements; every buffer must have " << elements;
+                           << " elements; every buffer must have " << elements
+                           << " or one (broadcast)";
   }
+  for (Value out : getOutputs())
+    if (isBroadcast(out) && llvm::is_contained(getInputs(), out))
+      return emitOpError() << "broadcast output of type " << out.getType()
+                           << " is also an input: it is written once, "
+                              "before the other indices read it";
   return success();
 }
 
@@ -332,6 +364,12 @@ LogicalResult GenericOp::verifyRegions() {
       TypeRange(elementTypes(getOutputs())))
     return yield.emitOpError()
            << "must yield one value of each output's element type";
+  DenseSet<Value> uniform = getUniformValues();
+  for (auto [value, out] : llvm::zip(yield.getValues(), getOutputs()))
+    if (isBroadcast(out) && !uniform.contains(value))
+      return yield.emitOpError()
+             << "yields a broadcast output's value that depends on a "
+                "per-element input";
   for (Operation &op : body.without_terminator()) {
     if (!isMemoryEffectFree(&op) || op.getNumRegions() != 0)
       return op.emitOpError()

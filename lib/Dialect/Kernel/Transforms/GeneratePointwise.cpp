@@ -52,18 +52,45 @@ Value convertFloat(OpBuilder &b, Location loc, Value v, Type to) {
 // Calls -> generated kernels
 //===----------------------------------------------------------------------===//
 
-/// The generated kernel for `call` when its kernel is a pointwise op with
-/// types the generator handles, else null.
+/// Whether `call`'s buffers fit a kernel.generic: each has the largest's
+/// element count or one element (a broadcast input; an output that
+/// small would be written once, so only a kernel of one element has it).
+bool hasGenericShape(CallOp call) {
+  auto count = [](Value v) {
+    return cast<MemRefType>(v.getType()).getNumElements();
+  };
+  int64_t elements = 0;
+  for (Value v : llvm::concat<Value>(call.getInputs(), call.getOutputs()))
+    elements = std::max(elements, count(v));
+  return llvm::all_of(call.getInputs(),
+                      [&](Value v) {
+                        return count(v) == elements || count(v) == 1;
+                      }) &&
+         llvm::all_of(call.getOutputs(),
+                      [&](Value v) { return count(v) == elements; });
+}
+
+/// The type `call`'s scalar body computes in: that of its buffers, but for
+/// float8 results, which the op's body produces as float8 values itself.
+std::optional<FloatType> computeType(CallOp call) {
+  SmallVector<Type> types;
+  for (Value v : call.getInputs())
+    types.push_back(elementTypeOf(v));
+  for (Value v : call.getOutputs())
+    if (!isa<Float8E4M3FNType, Float8E5M2Type>(elementTypeOf(v)))
+      types.push_back(elementTypeOf(v));
+  return pointwiseComputeType(types);
+}
+
+/// The generated kernel for `call` when its kernel is a pointwise op (with
+/// its parameters) on buffers and types the generator handles, else null.
 GenericOp generateCall(CallOp call) {
   MLIRContext *ctx = call.getContext();
   const PointwiseOpInterface::Concept *semantics =
       lookupPointwiseSemantics(ctx, ("titan." + call.getKernel()).str());
-  if (!semantics || !call.getParams().empty())
+  if (!semantics || !hasGenericShape(call))
     return nullptr;
-  SmallVector<Type> types;
-  for (Value v : llvm::concat<Value>(call.getInputs(), call.getOutputs()))
-    types.push_back(elementTypeOf(v));
-  std::optional<FloatType> compute = pointwiseComputeType(types);
+  std::optional<FloatType> compute = computeType(call);
   if (!compute)
     return nullptr;
 
@@ -76,10 +103,21 @@ GenericOp generateCall(CallOp call) {
   for (Value input : call.getInputs())
     operands.push_back(convertFloat(
         b, loc, body->addArgument(elementTypeOf(input), loc), *compute));
-  SmallVector<Value> results = semantics->buildScalar(b, loc, operands);
+  SmallVector<Value> results =
+      semantics->buildScalar(b, loc, operands, call.getParams().getValue());
   SmallVector<Value> rounded;
-  for (auto [result, output] : llvm::zip_equal(results, call.getOutputs()))
-    rounded.push_back(convertFloat(b, loc, result, elementTypeOf(output)));
+  for (auto [result, output] : llvm::zip(results, call.getOutputs())) {
+    // A float8 result comes as its float8 value.
+    Type element = elementTypeOf(output);
+    if (isa<Float8E4M3FNType, Float8E5M2Type>(element) &&
+        result.getType() != element)
+      break;
+    rounded.push_back(convertFloat(b, loc, result, element));
+  }
+  if (results.empty() || rounded.size() != call.getOutputs().size()) {
+    generic.erase();
+    return nullptr;
+  }
   YieldOp::create(b, loc, rounded);
   return generic;
 }

@@ -75,35 +75,41 @@ Value siluDerivative(OpBuilder &b, Location loc, Value x, Value s) {
 } // namespace
 
 SmallVector<Value> AddOp::buildScalar(OpBuilder &b, Location loc,
-                                      ValueRange operands) {
+                                      ValueRange operands,
+                                      ArrayRef<Attribute>) {
   return {arith::AddFOp::create(b, loc, operands[0], operands[1])};
 }
 
 SmallVector<Value> MulOp::buildScalar(OpBuilder &b, Location loc,
-                                      ValueRange operands) {
+                                      ValueRange operands,
+                                      ArrayRef<Attribute>) {
   return {arith::MulFOp::create(b, loc, operands[0], operands[1])};
 }
 
 SmallVector<Value> SqrtOp::buildScalar(OpBuilder &b, Location loc,
-                                       ValueRange operands) {
+                                       ValueRange operands,
+                                       ArrayRef<Attribute>) {
   return {math::SqrtOp::create(b, loc, operands[0])};
 }
 
 SmallVector<Value> SiLUOp::buildScalar(OpBuilder &b, Location loc,
-                                       ValueRange operands) {
+                                       ValueRange operands,
+                                       ArrayRef<Attribute>) {
   return {silu(b, loc, operands[0])};
 }
 
 /// gate * sigmoid(gate) * up, as silu(gate) * up.
 SmallVector<Value> SwiGLUOp::buildScalar(OpBuilder &b, Location loc,
-                                         ValueRange operands) {
+                                         ValueRange operands,
+                                         ArrayRef<Attribute>) {
   return {
       arith::MulFOp::create(b, loc, silu(b, loc, operands[0]), operands[1])};
 }
 
 /// (input, grad) -> grad * silu'(input).
 SmallVector<Value> SiLUGradOp::buildScalar(OpBuilder &b, Location loc,
-                                           ValueRange operands) {
+                                           ValueRange operands,
+                                           ArrayRef<Attribute>) {
   Value x = operands[0], dy = operands[1];
   Value s = sigmoid(b, loc, x);
   return {arith::MulFOp::create(b, loc, dy, siluDerivative(b, loc, x, s))};
@@ -111,7 +117,8 @@ SmallVector<Value> SiLUGradOp::buildScalar(OpBuilder &b, Location loc,
 
 /// (gate, up, grad) -> (grad * up * silu'(gate), grad * gate * s).
 SmallVector<Value> SwiGLUGradOp::buildScalar(OpBuilder &b, Location loc,
-                                             ValueRange operands) {
+                                             ValueRange operands,
+                                             ArrayRef<Attribute>) {
   Value gate = operands[0], up = operands[1], dy = operands[2];
   Value s = sigmoid(b, loc, gate);
   Value dyUp = arith::MulFOp::create(b, loc, dy, up);
@@ -123,6 +130,7 @@ SmallVector<Value> SwiGLUGradOp::buildScalar(OpBuilder &b, Location loc,
 
 /// The conversion is the generator's rounding to the result's type.
 SmallVector<Value> CastOp::buildScalar(OpBuilder &b, Location loc,
-                                       ValueRange operands) {
+                                       ValueRange operands,
+                                       ArrayRef<Attribute>) {
   return {operands[0]};
 }

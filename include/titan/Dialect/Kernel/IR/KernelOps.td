@@ -224,12 +224,18 @@ def Kernel_GenericOp : Kernel_Op<"generic", [AttrSizedOperandSegments,
     Runs `body` once per element index: its arguments are the elements of
     `inputs` at that index (their element types), and its `kernel.yield`
     gives the elements of `outputs` there (theirs). Every buffer has the
-    same number of elements, read and written in row-major order, so an
-    output may be an input's buffer (each index is read before it is
-    written). The body is arith/math ops without side effects: each
-    target's lowering generates the kernel from it (`titan-generate-
-    pointwise` builds it from the ops' scalar semantics and fuses
-    producers into their consumers); no library implements it.
+    kernel's element count N (the largest) or one element. A buffer of N
+    elements is read and written in row-major order, so an output may be
+    an input's buffer (each index is read before it is written). A
+    one-element buffer is broadcast (when N > 1): an input is read at every
+    index, and an output is written once, with a value that may depend
+    only on the one-element inputs (a scale computed from an amax,
+    written for later kernels while every element uses it), so it cannot
+    also be an input. The body is arith/math ops without side effects:
+    each target's lowering generates the kernel from it, computing what
+    depends only on the broadcast inputs once (`kernel-generate-pointwise`
+    builds it from the ops' scalar semantics and fuses producers into
+    their consumers); no library implements it.
 
     ```mlir
     kernel.generic ins(%g, %u : memref<8x64xbf16>, memref<8x64xbf16>)
@@ -252,11 +258,14 @@ def Kernel_GenericOp : Kernel_Op<"generic", [AttrSizedOperandSegments,
   let hasVerifier = 1;
   let hasRegionVerifier = 1;
   let extraClassDeclaration = [{
-    /// The number of elements every buffer has.
-    int64_t getNumElements() {
-      return ::mlir::cast<::mlir::MemRefType>(getOutputs()[0].getType())
-          .getNumElements();
-    }
+    /// The kernel's element count: that of its largest buffer.
+    int64_t getNumElements();
+    /// Whether `buffer` (an operand) is broadcast: one element, in a
+    /// kernel of more.
+    bool isBroadcast(::mlir::Value buffer);
+    /// The body's values that are the same at every index: the broadcast
+    /// inputs' arguments and what is computed from them alone.
+    ::llvm::DenseSet<::mlir::Value> getUniformValues();
   }];
 }
 

@@ -149,14 +149,14 @@ def Titan_AmaxOp : Titan_Op<"amax", [
 
 def Titan_Float8ScaleOp : Titan_Op<"float8_scale", [
     DeclareOpInterfaceMethods<Titan_KernelOpInterface, ["getKernelParams"]>,
-    Pure, SameOperandsAndResultType]> {
+    DeclareOpInterfaceMethods<Titan_PointwiseOpInterface>, Pure, SameOperandsAndResultType]> {
   let summary = "the scale that maps an amax to float8's largest value";
   let description = [{
     torchao's `amax_to_scale`, elementwise: `fmax / max(amax, 1e-12)`
     computed in f64 and rounded to f32, where fmax is the largest finite
     value of `float8_type` (448 for f8E4M3FN, 57344 for f8E5M2); with
-    `round_to_power_of_2`, rounded down to a power of two
-    (`exp2(floor(log2(s)))`).
+    `round_to_power_of_2`, rounded down to a power of two (torchao's
+    `exp2(floor(log2(s)))`, computed exactly: the mantissa cleared).
   }];
   let arguments = (ins Titan_F32Tensor:$amax, TypeAttr:$float8_type,
                    UnitAttr:$round_to_power_of_2);
@@ -169,7 +169,7 @@ def Titan_Float8ScaleOp : Titan_Op<"float8_scale", [
 
 def Titan_QuantizeOp : Titan_Op<"quantize", [
     DeclareOpInterfaceMethods<Titan_KernelOpInterface, ["getKernelParams"]>,
-    Pure]> {
+    DeclareOpInterfaceMethods<Titan_PointwiseOpInterface>, Pure]> {
   let summary = "saturating scaled cast to float8";
   let description = [{
     `to_float8(clamp(f32(input) * scale, -fmax, fmax))`, rounding to

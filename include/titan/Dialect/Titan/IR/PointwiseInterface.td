@@ -15,12 +15,15 @@ def Titan_PointwiseOpInterface : OpInterface<"PointwiseOpInterface"> {
   let cppNamespace = "::titan";
   let description = [{
     An op whose every result element depends only on the operands' elements
-    at the same index (all operands and results have one shape). Its scalar
-    semantics is `buildScalar`: given one element of each operand, widened to
-    the computation type (f64 when an operand or result is f64, otherwise
-    f32), it builds arith/math ops computing each result's element in that
-    type. The kernel generator rounds each result to its element type, so a
-    fused kernel computes exactly what the ops compute one by one.
+    at the same index, an operand of one element standing for every index
+    (a tensorwise scale). Its scalar semantics is `buildScalar`: given one
+    element of each operand, widened to the computation type (f64 when an
+    operand or result is f64, otherwise f32), and the parameters of its
+    kernel call (`KernelOpInterface::getKernelParams`' list), it builds
+    arith/math ops computing each result's element, in that type or, for
+    a float8 result, as the float8 value itself. The kernel generator
+    rounds each result to its element type, so a fused kernel computes
+    exactly what the ops compute one by one.
 
     The method is static: a kernel-IR pass reaches it from a
     `kernel.call`'s kernel name (the op's mnemonic) through the registered
@@ -29,11 +32,15 @@ def Titan_PointwiseOpInterface : OpInterface<"PointwiseOpInterface"> {
   let methods = [
     StaticInterfaceMethod<[{
         One element of each result, in the computation type of `operands`
-        (which are one element of each operand, in that type).
+        (which are one element of each operand, in that type), for a call
+        with `params`; nothing when the op with these parameters is not
+        pointwise (a transposed quantize), and its call stays a library
+        kernel.
       }],
       "::llvm::SmallVector<::mlir::Value>", "buildScalar",
       (ins "::mlir::OpBuilder &":$b, "::mlir::Location":$loc,
-           "::mlir::ValueRange":$operands)>,
+           "::mlir::ValueRange":$operands,
+           "::llvm::ArrayRef<::mlir::Attribute>":$params)>,
   ];
 }
 
