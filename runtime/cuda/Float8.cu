@@ -29,18 +29,6 @@ __device__ inline void atomicMaxNonNegative(float *p, float v) {
 }
 
 template <typename T>
-__global__ void amaxAll(const T *x, float *out, int64_t n) {
-  float m = 0;
-  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n;
-       i += int64_t(gridDim.x) * blockDim.x)
-    m = nanMax(m, fabsf(load(x, i)));
-  // One block max, then one atomic per block: max is exact in any order.
-  m = blockReduceInOrder(m, NanMax());
-  if (threadIdx.x == 0)
-    atomicMaxNonNegative(out, m);
-}
-
-template <typename T>
 __global__ void amaxRows(const T *x, float *out, int64_t cols) {
   const T *row = x + blockIdx.x * cols;
   float m = 0;
@@ -180,9 +168,13 @@ dim3 columnGrid(int64_t rows, int64_t cols) {
 
 void titanrt::cuda::amax(Dtype type, const void *x, float *out, int64_t rows,
                          int64_t cols, int reduction, cudaStream_t stream) {
-  // Nothing to launch without outputs (reduction 1, 2) or inputs (0: the
-  // amax of nothing is 0).
-  int64_t outputs = reduction == 0 ? 1 : reduction == 1 ? rows : cols;
+  // The whole tensor's amax is a generated kernel (kernel.generic's absmax
+  // reduction, fused with its producer where it can be).
+  if (reduction == 0)
+    titanrt::kernelFatal("amax over the whole tensor is a generated kernel "
+                         "(kernel-generate-pointwise), not the library's");
+  // Nothing to launch without outputs.
+  int64_t outputs = reduction == 1 ? rows : cols;
   if (outputs == 0)
     return;
   if (reduction != 1 || cols == 0)
@@ -192,10 +184,7 @@ void titanrt::cuda::amax(Dtype type, const void *x, float *out, int64_t rows,
   dispatch(type, [&](auto *tag) {
     using T = std::remove_pointer_t<decltype(tag)>;
     const T *in = static_cast<const T *>(x);
-    if (reduction == 0)
-      amaxAll<<<blocksFor(rows * cols), kThreads, 0, stream>>>(in, out,
-                                                               rows * cols);
-    else if (reduction == 1)
+    if (reduction == 1)
       amaxRows<<<unsigned(rows), kThreads, 0, stream>>>(in, out, cols);
     else
       amaxColumns<<<columnGrid(rows, cols), dim3(kColumnLanes, kRowLanes), 0,
@@ -203,7 +192,6 @@ void titanrt::cuda::amax(Dtype type, const void *x, float *out, int64_t rows,
   });
   checkLaunch("amax");
 }
-
 
 void titanrt::cuda::quantize(Dtype type, const void *x, const float *scale,
                              uint8_t *out, int64_t rows, int64_t cols,

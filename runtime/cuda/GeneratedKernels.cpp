@@ -75,7 +75,14 @@ GeneratedKernels &generatedKernels() {
 
 extern "C" void titan_rt_launch_generated(const void *image, const char *name,
                                           void *const *buffers, int64_t count,
-                                          int64_t elements) {
+                                          int64_t elements,
+                                          int64_t reductions) {
+  // A reduction's starting value, +0.0 (absmax over nothing): a memset on
+  // the stream (a CUDA graph's memset node), not a kernel.
+  for (int64_t i = count - reductions; i < count; ++i)
+    checkCuda(
+        cudaMemsetAsync(buffers[i], 0, sizeof(float), kernelContext().stream),
+        std::string("zeroing the reduction of generated kernel ") + name);
   if (elements <= 0)
     return;
   KernelEvents timed(name);

@@ -387,21 +387,18 @@ template <typename T> float absMax(float acc, T x) {
   return std::isnan(acc) || std::isnan(a) ? NAN : std::max(acc, a);
 }
 
-/// (input) -> (f32 amax); ints: {reduction: 0 all, 1 per row (last
-/// dimension), 2 per column (every dimension but the last)}.
+/// (input) -> (f32 amax); ints: {reduction: 1 per row (last dimension), 2
+/// per column (every dimension but the last)}. 0, over the whole tensor,
+/// is a generated kernel (kernel.generic's absmax reduction).
 template <typename T> void amax(const Call &c) {
   Shape s = c.shape(0);
   const T *x = c.buf<T>(0);
   float *out = c.buf<float>(1);
   int64_t rows = s.rows(), cols = s.back();
   switch (c.ints[0]) {
-  case 0: {
-    float m = 0;
-    for (int64_t i = 0, n = s.numel(); i < n; ++i)
-      m = absMax(m, x[i]);
-    out[0] = m;
-    return;
-  }
+  case 0:
+    kernelFatal("amax over the whole tensor is a generated kernel "
+                "(kernel-generate-pointwise), not the library's");
   case 1:
     for (int64_t r = 0; r < rows; ++r) {
       float m = 0;

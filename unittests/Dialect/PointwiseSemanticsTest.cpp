@@ -80,8 +80,7 @@ protected:
     SmallVector<Value> args;
     for (double x : operands)
       args.push_back(arith::ConstantOp::create(b, loc, b.getF64FloatAttr(x)));
-    SmallVector<Value> results =
-        semantics->buildScalar(b, loc, args, params);
+    SmallVector<Value> results = semantics->buildScalar(b, loc, args, params);
     func::ReturnOp::create(b, loc, results);
     fn.setFunctionType(b.getFunctionType({}, ValueRange(results).getTypes()));
     // The greedy driver folds every op whose operands are constants.
@@ -213,9 +212,9 @@ TEST_F(PointwiseSemantics, QuantizeIsTheSaturatingFloat8Cast) {
   // (0x7E); NaN is 0x7F; -0 is 0x80; 1e-3 rounds up to the smallest
   // subnormal 2^-9 (0x01).
   auto code = [&](double x, double scale) {
-    std::vector<FloatAttr> q = evaluateAttrs(
-        "titan.quantize", {x, scale},
-        {b.getI64IntegerAttr(0), b.getI64IntegerAttr(0)});
+    std::vector<FloatAttr> q =
+        evaluateAttrs("titan.quantize", {x, scale},
+                      {b.getI64IntegerAttr(0), b.getI64IntegerAttr(0)});
     return int(q.at(0).getValue().bitcastToAPInt().getZExtValue());
   };
   EXPECT_EQ(code(1.0, 2.0), 0x40);
@@ -237,19 +236,19 @@ TEST_F(PointwiseSemantics, QuantizeIsTheSaturatingFloat8Cast) {
 TEST_F(PointwiseSemantics, Float8EncodingMatchesAPFloatAndTheRuntime) {
   for (int64_t format : {0, 1}) {
     bool e4m3 = format == 0;
-    const llvm::fltSemantics &sem = e4m3 ? llvm::APFloat::Float8E4M3FN()
-                                         : llvm::APFloat::Float8E5M2();
+    const llvm::fltSemantics &sem =
+        e4m3 ? llvm::APFloat::Float8E4M3FN() : llvm::APFloat::Float8E5M2();
     titanrt::Dtype dtype =
         e4m3 ? titanrt::Dtype::f8E4M3FN : titanrt::Dtype::f8E5M2;
-    std::vector<float> xs = {0.0f, -0.0f, INFINITY, -INFINITY, NAN,
-                             1e-30f, -1e-45f, 3.4e38f, 1e6f, -1e6f};
+    std::vector<float> xs = {0.0f,   -0.0f,   INFINITY, -INFINITY, NAN,
+                             1e-30f, -1e-45f, 3.4e38f,  1e6f,      -1e6f};
     for (int bits = 0; bits < 256; ++bits) {
       llvm::APFloat v(sem, llvm::APInt(8, bits));
       if (!v.isFinite())
         continue;
       bool losesInfo;
-      v.convert(llvm::APFloat::IEEEsingle(),
-                llvm::APFloat::rmNearestTiesToEven, &losesInfo);
+      v.convert(llvm::APFloat::IEEEsingle(), llvm::APFloat::rmNearestTiesToEven,
+                &losesInfo);
       float f = v.convertToFloat();
       llvm::APFloat next(sem, llvm::APInt(8, bits + 1));
       float g = f;
@@ -265,8 +264,8 @@ TEST_F(PointwiseSemantics, Float8EncodingMatchesAPFloatAndTheRuntime) {
     }
     // Past the largest finite value: the overflow threshold and either side.
     for (float edge : {464.0f, 480.0f, 57344.0f, 61440.0f, 65536.0f})
-      for (float x : {edge, std::nextafter(edge, 0.0f),
-                      std::nextafter(edge, INFINITY)})
+      for (float x :
+           {edge, std::nextafter(edge, 0.0f), std::nextafter(edge, INFINITY)})
         xs.push_back(x);
     std::mt19937 rng(7);
     std::uniform_real_distribution<float> exponent(-30.0f, 20.0f);

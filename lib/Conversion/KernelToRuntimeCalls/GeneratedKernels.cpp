@@ -24,6 +24,11 @@ namespace {
 /// Marks the functions this file generates, for their lowering.
 constexpr StringLiteral kGeneratedAttrName = "titan.generated_kernel";
 
+/// Writes a kernel's reduction accumulators (one per reduction buffer) to
+/// the buffers, at the end of its element loop.
+using PublishReductions = llvm::function_ref<void(
+    OpBuilder &, Location, ArrayRef<Value>, ArrayRef<Value>)>;
+
 /// The type an element of `type` is loaded and stored as: itself, or the
 /// integer of its width for a float type LLVM lacks (float8).
 Type memoryType(Type type) {
@@ -55,29 +60,50 @@ void storeElement(OpBuilder &b, Location loc, Value v, Value address,
     store.setAccessGroupsAttr(groups);
 }
 
+/// `acc` combined with the reduced value `v`: the largest |v| so far, as
+/// the bits of a non-negative f32 (whose unsigned order is the floats'
+/// order, with NaN above infinity, so NaN wins).
+Value combineAbsMax(OpBuilder &b, Location loc, Value acc, Value v) {
+  Value bits = arith::BitcastOp::create(b, loc, b.getI32Type(),
+                                        math::AbsFOp::create(b, loc, v));
+  return LLVM::UMaxOp::create(b, loc, acc, bits);
+}
+
 /// At the end of `fn`'s entry block, whose `bases` are the buffers'
-/// addresses (inputs then outputs):
+/// addresses (inputs, outputs, then reductions):
 ///   the body's uniform part (broadcast inputs, what depends on them only);
 ///   if (begin == 0) store the broadcast outputs;
 ///   for (i = begin; i < end; i += step) { load every other input at i;
-///     the rest of the body; store every other output at i }
+///     the rest of the body; store every other output at i; combine each
+///     reduction's value into its accumulator }
+///   publish(accumulators)
 void emitElementLoop(OpBuilder &b, LLVM::LLVMFuncOp fn,
                      kernel::GenericOp generic, ArrayRef<Value> bases,
-                     Value begin, Value end, Value step) {
+                     Value begin, Value end, Value step,
+                     PublishReductions publish) {
   Location loc = generic.getLoc();
-  Type i64 = b.getI64Type();
+  Type i64 = b.getI64Type(), i32 = b.getI32Type();
   Block &scalar = generic.getBody().front();
   auto yield = cast<kernel::YieldOp>(scalar.getTerminator());
   SmallVector<Value> buffers(generic->getOperands().drop_back());
   unsigned numInputs = generic.getInputs().size();
+  unsigned numOutputs = generic.getOutputs().size();
+  unsigned numReductions = generic.getReductions().size();
   DenseSet<Value> uniform = generic.getUniformValues();
-  ArrayRef<Value> outputs = ArrayRef(buffers).drop_front(numInputs);
-  bool broadcastOutputs = llvm::any_of(
-      outputs, [&](Value v) { return generic.isBroadcast(v); });
+  ValueRange outputs = generic.getOutputs();
+  ArrayRef<Value> outputBases = bases.slice(numInputs, numOutputs);
+  ArrayRef<Value> reductionBases = bases.take_back(numReductions);
+  ValueRange outputValues = yield.getValues().take_front(numOutputs);
+  ValueRange reducedValues = yield.getValues().take_back(numReductions);
+  bool broadcastOutputs =
+      llvm::any_of(outputs, [&](Value v) { return generic.isBroadcast(v); });
   Block *entry = &fn.getBody().front();
   Block *broadcastStores =
       broadcastOutputs ? b.createBlock(&fn.getBody()) : nullptr;
-  Block *header = b.createBlock(&fn.getBody(), {}, {i64}, {loc});
+  SmallVector<Type> carried(1 + numReductions, i32);
+  carried[0] = i64;
+  Block *header = b.createBlock(&fn.getBody(), {}, carried,
+                                SmallVector<Location>(carried.size(), loc));
   Block *body = b.createBlock(&fn.getBody());
   Block *exit = b.createBlock(&fn.getBody());
 
@@ -96,21 +122,24 @@ void emitElementLoop(OpBuilder &b, LLVM::LLVMFuncOp fn,
   for (Operation &op : scalar.without_terminator())
     if (isUniform(op))
       b.clone(op, map);
+  // Every reduction starts from +0 (absmax over nothing).
+  SmallVector<Value> start = {begin};
+  Value zero32 = LLVM::ConstantOp::create(b, loc, i32, b.getI32IntegerAttr(0));
+  start.append(numReductions, zero32);
   if (broadcastOutputs) {
     // The broadcast outputs, by whoever runs index 0.
-    Value zero =
-        LLVM::ConstantOp::create(b, loc, i64, b.getI64IntegerAttr(0));
+    Value zero = LLVM::ConstantOp::create(b, loc, i64, b.getI64IntegerAttr(0));
     Value first =
         LLVM::ICmpOp::create(b, loc, LLVM::ICmpPredicate::eq, begin, zero);
-    LLVM::CondBrOp::create(b, loc, first, broadcastStores, ValueRange{},
-                           header, ValueRange{begin});
+    LLVM::CondBrOp::create(b, loc, first, broadcastStores, ValueRange{}, header,
+                           start);
     b.setInsertionPointToEnd(broadcastStores);
-    for (auto [value, buffer, base] : llvm::zip(
-             yield.getValues(), outputs, bases.drop_front(numInputs)))
+    for (auto [value, buffer, base] :
+         llvm::zip(outputValues, outputs, outputBases))
       if (generic.isBroadcast(buffer))
         storeElement(b, loc, map.lookupOrDefault(value), base, {});
   }
-  LLVM::BrOp::create(b, loc, ValueRange{begin}, header);
+  LLVM::BrOp::create(b, loc, start, header);
 
   b.setInsertionPointToEnd(header);
   Value index = header->getArgument(0);
@@ -122,7 +151,8 @@ void emitElementLoop(OpBuilder &b, LLVM::LLVMFuncOp fn,
   // an iteration touches, so the iterations are independent even where an
   // output is an input: the accesses form one parallel access group, and
   // the vectorizer needs no run-time overlap check (which an in-place
-  // kernel's identical pointers would fail).
+  // kernel's identical pointers would fail). The reductions are the
+  // loop's only carried values, which the vectorizer recognizes.
   MLIRContext *ctx = b.getContext();
   auto group =
       LLVM::AccessGroupAttr::get(ctx, DistinctAttr::create(UnitAttr::get(ctx)));
@@ -141,19 +171,36 @@ void emitElementLoop(OpBuilder &b, LLVM::LLVMFuncOp fn,
     if (!isUniform(op))
       b.clone(op, map);
   for (auto [value, buffer, base] :
-       llvm::zip(yield.getValues(), outputs, bases.drop_front(numInputs))) {
+       llvm::zip(outputValues, outputs, outputBases)) {
     if (generic.isBroadcast(buffer))
       continue;
     Value v = map.lookupOrDefault(value);
     storeElement(b, loc, v, elementAddress(base, v.getType()), groups);
   }
-  auto latch = LLVM::BrOp::create(
-      b, loc, ValueRange{LLVM::AddOp::create(b, loc, index, step)}, header);
+  SmallVector<Value> next = {LLVM::AddOp::create(b, loc, index, step)};
+  for (auto [value, acc] :
+       llvm::zip(reducedValues, header->getArguments().drop_front()))
+    next.push_back(combineAbsMax(b, loc, acc, map.lookupOrDefault(value)));
+  auto latch = LLVM::BrOp::create(b, loc, next, header);
   latch.setLoopAnnotationAttr(LLVM::LoopAnnotationAttr::get(
       ctx, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {group}));
 
   b.setInsertionPointToEnd(exit);
+  if (numReductions)
+    publish(b, loc,
+            llvm::to_vector(ValueRange(header->getArguments().drop_front())),
+            reductionBases);
   LLVM::ReturnOp::create(b, loc, ValueRange{});
+}
+
+/// The host's reductions: each span's accumulator, atomically into the
+/// buffer (which the step zeroed before the spans run).
+void publishHostReductions(OpBuilder &b, Location loc,
+                           ArrayRef<Value> accumulators,
+                           ArrayRef<Value> buffers) {
+  for (auto [acc, buffer] : llvm::zip(accumulators, buffers))
+    LLVM::AtomicRMWOp::create(b, loc, LLVM::AtomicBinOp::umax, buffer, acc,
+                              LLVM::AtomicOrdering::monotonic);
 }
 
 /// nvvm.read.ptx.sreg.* as i64.
@@ -170,9 +217,20 @@ std::string titan::generatedKernelKey(kernel::GenericOp generic) {
   auto valueNumber = [&](Value v) {
     return number.try_emplace(v, number.size()).first->second;
   };
-  for (Value buffer : generic->getOperands().drop_back())
-    os << cast<MemRefType>(buffer.getType()).getElementType()
-       << (generic.isBroadcast(buffer) ? "[1]," : ",");
+  // Each buffer's role (input, output, reduction and its kind), element
+  // type and whether it is broadcast: kernels alike in all but the element
+  // count share a function.
+  auto buffers = [&](StringRef role, ValueRange values) {
+    for (Value buffer : values)
+      os << role << cast<MemRefType>(buffer.getType()).getElementType()
+         << (generic.isBroadcast(buffer) ? "[1]," : ",");
+  };
+  buffers("in ", generic.getInputs());
+  buffers("out ", generic.getOutputs());
+  for (auto [buffer, kind] :
+       llvm::zip(generic.getReductions(), generic.getReductionKinds()))
+    os << "reduce " << kind << " "
+       << cast<MemRefType>(buffer.getType()).getElementType() << ",";
   Block &body = generic.getBody().front();
   for (BlockArgument arg : body.getArguments())
     valueNumber(arg);
@@ -211,9 +269,106 @@ LLVM::LLVMFuncOp titan::outlineGeneratedKernel(kernel::GenericOp generic,
   }
   Value one = LLVM::ConstantOp::create(b, loc, i64, b.getI64IntegerAttr(1));
   emitElementLoop(b, fn, generic, bases, entry->getArgument(1),
-                  entry->getArgument(2), one);
+                  entry->getArgument(2), one, publishHostReductions);
   return fn;
 }
+
+namespace {
+/// The shared memory a block's reduction passes through: one i32 per warp
+/// (at most 32 warps a block), declared once per device module.
+Value reductionScratch(OpBuilder &b, Location loc, gpu::GPUModuleOp device) {
+  constexpr StringLiteral name = "__titan_reduction_scratch";
+  auto type = LLVM::LLVMArrayType::get(b.getI32Type(), 32);
+  if (!device.lookupSymbol(name)) {
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(device.getBody());
+    LLVM::GlobalOp::create(b, loc, type, /*isConstant=*/false,
+                           LLVM::Linkage::Internal, name, Attribute(),
+                           /*alignment=*/4, /*addrSpace=*/3);
+  }
+  return LLVM::AddressOfOp::create(
+      b, loc, LLVM::LLVMPointerType::get(b.getContext(), 3), name);
+}
+
+/// The largest of `v` over the warp's 32 lanes, in every lane (butterfly
+/// shuffles).
+Value warpAbsMax(OpBuilder &b, Location loc, Value v) {
+  Type i32 = b.getI32Type();
+  auto c = [&](int64_t x) {
+    return LLVM::ConstantOp::create(b, loc, i32, b.getI32IntegerAttr(x));
+  };
+  Value all = c(-1), clamp = c(31);
+  for (int offset = 16; offset > 0; offset /= 2) {
+    Value other = NVVM::ShflOp::create(b, loc, i32, all, v, c(offset), clamp,
+                                       NVVM::ShflKind::bfly, UnitAttr());
+    v = LLVM::UMaxOp::create(b, loc, v, other);
+  }
+  return v;
+}
+
+/// `then` run under `condition`; the builder continues after it.
+void emitIf(OpBuilder &b, Location loc, Value condition,
+            llvm::function_ref<void()> then) {
+  Block *current = b.getInsertionBlock();
+  Block *after = current->splitBlock(b.getInsertionPoint());
+  Block *body = b.createBlock(after);
+  b.setInsertionPointToEnd(current);
+  LLVM::CondBrOp::create(b, loc, condition, body, after);
+  b.setInsertionPointToEnd(body);
+  then();
+  LLVM::BrOp::create(b, loc, ValueRange{}, after);
+  b.setInsertionPointToStart(after);
+}
+
+/// A GPU's reductions: each thread's accumulator reduced over its warp
+/// (shuffles), the warps' over the block (shared memory), and the block's
+/// atomically into the buffer (which the launch zeroed): one atomic per
+/// block, in any order, to the same bits.
+void publishDeviceReductions(OpBuilder &b, Location loc,
+                             ArrayRef<Value> accumulators,
+                             ArrayRef<Value> buffers, gpu::GPUModuleOp device) {
+  Type i32 = b.getI32Type();
+  auto c = [&](int64_t x) {
+    return LLVM::ConstantOp::create(b, loc, i32, b.getI32IntegerAttr(x));
+  };
+  Value thread = NVVM::ThreadIdXOp::create(b, loc, i32);
+  Value warps = LLVM::UDivOp::create(
+      b, loc, NVVM::BlockDimXOp::create(b, loc, i32), c(32));
+  Value lane = LLVM::AndOp::create(b, loc, thread, c(31));
+  Value warp = LLVM::LShrOp::create(b, loc, thread, c(5));
+  Value laneZero =
+      LLVM::ICmpOp::create(b, loc, LLVM::ICmpPredicate::eq, lane, c(0));
+  Value scratch = reductionScratch(b, loc, device);
+  Type ptr3 = scratch.getType();
+  for (auto [acc, buffer] : llvm::zip(accumulators, buffers)) {
+    Value mine = warpAbsMax(b, loc, acc);
+    emitIf(b, loc, laneZero, [&] {
+      Value slot = LLVM::GEPOp::create(b, loc, ptr3, i32, scratch,
+                                       ArrayRef<LLVM::GEPArg>{warp});
+      LLVM::StoreOp::create(b, loc, mine, slot);
+    });
+    NVVM::Barrier0Op::create(b, loc);
+    Value firstWarp =
+        LLVM::ICmpOp::create(b, loc, LLVM::ICmpPredicate::eq, warp, c(0));
+    emitIf(b, loc, firstWarp, [&] {
+      Value inBlock =
+          LLVM::ICmpOp::create(b, loc, LLVM::ICmpPredicate::ult, lane, warps);
+      // Lanes past the block's warps read slot 0 (any warp's value is a
+      // valid stand-in for max).
+      Value slotIndex = LLVM::SelectOp::create(b, loc, inBlock, lane, c(0));
+      Value slot = LLVM::GEPOp::create(b, loc, ptr3, i32, scratch,
+                                       ArrayRef<LLVM::GEPArg>{slotIndex});
+      Value block = warpAbsMax(b, loc, LLVM::LoadOp::create(b, loc, i32, slot));
+      emitIf(b, loc, laneZero, [&] {
+        LLVM::AtomicRMWOp::create(b, loc, LLVM::AtomicBinOp::umax, buffer,
+                                  block, LLVM::AtomicOrdering::monotonic);
+      });
+    });
+    // The scratch is reused by the next reduction.
+    NVVM::Barrier0Op::create(b, loc);
+  }
+}
+} // namespace
 
 gpu::GPUModuleOp titan::getOrCreateDeviceModule(ModuleOp module, StringRef name,
                                                 StringRef chip) {
@@ -259,8 +414,12 @@ LLVM::LLVMFuncOp titan::outlineDeviceKernel(kernel::GenericOp generic,
       b, loc, LLVM::MulOp::create(b, loc, block, blockSize), thread);
   Value step = LLVM::MulOp::create(b, loc, gridSize, blockSize);
   SmallVector<Value> bases(entry->getArguments().take_front(buffers));
-  emitElementLoop(b, fn, generic, bases, begin, entry->getArgument(buffers),
-                  step);
+  emitElementLoop(
+      b, fn, generic, bases, begin, entry->getArgument(buffers), step,
+      [&](OpBuilder &b, Location loc, ArrayRef<Value> accumulators,
+          ArrayRef<Value> buffers) {
+        publishDeviceReductions(b, loc, accumulators, buffers, device);
+      });
   return fn;
 }
 

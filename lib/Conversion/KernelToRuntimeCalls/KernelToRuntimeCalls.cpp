@@ -206,8 +206,9 @@ private:
   }
 
   /// The kernel generated from `generic`'s body, run on the host's threads
-  /// (titan_rt_parallel_for(kernel, buffers, elements)) or on the GPU
-  /// (titan_rt_launch_generated(image, name, buffers, count, elements)).
+  /// (titan_rt_parallel_for(kernel, buffers, elements), its reductions
+  /// zeroed first) or on the GPU (titan_rt_launch_generated(image, name,
+  /// buffers, count, elements, reductions), which zeroes them).
   void emitGeneratedKernelCall(GenericOp generic) {
     Location loc = generic.getLoc();
     recordSite(loc);
@@ -229,6 +230,12 @@ private:
     if (deviceChip.empty()) {
       if (!outlined)
         outlineGeneratedKernel(generic, name);
+      // absmax starts from +0.0.
+      for (Value reduction : generic.getReductions())
+        LLVM::StoreOp::create(b, loc,
+                              LLVM::ConstantOp::create(b, loc, b.getI32Type(),
+                                                       b.getI32IntegerAttr(0)),
+                              ptrs.lookup(reduction));
       Value kernelAddress = LLVM::AddressOfOp::create(b, loc, ptrType, name);
       LLVM::CallOp::create(b, loc,
                            runtimeFunction("titan_rt_parallel_for",
@@ -244,10 +251,12 @@ private:
     LLVM::CallOp::create(
         b, loc,
         runtimeFunction("titan_rt_launch_generated",
-                        {ptrType, ptrType, ptrType, i64Type, i64Type}, {}),
+                        {ptrType, ptrType, ptrType, i64Type, i64Type, i64Type},
+                        {}),
         ValueRange{deviceImage(deviceName, loc),
                    constantString("__titan_str_" + name, name, loc), buffers,
-                   constant(operands.size()), elements});
+                   constant(operands.size()), elements,
+                   constant(generic.getReductions().size())});
   }
 
   /// The address of `@<device>_image`, the compiled kernels' bytes

@@ -85,7 +85,9 @@ void titan_rt_wait(void *request);
 void titan_rt_copy(void *dst, const void *src, int64_t bytes);
 
 /// A kernel the compiler generated (kernel.generic): computes elements
-/// [begin, end) of the buffers `buffers` points to.
+/// [begin, end) of the buffers `buffers` points to, and combines that
+/// span's reductions into their buffers atomically (which the step zeroes
+/// before the spans run).
 typedef void (*titan_rt_generated_kernel)(void *const *buffers, int64_t begin,
                                           int64_t end);
 
@@ -96,10 +98,12 @@ void titan_rt_parallel_for(titan_rt_generated_kernel kernel,
 
 /// The CUDA target's generated kernel `name` of the compiled `image` (a
 /// cubin or NUL-terminated PTX, loaded once) on `count` device buffers and
-/// `elements` elements, on the step's compute stream.
+/// `elements` elements, on the step's compute stream. The last
+/// `reductions` buffers are reduction results (one f32 each), zeroed on
+/// the stream before the launch: the kernel's blocks combine into them.
 void titan_rt_launch_generated(const void *image, const char *name,
                                void *const *buffers, int64_t count,
-                               int64_t elements);
+                               int64_t elements, int64_t reductions);
 
 #ifdef __cplusplus
 }

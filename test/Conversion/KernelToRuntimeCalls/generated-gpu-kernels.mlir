@@ -7,15 +7,27 @@
 // gpu.module (its NVVM target is the chip): a grid-stride loop over the
 // elements, its buffers as global pointers. The step launches it through
 // titan_rt_launch_generated with the compiled image, its name, the buffers,
-// their count and the element count.
+// their count, the element count and how many are reductions (the last
+// buffers), which the launch zeroes first.
+//
+// In the third kernel each thread keeps a running maximum of |value| as
+// f32 bits (unsigned order is the floats' order, NaN above infinity);
+// after the loop the warp combines it with butterfly shuffles, the block
+// through shared memory, and one atomic per block writes it. Its float8
+// result is stored as a byte; its broadcast scale is loaded once.
 // NVVM-LABEL: llvm.mlir.global private constant @titan_kernels_image
 // NVVM-LABEL: llvm.func @titan_step(
 // NVVM-DAG:   %[[N:.*]] = llvm.mlir.constant(32 : i64) : i64
 // NVVM-DAG:   %[[IMAGE:.*]] = llvm.mlir.addressof @titan_kernels_image : !llvm.ptr
 // NVVM-DAG:   %[[NAME:.*]] = llvm.mlir.addressof @__titan_str_titan_generated_0 : !llvm.ptr
 // NVVM-DAG:   %[[COUNT:.*]] = llvm.mlir.constant(2 : i64) : i64
-// NVVM:       llvm.call @titan_rt_launch_generated(%[[IMAGE]], %[[NAME]], %{{.*}}, %[[COUNT]], %[[N]])
+// NVVM:       %[[NORED:.*]] = llvm.mlir.constant(0 : i64) : i64
+// NVVM-NEXT:  llvm.call @titan_rt_launch_generated(%[[IMAGE]], %[[NAME]], %{{.*}}, %[[COUNT]], %[[N]], %[[NORED]])
+// NVVM:       llvm.call @titan_rt_launch_generated(
+// NVVM:       %[[ONE:.*]] = llvm.mlir.constant(1 : i64) : i64
+// NVVM-NEXT:  llvm.call @titan_rt_launch_generated(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %[[ONE]])
 // NVVM:       gpu.module @titan_kernels [#nvvm.target<chip = "sm_90a">] {
+// NVVM:       llvm.mlir.global internal @__titan_reduction_scratch() {addr_space = 3 : i32, alignment = 4 : i64} : !llvm.array<32 x i32>
 // NVVM:       llvm.func @titan_generated_0(%[[A:.*]]: !llvm.ptr<1>, %[[B:.*]]: !llvm.ptr<1>, %[[E:.*]]: i64) attributes {nvvm.kernel}
 // NVVM:       nvvm.read.ptx.sreg.ctaid.x
 // NVVM:       nvvm.read.ptx.sreg.ntid.x
@@ -25,6 +37,17 @@
 // NVVM:       llvm.store %{{.*}}, %{{.*}} {access_groups = [#access_group]} : bf16, !llvm.ptr<1>
 // NVVM:       llvm.func @titan_generated_1(
 // NVVM:       llvm.call @__nv_exp(%{{.*}}) : (f64) -> f64
+// NVVM:       llvm.func @titan_generated_2(
+// NVVM:       llvm.load %{{.*}} : !llvm.ptr<1> -> f32
+// NVVM:       ^bb1(%{{.*}}: i64, %[[ACC:.*]]: i32):
+// NVVM:       llvm.store %{{.*}}, %{{.*}} {access_groups = [#access_group{{.*}}]} : i8, !llvm.ptr<1>
+// NVVM:       llvm.intr.umax(%[[ACC]], %{{.*}}) : (i32, i32) -> i32
+// NVVM:       nvvm.shfl.sync  bfly
+// NVVM:       llvm.store %{{.*}}, %{{.*}} : i32, !llvm.ptr<3>
+// NVVM:       nvvm.barrier0
+// NVVM:       llvm.load %{{.*}} : !llvm.ptr<3> -> i32
+// NVVM:       llvm.atomicrmw umax %{{.*}}, %{{.*}} monotonic : !llvm.ptr<1>, i32
+// NVVM:       nvvm.barrier0
 
 // NVPTX's PTX for the chip, f64 exp from libdevice linked in (no call left),
 // f32 sqrt correctly rounded (sqrt.rn, as the host's), not libdevice's
@@ -36,6 +59,14 @@
 // PTX-SAME: sqrt.rn.f32
 // PTX-SAME: st.global.b16
 // PTX-SAME: .visible .entry titan_generated_1(
+// PTX-SAME: .visible .entry titan_generated_2(
+// PTX-SAME: .shared .align 4 .b8 __titan_reduction_scratch[128]
+// PTX-SAME: st.global.b8
+// PTX-SAME: max.u32
+// PTX-SAME: shfl.sync.bfly.b32
+// PTX-SAME: st.shared.b32
+// PTX-SAME: bar.sync
+// PTX-SAME: .global.max.u32
 // PTX-NOT:  __nv_exp
 // PTX-NOT:  sqrt.approx
 // PTX-NOT:  gpu.module
@@ -61,6 +92,18 @@ module attributes {kernel.arena_bytes = 2048 : i64, kernel.slots = {"param:w" = 
     ^bb0(%x: f64):
       %e = math.exp %x : f64
       kernel.yield %e : f64
+    }
+    %scale = kernel.alloc temporary {offset = 1024 : i64} : memref<f32>
+    %q = kernel.alloc temporary {offset = 1280 : i64} : memref<32xf8E4M3FN>
+    %m = kernel.alloc temporary {offset = 1536 : i64} : memref<f32>
+    kernel.generic ins(%w, %scale : memref<4x8xbf16>, memref<f32>) outs(%q : memref<32xf8E4M3FN>) reduce [#kernel.reduction<absmax>](%m : memref<f32>) on %s {
+    ^bb0(%x: bf16, %c: f32):
+      %a = arith.extf %x : bf16 to f32
+      %p = arith.mulf %a, %c : f32
+      %b = arith.bitcast %p : f32 to i32
+      %t = arith.trunci %b : i32 to i8
+      %f = arith.bitcast %t : i8 to f8E4M3FN
+      kernel.yield %f, %p : f8E4M3FN, f32
     }
     return
   }

@@ -263,6 +263,30 @@ func.func @generic_broadcast_in_place(%a: memref<4xf32>, %b: memref<4xf32>, %m: 
 
 // -----
 
+func.func @generic_reduction_type(%a: memref<4xf32>, %m: memref<2xf32>) {
+  %s = kernel.stream 0
+  // expected-error @+1 {{'kernel.generic' op reduction buffer of type 'memref<2xf32>' must hold one f32}}
+  kernel.generic ins(%a : memref<4xf32>) reduce [#kernel.reduction<absmax>](%m : memref<2xf32>) on %s {
+  ^bb0(%x: f32):
+    kernel.yield %x : f32
+  }
+  return
+}
+
+// -----
+
+func.func @generic_reduction_kinds(%a: memref<4xf32>, %m: memref<f32>) {
+  %s = kernel.stream 0
+  // expected-error @+1 {{'kernel.generic' op has 1 reductions but 2 reduction kinds}}
+  kernel.generic ins(%a : memref<4xf32>) reduce [#kernel.reduction<absmax>, #kernel.reduction<absmax>](%m : memref<f32>) on %s {
+  ^bb0(%x: f32):
+    kernel.yield %x : f32
+  }
+  return
+}
+
+// -----
+
 func.func @generic_arguments(%a: memref<4xbf16>, %b: memref<4xf32>) {
   %s = kernel.stream 0
   // expected-error @+1 {{'kernel.generic' op body's arguments must be the element types of the inputs}}
@@ -279,7 +303,7 @@ func.func @generic_yield(%a: memref<4xf32>, %b: memref<4xbf16>) {
   %s = kernel.stream 0
   kernel.generic ins(%a : memref<4xf32>) outs(%b : memref<4xbf16>) on %s {
   ^bb0(%x: f32):
-    // expected-error @+1 {{'kernel.yield' op must yield one value of each output's element type}}
+    // expected-error @+1 {{'kernel.yield' op must yield one value of each output's, then each reduction's, element type}}
     kernel.yield %x : f32
   }
   return
@@ -302,10 +326,10 @@ func.func @generic_effects(%a: memref<4xf32>, %b: memref<4xf32>) {
 
 func.func @generic_outputs(%a: memref<4xf32>) {
   %s = kernel.stream 0
-  // expected-error @+1 {{'kernel.generic' op must write at least one output}}
+  // expected-error @+1 {{'kernel.generic' op must write at least one output or reduction}}
   "kernel.generic"(%a, %s) ({
   ^bb0(%x: f32):
     kernel.yield
-  }) {operandSegmentSizes = array<i32: 1, 0, 1>} : (memref<4xf32>, !kernel.stream) -> ()
+  }) {operandSegmentSizes = array<i32: 1, 0, 0, 1>} : (memref<4xf32>, !kernel.stream) -> ()
   return
 }

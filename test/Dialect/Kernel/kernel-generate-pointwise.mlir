@@ -154,16 +154,20 @@ func.func @shifted_views(%r: memref<12xf32>) {
 
 // -----
 
-// Float8's tensorwise cast: the scale (one element) and the quantize (one
-// element per input element, the scale broadcast) become one kernel, which
+// Float8's tensorwise cast: the amax is a reduction kernel (absmax of the
+// input's elements); the scale (one element) and the quantize (one element
+// per input element, the scale broadcast) become one kernel, which
 // computes the scale from the amax and still writes it once (the GEMM and
 // the transposed cast read it). The scale's body is torchao's
 // amax_to_scale, the quantize's the saturating float8 encoding on the f32
 // bits. The transposed cast moves elements and the rowwise cast's scale
 // has neither one element nor the input's count: both stay library calls,
-// as does the amax (a reduction).
+// as does a row amax.
 // CHECK-LABEL: func.func @float8(
-// CHECK:       kernel.call "amax"(%arg0 : memref<4x8xbf16>) outs(%[[AMAX:.*]] : memref<f32>)
+// CHECK:       kernel.generic ins(%arg0 : memref<4x8xbf16>) reduce [#kernel.reduction<absmax>](%[[AMAX:.*]] : memref<f32>)
+// CHECK-NEXT:  ^bb0(%[[X0:.*]]: bf16):
+// CHECK-NEXT:    %[[W:.*]] = arith.extf %[[X0]] : bf16 to f32
+// CHECK-NEXT:    kernel.yield %[[W]] : f32
 // CHECK:       kernel.generic ins(%arg0, %[[AMAX]] : memref<4x8xbf16>, memref<f32>) outs(%[[Q:.*]], %[[SCALE:.*]] : memref<4x8xf8E4M3FN>, memref<f32>)
 // CHECK-NEXT:  ^bb0(%{{.*}}: bf16, %{{.*}}: f32):
 // CHECK:         arith.maximumf
@@ -176,6 +180,7 @@ func.func @shifted_views(%r: memref<12xf32>) {
 // CHECK:       kernel.call "quantize"(%arg0, %[[SCALE]] : {{.*}}) outs(%{{.*}} : memref<8x4xf8E4M3FN>) on %{{.*}} params [0, 1]
 // CHECK:       kernel.call "scaled_matmul"({{.*}}%[[SCALE]]
 // CHECK:       kernel.call "quantize"(%arg0, %arg1 : memref<4x8xbf16>, memref<4x1xf32>)
+// CHECK:       kernel.call "amax"(%arg0 : memref<4x8xbf16>) outs(%arg1 : memref<4x1xf32>) on %{{.*}} params [1]
 func.func @float8(%x: memref<4x8xbf16>, %rows: memref<4x1xf32>, %w: memref<16x8xf8E4M3FN>, %ws: memref<1024xi8>, %y: memref<4x16xbf16>, %qr: memref<4x8xf8E4M3FN>) {
   %s = kernel.stream 0
   %amax = kernel.alloc temporary : memref<f32>
@@ -188,5 +193,48 @@ func.func @float8(%x: memref<4x8xbf16>, %rows: memref<4x1xf32>, %w: memref<16x8x
   kernel.call "quantize"(%x, %scale : memref<4x8xbf16>, memref<f32>) outs(%qt : memref<8x4xf8E4M3FN>) on %s params [0, 1]
   kernel.call "scaled_matmul"(%q, %scale, %w, %scale : memref<4x8xf8E4M3FN>, memref<f32>, memref<16x8xf8E4M3FN>, memref<f32>) outs(%y : memref<4x16xbf16>) workspace(%ws : memref<1024xi8>) on %s params [0, 0, 0, 0, 0]
   kernel.call "quantize"(%x, %rows : memref<4x8xbf16>, memref<4x1xf32>) outs(%qr : memref<4x8xf8E4M3FN>) on %s params [0, 0]
+  kernel.call "amax"(%x : memref<4x8xbf16>) outs(%rows : memref<4x1xf32>) on %s params [1]
+  return
+}
+
+// -----
+
+// A reduction fuses with its producer, even one of two outputs: the
+// gradient's amax is taken while swiglu_grad's values are in registers,
+// and both gradients are still written (the up gradient, which the amax
+// does not read, too). A reduction kernel is no producer (its result is
+// complete only after its last index).
+// CHECK-LABEL: func.func @reduce_producer(
+// CHECK:       kernel.generic ins(%arg0, %arg1, %arg2 : memref<8xbf16>, memref<8xbf16>, memref<8xbf16>) outs(%[[GG:.*]], %arg3 : memref<8xbf16>, memref<8xbf16>) reduce [#kernel.reduction<absmax>](%[[M:.*]] : memref<f32>)
+// CHECK:         kernel.yield %{{.*}}, %{{.*}}, %{{.*}} : bf16, bf16, f32
+// CHECK:       kernel.generic ins(%[[M]] : memref<f32>) outs(%{{.*}} : memref<f32>)
+// CHECK-NOT:   kernel.generic
+func.func @reduce_producer(%gate: memref<8xbf16>, %up: memref<8xbf16>, %dy: memref<8xbf16>, %upg: memref<8xbf16>, %use: memref<8xbf16>) {
+  %s = kernel.stream 0
+  %gg = kernel.alloc temporary : memref<8xbf16>
+  kernel.call "swiglu_grad"(%gate, %up, %dy : memref<8xbf16>, memref<8xbf16>, memref<8xbf16>) outs(%gg, %upg : memref<8xbf16>, memref<8xbf16>) on %s params []
+  %m = kernel.alloc temporary : memref<f32>
+  kernel.call "amax"(%gg : memref<8xbf16>) outs(%m : memref<f32>) on %s params [0]
+  %sc = kernel.alloc temporary : memref<f32>
+  kernel.call "float8_scale"(%m : memref<f32>) outs(%sc : memref<f32>) on %s params [0, 5.734400e+04]
+  kernel.call "rms_norm"(%gg, %gg : memref<8xbf16>, memref<8xbf16>) outs(%use : memref<8xbf16>) on %s params [1.0e-5]
+  return
+}
+
+// -----
+
+// Not fused: the producer's other output is read in between (fusing would
+// write it only at the consumer's place, after that read).
+// CHECK-LABEL: func.func @other_output_read(
+// CHECK:       kernel.generic ins(%arg0, %arg1, %arg2 : {{.*}}) outs(%{{.*}}, %arg3 : memref<8xbf16>, memref<8xbf16>) on
+// CHECK:       kernel.call "rms_norm"(%arg3
+// CHECK:       kernel.generic ins(%{{.*}} : memref<8xbf16>) reduce
+func.func @other_output_read(%gate: memref<8xbf16>, %up: memref<8xbf16>, %dy: memref<8xbf16>, %upg: memref<8xbf16>, %use: memref<8xbf16>) {
+  %s = kernel.stream 0
+  %gg = kernel.alloc temporary : memref<8xbf16>
+  kernel.call "swiglu_grad"(%gate, %up, %dy : memref<8xbf16>, memref<8xbf16>, memref<8xbf16>) outs(%gg, %upg : memref<8xbf16>, memref<8xbf16>) on %s params []
+  kernel.call "rms_norm"(%upg, %upg : memref<8xbf16>, memref<8xbf16>) outs(%use : memref<8xbf16>) on %s params [1.0e-5]
+  %m = kernel.alloc temporary : memref<f32>
+  kernel.call "amax"(%gg : memref<8xbf16>) outs(%m : memref<f32>) on %s params [0]
   return
 }

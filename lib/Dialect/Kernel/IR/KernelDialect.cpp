@@ -307,7 +307,7 @@ int64_t GenericOp::getNumElements() {
 
 bool GenericOp::isBroadcast(Value buffer) {
   return cast<MemRefType>(buffer.getType()).getNumElements() == 1 &&
-         getNumElements() > 1;
+         getNumElements() > 1 && !llvm::is_contained(getReductions(), buffer);
 }
 
 DenseSet<Value> GenericOp::getUniformValues() {
@@ -324,8 +324,22 @@ DenseSet<Value> GenericOp::getUniformValues() {
 }
 
 LogicalResult GenericOp::verify() {
-  if (getOutputs().empty())
-    return emitOpError() << "must write at least one output";
+  if (getOutputs().empty() && getReductions().empty())
+    return emitOpError() << "must write at least one output or reduction";
+  if (getReductionKinds().size() != getReductions().size())
+    return emitOpError() << "has " << getReductions().size()
+                         << " reductions but " << getReductionKinds().size()
+                         << " reduction kinds";
+  for (Value r : getReductions()) {
+    auto type = cast<MemRefType>(r.getType());
+    if (type.getNumElements() != 1 || !type.getElementType().isF32())
+      return emitOpError() << "reduction buffer of type " << type
+                           << " must hold one f32";
+    if (llvm::is_contained(getInputs(), r) ||
+        llvm::is_contained(getOutputs(), r))
+      return emitOpError() << "reduction buffer of type " << type
+                           << " is also an input or output";
+  }
   int64_t elements = getNumElements();
   for (Value v : llvm::concat<Value>(getInputs(), getOutputs())) {
     auto type = cast<MemRefType>(v.getType());
@@ -360,10 +374,11 @@ LogicalResult GenericOp::verifyRegions() {
     return emitOpError()
            << "body's arguments must be the element types of the inputs";
   auto yield = cast<YieldOp>(body.getTerminator());
-  if (TypeRange(yield.getValues().getTypes()) !=
-      TypeRange(elementTypes(getOutputs())))
-    return yield.emitOpError()
-           << "must yield one value of each output's element type";
+  SmallVector<Type> yielded = elementTypes(getOutputs());
+  llvm::append_range(yielded, elementTypes(getReductions()));
+  if (TypeRange(yield.getValues().getTypes()) != TypeRange(yielded))
+    return yield.emitOpError() << "must yield one value of each output's, "
+                                  "then each reduction's, element type";
   DenseSet<Value> uniform = getUniformValues();
   for (auto [value, out] : llvm::zip(yield.getValues(), getOutputs()))
     if (isBroadcast(out) && !uniform.contains(value))

@@ -52,65 +52,83 @@ Value convertFloat(OpBuilder &b, Location loc, Value v, Type to) {
 // Calls -> generated kernels
 //===----------------------------------------------------------------------===//
 
-/// Whether `call`'s buffers fit a kernel.generic: each has the largest's
-/// element count or one element (a broadcast input; an output that
-/// small would be written once, so only a kernel of one element has it).
-bool hasGenericShape(CallOp call) {
-  auto count = [](Value v) {
-    return cast<MemRefType>(v.getType()).getNumElements();
-  };
-  int64_t elements = 0;
-  for (Value v : llvm::concat<Value>(call.getInputs(), call.getOutputs()))
-    elements = std::max(elements, count(v));
-  return llvm::all_of(call.getInputs(),
-                      [&](Value v) {
-                        return count(v) == elements || count(v) == 1;
-                      }) &&
-         llvm::all_of(call.getOutputs(),
-                      [&](Value v) { return count(v) == elements; });
+int64_t elementCount(Value buffer) {
+  return cast<MemRefType>(buffer.getType()).getNumElements();
 }
 
-/// The type `call`'s scalar body computes in: that of its buffers, but for
+/// Whether buffers `inputs` and `outputs` fit a kernel.generic: each has
+/// the largest's element count or one element (a broadcast input; an
+/// output that small would be written once, so only a kernel of one
+/// element has it).
+bool hasGenericShape(ValueRange inputs, ValueRange outputs) {
+  int64_t elements = 0;
+  for (Value v : llvm::concat<Value>(inputs, outputs))
+    elements = std::max(elements, elementCount(v));
+  return llvm::all_of(inputs,
+                      [&](Value v) {
+                        return elementCount(v) == elements ||
+                               elementCount(v) == 1;
+                      }) &&
+         llvm::all_of(outputs,
+                      [&](Value v) { return elementCount(v) == elements; });
+}
+
+bool isFloat8(Type t) { return isa<Float8E4M3FNType, Float8E5M2Type>(t); }
+
+/// The type a call's scalar body computes in: that of its buffers, but for
 /// float8 results, which the op's body produces as float8 values itself.
-std::optional<FloatType> computeType(CallOp call) {
+std::optional<FloatType> computeType(ValueRange inputs, ValueRange outputs) {
   SmallVector<Type> types;
-  for (Value v : call.getInputs())
+  for (Value v : inputs)
     types.push_back(elementTypeOf(v));
-  for (Value v : call.getOutputs())
-    if (!isa<Float8E4M3FNType, Float8E5M2Type>(elementTypeOf(v)))
+  for (Value v : outputs)
+    if (!isFloat8(elementTypeOf(v)))
       types.push_back(elementTypeOf(v));
   return pointwiseComputeType(types);
 }
 
 /// The generated kernel for `call` when its kernel is a pointwise op (with
 /// its parameters) on buffers and types the generator handles, else null.
+/// The op's absmax results become the kernel's reductions.
 GenericOp generateCall(CallOp call) {
   MLIRContext *ctx = call.getContext();
   const PointwiseOpInterface::Concept *semantics =
       lookupPointwiseSemantics(ctx, ("titan." + call.getKernel()).str());
-  if (!semantics || !hasGenericShape(call))
+  if (!semantics)
     return nullptr;
-  std::optional<FloatType> compute = computeType(call);
+  ArrayRef<Attribute> params = call.getParams().getValue();
+  unsigned reduced = semantics->getNumAbsMaxResults(params);
+  if (reduced > call.getOutputs().size())
+    return nullptr;
+  ValueRange outputs = call.getOutputs().drop_back(reduced);
+  ValueRange reductions = call.getOutputs().take_back(reduced);
+  if (!hasGenericShape(call.getInputs(), outputs) ||
+      !llvm::all_of(reductions, [](Value v) {
+        return elementCount(v) == 1 && elementTypeOf(v).isF32();
+      }))
+    return nullptr;
+  std::optional<FloatType> compute = computeType(call.getInputs(), outputs);
   if (!compute)
     return nullptr;
 
   OpBuilder b(call);
   Location loc = call.getLoc();
-  auto generic = GenericOp::create(b, loc, call.getInputs(), call.getOutputs(),
-                                   call.getStream());
+  SmallVector<Attribute> kinds(
+      reduced, ReductionKindAttr::get(ctx, ReductionKind::AbsMax));
+  auto generic =
+      GenericOp::create(b, loc, call.getInputs(), outputs, reductions,
+                        call.getStream(), b.getArrayAttr(kinds));
   Block *body = b.createBlock(&generic.getBody());
   SmallVector<Value> operands;
   for (Value input : call.getInputs())
     operands.push_back(convertFloat(
         b, loc, body->addArgument(elementTypeOf(input), loc), *compute));
-  SmallVector<Value> results =
-      semantics->buildScalar(b, loc, operands, call.getParams().getValue());
+  SmallVector<Value> results = semantics->buildScalar(b, loc, operands, params);
   SmallVector<Value> rounded;
   for (auto [result, output] : llvm::zip(results, call.getOutputs())) {
     // A float8 result comes as its float8 value.
     Type element = elementTypeOf(output);
-    if (isa<Float8E4M3FNType, Float8E5M2Type>(element) &&
-        result.getType() != element)
+    if (isFloat8(element) && result.getType() != element)
       break;
     rounded.push_back(convertFloat(b, loc, result, element));
   }
@@ -207,7 +225,7 @@ private:
     Value root = viewedBuffer(input);
     // Walk back to the last op that touches `root`, collecting what the
     // ops in between write.
-    SmallVector<Value> between;
+    SmallVector<Value> between, betweenReads;
     for (Operation *op = consumer->getPrevNode(); op; op = op->getPrevNode()) {
       SmallVector<Value> reads, writes;
       if (!collectAccess(op, reads, writes))
@@ -216,13 +234,31 @@ private:
           llvm::is_contained(reads, root) || llvm::is_contained(writes, root);
       if (!touches) {
         llvm::append_range(between, writes);
+        llvm::append_range(betweenReads, reads);
         continue;
       }
+      // A producer's reduction is complete only after its last index.
       auto producer = dyn_cast<GenericOp>(op);
-      if (!producer || producer.getOutputs().size() != 1 ||
-          producer.getOutputs()[0] != input ||
+      if (!producer || !producer.getReductions().empty() ||
+          !llvm::is_contained(producer.getOutputs(), input) ||
           producer.getStream() != consumer.getStream())
         return nullptr;
+      // The producer's other outputs are written at the consumer's place
+      // now: nothing in between may touch them, the consumer may not read
+      // them (it loads before the fused kernel stores), nor write them
+      // (the producer's store would come last).
+      for (Value out : producer.getOutputs()) {
+        Value other = viewedBuffer(out);
+        if (out == input)
+          continue;
+        if (other == root || llvm::is_contained(between, other) ||
+            llvm::is_contained(betweenReads, other))
+          return nullptr;
+        for (Value v :
+             llvm::concat<Value>(consumer.getInputs(), consumer.getOutputs()))
+          if (viewedBuffer(v) == other)
+            return nullptr;
+      }
       // The consumer reads the producer's buffer only as `input` (which
       // it no longer loads).
       for (Value other : consumer.getInputs())
@@ -251,7 +287,7 @@ private:
   }
 
   /// The buffers the fused kernel takes at most: the inputs of both but
-  /// `link`, the consumer's outputs and `link`.
+  /// `link`, the outputs of both and the consumer's reductions.
   static unsigned fusedBuffers(GenericOp producer, GenericOp consumer,
                                Value link) {
     SmallVector<Value> inputs;
@@ -259,11 +295,13 @@ private:
          llvm::concat<Value>(consumer.getInputs(), producer.getInputs()))
       if (v != link && !llvm::is_contained(inputs, v))
         inputs.push_back(v);
-    return inputs.size() + consumer.getOutputs().size() + 1;
+    return inputs.size() + consumer.getOutputs().size() +
+           producer.getOutputs().size() + consumer.getReductions().size();
   }
 
   /// One kernel at `consumer`'s place computing both; `link` (the
-  /// producer's output) is written only when something else reads it.
+  /// producer's output the consumer reads) is written only when something
+  /// else reads it, the producer's other outputs always.
   GenericOp fuse(GenericOp producer, GenericOp consumer, Value link) {
     Value root = viewedBuffer(link);
     bool keepLink = !root.getDefiningOp<AllocOp>() ||
@@ -279,11 +317,16 @@ private:
     SmallVector<Value> outputs(consumer.getOutputs());
     if (keepLink && !llvm::is_contained(outputs, link))
       outputs.push_back(link);
+    unsigned withLink = outputs.size();
+    for (Value out : producer.getOutputs())
+      if (out != link)
+        outputs.push_back(out);
 
     OpBuilder b(consumer);
     Location loc = b.getFusedLoc({producer.getLoc(), consumer.getLoc()});
     auto fused =
-        GenericOp::create(b, loc, inputs, outputs, consumer.getStream());
+        GenericOp::create(b, loc, inputs, outputs, consumer.getReductions(),
+                          consumer.getStream(), consumer.getReductionKinds());
     Block *body = b.createBlock(&fused.getBody());
     DenseMap<Value, Value> argOf;
     for (Value v : inputs)
@@ -297,19 +340,32 @@ private:
       map.map(arg, argOf.lookup(v));
     for (Operation &op : producerBody.without_terminator())
       b.clone(op, map);
-    Value linked =
-        map.lookup(cast<YieldOp>(producerBody.getTerminator()).getValues()[0]);
+    Value linked;
+    SmallVector<Value> others;
+    for (auto [out, v] : llvm::zip_equal(
+             producer.getOutputs(),
+             cast<YieldOp>(producerBody.getTerminator()).getValues()))
+      (out == link ? linked : others.emplace_back()) = map.lookupOrDefault(v);
     Block &consumerBody = consumer.getBody().front();
     for (auto [arg, v] :
          llvm::zip_equal(consumerBody.getArguments(), consumer.getInputs()))
       map.map(arg, v == link ? linked : argOf.lookup(v));
     for (Operation &op : consumerBody.without_terminator())
       b.clone(op, map);
-    SmallVector<Value> yielded = llvm::map_to_vector(
-        cast<YieldOp>(consumerBody.getTerminator()).getValues(),
-        [&](Value v) { return map.lookupOrDefault(v); });
-    if (outputs.size() > consumer.getOutputs().size())
+    // The consumer's outputs, the link when kept, the producer's other
+    // outputs, the consumer's reductions.
+    ValueRange consumerYield =
+        cast<YieldOp>(consumerBody.getTerminator()).getValues();
+    auto mapped = [&](ValueRange values) {
+      return llvm::map_to_vector(
+          values, [&](Value v) { return map.lookupOrDefault(v); });
+    };
+    unsigned numOutputs = consumer.getOutputs().size();
+    SmallVector<Value> yielded = mapped(consumerYield.take_front(numOutputs));
+    if (withLink > numOutputs)
       yielded.push_back(linked);
+    llvm::append_range(yielded, others);
+    llvm::append_range(yielded, mapped(consumerYield.drop_front(numOutputs)));
     YieldOp::create(b, loc, yielded);
 
     producer.erase();

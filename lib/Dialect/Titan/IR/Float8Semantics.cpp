@@ -83,11 +83,11 @@ Value encodeFloat8(Emitter &e, Value x, const Float8Format &f) {
       b, loc, arith::ShRUIOp::create(b, loc, bits, e.i32(31)), e.i32(7));
   Value a = math::AbsFOp::create(b, loc, x);
   Value isNaN = e.cmpf(arith::CmpFPredicate::UNO, x, x);
-  double halfUlp = std::ldexp(1.0, int(std::ilogb(f.maxFinite)) -
-                                       int(f.mantissaBits) - 1);
+  double halfUlp =
+      std::ldexp(1.0, int(std::ilogb(f.maxFinite)) - int(f.mantissaBits) - 1);
   Value saturates =
-      e.cmpf(f.e5m2 ? arith::CmpFPredicate::OGE : arith::CmpFPredicate::OGT,
-             a, e.f32(f.maxFinite + halfUlp));
+      e.cmpf(f.e5m2 ? arith::CmpFPredicate::OGE : arith::CmpFPredicate::OGT, a,
+             e.f32(f.maxFinite + halfUlp));
   // The rest computes on a finite, representable-range value only.
   a = e.select(arith::OrIOp::create(b, loc, isNaN, saturates), e.f32(0), a);
   Value aBits = arith::BitcastOp::create(b, loc, b.getI32Type(), a);
@@ -95,9 +95,9 @@ Value encodeFloat8(Emitter &e, Value x, const Float8Format &f) {
   // share its spacing); f32 zeros and subnormals read -127, clamped.
   Value exponent = arith::SubIOp::create(
       b, loc,
-      arith::AndIOp::create(
-          b, loc, arith::ShRUIOp::create(b, loc, aBits, e.i32(23)),
-          e.i32(0xff)),
+      arith::AndIOp::create(b, loc,
+                            arith::ShRUIOp::create(b, loc, aBits, e.i32(23)),
+                            e.i32(0xff)),
       e.i32(127));
   exponent = arith::MaxSIOp::create(b, loc, exponent, e.i32(1 - f.bias));
   // a / 2^(exponent - mantissaBits), exact: the multiplier is a power of
@@ -114,10 +114,10 @@ Value encodeFloat8(Emitter &e, Value x, const Float8Format &f) {
           b, loc, arith::MulFOp::create(b, loc, a, inverseQuantum)));
   // A carry into the next binade is that binade's first value.
   Value carry = e.cmpi(P::uge, units, e.i32(2 << f.mantissaBits));
-  units = e.select(carry, arith::ShRUIOp::create(b, loc, units, e.i32(1)),
-                   units);
-  exponent = e.select(
-      carry, arith::AddIOp::create(b, loc, exponent, e.i32(1)), exponent);
+  units =
+      e.select(carry, arith::ShRUIOp::create(b, loc, units, e.i32(1)), units);
+  exponent = e.select(carry, arith::AddIOp::create(b, loc, exponent, e.i32(1)),
+                      exponent);
   Value implicit = e.i32(1 << f.mantissaBits);
   Value normal = arith::OrIOp::create(
       b, loc,
@@ -137,6 +137,20 @@ std::optional<int64_t> intParam(ArrayRef<Attribute> params, unsigned i) {
 }
 } // namespace
 
+/// (input) -> amax; params {reduction}. Tensorwise (reduction 0), each
+/// element's value as f32, reduced by absolute maximum; a row or column
+/// amax is a library kernel.
+SmallVector<Value> AmaxOp::buildScalar(OpBuilder &b, Location loc,
+                                       ValueRange operands,
+                                       ArrayRef<Attribute> params) {
+  if (params.size() != 1 || intParam(params, 0) != 0)
+    return {};
+  Emitter e{b, loc};
+  return {e.toF32(operands[0])};
+}
+
+unsigned AmaxOp::getNumAbsMaxResults(ArrayRef<Attribute> params) { return 1; }
+
 /// (amax) -> scale; params {round to a power of 2, largest finite float8
 /// value}. torchao's amax_to_scale: max_finite / max(amax, 1e-12) in f64,
 /// rounded to f32; rounded down to a power of two by clearing the
@@ -146,12 +160,13 @@ SmallVector<Value> Float8ScaleOp::buildScalar(OpBuilder &b, Location loc,
                                               ValueRange operands,
                                               ArrayRef<Attribute> params) {
   std::optional<int64_t> powerOf2 = intParam(params, 0);
-  auto maxFinite = params.size() == 2 ? dyn_cast<FloatAttr>(params[1])
-                                      : FloatAttr();
+  auto maxFinite =
+      params.size() == 2 ? dyn_cast<FloatAttr>(params[1]) : FloatAttr();
   if (!powerOf2 || !maxFinite)
     return {};
   Emitter e{b, loc};
-  Value amax = arith::ExtFOp::create(b, loc, b.getF64Type(), e.toF32(operands[0]));
+  Value amax =
+      arith::ExtFOp::create(b, loc, b.getF64Type(), e.toF32(operands[0]));
   Value floor = arith::ConstantOp::create(b, loc, b.getF64FloatAttr(1e-12));
   // maximumf propagates NaN, as the reference's max does.
   Value denominator = arith::MaximumFOp::create(b, loc, amax, floor);
@@ -181,12 +196,13 @@ SmallVector<Value> QuantizeOp::buildScalar(OpBuilder &b, Location loc,
                                            ArrayRef<Attribute> params) {
   std::optional<int64_t> code = intParam(params, 0);
   std::optional<int64_t> transposed = intParam(params, 1);
-  std::optional<Float8Format> format = code ? float8Format(*code) : std::nullopt;
+  std::optional<Float8Format> format =
+      code ? float8Format(*code) : std::nullopt;
   if (!format || !transposed || *transposed != 0 || params.size() != 2)
     return {};
   Emitter e{b, loc};
-  Value scaled = arith::MulFOp::create(b, loc, e.toF32(operands[0]),
-                                       e.toF32(operands[1]));
+  Value scaled =
+      arith::MulFOp::create(b, loc, e.toF32(operands[0]), e.toF32(operands[1]));
   Value bits = arith::TruncIOp::create(b, loc, b.getI8Type(),
                                        encodeFloat8(e, scaled, *format));
   Type f8 = format->e5m2 ? Type(b.getType<Float8E5M2Type>())

@@ -90,8 +90,7 @@ struct ExpansionState {
   /// `memo[key]` when it exists and dominates `at`, else `make()`'s result,
   /// remembered.
   template <typename Key, typename Make>
-  Value reuseOr(DenseMap<Key, Value> &memo, Key key, Operation *at,
-                Make make) {
+  Value reuseOr(DenseMap<Key, Value> &memo, Key key, Operation *at, Make make) {
     auto it = memo.find(key);
     if (it != memo.end() && dominance->properlyDominates(it->second, at))
       return it->second;
@@ -144,30 +143,30 @@ public:
          llvm::is_contained(dims, splitDim)))
       reduceOver = axes;
     std::optional<GatheredWeight> weight = gatheredWeight(v);
-    Value amax = state.reuseOr(
-        state.amaxes,
-        std::make_tuple(weight ? weight->shard : v, v.getType(),
-                        int(how.scaling), reduceOver),
-        op,
-        [&]() -> Value {
-          Value amax = AmaxOp::create(b, loc, f32, v,
-                                      how.scaling == Scaling::Tensorwise
-                                          ? DenseI64ArrayAttr()
-                                          : b.getDenseI64ArrayAttr(dims));
-          if (!reduceOver)
-            return amax;
-          auto future = dist::AllReduceStartOp::create(
-              b, loc, dist::FutureType::get(b.getContext(), f32), amax, axes,
-              dist::ReductionKind::Max);
-          return dist::WaitOp::create(b, loc, future);
-        });
+    Value amax =
+        state.reuseOr(state.amaxes,
+                      std::make_tuple(weight ? weight->shard : v, v.getType(),
+                                      int(how.scaling), reduceOver),
+                      op, [&]() -> Value {
+                        Value amax =
+                            AmaxOp::create(b, loc, f32, v,
+                                           how.scaling == Scaling::Tensorwise
+                                               ? DenseI64ArrayAttr()
+                                               : b.getDenseI64ArrayAttr(dims));
+                        if (!reduceOver)
+                          return amax;
+                        auto future = dist::AllReduceStartOp::create(
+                            b, loc, dist::FutureType::get(b.getContext(), f32),
+                            amax, axes, dist::ReductionKind::Max);
+                        return dist::WaitOp::create(b, loc, future);
+                      });
     Type f8 = how.e5m2 ? Type(b.getType<Float8E5M2Type>())
                        : Type(b.getType<Float8E4M3FNType>());
     Value s = state.reuseOr(
         state.scales, std::make_tuple(amax, f8, int(how.powerOf2)), op, [&] {
-          return Float8ScaleOp::create(
-              b, loc, f32, amax, TypeAttr::get(f8),
-              how.powerOf2 ? b.getUnitAttr() : UnitAttr());
+          return Float8ScaleOp::create(b, loc, f32, amax, TypeAttr::get(f8),
+                                       how.powerOf2 ? b.getUnitAttr()
+                                                    : UnitAttr());
         });
     SmallVector<int64_t> qShape(type.getShape());
     if (transposed && !qShape.empty())

@@ -217,6 +217,23 @@ def Kernel_WaitOp : Kernel_Op<"wait", [
 // Generated kernels
 //===----------------------------------------------------------------------===//
 
+/// How a kernel.generic combines the values its body yields for a
+/// reduction buffer over every index.
+def Kernel_ReductionKind : I32EnumAttr<"ReductionKind",
+    "how a generated kernel reduces over its indices", [
+      // The largest absolute value, NaN winning (torch.max's propagation),
+      // as f32; 0 over no element. Exact and independent of order.
+      I32EnumAttrCase<"AbsMax", 0, "absmax">]> {
+  let cppNamespace = "::titan::kernel";
+  let genSpecializedAttr = 0;
+}
+def Kernel_ReductionKindAttr
+    : EnumAttr<Kernel_Dialect, Kernel_ReductionKind, "reduction"> {
+  let assemblyFormat = "`<` $value `>`";
+}
+def Kernel_ReductionKindArrayAttr
+    : TypedArrayAttrBase<Kernel_ReductionKindAttr, "reduction kinds">;
+
 def Kernel_GenericOp : Kernel_Op<"generic", [AttrSizedOperandSegments,
     SingleBlockImplicitTerminator<"YieldOp">]> {
   let summary = "a pointwise kernel the compiler generates from its body";
@@ -237,6 +254,14 @@ def Kernel_GenericOp : Kernel_Op<"generic", [AttrSizedOperandSegments,
     builds it from the ops' scalar semantics and fuses producers into
     their consumers); no library implements it.
 
+    `reductions` are one-element buffers the kernel reduces into: the body
+    yields a value for each (after the outputs'), and the buffer receives
+    their combination over every index, as `reduction_kinds` says
+    (`absmax`: the largest absolute value as f32). A fused producer's
+    amax is computed while its values are in registers, without a second
+    read. The combination is exact and independent of the order, so the
+    result is the same for any thread count or grid.
+
     ```mlir
     kernel.generic ins(%g, %u : memref<8x64xbf16>, memref<8x64xbf16>)
         outs(%y : memref<8x64xbf16>) on %s {
@@ -249,12 +274,22 @@ def Kernel_GenericOp : Kernel_Op<"generic", [AttrSizedOperandSegments,
   }];
   let arguments = (ins Arg<Variadic<Kernel_StaticMemRef>, "", [MemRead]>:$inputs,
                        Arg<Variadic<Kernel_StaticMemRef>, "", [MemWrite]>:$outputs,
-                       Kernel_StreamType:$stream);
+                       Arg<Variadic<Kernel_StaticMemRef>, "", [MemWrite]>:$reductions,
+                       Kernel_StreamType:$stream,
+                       DefaultValuedAttr<Kernel_ReductionKindArrayAttr, "{}">:$reduction_kinds);
   let regions = (region SizedRegion<1>:$body);
   let assemblyFormat = [{
     (`ins` `(` $inputs^ `:` type($inputs) `)`)?
-    `outs` `(` $outputs `:` type($outputs) `)` `on` $stream $body attr-dict
+    (`outs` `(` $outputs^ `:` type($outputs) `)`)?
+    (`reduce` $reduction_kinds^ `(` $reductions `:` type($reductions) `)`)?
+    `on` $stream $body attr-dict
   }];
+  let builders = [
+    OpBuilder<(ins "::mlir::ValueRange":$inputs, "::mlir::ValueRange":$outputs,
+                   "::mlir::Value":$stream), [{
+      build($_builder, $_state, inputs, outputs, ::mlir::ValueRange(), stream,
+            $_builder.getArrayAttr({}));
+    }]>];
   let hasVerifier = 1;
   let hasRegionVerifier = 1;
   let extraClassDeclaration = [{

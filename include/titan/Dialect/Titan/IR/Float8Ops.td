@@ -123,6 +123,8 @@ def Titan_Float8LinearGradWeightOp
 
 def Titan_AmaxOp : Titan_Op<"amax", [
     DeclareOpInterfaceMethods<Titan_KernelOpInterface, ["getKernelParams"]>,
+    DeclareOpInterfaceMethods<Titan_PointwiseOpInterface,
+                              ["getNumAbsMaxResults"]>,
     Pure]> {
   let summary = "largest absolute value, of the tensor or along dimensions";
   let description = [{

@@ -16,7 +16,8 @@ def Titan_PointwiseOpInterface : OpInterface<"PointwiseOpInterface"> {
   let description = [{
     An op whose every result element depends only on the operands' elements
     at the same index, an operand of one element standing for every index
-    (a tensorwise scale). Its scalar semantics is `buildScalar`: given one
+    (a tensorwise scale), or a reduction of such values over every index
+    (`getNumAbsMaxResults`: a tensorwise amax). Its scalar semantics is `buildScalar`: given one
     element of each operand, widened to the computation type (f64 when an
     operand or result is f64, otherwise f32), and the parameters of its
     kernel call (`KernelOpInterface::getKernelParams`' list), it builds
@@ -41,6 +42,14 @@ def Titan_PointwiseOpInterface : OpInterface<"PointwiseOpInterface"> {
       (ins "::mlir::OpBuilder &":$b, "::mlir::Location":$loc,
            "::mlir::ValueRange":$operands,
            "::llvm::ArrayRef<::mlir::Attribute>":$params)>,
+    StaticInterfaceMethod<[{
+        How many of the last results are reductions over every index rather
+        than elements: each is the largest absolute value of what the body
+        gives for it (an f32 of one element; the tensorwise amax).
+      }],
+      "unsigned", "getNumAbsMaxResults",
+      (ins "::llvm::ArrayRef<::mlir::Attribute>":$params), [{}],
+      [{ return 0; }]>,
   ];
 }
 

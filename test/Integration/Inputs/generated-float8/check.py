@@ -1,0 +1,83 @@
+"""Inputs for, and the references of, generated-float8.test.
+
+  check.py inputs OUT        gate, up, x (bf16) in the arena's first 3 MiB
+  check.py compare ARENA     the step's results against the references
+
+PyTorch (Debian's, which predates float8 types) gives the amaxes (max |v|
+in f32) and torchao's scales: f32(fmax / max(f64(amax), 1e-12)), rounded
+down to a power of two for x; both must match bit for bit. The float8
+codes must equal, bit for bit, those of the runtime library's hand-written
+quantize kernel (saturating, round to nearest even; the harness ran it
+with the step's scales). y (SwiGLU, whose exp is a polynomial in the
+generated kernel) must be within one bf16 ulp of PyTorch's, and its amax
+exactly the largest |y| of the y the kernel wrote.
+"""
+import sys
+
+import torch
+
+N = 135173
+MB = 1 << 20
+
+
+def bf16_at(arena, offset):
+    return torch.frombuffer(arena, dtype=torch.bfloat16, count=N, offset=offset)
+
+
+def f32_at(arena, offset):
+    return float(torch.frombuffer(arena, dtype=torch.float32, count=1, offset=offset)[0])
+
+
+def codes_at(arena, offset):
+    return torch.frombuffer(arena, dtype=torch.uint8, count=N, offset=offset)
+
+
+def reference_scale(amax, fmax, power_of_2):
+    scale = torch.tensor(fmax / max(amax, 1e-12), dtype=torch.float64).float()
+    if power_of_2:
+        scale = torch.exp2(torch.floor(torch.log2(scale)))
+    return float(scale)
+
+
+def inputs(path):
+    g = torch.Generator().manual_seed(5)
+    gate = torch.randn(N, generator=g) * 3
+    up = torch.randn(N, generator=g)
+    # Values across float8's range, its subnormals and a tie or two.
+    x = torch.randn(N, generator=g) * torch.exp2(
+        torch.randint(-20, 12, (N,), generator=g).float())
+    x[:4] = torch.tensor([0.0, -0.0, 1.0, -3000.0])
+    arena = bytearray(3 * MB)
+    for i, t in enumerate((gate, up, x)):
+        data = bytes(t.to(torch.bfloat16).view(torch.uint8).contiguous().tolist())
+        arena[i * MB:i * MB + len(data)] = data
+    open(path, "wb").write(arena)
+
+
+def compare(path_arena):
+    arena = bytearray(open(path_arena, "rb").read())
+    gate, up, x = (bf16_at(arena, i * MB) for i in range(3))
+    y = bf16_at(arena, 3 * MB)
+    want_y = (torch.nn.functional.silu(gate.float()) * up.float()).to(torch.bfloat16)
+    ulps = (y.view(torch.int16).int() - want_y.view(torch.int16).int()).abs().max()
+    print(f"swiglu: max {int(ulps)} bf16 ulp from PyTorch")
+    ok = int(ulps) <= 1
+    for name, v, base, library, fmax, pow2 in (
+            ("y e4m3", y, 4 * MB, 8 * MB, 448.0, False),
+            ("x e5m2", x, 6 * MB, 9 * MB, 57344.0, True)):
+        amax = float(v.float().abs().max())
+        scale = reference_scale(amax, fmax, pow2)
+        got_amax, got_scale = f32_at(arena, base), f32_at(arena, base + 256)
+        wrong = int((codes_at(arena, base + MB) != codes_at(arena, library)).sum())
+        print(f"{name}: amax {'equal' if got_amax == amax else f'{got_amax} != {amax}'}, "
+              f"scale {'equal' if got_scale == scale else f'{got_scale} != {scale}'}, "
+              f"{wrong} of {N} codes differ from the library's")
+        ok = ok and got_amax == amax and got_scale == scale and wrong == 0
+    sys.exit(0 if ok else 1)
+
+
+if __name__ == "__main__":
+    if sys.argv[1] == "inputs":
+        inputs(sys.argv[2])
+    else:
+        compare(sys.argv[2])

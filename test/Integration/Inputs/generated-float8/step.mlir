@@ -1,0 +1,32 @@
+// Float8's tensorwise casts as titan-expand-float8 and bufferization leave
+// them (kernel calls in a planned arena), for generated-float8.test:
+//   gate, up: bf16 [N]; y = swiglu(gate, up); y's amax, e4m3 scale and
+//   cast; x's amax, e5m2 scale (a power of two) and cast.
+// Arena (bytes): gate 0, up 1M, x 2M, y 3M, amax_y 4M, scale_y 4M+256,
+// q_y 5M, amax_x 6M, scale_x 6M+256, q_x 7M; N = 2^17 + 2^12 + 5 elements
+// (more than one thread's work, a partial span). A copy reads each scale
+// afterwards, as the scaled GEMM does, so the fused cast still writes it.
+module attributes {kernel.arena_bytes = 8388608 : i64, kernel.slots = {"param:gate" = array<i64: 0, 270346>, "param:up" = array<i64: 1048576, 270346>, "param:x" = array<i64: 2097152, 270346>}} {
+  func.func @step(%gate: memref<135173xbf16> {kernel.slot = "param:gate"}, %up: memref<135173xbf16> {kernel.slot = "param:up"}, %x: memref<135173xbf16> {kernel.slot = "param:x"}) {
+    %s = kernel.stream 0
+    %y = kernel.alloc temporary {offset = 3145728 : i64} : memref<135173xbf16>
+    kernel.call "swiglu"(%gate, %up : memref<135173xbf16>, memref<135173xbf16>) outs(%y : memref<135173xbf16>) on %s params []
+    %ay = kernel.alloc temporary {offset = 4194304 : i64} : memref<f32>
+    kernel.call "amax"(%y : memref<135173xbf16>) outs(%ay : memref<f32>) on %s params [0]
+    %sy = kernel.alloc temporary {offset = 4194560 : i64} : memref<f32>
+    kernel.call "float8_scale"(%ay : memref<f32>) outs(%sy : memref<f32>) on %s params [0, 4.480000e+02]
+    %qy = kernel.alloc temporary {offset = 5242880 : i64} : memref<135173xf8E4M3FN>
+    kernel.call "quantize"(%y, %sy : memref<135173xbf16>, memref<f32>) outs(%qy : memref<135173xf8E4M3FN>) on %s params [0, 0]
+    %ky = kernel.alloc temporary {offset = 4194816 : i64} : memref<f32>
+    kernel.copy %sy, %ky on %s : memref<f32>, memref<f32>
+    %ax = kernel.alloc temporary {offset = 6291456 : i64} : memref<f32>
+    kernel.call "amax"(%x : memref<135173xbf16>) outs(%ax : memref<f32>) on %s params [0]
+    %sx = kernel.alloc temporary {offset = 6291712 : i64} : memref<f32>
+    kernel.call "float8_scale"(%ax : memref<f32>) outs(%sx : memref<f32>) on %s params [1, 5.734400e+04]
+    %qx = kernel.alloc temporary {offset = 7340032 : i64} : memref<135173xf8E5M2>
+    kernel.call "quantize"(%x, %sx : memref<135173xbf16>, memref<f32>) outs(%qx : memref<135173xf8E5M2>) on %s params [1, 0]
+    %kx = kernel.alloc temporary {offset = 6291968 : i64} : memref<f32>
+    kernel.copy %sx, %kx on %s : memref<f32>, memref<f32>
+    return
+  }
+}
