@@ -60,6 +60,52 @@ void storeElement(OpBuilder &b, Location loc, Value v, Value address,
     store.setAccessGroupsAttr(groups);
 }
 
+/// The `width` elements of type `type` from `address` on: one element
+/// load, or one vector load aligned to its size.
+SmallVector<Value> loadPack(OpBuilder &b, Location loc, Type type,
+                            Value address, unsigned width, ArrayAttr groups) {
+  if (width == 1)
+    return {loadElement(b, loc, type, address, groups)};
+  Type stored = memoryType(type);
+  auto vector = VectorType::get({int64_t(width)}, stored);
+  unsigned bytes = width * stored.getIntOrFloatBitWidth() / 8;
+  auto load = LLVM::LoadOp::create(b, loc, vector, address, bytes);
+  load.setAccessGroupsAttr(groups);
+  SmallVector<Value> elements;
+  for (unsigned j = 0; j < width; ++j) {
+    Value lane = LLVM::ExtractElementOp::create(
+        b, loc, load,
+        LLVM::ConstantOp::create(b, loc, b.getI32Type(),
+                                 b.getI32IntegerAttr(j)));
+    elements.push_back(
+        stored == type ? lane : arith::BitcastOp::create(b, loc, type, lane));
+  }
+  return elements;
+}
+
+/// Stores `elements` from `address` on: one element store, or one vector
+/// store aligned to its size.
+void storePack(OpBuilder &b, Location loc, ArrayRef<Value> elements,
+               Value address, ArrayAttr groups) {
+  if (elements.size() == 1)
+    return storeElement(b, loc, elements.front(), address, groups);
+  Type stored = memoryType(elements.front().getType());
+  auto vector = VectorType::get({int64_t(elements.size())}, stored);
+  Value pack = LLVM::PoisonOp::create(b, loc, vector);
+  for (auto [j, element] : llvm::enumerate(elements)) {
+    Value v = element.getType() == stored
+                  ? element
+                  : arith::BitcastOp::create(b, loc, stored, element);
+    pack = LLVM::InsertElementOp::create(
+        b, loc, pack, v,
+        LLVM::ConstantOp::create(b, loc, b.getI32Type(),
+                                 b.getI32IntegerAttr(int32_t(j))));
+  }
+  unsigned bytes = elements.size() * stored.getIntOrFloatBitWidth() / 8;
+  auto store = LLVM::StoreOp::create(b, loc, pack, address, bytes);
+  store.setAccessGroupsAttr(groups);
+}
+
 /// `acc` combined with the reduced value `v`: the largest |v| so far, as
 /// the bits of a non-negative f32 (whose unsigned order is the floats'
 /// order, with NaN above infinity, so NaN wins).
@@ -73,13 +119,14 @@ Value combineAbsMax(OpBuilder &b, Location loc, Value acc, Value v) {
 /// addresses (inputs, outputs, then reductions):
 ///   the body's uniform part (broadcast inputs, what depends on them only);
 ///   if (begin == 0) store the broadcast outputs;
-///   for (i = begin; i < end; i += step) { load every other input at i;
-///     the rest of the body; store every other output at i; combine each
-///     reduction's value into its accumulator }
+///   for (p = begin; p < end; p += step) { load every other input's pack
+///     p (`width` elements from p * width, one vector access); the rest of
+///     the body per element; store every other output's pack; combine each
+///     reduction's values into its accumulator }
 ///   publish(accumulators)
 void emitElementLoop(OpBuilder &b, LLVM::LLVMFuncOp fn,
                      kernel::GenericOp generic, ArrayRef<Value> bases,
-                     Value begin, Value end, Value step,
+                     Value begin, Value end, Value step, unsigned width,
                      PublishReductions publish) {
   Location loc = generic.getLoc();
   Type i64 = b.getI64Type(), i32 = b.getI32Type();
@@ -158,29 +205,47 @@ void emitElementLoop(OpBuilder &b, LLVM::LLVMFuncOp fn,
       LLVM::AccessGroupAttr::get(ctx, DistinctAttr::create(UnitAttr::get(ctx)));
   ArrayAttr groups = b.getArrayAttr({group});
   b.setInsertionPointToEnd(body);
-  auto elementAddress = [&](Value base, Type element) {
+  Value first = index;
+  if (width > 1)
+    first = LLVM::MulOp::create(
+        b, loc, index,
+        LLVM::ConstantOp::create(b, loc, i64, b.getI64IntegerAttr(width)));
+  auto packAddress = [&](Value base, Type element) {
     return LLVM::GEPOp::create(b, loc, base.getType(), memoryType(element),
-                               base, ArrayRef<LLVM::GEPArg>{index});
+                               base, ArrayRef<LLVM::GEPArg>{first});
   };
+  // lanes[j]: element j of the pack, per body value.
+  SmallVector<IRMapping> lanes(width, map);
   for (auto [arg, buffer, base] :
-       llvm::zip(scalar.getArguments(), buffers, bases))
-    if (!generic.isBroadcast(buffer))
-      map.map(arg, loadElement(b, loc, arg.getType(),
-                               elementAddress(base, arg.getType()), groups));
-  for (Operation &op : scalar.without_terminator())
-    if (!isUniform(op))
-      b.clone(op, map);
+       llvm::zip(scalar.getArguments(), buffers, bases)) {
+    if (generic.isBroadcast(buffer))
+      continue;
+    SmallVector<Value> elements = loadPack(
+        b, loc, arg.getType(), packAddress(base, arg.getType()), width, groups);
+    for (unsigned j = 0; j < width; ++j)
+      lanes[j].map(arg, elements[j]);
+  }
+  for (IRMapping &lane : lanes)
+    for (Operation &op : scalar.without_terminator())
+      if (!isUniform(op))
+        b.clone(op, lane);
   for (auto [value, buffer, base] :
        llvm::zip(outputValues, outputs, outputBases)) {
     if (generic.isBroadcast(buffer))
       continue;
-    Value v = map.lookupOrDefault(value);
-    storeElement(b, loc, v, elementAddress(base, v.getType()), groups);
+    SmallVector<Value> elements = llvm::map_to_vector(
+        lanes, [&](IRMapping &lane) { return lane.lookupOrDefault(value); });
+    storePack(b, loc, elements, packAddress(base, elements.front().getType()),
+              groups);
   }
   SmallVector<Value> next = {LLVM::AddOp::create(b, loc, index, step)};
   for (auto [value, acc] :
-       llvm::zip(reducedValues, header->getArguments().drop_front()))
-    next.push_back(combineAbsMax(b, loc, acc, map.lookupOrDefault(value)));
+       llvm::zip(reducedValues, header->getArguments().drop_front())) {
+    Value combined = acc;
+    for (IRMapping &lane : lanes)
+      combined = combineAbsMax(b, loc, combined, lane.lookupOrDefault(value));
+    next.push_back(combined);
+  }
   auto latch = LLVM::BrOp::create(b, loc, next, header);
   latch.setLoopAnnotationAttr(LLVM::LoopAnnotationAttr::get(
       ctx, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {group}));
@@ -269,7 +334,8 @@ LLVM::LLVMFuncOp titan::outlineGeneratedKernel(kernel::GenericOp generic,
   }
   Value one = LLVM::ConstantOp::create(b, loc, i64, b.getI64IntegerAttr(1));
   emitElementLoop(b, fn, generic, bases, entry->getArgument(1),
-                  entry->getArgument(2), one, publishHostReductions);
+                  entry->getArgument(2), one, /*width=*/1,
+                  publishHostReductions);
   return fn;
 }
 
@@ -385,9 +451,35 @@ gpu::GPUModuleOp titan::getOrCreateDeviceModule(ModuleOp module, StringRef name,
                                   b.getArrayAttr({target}));
 }
 
+unsigned titan::devicePackWidth(kernel::GenericOp generic,
+                                ArrayRef<std::optional<int64_t>> offsets) {
+  unsigned widest = 1;
+  SmallVector<std::pair<unsigned, std::optional<int64_t>>> packed;
+  for (auto [buffer, offset] :
+       llvm::zip(generic->getOperands().drop_back(), offsets)) {
+    if (generic.isBroadcast(buffer) ||
+        llvm::is_contained(generic.getReductions(), buffer))
+      continue;
+    unsigned bytes = cast<MemRefType>(buffer.getType())
+                         .getElementType()
+                         .getIntOrFloatBitWidth() /
+                     8;
+    widest = std::max(widest, bytes);
+    packed.push_back({bytes, offset});
+  }
+  unsigned width = 16 / widest;
+  if (width <= 1 || generic.getNumElements() % width != 0)
+    return 1;
+  for (auto [bytes, offset] : packed)
+    if (!offset || *offset % (width * bytes) != 0)
+      return 1;
+  return width;
+}
+
 LLVM::LLVMFuncOp titan::outlineDeviceKernel(kernel::GenericOp generic,
                                             StringRef name,
-                                            gpu::GPUModuleOp device) {
+                                            gpu::GPUModuleOp device,
+                                            unsigned width) {
   MLIRContext *ctx = generic.getContext();
   OpBuilder b(ctx);
   b.setInsertionPointToEnd(device.getBody());
@@ -404,8 +496,8 @@ LLVM::LLVMFuncOp titan::outlineDeviceKernel(kernel::GenericOp generic,
   fn->setAttr(kGeneratedAttrName, b.getUnitAttr());
   Block *entry = fn.addEntryBlock(b);
   b.setInsertionPointToStart(entry);
-  // A grid-stride loop: thread t of the grid takes t, t + threads, ...
-  // (consecutive threads, consecutive elements: coalesced).
+  // A grid-stride loop: thread t of the grid takes pack t, t + threads,
+  // ... (consecutive threads, consecutive packs: coalesced).
   Value block = sreg<NVVM::BlockIdXOp>(b, loc);
   Value blockSize = sreg<NVVM::BlockDimXOp>(b, loc);
   Value thread = sreg<NVVM::ThreadIdXOp>(b, loc);
@@ -414,12 +506,17 @@ LLVM::LLVMFuncOp titan::outlineDeviceKernel(kernel::GenericOp generic,
       b, loc, LLVM::MulOp::create(b, loc, block, blockSize), thread);
   Value step = LLVM::MulOp::create(b, loc, gridSize, blockSize);
   SmallVector<Value> bases(entry->getArguments().take_front(buffers));
-  emitElementLoop(
-      b, fn, generic, bases, begin, entry->getArgument(buffers), step,
-      [&](OpBuilder &b, Location loc, ArrayRef<Value> accumulators,
-          ArrayRef<Value> buffers) {
-        publishDeviceReductions(b, loc, accumulators, buffers, device);
-      });
+  Value packs = entry->getArgument(buffers);
+  if (width > 1)
+    packs = LLVM::UDivOp::create(
+        b, loc, packs,
+        LLVM::ConstantOp::create(b, loc, i64, b.getI64IntegerAttr(width)));
+  emitElementLoop(b, fn, generic, bases, begin, packs, step, width,
+                  [&](OpBuilder &b, Location loc, ArrayRef<Value> accumulators,
+                      ArrayRef<Value> buffers) {
+                    publishDeviceReductions(b, loc, accumulators, buffers,
+                                            device);
+                  });
   return fn;
 }
 

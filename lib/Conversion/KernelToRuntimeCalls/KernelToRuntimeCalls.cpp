@@ -118,6 +118,7 @@ public:
         LLVM::AllocaOp::create(b, loc, ptrType, ptrType, constant(maxBuffers));
 
     ptrs.clear();
+    arenaOffsets.clear();
     for (BlockArgument arg : body.getArguments()) {
       auto slot = step.getArgAttrOfType<StringAttr>(
           arg.getArgNumber(), KernelDialect::kSlotAttrName);
@@ -133,6 +134,7 @@ public:
                << "argument #" << arg.getArgNumber()
                << " has no planned slot in the module's kernel.slots";
       ptrs[arg] = atOffset(place[0], loc);
+      arenaOffsets[arg] = place[0];
     }
     for (Operation &op : body.without_terminator())
       if (failed(lowerOp(&op)))
@@ -152,6 +154,7 @@ private:
         return alloc.emitOpError()
                << "has no planned offset (run kernel-plan-memory first)";
       ptrs[alloc.getBuffer()] = atOffset(int64_t(*alloc.getOffset()), loc);
+      arenaOffsets[alloc.getBuffer()] = int64_t(*alloc.getOffset());
       return success();
     }
     if (auto view = dyn_cast<ViewOp>(op)) {
@@ -159,6 +162,10 @@ private:
       ptrs[view.getResult()] =
           view.getOffset() ? atOffset(int64_t(*view.getOffset()), loc, source)
                            : source;
+      if (auto it = arenaOffsets.find(view.getSource());
+          it != arenaOffsets.end())
+        arenaOffsets[view.getResult()] =
+            it->second + int64_t(view.getOffset().value_or(0));
       return success();
     }
     if (isa<StreamOp>(op))
@@ -212,8 +219,22 @@ private:
   void emitGeneratedKernelCall(GenericOp generic) {
     Location loc = generic.getLoc();
     recordSite(loc);
-    // One function per distinct kernel (the element count is an argument).
-    std::string &name = generatedByKey[generatedKernelKey(generic)];
+    // One function per distinct kernel (the element count is an argument);
+    // on a GPU, per pack width too, which the buffers' alignment allows
+    // (their arena offsets; the arena is 256-byte aligned).
+    unsigned width = 1;
+    if (!deviceChip.empty()) {
+      SmallVector<std::optional<int64_t>> offsets;
+      for (Value v : generic->getOperands().drop_back()) {
+        auto it = arenaOffsets.find(v);
+        offsets.push_back(it == arenaOffsets.end()
+                              ? std::nullopt
+                              : std::optional<int64_t>(it->second));
+      }
+      width = devicePackWidth(generic, offsets);
+    }
+    std::string &name = generatedByKey[generatedKernelKey(generic) + ";pack " +
+                                       std::to_string(width)];
     bool outlined = !name.empty();
     if (!outlined)
       name =
@@ -247,7 +268,7 @@ private:
     if (!outlined)
       outlineDeviceKernel(
           generic, name,
-          getOrCreateDeviceModule(module, deviceName, deviceChip));
+          getOrCreateDeviceModule(module, deviceName, deviceChip), width);
     LLVM::CallOp::create(
         b, loc,
         runtimeFunction("titan_rt_launch_generated",
@@ -470,6 +491,9 @@ private:
   Type ptrType, i64Type;
   Value arena, buffers;
   DenseMap<Value, Value> ptrs, requests;
+  /// Each buffer's byte offset in the arena, where it is known statically
+  /// (not for a pipeline frame's buffers).
+  DenseMap<Value, int64_t> arenaOffsets;
   FailureOr<Value> lastCall = failure();
   llvm::StringMap<LLVM::LLVMFuncOp> functions;
   std::map<std::string, std::string> arrays; ///< content -> global name

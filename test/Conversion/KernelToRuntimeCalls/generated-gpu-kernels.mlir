@@ -4,8 +4,12 @@
 // REQUIRES: cuda
 
 // On a GPU target each generated kernel is an NVVM kernel of the module's
-// gpu.module (its NVVM target is the chip): a grid-stride loop over the
-// elements, its buffers as global pointers. The step launches it through
+// gpu.module (its NVVM target is the chip): a grid-stride loop over packs
+// of elements, its buffers as global pointers. A pack is 16 bytes of the
+// widest element type (8 bf16, 2 f64) when the element count is a multiple
+// and every buffer's arena offset is aligned to its pack: one vector load
+// or store per buffer and pack. The fourth kernel (33 elements) takes one
+// element at a time. The step launches it through
 // titan_rt_launch_generated with the compiled image, its name, the buffers,
 // their count, the element count and how many are reductions (the last
 // buffers), which the launch zeroes first.
@@ -33,14 +37,19 @@
 // NVVM:       nvvm.read.ptx.sreg.ntid.x
 // NVVM:       nvvm.read.ptx.sreg.tid.x
 // NVVM:       nvvm.read.ptx.sreg.nctaid.x
-// NVVM:       llvm.load %{{.*}} {access_groups = [#access_group]} : !llvm.ptr<1> -> bf16
-// NVVM:       llvm.store %{{.*}}, %{{.*}} {access_groups = [#access_group]} : bf16, !llvm.ptr<1>
+// NVVM:       %[[PACKS:.*]] = llvm.udiv %[[E]], %{{.*}} : i64
+// NVVM:       llvm.icmp "slt" %{{.*}}, %[[PACKS]] : i64
+// NVVM:       llvm.load %{{.*}} {access_groups = [#access_group], alignment = 16 : i64} : !llvm.ptr<1> -> vector<8xbf16>
+// NVVM:       llvm.store %{{.*}}, %{{.*}} {access_groups = [#access_group], alignment = 16 : i64} : vector<8xbf16>, !llvm.ptr<1>
 // NVVM:       llvm.func @titan_generated_1(
+// NVVM:       llvm.load %{{.*}} : !llvm.ptr<1> -> vector<2xf64>
+// NVVM:       llvm.call @__nv_exp(%{{.*}}) : (f64) -> f64
 // NVVM:       llvm.call @__nv_exp(%{{.*}}) : (f64) -> f64
 // NVVM:       llvm.func @titan_generated_2(
 // NVVM:       llvm.load %{{.*}} : !llvm.ptr<1> -> f32
 // NVVM:       ^bb1(%{{.*}}: i64, %[[ACC:.*]]: i32):
-// NVVM:       llvm.store %{{.*}}, %{{.*}} {access_groups = [#access_group{{.*}}]} : i8, !llvm.ptr<1>
+// NVVM:       llvm.load %{{.*}} : !llvm.ptr<1> -> vector<8xbf16>
+// NVVM:       llvm.store %{{.*}}, %{{.*}} {access_groups = [#access_group{{.*}}], alignment = 8 : i64} : vector<8xi8>, !llvm.ptr<1>
 // NVVM:       llvm.intr.umax(%[[ACC]], %{{.*}}) : (i32, i32) -> i32
 // NVVM:       nvvm.shfl.sync  bfly
 // NVVM:       llvm.store %{{.*}}, %{{.*}} : i32, !llvm.ptr<3>
@@ -48,6 +57,10 @@
 // NVVM:       llvm.load %{{.*}} : !llvm.ptr<3> -> i32
 // NVVM:       llvm.atomicrmw umax %{{.*}}, %{{.*}} monotonic : !llvm.ptr<1>, i32
 // NVVM:       nvvm.barrier0
+// NVVM:       llvm.func @titan_generated_3(
+// NVVM-NOT:   llvm.udiv
+// NVVM:       llvm.load %{{.*}} {access_groups = [#access_group{{.*}}]} : !llvm.ptr<1> -> bf16
+// NVVM:       llvm.store %{{.*}}, %{{.*}} {access_groups = [#access_group{{.*}}]} : bf16, !llvm.ptr<1>
 
 // NVPTX's PTX for the chip, f64 exp from libdevice linked in (no call left),
 // f32 sqrt correctly rounded (sqrt.rn, as the host's), not libdevice's
@@ -55,18 +68,21 @@
 // PTX:     llvm.mlir.global private constant @titan_kernels_image("//
 // PTX-SAME: .target sm_90a
 // PTX-SAME: .visible .entry titan_generated_0(
-// PTX-SAME: ld.global
+// PTX-SAME: ld.global.v4.b32
 // PTX-SAME: sqrt.rn.f32
-// PTX-SAME: st.global.b16
+// PTX-SAME: st.global.v4.b32
 // PTX-SAME: .visible .entry titan_generated_1(
 // PTX-SAME: .visible .entry titan_generated_2(
 // PTX-SAME: .shared .align 4 .b8 __titan_reduction_scratch[128]
-// PTX-SAME: st.global.b8
+// PTX-SAME: st.global.v2.b32
 // PTX-SAME: max.u32
 // PTX-SAME: shfl.sync.bfly.b32
 // PTX-SAME: st.shared.b32
 // PTX-SAME: bar.sync
 // PTX-SAME: .global.max.u32
+// PTX-SAME: .visible .entry titan_generated_3(
+// PTX-SAME: ld.global.b16
+// PTX-SAME: st.global.b16
 // PTX-NOT:  __nv_exp
 // PTX-NOT:  sqrt.approx
 // PTX-NOT:  gpu.module
@@ -104,6 +120,14 @@ module attributes {kernel.arena_bytes = 2048 : i64, kernel.slots = {"param:w" = 
       %t = arith.trunci %b : i32 to i8
       %f = arith.bitcast %t : i8 to f8E4M3FN
       kernel.yield %f, %p : f8E4M3FN, f32
+    }
+    %odd = kernel.alloc temporary {offset = 1792 : i64} : memref<33xbf16>
+    kernel.generic ins(%odd : memref<33xbf16>) outs(%odd : memref<33xbf16>) on %s {
+    ^bb0(%x: bf16):
+      %a = arith.extf %x : bf16 to f32
+      %n = arith.negf %a : f32
+      %r = arith.truncf %n : f32 to bf16
+      kernel.yield %r : bf16
     }
     return
   }

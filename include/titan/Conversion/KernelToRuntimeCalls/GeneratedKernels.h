@@ -42,11 +42,23 @@ mlir::gpu::GPUModuleOp getOrCreateDeviceModule(mlir::ModuleOp module,
                                                mlir::StringRef chip);
 
 /// `void name(ptr<1> buffer..., i64 elements)`, an NVVM kernel in `device`:
-/// thread t of the grid computes elements t, t + threads, ... (coalesced),
-/// loading every input before storing any output.
+/// thread t of the grid computes packs t, t + threads, ... of `width`
+/// consecutive elements (coalesced; one vector access per buffer and pack,
+/// which `width` makes 16 bytes for the widest element), loading every
+/// input before storing any output. `width` must divide the element count,
+/// and each buffer's address must be aligned to its pack's size.
 mlir::LLVM::LLVMFuncOp outlineDeviceKernel(kernel::GenericOp generic,
                                            mlir::StringRef name,
-                                           mlir::gpu::GPUModuleOp device);
+                                           mlir::gpu::GPUModuleOp device,
+                                           unsigned width);
+
+/// The pack width a GPU kernel of `generic` may use when its per-element
+/// buffers start at byte offsets `offsets` of 16-byte aligned memory
+/// (std::nullopt: unknown): 16 bytes over the widest element type, when it
+/// divides the element count and every such buffer is aligned to its pack;
+/// 1 otherwise.
+unsigned devicePackWidth(kernel::GenericOp generic,
+                         llvm::ArrayRef<std::optional<int64_t>> offsets);
 
 /// Lowers the arith/math of the outlined kernels to LLVM: f32 exponentials
 /// as MLIR's polynomial approximation (vectorizable, no libm call, the same
