@@ -708,7 +708,9 @@ void titan_rt_copy(void *dst, const void *src, int64_t bytes) {
 }
 
 void titan_rt_parallel_for(titan_rt_generated_kernel kernel,
-                           void *const *buffers, int64_t elements) {
+                           void *const *buffers, int64_t elements,
+                           const char *name, int64_t bytes) {
+  titanrt::profile::GeneratedTimer timer(name, bytes);
   titanrt::forSpans(
       elements, titanrt::kElementSpan,
       [&](int64_t begin, int64_t end) { kernel(buffers, begin, end); });

@@ -1,6 +1,7 @@
 //===- KernelProfile.cpp - per-kernel time of the CPU target --------------===//
 
 #include "KernelProfile.h"
+#include "Parallel.h"
 
 #include "titanrt/KernelABI.h"
 
@@ -9,6 +10,8 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <map>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -26,11 +29,42 @@ struct Entry {
   std::atomic<int64_t> calls{0};
 };
 
+/// A generated kernel's calls (by its function's name).
+struct GeneratedEntry {
+  int64_t nanoseconds = 0, calls = 0, bytes = 0;
+};
+
+/// GB/s of a parallel copy (titan_rt_parallel_for's spans and threads)
+/// moving `bytes` (half read, half written): the best of 5 runs, warm.
+double copyBandwidth(int64_t bytes) {
+  int64_t n = std::max<int64_t>(bytes / 8, 1);
+  std::vector<float> from(static_cast<size_t>(n), 1.0f);
+  std::vector<float> to(static_cast<size_t>(n));
+  double best = 0;
+  for (int run = 0; run < 6; ++run) {
+    auto begin = std::chrono::steady_clock::now();
+    titanrt::forSpans(n, titanrt::kElementSpan, [&](int64_t b, int64_t e) {
+      std::memcpy(to.data() + b, from.data() + b, size_t(e - b) * 4);
+    });
+    double seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - begin)
+            .count();
+    if (run > 0 && seconds > 0)
+      best = std::max(best, double(n) * 8 / seconds / 1e9);
+  }
+  return best;
+}
+
 /// Printed when the library unloads, after the trainer's last step.
 struct Profile {
   bool on = false;
   /// By kernel and the entry point's suffix (a titan::Dtype).
   Entry entries[kNumKernels][titan::kNumDtypes];
+  std::mutex generatedMutex;
+  std::map<std::string, GeneratedEntry> generated;
+  /// Copy bandwidth by bytes moved, measured at the first generated call
+  /// of each size (before it is timed).
+  std::map<int64_t, double> copies;
 
   Profile() {
     const char *value = std::getenv("TITAN_KERNEL_PROFILE");
@@ -70,6 +104,25 @@ struct Profile {
                    (long long)r.calls, r.ns / 1e6,
                    total ? 100.0 * double(r.ns) / double(total) : 0.0);
     }
+    printGenerated();
+  }
+
+  /// Each generated kernel's bandwidth against a copy moving as many bytes.
+  void printGenerated() {
+    if (generated.empty())
+      return;
+    std::fprintf(stderr, "%-32s %10s %12s %10s %9s %9s %6s\n",
+                 "generated kernel", "calls", "ms", "MB/call", "GB/s",
+                 "copy GB/s", "ratio");
+    for (auto &[name, e] : generated) {
+      double seconds = double(e.nanoseconds) / 1e9 / double(e.calls);
+      double gbps = seconds > 0 ? double(e.bytes) / seconds / 1e9 : 0;
+      double copy = copies[e.bytes];
+      std::fprintf(stderr, "%-32s %10lld %12.1f %10.3f %9.1f %9.1f %6.2f\n",
+                   name.c_str(), (long long)e.calls, e.nanoseconds / 1e6,
+                   double(e.bytes) / 1e6, gbps, copy,
+                   copy > 0 ? gbps / copy : 0.0);
+    }
   }
 };
 
@@ -83,6 +136,34 @@ Profile &instance() {
 } // namespace
 
 bool titanrt::profile::enabled() { return instance().on; }
+
+void titanrt::profile::recordGenerated(
+    const char *name, int64_t bytes,
+    std::chrono::steady_clock::time_point begin,
+    std::chrono::steady_clock::time_point end) {
+  if (enabled()) {
+    Profile &p = instance();
+    std::lock_guard<std::mutex> lock(p.generatedMutex);
+    GeneratedEntry &e = p.generated[name];
+    e.nanoseconds +=
+        std::chrono::duration_cast<std::chrono::nanoseconds>(end - begin)
+            .count();
+    ++e.calls;
+    e.bytes = bytes;
+    // The reference for this size, measured now, outside the timed call.
+    if (!p.copies.count(bytes))
+      p.copies[bytes] = copyBandwidth(bytes);
+  }
+  if (trace::recording()) {
+    auto micros = [](std::chrono::steady_clock::time_point t) {
+      return std::chrono::duration<double, std::micro>(t.time_since_epoch())
+          .count();
+    };
+    trace::record({"generated", "kernel", micros(begin), micros(end),
+                   trace::kComputeTrack, bytes,
+                   titan_rt_op ? titan_rt_op : ""});
+  }
+}
 
 void titanrt::profile::record(KernelId kernel, titan::Dtype type,
                               std::chrono::steady_clock::time_point begin,

@@ -3,7 +3,9 @@
 // TITAN_KERNEL_PROFILE=1 makes every titan_rt_* entry of the CPU kernel
 // library time itself; at exit each process prints, to stderr, the share of
 // kernel time by kernel and element type (calls, total ms, percent), the
-// table a step's profile starts from. The same timer records each call as
+// table a step's profile starts from, then each generated kernel's
+// bandwidth beside a parallel copy of the same size measured in the same
+// run. The same timer records each call as
 // a span of the profiler trace while a traced step runs (trace::recording;
 // named <kernel>_<dtype>, with the titan op path of titan_rt_op). Both off,
 // the cost is two predictable branches per call.
@@ -38,6 +40,33 @@ bool enabled();
 void record(KernelId kernel, titan::Dtype type,
             std::chrono::steady_clock::time_point begin,
             std::chrono::steady_clock::time_point end);
+
+/// Adds one call of the generated kernel `name`, which moved `bytes`, to
+/// the profile (when enabled()) and, while a traced step runs, its span
+/// (named "generated", the kernel's name in its args) to the trace.
+void recordGenerated(const char *name, int64_t bytes,
+                     std::chrono::steady_clock::time_point begin,
+                     std::chrono::steady_clock::time_point end);
+
+/// Times one call of a generated kernel when profiling or tracing is on.
+class GeneratedTimer {
+public:
+  GeneratedTimer(const char *name, int64_t bytes)
+      : name(name), bytes(bytes), on(enabled() || trace::recording()) {
+    if (on)
+      begin = std::chrono::steady_clock::now();
+  }
+  ~GeneratedTimer() {
+    if (on)
+      recordGenerated(name, bytes, begin, std::chrono::steady_clock::now());
+  }
+
+private:
+  const char *name;
+  int64_t bytes;
+  bool on;
+  std::chrono::steady_clock::time_point begin;
+};
 
 /// Times one kernel call when profiling or tracing is on.
 class ScopedTimer {

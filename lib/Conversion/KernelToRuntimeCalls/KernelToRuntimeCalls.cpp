@@ -258,10 +258,17 @@ private:
                                                        b.getI32IntegerAttr(0)),
                               ptrs.lookup(reduction));
       Value kernelAddress = LLVM::AddressOfOp::create(b, loc, ptrType, name);
-      LLVM::CallOp::create(b, loc,
-                           runtimeFunction("titan_rt_parallel_for",
-                                           {ptrType, ptrType, i64Type}, {}),
-                           ValueRange{kernelAddress, buffers, elements});
+      // What one call moves, each buffer once (the profile's bandwidth).
+      int64_t bytes = 0;
+      for (Value v : operands)
+        bytes += getStaticByteSize(v.getType()).value_or(0);
+      LLVM::CallOp::create(
+          b, loc,
+          runtimeFunction("titan_rt_parallel_for",
+                          {ptrType, ptrType, i64Type, ptrType, i64Type}, {}),
+          ValueRange{kernelAddress, buffers, elements,
+                     constantString("__titan_str_" + name, name, loc),
+                     constant(bytes)});
       return;
     }
     std::string deviceName = (prefix + "kernels").str();

@@ -93,8 +93,11 @@ typedef void (*titan_rt_generated_kernel)(void *const *buffers, int64_t begin,
 
 /// Runs `kernel` over elements [0, elements) on the CPU target's threads, in
 /// spans fixed by `elements` alone (the same bits on any thread count).
+/// `name` (the kernel's function) and `bytes` (what one call moves, each
+/// buffer once) are for the kernel profile.
 void titan_rt_parallel_for(titan_rt_generated_kernel kernel,
-                           void *const *buffers, int64_t elements);
+                           void *const *buffers, int64_t elements,
+                           const char *name, int64_t bytes);
 
 /// The CUDA target's generated kernel `name` of the compiled `image` (a
 /// cubin or NUL-terminated PTX, loaded once) on `count` device buffers and

@@ -2,7 +2,8 @@
 
 // A generated kernel becomes a private function over a range of element
 // indices (its buffers' addresses from the array the step passes), which the
-// step runs through titan_rt_parallel_for with the element count. Every
+// step runs through titan_rt_parallel_for with the element count, its name
+// and the bytes a call moves (for the kernel profile). Every
 // input is loaded before any output is stored (an output may be an input).
 // The accesses form one parallel access group of the loop (iterations are
 // independent, even in place: no run-time overlap check keeps the
@@ -16,7 +17,9 @@
 // CHECK:       llvm.store %{{.*}}, %{{.*}} : !llvm.ptr, !llvm.ptr
 // CHECK:       %[[N:.*]] = llvm.mlir.constant(32 : i64) : i64
 // CHECK:       %[[FN:.*]] = llvm.mlir.addressof @titan_generated_0 : !llvm.ptr
-// CHECK:       llvm.call @titan_rt_parallel_for(%[[FN]], %[[BUFS]], %[[N]]) : (!llvm.ptr, !llvm.ptr, i64) -> ()
+// CHECK:       %[[NAME:.*]] = llvm.mlir.addressof @__titan_str_titan_generated_0 : !llvm.ptr
+// CHECK:       %[[BYTES:.*]] = llvm.mlir.constant(128 : i64) : i64
+// CHECK:       llvm.call @titan_rt_parallel_for(%[[FN]], %[[BUFS]], %[[N]], %[[NAME]], %[[BYTES]]) : (!llvm.ptr, !llvm.ptr, i64, !llvm.ptr, i64) -> ()
 // CHECK:       llvm.return
 
 // CHECK-LABEL: llvm.func internal @titan_generated_0(
@@ -49,7 +52,7 @@
 // CHECK:       %[[ZERO:.*]] = llvm.mlir.constant(0 : i32) : i32
 // CHECK-NEXT:  llvm.store %[[ZERO]], %[[M]] : i32, !llvm.ptr
 // CHECK-NEXT:  %[[FN2:.*]] = llvm.mlir.addressof @titan_generated_0
-// CHECK-NEXT:  llvm.call @titan_rt_parallel_for(%[[FN2]],
+// CHECK:       llvm.call @titan_rt_parallel_for(%[[FN2]],
 
 // CHECK-LABEL: llvm.func internal @titan_generated_0(
 // CHECK-SAME:  %{{.*}}: !llvm.ptr, %[[RBEGIN:.*]]: i64, %[[REND:.*]]: i64) {

@@ -32,6 +32,9 @@ def ir_calls(path, runs):
         m = re.search(r'kernel\.call "(\w+)"', line)
         if m and func in runs:
             calls[m.group(1)] += runs[func]
+        # Generated kernels' spans are all named "generated".
+        if "kernel.generic" in line and func in runs:
+            calls["generated"] += runs[func]
     return calls
 
 
