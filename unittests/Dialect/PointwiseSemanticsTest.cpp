@@ -193,13 +193,14 @@ TEST_F(PointwiseSemantics, Float8ScaleIsTorchaosAmaxToScale) {
   EXPECT_EQ(scale(448.0, false), 1.0);
   EXPECT_TRUE(std::isnan(scale(std::nan(""), false)));
   EXPECT_EQ(scale(INFINITY, false), 0.0);
-  // Rounded down to a power of two: 448 -> 256, 135.75... -> 128, and
-  // 2^40 less an ulp -> 2^39 (exact, where a rounded log2 gives 2^40).
+  // Rounded down to a power of two as torchao does, exp2(floor(log2(s)))
+  // in f32: 448 -> 256, 135.75... -> 128; 2^40 less an ulp has log2 40 in
+  // f32, so it becomes 2^40.
   EXPECT_EQ(scale(1.0, true), 256.0);
   EXPECT_EQ(scale(double(3.3f), true), 128.0);
   EXPECT_EQ(scale(448.0, true), 1.0);
   EXPECT_EQ(scale(448.0 / double(std::nextafter(0x1p40f, 0.0f)), true),
-            std::ldexp(1.0, 39));
+            std::ldexp(1.0, 40));
   EXPECT_TRUE(std::isnan(scale(std::nan(""), true)));
   EXPECT_EQ(scale(INFINITY, true), 0.0);
   // Malformed parameters leave the call to a library.

@@ -546,9 +546,16 @@ bool isF64(Operation *op) {
   return llvm::any_of(op->getResultTypes(), [](Type t) { return t.isF64(); });
 }
 
-/// arith and math to the LLVM dialect. On a GPU, f64 math as libdevice's
-/// functions (NVPTX has no f64 exp); f32's stays LLVM's intrinsics, which
-/// NVPTX lowers correctly rounded (sqrt.rn, not libdevice's sqrt.approx).
+/// Whether a GPU computes `op` with libdevice rather than an LLVM
+/// intrinsic: f64 math (NVPTX has no f64 exp), and f32 log2, whose
+/// intrinsic NVPTX lowers to the approximate lg2.approx (a float8 scale's
+/// power of two takes CUDA's log2f, as the torch.log2 of torchao's does).
+bool usesLibDevice(Operation *op) { return isF64(op) || isa<math::Log2Op>(op); }
+
+/// arith and math to the LLVM dialect. On a GPU, f64 math and f32 log2 as
+/// libdevice's functions (usesLibDevice); the rest of f32's stays LLVM's
+/// intrinsics, which NVPTX lowers correctly rounded (sqrt.rn, not
+/// libdevice's sqrt.approx).
 LogicalResult lowerToLLVM(ArrayRef<LLVM::LLVMFuncOp> kernels, bool device) {
   if (kernels.empty())
     return success();
@@ -565,7 +572,7 @@ LogicalResult lowerToLLVM(ArrayRef<LLVM::LLVMFuncOp> kernels, bool device) {
   ConversionTarget intrinsicMath(*ctx);
   intrinsicMath.markUnknownOpDynamicallyLegal([](Operation *) { return true; });
   intrinsicMath.addDynamicallyLegalDialect<math::MathDialect>(
-      [device](Operation *op) { return device && isF64(op); });
+      [device](Operation *op) { return device && usesLibDevice(op); });
   LLVMConversionTarget target(*ctx);
   FrozenRewritePatternSet first(std::move(intrinsics)), second(std::move(rest));
   for (LLVM::LLVMFuncOp fn : kernels) {

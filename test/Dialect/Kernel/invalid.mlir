@@ -333,3 +333,16 @@ func.func @generic_outputs(%a: memref<4xf32>) {
   }) {operandSegmentSizes = array<i32: 1, 0, 0, 1>} : (memref<4xf32>, !kernel.stream) -> ()
   return
 }
+
+// -----
+
+func.func @generic_reduction_view(%a: memref<4xf32>, %m: memref<f32>) {
+  %s = kernel.stream 0
+  %v = kernel.view %m : memref<f32> to memref<1xf32>
+  // expected-error @+1 {{'kernel.generic' op reduction buffer of type 'memref<f32>' is also an input or output}}
+  kernel.generic ins(%a, %v : memref<4xf32>, memref<1xf32>) reduce [#kernel.reduction<absmax>](%m : memref<f32>) on %s {
+  ^bb0(%x: f32, %y: f32):
+    kernel.yield %x : f32
+  }
+  return
+}

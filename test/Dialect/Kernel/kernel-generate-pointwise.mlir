@@ -238,3 +238,50 @@ func.func @other_output_read(%gate: memref<8xbf16>, %up: memref<8xbf16>, %dy: me
   kernel.call "amax"(%gg : memref<8xbf16>) outs(%m : memref<f32>) on %s params [0]
   return
 }
+
+// -----
+
+// One-element buffers stay well defined. A scalar producer fuses into the
+// first consumer (8 elements), which still writes the scalar; the second
+// consumer (4 elements) does not take that 8-element kernel as its
+// producer.
+// CHECK-LABEL: func.func @scalar_two_sizes(
+// CHECK:       kernel.generic ins(%arg2, %arg0, %arg1 : memref<8xf32>, memref<f32>, memref<f32>) outs(%arg4, %[[S:.*]] : memref<8xf32>, memref<f32>)
+// CHECK:       kernel.generic ins(%arg3, %[[S]] : memref<4xf32>, memref<f32>) outs(%arg5 : memref<4xf32>)
+func.func @scalar_two_sizes(%a: memref<f32>, %b: memref<f32>, %x1: memref<8xf32>, %x2: memref<4xf32>, %y1: memref<8xf32>, %y2: memref<4xf32>) {
+  %s = kernel.stream 0
+  %s2 = kernel.alloc temporary : memref<f32>
+  kernel.call "mul"(%a, %b : memref<f32>, memref<f32>) outs(%s2 : memref<f32>) on %s params []
+  kernel.call "mul"(%x1, %s2 : memref<8xf32>, memref<f32>) outs(%y1 : memref<8xf32>) on %s params []
+  kernel.call "mul"(%x2, %s2 : memref<4xf32>, memref<f32>) outs(%y2 : memref<4xf32>) on %s params []
+  return
+}
+
+// -----
+
+// Not fused: an in-place update of a scalar would be written once while
+// the other indices of the consumer read it.
+// CHECK-LABEL: func.func @scalar_in_place(
+// CHECK:       kernel.generic ins(%arg0, %arg0 : memref<f32>, memref<f32>) outs(%arg0 : memref<f32>)
+// CHECK:       kernel.generic ins(%arg1, %arg0 : memref<8xf32>, memref<f32>) outs(%arg2 : memref<8xf32>)
+func.func @scalar_in_place(%sc: memref<f32>, %x: memref<8xf32>, %y: memref<8xf32>) {
+  %s = kernel.stream 0
+  kernel.call "add"(%sc, %sc : memref<f32>, memref<f32>) outs(%sc : memref<f32>) on %s params []
+  kernel.call "mul"(%x, %sc : memref<8xf32>, memref<f32>) outs(%y : memref<8xf32>) on %s params []
+  return
+}
+
+// -----
+
+// Not fused: the producer reads (through a view) the buffer the amax
+// reduces into, which is zeroed before a reduction kernel runs.
+// CHECK-LABEL: func.func @reads_reduction(
+// CHECK:       kernel.generic ins(%arg1, %{{.*}} : memref<8xf32>, memref<1xf32>) outs(%arg2 : memref<8xf32>) on
+// CHECK:       kernel.generic ins(%arg2 : memref<8xf32>) reduce
+func.func @reads_reduction(%r: memref<f32>, %x: memref<8xf32>, %y: memref<8xf32>) {
+  %s = kernel.stream 0
+  %v = kernel.view %r : memref<f32> to memref<1xf32>
+  kernel.call "mul"(%x, %v : memref<8xf32>, memref<1xf32>) outs(%y : memref<8xf32>) on %s params []
+  kernel.call "amax"(%y : memref<8xf32>) outs(%r : memref<f32>) on %s params [0]
+  return
+}

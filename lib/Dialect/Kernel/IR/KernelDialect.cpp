@@ -335,10 +335,10 @@ LogicalResult GenericOp::verify() {
     if (type.getNumElements() != 1 || !type.getElementType().isF32())
       return emitOpError() << "reduction buffer of type " << type
                            << " must hold one f32";
-    if (llvm::is_contained(getInputs(), r) ||
-        llvm::is_contained(getOutputs(), r))
-      return emitOpError() << "reduction buffer of type " << type
-                           << " is also an input or output";
+    for (Value v : llvm::concat<Value>(getInputs(), getOutputs()))
+      if (viewedBuffer(v) == viewedBuffer(r))
+        return emitOpError() << "reduction buffer of type " << type
+                             << " is also an input or output";
   }
   int64_t elements = getNumElements();
   for (Value v : llvm::concat<Value>(getInputs(), getOutputs())) {
@@ -353,7 +353,9 @@ LogicalResult GenericOp::verify() {
                            << " or one (broadcast)";
   }
   for (Value out : getOutputs())
-    if (isBroadcast(out) && llvm::is_contained(getInputs(), out))
+    if (isBroadcast(out) && llvm::any_of(getInputs(), [&](Value in) {
+          return viewedBuffer(in) == viewedBuffer(out);
+        }))
       return emitOpError() << "broadcast output of type " << out.getType()
                            << " is also an input: it is written once, "
                               "before the other indices read it";

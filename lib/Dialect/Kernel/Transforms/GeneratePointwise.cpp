@@ -279,11 +279,52 @@ private:
         if (viewedBuffer(in) == root && in != input)
           return nullptr;
       }
-      if (fusedBuffers(producer, consumer, input) > maxBuffers)
+      // The producer runs at every index of the consumer, or once (a
+      // one-element producer, broadcast).
+      int64_t producerCount = producer.getNumElements();
+      if (producerCount != consumer.getNumElements() && producerCount != 1)
+        return nullptr;
+      if (!onceBuffersSafe(producer, consumer, input) ||
+          fusedBuffers(producer, consumer, input) > maxBuffers)
         return nullptr;
       return producer;
     }
     return nullptr;
+  }
+
+  /// Whether the fused kernel would leave its one-element buffers well
+  /// defined: nothing it reads may be a reduction it combines into (zeroed
+  /// before it runs), and in a kernel of more than one element nothing it
+  /// reads may be a one-element buffer it writes (written once, while
+  /// other indices read it).
+  static bool onceBuffersSafe(GenericOp producer, GenericOp consumer,
+                              Value link) {
+    SmallVector<Value> reads, writes;
+    for (Value v : consumer.getInputs())
+      if (v != link)
+        reads.push_back(viewedBuffer(v));
+    for (Value v : producer.getInputs())
+      reads.push_back(viewedBuffer(v));
+    for (Value v :
+         llvm::concat<Value>(consumer.getOutputs(), producer.getOutputs()))
+      writes.push_back(viewedBuffer(v));
+    for (Value r : consumer.getReductions()) {
+      Value root = viewedBuffer(r);
+      if (llvm::is_contained(reads, root) || llvm::is_contained(writes, root))
+        return false;
+    }
+    if (std::max(producer.getNumElements(), consumer.getNumElements()) == 1)
+      return true;
+    // The consumer no longer loads `link`; the producer loads all its
+    // inputs.
+    auto readsWritten = [&](Value v) {
+      return elementCount(v) == 1 &&
+             llvm::is_contained(writes, viewedBuffer(v));
+    };
+    for (Value v : consumer.getInputs())
+      if (v != link && readsWritten(v))
+        return false;
+    return llvm::none_of(producer.getInputs(), readsWritten);
   }
 
   /// The buffers the fused kernel takes at most: the inputs of both but

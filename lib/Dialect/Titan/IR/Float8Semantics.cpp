@@ -153,9 +153,10 @@ unsigned AmaxOp::getNumAbsMaxResults(ArrayRef<Attribute> params) { return 1; }
 
 /// (amax) -> scale; params {round to a power of 2, largest finite float8
 /// value}. torchao's amax_to_scale: max_finite / max(amax, 1e-12) in f64,
-/// rounded to f32; rounded down to a power of two by clearing the
-/// mantissa (exact; torchao's exp2(floor(log2)) equals it wherever its
-/// log2 rounds correctly).
+/// rounded to f32; then, as torchao rounds to a power of two,
+/// exp2(floor(log2(s))) in f32 (log2 the target's f32 function, as
+/// torch.log2 is: a scale within an ulp or two below 2^k has log2 k and
+/// becomes 2^k; exp2 of the integer is exact, built from its bits).
 SmallVector<Value> Float8ScaleOp::buildScalar(OpBuilder &b, Location loc,
                                               ValueRange operands,
                                               ArrayRef<Attribute> params) {
@@ -176,12 +177,22 @@ SmallVector<Value> Float8ScaleOp::buildScalar(OpBuilder &b, Location loc,
           b, loc, b.getF64FloatAttr(maxFinite.getValueAsDouble())),
       denominator));
   if (*powerOf2) {
-    Value bits = arith::BitcastOp::create(b, loc, b.getI32Type(), scale);
-    Value cleared = arith::BitcastOp::create(
+    // s is positive: 448 / 1e-12 at most, 448 / FLT_MAX at least, so
+    // floor(log2(s)) is an integer in [-127, 49]; 0 (an infinite amax)
+    // and NaN pass through, as exp2(floor(log2)) leaves them.
+    Value floorLog2 =
+        math::FloorOp::create(b, loc, math::Log2Op::create(b, loc, scale));
+    Value special = arith::OrIOp::create(
+        b, loc, e.cmpf(arith::CmpFPredicate::UNO, scale, scale),
+        e.cmpf(arith::CmpFPredicate::OEQ, scale, e.f32(0)));
+    Value exponent = arith::FPToSIOp::create(
+        b, loc, b.getI32Type(), e.select(special, e.f32(0), floorLog2));
+    Value power = arith::BitcastOp::create(
         b, loc, b.getF32Type(),
-        arith::AndIOp::create(b, loc, bits, e.i32(int32_t(0xff800000u))));
-    Value isNaN = e.cmpf(arith::CmpFPredicate::UNO, scale, scale);
-    scale = e.select(isNaN, scale, cleared);
+        arith::ShLIOp::create(
+            b, loc, arith::AddIOp::create(b, loc, exponent, e.i32(127)),
+            e.i32(23)));
+    scale = e.select(special, scale, power);
   }
   if (operands[0].getType().isF64())
     scale = arith::ExtFOp::create(b, loc, b.getF64Type(), scale);

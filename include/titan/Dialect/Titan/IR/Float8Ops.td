@@ -157,8 +157,8 @@ def Titan_Float8ScaleOp : Titan_Op<"float8_scale", [
     torchao's `amax_to_scale`, elementwise: `fmax / max(amax, 1e-12)`
     computed in f64 and rounded to f32, where fmax is the largest finite
     value of `float8_type` (448 for f8E4M3FN, 57344 for f8E5M2); with
-    `round_to_power_of_2`, rounded down to a power of two (torchao's
-    `exp2(floor(log2(s)))`, computed exactly: the mantissa cleared).
+    `round_to_power_of_2`, rounded to a power of two as torchao does,
+    `exp2(floor(log2(s)))` in f32.
   }];
   let arguments = (ins Titan_F32Tensor:$amax, TypeAttr:$float8_type,
                    UnitAttr:$round_to_power_of_2);
