@@ -4,8 +4,9 @@
 // (or PTX) image per step module, embedded in the executable, and a kernel
 // name per call. The image is loaded once per process with the CUDA
 // runtime's library API (no driver API, no JIT for a cubin); each launch is
-// a grid-stride loop over the elements, enqueued on the compute stream, so
-// a step's CUDA graph captures it like any other kernel.
+// a grid-stride loop over the kernel's work items (packs of up to 16 bytes
+// of elements), enqueued on the compute stream, so a step's CUDA graph
+// captures it like any other kernel.
 //
 //===----------------------------------------------------------------------===//
 
@@ -92,7 +93,7 @@ extern "C" void titan_rt_launch_generated(const void *image, const char *name,
   KernelEvents timed(name);
   GeneratedKernels &all = generatedKernels();
   cudaKernel_t kernel = all.lookup(image, name);
-  // The kernel's parameters: each buffer's address, then the element count.
+  // The kernel's parameters: each buffer's address, then the work items.
   std::vector<void *> args;
   args.reserve(size_t(count) + 1);
   for (int64_t i = 0; i < count; ++i)

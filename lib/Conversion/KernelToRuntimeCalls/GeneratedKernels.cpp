@@ -506,11 +506,8 @@ LLVM::LLVMFuncOp titan::outlineDeviceKernel(kernel::GenericOp generic,
       b, loc, LLVM::MulOp::create(b, loc, block, blockSize), thread);
   Value step = LLVM::MulOp::create(b, loc, gridSize, blockSize);
   SmallVector<Value> bases(entry->getArguments().take_front(buffers));
+  // The launch passes the packs: the element count over `width`.
   Value packs = entry->getArgument(buffers);
-  if (width > 1)
-    packs = LLVM::UDivOp::create(
-        b, loc, packs,
-        LLVM::ConstantOp::create(b, loc, i64, b.getI64IntegerAttr(width)));
   emitElementLoop(b, fn, generic, bases, begin, packs, step, width,
                   [&](OpBuilder &b, Location loc, ArrayRef<Value> accumulators,
                       ArrayRef<Value> buffers) {

@@ -283,7 +283,8 @@ private:
                         {}),
         ValueRange{deviceImage(deviceName, loc),
                    constantString("__titan_str_" + name, name, loc), buffers,
-                   constant(operands.size()), elements,
+                   constant(operands.size()),
+                   constant(generic.getNumElements() / width),
                    constant(generic.getReductions().size())});
   }
 

@@ -101,7 +101,8 @@ void titan_rt_parallel_for(titan_rt_generated_kernel kernel,
 
 /// The CUDA target's generated kernel `name` of the compiled `image` (a
 /// cubin or NUL-terminated PTX, loaded once) on `count` device buffers and
-/// `elements` elements, on the step's compute stream. The last
+/// `elements` work items (packs of elements, the kernel's count argument),
+/// on the step's compute stream. The last
 /// `reductions` buffers are reduction results (one f32 each), zeroed on
 /// the stream before the launch: the kernel's blocks combine into them.
 void titan_rt_launch_generated(const void *image, const char *name,

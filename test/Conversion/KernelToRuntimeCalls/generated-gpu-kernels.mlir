@@ -11,8 +11,8 @@
 // or store per buffer and pack. The fourth kernel (33 elements) takes one
 // element at a time. The step launches it through
 // titan_rt_launch_generated with the compiled image, its name, the buffers,
-// their count, the element count and how many are reductions (the last
-// buffers), which the launch zeroes first.
+// their count, the packs (32 bf16 elements: 4 packs of 8) and how many are
+// reductions (the last buffers), which the launch zeroes first.
 //
 // In the third kernel each thread keeps a running maximum of |value| as
 // f32 bits (unsigned order is the floats' order, NaN above infinity);
@@ -21,7 +21,7 @@
 // result is stored as a byte; its broadcast scale is loaded once.
 // NVVM-LABEL: llvm.mlir.global private constant @titan_kernels_image
 // NVVM-LABEL: llvm.func @titan_step(
-// NVVM-DAG:   %[[N:.*]] = llvm.mlir.constant(32 : i64) : i64
+// NVVM-DAG:   %[[N:.*]] = llvm.mlir.constant(4 : i64) : i64
 // NVVM-DAG:   %[[IMAGE:.*]] = llvm.mlir.addressof @titan_kernels_image : !llvm.ptr
 // NVVM-DAG:   %[[NAME:.*]] = llvm.mlir.addressof @__titan_str_titan_generated_0 : !llvm.ptr
 // NVVM-DAG:   %[[COUNT:.*]] = llvm.mlir.constant(2 : i64) : i64
@@ -37,8 +37,7 @@
 // NVVM:       nvvm.read.ptx.sreg.ntid.x
 // NVVM:       nvvm.read.ptx.sreg.tid.x
 // NVVM:       nvvm.read.ptx.sreg.nctaid.x
-// NVVM:       %[[PACKS:.*]] = llvm.udiv %[[E]], %{{.*}} : i64
-// NVVM:       llvm.icmp "slt" %{{.*}}, %[[PACKS]] : i64
+// NVVM:       llvm.icmp "slt" %{{.*}}, %[[E]] : i64
 // NVVM:       llvm.load %{{.*}} {access_groups = [#access_group], alignment = 16 : i64} : !llvm.ptr<1> -> vector<8xbf16>
 // NVVM:       llvm.store %{{.*}}, %{{.*}} {access_groups = [#access_group], alignment = 16 : i64} : vector<8xbf16>, !llvm.ptr<1>
 // NVVM:       llvm.func @titan_generated_1(
@@ -58,7 +57,6 @@
 // NVVM:       llvm.atomicrmw umax %{{.*}}, %{{.*}} monotonic : !llvm.ptr<1>, i32
 // NVVM:       nvvm.barrier0
 // NVVM:       llvm.func @titan_generated_3(
-// NVVM-NOT:   llvm.udiv
 // NVVM:       llvm.load %{{.*}} {access_groups = [#access_group{{.*}}]} : !llvm.ptr<1> -> bf16
 // NVVM:       llvm.store %{{.*}}, %{{.*}} {access_groups = [#access_group{{.*}}]} : bf16, !llvm.ptr<1>
 

@@ -41,12 +41,14 @@ mlir::gpu::GPUModuleOp getOrCreateDeviceModule(mlir::ModuleOp module,
                                                mlir::StringRef name,
                                                mlir::StringRef chip);
 
-/// `void name(ptr<1> buffer..., i64 elements)`, an NVVM kernel in `device`:
+/// `void name(ptr<1> buffer..., i64 packs)`, an NVVM kernel in `device`:
 /// thread t of the grid computes packs t, t + threads, ... of `width`
 /// consecutive elements (coalesced; one vector access per buffer and pack,
 /// which `width` makes 16 bytes for the widest element), loading every
-/// input before storing any output. `width` must divide the element count,
-/// and each buffer's address must be aligned to its pack's size.
+/// input before storing any output. The launch passes the element count
+/// over `width` (so the runtime sizes the grid by packs); `width` must
+/// divide the element count, and each buffer's address must be aligned to
+/// its pack's size.
 mlir::LLVM::LLVMFuncOp outlineDeviceKernel(kernel::GenericOp generic,
                                            mlir::StringRef name,
                                            mlir::gpu::GPUModuleOp device,
