@@ -39,6 +39,11 @@ config.substitutions.append(("%titan_obj", config.titan_obj_root))
 # The C++ compiler the build was configured with (not whichever c++ PATH
 # finds).
 config.substitutions.append(("%cxx", config.titan_cxx_compiler))
+# What a test adds when it links a program against the runtime (which a
+# sanitized build instruments): the sanitizers' link flags, or nothing.
+config.substitutions.append(
+    ("%sanitizer_link_flags", config.titan_sanitizer_link_flags)
+)
 # Tests that read the build's build.ninja: only under the Ninja generator.
 if os.path.exists(os.path.join(config.titan_obj_root, "build.ninja")):
     config.available_features.add("ninja")

@@ -272,11 +272,12 @@ def Kernel_GenericOp : Kernel_Op<"generic", [AttrSizedOperandSegments,
     }
     ```
   }];
-  let arguments = (ins Arg<Variadic<Kernel_StaticMemRef>, "", [MemRead]>:$inputs,
-                       Arg<Variadic<Kernel_StaticMemRef>, "", [MemWrite]>:$outputs,
-                       Arg<Variadic<Kernel_StaticMemRef>, "", [MemWrite]>:$reductions,
-                       Kernel_StreamType:$stream,
-                       DefaultValuedAttr<Kernel_ReductionKindArrayAttr, "{}">:$reduction_kinds);
+  let arguments = (ins
+      Arg<Variadic<Kernel_StaticMemRef>, "", [MemRead]>:$inputs,
+      Arg<Variadic<Kernel_StaticMemRef>, "", [MemWrite]>:$outputs,
+      Arg<Variadic<Kernel_StaticMemRef>, "", [MemWrite]>:$reductions,
+      Kernel_StreamType:$stream,
+      DefaultValuedAttr<Kernel_ReductionKindArrayAttr, "{}">:$reduction_kinds);
   let regions = (region SizedRegion<1>:$body);
   let assemblyFormat = [{
     (`ins` `(` $inputs^ `:` type($inputs) `)`)?

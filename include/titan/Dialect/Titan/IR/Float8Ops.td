@@ -151,7 +151,8 @@ def Titan_AmaxOp : Titan_Op<"amax", [
 
 def Titan_Float8ScaleOp : Titan_Op<"float8_scale", [
     DeclareOpInterfaceMethods<Titan_KernelOpInterface, ["getKernelParams"]>,
-    DeclareOpInterfaceMethods<Titan_PointwiseOpInterface>, Pure, SameOperandsAndResultType]> {
+    DeclareOpInterfaceMethods<Titan_PointwiseOpInterface>, Pure,
+    SameOperandsAndResultType]> {
   let summary = "the scale that maps an amax to float8's largest value";
   let description = [{
     torchao's `amax_to_scale`, elementwise: `fmax / max(amax, 1e-12)`
