@@ -655,8 +655,10 @@ void widened(const Call &c, const int64_t *types) {
 extern "C" {
 
 #define TITAN_RT_TIMED(name, type)                                             \
-  titanrt::profile::ScopedTimer timer(titanrt::profile::kKernel_##name,        \
-                                      titan::Dtype::type)
+  titanrt::profile::ScopedTimer timer([](auto begin, auto end) {               \
+    titanrt::profile::record(titanrt::profile::kKernel_##name,                 \
+                             titan::Dtype::type, begin, end);                  \
+  })
 #define TITAN_RT_DEFINE(name, impl)                                            \
   void titan_rt_##name##_f32(void **b, const int64_t *s, const int64_t *i,     \
                              const double *f, void *w, const int64_t *) {      \
@@ -710,7 +712,9 @@ void titan_rt_copy(void *dst, const void *src, int64_t bytes) {
 void titan_rt_parallel_for(titan_rt_generated_kernel kernel,
                            void *const *buffers, int64_t elements,
                            const char *name, int64_t bytes) {
-  titanrt::profile::GeneratedTimer timer(name, bytes);
+  titanrt::profile::ScopedTimer timer([&](auto begin, auto end) {
+    titanrt::profile::recordGenerated(name, bytes, begin, end);
+  });
   titanrt::forSpans(
       elements, titanrt::kElementSpan,
       [&](int64_t begin, int64_t end) { kernel(buffers, begin, end); });

@@ -126,6 +126,13 @@ struct Profile {
   }
 };
 
+/// A time point on StepTrace::now()'s clock: microseconds of the steady
+/// clock.
+double micros(std::chrono::steady_clock::time_point t) {
+  return std::chrono::duration<double, std::micro>(t.time_since_epoch())
+      .count();
+}
+
 Profile &instance() {
   static Profile profile;
   return profile;
@@ -155,10 +162,6 @@ void titanrt::profile::recordGenerated(
       p.copies[bytes] = copyBandwidth(bytes);
   }
   if (trace::recording()) {
-    auto micros = [](std::chrono::steady_clock::time_point t) {
-      return std::chrono::duration<double, std::micro>(t.time_since_epoch())
-          .count();
-    };
     trace::record({"generated", "kernel", micros(begin), micros(end),
                    trace::kComputeTrack, bytes,
                    titan_rt_op ? titan_rt_op : ""});
@@ -177,11 +180,6 @@ void titanrt::profile::record(KernelId kernel, titan::Dtype type,
     e.calls.fetch_add(1, std::memory_order_relaxed);
   }
   if (trace::recording()) {
-    // StepTrace::now()'s clock: microseconds of the steady clock.
-    auto micros = [](std::chrono::steady_clock::time_point t) {
-      return std::chrono::duration<double, std::micro>(t.time_since_epoch())
-          .count();
-    };
     trace::record(
         {std::string(kKernelNames[kernel]) + "_" + titan::dtypeName(type),
          "kernel", micros(begin), micros(end), trace::kComputeTrack, -1,

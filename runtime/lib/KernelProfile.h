@@ -43,50 +43,32 @@ void record(KernelId kernel, titan::Dtype type,
 
 /// Adds one call of the generated kernel `name`, which moved `bytes`, to
 /// the profile (when enabled()) and, while a traced step runs, its span
-/// (named "generated", the kernel's name in its args) to the trace.
+/// (named "generated", with the bytes it moved) to the trace.
 void recordGenerated(const char *name, int64_t bytes,
                      std::chrono::steady_clock::time_point begin,
                      std::chrono::steady_clock::time_point end);
 
-/// Times one call of a generated kernel when profiling or tracing is on.
-class GeneratedTimer {
+/// Calls `record(begin, end)` with the scope's start and end times when
+/// profiling or tracing is on (a kernel call's `record` or
+/// `recordGenerated`); off, two predictable branches.
+template <typename Record> class ScopedTimer {
 public:
-  GeneratedTimer(const char *name, int64_t bytes)
-      : name(name), bytes(bytes), on(enabled() || trace::recording()) {
-    if (on)
-      begin = std::chrono::steady_clock::now();
-  }
-  ~GeneratedTimer() {
-    if (on)
-      recordGenerated(name, bytes, begin, std::chrono::steady_clock::now());
-  }
-
-private:
-  const char *name;
-  int64_t bytes;
-  bool on;
-  std::chrono::steady_clock::time_point begin;
-};
-
-/// Times one kernel call when profiling or tracing is on.
-class ScopedTimer {
-public:
-  ScopedTimer(KernelId kernel, titan::Dtype type)
-      : kernel(kernel), type(type), on(enabled() || trace::recording()) {
+  explicit ScopedTimer(Record record)
+      : record(record), on(enabled() || trace::recording()) {
     if (on)
       begin = std::chrono::steady_clock::now();
   }
   ~ScopedTimer() {
     if (on)
-      record(kernel, type, begin, std::chrono::steady_clock::now());
+      record(begin, std::chrono::steady_clock::now());
   }
 
 private:
-  KernelId kernel;
-  titan::Dtype type;
+  Record record;
   bool on;
   std::chrono::steady_clock::time_point begin;
 };
+template <typename Record> ScopedTimer(Record) -> ScopedTimer<Record>;
 
 } // namespace titanrt::profile
 
