@@ -246,6 +246,9 @@ void titan::buildExecutionPipeline(mlir::OpPassManager &pm,
     schedule.maxInFlightBytes = options.maxInFlightBytes;
     pm.addPass(kernel::createKernelScheduleCollectives(schedule));
   }
+  // After the schedule, which puts each gather's cast beside its start.
+  if (backend && backend->getFeatures().generatedKernels)
+    pm.addPass(kernel::createKernelFuseHorizontal());
   pm.addPass(kernel::createKernelPlanMemory());
 }
 

@@ -99,13 +99,15 @@ KernelWork titan::cost::kernelWork(kernel::GenericOp generic) {
   KernelWork work;
   for (Value v : generic->getOperands().drop_back())
     work.bytes += bufferBytes(v);
-  // What depends on broadcast inputs alone is computed once per kernel.
+  // What depends on broadcast inputs alone is computed once per kernel;
+  // each segment's ops run over its own elements.
   DenseSet<Value> uniform = generic.getUniformValues();
-  for (Operation &op : generic.getBody().front().without_terminator()) {
-    bool once = llvm::all_of(op.getResults(),
-                             [&](Value v) { return uniform.contains(v); });
-    work.flops += once ? 1.0 : double(generic.getNumElements());
-  }
+  for (const kernel::GenericSegment &segment : generic.getSegmentList())
+    for (Operation *op : generic.getSegmentOps(segment)) {
+      bool once = llvm::all_of(op->getResults(),
+                               [&](Value v) { return uniform.contains(v); });
+      work.flops += once ? 1.0 : double(segment.elements);
+    }
   return work;
 }
 

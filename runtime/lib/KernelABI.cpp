@@ -710,14 +710,19 @@ void titan_rt_copy(void *dst, const void *src, int64_t bytes) {
 }
 
 void titan_rt_parallel_for(titan_rt_generated_kernel kernel,
-                           void *const *buffers, int64_t elements,
+                           void *const *buffers, int64_t items, int64_t span,
                            const char *name, int64_t bytes) {
   titanrt::profile::ScopedTimer timer([&](auto begin, auto end) {
     titanrt::profile::recordGenerated(name, bytes, begin, end);
   });
+  // A row's work in 4-byte words (the threshold for threads counts an f32
+  // kernel's elements).
+  int64_t itemElements =
+      span > 0 && items > 0 ? std::max<int64_t>(bytes / items / 4, 1) : 1;
   titanrt::forSpans(
-      elements, titanrt::kElementSpan,
-      [&](int64_t begin, int64_t end) { kernel(buffers, begin, end); });
+      items, span > 0 ? span : titanrt::kElementSpan,
+      [&](int64_t begin, int64_t end) { kernel(buffers, begin, end); },
+      itemElements);
 }
 
 /// The CPU target runs its steps on the host, on host memory.

@@ -23,11 +23,14 @@ constexpr int64_t kParallelWork = 1 << 15;
 constexpr int64_t kElementSpan = 4096;
 
 /// Runs body(begin, end) over [0, n) in spans of `span` on the OpenMP
-/// threads (one thread below kParallelWork). The spans are fixed by n; the
-/// bodies write only their own elements.
-template <typename F> void forSpans(int64_t n, int64_t span, F body) {
+/// threads (one thread below kParallelWork elements, each item being
+/// `itemElements` of them: a row of a kernel working by rows). The spans
+/// are fixed by n; the bodies write only their own elements.
+template <typename F>
+void forSpans(int64_t n, int64_t span, F body, int64_t itemElements = 1) {
   int64_t spans = (n + span - 1) / span;
-#pragma omp parallel for schedule(static) if (spans > 1 && n >= kParallelWork)
+#pragma omp parallel for schedule(static) if (spans > 1 && n * itemElements >= \
+                                                               kParallelWork)
   for (int64_t i = 0; i < spans; ++i)
     body(i * span, std::min(n, (i + 1) * span));
 }

@@ -224,10 +224,23 @@ TEST_F(PointwiseSemantics, QuantizeIsTheSaturatingFloat8Cast) {
   EXPECT_EQ(code(std::nan(""), 2.0), 0x7F);
   EXPECT_EQ(code(-0.0, 1.0), 0x80);
   EXPECT_EQ(code(2e-3, 0.5), 0x01);
-  // Transposed, it moves elements: a library kernel.
+  // Transposed, the same code, which the kernel writes to its transposed
+  // place; an unknown layout leaves the call to a library.
+  std::vector<FloatAttr> transposed =
+      evaluateAttrs("titan.quantize", {1.0, 2.0},
+                    {b.getI64IntegerAttr(0), b.getI64IntegerAttr(1)});
+  ASSERT_EQ(transposed.size(), 1u);
+  EXPECT_EQ(transposed[0].getValue().bitcastToAPInt().getZExtValue(), 0x40u);
   EXPECT_TRUE(evaluateAttrs("titan.quantize", {1.0, 1.0},
-                            {b.getI64IntegerAttr(0), b.getI64IntegerAttr(1)})
+                            {b.getI64IntegerAttr(0), b.getI64IntegerAttr(2)})
                   .empty());
+  const PointwiseOpInterface::Concept *quantize =
+      lookupPointwiseSemantics(&context, "titan.quantize");
+  ASSERT_TRUE(quantize);
+  EXPECT_TRUE(quantize->writesTransposed(
+      {b.getI64IntegerAttr(0), b.getI64IntegerAttr(1)}));
+  EXPECT_FALSE(quantize->writesTransposed(
+      {b.getI64IntegerAttr(0), b.getI64IntegerAttr(0)}));
 }
 
 /// Every float8 value, the midpoints between neighbours (ties), a float

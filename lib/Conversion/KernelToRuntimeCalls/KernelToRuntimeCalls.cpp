@@ -213,9 +213,10 @@ private:
   }
 
   /// The kernel generated from `generic`'s body, run on the host's threads
-  /// (titan_rt_parallel_for(kernel, buffers, elements), its reductions
-  /// zeroed first) or on the GPU (titan_rt_launch_generated(image, name,
-  /// buffers, count, elements, reductions), which zeroes them).
+  /// (titan_rt_parallel_for(kernel, buffers, items, span, name, bytes),
+  /// its reductions zeroed first) or on the GPU
+  /// (titan_rt_launch_generated(image, name, buffers, count, items,
+  /// reductions), which zeroes them).
   void emitGeneratedKernelCall(GenericOp generic) {
     Location loc = generic.getLoc();
     recordSite(loc);
@@ -247,7 +248,6 @@ private:
                               ArrayRef<LLVM::GEPArg>{int32_t(slot)});
       LLVM::StoreOp::create(b, loc, ptrs.lookup(v), address);
     }
-    Value elements = constant(generic.getNumElements());
     if (deviceChip.empty()) {
       if (!outlined)
         outlineGeneratedKernel(generic, name);
@@ -262,11 +262,13 @@ private:
       int64_t bytes = 0;
       for (Value v : operands)
         bytes += getStaticByteSize(v.getType()).value_or(0);
+      auto [items, span] = hostWorkItems(generic);
       LLVM::CallOp::create(
           b, loc,
-          runtimeFunction("titan_rt_parallel_for",
-                          {ptrType, ptrType, i64Type, ptrType, i64Type}, {}),
-          ValueRange{kernelAddress, buffers, elements,
+          runtimeFunction(
+              "titan_rt_parallel_for",
+              {ptrType, ptrType, i64Type, i64Type, ptrType, i64Type}, {}),
+          ValueRange{kernelAddress, buffers, constant(items), constant(span),
                      constantString("__titan_str_" + name, name, loc),
                      constant(bytes)});
       return;
@@ -284,7 +286,7 @@ private:
         ValueRange{deviceImage(deviceName, loc),
                    constantString("__titan_str_" + name, name, loc), buffers,
                    constant(operands.size()),
-                   constant(generic.getNumElements() / width),
+                   constant(deviceWorkItems(generic, width)),
                    constant(generic.getReductions().size())});
   }
 

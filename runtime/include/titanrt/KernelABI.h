@@ -84,19 +84,21 @@ void titan_rt_wait(void *request);
 /// with the step's kernels.
 void titan_rt_copy(void *dst, const void *src, int64_t bytes);
 
-/// A kernel the compiler generated (kernel.generic): computes elements
-/// [begin, end) of the buffers `buffers` points to, and combines that
-/// span's reductions into their buffers atomically (which the step zeroes
-/// before the spans run).
+/// A kernel the compiler generated (kernel.generic): computes work items
+/// [begin, end) (elements, or rows) of the buffers `buffers` points to, and
+/// combines that span's reductions into their buffers atomically (which the
+/// step zeroes before the spans run).
 typedef void (*titan_rt_generated_kernel)(void *const *buffers, int64_t begin,
                                           int64_t end);
 
-/// Runs `kernel` over elements [0, elements) on the CPU target's threads, in
-/// spans fixed by `elements` alone (the same bits on any thread count).
-/// `name` (the kernel's function) and `bytes` (what one call moves, each
-/// buffer once) are for the kernel profile.
+/// Runs `kernel` over work items [0, items) (elements, or rows of a kernel
+/// with transposed outputs) on the CPU target's threads, in spans of `span`
+/// items (0: the runtime's span of elements), fixed by the sizes alone (the
+/// same bits on any thread count). `name` (the kernel's function) and
+/// `bytes` (what one call moves, each buffer once) are for the kernel
+/// profile.
 void titan_rt_parallel_for(titan_rt_generated_kernel kernel,
-                           void *const *buffers, int64_t elements,
+                           void *const *buffers, int64_t items, int64_t span,
                            const char *name, int64_t bytes);
 
 /// The CUDA target's generated kernel `name` of the compiled `image` (a

@@ -263,6 +263,128 @@ func.func @generic_broadcast_in_place(%a: memref<4xf32>, %b: memref<4xf32>, %m: 
 
 // -----
 
+func.func @generic_transposed_index(%a: memref<4x8xf32>, %b: memref<8x4xf32>) {
+  %s = kernel.stream 0
+  // expected-error @+1 {{'kernel.generic' op transposed output 1 is not a distinct output index}}
+  kernel.generic ins(%a : memref<4x8xf32>) outs(%b : memref<8x4xf32>) on %s {
+  ^bb0(%x: f32):
+    kernel.yield %x : f32
+  } {transposed_outputs = array<i64: 1>}
+  return
+}
+
+// -----
+
+func.func @generic_transposed_rank(%a: memref<32xf32>, %b: memref<32xf32>) {
+  %s = kernel.stream 0
+  // expected-error @+1 {{'kernel.generic' op transposed output of type 'memref<32xf32>' must have rank 2 or more and all 32 elements}}
+  kernel.generic ins(%a : memref<32xf32>) outs(%b : memref<32xf32>) on %s {
+  ^bb0(%x: f32):
+    kernel.yield %x : f32
+  } {transposed_outputs = array<i64: 0>}
+  return
+}
+
+// -----
+
+func.func @generic_transposed_columns(%a: memref<4x8xf32>, %b: memref<8x4xf32>, %c: memref<4x8xf32>) {
+  %s = kernel.stream 0
+  // expected-error @+1 {{'kernel.generic' op transposed outputs must share their leading dimension (the kernel's columns)}}
+  kernel.generic ins(%a : memref<4x8xf32>) outs(%b, %c : memref<8x4xf32>, memref<4x8xf32>) on %s {
+  ^bb0(%x: f32):
+    kernel.yield %x, %x : f32, f32
+  } {transposed_outputs = array<i64: 0, 1>}
+  return
+}
+
+// -----
+
+func.func @generic_transposed_in_place(%a: memref<8x8xf32>) {
+  %s = kernel.stream 0
+  // expected-error @+1 {{'kernel.generic' op transposed output of type 'memref<8x8xf32>' is also an input: index i is written where another index reads}}
+  kernel.generic ins(%a : memref<8x8xf32>) outs(%a : memref<8x8xf32>) on %s {
+  ^bb0(%x: f32):
+    kernel.yield %x : f32
+  } {transposed_outputs = array<i64: 0>}
+  return
+}
+
+// -----
+
+func.func @generic_segments_partition(%a: memref<4xf32>, %b: memref<4xf32>) {
+  %s = kernel.stream 0
+  // expected-error @+1 {{'kernel.generic' op segments must be (inputs, outputs, reductions) triples that partition the kernel's buffers}}
+  kernel.generic ins(%a : memref<4xf32>) outs(%b : memref<4xf32>) on %s {
+  ^bb0(%x: f32):
+    kernel.yield %x : f32
+  } {segments = array<i64: 1, 1, 0, 1, 1, 0>}
+  return
+}
+
+// -----
+
+func.func @generic_segment_elements(%a: memref<4xf32>, %b: memref<8xf32>, %c: memref<8xf32>, %d: memref<4xf32>) {
+  %s = kernel.stream 0
+  // expected-error @+1 {{'kernel.generic' op buffer of type 'memref<4xf32>' has 4 elements; every buffer must have 8 or one (broadcast)}}
+  kernel.generic ins(%a, %c : memref<4xf32>, memref<8xf32>) outs(%b, %d : memref<8xf32>, memref<4xf32>) on %s {
+  ^bb0(%x: f32, %y: f32):
+    kernel.yield %y, %x : f32, f32
+  } {segments = array<i64: 1, 1, 0, 1, 1, 0>}
+  return
+}
+
+// -----
+
+func.func @generic_segment_reads_another(%a: memref<4xf32>, %b: memref<4xf32>, %c: memref<8xf32>, %d: memref<8xf32>) {
+  %s = kernel.stream 0
+  kernel.generic ins(%a, %c : memref<4xf32>, memref<8xf32>) outs(%b, %d : memref<4xf32>, memref<8xf32>) on %s {
+  ^bb0(%x: f32, %y: f32):
+    // expected-error @+1 {{'arith.addf' op reads an input of another segment of its kernel.generic}}
+    %z = arith.addf %x, %y : f32
+    kernel.yield %x, %z : f32, f32
+  } {segments = array<i64: 1, 1, 0, 1, 1, 0>}
+  return
+}
+
+// -----
+
+func.func @generic_segments_transposed(%a: memref<4x2xf32>, %b: memref<2x4xf32>, %c: memref<8xf32>, %d: memref<8xf32>) {
+  %s = kernel.stream 0
+  // expected-error @+1 {{'kernel.generic' op a kernel of several segments cannot write transposed outputs}}
+  kernel.generic ins(%a, %c : memref<4x2xf32>, memref<8xf32>) outs(%b, %d : memref<2x4xf32>, memref<8xf32>) on %s {
+  ^bb0(%x: f32, %y: f32):
+    kernel.yield %x, %y : f32, f32
+  } {segments = array<i64: 1, 1, 0, 1, 1, 0>, transposed_outputs = array<i64: 0>}
+  return
+}
+
+// -----
+
+func.func @generic_segments_alias(%a: memref<4xf32>, %b: memref<4xf32>, %c: memref<4xf32>) {
+  %s = kernel.stream 0
+  // expected-error @+1 {{'kernel.generic' op segment 1 writes a buffer segment 0 reads or writes}}
+  kernel.generic ins(%a, %c : memref<4xf32>, memref<4xf32>) outs(%b, %a : memref<4xf32>, memref<4xf32>) on %s {
+  ^bb0(%x: f32, %y: f32):
+    kernel.yield %x, %y : f32, f32
+  } {segments = array<i64: 1, 1, 0, 1, 1, 0>}
+  return
+}
+
+// -----
+
+func.func @generic_transposed_twice(%a: memref<4x8xf32>, %b: memref<8x4xf32>) {
+  %s = kernel.stream 0
+  %v = kernel.view %b : memref<8x4xf32> to memref<4x8xf32>
+  // expected-error @+1 {{'kernel.generic' op transposed output of type 'memref<8x4xf32>' is also another output}}
+  kernel.generic ins(%a : memref<4x8xf32>) outs(%b, %v : memref<8x4xf32>, memref<4x8xf32>) on %s {
+  ^bb0(%x: f32):
+    kernel.yield %x, %x : f32, f32
+  } {transposed_outputs = array<i64: 0>}
+  return
+}
+
+// -----
+
 func.func @generic_reduction_type(%a: memref<4xf32>, %m: memref<2xf32>) {
   %s = kernel.stream 0
   // expected-error @+1 {{'kernel.generic' op reduction buffer of type 'memref<2xf32>' must hold one f32}}

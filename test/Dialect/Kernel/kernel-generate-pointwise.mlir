@@ -75,15 +75,18 @@ func.func @cast_kept(%a: memref<16xf32>, %c: memref<16xf32>, %w: memref<16x16xbf
 // -----
 
 // Not fused: a call between them writes what the producer reads (the
-// producer would read the new values at the consumer), another op reads the
-// intermediate in between, the consumer runs on another stream. Each call
-// is still generated.
+// producer would read the new values at the consumer), the consumer runs
+// on another stream. Each call is still generated. Where another op only
+// reads the intermediate in between (the RMSNorm reading sqrt's result),
+// the consumer moves up to the producer and they fuse there, still writing
+// the intermediate for the RMSNorm.
 // CHECK-LABEL: func.func @kept(
 // CHECK-COUNT-2: kernel.generic
 // CHECK:       kernel.call "linear"
 // CHECK:       kernel.generic
-// CHECK:       kernel.call "rms_norm"
-// CHECK-COUNT-3: kernel.generic
+// CHECK:       kernel.generic ins(%arg1 : memref<2x4xf32>) outs(%arg4, %[[T2:[0-9]+]] : memref<2x4xf32>, memref<2x4xf32>)
+// CHECK:       kernel.call "rms_norm"(%[[T2]],
+// CHECK-COUNT-2: kernel.generic
 // CHECK-NOT:   kernel.generic
 func.func @kept(%x: memref<2x4xf32>, %u: memref<2x4xf32>, %w: memref<4x4xf32>, %n: memref<4xf32>, %y: memref<2x4xf32>, %z: memref<2x4xf32>) {
   %s = kernel.stream 0
@@ -160,15 +163,18 @@ func.func @shifted_views(%r: memref<12xf32>) {
 // computes the scale from the amax and still writes it once (the GEMM and
 // the transposed cast read it). The scale's body is torchao's
 // amax_to_scale, the quantize's the saturating float8 encoding on the f32
-// bits. The transposed cast moves elements and the rowwise cast's scale
-// has neither one element nor the input's count: both stay library calls,
-// as does a row amax.
+// bits. The transposed cast of the same input with that scale joins the
+// kernel (moving up past the GEMM, which only reads the scale): one read
+// of the input gives both layouts, the code computed once and stored to
+// the transposed output's place too. The rowwise cast's scale has neither
+// one element nor the input's count: it stays a library call, as does a
+// row amax.
 // CHECK-LABEL: func.func @float8(
 // CHECK:       kernel.generic ins(%arg0 : memref<4x8xbf16>) reduce [#kernel.reduction<absmax>](%[[AMAX:.*]] : memref<f32>)
 // CHECK-NEXT:  ^bb0(%[[X0:.*]]: bf16):
 // CHECK-NEXT:    %[[W:.*]] = arith.extf %[[X0]] : bf16 to f32
 // CHECK-NEXT:    kernel.yield %[[W]] : f32
-// CHECK:       kernel.generic ins(%arg0, %[[AMAX]] : memref<4x8xbf16>, memref<f32>) outs(%[[Q:.*]], %[[SCALE:.*]] : memref<4x8xf8E4M3FN>, memref<f32>)
+// CHECK:       kernel.generic ins(%arg0, %[[AMAX]] : memref<4x8xbf16>, memref<f32>) outs(%[[QT:.*]], %[[SCALE:.*]], %[[Q:.*]] : memref<8x4xf8E4M3FN>, memref<f32>, memref<4x8xf8E4M3FN>)
 // CHECK-NEXT:  ^bb0(%{{.*}}: bf16, %{{.*}}: f32):
 // CHECK:         arith.maximumf
 // CHECK:         arith.divf
@@ -176,9 +182,10 @@ func.func @shifted_views(%r: memref<12xf32>) {
 // CHECK:         math.roundeven
 // CHECK:         %[[CODE:.*]] = arith.trunci %{{.*}} : i32 to i8
 // CHECK:         %[[F8:.*]] = arith.bitcast %[[CODE]] : i8 to f8E4M3FN
-// CHECK:         kernel.yield %[[F8]], %{{.*}} : f8E4M3FN, f32
-// CHECK:       kernel.call "quantize"(%arg0, %[[SCALE]] : {{.*}}) outs(%{{.*}} : memref<8x4xf8E4M3FN>) on %{{.*}} params [0, 1]
-// CHECK:       kernel.call "scaled_matmul"({{.*}}%[[SCALE]]
+// CHECK-NOT:     arith.trunci
+// CHECK:         kernel.yield %[[F8]], %{{.*}}, %[[F8]] : f8E4M3FN, f32, f8E4M3FN
+// CHECK-NEXT:  } {transposed_outputs = array<i64: 0>}
+// CHECK:       kernel.call "scaled_matmul"(%[[Q]], %[[SCALE]]
 // CHECK:       kernel.call "quantize"(%arg0, %arg1 : memref<4x8xbf16>, memref<4x1xf32>)
 // CHECK:       kernel.call "amax"(%arg0 : memref<4x8xbf16>) outs(%arg1 : memref<4x1xf32>) on %{{.*}} params [1]
 func.func @float8(%x: memref<4x8xbf16>, %rows: memref<4x1xf32>, %w: memref<16x8xf8E4M3FN>, %ws: memref<1024xi8>, %y: memref<4x16xbf16>, %qr: memref<4x8xf8E4M3FN>) {
@@ -283,5 +290,54 @@ func.func @reads_reduction(%r: memref<f32>, %x: memref<8xf32>, %y: memref<8xf32>
   %v = kernel.view %r : memref<f32> to memref<1xf32>
   kernel.call "mul"(%x, %v : memref<8xf32>, memref<1xf32>) outs(%y : memref<8xf32>) on %s params []
   kernel.call "amax"(%y : memref<8xf32>) outs(%r : memref<f32>) on %s params [0]
+  return
+}
+
+// -----
+
+// Hoisting refused: the consumer (the transposed cast) cannot move up to
+// the cast of the same input, as an op between writes what it reads (%u,
+// its second input); and in @hoist_reads_output an op between reads the
+// buffer it would write early. Each cast stays its own kernel; the GEMM
+// between only reads the scale, which alone would allow the move.
+// CHECK-LABEL: func.func @hoist_blocked_by_write(
+// CHECK:       kernel.generic ins(%arg0, %{{.*}} : memref<4x8xbf16>, memref<f32>) outs(%{{.*}}, %{{.*}} : memref<4x8xf8E4M3FN>, memref<f32>)
+// CHECK:       kernel.call "scaled_matmul"
+// CHECK:       kernel.call "linear"
+// CHECK:       kernel.generic ins({{.*}}) outs(%{{.*}} : memref<8x4xf8E4M3FN>)
+func.func @hoist_blocked_by_write(%x: memref<4x8xbf16>, %w: memref<16x8xf8E4M3FN>, %ws: memref<1024xi8>, %y: memref<4x16xbf16>, %u: memref<4x8xbf16>, %lw: memref<8x8xbf16>) {
+  %s = kernel.stream 0
+  %amax = kernel.alloc temporary : memref<f32>
+  kernel.call "amax"(%x : memref<4x8xbf16>) outs(%amax : memref<f32>) on %s params [0]
+  %scale = kernel.alloc temporary : memref<f32>
+  kernel.call "float8_scale"(%amax : memref<f32>) outs(%scale : memref<f32>) on %s params [0, 4.480000e+02]
+  %q = kernel.alloc temporary : memref<4x8xf8E4M3FN>
+  kernel.call "quantize"(%x, %scale : memref<4x8xbf16>, memref<f32>) outs(%q : memref<4x8xf8E4M3FN>) on %s params [0, 0]
+  kernel.call "scaled_matmul"(%q, %scale, %w, %scale : memref<4x8xf8E4M3FN>, memref<f32>, memref<16x8xf8E4M3FN>, memref<f32>) outs(%y : memref<4x16xbf16>) workspace(%ws : memref<1024xi8>) on %s params [0, 0, 0, 0, 0]
+  kernel.call "linear"(%x, %lw : memref<4x8xbf16>, memref<8x8xbf16>) outs(%u : memref<4x8xbf16>) on %s params []
+  %t = kernel.alloc temporary : memref<4x8xbf16>
+  kernel.call "add"(%x, %u : memref<4x8xbf16>, memref<4x8xbf16>) outs(%t : memref<4x8xbf16>) on %s params []
+  %qt = kernel.alloc temporary : memref<8x4xf8E4M3FN>
+  kernel.call "quantize"(%t, %scale : memref<4x8xbf16>, memref<f32>) outs(%qt : memref<8x4xf8E4M3FN>) on %s params [0, 1]
+  return
+}
+
+// -----
+
+// CHECK-LABEL: func.func @hoist_reads_output(
+// CHECK:       kernel.generic ins(%arg0, %{{.*}} : memref<4x8xbf16>, memref<f32>) outs(%{{.*}}, %{{.*}} : memref<4x8xf8E4M3FN>, memref<f32>)
+// CHECK:       kernel.call "scaled_matmul"
+// CHECK:       kernel.generic ins(%arg0, %{{.*}} : memref<4x8xbf16>, memref<f32>) outs(%arg5 : memref<8x4xf8E4M3FN>)
+func.func @hoist_reads_output(%x: memref<4x8xbf16>, %w: memref<16x8xf8E4M3FN>, %ws: memref<1024xi8>, %y: memref<4x16xbf16>, %v: memref<16x8xf8E4M3FN>, %qt: memref<8x4xf8E4M3FN>) {
+  %s = kernel.stream 0
+  %amax = kernel.alloc temporary : memref<f32>
+  kernel.call "amax"(%x : memref<4x8xbf16>) outs(%amax : memref<f32>) on %s params [0]
+  %scale = kernel.alloc temporary : memref<f32>
+  kernel.call "float8_scale"(%amax : memref<f32>) outs(%scale : memref<f32>) on %s params [0, 4.480000e+02]
+  %q = kernel.alloc temporary : memref<4x8xf8E4M3FN>
+  kernel.call "quantize"(%x, %scale : memref<4x8xbf16>, memref<f32>) outs(%q : memref<4x8xf8E4M3FN>) on %s params [0, 0]
+  %qtv = kernel.view %qt : memref<8x4xf8E4M3FN> to memref<4x8xf8E4M3FN>
+  kernel.call "scaled_matmul"(%qtv, %scale, %w, %scale : memref<4x8xf8E4M3FN>, memref<f32>, memref<16x8xf8E4M3FN>, memref<f32>) outs(%y : memref<4x16xbf16>) workspace(%ws : memref<1024xi8>) on %s params [0, 0, 0, 0, 0]
+  kernel.call "quantize"(%x, %scale : memref<4x8xbf16>, memref<f32>) outs(%qt : memref<8x4xf8E4M3FN>) on %s params [0, 1]
   return
 }

@@ -1,12 +1,13 @@
 //===- GeneratedKernels.h - kernel.generic as loops or kernels --*- C++ -*-===//
 //
 // A generated kernel's code: on the host, one LLVM function running the
-// body over a range of element indices, which the step calls through the
-// runtime's titan_rt_parallel_for (the runtime splits the range among its
-// threads, in spans fixed by the size alone); on a GPU, an NVVM kernel in
-// the module's gpu.module (a grid-stride loop), which MLIR's
-// gpu-module-to-binary compiles with LLVM's NVPTX back end and ptxas and
-// the step launches through titan_rt_launch_generated.
+// body over a range of its work (element indices, or rows of a kernel with
+// transposed outputs), which the step calls through the runtime's
+// titan_rt_parallel_for (the runtime splits the range among its threads,
+// in spans fixed by the size alone); on a GPU, an NVVM kernel in the
+// module's gpu.module (a grid-stride loop over packs or tiles), which
+// MLIR's gpu-module-to-binary compiles with LLVM's NVPTX back end and
+// ptxas and the step launches through titan_rt_launch_generated.
 //
 //===----------------------------------------------------------------------===//
 
@@ -22,8 +23,9 @@
 namespace titan {
 
 /// What makes two generated kernels the same code: their buffers' element
-/// types and their bodies (the element count is a run-time argument), so a
-/// step outlines each distinct kernel once.
+/// types and roles and their bodies (the element count is a run-time
+/// argument; a kernel with transposed outputs has its rows and columns
+/// built in), so a step outlines each distinct kernel once.
 std::string generatedKernelKey(kernel::GenericOp generic);
 
 /// `void name(ptr buffers, i64 begin, i64 end)`, private to the module:
@@ -31,7 +33,9 @@ std::string generatedKernelKey(kernel::GenericOp generic);
 /// (buffers[0..]) at it, runs the body (still arith/math) and stores the
 /// yielded elements into its outputs (the buffers after the inputs). Every
 /// input is loaded before any output is stored, so an output may be an
-/// input.
+/// input. A kernel with transposed outputs (R x C) takes rows [begin, end)
+/// instead, in tiles of columns, each row's elements of a tile in one loop.
+/// The step's host call is hostWorkItems(generic) items.
 mlir::LLVM::LLVMFuncOp outlineGeneratedKernel(kernel::GenericOp generic,
                                               mlir::StringRef name);
 
@@ -41,24 +45,36 @@ mlir::gpu::GPUModuleOp getOrCreateDeviceModule(mlir::ModuleOp module,
                                                mlir::StringRef name,
                                                mlir::StringRef chip);
 
-/// `void name(ptr<1> buffer..., i64 packs)`, an NVVM kernel in `device`:
+/// `void name(ptr<1> buffer..., i64 items)`, an NVVM kernel in `device`:
 /// thread t of the grid computes packs t, t + threads, ... of `width`
 /// consecutive elements (coalesced; one vector access per buffer and pack,
 /// which `width` makes 16 bytes for the widest element), loading every
-/// input before storing any output. The launch passes the element count
-/// over `width` (so the runtime sizes the grid by packs); `width` must
-/// divide the element count, and each buffer's address must be aligned to
-/// its pack's size.
+/// input before storing any output. `width` must divide the element count,
+/// and each buffer's address must be aligned to its pack's size. A kernel
+/// with transposed outputs runs in 32 x 32 tiles through shared memory,
+/// a block of 256 threads per tile (reads along rows, transposed writes
+/// along the output's rows, both coalesced). The launch passes
+/// deviceWorkItems(generic, width), by which the runtime sizes the grid.
 mlir::LLVM::LLVMFuncOp outlineDeviceKernel(kernel::GenericOp generic,
                                            mlir::StringRef name,
                                            mlir::gpu::GPUModuleOp device,
                                            unsigned width);
 
+/// The work items of a GPU kernel of `generic` (its count argument): its
+/// packs of `width` elements, or 256 per tile of a kernel in tiles.
+int64_t deviceWorkItems(kernel::GenericOp generic, unsigned width);
+
+/// The work items of a host kernel of `generic` and how many make a span
+/// of titan_rt_parallel_for: its elements (the runtime's span), or its rows
+/// in spans of 64 (a 64-byte line of each float8 column of a transposed
+/// output per span).
+std::pair<int64_t, int64_t> hostWorkItems(kernel::GenericOp generic);
+
 /// The pack width a GPU kernel of `generic` may use when its per-element
 /// buffers start at byte offsets `offsets` of 16-byte aligned memory
 /// (std::nullopt: unknown): 16 bytes over the widest element type, when it
 /// divides the element count and every such buffer is aligned to its pack;
-/// 1 otherwise.
+/// 1 otherwise (and for a kernel in tiles).
 unsigned devicePackWidth(kernel::GenericOp generic,
                          llvm::ArrayRef<std::optional<int64_t>> offsets);
 

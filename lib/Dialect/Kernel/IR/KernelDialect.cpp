@@ -306,8 +306,21 @@ int64_t GenericOp::getNumElements() {
 }
 
 bool GenericOp::isBroadcast(Value buffer) {
-  return cast<MemRefType>(buffer.getType()).getNumElements() == 1 &&
-         getNumElements() > 1 && !llvm::is_contained(getReductions(), buffer);
+  if (cast<MemRefType>(buffer.getType()).getNumElements() != 1 ||
+      llvm::is_contained(getReductions(), buffer))
+    return false;
+  // One element in a segment of more (any segment it is in: a buffer of
+  // one element read at every index of one is read once by all).
+  for (const GenericSegment &segment : getSegmentList()) {
+    auto in = getInputs().slice(segment.inputBegin,
+                                segment.inputEnd - segment.inputBegin);
+    auto out = getOutputs().slice(segment.outputBegin,
+                                  segment.outputEnd - segment.outputBegin);
+    if (segment.elements > 1 &&
+        (llvm::is_contained(in, buffer) || llvm::is_contained(out, buffer)))
+      return true;
+  }
+  return false;
 }
 
 DenseSet<Value> GenericOp::getUniformValues() {
@@ -323,9 +336,163 @@ DenseSet<Value> GenericOp::getUniformValues() {
   return uniform;
 }
 
+bool GenericOp::isTransposed(Value buffer) {
+  for (int64_t index : getTransposedOutputs())
+    if (index >= 0 && index < int64_t(getOutputs().size()) &&
+        getOutputs()[index] == buffer)
+      return true;
+  return false;
+}
+
+std::optional<std::pair<int64_t, int64_t>> GenericOp::getTransposedShape() {
+  if (getTransposedOutputs().empty())
+    return std::nullopt;
+  auto type =
+      cast<MemRefType>(getOutputs()[getTransposedOutputs().front()].getType());
+  int64_t cols = type.getRank() ? type.getDimSize(0) : 1;
+  return std::make_pair(cols ? getNumElements() / cols : 0, cols);
+}
+
+SmallVector<GenericSegment> GenericOp::getSegmentList() {
+  unsigned numInputs = getInputs().size(), numOutputs = getOutputs().size(),
+           numReductions = getReductions().size();
+  ArrayRef<int64_t> counts = getSegments();
+  SmallVector<GenericSegment> segments;
+  unsigned in = 0, out = 0, red = 0;
+  auto add = [&](int64_t inputs, int64_t outputs, int64_t reductions) {
+    GenericSegment segment{
+        in,  unsigned(in + inputs),      out, unsigned(out + outputs),
+        red, unsigned(red + reductions), 0};
+    auto count = [&](Value v) {
+      segment.elements = std::max(
+          segment.elements, cast<MemRefType>(v.getType()).getNumElements());
+    };
+    for (unsigned i = segment.inputBegin; i < segment.inputEnd; ++i)
+      count(getInputs()[i]);
+    for (unsigned i = segment.outputBegin; i < segment.outputEnd; ++i)
+      count(getOutputs()[i]);
+    for (unsigned i = segment.reductionBegin; i < segment.reductionEnd; ++i)
+      count(getReductions()[i]);
+    segments.push_back(segment);
+    in = segment.inputEnd, out = segment.outputEnd, red = segment.reductionEnd;
+  };
+  if (counts.empty()) {
+    add(numInputs, numOutputs, numReductions);
+    return segments;
+  }
+  if (counts.size() % 3 != 0)
+    return {};
+  for (unsigned i = 0; i < counts.size(); i += 3) {
+    if (counts[i] < 0 || counts[i + 1] < 0 || counts[i + 2] < 0 ||
+        in + counts[i] > numInputs || out + counts[i + 1] > numOutputs ||
+        red + counts[i + 2] > numReductions)
+      return {};
+    add(counts[i], counts[i + 1], counts[i + 2]);
+  }
+  if (in != numInputs || out != numOutputs || red != numReductions)
+    return {};
+  return segments;
+}
+
+DenseSet<Operation *> GenericOp::getSegmentOps(const GenericSegment &segment) {
+  Block &body = getBody().front();
+  auto yield = cast<YieldOp>(body.getTerminator());
+  unsigned numOutputs = getOutputs().size();
+  SmallVector<Value> worklist;
+  for (unsigned i = segment.outputBegin; i < segment.outputEnd; ++i)
+    worklist.push_back(yield.getValues()[i]);
+  for (unsigned i = segment.reductionBegin; i < segment.reductionEnd; ++i)
+    worklist.push_back(yield.getValues()[numOutputs + i]);
+  DenseSet<Operation *> ops;
+  while (!worklist.empty()) {
+    Operation *def = worklist.pop_back_val().getDefiningOp();
+    if (!def || def->getBlock() != &body || !ops.insert(def).second)
+      continue;
+    llvm::append_range(worklist, def->getOperands());
+  }
+  return ops;
+}
+
+/// `segments` partitions the buffers into segments that each write
+/// something; a kernel of several writes nothing transposed.
+LogicalResult GenericOp::verifySegments() {
+  SmallVector<GenericSegment> segments = getSegmentList();
+  if (segments.empty())
+    return emitOpError() << "segments must be (inputs, outputs, reductions) "
+                            "triples that partition the kernel's buffers";
+  if (segments.size() > 1 && !getTransposedOutputs().empty())
+    return emitOpError() << "a kernel of several segments cannot write "
+                            "transposed outputs";
+  for (const GenericSegment &segment : segments)
+    if (segment.outputBegin == segment.outputEnd &&
+        segment.reductionBegin == segment.reductionEnd)
+      return emitOpError() << "each segment must write an output or a "
+                              "reduction";
+  // Segments run in no order: none may touch what another writes.
+  auto buffersOf = [&](const GenericSegment &segment, bool written) {
+    SmallVector<Value> buffers;
+    if (!written)
+      for (unsigned i = segment.inputBegin; i < segment.inputEnd; ++i)
+        buffers.push_back(viewedBuffer(getInputs()[i]));
+    for (unsigned i = segment.outputBegin; i < segment.outputEnd; ++i)
+      buffers.push_back(viewedBuffer(getOutputs()[i]));
+    for (unsigned i = segment.reductionBegin; i < segment.reductionEnd; ++i)
+      buffers.push_back(viewedBuffer(getReductions()[i]));
+    return buffers;
+  };
+  for (auto [i, a] : llvm::enumerate(segments))
+    for (auto [j, b] : llvm::enumerate(segments))
+      if (i != j)
+        for (Value written : buffersOf(a, /*written=*/true))
+          if (llvm::is_contained(buffersOf(b, /*written=*/false), written))
+            return emitOpError()
+                   << "segment " << i << " writes a buffer segment " << j
+                   << " reads or writes";
+  return success();
+}
+
+/// The transposed outputs are distinct outputs of N elements with one
+/// leading dimension C dividing N, and read by nothing in the kernel.
+LogicalResult GenericOp::verifyTransposedOutputs() {
+  ArrayRef<int64_t> indices = getTransposedOutputs();
+  int64_t elements = getNumElements(), cols = -1;
+  for (auto [i, index] : llvm::enumerate(indices)) {
+    if (index < 0 || index >= int64_t(getOutputs().size()) ||
+        llvm::is_contained(indices.take_front(i), index))
+      return emitOpError() << "transposed output " << index
+                           << " is not a distinct output index";
+    Value out = getOutputs()[index];
+    auto type = cast<MemRefType>(out.getType());
+    if (type.getRank() < 2 || type.getNumElements() != elements)
+      return emitOpError() << "transposed output of type " << type
+                           << " must have rank 2 or more and all " << elements
+                           << " elements";
+    if (cols >= 0 && type.getDimSize(0) != cols)
+      return emitOpError() << "transposed outputs must share their leading "
+                              "dimension (the kernel's columns)";
+    cols = type.getDimSize(0);
+    if (cols == 0 || elements % cols != 0)
+      return emitOpError() << "transposed output of type " << type
+                           << ": its leading dimension does not divide the "
+                           << elements << " elements";
+    for (Value in : getInputs())
+      if (viewedBuffer(in) == viewedBuffer(out))
+        return emitOpError() << "transposed output of type " << type
+                             << " is also an input: index i is written where "
+                                "another index reads";
+    for (auto [other, v] : llvm::enumerate(getOutputs()))
+      if (int64_t(other) != index && viewedBuffer(v) == viewedBuffer(out))
+        return emitOpError() << "transposed output of type " << type
+                             << " is also another output";
+  }
+  return success();
+}
+
 LogicalResult GenericOp::verify() {
   if (getOutputs().empty() && getReductions().empty())
     return emitOpError() << "must write at least one output or reduction";
+  if (failed(verifyTransposedOutputs()))
+    return failure();
   if (getReductionKinds().size() != getReductions().size())
     return emitOpError() << "has " << getReductions().size()
                          << " reductions but " << getReductionKinds().size()
@@ -340,17 +507,26 @@ LogicalResult GenericOp::verify() {
         return emitOpError() << "reduction buffer of type " << type
                              << " is also an input or output";
   }
-  int64_t elements = getNumElements();
-  for (Value v : llvm::concat<Value>(getInputs(), getOutputs())) {
-    auto type = cast<MemRefType>(v.getType());
-    if (!type.getLayout().isIdentity())
-      return emitOpError() << "buffer of type " << type
-                           << " is not contiguous (identity layout)";
-    if (type.getNumElements() != elements && type.getNumElements() != 1)
-      return emitOpError() << "buffer of type " << type << " has "
-                           << type.getNumElements()
-                           << " elements; every buffer must have " << elements
-                           << " or one (broadcast)";
+  if (failed(verifySegments()))
+    return failure();
+  for (const GenericSegment &segment : getSegmentList()) {
+    auto buffers = llvm::concat<Value>(
+        getInputs().slice(segment.inputBegin,
+                          segment.inputEnd - segment.inputBegin),
+        getOutputs().slice(segment.outputBegin,
+                           segment.outputEnd - segment.outputBegin));
+    for (Value v : buffers) {
+      auto type = cast<MemRefType>(v.getType());
+      if (!type.getLayout().isIdentity())
+        return emitOpError() << "buffer of type " << type
+                             << " is not contiguous (identity layout)";
+      if (type.getNumElements() != segment.elements &&
+          type.getNumElements() != 1)
+        return emitOpError()
+               << "buffer of type " << type << " has " << type.getNumElements()
+               << " elements; every buffer must have " << segment.elements
+               << " or one (broadcast)";
+    }
   }
   for (Value out : getOutputs())
     if (isBroadcast(out) && llvm::any_of(getInputs(), [&](Value in) {
@@ -381,6 +557,34 @@ LogicalResult GenericOp::verifyRegions() {
   if (TypeRange(yield.getValues().getTypes()) != TypeRange(yielded))
     return yield.emitOpError() << "must yield one value of each output's, "
                                   "then each reduction's, element type";
+  // Each segment's part of the body reads its own arguments only.
+  SmallVector<GenericSegment> segments = getSegmentList();
+  auto foreign = [&](Value v, const GenericSegment &segment) {
+    auto arg = dyn_cast<BlockArgument>(v);
+    return arg && arg.getOwner() == &body &&
+           (arg.getArgNumber() < segment.inputBegin ||
+            arg.getArgNumber() >= segment.inputEnd);
+  };
+  unsigned numOutputs = getOutputs().size();
+  if (segments.size() > 1)
+    for (const GenericSegment &segment : segments) {
+      DenseSet<Operation *> ops = getSegmentOps(segment);
+      for (Operation &op : body.without_terminator())
+        if (ops.contains(&op) && llvm::any_of(op.getOperands(), [&](Value v) {
+              return foreign(v, segment);
+            }))
+          return op.emitOpError()
+                 << "reads an input of another segment of its kernel.generic";
+      SmallVector<Value> yielded(yield.getValues().slice(
+          segment.outputBegin, segment.outputEnd - segment.outputBegin));
+      llvm::append_range(yielded,
+                         yield.getValues().slice(
+                             numOutputs + segment.reductionBegin,
+                             segment.reductionEnd - segment.reductionBegin));
+      if (llvm::any_of(yielded, [&](Value v) { return foreign(v, segment); }))
+        return yield.emitOpError()
+               << "yields an input of another segment for a segment's buffer";
+    }
   DenseSet<Value> uniform = getUniformValues();
   for (auto [value, out] : llvm::zip(yield.getValues(), getOutputs()))
     if (isBroadcast(out) && !uniform.contains(value))

@@ -6,14 +6,18 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "titan/Dialect/Kernel/Transforms/BufferAccess.h"
 #include "titan/Dialect/Kernel/Transforms/Passes.h"
 #include "titan/Dialect/Titan/IR/PointwiseInterface.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
+#include "mlir/IR/Dominance.h"
 #include "mlir/IR/IRMapping.h"
+#include "mlir/IR/PatternMatch.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
+#include "mlir/Transforms/CSE.h"
 #include "llvm/ADT/STLExtras.h"
 
 namespace titan::kernel {
@@ -111,13 +115,29 @@ GenericOp generateCall(CallOp call) {
   if (!compute)
     return nullptr;
 
+  // A transposed result: every output, the operands' last dimension
+  // leading it.
+  SmallVector<int64_t> transposed;
+  if (semantics->writesTransposed(params)) {
+    if (call.getInputs().empty())
+      return nullptr;
+    auto in = cast<MemRefType>(call.getInputs().front().getType());
+    for (auto [i, out] : llvm::enumerate(outputs)) {
+      auto type = cast<MemRefType>(out.getType());
+      if (in.getRank() < 2 || type.getRank() < 2 ||
+          type.getDimSize(0) != in.getShape().back())
+        return nullptr;
+      transposed.push_back(i);
+    }
+  }
+
   OpBuilder b(call);
   Location loc = call.getLoc();
   SmallVector<Attribute> kinds(
       reduced, ReductionKindAttr::get(ctx, ReductionKind::AbsMax));
-  auto generic =
-      GenericOp::create(b, loc, call.getInputs(), outputs, reductions,
-                        call.getStream(), b.getArrayAttr(kinds));
+  auto generic = GenericOp::create(
+      b, loc, call.getInputs(), outputs, reductions, call.getStream(),
+      b.getArrayAttr(kinds), b.getDenseI64ArrayAttr(transposed));
   Block *body = b.createBlock(&generic.getBody());
   SmallVector<Value> operands;
   for (Value input : call.getInputs())
@@ -156,32 +176,6 @@ void eraseIfUnused(Value buffer) {
 // Producer-consumer fusion
 //===----------------------------------------------------------------------===//
 
-/// The buffers `op` reads and writes, as the buffers they view; false when
-/// its effects are unknown.
-bool collectAccess(Operation *op, SmallVectorImpl<Value> &reads,
-                   SmallVectorImpl<Value> &writes) {
-  auto effects = dyn_cast<MemoryEffectOpInterface>(op);
-  if (!effects)
-    return false;
-  SmallVector<MemoryEffects::EffectInstance> instances;
-  effects.getEffects(instances);
-  for (const MemoryEffects::EffectInstance &e : instances) {
-    Value v = e.getValue();
-    // Memory it names no buffer of: unknown, unless it is the ranks'
-    // communication state (a collective's start and wait).
-    if (!v && !isa<CommunicationResource>(e.getResource()) &&
-        isa<MemoryEffects::Read, MemoryEffects::Write>(e.getEffect()))
-      return false;
-    if (!v || !isa<MemRefType>(v.getType()))
-      continue;
-    if (isa<MemoryEffects::Read>(e.getEffect()))
-      reads.push_back(viewedBuffer(v));
-    else if (isa<MemoryEffects::Write>(e.getEffect()))
-      writes.push_back(viewedBuffer(v));
-  }
-  return true;
-}
-
 /// Whether every use of `buffer`'s memory (through views) is by `a` or
 /// `b`.
 bool onlyUsedBy(Value buffer, Operation *a, Operation *b) {
@@ -198,9 +192,19 @@ bool onlyUsedBy(Value buffer, Operation *a, Operation *b) {
   return true;
 }
 
+/// A producer to fuse into a consumer, and where the fused kernel runs:
+/// at the consumer's place, or at the producer's when ops between them
+/// read the buffer linking them (the producer's results must stay where
+/// they are; the consumer moves up).
+struct Fusion {
+  GenericOp producer;
+  bool atProducer = false;
+};
+
 class Fuser {
 public:
-  explicit Fuser(unsigned maxBuffers) : maxBuffers(maxBuffers) {}
+  Fuser(unsigned maxBuffers, unsigned maxHoist)
+      : maxBuffers(maxBuffers), maxHoist(maxHoist) {}
 
   /// Fuses producers into `consumer` while one qualifies; returns the
   /// (possibly new) consumer.
@@ -209,8 +213,8 @@ public:
     while (changed) {
       changed = false;
       for (Value input : consumer.getInputs())
-        if (GenericOp producer = fusableProducer(consumer, input)) {
-          consumer = fuse(producer, consumer, input);
+        if (Fusion fusion = fusableProducer(consumer, input); fusion.producer) {
+          consumer = fuse(fusion, consumer, input);
           changed = true;
           break;
         }
@@ -220,76 +224,133 @@ public:
 
 private:
   /// The generated kernel whose output `input` is, when it can run inside
-  /// `consumer`.
-  GenericOp fusableProducer(GenericOp consumer, Value input) {
+  /// `consumer`, and where.
+  Fusion fusableProducer(GenericOp consumer, Value input) {
     Value root = viewedBuffer(input);
-    // Walk back to the last op that touches `root`, collecting what the
-    // ops in between write.
+    // Walk back to the last op that writes `root`, collecting what the ops
+    // in between write and read; an op that only reads `root` may stand
+    // between (a GEMM reading a cast's scale) when the consumer can move
+    // up to the producer.
     SmallVector<Value> between, betweenReads;
+    bool readersBetween = false;
+    unsigned distance = 0;
     for (Operation *op = consumer->getPrevNode(); op; op = op->getPrevNode()) {
       SmallVector<Value> reads, writes;
       if (!collectAccess(op, reads, writes))
-        return nullptr;
+        return {};
+      auto producer = dyn_cast<GenericOp>(op);
+      bool produces =
+          producer && llvm::is_contained(producer.getOutputs(), input);
       bool touches =
           llvm::is_contained(reads, root) || llvm::is_contained(writes, root);
-      if (!touches) {
+      if (!produces && (!touches || !llvm::is_contained(writes, root))) {
+        readersBetween |= touches;
         llvm::append_range(between, writes);
         llvm::append_range(betweenReads, reads);
+        ++distance;
         continue;
       }
-      // A producer's reduction is complete only after its last index.
-      auto producer = dyn_cast<GenericOp>(op);
-      if (!producer || !producer.getReductions().empty() ||
-          !llvm::is_contained(producer.getOutputs(), input) ||
-          producer.getStream() != consumer.getStream())
-        return nullptr;
-      // The producer's other outputs are written at the consumer's place
-      // now: nothing in between may touch them, the consumer may not read
-      // them (it loads before the fused kernel stores), nor write them
-      // (the producer's store would come last).
+      if (!produces || (readersBetween && distance > maxHoist))
+        return {};
+      Fusion fusion{producer, readersBetween};
+      if (!canFuse(fusion, consumer, input, reads, between, betweenReads))
+        return {};
+      return fusion;
+    }
+    return {};
+  }
+
+  /// Whether `fusion.producer` (reading `producerReads`), the last writer
+  /// of `link`, can run with `consumer`, the ops between them writing
+  /// `between` and reading `betweenReads`.
+  bool canFuse(Fusion fusion, GenericOp consumer, Value link,
+               ArrayRef<Value> producerReads, ArrayRef<Value> between,
+               ArrayRef<Value> betweenReads) {
+    GenericOp producer = fusion.producer;
+    Value root = viewedBuffer(link);
+    // A producer's reduction is complete only after its last index; a
+    // transposed output is not at the consumer's index; a horizontally
+    // fused kernel is already one launch of several.
+    if (!producer.getReductions().empty() || producer.isTransposed(link) ||
+        producer.getStream() != consumer.getStream() ||
+        !producer.getSegments().empty() || !consumer.getSegments().empty())
+      return false;
+    // The producer's other outputs: the consumer may not read them (it
+    // loads before the fused kernel stores), nor write them (the
+    // producer's store would come last).
+    for (Value out : producer.getOutputs()) {
+      Value other = viewedBuffer(out);
+      if (out == link)
+        continue;
+      if (other == root)
+        return false;
+      for (Value v :
+           llvm::concat<Value>(consumer.getInputs(), consumer.getOutputs()))
+        if (viewedBuffer(v) == other)
+          return false;
+    }
+    // The consumer reads the producer's buffer only as `link` (which it no
+    // longer loads).
+    for (Value other : consumer.getInputs())
+      if (other != link && viewedBuffer(other) == root)
+        return false;
+    if (fusion.atProducer) {
+      // The consumer runs earlier: its buffers must exist there, what it
+      // reads must already hold its values, and nothing between may see
+      // what it writes.
+      for (Value operand : consumer->getOperands())
+        if (!canDefineBefore(operand, producer))
+          return false;
+      for (Value in : consumer.getInputs())
+        if (in != link && llvm::is_contained(between, viewedBuffer(in)))
+          return false;
+      for (Value out : llvm::concat<Value>(consumer.getOutputs(),
+                                           consumer.getReductions())) {
+        Value written = viewedBuffer(out);
+        if (llvm::is_contained(between, written) ||
+            llvm::is_contained(betweenReads, written))
+          return false;
+      }
+    } else {
+      // The producer runs later: its other outputs are written at the
+      // consumer's place, so nothing between may touch them, and what it
+      // reads must hold the same values there.
       for (Value out : producer.getOutputs()) {
         Value other = viewedBuffer(out);
-        if (out == input)
-          continue;
-        if (other == root || llvm::is_contained(between, other) ||
-            llvm::is_contained(betweenReads, other))
-          return nullptr;
-        for (Value v :
-             llvm::concat<Value>(consumer.getInputs(), consumer.getOutputs()))
-          if (viewedBuffer(v) == other)
-            return nullptr;
+        if (out != link && (llvm::is_contained(between, other) ||
+                            llvm::is_contained(betweenReads, other)))
+          return false;
       }
-      // The consumer reads the producer's buffer only as `input` (which
-      // it no longer loads).
-      for (Value other : consumer.getInputs())
-        if (other != input && viewedBuffer(other) == root)
-          return nullptr;
-      // What the producer reads must hold the same values at the
-      // consumer.
-      for (Value read : reads)
+      for (Value read : producerReads)
         if (llvm::is_contained(between, read))
-          return nullptr;
-      // The fused kernel reads element i of every input before it writes
-      // element i of every output, so a buffer it both reads and writes
-      // must be seen the same way (the same view), never shifted.
-      for (Value in : producer.getInputs()) {
-        for (Value out : consumer.getOutputs())
-          if (viewedBuffer(in) == viewedBuffer(out) && in != out)
-            return nullptr;
-        if (viewedBuffer(in) == root && in != input)
-          return nullptr;
-      }
-      // The producer runs at every index of the consumer, or once (a
-      // one-element producer, broadcast).
-      int64_t producerCount = producer.getNumElements();
-      if (producerCount != consumer.getNumElements() && producerCount != 1)
-        return nullptr;
-      if (!onceBuffersSafe(producer, consumer, input) ||
-          fusedBuffers(producer, consumer, input) > maxBuffers)
-        return nullptr;
-      return producer;
+          return false;
     }
-    return nullptr;
+    // The fused kernel reads element i of every input before it writes
+    // element i of every output, so a buffer it both reads and writes
+    // must be seen the same way (the same view), never shifted.
+    for (Value in : producer.getInputs()) {
+      for (Value out : consumer.getOutputs())
+        if (viewedBuffer(in) == viewedBuffer(out) &&
+            (in != out || consumer.isTransposed(out)))
+          return false;
+      if (viewedBuffer(in) == root && in != link)
+        return false;
+    }
+    // The producer runs at every index of the consumer, or once (a
+    // one-element producer, broadcast, with nothing transposed).
+    int64_t producerCount = producer.getNumElements();
+    if (producerCount != consumer.getNumElements() &&
+        (producerCount != 1 || producer.getTransposedShape()))
+      return false;
+    // Transposed outputs of both see the index as the same rows x columns.
+    std::optional<std::pair<int64_t, int64_t>> producerShape =
+        producer.getTransposedShape();
+    std::optional<std::pair<int64_t, int64_t>> consumerShape =
+        consumer.getTransposedShape();
+    if (producerShape && consumerShape && *producerShape != *consumerShape)
+      return false;
+    return onceBuffersSafe(producer, consumer, link) &&
+           fusedBuffers(producer, consumer, link) <= maxBuffers;
   }
 
   /// Whether the fused kernel would leave its one-element buffers well
@@ -343,7 +404,8 @@ private:
   /// One kernel at `consumer`'s place computing both; `link` (the
   /// producer's output the consumer reads) is written only when something
   /// else reads it, the producer's other outputs always.
-  GenericOp fuse(GenericOp producer, GenericOp consumer, Value link) {
+  GenericOp fuse(Fusion fusion, GenericOp consumer, Value link) {
+    GenericOp producer = fusion.producer;
     Value root = viewedBuffer(link);
     bool keepLink = !root.getDefiningOp<AllocOp>() ||
                     !onlyUsedBy(root, producer, consumer) ||
@@ -363,11 +425,20 @@ private:
       if (out != link)
         outputs.push_back(out);
 
-    OpBuilder b(consumer);
+    SmallVector<int64_t> transposed;
+    for (auto [i, out] : llvm::enumerate(outputs))
+      if ((i < consumer.getOutputs().size() && consumer.isTransposed(out)) ||
+          (i >= withLink && producer.isTransposed(out)))
+        transposed.push_back(i);
+
+    if (fusion.atProducer)
+      for (Value operand : consumer->getOperands())
+        defineBefore(operand, producer);
+    OpBuilder b(fusion.atProducer ? producer : consumer);
     Location loc = b.getFusedLoc({producer.getLoc(), consumer.getLoc()});
-    auto fused =
-        GenericOp::create(b, loc, inputs, outputs, consumer.getReductions(),
-                          consumer.getStream(), consumer.getReductionKinds());
+    auto fused = GenericOp::create(
+        b, loc, inputs, outputs, consumer.getReductions(), consumer.getStream(),
+        consumer.getReductionKinds(), b.getDenseI64ArrayAttr(transposed));
     Block *body = b.createBlock(&fused.getBody());
     DenseMap<Value, Value> argOf;
     for (Value v : inputs)
@@ -416,7 +487,7 @@ private:
     return fused;
   }
 
-  unsigned maxBuffers;
+  unsigned maxBuffers, maxHoist;
 };
 
 struct KernelGeneratePointwisePass
@@ -434,10 +505,17 @@ struct KernelGeneratePointwisePass
         if (workspace)
           eraseIfUnused(workspace);
       }
-      Fuser fuser(maxBuffers);
+      Fuser fuser(maxBuffers, maxHoist);
       SmallVector<GenericOp> generics(step.getOps<GenericOp>());
       for (GenericOp generic : generics)
         fuser.fuseProducers(generic);
+      // Fused bodies compute some values twice (a cast and its transposed
+      // copy encode the same element): once is enough.
+      IRRewriter rewriter(&getContext());
+      DominanceInfo dominance;
+      for (GenericOp generic : step.getOps<GenericOp>())
+        if (generic.getSegments().empty())
+          eliminateCommonSubExpressions(rewriter, dominance, generic);
     });
   }
 };

@@ -201,7 +201,7 @@ SmallVector<Value> Float8ScaleOp::buildScalar(OpBuilder &b, Location loc,
 
 /// (input, scale) -> float8; params {format: 0 f8E4M3FN, 1 f8E5M2,
 /// transposed}: f32(input) * scale, encoded saturating. Transposed, the
-/// op moves elements and is a library kernel.
+/// same values are written to their transposed places (writesTransposed).
 SmallVector<Value> QuantizeOp::buildScalar(OpBuilder &b, Location loc,
                                            ValueRange operands,
                                            ArrayRef<Attribute> params) {
@@ -209,7 +209,8 @@ SmallVector<Value> QuantizeOp::buildScalar(OpBuilder &b, Location loc,
   std::optional<int64_t> transposed = intParam(params, 1);
   std::optional<Float8Format> format =
       code ? float8Format(*code) : std::nullopt;
-  if (!format || !transposed || *transposed != 0 || params.size() != 2)
+  if (!format || !transposed || (*transposed != 0 && *transposed != 1) ||
+      params.size() != 2)
     return {};
   Emitter e{b, loc};
   Value scaled =
@@ -219,4 +220,9 @@ SmallVector<Value> QuantizeOp::buildScalar(OpBuilder &b, Location loc,
   Type f8 = format->e5m2 ? Type(b.getType<Float8E5M2Type>())
                          : Type(b.getType<Float8E4M3FNType>());
   return {arith::BitcastOp::create(b, loc, f8, bits)};
+}
+
+bool QuantizeOp::writesTransposed(ArrayRef<Attribute> params) {
+  std::optional<int64_t> transposed = intParam(params, 1);
+  return transposed && *transposed == 1;
 }

@@ -8,7 +8,8 @@ in f32) and torchao's scales: f32(fmax / max(f64(amax), 1e-12)), rounded
 down to a power of two for x; both must match bit for bit. The float8
 codes must equal, bit for bit, those of the runtime library's hand-written
 quantize kernel (saturating, round to nearest even; the harness ran it
-with the step's scales). y (SwiGLU, whose exp is a polynomial in the
+with the step's scales); z's transposed copy those of the library's
+transposed cast, and z's untransposed codes their transpose. y (SwiGLU, whose exp is a polynomial in the
 generated kernel) must be within one bf16 ulp of PyTorch's, and its amax
 exactly the largest |y| of the y the kernel wrote.
 """
@@ -17,19 +18,20 @@ import sys
 import torch
 
 N = 135173
+ROWS, COLS = 131, 1031
 MB = 1 << 20
 
 
-def bf16_at(arena, offset):
-    return torch.frombuffer(arena, dtype=torch.bfloat16, count=N, offset=offset)
+def bf16_at(arena, offset, count=N):
+    return torch.frombuffer(arena, dtype=torch.bfloat16, count=count, offset=offset)
 
 
 def f32_at(arena, offset):
     return float(torch.frombuffer(arena, dtype=torch.float32, count=1, offset=offset)[0])
 
 
-def codes_at(arena, offset):
-    return torch.frombuffer(arena, dtype=torch.uint8, count=N, offset=offset)
+def codes_at(arena, offset, count=N):
+    return torch.frombuffer(arena, dtype=torch.uint8, count=count, offset=offset)
 
 
 def reference_scale(amax, fmax, power_of_2):
@@ -47,10 +49,12 @@ def inputs(path):
     x = torch.randn(N, generator=g) * torch.exp2(
         torch.randint(-20, 12, (N,), generator=g).float())
     x[:4] = torch.tensor([0.0, -0.0, 1.0, -3000.0])
-    arena = bytearray(3 * MB)
-    for i, t in enumerate((gate, up, x)):
+    z = torch.randn(ROWS * COLS, generator=g) * torch.exp2(
+        torch.randint(-8, 8, (ROWS * COLS,), generator=g).float())
+    arena = bytearray(11 * MB)
+    for offset, t in ((0, gate), (MB, up), (2 * MB, x), (10 * MB, z)):
         data = bytes(t.to(torch.bfloat16).view(torch.uint8).contiguous().tolist())
-        arena[i * MB:i * MB + len(data)] = data
+        arena[offset:offset + len(data)] = data
     open(path, "wb").write(arena)
 
 
@@ -73,6 +77,19 @@ def compare(path_arena):
               f"scale {'equal' if got_scale == scale else f'{got_scale} != {scale}'}, "
               f"{wrong} of {N} codes differ from the library's")
         ok = ok and got_amax == amax and got_scale == scale and wrong == 0
+    z = bf16_at(arena, 10 * MB, ROWS * COLS)
+    amax = float(z.float().abs().max())
+    scale = reference_scale(amax, 448.0, False)
+    got_amax, got_scale = f32_at(arena, 11 * MB), f32_at(arena, 11 * MB + 256)
+    library = codes_at(arena, 14 * MB, ROWS * COLS)
+    wrong_t = int((codes_at(arena, 13 * MB, ROWS * COLS) != library).sum())
+    wrong = int((codes_at(arena, 12 * MB, ROWS * COLS).view(ROWS, COLS).t().reshape(-1)
+                 != library).sum())
+    print(f"z e4m3: amax {'equal' if got_amax == amax else f'{got_amax} != {amax}'}, "
+          f"scale {'equal' if got_scale == scale else f'{got_scale} != {scale}'}, "
+          f"{wrong_t} of {ROWS * COLS} transposed codes and {wrong} untransposed "
+          f"differ from the library's transposed cast")
+    ok = ok and got_amax == amax and got_scale == scale and wrong == 0 and wrong_t == 0
     sys.exit(0 if ok else 1)
 
 

@@ -1,8 +1,9 @@
 // Runs the compiled step of step.mlir on an arena read from argv[1] (its
-// first 3 MiB: gate, up, x), then, as the reference for the generated
-// casts, the runtime library's hand-written quantize kernel (the one the
-// transposed casts still use) on y and x with the step's scales, and
-// writes the whole arena (the library's codes at 8 and 9 MiB) to argv[2].
+// first 11 MiB: gate, up, x, and z at 10 MiB), then, as the reference for
+// the generated casts, the runtime library's hand-written quantize kernel
+// (the one rowwise casts still use) on y and x with the step's scales, and
+// transposed on z, and writes the whole arena (the library's codes at 8, 9
+// and 14 MiB) to argv[2].
 #include "titanrt/KernelABI.h"
 
 #include <cstdint>
@@ -14,6 +15,7 @@ extern "C" void titan_step(void *arena);
 
 namespace {
 constexpr int64_t kN = 135173;
+constexpr int64_t kRows = 131, kCols = 1031;
 constexpr size_t kMiB = 1u << 20;
 
 float bf16ToFloat(uint16_t bits) {
@@ -23,19 +25,22 @@ float bf16ToFloat(uint16_t bits) {
   return f;
 }
 
-/// The library's untransposed, tensorwise quantize of the bf16 vector at
-/// `input` (widened to f32 exactly) with the scale at `scale`, to `out`.
+/// The library's tensorwise quantize of the rows x cols bf16 matrix at
+/// `input` (widened to f32 exactly) with the scale at `scale`, to `out`,
+/// transposed or not.
 void libraryQuantize(unsigned char *arena, size_t input, size_t scale,
-                     size_t out, int64_t format, int64_t code) {
-  std::vector<float> wide(kN);
-  for (int64_t i = 0; i < kN; ++i) {
+                     size_t out, int64_t format, int64_t code, int64_t rows,
+                     int64_t cols, bool transposed) {
+  std::vector<float> wide(rows * cols);
+  for (int64_t i = 0; i < rows * cols; ++i) {
     uint16_t bits;
     std::memcpy(&bits, arena + input + 2 * i, sizeof(bits));
     wide[i] = bf16ToFloat(bits);
   }
   void *buffers[] = {wide.data(), arena + scale, arena + out};
-  int64_t shapes[] = {1, kN, 0, 1, kN};
-  int64_t ints[] = {format, 0};
+  int64_t shapes[] = {
+      2, rows, cols, 0, 2, transposed ? cols : rows, transposed ? rows : cols};
+  int64_t ints[] = {format, transposed ? 1 : 0};
   int64_t types[] = {2, 1, TITAN_RT_F32, TITAN_RT_F32, code};
   titan_rt_quantize_f32(buffers, shapes, ints, nullptr, nullptr, types);
 }
@@ -44,16 +49,18 @@ void libraryQuantize(unsigned char *arena, size_t input, size_t scale,
 int main(int argc, char **argv) {
   if (argc != 3)
     return 2;
-  std::vector<unsigned char> arena(10 * kMiB);
+  std::vector<unsigned char> arena(15 * kMiB);
   FILE *in = std::fopen(argv[1], "rb");
-  if (!in || std::fread(arena.data(), 1, 3 * kMiB, in) != 3 * kMiB)
+  if (!in || std::fread(arena.data(), 1, 11 * kMiB, in) != 11 * kMiB)
     return 1;
   std::fclose(in);
   titan_step(arena.data());
   libraryQuantize(arena.data(), 3 * kMiB, 4 * kMiB + 256, 8 * kMiB, 0,
-                  TITAN_RT_F8E4M3FN);
+                  TITAN_RT_F8E4M3FN, 1, kN, false);
   libraryQuantize(arena.data(), 2 * kMiB, 6 * kMiB + 256, 9 * kMiB, 1,
-                  TITAN_RT_F8E5M2);
+                  TITAN_RT_F8E5M2, 1, kN, false);
+  libraryQuantize(arena.data(), 10 * kMiB, 11 * kMiB + 256, 14 * kMiB, 0,
+                  TITAN_RT_F8E4M3FN, kRows, kCols, true);
   FILE *out = std::fopen(argv[2], "wb");
   if (!out || std::fwrite(arena.data(), 1, arena.size(), out) != arena.size())
     return 1;

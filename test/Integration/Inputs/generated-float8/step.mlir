@@ -3,11 +3,17 @@
 //   gate, up: bf16 [N]; y = swiglu(gate, up); y's amax, e4m3 scale and
 //   cast; x's amax, e5m2 scale (a power of two) and cast.
 // Arena (bytes): gate 0, up 1M, x 2M, y 3M, amax_y 4M, scale_y 4M+256,
-// q_y 5M, amax_x 6M, scale_x 6M+256, q_x 7M; N = 2^17 + 2^12 + 5 elements
-// (more than one thread's work, a partial span). A copy reads each scale
-// afterwards, as the scaled GEMM does, so the fused cast still writes it.
-module attributes {kernel.arena_bytes = 8388608 : i64, kernel.slots = {"param:gate" = array<i64: 0, 270346>, "param:up" = array<i64: 1048576, 270346>, "param:x" = array<i64: 2097152, 270346>}} {
-  func.func @step(%gate: memref<135173xbf16> {kernel.slot = "param:gate"}, %up: memref<135173xbf16> {kernel.slot = "param:up"}, %x: memref<135173xbf16> {kernel.slot = "param:x"}) {
+//   z: bf16 [131 x 1031]; its amax, e4m3 scale, cast, and (after a copy
+//   reading the scale, as the GEMM does) its transposed cast.
+// Arena (bytes): gate 0, up 1M, x 2M, y 3M, amax_y 4M, scale_y 4M+256,
+// q_y 5M, amax_x 6M, scale_x 6M+256, q_x 7M, z 10M, amax_z 11M, scale_z
+// 11M+256, q_z 12M, q_z transposed 13M; N = 2^17 + 2^12 + 5 elements (more
+// than one thread's work, a partial span); z's rows and columns are no
+// multiple of a tile's (partial tiles, spans of 64 rows and a partial
+// one). A copy reads each scale afterwards, as the scaled GEMM does, so
+// the fused cast still writes it.
+module attributes {kernel.arena_bytes = 14680064 : i64, kernel.slots = {"param:gate" = array<i64: 0, 270346>, "param:up" = array<i64: 1048576, 270346>, "param:x" = array<i64: 2097152, 270346>, "param:z" = array<i64: 10485760, 270122>}} {
+  func.func @step(%gate: memref<135173xbf16> {kernel.slot = "param:gate"}, %up: memref<135173xbf16> {kernel.slot = "param:up"}, %x: memref<135173xbf16> {kernel.slot = "param:x"}, %z: memref<131x1031xbf16> {kernel.slot = "param:z"}) {
     %s = kernel.stream 0
     %y = kernel.alloc temporary {offset = 3145728 : i64} : memref<135173xbf16>
     kernel.call "swiglu"(%gate, %up : memref<135173xbf16>, memref<135173xbf16>) outs(%y : memref<135173xbf16>) on %s params []
@@ -27,6 +33,16 @@ module attributes {kernel.arena_bytes = 8388608 : i64, kernel.slots = {"param:ga
     kernel.call "quantize"(%x, %sx : memref<135173xbf16>, memref<f32>) outs(%qx : memref<135173xf8E5M2>) on %s params [1, 0]
     %kx = kernel.alloc temporary {offset = 6291968 : i64} : memref<f32>
     kernel.copy %sx, %kx on %s : memref<f32>, memref<f32>
+    %az = kernel.alloc temporary {offset = 11534336 : i64} : memref<f32>
+    kernel.call "amax"(%z : memref<131x1031xbf16>) outs(%az : memref<f32>) on %s params [0]
+    %sz = kernel.alloc temporary {offset = 11534592 : i64} : memref<f32>
+    kernel.call "float8_scale"(%az : memref<f32>) outs(%sz : memref<f32>) on %s params [0, 4.480000e+02]
+    %qz = kernel.alloc temporary {offset = 12582912 : i64} : memref<131x1031xf8E4M3FN>
+    kernel.call "quantize"(%z, %sz : memref<131x1031xbf16>, memref<f32>) outs(%qz : memref<131x1031xf8E4M3FN>) on %s params [0, 0]
+    %kz = kernel.alloc temporary {offset = 11534848 : i64} : memref<f32>
+    kernel.copy %sz, %kz on %s : memref<f32>, memref<f32>
+    %tz = kernel.alloc temporary {offset = 13631488 : i64} : memref<1031x131xf8E4M3FN>
+    kernel.call "quantize"(%z, %sz : memref<131x1031xbf16>, memref<f32>) outs(%tz : memref<1031x131xf8E4M3FN>) on %s params [0, 1]
     return
   }
 }

@@ -30,6 +30,17 @@ struct CommunicationResource
 #define GET_TYPEDEF_CLASSES
 #include "titan/Dialect/Kernel/IR/KernelOpsTypes.h.inc"
 
+namespace titan::kernel {
+/// One part of a horizontally fused kernel.generic: its buffers (ranges of
+/// the op's inputs, outputs and reductions) and its element count.
+struct GenericSegment {
+  unsigned inputBegin, inputEnd;
+  unsigned outputBegin, outputEnd;
+  unsigned reductionBegin, reductionEnd;
+  int64_t elements;
+};
+} // namespace titan::kernel
+
 #define GET_OP_CLASSES
 #include "titan/Dialect/Kernel/IR/KernelOps.h.inc"
 

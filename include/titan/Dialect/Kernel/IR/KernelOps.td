@@ -262,6 +262,25 @@ def Kernel_GenericOp : Kernel_Op<"generic", [AttrSizedOperandSegments,
     read. The combination is exact and independent of the order, so the
     result is the same for any thread count or grid.
 
+    `transposed_outputs` lists the outputs written transposed (a float8
+    cast's K-major copy): with C the leading dimension of such an output
+    and R = N / C, the value of index r * C + j goes to element j * R + r
+    (the inputs are R x C row-major, the output C x R). A transposed
+    output has N elements and is no input. Its kernel runs in tiles, each
+    read along rows and written along columns, so the other outputs and
+    the reductions come from the same read (Transformer Engine's
+    cast-transpose).
+
+    `segments` makes one launch of independent kernels of any sizes
+    (horizontal fusion, as FSDP2's copy-in casts a layer's shards at
+    once): triples (inputs, outputs, reductions) count each segment's
+    buffers, in order. Segment k runs over its own element count (its
+    largest buffer's), as if it were its own kernel: the body's part it
+    runs is what its yielded values depend on, which only its arguments
+    may feed; no segment may touch a buffer another writes, as they run in
+    no order. Empty: one segment of every buffer. A kernel of several
+    segments writes nothing transposed.
+
     ```mlir
     kernel.generic ins(%g, %u : memref<8x64xbf16>, memref<8x64xbf16>)
         outs(%y : memref<8x64xbf16>) on %s {
@@ -277,7 +296,9 @@ def Kernel_GenericOp : Kernel_Op<"generic", [AttrSizedOperandSegments,
       Arg<Variadic<Kernel_StaticMemRef>, "", [MemWrite]>:$outputs,
       Arg<Variadic<Kernel_StaticMemRef>, "", [MemWrite]>:$reductions,
       Kernel_StreamType:$stream,
-      DefaultValuedAttr<Kernel_ReductionKindArrayAttr, "{}">:$reduction_kinds);
+      DefaultValuedAttr<Kernel_ReductionKindArrayAttr, "{}">:$reduction_kinds,
+      DefaultValuedAttr<DenseI64ArrayAttr, "{}">:$transposed_outputs,
+      DefaultValuedAttr<DenseI64ArrayAttr, "{}">:$segments);
   let regions = (region SizedRegion<1>:$body);
   let assemblyFormat = [{
     (`ins` `(` $inputs^ `:` type($inputs) `)`)?
@@ -289,19 +310,51 @@ def Kernel_GenericOp : Kernel_Op<"generic", [AttrSizedOperandSegments,
     OpBuilder<(ins "::mlir::ValueRange":$inputs, "::mlir::ValueRange":$outputs,
                    "::mlir::Value":$stream), [{
       build($_builder, $_state, inputs, outputs, ::mlir::ValueRange(), stream,
-            $_builder.getArrayAttr({}));
+            $_builder.getArrayAttr({}), $_builder.getDenseI64ArrayAttr({}),
+            $_builder.getDenseI64ArrayAttr({}));
+    }]>,
+    OpBuilder<(ins "::mlir::ValueRange":$inputs, "::mlir::ValueRange":$outputs,
+                   "::mlir::ValueRange":$reductions, "::mlir::Value":$stream,
+                   "::mlir::ArrayAttr":$reduction_kinds), [{
+      build($_builder, $_state, inputs, outputs, reductions, stream,
+            reduction_kinds, $_builder.getDenseI64ArrayAttr({}),
+            $_builder.getDenseI64ArrayAttr({}));
+    }]>,
+    OpBuilder<(ins "::mlir::ValueRange":$inputs, "::mlir::ValueRange":$outputs,
+                   "::mlir::ValueRange":$reductions, "::mlir::Value":$stream,
+                   "::mlir::ArrayAttr":$reduction_kinds,
+                   "::mlir::DenseI64ArrayAttr":$transposed_outputs), [{
+      build($_builder, $_state, inputs, outputs, reductions, stream,
+            reduction_kinds, transposed_outputs,
+            $_builder.getDenseI64ArrayAttr({}));
     }]>];
   let hasVerifier = 1;
   let hasRegionVerifier = 1;
   let extraClassDeclaration = [{
     /// The kernel's element count: that of its largest buffer.
     int64_t getNumElements();
-    /// Whether `buffer` (an operand) is broadcast: one element, in a
-    /// kernel of more.
+    /// Whether `buffer` (an input or output) is broadcast: one element, in
+    /// a kernel (a segment) of more.
     bool isBroadcast(::mlir::Value buffer);
     /// The body's values that are the same at every index: the broadcast
     /// inputs' arguments and what is computed from them alone.
     ::llvm::DenseSet<::mlir::Value> getUniformValues();
+    /// Whether output `buffer` is written transposed.
+    bool isTransposed(::mlir::Value buffer);
+    /// (R, C) of a kernel with transposed outputs: its index r * C + j is
+    /// row r, column j.
+    std::optional<std::pair<int64_t, int64_t>> getTransposedShape();
+    /// The kernel's segments (one, of every buffer, unless horizontally
+    /// fused); empty when `segments` does not partition the buffers.
+    ::llvm::SmallVector<GenericSegment> getSegmentList();
+    /// The body's ops segment `segment` runs: those its yielded values
+    /// depend on.
+    ::llvm::DenseSet<::mlir::Operation *>
+    getSegmentOps(const GenericSegment &segment);
+
+  private:
+    ::mlir::LogicalResult verifyTransposedOutputs();
+    ::mlir::LogicalResult verifySegments();
   }];
 }
 

@@ -146,7 +146,8 @@ def KernelGeneratePointwise
   let description = [{
     Each `kernel.call` of a pointwise op (one with titan's
     `PointwiseOpInterface`: add, mul, sqrt, silu, swiglu, their gradients,
-    casts between f64, f32, bf16 and f16) becomes a `kernel.generic` whose
+    casts between f64, f32, bf16 and f16, the tensorwise float8 amax,
+    scale and casts, transposed or not) becomes a `kernel.generic` whose
     body is the op's scalar semantics: operands widened to the computation
     type, results rounded to their element types. No library kernel runs
     it, and a 16-bit call needs no widened copies (its workspace goes).
@@ -155,9 +156,15 @@ def KernelGeneratePointwise
     inputs, while it can: producer `P` fuses into consumer `C` when `P` is
     the last op to touch the buffer `C` reads, nothing between them writes
     what `P` reads, and they share a stream. `P` then runs inside `C`, at
-    `C`'s place. The buffer between them is dropped when nothing else uses
-    it (it never reaches the arena), otherwise the fused kernel still
-    writes it. Each element is still rounded where the ops round it, so a
+    `C`'s place. When ops between them only read that buffer (the GEMM
+    reading a float8 cast and its scale, before the transposed cast of the
+    same tensor), `C` moves up to `P`'s place instead, if nothing between
+    writes what `C` reads or touches what it writes (at most `max-hoist`
+    ops up): the cast and its transposed copy come from one read. The
+    buffer between them is dropped when nothing else uses it (it never
+    reaches the arena), otherwise the fused kernel still writes it. A
+    transposed output (a transposed float8 cast's) never feeds a fused
+    consumer, which reads by index. Each element is still rounded where the ops round it, so a
     fused kernel computes exactly what the ops compute one by one, whatever
     the grouping (activation checkpointing's recomputed ops fuse
     differently and stay bitwise equal).
@@ -171,6 +178,41 @@ def KernelGeneratePointwise
   let options = [
     Option<"maxBuffers", "max-buffers", "unsigned", /*default=*/"16",
            "The most buffers (inputs and outputs) one fused kernel takes">,
+    Option<"maxHoist", "max-hoist", "unsigned", /*default=*/"256",
+           "The most ops a consumer moves up past to fuse with its "
+           "producer when ops between them read the buffer linking them "
+           "(it bounds how much longer the consumer's outputs live)">,
+  ];
+}
+
+def KernelFuseHorizontal
+    : Pass<"kernel-fuse-horizontal", "::mlir::ModuleOp"> {
+  let summary = "Independent generated kernels as one launch";
+  let description = [{
+    Horizontal fusion: a generated kernel joins the generated kernel before
+    it on its stream as a segment of one `kernel.generic` (one launch),
+    when nothing but allocations, views and other streams' collective
+    starts stand between them, neither reads what the other writes,
+    neither writes transposed (a cast-transpose runs in tiles), and both
+    come from one model unit (a transformer block, or the embedding, the
+    head: their locations' module names). Each segment keeps its own
+    element count, so kernels of any sizes join: a block's FSDP shard
+    casts before their gathers become one kernel, as FSDP2's copy-in casts
+    a unit's parameters at once. Per unit, a program's launches grow with
+    its depth by the same count a block, which the planner's extrapolation
+    from reduced depths relies on. Nothing moves
+    across a wait, a library kernel or a copy, so the stream runs the same
+    work in the same order, in fewer launches. Kernels join only when both
+    or neither have a multiple of 16 elements, so a small odd kernel never
+    costs a large one its 16-byte packs on a GPU.
+
+    Runs after the collective schedule (which places each gather's cast
+    beside its start) and before the memory plan, for targets whose
+    lowering generates kernels.
+  }];
+  let options = [
+    Option<"maxSegments", "max-segments", "unsigned", /*default=*/"32",
+           "The most kernels one launch runs">,
   ];
 }
 

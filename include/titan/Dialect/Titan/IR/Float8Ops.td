@@ -172,7 +172,8 @@ def Titan_Float8ScaleOp : Titan_Op<"float8_scale", [
 
 def Titan_QuantizeOp : Titan_Op<"quantize", [
     DeclareOpInterfaceMethods<Titan_KernelOpInterface, ["getKernelParams"]>,
-    DeclareOpInterfaceMethods<Titan_PointwiseOpInterface>, Pure]> {
+    DeclareOpInterfaceMethods<Titan_PointwiseOpInterface,
+                              ["writesTransposed"]>, Pure]> {
   let summary = "saturating scaled cast to float8";
   let description = [{
     `to_float8(clamp(f32(input) * scale, -fmax, fmax))`, rounding to
@@ -185,8 +186,9 @@ def Titan_QuantizeOp : Titan_Op<"quantize", [
     moved first (`K x d0 x ... x dn` for an input `d0 x ... x dn x K`): in
     memory the transposed matrix, which is the K-major layout a
     `titan.scaled_matmul` operand reduced over its leading dimensions
-    needs. The cast writes it directly (the CUDA kernel through the shared
-    memory tiles of a transpose), so no separate transpose pass reads the
+    needs. The cast writes it directly (a generated kernel in tiles, on a
+    GPU through shared memory), fused with the untransposed cast of the
+    same input where there is one, so no separate transpose pass reads the
     float8 copy again; the values are the same, only their places move.
   }];
   let arguments = (ins Titan_FloatTensor:$input, Titan_F32Tensor:$scale,

@@ -35,7 +35,7 @@ def Titan_PointwiseOpInterface : OpInterface<"PointwiseOpInterface"> {
         One element of each result, in the computation type of `operands`
         (which are one element of each operand, in that type), for a call
         with `params`; nothing when the op with these parameters is not
-        pointwise (a transposed quantize), and its call stays a library
+        pointwise (a rowwise float8 cast), and its call stays a library
         kernel.
       }],
       "::llvm::SmallVector<::mlir::Value>", "buildScalar",
@@ -50,6 +50,15 @@ def Titan_PointwiseOpInterface : OpInterface<"PointwiseOpInterface"> {
       "unsigned", "getNumAbsMaxResults",
       (ins "::llvm::ArrayRef<::mlir::Attribute>":$params), [{}],
       [{ return 0; }]>,
+    StaticInterfaceMethod<[{
+        Whether the call with `params` writes its (non-reduction) results
+        transposed: the operands are rows x cols (cols their last
+        dimension), and element (r, j)'s result goes to (j, r) of a result
+        whose leading dimension is cols (a float8 cast's K-major copy).
+      }],
+      "bool", "writesTransposed",
+      (ins "::llvm::ArrayRef<::mlir::Attribute>":$params), [{}],
+      [{ return false; }]>,
   ];
 }
 

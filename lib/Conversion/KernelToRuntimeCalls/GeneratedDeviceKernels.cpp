@@ -1,0 +1,363 @@
+//===- GeneratedDeviceKernels.cpp - kernel.generic as GPU kernels ---------===//
+//
+// A generated kernel on a GPU: an NVVM kernel in the step's gpu.module,
+// which MLIR's gpu-module-to-binary compiles with LLVM's NVPTX back end and
+// ptxas. Pointwise kernels are grid-stride loops over packs of up to 16
+// bytes; kernels with transposed outputs go through shared-memory tiles;
+// reductions combine over warps (shuffles), blocks (shared memory) and the
+// grid (one atomic per block).
+//
+//===----------------------------------------------------------------------===//
+
+#include "titan/Conversion/KernelToRuntimeCalls/GeneratedKernels.h"
+
+#include "KernelBody.h"
+
+#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
+
+using namespace mlir;
+using namespace titan;
+
+/// nvvm.read.ptx.sreg.* as i64.
+template <typename SRegOp> static Value sreg(OpBuilder &b, Location loc) {
+  Value v = SRegOp::create(b, loc, b.getI32Type());
+  return LLVM::ZExtOp::create(b, loc, b.getI64Type(), v);
+}
+
+namespace {
+/// The shared memory a block's reduction passes through: one i32 per warp
+/// (at most 32 warps a block), declared once per device module.
+Value reductionScratch(OpBuilder &b, Location loc, gpu::GPUModuleOp device) {
+  constexpr StringLiteral name = "__titan_reduction_scratch";
+  auto type = LLVM::LLVMArrayType::get(b.getI32Type(), 32);
+  if (!device.lookupSymbol(name)) {
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(device.getBody());
+    LLVM::GlobalOp::create(b, loc, type, /*isConstant=*/false,
+                           LLVM::Linkage::Internal, name, Attribute(),
+                           /*alignment=*/4, /*addrSpace=*/3);
+  }
+  return LLVM::AddressOfOp::create(
+      b, loc, LLVM::LLVMPointerType::get(b.getContext(), 3), name);
+}
+
+/// The largest of `v` over the warp's 32 lanes, in every lane (butterfly
+/// shuffles).
+Value warpAbsMax(OpBuilder &b, Location loc, Value v) {
+  Type i32 = b.getI32Type();
+  auto c = [&](int64_t x) {
+    return LLVM::ConstantOp::create(b, loc, i32, b.getI32IntegerAttr(x));
+  };
+  Value all = c(-1), clamp = c(31);
+  for (int offset = 16; offset > 0; offset /= 2) {
+    Value other = NVVM::ShflOp::create(b, loc, i32, all, v, c(offset), clamp,
+                                       NVVM::ShflKind::bfly, UnitAttr());
+    v = LLVM::UMaxOp::create(b, loc, v, other);
+  }
+  return v;
+}
+
+/// A GPU's reductions: each thread's accumulator reduced over its warp
+/// (shuffles), the warps' over the block (shared memory), and the block's
+/// atomically into the buffer (which the launch zeroed): one atomic per
+/// block, in any order, to the same bits.
+void publishDeviceReductions(OpBuilder &b, Location loc,
+                             ArrayRef<Value> accumulators,
+                             ArrayRef<Value> buffers, gpu::GPUModuleOp device) {
+  Type i32 = b.getI32Type();
+  auto c = [&](int64_t x) {
+    return LLVM::ConstantOp::create(b, loc, i32, b.getI32IntegerAttr(x));
+  };
+  Value thread = NVVM::ThreadIdXOp::create(b, loc, i32);
+  Value warps = LLVM::UDivOp::create(
+      b, loc, NVVM::BlockDimXOp::create(b, loc, i32), c(32));
+  Value lane = LLVM::AndOp::create(b, loc, thread, c(31));
+  Value warp = LLVM::LShrOp::create(b, loc, thread, c(5));
+  Value laneZero =
+      LLVM::ICmpOp::create(b, loc, LLVM::ICmpPredicate::eq, lane, c(0));
+  Value scratch = reductionScratch(b, loc, device);
+  Type ptr3 = scratch.getType();
+  for (auto [acc, buffer] : llvm::zip(accumulators, buffers)) {
+    Value mine = warpAbsMax(b, loc, acc);
+    emitIf(b, loc, laneZero, [&] {
+      Value slot = LLVM::GEPOp::create(b, loc, ptr3, i32, scratch,
+                                       ArrayRef<LLVM::GEPArg>{warp});
+      LLVM::StoreOp::create(b, loc, mine, slot);
+    });
+    NVVM::Barrier0Op::create(b, loc);
+    Value firstWarp =
+        LLVM::ICmpOp::create(b, loc, LLVM::ICmpPredicate::eq, warp, c(0));
+    emitIf(b, loc, firstWarp, [&] {
+      Value inBlock =
+          LLVM::ICmpOp::create(b, loc, LLVM::ICmpPredicate::ult, lane, warps);
+      // Lanes past the block's warps read slot 0 (any warp's value is a
+      // valid stand-in for max).
+      Value slotIndex = LLVM::SelectOp::create(b, loc, inBlock, lane, c(0));
+      Value slot = LLVM::GEPOp::create(b, loc, ptr3, i32, scratch,
+                                       ArrayRef<LLVM::GEPArg>{slotIndex});
+      Value block = warpAbsMax(b, loc, LLVM::LoadOp::create(b, loc, i32, slot));
+      emitIf(b, loc, laneZero, [&] {
+        LLVM::AtomicRMWOp::create(b, loc, LLVM::AtomicBinOp::umax, buffer,
+                                  block, LLVM::AtomicOrdering::monotonic);
+      });
+    });
+    // The scratch is reused by the next reduction.
+    NVVM::Barrier0Op::create(b, loc);
+  }
+}
+} // namespace
+
+gpu::GPUModuleOp titan::getOrCreateDeviceModule(ModuleOp module, StringRef name,
+                                                StringRef chip) {
+  if (auto existing = module.lookupSymbol<gpu::GPUModuleOp>(name))
+    return existing;
+  MLIRContext *ctx = module.getContext();
+  module->setAttr(gpu::GPUDialect::getContainerModuleAttrName(),
+                  UnitAttr::get(ctx));
+  OpBuilder b(ctx);
+  b.setInsertionPointToEnd(module.getBody());
+  auto target = NVVM::NVVMTargetAttr::get(ctx, /*optLevel=*/2,
+                                          "nvptx64-nvidia-cuda", chip);
+  return gpu::GPUModuleOp::create(b, module.getLoc(), name,
+                                  b.getArrayAttr({target}));
+}
+
+unsigned titan::devicePackWidth(kernel::GenericOp generic,
+                                ArrayRef<std::optional<int64_t>> offsets) {
+  if (generic.getTransposedShape())
+    return 1;
+  unsigned widest = 1;
+  SmallVector<std::pair<unsigned, std::optional<int64_t>>> packed;
+  for (auto [buffer, offset] :
+       llvm::zip(generic->getOperands().drop_back(), offsets)) {
+    if (generic.isBroadcast(buffer) ||
+        llvm::is_contained(generic.getReductions(), buffer))
+      continue;
+    unsigned bytes = cast<MemRefType>(buffer.getType())
+                         .getElementType()
+                         .getIntOrFloatBitWidth() /
+                     8;
+    widest = std::max(widest, bytes);
+    packed.push_back({bytes, offset});
+  }
+  unsigned width = 16 / widest;
+  if (width <= 1 || llvm::any_of(generic.getSegmentList(),
+                                 [&](const kernel::GenericSegment &segment) {
+                                   return segment.elements % width != 0;
+                                 }))
+    return 1;
+  for (auto [bytes, offset] : packed)
+    if (!offset || *offset % (width * bytes) != 0)
+      return 1;
+  return width;
+}
+
+namespace {
+/// A tile of a GPU kernel with transposed outputs: kTileSize x kTileSize
+/// elements, which the block's kTileRows rows of 32 threads read along rows
+/// (coalesced) and write, transposed, along the output's rows (coalesced).
+constexpr int64_t kTileSize = 32, kTileRows = 8;
+/// The threads of a tile's block, which the launch's work items count.
+constexpr int64_t kTileThreads = kTileSize * kTileRows;
+
+/// The shared-memory tile of transposed output `k` of kernel `kernel`:
+/// kTileSize rows of kTileSize + 1 elements (the padding puts a column's
+/// elements in distinct banks).
+Value sharedTile(OpBuilder &b, Location loc, gpu::GPUModuleOp device,
+                 StringRef kernel, unsigned k, Type element) {
+  std::string name = (kernel + "_tile" + Twine(k)).str();
+  if (!device.lookupSymbol(name)) {
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(device.getBody());
+    auto type = LLVM::LLVMArrayType::get(memoryType(element),
+                                         kTileSize * (kTileSize + 1));
+    LLVM::GlobalOp::create(b, loc, type, /*isConstant=*/false,
+                           LLVM::Linkage::Internal, name, Attribute(),
+                           /*alignment=*/16, /*addrSpace=*/3);
+  }
+  return LLVM::AddressOfOp::create(
+      b, loc, LLVM::LLVMPointerType::get(b.getContext(), 3), name);
+}
+
+/// `base[index]` of element type `element`.
+Value elementAddress(OpBuilder &b, Location loc, Value base, Type element,
+                     Value index) {
+  return LLVM::GEPOp::create(b, loc, base.getType(), memoryType(element), base,
+                             ArrayRef<LLVM::GEPArg>{index});
+}
+
+/// The R x C kernel's tiles, tile t of (R/32) x (C/32) by block t, t + grid,
+/// ...: each thread (tx, ty) computes elements (r0 + ty + 8i, c0 + tx),
+/// storing the untransposed outputs and the reductions' values as a
+/// pointwise kernel does and each transposed output's into its shared tile;
+/// after a barrier, it writes elements (c0 + ty + 8i, r0 + tx) of the
+/// transposed outputs from the tiles. Bounds are loops of 0 or 1 trip, so
+/// the edge tiles need no other code.
+SmallVector<Value> emitTiles(OpBuilder &b, KernelBodyEmitter &e,
+                             gpu::GPUModuleOp device, StringRef kernel,
+                             Value tiles, int64_t rows, int64_t cols) {
+  kernel::GenericOp generic = e.getGeneric();
+  Location loc = generic.getLoc();
+  IndexMath m{b, loc};
+  auto c = [&](int64_t v) { return m.c(v); };
+  Value thread = sreg<NVVM::ThreadIdXOp>(b, loc);
+  Value tx = LLVM::URemOp::create(b, loc, thread, c(kTileSize));
+  Value ty = LLVM::UDivOp::create(b, loc, thread, c(kTileSize));
+  // The block's rows of 32 threads (kTileRows with the runtime's 256
+  // threads; any whole number of warps covers the tile).
+  Value rowStep = LLVM::UDivOp::create(b, loc, sreg<NVVM::BlockDimXOp>(b, loc),
+                                       c(kTileSize));
+  SmallVector<Value> outputs = e.getTransposedBases();
+  SmallVector<Type> elements;
+  SmallVector<Value> shared;
+  for (Value out : generic.getOutputs())
+    if (generic.isTransposed(out)) {
+      elements.push_back(cast<MemRefType>(out.getType()).getElementType());
+      shared.push_back(
+          sharedTile(b, loc, device, kernel, shared.size(), elements.back()));
+    }
+  int64_t colTiles = (cols + kTileSize - 1) / kTileSize;
+  Value r = c(rows), cl = c(cols);
+  auto slot = [&](Value row, Value col) {
+    return m.add(m.mul(row, c(kTileSize + 1)), col);
+  };
+  return emitLoop(
+      b, loc, sreg<NVVM::BlockIdXOp>(b, loc), tiles,
+      sreg<NVVM::GridDimXOp>(b, loc), e.startAccumulators(b),
+      [&](Value t, ValueRange acc) {
+        Value r0 =
+            m.mul(LLVM::UDivOp::create(b, loc, t, c(colTiles)), c(kTileSize));
+        Value c0 =
+            m.mul(LLVM::URemOp::create(b, loc, t, c(colTiles)), c(kTileSize));
+        Value rowEnd = m.min(m.add(r0, c(kTileSize)), r);
+        Value colEnd = m.min(m.add(c0, c(kTileSize)), cl);
+        SmallVector<Value> combined = emitLoop(
+            b, loc, m.add(r0, ty), rowEnd, rowStep, acc,
+            [&](Value row, ValueRange acc) {
+              return emitLoop(
+                  b, loc, m.add(c0, tx), colEnd, c(kTileSize), acc,
+                  [&](Value col, ValueRange acc) {
+                    Value at = slot(LLVM::SubOp::create(b, loc, row, r0),
+                                    LLVM::SubOp::create(b, loc, col, c0));
+                    return e.emitPack(b, m.add(m.mul(row, cl), col), 1, acc, {},
+                                      [&](OpBuilder &b, unsigned k, Value v) {
+                                        storeElement(
+                                            b, loc, v,
+                                            elementAddress(b, loc, shared[k],
+                                                           v.getType(), at),
+                                            {});
+                                      });
+                  });
+            });
+        NVVM::Barrier0Op::create(b, loc);
+        emitLoop(b, loc, m.add(c0, ty), colEnd, rowStep, {},
+                 [&](Value col, ValueRange) {
+                   emitLoop(
+                       b, loc, m.add(r0, tx), rowEnd, c(kTileSize), {},
+                       [&](Value row, ValueRange) {
+                         Value at = slot(LLVM::SubOp::create(b, loc, row, r0),
+                                         LLVM::SubOp::create(b, loc, col, c0));
+                         for (auto [k, out] : llvm::enumerate(outputs)) {
+                           Value v =
+                               loadElement(b, loc, elements[k],
+                                           elementAddress(b, loc, shared[k],
+                                                          elements[k], at),
+                                           {});
+                           storeElement(b, loc, v,
+                                        elementAddress(b, loc, out, elements[k],
+                                                       m.add(m.mul(col, r), row)),
+                                        {});
+                         }
+                         return SmallVector<Value>();
+                       });
+                   return SmallVector<Value>();
+                 });
+        // The tiles are rewritten by the next iteration.
+        NVVM::Barrier0Op::create(b, loc);
+        return combined;
+      });
+}
+} // namespace
+
+int64_t titan::deviceWorkItems(kernel::GenericOp generic, unsigned width) {
+  if (std::optional<std::pair<int64_t, int64_t>> shape =
+          generic.getTransposedShape()) {
+    int64_t tiles = ((shape->first + kTileSize - 1) / kTileSize) *
+                    ((shape->second + kTileSize - 1) / kTileSize);
+    return tiles * kTileThreads;
+  }
+  int64_t packs = 0;
+  for (const kernel::GenericSegment &segment : generic.getSegmentList())
+    packs += segment.elements / width;
+  return packs;
+}
+
+LLVM::LLVMFuncOp titan::outlineDeviceKernel(kernel::GenericOp generic,
+                                            StringRef name,
+                                            gpu::GPUModuleOp device,
+                                            unsigned width) {
+  MLIRContext *ctx = generic.getContext();
+  OpBuilder b(ctx);
+  b.setInsertionPointToEnd(device.getBody());
+  Location loc = generic.getLoc();
+  Type global = LLVM::LLVMPointerType::get(ctx, /*addressSpace=*/1);
+  Type i64 = b.getI64Type();
+  unsigned buffers = generic->getNumOperands() - 1;
+  SmallVector<Type> params(buffers, global);
+  params.push_back(i64);
+  auto fn = LLVM::LLVMFuncOp::create(
+      b, loc, name,
+      LLVM::LLVMFunctionType::get(LLVM::LLVMVoidType::get(ctx), params));
+  fn->setAttr(NVVM::NVVMDialect::getKernelFuncAttrName(), b.getUnitAttr());
+  fn->setAttr(kGeneratedKernelAttrName, b.getUnitAttr());
+  Block *entry = fn.addEntryBlock(b);
+  b.setInsertionPointToStart(entry);
+  Value block = sreg<NVVM::BlockIdXOp>(b, loc);
+  Value blockSize = sreg<NVVM::BlockDimXOp>(b, loc);
+  Value thread = sreg<NVVM::ThreadIdXOp>(b, loc);
+  Value first = LLVM::AddOp::create(
+      b, loc, LLVM::MulOp::create(b, loc, block, blockSize), thread);
+  SmallVector<Value> bases(entry->getArguments().take_front(buffers));
+  Value isFirst = LLVM::ICmpOp::create(b, loc, LLVM::ICmpPredicate::eq, first,
+                                       constantI64(b, loc, 0));
+  // The launch passes the work items (deviceWorkItems).
+  Value items = entry->getArgument(buffers);
+  SmallVector<kernel::GenericSegment> segments = generic.getSegmentList();
+  if (std::optional<std::pair<int64_t, int64_t>> shape =
+          generic.getTransposedShape()) {
+    KernelBodyEmitter e(generic, bases, segments.front());
+    e.emitUniform(b, isFirst);
+    Value tiles =
+        LLVM::UDivOp::create(b, loc, items, constantI64(b, loc, kTileThreads));
+    SmallVector<Value> accumulators =
+        emitTiles(b, e, device, name, tiles, shape->first, shape->second);
+    publishDeviceReductions(b, loc, accumulators, e.getReductionBases(),
+                            device);
+    LLVM::ReturnOp::create(b, loc, ValueRange{});
+    return fn;
+  }
+  // A grid-stride loop per segment: thread t of the grid takes pack t,
+  // t + threads, ... (consecutive threads, consecutive packs: coalesced).
+  // One segment runs over the launch's items; those of a horizontally
+  // fused kernel over their own counts, one after another.
+  Value step =
+      LLVM::MulOp::create(b, loc, sreg<NVVM::GridDimXOp>(b, loc), blockSize);
+  Value w = constantI64(b, loc, width);
+  for (const kernel::GenericSegment &segment : segments) {
+    KernelBodyEmitter e(generic, bases, segment);
+    e.emitUniform(b, isFirst);
+    Value packs = segments.size() == 1
+                      ? items
+                      : constantI64(b, loc, segment.elements / width);
+    SmallVector<Value> accumulators =
+        emitLoop(b, loc, first, packs, step, e.startAccumulators(b),
+                 [&](Value pack, ValueRange acc) {
+                   return e.emitPack(b, LLVM::MulOp::create(b, loc, pack, w),
+                                     width, acc, {});
+                 });
+    publishDeviceReductions(b, loc, accumulators, e.getReductionBases(),
+                            device);
+  }
+  LLVM::ReturnOp::create(b, loc, ValueRange{});
+  return fn;
+}

@@ -1,0 +1,289 @@
+//===- KernelBody.cpp - a kernel.generic's body inside loops --------------===//
+
+#include "KernelBody.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+
+using namespace mlir;
+using namespace titan;
+
+Type titan::memoryType(Type type) {
+  if (LLVM::isCompatibleType(type))
+    return type;
+  return IntegerType::get(type.getContext(), type.getIntOrFloatBitWidth());
+}
+
+Value titan::loadElement(OpBuilder &b, Location loc, Type type, Value address,
+                         ArrayAttr groups) {
+  Type stored = memoryType(type);
+  auto load = LLVM::LoadOp::create(b, loc, stored, address);
+  if (groups)
+    load.setAccessGroupsAttr(groups);
+  if (stored == type)
+    return load;
+  return arith::BitcastOp::create(b, loc, type, load);
+}
+
+void titan::storeElement(OpBuilder &b, Location loc, Value v, Value address,
+                         ArrayAttr groups) {
+  Type stored = memoryType(v.getType());
+  if (stored != v.getType())
+    v = arith::BitcastOp::create(b, loc, stored, v);
+  auto store = LLVM::StoreOp::create(b, loc, v, address);
+  if (groups)
+    store.setAccessGroupsAttr(groups);
+}
+
+Value titan::constantI64(OpBuilder &b, Location loc, int64_t v) {
+  return LLVM::ConstantOp::create(b, loc, b.getI64Type(),
+                                  b.getI64IntegerAttr(v));
+}
+
+Value titan::constantI32(OpBuilder &b, Location loc, int32_t v) {
+  return LLVM::ConstantOp::create(b, loc, b.getI32Type(),
+                                  b.getI32IntegerAttr(v));
+}
+
+SmallVector<Value>
+titan::emitLoop(OpBuilder &b, Location loc, Value begin, Value end, Value step,
+                ValueRange init,
+                function_ref<SmallVector<Value>(Value, ValueRange)> body,
+                LLVM::LoopAnnotationAttr annotation) {
+  Block *before = b.getInsertionBlock();
+  Region *region = before->getParent();
+  SmallVector<Type> carried = {begin.getType()};
+  llvm::append_range(carried, init.getTypes());
+  SmallVector<Location> locs(carried.size(), loc);
+  Block *header = b.createBlock(region, region->end(), carried, locs);
+  Block *first = b.createBlock(region, region->end());
+  Block *after = b.createBlock(region, region->end(), init.getTypes(),
+                               ArrayRef(locs).drop_front());
+  b.setInsertionPointToEnd(before);
+  SmallVector<Value> start = {begin};
+  llvm::append_range(start, init);
+  LLVM::BrOp::create(b, loc, start, header);
+
+  b.setInsertionPointToEnd(header);
+  Value index = header->getArgument(0);
+  Value more =
+      LLVM::ICmpOp::create(b, loc, LLVM::ICmpPredicate::slt, index, end);
+  LLVM::CondBrOp::create(b, loc, more, first, ValueRange{}, after,
+                         header->getArguments().drop_front());
+
+  // The body may build loops of its own; the back edge ends wherever it
+  // leaves the builder.
+  b.setInsertionPointToEnd(first);
+  SmallVector<Value> carriedOut =
+      body(index, header->getArguments().drop_front());
+  SmallVector<Value> next = {LLVM::AddOp::create(b, loc, index, step)};
+  llvm::append_range(next, carriedOut);
+  auto latch = LLVM::BrOp::create(b, loc, next, header);
+  if (annotation)
+    latch.setLoopAnnotationAttr(annotation);
+  b.setInsertionPointToEnd(after);
+  return llvm::to_vector(ValueRange(after->getArguments()));
+}
+
+void titan::emitIf(OpBuilder &b, Location loc, Value condition,
+                   function_ref<void()> then) {
+  Block *current = b.getInsertionBlock();
+  Block *after = current->splitBlock(b.getInsertionPoint());
+  Block *body = b.createBlock(after);
+  b.setInsertionPointToEnd(current);
+  LLVM::CondBrOp::create(b, loc, condition, body, after);
+  b.setInsertionPointToEnd(body);
+  then();
+  LLVM::BrOp::create(b, loc, ValueRange{}, after);
+  b.setInsertionPointToStart(after);
+}
+
+ParallelAccesses::ParallelAccesses(MLIRContext *ctx) {
+  auto group =
+      LLVM::AccessGroupAttr::get(ctx, DistinctAttr::create(UnitAttr::get(ctx)));
+  groups = ArrayAttr::get(ctx, {group});
+  annotation = LLVM::LoopAnnotationAttr::get(
+      ctx, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {group});
+}
+
+namespace {
+/// The `width` elements of type `type` from `address` on: one element
+/// load, or one vector load aligned to its size.
+SmallVector<Value> loadPack(OpBuilder &b, Location loc, Type type,
+                            Value address, unsigned width, ArrayAttr groups) {
+  if (width == 1)
+    return {loadElement(b, loc, type, address, groups)};
+  Type stored = memoryType(type);
+  auto vector = VectorType::get({int64_t(width)}, stored);
+  unsigned bytes = width * stored.getIntOrFloatBitWidth() / 8;
+  auto load = LLVM::LoadOp::create(b, loc, vector, address, bytes);
+  if (groups)
+    load.setAccessGroupsAttr(groups);
+  SmallVector<Value> elements;
+  for (unsigned j = 0; j < width; ++j) {
+    Value lane =
+        LLVM::ExtractElementOp::create(b, loc, load, constantI32(b, loc, j));
+    elements.push_back(
+        stored == type ? lane : arith::BitcastOp::create(b, loc, type, lane));
+  }
+  return elements;
+}
+
+/// Stores `elements` from `address` on: one element store, or one vector
+/// store aligned to its size.
+void storePack(OpBuilder &b, Location loc, ArrayRef<Value> elements,
+               Value address, ArrayAttr groups) {
+  if (elements.size() == 1)
+    return storeElement(b, loc, elements.front(), address, groups);
+  Type stored = memoryType(elements.front().getType());
+  auto vector = VectorType::get({int64_t(elements.size())}, stored);
+  Value pack = LLVM::PoisonOp::create(b, loc, vector);
+  for (auto [j, element] : llvm::enumerate(elements)) {
+    Value v = element.getType() == stored
+                  ? element
+                  : arith::BitcastOp::create(b, loc, stored, element);
+    pack = LLVM::InsertElementOp::create(b, loc, pack, v,
+                                         constantI32(b, loc, int32_t(j)));
+  }
+  unsigned bytes = elements.size() * stored.getIntOrFloatBitWidth() / 8;
+  auto store = LLVM::StoreOp::create(b, loc, pack, address, bytes);
+  if (groups)
+    store.setAccessGroupsAttr(groups);
+}
+
+/// `acc` combined with the reduced value `v`: the largest |v| so far, as
+/// the bits of a non-negative f32 (whose unsigned order is the floats'
+/// order, with NaN above infinity, so NaN wins).
+Value combineAbsMax(OpBuilder &b, Location loc, Value acc, Value v) {
+  Value bits = arith::BitcastOp::create(b, loc, b.getI32Type(),
+                                        math::AbsFOp::create(b, loc, v));
+  return LLVM::UMaxOp::create(b, loc, acc, bits);
+}
+} // namespace
+
+KernelBodyEmitter::KernelBodyEmitter(kernel::GenericOp generic,
+                                     ArrayRef<Value> bases,
+                                     const kernel::GenericSegment &segment)
+    : generic(generic), bases(bases), segment(segment),
+      ops(generic.getSegmentOps(segment)), uniform(generic.getUniformValues()) {
+}
+
+SmallVector<std::tuple<Value, Value, Value>>
+KernelBodyEmitter::segmentInputs() {
+  Block &body = generic.getBody().front();
+  SmallVector<std::tuple<Value, Value, Value>> inputs;
+  for (unsigned i = segment.inputBegin; i < segment.inputEnd; ++i)
+    inputs.push_back({body.getArgument(i), generic.getInputs()[i], bases[i]});
+  return inputs;
+}
+
+SmallVector<std::tuple<Value, Value, Value>>
+KernelBodyEmitter::segmentOutputs() {
+  auto yield = cast<kernel::YieldOp>(generic.getBody().front().getTerminator());
+  unsigned numInputs = generic.getInputs().size();
+  SmallVector<std::tuple<Value, Value, Value>> outputs;
+  for (unsigned i = segment.outputBegin; i < segment.outputEnd; ++i)
+    outputs.push_back(
+        {yield.getValues()[i], generic.getOutputs()[i], bases[numInputs + i]});
+  return outputs;
+}
+
+SmallVector<Value> KernelBodyEmitter::segmentReducedValues() {
+  auto yield = cast<kernel::YieldOp>(generic.getBody().front().getTerminator());
+  unsigned numOutputs = generic.getOutputs().size();
+  SmallVector<Value> reduced;
+  for (unsigned i = segment.reductionBegin; i < segment.reductionEnd; ++i)
+    reduced.push_back(yield.getValues()[numOutputs + i]);
+  return reduced;
+}
+
+ArrayRef<Value> KernelBodyEmitter::getReductionBases() {
+  unsigned first = generic.getInputs().size() + generic.getOutputs().size();
+  return ArrayRef(bases).slice(first + segment.reductionBegin,
+                               segment.reductionEnd - segment.reductionBegin);
+}
+
+SmallVector<Value> KernelBodyEmitter::getTransposedBases() {
+  SmallVector<Value> transposed;
+  for (auto [value, out, base] : segmentOutputs())
+    if (generic.isTransposed(out))
+      transposed.push_back(base);
+  return transposed;
+}
+
+void KernelBodyEmitter::emitUniform(OpBuilder &b, Value first) {
+  Location loc = generic.getLoc();
+  for (auto [arg, buffer, base] : segmentInputs())
+    if (generic.isBroadcast(buffer))
+      map.map(arg, loadElement(b, loc, arg.getType(), base, {}));
+  for (Operation &op : generic.getBody().front().without_terminator())
+    if (runs(op) && llvm::all_of(op.getResults(),
+                                 [&](Value v) { return uniform.contains(v); }))
+      b.clone(op, map);
+  // The broadcast outputs, by whoever runs index 0.
+  SmallVector<std::tuple<Value, Value, Value>> outputs = segmentOutputs();
+  if (llvm::none_of(outputs, [&](auto &output) {
+        return generic.isBroadcast(std::get<1>(output));
+      }))
+    return;
+  emitIf(b, loc, first, [&] {
+    for (auto [value, buffer, base] : outputs)
+      if (generic.isBroadcast(buffer))
+        storeElement(b, loc, map.lookupOrDefault(value), base, {});
+  });
+}
+
+SmallVector<Value> KernelBodyEmitter::startAccumulators(OpBuilder &b) {
+  return SmallVector<Value>(segment.reductionEnd - segment.reductionBegin,
+                            constantI32(b, generic.getLoc(), 0));
+}
+
+SmallVector<Value> KernelBodyEmitter::emitPack(OpBuilder &b, Value index,
+                                               unsigned width,
+                                               ValueRange accumulators,
+                                               ArrayAttr groups,
+                                               TransposedStore transposed) {
+  Location loc = generic.getLoc();
+  auto packAddress = [&](Value base, Type element) {
+    return LLVM::GEPOp::create(b, loc, base.getType(), memoryType(element),
+                               base, ArrayRef<LLVM::GEPArg>{index});
+  };
+  // lanes[j]: element j of the pack, per body value.
+  SmallVector<IRMapping> lanes(width, map);
+  for (auto [arg, buffer, base] : segmentInputs()) {
+    if (generic.isBroadcast(buffer))
+      continue;
+    SmallVector<Value> elements = loadPack(
+        b, loc, arg.getType(), packAddress(base, arg.getType()), width, groups);
+    for (unsigned j = 0; j < width; ++j)
+      lanes[j].map(arg, elements[j]);
+  }
+  for (IRMapping &lane : lanes)
+    for (Operation &op : generic.getBody().front().without_terminator())
+      if (runs(op) && !llvm::all_of(op.getResults(), [&](Value v) {
+            return uniform.contains(v);
+          }))
+        b.clone(op, lane);
+  unsigned transposedNumber = 0;
+  for (auto [value, buffer, base] : segmentOutputs()) {
+    if (generic.isBroadcast(buffer))
+      continue;
+    SmallVector<Value> elements = llvm::map_to_vector(
+        lanes, [&](IRMapping &lane) { return lane.lookupOrDefault(value); });
+    if (generic.isTransposed(buffer)) {
+      assert(transposed && width == 1 && "a transposed output needs tiles");
+      transposed(b, transposedNumber++, elements.front());
+      continue;
+    }
+    storePack(b, loc, elements, packAddress(base, elements.front().getType()),
+              groups);
+  }
+  SmallVector<Value> combined;
+  for (auto [value, acc] : llvm::zip(segmentReducedValues(), accumulators)) {
+    Value c = acc;
+    for (IRMapping &lane : lanes)
+      c = combineAbsMax(b, loc, c, lane.lookupOrDefault(value));
+    combined.push_back(c);
+  }
+  return combined;
+}

@@ -1,0 +1,154 @@
+//===- KernelBody.h - a kernel.generic's body inside loops ------*- C++ -*-===//
+//
+// What the host and GPU lowerings of a kernel.generic share: LLVM-dialect
+// loops and conditionals built from blocks, element and vector accesses,
+// and the body itself, cloned per element of a pack, with its loads,
+// stores and reductions. Each target arranges the loops (a span of
+// indices, a grid-stride loop, tiles) and says where a transposed output's
+// elements go.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TITAN_LIB_CONVERSION_KERNELTORUNTIMECALLS_KERNELBODY_H
+#define TITAN_LIB_CONVERSION_KERNELTORUNTIMECALLS_KERNELBODY_H
+
+#include "titan/Dialect/Kernel/IR/Kernel.h"
+
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/IRMapping.h"
+
+namespace titan {
+
+/// Marks the functions generated from kernel.generic bodies, for the
+/// lowering of their arith/math (lowerGeneratedKernelBodies).
+constexpr llvm::StringLiteral kGeneratedKernelAttrName =
+    "titan.generated_kernel";
+
+/// The type an element of `type` is loaded and stored as: itself, or the
+/// integer of its width for a float type LLVM lacks (float8).
+mlir::Type memoryType(mlir::Type type);
+
+/// The element of type `type` at `address`; `groups` (may be null) are
+/// the access groups of the loop it is in.
+mlir::Value loadElement(mlir::OpBuilder &b, mlir::Location loc, mlir::Type type,
+                        mlir::Value address, mlir::ArrayAttr groups);
+
+/// Stores `v` at `address`.
+void storeElement(mlir::OpBuilder &b, mlir::Location loc, mlir::Value v,
+                  mlir::Value address, mlir::ArrayAttr groups);
+
+/// An i64 / i32 constant.
+mlir::Value constantI64(mlir::OpBuilder &b, mlir::Location loc, int64_t v);
+mlir::Value constantI32(mlir::OpBuilder &b, mlir::Location loc, int32_t v);
+
+/// i64 index arithmetic at a builder's insertion point (the loops' bounds
+/// and addresses of the tiled kernels).
+struct IndexMath {
+  mlir::OpBuilder &b;
+  mlir::Location loc;
+  mlir::Value c(int64_t v) const { return constantI64(b, loc, v); }
+  mlir::Value add(mlir::Value x, mlir::Value y) const {
+    return mlir::LLVM::AddOp::create(b, loc, x, y);
+  }
+  mlir::Value sub(mlir::Value x, mlir::Value y) const {
+    return mlir::LLVM::SubOp::create(b, loc, x, y);
+  }
+  mlir::Value mul(mlir::Value x, mlir::Value y) const {
+    return mlir::LLVM::MulOp::create(b, loc, x, y);
+  }
+  /// The smaller, as signed integers.
+  mlir::Value min(mlir::Value x, mlir::Value y) const {
+    return mlir::LLVM::SMinOp::create(b, loc, x, y);
+  }
+};
+
+/// `for (i = begin; i < end; i += step) carried = body(i, carried)` at the
+/// end of the builder's block (which the loop ends); the builder goes on in
+/// a block after the loop, and the result is the final carried values.
+/// `annotation` (may be null) marks the loop's back edge.
+llvm::SmallVector<mlir::Value>
+emitLoop(mlir::OpBuilder &b, mlir::Location loc, mlir::Value begin,
+         mlir::Value end, mlir::Value step, mlir::ValueRange init,
+         llvm::function_ref<llvm::SmallVector<mlir::Value>(mlir::Value,
+                                                           mlir::ValueRange)>
+             body,
+         mlir::LLVM::LoopAnnotationAttr annotation = {});
+
+/// `then` run under `condition`; the builder continues after it.
+void emitIf(mlir::OpBuilder &b, mlir::Location loc, mlir::Value condition,
+            llvm::function_ref<void()> then);
+
+/// A loop whose iterations touch disjoint elements: its accesses in one
+/// parallel access group (`groups` for them), and the back edge's
+/// annotation saying so, so the vectorizer needs no run-time overlap check
+/// (which an in-place kernel's identical pointers would fail).
+struct ParallelAccesses {
+  explicit ParallelAccesses(mlir::MLIRContext *ctx);
+  mlir::ArrayAttr groups;
+  mlir::LLVM::LoopAnnotationAttr annotation;
+};
+
+/// Stores transposed output `output`'s element (`value`) where the target's
+/// loops put it.
+using TransposedStore =
+    llvm::function_ref<void(mlir::OpBuilder &, unsigned output, mlir::Value)>;
+
+/// A kernel.generic's body in the function being built, whose `bases` are
+/// its buffers' addresses (inputs, outputs, reductions): the part of it
+/// one segment runs (the whole kernel's unless horizontally fused).
+class KernelBodyEmitter {
+public:
+  KernelBodyEmitter(kernel::GenericOp generic,
+                    llvm::ArrayRef<mlir::Value> bases,
+                    const kernel::GenericSegment &segment);
+
+  /// The body's uniform part (the broadcast inputs and what depends on them
+  /// only), once per call: at the builder, which then stores the broadcast
+  /// outputs when `first` (i1) holds.
+  void emitUniform(mlir::OpBuilder &b, mlir::Value first);
+
+  /// Every reduction's accumulator at its start, +0 (absmax over nothing):
+  /// the bits of a non-negative f32, whose unsigned order is the floats'.
+  llvm::SmallVector<mlir::Value> startAccumulators(mlir::OpBuilder &b);
+
+  /// Elements [index, index + width): every input's pack loaded (one
+  /// vector access each), the body per element, every untransposed
+  /// output's pack stored, each transposed output's element given to
+  /// `transposed`; returns `accumulators` combined with the reduced values.
+  llvm::SmallVector<mlir::Value> emitPack(mlir::OpBuilder &b, mlir::Value index,
+                                          unsigned width,
+                                          mlir::ValueRange accumulators,
+                                          mlir::ArrayAttr groups,
+                                          TransposedStore transposed = nullptr);
+
+  kernel::GenericOp getGeneric() { return generic; }
+  llvm::ArrayRef<mlir::Value> getBases() { return bases; }
+  /// The reductions' addresses.
+  llvm::ArrayRef<mlir::Value> getReductionBases();
+  /// The transposed outputs' addresses, in output order.
+  llvm::SmallVector<mlir::Value> getTransposedBases();
+
+private:
+  /// Whether the segment runs `op` of the body.
+  bool runs(mlir::Operation &op) { return ops.contains(&op); }
+  /// The segment's (body argument, input, address), (yielded value,
+  /// output, address) and (reduced value, address) triples.
+  llvm::SmallVector<std::tuple<mlir::Value, mlir::Value, mlir::Value>>
+  segmentInputs();
+  llvm::SmallVector<std::tuple<mlir::Value, mlir::Value, mlir::Value>>
+  segmentOutputs();
+  llvm::SmallVector<mlir::Value> segmentReducedValues();
+
+  kernel::GenericOp generic;
+  llvm::SmallVector<mlir::Value> bases;
+  kernel::GenericSegment segment;
+  llvm::DenseSet<mlir::Operation *> ops;
+  llvm::DenseSet<mlir::Value> uniform;
+  /// The body's uniform values in the function.
+  mlir::IRMapping map;
+};
+
+} // namespace titan
+
+#endif // TITAN_LIB_CONVERSION_KERNELTORUNTIMECALLS_KERNELBODY_H

@@ -1,0 +1,107 @@
+// RUN: titan-opt %s -split-input-file -kernel-generate-pointwise -kernel-fuse-horizontal | FileCheck %s
+// RUN: titan-opt %s -split-input-file -kernel-generate-pointwise -kernel-fuse-horizontal="max-segments=2" | FileCheck %s --check-prefix=TWO
+
+// FSDP's shard casts of one block as the collective schedule leaves them,
+// each before its gather. The casts of one stream with only allocations
+// and gathers between them join the first as segments of one kernel,
+// whatever their sizes (32, 16 and 32 elements): the first gather starts
+// after it. The
+// 33-element cast (no multiple of 16) would cost the others their packs:
+// it stays apart, as does the cast of the gathered weight, which a wait
+// completes. Each segment keeps its own buffers and body.
+// CHECK-LABEL: func.func @shard_casts(
+// CHECK:       kernel.generic ins(%arg0, %arg2, %arg1 : memref<4x8xf32>, memref<16xf32>, memref<4x8xf32>) outs(%[[A:[0-9]+]], %[[M:[0-9]+]], %[[B:[0-9]+]] : memref<4x8xbf16>, memref<16xbf16>, memref<4x8xbf16>) on %{{.*}} {
+// CHECK-NEXT:  ^bb0(%[[X:.*]]: f32, %[[Y:.*]]: f32, %[[Z:.*]]: f32):
+// CHECK-NEXT:    %[[TX:.*]] = arith.truncf %[[X]] : f32 to bf16
+// CHECK-NEXT:    %[[TY:.*]] = arith.truncf %[[Y]] : f32 to bf16
+// CHECK-NEXT:    %[[TZ:.*]] = arith.truncf %[[Z]] : f32 to bf16
+// CHECK-NEXT:    kernel.yield %[[TX]], %[[TY]], %[[TZ]] : bf16, bf16, bf16
+// CHECK-NEXT:  } {segments = array<i64: 1, 1, 0, 1, 1, 0, 1, 1, 0>}
+// CHECK:       kernel.collective_start "all_gather_start"(%[[A]]
+// CHECK:       kernel.collective_start "all_gather_start"(%[[B]]
+// CHECK:       kernel.generic ins(%arg3 : memref<33xf32>)
+// CHECK:       kernel.wait
+// CHECK:       kernel.generic ins(%{{.*}} : memref<8x8xbf16>)
+// CHECK-NOT:   kernel.generic
+// At most two segments a launch: the third cast starts a kernel of its own.
+// TWO-LABEL:   func.func @shard_casts(
+// TWO:         kernel.generic ins(%arg0, %arg2 :
+// TWO:         } {segments = array<i64: 1, 1, 0, 1, 1, 0>}
+// TWO:         kernel.generic ins(%arg1 : memref<4x8xf32>)
+func.func @shard_casts(%w1: memref<4x8xf32>, %w2: memref<4x8xf32>, %n: memref<16xf32>, %odd: memref<33xf32>, %o: memref<8x8xf32>) {
+  %s = kernel.stream 0
+  %c = kernel.stream 5
+  %a = kernel.alloc temporary : memref<4x8xbf16>
+  kernel.call "cast"(%w1 : memref<4x8xf32>) outs(%a : memref<4x8xbf16>) on %s params [] loc("layers.0.attention.wq.weight")
+  %ga = kernel.alloc collective : memref<8x8xbf16>
+  %ra = kernel.collective_start "all_gather_start"(%a : memref<4x8xbf16>) outs(%ga : memref<8x8xbf16>) on %c params [0, 0, 4] -> !kernel.request
+  %m = kernel.alloc temporary : memref<16xbf16>
+  kernel.call "cast"(%n : memref<16xf32>) outs(%m : memref<16xbf16>) on %s params [] loc("layers.0.attention_norm.weight")
+  %b = kernel.alloc temporary : memref<4x8xbf16>
+  kernel.call "cast"(%w2 : memref<4x8xf32>) outs(%b : memref<4x8xbf16>) on %s params [] loc("layers.0.attention.wk.weight")
+  %gb = kernel.alloc collective : memref<8x8xbf16>
+  %rb = kernel.collective_start "all_gather_start"(%b : memref<4x8xbf16>) outs(%gb : memref<8x8xbf16>) on %c params [0, 0, 4] -> !kernel.request
+  %e = kernel.alloc temporary : memref<33xbf16>
+  kernel.call "cast"(%odd : memref<33xf32>) outs(%e : memref<33xbf16>) on %s params [] loc("layers.0.attention.wv.weight")
+  kernel.wait %ra on %s
+  kernel.call "cast"(%ga : memref<8x8xbf16>) outs(%o : memref<8x8xf32>) on %s params [] loc("layers.0.attention.wq")
+  kernel.wait %rb on %s
+  return
+}
+
+// -----
+
+// Not joined: a kernel reading the amax the kernel before it reduces; a
+// library kernel between two kernels; kernels on different streams; a
+// cast-transpose (it runs in tiles); kernels of different blocks, and
+// kernels of no block (a run of them would grow with the model's depth).
+// CHECK-LABEL: func.func @kept_apart(
+// CHECK-NOT:   segments
+// CHECK:       return
+func.func @kept_apart(%x: memref<8xf32>, %y: memref<8xf32>, %w: memref<8x8xf32>, %z: memref<8xf32>, %u: memref<8xf32>, %v: memref<8xf32>, %m: memref<f32>, %q: memref<4x2xf32>, %qt: memref<2x4xf32>, %w2: memref<8xf32>, %w3: memref<8xf32>, %w4: memref<8xf32>) {
+  %s = kernel.stream 0
+  %s1 = kernel.stream 1
+  kernel.generic ins(%x : memref<8xf32>) reduce [#kernel.reduction<absmax>](%m : memref<f32>) on %s {
+  ^bb0(%a: f32):
+    kernel.yield %a : f32
+  }
+  kernel.generic ins(%x, %m : memref<8xf32>, memref<f32>) outs(%y : memref<8xf32>) on %s {
+  ^bb0(%a: f32, %b: f32):
+    %c = arith.mulf %a, %b : f32
+    kernel.yield %c : f32
+  }
+  %l = kernel.view %x : memref<8xf32> to memref<1x8xf32>
+  %r = kernel.view %z : memref<8xf32> to memref<1x8xf32>
+  kernel.call "linear"(%l, %w : memref<1x8xf32>, memref<8x8xf32>) outs(%r : memref<1x8xf32>) on %s params []
+  kernel.generic ins(%x : memref<8xf32>) outs(%u : memref<8xf32>) on %s {
+  ^bb0(%a: f32):
+    %c = math.sqrt %a : f32
+    kernel.yield %c : f32
+  }
+  kernel.generic ins(%x : memref<8xf32>) outs(%v : memref<8xf32>) on %s1 {
+  ^bb0(%a: f32):
+    %c = arith.negf %a : f32
+    kernel.yield %c : f32
+  }
+  kernel.generic ins(%q : memref<4x2xf32>) outs(%qt : memref<2x4xf32>) on %s1 {
+  ^bb0(%a: f32):
+    kernel.yield %a : f32
+  } {transposed_outputs = array<i64: 0>} loc("layers.0.feed_forward")
+  kernel.generic ins(%x : memref<8xf32>) outs(%z : memref<8xf32>) on %s {
+  ^bb0(%a: f32):
+    kernel.yield %a : f32
+  } loc("layers.0.feed_forward")
+  kernel.generic ins(%u : memref<8xf32>) outs(%w2 : memref<8xf32>) on %s {
+  ^bb0(%a: f32):
+    kernel.yield %a : f32
+  } loc("layers.1.feed_forward")
+  kernel.generic ins(%u : memref<8xf32>) outs(%w3 : memref<8xf32>) on %s {
+  ^bb0(%a: f32):
+    kernel.yield %a : f32
+  }
+  kernel.generic ins(%u : memref<8xf32>) outs(%w4 : memref<8xf32>) on %s {
+  ^bb0(%a: f32):
+    kernel.yield %a : f32
+  }
+  return
+}
