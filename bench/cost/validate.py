@@ -47,8 +47,10 @@ _COMPILED_8B = (
     "its program: GEMMs at 660 TFLOP/s on h100-96gb are 71% of compute, and "
     "titan's program has no f32 loss over the logits (2 x 7.8 GiB of f32 "
     "traffic in TorchTitan's, bench/results/memory-llama3-8b.md) and fuses "
-    "the elementwise work. Same gap with Float8 (+21%): the description's "
-    "GEMM rate or the 500 W clocks are the suspects, not tuned here")
+    "the elementwise work. With Float8 the gap is larger (+32%; +21% before "
+    "issue 36 fused titan's casts, as torch.compile fuses TorchTitan's): "
+    "the description's GEMM rate or the 500 W clocks are the suspects, not "
+    "tuned here")
 _ATTENTION = (
     "attention is most of the step; titan predicts its fused attention at "
     "503/378 TFLOP/s (forward/backward, h100-96gb), TorchTitan's 2024-12 "
@@ -56,9 +58,17 @@ _ATTENTION = (
     "the partial results in eager ops: its MFU falls from 38% at 32K to 25% "
     "at 256K while titan's stays at 57-59%")
 _TE_FUSION = (
-    "titan's Float8 program casts (amax, scale, cast, transpose) in separate "
-    "memory-bound kernels; Transformer Engine fuses them into its norm and "
-    "GEMM kernels")
+    "titan's Float8 program computes each tensor's scale, cast and "
+    "transposed copy in one generated kernel, but the amax of a tensor a "
+    "library kernel produced (RMSNorm, attention, a GEMM) in a memory-bound "
+    "kernel of its own; Transformer Engine computes it in its norm and GEMM "
+    "epilogues")
+_FLOAT8_FUSED_405B = (
+    "+6% in the 2026-12-02 run; since then issue 36's generated kernels "
+    "(casts fused with their producers, cast-transposes, one launch per "
+    "block's shard casts) cut titan's memory-bound time, as torch.compile "
+    "fuses TorchTitan's casts, and its GEMMs (68% of compute) keep the "
+    "rate the 8B rows overpredict with (see tt-8b-8-float8)")
 WHY = {
     "tt-8b-8-eager": [_COMPILED_8B],
     "tt-8b-8-compile": [_COMPILED_8B],
@@ -75,8 +85,10 @@ WHY = {
     "tt-405b-512-cp2-64k": [_ATTENTION],
     "tt-405b-512-cp4-128k": [_ATTENTION],
     "tt-405b-512-cp8-256k": [_ATTENTION],
-    "mb-8b-8-fp8": [_TE_FUSION + " (memory-bound kernels are 34% of "
+    "mb-8b-8-fp8": [_TE_FUSION + " (memory-bound kernels are 27% of "
                     "titan's compute)"],
+    "tt-405b-512-1f1b": [_FLOAT8_FUSED_405B],
+    "tt-405b-512-i1f1b": [_FLOAT8_FUSED_405B],
     "nemo-8b-8-fp8": [_TE_FUSION],
     "mb-70b-64-fp8": [_TE_FUSION + "; Megatron overlaps TP communication "
                       "with the GEMMs (TE userbuffers), titan's async TP "
@@ -189,20 +201,25 @@ FINDINGS = """\
    latency-bound over 16 nodes).
 2. **Async TP and Float8.** titan does not fuse Float8's scaled GEMMs with
    the TP collectives (the compiler warns), so the 70B async-TP row
-   predicts the same 795 tok/s/GPU as without; TorchTitan measured +5.7%.
+   predicts what it does without (927 and 926 tok/s/GPU); TorchTitan
+   measured +5.7%.
    That compile also costs 40 s of CPU against 8 s without async TP.
-3. **405B pipeline memory.** The memory plans peak at 98-105 GiB per rank
+3. **405B pipeline memory.** The memory plans peak at 93-100 GiB per rank
    (more than the 96 GB device) where TorchTitan reserved 72.7-84.9 GiB:
    a pipeline rank keeps its two stages' gathered parameters (23.75 GiB)
    and unsharded gradients (23.75 GiB) for the whole step, 4 bytes per
    parameter of its 16 layers (`--emit=memory --target=cuda`); FSDP2
    without resharding under PP holds the unsharded parameters in bf16
    (mixed_precision_param), half of that.
-4. **Float8's casts are memory-bound kernels** (31-41% of titan's compute
-   under Float8): Transformer Engine (Megatron rows) fuses them into its
-   norm and GEMM kernels, torch.compile into their neighbours. This is
-   titan's program, and the prediction of it is consistent; it is why
-   every Float8 row gains less in titan than in the measured systems.
+4. **Float8's casts are memory-bound kernels** (22-35% of titan's compute
+   under Float8 at 8K tokens; 31-41% before issue 36 fused each tensor's
+   scale, cast and transposed copy into one kernel and the amaxes into the
+   generated kernels producing their tensors): the amaxes of tensors a
+   library kernel produced are still kernels of their own, which
+   Transformer Engine (Megatron rows) computes in its norm and GEMM
+   epilogues. This is titan's program, and the prediction of it is
+   consistent; it is why the Megatron Float8 rows are under-predicted
+   (-10%, -17%, -26%; -18%, -30%, -38% before).
 """
 
 
