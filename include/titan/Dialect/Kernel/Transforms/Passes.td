@@ -191,8 +191,8 @@ def KernelFuseHorizontal
   let description = [{
     Horizontal fusion: a generated kernel joins the generated kernel before
     it on its stream as a segment of one `kernel.generic` (one launch),
-    when nothing but allocations, views and other streams' collective
-    starts stand between them, neither reads what the other writes,
+    when nothing but allocations, views and collective starts (which
+    touch none of the kernel's buffers) stand between them, neither reads what the other writes,
     neither writes transposed (a cast-transpose runs in tiles), and both
     come from one model unit (a transformer block, or the embedding, the
     head: their locations' module names). Each segment keeps its own
