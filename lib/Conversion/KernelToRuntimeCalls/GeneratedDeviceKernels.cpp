@@ -179,99 +179,105 @@ Value sharedTile(OpBuilder &b, Location loc, gpu::GPUModuleOp device,
       b, loc, LLVM::LLVMPointerType::get(b.getContext(), 3), name);
 }
 
-/// `base[index]` of element type `element`.
-Value elementAddress(OpBuilder &b, Location loc, Value base, Type element,
-                     Value index) {
-  return LLVM::GEPOp::create(b, loc, base.getType(), memoryType(element), base,
-                             ArrayRef<LLVM::GEPArg>{index});
+/// A tile's place of element (row, col) of the tile at (r0, c0).
+Value tileSlot(IndexMath &m, Value row, Value col, Value r0, Value c0) {
+  return m.add(m.mul(m.sub(row, r0), m.c(kTileSize + 1)), m.sub(col, c0));
+}
+
+/// One tile of the R x C kernel, at row r0 and column c0 (its ends clipped
+/// to the kernel's), for thread (tx, ty) of a block of `rowStep` rows of
+/// 32 threads.
+struct DeviceTile {
+  Value r0, c0, rowEnd, colEnd;
+  Value tx, ty, rowStep;
+};
+
+/// The tile's elements (r0 + ty + rowStep i, c0 + tx) of `e`'s kernel of
+/// `cols` columns: untransposed outputs and reductions as a pointwise
+/// kernel computes them, each transposed output's element into its shared
+/// tile. Bounds are loops of 0 or 1 trip, so an edge tile needs no other
+/// code.
+SmallVector<Value> emitTileCompute(OpBuilder &b, KernelBodyEmitter &e,
+                                   ArrayRef<Value> shared, const DeviceTile &t,
+                                   int64_t cols, ValueRange accumulators) {
+  Location loc = e.getGeneric().getLoc();
+  IndexMath m{b, loc};
+  return emitLoop(b, loc, m.add(t.r0, t.ty), t.rowEnd, t.rowStep, accumulators,
+                  [&](Value row, ValueRange acc) {
+                    return emitLoop(
+                        b, loc, m.add(t.c0, t.tx), t.colEnd, m.c(kTileSize),
+                        acc, [&](Value col, ValueRange acc) {
+                          Value at = tileSlot(m, row, col, t.r0, t.c0);
+                          return e.emitPack(
+                              b, m.add(m.mul(row, m.c(cols)), col), 1, acc, {},
+                              [&](OpBuilder &b, unsigned k, Value v) {
+                                storeElement(b, loc, v,
+                                             elementAddress(b, loc, shared[k],
+                                                            v.getType(), at),
+                                             {});
+                              });
+                        });
+                  });
+}
+
+/// The tile's elements (c0 + ty + rowStep i, r0 + tx) of the transposed
+/// outputs (of `rows` rows), from the shared tiles: consecutive threads
+/// write consecutive bytes of an output row.
+void emitTileStore(OpBuilder &b, KernelBodyEmitter &e, ArrayRef<Value> shared,
+                   const DeviceTile &t, int64_t rows) {
+  Location loc = e.getGeneric().getLoc();
+  IndexMath m{b, loc};
+  SmallVector<Value> outputs = e.getTransposedBases();
+  SmallVector<Type> types = e.getTransposedTypes();
+  emitLoop(b, loc, m.add(t.c0, t.ty), t.colEnd, t.rowStep, {},
+           [&](Value col, ValueRange) {
+             emitLoop(b, loc, m.add(t.r0, t.tx), t.rowEnd, m.c(kTileSize), {},
+                      [&](Value row, ValueRange) {
+                        copyElements(b, loc, shared,
+                                     tileSlot(m, row, col, t.r0, t.c0), outputs,
+                                     m.add(m.mul(col, m.c(rows)), row), types,
+                                     {});
+                        return SmallVector<Value>();
+                      });
+             return SmallVector<Value>();
+           });
 }
 
 /// The R x C kernel's tiles, tile t of (R/32) x (C/32) by block t, t + grid,
-/// ...: each thread (tx, ty) computes elements (r0 + ty + 8i, c0 + tx),
-/// storing the untransposed outputs and the reductions' values as a
-/// pointwise kernel does and each transposed output's into its shared tile;
-/// after a barrier, it writes elements (c0 + ty + 8i, r0 + tx) of the
-/// transposed outputs from the tiles. Bounds are loops of 0 or 1 trip, so
-/// the edge tiles need no other code.
+/// ...: each block computes the tile (emitTileCompute), and after a barrier
+/// writes its transposed outputs' part (emitTileStore); a second barrier
+/// frees the shared tiles for the next.
 SmallVector<Value> emitTiles(OpBuilder &b, KernelBodyEmitter &e,
                              gpu::GPUModuleOp device, StringRef kernel,
                              Value tiles, int64_t rows, int64_t cols) {
-  kernel::GenericOp generic = e.getGeneric();
-  Location loc = generic.getLoc();
+  Location loc = e.getGeneric().getLoc();
   IndexMath m{b, loc};
-  auto c = [&](int64_t v) { return m.c(v); };
   Value thread = sreg<NVVM::ThreadIdXOp>(b, loc);
-  Value tx = LLVM::URemOp::create(b, loc, thread, c(kTileSize));
-  Value ty = LLVM::UDivOp::create(b, loc, thread, c(kTileSize));
+  DeviceTile t;
+  t.tx = LLVM::URemOp::create(b, loc, thread, m.c(kTileSize));
+  t.ty = LLVM::UDivOp::create(b, loc, thread, m.c(kTileSize));
   // The block's rows of 32 threads (kTileRows with the runtime's 256
   // threads; any whole number of warps covers the tile).
-  Value rowStep = LLVM::UDivOp::create(b, loc, sreg<NVVM::BlockDimXOp>(b, loc),
-                                       c(kTileSize));
-  SmallVector<Value> outputs = e.getTransposedBases();
-  SmallVector<Type> elements;
+  t.rowStep = LLVM::UDivOp::create(b, loc, sreg<NVVM::BlockDimXOp>(b, loc),
+                                   m.c(kTileSize));
   SmallVector<Value> shared;
-  for (Value out : generic.getOutputs())
-    if (generic.isTransposed(out)) {
-      elements.push_back(cast<MemRefType>(out.getType()).getElementType());
-      shared.push_back(
-          sharedTile(b, loc, device, kernel, shared.size(), elements.back()));
-    }
+  for (Type type : e.getTransposedTypes())
+    shared.push_back(sharedTile(b, loc, device, kernel, shared.size(), type));
   int64_t colTiles = (cols + kTileSize - 1) / kTileSize;
-  Value r = c(rows), cl = c(cols);
-  auto slot = [&](Value row, Value col) {
-    return m.add(m.mul(row, c(kTileSize + 1)), col);
-  };
   return emitLoop(
       b, loc, sreg<NVVM::BlockIdXOp>(b, loc), tiles,
       sreg<NVVM::GridDimXOp>(b, loc), e.startAccumulators(b),
-      [&](Value t, ValueRange acc) {
-        Value r0 =
-            m.mul(LLVM::UDivOp::create(b, loc, t, c(colTiles)), c(kTileSize));
-        Value c0 =
-            m.mul(LLVM::URemOp::create(b, loc, t, c(colTiles)), c(kTileSize));
-        Value rowEnd = m.min(m.add(r0, c(kTileSize)), r);
-        Value colEnd = m.min(m.add(c0, c(kTileSize)), cl);
-        SmallVector<Value> combined = emitLoop(
-            b, loc, m.add(r0, ty), rowEnd, rowStep, acc,
-            [&](Value row, ValueRange acc) {
-              return emitLoop(
-                  b, loc, m.add(c0, tx), colEnd, c(kTileSize), acc,
-                  [&](Value col, ValueRange acc) {
-                    Value at = slot(LLVM::SubOp::create(b, loc, row, r0),
-                                    LLVM::SubOp::create(b, loc, col, c0));
-                    return e.emitPack(b, m.add(m.mul(row, cl), col), 1, acc, {},
-                                      [&](OpBuilder &b, unsigned k, Value v) {
-                                        storeElement(
-                                            b, loc, v,
-                                            elementAddress(b, loc, shared[k],
-                                                           v.getType(), at),
-                                            {});
-                                      });
-                  });
-            });
+      [&](Value index, ValueRange acc) {
+        t.r0 = m.mul(LLVM::UDivOp::create(b, loc, index, m.c(colTiles)),
+                     m.c(kTileSize));
+        t.c0 = m.mul(LLVM::URemOp::create(b, loc, index, m.c(colTiles)),
+                     m.c(kTileSize));
+        t.rowEnd = m.min(m.add(t.r0, m.c(kTileSize)), m.c(rows));
+        t.colEnd = m.min(m.add(t.c0, m.c(kTileSize)), m.c(cols));
+        SmallVector<Value> combined =
+            emitTileCompute(b, e, shared, t, cols, acc);
         NVVM::Barrier0Op::create(b, loc);
-        emitLoop(b, loc, m.add(c0, ty), colEnd, rowStep, {},
-                 [&](Value col, ValueRange) {
-                   emitLoop(
-                       b, loc, m.add(r0, tx), rowEnd, c(kTileSize), {},
-                       [&](Value row, ValueRange) {
-                         Value at = slot(LLVM::SubOp::create(b, loc, row, r0),
-                                         LLVM::SubOp::create(b, loc, col, c0));
-                         for (auto [k, out] : llvm::enumerate(outputs)) {
-                           Value v =
-                               loadElement(b, loc, elements[k],
-                                           elementAddress(b, loc, shared[k],
-                                                          elements[k], at),
-                                           {});
-                           storeElement(b, loc, v,
-                                        elementAddress(b, loc, out, elements[k],
-                                                       m.add(m.mul(col, r), row)),
-                                        {});
-                         }
-                         return SmallVector<Value>();
-                       });
-                   return SmallVector<Value>();
-                 });
+        emitTileStore(b, e, shared, t, rows);
         // The tiles are rewritten by the next iteration.
         NVVM::Barrier0Op::create(b, loc);
         return combined;

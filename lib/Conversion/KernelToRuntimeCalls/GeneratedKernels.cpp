@@ -57,18 +57,16 @@ SmallVector<Value> emitElementSpan(OpBuilder &b, KernelBodyEmitter &e,
 void emitSegmentSpans(OpBuilder &b, kernel::GenericOp generic,
                       ArrayRef<Value> bases, Value begin, Value end) {
   Location loc = generic.getLoc();
+  IndexMath m{b, loc};
   int64_t offset = 0;
   for (const kernel::GenericSegment &segment : generic.getSegmentList()) {
-    Value at = constantI64(b, loc, offset);
+    Value at = m.c(offset);
     Value first = LLVM::AndOp::create(
         b, loc,
         LLVM::ICmpOp::create(b, loc, LLVM::ICmpPredicate::sle, begin, at),
         LLVM::ICmpOp::create(b, loc, LLVM::ICmpPredicate::slt, at, end));
-    Value lo = LLVM::SMaxOp::create(
-        b, loc, LLVM::SubOp::create(b, loc, begin, at), constantI64(b, loc, 0));
-    Value hi =
-        LLVM::SMinOp::create(b, loc, LLVM::SubOp::create(b, loc, end, at),
-                             constantI64(b, loc, segment.elements));
+    Value lo = LLVM::SMaxOp::create(b, loc, m.sub(begin, at), m.c(0));
+    Value hi = m.min(m.sub(end, at), m.c(segment.elements));
     KernelBodyEmitter e(generic, bases, segment);
     e.emitUniform(b, first);
     SmallVector<Value> accumulators = emitElementSpan(b, e, lo, hi);
@@ -81,90 +79,100 @@ void emitSegmentSpans(OpBuilder &b, kernel::GenericOp generic,
 /// 64-byte line of each float8 column.
 constexpr int64_t kHostTile = 64;
 
+/// A kHostTile x kHostTile tile on the stack (in the function's entry
+/// block) for each transposed output of `e`'s kernel.
+SmallVector<Value> stackTiles(OpBuilder &b, KernelBodyEmitter &e) {
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPointToStart(&b.getInsertionBlock()->getParent()->front());
+  Location loc = e.getGeneric().getLoc();
+  Type ptr = LLVM::LLVMPointerType::get(b.getContext());
+  return llvm::map_to_vector(e.getTransposedTypes(), [&](Type type) -> Value {
+    return LLVM::AllocaOp::create(b, loc, ptr, memoryType(type),
+                                  constantI64(b, loc, kHostTile * kHostTile),
+                                  /*alignment=*/64);
+  });
+}
+
+/// Rows [r0, r1) and columns [c0, c1) of `e`'s kernel of `cols` columns:
+/// each row's elements in one vectorizable loop (loads and untransposed
+/// stores along the row; each transposed output's elements into its
+/// `tiles` entry at (row - r0) * kHostTile + (col - c0), also along it).
+SmallVector<Value> emitTileRows(OpBuilder &b, KernelBodyEmitter &e,
+                                ArrayRef<Value> tiles, Value r0, Value r1,
+                                Value c0, Value c1, int64_t cols,
+                                ValueRange accumulators) {
+  Location loc = e.getGeneric().getLoc();
+  IndexMath m{b, loc};
+  return emitLoop(
+      b, loc, r0, r1, m.c(1), accumulators, [&](Value row, ValueRange acc) {
+        Value rowStart = m.mul(row, m.c(cols));
+        // Element (row, col)'s place in the tile, less col.
+        Value tileRow = m.sub(m.mul(m.sub(row, r0), m.c(kHostTile)), c0);
+        ParallelAccesses parallel(b.getContext());
+        return emitLoop(
+            b, loc, c0, c1, m.c(1), acc,
+            [&](Value col, ValueRange acc) {
+              Value at = m.add(tileRow, col);
+              return e.emitPack(b, m.add(rowStart, col), 1, acc,
+                                parallel.groups,
+                                [&](OpBuilder &b, unsigned k, Value v) {
+                                  storeElement(b, loc, v,
+                                               elementAddress(b, loc, tiles[k],
+                                                              v.getType(), at),
+                                               parallel.groups);
+                                });
+            },
+            parallel.annotation);
+      });
+}
+
+/// The tiles' rows [r0, r1) and columns [c0, c1) copied out: column j is
+/// row j of each transposed output of `rows` rows (element (r, j) to
+/// j * rows + r), each column one loop along the output's row.
+void emitTileCopy(OpBuilder &b, KernelBodyEmitter &e, ArrayRef<Value> tiles,
+                  Value r0, Value r1, Value c0, Value c1, int64_t rows) {
+  Location loc = e.getGeneric().getLoc();
+  IndexMath m{b, loc};
+  SmallVector<Value> outputs = e.getTransposedBases();
+  SmallVector<Type> types = e.getTransposedTypes();
+  emitLoop(b, loc, c0, c1, m.c(1), {}, [&](Value col, ValueRange) {
+    Value outRow = m.mul(col, m.c(rows));
+    // Element (row, col)'s place in the tile, less row * kHostTile.
+    Value tileCol = m.sub(m.sub(col, c0), m.mul(r0, m.c(kHostTile)));
+    ParallelAccesses copy(b.getContext());
+    emitLoop(
+        b, loc, r0, r1, m.c(1), {},
+        [&](Value row, ValueRange) {
+          copyElements(b, loc, tiles,
+                       m.add(m.mul(row, m.c(kHostTile)), tileCol), outputs,
+                       m.add(outRow, row), types, copy.groups);
+          return SmallVector<Value>();
+        },
+        copy.annotation);
+    return SmallVector<Value>();
+  });
+}
+
 /// Rows [begin, end) of `e`'s R x C kernel with transposed outputs, in
-/// tiles of kHostTile x kHostTile: each row's elements of a tile in one
-/// vectorizable loop (loads and untransposed stores along the row, each
-/// transposed output's elements into its tile on the stack, also along the
-/// row), then each tile's columns copied out as rows of its transposed
-/// output (element (r, j) to j * R + r).
+/// tiles of kHostTile x kHostTile: each tile's rows computed into stack
+/// tiles (emitTileRows), then copied out as rows of the transposed outputs
+/// (emitTileCopy).
 SmallVector<Value> emitRowSpan(OpBuilder &b, KernelBodyEmitter &e, Value begin,
                                Value end, int64_t rows, int64_t cols) {
-  kernel::GenericOp generic = e.getGeneric();
-  Location loc = generic.getLoc();
-  MLIRContext *ctx = b.getContext();
+  Location loc = e.getGeneric().getLoc();
   IndexMath m{b, loc};
-  auto c = [&](int64_t v) { return m.c(v); };
-  auto element = [&](Value base, Type type, Value index) {
-    return LLVM::GEPOp::create(b, loc, base.getType(), type, base,
-                               ArrayRef<LLVM::GEPArg>{index});
-  };
-  SmallVector<Value> outputs = e.getTransposedBases();
-  SmallVector<Type> types;
-  for (Value out : generic.getOutputs())
-    if (generic.isTransposed(out))
-      types.push_back(
-          memoryType(cast<MemRefType>(out.getType()).getElementType()));
-  SmallVector<Value> tiles;
-  {
-    OpBuilder::InsertionGuard guard(b);
-    b.setInsertionPointToStart(&b.getInsertionBlock()->getParent()->front());
-    Type ptr = LLVM::LLVMPointerType::get(ctx);
-    for (Type type : types)
-      tiles.push_back(LLVM::AllocaOp::create(b, loc, ptr, type,
-                                             c(kHostTile * kHostTile), 64));
-  }
-  Value one = c(1), tile = c(kHostTile), colsC = c(cols), rowsC = c(rows);
+  SmallVector<Value> tiles = stackTiles(b, e);
+  Value tile = m.c(kHostTile);
   return emitLoop(
-      b, loc, c(0), colsC, tile, e.startAccumulators(b),
+      b, loc, m.c(0), m.c(cols), tile, e.startAccumulators(b),
       [&](Value c0, ValueRange acc) {
-        Value c1 = m.min(m.add(c0, tile), colsC);
+        Value c1 = m.min(m.add(c0, tile), m.c(cols));
         return emitLoop(
             b, loc, begin, end, tile, acc, [&](Value r0, ValueRange acc) {
               Value r1 = m.min(m.add(r0, tile), end);
-              SmallVector<Value> combined = emitLoop(
-                  b, loc, r0, r1, one, acc, [&](Value row, ValueRange acc) {
-                    Value rowStart = m.mul(row, colsC);
-                    // Element (row, col)'s place in the tile, less col.
-                    Value tileRow = m.sub(m.mul(m.sub(row, r0), tile), c0);
-                    ParallelAccesses parallel(ctx);
-                    return emitLoop(
-                        b, loc, c0, c1, one, acc,
-                        [&](Value col, ValueRange acc) {
-                          Value at = m.add(tileRow, col);
-                          return e.emitPack(
-                              b, m.add(rowStart, col), 1, acc, parallel.groups,
-                              [&](OpBuilder &b, unsigned k, Value v) {
-                                storeElement(b, loc, v,
-                                             element(tiles[k], types[k], at),
-                                             parallel.groups);
-                              });
-                        },
-                        parallel.annotation);
-                  });
-              // The tile's column j is row j of each transposed output.
-              emitLoop(b, loc, c0, c1, one, {}, [&](Value col, ValueRange) {
-                Value outRow = m.mul(col, rowsC);
-                Value tileCol = m.sub(m.sub(col, c0), m.mul(r0, tile));
-                ParallelAccesses copy(ctx);
-                emitLoop(
-                    b, loc, r0, r1, one, {},
-                    [&](Value row, ValueRange) {
-                      Value from = m.add(m.mul(row, tile), tileCol);
-                      for (auto [k, out] : llvm::enumerate(outputs)) {
-                        auto load = LLVM::LoadOp::create(
-                            b, loc, types[k],
-                            element(tiles[k], types[k], from));
-                        load.setAccessGroupsAttr(copy.groups);
-                        auto store = LLVM::StoreOp::create(
-                            b, loc, load,
-                            element(out, types[k], m.add(outRow, row)));
-                        store.setAccessGroupsAttr(copy.groups);
-                      }
-                      return SmallVector<Value>();
-                    },
-                    copy.annotation);
-                return SmallVector<Value>();
-              });
+              SmallVector<Value> combined =
+                  emitTileRows(b, e, tiles, r0, r1, c0, c1, cols, acc);
+              emitTileCopy(b, e, tiles, r0, r1, c0, c1, rows);
               return combined;
             });
       });

@@ -35,6 +35,23 @@ void titan::storeElement(OpBuilder &b, Location loc, Value v, Value address,
     store.setAccessGroupsAttr(groups);
 }
 
+Value titan::elementAddress(OpBuilder &b, Location loc, Value base, Type type,
+                            Value index) {
+  return LLVM::GEPOp::create(b, loc, base.getType(), memoryType(type), base,
+                             ArrayRef<LLVM::GEPArg>{index});
+}
+
+void titan::copyElements(OpBuilder &b, Location loc, ArrayRef<Value> from,
+                         Value fromIndex, ArrayRef<Value> to, Value toIndex,
+                         ArrayRef<Type> types, ArrayAttr groups) {
+  for (auto [source, target, type] : llvm::zip_equal(from, to, types)) {
+    Value v = loadElement(
+        b, loc, type, elementAddress(b, loc, source, type, fromIndex), groups);
+    storeElement(b, loc, v, elementAddress(b, loc, target, type, toIndex),
+                 groups);
+  }
+}
+
 Value titan::constantI64(OpBuilder &b, Location loc, int64_t v) {
   return LLVM::ConstantOp::create(b, loc, b.getI64Type(),
                                   b.getI64IntegerAttr(v));
@@ -203,6 +220,14 @@ ArrayRef<Value> KernelBodyEmitter::getReductionBases() {
                                segment.reductionEnd - segment.reductionBegin);
 }
 
+SmallVector<Type> KernelBodyEmitter::getTransposedTypes() {
+  SmallVector<Type> types;
+  for (auto [value, out, base] : segmentOutputs())
+    if (generic.isTransposed(out))
+      types.push_back(cast<MemRefType>(out.getType()).getElementType());
+  return types;
+}
+
 SmallVector<Value> KernelBodyEmitter::getTransposedBases() {
   SmallVector<Value> transposed;
   for (auto [value, out, base] : segmentOutputs())
@@ -245,8 +270,7 @@ SmallVector<Value> KernelBodyEmitter::emitPack(OpBuilder &b, Value index,
                                                TransposedStore transposed) {
   Location loc = generic.getLoc();
   auto packAddress = [&](Value base, Type element) {
-    return LLVM::GEPOp::create(b, loc, base.getType(), memoryType(element),
-                               base, ArrayRef<LLVM::GEPArg>{index});
+    return elementAddress(b, loc, base, element, index);
   };
   // lanes[j]: element j of the pack, per body value.
   SmallVector<IRMapping> lanes(width, map);

@@ -38,6 +38,20 @@ mlir::Value loadElement(mlir::OpBuilder &b, mlir::Location loc, mlir::Type type,
 void storeElement(mlir::OpBuilder &b, mlir::Location loc, mlir::Value v,
                   mlir::Value address, mlir::ArrayAttr groups);
 
+/// The address of element `index` of `base`, whose elements are of type
+/// `type` (stored as memoryType(type)).
+mlir::Value elementAddress(mlir::OpBuilder &b, mlir::Location loc,
+                           mlir::Value base, mlir::Type type,
+                           mlir::Value index);
+
+/// For each k, element `fromIndex` of `from[k]` stored as element `toIndex`
+/// of `to[k]` (elements of `types[k]`): a tile's element to its transposed
+/// output.
+void copyElements(mlir::OpBuilder &b, mlir::Location loc,
+                  llvm::ArrayRef<mlir::Value> from, mlir::Value fromIndex,
+                  llvm::ArrayRef<mlir::Value> to, mlir::Value toIndex,
+                  llvm::ArrayRef<mlir::Type> types, mlir::ArrayAttr groups);
+
 /// An i64 / i32 constant.
 mlir::Value constantI64(mlir::OpBuilder &b, mlir::Location loc, int64_t v);
 mlir::Value constantI32(mlir::OpBuilder &b, mlir::Location loc, int32_t v);
@@ -126,8 +140,10 @@ public:
   llvm::ArrayRef<mlir::Value> getBases() { return bases; }
   /// The reductions' addresses.
   llvm::ArrayRef<mlir::Value> getReductionBases();
-  /// The transposed outputs' addresses, in output order.
+  /// The transposed outputs' addresses and element types, in output
+  /// order.
   llvm::SmallVector<mlir::Value> getTransposedBases();
+  llvm::SmallVector<mlir::Type> getTransposedTypes();
 
 private:
   /// Whether the segment runs `op` of the body.

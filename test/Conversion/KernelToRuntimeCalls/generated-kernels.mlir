@@ -189,8 +189,8 @@ module attributes {kernel.arena_bytes = 2048 : i64, kernel.slots = {"param:w" = 
 // CHECK:       ^{{.*}}(%[[CJ:.*]]: i64):
 // CHECK:       %[[OUTROW:.*]] = llvm.mul %[[CJ]], %[[TR]] : i64
 // CHECK:       ^{{.*}}(%[[CR:.*]]: i64):
-// CHECK:       llvm.load %{{.*}} {access_groups = [#[[CG:.*]]]} : !llvm.ptr -> i8
 // CHECK:       %[[AT:.*]] = llvm.add %[[OUTROW]], %[[CR]] : i64
+// CHECK:       llvm.load %{{.*}} {access_groups = [#[[CG:.*]]]} : !llvm.ptr -> i8
 // CHECK:       llvm.getelementptr %[[OUTT]][%[[AT]]] : (!llvm.ptr, i64) -> !llvm.ptr, i8
 // CHECK:       llvm.store %{{.*}}, %{{.*}} {access_groups = [#[[CG]]]} : i8, !llvm.ptr
 module attributes {kernel.arena_bytes = 65536 : i64, kernel.slots = {"param:w" = array<i64: 0, 18200>}} {

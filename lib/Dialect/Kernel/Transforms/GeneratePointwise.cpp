@@ -241,10 +241,8 @@ private:
       auto producer = dyn_cast<GenericOp>(op);
       bool produces =
           producer && llvm::is_contained(producer.getOutputs(), input);
-      bool touches =
-          llvm::is_contained(reads, root) || llvm::is_contained(writes, root);
-      if (!produces && (!touches || !llvm::is_contained(writes, root))) {
-        readersBetween |= touches;
+      if (!produces && !llvm::is_contained(writes, root)) {
+        readersBetween |= llvm::is_contained(reads, root);
         llvm::append_range(between, writes);
         llvm::append_range(betweenReads, reads);
         ++distance;
@@ -294,37 +292,11 @@ private:
     for (Value other : consumer.getInputs())
       if (other != link && viewedBuffer(other) == root)
         return false;
-    if (fusion.atProducer) {
-      // The consumer runs earlier: its buffers must exist there, what it
-      // reads must already hold its values, and nothing between may see
-      // what it writes.
-      for (Value operand : consumer->getOperands())
-        if (!canDefineBefore(operand, producer))
-          return false;
-      for (Value in : consumer.getInputs())
-        if (in != link && llvm::is_contained(between, viewedBuffer(in)))
-          return false;
-      for (Value out : llvm::concat<Value>(consumer.getOutputs(),
-                                           consumer.getReductions())) {
-        Value written = viewedBuffer(out);
-        if (llvm::is_contained(between, written) ||
-            llvm::is_contained(betweenReads, written))
-          return false;
-      }
-    } else {
-      // The producer runs later: its other outputs are written at the
-      // consumer's place, so nothing between may touch them, and what it
-      // reads must hold the same values there.
-      for (Value out : producer.getOutputs()) {
-        Value other = viewedBuffer(out);
-        if (out != link && (llvm::is_contained(between, other) ||
-                            llvm::is_contained(betweenReads, other)))
-          return false;
-      }
-      for (Value read : producerReads)
-        if (llvm::is_contained(between, read))
-          return false;
-    }
+    if (fusion.atProducer ? !consumerCanMoveUp(producer, consumer, link,
+                                               between, betweenReads)
+                          : !producerCanMoveDown(producer, link, producerReads,
+                                                 between, betweenReads))
+      return false;
     // The fused kernel reads element i of every input before it writes
     // element i of every output, so a buffer it both reads and writes
     // must be seen the same way (the same view), never shifted.
@@ -347,10 +319,50 @@ private:
         producer.getTransposedShape();
     std::optional<std::pair<int64_t, int64_t>> consumerShape =
         consumer.getTransposedShape();
-    if (producerShape && consumerShape && *producerShape != *consumerShape)
+    if (producerShape && consumerShape && producerShape != consumerShape)
       return false;
     return onceBuffersSafe(producer, consumer, link) &&
            fusedBuffers(producer, consumer, link) <= maxBuffers;
+  }
+
+  /// Whether `consumer` can run at `producer`'s place, the ops between them
+  /// writing `between` and reading `betweenReads`: its buffers must exist
+  /// there, what it reads (but `link`) must already hold its values, and
+  /// nothing between may see what it writes.
+  static bool consumerCanMoveUp(GenericOp producer, GenericOp consumer,
+                                Value link, ArrayRef<Value> between,
+                                ArrayRef<Value> betweenReads) {
+    for (Value operand : consumer->getOperands())
+      if (!canDefineBefore(operand, producer))
+        return false;
+    for (Value in : consumer.getInputs())
+      if (in != link && llvm::is_contained(between, viewedBuffer(in)))
+        return false;
+    return llvm::none_of(
+        llvm::concat<Value>(consumer.getOutputs(), consumer.getReductions()),
+        [&](Value out) {
+          Value written = viewedBuffer(out);
+          return llvm::is_contained(between, written) ||
+                 llvm::is_contained(betweenReads, written);
+        });
+  }
+
+  /// Whether `producer` (reading `producerReads`) can run at the consumer's
+  /// place: its outputs but `link` are written there, so nothing between
+  /// may touch them, and what it reads must hold the same values there.
+  static bool producerCanMoveDown(GenericOp producer, Value link,
+                                  ArrayRef<Value> producerReads,
+                                  ArrayRef<Value> between,
+                                  ArrayRef<Value> betweenReads) {
+    for (Value out : producer.getOutputs()) {
+      Value other = viewedBuffer(out);
+      if (out != link && (llvm::is_contained(between, other) ||
+                          llvm::is_contained(betweenReads, other)))
+        return false;
+    }
+    return llvm::none_of(producerReads, [&](Value read) {
+      return llvm::is_contained(between, read);
+    });
   }
 
   /// Whether the fused kernel would leave its one-element buffers well
