@@ -96,6 +96,7 @@ void addExpansionPasses(mlir::OpPassManager &pm,
   expand.fsdpFloat8AllGather = options.fsdpFloat8AllGather;
   pm.addPass(createTitanExpandFloat8(expand));
   pm.addPass(dist::createDistNarrowGathers());
+  pm.addPass(dist::createDistAmaxFromShards());
   // After autodiff and the expansions: the backward's gathers and scatters
   // are there, and Float8's GEMMs are scaled_matmul (left alone).
   if (options.asyncTensorParallel)

@@ -74,16 +74,16 @@ func.func @cast_kept(%a: memref<16xf32>, %c: memref<16xf32>, %w: memref<16x16xbf
 
 // -----
 
-// Not fused: a call between them writes what the producer reads (the
-// producer would read the new values at the consumer), the consumer runs
-// on another stream. Each call is still generated. Where another op only
+// Not fused: a call between them writes what both read (the producer
+// would read the new values at the consumer's place, the consumer the old
+// ones at the producer's), the consumer runs on another stream. Each call is still generated. Where another op only
 // reads the intermediate in between (the RMSNorm reading sqrt's result),
 // the consumer moves up to the producer and they fuse there, still writing
 // the intermediate for the RMSNorm.
 // CHECK-LABEL: func.func @kept(
-// CHECK-COUNT-2: kernel.generic
+// CHECK:       kernel.generic ins(%arg0 : memref<2x4xf32>)
 // CHECK:       kernel.call "linear"
-// CHECK:       kernel.generic
+// CHECK:       kernel.generic ins(%{{.*}}, %arg0 :
 // CHECK:       kernel.generic ins(%arg1 : memref<2x4xf32>) outs(%arg4, %[[T2:[0-9]+]] : memref<2x4xf32>, memref<2x4xf32>)
 // CHECK:       kernel.call "rms_norm"(%[[T2]],
 // CHECK-COUNT-2: kernel.generic
@@ -93,9 +93,8 @@ func.func @kept(%x: memref<2x4xf32>, %u: memref<2x4xf32>, %w: memref<4x4xf32>, %
   %s1 = kernel.stream 1
   %t = kernel.alloc temporary : memref<2x4xf32>
   kernel.call "silu"(%x : memref<2x4xf32>) outs(%t : memref<2x4xf32>) on %s params []
-  kernel.call "add"(%u, %u : memref<2x4xf32>, memref<2x4xf32>) outs(%x : memref<2x4xf32>) on %s params []
-  kernel.call "linear"(%u, %w : memref<2x4xf32>, memref<4x4xf32>) outs(%z : memref<2x4xf32>) on %s params []
-  kernel.call "mul"(%t, %u : memref<2x4xf32>, memref<2x4xf32>) outs(%y : memref<2x4xf32>) on %s params []
+  kernel.call "linear"(%u, %w : memref<2x4xf32>, memref<4x4xf32>) outs(%x : memref<2x4xf32>) on %s params []
+  kernel.call "mul"(%t, %x : memref<2x4xf32>, memref<2x4xf32>) outs(%y : memref<2x4xf32>) on %s params []
   %t2 = kernel.alloc temporary : memref<2x4xf32>
   kernel.call "sqrt"(%u : memref<2x4xf32>) outs(%t2 : memref<2x4xf32>) on %s params []
   kernel.call "rms_norm"(%t2, %n : memref<2x4xf32>, memref<4xf32>) outs(%z : memref<2x4xf32>) on %s params [1.0e-5]
@@ -209,8 +208,8 @@ func.func @float8(%x: memref<4x8xbf16>, %rows: memref<4x1xf32>, %w: memref<16x8x
 // A reduction fuses with its producer, even one of two outputs: the
 // gradient's amax is taken while swiglu_grad's values are in registers,
 // and both gradients are still written (the up gradient, which the amax
-// does not read, too). A reduction kernel is no producer (its result is
-// complete only after its last index).
+// does not read, too). A kernel reading a reduction does not fuse with its
+// producer (the result is complete only after the last index).
 // CHECK-LABEL: func.func @reduce_producer(
 // CHECK:       kernel.generic ins(%arg0, %arg1, %arg2 : memref<8xbf16>, memref<8xbf16>, memref<8xbf16>) outs(%[[GG:.*]], %arg3 : memref<8xbf16>, memref<8xbf16>) reduce [#kernel.reduction<absmax>](%[[M:.*]] : memref<f32>)
 // CHECK:         kernel.yield %{{.*}}, %{{.*}}, %{{.*}} : bf16, bf16, f32
@@ -230,12 +229,15 @@ func.func @reduce_producer(%gate: memref<8xbf16>, %up: memref<8xbf16>, %dy: memr
 
 // -----
 
-// Not fused: the producer's other output is read in between (fusing would
-// write it only at the consumer's place, after that read).
+// The producer's other output is read in between: the consumer moves up
+// to the producer (the producer, moved down, would write that output only
+// after the read). The amax's input, read by nothing else, is no longer
+// written.
 // CHECK-LABEL: func.func @other_output_read(
-// CHECK:       kernel.generic ins(%arg0, %arg1, %arg2 : {{.*}}) outs(%{{.*}}, %arg3 : memref<8xbf16>, memref<8xbf16>) on
+// CHECK:       kernel.generic ins(%arg0, %arg1, %arg2 : {{.*}}) outs(%arg3 : memref<8xbf16>) reduce [#kernel.reduction<absmax>](%{{.*}} : memref<f32>)
+// CHECK-NEXT:  ^bb0
 // CHECK:       kernel.call "rms_norm"(%arg3
-// CHECK:       kernel.generic ins(%{{.*}} : memref<8xbf16>) reduce
+// CHECK-NOT:   kernel.generic
 func.func @other_output_read(%gate: memref<8xbf16>, %up: memref<8xbf16>, %dy: memref<8xbf16>, %upg: memref<8xbf16>, %use: memref<8xbf16>) {
   %s = kernel.stream 0
   %gg = kernel.alloc temporary : memref<8xbf16>
@@ -243,6 +245,32 @@ func.func @other_output_read(%gate: memref<8xbf16>, %up: memref<8xbf16>, %dy: me
   kernel.call "rms_norm"(%upg, %upg : memref<8xbf16>, memref<8xbf16>) outs(%use : memref<8xbf16>) on %s params [1.0e-5]
   %m = kernel.alloc temporary : memref<f32>
   kernel.call "amax"(%gg : memref<8xbf16>) outs(%m : memref<f32>) on %s params [0]
+  return
+}
+
+// -----
+
+// A producer with a reduction fuses with a consumer of another output
+// (both float8 gradients of swiglu's backward, each cast with its own
+// amax): one kernel with both reductions, the consumer's first. Another
+// output read in between (the GEMM reading the first cast's input) moves
+// the second amax up to the producer.
+// CHECK-LABEL: func.func @two_reductions(
+// CHECK:       kernel.generic ins(%arg0, %arg1, %arg2 : {{.*}}) outs(%[[UG:.*]], %[[GG:.*]] : memref<4x8xbf16>, memref<4x8xbf16>) reduce [#kernel.reduction<absmax>, #kernel.reduction<absmax>](%[[MU:.*]], %[[MG:.*]] : memref<f32>, memref<f32>)
+// CHECK:         kernel.yield %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} : bf16, bf16, f32, f32
+// CHECK:       kernel.call "linear"(%[[GG]]
+// CHECK-NOT:   reduce
+func.func @two_reductions(%gate: memref<4x8xbf16>, %up: memref<4x8xbf16>, %dy: memref<4x8xbf16>, %w: memref<8x8xbf16>, %y: memref<4x8xbf16>) {
+  %s = kernel.stream 0
+  %gg = kernel.alloc temporary : memref<4x8xbf16>
+  %ug = kernel.alloc temporary : memref<4x8xbf16>
+  kernel.call "swiglu_grad"(%gate, %up, %dy : memref<4x8xbf16>, memref<4x8xbf16>, memref<4x8xbf16>) outs(%gg, %ug : memref<4x8xbf16>, memref<4x8xbf16>) on %s params []
+  %mg = kernel.alloc temporary : memref<f32>
+  kernel.call "amax"(%gg : memref<4x8xbf16>) outs(%mg : memref<f32>) on %s params [0]
+  kernel.call "linear"(%gg, %w : memref<4x8xbf16>, memref<8x8xbf16>) outs(%y : memref<4x8xbf16>) on %s params []
+  %mu = kernel.alloc temporary : memref<f32>
+  kernel.call "amax"(%ug : memref<4x8xbf16>) outs(%mu : memref<f32>) on %s params [0]
+  kernel.call "linear"(%ug, %w : memref<4x8xbf16>, memref<8x8xbf16>) outs(%y : memref<4x8xbf16>) on %s params []
   return
 }
 

@@ -248,9 +248,16 @@ private:
         ++distance;
         continue;
       }
-      if (!produces || (readersBetween && distance > maxHoist))
+      if (!produces)
         return {};
-      Fusion fusion{producer, readersBetween};
+      // The consumer moves up when ops between read the link, or see what
+      // the producer writes besides it (a later kernel reading the
+      // producer's other output).
+      Fusion fusion{producer, readersBetween ||
+                                  !producerCanMoveDown(producer, input, reads,
+                                                       between, betweenReads)};
+      if (fusion.atProducer && distance > maxHoist)
+        return {};
       if (!canFuse(fusion, consumer, input, reads, between, betweenReads))
         return {};
       return fusion;
@@ -266,13 +273,18 @@ private:
                ArrayRef<Value> betweenReads) {
     GenericOp producer = fusion.producer;
     Value root = viewedBuffer(link);
-    // A producer's reduction is complete only after its last index; a
-    // transposed output is not at the consumer's index; a horizontally
+    // A transposed output is not at the consumer's index; a horizontally
     // fused kernel is already one launch of several.
-    if (!producer.getReductions().empty() || producer.isTransposed(link) ||
+    if (producer.isTransposed(link) ||
         producer.getStream() != consumer.getStream() ||
         !producer.getSegments().empty() || !consumer.getSegments().empty())
       return false;
+    // A producer's reduction is complete only after its last index: the
+    // consumer may not see it (it combines on, as the fused kernel's own).
+    for (Value r : producer.getReductions())
+      for (Value v : consumer->getOperands())
+        if (viewedBuffer(v) == viewedBuffer(r))
+          return false;
     // The producer's other outputs: the consumer may not read them (it
     // loads before the fused kernel stores), nor write them (the
     // producer's store would come last).
@@ -354,7 +366,8 @@ private:
                                   ArrayRef<Value> producerReads,
                                   ArrayRef<Value> between,
                                   ArrayRef<Value> betweenReads) {
-    for (Value out : producer.getOutputs()) {
+    for (Value out :
+         llvm::concat<Value>(producer.getOutputs(), producer.getReductions())) {
       Value other = viewedBuffer(out);
       if (out != link && (llvm::is_contained(between, other) ||
                           llvm::is_contained(betweenReads, other)))
@@ -381,7 +394,8 @@ private:
     for (Value v :
          llvm::concat<Value>(consumer.getOutputs(), producer.getOutputs()))
       writes.push_back(viewedBuffer(v));
-    for (Value r : consumer.getReductions()) {
+    for (Value r : llvm::concat<Value>(consumer.getReductions(),
+                                       producer.getReductions())) {
       Value root = viewedBuffer(r);
       if (llvm::is_contained(reads, root) || llvm::is_contained(writes, root))
         return false;
@@ -401,7 +415,7 @@ private:
   }
 
   /// The buffers the fused kernel takes at most: the inputs of both but
-  /// `link`, the outputs of both and the consumer's reductions.
+  /// `link`, and the outputs and reductions of both.
   static unsigned fusedBuffers(GenericOp producer, GenericOp consumer,
                                Value link) {
     SmallVector<Value> inputs;
@@ -410,7 +424,8 @@ private:
       if (v != link && !llvm::is_contained(inputs, v))
         inputs.push_back(v);
     return inputs.size() + consumer.getOutputs().size() +
-           producer.getOutputs().size() + consumer.getReductions().size();
+           producer.getOutputs().size() + consumer.getReductions().size() +
+           producer.getReductions().size();
   }
 
   /// One kernel at `consumer`'s place computing both; `link` (the
@@ -446,11 +461,16 @@ private:
     if (fusion.atProducer)
       for (Value operand : consumer->getOperands())
         defineBefore(operand, producer);
+    SmallVector<Value> reductions(consumer.getReductions());
+    llvm::append_range(reductions, producer.getReductions());
+    SmallVector<Attribute> kinds(consumer.getReductionKinds().getValue());
+    llvm::append_range(kinds, producer.getReductionKinds().getValue());
+
     OpBuilder b(fusion.atProducer ? producer : consumer);
     Location loc = b.getFusedLoc({producer.getLoc(), consumer.getLoc()});
-    auto fused = GenericOp::create(
-        b, loc, inputs, outputs, consumer.getReductions(), consumer.getStream(),
-        consumer.getReductionKinds(), b.getDenseI64ArrayAttr(transposed));
+    auto fused = GenericOp::create(b, loc, inputs, outputs, reductions,
+                                   consumer.getStream(), b.getArrayAttr(kinds),
+                                   b.getDenseI64ArrayAttr(transposed));
     Block *body = b.createBlock(&fused.getBody());
     DenseMap<Value, Value> argOf;
     for (Value v : inputs)
@@ -466,9 +486,11 @@ private:
       b.clone(op, map);
     Value linked;
     SmallVector<Value> others;
+    ValueRange producerYield =
+        cast<YieldOp>(producerBody.getTerminator()).getValues();
+    unsigned producerOutputs = producer.getOutputs().size();
     for (auto [out, v] : llvm::zip_equal(
-             producer.getOutputs(),
-             cast<YieldOp>(producerBody.getTerminator()).getValues()))
+             producer.getOutputs(), producerYield.take_front(producerOutputs)))
       (out == link ? linked : others.emplace_back()) = map.lookupOrDefault(v);
     Block &consumerBody = consumer.getBody().front();
     for (auto [arg, v] :
@@ -477,7 +499,7 @@ private:
     for (Operation &op : consumerBody.without_terminator())
       b.clone(op, map);
     // The consumer's outputs, the link when kept, the producer's other
-    // outputs, the consumer's reductions.
+    // outputs, the consumer's reductions, the producer's.
     ValueRange consumerYield =
         cast<YieldOp>(consumerBody.getTerminator()).getValues();
     auto mapped = [&](ValueRange values) {
@@ -490,6 +512,8 @@ private:
       yielded.push_back(linked);
     llvm::append_range(yielded, others);
     llvm::append_range(yielded, mapped(consumerYield.drop_front(numOutputs)));
+    llvm::append_range(yielded,
+                       mapped(producerYield.drop_front(producerOutputs)));
     YieldOp::create(b, loc, yielded);
 
     producer.erase();

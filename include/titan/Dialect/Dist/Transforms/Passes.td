@@ -158,6 +158,25 @@ def DistNarrowGathers : Pass<"dist-narrow-gathers", "::mlir::ModuleOp"> {
   let dependentDialects = ["::titan::TitanDialect"];
 }
 
+def DistAmaxFromShards : Pass<"dist-amax-from-shards", "::mlir::ModuleOp"> {
+  let summary = "Reduce a gathered tensor's amax from the shards' amaxes";
+  let description = [{
+    `titan.amax(dist.wait(dist.all_gather_start(x)))` becomes the ranks'
+    amaxes of `x` combined over the gather's axes: a maximum
+    (`dist.all_reduce_start ... reduction max`) when the amax reduces the
+    gathered dimension (tensorwise, or the axiswise amax across it), else
+    their concatenation (`dist.all_gather_start` of the axiswise amaxes,
+    which drops an uneven shard's zero padding as the gather did). The
+    values are the same bits: a maximum is exact and a gather only moves
+    elements (zero padding never raises an amax). A tensorwise amax already
+    all-reduced over tensor parallel's axis joins that all-reduce. Float8's
+    weight scales come from here: each rank reads its shard (fused into the
+    shard's cast) instead of the whole gathered weight, and the gather is
+    erased when nothing else reads it.
+  }];
+  let dependentDialects = ["::titan::TitanDialect"];
+}
+
 def DistPipelineSplit : Pass<"dist-pipeline-split", "::mlir::ModuleOp"> {
   let summary = "Cut the per-rank forward into pipeline stage functions";
   let description = [{

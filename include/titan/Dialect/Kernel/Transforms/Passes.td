@@ -154,20 +154,23 @@ def KernelGeneratePointwise
 
     Then each generated kernel absorbs the generated kernels producing its
     inputs, while it can: producer `P` fuses into consumer `C` when `P` is
-    the last op to touch the buffer `C` reads, nothing between them writes
-    what `P` reads, and they share a stream. `P` then runs inside `C`, at
-    `C`'s place. When ops between them only read that buffer (the GEMM
+    the last op to touch the buffer `C` reads and they share a stream. `P`
+    then runs inside `C`, at `C`'s place, if nothing between them writes
+    what `P` reads or touches what else `P` writes. Otherwise (the GEMM
     reading a float8 cast and its scale, before the transposed cast of the
-    same tensor), `C` moves up to `P`'s place instead, if nothing between
-    writes what `C` reads or touches what it writes (at most `max-hoist`
-    ops up): the cast and its transposed copy come from one read. The
-    buffer between them is dropped when nothing else uses it (it never
-    reaches the arena), otherwise the fused kernel still writes it. A
-    transposed output (a transposed float8 cast's) never feeds a fused
-    consumer, which reads by index. Each element is still rounded where the ops round it, so a
-    fused kernel computes exactly what the ops compute one by one, whatever
-    the grouping (activation checkpointing's recomputed ops fuse
-    differently and stay bitwise equal).
+    same tensor; the GEMM reading swiglu's other gradient before the amax
+    of the first), `C` moves up to `P`'s place, if nothing between writes
+    what `C` reads or touches what it writes (at most `max-hoist` ops up):
+    the cast and its transposed copy come from one read. The buffer between
+    them is dropped when nothing else uses it (it never reaches the arena),
+    otherwise the fused kernel still writes it. A transposed output (a
+    transposed float8 cast's) never feeds a fused consumer, which reads by
+    index; nor does a reduction, complete only after the last index (`P`'s
+    reductions become the fused kernel's, after `C`'s). Each element is
+    still rounded where the ops round it, so a fused kernel computes
+    exactly what the ops compute one by one, whatever the grouping
+    (activation checkpointing's recomputed ops fuse differently and stay
+    bitwise equal).
 
     Runs after the library fusions (a GEMM's accumulating add, add +
     RMSNorm, multi-tensor AdamW), for targets whose lowering generates
