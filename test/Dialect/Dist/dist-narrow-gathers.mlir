@@ -33,3 +33,47 @@ module attributes {dist.mesh = #dist.mesh<pp = 1, dp_replicate = 1, dp_shard = 2
     return %c, %g, %wide : tensor<8x8xbf16>, tensor<8x8xf32>, tensor<8x8xf32>
   }
 }
+
+// -----
+
+// A re-gathered weight whose float8 casts use a scale known where the
+// gather starts (the forward's, as FSDP re-gathers for the backward): each
+// rank casts its shard, the gather moves float8, and the transposed cast
+// is the gathered float8 weight transposed (the same bits).
+// CHECK-LABEL: func.func @float8(
+// CHECK-SAME:  %[[W:[^:]*]]: tensor<4x8xbf16>, %[[S:[^:]*]]: tensor<f32>
+// CHECK-NEXT:  %[[Q:.*]] = titan.quantize %[[W]], %[[S]] : (tensor<4x8xbf16>, tensor<f32>) -> tensor<4x8xf8E4M3FN>
+// CHECK-NEXT:  %[[F:.*]] = dist.all_gather_start %[[Q]] axes ["dp_shard"] dim 0 : tensor<4x8xf8E4M3FN> -> !dist.future<tensor<8x8xf8E4M3FN>>
+// CHECK-NEXT:  %[[G:.*]] = dist.wait %[[F]] : !dist.future<tensor<8x8xf8E4M3FN>>
+// CHECK-NEXT:  %[[T:.*]] = titan.transpose %[[G]] : tensor<8x8xf8E4M3FN> -> tensor<8x8xf8E4M3FN>
+// CHECK-NEXT:  return %[[G]], %[[T]]
+// The scale comes after the gather (the forward's own amax), the casts
+// disagree on the scale, or something else reads the gathered weight:
+// unchanged.
+// CHECK-LABEL: func.func @float8_kept(
+// CHECK-COUNT-3: dist.all_gather_start %{{.*}} : tensor<4x8xbf16> -> !dist.future<tensor<8x8xbf16>>
+// CHECK-NOT:   titan.transpose
+module attributes {dist.mesh = #dist.mesh<pp = 1, dp_replicate = 1, dp_shard = 2, cp = 1, tp = 1>} {
+  func.func @float8(%w: tensor<4x8xbf16>, %s: tensor<f32>) -> (tensor<8x8xf8E4M3FN>, tensor<8x8xf8E4M3FN>) {
+    %f = dist.all_gather_start %w axes ["dp_shard"] dim 0 : tensor<4x8xbf16> -> !dist.future<tensor<8x8xbf16>>
+    %g = dist.wait %f : !dist.future<tensor<8x8xbf16>>
+    %q = titan.quantize %g, %s : (tensor<8x8xbf16>, tensor<f32>) -> tensor<8x8xf8E4M3FN>
+    %qt = titan.quantize %g, %s {transposed} : (tensor<8x8xbf16>, tensor<f32>) -> tensor<8x8xf8E4M3FN>
+    return %q, %qt : tensor<8x8xf8E4M3FN>, tensor<8x8xf8E4M3FN>
+  }
+  func.func @float8_kept(%w: tensor<4x8xbf16>, %s: tensor<f32>) -> (tensor<8x8xf8E4M3FN>, tensor<8x8xf8E4M3FN>, tensor<8x8xf8E4M3FN>, tensor<8x8xbf16>) {
+    %f = dist.all_gather_start %w axes ["dp_shard"] dim 0 : tensor<4x8xbf16> -> !dist.future<tensor<8x8xbf16>>
+    %g = dist.wait %f : !dist.future<tensor<8x8xbf16>>
+    %a = titan.amax %g : tensor<8x8xbf16> -> tensor<f32>
+    %own = titan.float8_scale %a for f8E4M3FN : tensor<f32>
+    %q = titan.quantize %g, %own : (tensor<8x8xbf16>, tensor<f32>) -> tensor<8x8xf8E4M3FN>
+    %f2 = dist.all_gather_start %w axes ["dp_shard"] dim 0 : tensor<4x8xbf16> -> !dist.future<tensor<8x8xbf16>>
+    %g2 = dist.wait %f2 : !dist.future<tensor<8x8xbf16>>
+    %q2 = titan.quantize %g2, %s : (tensor<8x8xbf16>, tensor<f32>) -> tensor<8x8xf8E4M3FN>
+    %q3 = titan.quantize %g2, %own : (tensor<8x8xbf16>, tensor<f32>) -> tensor<8x8xf8E4M3FN>
+    %f3 = dist.all_gather_start %w axes ["dp_shard"] dim 0 : tensor<4x8xbf16> -> !dist.future<tensor<8x8xbf16>>
+    %g3 = dist.wait %f3 : !dist.future<tensor<8x8xbf16>>
+    %q4 = titan.quantize %g3, %s : (tensor<8x8xbf16>, tensor<f32>) -> tensor<8x8xf8E4M3FN>
+    return %q, %q2, %q4, %g3 : tensor<8x8xf8E4M3FN>, tensor<8x8xf8E4M3FN>, tensor<8x8xf8E4M3FN>, tensor<8x8xbf16>
+  }
+}

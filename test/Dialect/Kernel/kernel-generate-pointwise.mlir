@@ -369,3 +369,30 @@ func.func @hoist_reads_output(%x: memref<4x8xbf16>, %w: memref<16x8xf8E4M3FN>, %
   kernel.call "quantize"(%x, %scale : memref<4x8xbf16>, memref<f32>) outs(%qt : memref<8x4xf8E4M3FN>) on %s params [0, 1]
   return
 }
+
+// -----
+
+// A float8 re-gather (dist-narrow-gathers): the shard's bf16 cast and its
+// float8 cast with the forward's scale are one kernel (no bf16 copy is
+// written); the gathered float8 weight's transposed copy is a kernel whose
+// body only moves the float8 element (no arithmetic, no widening).
+// CHECK-LABEL: func.func @float8_regather(
+// CHECK:       kernel.generic ins(%arg1, %arg0 : memref<f32>, memref<2x8xf32>) outs(%[[Q:.*]] : memref<2x8xf8E4M3FN>)
+// CHECK:       kernel.collective_start "all_gather_start"(%[[Q]]
+// CHECK:       kernel.generic ins(%{{.*}} : memref<4x8xf8E4M3FN>) outs(%arg2 : memref<8x4xf8E4M3FN>) on %{{.*}} {
+// CHECK-NEXT:  ^bb0(%[[E:.*]]: f8E4M3FN):
+// CHECK-NEXT:    kernel.yield %[[E]] : f8E4M3FN
+// CHECK-NEXT:  } {transposed_outputs = array<i64: 0>}
+func.func @float8_regather(%shard: memref<2x8xf32>, %scale: memref<f32>, %wt: memref<8x4xf8E4M3FN>) {
+  %s = kernel.stream 0
+  %c = kernel.stream 1
+  %b = kernel.alloc temporary : memref<2x8xbf16>
+  kernel.call "cast"(%shard : memref<2x8xf32>) outs(%b : memref<2x8xbf16>) on %s params []
+  %q = kernel.alloc temporary : memref<2x8xf8E4M3FN>
+  kernel.call "quantize"(%b, %scale : memref<2x8xbf16>, memref<f32>) outs(%q : memref<2x8xf8E4M3FN>) on %s params [0, 0]
+  %g = kernel.alloc temporary : memref<4x8xf8E4M3FN>
+  %r = kernel.collective_start "all_gather_start"(%q : memref<2x8xf8E4M3FN>) outs(%g : memref<4x8xf8E4M3FN>) on %c params [0, 0, 2] -> !kernel.request
+  kernel.wait %r on %s
+  kernel.call "transpose"(%g : memref<4x8xf8E4M3FN>) outs(%wt : memref<8x4xf8E4M3FN>) on %s params []
+  return
+}

@@ -304,3 +304,32 @@ func.func @state_producer(%p: memref<4x8xf32>, %a: memref<4x8xf32>, %b: memref<4
   kernel.call "add"(%o, %o : memref<4x8xf32>, memref<4x8xf32>) outs(%v : memref<4x8xf32>) on %s params []
   return
 }
+
+// -----
+
+// A re-gather's float8 cast of the shard reads the scale the forward
+// computed (one element): it moves up with the start too, but not above
+// the kernel that writes the scale.
+// CHECK-LABEL: func.func @float8_state_producer(
+// CHECK:       kernel.call "float8_scale"
+// CHECK-NEXT:  kernel.alloc temporary : memref<4x8xf8E4M3FN>
+// CHECK-NEXT:  kernel.call "quantize"(%arg0, %[[S:.*]] : memref<4x8xbf16>, memref<f32>)
+// CHECK-NEXT:  kernel.alloc collective
+// CHECK-NEXT:  kernel.collective_start "all_gather_start"
+// CHECK-NEXT:  kernel.call "silu"(%arg2
+// CHECK-NEXT:  kernel.call "silu"(%arg3
+func.func @float8_state_producer(%p: memref<4x8xbf16>, %m: memref<f32>, %a: memref<4x8xf32>, %b: memref<4x8xf32>, %u: memref<8x8xf8E4M3FN>) {
+  %s = kernel.stream 0
+  kernel.call "silu"(%b : memref<4x8xf32>) outs(%a : memref<4x8xf32>) on %s params []
+  %sc = kernel.alloc temporary : memref<f32>
+  kernel.call "float8_scale"(%m : memref<f32>) outs(%sc : memref<f32>) on %s params [0, 4.480000e+02]
+  kernel.call "silu"(%a : memref<4x8xf32>) outs(%b : memref<4x8xf32>) on %s params []
+  kernel.call "silu"(%b : memref<4x8xf32>) outs(%a : memref<4x8xf32>) on %s params []
+  %q = kernel.alloc temporary : memref<4x8xf8E4M3FN>
+  kernel.call "quantize"(%p, %sc : memref<4x8xbf16>, memref<f32>) outs(%q : memref<4x8xf8E4M3FN>) on %s params [0, 0]
+  %g = kernel.alloc collective : memref<8x8xf8E4M3FN>
+  %r = kernel.collective_start "all_gather_start"(%q : memref<4x8xf8E4M3FN>) outs(%g : memref<8x8xf8E4M3FN>) on %s params [0, 0, 4] -> !kernel.request
+  kernel.wait %r on %s
+  kernel.call "transpose"(%g : memref<8x8xf8E4M3FN>) outs(%u : memref<8x8xf8E4M3FN>) on %s params []
+  return
+}

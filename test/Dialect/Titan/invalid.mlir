@@ -683,6 +683,30 @@ func.func @quantize_transposed_shape(%x: tensor<2x8x32xf32>, %s: tensor<f32>) {
 
 // -----
 
+func.func @transpose_shape(%x: tensor<2x8x32xf8E4M3FN>) {
+  // expected-error @+1 {{result shape must be the input's (rank >= 2) with its last dimension moved first}}
+  %0 = titan.transpose %x : tensor<2x8x32xf8E4M3FN> -> tensor<32x8x2xf8E4M3FN>
+  return
+}
+
+// -----
+
+func.func @transpose_rank(%x: tensor<8xf32>) {
+  // expected-error @+1 {{result shape must be the input's (rank >= 2) with its last dimension moved first}}
+  %0 = titan.transpose %x : tensor<8xf32> -> tensor<8xf32>
+  return
+}
+
+// -----
+
+func.func @transpose_type(%x: tensor<4x8xf8E4M3FN>) {
+  // expected-error @+1 {{result element type must equal the input's}}
+  %0 = titan.transpose %x : tensor<4x8xf8E4M3FN> -> tensor<8x4xf8E5M2>
+  return
+}
+
+// -----
+
 func.func @scaled_matmul_transposed_linear(%a: tensor<32x4xf8E4M3FN>, %s: tensor<f32>, %b: tensor<16x32xf8E4M3FN>) {
   // expected-error @+1 {{lhs may come transposed only where the form reduces it over its leading dimensions (grad_weight's lhs, grad_input's and grad_weight's rhs)}}
   %0 = titan.scaled_matmul linear %a, %s, %b, %s {lhs_transposed} : (tensor<32x4xf8E4M3FN>, tensor<f32>, tensor<16x32xf8E4M3FN>, tensor<f32>) -> tensor<4x16xbf16>

@@ -160,3 +160,12 @@ func.func @float8_transposed(%x: tensor<2x8x32xbf16>, %sx: tensor<1x1x32xf32>, %
   %dx = titan.scaled_matmul grad_input %qdy, %s, %qw, %s {rhs_transposed} : (tensor<2x8x16xf8E5M2>, tensor<f32>, tensor<32x16xf8E4M3FN>, tensor<f32>) -> tensor<2x8x32xbf16>
   return %dw, %dx : tensor<16x32xbf16>, tensor<2x8x32xbf16>
 }
+
+// CHECK-LABEL: func.func @transpose
+// CHECK: titan.transpose %{{.*}} : tensor<16x32xf8E4M3FN> -> tensor<32x16xf8E4M3FN>
+// CHECK: titan.transpose %{{.*}} : tensor<2x8x4xbf16> -> tensor<4x2x8xbf16>
+func.func @transpose(%w: tensor<16x32xf8E4M3FN>, %x: tensor<2x8x4xbf16>) -> (tensor<32x16xf8E4M3FN>, tensor<4x2x8xbf16>) {
+  %wt = titan.transpose %w : tensor<16x32xf8E4M3FN> -> tensor<32x16xf8E4M3FN>
+  %xt = titan.transpose %x : tensor<2x8x4xbf16> -> tensor<4x2x8xbf16>
+  return %wt, %xt : tensor<32x16xf8E4M3FN>, tensor<4x2x8xbf16>
+}

@@ -80,14 +80,15 @@ bool hasGenericShape(ValueRange inputs, ValueRange outputs) {
 bool isFloat8(Type t) { return isa<Float8E4M3FNType, Float8E5M2Type>(t); }
 
 /// The type a call's scalar body computes in: that of its buffers, but for
-/// float8 results, which the op's body produces as float8 values itself.
+/// float8 ones, which the op's body takes and produces as float8 values
+/// itself (f32 when all are: the body only moves them).
 std::optional<FloatType> computeType(ValueRange inputs, ValueRange outputs) {
   SmallVector<Type> types;
-  for (Value v : inputs)
-    types.push_back(elementTypeOf(v));
-  for (Value v : outputs)
+  for (Value v : llvm::concat<Value>(inputs, outputs))
     if (!isFloat8(elementTypeOf(v)))
       types.push_back(elementTypeOf(v));
+  if (types.empty())
+    return Float32Type::get(outputs.front().getContext());
   return pointwiseComputeType(types);
 }
 
@@ -140,9 +141,12 @@ GenericOp generateCall(CallOp call) {
       b.getArrayAttr(kinds), b.getDenseI64ArrayAttr(transposed));
   Block *body = b.createBlock(&generic.getBody());
   SmallVector<Value> operands;
-  for (Value input : call.getInputs())
-    operands.push_back(convertFloat(
-        b, loc, body->addArgument(elementTypeOf(input), loc), *compute));
+  for (Value input : call.getInputs()) {
+    Value element = body->addArgument(elementTypeOf(input), loc);
+    operands.push_back(isFloat8(element.getType())
+                           ? element
+                           : convertFloat(b, loc, element, *compute));
+  }
   SmallVector<Value> results = semantics->buildScalar(b, loc, operands, params);
   SmallVector<Value> rounded;
   for (auto [result, output] : llvm::zip(results, call.getOutputs())) {

@@ -214,11 +214,14 @@ private:
     return conflicts(c.accesses, op);
   }
 
-  /// Whether `op` computes `c`'s input from the step's state alone (a
-  /// kernel call reading only state slots and writing only the input's
-  /// planned buffer, or its own workspace): mixed precision's cast of a
-  /// parameter shard before its gather. It moves up with the start, as
-  /// FSDP2 casts in its all-gather's copy-in.
+  /// Whether `op` computes `c`'s input from the step's state (a kernel
+  /// reading only state slots and one-element buffers, and writing only
+  /// the input's planned buffer, or its own workspace): mixed precision's
+  /// cast of a parameter shard before its gather, or its float8 cast with
+  /// the scale the forward computed before a re-gather. It moves up with
+  /// the start, as FSDP2 casts in its all-gather's copy-in (no further
+  /// than the op writing the scale: the carried op's reads join the
+  /// accesses that stop the move).
   bool isStateProducer(const Collective &c, Operation *op) {
     ValueRange inputs, outputs;
     if (auto call = dyn_cast<CallOp>(op)) {
@@ -235,7 +238,10 @@ private:
       return false;
     return llvm::all_of(
                inputs,
-               [](Value v) { return isa<BlockArgument>(viewedBuffer(v)); }) &&
+               [](Value v) {
+                 return isa<BlockArgument>(viewedBuffer(v)) ||
+                        cast<MemRefType>(v.getType()).getNumElements() == 1;
+               }) &&
            llvm::all_of(outputs,
                         [&](Value v) { return viewedBuffer(v) == input; });
   }

@@ -175,6 +175,17 @@ LogicalResult QuantizeOp::verify() {
   return success();
 }
 
+LogicalResult TransposeOp::verify() {
+  RankedTensorType in = typeOf(getInput()), out = typeOf(getResult());
+  if (in.getElementType() != out.getElementType())
+    return emitOpError() << "result element type must equal the input's";
+  if (in.getRank() < 2 ||
+      in.getShape() != ArrayRef<int64_t>(untransposed(out.getShape())))
+    return emitOpError() << "result shape must be the input's (rank >= 2) "
+                            "with its last dimension moved first";
+  return success();
+}
+
 LogicalResult ScaledMatmulOp::verify() {
   // The form reduces lhs along its last dimension except in grad_weight,
   // rhs only in linear; an operand reduced over its leading dimensions may

@@ -222,6 +222,18 @@ SmallVector<Value> QuantizeOp::buildScalar(OpBuilder &b, Location loc,
   return {arith::BitcastOp::create(b, loc, f8, bits)};
 }
 
+/// input -> the same element, written transposed (a float8 element comes
+/// as its float8 value: no arithmetic touches it).
+SmallVector<Value> TransposeOp::buildScalar(OpBuilder &b, Location loc,
+                                            ValueRange operands,
+                                            ArrayRef<Attribute> params) {
+  if (operands.size() != 1 || !params.empty())
+    return {};
+  return {operands[0]};
+}
+
+bool TransposeOp::writesTransposed(ArrayRef<Attribute>) { return true; }
+
 bool QuantizeOp::writesTransposed(ArrayRef<Attribute> params) {
   std::optional<int64_t> transposed = intParam(params, 1);
   return transposed && *transposed == 1;

@@ -144,7 +144,7 @@ def DistExpandRingAttention
 }
 
 def DistNarrowGathers : Pass<"dist-narrow-gathers", "::mlir::ModuleOp"> {
-  let summary = "Gather narrow: move narrowing casts before all-gathers";
+  let summary = "Gather narrow: move narrowing and float8 casts before all-gathers";
   let description = [{
     `titan.cast(dist.wait(dist.all_gather_start(x)))` to a narrower float
     type, where the cast is the gathered value's only user, becomes
@@ -154,6 +154,18 @@ def DistNarrowGathers : Pass<"dist-narrow-gathers", "::mlir::ModuleOp"> {
     gathers bf16 parameter copies under mixed precision; it runs after
     `titan-autodiff` so the gradients' reduce-scatters stay in the reduce
     type.
+
+    Likewise float8: when every user of a gathered value is a
+    `titan.quantize` with one tensorwise scale that is known where the
+    gather starts (a weight FSDP re-gathers for the backward keeps its
+    forward's scale), each rank casts its shard and the gather moves
+    float8; a `{transposed}` cast becomes `titan.transpose` of the
+    gathered float8 weight. The same bits (the cast is elementwise, the
+    transposed cast moves the same values), half the bytes on the wire,
+    and one eighth of the casting for FSDP 8. A forward's own scale comes
+    from the gathered weight, so its gather stays bf16 (torchao's
+    `enable_fsdp_float8_all_gather` casts the f32 shard directly instead,
+    which rounds differently).
   }];
   let dependentDialects = ["::titan::TitanDialect"];
 }

@@ -200,6 +200,32 @@ def Titan_QuantizeOp : Titan_Op<"quantize", [
   let hasVerifier = 1;
 }
 
+def Titan_TransposeOp : Titan_Op<"transpose", [
+    Titan_KernelOpInterface,
+    DeclareOpInterfaceMethods<Titan_PointwiseOpInterface,
+                              ["writesTransposed"]>, Pure]> {
+  let summary = "a tensor with its last dimension moved first";
+  let description = [{
+    The input's elements at `titan.quantize {transposed}`'s places: the
+    result is `K x d0 x ... x dn` for an input `d0 x ... x dn x K`, the
+    K-major copy a `titan.scaled_matmul` operand reduced over its leading
+    dimensions needs. Of any float type, float8 included: it moves bits.
+    `dist-narrow-gathers` writes it where FSDP gathers a weight already
+    cast to float8 (each rank cast its shard) and a GEMM needs the
+    transposed cast: the transposed copy of the gathered float8 weight is
+    that cast, bit for bit. A generated kernel (in tiles, on a GPU through
+    shared memory); created after autodiff, so it has no adjoint.
+
+    ```mlir
+    %wt = titan.transpose %w : tensor<16x8xf8E4M3FN> -> tensor<8x16xf8E4M3FN>
+    ```
+  }];
+  let arguments = (ins AnyTypeOf<[Titan_FloatTensor, Titan_Float8Tensor]>:$input);
+  let results = (outs AnyTypeOf<[Titan_FloatTensor, Titan_Float8Tensor]>:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
+  let hasVerifier = 1;
+}
+
 def Titan_ScaledMatmulOp : Titan_Op<"scaled_matmul", [
     DeclareOpInterfaceMethods<Titan_KernelOpInterface,
                               ["getKernelParams"]>,
