@@ -296,3 +296,28 @@ module attributes {kernel.arena_bytes = 8192 : i64, kernel.slots = {"param:a" = 
     return
   }
 }
+
+// -----
+
+// A float8 input (titan.transpose of a gathered float8 weight): its
+// elements are loaded and stored as bytes through the stack tile, no
+// conversion between.
+// CHECK-LABEL: llvm.func internal @titan_generated_0(
+// CHECK:       llvm.load %{{.*}} {access_groups = [#{{.*}}]} : !llvm.ptr -> i8
+// CHECK-NOT:   llvm.fpext
+// CHECK-NOT:   llvm.call
+// CHECK:       llvm.store %{{.*}}, %{{.*}} {access_groups = [#{{.*}}]} : i8, !llvm.ptr
+// CHECK:       llvm.load %{{.*}} {access_groups = [#{{.*}}]} : !llvm.ptr -> i8
+// CHECK:       llvm.store %{{.*}}, %{{.*}} {access_groups = [#{{.*}}]} : i8, !llvm.ptr
+module attributes {kernel.arena_bytes = 65536 : i64, kernel.slots = {}} {
+  func.func @float8_transpose() {
+    %s = kernel.stream 0
+    %g = kernel.alloc temporary {offset = 0 : i64} : memref<70x130xf8E4M3FN>
+    %t = kernel.alloc temporary {offset = 16384 : i64} : memref<130x70xf8E4M3FN>
+    kernel.generic ins(%g : memref<70x130xf8E4M3FN>) outs(%t : memref<130x70xf8E4M3FN>) on %s {
+    ^bb0(%x: f8E4M3FN):
+      kernel.yield %x : f8E4M3FN
+    } {transposed_outputs = array<i64: 0>}
+    return
+  }
+}

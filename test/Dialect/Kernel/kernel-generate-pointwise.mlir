@@ -76,10 +76,11 @@ func.func @cast_kept(%a: memref<16xf32>, %c: memref<16xf32>, %w: memref<16x16xbf
 
 // Not fused: a call between them writes what both read (the producer
 // would read the new values at the consumer's place, the consumer the old
-// ones at the producer's), the consumer runs on another stream. Each call is still generated. Where another op only
-// reads the intermediate in between (the RMSNorm reading sqrt's result),
-// the consumer moves up to the producer and they fuse there, still writing
-// the intermediate for the RMSNorm.
+// ones at the producer's), the consumer runs on another stream. Each call
+// is still generated. Where another op only reads the intermediate in
+// between (the RMSNorm reading sqrt's result), the consumer moves up to the
+// producer and they fuse there, still writing the intermediate for the
+// RMSNorm.
 // CHECK-LABEL: func.func @kept(
 // CHECK:       kernel.generic ins(%arg0 : memref<2x4xf32>)
 // CHECK:       kernel.call "linear"
@@ -109,14 +110,17 @@ func.func @kept(%x: memref<2x4xf32>, %u: memref<2x4xf32>, %w: memref<4x4xf32>, %
 
 // Left as library calls: kernels that are not pointwise ops, and pointwise
 // ops on types the generator does not take (float8 casts stay the runtime's
-// saturating conversion).
+// saturating conversion; a body would compute on a float8 operand, which
+// only titan.transpose's moves).
 // CHECK-LABEL: func.func @library(
+// CHECK:       kernel.call "cast"
 // CHECK:       kernel.call "cast"
 // CHECK:       kernel.call "rms_norm"
 // CHECK-NOT:   kernel.generic
 func.func @library(%a: memref<16xf32>, %b: memref<16xf8E4M3FN>, %n: memref<16xf32>, %y: memref<1x16xf32>) {
   %s = kernel.stream 0
   kernel.call "cast"(%a : memref<16xf32>) outs(%b : memref<16xf8E4M3FN>) on %s params []
+  kernel.call "cast"(%b : memref<16xf8E4M3FN>) outs(%a : memref<16xf32>) on %s params []
   %v = kernel.view %a : memref<16xf32> to memref<1x16xf32>
   kernel.call "rms_norm"(%v, %n : memref<1x16xf32>, memref<16xf32>) outs(%y : memref<1x16xf32>) on %s params [1.0e-5]
   return
@@ -394,5 +398,23 @@ func.func @float8_regather(%shard: memref<2x8xf32>, %scale: memref<f32>, %wt: me
   %r = kernel.collective_start "all_gather_start"(%q : memref<2x8xf8E4M3FN>) outs(%g : memref<4x8xf8E4M3FN>) on %c params [0, 0, 2] -> !kernel.request
   kernel.wait %r on %s
   kernel.call "transpose"(%g : memref<4x8xf8E4M3FN>) outs(%wt : memref<8x4xf8E4M3FN>) on %s params []
+  return
+}
+
+// -----
+
+// The consumer moves up when the producer cannot move down: a call between
+// them writes what the producer reads, nothing the consumer reads or
+// writes. The fused kernel runs at the producer's place, before that call.
+// CHECK-LABEL: func.func @moves_up(
+// CHECK:       kernel.generic ins(%arg1, %arg0 : memref<2x4xf32>, memref<2x4xf32>) outs(%arg4 : memref<2x4xf32>)
+// CHECK:       kernel.call "linear"(%arg1, %arg2 : {{.*}}) outs(%arg0 :
+// CHECK-NOT:   kernel.generic
+func.func @moves_up(%x: memref<2x4xf32>, %u: memref<2x4xf32>, %w: memref<4x4xf32>, %n: memref<4xf32>, %y: memref<2x4xf32>) {
+  %s = kernel.stream 0
+  %t = kernel.alloc temporary : memref<2x4xf32>
+  kernel.call "silu"(%x : memref<2x4xf32>) outs(%t : memref<2x4xf32>) on %s params []
+  kernel.call "linear"(%u, %w : memref<2x4xf32>, memref<4x4xf32>) outs(%x : memref<2x4xf32>) on %s params []
+  kernel.call "mul"(%t, %u : memref<2x4xf32>, memref<2x4xf32>) outs(%y : memref<2x4xf32>) on %s params []
   return
 }

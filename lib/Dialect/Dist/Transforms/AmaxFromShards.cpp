@@ -3,7 +3,8 @@
 // Float8's dynamic scale of an FSDP weight is the amax of the gathered
 // weight. A maximum is exact and the gather only moves elements, so each
 // rank can reduce its shard and the ranks combine the partial amaxes: a
-// few bytes on the wire instead of every rank reading the whole weight.
+// few bytes on the wire instead of every rank reading the whole weight
+// (torchao's amax of a sharded DTensor does the same).
 //
 //===----------------------------------------------------------------------===//
 
@@ -25,10 +26,14 @@ using namespace titan::dist;
 
 namespace {
 
-/// The all-gather whose result `v` is, if any.
-AllGatherStartOp gatherOf(Value v) {
-  auto wait = v.getDefiningOp<WaitOp>();
-  return wait ? wait.getFuture().getDefiningOp<AllGatherStartOp>() : nullptr;
+/// The all-gather whose result `amax` reads, if any, started in its block
+/// (the collective replacing it is waited for where the amax was, and a
+/// start and its wait share a block).
+AllGatherStartOp gatherOf(titan::AmaxOp amax) {
+  auto wait = amax.getInput().getDefiningOp<WaitOp>();
+  auto gather =
+      wait ? wait.getFuture().getDefiningOp<AllGatherStartOp>() : nullptr;
+  return gather && gather->getBlock() == amax->getBlock() ? gather : nullptr;
 }
 
 /// Whether `amax` reduces over the dimension the gather concatenates (or
@@ -109,9 +114,9 @@ struct DistAmaxFromShardsPass
     : titan::dist::impl::DistAmaxFromShardsBase<DistAmaxFromShardsPass> {
   void runOnOperation() override {
     SmallVector<std::pair<titan::AmaxOp, AllGatherStartOp>> amaxes;
-    llvm::SetVector<Operation *> gathers;
+    llvm::SetVector<AllGatherStartOp> gathers;
     getOperation().walk([&](titan::AmaxOp amax) {
-      if (AllGatherStartOp gather = gatherOf(amax.getInput())) {
+      if (AllGatherStartOp gather = gatherOf(amax)) {
         amaxes.push_back({amax, gather});
         gathers.insert(gather);
       }
@@ -119,8 +124,8 @@ struct DistAmaxFromShardsPass
     OpBuilder b(&getContext());
     for (auto [amax, gather] : amaxes)
       reduceShards(b, amax, gather);
-    for (Operation *gather : gathers)
-      eraseIfUnused(cast<AllGatherStartOp>(gather));
+    for (AllGatherStartOp gather : gathers)
+      eraseIfUnused(gather);
   }
 };
 

@@ -81,7 +81,10 @@ SmallVector<QuantizeOp> float8Casts(WaitOp wait) {
   SmallVector<QuantizeOp> casts;
   for (Operation *user : wait->getUsers()) {
     auto q = dyn_cast<QuantizeOp>(user);
+    // titan.transpose takes rank 2 and up (a rank-1 transposed cast is a
+    // copy).
     if (!q || typeOf(q.getScale()).getRank() != 0 ||
+        (q.getTransposed() && typeOf(q.getInput()).getRank() < 2) ||
         (!casts.empty() && (q.getScale() != casts.front().getScale() ||
                             q.getType().getElementType() !=
                                 casts.front().getType().getElementType())))

@@ -82,14 +82,26 @@ bool isFloat8(Type t) { return isa<Float8E4M3FNType, Float8E5M2Type>(t); }
 /// The type a call's scalar body computes in: that of its buffers, but for
 /// float8 ones, which the op's body takes and produces as float8 values
 /// itself (f32 when all are: the body only moves them).
-std::optional<FloatType> computeType(ValueRange inputs, ValueRange outputs) {
+std::optional<FloatType> computeType(MLIRContext *ctx, ValueRange inputs,
+                                     ValueRange outputs) {
   SmallVector<Type> types;
   for (Value v : llvm::concat<Value>(inputs, outputs))
     if (!isFloat8(elementTypeOf(v)))
       types.push_back(elementTypeOf(v));
   if (types.empty())
-    return Float32Type::get(outputs.front().getContext());
+    return Float32Type::get(ctx);
   return pointwiseComputeType(types);
+}
+
+/// Whether the body only moves its float8 arguments to its yield: LLVM has
+/// no float8 arithmetic, so a body computing on one (a cast from float8)
+/// stays a library call.
+bool movesFloat8Only(Block &body) {
+  return llvm::all_of(body.getArguments(), [](BlockArgument arg) {
+    return !isFloat8(arg.getType()) ||
+           llvm::all_of(arg.getUsers(),
+                        [](Operation *user) { return isa<YieldOp>(user); });
+  });
 }
 
 /// The generated kernel for `call` when its kernel is a pointwise op (with
@@ -112,7 +124,8 @@ GenericOp generateCall(CallOp call) {
         return elementCount(v) == 1 && elementTypeOf(v).isF32();
       }))
     return nullptr;
-  std::optional<FloatType> compute = computeType(call.getInputs(), outputs);
+  std::optional<FloatType> compute =
+      computeType(ctx, call.getInputs(), outputs);
   if (!compute)
     return nullptr;
 
@@ -161,6 +174,10 @@ GenericOp generateCall(CallOp call) {
     return nullptr;
   }
   YieldOp::create(b, loc, rounded);
+  if (!movesFloat8Only(*body)) {
+    generic.erase();
+    return nullptr;
+  }
   return generic;
 }
 
@@ -286,7 +303,9 @@ private:
     // A producer's reduction is complete only after its last index: the
     // consumer may not see it (it combines on, as the fused kernel's own).
     for (Value r : producer.getReductions())
-      for (Value v : consumer->getOperands())
+      for (Value v :
+           llvm::concat<Value>(consumer.getInputs(), consumer.getOutputs(),
+                               consumer.getReductions()))
         if (viewedBuffer(v) == viewedBuffer(r))
           return false;
     // The producer's other outputs: the consumer may not read them (it

@@ -216,7 +216,8 @@ private:
 
   /// Whether `op` computes `c`'s input from the step's state (a kernel
   /// reading only state slots and one-element buffers, and writing only
-  /// the input's planned buffer, or its own workspace): mixed precision's
+  /// the input's planned buffer, its own workspace or a reduction, such as
+  /// the amax fused into a shard's cast): mixed precision's
   /// cast of a parameter shard before its gather, or its float8 cast with
   /// the scale the forward computed before a re-gather. It moves up with
   /// the start, as FSDP2 casts in its all-gather's copy-in (no further

@@ -178,13 +178,17 @@ def DistAmaxFromShards : Pass<"dist-amax-from-shards", "::mlir::ModuleOp"> {
     (`dist.all_reduce_start ... reduction max`) when the amax reduces the
     gathered dimension (tensorwise, or the axiswise amax across it), else
     their concatenation (`dist.all_gather_start` of the axiswise amaxes,
-    which drops an uneven shard's zero padding as the gather did). The
-    values are the same bits: a maximum is exact and a gather only moves
-    elements (zero padding never raises an amax). A tensorwise amax already
-    all-reduced over tensor parallel's axis joins that all-reduce. Float8's
-    weight scales come from here: each rank reads its shard (fused into the
-    shard's cast) instead of the whole gathered weight, and the gather is
-    erased when nothing else reads it.
+    which drops an uneven shard's zero padding as the gather did). For
+    finite values these are the same bits: a maximum is exact and a gather
+    only moves elements (zero padding never raises an amax); a NaN, which
+    the amax propagates, may be dropped by the collective's maximum (NCCL's
+    is fmaxf), as with any amax tensor parallel all-reduces, and the step's
+    loss is NaN either way. A tensorwise amax already all-reduced over
+    tensor parallel's axis joins that all-reduce. Float8's weight scales
+    come from here: each rank reads its shard (fused into the shard's cast)
+    instead of the whole gathered weight, and the gather is erased when
+    nothing else reads it. Sequence parallel's gathered activations too:
+    each rank reduces its part, as torchao's amax of a sharded DTensor.
   }];
   let dependentDialects = ["::titan::TitanDialect"];
 }
