@@ -47,8 +47,10 @@ _COMPILED_8B = (
     "its program: GEMMs at 660 TFLOP/s on h100-96gb are 71% of compute, and "
     "titan's program has no f32 loss over the logits (2 x 7.8 GiB of f32 "
     "traffic in TorchTitan's, bench/results/memory-llama3-8b.md) and fuses "
-    "the elementwise work. With Float8 the gap is larger (+32%; +21% before "
-    "issue 36 fused titan's casts, as torch.compile fuses TorchTitan's): "
+    "the elementwise work. With Float8 the gap is larger (+38%; +21% before "
+    "issue 36 fused titan's casts, as torch.compile fuses TorchTitan's, "
+    "+32% before titan cast the weights on their shards and computed their "
+    "amaxes at the step's start): "
     "the description's GEMM rate or the 500 W clocks are the suspects, not "
     "tuned here")
 _ATTENTION = (
@@ -75,6 +77,14 @@ WHY = {
     "tt-8b-128-eager": [_COMPILED_8B],
     "tt-8b-128-compile": [_COMPILED_8B],
     "tt-8b-8-float8": [_COMPILED_8B],
+    "tt-8b-128-float8": [_COMPILED_8B + "; at 128 GPUs the weights' amaxes "
+                         "are one all-reduce a step, not one each (+14% "
+                         "before)"],
+    "tt-70b-256-2d": ["+12% before titan computed the weights' amaxes from "
+                      "their shards at the step's start and sequence "
+                      "parallel's activation amaxes from each rank's part "
+                      "(memory-bound 24% of compute, was 28%); tp is "
+                      "exposed (27% of the step) without async TP"],
     "tt-8b-8-cp1-32k": [_ATTENTION],
     "tt-8b-8-cp2-64k": [_ATTENTION],
     "tt-8b-8-cp4-128k": [_ATTENTION],
@@ -85,7 +95,7 @@ WHY = {
     "tt-405b-512-cp2-64k": [_ATTENTION],
     "tt-405b-512-cp4-128k": [_ATTENTION],
     "tt-405b-512-cp8-256k": [_ATTENTION],
-    "mb-8b-8-fp8": [_TE_FUSION + " (memory-bound kernels are 27% of "
+    "mb-8b-8-fp8": [_TE_FUSION + " (memory-bound kernels are 24% of "
                     "titan's compute)"],
     "tt-405b-512-1f1b": [_FLOAT8_FUSED_405B],
     "tt-405b-512-i1f1b": [_FLOAT8_FUSED_405B],
@@ -194,14 +204,16 @@ FINDINGS = """\
    charges NCCL's own latency model (src/graph/tuning.cc,
    ncclTopoTuneModel: `nInterSteps = allreduce ? 2*(nNodes-1) :
    nNodes-1`, latency `(nsteps-nInterSteps) * intraLat + nInterSteps *
-   interLat`), and the table above is that model's: the row is within the
-   band and the 8B loses 1.7% from 8 to 128 GPUs (with Float8 13.5%: its
-   exposed FSDP communication grows from 0.08 to 0.35 s of the step, the
-   small per-tensor amax all-reduces and Float8 gathers being
-   latency-bound over 16 nodes).
+   interLat`), and the table above is that model's: the 8B loses 1.7%
+   from 8 to 128 GPUs, with Float8 4.1% (its exposed FSDP communication
+   grows from 0.03 to 0.11 s of the step). It lost 13.5% (0.08 to 0.35 s)
+   while each weight's amax was a 4-byte all-reduce of its own, latency-
+   bound over 16 nodes; titan now all-reduces every weight's amax at once
+   at the step's start (dist-batch-parameter-amaxes), which takes the
+   128-GPU Float8 row out of the band with the 8-GPU one.
 2. **Async TP and Float8.** titan does not fuse Float8's scaled GEMMs with
    the TP collectives (the compiler warns), so the 70B async-TP row
-   predicts what it does without (927 and 926 tok/s/GPU); TorchTitan
+   predicts what it does without (1,001 and 1,000 tok/s/GPU); TorchTitan
    measured +5.7%.
    That compile also costs 40 s of CPU against 8 s without async TP.
 3. **405B pipeline memory.** The memory plans peak at 93-100 GiB per rank
@@ -211,15 +223,17 @@ FINDINGS = """\
    parameter of its 16 layers (`--emit=memory --target=cuda`); FSDP2
    without resharding under PP holds the unsharded parameters in bf16
    (mixed_precision_param), half of that.
-4. **Float8's casts are memory-bound kernels** (22-35% of titan's compute
+4. **Float8's casts are memory-bound kernels** (19-34% of titan's compute
    under Float8 at 8K tokens; 31-41% before issue 36 fused each tensor's
    scale, cast and transposed copy into one kernel and the amaxes into the
-   generated kernels producing their tensors): the amaxes of tensors a
+   generated kernels producing their tensors, 22-35% before the weights
+   were cast on their shards and gathered in float8): the amaxes of tensors a
    library kernel produced are still kernels of their own, which
    Transformer Engine (Megatron rows) computes in its norm and GEMM
    epilogues. This is titan's program, and the prediction of it is
    consistent; it is why the Megatron Float8 rows are under-predicted
-   (-10%, -17%, -26%; -18%, -30%, -38% before).
+   (-6.5%, -16%, -22%; -10%, -17%, -26% before the weights were cast on
+   their shards; -18%, -30%, -38% before issue 36).
 """
 
 

@@ -97,6 +97,10 @@ void addExpansionPasses(mlir::OpPassManager &pm,
   pm.addPass(createTitanExpandFloat8(expand));
   pm.addPass(dist::createDistNarrowGathers());
   pm.addPass(dist::createDistAmaxFromShards());
+  // With the parameters' scales known at the step's start, the forward's
+  // gathers narrow to float8 too.
+  pm.addPass(dist::createDistBatchParameterAmaxes());
+  pm.addPass(dist::createDistNarrowGathers());
   // After autodiff and the expansions: the backward's gathers and scatters
   // are there, and Float8's GEMMs are scaled_matmul (left alone).
   if (options.asyncTensorParallel)

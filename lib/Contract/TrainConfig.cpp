@@ -420,7 +420,8 @@ std::vector<KeySpec> buildSchema(TrainConfig &c) {
       &c.float8.enableFsdpFloat8AllGather, "All-gather weights in float8");
   add("quantize.linear.float8", "precompute_float8_dynamic_scale_for_fsdp",
       &c.float8.precomputeFloat8DynamicScaleForFsdp,
-      "One fused amax reduction for all FSDP float8 weights");
+      "One fused amax reduction for all FSDP float8 weights (titan "
+      "always does it: the same scales)");
   add("quantize.linear.float8", "filter_fqns", &c.float8.filterFqns,
       "Linear layers kept in high precision");
   add("quantize.linear.float8", "emulate", &c.float8.emulate,

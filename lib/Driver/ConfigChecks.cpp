@@ -82,12 +82,6 @@ driver::configWarnings(const TrainConfig &c,
          "(in its unshard action) in high precision and casts them per "
          "microbatch; the float8 all-gather is not applied there (the cast "
          "is then from the bf16 copy, not the f32 shard)");
-  if (float8 && c.float8.enableFsdpFloat8AllGather &&
-      c.float8.precomputeFloat8DynamicScaleForFsdp)
-    warn("quantize.linear.float8.precompute_float8_dynamic_scale_for_fsdp: "
-         "each FSDP weight's amax is all-reduced once per microbatch when it "
-         "is first gathered, not all of them in one all-reduce after the "
-         "optimizer step (the same scales: a max is exact)");
   if (float8 && c.float8.emulate && target.getFeatures().float8Gemms)
     warn("quantize.linear.float8.emulate: the " + target.getName().upper() +
          " target runs the float8 GEMMs on cuBLASLt (the CPU target is "

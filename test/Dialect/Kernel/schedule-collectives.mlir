@@ -307,19 +307,27 @@ func.func @state_producer(%p: memref<4x8xf32>, %a: memref<4x8xf32>, %b: memref<4
 
 // -----
 
-// A re-gather's float8 cast of the shard reads the scale the forward
-// computed (one element): it moves up with the start too, but not above
-// the kernel that writes the scale.
+// A weight's float8 cast of its shard computes the scale from the amax
+// (one element) and writes it for the GEMMs: it moves up with the start,
+// and so does the scale kernel before it, but not above the kernel that
+// computed the amax from a step buffer.
 // CHECK-LABEL: func.func @float8_state_producer(
-// CHECK:       kernel.call "float8_scale"
+// CHECK:       kernel.call "amax"
+// CHECK-NEXT:  kernel.alloc temporary : memref<f32>
+// CHECK-NEXT:  kernel.call "float8_scale"
 // CHECK-NEXT:  kernel.alloc temporary : memref<4x8xf8E4M3FN>
 // CHECK-NEXT:  kernel.call "quantize"(%arg0, %[[S:.*]] : memref<4x8xbf16>, memref<f32>)
 // CHECK-NEXT:  kernel.alloc collective
 // CHECK-NEXT:  kernel.collective_start "all_gather_start"
+// CHECK-NEXT:  kernel.call "silu"(%arg3
 // CHECK-NEXT:  kernel.call "silu"(%arg2
 // CHECK-NEXT:  kernel.call "silu"(%arg3
-func.func @float8_state_producer(%p: memref<4x8xbf16>, %m: memref<f32>, %a: memref<4x8xf32>, %b: memref<4x8xf32>, %u: memref<8x8xf8E4M3FN>) {
+func.func @float8_state_producer(%p: memref<4x8xbf16>, %w: memref<4x8xf32>, %a: memref<4x8xf32>, %b: memref<4x8xf32>, %u: memref<8x8xf8E4M3FN>) {
   %s = kernel.stream 0
+  %act = kernel.alloc temporary : memref<4x8xf32>
+  kernel.call "silu"(%w : memref<4x8xf32>) outs(%act : memref<4x8xf32>) on %s params []
+  %m = kernel.alloc temporary : memref<f32>
+  kernel.call "amax"(%act : memref<4x8xf32>) outs(%m : memref<f32>) on %s params [0]
   kernel.call "silu"(%b : memref<4x8xf32>) outs(%a : memref<4x8xf32>) on %s params []
   %sc = kernel.alloc temporary : memref<f32>
   kernel.call "float8_scale"(%m : memref<f32>) outs(%sc : memref<f32>) on %s params [0, 4.480000e+02]
@@ -331,5 +339,6 @@ func.func @float8_state_producer(%p: memref<4x8xbf16>, %m: memref<f32>, %a: memr
   %r = kernel.collective_start "all_gather_start"(%q : memref<4x8xf8E4M3FN>) outs(%g : memref<8x8xf8E4M3FN>) on %s params [0, 0, 4] -> !kernel.request
   kernel.wait %r on %s
   kernel.call "transpose"(%g : memref<8x8xf8E4M3FN>) outs(%u : memref<8x8xf8E4M3FN>) on %s params []
+  kernel.call "scaled_matmul"(%q, %sc, %q, %sc : memref<4x8xf8E4M3FN>, memref<f32>, memref<4x8xf8E4M3FN>, memref<f32>) outs(%a : memref<4x8xf32>) on %s params [0, 0, 0, 0, 0]
   return
 }

@@ -216,13 +216,15 @@ private:
 
   /// Whether `op` computes `c`'s input from the step's state (a kernel
   /// reading only state slots and one-element buffers, and writing only
-  /// the input's planned buffer, its own workspace or a reduction, such as
-  /// the amax fused into a shard's cast): mixed precision's
-  /// cast of a parameter shard before its gather, or its float8 cast with
-  /// the scale the forward computed before a re-gather. It moves up with
-  /// the start, as FSDP2 casts in its all-gather's copy-in (no further
-  /// than the op writing the scale: the carried op's reads join the
-  /// accesses that stop the move).
+  /// the input's planned buffer, one-element buffers, its own workspace or
+  /// a reduction, such as the amax fused into a shard's cast): mixed
+  /// precision's cast of a parameter shard before its gather, or its
+  /// float8 cast, which computes the weight's scale from the amax of the
+  /// step's start (and writes it for the GEMMs) or reads the one the
+  /// forward computed. It moves up with the start, as FSDP2 casts in its
+  /// all-gather's copy-in; the carried op's accesses join those that stop
+  /// the move, so it stays below what writes what it reads and what
+  /// reads what it writes.
   bool isStateProducer(const Collective &c, Operation *op) {
     ValueRange inputs, outputs;
     if (auto call = dyn_cast<CallOp>(op)) {
@@ -243,8 +245,10 @@ private:
                  return isa<BlockArgument>(viewedBuffer(v)) ||
                         cast<MemRefType>(v.getType()).getNumElements() == 1;
                }) &&
-           llvm::all_of(outputs,
-                        [&](Value v) { return viewedBuffer(v) == input; });
+           llvm::all_of(outputs, [&](Value v) {
+             return viewedBuffer(v) == input ||
+                    cast<MemRefType>(v.getType()).getNumElements() == 1;
+           });
   }
 
   /// Whether `op` was between `c`'s start and wait before scheduling.

@@ -162,10 +162,11 @@ def DistNarrowGathers : Pass<"dist-narrow-gathers", "::mlir::ModuleOp"> {
     float8; a `{transposed}` cast becomes `titan.transpose` of the
     gathered float8 weight. The same bits (the cast is elementwise, the
     transposed cast moves the same values), half the bytes on the wire,
-    and one eighth of the casting for FSDP 8. A forward's own scale comes
-    from the gathered weight, so its gather stays bf16 (torchao's
-    `enable_fsdp_float8_all_gather` casts the f32 shard directly instead,
-    which rounds differently).
+    and one eighth of the casting for FSDP 8. A forward's scale is known
+    before its gathers once `dist-batch-parameter-amaxes` computed it at
+    the step's start (the pipeline runs this pass again after that one).
+    Unlike torchao's `enable_fsdp_float8_all_gather`, which casts the f32
+    shard directly (rounding differently), nothing changes but the bytes.
   }];
   let dependentDialects = ["::titan::TitanDialect"];
 }
@@ -191,6 +192,29 @@ def DistAmaxFromShards : Pass<"dist-amax-from-shards", "::mlir::ModuleOp"> {
     each rank reduces its part, as torchao's amax of a sharded DTensor.
   }];
   let dependentDialects = ["::titan::TitanDialect"];
+}
+
+def DistBatchParameterAmaxes
+    : Pass<"dist-batch-parameter-amaxes", "::mlir::ModuleOp"> {
+  let summary = "Parameters' float8 amaxes at the step's start, in one "
+                "all-reduce";
+  let description = [{
+    A tensorwise `titan.amax` of a function argument (through casts: a
+    parameter shard's bf16 copy) whose only user is an all-reduce of the
+    maximum (a sharded weight's amax, as `dist-amax-from-shards` and
+    `titan-expand-float8`'s float8 all-gather write it) depends on nothing
+    the step computes. The pass computes every such amax at the function's
+    start, one element each of a vector that one `dist.all_reduce_start`
+    maximises per group of ranks, and moves the `titan.float8_scale`s
+    reading them up with them: TorchTitan's
+    `precompute_float8_dynamic_scale_for_fsdp`, with the same values (a
+    maximum is exact). Hundreds of 4-byte all-reduces, each queued behind
+    the gathers on FSDP's stream and each holding up a scale, become one,
+    and the scales are known before the forward's gathers, which
+    `dist-narrow-gathers` then makes float8 gathers.
+  }];
+  let dependentDialects = ["::titan::TitanDialect",
+                           "::mlir::func::FuncDialect"];
 }
 
 def DistPipelineSplit : Pass<"dist-pipeline-split", "::mlir::ModuleOp"> {
