@@ -135,3 +135,41 @@ module attributes {dist.mesh = #dist.mesh<pp = 1, dp_replicate = 1, dp_shard = 2
     return %q, %k, %dx, %dw : tensor<2x8x16xbf16>, tensor<2x8x16xbf16>, tensor<2x8x32xbf16>, tensor<16x32xbf16>
   }
 }
+
+// -----
+
+// Activation checkpointing's recompute copies the forward's ops onto the
+// same values (titan.recomputed): the recomputed RMSNorm output, read by
+// the re-gathered weight's recomputed linear and the weight gradient, has
+// the forward's bits, so its casts reuse the forward's amax and scale (one
+// amax of the activation in the step). A value computed differently (the
+// second RMSNorm, another epsilon) has its own.
+// RECOMPUTE-LABEL: func.func @recomputed(
+// RECOMPUTE:       %[[N:.*]] = titan.rms_norm %arg0, %arg2 {eps = 1.000000e-05 : f64}
+// RECOMPUTE-NEXT:  %[[A:.*]] = titan.amax %[[N]]
+// RECOMPUTE-NEXT:  %[[S:.*]] = titan.float8_scale %[[A]] for f8E4M3FN
+// RECOMPUTE:       %[[R:.*]] = titan.rms_norm %arg0, %arg2 {eps = 1.000000e-05 : f64, titan.recomputed}
+// RECOMPUTE-NOT:   titan.amax %[[R]]
+// RECOMPUTE:       titan.quantize %[[R]], %[[S]] :
+// RECOMPUTE:       titan.quantize %[[R]], %[[S]] {transposed}
+// RECOMPUTE:       %[[O:.*]] = titan.rms_norm %arg0, %arg2 {eps = {{.*}}E-7 : f64, titan.recomputed}
+// RECOMPUTE:       titan.amax %[[O]]
+// RUN: titan-opt %s -split-input-file -titan-expand-float8 | FileCheck %s --check-prefix=RECOMPUTE
+module attributes {dist.mesh = #dist.mesh<pp = 1, dp_replicate = 1, dp_shard = 2, cp = 1, tp = 1>} {
+  func.func @recomputed(%x: tensor<2x8x32xbf16>, %w: tensor<8x32xf32> {titan.param = "layers.0.attention.wq.weight"}, %n: tensor<32xbf16>, %dy: tensor<2x8x16xbf16>) -> (tensor<2x8x16xbf16>, tensor<2x8x16xbf16>, tensor<16x32xbf16>, tensor<2x8x16xbf16>) {
+    %f = dist.all_gather_start %w axes ["dp_shard"] dim 0 : tensor<8x32xf32> -> !dist.future<tensor<16x32xf32>>
+    %g = dist.wait %f : !dist.future<tensor<16x32xf32>>
+    %c = titan.cast %g : tensor<16x32xf32> to tensor<16x32xbf16>
+    %h = titan.rms_norm %x, %n {eps = 1.0e-5 : f64} : (tensor<2x8x32xbf16>, tensor<32xbf16>) -> tensor<2x8x32xbf16>
+    %y = titan.float8_linear %h, %c recipe tensorwise : (tensor<2x8x32xbf16>, tensor<16x32xbf16>) -> tensor<2x8x16xbf16>
+    %f2 = dist.all_gather_start %w axes ["dp_shard"] dim 0 : tensor<8x32xf32> -> !dist.future<tensor<16x32xf32>>
+    %g2 = dist.wait %f2 : !dist.future<tensor<16x32xf32>>
+    %c2 = titan.cast %g2 : tensor<16x32xf32> to tensor<16x32xbf16>
+    %r = titan.rms_norm %x, %n {eps = 1.0e-5 : f64, titan.recomputed} : (tensor<2x8x32xbf16>, tensor<32xbf16>) -> tensor<2x8x32xbf16>
+    %y2 = titan.float8_linear %r, %c2 recipe tensorwise {titan.recomputed} : (tensor<2x8x32xbf16>, tensor<16x32xbf16>) -> tensor<2x8x16xbf16>
+    %dw = titan.float8_linear_grad_weight %dy, %r recipe tensorwise : (tensor<2x8x16xbf16>, tensor<2x8x32xbf16>) -> tensor<16x32xbf16>
+    %o = titan.rms_norm %x, %n {eps = 1.0e-6 : f64, titan.recomputed} : (tensor<2x8x32xbf16>, tensor<32xbf16>) -> tensor<2x8x32xbf16>
+    %y3 = titan.float8_linear %o, %c2 recipe tensorwise : (tensor<2x8x32xbf16>, tensor<16x32xbf16>) -> tensor<2x8x16xbf16>
+    return %y, %y2, %dw, %y3 : tensor<2x8x16xbf16>, tensor<2x8x16xbf16>, tensor<16x32xbf16>, tensor<2x8x16xbf16>
+  }
+}

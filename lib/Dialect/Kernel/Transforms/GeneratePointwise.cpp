@@ -243,7 +243,117 @@ public:
     return consumer;
   }
 
+  /// Joins `kernel` with an earlier generated kernel reading the same
+  /// tensor (a recomputed activation's cast and its transposed cast, whose
+  /// scale the forward computed): one read for both, at the earlier one's
+  /// place. Returns the (possibly new) kernel.
+  GenericOp fuseSibling(GenericOp kernel) {
+    if (!kernel.getSegments().empty() || !kernel.getReductions().empty())
+      return kernel;
+    SmallVector<Value> between, betweenReads;
+    unsigned distance = 0;
+    for (Operation *op = kernel->getPrevNode(); op && distance <= maxHoist;
+         op = op->getPrevNode(), ++distance) {
+      SmallVector<Value> reads, writes;
+      if (!collectAccess(op, reads, writes))
+        return kernel;
+      auto sibling = dyn_cast<GenericOp>(op);
+      if (sibling && isSibling(sibling, kernel) &&
+          consumerCanMoveUp(sibling, kernel, Value(), between, betweenReads) &&
+          siblingsSafe(sibling, kernel))
+        return joinSiblings(sibling, kernel);
+      llvm::append_range(between, writes);
+      llvm::append_range(betweenReads, reads);
+    }
+    return kernel;
+  }
+
 private:
+  /// Whether `a` and `b` read one tensor of the same element count on one
+  /// stream, and each sees its index as the same rows x columns.
+  static bool isSibling(GenericOp a, GenericOp b) {
+    if (a.getStream() != b.getStream() || !a.getSegments().empty() ||
+        a.getNumElements() != b.getNumElements() || a.getNumElements() == 1)
+      return false;
+    std::optional<std::pair<int64_t, int64_t>> as = a.getTransposedShape(),
+                                               bs = b.getTransposedShape();
+    if (as && bs && as != bs)
+      return false;
+    return llvm::any_of(b.getInputs(), [&](Value v) {
+      return elementCount(v) > 1 && llvm::is_contained(a.getInputs(), v);
+    });
+  }
+
+  /// Whether one kernel running both keeps their buffers' meaning: neither
+  /// reads or writes what the other writes, and the buffers fit.
+  bool siblingsSafe(GenericOp a, GenericOp b) {
+    SmallVector<Value> aWrites, bWrites;
+    for (GenericOp g : {a, b})
+      for (Value v : llvm::concat<Value>(g.getOutputs(), g.getReductions()))
+        (g == a ? aWrites : bWrites).push_back(viewedBuffer(v));
+    auto touches = [](GenericOp g, ArrayRef<Value> written) {
+      return llvm::any_of(g->getOperands(), [&](Value v) {
+        return isa<MemRefType>(v.getType()) &&
+               llvm::is_contained(written, viewedBuffer(v));
+      });
+    };
+    if (touches(a, bWrites) || touches(b, aWrites))
+      return false;
+    SmallVector<Value> inputs(a.getInputs());
+    for (Value v : b.getInputs())
+      if (!llvm::is_contained(inputs, v))
+        inputs.push_back(v);
+    return inputs.size() + a.getOutputs().size() + b.getOutputs().size() +
+               a.getReductions().size() <=
+           maxBuffers;
+  }
+
+  /// One kernel at `a`'s place computing both: `a`'s outputs, then `b`'s.
+  GenericOp joinSiblings(GenericOp a, GenericOp b) {
+    for (Value operand : b->getOperands())
+      defineBefore(operand, a);
+    SmallVector<Value> inputs(a.getInputs());
+    for (Value v : b.getInputs())
+      if (!llvm::is_contained(inputs, v))
+        inputs.push_back(v);
+    SmallVector<Value> outputs(a.getOutputs());
+    llvm::append_range(outputs, b.getOutputs());
+    SmallVector<int64_t> transposed(a.getTransposedOutputs());
+    for (int64_t i : b.getTransposedOutputs())
+      transposed.push_back(i + a.getOutputs().size());
+
+    OpBuilder builder(a);
+    Location loc = builder.getFusedLoc({a.getLoc(), b.getLoc()});
+    auto fused = GenericOp::create(
+        builder, loc, inputs, outputs, a.getReductions(), a.getStream(),
+        a.getReductionKinds(), builder.getDenseI64ArrayAttr(transposed));
+    Block *body = builder.createBlock(&fused.getBody());
+    DenseMap<Value, Value> argOf;
+    for (Value v : inputs)
+      argOf[v] = body->addArgument(elementTypeOf(v), v.getLoc());
+    SmallVector<Value> yielded, reduced;
+    for (GenericOp part : {a, b}) {
+      Block &partBody = part.getBody().front();
+      IRMapping map;
+      for (auto [arg, v] :
+           llvm::zip_equal(partBody.getArguments(), part.getInputs()))
+        map.map(arg, argOf.lookup(v));
+      for (Operation &op : partBody.without_terminator())
+        builder.clone(op, map);
+      ValueRange values = cast<YieldOp>(partBody.getTerminator()).getValues();
+      unsigned numOutputs = part.getOutputs().size();
+      for (Value v : values.take_front(numOutputs))
+        yielded.push_back(map.lookupOrDefault(v));
+      for (Value v : values.drop_front(numOutputs))
+        reduced.push_back(map.lookupOrDefault(v));
+    }
+    llvm::append_range(yielded, reduced);
+    YieldOp::create(builder, loc, yielded);
+    a.erase();
+    b.erase();
+    return fused;
+  }
+
   /// The generated kernel whose output `input` is, when it can run inside
   /// `consumer`, and where.
   Fusion fusableProducer(GenericOp consumer, Value input) {
@@ -568,6 +678,11 @@ struct KernelGeneratePointwisePass
       SmallVector<GenericOp> generics(step.getOps<GenericOp>());
       for (GenericOp generic : generics)
         fuser.fuseProducers(generic);
+      // Then siblings: kernels reading one tensor (its two float8 layouts).
+      generics.assign(step.getOps<GenericOp>().begin(),
+                      step.getOps<GenericOp>().end());
+      for (GenericOp generic : generics)
+        fuser.fuseSibling(generic);
       // Fused bodies compute some values twice (a cast and its transposed
       // copy encode the same element): once is enough.
       IRRewriter rewriter(&getContext());

@@ -15,6 +15,7 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/Dominance.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
 
 #include <algorithm>
 
@@ -86,6 +87,61 @@ struct ExpansionState {
   /// (value, scale, float8 type, transposed) -> float8 copy.
   DenseMap<std::tuple<Value, Value, Type, int>, Value> casts;
   DominanceInfo *dominance = nullptr;
+  /// Values -> the earlier values they equal (memoized).
+  DenseMap<Value, Value> originals;
+
+  /// The earliest value known to equal `v`: activation checkpointing's
+  /// recompute copies the forward's ops onto the same values, and FSDP's
+  /// re-gather gathers the same shard, so a recomputed activation has the
+  /// forward's bits. The recompute's casts then reuse the forward's amax
+  /// and scale: an activation's amax is not computed twice.
+  Value originalOf(Value v) {
+    auto result = dyn_cast<OpResult>(v);
+    Operation *op = result ? result.getOwner() : nullptr;
+    if (!op || op->getNumOperands() == 0 || !sameValueForSameOperands(op))
+      return v;
+    if (auto it = originals.find(v); it != originals.end())
+      return it->second;
+    SmallVector<Value> operands = llvm::map_to_vector(
+        op->getOperands(), [&](Value operand) { return originalOf(operand); });
+    Value found = v;
+    for (Operation *user : operands.front().getUsers())
+      if (user != op && isTwin(user, op, operands) &&
+          dominance->properlyDominates(user, op)) {
+        found = user->getResult(result.getResultNumber());
+        break;
+      }
+    originals[v] = found;
+    return found;
+  }
+
+  /// Whether `op`'s results depend only on its operands: a pure op, a
+  /// recomputed copy, a gather and its wait (the same shards).
+  static bool sameValueForSameOperands(Operation *op) {
+    return isPure(op) || op->hasAttr(TitanDialect::kRecomputedAttrName) ||
+           isa<dist::AllGatherStartOp, dist::WaitOp>(op);
+  }
+
+  /// Whether `op` computes what `other` does: the same op on `operands`
+  /// (the originals of `other`'s), with the same attributes but the
+  /// recompute marks.
+  static bool isTwin(Operation *op, Operation *other, ValueRange operands) {
+    if (op->getName() != other->getName() ||
+        op->getResultTypes() != other->getResultTypes() ||
+        !llvm::equal(op->getOperands(), operands))
+      return false;
+    auto unmarked = [](Operation *o) {
+      SmallVector<NamedAttribute> attrs;
+      llvm::copy_if(
+          o->getAttrs(), std::back_inserter(attrs), [](NamedAttribute a) {
+            return a.getName() != TitanDialect::kRecomputedAttrName &&
+                   a.getName() != TitanDialect::kRecomputeRegionAttrName &&
+                   a.getName() != TitanDialect::kSaveAttrName;
+          });
+      return attrs;
+    };
+    return unmarked(op) == unmarked(other);
+  }
 
   /// `memo[key]` when it exists and dominates `at`, else `make()`'s result,
   /// remembered.
@@ -143,23 +199,22 @@ public:
          llvm::is_contained(dims, splitDim)))
       reduceOver = axes;
     std::optional<GatheredWeight> weight = gatheredWeight(v);
-    Value amax =
-        state.reuseOr(state.amaxes,
-                      std::make_tuple(weight ? weight->shard : v, v.getType(),
-                                      int(how.scaling), reduceOver),
-                      op, [&]() -> Value {
-                        Value amax =
-                            AmaxOp::create(b, loc, f32, v,
-                                           how.scaling == Scaling::Tensorwise
-                                               ? DenseI64ArrayAttr()
-                                               : b.getDenseI64ArrayAttr(dims));
-                        if (!reduceOver)
-                          return amax;
-                        auto future = dist::AllReduceStartOp::create(
-                            b, loc, dist::FutureType::get(b.getContext(), f32),
-                            amax, axes, dist::ReductionKind::Max);
-                        return dist::WaitOp::create(b, loc, future);
-                      });
+    Value amax = state.reuseOr(
+        state.amaxes,
+        std::make_tuple(weight ? weight->shard : state.originalOf(v),
+                        v.getType(), int(how.scaling), reduceOver),
+        op, [&]() -> Value {
+          Value amax = AmaxOp::create(b, loc, f32, v,
+                                      how.scaling == Scaling::Tensorwise
+                                          ? DenseI64ArrayAttr()
+                                          : b.getDenseI64ArrayAttr(dims));
+          if (!reduceOver)
+            return amax;
+          auto future = dist::AllReduceStartOp::create(
+              b, loc, dist::FutureType::get(b.getContext(), f32), amax, axes,
+              dist::ReductionKind::Max);
+          return dist::WaitOp::create(b, loc, future);
+        });
     Type f8 = how.e5m2 ? Type(b.getType<Float8E5M2Type>())
                        : Type(b.getType<Float8E4M3FNType>());
     Value s = state.reuseOr(

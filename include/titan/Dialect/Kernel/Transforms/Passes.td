@@ -172,6 +172,13 @@ def KernelGeneratePointwise
     (activation checkpointing's recomputed ops fuse differently and stay
     bitwise equal).
 
+    Last, siblings: a kernel joins an earlier generated kernel that reads
+    one of its tensors (same element count and stream, neither touching
+    what the other writes), moving up to it under the same conditions as
+    a consumer (at most `max-hoist` ops): a recomputed activation's cast
+    and the backward's transposed cast of it, whose scale the forward
+    computed, come from one read.
+
     Runs after the library fusions (a GEMM's accumulating add, add +
     RMSNorm, multi-tensor AdamW), for targets whose lowering generates
     kernels (TargetFeatures::generatedKernels).
