@@ -65,6 +65,11 @@ _TE_FUSION = (
     "library kernel produced (RMSNorm, attention, a GEMM) in a memory-bound "
     "kernel of its own; Transformer Engine computes it in its norm and GEMM "
     "epilogues")
+_FLOAT8_70B = (
+    "+12% (+6% with async TP) before titan computed the weights' amaxes "
+    "from their shards at the step's start, sequence parallel's activation "
+    "amaxes from each rank's part and the recompute's casts with the "
+    "forward's scales (memory-bound 23% of compute, was 28%)")
 _FLOAT8_FUSED_405B = (
     "+6% in the 2026-12-02 run; since then issue 36's generated kernels "
     "(casts fused with their producers, cast-transposes, one launch per "
@@ -80,11 +85,11 @@ WHY = {
     "tt-8b-128-float8": [_COMPILED_8B + "; at 128 GPUs the weights' amaxes "
                          "are one all-reduce a step, not one each (+14% "
                          "before)"],
-    "tt-70b-256-2d": ["+12% before titan computed the weights' amaxes from "
-                      "their shards at the step's start and sequence "
-                      "parallel's activation amaxes from each rank's part "
-                      "(memory-bound 24% of compute, was 28%); tp is "
-                      "exposed (27% of the step) without async TP"],
+    "tt-70b-256-2d": [_FLOAT8_70B + "; tp is exposed (26% of the step) "
+                      "without async TP"],
+    "tt-70b-256-2d-asynctp": [_FLOAT8_70B + "; titan's async TP does not "
+                              "fuse Float8 GEMMs (the compiler warns), so "
+                              "its tp stays exposed"],
     "tt-8b-8-cp1-32k": [_ATTENTION],
     "tt-8b-8-cp2-64k": [_ATTENTION],
     "tt-8b-8-cp4-128k": [_ATTENTION],
@@ -95,7 +100,7 @@ WHY = {
     "tt-405b-512-cp2-64k": [_ATTENTION],
     "tt-405b-512-cp4-128k": [_ATTENTION],
     "tt-405b-512-cp8-256k": [_ATTENTION],
-    "mb-8b-8-fp8": [_TE_FUSION + " (memory-bound kernels are 24% of "
+    "mb-8b-8-fp8": [_TE_FUSION + " (memory-bound kernels are 23% of "
                     "titan's compute)"],
     "tt-405b-512-1f1b": [_FLOAT8_FUSED_405B],
     "tt-405b-512-i1f1b": [_FLOAT8_FUSED_405B],
@@ -205,15 +210,15 @@ FINDINGS = """\
    ncclTopoTuneModel: `nInterSteps = allreduce ? 2*(nNodes-1) :
    nNodes-1`, latency `(nsteps-nInterSteps) * intraLat + nInterSteps *
    interLat`), and the table above is that model's: the 8B loses 1.7%
-   from 8 to 128 GPUs, with Float8 4.1% (its exposed FSDP communication
-   grows from 0.03 to 0.11 s of the step). It lost 13.5% (0.08 to 0.35 s)
+   from 8 to 128 GPUs, with Float8 7.7% (its exposed FSDP communication
+   grows from 0.05 to 0.18 s of the step). It lost 13.5% (0.08 to 0.35 s)
    while each weight's amax was a 4-byte all-reduce of its own, latency-
    bound over 16 nodes; titan now all-reduces every weight's amax at once
    at the step's start (dist-batch-parameter-amaxes), which takes the
    128-GPU Float8 row out of the band with the 8-GPU one.
 2. **Async TP and Float8.** titan does not fuse Float8's scaled GEMMs with
    the TP collectives (the compiler warns), so the 70B async-TP row
-   predicts what it does without (1,001 and 1,000 tok/s/GPU); TorchTitan
+   predicts what it does without (1,029 and 1,028 tok/s/GPU); TorchTitan
    measured +5.7%.
    That compile also costs 40 s of CPU against 8 s without async TP.
 3. **405B pipeline memory.** The memory plans peak at 93-100 GiB per rank
@@ -232,7 +237,7 @@ FINDINGS = """\
    Transformer Engine (Megatron rows) computes in its norm and GEMM
    epilogues. This is titan's program, and the prediction of it is
    consistent; it is why the Megatron Float8 rows are under-predicted
-   (-6.5%, -16%, -22%; -10%, -17%, -26% before the weights were cast on
+   (-5.3%, -16%, -22%; -10%, -17%, -26% before the weights were cast on
    their shards; -18%, -30%, -38% before issue 36).
 """
 
