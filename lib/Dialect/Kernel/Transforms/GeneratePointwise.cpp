@@ -270,7 +270,10 @@ public:
 
 private:
   /// Whether `a` and `b` read one tensor of the same element count on one
-  /// stream, and each sees its index as the same rows x columns.
+  /// stream, and each sees its index as the same rows x columns. `b`'s
+  /// outputs, written earlier once it moves up, hold at most half the
+  /// bytes of the tensor whose second read it saves (a float8 copy of a
+  /// 16-bit tensor): the move holds less memory than it saves reading.
   static bool isSibling(GenericOp a, GenericOp b) {
     if (a.getStream() != b.getStream() || !a.getSegments().empty() ||
         a.getNumElements() != b.getNumElements() || a.getNumElements() == 1)
@@ -279,9 +282,18 @@ private:
                                                bs = b.getTransposedShape();
     if (as && bs && as != bs)
       return false;
+    int64_t written = 0;
+    for (Value v : b.getOutputs())
+      written += byteSize(v);
     return llvm::any_of(b.getInputs(), [&](Value v) {
-      return elementCount(v) > 1 && llvm::is_contained(a.getInputs(), v);
+      return elementCount(v) > 1 && llvm::is_contained(a.getInputs(), v) &&
+             2 * written <= byteSize(v);
     });
+  }
+
+  static int64_t byteSize(Value buffer) {
+    auto type = cast<MemRefType>(buffer.getType());
+    return type.getNumElements() * type.getElementTypeBitWidth() / 8;
   }
 
   /// Whether one kernel running both keeps their buffers' meaning: neither

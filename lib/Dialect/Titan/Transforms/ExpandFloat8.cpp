@@ -87,7 +87,9 @@ struct ExpansionState {
   /// (value, scale, float8 type, transposed) -> float8 copy.
   DenseMap<std::tuple<Value, Value, Type, int>, Value> casts;
   DominanceInfo *dominance = nullptr;
-  /// Values -> the earlier values they equal (memoized).
+  /// Values -> the earlier values they equal (memoized). Every key
+  /// dominates a float8 op being expanded, and the pass erases ops only
+  /// after the last lookup, so no key is ever an erased value.
   DenseMap<Value, Value> originals;
 
   /// The earliest value known to equal `v`: activation checkpointing's
@@ -98,7 +100,7 @@ struct ExpansionState {
   Value originalOf(Value v) {
     auto result = dyn_cast<OpResult>(v);
     Operation *op = result ? result.getOwner() : nullptr;
-    if (!op || op->getNumOperands() == 0 || !sameValueForSameOperands(op))
+    if (!op || op->getNumOperands() == 0 || !mayCopy(op))
       return v;
     if (auto it = originals.find(v); it != originals.end())
       return it->second;
@@ -115,11 +117,21 @@ struct ExpansionState {
     return found;
   }
 
-  /// Whether `op`'s results depend only on its operands: a pure op, a
-  /// recomputed copy, a gather and its wait (the same shards).
-  static bool sameValueForSameOperands(Operation *op) {
-    return isPure(op) || op->hasAttr(TitanDialect::kRecomputedAttrName) ||
-           isa<dist::AllGatherStartOp, dist::WaitOp>(op);
+  /// Whether `op` may copy an earlier op: a recomputed pure op, a gather
+  /// (a re-gather of the same shards, its wait and casts), or what this
+  /// pass built on recomputed values (their casts and scaled GEMMs). Its
+  /// results depend only on its operands and attributes. Any other op is
+  /// an original (a forward op is its own), which keeps each search within
+  /// one recompute region.
+  static bool mayCopy(Operation *op) {
+    if (op->getNumRegions() != 0)
+      return false;
+    if (auto wait = dyn_cast<dist::WaitOp>(op))
+      return bool(wait.getFuture().getDefiningOp<dist::AllGatherStartOp>());
+    if (isa<dist::AllGatherStartOp, CastOp, AmaxOp, Float8ScaleOp, QuantizeOp,
+            ScaledMatmulOp>(op))
+      return true;
+    return op->hasAttr(TitanDialect::kRecomputedAttrName) && isPure(op);
   }
 
   /// Whether `op` computes what `other` does: the same op on `operands`

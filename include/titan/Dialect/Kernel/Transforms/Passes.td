@@ -172,10 +172,12 @@ def KernelGeneratePointwise
     (activation checkpointing's recomputed ops fuse differently and stay
     bitwise equal).
 
-    Last, siblings: a kernel joins an earlier generated kernel that reads
-    one of its tensors (same element count and stream, neither touching
-    what the other writes), moving up to it under the same conditions as
-    a consumer (at most `max-hoist` ops): a recomputed activation's cast
+    Last, siblings: a kernel without reductions or segments joins an
+    earlier generated kernel that reads one of its tensors (same element
+    count and stream, neither touching what the other writes), moving up
+    to it under the same conditions as a consumer (at most `max-hoist`
+    ops) when its outputs hold at most half the bytes of that tensor (they
+    live longer; the read saved is larger): a recomputed activation's cast
     and the backward's transposed cast of it, whose scale the forward
     computed, come from one read.
 
