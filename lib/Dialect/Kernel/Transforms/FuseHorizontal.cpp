@@ -7,6 +7,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "titan/Dialect/Kernel/Transforms/BufferAccess.h"
+#include "titan/Dialect/Kernel/Transforms/JoinedBody.h"
 #include "titan/Dialect/Kernel/Transforms/Passes.h"
 #include "titan/Dialect/Titan/IR/ModuleNames.h"
 
@@ -132,24 +133,12 @@ private:
         concat(earlier.getReductions(), kernel.getReductions()),
         earlier.getStream(), b.getArrayAttr(kinds), b.getDenseI64ArrayAttr({}),
         b.getDenseI64ArrayAttr(segments));
-    Block *body = b.createBlock(&joined.getBody());
-    SmallVector<Value> outputs, reduced;
-    for (GenericOp part : {earlier, kernel}) {
-      Block &partBody = part.getBody().front();
-      IRMapping map;
-      for (BlockArgument arg : partBody.getArguments())
-        map.map(arg, body->addArgument(arg.getType(), arg.getLoc()));
-      for (Operation &op : partBody.without_terminator())
-        b.clone(op, map);
-      ValueRange yielded = cast<YieldOp>(partBody.getTerminator()).getValues();
-      unsigned numOutputs = part.getOutputs().size();
-      for (Value v : yielded.take_front(numOutputs))
-        outputs.push_back(map.lookupOrDefault(v));
-      for (Value v : yielded.drop_front(numOutputs))
-        reduced.push_back(map.lookupOrDefault(v));
-    }
-    llvm::append_range(outputs, reduced);
-    YieldOp::create(b, loc, outputs);
+    // Each segment reads its own arguments: `earlier`'s, then `kernel`'s.
+    unsigned offset = earlier.getInputs().size();
+    buildJoinedBody(b, joined, {earlier, kernel},
+                    [&](unsigned part, unsigned index) {
+                      return part == 0 ? index : offset + index;
+                    });
     earlier.erase();
     kernel.erase();
     return joined;

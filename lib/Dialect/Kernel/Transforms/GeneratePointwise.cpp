@@ -7,6 +7,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "titan/Dialect/Kernel/Transforms/BufferAccess.h"
+#include "titan/Dialect/Kernel/Transforms/JoinedBody.h"
 #include "titan/Dialect/Kernel/Transforms/Passes.h"
 #include "titan/Dialect/Titan/IR/PointwiseInterface.h"
 
@@ -339,28 +340,12 @@ private:
     auto fused = GenericOp::create(
         builder, loc, inputs, outputs, a.getReductions(), a.getStream(),
         a.getReductionKinds(), builder.getDenseI64ArrayAttr(transposed));
-    Block *body = builder.createBlock(&fused.getBody());
-    DenseMap<Value, Value> argOf;
-    for (Value v : inputs)
-      argOf[v] = body->addArgument(elementTypeOf(v), v.getLoc());
-    SmallVector<Value> yielded, reduced;
-    for (GenericOp part : {a, b}) {
-      Block &partBody = part.getBody().front();
-      IRMapping map;
-      for (auto [arg, v] :
-           llvm::zip_equal(partBody.getArguments(), part.getInputs()))
-        map.map(arg, argOf.lookup(v));
-      for (Operation &op : partBody.without_terminator())
-        builder.clone(op, map);
-      ValueRange values = cast<YieldOp>(partBody.getTerminator()).getValues();
-      unsigned numOutputs = part.getOutputs().size();
-      for (Value v : values.take_front(numOutputs))
-        yielded.push_back(map.lookupOrDefault(v));
-      for (Value v : values.drop_front(numOutputs))
-        reduced.push_back(map.lookupOrDefault(v));
-    }
-    llvm::append_range(yielded, reduced);
-    YieldOp::create(builder, loc, yielded);
+    // The inputs both read are one argument.
+    GenericOp parts[] = {a, b};
+    buildJoinedBody(builder, fused, parts, [&](unsigned part, unsigned index) {
+      Value input = parts[part].getInputs()[index];
+      return unsigned(llvm::find(inputs, input) - inputs.begin());
+    });
     a.erase();
     b.erase();
     return fused;
