@@ -132,6 +132,9 @@ KernelWork titan::cost::kernelWork(kernel::CallOp call) {
     work.unit = WorkUnit::Gemm;
     work.flops = gemmFlops(inputs[0], inputs[1], outputs[0]);
     work.precision = precisionOf(inputs[0]);
+    // accumulate (kernel-fuse-gemm-accumulate) reads the result too.
+    if (intParam(call, 0) != 0)
+      work.bytes += bufferBytes(outputs[0]);
     break;
   case KernelId::scaled_matmul:
     // lhs, lhs_scale, rhs, rhs_scale -> result; float8 operands.
@@ -140,6 +143,8 @@ KernelWork titan::cost::kernelWork(kernel::CallOp call) {
     work.unit = WorkUnit::Gemm;
     work.flops = gemmFlops(inputs[0], inputs[2], outputs[0]);
     work.precision = KernelWork::Precision::FP8;
+    if (intParam(call, 5) != 0)
+      work.bytes += bufferBytes(outputs[0]);
     break;
   case KernelId::all_gather_linear: {
     // input, weight_i... -> gathered, result_i...: GEMM(gathered,

@@ -239,7 +239,7 @@ GemmProblem titanrt::cuda::scaledMatmulProblem(int form,
                                                const ScaledOperand &lhs,
                                                const ScaledOperand &rhs,
                                                Dtype result, int64_t rows,
-                                               int64_t cols) {
+                                               int64_t cols, bool accumulate) {
   using titan::cuda::ScaledMatmulForm;
   auto f = ScaledMatmulForm(form);
   int64_t depth = f == ScaledMatmulForm::Linear      ? lhs.cols
@@ -250,6 +250,7 @@ GemmProblem titanrt::cuda::scaledMatmulProblem(int form,
   p.second = rhs.type;
   p.scaling = outer ? GemmScaling::OuterVector : GemmScaling::Tensorwise;
   p.fastAccumulation = scaledMatmulFastAccumulation(f);
+  p.accumulate = accumulate;
   return p;
 }
 
@@ -257,7 +258,8 @@ void titanrt::cuda::scaledMatmul(LinearGemms &gemms, int form,
                                  const ScaledOperand &lhs,
                                  const ScaledOperand &rhs, Dtype result,
                                  void *out, int64_t rows, int64_t cols,
-                                 void *workspace, cudaStream_t stream) {
+                                 void *workspace, cudaStream_t stream,
+                                 bool accumulate) {
   using titan::cuda::ScaledMatmulForm;
   auto f = ScaledMatmulForm(form);
   titan::cuda::ScaledMatmulWorkspace parts = titan::cuda::scaledMatmulWorkspace(
@@ -274,7 +276,8 @@ void titanrt::cuda::scaledMatmul(LinearGemms &gemms, int form,
                             stream);
   // One inverse scale each (tensorwise), or one per result row and column
   // (a scalar broadcast): cuBLASLt's outer-vector mode scales both inputs.
-  GemmProblem p = scaledMatmulProblem(form, lhs, rhs, result, rows, cols);
+  GemmProblem p =
+      scaledMatmulProblem(form, lhs, rhs, result, rows, cols, accumulate);
   bool outer = p.scaling == GemmScaling::OuterVector;
   inverseScales(lhs.scale, lhs.perElement, lhsInverse, outer ? rows : 1,
                 stream);

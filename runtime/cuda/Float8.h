@@ -73,20 +73,23 @@ struct ScaledOperand {
 /// e4m3 and e5m2 x e4m3, and its footnote on the outer-vector and block
 /// scale modes excludes only float8 D types; PyTorch's bf16-only rowwise
 /// _scaled_mm (which torchao works around) is PyTorch's restriction.
+/// `accumulate` adds the scaled product into the result (beta = 1, C = D:
+/// the same table's C type is D's for bf16, f16 and f32 results).
 GemmProblem scaledMatmulProblem(int form, const ScaledOperand &lhs,
                                 const ScaledOperand &rhs, Dtype result,
-                                int64_t rows, int64_t cols);
+                                int64_t rows, int64_t cols,
+                                bool accumulate = false);
 
 /// titan.scaled_matmul (form 0 linear, 1 grad_input, 2 grad_weight; the
 /// contract is runtime/lib/KernelABI.cpp's) into the rows x cols `out` of
 /// type `result`: the operands copied K-major where the form needs it and
 /// they do not come transposed, their inverse scales, then cuBLASLt's
-/// scaled FP8 GEMM. `workspace` is
+/// scaled FP8 GEMM, adding into `out` when `accumulate`. `workspace` is
 /// 256-byte aligned and carved by titan::cuda::scaledMatmulWorkspace.
 void scaledMatmul(LinearGemms &gemms, int form, const ScaledOperand &lhs,
                   const ScaledOperand &rhs, Dtype result, void *out,
                   int64_t rows, int64_t cols, void *workspace,
-                  cudaStream_t stream);
+                  cudaStream_t stream, bool accumulate = false);
 
 } // namespace titanrt::cuda
 

@@ -507,15 +507,16 @@ cuda::ScaledOperand scaledOperand(const Args &c, int i, bool transposed) {
           c.buf<float>(i + 1), d.vectorScales, transposed};
 }
 /// (lhs f8, lhs scale, rhs f8, rhs scale) -> (result); ints: {form, lhs
-/// format, rhs format, lhs transposed, rhs transposed}. A scale with more
-/// than one element is one per row (lhs) or column (rhs) of the result.
+/// format, rhs format, lhs transposed, rhs transposed, accumulate}. A
+/// scale with more than one element is one per row (lhs) or column (rhs)
+/// of the result.
 void scaledMatmul(const Args &c) {
   Shape result = c.shape(4);
   cuda::scaledMatmul(kernelContext().gemms, int(c.ints[0]),
                      scaledOperand(c, 0, c.ints[3] != 0),
                      scaledOperand(c, 2, c.ints[4] != 0), c.type(4),
                      c.buffers[4], result.rows(), result.back(), c.workspace,
-                     c.stream());
+                     c.stream(), /*accumulate=*/c.ints[5] != 0);
 }
 
 [[noreturn]] void noF64(const char *kernel) {

@@ -461,21 +461,28 @@ void decodeOperand(const uint8_t *q, Shape::Matrix m, bool transposed,
 
 /// (lhs f8, lhs scale, rhs f8, rhs scale) -> (result); ints: {form: 0
 /// linear, 1 grad_input, 2 grad_weight, lhs format, rhs format, lhs
-/// transposed, rhs transposed}; workspace: f32 copies of both operands,
-/// untransposed. The f32 GEMM of the exact f32 values accumulates in f32;
-/// each result element is then multiplied by its rows' and columns'
-/// inverse scales, 1/lhs_scale * 1/rhs_scale.
+/// transposed, rhs transposed, accumulate}; workspace: f32 copies of both
+/// operands, untransposed, then the product. The f32 GEMM of the exact f32
+/// values accumulates in f32; each result element is then the product
+/// times its rows' and columns' inverse scales, 1/lhs_scale * 1/rhs_scale,
+/// plus the result's old value when accumulating (cuBLASLt's epilogue
+/// with beta = 1).
 template <typename T> void scaledMatmul(const Call &c) {
   if constexpr (!std::is_same_v<T, float>) {
     kernelFatal("scaled_matmul produces f32, bf16 or f16");
   } else {
     bool lhsT = c.ints[3] != 0, rhsT = c.ints[4] != 0;
     Shape::Matrix lhs = c.shape(0).matrix(lhsT), rhs = c.shape(2).matrix(rhsT);
+    auto floatsFor = [](int64_t elements) {
+      return (elements * 4 + 63) / 64 * 16;
+    };
     float *a = static_cast<float *>(c.workspace);
-    float *b = a + (lhs.rows * lhs.cols * 4 + 63) / 64 * 16;
+    float *b = a + floatsFor(lhs.rows * lhs.cols);
+    float *out = b + floatsFor(rhs.rows * rhs.cols);
     decodeOperand(c.buf<uint8_t>(0), lhs, lhsT, fp8Format(c.ints[1]), a);
     decodeOperand(c.buf<uint8_t>(2), rhs, rhsT, fp8Format(c.ints[2]), b);
-    float *out = c.buf<float>(4);
+    float *result = c.buf<float>(4);
+    bool accumulate = c.ints[5] != 0;
     int64_t rows, cols;
     switch (c.ints[0]) {
     case 0: // lhs M x K, rhs N x K -> M x N
@@ -496,8 +503,11 @@ template <typename T> void scaledMatmul(const Call &c) {
     bool lhsVector = c.shape(1).numel() > 1, rhsVector = c.shape(3).numel() > 1;
     for (int64_t r = 0; r < rows; ++r) {
       float invL = 1.0f / ls[lhsVector ? r : 0];
-      for (int64_t j = 0; j < cols; ++j)
-        out[r * cols + j] *= invL * (1.0f / rs[rhsVector ? j : 0]);
+      for (int64_t j = 0; j < cols; ++j) {
+        int64_t i = r * cols + j;
+        float scaled = out[i] * (invL * (1.0f / rs[rhsVector ? j : 0]));
+        result[i] = accumulate ? result[i] + scaled : scaled;
+      }
     }
   }
 }
@@ -620,6 +630,9 @@ template <> bool readsResults<linearGradInput<float>>(const Call &c) {
 }
 template <> bool readsResults<linearGradWeight<float>>(const Call &c) {
   return accumulates(c);
+}
+template <> bool readsResults<scaledMatmul<float>>(const Call &c) {
+  return c.ints[5] != 0;
 }
 
 /// A 16-bit entry: the f32 kernel on f32 copies of the 16-bit buffers, its

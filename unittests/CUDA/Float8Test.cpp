@@ -227,11 +227,12 @@ std::vector<uint8_t> transposedCodes(const Operand &o) {
 
 /// scaledMatmul on device; with `kMajor`, the operands the form reduces
 /// over their leading dimensions come transposed (no copies in the
-/// workspace), else the GEMM copies them.
+/// workspace), else the GEMM copies them. `twice` runs it again, adding
+/// into the result (accumulate, as kernel-fuse-gemm-accumulate asks).
 std::vector<float> scaledMatmulOnDevice(int form, const Operand &lhs,
                                         const Operand &rhs, Dtype result,
-                                        int64_t rows, int64_t cols,
-                                        bool kMajor) {
+                                        int64_t rows, int64_t cols, bool kMajor,
+                                        bool twice = false) {
   bool lhsT = kMajor && form == 2, rhsT = kMajor && form != 0;
   DeviceArray<uint8_t> a(lhsT ? transposedCodes(lhs) : lhs.codes),
       b(rhsT ? transposedCodes(rhs) : rhs.codes);
@@ -244,12 +245,14 @@ std::vector<float> scaledMatmulOnDevice(int form, const Operand &lhs,
   void *workspace = nullptr;
   EXPECT_EQ(cudaMalloc(&workspace, size_t(parts.bytes)), cudaSuccess);
   LinearGemms gemms(size_t(titan::cuda::kGemmWorkspaceBytes));
-  scaledMatmul(gemms, form,
-               {a.ptr, lhs.type, lhs.rows, lhs.cols, as.ptr,
-                lhs.scales.size() > 1, lhsT},
-               {b.ptr, rhs.type, rhs.rows, rhs.cols, bs.ptr,
-                rhs.scales.size() > 1, rhsT},
-               result, out.ptr, rows, cols, workspace, nullptr);
+  for (int run = 0; run < (twice ? 2 : 1); ++run)
+    scaledMatmul(gemms, form,
+                 {a.ptr, lhs.type, lhs.rows, lhs.cols, as.ptr,
+                  lhs.scales.size() > 1, lhsT},
+                 {b.ptr, rhs.type, rhs.rows, rhs.cols, bs.ptr,
+                  rhs.scales.size() > 1, rhsT},
+                 result, out.ptr, rows, cols, workspace, nullptr,
+                 /*accumulate=*/run > 0);
   EXPECT_EQ(cudaDeviceSynchronize(), cudaSuccess);
   std::vector<float> actual = out.read();
   cudaFree(workspace);
@@ -285,6 +288,14 @@ void runScaledMatmul(int form, int64_t m, int64_t k, int64_t n, Dtype lhsType,
     ASSERT_NEAR(actual[i], expected[i],
                 sums * size[i] + unit * std::fabs(expected[i]))
         << "element " << i;
+  // Accumulating (beta = 1) adds the scaled product to what the result
+  // holds: here the same product, so twice it, with one rounding more.
+  std::vector<float> sum =
+      scaledMatmulOnDevice(form, lhs, rhs, result, rows, cols, false, true);
+  for (size_t i = 0; i < expected.size(); ++i)
+    ASSERT_NEAR(sum[i], 2 * expected[i],
+                2 * (sums * size[i] + 2 * unit * std::fabs(expected[i])))
+        << "element " << i << " (accumulate)";
   // The gradients' operands K-major (as titan.quantize writes them): the
   // same bytes reach cuBLASLt, so the same result, bit for bit.
   if (form != 0) {

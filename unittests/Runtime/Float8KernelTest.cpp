@@ -168,8 +168,11 @@ std::vector<uint8_t> transposedCodes(const std::vector<uint8_t> &v,
 /// The scaled GEMM against an f64 sum: `form` 0 linear, 1 grad_input, 2
 /// grad_weight, with per-row/column scales on both operands; with
 /// `transposed`, the operands the form reduces over their leading
-/// dimensions come transposed (K-major). Returns the result.
-std::vector<float> checkScaledMatmul(int form, bool transposed = false) {
+/// dimensions come transposed (K-major); with `accumulate`, the result is
+/// added to what it held (kernel-fuse-gemm-accumulate). Returns the
+/// result.
+std::vector<float> checkScaledMatmul(int form, bool transposed = false,
+                                     bool accumulate = false) {
   const int64_t m = 6, n = 5, k = 7;
   std::mt19937 rng(11 + form);
   std::uniform_int_distribution<int> code(0, 255);
@@ -208,6 +211,10 @@ std::vector<float> checkScaledMatmul(int form, bool transposed = false) {
     s = std::ldexp(1.0f, int(code(rng) % 9) - 4);
   for (float &s : rs)
     s = std::ldexp(1.0f, int(code(rng) % 9) - 4);
+  std::vector<float> old(rows * cols, 0.0f);
+  if (accumulate)
+    for (size_t i = 0; i < old.size(); ++i)
+      out[i] = old[i] = 0.25f * float(i % 7) - 1.0f;
   auto A = [&](int64_t i, int64_t j) { // lhs as rows x depth
     int64_t idx = form == 2 ? j * lhsShape[1] + i : i * lhsShape[1] + j;
     return double(fp8ToFloat(a[idx], Dtype::f8E4M3FN));
@@ -229,7 +236,7 @@ std::vector<float> checkScaledMatmul(int form, bool transposed = false) {
   c.add(rs.data(), rsShape, TITAN_RT_F32);
   c.inputs = 4;
   c.add(out.data(), outShape, TITAN_RT_F32);
-  c.run(titan_rt_scaled_matmul_f32, {form, 0, 1, lhsT, rhsT}, {},
+  c.run(titan_rt_scaled_matmul_f32, {form, 0, 1, lhsT, rhsT, accumulate}, {},
         workspace.data());
   for (int64_t i = 0; i < rows; ++i)
     for (int64_t j = 0; j < cols; ++j) {
@@ -238,9 +245,10 @@ std::vector<float> checkScaledMatmul(int form, bool transposed = false) {
         sum += A(i, d) * B(j, d);
         magnitude += std::fabs(A(i, d) * B(j, d));
       }
-      double expected = sum / double(ls[i]) / double(rs[j]);
-      double tolerance =
-          1e-6 * magnitude / double(ls[i]) / double(rs[j]) + 1e-30;
+      double expected =
+          sum / double(ls[i]) / double(rs[j]) + double(old[i * cols + j]);
+      double tolerance = 1e-6 * magnitude / double(ls[i]) / double(rs[j]) +
+                         1e-6 * std::fabs(expected) + 1e-30;
       EXPECT_NEAR(out[i * cols + j], expected, tolerance)
           << "form " << form << " at " << i << ", " << j;
     }
@@ -250,6 +258,13 @@ std::vector<float> checkScaledMatmul(int form, bool transposed = false) {
 TEST(Float8Kernels, ScaledMatmulLinear) { checkScaledMatmul(0); }
 TEST(Float8Kernels, ScaledMatmulGradInput) { checkScaledMatmul(1); }
 TEST(Float8Kernels, ScaledMatmulGradWeight) { checkScaledMatmul(2); }
+
+// accumulate = 1 adds the scaled product to the result's old values
+// (cuBLASLt's beta = 1), every form.
+TEST(Float8Kernels, ScaledMatmulAccumulates) {
+  for (int form : {0, 1, 2})
+    checkScaledMatmul(form, false, true);
+}
 
 // K-major operands (titan.quantize's transposed ones) give the same result,
 // bit for bit: only the codes' places differ.

@@ -77,9 +77,13 @@ int64_t globalNorm(GlobalNormOp op) {
   return cpu::globalNormWorkspaceBytes(largest);
 }
 
-/// f32 copies of both operands (exact) for the f32 GEMM.
+/// f32 copies of both operands (exact) for the f32 GEMM, and its product:
+/// kernel-fuse-gemm-accumulate may later make the GEMM add into its result
+/// (a gradient's slot, the sum of a tensor's gradients), and the product
+/// is then scaled apart from the old values, as cuBLASLt's epilogue.
 int64_t scaledMatmul(ScaledMatmulOp op) {
-  return copyBytes(op.getLhs(), 4) + copyBytes(op.getRhs(), 4);
+  return copyBytes(op.getLhs(), 4) + copyBytes(op.getRhs(), 4) +
+         copyBytes(op.getResult(), 4);
 }
 
 /// The ring's shards (runtime/lib/AsyncTensorParallel.h): two for the

@@ -55,3 +55,27 @@ func.func @kept(%dy: memref<4x8xf32>, %w: memref<8x6xf32>, %acc: memref<4x6xf32>
   kernel.call "add"(%acc, %t4 : memref<4x6xf32>, memref<4x6xf32>) outs(%acc : memref<4x6xf32>) on %s params []
   return
 }
+
+// -----
+
+// Float8's scaled GEMMs fold too (the sum of a tensor's gradients through
+// SwiGLU's two linears): their last parameter, accumulate, becomes 1. One
+// that already accumulates folds no second add.
+// CHECK-LABEL: func.func @scaled(
+// CHECK-SAME:  %[[ACC:[^:]*]]: memref<4x8xbf16>
+// CHECK:       kernel.call "scaled_matmul"({{.*}}) outs(%[[ACC]] : memref<4x8xbf16>) workspace({{.*}}) on %{{.*}} params [1, 1, 0, 0, 1, 0]
+// CHECK-NEXT:  kernel.call "scaled_matmul"({{.*}}) outs(%[[ACC]] : memref<4x8xbf16>) workspace({{.*}}) on %{{.*}} params [1, 1, 0, 0, 1, 1]
+// CHECK-NEXT:  %[[T:.*]] = kernel.alloc temporary : memref<4x8xbf16>
+// CHECK-NEXT:  kernel.call "scaled_matmul"({{.*}}) outs(%[[T]] : memref<4x8xbf16>) workspace({{.*}}) on %{{.*}} params [1, 1, 0, 0, 1, 1]
+// CHECK-NEXT:  kernel.call "add"(%[[ACC]], %[[T]]
+func.func @scaled(%acc: memref<4x8xbf16>, %dy: memref<4x16xf8E5M2>, %w: memref<8x16xf8E4M3FN>, %sc: memref<f32>, %ws: memref<1024xi8>) {
+  %s = kernel.stream 0
+  kernel.call "scaled_matmul"(%dy, %sc, %w, %sc : memref<4x16xf8E5M2>, memref<f32>, memref<8x16xf8E4M3FN>, memref<f32>) outs(%acc : memref<4x8xbf16>) workspace(%ws : memref<1024xi8>) on %s params [1, 1, 0, 0, 1, 0]
+  %t = kernel.alloc temporary : memref<4x8xbf16>
+  kernel.call "scaled_matmul"(%dy, %sc, %w, %sc : memref<4x16xf8E5M2>, memref<f32>, memref<8x16xf8E4M3FN>, memref<f32>) outs(%t : memref<4x8xbf16>) workspace(%ws : memref<1024xi8>) on %s params [1, 1, 0, 0, 1, 0]
+  kernel.call "add"(%acc, %t : memref<4x8xbf16>, memref<4x8xbf16>) outs(%acc : memref<4x8xbf16>) on %s params []
+  %u = kernel.alloc temporary : memref<4x8xbf16>
+  kernel.call "scaled_matmul"(%dy, %sc, %w, %sc : memref<4x16xf8E5M2>, memref<f32>, memref<8x16xf8E4M3FN>, memref<f32>) outs(%u : memref<4x8xbf16>) workspace(%ws : memref<1024xi8>) on %s params [1, 1, 0, 0, 1, 1]
+  kernel.call "add"(%acc, %u : memref<4x8xbf16>, memref<4x8xbf16>) outs(%acc : memref<4x8xbf16>) on %s params []
+  return
+}

@@ -203,7 +203,7 @@ func.func @float8(%x: memref<4x8xbf16>, %rows: memref<4x1xf32>, %w: memref<16x8x
   kernel.call "quantize"(%x, %scale : memref<4x8xbf16>, memref<f32>) outs(%q : memref<4x8xf8E4M3FN>) on %s params [0, 0]
   %qt = kernel.alloc temporary : memref<8x4xf8E4M3FN>
   kernel.call "quantize"(%x, %scale : memref<4x8xbf16>, memref<f32>) outs(%qt : memref<8x4xf8E4M3FN>) on %s params [0, 1]
-  kernel.call "scaled_matmul"(%q, %scale, %w, %scale : memref<4x8xf8E4M3FN>, memref<f32>, memref<16x8xf8E4M3FN>, memref<f32>) outs(%y : memref<4x16xbf16>) workspace(%ws : memref<1024xi8>) on %s params [0, 0, 0, 0, 0]
+  kernel.call "scaled_matmul"(%q, %scale, %w, %scale : memref<4x8xf8E4M3FN>, memref<f32>, memref<16x8xf8E4M3FN>, memref<f32>) outs(%y : memref<4x16xbf16>) workspace(%ws : memref<1024xi8>) on %s params [0, 0, 0, 0, 0, 0]
   kernel.call "quantize"(%x, %rows : memref<4x8xbf16>, memref<4x1xf32>) outs(%qr : memref<4x8xf8E4M3FN>) on %s params [0, 0]
   kernel.call "amax"(%x : memref<4x8xbf16>) outs(%rows : memref<4x1xf32>) on %s params [1]
   return
@@ -347,7 +347,7 @@ func.func @hoist_blocked_by_write(%x: memref<4x8xbf16>, %w: memref<16x8xf8E4M3FN
   kernel.call "float8_scale"(%amax : memref<f32>) outs(%scale : memref<f32>) on %s params [0, 4.480000e+02]
   %q = kernel.alloc temporary : memref<4x8xf8E4M3FN>
   kernel.call "quantize"(%x, %scale : memref<4x8xbf16>, memref<f32>) outs(%q : memref<4x8xf8E4M3FN>) on %s params [0, 0]
-  kernel.call "scaled_matmul"(%q, %scale, %w, %scale : memref<4x8xf8E4M3FN>, memref<f32>, memref<16x8xf8E4M3FN>, memref<f32>) outs(%y : memref<4x16xbf16>) workspace(%ws : memref<1024xi8>) on %s params [0, 0, 0, 0, 0]
+  kernel.call "scaled_matmul"(%q, %scale, %w, %scale : memref<4x8xf8E4M3FN>, memref<f32>, memref<16x8xf8E4M3FN>, memref<f32>) outs(%y : memref<4x16xbf16>) workspace(%ws : memref<1024xi8>) on %s params [0, 0, 0, 0, 0, 0]
   kernel.call "linear"(%x, %lw : memref<4x8xbf16>, memref<8x8xbf16>) outs(%u : memref<4x8xbf16>) on %s params []
   %t = kernel.alloc temporary : memref<4x8xbf16>
   kernel.call "add"(%x, %u : memref<4x8xbf16>, memref<4x8xbf16>) outs(%t : memref<4x8xbf16>) on %s params []
@@ -371,7 +371,7 @@ func.func @hoist_reads_output(%x: memref<4x8xbf16>, %w: memref<16x8xf8E4M3FN>, %
   %q = kernel.alloc temporary : memref<4x8xf8E4M3FN>
   kernel.call "quantize"(%x, %scale : memref<4x8xbf16>, memref<f32>) outs(%q : memref<4x8xf8E4M3FN>) on %s params [0, 0]
   %qtv = kernel.view %qt : memref<8x4xf8E4M3FN> to memref<4x8xf8E4M3FN>
-  kernel.call "scaled_matmul"(%qtv, %scale, %w, %scale : memref<4x8xf8E4M3FN>, memref<f32>, memref<16x8xf8E4M3FN>, memref<f32>) outs(%y : memref<4x16xbf16>) workspace(%ws : memref<1024xi8>) on %s params [0, 0, 0, 0, 0]
+  kernel.call "scaled_matmul"(%qtv, %scale, %w, %scale : memref<4x8xf8E4M3FN>, memref<f32>, memref<16x8xf8E4M3FN>, memref<f32>) outs(%y : memref<4x16xbf16>) workspace(%ws : memref<1024xi8>) on %s params [0, 0, 0, 0, 0, 0]
   kernel.call "quantize"(%x, %scale : memref<4x8xbf16>, memref<f32>) outs(%qt : memref<8x4xf8E4M3FN>) on %s params [0, 1]
   return
 }
@@ -438,7 +438,7 @@ func.func @siblings(%x: memref<4x8xbf16>, %scale: memref<f32>, %w: memref<16x8xf
   %s = kernel.stream 0
   %q = kernel.alloc temporary : memref<4x8xf8E4M3FN>
   kernel.call "quantize"(%x, %scale : memref<4x8xbf16>, memref<f32>) outs(%q : memref<4x8xf8E4M3FN>) on %s params [0, 0]
-  kernel.call "scaled_matmul"(%q, %scale, %w, %scale : memref<4x8xf8E4M3FN>, memref<f32>, memref<16x8xf8E4M3FN>, memref<f32>) outs(%y : memref<4x16xbf16>) workspace(%ws : memref<1024xi8>) on %s params [0, 0, 0, 0, 0]
+  kernel.call "scaled_matmul"(%q, %scale, %w, %scale : memref<4x8xf8E4M3FN>, memref<f32>, memref<16x8xf8E4M3FN>, memref<f32>) outs(%y : memref<4x16xbf16>) workspace(%ws : memref<1024xi8>) on %s params [0, 0, 0, 0, 0, 0]
   kernel.call "quantize"(%x, %scale : memref<4x8xbf16>, memref<f32>) outs(%qt : memref<8x4xf8E4M3FN>) on %s params [0, 1]
   kernel.call "linear"(%x, %lw : memref<4x8xbf16>, memref<8x8xbf16>) outs(%x : memref<4x8xbf16>) on %s params []
   kernel.call "silu"(%x : memref<4x8xbf16>) outs(%z : memref<4x8xbf16>) on %s params []

@@ -339,6 +339,6 @@ func.func @float8_state_producer(%p: memref<4x8xbf16>, %w: memref<4x8xf32>, %a: 
   %r = kernel.collective_start "all_gather_start"(%q : memref<4x8xf8E4M3FN>) outs(%g : memref<8x8xf8E4M3FN>) on %s params [0, 0, 4] -> !kernel.request
   kernel.wait %r on %s
   kernel.call "transpose"(%g : memref<8x8xf8E4M3FN>) outs(%u : memref<8x8xf8E4M3FN>) on %s params []
-  kernel.call "scaled_matmul"(%q, %sc, %q, %sc : memref<4x8xf8E4M3FN>, memref<f32>, memref<4x8xf8E4M3FN>, memref<f32>) outs(%a : memref<4x8xf32>) on %s params [0, 0, 0, 0, 0]
+  kernel.call "scaled_matmul"(%q, %sc, %q, %sc : memref<4x8xf8E4M3FN>, memref<f32>, memref<4x8xf8E4M3FN>, memref<f32>) outs(%a : memref<4x8xf32>) on %s params [0, 0, 0, 0, 0, 0]
   return
 }

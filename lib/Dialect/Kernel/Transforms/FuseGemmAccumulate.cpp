@@ -22,13 +22,28 @@ using namespace titan::kernel;
 
 namespace {
 
-/// A GEMM that overwrites its result (no accumulate parameter yet).
-bool isLinearGemm(CallOp call) {
+/// The parameters that make `call` add into its result, when it is a GEMM
+/// that overwrites it: the linears' optional `accumulate` (absent now),
+/// the scaled GEMM's last (0 now).
+std::optional<SmallVector<Attribute>> accumulatingParams(CallOp call,
+                                                         Builder &b) {
   using catalog::KernelId;
-  return (call.calls(KernelId::linear) ||
-          call.calls(KernelId::linear_grad_input) ||
-          call.calls(KernelId::linear_grad_weight)) &&
-         call.getParams().empty();
+  Attribute one = b.getI64IntegerAttr(1);
+  if (call.calls(KernelId::linear) || call.calls(KernelId::linear_grad_input) ||
+      call.calls(KernelId::linear_grad_weight)) {
+    if (!call.getParams().empty())
+      return std::nullopt;
+    return SmallVector<Attribute>{one};
+  }
+  if (!call.calls(KernelId::scaled_matmul))
+    return std::nullopt;
+  SmallVector<Attribute> params(call.getParams().getValue());
+  auto last =
+      params.empty() ? IntegerAttr() : dyn_cast<IntegerAttr>(params.back());
+  if (!last || last.getInt() != 0)
+    return std::nullopt;
+  params.back() = one;
+  return params;
 }
 
 /// Whether `op` touches the memory of `buffer`.
@@ -41,7 +56,7 @@ bool touches(Operation *op, Value buffer) {
 /// is a temporary (kernel.alloc) used only by that GEMM's output and by
 /// `add`, and between them nothing touches `acc` or waits for a
 /// collective.
-CallOp producer(CallOp add, Value t, Value acc) {
+CallOp producer(CallOp add, Value t, Value acc, Builder &b) {
   auto alloc = t.getDefiningOp<AllocOp>();
   if (!alloc || !t.hasNUses(2) || t.getType() != acc.getType())
     return nullptr;
@@ -49,7 +64,7 @@ CallOp producer(CallOp add, Value t, Value acc) {
   for (Operation *user : t.getUsers())
     if (auto call = dyn_cast<CallOp>(user); call && call != add)
       gemm = call;
-  if (!gemm || !isLinearGemm(gemm) || gemm.getOutputs()[0] != t ||
+  if (!gemm || !accumulatingParams(gemm, b) || gemm.getOutputs()[0] != t ||
       llvm::is_contained(gemm.getInputs(), t) ||
       gemm->getBlock() != add->getBlock() || !gemm->isBeforeInBlock(add))
     return nullptr;
@@ -78,11 +93,11 @@ struct KernelFuseGemmAccumulatePass
       for (auto [t, acc] : {std::pair(rhs, lhs), {lhs, rhs}}) {
         if (acc != out || t == acc)
           continue;
-        CallOp gemm = producer(add, t, acc);
+        CallOp gemm = producer(add, t, acc, b);
         if (!gemm)
           continue;
         gemm.getOutputsMutable()[0].set(acc);
-        gemm.setParamsAttr(b.getArrayAttr({b.getI64IntegerAttr(1)}));
+        gemm.setParamsAttr(b.getArrayAttr(*accumulatingParams(gemm, b)));
         Operation *alloc = t.getDefiningOp();
         add.erase();
         if (alloc->use_empty())

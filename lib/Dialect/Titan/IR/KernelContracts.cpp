@@ -151,5 +151,6 @@ ArrayAttr ScaledMatmulOp::getKernelParams() {
       .i(float8Code(getLhs().getType()))
       .i(float8Code(getRhs().getType()))
       .i(getLhsTransposed() ? 1 : 0)
-      .i(getRhsTransposed() ? 1 : 0);
+      .i(getRhsTransposed() ? 1 : 0)
+      .i(0); // accumulate: kernel-fuse-gemm-accumulate's to set
 }

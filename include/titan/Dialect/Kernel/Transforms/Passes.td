@@ -46,12 +46,14 @@ def KernelFuseGemmAccumulate
     : Pass<"kernel-fuse-gemm-accumulate", "::mlir::ModuleOp"> {
   let summary = "Fold an add into the GEMM that produces one of its operands";
   let description = [{
-    A linear GEMM (`linear`, `linear_grad_input`, `linear_grad_weight`)
-    whose result is a temporary read only by an in-place `add` into an
-    accumulator (`add(acc, t) outs(acc)` or `add(t, acc) outs(acc)`: a
+    A linear GEMM (`linear`, `linear_grad_input`, `linear_grad_weight`,
+    Float8's `scaled_matmul`) whose result is a temporary read only by an
+    in-place `add` into an accumulator (`add(acc, t) outs(acc)` or
+    `add(t, acc) outs(acc)`: a
     residual add, the sum of a tensor's gradients from several branches, a
     microbatch's gradient added into its slot) instead adds its product
-    into the accumulator itself (`params [1]`: the libraries' beta = 1):
+    into the accumulator itself (`accumulate` = 1: the libraries' beta =
+    1; a scaled GEMM scales its product first, as cuBLASLt's epilogue):
     the add's pass over the data and the temporary are gone. Only where
     nothing between the GEMM and the add reads or writes the accumulator,
     and no collective completes in between, and not for an add marked
