@@ -1,5 +1,6 @@
 // RUN: titan-opt %s -split-input-file -kernel-generate-pointwise -kernel-fuse-horizontal | FileCheck %s
 // RUN: titan-opt %s -split-input-file -kernel-generate-pointwise -kernel-fuse-horizontal="max-segments=2" | FileCheck %s --check-prefix=TWO
+// RUN: titan-opt %s -split-input-file -kernel-generate-pointwise -kernel-fuse-horizontal="max-hoist=1" | FileCheck %s --check-prefix=HOIST1
 
 // FSDP's shard casts of one block as the collective schedule leaves them,
 // each before its gather. The casts of one stream with only allocations
@@ -103,5 +104,103 @@ func.func @kept_apart(%x: memref<8xf32>, %y: memref<8xf32>, %w: memref<8x8xf32>,
   ^bb0(%a: f32):
     kernel.yield %a : f32
   }
+  return
+}
+
+// -----
+
+// A shard cast moves up past ops that touch none of its buffers (the block
+// before's GEMM and generated kernel, a gather's start) to join the nearest
+// shard cast of its own block: the collective schedule started the gathers
+// apart, as its budget allowed; their casts run in one launch at the first
+// one's place, and each gather still starts where it was. Not past a wait
+// completing what it reads (its scale's all-reduce), nor past more than
+// max-hoist ops that run something.
+// CHECK-LABEL: func.func @hoisted(
+// CHECK:       kernel.generic ins(%arg0, %arg1 : memref<4x8xf32>, memref<4x8xf32>) outs(%[[A:[0-9]+]], %[[B:[0-9]+]] : memref<4x8xbf16>, memref<4x8xbf16>)
+// CHECK:       } {segments = array<i64: 1, 1, 0, 1, 1, 0>}
+// CHECK:       kernel.collective_start "all_gather_start"(%[[A]]
+// CHECK:       kernel.call "linear"
+// CHECK:       kernel.generic ins(%{{.*}} : memref<1x8xf32>) outs(%arg5 : memref<1x8xf32>)
+// CHECK:       kernel.collective_start "all_gather_start"(%[[B]]
+// CHECK:       kernel.wait
+// CHECK:       kernel.generic ins(%arg2, %{{.*}} : memref<4x8xf32>, memref<f32>)
+// CHECK-NOT:   segments
+// HOIST1-LABEL: func.func @hoisted(
+// HOIST1-NOT:   segments
+func.func @hoisted(%w1: memref<4x8xf32>, %w2: memref<4x8xf32>, %w3: memref<4x8xf32>, %x: memref<1x8xf32>, %wt: memref<8x8xf32>, %z: memref<1x8xf32>, %amax: memref<f32>) {
+  %s = kernel.stream 0
+  %c = kernel.stream 5
+  %a = kernel.alloc temporary : memref<4x8xbf16>
+  kernel.call "cast"(%w1 : memref<4x8xf32>) outs(%a : memref<4x8xbf16>) on %s params [] loc("layers.1.attention.wq.weight")
+  %ga = kernel.alloc collective : memref<8x8xbf16>
+  %ra = kernel.collective_start "all_gather_start"(%a : memref<4x8xbf16>) outs(%ga : memref<8x8xbf16>) on %c params [0, 0, 4] -> !kernel.request
+  %y = kernel.alloc temporary : memref<1x8xf32>
+  kernel.call "linear"(%x, %wt : memref<1x8xf32>, memref<8x8xf32>) outs(%y : memref<1x8xf32>) on %s params [] loc("layers.0.feed_forward.w2")
+  kernel.call "silu"(%y : memref<1x8xf32>) outs(%z : memref<1x8xf32>) on %s params [] loc("layers.0.feed_forward")
+  %b = kernel.alloc temporary : memref<4x8xbf16>
+  kernel.call "cast"(%w2 : memref<4x8xf32>) outs(%b : memref<4x8xbf16>) on %s params [] loc("layers.1.attention.wk.weight")
+  %gb = kernel.alloc collective : memref<8x8xbf16>
+  %rb = kernel.collective_start "all_gather_start"(%b : memref<4x8xbf16>) outs(%gb : memref<8x8xbf16>) on %c params [0, 0, 4] -> !kernel.request
+  %m = kernel.alloc temporary : memref<f32>
+  %rm = kernel.collective_start "all_reduce_start"(%amax : memref<f32>) outs(%m : memref<f32>) on %c params [2, 0, 4] -> !kernel.request
+  kernel.wait %rm on %s
+  %d = kernel.alloc temporary : memref<4x8xbf16>
+  kernel.generic ins(%w3, %m : memref<4x8xf32>, memref<f32>) outs(%d : memref<4x8xbf16>) on %s {
+  ^bb0(%v: f32, %k: f32):
+    %p = arith.mulf %v, %k : f32
+    %t = arith.truncf %p : f32 to bf16
+    kernel.yield %t : bf16
+  } loc("layers.1.attention.wv.weight")
+  %gd = kernel.alloc collective : memref<8x8xbf16>
+  %rd = kernel.collective_start "all_gather_start"(%d : memref<4x8xbf16>) outs(%gd : memref<8x8xbf16>) on %c params [0, 0, 4] -> !kernel.request
+  kernel.wait %ra on %s
+  kernel.wait %rb on %s
+  kernel.wait %rd on %s
+  return
+}
+
+// -----
+
+// Not hoisted: past a kernel writing the cast's parameter (an update of
+// it), past one reading the scale it writes, nor a cast whose output a
+// kernel reads (not only its gather).
+// CHECK-LABEL: func.func @not_hoisted(
+// CHECK-NOT:   segments
+// CHECK:       return
+func.func @not_hoisted(%w1: memref<4x8xf32>, %w2: memref<4x8xf32>, %w3: memref<4x8xf32>, %w4: memref<4x8xf32>, %u: memref<4x8xf32>, %wt: memref<8x8xf32>, %amax: memref<f32>, %sc: memref<f32>, %y: memref<4x8xf32>, %z: memref<4x8xbf16>) {
+  %s = kernel.stream 0
+  %c = kernel.stream 5
+  %a = kernel.alloc temporary : memref<4x8xbf16>
+  kernel.call "cast"(%w1 : memref<4x8xf32>) outs(%a : memref<4x8xbf16>) on %s params [] loc("layers.1.attention.wq.weight")
+  %ga = kernel.alloc collective : memref<8x8xbf16>
+  %ra = kernel.collective_start "all_gather_start"(%a : memref<4x8xbf16>) outs(%ga : memref<8x8xbf16>) on %c params [0, 0, 4] -> !kernel.request
+  kernel.call "linear"(%u, %wt : memref<4x8xf32>, memref<8x8xf32>) outs(%w2 : memref<4x8xf32>) on %s params [] loc("layers.0.feed_forward.w2")
+  %b = kernel.alloc temporary : memref<4x8xbf16>
+  kernel.call "cast"(%w2 : memref<4x8xf32>) outs(%b : memref<4x8xbf16>) on %s params [] loc("layers.1.attention.wk.weight")
+  %gb = kernel.alloc collective : memref<8x8xbf16>
+  %rb = kernel.collective_start "all_gather_start"(%b : memref<4x8xbf16>) outs(%gb : memref<8x8xbf16>) on %c params [0, 0, 4] -> !kernel.request
+  kernel.generic ins(%u, %sc : memref<4x8xf32>, memref<f32>) outs(%y : memref<4x8xf32>) on %s {
+  ^bb0(%v: f32, %k: f32):
+    %p = arith.mulf %v, %k : f32
+    kernel.yield %p : f32
+  } loc("layers.0.feed_forward")
+  %d = kernel.alloc temporary : memref<4x8xbf16>
+  kernel.generic ins(%w3, %amax : memref<4x8xf32>, memref<f32>) outs(%d, %sc : memref<4x8xbf16>, memref<f32>) on %s {
+  ^bb0(%v: f32, %k: f32):
+    %p = arith.mulf %v, %k : f32
+    %t = arith.truncf %p : f32 to bf16
+    kernel.yield %t, %k : bf16, f32
+  } loc("layers.1.attention.wv.weight")
+  %gd = kernel.alloc collective : memref<8x8xbf16>
+  %rd = kernel.collective_start "all_gather_start"(%d : memref<4x8xbf16>) outs(%gd : memref<8x8xbf16>) on %c params [0, 0, 4] -> !kernel.request
+  %lo = kernel.alloc temporary : memref<4x4xf32>
+  kernel.call "linear"(%y, %u : memref<4x8xf32>, memref<4x8xf32>) outs(%lo : memref<4x4xf32>) on %s params [] loc("layers.0.feed_forward.w2")
+  %e = kernel.alloc temporary : memref<4x8xbf16>
+  kernel.call "cast"(%w4 : memref<4x8xf32>) outs(%e : memref<4x8xbf16>) on %s params [] loc("layers.1.attention.wo.weight")
+  kernel.call "cast"(%e : memref<4x8xbf16>) outs(%z : memref<4x8xbf16>) on %s params [] loc("layers.1.attention.wo")
+  kernel.wait %ra on %s
+  kernel.wait %rb on %s
+  kernel.wait %rd on %s
   return
 }

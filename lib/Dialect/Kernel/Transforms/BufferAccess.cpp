@@ -28,16 +28,19 @@ bool titan::kernel::collectAccess(Operation *op, SmallVectorImpl<Value> &reads,
       writes.push_back(viewedBuffer(v));
   }
   // A collective uses its buffers until its wait: there it has read its
-  // input, used its workspace and written its output.
-  if (auto wait = dyn_cast<WaitOp>(op))
-    if (CollectiveStartOp start = wait.getStart()) {
-      reads.push_back(viewedBuffer(start.getInput()));
-      writes.push_back(viewedBuffer(start.getOutput()));
-      if (Value workspace = start.getWorkspace()) {
-        reads.push_back(viewedBuffer(workspace));
-        writes.push_back(viewedBuffer(workspace));
-      }
+  // input, used its workspace and written its output. A wait whose start
+  // is not in sight completes buffers unknown here.
+  if (auto wait = dyn_cast<WaitOp>(op)) {
+    CollectiveStartOp start = wait.getStart();
+    if (!start)
+      return false;
+    reads.push_back(viewedBuffer(start.getInput()));
+    writes.push_back(viewedBuffer(start.getOutput()));
+    if (Value workspace = start.getWorkspace()) {
+      reads.push_back(viewedBuffer(workspace));
+      writes.push_back(viewedBuffer(workspace));
     }
+  }
   return true;
 }
 

@@ -26,9 +26,11 @@ using namespace titan::kernel;
 
 namespace {
 
-/// Ops a kernel may move above: they run nothing on its stream.
+/// Ops a kernel may move above (when it touches none of their buffers):
+/// they run nothing on its stream. A collective's wait only orders what
+/// follows it after the collective, which the kernel does not need.
 bool runsNothing(Operation *op) {
-  return isa<AllocOp, ViewOp, CollectiveStartOp>(op);
+  return isa<AllocOp, ViewOp, CollectiveStartOp, WaitOp>(op);
 }
 
 /// The (inputs, outputs, reductions) triples of `generic`'s segments.
@@ -65,9 +67,50 @@ bool packFriendly(GenericOp a, GenericOp b) {
   return packable(a) == packable(b);
 }
 
+/// Whether `buffer` (through views) is written only by `writer` and read
+/// only as collectives' inputs: a parameter shard's cast for its gather.
+bool feedsCollectivesOnly(Value buffer, Operation *writer) {
+  for (Operation *user : buffer.getUsers()) {
+    if (auto view = dyn_cast<ViewOp>(user)) {
+      if (!feedsCollectivesOnly(view.getResult(), writer))
+        return false;
+      continue;
+    }
+    auto start = dyn_cast<CollectiveStartOp>(user);
+    if (user != writer &&
+        (!start || start.getInput() != buffer || start.getOutput() == buffer ||
+         start.getWorkspace() == buffer))
+      return false;
+  }
+  return true;
+}
+
+/// Whether `kernel` casts parameter shards for their gathers (FSDP's
+/// mixed-precision or float8 cast): it reads only the step's state and
+/// one-element buffers (scales), and writes one-element buffers (the
+/// scales it computes) and buffers only collective starts read.
+bool isShardCast(GenericOp kernel) {
+  auto oneElement = [](Value v) {
+    return cast<MemRefType>(v.getType()).getNumElements() == 1;
+  };
+  return kernel.getReductions().empty() &&
+         kernel.getTransposedOutputs().empty() &&
+         llvm::all_of(kernel.getInputs(),
+                      [&](Value v) {
+                        return isa<BlockArgument>(viewedBuffer(v)) ||
+                               oneElement(v);
+                      }) &&
+         llvm::all_of(kernel.getOutputs(), [&](Value v) {
+           Value root = viewedBuffer(v);
+           return oneElement(v) || (root.getDefiningOp<AllocOp>() &&
+                                    feedsCollectivesOnly(root, kernel));
+         });
+}
+
 class HorizontalFuser {
 public:
-  explicit HorizontalFuser(unsigned maxSegments) : maxSegments(maxSegments) {}
+  HorizontalFuser(unsigned maxSegments, unsigned maxHoist)
+      : maxSegments(maxSegments), maxHoist(maxHoist) {}
 
   /// Joins `kernel` to the kernels before it while one qualifies.
   void fuse(GenericOp kernel) {
@@ -76,7 +119,10 @@ public:
   }
 
 private:
-  /// The generated kernel before `kernel` on its stream that it can join.
+  /// The generated kernel before `kernel` on its stream that it can join:
+  /// the next one up past ops that run nothing, or for a shard cast, the
+  /// nearest shard cast of its unit up past ops that touch none of its
+  /// buffers (at most `maxHoist` ops that run something).
   GenericOp joinable(GenericOp kernel) {
     if (!kernel.getTransposedOutputs().empty())
       return nullptr;
@@ -87,7 +133,8 @@ private:
       return llvm::any_of(buffers,
                           [&](Value v) { return llvm::is_contained(set, v); });
     };
-    std::string unit = modelUnit(kernel);
+    bool hoists = isShardCast(kernel);
+    unsigned passed = 0;
     for (Operation *op = kernel->getPrevNode(); op; op = op->getPrevNode()) {
       SmallVector<Value> opReads, opWrites;
       if (!collectAccess(op, opReads, opWrites) || touches(reads, opWrites) ||
@@ -96,18 +143,29 @@ private:
       if (runsNothing(op))
         continue;
       auto earlier = dyn_cast<GenericOp>(op);
-      if (!earlier || earlier.getStream() != kernel.getStream() ||
-          unit.empty() || modelUnit(earlier) != unit ||
-          !earlier.getTransposedOutputs().empty() ||
-          !packFriendly(earlier, kernel) ||
-          earlier.getSegmentList().size() + kernel.getSegmentList().size() >
-              maxSegments ||
-          !llvm::all_of(kernel->getOperands(),
-                        [&](Value v) { return canDefineBefore(v, earlier); }))
+      if (earlier && (passed == 0 || isShardCast(earlier)) &&
+          canJoin(earlier, kernel))
+        return earlier;
+      if (!hoists || ++passed > maxHoist)
         return nullptr;
-      return earlier;
     }
     return nullptr;
+  }
+
+  /// Whether `kernel` may join `earlier` (nothing between them touching
+  /// their buffers): one stream and model unit, nothing transposed, sizes
+  /// that pack alike, room for the segments, and `kernel`'s buffers
+  /// defined at `earlier`'s place.
+  bool canJoin(GenericOp earlier, GenericOp kernel) {
+    std::string unit = modelUnit(kernel);
+    return earlier.getStream() == kernel.getStream() && !unit.empty() &&
+           modelUnit(earlier) == unit &&
+           earlier.getTransposedOutputs().empty() &&
+           packFriendly(earlier, kernel) &&
+           earlier.getSegmentList().size() + kernel.getSegmentList().size() <=
+               maxSegments &&
+           llvm::all_of(kernel->getOperands(),
+                        [&](Value v) { return canDefineBefore(v, earlier); });
   }
 
   /// One kernel at `earlier`'s place running both: `earlier`'s segments,
@@ -144,7 +202,7 @@ private:
     return joined;
   }
 
-  unsigned maxSegments;
+  unsigned maxSegments, maxHoist;
 };
 
 struct KernelFuseHorizontalPass
@@ -153,7 +211,7 @@ struct KernelFuseHorizontalPass
 
   void runOnOperation() override {
     getOperation().walk([&](func::FuncOp step) {
-      HorizontalFuser fuser(maxSegments);
+      HorizontalFuser fuser(maxSegments, maxHoist);
       SmallVector<GenericOp> kernels(step.getOps<GenericOp>());
       for (GenericOp kernel : kernels)
         fuser.fuse(kernel);

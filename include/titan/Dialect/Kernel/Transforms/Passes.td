@@ -205,20 +205,31 @@ def KernelFuseHorizontal
   let description = [{
     Horizontal fusion: a generated kernel joins the generated kernel before
     it on its stream as a segment of one `kernel.generic` (one launch),
-    when nothing but allocations, views and collective starts (which
-    touch none of the kernel's buffers) stand between them, neither reads what the other writes,
-    neither writes transposed (a cast-transpose runs in tiles), and both
+    when nothing but allocations, views and collective starts and waits
+    (which touch none of the kernel's buffers: a wait only orders what
+    follows it after its collective) stand between them, neither reads
+    what the other writes, neither writes transposed (a cast-transpose
+    runs in tiles), and both
     come from one model unit (a transformer block, or the embedding, the
     head: their locations' module names). Each segment keeps its own
     element count, so kernels of any sizes join: a block's FSDP shard
     casts before their gathers become one kernel, as FSDP2's copy-in casts
     a unit's parameters at once. Per unit, a program's launches grow with
     its depth by the same count a block, which the planner's extrapolation
-    from reduced depths relies on. Nothing moves
-    across a wait, a library kernel or a copy, so the stream runs the same
-    work in the same order, in fewer launches. Kernels join only when both
-    or neither have a multiple of 16 elements, so a small odd kernel never
-    costs a large one its 16-byte packs on a GPU.
+    from reduced depths relies on. Nothing else moves across a library
+    kernel or a copy, so the stream runs the same work in the same order,
+    in fewer launches, with one exception: a shard cast (a kernel reading
+    only the step's state and one-element scales, writing scales and
+    buffers only collectives take as inputs: a parameter shard's cast
+    before its gather) moves up past up to `max-hoist`
+    ops that touch none of its buffers to join the nearest shard cast of
+    its unit. The collective schedule starts a block's gathers one by one
+    as its memory budget allows, during the block before; their casts
+    become one kernel, at the first one's place, whose shards (an eighth
+    of the block's weights under FSDP 8, in float8 or bf16) wait there for
+    their gathers. Kernels join only when both or neither have a multiple
+    of 16 elements, so a small odd kernel never costs a large one its
+    16-byte packs on a GPU.
 
     Runs after the collective schedule (which places each gather's cast
     beside its start) and before the memory plan, for targets whose
@@ -227,6 +238,10 @@ def KernelFuseHorizontal
   let options = [
     Option<"maxSegments", "max-segments", "unsigned", /*default=*/"32",
            "The most kernels one launch runs">,
+    Option<"maxHoist", "max-hoist", "unsigned", /*default=*/"128",
+           "The most ops that run something a shard cast moves up past to "
+           "join an earlier one (about a block's prefetch window: it bounds "
+           "how much longer the shards live)">,
   ];
 }
 
