@@ -124,7 +124,7 @@ gpu::GPUModuleOp titan::getOrCreateDeviceModule(ModuleOp module, StringRef name,
 
 unsigned titan::devicePackWidth(kernel::GenericOp generic,
                                 ArrayRef<std::optional<int64_t>> offsets) {
-  if (generic.getTransposedShape())
+  if (!generic.getTransposedOutputs().empty())
     return 1;
   unsigned widest = 1;
   SmallVector<std::pair<unsigned, std::optional<int64_t>>> packed;
@@ -160,23 +160,50 @@ constexpr int64_t kTileSize = 32, kTileRows = 8;
 /// The threads of a tile's block, which the launch's work items count.
 constexpr int64_t kTileThreads = kTileSize * kTileRows;
 
-/// The shared-memory tile of transposed output `k` of kernel `kernel`:
-/// kTileSize rows of kTileSize + 1 elements (the padding puts a column's
-/// elements in distinct banks).
-Value sharedTile(OpBuilder &b, Location loc, gpu::GPUModuleOp device,
-                 StringRef kernel, unsigned k, Type element) {
-  std::string name = (kernel + "_tile" + Twine(k)).str();
-  if (!device.lookupSymbol(name)) {
-    OpBuilder::InsertionGuard guard(b);
-    b.setInsertionPointToStart(device.getBody());
-    auto type = LLVM::LLVMArrayType::get(memoryType(element),
-                                         kTileSize * (kTileSize + 1));
-    LLVM::GlobalOp::create(b, loc, type, /*isConstant=*/false,
-                           LLVM::Linkage::Internal, name, Attribute(),
-                           /*alignment=*/16, /*addrSpace=*/3);
+std::string sharedTileName(StringRef kernel, unsigned k) {
+  return (kernel + "_tile" + Twine(k)).str();
+}
+
+/// Declares the shared-memory tile of each transposed output slot `k` of
+/// kernel `kernel`'s segments: kTileSize rows of kTileSize + 1 elements
+/// (the padding puts a column's elements in distinct banks) of the widest
+/// type any segment stores in it.
+void declareSharedTiles(gpu::GPUModuleOp device, kernel::GenericOp generic,
+                        StringRef kernel) {
+  SmallVector<Type> widest;
+  for (const kernel::GenericSegment &segment : generic.getSegmentList()) {
+    unsigned k = 0;
+    for (unsigned i = segment.outputBegin; i < segment.outputEnd; ++i) {
+      Value out = generic.getOutputs()[i];
+      if (!generic.isTransposed(out))
+        continue;
+      Type stored =
+          memoryType(cast<MemRefType>(out.getType()).getElementType());
+      if (k == widest.size())
+        widest.push_back(stored);
+      else if (stored.getIntOrFloatBitWidth() >
+               widest[k].getIntOrFloatBitWidth())
+        widest[k] = stored;
+      ++k;
+    }
   }
+  OpBuilder b(device.getContext());
+  b.setInsertionPointToStart(device.getBody());
+  for (auto [k, element] : llvm::enumerate(widest))
+    LLVM::GlobalOp::create(
+        b, generic.getLoc(),
+        LLVM::LLVMArrayType::get(element, kTileSize * (kTileSize + 1)),
+        /*isConstant=*/false, LLVM::Linkage::Internal,
+        sharedTileName(kernel, k), Attribute(),
+        /*alignment=*/16, /*addrSpace=*/3);
+}
+
+/// The shared-memory tile of transposed output slot `k` of kernel
+/// `kernel` (declareSharedTiles).
+Value sharedTile(OpBuilder &b, Location loc, StringRef kernel, unsigned k) {
   return LLVM::AddressOfOp::create(
-      b, loc, LLVM::LLVMPointerType::get(b.getContext(), 3), name);
+      b, loc, LLVM::LLVMPointerType::get(b.getContext(), 3),
+      sharedTileName(kernel, k));
 }
 
 /// A tile's place of element (row, col) of the tile at (r0, c0).
@@ -248,8 +275,8 @@ void emitTileStore(OpBuilder &b, KernelBodyEmitter &e, ArrayRef<Value> shared,
 /// writes its transposed outputs' part (emitTileStore); a second barrier
 /// frees the shared tiles for the next.
 SmallVector<Value> emitTiles(OpBuilder &b, KernelBodyEmitter &e,
-                             gpu::GPUModuleOp device, StringRef kernel,
-                             Value tiles, int64_t rows, int64_t cols) {
+                             StringRef kernel, Value tiles, int64_t rows,
+                             int64_t cols) {
   Location loc = e.getGeneric().getLoc();
   IndexMath m{b, loc};
   Value thread = sreg<NVVM::ThreadIdXOp>(b, loc);
@@ -261,8 +288,8 @@ SmallVector<Value> emitTiles(OpBuilder &b, KernelBodyEmitter &e,
   t.rowStep = LLVM::UDivOp::create(b, loc, sreg<NVVM::BlockDimXOp>(b, loc),
                                    m.c(kTileSize));
   SmallVector<Value> shared;
-  for (Type type : e.getTransposedTypes())
-    shared.push_back(sharedTile(b, loc, device, kernel, shared.size(), type));
+  for (unsigned k = 0, n = e.getTransposedTypes().size(); k < n; ++k)
+    shared.push_back(sharedTile(b, loc, kernel, k));
   int64_t colTiles = (cols + kTileSize - 1) / kTileSize;
   return emitLoop(
       b, loc, sreg<NVVM::BlockIdXOp>(b, loc), tiles,
@@ -285,17 +312,26 @@ SmallVector<Value> emitTiles(OpBuilder &b, KernelBodyEmitter &e,
 }
 } // namespace
 
+namespace {
+/// The tiles of segment `segment` of a kernel in tiles.
+int64_t segmentTiles(kernel::GenericOp generic,
+                     const kernel::GenericSegment &segment) {
+  std::pair<int64_t, int64_t> shape = *generic.getTransposedShape(segment);
+  return ((shape.first + kTileSize - 1) / kTileSize) *
+         ((shape.second + kTileSize - 1) / kTileSize);
+}
+} // namespace
+
 int64_t titan::deviceWorkItems(kernel::GenericOp generic, unsigned width) {
-  if (std::optional<std::pair<int64_t, int64_t>> shape =
-          generic.getTransposedShape()) {
-    int64_t tiles = ((shape->first + kTileSize - 1) / kTileSize) *
-                    ((shape->second + kTileSize - 1) / kTileSize);
-    return tiles * kTileThreads;
-  }
-  int64_t packs = 0;
+  // A kernel in tiles: a block of kTileThreads a tile (the largest
+  // segment's tiles: the blocks loop over each segment's); else packs.
+  bool tiled = !generic.getTransposedOutputs().empty();
+  int64_t items = 0;
   for (const kernel::GenericSegment &segment : generic.getSegmentList())
-    packs += segment.elements / width;
-  return packs;
+    items = tiled
+                ? std::max(items, segmentTiles(generic, segment) * kTileThreads)
+                : items + segment.elements / width;
+  return items;
 }
 
 LLVM::LLVMFuncOp titan::outlineDeviceKernel(kernel::GenericOp generic,
@@ -329,16 +365,24 @@ LLVM::LLVMFuncOp titan::outlineDeviceKernel(kernel::GenericOp generic,
   // The launch passes the work items (deviceWorkItems).
   Value items = entry->getArgument(buffers);
   SmallVector<kernel::GenericSegment> segments = generic.getSegmentList();
-  if (std::optional<std::pair<int64_t, int64_t>> shape =
-          generic.getTransposedShape()) {
-    KernelBodyEmitter e(generic, bases, segments.front());
-    e.emitUniform(b, isFirst);
-    Value tiles =
-        LLVM::UDivOp::create(b, loc, items, constantI64(b, loc, kTileThreads));
-    SmallVector<Value> accumulators =
-        emitTiles(b, e, device, name, tiles, shape->first, shape->second);
-    publishDeviceReductions(b, loc, accumulators, e.getReductionBases(),
-                            device);
+  if (!generic.getTransposedOutputs().empty()) {
+    // Each segment's tiles in turn, every block looping over them. The
+    // segments share the shared tiles (each one's loop ends with a
+    // barrier), each as wide as its widest element.
+    declareSharedTiles(device, generic, name);
+    for (const kernel::GenericSegment &segment : segments) {
+      KernelBodyEmitter e(generic, bases, segment);
+      e.emitUniform(b, isFirst);
+      std::pair<int64_t, int64_t> shape = *generic.getTransposedShape(segment);
+      Value tiles = segments.size() == 1
+                        ? LLVM::UDivOp::create(
+                              b, loc, items, constantI64(b, loc, kTileThreads))
+                        : constantI64(b, loc, segmentTiles(generic, segment));
+      SmallVector<Value> accumulators =
+          emitTiles(b, e, name, tiles, shape.first, shape.second);
+      publishDeviceReductions(b, loc, accumulators, e.getReductionBases(),
+                              device);
+    }
     LLVM::ReturnOp::create(b, loc, ValueRange{});
     return fn;
   }

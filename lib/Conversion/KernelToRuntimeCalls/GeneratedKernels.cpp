@@ -50,31 +50,6 @@ SmallVector<Value> emitElementSpan(OpBuilder &b, KernelBodyEmitter &e,
       parallel.annotation);
 }
 
-/// Work items [begin, end) of a horizontally fused kernel, whose segments
-/// follow each other in the launch's items: each segment's elements in
-/// the span, in its own loop (the span that holds a segment's index 0
-/// stores its broadcast outputs).
-void emitSegmentSpans(OpBuilder &b, kernel::GenericOp generic,
-                      ArrayRef<Value> bases, Value begin, Value end) {
-  Location loc = generic.getLoc();
-  IndexMath m{b, loc};
-  int64_t offset = 0;
-  for (const kernel::GenericSegment &segment : generic.getSegmentList()) {
-    Value at = m.c(offset);
-    Value first = LLVM::AndOp::create(
-        b, loc,
-        LLVM::ICmpOp::create(b, loc, LLVM::ICmpPredicate::sle, begin, at),
-        LLVM::ICmpOp::create(b, loc, LLVM::ICmpPredicate::slt, at, end));
-    Value lo = LLVM::SMaxOp::create(b, loc, m.sub(begin, at), m.c(0));
-    Value hi = m.min(m.sub(end, at), m.c(segment.elements));
-    KernelBodyEmitter e(generic, bases, segment);
-    e.emitUniform(b, first);
-    SmallVector<Value> accumulators = emitElementSpan(b, e, lo, hi);
-    publishHostReductions(b, loc, accumulators, e.getReductionBases());
-    offset += segment.elements;
-  }
-}
-
 /// The side of a host kernel's tile: a tile's transposed elements are a
 /// 64-byte line of each float8 column.
 constexpr int64_t kHostTile = 64;
@@ -177,6 +152,55 @@ SmallVector<Value> emitRowSpan(OpBuilder &b, KernelBodyEmitter &e, Value begin,
             });
       });
 }
+
+/// A segment's work items: its elements, or its rows when it runs in tiles.
+int64_t segmentItems(kernel::GenericOp generic,
+                     const kernel::GenericSegment &segment) {
+  std::optional<std::pair<int64_t, int64_t>> tiles =
+      generic.getTransposedShape(segment);
+  return tiles ? tiles->first : segment.elements;
+}
+
+/// The items a segment takes in the launch's: its own, and for one of
+/// several in tiles up to a whole tile, so every span of kHostTile items
+/// is one segment's rows (no partial tiles in the middle of a segment).
+int64_t paddedSegmentItems(kernel::GenericOp generic,
+                           const kernel::GenericSegment &segment) {
+  int64_t items = segmentItems(generic, segment);
+  if (generic.getTransposedOutputs().empty() ||
+      generic.getSegmentList().size() == 1)
+    return items;
+  return (items + kHostTile - 1) / kHostTile * kHostTile;
+}
+
+/// Work items [begin, end) of a horizontally fused kernel, whose segments
+/// follow each other in the launch's items (paddedSegmentItems): each
+/// segment's items in the span, in its own loop, or its own tiles (the
+/// span that holds a segment's item 0 stores its broadcast outputs).
+void emitSegmentSpans(OpBuilder &b, kernel::GenericOp generic,
+                      ArrayRef<Value> bases, Value begin, Value end) {
+  Location loc = generic.getLoc();
+  IndexMath m{b, loc};
+  int64_t offset = 0;
+  for (const kernel::GenericSegment &segment : generic.getSegmentList()) {
+    Value at = m.c(offset);
+    Value first = LLVM::AndOp::create(
+        b, loc,
+        LLVM::ICmpOp::create(b, loc, LLVM::ICmpPredicate::sle, begin, at),
+        LLVM::ICmpOp::create(b, loc, LLVM::ICmpPredicate::slt, at, end));
+    Value lo = LLVM::SMaxOp::create(b, loc, m.sub(begin, at), m.c(0));
+    Value hi = m.min(m.sub(end, at), m.c(segmentItems(generic, segment)));
+    KernelBodyEmitter e(generic, bases, segment);
+    e.emitUniform(b, first);
+    std::optional<std::pair<int64_t, int64_t>> tiles =
+        generic.getTransposedShape(segment);
+    SmallVector<Value> accumulators =
+        tiles ? emitRowSpan(b, e, lo, hi, tiles->first, tiles->second)
+              : emitElementSpan(b, e, lo, hi);
+    publishHostReductions(b, loc, accumulators, e.getReductionBases());
+    offset += paddedSegmentItems(generic, segment);
+  }
+}
 } // namespace
 
 std::string titan::generatedKernelKey(kernel::GenericOp generic) {
@@ -196,16 +220,17 @@ std::string titan::generatedKernelKey(kernel::GenericOp generic) {
              : generic.isTransposed(buffer) ? "[T],"
                                             : ",");
   };
-  // A kernel in tiles has its rows and columns built in.
-  if (std::optional<std::pair<int64_t, int64_t>> shape =
-          generic.getTransposedShape())
-    os << "tiles " << shape->first << "x" << shape->second << ";";
-  // So has a horizontally fused one its segments.
+  // A kernel in tiles has its rows and columns built in, a horizontally
+  // fused one its segments.
   SmallVector<kernel::GenericSegment> segments = generic.getSegmentList();
-  if (segments.size() > 1)
-    for (const kernel::GenericSegment &segment : segments)
+  for (const kernel::GenericSegment &segment : segments) {
+    if (segments.size() > 1)
       os << "segment " << segment.inputEnd << "," << segment.outputEnd << ","
          << segment.reductionEnd << "," << segment.elements << ";";
+    if (std::optional<std::pair<int64_t, int64_t>> shape =
+            generic.getTransposedShape(segment))
+      os << "tiles " << shape->first << "x" << shape->second << ";";
+  }
   buffers("in ", generic.getInputs());
   buffers("out ", generic.getOutputs());
   for (auto [buffer, kind] :
@@ -227,14 +252,12 @@ std::string titan::generatedKernelKey(kernel::GenericOp generic) {
 }
 
 std::pair<int64_t, int64_t> titan::hostWorkItems(kernel::GenericOp generic) {
-  if (std::optional<std::pair<int64_t, int64_t>> shape =
-          generic.getTransposedShape())
-    return {shape->first, kHostTile};
-  // Every segment's elements, one after another; 0: the runtime's span.
-  int64_t elements = 0;
+  // Every segment's items (elements, or rows in tiles), one after another;
+  // spans of whole tiles, or the runtime's (0).
+  int64_t items = 0;
   for (const kernel::GenericSegment &segment : generic.getSegmentList())
-    elements += segment.elements;
-  return {elements, 0};
+    items += paddedSegmentItems(generic, segment);
+  return {items, generic.getTransposedOutputs().empty() ? 0 : kHostTile};
 }
 
 LLVM::LLVMFuncOp titan::outlineGeneratedKernel(kernel::GenericOp generic,

@@ -18,6 +18,12 @@
 // 32 and 64 bf16 elements, 4 and 8 packs of 8, each in its own grid-stride
 // loop; the launch passes their 12 packs.
 //
+// The seventh is two kernels in tiles in one launch (a cast-transpose and
+// a float8 transpose, horizontally fused): each segment loops over its own
+// tiles (6 of 40 x 72, 2 of 64 x 32), both through one shared tile (each
+// loop ends with a barrier); the launch passes the larger segment's 6
+// tiles x 256 work items.
+//
 // The fifth kernel writes a float8 cast in both layouts and reduces the
 // absmax (Transformer Engine's cast-transpose): its 40 x 72 elements run in
 // 32 x 32 tiles (6 of them, the edge tiles partial), a block of 256 threads
@@ -47,6 +53,9 @@
 // NVVM:       llvm.call @titan_rt_launch_generated(%{{.*}}, %[[CTNAME]], %{{.*}}, %{{.*}}, %[[CTITEMS]], %{{.*}})
 // NVVM:       %[[SGITEMS:.*]] = llvm.mlir.constant(12 : i64) : i64
 // NVVM:       llvm.call @titan_rt_launch_generated(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %[[SGITEMS]], %{{.*}})
+// NVVM:       %[[TSNAME:.*]] = llvm.mlir.addressof @__titan_str_titan_generated_6 : !llvm.ptr
+// NVVM:       %[[TSITEMS:.*]] = llvm.mlir.constant(1536 : i64) : i64
+// NVVM:       llvm.call @titan_rt_launch_generated(%{{.*}}, %[[TSNAME]], %{{.*}}, %{{.*}}, %[[TSITEMS]], %{{.*}})
 // NVVM:       gpu.module @titan_kernels [#nvvm.target<chip = "sm_90a">] {
 // NVVM:       llvm.mlir.global internal @__titan_reduction_scratch() {addr_space = 3 : i32, alignment = 4 : i64} : !llvm.array<32 x i32>
 // NVVM:       llvm.func @titan_generated_0(%[[A:.*]]: !llvm.ptr<1>, %[[B:.*]]: !llvm.ptr<1>, %[[E:.*]]: i64) attributes {nvvm.kernel}
@@ -96,6 +105,12 @@
 // NVVM:       llvm.store %{{.*}}, %{{.*}} {alignment = 16 : i64} : vector<8xbf16>, !llvm.ptr<1>
 // NVVM:       llvm.icmp "slt" %{{.*}}, %[[P1]] : i64
 // NVVM:       llvm.load %{{.*}} {alignment = 16 : i64} : !llvm.ptr<1> -> vector<8xbf16>
+// NVVM:       llvm.func @titan_generated_6(
+// NVVM-NOT:   titan_generated_6_segment
+// NVVM-DAG:   llvm.mlir.addressof @titan_generated_6_tile0 : !llvm.ptr<3>
+// NVVM-DAG:   llvm.mlir.constant(6 : i64) : i64
+// NVVM-DAG:   llvm.mlir.constant(2 : i64) : i64
+// NVVM-COUNT-4: nvvm.barrier0
 
 // NVPTX's PTX for the chip, f64 exp from libdevice linked in (no call left),
 // f32 sqrt correctly rounded (sqrt.rn, as the host's), not libdevice's
@@ -133,6 +148,13 @@
 // PTX-SAME: st.global.v4.b32
 // PTX-SAME: ld.global.v4.b32
 // PTX-SAME: st.global.v4.b32
+// PTX-SAME: .visible .entry titan_generated_6(
+// PTX-SAME: .shared .align 16 .b8 titan_generated_6_tile0[1056]
+// PTX-NOT:  titan_generated_6_segment
+// PTX-SAME: ld.global.b16
+// PTX-SAME: bar.sync
+// PTX-SAME: ld.global.b8
+// PTX-SAME: bar.sync
 // PTX-NOT:  __nv_exp
 // PTX-NOT:  sqrt.approx
 // PTX-NOT:  gpu.module
@@ -201,6 +223,19 @@ module attributes {kernel.arena_bytes = 16384 : i64, kernel.slots = {"param:w" =
       %b = arith.negf %v : bf16
       kernel.yield %a, %b : bf16, bf16
     } {segments = array<i64: 1, 1, 0, 1, 1, 0>}
+    %f1 = kernel.alloc temporary {offset = 15360 : i64} : memref<64x32xf8E4M3FN>
+    %f2 = kernel.alloc temporary {offset = 17408 : i64} : memref<32x64xf8E4M3FN>
+    %q2 = kernel.alloc temporary {offset = 19456 : i64} : memref<72x40xf8E4M3FN>
+    %q3 = kernel.alloc temporary {offset = 22528 : i64} : memref<40x72xf8E4M3FN>
+    kernel.generic ins(%in, %scale, %f1 : memref<40x72xbf16>, memref<f32>, memref<64x32xf8E4M3FN>) outs(%q2, %q3, %f2 : memref<72x40xf8E4M3FN>, memref<40x72xf8E4M3FN>, memref<32x64xf8E4M3FN>) on %s {
+    ^bb0(%x: bf16, %c: f32, %v8: f8E4M3FN):
+      %a = arith.extf %x : bf16 to f32
+      %p = arith.mulf %a, %c : f32
+      %b = arith.bitcast %p : f32 to i32
+      %t = arith.trunci %b : i32 to i8
+      %f = arith.bitcast %t : i8 to f8E4M3FN
+      kernel.yield %f, %f, %v8 : f8E4M3FN, f8E4M3FN, f8E4M3FN
+    } {segments = array<i64: 2, 2, 0, 1, 1, 0>, transposed_outputs = array<i64: 0, 2>}
     return
   }
 }

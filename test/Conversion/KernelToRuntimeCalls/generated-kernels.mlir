@@ -321,3 +321,32 @@ module attributes {kernel.arena_bytes = 65536 : i64, kernel.slots = {}} {
     return
   }
 }
+
+// -----
+
+// Two kernels in tiles in one launch (horizontal fusion): the work items
+// are each segment's rows, one after another, each segment's up to whole
+// tiles (70 -> 128, 16 -> 64), in spans of a tile; each segment's rows in
+// the span run in its own stack tiles.
+// CHECK-LABEL: llvm.func @titan_tiled_segments(
+// CHECK-DAG:   %[[ROWS:.*]] = llvm.mlir.constant(192 : i64) : i64
+// CHECK-DAG:   %[[SPAN:.*]] = llvm.mlir.constant(64 : i64) : i64
+// CHECK:       llvm.call @titan_rt_parallel_for(%{{.*}}, %{{.*}}, %[[ROWS]], %[[SPAN]],
+// CHECK-LABEL: llvm.func internal @titan_generated_0(
+// CHECK-DAG:   llvm.mlir.constant(70 : i64) : i64
+// CHECK-DAG:   llvm.mlir.constant(16 : i64) : i64
+// CHECK-COUNT-2: llvm.alloca %{{.*}} x i8 {alignment = 64 : i64}
+module attributes {kernel.arena_bytes = 65536 : i64, kernel.slots = {}} {
+  func.func @tiled_segments() {
+    %s = kernel.stream 0
+    %g = kernel.alloc temporary {offset = 0 : i64} : memref<70x130xf8E4M3FN>
+    %t = kernel.alloc temporary {offset = 16384 : i64} : memref<130x70xf8E4M3FN>
+    %h = kernel.alloc temporary {offset = 32768 : i64} : memref<16x32xf8E4M3FN>
+    %u = kernel.alloc temporary {offset = 40960 : i64} : memref<32x16xf8E4M3FN>
+    kernel.generic ins(%g, %h : memref<70x130xf8E4M3FN>, memref<16x32xf8E4M3FN>) outs(%t, %u : memref<130x70xf8E4M3FN>, memref<32x16xf8E4M3FN>) on %s {
+    ^bb0(%x: f8E4M3FN, %y: f8E4M3FN):
+      kernel.yield %x, %y : f8E4M3FN, f8E4M3FN
+    } {segments = array<i64: 1, 1, 0, 1, 1, 0>, transposed_outputs = array<i64: 0, 1>}
+    return
+  }
+}

@@ -350,7 +350,7 @@ func.func @generic_segment_reads_another(%a: memref<4xf32>, %b: memref<4xf32>, %
 
 func.func @generic_segments_transposed(%a: memref<4x2xf32>, %b: memref<2x4xf32>, %c: memref<8xf32>, %d: memref<8xf32>) {
   %s = kernel.stream 0
-  // expected-error @+1 {{'kernel.generic' op a kernel of several segments cannot write transposed outputs}}
+  // expected-error @+1 {{'kernel.generic' op a kernel with transposed outputs runs in tiles: each of its segments must write one}}
   kernel.generic ins(%a, %c : memref<4x2xf32>, memref<8xf32>) outs(%b, %d : memref<2x4xf32>, memref<8xf32>) on %s {
   ^bb0(%x: f32, %y: f32):
     kernel.yield %x, %y : f32, f32

@@ -166,6 +166,7 @@ func.func @hoisted(%w1: memref<4x8xf32>, %w2: memref<4x8xf32>, %w3: memref<4x8xf
 // it), past one reading the scale it writes, nor a cast whose output a
 // kernel reads (not only its gather).
 // CHECK-LABEL: func.func @not_hoisted(
+// HOIST1-LABEL: func.func @not_hoisted(
 // CHECK-NOT:   segments
 // CHECK:       return
 func.func @not_hoisted(%w1: memref<4x8xf32>, %w2: memref<4x8xf32>, %w3: memref<4x8xf32>, %w4: memref<4x8xf32>, %u: memref<4x8xf32>, %wt: memref<8x8xf32>, %amax: memref<f32>, %sc: memref<f32>, %y: memref<4x8xf32>, %z: memref<4x8xbf16>) {
@@ -202,5 +203,37 @@ func.func @not_hoisted(%w1: memref<4x8xf32>, %w2: memref<4x8xf32>, %w3: memref<4
   kernel.wait %ra on %s
   kernel.wait %rb on %s
   kernel.wait %rd on %s
+  return
+}
+
+// -----
+
+// Kernels in tiles join each other (the backward's cast-transpose of a
+// gradient and the float8 transpose of the weight its GEMM reads): each
+// segment keeps its transposed outputs (indices shifted past the earlier
+// kernel's outputs) and runs in its own tiles. A plain kernel does not join
+// a tiled one.
+// CHECK-LABEL: func.func @tiled(
+// CHECK:       kernel.generic ins(%arg0, %arg1 : memref<4x8xbf16>, memref<8x16xf8E4M3FN>) outs(%{{.*}}, %arg2, %arg3 : memref<8x4xf32>, memref<4x8xf32>, memref<16x8xf8E4M3FN>)
+// CHECK:       } {segments = array<i64: 1, 2, 0, 1, 1, 0>, transposed_outputs = array<i64: 0, 2>}
+// CHECK:       kernel.generic ins(%arg0 : memref<4x8xbf16>) outs(%arg4 : memref<4x8xf32>)
+// CHECK-NOT:   segments
+func.func @tiled(%g: memref<4x8xbf16>, %w: memref<8x16xf8E4M3FN>, %gu: memref<4x8xf32>, %wt: memref<16x8xf8E4M3FN>, %p: memref<4x8xf32>) {
+  %s = kernel.stream 0
+  %gt = kernel.alloc temporary : memref<8x4xf32>
+  kernel.generic ins(%g : memref<4x8xbf16>) outs(%gt, %gu : memref<8x4xf32>, memref<4x8xf32>) on %s {
+  ^bb0(%x: bf16):
+    %y = arith.extf %x : bf16 to f32
+    kernel.yield %y, %y : f32, f32
+  } {transposed_outputs = array<i64: 0>} loc("layers.0.feed_forward.w2")
+  kernel.generic ins(%w : memref<8x16xf8E4M3FN>) outs(%wt : memref<16x8xf8E4M3FN>) on %s {
+  ^bb0(%x: f8E4M3FN):
+    kernel.yield %x : f8E4M3FN
+  } {transposed_outputs = array<i64: 0>} loc("layers.0.feed_forward.w2")
+  kernel.generic ins(%g : memref<4x8xbf16>) outs(%p : memref<4x8xf32>) on %s {
+  ^bb0(%x: bf16):
+    %y = arith.extf %x : bf16 to f32
+    kernel.yield %y : f32
+  } loc("layers.0.feed_forward.w2")
   return
 }

@@ -345,12 +345,23 @@ bool GenericOp::isTransposed(Value buffer) {
 }
 
 std::optional<std::pair<int64_t, int64_t>> GenericOp::getTransposedShape() {
-  if (getTransposedOutputs().empty())
+  SmallVector<GenericSegment> segments = getSegmentList();
+  if (segments.size() != 1)
     return std::nullopt;
-  auto type =
-      cast<MemRefType>(getOutputs()[getTransposedOutputs().front()].getType());
-  int64_t cols = type.getRank() ? type.getDimSize(0) : 1;
-  return std::make_pair(cols ? getNumElements() / cols : 0, cols);
+  return getTransposedShape(segments.front());
+}
+
+std::optional<std::pair<int64_t, int64_t>>
+GenericOp::getTransposedShape(const GenericSegment &segment) {
+  for (int64_t index : getTransposedOutputs()) {
+    if (index < int64_t(segment.outputBegin) ||
+        index >= int64_t(segment.outputEnd))
+      continue;
+    auto type = cast<MemRefType>(getOutputs()[index].getType());
+    int64_t cols = type.getRank() ? type.getDimSize(0) : 1;
+    return std::make_pair(cols ? segment.elements / cols : 0, cols);
+  }
+  return std::nullopt;
 }
 
 SmallVector<GenericSegment> GenericOp::getSegmentList() {
@@ -414,15 +425,17 @@ DenseSet<Operation *> GenericOp::getSegmentOps(const GenericSegment &segment) {
 }
 
 /// `segments` partitions the buffers into segments that each write
-/// something; a kernel of several writes nothing transposed.
+/// something; with transposed outputs, every segment writes one.
 LogicalResult GenericOp::verifySegments() {
   SmallVector<GenericSegment> segments = getSegmentList();
   if (segments.empty())
     return emitOpError() << "segments must be (inputs, outputs, reductions) "
                             "triples that partition the kernel's buffers";
-  if (segments.size() > 1 && !getTransposedOutputs().empty())
-    return emitOpError() << "a kernel of several segments cannot write "
-                            "transposed outputs";
+  if (!getTransposedOutputs().empty())
+    for (const GenericSegment &segment : segments)
+      if (!getTransposedShape(segment))
+        return emitOpError() << "a kernel with transposed outputs runs in "
+                                "tiles: each of its segments must write one";
   for (const GenericSegment &segment : segments)
     if (segment.outputBegin == segment.outputEnd &&
         segment.reductionBegin == segment.reductionEnd)
@@ -451,26 +464,36 @@ LogicalResult GenericOp::verifySegments() {
   return success();
 }
 
-/// The transposed outputs are distinct outputs of N elements with one
-/// leading dimension C dividing N, and read by nothing in the kernel.
+/// The transposed outputs are distinct outputs of their segment's N
+/// elements with one leading dimension C (per segment) dividing N, and
+/// read by nothing in the kernel.
 LogicalResult GenericOp::verifyTransposedOutputs() {
   ArrayRef<int64_t> indices = getTransposedOutputs();
-  int64_t elements = getNumElements(), cols = -1;
+  SmallVector<GenericSegment> segments = getSegmentList();
   for (auto [i, index] : llvm::enumerate(indices)) {
     if (index < 0 || index >= int64_t(getOutputs().size()) ||
         llvm::is_contained(indices.take_front(i), index))
       return emitOpError() << "transposed output " << index
                            << " is not a distinct output index";
+    // The segment writing it (verifySegments names a bad partition).
+    const GenericSegment *segment =
+        llvm::find_if(segments, [&](const GenericSegment &s) {
+          return index >= int64_t(s.outputBegin) &&
+                 index < int64_t(s.outputEnd);
+        });
+    if (segment == segments.end())
+      continue;
+    int64_t elements = segment->elements;
     Value out = getOutputs()[index];
     auto type = cast<MemRefType>(out.getType());
     if (type.getRank() < 2 || type.getNumElements() != elements)
       return emitOpError() << "transposed output of type " << type
                            << " must have rank 2 or more and all " << elements
                            << " elements";
-    if (cols >= 0 && type.getDimSize(0) != cols)
+    int64_t cols = type.getDimSize(0);
+    if (cols != getTransposedShape(*segment)->second)
       return emitOpError() << "transposed outputs must share their leading "
                               "dimension (the kernel's columns)";
-    cols = type.getDimSize(0);
     if (cols == 0 || elements % cols != 0)
       return emitOpError() << "transposed output of type " << type
                            << ": its leading dimension does not divide the "

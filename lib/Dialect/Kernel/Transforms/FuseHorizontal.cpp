@@ -56,6 +56,12 @@ std::string modelUnit(GenericOp kernel) {
   return name->take_until([](char c) { return c == '.'; }).str();
 }
 
+/// Whether `kernel` runs in tiles: it writes transposed outputs (a
+/// cast-transpose).
+bool isTiled(GenericOp kernel) {
+  return !kernel.getTransposedOutputs().empty();
+}
+
 /// Whether `a` and `b` may share a launch by their sizes: both or neither
 /// a multiple of 16 elements (a GPU's packs need every segment's).
 bool packFriendly(GenericOp a, GenericOp b) {
@@ -124,8 +130,6 @@ private:
   /// nearest shard cast of its unit up past ops that touch none of its
   /// buffers (at most `maxHoist` ops that run something).
   GenericOp joinable(GenericOp kernel) {
-    if (!kernel.getTransposedOutputs().empty())
-      return nullptr;
     SmallVector<Value> reads, writes;
     if (!collectAccess(kernel, reads, writes))
       return nullptr;
@@ -153,14 +157,13 @@ private:
   }
 
   /// Whether `kernel` may join `earlier` (nothing between them touching
-  /// their buffers): one stream and model unit, nothing transposed, sizes
-  /// that pack alike, room for the segments, and `kernel`'s buffers
-  /// defined at `earlier`'s place.
+  /// their buffers): one stream and model unit, both in tiles (writing
+  /// transposed outputs) or neither, sizes that pack alike, room for the
+  /// segments, and `kernel`'s buffers defined at `earlier`'s place.
   bool canJoin(GenericOp earlier, GenericOp kernel) {
     std::string unit = modelUnit(kernel);
     return earlier.getStream() == kernel.getStream() && !unit.empty() &&
-           modelUnit(earlier) == unit &&
-           earlier.getTransposedOutputs().empty() &&
+           modelUnit(earlier) == unit && isTiled(earlier) == isTiled(kernel) &&
            packFriendly(earlier, kernel) &&
            earlier.getSegmentList().size() + kernel.getSegmentList().size() <=
                maxSegments &&
@@ -182,6 +185,9 @@ private:
     llvm::append_range(kinds, kernel.getReductionKinds().getValue());
     SmallVector<int64_t> segments = segmentTriples(earlier);
     llvm::append_range(segments, segmentTriples(kernel));
+    SmallVector<int64_t> transposed(earlier.getTransposedOutputs());
+    for (int64_t index : kernel.getTransposedOutputs())
+      transposed.push_back(earlier.getOutputs().size() + index);
 
     OpBuilder b(earlier);
     Location loc = b.getFusedLoc({earlier.getLoc(), kernel.getLoc()});
@@ -189,8 +195,8 @@ private:
         b, loc, concat(earlier.getInputs(), kernel.getInputs()),
         concat(earlier.getOutputs(), kernel.getOutputs()),
         concat(earlier.getReductions(), kernel.getReductions()),
-        earlier.getStream(), b.getArrayAttr(kinds), b.getDenseI64ArrayAttr({}),
-        b.getDenseI64ArrayAttr(segments));
+        earlier.getStream(), b.getArrayAttr(kinds),
+        b.getDenseI64ArrayAttr(transposed), b.getDenseI64ArrayAttr(segments));
     // Each segment reads its own arguments: `earlier`'s, then `kernel`'s.
     unsigned offset = earlier.getInputs().size();
     buildJoinedBody(b, joined, {earlier, kernel},

@@ -264,12 +264,12 @@ def Kernel_GenericOp : Kernel_Op<"generic", [AttrSizedOperandSegments,
 
     `transposed_outputs` lists the outputs written transposed (a float8
     cast's K-major copy): with C the leading dimension of such an output
-    and R = N / C, the value of index r * C + j goes to element j * R + r
-    (the inputs are R x C row-major, the output C x R). A transposed
-    output has N elements and is no input. Its kernel runs in tiles, each
-    read along rows and written along columns, so the other outputs and
-    the reductions come from the same read (Transformer Engine's
-    cast-transpose).
+    and R = N / C (N its segment's element count), the value of index
+    r * C + j goes to element j * R + r (the inputs are R x C row-major,
+    the output C x R). A transposed output has N elements and is no input.
+    Its kernel runs in tiles, each read along rows and written along
+    columns, so the other outputs and the reductions come from the same
+    read (Transformer Engine's cast-transpose).
 
     `segments` makes one launch of independent kernels of any sizes
     (horizontal fusion, as FSDP2's copy-in casts a layer's shards at
@@ -278,8 +278,10 @@ def Kernel_GenericOp : Kernel_Op<"generic", [AttrSizedOperandSegments,
     largest buffer's), as if it were its own kernel: the body's part it
     runs is what its yielded values depend on, which only its arguments
     may feed; no segment may touch a buffer another writes, as they run in
-    no order. Empty: one segment of every buffer. A kernel of several
-    segments writes nothing transposed.
+    no order. Empty: one segment of every buffer. In a kernel of several
+    segments with transposed outputs, every segment writes one and runs in
+    tiles over its own rows and columns (the cast-transposes of several
+    tensors in one launch).
 
     ```mlir
     kernel.generic ins(%g, %u : memref<8x64xbf16>, memref<8x64xbf16>)
@@ -341,9 +343,13 @@ def Kernel_GenericOp : Kernel_Op<"generic", [AttrSizedOperandSegments,
     ::llvm::DenseSet<::mlir::Value> getUniformValues();
     /// Whether output `buffer` is written transposed.
     bool isTransposed(::mlir::Value buffer);
-    /// (R, C) of a kernel with transposed outputs: its index r * C + j is
-    /// row r, column j.
+    /// (R, C) of a kernel of one segment with transposed outputs: its
+    /// index r * C + j is row r, column j.
     std::optional<std::pair<int64_t, int64_t>> getTransposedShape();
+    /// (R, C) of segment `segment` when it writes transposed outputs (a
+    /// kernel with transposed outputs runs every segment in tiles).
+    std::optional<std::pair<int64_t, int64_t>>
+    getTransposedShape(const GenericSegment &segment);
     /// The kernel's segments (one, of every buffer, unless horizontally
     /// fused); empty when `segments` does not partition the buffers.
     ::llvm::SmallVector<GenericSegment> getSegmentList();

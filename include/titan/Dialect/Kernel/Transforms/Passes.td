@@ -208,8 +208,9 @@ def KernelFuseHorizontal
     when nothing but allocations, views and collective starts and waits
     (which touch none of the kernel's buffers: a wait only orders what
     follows it after its collective) stand between them, neither reads
-    what the other writes, neither writes transposed (a cast-transpose
-    runs in tiles), and both
+    what the other writes, both or neither write transposed outputs (a
+    cast-transpose runs in tiles: such kernels join each other, each
+    segment in its own tiles), and both
     come from one model unit (a transformer block, or the embedding, the
     head: their locations' module names). Each segment keeps its own
     element count, so kernels of any sizes join: a block's FSDP shard
