@@ -47,10 +47,11 @@ _COMPILED_8B = (
     "its program: GEMMs at 660 TFLOP/s on h100-96gb are 71% of compute, and "
     "titan's program has no f32 loss over the logits (2 x 7.8 GiB of f32 "
     "traffic in TorchTitan's, bench/results/memory-llama3-8b.md) and fuses "
-    "the elementwise work. With Float8 the gap is larger (+38%; +21% before "
+    "the elementwise work. With Float8 the gap is larger (+41%; +21% before "
     "issue 36 fused titan's casts, as torch.compile fuses TorchTitan's, "
     "+32% before titan cast the weights on their shards and computed their "
-    "amaxes at the step's start): "
+    "amaxes at the step's start, +38% before its scaled GEMMs accumulated "
+    "and a block's casts and cast-transposes took fewer launches): "
     "the description's GEMM rate or the 500 W clocks are the suspects, not "
     "tuned here")
 _ATTENTION = (
@@ -69,12 +70,12 @@ _FLOAT8_70B = (
     "+12% (+6% with async TP) before titan computed the weights' amaxes "
     "from their shards at the step's start, sequence parallel's activation "
     "amaxes from each rank's part and the recompute's casts with the "
-    "forward's scales (memory-bound 23% of compute, was 28%)")
+    "forward's scales (memory-bound 19% of compute, was 28%)")
 _FLOAT8_FUSED_405B = (
     "+6% in the 2026-12-02 run; since then issue 36's generated kernels "
     "(casts fused with their producers, cast-transposes, one launch per "
     "block's shard casts) cut titan's memory-bound time, as torch.compile "
-    "fuses TorchTitan's casts, and its GEMMs (68% of compute) keep the "
+    "fuses TorchTitan's casts, and its GEMMs (72% of compute) keep the "
     "rate the 8B rows overpredict with (see tt-8b-8-float8)")
 WHY = {
     "tt-8b-8-eager": [_COMPILED_8B],
@@ -85,7 +86,7 @@ WHY = {
     "tt-8b-128-float8": [_COMPILED_8B + "; at 128 GPUs the weights' amaxes "
                          "are one all-reduce a step, not one each (+14% "
                          "before)"],
-    "tt-70b-256-2d": [_FLOAT8_70B + "; tp is exposed (26% of the step) "
+    "tt-70b-256-2d": [_FLOAT8_70B + "; tp is exposed (27% of the step) "
                       "without async TP"],
     "tt-70b-256-2d-asynctp": [_FLOAT8_70B + "; titan's async TP does not "
                               "fuse Float8 GEMMs (the compiler warns), so "
@@ -228,17 +229,20 @@ FINDINGS = """\
    parameter of its 16 layers (`--emit=memory --target=cuda`); FSDP2
    without resharding under PP holds the unsharded parameters in bf16
    (mixed_precision_param), half of that.
-4. **Float8's casts are memory-bound kernels** (19-34% of titan's compute
+4. **Float8's casts are memory-bound kernels** (16-32% of titan's compute
    under Float8 at 8K tokens; 31-41% before issue 36 fused each tensor's
    scale, cast and transposed copy into one kernel and the amaxes into the
    generated kernels producing their tensors, 22-35% before the weights
    were cast on their shards and gathered in float8): the amaxes of tensors a
    library kernel produced are still kernels of their own, which
    Transformer Engine (Megatron rows) computes in its norm and GEMM
-   epilogues. This is titan's program, and the prediction of it is
-   consistent; it is why the Megatron Float8 rows are under-predicted
-   (-5.3%, -16%, -22%; -10%, -17%, -26% before the weights were cast on
-   their shards; -18%, -30%, -38% before issue 36).
+   epilogues, and tensorwise scaling reads each cast tensor twice (its
+   amax first; bench/results/generated-kernels.md estimates the floor).
+   This is titan's program, and the prediction of it is consistent; it is
+   why the Megatron Float8 rows are under-predicted (-4.3%, -15%, -21%;
+   -5.3%, -16%, -22% before the scaled GEMMs accumulated; -10%, -17%, -26%
+   before the weights were cast on their shards; -18%, -30%, -38% before
+   issue 36).
 """
 
 
