@@ -209,16 +209,17 @@ func.func @not_hoisted(%w1: memref<4x8xf32>, %w2: memref<4x8xf32>, %w3: memref<4
 // -----
 
 // Kernels in tiles join each other (the backward's cast-transpose of a
-// gradient and the float8 transpose of the weight its GEMM reads): each
-// segment keeps its transposed outputs (indices shifted past the earlier
-// kernel's outputs) and runs in its own tiles. A plain kernel does not join
-// a tiled one.
+// gradient and the float8 transposes of weights its GEMMs read), of any
+// sizes (tiles move elements one by one: no packs): each segment keeps
+// its transposed outputs (indices shifted past the earlier kernels'
+// outputs) and runs in its own tiles. A plain kernel does not join a
+// tiled one.
 // CHECK-LABEL: func.func @tiled(
-// CHECK:       kernel.generic ins(%arg0, %arg1 : memref<4x8xbf16>, memref<8x16xf8E4M3FN>) outs(%{{.*}}, %arg2, %arg3 : memref<8x4xf32>, memref<4x8xf32>, memref<16x8xf8E4M3FN>)
-// CHECK:       } {segments = array<i64: 1, 2, 0, 1, 1, 0>, transposed_outputs = array<i64: 0, 2>}
+// CHECK:       kernel.generic ins(%arg0, %arg1, %arg5 : memref<4x8xbf16>, memref<8x16xf8E4M3FN>, memref<3x5xf8E4M3FN>) outs(%{{.*}}, %arg2, %arg3, %arg6 : memref<8x4xf32>, memref<4x8xf32>, memref<16x8xf8E4M3FN>, memref<5x3xf8E4M3FN>)
+// CHECK:       } {segments = array<i64: 1, 2, 0, 1, 1, 0, 1, 1, 0>, transposed_outputs = array<i64: 0, 2, 3>}
 // CHECK:       kernel.generic ins(%arg0 : memref<4x8xbf16>) outs(%arg4 : memref<4x8xf32>)
 // CHECK-NOT:   segments
-func.func @tiled(%g: memref<4x8xbf16>, %w: memref<8x16xf8E4M3FN>, %gu: memref<4x8xf32>, %wt: memref<16x8xf8E4M3FN>, %p: memref<4x8xf32>) {
+func.func @tiled(%g: memref<4x8xbf16>, %w: memref<8x16xf8E4M3FN>, %gu: memref<4x8xf32>, %wt: memref<16x8xf8E4M3FN>, %p: memref<4x8xf32>, %o: memref<3x5xf8E4M3FN>, %ot: memref<5x3xf8E4M3FN>) {
   %s = kernel.stream 0
   %gt = kernel.alloc temporary : memref<8x4xf32>
   kernel.generic ins(%g : memref<4x8xbf16>) outs(%gt, %gu : memref<8x4xf32>, memref<4x8xf32>) on %s {
@@ -230,6 +231,10 @@ func.func @tiled(%g: memref<4x8xbf16>, %w: memref<8x16xf8E4M3FN>, %gu: memref<4x
   ^bb0(%x: f8E4M3FN):
     kernel.yield %x : f8E4M3FN
   } {transposed_outputs = array<i64: 0>} loc("layers.0.feed_forward.w2")
+  kernel.generic ins(%o : memref<3x5xf8E4M3FN>) outs(%ot : memref<5x3xf8E4M3FN>) on %s {
+  ^bb0(%x: f8E4M3FN):
+    kernel.yield %x : f8E4M3FN
+  } {transposed_outputs = array<i64: 0>} loc("layers.0.feed_forward.w3")
   kernel.generic ins(%g : memref<4x8xbf16>) outs(%p : memref<4x8xf32>) on %s {
   ^bb0(%x: bf16):
     %y = arith.extf %x : bf16 to f32

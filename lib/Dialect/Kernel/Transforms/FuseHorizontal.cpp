@@ -158,13 +158,14 @@ private:
 
   /// Whether `kernel` may join `earlier` (nothing between them touching
   /// their buffers): one stream and model unit, both in tiles (writing
-  /// transposed outputs) or neither, sizes that pack alike, room for the
-  /// segments, and `kernel`'s buffers defined at `earlier`'s place.
+  /// transposed outputs, element by element) or neither and with sizes
+  /// that pack alike, room for the segments, and `kernel`'s buffers
+  /// defined at `earlier`'s place.
   bool canJoin(GenericOp earlier, GenericOp kernel) {
     std::string unit = modelUnit(kernel);
     return earlier.getStream() == kernel.getStream() && !unit.empty() &&
            modelUnit(earlier) == unit && isTiled(earlier) == isTiled(kernel) &&
-           packFriendly(earlier, kernel) &&
+           (isTiled(kernel) || packFriendly(earlier, kernel)) &&
            earlier.getSegmentList().size() + kernel.getSegmentList().size() <=
                maxSegments &&
            llvm::all_of(kernel->getOperands(),

@@ -228,9 +228,9 @@ def KernelFuseHorizontal
     as its memory budget allows, during the block before; their casts
     become one kernel, at the first one's place, whose shards (an eighth
     of the block's weights under FSDP 8, in float8 or bf16) wait there for
-    their gathers. Kernels join only when both or neither have a multiple
-    of 16 elements, so a small odd kernel never costs a large one its
-    16-byte packs on a GPU.
+    their gathers. Kernels not in tiles join only when both or neither
+    have a multiple of 16 elements, so a small odd kernel never costs a
+    large one its 16-byte packs on a GPU (tiles move elements one by one).
 
     Runs after the collective schedule (which places each gather's cast
     beside its start) and before the memory plan, for targets whose
