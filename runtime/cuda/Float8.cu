@@ -138,14 +138,16 @@ void transposeCodes(Codes code, uint8_t *out, int64_t rows, int64_t cols,
   transposeKernel<<<grid, block, 0, stream>>>(code, out, rows, cols);
 }
 
-/// out[i] = 1 / scale[i or 0]: the inverse scales cuBLASLt multiplies the
-/// FP8 product by, a scalar one broadcast to `n` when the other operand's
-/// are a vector.
-__global__ void inverseScalesKernel(const float *scale, bool perElement,
-                                    float *out, int64_t n) {
+/// out[i] = 1 / scale[i or 0] of both operands (the lhs's indices first):
+/// the inverse scales cuBLASLt multiplies the FP8 product by, a scalar one
+/// broadcast to `n` when the other operand's are a vector.
+__global__ void inverseScalesKernel(titanrt::cuda::InverseScales lhs,
+                                    titanrt::cuda::InverseScales rhs) {
   int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x;
-  if (i < n)
-    out[i] = 1.0f / scale[perElement ? i : 0];
+  titanrt::cuda::InverseScales s = i < lhs.n ? lhs : rhs;
+  int64_t j = i < lhs.n ? i : i - lhs.n;
+  if (j < s.n)
+    s.out[j] = 1.0f / s.scale[s.perElement ? j : 0];
 }
 
 /// Zeroes `n` floats that atomic maxima then raise.
@@ -217,10 +219,11 @@ void titanrt::cuda::transposeBytes(const uint8_t *in, uint8_t *out,
   checkLaunch("transpose (float8)");
 }
 
-void titanrt::cuda::inverseScales(const float *scale, bool perElement,
-                                  float *out, int64_t n, cudaStream_t stream) {
-  inverseScalesKernel<<<blocksFor(n), kThreads, 0, stream>>>(scale, perElement,
-                                                             out, n);
+void titanrt::cuda::inverseScales(const InverseScales &lhs,
+                                  const InverseScales &rhs,
+                                  cudaStream_t stream) {
+  inverseScalesKernel<<<blocksFor(lhs.n + rhs.n), kThreads, 0, stream>>>(lhs,
+                                                                         rhs);
   checkLaunch("scaled_matmul (inverse scales)");
 }
 
@@ -279,9 +282,8 @@ void titanrt::cuda::scaledMatmul(LinearGemms &gemms, int form,
   GemmProblem p =
       scaledMatmulProblem(form, lhs, rhs, result, rows, cols, accumulate);
   bool outer = p.scaling == GemmScaling::OuterVector;
-  inverseScales(lhs.scale, lhs.perElement, lhsInverse, outer ? rows : 1,
-                stream);
-  inverseScales(rhs.scale, rhs.perElement, rhsInverse, outer ? cols : 1,
+  inverseScales({lhs.scale, lhs.perElement, lhsInverse, outer ? rows : 1},
+                {rhs.scale, rhs.perElement, rhsInverse, outer ? cols : 1},
                 stream);
   gemms.run(p, a, b, out, w + parts.gemm, stream,
             GemmScales{lhsInverse, rhsInverse});

@@ -45,9 +45,18 @@ void quantize(Dtype type, const void *x, const float *scale, uint8_t *out,
 void transposeBytes(const uint8_t *in, uint8_t *out, int64_t rows, int64_t cols,
                     cudaStream_t stream);
 
-/// out[i] = 1 / scale[perElement ? i : 0] for i < n: the inverse scales
-/// cuBLASLt multiplies the FP8 product by (GemmPlan.h's GemmScaling).
-void inverseScales(const float *scale, bool perElement, float *out, int64_t n,
+/// The inverse scales of one operand: out[i] = 1 / scale[perElement ? i :
+/// 0] for i < n.
+struct InverseScales {
+  const float *scale;
+  bool perElement;
+  float *out;
+  int64_t n;
+};
+
+/// Both operands' inverse scales, which cuBLASLt multiplies the FP8
+/// product by (GemmPlan.h's GemmScaling), in one launch.
+void inverseScales(const InverseScales &lhs, const InverseScales &rhs,
                    cudaStream_t stream);
 
 /// One float8 operand of a scaled GEMM: a rows x cols matrix, row-major or,
