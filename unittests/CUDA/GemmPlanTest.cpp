@@ -248,6 +248,22 @@ TEST(GemmPlan, ScaledMatmulProblemPerForm) {
   EXPECT_EQ(p.k, 8);
   EXPECT_EQ(p.scaling, GemmScaling::OuterVector);
   EXPECT_FALSE(p.fastAccumulation);
+  EXPECT_FALSE(p.accumulate);
+}
+
+// kernel-fuse-gemm-accumulate's scaled GEMM adds into its result (beta =
+// 1): a problem, a plan and a name of its own.
+TEST(GemmPlan, ScaledMatmulProblemAccumulates) {
+  ScaledOperand dy = operand(Dtype::f8E5M2, 8, 16, false),
+                w = operand(Dtype::f8E4M3FN, 16, 32, false);
+  GemmProblem overwrite = scaledMatmulProblem(1, dy, w, Dtype::bf16, 8, 32);
+  GemmProblem accumulate =
+      scaledMatmulProblem(1, dy, w, Dtype::bf16, 8, 32, /*accumulate=*/true);
+  EXPECT_FALSE(overwrite.accumulate);
+  EXPECT_TRUE(accumulate.accumulate);
+  EXPECT_NE(overwrite.key(), accumulate.key());
+  EXPECT_NE(accumulate.describe().find("(accumulate)"), std::string::npos)
+      << accumulate.describe();
 }
 
 /// Reads attribute `what` of a cuBLASLt object with its getter `get`
