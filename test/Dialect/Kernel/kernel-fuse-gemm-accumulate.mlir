@@ -58,9 +58,10 @@ func.func @kept(%dy: memref<4x8xf32>, %w: memref<8x6xf32>, %acc: memref<4x6xf32>
 
 // -----
 
-// Float8's scaled GEMMs fold too (the sum of a tensor's gradients through
-// SwiGLU's two linears): their last parameter, accumulate, becomes 1. One
-// that already accumulates folds no second add.
+// Float8's tensorwise scaled GEMMs fold too (the sum of a tensor's
+// gradients through SwiGLU's two linears): their last parameter,
+// accumulate, becomes 1. One that already accumulates folds no second add,
+// nor does a rowwise one (a scale a row).
 // CHECK-LABEL: func.func @scaled(
 // CHECK-SAME:  %[[ACC:[^:]*]]: memref<4x8xbf16>
 // CHECK:       kernel.call "scaled_matmul"({{.*}}) outs(%[[ACC]] : memref<4x8xbf16>) workspace({{.*}}) on %{{.*}} params [1, 1, 0, 0, 1, 0]
@@ -68,7 +69,9 @@ func.func @kept(%dy: memref<4x8xf32>, %w: memref<8x6xf32>, %acc: memref<4x6xf32>
 // CHECK-NEXT:  %[[T:.*]] = kernel.alloc temporary : memref<4x8xbf16>
 // CHECK-NEXT:  kernel.call "scaled_matmul"({{.*}}) outs(%[[T]] : memref<4x8xbf16>) workspace({{.*}}) on %{{.*}} params [1, 1, 0, 0, 1, 1]
 // CHECK-NEXT:  kernel.call "add"(%[[ACC]], %[[T]]
-func.func @scaled(%acc: memref<4x8xbf16>, %dy: memref<4x16xf8E5M2>, %w: memref<8x16xf8E4M3FN>, %sc: memref<f32>, %ws: memref<1024xi8>) {
+// CHECK:       kernel.call "scaled_matmul"({{.*}}) outs(%[[R:.*]] : memref<4x8xbf16>) workspace({{.*}}) on %{{.*}} params [1, 1, 0, 0, 1, 0]
+// CHECK-NEXT:  kernel.call "add"(%[[ACC]], %[[R]]
+func.func @scaled(%acc: memref<4x8xbf16>, %dy: memref<4x16xf8E5M2>, %w: memref<8x16xf8E4M3FN>, %sc: memref<f32>, %ws: memref<1024xi8>, %rows: memref<4x1xf32>) {
   %s = kernel.stream 0
   kernel.call "scaled_matmul"(%dy, %sc, %w, %sc : memref<4x16xf8E5M2>, memref<f32>, memref<8x16xf8E4M3FN>, memref<f32>) outs(%acc : memref<4x8xbf16>) workspace(%ws : memref<1024xi8>) on %s params [1, 1, 0, 0, 1, 0]
   %t = kernel.alloc temporary : memref<4x8xbf16>
@@ -77,5 +80,8 @@ func.func @scaled(%acc: memref<4x8xbf16>, %dy: memref<4x16xf8E5M2>, %w: memref<8
   %u = kernel.alloc temporary : memref<4x8xbf16>
   kernel.call "scaled_matmul"(%dy, %sc, %w, %sc : memref<4x16xf8E5M2>, memref<f32>, memref<8x16xf8E4M3FN>, memref<f32>) outs(%u : memref<4x8xbf16>) workspace(%ws : memref<1024xi8>) on %s params [1, 1, 0, 0, 1, 1]
   kernel.call "add"(%acc, %u : memref<4x8xbf16>, memref<4x8xbf16>) outs(%acc : memref<4x8xbf16>) on %s params []
+  %r = kernel.alloc temporary : memref<4x8xbf16>
+  kernel.call "scaled_matmul"(%dy, %rows, %w, %sc : memref<4x16xf8E5M2>, memref<4x1xf32>, memref<8x16xf8E4M3FN>, memref<f32>) outs(%r : memref<4x8xbf16>) workspace(%ws : memref<1024xi8>) on %s params [1, 1, 0, 0, 1, 0]
+  kernel.call "add"(%acc, %r : memref<4x8xbf16>, memref<4x8xbf16>) outs(%acc : memref<4x8xbf16>) on %s params []
   return
 }

@@ -22,6 +22,10 @@ using namespace titan::kernel;
 
 namespace {
 
+bool hasOneElement(Value buffer) {
+  return cast<MemRefType>(buffer.getType()).getNumElements() == 1;
+}
+
 /// The parameters that make `call` add into its result, when it is a GEMM
 /// that overwrites it: the linears' optional `accumulate` (absent now),
 /// the scaled GEMM's last (0 now).
@@ -35,7 +39,13 @@ std::optional<SmallVector<Attribute>> accumulatingParams(CallOp call,
       return std::nullopt;
     return SmallVector<Attribute>{one};
   }
-  if (!call.calls(KernelId::scaled_matmul))
+  // Tensorwise scaled GEMMs only (one scale each): cuBLASLt's FP8 GEMM
+  // adds into its result with those (Transformer Engine's weight-gradient
+  // accumulation); its outer-vector (rowwise) mode with beta = 1 is not
+  // confirmed, so a rowwise GEMM keeps its add.
+  if (!call.calls(KernelId::scaled_matmul) || call.getInputs().size() < 4 ||
+      !hasOneElement(call.getInputs()[1]) ||
+      !hasOneElement(call.getInputs()[3]))
     return std::nullopt;
   SmallVector<Attribute> params(call.getParams().getValue());
   auto last =

@@ -47,7 +47,9 @@ def KernelFuseGemmAccumulate
   let summary = "Fold an add into the GEMM that produces one of its operands";
   let description = [{
     A linear GEMM (`linear`, `linear_grad_input`, `linear_grad_weight`,
-    Float8's `scaled_matmul`) whose result is a temporary read only by an
+    Float8's tensorwise `scaled_matmul`: one scale an operand, as cuBLASLt
+    adds into an FP8 GEMM's result with those; a rowwise one keeps its
+    add) whose result is a temporary read only by an
     in-place `add` into an accumulator (`add(acc, t) outs(acc)` or
     `add(t, acc) outs(acc)`: a
     residual add, the sum of a tensor's gradients from several branches, a
