@@ -165,26 +165,22 @@ std::string sharedTileName(StringRef kernel, unsigned k) {
 }
 
 /// Declares the shared-memory tile of each transposed output slot `k` of
-/// kernel `kernel`'s segments: kTileSize rows of kTileSize + 1 elements
-/// (the padding puts a column's elements in distinct banks) of the widest
-/// type any segment stores in it.
+/// kernel `kernel`'s segments (whose buffers' addresses are `bases`):
+/// kTileSize rows of kTileSize + 1 elements (the padding puts a column's
+/// elements in distinct banks) of the widest type any segment stores in
+/// it.
 void declareSharedTiles(gpu::GPUModuleOp device, kernel::GenericOp generic,
-                        StringRef kernel) {
+                        ArrayRef<Value> bases, StringRef kernel) {
   SmallVector<Type> widest;
   for (const kernel::GenericSegment &segment : generic.getSegmentList()) {
-    unsigned k = 0;
-    for (unsigned i = segment.outputBegin; i < segment.outputEnd; ++i) {
-      Value out = generic.getOutputs()[i];
-      if (!generic.isTransposed(out))
-        continue;
-      Type stored =
-          memoryType(cast<MemRefType>(out.getType()).getElementType());
+    KernelBodyEmitter e(generic, bases, segment);
+    for (auto [k, element] : llvm::enumerate(e.getTransposedTypes())) {
+      Type stored = memoryType(element);
       if (k == widest.size())
         widest.push_back(stored);
       else if (stored.getIntOrFloatBitWidth() >
                widest[k].getIntOrFloatBitWidth())
         widest[k] = stored;
-      ++k;
     }
   }
   OpBuilder b(device.getContext());
@@ -310,9 +306,7 @@ SmallVector<Value> emitTiles(OpBuilder &b, KernelBodyEmitter &e,
         return combined;
       });
 }
-} // namespace
 
-namespace {
 /// The tiles of segment `segment` of a kernel in tiles.
 int64_t segmentTiles(kernel::GenericOp generic,
                      const kernel::GenericSegment &segment) {
@@ -369,7 +363,7 @@ LLVM::LLVMFuncOp titan::outlineDeviceKernel(kernel::GenericOp generic,
     // Each segment's tiles in turn, every block looping over them. The
     // segments share the shared tiles (each one's loop ends with a
     // barrier), each as wide as its widest element.
-    declareSharedTiles(device, generic, name);
+    declareSharedTiles(device, generic, bases, name);
     for (const kernel::GenericSegment &segment : segments) {
       KernelBodyEmitter e(generic, bases, segment);
       e.emitUniform(b, isFirst);

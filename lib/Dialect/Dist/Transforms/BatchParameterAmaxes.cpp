@@ -85,6 +85,8 @@ std::optional<ParameterAmax> matchParameterAmax(func::FuncOp func,
   ParameterAmax p{amax, reduce, wait, nullptr, {}};
   Value v = amax.getInput();
   while (auto c = v.getDefiningOp<CastOp>()) {
+    if (c->getBlock() != &entry)
+      return std::nullopt;
     p.casts.push_back(c);
     v = c.getInput();
   }
@@ -156,7 +158,9 @@ void batch(OpBuilder &b, ArrayRef<ParameterAmax> group,
 }
 
 /// Erases `dead` (waits, starts, amaxes, then the casts that fed only
-/// them: a cast may feed several, or something else too).
+/// them: a cast may feed several, or something else too). The casts go
+/// last first: all in the entry block, each after what it reads, so a
+/// cast's dead users are gone when its turn comes.
 void eraseDead(ArrayRef<Operation *> dead) {
   llvm::SetVector<Operation *> casts;
   for (Operation *op : dead) {
@@ -165,16 +169,12 @@ void eraseDead(ArrayRef<Operation *> dead) {
     else
       op->erase();
   }
-  for (bool erased = true; erased;) {
-    erased = false;
-    for (Operation *c : casts)
-      if (c->use_empty()) {
-        casts.remove(c);
-        c->erase();
-        erased = true;
-        break;
-      }
-  }
+  SmallVector<Operation *> lastFirst(casts.begin(), casts.end());
+  llvm::sort(lastFirst,
+             [](Operation *a, Operation *b) { return b->isBeforeInBlock(a); });
+  for (Operation *c : lastFirst)
+    if (c->use_empty())
+      c->erase();
 }
 
 struct DistBatchParameterAmaxesPass

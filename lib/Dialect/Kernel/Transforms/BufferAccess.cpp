@@ -55,6 +55,14 @@ bool titan::kernel::canDefineBefore(Value v, Operation *at) {
   });
 }
 
+bool titan::kernel::isOneElement(Value buffer) {
+  return cast<MemRefType>(buffer.getType()).getNumElements() == 1;
+}
+
+bool titan::kernel::isStateOrOneElement(Value buffer) {
+  return isa<BlockArgument>(viewedBuffer(buffer)) || isOneElement(buffer);
+}
+
 void titan::kernel::defineBefore(Value v, Operation *at) {
   Operation *def = v.getDefiningOp();
   if (!def || def->getBlock() != at->getBlock() || def->isBeforeInBlock(at))

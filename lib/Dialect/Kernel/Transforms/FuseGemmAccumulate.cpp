@@ -5,6 +5,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "titan/Dialect/Kernel/Transforms/BufferAccess.h"
 #include "titan/Dialect/Kernel/Transforms/Passes.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -21,10 +22,6 @@ using namespace titan;
 using namespace titan::kernel;
 
 namespace {
-
-bool hasOneElement(Value buffer) {
-  return cast<MemRefType>(buffer.getType()).getNumElements() == 1;
-}
 
 /// The parameters that make `call` add into its result, when it is a GEMM
 /// that overwrites it: the linears' optional `accumulate` (absent now),
@@ -44,8 +41,7 @@ std::optional<SmallVector<Attribute>> accumulatingParams(CallOp call,
   // accumulation); its outer-vector (rowwise) mode with beta = 1 is not
   // confirmed, so a rowwise GEMM keeps its add.
   if (!call.calls(KernelId::scaled_matmul) || call.getInputs().size() < 4 ||
-      !hasOneElement(call.getInputs()[1]) ||
-      !hasOneElement(call.getInputs()[3]))
+      !isOneElement(call.getInputs()[1]) || !isOneElement(call.getInputs()[3]))
     return std::nullopt;
   SmallVector<Attribute> params(call.getParams().getValue());
   auto last =

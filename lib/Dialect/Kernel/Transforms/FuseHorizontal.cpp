@@ -96,20 +96,13 @@ bool feedsCollectivesOnly(Value buffer, Operation *writer) {
 /// one-element buffers (scales), and writes one-element buffers (the
 /// scales it computes) and buffers only collective starts read.
 bool isShardCast(GenericOp kernel) {
-  auto oneElement = [](Value v) {
-    return cast<MemRefType>(v.getType()).getNumElements() == 1;
-  };
   return kernel.getReductions().empty() &&
          kernel.getTransposedOutputs().empty() &&
-         llvm::all_of(kernel.getInputs(),
-                      [&](Value v) {
-                        return isa<BlockArgument>(viewedBuffer(v)) ||
-                               oneElement(v);
-                      }) &&
+         llvm::all_of(kernel.getInputs(), isStateOrOneElement) &&
          llvm::all_of(kernel.getOutputs(), [&](Value v) {
            Value root = viewedBuffer(v);
-           return oneElement(v) || (root.getDefiningOp<AllocOp>() &&
-                                    feedsCollectivesOnly(root, kernel));
+           return isOneElement(v) || (root.getDefiningOp<AllocOp>() &&
+                                      feedsCollectivesOnly(root, kernel));
          });
 }
 
@@ -186,9 +179,6 @@ private:
     llvm::append_range(kinds, kernel.getReductionKinds().getValue());
     SmallVector<int64_t> segments = segmentTriples(earlier);
     llvm::append_range(segments, segmentTriples(kernel));
-    SmallVector<int64_t> transposed(earlier.getTransposedOutputs());
-    for (int64_t index : kernel.getTransposedOutputs())
-      transposed.push_back(earlier.getOutputs().size() + index);
 
     OpBuilder b(earlier);
     Location loc = b.getFusedLoc({earlier.getLoc(), kernel.getLoc()});
@@ -197,7 +187,8 @@ private:
         concat(earlier.getOutputs(), kernel.getOutputs()),
         concat(earlier.getReductions(), kernel.getReductions()),
         earlier.getStream(), b.getArrayAttr(kinds),
-        b.getDenseI64ArrayAttr(transposed), b.getDenseI64ArrayAttr(segments));
+        b.getDenseI64ArrayAttr(joinedTransposedOutputs({earlier, kernel})),
+        b.getDenseI64ArrayAttr(segments));
     // Each segment reads its own arguments: `earlier`'s, then `kernel`'s.
     unsigned offset = earlier.getInputs().size();
     buildJoinedBody(b, joined, {earlier, kernel},

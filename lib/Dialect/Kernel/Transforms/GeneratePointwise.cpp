@@ -297,6 +297,16 @@ private:
     return type.getNumElements() * type.getElementTypeBitWidth() / 8;
   }
 
+  /// The inputs of `a` then those of `b` it does not read: one argument
+  /// for each tensor the siblings read.
+  static SmallVector<Value> siblingInputs(GenericOp a, GenericOp b) {
+    SmallVector<Value> inputs(a.getInputs());
+    for (Value v : b.getInputs())
+      if (!llvm::is_contained(inputs, v))
+        inputs.push_back(v);
+    return inputs;
+  }
+
   /// Whether one kernel running both keeps their buffers' meaning: neither
   /// reads or writes what the other writes, and the buffers fit.
   bool siblingsSafe(GenericOp a, GenericOp b) {
@@ -312,12 +322,8 @@ private:
     };
     if (touches(a, bWrites) || touches(b, aWrites))
       return false;
-    SmallVector<Value> inputs(a.getInputs());
-    for (Value v : b.getInputs())
-      if (!llvm::is_contained(inputs, v))
-        inputs.push_back(v);
-    return inputs.size() + a.getOutputs().size() + b.getOutputs().size() +
-               a.getReductions().size() <=
+    return siblingInputs(a, b).size() + a.getOutputs().size() +
+               b.getOutputs().size() + a.getReductions().size() <=
            maxBuffers;
   }
 
@@ -325,23 +331,18 @@ private:
   GenericOp joinSiblings(GenericOp a, GenericOp b) {
     for (Value operand : b->getOperands())
       defineBefore(operand, a);
-    SmallVector<Value> inputs(a.getInputs());
-    for (Value v : b.getInputs())
-      if (!llvm::is_contained(inputs, v))
-        inputs.push_back(v);
+    SmallVector<Value> inputs = siblingInputs(a, b);
     SmallVector<Value> outputs(a.getOutputs());
     llvm::append_range(outputs, b.getOutputs());
-    SmallVector<int64_t> transposed(a.getTransposedOutputs());
-    for (int64_t i : b.getTransposedOutputs())
-      transposed.push_back(i + a.getOutputs().size());
+    GenericOp parts[] = {a, b};
 
     OpBuilder builder(a);
     Location loc = builder.getFusedLoc({a.getLoc(), b.getLoc()});
     auto fused = GenericOp::create(
         builder, loc, inputs, outputs, a.getReductions(), a.getStream(),
-        a.getReductionKinds(), builder.getDenseI64ArrayAttr(transposed));
+        a.getReductionKinds(),
+        builder.getDenseI64ArrayAttr(joinedTransposedOutputs(parts)));
     // The inputs both read are one argument.
-    GenericOp parts[] = {a, b};
     buildJoinedBody(builder, fused, parts, [&](unsigned part, unsigned index) {
       Value input = parts[part].getInputs()[index];
       return unsigned(llvm::find(inputs, input) - inputs.begin());

@@ -35,3 +35,16 @@ void titan::kernel::buildJoinedBody(
   llvm::append_range(outputs, reduced);
   YieldOp::create(b, joined.getLoc(), outputs);
 }
+
+SmallVector<int64_t>
+titan::kernel::joinedTransposedOutputs(ArrayRef<GenericOp> parts) {
+  SmallVector<int64_t> transposed;
+  int64_t before = 0;
+  for (GenericOp constPart : parts) {
+    GenericOp part = constPart;
+    for (int64_t index : part.getTransposedOutputs())
+      transposed.push_back(before + index);
+    before += part.getOutputs().size();
+  }
+  return transposed;
+}

@@ -6,6 +6,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "titan/Dialect/Kernel/Transforms/BufferAccess.h"
 #include "titan/Dialect/Kernel/Transforms/CollectiveSchedule.h"
 #include "titan/Dialect/Kernel/Transforms/Passes.h"
 #include "titan/Dialect/Titan/IR/TensorSize.h"
@@ -239,15 +240,9 @@ private:
     Value input = viewedBuffer(CollectiveStartOp(c.start).getInput());
     if (!input.getDefiningOp<AllocOp>())
       return false;
-    return llvm::all_of(
-               inputs,
-               [](Value v) {
-                 return isa<BlockArgument>(viewedBuffer(v)) ||
-                        cast<MemRefType>(v.getType()).getNumElements() == 1;
-               }) &&
+    return llvm::all_of(inputs, isStateOrOneElement) &&
            llvm::all_of(outputs, [&](Value v) {
-             return viewedBuffer(v) == input ||
-                    cast<MemRefType>(v.getType()).getNumElements() == 1;
+             return viewedBuffer(v) == input || isOneElement(v);
            });
   }
 

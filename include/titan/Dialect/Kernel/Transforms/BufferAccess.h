@@ -28,6 +28,14 @@ bool canDefineBefore(mlir::Value v, mlir::Operation *at);
 /// where they come after it (canDefineBefore holds).
 void defineBefore(mlir::Value v, mlir::Operation *at);
 
+/// Whether `buffer` holds one element (a scale, an amax).
+bool isOneElement(mlir::Value buffer);
+
+/// Whether `buffer` is the step's state (a block argument, through views)
+/// or one element: what a parameter shard's cast reads, which holds its
+/// value from the step's start.
+bool isStateOrOneElement(mlir::Value buffer);
+
 } // namespace titan::kernel
 
 #endif // TITAN_DIALECT_KERNEL_TRANSFORMS_BUFFERACCESS_H

@@ -24,6 +24,12 @@ void buildJoinedBody(
     mlir::OpBuilder &b, GenericOp joined, llvm::ArrayRef<GenericOp> parts,
     llvm::function_ref<unsigned(unsigned part, unsigned index)> inputOf);
 
+/// The joined kernel's `transposed_outputs`: each part's, shifted past the
+/// outputs of the parts before it (the joined kernel's outputs are the
+/// parts' in order).
+llvm::SmallVector<int64_t>
+joinedTransposedOutputs(llvm::ArrayRef<GenericOp> parts);
+
 } // namespace titan::kernel
 
 #endif // TITAN_DIALECT_KERNEL_TRANSFORMS_JOINEDBODY_H
