@@ -478,7 +478,7 @@ template <typename T> void scaledMatmul(const Call &c) {
     };
     float *a = static_cast<float *>(c.workspace);
     float *b = a + floatsFor(lhs.rows * lhs.cols);
-    float *out = b + floatsFor(rhs.rows * rhs.cols);
+    float *product = b + floatsFor(rhs.rows * rhs.cols);
     decodeOperand(c.buf<uint8_t>(0), lhs, lhsT, fp8Format(c.ints[1]), a);
     decodeOperand(c.buf<uint8_t>(2), rhs, rhsT, fp8Format(c.ints[2]), b);
     float *result = c.buf<float>(4);
@@ -487,15 +487,15 @@ template <typename T> void scaledMatmul(const Call &c) {
     switch (c.ints[0]) {
     case 0: // lhs M x K, rhs N x K -> M x N
       rows = lhs.rows, cols = rhs.rows;
-      k::linear(a, b, out, rows, lhs.cols, cols, false);
+      k::linear(a, b, product, rows, lhs.cols, cols, false);
       break;
     case 1: // lhs M x N, rhs N x K -> M x K
       rows = lhs.rows, cols = rhs.cols;
-      k::linearGradInput(a, b, out, rows, cols, rhs.rows, false);
+      k::linearGradInput(a, b, product, rows, cols, rhs.rows, false);
       break;
     default: // lhs M x N, rhs M x K -> N x K
       rows = lhs.cols, cols = rhs.cols;
-      k::linearGradWeight(a, b, out, lhs.rows, cols, rows, false);
+      k::linearGradWeight(a, b, product, lhs.rows, cols, rows, false);
     }
     // The lhs scale runs along the result's rows, the rhs's along its
     // columns (rank 0: one for all).
@@ -505,7 +505,7 @@ template <typename T> void scaledMatmul(const Call &c) {
       float invL = 1.0f / ls[lhsVector ? r : 0];
       for (int64_t j = 0; j < cols; ++j) {
         int64_t i = r * cols + j;
-        float scaled = out[i] * (invL * (1.0f / rs[rhsVector ? j : 0]));
+        float scaled = product[i] * (invL * (1.0f / rs[rhsVector ? j : 0]));
         result[i] = accumulate ? result[i] + scaled : scaled;
       }
     }
