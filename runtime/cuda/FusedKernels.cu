@@ -81,31 +81,6 @@ __global__ void rmsNormKernel(const T *x, const T *w, T *out, int64_t rows,
   }
 }
 
-/// h = a + b, y = rmsNorm(h) in one kernel: the sum is stored and squared
-/// as it is rounded in h (so y is bitwise rmsNormKernel's on h), and the
-/// second pass reads back this thread's own h.
-template <int W, typename T>
-__global__ void addRmsNormKernel(const T *a, const T *b, const T *w, T *h, T *y,
-                                 int64_t rows, int packs, float eps) {
-  for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
-    const T *ar = a + at<W>(r, packs), *br = b + at<W>(r, packs);
-    T *hr = h + at<W>(r, packs);
-    float ss = 0;
-    for (int p = threadIdx.x; p < packs; p += kThreads) {
-      float u[W], v[W];
-      loadPack<W>(ar, p * W, u);
-      loadPack<W>(br, p * W, v);
-#pragma unroll
-      for (int k = 0; k < W; ++k)
-        u[k] = toFloat(roundTo<T>(u[k] + v[k]));
-      storePack<W>(hr, p * W, u);
-      addSquares(ss, u);
-    }
-    scaleRow<W>(hr, w, y + at<W>(r, packs), packs,
-                inverseRms(ss, packs * W, eps));
-  }
-}
-
 /// dx of this block's rows (blockIdx.x, + gridDim.x, ...), and their dy *
 /// xhat summed in row order into the block's f32 partial weight gradient:
 /// kept in shared memory when `inShared` (the launch gives a row of floats),
@@ -660,23 +635,6 @@ void titanrt::cuda::rmsNorm(Dtype type, const void *x, const void *w, void *out,
     });
   });
   checkLaunch("rms_norm");
-}
-
-void titanrt::cuda::addRmsNorm(Dtype type, const void *a, const void *b,
-                               const void *w, void *h, void *y, int64_t rows,
-                               int64_t dim, double eps, cudaStream_t stream) {
-  int length = rowLength(dim, "add_rms_norm");
-  dispatch(type, [&](auto *tag) {
-    using T = std::remove_pointer_t<decltype(tag)>;
-    withRowWidth<T>(dim, {a, b, w, h, y}, [&](auto width) {
-      constexpr int W = decltype(width)::value;
-      addRmsNormKernel<W><<<rowBlocks(rows), kThreads, 0, stream>>>(
-          static_cast<const T *>(a), static_cast<const T *>(b),
-          static_cast<const T *>(w), static_cast<T *>(h), static_cast<T *>(y),
-          rows, length / W, float(eps));
-    });
-  });
-  checkLaunch("add_rms_norm");
 }
 
 size_t titanrt::cuda::rmsNormGradWorkspaceBytes(int64_t rows, int64_t dim) {

@@ -28,12 +28,6 @@ namespace titanrt::cuda {
 void rmsNorm(Dtype type, const void *x, const void *w, void *out, int64_t rows,
              int64_t dim, double eps, cudaStream_t stream);
 
-/// h = a + b and y = rmsNorm(h, w) in one pass over each row (as
-/// kernels::addRmsNorm; y is the bits of rmsNorm on the stored h).
-void addRmsNorm(Dtype type, const void *a, const void *b, const void *w,
-                void *h, void *y, int64_t rows, int64_t dim, double eps,
-                cudaStream_t stream);
-
 /// The workspace rmsNormGrad needs: f32 partial sums of the weight
 /// gradient.
 size_t rmsNormGradWorkspaceBytes(int64_t rows, int64_t dim);

@@ -79,13 +79,6 @@ void rmsNorm(const Args &c) {
   cuda::rmsNorm(c.type(0), c.buffers[0], c.buffers[1], c.buffers[2], s.rows(),
                 s.back(), c.floats[0], c.stream());
 }
-/// (a, b, w) -> (h, y); floats: {eps}
-void addRmsNorm(const Args &c) {
-  Shape s = c.shape(0);
-  cuda::addRmsNorm(c.type(0), c.buffers[0], c.buffers[1], c.buffers[2],
-                   c.buffers[3], c.buffers[4], s.rows(), s.back(), c.floats[0],
-                   c.stream());
-}
 void rmsNormGrad(const Args &c) {
   Shape s = c.shape(0);
   cuda::rmsNormGrad(c.type(0), c.buffers[0], c.buffers[1], c.buffers[2],

@@ -118,12 +118,6 @@ template <typename T> void rmsNorm(const Call &c) {
   k::rmsNorm(c.buf<T>(0), c.buf<T>(1), c.buf<T>(2), s.rows(), s.back(),
              c.floats[0]);
 }
-/// (a, b, w) -> (h, y); floats: {eps}
-template <typename T> void addRmsNorm(const Call &c) {
-  Shape s = c.shape(0);
-  k::addRmsNorm(c.buf<T>(0), c.buf<T>(1), c.buf<T>(2), c.buf<T>(3), c.buf<T>(4),
-                s.rows(), s.back(), c.floats[0]);
-}
 template <typename T> void rmsNormGrad(const Call &c) {
   Shape s = c.shape(0);
   k::rmsNormGrad(c.buf<T>(0), c.buf<T>(1), c.buf<T>(2), c.buf<T>(3),

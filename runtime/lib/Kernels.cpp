@@ -74,13 +74,6 @@ TITAN_VECTOR_CLONES double sumOfSquaresOf(const T *x, int64_t n) {
 }
 
 template <typename T>
-TITAN_VECTOR_CLONES void addRow(const T *a, const T *b, T *out, int64_t n) {
-#pragma omp simd
-  for (int64_t i = 0; i < n; ++i)
-    out[i] = a[i] + b[i];
-}
-
-template <typename T>
 TITAN_VECTOR_CLONES void rmsNormRow(const T *x, const T *w, T *out, int64_t dim,
                                     double eps) {
   double ss = sumOfSquaresOf(x, dim);
@@ -160,16 +153,6 @@ void rmsNorm(const T *x, const T *w, T *out, int64_t rows, int64_t dim,
 #pragma omp parallel for if (rows * dim >= kParallelWork)
   for (int64_t r = 0; r < rows; ++r)
     rmsNormRow(x + r * dim, w, out + r * dim, dim, eps);
-}
-
-template <typename T>
-void addRmsNorm(const T *a, const T *b, const T *w, T *h, T *y, int64_t rows,
-                int64_t dim, double eps) {
-#pragma omp parallel for if (rows * dim >= kParallelWork)
-  for (int64_t r = 0; r < rows; ++r) {
-    addRow(a + r * dim, b + r * dim, h + r * dim, dim);
-    rmsNormRow(h + r * dim, w, y + r * dim, dim, eps);
-  }
 }
 
 template <typename T>
@@ -444,8 +427,6 @@ void adamw(T *param, const T *grad, T *expAvg, T *expAvgSq, int64_t n,
                                              int64_t);                         \
   template void rmsNorm<T>(const T *, const T *, T *, int64_t, int64_t,        \
                            double);                                            \
-  template void addRmsNorm<T>(const T *, const T *, const T *, T *, T *,       \
-                              int64_t, int64_t, double);                       \
   template void rmsNormGrad<T>(const T *, const T *, const T *, T *, T *,      \
                                int64_t, int64_t, double, double *);            \
   template void rope<T>(const T *, const float *, T *, int64_t, int64_t,       \

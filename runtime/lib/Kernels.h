@@ -32,11 +32,6 @@ void embeddingGrad(const T *grad, const int32_t *tokens, T *out, int64_t n,
 template <typename T>
 void rmsNorm(const T *x, const T *w, T *out, int64_t rows, int64_t dim,
              double eps);
-/// h = a + b, then y = rmsNorm(h, w) of the rounded h (kernel-fuse-add-
-/// rms-norm's fusion of a residual add and the norm that reads it).
-template <typename T>
-void addRmsNorm(const T *a, const T *b, const T *w, T *h, T *y, int64_t rows,
-                int64_t dim, double eps);
 /// `dwAcc` is scratch for titan::cpu::rmsNormGradBlocks(rows) x `dim`
 /// doubles (the weight gradient's partial sums per block of rows).
 template <typename T>

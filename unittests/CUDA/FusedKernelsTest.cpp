@@ -100,35 +100,6 @@ TEST(FusedKernels, RmsNorm) {
     }
 }
 
-// The fused residual add + RMSNorm: h bitwise the add kernel's, y bitwise
-// rms_norm's on that h (the unfused pair), both close to the CPU kernel.
-TEST(FusedKernels, AddRmsNormIsTheUnfusedPair) {
-  for (Dtype t : {Dtype::f32, Dtype::bf16})
-    for (RmsCase c : kRms) {
-      SCOPED_TRACE(describe(c));
-      size_t n = size_t(c.rows * c.dim);
-      std::vector<float> a = rounded(random(n, 4, -3, 3), t),
-                         b = rounded(random(n, 5, -3, 3), t),
-                         w = rounded(random(c.dim, 6, 0.5, 1.5), t);
-      std::vector<float> h(n), y(n);
-      kernels::addRmsNorm(a.data(), b.data(), w.data(), h.data(), y.data(),
-                          c.rows, c.dim, 1e-5);
-      DeviceBuffer dA(a, t, c.offset), dB(b, t, c.offset), dW(w, t, c.offset),
-          dH(n, t, c.offset), dY(n, t, c.offset), pairH(n, t, c.offset),
-          pairY(n, t, c.offset);
-      addRmsNorm(t, dA.ptr, dB.ptr, dW.ptr, dH.ptr, dY.ptr, c.rows, c.dim, 1e-5,
-                 nullptr);
-      cuda::add(t, dA.ptr, dB.ptr, pairH.ptr, int64_t(n), nullptr);
-      rmsNorm(t, pairH.ptr, dW.ptr, pairY.ptr, c.rows, c.dim, 1e-5, nullptr);
-      ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
-      std::vector<float> fusedH = dH.read(), fusedY = dY.read();
-      EXPECT_EQ(fusedH, pairH.read());
-      EXPECT_EQ(fusedY, pairY.read());
-      expectClose(fusedH, h, t, 1e-6, "h");
-      expectClose(fusedY, y, t, 1e-6, "y");
-    }
-}
-
 // Head dims whose rows take 16-byte packs for f32 and bf16 (8, 128) and
 // one that takes pairs only (6).
 TEST(FusedKernels, Rope) {

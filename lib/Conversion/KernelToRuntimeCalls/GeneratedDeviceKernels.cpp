@@ -13,6 +13,7 @@
 
 #include "KernelBody.h"
 
+#include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/LLVMIR/NVVMDialect.h"
 
 using namespace mlir;
@@ -107,6 +108,139 @@ void publishDeviceReductions(OpBuilder &b, Location loc,
 }
 } // namespace
 
+namespace {
+/// The shared memory a block's row sums pass through: one f64 per warp (an
+/// f32 sum uses the first half), declared once per device module.
+Value rowSumScratch(OpBuilder &b, Location loc, gpu::GPUModuleOp device) {
+  constexpr StringLiteral name = "__titan_row_sum_scratch";
+  if (!device.lookupSymbol(name)) {
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(device.getBody());
+    LLVM::GlobalOp::create(b, loc, LLVM::LLVMArrayType::get(b.getF64Type(), 32),
+                           /*isConstant=*/false, LLVM::Linkage::Internal, name,
+                           Attribute(), /*alignment=*/8, /*addrSpace=*/3);
+  }
+  return LLVM::AddressOfOp::create(
+      b, loc, LLVM::LLVMPointerType::get(b.getContext(), 3), name);
+}
+
+/// `v` (f32 or f64) from the lane `offset` away in a butterfly (an f64 as
+/// its two 32-bit halves).
+Value shuffleXor(OpBuilder &b, Location loc, Value v, int offset) {
+  Type i32 = b.getI32Type();
+  auto c = [&](int64_t x) {
+    return LLVM::ConstantOp::create(b, loc, i32, b.getI32IntegerAttr(x));
+  };
+  auto shuffle = [&](Value x) {
+    return NVVM::ShflOp::create(b, loc, x.getType(), c(-1), x, c(offset), c(31),
+                                NVVM::ShflKind::bfly, UnitAttr());
+  };
+  if (v.getType().isF32())
+    return shuffle(v);
+  Type i64 = b.getI64Type();
+  Value bits = LLVM::BitcastOp::create(b, loc, i64, v);
+  Value low = shuffle(LLVM::TruncOp::create(b, loc, i32, bits));
+  Value high = shuffle(LLVM::TruncOp::create(
+      b, loc, i32,
+      LLVM::LShrOp::create(
+          b, loc, bits,
+          LLVM::ConstantOp::create(b, loc, i64, b.getI64IntegerAttr(32)))));
+  Value joined = LLVM::OrOp::create(
+      b, loc, LLVM::ZExtOp::create(b, loc, i64, low),
+      LLVM::ShlOp::create(
+          b, loc, LLVM::ZExtOp::create(b, loc, i64, high),
+          LLVM::ConstantOp::create(b, loc, i64, b.getI64IntegerAttr(32))));
+  return LLVM::BitcastOp::create(b, loc, v.getType(), joined);
+}
+
+/// The block's sum of each thread's `v`, in every thread: a butterfly over
+/// each warp (the same bits in every lane), then every thread adds the
+/// warps' sums in warp order. A fixed order for a block size, so any grid
+/// gives the same bits.
+Value blockSum(OpBuilder &b, Location loc, Value v, gpu::GPUModuleOp device) {
+  Type i32 = b.getI32Type();
+  auto c = [&](int64_t x) {
+    return LLVM::ConstantOp::create(b, loc, i32, b.getI32IntegerAttr(x));
+  };
+  for (int offset = 16; offset > 0; offset /= 2)
+    v = arith::AddFOp::create(b, loc, v, shuffleXor(b, loc, v, offset));
+  Value thread = NVVM::ThreadIdXOp::create(b, loc, i32);
+  Value lane = LLVM::AndOp::create(b, loc, thread, c(31));
+  Value warp = LLVM::LShrOp::create(b, loc, thread, c(5));
+  Value warps = LLVM::UDivOp::create(
+      b, loc, NVVM::BlockDimXOp::create(b, loc, i32), c(32));
+  Value scratch = rowSumScratch(b, loc, device);
+  Type ptr3 = scratch.getType(), type = v.getType();
+  emitIf(b, loc,
+         LLVM::ICmpOp::create(b, loc, LLVM::ICmpPredicate::eq, lane, c(0)),
+         [&] {
+           LLVM::StoreOp::create(
+               b, loc, v,
+               LLVM::GEPOp::create(b, loc, ptr3, type, scratch,
+                                   ArrayRef<LLVM::GEPArg>{warp}));
+         });
+  NVVM::Barrier0Op::create(b, loc);
+  Value zero = arith::ConstantOp::create(b, loc, b.getFloatAttr(type, 0.0));
+  Value sum =
+      emitLoop(b, loc, c(0), warps, c(1), {zero},
+               [&](Value w, ValueRange acc) -> SmallVector<Value> {
+                 Value slot = LLVM::GEPOp::create(b, loc, ptr3, type, scratch,
+                                                  ArrayRef<LLVM::GEPArg>{w});
+                 return {arith::AddFOp::create(
+                     b, loc, acc[0], LLVM::LoadOp::create(b, loc, type, slot))};
+               })
+          .front();
+  // The scratch is rewritten by the next sum.
+  NVVM::Barrier0Op::create(b, loc);
+  return sum;
+}
+
+/// `e`'s row kernel of `cols` columns: block b takes rows b, b + grid, ...;
+/// its threads sum the row's packs (thread t: packs t, t + threads, ...,
+/// each pack's elements in order) and combine the sums (blockSum), then
+/// compute the row's packs. `rows` comes from the launch (kernels alike but
+/// in their row count share the function). Returns the reductions'
+/// accumulators.
+SmallVector<Value> emitDeviceRows(OpBuilder &b, KernelBodyEmitter &e,
+                                  gpu::GPUModuleOp device, Value rows,
+                                  int64_t cols, unsigned width) {
+  Location loc = e.getGeneric().getLoc();
+  IndexMath m{b, loc};
+  Value thread = sreg<NVVM::ThreadIdXOp>(b, loc);
+  Value threads = sreg<NVVM::BlockDimXOp>(b, loc);
+  Value packs = m.c(cols / width);
+  return emitLoop(
+      b, loc, sreg<NVVM::BlockIdXOp>(b, loc), rows,
+      sreg<NVVM::GridDimXOp>(b, loc), e.startAccumulators(b),
+      [&](Value row, ValueRange acc) {
+        Value rowStart = m.mul(row, m.c(cols));
+        SmallVector<Value> zeros;
+        for (kernel::RowSumOp sum : e.getRowSums())
+          zeros.push_back(arith::ConstantOp::create(
+              b, loc, b.getFloatAttr(sum.getType(), 0.0)));
+        SmallVector<Value> partials = emitLoop(
+            b, loc, thread, packs, threads, zeros,
+            [&](Value pack, ValueRange acc) {
+              Value col = m.mul(pack, m.c(width));
+              SmallVector<Value> next(acc);
+              for (auto [k, lanes] : llvm::enumerate(e.emitRowSumValues(
+                       b, m.add(rowStart, col), col, width, {})))
+                for (Value v : lanes)
+                  next[k] = arith::AddFOp::create(b, loc, next[k], v);
+              return next;
+            });
+        e.setRowSums(llvm::map_to_vector(
+            partials, [&](Value v) { return blockSum(b, loc, v, device); }));
+        return emitLoop(b, loc, thread, packs, threads, acc,
+                        [&](Value pack, ValueRange acc) {
+                          Value col = m.mul(pack, m.c(width));
+                          return e.emitPack(b, m.add(rowStart, col), width, acc,
+                                            {}, nullptr, col);
+                        });
+      });
+}
+} // namespace
+
 gpu::GPUModuleOp titan::getOrCreateDeviceModule(ModuleOp module, StringRef name,
                                                 StringRef chip) {
   if (auto existing = module.lookupSymbol<gpu::GPUModuleOp>(name))
@@ -141,10 +275,12 @@ unsigned titan::devicePackWidth(kernel::GenericOp generic,
     packed.push_back({bytes, offset});
   }
   unsigned width = 16 / widest;
-  if (width <= 1 || llvm::any_of(generic.getSegmentList(),
-                                 [&](const kernel::GenericSegment &segment) {
-                                   return segment.elements % width != 0;
-                                 }))
+  // A row kernel's packs are whole within rows.
+  if (width <= 1 || generic.getRowLength() % width != 0 ||
+      llvm::any_of(generic.getSegmentList(),
+                   [&](const kernel::GenericSegment &segment) {
+                     return segment.elements % width != 0;
+                   }))
     return 1;
   for (auto [bytes, offset] : packed)
     if (!offset || *offset % (width * bytes) != 0)
@@ -317,6 +453,9 @@ int64_t segmentTiles(kernel::GenericOp generic,
 } // namespace
 
 int64_t titan::deviceWorkItems(kernel::GenericOp generic, unsigned width) {
+  // A row kernel: a block of kTileThreads a row.
+  if (int64_t cols = generic.getRowLength())
+    return generic.getNumElements() / cols * kTileThreads;
   // A kernel in tiles: a block of kTileThreads a tile (the largest
   // segment's tiles: the blocks loop over each segment's); else packs.
   bool tiled = !generic.getTransposedOutputs().empty();
@@ -377,6 +516,19 @@ LLVM::LLVMFuncOp titan::outlineDeviceKernel(kernel::GenericOp generic,
       publishDeviceReductions(b, loc, accumulators, e.getReductionBases(),
                               device);
     }
+    LLVM::ReturnOp::create(b, loc, ValueRange{});
+    return fn;
+  }
+  if (int64_t cols = generic.getRowLength()) {
+    KernelBodyEmitter e(generic, bases, segments.front());
+    e.emitUniform(b, isFirst);
+    // The launch passes kTileThreads work items a row.
+    Value rows =
+        LLVM::UDivOp::create(b, loc, items, constantI64(b, loc, kTileThreads));
+    SmallVector<Value> accumulators =
+        emitDeviceRows(b, e, device, rows, cols, width);
+    publishDeviceReductions(b, loc, accumulators, e.getReductionBases(),
+                            device);
     LLVM::ReturnOp::create(b, loc, ValueRange{});
     return fn;
   }

@@ -153,6 +153,102 @@ SmallVector<Value> emitRowSpan(OpBuilder &b, KernelBodyEmitter &e, Value begin,
       });
 }
 
+/// The partial sums a host row kernel keeps per row sum: a 64-byte vector
+/// of its type, element k summing the row's columns k, k + lanes, ... in
+/// order (the loop vectorizer may not reorder a sum; these are
+/// independent).
+unsigned rowSumLanes(Type type) { return 512 / type.getIntOrFloatBitWidth(); }
+
+/// `values` summed pairwise (0 + 1, 2 + 3, ..., then those pairs'), a
+/// fixed order.
+Value sumPairwise(OpBuilder &b, Location loc, ArrayRef<Value> values) {
+  if (values.size() == 1)
+    return values.front();
+  size_t half = values.size() / 2;
+  return arith::AddFOp::create(b, loc,
+                               sumPairwise(b, loc, values.take_front(half)),
+                               sumPairwise(b, loc, values.drop_front(half)));
+}
+
+/// Row `row`'s sums in `e`'s row kernel of `cols` columns: each sum's
+/// rowSumLanes partials over the whole groups of lanes, added pairwise,
+/// plus the rest of the row summed in order.
+SmallVector<Value> emitHostRowSums(OpBuilder &b, KernelBodyEmitter &e,
+                                   Value rowStart, int64_t cols) {
+  Location loc = e.getGeneric().getLoc();
+  IndexMath m{b, loc};
+  SmallVector<kernel::RowSumOp> sums = e.getRowSums();
+  if (sums.empty())
+    return {};
+  auto zero = [&](kernel::RowSumOp sum) -> Value {
+    return arith::ConstantOp::create(b, loc,
+                                     b.getFloatAttr(sum.getType(), 0.0));
+  };
+  // One lane count for all (the widest type's), so one loop serves.
+  unsigned lanes = 64;
+  for (kernel::RowSumOp sum : sums)
+    lanes = std::min(lanes, rowSumLanes(sum.getType()));
+  int64_t whole = cols / lanes * lanes;
+  SmallVector<Value> partials;
+  for (kernel::RowSumOp sum : sums)
+    partials.append(lanes, zero(sum));
+  // Element by element (rows need not start on a vector's alignment): the
+  // SLP vectorizer joins the lanes' independent loads and adds.
+  if (whole > 0)
+    partials =
+        emitLoop(b, loc, m.c(0), m.c(whole), m.c(lanes), partials,
+                 [&](Value col, ValueRange acc) {
+                   SmallVector<Value> next(acc);
+                   for (unsigned j = 0; j < lanes; ++j) {
+                     Value at = m.add(col, m.c(j));
+                     for (auto [k, v] : llvm::enumerate(e.emitRowSumValues(
+                              b, m.add(rowStart, at), at, 1, /*groups=*/{})))
+                       next[k * lanes + j] = arith::AddFOp::create(
+                           b, loc, next[k * lanes + j], v[0]);
+                   }
+                   return next;
+                 });
+  SmallVector<Value> rest = llvm::map_to_vector(sums, zero);
+  if (whole < cols)
+    rest = emitLoop(b, loc, m.c(whole), m.c(cols), m.c(1), rest,
+                    [&](Value col, ValueRange acc) {
+                      SmallVector<Value> next(acc);
+                      for (auto [k, v] : llvm::enumerate(e.emitRowSumValues(
+                               b, m.add(rowStart, col), col, 1, {})))
+                        next[k] = arith::AddFOp::create(b, loc, next[k], v[0]);
+                      return next;
+                    });
+  SmallVector<Value> totals;
+  for (unsigned k = 0; k < sums.size(); ++k) {
+    Value total =
+        sumPairwise(b, loc, ArrayRef(partials).slice(k * lanes, lanes));
+    totals.push_back(
+        whole < cols ? arith::AddFOp::create(b, loc, total, rest[k]) : total);
+  }
+  return totals;
+}
+
+/// Rows [begin, end) of `e`'s row kernel of `cols` columns: for each row,
+/// its sums (emitHostRowSums), then its elements in one vectorizable loop.
+SmallVector<Value> emitRowKernelSpan(OpBuilder &b, KernelBodyEmitter &e,
+                                     Value begin, Value end, int64_t cols) {
+  Location loc = e.getGeneric().getLoc();
+  IndexMath m{b, loc};
+  return emitLoop(b, loc, begin, end, m.c(1), e.startAccumulators(b),
+                  [&](Value row, ValueRange acc) {
+                    Value rowStart = m.mul(row, m.c(cols));
+                    e.setRowSums(emitHostRowSums(b, e, rowStart, cols));
+                    ParallelAccesses parallel(b.getContext());
+                    return emitLoop(
+                        b, loc, m.c(0), m.c(cols), m.c(1), acc,
+                        [&](Value col, ValueRange acc) {
+                          return e.emitPack(b, m.add(rowStart, col), 1, acc,
+                                            parallel.groups, nullptr, col);
+                        },
+                        parallel.annotation);
+                  });
+}
+
 /// A segment's work items: its elements, or its rows when it runs in tiles.
 int64_t segmentItems(kernel::GenericOp generic,
                      const kernel::GenericSegment &segment) {
@@ -218,8 +314,12 @@ std::string titan::generatedKernelKey(kernel::GenericOp generic) {
       os << role << cast<MemRefType>(buffer.getType()).getElementType()
          << (generic.isBroadcast(buffer)    ? "[1],"
              : generic.isTransposed(buffer) ? "[T],"
+             : generic.isPerColumn(buffer)  ? "[C],"
                                             : ",");
   };
+  // A row kernel has its row length built in.
+  if (int64_t cols = generic.getRowLength())
+    os << "rows of " << cols << ";";
   // A kernel in tiles has its rows and columns built in, a horizontally
   // fused one its segments.
   SmallVector<kernel::GenericSegment> segments = generic.getSegmentList();
@@ -254,6 +354,10 @@ std::string titan::generatedKernelKey(kernel::GenericOp generic) {
 std::pair<int64_t, int64_t> titan::hostWorkItems(kernel::GenericOp generic) {
   // Every segment's items (elements, or rows in tiles), one after another;
   // spans of whole tiles, or the runtime's (0).
+  if (int64_t cols = generic.getRowLength()) {
+    // Rows, at least the runtime's span of elements (4096) at a time.
+    return {generic.getNumElements() / cols, std::max<int64_t>(1, 4096 / cols)};
+  }
   int64_t items = 0;
   for (const kernel::GenericSegment &segment : generic.getSegmentList())
     items += paddedSegmentItems(generic, segment);
@@ -290,9 +394,11 @@ LLVM::LLVMFuncOp titan::outlineGeneratedKernel(kernel::GenericOp generic,
                                           begin, constantI64(b, loc, 0)));
     std::optional<std::pair<int64_t, int64_t>> tiles =
         generic.getTransposedShape();
+    int64_t cols = generic.getRowLength();
     SmallVector<Value> accumulators =
-        tiles ? emitRowSpan(b, e, begin, end, tiles->first, tiles->second)
-              : emitElementSpan(b, e, begin, end);
+        cols    ? emitRowKernelSpan(b, e, begin, end, cols)
+        : tiles ? emitRowSpan(b, e, begin, end, tiles->first, tiles->second)
+                : emitElementSpan(b, e, begin, end);
     publishHostReductions(b, loc, accumulators, e.getReductionBases());
   } else {
     emitSegmentSpans(b, generic, bases, begin, end);

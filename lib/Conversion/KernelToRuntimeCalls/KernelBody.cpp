@@ -263,30 +263,86 @@ SmallVector<Value> KernelBodyEmitter::startAccumulators(OpBuilder &b) {
                             constantI32(b, generic.getLoc(), 0));
 }
 
-SmallVector<Value> KernelBodyEmitter::emitPack(OpBuilder &b, Value index,
-                                               unsigned width,
-                                               ValueRange accumulators,
-                                               ArrayAttr groups,
-                                               TransposedStore transposed) {
+void KernelBodyEmitter::loadInputs(OpBuilder &b, Value index, Value column,
+                                   unsigned width, ArrayAttr groups,
+                                   MutableArrayRef<IRMapping> lanes,
+                                   function_ref<bool(Value)> needed) {
+  Location loc = generic.getLoc();
+  for (auto [arg, buffer, base] : segmentInputs()) {
+    if (generic.isBroadcast(buffer) || !needed(arg))
+      continue;
+    Value at = generic.isPerColumn(buffer) ? column : index;
+    SmallVector<Value> elements = loadPack(
+        b, loc, arg.getType(), elementAddress(b, loc, base, arg.getType(), at),
+        width, groups);
+    for (unsigned j = 0; j < width; ++j)
+      lanes[j].map(arg, elements[j]);
+  }
+}
+
+SmallVector<kernel::RowSumOp> KernelBodyEmitter::getRowSums() {
+  return llvm::to_vector(generic.getBody().front().getOps<kernel::RowSumOp>());
+}
+
+SmallVector<SmallVector<Value>>
+KernelBodyEmitter::emitRowSumValues(OpBuilder &b, Value index, Value column,
+                                    unsigned width, ArrayAttr groups) {
+  // The ops the summed values depend on (none is a row sum).
+  DenseSet<Operation *> slice;
+  DenseSet<Value> args;
+  SmallVector<Value> worklist;
+  for (kernel::RowSumOp sum : getRowSums())
+    worklist.push_back(sum.getValue());
+  while (!worklist.empty()) {
+    Value v = worklist.pop_back_val();
+    if (uniform.contains(v))
+      continue;
+    Operation *def = v.getDefiningOp();
+    if (!def) {
+      args.insert(v);
+      continue;
+    }
+    if (slice.insert(def).second)
+      llvm::append_range(worklist, def->getOperands());
+  }
+  SmallVector<IRMapping> lanes(width, map);
+  loadInputs(b, index, column, width, groups, lanes,
+             [&](Value arg) { return args.contains(arg); });
+  for (IRMapping &lane : lanes)
+    for (Operation &op : generic.getBody().front().without_terminator())
+      if (slice.contains(&op))
+        b.clone(op, lane);
+  SmallVector<SmallVector<Value>> values;
+  for (kernel::RowSumOp sum : getRowSums())
+    values.push_back(llvm::map_to_vector(lanes, [&](IRMapping &lane) {
+      return lane.lookupOrDefault(sum.getValue());
+    }));
+  return values;
+}
+
+void KernelBodyEmitter::setRowSums(ValueRange sums) {
+  for (auto [op, sum] : llvm::zip_equal(getRowSums(), sums))
+    map.map(op.getResult(), sum);
+}
+
+SmallVector<Value>
+KernelBodyEmitter::emitPack(OpBuilder &b, Value index, unsigned width,
+                            ValueRange accumulators, ArrayAttr groups,
+                            TransposedStore transposed, Value column) {
   Location loc = generic.getLoc();
   auto packAddress = [&](Value base, Type element) {
     return elementAddress(b, loc, base, element, index);
   };
-  // lanes[j]: element j of the pack, per body value.
+  // lanes[j]: element j of the pack, per body value (the row sums are the
+  // row's, from setRowSums).
   SmallVector<IRMapping> lanes(width, map);
-  for (auto [arg, buffer, base] : segmentInputs()) {
-    if (generic.isBroadcast(buffer))
-      continue;
-    SmallVector<Value> elements = loadPack(
-        b, loc, arg.getType(), packAddress(base, arg.getType()), width, groups);
-    for (unsigned j = 0; j < width; ++j)
-      lanes[j].map(arg, elements[j]);
-  }
+  loadInputs(b, index, column, width, groups, lanes,
+             [](Value) { return true; });
   for (IRMapping &lane : lanes)
     for (Operation &op : generic.getBody().front().without_terminator())
-      if (runs(op) && !llvm::all_of(op.getResults(), [&](Value v) {
-            return uniform.contains(v);
-          }))
+      if (runs(op) && !isa<kernel::RowSumOp>(op) &&
+          !llvm::all_of(op.getResults(),
+                        [&](Value v) { return uniform.contains(v); }))
         b.clone(op, lane);
   unsigned transposedNumber = 0;
   for (auto [value, buffer, base] : segmentOutputs()) {

@@ -130,11 +130,23 @@ public:
   /// vector access each), the body per element, every untransposed
   /// output's pack stored, each transposed output's element given to
   /// `transposed`; returns `accumulators` combined with the reduced values.
-  llvm::SmallVector<mlir::Value> emitPack(mlir::OpBuilder &b, mlir::Value index,
-                                          unsigned width,
-                                          mlir::ValueRange accumulators,
-                                          mlir::ArrayAttr groups,
-                                          TransposedStore transposed = nullptr);
+  /// In a row kernel, `column` is the index's column, at which per-column
+  /// inputs are read, and the row sums are those setRowSums gave.
+  llvm::SmallVector<mlir::Value>
+  emitPack(mlir::OpBuilder &b, mlir::Value index, unsigned width,
+           mlir::ValueRange accumulators, mlir::ArrayAttr groups,
+           TransposedStore transposed = nullptr, mlir::Value column = {});
+  /// The body's kernel.row_sum ops (a row kernel's), in order.
+  llvm::SmallVector<kernel::RowSumOp> getRowSums();
+  /// For elements [index, index + width) at columns [column, ...) of a row
+  /// kernel: what each row sum sums there, per element (result[k][j]: row
+  /// sum k's value at element j), computing only what those need.
+  llvm::SmallVector<llvm::SmallVector<mlir::Value>>
+  emitRowSumValues(mlir::OpBuilder &b, mlir::Value index, mlir::Value column,
+                   unsigned width, mlir::ArrayAttr groups);
+  /// The current row's sums (getRowSums' order), which emitPack's body
+  /// then reads.
+  void setRowSums(mlir::ValueRange sums);
 
   kernel::GenericOp getGeneric() { return generic; }
   llvm::ArrayRef<mlir::Value> getBases() { return bases; }
@@ -148,6 +160,12 @@ public:
 private:
   /// Whether the segment runs `op` of the body.
   bool runs(mlir::Operation &op) { return ops.contains(&op); }
+  /// Loads element [index, index + width) of every per-index input, and
+  /// per-column inputs at `column`, into `lanes`.
+  void loadInputs(mlir::OpBuilder &b, mlir::Value index, mlir::Value column,
+                  unsigned width, mlir::ArrayAttr groups,
+                  llvm::MutableArrayRef<mlir::IRMapping> lanes,
+                  llvm::function_ref<bool(mlir::Value)> needed);
   /// The segment's (body argument, input, address), (yielded value,
   /// output, address) and (reduced value, address) triples.
   llvm::SmallVector<std::tuple<mlir::Value, mlir::Value, mlir::Value>>

@@ -468,3 +468,80 @@ func.func @generic_reduction_view(%a: memref<4xf32>, %m: memref<f32>) {
   }
   return
 }
+
+// -----
+
+func.func @row_sum_outside_rows(%a: memref<4xf32>, %b: memref<4xf32>) {
+  %s = kernel.stream 0
+  kernel.generic ins(%a : memref<4xf32>) outs(%b : memref<4xf32>) on %s {
+  ^bb0(%x: f32):
+    // expected-error @+1 {{'kernel.row_sum' op must be in a row kernel (a kernel.generic with a row_length)}}
+    %r = kernel.row_sum %x : f32
+    kernel.yield %r : f32
+  }
+  return
+}
+
+// -----
+
+func.func @row_sum_of_row_sum(%a: memref<2x4xf32>, %b: memref<2x4xf32>) {
+  %s = kernel.stream 0
+  kernel.generic ins(%a : memref<2x4xf32>) outs(%b : memref<2x4xf32>) on %s {
+  ^bb0(%x: f32):
+    %r = kernel.row_sum %x : f32
+    %d = arith.subf %x, %r : f32
+    // expected-error @+1 {{'kernel.row_sum' op sums a value that depends on another row sum}}
+    %v = kernel.row_sum %d : f32
+    kernel.yield %v : f32
+  } {row_length = 4 : i64}
+  return
+}
+
+// -----
+
+func.func @row_length_divides(%a: memref<2x4xf32>, %b: memref<2x4xf32>) {
+  %s = kernel.stream 0
+  // expected-error @+1 {{'kernel.generic' op row length 3 does not divide the kernel's 8 elements}}
+  kernel.generic ins(%a : memref<2x4xf32>) outs(%b : memref<2x4xf32>) on %s {
+  ^bb0(%x: f32):
+    kernel.yield %x : f32
+  } {row_length = 3 : i64}
+  return
+}
+
+// -----
+
+func.func @row_kernel_tiles(%a: memref<2x4xf32>, %b: memref<4x2xf32>) {
+  %s = kernel.stream 0
+  // expected-error @+1 {{'kernel.generic' op a row kernel has one segment and no transposed outputs}}
+  kernel.generic ins(%a : memref<2x4xf32>) outs(%b : memref<4x2xf32>) on %s {
+  ^bb0(%x: f32):
+    kernel.yield %x : f32
+  } {row_length = 4 : i64, transposed_outputs = array<i64: 0>}
+  return
+}
+
+// -----
+
+func.func @row_kernel_column_output(%a: memref<2x4xf32>, %b: memref<4xf32>) {
+  %s = kernel.stream 0
+  // expected-error @+1 {{'kernel.generic' op buffer of type 'memref<4xf32>' has 4 elements; every buffer must have 8, one (broadcast) or, for an input, the row length}}
+  kernel.generic ins(%a : memref<2x4xf32>) outs(%b : memref<4xf32>) on %s {
+  ^bb0(%x: f32):
+    kernel.yield %x : f32
+  } {row_length = 4 : i64}
+  return
+}
+
+// -----
+
+func.func @row_sum_type(%a: memref<2x4xbf16>, %b: memref<2x4xbf16>) {
+  %s = kernel.stream 0
+  kernel.generic ins(%a : memref<2x4xbf16>) outs(%b : memref<2x4xbf16>) on %s {
+  ^bb0(%x: bf16):
+    // expected-error @+1 {{'kernel.row_sum' op operand #0 must be 32-bit float or 64-bit float, but got 'bf16'}}
+    %r = kernel.row_sum %x : bf16
+    kernel.yield %r : bf16
+  } {row_length = 4 : i64}
+  return
+}

@@ -78,9 +78,9 @@ func.func @cast_kept(%a: memref<16xf32>, %c: memref<16xf32>, %w: memref<16x16xbf
 // would read the new values at the consumer's place, the consumer the old
 // ones at the producer's), the consumer runs on another stream. Each call
 // is still generated. Where another op only reads the intermediate in
-// between (the RMSNorm reading sqrt's result), the consumer moves up to the
+// between (the GEMM reading sqrt's result), the consumer moves up to the
 // producer and they fuse there, still writing the intermediate for the
-// RMSNorm. The later silu of the same input stays a kernel of its own: as
+// GEMM. The later silu of the same input stays a kernel of its own: as
 // a sibling it would hold an f32 result as large as the read it saves
 // longer.
 // CHECK-LABEL: func.func @kept(
@@ -88,7 +88,7 @@ func.func @cast_kept(%a: memref<16xf32>, %c: memref<16xf32>, %w: memref<16x16xbf
 // CHECK:       kernel.call "linear"
 // CHECK:       kernel.generic ins(%{{.*}}, %arg0 :
 // CHECK:       kernel.generic ins(%arg1 : memref<2x4xf32>) outs(%arg4, %[[T2:[0-9]+]] : memref<2x4xf32>, memref<2x4xf32>)
-// CHECK:       kernel.call "rms_norm"(%[[T2]],
+// CHECK:       kernel.call "linear"(%[[T2]],
 // CHECK-COUNT-2: kernel.generic
 // CHECK-NOT:   kernel.generic
 func.func @kept(%x: memref<2x4xf32>, %u: memref<2x4xf32>, %w: memref<4x4xf32>, %n: memref<4xf32>, %y: memref<2x4xf32>, %z: memref<2x4xf32>) {
@@ -100,7 +100,7 @@ func.func @kept(%x: memref<2x4xf32>, %u: memref<2x4xf32>, %w: memref<4x4xf32>, %
   kernel.call "mul"(%t, %x : memref<2x4xf32>, memref<2x4xf32>) outs(%y : memref<2x4xf32>) on %s params []
   %t2 = kernel.alloc temporary : memref<2x4xf32>
   kernel.call "sqrt"(%u : memref<2x4xf32>) outs(%t2 : memref<2x4xf32>) on %s params []
-  kernel.call "rms_norm"(%t2, %n : memref<2x4xf32>, memref<4xf32>) outs(%z : memref<2x4xf32>) on %s params [1.0e-5]
+  kernel.call "linear"(%t2, %w : memref<2x4xf32>, memref<4x4xf32>) outs(%z : memref<2x4xf32>) on %s params []
   kernel.call "add"(%t2, %u : memref<2x4xf32>, memref<2x4xf32>) outs(%y : memref<2x4xf32>) on %s params []
   %t3 = kernel.alloc temporary : memref<2x4xf32>
   kernel.call "silu"(%u : memref<2x4xf32>) outs(%t3 : memref<2x4xf32>) on %s params []
@@ -117,14 +117,11 @@ func.func @kept(%x: memref<2x4xf32>, %u: memref<2x4xf32>, %w: memref<4x4xf32>, %
 // CHECK-LABEL: func.func @library(
 // CHECK:       kernel.call "cast"
 // CHECK:       kernel.call "cast"
-// CHECK:       kernel.call "rms_norm"
 // CHECK-NOT:   kernel.generic
-func.func @library(%a: memref<16xf32>, %b: memref<16xf8E4M3FN>, %n: memref<16xf32>, %y: memref<1x16xf32>) {
+func.func @library(%a: memref<16xf32>, %b: memref<16xf8E4M3FN>) {
   %s = kernel.stream 0
   kernel.call "cast"(%a : memref<16xf32>) outs(%b : memref<16xf8E4M3FN>) on %s params []
   kernel.call "cast"(%b : memref<16xf8E4M3FN>) outs(%a : memref<16xf32>) on %s params []
-  %v = kernel.view %a : memref<16xf32> to memref<1x16xf32>
-  kernel.call "rms_norm"(%v, %n : memref<1x16xf32>, memref<16xf32>) outs(%y : memref<1x16xf32>) on %s params [1.0e-5]
   return
 }
 
@@ -229,7 +226,7 @@ func.func @reduce_producer(%gate: memref<8xbf16>, %up: memref<8xbf16>, %dy: memr
   kernel.call "amax"(%gg : memref<8xbf16>) outs(%m : memref<f32>) on %s params [0]
   %sc = kernel.alloc temporary : memref<f32>
   kernel.call "float8_scale"(%m : memref<f32>) outs(%sc : memref<f32>) on %s params [0, 5.734400e+04]
-  kernel.call "rms_norm"(%gg, %gg : memref<8xbf16>, memref<8xbf16>) outs(%use : memref<8xbf16>) on %s params [1.0e-5]
+  kernel.copy %gg, %use on %s : memref<8xbf16>, memref<8xbf16>
   return
 }
 
@@ -242,13 +239,13 @@ func.func @reduce_producer(%gate: memref<8xbf16>, %up: memref<8xbf16>, %dy: memr
 // CHECK-LABEL: func.func @other_output_read(
 // CHECK:       kernel.generic ins(%arg0, %arg1, %arg2 : {{.*}}) outs(%arg3 : memref<8xbf16>) reduce [#kernel.reduction<absmax>](%{{.*}} : memref<f32>)
 // CHECK-NEXT:  ^bb0
-// CHECK:       kernel.call "rms_norm"(%arg3
+// CHECK:       kernel.copy %arg3
 // CHECK-NOT:   kernel.generic
 func.func @other_output_read(%gate: memref<8xbf16>, %up: memref<8xbf16>, %dy: memref<8xbf16>, %upg: memref<8xbf16>, %use: memref<8xbf16>) {
   %s = kernel.stream 0
   %gg = kernel.alloc temporary : memref<8xbf16>
   kernel.call "swiglu_grad"(%gate, %up, %dy : memref<8xbf16>, memref<8xbf16>, memref<8xbf16>) outs(%gg, %upg : memref<8xbf16>, memref<8xbf16>) on %s params []
-  kernel.call "rms_norm"(%upg, %upg : memref<8xbf16>, memref<8xbf16>) outs(%use : memref<8xbf16>) on %s params [1.0e-5]
+  kernel.copy %upg, %use on %s : memref<8xbf16>, memref<8xbf16>
   %m = kernel.alloc temporary : memref<f32>
   kernel.call "amax"(%gg : memref<8xbf16>) outs(%m : memref<f32>) on %s params [0]
   return
@@ -444,5 +441,57 @@ func.func @siblings(%x: memref<4x8xbf16>, %scale: memref<f32>, %w: memref<16x8xf
   kernel.call "silu"(%x : memref<4x8xbf16>) outs(%z : memref<4x8xbf16>) on %s params []
   %yq = kernel.alloc temporary : memref<4x16xf8E4M3FN>
   kernel.call "quantize"(%y, %scale : memref<4x16xbf16>, memref<f32>) outs(%yq : memref<4x16xf8E4M3FN>) on %s params [0, 0]
+  return
+}
+
+// -----
+
+// RMSNorm is a row kernel (row_length: the last dimension): its body sums
+// the squares over the row (kernel.row_sum) and reads the weight at the
+// element's column. The residual add before it and the amax of its result
+// after it fuse: one kernel writes the sum (the backward reads it) and the
+// norm and reduces the norm's amax. The float8 cast with its transposed
+// copy (a kernel in tiles) does not join a row kernel.
+// CHECK-LABEL: func.func @rms_norm(
+// CHECK:       kernel.generic ins(%arg2, %arg0, %arg1 : memref<8xbf16>, memref<4x8xbf16>, memref<4x8xbf16>) outs(%[[Y:.*]], %arg3 : memref<4x8xbf16>, memref<4x8xbf16>) reduce [#kernel.reduction<absmax>](%[[M:.*]] : memref<f32>)
+// CHECK:         %[[H:.*]] = arith.addf
+// CHECK:         %[[HB:.*]] = arith.truncf %[[H]] : f32 to bf16
+// CHECK:         %[[X:.*]] = arith.extf %[[HB]] : bf16 to f32
+// CHECK:         %[[SQ:.*]] = arith.mulf %[[X]], %[[X]] : f32
+// CHECK:         %[[SS:.*]] = kernel.row_sum %[[SQ]] : f32
+// CHECK:         %[[C:.*]] = arith.constant 8.000000e+00 : f32
+// CHECK:         arith.divf %[[SS]], %[[C]] : f32
+// CHECK:         math.sqrt
+// CHECK:         kernel.yield %{{.*}}, %[[HB]], %{{.*}} : bf16, bf16, f32
+// CHECK:       } {row_length = 8 : i64}
+// CHECK:       kernel.generic ins(%[[Y]], %[[M]] : memref<4x8xbf16>, memref<f32>) outs(%arg5, %arg4 : memref<8x4xf8E4M3FN>, memref<4x8xf8E4M3FN>)
+// CHECK-NOT:   row_length
+// CHECK:       } {transposed_outputs = array<i64: 0>}
+func.func @rms_norm(%a: memref<4x8xbf16>, %b: memref<4x8xbf16>, %w: memref<8xbf16>, %h: memref<4x8xbf16>, %q: memref<4x8xf8E4M3FN>, %qt: memref<8x4xf8E4M3FN>) {
+  %s = kernel.stream 0
+  kernel.call "add"(%a, %b : memref<4x8xbf16>, memref<4x8xbf16>) outs(%h : memref<4x8xbf16>) on %s params []
+  %y = kernel.alloc temporary : memref<4x8xbf16>
+  kernel.call "rms_norm"(%h, %w : memref<4x8xbf16>, memref<8xbf16>) outs(%y : memref<4x8xbf16>) on %s params [1.0e-5]
+  %m = kernel.alloc temporary : memref<f32>
+  kernel.call "amax"(%y : memref<4x8xbf16>) outs(%m : memref<f32>) on %s params [0]
+  %sc = kernel.alloc temporary : memref<f32>
+  kernel.call "float8_scale"(%m : memref<f32>) outs(%sc : memref<f32>) on %s params [0, 4.480000e+02]
+  kernel.call "quantize"(%y, %sc : memref<4x8xbf16>, memref<f32>) outs(%q : memref<4x8xf8E4M3FN>) on %s params [0, 0]
+  kernel.call "quantize"(%y, %sc : memref<4x8xbf16>, memref<f32>) outs(%qt : memref<8x4xf8E4M3FN>) on %s params [0, 1]
+  return
+}
+
+// -----
+
+// A weight of another length than the rows' stays a library call; so does
+// a norm whose input is f64 and weight bf16 (no computation type rounds
+// both once).
+// CHECK-LABEL: func.func @rms_norm_library(
+// CHECK-COUNT-2: kernel.call "rms_norm"
+// CHECK-NOT:   kernel.generic
+func.func @rms_norm_library(%x: memref<4x8xf32>, %w: memref<4xf32>, %y: memref<4x8xf32>, %xd: memref<4x8xf64>, %wb: memref<8xbf16>, %yd: memref<4x8xf64>) {
+  %s = kernel.stream 0
+  kernel.call "rms_norm"(%x, %w : memref<4x8xf32>, memref<4xf32>) outs(%y : memref<4x8xf32>) on %s params [1.0e-5]
+  kernel.call "rms_norm"(%xd, %wb : memref<4x8xf64>, memref<8xbf16>) outs(%yd : memref<4x8xf64>) on %s params [1.0e-5]
   return
 }

@@ -27,4 +27,22 @@ module attributes {kernel.arena_bytes = 4096 : i64, kernel.slots = {"param:w" = 
     kernel.copy %v, %w on %s : memref<16xf32>, memref<16xf32>
     return
   }
+
+  // A row kernel: rows of 4, the weight read at each element's column.
+  // CHECK-LABEL: func.func @rows(
+  // CHECK: kernel.generic ins(%{{.*}}, %{{.*}} : memref<4x4xf32>, memref<4xf32>) outs(%{{.*}} : memref<4x4xf32>) on %{{.*}} {
+  // CHECK: %[[SS:.*]] = kernel.row_sum %{{.*}} : f32
+  // CHECK: arith.mulf %[[SS]], %{{.*}} : f32
+  // CHECK: } {row_length = 4 : i64}
+  func.func @rows(%x: memref<4x4xf32>, %g: memref<4xf32>, %y: memref<4x4xf32>) {
+    %s = kernel.stream 0
+    kernel.generic ins(%x, %g : memref<4x4xf32>, memref<4xf32>) outs(%y : memref<4x4xf32>) on %s {
+    ^bb0(%a: f32, %b: f32):
+      %sq = arith.mulf %a, %a : f32
+      %ss = kernel.row_sum %sq : f32
+      %r = arith.mulf %ss, %b : f32
+      kernel.yield %r : f32
+    } {row_length = 4 : i64}
+    return
+  }
 }

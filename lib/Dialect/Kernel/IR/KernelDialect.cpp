@@ -323,15 +323,24 @@ bool GenericOp::isBroadcast(Value buffer) {
   return false;
 }
 
+bool GenericOp::isPerColumn(Value buffer) {
+  int64_t columns = getRowLength();
+  return columns > 0 &&
+         cast<MemRefType>(buffer.getType()).getNumElements() == columns &&
+         getNumElements() > columns && llvm::is_contained(getInputs(), buffer);
+}
+
 DenseSet<Value> GenericOp::getUniformValues() {
   DenseSet<Value> uniform;
   Block &body = getBody().front();
   for (auto [arg, input] : llvm::zip(body.getArguments(), getInputs()))
     if (isBroadcast(input))
       uniform.insert(arg);
+  // A row sum differs from row to row, whatever it sums.
   for (Operation &op : body.without_terminator())
-    if (llvm::all_of(op.getOperands(),
-                     [&](Value v) { return uniform.contains(v); }))
+    if (!isa<RowSumOp>(op) && llvm::all_of(op.getOperands(), [&](Value v) {
+          return uniform.contains(v);
+        }))
       uniform.insert(op.getResults().begin(), op.getResults().end());
   return uniform;
 }
@@ -464,6 +473,21 @@ LogicalResult GenericOp::verifySegments() {
   return success();
 }
 
+/// A row kernel's rows divide its elements; it is one segment, untiled.
+LogicalResult GenericOp::verifyRows() {
+  int64_t columns = getRowLength();
+  if (columns == 0)
+    return success();
+  if (columns < 0 || getNumElements() % columns != 0)
+    return emitOpError() << "row length " << columns
+                         << " does not divide the kernel's " << getNumElements()
+                         << " elements";
+  if (getSegmentList().size() != 1 || !getTransposedOutputs().empty())
+    return emitOpError() << "a row kernel has one segment and no transposed "
+                            "outputs";
+  return success();
+}
+
 /// The transposed outputs are distinct outputs of their segment's N
 /// elements with one leading dimension C (per segment) dividing N, and
 /// read by nothing in the kernel.
@@ -530,7 +554,7 @@ LogicalResult GenericOp::verify() {
         return emitOpError() << "reduction buffer of type " << type
                              << " is also an input or output";
   }
-  if (failed(verifySegments()))
+  if (failed(verifySegments()) || failed(verifyRows()))
     return failure();
   for (const GenericSegment &segment : getSegmentList()) {
     auto buffers = llvm::concat<Value>(
@@ -544,11 +568,13 @@ LogicalResult GenericOp::verify() {
         return emitOpError() << "buffer of type " << type
                              << " is not contiguous (identity layout)";
       if (type.getNumElements() != segment.elements &&
-          type.getNumElements() != 1)
+          type.getNumElements() != 1 && !isPerColumn(v))
         return emitOpError()
                << "buffer of type " << type << " has " << type.getNumElements()
                << " elements; every buffer must have " << segment.elements
-               << " or one (broadcast)";
+               << (getRowLength() ? ", one (broadcast) or, for an input, the "
+                                    "row length"
+                                  : " or one (broadcast)");
     }
   }
   for (Value out : getOutputs())
@@ -625,6 +651,27 @@ LogicalResult GenericOp::verifyRegions() {
         return op.emitOpError()
                << "computes on " << t
                << "; a kernel.generic body computes on scalars";
+  }
+  return success();
+}
+
+/// A row sum is in a row kernel and sums no row sum: a row is read once
+/// for its sums, then once for its elements.
+LogicalResult RowSumOp::verify() {
+  auto generic = (*this)->getParentOfType<GenericOp>();
+  if (!generic || generic.getRowLength() == 0)
+    return emitOpError() << "must be in a row kernel (a kernel.generic with "
+                            "a row_length)";
+  SmallVector<Value> worklist = {getValue()};
+  DenseSet<Value> seen;
+  while (!worklist.empty()) {
+    Value v = worklist.pop_back_val();
+    Operation *def = v.getDefiningOp();
+    if (!def || !seen.insert(v).second)
+      continue;
+    if (isa<RowSumOp>(def))
+      return emitOpError() << "sums a value that depends on another row sum";
+    llvm::append_range(worklist, def->getOperands());
   }
   return success();
 }

@@ -150,13 +150,14 @@ private:
   }
 
   /// Whether `kernel` may join `earlier` (nothing between them touching
-  /// their buffers): one stream and model unit, both in tiles (writing
-  /// transposed outputs, element by element) or neither and with sizes
-  /// that pack alike, room for the segments, and `kernel`'s buffers
-  /// defined at `earlier`'s place.
+  /// their buffers): one stream and model unit, neither running by rows,
+  /// both in tiles (writing transposed outputs, element by element) or
+  /// neither and with sizes that pack alike, room for the segments, and
+  /// `kernel`'s buffers defined at `earlier`'s place.
   bool canJoin(GenericOp earlier, GenericOp kernel) {
     std::string unit = modelUnit(kernel);
     return earlier.getStream() == kernel.getStream() && !unit.empty() &&
+           !earlier.getRowLength() && !kernel.getRowLength() &&
            modelUnit(earlier) == unit && isTiled(earlier) == isTiled(kernel) &&
            (isTiled(kernel) || packFriendly(earlier, kernel)) &&
            earlier.getSegmentList().size() + kernel.getSegmentList().size() <=

@@ -10,6 +10,7 @@
 #include "titan/Dialect/Kernel/Transforms/JoinedBody.h"
 #include "titan/Dialect/Kernel/Transforms/Passes.h"
 #include "titan/Dialect/Titan/IR/PointwiseInterface.h"
+#include "titan/Dialect/Titan/IR/RowwiseInterface.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -182,6 +183,62 @@ GenericOp generateCall(CallOp call) {
   return generic;
 }
 
+/// The row kernel for `call` when its kernel is a row op (RMSNorm) on
+/// buffers and types the generator handles, else null: its rows are the
+/// first input's last dimension, its per-column operands have that many
+/// elements, and every other buffer as many as the first input.
+GenericOp generateRowCall(CallOp call) {
+  MLIRContext *ctx = call.getContext();
+  const RowwiseOpInterface::Concept *semantics =
+      lookupRowwiseSemantics(ctx, ("titan." + call.getKernel()).str());
+  if (!semantics || call.getInputs().empty() || call.getOutputs().empty())
+    return nullptr;
+  auto first = cast<MemRefType>(call.getInputs().front().getType());
+  if (first.getRank() < 1 || first.getShape().back() < 1)
+    return nullptr;
+  int64_t columns = first.getShape().back(), elements = first.getNumElements();
+  SmallVector<unsigned> perColumn = semantics->getColumnOperands();
+  for (auto [i, input] : llvm::enumerate(call.getInputs()))
+    if (elementCount(input) !=
+        (llvm::is_contained(perColumn, i) ? columns : elements))
+      return nullptr;
+  if (!llvm::all_of(call.getOutputs(), [&](Value v) {
+        return elementCount(v) == elements && !isFloat8(elementTypeOf(v));
+      }))
+    return nullptr;
+  std::optional<FloatType> compute =
+      computeType(ctx, call.getInputs(), call.getOutputs());
+  if (!compute || llvm::any_of(call.getInputs(), [](Value v) {
+        return isFloat8(elementTypeOf(v));
+      }))
+    return nullptr;
+
+  OpBuilder b(call);
+  Location loc = call.getLoc();
+  auto generic = GenericOp::create(b, loc, call.getInputs(), call.getOutputs(),
+                                   call.getStream());
+  generic.setRowLength(columns);
+  Block *body = b.createBlock(&generic.getBody());
+  SmallVector<Value> operands;
+  for (Value input : call.getInputs())
+    operands.push_back(convertFloat(
+        b, loc, body->addArgument(elementTypeOf(input), loc), *compute));
+  SmallVector<Value> results = semantics->buildRowScalar(
+      b, loc, operands, call.getParams().getValue(), columns,
+      [&](Value v) -> Value {
+        return RowSumOp::create(b, loc, v.getType(), v);
+      });
+  if (results.size() != call.getOutputs().size()) {
+    generic.erase();
+    return nullptr;
+  }
+  SmallVector<Value> rounded;
+  for (auto [result, output] : llvm::zip(results, call.getOutputs()))
+    rounded.push_back(convertFloat(b, loc, result, elementTypeOf(output)));
+  YieldOp::create(b, loc, rounded);
+  return generic;
+}
+
 /// Erases `buffer`'s kernel.alloc (and its views) when nothing uses them.
 void eraseIfUnused(Value buffer) {
   while (buffer && buffer.use_empty()) {
@@ -277,7 +334,8 @@ private:
   /// 16-bit tensor): the move holds less memory than it saves reading.
   static bool isSibling(GenericOp a, GenericOp b) {
     if (a.getStream() != b.getStream() || !a.getSegments().empty() ||
-        a.getNumElements() != b.getNumElements() || a.getNumElements() == 1)
+        a.getNumElements() != b.getNumElements() || a.getNumElements() == 1 ||
+        a.getRowLength() || b.getRowLength())
       return false;
     std::optional<std::pair<int64_t, int64_t>> as = a.getTransposedShape(),
                                                bs = b.getTransposedShape();
@@ -408,6 +466,21 @@ private:
         producer.getStream() != consumer.getStream() ||
         !producer.getSegments().empty() || !consumer.getSegments().empty())
       return false;
+    // One of them may run by rows (a row kernel of more would sum sums),
+    // and rows have no tiles. A row kernel takes in a consumer only when
+    // that saves the link (its result then dies there) or a read of it
+    // (a reduction): a cast whose tensor another kernel still reads (its
+    // transposed copy, in tiles) joins that one as a sibling instead, so
+    // the tensor dies at once rather than where the other reads it.
+    if (producer.getRowLength() || consumer.getRowLength()) {
+      if ((producer.getRowLength() && consumer.getRowLength()) ||
+          !producer.getTransposedOutputs().empty() ||
+          !consumer.getTransposedOutputs().empty())
+        return false;
+      if (producer.getRowLength() && !consumer.getOutputs().empty() &&
+          !linkDies(producer, consumer, link))
+        return false;
+    }
     // A producer's reduction is complete only after its last index: the
     // consumer may not see it (it combines on, as the fused kernel's own).
     for (Value r : producer.getReductions())
@@ -562,12 +635,18 @@ private:
   /// One kernel at `consumer`'s place computing both; `link` (the
   /// producer's output the consumer reads) is written only when something
   /// else reads it, the producer's other outputs always.
+  /// Whether `link`, which `producer` writes and `consumer` reads, is no
+  /// longer written once they fuse: an allocation nothing else uses.
+  static bool linkDies(GenericOp producer, GenericOp consumer, Value link) {
+    Value root = viewedBuffer(link);
+    return root.getDefiningOp<AllocOp>() &&
+           onlyUsedBy(root, producer, consumer) &&
+           !llvm::is_contained(consumer.getOutputs(), link);
+  }
+
   GenericOp fuse(Fusion fusion, GenericOp consumer, Value link) {
     GenericOp producer = fusion.producer;
-    Value root = viewedBuffer(link);
-    bool keepLink = !root.getDefiningOp<AllocOp>() ||
-                    !onlyUsedBy(root, producer, consumer) ||
-                    llvm::is_contained(consumer.getOutputs(), link);
+    bool keepLink = !linkDies(producer, consumer, link);
     SmallVector<Value> inputs;
     for (Value v : consumer.getInputs())
       if (v != link && !llvm::is_contained(inputs, v))
@@ -602,6 +681,8 @@ private:
     auto fused = GenericOp::create(b, loc, inputs, outputs, reductions,
                                    consumer.getStream(), b.getArrayAttr(kinds),
                                    b.getDenseI64ArrayAttr(transposed));
+    fused.setRowLength(
+        std::max(producer.getRowLength(), consumer.getRowLength()));
     Block *body = b.createBlock(&fused.getBody());
     DenseMap<Value, Value> argOf;
     for (Value v : inputs)
@@ -665,7 +746,7 @@ struct KernelGeneratePointwisePass
   void runOnOperation() override {
     getOperation().walk([&](func::FuncOp step) {
       for (auto call : llvm::make_early_inc_range(step.getOps<CallOp>())) {
-        if (!generateCall(call))
+        if (!generateCall(call) && !generateRowCall(call))
           continue;
         Value workspace = call.getWorkspace();
         call.erase();

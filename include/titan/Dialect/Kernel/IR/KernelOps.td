@@ -283,6 +283,14 @@ def Kernel_GenericOp : Kernel_Op<"generic", [AttrSizedOperandSegments,
     tiles over its own rows and columns (the cast-transposes of several
     tensors in one launch).
 
+    `row_length` C (0: none) makes a row kernel, which runs by rows of C
+    elements (Inductor's persistent reductions): an input of C elements
+    (but one of N) is read at the index's column (a norm's weight), and
+    the body may take `kernel.row_sum`s, each the sum over the index's row
+    of a value computed from elements. A target computes a row's sums
+    before its elements (a second read of the row, from the cache). A row
+    kernel has one segment and no transposed outputs.
+
     ```mlir
     kernel.generic ins(%g, %u : memref<8x64xbf16>, memref<8x64xbf16>)
         outs(%y : memref<8x64xbf16>) on %s {
@@ -300,7 +308,8 @@ def Kernel_GenericOp : Kernel_Op<"generic", [AttrSizedOperandSegments,
       Kernel_StreamType:$stream,
       DefaultValuedAttr<Kernel_ReductionKindArrayAttr, "{}">:$reduction_kinds,
       DefaultValuedAttr<DenseI64ArrayAttr, "{}">:$transposed_outputs,
-      DefaultValuedAttr<DenseI64ArrayAttr, "{}">:$segments);
+      DefaultValuedAttr<DenseI64ArrayAttr, "{}">:$segments,
+      DefaultValuedAttr<I64Attr, "0">:$row_length);
   let regions = (region SizedRegion<1>:$body);
   let assemblyFormat = [{
     (`ins` `(` $inputs^ `:` type($inputs) `)`)?
@@ -313,14 +322,14 @@ def Kernel_GenericOp : Kernel_Op<"generic", [AttrSizedOperandSegments,
                    "::mlir::Value":$stream), [{
       build($_builder, $_state, inputs, outputs, ::mlir::ValueRange(), stream,
             $_builder.getArrayAttr({}), $_builder.getDenseI64ArrayAttr({}),
-            $_builder.getDenseI64ArrayAttr({}));
+            $_builder.getDenseI64ArrayAttr({}), $_builder.getI64IntegerAttr(0));
     }]>,
     OpBuilder<(ins "::mlir::ValueRange":$inputs, "::mlir::ValueRange":$outputs,
                    "::mlir::ValueRange":$reductions, "::mlir::Value":$stream,
                    "::mlir::ArrayAttr":$reduction_kinds), [{
       build($_builder, $_state, inputs, outputs, reductions, stream,
             reduction_kinds, $_builder.getDenseI64ArrayAttr({}),
-            $_builder.getDenseI64ArrayAttr({}));
+            $_builder.getDenseI64ArrayAttr({}), $_builder.getI64IntegerAttr(0));
     }]>,
     OpBuilder<(ins "::mlir::ValueRange":$inputs, "::mlir::ValueRange":$outputs,
                    "::mlir::ValueRange":$reductions, "::mlir::Value":$stream,
@@ -328,7 +337,7 @@ def Kernel_GenericOp : Kernel_Op<"generic", [AttrSizedOperandSegments,
                    "::mlir::DenseI64ArrayAttr":$transposed_outputs), [{
       build($_builder, $_state, inputs, outputs, reductions, stream,
             reduction_kinds, transposed_outputs,
-            $_builder.getDenseI64ArrayAttr({}));
+            $_builder.getDenseI64ArrayAttr({}), $_builder.getI64IntegerAttr(0));
     }]>];
   let hasVerifier = 1;
   let hasRegionVerifier = 1;
@@ -341,6 +350,9 @@ def Kernel_GenericOp : Kernel_Op<"generic", [AttrSizedOperandSegments,
     /// The body's values that are the same at every index: the broadcast
     /// inputs' arguments and what is computed from them alone.
     ::llvm::DenseSet<::mlir::Value> getUniformValues();
+    /// Whether input `buffer` of a row kernel is read at the index's
+    /// column: C elements (the row length) in a kernel of more.
+    bool isPerColumn(::mlir::Value buffer);
     /// Whether output `buffer` is written transposed.
     bool isTransposed(::mlir::Value buffer);
     /// (R, C) of a kernel of one segment with transposed outputs: its
@@ -361,7 +373,29 @@ def Kernel_GenericOp : Kernel_Op<"generic", [AttrSizedOperandSegments,
   private:
     ::mlir::LogicalResult verifyTransposedOutputs();
     ::mlir::LogicalResult verifySegments();
+    ::mlir::LogicalResult verifyRows();
   }];
+}
+
+def Kernel_RowSumOp : Kernel_Op<"row_sum", [Pure, AllTypesMatch<["value", "result"]>,
+    HasParent<"GenericOp">]> {
+  let summary = "the sum of a value over the index's row of a row kernel";
+  let description = [{
+    In a row kernel (`row_length` C), the sum of `value` over the C indices
+    of the current index's row, the same at each of them. `value` depends
+    on no row sum (a row is read once for its sums, once for its
+    elements). The sum's order is fixed by C and the target alone, so a
+    kernel gives the same bits for any thread count or grid.
+
+    ```mlir
+    %ss = kernel.row_sum %sq : f32
+    ```
+  }];
+  // The computation types of generated kernels.
+  let arguments = (ins AnyTypeOf<[F32, F64]>:$value);
+  let results = (outs AnyTypeOf<[F32, F64]>:$result);
+  let assemblyFormat = "$value attr-dict `:` type($result)";
+  let hasVerifier = 1;
 }
 
 def Kernel_YieldOp : Kernel_Op<"yield", [Pure, Terminator,

@@ -67,24 +67,6 @@ def KernelFuseGemmAccumulate
   }];
 }
 
-def KernelFuseAddRMSNorm
-    : Pass<"kernel-fuse-add-rms-norm", "::mlir::ModuleOp"> {
-  let summary = "One call for a residual add and the RMSNorm that reads it";
-  let description = [{
-    The forward's residual stream is `h = add(a, b)` followed at once by
-    `rms_norm(h, w)` (each block's two norms): two passes over the rows,
-    the second reading back what the first wrote. This pass replaces each
-    such pair with `kernel.call "add_rms_norm"(a, b, w) outs(h, y)`, params
-    the norm's `[eps]`, which writes the sum and its norm in one pass (the
-    sum is still written: the backward reads it). Only where nothing but
-    allocations and views lies between the two calls, both run on one
-    stream, `h` is exactly the add's result, neither call has a workspace,
-    and every buffer is f32 or f64: the CPU target's 16-bit entries widen
-    to f32, where the norm would read the unrounded sum. The norm reads the
-    sum rounded to its type, as before, so results are bitwise unchanged.
-  }];
-}
-
 def KernelScheduleCollectives
     : Pass<"kernel-schedule-collectives", "::mlir::ModuleOp"> {
   let summary = "Start collectives early and wait for them late (latency "

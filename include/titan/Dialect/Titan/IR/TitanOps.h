@@ -11,6 +11,7 @@
 #include "titan/Dialect/Titan/IR/AdjointInterface.h"
 #include "titan/Dialect/Titan/IR/KernelInterface.h"
 #include "titan/Dialect/Titan/IR/PointwiseInterface.h"
+#include "titan/Dialect/Titan/IR/RowwiseInterface.h"
 #include "titan/Dialect/Titan/IR/TensorSize.h"
 #include "titan/Dialect/Titan/IR/TitanDialect.h"
 

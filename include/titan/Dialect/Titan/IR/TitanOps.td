@@ -19,6 +19,7 @@ include "mlir/Interfaces/SideEffectInterfaces.td"
 include "titan/Dialect/Titan/IR/AdjointInterface.td"
 include "titan/Dialect/Titan/IR/KernelInterface.td"
 include "titan/Dialect/Titan/IR/PointwiseInterface.td"
+include "titan/Dialect/Titan/IR/RowwiseInterface.td"
 
 def Titan_FloatTensor : StaticShapeTensorOf<[AnyFloat]>;
 def Titan_IndexTensor : StaticShapeTensorOf<[AnySignlessInteger]>;
@@ -64,7 +65,7 @@ def Titan_EmbeddingOp : Titan_Op<"embedding", [DeclareOpInterfaceMethods<Titan_A
 
 def Titan_RMSNormOp : Titan_Op<"rms_norm", [DeclareOpInterfaceMethods<Titan_AdjointOpInterface>,
     DeclareOpInterfaceMethods<Titan_KernelOpInterface, ["getKernelParams"]>,
-    Pure]> {
+    DeclareOpInterfaceMethods<Titan_RowwiseOpInterface>, Pure]> {
   let summary = "root-mean-square normalization over the last dimension";
   let description = [{
     For each row `x` of the last dimension `D`, computed in float32 whatever

@@ -1,0 +1,54 @@
+//===- RowwiseInterface.td - a row op's scalar semantics ---*- tablegen -*-===//
+//
+// An op that computes each row of its last dimension from that row's
+// elements and sums over the row (a norm) states what it computes on one
+// element, as arith/math ops and row sums, once. The compiler generates
+// every target's kernel for it, fused with its pointwise neighbours.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef TITAN_DIALECT_TITAN_IR_ROWWISEINTERFACE_TD
+#define TITAN_DIALECT_TITAN_IR_ROWWISEINTERFACE_TD
+
+include "mlir/IR/OpBase.td"
+
+def Titan_RowwiseOpInterface : OpInterface<"RowwiseOpInterface"> {
+  let cppNamespace = "::titan";
+  let description = [{
+    An op whose every result element at (row r, column j) of the operands'
+    last dimension (of `C` columns) depends only on the operands' elements
+    there, on per-column operands' element j (`getColumnOperands`: a
+    norm's weight, of `C` elements) and on sums over row r of such values.
+    Its scalar semantics is `buildRowScalar`: given one element of each
+    operand, widened to the computation type (as a pointwise op's), `C` and
+    a `rowSum` callback that builds the sum over the element's row of a
+    value computed from elements (the kernel generator's `kernel.row_sum`),
+    it builds arith/math ops computing each result's element. The
+    generator rounds each result to its element type.
+
+    The methods are static: a kernel-IR pass reaches them from a
+    `kernel.call`'s kernel name through the registered op.
+  }];
+  let methods = [
+    StaticInterfaceMethod<[{
+        One element of each result, in the computation type of `operands`,
+        for a call with `params` over rows of `rowLength` elements; `rowSum`
+        builds the sum of a value over its row. Nothing when the op with
+        these parameters has no generated form (its call stays a library
+        kernel).
+      }],
+      "::llvm::SmallVector<::mlir::Value>", "buildRowScalar",
+      (ins "::mlir::OpBuilder &":$b, "::mlir::Location":$loc,
+           "::mlir::ValueRange":$operands,
+           "::llvm::ArrayRef<::mlir::Attribute>":$params,
+           "int64_t":$rowLength,
+           "::llvm::function_ref<::mlir::Value(::mlir::Value)>":$rowSum)>,
+    StaticInterfaceMethod<[{
+        The operands of one element per column, read at the element's column
+        (a norm's weight); the others have an element per index.
+      }],
+      "::llvm::SmallVector<unsigned>", "getColumnOperands", (ins)>,
+  ];
+}
+
+#endif // TITAN_DIALECT_TITAN_IR_ROWWISEINTERFACE_TD

@@ -1,0 +1,54 @@
+//===- RowwiseSemantics.cpp - row ops' scalar bodies ----------------------===//
+//
+// One element of each row op, in arith/math and row sums: the only
+// definition of what these ops compute that the generated kernels follow.
+// The formulas are those of the ops' descriptions (TitanOps.td).
+//
+//===----------------------------------------------------------------------===//
+
+#include "titan/Dialect/Titan/IR/RowwiseInterface.h"
+#include "titan/Dialect/Titan/IR/TitanOps.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+
+using namespace mlir;
+using namespace titan;
+
+#include "titan/Dialect/Titan/IR/RowwiseInterface.cpp.inc"
+
+const RowwiseOpInterface::Concept *
+titan::lookupRowwiseSemantics(MLIRContext *ctx, StringRef name) {
+  std::optional<RegisteredOperationName> op =
+      RegisteredOperationName::lookup(name, ctx);
+  return op ? op->getInterface<RowwiseOpInterface>() : nullptr;
+}
+
+/// (x, weight) -> x * (1 / sqrt(sum(x * x) / C + eps)) * weight, in the
+/// computation type and rounded once (as the GPU library kernel and
+/// PyTorch's fused CUDA rms_norm do). 1 / sqrt is correctly rounded on
+/// every target (not an approximate rsqrt), so the host and the GPU differ
+/// only in the order of the row's sum.
+SmallVector<Value>
+RMSNormOp::buildRowScalar(OpBuilder &b, Location loc, ValueRange operands,
+                          ArrayRef<Attribute> params, int64_t rowLength,
+                          function_ref<Value(Value)> rowSum) {
+  auto eps = params.empty() ? FloatAttr() : dyn_cast<FloatAttr>(params[0]);
+  if (operands.size() != 2 || !eps || rowLength <= 0)
+    return {};
+  Value x = operands[0], weight = operands[1];
+  Type type = x.getType();
+  auto constant = [&](double v) {
+    return arith::ConstantOp::create(b, loc, b.getFloatAttr(type, v));
+  };
+  Value sum = rowSum(arith::MulFOp::create(b, loc, x, x));
+  Value mean = arith::DivFOp::create(b, loc, sum, constant(double(rowLength)));
+  Value rms = math::SqrtOp::create(
+      b, loc,
+      arith::AddFOp::create(b, loc, mean, constant(eps.getValueAsDouble())));
+  Value inverse = arith::DivFOp::create(b, loc, constant(1.0), rms);
+  Value normalized = arith::MulFOp::create(b, loc, x, inverse);
+  return {arith::MulFOp::create(b, loc, normalized, weight)};
+}
+
+SmallVector<unsigned> RMSNormOp::getColumnOperands() { return {1}; }

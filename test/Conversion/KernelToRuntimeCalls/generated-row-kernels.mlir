@@ -1,0 +1,63 @@
+// RUN: titan-opt %s -kernel-to-runtime-calls | FileCheck %s
+
+// A row kernel on the host (RMSNorm with its residual add and its output's
+// amax, rows of 70): the step runs it over its 6 rows, 58 a span (at least
+// 4096 elements). For each row the function first sums the squares in 16
+// f32 lanes (lane k: columns k, k + 16, ... of the row's first 64, each
+// lane an independent loop-carried value the vectorizer may join), then the
+// row's other 6 columns in order; the lanes are added pairwise and the
+// tail last. Then a loop over the row's elements computes the sum, the
+// norm (1 / sqrt, correctly rounded) and the amax, the weight read at the
+// column. The amax's accumulator goes to the buffer with one atomic umax
+// (in the function's text before the loop over rows, as its exit block).
+// CHECK-LABEL: llvm.func @titan_rows(
+// CHECK-DAG:   %[[ROWS:.*]] = llvm.mlir.constant(6 : i64) : i64
+// CHECK-DAG:   %[[SPAN:.*]] = llvm.mlir.constant(58 : i64) : i64
+// CHECK:       llvm.call @titan_rt_parallel_for(%{{.*}}, %{{.*}}, %[[ROWS]], %[[SPAN]],
+// CHECK-LABEL: llvm.func internal @titan_generated_0(
+// CHECK-DAG:   %[[LANES:.*]] = llvm.mlir.constant(16 : i64) : i64
+// CHECK-DAG:   %[[WHOLE:.*]] = llvm.mlir.constant(64 : i64) : i64
+// CHECK-DAG:   %[[COLS:.*]] = llvm.mlir.constant(70 : i64) : i64
+// CHECK:       llvm.atomicrmw umax
+// CHECK:       ^bb{{[0-9]+}}(%{{.*}}: i64, %{{[0-9]+}}: f32, %{{[0-9]+}}: f32, %{{[0-9]+}}: f32, %{{[0-9]+}}: f32, %{{[0-9]+}}: f32, %{{[0-9]+}}: f32, %{{[0-9]+}}: f32, %{{[0-9]+}}: f32, %{{[0-9]+}}: f32, %{{[0-9]+}}: f32, %{{[0-9]+}}: f32, %{{[0-9]+}}: f32, %{{[0-9]+}}: f32, %{{[0-9]+}}: f32, %{{[0-9]+}}: f32, %{{[0-9]+}}: f32):
+// CHECK:       llvm.icmp "slt" %{{.*}}, %[[WHOLE]] : i64
+// CHECK:       llvm.add %{{.*}}, %[[LANES]] : i64
+// CHECK:       ^bb{{[0-9]+}}(%{{.*}}: i64, %{{.*}}: f32):
+// CHECK:       llvm.icmp "slt" %{{.*}}, %[[COLS]] : i64
+// CHECK:       llvm.intr.sqrt
+// CHECK:       llvm.fdiv
+// CHECK:       llvm.intr.umax
+module attributes {kernel.arena_bytes = 65536 : i64, kernel.slots = {"param:w" = array<i64: 8192, 128>}} {
+  func.func @rows(%w: memref<70xbf16> {kernel.slot = "param:w"}) {
+    %s = kernel.stream 0
+    %a = kernel.alloc temporary {offset = 0 : i64} : memref<6x70xbf16>
+    %b = kernel.alloc temporary {offset = 1024 : i64} : memref<6x70xbf16>
+    %h = kernel.alloc temporary {offset = 2048 : i64} : memref<6x70xbf16>
+    %y = kernel.alloc temporary {offset = 3072 : i64} : memref<6x70xbf16>
+    %m = kernel.alloc temporary {offset = 4096 : i64} : memref<f32>
+    kernel.generic ins(%a, %b, %w : memref<6x70xbf16>, memref<6x70xbf16>, memref<70xbf16>) outs(%h, %y : memref<6x70xbf16>, memref<6x70xbf16>) reduce [#kernel.reduction<absmax>](%m : memref<f32>) on %s {
+    ^bb0(%x0: bf16, %x1: bf16, %g: bf16):
+      %e0 = arith.extf %x0 : bf16 to f32
+      %e1 = arith.extf %x1 : bf16 to f32
+      %sum = arith.addf %e0, %e1 : f32
+      %hb = arith.truncf %sum : f32 to bf16
+      %x = arith.extf %hb : bf16 to f32
+      %sq = arith.mulf %x, %x : f32
+      %ss = kernel.row_sum %sq : f32
+      %c = arith.constant 70.0 : f32
+      %mean = arith.divf %ss, %c : f32
+      %eps = arith.constant 1.0e-5 : f32
+      %v = arith.addf %mean, %eps : f32
+      %r = math.sqrt %v : f32
+      %one = arith.constant 1.0 : f32
+      %inv = arith.divf %one, %r : f32
+      %n = arith.mulf %x, %inv : f32
+      %gf = arith.extf %g : bf16 to f32
+      %o = arith.mulf %n, %gf : f32
+      %ob = arith.truncf %o : f32 to bf16
+      %oe = arith.extf %ob : bf16 to f32
+      kernel.yield %hb, %ob, %oe : bf16, bf16, f32
+    } {row_length = 70 : i64}
+    return
+  }
+}
