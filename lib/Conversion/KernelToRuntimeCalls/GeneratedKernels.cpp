@@ -189,25 +189,25 @@ SmallVector<Value> emitHostRowSums(OpBuilder &b, KernelBodyEmitter &e,
   for (kernel::RowSumOp sum : sums)
     lanes = std::min(lanes, rowSumLanes(sum.getType()));
   int64_t whole = cols / lanes * lanes;
+  // Each sum's lanes as one vector, a chunk's values computed with vector
+  // ops (LLVM vectorizes no ordered sum, nor these 16 chains reliably).
   SmallVector<Value> partials;
   for (kernel::RowSumOp sum : sums)
-    partials.append(lanes, zero(sum));
-  // Element by element (rows need not start on a vector's alignment): the
-  // SLP vectorizer joins the lanes' independent loads and adds.
+    partials.push_back(arith::ConstantOp::create(
+        b, loc,
+        DenseElementsAttr::get(VectorType::get({lanes}, sum.getType()),
+                               b.getFloatAttr(sum.getType(), 0.0))));
   if (whole > 0)
-    partials =
-        emitLoop(b, loc, m.c(0), m.c(whole), m.c(lanes), partials,
-                 [&](Value col, ValueRange acc) {
-                   SmallVector<Value> next(acc);
-                   for (unsigned j = 0; j < lanes; ++j) {
-                     Value at = m.add(col, m.c(j));
-                     for (auto [k, v] : llvm::enumerate(e.emitRowSumValues(
-                              b, m.add(rowStart, at), at, 1, /*groups=*/{})))
-                       next[k * lanes + j] = arith::AddFOp::create(
-                           b, loc, next[k * lanes + j], v[0]);
-                   }
-                   return next;
-                 });
+    partials = emitLoop(
+        b, loc, m.c(0), m.c(whole), m.c(lanes), partials,
+        [&](Value col, ValueRange acc) {
+          SmallVector<Value> next;
+          for (auto [a, v] : llvm::zip(
+                   acc, e.emitRowSumVectors(b, m.add(rowStart, col), col,
+                                            lanes)))
+            next.push_back(arith::AddFOp::create(b, loc, a, v));
+          return next;
+        });
   SmallVector<Value> rest = llvm::map_to_vector(sums, zero);
   if (whole < cols)
     rest = emitLoop(b, loc, m.c(whole), m.c(cols), m.c(1), rest,
@@ -220,8 +220,11 @@ SmallVector<Value> emitHostRowSums(OpBuilder &b, KernelBodyEmitter &e,
                     });
   SmallVector<Value> totals;
   for (unsigned k = 0; k < sums.size(); ++k) {
-    Value total =
-        sumPairwise(b, loc, ArrayRef(partials).slice(k * lanes, lanes));
+    SmallVector<Value> laneSums;
+    for (unsigned j = 0; j < lanes; ++j)
+      laneSums.push_back(LLVM::ExtractElementOp::create(
+          b, loc, partials[k], constantI32(b, loc, int32_t(j))));
+    Value total = sumPairwise(b, loc, laneSums);
     totals.push_back(
         whole < cols ? arith::AddFOp::create(b, loc, total, rest[k]) : total);
   }

@@ -284,12 +284,8 @@ SmallVector<kernel::RowSumOp> KernelBodyEmitter::getRowSums() {
   return llvm::to_vector(generic.getBody().front().getOps<kernel::RowSumOp>());
 }
 
-SmallVector<SmallVector<Value>>
-KernelBodyEmitter::emitRowSumValues(OpBuilder &b, Value index, Value column,
-                                    unsigned width, ArrayAttr groups) {
-  // The ops the summed values depend on (none is a row sum).
-  DenseSet<Operation *> slice;
-  DenseSet<Value> args;
+void KernelBodyEmitter::rowSumSlice(DenseSet<Operation *> &slice,
+                                    DenseSet<Value> &args) {
   SmallVector<Value> worklist;
   for (kernel::RowSumOp sum : getRowSums())
     worklist.push_back(sum.getValue());
@@ -305,6 +301,15 @@ KernelBodyEmitter::emitRowSumValues(OpBuilder &b, Value index, Value column,
     if (slice.insert(def).second)
       llvm::append_range(worklist, def->getOperands());
   }
+}
+
+SmallVector<SmallVector<Value>>
+KernelBodyEmitter::emitRowSumValues(OpBuilder &b, Value index, Value column,
+                                    unsigned width, ArrayAttr groups) {
+  // The ops the summed values depend on (none is a row sum).
+  DenseSet<Operation *> slice;
+  DenseSet<Value> args;
+  rowSumSlice(slice, args);
   SmallVector<IRMapping> lanes(width, map);
   loadInputs(b, index, column, width, groups, lanes,
              [&](Value arg) { return args.contains(arg); });
@@ -318,6 +323,64 @@ KernelBodyEmitter::emitRowSumValues(OpBuilder &b, Value index, Value column,
       return lane.lookupOrDefault(sum.getValue());
     }));
   return values;
+}
+
+namespace {
+/// `v` (a scalar) in every lane of a vector of `lanes`.
+Value splat(OpBuilder &b, Location loc, Value v, unsigned lanes) {
+  auto type = VectorType::get({int64_t(lanes)}, v.getType());
+  Value one = LLVM::InsertElementOp::create(
+      b, loc, LLVM::PoisonOp::create(b, loc, type), v, constantI32(b, loc, 0));
+  return LLVM::ShuffleVectorOp::create(b, loc, one, one,
+                                       SmallVector<int32_t>(lanes, 0));
+}
+} // namespace
+
+SmallVector<Value> KernelBodyEmitter::emitRowSumVectors(OpBuilder &b,
+                                                        Value index,
+                                                        Value column,
+                                                        unsigned lanes) {
+  Location loc = generic.getLoc();
+  DenseSet<Operation *> slice;
+  DenseSet<Value> args;
+  rowSumSlice(slice, args);
+  IRMapping vectors;
+  for (auto [arg, buffer, base] : segmentInputs()) {
+    if (!args.contains(arg))
+      continue;
+    Value at = generic.isPerColumn(buffer) ? column : index;
+    Type stored = memoryType(arg.getType());
+    Value load = LLVM::LoadOp::create(
+        b, loc, VectorType::get({int64_t(lanes)}, stored),
+        elementAddress(b, loc, base, arg.getType(), at),
+        stored.getIntOrFloatBitWidth() / 8);
+    if (stored != arg.getType())
+      load = arith::BitcastOp::create(
+          b, loc, VectorType::get({int64_t(lanes)}, arg.getType()), load);
+    vectors.map(arg, load);
+  }
+  // Each op again on vectors; a uniform operand (computed once, before the
+  // loops) is splat.
+  for (Operation &op : generic.getBody().front().without_terminator()) {
+    if (!slice.contains(&op))
+      continue;
+    OperationState state(op.getLoc(), op.getName());
+    for (Value operand : op.getOperands())
+      state.addOperands(vectors.contains(operand)
+                            ? vectors.lookup(operand)
+                            : splat(b, loc, map.lookupOrDefault(operand),
+                                    lanes));
+    for (Type t : op.getResultTypes())
+      state.addTypes(VectorType::get({int64_t(lanes)}, t));
+    state.addAttributes(op.getAttrs());
+    Operation *vectorOp = b.create(state);
+    for (auto [from, to] :
+         llvm::zip_equal(op.getResults(), vectorOp->getResults()))
+      vectors.map(from, to);
+  }
+  return llvm::map_to_vector(getRowSums(), [&](kernel::RowSumOp sum) {
+    return vectors.lookup(sum.getValue());
+  });
 }
 
 void KernelBodyEmitter::setRowSums(ValueRange sums) {

@@ -144,6 +144,14 @@ public:
   llvm::SmallVector<llvm::SmallVector<mlir::Value>>
   emitRowSumValues(mlir::OpBuilder &b, mlir::Value index, mlir::Value column,
                    unsigned width, mlir::ArrayAttr groups);
+  /// The same for the `lanes` elements from `index` (columns from
+  /// `column`) as vectors, one per row sum, computed with vector ops (the
+  /// body's ops on vector<lanes x T>; loads need only the element's
+  /// alignment): what the host's row sums add lane by lane.
+  llvm::SmallVector<mlir::Value> emitRowSumVectors(mlir::OpBuilder &b,
+                                                   mlir::Value index,
+                                                   mlir::Value column,
+                                                   unsigned lanes);
   /// The current row's sums (getRowSums' order), which emitPack's body
   /// then reads.
   void setRowSums(mlir::ValueRange sums);
@@ -160,6 +168,10 @@ public:
 private:
   /// Whether the segment runs `op` of the body.
   bool runs(mlir::Operation &op) { return ops.contains(&op); }
+  /// The body's ops the row sums' values depend on (none uniform), and
+  /// the arguments they read.
+  void rowSumSlice(llvm::DenseSet<mlir::Operation *> &slice,
+                   llvm::DenseSet<mlir::Value> &args);
   /// Loads element [index, index + width) of every per-index input, and
   /// per-column inputs at `column`, into `lanes`.
   void loadInputs(mlir::OpBuilder &b, mlir::Value index, mlir::Value column,

@@ -3,9 +3,9 @@
 // A row kernel on the host (RMSNorm with its residual add and its output's
 // amax, rows of 70): the step runs it over its 6 rows, 58 a span (at least
 // 4096 elements). For each row the function first sums the squares in 16
-// f32 lanes (lane k: columns k, k + 16, ... of the row's first 64, each
-// lane an independent loop-carried value the vectorizer may join), then the
-// row's other 6 columns in order; the lanes are added pairwise and the
+// f32 lanes (lane k: columns k, k + 16, ... of the row's first 64), the
+// body's ops on vectors of 16 loaded with the element's alignment only (a
+// row of 70 bf16 starts anywhere), then the row's other 6 columns in order; the lanes are added pairwise and the
 // tail last. Then a loop over the row's elements computes the sum, the
 // norm (1 / sqrt, correctly rounded) and the amax, the weight read at the
 // column. The amax's accumulator goes to the buffer with one atomic umax
@@ -19,8 +19,9 @@
 // CHECK-DAG:   %[[WHOLE:.*]] = llvm.mlir.constant(64 : i64) : i64
 // CHECK-DAG:   %[[COLS:.*]] = llvm.mlir.constant(70 : i64) : i64
 // CHECK:       llvm.atomicrmw umax
-// CHECK:       ^bb{{[0-9]+}}(%{{.*}}: i64, %{{[0-9]+}}: f32, %{{[0-9]+}}: f32, %{{[0-9]+}}: f32, %{{[0-9]+}}: f32, %{{[0-9]+}}: f32, %{{[0-9]+}}: f32, %{{[0-9]+}}: f32, %{{[0-9]+}}: f32, %{{[0-9]+}}: f32, %{{[0-9]+}}: f32, %{{[0-9]+}}: f32, %{{[0-9]+}}: f32, %{{[0-9]+}}: f32, %{{[0-9]+}}: f32, %{{[0-9]+}}: f32, %{{[0-9]+}}: f32):
+// CHECK:       ^bb{{[0-9]+}}(%{{.*}}: i64, %{{.*}}: vector<16xf32>):
 // CHECK:       llvm.icmp "slt" %{{.*}}, %[[WHOLE]] : i64
+// CHECK:       llvm.load %{{.*}} {alignment = 2 : i64} : !llvm.ptr -> vector<16xbf16>
 // CHECK:       llvm.add %{{.*}}, %[[LANES]] : i64
 // CHECK:       ^bb{{[0-9]+}}(%{{.*}}: i64, %{{.*}}: f32):
 // CHECK:       llvm.icmp "slt" %{{.*}}, %[[COLS]] : i64
