@@ -198,16 +198,16 @@ SmallVector<Value> emitHostRowSums(OpBuilder &b, KernelBodyEmitter &e,
         DenseElementsAttr::get(VectorType::get({lanes}, sum.getType()),
                                b.getFloatAttr(sum.getType(), 0.0))));
   if (whole > 0)
-    partials = emitLoop(
-        b, loc, m.c(0), m.c(whole), m.c(lanes), partials,
-        [&](Value col, ValueRange acc) {
-          SmallVector<Value> next;
-          for (auto [a, v] : llvm::zip(
-                   acc, e.emitRowSumVectors(b, m.add(rowStart, col), col,
-                                            lanes)))
-            next.push_back(arith::AddFOp::create(b, loc, a, v));
-          return next;
-        });
+    partials =
+        emitLoop(b, loc, m.c(0), m.c(whole), m.c(lanes), partials,
+                 [&](Value col, ValueRange acc) {
+                   SmallVector<Value> next;
+                   for (auto [a, v] : llvm::zip(
+                            acc, e.emitRowSumVectors(b, m.add(rowStart, col),
+                                                     col, lanes)))
+                     next.push_back(arith::AddFOp::create(b, loc, a, v));
+                   return next;
+                 });
   SmallVector<Value> rest = llvm::map_to_vector(sums, zero);
   if (whole < cols)
     rest = emitLoop(b, loc, m.c(whole), m.c(cols), m.c(1), rest,

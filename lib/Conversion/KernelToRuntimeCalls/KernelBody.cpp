@@ -281,7 +281,11 @@ void KernelBodyEmitter::loadInputs(OpBuilder &b, Value index, Value column,
 }
 
 SmallVector<kernel::RowSumOp> KernelBodyEmitter::getRowSums() {
-  return llvm::to_vector(generic.getBody().front().getOps<kernel::RowSumOp>());
+  SmallVector<kernel::RowSumOp> sums;
+  for (auto sum : generic.getBody().front().getOps<kernel::RowSumOp>())
+    if (runs(*sum))
+      sums.push_back(sum);
+  return sums;
 }
 
 void KernelBodyEmitter::rowSumSlice(DenseSet<Operation *> &slice,
@@ -344,16 +348,38 @@ SmallVector<Value> KernelBodyEmitter::emitRowSumVectors(OpBuilder &b,
   DenseSet<Operation *> slice;
   DenseSet<Value> args;
   rowSumSlice(slice, args);
+  // Ops whose vector forms lower as their scalar ones do, lane by lane:
+  // arith's and math's but exp (its polynomial approximation on vectors
+  // builds vector-dialect ops, which the kernels' lowering does not take).
+  // Otherwise the chunk's elements one by one, gathered into vectors.
+  if (llvm::any_of(slice, [](Operation *op) {
+        return isa<math::ExpOp>(op) ||
+               !isa<arith::ArithDialect, math::MathDialect>(op->getDialect());
+      })) {
+    SmallVector<Value> chunks;
+    for (kernel::RowSumOp sum : getRowSums())
+      chunks.push_back(LLVM::PoisonOp::create(
+          b, loc, VectorType::get({int64_t(lanes)}, sum.getType())));
+    for (unsigned j = 0; j < lanes; ++j) {
+      Value lane = constantI64(b, loc, j);
+      for (auto [k, v] : llvm::enumerate(emitRowSumValues(
+               b, LLVM::AddOp::create(b, loc, index, lane),
+               LLVM::AddOp::create(b, loc, column, lane), 1, {})))
+        chunks[k] = LLVM::InsertElementOp::create(b, loc, chunks[k], v[0],
+                                                  constantI32(b, loc, j));
+    }
+    return chunks;
+  }
   IRMapping vectors;
   for (auto [arg, buffer, base] : segmentInputs()) {
     if (!args.contains(arg))
       continue;
     Value at = generic.isPerColumn(buffer) ? column : index;
     Type stored = memoryType(arg.getType());
-    Value load = LLVM::LoadOp::create(
-        b, loc, VectorType::get({int64_t(lanes)}, stored),
-        elementAddress(b, loc, base, arg.getType(), at),
-        stored.getIntOrFloatBitWidth() / 8);
+    Value load =
+        LLVM::LoadOp::create(b, loc, VectorType::get({int64_t(lanes)}, stored),
+                             elementAddress(b, loc, base, arg.getType(), at),
+                             stored.getIntOrFloatBitWidth() / 8);
     if (stored != arg.getType())
       load = arith::BitcastOp::create(
           b, loc, VectorType::get({int64_t(lanes)}, arg.getType()), load);
@@ -368,8 +394,7 @@ SmallVector<Value> KernelBodyEmitter::emitRowSumVectors(OpBuilder &b,
     for (Value operand : op.getOperands())
       state.addOperands(vectors.contains(operand)
                             ? vectors.lookup(operand)
-                            : splat(b, loc, map.lookupOrDefault(operand),
-                                    lanes));
+                            : splat(b, loc, map.lookup(operand), lanes));
     for (Type t : op.getResultTypes())
       state.addTypes(VectorType::get({int64_t(lanes)}, t));
     state.addAttributes(op.getAttrs());

@@ -136,7 +136,8 @@ public:
   emitPack(mlir::OpBuilder &b, mlir::Value index, unsigned width,
            mlir::ValueRange accumulators, mlir::ArrayAttr groups,
            TransposedStore transposed = nullptr, mlir::Value column = {});
-  /// The body's kernel.row_sum ops (a row kernel's), in order.
+  /// The body's kernel.row_sum ops the segment runs (a row kernel's), in
+  /// order.
   llvm::SmallVector<kernel::RowSumOp> getRowSums();
   /// For elements [index, index + width) at columns [column, ...) of a row
   /// kernel: what each row sum sums there, per element (result[k][j]: row
@@ -147,7 +148,8 @@ public:
   /// The same for the `lanes` elements from `index` (columns from
   /// `column`) as vectors, one per row sum, computed with vector ops (the
   /// body's ops on vector<lanes x T>; loads need only the element's
-  /// alignment): what the host's row sums add lane by lane.
+  /// alignment), or element by element when an op has no such vector
+  /// form: what the host's row sums add lane by lane.
   llvm::SmallVector<mlir::Value> emitRowSumVectors(mlir::OpBuilder &b,
                                                    mlir::Value index,
                                                    mlir::Value column,

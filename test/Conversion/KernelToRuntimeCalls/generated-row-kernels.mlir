@@ -1,4 +1,4 @@
-// RUN: titan-opt %s -kernel-to-runtime-calls | FileCheck %s
+// RUN: titan-opt %s -split-input-file -kernel-to-runtime-calls | FileCheck %s
 
 // A row kernel on the host (RMSNorm with its residual add and its output's
 // amax, rows of 70): the step runs it over its 6 rows, 58 a span (at least
@@ -59,6 +59,39 @@ module attributes {kernel.arena_bytes = 65536 : i64, kernel.slots = {"param:w" =
       %oe = arith.extf %ob : bf16 to f32
       kernel.yield %hb, %ob, %oe : bf16, bf16, f32
     } {row_length = 70 : i64}
+    return
+  }
+}
+
+// -----
+
+// A row sum over a value with an exponential (a SiLU fused into the norm's
+// input): exp's polynomial approximation has no vector form here, so each
+// chunk's 16 elements are computed one by one and gathered into the lanes'
+// vector (the same order and bits).
+// CHECK-LABEL: llvm.func internal @titan_generated_0(
+// CHECK:       ^bb{{[0-9]+}}(%{{.*}}: i64, %{{.*}}: vector<16xf32>):
+// CHECK-NOT:   !llvm.ptr -> vector<16xf32>
+// CHECK:       llvm.insertelement
+// CHECK:       llvm.intr.sqrt
+module attributes {kernel.arena_bytes = 65536 : i64, kernel.slots = {}} {
+  func.func @exp_rows() {
+    %s = kernel.stream 0
+    %x = kernel.alloc temporary {offset = 0 : i64} : memref<4x32xf32>
+    %y = kernel.alloc temporary {offset = 1024 : i64} : memref<4x32xf32>
+    kernel.generic ins(%x : memref<4x32xf32>) outs(%y : memref<4x32xf32>) on %s {
+    ^bb0(%a: f32):
+      %n = arith.negf %a : f32
+      %e = math.exp %n : f32
+      %one = arith.constant 1.0 : f32
+      %d = arith.addf %one, %e : f32
+      %v = arith.divf %a, %d : f32
+      %sq = arith.mulf %v, %v : f32
+      %ss = kernel.row_sum %sq : f32
+      %r = math.sqrt %ss : f32
+      %o = arith.mulf %v, %r : f32
+      kernel.yield %o : f32
+    } {row_length = 32 : i64}
     return
   }
 }
