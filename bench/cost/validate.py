@@ -62,10 +62,10 @@ _ATTENTION = (
     "at 256K while titan's stays at 57-59%")
 _TE_FUSION = (
     "titan's Float8 program computes each tensor's scale, cast and "
-    "transposed copy in one generated kernel, but the amax of a tensor a "
-    "library kernel produced (RMSNorm, attention, a GEMM) in a memory-bound "
-    "kernel of its own; Transformer Engine computes it in its norm and GEMM "
-    "epilogues")
+    "transposed copy in one generated kernel, and the amax of a norm's "
+    "output in the generated norm, but that of a tensor a library kernel "
+    "produced (attention, a GEMM) in a memory-bound kernel of its own; "
+    "Transformer Engine computes it in its GEMM epilogues")
 _FLOAT8_70B = (
     "+12% (+6% with async TP) before titan computed the weights' amaxes "
     "from their shards at the step's start, sequence parallel's activation "
@@ -232,15 +232,16 @@ FINDINGS = """\
 4. **Float8's casts are memory-bound kernels** (16-32% of titan's compute
    under Float8 at 8K tokens; 31-41% before issue 36 fused each tensor's
    scale, cast and transposed copy into one kernel and the amaxes into the
-   generated kernels producing their tensors, 22-35% before the weights
-   were cast on their shards and gathered in float8): the amaxes of tensors a
-   library kernel produced are still kernels of their own, which
-   Transformer Engine (Megatron rows) computes in its norm and GEMM
-   epilogues, and tensorwise scaling reads each cast tensor twice (its
+   generated kernels producing their tensors, RMSNorm's since it is
+   generated too, 22-35% before the weights were cast on their shards and
+   gathered in float8): the amaxes of tensors a library kernel produced
+   (attention, the GEMMs) are still kernels of their own, which
+   Transformer Engine (Megatron rows) computes in its GEMM epilogues, and tensorwise scaling reads each cast tensor twice (its
    amax first; bench/results/generated-kernels.md estimates the floor).
    This is titan's program, and the prediction of it is consistent; it is
-   why the Megatron Float8 rows are under-predicted (-4.3%, -15%, -21%;
-   -5.3%, -16%, -22% before the scaled GEMMs accumulated; -10%, -17%, -26%
+   why the Megatron Float8 rows are under-predicted (-3.6%, -15%, -21%;
+   -4.3%, -15%, -21% before RMSNorm was generated; -5.3%, -16%, -22%
+   before the scaled GEMMs accumulated; -10%, -17%, -26%
    before the weights were cast on their shards; -18%, -30%, -38% before
    issue 36).
 """

@@ -495,3 +495,25 @@ func.func @rms_norm_library(%x: memref<4x8xf32>, %w: memref<4xf32>, %y: memref<4
   kernel.call "rms_norm"(%xd, %wb : memref<4x8xf64>, memref<8xbf16>) outs(%yd : memref<4x8xf64>) on %s params [1.0e-5]
   return
 }
+
+// -----
+
+// A sequence-parallel norm: a collective gathers its result. The amax of
+// the result stays a kernel of its own, which runs while the gather moves
+// the result (fused, it would leave the gather nothing to overlap).
+// CHECK-LABEL: func.func @gathered_norm(
+// CHECK:       kernel.generic ins(%arg0, %arg1 : memref<4x8xbf16>, memref<8xbf16>) outs(%[[Y:.*]] : memref<4x8xbf16>) on
+// CHECK:       } {row_length = 8 : i64}
+// CHECK:       kernel.collective_start "all_gather_start"(%[[Y]]
+// CHECK:       kernel.generic ins(%[[Y]] : memref<4x8xbf16>) reduce [#kernel.reduction<absmax>]
+func.func @gathered_norm(%x: memref<4x8xbf16>, %w: memref<8xbf16>, %g: memref<8x8xbf16>) {
+  %s = kernel.stream 0
+  %c = kernel.stream 1
+  %y = kernel.alloc temporary : memref<4x8xbf16>
+  kernel.call "rms_norm"(%x, %w : memref<4x8xbf16>, memref<8xbf16>) outs(%y : memref<4x8xbf16>) on %s params [1.0e-5]
+  %r = kernel.collective_start "all_gather_start"(%y : memref<4x8xbf16>) outs(%g : memref<8x8xbf16>) on %c params [0, 0, 2] -> !kernel.request
+  %m = kernel.alloc temporary : memref<f32>
+  kernel.call "amax"(%y : memref<4x8xbf16>) outs(%m : memref<f32>) on %s params [0]
+  kernel.wait %r on %s
+  return
+}

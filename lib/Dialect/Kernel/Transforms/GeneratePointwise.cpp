@@ -480,6 +480,8 @@ private:
       if (producer.getRowLength() && !consumer.getOutputs().empty() &&
           !linkDies(producer, consumer, link))
         return false;
+      if (producer.getRowLength() && gathered(link))
+        return false;
     }
     // A producer's reduction is complete only after its last index: the
     // consumer may not see it (it combines on, as the fused kernel's own).
@@ -635,6 +637,25 @@ private:
   /// One kernel at `consumer`'s place computing both; `link` (the
   /// producer's output the consumer reads) is written only when something
   /// else reads it, the producer's other outputs always.
+  /// Whether a collective reads `buffer` (a sequence-parallel norm's
+  /// result, gathered across tensor parallelism): a consumer kept apart
+  /// from its producer then runs while the collective moves it.
+  static bool gathered(Value buffer) {
+    Value root = viewedBuffer(buffer);
+    SmallVector<Value> worklist = {root};
+    while (!worklist.empty()) {
+      Value v = worklist.pop_back_val();
+      for (Operation *user : v.getUsers()) {
+        if (auto view = dyn_cast<ViewOp>(user))
+          worklist.push_back(view.getResult());
+        else if (auto start = dyn_cast<CollectiveStartOp>(user);
+                 start && start.getInput() == v)
+          return true;
+      }
+    }
+    return false;
+  }
+
   /// Whether `link`, which `producer` writes and `consumer` reads, is no
   /// longer written once they fuse: an allocation nothing else uses.
   static bool linkDies(GenericOp producer, GenericOp consumer, Value link) {
