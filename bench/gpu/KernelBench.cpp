@@ -335,9 +335,6 @@ int main() {
         dw(size_t(dim) * 2, bf16);
     Buffer partials(
         size_t(titan::cuda::rmsNormGradWorkspaceBytes(tokens, dim)));
-    report("fused", "rms_norm", double(2 * n * 2), "GB/s", time([&] {
-             rmsNorm(bf16, x.ptr, w.ptr, y.ptr, tokens, dim, 1e-5, nullptr);
-           }));
     report("fused", "rms_norm_grad", double(3 * n * 2), "GB/s", time([&] {
              rmsNormGrad(bf16, x.ptr, w.ptr, y.ptr, dx.ptr, dw.ptr, tokens, dim,
                          1e-5, partials.ptr, nullptr);

@@ -40,45 +40,9 @@ template <int W> __device__ void addSquares(float &ss, const float (&v)[W]) {
     ss += v[k] * v[k];
 }
 
-/// This thread's sum of squares of row `xr`.
-template <int W, typename T>
-__device__ float sumOfSquares(const T *xr, int packs) {
-  float ss = 0;
-  for (int p = threadIdx.x; p < packs; p += kThreads) {
-    float v[W];
-    loadPack<W>(xr, p * W, v);
-    addSquares(ss, v);
-  }
-  return ss;
-}
-
 /// 1 / rms of a row from each thread's sum of squares.
 __device__ float inverseRms(float ss, int dim, float eps) {
   return rsqrtf(blockSum(ss) / float(dim) + eps);
-}
-
-/// yr = xr * inv * w.
-template <int W, typename T>
-__device__ void scaleRow(const T *xr, const T *w, T *yr, int packs, float inv) {
-  for (int p = threadIdx.x; p < packs; p += kThreads) {
-    float v[W], g[W];
-    loadPack<W>(xr, p * W, v);
-    loadPack<W>(w, p * W, g);
-#pragma unroll
-    for (int k = 0; k < W; ++k)
-      v[k] = v[k] * inv * g[k];
-    storePack<W>(yr, p * W, v);
-  }
-}
-
-template <int W, typename T>
-__global__ void rmsNormKernel(const T *x, const T *w, T *out, int64_t rows,
-                              int packs, float eps) {
-  for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
-    const T *xr = x + at<W>(r, packs);
-    float inv = inverseRms(sumOfSquares<W>(xr, packs), packs * W, eps);
-    scaleRow<W>(xr, w, out + at<W>(r, packs), packs, inv);
-  }
 }
 
 /// dx of this block's rows (blockIdx.x, + gridDim.x, ...), and their dy *
@@ -620,22 +584,6 @@ size_t sharedAccumulator(Kernel kernel, size_t bytes) {
   return bytes;
 }
 } // namespace
-
-void titanrt::cuda::rmsNorm(Dtype type, const void *x, const void *w, void *out,
-                            int64_t rows, int64_t dim, double eps,
-                            cudaStream_t stream) {
-  int length = rowLength(dim, "rms_norm");
-  dispatch(type, [&](auto *tag) {
-    using T = std::remove_pointer_t<decltype(tag)>;
-    withRowWidth<T>(dim, {x, w, out}, [&](auto width) {
-      constexpr int W = decltype(width)::value;
-      rmsNormKernel<W><<<rowBlocks(rows), kThreads, 0, stream>>>(
-          static_cast<const T *>(x), static_cast<const T *>(w),
-          static_cast<T *>(out), rows, length / W, float(eps));
-    });
-  });
-  checkLaunch("rms_norm");
-}
 
 size_t titanrt::cuda::rmsNormGradWorkspaceBytes(int64_t rows, int64_t dim) {
   return size_t(titan::cuda::rmsNormGradWorkspaceBytes(rows, dim));

@@ -24,10 +24,6 @@
 
 namespace titanrt::cuda {
 
-/// out[r, :] = x[r, :] / sqrt(mean(x[r, :]^2) + eps) * w.
-void rmsNorm(Dtype type, const void *x, const void *w, void *out, int64_t rows,
-             int64_t dim, double eps, cudaStream_t stream);
-
 /// The workspace rmsNormGrad needs: f32 partial sums of the weight
 /// gradient.
 size_t rmsNormGradWorkspaceBytes(int64_t rows, int64_t dim);

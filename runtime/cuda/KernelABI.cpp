@@ -74,11 +74,6 @@ void embeddingGrad(const Args &c) {
                       c.buffers[out], c.shape(1).numel(), table.dim(0),
                       table.dim(1), c.vocabStart(), c.workspace, c.stream());
 }
-void rmsNorm(const Args &c) {
-  Shape s = c.shape(0);
-  cuda::rmsNorm(c.type(0), c.buffers[0], c.buffers[1], c.buffers[2], s.rows(),
-                s.back(), c.floats[0], c.stream());
-}
 void rmsNormGrad(const Args &c) {
   Shape s = c.shape(0);
   cuda::rmsNormGrad(c.type(0), c.buffers[0], c.buffers[1], c.buffers[2],

@@ -112,12 +112,6 @@ template <typename T> void crossEntropyFromStatsGrad(const Call &c) {
   k::crossEntropyFromStatsGrad(c.buf<T>(0), double(*c.buf<float>(1)),
                                c.buf<T>(2), c.buf<T>(3), c.shape(0).numel());
 }
-/// floats: {eps}
-template <typename T> void rmsNorm(const Call &c) {
-  Shape s = c.shape(0);
-  k::rmsNorm(c.buf<T>(0), c.buf<T>(1), c.buf<T>(2), s.rows(), s.back(),
-             c.floats[0]);
-}
 template <typename T> void rmsNormGrad(const Call &c) {
   Shape s = c.shape(0);
   k::rmsNormGrad(c.buf<T>(0), c.buf<T>(1), c.buf<T>(2), c.buf<T>(3),

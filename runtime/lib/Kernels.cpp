@@ -73,16 +73,6 @@ TITAN_VECTOR_CLONES double sumOfSquaresOf(const T *x, int64_t n) {
   return s;
 }
 
-template <typename T>
-TITAN_VECTOR_CLONES void rmsNormRow(const T *x, const T *w, T *out, int64_t dim,
-                                    double eps) {
-  double ss = sumOfSquaresOf(x, dim);
-  T inv = T(1) / std::sqrt(T(ss / dim) + T(eps));
-#pragma omp simd
-  for (int64_t d = 0; d < dim; ++d)
-    out[d] = (x[d] * inv) * w[d];
-}
-
 /// One row of RMSNorm's backward: dx, and the row's dy * xhat added to
 /// `dwAcc`.
 template <typename T>
@@ -145,14 +135,6 @@ void embeddingGrad(const T *grad, const int32_t *tokens, T *out, int64_t n,
     for (int64_t d = 0; d < dim; ++d)
       dst[d] += grad[i * dim + d];
   }
-}
-
-template <typename T>
-void rmsNorm(const T *x, const T *w, T *out, int64_t rows, int64_t dim,
-             double eps) {
-#pragma omp parallel for if (rows * dim >= kParallelWork)
-  for (int64_t r = 0; r < rows; ++r)
-    rmsNormRow(x + r * dim, w, out + r * dim, dim, eps);
 }
 
 template <typename T>
@@ -425,8 +407,6 @@ void adamw(T *param, const T *grad, T *expAvg, T *expAvgSq, int64_t n,
                                            int64_t);                           \
   template void crossEntropyFromStatsGrad<T>(const T *, double, T *, T *,      \
                                              int64_t);                         \
-  template void rmsNorm<T>(const T *, const T *, T *, int64_t, int64_t,        \
-                           double);                                            \
   template void rmsNormGrad<T>(const T *, const T *, const T *, T *, T *,      \
                                int64_t, int64_t, double, double *);            \
   template void rope<T>(const T *, const float *, T *, int64_t, int64_t,       \

@@ -28,10 +28,6 @@ void embeddingGrad(const T *grad, const int32_t *tokens, T *out, int64_t n,
                    int64_t vocab, int64_t dim,
                    const int32_t *vocabStart = nullptr);
 
-/// Rows of width `dim`.
-template <typename T>
-void rmsNorm(const T *x, const T *w, T *out, int64_t rows, int64_t dim,
-             double eps);
 /// `dwAcc` is scratch for titan::cpu::rmsNormGradBlocks(rows) x `dim`
 /// doubles (the weight gradient's partial sums per block of rows).
 template <typename T>

@@ -137,6 +137,9 @@ def KernelGeneratePointwise
     body is the op's scalar semantics: operands widened to the computation
     type, results rounded to their element types. No library kernel runs
     it, and a 16-bit call needs no widened copies (its workspace goes).
+    A call of a row op (titan's `RowwiseOpInterface`: RMSNorm) becomes a
+    row kernel (`row_length` the last dimension; its sums over the row are
+    `kernel.row_sum`s, its weight read per column).
 
     Then each generated kernel absorbs the generated kernels producing its
     inputs, while it can: producer `P` fuses into consumer `C` when `P` is
@@ -156,7 +159,10 @@ def KernelGeneratePointwise
     still rounded where the ops round it, so a fused kernel computes
     exactly what the ops compute one by one, whatever the grouping
     (activation checkpointing's recomputed ops fuse differently and stay
-    bitwise equal).
+    bitwise equal). A row kernel takes in pointwise producers, but no other
+    row kernel, nothing in tiles, and a pointwise consumer only when that
+    drops the link or feeds a reduction and no collective reads the link
+    (a sequence-parallel norm's amax then overlaps its gather).
 
     Last, siblings: a kernel without reductions or segments joins an
     earlier generated kernel that reads one of its tensors (same element
