@@ -113,48 +113,86 @@ public:
 
   /// Joins `kernel` to the kernels before it while one qualifies.
   void fuse(GenericOp kernel) {
-    while (GenericOp earlier = joinable(kernel))
-      kernel = join(earlier, kernel);
+    while (Join found = joinable(kernel))
+      kernel = join(found, kernel);
   }
 
 private:
+  /// A kernel to join, and whether the joined kernel runs at the later
+  /// one's place (the earlier one moving down) rather than the earlier's.
+  struct Join {
+    GenericOp earlier;
+    bool atKernel = false;
+    explicit operator bool() const { return bool(earlier); }
+  };
+
   /// The generated kernel before `kernel` on its stream that it can join:
   /// the next one up past ops that run nothing, or for a shard cast, the
   /// nearest shard cast of its unit up past ops that touch none of its
-  /// buffers (at most `maxHoist` ops that run something).
-  GenericOp joinable(GenericOp kernel) {
+  /// buffers (at most `maxHoist` ops that run something). When an op that
+  /// runs nothing stands in `kernel`'s way (the wait for the gather whose
+  /// result it reads), the next kernel up moves down to it instead, if
+  /// nothing between touches that kernel's buffers.
+  Join joinable(GenericOp kernel) {
     SmallVector<Value> reads, writes;
     if (!collectAccess(kernel, reads, writes))
-      return nullptr;
+      return {};
     auto touches = [](ArrayRef<Value> buffers, ArrayRef<Value> set) {
       return llvm::any_of(buffers,
                           [&](Value v) { return llvm::is_contained(set, v); });
     };
     bool hoists = isShardCast(kernel);
+    bool movesDown = false;
+    SmallVector<Value> betweenReads, betweenWrites;
     unsigned passed = 0;
     for (Operation *op = kernel->getPrevNode(); op; op = op->getPrevNode()) {
       SmallVector<Value> opReads, opWrites;
-      if (!collectAccess(op, opReads, opWrites) || touches(reads, opWrites) ||
-          touches(writes, opWrites) || touches(writes, opReads))
-        return nullptr;
-      if (runsNothing(op))
-        continue;
+      if (!collectAccess(op, opReads, opWrites))
+        return {};
       auto earlier = dyn_cast<GenericOp>(op);
+      if (movesDown && runsNothing(op)) {
+        llvm::append_range(betweenReads, opReads);
+        llvm::append_range(betweenWrites, opWrites);
+        continue;
+      }
+      if (movesDown) {
+        if (!earlier)
+          return {};
+        SmallVector<Value> earlierReads, earlierWrites;
+        collectAccess(earlier, earlierReads, earlierWrites);
+        if (touches(earlierWrites, betweenReads) ||
+            touches(earlierWrites, betweenWrites) ||
+            touches(earlierReads, betweenWrites) ||
+            !canJoin(earlier, kernel, /*atKernel=*/true))
+          return {};
+        return {earlier, /*atKernel=*/true};
+      }
+      if (touches(reads, opWrites) || touches(writes, opWrites) ||
+          touches(writes, opReads)) {
+        if (passed != 0 || hoists || !runsNothing(op))
+          return {};
+        movesDown = true;
+      }
+      llvm::append_range(betweenReads, opReads);
+      llvm::append_range(betweenWrites, opWrites);
+      if (movesDown || runsNothing(op))
+        continue;
       if (earlier && (passed == 0 || isShardCast(earlier)) &&
           canJoin(earlier, kernel))
-        return earlier;
+        return {earlier};
       if (!hoists || ++passed > maxHoist)
-        return nullptr;
+        return {};
     }
-    return nullptr;
+    return {};
   }
 
   /// Whether `kernel` may join `earlier` (nothing between them touching
   /// their buffers): one stream and model unit, neither running by rows,
   /// both in tiles (writing transposed outputs, element by element) or
   /// neither and with sizes that pack alike, room for the segments, and
-  /// `kernel`'s buffers defined at `earlier`'s place.
-  bool canJoin(GenericOp earlier, GenericOp kernel) {
+  /// `kernel`'s buffers defined at `earlier`'s place (unless they join at
+  /// `kernel`'s).
+  bool canJoin(GenericOp earlier, GenericOp kernel, bool atKernel = false) {
     std::string unit = modelUnit(kernel);
     return earlier.getStream() == kernel.getStream() && !unit.empty() &&
            !earlier.getRowLength() && !kernel.getRowLength() &&
@@ -162,15 +200,18 @@ private:
            (isTiled(kernel) || packFriendly(earlier, kernel)) &&
            earlier.getSegmentList().size() + kernel.getSegmentList().size() <=
                maxSegments &&
-           llvm::all_of(kernel->getOperands(),
-                        [&](Value v) { return canDefineBefore(v, earlier); });
+           (atKernel || llvm::all_of(kernel->getOperands(), [&](Value v) {
+              return canDefineBefore(v, earlier);
+            }));
   }
 
-  /// One kernel at `earlier`'s place running both: `earlier`'s segments,
-  /// then `kernel`'s.
-  GenericOp join(GenericOp earlier, GenericOp kernel) {
-    for (Value operand : kernel->getOperands())
-      defineBefore(operand, earlier);
+  /// One kernel at `earlier`'s place (or `kernel`'s) running both:
+  /// `earlier`'s segments, then `kernel`'s.
+  GenericOp join(Join found, GenericOp kernel) {
+    GenericOp earlier = found.earlier;
+    if (!found.atKernel)
+      for (Value operand : kernel->getOperands())
+        defineBefore(operand, earlier);
     auto concat = [](ValueRange a, ValueRange b) {
       SmallVector<Value> all(a);
       llvm::append_range(all, b);
@@ -181,7 +222,7 @@ private:
     SmallVector<int64_t> segments = segmentTriples(earlier);
     llvm::append_range(segments, segmentTriples(kernel));
 
-    OpBuilder b(earlier);
+    OpBuilder b(found.atKernel ? kernel : earlier);
     Location loc = b.getFusedLoc({earlier.getLoc(), kernel.getLoc()});
     auto joined = GenericOp::create(
         b, loc, concat(earlier.getInputs(), kernel.getInputs()),

@@ -207,7 +207,12 @@ def KernelFuseHorizontal
     casts before their gathers become one kernel, as FSDP2's copy-in casts
     a unit's parameters at once. Per unit, a program's launches grow with
     its depth by the same count a block, which the planner's extrapolation
-    from reduced depths relies on. Nothing else moves across a library
+    from reduced depths relies on. When an op that runs nothing stands in
+    a kernel's way (the wait for the gather whose result it reads: the
+    float8 transpose of a gathered weight), the kernel before it moves down
+    to it instead, if nothing between touches that kernel's buffers (a
+    gradient's cast-transpose and the weight's transpose run in one launch
+    after the wait). Nothing else moves across a library
     kernel or a copy, so the stream runs the same work in the same order,
     in fewer launches, with one exception: a shard cast (a kernel reading
     only the step's state and one-element scales, writing scales and
