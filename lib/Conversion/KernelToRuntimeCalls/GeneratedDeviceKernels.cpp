@@ -42,20 +42,49 @@ Value reductionScratch(OpBuilder &b, Location loc, gpu::GPUModuleOp device) {
       b, loc, LLVM::LLVMPointerType::get(b.getContext(), 3), name);
 }
 
-/// The largest of `v` over the warp's 32 lanes, in every lane (butterfly
-/// shuffles).
-Value warpAbsMax(OpBuilder &b, Location loc, Value v) {
+/// `v` (32 or 64 bits) from the lane `offset` away in a butterfly (a
+/// 64-bit value as its two halves).
+Value shuffleXor(OpBuilder &b, Location loc, Value v, int offset) {
   Type i32 = b.getI32Type();
   auto c = [&](int64_t x) {
     return LLVM::ConstantOp::create(b, loc, i32, b.getI32IntegerAttr(x));
   };
-  Value all = c(-1), clamp = c(31);
-  for (int offset = 16; offset > 0; offset /= 2) {
-    Value other = NVVM::ShflOp::create(b, loc, i32, all, v, c(offset), clamp,
-                                       NVVM::ShflKind::bfly, UnitAttr());
-    v = LLVM::UMaxOp::create(b, loc, v, other);
-  }
+  auto shuffle = [&](Value x) {
+    return NVVM::ShflOp::create(b, loc, x.getType(), c(-1), x, c(offset), c(31),
+                                NVVM::ShflKind::bfly, UnitAttr());
+  };
+  if (v.getType().getIntOrFloatBitWidth() == 32)
+    return shuffle(v);
+  Type i64 = b.getI64Type();
+  Value bits = LLVM::BitcastOp::create(b, loc, i64, v);
+  Value low = shuffle(LLVM::TruncOp::create(b, loc, i32, bits));
+  Value high = shuffle(LLVM::TruncOp::create(
+      b, loc, i32,
+      LLVM::LShrOp::create(
+          b, loc, bits,
+          LLVM::ConstantOp::create(b, loc, i64, b.getI64IntegerAttr(32)))));
+  Value joined = LLVM::OrOp::create(
+      b, loc, LLVM::ZExtOp::create(b, loc, i64, low),
+      LLVM::ShlOp::create(
+          b, loc, LLVM::ZExtOp::create(b, loc, i64, high),
+          LLVM::ConstantOp::create(b, loc, i64, b.getI64IntegerAttr(32))));
+  return LLVM::BitcastOp::create(b, loc, v.getType(), joined);
+}
+
+/// `v` combined over the warp's 32 lanes by butterfly shuffles, in every
+/// lane (with the same bits in each: `combine` is commutative).
+Value warpCombine(OpBuilder &b, Location loc, Value v,
+                  function_ref<Value(Value, Value)> combine) {
+  for (int offset = 16; offset > 0; offset /= 2)
+    v = combine(v, shuffleXor(b, loc, v, offset));
   return v;
+}
+
+/// The largest of `v` (the bits of a non-negative f32) over the warp.
+Value warpAbsMax(OpBuilder &b, Location loc, Value v) {
+  return warpCombine(b, loc, v, [&](Value x, Value y) -> Value {
+    return LLVM::UMaxOp::create(b, loc, x, y);
+  });
 }
 
 /// A GPU's reductions: each thread's accumulator reduced over its warp
@@ -124,46 +153,17 @@ Value rowSumScratch(OpBuilder &b, Location loc, gpu::GPUModuleOp device) {
       b, loc, LLVM::LLVMPointerType::get(b.getContext(), 3), name);
 }
 
-/// `v` (f32 or f64) from the lane `offset` away in a butterfly (an f64 as
-/// its two 32-bit halves).
-Value shuffleXor(OpBuilder &b, Location loc, Value v, int offset) {
-  Type i32 = b.getI32Type();
-  auto c = [&](int64_t x) {
-    return LLVM::ConstantOp::create(b, loc, i32, b.getI32IntegerAttr(x));
-  };
-  auto shuffle = [&](Value x) {
-    return NVVM::ShflOp::create(b, loc, x.getType(), c(-1), x, c(offset), c(31),
-                                NVVM::ShflKind::bfly, UnitAttr());
-  };
-  if (v.getType().isF32())
-    return shuffle(v);
-  Type i64 = b.getI64Type();
-  Value bits = LLVM::BitcastOp::create(b, loc, i64, v);
-  Value low = shuffle(LLVM::TruncOp::create(b, loc, i32, bits));
-  Value high = shuffle(LLVM::TruncOp::create(
-      b, loc, i32,
-      LLVM::LShrOp::create(
-          b, loc, bits,
-          LLVM::ConstantOp::create(b, loc, i64, b.getI64IntegerAttr(32)))));
-  Value joined = LLVM::OrOp::create(
-      b, loc, LLVM::ZExtOp::create(b, loc, i64, low),
-      LLVM::ShlOp::create(
-          b, loc, LLVM::ZExtOp::create(b, loc, i64, high),
-          LLVM::ConstantOp::create(b, loc, i64, b.getI64IntegerAttr(32))));
-  return LLVM::BitcastOp::create(b, loc, v.getType(), joined);
-}
-
-/// The block's sum of each thread's `v`, in every thread: a butterfly over
-/// each warp (the same bits in every lane), then every thread adds the
-/// warps' sums in warp order. A fixed order for a block size, so any grid
-/// gives the same bits.
+/// The block's sum of each thread's `v`, in every thread: over each warp
+/// (warpCombine), then every thread adds the warps' sums in warp order. A fixed
+/// order for a block size, so any grid gives the same bits.
 Value blockSum(OpBuilder &b, Location loc, Value v, gpu::GPUModuleOp device) {
   Type i32 = b.getI32Type();
   auto c = [&](int64_t x) {
     return LLVM::ConstantOp::create(b, loc, i32, b.getI32IntegerAttr(x));
   };
-  for (int offset = 16; offset > 0; offset /= 2)
-    v = arith::AddFOp::create(b, loc, v, shuffleXor(b, loc, v, offset));
+  v = warpCombine(b, loc, v, [&](Value x, Value y) -> Value {
+    return arith::AddFOp::create(b, loc, x, y);
+  });
   Value thread = NVVM::ThreadIdXOp::create(b, loc, i32);
   Value lane = LLVM::AndOp::create(b, loc, thread, c(31));
   Value warp = LLVM::LShrOp::create(b, loc, thread, c(5));
@@ -214,12 +214,8 @@ SmallVector<Value> emitDeviceRows(OpBuilder &b, KernelBodyEmitter &e,
       sreg<NVVM::GridDimXOp>(b, loc), e.startAccumulators(b),
       [&](Value row, ValueRange acc) {
         Value rowStart = m.mul(row, m.c(cols));
-        SmallVector<Value> zeros;
-        for (kernel::RowSumOp sum : e.getRowSums())
-          zeros.push_back(arith::ConstantOp::create(
-              b, loc, b.getFloatAttr(sum.getType(), 0.0)));
         SmallVector<Value> partials = emitLoop(
-            b, loc, thread, packs, threads, zeros,
+            b, loc, thread, packs, threads, e.startRowSums(b),
             [&](Value pack, ValueRange acc) {
               Value col = m.mul(pack, m.c(width));
               SmallVector<Value> next(acc);

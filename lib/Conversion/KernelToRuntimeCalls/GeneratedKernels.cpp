@@ -177,13 +177,9 @@ SmallVector<Value> emitHostRowSums(OpBuilder &b, KernelBodyEmitter &e,
                                    Value rowStart, int64_t cols) {
   Location loc = e.getGeneric().getLoc();
   IndexMath m{b, loc};
-  SmallVector<kernel::RowSumOp> sums = e.getRowSums();
+  ArrayRef<kernel::RowSumOp> sums = e.getRowSums();
   if (sums.empty())
     return {};
-  auto zero = [&](kernel::RowSumOp sum) -> Value {
-    return arith::ConstantOp::create(b, loc,
-                                     b.getFloatAttr(sum.getType(), 0.0));
-  };
   // One lane count for all (the widest type's), so one loop serves.
   unsigned lanes = 64;
   for (kernel::RowSumOp sum : sums)
@@ -208,9 +204,9 @@ SmallVector<Value> emitHostRowSums(OpBuilder &b, KernelBodyEmitter &e,
                      next.push_back(arith::AddFOp::create(b, loc, a, v));
                    return next;
                  });
-  SmallVector<Value> rest = llvm::map_to_vector(sums, zero);
+  SmallVector<Value> rest;
   if (whole < cols)
-    rest = emitLoop(b, loc, m.c(whole), m.c(cols), m.c(1), rest,
+    rest = emitLoop(b, loc, m.c(whole), m.c(cols), m.c(1), e.startRowSums(b),
                     [&](Value col, ValueRange acc) {
                       SmallVector<Value> next(acc);
                       for (auto [k, v] : llvm::enumerate(e.emitRowSumValues(

@@ -183,6 +183,7 @@ KernelBodyEmitter::KernelBodyEmitter(kernel::GenericOp generic,
                                      const kernel::GenericSegment &segment)
     : generic(generic), bases(bases), segment(segment),
       ops(generic.getSegmentOps(segment)), uniform(generic.getUniformValues()) {
+  findRowSumSlice();
 }
 
 SmallVector<std::tuple<Value, Value, Value>>
@@ -280,49 +281,46 @@ void KernelBodyEmitter::loadInputs(OpBuilder &b, Value index, Value column,
   }
 }
 
-SmallVector<kernel::RowSumOp> KernelBodyEmitter::getRowSums() {
-  SmallVector<kernel::RowSumOp> sums;
-  for (auto sum : generic.getBody().front().getOps<kernel::RowSumOp>())
-    if (runs(*sum))
-      sums.push_back(sum);
-  return sums;
-}
-
-void KernelBodyEmitter::rowSumSlice(DenseSet<Operation *> &slice,
-                                    DenseSet<Value> &args) {
+void KernelBodyEmitter::findRowSumSlice() {
   SmallVector<Value> worklist;
-  for (kernel::RowSumOp sum : getRowSums())
-    worklist.push_back(sum.getValue());
+  for (auto sum : generic.getBody().front().getOps<kernel::RowSumOp>())
+    if (runs(*sum)) {
+      rowSums.push_back(sum);
+      worklist.push_back(sum.getValue());
+    }
   while (!worklist.empty()) {
     Value v = worklist.pop_back_val();
     if (uniform.contains(v))
       continue;
     Operation *def = v.getDefiningOp();
     if (!def) {
-      args.insert(v);
+      rowSumArgs.insert(v);
       continue;
     }
-    if (slice.insert(def).second)
+    if (rowSumOps.insert(def).second)
       llvm::append_range(worklist, def->getOperands());
   }
+}
+
+SmallVector<Value> KernelBodyEmitter::startRowSums(OpBuilder &b) {
+  return llvm::map_to_vector(rowSums, [&](kernel::RowSumOp sum) -> Value {
+    return arith::ConstantOp::create(b, generic.getLoc(),
+                                     b.getFloatAttr(sum.getType(), 0.0));
+  });
 }
 
 SmallVector<SmallVector<Value>>
 KernelBodyEmitter::emitRowSumValues(OpBuilder &b, Value index, Value column,
                                     unsigned width, ArrayAttr groups) {
-  // The ops the summed values depend on (none is a row sum).
-  DenseSet<Operation *> slice;
-  DenseSet<Value> args;
-  rowSumSlice(slice, args);
   SmallVector<IRMapping> lanes(width, map);
   loadInputs(b, index, column, width, groups, lanes,
-             [&](Value arg) { return args.contains(arg); });
+             [&](Value arg) { return rowSumArgs.contains(arg); });
   for (IRMapping &lane : lanes)
     for (Operation &op : generic.getBody().front().without_terminator())
-      if (slice.contains(&op))
+      if (rowSumOps.contains(&op))
         b.clone(op, lane);
   SmallVector<SmallVector<Value>> values;
-  for (kernel::RowSumOp sum : getRowSums())
+  for (kernel::RowSumOp sum : rowSums)
     values.push_back(llvm::map_to_vector(lanes, [&](IRMapping &lane) {
       return lane.lookupOrDefault(sum.getValue());
     }));
@@ -345,19 +343,16 @@ SmallVector<Value> KernelBodyEmitter::emitRowSumVectors(OpBuilder &b,
                                                         Value column,
                                                         unsigned lanes) {
   Location loc = generic.getLoc();
-  DenseSet<Operation *> slice;
-  DenseSet<Value> args;
-  rowSumSlice(slice, args);
   // Ops whose vector forms lower as their scalar ones do, lane by lane:
   // arith's and math's but exp (its polynomial approximation on vectors
   // builds vector-dialect ops, which the kernels' lowering does not take).
   // Otherwise the chunk's elements one by one, gathered into vectors.
-  if (llvm::any_of(slice, [](Operation *op) {
+  if (llvm::any_of(rowSumOps, [](Operation *op) {
         return isa<math::ExpOp>(op) ||
                !isa<arith::ArithDialect, math::MathDialect>(op->getDialect());
       })) {
     SmallVector<Value> chunks;
-    for (kernel::RowSumOp sum : getRowSums())
+    for (kernel::RowSumOp sum : rowSums)
       chunks.push_back(LLVM::PoisonOp::create(
           b, loc, VectorType::get({int64_t(lanes)}, sum.getType())));
     for (unsigned j = 0; j < lanes; ++j) {
@@ -372,7 +367,7 @@ SmallVector<Value> KernelBodyEmitter::emitRowSumVectors(OpBuilder &b,
   }
   IRMapping vectors;
   for (auto [arg, buffer, base] : segmentInputs()) {
-    if (!args.contains(arg))
+    if (!rowSumArgs.contains(arg))
       continue;
     Value at = generic.isPerColumn(buffer) ? column : index;
     Type stored = memoryType(arg.getType());
@@ -388,7 +383,7 @@ SmallVector<Value> KernelBodyEmitter::emitRowSumVectors(OpBuilder &b,
   // Each op again on vectors; a uniform operand (computed once, before the
   // loops) is splat.
   for (Operation &op : generic.getBody().front().without_terminator()) {
-    if (!slice.contains(&op))
+    if (!rowSumOps.contains(&op))
       continue;
     OperationState state(op.getLoc(), op.getName());
     for (Value operand : op.getOperands())
@@ -403,13 +398,13 @@ SmallVector<Value> KernelBodyEmitter::emitRowSumVectors(OpBuilder &b,
          llvm::zip_equal(op.getResults(), vectorOp->getResults()))
       vectors.map(from, to);
   }
-  return llvm::map_to_vector(getRowSums(), [&](kernel::RowSumOp sum) {
+  return llvm::map_to_vector(rowSums, [&](kernel::RowSumOp sum) {
     return vectors.lookup(sum.getValue());
   });
 }
 
 void KernelBodyEmitter::setRowSums(ValueRange sums) {
-  for (auto [op, sum] : llvm::zip_equal(getRowSums(), sums))
+  for (auto [op, sum] : llvm::zip_equal(rowSums, sums))
     map.map(op.getResult(), sum);
 }
 

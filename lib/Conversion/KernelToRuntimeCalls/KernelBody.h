@@ -138,7 +138,9 @@ public:
            TransposedStore transposed = nullptr, mlir::Value column = {});
   /// The body's kernel.row_sum ops the segment runs (a row kernel's), in
   /// order.
-  llvm::SmallVector<kernel::RowSumOp> getRowSums();
+  llvm::ArrayRef<kernel::RowSumOp> getRowSums() { return rowSums; }
+  /// Each row sum's starting value, 0 of its type.
+  llvm::SmallVector<mlir::Value> startRowSums(mlir::OpBuilder &b);
   /// For elements [index, index + width) at columns [column, ...) of a row
   /// kernel: what each row sum sums there, per element (result[k][j]: row
   /// sum k's value at element j), computing only what those need.
@@ -170,10 +172,8 @@ public:
 private:
   /// Whether the segment runs `op` of the body.
   bool runs(mlir::Operation &op) { return ops.contains(&op); }
-  /// The body's ops the row sums' values depend on (none uniform), and
-  /// the arguments they read.
-  void rowSumSlice(llvm::DenseSet<mlir::Operation *> &slice,
-                   llvm::DenseSet<mlir::Value> &args);
+  /// Fills rowSums, rowSumOps and rowSumArgs.
+  void findRowSumSlice();
   /// Loads element [index, index + width) of every per-index input, and
   /// per-column inputs at `column`, into `lanes`.
   void loadInputs(mlir::OpBuilder &b, mlir::Value index, mlir::Value column,
@@ -193,6 +193,11 @@ private:
   kernel::GenericSegment segment;
   llvm::DenseSet<mlir::Operation *> ops;
   llvm::DenseSet<mlir::Value> uniform;
+  /// The row sums the segment runs, the body's ops their values depend on
+  /// (none uniform) and the arguments those read.
+  llvm::SmallVector<kernel::RowSumOp> rowSums;
+  llvm::DenseSet<mlir::Operation *> rowSumOps;
+  llvm::DenseSet<mlir::Value> rowSumArgs;
   /// The body's uniform values in the function.
   mlir::IRMapping map;
 };

@@ -159,8 +159,8 @@ private:
         if (!earlier)
           return {};
         SmallVector<Value> earlierReads, earlierWrites;
-        collectAccess(earlier, earlierReads, earlierWrites);
-        if (touches(earlierWrites, betweenReads) ||
+        if (!collectAccess(earlier, earlierReads, earlierWrites) ||
+            touches(earlierWrites, betweenReads) ||
             touches(earlierWrites, betweenWrites) ||
             touches(earlierReads, betweenWrites) ||
             !canJoin(earlier, kernel, /*atKernel=*/true))

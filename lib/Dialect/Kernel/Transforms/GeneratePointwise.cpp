@@ -634,9 +634,6 @@ private:
            producer.getReductions().size();
   }
 
-  /// One kernel at `consumer`'s place computing both; `link` (the
-  /// producer's output the consumer reads) is written only when something
-  /// else reads it, the producer's other outputs always.
   /// Whether a collective reads `buffer` (a sequence-parallel norm's
   /// result, gathered across tensor parallelism): a consumer kept apart
   /// from its producer then runs while the collective moves it.
@@ -665,6 +662,9 @@ private:
            !llvm::is_contained(consumer.getOutputs(), link);
   }
 
+  /// One kernel at `consumer`'s place computing both; `link` (the
+  /// producer's output the consumer reads) is written only when something
+  /// else reads it, the producer's other outputs always.
   GenericOp fuse(Fusion fusion, GenericOp consumer, Value link) {
     GenericOp producer = fusion.producer;
     bool keepLink = !linkDies(producer, consumer, link);
