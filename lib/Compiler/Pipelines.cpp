@@ -241,8 +241,11 @@ void titan::buildExecutionPipeline(mlir::OpPassManager &pm,
   pm.addPass(kernel::createKernelFuseGemmAccumulate());
   pm.addPass(kernel::createKernelFuseAdamW());
   // After the library fusions, which look for pointwise calls.
-  if (backend && backend->getFeatures().generatedKernels)
-    pm.addPass(kernel::createKernelGeneratePointwise());
+  if (backend && backend->getFeatures().generatedKernels) {
+    kernel::KernelGeneratePointwiseOptions generate;
+    generate.columnSumBlocks = backend->getFeatures().columnSumBlocks;
+    pm.addPass(kernel::createKernelGeneratePointwise(generate));
+  }
   // After the fusions (which look for a call and the add or norm right
   // after it), before the plan, which must see the longer lifetimes.
   if (options.scheduleCollectives) {

@@ -99,6 +99,10 @@ KernelWork titan::cost::kernelWork(kernel::GenericOp generic) {
   KernelWork work;
   for (Value v : generic->getOperands().drop_back())
     work.bytes += bufferBytes(v);
+  if (Value workspace = generic.getWorkspace()) {
+    work.bytes += bufferBytes(workspace);
+    work.launches = 2;
+  }
   // What depends on broadcast inputs alone is computed once per kernel;
   // each segment's ops run over its own elements.
   DenseSet<Value> uniform = generic.getUniformValues();
@@ -250,7 +254,7 @@ double titan::cost::kernelSeconds(const KernelWork &work, const Hardware &hw,
   case WorkUnit::Memory:
     break;
   }
-  return seconds + hw.kernelOverheadSeconds;
+  return seconds + work.launches * hw.kernelOverheadSeconds;
 }
 
 double titan::cost::bufferBytes(Value v) {

@@ -24,14 +24,6 @@
 
 namespace titanrt::cuda {
 
-/// The workspace rmsNormGrad needs: f32 partial sums of the weight
-/// gradient.
-size_t rmsNormGradWorkspaceBytes(int64_t rows, int64_t dim);
-/// dx and dw of rmsNorm for the output gradient dy.
-void rmsNormGrad(Dtype type, const void *x, const void *w, const void *dy,
-                 void *dx, void *dw, int64_t rows, int64_t dim, double eps,
-                 void *workspace, cudaStream_t stream);
-
 /// Rotary embedding of x (batch x seq x heads x 2 pairs) by the table
 /// freqsCis (seq x pairs x (cos, sin), f32): each pair (a, b) becomes
 /// (a cos - b sin, a sin + b cos); `transpose` rotates back (the adjoint).

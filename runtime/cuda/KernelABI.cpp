@@ -74,12 +74,6 @@ void embeddingGrad(const Args &c) {
                       c.buffers[out], c.shape(1).numel(), table.dim(0),
                       table.dim(1), c.vocabStart(), c.workspace, c.stream());
 }
-void rmsNormGrad(const Args &c) {
-  Shape s = c.shape(0);
-  cuda::rmsNormGrad(c.type(0), c.buffers[0], c.buffers[1], c.buffers[2],
-                    c.buffers[3], c.buffers[4], s.rows(), s.back(), c.floats[0],
-                    c.workspace, c.stream());
-}
 /// ints: {scaled, original_max_position_embeddings}; floats: {theta,
 /// scaling_factor, low_freq_factor, high_freq_factor}
 void ropeAngles(const Args &c) {

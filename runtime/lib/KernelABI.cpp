@@ -112,12 +112,6 @@ template <typename T> void crossEntropyFromStatsGrad(const Call &c) {
   k::crossEntropyFromStatsGrad(c.buf<T>(0), double(*c.buf<float>(1)),
                                c.buf<T>(2), c.buf<T>(3), c.shape(0).numel());
 }
-template <typename T> void rmsNormGrad(const Call &c) {
-  Shape s = c.shape(0);
-  k::rmsNormGrad(c.buf<T>(0), c.buf<T>(1), c.buf<T>(2), c.buf<T>(3),
-                 c.buf<T>(4), s.rows(), s.back(), c.floats[0],
-                 static_cast<double *>(c.workspace));
-}
 /// ints: {scaled, original_max_position_embeddings}; floats: {theta,
 /// scaling_factor, low_freq_factor, high_freq_factor}
 template <typename T> void ropeAngles(const Call &c) {

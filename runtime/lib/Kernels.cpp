@@ -73,28 +73,6 @@ TITAN_VECTOR_CLONES double sumOfSquaresOf(const T *x, int64_t n) {
   return s;
 }
 
-/// One row of RMSNorm's backward: dx, and the row's dy * xhat added to
-/// `dwAcc`.
-template <typename T>
-TITAN_VECTOR_CLONES void rmsNormGradRow(const T *x, const T *w, const T *dy,
-                                        T *dx, double *dwAcc, int64_t dim,
-                                        double eps) {
-  double ss = sumOfSquaresOf(x, dim);
-  double inv = 1.0 / std::sqrt(double(T(ss / dim)) + eps);
-  // dot(g * w, xhat) / dim
-  double dot = 0;
-#pragma omp simd reduction(+ : dot)
-  for (int64_t d = 0; d < dim; ++d)
-    dot += double(dy[d]) * double(w[d]) * double(x[d]) * inv;
-  dot /= double(dim);
-#pragma omp simd
-  for (int64_t d = 0; d < dim; ++d) {
-    double xhat = double(x[d]) * inv;
-    dx[d] = T(inv * (double(dy[d]) * double(w[d]) - xhat * dot));
-    dwAcc[d] += double(dy[d]) * xhat;
-  }
-}
-
 } // namespace
 
 namespace titanrt::kernels {
@@ -134,27 +112,6 @@ void embeddingGrad(const T *grad, const int32_t *tokens, T *out, int64_t n,
     T *dst = out + row * dim;
     for (int64_t d = 0; d < dim; ++d)
       dst[d] += grad[i * dim + d];
-  }
-}
-
-template <typename T>
-void rmsNormGrad(const T *x, const T *w, const T *dy, T *dx, T *dw,
-                 int64_t rows, int64_t dim, double eps, double *dwAcc) {
-  // Blocks of rows fixed by the shape, each summing into its own row of
-  // partial weight gradients; the partials are then added in block order.
-  int64_t blocks = titan::cpu::rmsNormGradBlocks(rows);
-  int64_t perBlock = (rows + blocks - 1) / blocks;
-  std::fill(dwAcc, dwAcc + blocks * dim, 0.0);
-#pragma omp parallel for schedule(static) if (rows * dim >= kParallelWork)
-  for (int64_t b = 0; b < blocks; ++b)
-    for (int64_t r = b * perBlock; r < std::min(rows, (b + 1) * perBlock); ++r)
-      rmsNormGradRow(x + r * dim, w, dy + r * dim, dx + r * dim,
-                     dwAcc + b * dim, dim, eps);
-  for (int64_t d = 0; d < dim; ++d) {
-    double sum = 0;
-    for (int64_t b = 0; b < blocks; ++b)
-      sum += dwAcc[b * dim + d];
-    dw[d] = T(sum);
   }
 }
 
@@ -407,8 +364,6 @@ void adamw(T *param, const T *grad, T *expAvg, T *expAvgSq, int64_t n,
                                            int64_t);                           \
   template void crossEntropyFromStatsGrad<T>(const T *, double, T *, T *,      \
                                              int64_t);                         \
-  template void rmsNormGrad<T>(const T *, const T *, const T *, T *, T *,      \
-                               int64_t, int64_t, double, double *);            \
   template void rope<T>(const T *, const float *, T *, int64_t, int64_t,       \
                         int64_t, int64_t, bool);                               \
   template void linear<T>(const T *, const T *, T *, int64_t, int64_t,         \

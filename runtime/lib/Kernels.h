@@ -28,12 +28,6 @@ void embeddingGrad(const T *grad, const int32_t *tokens, T *out, int64_t n,
                    int64_t vocab, int64_t dim,
                    const int32_t *vocabStart = nullptr);
 
-/// `dwAcc` is scratch for titan::cpu::rmsNormGradBlocks(rows) x `dim`
-/// doubles (the weight gradient's partial sums per block of rows).
-template <typename T>
-void rmsNormGrad(const T *x, const T *w, const T *dy, T *dx, T *dw,
-                 int64_t rows, int64_t dim, double eps, double *dwAcc);
-
 /// freqsCis[p, j] = (cos, sin) of the angle of position p < seq and pair
 /// j < pairs (float32 always); `invFreq` is scratch for `pairs` floats.
 void ropeAngles(float *freqsCis, int64_t seq, int64_t pairs, double theta,

@@ -80,43 +80,6 @@ TEST_F(GradientCheck, Linear) {
   expectGradient(w, dw, loss, "weight");
 }
 
-/// RMSNorm's forward in f64 (the library's is generated now): the
-/// function whose finite differences rmsNormGrad must match.
-void rmsNormReference(const Vec &x, const Vec &w, Vec &y, int64_t rows,
-                      int64_t dim, double eps) {
-  for (int64_t r = 0; r < rows; ++r) {
-    double ss = 0;
-    for (int64_t d = 0; d < dim; ++d)
-      ss += double(x[r * dim + d]) * double(x[r * dim + d]);
-    double inv = 1.0 / std::sqrt(ss / double(dim) + eps);
-    for (int64_t d = 0; d < dim; ++d)
-      y[r * dim + d] = x[r * dim + d] * inv * w[d];
-  }
-}
-
-void checkRMSNorm(std::mt19937_64 &rng, int64_t rows, int64_t dim) {
-  SCOPED_TRACE("rows " + std::to_string(rows));
-  Vec x = randomVec(rows * dim, rng), w = randomVec(dim, rng),
-      r = randomVec(rows * dim, rng), y(rows * dim), dx(rows * dim), dw(dim);
-  auto loss = [&] {
-    rmsNormReference(x, w, y, rows, dim, 1e-5);
-    return dot(y, r);
-  };
-  std::vector<double> scratch(titan::cpu::rmsNormGradWorkspaceBytes(rows, dim) /
-                              8);
-  rmsNormGrad(x.data(), w.data(), r.data(), dx.data(), dw.data(), rows, dim,
-              1e-5, scratch.data());
-  expectGradient(x, dx, loss, "input");
-  expectGradient(w, dw, loss, "weight");
-}
-
-TEST_F(GradientCheck, RMSNorm) {
-  checkRMSNorm(rng, 3, 8);
-  // Several blocks of rows, the last one partial: the weight gradient's
-  // partial sums.
-  checkRMSNorm(rng, 2 * titan::cpu::kRMSNormGradBlockRows + 5, 3);
-}
-
 TEST_F(GradientCheck, RopeTransposeIsTheAdjoint) {
   int64_t batch = 2, seq = 5, heads = 3, pairs = 4;
   std::vector<float> freqsCis(seq * pairs * 2), invFreq(pairs);

@@ -104,21 +104,6 @@ constexpr int64_t crossEntropyWorkspaceBytes(int64_t rows) {
   return (rows < 1 ? 1 : rows) * 8;
 }
 
-/// RMSNorm backward: the weight gradient's f64 partial sums, one row of
-/// `dim` per block of rows (the blocks fixed by the shape, not the
-/// threads), summed in block order.
-constexpr int64_t kRMSNormGradMaxBlocks = 64;
-constexpr int64_t kRMSNormGradBlockRows = 128;
-constexpr int64_t rmsNormGradBlocks(int64_t rows) {
-  int64_t blocks = (rows + kRMSNormGradBlockRows - 1) / kRMSNormGradBlockRows;
-  return blocks < 1                       ? 1
-         : blocks > kRMSNormGradMaxBlocks ? kRMSNormGradMaxBlocks
-                                          : blocks;
-}
-constexpr int64_t rmsNormGradWorkspaceBytes(int64_t rows, int64_t dim) {
-  return rmsNormGradBlocks(rows) * dim * 8;
-}
-
 /// Global norm: each tensor's sum of squares in spans of at least
 /// kNormMinSpan elements, at most kNormSpans of them (fixed by its size),
 /// their f64 partials added in order; one set of partials serves every

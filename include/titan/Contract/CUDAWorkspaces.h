@@ -75,15 +75,6 @@ constexpr int64_t collectiveMatmulWorkspaceBytes(int64_t shards,
   return collectiveMatmulShard(shards, shardBytes);
 }
 
-/// RMSNorm backward: f32 partial sums of the weight gradient, one row of
-/// `dim` per block of rows, at most 512 blocks (about four 256-thread
-/// blocks per SM of an H100/H200's 132, so the backward fills the GPU;
-/// fixed by the shape, not the GPU, so the sum's order is too).
-constexpr int64_t kRMSNormMaxPartials = 512;
-constexpr int64_t rmsNormGradWorkspaceBytes(int64_t rows, int64_t dim) {
-  return std::clamp<int64_t>(rows, 1, kRMSNormMaxPartials) * dim * 4;
-}
-
 /// Embedding backward: keys and positions and their sorted copies (each
 /// 256-byte aligned), then CUB's radix-sort storage, bounded by two more
 /// copies of keys and values plus 1 MiB of histograms; the runtime checks

@@ -30,6 +30,9 @@ struct KernelWork {
   double bytes = 0;
   /// The GEMM's input precision: FP8 (scaled_matmul), BF16 or F32.
   enum class Precision { F32, BF16, FP8 } precision = Precision::F32;
+  /// Kernel launches (a generated row kernel with column sums runs a
+  /// second pass for their totals), each paying the launch overhead.
+  int launches = 1;
 };
 
 /// The work of `call` from its kernel's contract (titan/Kernel/
@@ -39,8 +42,9 @@ struct KernelWork {
 KernelWork kernelWork(kernel::CallOp call);
 
 /// The work of a generated kernel: memory-bound, every buffer once (its
-/// fused intermediates never reach memory), and one operation per body op
-/// and element.
+/// fused intermediates never reach memory) but column sums' partials twice
+/// (written by the kernel, read by its totals' pass, a second launch), and
+/// one operation per body op and element.
 KernelWork kernelWork(kernel::GenericOp generic);
 
 /// The bytes of memref buffer `v` (a float8 or i8 element is 1 byte; 0 for

@@ -69,6 +69,11 @@ struct TargetFeatures {
   /// semantics (kernel.generic, fused by kernel-generate-pointwise) rather
   /// than calling its library's.
   bool generatedKernels = false;
+  /// The row blocks a generated row kernel's column sums (a norm's weight
+  /// gradient) split the rows into (kernel-generate-pointwise's
+  /// column-sum-blocks): enough for its processors, each block's partials
+  /// a row of the workspace.
+  unsigned columnSumBlocks = 512;
 };
 
 /// What a target adds to a training executable's link; the driver adds

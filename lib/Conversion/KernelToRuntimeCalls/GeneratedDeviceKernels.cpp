@@ -195,24 +195,22 @@ Value blockSum(OpBuilder &b, Location loc, Value v, gpu::GPUModuleOp device) {
   return sum;
 }
 
-/// `e`'s row kernel of `cols` columns: block b takes rows b, b + grid, ...;
-/// its threads sum the row's packs (thread t: packs t, t + threads, ...,
-/// each pack's elements in order) and combine the sums (blockSum), then
-/// compute the row's packs. `rows` comes from the launch (kernels alike but
-/// in their row count share the function). Returns the reductions'
-/// accumulators.
+/// Rows begin, begin + step, ... before `end` of `e`'s row kernel of
+/// `cols` columns, by one block: its threads sum the row's packs (thread
+/// t: packs t, t + threads, ..., each pack's elements in order) and
+/// combine the sums (blockSum), then compute the row's packs. Returns the
+/// absmax reductions' accumulators.
 SmallVector<Value> emitDeviceRows(OpBuilder &b, KernelBodyEmitter &e,
-                                  gpu::GPUModuleOp device, Value rows,
-                                  int64_t cols, unsigned width) {
+                                  gpu::GPUModuleOp device, Value begin,
+                                  Value end, Value step, int64_t cols,
+                                  unsigned width, ValueRange accumulators) {
   Location loc = e.getGeneric().getLoc();
   IndexMath m{b, loc};
   Value thread = sreg<NVVM::ThreadIdXOp>(b, loc);
   Value threads = sreg<NVVM::BlockDimXOp>(b, loc);
   Value packs = m.c(cols / width);
   return emitLoop(
-      b, loc, sreg<NVVM::BlockIdXOp>(b, loc), rows,
-      sreg<NVVM::GridDimXOp>(b, loc), e.startAccumulators(b),
-      [&](Value row, ValueRange acc) {
+      b, loc, begin, end, step, accumulators, [&](Value row, ValueRange acc) {
         Value rowStart = m.mul(row, m.c(cols));
         SmallVector<Value> partials = emitLoop(
             b, loc, thread, packs, threads, e.startRowSums(b),
@@ -235,7 +233,99 @@ SmallVector<Value> emitDeviceRows(OpBuilder &b, KernelBodyEmitter &e,
                         });
       });
 }
+/// `e`'s row kernel with column sums (R rows of `cols` columns, P row
+/// blocks): block b takes row blocks b, b + grid, ...; for each, its
+/// threads zero their columns' partials (thread t: the columns of packs t,
+/// t + threads, ..., which it alone adds to, a pack at a time), then run
+/// the block's rows in order (emitDeviceRows).
+SmallVector<Value> emitDeviceRowBlocks(OpBuilder &b, KernelBodyEmitter &e,
+                                       gpu::GPUModuleOp device, int64_t cols,
+                                       unsigned width) {
+  kernel::GenericOp generic = e.getGeneric();
+  Location loc = generic.getLoc();
+  IndexMath m{b, loc};
+  int64_t rows = generic.getNumElements() / cols;
+  int64_t blocks = generic.getColumnSumBlocks();
+  int64_t sums = e.getNumColumnSums();
+  Value thread = sreg<NVVM::ThreadIdXOp>(b, loc);
+  Value threads = sreg<NVVM::BlockDimXOp>(b, loc);
+  return emitLoop(
+      b, loc, sreg<NVVM::BlockIdXOp>(b, loc), m.c(blocks),
+      sreg<NVVM::GridDimXOp>(b, loc), e.startAccumulators(b),
+      [&](Value block, ValueRange acc) {
+        e.setColumnSumBlock(m.mul(block, m.c(sums * cols)));
+        emitLoop(b, loc, thread, m.c(cols / width), threads, {},
+                 [&](Value pack, ValueRange) {
+                   e.zeroColumnSums(b, m.mul(pack, m.c(width)), width, {});
+                   return SmallVector<Value>();
+                 });
+        auto firstRow = [&](Value p) {
+          return LLVM::SDivOp::create(b, loc, m.mul(p, m.c(rows)), m.c(blocks));
+        };
+        return emitDeviceRows(b, e, device, firstRow(block),
+                              firstRow(m.add(block, m.c(1))), m.c(1), cols,
+                              width, acc);
+      });
+}
 } // namespace
+
+LLVM::LLVMFuncOp titan::outlineDeviceColumnTotals(kernel::GenericOp generic,
+                                                  StringRef name,
+                                                  gpu::GPUModuleOp device) {
+  MLIRContext *ctx = generic.getContext();
+  OpBuilder b(ctx);
+  b.setInsertionPointToEnd(device.getBody());
+  Location loc = generic.getLoc();
+  Type global = LLVM::LLVMPointerType::get(ctx, /*addressSpace=*/1);
+  unsigned buffers = generic->getNumOperands() - 1;
+  SmallVector<Type> params(buffers, global);
+  params.push_back(b.getI64Type());
+  auto fn = LLVM::LLVMFuncOp::create(
+      b, loc, name,
+      LLVM::LLVMFunctionType::get(LLVM::LLVMVoidType::get(ctx), params));
+  fn->setAttr(NVVM::NVVMDialect::getKernelFuncAttrName(), b.getUnitAttr());
+  fn->setAttr(kGeneratedKernelAttrName, b.getUnitAttr());
+  Block *entry = fn.addEntryBlock(b);
+  b.setInsertionPointToStart(entry);
+  SmallVector<Value> bases(entry->getArguments().take_front(buffers));
+  KernelBodyEmitter e(generic, bases, generic.getSegmentList().front());
+  IndexMath m{b, loc};
+  int64_t cols = generic.getRowLength();
+  int64_t sums = e.getNumColumnSums();
+  Type type = e.getColumnSumType();
+  // Thread t of the grid: columns t, t + threads, ... of each sum (one
+  // coalesced read of each block's partials), the blocks added in order.
+  Value first = m.add(
+      m.mul(sreg<NVVM::BlockIdXOp>(b, loc), sreg<NVVM::BlockDimXOp>(b, loc)),
+      sreg<NVVM::ThreadIdXOp>(b, loc));
+  Value step =
+      m.mul(sreg<NVVM::GridDimXOp>(b, loc), sreg<NVVM::BlockDimXOp>(b, loc));
+  for (auto [k, total] : llvm::enumerate(e.getColumnSumBases())) {
+    emitLoop(b, loc, first, m.c(cols), step, {}, [&](Value col, ValueRange) {
+      auto partial = [&](Value block) {
+        Value at = m.add(
+            m.add(m.mul(block, m.c(sums * cols)), m.c(int64_t(k) * cols)), col);
+        return loadElement(
+            b, loc, type,
+            elementAddress(b, loc, e.getWorkspaceBase(), type, at), {});
+      };
+      // Block 0's partial, then the others' added in order (the host's
+      // order, to the bit).
+      Value sum =
+          emitLoop(b, loc, m.c(1), m.c(generic.getColumnSumBlocks()), m.c(1),
+                   {partial(m.c(0))},
+                   [&](Value block, ValueRange acc) -> SmallVector<Value> {
+                     return {
+                         arith::AddFOp::create(b, loc, acc[0], partial(block))};
+                   })
+              .front();
+      storeElement(b, loc, sum, elementAddress(b, loc, total, type, col), {});
+      return SmallVector<Value>();
+    });
+  }
+  LLVM::ReturnOp::create(b, loc, ValueRange{});
+  return fn;
+}
 
 gpu::GPUModuleOp titan::getOrCreateDeviceModule(ModuleOp module, StringRef name,
                                                 StringRef chip) {
@@ -258,8 +348,19 @@ unsigned titan::devicePackWidth(kernel::GenericOp generic,
     return 1;
   unsigned widest = 1;
   SmallVector<std::pair<unsigned, std::optional<int64_t>>> packed;
+  // The workspace's partials (f32 or f64, a pack's worth at a time) must
+  // be aligned too, but do not set the width.
+  std::optional<std::pair<unsigned, std::optional<int64_t>>> partials;
   for (auto [buffer, offset] :
        llvm::zip(generic->getOperands().drop_back(), offsets)) {
+    if (buffer == generic.getWorkspace()) {
+      partials = {unsigned(cast<MemRefType>(buffer.getType())
+                               .getElementType()
+                               .getIntOrFloatBitWidth() /
+                           8),
+                  offset};
+      continue;
+    }
     if (generic.isBroadcast(buffer) ||
         llvm::is_contained(generic.getReductions(), buffer))
       continue;
@@ -278,6 +379,8 @@ unsigned titan::devicePackWidth(kernel::GenericOp generic,
                      return segment.elements % width != 0;
                    }))
     return 1;
+  if (partials)
+    packed.push_back(*partials);
   for (auto [bytes, offset] : packed)
     if (!offset || *offset % (width * bytes) != 0)
       return 1;
@@ -449,7 +552,10 @@ int64_t segmentTiles(kernel::GenericOp generic,
 } // namespace
 
 int64_t titan::deviceWorkItems(kernel::GenericOp generic, unsigned width) {
-  // A row kernel: a block of kTileThreads a row.
+  // A row kernel: a block of kTileThreads a row (a row block, with column
+  // sums).
+  if (int64_t blocks = generic.getColumnSumBlocks())
+    return blocks * kTileThreads;
   if (int64_t cols = generic.getRowLength())
     return generic.getNumElements() / cols * kTileThreads;
   // A kernel in tiles: a block of kTileThreads a tile (the largest
@@ -518,11 +624,17 @@ LLVM::LLVMFuncOp titan::outlineDeviceKernel(kernel::GenericOp generic,
   if (int64_t cols = generic.getRowLength()) {
     KernelBodyEmitter e(generic, bases, segments.front());
     e.emitUniform(b, isFirst);
-    // The launch passes kTileThreads work items a row.
+    // The launch passes kTileThreads work items a row (rows from the
+    // launch: kernels alike but in their row count share the function),
+    // or a row block with column sums (rows and blocks built in).
     Value rows =
         LLVM::UDivOp::create(b, loc, items, constantI64(b, loc, kTileThreads));
     SmallVector<Value> accumulators =
-        emitDeviceRows(b, e, device, rows, cols, width);
+        e.getNumColumnSums()
+            ? emitDeviceRowBlocks(b, e, device, cols, width)
+            : emitDeviceRows(b, e, device, sreg<NVVM::BlockIdXOp>(b, loc), rows,
+                             sreg<NVVM::GridDimXOp>(b, loc), cols, width,
+                             e.startAccumulators(b));
     publishDeviceReductions(b, loc, accumulators, e.getReductionBases(),
                             device);
     LLVM::ReturnOp::create(b, loc, ValueRange{});

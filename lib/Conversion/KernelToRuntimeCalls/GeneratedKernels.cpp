@@ -230,10 +230,11 @@ SmallVector<Value> emitHostRowSums(OpBuilder &b, KernelBodyEmitter &e,
 /// Rows [begin, end) of `e`'s row kernel of `cols` columns: for each row,
 /// its sums (emitHostRowSums), then its elements in one vectorizable loop.
 SmallVector<Value> emitRowKernelSpan(OpBuilder &b, KernelBodyEmitter &e,
-                                     Value begin, Value end, int64_t cols) {
+                                     Value begin, Value end, int64_t cols,
+                                     ValueRange accumulators) {
   Location loc = e.getGeneric().getLoc();
   IndexMath m{b, loc};
-  return emitLoop(b, loc, begin, end, m.c(1), e.startAccumulators(b),
+  return emitLoop(b, loc, begin, end, m.c(1), accumulators,
                   [&](Value row, ValueRange acc) {
                     Value rowStart = m.mul(row, m.c(cols));
                     e.setRowSums(emitHostRowSums(b, e, rowStart, cols));
@@ -246,6 +247,38 @@ SmallVector<Value> emitRowKernelSpan(OpBuilder &b, KernelBodyEmitter &e,
                         },
                         parallel.annotation);
                   });
+}
+
+/// Row blocks [begin, end) of `e`'s row kernel with column sums (R rows of
+/// `cols` columns, P blocks): block p zeroes its K x C partials in the
+/// workspace, then runs rows [p R / P, (p + 1) R / P), adding each row's
+/// column-sum values to its partials in row order.
+SmallVector<Value> emitRowBlockSpan(OpBuilder &b, KernelBodyEmitter &e,
+                                    Value begin, Value end, int64_t cols) {
+  kernel::GenericOp generic = e.getGeneric();
+  Location loc = generic.getLoc();
+  IndexMath m{b, loc};
+  int64_t rows = generic.getNumElements() / cols;
+  int64_t blocks = generic.getColumnSumBlocks();
+  int64_t partials = int64_t(e.getNumColumnSums()) * cols;
+  return emitLoop(
+      b, loc, begin, end, m.c(1), e.startAccumulators(b),
+      [&](Value block, ValueRange acc) {
+        e.setColumnSumBlock(m.mul(block, m.c(partials)));
+        ParallelAccesses clear(b.getContext());
+        emitLoop(
+            b, loc, m.c(0), m.c(cols), m.c(1), {},
+            [&](Value col, ValueRange) {
+              e.zeroColumnSums(b, col, 1, clear.groups);
+              return SmallVector<Value>();
+            },
+            clear.annotation);
+        auto firstRow = [&](Value p) {
+          return LLVM::SDivOp::create(b, loc, m.mul(p, m.c(rows)), m.c(blocks));
+        };
+        return emitRowKernelSpan(b, e, firstRow(block),
+                                 firstRow(m.add(block, m.c(1))), cols, acc);
+      });
 }
 
 /// A segment's work items: its elements, or its rows when it runs in tiles.
@@ -316,9 +349,13 @@ std::string titan::generatedKernelKey(kernel::GenericOp generic) {
              : generic.isPerColumn(buffer)  ? "[C],"
                                             : ",");
   };
-  // A row kernel has its row length built in.
+  // A row kernel has its row length built in; with column sums, its rows
+  // and row blocks too.
   if (int64_t cols = generic.getRowLength())
     os << "rows of " << cols << ";";
+  if (int64_t blocks = generic.getColumnSumBlocks())
+    os << "column sums of " << generic.getNumElements() / generic.getRowLength()
+       << " rows in " << blocks << " blocks;";
   // A kernel in tiles has its rows and columns built in, a horizontally
   // fused one its segments.
   SmallVector<kernel::GenericSegment> segments = generic.getSegmentList();
@@ -354,8 +391,12 @@ std::pair<int64_t, int64_t> titan::hostWorkItems(kernel::GenericOp generic) {
   // Every segment's items (elements, or rows in tiles), one after another;
   // spans of whole tiles, or the runtime's (0).
   if (int64_t cols = generic.getRowLength()) {
-    // Rows, at least the runtime's span of elements (4096) at a time.
-    return {generic.getNumElements() / cols, std::max<int64_t>(1, 4096 / cols)};
+    // Rows (or row blocks, with column sums), at least the runtime's span
+    // of elements (4096) at a time.
+    int64_t rows = generic.getNumElements() / cols;
+    if (int64_t blocks = generic.getColumnSumBlocks())
+      return {blocks, std::max<int64_t>(1, 4096 * blocks / (rows * cols))};
+    return {rows, std::max<int64_t>(1, 4096 / cols)};
   }
   int64_t items = 0;
   for (const kernel::GenericSegment &segment : generic.getSegmentList())
@@ -395,12 +436,80 @@ LLVM::LLVMFuncOp titan::outlineGeneratedKernel(kernel::GenericOp generic,
         generic.getTransposedShape();
     int64_t cols = generic.getRowLength();
     SmallVector<Value> accumulators =
-        cols    ? emitRowKernelSpan(b, e, begin, end, cols)
+        e.getNumColumnSums() ? emitRowBlockSpan(b, e, begin, end, cols)
+        : cols
+            ? emitRowKernelSpan(b, e, begin, end, cols, e.startAccumulators(b))
         : tiles ? emitRowSpan(b, e, begin, end, tiles->first, tiles->second)
                 : emitElementSpan(b, e, begin, end);
     publishHostReductions(b, loc, accumulators, e.getReductionBases());
   } else {
     emitSegmentSpans(b, generic, bases, begin, end);
+  }
+  LLVM::ReturnOp::create(b, loc, ValueRange{});
+  return fn;
+}
+
+LLVM::LLVMFuncOp titan::outlineColumnTotals(kernel::GenericOp generic,
+                                            StringRef name) {
+  MLIRContext *ctx = generic.getContext();
+  auto module = generic->getParentOfType<ModuleOp>();
+  OpBuilder b(ctx);
+  b.setInsertionPointToEnd(module.getBody());
+  Location loc = generic.getLoc();
+  Type ptr = LLVM::LLVMPointerType::get(ctx), i64 = b.getI64Type();
+  auto fn = LLVM::LLVMFuncOp::create(
+      b, loc, name,
+      LLVM::LLVMFunctionType::get(LLVM::LLVMVoidType::get(ctx),
+                                  {ptr, i64, i64}),
+      LLVM::Linkage::Internal);
+  fn->setAttr(kGeneratedKernelAttrName, b.getUnitAttr());
+  Block *entry = fn.addEntryBlock(b);
+  b.setInsertionPointToStart(entry);
+  SmallVector<Value> bases;
+  for (unsigned i = 0, e = generic->getNumOperands() - 1; i < e; ++i) {
+    Value slot = LLVM::GEPOp::create(b, loc, ptr, ptr, entry->getArgument(0),
+                                     ArrayRef<LLVM::GEPArg>{int32_t(i)});
+    bases.push_back(LLVM::LoadOp::create(b, loc, ptr, slot));
+  }
+  KernelBodyEmitter e(generic, bases, generic.getSegmentList().front());
+  Value begin = entry->getArgument(1), end = entry->getArgument(2);
+  IndexMath m{b, loc};
+  int64_t cols = generic.getRowLength();
+  int64_t sums = e.getNumColumnSums();
+  Type type = e.getColumnSumType();
+  Value workspace = e.getWorkspaceBase();
+  // Columns [begin, end) of each sum: block 0's partials, then each later
+  // block's added in block order, each pass one vectorizable loop.
+  for (auto [k, total] : llvm::enumerate(e.getColumnSumBases())) {
+    auto addBlock = [&](Value block, bool first) {
+      Value from =
+          m.add(m.mul(block, m.c(sums * cols)), m.c(int64_t(k) * cols));
+      ParallelAccesses parallel(ctx);
+      emitLoop(
+          b, loc, begin, end, m.c(1), {},
+          [&](Value col, ValueRange) {
+            Value partial = loadElement(
+                b, loc, type,
+                elementAddress(b, loc, workspace, type, m.add(from, col)),
+                parallel.groups);
+            Value at = elementAddress(b, loc, total, type, col);
+            Value sum =
+                first ? partial
+                      : arith::AddFOp::create(
+                            b, loc,
+                            loadElement(b, loc, type, at, parallel.groups),
+                            partial);
+            storeElement(b, loc, sum, at, parallel.groups);
+            return SmallVector<Value>();
+          },
+          parallel.annotation);
+    };
+    addBlock(m.c(0), /*first=*/true);
+    emitLoop(b, loc, m.c(1), m.c(generic.getColumnSumBlocks()), m.c(1), {},
+             [&](Value block, ValueRange) {
+               addBlock(block, /*first=*/false);
+               return SmallVector<Value>();
+             });
   }
   LLVM::ReturnOp::create(b, loc, ValueRange{});
   return fn;

@@ -184,6 +184,7 @@ KernelBodyEmitter::KernelBodyEmitter(kernel::GenericOp generic,
     : generic(generic), bases(bases), segment(segment),
       ops(generic.getSegmentOps(segment)), uniform(generic.getUniformValues()) {
   findRowSumSlice();
+  columnSums = segmentReductions(kernel::ReductionKind::ColumnSum);
 }
 
 SmallVector<std::tuple<Value, Value, Value>>
@@ -206,19 +207,80 @@ KernelBodyEmitter::segmentOutputs() {
   return outputs;
 }
 
-SmallVector<Value> KernelBodyEmitter::segmentReducedValues() {
+SmallVector<std::pair<Value, Value>>
+KernelBodyEmitter::segmentReductions(kernel::ReductionKind kind) {
   auto yield = cast<kernel::YieldOp>(generic.getBody().front().getTerminator());
   unsigned numOutputs = generic.getOutputs().size();
-  SmallVector<Value> reduced;
+  // The buffers' addresses: inputs, outputs, the workspace, reductions.
+  unsigned first = generic.getInputs().size() + numOutputs +
+                   (generic.getWorkspace() ? 1 : 0);
+  SmallVector<std::pair<Value, Value>> reductions;
   for (unsigned i = segment.reductionBegin; i < segment.reductionEnd; ++i)
-    reduced.push_back(yield.getValues()[numOutputs + i]);
-  return reduced;
+    if (cast<kernel::ReductionKindAttr>(generic.getReductionKinds()[i])
+            .getValue() == kind)
+      reductions.push_back(
+          {yield.getValues()[numOutputs + i], bases[first + i]});
+  return reductions;
 }
 
-ArrayRef<Value> KernelBodyEmitter::getReductionBases() {
-  unsigned first = generic.getInputs().size() + generic.getOutputs().size();
-  return ArrayRef(bases).slice(first + segment.reductionBegin,
-                               segment.reductionEnd - segment.reductionBegin);
+SmallVector<Value> KernelBodyEmitter::getReductionBases() {
+  return llvm::map_to_vector(segmentReductions(kernel::ReductionKind::AbsMax),
+                             [](auto &reduction) { return reduction.second; });
+}
+
+Type KernelBodyEmitter::getColumnSumType() {
+  return columnSums.empty() ? Type() : columnSums.front().first.getType();
+}
+
+Value KernelBodyEmitter::getWorkspaceBase() {
+  if (!generic.getWorkspace())
+    return {};
+  return bases[generic.getInputs().size() + generic.getOutputs().size()];
+}
+
+SmallVector<Value> KernelBodyEmitter::getColumnSumBases() {
+  return llvm::map_to_vector(columnSums,
+                             [](auto &reduction) { return reduction.second; });
+}
+
+void KernelBodyEmitter::zeroColumnSums(OpBuilder &b, Value column,
+                                       unsigned width, ArrayAttr groups) {
+  Location loc = generic.getLoc();
+  IndexMath m{b, loc};
+  int64_t columns = generic.getRowLength();
+  for (auto [k, sum] : llvm::enumerate(columnSums)) {
+    Type type = sum.first.getType();
+    Value zero = arith::ConstantOp::create(b, loc, b.getFloatAttr(type, 0));
+    storePack(
+        b, loc, SmallVector<Value>(width, zero),
+        elementAddress(
+            b, loc, getWorkspaceBase(), type,
+            m.add(m.add(columnSumBlock, m.c(int64_t(k) * columns)), column)),
+        groups);
+  }
+}
+
+void KernelBodyEmitter::addToColumnSums(OpBuilder &b, Value column,
+                                        MutableArrayRef<IRMapping> lanes) {
+  Location loc = generic.getLoc();
+  IndexMath m{b, loc};
+  int64_t columns = generic.getRowLength();
+  Value workspace = getWorkspaceBase();
+  // The pack's partials, one vector access each way (the workspace's rows
+  // of C are aligned as the pack's elements are); a row block's partials
+  // are its own, each column's added to by one thread.
+  for (auto [k, sum] : llvm::enumerate(columnSums)) {
+    Type type = sum.first.getType();
+    Value address = elementAddress(
+        b, loc, workspace, type,
+        m.add(m.add(columnSumBlock, m.c(int64_t(k) * columns)), column));
+    SmallVector<Value> partials =
+        loadPack(b, loc, type, address, lanes.size(), {});
+    for (auto [partial, lane] : llvm::zip_equal(partials, lanes))
+      partial = arith::AddFOp::create(b, loc, partial,
+                                      lane.lookupOrDefault(sum.first));
+    storePack(b, loc, partials, address, {});
+  }
 }
 
 SmallVector<Type> KernelBodyEmitter::getTransposedTypes() {
@@ -260,8 +322,9 @@ void KernelBodyEmitter::emitUniform(OpBuilder &b, Value first) {
 }
 
 SmallVector<Value> KernelBodyEmitter::startAccumulators(OpBuilder &b) {
-  return SmallVector<Value>(segment.reductionEnd - segment.reductionBegin,
-                            constantI32(b, generic.getLoc(), 0));
+  return SmallVector<Value>(
+      segmentReductions(kernel::ReductionKind::AbsMax).size(),
+      constantI32(b, generic.getLoc(), 0));
 }
 
 void KernelBodyEmitter::loadInputs(OpBuilder &b, Value index, Value column,
@@ -441,11 +504,14 @@ KernelBodyEmitter::emitPack(OpBuilder &b, Value index, unsigned width,
     storePack(b, loc, elements, packAddress(base, elements.front().getType()),
               groups);
   }
+  if (!columnSums.empty())
+    addToColumnSums(b, column, lanes);
   SmallVector<Value> combined;
-  for (auto [value, acc] : llvm::zip(segmentReducedValues(), accumulators)) {
+  for (auto [reduction, acc] : llvm::zip_equal(
+           segmentReductions(kernel::ReductionKind::AbsMax), accumulators)) {
     Value c = acc;
     for (IRMapping &lane : lanes)
-      c = combineAbsMax(b, loc, c, lane.lookupOrDefault(value));
+      c = combineAbsMax(b, loc, c, lane.lookupOrDefault(reduction.first));
     combined.push_back(c);
   }
   return combined;

@@ -122,16 +122,19 @@ public:
   /// outputs when `first` (i1) holds.
   void emitUniform(mlir::OpBuilder &b, mlir::Value first);
 
-  /// Every reduction's accumulator at its start, +0 (absmax over nothing):
-  /// the bits of a non-negative f32, whose unsigned order is the floats'.
+  /// Every absmax reduction's accumulator at its start, +0 (absmax over
+  /// nothing): the bits of a non-negative f32, whose unsigned order is the
+  /// floats'.
   llvm::SmallVector<mlir::Value> startAccumulators(mlir::OpBuilder &b);
 
   /// Elements [index, index + width): every input's pack loaded (one
   /// vector access each), the body per element, every untransposed
   /// output's pack stored, each transposed output's element given to
-  /// `transposed`; returns `accumulators` combined with the reduced values.
+  /// `transposed`; returns `accumulators` combined with the absmax values.
   /// In a row kernel, `column` is the index's column, at which per-column
-  /// inputs are read, and the row sums are those setRowSums gave.
+  /// inputs are read, the row sums are those setRowSums gave, and each
+  /// column sum's values are added to the row block's partials
+  /// (setColumnSumBlock).
   llvm::SmallVector<mlir::Value>
   emitPack(mlir::OpBuilder &b, mlir::Value index, unsigned width,
            mlir::ValueRange accumulators, mlir::ArrayAttr groups,
@@ -159,11 +162,24 @@ public:
   /// The current row's sums (getRowSums' order), which emitPack's body
   /// then reads.
   void setRowSums(mlir::ValueRange sums);
+  /// The column sums' partials of the current row block: the workspace's
+  /// element `offset` (i64) on, K x C of them.
+  void setColumnSumBlock(mlir::Value offset) { columnSumBlock = offset; }
+  /// Zeroes the row block's partials of columns [column, column + width)
+  /// of each column sum (one vector store each).
+  void zeroColumnSums(mlir::OpBuilder &b, mlir::Value column, unsigned width,
+                      mlir::ArrayAttr groups);
+  /// The number K of column sums, and their element type (null when none).
+  unsigned getNumColumnSums() { return columnSums.size(); }
+  mlir::Type getColumnSumType();
+  /// The workspace's address (null when none), and the column sums'.
+  mlir::Value getWorkspaceBase();
+  llvm::SmallVector<mlir::Value> getColumnSumBases();
 
   kernel::GenericOp getGeneric() { return generic; }
   llvm::ArrayRef<mlir::Value> getBases() { return bases; }
-  /// The reductions' addresses.
-  llvm::ArrayRef<mlir::Value> getReductionBases();
+  /// The absmax reductions' addresses.
+  llvm::SmallVector<mlir::Value> getReductionBases();
   /// The transposed outputs' addresses and element types, in output
   /// order.
   llvm::SmallVector<mlir::Value> getTransposedBases();
@@ -186,7 +202,13 @@ private:
   segmentInputs();
   llvm::SmallVector<std::tuple<mlir::Value, mlir::Value, mlir::Value>>
   segmentOutputs();
-  llvm::SmallVector<mlir::Value> segmentReducedValues();
+  /// The segment's reductions of kind `kind`: (yielded value, address).
+  llvm::SmallVector<std::pair<mlir::Value, mlir::Value>>
+  segmentReductions(kernel::ReductionKind kind);
+  /// Adds each column sum's values at `column` (a pack, `lanes`) to the
+  /// row block's partials.
+  void addToColumnSums(mlir::OpBuilder &b, mlir::Value column,
+                       llvm::MutableArrayRef<mlir::IRMapping> lanes);
 
   kernel::GenericOp generic;
   llvm::SmallVector<mlir::Value> bases;
@@ -200,6 +222,10 @@ private:
   llvm::DenseSet<mlir::Value> rowSumArgs;
   /// The body's uniform values in the function.
   mlir::IRMapping map;
+  /// The column sums' (yielded value, address), and the current row
+  /// block's partials (setColumnSumBlock).
+  llvm::SmallVector<std::pair<mlir::Value, mlir::Value>> columnSums;
+  mlir::Value columnSumBlock;
 };
 
 } // namespace titan

@@ -249,45 +249,72 @@ private:
       LLVM::StoreOp::create(b, loc, ptrs.lookup(v), address);
     }
     if (deviceChip.empty()) {
-      if (!outlined)
+      if (!outlined) {
         outlineGeneratedKernel(generic, name);
+        if (generic.getColumnSumBlocks())
+          outlineColumnTotals(generic, name + "_totals");
+      }
       // absmax starts from +0.0.
-      for (Value reduction : generic.getReductions())
+      for (Value reduction :
+           generic.getReductionsOfKind(kernel::ReductionKind::AbsMax))
         LLVM::StoreOp::create(b, loc,
                               LLVM::ConstantOp::create(b, loc, b.getI32Type(),
                                                        b.getI32IntegerAttr(0)),
                               ptrs.lookup(reduction));
-      Value kernelAddress = LLVM::AddressOfOp::create(b, loc, ptrType, name);
       // What one call moves, each buffer once (the profile's bandwidth).
       int64_t bytes = 0;
       for (Value v : operands)
         bytes += getStaticByteSize(v.getType()).value_or(0);
       auto [items, span] = hostWorkItems(generic);
-      LLVM::CallOp::create(
-          b, loc,
-          runtimeFunction(
-              "titan_rt_parallel_for",
-              {ptrType, ptrType, i64Type, i64Type, ptrType, i64Type}, {}),
-          ValueRange{kernelAddress, buffers, constant(items), constant(span),
-                     constantString("__titan_str_" + name, name, loc),
-                     constant(bytes)});
+      auto parallelFor = [&](StringRef kernel, int64_t items, int64_t span,
+                             int64_t bytes) {
+        LLVM::CallOp::create(
+            b, loc,
+            runtimeFunction(
+                "titan_rt_parallel_for",
+                {ptrType, ptrType, i64Type, i64Type, ptrType, i64Type}, {}),
+            ValueRange{
+                LLVM::AddressOfOp::create(b, loc, ptrType, kernel), buffers,
+                constant(items), constant(span),
+                constantString(("__titan_str_" + kernel).str(), kernel, loc),
+                constant(bytes)});
+      };
+      parallelFor(name, items, span, bytes);
+      // Then the column sums' totals from their row blocks' partials.
+      if (generic.getColumnSumBlocks())
+        parallelFor(
+            name + "_totals", generic.getRowLength(), 0,
+            getStaticByteSize(generic.getWorkspace().getType()).value_or(0));
       return;
     }
     std::string deviceName = (prefix + "kernels").str();
-    if (!outlined)
-      outlineDeviceKernel(
-          generic, name,
-          getOrCreateDeviceModule(module, deviceName, deviceChip), width);
-    LLVM::CallOp::create(
-        b, loc,
-        runtimeFunction("titan_rt_launch_generated",
-                        {ptrType, ptrType, ptrType, i64Type, i64Type, i64Type},
-                        {}),
-        ValueRange{deviceImage(deviceName, loc),
-                   constantString("__titan_str_" + name, name, loc), buffers,
-                   constant(operands.size()),
-                   constant(deviceWorkItems(generic, width)),
-                   constant(generic.getReductions().size())});
+    bool columnSums = generic.getColumnSumBlocks() != 0;
+    if (!outlined) {
+      gpu::GPUModuleOp device =
+          getOrCreateDeviceModule(module, deviceName, deviceChip);
+      outlineDeviceKernel(generic, name, device, width);
+      if (columnSums)
+        outlineDeviceColumnTotals(generic, name + "_totals", device);
+    }
+    // The launch zeroes the last `reductions` buffers' first element: the
+    // absmax ones' start (a column sum's, written whole by its totals, is
+    // zeroed for nothing).
+    auto launch = [&](StringRef kernel, int64_t items, int64_t reductions) {
+      LLVM::CallOp::create(
+          b, loc,
+          runtimeFunction(
+              "titan_rt_launch_generated",
+              {ptrType, ptrType, ptrType, i64Type, i64Type, i64Type}, {}),
+          ValueRange{
+              deviceImage(deviceName, loc),
+              constantString(("__titan_str_" + kernel).str(), kernel, loc),
+              buffers, constant(operands.size()), constant(items),
+              constant(reductions)});
+    };
+    launch(name, deviceWorkItems(generic, width),
+           generic.getReductions().size());
+    if (columnSums)
+      launch(name + "_totals", generic.getRowLength(), 0);
   }
 
   /// The address of `@<device>_image`, the compiled kernels' bytes

@@ -25,12 +25,6 @@ int64_t accumulatorBytes(Value v) {
   return cast<ShapedType>(v.getType()).getElementType().isF64() ? 8 : 4;
 }
 
-/// The weight gradient's f64 partial sums per block of rows.
-int64_t rmsNormGrad(RMSNormGradOp op) {
-  return cpu::rmsNormGradWorkspaceBytes(
-      rowsOf(op.getInput()), op.getWeight().getType().getNumElements());
-}
-
 /// The inverse frequencies, one f32 per pair.
 int64_t ropeAngles(RopeAnglesOp op) { return op.getType().getDimSize(1) * 4; }
 
@@ -114,6 +108,8 @@ TargetFeatures cpuFeatures() {
   features.hostMemory = true;
   features.pipelineParallel = true;
   features.generatedKernels = true;
+  // A few blocks per core: partials of 64 rows of C, summed in one pass.
+  features.columnSumBlocks = 64;
   return features;
 }
 
@@ -127,7 +123,6 @@ public:
                        /*widenLowPrecision=*/true},
                       cpuFeatures()) {
     WorkspaceRules &rules = getMutableWorkspaceRules();
-    rules.add<RMSNormGradOp>(rmsNormGrad);
     rules.add<RopeAnglesOp>(ropeAngles);
     rules.add<AttentionOp>(attention);
     rules.add<AttentionGradOp>(attentionGrad);

@@ -26,12 +26,6 @@ bool isF32(Value v) {
   return cast<ShapedType>(v.getType()).getElementType().isF32();
 }
 
-/// The weight gradient's f32 partial sums per block of rows.
-int64_t rmsNormGrad(RMSNormGradOp op) {
-  return cuda::rmsNormGradWorkspaceBytes(
-      rowsOf(op.getInput()), op.getWeight().getType().getNumElements());
-}
-
 /// cuDNN's flash attention (bf16/f16): its forward and default backward
 /// keep nothing of S x S; the deterministic backward's does (dP). The f32
 /// kernels need none.
@@ -133,6 +127,9 @@ TargetFeatures cudaFeatures() {
   TargetFeatures features;
   // Pointwise kernels generated as NVVM kernels (gpu-module-to-binary).
   features.generatedKernels = true;
+  // About four 256-thread blocks per SM of an H100/H200's 132: a norm's
+  // backward fills the GPU.
+  features.columnSumBlocks = 512;
   features.float8Gemms = true;
   features.asyncTensorParallel = true;
   features.deviceArch = true;
@@ -149,7 +146,6 @@ public:
                        /*widenLowPrecision=*/false},
                       cudaFeatures()) {
     WorkspaceRules &rules = getMutableWorkspaceRules();
-    rules.add<RMSNormGradOp>(rmsNormGrad);
     rules.add<AttentionOp>(attention);
     rules.add<AttentionGradOp>(attentionGrad);
     rules.add<LinearOp>(gemm<LinearOp>);

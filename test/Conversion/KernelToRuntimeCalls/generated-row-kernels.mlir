@@ -95,3 +95,83 @@ module attributes {kernel.arena_bytes = 65536 : i64, kernel.slots = {}} {
     return
   }
 }
+
+// -----
+
+// A row kernel with a column sum (RMSNorm's backward, rows of 64 bf16 in
+// 4 row blocks of 1 or 2 of its 6 rows, its dx added into a residual
+// gradient): the step runs it over its 4 row blocks, then its totals over
+// the 64 columns. A block zeroes its 64 partials (f32, in the workspace),
+// then runs its rows [b * 6 / 4, (b + 1) * 6 / 4), each row's dw addends
+// added to its partials after its elements. The totals take block 0's
+// partials, then add blocks 1, 2 and 3 in order, each a loop along the
+// columns.
+// CHECK-LABEL: llvm.func @titan_column_sums(
+// CHECK-DAG:   %[[BLOCKS:.*]] = llvm.mlir.constant(4 : i64) : i64
+// CHECK:       llvm.call @titan_rt_parallel_for(%{{.*}}, %{{.*}}, %[[BLOCKS]], %{{.*}}, %{{.*}}, %{{.*}})
+// CHECK:       %[[TOTALS:.*]] = llvm.mlir.addressof @titan_generated_0_totals
+// CHECK:       %[[COLS:.*]] = llvm.mlir.constant(64 : i64) : i64
+// CHECK:       llvm.call @titan_rt_parallel_for(%[[TOTALS]], %{{.*}}, %[[COLS]],
+// CHECK-LABEL: llvm.func internal @titan_generated_0(
+// CHECK-DAG:   %[[ROWS:.*]] = llvm.mlir.constant(6 : i64) : i64
+// CHECK-DAG:   %[[NBLOCKS:.*]] = llvm.mlir.constant(4 : i64) : i64
+// CHECK-DAG:   %[[ZERO:.*]] = llvm.mlir.constant(0.000000e+00 : f32) : f32
+// CHECK:       llvm.store %[[ZERO]], %{{.*}} {access_groups
+// CHECK:       %[[FIRST:.*]] = llvm.mul %{{.*}}, %[[ROWS]] : i64
+// CHECK:       llvm.sdiv %[[FIRST]], %[[NBLOCKS]] : i64
+// CHECK:       llvm.intr.sqrt
+// CHECK:       %[[PARTIAL:.*]] = llvm.load %{{.*}} : !llvm.ptr -> f32
+// CHECK:       %[[ADDED:.*]] = llvm.fadd %[[PARTIAL]], %{{.*}} : f32
+// CHECK:       llvm.store %[[ADDED]], %{{.*}} : f32, !llvm.ptr
+// CHECK-LABEL: llvm.func internal @titan_generated_0_totals(
+// CHECK:       %[[P0:.*]] = llvm.load %{{.*}} {access_groups = [#{{.*}}]} : !llvm.ptr -> f32
+// CHECK:       llvm.store %[[P0]], %{{.*}} {access_groups
+// CHECK:       %[[PB:.*]] = llvm.load %{{.*}} {access_groups = [#{{.*}}]} : !llvm.ptr -> f32
+// CHECK:       %[[SUM:.*]] = llvm.load %{{.*}} {access_groups = [#{{.*}}]} : !llvm.ptr -> f32
+// CHECK:       %[[NEXT:.*]] = llvm.fadd %[[SUM]], %[[PB]] : f32
+// CHECK:       llvm.store %[[NEXT]], %{{.*}} {access_groups
+module attributes {kernel.arena_bytes = 4096 : i64, kernel.slots = {"param:dwf" = array<i64: 1792, 256>, "param:dy" = array<i64: 1024, 768>, "param:r" = array<i64: 2048, 768>, "param:w" = array<i64: 0, 128>, "param:x" = array<i64: 256, 768>}} {
+  func.func @column_sums(%arg0: memref<64xbf16> {kernel.slot = "param:w"}, %arg1: memref<6x64xbf16> {kernel.slot = "param:x"}, %arg2: memref<6x64xbf16> {kernel.slot = "param:dy"}, %arg3: memref<64xf32> {kernel.slot = "param:dwf"}, %arg4: memref<6x64xbf16> {kernel.slot = "param:r"}) {
+    %0 = kernel.stream 0
+    %1 = kernel.alloc temporary {offset = 3840 : i64} : memref<64xf32>
+    %2 = kernel.alloc workspace {offset = 2816 : i64} : memref<4x1x64xf32>
+    kernel.generic ins(%arg4, %arg1, %arg0, %arg2 : memref<6x64xbf16>, memref<6x64xbf16>, memref<64xbf16>, memref<6x64xbf16>) outs(%arg4 : memref<6x64xbf16>) workspace(%2 : memref<4x1x64xf32>) reduce [#kernel.reduction<column_sum>](%1 : memref<64xf32>) on %0 {
+    ^bb0(%arg5: bf16, %arg6: bf16, %arg7: bf16, %arg8: bf16):
+      %3 = arith.extf %arg6 : bf16 to f32
+      %4 = arith.extf %arg7 : bf16 to f32
+      %5 = arith.extf %arg8 : bf16 to f32
+      %cst = arith.constant 6.400000e+01 : f32
+      %6 = arith.mulf %3, %3 : f32
+      %7 = kernel.row_sum %6 : f32
+      %8 = arith.divf %7, %cst : f32
+      %cst_0 = arith.constant 9.99999974E-6 : f32
+      %9 = arith.addf %8, %cst_0 : f32
+      %10 = math.sqrt %9 : f32
+      %cst_1 = arith.constant 1.000000e+00 : f32
+      %11 = arith.divf %cst_1, %10 : f32
+      %12 = arith.mulf %5, %4 : f32
+      %13 = arith.mulf %12, %3 : f32
+      %14 = kernel.row_sum %13 : f32
+      %15 = arith.mulf %3, %11 : f32
+      %16 = arith.mulf %14, %11 : f32
+      %17 = arith.divf %16, %cst : f32
+      %18 = arith.mulf %15, %17 : f32
+      %19 = arith.subf %12, %18 : f32
+      %20 = arith.mulf %11, %19 : f32
+      %21 = arith.mulf %5, %15 : f32
+      %22 = arith.truncf %20 : f32 to bf16
+      %23 = arith.extf %arg5 : bf16 to f32
+      %24 = arith.extf %22 : bf16 to f32
+      %25 = arith.addf %23, %24 : f32
+      %26 = arith.truncf %25 : f32 to bf16
+      kernel.yield %26, %21 : bf16, f32
+    } {row_length = 64 : i64}
+    kernel.generic ins(%1 : memref<64xf32>) outs(%arg3 : memref<64xf32>) on %0 {
+    ^bb0(%arg5: f32):
+      %3 = arith.truncf %arg5 : f32 to bf16
+      %4 = arith.extf %3 : bf16 to f32
+      kernel.yield %4 : f32
+    }
+    return
+  }
+}

@@ -387,7 +387,7 @@ func.func @generic_transposed_twice(%a: memref<4x8xf32>, %b: memref<8x4xf32>) {
 
 func.func @generic_reduction_type(%a: memref<4xf32>, %m: memref<2xf32>) {
   %s = kernel.stream 0
-  // expected-error @+1 {{'kernel.generic' op reduction buffer of type 'memref<2xf32>' must hold one f32}}
+  // expected-error @+1 {{'kernel.generic' op absmax reduction buffer of type 'memref<2xf32>' must hold one f32}}
   kernel.generic ins(%a : memref<4xf32>) reduce [#kernel.reduction<absmax>](%m : memref<2xf32>) on %s {
   ^bb0(%x: f32):
     kernel.yield %x : f32
@@ -452,7 +452,7 @@ func.func @generic_outputs(%a: memref<4xf32>) {
   "kernel.generic"(%a, %s) ({
   ^bb0(%x: f32):
     kernel.yield
-  }) {operandSegmentSizes = array<i32: 1, 0, 0, 1>} : (memref<4xf32>, !kernel.stream) -> ()
+  }) {operandSegmentSizes = array<i32: 1, 0, 0, 0, 1>} : (memref<4xf32>, !kernel.stream) -> ()
   return
 }
 
@@ -542,6 +542,67 @@ func.func @row_sum_type(%a: memref<2x4xbf16>, %b: memref<2x4xbf16>) {
     // expected-error @+1 {{'kernel.row_sum' op operand #0 must be 32-bit float or 64-bit float, but got 'bf16'}}
     %r = kernel.row_sum %x : bf16
     kernel.yield %r : bf16
+  } {row_length = 4 : i64}
+  return
+}
+
+// -----
+
+func.func @column_sum_outside_rows(%a: memref<2x4xf32>, %ws: memref<1x1x4xf32>, %dw: memref<4xf32>) {
+  %s = kernel.stream 0
+  // expected-error @+1 {{'kernel.generic' op column_sum reduction needs a row kernel (a row_length)}}
+  kernel.generic ins(%a : memref<2x4xf32>) workspace(%ws : memref<1x1x4xf32>) reduce [#kernel.reduction<column_sum>](%dw : memref<4xf32>) on %s {
+  ^bb0(%x: f32):
+    kernel.yield %x : f32
+  }
+  return
+}
+
+// -----
+
+func.func @column_sum_length(%a: memref<2x4xf32>, %ws: memref<1x1x4xf32>, %dw: memref<8xf32>) {
+  %s = kernel.stream 0
+  // expected-error @+1 {{'kernel.generic' op column_sum reduction buffer of type 'memref<8xf32>' must hold 4 (the row length) f32 or f64}}
+  kernel.generic ins(%a : memref<2x4xf32>) workspace(%ws : memref<1x1x4xf32>) reduce [#kernel.reduction<column_sum>](%dw : memref<8xf32>) on %s {
+  ^bb0(%x: f32):
+    kernel.yield %x : f32
+  } {row_length = 4 : i64}
+  return
+}
+
+// -----
+
+func.func @column_sum_workspace(%a: memref<2x4xf32>, %dw: memref<4xf32>) {
+  %s = kernel.stream 0
+  // expected-error @+1 {{'kernel.generic' op column_sum reductions need a workspace for their blocks' partial sums}}
+  kernel.generic ins(%a : memref<2x4xf32>) reduce [#kernel.reduction<column_sum>](%dw : memref<4xf32>) on %s {
+  ^bb0(%x: f32):
+    kernel.yield %x : f32
+  } {row_length = 4 : i64}
+  return
+}
+
+// -----
+
+// Three blocks of partials for two rows: a block without a row.
+func.func @column_sum_blocks(%a: memref<2x4xf32>, %ws: memref<3x1x4xf32>, %dw: memref<4xf32>) {
+  %s = kernel.stream 0
+  // expected-error @+1 {{'kernel.generic' op workspace of type 'memref<3x1x4xf32>' must hold the column sums' partials: P x 1 x 4 elements of 'f32', with P blocks of at least one row}}
+  kernel.generic ins(%a : memref<2x4xf32>) workspace(%ws : memref<3x1x4xf32>) reduce [#kernel.reduction<column_sum>](%dw : memref<4xf32>) on %s {
+  ^bb0(%x: f32):
+    kernel.yield %x : f32
+  } {row_length = 4 : i64}
+  return
+}
+
+// -----
+
+func.func @workspace_without_column_sums(%a: memref<2x4xf32>, %b: memref<2x4xf32>, %ws: memref<1x1x4xf32>) {
+  %s = kernel.stream 0
+  // expected-error @+1 {{'kernel.generic' op workspace of type 'memref<1x1x4xf32>' must hold the column sums' partials}}
+  kernel.generic ins(%a : memref<2x4xf32>) outs(%b : memref<2x4xf32>) workspace(%ws : memref<1x1x4xf32>) on %s {
+  ^bb0(%x: f32):
+    kernel.yield %x : f32
   } {row_length = 4 : i64}
   return
 }

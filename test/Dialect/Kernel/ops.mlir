@@ -45,4 +45,21 @@ module attributes {kernel.arena_bytes = 4096 : i64, kernel.slots = {"param:w" = 
     } {row_length = 4 : i64}
     return
   }
+
+  // A row kernel with a column sum (a norm's weight gradient): each
+  // column's values summed over the rows, the partials of 2 row blocks in
+  // the workspace.
+  // CHECK-LABEL: func.func @column_sums(
+  // CHECK: kernel.generic ins(%{{.*}} : memref<4x4xf32>) outs(%{{.*}} : memref<4x4xf32>) workspace(%{{.*}} : memref<2x1x4xf32>) reduce [#kernel.reduction<column_sum>](%{{.*}} : memref<4xf32>) on %{{.*}} {
+  // CHECK: kernel.yield %{{.*}}, %{{.*}} : f32, f32
+  // CHECK: } {row_length = 4 : i64}
+  func.func @column_sums(%x: memref<4x4xf32>, %y: memref<4x4xf32>, %ws: memref<2x1x4xf32>, %dw: memref<4xf32>) {
+    %s = kernel.stream 0
+    kernel.generic ins(%x : memref<4x4xf32>) outs(%y : memref<4x4xf32>) workspace(%ws : memref<2x1x4xf32>) reduce [#kernel.reduction<column_sum>](%dw : memref<4xf32>) on %s {
+    ^bb0(%a: f32):
+      %sq = arith.mulf %a, %a : f32
+      kernel.yield %a, %sq : f32, f32
+    } {row_length = 4 : i64}
+    return
+  }
 }

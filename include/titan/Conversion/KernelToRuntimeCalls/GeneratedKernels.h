@@ -39,6 +39,13 @@ std::string generatedKernelKey(kernel::GenericOp generic);
 mlir::LLVM::LLVMFuncOp outlineGeneratedKernel(kernel::GenericOp generic,
                                               mlir::StringRef name);
 
+/// `void name(ptr buffers, i64 begin, i64 end)` for a row kernel with
+/// column sums, after it: columns [begin, end) of each column sum, the sum
+/// of its row blocks' partials (the kernel's workspace) in block order. The
+/// step's host call runs it over the row length's items.
+mlir::LLVM::LLVMFuncOp outlineColumnTotals(kernel::GenericOp generic,
+                                           mlir::StringRef name);
+
 /// The module's gpu.module `name` for GPU `chip` (an NVVM target), created
 /// the first time; `module` becomes a gpu.container_module.
 mlir::gpu::GPUModuleOp getOrCreateDeviceModule(mlir::ModuleOp module,
@@ -60,14 +67,23 @@ mlir::LLVM::LLVMFuncOp outlineDeviceKernel(kernel::GenericOp generic,
                                            mlir::gpu::GPUModuleOp device,
                                            unsigned width);
 
+/// `void name(ptr<1> buffer..., i64 items)` for a row kernel with column
+/// sums, launched after it over the row length's threads: each column
+/// sum's element j is its row blocks' partials at j added in block order.
+mlir::LLVM::LLVMFuncOp outlineDeviceColumnTotals(kernel::GenericOp generic,
+                                                 mlir::StringRef name,
+                                                 mlir::gpu::GPUModuleOp device);
+
 /// The work items of a GPU kernel of `generic` (its count argument): its
-/// packs of `width` elements, or 256 per tile of a kernel in tiles.
+/// packs of `width` elements, 256 per tile of a kernel in tiles, or 256
+/// per row (per row block, with column sums) of a row kernel.
 int64_t deviceWorkItems(kernel::GenericOp generic, unsigned width);
 
 /// The work items of a host kernel of `generic` and how many make a span
 /// of titan_rt_parallel_for: its elements (the runtime's span), or its rows
 /// in spans of 64 (a 64-byte line of each float8 column of a transposed
-/// output per span).
+/// output per span), or a row kernel's rows (its row blocks, with column
+/// sums).
 std::pair<int64_t, int64_t> hostWorkItems(kernel::GenericOp generic);
 
 /// The pack width a GPU kernel of `generic` may use when its per-element

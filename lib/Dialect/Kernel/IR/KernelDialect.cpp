@@ -298,10 +298,12 @@ LogicalResult CollectiveStartOp::verify() {
 }
 
 int64_t GenericOp::getNumElements() {
+  // The workspace is scratch, not a tensor the kernel runs over.
   int64_t elements = 0;
   for (Value v : getOperands().drop_back())
-    elements =
-        std::max(elements, cast<MemRefType>(v.getType()).getNumElements());
+    if (v != getWorkspace())
+      elements =
+          std::max(elements, cast<MemRefType>(v.getType()).getNumElements());
   return elements;
 }
 
@@ -343,6 +345,29 @@ DenseSet<Value> GenericOp::getUniformValues() {
         }))
       uniform.insert(op.getResults().begin(), op.getResults().end());
   return uniform;
+}
+
+SmallVector<Value> GenericOp::getReductionsOfKind(ReductionKind kind) {
+  SmallVector<Value> buffers;
+  for (auto [buffer, attr] :
+       llvm::zip(getReductions(), getReductionKinds().getValue()))
+    if (cast<ReductionKindAttr>(attr).getValue() == kind)
+      buffers.push_back(buffer);
+  return buffers;
+}
+
+bool GenericOp::isColumnSum(Value buffer) {
+  return llvm::is_contained(getReductionsOfKind(ReductionKind::ColumnSum),
+                            buffer);
+}
+
+int64_t GenericOp::getColumnSumBlocks() {
+  int64_t sums = getReductionsOfKind(ReductionKind::ColumnSum).size();
+  int64_t columns = getRowLength();
+  if (!getWorkspace() || sums == 0 || columns <= 0)
+    return 0;
+  return cast<MemRefType>(getWorkspace().getType()).getNumElements() /
+         (sums * columns);
 }
 
 bool GenericOp::isTransposed(Value buffer) {
@@ -473,6 +498,64 @@ LogicalResult GenericOp::verifySegments() {
   return success();
 }
 
+/// An absmax holds one f32; a row kernel's column sums hold a row's
+/// elements, of one type, with a workspace of whole blocks of their
+/// partials; no reduction is also an input or output.
+LogicalResult GenericOp::verifyReductions() {
+  SmallVector<Value> sums = getReductionsOfKind(ReductionKind::ColumnSum);
+  int64_t columns = getRowLength();
+  Type sumType;
+  for (auto [r, attr] :
+       llvm::zip(getReductions(), getReductionKinds().getValue())) {
+    auto type = cast<MemRefType>(r.getType());
+    Type element = type.getElementType();
+    if (cast<ReductionKindAttr>(attr).getValue() == ReductionKind::AbsMax) {
+      if (type.getNumElements() != 1 || !element.isF32())
+        return emitOpError() << "absmax reduction buffer of type " << type
+                             << " must hold one f32";
+    } else {
+      if (columns <= 0)
+        return emitOpError() << "column_sum reduction needs a row kernel "
+                                "(a row_length)";
+      if (type.getNumElements() != columns ||
+          !isa<Float32Type, Float64Type>(element))
+        return emitOpError()
+               << "column_sum reduction buffer of type " << type
+               << " must hold " << columns << " (the row length) f32 or f64";
+      if (sumType && element != sumType)
+        return emitOpError() << "column_sum reductions must share one "
+                                "element type";
+      sumType = element;
+    }
+    for (Value v : llvm::concat<Value>(getInputs(), getOutputs()))
+      if (viewedBuffer(v) == viewedBuffer(r))
+        return emitOpError() << "reduction buffer of type " << type
+                             << " is also an input or output";
+  }
+  Value workspace = getWorkspace();
+  if (!workspace) {
+    if (!sums.empty())
+      return emitOpError() << "column_sum reductions need a workspace for "
+                              "their blocks' partial sums";
+    return success();
+  }
+  auto type = cast<MemRefType>(workspace.getType());
+  int64_t perBlock = int64_t(sums.size()) * columns;
+  if (sums.empty() || type.getElementType() != sumType ||
+      type.getNumElements() % perBlock != 0 ||
+      type.getNumElements() / perBlock > getNumElements() / columns)
+    return emitOpError() << "workspace of type " << type
+                         << " must hold the column sums' partials: P x "
+                         << sums.size() << " x " << columns << " elements of "
+                         << (sumType ? sumType
+                                     : Type(Float32Type::get(getContext())))
+                         << ", with P blocks of at least one row";
+  for (Value v : getOperands().drop_back())
+    if (v != workspace && viewedBuffer(v) == viewedBuffer(workspace))
+      return emitOpError() << "workspace is also another buffer of the kernel";
+  return success();
+}
+
 /// A row kernel's rows divide its elements; it is one segment, untiled.
 LogicalResult GenericOp::verifyRows() {
   int64_t columns = getRowLength();
@@ -544,17 +627,8 @@ LogicalResult GenericOp::verify() {
     return emitOpError() << "has " << getReductions().size()
                          << " reductions but " << getReductionKinds().size()
                          << " reduction kinds";
-  for (Value r : getReductions()) {
-    auto type = cast<MemRefType>(r.getType());
-    if (type.getNumElements() != 1 || !type.getElementType().isF32())
-      return emitOpError() << "reduction buffer of type " << type
-                           << " must hold one f32";
-    for (Value v : llvm::concat<Value>(getInputs(), getOutputs()))
-      if (viewedBuffer(v) == viewedBuffer(r))
-        return emitOpError() << "reduction buffer of type " << type
-                             << " is also an input or output";
-  }
-  if (failed(verifySegments()) || failed(verifyRows()))
+  if (failed(verifyReductions()) || failed(verifySegments()) ||
+      failed(verifyRows()))
     return failure();
   for (const GenericSegment &segment : getSegmentList()) {
     auto buffers = llvm::concat<Value>(

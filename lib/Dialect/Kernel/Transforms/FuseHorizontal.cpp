@@ -227,6 +227,7 @@ private:
     auto joined = GenericOp::create(
         b, loc, concat(earlier.getInputs(), kernel.getInputs()),
         concat(earlier.getOutputs(), kernel.getOutputs()),
+        /*workspace=*/Value(),
         concat(earlier.getReductions(), kernel.getReductions()),
         earlier.getStream(), b.getArrayAttr(kinds),
         b.getDenseI64ArrayAttr(joinedTransposedOutputs({earlier, kernel})),

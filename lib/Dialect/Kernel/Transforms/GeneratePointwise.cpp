@@ -183,62 +183,6 @@ GenericOp generateCall(CallOp call) {
   return generic;
 }
 
-/// The row kernel for `call` when its kernel is a row op (RMSNorm) on
-/// buffers and types the generator handles, else null: its rows are the
-/// first input's last dimension, its per-column operands have that many
-/// elements, and every other buffer as many as the first input.
-GenericOp generateRowCall(CallOp call) {
-  MLIRContext *ctx = call.getContext();
-  const RowwiseOpInterface::Concept *semantics =
-      lookupRowwiseSemantics(ctx, ("titan." + call.getKernel()).str());
-  if (!semantics || call.getInputs().empty() || call.getOutputs().empty())
-    return nullptr;
-  auto first = cast<MemRefType>(call.getInputs().front().getType());
-  if (first.getRank() < 1 || first.getShape().back() < 1)
-    return nullptr;
-  int64_t columns = first.getShape().back(), elements = first.getNumElements();
-  SmallVector<unsigned> perColumn = semantics->getColumnOperands();
-  for (auto [i, input] : llvm::enumerate(call.getInputs()))
-    if (elementCount(input) !=
-        (llvm::is_contained(perColumn, i) ? columns : elements))
-      return nullptr;
-  if (!llvm::all_of(call.getOutputs(), [&](Value v) {
-        return elementCount(v) == elements && !isFloat8(elementTypeOf(v));
-      }))
-    return nullptr;
-  std::optional<FloatType> compute =
-      computeType(ctx, call.getInputs(), call.getOutputs());
-  if (!compute || llvm::any_of(call.getInputs(), [](Value v) {
-        return isFloat8(elementTypeOf(v));
-      }))
-    return nullptr;
-
-  OpBuilder b(call);
-  Location loc = call.getLoc();
-  auto generic = GenericOp::create(b, loc, call.getInputs(), call.getOutputs(),
-                                   call.getStream());
-  generic.setRowLength(columns);
-  Block *body = b.createBlock(&generic.getBody());
-  SmallVector<Value> operands;
-  for (Value input : call.getInputs())
-    operands.push_back(convertFloat(
-        b, loc, body->addArgument(elementTypeOf(input), loc), *compute));
-  SmallVector<Value> results = semantics->buildRowScalar(
-      b, loc, operands, call.getParams().getValue(), columns,
-      [&](Value v) -> Value {
-        return RowSumOp::create(b, loc, v.getType(), v);
-      });
-  if (results.size() != call.getOutputs().size()) {
-    generic.erase();
-    return nullptr;
-  }
-  SmallVector<Value> rounded;
-  for (auto [result, output] : llvm::zip(results, call.getOutputs()))
-    rounded.push_back(convertFloat(b, loc, result, elementTypeOf(output)));
-  YieldOp::create(b, loc, rounded);
-  return generic;
-}
-
 /// Erases `buffer`'s kernel.alloc (and its views) when nothing uses them.
 void eraseIfUnused(Value buffer) {
   while (buffer && buffer.use_empty()) {
@@ -249,6 +193,128 @@ void eraseIfUnused(Value buffer) {
     buffer = view ? view.getSource() : Value();
     def->erase();
   }
+}
+
+/// A pointwise kernel at the builder writing `from` rounded to `to`'s
+/// element type (a column sum's total to its result).
+void emitRounding(OpBuilder &b, Location loc, Value from, Value to,
+                  Value stream) {
+  auto round =
+      GenericOp::create(b, loc, ValueRange{from}, ValueRange{to}, stream);
+  OpBuilder::InsertionGuard guard(b);
+  Block *body = b.createBlock(&round.getBody());
+  Value element = body->addArgument(elementTypeOf(from), loc);
+  YieldOp::create(b, loc, convertFloat(b, loc, element, elementTypeOf(to)));
+}
+
+/// The row kernel for `call` when its kernel is a row op (RMSNorm and its
+/// gradient) on buffers and types the generator handles, else null: its
+/// rows are the first input's last dimension, its per-column operands and
+/// column-sum results have that many elements, and every other buffer as
+/// many as the first input. A column-sum result becomes a column_sum
+/// reduction in the computation type (into the result, or a temporary
+/// rounded into it after the kernel), its partials in a workspace of
+/// min(`blocks`, rows) row blocks.
+GenericOp generateRowCall(CallOp call, int64_t blocks) {
+  MLIRContext *ctx = call.getContext();
+  const RowwiseOpInterface::Concept *semantics =
+      lookupRowwiseSemantics(ctx, ("titan." + call.getKernel()).str());
+  if (!semantics || call.getInputs().empty() || call.getOutputs().empty())
+    return nullptr;
+  auto first = cast<MemRefType>(call.getInputs().front().getType());
+  if (first.getRank() < 1 || first.getShape().back() < 1)
+    return nullptr;
+  int64_t columns = first.getShape().back(), elements = first.getNumElements();
+  SmallVector<unsigned> perColumn = semantics->getColumnOperands();
+  SmallVector<unsigned> columnSums = semantics->getColumnSumResults();
+  for (auto [i, input] : llvm::enumerate(call.getInputs()))
+    if (elementCount(input) !=
+        (llvm::is_contained(perColumn, i) ? columns : elements))
+      return nullptr;
+  for (auto [i, output] : llvm::enumerate(call.getOutputs()))
+    if (isFloat8(elementTypeOf(output)) ||
+        elementCount(output) !=
+            (llvm::is_contained(columnSums, i) ? columns : elements))
+      return nullptr;
+  std::optional<FloatType> compute =
+      computeType(ctx, call.getInputs(), call.getOutputs());
+  if (!compute || llvm::any_of(call.getInputs(), [](Value v) {
+        return isFloat8(elementTypeOf(v));
+      }))
+    return nullptr;
+
+  OpBuilder b(call);
+  Location loc = call.getLoc();
+  // The column sums' buffers: the result, or a total in the computation
+  // type to round into it.
+  SmallVector<Value> outputs, reductions, rounded;
+  for (auto [i, output] : llvm::enumerate(call.getOutputs())) {
+    if (!llvm::is_contained(columnSums, i)) {
+      outputs.push_back(output);
+      continue;
+    }
+    Value total = output;
+    if (elementTypeOf(output) != *compute)
+      total = AllocOp::create(b, loc, MemRefType::get({columns}, *compute),
+                              AllocKind::Temporary, IntegerAttr());
+    reductions.push_back(total);
+  }
+  Value workspace;
+  if (!reductions.empty()) {
+    int64_t rows = elements / columns;
+    int64_t p = std::clamp<int64_t>(blocks, 1, rows);
+    workspace = AllocOp::create(
+        b, loc,
+        MemRefType::get({p, int64_t(reductions.size()), columns}, *compute),
+        AllocKind::Workspace, IntegerAttr());
+  }
+  SmallVector<Attribute> kinds(
+      reductions.size(), ReductionKindAttr::get(ctx, ReductionKind::ColumnSum));
+  auto generic = GenericOp::create(
+      b, loc, call.getInputs(), outputs, workspace, reductions,
+      call.getStream(), b.getArrayAttr(kinds), b.getDenseI64ArrayAttr({}),
+      b.getDenseI64ArrayAttr({}), b.getI64IntegerAttr(columns));
+  auto discard = [&] {
+    generic.erase();
+    for (Value v : llvm::concat<Value>(reductions, ValueRange(workspace)))
+      if (v && !llvm::is_contained(call.getOutputs(), v))
+        eraseIfUnused(v);
+    return nullptr;
+  };
+  {
+    OpBuilder::InsertionGuard guard(b);
+    Block *body = b.createBlock(&generic.getBody());
+    SmallVector<Value> operands;
+    for (Value input : call.getInputs())
+      operands.push_back(convertFloat(
+          b, loc, body->addArgument(elementTypeOf(input), loc), *compute));
+    SmallVector<Value> results = semantics->buildRowScalar(
+        b, loc, operands, call.getParams().getValue(), columns,
+        [&](Value v) -> Value {
+          return RowSumOp::create(b, loc, v.getType(), v);
+        });
+    if (results.size() != call.getOutputs().size())
+      return discard();
+    // The outputs' elements rounded, then the column sums' addends.
+    SmallVector<Value> yielded, addends;
+    for (auto [i, result] : llvm::enumerate(results)) {
+      if (llvm::is_contained(columnSums, i))
+        addends.push_back(result);
+      else
+        yielded.push_back(
+            convertFloat(b, loc, result, elementTypeOf(call.getOutputs()[i])));
+    }
+    llvm::append_range(yielded, addends);
+    YieldOp::create(b, loc, yielded);
+  }
+  for (auto [i, output] : llvm::enumerate(call.getOutputs()))
+    if (llvm::is_contained(columnSums, i)) {
+      Value total = reductions[llvm::count_if(
+          columnSums, [&](unsigned k) { return k < i; })];
+      if (total != output)
+        emitRounding(b, loc, total, output, call.getStream());
+    }
+  return generic;
 }
 
 //===----------------------------------------------------------------------===//
@@ -463,6 +529,7 @@ private:
     // A transposed output is not at the consumer's index; a horizontally
     // fused kernel is already one launch of several.
     if (producer.isTransposed(link) ||
+        (producer.getWorkspace() && consumer.getWorkspace()) ||
         producer.getStream() != consumer.getStream() ||
         !producer.getSegments().empty() || !consumer.getSegments().empty())
       return false;
@@ -704,6 +771,11 @@ private:
                                    b.getDenseI64ArrayAttr(transposed));
     fused.setRowLength(
         std::max(producer.getRowLength(), consumer.getRowLength()));
+    // The row kernel's column sums keep their partials (canFuse: at most
+    // one has them).
+    if (Value workspace = producer.getWorkspace() ? producer.getWorkspace()
+                                                  : consumer.getWorkspace())
+      fused.getWorkspaceMutable().assign(workspace);
     Block *body = b.createBlock(&fused.getBody());
     DenseMap<Value, Value> argOf;
     for (Value v : inputs)
@@ -767,7 +839,7 @@ struct KernelGeneratePointwisePass
   void runOnOperation() override {
     getOperation().walk([&](func::FuncOp step) {
       for (auto call : llvm::make_early_inc_range(step.getOps<CallOp>())) {
-        if (!generateCall(call) && !generateRowCall(call))
+        if (!generateCall(call) && !generateRowCall(call, columnSumBlocks))
           continue;
         Value workspace = call.getWorkspace();
         call.erase();

@@ -52,3 +52,42 @@ RMSNormOp::buildRowScalar(OpBuilder &b, Location loc, ValueRange operands,
 }
 
 SmallVector<unsigned> RMSNormOp::getColumnOperands() { return {1}; }
+
+/// (x, weight, dy) -> (dx, the element's addend to dw) for the r =
+/// 1 / sqrt(sum(x * x) / C + eps) of the forward (TitanOps.td's formula):
+/// dx = r * (dy * w - xhat * sum(dy * w * x) * r / C) with xhat = x * r,
+/// and dw sums dy * xhat over the rows (a column sum). Both row sums read
+/// elements only, so a row is read once for them and once for dx.
+SmallVector<Value>
+RMSNormGradOp::buildRowScalar(OpBuilder &b, Location loc, ValueRange operands,
+                              ArrayRef<Attribute> params, int64_t rowLength,
+                              function_ref<Value(Value)> rowSum) {
+  auto eps = params.empty() ? FloatAttr() : dyn_cast<FloatAttr>(params[0]);
+  if (operands.size() != 3 || !eps || rowLength <= 0)
+    return {};
+  Value x = operands[0], weight = operands[1], dy = operands[2];
+  Type type = x.getType();
+  auto constant = [&](double v) {
+    return arith::ConstantOp::create(b, loc, b.getFloatAttr(type, v));
+  };
+  Value columns = constant(double(rowLength));
+  Value mean = arith::DivFOp::create(
+      b, loc, rowSum(arith::MulFOp::create(b, loc, x, x)), columns);
+  Value rms = math::SqrtOp::create(
+      b, loc,
+      arith::AddFOp::create(b, loc, mean, constant(eps.getValueAsDouble())));
+  Value inverse = arith::DivFOp::create(b, loc, constant(1.0), rms);
+  Value scaled = arith::MulFOp::create(b, loc, dy, weight);
+  Value dot = rowSum(arith::MulFOp::create(b, loc, scaled, x));
+  Value xhat = arith::MulFOp::create(b, loc, x, inverse);
+  Value projection = arith::DivFOp::create(
+      b, loc, arith::MulFOp::create(b, loc, dot, inverse), columns);
+  Value dx = arith::MulFOp::create(
+      b, loc, inverse,
+      arith::SubFOp::create(b, loc, scaled,
+                            arith::MulFOp::create(b, loc, xhat, projection)));
+  return {dx, arith::MulFOp::create(b, loc, dy, xhat)};
+}
+
+SmallVector<unsigned> RMSNormGradOp::getColumnOperands() { return {1}; }
+SmallVector<unsigned> RMSNormGradOp::getColumnSumResults() { return {1}; }

@@ -623,7 +623,9 @@ LogicalResult RMSNormGradOp::verify() {
     return emitOpError() << "input must have rank >= 1, got a scalar";
   if (failed(verifyRank(op, getWeight(), "weight", 1, "dim")) ||
       failed(verifyDimsMatch(op, getWeight(), "weight", 0, getInput(), "input",
-                             rank - 1)))
+                             rank - 1)) ||
+      failed(verifySameElementType(op, getWeight(), "weight", getInput(),
+                                   "input")))
     return failure();
   if (getGrad().getType() != getInput().getType())
     return emitOpError() << "grad type " << getGrad().getType()

@@ -223,7 +223,14 @@ def Kernel_ReductionKind : I32EnumAttr<"ReductionKind",
     "how a generated kernel reduces over its indices", [
       // The largest absolute value, NaN winning (torch.max's propagation),
       // as f32; 0 over no element. Exact and independent of order.
-      I32EnumAttrCase<"AbsMax", 0, "absmax">]> {
+      I32EnumAttrCase<"AbsMax", 0, "absmax">,
+      // In a row kernel, a buffer of C (the row length) elements of the
+      // computation type (f32 or f64): element j is the sum over every row
+      // of the body's value at that row's column j (a norm's weight
+      // gradient). The rows are summed in P blocks fixed by the kernel's
+      // workspace, each block's rows in order, then the blocks' sums in
+      // block order: the same bits for any thread count or grid.
+      I32EnumAttrCase<"ColumnSum", 1, "column_sum">]> {
   let cppNamespace = "::titan::kernel";
   let genSpecializedAttr = 0;
 }
@@ -254,10 +261,10 @@ def Kernel_GenericOp : Kernel_Op<"generic", [AttrSizedOperandSegments,
     builds it from the ops' scalar semantics and fuses producers into
     their consumers); no library implements it.
 
-    `reductions` are one-element buffers the kernel reduces into: the body
-    yields a value for each (after the outputs'), and the buffer receives
-    their combination over every index, as `reduction_kinds` says
-    (`absmax`: the largest absolute value as f32). A fused producer's
+    `reductions` are buffers the kernel reduces into: the body yields a
+    value for each (after the outputs'), and the buffer receives their
+    combination over every index, as `reduction_kinds` says (`absmax`: one
+    f32, the largest absolute value; `column_sum`: see row kernels). A fused producer's
     amax is computed while its values are in registers, without a second
     read. The combination is exact and independent of the order, so the
     result is the same for any thread count or grid.
@@ -291,6 +298,17 @@ def Kernel_GenericOp : Kernel_Op<"generic", [AttrSizedOperandSegments,
     before its elements (a second read of the row, from the cache). A row
     kernel has one segment and no transposed outputs.
 
+    A row kernel's `column_sum` reductions (C elements each, of one type T,
+    f32 or f64) sum a value over the rows, per column (a norm's weight
+    gradient: a reduction across rows, which no row's block sees whole).
+    They need `workspace`, P x K x C elements of T for K column sums: the
+    rows fall in P blocks (block b: rows [b R / P, (b + 1) R / P) of R),
+    block b sums its rows' values in row order into its K x C partial
+    sums, and a second pass adds the P blocks' partials in block order
+    into each column sum. P is the IR's, not the target's: every target
+    and thread count gives the same grouping, hence the same bits from
+    the same values (XLA and Inductor split such reductions the same way).
+
     ```mlir
     kernel.generic ins(%g, %u : memref<8x64xbf16>, memref<8x64xbf16>)
         outs(%y : memref<8x64xbf16>) on %s {
@@ -304,6 +322,8 @@ def Kernel_GenericOp : Kernel_Op<"generic", [AttrSizedOperandSegments,
   let arguments = (ins
       Arg<Variadic<Kernel_StaticMemRef>, "", [MemRead]>:$inputs,
       Arg<Variadic<Kernel_StaticMemRef>, "", [MemWrite]>:$outputs,
+      Arg<Optional<Kernel_StaticMemRef>, "",
+          [MemRead, MemWrite]>:$workspace,
       Arg<Variadic<Kernel_StaticMemRef>, "", [MemWrite]>:$reductions,
       Kernel_StreamType:$stream,
       DefaultValuedAttr<Kernel_ReductionKindArrayAttr, "{}">:$reduction_kinds,
@@ -314,29 +334,31 @@ def Kernel_GenericOp : Kernel_Op<"generic", [AttrSizedOperandSegments,
   let assemblyFormat = [{
     (`ins` `(` $inputs^ `:` type($inputs) `)`)?
     (`outs` `(` $outputs^ `:` type($outputs) `)`)?
+    (`workspace` `(` $workspace^ `:` type($workspace) `)`)?
     (`reduce` $reduction_kinds^ `(` $reductions `:` type($reductions) `)`)?
     `on` $stream $body attr-dict
   }];
   let builders = [
     OpBuilder<(ins "::mlir::ValueRange":$inputs, "::mlir::ValueRange":$outputs,
                    "::mlir::Value":$stream), [{
-      build($_builder, $_state, inputs, outputs, ::mlir::ValueRange(), stream,
-            $_builder.getArrayAttr({}), $_builder.getDenseI64ArrayAttr({}),
+      build($_builder, $_state, inputs, outputs, ::mlir::Value(),
+            ::mlir::ValueRange(), stream, $_builder.getArrayAttr({}),
+            $_builder.getDenseI64ArrayAttr({}),
             $_builder.getDenseI64ArrayAttr({}), $_builder.getI64IntegerAttr(0));
     }]>,
     OpBuilder<(ins "::mlir::ValueRange":$inputs, "::mlir::ValueRange":$outputs,
                    "::mlir::ValueRange":$reductions, "::mlir::Value":$stream,
                    "::mlir::ArrayAttr":$reduction_kinds), [{
-      build($_builder, $_state, inputs, outputs, reductions, stream,
-            reduction_kinds, $_builder.getDenseI64ArrayAttr({}),
+      build($_builder, $_state, inputs, outputs, ::mlir::Value(), reductions,
+            stream, reduction_kinds, $_builder.getDenseI64ArrayAttr({}),
             $_builder.getDenseI64ArrayAttr({}), $_builder.getI64IntegerAttr(0));
     }]>,
     OpBuilder<(ins "::mlir::ValueRange":$inputs, "::mlir::ValueRange":$outputs,
                    "::mlir::ValueRange":$reductions, "::mlir::Value":$stream,
                    "::mlir::ArrayAttr":$reduction_kinds,
                    "::mlir::DenseI64ArrayAttr":$transposed_outputs), [{
-      build($_builder, $_state, inputs, outputs, reductions, stream,
-            reduction_kinds, transposed_outputs,
+      build($_builder, $_state, inputs, outputs, ::mlir::Value(), reductions,
+            stream, reduction_kinds, transposed_outputs,
             $_builder.getDenseI64ArrayAttr({}), $_builder.getI64IntegerAttr(0));
     }]>];
   let hasVerifier = 1;
@@ -353,6 +375,13 @@ def Kernel_GenericOp : Kernel_Op<"generic", [AttrSizedOperandSegments,
     /// Whether input `buffer` of a row kernel is read at the index's
     /// column: C elements (the row length) in a kernel of more.
     bool isPerColumn(::mlir::Value buffer);
+    /// The reductions of kind `kind`, in order.
+    ::llvm::SmallVector<::mlir::Value> getReductionsOfKind(ReductionKind kind);
+    /// Whether reduction `buffer` is a column sum.
+    bool isColumnSum(::mlir::Value buffer);
+    /// P, the row blocks of a row kernel's column sums (its workspace's
+    /// elements over K x C); 0 without column sums.
+    int64_t getColumnSumBlocks();
     /// Whether output `buffer` is written transposed.
     bool isTransposed(::mlir::Value buffer);
     /// (R, C) of a kernel of one segment with transposed outputs: its
@@ -374,6 +403,7 @@ def Kernel_GenericOp : Kernel_Op<"generic", [AttrSizedOperandSegments,
     ::mlir::LogicalResult verifyTransposedOutputs();
     ::mlir::LogicalResult verifySegments();
     ::mlir::LogicalResult verifyRows();
+    ::mlir::LogicalResult verifyReductions();
   }];
 }
 

@@ -137,9 +137,14 @@ def KernelGeneratePointwise
     body is the op's scalar semantics: operands widened to the computation
     type, results rounded to their element types. No library kernel runs
     it, and a 16-bit call needs no widened copies (its workspace goes).
-    A call of a row op (titan's `RowwiseOpInterface`: RMSNorm) becomes a
-    row kernel (`row_length` the last dimension; its sums over the row are
-    `kernel.row_sum`s, its weight read per column).
+    A call of a row op (titan's `RowwiseOpInterface`: RMSNorm and its
+    gradient) becomes a row kernel (`row_length` the last dimension; its
+    sums over the row are `kernel.row_sum`s, its weight read per column).
+    A result summed over the rows (the weight gradient) becomes a
+    `column_sum` reduction in the computation type, its partials in a
+    workspace of `column-sum-blocks` row blocks (fewer when there are
+    fewer rows), then rounded to the result's type by a pointwise kernel
+    when that differs.
 
     Then each generated kernel absorbs the generated kernels producing its
     inputs, while it can: producer `P` fuses into consumer `C` when `P` is
@@ -186,6 +191,11 @@ def KernelGeneratePointwise
            "The most ops a consumer moves up past to fuse with its "
            "producer when ops between them read the buffer linking them "
            "(it bounds how much longer the consumer's outputs live)">,
+    Option<"columnSumBlocks", "column-sum-blocks", "unsigned",
+           /*default=*/"512",
+           "The row blocks P a row kernel's column sums are split into: "
+           "each block's partial sums, then the blocks' in order (a GPU's "
+           "blocks; the partials take P x C elements)">,
   ];
 }
 

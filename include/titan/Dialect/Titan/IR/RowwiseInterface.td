@@ -26,6 +26,12 @@ def Titan_RowwiseOpInterface : OpInterface<"RowwiseOpInterface"> {
     it builds arith/math ops computing each result's element. The
     generator rounds each result to its element type.
 
+    A result of `C` elements (`getColumnSumResults`: a norm's weight
+    gradient) is a sum over the rows, per column: `buildRowScalar` gives
+    the value each element adds to its column's sum, which the generator
+    sums (a `column_sum` reduction) in the computation type and rounds
+    once to the result's type.
+
     The methods are static: a kernel-IR pass reaches them from a
     `kernel.call`'s kernel name through the registered op.
   }];
@@ -48,6 +54,12 @@ def Titan_RowwiseOpInterface : OpInterface<"RowwiseOpInterface"> {
         (a norm's weight); the others have an element per index.
       }],
       "::llvm::SmallVector<unsigned>", "getColumnOperands", (ins)>,
+    StaticInterfaceMethod<[{
+        The results of one element per column, each the sum over the rows of
+        its value at the column; the others have an element per index.
+      }],
+      "::llvm::SmallVector<unsigned>", "getColumnSumResults", (ins), [{}],
+      [{ return {}; }]>,
   ];
 }
 

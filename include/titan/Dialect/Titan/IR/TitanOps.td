@@ -587,6 +587,7 @@ def Titan_EmbeddingGradOp : Titan_Op<"embedding_grad", [DeclareOpInterfaceMethod
 }
 
 def Titan_RMSNormGradOp : Titan_Op<"rms_norm_grad", [DeclareOpInterfaceMethods<Titan_KernelOpInterface, ["getKernelParams"]>,
+    DeclareOpInterfaceMethods<Titan_RowwiseOpInterface, ["getColumnSumResults"]>,
     Pure]> {
   let summary = "gradients of titan.rms_norm";
   let description = [{

@@ -1,0 +1,136 @@
+"""Inputs for, and the references of, generated-rms-norm-grad.test.
+
+  check.py inputs OUT        the step's slots (step.mlir's arguments, in
+                             order, each at a 256-byte boundary, as
+                             kernel-plan-memory lays them out)
+  check.py compare ARENA     the step's results against PyTorch
+
+The reference is PyTorch's autograd, in float64, of TorchTitan's RMSNorm
+(x * rsqrt(mean(x^2) + eps) * w) on the inputs as the step saw them (bf16
+values widened exactly). Tolerances: the generated kernel computes in f32
+and rounds each result once, so a bf16 dx is within 2^-7 of its reference
+plus 2^-7 of the row's largest |dx| (the projection's cancellation), and
+the f32 dx within 1e-5 of the same; the weight gradient sums 300 (129)
+terms in f32 and is within 2^-8 (bf16, rounded once) or 1e-5 (f32) of
+the sum of the terms' magnitudes. The residual gradient r + dx is checked
+the same way, and the amax must be exactly the largest |r| the kernel
+wrote.
+"""
+import sys
+
+import torch
+
+ALIGN = 256
+EPS = 1e-5
+# (name, shape, dtype) in the step's argument order.
+SLOTS = [
+    ("x", (300, 70), torch.bfloat16),
+    ("w", (70,), torch.bfloat16),
+    ("dy", (300, 70), torch.bfloat16),
+    ("r", (300, 70), torch.bfloat16),
+    ("dwf", (70,), torch.float32),
+    ("amax", (), torch.float32),
+    ("xf", (129, 256), torch.float32),
+    ("wf", (256,), torch.float32),
+    ("dyf", (129, 256), torch.float32),
+    ("dxf", (129, 256), torch.float32),
+    ("dwf32", (256,), torch.float32),
+]
+
+
+def layout():
+    offsets, end = {}, 0
+    for name, shape, dtype in SLOTS:
+        count = 1
+        for d in shape:
+            count *= d
+        size = count * torch.tensor([], dtype=dtype).element_size()
+        offsets[name] = (end, count, shape, dtype)
+        end += (max(size, 1) + ALIGN - 1) // ALIGN * ALIGN
+    return offsets, end
+
+
+def at(arena, name):
+    offset, count, shape, dtype = layout()[0][name]
+    return torch.frombuffer(arena, dtype=dtype, count=count, offset=offset).reshape(shape)
+
+
+def inputs(path):
+    offsets, end = layout()
+    arena = bytearray(end)
+    gen = torch.Generator().manual_seed(7)
+    values = {
+        "x": 3 * torch.randn(300, 70, generator=gen),
+        "w": 0.5 + torch.rand(70, generator=gen),
+        "dy": torch.randn(300, 70, generator=gen),
+        "r": torch.randn(300, 70, generator=gen),
+        "xf": 3 * torch.randn(129, 256, generator=gen),
+        "wf": 0.5 + torch.rand(256, generator=gen),
+        "dyf": torch.randn(129, 256, generator=gen),
+    }
+    for name, v in values.items():
+        offset, count, shape, dtype = offsets[name]
+        data = v.to(dtype).contiguous().view(torch.uint8).reshape(-1).numpy().tobytes()
+        arena[offset:offset + len(data)] = data
+    with open(path, "wb") as f:
+        f.write(arena)
+
+
+def reference(x, w, dy):
+    x = x.double().requires_grad_()
+    w = w.double().requires_grad_()
+    y = x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + EPS) * w
+    y.backward(dy.double())
+    terms = (dy.double() * x.detach() *
+             torch.rsqrt(x.detach().pow(2).mean(-1, keepdim=True) + EPS)).abs().sum(0)
+    return x.grad, w.grad, terms
+
+
+def worst(got, want, rel, rows_scale):
+    """Largest error over the allowed one: rel * (|want| + the row's max)."""
+    got, want = got.double(), want.double()
+    row_max = want.abs().amax(-1, keepdim=True) if want.dim() > 1 else 0
+    allowed = rel * (want.abs() + row_max) + 1e-30
+    return float(((got - want).abs() / allowed).max())
+
+
+def compare(path):
+    with open(path, "rb") as f:
+        arena = bytearray(f.read())
+    fresh = bytearray(layout()[1])
+    inputs_path = path + ".in"
+    inputs(inputs_path)
+    with open(inputs_path, "rb") as f:
+        fresh = bytearray(f.read())
+    ok = True
+
+    dx, dw, terms = reference(at(fresh, "x"), at(fresh, "w"), at(fresh, "dy"))
+    r = at(arena, "r").double()
+    r_in = at(fresh, "r").double()
+    e = worst(r, r_in + dx, 2 ** -7, True)
+    print(f"bf16 r + dx: worst {e:.3f} of the tolerance")
+    ok &= e <= 1
+    e = float(((at(arena, "dwf").double() - dw).abs() / (2 ** -8 * terms)).max())
+    print(f"bf16 dw: worst {e:.3f} of the tolerance")
+    ok &= e <= 1
+    amax = float(at(arena, "amax"))
+    exact = amax == float(r.abs().max())
+    print(f"bf16 amax: {'equal' if exact else 'differs'} (max |r|)")
+    ok &= exact
+
+    dx, dw, terms = reference(at(fresh, "xf"), at(fresh, "wf"), at(fresh, "dyf"))
+    e = worst(at(arena, "dxf"), dx, 1e-5, True)
+    print(f"f32 dx: worst {e:.3f} of the tolerance")
+    ok &= e <= 1
+    e = float(((at(arena, "dwf32").double() - dw).abs() / (1e-5 * terms)).max())
+    print(f"f32 dw: worst {e:.3f} of the tolerance")
+    ok &= e <= 1
+    print("PASS" if ok else "FAIL")
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    if sys.argv[1] == "inputs":
+        inputs(sys.argv[2])
+        sys.exit(0)
+    sys.exit(compare(sys.argv[2]))
