@@ -4,9 +4,8 @@
 // Kernels.h), on row-major device buffers of f32 or bf16/f16 with f32
 // arithmetic and one rounding per output, as the precision model defines.
 // Each is one pass over its data, in 16-byte accesses where the buffers
-// are aligned (DeviceUtils.cuh). The RMSNorm weight gradient is summed over
-// rows in a fixed order (per-block partial sums, then one reduction), so it
-// is deterministic: no float atomics.
+// are aligned (DeviceUtils.cuh). RMSNorm and the pointwise ops are
+// kernels the compiler generates (docs/codegen.md).
 //
 //===----------------------------------------------------------------------===//
 

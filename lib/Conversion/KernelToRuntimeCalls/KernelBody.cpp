@@ -261,7 +261,8 @@ void KernelBodyEmitter::zeroColumnSums(OpBuilder &b, Value column,
 }
 
 void KernelBodyEmitter::addToColumnSums(OpBuilder &b, Value column,
-                                        MutableArrayRef<IRMapping> lanes) {
+                                        MutableArrayRef<IRMapping> lanes,
+                                        ArrayAttr groups) {
   Location loc = generic.getLoc();
   IndexMath m{b, loc};
   int64_t columns = generic.getRowLength();
@@ -275,11 +276,11 @@ void KernelBodyEmitter::addToColumnSums(OpBuilder &b, Value column,
         b, loc, workspace, type,
         m.add(m.add(columnSumBlock, m.c(int64_t(k) * columns)), column));
     SmallVector<Value> partials =
-        loadPack(b, loc, type, address, lanes.size(), {});
+        loadPack(b, loc, type, address, lanes.size(), groups);
     for (auto [partial, lane] : llvm::zip_equal(partials, lanes))
       partial = arith::AddFOp::create(b, loc, partial,
                                       lane.lookupOrDefault(sum.first));
-    storePack(b, loc, partials, address, {});
+    storePack(b, loc, partials, address, groups);
   }
 }
 
@@ -505,7 +506,7 @@ KernelBodyEmitter::emitPack(OpBuilder &b, Value index, unsigned width,
               groups);
   }
   if (!columnSums.empty())
-    addToColumnSums(b, column, lanes);
+    addToColumnSums(b, column, lanes, groups);
   SmallVector<Value> combined;
   for (auto [reduction, acc] : llvm::zip_equal(
            segmentReductions(kernel::ReductionKind::AbsMax), accumulators)) {

@@ -206,9 +206,11 @@ private:
   llvm::SmallVector<std::pair<mlir::Value, mlir::Value>>
   segmentReductions(kernel::ReductionKind kind);
   /// Adds each column sum's values at `column` (a pack, `lanes`) to the
-  /// row block's partials.
+  /// row block's partials, in the loop's access `groups` (each index's
+  /// partials are its own).
   void addToColumnSums(mlir::OpBuilder &b, mlir::Value column,
-                       llvm::MutableArrayRef<mlir::IRMapping> lanes);
+                       llvm::MutableArrayRef<mlir::IRMapping> lanes,
+                       mlir::ArrayAttr groups);
 
   kernel::GenericOp generic;
   llvm::SmallVector<mlir::Value> bases;

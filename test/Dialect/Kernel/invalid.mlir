@@ -587,7 +587,7 @@ func.func @column_sum_workspace(%a: memref<2x4xf32>, %dw: memref<4xf32>) {
 // Three blocks of partials for two rows: a block without a row.
 func.func @column_sum_blocks(%a: memref<2x4xf32>, %ws: memref<3x1x4xf32>, %dw: memref<4xf32>) {
   %s = kernel.stream 0
-  // expected-error @+1 {{'kernel.generic' op workspace of type 'memref<3x1x4xf32>' must hold the column sums' partials: P x 1 x 4 elements of 'f32', with P blocks of at least one row}}
+  // expected-error @+1 {{'kernel.generic' op workspace of type 'memref<3x1x4xf32>' must hold the column sums' partials: P x 1 x 4 elements of 'f32', contiguous, with 1 <= P <= the rows}}
   kernel.generic ins(%a : memref<2x4xf32>) workspace(%ws : memref<3x1x4xf32>) reduce [#kernel.reduction<column_sum>](%dw : memref<4xf32>) on %s {
   ^bb0(%x: f32):
     kernel.yield %x : f32
@@ -603,6 +603,42 @@ func.func @workspace_without_column_sums(%a: memref<2x4xf32>, %b: memref<2x4xf32
   kernel.generic ins(%a : memref<2x4xf32>) outs(%b : memref<2x4xf32>) workspace(%ws : memref<1x1x4xf32>) on %s {
   ^bb0(%x: f32):
     kernel.yield %x : f32
+  } {row_length = 4 : i64}
+  return
+}
+
+// -----
+
+func.func @column_sum_no_blocks(%a: memref<2x4xf32>, %ws: memref<0x1x4xf32>, %dw: memref<4xf32>) {
+  %s = kernel.stream 0
+  // expected-error @+1 {{'kernel.generic' op workspace of type 'memref<0x1x4xf32>' must hold the column sums' partials}}
+  kernel.generic ins(%a : memref<2x4xf32>) workspace(%ws : memref<0x1x4xf32>) reduce [#kernel.reduction<column_sum>](%dw : memref<4xf32>) on %s {
+  ^bb0(%x: f32):
+    kernel.yield %x : f32
+  } {row_length = 4 : i64}
+  return
+}
+
+// -----
+
+func.func @column_sum_strided(%a: memref<2x4xf32>, %ws: memref<1x1x4xf32>, %dw: memref<4xf32, strided<[2]>>) {
+  %s = kernel.stream 0
+  // expected-error @+1 {{'kernel.generic' op reduction buffer of type 'memref<4xf32, strided<[2]>>' is not contiguous (identity layout)}}
+  kernel.generic ins(%a : memref<2x4xf32>) workspace(%ws : memref<1x1x4xf32>) reduce [#kernel.reduction<column_sum>](%dw : memref<4xf32, strided<[2]>>) on %s {
+  ^bb0(%x: f32):
+    kernel.yield %x : f32
+  } {row_length = 4 : i64}
+  return
+}
+
+// -----
+
+func.func @column_sums_alias(%a: memref<2x4xf32>, %ws: memref<1x2x4xf32>, %dw: memref<4xf32>) {
+  %s = kernel.stream 0
+  // expected-error @+1 {{'kernel.generic' op reduction buffer of type 'memref<4xf32>' is also another reduction}}
+  kernel.generic ins(%a : memref<2x4xf32>) workspace(%ws : memref<1x2x4xf32>) reduce [#kernel.reduction<column_sum>, #kernel.reduction<column_sum>](%dw, %dw : memref<4xf32>, memref<4xf32>) on %s {
+  ^bb0(%x: f32):
+    kernel.yield %x, %x : f32, f32
   } {row_length = 4 : i64}
   return
 }

@@ -500,15 +500,23 @@ LogicalResult GenericOp::verifySegments() {
 
 /// An absmax holds one f32; a row kernel's column sums hold a row's
 /// elements, of one type, with a workspace of whole blocks of their
-/// partials; no reduction is also an input or output.
+/// partials (at least one block, at most one a row); the reductions and
+/// the workspace are contiguous and distinct from every other buffer.
 LogicalResult GenericOp::verifyReductions() {
   SmallVector<Value> sums = getReductionsOfKind(ReductionKind::ColumnSum);
   int64_t columns = getRowLength();
   Type sumType;
-  for (auto [r, attr] :
-       llvm::zip(getReductions(), getReductionKinds().getValue())) {
+  for (auto [i, r, attr] :
+       llvm::enumerate(getReductions(), getReductionKinds().getValue())) {
     auto type = cast<MemRefType>(r.getType());
     Type element = type.getElementType();
+    if (!type.getLayout().isIdentity())
+      return emitOpError() << "reduction buffer of type " << type
+                           << " is not contiguous (identity layout)";
+    for (Value other : getReductions().take_front(i))
+      if (viewedBuffer(other) == viewedBuffer(r))
+        return emitOpError() << "reduction buffer of type " << type
+                             << " is also another reduction";
     if (cast<ReductionKindAttr>(attr).getValue() == ReductionKind::AbsMax) {
       if (type.getNumElements() != 1 || !element.isF32())
         return emitOpError() << "absmax reduction buffer of type " << type
@@ -542,6 +550,7 @@ LogicalResult GenericOp::verifyReductions() {
   auto type = cast<MemRefType>(workspace.getType());
   int64_t perBlock = int64_t(sums.size()) * columns;
   if (sums.empty() || type.getElementType() != sumType ||
+      !type.getLayout().isIdentity() || type.getNumElements() < perBlock ||
       type.getNumElements() % perBlock != 0 ||
       type.getNumElements() / perBlock > getNumElements() / columns)
     return emitOpError() << "workspace of type " << type
@@ -549,7 +558,7 @@ LogicalResult GenericOp::verifyReductions() {
                          << sums.size() << " x " << columns << " elements of "
                          << (sumType ? sumType
                                      : Type(Float32Type::get(getContext())))
-                         << ", with P blocks of at least one row";
+                         << ", contiguous, with 1 <= P <= the rows";
   for (Value v : getOperands().drop_back())
     if (v != workspace && viewedBuffer(v) == viewedBuffer(workspace))
       return emitOpError() << "workspace is also another buffer of the kernel";

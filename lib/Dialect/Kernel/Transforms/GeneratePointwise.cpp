@@ -222,7 +222,8 @@ GenericOp generateRowCall(CallOp call, int64_t blocks) {
   if (!semantics || call.getInputs().empty() || call.getOutputs().empty())
     return nullptr;
   auto first = cast<MemRefType>(call.getInputs().front().getType());
-  if (first.getRank() < 1 || first.getShape().back() < 1)
+  if (first.getRank() < 1 || first.getShape().back() < 1 ||
+      first.getNumElements() < 1)
     return nullptr;
   int64_t columns = first.getShape().back(), elements = first.getNumElements();
   SmallVector<unsigned> perColumn = semantics->getColumnOperands();

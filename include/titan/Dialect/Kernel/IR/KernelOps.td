@@ -305,9 +305,11 @@ def Kernel_GenericOp : Kernel_Op<"generic", [AttrSizedOperandSegments,
     rows fall in P blocks (block b: rows [b R / P, (b + 1) R / P) of R),
     block b sums its rows' values in row order into its K x C partial
     sums, and a second pass adds the P blocks' partials in block order
-    into each column sum. P is the IR's, not the target's: every target
-    and thread count gives the same grouping, hence the same bits from
-    the same values (XLA and Inductor split such reductions the same way).
+    into each column sum. P is in the IR (the workspace's shape), not left
+    to the launch: any thread count or grid groups the rows alike, so the
+    same values give the same bits, and the host and GPU lowerings of one
+    kernel sum in the same order (XLA and Inductor split such reductions
+    the same way).
 
     ```mlir
     kernel.generic ins(%g, %u : memref<8x64xbf16>, memref<8x64xbf16>)

@@ -195,7 +195,8 @@ def KernelGeneratePointwise
            /*default=*/"512",
            "The row blocks P a row kernel's column sums are split into: "
            "each block's partial sums, then the blocks' in order (a GPU's "
-           "blocks; the partials take P x C elements)">,
+           "blocks; the partials take P x K x C elements for K sums of rows of "
+           "C)">,
   ];
 }
 
