@@ -248,18 +248,48 @@ func.func @tiled(%g: memref<4x8xbf16>, %w: memref<8x16xf8E4M3FN>, %gu: memref<4x
 // The wait for a gather stands between a gradient's cast-transpose and the
 // transpose of the gathered float8 weight, which reads the gather's
 // result: the cast-transpose moves down past the wait (which touches none
-// of its buffers) and both run in one launch at the later one's place. In
-// @wait_touches_earlier the gather reads the cast's output, so nothing
-// moves.
+// of its buffers) and both run in one launch at the later one's place,
+// when the gather still overlaps a compute op (the GEMM, as an FSDP gather
+// issued ahead does). In @past_wait_exposes the gather starts right before
+// the cast-transpose, its only overlap (a sequence-parallel gather), so
+// nothing moves; in @wait_touches_earlier the gather reads the cast's
+// output, so nothing moves.
 // CHECK-LABEL: func.func @past_wait(
-// CHECK:       kernel.wait
+// CHECK:       kernel.call "linear"
+// CHECK-NEXT:  kernel.alloc temporary
+// CHECK-NEXT:  kernel.wait
 // CHECK-NEXT:  kernel.generic ins(%arg0, %[[G:.*]] : memref<4x8xbf16>, memref<8x16xf8E4M3FN>)
 // CHECK:       } {segments = array<i64: 1, 1, 0, 1, 1, 0>, transposed_outputs = array<i64: 0, 1>}
+// CHECK-LABEL: func.func @past_wait_exposes(
+// CHECK:       kernel.collective_start
+// CHECK:       kernel.generic ins(%arg0 : memref<4x8xbf16>)
+// CHECK:       kernel.wait
+// CHECK:       kernel.generic ins(%{{.*}} : memref<8x16xf8E4M3FN>)
 // CHECK-LABEL: func.func @wait_touches_earlier(
 // CHECK:       kernel.generic ins(%arg0 : memref<4x8xbf16>)
 // CHECK:       kernel.wait
 // CHECK:       kernel.generic ins(%{{.*}} : memref<8x16xf8E4M3FN>)
-func.func @past_wait(%g: memref<4x8xbf16>, %shard: memref<4x16xf8E4M3FN>, %wt: memref<16x8xf8E4M3FN>) {
+func.func @past_wait(%g: memref<4x8xbf16>, %shard: memref<4x16xf8E4M3FN>, %wt: memref<16x8xf8E4M3FN>, %a: memref<4x8xbf16>, %b: memref<8x8xbf16>, %o: memref<4x8xbf16>) {
+  %s = kernel.stream 0
+  %c = kernel.stream 1
+  %full = kernel.alloc collective : memref<8x16xf8E4M3FN>
+  %r = kernel.collective_start "all_gather_start"(%shard : memref<4x16xf8E4M3FN>) outs(%full : memref<8x16xf8E4M3FN>) on %c params [0, 0, 2] -> !kernel.request
+  kernel.call "linear"(%a, %b : memref<4x8xbf16>, memref<8x8xbf16>) outs(%o : memref<4x8xbf16>) on %s params []
+  %gt = kernel.alloc temporary : memref<8x4xf32>
+  kernel.generic ins(%g : memref<4x8xbf16>) outs(%gt : memref<8x4xf32>) on %s {
+  ^bb0(%x: bf16):
+    %y = arith.extf %x : bf16 to f32
+    kernel.yield %y : f32
+  } {transposed_outputs = array<i64: 0>} loc("layers.0.feed_forward.w2")
+  kernel.wait %r on %s
+  kernel.generic ins(%full : memref<8x16xf8E4M3FN>) outs(%wt : memref<16x8xf8E4M3FN>) on %s {
+  ^bb0(%x: f8E4M3FN):
+    kernel.yield %x : f8E4M3FN
+  } {transposed_outputs = array<i64: 0>} loc("layers.0.feed_forward.w2")
+  return
+}
+
+func.func @past_wait_exposes(%g: memref<4x8xbf16>, %shard: memref<4x16xf8E4M3FN>, %wt: memref<16x8xf8E4M3FN>) {
   %s = kernel.stream 0
   %c = kernel.stream 1
   %full = kernel.alloc collective : memref<8x16xf8E4M3FN>

@@ -486,14 +486,14 @@ func.func @rms_norm(%a: memref<4x8xbf16>, %b: memref<4x8xbf16>, %w: memref<8xbf1
 // RMSNorm's backward is a row kernel too: two row sums (sum(x * x) for
 // the norm, sum(dy * w * x) for dx's projection) and dx, and the weight
 // gradient's addends dy * xhat summed over the rows per column (a
-// column_sum in f32, its partials in a workspace of min(512, rows) = 6
-// blocks of one row). The residual add of dx and its amax fuse into it;
+// column_sum in f32, its partials in a workspace of one block: the 6 rows
+// are too few for blocks of 4). The residual add of dx and its amax fuse into it;
 // the bf16 weight gradient is a pointwise rounding of the f32 sum, which
 // fuses with the cast to f32 after it (FSDP's reduce_dtype).
 // CHECK-LABEL: func.func @rms_norm_grad(
 // CHECK:       %[[TOTAL:.*]] = kernel.alloc temporary : memref<8xf32>
-// CHECK:       %[[WS:.*]] = kernel.alloc workspace : memref<6x1x8xf32>
-// CHECK:       kernel.generic ins(%arg3, %arg0, %arg1, %arg2 : memref<6x8xbf16>, memref<6x8xbf16>, memref<8xbf16>, memref<6x8xbf16>) outs(%arg3 : memref<6x8xbf16>) workspace(%[[WS]] : memref<6x1x8xf32>) reduce [#kernel.reduction<absmax>, #kernel.reduction<column_sum>](%{{.*}}, %[[TOTAL]] : memref<f32>, memref<8xf32>)
+// CHECK:       %[[WS:.*]] = kernel.alloc workspace : memref<1x1x8xf32>
+// CHECK:       kernel.generic ins(%arg3, %arg0, %arg1, %arg2 : memref<6x8xbf16>, memref<6x8xbf16>, memref<8xbf16>, memref<6x8xbf16>) outs(%arg3 : memref<6x8xbf16>) workspace(%[[WS]] : memref<1x1x8xf32>) reduce [#kernel.reduction<absmax>, #kernel.reduction<column_sum>](%{{.*}}, %[[TOTAL]] : memref<f32>, memref<8xf32>)
 // CHECK:         %[[SS:.*]] = kernel.row_sum
 // CHECK:         math.sqrt
 // CHECK:         %[[DOT:.*]] = kernel.row_sum
@@ -520,8 +520,9 @@ func.func @rms_norm_grad(%x: memref<6x8xbf16>, %w: memref<8xbf16>, %dy: memref<6
 // -----
 
 // In f32 the column sum is the weight gradient itself: no rounding kernel.
+// 600 rows make 150 blocks of 4 (fewer than 512).
 // CHECK-LABEL: func.func @rms_norm_grad_f32(
-// CHECK:       kernel.generic ins(%arg0, %arg1, %arg2 : memref<600x8xf32>, memref<8xf32>, memref<600x8xf32>) outs(%arg3 : memref<600x8xf32>) workspace(%{{.*}} : memref<512x1x8xf32>) reduce [#kernel.reduction<column_sum>](%arg4 : memref<8xf32>)
+// CHECK:       kernel.generic ins(%arg0, %arg1, %arg2 : memref<600x8xf32>, memref<8xf32>, memref<600x8xf32>) outs(%arg3 : memref<600x8xf32>) workspace(%{{.*}} : memref<150x1x8xf32>) reduce [#kernel.reduction<column_sum>](%arg4 : memref<8xf32>)
 // CHECK-NOT:   kernel.generic
 func.func @rms_norm_grad_f32(%x: memref<600x8xf32>, %w: memref<8xf32>, %dy: memref<600x8xf32>, %dx: memref<600x8xf32>, %dw: memref<8xf32>) {
   %s = kernel.stream 0

@@ -144,12 +144,15 @@ private:
     bool hoists = isShardCast(kernel);
     bool movesDown = false;
     SmallVector<Value> betweenReads, betweenWrites;
+    SmallVector<WaitOp> waits;
     unsigned passed = 0;
     for (Operation *op = kernel->getPrevNode(); op; op = op->getPrevNode()) {
       SmallVector<Value> opReads, opWrites;
       if (!collectAccess(op, opReads, opWrites))
         return {};
       auto earlier = dyn_cast<GenericOp>(op);
+      if (auto wait = dyn_cast<WaitOp>(op))
+        waits.push_back(wait);
       if (movesDown && runsNothing(op)) {
         llvm::append_range(betweenReads, opReads);
         llvm::append_range(betweenWrites, opWrites);
@@ -163,6 +166,7 @@ private:
             touches(earlierWrites, betweenReads) ||
             touches(earlierWrites, betweenWrites) ||
             touches(earlierReads, betweenWrites) ||
+            !keepsOverlap(earlier, waits) ||
             !canJoin(earlier, kernel, /*atKernel=*/true))
           return {};
         return {earlier, /*atKernel=*/true};
@@ -184,6 +188,28 @@ private:
         return {};
     }
     return {};
+  }
+
+  /// Whether `earlier` may move down past `waits` without leaving a
+  /// collective it overlapped with nothing to overlap: each collective
+  /// started before `earlier` still has a compute op between its start
+  /// and `earlier` (an FSDP gather prefetched a block ahead has many; a
+  /// sequence-parallel gather started just before has only `earlier`,
+  /// whose move would expose it).
+  static bool keepsOverlap(GenericOp earlier, ArrayRef<WaitOp> waits) {
+    for (WaitOp wait : waits) {
+      CollectiveStartOp start = wait.getStart();
+      if (!start || start->getBlock() != earlier->getBlock() ||
+          !start->isBeforeInBlock(earlier))
+        continue;
+      bool computes = false;
+      for (Operation *op = start->getNextNode();
+           op && op != earlier.getOperation(); op = op->getNextNode())
+        computes |= !runsNothing(op);
+      if (!computes)
+        return false;
+    }
+    return true;
   }
 
   /// Whether `kernel` may join `earlier` (nothing between them touching

@@ -207,14 +207,21 @@ void emitRounding(OpBuilder &b, Location loc, Value from, Value to,
   YieldOp::create(b, loc, convertFloat(b, loc, element, elementTypeOf(to)));
 }
 
+/// The fewest rows a column sum's row block takes when there are enough:
+/// f32 partials of blocks of one bf16 row would move twice the row's bytes
+/// (a 405B sequence-parallel norm has 512 rows a rank; 128 blocks, not
+/// 512, keep its partials at half its input).
+constexpr int64_t kMinBlockRows = 4;
+
 /// The row kernel for `call` when its kernel is a row op (RMSNorm and its
 /// gradient) on buffers and types the generator handles, else null: its
 /// rows are the first input's last dimension, its per-column operands and
 /// column-sum results have that many elements, and every other buffer as
 /// many as the first input. A column-sum result becomes a column_sum
 /// reduction in the computation type (into the result, or a temporary
-/// rounded into it after the kernel), its partials in a workspace of
-/// min(`blocks`, rows) row blocks.
+/// rounded into it after the kernel), its partials in a workspace of at
+/// most `blocks` row blocks of at least kMinBlockRows rows (one block when
+/// there are fewer rows).
 GenericOp generateRowCall(CallOp call, int64_t blocks) {
   MLIRContext *ctx = call.getContext();
   const RowwiseOpInterface::Concept *semantics =
@@ -263,7 +270,8 @@ GenericOp generateRowCall(CallOp call, int64_t blocks) {
   Value workspace;
   if (!reductions.empty()) {
     int64_t rows = elements / columns;
-    int64_t p = std::clamp<int64_t>(blocks, 1, rows);
+    int64_t p = std::clamp<int64_t>(blocks, 1,
+                                    std::max<int64_t>(1, rows / kMinBlockRows));
     workspace = AllocOp::create(
         b, loc,
         MemRefType::get({p, int64_t(reductions.size()), columns}, *compute),

@@ -143,7 +143,7 @@ def KernelGeneratePointwise
     A result summed over the rows (the weight gradient) becomes a
     `column_sum` reduction in the computation type, its partials in a
     workspace of `column-sum-blocks` row blocks (fewer when there are
-    fewer rows), then rounded to the result's type by a pointwise kernel
+    fewer than 4 rows a block), then rounded to the result's type by a pointwise kernel
     when that differs.
 
     Then each generated kernel absorbs the generated kernels producing its
@@ -221,9 +221,12 @@ def KernelFuseHorizontal
     from reduced depths relies on. When an op that runs nothing stands in
     a kernel's way (the wait for the gather whose result it reads: the
     float8 transpose of a gathered weight), the kernel before it moves down
-    to it instead, if nothing between touches that kernel's buffers (a
-    gradient's cast-transpose and the weight's transpose run in one launch
-    after the wait). Nothing else moves across a library
+    to it instead, if nothing between touches that kernel's buffers and
+    every collective waited for between them that started before it still
+    overlaps a compute op (a gradient's cast-transpose and the weight's
+    transpose run in one launch after the wait of an FSDP gather issued
+    ahead; a sequence-parallel gather started just before the kernel keeps
+    it, its only overlap). Nothing else moves across a library
     kernel or a copy, so the stream runs the same work in the same order,
     in fewer launches, with one exception: a shard cast (a kernel reading
     only the step's state and one-element scales, writing scales and
