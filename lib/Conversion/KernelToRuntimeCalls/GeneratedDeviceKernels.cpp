@@ -269,25 +269,35 @@ SmallVector<Value> emitDeviceRowBlocks(OpBuilder &b, KernelBodyEmitter &e,
 }
 } // namespace
 
-LLVM::LLVMFuncOp titan::outlineDeviceColumnTotals(kernel::GenericOp generic,
-                                                  StringRef name,
-                                                  gpu::GPUModuleOp device) {
+namespace {
+/// `void name(ptr<1> buffer..., i64 items)`, an NVVM kernel in `device`
+/// with a parameter per buffer of `generic` (its operand order), with `b`
+/// at its entry.
+LLVM::LLVMFuncOp createDeviceKernel(OpBuilder &b, kernel::GenericOp generic,
+                                    StringRef name, gpu::GPUModuleOp device) {
   MLIRContext *ctx = generic.getContext();
-  OpBuilder b(ctx);
   b.setInsertionPointToEnd(device.getBody());
-  Location loc = generic.getLoc();
   Type global = LLVM::LLVMPointerType::get(ctx, /*addressSpace=*/1);
-  unsigned buffers = generic->getNumOperands() - 1;
-  SmallVector<Type> params(buffers, global);
+  SmallVector<Type> params(generic->getNumOperands() - 1, global);
   params.push_back(b.getI64Type());
   auto fn = LLVM::LLVMFuncOp::create(
-      b, loc, name,
+      b, generic.getLoc(), name,
       LLVM::LLVMFunctionType::get(LLVM::LLVMVoidType::get(ctx), params));
   fn->setAttr(NVVM::NVVMDialect::getKernelFuncAttrName(), b.getUnitAttr());
   fn->setAttr(kGeneratedKernelAttrName, b.getUnitAttr());
-  Block *entry = fn.addEntryBlock(b);
-  b.setInsertionPointToStart(entry);
-  SmallVector<Value> bases(entry->getArguments().take_front(buffers));
+  b.setInsertionPointToStart(fn.addEntryBlock(b));
+  return fn;
+}
+} // namespace
+
+LLVM::LLVMFuncOp titan::outlineDeviceColumnTotals(kernel::GenericOp generic,
+                                                  StringRef name,
+                                                  gpu::GPUModuleOp device) {
+  OpBuilder b(generic.getContext());
+  Location loc = generic.getLoc();
+  LLVM::LLVMFuncOp fn = createDeviceKernel(b, generic, name, device);
+  SmallVector<Value> bases(
+      fn.getArguments().take_front(generic->getNumOperands() - 1));
   KernelBodyEmitter e(generic, bases, generic.getSegmentList().front());
   IndexMath m{b, loc};
   int64_t cols = generic.getRowLength();
@@ -573,22 +583,11 @@ LLVM::LLVMFuncOp titan::outlineDeviceKernel(kernel::GenericOp generic,
                                             StringRef name,
                                             gpu::GPUModuleOp device,
                                             unsigned width) {
-  MLIRContext *ctx = generic.getContext();
-  OpBuilder b(ctx);
-  b.setInsertionPointToEnd(device.getBody());
+  OpBuilder b(generic.getContext());
   Location loc = generic.getLoc();
-  Type global = LLVM::LLVMPointerType::get(ctx, /*addressSpace=*/1);
-  Type i64 = b.getI64Type();
+  LLVM::LLVMFuncOp fn = createDeviceKernel(b, generic, name, device);
+  Block *entry = &fn.getBody().front();
   unsigned buffers = generic->getNumOperands() - 1;
-  SmallVector<Type> params(buffers, global);
-  params.push_back(i64);
-  auto fn = LLVM::LLVMFuncOp::create(
-      b, loc, name,
-      LLVM::LLVMFunctionType::get(LLVM::LLVMVoidType::get(ctx), params));
-  fn->setAttr(NVVM::NVVMDialect::getKernelFuncAttrName(), b.getUnitAttr());
-  fn->setAttr(kGeneratedKernelAttrName, b.getUnitAttr());
-  Block *entry = fn.addEntryBlock(b);
-  b.setInsertionPointToStart(entry);
   Value block = sreg<NVVM::BlockIdXOp>(b, loc);
   Value blockSize = sreg<NVVM::BlockDimXOp>(b, loc);
   Value thread = sreg<NVVM::ThreadIdXOp>(b, loc);

@@ -404,12 +404,15 @@ std::pair<int64_t, int64_t> titan::hostWorkItems(kernel::GenericOp generic) {
   return {items, generic.getTransposedOutputs().empty() ? 0 : kHostTile};
 }
 
-LLVM::LLVMFuncOp titan::outlineGeneratedKernel(kernel::GenericOp generic,
-                                               StringRef name) {
+namespace {
+/// `void name(ptr buffers, i64 begin, i64 end)`, private to `generic`'s
+/// module, with `b` at its entry after loading each buffer's address
+/// (`bases`, in `generic`'s operand order).
+LLVM::LLVMFuncOp createHostKernel(OpBuilder &b, kernel::GenericOp generic,
+                                  StringRef name,
+                                  SmallVectorImpl<Value> &bases) {
   MLIRContext *ctx = generic.getContext();
-  auto module = generic->getParentOfType<ModuleOp>();
-  OpBuilder b(ctx);
-  b.setInsertionPointToEnd(module.getBody());
+  b.setInsertionPointToEnd(generic->getParentOfType<ModuleOp>().getBody());
   Location loc = generic.getLoc();
   Type ptr = LLVM::LLVMPointerType::get(ctx), i64 = b.getI64Type();
   auto fn = LLVM::LLVMFuncOp::create(
@@ -420,12 +423,22 @@ LLVM::LLVMFuncOp titan::outlineGeneratedKernel(kernel::GenericOp generic,
   fn->setAttr(kGeneratedKernelAttrName, b.getUnitAttr());
   Block *entry = fn.addEntryBlock(b);
   b.setInsertionPointToStart(entry);
-  SmallVector<Value> bases;
   for (unsigned i = 0, e = generic->getNumOperands() - 1; i < e; ++i) {
     Value slot = LLVM::GEPOp::create(b, loc, ptr, ptr, entry->getArgument(0),
                                      ArrayRef<LLVM::GEPArg>{int32_t(i)});
     bases.push_back(LLVM::LoadOp::create(b, loc, ptr, slot));
   }
+  return fn;
+}
+} // namespace
+
+LLVM::LLVMFuncOp titan::outlineGeneratedKernel(kernel::GenericOp generic,
+                                               StringRef name) {
+  OpBuilder b(generic.getContext());
+  Location loc = generic.getLoc();
+  SmallVector<Value> bases;
+  LLVM::LLVMFuncOp fn = createHostKernel(b, generic, name, bases);
+  Block *entry = &fn.getBody().front();
   Value begin = entry->getArgument(1), end = entry->getArgument(2);
   SmallVector<kernel::GenericSegment> segments = generic.getSegmentList();
   if (segments.size() == 1) {
@@ -451,26 +464,11 @@ LLVM::LLVMFuncOp titan::outlineGeneratedKernel(kernel::GenericOp generic,
 
 LLVM::LLVMFuncOp titan::outlineColumnTotals(kernel::GenericOp generic,
                                             StringRef name) {
-  MLIRContext *ctx = generic.getContext();
-  auto module = generic->getParentOfType<ModuleOp>();
-  OpBuilder b(ctx);
-  b.setInsertionPointToEnd(module.getBody());
+  OpBuilder b(generic.getContext());
   Location loc = generic.getLoc();
-  Type ptr = LLVM::LLVMPointerType::get(ctx), i64 = b.getI64Type();
-  auto fn = LLVM::LLVMFuncOp::create(
-      b, loc, name,
-      LLVM::LLVMFunctionType::get(LLVM::LLVMVoidType::get(ctx),
-                                  {ptr, i64, i64}),
-      LLVM::Linkage::Internal);
-  fn->setAttr(kGeneratedKernelAttrName, b.getUnitAttr());
-  Block *entry = fn.addEntryBlock(b);
-  b.setInsertionPointToStart(entry);
   SmallVector<Value> bases;
-  for (unsigned i = 0, e = generic->getNumOperands() - 1; i < e; ++i) {
-    Value slot = LLVM::GEPOp::create(b, loc, ptr, ptr, entry->getArgument(0),
-                                     ArrayRef<LLVM::GEPArg>{int32_t(i)});
-    bases.push_back(LLVM::LoadOp::create(b, loc, ptr, slot));
-  }
+  LLVM::LLVMFuncOp fn = createHostKernel(b, generic, name, bases);
+  Block *entry = &fn.getBody().front();
   KernelBodyEmitter e(generic, bases, generic.getSegmentList().front());
   Value begin = entry->getArgument(1), end = entry->getArgument(2);
   IndexMath m{b, loc};
@@ -484,7 +482,7 @@ LLVM::LLVMFuncOp titan::outlineColumnTotals(kernel::GenericOp generic,
     auto addBlock = [&](Value block, bool first) {
       Value from =
           m.add(m.mul(block, m.c(sums * cols)), m.c(int64_t(k) * cols));
-      ParallelAccesses parallel(ctx);
+      ParallelAccesses parallel(b.getContext());
       emitLoop(
           b, loc, begin, end, m.c(1), {},
           [&](Value col, ValueRange) {
