@@ -241,30 +241,23 @@ SmallVector<Value> emitDeviceRows(OpBuilder &b, KernelBodyEmitter &e,
 SmallVector<Value> emitDeviceRowBlocks(OpBuilder &b, KernelBodyEmitter &e,
                                        gpu::GPUModuleOp device, int64_t cols,
                                        unsigned width) {
-  kernel::GenericOp generic = e.getGeneric();
-  Location loc = generic.getLoc();
+  Location loc = e.getGeneric().getLoc();
   IndexMath m{b, loc};
-  int64_t rows = generic.getNumElements() / cols;
-  int64_t blocks = generic.getColumnSumBlocks();
-  int64_t sums = e.getNumColumnSums();
   Value thread = sreg<NVVM::ThreadIdXOp>(b, loc);
   Value threads = sreg<NVVM::BlockDimXOp>(b, loc);
   return emitLoop(
-      b, loc, sreg<NVVM::BlockIdXOp>(b, loc), m.c(blocks),
-      sreg<NVVM::GridDimXOp>(b, loc), e.startAccumulators(b),
-      [&](Value block, ValueRange acc) {
-        e.setColumnSumBlock(m.mul(block, m.c(sums * cols)));
+      b, loc, sreg<NVVM::BlockIdXOp>(b, loc),
+      m.c(e.getGeneric().getColumnSumBlocks()), sreg<NVVM::GridDimXOp>(b, loc),
+      e.startAccumulators(b), [&](Value block, ValueRange acc) {
+        e.setColumnSumBlock(block);
         emitLoop(b, loc, thread, m.c(cols / width), threads, {},
                  [&](Value pack, ValueRange) {
                    e.zeroColumnSums(b, m.mul(pack, m.c(width)), width, {});
                    return SmallVector<Value>();
                  });
-        auto firstRow = [&](Value p) {
-          return LLVM::SDivOp::create(b, loc, m.mul(p, m.c(rows)), m.c(blocks));
-        };
-        return emitDeviceRows(b, e, device, firstRow(block),
-                              firstRow(m.add(block, m.c(1))), m.c(1), cols,
-                              width, acc);
+        return emitDeviceRows(b, e, device, e.firstRowOfBlock(b, block),
+                              e.firstRowOfBlock(b, m.add(block, m.c(1))),
+                              m.c(1), cols, width, acc);
       });
 }
 } // namespace
@@ -301,7 +294,6 @@ LLVM::LLVMFuncOp titan::outlineDeviceColumnTotals(kernel::GenericOp generic,
   KernelBodyEmitter e(generic, bases, generic.getSegmentList().front());
   IndexMath m{b, loc};
   int64_t cols = generic.getRowLength();
-  int64_t sums = e.getNumColumnSums();
   Type type = e.getColumnSumType();
   // Thread t of the grid: columns t, t + threads, ... of each sum (one
   // coalesced read of each block's partials), the blocks added in order.
@@ -313,11 +305,8 @@ LLVM::LLVMFuncOp titan::outlineDeviceColumnTotals(kernel::GenericOp generic,
   for (auto [k, total] : llvm::enumerate(e.getColumnSumBases())) {
     emitLoop(b, loc, first, m.c(cols), step, {}, [&](Value col, ValueRange) {
       auto partial = [&](Value block) {
-        Value at = m.add(
-            m.add(m.mul(block, m.c(sums * cols)), m.c(int64_t(k) * cols)), col);
-        return loadElement(
-            b, loc, type,
-            elementAddress(b, loc, e.getWorkspaceBase(), type, at), {});
+        return loadElement(b, loc, type, e.partialAddress(b, block, k, col),
+                           {});
       };
       // Block 0's partial, then the others' added in order (the host's
       // order, to the bit).
@@ -626,14 +615,15 @@ LLVM::LLVMFuncOp titan::outlineDeviceKernel(kernel::GenericOp generic,
     // The launch passes kTileThreads work items a row (rows from the
     // launch: kernels alike but in their row count share the function),
     // or a row block with column sums (rows and blocks built in).
-    Value rows =
-        LLVM::UDivOp::create(b, loc, items, constantI64(b, loc, kTileThreads));
     SmallVector<Value> accumulators =
         e.getNumColumnSums()
             ? emitDeviceRowBlocks(b, e, device, cols, width)
-            : emitDeviceRows(b, e, device, sreg<NVVM::BlockIdXOp>(b, loc), rows,
-                             sreg<NVVM::GridDimXOp>(b, loc), cols, width,
-                             e.startAccumulators(b));
+            : emitDeviceRows(
+                  b, e, device, sreg<NVVM::BlockIdXOp>(b, loc),
+                  LLVM::UDivOp::create(b, loc, items,
+                                       constantI64(b, loc, kTileThreads)),
+                  sreg<NVVM::GridDimXOp>(b, loc), cols, width,
+                  e.startAccumulators(b));
     publishDeviceReductions(b, loc, accumulators, e.getReductionBases(),
                             device);
     LLVM::ReturnOp::create(b, loc, ValueRange{});

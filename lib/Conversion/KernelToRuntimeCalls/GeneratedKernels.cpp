@@ -255,30 +255,23 @@ SmallVector<Value> emitRowKernelSpan(OpBuilder &b, KernelBodyEmitter &e,
 /// column-sum values to its partials in row order.
 SmallVector<Value> emitRowBlockSpan(OpBuilder &b, KernelBodyEmitter &e,
                                     Value begin, Value end, int64_t cols) {
-  kernel::GenericOp generic = e.getGeneric();
-  Location loc = generic.getLoc();
+  Location loc = e.getGeneric().getLoc();
   IndexMath m{b, loc};
-  int64_t rows = generic.getNumElements() / cols;
-  int64_t blocks = generic.getColumnSumBlocks();
-  int64_t partials = int64_t(e.getNumColumnSums()) * cols;
-  return emitLoop(
-      b, loc, begin, end, m.c(1), e.startAccumulators(b),
-      [&](Value block, ValueRange acc) {
-        e.setColumnSumBlock(m.mul(block, m.c(partials)));
-        ParallelAccesses clear(b.getContext());
-        emitLoop(
-            b, loc, m.c(0), m.c(cols), m.c(1), {},
-            [&](Value col, ValueRange) {
-              e.zeroColumnSums(b, col, 1, clear.groups);
-              return SmallVector<Value>();
-            },
-            clear.annotation);
-        auto firstRow = [&](Value p) {
-          return LLVM::SDivOp::create(b, loc, m.mul(p, m.c(rows)), m.c(blocks));
-        };
-        return emitRowKernelSpan(b, e, firstRow(block),
-                                 firstRow(m.add(block, m.c(1))), cols, acc);
-      });
+  return emitLoop(b, loc, begin, end, m.c(1), e.startAccumulators(b),
+                  [&](Value block, ValueRange acc) {
+                    e.setColumnSumBlock(block);
+                    ParallelAccesses clear(b.getContext());
+                    emitLoop(
+                        b, loc, m.c(0), m.c(cols), m.c(1), {},
+                        [&](Value col, ValueRange) {
+                          e.zeroColumnSums(b, col, 1, clear.groups);
+                          return SmallVector<Value>();
+                        },
+                        clear.annotation);
+                    return emitRowKernelSpan(
+                        b, e, e.firstRowOfBlock(b, block),
+                        e.firstRowOfBlock(b, m.add(block, m.c(1))), cols, acc);
+                  });
 }
 
 /// A segment's work items: its elements, or its rows when it runs in tiles.
@@ -405,12 +398,18 @@ std::pair<int64_t, int64_t> titan::hostWorkItems(kernel::GenericOp generic) {
 }
 
 namespace {
+/// A host kernel's function, each buffer's address (in `generic`'s
+/// operand order) and its span of work items [begin, end).
+struct HostKernel {
+  LLVM::LLVMFuncOp fn;
+  SmallVector<Value> bases;
+  Value begin, end;
+};
+
 /// `void name(ptr buffers, i64 begin, i64 end)`, private to `generic`'s
-/// module, with `b` at its entry after loading each buffer's address
-/// (`bases`, in `generic`'s operand order).
-LLVM::LLVMFuncOp createHostKernel(OpBuilder &b, kernel::GenericOp generic,
-                                  StringRef name,
-                                  SmallVectorImpl<Value> &bases) {
+/// module, with `b` at its entry after loading each buffer's address.
+HostKernel createHostKernel(OpBuilder &b, kernel::GenericOp generic,
+                            StringRef name) {
   MLIRContext *ctx = generic.getContext();
   b.setInsertionPointToEnd(generic->getParentOfType<ModuleOp>().getBody());
   Location loc = generic.getLoc();
@@ -423,12 +422,13 @@ LLVM::LLVMFuncOp createHostKernel(OpBuilder &b, kernel::GenericOp generic,
   fn->setAttr(kGeneratedKernelAttrName, b.getUnitAttr());
   Block *entry = fn.addEntryBlock(b);
   b.setInsertionPointToStart(entry);
+  HostKernel kernel{fn, {}, entry->getArgument(1), entry->getArgument(2)};
   for (unsigned i = 0, e = generic->getNumOperands() - 1; i < e; ++i) {
     Value slot = LLVM::GEPOp::create(b, loc, ptr, ptr, entry->getArgument(0),
                                      ArrayRef<LLVM::GEPArg>{int32_t(i)});
-    bases.push_back(LLVM::LoadOp::create(b, loc, ptr, slot));
+    kernel.bases.push_back(LLVM::LoadOp::create(b, loc, ptr, slot));
   }
-  return fn;
+  return kernel;
 }
 } // namespace
 
@@ -436,10 +436,7 @@ LLVM::LLVMFuncOp titan::outlineGeneratedKernel(kernel::GenericOp generic,
                                                StringRef name) {
   OpBuilder b(generic.getContext());
   Location loc = generic.getLoc();
-  SmallVector<Value> bases;
-  LLVM::LLVMFuncOp fn = createHostKernel(b, generic, name, bases);
-  Block *entry = &fn.getBody().front();
-  Value begin = entry->getArgument(1), end = entry->getArgument(2);
+  auto [fn, bases, begin, end] = createHostKernel(b, generic, name);
   SmallVector<kernel::GenericSegment> segments = generic.getSegmentList();
   if (segments.size() == 1) {
     KernelBodyEmitter e(generic, bases, segments.front());
@@ -466,30 +463,21 @@ LLVM::LLVMFuncOp titan::outlineColumnTotals(kernel::GenericOp generic,
                                             StringRef name) {
   OpBuilder b(generic.getContext());
   Location loc = generic.getLoc();
-  SmallVector<Value> bases;
-  LLVM::LLVMFuncOp fn = createHostKernel(b, generic, name, bases);
-  Block *entry = &fn.getBody().front();
+  auto [fn, bases, begin, end] = createHostKernel(b, generic, name);
   KernelBodyEmitter e(generic, bases, generic.getSegmentList().front());
-  Value begin = entry->getArgument(1), end = entry->getArgument(2);
   IndexMath m{b, loc};
-  int64_t cols = generic.getRowLength();
-  int64_t sums = e.getNumColumnSums();
   Type type = e.getColumnSumType();
-  Value workspace = e.getWorkspaceBase();
   // Columns [begin, end) of each sum: block 0's partials, then each later
   // block's added in block order, each pass one vectorizable loop.
   for (auto [k, total] : llvm::enumerate(e.getColumnSumBases())) {
     auto addBlock = [&](Value block, bool first) {
-      Value from =
-          m.add(m.mul(block, m.c(sums * cols)), m.c(int64_t(k) * cols));
       ParallelAccesses parallel(b.getContext());
       emitLoop(
           b, loc, begin, end, m.c(1), {},
           [&](Value col, ValueRange) {
-            Value partial = loadElement(
-                b, loc, type,
-                elementAddress(b, loc, workspace, type, m.add(from, col)),
-                parallel.groups);
+            Value partial =
+                loadElement(b, loc, type, e.partialAddress(b, block, k, col),
+                            parallel.groups);
             Value at = elementAddress(b, loc, total, type, col);
             Value sum =
                 first ? partial

@@ -243,40 +243,46 @@ SmallVector<Value> KernelBodyEmitter::getColumnSumBases() {
                              [](auto &reduction) { return reduction.second; });
 }
 
-void KernelBodyEmitter::zeroColumnSums(OpBuilder &b, Value column,
-                                       unsigned width, ArrayAttr groups) {
+Value KernelBodyEmitter::partialAddress(OpBuilder &b, Value block, unsigned k,
+                                        Value column) {
   Location loc = generic.getLoc();
   IndexMath m{b, loc};
   int64_t columns = generic.getRowLength();
-  for (auto [k, sum] : llvm::enumerate(columnSums)) {
-    Type type = sum.first.getType();
-    Value zero = arith::ConstantOp::create(b, loc, b.getFloatAttr(type, 0));
-    storePack(
-        b, loc, SmallVector<Value>(width, zero),
-        elementAddress(
-            b, loc, getWorkspaceBase(), type,
-            m.add(m.add(columnSumBlock, m.c(int64_t(k) * columns)), column)),
-        groups);
-  }
+  Value row =
+      m.add(m.mul(block, m.c(int64_t(columnSums.size()))), m.c(int64_t(k)));
+  return elementAddress(b, loc, getWorkspaceBase(), getColumnSumType(),
+                        m.add(m.mul(row, m.c(columns)), column));
+}
+
+Value KernelBodyEmitter::firstRowOfBlock(OpBuilder &b, Value block) {
+  Location loc = generic.getLoc();
+  IndexMath m{b, loc};
+  int64_t rows = generic.getNumElements() / generic.getRowLength();
+  return LLVM::SDivOp::create(b, loc, m.mul(block, m.c(rows)),
+                              m.c(generic.getColumnSumBlocks()));
+}
+
+void KernelBodyEmitter::zeroColumnSums(OpBuilder &b, Value column,
+                                       unsigned width, ArrayAttr groups) {
+  Location loc = generic.getLoc();
+  Value zero =
+      arith::ConstantOp::create(b, loc, b.getFloatAttr(getColumnSumType(), 0));
+  for (unsigned k = 0, e = columnSums.size(); k < e; ++k)
+    storePack(b, loc, SmallVector<Value>(width, zero),
+              partialAddress(b, columnSumBlock, k, column), groups);
 }
 
 void KernelBodyEmitter::addToColumnSums(OpBuilder &b, Value column,
                                         MutableArrayRef<IRMapping> lanes,
                                         ArrayAttr groups) {
   Location loc = generic.getLoc();
-  IndexMath m{b, loc};
-  int64_t columns = generic.getRowLength();
-  Value workspace = getWorkspaceBase();
   // The pack's partials, one vector access each way (the workspace's rows
   // of C are aligned as the pack's elements are); a row block's partials
   // are its own, each column's added to by one thread.
   for (auto [k, sum] : llvm::enumerate(columnSums)) {
-    Type type = sum.first.getType();
-    Value address = elementAddress(
-        b, loc, workspace, type,
-        m.add(m.add(columnSumBlock, m.c(int64_t(k) * columns)), column));
+    Value address = partialAddress(b, columnSumBlock, k, column);
     SmallVector<Value> partials =
-        loadPack(b, loc, type, address, lanes.size(), groups);
+        loadPack(b, loc, sum.first.getType(), address, lanes.size(), groups);
     for (auto [partial, lane] : llvm::zip_equal(partials, lanes))
       partial = arith::AddFOp::create(b, loc, partial,
                                       lane.lookupOrDefault(sum.first));

@@ -162,9 +162,16 @@ public:
   /// The current row's sums (getRowSums' order), which emitPack's body
   /// then reads.
   void setRowSums(mlir::ValueRange sums);
-  /// The column sums' partials of the current row block: the workspace's
-  /// element `offset` (i64) on, K x C of them.
-  void setColumnSumBlock(mlir::Value offset) { columnSumBlock = offset; }
+  /// The row block (i64) whose partials emitPack adds to and
+  /// zeroColumnSums zeroes.
+  void setColumnSumBlock(mlir::Value block) { columnSumBlock = block; }
+  /// The address of row block `block`'s partial of column sum `k` at
+  /// `column` (the workspace is P x K x C).
+  mlir::Value partialAddress(mlir::OpBuilder &b, mlir::Value block, unsigned k,
+                             mlir::Value column);
+  /// The first row of row block `block` (the rows R split into the
+  /// workspace's P blocks: block p is rows [p R / P, (p + 1) R / P)).
+  mlir::Value firstRowOfBlock(mlir::OpBuilder &b, mlir::Value block);
   /// Zeroes the row block's partials of columns [column, column + width)
   /// of each column sum (one vector store each).
   void zeroColumnSums(mlir::OpBuilder &b, mlir::Value column, unsigned width,
@@ -224,8 +231,8 @@ private:
   llvm::DenseSet<mlir::Value> rowSumArgs;
   /// The body's uniform values in the function.
   mlir::IRMapping map;
-  /// The column sums' (yielded value, address), and the current row
-  /// block's partials (setColumnSumBlock).
+  /// The column sums' (yielded value, address), and the current row block
+  /// (setColumnSumBlock).
   llvm::SmallVector<std::pair<mlir::Value, mlir::Value>> columnSums;
   mlir::Value columnSumBlock;
 };

@@ -108,7 +108,8 @@ TargetFeatures cpuFeatures() {
   features.hostMemory = true;
   features.pipelineParallel = true;
   features.generatedKernels = true;
-  // A few blocks per core: partials of 64 rows of C, summed in one pass.
+  // 64 row blocks, a few per core: their partials 64 rows of C, which the
+  // totals pass reads once.
   features.columnSumBlocks = 64;
   return features;
 }

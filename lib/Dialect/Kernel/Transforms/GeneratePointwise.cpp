@@ -254,17 +254,20 @@ GenericOp generateRowCall(CallOp call, int64_t blocks) {
   OpBuilder b(call);
   Location loc = call.getLoc();
   // The column sums' buffers: the result, or a total in the computation
-  // type to round into it.
-  SmallVector<Value> outputs, reductions, rounded;
+  // type to round into it after the kernel.
+  SmallVector<Value> outputs, reductions;
+  SmallVector<std::pair<Value, Value>> roundings;
   for (auto [i, output] : llvm::enumerate(call.getOutputs())) {
     if (!llvm::is_contained(columnSums, i)) {
       outputs.push_back(output);
       continue;
     }
     Value total = output;
-    if (elementTypeOf(output) != *compute)
+    if (elementTypeOf(output) != *compute) {
       total = AllocOp::create(b, loc, MemRefType::get({columns}, *compute),
                               AllocKind::Temporary, IntegerAttr());
+      roundings.push_back({total, output});
+    }
     reductions.push_back(total);
   }
   Value workspace;
@@ -316,13 +319,8 @@ GenericOp generateRowCall(CallOp call, int64_t blocks) {
     llvm::append_range(yielded, addends);
     YieldOp::create(b, loc, yielded);
   }
-  for (auto [i, output] : llvm::enumerate(call.getOutputs()))
-    if (llvm::is_contained(columnSums, i)) {
-      Value total = reductions[llvm::count_if(
-          columnSums, [&](unsigned k) { return k < i; })];
-      if (total != output)
-        emitRounding(b, loc, total, output, call.getStream());
-    }
+  for (auto [total, output] : roundings)
+    emitRounding(b, loc, total, output, call.getStream());
   return generic;
 }
 

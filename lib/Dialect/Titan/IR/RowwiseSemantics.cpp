@@ -24,6 +24,24 @@ titan::lookupRowwiseSemantics(MLIRContext *ctx, StringRef name) {
   return op ? op->getInterface<RowwiseOpInterface>() : nullptr;
 }
 
+namespace {
+/// 1 / sqrt(sum(x * x) / C + eps) over x's row of C (`rowSum`), in x's
+/// type: the forward's and the backward's one definition of r.
+Value inverseRms(OpBuilder &b, Location loc, Value x, FloatAttr eps,
+                 int64_t rowLength, function_ref<Value(Value)> rowSum) {
+  Type type = x.getType();
+  auto constant = [&](double v) {
+    return arith::ConstantOp::create(b, loc, b.getFloatAttr(type, v));
+  };
+  Value sum = rowSum(arith::MulFOp::create(b, loc, x, x));
+  Value mean = arith::DivFOp::create(b, loc, sum, constant(double(rowLength)));
+  Value rms = math::SqrtOp::create(
+      b, loc,
+      arith::AddFOp::create(b, loc, mean, constant(eps.getValueAsDouble())));
+  return arith::DivFOp::create(b, loc, constant(1.0), rms);
+}
+} // namespace
+
 /// (x, weight) -> x * (1 / sqrt(sum(x * x) / C + eps)) * weight, in the
 /// computation type and rounded once (as the GPU library kernel and
 /// PyTorch's fused CUDA rms_norm do). 1 / sqrt is correctly rounded on
@@ -37,16 +55,7 @@ RMSNormOp::buildRowScalar(OpBuilder &b, Location loc, ValueRange operands,
   if (operands.size() != 2 || !eps || rowLength <= 0)
     return {};
   Value x = operands[0], weight = operands[1];
-  Type type = x.getType();
-  auto constant = [&](double v) {
-    return arith::ConstantOp::create(b, loc, b.getFloatAttr(type, v));
-  };
-  Value sum = rowSum(arith::MulFOp::create(b, loc, x, x));
-  Value mean = arith::DivFOp::create(b, loc, sum, constant(double(rowLength)));
-  Value rms = math::SqrtOp::create(
-      b, loc,
-      arith::AddFOp::create(b, loc, mean, constant(eps.getValueAsDouble())));
-  Value inverse = arith::DivFOp::create(b, loc, constant(1.0), rms);
+  Value inverse = inverseRms(b, loc, x, eps, rowLength, rowSum);
   Value normalized = arith::MulFOp::create(b, loc, x, inverse);
   return {arith::MulFOp::create(b, loc, normalized, weight)};
 }
@@ -66,17 +75,9 @@ RMSNormGradOp::buildRowScalar(OpBuilder &b, Location loc, ValueRange operands,
   if (operands.size() != 3 || !eps || rowLength <= 0)
     return {};
   Value x = operands[0], weight = operands[1], dy = operands[2];
-  Type type = x.getType();
-  auto constant = [&](double v) {
-    return arith::ConstantOp::create(b, loc, b.getFloatAttr(type, v));
-  };
-  Value columns = constant(double(rowLength));
-  Value mean = arith::DivFOp::create(
-      b, loc, rowSum(arith::MulFOp::create(b, loc, x, x)), columns);
-  Value rms = math::SqrtOp::create(
-      b, loc,
-      arith::AddFOp::create(b, loc, mean, constant(eps.getValueAsDouble())));
-  Value inverse = arith::DivFOp::create(b, loc, constant(1.0), rms);
+  Value inverse = inverseRms(b, loc, x, eps, rowLength, rowSum);
+  Value columns = arith::ConstantOp::create(
+      b, loc, b.getFloatAttr(x.getType(), double(rowLength)));
   Value scaled = arith::MulFOp::create(b, loc, dy, weight);
   Value dot = rowSum(arith::MulFOp::create(b, loc, scaled, x));
   Value xhat = arith::MulFOp::create(b, loc, x, inverse);
