@@ -332,13 +332,6 @@ int main() {
     int64_t n = tokens * dim;
     Buffer x(size_t(n) * 2, bf16), y(size_t(n) * 2, bf16),
         dx(size_t(n) * 2, bf16);
-    Buffer freqsCis(size_t(tokens * headDim) * 4);
-    ropeAngles(freqsCis.as<float>(), tokens, headDim / 2, 500000.0, false, 1, 1,
-               1, 1, nullptr);
-    report("fused", "rope (q, in place)", double(2 * n * 2), "GB/s", time([&] {
-             rope(bf16, x.ptr, freqsCis.as<float>(), x.ptr, 1, tokens, heads,
-                  headDim / 2, false, nullptr);
-           }));
     report("fused", "add (residual)", double(3 * n * 2), "GB/s",
            time([&] { add(bf16, x.ptr, y.ptr, dx.ptr, n, nullptr); }));
     std::vector<int32_t> ids(static_cast<size_t>(tokens));

@@ -20,33 +20,6 @@ using namespace titanrt::cuda::device;
 
 namespace {
 
-/// One block per token (b, s): its `rowPacks` packs of N elements (heads x
-/// head_dim) are rotated by row `s` of the cos/sin table, whose
-/// `headPacks * N` floats line up with one head's elements. Pairs start at
-/// even elements, so a pack of N = 2 is aligned wherever the buffer is.
-template <typename T, int N>
-__global__ void ropeKernel(const T *x, const float *freqsCis, T *out,
-                           int64_t tokens, int64_t seq, int rowPacks,
-                           int headPacks, bool transpose) {
-  for (int64_t t = blockIdx.x; t < tokens; t += gridDim.x) {
-    const float *table = freqsCis + (t % seq) * headPacks * N;
-    const T *in = x + t * rowPacks * N;
-    T *dst = out + t * rowPacks * N;
-    for (int k = threadIdx.x; k < rowPacks; k += kThreads) {
-      float v[N], cs[N], r[N]; // the pack is read whole before written
-      loadPack<N>(in, k * N, v);
-      loadPack<N>(table, (k % headPacks) * N, cs);
-#pragma unroll
-      for (int p = 0; p < N; p += 2) {
-        float c = cs[p], sn = transpose ? -cs[p + 1] : cs[p + 1];
-        r[p] = v[p] * c - v[p + 1] * sn;
-        r[p + 1] = v[p] * sn + v[p + 1] * c;
-      }
-      storePack<N>(dst, k * N, r);
-    }
-  }
-}
-
 template <typename T>
 __global__ void embeddingKernel(const T *weight, const int32_t *tokens, T *out,
                                 int64_t n, int64_t vocab, int64_t dim,
@@ -430,31 +403,6 @@ void withRowPacks(const void *logits, const void *out, int64_t vocab, F f) {
 }
 
 } // namespace
-
-void titanrt::cuda::rope(Dtype type, const void *x, const float *freqsCis,
-                         void *out, int64_t batch, int64_t seq, int64_t heads,
-                         int64_t pairs, bool transpose, cudaStream_t stream) {
-  int64_t tokens = batch * seq;
-  if (tokens <= 0 || heads * pairs <= 0)
-    return;
-  unsigned blocks = unsigned(std::min<int64_t>(tokens, int64_t(65535) * 16));
-  dispatch(type, [&](auto *tag) {
-    using T = std::remove_pointer_t<decltype(tag)>;
-    constexpr int kN = kPack<T>;
-    // A token's heads x head_dim elements (far below 2^31) in packs of N.
-    auto launch = [&](auto width) {
-      constexpr int n = decltype(width)::value;
-      ropeKernel<T, n><<<blocks, kThreads, 0, stream>>>(
-          static_cast<const T *>(x), freqsCis, static_cast<T *>(out), tokens,
-          seq, int(heads * 2 * pairs / n), int(2 * pairs / n), transpose);
-    };
-    if ((2 * pairs) % kN == 0 && aligned16({x, out, freqsCis}))
-      launch(std::integral_constant<int, kN>());
-    else
-      launch(std::integral_constant<int, 2>()); // one pair at a time
-  });
-  checkLaunch("rope");
-}
 
 void titanrt::cuda::embedding(Dtype type, const void *weight,
                               const int32_t *tokens, void *out, int64_t n,

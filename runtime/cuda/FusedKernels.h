@@ -23,15 +23,6 @@
 
 namespace titanrt::cuda {
 
-/// Rotary embedding of x (batch x seq x heads x 2 pairs) by the table
-/// freqsCis (seq x pairs x (cos, sin), f32): each pair (a, b) becomes
-/// (a cos - b sin, a sin + b cos); `transpose` rotates back (the adjoint).
-/// `out` may be `x`. One block per token, 16-byte accesses where a head's
-/// elements and the pointers allow them.
-void rope(Dtype type, const void *x, const float *freqsCis, void *out,
-          int64_t batch, int64_t seq, int64_t heads, int64_t pairs,
-          bool transpose, cudaStream_t stream);
-
 /// out[i, :] = weight[tokens[i], :] for `n` tokens of rows of `dim`. With
 /// `vocabStart` (a device pointer; tensor-parallel vocabulary shards) the
 /// weight holds rows [*vocabStart, *vocabStart + vocab) and other tokens

@@ -82,11 +82,6 @@ void ropeAngles(const Args &c) {
                    c.ints[0] != 0, c.floats[1], c.floats[2], c.floats[3],
                    double(c.ints[1]), c.stream());
 }
-void rope(const Args &c) {
-  Shape s = c.shape(0);
-  cuda::rope(c.type(0), c.buffers[0], c.buf<float>(1), c.buffers[2], s.dim(0),
-             s.dim(1), s.dim(2), s.dim(3) / 2, c.ints[0] != 0, c.stream());
-}
 AttentionShape attentionShape(const Args &c) {
   AttentionDims d = attentionDims(c.shape(0), c.shape(1));
   check(d.error);

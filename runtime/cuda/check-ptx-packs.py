@@ -42,7 +42,6 @@ EXPECTED = [
     ("Elementwise", r"copyBoxKernel<unsigned char>",
      [("ld.global.u8", r"\bld\.global\.(?:u8|b8)\b"),
       ("st.global.u8", r"\bst\.global\.(?:u8|b8)\b")]),
-    ("FusedKernels", r"\bropeKernel<\w+, (4|8)>", [LD_GLOBAL_V4, ST_GLOBAL_V4]),
     ("FusedKernels", r"\bcrossEntropyRowsKernel<\w+, (4|8)>", [LD_GLOBAL_V4]),
     ("FusedKernels", r"\bcrossEntropyGradKernel<\w+, (4|8)>",
      [LD_GLOBAL_V4, ST_GLOBAL_V4]),

@@ -120,12 +120,6 @@ template <typename T> void ropeAngles(const Call &c) {
                 c.ints[0] != 0, c.floats[1], c.floats[2], c.floats[3],
                 double(c.ints[1]), static_cast<float *>(c.workspace));
 }
-/// ints: {transpose}
-template <typename T> void rope(const Call &c) {
-  Shape s = c.shape(0);
-  k::rope(c.buf<T>(0), c.buf<float>(1), c.buf<T>(2), s.dim(0), s.dim(1),
-          s.dim(2), s.dim(3) / 2, c.ints[0] != 0);
-}
 /// Copies the box `plan` describes from `in` into `out`.
 template <typename T>
 void copyBox(const BoxCopyPlan &plan, const T *in, T *out) {

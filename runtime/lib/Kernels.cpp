@@ -148,27 +148,6 @@ void ropeAngles(float *freqsCis, int64_t seq, int64_t pairs, double theta,
 }
 
 template <typename T>
-void rope(const T *x, const float *freqsCis, T *out, int64_t batch, int64_t seq,
-          int64_t heads, int64_t pairs, bool transpose) {
-#pragma omp parallel for collapse(2) if (batch * seq * heads * pairs >=        \
-                                         kParallelWork)
-  for (int64_t b = 0; b < batch; ++b)
-    for (int64_t s = 0; s < seq; ++s)
-      for (int64_t j = 0; j < pairs; ++j) {
-        const float *cosSin = freqsCis + 2 * (s * pairs + j);
-        T c = cosSin[0], sn = cosSin[1];
-        if (transpose)
-          sn = -sn;
-        for (int64_t h = 0; h < heads; ++h) {
-          int64_t base = ((b * seq + s) * heads + h) * 2 * pairs + 2 * j;
-          T a = x[base], bb = x[base + 1];
-          out[base] = a * c - bb * sn;
-          out[base + 1] = a * sn + bb * c;
-        }
-      }
-}
-
-template <typename T>
 void linear(const T *x, const T *w, T *y, int64_t m, int64_t k, int64_t n,
             bool accumulate) {
   gemm(false, true, m, n, k, T(1), x, k, w, k, T(accumulate), y, n);
@@ -364,8 +343,6 @@ void adamw(T *param, const T *grad, T *expAvg, T *expAvgSq, int64_t n,
                                            int64_t);                           \
   template void crossEntropyFromStatsGrad<T>(const T *, double, T *, T *,      \
                                              int64_t);                         \
-  template void rope<T>(const T *, const float *, T *, int64_t, int64_t,       \
-                        int64_t, int64_t, bool);                               \
   template void linear<T>(const T *, const T *, T *, int64_t, int64_t,         \
                           int64_t, bool);                                      \
   template void linearGradInput<T>(const T *, const T *, T *, int64_t,         \

@@ -34,10 +34,6 @@ void ropeAngles(float *freqsCis, int64_t seq, int64_t pairs, double theta,
                 bool scaled, double factor, double lowFreqFactor,
                 double highFreqFactor, double originalMaxPositions,
                 float *invFreq);
-/// x is batch x seq x heads x (2 * pairs), freqsCis seq x pairs x 2.
-template <typename T>
-void rope(const T *x, const float *freqsCis, T *out, int64_t batch, int64_t seq,
-          int64_t heads, int64_t pairs, bool transpose);
 
 /// q/out: B x S x Hq x D, k/v: B x S x Hkv x D, causal; lse: B x Hq x S,
 /// each score row's log-sum-exp, written by the forward and read by the

@@ -41,36 +41,6 @@ using namespace titanrt::cuda::test;
 
 namespace {
 
-// Head dims whose rows take 16-byte packs for f32 and bf16 (8, 128) and
-// one that takes pairs only (6).
-TEST(FusedKernels, Rope) {
-  int64_t batch = 2, seq = 9, heads = 3;
-  for (int64_t pairs : {3, 4, 64}) {
-    SCOPED_TRACE("pairs " + std::to_string(pairs));
-    size_t n = size_t(batch * seq * heads * pairs * 2);
-    std::vector<float> angles = random(size_t(seq * pairs), 7, -4, 4);
-    std::vector<float> freqsCis;
-    for (float angle : angles) {
-      freqsCis.push_back(std::cos(angle));
-      freqsCis.push_back(std::sin(angle));
-    }
-    DeviceArray<float> dFreqsCis(freqsCis);
-    for (Dtype t : {Dtype::f32, Dtype::bf16})
-      for (bool transpose : {false, true}) {
-        std::vector<float> x = rounded(random(n, 8), t), y(n);
-        kernels::rope(x.data(), freqsCis.data(), y.data(), batch, seq, heads,
-                      pairs, transpose);
-        DeviceBuffer dX(x, t), dY(n, t);
-        rope(t, dX.ptr, dFreqsCis.ptr, dY.ptr, batch, seq, heads, pairs,
-             transpose, nullptr);
-        expectClose(dY.read(), y, t, 1e-6, "rope");
-        rope(t, dX.ptr, dFreqsCis.ptr, dX.ptr, batch, seq, heads, pairs,
-             transpose, nullptr); // in place
-        expectClose(dX.read(), y, t, 1e-6, "rope in place");
-      }
-  }
-}
-
 TEST(FusedKernels, Embedding) {
   int64_t vocab = 50, dim = 300, n = 37;
   std::vector<int32_t> tokens(n);

@@ -80,21 +80,6 @@ TEST_F(GradientCheck, Linear) {
   expectGradient(w, dw, loss, "weight");
 }
 
-TEST_F(GradientCheck, RopeTransposeIsTheAdjoint) {
-  int64_t batch = 2, seq = 5, heads = 3, pairs = 4;
-  std::vector<float> freqsCis(seq * pairs * 2), invFreq(pairs);
-  ropeAngles(freqsCis.data(), seq, pairs, 10000.0, true, 4.0, 1.0, 4.0, 4.0,
-             invFreq.data());
-  size_t n = batch * seq * heads * 2 * pairs;
-  Vec x = randomVec(n, rng), r = randomVec(n, rng), y(n), dx(n);
-  auto loss = [&] {
-    rope(x.data(), freqsCis.data(), y.data(), batch, seq, heads, pairs, false);
-    return dot(y, r);
-  };
-  rope(r.data(), freqsCis.data(), dx.data(), batch, seq, heads, pairs, true);
-  expectGradient(x, dx, loss, "input");
-}
-
 /// Attention's gradient by central differences, at one shape.
 void checkAttention(std::mt19937_64 &rng, int64_t batch, int64_t seq,
                     int64_t qHeads, int64_t kvHeads, int64_t headDim) {

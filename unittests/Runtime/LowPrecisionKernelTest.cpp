@@ -213,26 +213,6 @@ TEST(LowPrecisionKernels, FillRoundsOnce) {
   check({"fill", ENTRIES(fill), {}, {out({8})}, {}, {0.1}});
 }
 
-TEST(LowPrecisionKernels, RotaryRoundsOnce) {
-  Buffer freqsCis{{4, 4, 2}, Kind::F32, {}};
-  for (int p = 0; p < 4; ++p)
-    for (int j = 0; j < 4; ++j) {
-      float angle = float(p * std::pow(10000.0, -j / 4.0));
-      freqsCis.values.push_back(std::cos(angle));
-      freqsCis.values.push_back(std::sin(angle));
-    }
-  check({"rope",
-         ENTRIES(rope),
-         {lp({2, 4, 3, 8}), freqsCis},
-         {out({2, 4, 3, 8})},
-         {0}});
-  check({"rope transpose",
-         ENTRIES(rope),
-         {lp({2, 4, 3, 8}), freqsCis},
-         {out({2, 4, 3, 8})},
-         {1}});
-}
-
 TEST(LowPrecisionKernels, GemmsAndAttentionRoundOnce) {
   check({"linear",
          ENTRIES(linear),

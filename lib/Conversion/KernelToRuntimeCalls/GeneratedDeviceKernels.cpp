@@ -350,8 +350,11 @@ unsigned titan::devicePackWidth(kernel::GenericOp generic,
   // The workspace's partials (f32 or f64, a pack's worth at a time) must
   // be aligned too, but do not set the width.
   std::optional<std::pair<unsigned, std::optional<int64_t>>> partials;
-  for (auto [buffer, offset] :
-       llvm::zip(generic->getOperands().drop_back(), offsets)) {
+  for (auto [i, buffer, offset] :
+       llvm::enumerate(generic->getOperands().drop_back(), offsets)) {
+    // A mapped input is read element by element.
+    if (i < generic.getInputs().size() && generic.isMapped(i))
+      continue;
     if (buffer == generic.getWorkspace()) {
       partials = {unsigned(cast<MemRefType>(buffer.getType())
                                .getElementType()

@@ -361,6 +361,10 @@ std::string titan::generatedKernelKey(kernel::GenericOp generic) {
       os << "tiles " << shape->first << "x" << shape->second << ";";
   }
   buffers("in ", generic.getInputs());
+  // Input maps are built in (RoPE's hold its shape).
+  for (unsigned i = 0, e = generic.getInputs().size(); i < e; ++i)
+    if (generic.isMapped(i))
+      os << "map " << i << " " << generic.getInputMap(i) << ";";
   buffers("out ", generic.getOutputs());
   for (auto [buffer, kind] :
        llvm::zip(generic.getReductions(), generic.getReductionKinds()))

@@ -334,6 +334,50 @@ SmallVector<Value> KernelBodyEmitter::startAccumulators(OpBuilder &b) {
       constantI32(b, generic.getLoc(), 0));
 }
 
+namespace {
+/// `expr` (of d0, bounded by the verifier: divisions of non-negative values
+/// by positive constants) at d0 = `index`, in i64.
+Value emitIndexExpr(IndexMath &m, AffineExpr expr, Value index) {
+  if (auto c = dyn_cast<AffineConstantExpr>(expr))
+    return m.c(c.getValue());
+  if (isa<AffineDimExpr>(expr))
+    return index;
+  auto binary = cast<AffineBinaryOpExpr>(expr);
+  Value lhs = emitIndexExpr(m, binary.getLHS(), index);
+  Value rhs = emitIndexExpr(m, binary.getRHS(), index);
+  switch (expr.getKind()) {
+  case AffineExprKind::Add:
+    return m.add(lhs, rhs);
+  case AffineExprKind::Mul:
+    return m.mul(lhs, rhs);
+  case AffineExprKind::Mod:
+    return LLVM::URemOp::create(m.b, m.loc, lhs, rhs);
+  case AffineExprKind::FloorDiv:
+    return LLVM::UDivOp::create(m.b, m.loc, lhs, rhs);
+  default: // CeilDiv
+    return LLVM::UDivOp::create(m.b, m.loc, m.sub(m.add(lhs, rhs), m.c(1)),
+                                rhs);
+  }
+}
+} // namespace
+
+void KernelBodyEmitter::loadMappedInput(OpBuilder &b, Value arg, Value base,
+                                        Value index, ArrayAttr groups,
+                                        MutableArrayRef<IRMapping> lanes) {
+  Location loc = generic.getLoc();
+  IndexMath m{b, loc};
+  AffineExpr expr =
+      generic.getInputMap(cast<BlockArgument>(arg).getArgNumber()).getResult(0);
+  // Element by element: a map need not keep a pack's elements together
+  // (LLVM joins the loads that are adjacent).
+  for (auto [j, lane] : llvm::enumerate(lanes)) {
+    Value at = emitIndexExpr(m, expr, m.add(index, m.c(int64_t(j))));
+    lane.map(arg, loadElement(b, loc, arg.getType(),
+                              elementAddress(b, loc, base, arg.getType(), at),
+                              groups));
+  }
+}
+
 void KernelBodyEmitter::loadInputs(OpBuilder &b, Value index, Value column,
                                    unsigned width, ArrayAttr groups,
                                    MutableArrayRef<IRMapping> lanes,
@@ -342,6 +386,10 @@ void KernelBodyEmitter::loadInputs(OpBuilder &b, Value index, Value column,
   for (auto [arg, buffer, base] : segmentInputs()) {
     if (generic.isBroadcast(buffer) || !needed(arg))
       continue;
+    if (generic.isMapped(cast<BlockArgument>(arg).getArgNumber())) {
+      loadMappedInput(b, arg, base, index, groups, lanes.take_front(width));
+      continue;
+    }
     Value at = generic.isPerColumn(buffer) ? column : index;
     SmallVector<Value> elements = loadPack(
         b, loc, arg.getType(), elementAddress(b, loc, base, arg.getType(), at),
@@ -491,9 +539,13 @@ KernelBodyEmitter::emitPack(OpBuilder &b, Value index, unsigned width,
   SmallVector<IRMapping> lanes(width, map);
   loadInputs(b, index, column, width, groups, lanes,
              [](Value) { return true; });
+  IndexMath m{b, loc};
+  for (auto op : generic.getBody().front().getOps<kernel::IndexOp>())
+    for (auto [j, lane] : llvm::enumerate(lanes))
+      lane.map(op.getResult(), m.add(index, m.c(int64_t(j))));
   for (IRMapping &lane : lanes)
     for (Operation &op : generic.getBody().front().without_terminator())
-      if (runs(op) && !isa<kernel::RowSumOp>(op) &&
+      if (runs(op) && !isa<kernel::RowSumOp, kernel::IndexOp>(op) &&
           !llvm::all_of(op.getResults(),
                         [&](Value v) { return uniform.contains(v); }))
         b.clone(op, lane);

@@ -203,6 +203,11 @@ private:
                   unsigned width, mlir::ArrayAttr groups,
                   llvm::MutableArrayRef<mlir::IRMapping> lanes,
                   llvm::function_ref<bool(mlir::Value)> needed);
+  /// Body argument `arg` (a mapped input at address `base`) for the pack's
+  /// lanes from `index`, each at its map's element.
+  void loadMappedInput(mlir::OpBuilder &b, mlir::Value arg, mlir::Value base,
+                       mlir::Value index, mlir::ArrayAttr groups,
+                       llvm::MutableArrayRef<mlir::IRMapping> lanes);
   /// The segment's (body argument, input, address), (yielded value,
   /// output, address) and (reduced value, address) triples.
   llvm::SmallVector<std::tuple<mlir::Value, mlir::Value, mlir::Value>>

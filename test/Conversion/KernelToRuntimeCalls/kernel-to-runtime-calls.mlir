@@ -59,12 +59,12 @@ module attributes {kernel.arena_bytes = 4294968576 : i64, kernel.slots = {"param
 
 // float64 buffers call the f64 kernels; integer-only kernels are i32;
 // kernels with bf16 buffers call the bf16 entry (the f32 kernel on widened
-// copies; the f32 angles of rope pass as they are: type codes 2 and 0);
+// copies; a cast's f32 result passes as it is: type codes 2 and 0);
 // collectives carry their element type (bf16, f8) to the runtime.
 // CHECK-LABEL: llvm.func @titan_double(
 // CHECK: llvm.call @titan_rt_linear_f64(
 // CHECK: llvm.call @titan_rt_shard_offset_i32(
-// CHECK: llvm.call @titan_rt_rope_bf16(
+// CHECK: llvm.call @titan_rt_cast_bf16(
 // CHECK: llvm.call @titan_rt_all_gather_start_bf16(
 // CHECK: llvm.call @titan_rt_all_gather_start_f8E4M3FN(
 module attributes {kernel.arena_bytes = 1024 : i64, kernel.slots = {"param:w" = array<i64: 0, 96>}} {
@@ -76,9 +76,9 @@ module attributes {kernel.arena_bytes = 1024 : i64, kernel.slots = {"param:w" = 
     %o = kernel.alloc temporary {offset = 768 : i64} : memref<i32>
     kernel.call "shard_offset"() outs(%o : memref<i32>) on %s params [16, 1, 4]
     %h = kernel.alloc temporary {offset = 256 : i64} : memref<4xbf16>
-    %hv = kernel.view %h : memref<4xbf16> to memref<1x1x1x4xbf16>
-    %angles = kernel.alloc temporary {offset = 768 : i64} : memref<1x2xf32>
-    kernel.call "rope"(%hv, %angles : memref<1x1x1x4xbf16>, memref<1x2xf32>) outs(%hv : memref<1x1x1x4xbf16>) on %s params [0]
+    %hv = kernel.view %h : memref<4xbf16> to memref<1x4xbf16>
+    %wide = kernel.alloc temporary {offset = 768 : i64} : memref<1x4xf32>
+    kernel.call "cast"(%hv : memref<1x4xbf16>) outs(%wide : memref<1x4xf32>) on %s params []
     %g = kernel.alloc collective {offset = 512 : i64} : memref<8xbf16>
     %r = kernel.collective_start "all_gather_start"(%h : memref<4xbf16>) outs(%g : memref<8xbf16>) on %s params [0, 0, 4] -> !kernel.request
     kernel.wait %r on %s

@@ -642,3 +642,103 @@ func.func @column_sums_alias(%a: memref<2x4xf32>, %ws: memref<1x2x4xf32>, %dw: m
   } {row_length = 4 : i64}
   return
 }
+
+// -----
+
+func.func @map_count(%a: memref<4xf32>, %b: memref<4xf32>) {
+  %s = kernel.stream 0
+  // expected-error @+1 {{'kernel.generic' op has 2 input maps for 1 inputs}}
+  kernel.generic ins(%a : memref<4xf32>) outs(%b : memref<4xf32>) on %s {
+  ^bb0(%x: f32):
+    kernel.yield %x : f32
+  } {input_maps = [affine_map<(d0) -> (d0)>, affine_map<(d0) -> (d0)>]}
+  return
+}
+
+// -----
+
+func.func @map_arity(%a: memref<4xf32>, %b: memref<4xf32>) {
+  %s = kernel.stream 0
+  // expected-error @+1 {{'kernel.generic' op input map affine_map<(d0, d1) -> (d0 + d1)> must take one index to one element}}
+  kernel.generic ins(%a : memref<4xf32>) outs(%b : memref<4xf32>) on %s {
+  ^bb0(%x: f32):
+    kernel.yield %x : f32
+  } {input_maps = [affine_map<(d0, d1) -> (d0 + d1)>]}
+  return
+}
+
+// -----
+
+// Element i + 1 of a 4-element input is outside it at i = 3.
+func.func @map_outside(%a: memref<4xf32>, %b: memref<4xf32>) {
+  %s = kernel.stream 0
+  // expected-error @+1 {{'kernel.generic' op input map affine_map<(d0) -> (d0 + 1)> of input 0 may leave its 4 elements for an index below 4}}
+  kernel.generic ins(%a : memref<4xf32>) outs(%b : memref<4xf32>) on %s {
+  ^bb0(%x: f32):
+    kernel.yield %x : f32
+  } {input_maps = [affine_map<(d0) -> (d0 + 1)>]}
+  return
+}
+
+// -----
+
+// A mod of a possibly negative value has no unsigned form.
+func.func @map_negative_dividend(%a: memref<4xf32>, %b: memref<4xf32>) {
+  %s = kernel.stream 0
+  // expected-error @+1 {{'kernel.generic' op input map affine_map<(d0) -> ((d0 - 1) mod 4)> of input 0 may leave its 4 elements for an index below 4}}
+  kernel.generic ins(%a : memref<4xf32>) outs(%b : memref<4xf32>) on %s {
+  ^bb0(%x: f32):
+    kernel.yield %x : f32
+  } {input_maps = [affine_map<(d0) -> ((d0 - 1) mod 4)>]}
+  return
+}
+
+// -----
+
+// Index i reads element i xor 1, which index i xor 1 may have written.
+func.func @mapped_and_written(%a: memref<4xf32>) {
+  %s = kernel.stream 0
+  // expected-error @+1 {{'kernel.generic' op input 1 is read through a map and also written}}
+  kernel.generic ins(%a, %a : memref<4xf32>, memref<4xf32>) outs(%a : memref<4xf32>) on %s {
+  ^bb0(%x: f32, %p: f32):
+    %r = arith.addf %x, %p : f32
+    kernel.yield %r : f32
+  } {input_maps = [affine_map<(d0) -> (d0)>, affine_map<(d0) -> ((d0 floordiv 2) * 2 + 1 - d0 mod 2)>]}
+  return
+}
+
+// -----
+
+func.func @mapped_rows(%a: memref<2x4xf32>, %b: memref<2x4xf32>) {
+  %s = kernel.stream 0
+  // expected-error @+1 {{'kernel.generic' op a row kernel or a kernel with transposed outputs reads each input at its index (no input maps, no kernel.index)}}
+  kernel.generic ins(%a : memref<2x4xf32>) outs(%b : memref<2x4xf32>) on %s {
+  ^bb0(%x: f32):
+    kernel.yield %x : f32
+  } {input_maps = [affine_map<(d0) -> (7 - d0)>], row_length = 4 : i64}
+  return
+}
+
+// -----
+
+func.func @index_in_rows(%a: memref<2x4xf32>, %b: memref<2x4xf32>) {
+  %s = kernel.stream 0
+  // expected-error @+1 {{'kernel.generic' op a row kernel or a kernel with transposed outputs reads each input at its index (no input maps, no kernel.index)}}
+  kernel.generic ins(%a : memref<2x4xf32>) outs(%b : memref<2x4xf32>) on %s {
+  ^bb0(%x: f32):
+    %i = kernel.index : i64
+    %f = arith.uitofp %i : i64 to f32
+    %r = arith.addf %x, %f : f32
+    kernel.yield %r : f32
+  } {row_length = 4 : i64}
+  return
+}
+
+// -----
+
+func.func @index_outside() {
+  // expected-error @+1 {{'kernel.index' op expects parent op 'kernel.generic'}}
+  %i = kernel.index : i64
+  return
+}
+

@@ -1,6 +1,9 @@
 // RUN: titan-opt %s | titan-opt | FileCheck %s
 // RUN: titan-opt %s --mlir-print-op-generic | titan-opt | FileCheck %s
 
+// The input maps of @mapped, printed as aliases before the module.
+// CHECK-DAG: #[[PARTNER:.*]] = affine_map<(d0) -> ((d0 floordiv 2) * 2 - d0 mod 2 + 1)>
+// CHECK-DAG: #[[COS:.*]] = affine_map<(d0) -> (((d0 floordiv 8) mod 3) * 4 + ((d0 mod 4) floordiv 2) * 2)>
 // CHECK: module attributes {kernel.arena_bytes = 4096 : i64, kernel.slots = {"param:w" = array<i64: 0, 64>}}
 // CHECK-LABEL: func.func @step(
 // CHECK-SAME: %{{.*}}: memref<16xf32> {kernel.slot = "param:w"}
@@ -60,6 +63,26 @@ module attributes {kernel.arena_bytes = 4096 : i64, kernel.slots = {"param:w" = 
       %sq = arith.mulf %a, %a : f32
       kernel.yield %a, %sq : f32, f32
     } {row_length = 4 : i64}
+    return
+  }
+  // Input maps and the index (RoPE): each element, its pair partner and
+  // the cos/sin table at its position and pair; the parity from the index.
+  // CHECK-LABEL: func.func @mapped(
+  // CHECK: kernel.index : i64
+  // CHECK: } {input_maps = [#{{.*}}, #[[PARTNER]], #[[COS]]]}
+  func.func @mapped(%x: memref<2x3x2x4xf32>, %f: memref<3x2x2xf32>, %y: memref<2x3x2x4xf32>) {
+    %s = kernel.stream 0
+    kernel.generic ins(%x, %x, %f : memref<2x3x2x4xf32>, memref<2x3x2x4xf32>, memref<3x2x2xf32>) outs(%y : memref<2x3x2x4xf32>) on %s {
+    ^bb0(%a: f32, %p: f32, %c: f32):
+      %i = kernel.index : i64
+      %one = arith.constant 1 : i64
+      %odd = arith.andi %i, %one : i64
+      %t = arith.uitofp %odd : i64 to f32
+      %ac = arith.mulf %a, %c : f32
+      %pt = arith.mulf %p, %t : f32
+      %r = arith.addf %ac, %pt : f32
+      kernel.yield %r : f32
+    } {input_maps = [affine_map<(d0) -> (d0)>, affine_map<(d0) -> ((d0 floordiv 2) * 2 + 1 - d0 mod 2)>, affine_map<(d0) -> (((d0 floordiv 8) mod 3) * 4 + ((d0 mod 4) floordiv 2) * 2)>]}
     return
   }
 }

@@ -1,5 +1,6 @@
 //===- KernelDialect.cpp - the kernel dialect -----------------------------===//
 
+#include "titan/Dialect/Kernel/IR/IndexMaps.h"
 #include "titan/Dialect/Kernel/IR/Kernel.h"
 #include "titan/Dialect/Titan/IR/TensorSize.h"
 #include "titan/Support/Suggest.h"
@@ -298,13 +299,32 @@ LogicalResult CollectiveStartOp::verify() {
 }
 
 int64_t GenericOp::getNumElements() {
-  // The workspace is scratch, not a tensor the kernel runs over.
+  // The workspace is scratch, not a tensor the kernel runs over; a mapped
+  // input is read where its map says.
   int64_t elements = 0;
-  for (Value v : getOperands().drop_back())
-    if (v != getWorkspace())
+  for (auto [i, v] : llvm::enumerate(getOperands().drop_back()))
+    if (v != getWorkspace() && !(i < getInputs().size() && isMapped(i)))
       elements =
           std::max(elements, cast<MemRefType>(v.getType()).getNumElements());
   return elements;
+}
+
+AffineMap GenericOp::getInputMap(unsigned index) {
+  ArrayRef<Attribute> maps = getInputMaps().getValue();
+  if (index < maps.size())
+    return cast<AffineMapAttr>(maps[index]).getValue();
+  return AffineMap::getMultiDimIdentityMap(1, getContext());
+}
+
+bool GenericOp::isMapped(unsigned index) {
+  return !getInputMap(index).isIdentity();
+}
+
+bool GenericOp::readsAcrossIndices() {
+  for (unsigned i = 0, e = getInputs().size(); i < e; ++i)
+    if (isMapped(i))
+      return true;
+  return !getBody().empty() && !getBody().front().getOps<IndexOp>().empty();
 }
 
 bool GenericOp::isBroadcast(Value buffer) {
@@ -338,11 +358,12 @@ DenseSet<Value> GenericOp::getUniformValues() {
   for (auto [arg, input] : llvm::zip(body.getArguments(), getInputs()))
     if (isBroadcast(input))
       uniform.insert(arg);
-  // A row sum differs from row to row, whatever it sums.
+  // A row sum differs from row to row, whatever it sums; the index from
+  // index to index.
   for (Operation &op : body.without_terminator())
-    if (!isa<RowSumOp>(op) && llvm::all_of(op.getOperands(), [&](Value v) {
-          return uniform.contains(v);
-        }))
+    if (!isa<RowSumOp, IndexOp>(op) &&
+        llvm::all_of(op.getOperands(),
+                     [&](Value v) { return uniform.contains(v); }))
       uniform.insert(op.getResults().begin(), op.getResults().end());
   return uniform;
 }
@@ -413,7 +434,8 @@ SmallVector<GenericSegment> GenericOp::getSegmentList() {
           segment.elements, cast<MemRefType>(v.getType()).getNumElements());
     };
     for (unsigned i = segment.inputBegin; i < segment.inputEnd; ++i)
-      count(getInputs()[i]);
+      if (!isMapped(i))
+        count(getInputs()[i]);
     for (unsigned i = segment.outputBegin; i < segment.outputEnd; ++i)
       count(getOutputs()[i]);
     for (unsigned i = segment.reductionBegin; i < segment.reductionEnd; ++i)
@@ -565,6 +587,47 @@ LogicalResult GenericOp::verifyReductions() {
   return success();
 }
 
+/// Each input map takes every index of its segment inside its buffer; a
+/// kernel reading across indices is neither a row kernel nor tiled, and
+/// writes no buffer it reads through a map (another index's element may
+/// already be written).
+LogicalResult GenericOp::verifyInputMaps() {
+  ArrayRef<Attribute> maps = getInputMaps().getValue();
+  if (!maps.empty() && maps.size() != getInputs().size())
+    return emitOpError() << "has " << maps.size() << " input maps for "
+                         << getInputs().size() << " inputs";
+  if (readsAcrossIndices() &&
+      (getRowLength() != 0 || !getTransposedOutputs().empty()))
+    return emitOpError() << "a row kernel or a kernel with transposed "
+                            "outputs reads each input at its index (no input "
+                            "maps, no kernel.index)";
+  for (const GenericSegment &segment : getSegmentList())
+    for (unsigned i = segment.inputBegin; i < segment.inputEnd; ++i) {
+      AffineMap map = getInputMap(i);
+      if (!map.isIdentity() &&
+          (map.getNumDims() != 1 || map.getNumSymbols() != 0 ||
+           map.getNumResults() != 1))
+        return emitOpError() << "input map " << AffineMapAttr::get(map)
+                             << " must take one index to one element";
+      if (!isMapped(i))
+        continue;
+      int64_t size =
+          cast<MemRefType>(getInputs()[i].getType()).getNumElements();
+      std::optional<std::pair<int64_t, int64_t>> range =
+          indexExprRange(map.getResult(0), segment.elements - 1);
+      if (!range || range->first < 0 || range->second >= size)
+        return emitOpError()
+               << "input map " << AffineMapAttr::get(map) << " of input " << i
+               << " may leave its " << size << " elements for an index below "
+               << segment.elements;
+      for (Value out : getOutputs())
+        if (viewedBuffer(out) == viewedBuffer(getInputs()[i]))
+          return emitOpError()
+                 << "input " << i << " is read through a map and also written";
+    }
+  return success();
+}
+
 /// A row kernel's rows divide its elements; it is one segment, untiled.
 LogicalResult GenericOp::verifyRows() {
   int64_t columns = getRowLength();
@@ -639,18 +702,23 @@ LogicalResult GenericOp::verify() {
   if (failed(verifyReductions()) || failed(verifySegments()) ||
       failed(verifyRows()))
     return failure();
+  if (failed(verifyInputMaps()))
+    return failure();
   for (const GenericSegment &segment : getSegmentList()) {
-    auto buffers = llvm::concat<Value>(
-        getInputs().slice(segment.inputBegin,
-                          segment.inputEnd - segment.inputBegin),
-        getOutputs().slice(segment.outputBegin,
-                           segment.outputEnd - segment.outputBegin));
-    for (Value v : buffers) {
+    SmallVector<Value> buffers;
+    for (unsigned i = segment.inputBegin; i < segment.inputEnd; ++i)
+      buffers.push_back(getInputs()[i]);
+    llvm::append_range(
+        buffers, getOutputs().slice(segment.outputBegin,
+                                    segment.outputEnd - segment.outputBegin));
+    for (auto [k, v] : llvm::enumerate(buffers)) {
       auto type = cast<MemRefType>(v.getType());
       if (!type.getLayout().isIdentity())
         return emitOpError() << "buffer of type " << type
                              << " is not contiguous (identity layout)";
-      if (type.getNumElements() != segment.elements &&
+      bool mapped = k < segment.inputEnd - segment.inputBegin &&
+                    isMapped(segment.inputBegin + k);
+      if (!mapped && type.getNumElements() != segment.elements &&
           type.getNumElements() != 1 && !isPerColumn(v))
         return emitOpError()
                << "buffer of type " << type << " has " << type.getNumElements()
@@ -735,6 +803,14 @@ LogicalResult GenericOp::verifyRegions() {
                << "computes on " << t
                << "; a kernel.generic body computes on scalars";
   }
+  return success();
+}
+
+LogicalResult IndexOp::verify() {
+  auto generic = (*this)->getParentOfType<GenericOp>();
+  if (generic.getRowLength() != 0 || !generic.getTransposedOutputs().empty())
+    return emitOpError() << "cannot be in a row kernel or a kernel with "
+                            "transposed outputs";
   return success();
 }
 

@@ -258,7 +258,15 @@ private:
         earlier.getStream(), b.getArrayAttr(kinds),
         b.getDenseI64ArrayAttr(joinedTransposedOutputs({earlier, kernel})),
         b.getDenseI64ArrayAttr(segments));
-    // Each segment reads its own arguments: `earlier`'s, then `kernel`'s.
+    // Each segment reads its own arguments (under their maps): `earlier`'s,
+    // then `kernel`'s.
+    if (earlier.readsAcrossIndices() || kernel.readsAcrossIndices()) {
+      SmallVector<AffineMap> maps;
+      for (GenericOp part : {earlier, kernel})
+        for (unsigned i = 0, e = part.getInputs().size(); i < e; ++i)
+          maps.push_back(part.getInputMap(i));
+      joined.setInputMapsAttr(b.getAffineMapArrayAttr(maps));
+    }
     unsigned offset = earlier.getInputs().size();
     buildJoinedBody(b, joined, {earlier, kernel},
                     [&](unsigned part, unsigned index) {

@@ -6,6 +6,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "titan/Dialect/Kernel/IR/IndexMaps.h"
 #include "titan/Dialect/Kernel/Transforms/BufferAccess.h"
 #include "titan/Dialect/Kernel/Transforms/JoinedBody.h"
 #include "titan/Dialect/Kernel/Transforms/Passes.h"
@@ -106,6 +107,46 @@ bool movesFloat8Only(Block &body) {
   });
 }
 
+/// The kernel inputs of `call` and their maps: its element reads (each a
+/// buffer under a map the verifier can bound, writing no output), or each
+/// input at the index. Nothing when a read cannot be generated.
+std::optional<std::pair<SmallVector<Value>, SmallVector<AffineMap>>>
+kernelInputs(const PointwiseOpInterface::Concept *semantics, CallOp call) {
+  SmallVector<SmallVector<int64_t>> shapes;
+  for (Value v : call.getInputs())
+    shapes.emplace_back(cast<MemRefType>(v.getType()).getShape());
+  SmallVector<ArrayRef<int64_t>> shapeRefs(shapes.begin(), shapes.end());
+  SmallVector<std::pair<unsigned, AffineMap>> reads =
+      semantics->getElementReads(call.getContext(), call.getParams().getValue(),
+                                 shapeRefs);
+  SmallVector<Value> inputs;
+  SmallVector<AffineMap> maps;
+  if (reads.empty()) {
+    inputs.assign(call.getInputs().begin(), call.getInputs().end());
+    return std::make_pair(inputs, maps);
+  }
+  int64_t elements = 0;
+  for (Value out : call.getOutputs())
+    elements = std::max(elements, elementCount(out));
+  for (auto [operand, map] : reads) {
+    if (operand >= call.getInputs().size())
+      return std::nullopt;
+    Value input = call.getInputs()[operand];
+    std::optional<std::pair<int64_t, int64_t>> range =
+        map.isIdentity()
+            ? std::optional(std::make_pair(int64_t(0), elements - 1))
+            : indexExprRange(map.getResult(0), elements - 1);
+    if (!range || range->first < 0 || range->second >= elementCount(input) ||
+        (!map.isIdentity() && llvm::any_of(call.getOutputs(), [&](Value out) {
+          return viewedBuffer(out) == viewedBuffer(input);
+        })))
+      return std::nullopt;
+    inputs.push_back(input);
+    maps.push_back(map);
+  }
+  return std::make_pair(inputs, maps);
+}
+
 /// The generated kernel for `call` when its kernel is a pointwise op (with
 /// its parameters) on buffers and types the generator handles, else null.
 /// The op's absmax results become the kernel's reductions.
@@ -115,13 +156,18 @@ GenericOp generateCall(CallOp call) {
       lookupPointwiseSemantics(ctx, ("titan." + call.getKernel()).str());
   if (!semantics)
     return nullptr;
+  auto kernelReads = kernelInputs(semantics, call);
+  if (!kernelReads)
+    return nullptr;
+  auto &[inputs, maps] = *kernelReads;
   ArrayRef<Attribute> params = call.getParams().getValue();
   unsigned reduced = semantics->getNumAbsMaxResults(params);
   if (reduced > call.getOutputs().size())
     return nullptr;
   ValueRange outputs = call.getOutputs().drop_back(reduced);
   ValueRange reductions = call.getOutputs().take_back(reduced);
-  if (!hasGenericShape(call.getInputs(), outputs) ||
+  if ((maps.empty() && !hasGenericShape(call.getInputs(), outputs)) ||
+      (!maps.empty() && !hasGenericShape({}, outputs)) ||
       !llvm::all_of(reductions, [](Value v) {
         return elementCount(v) == 1 && elementTypeOf(v).isF32();
       }))
@@ -151,18 +197,26 @@ GenericOp generateCall(CallOp call) {
   Location loc = call.getLoc();
   SmallVector<Attribute> kinds(
       reduced, ReductionKindAttr::get(ctx, ReductionKind::AbsMax));
-  auto generic = GenericOp::create(
-      b, loc, call.getInputs(), outputs, reductions, call.getStream(),
-      b.getArrayAttr(kinds), b.getDenseI64ArrayAttr(transposed));
+  if (!maps.empty() && !transposed.empty())
+    return nullptr;
+  auto generic = GenericOp::create(b, loc, inputs, outputs, reductions,
+                                   call.getStream(), b.getArrayAttr(kinds),
+                                   b.getDenseI64ArrayAttr(transposed));
+  if (!maps.empty())
+    generic.setInputMapsAttr(b.getAffineMapArrayAttr(maps));
   Block *body = b.createBlock(&generic.getBody());
   SmallVector<Value> operands;
-  for (Value input : call.getInputs()) {
+  for (Value input : inputs) {
     Value element = body->addArgument(elementTypeOf(input), loc);
     operands.push_back(isFloat8(element.getType())
                            ? element
                            : convertFloat(b, loc, element, *compute));
   }
-  SmallVector<Value> results = semantics->buildScalar(b, loc, operands, params);
+  SmallVector<Value> results =
+      maps.empty() ? semantics->buildScalar(b, loc, operands, params)
+                   : semantics->buildIndexedScalar(
+                         b, loc, operands,
+                         IndexOp::create(b, loc, b.getI64Type()), params);
   SmallVector<Value> rounded;
   for (auto [result, output] : llvm::zip(results, call.getOutputs())) {
     // A float8 result comes as its float8 value.
@@ -408,7 +462,8 @@ private:
   static bool isSibling(GenericOp a, GenericOp b) {
     if (a.getStream() != b.getStream() || !a.getSegments().empty() ||
         a.getNumElements() != b.getNumElements() || a.getNumElements() == 1 ||
-        a.getRowLength() || b.getRowLength())
+        a.getRowLength() || b.getRowLength() || a.readsAcrossIndices() ||
+        b.readsAcrossIndices())
       return false;
     std::optional<std::pair<int64_t, int64_t>> as = a.getTransposedShape(),
                                                bs = b.getTransposedShape();
@@ -540,6 +595,8 @@ private:
         producer.getStream() != consumer.getStream() ||
         !producer.getSegments().empty() || !consumer.getSegments().empty())
       return false;
+    if (!mapsFuse(producer, consumer, link))
+      return false;
     // One of them may run by rows (a row kernel of more would sum sums),
     // and rows have no tiles. A row kernel takes in a consumer only when
     // that saves the link (its result then dies there) or a read of it
@@ -615,6 +672,31 @@ private:
       return false;
     return onceBuffersSafe(producer, consumer, link) &&
            fusedBuffers(producer, consumer, link) <= maxBuffers;
+  }
+
+  /// Whether kernels reading across indices (input maps, kernel.index)
+  /// fuse: only with kernels of as many elements, neither by rows nor in
+  /// tiles; the consumer reads the link at its index alone, and neither
+  /// writes what the other reads through a map (another index's element).
+  static bool mapsFuse(GenericOp producer, GenericOp consumer, Value link) {
+    if (!producer.readsAcrossIndices() && !consumer.readsAcrossIndices())
+      return true;
+    if (producer.getNumElements() != consumer.getNumElements())
+      return false;
+    for (GenericOp g : {producer, consumer})
+      if (g.getRowLength() || !g.getTransposedOutputs().empty())
+        return false;
+    auto writes = [](GenericOp g, Value buffer) {
+      return llvm::any_of(g.getOutputs(), [&](Value out) {
+        return viewedBuffer(out) == viewedBuffer(buffer);
+      });
+    };
+    for (GenericOp reader : {producer, consumer})
+      for (auto [i, input] : llvm::enumerate(reader.getInputs()))
+        if (reader.isMapped(i) &&
+            (writes(producer, input) || writes(consumer, input)))
+          return false;
+    return true;
   }
 
   /// Whether `consumer` can run at `producer`'s place, the ops between them
@@ -742,13 +824,24 @@ private:
   GenericOp fuse(Fusion fusion, GenericOp consumer, Value link) {
     GenericOp producer = fusion.producer;
     bool keepLink = !linkDies(producer, consumer, link);
+    // One argument per (buffer, map) read: the consumer's but the link's,
+    // then the producer's.
     SmallVector<Value> inputs;
-    for (Value v : consumer.getInputs())
-      if (v != link && !llvm::is_contained(inputs, v))
-        inputs.push_back(v);
-    for (Value v : producer.getInputs())
-      if (!llvm::is_contained(inputs, v))
-        inputs.push_back(v);
+    SmallVector<AffineMap> maps;
+    auto argumentOf = [&](GenericOp g, unsigned i) {
+      auto read = std::make_pair(g.getInputs()[i], g.getInputMap(i));
+      for (auto [k, v] : llvm::enumerate(inputs))
+        if (std::make_pair(v, maps[k]) == read)
+          return unsigned(k);
+      inputs.push_back(read.first);
+      maps.push_back(read.second);
+      return unsigned(inputs.size() - 1);
+    };
+    SmallVector<unsigned> consumerArgs, producerArgs;
+    for (auto [i, v] : llvm::enumerate(consumer.getInputs()))
+      consumerArgs.push_back(v == link ? ~0u : argumentOf(consumer, i));
+    for (unsigned i = 0, e = producer.getInputs().size(); i < e; ++i)
+      producerArgs.push_back(argumentOf(producer, i));
     SmallVector<Value> outputs(consumer.getOutputs());
     if (keepLink && !llvm::is_contained(outputs, link))
       outputs.push_back(link);
@@ -778,22 +871,23 @@ private:
                                    b.getDenseI64ArrayAttr(transposed));
     fused.setRowLength(
         std::max(producer.getRowLength(), consumer.getRowLength()));
+    if (llvm::any_of(maps, [](AffineMap m) { return !m.isIdentity(); }))
+      fused.setInputMapsAttr(b.getAffineMapArrayAttr(maps));
     // The row kernel's column sums keep their partials (canFuse: at most
     // one has them).
     if (Value workspace = producer.getWorkspace() ? producer.getWorkspace()
                                                   : consumer.getWorkspace())
       fused.getWorkspaceMutable().assign(workspace);
     Block *body = b.createBlock(&fused.getBody());
-    DenseMap<Value, Value> argOf;
     for (Value v : inputs)
-      argOf[v] = body->addArgument(elementTypeOf(v), v.getLoc());
+      body->addArgument(elementTypeOf(v), v.getLoc());
 
     // The producer's body, then the consumer's reading its result.
     IRMapping map;
     Block &producerBody = producer.getBody().front();
-    for (auto [arg, v] :
-         llvm::zip_equal(producerBody.getArguments(), producer.getInputs()))
-      map.map(arg, argOf.lookup(v));
+    for (auto [arg, k] :
+         llvm::zip_equal(producerBody.getArguments(), producerArgs))
+      map.map(arg, body->getArgument(k));
     for (Operation &op : producerBody.without_terminator())
       b.clone(op, map);
     Value linked;
@@ -805,9 +899,9 @@ private:
              producer.getOutputs(), producerYield.take_front(producerOutputs)))
       (out == link ? linked : others.emplace_back()) = map.lookupOrDefault(v);
     Block &consumerBody = consumer.getBody().front();
-    for (auto [arg, v] :
-         llvm::zip_equal(consumerBody.getArguments(), consumer.getInputs()))
-      map.map(arg, v == link ? linked : argOf.lookup(v));
+    for (auto [arg, k] :
+         llvm::zip_equal(consumerBody.getArguments(), consumerArgs))
+      map.map(arg, k == ~0u ? linked : body->getArgument(k));
     for (Operation &op : consumerBody.without_terminator())
       b.clone(op, map);
     // The consumer's outputs, the link when kept, the producer's other

@@ -311,6 +311,20 @@ def Kernel_GenericOp : Kernel_Op<"generic", [AttrSizedOperandSegments,
     kernel sum in the same order (XLA and Inductor split such reductions
     the same way).
 
+    `input_maps` (empty, or one per input) reads an input elsewhere than at
+    the index: input k's argument at index i is its element `map_k(i)`
+    (of the row-major buffer; i is the segment's index), an affine map of
+    one dimension and one result that the verifier proves stays inside the
+    buffer for every i (interval bounds; mod and floordiv by positive
+    constants of non-negative values). An identity map is the rules above.
+    One buffer may be several inputs under different maps (RoPE reads each
+    element and its pair partner, `(d0 floordiv 2) * 2 + 1 - d0 mod 2`,
+    and its cos/sin table at the index's position and pair); a mapped
+    input is read at another index than the one written, so no output may
+    be its buffer, and its element count does not size the kernel.
+    `kernel.index` gives the body the index itself. Row kernels and
+    kernels with transposed outputs have neither.
+
     ```mlir
     kernel.generic ins(%g, %u : memref<8x64xbf16>, memref<8x64xbf16>)
         outs(%y : memref<8x64xbf16>) on %s {
@@ -331,7 +345,8 @@ def Kernel_GenericOp : Kernel_Op<"generic", [AttrSizedOperandSegments,
       DefaultValuedAttr<Kernel_ReductionKindArrayAttr, "{}">:$reduction_kinds,
       DefaultValuedAttr<DenseI64ArrayAttr, "{}">:$transposed_outputs,
       DefaultValuedAttr<DenseI64ArrayAttr, "{}">:$segments,
-      DefaultValuedAttr<I64Attr, "0">:$row_length);
+      DefaultValuedAttr<I64Attr, "0">:$row_length,
+      DefaultValuedAttr<AffineMapArrayAttr, "{}">:$input_maps);
   let regions = (region SizedRegion<1>:$body);
   let assemblyFormat = [{
     (`ins` `(` $inputs^ `:` type($inputs) `)`)?
@@ -346,14 +361,16 @@ def Kernel_GenericOp : Kernel_Op<"generic", [AttrSizedOperandSegments,
       build($_builder, $_state, inputs, outputs, ::mlir::Value(),
             ::mlir::ValueRange(), stream, $_builder.getArrayAttr({}),
             $_builder.getDenseI64ArrayAttr({}),
-            $_builder.getDenseI64ArrayAttr({}), $_builder.getI64IntegerAttr(0));
+            $_builder.getDenseI64ArrayAttr({}), $_builder.getI64IntegerAttr(0),
+            $_builder.getArrayAttr({}));
     }]>,
     OpBuilder<(ins "::mlir::ValueRange":$inputs, "::mlir::ValueRange":$outputs,
                    "::mlir::ValueRange":$reductions, "::mlir::Value":$stream,
                    "::mlir::ArrayAttr":$reduction_kinds), [{
       build($_builder, $_state, inputs, outputs, ::mlir::Value(), reductions,
             stream, reduction_kinds, $_builder.getDenseI64ArrayAttr({}),
-            $_builder.getDenseI64ArrayAttr({}), $_builder.getI64IntegerAttr(0));
+            $_builder.getDenseI64ArrayAttr({}), $_builder.getI64IntegerAttr(0),
+            $_builder.getArrayAttr({}));
     }]>,
     OpBuilder<(ins "::mlir::ValueRange":$inputs, "::mlir::ValueRange":$outputs,
                    "::mlir::ValueRange":$reductions, "::mlir::Value":$stream,
@@ -361,13 +378,24 @@ def Kernel_GenericOp : Kernel_Op<"generic", [AttrSizedOperandSegments,
                    "::mlir::DenseI64ArrayAttr":$transposed_outputs), [{
       build($_builder, $_state, inputs, outputs, ::mlir::Value(), reductions,
             stream, reduction_kinds, transposed_outputs,
-            $_builder.getDenseI64ArrayAttr({}), $_builder.getI64IntegerAttr(0));
+            $_builder.getDenseI64ArrayAttr({}), $_builder.getI64IntegerAttr(0),
+            $_builder.getArrayAttr({}));
     }]>];
   let hasVerifier = 1;
   let hasRegionVerifier = 1;
   let extraClassDeclaration = [{
-    /// The kernel's element count: that of its largest buffer.
+    /// The kernel's element count: that of its largest buffer (but the
+    /// mapped inputs' and the workspace).
     int64_t getNumElements();
+    /// Input `index`'s map from the kernel's index to its element: its
+    /// `input_maps` entry, or the identity.
+    ::mlir::AffineMap getInputMap(unsigned index);
+    /// Whether input `index` is read through a map other than the
+    /// identity.
+    bool isMapped(unsigned index);
+    /// Whether any input is mapped or the body takes kernel.index: the
+    /// kernel reads elsewhere than at the index it writes.
+    bool readsAcrossIndices();
     /// Whether `buffer` (an input or output) is broadcast: one element, in
     /// a kernel (a segment) of more.
     bool isBroadcast(::mlir::Value buffer);
@@ -406,7 +434,25 @@ def Kernel_GenericOp : Kernel_Op<"generic", [AttrSizedOperandSegments,
     ::mlir::LogicalResult verifySegments();
     ::mlir::LogicalResult verifyRows();
     ::mlir::LogicalResult verifyReductions();
+    ::mlir::LogicalResult verifyInputMaps();
   }];
+}
+
+def Kernel_IndexOp : Kernel_Op<"index", [Pure, HasParent<"GenericOp">]> {
+  let summary = "the index a kernel.generic body computes";
+  let description = [{
+    The element index the body runs at, in its segment: 0 to N - 1 in
+    row-major order (linalg.index's, flattened). RoPE takes its pair
+    element's parity from it. Not in row kernels or kernels with
+    transposed outputs.
+
+    ```mlir
+    %i = kernel.index : i64
+    ```
+  }];
+  let results = (outs I64:$result);
+  let assemblyFormat = "attr-dict `:` type($result)";
+  let hasVerifier = 1;
 }
 
 def Kernel_RowSumOp : Kernel_Op<"row_sum", [Pure, AllTypesMatch<["value", "result"]>,

@@ -3,6 +3,7 @@
 #ifndef TITAN_DIALECT_TITAN_IR_POINTWISEINTERFACE_H
 #define TITAN_DIALECT_TITAN_IR_POINTWISEINTERFACE_H
 
+#include "mlir/IR/AffineMap.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/OpDefinition.h"
 

@@ -26,7 +26,12 @@ def Titan_PointwiseOpInterface : OpInterface<"PointwiseOpInterface"> {
     rounds each result to its element type, so a fused kernel computes
     exactly what the ops compute one by one.
 
-    The method is static: a kernel-IR pass reaches it from a
+    An op may read elements at other indices (RoPE: each element's pair
+    partner, and its position's cos and sin): `getElementReads` names
+    the elements the scalar takes as (operand, map from the flat result
+    index to the operand's flat element index), and
+    `buildIndexedScalar` computes from them and the index itself.
+    The methods are static: a kernel-IR pass reaches them from a
     `kernel.call`'s kernel name (the op's mnemonic) through the registered
     op, without an instance.
   }];
@@ -50,6 +55,28 @@ def Titan_PointwiseOpInterface : OpInterface<"PointwiseOpInterface"> {
       "unsigned", "getNumAbsMaxResults",
       (ins "::llvm::ArrayRef<::mlir::Attribute>":$params), [{}],
       [{ return 0; }]>,
+    StaticInterfaceMethod<[{
+        The elements one result element is computed from, for a call with
+        `params` on operands of `operandShapes`: (operand, affine map of
+        one dimension, the flat result index, to the operand's flat element
+        index). Empty: each operand at the index (or its one element), and
+        `buildScalar` computes.
+      }],
+      "::llvm::SmallVector<std::pair<unsigned, ::mlir::AffineMap>>",
+      "getElementReads",
+      (ins "::mlir::MLIRContext *":$ctx,
+           "::llvm::ArrayRef<::mlir::Attribute>":$params,
+           "::llvm::ArrayRef<::llvm::ArrayRef<int64_t>>":$operandShapes),
+      [{}], [{ return {}; }]>,
+    StaticInterfaceMethod<[{
+        One element of each result from `reads` (getElementReads' elements,
+        in the computation type) and `index`, the flat result index (i64).
+      }],
+      "::llvm::SmallVector<::mlir::Value>", "buildIndexedScalar",
+      (ins "::mlir::OpBuilder &":$b, "::mlir::Location":$loc,
+           "::mlir::ValueRange":$reads, "::mlir::Value":$index,
+           "::llvm::ArrayRef<::mlir::Attribute>":$params),
+      [{}], [{ return ConcreteOp::buildScalar(b, loc, reads, params); }]>,
     StaticInterfaceMethod<[{
         Whether the call with `params` writes its (non-reduction) results
         transposed: the operands are rows x cols (cols their last

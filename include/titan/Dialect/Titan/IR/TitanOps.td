@@ -138,6 +138,8 @@ def Titan_RopeAnglesOp : Titan_Op<"rope_angles", [DeclareOpInterfaceMethods<Tita
 
 def Titan_RopeOp : Titan_Op<"rope", [DeclareOpInterfaceMethods<Titan_AdjointOpInterface>,
     DeclareOpInterfaceMethods<Titan_KernelOpInterface, ["getKernelParams"]>,
+    DeclareOpInterfaceMethods<Titan_PointwiseOpInterface,
+                              ["getElementReads", "buildIndexedScalar"]>,
     Pure]> {
   let summary = "rotary position embedding on interleaved pairs";
   let description = [{
@@ -150,6 +152,10 @@ def Titan_RopeOp : Titan_Op<"rope", [DeclareOpInterfaceMethods<Titan_AdjointOpIn
     computed in float32. The result has the input's type. With `transpose`
     the rotation is by the negated angles (the inverse and transpose of the
     forward rotation): the gradient of `rope`.
+
+    Its kernel is generated (`PointwiseOpInterface`'s element reads): each
+    element reads itself, its pair partner and its position's cos and sin,
+    and takes its place in the pair from its index's parity.
 
     ```mlir
     %q2 = titan.rope %q, %f
