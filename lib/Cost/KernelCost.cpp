@@ -97,12 +97,8 @@ llvm::StringRef titan::cost::stringifyWorkUnit(WorkUnit unit) {
 
 KernelWork titan::cost::kernelWork(kernel::GenericOp generic) {
   KernelWork work;
-  // A buffer several inputs read (RoPE's element and its pair partner) is
-  // read once; the other reads hit the cache.
-  for (auto [i, v] : llvm::enumerate(generic->getOperands().drop_back()))
-    if (i >= generic.getInputs().size() ||
-        !llvm::is_contained(generic.getInputs().take_front(i), v))
-      work.bytes += bufferBytes(v);
+  work.bytes = double(generic.getTrafficBytes());
+  // The column sums' partials are written, then read by the totals.
   if (Value workspace = generic.getWorkspace()) {
     work.bytes += bufferBytes(workspace);
     work.launches = 2;

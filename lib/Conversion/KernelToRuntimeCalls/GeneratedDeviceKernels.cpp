@@ -341,19 +341,39 @@ gpu::GPUModuleOp titan::getOrCreateDeviceModule(ModuleOp module, StringRef name,
                                   b.getArrayAttr({target}));
 }
 
+/// The operands (in operand order, the stream aside) of segments that run
+/// in tiles, which take no packs.
+static SmallVector<bool> inTiledSegments(kernel::GenericOp generic) {
+  SmallVector<bool> tiled(generic->getNumOperands() - 1, false);
+  unsigned inputs = generic.getInputs().size(),
+           outputs = generic.getOutputs().size(),
+           reductions = inputs + outputs + (generic.getWorkspace() ? 1 : 0);
+  for (const kernel::GenericSegment &segment : generic.getSegmentList()) {
+    if (!generic.getTransposedShape(segment))
+      continue;
+    for (unsigned i = segment.inputBegin; i < segment.inputEnd; ++i)
+      tiled[i] = true;
+    for (unsigned i = segment.outputBegin; i < segment.outputEnd; ++i)
+      tiled[inputs + i] = true;
+    for (unsigned i = segment.reductionBegin; i < segment.reductionEnd; ++i)
+      tiled[reductions + i] = true;
+  }
+  return tiled;
+}
+
 unsigned titan::devicePackWidth(kernel::GenericOp generic,
                                 ArrayRef<std::optional<int64_t>> offsets) {
-  if (!generic.getTransposedOutputs().empty())
-    return 1;
   unsigned widest = 1;
   SmallVector<std::pair<unsigned, std::optional<int64_t>>> packed;
   // The workspace's partials (f32 or f64, a pack's worth at a time) must
   // be aligned too, but do not set the width.
   std::optional<std::pair<unsigned, std::optional<int64_t>>> partials;
+  SmallVector<bool> tiled = inTiledSegments(generic);
   for (auto [i, buffer, offset] :
        llvm::enumerate(generic->getOperands().drop_back(), offsets)) {
-    // A mapped input is read element by element.
-    if (i < generic.getInputs().size() && generic.isMapped(i))
+    // A mapped input is read element by element; segments in tiles (of a
+    // kernel with transposed outputs) read and write a tile's elements.
+    if ((i < generic.getInputs().size() && generic.isMapped(i)) || tiled[i])
       continue;
     if (buffer == generic.getWorkspace()) {
       partials = {unsigned(cast<MemRefType>(buffer.getType())
@@ -374,11 +394,13 @@ unsigned titan::devicePackWidth(kernel::GenericOp generic,
     packed.push_back({bytes, offset});
   }
   unsigned width = 16 / widest;
-  // A row kernel's packs are whole within rows.
-  if (width <= 1 || generic.getRowLength() % width != 0 ||
+  // A row kernel's packs are whole within rows; the segments element by
+  // element take whole packs (a kernel all in tiles takes none).
+  if (packed.empty() || width <= 1 || generic.getRowLength() % width != 0 ||
       llvm::any_of(generic.getSegmentList(),
                    [&](const kernel::GenericSegment &segment) {
-                     return segment.elements % width != 0;
+                     return !generic.getTransposedShape(segment) &&
+                            segment.elements % width != 0;
                    }))
     return 1;
   if (partials)
@@ -561,14 +583,21 @@ int64_t titan::deviceWorkItems(kernel::GenericOp generic, unsigned width) {
   if (int64_t cols = generic.getRowLength())
     return generic.getNumElements() / cols * kTileThreads;
   // A kernel in tiles: a block of kTileThreads a tile (the largest
-  // segment's tiles: the blocks loop over each segment's); else packs.
+  // segment's tiles: the blocks loop over each segment's, and the grid
+  // over the packs of those element by element); else packs.
   bool tiled = !generic.getTransposedOutputs().empty();
   int64_t items = 0;
-  for (const kernel::GenericSegment &segment : generic.getSegmentList())
-    items = tiled
-                ? std::max(items, segmentTiles(generic, segment) * kTileThreads)
-                : items + segment.elements / width;
-  return items;
+  for (const kernel::GenericSegment &segment : generic.getSegmentList()) {
+    if (!tiled)
+      items += segment.elements / width;
+    else if (generic.getTransposedShape(segment))
+      items = std::max(items, segmentTiles(generic, segment) * kTileThreads);
+    else
+      items = std::max(items, segment.elements / width);
+  }
+  // Whole blocks of kTileThreads: a tile's block never runs short.
+  return tiled ? (items + kTileThreads - 1) / kTileThreads * kTileThreads
+               : items;
 }
 
 LLVM::LLVMFuncOp titan::outlineDeviceKernel(kernel::GenericOp generic,
@@ -591,14 +620,34 @@ LLVM::LLVMFuncOp titan::outlineDeviceKernel(kernel::GenericOp generic,
   // The launch passes the work items (deviceWorkItems).
   Value items = entry->getArgument(buffers);
   SmallVector<kernel::GenericSegment> segments = generic.getSegmentList();
+  // A grid-stride loop over `packs` packs of `e`'s segment: thread t of the
+  // grid takes pack t, t + threads, ... (consecutive threads, consecutive
+  // packs: coalesced).
+  Value step =
+      LLVM::MulOp::create(b, loc, sreg<NVVM::GridDimXOp>(b, loc), blockSize);
+  Value w = constantI64(b, loc, width);
+  auto emitPacks = [&](KernelBodyEmitter &e, Value packs) {
+    return emitLoop(b, loc, first, packs, step, e.startAccumulators(b),
+                    [&](Value pack, ValueRange acc) {
+                      return e.emitPack(b, LLVM::MulOp::create(b, loc, pack, w),
+                                        width, acc, {});
+                    });
+  };
   if (!generic.getTransposedOutputs().empty()) {
-    // Each segment's tiles in turn, every block looping over them. The
-    // segments share the shared tiles (each one's loop ends with a
-    // barrier), each as wide as its widest element.
+    // Each segment's tiles in turn, every block looping over them (the
+    // others' packs, the grid looping over them). The segments share the
+    // shared tiles (each one's loop ends with a barrier), each as wide as
+    // its widest element.
     declareSharedTiles(device, generic, bases, name);
     for (const kernel::GenericSegment &segment : segments) {
       KernelBodyEmitter e(generic, bases, segment);
       e.emitUniform(b, isFirst);
+      if (!generic.getTransposedShape(segment)) {
+        publishDeviceReductions(
+            b, loc, emitPacks(e, constantI64(b, loc, segment.elements / width)),
+            e.getReductionBases(), device);
+        continue;
+      }
       std::pair<int64_t, int64_t> shape = *generic.getTransposedShape(segment);
       Value tiles = segments.size() == 1
                         ? LLVM::UDivOp::create(
@@ -632,26 +681,16 @@ LLVM::LLVMFuncOp titan::outlineDeviceKernel(kernel::GenericOp generic,
     LLVM::ReturnOp::create(b, loc, ValueRange{});
     return fn;
   }
-  // A grid-stride loop per segment: thread t of the grid takes pack t,
-  // t + threads, ... (consecutive threads, consecutive packs: coalesced).
-  // One segment runs over the launch's items; those of a horizontally
-  // fused kernel over their own counts, one after another.
-  Value step =
-      LLVM::MulOp::create(b, loc, sreg<NVVM::GridDimXOp>(b, loc), blockSize);
-  Value w = constantI64(b, loc, width);
+  // A grid-stride loop per segment. One segment runs over the launch's
+  // items; those of a horizontally fused kernel over their own counts, one
+  // after another.
   for (const kernel::GenericSegment &segment : segments) {
     KernelBodyEmitter e(generic, bases, segment);
     e.emitUniform(b, isFirst);
     Value packs = segments.size() == 1
                       ? items
                       : constantI64(b, loc, segment.elements / width);
-    SmallVector<Value> accumulators =
-        emitLoop(b, loc, first, packs, step, e.startAccumulators(b),
-                 [&](Value pack, ValueRange acc) {
-                   return e.emitPack(b, LLVM::MulOp::create(b, loc, pack, w),
-                                     width, acc, {});
-                 });
-    publishDeviceReductions(b, loc, accumulators, e.getReductionBases(),
+    publishDeviceReductions(b, loc, emitPacks(e, packs), e.getReductionBases(),
                             device);
   }
   LLVM::ReturnOp::create(b, loc, ValueRange{});

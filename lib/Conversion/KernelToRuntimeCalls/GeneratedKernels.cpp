@@ -274,12 +274,31 @@ SmallVector<Value> emitRowBlockSpan(OpBuilder &b, KernelBodyEmitter &e,
                   });
 }
 
-/// A segment's work items: its elements, or its rows when it runs in tiles.
+/// The elements a work item of a kernel in tiles takes in its segments
+/// that run element by element: a span of kHostTile items is then as much
+/// work as kHostTile rows of a cast-transpose, not 64 elements.
+constexpr int64_t kTiledKernelItemElements = 1024;
+
+/// The elements of segment `segment` one work item takes: 1, or in a
+/// kernel in tiles, for a segment without transposed outputs,
+/// kTiledKernelItemElements (and a row of C for one in tiles, which its
+/// rows' loop takes).
+int64_t itemElements(kernel::GenericOp generic,
+                     const kernel::GenericSegment &segment) {
+  return !generic.getTransposedOutputs().empty() &&
+                 !generic.getTransposedShape(segment)
+             ? kTiledKernelItemElements
+             : 1;
+}
+
+/// A segment's work items: its elements (or chunks of them,
+/// itemElements), or its rows when it runs in tiles.
 int64_t segmentItems(kernel::GenericOp generic,
                      const kernel::GenericSegment &segment) {
   std::optional<std::pair<int64_t, int64_t>> tiles =
       generic.getTransposedShape(segment);
-  return tiles ? tiles->first : segment.elements;
+  int64_t chunk = itemElements(generic, segment);
+  return tiles ? tiles->first : (segment.elements + chunk - 1) / chunk;
 }
 
 /// The items a segment takes in the launch's: its own, and for one of
@@ -315,6 +334,11 @@ void emitSegmentSpans(OpBuilder &b, kernel::GenericOp generic,
     e.emitUniform(b, first);
     std::optional<std::pair<int64_t, int64_t>> tiles =
         generic.getTransposedShape(segment);
+    // Items of several elements cover [lo * chunk, hi * chunk), clipped.
+    if (int64_t chunk = itemElements(generic, segment); chunk > 1) {
+      lo = m.mul(lo, m.c(chunk));
+      hi = m.min(m.mul(hi, m.c(chunk)), m.c(segment.elements));
+    }
     SmallVector<Value> accumulators =
         tiles ? emitRowSpan(b, e, lo, hi, tiles->first, tiles->second)
               : emitElementSpan(b, e, lo, hi);

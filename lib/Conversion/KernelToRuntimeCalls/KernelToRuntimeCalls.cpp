@@ -261,10 +261,8 @@ private:
                               LLVM::ConstantOp::create(b, loc, b.getI32Type(),
                                                        b.getI32IntegerAttr(0)),
                               ptrs.lookup(reduction));
-      // What one call moves, each buffer once (the profile's bandwidth).
-      int64_t bytes = 0;
-      for (Value v : operands)
-        bytes += getStaticByteSize(v.getType()).value_or(0);
+      // What one call moves (the profile's bandwidth).
+      int64_t bytes = generic.getTrafficBytes();
       auto [items, span] = hostWorkItems(generic);
       auto parallelFor = [&](StringRef kernel, int64_t items, int64_t span,
                              int64_t bytes) {

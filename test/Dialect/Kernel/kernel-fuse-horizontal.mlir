@@ -212,13 +212,13 @@ func.func @not_hoisted(%w1: memref<4x8xf32>, %w2: memref<4x8xf32>, %w3: memref<4
 // gradient and the float8 transposes of weights its GEMMs read), of any
 // sizes (tiles move elements one by one: no packs): each segment keeps
 // its transposed outputs (indices shifted past the earlier kernels'
-// outputs) and runs in its own tiles. A plain kernel does not join a
-// tiled one.
+// outputs) and runs in its own tiles. A plain kernel joins them too, as a
+// segment run element by element (when no collective started between
+// them sends what the earlier one writes: @collective_after_earlier).
 // CHECK-LABEL: func.func @tiled(
-// CHECK:       kernel.generic ins(%arg0, %arg1, %arg5 : memref<4x8xbf16>, memref<8x16xf8E4M3FN>, memref<3x5xf8E4M3FN>) outs(%{{.*}}, %arg2, %arg3, %arg6 : memref<8x4xf32>, memref<4x8xf32>, memref<16x8xf8E4M3FN>, memref<5x3xf8E4M3FN>)
-// CHECK:       } {segments = array<i64: 1, 2, 0, 1, 1, 0, 1, 1, 0>, transposed_outputs = array<i64: 0, 2, 3>}
-// CHECK:       kernel.generic ins(%arg0 : memref<4x8xbf16>) outs(%arg4 : memref<4x8xf32>)
-// CHECK-NOT:   segments
+// CHECK:       kernel.generic ins(%arg0, %arg1, %arg5, %arg0 : memref<4x8xbf16>, memref<8x16xf8E4M3FN>, memref<3x5xf8E4M3FN>, memref<4x8xbf16>) outs(%{{.*}}, %arg2, %arg3, %arg6, %arg4 : memref<8x4xf32>, memref<4x8xf32>, memref<16x8xf8E4M3FN>, memref<5x3xf8E4M3FN>, memref<4x8xf32>)
+// CHECK:       } {segments = array<i64: 1, 2, 0, 1, 1, 0, 1, 1, 0, 1, 1, 0>, transposed_outputs = array<i64: 0, 2, 3>}
+// CHECK-NOT:   kernel.generic
 func.func @tiled(%g: memref<4x8xbf16>, %w: memref<8x16xf8E4M3FN>, %gu: memref<4x8xf32>, %wt: memref<16x8xf8E4M3FN>, %p: memref<4x8xf32>, %o: memref<3x5xf8E4M3FN>, %ot: memref<5x3xf8E4M3FN>) {
   %s = kernel.stream 0
   %gt = kernel.alloc temporary : memref<8x4xf32>
@@ -265,6 +265,13 @@ func.func @tiled(%g: memref<4x8xbf16>, %w: memref<8x16xf8E4M3FN>, %gu: memref<4x
 // CHECK:       kernel.generic ins(%arg0 : memref<4x8xbf16>)
 // CHECK:       kernel.wait
 // CHECK:       kernel.generic ins(%{{.*}} : memref<8x16xf8E4M3FN>)
+// The kernel after the wait reads the amax the earlier kernel reduces
+// (a cast's scale): the earlier one does not move down to it, as one
+// launch's segments run in no order.
+// CHECK-LABEL: func.func @past_wait_reads_earlier(
+// CHECK:       kernel.generic ins(%arg0 : memref<4x8xbf16>) reduce [#kernel.reduction<absmax>]
+// CHECK:       kernel.wait
+// CHECK:       kernel.generic ins(%{{.*}}, %{{.*}} : memref<8x16xf8E4M3FN>, memref<f32>)
 // CHECK-LABEL: func.func @wait_touches_earlier(
 // CHECK:       kernel.generic ins(%arg0 : memref<4x8xbf16>)
 // CHECK:       kernel.wait
@@ -308,6 +315,28 @@ func.func @past_wait_exposes(%g: memref<4x8xbf16>, %shard: memref<4x16xf8E4M3FN>
   return
 }
 
+func.func @past_wait_reads_earlier(%g: memref<4x8xbf16>, %shard: memref<4x16xf8E4M3FN>, %wt: memref<16x8xf32>, %a: memref<4x8xbf16>, %b: memref<8x8xbf16>, %o: memref<4x8xbf16>) {
+  %s = kernel.stream 0
+  %c = kernel.stream 1
+  %full = kernel.alloc collective : memref<8x16xf8E4M3FN>
+  %r = kernel.collective_start "all_gather_start"(%shard : memref<4x16xf8E4M3FN>) outs(%full : memref<8x16xf8E4M3FN>) on %c params [0, 0, 2] -> !kernel.request
+  kernel.call "linear"(%a, %b : memref<4x8xbf16>, memref<8x8xbf16>) outs(%o : memref<4x8xbf16>) on %s params []
+  %m = kernel.alloc temporary : memref<f32>
+  kernel.generic ins(%g : memref<4x8xbf16>) reduce [#kernel.reduction<absmax>](%m : memref<f32>) on %s {
+  ^bb0(%x: bf16):
+    %y = arith.extf %x : bf16 to f32
+    kernel.yield %y : f32
+  } loc("layers.0.feed_forward.w2")
+  kernel.wait %r on %s
+  kernel.generic ins(%full, %m : memref<8x16xf8E4M3FN>, memref<f32>) outs(%wt : memref<16x8xf32>) on %s {
+  ^bb0(%x: f8E4M3FN, %sc: f32):
+    %w = arith.extf %x : f8E4M3FN to f32
+    %y = arith.mulf %w, %sc : f32
+    kernel.yield %y : f32
+  } {transposed_outputs = array<i64: 0>} loc("layers.0.feed_forward.w2")
+  return
+}
+
 func.func @wait_touches_earlier(%g: memref<4x8xbf16>, %wt: memref<16x8xf8E4M3FN>) {
   %s = kernel.stream 0
   %c = kernel.stream 1
@@ -325,5 +354,36 @@ func.func @wait_touches_earlier(%g: memref<4x8xbf16>, %wt: memref<16x8xf8E4M3FN>
   ^bb0(%x: f8E4M3FN):
     kernel.yield %x : f8E4M3FN
   } {transposed_outputs = array<i64: 0>} loc("layers.0.feed_forward.w2")
+  return
+}
+
+// -----
+
+// A kernel whose result a collective sends (a weight gradient's cast to
+// f32 for its reduce-scatter) keeps its launch: joined with the next
+// kernel, the reduce-scatter would start only after that one's work too.
+// CHECK-LABEL: func.func @collective_after_earlier(
+// CHECK:       kernel.generic ins(%[[G:.*]] : memref<4x8xbf16>) outs(%[[GF:.*]] : memref<4x8xf32>)
+// CHECK:       kernel.collective_start "reduce_scatter_start"(%[[GF]]
+// CHECK:       kernel.generic ins(%arg1 : memref<4x8xbf16>) outs(%arg3 : memref<4x8xf32>)
+// CHECK-NOT:   segments
+func.func @collective_after_earlier(%in: memref<4x8xbf16>, %h: memref<4x8xbf16>, %shard: memref<2x8xf32>, %o: memref<4x8xf32>, %w: memref<8x8xbf16>) {
+  %s = kernel.stream 0
+  %c = kernel.stream 1
+  %g = kernel.alloc temporary : memref<4x8xbf16>
+  kernel.call "linear"(%in, %w : memref<4x8xbf16>, memref<8x8xbf16>) outs(%g : memref<4x8xbf16>) on %s params []
+  %gf = kernel.alloc temporary : memref<4x8xf32>
+  kernel.generic ins(%g : memref<4x8xbf16>) outs(%gf : memref<4x8xf32>) on %s {
+  ^bb0(%x: bf16):
+    %y = arith.extf %x : bf16 to f32
+    kernel.yield %y : f32
+  } loc("layers.0.feed_forward.w2.weight")
+  %r = kernel.collective_start "reduce_scatter_start"(%gf : memref<4x8xf32>) outs(%shard : memref<2x8xf32>) on %c params [0, 0, 2] -> !kernel.request
+  kernel.generic ins(%h : memref<4x8xbf16>) outs(%o : memref<4x8xf32>) on %s {
+  ^bb0(%x: bf16):
+    %y = arith.extf %x : bf16 to f32
+    kernel.yield %y : f32
+  } loc("layers.0.feed_forward.w1")
+  kernel.wait %r on %s
   return
 }

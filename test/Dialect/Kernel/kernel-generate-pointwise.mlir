@@ -567,3 +567,74 @@ func.func @gathered_norm(%x: memref<4x8xbf16>, %w: memref<8xbf16>, %g: memref<8x
   kernel.wait %r on %s
   return
 }
+
+// -----
+
+// RoPE's gradient and the amax of its result read through a view as
+// tokens x features (Float8's cast of dq): the view is a reshape of the
+// rotation's output (no offset, one element type), so the amax fuses with
+// the rotation, which reduces the values it computes; the rotated buffer
+// is still written (the casts read it).
+// CHECK-LABEL: func.func @rope_amax_through_view(
+// CHECK:       %[[Q:.*]] = kernel.alloc temporary : memref<1x2x2x4xbf16>
+// CHECK:       %[[V:.*]] = kernel.view %[[Q]]
+// CHECK:       kernel.generic ins(%arg0, %arg0, %arg1, %arg1 : memref<1x2x2x4xbf16>, memref<1x2x2x4xbf16>, memref<2x2x2xf32>, memref<2x2x2xf32>) outs(%[[Q]] : memref<1x2x2x4xbf16>) reduce [#kernel.reduction<absmax>](%arg2 : memref<f32>) on
+// CHECK:         kernel.index : i64
+// CHECK:       } {input_maps = [
+// CHECK-NOT:   kernel.generic
+// CHECK:       return %[[V]]
+func.func @rope_amax_through_view(%dq: memref<1x2x2x4xbf16>, %f: memref<2x2x2xf32>, %m: memref<f32>) -> memref<2x8xbf16> {
+  %s = kernel.stream 0
+  %q = kernel.alloc temporary : memref<1x2x2x4xbf16>
+  kernel.call "rope"(%dq, %f : memref<1x2x2x4xbf16>, memref<2x2x2xf32>) outs(%q : memref<1x2x2x4xbf16>) on %s params [1]
+  %v = kernel.view %q : memref<1x2x2x4xbf16> to memref<2x8xbf16>
+  kernel.call "amax"(%v : memref<2x8xbf16>) outs(%m : memref<f32>) on %s params [0]
+  return %v : memref<2x8xbf16>
+}
+
+// -----
+
+// A producer of what RoPE reads through a map does not fuse: the rotation
+// reads each element's pair partner, which the producer's loop would not
+// have computed yet. A consumer reading RoPE's input too keeps one
+// argument for the element at the index (the identity read), apart from
+// the partner's.
+// CHECK-LABEL: func.func @rope_neighbours(
+// CHECK:       kernel.generic ins(%arg0, %arg0 : memref<1x2x2x4xf32>, memref<1x2x2x4xf32>) outs(%[[X:.*]] : memref<1x2x2x4xf32>)
+// CHECK:       kernel.generic ins(%[[X]], %[[X]], %arg1, %arg1 : {{.*}}) outs(%arg2 : memref<1x2x2x4xf32>)
+// CHECK:       } {input_maps = [#{{[a-z0-9]+}}, #{{[a-z0-9]+}}, #{{[a-z0-9]+}}, #{{[a-z0-9]+}}]}
+// CHECK-NOT:   kernel.generic
+func.func @rope_neighbours(%a: memref<1x2x2x4xf32>, %f: memref<2x2x2xf32>, %out: memref<1x2x2x4xf32>) {
+  %s = kernel.stream 0
+  %x = kernel.alloc temporary : memref<1x2x2x4xf32>
+  kernel.call "mul"(%a, %a : memref<1x2x2x4xf32>, memref<1x2x2x4xf32>) outs(%x : memref<1x2x2x4xf32>) on %s params []
+  %r = kernel.alloc temporary : memref<1x2x2x4xf32>
+  kernel.call "rope"(%x, %f : memref<1x2x2x4xf32>, memref<2x2x2xf32>) outs(%r : memref<1x2x2x4xf32>) on %s params [0]
+  kernel.call "mul"(%r, %x : memref<1x2x2x4xf32>, memref<1x2x2x4xf32>) outs(%out : memref<1x2x2x4xf32>) on %s params []
+  return
+}
+
+// -----
+
+// A producer does not move down to its consumer past an op reading a
+// collective's result (before which the collective schedule waits) when
+// the collective started before the producer, which would then no longer
+// overlap it: the consumer (the amax) moves up to the producer instead,
+// before the GEMM reading the gathered weight.
+// CHECK-LABEL: func.func @producer_keeps_overlap(
+// CHECK:       kernel.collective_start "all_gather_start"
+// CHECK:       kernel.generic ins(%arg0 : memref<4x8xf32>) reduce [#kernel.reduction<absmax>](%arg4 : memref<f32>)
+// CHECK:       kernel.call "linear"
+// CHECK-NOT:   kernel.generic
+func.func @producer_keeps_overlap(%a: memref<4x8xf32>, %shard: memref<4x8xf32>, %w: memref<8x8xf32>, %out: memref<8x8xf32>, %m: memref<f32>) {
+  %s = kernel.stream 0
+  %c = kernel.stream 1
+  %g = kernel.alloc collective : memref<8x8xf32>
+  %r = kernel.collective_start "all_gather_start"(%shard : memref<4x8xf32>) outs(%g : memref<8x8xf32>) on %c params [0, 0, 2] -> !kernel.request
+  kernel.wait %r on %s
+  %x = kernel.alloc temporary : memref<4x8xf32>
+  kernel.call "silu"(%a : memref<4x8xf32>) outs(%x : memref<4x8xf32>) on %s params []
+  kernel.call "linear"(%g, %w : memref<8x8xf32>, memref<8x8xf32>) outs(%out : memref<8x8xf32>) on %s params []
+  kernel.call "amax"(%x : memref<4x8xf32>) outs(%m : memref<f32>) on %s params [0]
+  return
+}

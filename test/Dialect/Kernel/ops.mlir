@@ -85,4 +85,17 @@ module attributes {kernel.arena_bytes = 4096 : i64, kernel.slots = {"param:w" = 
     } {input_maps = [affine_map<(d0) -> (d0)>, affine_map<(d0) -> ((d0 floordiv 2) * 2 + 1 - d0 mod 2)>, affine_map<(d0) -> (((d0 floordiv 8) mod 3) * 4 + ((d0 mod 4) floordiv 2) * 2)>]}
     return
   }
+  // A cast beside a cast-transpose in one launch: the
+  // first segment in tiles, the second element by element.
+  // CHECK-LABEL: func.func @tiles_and_elements(
+  // CHECK: } {segments = array<i64: 1, 1, 0, 1, 1, 0>, transposed_outputs = array<i64: 0>}
+  func.func @tiles_and_elements(%a: memref<4x2xf32>, %b: memref<2x4xf32>, %c: memref<8xbf16>, %d: memref<8xf32>) {
+    %s = kernel.stream 0
+    kernel.generic ins(%a, %c : memref<4x2xf32>, memref<8xbf16>) outs(%b, %d : memref<2x4xf32>, memref<8xf32>) on %s {
+    ^bb0(%x: f32, %y: bf16):
+      %w = arith.extf %y : bf16 to f32
+      kernel.yield %x, %w : f32, f32
+    } {segments = array<i64: 1, 1, 0, 1, 1, 0>, transposed_outputs = array<i64: 0>}
+    return
+  }
 }

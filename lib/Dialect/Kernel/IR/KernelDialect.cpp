@@ -320,6 +320,26 @@ bool GenericOp::isMapped(unsigned index) {
   return !getInputMap(index).isIdentity();
 }
 
+int64_t GenericOp::getTrafficBytes() {
+  auto bytes = [](Value v) {
+    return getStaticByteSize(v.getType()).value_or(0);
+  };
+  int64_t total = getWorkspace() ? bytes(getWorkspace()) : 0;
+  for (const GenericSegment &segment : getSegmentList()) {
+    SmallVector<Value> read;
+    for (unsigned i = segment.inputBegin; i < segment.inputEnd; ++i)
+      if (!llvm::is_contained(read, getInputs()[i]))
+        read.push_back(getInputs()[i]);
+    for (Value v : read)
+      total += bytes(v);
+    for (unsigned i = segment.outputBegin; i < segment.outputEnd; ++i)
+      total += bytes(getOutputs()[i]);
+    for (unsigned i = segment.reductionBegin; i < segment.reductionEnd; ++i)
+      total += bytes(getReductions()[i]);
+  }
+  return total;
+}
+
 bool GenericOp::readsAcrossIndices() {
   for (unsigned i = 0, e = getInputs().size(); i < e; ++i)
     if (isMapped(i))
@@ -481,17 +501,12 @@ DenseSet<Operation *> GenericOp::getSegmentOps(const GenericSegment &segment) {
 }
 
 /// `segments` partitions the buffers into segments that each write
-/// something; with transposed outputs, every segment writes one.
+/// something.
 LogicalResult GenericOp::verifySegments() {
   SmallVector<GenericSegment> segments = getSegmentList();
   if (segments.empty())
     return emitOpError() << "segments must be (inputs, outputs, reductions) "
                             "triples that partition the kernel's buffers";
-  if (!getTransposedOutputs().empty())
-    for (const GenericSegment &segment : segments)
-      if (!getTransposedShape(segment))
-        return emitOpError() << "a kernel with transposed outputs runs in "
-                                "tiles: each of its segments must write one";
   for (const GenericSegment &segment : segments)
     if (segment.outputBegin == segment.outputEnd &&
         segment.reductionBegin == segment.reductionEnd)
@@ -588,19 +603,29 @@ LogicalResult GenericOp::verifyReductions() {
 }
 
 /// Each input map takes every index of its segment inside its buffer; a
-/// kernel reading across indices is neither a row kernel nor tiled, and
-/// writes no buffer it reads through a map (another index's element may
-/// already be written).
+/// kernel reading across indices is no row kernel, a segment doing so runs
+/// no tiles, and none writes a buffer it reads through a map (another
+/// index's element may already be written).
 LogicalResult GenericOp::verifyInputMaps() {
   ArrayRef<Attribute> maps = getInputMaps().getValue();
   if (!maps.empty() && maps.size() != getInputs().size())
     return emitOpError() << "has " << maps.size() << " input maps for "
                          << getInputs().size() << " inputs";
-  if (readsAcrossIndices() &&
-      (getRowLength() != 0 || !getTransposedOutputs().empty()))
-    return emitOpError() << "a row kernel or a kernel with transposed "
-                            "outputs reads each input at its index (no input "
-                            "maps, no kernel.index)";
+  if (readsAcrossIndices() && getRowLength() != 0)
+    return emitOpError() << "a row kernel reads each input at its index (no "
+                            "input maps, no kernel.index)";
+  for (const GenericSegment &segment : getSegmentList()) {
+    if (!getTransposedShape(segment))
+      continue;
+    bool mapped = false;
+    for (unsigned i = segment.inputBegin; i < segment.inputEnd; ++i)
+      mapped |= isMapped(i);
+    if (mapped || llvm::any_of(getSegmentOps(segment),
+                               [](Operation *op) { return isa<IndexOp>(op); }))
+      return emitOpError() << "a segment in tiles (writing a transposed "
+                              "output) reads each input at its index (no "
+                              "input maps, no kernel.index)";
+  }
   for (const GenericSegment &segment : getSegmentList())
     for (unsigned i = segment.inputBegin; i < segment.inputEnd; ++i) {
       AffineMap map = getInputMap(i);
@@ -808,9 +833,8 @@ LogicalResult GenericOp::verifyRegions() {
 
 LogicalResult IndexOp::verify() {
   auto generic = (*this)->getParentOfType<GenericOp>();
-  if (generic.getRowLength() != 0 || !generic.getTransposedOutputs().empty())
-    return emitOpError() << "cannot be in a row kernel or a kernel with "
-                            "transposed outputs";
+  if (generic.getRowLength() != 0)
+    return emitOpError() << "cannot be in a row kernel";
   return success();
 }
 

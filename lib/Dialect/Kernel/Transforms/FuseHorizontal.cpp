@@ -7,6 +7,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "titan/Dialect/Kernel/Transforms/BufferAccess.h"
+#include "titan/Dialect/Kernel/Transforms/CollectiveOverlap.h"
 #include "titan/Dialect/Kernel/Transforms/JoinedBody.h"
 #include "titan/Dialect/Kernel/Transforms/Passes.h"
 #include "titan/Dialect/Titan/IR/ModuleNames.h"
@@ -25,13 +26,6 @@ using namespace titan;
 using namespace titan::kernel;
 
 namespace {
-
-/// Ops a kernel may move above (when it touches none of their buffers):
-/// they run nothing on its stream. A collective's wait only orders what
-/// follows it after the collective, which the kernel does not need.
-bool runsNothing(Operation *op) {
-  return isa<AllocOp, ViewOp, CollectiveStartOp, WaitOp>(op);
-}
 
 /// The (inputs, outputs, reductions) triples of `generic`'s segments.
 SmallVector<int64_t> segmentTriples(GenericOp generic) {
@@ -56,21 +50,32 @@ std::string modelUnit(GenericOp kernel) {
   return name->take_until([](char c) { return c == '.'; }).str();
 }
 
-/// Whether `kernel` runs in tiles: it writes transposed outputs (a
-/// cast-transpose).
-bool isTiled(GenericOp kernel) {
-  return !kernel.getTransposedOutputs().empty();
+/// Whether one of `starts` sends what `kernel` writes: joining a later
+/// kernel to `kernel` would start that collective only after the later
+/// kernel's work too (a context-parallel exchange of k after q's RoPE; a
+/// gradient's reduce-scatter after the next gradient's cast).
+bool startsAfter(GenericOp kernel, ArrayRef<CollectiveStartOp> starts) {
+  return llvm::any_of(starts, [&](CollectiveStartOp start) {
+    Value sent = viewedBuffer(start.getInput());
+    return llvm::any_of(kernel.getOutputs(),
+                        [&](Value out) { return viewedBuffer(out) == sent; });
+  });
 }
 
-/// Whether `a` and `b` may share a launch by their sizes: both or neither
-/// a multiple of 16 elements (a GPU's packs need every segment's).
+/// Whether `a` and `b` may share a launch by their sizes: the segments of
+/// both that run element by element are all, or none, a multiple of 16
+/// elements (a GPU's packs need every such segment's; segments in tiles
+/// take none).
 bool packFriendly(GenericOp a, GenericOp b) {
-  auto packable = [](GenericOp g) {
-    return llvm::all_of(g.getSegmentList(), [](const GenericSegment &s) {
-      return s.elements % 16 == 0;
-    });
+  auto packable = [](GenericOp g) -> std::optional<bool> {
+    std::optional<bool> all;
+    for (const GenericSegment &s : g.getSegmentList())
+      if (!g.getTransposedShape(s))
+        all = all.value_or(true) && s.elements % 16 == 0;
+    return all;
   };
-  return packable(a) == packable(b);
+  std::optional<bool> pa = packable(a), pb = packable(b);
+  return !pa || !pb || *pa == *pb;
 }
 
 /// Whether `buffer` (through views) is written only by `writer` and read
@@ -145,6 +150,7 @@ private:
     bool movesDown = false;
     SmallVector<Value> betweenReads, betweenWrites;
     SmallVector<WaitOp> waits;
+    SmallVector<CollectiveStartOp> starts;
     unsigned passed = 0;
     for (Operation *op = kernel->getPrevNode(); op; op = op->getPrevNode()) {
       SmallVector<Value> opReads, opWrites;
@@ -153,6 +159,8 @@ private:
       auto earlier = dyn_cast<GenericOp>(op);
       if (auto wait = dyn_cast<WaitOp>(op))
         waits.push_back(wait);
+      if (auto start = dyn_cast<CollectiveStartOp>(op))
+        starts.push_back(start);
       if (movesDown && runsNothing(op)) {
         llvm::append_range(betweenReads, opReads);
         llvm::append_range(betweenWrites, opWrites);
@@ -161,8 +169,12 @@ private:
       if (movesDown) {
         if (!earlier)
           return {};
+        // Neither may read what the other writes (segments run in no
+        // order), nor may anything between see `earlier` move.
         SmallVector<Value> earlierReads, earlierWrites;
         if (!collectAccess(earlier, earlierReads, earlierWrites) ||
+            touches(reads, earlierWrites) || touches(writes, earlierWrites) ||
+            touches(writes, earlierReads) ||
             touches(earlierWrites, betweenReads) ||
             touches(earlierWrites, betweenWrites) ||
             touches(earlierReads, betweenWrites) ||
@@ -181,7 +193,12 @@ private:
       llvm::append_range(betweenWrites, opWrites);
       if (movesDown || runsNothing(op))
         continue;
+      // Shard casts join each other before their gathers start (FSDP2's
+      // copy-in casts a block's parameters at once); no other kernel's
+      // collective waits for a kernel joined to it (a context-parallel
+      // gather of k for the next block's shard casts).
       if (earlier && (passed == 0 || isShardCast(earlier)) &&
+          (isShardCast(earlier) || !startsAfter(earlier, starts)) &&
           canJoin(earlier, kernel))
         return {earlier};
       if (!hoists || ++passed > maxHoist)
@@ -190,40 +207,17 @@ private:
     return {};
   }
 
-  /// Whether `earlier` may move down past `waits` without leaving a
-  /// collective it overlapped with nothing to overlap: each collective
-  /// started before `earlier` still has a compute op between its start
-  /// and `earlier` (an FSDP gather prefetched a block ahead has many; a
-  /// sequence-parallel gather started just before has only `earlier`,
-  /// whose move would expose it).
-  static bool keepsOverlap(GenericOp earlier, ArrayRef<WaitOp> waits) {
-    for (WaitOp wait : waits) {
-      CollectiveStartOp start = wait.getStart();
-      if (!start || start->getBlock() != earlier->getBlock() ||
-          !start->isBeforeInBlock(earlier))
-        continue;
-      bool computes = false;
-      for (Operation *op = start->getNextNode();
-           op && op != earlier.getOperation(); op = op->getNextNode())
-        computes |= !runsNothing(op);
-      if (!computes)
-        return false;
-    }
-    return true;
-  }
-
   /// Whether `kernel` may join `earlier` (nothing between them touching
   /// their buffers): one stream and model unit, neither running by rows,
-  /// both in tiles (writing transposed outputs, element by element) or
-  /// neither and with sizes that pack alike, room for the segments, and
+  /// the segments not in tiles with sizes that pack alike, room for the
+  /// segments, and
   /// `kernel`'s buffers defined at `earlier`'s place (unless they join at
   /// `kernel`'s).
   bool canJoin(GenericOp earlier, GenericOp kernel, bool atKernel = false) {
     std::string unit = modelUnit(kernel);
     return earlier.getStream() == kernel.getStream() && !unit.empty() &&
            !earlier.getRowLength() && !kernel.getRowLength() &&
-           modelUnit(earlier) == unit && isTiled(earlier) == isTiled(kernel) &&
-           (isTiled(kernel) || packFriendly(earlier, kernel)) &&
+           modelUnit(earlier) == unit && packFriendly(earlier, kernel) &&
            earlier.getSegmentList().size() + kernel.getSegmentList().size() <=
                maxSegments &&
            (atKernel || llvm::all_of(kernel->getOperands(), [&](Value v) {

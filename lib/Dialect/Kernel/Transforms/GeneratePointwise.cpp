@@ -8,6 +8,7 @@
 
 #include "titan/Dialect/Kernel/IR/IndexMaps.h"
 #include "titan/Dialect/Kernel/Transforms/BufferAccess.h"
+#include "titan/Dialect/Kernel/Transforms/CollectiveOverlap.h"
 #include "titan/Dialect/Kernel/Transforms/JoinedBody.h"
 #include "titan/Dialect/Kernel/Transforms/Passes.h"
 #include "titan/Dialect/Titan/IR/PointwiseInterface.h"
@@ -22,6 +23,7 @@
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "mlir/Transforms/CSE.h"
 #include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/SetVector.h"
 
 namespace titan::kernel {
 #define GEN_PASS_DEF_KERNELGENERATEPOINTWISE
@@ -237,15 +239,27 @@ GenericOp generateCall(CallOp call) {
   return generic;
 }
 
-/// Erases `buffer`'s kernel.alloc (and its views) when nothing uses them.
-void eraseIfUnused(Value buffer) {
-  while (buffer && buffer.use_empty()) {
-    Operation *def = buffer.getDefiningOp();
-    if (!def || !isa<AllocOp, ViewOp>(def))
-      return;
-    auto view = dyn_cast<ViewOp>(def);
-    buffer = view ? view.getSource() : Value();
-    def->erase();
+/// Erases the kernel.allocs and views `buffers` come from (through views)
+/// that nothing uses any more, the views first.
+void eraseIfUnused(ArrayRef<Value> buffers) {
+  SetVector<Operation *> chain;
+  for (Value v : buffers)
+    while (Operation *def = v ? v.getDefiningOp() : nullptr) {
+      if (!isa<AllocOp, ViewOp>(def))
+        break;
+      chain.insert(def);
+      auto view = dyn_cast<ViewOp>(def);
+      v = view ? view.getSource() : Value();
+    }
+  SmallVector<Operation *> ops(chain.begin(), chain.end());
+  for (bool erased = true; erased;) {
+    erased = false;
+    for (Operation *&def : ops)
+      if (def && def->use_empty()) {
+        def->erase();
+        def = nullptr;
+        erased = true;
+      }
   }
 }
 
@@ -405,12 +419,44 @@ bool onlyUsedBy(Value buffer, Operation *a, Operation *b) {
 struct Fusion {
   GenericOp producer;
   bool atProducer = false;
+  /// The producer's output the consumer reads: the consumer's input itself,
+  /// or a reshape of the same buffer (a view as tokens x features of a
+  /// result written as batch x seq x heads x dim).
+  Value produced;
 };
+
+/// `v`'s buffer when `v` is it or a reshape of it (views without an
+/// offset, of one element type: the same elements in the same order).
+Value reshapedBuffer(Value v) {
+  Type element = cast<MemRefType>(v.getType()).getElementType();
+  while (auto view = v.getDefiningOp<ViewOp>()) {
+    if (view.getOffset() ||
+        cast<MemRefType>(view.getSource().getType()).getElementType() !=
+            element)
+      return {};
+    v = view.getSource();
+  }
+  return v;
+}
+
+/// Whether buffers `a` and `b` hold the same elements in the same order.
+bool sameElements(Value a, Value b) {
+  if (a == b)
+    return true;
+  Value root = reshapedBuffer(a);
+  return root && root == reshapedBuffer(b) &&
+         cast<MemRefType>(a.getType()).getElementType() ==
+             cast<MemRefType>(b.getType()).getElementType();
+}
 
 class Fuser {
 public:
-  Fuser(unsigned maxBuffers, unsigned maxHoist)
-      : maxBuffers(maxBuffers), maxHoist(maxHoist) {}
+  Fuser(func::FuncOp step, unsigned maxBuffers, unsigned maxHoist)
+      : maxBuffers(maxBuffers), maxHoist(maxHoist) {
+    step.walk([&](CollectiveStartOp start) {
+      collectiveOutputs[viewedBuffer(start.getOutput())] = start;
+    });
+  }
 
   /// Fuses producers into `consumer` while one qualifies; returns the
   /// (possibly new) consumer.
@@ -547,15 +593,27 @@ private:
     // between (a GEMM reading a cast's scale) when the consumer can move
     // up to the producer.
     SmallVector<Value> between, betweenReads;
+    SmallVector<WaitOp> waits;
+    SmallVector<Operation *> collectivesRead;
     bool readersBetween = false;
     unsigned distance = 0;
     for (Operation *op = consumer->getPrevNode(); op; op = op->getPrevNode()) {
       SmallVector<Value> reads, writes;
       if (!collectAccess(op, reads, writes))
         return {};
+      if (auto wait = dyn_cast<WaitOp>(op))
+        waits.push_back(wait);
+      if (!runsNothing(op))
+        for (Value read : reads)
+          if (Operation *start = collectiveOutputs.lookup(read))
+            collectivesRead.push_back(start);
       auto producer = dyn_cast<GenericOp>(op);
-      bool produces =
-          producer && llvm::is_contained(producer.getOutputs(), input);
+      Value produced;
+      if (producer)
+        for (Value out : producer.getOutputs())
+          if (sameElements(out, input))
+            produced = out;
+      bool produces = bool(produced);
       if (!produces && !llvm::is_contained(writes, root)) {
         readersBetween |= llvm::is_contained(reads, root);
         llvm::append_range(between, writes);
@@ -567,12 +625,31 @@ private:
         return {};
       // The consumer moves up when ops between read the link, or see what
       // the producer writes besides it (a later kernel reading the
-      // producer's other output).
-      Fusion fusion{producer, readersBetween ||
-                                  !producerCanMoveDown(producer, input, reads,
-                                                       between, betweenReads)};
+      // producer's other output), or when the producer, moved down past a
+      // wait, would leave its collective nothing to overlap.
+      Fusion fusion{producer,
+                    readersBetween ||
+                        !producerCanMoveDown(producer, produced, reads, between,
+                                             betweenReads) ||
+                        !keepsOverlap(producer, waits),
+                    produced};
       if (fusion.atProducer && distance > maxHoist)
         return {};
+      // Moved down past an op reading a collective's result, before which
+      // the collective schedule will wait, the producer would no longer
+      // overlap that collective if it started before it (the rotation of
+      // dq moving to its amax, after the cast of dv that a
+      // context-parallel reduce-scatter delivers): the consumer moves up
+      // instead where it can.
+      if (!fusion.atProducer && distance <= maxHoist &&
+          llvm::any_of(collectivesRead, [&](Operation *start) {
+            return start->getBlock() == producer->getBlock() &&
+                   start->isBeforeInBlock(producer);
+          })) {
+        Fusion up{producer, /*atProducer=*/true, produced};
+        if (canFuse(up, consumer, input, reads, between, betweenReads))
+          return up;
+      }
       if (!canFuse(fusion, consumer, input, reads, between, betweenReads))
         return {};
       return fusion;
@@ -587,10 +664,11 @@ private:
                ArrayRef<Value> producerReads, ArrayRef<Value> between,
                ArrayRef<Value> betweenReads) {
     GenericOp producer = fusion.producer;
+    Value produced = fusion.produced;
     Value root = viewedBuffer(link);
     // A transposed output is not at the consumer's index; a horizontally
     // fused kernel is already one launch of several.
-    if (producer.isTransposed(link) ||
+    if (producer.isTransposed(produced) ||
         (producer.getWorkspace() && consumer.getWorkspace()) ||
         producer.getStream() != consumer.getStream() ||
         !producer.getSegments().empty() || !consumer.getSegments().empty())
@@ -627,7 +705,7 @@ private:
     // producer's store would come last).
     for (Value out : producer.getOutputs()) {
       Value other = viewedBuffer(out);
-      if (out == link)
+      if (out == produced)
         continue;
       if (other == root)
         return false;
@@ -636,15 +714,22 @@ private:
         if (viewedBuffer(v) == other)
           return false;
     }
+    // The consumer writes the producer's buffer, if at all, as the elements
+    // of `link` (an in-place consumer: the fused kernel stores its value
+    // there instead of the producer's).
+    for (Value out : consumer.getOutputs())
+      if (viewedBuffer(out) == root && !sameElements(out, link))
+        return false;
     // The consumer reads the producer's buffer only as `link` (which it no
     // longer loads).
     for (Value other : consumer.getInputs())
       if (other != link && viewedBuffer(other) == root)
         return false;
-    if (fusion.atProducer ? !consumerCanMoveUp(producer, consumer, link,
-                                               between, betweenReads)
-                          : !producerCanMoveDown(producer, link, producerReads,
-                                                 between, betweenReads))
+    if (fusion.atProducer
+            ? !consumerCanMoveUp(producer, consumer, link, between,
+                                 betweenReads)
+            : !producerCanMoveDown(producer, produced, producerReads, between,
+                                   betweenReads))
       return false;
     // The fused kernel reads element i of every input before it writes
     // element i of every output, so a buffer it both reads and writes
@@ -654,7 +739,7 @@ private:
         if (viewedBuffer(in) == viewedBuffer(out) &&
             (in != out || consumer.isTransposed(out)))
           return false;
-      if (viewedBuffer(in) == root && in != link)
+      if (viewedBuffer(in) == root && !sameElements(in, link))
         return false;
     }
     // The producer runs at every index of the consumer, or once (a
@@ -777,14 +862,16 @@ private:
   }
 
   /// The buffers the fused kernel takes at most: the inputs of both but
-  /// `link`, and the outputs and reductions of both.
+  /// `link` (one per buffer and map, as fuse() makes them), and the outputs
+  /// and reductions of both.
   static unsigned fusedBuffers(GenericOp producer, GenericOp consumer,
                                Value link) {
-    SmallVector<Value> inputs;
-    for (Value v :
-         llvm::concat<Value>(consumer.getInputs(), producer.getInputs()))
-      if (v != link && !llvm::is_contained(inputs, v))
-        inputs.push_back(v);
+    SmallVector<std::pair<Value, AffineMap>> inputs;
+    for (GenericOp g : {consumer, producer})
+      for (auto [i, v] : llvm::enumerate(g.getInputs()))
+        if (!(g == consumer && v == link) &&
+            !llvm::is_contained(inputs, std::make_pair(v, g.getInputMap(i))))
+          inputs.push_back({v, g.getInputMap(i)});
     return inputs.size() + consumer.getOutputs().size() +
            producer.getOutputs().size() + consumer.getReductions().size() +
            producer.getReductions().size();
@@ -809,13 +896,15 @@ private:
     return false;
   }
 
-  /// Whether `link`, which `producer` writes and `consumer` reads, is no
-  /// longer written once they fuse: an allocation nothing else uses.
+  /// Whether `link`, which `producer` writes and `consumer` reads (both
+  /// through views, perhaps), is no longer written once they fuse: an
+  /// allocation nothing else uses, which the consumer does not write.
   static bool linkDies(GenericOp producer, GenericOp consumer, Value link) {
     Value root = viewedBuffer(link);
     return root.getDefiningOp<AllocOp>() &&
            onlyUsedBy(root, producer, consumer) &&
-           !llvm::is_contained(consumer.getOutputs(), link);
+           llvm::none_of(consumer.getOutputs(),
+                         [&](Value out) { return viewedBuffer(out) == root; });
   }
 
   /// One kernel at `consumer`'s place computing both; `link` (the
@@ -823,6 +912,7 @@ private:
   /// else reads it, the producer's other outputs always.
   GenericOp fuse(Fusion fusion, GenericOp consumer, Value link) {
     GenericOp producer = fusion.producer;
+    Value produced = fusion.produced;
     bool keepLink = !linkDies(producer, consumer, link);
     // One argument per (buffer, map) read: the consumer's but the link's,
     // then the producer's.
@@ -842,12 +932,15 @@ private:
       consumerArgs.push_back(v == link ? ~0u : argumentOf(consumer, i));
     for (unsigned i = 0, e = producer.getInputs().size(); i < e; ++i)
       producerArgs.push_back(argumentOf(producer, i));
+    // The link, kept, is written as the producer wrote it.
     SmallVector<Value> outputs(consumer.getOutputs());
-    if (keepLink && !llvm::is_contained(outputs, link))
-      outputs.push_back(link);
+    if (keepLink && llvm::none_of(outputs, [&](Value out) {
+          return sameElements(out, produced);
+        }))
+      outputs.push_back(produced);
     unsigned withLink = outputs.size();
     for (Value out : producer.getOutputs())
-      if (out != link)
+      if (out != produced)
         outputs.push_back(out);
 
     SmallVector<int64_t> transposed;
@@ -897,7 +990,8 @@ private:
     unsigned producerOutputs = producer.getOutputs().size();
     for (auto [out, v] : llvm::zip_equal(
              producer.getOutputs(), producerYield.take_front(producerOutputs)))
-      (out == link ? linked : others.emplace_back()) = map.lookupOrDefault(v);
+      (out == produced ? linked : others.emplace_back()) =
+          map.lookupOrDefault(v);
     Block &consumerBody = consumer.getBody().front();
     for (auto [arg, k] :
          llvm::zip_equal(consumerBody.getArguments(), consumerArgs))
@@ -925,11 +1019,13 @@ private:
     producer.erase();
     consumer.erase();
     if (!keepLink)
-      eraseIfUnused(link);
+      eraseIfUnused({link, produced});
     return fused;
   }
 
   unsigned maxBuffers, maxHoist;
+  /// Each collective's output buffer, and the start writing it.
+  DenseMap<Value, Operation *> collectiveOutputs;
 };
 
 struct KernelGeneratePointwisePass
@@ -947,7 +1043,7 @@ struct KernelGeneratePointwisePass
         if (workspace)
           eraseIfUnused(workspace);
       }
-      Fuser fuser(maxBuffers, maxHoist);
+      Fuser fuser(step, maxBuffers, maxHoist);
       SmallVector<GenericOp> generics(step.getOps<GenericOp>());
       for (GenericOp generic : generics)
         fuser.fuseProducers(generic);

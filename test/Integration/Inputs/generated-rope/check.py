@@ -19,7 +19,8 @@ References:
   kernel's results are bitwise these (no FMA contraction), rounded once.
 - the transpose is the adjoint: <rope(x), r> = <x, rope^T(r)>, to 1e-6 of
   sum |x| |r|.
-The amax is exactly the largest |result| the kernel wrote.
+The amax is exactly the largest |result| the kernel wrote. The joined
+launch's transpose and cast are exact (bf16 widens exactly).
 """
 import sys
 
@@ -38,6 +39,10 @@ SLOTS = [
     ("f6", (7, 3, 2), torch.float32),
     ("xr", (3, 7, 2, 6), torch.float32),
     ("rr", (3, 7, 2, 6), torch.float32),
+    ("t", (37, 29), torch.bfloat16),
+    ("tt", (29, 37), torch.float32),
+    ("u", (70000,), torch.bfloat16),
+    ("uf", (70000,), torch.float32),
 ]
 
 
@@ -76,6 +81,8 @@ def inputs(path):
         "x": torch.randn(3, 7, 2, 6, generator=gen),
         "r": torch.randn(3, 7, 2, 6, generator=gen),
         "f6": freqs_cis(7, 6),
+        "t": torch.randn(37, 29, generator=gen),
+        "u": torch.randn(70000, generator=gen),
     }
     for name, v in values.items():
         offset, count, shape, dtype = offsets[name]
@@ -146,6 +153,11 @@ def compare(path):
     print(f"f32 transpose is the adjoint: |<rope x, r> - <x, rope^T r>| = "
           f"{abs(lhs - rhs) / scale:.1e} of sum |x| |r|")
     ok &= adjoint
+    tiles = torch.equal(at(arena, "tt"), at(fresh, "t").float().t())
+    elements = torch.equal(at(arena, "uf"), at(fresh, "u").float())
+    print(f"one launch: tiles {'exact' if tiles else 'differ'}, "
+          f"elements {'exact' if elements else 'differ'}")
+    ok &= tiles and elements
     print("PASS" if ok else "FAIL")
     return 0 if ok else 1
 

@@ -286,9 +286,11 @@ def Kernel_GenericOp : Kernel_Op<"generic", [AttrSizedOperandSegments,
     runs is what its yielded values depend on, which only its arguments
     may feed; no segment may touch a buffer another writes, as they run in
     no order. Empty: one segment of every buffer. In a kernel of several
-    segments with transposed outputs, every segment writes one and runs in
+    segments with transposed outputs, a segment that writes one runs in
     tiles over its own rows and columns (the cast-transposes of several
-    tensors in one launch).
+    tensors in one launch), the others element by element (the
+    recomputed rotations of q and k beside the attention output's
+    cast-transpose).
 
     `row_length` C (0: none) makes a row kernel, which runs by rows of C
     elements (Inductor's persistent reductions): an input of C elements
@@ -323,7 +325,7 @@ def Kernel_GenericOp : Kernel_Op<"generic", [AttrSizedOperandSegments,
     input is read at another index than the one written, so no output may
     be its buffer, and its element count does not size the kernel.
     `kernel.index` gives the body the index itself. Row kernels and
-    kernels with transposed outputs have neither.
+    segments in tiles (writing a transposed output) have neither.
 
     ```mlir
     kernel.generic ins(%g, %u : memref<8x64xbf16>, memref<8x64xbf16>)
@@ -396,6 +398,10 @@ def Kernel_GenericOp : Kernel_Op<"generic", [AttrSizedOperandSegments,
     /// Whether any input is mapped or the body takes kernel.index: the
     /// kernel reads elsewhere than at the index it writes.
     bool readsAcrossIndices();
+    /// The bytes one launch reads and writes: each segment's buffers once
+    /// (a buffer several of its inputs read, under different maps, is read
+    /// once: the other reads hit the cache), the workspace once.
+    int64_t getTrafficBytes();
     /// Whether `buffer` (an input or output) is broadcast: one element, in
     /// a kernel (a segment) of more.
     bool isBroadcast(::mlir::Value buffer);
@@ -443,8 +449,7 @@ def Kernel_IndexOp : Kernel_Op<"index", [Pure, HasParent<"GenericOp">]> {
   let description = [{
     The element index the body runs at, in its segment: 0 to N - 1 in
     row-major order (linalg.index's, flattened). RoPE takes its pair
-    element's parity from it. Not in row kernels or kernels with
-    transposed outputs.
+    element's parity from it. Not in row kernels or segments in tiles.
 
     ```mlir
     %i = kernel.index : i64

@@ -155,7 +155,14 @@ def KernelGeneratePointwise
     same tensor; the GEMM reading swiglu's other gradient before the amax
     of the first), `C` moves up to `P`'s place, if nothing between writes
     what `C` reads or touches what it writes (at most `max-hoist` ops up):
-    the cast and its transposed copy come from one read. The buffer between
+    the cast and its transposed copy come from one read. `C` moves up too,
+    where it can, when `P` would otherwise move down past a collective's
+    wait, or past an op reading the result of a collective started before
+    `P` (the schedule waits before that op): `P` keeps overlapping the
+    collective (RoPE's gradient of dq, fused with its amax, stays before
+    the cast of dv that a context-parallel reduce-scatter delivers). `C`
+    may read `P`'s result through a reshape (views without an offset, of
+    one element type). The buffer between
     them is dropped when nothing else uses it (it never reaches the arena),
     otherwise the fused kernel still writes it. A transposed output (a
     transposed float8 cast's) never feeds a fused consumer, which reads by
@@ -209,9 +216,10 @@ def KernelFuseHorizontal
     when nothing but allocations, views and collective starts and waits
     (which touch none of the kernel's buffers: a wait only orders what
     follows it after its collective) stand between them, neither reads
-    what the other writes, both or neither write transposed outputs (a
-    cast-transpose runs in tiles: such kernels join each other, each
-    segment in its own tiles), and both
+    what the other writes, no collective started between them sends what
+    the earlier one writes (joined, it would start only after the later
+    one's work too: a gradient's reduce-scatter, a context-parallel gather
+    of k; shard casts alone join past their gathers' starts), and both
     come from one model unit (a transformer block, or the embedding, the
     head: their locations' module names). Each segment keeps its own
     element count, so kernels of any sizes join: a block's FSDP shard
@@ -237,7 +245,11 @@ def KernelFuseHorizontal
     as its memory budget allows, during the block before; their casts
     become one kernel, at the first one's place, whose shards (an eighth
     of the block's weights under FSDP 8, in float8 or bf16) wait there for
-    their gathers. Kernels not in tiles join only when both or neither
+    their gathers. A cast-transpose runs in tiles, each segment writing a
+    transposed output in its own; the others of its launch run element by
+    element (the recomputed rotations of q and k beside the attention
+    output's cast-transpose). Segments not
+    in tiles join only when all or none
     have a multiple of 16 elements, so a small odd kernel never costs a
     large one its 16-byte packs on a GPU (tiles move elements one by one).
 
