@@ -77,6 +77,18 @@ TEST_F(IndexMaps, ModAndDivisions) {
             std::make_pair(int64_t(0), int64_t(30)));
 }
 
+// The verifier's and the generator's question: every index inside.
+TEST_F(IndexMaps, MapStaysInside) {
+  AffineExpr i = d0();
+  AffineMap partner = AffineMap::get(1, 0, i.floorDiv(2) * 2 + 1 - i % 2);
+  EXPECT_TRUE(titan::kernel::mapStaysInside(partner, 48, 48));
+  EXPECT_FALSE(titan::kernel::mapStaysInside(partner, 48, 47));
+  EXPECT_FALSE(
+      titan::kernel::mapStaysInside(AffineMap::get(1, 0, i + 1), 48, 48));
+  EXPECT_FALSE(titan::kernel::mapStaysInside(
+      AffineMap::get(2, 0, i + getAffineDimExpr(1, &context)), 4, 100));
+}
+
 // What a target could not compute unsigned, or at all, is refused.
 TEST_F(IndexMaps, Refused) {
   EXPECT_FALSE(indexExprRange((d0() - 1) % 4, 7).has_value());

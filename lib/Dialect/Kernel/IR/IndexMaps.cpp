@@ -35,6 +35,15 @@ std::optional<int64_t> constantOf(AffineExpr expr) {
 }
 } // namespace
 
+bool titan::kernel::mapStaysInside(AffineMap map, int64_t indices,
+                                   int64_t elements) {
+  if (map.getNumDims() != 1 || map.getNumSymbols() != 0 ||
+      map.getNumResults() != 1)
+    return false;
+  std::optional<Range> range = indexExprRange(map.getResult(0), indices - 1);
+  return range && range->first >= 0 && range->second < elements;
+}
+
 std::optional<Range> titan::kernel::indexExprRange(AffineExpr expr,
                                                    int64_t last) {
   if (auto c = dyn_cast<AffineConstantExpr>(expr))

@@ -638,9 +638,7 @@ LogicalResult GenericOp::verifyInputMaps() {
         continue;
       int64_t size =
           cast<MemRefType>(getInputs()[i].getType()).getNumElements();
-      std::optional<std::pair<int64_t, int64_t>> range =
-          indexExprRange(map.getResult(0), segment.elements - 1);
-      if (!range || range->first < 0 || range->second >= size)
+      if (!mapStaysInside(map, segment.elements, size))
         return emitOpError()
                << "input map " << AffineMapAttr::get(map) << " of input " << i
                << " may leave its " << size << " elements for an index below "

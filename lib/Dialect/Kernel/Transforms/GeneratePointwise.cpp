@@ -134,11 +134,7 @@ kernelInputs(const PointwiseOpInterface::Concept *semantics, CallOp call) {
     if (operand >= call.getInputs().size())
       return std::nullopt;
     Value input = call.getInputs()[operand];
-    std::optional<std::pair<int64_t, int64_t>> range =
-        map.isIdentity()
-            ? std::optional(std::make_pair(int64_t(0), elements - 1))
-            : indexExprRange(map.getResult(0), elements - 1);
-    if (!range || range->first < 0 || range->second >= elementCount(input) ||
+    if (!mapStaysInside(map, elements, elementCount(input)) ||
         (!map.isIdentity() && llvm::any_of(call.getOutputs(), [&](Value out) {
           return viewedBuffer(out) == viewedBuffer(input);
         })))
@@ -168,8 +164,10 @@ GenericOp generateCall(CallOp call) {
     return nullptr;
   ValueRange outputs = call.getOutputs().drop_back(reduced);
   ValueRange reductions = call.getOutputs().take_back(reduced);
-  if ((maps.empty() && !hasGenericShape(call.getInputs(), outputs)) ||
-      (!maps.empty() && !hasGenericShape({}, outputs)) ||
+  // Element reads are bounded by their maps: only the outputs size them.
+  if (!hasGenericShape(maps.empty() ? ValueRange(call.getInputs())
+                                    : ValueRange(),
+                       outputs) ||
       !llvm::all_of(reductions, [](Value v) {
         return elementCount(v) == 1 && elementTypeOf(v).isF32();
       }))

@@ -1,8 +1,6 @@
 """Inputs for, and the references of, generated-rms-norm-grad.test.
 
-  check.py inputs OUT        the step's slots (step.mlir's arguments, in
-                             order, each at a 256-byte boundary, as
-                             kernel-plan-memory lays them out)
+  check.py inputs OUT        the step's slots (arena_slots.py)
   check.py compare ARENA     the step's results against PyTorch
 
 The reference is PyTorch's autograd, in float64, of TorchTitan's RMSNorm
@@ -16,11 +14,14 @@ the sum of the terms' magnitudes. The residual gradient r + dx is checked
 the same way, and the amax must be exactly the largest |r| the kernel
 wrote.
 """
+import os
 import sys
 
 import torch
 
-ALIGN = 256
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+import arena_slots  # noqa: E402
+
 EPS = 1e-5
 # (name, shape, dtype) in the step's argument order.
 SLOTS = [
@@ -38,26 +39,12 @@ SLOTS = [
 ]
 
 
-def layout():
-    offsets, end = {}, 0
-    for name, shape, dtype in SLOTS:
-        count = 1
-        for d in shape:
-            count *= d
-        size = count * torch.tensor([], dtype=dtype).element_size()
-        offsets[name] = (end, count, shape, dtype)
-        end += (max(size, 1) + ALIGN - 1) // ALIGN * ALIGN
-    return offsets, end
-
 
 def at(arena, name):
-    offset, count, shape, dtype = layout()[0][name]
-    return torch.frombuffer(arena, dtype=dtype, count=count, offset=offset).reshape(shape)
+    return arena_slots.at(arena, SLOTS, name)
 
 
 def inputs(path):
-    offsets, end = layout()
-    arena = bytearray(end)
     gen = torch.Generator().manual_seed(7)
     values = {
         "x": 3 * torch.randn(300, 70, generator=gen),
@@ -68,12 +55,7 @@ def inputs(path):
         "wf": 0.5 + torch.rand(256, generator=gen),
         "dyf": torch.randn(129, 256, generator=gen),
     }
-    for name, v in values.items():
-        offset, count, shape, dtype = offsets[name]
-        data = v.to(dtype).contiguous().view(torch.uint8).reshape(-1).numpy().tobytes()
-        arena[offset:offset + len(data)] = data
-    with open(path, "wb") as f:
-        f.write(arena)
+    arena_slots.write(path, SLOTS, values)
 
 
 def reference(x, w, dy):
@@ -95,12 +77,9 @@ def worst(got, want, rel):
 
 
 def compare(path):
-    with open(path, "rb") as f:
-        arena = bytearray(f.read())
-    inputs_path = path + ".in"
-    inputs(inputs_path)
-    with open(inputs_path, "rb") as f:
-        fresh = bytearray(f.read())
+    arena = arena_slots.read(path)
+    inputs(path + ".in")
+    fresh = arena_slots.read(path + ".in")
     ok = True
 
     dx, dw, terms = reference(at(fresh, "x"), at(fresh, "w"), at(fresh, "dy"))

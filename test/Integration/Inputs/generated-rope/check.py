@@ -1,8 +1,6 @@
 """Inputs for, and the references of, generated-rope.test.
 
-  check.py inputs OUT        the step's slots (step.mlir's arguments, in
-                             order, each at a 256-byte boundary, as
-                             kernel-plan-memory lays them out)
+  check.py inputs OUT        the step's slots (arena_slots.py)
   check.py compare ARENA     the step's results against PyTorch
 
 References:
@@ -22,11 +20,14 @@ References:
 The amax is exactly the largest |result| the kernel wrote. The joined
 launch's transpose and cast are exact (bf16 widens exactly).
 """
+import os
 import sys
 
 import torch
 
-ALIGN = 256
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+import arena_slots  # noqa: E402
+
 SLOTS = [
     ("q", (2, 12, 3, 16), torch.bfloat16),
     ("dq", (2, 12, 3, 16), torch.bfloat16),
@@ -46,21 +47,9 @@ SLOTS = [
 ]
 
 
-def layout():
-    offsets, end = {}, 0
-    for name, shape, dtype in SLOTS:
-        count = 1
-        for d in shape:
-            count *= d
-        size = count * torch.tensor([], dtype=dtype).element_size()
-        offsets[name] = (end, count, shape, dtype)
-        end += (max(size, 1) + ALIGN - 1) // ALIGN * ALIGN
-    return offsets, end
-
 
 def at(arena, name):
-    offset, count, shape, dtype = layout()[0][name]
-    return torch.frombuffer(arena, dtype=dtype, count=count, offset=offset).reshape(shape)
+    return arena_slots.at(arena, SLOTS, name)
 
 
 def freqs_cis(seq, head_dim, theta=10000.0):
@@ -71,8 +60,6 @@ def freqs_cis(seq, head_dim, theta=10000.0):
 
 
 def inputs(path):
-    offsets, end = layout()
-    arena = bytearray(end)
     gen = torch.Generator().manual_seed(11)
     values = {
         "q": 3 * torch.randn(2, 12, 3, 16, generator=gen),
@@ -84,12 +71,7 @@ def inputs(path):
         "t": torch.randn(37, 29, generator=gen),
         "u": torch.randn(70000, generator=gen),
     }
-    for name, v in values.items():
-        offset, count, shape, dtype = offsets[name]
-        data = v.to(dtype).contiguous().view(torch.uint8).reshape(-1).numpy().tobytes()
-        arena[offset:offset + len(data)] = data
-    with open(path, "wb") as f:
-        f.write(arena)
+    arena_slots.write(path, SLOTS, values)
 
 
 def pairs(x):
@@ -127,12 +109,9 @@ def check(name, got, x, table, transpose, rel, absolute):
 
 
 def compare(path):
-    with open(path, "rb") as f:
-        arena = bytearray(f.read())
-    inputs_path = path + ".in"
-    inputs(inputs_path)
-    with open(inputs_path, "rb") as f:
-        fresh = bytearray(f.read())
+    arena = arena_slots.read(path)
+    inputs(path + ".in")
+    fresh = arena_slots.read(path + ".in")
     ok = True
     f16, f6 = at(fresh, "f16"), at(fresh, "f6")
     ok &= check("bf16 rope", at(arena, "qr"), at(fresh, "q"), f16, False, 2 ** -8, 2 ** -22)

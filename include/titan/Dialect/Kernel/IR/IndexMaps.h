@@ -10,6 +10,7 @@
 #define TITAN_DIALECT_KERNEL_IR_INDEXMAPS_H
 
 #include "mlir/IR/AffineExpr.h"
+#include "mlir/IR/AffineMap.h"
 
 #include <cstdint>
 #include <optional>
@@ -25,6 +26,10 @@ namespace titan::kernel {
 /// possibly negative dividend, an overflow).
 std::optional<std::pair<int64_t, int64_t>> indexExprRange(mlir::AffineExpr expr,
                                                           int64_t last);
+
+/// Whether `map` (one index to one element) provably takes every index in
+/// [0, indices) to an element in [0, elements) (indexExprRange's bounds).
+bool mapStaysInside(mlir::AffineMap map, int64_t indices, int64_t elements);
 
 } // namespace titan::kernel
 

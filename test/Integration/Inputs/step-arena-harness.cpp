@@ -1,6 +1,6 @@
-// Runs the compiled step of step.mlir (generated-rope.test) on an arena whose
-// first bytes (its slots, as check.py lays them out) are read from argv[1], and
-// writes the whole arena to argv[2].
+// Runs a compiled step (the generated-kernel tests' step.mlir, linked in)
+// on an arena whose first bytes (its slots, as arena_slots.py lays them
+// out) are read from argv[1], and writes the whole arena to argv[2].
 #include <cstdint>
 #include <cstdio>
 #include <vector>
