@@ -77,3 +77,52 @@ module attributes {dist.mesh = #dist.mesh<pp = 1, dp_replicate = 1, dp_shard = 2
     return %q, %q2, %q4, %g3 : tensor<8x8xf8E4M3FN>, tensor<8x8xf8E4M3FN>, tensor<8x8xf8E4M3FN>, tensor<8x8xbf16>
   }
 }
+
+// -----
+
+// Sequence parallel's activation: the scale is the all-reduced amax of the
+// shards, computed after the gather starts. Only that computation and the
+// gather's wait run in between, so the shard is cast once the scale is
+// known and the gather starts then, moving float8 (torchao's
+// Float8ColwiseParallel); the backward's transposed cast of the gathered
+// value becomes the transpose of the float8 gather.
+// CHECK-LABEL: func.func @sequence_parallel(
+// CHECK-SAME:  %[[X:[^:]*]]: tensor<2x4x8xbf16>
+// CHECK-NEXT:  %[[A:.*]] = titan.amax %[[X]]
+// CHECK-NEXT:  %[[R:.*]] = dist.all_reduce_start %[[A]]
+// CHECK-NEXT:  %[[M:.*]] = dist.wait %[[R]]
+// CHECK-NEXT:  %[[S:.*]] = titan.float8_scale %[[M]]
+// CHECK-NEXT:  %[[Q:.*]] = titan.quantize %[[X]], %[[S]] {titan.recompute_region = 1 : i64} : (tensor<2x4x8xbf16>, tensor<f32>) -> tensor<2x4x8xf8E4M3FN>
+// CHECK-NEXT:  %[[F:.*]] = dist.all_gather_start %[[Q]] axes ["tp"] dim 1 {titan.recompute_region = 1 : i64} : tensor<2x4x8xf8E4M3FN> -> !dist.future<tensor<2x8x8xf8E4M3FN>>
+// CHECK-NEXT:  %[[G:.*]] = dist.wait %[[F]] {titan.recompute_region = 1 : i64} : !dist.future<tensor<2x8x8xf8E4M3FN>>
+// CHECK-NEXT:  %[[T:.*]] = titan.transpose %[[G]] : tensor<2x8x8xf8E4M3FN> -> tensor<8x2x8xf8E4M3FN>
+// CHECK-NEXT:  return %[[G]], %[[T]]
+// Other work between the gather's start and the scale (the gather would no
+// longer overlap it): unchanged.
+// CHECK-LABEL: func.func @sequence_parallel_kept(
+// CHECK:       dist.all_gather_start %{{.*}} : tensor<2x4x8xbf16> -> !dist.future<tensor<2x8x8xbf16>>
+// CHECK-NOT:   titan.transpose
+module attributes {dist.mesh = #dist.mesh<pp = 1, dp_replicate = 1, dp_shard = 1, cp = 1, tp = 2>} {
+  func.func @sequence_parallel(%x: tensor<2x4x8xbf16>) -> (tensor<2x8x8xf8E4M3FN>, tensor<8x2x8xf8E4M3FN>) {
+    %f = dist.all_gather_start %x axes ["tp"] dim 1 {titan.recompute_region = 1 : i64} : tensor<2x4x8xbf16> -> !dist.future<tensor<2x8x8xbf16>>
+    %a = titan.amax %x : tensor<2x4x8xbf16> -> tensor<f32>
+    %r = dist.all_reduce_start %a axes ["tp"] reduction max : tensor<f32> -> !dist.future<tensor<f32>>
+    %g = dist.wait %f {titan.recompute_region = 1 : i64} : !dist.future<tensor<2x8x8xbf16>>
+    %m = dist.wait %r : !dist.future<tensor<f32>>
+    %s = titan.float8_scale %m for f8E4M3FN : tensor<f32>
+    %q = titan.quantize %g, %s {titan.recompute_region = 1 : i64} : (tensor<2x8x8xbf16>, tensor<f32>) -> tensor<2x8x8xf8E4M3FN>
+    %qt = titan.quantize %g, %s {transposed} : (tensor<2x8x8xbf16>, tensor<f32>) -> tensor<8x2x8xf8E4M3FN>
+    return %q, %qt : tensor<2x8x8xf8E4M3FN>, tensor<8x2x8xf8E4M3FN>
+  }
+  func.func @sequence_parallel_kept(%x: tensor<2x4x8xbf16>, %y: tensor<2x4x8xbf16>) -> (tensor<2x8x8xf8E4M3FN>, tensor<2x4x8xbf16>) {
+    %f = dist.all_gather_start %x axes ["tp"] dim 1 : tensor<2x4x8xbf16> -> !dist.future<tensor<2x8x8xbf16>>
+    %a = titan.amax %x : tensor<2x4x8xbf16> -> tensor<f32>
+    %r = dist.all_reduce_start %a axes ["tp"] reduction max : tensor<f32> -> !dist.future<tensor<f32>>
+    %other = titan.add %y, %y : tensor<2x4x8xbf16>
+    %g = dist.wait %f : !dist.future<tensor<2x8x8xbf16>>
+    %m = dist.wait %r : !dist.future<tensor<f32>>
+    %s = titan.float8_scale %m for f8E4M3FN : tensor<f32>
+    %q = titan.quantize %g, %s : (tensor<2x8x8xbf16>, tensor<f32>) -> tensor<2x8x8xf8E4M3FN>
+    return %q, %other : tensor<2x8x8xf8E4M3FN>, tensor<2x4x8xbf16>
+  }
+}

@@ -11,6 +11,7 @@
 #include "titan/Dialect/Titan/IR/TitanOps.h"
 
 #include "mlir/IR/Builders.h"
+#include "llvm/ADT/SmallPtrSet.h"
 
 namespace titan::dist {
 #define GEN_PASS_DEF_DISTNARROWGATHERS
@@ -35,16 +36,24 @@ AllGatherStartOp gatherOf(WaitOp wait) {
 }
 
 /// wait(gather(`shard`)) gathered as `element`, replacing `gather` and
-/// `wait`: the gather where it was, the wait where it waited.
+/// `wait`: the gather at `startAt` (where it was, or later), the wait
+/// where it waited or, if that is before the new start, right after it.
+/// Both keep the old ops' attributes (recompute regions, shardings).
 Value regather(OpBuilder &b, AllGatherStartOp gather, WaitOp wait, Value shard,
-               Type element) {
-  b.setInsertionPoint(gather);
+               Type element, Operation *startAt) {
+  b.setInsertionPoint(startAt);
   auto start = AllGatherStartOp::create(
       b, gather.getLoc(),
       FutureType::get(b.getContext(), typeOf(wait.getResult()).clone(element)),
       shard, gather.getAxesAttr(), gather.getDimAttr());
-  b.setInsertionPoint(wait);
-  return WaitOp::create(b, wait.getLoc(), start).getResult();
+  start->setDiscardableAttrs(gather->getDiscardableAttrDictionary());
+  if (wait->isBeforeInBlock(start))
+    b.setInsertionPointAfter(start);
+  else
+    b.setInsertionPoint(wait);
+  auto waited = WaitOp::create(b, wait.getLoc(), start);
+  waited->setDiscardableAttrs(wait->getDiscardableAttrDictionary());
+  return waited.getResult();
 }
 
 /// cast(wait(gather(x))) -> wait(gather(cast(x))) for a narrowing cast,
@@ -60,7 +69,7 @@ void narrowCast(OpBuilder &b, CastOp c) {
   Value narrow =
       CastOp::create(b, c.getLoc(), typeOf(gather.getInput()).clone(element),
                      gather.getInput());
-  c.replaceAllUsesWith(regather(b, gather, wait, narrow, element));
+  c.replaceAllUsesWith(regather(b, gather, wait, narrow, element, gather));
   c.erase();
   wait.erase();
   gather.erase();
@@ -94,23 +103,70 @@ SmallVector<QuantizeOp> float8Casts(WaitOp wait) {
   return casts;
 }
 
-/// quantize(wait(gather(x)), s) -> wait(gather(quantize(x, s))) when the
-/// scale is known where the gather starts (a weight FSDP re-gathers for
-/// the backward keeps its forward's scale); the transposed cast is then
-/// the gathered float8 weight transposed, the same bits.
+/// Whether every op after `gather` up to `scale`'s definition (same
+/// block) is the gather's `wait` or computes the scale: sequence
+/// parallel's activation amax, all-reduced over tp, then its scale. Nothing
+/// else runs there for the gather to overlap, so it may start after them.
+bool onlyScaleAfter(AllGatherStartOp gather, WaitOp wait, Value scale) {
+  Operation *def = scale.getDefiningOp();
+  if (!def || def->getBlock() != gather->getBlock() ||
+      !gather->isBeforeInBlock(def))
+    return false;
+  // The scale's operands, transitively, back to the gather.
+  llvm::SmallPtrSet<Operation *, 8> computesScale{def};
+  for (Operation *op = def; op != gather.getOperation();
+       op = op->getPrevNode()) {
+    if (!computesScale.contains(op))
+      continue;
+    for (Value operand : op->getOperands())
+      if (Operation *producer = operand.getDefiningOp())
+        computesScale.insert(producer);
+  }
+  for (Operation *op = gather->getNextNode(); op != def; op = op->getNextNode())
+    if (op != wait.getOperation() && !computesScale.contains(op))
+      return false;
+  return true;
+}
+
+/// Where the shard's cast and the float8 gather go: where the gather
+/// started when the scale is known there (a weight FSDP re-gathers for the
+/// backward keeps its forward's scale); right after the scale when only
+/// its computation runs in between (torchao's Float8ColwiseParallel casts
+/// a sequence-parallel activation before gathering it); else nowhere.
+Operation *float8GatherPoint(AllGatherStartOp gather, WaitOp wait,
+                             Value scale) {
+  if (readyAt(scale, gather))
+    return gather;
+  if (onlyScaleAfter(gather, wait, scale))
+    return scale.getDefiningOp()->getNextNode();
+  return nullptr;
+}
+
+/// quantize(wait(gather(x)), s) -> wait(gather(quantize(x, s))) where the
+/// scale is known (float8GatherPoint); the transposed cast is then the
+/// gathered float8 tensor transposed, the same bits.
 void gatherFloat8(OpBuilder &b, WaitOp wait) {
   AllGatherStartOp gather = gatherOf(wait);
   SmallVector<QuantizeOp> casts =
       gather ? float8Casts(wait) : SmallVector<QuantizeOp>();
-  if (casts.empty() || !readyAt(casts.front().getScale(), gather))
+  if (casts.empty())
     return;
   Value scale = casts.front().getScale();
+  Operation *at = float8GatherPoint(gather, wait, scale);
+  if (!at)
+    return;
   Type f8 = casts.front().getType().getElementType();
-  b.setInsertionPoint(gather);
-  Value shard = QuantizeOp::create(b, casts.front().getLoc(),
-                                   typeOf(gather.getInput()).clone(f8),
-                                   gather.getInput(), scale);
-  Value gathered = regather(b, gather, wait, shard, f8);
+  b.setInsertionPoint(at);
+  auto shard = QuantizeOp::create(b, casts.front().getLoc(),
+                                  typeOf(gather.getInput()).clone(f8),
+                                  gather.getInput(), scale);
+  // The untransposed cast's attributes (its recompute region) where there
+  // is one: the shard's cast takes its place.
+  auto plain =
+      llvm::find_if(casts, [](QuantizeOp q) { return !q.getTransposed(); });
+  QuantizeOp like = plain != casts.end() ? *plain : casts.front();
+  shard->setDiscardableAttrs(like->getDiscardableAttrDictionary());
+  Value gathered = regather(b, gather, wait, shard, f8, at);
   for (QuantizeOp q : casts) {
     Value v = gathered;
     if (q.getTransposed()) {

@@ -167,6 +167,15 @@ def DistNarrowGathers : Pass<"dist-narrow-gathers", "::mlir::ModuleOp"> {
     the step's start (the pipeline runs this pass again after that one).
     Unlike torchao's `enable_fsdp_float8_all_gather`, which casts the f32
     shard directly (rounding differently), nothing changes but the bytes.
+
+    Sequence parallel's gathered activations and output gradients too
+    (tensorwise): their scale is the shards' amaxes all-reduced over tp,
+    computed after the gather starts. Where only that computation and the
+    gather's wait run between the gather's start and the scale, the shard
+    is cast once the scale is known and the gather starts there, moving
+    float8, as torchao's `Float8ColwiseParallel` casts before its gather
+    (TorchTitan's float8 tensor parallel); a gather that other work would
+    overlap stays where it is.
   }];
   let dependentDialects = ["::titan::TitanDialect"];
 }
