@@ -5,8 +5,8 @@ For the debug model on CPU ranks (Open MPI), each configuration is compiled
 twice and the two executables run in interleaved rounds:
   - FSDP 4, TP 2 x FSDP 2, PP 2 x FSDP 2: overlap on (the default) against
     overlap off (--debug.no_comm_overlap);
-  - TP 2, TP 4: async TP (--parallelism.enable_async_tensor_parallel) against
-    sync TP, overlap on in both.
+  - TP 2, TP 4, TP 2 Float8: async TP (--parallelism.enable_async_tensor_parallel)
+    against sync TP, overlap on in both.
 Per configuration it reports the step time (each round's median over the
 untraced steps after the first; min / median over rounds) of both
 variants and off/on, and the exposed communication per step: the time the
@@ -62,6 +62,12 @@ CONFIGS = [
      ("sync TP", []), ("async TP", ASYNC_TP)),
     ("TP 4", 4, ["--parallelism.tensor_parallel_degree", "4",
                  "--parallelism.data_parallel_shard_degree", "1"],
+     ("sync TP", []), ("async TP", ASYNC_TP)),
+    # Float8 (tensorwise): float8 gathers; async TP's scaled collective
+    # matmuls against the unfused scaled GEMMs.
+    ("TP 2 Float8", 2, ["--parallelism.tensor_parallel_degree", "2",
+                        "--parallelism.data_parallel_shard_degree", "1",
+                        "--model.converters", "quantize.linear.float8"],
      ("sync TP", []), ("async TP", ASYNC_TP)),
 ]
 

@@ -157,6 +157,12 @@ def _rows():
             f"FSDP {fsdp} x CP {cp} x TP 8 x PP 8 1F1B, seq {seq // 1024}K, "
             "lbs 8 (mbs 1), full AC, compile + Float8 + async TP"))
 
+    # Megatron and NeMo overlap the tp collectives with the GEMMs (TE
+    # userbuffers) wherever tp > 1: Megatron-Bridge's performance scripts
+    # map llama3_70b on h100 to userbuffers_fp8_h100_h8192_tp4_mbs1_seqlen8192
+    # (bf16: ..._bf16_...) and llama31_405b to
+    # userbuffers_fp8_h100_h16384_tp8_cp2_mbs1_seqlen8192
+    # (COMM_OVERLAP_CONFIG_MAP); those rows run titan's async TP.
     # Megatron-Bridge 25.11, DGX-H100, FP8-CS.
     # Current scaling = torchao's tensorwise (recipe_name unset); weights
     # gathered in bf16 (titan's Float8 all-gather is FSDP's, which these
@@ -183,7 +189,7 @@ def _rows():
          "parallelism.pipeline_parallel_layers_per_stage": "2",
          "parallelism.pipeline_parallel_first_stage_less_layers": "0",
          "parallelism.pipeline_parallel_last_stage_less_layers": "0",
-         **fp8cs},
+         **fp8cs, **ASYNC_TP},
         1602, None, MB_SRC,
         "DP 2 x TP 4 x PP 8 VP 5, GBS 128, MBS 1 (GA 64), FP8-CS",
         gpu="h100", assumed="AC; distributed optimizer as dp_shard"))
@@ -195,7 +201,7 @@ def _rows():
          "parallelism.pipeline_parallel_microbatch_size": "1",
          # VP 8: 64 virtual stages of 2 (126 layers + embedding + head).
          "parallelism.pipeline_parallel_layers_per_stage": "2",
-         **fp8cs},
+         **fp8cs, **ASYNC_TP},
         292, None, MB_SRC,
         "DP 8 x CP 2 x TP 8 x PP 8 VP 8, GBS 512, MBS 1 (GA 64), FP8-CS",
         gpu="h100", assumed="AC; distributed optimizer as dp_shard"))
@@ -221,7 +227,7 @@ def _rows():
          "parallelism.pipeline_parallel_layers_per_stage": "4",
          "parallelism.pipeline_parallel_first_stage_less_layers": "0",
          "parallelism.pipeline_parallel_last_stage_less_layers": "0",
-         **COMPILE, **BF16},
+         **COMPILE, **BF16, **ASYNC_TP},
         1113, None, NEMO_SRC,
         "DP 2 x CP 2 x TP 4 x PP 4 VP 5, GBS 128, MBS 1, BF16", gpu="h100",
         assumed="layout (NeMo 24.07's), AC"))
@@ -235,7 +241,7 @@ def _rows():
          "parallelism.pipeline_parallel_layers_per_stage": "2",
          "parallelism.pipeline_parallel_first_stage_less_layers": "0",
          "parallelism.pipeline_parallel_last_stage_less_layers": "0",
-         **COMPILE, **BF16},
+         **COMPILE, **BF16, **ASYNC_TP},
         208, None, NEMO_SRC,
         "DP 4 x CP 2 x TP 8 x PP 9 VP 7, GBS 252, MBS 1, BF16", gpu="h100",
         assumed="layout (TP8 PP9 CP2 VP7, not in a stored source), AC"))

@@ -51,6 +51,8 @@ std::optional<CollectiveKind> titan::cost::collectiveKind(StringRef kernel) {
       // Async TP's collective matmuls: their ring is the collective's.
       .Case("all_gather_linear", CollectiveKind::AllGather)
       .Case("linear_reduce_scatter", CollectiveKind::ReduceScatter)
+      .Case("all_gather_scaled_matmul", CollectiveKind::AllGather)
+      .Case("scaled_matmul_reduce_scatter", CollectiveKind::ReduceScatter)
       .Default(std::nullopt);
 }
 

@@ -164,21 +164,43 @@ KernelWork titan::cost::kernelWork(kernel::CallOp call) {
     break;
   }
   case KernelId::linear_reduce_scatter: {
-    // lhs_i..., weight_i... -> result (reduce-scattered, so the GEMMs'
-    // output is not a buffer): linear's GEMM (grad_input 0: lhs [M, K],
-    // weight [N, K]) is 2 |lhs| N, linear_grad_input's (grad_input 1: lhs
-    // [M, N], weight [N, K]) 2 |lhs| K.
+    // (lhs_i, weight_i) pairs -> result (reduce-scattered, so the GEMMs'
+    // output is not a buffer): each GEMM is 2 |lhs_i| x the result's
+    // columns (linear's N, linear_grad_input's K).
     int64_t count = intParam(call, 0);
-    bool gradInput = intParam(call, 2) != 0;
-    if (count < 1 || int64_t(inputs.size()) < 2 * count)
+    if (count < 1 || int64_t(inputs.size()) < 2 * count || outputs.empty())
       break;
     work.unit = WorkUnit::Gemm;
-    for (int64_t i = 0; i < count; ++i) {
-      Value weight = inputs[count + i];
-      work.flops += 2 * numElements(inputs[i]) *
-                    double(dimSize(weight, gradInput ? -1 : 0));
-    }
+    for (int64_t i = 0; i < count; ++i)
+      work.flops +=
+          2 * numElements(inputs[2 * i]) * double(dimSize(outputs[0], -1));
     work.precision = precisionOf(inputs[0]);
+    break;
+  }
+  case KernelId::all_gather_scaled_matmul: {
+    // input, input_scale, (weight_i, weight_scale_i)... -> gathered,
+    // result_i...: scaled GEMM(gathered, weight_i) -> result_i.
+    int64_t count = intParam(call, 0);
+    if (count < 1 || int64_t(inputs.size()) < 2 + 2 * count ||
+        int64_t(outputs.size()) < 1 + count)
+      break;
+    work.unit = WorkUnit::Gemm;
+    for (int64_t i = 0; i < count; ++i)
+      work.flops += gemmFlops(outputs[0], inputs[2 + 2 * i], outputs[1 + i]);
+    work.precision = KernelWork::Precision::FP8;
+    break;
+  }
+  case KernelId::scaled_matmul_reduce_scatter: {
+    // (lhs_i, lhs_scale_i, weight_i, weight_scale_i)... -> result: as
+    // linear_reduce_scatter, on float8 operands.
+    int64_t count = intParam(call, 0);
+    if (count < 1 || int64_t(inputs.size()) < 4 * count || outputs.empty())
+      break;
+    work.unit = WorkUnit::Gemm;
+    for (int64_t i = 0; i < count; ++i)
+      work.flops +=
+          2 * numElements(inputs[4 * i]) * double(dimSize(outputs[0], -1));
+    work.precision = KernelWork::Precision::FP8;
     break;
   }
   case KernelId::attention:

@@ -17,6 +17,19 @@ int64_t titan::target::elementsOf(Value v) {
   return cast<ShapedType>(v.getType()).getNumElements();
 }
 
+int64_t titan::target::lastDimOf(Value v) {
+  auto t = cast<ShapedType>(v.getType());
+  return t.getRank() == 0 ? 1 : t.getShape().back();
+}
+
+int64_t titan::target::ringRowsOf(Value v, int64_t dim) {
+  auto t = cast<ShapedType>(v.getType());
+  int64_t rows = 1;
+  for (int64_t d = dim; d + 1 < t.getRank(); ++d)
+    rows *= t.getDimSize(d);
+  return rows;
+}
+
 int64_t titan::target::copyBytes(Value v, int64_t elementBytes) {
   return (elementsOf(v) * elementBytes + 63) / 64 * 64;
 }

@@ -496,6 +496,135 @@ void scaledMatmul(const Args &c) {
                      c.stream(), /*accumulate=*/c.ints[5] != 0);
 }
 
+/// One row block's scaled GEMM of Float8's collective matmuls: `rows`
+/// float8 lhs rows of `in` codes at `lhs` (one scale for all) times the
+/// weight of buffer `weight` (its scale the buffer after it), into the
+/// `rows` x `cols` `out` of `type`, the scratch carved at the workspace's
+/// start (carveScaledRing).
+void ringScaledGemm(const Args &c, const Ring &r, const void *lhs,
+                    Dtype lhsType, const float *lhsScale, int64_t rows,
+                    int64_t in, int weight, bool rhsTransposed, Dtype type,
+                    void *out, int64_t cols, bool accumulate) {
+  cuda::ScaledOperand l{static_cast<const uint8_t *>(lhs),
+                        lhsType,
+                        rows,
+                        in,
+                        lhsScale,
+                        /*perElement=*/false,
+                        /*transposed=*/false};
+  cuda::scaledMatmul(kernelContext().gemms, r.gradInput ? 1 : 0, l,
+                     scaledOperand(c, weight, rhsTransposed), type, out, rows,
+                     cols, c.workspace, c.stream(), accumulate);
+}
+/// The bound on the ring's scaled GEMM scratch (the compiler's rule,
+/// titan::cuda::scaledRingGemmBytes): weights from buffer `first` on,
+/// every `stride` buffers.
+int64_t scaledRingGemmBytes(const Args &c, const Ring &r, int64_t rows,
+                            int64_t in, int first, int stride, int64_t cols,
+                            bool rhsTransposed) {
+  int64_t weights = 0;
+  for (int64_t i = 0; i < r.count; ++i)
+    weights = std::max(weights, c.shape(int(first + stride * i)).numel());
+  return titan::cuda::scaledRingGemmBytes(r.gradInput, rows, in, weights, cols,
+                                          rhsTransposed);
+}
+/// (input, input scale, (weight, weight scale)...) -> (gathered,
+/// result...); ints {count, dim, grad_input, axis_mask, lhs_format,
+/// rhs_format, rhs_transposed}.
+void allGatherScaledMatmul(const Args &c) {
+  Ring r = ring(c, "all_gather_scaled_matmul");
+  Shape x = c.shape(0);
+  RingLayout l = ringLayout(x, r.dim);
+  int64_t count = r.count, in = x.back(), shard = l.rows * in;
+  bool rhsT = c.ints[6] != 0;
+  int gatheredIndex = int(2 + 2 * count);
+  int64_t widest = 0;
+  for (int64_t i = 0; i < count; ++i)
+    widest = std::max(widest, c.shape(int(gatheredIndex + 1 + i)).back());
+  ScaledRingCarve carve =
+      carveScaledRing(scaledRingGemmBytes(c, r, l.rows, in, 2, 2, widest, rhsT),
+                      2, l.outer * shard);
+  char *ws = static_cast<char *>(c.workspace);
+  char *gathered = static_cast<char *>(c.buffers[gatheredIndex]);
+  void *buffers[2] = {ws + carve.shard[0], ws + carve.shard[1]};
+  for (int64_t s = 0; s < r.size; ++s) {
+    ring::AllGatherStep step = ring::allGatherStep(r.index, r.size, s);
+    int64_t chunk = step.chunk;
+    const void *held =
+        step.held == ring::kOutside ? c.buffers[0] : buffers[step.held];
+    std::unique_ptr<Request> next;
+    if (step.incoming != ring::kOutside)
+      next = communicator().sendRecv(held, buffers[step.incoming], c.type(0),
+                                     l.outer * shard, 1, r.axisMask);
+    checkCuda(cudaMemcpy2DAsync(gathered + chunk * shard,
+                                size_t(r.size * shard), held, size_t(shard),
+                                size_t(shard), size_t(l.outer),
+                                cudaMemcpyDeviceToDevice, c.stream()),
+              "all_gather_scaled_matmul's shard copy");
+    for (int64_t i = 0; i < count; ++i) {
+      int result = int(gatheredIndex + 1 + i);
+      int64_t out = c.shape(result).back();
+      char *to = static_cast<char *>(c.buffers[result]);
+      for (int64_t o = 0; o < l.outer; ++o)
+        ringScaledGemm(
+            c, r, gathered + (o * r.size + chunk) * shard, c.type(0),
+            c.buf<float>(1), l.rows, in, int(2 + 2 * i), rhsT, c.type(result),
+            to + (o * r.size + chunk) * l.rows * out * c.bytes(result), out,
+            /*accumulate=*/false);
+    }
+    if (next)
+      next->finish();
+  }
+}
+/// ((lhs, lhs scale, weight, weight scale)...) -> (result); ints {count,
+/// dim, grad_input, axis_mask, storage, lhs_format, rhs_format,
+/// rhs_transposed}.
+void scaledMatmulReduceScatter(const Args &c) {
+  Ring r = ring(c, "scaled_matmul_reduce_scatter");
+  int64_t count = r.count;
+  int resultIndex = int(4 * count);
+  Shape result = c.shape(resultIndex);
+  RingLayout l = ringLayout(result, r.dim);
+  int64_t out = result.back(), widest = 0;
+  bool rhsT = c.ints[7] != 0;
+  Dtype type = c.type(resultIndex);
+  int64_t bytes = c.bytes(resultIndex);
+  for (int64_t i = 0; i < count; ++i)
+    widest = std::max(widest, c.shape(int(4 * i)).back());
+  int64_t shard = l.outer * l.rows * out;
+  ScaledRingCarve carve = carveScaledRing(
+      scaledRingGemmBytes(c, r, l.rows, widest, 2, 4, out, rhsT), 3,
+      shard * bytes);
+  char *ws = static_cast<char *>(c.workspace);
+  void *partials[2] = {ws + carve.shard[0], ws + carve.shard[1]};
+  void *received = ws + carve.shard[2];
+  std::unique_ptr<Request> pending;
+  for (int64_t s = 0; s < r.size; ++s) {
+    ring::ReduceScatterStep step = ring::reduceScatterStep(r.index, r.size, s);
+    int64_t chunk = step.chunk;
+    char *partial = static_cast<char *>(step.partial == ring::kOutside
+                                            ? c.buffers[resultIndex]
+                                            : partials[step.partial]);
+    for (int64_t i = 0; i < count; ++i) {
+      int64_t in = c.shape(int(4 * i)).back();
+      const uint8_t *lhs = c.buf<uint8_t>(int(4 * i));
+      for (int64_t o = 0; o < l.outer; ++o)
+        ringScaledGemm(c, r, lhs + (o * r.size + chunk) * l.rows * in,
+                       c.type(int(4 * i)), c.buf<float>(int(4 * i + 1)), l.rows,
+                       in, int(4 * i + 2), rhsT, type,
+                       partial + o * l.rows * out * bytes, out,
+                       /*accumulate=*/i > 0);
+    }
+    if (step.addsReceived) {
+      pending->finish();
+      pending.reset();
+      cuda::add(type, partial, received, partial, shard, c.stream());
+    }
+    if (step.sends)
+      pending = communicator().sendRecv(partial, received, type, shard, 1,
+                                        r.axisMask);
+  }
+}
 [[noreturn]] void noF64(const char *kernel) {
   kernelFatal(std::string("CUDA target: ") + kernel +
               " on f64 buffers: f64 kernels exist only on the CPU target (the "

@@ -100,6 +100,23 @@ carveLinearReduceScatter(RingLayout l, int64_t out, int64_t elementBytes) {
           titan::cuda::collectiveMatmulWorkspaceBytes(3, bytes)};
 }
 
+/// Float8's collective matmuls: the scaled GEMM's scratch (`gemmBytes`,
+/// titan::cuda::scaledRingGemmBytes) at the start, then `shards` buffers
+/// of `shardBytes` (the gather's float8 shards, the reduce-scatter's
+/// partial sums and the one received).
+struct ScaledRingCarve {
+  int64_t shard[3];
+  int64_t end;
+};
+constexpr ScaledRingCarve carveScaledRing(int64_t gemmBytes, int64_t shards,
+                                          int64_t shardBytes) {
+  return {{titan::cuda::collectiveMatmulShard(0, shardBytes, gemmBytes),
+           titan::cuda::collectiveMatmulShard(1, shardBytes, gemmBytes),
+           titan::cuda::collectiveMatmulShard(2, shardBytes, gemmBytes)},
+          titan::cuda::collectiveMatmulWorkspaceBytes(shards, shardBytes,
+                                                      gemmBytes)};
+}
+
 /// Attention's operands: q B x S x Hq x D, k and v B x Skv x Hkv x D.
 struct AttentionDims {
   int64_t batch = 0, seq = 0, qHeads = 0, kvHeads = 0, headDim = 0;

@@ -18,9 +18,13 @@
 
 #include "RingSchedule.h"
 
+#include "titan/Contract/Dtype.h"
+
 #include <cstdint>
 
 namespace titanrt::kernels {
+
+using titan::Dtype;
 
 /// The GEMM of one collective matmul: titan.linear (lhs W^T, W [n, k]) or,
 /// `gradInput`, titan.linear_grad_input (lhs W, W [k, n]); `in` and `out`
@@ -63,6 +67,43 @@ void linearReduceScatter(const T *const *lhs, const T *const *weights,
                          const int64_t *ins, int64_t count, bool gradInput,
                          T *result, int64_t outer, int64_t rows, int64_t out,
                          RingPlace place, T *workspace, int storage = 0);
+
+/// Float8's collective matmuls: titan.scaled_matmul's linear form (lhs
+/// [rows, in] times weight [out, in]^T) or, `gradInput`, its grad_input
+/// form (lhs [rows, in] times weight [in, out]; `rhsTransposed`: stored
+/// K-major, [out, in]). The lhs codes are `lhsFormat`, the weights'
+/// `rhsFormat`; each lhs scale is one for the tensor, each weight's one or
+/// one per output column (`scalePerColumn[i]`). The products are f32 (a
+/// 16-bit result is the f32 kernel's, widened).
+struct ScaledRing {
+  bool gradInput = false, rhsTransposed = false;
+  Dtype lhsFormat = Dtype::f8E4M3FN, rhsFormat = Dtype::f8E4M3FN;
+  const uint8_t *const *weights = nullptr;
+  const float *const *weightScales = nullptr;
+  const bool *scalePerColumn = nullptr;
+  int64_t count = 0;
+};
+
+/// gathered = all_gather(input) (float8 [outer][size rows][in]);
+/// results[i] = scaled GEMM(gathered, inputScale, weights[i], scales[i])
+/// ([outer][size rows][outs[i]]). `workspace`:
+/// titan::cpu::scaledRingWorkspace with two shards of the input's bytes.
+void allGatherScaledMatmul(const uint8_t *input, const float *inputScale,
+                           const ScaledRing &ring, uint8_t *gathered,
+                           float *const *results, const int64_t *outs,
+                           int64_t outer, int64_t rows, int64_t in,
+                           RingPlace place, void *workspace);
+
+/// result = reduce_scatter(sum_i scaled GEMM(lhs[i], lhsScales[i],
+/// weights[i], scales[i])): lhs[i] is [outer][size rows][ins[i]], result
+/// [outer][rows][out]; `storage` as linearReduceScatter's. `workspace`:
+/// titan::cpu::scaledRingWorkspace with three f32 shards of the result.
+void scaledMatmulReduceScatter(const uint8_t *const *lhs,
+                               const float *const *lhsScales,
+                               const int64_t *ins, const ScaledRing &ring,
+                               float *result, int64_t outer, int64_t rows,
+                               int64_t out, RingPlace place, void *workspace,
+                               int storage);
 
 } // namespace titanrt::kernels
 

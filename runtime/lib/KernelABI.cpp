@@ -21,6 +21,7 @@
 #include "LowPrecision.h"
 #include "Parallel.h"
 #include "RingSchedule.h"
+#include "ScaledGemm.h"
 #include "VectorMath.h"
 
 #include <omp.h>
@@ -275,6 +276,80 @@ template <typename T> void linearReduceScatter(const Call &c) {
                          result.back(), place, static_cast<T *>(c.workspace),
                          int(c.ints[4]));
 }
+/// Float8's ring GEMMs: the (weight, weight scale) pairs from buffer
+/// `first` on (every `stride` buffers), their formats and layout from
+/// ints[formats], ints[formats + 1] and ints[formats + 2].
+struct ScaledRingCall {
+  const uint8_t *weights[ring::kMaxGemms];
+  const float *scales[ring::kMaxGemms];
+  bool perColumn[ring::kMaxGemms];
+  k::ScaledRing ring;
+  ScaledRingCall(const Call &c, const RingCall &r, int first, int stride,
+                 int formats) {
+    for (int64_t i = 0; i < r.count; ++i) {
+      int w = int(first + stride * i);
+      weights[i] = c.buf<uint8_t>(w);
+      scales[i] = c.buf<float>(w + 1);
+      perColumn[i] = c.shape(w + 1).numel() > 1;
+    }
+    ring.gradInput = r.gradInput;
+    ring.lhsFormat = k::float8Format(c.ints[formats]);
+    ring.rhsFormat = k::float8Format(c.ints[formats + 1]);
+    ring.rhsTransposed = c.ints[formats + 2] != 0;
+    ring.weights = weights;
+    ring.weightScales = scales;
+    ring.scalePerColumn = perColumn;
+    ring.count = r.count;
+  }
+};
+/// (input, input scale, (weight, weight scale)...) -> (gathered,
+/// result...); ints {count, dim, grad_input, axis_mask, lhs_format,
+/// rhs_format, rhs_transposed}.
+template <typename T> void allGatherScaledMatmul(const Call &c) {
+  if constexpr (!std::is_same_v<T, float>) {
+    kernelFatal("all_gather_scaled_matmul produces f32, bf16 or f16");
+  } else {
+    RingCall r = ringCall(c, "all_gather_scaled_matmul");
+    ScaledRingCall scaled(c, r, 2, 2, 4);
+    int gathered = int(2 + 2 * r.count);
+    float *results[ring::kMaxGemms];
+    int64_t outs[ring::kMaxGemms];
+    for (int64_t i = 0; i < r.count; ++i) {
+      results[i] = c.buf<float>(int(gathered + 1 + i));
+      outs[i] = c.shape(int(gathered + 1 + i)).back();
+    }
+    Shape x = c.shape(0);
+    RingLayout l = ringLayout(x, r.dim);
+    k::allGatherScaledMatmul(c.buf<uint8_t>(0), c.buf<float>(1), scaled.ring,
+                             c.buf<uint8_t>(gathered), results, outs, l.outer,
+                             l.rows, x.back(), ringPlace(r), c.workspace);
+  }
+}
+/// ((lhs, lhs scale, weight, weight scale)...) -> (result); ints {count,
+/// dim, grad_input, axis_mask, storage, lhs_format, rhs_format,
+/// rhs_transposed}.
+template <typename T> void scaledMatmulReduceScatter(const Call &c) {
+  if constexpr (!std::is_same_v<T, float>) {
+    kernelFatal("scaled_matmul_reduce_scatter produces f32, bf16 or f16");
+  } else {
+    RingCall r = ringCall(c, "scaled_matmul_reduce_scatter");
+    ScaledRingCall scaled(c, r, 2, 4, 5);
+    const uint8_t *lhs[ring::kMaxGemms];
+    const float *lhsScales[ring::kMaxGemms];
+    int64_t ins[ring::kMaxGemms];
+    for (int64_t i = 0; i < r.count; ++i) {
+      lhs[i] = c.buf<uint8_t>(int(4 * i));
+      lhsScales[i] = c.buf<float>(int(4 * i + 1));
+      ins[i] = c.shape(int(4 * i)).back();
+    }
+    Shape result = c.shape(int(4 * r.count));
+    RingLayout l = ringLayout(result, r.dim);
+    k::scaledMatmulReduceScatter(lhs, lhsScales, ins, scaled.ring,
+                                 c.buf<float>(int(4 * r.count)), l.outer,
+                                 l.rows, result.back(), ringPlace(r),
+                                 c.workspace, int(c.ints[4]));
+  }
+}
 /// floats: {value}
 template <typename T> void fill(const Call &c) {
   T *out = c.buf<T>(0);
@@ -353,10 +428,6 @@ template <typename T> void adamwMulti(const Call &c) {
 // never widened: the 16-bit entries stage only the bf16/f16 buffers.
 //===----------------------------------------------------------------------===//
 
-Dtype fp8Format(int64_t code) {
-  return code == 1 ? Dtype::f8E5M2 : Dtype::f8E4M3FN;
-}
-
 /// |x| with NaN winning, as torch.max propagates it.
 template <typename T> float absMax(float acc, T x) {
   float a = std::fabs(float(x));
@@ -416,23 +487,13 @@ template <typename T> void quantize(const Call &c) {
   uint8_t *out = c.buf<uint8_t>(2);
   int64_t rows = s.rows(), cols = s.back();
   ScaleIndex at(c.shape(1));
-  Dtype format = fp8Format(c.ints[0]);
+  Dtype format = k::float8Format(c.ints[0]);
   bool transposed = c.ints[1] != 0;
   for (int64_t r = 0; r < rows; ++r)
     for (int64_t j = 0; j < cols; ++j)
       out[transposed ? j * rows + r : r * cols + j] =
           floatToFp8(float(x[r * cols + j]) * scale[at(r, j)], format,
                      /*saturate=*/true);
-}
-
-/// The float8 codes of an operand as f32 values in its untransposed
-/// row-major order (exact: every float8 value is an f32).
-void decodeOperand(const uint8_t *q, Shape::Matrix m, bool transposed,
-                   Dtype format, float *out) {
-  for (int64_t r = 0; r < m.rows; ++r)
-    for (int64_t j = 0; j < m.cols; ++j)
-      out[r * m.cols + j] =
-          fp8ToFloat(q[transposed ? j * m.rows + r : r * m.cols + j], format);
 }
 
 /// (lhs f8, lhs scale, rhs f8, rhs scale) -> (result); ints: {form: 0
@@ -455,8 +516,10 @@ template <typename T> void scaledMatmul(const Call &c) {
     float *a = static_cast<float *>(c.workspace);
     float *b = a + floatsFor(lhs.rows * lhs.cols);
     float *product = b + floatsFor(rhs.rows * rhs.cols);
-    decodeOperand(c.buf<uint8_t>(0), lhs, lhsT, fp8Format(c.ints[1]), a);
-    decodeOperand(c.buf<uint8_t>(2), rhs, rhsT, fp8Format(c.ints[2]), b);
+    k::decodeFloat8(c.buf<uint8_t>(0), lhs.rows, lhs.cols, lhsT,
+                    k::float8Format(c.ints[1]), a);
+    k::decodeFloat8(c.buf<uint8_t>(2), rhs.rows, rhs.cols, rhsT,
+                    k::float8Format(c.ints[2]), b);
     float *result = c.buf<float>(4);
     bool accumulate = c.ints[5] != 0;
     int64_t rows, cols;
@@ -475,16 +538,9 @@ template <typename T> void scaledMatmul(const Call &c) {
     }
     // The lhs scale runs along the result's rows, the rhs's along its
     // columns (rank 0: one for all).
-    const float *ls = c.buf<float>(1), *rs = c.buf<float>(3);
-    bool lhsVector = c.shape(1).numel() > 1, rhsVector = c.shape(3).numel() > 1;
-    for (int64_t r = 0; r < rows; ++r) {
-      float invL = 1.0f / ls[lhsVector ? r : 0];
-      for (int64_t j = 0; j < cols; ++j) {
-        int64_t i = r * cols + j;
-        float scaled = product[i] * (invL * (1.0f / rs[rhsVector ? j : 0]));
-        result[i] = accumulate ? result[i] + scaled : scaled;
-      }
-    }
+    k::applyInverseScales(product, c.buf<float>(1), c.shape(1).numel() > 1,
+                          c.buf<float>(3), c.shape(3).numel() > 1, rows, cols,
+                          accumulate, result);
   }
 }
 
@@ -615,11 +671,14 @@ template <> bool readsResults<scaledMatmul<float>>(const Call &c) {
 /// results rounded back (see KernelABI.h for the workspace layout).
 template <void (*Kernel)(const Call &)>
 void widened(const Call &c, const int64_t *types) {
+  // The most buffers a call has: scaled_matmul_reduce_scatter's 16 GEMMs
+  // of 4 operands, and its result.
+  constexpr int64_t kMaxStaged = 4 * ring::kMaxGemms + 1;
   int64_t inputs = types[0], count = types[0] + types[1];
-  void *staged[32];
-  if (count > 32)
-    kernelFatal(
-        "internal error: a 16-bit kernel call with more than 32 buffers");
+  void *staged[kMaxStaged];
+  if (count > kMaxStaged)
+    kernelFatal("internal error: a 16-bit kernel call with more than " +
+                std::to_string(kMaxStaged) + " buffers");
   char *scratch = static_cast<char *>(c.workspace);
   for (int64_t i = 0; i < count; ++i) {
     staged[i] = c.buffers[i];

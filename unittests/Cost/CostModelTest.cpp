@@ -353,6 +353,39 @@ func.func @step(%p: memref<4x8xf32>, %a: memref<16x8xf32>, %b: memref<16x8xf32>)
   EXPECT_EQ(cost.parts[0].name, "other");
 }
 
+TEST_F(CostIRTest, CollectiveMatmulsCountEveryGemm) {
+  // Sums of several GEMMs read their (lhs, weight) pairs and the Float8
+  // rings their quads: a reduce-scatter of two [2, 16, 16] x [8, 16]^T
+  // GEMMs, the float8 gather feeding two [16, 8] weights, and two float8
+  // GEMMs summed and scattered.
+  func::FuncOp f = parse(R"mlir(
+func.func @step(%r: memref<2x16x16xf32>, %w2: memref<8x16xf32>, %o: memref<2x4x8xf32>,
+                %x8: memref<2x4x8xf8E4M3FN>, %s: memref<f32>, %w8: memref<16x8xf8E4M3FN>,
+                %g8: memref<2x16x8xf8E4M3FN>, %y: memref<2x16x16xbf16>,
+                %r8: memref<2x16x16xf8E4M3FN>, %v8: memref<8x16xf8E4M3FN>, %ob: memref<2x4x8xbf16>) {
+  %st = kernel.stream 0
+  kernel.call "linear_reduce_scatter"(%r, %w2, %r, %w2 : memref<2x16x16xf32>, memref<8x16xf32>, memref<2x16x16xf32>, memref<8x16xf32>) outs(%o : memref<2x4x8xf32>) on %st params [2, 1, 0, 16, 0]
+  kernel.call "all_gather_scaled_matmul"(%x8, %s, %w8, %s, %w8, %s : memref<2x4x8xf8E4M3FN>, memref<f32>, memref<16x8xf8E4M3FN>, memref<f32>, memref<16x8xf8E4M3FN>, memref<f32>) outs(%g8, %y, %y : memref<2x16x8xf8E4M3FN>, memref<2x16x16xbf16>, memref<2x16x16xbf16>) on %st params [2, 1, 0, 16, 0, 0, 0]
+  kernel.call "scaled_matmul_reduce_scatter"(%r8, %s, %v8, %s, %r8, %s, %v8, %s : memref<2x16x16xf8E4M3FN>, memref<f32>, memref<8x16xf8E4M3FN>, memref<f32>, memref<2x16x16xf8E4M3FN>, memref<f32>, memref<8x16xf8E4M3FN>, memref<f32>) outs(%ob : memref<2x4x8xbf16>) on %st params [2, 1, 0, 16, 1, 0, 0, 0]
+  return
+}
+)mlir");
+  ASSERT_TRUE(f);
+  std::vector<kernel::CallOp> c = calls(f);
+  ASSERT_EQ(c.size(), 3u);
+  // Each GEMM: 2 x 512 x 8 = 8192 FLOPs (M 32, N 16, K 8 for the gather's).
+  for (kernel::CallOp call : c) {
+    EXPECT_DOUBLE_EQ(kernelWork(call).flops, 2 * 8192);
+    EXPECT_EQ(kernelWork(call).unit, WorkUnit::Gemm);
+  }
+  EXPECT_EQ(kernelWork(c[1]).precision, KernelWork::Precision::FP8);
+  EXPECT_EQ(kernelWork(c[2]).precision, KernelWork::Precision::FP8);
+  EXPECT_EQ(collectiveKind("all_gather_scaled_matmul"),
+            CollectiveKind::AllGather);
+  EXPECT_EQ(collectiveKind("scaled_matmul_reduce_scatter"),
+            CollectiveKind::ReduceScatter);
+}
+
 TEST_F(CostIRTest, CollectiveMatmuls) {
   // Async TP over tp 4 (mask 16): gather [2, 4, 8] along dim 1 to
   // [2, 16, 8], GEMM with a [16, 8] weight; and a reduce-scatter of

@@ -14,6 +14,9 @@
 #include "Communicator.h"
 #include "Kernels.h"
 #include "LowPrecision.h"
+#include "ScaledGemm.h"
+
+#include "titan/Contract/CPUWorkspaces.h"
 
 #include "gtest/gtest.h"
 
@@ -270,6 +273,228 @@ TEST(AsyncTensorParallel, ScatterSideRoundsAsBf16SyncTP) {
     std::printf("bf16 reduce-scatter side on tp %lld: max difference %.3g "
                 "of the largest sum\n",
                 (long long)n, worst);
+}
+
+//===----------------------------------------------------------------------===//
+// Float8's collective matmuls against titan.scaled_matmul's computation
+// (ScaledGemm.h, the scaled_matmul entry's) over the whole tensor.
+//===----------------------------------------------------------------------===//
+
+/// Normal values cast to float8 codes (saturating), scaled by `scale`.
+std::vector<uint8_t> drawFloat8(int64_t n, uint64_t seed, Dtype format,
+                                float scale) {
+  std::vector<float> v = draw(n, seed);
+  std::vector<uint8_t> codes(v.size());
+  for (size_t i = 0; i < v.size(); ++i)
+    codes[i] = floatToFp8(v[i] * scale, format, /*saturate=*/true);
+  return codes;
+}
+
+/// The unfused titan.scaled_matmul (linear, or grad_input with the weight
+/// K-major when `transposed`) of `rows` lhs rows, into f32.
+std::vector<float> scaledGemm(const uint8_t *lhs, Dtype lhsFormat, float ls,
+                              const uint8_t *w, Dtype wFormat,
+                              const std::vector<float> &ws, bool gradInput,
+                              bool transposed, int64_t rows, int64_t in,
+                              int64_t out) {
+  std::vector<float> a(size_t(rows * in)), b(size_t(in * out)),
+      product(size_t(rows * out)), result(size_t(rows * out));
+  k::decodeFloat8(lhs, rows, in, false, lhsFormat, a.data());
+  int64_t wr = gradInput ? in : out, wc = gradInput ? out : in;
+  k::decodeFloat8(w, wr, wc, transposed, wFormat, b.data());
+  if (gradInput)
+    k::linearGradInput(a.data(), b.data(), product.data(), rows, out, in);
+  else
+    k::linear(a.data(), b.data(), product.data(), rows, in, out);
+  k::applyInverseScales(product.data(), &ls, false, ws.data(), ws.size() > 1,
+                        rows, out, false, result.data());
+  return result;
+}
+
+void checkScaledGather(bool gradInput, bool transposed, int64_t outer,
+                       int64_t rows, int64_t in, std::vector<int64_t> outs) {
+  RingPlace p = place();
+  int64_t n = p.size;
+  SCOPED_TRACE("tp " + std::to_string(n) + (gradInput ? " grad_input" : ""));
+  Dtype lhsFormat = gradInput ? Dtype::f8E5M2 : Dtype::f8E4M3FN;
+  std::vector<uint8_t> whole =
+      drawFloat8(outer * n * rows * in, 7, lhsFormat, 40.0f);
+  std::vector<uint8_t> x(size_t(outer * rows * in));
+  for (int64_t o = 0; o < outer; ++o)
+    std::memcpy(x.data() + o * rows * in,
+                whole.data() + (o * n + p.index) * rows * in,
+                size_t(rows * in));
+  float inputScale = 12.5f;
+  std::vector<std::vector<uint8_t>> weights;
+  std::vector<std::vector<float>> scales, results, expected;
+  std::vector<const uint8_t *> wp;
+  std::vector<const float *> sp;
+  std::vector<float *> rp;
+  std::vector<char> perColumn;
+  for (size_t i = 0; i < outs.size(); ++i) {
+    weights.push_back(
+        drawFloat8(outs[i] * in, 100 + i, Dtype::f8E4M3FN, 100.0f));
+    // Odd GEMMs: one scale per output column.
+    scales.push_back(i % 2 ? draw(outs[i], 300 + i) : std::vector<float>{3});
+    for (float &sc : scales.back())
+      sc = 1.0f + std::fabs(sc);
+    results.emplace_back(size_t(outer * n * rows * outs[i]), NAN);
+    expected.push_back(scaledGemm(
+        whole.data(), lhsFormat, inputScale, weights[i].data(), Dtype::f8E4M3FN,
+        scales[i], gradInput, transposed, outer * n * rows, in, outs[i]));
+    perColumn.push_back(scales[i].size() > 1);
+  }
+  for (size_t i = 0; i < outs.size(); ++i) {
+    wp.push_back(weights[i].data());
+    sp.push_back(scales[i].data());
+    rp.push_back(results[i].data());
+  }
+  k::ScaledRing ring;
+  ring.gradInput = gradInput;
+  ring.rhsTransposed = transposed;
+  ring.lhsFormat = lhsFormat;
+  ring.weights = wp.data();
+  ring.weightScales = sp.data();
+  ring.scalePerColumn = reinterpret_cast<const bool *>(perColumn.data());
+  ring.count = int64_t(outs.size());
+  int64_t weightElements = 0, widest = 0;
+  for (int64_t o : outs) {
+    weightElements += o * in;
+    widest = std::max(widest, o);
+  }
+  std::vector<char> ws(
+      size_t(titan::cpu::scaledRingWorkspace(
+                 2, int64_t(x.size()), weightElements, rows * in, rows * widest)
+                 .bytes));
+  std::vector<uint8_t> gathered(whole.size(), 0xff);
+  k::allGatherScaledMatmul(x.data(), &inputScale, ring, gathered.data(),
+                           rp.data(), outs.data(), outer, rows, in, p,
+                           ws.data());
+  EXPECT_EQ(gathered, whole);
+  for (size_t i = 0; i < outs.size(); ++i)
+    EXPECT_EQ(0, std::memcmp(results[i].data(), expected[i].data(),
+                             expected[i].size() * sizeof(float)))
+        << "GEMM " << i;
+}
+
+// The forward's q, k, v (e4m3 activations, the second GEMM with one scale
+// per column) and the row-parallel backward's grad-input GEMM (e5m2
+// gradients, K-major weights): every row the unfused scaled GEMM's bits.
+TEST(AsyncTensorParallel, Float8GatherSideIsBitwiseTheScaledGemm) {
+  checkScaledGather(false, false, 2, 64, 64, {48, 32, 32});
+  checkScaledGather(true, true, 2, 32, 48, {64});
+  checkScaledGather(false, false, 1, 40, 16, {24});
+}
+
+void checkScaledScatter(bool gradInput, bool transposed, int storage) {
+  RingPlace p = place();
+  int64_t n = p.size, outer = 2, rows = 32, out = 48;
+  std::vector<int64_t> ins = {32, 16};
+  SCOPED_TRACE("tp " + std::to_string(n) + (gradInput ? " grad_input" : "") +
+               " storage " + std::to_string(storage));
+  Dtype lhsFormat = gradInput ? Dtype::f8E5M2 : Dtype::f8E4M3FN;
+  auto store = [&](std::vector<float> v) {
+    if (storage == 1)
+      for (float &x : v)
+        x = bf16ToFloat(floatToBf16(x));
+    return v;
+  };
+  // Each rank's terms differ (its own seeds), as the partial sums do.
+  std::vector<std::vector<uint8_t>> lhs, weights;
+  std::vector<std::vector<float>> wScales;
+  std::vector<float> lScales;
+  std::vector<float> partial(size_t(outer * n * rows * out));
+  for (size_t i = 0; i < ins.size(); ++i) {
+    lhs.push_back(drawFloat8(outer * n * rows * ins[i], 1000 * p.index + i,
+                             lhsFormat, 30.0f));
+    weights.push_back(
+        drawFloat8(out * ins[i], 500 * p.index + i, Dtype::f8E4M3FN, 50.0f));
+    lScales.push_back(float(8 + i));
+    wScales.push_back(i ? std::vector<float>(size_t(out), 2.5f)
+                        : std::vector<float>{4.0f});
+    // Sync TP: the scaled GEMMs over all rows, summed, rounded to the
+    // storage type as its buffers are, then reduce_scatter.
+    std::vector<float> y =
+        store(scaledGemm(lhs[i].data(), lhsFormat, lScales[i],
+                         weights[i].data(), Dtype::f8E4M3FN, wScales[i],
+                         gradInput, transposed, outer * n * rows, ins[i], out));
+    for (size_t e = 0; e < y.size(); ++e)
+      partial[e] = i == 0 ? y[e] : partial[e] + y[e];
+    partial = store(partial);
+  }
+  std::vector<float> expected(partial.size() / size_t(n));
+  if (activeCommunicator()) {
+    if (storage == 1) {
+      std::vector<uint16_t> bits(partial.size()), scattered(expected.size());
+      for (size_t e = 0; e < partial.size(); ++e)
+        bits[e] = floatToBf16(partial[e]);
+      communicator()
+          .reduceScatter(bits.data(), scattered.data(), Dtype::bf16, outer,
+                         n * rows, out, kTPMask)
+          ->finish();
+      for (size_t e = 0; e < expected.size(); ++e)
+        expected[e] = bf16ToFloat(scattered[e]);
+    } else {
+      communicator()
+          .reduceScatter(partial.data(), expected.data(), Dtype::f32, outer,
+                         n * rows, out, kTPMask)
+          ->finish();
+    }
+  } else {
+    expected = partial;
+  }
+  std::vector<const uint8_t *> lp, wp;
+  std::vector<const float *> lsp, wsp;
+  char perColumn[2] = {0, 1};
+  int64_t weightElements = 0;
+  for (size_t i = 0; i < ins.size(); ++i) {
+    lp.push_back(lhs[i].data());
+    wp.push_back(weights[i].data());
+    lsp.push_back(&lScales[i]);
+    wsp.push_back(wScales[i].data());
+    weightElements += ins[i] * out;
+  }
+  k::ScaledRing ring;
+  ring.gradInput = gradInput;
+  ring.rhsTransposed = transposed;
+  ring.lhsFormat = lhsFormat;
+  ring.weights = wp.data();
+  ring.weightScales = wsp.data();
+  ring.scalePerColumn = reinterpret_cast<const bool *>(perColumn);
+  ring.count = 2;
+  std::vector<char> ws(size_t(
+      titan::cpu::scaledRingWorkspace(3, int64_t(expected.size()) * 4,
+                                      weightElements, rows * 32, rows * out)
+          .bytes));
+  std::vector<float> result(expected.size(), NAN);
+  k::scaledMatmulReduceScatter(lp.data(), lsp.data(), ins.data(), ring,
+                               result.data(), outer, rows, out, p, ws.data(),
+                               storage);
+  double worst = 0, largest = 0;
+  for (size_t e = 0; e < result.size(); ++e) {
+    worst = std::max(worst, std::fabs(double(result[e]) - expected[e]));
+    largest = std::max(largest, std::fabs(double(expected[e])));
+  }
+  worst /= std::max(largest, 1e-30);
+  // tp 2: MPI's one addition; more ranks sum in ring order: f32 ulps, or a
+  // bf16 ulp (2^-8) of a partial sum per rounding.
+  if (n <= 2)
+    EXPECT_EQ(worst, 0.0);
+  else
+    EXPECT_LE(worst, storage ? double(n) / 256 : 1e-6 * double(n));
+  if (p.index == 0)
+    std::printf("float8 reduce-scatter side on tp %lld (storage %d): max "
+                "difference %.3g of the largest sum\n",
+                (long long)n, storage, worst);
+}
+
+// The row-parallel forward (wo: e4m3) and the column-parallel backward's
+// summed grad-input GEMMs (e5m2 gradients, K-major weights), in f32 and
+// bf16 storage.
+TEST(AsyncTensorParallel, Float8ScatterSideIsTheScaledGemmsWithinRounding) {
+  checkScaledScatter(false, false, 0);
+  checkScaledScatter(true, true, 0);
+  checkScaledScatter(true, true, 1);
 }
 
 } // namespace

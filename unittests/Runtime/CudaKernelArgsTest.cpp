@@ -202,6 +202,30 @@ TEST(CudaKernelArgs, Float8RingCarveFitsThePlan) {
             plannedRingWorkspace(2, x.numel(), 8));
 }
 
+TEST(CudaKernelArgs, ScaledRingCarveFitsThePlan) {
+  // A 70B-like tp 8 float8 gather: input [1, 1024, 8192] e4m3 on dim 1,
+  // weights [1024, 8192], results 1024 wide. The scaled GEMM's scratch
+  // (inverse scales and cuBLASLt's) comes first; the shards after it, as
+  // the target's rule plans them (collectiveMatmulWorkspaceBytes with that
+  // scratch).
+  int64_t gemm = titan::cuda::scaledRingGemmBytes(
+      /*gradInput=*/false, 1024, 8192, 1024 * 8192, 1024,
+      /*rhsTransposed=*/false);
+  // Inverse scales: 1024 rows and 1024 columns of f32.
+  EXPECT_EQ(gemm, 2 * 1024 * 4 + kGemmWorkspaceBytes);
+  int64_t shard = 1024 * 8192;
+  ScaledRingCarve w = carveScaledRing(gemm, 2, shard);
+  EXPECT_EQ(w.shard[0], gemm);
+  EXPECT_EQ(w.shard[1], gemm + shard);
+  EXPECT_EQ(w.end, collectiveMatmulWorkspaceBytes(2, shard, gemm));
+  expectDisjointAligned({w.shard[0], w.shard[1], w.end}, shard);
+  // The grad_input form with untransposed weights copies them K-major in
+  // the scratch: the bound grows by the largest weight.
+  EXPECT_EQ(titan::cuda::scaledRingGemmBytes(true, 1024, 1024, 1024 * 8192,
+                                             8192, false),
+            1024 * 8192 + 1024 * 4 + 8192 * 4 + kGemmWorkspaceBytes);
+}
+
 TEST(CudaKernelArgs, LinearReduceScatterCarveFitsThePlan) {
   // 8B on tp 4, bf16: result [1, 2048, 4096] scattered on dim 1.
   OwnedShape result{1, 2048, 4096};

@@ -119,6 +119,32 @@ constexpr int64_t globalNormWorkspaceBytes(int64_t largest) {
   return (spans < 1 ? 1 : spans) * 8;
 }
 
+/// Float8's collective matmuls (dist.all_gather_scaled_matmul,
+/// dist.scaled_matmul_reduce_scatter; runtime/lib/AsyncTensorParallel.cpp):
+/// the ring's `shardCount` buffers of `shardBytes` each (the gather's two
+/// float8 shards, the reduce-scatter's two f32 partial sums and the one
+/// received; a 16-bit call's separately rounded GEMM results reuse the
+/// product), then f32 copies of every weight
+/// (`weightElements` in all, decoded once), of one row block of lhs
+/// (`blockElements`) and of its GEMM product (`productElements`), each
+/// part rounded up to 64 bytes.
+struct ScaledRingWorkspace {
+  int64_t shards = 0, weights = 0, lhsBlock = 0, product = 0, bytes = 0;
+};
+constexpr int64_t roundUpTo64(int64_t bytes) { return (bytes + 63) / 64 * 64; }
+constexpr ScaledRingWorkspace scaledRingWorkspace(int64_t shardCount,
+                                                  int64_t shardBytes,
+                                                  int64_t weightElements,
+                                                  int64_t blockElements,
+                                                  int64_t productElements) {
+  ScaledRingWorkspace w;
+  w.weights = shardCount * roundUpTo64(shardBytes);
+  w.lhsBlock = w.weights + roundUpTo64(weightElements * 4);
+  w.product = w.lhsBlock + roundUpTo64(blockElements * 4);
+  w.bytes = w.product + roundUpTo64(productElements * 4);
+  return w;
+}
+
 } // namespace titan::cpu
 
 #endif // TITAN_CONTRACT_CPUWORKSPACES_H

@@ -65,14 +65,32 @@ scaledMatmulWorkspace(ScaledMatmulForm form, int64_t lhsElements,
 
 /// Async TP's collective matmuls (dist.all_gather_linear: 2 shards, the
 /// one held and the one arriving; dist.linear_reduce_scatter: 3, two
-/// partial sums and the one received): cuBLASLt's workspace, then the
-/// ring's shards of `shardBytes` (the element type's), each 256-aligned.
-constexpr int64_t collectiveMatmulShard(int64_t shard, int64_t shardBytes) {
-  return kGemmWorkspaceBytes + shard * alignTo256(shardBytes);
+/// partial sums and the one received): the GEMMs' scratch (`gemmBytes`:
+/// cuBLASLt's workspace, or Float8's scaled GEMM scratch), then the ring's
+/// shards of `shardBytes` (the element type's), each 256-aligned.
+constexpr int64_t
+collectiveMatmulShard(int64_t shard, int64_t shardBytes,
+                      int64_t gemmBytes = kGemmWorkspaceBytes) {
+  return alignTo256(gemmBytes) + shard * alignTo256(shardBytes);
 }
-constexpr int64_t collectiveMatmulWorkspaceBytes(int64_t shards,
-                                                 int64_t shardBytes) {
-  return collectiveMatmulShard(shards, shardBytes);
+constexpr int64_t
+collectiveMatmulWorkspaceBytes(int64_t shards, int64_t shardBytes,
+                               int64_t gemmBytes = kGemmWorkspaceBytes) {
+  return collectiveMatmulShard(shards, shardBytes, gemmBytes);
+}
+
+/// Float8's collective matmuls (dist.all_gather_scaled_matmul,
+/// dist.scaled_matmul_reduce_scatter): the scratch of one row block's
+/// scaled GEMM (`rows` x `in` float8 lhs rows, not transposed) bounded
+/// over the ring's GEMMs by their largest weight and widest result.
+constexpr int64_t scaledRingGemmBytes(bool gradInput, int64_t rows, int64_t in,
+                                      int64_t weightElements, int64_t cols,
+                                      bool rhsTransposed) {
+  return scaledMatmulWorkspace(gradInput ? ScaledMatmulForm::GradInput
+                                         : ScaledMatmulForm::Linear,
+                               rows * in, weightElements, rows, cols,
+                               /*lhsGivenTransposed=*/false, rhsTransposed)
+      .bytes;
 }
 
 /// Embedding backward: keys and positions and their sorted copies (each

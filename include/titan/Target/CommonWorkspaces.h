@@ -19,6 +19,12 @@ class WorkspaceRules;
 int64_t rowsOf(mlir::Value v);
 /// Elements of a tensor.
 int64_t elementsOf(mlir::Value v);
+/// Its last dimension (1 for rank 0).
+int64_t lastDimOf(mlir::Value v);
+/// The GEMMs' rows of one shard and one outer index of a collective
+/// matmul's tensor split around dimension `dim` (runtime/lib/RingSchedule.h,
+/// RingLayout::rows): the dimensions from `dim` up to the last.
+int64_t ringRowsOf(mlir::Value v, int64_t dim);
 /// Bytes of a copy of `v` with `elementBytes` per element, rounded up to 64.
 int64_t copyBytes(mlir::Value v, int64_t elementBytes);
 

@@ -14,6 +14,8 @@
 #include "titan/Dialect/Titan/IR/TitanOps.h"
 #include "titan/Target/CommonWorkspaces.h"
 
+#include <algorithm>
+
 using namespace mlir;
 using namespace titan;
 using namespace titan::target;
@@ -100,6 +102,34 @@ int64_t linearReduceScatter(dist::LinearReduceScatterOp op) {
   return shards + block;
 }
 
+/// Float8's rings (cpu::scaledRingWorkspace): the float8 shards the gather
+/// holds and receives, or the reduce-scatter's f32 partial sums, then f32
+/// copies of the weights, of one lhs row block and of its product.
+int64_t allGatherScaledMatmul(dist::AllGatherScaledMatmulOp op) {
+  int64_t rows = ringRowsOf(op.getInput(), op.getDim());
+  int64_t in = lastDimOf(op.getInput());
+  int64_t weights = 0, widest = 0;
+  for (unsigned i = 0; i < op.getNumGemms(); ++i) {
+    weights += elementsOf(op.getWeight(i));
+    widest = std::max(widest, lastDimOf(op.getOutputs()[i]));
+  }
+  return cpu::scaledRingWorkspace(2, elementsOf(op.getInput()), weights,
+                                  rows * in, rows * widest)
+      .bytes;
+}
+int64_t scaledMatmulReduceScatter(dist::ScaledMatmulReduceScatterOp op) {
+  int64_t rows = ringRowsOf(op.getResult(), op.getDim());
+  int64_t out = lastDimOf(op.getResult());
+  int64_t weights = 0, widest = 0;
+  for (unsigned i = 0; i < op.getNumGemms(); ++i) {
+    weights += elementsOf(op.getWeight(i));
+    widest = std::max(widest, lastDimOf(op.getLhs(i)));
+  }
+  return cpu::scaledRingWorkspace(3, elementsOf(op.getResult()) * 4, weights,
+                                  rows * widest, rows * out)
+      .bytes;
+}
+
 /// Host memory, f32 emulation of float8, the MPI ranks that run
 /// pipeline-parallel programs, and pointwise kernels generated as host
 /// loops (titan_rt_parallel_for).
@@ -135,6 +165,8 @@ public:
     rules.add<dist::ContextAttentionGradOp>(contextAttentionGrad);
     rules.add<dist::AllGatherLinearOp>(allGatherLinear);
     rules.add<dist::LinearReduceScatterOp>(linearReduceScatter);
+    rules.add<dist::AllGatherScaledMatmulOp>(allGatherScaledMatmul);
+    rules.add<dist::ScaledMatmulReduceScatterOp>(scaledMatmulReduceScatter);
   }
 
   /// libtitanrt_cpu, a shared library beside libtitanrt.

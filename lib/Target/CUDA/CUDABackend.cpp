@@ -113,6 +113,32 @@ int64_t linearReduceScatter(dist::LinearReduceScatterOp op) {
   return cuda::collectiveMatmulWorkspaceBytes(3, bytesOf(op.getResult()));
 }
 
+/// Float8's: one row block's scaled GEMM scratch (bounded over the ring's
+/// GEMMs), then the float8 shards or the partial sums in the result type
+/// (runtime/cuda/KernelArgs.h, carveScaledRing).
+int64_t allGatherScaledMatmul(dist::AllGatherScaledMatmulOp op) {
+  int64_t weights = 0, widest = 0;
+  for (unsigned i = 0; i < op.getNumGemms(); ++i) {
+    weights = std::max(weights, elementsOf(op.getWeight(i)));
+    widest = std::max(widest, lastDimOf(op.getOutputs()[i]));
+  }
+  int64_t gemm = cuda::scaledRingGemmBytes(
+      op.getGradInput(), ringRowsOf(op.getInput(), op.getDim()),
+      lastDimOf(op.getInput()), weights, widest, op.getRhsTransposed());
+  return cuda::collectiveMatmulWorkspaceBytes(2, bytesOf(op.getInput()), gemm);
+}
+int64_t scaledMatmulReduceScatter(dist::ScaledMatmulReduceScatterOp op) {
+  int64_t weights = 0, widest = 0;
+  for (unsigned i = 0; i < op.getNumGemms(); ++i) {
+    weights = std::max(weights, elementsOf(op.getWeight(i)));
+    widest = std::max(widest, lastDimOf(op.getLhs(i)));
+  }
+  int64_t gemm = cuda::scaledRingGemmBytes(
+      op.getGradInput(), ringRowsOf(op.getResult(), op.getDim()), widest,
+      weights, lastDimOf(op.getResult()), op.getRhsTransposed());
+  return cuda::collectiveMatmulWorkspaceBytes(3, bytesOf(op.getResult()), gemm);
+}
+
 /// `list` as a std::vector (CMake's comma-separated compile definitions).
 std::vector<std::string> splitList(StringRef list) {
   SmallVector<StringRef> items;
@@ -161,6 +187,8 @@ public:
     rules.add<dist::ContextAttentionGradOp>(contextAttentionGrad);
     rules.add<dist::AllGatherLinearOp>(allGatherLinear);
     rules.add<dist::LinearReduceScatterOp>(linearReduceScatter);
+    rules.add<dist::AllGatherScaledMatmulOp>(allGatherScaledMatmul);
+    rules.add<dist::ScaledMatmulReduceScatterOp>(scaledMatmulReduceScatter);
   }
 
   /// The kernels link statically (the executable carries its SASS), then

@@ -87,12 +87,12 @@ module attributes {dist.mesh = #dist.mesh<pp = 1, dp_replicate = 1, dp_shard = 2
     %f2 = dist.reduce_scatter_start %a axes ["dp_shard"] dim 1 : tensor<2x8x8xf32> -> !dist.future<tensor<2x4x8xf32>>
     %r2 = dist.wait %f2 : !dist.future<tensor<2x4x8xf32>>
     %b = titan.linear %h, %wo : (tensor<2x8x4xf32>, tensor<8x4xf32>) -> tensor<2x8x8xf32>
-    // expected-remark @+1 {{async TP: not fused with the GEMMs before it: its input is not titan.linear or titan.linear_grad_input GEMMs (summed by titan.add) used only here}}
+    // expected-remark @+1 {{async TP: not fused with the GEMMs before it: its input is not titan.linear, titan.linear_grad_input or tensorwise titan.scaled_matmul GEMMs of one kind (summed by titan.add) used only here}}
     %f3 = dist.reduce_scatter_start %b axes ["tp"] dim 1 : tensor<2x8x8xf32> -> !dist.future<tensor<2x4x8xf32>>
     %r3 = dist.wait %f3 : !dist.future<tensor<2x4x8xf32>>
     %c = titan.linear %h, %wo : (tensor<2x8x4xf32>, tensor<8x4xf32>) -> tensor<2x8x8xf32>
     %s = titan.add %c, %e : tensor<2x8x8xf32>
-    // expected-remark @+1 {{async TP: not fused with the GEMMs before it: its input is not titan.linear or titan.linear_grad_input GEMMs (summed by titan.add) used only here}}
+    // expected-remark @+1 {{async TP: not fused with the GEMMs before it: its input is not titan.linear, titan.linear_grad_input or tensorwise titan.scaled_matmul GEMMs of one kind (summed by titan.add) used only here}}
     %f4 = dist.reduce_scatter_start %s axes ["tp"] dim 1 : tensor<2x8x8xf32> -> !dist.future<tensor<2x4x8xf32>>
     %r4 = dist.wait %f4 : !dist.future<tensor<2x4x8xf32>>
     return %y0, %y1, %r2, %r3, %b, %r4 : tensor<8x6xf32>, tensor<8x6xf32>, tensor<2x4x8xf32>, tensor<2x4x8xf32>, tensor<2x8x8xf32>, tensor<2x4x8xf32>
@@ -101,14 +101,16 @@ module attributes {dist.mesh = #dist.mesh<pp = 1, dp_replicate = 1, dp_shard = 2
 
 // -----
 
-// Float8: the gathered value is quantized for a scaled GEMM: left alone,
+// Float8 where the gather still moves high precision (a rowwise recipe's
+// per-token scales, or a scale dist-narrow-gathers could not move before
+// it): the gathered value is quantized for a scaled GEMM: left alone,
 // with a remark.
 // CHECK-LABEL: func.func @float8(
 // CHECK: dist.all_gather_start
 // CHECK: titan.quantize
 module attributes {dist.mesh = #dist.mesh<pp = 1, dp_replicate = 1, dp_shard = 1, cp = 1, tp = 2>} {
   func.func @float8(%x: tensor<2x4x8xf32>, %scale: tensor<f32>) -> tensor<2x8x8xf8E4M3FN> {
-    // expected-remark @+1 {{async TP: not fused: no titan.linear or titan.linear_grad_input reads the gathered value with its weight computed before the wait (Float8's quantized, scaled GEMMs are not fused)}}
+    // expected-remark @+1 {{async TP: not fused: no titan.linear or titan.linear_grad_input reads the gathered value with its weight computed before the wait (Float8's scaled GEMMs are fused where the gather moves float8: tensorwise scales)}}
     %f = dist.all_gather_start %x axes ["tp"] dim 1 : tensor<2x4x8xf32> -> !dist.future<tensor<2x8x8xf32>>
     %g = dist.wait %f : !dist.future<tensor<2x8x8xf32>>
     %q = titan.quantize %g, %scale : (tensor<2x8x8xf32>, tensor<f32>) -> tensor<2x8x8xf8E4M3FN>
@@ -133,5 +135,93 @@ module attributes {dist.mesh = #dist.mesh<pp = 1, dp_replicate = 1, dp_shard = 1
     %late = titan.add %w, %a : tensor<6x8xf32>
     %z = titan.linear %g, %late : (tensor<2x8x8xf32>, tensor<6x8xf32>) -> tensor<2x8x6xf32>
     return %y, %z : tensor<2x8x6xf32>, tensor<2x8x6xf32>
+  }
+}
+
+// -----
+
+// Float8 (tensorwise), after dist-narrow-gathers: the gather moves float8
+// and feeds the scaled GEMMs of wq and wk. wk's cast comes after the wait
+// (it reads nothing gathered): the fused op goes after it. The
+// transposed copy reads the fused op's gathered value.
+// CHECK-LABEL: func.func @gather_float8(
+// CHECK-SAME: %[[X:[^:]*]]: tensor<2x4x8xf8E4M3FN>, %[[S:[^:]*]]: tensor<f32>, %[[WQ:[^:]*]]: tensor<6x8xf8E4M3FN>, %[[SQ:[^:]*]]: tensor<f32>, %[[WK:[^:]*]]: tensor<4x8xbf16>, %[[SK:[^:]*]]: tensor<f32>
+// CHECK-NEXT: %[[QK:.*]] = titan.quantize %[[WK]], %[[SK]]
+// CHECK-NEXT: %[[G:[^,]*]], %[[O:.*]]:2 = dist.all_gather_scaled_matmul %[[X]], %[[S]], [%[[WQ]], %[[SQ]], %[[QK]], %[[SK]]] axes ["tp"] dim 1 : (tensor<2x4x8xf8E4M3FN>, tensor<f32>, tensor<6x8xf8E4M3FN>, tensor<f32>, tensor<4x8xf8E4M3FN>, tensor<f32>) -> (tensor<2x8x8xf8E4M3FN>, tensor<2x8x6xbf16>, tensor<2x8x4xbf16>)
+// CHECK-NEXT: %[[T:.*]] = titan.transpose %[[G]]
+// CHECK-NEXT: return %[[O]]#0, %[[O]]#1, %[[T]]
+module attributes {dist.mesh = #dist.mesh<pp = 1, dp_replicate = 1, dp_shard = 1, cp = 1, tp = 2>} {
+  func.func @gather_float8(%x: tensor<2x4x8xf8E4M3FN>, %s: tensor<f32>, %wq: tensor<6x8xf8E4M3FN>, %sq: tensor<f32>, %wk: tensor<4x8xbf16>, %sk: tensor<f32>) -> (tensor<2x8x6xbf16>, tensor<2x8x4xbf16>, tensor<8x2x8xf8E4M3FN>) {
+    %f = dist.all_gather_start %x axes ["tp"] dim 1 : tensor<2x4x8xf8E4M3FN> -> !dist.future<tensor<2x8x8xf8E4M3FN>>
+    %g = dist.wait %f : !dist.future<tensor<2x8x8xf8E4M3FN>>
+    %q = titan.scaled_matmul linear %g, %s, %wq, %sq : (tensor<2x8x8xf8E4M3FN>, tensor<f32>, tensor<6x8xf8E4M3FN>, tensor<f32>) -> tensor<2x8x6xbf16>
+    %qk = titan.quantize %wk, %sk : (tensor<4x8xbf16>, tensor<f32>) -> tensor<4x8xf8E4M3FN>
+    %k = titan.scaled_matmul linear %g, %s, %qk, %sk : (tensor<2x8x8xf8E4M3FN>, tensor<f32>, tensor<4x8xf8E4M3FN>, tensor<f32>) -> tensor<2x8x4xbf16>
+    %t = titan.transpose %g : tensor<2x8x8xf8E4M3FN> -> tensor<8x2x8xf8E4M3FN>
+    return %q, %k, %t : tensor<2x8x6xbf16>, tensor<2x8x4xbf16>, tensor<8x2x8xf8E4M3FN>
+  }
+}
+
+// -----
+
+// A weight cast that runs after something reads the gathered value (here
+// a reader of wq's result before it) cannot move the fused op past that
+// reader: wk's GEMM stays apart.
+// CHECK-LABEL: func.func @gather_float8_late_weight(
+// CHECK: dist.all_gather_scaled_matmul %{{.*}}, %{{.*}}, [%{{[^,]*}}, %{{[^,]*}}] axes
+// CHECK: titan.scaled_matmul linear
+module attributes {dist.mesh = #dist.mesh<pp = 1, dp_replicate = 1, dp_shard = 1, cp = 1, tp = 2>} {
+  func.func @gather_float8_late_weight(%x: tensor<2x4x8xf8E4M3FN>, %s: tensor<f32>, %wq: tensor<6x8xf8E4M3FN>, %sq: tensor<f32>, %wk: tensor<4x8xbf16>) -> (tensor<2x8x6xbf16>, tensor<2x8x4xbf16>) {
+    // expected-remark @+1 {{async TP: some scaled GEMMs' weights or scales are computed after the gathered value is read}}
+    %f = dist.all_gather_start %x axes ["tp"] dim 1 : tensor<2x4x8xf8E4M3FN> -> !dist.future<tensor<2x8x8xf8E4M3FN>>
+    %g = dist.wait %f : !dist.future<tensor<2x8x8xf8E4M3FN>>
+    %q = titan.scaled_matmul linear %g, %s, %wq, %sq : (tensor<2x8x8xf8E4M3FN>, tensor<f32>, tensor<6x8xf8E4M3FN>, tensor<f32>) -> tensor<2x8x6xbf16>
+    %a = titan.amax %q : tensor<2x8x6xbf16> -> tensor<f32>
+    %qk = titan.quantize %wk, %a : (tensor<4x8xbf16>, tensor<f32>) -> tensor<4x8xf8E4M3FN>
+    %k = titan.scaled_matmul linear %g, %s, %qk, %a : (tensor<2x8x8xf8E4M3FN>, tensor<f32>, tensor<4x8xf8E4M3FN>, tensor<f32>) -> tensor<2x8x4xbf16>
+    return %q, %k : tensor<2x8x6xbf16>, tensor<2x8x4xbf16>
+  }
+}
+
+// -----
+
+// The backward's grad-input GEMMs of wq, wk and wv (e5m2 gradients,
+// K-major e4m3 weights), summed and reduce-scattered, as one ring.
+// CHECK-LABEL: func.func @scatter_float8_grad_input(
+// CHECK-SAME: %[[D1:[^:]*]]: tensor<2x8x6xf8E5M2>, %[[S1:[^:]*]]: tensor<f32>, %[[W1:[^:]*]]: tensor<8x6xf8E4M3FN>, %[[T1:[^:]*]]: tensor<f32>, %[[D2:[^:]*]]: tensor<2x8x4xf8E5M2>, %[[S2:[^:]*]]: tensor<f32>, %[[W2:[^:]*]]: tensor<8x4xf8E4M3FN>, %[[T2:[^:]*]]: tensor<1x8xf32>
+// CHECK-NEXT: %[[R:.*]] = dist.scaled_matmul_reduce_scatter %[[D1]], %[[S1]], %[[W1]], %[[T1]], %[[D2]], %[[S2]], %[[W2]], %[[T2]] axes ["tp"] dim 1 grad_input rhs_transposed : (tensor<2x8x6xf8E5M2>, tensor<f32>, tensor<8x6xf8E4M3FN>, tensor<f32>, tensor<2x8x4xf8E5M2>, tensor<f32>, tensor<8x4xf8E4M3FN>, tensor<1x8xf32>) -> tensor<2x4x8xbf16>
+// CHECK-NEXT: return %[[R]]
+module attributes {dist.mesh = #dist.mesh<pp = 1, dp_replicate = 1, dp_shard = 1, cp = 1, tp = 2>} {
+  func.func @scatter_float8_grad_input(%d1: tensor<2x8x6xf8E5M2>, %s1: tensor<f32>, %w1: tensor<8x6xf8E4M3FN>, %t1: tensor<f32>, %d2: tensor<2x8x4xf8E5M2>, %s2: tensor<f32>, %w2: tensor<8x4xf8E4M3FN>, %t2: tensor<1x8xf32>) -> tensor<2x4x8xbf16> {
+    %a = titan.scaled_matmul grad_input %d1, %s1, %w1, %t1 {rhs_transposed} : (tensor<2x8x6xf8E5M2>, tensor<f32>, tensor<8x6xf8E4M3FN>, tensor<f32>) -> tensor<2x8x8xbf16>
+    %b = titan.scaled_matmul grad_input %d2, %s2, %w2, %t2 {rhs_transposed} : (tensor<2x8x4xf8E5M2>, tensor<f32>, tensor<8x4xf8E4M3FN>, tensor<1x8xf32>) -> tensor<2x8x8xbf16>
+    %sum = titan.add %a, %b : tensor<2x8x8xbf16>
+    %f = dist.reduce_scatter_start %sum axes ["tp"] dim 1 : tensor<2x8x8xbf16> -> !dist.future<tensor<2x4x8xbf16>>
+    %r = dist.wait %f : !dist.future<tensor<2x4x8xbf16>>
+    return %r : tensor<2x4x8xbf16>
+  }
+}
+
+// -----
+
+// Not fused: a float8 gather of uneven shards (padded: 7 rows of 2 x 4),
+// and a sum of scaled GEMMs whose lhs formats differ (the kernel takes one).
+// CHECK-LABEL: func.func @float8_kept(
+// CHECK: dist.all_gather_start
+// CHECK: dist.reduce_scatter_start
+// CHECK-NOT: scaled_matmul_reduce_scatter
+// CHECK-NOT: all_gather_scaled_matmul
+module attributes {dist.mesh = #dist.mesh<pp = 1, dp_replicate = 1, dp_shard = 1, cp = 1, tp = 2>} {
+  func.func @float8_kept(%x: tensor<2x4x8xf8E4M3FN>, %s: tensor<f32>, %w: tensor<6x8xf8E4M3FN>, %d1: tensor<2x8x6xf8E5M2>, %d2: tensor<2x8x6xf8E4M3FN>, %v: tensor<8x6xf8E4M3FN>) -> (tensor<2x7x6xbf16>, tensor<2x4x8xbf16>) {
+    %f = dist.all_gather_start %x axes ["tp"] dim 1 : tensor<2x4x8xf8E4M3FN> -> !dist.future<tensor<2x7x8xf8E4M3FN>>
+    %g = dist.wait %f : !dist.future<tensor<2x7x8xf8E4M3FN>>
+    %q = titan.scaled_matmul linear %g, %s, %w, %s : (tensor<2x7x8xf8E4M3FN>, tensor<f32>, tensor<6x8xf8E4M3FN>, tensor<f32>) -> tensor<2x7x6xbf16>
+    %a = titan.scaled_matmul linear %d1, %s, %v, %s : (tensor<2x8x6xf8E5M2>, tensor<f32>, tensor<8x6xf8E4M3FN>, tensor<f32>) -> tensor<2x8x8xbf16>
+    %b = titan.scaled_matmul linear %d2, %s, %v, %s : (tensor<2x8x6xf8E4M3FN>, tensor<f32>, tensor<8x6xf8E4M3FN>, tensor<f32>) -> tensor<2x8x8xbf16>
+    %sum = titan.add %a, %b : tensor<2x8x8xbf16>
+    // expected-remark @+1 {{async TP: not fused with the GEMMs before it: its input is not titan.linear, titan.linear_grad_input or tensorwise titan.scaled_matmul GEMMs of one kind (summed by titan.add) used only here}}
+    %rf = dist.reduce_scatter_start %sum axes ["tp"] dim 1 : tensor<2x8x8xbf16> -> !dist.future<tensor<2x4x8xbf16>>
+    %r = dist.wait %rf : !dist.future<tensor<2x4x8xbf16>>
+    return %q, %r : tensor<2x7x6xbf16>, tensor<2x4x8xbf16>
   }
 }

@@ -526,3 +526,103 @@ module attributes {dist.mesh = #dist.mesh<pp = 2, dp_replicate = 1, dp_shard = 1
     return
   }
 }
+
+// -----
+
+module attributes {dist.mesh = #dist.mesh<pp = 1, dp_replicate = 1, dp_shard = 1, cp = 1, tp = 2>} {
+  func.func @f(%x: tensor<2x4x8xf8E4M3FN>, %s: tensor<f32>, %w: tensor<6x8xf8E4M3FN>) {
+    // expected-error @+1 {{needs 1 to 16 pairs of (weight, weight scale) and one output per pair}}
+    %g:2 = dist.all_gather_scaled_matmul %x, %s, [%w] axes ["tp"] dim 1 : (tensor<2x4x8xf8E4M3FN>, tensor<f32>, tensor<6x8xf8E4M3FN>) -> (tensor<2x8x8xf8E4M3FN>, tensor<2x8x6xf32>)
+    return
+  }
+}
+
+// -----
+
+module attributes {dist.mesh = #dist.mesh<pp = 1, dp_replicate = 1, dp_shard = 1, cp = 1, tp = 2>} {
+  func.func @f(%x: tensor<2x4x8xf8E4M3FN>, %s: tensor<f32>, %w: tensor<6x8xf8E4M3FN>) {
+    // expected-error @+1 {{GEMM 0: takes K-major weights (rhs_transposed) only in the grad_input form}}
+    %g:2 = dist.all_gather_scaled_matmul %x, %s, [%w, %s] axes ["tp"] dim 1 rhs_transposed : (tensor<2x4x8xf8E4M3FN>, tensor<f32>, tensor<6x8xf8E4M3FN>, tensor<f32>) -> (tensor<2x8x8xf8E4M3FN>, tensor<2x8x6xf32>)
+    return
+  }
+}
+
+// -----
+
+module attributes {dist.mesh = #dist.mesh<pp = 1, dp_replicate = 1, dp_shard = 1, cp = 1, tp = 2>} {
+  func.func @f(%x: tensor<2x4x8xf8E4M3FN>, %s: tensor<f32>, %w: tensor<6x8xf8E4M3FN>, %ws: tensor<1x6xf32>) {
+    // expected-error @+1 {{GEMM 0: needs f32 weight scales of rank 0 or one per output column}}
+    %g:2 = dist.all_gather_scaled_matmul %x, %s, [%w, %ws] axes ["tp"] dim 1 : (tensor<2x4x8xf8E4M3FN>, tensor<f32>, tensor<6x8xf8E4M3FN>, tensor<1x6xf32>) -> (tensor<2x8x8xf8E4M3FN>, tensor<2x8x6xf32>)
+    return
+  }
+}
+
+// -----
+
+module attributes {dist.mesh = #dist.mesh<pp = 1, dp_replicate = 1, dp_shard = 1, cp = 1, tp = 2>} {
+  func.func @f(%x: tensor<2x4x8xf8E4M3FN>, %s: tensor<f32>, %w: tensor<6x8xf8E4M3FN>) {
+    // expected-error @+1 {{output 'tensor<2x8x6xf8E4M3FN>' must have the GEMM's shape and be f32, bf16 or f16}}
+    %g:2 = dist.all_gather_scaled_matmul %x, %s, [%w, %s] axes ["tp"] dim 1 : (tensor<2x4x8xf8E4M3FN>, tensor<f32>, tensor<6x8xf8E4M3FN>, tensor<f32>) -> (tensor<2x8x8xf8E4M3FN>, tensor<2x8x6xf8E4M3FN>)
+    return
+  }
+}
+
+// -----
+
+module attributes {dist.mesh = #dist.mesh<pp = 1, dp_replicate = 1, dp_shard = 1, cp = 1, tp = 2>} {
+  func.func @f(%x: tensor<2x4x8xf8E4M3FN>, %s: tensor<f32>, %w: tensor<6x8xf8E4M3FN>) {
+    // expected-error @+1 {{gathers 'tensor<2x4x8xf8E4M3FN>' over 2 ranks into 'tensor<2x8x8xf8E4M3FN>', not 'tensor<2x4x8xf8E4M3FN>'}}
+    %g:2 = dist.all_gather_scaled_matmul %x, %s, [%w, %s] axes ["tp"] dim 1 : (tensor<2x4x8xf8E4M3FN>, tensor<f32>, tensor<6x8xf8E4M3FN>, tensor<f32>) -> (tensor<2x4x8xf8E4M3FN>, tensor<2x4x6xf32>)
+    return
+  }
+}
+
+// -----
+
+module attributes {dist.mesh = #dist.mesh<pp = 1, dp_replicate = 1, dp_shard = 1, cp = 1, tp = 2>} {
+  func.func @f(%h: tensor<2x8x6xf8E4M3FN>, %s: tensor<f32>, %w: tensor<8x6xf8E4M3FN>) {
+    // expected-error @+1 {{needs 1 to 16 quads of (lhs, lhs scale, weight, weight scale), not 3 operands}}
+    %r = dist.scaled_matmul_reduce_scatter %h, %s, %w axes ["tp"] dim 1 : (tensor<2x8x6xf8E4M3FN>, tensor<f32>, tensor<8x6xf8E4M3FN>) -> tensor<2x4x8xf32>
+    return
+  }
+}
+
+// -----
+
+module attributes {dist.mesh = #dist.mesh<pp = 1, dp_replicate = 1, dp_shard = 1, cp = 1, tp = 2>} {
+  func.func @f(%h: tensor<2x8x6xf8E4M3FN>, %s: tensor<2x8x1xf32>, %w: tensor<8x6xf8E4M3FN>, %ws: tensor<f32>) {
+    // expected-error @+1 {{GEMM 0: needs a rank-0 f32 lhs scale (tensorwise)}}
+    %r = dist.scaled_matmul_reduce_scatter %h, %s, %w, %ws axes ["tp"] dim 1 : (tensor<2x8x6xf8E4M3FN>, tensor<2x8x1xf32>, tensor<8x6xf8E4M3FN>, tensor<f32>) -> tensor<2x4x8xf32>
+    return
+  }
+}
+
+// -----
+
+module attributes {dist.mesh = #dist.mesh<pp = 1, dp_replicate = 1, dp_shard = 1, cp = 1, tp = 2>} {
+  func.func @f(%h: tensor<2x8x6xf8E4M3FN>, %s: tensor<f32>, %w: tensor<8x5xf8E4M3FN>) {
+    // expected-error @+1 {{GEMM 0: contracts a last dimension of 6 with a weight dimension of 5}}
+    %r = dist.scaled_matmul_reduce_scatter %h, %s, %w, %s axes ["tp"] dim 1 : (tensor<2x8x6xf8E4M3FN>, tensor<f32>, tensor<8x5xf8E4M3FN>, tensor<f32>) -> tensor<2x4x8xf32>
+    return
+  }
+}
+
+// -----
+
+module attributes {dist.mesh = #dist.mesh<pp = 1, dp_replicate = 1, dp_shard = 1, cp = 1, tp = 2>} {
+  func.func @f(%h: tensor<2x8x6xf8E4M3FN>, %s: tensor<f32>, %w: tensor<8x6xf8E4M3FN>) {
+    // expected-error @+1 {{reduce-scatters the GEMMs' sum into 'tensor<2x4x8xf32>', not 'tensor<2x8x8xf32>'}}
+    %r = dist.scaled_matmul_reduce_scatter %h, %s, %w, %s axes ["tp"] dim 1 : (tensor<2x8x6xf8E4M3FN>, tensor<f32>, tensor<8x6xf8E4M3FN>, tensor<f32>) -> tensor<2x8x8xf32>
+    return
+  }
+}
+
+// -----
+
+module attributes {dist.mesh = #dist.mesh<pp = 1, dp_replicate = 1, dp_shard = 1, cp = 1, tp = 2>} {
+  func.func @f(%h: tensor<2x8x6xf8E4M3FN>, %s: tensor<f32>, %w: tensor<8x6xf8E4M3FN>) {
+    // expected-error @+1 {{runs its ring over one mesh axis other than pp}}
+    %r = dist.scaled_matmul_reduce_scatter %h, %s, %w, %s axes ["pp"] dim 1 : (tensor<2x8x6xf8E4M3FN>, tensor<f32>, tensor<8x6xf8E4M3FN>, tensor<f32>) -> tensor<2x4x8xf32>
+    return
+  }
+}

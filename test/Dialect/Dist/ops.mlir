@@ -1,5 +1,5 @@
-// RUN: titan-opt %s | titan-opt | FileCheck %s
-// RUN: titan-opt %s --mlir-print-op-generic | titan-opt | FileCheck %s
+// RUN: titan-opt %s -split-input-file | titan-opt -split-input-file | FileCheck %s
+// RUN: titan-opt %s -split-input-file --mlir-print-op-generic | titan-opt -split-input-file | FileCheck %s
 
 // CHECK: module attributes {dist.mesh = #dist.mesh<pp = 1, dp_replicate = 2, dp_shard = 2, cp = 1, tp = 2>}
 module attributes {dist.mesh = #dist.mesh<pp = 1, dp_replicate = 2, dp_shard = 2, cp = 1, tp = 2>} {
@@ -72,5 +72,19 @@ module attributes {dist.mesh = #dist.mesh<pp = 1, dp_replicate = 1, dp_shard = 1
     // CHECK: dist.attention_merge {{.*}} : tensor<2x4x4x2xf32>, tensor<2x4x4xf32>
     %m:2 = dist.attention_merge %o#0, %o#1, %b#0, %b#1 : tensor<2x4x4x2xf32>, tensor<2x4x4xf32>
     return %c : tensor<2x8x4xf32>
+  }
+}
+
+// -----
+
+// Float8's collective matmuls.
+// CHECK-LABEL: func.func @float8_rings(
+// CHECK: dist.all_gather_scaled_matmul %{{.*}}, %{{.*}}, [%{{.*}}, %{{.*}}] axes ["tp"] dim 1 grad_input rhs_transposed : (tensor<2x4x8xf8E5M2>, tensor<f32>, tensor<6x8xf8E4M3FN>, tensor<1x6xf32>) -> (tensor<2x8x8xf8E5M2>, tensor<2x8x6xbf16>)
+// CHECK: dist.scaled_matmul_reduce_scatter %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} axes ["tp"] dim 1 : (tensor<2x8x6xf8E4M3FN>, tensor<f32>, tensor<8x6xf8E4M3FN>, tensor<8x1xf32>) -> tensor<2x4x8xf32>
+module attributes {dist.mesh = #dist.mesh<pp = 1, dp_replicate = 1, dp_shard = 1, cp = 1, tp = 2>} {
+  func.func @float8_rings(%d: tensor<2x4x8xf8E5M2>, %s: tensor<f32>, %w: tensor<6x8xf8E4M3FN>, %ws: tensor<1x6xf32>, %h: tensor<2x8x6xf8E4M3FN>, %wo: tensor<8x6xf8E4M3FN>, %wos: tensor<8x1xf32>) -> (tensor<2x8x6xbf16>, tensor<2x4x8xf32>) {
+    %g:2 = dist.all_gather_scaled_matmul %d, %s, [%w, %ws] axes ["tp"] dim 1 grad_input rhs_transposed : (tensor<2x4x8xf8E5M2>, tensor<f32>, tensor<6x8xf8E4M3FN>, tensor<1x6xf32>) -> (tensor<2x8x8xf8E5M2>, tensor<2x8x6xbf16>)
+    %r = dist.scaled_matmul_reduce_scatter %h, %s, %wo, %wos axes ["tp"] dim 1 : (tensor<2x8x6xf8E4M3FN>, tensor<f32>, tensor<8x6xf8E4M3FN>, tensor<8x1xf32>) -> tensor<2x4x8xf32>
+    return %g#1, %r : tensor<2x8x6xbf16>, tensor<2x4x8xf32>
   }
 }

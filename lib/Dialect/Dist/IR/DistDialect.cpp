@@ -863,3 +863,150 @@ LogicalResult LinearReduceScatterOp::verify() {
                          << ", not " << getResult().getType();
   return success();
 }
+
+//===----------------------------------------------------------------------===//
+// Float8's collective matmuls
+//===----------------------------------------------------------------------===//
+
+namespace {
+bool isFloat8(Type t) {
+  return isa<Float8E4M3FNType, Float8E5M2Type>(
+      cast<ShapedType>(t).getElementType());
+}
+
+/// The shape of titan.scaled_matmul's `linear` (`gradInput`: `grad_input`)
+/// form on `lhs` (untransposed, rank-0 scale) and `weight` (K-major when
+/// `transposed`) with `weightScale`, or failure with `reason`: the rules of
+/// ScaledMatmulOp::verify for these two forms.
+FailureOr<SmallVector<int64_t>> scaledGemmShape(RankedTensorType lhs,
+                                                RankedTensorType weight,
+                                                RankedTensorType weightScale,
+                                                bool gradInput, bool transposed,
+                                                std::string &reason) {
+  if (lhs.getRank() < 2 || weight.getRank() != 2 || !isFloat8(lhs) ||
+      !isFloat8(weight)) {
+    reason = "needs float8 operands: 2-D weights, lhs of rank >= 2";
+    return failure();
+  }
+  if (transposed && !gradInput) {
+    reason = "takes K-major weights (rhs_transposed) only in the grad_input "
+             "form";
+    return failure();
+  }
+  // The weight as [N, K].
+  int64_t n = weight.getDimSize(transposed ? 1 : 0);
+  int64_t k = weight.getDimSize(transposed ? 0 : 1);
+  int64_t contracted = gradInput ? n : k;
+  if (lhs.getShape().back() != contracted) {
+    reason = "contracts a last dimension of " +
+             std::to_string(lhs.getShape().back()) +
+             " with a weight dimension of " + std::to_string(contracted);
+    return failure();
+  }
+  // Rank 0, or one scale per output column: [N, 1] reduced along K
+  // (linear), [1, K] reduced along N (grad_input).
+  SmallVector<int64_t> perColumn =
+      gradInput ? SmallVector<int64_t>{1, k} : SmallVector<int64_t>{n, 1};
+  if (!weightScale.getElementType().isF32() ||
+      (weightScale.getRank() != 0 &&
+       weightScale.getShape() != ArrayRef<int64_t>(perColumn))) {
+    reason = "needs f32 weight scales of rank 0 or one per output column";
+    return failure();
+  }
+  SmallVector<int64_t> shape(lhs.getShape());
+  shape.back() = gradInput ? k : n;
+  return shape;
+}
+
+bool isGemmResultType(Type element) {
+  return element.isF32() || element.isBF16() || element.isF16();
+}
+
+RankedTensorType tensorOf(Value v) {
+  return cast<RankedTensorType>(v.getType());
+}
+} // namespace
+
+LogicalResult AllGatherScaledMatmulOp::verify() {
+  RankedTensorType in = tensorOf(getInput());
+  FailureOr<int64_t> group =
+      verifyRing(*this, getAxes(), getDim(), in.getRank());
+  if (failed(group))
+    return failure();
+  SmallVector<int64_t> shape(in.getShape());
+  shape[getDim()] *= *group;
+  auto gathered = RankedTensorType::get(shape, in.getElementType());
+  if (getGathered().getType() != gathered)
+    return emitOpError() << "gathers " << in << " over " << *group
+                         << " ranks into " << gathered << ", not "
+                         << getGathered().getType();
+  // The kernels' limit (KernelCatalog.def).
+  if (getRhs().empty() || getRhs().size() % 2 != 0 || getNumGemms() > 16 ||
+      getNumGemms() != getOutputs().size())
+    return emitOpError() << "needs 1 to 16 pairs of (weight, weight scale) "
+                            "and one output per pair";
+  Type weightElement = tensorOf(getWeight(0)).getElementType();
+  for (unsigned i = 0; i < getNumGemms(); ++i) {
+    std::string reason;
+    FailureOr<SmallVector<int64_t>> gemm = scaledGemmShape(
+        gathered, tensorOf(getWeight(i)), tensorOf(getWeightScale(i)),
+        getGradInput(), getRhsTransposed(), reason);
+    if (failed(gemm))
+      return emitOpError() << "GEMM " << i << ": " << reason;
+    if (tensorOf(getWeight(i)).getElementType() != weightElement)
+      return emitOpError() << "needs weights of one float8 type";
+    RankedTensorType out = tensorOf(getOutputs()[i]);
+    if (out.getShape() != ArrayRef<int64_t>(*gemm) ||
+        !isGemmResultType(out.getElementType()))
+      return emitOpError() << "output " << out
+                           << " must have the GEMM's shape and be f32, bf16 "
+                              "or f16";
+  }
+  return success();
+}
+
+LogicalResult ScaledMatmulReduceScatterOp::verify() {
+  if (getQuads().empty() || getQuads().size() % 4 != 0 || getNumGemms() > 16)
+    return emitOpError() << "needs 1 to 16 quads of (lhs, lhs scale, weight, "
+                            "weight scale), not "
+                         << getQuads().size() << " operands";
+  RankedTensorType result = getResult().getType();
+  if (!isGemmResultType(result.getElementType()))
+    return emitOpError() << "produces f32, bf16 or f16";
+  SmallVector<int64_t> sum;
+  for (unsigned i = 0; i < getNumGemms(); ++i) {
+    RankedTensorType scale = tensorOf(getLhsScale(i));
+    if (scale.getRank() != 0 || !scale.getElementType().isF32())
+      return emitOpError() << "GEMM " << i
+                           << ": needs a rank-0 f32 lhs scale (tensorwise)";
+    if (tensorOf(getLhs(i)).getElementType() !=
+            tensorOf(getLhs(0)).getElementType() ||
+        tensorOf(getWeight(i)).getElementType() !=
+            tensorOf(getWeight(0)).getElementType())
+      return emitOpError() << "needs lhs of one float8 type and weights of "
+                              "one float8 type";
+    std::string reason;
+    FailureOr<SmallVector<int64_t>> gemm =
+        scaledGemmShape(tensorOf(getLhs(i)), tensorOf(getWeight(i)),
+                        tensorOf(getWeightScale(i)), getGradInput(),
+                        getRhsTransposed(), reason);
+    if (failed(gemm))
+      return emitOpError() << "GEMM " << i << ": " << reason;
+    if (i > 0 && *gemm != sum)
+      return emitOpError() << "sums GEMMs of different shapes";
+    sum = *gemm;
+  }
+  FailureOr<int64_t> group =
+      verifyRing(*this, getAxes(), getDim(), int64_t(sum.size()));
+  if (failed(group))
+    return failure();
+  if (sum[getDim()] % *group != 0)
+    return emitOpError() << "dim " << getDim() << " of the GEMMs' sum must "
+                         << "divide into " << *group << " parts";
+  sum[getDim()] /= *group;
+  if (result.getShape() != ArrayRef<int64_t>(sum))
+    return emitOpError() << "reduce-scatters the GEMMs' sum into "
+                         << RankedTensorType::get(sum, result.getElementType())
+                         << ", not " << result;
+  return success();
+}

@@ -119,6 +119,35 @@ static ArrayAttr collectiveMatmulParams(Operation *op, int64_t count,
                          b.getI64IntegerAttr(axisMask(axes))});
 }
 
+namespace {
+/// The catalog's code of a float8 format: 0 f8E4M3FN, 1 f8E5M2.
+int64_t float8Code(Value v) {
+  return isa<Float8E5M2Type>(cast<ShapedType>(v.getType()).getElementType())
+             ? 1
+             : 0;
+}
+
+/// Float8's collective matmuls: the ring's four, the storage type's code
+/// (reduce-scatter only), then the formats and whether the weights come
+/// K-major (catalog).
+ArrayAttr scaledRingParams(ArrayAttr ring, std::optional<int64_t> storage,
+                           Value lhs, Value weight, bool rhsTransposed) {
+  Builder b(ring.getContext());
+  SmallVector<Attribute> all(ring.getValue());
+  if (storage)
+    all.push_back(b.getI64IntegerAttr(*storage));
+  all.push_back(b.getI64IntegerAttr(float8Code(lhs)));
+  all.push_back(b.getI64IntegerAttr(float8Code(weight)));
+  all.push_back(b.getI64IntegerAttr(rhsTransposed ? 1 : 0));
+  return b.getArrayAttr(all);
+}
+
+int64_t storageCode(Type t) {
+  Type element = cast<ShapedType>(t).getElementType();
+  return element.isBF16() ? 1 : element.isF16() ? 2 : 0;
+}
+} // namespace
+
 ArrayAttr AllGatherLinearOp::getKernelParams() {
   return collectiveMatmulParams(*this, getWeights().size(), getDim(),
                                 getGradInput(), getAxes());
@@ -128,9 +157,22 @@ ArrayAttr LinearReduceScatterOp::getKernelParams() {
   ArrayAttr params = collectiveMatmulParams(*this, getNumGemms(), getDim(),
                                             getGradInput(), getAxes());
   // The storage type the partial sums are rounded to (catalog).
-  Type element = getResult().getType().getElementType();
-  int64_t storage = element.isBF16() ? 1 : element.isF16() ? 2 : 0;
   SmallVector<Attribute> all(params.getValue());
-  all.push_back(Builder(getContext()).getI64IntegerAttr(storage));
+  all.push_back(Builder(getContext())
+                    .getI64IntegerAttr(storageCode(getResult().getType())));
   return ArrayAttr::get(getContext(), all);
+}
+
+ArrayAttr AllGatherScaledMatmulOp::getKernelParams() {
+  return scaledRingParams(collectiveMatmulParams(*this, getNumGemms(), getDim(),
+                                                 getGradInput(), getAxes()),
+                          std::nullopt, getInput(), getWeight(0),
+                          getRhsTransposed());
+}
+
+ArrayAttr ScaledMatmulReduceScatterOp::getKernelParams() {
+  return scaledRingParams(collectiveMatmulParams(*this, getNumGemms(), getDim(),
+                                                 getGradInput(), getAxes()),
+                          storageCode(getResult().getType()), getLhs(0),
+                          getWeight(0), getRhsTransposed());
 }

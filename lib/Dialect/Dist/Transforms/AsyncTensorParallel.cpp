@@ -2,8 +2,10 @@
 //
 // dist-async-tensor-parallel: sequence parallel's tp gathers feeding GEMMs
 // and GEMMs feeding tp reduce-scatters become dist.all_gather_linear and
-// dist.linear_reduce_scatter, whose kernels overlap the ring's transfers
-// with the GEMMs (docs/sharding.md, "Async tensor parallel").
+// dist.linear_reduce_scatter (Float8's tensorwise scaled GEMMs:
+// dist.all_gather_scaled_matmul and dist.scaled_matmul_reduce_scatter),
+// whose kernels overlap the ring's transfers with the GEMMs
+// (docs/sharding.md, "Async tensor parallel").
 //
 //===----------------------------------------------------------------------===//
 
@@ -13,6 +15,7 @@
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
+#include "llvm/ADT/SmallPtrSet.h"
 
 namespace titan::dist {
 #define GEN_PASS_DEF_DISTASYNCTENSORPARALLEL
@@ -57,6 +60,36 @@ bool isGemmLike(Operation *op) {
   return asGemm(op) || isa<ScaledMatmulOp, LinearGradWeightOp>(op);
 }
 
+/// A scaled GEMM the Float8 collective matmuls cover: linear's or
+/// grad_input's form on an untransposed lhs with one (tensorwise) scale.
+ScaledMatmulOp asRingScaledGemm(Operation *op) {
+  auto gemm = dyn_cast_or_null<ScaledMatmulOp>(op);
+  if (!gemm || gemm.getForm() == GemmForm::GradWeight ||
+      gemm.getLhsTransposed() ||
+      cast<RankedTensorType>(gemm.getLhsScale().getType()).getRank() != 0)
+    return {};
+  return gemm;
+}
+
+/// Whether two scaled GEMMs can share one collective matmul: the same form
+/// and weight layout, and the same lhs and weight formats (one kernel
+/// parameter each) and result type (one entry point's dtype).
+bool sameRingKind(ScaledMatmulOp a, ScaledMatmulOp b) {
+  auto element = [](Value v) {
+    return cast<ShapedType>(v.getType()).getElementType();
+  };
+  return a.getForm() == b.getForm() &&
+         a.getRhsTransposed() == b.getRhsTransposed() &&
+         element(a.getLhs()) == element(b.getLhs()) &&
+         element(a.getRhs()) == element(b.getRhs()) &&
+         element(a.getResult()) == element(b.getResult());
+}
+
+bool isFloat8(Value v) {
+  return isa<Float8E4M3FNType, Float8E5M2Type>(
+      cast<ShapedType>(v.getType()).getElementType());
+}
+
 /// Whether `v` is available at `point` (same block: defined before it).
 bool dominates(Value v, Operation *point) {
   if (auto arg = dyn_cast<BlockArgument>(v))
@@ -96,7 +129,9 @@ struct DistAsyncTensorParallelPass
     if (!wait || !isTensorParallel(start.getAxes()))
       return;
     Value gathered = wait.getResult();
-    // Float8 quantizes the gathered value for its scaled GEMMs.
+    if (isFloat8(gathered))
+      return fuseFloat8Gather(start, wait);
+    // Float8 (rowwise) quantizes the gathered value for its scaled GEMMs.
     bool float8 = llvm::any_of(gathered.getUsers(), llvm::IsaPred<QuantizeOp>);
     bool feedsGemm = llvm::any_of(gathered.getUsers(), isGemmLike);
     if (!feedsGemm && !float8)
@@ -134,8 +169,9 @@ struct DistAsyncTensorParallelPass
       start.emitRemark() << "async TP: not fused: no titan.linear or "
                             "titan.linear_grad_input reads the gathered "
                             "value with its weight computed before the wait"
-                         << (float8 ? " (Float8's quantized, scaled GEMMs "
-                                      "are not fused)"
+                         << (float8 ? " (Float8's scaled GEMMs are fused "
+                                      "where the gather moves float8: "
+                                      "tensorwise scales)"
                                     : "");
       return;
     }
@@ -160,6 +196,165 @@ struct DistAsyncTensorParallelPass
     gathered.replaceAllUsesWith(fused.getGathered());
     wait.erase();
     start.erase();
+  }
+
+  /// Whether every reader of `gathered` and of the results of `gemms` and
+  /// `next` (which the fused op replaces) comes after `point`, other than
+  /// those GEMMs themselves.
+  static bool readersAfter(Value gathered, ArrayRef<ScaledMatmulOp> gemms,
+                           ScaledMatmulOp next, Operation *point) {
+    llvm::SmallPtrSet<Operation *, 8> fused{next};
+    for (ScaledMatmulOp gemm : gemms)
+      fused.insert(gemm);
+    auto after = [&](Value v) {
+      return llvm::all_of(v.getUsers(), [&](Operation *user) {
+        return fused.contains(user) || (user->getBlock() == point->getBlock() &&
+                                        point->isBeforeInBlock(user));
+      });
+    };
+    // `next`'s own readers follow it, so after `point` (its operands' last
+    // definition).
+    return after(gathered) && llvm::all_of(gemms, [&](ScaledMatmulOp g) {
+             return after(g.getResult());
+           });
+  }
+
+  /// A float8 gather (dist-narrow-gathers cast each shard) and the scaled
+  /// GEMMs reading the gathered value as their rows, with one scale, of
+  /// the first one's kind, whose weights and scales are there at the wait.
+  /// Other readers (the backward's transposed copy) read the fused op's
+  /// gathered value.
+  void fuseFloat8Gather(AllGatherStartOp start, WaitOp wait) {
+    Value gathered = wait.getResult();
+    auto in = cast<RankedTensorType>(start.getInput().getType());
+    auto out = cast<RankedTensorType>(gathered.getType());
+    int64_t dim = start.getDim();
+    if (dim >= in.getRank() - 1) {
+      start.emitRemark() << "async TP: not fused with its scaled GEMMs: the "
+                            "gather runs along their contracted (last) "
+                            "dimension";
+      return;
+    }
+    int64_t group = getGroupSize(getMesh(start), start.getAxes());
+    if (out.getDimSize(dim) != group * in.getDimSize(dim))
+      return; // uneven shards: not sequence parallel's
+    // The fused op goes after `at`: the wait, or later where a GEMM's
+    // weight or scales are computed after it (a weight's cast, which reads
+    // nothing gathered), when nothing before that point reads the gathered
+    // value or an accepted GEMM's result.
+    SmallVector<ScaledMatmulOp> gemms;
+    Operation *at = wait;
+    bool declined = false;
+    for (Operation &op : llvm::make_range(std::next(wait->getIterator()),
+                                          wait->getBlock()->end())) {
+      ScaledMatmulOp gemm = asRingScaledGemm(&op);
+      if (!gemm || gemm.getLhs() != gathered || gemm.getRhs() == gathered)
+        continue;
+      if (gemms.size() == kMaxGemms ||
+          (!gemms.empty() &&
+           (!sameRingKind(gemm, gemms.front()) ||
+            gemm.getLhsScale() != gemms.front().getLhsScale())))
+        continue;
+      Operation *latest = at;
+      for (Value v : {gemm.getLhsScale(), gemm.getRhs(), gemm.getRhsScale()})
+        if (Operation *def = v.getDefiningOp();
+            def && def->getBlock() == latest->getBlock() &&
+            latest->isBeforeInBlock(def))
+          latest = def;
+      if (latest != at && !readersAfter(gathered, gemms, gemm, latest)) {
+        declined = true;
+        continue;
+      }
+      gemms.push_back(gemm);
+      at = latest;
+    }
+    if (gemms.empty()) {
+      if (llvm::any_of(gathered.getUsers(), llvm::IsaPred<ScaledMatmulOp>))
+        start.emitRemark()
+            << "async TP: not fused: no titan.scaled_matmul (linear or "
+               "grad_input, one lhs scale) reads the gathered float8 value "
+               "with its weight and scales computed before anything reads "
+               "the gathered value";
+      return;
+    }
+    if (declined)
+      start.emitRemark() << "async TP: some scaled GEMMs' weights or scales "
+                            "are computed after the gathered value is read; "
+                            "they read the gathered value";
+    OpBuilder b(at->getContext());
+    b.setInsertionPointAfter(at);
+    SmallVector<Value> rhs;
+    SmallVector<Type> types{gathered.getType()};
+    for (ScaledMatmulOp gemm : gemms) {
+      rhs.push_back(gemm.getRhs());
+      rhs.push_back(gemm.getRhsScale());
+      types.push_back(gemm.getType());
+    }
+    ScaledMatmulOp first = gemms.front();
+    auto fused = AllGatherScaledMatmulOp::create(
+        b, first.getLoc(), types, start.getInput(), first.getLhsScale(), rhs,
+        start.getAxesAttr(), start.getDimAttr(),
+        first.getForm() == GemmForm::GradInput ? b.getUnitAttr() : UnitAttr(),
+        first.getRhsTransposed() ? b.getUnitAttr() : UnitAttr());
+    for (auto [i, gemm] : llvm::enumerate(gemms)) {
+      gemm.getResult().replaceAllUsesWith(fused.getOutputs()[i]);
+      gemm->erase();
+    }
+    gathered.replaceAllUsesWith(fused.getGathered());
+    wait.erase();
+    start.erase();
+  }
+
+  /// The scaled GEMMs whose sum `v` is (titan.add trees used once), in
+  /// order.
+  static bool collectScaledSum(Value v, SmallVectorImpl<ScaledMatmulOp> &gemms,
+                               SmallVectorImpl<Operation *> &adds) {
+    Operation *def = v.getDefiningOp();
+    if (!def || !v.hasOneUse())
+      return false;
+    if (auto add = dyn_cast<AddOp>(def)) {
+      adds.push_back(add);
+      return collectScaledSum(add.getLhs(), gemms, adds) &&
+             collectScaledSum(add.getRhs(), gemms, adds);
+    }
+    ScaledMatmulOp gemm = asRingScaledGemm(def);
+    if (!gemm || (!gemms.empty() && !sameRingKind(gemm, gemms.front())))
+      return false;
+    gemms.push_back(gemm);
+    return true;
+  }
+
+  /// reduce_scatter(sum of scaled GEMMs) as one collective matmul; false
+  /// when the sum is not of scaled GEMMs (the caller's remark).
+  static bool fuseScaledScatter(ReduceScatterStartOp start, WaitOp wait) {
+    SmallVector<ScaledMatmulOp> gemms;
+    SmallVector<Operation *> adds;
+    if (!collectScaledSum(start.getInput(), gemms, adds))
+      return false;
+    if (gemms.size() > kMaxGemms) {
+      start.emitRemark() << "async TP: not fused with the scaled GEMMs "
+                            "before it: it sums more than 16";
+      return true;
+    }
+    OpBuilder b(start);
+    SmallVector<Value> quads;
+    for (ScaledMatmulOp gemm : gemms)
+      quads.append({gemm.getLhs(), gemm.getLhsScale(), gemm.getRhs(),
+                    gemm.getRhsScale()});
+    ScaledMatmulOp first = gemms.front();
+    auto fused = ScaledMatmulReduceScatterOp::create(
+        b, first.getLoc(), wait.getResult().getType(), quads,
+        start.getAxesAttr(), start.getDimAttr(),
+        first.getForm() == GemmForm::GradInput ? b.getUnitAttr() : UnitAttr(),
+        first.getRhsTransposed() ? b.getUnitAttr() : UnitAttr());
+    wait.getResult().replaceAllUsesWith(fused.getResult());
+    wait.erase();
+    start.erase();
+    for (Operation *add : adds)
+      add->erase();
+    for (ScaledMatmulOp gemm : gemms)
+      gemm->erase();
+    return true;
   }
 
   /// The GEMMs whose sum `v` is (titan.add trees used once), in order.
@@ -196,11 +391,15 @@ struct DistAsyncTensorParallelPass
     };
     if (dim >= in.getRank() - 1 || in.getDimSize(dim) % group != 0)
       return remark("it scatters the GEMMs' last dimension or uneven shards");
+    if (fuseScaledScatter(start, wait))
+      return;
     SmallVector<Gemm> gemms;
     SmallVector<Operation *> adds;
     if (!collectSum(start.getInput(), gemms, adds))
-      return remark("its input is not titan.linear or titan.linear_grad_input "
-                    "GEMMs (summed by titan.add) used only here");
+      return remark(
+          "its input is not titan.linear, titan.linear_grad_input "
+          "or tensorwise titan.scaled_matmul GEMMs of one kind (summed by "
+          "titan.add) used only here");
     if (gemms.size() > kMaxGemms)
       return remark("it sums more than 16 GEMMs");
     if (llvm::any_of(gemms, [&](const Gemm &g) {

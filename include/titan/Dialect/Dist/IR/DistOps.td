@@ -400,6 +400,101 @@ def Dist_LinearReduceScatterOp : Dist_Op<"linear_reduce_scatter", [
   let hasVerifier = 1;
 }
 
+def Dist_Float8Tensor : StaticShapeTensorOf<[F8E4M3FN, F8E5M2]>;
+
+def Dist_AllGatherScaledMatmulOp : Dist_Op<"all_gather_scaled_matmul", [
+    DeclareOpInterfaceMethods<Titan_KernelOpInterface, ["getKernelParams"]>,
+    MemoryEffects<[MemRead<Dist_CollectiveResource>,
+                   MemWrite<Dist_CollectiveResource>]>]> {
+  let summary = "float8 all_gather along a token dimension fused with the "
+                "scaled GEMMs reading it";
+  let description = [{
+    Float8's `dist.all_gather_linear`. `gathered` is
+    `dist.all_gather_start` of the float8 `input` over `axes` along `dim`
+    (a dimension before the last: the GEMMs' rows). `rhs` lists pairs
+    `(weight_i, weight_scale_i)`, and output `i` is
+    `titan.scaled_matmul linear(gathered, input_scale, weight_i,
+    weight_scale_i)` (`grad_input`: the `grad_input` form;
+    `rhs_transposed`: every weight comes K-major, as
+    `titan.quantize {transposed}` writes it). `input_scale` is rank 0
+    (tensorwise: one scale for every shard, so each shard's rows are the
+    gathered tensor's rows). The kernel passes the float8 shards around
+    the ring of the group (PyTorch's `_fused_all_gather_scaled_matmul`):
+    while one shard travels, the scaled GEMMs of the rows already here
+    run, each output row the dot products and scales of the GEMM over the
+    gathered value. The gathered value is a result too: the backward's
+    transposed copy reads it.
+
+    ```mlir
+    %g, %q = dist.all_gather_scaled_matmul %x8, %xs, [%w8, %ws] axes ["tp"] dim 1
+        : (tensor<8x1024x256xf8E4M3FN>, tensor<f32>, tensor<128x256xf8E4M3FN>,
+           tensor<f32>) -> (tensor<8x2048x256xf8E4M3FN>, tensor<8x2048x128xbf16>)
+    ```
+  }];
+  let arguments = (ins Dist_Float8Tensor:$input, 0DTensorOf<[F32]>:$input_scale,
+                       Variadic<AnyStaticShapeTensor>:$rhs,
+                       Dist_AxisList:$axes, I64Attr:$dim,
+                       UnitAttr:$grad_input, UnitAttr:$rhs_transposed);
+  let results = (outs Dist_Float8Tensor:$gathered,
+                      Variadic<Dist_FloatTensor>:$outputs);
+  let assemblyFormat = [{
+    $input `,` $input_scale `,` `[` $rhs `]` `axes` $axes `dim` $dim
+    (`grad_input` $grad_input^)? (`rhs_transposed` $rhs_transposed^)?
+    attr-dict `:` functional-type(operands, results)
+  }];
+  let extraClassDeclaration = [{
+    unsigned getNumGemms() { return getRhs().size() / 2; }
+    ::mlir::Value getWeight(unsigned i) { return getRhs()[2 * i]; }
+    ::mlir::Value getWeightScale(unsigned i) { return getRhs()[2 * i + 1]; }
+  }];
+  let hasVerifier = 1;
+}
+
+def Dist_ScaledMatmulReduceScatterOp
+    : Dist_Op<"scaled_matmul_reduce_scatter", [
+    DeclareOpInterfaceMethods<Titan_KernelOpInterface, ["getKernelParams"]>,
+    MemoryEffects<[MemRead<Dist_CollectiveResource>,
+                   MemWrite<Dist_CollectiveResource>]>]> {
+  let summary = "scaled GEMMs summed, then reduce_scatter along a token "
+                "dimension";
+  let description = [{
+    Float8's `dist.linear_reduce_scatter`. `quads` is `lhs0, lhs_scale0,
+    w0, w_scale0, lhs1, ...`; the result is `dist.reduce_scatter_start`
+    over `axes` along `dim` (a dimension before the last) of the sum, in
+    order, of `titan.scaled_matmul linear(lhs_i, lhs_scale_i, w_i,
+    w_scale_i)` (`grad_input`: the `grad_input` form; `rhs_transposed`:
+    every weight comes K-major). Each `lhs_scale_i` is rank 0, so a
+    shard's rows scale as the whole operand's. The kernel computes the
+    partial sums of one shard at a time and passes them around the ring,
+    each rank adding its term to the one it receives (PyTorch's
+    `_fused_scaled_matmul_reduce_scatter`): the sum over ranks runs in
+    ring order, so the bits may differ from the unfused form.
+
+    ```mlir
+    %r = dist.scaled_matmul_reduce_scatter %h8, %hs, %wo8, %wos axes ["tp"] dim 1
+        : (tensor<8x2048x128xf8E4M3FN>, tensor<f32>, tensor<256x128xf8E4M3FN>,
+           tensor<f32>) -> tensor<8x1024x256xbf16>
+    ```
+  }];
+  let arguments = (ins Variadic<AnyStaticShapeTensor>:$quads,
+                       Dist_AxisList:$axes, I64Attr:$dim,
+                       UnitAttr:$grad_input, UnitAttr:$rhs_transposed);
+  let results = (outs Dist_FloatTensor:$result);
+  let assemblyFormat = [{
+    $quads `axes` $axes `dim` $dim (`grad_input` $grad_input^)?
+    (`rhs_transposed` $rhs_transposed^)? attr-dict `:`
+    functional-type(operands, results)
+  }];
+  let extraClassDeclaration = [{
+    unsigned getNumGemms() { return getQuads().size() / 4; }
+    ::mlir::Value getLhs(unsigned i) { return getQuads()[4 * i]; }
+    ::mlir::Value getLhsScale(unsigned i) { return getQuads()[4 * i + 1]; }
+    ::mlir::Value getWeight(unsigned i) { return getQuads()[4 * i + 2]; }
+    ::mlir::Value getWeightScale(unsigned i) { return getQuads()[4 * i + 3]; }
+  }];
+  let hasVerifier = 1;
+}
+
 def Dist_ShardOffsetOp : Dist_Op<"shard_offset", [Pure,
     DeclareOpInterfaceMethods<Titan_KernelOpInterface, ["getKernelParams"]>]> {
   let summary = "this rank's shard index over mesh axes, times a stride";

@@ -339,13 +339,23 @@ def DistAsyncTensorParallel
     * `dist.wait(dist.reduce_scatter_start(v, axes ["tp"], dim d))` where
       `v` is a GEMM, or a sum (`titan.add`) of GEMMs of one kind, used only
       there, becomes one `dist.linear_reduce_scatter`.
-    Both kernels run the collective as a ring of send/recv, each shard's
+    * Float8 (tensorwise), after `dist-narrow-gathers` made the gather
+      move float8: a gather whose users include `titan.scaled_matmul`s of
+      the `linear` (or `grad_input`) form with the gathered value as their
+      untransposed lhs and one rank-0 lhs scale becomes one
+      `dist.all_gather_scaled_matmul`; where a GEMM's weight or scales are
+      computed after the wait (a weight's cast, which reads nothing
+      gathered) the fused op goes after them, as long as nothing before
+      that point reads the gathered value or an earlier GEMM's result;
+    * a reduce-scatter of such scaled GEMMs, or of their `titan.add` sum,
+      becomes one `dist.scaled_matmul_reduce_scatter`.
+    The kernels run the collective as a ring of send/recv, each shard's
     transfer overlapping the GEMMs of the previous one. Everything else is
     left as it is: gathers over other axes (FSDP's), along the last
-    dimension, or of uneven shards, and GEMMs that are not `titan.linear`
-    or `titan.linear_grad_input` (Float8's `titan.scaled_matmul`, whose
-    amax all-reduces are untouched); a tensor-parallel gather or scatter
-    next to a GEMM that it declines gets a remark saying why.
+    dimension, or of uneven shards, GEMMs that are none of those (rowwise
+    Float8's per-token lhs scales, grad_weight's form) and the amax
+    all-reduces; a tensor-parallel gather or scatter next to a GEMM that
+    it declines gets a remark saying why.
   }];
   let dependentDialects = ["::titan::dist::DistDialect",
                            "::titan::TitanDialect"];
