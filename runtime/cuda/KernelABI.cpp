@@ -223,6 +223,59 @@ void ringGemm(Dtype type, bool gradInput, int64_t rows, int64_t in, int64_t out,
                 accumulate};
   kernelContext().gemms.run(p, lhs, weight, result, workspace, stream);
 }
+/// The all-gather ring on the device (RingSchedule.h) over `outer` shards
+/// of `shardBytes` each, of `type`: every step copies the shard held into
+/// `gathered` at its place and queues `gemms(chunk)` on its rows while the
+/// next shard arrives in `incoming`.
+template <typename ChunkGemms>
+void gatherRing(const Args &c, const Ring &r, int64_t outer, Dtype type,
+                int64_t shardBytes, char *gathered, void *const incoming[2],
+                const char *kernel, ChunkGemms &&gemms) {
+  for (int64_t s = 0; s < r.size; ++s) {
+    ring::AllGatherStep step = ring::allGatherStep(r.index, r.size, s);
+    const void *held =
+        step.held == ring::kOutside ? c.buffers[0] : incoming[step.held];
+    std::unique_ptr<Request> next;
+    if (step.incoming != ring::kOutside)
+      next = communicator().sendRecv(held, incoming[step.incoming], type,
+                                     outer * shardBytes / dtypeBytes(type), 1,
+                                     r.axisMask);
+    checkCuda(cudaMemcpy2DAsync(gathered + step.chunk * shardBytes,
+                                size_t(r.size * shardBytes), held,
+                                size_t(shardBytes), size_t(shardBytes),
+                                size_t(outer), cudaMemcpyDeviceToDevice,
+                                c.stream()),
+              std::string(kernel) + "'s shard copy");
+    gemms(step.chunk);
+    if (next)
+      next->finish();
+  }
+}
+
+/// The reduce-scatter ring on the device over a result of `shard`
+/// elements of `type`: every step queues `term(chunk, partial)`, this
+/// rank's term of shard `chunk`, into a partial sum (the result on the
+/// last step), adds the sums received and sends them on.
+template <typename ChunkTerm>
+void scatterRing(const Args &c, const Ring &r, void *result, Dtype type,
+                 int64_t shard, void *const partials[2], void *received,
+                 ChunkTerm &&term) {
+  std::unique_ptr<Request> pending;
+  for (int64_t s = 0; s < r.size; ++s) {
+    ring::ReduceScatterStep step = ring::reduceScatterStep(r.index, r.size, s);
+    char *partial = static_cast<char *>(
+        step.partial == ring::kOutside ? result : partials[step.partial]);
+    term(step.chunk, partial);
+    if (step.addsReceived) {
+      pending->finish();
+      pending.reset();
+      cuda::add(type, partial, received, partial, shard, c.stream());
+    }
+    if (step.sends)
+      pending = communicator().sendRecv(partial, received, type, shard, 1,
+                                        r.axisMask);
+  }
+}
 /// (input, weight...) -> (gathered, result...)
 void allGatherLinear(const Args &c) {
   Ring r = ring(c, "all_gather_linear");
@@ -236,32 +289,19 @@ void allGatherLinear(const Args &c) {
   char *ws = static_cast<char *>(c.workspace);
   char *gathered = static_cast<char *>(c.buffers[1 + count]);
   void *buffers[2] = {ws + carve.incoming[0], ws + carve.incoming[1]};
-  for (int64_t s = 0; s < r.size; ++s) {
-    ring::AllGatherStep step = ring::allGatherStep(r.index, r.size, s);
-    int64_t chunk = step.chunk;
-    const void *held =
-        step.held == ring::kOutside ? c.buffers[0] : buffers[step.held];
-    std::unique_ptr<Request> next;
-    if (step.incoming != ring::kOutside)
-      next = communicator().sendRecv(held, buffers[step.incoming], c.type(0),
-                                     l.outer * l.rows * in, 1, r.axisMask);
-    checkCuda(cudaMemcpy2DAsync(gathered + chunk * shard,
-                                size_t(r.size * shard), held, size_t(shard),
-                                size_t(shard), size_t(l.outer),
-                                cudaMemcpyDeviceToDevice, c.stream()),
-              "all_gather_linear's shard copy");
-    for (int64_t i = 0; i < count; ++i) {
-      int64_t out = c.shape(int(2 + count + i)).back();
-      char *result = static_cast<char *>(c.buffers[2 + count + i]);
-      for (int64_t o = 0; o < l.outer; ++o)
-        ringGemm(type, r.gradInput, l.rows, in, out,
-                 gathered + (o * r.size + chunk) * shard, c.buffers[1 + i],
-                 result + ((o * r.size + chunk) * l.rows * out) * bytes,
-                 /*accumulate=*/false, c.workspace, c.stream());
-    }
-    if (next)
-      next->finish();
-  }
+  gatherRing(
+      c, r, l.outer, type, shard, gathered, buffers, "all_gather_linear",
+      [&](int64_t chunk) {
+        for (int64_t i = 0; i < count; ++i) {
+          int64_t out = c.shape(int(2 + count + i)).back();
+          char *result = static_cast<char *>(c.buffers[2 + count + i]);
+          for (int64_t o = 0; o < l.outer; ++o)
+            ringGemm(type, r.gradInput, l.rows, in, out,
+                     gathered + (o * r.size + chunk) * shard, c.buffers[1 + i],
+                     result + ((o * r.size + chunk) * l.rows * out) * bytes,
+                     /*accumulate=*/false, c.workspace, c.stream());
+        }
+      });
 }
 /// (lhs, weight, lhs, weight, ...) -> (result)
 void linearReduceScatter(const Args &c) {
@@ -273,35 +313,21 @@ void linearReduceScatter(const Args &c) {
   Dtype type = c.type(0);
   int64_t bytes = c.bytes(0);
   LinearReduceScatterCarve carve = carveLinearReduceScatter(l, out, bytes);
-  int64_t shard = carve.shardElements;
   char *ws = static_cast<char *>(c.workspace);
   void *partials[2] = {ws + carve.partials[0], ws + carve.partials[1]};
-  void *received = ws + carve.received;
-  std::unique_ptr<Request> pending;
-  for (int64_t s = 0; s < r.size; ++s) {
-    ring::ReduceScatterStep step = ring::reduceScatterStep(r.index, r.size, s);
-    int64_t chunk = step.chunk;
-    char *partial = static_cast<char *>(step.partial == ring::kOutside
-                                            ? c.buffers[2 * count]
-                                            : partials[step.partial]);
-    for (int64_t i = 0; i < count; ++i) {
-      int64_t in = c.shape(int(2 * i)).back();
-      const char *lhs = static_cast<const char *>(c.buffers[2 * i]);
-      for (int64_t o = 0; o < l.outer; ++o)
-        ringGemm(type, r.gradInput, l.rows, in, out,
-                 lhs + ((o * r.size + chunk) * l.rows * in) * bytes,
-                 c.buffers[2 * i + 1], partial + o * l.rows * out * bytes,
-                 /*accumulate=*/i > 0, c.workspace, c.stream());
-    }
-    if (step.addsReceived) {
-      pending->finish();
-      pending.reset();
-      cuda::add(type, partial, received, partial, shard, c.stream());
-    }
-    if (step.sends)
-      pending = communicator().sendRecv(partial, received, c.type(0), shard, 1,
-                                        r.axisMask);
-  }
+  scatterRing(c, r, c.buffers[2 * count], type, carve.shardElements, partials,
+              ws + carve.received, [&](int64_t chunk, char *partial) {
+                for (int64_t i = 0; i < count; ++i) {
+                  int64_t in = c.shape(int(2 * i)).back();
+                  const char *lhs = static_cast<const char *>(c.buffers[2 * i]);
+                  for (int64_t o = 0; o < l.outer; ++o)
+                    ringGemm(type, r.gradInput, l.rows, in, out,
+                             lhs + ((o * r.size + chunk) * l.rows * in) * bytes,
+                             c.buffers[2 * i + 1],
+                             partial + o * l.rows * out * bytes,
+                             /*accumulate=*/i > 0, c.workspace, c.stream());
+                }
+              });
 }
 /// floats: {value}
 void fill(const Args &c) {
@@ -547,34 +573,21 @@ void allGatherScaledMatmul(const Args &c) {
   char *ws = static_cast<char *>(c.workspace);
   char *gathered = static_cast<char *>(c.buffers[gatheredIndex]);
   void *buffers[2] = {ws + carve.shard[0], ws + carve.shard[1]};
-  for (int64_t s = 0; s < r.size; ++s) {
-    ring::AllGatherStep step = ring::allGatherStep(r.index, r.size, s);
-    int64_t chunk = step.chunk;
-    const void *held =
-        step.held == ring::kOutside ? c.buffers[0] : buffers[step.held];
-    std::unique_ptr<Request> next;
-    if (step.incoming != ring::kOutside)
-      next = communicator().sendRecv(held, buffers[step.incoming], c.type(0),
-                                     l.outer * shard, 1, r.axisMask);
-    checkCuda(cudaMemcpy2DAsync(gathered + chunk * shard,
-                                size_t(r.size * shard), held, size_t(shard),
-                                size_t(shard), size_t(l.outer),
-                                cudaMemcpyDeviceToDevice, c.stream()),
-              "all_gather_scaled_matmul's shard copy");
-    for (int64_t i = 0; i < count; ++i) {
-      int result = int(gatheredIndex + 1 + i);
-      int64_t out = c.shape(result).back();
-      char *to = static_cast<char *>(c.buffers[result]);
-      for (int64_t o = 0; o < l.outer; ++o)
-        ringScaledGemm(
-            c, r, gathered + (o * r.size + chunk) * shard, c.type(0),
-            c.buf<float>(1), l.rows, in, int(2 + 2 * i), rhsT, c.type(result),
-            to + (o * r.size + chunk) * l.rows * out * c.bytes(result), out,
-            /*accumulate=*/false);
-    }
-    if (next)
-      next->finish();
-  }
+  gatherRing(c, r, l.outer, c.type(0), shard, gathered, buffers,
+             "all_gather_scaled_matmul", [&](int64_t chunk) {
+               for (int64_t i = 0; i < count; ++i) {
+                 int result = int(gatheredIndex + 1 + i);
+                 int64_t out = c.shape(result).back();
+                 char *to = static_cast<char *>(c.buffers[result]);
+                 for (int64_t o = 0; o < l.outer; ++o)
+                   ringScaledGemm(c, r, gathered + (o * r.size + chunk) * shard,
+                                  c.type(0), c.buf<float>(1), l.rows, in,
+                                  int(2 + 2 * i), rhsT, c.type(result),
+                                  to + (o * r.size + chunk) * l.rows * out *
+                                           c.bytes(result),
+                                  out, /*accumulate=*/false);
+               }
+             });
 }
 /// ((lhs, lhs scale, weight, weight scale)...) -> (result); ints {count,
 /// dim, grad_input, axis_mask, storage, lhs_format, rhs_format,
@@ -597,34 +610,22 @@ void scaledMatmulReduceScatter(const Args &c) {
       shard * bytes);
   char *ws = static_cast<char *>(c.workspace);
   void *partials[2] = {ws + carve.shard[0], ws + carve.shard[1]};
-  void *received = ws + carve.shard[2];
-  std::unique_ptr<Request> pending;
-  for (int64_t s = 0; s < r.size; ++s) {
-    ring::ReduceScatterStep step = ring::reduceScatterStep(r.index, r.size, s);
-    int64_t chunk = step.chunk;
-    char *partial = static_cast<char *>(step.partial == ring::kOutside
-                                            ? c.buffers[resultIndex]
-                                            : partials[step.partial]);
-    for (int64_t i = 0; i < count; ++i) {
-      int64_t in = c.shape(int(4 * i)).back();
-      const uint8_t *lhs = c.buf<uint8_t>(int(4 * i));
-      for (int64_t o = 0; o < l.outer; ++o)
-        ringScaledGemm(c, r, lhs + (o * r.size + chunk) * l.rows * in,
-                       c.type(int(4 * i)), c.buf<float>(int(4 * i + 1)), l.rows,
-                       in, int(4 * i + 2), rhsT, type,
-                       partial + o * l.rows * out * bytes, out,
-                       /*accumulate=*/i > 0);
-    }
-    if (step.addsReceived) {
-      pending->finish();
-      pending.reset();
-      cuda::add(type, partial, received, partial, shard, c.stream());
-    }
-    if (step.sends)
-      pending = communicator().sendRecv(partial, received, type, shard, 1,
-                                        r.axisMask);
-  }
+  scatterRing(c, r, c.buffers[resultIndex], type, shard, partials,
+              ws + carve.shard[2], [&](int64_t chunk, char *partial) {
+                for (int64_t i = 0; i < count; ++i) {
+                  int64_t in = c.shape(int(4 * i)).back();
+                  const uint8_t *lhs = c.buf<uint8_t>(int(4 * i));
+                  for (int64_t o = 0; o < l.outer; ++o)
+                    ringScaledGemm(
+                        c, r, lhs + (o * r.size + chunk) * l.rows * in,
+                        c.type(int(4 * i)), c.buf<float>(int(4 * i + 1)),
+                        l.rows, in, int(4 * i + 2), rhsT, type,
+                        partial + o * l.rows * out * bytes, out,
+                        /*accumulate=*/i > 0);
+                }
+              });
 }
+
 [[noreturn]] void noF64(const char *kernel) {
   kernelFatal(std::string("CUDA target: ") + kernel +
               " on f64 buffers: f64 kernels exist only on the CPU target (the "

@@ -798,21 +798,32 @@ FailureOr<int64_t> verifyRing(Operation *op, ArrayAttr axes, int64_t dim,
                              << rank << ")";
   return group;
 }
-} // namespace
 
-LogicalResult AllGatherLinearOp::verify() {
-  auto in = cast<RankedTensorType>(getInput().getType());
-  FailureOr<int64_t> group =
-      verifyRing(*this, getAxes(), getDim(), in.getRank());
+/// A collective matmul's gather: `gathered` is `input` gathered over the
+/// ring (verifyRing) along `dim`; its type, or failure with an error.
+FailureOr<RankedTensorType> verifyRingGather(Operation *op, Value input,
+                                             Value gathered, ArrayAttr axes,
+                                             int64_t dim) {
+  auto in = cast<RankedTensorType>(input.getType());
+  FailureOr<int64_t> group = verifyRing(op, axes, dim, in.getRank());
   if (failed(group))
     return failure();
   SmallVector<int64_t> shape(in.getShape());
-  shape[getDim()] *= *group;
-  auto gathered = RankedTensorType::get(shape, in.getElementType());
-  if (getGathered().getType() != gathered)
-    return emitOpError() << "gathers " << in << " over " << *group
-                         << " ranks into " << gathered << ", not "
-                         << getGathered().getType();
+  shape[dim] *= *group;
+  auto expected = RankedTensorType::get(shape, in.getElementType());
+  if (gathered.getType() != expected)
+    return op->emitOpError()
+           << "gathers " << in << " over " << *group << " ranks into "
+           << expected << ", not " << gathered.getType();
+  return expected;
+}
+} // namespace
+
+LogicalResult AllGatherLinearOp::verify() {
+  FailureOr<RankedTensorType> gathered =
+      verifyRingGather(*this, getInput(), getGathered(), getAxes(), getDim());
+  if (failed(gathered))
+    return failure();
   // The kernels' limit (KernelCatalog.def).
   if (getWeights().empty() || getWeights().size() > 16 ||
       getWeights().size() != getOutputs().size())
@@ -820,7 +831,7 @@ LogicalResult AllGatherLinearOp::verify() {
   for (auto [weight, output] : llvm::zip(getWeights(), getOutputs())) {
     std::string reason;
     RankedTensorType expected =
-        gemmType(gathered, cast<RankedTensorType>(weight.getType()),
+        gemmType(*gathered, cast<RankedTensorType>(weight.getType()),
                  getGradInput(), reason);
     if (!expected)
       return emitOpError() << reason;
@@ -928,18 +939,10 @@ RankedTensorType tensorOf(Value v) {
 } // namespace
 
 LogicalResult AllGatherScaledMatmulOp::verify() {
-  RankedTensorType in = tensorOf(getInput());
-  FailureOr<int64_t> group =
-      verifyRing(*this, getAxes(), getDim(), in.getRank());
-  if (failed(group))
+  FailureOr<RankedTensorType> gathered =
+      verifyRingGather(*this, getInput(), getGathered(), getAxes(), getDim());
+  if (failed(gathered))
     return failure();
-  SmallVector<int64_t> shape(in.getShape());
-  shape[getDim()] *= *group;
-  auto gathered = RankedTensorType::get(shape, in.getElementType());
-  if (getGathered().getType() != gathered)
-    return emitOpError() << "gathers " << in << " over " << *group
-                         << " ranks into " << gathered << ", not "
-                         << getGathered().getType();
   // The kernels' limit (KernelCatalog.def).
   if (getRhs().empty() || getRhs().size() % 2 != 0 || getNumGemms() > 16 ||
       getNumGemms() != getOutputs().size())
@@ -949,7 +952,7 @@ LogicalResult AllGatherScaledMatmulOp::verify() {
   for (unsigned i = 0; i < getNumGemms(); ++i) {
     std::string reason;
     FailureOr<SmallVector<int64_t>> gemm = scaledGemmShape(
-        gathered, tensorOf(getWeight(i)), tensorOf(getWeightScale(i)),
+        *gathered, tensorOf(getWeight(i)), tensorOf(getWeightScale(i)),
         getGradInput(), getRhsTransposed(), reason);
     if (failed(gemm))
       return emitOpError() << "GEMM " << i << ": " << reason;

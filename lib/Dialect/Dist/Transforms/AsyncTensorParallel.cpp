@@ -305,31 +305,18 @@ struct DistAsyncTensorParallelPass
     start.erase();
   }
 
-  /// The scaled GEMMs whose sum `v` is (titan.add trees used once), in
-  /// order.
-  static bool collectScaledSum(Value v, SmallVectorImpl<ScaledMatmulOp> &gemms,
-                               SmallVectorImpl<Operation *> &adds) {
-    Operation *def = v.getDefiningOp();
-    if (!def || !v.hasOneUse())
-      return false;
-    if (auto add = dyn_cast<AddOp>(def)) {
-      adds.push_back(add);
-      return collectScaledSum(add.getLhs(), gemms, adds) &&
-             collectScaledSum(add.getRhs(), gemms, adds);
-    }
-    ScaledMatmulOp gemm = asRingScaledGemm(def);
-    if (!gemm || (!gemms.empty() && !sameRingKind(gemm, gemms.front())))
-      return false;
-    gemms.push_back(gemm);
-    return true;
-  }
-
   /// reduce_scatter(sum of scaled GEMMs) as one collective matmul; false
   /// when the sum is not of scaled GEMMs (the caller's remark).
   static bool fuseScaledScatter(ReduceScatterStartOp start, WaitOp wait) {
     SmallVector<ScaledMatmulOp> gemms;
     SmallVector<Operation *> adds;
-    if (!collectScaledSum(start.getInput(), gemms, adds))
+    auto scaled = [&](Operation *op) -> std::optional<ScaledMatmulOp> {
+      ScaledMatmulOp gemm = asRingScaledGemm(op);
+      if (!gemm || (!gemms.empty() && !sameRingKind(gemm, gemms.front())))
+        return std::nullopt;
+      return gemm;
+    };
+    if (!collectSum(start.getInput(), gemms, adds, scaled))
       return false;
     if (gemms.size() > kMaxGemms) {
       start.emitRemark() << "async TP: not fused with the scaled GEMMs "
@@ -357,21 +344,24 @@ struct DistAsyncTensorParallelPass
     return true;
   }
 
-  /// The GEMMs whose sum `v` is (titan.add trees used once), in order.
-  static bool collectSum(Value v, SmallVectorImpl<Gemm> &gemms,
-                         SmallVectorImpl<Operation *> &adds) {
+  /// The GEMMs whose sum `v` is (titan.add trees used once), in order:
+  /// each leaf's `asLeaf(op)`, which is null (or nullopt) where `op` is not
+  /// a GEMM the sum may take.
+  template <typename Leaf, typename AsLeaf>
+  static bool collectSum(Value v, SmallVectorImpl<Leaf> &gemms,
+                         SmallVectorImpl<Operation *> &adds, AsLeaf &&asLeaf) {
     Operation *def = v.getDefiningOp();
     if (!def || !v.hasOneUse())
       return false;
     if (auto add = dyn_cast<AddOp>(def)) {
       adds.push_back(add);
-      return collectSum(add.getLhs(), gemms, adds) &&
-             collectSum(add.getRhs(), gemms, adds);
+      return collectSum(add.getLhs(), gemms, adds, asLeaf) &&
+             collectSum(add.getRhs(), gemms, adds, asLeaf);
     }
-    std::optional<Gemm> gemm = asGemm(def);
-    if (!gemm)
+    auto leaf = asLeaf(def);
+    if (!leaf)
       return false;
-    gemms.push_back(*gemm);
+    gemms.push_back(*leaf);
     return true;
   }
 
@@ -395,7 +385,7 @@ struct DistAsyncTensorParallelPass
       return;
     SmallVector<Gemm> gemms;
     SmallVector<Operation *> adds;
-    if (!collectSum(start.getInput(), gemms, adds))
+    if (!collectSum(start.getInput(), gemms, adds, asGemm))
       return remark(
           "its input is not titan.linear, titan.linear_grad_input "
           "or tensorwise titan.scaled_matmul GEMMs of one kind (summed by "
