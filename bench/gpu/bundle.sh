@@ -21,7 +21,8 @@ out=$(mktemp -d)/bundle # staged, then packed into $carry/bundle.tar.gz
 compile="$build/bin/titan-compile"
 py=/usr/bin/python3 # Debian's python3-torch, for the reference data
 inputs=test/Integration/Inputs
-tests=("$build/unittests/TitanCudaKernelTest" "$build/unittests/TitanNCCLCommunicatorTest" "$build/bench/TitanCudaKernelBench"
+tests=("$build/unittests/TitanCudaKernelTest" "$build/unittests/TitanCudaCollectiveMatmulTest"
+       "$build/unittests/TitanNCCLCommunicatorTest" "$build/bench/TitanCudaKernelBench"
        "$build/bench/titan-comm-bench")
 for t in "${tests[@]}" "$compile"; do
   [ -x "$t" ] || { echo "bundle: $t is missing; build with CUDA first (bash scripts/build.sh)" >&2; exit 1; }

@@ -32,8 +32,8 @@
 # rows with 20 s left for what runs between checks (the dry run's limits
 # are summed and checked by check-bundle.sh, ctest gpu-bundle). The rest
 # runs in further calls, each a fresh scratch folder, with TITAN_GPU_ONLY:
-#   TITAN_GPU_ONLY='^(train-bf16|nccl-bench|overlap-|graphs-|train-f8|parity-f8|kernels-)'
-#     (c) and (d), 330 s of limits (train-bf16 again: the comparisons read
+#   TITAN_GPU_ONLY='^(train-bf16|cuda-collective|nccl-bench|overlap-|graphs-|train-f8|parity-f8|kernels-)'
+#     (c) and (d), 350 s of limits (train-bf16 again: the comparisons read
 #     its metrics);
 #   TITAN_GPU_ONLY='^(memcheck|racecheck|initcheck)-'   (e), 195 s.
 # CUDA executables run with TITAN_CUDNN_FALLBACK_FATAL=1 (below).
@@ -310,8 +310,12 @@ check step-torch-compile 115 step_torch compile
 check step-titan-2 35 step_titan 2
 check step-titan-fp8 40 step_titan fp8 step-8b-fp8 "titan --target=cuda float8"
 
-# (c) The rest of the numerics, 130 s: NCCL's init and 13 sizes of four
-# collectives on one rank; parity runs and comparisons as in (a).
+# (c) The rest of the numerics, 150 s: async TP's collective matmuls
+# through the kernel ABI on a ring of one (linear and Float8, against the
+# host's GEMMs: the CUDA context and cuBLASLt's plans, 20 s); NCCL's init
+# and 13 sizes of four collectives on one rank; parity runs and
+# comparisons as in (a).
+check cuda-collective-matmuls 20 bundled TitanCudaCollectiveMatmulTest
 check nccl-bench 30 nccl_bench
 check train-bf16-no-overlap 20 no_overlap train
 check overlap-vs-no-overlap 5 no_overlap compare
