@@ -92,12 +92,12 @@ driver::configWarnings(const TrainConfig &c,
          "without tensor parallelism (tensor_parallel_degree = 1)");
   else if (c.parallelism.enableAsyncTensorParallel && float8 &&
            !c.float8.recipeName.empty() && c.float8.recipeName != "tensorwise")
-    warn("parallelism.enable_async_tensor_parallel: Float8's " +
+    warn("parallelism.enable_async_tensor_parallel: with Float8's " +
          c.float8.recipeName +
-         " scaled GEMMs are not fused with the tensor-parallel collectives "
-         "(only tensorwise ones are: a shard's rows then share the tensor's "
-         "scale); they run before and after them (the numerics are the "
-         "same)");
+         " recipe only the tensor-parallel reduce-scatters are fused with "
+         "their scaled GEMMs; the gathers move high precision (each row's "
+         "scale comes from the gathered tensor, and the backward reads it) "
+         "and run before their GEMMs (the numerics are the same)");
   if (c.training.enableCpuOffload && target.getFeatures().hostMemory)
     warn("training.enable_cpu_offload has nothing to do on the " +
          target.getName().upper() +

@@ -522,21 +522,28 @@ void scaledMatmul(const Args &c) {
                      c.stream(), /*accumulate=*/c.ints[5] != 0);
 }
 
-/// One row block's scaled GEMM of Float8's collective matmuls: `rows`
-/// float8 lhs rows of `in` codes at `lhs` (one scale for all) times the
-/// weight of buffer `weight` (its scale the buffer after it), into the
-/// `rows` x `cols` `out` of `type`, the scratch carved at the workspace's
-/// start (carveScaledRing).
-void ringScaledGemm(const Args &c, const Ring &r, const void *lhs,
-                    Dtype lhsType, const float *lhsScale, int64_t rows,
+/// A row block of a Float8 ring's lhs: `rows` float8 rows of `in` codes
+/// and their scales (one for all, or `perRow`: one each, from `scale`).
+struct RingLhs {
+  const void *codes;
+  Dtype type;
+  const float *scale;
+  bool perRow;
+};
+
+/// One row block's scaled GEMM of Float8's collective matmuls: `lhs`'s
+/// `rows` x `in` block times the weight of buffer `weight` (its scale the
+/// buffer after it), into the `rows` x `cols` `out` of `type`, the scratch
+/// carved at the workspace's start (carveScaledRing).
+void ringScaledGemm(const Args &c, const Ring &r, RingLhs lhs, int64_t rows,
                     int64_t in, int weight, bool rhsTransposed, Dtype type,
                     void *out, int64_t cols, bool accumulate) {
-  cuda::ScaledOperand l{static_cast<const uint8_t *>(lhs),
-                        lhsType,
+  cuda::ScaledOperand l{static_cast<const uint8_t *>(lhs.codes),
+                        lhs.type,
                         rows,
                         in,
-                        lhsScale,
-                        /*perElement=*/false,
+                        lhs.scale,
+                        lhs.perRow,
                         /*transposed=*/false};
   cuda::scaledMatmul(kernelContext().gemms, r.gradInput ? 1 : 0, l,
                      scaledOperand(c, weight, rhsTransposed), type, out, rows,
@@ -580,9 +587,11 @@ void allGatherScaledMatmul(const Args &c) {
                  int64_t out = c.shape(result).back();
                  char *to = static_cast<char *>(c.buffers[result]);
                  for (int64_t o = 0; o < l.outer; ++o)
-                   ringScaledGemm(c, r, gathered + (o * r.size + chunk) * shard,
-                                  c.type(0), c.buf<float>(1), l.rows, in,
-                                  int(2 + 2 * i), rhsT, c.type(result),
+                   ringScaledGemm(c, r,
+                                  {gathered + (o * r.size + chunk) * shard,
+                                   c.type(0), c.buf<float>(1), false},
+                                  l.rows, in, int(2 + 2 * i), rhsT,
+                                  c.type(result),
                                   to + (o * r.size + chunk) * l.rows * out *
                                            c.bytes(result),
                                   out, /*accumulate=*/false);
@@ -615,13 +624,18 @@ void scaledMatmulReduceScatter(const Args &c) {
                 for (int64_t i = 0; i < count; ++i) {
                   int64_t in = c.shape(int(4 * i)).back();
                   const uint8_t *lhs = c.buf<uint8_t>(int(4 * i));
-                  for (int64_t o = 0; o < l.outer; ++o)
-                    ringScaledGemm(
-                        c, r, lhs + (o * r.size + chunk) * l.rows * in,
-                        c.type(int(4 * i)), c.buf<float>(int(4 * i + 1)),
-                        l.rows, in, int(4 * i + 2), rhsT, type,
-                        partial + o * l.rows * out * bytes, out,
-                        /*accumulate=*/i > 0);
+                  const float *scale = c.buf<float>(int(4 * i + 1));
+                  // Rowwise: a row block takes its rows' scales.
+                  bool perRow = c.shape(int(4 * i + 1)).numel() > 1;
+                  for (int64_t o = 0; o < l.outer; ++o) {
+                    int64_t first = (o * r.size + chunk) * l.rows;
+                    ringScaledGemm(c, r,
+                                   {lhs + first * in, c.type(int(4 * i)),
+                                    perRow ? scale + first : scale, perRow},
+                                   l.rows, in, int(4 * i + 2), rhsT, type,
+                                   partial + o * l.rows * out * bytes, out,
+                                   /*accumulate=*/i > 0);
+                  }
                 }
               });
 }

@@ -229,19 +229,19 @@ public:
       w += wr * wc;
     }
   }
-  /// GEMM `i` of `rows` lhs rows (float8 codes) with `lhsScale`, into
-  /// `to` (rows x outs[i]), added to its old values when `accumulate`.
-  void run(int64_t i, const uint8_t *lhs, const float *lhsScale, int64_t rows,
-           float *to, bool accumulate) {
+  /// GEMM `i` of `rows` lhs rows (float8 codes) with their scales
+  /// (`lhsPerRow`: one per row, else one for all), into `to` (rows x
+  /// outs[i]), added to its old values when `accumulate`.
+  void run(int64_t i, const uint8_t *lhs, const float *lhsScale, bool lhsPerRow,
+           int64_t rows, float *to, bool accumulate) {
     int64_t in = ins[i], out = outs[i];
     decodeFloat8(lhs, rows, in, /*transposed=*/false, ring.lhsFormat, lhsBlock);
     if (ring.gradInput)
       linearGradInput(lhsBlock, weights[i], product, rows, out, in, false);
     else
       linear(lhsBlock, weights[i], product, rows, in, out, false);
-    applyInverseScales(product, lhsScale, /*perRow=*/false,
-                       ring.weightScales[i], ring.scalePerColumn[i], rows, out,
-                       accumulate, to);
+    applyInverseScales(product, lhsScale, lhsPerRow, ring.weightScales[i],
+                       ring.scalePerColumn[i], rows, out, accumulate, to);
   }
   float *scratch() { return product; }
 
@@ -273,7 +273,7 @@ void allGatherScaledMatmul(const uint8_t *input, const float *inputScale,
                   for (int64_t i = 0; i < ring.count; ++i)
                     for (int64_t o = 0; o < outer; ++o) {
                       blocks.run(i, gathered + (o * n + c) * shard, inputScale,
-                                 rows,
+                                 /*lhsPerRow=*/false, rows,
                                  results[i] + (o * n + c) * rows * outs[i],
                                  /*accumulate=*/false);
                       next.poll();
@@ -283,10 +283,10 @@ void allGatherScaledMatmul(const uint8_t *input, const float *inputScale,
 
 void scaledMatmulReduceScatter(const uint8_t *const *lhs,
                                const float *const *lhsScales,
-                               const int64_t *ins, const ScaledRing &ring,
-                               float *result, int64_t outer, int64_t rows,
-                               int64_t out, RingPlace place, void *workspace,
-                               int storage) {
+                               const bool *lhsPerRow, const int64_t *ins,
+                               const ScaledRing &ring, float *result,
+                               int64_t outer, int64_t rows, int64_t out,
+                               RingPlace place, void *workspace, int storage) {
   int64_t n = place.size, shard = outer * rows * out;
   int64_t outs[ring::kMaxGemms], weightElements = 0, widest = 0;
   for (int64_t i = 0; i < ring.count; ++i) {
@@ -307,7 +307,12 @@ void scaledMatmulReduceScatter(const uint8_t *const *lhs,
             // (scaled in place).
             addTerm(i, partial + o * rows * out, blocks.scratch(), rows * out,
                     storage, [&](float *to, bool accumulate) {
-                      blocks.run(i, a, lhsScales[i], rows, to, accumulate);
+                      // A row block's own scales (rowwise).
+                      const float *scale =
+                          lhsPerRow[i] ? lhsScales[i] + (o * n + c) * rows
+                                       : lhsScales[i];
+                      blocks.run(i, a, scale, lhsPerRow[i], rows, to,
+                                 accumulate);
                     });
             pending.poll();
           }

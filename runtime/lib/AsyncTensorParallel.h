@@ -96,14 +96,15 @@ void allGatherScaledMatmul(const uint8_t *input, const float *inputScale,
 
 /// result = reduce_scatter(sum_i scaled GEMM(lhs[i], lhsScales[i],
 /// weights[i], scales[i])): lhs[i] is [outer][size rows][ins[i]], result
-/// [outer][rows][out]; `storage` as linearReduceScatter's. `workspace`:
+/// [outer][rows][out]; lhsScales[i] one scale, or (`lhsPerRow[i]`) one per
+/// lhs row; `storage` as linearReduceScatter's. `workspace`:
 /// titan::cpu::scaledRingWorkspace with three f32 shards of the result.
 void scaledMatmulReduceScatter(const uint8_t *const *lhs,
                                const float *const *lhsScales,
-                               const int64_t *ins, const ScaledRing &ring,
-                               float *result, int64_t outer, int64_t rows,
-                               int64_t out, RingPlace place, void *workspace,
-                               int storage);
+                               const bool *lhsPerRow, const int64_t *ins,
+                               const ScaledRing &ring, float *result,
+                               int64_t outer, int64_t rows, int64_t out,
+                               RingPlace place, void *workspace, int storage);
 
 } // namespace titanrt::kernels
 

@@ -336,15 +336,17 @@ template <typename T> void scaledMatmulReduceScatter(const Call &c) {
     ScaledRingCall scaled(c, r, 2, 4, 5);
     const uint8_t *lhs[ring::kMaxGemms];
     const float *lhsScales[ring::kMaxGemms];
+    bool lhsPerRow[ring::kMaxGemms];
     int64_t ins[ring::kMaxGemms];
     for (int64_t i = 0; i < r.count; ++i) {
       lhs[i] = c.buf<uint8_t>(int(4 * i));
       lhsScales[i] = c.buf<float>(int(4 * i + 1));
+      lhsPerRow[i] = c.shape(int(4 * i + 1)).numel() > 1;
       ins[i] = c.shape(int(4 * i)).back();
     }
     Shape result = c.shape(int(4 * r.count));
     RingLayout l = ringLayout(result, r.dim);
-    k::scaledMatmulReduceScatter(lhs, lhsScales, ins, scaled.ring,
+    k::scaledMatmulReduceScatter(lhs, lhsScales, lhsPerRow, ins, scaled.ring,
                                  c.buf<float>(int(4 * r.count)), l.outer,
                                  l.rows, result.back(), ringPlace(r),
                                  c.workspace, int(c.ints[4]));

@@ -245,6 +245,47 @@ TEST(CollectiveMatmul, ScaledMatmulReduceScatterSumsTheScaledGemms) {
              "sum");
 }
 
+// scaled_matmul_reduce_scatter, rowwise: the row-parallel forward (e4m3,
+// linear form) with one lhs scale per row; each row block takes its rows'.
+TEST(CollectiveMatmul, ScaledMatmulReduceScatterTakesEachRowsScale) {
+  const int64_t outer = 2, rows = 32, in = 48, out = 64;
+  Float8Tensor x(size_t(outer * rows * in), 50, Dtype::f8E4M3FN, 300),
+      w(size_t(out * in), 51, Dtype::f8E4M3FN, 200);
+  std::vector<float> rowScales, colScales = random(size_t(out), 53, 1, 8);
+  for (float v : random(size_t(outer * rows), 52, 0, 4))
+    rowScales.push_back(std::exp2(std::floor(v)));
+  DeviceBytes dx(x.codes), dw(w.codes);
+  DeviceArray<float> dls(rowScales), dws(colScales);
+  DeviceBuffer result(size_t(outer * rows * out), Dtype::f32);
+  AbiCall call;
+  call.add(dx.ptr, {outer, rows, in}, TITAN_RT_F8E4M3FN, false);
+  call.add(dls.ptr, {outer, rows, 1}, TITAN_RT_F32, false);
+  call.add(dw.ptr, {out, in}, TITAN_RT_F8E4M3FN, false);
+  call.add(dws.ptr, {out, 1}, TITAN_RT_F32, false);
+  call.add(result.ptr, {outer, rows, out}, TITAN_RT_F32, true);
+  const int64_t ints[] = {1, 1, 0, 16, 0, 0, 0, 0};
+  DeviceBytes ws(titan::cuda::collectiveMatmulWorkspaceBytes(
+      3, outer * rows * out * 4,
+      titan::cuda::scaledRingGemmBytes(false, rows, in, out * in, out, false)));
+  titan_rt_scaled_matmul_reduce_scatter_f32(call.buffers.data(),
+                                            call.shapes.data(), ints, nullptr,
+                                            ws.ptr, call.types.data());
+  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  std::vector<float> expected, size;
+  hostGemm(
+      x.values, outer * rows, in, out,
+      [&](int64_t t, int64_t j) { return w.values[j * in + t]; },
+      [&](int64_t j) { return 1.0f / colScales[j]; }, expected, size);
+  // The row scales: exact powers of two.
+  for (int64_t r = 0; r < outer * rows; ++r)
+    for (int64_t j = 0; j < out; ++j) {
+      expected[r * out + j] /= rowScales[r];
+      size[r * out + j] /= rowScales[r];
+    }
+  expectGemm(result.read(), expected, size, in,
+             std::vector<float>(expected.size(), 0.0f), "rowwise");
+}
+
 // all_gather_linear and linear_reduce_scatter (bf16), the collective
 // matmuls of the bf16 step, on the same ring of one.
 TEST(CollectiveMatmul, LinearRingsAreTheGemms) {

@@ -292,11 +292,11 @@ std::vector<uint8_t> drawFloat8(int64_t n, uint64_t seed, Dtype format,
 
 /// The unfused titan.scaled_matmul (linear, or grad_input with the weight
 /// K-major when `transposed`) of `rows` lhs rows, into f32.
-std::vector<float> scaledGemm(const uint8_t *lhs, Dtype lhsFormat, float ls,
-                              const uint8_t *w, Dtype wFormat,
-                              const std::vector<float> &ws, bool gradInput,
-                              bool transposed, int64_t rows, int64_t in,
-                              int64_t out) {
+std::vector<float> scaledGemm(const uint8_t *lhs, Dtype lhsFormat,
+                              const std::vector<float> &ls, const uint8_t *w,
+                              Dtype wFormat, const std::vector<float> &ws,
+                              bool gradInput, bool transposed, int64_t rows,
+                              int64_t in, int64_t out) {
   std::vector<float> a(size_t(rows * in)), b(size_t(in * out)),
       product(size_t(rows * out)), result(size_t(rows * out));
   k::decodeFloat8(lhs, rows, in, false, lhsFormat, a.data());
@@ -306,8 +306,8 @@ std::vector<float> scaledGemm(const uint8_t *lhs, Dtype lhsFormat, float ls,
     k::linearGradInput(a.data(), b.data(), product.data(), rows, out, in);
   else
     k::linear(a.data(), b.data(), product.data(), rows, in, out);
-  k::applyInverseScales(product.data(), &ls, false, ws.data(), ws.size() > 1,
-                        rows, out, false, result.data());
+  k::applyInverseScales(product.data(), ls.data(), ls.size() > 1, ws.data(),
+                        ws.size() > 1, rows, out, false, result.data());
   return result;
 }
 
@@ -339,9 +339,10 @@ void checkScaledGather(bool gradInput, bool transposed, int64_t outer,
     for (float &sc : scales.back())
       sc = 1.0f + std::fabs(sc);
     results.emplace_back(size_t(outer * n * rows * outs[i]), NAN);
-    expected.push_back(scaledGemm(
-        whole.data(), lhsFormat, inputScale, weights[i].data(), Dtype::f8E4M3FN,
-        scales[i], gradInput, transposed, outer * n * rows, in, outs[i]));
+    expected.push_back(scaledGemm(whole.data(), lhsFormat, {inputScale},
+                                  weights[i].data(), Dtype::f8E4M3FN, scales[i],
+                                  gradInput, transposed, outer * n * rows, in,
+                                  outs[i]));
     perColumn.push_back(scales[i].size() > 1);
   }
   for (size_t i = 0; i < outs.size(); ++i) {
@@ -386,12 +387,14 @@ TEST(AsyncTensorParallel, Float8GatherSideIsBitwiseTheScaledGemm) {
   checkScaledGather(false, false, 1, 40, 16, {24});
 }
 
-void checkScaledScatter(bool gradInput, bool transposed, int storage) {
+void checkScaledScatter(bool gradInput, bool transposed, int storage,
+                        bool rowwise = false) {
   RingPlace p = place();
   int64_t n = p.size, outer = 2, rows = 32, out = 48;
   std::vector<int64_t> ins = {32, 16};
   SCOPED_TRACE("tp " + std::to_string(n) + (gradInput ? " grad_input" : "") +
-               " storage " + std::to_string(storage));
+               " storage " + std::to_string(storage) +
+               (rowwise ? " rowwise" : ""));
   Dtype lhsFormat = gradInput ? Dtype::f8E5M2 : Dtype::f8E4M3FN;
   auto store = [&](std::vector<float> v) {
     if (storage == 1)
@@ -402,14 +405,23 @@ void checkScaledScatter(bool gradInput, bool transposed, int storage) {
   // Each rank's terms differ (its own seeds), as the partial sums do.
   std::vector<std::vector<uint8_t>> lhs, weights;
   std::vector<std::vector<float>> wScales;
-  std::vector<float> lScales;
+  // One lhs scale, or (rowwise) one per row: powers of two, as the
+  // rowwise recipes round them.
+  std::vector<std::vector<float>> lScales;
   std::vector<float> partial(size_t(outer * n * rows * out));
   for (size_t i = 0; i < ins.size(); ++i) {
     lhs.push_back(drawFloat8(outer * n * rows * ins[i], 1000 * p.index + i,
                              lhsFormat, 30.0f));
     weights.push_back(
         drawFloat8(out * ins[i], 500 * p.index + i, Dtype::f8E4M3FN, 50.0f));
-    lScales.push_back(float(8 + i));
+    if (rowwise) {
+      std::vector<float> perRow = draw(outer * n * rows, 700 * p.index + i);
+      for (float &x : perRow)
+        x = std::exp2(std::floor(2 * x) + 3);
+      lScales.push_back(perRow);
+    } else {
+      lScales.push_back({float(8 + i)});
+    }
     wScales.push_back(i ? std::vector<float>(size_t(out), 2.5f)
                         : std::vector<float>{4.0f});
     // Sync TP: the scaled GEMMs over all rows, summed, rounded to the
@@ -445,12 +457,12 @@ void checkScaledScatter(bool gradInput, bool transposed, int storage) {
   }
   std::vector<const uint8_t *> lp, wp;
   std::vector<const float *> lsp, wsp;
-  char perColumn[2] = {0, 1};
+  char perColumn[2] = {0, 1}, lhsPerRow[2] = {rowwise, rowwise};
   int64_t weightElements = 0;
   for (size_t i = 0; i < ins.size(); ++i) {
     lp.push_back(lhs[i].data());
     wp.push_back(weights[i].data());
-    lsp.push_back(&lScales[i]);
+    lsp.push_back(lScales[i].data());
     wsp.push_back(wScales[i].data());
     weightElements += ins[i] * out;
   }
@@ -467,9 +479,9 @@ void checkScaledScatter(bool gradInput, bool transposed, int storage) {
                                       weightElements, rows * 32, rows * out)
           .bytes));
   std::vector<float> result(expected.size(), NAN);
-  k::scaledMatmulReduceScatter(lp.data(), lsp.data(), ins.data(), ring,
-                               result.data(), outer, rows, out, p, ws.data(),
-                               storage);
+  k::scaledMatmulReduceScatter(
+      lp.data(), lsp.data(), reinterpret_cast<const bool *>(lhsPerRow),
+      ins.data(), ring, result.data(), outer, rows, out, p, ws.data(), storage);
   double worst = 0, largest = 0;
   for (size_t e = 0; e < result.size(); ++e) {
     worst = std::max(worst, std::fabs(double(result[e]) - expected[e]));
@@ -490,11 +502,13 @@ void checkScaledScatter(bool gradInput, bool transposed, int storage) {
 
 // The row-parallel forward (wo: e4m3) and the column-parallel backward's
 // summed grad-input GEMMs (e5m2 gradients, K-major weights), in f32 and
-// bf16 storage.
+// bf16 storage; rowwise, each row block with its rows' scales.
 TEST(AsyncTensorParallel, Float8ScatterSideIsTheScaledGemmsWithinRounding) {
   checkScaledScatter(false, false, 0);
   checkScaledScatter(true, true, 0);
   checkScaledScatter(true, true, 1);
+  checkScaledScatter(false, false, 0, /*rowwise=*/true);
+  checkScaledScatter(true, true, 1, /*rowwise=*/true);
 }
 
 } // namespace

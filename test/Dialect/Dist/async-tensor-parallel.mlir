@@ -225,3 +225,21 @@ module attributes {dist.mesh = #dist.mesh<pp = 1, dp_replicate = 1, dp_shard = 1
     return %q, %r : tensor<2x7x6xbf16>, tensor<2x4x8xbf16>
   }
 }
+
+// -----
+
+// Rowwise Float8's row-parallel forward: the lhs has one scale per row (the
+// all-reduced amax of each token's row); the reduce-scatter fuses, each row
+// block taking its rows' scales.
+// CHECK-LABEL: func.func @scatter_float8_rowwise(
+// CHECK-SAME: %[[H:[^:]*]]: tensor<2x8x6xf8E4M3FN>, %[[S:[^:]*]]: tensor<2x8x1xf32>, %[[W:[^:]*]]: tensor<8x6xf8E4M3FN>, %[[T:[^:]*]]: tensor<8x1xf32>
+// CHECK-NEXT: %[[R:.*]] = dist.scaled_matmul_reduce_scatter %[[H]], %[[S]], %[[W]], %[[T]] axes ["tp"] dim 1 : (tensor<2x8x6xf8E4M3FN>, tensor<2x8x1xf32>, tensor<8x6xf8E4M3FN>, tensor<8x1xf32>) -> tensor<2x4x8xbf16>
+// CHECK-NEXT: return %[[R]]
+module attributes {dist.mesh = #dist.mesh<pp = 1, dp_replicate = 1, dp_shard = 1, cp = 1, tp = 2>} {
+  func.func @scatter_float8_rowwise(%h: tensor<2x8x6xf8E4M3FN>, %s: tensor<2x8x1xf32>, %w: tensor<8x6xf8E4M3FN>, %t: tensor<8x1xf32>) -> tensor<2x4x8xbf16> {
+    %p = titan.scaled_matmul linear %h, %s, %w, %t : (tensor<2x8x6xf8E4M3FN>, tensor<2x8x1xf32>, tensor<8x6xf8E4M3FN>, tensor<8x1xf32>) -> tensor<2x8x8xbf16>
+    %f = dist.reduce_scatter_start %p axes ["tp"] dim 1 : tensor<2x8x8xbf16> -> !dist.future<tensor<2x4x8xbf16>>
+    %r = dist.wait %f : !dist.future<tensor<2x4x8xbf16>>
+    return %r : tensor<2x4x8xbf16>
+  }
+}

@@ -590,9 +590,9 @@ module attributes {dist.mesh = #dist.mesh<pp = 1, dp_replicate = 1, dp_shard = 1
 // -----
 
 module attributes {dist.mesh = #dist.mesh<pp = 1, dp_replicate = 1, dp_shard = 1, cp = 1, tp = 2>} {
-  func.func @f(%h: tensor<2x8x6xf8E4M3FN>, %s: tensor<2x8x1xf32>, %w: tensor<8x6xf8E4M3FN>, %ws: tensor<f32>) {
-    // expected-error @+1 {{GEMM 0: needs a rank-0 f32 lhs scale (tensorwise)}}
-    %r = dist.scaled_matmul_reduce_scatter %h, %s, %w, %ws axes ["tp"] dim 1 : (tensor<2x8x6xf8E4M3FN>, tensor<2x8x1xf32>, tensor<8x6xf8E4M3FN>, tensor<f32>) -> tensor<2x4x8xf32>
+  func.func @f(%h: tensor<2x8x6xf8E4M3FN>, %s: tensor<2x1x6xf32>, %w: tensor<8x6xf8E4M3FN>, %ws: tensor<f32>) {
+    // expected-error @+1 {{GEMM 0: needs an f32 lhs scale of rank 0 or one per lhs row}}
+    %r = dist.scaled_matmul_reduce_scatter %h, %s, %w, %ws axes ["tp"] dim 1 : (tensor<2x8x6xf8E4M3FN>, tensor<2x1x6xf32>, tensor<8x6xf8E4M3FN>, tensor<f32>) -> tensor<2x4x8xf32>
     return
   }
 }

@@ -978,10 +978,15 @@ LogicalResult ScaledMatmulReduceScatterOp::verify() {
     return emitOpError() << "produces f32, bf16 or f16";
   SmallVector<int64_t> sum;
   for (unsigned i = 0; i < getNumGemms(); ++i) {
+    // One scale, or one per lhs row (a shard's rows take theirs).
     RankedTensorType scale = tensorOf(getLhsScale(i));
-    if (scale.getRank() != 0 || !scale.getElementType().isF32())
+    ArrayRef<int64_t> lhsShape = tensorOf(getLhs(i)).getShape();
+    bool perRow = scale.getRank() > 0 && scale.getShape().back() == 1 &&
+                  scale.getShape().drop_back() == lhsShape.drop_back();
+    if ((scale.getRank() != 0 && !perRow) || !scale.getElementType().isF32())
       return emitOpError() << "GEMM " << i
-                           << ": needs a rank-0 f32 lhs scale (tensorwise)";
+                           << ": needs an f32 lhs scale of rank 0 or one per "
+                              "lhs row";
     if (tensorOf(getLhs(i)).getElementType() !=
             tensorOf(getLhs(0)).getElementType() ||
         tensorOf(getWeight(i)).getElementType() !=

@@ -61,12 +61,19 @@ bool isGemmLike(Operation *op) {
 }
 
 /// A scaled GEMM the Float8 collective matmuls cover: linear's or
-/// grad_input's form on an untransposed lhs with one (tensorwise) scale.
-ScaledMatmulOp asRingScaledGemm(Operation *op) {
+/// grad_input's form on an untransposed lhs with one (tensorwise) scale or,
+/// `rowScales` (the reduce-scatter, whose shards are row blocks of the
+/// lhs), one scale per lhs row (rowwise).
+ScaledMatmulOp asRingScaledGemm(Operation *op, bool rowScales = false) {
   auto gemm = dyn_cast_or_null<ScaledMatmulOp>(op);
   if (!gemm || gemm.getForm() == GemmForm::GradWeight ||
-      gemm.getLhsTransposed() ||
-      cast<RankedTensorType>(gemm.getLhsScale().getType()).getRank() != 0)
+      gemm.getLhsTransposed())
+    return {};
+  auto scale = cast<RankedTensorType>(gemm.getLhsScale().getType());
+  bool perRow = scale.getRank() > 0 && scale.getShape().back() == 1 &&
+                scale.getShape().drop_back() ==
+                    gemm.getLhs().getType().getShape().drop_back();
+  if (scale.getRank() != 0 && !(rowScales && perRow))
     return {};
   return gemm;
 }
@@ -311,7 +318,7 @@ struct DistAsyncTensorParallelPass
     SmallVector<ScaledMatmulOp> gemms;
     SmallVector<Operation *> adds;
     auto scaled = [&](Operation *op) -> std::optional<ScaledMatmulOp> {
-      ScaledMatmulOp gemm = asRingScaledGemm(op);
+      ScaledMatmulOp gemm = asRingScaledGemm(op, /*rowScales=*/true);
       if (!gemm || (!gemms.empty() && !sameRingKind(gemm, gemms.front())))
         return std::nullopt;
       return gemm;

@@ -463,8 +463,9 @@ def Dist_ScaledMatmulReduceScatterOp
     over `axes` along `dim` (a dimension before the last) of the sum, in
     order, of `titan.scaled_matmul linear(lhs_i, lhs_scale_i, w_i,
     w_scale_i)` (`grad_input`: the `grad_input` form; `rhs_transposed`:
-    every weight comes K-major). Each `lhs_scale_i` is rank 0, so a
-    shard's rows scale as the whole operand's. The kernel computes the
+    every weight comes K-major). Each `lhs_scale_i` is rank 0
+    (tensorwise) or one per lhs row (rowwise: the lhs's shape with its last
+    dimension 1), so a shard's rows take their own scales. The kernel computes the
     partial sums of one shard at a time and passes them around the ring,
     each rank adding its term to the one it receives (PyTorch's
     `_fused_scaled_matmul_reduce_scatter`): the sum over ranks runs in

@@ -347,13 +347,15 @@ def DistAsyncTensorParallel
       computed after the wait (a weight's cast, which reads nothing
       gathered) the fused op goes after them, as long as nothing before
       that point reads the gathered value or an earlier GEMM's result;
-    * a reduce-scatter of such scaled GEMMs, or of their `titan.add` sum,
-      becomes one `dist.scaled_matmul_reduce_scatter`.
+    * a reduce-scatter of such scaled GEMMs (their lhs scales rank 0 or,
+      rowwise, one per lhs row), or of their `titan.add` sum, becomes one
+      `dist.scaled_matmul_reduce_scatter`.
     The kernels run the collective as a ring of send/recv, each shard's
     transfer overlapping the GEMMs of the previous one. Everything else is
     left as it is: gathers over other axes (FSDP's), along the last
     dimension, or of uneven shards, GEMMs that are none of those (rowwise
-    Float8's per-token lhs scales, grad_weight's form) and the amax
+    Float8's gathers, whose per-token scales come from the gathered
+    tensor; grad_weight's form) and the amax
     all-reduces; a tensor-parallel gather or scatter next to a GEMM that
     it declines gets a remark saying why.
   }];
