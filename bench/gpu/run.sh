@@ -13,7 +13,9 @@
 #       a plain PyTorch Llama eager and under torch.compile, interleaved
 #       (titan, eager, compiled, titan again), and titan's step with Float8
 #       (the ratio to bf16 titan);
-#   (c) the rest of the numerics: titan-comm-bench over NCCL on one GPU (a
+#   (c) the rest of the numerics: async TP's collective matmuls through the
+#       kernel ABI on a ring of one (cuda-collective-matmuls: linear and
+#       Float8, against the host's GEMMs); titan-comm-bench over NCCL on one GPU (a
 #       1-rank communicator: nccl-tests' table, algbw; busbw is 0 with one
 #       rank); the bf16 parity training with communication overlap off
 #       (debug.no_comm_overlap) against overlap on (the same bits, and both
