@@ -387,3 +387,37 @@ func.func @collective_after_earlier(%in: memref<4x8xbf16>, %h: memref<4x8xbf16>,
   kernel.wait %r on %s
   return
 }
+
+// -----
+
+// The parameters' float8 amaxes at the step's start (one kernel a block,
+// dist-batch-parameter-amaxes) reduce only the step's state and write no
+// element: they join across blocks, up to max-segments. An amax of a
+// temporary stays with its own block.
+// CHECK-LABEL: func.func @parameter_amaxes(
+// CHECK:       kernel.generic ins(%arg0, %arg1, %arg2 : {{.*}}) reduce [#kernel.reduction<absmax>, #kernel.reduction<absmax>, #kernel.reduction<absmax>]
+// CHECK:       } {segments = array<i64: 1, 0, 1, 1, 0, 1, 1, 0, 1>}
+// CHECK-NEXT:  kernel.generic ins(%arg7 : memref<8xf32>) reduce
+// TWO-LABEL:   func.func @parameter_amaxes(
+// TWO:         kernel.generic ins(%arg0, %arg1 :
+// TWO:         kernel.generic ins(%arg2 :
+func.func @parameter_amaxes(%w0: memref<4x8xf32>, %w1: memref<4x8xf32>, %w2: memref<4x8xf32>, %m0: memref<f32>, %m1: memref<f32>, %m2: memref<f32>, %m3: memref<f32>, %t: memref<8xf32>) {
+  %s = kernel.stream 0
+  kernel.generic ins(%w0 : memref<4x8xf32>) reduce [#kernel.reduction<absmax>](%m0 : memref<f32>) on %s {
+  ^bb0(%a: f32):
+    kernel.yield %a : f32
+  } loc("layers.0.attention.wq.weight")
+  kernel.generic ins(%w1 : memref<4x8xf32>) reduce [#kernel.reduction<absmax>](%m1 : memref<f32>) on %s {
+  ^bb0(%a: f32):
+    kernel.yield %a : f32
+  } loc("layers.1.attention.wq.weight")
+  kernel.generic ins(%w2 : memref<4x8xf32>) reduce [#kernel.reduction<absmax>](%m2 : memref<f32>) on %s {
+  ^bb0(%a: f32):
+    kernel.yield %a : f32
+  } loc("layers.2.attention.wq.weight")
+  kernel.generic ins(%t : memref<8xf32>) reduce [#kernel.reduction<absmax>](%m3 : memref<f32>) on %s {
+  ^bb0(%a: f32):
+    kernel.yield %a : f32
+  } loc("layers.3.attention.wq")
+  return
+}

@@ -111,6 +111,19 @@ bool isShardCast(GenericOp kernel) {
          });
 }
 
+/// Whether `kernel` only reduces the step's state (block arguments, through
+/// views) into reductions, writing no element: the parameters' float8
+/// amaxes dist-batch-parameter-amaxes computes at the step's start, one
+/// kernel per model unit, all of them read by one all-reduce. Such kernels
+/// join across units: nothing of a unit's schedule waits on them but that
+/// all-reduce, and maxSegments bounds the joined kernel.
+bool reducesStateOnly(GenericOp kernel) {
+  return kernel.getOutputs().empty() && !kernel.getReductions().empty() &&
+         llvm::all_of(kernel.getInputs(), [](Value v) {
+           return isa<BlockArgument>(viewedBuffer(v));
+         });
+}
+
 class HorizontalFuser {
 public:
   HorizontalFuser(unsigned maxSegments, unsigned maxHoist)
@@ -215,9 +228,11 @@ private:
   /// `kernel`'s).
   bool canJoin(GenericOp earlier, GenericOp kernel, bool atKernel = false) {
     std::string unit = modelUnit(kernel);
+    bool sameUnit = modelUnit(earlier) == unit ||
+                    (reducesStateOnly(earlier) && reducesStateOnly(kernel));
     return earlier.getStream() == kernel.getStream() && !unit.empty() &&
-           !earlier.getRowLength() && !kernel.getRowLength() &&
-           modelUnit(earlier) == unit && packFriendly(earlier, kernel) &&
+           !earlier.getRowLength() && !kernel.getRowLength() && sameUnit &&
+           packFriendly(earlier, kernel) &&
            earlier.getSegmentList().size() + kernel.getSegmentList().size() <=
                maxSegments &&
            (atKernel || llvm::all_of(kernel->getOperands(), [&](Value v) {

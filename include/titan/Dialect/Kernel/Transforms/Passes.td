@@ -221,12 +221,17 @@ def KernelFuseHorizontal
     one's work too: a gradient's reduce-scatter, a context-parallel gather
     of k; shard casts alone join past their gathers' starts), and both
     come from one model unit (a transformer block, or the embedding, the
-    head: their locations' module names). Each segment keeps its own
+    head: their locations' module names), unless both only reduce the
+    step's state (the parameters' float8 amaxes at the step's start, one
+    kernel a block, which join across blocks up to `max-segments`: 32
+    launches become 7 on the 8B Float8 step). Each segment keeps its own
     element count, so kernels of any sizes join: a block's FSDP shard
     casts before their gathers become one kernel, as FSDP2's copy-in casts
     a unit's parameters at once. Per unit, a program's launches grow with
     its depth by the same count a block, which the planner's extrapolation
-    from reduced depths relies on. When an op that runs nothing stands in
+    from reduced depths relies on (the step-start amaxes grow by a launch
+    every `max-segments` segments instead: a few launches at most, each a
+    read of parameter shards whose bytes do grow linearly). When an op that runs nothing stands in
     a kernel's way (the wait for the gather whose result it reads: the
     float8 transpose of a gathered weight), the kernel before it moves down
     to it instead, if nothing between touches that kernel's buffers and
