@@ -163,18 +163,22 @@ KernelWork titan::cost::kernelWork(kernel::CallOp call) {
     work.precision = precisionOf(inputs[1]);
     break;
   }
-  case KernelId::linear_reduce_scatter: {
-    // (lhs_i, weight_i) pairs -> result (reduce-scattered, so the GEMMs'
+  case KernelId::linear_reduce_scatter:
+  case KernelId::scaled_matmul_reduce_scatter: {
+    // (lhs_i, weight_i) pairs, or Float8's (lhs_i, lhs_scale_i, weight_i,
+    // weight_scale_i) quads -> result (reduce-scattered, so the GEMMs'
     // output is not a buffer): each GEMM is 2 |lhs_i| x the result's
-    // columns (linear's N, linear_grad_input's K).
-    int64_t count = intParam(call, 0);
-    if (count < 1 || int64_t(inputs.size()) < 2 * count || outputs.empty())
+    // columns (linear's N, grad_input's K).
+    bool scaled = id == KernelId::scaled_matmul_reduce_scatter;
+    int64_t count = intParam(call, 0), stride = scaled ? 4 : 2;
+    if (count < 1 || int64_t(inputs.size()) < stride * count || outputs.empty())
       break;
     work.unit = WorkUnit::Gemm;
     for (int64_t i = 0; i < count; ++i)
       work.flops +=
-          2 * numElements(inputs[2 * i]) * double(dimSize(outputs[0], -1));
-    work.precision = precisionOf(inputs[0]);
+          2 * numElements(inputs[stride * i]) * double(dimSize(outputs[0], -1));
+    work.precision =
+        scaled ? KernelWork::Precision::FP8 : precisionOf(inputs[0]);
     break;
   }
   case KernelId::all_gather_scaled_matmul: {
@@ -187,19 +191,6 @@ KernelWork titan::cost::kernelWork(kernel::CallOp call) {
     work.unit = WorkUnit::Gemm;
     for (int64_t i = 0; i < count; ++i)
       work.flops += gemmFlops(outputs[0], inputs[2 + 2 * i], outputs[1 + i]);
-    work.precision = KernelWork::Precision::FP8;
-    break;
-  }
-  case KernelId::scaled_matmul_reduce_scatter: {
-    // (lhs_i, lhs_scale_i, weight_i, weight_scale_i)... -> result: as
-    // linear_reduce_scatter, on float8 operands.
-    int64_t count = intParam(call, 0);
-    if (count < 1 || int64_t(inputs.size()) < 4 * count || outputs.empty())
-      break;
-    work.unit = WorkUnit::Gemm;
-    for (int64_t i = 0; i < count; ++i)
-      work.flops +=
-          2 * numElements(inputs[4 * i]) * double(dimSize(outputs[0], -1));
     work.precision = KernelWork::Precision::FP8;
     break;
   }

@@ -297,26 +297,27 @@ void scaledMatmulReduceScatter(const uint8_t *const *lhs,
   titan::cpu::ScaledRingWorkspace layout = titan::cpu::scaledRingWorkspace(
       3, shard * 4, weightElements, rows * widest, rows * out);
   ScaledBlocks blocks(ring, ins, outs, workspace, layout);
-  reduceScatterRing(
-      result, shard, place, static_cast<float *>(workspace), storage,
-      [&](int64_t c, float *partial, InFlight &pending) {
-        for (int64_t i = 0; i < ring.count; ++i)
-          for (int64_t o = 0; o < outer; ++o) {
-            const uint8_t *a = lhs[i] + (o * n + c) * rows * ins[i];
-            // The 16-bit path's separate result is the product itself
-            // (scaled in place).
-            addTerm(i, partial + o * rows * out, blocks.scratch(), rows * out,
-                    storage, [&](float *to, bool accumulate) {
-                      // A row block's own scales (rowwise).
-                      const float *scale =
-                          lhsPerRow[i] ? lhsScales[i] + (o * n + c) * rows
-                                       : lhsScales[i];
-                      blocks.run(i, a, scale, lhsPerRow[i], rows, to,
-                                 accumulate);
+  reduceScatterRing(result, shard, place, static_cast<float *>(workspace),
+                    storage, [&](int64_t c, float *partial, InFlight &pending) {
+                      for (int64_t i = 0; i < ring.count; ++i)
+                        for (int64_t o = 0; o < outer; ++o) {
+                          int64_t first = (o * n + c) * rows;
+                          const uint8_t *a = lhs[i] + first * ins[i];
+                          // A row block's own scales (rowwise).
+                          const float *scale = lhsPerRow[i]
+                                                   ? lhsScales[i] + first
+                                                   : lhsScales[i];
+                          // The 16-bit path's separate result is the product
+                          // itself (scaled in place).
+                          addTerm(i, partial + o * rows * out, blocks.scratch(),
+                                  rows * out, storage,
+                                  [&](float *to, bool accumulate) {
+                                    blocks.run(i, a, scale, lhsPerRow[i], rows,
+                                               to, accumulate);
+                                  });
+                          pending.poll();
+                        }
                     });
-            pending.poll();
-          }
-      });
 }
 
 #define TITAN_INSTANTIATE(T)                                                   \

@@ -283,7 +283,8 @@ struct ScaledRingCall {
   const uint8_t *weights[ring::kMaxGemms];
   const float *scales[ring::kMaxGemms];
   bool perColumn[ring::kMaxGemms];
-  k::ScaledRing ring;
+  k::ScaledRing ring; // points into the arrays above: not copyable
+  ScaledRingCall(const ScaledRingCall &) = delete;
   ScaledRingCall(const Call &c, const RingCall &r, int first, int stride,
                  int formats) {
     for (int64_t i = 0; i < r.count; ++i) {

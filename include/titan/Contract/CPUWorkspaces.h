@@ -128,8 +128,10 @@ constexpr int64_t globalNormWorkspaceBytes(int64_t largest) {
 /// (`weightElements` in all, decoded once), of one row block of lhs
 /// (`blockElements`) and of its GEMM product (`productElements`), each
 /// part rounded up to 64 bytes.
+/// Offsets of the parts after the shards (which start at 0), and the
+/// total.
 struct ScaledRingWorkspace {
-  int64_t shards = 0, weights = 0, lhsBlock = 0, product = 0, bytes = 0;
+  int64_t weights = 0, lhsBlock = 0, product = 0, bytes = 0;
 };
 constexpr int64_t roundUpTo64(int64_t bytes) { return (bytes + 63) / 64 * 64; }
 constexpr ScaledRingWorkspace scaledRingWorkspace(int64_t shardCount,

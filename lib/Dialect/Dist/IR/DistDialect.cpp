@@ -1,6 +1,7 @@
 //===- DistDialect.cpp - dist dialect -------------------------------------===//
 
 #include "titan/Dialect/Dist/IR/Dist.h"
+#include "titan/Dialect/Titan/IR/Dtype.h"
 
 #include "mlir/Interfaces/FunctionInterfaces.h"
 
@@ -880,9 +881,8 @@ LogicalResult LinearReduceScatterOp::verify() {
 //===----------------------------------------------------------------------===//
 
 namespace {
-bool isFloat8(Type t) {
-  return isa<Float8E4M3FNType, Float8E5M2Type>(
-      cast<ShapedType>(t).getElementType());
+bool isFloat8(RankedTensorType t) {
+  return titan::isFloat8Type(t.getElementType());
 }
 
 /// The shape of titan.scaled_matmul's `linear` (`gradInput`: `grad_input`)
@@ -968,6 +968,11 @@ LogicalResult AllGatherScaledMatmulOp::verify() {
   return success();
 }
 
+bool ScaledMatmulReduceScatterOp::isRowScale(ShapedType lhs, ShapedType scale) {
+  return scale.getRank() > 0 && scale.getShape().back() == 1 &&
+         scale.getShape().drop_back() == lhs.getShape().drop_back();
+}
+
 LogicalResult ScaledMatmulReduceScatterOp::verify() {
   if (getQuads().empty() || getQuads().size() % 4 != 0 || getNumGemms() > 16)
     return emitOpError() << "needs 1 to 16 quads of (lhs, lhs scale, weight, "
@@ -980,10 +985,8 @@ LogicalResult ScaledMatmulReduceScatterOp::verify() {
   for (unsigned i = 0; i < getNumGemms(); ++i) {
     // One scale, or one per lhs row (a shard's rows take theirs).
     RankedTensorType scale = tensorOf(getLhsScale(i));
-    ArrayRef<int64_t> lhsShape = tensorOf(getLhs(i)).getShape();
-    bool perRow = scale.getRank() > 0 && scale.getShape().back() == 1 &&
-                  scale.getShape().drop_back() == lhsShape.drop_back();
-    if ((scale.getRank() != 0 && !perRow) || !scale.getElementType().isF32())
+    if ((scale.getRank() != 0 && !isRowScale(tensorOf(getLhs(i)), scale)) ||
+        !scale.getElementType().isF32())
       return emitOpError() << "GEMM " << i
                            << ": needs an f32 lhs scale of rank 0 or one per "
                               "lhs row";

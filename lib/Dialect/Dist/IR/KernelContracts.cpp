@@ -7,6 +7,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "titan/Dialect/Dist/IR/Dist.h"
+#include "titan/Dialect/Titan/IR/Dtype.h"
 
 #include "mlir/IR/Builders.h"
 
@@ -120,11 +121,10 @@ static ArrayAttr collectiveMatmulParams(Operation *op, int64_t count,
 }
 
 namespace {
-/// The catalog's code of a float8 format: 0 f8E4M3FN, 1 f8E5M2.
+/// The catalog's code of a float8 tensor's format (Dtype.h).
 int64_t float8Code(Value v) {
-  return isa<Float8E5M2Type>(cast<ShapedType>(v.getType()).getElementType())
-             ? 1
-             : 0;
+  return titan::float8FormatCode(
+      cast<ShapedType>(v.getType()).getElementType());
 }
 
 /// Float8's collective matmuls: the ring's four, the storage type's code

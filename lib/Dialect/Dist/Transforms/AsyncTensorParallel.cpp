@@ -11,6 +11,7 @@
 
 #include "titan/Dialect/Dist/IR/Dist.h"
 #include "titan/Dialect/Dist/Transforms/Passes.h"
+#include "titan/Dialect/Titan/IR/Dtype.h"
 #include "titan/Dialect/Titan/IR/TitanOps.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -70,10 +71,9 @@ ScaledMatmulOp asRingScaledGemm(Operation *op, bool rowScales = false) {
       gemm.getLhsTransposed())
     return {};
   auto scale = cast<RankedTensorType>(gemm.getLhsScale().getType());
-  bool perRow = scale.getRank() > 0 && scale.getShape().back() == 1 &&
-                scale.getShape().drop_back() ==
-                    gemm.getLhs().getType().getShape().drop_back();
-  if (scale.getRank() != 0 && !(rowScales && perRow))
+  if (scale.getRank() != 0 &&
+      !(rowScales && ScaledMatmulReduceScatterOp::isRowScale(
+                         gemm.getLhs().getType(), scale)))
     return {};
   return gemm;
 }
@@ -90,11 +90,6 @@ bool sameRingKind(ScaledMatmulOp a, ScaledMatmulOp b) {
          element(a.getLhs()) == element(b.getLhs()) &&
          element(a.getRhs()) == element(b.getRhs()) &&
          element(a.getResult()) == element(b.getResult());
-}
-
-bool isFloat8(Value v) {
-  return isa<Float8E4M3FNType, Float8E5M2Type>(
-      cast<ShapedType>(v.getType()).getElementType());
 }
 
 /// Whether `v` is available at `point` (same block: defined before it).
@@ -136,7 +131,7 @@ struct DistAsyncTensorParallelPass
     if (!wait || !isTensorParallel(start.getAxes()))
       return;
     Value gathered = wait.getResult();
-    if (isFloat8(gathered))
+    if (isFloat8Type(cast<ShapedType>(gathered.getType()).getElementType()))
       return fuseFloat8Gather(start, wait);
     // Float8 (rowwise) quantizes the gathered value for its scaled GEMMs.
     bool float8 = llvm::any_of(gathered.getUsers(), llvm::IsaPred<QuantizeOp>);
@@ -205,9 +200,9 @@ struct DistAsyncTensorParallelPass
     start.erase();
   }
 
-  /// Whether every reader of `gathered` and of the results of `gemms` and
-  /// `next` (which the fused op replaces) comes after `point`, other than
-  /// those GEMMs themselves.
+  /// Whether every reader of `gathered` and of the results of `gemms`
+  /// comes after `point`, other than those GEMMs and `next` (which the
+  /// fused op replaces).
   static bool readersAfter(Value gathered, ArrayRef<ScaledMatmulOp> gemms,
                            ScaledMatmulOp next, Operation *point) {
     llvm::SmallPtrSet<Operation *, 8> fused{next};

@@ -11,6 +11,7 @@
 #include "titan/Dialect/Kernel/Transforms/CollectiveOverlap.h"
 #include "titan/Dialect/Kernel/Transforms/JoinedBody.h"
 #include "titan/Dialect/Kernel/Transforms/Passes.h"
+#include "titan/Dialect/Titan/IR/Dtype.h"
 #include "titan/Dialect/Titan/IR/PointwiseInterface.h"
 #include "titan/Dialect/Titan/IR/RowwiseInterface.h"
 
@@ -82,8 +83,6 @@ bool hasGenericShape(ValueRange inputs, ValueRange outputs) {
                       [&](Value v) { return elementCount(v) == elements; });
 }
 
-bool isFloat8(Type t) { return isa<Float8E4M3FNType, Float8E5M2Type>(t); }
-
 /// The type a call's scalar body computes in: that of its buffers, but for
 /// float8 ones, which the op's body takes and produces as float8 values
 /// itself (f32 when all are: the body only moves them).
@@ -91,7 +90,7 @@ std::optional<FloatType> computeType(MLIRContext *ctx, ValueRange inputs,
                                      ValueRange outputs) {
   SmallVector<Type> types;
   for (Value v : llvm::concat<Value>(inputs, outputs))
-    if (!isFloat8(elementTypeOf(v)))
+    if (!isFloat8Type(elementTypeOf(v)))
       types.push_back(elementTypeOf(v));
   if (types.empty())
     return Float32Type::get(ctx);
@@ -103,7 +102,7 @@ std::optional<FloatType> computeType(MLIRContext *ctx, ValueRange inputs,
 /// stays a library call.
 bool movesFloat8Only(Block &body) {
   return llvm::all_of(body.getArguments(), [](BlockArgument arg) {
-    return !isFloat8(arg.getType()) ||
+    return !isFloat8Type(arg.getType()) ||
            llvm::all_of(arg.getUsers(),
                         [](Operation *user) { return isa<YieldOp>(user); });
   });
@@ -208,7 +207,7 @@ GenericOp generateCall(CallOp call) {
   SmallVector<Value> operands;
   for (Value input : inputs) {
     Value element = body->addArgument(elementTypeOf(input), loc);
-    operands.push_back(isFloat8(element.getType())
+    operands.push_back(isFloat8Type(element.getType())
                            ? element
                            : convertFloat(b, loc, element, *compute));
   }
@@ -221,7 +220,7 @@ GenericOp generateCall(CallOp call) {
   for (auto [result, output] : llvm::zip(results, call.getOutputs())) {
     // A float8 result comes as its float8 value.
     Type element = elementTypeOf(output);
-    if (isFloat8(element) && result.getType() != element)
+    if (isFloat8Type(element) && result.getType() != element)
       break;
     rounded.push_back(convertFloat(b, loc, result, element));
   }
@@ -306,14 +305,14 @@ GenericOp generateRowCall(CallOp call, int64_t blocks) {
         (llvm::is_contained(perColumn, i) ? columns : elements))
       return nullptr;
   for (auto [i, output] : llvm::enumerate(call.getOutputs()))
-    if (isFloat8(elementTypeOf(output)) ||
+    if (isFloat8Type(elementTypeOf(output)) ||
         elementCount(output) !=
             (llvm::is_contained(columnSums, i) ? columns : elements))
       return nullptr;
   std::optional<FloatType> compute =
       computeType(ctx, call.getInputs(), call.getOutputs());
   if (!compute || llvm::any_of(call.getInputs(), [](Value v) {
-        return isFloat8(elementTypeOf(v));
+        return isFloat8Type(elementTypeOf(v));
       }))
     return nullptr;
 

@@ -9,6 +9,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "titan/Dialect/Titan/IR/Dtype.h"
 #include "titan/Dialect/Titan/IR/TitanOps.h"
 
 #include "mlir/IR/Builders.h"
@@ -124,9 +125,9 @@ ArrayAttr AdamWOp::getKernelParams() {
 //===----------------------------------------------------------------------===//
 
 namespace {
-/// The catalog's code of a float8 format: 0 f8E4M3FN, 1 f8E5M2.
+/// The catalog's code of a float8 tensor's format (Dtype.h).
 int64_t float8Code(Type t) {
-  return isa<Float8E5M2Type>(cast<ShapedType>(t).getElementType()) ? 1 : 0;
+  return float8FormatCode(cast<ShapedType>(t).getElementType());
 }
 } // namespace
 

@@ -6,6 +6,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "titan/Dialect/Titan/IR/TitanOps.h"
+#include "titan/Dialect/Titan/IR/Dtype.h"
 #include "titan/Support/Format.h"
 
 #include "mlir/IR/Builders.h"
@@ -317,9 +318,6 @@ static LogicalResult verifyAgainstWeight(Operation *op, Value x,
 static bool isComputeType(Type t) {
   return t.isF64() || t.isF32() || t.isBF16() || t.isF16();
 }
-static bool isFloat8(Type t) {
-  return isa<Float8E4M3FNType, Float8E5M2Type>(t);
-}
 
 LogicalResult CastOp::verify() {
   auto in = getInput().getType(), out = getResult().getType();
@@ -328,7 +326,7 @@ LogicalResult CastOp::verify() {
                          << " must equal the input shape "
                          << formatShape(in.getShape());
   for (Type t : {in.getElementType(), out.getElementType()})
-    if (!isComputeType(t) && !isFloat8(t))
+    if (!isComputeType(t) && !isFloat8Type(t))
       return emitOpError() << "casts between f64, f32, bf16, f16, f8E4M3FN and "
                               "f8E5M2, got "
                            << t;
@@ -363,7 +361,7 @@ LogicalResult LinearOp::verify() {
     return failure();
   // Float8 operands give a wider result (the GEMM accumulates in f32).
   Type operand = input.getElementType(), out = result.getElementType();
-  if (isFloat8(operand)) {
+  if (isFloat8Type(operand)) {
     if (!out.isF32() && !out.isBF16() && !out.isF16())
       return emitOpError() << "with " << operand
                            << " operands must produce f32, bf16 or f16, got "

@@ -492,6 +492,9 @@ def Dist_ScaledMatmulReduceScatterOp
     ::mlir::Value getLhsScale(unsigned i) { return getQuads()[4 * i + 1]; }
     ::mlir::Value getWeight(unsigned i) { return getQuads()[4 * i + 2]; }
     ::mlir::Value getWeightScale(unsigned i) { return getQuads()[4 * i + 3]; }
+    /// Whether `scale` is one per row of `lhs` (rowwise): lhs's shape with
+    /// its last dimension 1.
+    static bool isRowScale(::mlir::ShapedType lhs, ::mlir::ShapedType scale);
   }];
   let hasVerifier = 1;
 }

@@ -64,6 +64,17 @@ inline mlir::Type typeOf(Dtype d, mlir::MLIRContext *context) {
   return {};
 }
 
+/// Whether `t` is a float8 element type (f8E4M3FN or f8E5M2).
+inline bool isFloat8Type(mlir::Type t) {
+  return mlir::isa<mlir::Float8E4M3FNType, mlir::Float8E5M2Type>(t);
+}
+
+/// The kernel catalog's code of float8 element type `t` (the `format`,
+/// `lhs_format` and `rhs_format` parameters): 0 f8E4M3FN, 1 f8E5M2.
+inline int64_t float8FormatCode(mlir::Type t) {
+  return mlir::isa<mlir::Float8E5M2Type>(t) ? 1 : 0;
+}
+
 } // namespace titan
 
 #endif // TITAN_DIALECT_TITAN_IR_DTYPE_H
