@@ -100,6 +100,7 @@ void titan::setTrainingOptions(const TrainConfig &c, const MeshDegrees &mesh,
       c.float8.enableFsdpFloat8AllGather && c.float8.recipeName.empty();
   o.asyncTensorParallel =
       c.parallelism.enableAsyncTensorParallel && mesh.tp > 1;
+  o.widenGemmResults = !c.debug.noWidenGemmResults;
   o.lr = c.optimizer.lr;
   o.beta1 = c.optimizer.beta1;
   o.beta2 = c.optimizer.beta2;

@@ -114,6 +114,9 @@ void addUpdatePasses(mlir::OpPassManager &pm,
                      const TrainingPipelineOptions &options,
                      llvm::ArrayRef<std::string> forwardNames = {}) {
   addExpansionPasses(pm, options);
+  // The weight gradients' GEMMs write the f32 that FSDP reduces.
+  if (options.widenGemmResults)
+    pm.addPass(createTitanWidenGemmResults());
   TitanOptimizerOptions optimizer = optimizerOptions(options);
   if (!forwardNames.empty())
     optimizer.forwardNames.assign(forwardNames.begin(), forwardNames.end());

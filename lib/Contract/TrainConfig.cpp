@@ -620,6 +620,11 @@ std::vector<KeySpec> buildSchema(TrainConfig &c) {
   add("debug", "no_comm_overlap", &c.debug.noCommOverlap,
       "Turn off the latency-hiding scheduler and the CPU communication "
       "progress thread: each collective is waited where it is issued");
+  add("debug", "no_widen_gemm_results", &c.debug.noWidenGemmResults,
+      "Round each weight gradient to bf16 before its cast to f32, as "
+      "TorchTitan's eager FSDP2 does (its bits); by default the GEMM writes "
+      "the f32 gradient itself, unrounded, as Megatron-LM's "
+      "gradient-accumulation fusion does (titan's own key)");
   return s;
 }
 

@@ -108,6 +108,11 @@ struct TrainingPipelineOptions
       llvm::cl::desc("Fuse sequence parallel's tp gathers and reduce-scatters "
                      "with their GEMMs (dist-async-tensor-parallel)"),
       llvm::cl::init(false)};
+  Option<bool> widenGemmResults{
+      *this, "widen-gemm-results",
+      llvm::cl::desc("GEMMs write the f32 weight gradients FSDP reduces, "
+                     "unrounded (titan-widen-gemm-results)"),
+      llvm::cl::init(true)};
   Option<bool> fsdpFloat8AllGather{
       *this, "fsdp-float8-all-gather",
       llvm::cl::desc("FSDP gathers tensorwise float8 weights"),

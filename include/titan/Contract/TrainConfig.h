@@ -264,6 +264,9 @@ struct TrainConfig {
     /// Each collective waited where it is issued: no latency-hiding
     /// schedule (kernel-schedule-collectives), no CPU progress thread.
     bool noCommOverlap = false;
+    /// Weight gradients rounded to bf16 before their cast to f32, as
+    /// TorchTitan's eager FSDP2 computes them: no titan-widen-gemm-results.
+    bool noWidenGemmResults = false;
   } debug;
 };
 

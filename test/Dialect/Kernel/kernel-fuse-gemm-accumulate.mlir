@@ -27,7 +27,7 @@ func.func @sums(%dy: memref<4x8xf32>, %w: memref<8x6xf32>, %x: memref<4x6xf32>, 
 
 // Not folded: an add that writes a third buffer; a temporary something else
 // reads; an accumulator read between the GEMM and the add; a collective
-// completing in between; a non-GEMM producer.
+// writing the accumulator completing in between; a non-GEMM producer.
 // CHECK-LABEL: func.func @kept(
 // CHECK-COUNT-5: kernel.call "add"
 // CHECK-NOT:   params [1]
@@ -45,14 +45,34 @@ func.func @kept(%dy: memref<4x8xf32>, %w: memref<8x6xf32>, %acc: memref<4x6xf32>
   kernel.call "silu"(%acc : memref<4x6xf32>) outs(%other : memref<4x6xf32>) on %s params []
   kernel.call "add"(%acc, %t2 : memref<4x6xf32>, memref<4x6xf32>) outs(%acc : memref<4x6xf32>) on %s params []
   %t3 = kernel.alloc temporary : memref<4x6xf32>
-  %c = kernel.alloc collective : memref<4x6xf32>
-  %r = kernel.collective_start "all_reduce_start"(%other : memref<4x6xf32>) outs(%c : memref<4x6xf32>) on %s params [0, 0, 4] -> !kernel.request
+  %r = kernel.collective_start "all_reduce_start"(%other : memref<4x6xf32>) outs(%acc : memref<4x6xf32>) on %s params [0, 0, 4] -> !kernel.request
   kernel.call "linear_grad_input"(%dy, %w : memref<4x8xf32>, memref<8x6xf32>) outs(%t3 : memref<4x6xf32>) on %s params []
   kernel.wait %r on %s
   kernel.call "add"(%acc, %t3 : memref<4x6xf32>, memref<4x6xf32>) outs(%acc : memref<4x6xf32>) on %s params []
   %t4 = kernel.alloc temporary : memref<4x6xf32>
   kernel.call "silu"(%other : memref<4x6xf32>) outs(%t4 : memref<4x6xf32>) on %s params []
   kernel.call "add"(%acc, %t4 : memref<4x6xf32>, memref<4x6xf32>) outs(%acc : memref<4x6xf32>) on %s params []
+  return
+}
+
+// -----
+
+// Folded past the completion of a collective on other buffers (a pipeline
+// stage's backward: its tp and cp collectives between a microbatch's
+// weight-gradient GEMM and the add into the gradient's slot).
+// CHECK-LABEL: func.func @past_unrelated_wait(
+// CHECK:       kernel.collective_start
+// CHECK-NEXT:  kernel.call "linear_grad_weight"(%{{.*}}) outs(%arg2 : memref<8x6xf32>) on %{{.*}} params [1]
+// CHECK-NEXT:  kernel.wait
+// CHECK-NOT:   kernel.call "add"
+func.func @past_unrelated_wait(%dy: memref<4x8xf32>, %x: memref<4x6xf32>, %acc: memref<8x6xf32>, %other: memref<4x6xf32>) {
+  %s = kernel.stream 0
+  %t = kernel.alloc temporary : memref<8x6xf32>
+  %c = kernel.alloc collective : memref<4x6xf32>
+  %r = kernel.collective_start "all_reduce_start"(%other : memref<4x6xf32>) outs(%c : memref<4x6xf32>) on %s params [0, 0, 4] -> !kernel.request
+  kernel.call "linear_grad_weight"(%dy, %x : memref<4x8xf32>, memref<4x6xf32>) outs(%t : memref<8x6xf32>) on %s params []
+  kernel.wait %r on %s
+  kernel.call "add"(%acc, %t : memref<8x6xf32>, memref<8x6xf32>) outs(%acc : memref<8x6xf32>) on %s params []
   return
 }
 

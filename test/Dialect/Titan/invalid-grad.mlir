@@ -194,8 +194,26 @@ func.func @linear_grad_weight_rows(%g: tensor<2x4xf32>, %x: tensor<3x16xf32>) {
 // -----
 
 func.func @linear_grad_weight_result(%g: tensor<2x4xf32>, %x: tensor<2x16xf32>) {
-  // expected-error @+1 {{result type 'tensor<16x4xf32>' must be 'tensor<4x16xf32>'}}
+  // expected-error @+1 {{result shape 16x4 must be 4x16}}
   %0 = titan.linear_grad_weight %g, %x : (tensor<2x4xf32>, tensor<2x16xf32>) -> tensor<16x4xf32>
+  return
+}
+
+// -----
+
+// 16-bit operands may give their f32 sum unrounded (titan-widen-gemm-results),
+// nothing else.
+func.func @linear_grad_weight_narrower(%g: tensor<2x4xbf16>, %x: tensor<2x16xbf16>) {
+  // expected-error @+1 {{result element type 'f16' must be 'bf16' or f32}}
+  %0 = titan.linear_grad_weight %g, %x : (tensor<2x4xbf16>, tensor<2x16xbf16>) -> tensor<4x16xf16>
+  return
+}
+
+// -----
+
+func.func @linear_grad_weight_f32_narrowed(%g: tensor<2x4xf32>, %x: tensor<2x16xf32>) {
+  // expected-error @+1 {{result element type 'bf16' must be 'f32'}}
+  %0 = titan.linear_grad_weight %g, %x : (tensor<2x4xf32>, tensor<2x16xf32>) -> tensor<4x16xbf16>
   return
 }
 

@@ -58,10 +58,21 @@ bool touches(Operation *op, Value buffer) {
                       [&](Value v) { return viewedBuffer(v) == buffer; });
 }
 
+/// Whether `op` may read or write `accumulator`: it names its buffer, or it
+/// completes a collective whose start names it or is not known (the
+/// collective reads or writes it until then).
+bool mayAccess(Operation *op, Value accumulator) {
+  if (auto wait = dyn_cast<WaitOp>(op)) {
+    CollectiveStartOp start = wait.getStart();
+    return !start || touches(start, accumulator);
+  }
+  return touches(op, accumulator);
+}
+
 /// The GEMM that writes `t` for `add` to read, when the fold applies: `t`
 /// is a temporary (kernel.alloc) used only by that GEMM's output and by
-/// `add`, and between them nothing touches `acc` or waits for a
-/// collective.
+/// `add`, and between them nothing reads or writes `acc`, a collective's
+/// completion included.
 CallOp producer(CallOp add, Value t, Value acc, Builder &b) {
   auto alloc = t.getDefiningOp<AllocOp>();
   if (!alloc || !t.hasNUses(2) || t.getType() != acc.getType())
@@ -78,7 +89,7 @@ CallOp producer(CallOp add, Value t, Value acc, Builder &b) {
   if (touches(gemm, accumulator))
     return nullptr;
   for (Operation *op = gemm->getNextNode(); op != add; op = op->getNextNode())
-    if (isa<WaitOp>(op) || touches(op, accumulator))
+    if (mayAccess(op, accumulator))
       return nullptr;
   return gemm;
 }

@@ -680,13 +680,23 @@ LogicalResult LinearGradWeightOp::verify() {
     if (failed(
             verifyDimsMatch(op, getGrad(), "grad", d, getInput(), "input", d)))
       return failure();
-  auto expectedType =
-      RankedTensorType::get({grad.getShape().back(), input.getShape().back()},
-                            input.getElementType());
-  if (getResult().getType() != expectedType)
-    return emitOpError() << "result type " << getResult().getType()
-                         << " must be " << expectedType;
-  return verifySameElementType(op, getGrad(), "grad", getInput(), "input");
+  RankedTensorType result = getResult().getType();
+  SmallVector<int64_t> expected = {grad.getShape().back(),
+                                   input.getShape().back()};
+  if (result.getShape() != ArrayRef<int64_t>(expected))
+    return emitOpError() << "result shape " << formatShape(result.getShape())
+                         << " must be " << formatShape(expected);
+  if (failed(verifySameElementType(op, getGrad(), "grad", getInput(), "input")))
+    return failure();
+  // The f32 sum rounded once to the operands' type, or kept (16-bit
+  // operands).
+  Type operand = input.getElementType(), out = result.getElementType();
+  if (out != operand && !(out.isF32() && (operand.isBF16() || operand.isF16())))
+    return emitOpError() << "result element type " << out << " must be "
+                         << operand
+                         << (operand.isBF16() || operand.isF16() ? " or f32"
+                                                                 : "");
+  return success();
 }
 
 LogicalResult CrossEntropyGradOp::verify() {

@@ -58,7 +58,10 @@ def KernelFuseGemmAccumulate
     1; a scaled GEMM scales its product first, as cuBLASLt's epilogue):
     the add's pass over the data and the temporary are gone. Only where
     nothing between the GEMM and the add reads or writes the accumulator,
-    and no collective completes in between, and not for an add marked
+    and no collective that reads or writes it completes in between (one
+    on other buffers may: a pipeline stage's tp and cp collectives between
+    a microbatch's weight-gradient GEMM and the add into its slot), and
+    not for an add marked
     `kernel.separate_rounding` (a recompute region's: activation
     checkpointing must not change the numbers). The sum is the same up to
     rounding: the product is added inside the GEMM's accumulation and

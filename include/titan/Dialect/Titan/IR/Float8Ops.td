@@ -229,7 +229,7 @@ def Titan_TransposeOp : Titan_Op<"transpose", [
 def Titan_ScaledMatmulOp : Titan_Op<"scaled_matmul", [
     DeclareOpInterfaceMethods<Titan_KernelOpInterface,
                               ["getKernelParams"]>,
-    Pure]> {
+    Titan_WidenableResult, Pure]> {
   let summary = "a GEMM of float8 operands with their scales";
   let description = [{
     One of titan.linear's three GEMMs (`form`: `linear` `... x K` times

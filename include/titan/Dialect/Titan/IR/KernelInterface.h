@@ -12,6 +12,9 @@
 namespace titan::OpTrait {
 template <typename ConcreteType>
 class BufferView : public mlir::OpTrait::TraitBase<ConcreteType, BufferView> {};
+template <typename ConcreteType>
+class WidenableResult
+    : public mlir::OpTrait::TraitBase<ConcreteType, WidenableResult> {};
 } // namespace titan::OpTrait
 
 #include "titan/Dialect/Titan/IR/KernelInterface.h.inc"

@@ -74,4 +74,12 @@ def Titan_BufferView : NativeOpTrait<"BufferView"> {
   let cppNamespace = "::titan::OpTrait";
 }
 
+/// A GEMM that accumulates in f32 and rounds its sum once to the result's
+/// element type, which may be f32 for 16-bit or float8 operands (cuBLASLt's
+/// and oneDNN's D type): titan-widen-gemm-results folds a widening cast of
+/// its result into it.
+def Titan_WidenableResult : NativeOpTrait<"WidenableResult"> {
+  let cppNamespace = "::titan::OpTrait";
+}
+
 #endif // TITAN_DIALECT_TITAN_IR_KERNELINTERFACE_TD

@@ -659,11 +659,15 @@ def Titan_LinearGradInputOp : Titan_Op<"linear_grad_input", [Titan_KernelOpInter
 }
 
 def Titan_LinearGradWeightOp : Titan_Op<"linear_grad_weight", [Titan_KernelOpInterface,
-    Pure]> {
+    Titan_WidenableResult, Pure]> {
   let summary = "gradient of titan.linear with respect to its weight: dYᵀ · X";
   let description = [{
     `grad` is `... x N`, `input` is `... x K` with the same leading shape;
-    the result is `N x K`, summed over all leading positions.
+    the result is `N x K`, summed over all leading positions. The sum is
+    accumulated in f32 (f64 for f64 operands) and rounded once to the
+    result's element type: the operands' or, for bf16 and f16 operands,
+    f32 (the weight gradient FSDP reduces in f32, written by the GEMM as
+    Megatron-LM's gradient-accumulation fusion writes it).
   }];
   let arguments = (ins Titan_FloatTensor:$grad, Titan_FloatTensor:$input);
   let results = (outs Titan_FloatTensor:$result);

@@ -170,6 +170,27 @@ def TitanExpandFloat8 : Pass<"titan-expand-float8", "::mlir::ModuleOp"> {
                            "::titan::dist::DistDialect"];
 }
 
+def TitanWidenGemmResults : Pass<"titan-widen-gemm-results"> {
+  let summary = "Let a GEMM write the f32 its widening cast would make";
+  let description = [{
+    A `titan.cast` to f32 of the 16-bit result of a GEMM that accumulates
+    in f32 (ops with the `WidenableResult` trait: `titan.linear_grad_weight`,
+    `titan.scaled_matmul`), when the cast is that result's only use,
+    becomes the GEMM itself with an f32 result: the weight gradient FSDP
+    reduce-scatters in f32 comes straight out of cuBLASLt's or oneDNN's
+    GEMM instead of being rounded to bf16 and widened by a second kernel
+    that reads and writes the whole unsharded gradient again, as
+    Megatron-LM's gradient-accumulation fusion writes the weight gradient
+    into its f32 buffer. The values are those of the f32 sum, no longer
+    rounded to bf16 on the way (excess precision, as XLA's
+    `xla_allow_excess_precision`): more accurate, not bitwise TorchTitan's
+    eager FSDP2, which rounds autograd's bf16 gradient before its cast.
+    Under gradient accumulation the f32 GEMM then adds into the
+    accumulator itself (kernel-fuse-gemm-accumulate).
+  }];
+  let dependentDialects = ["::titan::TitanDialect"];
+}
+
 def TitanAutodiff : Pass<"titan-autodiff", "::mlir::ModuleOp"> {
   let summary = "Build the backward graph of a titan forward function";
   let description = [{
