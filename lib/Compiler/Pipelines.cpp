@@ -188,6 +188,9 @@ void titan::buildEvalPipeline(mlir::OpPassManager &pm,
                               const TrainingPipelineOptions &options) {
   pm.addPass(createTitanMixedPrecision(mixedPrecisionOptions(options)));
   addExpansionPasses(pm, options);
+  // The forward's GEMMs as the training step compiles them.
+  if (options.widenGemmResults)
+    pm.addPass(createTitanWidenGemmResults());
 }
 
 mlir::LogicalResult titan::addEvalStep(mlir::ModuleOp module,

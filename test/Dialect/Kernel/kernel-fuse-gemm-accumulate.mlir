@@ -78,6 +78,31 @@ func.func @past_unrelated_wait(%dy: memref<4x8xf32>, %x: memref<4x6xf32>, %acc: 
 
 // -----
 
+// Kept: a collective completing in between that reads the accumulator (its
+// start before the GEMM), and one that writes a view of it.
+// CHECK-LABEL: func.func @kept_collectives(
+// CHECK-COUNT-2: kernel.call "add"
+// CHECK-NOT:   params [1]
+func.func @kept_collectives(%dy: memref<4x8xf32>, %x: memref<4x6xf32>, %acc: memref<8x6xf32>) {
+  %s = kernel.stream 0
+  %t0 = kernel.alloc temporary : memref<8x6xf32>
+  %c = kernel.alloc collective : memref<8x6xf32>
+  %r0 = kernel.collective_start "all_reduce_start"(%acc : memref<8x6xf32>) outs(%c : memref<8x6xf32>) on %s params [0, 0, 4] -> !kernel.request
+  kernel.call "linear_grad_weight"(%dy, %x : memref<4x8xf32>, memref<4x6xf32>) outs(%t0 : memref<8x6xf32>) on %s params []
+  kernel.wait %r0 on %s
+  kernel.call "add"(%acc, %t0 : memref<8x6xf32>, memref<8x6xf32>) outs(%acc : memref<8x6xf32>) on %s params []
+  %t1 = kernel.alloc temporary : memref<8x6xf32>
+  %flat = kernel.view %acc : memref<8x6xf32> to memref<48xf32>
+  %src = kernel.alloc temporary : memref<48xf32>
+  %r1 = kernel.collective_start "all_reduce_start"(%src : memref<48xf32>) outs(%flat : memref<48xf32>) on %s params [0, 0, 4] -> !kernel.request
+  kernel.call "linear_grad_weight"(%dy, %x : memref<4x8xf32>, memref<4x6xf32>) outs(%t1 : memref<8x6xf32>) on %s params []
+  kernel.wait %r1 on %s
+  kernel.call "add"(%acc, %t1 : memref<8x6xf32>, memref<8x6xf32>) outs(%acc : memref<8x6xf32>) on %s params []
+  return
+}
+
+// -----
+
 // Float8's tensorwise scaled GEMMs fold too (the sum of a tensor's
 // gradients through SwiGLU's two linears): their last parameter,
 // accumulate, becomes 1. One that already accumulates folds no second add,

@@ -204,7 +204,7 @@ func.func @linear_grad_weight_result(%g: tensor<2x4xf32>, %x: tensor<2x16xf32>) 
 // 16-bit operands may give their f32 sum unrounded (titan-widen-gemm-results),
 // nothing else.
 func.func @linear_grad_weight_narrower(%g: tensor<2x4xbf16>, %x: tensor<2x16xbf16>) {
-  // expected-error @+1 {{result element type 'f16' must be 'bf16' or f32}}
+  // expected-error @+1 {{result element type 'f16' must be 'bf16' or 'f32'}}
   %0 = titan.linear_grad_weight %g, %x : (tensor<2x4xbf16>, tensor<2x16xbf16>) -> tensor<4x16xf16>
   return
 }

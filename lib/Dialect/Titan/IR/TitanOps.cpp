@@ -694,7 +694,7 @@ LogicalResult LinearGradWeightOp::verify() {
   if (out != operand && !(out.isF32() && (operand.isBF16() || operand.isF16())))
     return emitOpError() << "result element type " << out << " must be "
                          << operand
-                         << (operand.isBF16() || operand.isF16() ? " or f32"
+                         << (operand.isBF16() || operand.isF16() ? " or 'f32'"
                                                                  : "");
   return success();
 }

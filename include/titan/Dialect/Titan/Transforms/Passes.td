@@ -186,9 +186,9 @@ def TitanWidenGemmResults : Pass<"titan-widen-gemm-results"> {
     `xla_allow_excess_precision`): more accurate, not bitwise TorchTitan's
     eager FSDP2, which rounds autograd's bf16 gradient before its cast.
     Under gradient accumulation the f32 GEMM then adds into the
-    accumulator itself (kernel-fuse-gemm-accumulate).
+    accumulator itself (kernel-fuse-gemm-accumulate). The eval step runs
+    it too, so its forward GEMMs compute as the training step's.
   }];
-  let dependentDialects = ["::titan::TitanDialect"];
 }
 
 def TitanAutodiff : Pass<"titan-autodiff", "::mlir::ModuleOp"> {
