@@ -354,12 +354,6 @@ int main() {
                           loss.as<float>(), lse.as<float>(), tokens, vocab,
                           rows.ptr, nullptr);
            }));
-    report("fused", "cross_entropy_grad (in place)",
-           2.0 * double(tokens) * double(vocab) * 4, "GB/s", time([&] {
-             crossEntropyGrad(Dtype::f32, logits.ptr, tokenIds.as<int32_t>(),
-                              lse.as<float>(), loss.as<float>(), logits.ptr,
-                              tokens, vocab, nullptr);
-           }));
   }
   {
     // AdamW on one FFN weight (f32 master state): 4 reads, 3 writes.

@@ -139,31 +139,6 @@ __global__ void meanKernel(const float *values, int64_t n, float *out) {
     *out = float(s / double(n));
 }
 
-/// scale * (exp(x - lse) - onehot), one read of each logit: elementwise
-/// per row given the forward's lse, so it may overwrite the logits.
-template <typename T, int N>
-__global__ void crossEntropyGradKernel(const T *logits, const int32_t *labels,
-                                       const float *lse, const float *dloss,
-                                       T *out, int64_t rows, int64_t vocab) {
-  float scale = *dloss / float(rows);
-  for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
-    const T *in = logits + r * vocab;
-    T *dst = out + r * vocab;
-    float rowLse = lse[r];
-    int64_t label = labels[r];
-    for (int64_t k = threadIdx.x; k < vocab / N; k += kThreads) {
-      float v[N], g[N];
-      loadPack<N>(in, k * N, v);
-#pragma unroll
-      for (int e = 0; e < N; ++e) {
-        float p = expf(v[e] - rowLse);
-        g[e] = scale * (p - (k * N + e == label ? 1.0f : 0.0f));
-      }
-      storePack<N>(dst, k * N, g);
-    }
-  }
-}
-
 template <typename T>
 __global__ void rowMaxKernel(const T *logits, T *out, int64_t rows,
                              int64_t vocab) {
@@ -190,17 +165,6 @@ __global__ void sumExpKernel(const T *logits, const T *max, T *out,
   }
 }
 
-template <typename T>
-__global__ void sumExpGradKernel(const T *logits, const T *max, const T *grad,
-                                 T *out, int64_t rows, int64_t vocab) {
-  int64_t total = rows * vocab;
-  for (int64_t i = int64_t(blockIdx.x) * kThreads + threadIdx.x; i < total;
-       i += int64_t(gridDim.x) * kThreads) {
-    int64_t r = i / vocab;
-    store(out, i, load(grad, r) * expf(load(logits, i) - load(max, r)));
-  }
-}
-
 /// The column of row r's label in this vocabulary slice, or -1.
 __device__ int64_t labelColumn(const int32_t *labels, int64_t r, int64_t vocab,
                                const int32_t *vocabStart) {
@@ -220,20 +184,6 @@ __global__ void targetLogitKernel(const T *logits, const int32_t *labels,
               : vocabStart ? 0.0f
                            : NAN;
     store(out, r, v);
-  }
-}
-
-template <typename T>
-__global__ void targetLogitGradKernel(const T *grad, const int32_t *labels,
-                                      T *out, int64_t rows, int64_t vocab,
-                                      const int32_t *vocabStart) {
-  int64_t total = rows * vocab;
-  for (int64_t i = int64_t(blockIdx.x) * kThreads + threadIdx.x; i < total;
-       i += int64_t(gridDim.x) * kThreads) {
-    int64_t r = i / vocab, j = i % vocab;
-    store(out, i,
-          labelColumn(labels, r, vocab, vocabStart) == j ? load(grad, r)
-                                                         : 0.0f);
   }
 }
 
@@ -485,25 +435,6 @@ void titanrt::cuda::crossEntropy(Dtype type, const void *logits,
   checkLaunch("cross_entropy (mean)");
 }
 
-void titanrt::cuda::crossEntropyGrad(Dtype type, const void *logits,
-                                     const int32_t *labels, const float *lse,
-                                     const float *dloss, void *out,
-                                     int64_t rows, int64_t vocab,
-                                     cudaStream_t stream) {
-  dispatch(type, [&](auto *tag) {
-    using T = std::remove_pointer_t<decltype(tag)>;
-    unsigned blocks =
-        unsigned(std::clamp<int64_t>(rows, 1, int64_t(65535) * 16));
-    withRowPacks<T>(logits, out, vocab, [&](auto width) {
-      crossEntropyGradKernel<T, decltype(width)::value>
-          <<<blocks, kThreads, 0, stream>>>(static_cast<const T *>(logits),
-                                            labels, lse, dloss,
-                                            static_cast<T *>(out), rows, vocab);
-    });
-  });
-  checkLaunch("cross_entropy_grad");
-}
-
 size_t titanrt::cuda::globalNormWorkspaceBytes(int64_t count) {
   return size_t(titan::cuda::globalNormWorkspaceBytes(count));
 }
@@ -616,18 +547,6 @@ void titanrt::cuda::sumExp(Dtype type, const void *logits, const void *max,
   checkLaunch("sum_exp");
 }
 
-void titanrt::cuda::sumExpGrad(Dtype type, const void *logits, const void *max,
-                               const void *grad, void *out, int64_t rows,
-                               int64_t vocab, cudaStream_t stream) {
-  dispatch(type, [&](auto *tag) {
-    using T = std::remove_pointer_t<decltype(tag)>;
-    sumExpGradKernel<T><<<blocksFor(rows * vocab), kThreads, 0, stream>>>(
-        static_cast<const T *>(logits), static_cast<const T *>(max),
-        static_cast<const T *>(grad), static_cast<T *>(out), rows, vocab);
-  });
-  checkLaunch("sum_exp_grad");
-}
-
 void titanrt::cuda::targetLogit(Dtype type, const void *logits,
                                 const int32_t *labels, void *out, int64_t rows,
                                 int64_t vocab, const int32_t *vocabStart,
@@ -639,20 +558,6 @@ void titanrt::cuda::targetLogit(Dtype type, const void *logits,
         vocab, vocabStart);
   });
   checkLaunch("target_logit");
-}
-
-void titanrt::cuda::targetLogitGrad(Dtype type, const void *grad,
-                                    const int32_t *labels, void *out,
-                                    int64_t rows, int64_t vocab,
-                                    const int32_t *vocabStart,
-                                    cudaStream_t stream) {
-  dispatch(type, [&](auto *tag) {
-    using T = std::remove_pointer_t<decltype(tag)>;
-    targetLogitGradKernel<T><<<blocksFor(rows * vocab), kThreads, 0, stream>>>(
-        static_cast<const T *>(grad), labels, static_cast<T *>(out), rows,
-        vocab, vocabStart);
-  });
-  checkLaunch("target_logit_grad");
 }
 
 void titanrt::cuda::crossEntropyFromStats(Dtype type, const void *max,

@@ -55,12 +55,6 @@ size_t crossEntropyWorkspaceBytes(int64_t rows);
 void crossEntropy(Dtype type, const void *logits, const int32_t *labels,
                   float *loss, float *lse, int64_t rows, int64_t vocab,
                   void *workspace, cudaStream_t stream);
-/// out = *dloss / rows * (exp(logits[r] - lse[r]) - onehot(labels[r])) with
-/// the forward's lse: one read of the logits, elementwise, so `out` may be
-/// `logits` (the backward then holds the logits once).
-void crossEntropyGrad(Dtype type, const void *logits, const int32_t *labels,
-                      const float *lse, const float *dloss, void *out,
-                      int64_t rows, int64_t vocab, cudaStream_t stream);
 
 /// Cross-entropy in pieces over a vocabulary shard (loss parallel), as the
 /// CPU kernels of the same names and titan.row_max, sum_exp, target_logit
@@ -70,15 +64,9 @@ void rowMax(Dtype type, const void *logits, void *out, int64_t rows,
             int64_t vocab, cudaStream_t stream);
 void sumExp(Dtype type, const void *logits, const void *max, void *out,
             int64_t rows, int64_t vocab, cudaStream_t stream);
-void sumExpGrad(Dtype type, const void *logits, const void *max,
-                const void *grad, void *out, int64_t rows, int64_t vocab,
-                cudaStream_t stream);
 void targetLogit(Dtype type, const void *logits, const int32_t *labels,
                  void *out, int64_t rows, int64_t vocab,
                  const int32_t *vocabStart, cudaStream_t stream);
-void targetLogitGrad(Dtype type, const void *grad, const int32_t *labels,
-                     void *out, int64_t rows, int64_t vocab,
-                     const int32_t *vocabStart, cudaStream_t stream);
 /// *loss = mean over rows of max + log(sumExp) - target (fixed order);
 /// `workspace` holds crossEntropyWorkspaceBytes(rows).
 void crossEntropyFromStats(Dtype type, const void *max, const void *sumExp,

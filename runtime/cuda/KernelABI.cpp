@@ -339,11 +339,6 @@ void crossEntropy(const Args &c) {
                      c.buf<float>(2), c.buf<float>(3), c.shape(1).numel(),
                      c.shape(0).back(), c.workspace, c.stream());
 }
-void crossEntropyGrad(const Args &c) {
-  cuda::crossEntropyGrad(c.type(0), c.buffers[0], c.buf<int32_t>(1),
-                         c.buf<float>(2), c.buf<float>(3), c.buffers[4],
-                         c.shape(1).numel(), c.shape(0).back(), c.stream());
-}
 void rowMax(const Args &c) {
   Shape s = c.shape(0);
   cuda::rowMax(c.type(0), c.buffers[0], c.buffers[1], s.rows(), s.back(),
@@ -354,23 +349,11 @@ void sumExp(const Args &c) {
   cuda::sumExp(c.type(0), c.buffers[0], c.buffers[1], c.buffers[2], s.rows(),
                s.back(), c.stream());
 }
-void sumExpGrad(const Args &c) {
-  Shape s = c.shape(0);
-  cuda::sumExpGrad(c.type(0), c.buffers[0], c.buffers[1], c.buffers[2],
-                   c.buffers[3], s.rows(), s.back(), c.stream());
-}
 void targetLogit(const Args &c) {
   Shape s = c.shape(0);
   cuda::targetLogit(c.type(0), c.buffers[0], c.buf<int32_t>(1),
                     c.buffers[c.hasVocabStart() ? 3 : 2], s.rows(), s.back(),
                     c.vocabStart(), c.stream());
-}
-void targetLogitGrad(const Args &c) {
-  int out = c.hasVocabStart() ? 3 : 2;
-  Shape s = c.shape(out);
-  cuda::targetLogitGrad(c.type(0), c.buffers[0], c.buf<int32_t>(1),
-                        c.buffers[out], s.rows(), s.back(), c.vocabStart(),
-                        c.stream());
 }
 void crossEntropyFromStats(const Args &c) {
   cuda::crossEntropyFromStats(c.type(0), c.buffers[0], c.buffers[1],

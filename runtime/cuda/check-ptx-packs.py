@@ -43,8 +43,6 @@ EXPECTED = [
      [("ld.global.u8", r"\bld\.global\.(?:u8|b8)\b"),
       ("st.global.u8", r"\bst\.global\.(?:u8|b8)\b")]),
     ("FusedKernels", r"\bcrossEntropyRowsKernel<\w+, (4|8)>", [LD_GLOBAL_V4]),
-    ("FusedKernels", r"\bcrossEntropyGradKernel<\w+, (4|8)>",
-     [LD_GLOBAL_V4, ST_GLOBAL_V4]),
     ("FusedKernels", r"\badamwStepKernel\(", [LD_GLOBAL_V4, ST_GLOBAL_V4]),
     ("FusedKernels", r"\badamwChunkKernel\(", [LD_GLOBAL_V4, ST_GLOBAL_V4]),
     ("FusedKernels", r"\badamwKernel\(", [LD_V4, ST_GLOBAL_V4]),

@@ -88,22 +88,11 @@ template <typename T> void sumExp(const Call &c) {
   Shape s = c.shape(0);
   k::sumExp(c.buf<T>(0), c.buf<T>(1), c.buf<T>(2), s.rows(), s.back());
 }
-template <typename T> void sumExpGrad(const Call &c) {
-  Shape s = c.shape(0);
-  k::sumExpGrad(c.buf<T>(0), c.buf<T>(1), c.buf<T>(2), c.buf<T>(3), s.rows(),
-                s.back());
-}
 template <typename T> void targetLogit(const Call &c) {
   Shape s = c.shape(0);
   k::targetLogit(c.buf<T>(0), c.buf<int32_t>(1),
                  c.buf<T>(c.hasVocabStart() ? 3 : 2), s.rows(), s.back(),
                  c.vocabStart());
-}
-template <typename T> void targetLogitGrad(const Call &c) {
-  int out = c.hasVocabStart() ? 3 : 2;
-  Shape s = c.shape(out);
-  k::targetLogitGrad(c.buf<T>(0), c.buf<int32_t>(1), c.buf<T>(out), s.rows(),
-                     s.back(), c.vocabStart());
 }
 template <typename T> void crossEntropyFromStats(const Call &c) {
   *c.buf<float>(3) = float(k::crossEntropyFromStats(
@@ -362,11 +351,6 @@ template <typename T> void crossEntropy(const Call &c) {
   *c.buf<float>(2) = float(k::crossEntropy(
       c.buf<T>(0), c.buf<int32_t>(1), c.shape(1).numel(), c.shape(0).back(),
       c.buf<T>(3), static_cast<double *>(c.workspace)));
-}
-template <typename T> void crossEntropyGrad(const Call &c) {
-  k::crossEntropyGrad(c.buf<T>(0), c.buf<int32_t>(1), c.buf<T>(2),
-                      *c.buf<float>(3), c.buf<T>(4), c.shape(1).numel(),
-                      c.shape(0).back());
 }
 /// ints: {number of inputs}. Per-tensor norms are rounded to float32 before
 /// the norm of norms, as torch.nn.utils.clip_grad_norm_ stacks them.

@@ -54,15 +54,6 @@ TITAN_VECTOR_CLONES double sumExpOf(const T *row, T max, int64_t n) {
   return sum;
 }
 
-/// out[j] = T(scale * exp(row[j] - max)).
-template <typename T>
-TITAN_VECTOR_CLONES void scaledExp(const T *row, T max, double scale, T *out,
-                                   int64_t n) {
-#pragma omp simd
-  for (int64_t j = 0; j < n; ++j)
-    out[j] = T(scale * double(titanrt::vmath::fastExp(row[j] - max)));
-}
-
 /// sum_j x[j]^2 in f64.
 template <typename T>
 TITAN_VECTOR_CLONES double sumOfSquaresOf(const T *x, int64_t n) {
@@ -184,23 +175,6 @@ double crossEntropy(const T *logits, const int32_t *labels, int64_t rows,
 }
 
 template <typename T>
-void crossEntropyGrad(const T *logits, const int32_t *labels, const T *lse,
-                      double dloss, T *out, int64_t rows, int64_t vocab) {
-  double scale = dloss / double(rows);
-#pragma omp parallel for if (rows * vocab >= kParallelWork)
-  for (int64_t r = 0; r < rows; ++r) {
-    checkToken(labels[r], r, vocab, "label");
-    const T *row = logits + r * vocab;
-    // scale * (softmax - onehot), softmax = exp(row - lse) in one pass over
-    // the row, then the label's entry.
-    scaledExp(row, lse[r], scale, out + r * vocab, vocab);
-    int64_t label = labels[r];
-    out[r * vocab + label] =
-        T(scale * (double(titanrt::vmath::fastExp(row[label] - lse[r])) - 1.0));
-  }
-}
-
-template <typename T>
 void rowMax(const T *logits, T *out, int64_t rows, int64_t vocab) {
 #pragma omp parallel for if (rows * vocab >= kParallelWork)
   for (int64_t r = 0; r < rows; ++r)
@@ -213,15 +187,6 @@ void sumExp(const T *logits, const T *max, T *out, int64_t rows,
 #pragma omp parallel for if (rows * vocab >= kParallelWork)
   for (int64_t r = 0; r < rows; ++r)
     out[r] = T(sumExpOf(logits + r * vocab, max[r], vocab));
-}
-
-template <typename T>
-void sumExpGrad(const T *logits, const T *max, const T *grad, T *out,
-                int64_t rows, int64_t vocab) {
-#pragma omp parallel for if (rows * vocab >= kParallelWork)
-  for (int64_t r = 0; r < rows; ++r)
-    scaledExp(logits + r * vocab, max[r], double(grad[r]), out + r * vocab,
-              vocab);
 }
 
 /// The column of row `r`'s label in this vocabulary slice, or -1.
@@ -242,15 +207,6 @@ void targetLogit(const T *logits, const int32_t *labels, T *out, int64_t rows,
     int64_t column = labelColumn(labels, r, vocab, vocabStart);
     out[r] = column < 0 ? T(0) : logits[r * vocab + column];
   }
-}
-
-template <typename T>
-void targetLogitGrad(const T *grad, const int32_t *labels, T *out, int64_t rows,
-                     int64_t vocab, const int32_t *vocabStart) {
-  std::fill(out, out + rows * vocab, T(0));
-  for (int64_t r = 0; r < rows; ++r)
-    if (int64_t column = labelColumn(labels, r, vocab, vocabStart); column >= 0)
-      out[r * vocab + column] = grad[r];
 }
 
 template <typename T>
@@ -333,12 +289,8 @@ void adamw(T *param, const T *grad, T *expAvg, T *expAvgSq, int64_t n,
                                  int64_t, int64_t, const int32_t *);           \
   template void rowMax<T>(const T *, T *, int64_t, int64_t);                   \
   template void sumExp<T>(const T *, const T *, T *, int64_t, int64_t);        \
-  template void sumExpGrad<T>(const T *, const T *, const T *, T *, int64_t,   \
-                              int64_t);                                        \
   template void targetLogit<T>(const T *, const int32_t *, T *, int64_t,       \
                                int64_t, const int32_t *);                      \
-  template void targetLogitGrad<T>(const T *, const int32_t *, T *, int64_t,   \
-                                   int64_t, const int32_t *);                  \
   template double crossEntropyFromStats<T>(const T *, const T *, const T *,    \
                                            int64_t);                           \
   template void crossEntropyFromStatsGrad<T>(const T *, double, T *, T *,      \
@@ -351,8 +303,6 @@ void adamw(T *param, const T *grad, T *expAvg, T *expAvgSq, int64_t n,
                                     int64_t, int64_t, bool);                   \
   template double crossEntropy<T>(const T *, const int32_t *, int64_t,         \
                                   int64_t, T *, double *);                     \
-  template void crossEntropyGrad<T>(const T *, const int32_t *, const T *,     \
-                                    double, T *, int64_t, int64_t);            \
   template double sumOfSquares<T>(const T *, int64_t, double *);               \
   template void adamw<T>(T *, const T *, T *, T *, int64_t, double, float,     \
                          int64_t, double, double, double, double, double);

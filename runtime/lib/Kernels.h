@@ -105,11 +105,6 @@ void linearGradWeight(const T *dy, const T *x, T *dw, int64_t m, int64_t k,
 template <typename T>
 double crossEntropy(const T *logits, const int32_t *labels, int64_t rows,
                     int64_t vocab, T *lse, double *rowLoss);
-/// dloss / rows * (exp(logits[r] - lse[r]) - onehot(labels[r])): one pass
-/// over the logits with the forward's lse.
-template <typename T>
-void crossEntropyGrad(const T *logits, const int32_t *labels, const T *lse,
-                      double dloss, T *out, int64_t rows, int64_t vocab);
 
 /// Sum of squares, accumulated in double.
 /// `partials` is scratch for titan::cpu::globalNormWorkspaceBytes(n) (the
@@ -137,14 +132,8 @@ void rowMax(const T *logits, T *out, int64_t rows, int64_t vocab);
 template <typename T>
 void sumExp(const T *logits, const T *max, T *out, int64_t rows, int64_t vocab);
 template <typename T>
-void sumExpGrad(const T *logits, const T *max, const T *grad, T *out,
-                int64_t rows, int64_t vocab);
-template <typename T>
 void targetLogit(const T *logits, const int32_t *labels, T *out, int64_t rows,
                  int64_t vocab, const int32_t *vocabStart);
-template <typename T>
-void targetLogitGrad(const T *grad, const int32_t *labels, T *out, int64_t rows,
-                     int64_t vocab, const int32_t *vocabStart);
 template <typename T>
 double crossEntropyFromStats(const T *max, const T *sumExp, const T *target,
                              int64_t rows);

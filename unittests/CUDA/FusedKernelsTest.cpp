@@ -253,23 +253,16 @@ TEST(FusedKernels, CrossEntropy) {
       double expected =
           kernels::crossEntropy(logits.data(), labels.data(), rows, vocab,
                                 lse.data(), rowLoss.data());
-      std::vector<float> grad(n);
-      kernels::crossEntropyGrad(logits.data(), labels.data(), lse.data(), 1.0,
-                                grad.data(), rows, vocab);
 
-      DeviceBuffer dLogits(logits, t), dGrad(n, t),
-          dLse(size_t(rows), Dtype::f32);
+      DeviceBuffer dLogits(logits, t), dLse(size_t(rows), Dtype::f32);
       int32_t *dLabels = nullptr;
-      float *dLoss = nullptr, *dOne = nullptr;
+      float *dLoss = nullptr;
       void *workspace = nullptr;
       ASSERT_EQ(cudaMalloc(&dLabels, rows * 4), cudaSuccess);
       ASSERT_EQ(cudaMalloc(&dLoss, 4), cudaSuccess);
-      ASSERT_EQ(cudaMalloc(&dOne, 4), cudaSuccess);
       ASSERT_EQ(cudaMalloc(&workspace, crossEntropyWorkspaceBytes(rows)),
                 cudaSuccess);
       cudaMemcpy(dLabels, labels.data(), rows * 4, cudaMemcpyHostToDevice);
-      float one = 1.0f;
-      cudaMemcpy(dOne, &one, 4, cudaMemcpyHostToDevice);
       auto *lseOut = static_cast<float *>(dLse.ptr);
       crossEntropy(t, dLogits.ptr, dLabels, dLoss, lseOut, rows, vocab,
                    workspace, nullptr);
@@ -277,16 +270,8 @@ TEST(FusedKernels, CrossEntropy) {
       cudaMemcpy(&loss, dLoss, 4, cudaMemcpyDeviceToHost);
       EXPECT_NEAR(loss, expected, 1e-5 * std::fabs(expected) + 1e-6);
       expectClose(dLse.read(), lse, Dtype::f32, 1e-6, "lse");
-      crossEntropyGrad(t, dLogits.ptr, dLabels, lseOut, dOne, dGrad.ptr, rows,
-                       vocab, nullptr);
-      expectClose(dGrad.read(), grad, t, 1e-7, "grad");
-      // In place over the logits.
-      crossEntropyGrad(t, dLogits.ptr, dLabels, lseOut, dOne, dLogits.ptr, rows,
-                       vocab, nullptr);
-      expectClose(dLogits.read(), grad, t, 1e-7, "grad in place");
       cudaFree(dLabels);
       cudaFree(dLoss);
-      cudaFree(dOne);
       cudaFree(workspace);
     }
 }
@@ -385,33 +370,23 @@ TEST(FusedKernels, LossParallelPieces) {
   for (Dtype t : {Dtype::f32, Dtype::bf16}) {
     size_t n = size_t(rows * vocab);
     std::vector<float> logits = rounded(random(n, 70, -5, 5), t);
-    std::vector<float> max(rows), sum(rows), target(rows),
-        g = rounded(random(size_t(rows), 71), t);
-    std::vector<float> sumGrad(n), targetGrad(n);
+    std::vector<float> max(rows), sum(rows), target(rows);
     kernels::rowMax(logits.data(), max.data(), rows, vocab);
     kernels::sumExp(logits.data(), max.data(), sum.data(), rows, vocab);
-    kernels::sumExpGrad(logits.data(), max.data(), g.data(), sumGrad.data(),
-                        rows, vocab);
     kernels::targetLogit(logits.data(), labels.data(), target.data(), rows,
                          vocab, &start);
-    kernels::targetLogitGrad(g.data(), labels.data(), targetGrad.data(), rows,
-                             vocab, &start);
 
-    DeviceBuffer dLogits(logits, t), dG(g, t), dMax(size_t(rows), t),
-        dSum(size_t(rows), t), dTarget(size_t(rows), t), dSumGrad(n, t),
-        dTargetGrad(n, t), dSeGrad(size_t(rows), t), dTGrad(size_t(rows), t);
+    DeviceBuffer dLogits(logits, t), dMax(size_t(rows), t),
+        dSum(size_t(rows), t), dTarget(size_t(rows), t),
+        dSeGrad(size_t(rows), t), dTGrad(size_t(rows), t);
     // The statistics the next kernels read are the CPU's (rounded as the
     // GPU stores them), so each kernel is checked on its own.
     DeviceBuffer dMaxIn(rounded(max, t), t), dSumIn(rounded(sum, t), t),
         dTargetIn(rounded(target, t), t);
     rowMax(t, dLogits.ptr, dMax.ptr, rows, vocab, nullptr);
     sumExp(t, dLogits.ptr, dMaxIn.ptr, dSum.ptr, rows, vocab, nullptr);
-    sumExpGrad(t, dLogits.ptr, dMaxIn.ptr, dG.ptr, dSumGrad.ptr, rows, vocab,
-               nullptr);
     targetLogit(t, dLogits.ptr, dLabels.ptr, dTarget.ptr, rows, vocab,
                 dStart.ptr, nullptr);
-    targetLogitGrad(t, dG.ptr, dLabels.ptr, dTargetGrad.ptr, rows, vocab,
-                    dStart.ptr, nullptr);
     void *workspace = nullptr;
     float *dLoss = nullptr;
     ASSERT_EQ(cudaMalloc(&workspace, crossEntropyWorkspaceBytes(rows)),
@@ -423,9 +398,7 @@ TEST(FusedKernels, LossParallelPieces) {
                               dTGrad.ptr, rows, nullptr);
     expectClose(dMax.read(), max, t, 0, "row_max");
     expectClose(dSum.read(), rounded(sum, t), t, 1e-5, "sum_exp");
-    expectClose(dSumGrad.read(), sumGrad, t, 1e-7, "sum_exp_grad");
     expectClose(dTarget.read(), target, t, 0, "target_logit");
-    expectClose(dTargetGrad.read(), targetGrad, t, 0, "target_logit_grad");
     float gpuLoss = 0;
     cudaMemcpy(&gpuLoss, dLoss, 4, cudaMemcpyDeviceToHost);
     double cpuLoss = kernels::crossEntropyFromStats(

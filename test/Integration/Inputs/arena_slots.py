@@ -37,7 +37,7 @@ def write(path, slots, values):
     arena = bytearray(end)
     for name, v in values.items():
         offset, count, shape, dtype = offsets[name]
-        data = v.to(dtype).contiguous().view(torch.uint8).reshape(-1).numpy().tobytes()
+        data = v.to(dtype).contiguous().reshape(-1).view(torch.uint8).numpy().tobytes()
         arena[offset:offset + len(data)] = data
     with open(path, "wb") as f:
         f.write(arena)

@@ -85,13 +85,14 @@ bool hasGenericShape(ValueRange inputs, ValueRange outputs) {
 
 /// The type a call's scalar body computes in: that of its buffers, but for
 /// float8 ones, which the op's body takes and produces as float8 values
-/// itself (f32 when all are: the body only moves them).
+/// itself (f32 when all are: the body only moves them), and integer ones
+/// (labels), which it takes as they are.
 std::optional<FloatType> computeType(MLIRContext *ctx, ValueRange inputs,
                                      ValueRange outputs) {
   SmallVector<Type> types;
   for (Value v : llvm::concat<Value>(inputs, outputs))
-    if (!isFloat8Type(elementTypeOf(v)))
-      types.push_back(elementTypeOf(v));
+    if (Type t = elementTypeOf(v); isa<FloatType>(t) && !isFloat8Type(t))
+      types.push_back(t);
   if (types.empty())
     return Float32Type::get(ctx);
   return pointwiseComputeType(types);
@@ -112,14 +113,11 @@ bool movesFloat8Only(Block &body) {
 /// buffer under a map the verifier can bound, writing no output), or each
 /// input at the index. Nothing when a read cannot be generated.
 std::optional<std::pair<SmallVector<Value>, SmallVector<AffineMap>>>
-kernelInputs(const PointwiseOpInterface::Concept *semantics, CallOp call) {
-  SmallVector<SmallVector<int64_t>> shapes;
-  for (Value v : call.getInputs())
-    shapes.emplace_back(cast<MemRefType>(v.getType()).getShape());
-  SmallVector<ArrayRef<int64_t>> shapeRefs(shapes.begin(), shapes.end());
+kernelInputs(const PointwiseOpInterface::Concept *semantics, CallOp call,
+             CallShapes shapes) {
   SmallVector<std::pair<unsigned, AffineMap>> reads =
       semantics->getElementReads(call.getContext(), call.getParams().getValue(),
-                                 shapeRefs);
+                                 shapes);
   SmallVector<Value> inputs;
   SmallVector<AffineMap> maps;
   if (reads.empty()) {
@@ -133,7 +131,9 @@ kernelInputs(const PointwiseOpInterface::Concept *semantics, CallOp call) {
     if (operand >= call.getInputs().size())
       return std::nullopt;
     Value input = call.getInputs()[operand];
-    if (!mapStaysInside(map, elements, elementCount(input)) ||
+    // An identity read of one element is a broadcast (a 0-d gradient).
+    bool broadcast = map.isIdentity() && elementCount(input) == 1;
+    if ((!broadcast && !mapStaysInside(map, elements, elementCount(input))) ||
         (!map.isIdentity() && llvm::any_of(call.getOutputs(), [&](Value out) {
           return viewedBuffer(out) == viewedBuffer(input);
         })))
@@ -153,10 +153,24 @@ GenericOp generateCall(CallOp call) {
       lookupPointwiseSemantics(ctx, ("titan." + call.getKernel()).str());
   if (!semantics)
     return nullptr;
-  auto kernelReads = kernelInputs(semantics, call);
+  auto shapesOf = [](ValueRange buffers) {
+    return llvm::map_to_vector(buffers, [](Value v) {
+      return cast<MemRefType>(v.getType()).getShape();
+    });
+  };
+  SmallVector<ArrayRef<int64_t>> inputShapes = shapesOf(call.getInputs()),
+                                 outputShapes = shapesOf(call.getOutputs());
+  CallShapes shapes{inputShapes, outputShapes};
+  auto kernelReads = kernelInputs(semantics, call, shapes);
   if (!kernelReads)
     return nullptr;
   auto &[inputs, maps] = *kernelReads;
+  // The lowerings address elements by whole bytes: no i1 labels.
+  if (llvm::any_of(inputs, [](Value v) {
+        Type t = elementTypeOf(v);
+        return isa<IntegerType>(t) && t.getIntOrFloatBitWidth() < 8;
+      }))
+    return nullptr;
   ArrayRef<Attribute> params = call.getParams().getValue();
   unsigned reduced = semantics->getNumAbsMaxResults(params);
   if (reduced > call.getOutputs().size())
@@ -207,15 +221,17 @@ GenericOp generateCall(CallOp call) {
   SmallVector<Value> operands;
   for (Value input : inputs) {
     Value element = body->addArgument(elementTypeOf(input), loc);
-    operands.push_back(isFloat8Type(element.getType())
+    Type type = element.getType();
+    operands.push_back(!isa<FloatType>(type) || isFloat8Type(type)
                            ? element
                            : convertFloat(b, loc, element, *compute));
   }
   SmallVector<Value> results =
-      maps.empty() ? semantics->buildScalar(b, loc, operands, params)
-                   : semantics->buildIndexedScalar(
-                         b, loc, operands,
-                         IndexOp::create(b, loc, b.getI64Type()), params);
+      maps.empty()
+          ? semantics->buildScalar(b, loc, operands, params)
+          : semantics->buildIndexedScalar(
+                b, loc, operands, IndexOp::create(b, loc, b.getI64Type()),
+                params, shapes);
   SmallVector<Value> rounded;
   for (auto [result, output] : llvm::zip(results, call.getOutputs())) {
     // A float8 result comes as its float8 value.

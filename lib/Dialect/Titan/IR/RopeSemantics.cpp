@@ -16,7 +16,8 @@ using namespace titan;
 
 SmallVector<std::pair<unsigned, AffineMap>>
 RopeOp::getElementReads(MLIRContext *ctx, ArrayRef<Attribute> params,
-                        ArrayRef<ArrayRef<int64_t>> operandShapes) {
+                        CallShapes shapes) {
+  ArrayRef<ArrayRef<int64_t>> operandShapes = shapes.operands;
   if (operandShapes.size() != 2 || operandShapes[0].size() != 4 ||
       operandShapes[1].size() != 3)
     return {};
@@ -49,7 +50,8 @@ SmallVector<Value> RopeOp::buildScalar(OpBuilder &, Location, ValueRange,
 /// The transposed rotation negates s.
 SmallVector<Value> RopeOp::buildIndexedScalar(OpBuilder &b, Location loc,
                                               ValueRange reads, Value index,
-                                              ArrayRef<Attribute> params) {
+                                              ArrayRef<Attribute> params,
+                                              CallShapes) {
   if (reads.size() != 4 || params.size() != 1)
     return {};
   Value x = reads[0], partner = reads[1], c = reads[2], s = reads[3];

@@ -7,6 +7,14 @@
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/OpDefinition.h"
 
+namespace titan {
+/// The shapes of a kernel call's buffers, for an op that reads elements at
+/// other indices (PointwiseOpInterface::getElementReads).
+struct CallShapes {
+  llvm::ArrayRef<llvm::ArrayRef<int64_t>> operands, results;
+};
+} // namespace titan
+
 #include "titan/Dialect/Titan/IR/PointwiseInterface.h.inc"
 
 namespace titan {

@@ -27,10 +27,12 @@ def Titan_PointwiseOpInterface : OpInterface<"PointwiseOpInterface"> {
     exactly what the ops compute one by one.
 
     An op may read elements at other indices (RoPE: each element's pair
-    partner, and its position's cos and sin): `getElementReads` names
-    the elements the scalar takes as (operand, map from the flat result
-    index to the operand's flat element index), and
-    `buildIndexedScalar` computes from them and the index itself.
+    partner, and its position's cos and sin; a loss gradient: its row's
+    label and statistics): `getElementReads` names the elements the scalar
+    takes as (operand, map from the flat result index to the operand's
+    flat element index), and `buildIndexedScalar` computes from them and
+    the index itself. Operands that are not floats (labels) come as they
+    are, not widened.
     The methods are static: a kernel-IR pass reaches them from a
     `kernel.call`'s kernel name (the op's mnemonic) through the registered
     op, without an instance.
@@ -57,8 +59,8 @@ def Titan_PointwiseOpInterface : OpInterface<"PointwiseOpInterface"> {
       [{ return 0; }]>,
     StaticInterfaceMethod<[{
         The elements one result element is computed from, for a call with
-        `params` on operands of `operandShapes`: (operand, affine map of
-        one dimension, the flat result index, to the operand's flat element
+        `params` on buffers of `shapes`: (operand, affine map of one
+        dimension, the flat result index, to the operand's flat element
         index). Empty: each operand at the index (or its one element), and
         `buildScalar` computes.
       }],
@@ -66,16 +68,18 @@ def Titan_PointwiseOpInterface : OpInterface<"PointwiseOpInterface"> {
       "getElementReads",
       (ins "::mlir::MLIRContext *":$ctx,
            "::llvm::ArrayRef<::mlir::Attribute>":$params,
-           "::llvm::ArrayRef<::llvm::ArrayRef<int64_t>>":$operandShapes),
+           "::titan::CallShapes":$shapes),
       [{}], [{ return {}; }]>,
     StaticInterfaceMethod<[{
         One element of each result from `reads` (getElementReads' elements,
-        in the computation type) and `index`, the flat result index (i64).
+        floats in the computation type) and `index`, the flat result index
+        (i64), for a call with `params` on buffers of `shapes`.
       }],
       "::llvm::SmallVector<::mlir::Value>", "buildIndexedScalar",
       (ins "::mlir::OpBuilder &":$b, "::mlir::Location":$loc,
            "::mlir::ValueRange":$reads, "::mlir::Value":$index,
-           "::llvm::ArrayRef<::mlir::Attribute>":$params),
+           "::llvm::ArrayRef<::mlir::Attribute>":$params,
+           "::titan::CallShapes":$shapes),
       [{}], [{ return ConcreteOp::buildScalar(b, loc, reads, params); }]>,
     StaticInterfaceMethod<[{
         Whether the call with `params` writes its (non-reduction) results

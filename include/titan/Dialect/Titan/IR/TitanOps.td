@@ -702,6 +702,8 @@ def Titan_SiLUGradOp : Titan_Op<"silu_grad", [Titan_KernelOpInterface,
 }
 
 def Titan_CrossEntropyGradOp : Titan_Op<"cross_entropy_grad", [Titan_KernelOpInterface,
+    DeclareOpInterfaceMethods<Titan_PointwiseOpInterface,
+                              ["getElementReads", "buildIndexedScalar"]>,
     Pure]> {
   let summary = "gradient of titan.cross_entropy with respect to the logits";
   let description = [{
@@ -720,6 +722,8 @@ def Titan_CrossEntropyGradOp : Titan_Op<"cross_entropy_grad", [Titan_KernelOpInt
 }
 
 def Titan_SumExpGradOp : Titan_Op<"sum_exp_grad", [Titan_KernelOpInterface,
+    DeclareOpInterfaceMethods<Titan_PointwiseOpInterface,
+                              ["getElementReads", "buildIndexedScalar"]>,
     Pure]> {
   let summary = "gradient of titan.sum_exp with respect to the logits";
   let description = [{
@@ -736,6 +740,8 @@ def Titan_SumExpGradOp : Titan_Op<"sum_exp_grad", [Titan_KernelOpInterface,
 }
 
 def Titan_TargetLogitGradOp : Titan_Op<"target_logit_grad", [DeclareOpInterfaceMethods<Titan_KernelOpInterface, ["getKernelParams"]>,
+    DeclareOpInterfaceMethods<Titan_PointwiseOpInterface,
+                              ["getElementReads", "buildIndexedScalar"]>,
     Pure]> {
   let summary = "gradient of titan.target_logit with respect to the logits";
   let description = [{

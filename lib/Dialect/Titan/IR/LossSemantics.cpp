@@ -1,0 +1,185 @@
+//===- LossSemantics.cpp - the loss gradients' scalar bodies --------------===//
+//
+// One element of each gradient of the cross-entropy's pieces (TitanOps.td's
+// formulas), from the logit at the index and its row's label and
+// statistics, read at the row through input maps. The generated kernels
+// are the only implementation; the column is the index modulo the row
+// length.
+//
+// A label outside the row matches no column (the column is unsigned, the
+// label signed). The step's labels come from the token file, whose reader
+// stops the run at a token outside the vocabulary.
+//
+//===----------------------------------------------------------------------===//
+
+#include "titan/Dialect/Titan/IR/PointwiseInterface.h"
+#include "titan/Dialect/Titan/IR/TitanOps.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+
+using namespace mlir;
+using namespace titan;
+
+namespace {
+using Reads = SmallVector<std::pair<unsigned, AffineMap>>;
+
+int64_t elementsOf(ArrayRef<int64_t> shape) {
+  int64_t n = 1;
+  for (int64_t d : shape)
+    n *= d;
+  return n;
+}
+
+/// The row length of a `... x V` buffer and its row count, when it has
+/// elements.
+std::optional<std::pair<int64_t, int64_t>> rowsOf(ArrayRef<int64_t> shape) {
+  if (shape.empty() || shape.back() < 1 || elementsOf(shape) < 1)
+    return std::nullopt;
+  return std::make_pair(elementsOf(shape) / shape.back(), shape.back());
+}
+
+AffineMap identity(MLIRContext *ctx) {
+  return AffineMap::get(1, 0, getAffineDimExpr(0, ctx));
+}
+
+/// The element of a per-row operand (`...`) at the index's row of `... x V`.
+AffineMap rowOf(MLIRContext *ctx, int64_t columns) {
+  return AffineMap::get(1, 0, getAffineDimExpr(0, ctx).floorDiv(columns));
+}
+
+/// Integer `v` (a label, a slice's start) as an i64.
+Value toI64(OpBuilder &b, Location loc, Value v) {
+  unsigned width = v.getType().getIntOrFloatBitWidth();
+  if (width == 64)
+    return v;
+  if (width < 64)
+    return arith::ExtSIOp::create(b, loc, b.getI64Type(), v);
+  return arith::TruncIOp::create(b, loc, b.getI64Type(), v);
+}
+
+/// Whether the index's column (index mod `columns`) is `target` (an i64; a
+/// negative one is no column).
+Value isColumn(OpBuilder &b, Location loc, Value index, int64_t columns,
+               Value target) {
+  Value column = arith::RemUIOp::create(
+      b, loc, index,
+      arith::ConstantOp::create(b, loc, b.getI64IntegerAttr(columns)));
+  return arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, column,
+                               target);
+}
+
+Value constantLike(OpBuilder &b, Location loc, Value like, double value) {
+  return arith::ConstantOp::create(b, loc,
+                                   b.getFloatAttr(like.getType(), value));
+}
+} // namespace
+
+//===----------------------------------------------------------------------===//
+// titan.cross_entropy_grad: grad / T * (exp(x - lse[t]) - onehot)
+//===----------------------------------------------------------------------===//
+
+Reads CrossEntropyGradOp::getElementReads(MLIRContext *ctx, ArrayRef<Attribute>,
+                                          CallShapes shapes) {
+  if (shapes.operands.size() != 4 || !rowsOf(shapes.operands[0]))
+    return {};
+  AffineMap row = rowOf(ctx, shapes.operands[0].back());
+  return {{0, identity(ctx)}, {1, row}, {2, row}, {3, identity(ctx)}};
+}
+
+SmallVector<Value> CrossEntropyGradOp::buildScalar(OpBuilder &, Location,
+                                                   ValueRange,
+                                                   ArrayRef<Attribute>) {
+  return {}; // The label's column needs the index (buildIndexedScalar).
+}
+
+SmallVector<Value>
+CrossEntropyGradOp::buildIndexedScalar(OpBuilder &b, Location loc,
+                                       ValueRange reads, Value index,
+                                       ArrayRef<Attribute>, CallShapes shapes) {
+  auto rows = rowsOf(shapes.operands[0]);
+  if (reads.size() != 4 || !rows)
+    return {};
+  Value x = reads[0], label = reads[1], lse = reads[2], grad = reads[3];
+  // grad / T is the same at every index: computed once.
+  Value scale = arith::DivFOp::create(
+      b, loc, grad, constantLike(b, loc, grad, double(rows->first)));
+  Value softmax =
+      math::ExpOp::create(b, loc, arith::SubFOp::create(b, loc, x, lse));
+  Value onehot = arith::SelectOp::create(
+      b, loc, isColumn(b, loc, index, rows->second, toI64(b, loc, label)),
+      constantLike(b, loc, x, 1.0), constantLike(b, loc, x, 0.0));
+  return {arith::MulFOp::create(
+      b, loc, scale, arith::SubFOp::create(b, loc, softmax, onehot))};
+}
+
+//===----------------------------------------------------------------------===//
+// titan.sum_exp_grad: grad[t] * exp(x - max[t])
+//===----------------------------------------------------------------------===//
+
+Reads SumExpGradOp::getElementReads(MLIRContext *ctx, ArrayRef<Attribute>,
+                                    CallShapes shapes) {
+  if (shapes.operands.size() != 3 || !rowsOf(shapes.operands[0]))
+    return {};
+  AffineMap row = rowOf(ctx, shapes.operands[0].back());
+  return {{0, identity(ctx)}, {1, row}, {2, row}};
+}
+
+SmallVector<Value> SumExpGradOp::buildScalar(OpBuilder &, Location, ValueRange,
+                                             ArrayRef<Attribute>) {
+  return {}; // The row's max and gradient come through maps.
+}
+
+SmallVector<Value> SumExpGradOp::buildIndexedScalar(OpBuilder &b, Location loc,
+                                                    ValueRange reads, Value,
+                                                    ArrayRef<Attribute>,
+                                                    CallShapes) {
+  if (reads.size() != 3)
+    return {};
+  Value shifted = arith::SubFOp::create(b, loc, reads[0], reads[1]);
+  return {arith::MulFOp::create(b, loc, reads[2],
+                                math::ExpOp::create(b, loc, shifted))};
+}
+
+//===----------------------------------------------------------------------===//
+// titan.target_logit_grad: grad[t] at column labels[t] - vocab_start, else 0
+//===----------------------------------------------------------------------===//
+
+Reads TargetLogitGradOp::getElementReads(MLIRContext *ctx,
+                                         ArrayRef<Attribute> params,
+                                         CallShapes shapes) {
+  if (params.size() != 1 || shapes.results.size() != 1 ||
+      !rowsOf(shapes.results[0]))
+    return {};
+  bool hasStart = cast<IntegerAttr>(params[0]).getInt() != 0;
+  if (shapes.operands.size() != (hasStart ? 3u : 2u))
+    return {};
+  AffineMap row = rowOf(ctx, shapes.results[0].back());
+  Reads reads = {{0, row}, {1, row}};
+  if (hasStart)
+    reads.push_back({2, identity(ctx)});
+  return reads;
+}
+
+SmallVector<Value> TargetLogitGradOp::buildScalar(OpBuilder &, Location,
+                                                  ValueRange,
+                                                  ArrayRef<Attribute>) {
+  return {}; // The label's column needs the index (buildIndexedScalar).
+}
+
+SmallVector<Value>
+TargetLogitGradOp::buildIndexedScalar(OpBuilder &b, Location loc,
+                                      ValueRange reads, Value index,
+                                      ArrayRef<Attribute>, CallShapes shapes) {
+  if (reads.size() < 2 || reads.size() > 3 || shapes.results.size() != 1 ||
+      !rowsOf(shapes.results[0]))
+    return {};
+  Value grad = reads[0], target = toI64(b, loc, reads[1]);
+  // The label's column in this vocabulary slice (none when outside it: the
+  // column never equals a negative or too large target).
+  if (reads.size() == 3)
+    target = arith::SubIOp::create(b, loc, target, toI64(b, loc, reads[2]));
+  Value hit = isColumn(b, loc, index, shapes.results[0].back(), target);
+  return {arith::SelectOp::create(b, loc, hit, grad,
+                                  constantLike(b, loc, grad, 0.0))};
+}
