@@ -14,6 +14,7 @@
 #include "Communicator.h"
 #include "ContextParallel.h"
 #include "Error.h"
+#include "Gemm.h"
 #include "KernelCall.h"
 #include "KernelProfile.h"
 #include "Kernels.h"
@@ -201,19 +202,19 @@ template <typename T> void attentionMerge(const Call &c) {
 /// ints: {} or {accumulate} (kernel-fuse-gemm-accumulate: add into the
 /// result instead of overwriting it).
 bool accumulates(const Call &c) { return c.ints && c.ints[0] != 0; }
-template <typename T> void linear(const Call &c) {
+template <typename In, typename Out = In> void linear(const Call &c) {
   Shape x = c.shape(0), w = c.shape(1);
-  k::linear(c.buf<T>(0), c.buf<T>(1), c.buf<T>(2), x.rows(), x.back(), w.dim(0),
-            accumulates(c));
+  k::linear(c.buf<In>(0), c.buf<In>(1), c.buf<Out>(2), x.rows(), x.back(),
+            w.dim(0), accumulates(c));
 }
-template <typename T> void linearGradInput(const Call &c) {
+template <typename In, typename Out = In> void linearGradInput(const Call &c) {
   Shape dy = c.shape(0), w = c.shape(1);
-  k::linearGradInput(c.buf<T>(0), c.buf<T>(1), c.buf<T>(2), dy.rows(), w.dim(1),
-                     w.dim(0), accumulates(c));
+  k::linearGradInput(c.buf<In>(0), c.buf<In>(1), c.buf<Out>(2), dy.rows(),
+                     w.dim(1), w.dim(0), accumulates(c));
 }
-template <typename T> void linearGradWeight(const Call &c) {
+template <typename In, typename Out = In> void linearGradWeight(const Call &c) {
   Shape dy = c.shape(0), x = c.shape(1);
-  k::linearGradWeight(c.buf<T>(0), c.buf<T>(1), c.buf<T>(2), dy.rows(),
+  k::linearGradWeight(c.buf<In>(0), c.buf<In>(1), c.buf<Out>(2), dy.rows(),
                       x.back(), dy.back(), accumulates(c));
 }
 /// The collective matmuls' ring (AsyncTensorParallel.h): ints {count, dim,
@@ -654,10 +655,53 @@ template <> bool readsResults<scaledMatmul<float>>(const Call &c) {
   return c.ints[5] != 0;
 }
 
+/// The form of a 16-bit entry's kernel that takes bf16 operands as they are
+/// (into an f32 result): the linears' GEMMs on bf16 matrix units (Gemm.h);
+/// none for the others.
+template <void (*Kernel)(const Call &)> struct Bf16Form {
+  static constexpr void (*run)(const Call &) = nullptr;
+};
+template <> struct Bf16Form<linear<float>> {
+  static constexpr void (*run)(const Call &) = linear<k::BFloat16, float>;
+};
+template <> struct Bf16Form<linearGradInput<float>> {
+  static constexpr void (*run)(const Call &) =
+      linearGradInput<k::BFloat16, float>;
+};
+template <> struct Bf16Form<linearGradWeight<float>> {
+  static constexpr void (*run)(const Call &) =
+      linearGradWeight<k::BFloat16, float>;
+};
+
+/// A GEMM of two bf16 operands into buffer 2, through `Kernel` (a
+/// Bf16Form): a 16-bit result is staged in f32 at the workspace's start,
+/// where the widened entry would stage it.
+template <void (*Kernel)(const Call &)>
+void onBf16Units(const Call &c, const int64_t *types) {
+  void *buffers[3] = {c.buffers[0], c.buffers[1], c.buffers[2]};
+  Dtype result = bufferType(types, 2);
+  int64_t n = c.shape(2).numel();
+  if (result != Dtype::f32) {
+    buffers[2] = c.workspace;
+    if (accumulates(c))
+      convert(c.buffers[2], result, buffers[2], Dtype::f32, n);
+  }
+  Kernel(Call{buffers, c.shapes, c.ints, c.floats, nullptr});
+  if (result != Dtype::f32)
+    convert(buffers[2], Dtype::f32, c.buffers[2], result, n);
+}
+
 /// A 16-bit entry: the f32 kernel on f32 copies of the 16-bit buffers, its
-/// results rounded back (see KernelABI.h for the workspace layout).
+/// results rounded back (see KernelABI.h for the workspace layout); a
+/// linear's bf16 operands go to the bf16 matrix units as they are, where
+/// the CPU has them.
 template <void (*Kernel)(const Call &)>
 void widened(const Call &c, const int64_t *types) {
+  if constexpr (Bf16Form<Kernel>::run != nullptr) {
+    if (bufferType(types, 0) == Dtype::bf16 &&
+        bufferType(types, 1) == Dtype::bf16 && k::hasFastBf16Gemm())
+      return onBf16Units<Bf16Form<Kernel>::run>(c, types);
+  }
   // The most buffers a call has: scaled_matmul_reduce_scatter's 16 GEMMs
   // of 4 operands, and its result.
   constexpr int64_t kMaxStaged = 4 * ring::kMaxGemms + 1;

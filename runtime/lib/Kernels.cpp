@@ -138,23 +138,33 @@ void ropeAngles(float *freqsCis, int64_t seq, int64_t pairs, double theta,
     }
 }
 
-template <typename T>
-void linear(const T *x, const T *w, T *y, int64_t m, int64_t k, int64_t n,
+template <typename In, typename Out>
+void linear(const In *x, const In *w, Out *y, int64_t m, int64_t k, int64_t n,
             bool accumulate) {
-  gemm(false, true, m, n, k, T(1), x, k, w, k, T(accumulate), y, n);
+  gemm(false, true, m, n, k, Out(1), x, k, w, k, Out(accumulate), y, n);
 }
 
-template <typename T>
-void linearGradInput(const T *dy, const T *w, T *dx, int64_t m, int64_t k,
+template <typename In, typename Out>
+void linearGradInput(const In *dy, const In *w, Out *dx, int64_t m, int64_t k,
                      int64_t n, bool accumulate) {
-  gemm(false, false, m, k, n, T(1), dy, n, w, k, T(accumulate), dx, k);
+  gemm(false, false, m, k, n, Out(1), dy, n, w, k, Out(accumulate), dx, k);
 }
 
-template <typename T>
-void linearGradWeight(const T *dy, const T *x, T *dw, int64_t m, int64_t k,
+template <typename In, typename Out>
+void linearGradWeight(const In *dy, const In *x, Out *dw, int64_t m, int64_t k,
                       int64_t n, bool accumulate) {
-  gemm(true, false, n, k, m, T(1), dy, n, x, k, T(accumulate), dw, k);
+  gemm(true, false, n, k, m, Out(1), dy, n, x, k, Out(accumulate), dw, k);
 }
+
+template void linear<BFloat16, float>(const BFloat16 *, const BFloat16 *,
+                                      float *, int64_t, int64_t, int64_t, bool);
+template void linearGradInput<BFloat16, float>(const BFloat16 *,
+                                               const BFloat16 *, float *,
+                                               int64_t, int64_t, int64_t, bool);
+template void linearGradWeight<BFloat16, float>(const BFloat16 *,
+                                                const BFloat16 *, float *,
+                                                int64_t, int64_t, int64_t,
+                                                bool);
 
 template <typename T>
 double crossEntropy(const T *logits, const int32_t *labels, int64_t rows,

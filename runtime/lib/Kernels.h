@@ -12,6 +12,7 @@
 #define TITANRT_LIB_KERNELS_H
 
 #include "ContextParallel.h"
+#include "Gemm.h"
 
 #include <cstdint>
 
@@ -86,17 +87,19 @@ void attentionMerge(const T *out, const T *lse, const T *otherOut,
                     int64_t seq, int64_t heads, int64_t headDim);
 
 /// y[m, n] = sum_k x[m, k] w[n, k]; with `accumulate`, y += that
-/// (kernel-fuse-gemm-accumulate's form of a GEMM followed by an add).
-template <typename T>
-void linear(const T *x, const T *w, T *y, int64_t m, int64_t k, int64_t n,
+/// (kernel-fuse-gemm-accumulate's form of a GEMM followed by an add). The
+/// operands are of type In and the result of Out: both f32 or f64, or bf16
+/// operands (Gemm.h's BFloat16, on bf16 matrix units) and an f32 result.
+template <typename In, typename Out = In>
+void linear(const In *x, const In *w, Out *y, int64_t m, int64_t k, int64_t n,
             bool accumulate = false);
 /// dx[m, k] = sum_n dy[m, n] w[n, k] (+= with `accumulate`).
-template <typename T>
-void linearGradInput(const T *dy, const T *w, T *dx, int64_t m, int64_t k,
+template <typename In, typename Out = In>
+void linearGradInput(const In *dy, const In *w, Out *dx, int64_t m, int64_t k,
                      int64_t n, bool accumulate = false);
 /// dw[n, k] = sum_m dy[m, n] x[m, k] (+= with `accumulate`).
-template <typename T>
-void linearGradWeight(const T *dy, const T *x, T *dw, int64_t m, int64_t k,
+template <typename In, typename Out = In>
+void linearGradWeight(const In *dy, const In *x, Out *dw, int64_t m, int64_t k,
                       int64_t n, bool accumulate = false);
 
 /// Mean over `rows` of logsumexp(logits[r]) - logits[r, labels[r]], and

@@ -5,7 +5,9 @@
 // bf16 output must be that float64 result rounded once to nearest even,
 // but for the rare element whose float64 value lies within the f32
 // kernel's own rounding error of a bf16 rounding boundary (at most one
-// bf16 ulp apart, and at most 1% of the elements).
+// bf16 ulp apart, and at most 1% of the elements). The linears' bf16
+// entries run the bf16 matrix units where the CPU has them (AMX), the f32
+// GEMM on widened copies elsewhere.
 //
 //===----------------------------------------------------------------------===//
 
@@ -185,6 +187,15 @@ Buffer lp(std::vector<int64_t> shape, double scale = 1.0) {
   b.values = randomBf16(b.numel(), scale);
   return b;
 }
+/// Values in [0.5, 1] exactly representable in bf16: sums without
+/// cancellation, whose f32 error stays relative to the result.
+Buffer positive(std::vector<int64_t> shape) {
+  Buffer b{shape, Kind::LowPrecision, {}};
+  std::uniform_real_distribution<float> u(0.5f, 1.0f);
+  for (int64_t e = 0; e < b.numel(); ++e)
+    b.values.push_back(bf16ToFloat(floatToBf16(u(rng))));
+  return b;
+}
 Buffer out(std::vector<int64_t> shape) {
   return {shape, Kind::LowPrecision, {}};
 }
@@ -226,6 +237,27 @@ TEST(LowPrecisionKernels, GemmsAndAttentionRoundOnce) {
          ENTRIES(linear_grad_weight),
          {lp({2, 5, 12}), lp({2, 5, 16})},
          {out({12, 16})}});
+  // Past one block of the GEMMs' fixed blocking (at least 64 x 64 for f32,
+  // 128 x 128 on bf16 matrix units): edge blocks in both dimensions, and
+  // sums over 300 positions (of positive terms: no cancellation).
+  check({"linear (blocks)",
+         ENTRIES(linear),
+         {positive({3, 100, 72}), positive({300, 72})},
+         {out({3, 100, 300})}});
+  check({"linear_grad_input (blocks)",
+         ENTRIES(linear_grad_input),
+         {positive({3, 100, 300}), positive({300, 72})},
+         {out({3, 100, 72})}});
+  check({"linear_grad_weight (blocks)",
+         ENTRIES(linear_grad_weight),
+         {positive({3, 100, 300}), positive({3, 100, 72})},
+         {out({300, 72})}});
+  // A weight gradient kept in f32 (titan-widen-gemm-results): f32 against
+  // the f64 kernel, unrounded.
+  check({"linear_grad_weight (f32 result)",
+         ENTRIES(linear_grad_weight),
+         {positive({3, 100, 300}), positive({3, 100, 72})},
+         {accumulator({300, 72})}});
   int64_t s = 6, d = 8;
   check({"attention",
          ENTRIES(attention),
