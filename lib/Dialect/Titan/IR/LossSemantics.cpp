@@ -31,12 +31,16 @@ int64_t elementsOf(ArrayRef<int64_t> shape) {
   return n;
 }
 
-/// The row length of a `... x V` buffer and its row count, when it has
-/// elements.
-std::optional<std::pair<int64_t, int64_t>> rowsOf(ArrayRef<int64_t> shape) {
+/// A `... x V` buffer as rows of V columns.
+struct Rows {
+  int64_t rows, columns;
+};
+
+/// The rows of `shape`, when it has elements.
+std::optional<Rows> rowsOf(ArrayRef<int64_t> shape) {
   if (shape.empty() || shape.back() < 1 || elementsOf(shape) < 1)
     return std::nullopt;
-  return std::make_pair(elementsOf(shape) / shape.back(), shape.back());
+  return Rows{elementsOf(shape) / shape.back(), shape.back()};
 }
 
 AffineMap identity(MLIRContext *ctx) {
@@ -97,17 +101,17 @@ SmallVector<Value>
 CrossEntropyGradOp::buildIndexedScalar(OpBuilder &b, Location loc,
                                        ValueRange reads, Value index,
                                        ArrayRef<Attribute>, CallShapes shapes) {
-  auto rows = rowsOf(shapes.operands[0]);
-  if (reads.size() != 4 || !rows)
+  std::optional<Rows> logits = rowsOf(shapes.operands[0]);
+  if (reads.size() != 4 || !logits)
     return {};
   Value x = reads[0], label = reads[1], lse = reads[2], grad = reads[3];
   // grad / T is the same at every index: computed once.
   Value scale = arith::DivFOp::create(
-      b, loc, grad, constantLike(b, loc, grad, double(rows->first)));
+      b, loc, grad, constantLike(b, loc, grad, double(logits->rows)));
   Value softmax =
       math::ExpOp::create(b, loc, arith::SubFOp::create(b, loc, x, lse));
   Value onehot = arith::SelectOp::create(
-      b, loc, isColumn(b, loc, index, rows->second, toI64(b, loc, label)),
+      b, loc, isColumn(b, loc, index, logits->columns, toI64(b, loc, label)),
       constantLike(b, loc, x, 1.0), constantLike(b, loc, x, 0.0));
   return {arith::MulFOp::create(
       b, loc, scale, arith::SubFOp::create(b, loc, softmax, onehot))};
