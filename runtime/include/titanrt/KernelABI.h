@@ -24,7 +24,11 @@
 // round its results to nearest even (the GPU's semantics: f32 inside, one
 // rounding per op output); the copies come first in the workspace, which
 // titan-bufferize's widen-low-precision sizes for them, each rounded up to
-// 64 bytes, followed by the f32 kernel's own workspace. titan_rt_cast_*
+// 64 bytes, followed by the f32 kernel's own workspace. On a CPU with bf16
+// matrix units (AMX) the linears' 16-bit entries take bf16 operands as they
+// are (oneDNN's bf16 matmul into f32), staging only a 16-bit result there;
+// oneDNN's heap holds their primitives and per-thread scratchpads, as it
+// holds dnnl_sgemm's packing buffers. titan_rt_cast_*
 // converts between any two float types of the precision model. Float8
 // buffers (quantize's result, scaled_matmul's operands) hold raw codes and
 // are never widened; their formats are kernel parameters.
