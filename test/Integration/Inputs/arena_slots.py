@@ -3,7 +3,8 @@ arguments, in order, each at a 256-byte boundary, as kernel-plan-memory
 lays them out), and their bytes in an arena file (step-arena-harness.cpp
 reads and writes whole arenas).
 
-SLOTS lists (name, shape, dtype) in the step's argument order.
+SLOTS lists (name, shape, dtype) in the step's argument order. A check.py
+runs `main(sys.argv, inputs, compare)`.
 """
 import torch
 
@@ -46,3 +47,18 @@ def write(path, slots, values):
 def read(path):
     with open(path, "rb") as f:
         return bytearray(f.read())
+
+
+def main(argv, inputs, compare):
+    """`check.py inputs OUT` writes the step's slots (`inputs(path)`);
+    `check.py compare ARENA` writes them again beside the arena, runs
+    `compare(arena, fresh)` (whether every check holds) and prints PASS or
+    FAIL. The exit status."""
+    if argv[1] == "inputs":
+        inputs(argv[2])
+        return 0
+    arena = read(argv[2])
+    inputs(argv[2] + ".in")
+    ok = compare(arena, read(argv[2] + ".in"))
+    print("PASS" if ok else "FAIL")
+    return 0 if ok else 1

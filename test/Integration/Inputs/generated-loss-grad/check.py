@@ -96,10 +96,7 @@ def check(name, got, want, rows, rel, absolute):
     return e <= 1
 
 
-def compare(path):
-    arena = arena_slots.read(path)
-    inputs(path + ".in")
-    fresh = arena_slots.read(path + ".in")
+def compare(arena, fresh):
     ok = True
     want = reference(at(fresh, "logits"), at(fresh, "labels"))
     ok &= check("bf16 cross_entropy_grad", at(arena, "dlogits"), want, 15,
@@ -110,12 +107,8 @@ def compare(path):
                 whole[:, 500:], 4, 2 ** -8, 2 ** -16)
     ok &= check("loss-parallel shard 0 gradient", at(arena, "dpart0"),
                 whole[:, :500], 4, 2 ** -8, 2 ** -16)
-    print("PASS" if ok else "FAIL")
-    return 0 if ok else 1
+    return ok
 
 
 if __name__ == "__main__":
-    if sys.argv[1] == "inputs":
-        inputs(sys.argv[2])
-        sys.exit(0)
-    sys.exit(compare(sys.argv[2]))
+    sys.exit(arena_slots.main(sys.argv, inputs, compare))
