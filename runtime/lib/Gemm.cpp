@@ -170,8 +170,8 @@ ThreadContext &threadContext() {
   return context;
 }
 
-void runBf16Block(const Bf16Block &g, const void *a, const void *b, void *c) {
-  const Bf16Primitive &p = bf16Primitive(g);
+void runBf16Block(const Bf16Primitive &p, const void *a, const void *b,
+                  void *c) {
   ThreadContext &context = threadContext();
   size_t scratch = dnnl_memory_desc_get_size(&p.scratchpad);
   if (context.scratchpad.size() < scratch)
@@ -236,13 +236,24 @@ void gemm(bool transA, bool transB, int64_t m, int64_t n, int64_t k,
           int64_t ldb, float beta, float *c, int64_t ldc) {
   if (alpha != 1.0f || (beta != 0.0f && beta != 1.0f))
     kernelFatal("internal error: the bf16 GEMM takes alpha 1 and beta 0 or 1");
-  forBlocks(m, n, blockOf(m, 128), blockOf(n, 128),
-            [&](int64_t i, int64_t j, int64_t rows, int64_t cols) {
+  int64_t rows = blockOf(m, 128), cols = blockOf(n, 128);
+  // The blocks have at most four shapes (the last row and column of blocks
+  // shorter): their primitives are found before the blocks run, not under
+  // the cache's lock in each.
+  const Bf16Primitive *shapes[2][2] = {};
+  for (int lastRow = 0; lastRow < 2; ++lastRow)
+    for (int lastCol = 0; lastCol < 2; ++lastCol) {
+      int64_t r = lastRow ? m % rows : rows, cc = lastCol ? n % cols : cols;
+      if (r > 0 && r <= m && cc > 0 && cc <= n)
+        shapes[lastRow][lastCol] = &bf16Primitive(
+            {transA, transB, beta != 0.0f, r, cc, k, lda, ldb, ldc});
+    }
+  forBlocks(m, n, rows, cols,
+            [&](int64_t i, int64_t j, int64_t blockRows, int64_t blockCols) {
               const BFloat16 *ai = transA ? a + i : a + i * lda;
               const BFloat16 *bj = transB ? b + j * ldb : b + j;
-              runBf16Block(
-                  {transA, transB, beta != 0.0f, rows, cols, k, lda, ldb, ldc},
-                  ai, bj, c + i * ldc + j);
+              runBf16Block(*shapes[blockRows != rows][blockCols != cols], ai,
+                           bj, c + i * ldc + j);
             });
 }
 
