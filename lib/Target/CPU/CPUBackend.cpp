@@ -102,31 +102,40 @@ int64_t linearReduceScatter(dist::LinearReduceScatterOp op) {
   return shards + block;
 }
 
+/// A Float8 ring's GEMMs: their weights' elements, and the widest of the
+/// per-GEMM row lengths `widthOf(i)` (the largest row block's).
+struct RingGemmSizes {
+  int64_t weights = 0, widest = 0;
+};
+template <typename RingOp>
+RingGemmSizes ringGemmSizes(RingOp op, function_ref<Value(unsigned)> widthOf) {
+  RingGemmSizes sizes;
+  for (unsigned i = 0; i < op.getNumGemms(); ++i) {
+    sizes.weights += elementsOf(op.getWeight(i));
+    sizes.widest = std::max(sizes.widest, lastDimOf(widthOf(i)));
+  }
+  return sizes;
+}
+
 /// Float8's rings (cpu::scaledRingWorkspace): the float8 shards the gather
 /// holds and receives, or the reduce-scatter's f32 partial sums, then f32
 /// copies of the weights, of one lhs row block and of its product.
 int64_t allGatherScaledMatmul(dist::AllGatherScaledMatmulOp op) {
   int64_t rows = ringRowsOf(op.getInput(), op.getDim());
-  int64_t in = lastDimOf(op.getInput());
-  int64_t weights = 0, widest = 0;
-  for (unsigned i = 0; i < op.getNumGemms(); ++i) {
-    weights += elementsOf(op.getWeight(i));
-    widest = std::max(widest, lastDimOf(op.getOutputs()[i]));
-  }
-  return cpu::scaledRingWorkspace(2, elementsOf(op.getInput()), weights,
-                                  rows * in, rows * widest)
+  RingGemmSizes g = ringGemmSizes(
+      op, [&](unsigned i) -> Value { return op.getOutputs()[i]; });
+  return cpu::scaledRingWorkspace(2, elementsOf(op.getInput()), g.weights,
+                                  rows * lastDimOf(op.getInput()),
+                                  rows * g.widest)
       .bytes;
 }
 int64_t scaledMatmulReduceScatter(dist::ScaledMatmulReduceScatterOp op) {
   int64_t rows = ringRowsOf(op.getResult(), op.getDim());
-  int64_t out = lastDimOf(op.getResult());
-  int64_t weights = 0, widest = 0;
-  for (unsigned i = 0; i < op.getNumGemms(); ++i) {
-    weights += elementsOf(op.getWeight(i));
-    widest = std::max(widest, lastDimOf(op.getLhs(i)));
-  }
-  return cpu::scaledRingWorkspace(3, elementsOf(op.getResult()) * 4, weights,
-                                  rows * widest, rows * out)
+  RingGemmSizes g =
+      ringGemmSizes(op, [&](unsigned i) -> Value { return op.getLhs(i); });
+  return cpu::scaledRingWorkspace(3, elementsOf(op.getResult()) * 4, g.weights,
+                                  rows * g.widest,
+                                  rows * lastDimOf(op.getResult()))
       .bytes;
 }
 
