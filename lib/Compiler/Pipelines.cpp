@@ -245,7 +245,6 @@ void titan::buildExecutionPipeline(mlir::OpPassManager &pm,
                              options.functions.end());
   pm.addPass(createTitanBufferize(bufferize));
   pm.addPass(kernel::createKernelFuseGemmAccumulate());
-  pm.addPass(kernel::createKernelFuseAdamW());
   // After the library fusions, which look for pointwise calls.
   if (backend && backend->getFeatures().generatedKernels) {
     kernel::KernelGeneratePointwiseOptions generate;

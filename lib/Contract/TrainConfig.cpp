@@ -298,7 +298,8 @@ std::vector<KeySpec> buildSchema(TrainConfig &c) {
       .atLeast(0);
 
   add("optimizer", "implementation", &c.optimizer.implementation,
-      "AdamW implementation (titan's is always one fused kernel)")
+      "AdamW implementation (titan's is always fused: generated kernels, "
+      "one launch a model unit)")
       .oneOf({"for-loop", "foreach", "fused"});
   add("optimizer", "early_step_in_backward", &c.optimizer.earlyStepInBackward,
       "Accepted with a warning: titan's fused AdamW runs after the backward "

@@ -43,14 +43,13 @@ std::string modulePath(Location loc) {
   return "";
 }
 
-/// The model part an op belongs to: the optimizer's and the loss's kernels
-/// by name (the optimizer's calls carry their parameter's path), the rest
-/// by module path ("layers.3.attention.wq" -> "layers.3").
+/// The model part an op belongs to: the optimizer's library kernels and
+/// the loss's by name, the rest by module path ("layers.3.attention.wq" ->
+/// "layers.3"; the optimizer's generated updates are "optimizer"'s).
 std::string partOf(Operation *op) {
   if (auto call = dyn_cast<kernel::CallOp>(op)) {
     StringRef kernel = call.getKernel();
-    if (llvm::is_contained(
-            {"adamw", "adamw_multi", "global_norm", "lr_schedule"}, kernel))
+    if (llvm::is_contained({"global_norm", "lr_schedule"}, kernel))
       return "optimizer";
     if (kernel.starts_with("cross_entropy") || kernel == "row_max" ||
         kernel.starts_with("sum_exp") || kernel.starts_with("target_logit"))

@@ -91,65 +91,6 @@ size_t globalNormWorkspaceBytes(int64_t count);
 void globalNorm(const NormTensor *tensors, int64_t count, float *norm,
                 void *workspace, cudaStream_t stream);
 
-/// One parameter's f32 master state for the multi-tensor AdamW.
-struct AdamWTensor {
-  float *param;
-  const float *grad;
-  float *expAvg, *expAvgSq;
-  int64_t n;
-};
-
-/// The step's scalars, computed on the host as the CPU kernel computes
-/// them (torch.optim.AdamW's single-tensor path).
-struct AdamWScalars {
-  float decay, beta1, oneMinusBeta1, beta2, oneMinusBeta2, stepSize,
-      biasCorrection2Sqrt, eps, maxNorm;
-};
-/// As kernels::adamw (runtime/lib/Kernels.cpp) computes them, term by
-/// term; on the host and in kernels alike.
-__host__ __device__ inline AdamWScalars
-adamwScalars(double lr, int64_t step, double beta1, double beta2, double eps,
-             double weightDecay, double maxNorm) {
-  double t = double(step + 1);
-  double biasCorrection1 = 1.0 - ::pow(beta1, t);
-  double biasCorrection2 = 1.0 - ::pow(beta2, t);
-  return {float(1.0 - lr * weightDecay),
-          float(beta1),
-          float(1.0 - beta1),
-          float(beta2),
-          float(1.0 - beta2),
-          float(-(lr / biasCorrection1)),
-          float(::sqrt(biasCorrection2)),
-          float(eps),
-          float(maxNorm)};
-}
-
-/// AdamW's hyperparameters (titan.adamw's attributes).
-struct AdamWHyper {
-  double beta1, beta2, eps, weightDecay, maxNorm;
-};
-
-/// clip_grad_norm_ + AdamW over `count` tensors (`tensors` in device
-/// memory, the longest `maxElements`), in place, with the global gradient
-/// norm read from device memory (no host synchronization). Each operation
-/// is rounded as the CPU kernel's (no fused multiply-adds), so the result
-/// is bitwise the CPU target's.
-void adamw(const AdamWTensor *tensors, int64_t count, int64_t maxElements,
-           const float *gradNorm, const AdamWScalars &scalars,
-           cudaStream_t stream);
-
-/// clip_grad_norm_ + AdamW on one tensor as titan.adamw defines it, with
-/// the gradient norm, learning rate and step read from device memory and
-/// the scalars computed there (one CUDA graph replays every step).
-void adamwStep(const AdamWTensor &tensor, const float *gradNorm,
-               const float *lr, const int64_t *step, const AdamWHyper &hyper,
-               cudaStream_t stream);
-/// adamwStep on `count` tensors (host memory) in launches of 48 tensors,
-/// passed by value: kernel-fuse-adamw's multi-tensor update, capturable.
-void adamwMulti(const AdamWTensor *tensors, int64_t count,
-                const float *gradNorm, const float *lr, const int64_t *step,
-                const AdamWHyper &hyper, cudaStream_t stream);
-
 } // namespace titanrt::cuda
 
 #endif // TITANRT_CUDA_FUSEDKERNELS_H

@@ -382,48 +382,6 @@ void lrSchedule(const Args &c) {
                    c.floats[0], c.ints[0], c.floats[1], int(c.ints[1]),
                    c.floats[2], c.stream());
 }
-/// (param, grad, exp_avg, exp_avg_sq, grad_norm, lr, step) -> (param,
-/// exp_avg, exp_avg_sq), f32 master state; floats: {beta1, beta2, eps,
-/// weight_decay, max_norm}. The plan puts results on their operands (in
-/// place); another placement is copied first, on the stream.
-void adamw(const Args &c) {
-  int64_t n = c.shape(0).numel();
-  for (auto [from, to] : {std::pair(0, 7), {2, 8}, {3, 9}})
-    if (c.buffers[to] != c.buffers[from])
-      checkCuda(cudaMemcpyAsync(c.buffers[to], c.buffers[from], size_t(n) * 4,
-                                cudaMemcpyDeviceToDevice, c.stream()),
-                "adamw: copying its state to the result's buffer");
-  const double *f = c.floats;
-  adamwStep(
-      {c.buf<float>(7), c.buf<float>(1), c.buf<float>(8), c.buf<float>(9), n},
-      c.buf<float>(4), c.buf<float>(5), c.buf<int64_t>(6),
-      {f[0], f[1], f[2], f[3], f[4]}, c.stream());
-}
-/// kernel-fuse-adamw's call: inputs count x (param, grad, exp_avg,
-/// exp_avg_sq), then (grad_norm, lr, step); outputs count x (param,
-/// exp_avg, exp_avg_sq); ints {count}; floats as adamw's.
-void adamwMulti(const Args &c) {
-  int64_t count = c.ints[0];
-  int shared = int(4 * count);
-  std::vector<AdamWTensor> tensors;
-  tensors.reserve(size_t(count));
-  for (int64_t t = 0; t < count; ++t) {
-    int in = int(4 * t), out = int(4 * count + 3 + 3 * t);
-    int64_t n = c.shape(in).numel();
-    for (auto [from, to] :
-         {std::pair(in, out), {in + 2, out + 1}, {in + 3, out + 2}})
-      if (c.buffers[to] != c.buffers[from])
-        checkCuda(cudaMemcpyAsync(c.buffers[to], c.buffers[from], size_t(n) * 4,
-                                  cudaMemcpyDeviceToDevice, c.stream()),
-                  "adamw_multi: copying its state to the result's buffer");
-    tensors.push_back({c.buf<float>(out), c.buf<float>(in + 1),
-                       c.buf<float>(out + 1), c.buf<float>(out + 2), n});
-  }
-  const double *f = c.floats;
-  cuda::adamwMulti(tensors.data(), count, c.buf<float>(shared),
-                   c.buf<float>(shared + 1), c.buf<int64_t>(shared + 2),
-                   {f[0], f[1], f[2], f[3], f[4]}, c.stream());
-}
 /// titan.slice, titan.slice_grad (the box in zeros) and titan.concat: box
 /// copies (runtime/lib/KernelABI.cpp has the contracts).
 void slice(const Args &c) {

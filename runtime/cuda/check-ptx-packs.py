@@ -19,11 +19,6 @@ import sys
 
 LD_GLOBAL_V4 = "ld.global.v4", r"\bld\.global(?:\.nc)?(?:\.L[12]::\w+)*\.v4\.(?:b32|u32|f32)\b"
 ST_GLOBAL_V4 = "st.global.v4", r"\bst\.global(?:\.L[12]::\w+)*\.v4\.(?:b32|u32|f32)\b"
-# A generic 16-byte load: adamwKernel's tensors come from a table in device
-# memory, so nvcc cannot prove their address space (a global load there
-# needs loadPack to emit ld.global itself, as storePack does).
-LD_V4 = "ld.v4 (generic or global)", r"\bld(?:\.global)?(?:\.nc)?\.v4\.(?:b32|u32|f32)\b"
-
 # (file, demangled kernel name pattern, the instructions each match must
 # have). Every pattern must match at least one kernel. The casts that widen
 # or narrow (f32 <-> bf16/f16) read or write 8-byte halves, so they are
@@ -43,9 +38,6 @@ EXPECTED = [
      [("ld.global.u8", r"\bld\.global\.(?:u8|b8)\b"),
       ("st.global.u8", r"\bst\.global\.(?:u8|b8)\b")]),
     ("FusedKernels", r"\bcrossEntropyRowsKernel<\w+, (4|8)>", [LD_GLOBAL_V4]),
-    ("FusedKernels", r"\badamwStepKernel\(", [LD_GLOBAL_V4, ST_GLOBAL_V4]),
-    ("FusedKernels", r"\badamwChunkKernel\(", [LD_GLOBAL_V4, ST_GLOBAL_V4]),
-    ("FusedKernels", r"\badamwKernel\(", [LD_V4, ST_GLOBAL_V4]),
 ]
 
 # Namespaces dropped from the demangled names, which the patterns match.

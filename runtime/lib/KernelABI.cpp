@@ -375,42 +375,6 @@ template <typename T> void lrSchedule(const Call &c) {
       float(k::lrSchedule(*c.buf<int64_t>(0), *c.buf<int64_t>(1), c.floats[0],
                           c.ints[0], c.floats[1], int(c.ints[1]), c.floats[2]));
 }
-/// floats: {beta1, beta2, eps, weight_decay, max_norm}. The memory plan puts
-/// the results where the parameter and moment operands are (in place);
-/// other placements are copied first.
-template <typename T> void adamw(const Call &c) {
-  int64_t n = c.shape(0).numel();
-  T *param = c.buf<T>(7), *m = c.buf<T>(8), *v = c.buf<T>(9);
-  if (param != c.buf<T>(0))
-    std::copy(c.buf<T>(0), c.buf<T>(0) + n, param);
-  if (m != c.buf<T>(2))
-    std::copy(c.buf<T>(2), c.buf<T>(2) + n, m);
-  if (v != c.buf<T>(3))
-    std::copy(c.buf<T>(3), c.buf<T>(3) + n, v);
-  const double *f = c.floats;
-  k::adamw(param, c.buf<T>(1), m, v, n, double(*c.buf<float>(4)),
-           *c.buf<float>(5), *c.buf<int64_t>(6), f[0], f[1], f[2], f[3], f[4]);
-}
-
-/// kernel-fuse-adamw's multi-tensor call: inputs count x (param, grad,
-/// exp_avg, exp_avg_sq), then (grad_norm, lr, step); outputs count x
-/// (param, exp_avg, exp_avg_sq); ints {count}; floats as adamw's. Each
-/// tensor is adamw's update.
-template <typename T> void adamwMulti(const Call &c) {
-  int64_t count = c.ints[0];
-  int shared = int(4 * count);
-  for (int64_t t = 0; t < count; ++t) {
-    int in = int(4 * t), out = int(4 * count + 3 + 3 * t);
-    void *buffers[10] = {c.buffers[in],         c.buffers[in + 1],
-                         c.buffers[in + 2],     c.buffers[in + 3],
-                         c.buffers[shared],     c.buffers[shared + 1],
-                         c.buffers[shared + 2], c.buffers[out],
-                         c.buffers[out + 1],    c.buffers[out + 2]};
-    // adamw reads only its first buffer's shape.
-    adamw<T>(Call{buffers, c.shape(in).dims - 1, nullptr, c.floats, nullptr});
-  }
-}
-
 //===----------------------------------------------------------------------===//
 // Float8 (titan-expand-float8's kernels). Float8 buffers are raw codes,
 // never widened: the 16-bit entries stage only the bf16/f16 buffers.

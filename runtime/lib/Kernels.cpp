@@ -261,37 +261,6 @@ double lrSchedule(int64_t step, int64_t totalSteps, double lr,
                          decayType, minLrFactor);
 }
 
-template <typename T>
-void adamw(T *param, const T *grad, T *expAvg, T *expAvgSq, int64_t n,
-           double lr, float gradNorm, int64_t step, double beta1, double beta2,
-           double eps, double weightDecay, double maxNorm) {
-  // torch.nn.utils.clip_grad_norm_: coef = max_norm * (1 / (norm + 1e-6)),
-  // clamped to 1, in float32.
-  float coef = float(maxNorm) * (1.0f / (gradNorm + float(1e-6)));
-  coef = std::min(coef, 1.0f);
-  // torch.optim.AdamW, single-tensor path, scalars as PyTorch computes them.
-  double t = double(step + 1);
-  double biasCorrection1 = 1.0 - std::pow(beta1, t);
-  double biasCorrection2 = 1.0 - std::pow(beta2, t);
-  T decay = T(1.0 - lr * weightDecay);
-  T b1 = T(beta1), oneMinusB1 = T(1.0 - beta1);
-  T b2 = T(beta2), oneMinusB2 = T(1.0 - beta2);
-  T stepSize = T(-(lr / biasCorrection1));
-  T bc2Sqrt = T(std::sqrt(biasCorrection2));
-  T epsT = T(eps);
-#pragma omp parallel for if (n >= kParallelWork)
-  for (int64_t i = 0; i < n; ++i) {
-    T g = grad[i] * T(coef);
-    T p = param[i] * decay;
-    T m = expAvg[i] * b1 + oneMinusB1 * g;
-    T v = expAvgSq[i] * b2 + oneMinusB2 * g * g;
-    T denom = std::sqrt(v) / bc2Sqrt + epsT;
-    param[i] = p + stepSize * m / denom;
-    expAvg[i] = m;
-    expAvgSq[i] = v;
-  }
-}
-
 #define INSTANTIATE(T)                                                         \
   template void embedding<T>(const T *, const int32_t *, T *, int64_t,         \
                              int64_t, int64_t, const int32_t *);               \
@@ -313,9 +282,7 @@ void adamw(T *param, const T *grad, T *expAvg, T *expAvgSq, int64_t n,
                                     int64_t, int64_t, bool);                   \
   template double crossEntropy<T>(const T *, const int32_t *, int64_t,         \
                                   int64_t, T *, double *);                     \
-  template double sumOfSquares<T>(const T *, int64_t, double *);               \
-  template void adamw<T>(T *, const T *, T *, T *, int64_t, double, float,     \
-                         int64_t, double, double, double, double, double);
+  template double sumOfSquares<T>(const T *, int64_t, double *);
 
 INSTANTIATE(float)
 INSTANTIATE(double)

@@ -2,7 +2,7 @@
 //
 // One function template per titan op, for float and double. Each follows the
 // numerics stated in the op's ODS description and, where PyTorch's order of
-// floating-point operations is known (AdamW, clipping), that order. GEMMs go
+// floating-point operations is known (the gradient norm), that order. GEMMs go
 // through Gemm.h (oneDNN; OpenBLAS for f64); attention is flash attention
 // (Attention.cpp).
 //
@@ -120,12 +120,6 @@ double lrSchedule(int64_t step, int64_t totalSteps, double lr,
                   int64_t warmupSteps, double decayRatio /*<0: none*/,
                   int decayType /*0 linear, 1 sqrt, 2 cosine*/,
                   double minLrFactor);
-
-/// clip_grad_norm_ + torch.optim.AdamW (single-tensor), in place.
-template <typename T>
-void adamw(T *param, const T *grad, T *expAvg, T *expAvgSq, int64_t n,
-           double lr, float gradNorm, int64_t step, double beta1, double beta2,
-           double eps, double weightDecay, double maxNorm);
 
 /// Cross-entropy in pieces (loss parallel), over `rows` rows of `vocab`
 /// logits; see titan.row_max, sum_exp, target_logit and

@@ -64,7 +64,12 @@ func.func @optimizer_step(%p: tensor<4xf32> {titan.param = "n"}) -> (tensor<4xf3
 // CHECK:      %[[NWS:.*]] = kernel.alloc workspace : memref<8xi8>
 // CHECK:      kernel.call "global_norm"(%arg1 : memref<4xf32>) outs(%arg6 : memref<f32>) workspace(%[[NWS]] : memref<8xi8>) on %{{.*}} params [1]
 // CHECK:      kernel.call "lr_schedule"(%arg4, %arg5 : memref<i64>, memref<i64>) outs(%arg7 : memref<f32>) on %{{.*}} params [2, 2, 1.000000e-03, -1.000000e+00, 0.000000e+00]
-// CHECK:      kernel.call "adamw"(%arg0, %arg1, %arg2, %arg3, %arg7, %arg6, %arg4 : {{.*}}) outs(%arg0, %arg2, %arg3 : memref<4xf32>, memref<4xf32>, memref<4xf32>) on %{{.*}} params [9.000000e-01, 0.94999999999999996, 1.000000e-08, 1.000000e-01, 1.000000e+00]
+// CHECK:      %[[C:.*]] = kernel.alloc temporary : memref<f32>
+// CHECK:      %[[D:.*]] = kernel.alloc temporary : memref<f32>
+// CHECK:      %[[SS:.*]] = kernel.alloc temporary : memref<f32>
+// CHECK:      %[[BC:.*]] = kernel.alloc temporary : memref<f32>
+// CHECK:      kernel.call "adamw_scalars"(%arg7, %arg6, %arg4 : memref<f32>, memref<f32>, memref<i64>) outs(%[[C]], %[[D]], %[[SS]], %[[BC]] : memref<f32>, memref<f32>, memref<f32>, memref<f32>) on %{{.*}} params [9.000000e-01, 0.94999999999999996, 1.000000e-01, 1.000000e+00]
+// CHECK:      kernel.call "adamw"(%arg0, %arg1, %arg2, %arg3, %[[C]], %[[D]], %[[SS]], %[[BC]] : {{.*}}) outs(%arg0, %arg2, %arg3 : memref<4xf32>, memref<4xf32>, memref<4xf32>) on %{{.*}} params [9.000000e-01, 0.94999999999999996, 1.000000e-08]
 // CHECK-NOT:  kernel.copy
 // CHECK:      return
 func.func @forward_backward(%p: tensor<4xf32> {titan.param = "p"}) -> (tensor<4xf32> {titan.grad = "p"}) {
@@ -77,7 +82,8 @@ func.func @optimizer_step(%p: tensor<4xf32> {titan.param = "p"}, %g: tensor<4xf3
         tensor<f32> {titan.output = "grad_norm"}, tensor<f32> {titan.output = "lr"}) {
   %norm = titan.global_norm %g : (tensor<4xf32>) -> tensor<f32>
   %lr = titan.lr_schedule %step, %total decay cosine {lr = 1.0e-3 : f64, warmup_steps = 2 : i64, min_lr_factor = 0.0 : f64} : (tensor<i64>, tensor<i64>) -> tensor<f32>
-  %n:3 = titan.adamw %p, %g, %m, %v, %lr, %norm, %step {beta1 = 0.9 : f64, beta2 = 0.95 : f64, eps = 1.0e-8 : f64, weight_decay = 0.1 : f64, max_norm = 1.0 : f64} : tensor<4xf32>, tensor<f32>, tensor<i64>
+  %c:4 = titan.adamw_scalars %lr, %norm, %step {beta1 = 0.9 : f64, beta2 = 0.95 : f64, weight_decay = 0.1 : f64, max_norm = 1.0 : f64} : tensor<f32>, tensor<i64> -> tensor<f32>
+  %n:3 = titan.adamw %p, %g, %m, %v scalars(%c#0, %c#1, %c#2, %c#3) {beta1 = 0.9 : f64, beta2 = 0.95 : f64, eps = 1.0e-8 : f64} : tensor<4xf32>, tensor<f32>
   return %n#0, %n#1, %n#2, %norm, %lr : tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<f32>, tensor<f32>
 }
 

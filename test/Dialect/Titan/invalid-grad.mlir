@@ -308,25 +308,65 @@ func.func @lr_schedule_min(%s: tensor<i64>) {
 
 // -----
 
-func.func @adamw_betas(%p: tensor<4xf32>, %lr: tensor<f32>, %s: tensor<i64>) {
+func.func @adamw_betas(%p: tensor<4xf32>, %c: tensor<f32>) {
   // expected-error @+1 {{betas must be in [0, 1), got (1, 0.95)}}
-  %0:3 = titan.adamw %p, %p, %p, %p, %lr, %lr, %s {beta1 = 1.0 : f64, beta2 = 0.95 : f64, eps = 1.0e-8 : f64, weight_decay = 0.1 : f64, max_norm = 1.0 : f64} : tensor<4xf32>, tensor<f32>, tensor<i64>
+  %0:3 = titan.adamw %p, %p, %p, %p scalars(%c, %c, %c, %c) {beta1 = 1.0 : f64, beta2 = 0.95 : f64, eps = 1.0e-8 : f64} : tensor<4xf32>, tensor<f32>
   return
 }
 
 // -----
 
-func.func @adamw_eps(%p: tensor<4xf32>, %lr: tensor<f32>, %s: tensor<i64>) {
-  // expected-error @+1 {{eps and weight_decay must be non-negative}}
-  %0:3 = titan.adamw %p, %p, %p, %p, %lr, %lr, %s {beta1 = 0.9 : f64, beta2 = 0.95 : f64, eps = -1.0e-8 : f64, weight_decay = 0.1 : f64, max_norm = 1.0 : f64} : tensor<4xf32>, tensor<f32>, tensor<i64>
+func.func @adamw_eps(%p: tensor<4xf32>, %c: tensor<f32>) {
+  // expected-error @+1 {{eps must be non-negative, got -1e-08}}
+  %0:3 = titan.adamw %p, %p, %p, %p scalars(%c, %c, %c, %c) {beta1 = 0.9 : f64, beta2 = 0.95 : f64, eps = -1.0e-8 : f64} : tensor<4xf32>, tensor<f32>
   return
 }
 
 // -----
 
-func.func @adamw_max_norm(%p: tensor<4xf32>, %lr: tensor<f32>, %s: tensor<i64>) {
+func.func @adamw_eps_nan(%p: tensor<4xf32>, %c: tensor<f32>) {
+  // expected-error @+1 {{eps must be non-negative, got nan}}
+  %0:3 = titan.adamw %p, %p, %p, %p scalars(%c, %c, %c, %c) {beta1 = 0.9 : f64, beta2 = 0.95 : f64, eps = 0x7FF8000000000000 : f64} : tensor<4xf32>, tensor<f32>
+  return
+}
+
+// -----
+
+func.func @adamw_master(%p: tensor<4xbf16>, %c: tensor<f32>) {
+  // expected-error @+1 {{operand #0 must be statically shaped tensor of 32-bit float or 64-bit float values}}
+  %0:3 = titan.adamw %p, %p, %p, %p scalars(%c, %c, %c, %c) {beta1 = 0.9 : f64, beta2 = 0.95 : f64, eps = 1.0e-8 : f64} : tensor<4xbf16>, tensor<f32>
+  return
+}
+
+// -----
+
+func.func @adamw_scalar_type(%p: tensor<4xf32>, %c: tensor<f64>) {
+  // expected-error @+1 {{the step's scalars must have the parameter's element type 'f32', got 'f64'}}
+  %0:3 = titan.adamw %p, %p, %p, %p scalars(%c, %c, %c, %c) {beta1 = 0.9 : f64, beta2 = 0.95 : f64, eps = 1.0e-8 : f64} : tensor<4xf32>, tensor<f64>
+  return
+}
+
+// -----
+
+func.func @adamw_scalars_max_norm(%lr: tensor<f32>, %s: tensor<i64>) {
   // expected-error @+1 {{attribute 'max_norm' must be positive, got 0}}
-  %0:3 = titan.adamw %p, %p, %p, %p, %lr, %lr, %s {beta1 = 0.9 : f64, beta2 = 0.95 : f64, eps = 1.0e-8 : f64, weight_decay = 0.1 : f64, max_norm = 0.0 : f64} : tensor<4xf32>, tensor<f32>, tensor<i64>
+  %0:4 = titan.adamw_scalars %lr, %lr, %s {beta1 = 0.9 : f64, beta2 = 0.95 : f64, weight_decay = 0.1 : f64, max_norm = 0.0 : f64} : tensor<f32>, tensor<i64> -> tensor<f32>
+  return
+}
+
+// -----
+
+func.func @adamw_scalars_betas(%lr: tensor<f32>, %s: tensor<i64>) {
+  // expected-error @+1 {{betas must be in [0, 1), got (0.9, nan)}}
+  %0:4 = titan.adamw_scalars %lr, %lr, %s {beta1 = 0.9 : f64, beta2 = 0x7FF8000000000000 : f64, weight_decay = 0.1 : f64, max_norm = 1.0 : f64} : tensor<f32>, tensor<i64> -> tensor<f32>
+  return
+}
+
+// -----
+
+func.func @adamw_scalars_weight_decay(%lr: tensor<f32>, %s: tensor<i64>) {
+  // expected-error @+1 {{weight_decay must be non-negative, got -0.1}}
+  %0:4 = titan.adamw_scalars %lr, %lr, %s {beta1 = 0.9 : f64, beta2 = 0.95 : f64, weight_decay = -0.1 : f64, max_norm = 1.0 : f64} : tensor<f32>, tensor<i64> -> tensor<f32>
   return
 }
 

@@ -111,13 +111,16 @@ ArrayAttr LRScheduleOp::getKernelParams() {
       .f(getMinLrFactor());
 }
 
-ArrayAttr AdamWOp::getKernelParams() {
+ArrayAttr AdamWScalarsOp::getKernelParams() {
   return Params(*this)
       .f(getBeta1())
       .f(getBeta2())
-      .f(getEps())
       .f(getWeightDecay())
       .f(getMaxNorm());
+}
+
+ArrayAttr AdamWOp::getKernelParams() {
+  return Params(*this).f(getBeta1()).f(getBeta2()).f(getEps());
 }
 
 //===----------------------------------------------------------------------===//

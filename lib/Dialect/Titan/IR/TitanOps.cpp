@@ -736,17 +736,49 @@ LogicalResult LRScheduleOp::verify() {
   return success();
 }
 
+namespace {
+/// AdamW's betas lie in [0, 1) (NaN does not).
+LogicalResult verifyBetas(Operation *op, double beta1, double beta2) {
+  if (!(beta1 >= 0 && beta1 < 1 && beta2 >= 0 && beta2 < 1))
+    return op->emitOpError()
+           << "betas must be in [0, 1), got (" << formatNumber(beta1) << ", "
+           << formatNumber(beta2) << ")";
+  return success();
+}
+
+/// A hyperparameter that must be >= 0 (NaN is not).
+LogicalResult verifyNonNegative(Operation *op, StringRef name, double value) {
+  if (!(value >= 0))
+    return op->emitOpError()
+           << name << " must be non-negative, got " << formatNumber(value);
+  return success();
+}
+} // namespace
+
+LogicalResult AdamWScalarsOp::verify() {
+  Operation *op = getOperation();
+  if (failed(verifyBetas(op, getBeta1().convertToDouble(),
+                         getBeta2().convertToDouble())) ||
+      failed(verifyNonNegative(op, "weight_decay",
+                               getWeightDecay().convertToDouble())))
+    return failure();
+  return verifyPositive(op, "max_norm", getMaxNorm().convertToDouble());
+}
+
 LogicalResult AdamWOp::verify() {
   Operation *op = getOperation();
-  double beta1 = getBeta1().convertToDouble();
-  double beta2 = getBeta2().convertToDouble();
-  if (beta1 < 0 || beta1 >= 1 || beta2 < 0 || beta2 >= 1)
-    return emitOpError() << "betas must be in [0, 1), got ("
-                         << formatNumber(beta1) << ", " << formatNumber(beta2)
-                         << ")";
-  if (getEps().convertToDouble() < 0 || getWeightDecay().convertToDouble() < 0)
-    return emitOpError() << "eps and weight_decay must be non-negative";
-  return verifyPositive(op, "max_norm", getMaxNorm().convertToDouble());
+  if (failed(verifyBetas(op, getBeta1().convertToDouble(),
+                         getBeta2().convertToDouble())) ||
+      failed(verifyNonNegative(op, "eps", getEps().convertToDouble())))
+    return failure();
+  // The step's scalars are rounded to the parameter's type.
+  Type element = getParam().getType().getElementType();
+  Type scalars = getClipCoef().getType().getElementType();
+  if (scalars != element)
+    return emitOpError() << "the step's scalars must have the parameter's "
+                            "element type "
+                         << element << ", got " << scalars;
+  return success();
 }
 
 #define GET_OP_CLASSES

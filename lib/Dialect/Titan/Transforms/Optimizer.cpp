@@ -131,6 +131,15 @@ struct TitanOptimizerPass
                             << TitanDialect::kParamAttrName << "' to optimize";
       return signalPassFailure();
     }
+    // AdamW updates master weights: f32 (or f64) parameters.
+    for (auto [name, type] : llvm::zip(names, paramTypes))
+      if (Type element = cast<ShapedType>(type).getElementType();
+          !element.isF32() && !element.isF64()) {
+        forward.emitOpError()
+            << "titan-optimizer: parameter '" << name.getValue() << "' is "
+            << element << "; AdamW updates f32 or f64 master weights";
+        return signalPassFailure();
+      }
 
     OpBuilder b(module.getContext());
     Type scalarI64 = RankedTensorType::get({}, b.getI64Type());
@@ -191,13 +200,31 @@ struct TitanOptimizerPass
         LRDecayAttr::get(b.getContext(), *decay),
         b.getF64FloatAttr(minLrFactor));
 
+    // The step's scalars once per parameter type (f32, f64).
+    llvm::SmallDenseMap<Type, AdamWScalarsOp> scalarsOf;
+    auto scalarsFor = [&](Type param) {
+      Type element = cast<ShapedType>(param).getElementType();
+      AdamWScalarsOp &scalars = scalarsOf[element];
+      if (!scalars) {
+        auto type = RankedTensorType::get({}, element);
+        scalars = AdamWScalarsOp::create(
+            b, loc, type, type, type, type, lrOp, norm, stepIndex,
+            b.getF64FloatAttr(beta1), b.getF64FloatAttr(beta2),
+            b.getF64FloatAttr(weightDecay), b.getF64FloatAttr(maxNorm));
+      }
+      return scalars;
+    };
     SmallVector<Value> newParams, newExpAvg, newExpAvgSq;
     for (size_t i = 0; i < n; ++i) {
+      AdamWScalarsOp scalars = scalarsFor(paramTypes[i]);
+      // The parameter's location: kernel-fuse-horizontal joins a model
+      // unit's updates (one launch a block, as many as the depth).
       auto update = AdamWOp::create(
           b, NameLoc::get(names[i]), params[i], grads[i], expAvg[i],
-          expAvgSq[i], lrOp, norm, stepIndex, b.getF64FloatAttr(beta1),
-          b.getF64FloatAttr(beta2), b.getF64FloatAttr(eps),
-          b.getF64FloatAttr(weightDecay), b.getF64FloatAttr(maxNorm));
+          expAvgSq[i], scalars.getClipCoef(), scalars.getDecay(),
+          scalars.getStepSize(), scalars.getBiasCorrection2Sqrt(),
+          b.getF64FloatAttr(beta1), b.getF64FloatAttr(beta2),
+          b.getF64FloatAttr(eps));
       newParams.push_back(update.getNewParam());
       newExpAvg.push_back(update.getNewExpAvg());
       newExpAvgSq.push_back(update.getNewExpAvgSq());

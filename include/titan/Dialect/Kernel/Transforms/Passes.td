@@ -25,23 +25,6 @@ def KernelPlanMemory : Pass<"kernel-plan-memory", "::mlir::ModuleOp"> {
   }];
 }
 
-def KernelFuseAdamW : Pass<"kernel-fuse-adamw", "::mlir::ModuleOp"> {
-  let summary = "One multi-tensor AdamW call per run of per-parameter updates";
-  let description = [{
-    `titan-optimizer` writes one `titan.adamw` per parameter, so the
-    bufferized optimizer step is a run of `kernel.call "adamw"`, one kernel
-    launch each. This pass replaces each maximal run of consecutive calls
-    that share the gradient norm, learning rate, step, stream and
-    hyperparameters with one `kernel.call "adamw_multi"`: inputs are each
-    tensor's (param, grad, exp_avg, exp_avg_sq) followed by the shared
-    (grad_norm, lr, step), outputs each tensor's updated (param, exp_avg,
-    exp_avg_sq), params `[count, beta1, beta2, eps, weight_decay,
-    max_norm]`. Each tensor's update is the same arithmetic as before (the
-    CPU target loops over the tensors; the CUDA target updates many tensors
-    per launch), so results are unchanged; a run of one call is left alone.
-  }];
-}
-
 def KernelFuseGemmAccumulate
     : Pass<"kernel-fuse-gemm-accumulate", "::mlir::ModuleOp"> {
   let summary = "Fold an add into the GEMM that produces one of its operands";
@@ -188,8 +171,8 @@ def KernelGeneratePointwise
     and the backward's transposed cast of it, whose scale the forward
     computed, come from one read.
 
-    Runs after the library fusions (a GEMM's accumulating add, add +
-    RMSNorm, multi-tensor AdamW), for targets whose lowering generates
+    Runs after the library fusion (a GEMM's accumulating add), for
+    targets whose lowering generates
     kernels (TargetFeatures::generatedKernels).
   }];
   // The pointwise ops' scalar semantics are on the registered titan ops.

@@ -23,6 +23,8 @@ include "titan/Dialect/Titan/IR/RowwiseInterface.td"
 
 def Titan_FloatTensor : StaticShapeTensorOf<[AnyFloat]>;
 def Titan_IndexTensor : StaticShapeTensorOf<[AnySignlessInteger]>;
+/// A parameter's f32 (or f64) master state: what AdamW updates.
+def Titan_MasterTensor : StaticShapeTensorOf<[F32, F64]>;
 def Titan_ScalarFloatTensor : 0DTensorOf<[AnyFloat]>;
 
 //===----------------------------------------------------------------------===//
@@ -839,33 +841,78 @@ def Titan_LRScheduleOp : Titan_Op<"lr_schedule", [DeclareOpInterfaceMethods<Tita
   let hasVerifier = 1;
 }
 
+def Titan_AdamWScalarsOp : Titan_Op<"adamw_scalars", [DeclareOpInterfaceMethods<Titan_KernelOpInterface, ["getKernelParams"]>,
+    DeclareOpInterfaceMethods<Titan_PointwiseOpInterface>,
+    Pure,
+    AllTypesMatch<["lr", "grad_norm"]>,
+    AllTypesMatch<["clip_coef", "decay", "step_size",
+                   "bias_correction2_sqrt"]>]> {
+  let summary = "the step's AdamW scalars, once for every parameter";
+  let description = [{
+    What `titan.adamw` multiplies and divides by, computed once a step
+    rather than at every element, in PyTorch's order (which computes them
+    on the host; the powers are the target's `pow`: the C library's on the
+    CPU, libdevice's on a GPU):
+    `clip_coef = min(1, max_norm * (1 / (grad_norm + 1e-6)))` in float32
+    (`torch.nn.utils.clip_grad_norm_`; NaN for a NaN norm, 0 for an
+    infinite one); with `t = step + 1` and
+    `bias_correction = 1 - beta^t` in float64 (`torch.optim.AdamW`'s
+    single-tensor path), `decay = 1 - lr * weight_decay`,
+    `step_size = -(lr / bias_correction1)` and
+    `bias_correction2_sqrt = sqrt(bias_correction2)`. Each is then rounded
+    to the parameters' type, the results' element type.
+  }];
+  let arguments = (ins 0DTensorOf<[F32]>:$lr, 0DTensorOf<[F32]>:$grad_norm,
+                       0DTensorOf<[I64]>:$step,
+                       F64Attr:$beta1, F64Attr:$beta2,
+                       F64Attr:$weight_decay, F64Attr:$max_norm);
+  let results = (outs 0DTensorOf<[F32, F64]>:$clip_coef,
+                      0DTensorOf<[F32, F64]>:$decay,
+                      0DTensorOf<[F32, F64]>:$step_size,
+                      0DTensorOf<[F32, F64]>:$bias_correction2_sqrt);
+  let assemblyFormat = [{
+    $lr `,` $grad_norm `,` $step attr-dict `:` type($lr) `,` type($step)
+    `->` type($clip_coef)
+  }];
+  let hasVerifier = 1;
+}
+
 def Titan_AdamWOp : Titan_Op<"adamw", [DeclareOpInterfaceMethods<Titan_KernelOpInterface, ["getKernelParams"]>,
+    DeclareOpInterfaceMethods<Titan_PointwiseOpInterface>,
     Pure,
     AllTypesMatch<["param", "grad", "exp_avg", "exp_avg_sq", "new_param",
                    "new_exp_avg", "new_exp_avg_sq"]>,
-    AllTypesMatch<["lr", "grad_norm"]>]> {
+    AllTypesMatch<["clip_coef", "decay", "step_size",
+                   "bias_correction2_sqrt"]>]> {
   let summary = "one AdamW update of a parameter, after global-norm clipping";
   let description = [{
-    Exactly `torch.nn.utils.clip_grad_norm_` followed by `torch.optim.AdamW`
-    (single-tensor path), elementwise in the parameter's type:
-    `coef = min(1, max_norm / (grad_norm + 1e-6))`, `g = grad * coef`;
-    `p = p * (1 - lr * weight_decay)`; `m = beta1 * m + (1 - beta1) * g`;
-    `v = beta2 * v + (1 - beta2) * g * g`;
-    `p = p - (lr / (1 - beta1^t)) * m / (sqrt(v) / sqrt(1 - beta2^t) + eps)`
-    with `t = step + 1`. Results: the new parameter, `m` and `v`.
+    `torch.nn.utils.clip_grad_norm_` followed by `torch.optim.AdamW`
+    (single-tensor path), elementwise in the parameter's type (its f32 or
+    f64 master weights), each product and sum rounded (15 operations), with
+    the step's scalars of `titan.adamw_scalars`:
+    `g = grad * clip_coef`; `p = p * decay`;
+    `m = beta1 * m + (1 - beta1) * g`;
+    `v = beta2 * v + ((1 - beta2) * g) * g`;
+    `p = p + (step_size * m) / (sqrt(v) / bias_correction2_sqrt + eps)`
+    (`beta1`, `1 - beta1`, ... rounded to the parameter's type). Results:
+    the new parameter, `m` and `v`. PyTorch moves `m` by `lerp` and adds
+    `-step_size * (m / denom)` (the same values to within their roundings).
   }];
-  let arguments = (ins Titan_FloatTensor:$param, Titan_FloatTensor:$grad,
-                       Titan_FloatTensor:$exp_avg, Titan_FloatTensor:$exp_avg_sq,
-                       0DTensorOf<[F32]>:$lr, 0DTensorOf<[F32]>:$grad_norm,
-                       0DTensorOf<[I64]>:$step,
-                       F64Attr:$beta1, F64Attr:$beta2, F64Attr:$eps,
-                       F64Attr:$weight_decay, F64Attr:$max_norm);
-  let results = (outs Titan_FloatTensor:$new_param,
-                      Titan_FloatTensor:$new_exp_avg,
-                      Titan_FloatTensor:$new_exp_avg_sq);
+  let arguments = (ins Titan_MasterTensor:$param, Titan_MasterTensor:$grad,
+                       Titan_MasterTensor:$exp_avg,
+                       Titan_MasterTensor:$exp_avg_sq,
+                       0DTensorOf<[F32, F64]>:$clip_coef,
+                       0DTensorOf<[F32, F64]>:$decay,
+                       0DTensorOf<[F32, F64]>:$step_size,
+                       0DTensorOf<[F32, F64]>:$bias_correction2_sqrt,
+                       F64Attr:$beta1, F64Attr:$beta2, F64Attr:$eps);
+  let results = (outs Titan_MasterTensor:$new_param,
+                      Titan_MasterTensor:$new_exp_avg,
+                      Titan_MasterTensor:$new_exp_avg_sq);
   let assemblyFormat = [{
-    $param `,` $grad `,` $exp_avg `,` $exp_avg_sq `,` $lr `,` $grad_norm `,`
-    $step attr-dict `:` type($param) `,` type($lr) `,` type($step)
+    $param `,` $grad `,` $exp_avg `,` $exp_avg_sq `scalars` `(` $clip_coef `,`
+    $decay `,` $step_size `,` $bias_correction2_sqrt `)` attr-dict `:`
+    type($param) `,` type($clip_coef)
   }];
   let hasVerifier = 1;
 }

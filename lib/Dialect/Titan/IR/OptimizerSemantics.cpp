@@ -1,0 +1,133 @@
+//===- OptimizerSemantics.cpp - AdamW's scalar bodies ---------------------===//
+//
+// The step's AdamW scalars and one element of AdamW's update, in arith/math:
+// the only definition of the optimizer's arithmetic (TitanOps.td's
+// formulas). The order of every product and sum is PyTorch's
+// (torch.nn.utils.clip_grad_norm_, then torch.optim.AdamW's single-tensor
+// path), each rounded: no target contracts them.
+//
+//===----------------------------------------------------------------------===//
+
+#include "titan/Dialect/Titan/IR/PointwiseInterface.h"
+#include "titan/Dialect/Titan/IR/TitanOps.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+
+using namespace mlir;
+using namespace titan;
+
+namespace {
+/// The f64 parameter `i` of a call (a hyperparameter), or nothing.
+std::optional<double> param(ArrayRef<Attribute> params, unsigned i) {
+  auto attr = i < params.size() ? dyn_cast<FloatAttr>(params[i]) : nullptr;
+  if (!attr)
+    return std::nullopt;
+  return attr.getValueAsDouble();
+}
+
+Value constant(OpBuilder &b, Location loc, Type type, double value) {
+  return arith::ConstantOp::create(b, loc, b.getFloatAttr(type, value));
+}
+
+/// Float `v` in `type`: exact when `type` is at least as wide.
+Value toFloat(OpBuilder &b, Location loc, Value v, Type type) {
+  if (v.getType() == type)
+    return v;
+  if (v.getType().getIntOrFloatBitWidth() < type.getIntOrFloatBitWidth())
+    return arith::ExtFOp::create(b, loc, type, v);
+  return arith::TruncFOp::create(b, loc, type, v);
+}
+
+/// clip_grad_norm_'s factor in f32: min(1, max_norm * (1 / (norm + 1e-6))),
+/// NaN when the norm is (std::min's order: 1 only when 1 < factor).
+Value clipCoefficient(OpBuilder &b, Location loc, Value gradNorm,
+                      double maxNorm) {
+  Type f32 = b.getF32Type();
+  Value norm = toFloat(b, loc, gradNorm, f32);
+  Value one = constant(b, loc, f32, 1.0);
+  Value shifted =
+      arith::AddFOp::create(b, loc, norm, constant(b, loc, f32, 1e-6));
+  Value factor =
+      arith::MulFOp::create(b, loc, constant(b, loc, f32, maxNorm),
+                            arith::DivFOp::create(b, loc, one, shifted));
+  Value above =
+      arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OLT, one, factor);
+  return arith::SelectOp::create(b, loc, above, one, factor);
+}
+
+/// 1 - beta^t in f64.
+Value biasCorrection(OpBuilder &b, Location loc, double beta, Value t) {
+  Type f64 = b.getF64Type();
+  Value power = math::PowFOp::create(b, loc, constant(b, loc, f64, beta), t);
+  return arith::SubFOp::create(b, loc, constant(b, loc, f64, 1.0), power);
+}
+} // namespace
+
+//===----------------------------------------------------------------------===//
+// titan.adamw_scalars
+//===----------------------------------------------------------------------===//
+
+SmallVector<Value> AdamWScalarsOp::buildScalar(OpBuilder &b, Location loc,
+                                               ValueRange operands,
+                                               ArrayRef<Attribute> params) {
+  std::optional<double> beta1 = param(params, 0), beta2 = param(params, 1),
+                        weightDecay = param(params, 2),
+                        maxNorm = param(params, 3);
+  if (operands.size() != 3 || !beta1 || !beta2 || !weightDecay || !maxNorm ||
+      !operands[2].getType().isInteger(64))
+    return {};
+  Type f64 = b.getF64Type();
+  Value lr = toFloat(b, loc, operands[0], f64);
+  Value nextStep = arith::AddIOp::create(
+      b, loc, operands[2],
+      arith::ConstantOp::create(b, loc, b.getI64IntegerAttr(1)));
+  Value t = arith::SIToFPOp::create(b, loc, f64, nextStep);
+  Value decay = arith::SubFOp::create(
+      b, loc, constant(b, loc, f64, 1.0),
+      arith::MulFOp::create(b, loc, lr, constant(b, loc, f64, *weightDecay)));
+  Value stepSize = arith::NegFOp::create(
+      b, loc,
+      arith::DivFOp::create(b, loc, lr, biasCorrection(b, loc, *beta1, t)));
+  Value correction2Sqrt =
+      math::SqrtOp::create(b, loc, biasCorrection(b, loc, *beta2, t));
+  return {clipCoefficient(b, loc, operands[1], *maxNorm), decay, stepSize,
+          correction2Sqrt};
+}
+
+//===----------------------------------------------------------------------===//
+// titan.adamw
+//===----------------------------------------------------------------------===//
+
+SmallVector<Value> AdamWOp::buildScalar(OpBuilder &b, Location loc,
+                                        ValueRange operands,
+                                        ArrayRef<Attribute> params) {
+  std::optional<double> beta1 = param(params, 0), beta2 = param(params, 1),
+                        eps = param(params, 2);
+  if (operands.size() != 8 || !beta1 || !beta2 || !eps)
+    return {};
+  Value p = operands[0], g = operands[1], m = operands[2], v = operands[3],
+        clipCoef = operands[4], decay = operands[5], stepSize = operands[6],
+        correction2Sqrt = operands[7];
+  Type type = p.getType();
+  auto mul = [&](Value x, Value y) {
+    return arith::MulFOp::create(b, loc, x, y).getResult();
+  };
+  auto add = [&](Value x, Value y) {
+    return arith::AddFOp::create(b, loc, x, y).getResult();
+  };
+  auto div = [&](Value x, Value y) {
+    return arith::DivFOp::create(b, loc, x, y).getResult();
+  };
+  Value clipped = mul(g, clipCoef);
+  Value decayed = mul(p, decay);
+  Value newM = add(mul(m, constant(b, loc, type, *beta1)),
+                   mul(constant(b, loc, type, 1.0 - *beta1), clipped));
+  Value newV =
+      add(mul(v, constant(b, loc, type, *beta2)),
+          mul(mul(constant(b, loc, type, 1.0 - *beta2), clipped), clipped));
+  Value denom = add(div(math::SqrtOp::create(b, loc, newV), correction2Sqrt),
+                    constant(b, loc, type, *eps));
+  Value newP = add(decayed, div(mul(stepSize, newM), denom));
+  return {newP, newM, newV};
+}
