@@ -3,7 +3,8 @@
 # this build's other dependencies (LLVM, OpenBLAS, Open MPI) nor titan's
 # compiler: the test and benchmark executables, training executables
 # compiled here with titan-compile --target=cuda, the CPU target's reference
-# runs of the same training (metrics to compare against), titan's runtime
+# runs of the same training (metrics to compare against), the generated-
+# kernel tests' steps for the GPU and the host, titan's runtime
 # libraries, and every library they load that is neither a CUDA library
 # (found there under /usr/local/cuda or as NVIDIA's wheels beside PyTorch)
 # nor glibc, and the cuDNN version the build's headers declare. Writes
@@ -23,7 +24,8 @@ py=/usr/bin/python3 # Debian's python3-torch, for the reference data
 inputs=test/Integration/Inputs
 tests=("$build/unittests/TitanCudaKernelTest" "$build/unittests/TitanCudaCollectiveMatmulTest"
        "$build/unittests/TitanNCCLCommunicatorTest" "$build/bench/TitanCudaKernelBench"
-       "$build/bench/titan-comm-bench")
+       "$build/bench/titan-comm-bench" "$build/bench/TitanCudaGeneratedStep"
+       "$build/bench/TitanGeneratedStepHost")
 for t in "${tests[@]}" "$compile"; do
   [ -x "$t" ] || { echo "bundle: $t is missing; build with CUDA first (bash scripts/build.sh)" >&2; exit 1; }
 done
@@ -103,10 +105,52 @@ if [ "${TITAN_BUNDLE_NO_STEP:-0}" != 1 ]; then
     --quantize.linear.float8.filter_fqns output -o "$out/bin/step-8b-fp8"
 fi
 
+# The generated-kernel tests' steps (test/Integration/generated-*.test),
+# each lowered as its test lowers it, once for sm_90a and once for the host
+# (x86-64-v3: any GPU machine's CPU), as shared objects the two
+# GeneratedStep programs load; with each test's check.py (its inputs and
+# PyTorch references) for run.sh to compare the GPU's run with the host's.
+llvm_bin=$(cd "$(cache_path LLVM_DIR)/../../../bin" && pwd)
+mkdir -p "$out/data/generated"
+cp "$inputs/arena_slots.py" "$out/data/generated/"
+for t in adamw float8 loss-grad rms-norm-grad rope; do
+  pipeline=$(grep -o 'pass-pipeline="[^"]*titan-lowering-pipeline)"' "test/Integration/generated-$t.test" |
+    head -n 1 | sed 's/^pass-pipeline="//; s/"$//')
+  [ -n "$pipeline" ] || { echo "bundle: no lowering pipeline in generated-$t.test" >&2; exit 1; }
+  for side in cpu cuda; do
+    lowering=$pipeline
+    [ "$side" = cuda ] && lowering=$(echo "$pipeline" |
+      sed 's/titan-lowering-pipeline)/titan-lowering-pipeline{device-chip=sm_90a})/')
+    "$build/bin/titan-opt" "$inputs/generated-$t/step.mlir" --pass-pipeline="$lowering" -o "$tmp/$t-$side.mlir"
+    "$llvm_bin/mlir-translate" --mlir-to-llvmir "$tmp/$t-$side.mlir" | "$llvm_bin/opt" -O2 -mcpu=x86-64-v3 |
+      "$llvm_bin/llc" -O2 -mcpu=x86-64-v3 -filetype=obj -relocation-model=pic -o "$tmp/$t-$side.o"
+    # The plan must fit the programs' 16 MiB arena.
+    arena=$(grep -o 'kernel.arena_bytes = [0-9]*' "$tmp/$t-$side.mlir" | head -n 1 | grep -o '[0-9]*$')
+    [ "${arena:-0}" -le $((16 << 20)) ] ||
+      { echo "bundle: generated-$t plans $arena bytes, over GeneratedStep's 16 MiB arena" >&2; exit 1; }
+    so=$out/lib/generated-$t-$side.so
+    if [ "$side" = cpu ]; then
+      c++ -shared "$tmp/$t-$side.o" -L"$build/lib" -ltitanrt_cpu -ltitanrt \
+        -Wl,-rpath,"\$ORIGIN:$(cd "$build/lib" && pwd)" -o "$so"
+      runner=$build/bench/TitanGeneratedStepHost
+    else # its calls resolve against TitanCudaGeneratedStep's runtime
+      c++ -shared "$tmp/$t-$side.o" -o "$so"
+      runner=$build/bench/TitanCudaGeneratedStep
+    fi
+    # Loaded as run.sh will load it (no input here: it stops after that).
+    if "$runner" "$so" "$tmp/no-input" "$tmp/no-output" 2>&1 | grep -E 'cannot load|no titan_step' >&2; then
+      echo "bundle: $(basename "$so") does not load in $(basename "$runner")" >&2
+      exit 1
+    fi
+  done
+  mkdir -p "$out/data/generated/$t"
+  cp "$inputs/generated-$t/check.py" "$out/data/generated/$t/"
+done
+
 # The communicator library libtitanrt loads for multi-rank (and NCCL) runs.
 cp "$build/lib/libtitanrt_comm.so" "$out/lib/"
 # What the dynamic linker resolves here, minus what the GPU machine has.
-ldd "$out"/bin/* "$out/lib/libtitanrt_comm.so" | awk '/=> \// {print $3}' | sort -u | while read -r lib; do
+ldd "$out"/bin/* "$out"/lib/libtitanrt_comm.so "$out"/lib/generated-*-cpu.so | awk '/=> \// {print $3}' | sort -u | while read -r lib; do
   case "$(basename "$lib")" in
     libc.so*|libm.so*|libdl.so*|libpthread.so*|librt.so*|ld-linux*|libgcc_s.so*|libstdc++.so*) ;;
     libcuda*|libcublas*|libcudnn*|libnccl*|libnvrtc*|libnvJitLink*) ;;

@@ -28,6 +28,11 @@ package registry):
   report.py collectives BENCH.json
       titan-comm-bench's --json rows as nccl-tests' table; exit 1 when an
       element was wrong or there are no rows;
+  report.py arenas GPU.bin CPU.bin [exact]
+      a generated-kernel test's step run on the GPU against the same step
+      on the host CPU from one input (whole arenas): bit for bit, or how
+      many bytes differ and where (256-byte blocks, merged into ranges);
+      exit 1 when the sizes differ, or with `exact` when any byte does;
   report.py summary SCRATCH OUT
       summary.md and results.json in OUT from what run.sh left in SCRATCH
       (checks.jsonl, env.txt, logs/, the kernel and step results): every
@@ -373,8 +378,39 @@ def summary(scratch, outdir):
     return 0
 
 
+def arenas(gpu_path, cpu_path, exact=""):
+    with open(gpu_path, "rb") as f:
+        gpu = f.read()
+    with open(cpu_path, "rb") as f:
+        cpu = f.read()
+    if len(gpu) != len(cpu):
+        print(f"detail: arenas of {len(gpu)} (GPU) and {len(cpu)} (CPU) bytes")
+        return 1
+    block = 256
+    ranges, differing = [], 0
+    for start in range(0, len(gpu), block):
+        a, b = gpu[start:start + block], cpu[start:start + block]
+        if a == b:
+            continue
+        differing += sum(x != y for x, y in zip(a, b))
+        if ranges and ranges[-1][1] == start:
+            ranges[-1][1] = start + block
+        else:
+            ranges.append([start, start + block])
+    if not differing:
+        print("detail: the GPU's arena is the CPU's bit for bit")
+        return 0
+    where = ", ".join(f"{lo:#x}-{hi:#x}" for lo, hi in ranges[:8])
+    more = f" and {len(ranges) - 8} more" if len(ranges) > 8 else ""
+    print(f"detail: {differing} of {len(gpu)} bytes differ from the CPU's, in "
+          f"{where}{more}")
+    return 1 if exact == "exact" else 0
+
+
 def main(argv):
     cmd = argv[1]
+    if cmd == "arenas":
+        return arenas(*argv[2:5])
     if cmd == "compare":
         return compare(*argv[2:6])
     if cmd == "cudnn":

@@ -27,7 +27,15 @@
 #       8B shapes, against torch.matmul, torch._scaled_mm, PyTorch's SDPA
 #       (default and deterministic backward) and the copy bandwidth, two
 #       interleaved rounds of each side;
-#   (e) compute-sanitizer: memcheck, racecheck and initcheck on the kernel
+#   (e) the generated-kernel tests' kernels against their CPU results:
+#       their steps (AdamW, Float8's casts, the loss's gradients, RMSNorm's
+#       backward, RoPE) run on the GPU and on the host from one input,
+#       their arenas compared byte for byte, and the tests' PyTorch
+#       references run on the GPU's (Float8's whole arena, SwiGLU's output
+#       and the casts, must equal the host's bits;
+#       the step's other generated kernels meet the CPU's in (a)'s and
+#       (c)'s parity runs);
+#   (f) compute-sanitizer: memcheck, racecheck and initcheck on the kernel
 #       tests, memcheck on 2 steps of the f32 parity training (skipped where
 #       compute-sanitizer does not support the GPU).
 # The limits of (a) and (b) add up to 400 s, so one call reaches the step
@@ -37,7 +45,8 @@
 #   TITAN_GPU_ONLY='^(train-bf16|cuda-collective|nccl-bench|overlap-|graphs-|train-f8|parity-f8|kernels-)'
 #     (c) and (d), 350 s of limits (train-bf16 again: the comparisons read
 #     its metrics);
-#   TITAN_GPU_ONLY='^(memcheck|racecheck|initcheck)-'   (e), 195 s.
+#   TITAN_GPU_ONLY='^(generated|memcheck|racecheck|initcheck)-'   (e) and
+#     (f), 295 s.
 # CUDA executables run with TITAN_CUDNN_FALLBACK_FATAL=1 (below).
 # After every check it rewrites, in $TITAN_GPU_OUT (default: the device
 # tool's $OUT, whose files come back, else /tmp/titan-gpu-out), exactly
@@ -138,7 +147,7 @@ row() { # name, verdict, seconds, limit, detail
 touch "$scratch/checks.jsonl"
 
 # Where the dynamic linker finds each library, CUDA's named; none missing.
-ldd "$bundle"/bin/* "$bundle"/lib/libtitanrt_comm.so 2>/dev/null |
+ldd "$bundle"/bin/* "$bundle"/lib/libtitanrt_comm.so "$bundle"/lib/generated-*-cpu.so 2>/dev/null |
   awk '/=>/ {print $1, ($3 == "not" ? "not found" : $3)}' | sort -u > "$scratch/logs/libraries.log"
 grep -E '^lib(cuda|cublas|cudnn|nccl|nvrtc|nvJitLink)' "$scratch/logs/libraries.log" | tee -a "$scratch/env.txt"
 missing=$(grep 'not found' "$scratch/logs/libraries.log")
@@ -249,6 +258,25 @@ nccl_bench() { # one rank, no mpirun: nccl-tests' sizes 8 B to 256 MiB by 4x
     --json "$scratch/comm-nccl.json" || exit 1
   "$py" bench/gpu/report.py collectives "$scratch/comm-nccl.json"
 }
+generated() { # test: its step on the GPU and on the host from one input
+  local t=$1 dir=$scratch/generated-$1 checker=$data/generated/$1/check.py
+  local arenas verdict
+  mkdir -p "$dir"
+  torch_py "$checker" inputs "$dir/in.bin" || exit 1
+  bundled TitanCudaGeneratedStep "$bundle/lib/generated-$t-cuda.so" "$dir/in.bin" "$dir/gpu.bin" || exit 1
+  OMP_NUM_THREADS=2 bundled TitanGeneratedStepHost "$bundle/lib/generated-$t-cpu.so" "$dir/in.bin" "$dir/cpu.bin" || exit 1
+  # Float8's references need the library's codes, which only its test's
+  # own harness writes: its casts must be the host's bit for bit.
+  if [ "$t" = float8 ]; then
+    "$py" bench/gpu/report.py arenas "$dir/gpu.bin" "$dir/cpu.bin" exact
+    exit
+  fi
+  arenas=$("$py" bench/gpu/report.py arenas "$dir/gpu.bin" "$dir/cpu.bin" | sed -n 's/^detail: //p')
+  echo "$arenas"
+  torch_py "$checker" compare "$dir/gpu.bin" && verdict=PASS || verdict=FAIL
+  echo "detail: $arenas; the test's references on the GPU's: $verdict"
+  [ "$verdict" = PASS ]
+}
 no_overlap() { # skipped (77) where titan-compile had no debug.no_comm_overlap
   [ -f "$data/no-overlap-missing.txt" ] && { echo "detail: $(cat "$data/no-overlap-missing.txt")"; exit 77; }
   if [ "$1" = train ]; then
@@ -269,7 +297,7 @@ step_torch() { # mode
   torch_py bench/gpu/torch_llama_step.py --mode "$1" --layers "$layers" --steps 7 > "$scratch/step-$1.json"
 }
 export bundle data scratch py sanitizer tokens layers
-export -f train bundled torch_py kernels sanitize nccl_bench no_overlap step_titan step_torch
+export -f train bundled torch_py kernels sanitize nccl_bench generated no_overlap step_titan step_torch
 
 # The limits: what each check should take on an H200, with room. The first
 # call must reach the last step row: (a) and (b) add up to 400 s.
@@ -336,7 +364,14 @@ for round in 1 2; do
   check kernels-torch-$round 45 kernels torch $round
 done
 
-# (e) compute-sanitizer, 195 s. memcheck runs every kernel test. racecheck
+# (e) The generated kernels against their CPU results, 100 s: each test's
+# inputs and references import PyTorch (~5 s each), the GPU's run is the
+# CUDA context and one launch a kernel, the host's milliseconds.
+for t in adamw float8 loss-grad rms-norm-grad rope; do
+  check generated-$t 20 generated $t
+done
+
+# (f) compute-sanitizer, 195 s. memcheck runs every kernel test. racecheck
 # (shared memory hazards, the slowest tool) and initcheck skip the tests
 # whose kernels are cuBLAS's, cuBLASLt's and cuDNN's (GEMMs, FP8 scaled
 # matmuls, cuDNN attention, context attention's cuDNN pairs): they are not
