@@ -20,8 +20,10 @@
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/ADT/StringSwitch.h"
+#include "llvm/Support/FormatVariadic.h"
 
 #include <algorithm>
+#include <set>
 
 using namespace mlir;
 using namespace titan;
@@ -43,9 +45,23 @@ std::string modulePath(Location loc) {
   return "";
 }
 
+/// `path` with a block's index written "*" ("layers.3.attention" ->
+/// "layers.*.attention").
+std::string anyBlock(StringRef path) {
+  StringRef rest = path;
+  if (!rest.consume_front("layers."))
+    return path.str();
+  StringRef index = rest.take_until([](char c) { return c == '.'; });
+  if (index.empty() || !llvm::all_of(index, llvm::isDigit))
+    return path.str();
+  return ("layers.*" + rest.drop_front(index.size())).str();
+}
+
 /// The model part an op belongs to: the optimizer's library kernels and
 /// the loss's by name, the rest by module path ("layers.3.attention.wq" ->
-/// "layers.3"; the optimizer's generated updates are "optimizer"'s).
+/// "layers.3"; the optimizer step's generated updates carry their
+/// parameters' paths, and the prediction counts that whole function as
+/// the "optimizer" part).
 std::string partOf(Operation *op) {
   if (auto call = dyn_cast<kernel::CallOp>(op)) {
     StringRef kernel = call.getKernel();
@@ -88,6 +104,12 @@ public:
   }
 
   StepCost run(func::FuncOp step) {
+    // A pipeline stage's backward phases (stageN_backward,
+    // stageN_backward_input, ..._weight) are all backward; a whole step's
+    // (forward_backward) starts at the loss.
+    StringRef name = step.getSymName();
+    inBackward = name != "forward_backward" &&
+                 (name.ends_with("_backward") || name.contains("_backward_"));
     step.walk<WalkOrder::PreOrder>([&](Operation *op) {
       if (auto call = dyn_cast<kernel::CallOp>(op))
         visitCall(call);
@@ -117,6 +139,20 @@ private:
     return cost.parts[it->second];
   }
 
+  KernelCost &kernel(Operation *op, WorkUnit unit) {
+    if (partOf(op) == "loss")
+      inBackward = true;
+    std::string name = kernelCostName(op, inBackward);
+    auto [it, inserted] = kernelIndex.try_emplace(std::make_pair(name, unit),
+                                                  cost.kernels.size());
+    if (inserted) {
+      cost.kernels.emplace_back();
+      cost.kernels.back().name = name;
+      cost.kernels.back().unit = unit;
+    }
+    return cost.kernels[it->second];
+  }
+
   void compute(Operation *op, const KernelWork &work, double seconds) {
     t += seconds;
     cost.computeSeconds += seconds;
@@ -131,6 +167,11 @@ private:
     p.computeSeconds += seconds;
     p.flops += work.unit != WorkUnit::Memory ? work.flops : 0;
     ++p.calls;
+    KernelCost &k = kernel(op, work.unit);
+    ++k.calls;
+    k.flops += work.flops;
+    k.bytes += work.bytes;
+    k.seconds += seconds;
   }
 
   void visitCall(kernel::CallOp call) {
@@ -224,6 +265,8 @@ private:
   std::map<int64_t, double> streamFree;
   llvm::DenseMap<Operation *, double> done;
   std::map<std::string, size_t> partIndex;
+  std::map<std::pair<std::string, WorkUnit>, size_t> kernelIndex;
+  bool inBackward = false;
   StepCost cost;
 };
 
@@ -235,6 +278,25 @@ std::string titan::cost::axesName(unsigned axisMask) {
     if (axisMask & mesh::axisBit(axis.axis))
       names.push_back(axis.name);
   return names.empty() ? std::string("none") : llvm::join(names, ",");
+}
+
+std::string titan::cost::kernelCostName(Operation *op, bool backward) {
+  std::string name = "generated";
+  if (auto call = dyn_cast<kernel::CallOp>(op))
+    name = call.getKernel().str();
+  else if (isa<kernel::CopyOp>(op))
+    name = "copy";
+  // The module paths of a fused kernel's parts, sorted (whatever order
+  // the fusion joined them in).
+  std::set<std::string> paths;
+  op->getLoc()->walk([&](Location l) {
+    if (auto named = dyn_cast<NameLoc>(l))
+      paths.insert(anyBlock(named.getName().getValue()));
+    return WalkResult::advance();
+  });
+  if (!paths.empty())
+    name += " " + llvm::join(paths, " + ");
+  return backward ? name + " [backward]" : name;
 }
 
 StepCost titan::cost::costStep(func::FuncOp step, ArrayRef<int64_t> degrees,

@@ -94,6 +94,33 @@ void mergeUnits(std::map<cost::WorkUnit, StepCost::UnitTotals> &into,
   }
 }
 
+/// `kernels` by time, longest first (program order among equals).
+std::vector<cost::KernelCost>
+byTime(const std::vector<cost::KernelCost> &kernels) {
+  std::vector<cost::KernelCost> sorted = kernels;
+  std::stable_sort(sorted.begin(), sorted.end(),
+                   [](const cost::KernelCost &a, const cost::KernelCost &b) {
+                     return a.seconds > b.seconds;
+                   });
+  return sorted;
+}
+
+void mergeKernels(std::vector<cost::KernelCost> &into, const StepCost &from) {
+  for (const cost::KernelCost &k : from.kernels) {
+    auto it = llvm::find_if(into, [&](const cost::KernelCost &c) {
+      return c.name == k.name && c.unit == k.unit;
+    });
+    if (it == into.end()) {
+      into.push_back(k);
+      continue;
+    }
+    it->calls += k.calls;
+    it->flops += k.flops;
+    it->bytes += k.bytes;
+    it->seconds += k.seconds;
+  }
+}
+
 /// The optimizer step as one part.
 PartCost optimizerPart(const StepCost &opt) {
   PartCost part;
@@ -167,6 +194,7 @@ llvm::Error predictPipelined(const PlannedPrograms &programs,
         mergeParts(p.parts, phases[i].parts);
         if (perMicrobatch) {
           mergeUnits(p.units, phases[i]);
+          mergeKernels(p.kernels, phases[i]);
           p.microbatchComputeSeconds += phases[i].computeSeconds;
         }
       }
@@ -257,6 +285,43 @@ std::string ms(double seconds) {
 std::string gib(double bytes) {
   return llvm::formatv("{0:f2} GiB", bytes / (1024.0 * 1024 * 1024)).str();
 }
+
+/// A kernel's name with at most four module paths ("... + 5 more").
+std::string abbreviated(llvm::StringRef name) {
+  constexpr size_t kPaths = 4;
+  llvm::SmallVector<llvm::StringRef> parts;
+  name.split(parts, " + ");
+  if (parts.size() <= kPaths)
+    return name.str();
+  llvm::StringRef last = parts.back();
+  size_t mark = last.find(" [");
+  std::string tail =
+      mark == llvm::StringRef::npos ? "" : last.substr(mark).str();
+  return llvm::join(llvm::ArrayRef(parts).take_front(kPaths), " + ") +
+         llvm::formatv(" + {0} more", parts.size() - kPaths).str() + tail;
+}
+
+/// The longest memory-bound kernels of one microbatch's forward and
+/// backward: where the memory-bound time goes.
+void printMemoryBoundKernels(const JobPrediction &p, llvm::raw_ostream &os) {
+  constexpr size_t kShown = 10;
+  std::vector<cost::KernelCost> memory;
+  for (const cost::KernelCost &k : byTime(p.kernels))
+    if (k.unit == cost::WorkUnit::Memory)
+      memory.push_back(k);
+  if (memory.empty())
+    return;
+  os << llvm::formatv("memory-bound kernels (one microbatch's forward and "
+                      "backward, each block's calls added up; the {0} "
+                      "longest of {1}):\n",
+                      std::min(kShown, memory.size()), memory.size());
+  os << llvm::formatv("  {0,12}{1,10}{2,8}  {3}\n", "time ms", "GB", "calls",
+                      "kernel");
+  for (const cost::KernelCost &k : llvm::ArrayRef(memory).take_front(kShown))
+    os << llvm::formatv("  {0,12}{1,10:f2}{2,8}  {3}\n", ms(k.seconds),
+                        k.bytes / 1e9, k.calls, abbreviated(k.name));
+}
+
 } // namespace
 
 llvm::Expected<std::pair<cost::Hardware, const target::TargetBackend *>>
@@ -370,6 +435,7 @@ driver::predictJob(mlir::MLIRContext &context, const LlamaArgs &model,
     p.parts = fb->parts;
     p.parts.push_back(optimizerPart(*opt));
     mergeUnits(p.units, *fb);
+    mergeKernels(p.kernels, *fb);
     p.microbatchComputeSeconds = fb->computeSeconds;
     p.peakBytes.push_back(kernel::getArenaBytes(module));
   }
@@ -448,6 +514,7 @@ void driver::printPrediction(const JobPrediction &p, llvm::raw_ostream &os) {
                         part.name, ms(part.computeSeconds),
                         ms(part.commSeconds), ms(part.exposedCommSeconds),
                         part.flops / 1e9, part.calls);
+  printMemoryBoundKernels(p, os);
 }
 
 void driver::printPredictionJSON(const JobPrediction &p,
@@ -493,6 +560,17 @@ void driver::printPredictionJSON(const JobPrediction &p,
           j.attribute("seconds", t.seconds);
         });
       }
+    });
+    j.attributeArray("kernels", [&] {
+      for (const cost::KernelCost &k : byTime(p.kernels))
+        j.object([&] {
+          j.attribute("name", k.name);
+          j.attribute("unit", cost::stringifyWorkUnit(k.unit));
+          j.attribute("calls", k.calls);
+          j.attribute("flops", k.flops);
+          j.attribute("bytes", k.bytes);
+          j.attribute("seconds", k.seconds);
+        });
     });
     j.attributeArray("parts", [&] {
       for (const PartCost &part : p.parts)

@@ -34,6 +34,19 @@ struct PartCost {
   int64_t calls = 0;
 };
 
+/// The costed calls of one kernel of the step: the library kernel's name
+/// (or "generated", "copy"), the module paths of its location, sorted, a
+/// block's index written "*" so that every block's calls add up, and
+/// " [backward]" from the loss on (a recomputed forward included; a
+/// pipeline stage's backward phases whole): "generated
+/// layers.*.feed_forward + layers.*.feed_forward.w2 [backward]".
+struct KernelCost {
+  std::string name;
+  WorkUnit unit = WorkUnit::Memory;
+  int64_t calls = 0;
+  double flops = 0, bytes = 0, seconds = 0;
+};
+
 struct StepCost {
   /// From the step's first op to the end of its last op or wait.
   double seconds = 0;
@@ -52,7 +65,12 @@ struct StepCost {
   std::map<WorkUnit, UnitTotals> units;
   /// By model part, in program order of first appearance.
   std::vector<PartCost> parts;
+  /// By kernel (KernelCost), in program order of first appearance.
+  std::vector<KernelCost> kernels;
 };
+
+/// A costed op's KernelCost name, in the backward or not.
+std::string kernelCostName(mlir::Operation *op, bool backward);
 
 /// The mesh axes of `axisMask` as "dp_shard,cp" (mesh order).
 std::string axesName(unsigned axisMask);

@@ -83,6 +83,8 @@ struct JobPrediction {
   /// class, and its compute seconds (the parts' sum less the optimizer).
   std::map<cost::WorkUnit, cost::StepCost::UnitTotals> units;
   double microbatchComputeSeconds = 0;
+  /// The same by kernel, the blocks' calls added up, in program order.
+  std::vector<cost::KernelCost> kernels;
 
   /// What the report's header and the figures above derive from: the
   /// model ("llama3 / 8B"), the pipeline schedule ("" without pp), the

@@ -1,5 +1,6 @@
 """Checks titan-compile --emit=cost --cost-format=json: the agreed keys and
-their internal consistency. Usage: check-cost-json.py FILE [key=value]...
+their internal consistency (the parts and the kernels add up to the
+microbatch's compute and units). Usage: check-cost-json.py FILE [key=value]...
 where the options say what to expect: pp_ranks=N (peak_bytes entries),
 bubble=positive|zero, axes=a+b (exposed_comm_seconds has these groups)."""
 import json
@@ -11,7 +12,7 @@ want = dict(a.split("=", 1) for a in sys.argv[2:])
 
 for key in ["hardware", "gpus", "mesh", "step_seconds",
             "tokens_per_second_per_device", "mfu", "exposed_comm_seconds",
-            "bubble", "peak_bytes", "units", "parts"]:
+            "bubble", "peak_bytes", "units", "kernels", "parts"]:
     assert key in p, "missing key " + key
 assert sorted(p["mesh"]) == sorted(["pp", "dp_replicate", "dp_shard", "cp",
                                     "tp"]), p["mesh"]
@@ -57,6 +58,22 @@ if m["pp"] == 1:
     # The step is at least every microbatch's compute.
     assert p["step_seconds"] >= p["accumulation_steps"] * p[
         "microbatch_compute_seconds"] * (1 - 1e-9)
+
+# The kernels: longest first, each name once; per roofline class they add
+# up to the units (the same calls, counted by kernel).
+for k in p["kernels"]:
+    assert sorted(k) == sorted(["name", "unit", "calls", "flops", "bytes",
+                                "seconds"]), k
+    assert k["unit"] in p["units"] and k["calls"] > 0, k
+seconds = [k["seconds"] for k in p["kernels"]]
+assert seconds == sorted(seconds, reverse=True), seconds
+kernel_names = [k["name"] for k in p["kernels"]]
+assert len(kernel_names) == len(set(kernel_names)), kernel_names
+for name, u in p["units"].items():
+    of = [k for k in p["kernels"] if k["unit"] == name]
+    assert sum(k["calls"] for k in of) == u["calls"], (name, u)
+    for key in ["flops", "bytes", "seconds"]:
+        assert close(sum(k[key] for k in of), u[key], 1e-6), (name, key, u)
 
 assert len(p["peak_bytes"]) == int(want.get("pp_ranks", "1")), p["peak_bytes"]
 assert all(b > 0 for b in p["peak_bytes"])
