@@ -129,8 +129,9 @@ public:
   }
 
 private:
-  PartCost &part(Operation *op) {
-    std::string name = partOf(op);
+  PartCost &part(Operation *op) { return part(partOf(op)); }
+
+  PartCost &part(const std::string &name) {
     auto [it, inserted] = partIndex.try_emplace(name, cost.parts.size());
     if (inserted) {
       cost.parts.emplace_back();
@@ -139,9 +140,9 @@ private:
     return cost.parts[it->second];
   }
 
-  KernelCost &kernel(Operation *op, WorkUnit unit) {
-    if (partOf(op) == "loss")
-      inBackward = true;
+  /// `op`'s kernel entry; the backward starts at the loss (`isLoss`).
+  KernelCost &kernel(Operation *op, WorkUnit unit, bool isLoss) {
+    inBackward |= isLoss;
     std::string name = kernelCostName(op, inBackward);
     auto [it, inserted] = kernelIndex.try_emplace(std::make_pair(name, unit),
                                                   cost.kernels.size());
@@ -163,11 +164,12 @@ private:
     unit.flops += work.flops;
     unit.bytes += work.bytes;
     unit.seconds += seconds;
-    PartCost &p = part(op);
+    std::string partName = partOf(op);
+    PartCost &p = part(partName);
     p.computeSeconds += seconds;
     p.flops += work.unit != WorkUnit::Memory ? work.flops : 0;
     ++p.calls;
-    KernelCost &k = kernel(op, work.unit);
+    KernelCost &k = kernel(op, work.unit, partName == "loss");
     ++k.calls;
     k.flops += work.flops;
     k.bytes += work.bytes;

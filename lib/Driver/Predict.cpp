@@ -64,23 +64,34 @@ void addScaled(std::map<std::string, double> &into,
     into[axes] += k * seconds;
 }
 
-/// Adds `from`'s parts to `into` by name (new names at the end, so the
-/// order is the program's).
+/// Adds each entry of `from` to the entry of `into` it is the same as
+/// (`add(into's, from's)`), or appends it: new entries at the end, so the
+/// order is the program's.
+template <typename T, typename Same, typename Add>
+void mergeEntries(std::vector<T> &into, const std::vector<T> &from, Same same,
+                  Add add) {
+  for (const T &entry : from) {
+    auto it = llvm::find_if(into, [&](const T &e) { return same(e, entry); });
+    if (it == into.end())
+      into.push_back(entry);
+    else
+      add(*it, entry);
+  }
+}
+
+/// Adds `from`'s parts to `into` by name.
 void mergeParts(std::vector<PartCost> &into,
                 const std::vector<PartCost> &from) {
-  for (const PartCost &p : from) {
-    auto it = llvm::find_if(
-        into, [&](const PartCost &q) { return q.name == p.name; });
-    if (it == into.end()) {
-      into.push_back(p);
-      continue;
-    }
-    it->computeSeconds += p.computeSeconds;
-    it->commSeconds += p.commSeconds;
-    it->exposedCommSeconds += p.exposedCommSeconds;
-    it->flops += p.flops;
-    it->calls += p.calls;
-  }
+  mergeEntries(
+      into, from,
+      [](const PartCost &a, const PartCost &b) { return a.name == b.name; },
+      [](PartCost &to, const PartCost &p) {
+        to.computeSeconds += p.computeSeconds;
+        to.commSeconds += p.commSeconds;
+        to.exposedCommSeconds += p.exposedCommSeconds;
+        to.flops += p.flops;
+        to.calls += p.calls;
+      });
 }
 
 void mergeUnits(std::map<cost::WorkUnit, StepCost::UnitTotals> &into,
@@ -105,20 +116,19 @@ byTime(const std::vector<cost::KernelCost> &kernels) {
   return sorted;
 }
 
+/// Adds `from`'s kernels to `into` by name and roofline class.
 void mergeKernels(std::vector<cost::KernelCost> &into, const StepCost &from) {
-  for (const cost::KernelCost &k : from.kernels) {
-    auto it = llvm::find_if(into, [&](const cost::KernelCost &c) {
-      return c.name == k.name && c.unit == k.unit;
-    });
-    if (it == into.end()) {
-      into.push_back(k);
-      continue;
-    }
-    it->calls += k.calls;
-    it->flops += k.flops;
-    it->bytes += k.bytes;
-    it->seconds += k.seconds;
-  }
+  mergeEntries(
+      into, from.kernels,
+      [](const cost::KernelCost &a, const cost::KernelCost &b) {
+        return a.name == b.name && a.unit == b.unit;
+      },
+      [](cost::KernelCost &to, const cost::KernelCost &k) {
+        to.calls += k.calls;
+        to.flops += k.flops;
+        to.bytes += k.bytes;
+        to.seconds += k.seconds;
+      });
 }
 
 /// The optimizer step as one part.

@@ -73,10 +73,6 @@ Value isColumn(OpBuilder &b, Location loc, Value index, int64_t columns,
                                target);
 }
 
-Value constantLike(OpBuilder &b, Location loc, Value like, double value) {
-  return arith::ConstantOp::create(b, loc,
-                                   b.getFloatAttr(like.getType(), value));
-}
 } // namespace
 
 //===----------------------------------------------------------------------===//
@@ -107,12 +103,13 @@ CrossEntropyGradOp::buildIndexedScalar(OpBuilder &b, Location loc,
   Value x = reads[0], label = reads[1], lse = reads[2], grad = reads[3];
   // grad / T is the same at every index: computed once.
   Value scale = arith::DivFOp::create(
-      b, loc, grad, constantLike(b, loc, grad, double(logits->rows)));
+      b, loc, grad, buildFloatConstantLike(b, loc, grad, double(logits->rows)));
   Value softmax =
       math::ExpOp::create(b, loc, arith::SubFOp::create(b, loc, x, lse));
   Value onehot = arith::SelectOp::create(
       b, loc, isColumn(b, loc, index, logits->columns, toI64(b, loc, label)),
-      constantLike(b, loc, x, 1.0), constantLike(b, loc, x, 0.0));
+      buildFloatConstantLike(b, loc, x, 1.0),
+      buildFloatConstantLike(b, loc, x, 0.0));
   return {arith::MulFOp::create(
       b, loc, scale, arith::SubFOp::create(b, loc, softmax, onehot))};
 }
@@ -185,5 +182,5 @@ TargetLogitGradOp::buildIndexedScalar(OpBuilder &b, Location loc,
     target = arith::SubIOp::create(b, loc, target, toI64(b, loc, reads[2]));
   Value hit = isColumn(b, loc, index, shapes.results[0].back(), target);
   return {arith::SelectOp::create(b, loc, hit, grad,
-                                  constantLike(b, loc, grad, 0.0))};
+                                  buildFloatConstantLike(b, loc, grad, 0.0))};
 }

@@ -26,10 +26,6 @@ std::optional<double> param(ArrayRef<Attribute> params, unsigned i) {
   return attr.getValueAsDouble();
 }
 
-Value constant(OpBuilder &b, Location loc, Type type, double value) {
-  return arith::ConstantOp::create(b, loc, b.getFloatAttr(type, value));
-}
-
 /// Float `v` in `type`: exact when `type` is at least as wide.
 Value toFloat(OpBuilder &b, Location loc, Value v, Type type) {
   if (v.getType() == type)
@@ -45,11 +41,11 @@ Value clipCoefficient(OpBuilder &b, Location loc, Value gradNorm,
                       double maxNorm) {
   Type f32 = b.getF32Type();
   Value norm = toFloat(b, loc, gradNorm, f32);
-  Value one = constant(b, loc, f32, 1.0);
-  Value shifted =
-      arith::AddFOp::create(b, loc, norm, constant(b, loc, f32, 1e-6));
+  Value one = buildFloatConstant(b, loc, f32, 1.0);
+  Value shifted = arith::AddFOp::create(b, loc, norm,
+                                        buildFloatConstant(b, loc, f32, 1e-6));
   Value factor =
-      arith::MulFOp::create(b, loc, constant(b, loc, f32, maxNorm),
+      arith::MulFOp::create(b, loc, buildFloatConstant(b, loc, f32, maxNorm),
                             arith::DivFOp::create(b, loc, one, shifted));
   Value above =
       arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OLT, one, factor);
@@ -59,8 +55,10 @@ Value clipCoefficient(OpBuilder &b, Location loc, Value gradNorm,
 /// 1 - beta^t in f64.
 Value biasCorrection(OpBuilder &b, Location loc, double beta, Value t) {
   Type f64 = b.getF64Type();
-  Value power = math::PowFOp::create(b, loc, constant(b, loc, f64, beta), t);
-  return arith::SubFOp::create(b, loc, constant(b, loc, f64, 1.0), power);
+  Value power =
+      math::PowFOp::create(b, loc, buildFloatConstant(b, loc, f64, beta), t);
+  return arith::SubFOp::create(b, loc, buildFloatConstant(b, loc, f64, 1.0),
+                               power);
 }
 } // namespace
 
@@ -84,8 +82,9 @@ SmallVector<Value> AdamWScalarsOp::buildScalar(OpBuilder &b, Location loc,
       arith::ConstantOp::create(b, loc, b.getI64IntegerAttr(1)));
   Value t = arith::SIToFPOp::create(b, loc, f64, nextStep);
   Value decay = arith::SubFOp::create(
-      b, loc, constant(b, loc, f64, 1.0),
-      arith::MulFOp::create(b, loc, lr, constant(b, loc, f64, *weightDecay)));
+      b, loc, buildFloatConstant(b, loc, f64, 1.0),
+      arith::MulFOp::create(b, loc, lr,
+                            buildFloatConstant(b, loc, f64, *weightDecay)));
   Value stepSize = arith::NegFOp::create(
       b, loc,
       arith::DivFOp::create(b, loc, lr, biasCorrection(b, loc, *beta1, t)));
@@ -121,13 +120,15 @@ SmallVector<Value> AdamWOp::buildScalar(OpBuilder &b, Location loc,
   };
   Value clipped = mul(g, clipCoef);
   Value decayed = mul(p, decay);
-  Value newM = add(mul(m, constant(b, loc, type, *beta1)),
-                   mul(constant(b, loc, type, 1.0 - *beta1), clipped));
+  Value newM =
+      add(mul(m, buildFloatConstant(b, loc, type, *beta1)),
+          mul(buildFloatConstant(b, loc, type, 1.0 - *beta1), clipped));
   Value newV =
-      add(mul(v, constant(b, loc, type, *beta2)),
-          mul(mul(constant(b, loc, type, 1.0 - *beta2), clipped), clipped));
+      add(mul(v, buildFloatConstant(b, loc, type, *beta2)),
+          mul(mul(buildFloatConstant(b, loc, type, 1.0 - *beta2), clipped),
+              clipped));
   Value denom = add(div(math::SqrtOp::create(b, loc, newV), correction2Sqrt),
-                    constant(b, loc, type, *eps));
+                    buildFloatConstant(b, loc, type, *eps));
   Value newP = add(decayed, div(mul(stepSize, newM), denom));
   return {newP, newM, newV};
 }

@@ -35,6 +35,11 @@ std::optional<FloatType> titan::pointwiseComputeType(TypeRange types) {
   return f64 ? FloatType(Float64Type::get(ctx)) : Float32Type::get(ctx);
 }
 
+Value titan::buildFloatConstant(OpBuilder &b, Location loc, Type type,
+                                double value) {
+  return arith::ConstantOp::create(b, loc, b.getFloatAttr(type, value));
+}
+
 const PointwiseOpInterface::Concept *
 titan::lookupPointwiseSemantics(MLIRContext *ctx, StringRef name) {
   std::optional<RegisteredOperationName> op =
@@ -43,14 +48,10 @@ titan::lookupPointwiseSemantics(MLIRContext *ctx, StringRef name) {
 }
 
 namespace {
-Value constantLike(OpBuilder &b, Location loc, Value like, double value) {
-  return arith::ConstantOp::create(b, loc,
-                                   b.getFloatAttr(like.getType(), value));
-}
 
 /// sigmoid(x) = 1 / (1 + exp(-x)).
 Value sigmoid(OpBuilder &b, Location loc, Value x) {
-  Value one = constantLike(b, loc, x, 1.0);
+  Value one = buildFloatConstantLike(b, loc, x, 1.0);
   Value e = math::ExpOp::create(b, loc, arith::NegFOp::create(b, loc, x));
   return arith::DivFOp::create(b, loc, one,
                                arith::AddFOp::create(b, loc, one, e));
@@ -58,7 +59,7 @@ Value sigmoid(OpBuilder &b, Location loc, Value x) {
 
 /// silu(x) = x / (1 + exp(-x)).
 Value silu(OpBuilder &b, Location loc, Value x) {
-  Value one = constantLike(b, loc, x, 1.0);
+  Value one = buildFloatConstantLike(b, loc, x, 1.0);
   Value e = math::ExpOp::create(b, loc, arith::NegFOp::create(b, loc, x));
   return arith::DivFOp::create(b, loc, x,
                                arith::AddFOp::create(b, loc, one, e));
@@ -66,7 +67,7 @@ Value silu(OpBuilder &b, Location loc, Value x) {
 
 /// silu'(x) = s * (1 + x * (1 - s)), s = sigmoid(x).
 Value siluDerivative(OpBuilder &b, Location loc, Value x, Value s) {
-  Value one = constantLike(b, loc, x, 1.0);
+  Value one = buildFloatConstantLike(b, loc, x, 1.0);
   Value oneMinusS = arith::SubFOp::create(b, loc, one, s);
   Value inner = arith::AddFOp::create(
       b, loc, one, arith::MulFOp::create(b, loc, x, oneMinusS));

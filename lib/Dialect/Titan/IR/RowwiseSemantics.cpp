@@ -6,6 +6,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "titan/Dialect/Titan/IR/PointwiseInterface.h"
 #include "titan/Dialect/Titan/IR/RowwiseInterface.h"
 #include "titan/Dialect/Titan/IR/TitanOps.h"
 
@@ -29,9 +30,8 @@ namespace {
 /// type: the forward's and the backward's one definition of r.
 Value inverseRms(OpBuilder &b, Location loc, Value x, FloatAttr eps,
                  int64_t rowLength, function_ref<Value(Value)> rowSum) {
-  Type type = x.getType();
   auto constant = [&](double v) {
-    return arith::ConstantOp::create(b, loc, b.getFloatAttr(type, v));
+    return buildFloatConstantLike(b, loc, x, v);
   };
   Value sum = rowSum(arith::MulFOp::create(b, loc, x, x));
   Value mean = arith::DivFOp::create(b, loc, sum, constant(double(rowLength)));
@@ -76,8 +76,7 @@ RMSNormGradOp::buildRowScalar(OpBuilder &b, Location loc, ValueRange operands,
     return {};
   Value x = operands[0], weight = operands[1], dy = operands[2];
   Value inverse = inverseRms(b, loc, x, eps, rowLength, rowSum);
-  Value columns = arith::ConstantOp::create(
-      b, loc, b.getFloatAttr(x.getType(), double(rowLength)));
+  Value columns = buildFloatConstantLike(b, loc, x, double(rowLength));
   Value scaled = arith::MulFOp::create(b, loc, dy, weight);
   Value dot = rowSum(arith::MulFOp::create(b, loc, scaled, x));
   Value xhat = arith::MulFOp::create(b, loc, x, inverse);

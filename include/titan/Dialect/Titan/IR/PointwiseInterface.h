@@ -25,6 +25,16 @@ namespace titan {
 /// 16-bit float (a rounding through f32 would round twice).
 std::optional<mlir::FloatType> pointwiseComputeType(mlir::TypeRange types);
 
+/// The float constant `value` of type `type` (rounded to it), or of
+/// `like`'s type: the scalar bodies' literals.
+mlir::Value buildFloatConstant(mlir::OpBuilder &b, mlir::Location loc,
+                               mlir::Type type, double value);
+inline mlir::Value buildFloatConstantLike(mlir::OpBuilder &b,
+                                          mlir::Location loc, mlir::Value like,
+                                          double value) {
+  return buildFloatConstant(b, loc, like.getType(), value);
+}
+
 /// The scalar semantics of the registered op `name` (`titan.<kernel>`), or
 /// null when it is not pointwise.
 const PointwiseOpInterface::Concept *
