@@ -338,15 +338,6 @@ int main() {
              embedding(bf16, table.ptr, tokenIds.as<int32_t>(), x.ptr, tokens,
                        vocab, dim, nullptr, nullptr);
            }));
-    Buffer logits(size_t(tokens * vocab) * 4), loss(4),
-        rows(size_t(tokens) * 4), lse(size_t(tokens) * 4);
-    fill(Dtype::f32, loss.ptr, 1, 1.0, nullptr);
-    report("fused", "cross_entropy (f32 logits)",
-           double(tokens) * double(vocab) * 4, "GB/s", time([&] {
-             crossEntropy(Dtype::f32, logits.ptr, tokenIds.as<int32_t>(),
-                          loss.as<float>(), lse.as<float>(), tokens, vocab,
-                          rows.ptr, nullptr);
-           }));
   }
   {
     // The global gradient norm over 8 FFN-weight-sized gradients.

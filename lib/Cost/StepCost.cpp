@@ -58,7 +58,8 @@ std::string anyBlock(StringRef path) {
 }
 
 /// The model part an op belongs to: the optimizer's library kernels and
-/// the loss's by name, the rest by module path ("layers.3.attention.wq" ->
+/// loss parallel's by name (the generated cross-entropy by its location),
+/// the rest by module path ("layers.3.attention.wq" ->
 /// "layers.3"; the optimizer step's generated updates carry their
 /// parameters' paths, and the prediction counts that whole function as
 /// the "optimizer" part).

@@ -69,66 +69,6 @@ __global__ void embeddingGradRunsKernel(const T *grad, const int32_t *keys,
   }
 }
 
-/// Online max and sum of exp over one row (packs of N elements), per
-/// thread, then merged over the block: max and sum of exp(x - max) of the
-/// whole row.
-template <typename T, int N>
-__device__ void rowLogSumExp(const T *row, int64_t vocab, float &max,
-                             float &sum) {
-  float m = -INFINITY, s = 0;
-  for (int64_t k = threadIdx.x; k < vocab / N; k += kThreads) {
-    float x[N], packMax = -INFINITY;
-    loadPack<N>(row, k * N, x);
-#pragma unroll
-    for (int e = 0; e < N; ++e)
-      packMax = fmaxf(packMax, x[e]);
-    float mm = fmaxf(m, packMax);
-    s = m == -INFINITY ? 0.0f : s * expf(m - mm);
-#pragma unroll
-    for (int e = 0; e < N; ++e)
-      s += expf(x[e] - mm);
-    m = mm;
-  }
-  // Merge (m, s) over the block in a fixed tree order.
-  __shared__ float ms[kThreads], ss[kThreads];
-  __syncthreads();
-  ms[threadIdx.x] = m;
-  ss[threadIdx.x] = s;
-  __syncthreads();
-  for (int stride = kThreads / 2; stride > 0; stride /= 2) {
-    if (threadIdx.x < stride) {
-      float m1 = ms[threadIdx.x], m2 = ms[threadIdx.x + stride];
-      float s1 = ss[threadIdx.x], s2 = ss[threadIdx.x + stride];
-      float mm = fmaxf(m1, m2);
-      ss[threadIdx.x] = (m1 == -INFINITY ? 0.0f : s1 * expf(m1 - mm)) +
-                        (m2 == -INFINITY ? 0.0f : s2 * expf(m2 - mm));
-      ms[threadIdx.x] = mm;
-    }
-    __syncthreads();
-  }
-  max = ms[0];
-  sum = ss[0];
-}
-
-/// Each row's loss and its log-sum-exp (for the backward).
-template <typename T, int N>
-__global__ void crossEntropyRowsKernel(const T *logits, const int32_t *labels,
-                                       float *lse, float *rowLoss, int64_t rows,
-                                       int64_t vocab) {
-  for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
-    const T *row = logits + r * vocab;
-    float max, sum;
-    rowLogSumExp<T, N>(row, vocab, max, sum);
-    if (threadIdx.x == 0) {
-      int64_t label = labels[r];
-      float rowLse = max + logf(sum);
-      lse[r] = rowLse;
-      rowLoss[r] =
-          label >= 0 && label < vocab ? rowLse - load(row, label) : NAN;
-    }
-  }
-}
-
 /// *out = the mean of `values` in a fixed order (one block).
 __global__ void meanKernel(const float *values, int64_t n, float *out) {
   double s = 0;
@@ -250,16 +190,6 @@ __global__ void normOfNormsKernel(const double *partials, int64_t count,
 /// Blocks per tensor of globalNorm's first pass.
 constexpr int64_t kNormBlocks = titan::cuda::kNormBlocks;
 
-/// Calls `f(std::integral_constant<int, N>)` with the widest pack width N
-/// that rows of `vocab` elements of T at `logits` (and `out`) allow: 16
-/// bytes, or one element.
-template <typename T, typename F>
-void withRowPacks(const void *logits, const void *out, int64_t vocab, F f) {
-  if (vocab % kPack<T> == 0 && aligned16({logits, out}))
-    return f(std::integral_constant<int, kPack<T>>());
-  f(std::integral_constant<int, 1>());
-}
-
 } // namespace
 
 void titanrt::cuda::embedding(Dtype type, const void *weight,
@@ -278,26 +208,6 @@ void titanrt::cuda::embedding(Dtype type, const void *weight,
 
 size_t titanrt::cuda::crossEntropyWorkspaceBytes(int64_t rows) {
   return size_t(std::max<int64_t>(rows, 1)) * sizeof(float);
-}
-
-void titanrt::cuda::crossEntropy(Dtype type, const void *logits,
-                                 const int32_t *labels, float *loss, float *lse,
-                                 int64_t rows, int64_t vocab, void *workspace,
-                                 cudaStream_t stream) {
-  auto *rowLoss = static_cast<float *>(workspace);
-  dispatch(type, [&](auto *tag) {
-    using T = std::remove_pointer_t<decltype(tag)>;
-    unsigned blocks =
-        unsigned(std::clamp<int64_t>(rows, 1, int64_t(65535) * 16));
-    withRowPacks<T>(logits, logits, vocab, [&](auto width) {
-      crossEntropyRowsKernel<T, decltype(width)::value>
-          <<<blocks, kThreads, 0, stream>>>(static_cast<const T *>(logits),
-                                            labels, lse, rowLoss, rows, vocab);
-    });
-  });
-  checkLaunch("cross_entropy");
-  meanKernel<<<1, kThreads, 0, stream>>>(rowLoss, rows, loss);
-  checkLaunch("cross_entropy (mean)");
 }
 
 size_t titanrt::cuda::globalNormWorkspaceBytes(int64_t count) {

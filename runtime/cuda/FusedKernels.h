@@ -44,17 +44,8 @@ void embeddingGrad(Dtype type, const void *grad, const int32_t *tokens,
                    const int32_t *vocabStart, void *workspace,
                    cudaStream_t stream);
 
-/// The workspace crossEntropy needs: one f32 loss per row.
+/// The workspace crossEntropyFromStats needs: one f32 loss per row.
 size_t crossEntropyWorkspaceBytes(int64_t rows);
-/// *loss = mean over rows of logsumexp(logits[r]) - logits[r, labels[r]],
-/// in one pass over each row (online max and sum, 16-byte loads where the
-/// rows allow) and a fixed-order mean: the same bits on every run; lse[r] =
-/// logsumexp(logits[r]) for the backward. A label outside [0, vocab) makes
-/// its row's loss NaN, which stops the run (the data is checked before;
-/// this is a last guard, not a silent zero).
-void crossEntropy(Dtype type, const void *logits, const int32_t *labels,
-                  float *loss, float *lse, int64_t rows, int64_t vocab,
-                  void *workspace, cudaStream_t stream);
 
 /// Cross-entropy in pieces over a vocabulary shard (loss parallel), as the
 /// CPU kernels of the same names and titan.row_max, sum_exp, target_logit

@@ -334,11 +334,6 @@ void fill(const Args &c) {
   cuda::fill(c.type(0), c.buffers[0], c.shape(0).numel(), c.floats[0],
              c.stream());
 }
-void crossEntropy(const Args &c) {
-  cuda::crossEntropy(c.type(0), c.buffers[0], c.buf<int32_t>(1),
-                     c.buf<float>(2), c.buf<float>(3), c.shape(1).numel(),
-                     c.shape(0).back(), c.workspace, c.stream());
-}
 void rowMax(const Args &c) {
   Shape s = c.shape(0);
   cuda::rowMax(c.type(0), c.buffers[0], c.buffers[1], s.rows(), s.back(),

@@ -37,7 +37,6 @@ EXPECTED = [
     ("Elementwise", r"copyBoxKernel<unsigned char>",
      [("ld.global.u8", r"\bld\.global\.(?:u8|b8)\b"),
       ("st.global.u8", r"\bst\.global\.(?:u8|b8)\b")]),
-    ("FusedKernels", r"\bcrossEntropyRowsKernel<\w+, (4|8)>", [LD_GLOBAL_V4]),
 ]
 
 # Namespaces dropped from the demangled names, which the patterns match.

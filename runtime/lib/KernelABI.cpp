@@ -348,11 +348,6 @@ template <typename T> void fill(const Call &c) {
   T *out = c.buf<T>(0);
   std::fill(out, out + c.shape(0).numel(), T(c.floats[0]));
 }
-template <typename T> void crossEntropy(const Call &c) {
-  *c.buf<float>(2) = float(k::crossEntropy(
-      c.buf<T>(0), c.buf<int32_t>(1), c.shape(1).numel(), c.shape(0).back(),
-      c.buf<T>(3), static_cast<double *>(c.workspace)));
-}
 /// ints: {number of inputs}. Per-tensor norms are rounded to float32 before
 /// the norm of norms, as torch.nn.utils.clip_grad_norm_ stacks them.
 template <typename T> void globalNorm(const Call &c) {

@@ -167,24 +167,6 @@ template void linearGradWeight<BFloat16, float>(const BFloat16 *,
                                                 bool);
 
 template <typename T>
-double crossEntropy(const T *logits, const int32_t *labels, int64_t rows,
-                    int64_t vocab, T *lse, double *rowLoss) {
-#pragma omp parallel for if (rows * vocab >= kParallelWork)
-  for (int64_t r = 0; r < rows; ++r) {
-    checkToken(labels[r], r, vocab, "label");
-    const T *row = logits + r * vocab;
-    T max = rowMaxOf(row, vocab);
-    double rowLse = double(max) + std::log(sumExpOf(row, max, vocab));
-    lse[r] = T(rowLse);
-    rowLoss[r] = rowLse - double(row[labels[r]]);
-  }
-  double total = 0;
-  for (int64_t r = 0; r < rows; ++r)
-    total += rowLoss[r];
-  return total / double(rows);
-}
-
-template <typename T>
 void rowMax(const T *logits, T *out, int64_t rows, int64_t vocab) {
 #pragma omp parallel for if (rows * vocab >= kParallelWork)
   for (int64_t r = 0; r < rows; ++r)
@@ -280,8 +262,6 @@ double lrSchedule(int64_t step, int64_t totalSteps, double lr,
                                    int64_t, int64_t, bool);                    \
   template void linearGradWeight<T>(const T *, const T *, T *, int64_t,        \
                                     int64_t, int64_t, bool);                   \
-  template double crossEntropy<T>(const T *, const int32_t *, int64_t,         \
-                                  int64_t, T *, double *);                     \
   template double sumOfSquares<T>(const T *, int64_t, double *);
 
 INSTANTIATE(float)

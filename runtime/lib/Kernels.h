@@ -102,13 +102,6 @@ template <typename In, typename Out = In>
 void linearGradWeight(const In *dy, const In *x, Out *dw, int64_t m, int64_t k,
                       int64_t n, bool accumulate = false);
 
-/// Mean over `rows` of logsumexp(logits[r]) - logits[r, labels[r]], and
-/// lse[r] = logsumexp(logits[r]) for the backward; `rowLoss` is scratch for
-/// `rows` doubles (each row's loss, summed in row order).
-template <typename T>
-double crossEntropy(const T *logits, const int32_t *labels, int64_t rows,
-                    int64_t vocab, T *lse, double *rowLoss);
-
 /// Sum of squares, accumulated in double.
 /// `partials` is scratch for titan::cpu::globalNormWorkspaceBytes(n) (the
 /// spans' sums, added in order).

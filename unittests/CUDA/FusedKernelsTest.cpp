@@ -65,51 +65,6 @@ TEST(FusedKernels, Embedding) {
   }
 }
 
-// Vocabularies whose rows take 16-byte packs for f32 and bf16 (1024,
-// 50000), for f32 only (300, 50004) and for neither (2, 1001).
-TEST(FusedKernels, CrossEntropy) {
-  for (Dtype t : {Dtype::f32, Dtype::bf16})
-    for (auto [rows, vocab] : {std::pair<int64_t, int64_t>{1, 2},
-                               {7, 300},
-                               {5, 1001},
-                               {9, 1024},
-                               {33, 50000},
-                               {4, 50004}}) {
-      SCOPED_TRACE("rows " + std::to_string(rows) + " vocab " +
-                   std::to_string(vocab));
-      size_t n = size_t(rows * vocab);
-      std::vector<float> logits = rounded(random(n, 11, -8, 8), t);
-      std::vector<int32_t> labels(rows);
-      for (int64_t r = 0; r < rows; ++r)
-        labels[r] = int32_t((r * 7919) % vocab);
-      std::vector<double> rowLoss(rows);
-      std::vector<float> lse(rows);
-      double expected =
-          kernels::crossEntropy(logits.data(), labels.data(), rows, vocab,
-                                lse.data(), rowLoss.data());
-
-      DeviceBuffer dLogits(logits, t), dLse(size_t(rows), Dtype::f32);
-      int32_t *dLabels = nullptr;
-      float *dLoss = nullptr;
-      void *workspace = nullptr;
-      ASSERT_EQ(cudaMalloc(&dLabels, rows * 4), cudaSuccess);
-      ASSERT_EQ(cudaMalloc(&dLoss, 4), cudaSuccess);
-      ASSERT_EQ(cudaMalloc(&workspace, crossEntropyWorkspaceBytes(rows)),
-                cudaSuccess);
-      cudaMemcpy(dLabels, labels.data(), rows * 4, cudaMemcpyHostToDevice);
-      auto *lseOut = static_cast<float *>(dLse.ptr);
-      crossEntropy(t, dLogits.ptr, dLabels, dLoss, lseOut, rows, vocab,
-                   workspace, nullptr);
-      float loss = 0;
-      cudaMemcpy(&loss, dLoss, 4, cudaMemcpyDeviceToHost);
-      EXPECT_NEAR(loss, expected, 1e-5 * std::fabs(expected) + 1e-6);
-      expectClose(dLse.read(), lse, Dtype::f32, 1e-6, "lse");
-      cudaFree(dLabels);
-      cudaFree(dLoss);
-      cudaFree(workspace);
-    }
-}
-
 TEST(FusedKernels, GlobalNorm) {
   // More tensors than one launch takes (64), to cover the chunking.
   std::vector<int64_t> sizes = {1, 3000, 100001, 17};

@@ -98,12 +98,6 @@ constexpr int64_t contextAttentionGradWorkspaceBytes(int64_t batch,
   return attentionGradWorkspaceBytes(batch, kvHeads, seq, elementBytes, 2);
 }
 
-/// Cross-entropy: each row's loss in f64, summed in row order afterwards,
-/// so the rows can run on any number of threads.
-constexpr int64_t crossEntropyWorkspaceBytes(int64_t rows) {
-  return (rows < 1 ? 1 : rows) * 8;
-}
-
 /// Global norm: each tensor's sum of squares in spans of at least
 /// kNormMinSpan elements, at most kNormSpans of them (fixed by its size),
 /// their f64 partials added in order; one set of partials serves every

@@ -107,8 +107,8 @@ constexpr int64_t embeddingGradWorkspaceBytes(int64_t tokens) {
   return 4 * embeddingGradKeyBytes(tokens) + embeddingGradSortBytes(tokens);
 }
 
-/// Cross-entropy (whole, or from the loss-parallel statistics): one f32
-/// loss per row, averaged in a fixed order.
+/// Cross-entropy from the loss-parallel statistics: one f32 loss per row,
+/// averaged in a fixed order.
 constexpr int64_t crossEntropyWorkspaceBytes(int64_t rows) {
   return std::max<int64_t>(rows, 1) * 4;
 }

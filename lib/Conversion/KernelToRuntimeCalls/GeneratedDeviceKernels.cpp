@@ -138,8 +138,9 @@ void publishDeviceReductions(OpBuilder &b, Location loc,
 } // namespace
 
 namespace {
-/// The shared memory a block's row sums pass through: one f64 per warp (an
-/// f32 sum uses the first half), declared once per device module.
+/// The shared memory a block's row reductions pass through: one f64 per
+/// warp (an f32 value uses the first half), declared once per device
+/// module.
 Value rowSumScratch(OpBuilder &b, Location loc, gpu::GPUModuleOp device) {
   constexpr StringLiteral name = "__titan_row_sum_scratch";
   if (!device.lookupSymbol(name)) {
@@ -153,17 +154,20 @@ Value rowSumScratch(OpBuilder &b, Location loc, gpu::GPUModuleOp device) {
       b, loc, LLVM::LLVMPointerType::get(b.getContext(), 3), name);
 }
 
-/// The block's sum of each thread's `v`, in every thread: over each warp
-/// (warpCombine), then every thread adds the warps' sums in warp order. A fixed
+/// Row reduction `reduction` of each thread's `v` over the block, in every
+/// thread: over each warp (warpCombine), then every thread combines the
+/// warps' values in warp order, from the reduction's identity. A fixed
 /// order for a block size, so any grid gives the same bits.
-Value blockSum(OpBuilder &b, Location loc, Value v, gpu::GPUModuleOp device) {
+Value blockRowReduction(OpBuilder &b, Location loc, Operation *reduction,
+                        Value v, gpu::GPUModuleOp device) {
   Type i32 = b.getI32Type();
   auto c = [&](int64_t x) {
     return LLVM::ConstantOp::create(b, loc, i32, b.getI32IntegerAttr(x));
   };
-  v = warpCombine(b, loc, v, [&](Value x, Value y) -> Value {
-    return arith::AddFOp::create(b, loc, x, y);
-  });
+  auto combine = [&](Value x, Value y) {
+    return KernelBodyEmitter::combineRow(b, loc, reduction, x, y);
+  };
+  v = warpCombine(b, loc, v, combine);
   Value thread = NVVM::ThreadIdXOp::create(b, loc, i32);
   Value lane = LLVM::AndOp::create(b, loc, thread, c(31));
   Value warp = LLVM::LShrOp::create(b, loc, thread, c(5));
@@ -180,26 +184,29 @@ Value blockSum(OpBuilder &b, Location loc, Value v, gpu::GPUModuleOp device) {
                                    ArrayRef<LLVM::GEPArg>{warp}));
          });
   NVVM::Barrier0Op::create(b, loc);
-  Value zero = arith::ConstantOp::create(b, loc, b.getFloatAttr(type, 0.0));
-  Value sum =
-      emitLoop(b, loc, c(0), warps, c(1), {zero},
+  Value start = arith::ConstantOp::create(
+      b, loc, b.getFloatAttr(type, KernelBodyEmitter::rowIdentity(reduction)));
+  Value total =
+      emitLoop(b, loc, c(0), warps, c(1), {start},
                [&](Value w, ValueRange acc) -> SmallVector<Value> {
                  Value slot = LLVM::GEPOp::create(b, loc, ptr3, type, scratch,
                                                   ArrayRef<LLVM::GEPArg>{w});
-                 return {arith::AddFOp::create(
-                     b, loc, acc[0], LLVM::LoadOp::create(b, loc, type, slot))};
+                 return {
+                     combine(acc[0], LLVM::LoadOp::create(b, loc, type, slot))};
                })
           .front();
-  // The scratch is rewritten by the next sum.
+  // The scratch is rewritten by the next reduction.
   NVVM::Barrier0Op::create(b, loc);
-  return sum;
+  return total;
 }
 
 /// Rows begin, begin + step, ... before `end` of `e`'s row kernel of
-/// `cols` columns, by one block: its threads sum the row's packs (thread
-/// t: packs t, t + threads, ..., each pack's elements in order) and
-/// combine the sums (blockSum), then compute the row's packs. Returns the
-/// absmax reductions' accumulators.
+/// `cols` columns, by one block: for each stage of the row's reductions,
+/// its threads reduce the row's packs (thread t: packs t, t + threads,
+/// ..., each pack's elements in order) and combine their values
+/// (blockRowReduction); thread 0 stores the per-row outputs; then the
+/// threads compute the row's packs. Returns the absmax reductions'
+/// accumulators.
 SmallVector<Value> emitDeviceRows(OpBuilder &b, KernelBodyEmitter &e,
                                   gpu::GPUModuleOp device, Value begin,
                                   Value end, Value step, int64_t cols,
@@ -210,21 +217,35 @@ SmallVector<Value> emitDeviceRows(OpBuilder &b, KernelBodyEmitter &e,
   Value threads = sreg<NVVM::BlockDimXOp>(b, loc);
   Value packs = m.c(cols / width);
   return emitLoop(
-      b, loc, begin, end, step, accumulators, [&](Value row, ValueRange acc) {
+      b, loc, begin, end, step, accumulators,
+      [&](Value row, ValueRange acc) -> SmallVector<Value> {
         Value rowStart = m.mul(row, m.c(cols));
-        SmallVector<Value> partials = emitLoop(
-            b, loc, thread, packs, threads, e.startRowSums(b),
-            [&](Value pack, ValueRange acc) {
-              Value col = m.mul(pack, m.c(width));
-              SmallVector<Value> next(acc);
-              for (auto [k, lanes] : llvm::enumerate(e.emitRowSumValues(
-                       b, m.add(rowStart, col), col, width, {})))
-                for (Value v : lanes)
-                  next[k] = arith::AddFOp::create(b, loc, next[k], v);
-              return next;
-            });
-        e.setRowSums(llvm::map_to_vector(
-            partials, [&](Value v) { return blockSum(b, loc, v, device); }));
+        e.beginRow(b, row);
+        for (unsigned stage = 0; stage < e.getNumRowStages(); ++stage) {
+          ArrayRef<Operation *> reductions = e.getRowReductions(stage);
+          SmallVector<Value> partials = emitLoop(
+              b, loc, thread, packs, threads, e.startRowReductions(b, stage),
+              [&](Value pack, ValueRange acc) {
+                Value col = m.mul(pack, m.c(width));
+                SmallVector<Value> next(acc);
+                for (auto [k, lanes] : llvm::enumerate(e.emitRowReductionValues(
+                         b, stage, m.add(rowStart, col), col, width, {})))
+                  for (Value v : lanes)
+                    next[k] = KernelBodyEmitter::combineRow(
+                        b, loc, reductions[k], next[k], v);
+                return next;
+              });
+          SmallVector<Value> totals;
+          for (auto [r, v] : llvm::zip_equal(reductions, partials))
+            totals.push_back(blockRowReduction(b, loc, r, v, device));
+          e.setRowReductions(b, stage, totals);
+        }
+        emitIf(b, loc,
+               LLVM::ICmpOp::create(b, loc, LLVM::ICmpPredicate::eq, thread,
+                                    m.c(0)),
+               [&] { e.storeRowOutputs(b, row); });
+        if (!e.hasElementWork())
+          return SmallVector<Value>(acc);
         return emitLoop(b, loc, thread, packs, threads, acc,
                         [&](Value pack, ValueRange acc) {
                           Value col = m.mul(pack, m.c(width));
@@ -383,7 +404,8 @@ unsigned titan::devicePackWidth(kernel::GenericOp generic,
                   offset};
       continue;
     }
-    if (generic.isBroadcast(buffer) ||
+    // A per-row output is written an element at a time, by one thread.
+    if (generic.isBroadcast(buffer) || generic.isPerRowOutput(buffer) ||
         llvm::is_contained(generic.getReductions(), buffer))
       continue;
     unsigned bytes = cast<MemRefType>(buffer.getType())

@@ -16,6 +16,7 @@
 #include "mlir/Conversion/LLVMCommon/ConversionTarget.h"
 #include "mlir/Conversion/LLVMCommon/TypeConverter.h"
 #include "mlir/Conversion/MathToLLVM/MathToLLVM.h"
+#include "mlir/Conversion/VectorToLLVM/ConvertVectorToLLVM.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Arith/Transforms/Passes.h"
 #include "mlir/Dialect/Math/IR/Math.h"
@@ -153,100 +154,121 @@ SmallVector<Value> emitRowSpan(OpBuilder &b, KernelBodyEmitter &e, Value begin,
       });
 }
 
-/// The partial sums a host row kernel keeps per row sum: a 64-byte vector
-/// of its type, element k summing the row's columns k, k + lanes, ... in
-/// order (the loop vectorizer may not reorder a sum; these are
-/// independent).
-unsigned rowSumLanes(Type type) { return 512 / type.getIntOrFloatBitWidth(); }
+/// The partial results a host row kernel keeps per row reduction: a
+/// 64-byte vector of its type (of the widest type, when a stage reduces
+/// f32 and f64 values: 8 lanes), element k reducing the row's columns k,
+/// k + lanes, ... in order (the loop vectorizer may not reorder a sum;
+/// these are independent).
+unsigned rowReductionLanes(Type type) {
+  return 512 / type.getIntOrFloatBitWidth();
+}
 
-/// `values` summed pairwise (0 + 1, 2 + 3, ..., then those pairs'), a
-/// fixed order.
-Value sumPairwise(OpBuilder &b, Location loc, ArrayRef<Value> values) {
+/// `values` combined pairwise (0 with 1, 2 with 3, ..., then those
+/// pairs'), a fixed order.
+Value combinePairwise(OpBuilder &b, Location loc, Operation *reduction,
+                      ArrayRef<Value> values) {
   if (values.size() == 1)
     return values.front();
   size_t half = values.size() / 2;
-  return arith::AddFOp::create(b, loc,
-                               sumPairwise(b, loc, values.take_front(half)),
-                               sumPairwise(b, loc, values.drop_front(half)));
+  return KernelBodyEmitter::combineRow(
+      b, loc, reduction,
+      combinePairwise(b, loc, reduction, values.take_front(half)),
+      combinePairwise(b, loc, reduction, values.drop_front(half)));
 }
 
-/// Row `row`'s sums in `e`'s row kernel of `cols` columns: each sum's
-/// rowSumLanes partials over the whole groups of lanes, added pairwise,
-/// plus the rest of the row summed in order.
-SmallVector<Value> emitHostRowSums(OpBuilder &b, KernelBodyEmitter &e,
-                                   Value rowStart, int64_t cols) {
+/// Stage `stage`'s reductions of the row from `rowStart` in `e`'s row
+/// kernel of `cols` columns: each one's rowReductionLanes partials over
+/// the whole groups of lanes, combined pairwise, then with the rest of the
+/// row's, taken in order.
+SmallVector<Value> emitHostRowStage(OpBuilder &b, KernelBodyEmitter &e,
+                                    unsigned stage, Value rowStart,
+                                    int64_t cols) {
   Location loc = e.getGeneric().getLoc();
   IndexMath m{b, loc};
-  ArrayRef<kernel::RowSumOp> sums = e.getRowSums();
-  if (sums.empty())
-    return {};
+  ArrayRef<Operation *> reductions = e.getRowReductions(stage);
   // One lane count for all (the widest type's), so one loop serves.
   unsigned lanes = 64;
-  for (kernel::RowSumOp sum : sums)
-    lanes = std::min(lanes, rowSumLanes(sum.getType()));
+  for (Operation *r : reductions)
+    lanes = std::min(lanes, rowReductionLanes(r->getResult(0).getType()));
   int64_t whole = cols / lanes * lanes;
-  // Each sum's lanes as one vector, a chunk's values computed with vector
-  // ops (LLVM vectorizes no ordered sum, nor these 16 chains reliably).
+  // Each reduction's lanes as one vector, a chunk's values computed with
+  // vector ops (LLVM vectorizes no ordered sum, nor these 16 chains
+  // reliably).
   SmallVector<Value> partials;
-  for (kernel::RowSumOp sum : sums)
+  for (Operation *r : reductions) {
+    Type type = r->getResult(0).getType();
     partials.push_back(arith::ConstantOp::create(
         b, loc,
-        DenseElementsAttr::get(VectorType::get({lanes}, sum.getType()),
-                               b.getFloatAttr(sum.getType(), 0.0))));
+        DenseElementsAttr::get(
+            VectorType::get({lanes}, type),
+            b.getFloatAttr(type, KernelBodyEmitter::rowIdentity(r)))));
+  }
+  auto combine = [&](ValueRange acc, ArrayRef<Value> values) {
+    SmallVector<Value> next;
+    for (auto [r, a, v] : llvm::zip_equal(reductions, acc, values))
+      next.push_back(KernelBodyEmitter::combineRow(b, loc, r, a, v));
+    return next;
+  };
   if (whole > 0)
-    partials =
-        emitLoop(b, loc, m.c(0), m.c(whole), m.c(lanes), partials,
-                 [&](Value col, ValueRange acc) {
-                   SmallVector<Value> next;
-                   for (auto [a, v] : llvm::zip(
-                            acc, e.emitRowSumVectors(b, m.add(rowStart, col),
-                                                     col, lanes)))
-                     next.push_back(arith::AddFOp::create(b, loc, a, v));
-                   return next;
-                 });
+    partials = emitLoop(
+        b, loc, m.c(0), m.c(whole), m.c(lanes), partials,
+        [&](Value col, ValueRange acc) {
+          return combine(acc, e.emitRowReductionVectors(
+                                  b, stage, m.add(rowStart, col), col, lanes));
+        });
   SmallVector<Value> rest;
   if (whole < cols)
-    rest = emitLoop(b, loc, m.c(whole), m.c(cols), m.c(1), e.startRowSums(b),
+    rest = emitLoop(b, loc, m.c(whole), m.c(cols), m.c(1),
+                    e.startRowReductions(b, stage),
                     [&](Value col, ValueRange acc) {
-                      SmallVector<Value> next(acc);
-                      for (auto [k, v] : llvm::enumerate(e.emitRowSumValues(
-                               b, m.add(rowStart, col), col, 1, {})))
-                        next[k] = arith::AddFOp::create(b, loc, next[k], v[0]);
-                      return next;
+                      SmallVector<Value> values;
+                      for (auto &v : e.emitRowReductionValues(
+                               b, stage, m.add(rowStart, col), col, 1, {}))
+                        values.push_back(v[0]);
+                      return combine(acc, values);
                     });
   SmallVector<Value> totals;
-  for (unsigned k = 0; k < sums.size(); ++k) {
-    SmallVector<Value> laneSums;
+  for (auto [k, r] : llvm::enumerate(reductions)) {
+    SmallVector<Value> laneValues;
     for (unsigned j = 0; j < lanes; ++j)
-      laneSums.push_back(LLVM::ExtractElementOp::create(
+      laneValues.push_back(LLVM::ExtractElementOp::create(
           b, loc, partials[k], constantI32(b, loc, int32_t(j))));
-    Value total = sumPairwise(b, loc, laneSums);
+    Value total = combinePairwise(b, loc, r, laneValues);
     totals.push_back(
-        whole < cols ? arith::AddFOp::create(b, loc, total, rest[k]) : total);
+        whole < cols ? KernelBodyEmitter::combineRow(b, loc, r, total, rest[k])
+                     : total);
   }
   return totals;
 }
 
 /// Rows [begin, end) of `e`'s row kernel of `cols` columns: for each row,
-/// its sums (emitHostRowSums), then its elements in one vectorizable loop.
+/// its per-row inputs, its reductions stage by stage (emitHostRowStage),
+/// its per-row outputs, then its elements in one vectorizable loop.
 SmallVector<Value> emitRowKernelSpan(OpBuilder &b, KernelBodyEmitter &e,
                                      Value begin, Value end, int64_t cols,
                                      ValueRange accumulators) {
   Location loc = e.getGeneric().getLoc();
   IndexMath m{b, loc};
-  return emitLoop(b, loc, begin, end, m.c(1), accumulators,
-                  [&](Value row, ValueRange acc) {
-                    Value rowStart = m.mul(row, m.c(cols));
-                    e.setRowSums(emitHostRowSums(b, e, rowStart, cols));
-                    ParallelAccesses parallel(b.getContext());
-                    return emitLoop(
-                        b, loc, m.c(0), m.c(cols), m.c(1), acc,
-                        [&](Value col, ValueRange acc) {
-                          return e.emitPack(b, m.add(rowStart, col), 1, acc,
-                                            parallel.groups, nullptr, col);
-                        },
-                        parallel.annotation);
-                  });
+  return emitLoop(
+      b, loc, begin, end, m.c(1), accumulators,
+      [&](Value row, ValueRange acc) -> SmallVector<Value> {
+        Value rowStart = m.mul(row, m.c(cols));
+        e.beginRow(b, row);
+        for (unsigned stage = 0; stage < e.getNumRowStages(); ++stage)
+          e.setRowReductions(b, stage,
+                             emitHostRowStage(b, e, stage, rowStart, cols));
+        e.storeRowOutputs(b, row);
+        if (!e.hasElementWork())
+          return SmallVector<Value>(acc);
+        ParallelAccesses parallel(b.getContext());
+        return emitLoop(
+            b, loc, m.c(0), m.c(cols), m.c(1), acc,
+            [&](Value col, ValueRange acc) {
+              return e.emitPack(b, m.add(rowStart, col), 1, acc,
+                                parallel.groups, nullptr, col);
+            },
+            parallel.annotation);
+      });
 }
 
 /// Row blocks [begin, end) of `e`'s row kernel with column sums (R rows of
@@ -361,10 +383,11 @@ std::string titan::generatedKernelKey(kernel::GenericOp generic) {
   auto buffers = [&](StringRef role, ValueRange values) {
     for (Value buffer : values)
       os << role << cast<MemRefType>(buffer.getType()).getElementType()
-         << (generic.isBroadcast(buffer)    ? "[1],"
-             : generic.isTransposed(buffer) ? "[T],"
-             : generic.isPerColumn(buffer)  ? "[C],"
-                                            : ",");
+         << (generic.isBroadcast(buffer)      ? "[1],"
+             : generic.isTransposed(buffer)   ? "[T],"
+             : generic.isPerColumn(buffer)    ? "[C],"
+             : generic.isPerRowOutput(buffer) ? "[R],"
+                                              : ",");
   };
   // A row kernel has its row length built in; with column sums, its rows
   // and row blocks too.
@@ -556,12 +579,16 @@ bool isF64(Operation *op) {
 }
 
 /// Whether a GPU computes `op` with libdevice rather than an LLVM
-/// intrinsic: f64 math (NVPTX has no f64 exp), and f32 log2, whose
-/// intrinsic NVPTX lowers to the approximate lg2.approx (a float8 scale's
-/// power of two takes CUDA's log2f, as the torch.log2 of torchao's does).
-bool usesLibDevice(Operation *op) { return isF64(op) || isa<math::Log2Op>(op); }
+/// intrinsic: f64 math (NVPTX has no f64 exp), f32 log2, whose intrinsic
+/// NVPTX lowers to the approximate lg2.approx (a float8 scale's power of
+/// two takes CUDA's log2f, as the torch.log2 of torchao's does), and f32
+/// log, which NVPTX has no instruction for (the cross-entropy's lse takes
+/// CUDA's logf, as the retired kernel did).
+bool usesLibDevice(Operation *op) {
+  return isF64(op) || isa<math::Log2Op, math::LogOp>(op);
+}
 
-/// arith and math to the LLVM dialect. On a GPU, f64 math and f32 log2 as
+/// arith and math to the LLVM dialect. On a GPU, f64 math, f32 log and log2 as
 /// libdevice's functions (usesLibDevice); the rest of f32's stays LLVM's
 /// intrinsics, which NVPTX lowers correctly rounded (sqrt.rn, not
 /// libdevice's sqrt.approx).
@@ -573,10 +600,14 @@ LogicalResult lowerToLLVM(ArrayRef<LLVM::LLVMFuncOp> kernels, bool device) {
   RewritePatternSet intrinsics(ctx), rest(ctx);
   populateMathToLLVMConversionPatterns(converter, intrinsics);
   arith::populateArithToLLVMConversionPatterns(converter, rest);
-  if (device)
+  if (device) {
     populateLibDeviceConversionPatterns(converter, rest);
-  else
+  } else {
     populateMathToLLVMConversionPatterns(converter, rest);
+    // exp's polynomial on the host's vectors (a row reduction's lanes)
+    // builds vector-dialect ops.
+    populateVectorToLLVMConversionPatterns(converter, rest);
+  }
   // First the math LLVM's intrinsics serve (on a GPU, all but f64's).
   ConversionTarget intrinsicMath(*ctx);
   intrinsicMath.markUnknownOpDynamicallyLegal([](Operation *) { return true; });

@@ -5,6 +5,8 @@
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Math/IR/Math.h"
 
+#include <limits>
+
 using namespace mlir;
 using namespace titan;
 
@@ -183,7 +185,9 @@ KernelBodyEmitter::KernelBodyEmitter(kernel::GenericOp generic,
                                      const kernel::GenericSegment &segment)
     : generic(generic), bases(bases), segment(segment),
       ops(generic.getSegmentOps(segment)), uniform(generic.getUniformValues()) {
-  findRowSumSlice();
+  if (generic.getRowLength() > 0)
+    rowUniform = generic.getRowUniformValues();
+  findRowStages();
   columnSums = segmentReductions(kernel::ReductionKind::ColumnSum);
 }
 
@@ -384,9 +388,12 @@ void KernelBodyEmitter::loadInputs(OpBuilder &b, Value index, Value column,
                                    function_ref<bool(Value)> needed) {
   Location loc = generic.getLoc();
   for (auto [arg, buffer, base] : segmentInputs()) {
-    if (generic.isBroadcast(buffer) || !needed(arg))
+    unsigned number = cast<BlockArgument>(arg).getArgNumber();
+    // A per-row input is the row's (beginRow).
+    if (generic.isBroadcast(buffer) || generic.isPerRowInput(number) ||
+        !needed(arg))
       continue;
-    if (generic.isMapped(cast<BlockArgument>(arg).getArgNumber())) {
+    if (generic.isMapped(number)) {
       loadMappedInput(b, arg, base, index, groups, lanes.take_front(width));
       continue;
     }
@@ -399,48 +406,123 @@ void KernelBodyEmitter::loadInputs(OpBuilder &b, Value index, Value column,
   }
 }
 
-void KernelBodyEmitter::findRowSumSlice() {
-  SmallVector<Value> worklist;
-  for (auto sum : generic.getBody().front().getOps<kernel::RowSumOp>())
-    if (runs(*sum)) {
-      rowSums.push_back(sum);
-      worklist.push_back(sum.getValue());
-    }
-  while (!worklist.empty()) {
-    Value v = worklist.pop_back_val();
-    if (uniform.contains(v))
+void KernelBodyEmitter::findRowStages() {
+  // A row-uniform value's stage: that of the latest reduction it depends
+  // on (0: none); a reduction's is one more than its operands'.
+  DenseMap<Value, unsigned> level;
+  auto levelOf = [&](Value v) { return level.lookup(v); };
+  for (Operation &op : generic.getBody().front().without_terminator()) {
+    if (!runs(op) || op.getNumResults() == 0)
       continue;
-    Operation *def = v.getDefiningOp();
-    if (!def) {
-      rowSumArgs.insert(v);
+    if (!kernel::isRowReduction(&op)) {
+      if (rowUniform.contains(op.getResult(0))) {
+        unsigned l = 0;
+        for (Value v : op.getOperands())
+          l = std::max(l, levelOf(v));
+        level[op.getResult(0)] = l;
+      }
       continue;
     }
-    if (rowSumOps.insert(def).second)
-      llvm::append_range(worklist, def->getOperands());
+    // The reduced value's slice, down to values the same over the row.
+    RowStage slice;
+    unsigned stage = 0;
+    SmallVector<Value> worklist = {op.getOperand(0)};
+    while (!worklist.empty()) {
+      Value v = worklist.pop_back_val();
+      if (rowUniform.contains(v)) {
+        stage = std::max(stage, levelOf(v));
+        continue;
+      }
+      Operation *def = v.getDefiningOp();
+      if (!def) {
+        slice.args.insert(v);
+        continue;
+      }
+      if (slice.ops.insert(def).second)
+        llvm::append_range(worklist, def->getOperands());
+    }
+    level[op.getResult(0)] = stage + 1;
+    if (rowStages.size() <= stage)
+      rowStages.resize(stage + 1);
+    RowStage &into = rowStages[stage];
+    into.reductions.push_back(&op);
+    into.ops.insert(slice.ops.begin(), slice.ops.end());
+    into.args.insert(slice.args.begin(), slice.args.end());
   }
 }
 
-SmallVector<Value> KernelBodyEmitter::startRowSums(OpBuilder &b) {
-  return llvm::map_to_vector(rowSums, [&](kernel::RowSumOp sum) -> Value {
-    return arith::ConstantOp::create(b, generic.getLoc(),
-                                     b.getFloatAttr(sum.getType(), 0.0));
-  });
+double KernelBodyEmitter::rowIdentity(Operation *reduction) {
+  return isa<kernel::RowMaxOp>(reduction)
+             ? -std::numeric_limits<double>::infinity()
+             : 0.0;
+}
+
+SmallVector<Value> KernelBodyEmitter::startRowReductions(OpBuilder &b,
+                                                         unsigned stage) {
+  return llvm::map_to_vector(
+      rowStages[stage].reductions, [&](Operation *op) -> Value {
+        return arith::ConstantOp::create(
+            b, generic.getLoc(),
+            b.getFloatAttr(op->getResult(0).getType(), rowIdentity(op)));
+      });
+}
+
+Value KernelBodyEmitter::combineRow(OpBuilder &b, Location loc,
+                                    Operation *reduction, Value acc, Value v) {
+  if (isa<kernel::RowMaxOp>(reduction))
+    return arith::MaximumFOp::create(b, loc, acc, v);
+  return arith::AddFOp::create(b, loc, acc, v);
+}
+
+void KernelBodyEmitter::emitRowValues(OpBuilder &b) {
+  for (Operation &op : generic.getBody().front().without_terminator()) {
+    if (!runs(op) || kernel::isRowReduction(&op) || op.getNumResults() == 0 ||
+        !rowUniform.contains(op.getResult(0)) || map.contains(op.getResult(0)))
+      continue;
+    if (!llvm::all_of(op.getOperands(),
+                      [&](Value v) { return map.contains(v); }))
+      continue;
+    b.clone(op, map);
+    llvm::append_range(rowValues, op.getResults());
+  }
+}
+
+void KernelBodyEmitter::beginRow(OpBuilder &b, Value row) {
+  for (Value v : rowValues)
+    map.erase(v);
+  rowValues.clear();
+  for (auto [arg, buffer, base] : segmentInputs())
+    if (!generic.isBroadcast(buffer) &&
+        generic.isPerRowInput(cast<BlockArgument>(arg).getArgNumber())) {
+      map.map(arg, loadElement(b, generic.getLoc(), arg.getType(),
+                               elementAddress(b, generic.getLoc(), base,
+                                              arg.getType(), row),
+                               {}));
+      rowValues.push_back(arg);
+    }
+  emitRowValues(b);
 }
 
 SmallVector<SmallVector<Value>>
-KernelBodyEmitter::emitRowSumValues(OpBuilder &b, Value index, Value column,
-                                    unsigned width, ArrayAttr groups) {
+KernelBodyEmitter::emitRowReductionValues(OpBuilder &b, unsigned stage,
+                                          Value index, Value column,
+                                          unsigned width, ArrayAttr groups) {
+  RowStage &slice = rowStages[stage];
   SmallVector<IRMapping> lanes(width, map);
   loadInputs(b, index, column, width, groups, lanes,
-             [&](Value arg) { return rowSumArgs.contains(arg); });
+             [&](Value arg) { return slice.args.contains(arg); });
+  IndexMath m{b, generic.getLoc()};
+  for (auto op : generic.getBody().front().getOps<kernel::ColumnOp>())
+    for (auto [j, lane] : llvm::enumerate(lanes))
+      lane.map(op.getResult(), m.add(column, m.c(int64_t(j))));
   for (IRMapping &lane : lanes)
     for (Operation &op : generic.getBody().front().without_terminator())
-      if (rowSumOps.contains(&op))
+      if (slice.ops.contains(&op) && !isa<kernel::ColumnOp>(op))
         b.clone(op, lane);
   SmallVector<SmallVector<Value>> values;
-  for (kernel::RowSumOp sum : rowSums)
+  for (Operation *reduction : slice.reductions)
     values.push_back(llvm::map_to_vector(lanes, [&](IRMapping &lane) {
-      return lane.lookupOrDefault(sum.getValue());
+      return lane.lookupOrDefault(reduction->getOperand(0));
     }));
   return values;
 }
@@ -454,29 +536,41 @@ Value splat(OpBuilder &b, Location loc, Value v, unsigned lanes) {
   return LLVM::ShuffleVectorOp::create(b, loc, one, one,
                                        SmallVector<int32_t>(lanes, 0));
 }
+
+/// column, column + 1, ..., column + lanes - 1 (i64).
+Value columnVector(OpBuilder &b, Location loc, Value column, unsigned lanes) {
+  auto type = VectorType::get({int64_t(lanes)}, b.getI64Type());
+  SmallVector<int64_t> steps(lanes);
+  for (unsigned j = 0; j < lanes; ++j)
+    steps[j] = j;
+  Value iota = LLVM::ConstantOp::create(
+      b, loc, type, DenseElementsAttr::get(type, ArrayRef<int64_t>(steps)));
+  return LLVM::AddOp::create(b, loc, splat(b, loc, column, lanes), iota);
+}
 } // namespace
 
-SmallVector<Value> KernelBodyEmitter::emitRowSumVectors(OpBuilder &b,
-                                                        Value index,
-                                                        Value column,
-                                                        unsigned lanes) {
+SmallVector<Value> KernelBodyEmitter::emitRowReductionVectors(
+    OpBuilder &b, unsigned stage, Value index, Value column, unsigned lanes) {
   Location loc = generic.getLoc();
+  RowStage &slice = rowStages[stage];
   // Ops whose vector forms lower as their scalar ones do, lane by lane:
-  // arith's and math's but exp (its polynomial approximation on vectors
-  // builds vector-dialect ops, which the kernels' lowering does not take).
-  // Otherwise the chunk's elements one by one, gathered into vectors.
-  if (llvm::any_of(rowSumOps, [](Operation *op) {
-        return isa<math::ExpOp>(op) ||
-               !isa<arith::ArithDialect, math::MathDialect>(op->getDialect());
+  // arith's and math's (exp's polynomial on vectors too, through the
+  // vector dialect). Otherwise the chunk's elements one by one, gathered
+  // into vectors.
+  if (llvm::any_of(slice.ops, [](Operation *op) {
+        return !isa<arith::ArithDialect, math::MathDialect>(op->getDialect()) &&
+               !isa<kernel::ColumnOp>(op);
       })) {
     SmallVector<Value> chunks;
-    for (kernel::RowSumOp sum : rowSums)
+    for (Operation *reduction : slice.reductions)
       chunks.push_back(LLVM::PoisonOp::create(
-          b, loc, VectorType::get({int64_t(lanes)}, sum.getType())));
+          b, loc,
+          VectorType::get({int64_t(lanes)},
+                          reduction->getResult(0).getType())));
     for (unsigned j = 0; j < lanes; ++j) {
       Value lane = constantI64(b, loc, j);
-      for (auto [k, v] : llvm::enumerate(emitRowSumValues(
-               b, LLVM::AddOp::create(b, loc, index, lane),
+      for (auto [k, v] : llvm::enumerate(emitRowReductionValues(
+               b, stage, LLVM::AddOp::create(b, loc, index, lane),
                LLVM::AddOp::create(b, loc, column, lane), 1, {})))
         chunks[k] = LLVM::InsertElementOp::create(b, loc, chunks[k], v[0],
                                                   constantI32(b, loc, j));
@@ -485,7 +579,7 @@ SmallVector<Value> KernelBodyEmitter::emitRowSumVectors(OpBuilder &b,
   }
   IRMapping vectors;
   for (auto [arg, buffer, base] : segmentInputs()) {
-    if (!rowSumArgs.contains(arg))
+    if (!slice.args.contains(arg))
       continue;
     Value at = generic.isPerColumn(buffer) ? column : index;
     Type stored = memoryType(arg.getType());
@@ -498,11 +592,15 @@ SmallVector<Value> KernelBodyEmitter::emitRowSumVectors(OpBuilder &b,
           b, loc, VectorType::get({int64_t(lanes)}, arg.getType()), load);
     vectors.map(arg, load);
   }
-  // Each op again on vectors; a uniform operand (computed once, before the
-  // loops) is splat.
+  // Each op again on vectors; a value the same over the row (computed once,
+  // before the loops) is splat.
   for (Operation &op : generic.getBody().front().without_terminator()) {
-    if (!rowSumOps.contains(&op))
+    if (!slice.ops.contains(&op))
       continue;
+    if (isa<kernel::ColumnOp>(op)) {
+      vectors.map(op.getResult(0), columnVector(b, loc, column, lanes));
+      continue;
+    }
     OperationState state(op.getLoc(), op.getName());
     for (Value operand : op.getOperands())
       state.addOperands(vectors.contains(operand)
@@ -516,14 +614,38 @@ SmallVector<Value> KernelBodyEmitter::emitRowSumVectors(OpBuilder &b,
          llvm::zip_equal(op.getResults(), vectorOp->getResults()))
       vectors.map(from, to);
   }
-  return llvm::map_to_vector(rowSums, [&](kernel::RowSumOp sum) {
-    return vectors.lookup(sum.getValue());
+  // A reduced value the same over the row (a reduction of another) is
+  // splat.
+  return llvm::map_to_vector(slice.reductions, [&](Operation *reduction) {
+    Value v = reduction->getOperand(0);
+    return vectors.contains(v) ? vectors.lookup(v)
+                               : splat(b, loc, map.lookup(v), lanes);
   });
 }
 
-void KernelBodyEmitter::setRowSums(ValueRange sums) {
-  for (auto [op, sum] : llvm::zip_equal(rowSums, sums))
-    map.map(op.getResult(), sum);
+void KernelBodyEmitter::setRowReductions(OpBuilder &b, unsigned stage,
+                                         ValueRange values) {
+  for (auto [op, value] :
+       llvm::zip_equal(rowStages[stage].reductions, values)) {
+    map.map(op->getResult(0), value);
+    rowValues.push_back(op->getResult(0));
+  }
+  emitRowValues(b);
+}
+
+void KernelBodyEmitter::storeRowOutputs(OpBuilder &b, Value row) {
+  Location loc = generic.getLoc();
+  for (auto [value, buffer, base] : segmentOutputs())
+    if (generic.isPerRowOutput(buffer))
+      storeElement(b, loc, map.lookupOrDefault(value),
+                   elementAddress(b, loc, base, value.getType(), row), {});
+}
+
+bool KernelBodyEmitter::hasElementWork() {
+  for (auto [value, buffer, base] : segmentOutputs())
+    if (!generic.isBroadcast(buffer) && !generic.isPerRowOutput(buffer))
+      return true;
+  return segment.reductionEnd > segment.reductionBegin;
 }
 
 SmallVector<Value>
@@ -535,7 +657,7 @@ KernelBodyEmitter::emitPack(OpBuilder &b, Value index, unsigned width,
     return elementAddress(b, loc, base, element, index);
   };
   // lanes[j]: element j of the pack, per body value (the row sums are the
-  // row's, from setRowSums).
+  // row's, from setRowReductions).
   SmallVector<IRMapping> lanes(width, map);
   loadInputs(b, index, column, width, groups, lanes,
              [](Value) { return true; });
@@ -543,15 +665,20 @@ KernelBodyEmitter::emitPack(OpBuilder &b, Value index, unsigned width,
   for (auto op : generic.getBody().front().getOps<kernel::IndexOp>())
     for (auto [j, lane] : llvm::enumerate(lanes))
       lane.map(op.getResult(), m.add(index, m.c(int64_t(j))));
+  for (auto op : generic.getBody().front().getOps<kernel::ColumnOp>())
+    for (auto [j, lane] : llvm::enumerate(lanes))
+      lane.map(op.getResult(), m.add(column, m.c(int64_t(j))));
+  // What is the same at every index, or over the row, is in `map` already.
   for (IRMapping &lane : lanes)
     for (Operation &op : generic.getBody().front().without_terminator())
-      if (runs(op) && !isa<kernel::RowSumOp, kernel::IndexOp>(op) &&
+      if (runs(op) && !kernel::isRowReduction(&op) &&
+          !isa<kernel::IndexOp, kernel::ColumnOp>(op) &&
           !llvm::all_of(op.getResults(),
-                        [&](Value v) { return uniform.contains(v); }))
+                        [&](Value v) { return map.contains(v); }))
         b.clone(op, lane);
   unsigned transposedNumber = 0;
   for (auto [value, buffer, base] : segmentOutputs()) {
-    if (generic.isBroadcast(buffer))
+    if (generic.isBroadcast(buffer) || generic.isPerRowOutput(buffer))
       continue;
     SmallVector<Value> elements = llvm::map_to_vector(
         lanes, [&](IRMapping &lane) { return lane.lookupOrDefault(value); });

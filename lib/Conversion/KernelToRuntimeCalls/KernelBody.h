@@ -132,36 +132,64 @@ public:
   /// output's pack stored, each transposed output's element given to
   /// `transposed`; returns `accumulators` combined with the absmax values.
   /// In a row kernel, `column` is the index's column, at which per-column
-  /// inputs are read, the row sums are those setRowSums gave, and each
+  /// inputs are read, the row reductions are those setRowReductions gave
+  /// (and kernel.column the column), and each
   /// column sum's values are added to the row block's partials
   /// (setColumnSumBlock).
   llvm::SmallVector<mlir::Value>
   emitPack(mlir::OpBuilder &b, mlir::Value index, unsigned width,
            mlir::ValueRange accumulators, mlir::ArrayAttr groups,
            TransposedStore transposed = nullptr, mlir::Value column = {});
-  /// The body's kernel.row_sum ops the segment runs (a row kernel's), in
-  /// order.
-  llvm::ArrayRef<kernel::RowSumOp> getRowSums() { return rowSums; }
-  /// Each row sum's starting value, 0 of its type.
-  llvm::SmallVector<mlir::Value> startRowSums(mlir::OpBuilder &b);
+  /// The row reductions (kernel.row_sum, kernel.row_max) the segment
+  /// runs, in stages: a stage's reductions depend only on elements and on
+  /// earlier stages' (a target reads the row once per stage).
+  unsigned getNumRowStages() { return rowStages.size(); }
+  llvm::ArrayRef<mlir::Operation *> getRowReductions(unsigned stage) {
+    return rowStages[stage].reductions;
+  }
+  /// Each of stage `stage`'s reductions' starting value: 0 for a sum,
+  /// -infinity for a max.
+  llvm::SmallVector<mlir::Value> startRowReductions(mlir::OpBuilder &b,
+                                                    unsigned stage);
+  /// What row reduction `reduction` starts from: 0 for a sum, -infinity
+  /// for a max.
+  static double rowIdentity(mlir::Operation *reduction);
+  /// `acc` and `v` (scalars or vectors) combined as row reduction
+  /// `reduction` combines its values.
+  static mlir::Value combineRow(mlir::OpBuilder &b, mlir::Location loc,
+                                mlir::Operation *reduction, mlir::Value acc,
+                                mlir::Value v);
+  /// Starts row `row` (i64) of a row kernel: its per-row inputs loaded and
+  /// what depends on them alone computed, once for the row.
+  void beginRow(mlir::OpBuilder &b, mlir::Value row);
   /// For elements [index, index + width) at columns [column, ...) of a row
-  /// kernel: what each row sum sums there, per element (result[k][j]: row
-  /// sum k's value at element j), computing only what those need.
+  /// kernel: what each of stage `stage`'s reductions reduces there, per
+  /// element (result[k][j]: reduction k's value at element j), computing
+  /// only what those need.
   llvm::SmallVector<llvm::SmallVector<mlir::Value>>
-  emitRowSumValues(mlir::OpBuilder &b, mlir::Value index, mlir::Value column,
-                   unsigned width, mlir::ArrayAttr groups);
+  emitRowReductionValues(mlir::OpBuilder &b, unsigned stage, mlir::Value index,
+                         mlir::Value column, unsigned width,
+                         mlir::ArrayAttr groups);
   /// The same for the `lanes` elements from `index` (columns from
-  /// `column`) as vectors, one per row sum, computed with vector ops (the
-  /// body's ops on vector<lanes x T>; loads need only the element's
+  /// `column`) as vectors, one per reduction, computed with vector ops
+  /// (the body's ops on vector<lanes x T>; loads need only the element's
   /// alignment), or element by element when an op has no such vector
-  /// form: what the host's row sums add lane by lane.
-  llvm::SmallVector<mlir::Value> emitRowSumVectors(mlir::OpBuilder &b,
-                                                   mlir::Value index,
-                                                   mlir::Value column,
-                                                   unsigned lanes);
-  /// The current row's sums (getRowSums' order), which emitPack's body
-  /// then reads.
-  void setRowSums(mlir::ValueRange sums);
+  /// form: what the host's row reductions combine lane by lane.
+  llvm::SmallVector<mlir::Value>
+  emitRowReductionVectors(mlir::OpBuilder &b, unsigned stage, mlir::Value index,
+                          mlir::Value column, unsigned lanes);
+  /// The current row's values of stage `stage`'s reductions, which later
+  /// stages and emitPack's body then read (and what depends on them and
+  /// the row alone, computed once).
+  void setRowReductions(mlir::OpBuilder &b, unsigned stage,
+                        mlir::ValueRange values);
+  /// Stores the row's per-row outputs at element `row` (after the last
+  /// stage).
+  void storeRowOutputs(mlir::OpBuilder &b, mlir::Value row);
+  /// Whether the segment computes anything per element: an output of an
+  /// element per index, a column sum or an absmax (otherwise a row
+  /// kernel reads its rows only for their reductions).
+  bool hasElementWork();
   /// The row block (i64) whose partials emitPack adds to and
   /// zeroColumnSums zeroes.
   void setColumnSumBlock(mlir::Value block) { columnSumBlock = block; }
@@ -195,8 +223,11 @@ public:
 private:
   /// Whether the segment runs `op` of the body.
   bool runs(mlir::Operation &op) { return ops.contains(&op); }
-  /// Fills rowSums, rowSumOps and rowSumArgs.
-  void findRowSumSlice();
+  /// Fills rowStages.
+  void findRowStages();
+  /// Clones into `map` the row-uniform ops whose operands it has (once a
+  /// row: rowValues lists them).
+  void emitRowValues(mlir::OpBuilder &b);
   /// Loads element [index, index + width) of every per-index input, and
   /// per-column inputs at `column`, into `lanes`.
   void loadInputs(mlir::OpBuilder &b, mlir::Value index, mlir::Value column,
@@ -229,11 +260,18 @@ private:
   kernel::GenericSegment segment;
   llvm::DenseSet<mlir::Operation *> ops;
   llvm::DenseSet<mlir::Value> uniform;
-  /// The row sums the segment runs, the body's ops their values depend on
-  /// (none uniform) and the arguments those read.
-  llvm::SmallVector<kernel::RowSumOp> rowSums;
-  llvm::DenseSet<mlir::Operation *> rowSumOps;
-  llvm::DenseSet<mlir::Value> rowSumArgs;
+  /// A stage's row reductions, the body's ops their values depend on (none
+  /// the same over the row) and the arguments those read.
+  struct RowStage {
+    llvm::SmallVector<mlir::Operation *> reductions;
+    llvm::DenseSet<mlir::Operation *> ops;
+    llvm::DenseSet<mlir::Value> args;
+  };
+  llvm::SmallVector<RowStage> rowStages;
+  /// The values the same over a row (GenericOp::getRowUniformValues), and
+  /// those of them `map` holds for the current row.
+  llvm::DenseSet<mlir::Value> rowUniform;
+  llvm::SmallVector<mlir::Value> rowValues;
   /// The body's uniform values in the function.
   mlir::IRMapping map;
   /// The column sums' (yielded value, address), and the current row block

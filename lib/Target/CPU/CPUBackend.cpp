@@ -60,11 +60,6 @@ int64_t contextAttentionGrad(dist::ContextAttentionGradOp op) {
       accumulatorBytes(op.getQuery()));
 }
 
-/// Each row's loss, averaged in a fixed order afterwards.
-int64_t crossEntropy(CrossEntropyOp op) {
-  return cpu::crossEntropyWorkspaceBytes(rowsOf(op.getLogits()));
-}
-
 /// One set of f64 partial sums, sized for the largest tensor.
 int64_t globalNorm(GlobalNormOp op) {
   int64_t largest = 0;
@@ -166,7 +161,6 @@ public:
     rules.add<RopeAnglesOp>(ropeAngles);
     rules.add<AttentionOp>(attention);
     rules.add<AttentionGradOp>(attentionGrad);
-    rules.add<CrossEntropyOp>(crossEntropy);
     rules.add<GlobalNormOp>(globalNorm);
     rules.add<ScaledMatmulOp>(scaledMatmul);
     addCollectiveWorkspaceRules(rules);

@@ -71,9 +71,6 @@ template <typename GemmOp> int64_t gemm(GemmOp) {
 }
 
 /// Each row's loss, averaged in a fixed order afterwards.
-int64_t crossEntropy(CrossEntropyOp op) {
-  return cuda::crossEntropyWorkspaceBytes(rowsOf(op.getLogits()));
-}
 int64_t crossEntropyFromStats(CrossEntropyFromStatsOp op) {
   return cuda::crossEntropyWorkspaceBytes(elementsOf(op->getOperand(0)));
 }
@@ -177,7 +174,6 @@ public:
     rules.add<LinearOp>(gemm<LinearOp>);
     rules.add<LinearGradInputOp>(gemm<LinearGradInputOp>);
     rules.add<LinearGradWeightOp>(gemm<LinearGradWeightOp>);
-    rules.add<CrossEntropyOp>(crossEntropy);
     rules.add<CrossEntropyFromStatsOp>(crossEntropyFromStats);
     rules.add<EmbeddingGradOp>(embeddingGrad);
     rules.add<GlobalNormOp>(globalNorm);

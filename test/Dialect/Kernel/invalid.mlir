@@ -472,16 +472,41 @@ func.func @row_sum_outside_rows(%a: memref<4xf32>, %b: memref<4xf32>) {
 
 // -----
 
-func.func @row_sum_of_row_sum(%a: memref<2x4xf32>, %b: memref<2x4xf32>) {
+func.func @per_row_output_of_an_element(%a: memref<2x4xf32>, %b: memref<2xf32>) {
   %s = kernel.stream 0
-  kernel.generic ins(%a : memref<2x4xf32>) outs(%b : memref<2x4xf32>) on %s {
+  kernel.generic ins(%a : memref<2x4xf32>) outs(%b : memref<2xf32>) on %s {
   ^bb0(%x: f32):
-    %r = kernel.row_sum %x : f32
-    %d = arith.subf %x, %r : f32
-    // expected-error @+1 {{'kernel.row_sum' op sums a value that depends on another row sum}}
-    %v = kernel.row_sum %d : f32
-    kernel.yield %v : f32
+    %m = kernel.row_max %x : f32
+    %d = arith.subf %x, %m : f32
+    // expected-error @+1 {{'kernel.yield' op yields a per-row output's value that depends on an element (not only on the row's reductions and per-row inputs)}}
+    kernel.yield %d : f32
   } {row_length = 4 : i64}
+  return
+}
+
+// -----
+
+func.func @row_max_outside_rows(%a: memref<8xf32>, %b: memref<8xf32>) {
+  %s = kernel.stream 0
+  kernel.generic ins(%a : memref<8xf32>) outs(%b : memref<8xf32>) on %s {
+  ^bb0(%x: f32):
+    // expected-error @+1 {{'kernel.row_max' op must be in a row kernel (a kernel.generic with a row_length)}}
+    %m = kernel.row_max %x : f32
+    kernel.yield %m : f32
+  }
+  return
+}
+
+// -----
+
+func.func @column_outside_rows(%a: memref<8xf32>, %b: memref<8xf32>) {
+  %s = kernel.stream 0
+  kernel.generic ins(%a : memref<8xf32>) outs(%b : memref<8xf32>) on %s {
+  ^bb0(%x: f32):
+    // expected-error @+1 {{'kernel.column' op must be in a row kernel (a kernel.generic with a row_length)}}
+    %j = kernel.column : i64
+    kernel.yield %x : f32
+  }
   return
 }
 
@@ -513,7 +538,7 @@ func.func @row_kernel_tiles(%a: memref<2x4xf32>, %b: memref<4x2xf32>) {
 
 func.func @row_kernel_column_output(%a: memref<2x4xf32>, %b: memref<4xf32>) {
   %s = kernel.stream 0
-  // expected-error @+1 {{'kernel.generic' op buffer of type 'memref<4xf32>' has 4 elements; every buffer must have 8, one (broadcast) or, for an input, the row length}}
+  // expected-error @+1 {{'kernel.generic' op buffer of type 'memref<4xf32>' has 4 elements; every buffer must have 8, one (broadcast), for an input the row length, or for an output one a row}}
   kernel.generic ins(%a : memref<2x4xf32>) outs(%b : memref<4xf32>) on %s {
   ^bb0(%x: f32):
     kernel.yield %x : f32
@@ -699,7 +724,7 @@ func.func @mapped_and_written(%a: memref<4xf32>) {
 
 func.func @mapped_rows(%a: memref<2x4xf32>, %b: memref<2x4xf32>) {
   %s = kernel.stream 0
-  // expected-error @+1 {{'kernel.generic' op a row kernel reads each input at its index (no input maps, no kernel.index)}}
+  // expected-error @+1 {{'kernel.generic' op a row kernel reads each input at its index, column or row (no other input maps, no kernel.index)}}
   kernel.generic ins(%a : memref<2x4xf32>) outs(%b : memref<2x4xf32>) on %s {
   ^bb0(%x: f32):
     kernel.yield %x : f32
@@ -711,7 +736,7 @@ func.func @mapped_rows(%a: memref<2x4xf32>, %b: memref<2x4xf32>) {
 
 func.func @index_in_rows(%a: memref<2x4xf32>, %b: memref<2x4xf32>) {
   %s = kernel.stream 0
-  // expected-error @+1 {{'kernel.generic' op a row kernel reads each input at its index (no input maps, no kernel.index)}}
+  // expected-error @+1 {{'kernel.generic' op a row kernel reads each input at its index, column or row (no other input maps, no kernel.index)}}
   kernel.generic ins(%a : memref<2x4xf32>) outs(%b : memref<2x4xf32>) on %s {
   ^bb0(%x: f32):
     %i = kernel.index : i64

@@ -49,6 +49,37 @@ module attributes {kernel.arena_bytes = 4096 : i64, kernel.slots = {"param:w" = 
     return
   }
 
+  // A row kernel in stages with a per-row input and output (the
+  // cross-entropy's rows): the row's max, then the sum of exp(x - max)
+  // and the label's logit (the label read through d0 floordiv 8, the
+  // column from kernel.column); the lse and the loss written once a row.
+  // CHECK-LABEL: func.func @row_stages(
+  // CHECK: %[[M:.*]] = kernel.row_max %{{.*}} : f32
+  // CHECK: kernel.column : i64
+  // CHECK: kernel.row_sum %{{.*}} : f32
+  // CHECK: } {input_maps = [#{{.*}}, #{{.*}}], row_length = 8 : i64}
+  func.func @row_stages(%x: memref<4x8xf32>, %y: memref<4xi32>, %lse: memref<4xf32>, %loss: memref<4xf32>) {
+    %s = kernel.stream 0
+    kernel.generic ins(%x, %y : memref<4x8xf32>, memref<4xi32>) outs(%lse, %loss : memref<4xf32>, memref<4xf32>) on %s {
+    ^bb0(%a: f32, %label: i32):
+      %m = kernel.row_max %a : f32
+      %d = arith.subf %a, %m : f32
+      %e = math.exp %d : f32
+      %sum = kernel.row_sum %e : f32
+      %log = math.log %sum : f32
+      %l = arith.addf %m, %log : f32
+      %j = kernel.column : i64
+      %label64 = arith.extsi %label : i32 to i64
+      %at = arith.cmpi eq, %j, %label64 : i64
+      %zero = arith.constant 0.0 : f32
+      %v = arith.select %at, %a, %zero : f32
+      %t = kernel.row_sum %v : f32
+      %r = arith.subf %l, %t : f32
+      kernel.yield %l, %r : f32, f32
+    } {row_length = 8 : i64, input_maps = [affine_map<(d0) -> (d0)>, affine_map<(d0) -> (d0 floordiv 8)>]}
+    return
+  }
+
   // A row kernel with a column sum (a norm's weight gradient): each
   // column's values summed over the rows, the partials of 2 row blocks in
   // the workspace.

@@ -42,7 +42,8 @@ def KernelToRuntimeCalls : Pass<"kernel-to-runtime-calls", "::mlir::ModuleOp"> {
   ];
   let dependentDialects = ["::mlir::LLVM::LLVMDialect",
                            "::mlir::gpu::GPUDialect",
-                           "::mlir::NVVM::NVVMDialect"];
+                           "::mlir::NVVM::NVVMDialect",
+                           "::mlir::vector::VectorDialect"];
 }
 
 def KernelEmbedGPUBinaries

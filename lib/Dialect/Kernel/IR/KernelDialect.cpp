@@ -337,19 +337,55 @@ int64_t GenericOp::getTrafficBytes() {
     for (unsigned i = segment.reductionBegin; i < segment.reductionEnd; ++i)
       total += bytes(getReductions()[i]);
   }
+  // The per-element inputs again for each further pass over rows that
+  // leave the cache.
+  int64_t columns = getRowLength(), passes = getRowPasses();
+  if (passes > 1) {
+    int64_t rowBytes = 0, inputBytes = 0;
+    for (auto [i, in] : llvm::enumerate(getInputs()))
+      if (!isMapped(i) && !isBroadcast(in) && !isPerColumn(in)) {
+        inputBytes += bytes(in);
+        rowBytes += bytes(in) / (getNumElements() / columns);
+      }
+    if (rowBytes > kRowCacheBytes)
+      total += (passes - 1) * inputBytes;
+  }
   return total;
+}
+
+int64_t GenericOp::getRowPasses() {
+  if (getRowLength() <= 0 || getBody().empty())
+    return 0;
+  // A value's pass: that of the latest row reduction it depends on.
+  DenseMap<Value, int64_t> pass;
+  int64_t passes = 0;
+  Block &body = getBody().front();
+  for (Operation &op : body.without_terminator()) {
+    int64_t p = 0;
+    for (Value v : op.getOperands())
+      p = std::max(p, pass.lookup(v));
+    if (isRowReduction(&op))
+      passes = std::max(passes, ++p);
+    for (Value v : op.getResults())
+      pass[v] = p;
+  }
+  bool elementWork =
+      !getReductions().empty() || llvm::any_of(getOutputs(), [&](Value out) {
+        return !isBroadcast(out) && !isPerRowOutput(out);
+      });
+  return passes + (elementWork ? 1 : 0);
 }
 
 bool GenericOp::readsAcrossIndices() {
   for (unsigned i = 0, e = getInputs().size(); i < e; ++i)
-    if (isMapped(i))
+    if (isMapped(i) && !isPerRowInput(i))
       return true;
   return !getBody().empty() && !getBody().front().getOps<IndexOp>().empty();
 }
 
 bool GenericOp::isBroadcast(Value buffer) {
   if (cast<MemRefType>(buffer.getType()).getNumElements() != 1 ||
-      llvm::is_contained(getReductions(), buffer))
+      isPerRowOutput(buffer) || llvm::is_contained(getReductions(), buffer))
     return false;
   // One element in a segment of more (any segment it is in: a buffer of
   // one element read at every index of one is read once by all).
@@ -372,20 +408,53 @@ bool GenericOp::isPerColumn(Value buffer) {
          getNumElements() > columns && llvm::is_contained(getInputs(), buffer);
 }
 
+bool GenericOp::isPerRowInput(unsigned index) {
+  // Rows of one column read every input at its index (d0 floordiv 1 is d0).
+  int64_t columns = getRowLength();
+  return columns > 1 && isMapped(index) &&
+         getInputMap(index) ==
+             AffineMap::get(
+                 1, 0, getAffineDimExpr(0, getContext()).floorDiv(columns));
+}
+
+bool GenericOp::isPerRowOutput(Value buffer) {
+  int64_t columns = getRowLength(), elements = getNumElements();
+  return columns > 0 &&
+         cast<MemRefType>(buffer.getType()).getNumElements() ==
+             elements / columns &&
+         elements / columns < elements &&
+         llvm::is_contained(getOutputs(), buffer);
+}
+
 DenseSet<Value> GenericOp::getUniformValues() {
   DenseSet<Value> uniform;
   Block &body = getBody().front();
   for (auto [arg, input] : llvm::zip(body.getArguments(), getInputs()))
     if (isBroadcast(input))
       uniform.insert(arg);
-  // A row sum differs from row to row, whatever it sums; the index from
-  // index to index.
+  // A row reduction differs from row to row, whatever it reduces; the
+  // index and column from index to index.
   for (Operation &op : body.without_terminator())
-    if (!isa<RowSumOp, IndexOp>(op) &&
+    if (!isRowReduction(&op) && !isa<IndexOp, ColumnOp>(op) &&
         llvm::all_of(op.getOperands(),
                      [&](Value v) { return uniform.contains(v); }))
       uniform.insert(op.getResults().begin(), op.getResults().end());
   return uniform;
+}
+
+DenseSet<Value> GenericOp::getRowUniformValues() {
+  DenseSet<Value> rowUniform = getUniformValues();
+  Block &body = getBody().front();
+  for (auto [i, arg] : llvm::enumerate(body.getArguments()))
+    if (isPerRowInput(i))
+      rowUniform.insert(arg);
+  for (Operation &op : body.without_terminator())
+    if (isRowReduction(&op) || (!isa<IndexOp, ColumnOp>(op) &&
+                                llvm::all_of(op.getOperands(), [&](Value v) {
+                                  return rowUniform.contains(v);
+                                })))
+      rowUniform.insert(op.getResults().begin(), op.getResults().end());
+  return rowUniform;
 }
 
 SmallVector<Value> GenericOp::getReductionsOfKind(ReductionKind kind) {
@@ -612,8 +681,9 @@ LogicalResult GenericOp::verifyInputMaps() {
     return emitOpError() << "has " << maps.size() << " input maps for "
                          << getInputs().size() << " inputs";
   if (readsAcrossIndices() && getRowLength() != 0)
-    return emitOpError() << "a row kernel reads each input at its index (no "
-                            "input maps, no kernel.index)";
+    return emitOpError() << "a row kernel reads each input at its index, "
+                            "column or row (no other input maps, no "
+                            "kernel.index)";
   for (const GenericSegment &segment : getSegmentList()) {
     if (!getTransposedShape(segment))
       continue;
@@ -742,13 +812,14 @@ LogicalResult GenericOp::verify() {
       bool mapped = k < segment.inputEnd - segment.inputBegin &&
                     isMapped(segment.inputBegin + k);
       if (!mapped && type.getNumElements() != segment.elements &&
-          type.getNumElements() != 1 && !isPerColumn(v))
+          type.getNumElements() != 1 && !isPerColumn(v) && !isPerRowOutput(v))
         return emitOpError()
                << "buffer of type " << type << " has " << type.getNumElements()
                << " elements; every buffer must have " << segment.elements
-               << (getRowLength() ? ", one (broadcast) or, for an input, the "
-                                    "row length"
-                                  : " or one (broadcast)");
+               << (getRowLength()
+                       ? ", one (broadcast), for an input the row length, or "
+                         "for an output one a row"
+                       : " or one (broadcast)");
     }
   }
   for (Value out : getOutputs())
@@ -814,6 +885,14 @@ LogicalResult GenericOp::verifyRegions() {
       return yield.emitOpError()
              << "yields a broadcast output's value that depends on a "
                 "per-element input";
+  DenseSet<Value> rowUniform;
+  if (getRowLength() > 0)
+    rowUniform = getRowUniformValues();
+  for (auto [value, out] : llvm::zip(yield.getValues(), getOutputs()))
+    if (isPerRowOutput(out) && !rowUniform.contains(value))
+      return yield.emitOpError()
+             << "yields a per-row output's value that depends on an element "
+                "(not only on the row's reductions and per-row inputs)";
   for (Operation &op : body.without_terminator()) {
     if (!isMemoryEffectFree(&op) || op.getNumRegions() != 0)
       return op.emitOpError()
@@ -836,26 +915,18 @@ LogicalResult IndexOp::verify() {
   return success();
 }
 
-/// A row sum is in a row kernel and sums no row sum: a row is read once
-/// for its sums, then once for its elements.
-LogicalResult RowSumOp::verify() {
-  auto generic = (*this)->getParentOfType<GenericOp>();
+/// Row reductions and the column are a row kernel's.
+static LogicalResult verifyInRowKernel(Operation *op) {
+  auto generic = op->getParentOfType<GenericOp>();
   if (!generic || generic.getRowLength() == 0)
-    return emitOpError() << "must be in a row kernel (a kernel.generic with "
-                            "a row_length)";
-  SmallVector<Value> worklist = {getValue()};
-  DenseSet<Value> seen;
-  while (!worklist.empty()) {
-    Value v = worklist.pop_back_val();
-    Operation *def = v.getDefiningOp();
-    if (!def || !seen.insert(v).second)
-      continue;
-    if (isa<RowSumOp>(def))
-      return emitOpError() << "sums a value that depends on another row sum";
-    llvm::append_range(worklist, def->getOperands());
-  }
+    return op->emitOpError() << "must be in a row kernel (a kernel.generic "
+                                "with a row_length)";
   return success();
 }
+
+LogicalResult RowSumOp::verify() { return verifyInRowKernel(*this); }
+LogicalResult RowMaxOp::verify() { return verifyInRowKernel(*this); }
+LogicalResult ColumnOp::verify() { return verifyInRowKernel(*this); }
 
 #define GET_OP_CLASSES
 #include "titan/Dialect/Kernel/IR/KernelOps.cpp.inc"

@@ -294,52 +294,116 @@ void emitRounding(OpBuilder &b, Location loc, Value from, Value to,
 /// 512, keep its partials at half its input).
 constexpr int64_t kMinBlockRows = 4;
 
+/// The kernel at the builder writing into `result` (one element) the mean
+/// of `values` (the rows' values of a mean result): a row kernel of one
+/// row, the sum in f64 in the target's fixed order, divided by the count
+/// and rounded once.
+void emitMean(OpBuilder &b, Location loc, Value values, Value result,
+              Value stream) {
+  int64_t count = elementCount(values);
+  auto mean =
+      GenericOp::create(b, loc, ValueRange{values}, ValueRange{result}, stream);
+  mean.setRowLength(count);
+  OpBuilder::InsertionGuard guard(b);
+  Block *body = b.createBlock(&mean.getBody());
+  Value v = convertFloat(b, loc, body->addArgument(elementTypeOf(values), loc),
+                         b.getF64Type());
+  Value sum = RowSumOp::create(b, loc, v.getType(), v);
+  Value total = arith::DivFOp::create(
+      b, loc, sum,
+      arith::ConstantOp::create(b, loc, b.getF64FloatAttr(double(count))));
+  YieldOp::create(b, loc, convertFloat(b, loc, total, elementTypeOf(result)));
+}
+
+/// How a row op's call's buffers meet its rows: the row length C, the
+/// elements N, and the operands and results of one element per column,
+/// per row, or (mean results) one.
+struct RowCallShape {
+  int64_t columns, elements;
+  SmallVector<unsigned> columnOperands, rowOperands, columnSums, rowResults,
+      meanResults;
+
+  /// The element count operand or result `i` must have.
+  int64_t operandElements(unsigned i) const {
+    if (llvm::is_contained(columnOperands, i))
+      return columns;
+    return llvm::is_contained(rowOperands, i) ? elements / columns : elements;
+  }
+  int64_t resultElements(unsigned i) const {
+    if (llvm::is_contained(columnSums, i))
+      return columns;
+    if (llvm::is_contained(rowResults, i))
+      return elements / columns;
+    return llvm::is_contained(meanResults, i) ? 1 : elements;
+  }
+};
+
+/// The shape of `call`'s row op `semantics` when its buffers have it: rows
+/// of the first input's last dimension.
+std::optional<RowCallShape>
+rowCallShape(const RowwiseOpInterface::Concept *semantics, CallOp call) {
+  auto first = cast<MemRefType>(call.getInputs().front().getType());
+  if (first.getRank() < 1 || first.getShape().back() < 1 ||
+      first.getNumElements() < 1)
+    return std::nullopt;
+  RowCallShape shape{
+      first.getShape().back(),          first.getNumElements(),
+      semantics->getColumnOperands(),   semantics->getRowOperands(),
+      semantics->getColumnSumResults(), semantics->getRowResults(),
+      semantics->getMeanResults()};
+  for (auto [i, input] : llvm::enumerate(call.getInputs()))
+    if (elementCount(input) != shape.operandElements(i))
+      return std::nullopt;
+  for (auto [i, output] : llvm::enumerate(call.getOutputs()))
+    if (isFloat8Type(elementTypeOf(output)) ||
+        elementCount(output) != shape.resultElements(i))
+      return std::nullopt;
+  return shape;
+}
+
 /// The row kernel for `call` when its kernel is a row op (RMSNorm and its
-/// gradient) on buffers and types the generator handles, else null: its
-/// rows are the first input's last dimension, its per-column operands and
-/// column-sum results have that many elements, and every other buffer as
-/// many as the first input. A column-sum result becomes a column_sum
-/// reduction in the computation type (into the result, or a temporary
-/// rounded into it after the kernel), its partials in a workspace of at
-/// most `blocks` row blocks of at least kMinBlockRows rows (one block when
-/// there are fewer rows).
+/// gradient, the cross-entropy) on buffers and types the generator
+/// handles, else null: its rows are the first input's last dimension, its
+/// per-column operands and column-sum results have that many elements,
+/// its per-row operands and results one a row (a per-row operand read
+/// through the map `d0 floordiv C`), and every other buffer as many as
+/// the first input. A column-sum result becomes a column_sum reduction in
+/// the computation type (into the result, or a temporary rounded into it
+/// after the kernel), its partials in a workspace of at most `blocks` row
+/// blocks of at least kMinBlockRows rows (one block when there are fewer
+/// rows). A mean result's rows' values go to a temporary in the
+/// computation type, which a kernel after it averages (emitMean).
 GenericOp generateRowCall(CallOp call, int64_t blocks) {
   MLIRContext *ctx = call.getContext();
   const RowwiseOpInterface::Concept *semantics =
       lookupRowwiseSemantics(ctx, ("titan." + call.getKernel()).str());
   if (!semantics || call.getInputs().empty() || call.getOutputs().empty())
     return nullptr;
-  auto first = cast<MemRefType>(call.getInputs().front().getType());
-  if (first.getRank() < 1 || first.getShape().back() < 1 ||
-      first.getNumElements() < 1)
-    return nullptr;
-  int64_t columns = first.getShape().back(), elements = first.getNumElements();
-  SmallVector<unsigned> perColumn = semantics->getColumnOperands();
-  SmallVector<unsigned> columnSums = semantics->getColumnSumResults();
-  for (auto [i, input] : llvm::enumerate(call.getInputs()))
-    if (elementCount(input) !=
-        (llvm::is_contained(perColumn, i) ? columns : elements))
-      return nullptr;
-  for (auto [i, output] : llvm::enumerate(call.getOutputs()))
-    if (isFloat8Type(elementTypeOf(output)) ||
-        elementCount(output) !=
-            (llvm::is_contained(columnSums, i) ? columns : elements))
-      return nullptr;
+  std::optional<RowCallShape> shape = rowCallShape(semantics, call);
   std::optional<FloatType> compute =
       computeType(ctx, call.getInputs(), call.getOutputs());
-  if (!compute || llvm::any_of(call.getInputs(), [](Value v) {
+  if (!shape || !compute || llvm::any_of(call.getInputs(), [](Value v) {
         return isFloat8Type(elementTypeOf(v));
       }))
     return nullptr;
+  int64_t columns = shape->columns, elements = shape->elements;
+  int64_t rows = elements / columns;
 
   OpBuilder b(call);
   Location loc = call.getLoc();
   // The column sums' buffers: the result, or a total in the computation
-  // type to round into it after the kernel.
+  // type to round into it after the kernel; a mean's rows' values.
   SmallVector<Value> outputs, reductions;
-  SmallVector<std::pair<Value, Value>> roundings;
+  SmallVector<std::pair<Value, Value>> roundings, means;
   for (auto [i, output] : llvm::enumerate(call.getOutputs())) {
-    if (!llvm::is_contained(columnSums, i)) {
+    if (llvm::is_contained(shape->meanResults, unsigned(i))) {
+      Value values = AllocOp::create(b, loc, MemRefType::get({rows}, *compute),
+                                     AllocKind::Temporary, IntegerAttr());
+      means.push_back({values, output});
+      outputs.push_back(values);
+      continue;
+    }
+    if (!llvm::is_contained(shape->columnSums, unsigned(i))) {
       outputs.push_back(output);
       continue;
     }
@@ -353,7 +417,6 @@ GenericOp generateRowCall(CallOp call, int64_t blocks) {
   }
   Value workspace;
   if (!reductions.empty()) {
-    int64_t rows = elements / columns;
     int64_t p = std::clamp<int64_t>(blocks, 1,
                                     std::max<int64_t>(1, rows / kMinBlockRows));
     workspace = AllocOp::create(
@@ -367,9 +430,20 @@ GenericOp generateRowCall(CallOp call, int64_t blocks) {
       b, loc, call.getInputs(), outputs, workspace, reductions,
       call.getStream(), b.getArrayAttr(kinds), b.getDenseI64ArrayAttr({}),
       b.getDenseI64ArrayAttr({}), b.getI64IntegerAttr(columns));
+  if (!shape->rowOperands.empty() && columns > 1) {
+    AffineMap identity = AffineMap::getMultiDimIdentityMap(1, ctx);
+    AffineMap perRow =
+        AffineMap::get(1, 0, getAffineDimExpr(0, ctx).floorDiv(columns));
+    SmallVector<AffineMap> maps;
+    for (unsigned i = 0, e = call.getInputs().size(); i < e; ++i)
+      maps.push_back(llvm::is_contained(shape->rowOperands, i) ? perRow
+                                                               : identity);
+    generic.setInputMapsAttr(b.getAffineMapArrayAttr(maps));
+  }
   auto discard = [&] {
     generic.erase();
-    for (Value v : llvm::concat<Value>(reductions, ValueRange(workspace)))
+    for (Value v :
+         llvm::concat<Value>(reductions, outputs, ValueRange(workspace)))
       if (v && !llvm::is_contained(call.getOutputs(), v))
         eraseIfUnused(v);
     return nullptr;
@@ -378,30 +452,43 @@ GenericOp generateRowCall(CallOp call, int64_t blocks) {
     OpBuilder::InsertionGuard guard(b);
     Block *body = b.createBlock(&generic.getBody());
     SmallVector<Value> operands;
-    for (Value input : call.getInputs())
-      operands.push_back(convertFloat(
-          b, loc, body->addArgument(elementTypeOf(input), loc), *compute));
-    SmallVector<Value> results = semantics->buildRowScalar(
-        b, loc, operands, call.getParams().getValue(), columns,
-        [&](Value v) -> Value {
-          return RowSumOp::create(b, loc, v.getType(), v);
-        });
+    for (Value input : call.getInputs()) {
+      Value arg = body->addArgument(elementTypeOf(input), loc);
+      operands.push_back(isa<FloatType>(arg.getType())
+                             ? convertFloat(b, loc, arg, *compute)
+                             : arg);
+    }
+    auto sum = [&](Value v) -> Value {
+      return RowSumOp::create(b, loc, v.getType(), v);
+    };
+    auto max = [&](Value v) -> Value {
+      return RowMaxOp::create(b, loc, v.getType(), v);
+    };
+    auto column = [&]() -> Value {
+      return ColumnOp::create(b, loc, b.getI64Type());
+    };
+    SmallVector<Value> results =
+        semantics->buildRowScalar(b, loc, operands, call.getParams().getValue(),
+                                  columns, RowBuilders{sum, max, column});
     if (results.size() != call.getOutputs().size())
       return discard();
-    // The outputs' elements rounded, then the column sums' addends.
+    // The outputs' elements rounded (a mean's rows' values in the
+    // computation type), then the column sums' addends.
     SmallVector<Value> yielded, addends;
     for (auto [i, result] : llvm::enumerate(results)) {
-      if (llvm::is_contained(columnSums, i))
+      if (llvm::is_contained(shape->columnSums, unsigned(i)))
         addends.push_back(result);
       else
-        yielded.push_back(
-            convertFloat(b, loc, result, elementTypeOf(call.getOutputs()[i])));
+        yielded.push_back(convertFloat(b, loc, result,
+                                       elementTypeOf(outputs[yielded.size()])));
     }
     llvm::append_range(yielded, addends);
     YieldOp::create(b, loc, yielded);
   }
   for (auto [total, output] : roundings)
     emitRounding(b, loc, total, output, call.getStream());
+  for (auto [values, output] : means)
+    emitMean(b, loc, values, output, call.getStream());
   return generic;
 }
 
@@ -777,13 +864,8 @@ private:
   /// tiles; the consumer reads the link at its index alone, and neither
   /// writes what the other reads through a map (another index's element).
   static bool mapsFuse(GenericOp producer, GenericOp consumer, Value link) {
-    if (!producer.readsAcrossIndices() && !consumer.readsAcrossIndices())
-      return true;
-    if (producer.getNumElements() != consumer.getNumElements())
-      return false;
-    for (GenericOp g : {producer, consumer})
-      if (g.getRowLength() || !g.getTransposedOutputs().empty())
-        return false;
+    // Neither writes what either reads through a map (a row kernel's
+    // per-row inputs too).
     auto writes = [](GenericOp g, Value buffer) {
       return llvm::any_of(g.getOutputs(), [&](Value out) {
         return viewedBuffer(out) == viewedBuffer(buffer);
@@ -794,6 +876,13 @@ private:
         if (reader.isMapped(i) &&
             (writes(producer, input) || writes(consumer, input)))
           return false;
+    if (!producer.readsAcrossIndices() && !consumer.readsAcrossIndices())
+      return true;
+    if (producer.getNumElements() != consumer.getNumElements())
+      return false;
+    for (GenericOp g : {producer, consumer})
+      if (g.getRowLength() || !g.getTransposedOutputs().empty())
+        return false;
     return true;
   }
 

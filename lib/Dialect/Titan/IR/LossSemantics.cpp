@@ -1,10 +1,11 @@
-//===- LossSemantics.cpp - the loss gradients' scalar bodies --------------===//
+//===- LossSemantics.cpp - the loss's scalar bodies -----------------------===//
 //
-// One element of each gradient of the cross-entropy's pieces (TitanOps.td's
-// formulas), from the logit at the index and its row's label and
-// statistics, read at the row through input maps. The generated kernels
-// are the only implementation; the column is the index modulo the row
-// length.
+// The cross-entropy's rows (a row op: each row's max, sum of exponentials
+// and target logit) and one element of each gradient of the
+// cross-entropy's pieces (TitanOps.td's formulas), from the logit at the
+// index and its row's label and statistics, read at the row through input
+// maps. The generated kernels are the only implementation; a gradient's
+// column is the index modulo the row length.
 //
 // A label outside the row matches no column (the column is unsigned, the
 // label signed). The step's labels come from the token file, whose reader
@@ -13,10 +14,13 @@
 //===----------------------------------------------------------------------===//
 
 #include "titan/Dialect/Titan/IR/PointwiseInterface.h"
+#include "titan/Dialect/Titan/IR/RowwiseInterface.h"
 #include "titan/Dialect/Titan/IR/TitanOps.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Math/IR/Math.h"
+
+#include <limits>
 
 using namespace mlir;
 using namespace titan;
@@ -74,6 +78,54 @@ Value isColumn(OpBuilder &b, Location loc, Value index, int64_t columns,
 }
 
 } // namespace
+
+//===----------------------------------------------------------------------===//
+// titan.cross_entropy: each row's lse = m + log(sum exp(x - m)), m its max,
+// and its loss lse - x[label], whose mean is the result
+//===----------------------------------------------------------------------===//
+
+/// (logit, label) -> (the row's loss, the row's lse), in the computation
+/// type. The target logit is the row's sum of the logit at the label's
+/// column and zeros: exact, and NaN logits elsewhere do not reach it. A
+/// label outside [0, V) (checked once a row) makes the loss NaN, as the
+/// retired CUDA kernel did; so does an infinite logit (x - max is NaN
+/// there), where torch.logsumexp gives an infinity: either stops a run.
+SmallVector<Value> CrossEntropyOp::buildRowScalar(OpBuilder &b, Location loc,
+                                                  ValueRange operands,
+                                                  ArrayRef<Attribute> params,
+                                                  int64_t rowLength,
+                                                  const RowBuilders &row) {
+  if (operands.size() != 2 || !isa<FloatType>(operands[0].getType()) ||
+      !operands[1].getType().isSignlessInteger() || rowLength <= 0)
+    return {};
+  Value x = operands[0];
+  auto constant = [&](double v) {
+    return buildFloatConstantLike(b, loc, x, v);
+  };
+  Value max = row.max(x);
+  Value sum = row.sum(
+      math::ExpOp::create(b, loc, arith::SubFOp::create(b, loc, x, max)));
+  Value lse =
+      arith::AddFOp::create(b, loc, max, math::LogOp::create(b, loc, sum));
+  Value label = toI64(b, loc, operands[1]);
+  Value atLabel = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq,
+                                        row.column(), label);
+  Value target =
+      row.sum(arith::SelectOp::create(b, loc, atLabel, x, constant(0)));
+  // The label names a column: 0 <= label < V, as an unsigned compare.
+  Value found = arith::CmpIOp::create(
+      b, loc, arith::CmpIPredicate::ult, label,
+      arith::ConstantOp::create(b, loc, b.getI64IntegerAttr(rowLength)));
+  Value loss = arith::SelectOp::create(
+      b, loc, found, arith::SubFOp::create(b, loc, lse, target),
+      constant(std::numeric_limits<double>::quiet_NaN()));
+  return {loss, lse};
+}
+
+SmallVector<unsigned> CrossEntropyOp::getColumnOperands() { return {}; }
+SmallVector<unsigned> CrossEntropyOp::getRowOperands() { return {1}; }
+SmallVector<unsigned> CrossEntropyOp::getRowResults() { return {1}; }
+SmallVector<unsigned> CrossEntropyOp::getMeanResults() { return {0}; }
 
 //===----------------------------------------------------------------------===//
 // titan.cross_entropy_grad: grad / T * (exp(x - lse[t]) - onehot)

@@ -26,14 +26,14 @@ titan::lookupRowwiseSemantics(MLIRContext *ctx, StringRef name) {
 }
 
 namespace {
-/// 1 / sqrt(sum(x * x) / C + eps) over x's row of C (`rowSum`), in x's
+/// 1 / sqrt(sum(x * x) / C + eps) over x's row of C (`row.sum`), in x's
 /// type: the forward's and the backward's one definition of r.
 Value inverseRms(OpBuilder &b, Location loc, Value x, FloatAttr eps,
-                 int64_t rowLength, function_ref<Value(Value)> rowSum) {
+                 int64_t rowLength, const RowBuilders &row) {
   auto constant = [&](double v) {
     return buildFloatConstantLike(b, loc, x, v);
   };
-  Value sum = rowSum(arith::MulFOp::create(b, loc, x, x));
+  Value sum = row.sum(arith::MulFOp::create(b, loc, x, x));
   Value mean = arith::DivFOp::create(b, loc, sum, constant(double(rowLength)));
   Value rms = math::SqrtOp::create(
       b, loc,
@@ -47,15 +47,16 @@ Value inverseRms(OpBuilder &b, Location loc, Value x, FloatAttr eps,
 /// PyTorch's fused CUDA rms_norm do). 1 / sqrt is correctly rounded on
 /// every target (not an approximate rsqrt), so the host and the GPU differ
 /// only in the order of the row's sum.
-SmallVector<Value>
-RMSNormOp::buildRowScalar(OpBuilder &b, Location loc, ValueRange operands,
-                          ArrayRef<Attribute> params, int64_t rowLength,
-                          function_ref<Value(Value)> rowSum) {
+SmallVector<Value> RMSNormOp::buildRowScalar(OpBuilder &b, Location loc,
+                                             ValueRange operands,
+                                             ArrayRef<Attribute> params,
+                                             int64_t rowLength,
+                                             const RowBuilders &row) {
   auto eps = params.empty() ? FloatAttr() : dyn_cast<FloatAttr>(params[0]);
   if (operands.size() != 2 || !eps || rowLength <= 0)
     return {};
   Value x = operands[0], weight = operands[1];
-  Value inverse = inverseRms(b, loc, x, eps, rowLength, rowSum);
+  Value inverse = inverseRms(b, loc, x, eps, rowLength, row);
   Value normalized = arith::MulFOp::create(b, loc, x, inverse);
   return {arith::MulFOp::create(b, loc, normalized, weight)};
 }
@@ -67,18 +68,19 @@ SmallVector<unsigned> RMSNormOp::getColumnOperands() { return {1}; }
 /// dx = r * (dy * w - xhat * sum(dy * w * x) * r / C) with xhat = x * r,
 /// and dw sums dy * xhat over the rows (a column sum). Both row sums read
 /// elements only, so a row is read once for them and once for dx.
-SmallVector<Value>
-RMSNormGradOp::buildRowScalar(OpBuilder &b, Location loc, ValueRange operands,
-                              ArrayRef<Attribute> params, int64_t rowLength,
-                              function_ref<Value(Value)> rowSum) {
+SmallVector<Value> RMSNormGradOp::buildRowScalar(OpBuilder &b, Location loc,
+                                                 ValueRange operands,
+                                                 ArrayRef<Attribute> params,
+                                                 int64_t rowLength,
+                                                 const RowBuilders &row) {
   auto eps = params.empty() ? FloatAttr() : dyn_cast<FloatAttr>(params[0]);
   if (operands.size() != 3 || !eps || rowLength <= 0)
     return {};
   Value x = operands[0], weight = operands[1], dy = operands[2];
-  Value inverse = inverseRms(b, loc, x, eps, rowLength, rowSum);
+  Value inverse = inverseRms(b, loc, x, eps, rowLength, row);
   Value columns = buildFloatConstantLike(b, loc, x, double(rowLength));
   Value scaled = arith::MulFOp::create(b, loc, dy, weight);
-  Value dot = rowSum(arith::MulFOp::create(b, loc, scaled, x));
+  Value dot = row.sum(arith::MulFOp::create(b, loc, scaled, x));
   Value xhat = arith::MulFOp::create(b, loc, x, inverse);
   Value projection = arith::DivFOp::create(
       b, loc, arith::MulFOp::create(b, loc, dot, inverse), columns);

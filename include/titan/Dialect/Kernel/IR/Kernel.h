@@ -52,6 +52,12 @@ inline mlir::Value viewedBuffer(mlir::Value v) {
   return v;
 }
 
+/// Whether `op` reduces a value over its row of a row kernel
+/// (kernel.row_sum, kernel.row_max).
+inline bool isRowReduction(mlir::Operation *op) {
+  return mlir::isa<RowSumOp, RowMaxOp>(op);
+}
+
 /// The mesh-axis mask of the group `op` communicates over: a collective's,
 /// or a kernel call's that exchanges data inside the call (the catalog's
 /// kCommunicates, e.g. async TP's collective matmuls); its `axis_mask`

@@ -295,10 +295,19 @@ def Kernel_GenericOp : Kernel_Op<"generic", [AttrSizedOperandSegments,
     `row_length` C (0: none) makes a row kernel, which runs by rows of C
     elements (Inductor's persistent reductions): an input of C elements
     (but one of N) is read at the index's column (a norm's weight), and
-    the body may take `kernel.row_sum`s, each the sum over the index's row
-    of a value computed from elements. A target computes a row's sums
-    before its elements (a second read of the row, from the cache). A row
-    kernel has one segment and no transposed outputs.
+    the body may take row reductions (`kernel.row_sum`, `kernel.row_max`),
+    each over the index's row of a value computed from elements, and the
+    column (`kernel.column`). A reduction may depend on others (the
+    cross-entropy's sum of exp(x - max) on the row's max): a target
+    computes a row's reductions in stages, each stage one read of the row
+    (from the cache after the first), before its elements. An input read
+    through the map `d0 floordiv C` has an element per row (a label), read
+    once per row; an output of R = N / C elements, R < N, has one per row
+    (a log-sum-exp, or with one row the kernel's total), written once per
+    row with a value computed from the row's reductions, its per-row
+    inputs and the broadcast inputs. A kernel with no other outputs and
+    no reductions reads a row only for its reductions. A row kernel has
+    one segment and no transposed outputs, and maps no input otherwise.
 
     A row kernel's `column_sum` reductions (C elements each, of one type T,
     f32 or f64) sum a value over the rows, per column (a norm's weight
@@ -324,8 +333,9 @@ def Kernel_GenericOp : Kernel_Op<"generic", [AttrSizedOperandSegments,
     and its cos/sin table at the index's position and pair); a mapped
     input is read at another index than the one written, so no output may
     be its buffer, and its element count does not size the kernel.
-    `kernel.index` gives the body the index itself. Row kernels and
-    segments in tiles (writing a transposed output) have neither.
+    `kernel.index` gives the body the index itself. Segments in tiles
+    (writing a transposed output) have neither, nor row kernels (but for
+    their per-row inputs).
 
     ```mlir
     kernel.generic ins(%g, %u : memref<8x64xbf16>, memref<8x64xbf16>)
@@ -400,8 +410,20 @@ def Kernel_GenericOp : Kernel_Op<"generic", [AttrSizedOperandSegments,
     bool readsAcrossIndices();
     /// The bytes one launch reads and writes: each segment's buffers once
     /// (a buffer several of its inputs read, under different maps, is read
-    /// once: the other reads hit the cache), the workspace once.
+    /// once: the other reads hit the cache), the workspace once. A row
+    /// kernel's rows of more than kRowCacheBytes are read again from
+    /// memory for each further pass (getRowPasses).
     int64_t getTrafficBytes();
+    /// How many times a row kernel reads each row: once per stage of its
+    /// row reductions (a reduction of values that depend on another's
+    /// comes a pass later), and once more for its elements when it writes
+    /// any; 0 for other kernels.
+    int64_t getRowPasses();
+    /// The bytes of a row a later pass finds in the cache: a block's share
+    /// of a GPU SM's 256 KiB L1 at the 8 blocks an SM the launcher allows
+    /// (an RMSNorm's rows of 8 KiB are; the cross-entropy's 128256 bf16
+    /// logits a row are not).
+    static constexpr int64_t kRowCacheBytes = 32 * 1024;
     /// Whether `buffer` (an input or output) is broadcast: one element, in
     /// a kernel (a segment) of more.
     bool isBroadcast(::mlir::Value buffer);
@@ -411,6 +433,16 @@ def Kernel_GenericOp : Kernel_Op<"generic", [AttrSizedOperandSegments,
     /// Whether input `buffer` of a row kernel is read at the index's
     /// column: C elements (the row length) in a kernel of more.
     bool isPerColumn(::mlir::Value buffer);
+    /// Whether input `index` of a row kernel is read once per row (mapped
+    /// by `d0 floordiv C`).
+    bool isPerRowInput(unsigned index);
+    /// Whether output `buffer` of a row kernel has an element per row:
+    /// R = N / C elements, fewer than N.
+    bool isPerRowOutput(::mlir::Value buffer);
+    /// The body's values that are the same at every index of a row: the
+    /// uniform values, the per-row inputs' arguments, the row reductions
+    /// and what is computed from those alone.
+    ::llvm::DenseSet<::mlir::Value> getRowUniformValues();
     /// The reductions of kind `kind`, in order.
     ::llvm::SmallVector<::mlir::Value> getReductionsOfKind(ReductionKind kind);
     /// Whether reduction `buffer` is a column sum.
@@ -460,24 +492,58 @@ def Kernel_IndexOp : Kernel_Op<"index", [Pure, HasParent<"GenericOp">]> {
   let hasVerifier = 1;
 }
 
-def Kernel_RowSumOp : Kernel_Op<"row_sum", [Pure, AllTypesMatch<["value", "result"]>,
-    HasParent<"GenericOp">]> {
+class Kernel_RowReductionOp<string mnemonic>
+    : Kernel_Op<mnemonic, [Pure, AllTypesMatch<["value", "result"]>,
+                           HasParent<"GenericOp">]> {
+  // The computation types of generated kernels.
+  let arguments = (ins AnyTypeOf<[F32, F64]>:$value);
+  let results = (outs AnyTypeOf<[F32, F64]>:$result);
+  let assemblyFormat = "$value attr-dict `:` type($result)";
+  let hasVerifier = 1;
+}
+
+def Kernel_RowSumOp : Kernel_RowReductionOp<"row_sum"> {
   let summary = "the sum of a value over the index's row of a row kernel";
   let description = [{
     In a row kernel (`row_length` C), the sum of `value` over the C indices
-    of the current index's row, the same at each of them. `value` depends
-    on no row sum (a row is read once for its sums, once for its
-    elements). The sum's order is fixed by C and the target alone, so a
-    kernel gives the same bits for any thread count or grid.
+    of the current index's row, the same at each of them. `value` may
+    depend on other row reductions (a target computes those in an earlier
+    read of the row). The sum's order is fixed by C and the target alone,
+    so a kernel gives the same bits for any thread count or grid.
 
     ```mlir
     %ss = kernel.row_sum %sq : f32
     ```
   }];
-  // The computation types of generated kernels.
-  let arguments = (ins AnyTypeOf<[F32, F64]>:$value);
-  let results = (outs AnyTypeOf<[F32, F64]>:$result);
-  let assemblyFormat = "$value attr-dict `:` type($result)";
+}
+
+def Kernel_RowMaxOp : Kernel_RowReductionOp<"row_max"> {
+  let summary = "the largest value over the index's row of a row kernel";
+  let description = [{
+    In a row kernel, the maximum of `value` over the index's row, as
+    `arith.maximumf` combines (NaN wins, -0 below +0, as `torch.max`):
+    exact, so the same bits in any order, on every target. A row of
+    -infinity gives -infinity.
+
+    ```mlir
+    %m = kernel.row_max %x : f32
+    ```
+  }];
+}
+
+def Kernel_ColumnOp : Kernel_Op<"column", [Pure, HasParent<"GenericOp">]> {
+  let summary = "the index's column in a row kernel";
+  let description = [{
+    The column (0 to C - 1) of the index in a row kernel of rows of C: the
+    cross-entropy's target logit is the row's element whose column is its
+    label.
+
+    ```mlir
+    %j = kernel.column : i64
+    ```
+  }];
+  let results = (outs I64:$result);
+  let assemblyFormat = "attr-dict `:` type($result)";
   let hasVerifier = 1;
 }
 

@@ -6,6 +6,19 @@
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/OpDefinition.h"
 
+namespace titan {
+/// What a row op's scalar body (RowwiseOpInterface::buildRowScalar) builds
+/// its row-wide values with.
+struct RowBuilders {
+  /// The sum over the element's row of a value (f32 or f64).
+  llvm::function_ref<mlir::Value(mlir::Value)> sum;
+  /// The largest of a value over the row (NaN wins, as torch.max).
+  llvm::function_ref<mlir::Value(mlir::Value)> max;
+  /// The element's column (i64, 0 to C - 1).
+  llvm::function_ref<mlir::Value()> column;
+};
+} // namespace titan
+
 #include "titan/Dialect/Titan/IR/RowwiseInterface.h.inc"
 
 namespace titan {

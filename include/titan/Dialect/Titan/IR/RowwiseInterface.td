@@ -18,13 +18,22 @@ def Titan_RowwiseOpInterface : OpInterface<"RowwiseOpInterface"> {
     An op whose every result element at (row r, column j) of the operands'
     last dimension (of `C` columns) depends only on the operands' elements
     there, on per-column operands' element j (`getColumnOperands`: a
-    norm's weight, of `C` elements) and on sums over row r of such values.
-    Its scalar semantics is `buildRowScalar`: given one element of each
-    operand, widened to the computation type (as a pointwise op's), `C` and
-    a `rowSum` callback that builds the sum over the element's row of a
-    value computed from elements (the kernel generator's `kernel.row_sum`),
-    it builds arith/math ops computing each result's element. The
-    generator rounds each result to its element type.
+    norm's weight, of `C` elements), on per-row operands' element r
+    (`getRowOperands`: a label) and on reductions over row r of such
+    values. Its scalar semantics is `buildRowScalar`: given one element of
+    each operand, a float widened to the computation type (as a pointwise
+    op's), an integer as it is, `C`, and `RowBuilders` that build the sum
+    or the maximum over the element's row of a value computed from
+    elements (the kernel generator's `kernel.row_sum`, `kernel.row_max`)
+    and the element's column, it builds arith/math ops computing each
+    result's element. The generator rounds each result to its element
+    type.
+
+    A result of one element per row (`getRowResults`: a log-sum-exp) is
+    built from the row's reductions and per-row operands alone. A result
+    of one element (`getMeanResults`: the mean loss) is the mean over the
+    rows of the value built for it (a value per row, as a row result's),
+    summed in f64 in a fixed order and rounded once.
 
     A result of `C` elements (`getColumnSumResults`: a norm's weight
     gradient) is a sum over the rows, per column: `buildRowScalar` gives
@@ -48,7 +57,7 @@ def Titan_RowwiseOpInterface : OpInterface<"RowwiseOpInterface"> {
            "::mlir::ValueRange":$operands,
            "::llvm::ArrayRef<::mlir::Attribute>":$params,
            "int64_t":$rowLength,
-           "::llvm::function_ref<::mlir::Value(::mlir::Value)>":$rowSum)>,
+           "const ::titan::RowBuilders &":$row)>,
     StaticInterfaceMethod<[{
         The operands of one element per column, read at the element's column
         (a norm's weight); the others have an element per index.
@@ -59,6 +68,23 @@ def Titan_RowwiseOpInterface : OpInterface<"RowwiseOpInterface"> {
         its value at the column; the others have an element per index.
       }],
       "::llvm::SmallVector<unsigned>", "getColumnSumResults", (ins), [{}],
+      [{ return {}; }]>,
+    StaticInterfaceMethod<[{
+        The operands of one element per row (the operands' leading shape),
+        read at the element's row.
+      }],
+      "::llvm::SmallVector<unsigned>", "getRowOperands", (ins), [{}],
+      [{ return {}; }]>,
+    StaticInterfaceMethod<[{
+        The results of one element per row, each its row's value.
+      }],
+      "::llvm::SmallVector<unsigned>", "getRowResults", (ins), [{}],
+      [{ return {}; }]>,
+    StaticInterfaceMethod<[{
+        The results of one element, each the mean over the rows of a value
+        per row (summed in f64).
+      }],
+      "::llvm::SmallVector<unsigned>", "getMeanResults", (ins), [{}],
       [{ return {}; }]>,
   ];
 }

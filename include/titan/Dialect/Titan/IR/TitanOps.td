@@ -404,11 +404,13 @@ def Titan_ConcatOp : Titan_Op<"concat", [Pure,
 
 def Titan_CrossEntropyOp : Titan_Op<"cross_entropy", [DeclareOpInterfaceMethods<Titan_AdjointOpInterface>,
     Titan_KernelOpInterface,
+    DeclareOpInterfaceMethods<Titan_RowwiseOpInterface,
+        ["getRowOperands", "getRowResults", "getMeanResults"]>,
     Pure]> {
   let summary = "mean cross-entropy of logits against integer labels";
   let description = [{
     `logits` is `... x V`, `labels` has the leading shape `...` with values in
-    `[0, V)`. With `T` the number of label positions, computed in float32:
+    `[0, V)`. With `T` the number of label positions:
     `result = (1/T) * sum_t (logsumexp(logits[t, :]) - logits[t, labels[t]])`
     — `torch.nn.functional.cross_entropy` with mean reduction. The result is
     a 0-d float32 tensor. `lse[t] = logsumexp(logits[t, :])` (shape `...`,
@@ -416,6 +418,14 @@ def Titan_CrossEntropyOp : Titan_Op<"cross_entropy", [DeclareOpInterfaceMethods<
     statistic, which titan.cross_entropy_grad takes so that the backward
     reads the logits once (`softmax = exp(logits - lse)`), as the softmax
     statistics of titan.attention.
+
+    Each row is computed in the accumulator type: `m = max(x)`, `lse = m +
+    log(sum exp(x - m))`, the row's loss `lse - x[label]`; a label outside
+    `[0, V)` makes the row's loss (and the result) NaN, which stops a run,
+    as does an infinite logit (its row's lse and loss are NaN, where
+    `torch.logsumexp` gives an infinity).
+    The rows' losses are summed in float64, in a fixed order, divided by
+    `T` and rounded to float32 (LossSemantics.cpp; generated kernels).
 
     ```mlir
     %loss, %lse = titan.cross_entropy %logits, %labels
