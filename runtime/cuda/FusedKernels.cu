@@ -69,85 +69,6 @@ __global__ void embeddingGradRunsKernel(const T *grad, const int32_t *keys,
   }
 }
 
-/// *out = the mean of `values` in a fixed order (one block).
-__global__ void meanKernel(const float *values, int64_t n, float *out) {
-  double s = 0;
-  for (int64_t i = threadIdx.x; i < n; i += kThreads)
-    s += values[i];
-  s = blockSumInOrder(s);
-  if (threadIdx.x == 0)
-    *out = float(s / double(n));
-}
-
-template <typename T>
-__global__ void rowMaxKernel(const T *logits, T *out, int64_t rows,
-                             int64_t vocab) {
-  for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
-    float m = -INFINITY;
-    for (int64_t j = threadIdx.x; j < vocab; j += kThreads)
-      m = fmaxf(m, load(logits, r * vocab + j));
-    m = blockMax(m);
-    if (threadIdx.x == 0)
-      store(out, r, m);
-  }
-}
-
-template <typename T>
-__global__ void sumExpKernel(const T *logits, const T *max, T *out,
-                             int64_t rows, int64_t vocab) {
-  for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
-    float m = load(max, r), s = 0;
-    for (int64_t j = threadIdx.x; j < vocab; j += kThreads)
-      s += expf(load(logits, r * vocab + j) - m);
-    s = blockSum(s);
-    if (threadIdx.x == 0)
-      store(out, r, s);
-  }
-}
-
-/// The column of row r's label in this vocabulary slice, or -1.
-__device__ int64_t labelColumn(const int32_t *labels, int64_t r, int64_t vocab,
-                               const int32_t *vocabStart) {
-  int64_t column = int64_t(labels[r]) - (vocabStart ? *vocabStart : 0);
-  return column >= 0 && column < vocab ? column : -1;
-}
-
-template <typename T>
-__global__ void targetLogitKernel(const T *logits, const int32_t *labels,
-                                  T *out, int64_t rows, int64_t vocab,
-                                  const int32_t *vocabStart) {
-  for (int64_t r = int64_t(blockIdx.x) * kThreads + threadIdx.x; r < rows;
-       r += int64_t(gridDim.x) * kThreads) {
-    int64_t column = labelColumn(labels, r, vocab, vocabStart);
-    // Unsharded, a label outside the vocabulary is NaN: it stops the run.
-    float v = column >= 0  ? load(logits, r * vocab + column)
-              : vocabStart ? 0.0f
-                           : NAN;
-    store(out, r, v);
-  }
-}
-
-template <typename T>
-__global__ void rowLossFromStatsKernel(const T *max, const T *sumExp,
-                                       const T *target, float *rowLoss,
-                                       int64_t rows) {
-  for (int64_t r = int64_t(blockIdx.x) * kThreads + threadIdx.x; r < rows;
-       r += int64_t(gridDim.x) * kThreads)
-    rowLoss[r] = load(max, r) + logf(load(sumExp, r)) - load(target, r);
-}
-
-template <typename T>
-__global__ void
-crossEntropyFromStatsGradKernel(const T *sumExp, const float *dloss,
-                                T *sumExpGrad, T *targetGrad, int64_t rows) {
-  float scale = *dloss / float(rows);
-  for (int64_t r = int64_t(blockIdx.x) * kThreads + threadIdx.x; r < rows;
-       r += int64_t(gridDim.x) * kThreads) {
-    store(sumExpGrad, r, scale / load(sumExp, r));
-    store(targetGrad, r, -scale);
-  }
-}
-
 /// Tensors of one global-norm launch, passed by value (kernel parameters
 /// are captured with a graph; a device array would have to be written
 /// inside the step).
@@ -204,10 +125,6 @@ void titanrt::cuda::embedding(Dtype type, const void *weight,
         dim, vocabStart);
   });
   checkLaunch("embedding");
-}
-
-size_t titanrt::cuda::crossEntropyWorkspaceBytes(int64_t rows) {
-  return size_t(std::max<int64_t>(rows, 1)) * sizeof(float);
 }
 
 size_t titanrt::cuda::globalNormWorkspaceBytes(int64_t count) {
@@ -298,71 +215,4 @@ void titanrt::cuda::embeddingGrad(Dtype type, const void *grad,
         static_cast<T *>(out), n, vocab, dim);
   });
   checkLaunch("embedding_grad");
-}
-
-void titanrt::cuda::rowMax(Dtype type, const void *logits, void *out,
-                           int64_t rows, int64_t vocab, cudaStream_t stream) {
-  dispatch(type, [&](auto *tag) {
-    using T = std::remove_pointer_t<decltype(tag)>;
-    rowMaxKernel<T><<<rowBlocks(rows), kThreads, 0, stream>>>(
-        static_cast<const T *>(logits), static_cast<T *>(out), rows, vocab);
-  });
-  checkLaunch("row_max");
-}
-
-void titanrt::cuda::sumExp(Dtype type, const void *logits, const void *max,
-                           void *out, int64_t rows, int64_t vocab,
-                           cudaStream_t stream) {
-  dispatch(type, [&](auto *tag) {
-    using T = std::remove_pointer_t<decltype(tag)>;
-    sumExpKernel<T><<<rowBlocks(rows), kThreads, 0, stream>>>(
-        static_cast<const T *>(logits), static_cast<const T *>(max),
-        static_cast<T *>(out), rows, vocab);
-  });
-  checkLaunch("sum_exp");
-}
-
-void titanrt::cuda::targetLogit(Dtype type, const void *logits,
-                                const int32_t *labels, void *out, int64_t rows,
-                                int64_t vocab, const int32_t *vocabStart,
-                                cudaStream_t stream) {
-  dispatch(type, [&](auto *tag) {
-    using T = std::remove_pointer_t<decltype(tag)>;
-    targetLogitKernel<T><<<blocksFor(rows), kThreads, 0, stream>>>(
-        static_cast<const T *>(logits), labels, static_cast<T *>(out), rows,
-        vocab, vocabStart);
-  });
-  checkLaunch("target_logit");
-}
-
-void titanrt::cuda::crossEntropyFromStats(Dtype type, const void *max,
-                                          const void *sumExp,
-                                          const void *target, float *loss,
-                                          int64_t rows, void *workspace,
-                                          cudaStream_t stream) {
-  auto *rowLoss = static_cast<float *>(workspace);
-  dispatch(type, [&](auto *tag) {
-    using T = std::remove_pointer_t<decltype(tag)>;
-    rowLossFromStatsKernel<T><<<blocksFor(rows), kThreads, 0, stream>>>(
-        static_cast<const T *>(max), static_cast<const T *>(sumExp),
-        static_cast<const T *>(target), rowLoss, rows);
-  });
-  checkLaunch("cross_entropy_from_stats");
-  meanKernel<<<1, kThreads, 0, stream>>>(rowLoss, rows, loss);
-  checkLaunch("cross_entropy_from_stats (mean)");
-}
-
-void titanrt::cuda::crossEntropyFromStatsGrad(Dtype type, const void *sumExp,
-                                              const float *dloss,
-                                              void *sumExpGrad,
-                                              void *targetGrad, int64_t rows,
-                                              cudaStream_t stream) {
-  dispatch(type, [&](auto *tag) {
-    using T = std::remove_pointer_t<decltype(tag)>;
-    crossEntropyFromStatsGradKernel<T>
-        <<<blocksFor(rows), kThreads, 0, stream>>>(
-            static_cast<const T *>(sumExp), dloss, static_cast<T *>(sumExpGrad),
-            static_cast<T *>(targetGrad), rows);
-  });
-  checkLaunch("cross_entropy_from_stats_grad");
 }

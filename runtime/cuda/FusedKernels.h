@@ -44,30 +44,6 @@ void embeddingGrad(Dtype type, const void *grad, const int32_t *tokens,
                    const int32_t *vocabStart, void *workspace,
                    cudaStream_t stream);
 
-/// The workspace crossEntropyFromStats needs: one f32 loss per row.
-size_t crossEntropyWorkspaceBytes(int64_t rows);
-
-/// Cross-entropy in pieces over a vocabulary shard (loss parallel), as the
-/// CPU kernels of the same names and titan.row_max, sum_exp, target_logit
-/// and cross_entropy_from_stats define them; `vocabStart` (device) as in
-/// embedding. The loss and dloss scalars live on the device.
-void rowMax(Dtype type, const void *logits, void *out, int64_t rows,
-            int64_t vocab, cudaStream_t stream);
-void sumExp(Dtype type, const void *logits, const void *max, void *out,
-            int64_t rows, int64_t vocab, cudaStream_t stream);
-void targetLogit(Dtype type, const void *logits, const int32_t *labels,
-                 void *out, int64_t rows, int64_t vocab,
-                 const int32_t *vocabStart, cudaStream_t stream);
-/// *loss = mean over rows of max + log(sumExp) - target (fixed order);
-/// `workspace` holds crossEntropyWorkspaceBytes(rows).
-void crossEntropyFromStats(Dtype type, const void *max, const void *sumExp,
-                           const void *target, float *loss, int64_t rows,
-                           void *workspace, cudaStream_t stream);
-void crossEntropyFromStatsGrad(Dtype type, const void *sumExp,
-                               const float *dloss, void *sumExpGrad,
-                               void *targetGrad, int64_t rows,
-                               cudaStream_t stream);
-
 /// One f32 tensor of the global gradient norm.
 struct NormTensor {
   const float *data;

@@ -334,32 +334,6 @@ void fill(const Args &c) {
   cuda::fill(c.type(0), c.buffers[0], c.shape(0).numel(), c.floats[0],
              c.stream());
 }
-void rowMax(const Args &c) {
-  Shape s = c.shape(0);
-  cuda::rowMax(c.type(0), c.buffers[0], c.buffers[1], s.rows(), s.back(),
-               c.stream());
-}
-void sumExp(const Args &c) {
-  Shape s = c.shape(0);
-  cuda::sumExp(c.type(0), c.buffers[0], c.buffers[1], c.buffers[2], s.rows(),
-               s.back(), c.stream());
-}
-void targetLogit(const Args &c) {
-  Shape s = c.shape(0);
-  cuda::targetLogit(c.type(0), c.buffers[0], c.buf<int32_t>(1),
-                    c.buffers[c.hasVocabStart() ? 3 : 2], s.rows(), s.back(),
-                    c.vocabStart(), c.stream());
-}
-void crossEntropyFromStats(const Args &c) {
-  cuda::crossEntropyFromStats(c.type(0), c.buffers[0], c.buffers[1],
-                              c.buffers[2], c.buf<float>(3), c.shape(0).numel(),
-                              c.workspace, c.stream());
-}
-void crossEntropyFromStatsGrad(const Args &c) {
-  cuda::crossEntropyFromStatsGrad(c.type(0), c.buffers[0], c.buf<float>(1),
-                                  c.buffers[2], c.buffers[3],
-                                  c.shape(0).numel(), c.stream());
-}
 /// ints: {number of inputs}; the gradients are f32.
 void globalNorm(const Args &c) {
   int64_t count = c.ints[0];

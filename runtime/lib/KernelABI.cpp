@@ -81,28 +81,6 @@ template <typename T> void embeddingGrad(const Call &c) {
                    c.shape(1).numel(), table.dim(0), table.dim(1),
                    c.vocabStart());
 }
-template <typename T> void rowMax(const Call &c) {
-  Shape s = c.shape(0);
-  k::rowMax(c.buf<T>(0), c.buf<T>(1), s.rows(), s.back());
-}
-template <typename T> void sumExp(const Call &c) {
-  Shape s = c.shape(0);
-  k::sumExp(c.buf<T>(0), c.buf<T>(1), c.buf<T>(2), s.rows(), s.back());
-}
-template <typename T> void targetLogit(const Call &c) {
-  Shape s = c.shape(0);
-  k::targetLogit(c.buf<T>(0), c.buf<int32_t>(1),
-                 c.buf<T>(c.hasVocabStart() ? 3 : 2), s.rows(), s.back(),
-                 c.vocabStart());
-}
-template <typename T> void crossEntropyFromStats(const Call &c) {
-  *c.buf<float>(3) = float(k::crossEntropyFromStats(
-      c.buf<T>(0), c.buf<T>(1), c.buf<T>(2), c.shape(0).numel()));
-}
-template <typename T> void crossEntropyFromStatsGrad(const Call &c) {
-  k::crossEntropyFromStatsGrad(c.buf<T>(0), double(*c.buf<float>(1)),
-                               c.buf<T>(2), c.buf<T>(3), c.shape(0).numel());
-}
 /// ints: {scaled, original_max_position_embeddings}; floats: {theta,
 /// scaling_factor, low_freq_factor, high_freq_factor}
 template <typename T> void ropeAngles(const Call &c) {

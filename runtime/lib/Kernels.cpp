@@ -35,25 +35,6 @@ void checkToken(int32_t token, int64_t index, int64_t vocab, const char *what) {
 // (VectorMath.h); the exponentials are f32 for f32 kernels (vmath::fastExp,
 // within 2 ulp), libm's for the f64 ones.
 
-/// A row's max (NaN propagates through the sum instead).
-template <typename T> TITAN_VECTOR_CLONES T rowMaxOf(const T *row, int64_t n) {
-  T max = -INFINITY;
-#pragma omp simd reduction(max : max)
-  for (int64_t j = 0; j < n; ++j)
-    max = row[j] > max ? row[j] : max;
-  return max;
-}
-
-/// sum_j exp(row[j] - max), the exponentials in T, summed in f64.
-template <typename T>
-TITAN_VECTOR_CLONES double sumExpOf(const T *row, T max, int64_t n) {
-  double sum = 0;
-#pragma omp simd reduction(+ : sum)
-  for (int64_t j = 0; j < n; ++j)
-    sum += double(titanrt::vmath::fastExp(row[j] - max));
-  return sum;
-}
-
 /// sum_j x[j]^2 in f64.
 template <typename T>
 TITAN_VECTOR_CLONES double sumOfSquaresOf(const T *x, int64_t n) {
@@ -167,60 +148,6 @@ template void linearGradWeight<BFloat16, float>(const BFloat16 *,
                                                 bool);
 
 template <typename T>
-void rowMax(const T *logits, T *out, int64_t rows, int64_t vocab) {
-#pragma omp parallel for if (rows * vocab >= kParallelWork)
-  for (int64_t r = 0; r < rows; ++r)
-    out[r] = rowMaxOf(logits + r * vocab, vocab);
-}
-
-template <typename T>
-void sumExp(const T *logits, const T *max, T *out, int64_t rows,
-            int64_t vocab) {
-#pragma omp parallel for if (rows * vocab >= kParallelWork)
-  for (int64_t r = 0; r < rows; ++r)
-    out[r] = T(sumExpOf(logits + r * vocab, max[r], vocab));
-}
-
-/// The column of row `r`'s label in this vocabulary slice, or -1.
-int64_t labelColumn(const int32_t *labels, int64_t r, int64_t vocab,
-                    const int32_t *vocabStart) {
-  if (!vocabStart) {
-    checkToken(labels[r], r, vocab, "label");
-    return labels[r];
-  }
-  int64_t column = int64_t(labels[r]) - *vocabStart;
-  return column >= 0 && column < vocab ? column : -1;
-}
-
-template <typename T>
-void targetLogit(const T *logits, const int32_t *labels, T *out, int64_t rows,
-                 int64_t vocab, const int32_t *vocabStart) {
-  for (int64_t r = 0; r < rows; ++r) {
-    int64_t column = labelColumn(labels, r, vocab, vocabStart);
-    out[r] = column < 0 ? T(0) : logits[r * vocab + column];
-  }
-}
-
-template <typename T>
-double crossEntropyFromStats(const T *max, const T *sumExp, const T *target,
-                             int64_t rows) {
-  double total = 0;
-  for (int64_t r = 0; r < rows; ++r)
-    total += double(max[r]) + std::log(double(sumExp[r])) - double(target[r]);
-  return total / double(rows);
-}
-
-template <typename T>
-void crossEntropyFromStatsGrad(const T *sumExp, double dloss, T *sumExpGrad,
-                               T *targetGrad, int64_t rows) {
-  double scale = dloss / double(rows);
-  for (int64_t r = 0; r < rows; ++r) {
-    sumExpGrad[r] = T(scale / double(sumExp[r]));
-    targetGrad[r] = T(-scale);
-  }
-}
-
-template <typename T>
 double sumOfSquares(const T *x, int64_t n, double *partials) {
   int64_t span =
       std::max(titan::cpu::kNormMinSpan,
@@ -248,14 +175,6 @@ double lrSchedule(int64_t step, int64_t totalSteps, double lr,
                              int64_t, int64_t, const int32_t *);               \
   template void embeddingGrad<T>(const T *, const int32_t *, T *, int64_t,     \
                                  int64_t, int64_t, const int32_t *);           \
-  template void rowMax<T>(const T *, T *, int64_t, int64_t);                   \
-  template void sumExp<T>(const T *, const T *, T *, int64_t, int64_t);        \
-  template void targetLogit<T>(const T *, const int32_t *, T *, int64_t,       \
-                               int64_t, const int32_t *);                      \
-  template double crossEntropyFromStats<T>(const T *, const T *, const T *,    \
-                                           int64_t);                           \
-  template void crossEntropyFromStatsGrad<T>(const T *, double, T *, T *,      \
-                                             int64_t);                         \
   template void linear<T>(const T *, const T *, T *, int64_t, int64_t,         \
                           int64_t, bool);                                      \
   template void linearGradInput<T>(const T *, const T *, T *, int64_t,         \

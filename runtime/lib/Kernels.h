@@ -114,23 +114,6 @@ double lrSchedule(int64_t step, int64_t totalSteps, double lr,
                   int decayType /*0 linear, 1 sqrt, 2 cosine*/,
                   double minLrFactor);
 
-/// Cross-entropy in pieces (loss parallel), over `rows` rows of `vocab`
-/// logits; see titan.row_max, sum_exp, target_logit and
-/// cross_entropy_from_stats.
-template <typename T>
-void rowMax(const T *logits, T *out, int64_t rows, int64_t vocab);
-template <typename T>
-void sumExp(const T *logits, const T *max, T *out, int64_t rows, int64_t vocab);
-template <typename T>
-void targetLogit(const T *logits, const int32_t *labels, T *out, int64_t rows,
-                 int64_t vocab, const int32_t *vocabStart);
-template <typename T>
-double crossEntropyFromStats(const T *max, const T *sumExp, const T *target,
-                             int64_t rows);
-template <typename T>
-void crossEntropyFromStatsGrad(const T *sumExp, double dloss, T *sumExpGrad,
-                               T *targetGrad, int64_t rows);
-
 } // namespace titanrt::kernels
 
 #endif // TITANRT_LIB_KERNELS_H

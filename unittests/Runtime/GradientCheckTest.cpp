@@ -134,51 +134,6 @@ TEST_F(GradientCheck, Embedding) {
   expectGradient(w, dw, loss, "weight");
 }
 
-// Loss parallel: cross-entropy from per-shard statistics, combined as the
-// all-reduces do (max, sum, sum), equals the whole-vocabulary loss. (The
-// gradients are generated kernels: generated-loss-grad.test checks the
-// per-shard ones against the whole-vocabulary gradient.)
-TEST_F(GradientCheck, CrossEntropyFromVocabularyShards) {
-  const int64_t rows = 4, vocab = 8, shards = 2, local = vocab / shards;
-  Vec logits = randomVec(rows * vocab, rng, 2.0);
-  std::vector<int32_t> labels = {0, 7, 3, 4};
-  std::vector<Vec> part(shards, Vec(rows * local));
-  for (int64_t s = 0; s < shards; ++s)
-    for (int64_t r = 0; r < rows; ++r)
-      for (int64_t j = 0; j < local; ++j)
-        part[s][r * local + j] = logits[r * vocab + s * local + j];
-
-  Vec max(rows, -INFINITY), sum(rows, 0.0), target(rows, 0.0), t(rows);
-  for (int64_t s = 0; s < shards; ++s) {
-    rowMax(part[s].data(), t.data(), rows, local);
-    for (int64_t r = 0; r < rows; ++r)
-      max[r] = std::max(max[r], t[r]);
-  }
-  for (int64_t s = 0; s < shards; ++s) {
-    int32_t start = int32_t(s * local);
-    sumExp(part[s].data(), max.data(), t.data(), rows, local);
-    for (int64_t r = 0; r < rows; ++r)
-      sum[r] += t[r];
-    targetLogit(part[s].data(), labels.data(), t.data(), rows, local, &start);
-    for (int64_t r = 0; r < rows; ++r)
-      target[r] += t[r];
-  }
-  // The whole-vocabulary loss, mean(logsumexp(row) - row[label]), in f64
-  // (the generated kernel's: generated-cross-entropy.test).
-  double whole = 0;
-  for (int64_t r = 0; r < rows; ++r) {
-    double m = -INFINITY, s = 0;
-    for (int64_t j = 0; j < vocab; ++j)
-      m = std::max(m, logits[r * vocab + j]);
-    for (int64_t j = 0; j < vocab; ++j)
-      s += std::exp(logits[r * vocab + j] - m);
-    whole += m + std::log(s) - logits[r * vocab + labels[r]];
-  }
-  EXPECT_NEAR(
-      crossEntropyFromStats(max.data(), sum.data(), target.data(), rows),
-      whole / double(rows), 1e-12);
-}
-
 // The vocabulary-parallel embedding: the shards' lookups sum to the whole
 // lookup and their gradients are the whole gradient's rows.
 TEST_F(GradientCheck, VocabularyParallelEmbedding) {

@@ -107,12 +107,6 @@ constexpr int64_t embeddingGradWorkspaceBytes(int64_t tokens) {
   return 4 * embeddingGradKeyBytes(tokens) + embeddingGradSortBytes(tokens);
 }
 
-/// Cross-entropy from the loss-parallel statistics: one f32 loss per row,
-/// averaged in a fixed order.
-constexpr int64_t crossEntropyWorkspaceBytes(int64_t rows) {
-  return std::max<int64_t>(rows, 1) * 4;
-}
-
 /// Global norm: f64 partial sums, 64 blocks per tensor.
 constexpr int64_t kNormBlocks = 64;
 constexpr int64_t globalNormWorkspaceBytes(int64_t tensors) {

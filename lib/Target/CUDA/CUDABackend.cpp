@@ -70,11 +70,6 @@ template <typename GemmOp> int64_t gemm(GemmOp) {
   return cuda::kGemmWorkspaceBytes;
 }
 
-/// Each row's loss, averaged in a fixed order afterwards.
-int64_t crossEntropyFromStats(CrossEntropyFromStatsOp op) {
-  return cuda::crossEntropyWorkspaceBytes(elementsOf(op->getOperand(0)));
-}
-
 /// The stable sort of the tokens by row (deterministic sums).
 int64_t embeddingGrad(EmbeddingGradOp op) {
   return cuda::embeddingGradWorkspaceBytes(elementsOf(op.getTokens()));
@@ -174,7 +169,6 @@ public:
     rules.add<LinearOp>(gemm<LinearOp>);
     rules.add<LinearGradInputOp>(gemm<LinearGradInputOp>);
     rules.add<LinearGradWeightOp>(gemm<LinearGradWeightOp>);
-    rules.add<CrossEntropyFromStatsOp>(crossEntropyFromStats);
     rules.add<EmbeddingGradOp>(embeddingGrad);
     rules.add<GlobalNormOp>(globalNorm);
     rules.add<ScaledMatmulOp>(scaledMatmul);

@@ -339,20 +339,29 @@ struct RowCallShape {
 };
 
 /// The shape of `call`'s row op `semantics` when its buffers have it: rows
-/// of the first input's last dimension.
+/// of the first input's last dimension, or of one column when every
+/// operand is a row's (loss parallel's loss from its statistics). A
+/// one-element operand is broadcast (a vocabulary slice's start).
 std::optional<RowCallShape>
 rowCallShape(const RowwiseOpInterface::Concept *semantics, CallOp call) {
   auto first = cast<MemRefType>(call.getInputs().front().getType());
-  if (first.getRank() < 1 || first.getShape().back() < 1 ||
-      first.getNumElements() < 1)
+  SmallVector<unsigned> rowOperands = semantics->getRowOperands();
+  bool allRows = llvm::is_contained(rowOperands, 0u);
+  if (first.getNumElements() < 1 ||
+      (!allRows && (first.getRank() < 1 || first.getShape().back() < 1)))
     return std::nullopt;
-  RowCallShape shape{
-      first.getShape().back(),          first.getNumElements(),
-      semantics->getColumnOperands(),   semantics->getRowOperands(),
-      semantics->getColumnSumResults(), semantics->getRowResults(),
-      semantics->getMeanResults()};
+  if (allRows)
+    rowOperands.clear();
+  RowCallShape shape{allRows ? 1 : first.getShape().back(),
+                     first.getNumElements(),
+                     semantics->getColumnOperands(),
+                     rowOperands,
+                     semantics->getColumnSumResults(),
+                     semantics->getRowResults(),
+                     semantics->getMeanResults()};
   for (auto [i, input] : llvm::enumerate(call.getInputs()))
-    if (elementCount(input) != shape.operandElements(i))
+    if (elementCount(input) != shape.operandElements(i) &&
+        elementCount(input) != 1)
       return std::nullopt;
   for (auto [i, output] : llvm::enumerate(call.getOutputs()))
     if (isFloat8Type(elementTypeOf(output)) ||
@@ -426,10 +435,13 @@ GenericOp generateRowCall(CallOp call, int64_t blocks) {
   }
   SmallVector<Attribute> kinds(
       reductions.size(), ReductionKindAttr::get(ctx, ReductionKind::ColumnSum));
+  // Rows of one column reduce nothing: a pointwise kernel, each row's
+  // reductions its element, its column 0.
+  bool pointwise = columns == 1 && reductions.empty();
   auto generic = GenericOp::create(
       b, loc, call.getInputs(), outputs, workspace, reductions,
       call.getStream(), b.getArrayAttr(kinds), b.getDenseI64ArrayAttr({}),
-      b.getDenseI64ArrayAttr({}), b.getI64IntegerAttr(columns));
+      b.getDenseI64ArrayAttr({}), b.getI64IntegerAttr(pointwise ? 0 : columns));
   if (!shape->rowOperands.empty() && columns > 1) {
     AffineMap identity = AffineMap::getMultiDimIdentityMap(1, ctx);
     AffineMap perRow =
@@ -459,12 +471,14 @@ GenericOp generateRowCall(CallOp call, int64_t blocks) {
                              : arg);
     }
     auto sum = [&](Value v) -> Value {
-      return RowSumOp::create(b, loc, v.getType(), v);
+      return pointwise ? v : RowSumOp::create(b, loc, v.getType(), v);
     };
     auto max = [&](Value v) -> Value {
-      return RowMaxOp::create(b, loc, v.getType(), v);
+      return pointwise ? v : RowMaxOp::create(b, loc, v.getType(), v);
     };
     auto column = [&]() -> Value {
+      if (pointwise)
+        return arith::ConstantOp::create(b, loc, b.getI64IntegerAttr(0));
       return ColumnOp::create(b, loc, b.getI64Type());
     };
     SmallVector<Value> results =

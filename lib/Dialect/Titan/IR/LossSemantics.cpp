@@ -128,6 +128,130 @@ SmallVector<unsigned> CrossEntropyOp::getRowResults() { return {1}; }
 SmallVector<unsigned> CrossEntropyOp::getMeanResults() { return {0}; }
 
 //===----------------------------------------------------------------------===//
+// Loss parallel's pieces: a shard's row max, sum of exp(x - max) and label
+// logit, and the loss from their all-reduced sums
+//===----------------------------------------------------------------------===//
+
+SmallVector<Value> RowMaxOp::buildRowScalar(OpBuilder &b, Location loc,
+                                            ValueRange operands,
+                                            ArrayRef<Attribute>,
+                                            int64_t rowLength,
+                                            const RowBuilders &row) {
+  if (operands.size() != 1 || rowLength <= 0)
+    return {};
+  return {row.max(operands[0])};
+}
+
+SmallVector<unsigned> RowMaxOp::getColumnOperands() { return {}; }
+SmallVector<unsigned> RowMaxOp::getRowResults() { return {0}; }
+
+/// (logit, the whole row's max) -> the row's sum of exp(logit - max).
+SmallVector<Value> SumExpOp::buildRowScalar(OpBuilder &b, Location loc,
+                                            ValueRange operands,
+                                            ArrayRef<Attribute>,
+                                            int64_t rowLength,
+                                            const RowBuilders &row) {
+  if (operands.size() != 2 || rowLength <= 0)
+    return {};
+  Value shifted = arith::SubFOp::create(b, loc, operands[0], operands[1]);
+  return {row.sum(math::ExpOp::create(b, loc, shifted))};
+}
+
+SmallVector<unsigned> SumExpOp::getColumnOperands() { return {}; }
+SmallVector<unsigned> SumExpOp::getRowOperands() { return {1}; }
+SmallVector<unsigned> SumExpOp::getRowResults() { return {0}; }
+
+/// (logit, label[, the slice's start]) -> the row's logit at the label's
+/// column in this slice (the sum of it and zeros), 0 when the label is
+/// outside the slice; without a start the label must name a column (NaN
+/// otherwise, as the retired CUDA kernel gave).
+SmallVector<Value> TargetLogitOp::buildRowScalar(OpBuilder &b, Location loc,
+                                                 ValueRange operands,
+                                                 ArrayRef<Attribute> params,
+                                                 int64_t rowLength,
+                                                 const RowBuilders &row) {
+  auto hasStart =
+      params.size() == 1 ? dyn_cast<IntegerAttr>(params[0]) : IntegerAttr();
+  if (!hasStart || rowLength <= 0 ||
+      operands.size() != (hasStart.getInt() ? 3u : 2u) ||
+      !isa<FloatType>(operands[0].getType()))
+    return {};
+  Value x = operands[0], label = toI64(b, loc, operands[1]);
+  if (operands.size() == 3)
+    label = arith::SubIOp::create(b, loc, label, toI64(b, loc, operands[2]));
+  Value atLabel = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq,
+                                        row.column(), label);
+  Value target = row.sum(arith::SelectOp::create(
+      b, loc, atLabel, x, buildFloatConstantLike(b, loc, x, 0.0)));
+  if (operands.size() == 3)
+    return {target};
+  Value found = arith::CmpIOp::create(
+      b, loc, arith::CmpIPredicate::ult, label,
+      arith::ConstantOp::create(b, loc, b.getI64IntegerAttr(rowLength)));
+  return {arith::SelectOp::create(
+      b, loc, found, target,
+      buildFloatConstantLike(b, loc, x,
+                             std::numeric_limits<double>::quiet_NaN()))};
+}
+
+SmallVector<unsigned> TargetLogitOp::getColumnOperands() { return {}; }
+SmallVector<unsigned> TargetLogitOp::getRowOperands() { return {1}; }
+SmallVector<unsigned> TargetLogitOp::getRowResults() { return {0}; }
+
+/// (max, sum_exp, target) of a row -> its loss, max + log(sum_exp) -
+/// target, whose mean is the result. Every operand is the row's: the rows
+/// are the operands' elements.
+SmallVector<Value> CrossEntropyFromStatsOp::buildRowScalar(
+    OpBuilder &b, Location loc, ValueRange operands, ArrayRef<Attribute>,
+    int64_t rowLength, const RowBuilders &) {
+  if (operands.size() != 3 || rowLength <= 0)
+    return {};
+  Value lse = arith::AddFOp::create(b, loc, operands[0],
+                                    math::LogOp::create(b, loc, operands[1]));
+  return {arith::SubFOp::create(b, loc, lse, operands[2])};
+}
+
+SmallVector<unsigned> CrossEntropyFromStatsOp::getColumnOperands() {
+  return {};
+}
+SmallVector<unsigned> CrossEntropyFromStatsOp::getRowOperands() {
+  return {0, 1, 2};
+}
+SmallVector<unsigned> CrossEntropyFromStatsOp::getMeanResults() { return {0}; }
+
+//===----------------------------------------------------------------------===//
+// titan.cross_entropy_from_stats_grad: (grad / T) / sum_exp[t], -(grad / T)
+//===----------------------------------------------------------------------===//
+
+Reads CrossEntropyFromStatsGradOp::getElementReads(MLIRContext *ctx,
+                                                   ArrayRef<Attribute>,
+                                                   CallShapes shapes) {
+  if (shapes.operands.size() != 2 || elementsOf(shapes.operands[0]) < 1)
+    return {};
+  return {{0, identity(ctx)}, {1, identity(ctx)}};
+}
+
+SmallVector<Value>
+CrossEntropyFromStatsGradOp::buildScalar(OpBuilder &, Location, ValueRange,
+                                         ArrayRef<Attribute>) {
+  return {}; // T is the operands' element count (buildIndexedScalar).
+}
+
+SmallVector<Value> CrossEntropyFromStatsGradOp::buildIndexedScalar(
+    OpBuilder &b, Location loc, ValueRange reads, Value, ArrayRef<Attribute>,
+    CallShapes shapes) {
+  if (reads.size() != 2 || shapes.operands.size() != 2)
+    return {};
+  Value sumExp = reads[0];
+  Value scale = arith::DivFOp::create(
+      b, loc, reads[1],
+      buildFloatConstantLike(b, loc, sumExp,
+                             double(elementsOf(shapes.operands[0]))));
+  return {arith::DivFOp::create(b, loc, scale, sumExp),
+          arith::NegFOp::create(b, loc, scale)};
+}
+
+//===----------------------------------------------------------------------===//
 // titan.cross_entropy_grad: grad / T * (exp(x - lse[t]) - onehot)
 //===----------------------------------------------------------------------===//
 

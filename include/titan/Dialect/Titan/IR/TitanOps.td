@@ -451,6 +451,7 @@ def Titan_CrossEntropyOp : Titan_Op<"cross_entropy", [DeclareOpInterfaceMethods<
 
 def Titan_RowMaxOp : Titan_Op<"row_max", [DeclareOpInterfaceMethods<Titan_AdjointOpInterface>,
     Titan_KernelOpInterface,
+    DeclareOpInterfaceMethods<Titan_RowwiseOpInterface, ["getRowResults"]>,
     Pure]> {
   let summary = "maximum over the last dimension (a shift, no gradient)";
   let description = [{
@@ -471,11 +472,14 @@ def Titan_RowMaxOp : Titan_Op<"row_max", [DeclareOpInterfaceMethods<Titan_Adjoin
 
 def Titan_SumExpOp : Titan_Op<"sum_exp", [DeclareOpInterfaceMethods<Titan_AdjointOpInterface>,
     Titan_KernelOpInterface,
+    DeclareOpInterfaceMethods<Titan_RowwiseOpInterface,
+        ["getRowOperands", "getRowResults"]>,
     Pure]> {
   let summary = "sum over the last dimension of exp(logits - max)";
   let description = [{
-    `result[t] = sum_v exp(logits[t, v] - max[t])`, accumulated in float64 on
-    the CPU target. `max` has the leading shape of `logits`.
+    `result[t] = sum_v exp(logits[t, v] - max[t])`, accumulated in the
+    accumulator type (f64 for f64 logits, else f32). `max` has the leading
+    shape of `logits`.
 
     ```mlir
     %s = titan.sum_exp %logits, %m
@@ -492,13 +496,15 @@ def Titan_SumExpOp : Titan_Op<"sum_exp", [DeclareOpInterfaceMethods<Titan_Adjoin
 
 def Titan_TargetLogitOp : Titan_Op<"target_logit", [DeclareOpInterfaceMethods<Titan_AdjointOpInterface>,
     DeclareOpInterfaceMethods<Titan_KernelOpInterface, ["getKernelParams"]>,
+    DeclareOpInterfaceMethods<Titan_RowwiseOpInterface,
+        ["getRowOperands", "getRowResults"]>,
     Pure]> {
   let summary = "the logit of each row's label (0 outside this vocabulary slice)";
   let description = [{
     `result[t] = logits[t, labels[t] - vocab_start]` when that index lies in
     `[0, V)`, else 0 (`vocab_start` is 0 when absent, and then labels must
-    lie in `[0, V)`). Summed over the slices of a split vocabulary this is
-    the label's logit.
+    lie in `[0, V)`: a label outside gives NaN, which stops a run). Summed
+    over the slices of a split vocabulary this is the label's logit.
 
     ```mlir
     %x = titan.target_logit %logits, %labels vocab_start %start : tensor<i32>
@@ -518,12 +524,16 @@ def Titan_TargetLogitOp : Titan_Op<"target_logit", [DeclareOpInterfaceMethods<Ti
 def Titan_CrossEntropyFromStatsOp
     : Titan_Op<"cross_entropy_from_stats", [DeclareOpInterfaceMethods<Titan_AdjointOpInterface>,
     Titan_KernelOpInterface,
+    DeclareOpInterfaceMethods<Titan_RowwiseOpInterface,
+        ["getRowOperands", "getMeanResults"]>,
     Pure]> {
   let summary = "mean cross-entropy from per-row max, sum of exp and target";
   let description = [{
     `result = (1/T) * sum_t (max[t] + log(sum_exp[t]) - target[t])` over the
-    `T` rows, in float64 on the CPU target; equal to `titan.cross_entropy`
-    of the logits the statistics came from. The operands share one shape.
+    `T` rows: each row's loss in the operands' type (f32 for 16-bit ones),
+    their mean in float64, rounded to float32; equal to
+    `titan.cross_entropy` of the logits the statistics came from. The
+    operands share one shape.
 
     ```mlir
     %loss = titan.cross_entropy_from_stats %m, %s, %x
@@ -772,12 +782,14 @@ def Titan_TargetLogitGradOp : Titan_Op<"target_logit_grad", [DeclareOpInterfaceM
 
 def Titan_CrossEntropyFromStatsGradOp
     : Titan_Op<"cross_entropy_from_stats_grad", [Titan_KernelOpInterface,
+    DeclareOpInterfaceMethods<Titan_PointwiseOpInterface,
+                              ["getElementReads", "buildIndexedScalar"]>,
     Pure]> {
   let summary = "gradients of titan.cross_entropy_from_stats";
   let description = [{
     With `T` rows and the 0-d loss gradient `grad`:
-    `sum_exp_grad[t] = grad / (T * sum_exp[t])` and `target_grad[t] =
-    -grad / T`; `max` gets none.
+    `sum_exp_grad[t] = (grad / T) / sum_exp[t]` and `target_grad[t] =
+    -(grad / T)`, in the computation type; `max` gets none.
   }];
   let arguments = (ins Titan_FloatTensor:$sum_exp, 0DTensorOf<[F32]>:$grad);
   let results = (outs Titan_FloatTensor:$sum_exp_grad,
