@@ -32,10 +32,11 @@ namespace {
 /// Threads per block: a multiple of the warp, enough loads in flight per
 /// SM for a memory-bound loop.
 constexpr int kThreads = 256;
-// The generated kernels' block reductions combine whole warps, at most 32
-// (GeneratedKernels.cpp in lib/Conversion: one shared slot per warp).
-static_assert(kThreads % 32 == 0 && kThreads <= 1024,
-              "generated kernels' reductions need whole warps, at most 32");
+// The generated kernels' block reductions combine whole warps, at most 16
+// (GeneratedDeviceKernels.cpp in lib/Conversion: a shared slot per warp,
+// two for a log-sum-exp's (max, sum) pair, in 32).
+static_assert(kThreads % 32 == 0 && kThreads <= 512,
+              "generated kernels' reductions need whole warps, at most 16");
 
 /// Blocks per SM launched at most; the grid-stride loop covers the rest.
 constexpr int kBlocksPerSM = 8;

@@ -15,6 +15,10 @@
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/LLVMIR/NVVMDialect.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+
+#include <limits>
+#include <tuple>
 
 using namespace mlir;
 using namespace titan;
@@ -138,9 +142,9 @@ void publishDeviceReductions(OpBuilder &b, Location loc,
 } // namespace
 
 namespace {
-/// The shared memory a block's row reductions pass through: one f64 per
-/// warp (an f32 value uses the first half), declared once per device
-/// module.
+/// The shared memory a block's row reductions pass through: 32 f64 slots
+/// (a value per warp, in the reduction's type; a log-sum-exp's maxima in
+/// slots 0 to 15 and sums in 16 to 31), declared once per device module.
 Value rowSumScratch(OpBuilder &b, Location loc, gpu::GPUModuleOp device) {
   constexpr StringLiteral name = "__titan_row_sum_scratch";
   if (!device.lookupSymbol(name)) {
@@ -152,6 +156,19 @@ Value rowSumScratch(OpBuilder &b, Location loc, gpu::GPUModuleOp device) {
   }
   return LLVM::AddressOfOp::create(
       b, loc, LLVM::LLVMPointerType::get(b.getContext(), 3), name);
+}
+
+/// The thread's lane and warp (i32) and the block's warps.
+std::tuple<Value, Value, Value> blockWarps(OpBuilder &b, Location loc) {
+  Type i32 = b.getI32Type();
+  auto c = [&](int64_t x) {
+    return LLVM::ConstantOp::create(b, loc, i32, b.getI32IntegerAttr(x));
+  };
+  Value thread = NVVM::ThreadIdXOp::create(b, loc, i32);
+  return {LLVM::AndOp::create(b, loc, thread, c(31)),
+          LLVM::LShrOp::create(b, loc, thread, c(5)),
+          LLVM::UDivOp::create(b, loc, NVVM::BlockDimXOp::create(b, loc, i32),
+                               c(32))};
 }
 
 /// Row reduction `reduction` of each thread's `v` over the block, in every
@@ -168,11 +185,8 @@ Value blockRowReduction(OpBuilder &b, Location loc, Operation *reduction,
     return KernelBodyEmitter::combineRow(b, loc, reduction, x, y);
   };
   v = warpCombine(b, loc, v, combine);
-  Value thread = NVVM::ThreadIdXOp::create(b, loc, i32);
-  Value lane = LLVM::AndOp::create(b, loc, thread, c(31));
-  Value warp = LLVM::LShrOp::create(b, loc, thread, c(5));
-  Value warps = LLVM::UDivOp::create(
-      b, loc, NVVM::BlockDimXOp::create(b, loc, i32), c(32));
+  Value lane, warp, warps;
+  std::tie(lane, warp, warps) = blockWarps(b, loc);
   Value scratch = rowSumScratch(b, loc, device);
   Type ptr3 = scratch.getType(), type = v.getType();
   emitIf(b, loc,
@@ -200,11 +214,133 @@ Value blockRowReduction(OpBuilder &b, Location loc, Operation *reduction,
   return total;
 }
 
+/// A running log-sum-exp: the values' max and the sum of their
+/// exponentials shifted by it.
+struct RunningLse {
+  Value max, sum;
+};
+
+/// `sum * exp(from - to)`, 0 for an empty sum (whose max may be -inf).
+Value rescale(OpBuilder &b, Location loc, Value sum, Value from, Value to) {
+  Value zero =
+      arith::ConstantOp::create(b, loc, b.getFloatAttr(sum.getType(), 0.0));
+  Value empty =
+      arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OEQ, sum, zero);
+  Value shifted =
+      math::ExpOp::create(b, loc, arith::SubFOp::create(b, loc, from, to));
+  return arith::SelectOp::create(b, loc, empty, zero,
+                                 arith::MulFOp::create(b, loc, sum, shifted));
+}
+
+/// Two running log-sum-exps as one (the online softmax's merge).
+RunningLse mergeLse(OpBuilder &b, Location loc, RunningLse x, RunningLse y) {
+  Value max = arith::MaximumFOp::create(b, loc, x.max, y.max);
+  return {max, arith::AddFOp::create(b, loc, rescale(b, loc, x.sum, x.max, max),
+                                     rescale(b, loc, y.sum, y.max, max))};
+}
+
+/// `acc` with a pack's values: their max first, one rescale of the sum,
+/// then each value's exponential (-inf adds 0, whatever the max).
+RunningLse addLanes(OpBuilder &b, Location loc, RunningLse acc,
+                    ArrayRef<Value> lanes) {
+  Value max = acc.max;
+  for (Value v : lanes)
+    max = arith::MaximumFOp::create(b, loc, max, v);
+  Value sum = rescale(b, loc, acc.sum, acc.max, max);
+  Type type = max.getType();
+  Value zero = arith::ConstantOp::create(b, loc, b.getFloatAttr(type, 0.0));
+  Value negInf = arith::ConstantOp::create(
+      b, loc, b.getFloatAttr(type, -std::numeric_limits<double>::infinity()));
+  for (Value v : lanes) {
+    Value term =
+        math::ExpOp::create(b, loc, arith::SubFOp::create(b, loc, v, max));
+    Value none =
+        arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OEQ, v, negInf);
+    sum = arith::AddFOp::create(
+        b, loc, sum, arith::SelectOp::create(b, loc, none, zero, term));
+  }
+  return {max, sum};
+}
+
+/// The block's log-sum-exp of each thread's running one, in every thread:
+/// merged over each warp (butterfly shuffles of both halves), then every
+/// thread merges the warps' in warp order from shared memory (maxima in
+/// slots 0 to 15, sums in 16 to 31: at most 16 warps a block; the launcher
+/// runs 8); max + log(sum).
+Value blockLogSumExp(OpBuilder &b, Location loc, RunningLse v,
+                     gpu::GPUModuleOp device) {
+  Type i32 = b.getI32Type();
+  auto c = [&](int64_t x) {
+    return LLVM::ConstantOp::create(b, loc, i32, b.getI32IntegerAttr(x));
+  };
+  for (int offset = 16; offset > 0; offset /= 2)
+    v = mergeLse(
+        b, loc, v,
+        {shuffleXor(b, loc, v.max, offset), shuffleXor(b, loc, v.sum, offset)});
+  Value lane, warp, warps;
+  std::tie(lane, warp, warps) = blockWarps(b, loc);
+  Value scratch = rowSumScratch(b, loc, device);
+  Type ptr3 = scratch.getType(), type = v.max.getType();
+  auto slot = [&](Value index) {
+    return LLVM::GEPOp::create(b, loc, ptr3, type, scratch,
+                               ArrayRef<LLVM::GEPArg>{index});
+  };
+  emitIf(b, loc,
+         LLVM::ICmpOp::create(b, loc, LLVM::ICmpPredicate::eq, lane, c(0)),
+         [&] {
+           LLVM::StoreOp::create(b, loc, v.max, slot(warp));
+           LLVM::StoreOp::create(
+               b, loc, v.sum, slot(LLVM::AddOp::create(b, loc, warp, c(16))));
+         });
+  NVVM::Barrier0Op::create(b, loc);
+  Value start[] = {
+      arith::ConstantOp::create(
+          b, loc,
+          b.getFloatAttr(type, -std::numeric_limits<double>::infinity())),
+      arith::ConstantOp::create(b, loc, b.getFloatAttr(type, 0.0))};
+  SmallVector<Value> total = emitLoop(
+      b, loc, c(0), warps, c(1), start,
+      [&](Value w, ValueRange acc) -> SmallVector<Value> {
+        RunningLse merged = mergeLse(
+            b, loc, {acc[0], acc[1]},
+            {LLVM::LoadOp::create(b, loc, type, slot(w)),
+             LLVM::LoadOp::create(
+                 b, loc, type, slot(LLVM::AddOp::create(b, loc, w, c(16))))});
+        return {merged.max, merged.sum};
+      });
+  // The scratch is rewritten by the next reduction.
+  NVVM::Barrier0Op::create(b, loc);
+  return arith::AddFOp::create(b, loc, total[0],
+                               math::LogOp::create(b, loc, total[1]));
+}
+
+/// A thread's running state of row reduction `r`: its value, or a
+/// log-sum-exp's (max, sum) pair.
+unsigned deviceStateSize(Operation *r) {
+  return isa<kernel::RowLogSumExpOp>(r) ? 2 : 1;
+}
+
+/// Each of `reductions`' running states, flattened, at their start.
+SmallVector<Value> startDeviceStates(OpBuilder &b, Location loc,
+                                     ArrayRef<Operation *> reductions) {
+  SmallVector<Value> states;
+  for (Operation *r : reductions) {
+    Type type = r->getResult(0).getType();
+    states.push_back(arith::ConstantOp::create(
+        b, loc, b.getFloatAttr(type, KernelBodyEmitter::rowIdentity(r))));
+    if (deviceStateSize(r) == 2)
+      states.push_back(
+          arith::ConstantOp::create(b, loc, b.getFloatAttr(type, 0.0)));
+  }
+  return states;
+}
+
 /// Rows begin, begin + step, ... before `end` of `e`'s row kernel of
 /// `cols` columns, by one block: for each stage of the row's reductions,
 /// its threads reduce the row's packs (thread t: packs t, t + threads,
-/// ..., each pack's elements in order) and combine their values
-/// (blockRowReduction); thread 0 stores the per-row outputs; then the
+/// ..., each pack's elements in order; a log-sum-exp as running (max,
+/// sum) pairs) and combine their values (blockRowReduction,
+/// blockLogSumExp); thread 0 stores the per-row outputs; then the
 /// threads compute the row's packs. Returns the absmax reductions'
 /// accumulators.
 SmallVector<Value> emitDeviceRows(OpBuilder &b, KernelBodyEmitter &e,
@@ -224,20 +360,40 @@ SmallVector<Value> emitDeviceRows(OpBuilder &b, KernelBodyEmitter &e,
         for (unsigned stage = 0; stage < e.getNumRowStages(); ++stage) {
           ArrayRef<Operation *> reductions = e.getRowReductions(stage);
           SmallVector<Value> partials = emitLoop(
-              b, loc, thread, packs, threads, e.startRowReductions(b, stage),
+              b, loc, thread, packs, threads,
+              startDeviceStates(b, loc, reductions),
               [&](Value pack, ValueRange acc) {
                 Value col = m.mul(pack, m.c(width));
                 SmallVector<Value> next(acc);
-                for (auto [k, lanes] : llvm::enumerate(e.emitRowReductionValues(
-                         b, stage, m.add(rowStart, col), col, width, {})))
-                  for (Value v : lanes)
-                    next[k] = KernelBodyEmitter::combineRow(
-                        b, loc, reductions[k], next[k], v);
+                unsigned at = 0;
+                for (auto [r, lanes] : llvm::zip_equal(
+                         reductions,
+                         e.emitRowReductionValues(
+                             b, stage, m.add(rowStart, col), col, width, {}))) {
+                  if (deviceStateSize(r) == 2) {
+                    RunningLse lse =
+                        addLanes(b, loc, {next[at], next[at + 1]}, lanes);
+                    next[at] = lse.max;
+                    next[at + 1] = lse.sum;
+                  } else {
+                    for (Value v : lanes)
+                      next[at] =
+                          KernelBodyEmitter::combineRow(b, loc, r, next[at], v);
+                  }
+                  at += deviceStateSize(r);
+                }
                 return next;
               });
           SmallVector<Value> totals;
-          for (auto [r, v] : llvm::zip_equal(reductions, partials))
-            totals.push_back(blockRowReduction(b, loc, r, v, device));
+          unsigned at = 0;
+          for (Operation *r : reductions) {
+            totals.push_back(
+                deviceStateSize(r) == 2
+                    ? blockLogSumExp(b, loc, {partials[at], partials[at + 1]},
+                                     device)
+                    : blockRowReduction(b, loc, r, partials[at], device));
+            at += deviceStateSize(r);
+          }
           e.setRowReductions(b, stage, totals);
         }
         emitIf(b, loc,

@@ -485,6 +485,7 @@ HostKernel createHostKernel(OpBuilder &b, kernel::GenericOp generic,
 
 LLVM::LLVMFuncOp titan::outlineGeneratedKernel(kernel::GenericOp generic,
                                                StringRef name) {
+  expandRowLogSumExps(generic);
   OpBuilder b(generic.getContext());
   Location loc = generic.getLoc();
   auto [fn, bases, begin, end] = createHostKernel(b, generic, name);

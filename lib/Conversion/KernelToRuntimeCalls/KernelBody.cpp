@@ -451,8 +451,36 @@ void KernelBodyEmitter::findRowStages() {
   }
 }
 
+void titan::expandRowLogSumExps(kernel::GenericOp generic) {
+  SmallVector<kernel::RowLogSumExpOp> ops(
+      generic.getBody().front().getOps<kernel::RowLogSumExpOp>());
+  for (kernel::RowLogSumExpOp op : ops) {
+    OpBuilder b(op);
+    Location loc = op.getLoc();
+    Value x = op.getValue();
+    Value max = kernel::RowMaxOp::create(b, loc, x.getType(), x);
+    // A -inf element adds 0 (exp's polynomial clamps its argument), as on
+    // a GPU: a row of -inf gives -inf, as torch.logsumexp does.
+    Type type = x.getType();
+    Value zero = arith::ConstantOp::create(b, loc, b.getFloatAttr(type, 0.0));
+    Value negInf = arith::ConstantOp::create(
+        b, loc, b.getFloatAttr(type, -std::numeric_limits<double>::infinity()));
+    Value none =
+        arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OEQ, x, negInf);
+    Value shifted = arith::SelectOp::create(
+        b, loc, none, zero,
+        math::ExpOp::create(b, loc, arith::SubFOp::create(b, loc, x, max)));
+    Value sum = kernel::RowSumOp::create(b, loc, x.getType(), shifted);
+    op.replaceAllUsesWith(
+        arith::AddFOp::create(b, loc, max, math::LogOp::create(b, loc, sum))
+            .getResult());
+    op.erase();
+  }
+}
+
 double KernelBodyEmitter::rowIdentity(Operation *reduction) {
-  return isa<kernel::RowMaxOp>(reduction)
+  // A log-sum-exp starts from the max of nothing (and a sum of 0).
+  return isa<kernel::RowMaxOp, kernel::RowLogSumExpOp>(reduction)
              ? -std::numeric_limits<double>::infinity()
              : 0.0;
 }
@@ -469,6 +497,8 @@ SmallVector<Value> KernelBodyEmitter::startRowReductions(OpBuilder &b,
 
 Value KernelBodyEmitter::combineRow(OpBuilder &b, Location loc,
                                     Operation *reduction, Value acc, Value v) {
+  assert(!isa<kernel::RowLogSumExpOp>(reduction) &&
+         "a log-sum-exp is a pair on a GPU, expanded on the host");
   if (isa<kernel::RowMaxOp>(reduction))
     return arith::MaximumFOp::create(b, loc, acc, v);
   return arith::AddFOp::create(b, loc, acc, v);

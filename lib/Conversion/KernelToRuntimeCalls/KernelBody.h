@@ -25,6 +25,11 @@ namespace titan {
 constexpr llvm::StringLiteral kGeneratedKernelAttrName =
     "titan.generated_kernel";
 
+/// Rewrites each kernel.row_logsumexp of `generic`'s body as a row max,
+/// then the row sum of the exponentials it shifts, plus the log of that
+/// sum (the host's two reads of a row, the second from the cache).
+void expandRowLogSumExps(kernel::GenericOp generic);
+
 /// The type an element of `type` is loaded and stored as: itself, or the
 /// integer of its width for a float type LLVM lacks (float8).
 mlir::Type memoryType(mlir::Type type);
@@ -140,7 +145,8 @@ public:
   emitPack(mlir::OpBuilder &b, mlir::Value index, unsigned width,
            mlir::ValueRange accumulators, mlir::ArrayAttr groups,
            TransposedStore transposed = nullptr, mlir::Value column = {});
-  /// The row reductions (kernel.row_sum, kernel.row_max) the segment
+  /// The row reductions (kernel.row_sum, kernel.row_max; a host's
+  /// kernel.row_logsumexp expanded into those first) the segment
   /// runs, in stages: a stage's reductions depend only on elements and on
   /// earlier stages' (a target reads the row once per stage).
   unsigned getNumRowStages() { return rowStages.size(); }
@@ -148,11 +154,12 @@ public:
     return rowStages[stage].reductions;
   }
   /// Each of stage `stage`'s reductions' starting value: 0 for a sum,
-  /// -infinity for a max.
+  /// -infinity for a max (and a log-sum-exp's max).
   llvm::SmallVector<mlir::Value> startRowReductions(mlir::OpBuilder &b,
                                                     unsigned stage);
   /// What row reduction `reduction` starts from: 0 for a sum, -infinity
-  /// for a max.
+  /// for a max (and for a log-sum-exp's running max, whose sum starts at
+  /// 0).
   static double rowIdentity(mlir::Operation *reduction);
   /// `acc` and `v` (scalars or vectors) combined as row reduction
   /// `reduction` combines its values.

@@ -249,6 +249,9 @@ private:
                               ArrayRef<LLVM::GEPArg>{int32_t(slot)});
       LLVM::StoreOp::create(b, loc, ptrs.lookup(v), address);
     }
+    // What one call moves (the profile's bandwidth), before the host's
+    // outlining expands a log-sum-exp into two reductions.
+    int64_t bytes = generic.getTrafficBytes();
     if (deviceChip.empty()) {
       if (!outlined) {
         outlineGeneratedKernel(generic, name);
@@ -262,8 +265,6 @@ private:
                               LLVM::ConstantOp::create(b, loc, b.getI32Type(),
                                                        b.getI32IntegerAttr(0)),
                               ptrs.lookup(reduction));
-      // What one call moves (the profile's bandwidth).
-      int64_t bytes = generic.getTrafficBytes();
       auto [items, span] = hostWorkItems(generic);
       auto parallelFor = [&](StringRef kernel, int64_t items, int64_t span,
                              int64_t bytes) {

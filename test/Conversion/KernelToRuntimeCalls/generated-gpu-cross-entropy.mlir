@@ -4,24 +4,31 @@
 
 // The cross-entropy's generated forward on a GPU (generated-cross-entropy
 // .test runs it on the host): bf16 logits [16 x 4096], a block of 256
-// threads a row. Each row's label is loaded once (ld.global.s32); the
-// first read of the row (16-byte packs of 8) takes its max (max.NaN: NaN
-// wins) and its label's logit, each combined
-// over the warp by butterfly shuffles and over the block through shared
-// memory in warp order; the second read sums exp(x - max) (MLIR's
-// polynomial, fma.rn) the same way; thread 0 writes the lse (CUDA's logf
-// from libdevice, inlined) and the row's loss. The second kernel averages
-// the 16 losses in f64 (64-bit values shuffled as two halves). ptxas, with
-// --warn-on-spills --warning-as-error, accepts both.
+// threads a row, one read of the row. Each row's label is loaded once
+// (ld.global.s32); each thread takes its 16-byte packs of 8 (one
+// ld.global.v4 loop), keeping a running log-sum-exp (the pack's max
+// (max.NaN: NaN wins), one rescale of its sum, then each element's
+// exp(x - max), MLIR's polynomial, fma.rn) and the label's logit; the
+// warp merges the (max, sum) pairs and the target sums by butterfly
+// shuffles, the block through shared memory in warp order (the pair's
+// halves in two slots, the target in one: three st.shared, four
+// barriers); thread
+// 0 writes the lse (max + CUDA's logf from libdevice, inlined) and the
+// row's loss. The second kernel averages the 16 losses in f64 (64-bit
+// values shuffled as two halves). ptxas, with --warn-on-spills
+// --warning-as-error, accepts both.
 // PTX:     .visible .entry titan_generated_0(
 // PTX:     ld.global.s32
 // PTX:     ld.global.v4.b32
 // PTX:     max.NaN.f32
-// PTX:     shfl.sync.bfly.b32
-// PTX:     bar.sync
-// PTX:     ld.global.v4.b32
 // PTX:     fma.rn.f32
+// PTX-NOT: ld.global.v4
 // PTX:     shfl.sync.bfly.b32
+// PTX:     st.shared.b32
+// PTX:     st.shared.b32
+// PTX:     bar.sync
+// PTX:     st.shared.b32
+// PTX:     bar.sync
 // PTX:     st.global.b32
 // PTX:     st.global.b32
 // PTX:     .visible .entry titan_generated_1(

@@ -499,6 +499,19 @@ func.func @row_max_outside_rows(%a: memref<8xf32>, %b: memref<8xf32>) {
 
 // -----
 
+func.func @logsumexp_outside_rows(%a: memref<8xf32>, %b: memref<8xf32>) {
+  %s = kernel.stream 0
+  kernel.generic ins(%a : memref<8xf32>) outs(%b : memref<8xf32>) on %s {
+  ^bb0(%x: f32):
+    // expected-error @+1 {{'kernel.row_logsumexp' op must be in a row kernel (a kernel.generic with a row_length)}}
+    %l = kernel.row_logsumexp %x : f32
+    kernel.yield %l : f32
+  }
+  return
+}
+
+// -----
+
 func.func @column_outside_rows(%a: memref<8xf32>, %b: memref<8xf32>) {
   %s = kernel.stream 0
   kernel.generic ins(%a : memref<8xf32>) outs(%b : memref<8xf32>) on %s {

@@ -53,6 +53,19 @@ module attributes {kernel.arena_bytes = 4096 : i64, kernel.slots = {"param:w" = 
   // cross-entropy's rows): the row's max, then the sum of exp(x - max)
   // and the label's logit (the label read through d0 floordiv 8, the
   // column from kernel.column); the lse and the loss written once a row.
+  // A row's log-sum-exp (one reduction; a target may read the row once).
+  // CHECK-LABEL: func.func @row_logsumexp(
+  // CHECK: kernel.row_logsumexp %{{.*}} : f32
+  func.func @row_logsumexp(%x: memref<4x8xf32>, %lse: memref<4xf32>) {
+    %s = kernel.stream 0
+    kernel.generic ins(%x : memref<4x8xf32>) outs(%lse : memref<4xf32>) on %s {
+    ^bb0(%a: f32):
+      %l = kernel.row_logsumexp %a : f32
+      kernel.yield %l : f32
+    } {row_length = 8 : i64}
+    return
+  }
+
   // CHECK-LABEL: func.func @row_stages(
   // CHECK: %[[M:.*]] = kernel.row_max %{{.*}} : f32
   // CHECK: kernel.column : i64

@@ -926,6 +926,7 @@ static LogicalResult verifyInRowKernel(Operation *op) {
 
 LogicalResult RowSumOp::verify() { return verifyInRowKernel(*this); }
 LogicalResult RowMaxOp::verify() { return verifyInRowKernel(*this); }
+LogicalResult RowLogSumExpOp::verify() { return verifyInRowKernel(*this); }
 LogicalResult ColumnOp::verify() { return verifyInRowKernel(*this); }
 
 #define GET_OP_CLASSES

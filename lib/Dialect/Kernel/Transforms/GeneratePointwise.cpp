@@ -476,14 +476,17 @@ GenericOp generateRowCall(CallOp call, int64_t blocks) {
     auto max = [&](Value v) -> Value {
       return pointwise ? v : RowMaxOp::create(b, loc, v.getType(), v);
     };
+    auto logSumExp = [&](Value v) -> Value {
+      return pointwise ? v : RowLogSumExpOp::create(b, loc, v.getType(), v);
+    };
     auto column = [&]() -> Value {
       if (pointwise)
         return arith::ConstantOp::create(b, loc, b.getI64IntegerAttr(0));
       return ColumnOp::create(b, loc, b.getI64Type());
     };
-    SmallVector<Value> results =
-        semantics->buildRowScalar(b, loc, operands, call.getParams().getValue(),
-                                  columns, RowBuilders{sum, max, column});
+    SmallVector<Value> results = semantics->buildRowScalar(
+        b, loc, operands, call.getParams().getValue(), columns,
+        RowBuilders{sum, max, logSumExp, column});
     if (results.size() != call.getOutputs().size())
       return discard();
     // The outputs' elements rounded (a mean's rows' values in the

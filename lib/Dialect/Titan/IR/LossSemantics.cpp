@@ -102,11 +102,8 @@ SmallVector<Value> CrossEntropyOp::buildRowScalar(OpBuilder &b, Location loc,
   auto constant = [&](double v) {
     return buildFloatConstantLike(b, loc, x, v);
   };
-  Value max = row.max(x);
-  Value sum = row.sum(
-      math::ExpOp::create(b, loc, arith::SubFOp::create(b, loc, x, max)));
-  Value lse =
-      arith::AddFOp::create(b, loc, max, math::LogOp::create(b, loc, sum));
+  // The row's log-sum-exp (one read of the row on a GPU).
+  Value lse = row.logSumExp(x);
   Value label = toI64(b, loc, operands[1]);
   Value atLabel = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq,
                                         row.column(), label);

@@ -53,9 +53,9 @@ inline mlir::Value viewedBuffer(mlir::Value v) {
 }
 
 /// Whether `op` reduces a value over its row of a row kernel
-/// (kernel.row_sum, kernel.row_max).
+/// (kernel.row_sum, kernel.row_max, kernel.row_logsumexp).
 inline bool isRowReduction(mlir::Operation *op) {
-  return mlir::isa<RowSumOp, RowMaxOp>(op);
+  return mlir::isa<RowSumOp, RowMaxOp, RowLogSumExpOp>(op);
 }
 
 /// The mesh-axis mask of the group `op` communicates over: a collective's,

@@ -295,12 +295,12 @@ def Kernel_GenericOp : Kernel_Op<"generic", [AttrSizedOperandSegments,
     `row_length` C (0: none) makes a row kernel, which runs by rows of C
     elements (Inductor's persistent reductions): an input of C elements
     (but one of N) is read at the index's column (a norm's weight), and
-    the body may take row reductions (`kernel.row_sum`, `kernel.row_max`),
-    each over the index's row of a value computed from elements, and the
-    column (`kernel.column`). A reduction may depend on others (the
-    cross-entropy's sum of exp(x - max) on the row's max): a target
-    computes a row's reductions in stages, each stage one read of the row
-    (from the cache after the first), before its elements. An input read
+    the body may take row reductions (`kernel.row_sum`, `kernel.row_max`,
+    `kernel.row_logsumexp`), each over the index's row of a value computed
+    from elements, and the column (`kernel.column`). A reduction may
+    depend on others (a norm's gradient on its sums): a target computes a
+    row's reductions in stages, each stage one read of the row (from the
+    cache after the first), before its elements. An input read
     through the map `d0 floordiv C` has an element per row (a label), read
     once per row; an output of R = N / C elements, R < N, has one per row
     (a log-sum-exp, or with one row the kernel's total), written once per
@@ -527,6 +527,25 @@ def Kernel_RowMaxOp : Kernel_RowReductionOp<"row_max"> {
 
     ```mlir
     %m = kernel.row_max %x : f32
+    ```
+  }];
+}
+
+def Kernel_RowLogSumExpOp : Kernel_RowReductionOp<"row_logsumexp"> {
+  let summary = "log(sum(exp(value))) over the index's row of a row kernel";
+  let description = [{
+    In a row kernel, the log of the sum of exponentials of `value` over the
+    index's row, shifted by the row's max for range (a softmax's
+    normalizer): `m + log(sum(exp(value - m)))` with `m` the row's max. A
+    target may take it in one read of the row (a GPU block merges running
+    (max, sum) pairs, as FlashAttention and the online softmax do) or two
+    (the host: `kernel.row_max`, then `kernel.row_sum` of the shifted
+    exponentials, from the cache); the order is fixed by the row length
+    and the target. A row whose max is infinite gives a result that is
+    not finite.
+
+    ```mlir
+    %lse = kernel.row_logsumexp %x : f32
     ```
   }];
 }

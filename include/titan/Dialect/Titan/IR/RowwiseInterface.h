@@ -14,6 +14,9 @@ struct RowBuilders {
   llvm::function_ref<mlir::Value(mlir::Value)> sum;
   /// The largest of a value over the row (NaN wins, as torch.max).
   llvm::function_ref<mlir::Value(mlir::Value)> max;
+  /// log(sum(exp(value))) over the row, shifted by its max (one read of
+  /// the row where the target can).
+  llvm::function_ref<mlir::Value(mlir::Value)> logSumExp;
   /// The element's column (i64, 0 to C - 1).
   llvm::function_ref<mlir::Value()> column;
 };

@@ -22,10 +22,10 @@ def Titan_RowwiseOpInterface : OpInterface<"RowwiseOpInterface"> {
     (`getRowOperands`: a label) and on reductions over row r of such
     values. Its scalar semantics is `buildRowScalar`: given one element of
     each operand, a float widened to the computation type (as a pointwise
-    op's), an integer as it is, `C`, and `RowBuilders` that build the sum
-    or the maximum over the element's row of a value computed from
-    elements (the kernel generator's `kernel.row_sum`, `kernel.row_max`)
-    and the element's column, it builds arith/math ops computing each
+    op's), an integer as it is, `C`, and `RowBuilders` that build the sum,
+    the maximum or the log-sum-exp over the element's row of a value
+    computed from elements (the kernel generator's `kernel.row_sum`,
+    `kernel.row_max`, `kernel.row_logsumexp`) and the element's column, it builds arith/math ops computing each
     result's element. The generator rounds each result to its element
     type.
 
