@@ -113,7 +113,7 @@ fi
 llvm_bin=$(cd "$(cache_path LLVM_DIR)/../../../bin" && pwd)
 mkdir -p "$out/data/generated"
 cp "$inputs/arena_slots.py" "$out/data/generated/"
-for t in adamw cross-entropy float8 loss-grad rms-norm-grad rope; do
+for t in adamw cross-entropy float8 loss-grad loss-parallel rms-norm-grad rope; do
   pipeline=$(grep -o 'pass-pipeline="[^"]*titan-lowering-pipeline)"' "test/Integration/generated-$t.test" |
     head -n 1 | sed 's/^pass-pipeline="//; s/"$//')
   [ -n "$pipeline" ] || { echo "bundle: no lowering pipeline in generated-$t.test" >&2; exit 1; }

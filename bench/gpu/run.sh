@@ -28,10 +28,10 @@
 #       (default and deterministic backward) and the copy bandwidth, two
 #       interleaved rounds of each side;
 #   (e) the generated-kernel tests' kernels against their CPU results:
-#       their steps (AdamW, the cross-entropy, Float8's casts, the loss's
-#       gradients, RMSNorm's backward, RoPE) run on the GPU and on the host
-#       from one input,
-#       their arenas compared byte for byte, and the tests' PyTorch
+#       their steps (AdamW, the cross-entropy and loss parallel's pieces,
+#       Float8's casts, the loss's gradients, RMSNorm's backward, RoPE) run
+#       on the GPU and on the host from one input, their arenas compared
+#       byte for byte, and the tests' PyTorch
 #       references run on the GPU's (Float8's whole arena, SwiGLU's output
 #       and the casts, must equal the host's bits;
 #       the step's other generated kernels meet the CPU's in (a)'s and
@@ -47,7 +47,7 @@
 #     (c) and (d), 350 s of limits (train-bf16 again: the comparisons read
 #     its metrics);
 #   TITAN_GPU_ONLY='^(generated|memcheck|racecheck|initcheck)-'   (e) and
-#     (f), 315 s.
+#     (f), 335 s.
 # CUDA executables run with TITAN_CUDNN_FALLBACK_FATAL=1 (below).
 # After every check it rewrites, in $TITAN_GPU_OUT (default: the device
 # tool's $OUT, whose files come back, else /tmp/titan-gpu-out), exactly
@@ -365,10 +365,10 @@ for round in 1 2; do
   check kernels-torch-$round 45 kernels torch $round
 done
 
-# (e) The generated kernels against their CPU results, 120 s: each test's
+# (e) The generated kernels against their CPU results, 140 s: each test's
 # inputs and references import PyTorch (~5 s each), the GPU's run is the
 # CUDA context and one launch a kernel, the host's milliseconds.
-for t in adamw cross-entropy float8 loss-grad rms-norm-grad rope; do
+for t in adamw cross-entropy float8 loss-grad loss-parallel rms-norm-grad rope; do
   check generated-$t 20 generated $t
 done
 
