@@ -400,7 +400,7 @@ SmallVector<Value> emitDeviceRows(OpBuilder &b, KernelBodyEmitter &e,
                LLVM::ICmpOp::create(b, loc, LLVM::ICmpPredicate::eq, thread,
                                     m.c(0)),
                [&] { e.storeRowOutputs(b, row); });
-        if (!e.hasElementWork())
+        if (!e.getGeneric().writesElements())
           return SmallVector<Value>(acc);
         return emitLoop(b, loc, thread, packs, threads, acc,
                         [&](Value pack, ValueRange acc) {

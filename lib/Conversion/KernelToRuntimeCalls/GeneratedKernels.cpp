@@ -258,7 +258,7 @@ SmallVector<Value> emitRowKernelSpan(OpBuilder &b, KernelBodyEmitter &e,
           e.setRowReductions(b, stage,
                              emitHostRowStage(b, e, stage, rowStart, cols));
         e.storeRowOutputs(b, row);
-        if (!e.hasElementWork())
+        if (!e.getGeneric().writesElements())
           return SmallVector<Value>(acc);
         ParallelAccesses parallel(b.getContext());
         return emitLoop(

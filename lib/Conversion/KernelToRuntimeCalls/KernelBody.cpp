@@ -407,32 +407,17 @@ void KernelBodyEmitter::loadInputs(OpBuilder &b, Value index, Value column,
 }
 
 void KernelBodyEmitter::findRowStages() {
-  // A row-uniform value's stage: that of the latest reduction it depends
-  // on (0: none); a reduction's is one more than its operands'.
-  DenseMap<Value, unsigned> level;
-  auto levelOf = [&](Value v) { return level.lookup(v); };
+  DenseMap<Operation *, int64_t> passes = generic.getRowReductionPasses();
   for (Operation &op : generic.getBody().front().without_terminator()) {
-    if (!runs(op) || op.getNumResults() == 0)
+    if (!runs(op) || !kernel::isRowReduction(&op))
       continue;
-    if (!kernel::isRowReduction(&op)) {
-      if (rowUniform.contains(op.getResult(0))) {
-        unsigned l = 0;
-        for (Value v : op.getOperands())
-          l = std::max(l, levelOf(v));
-        level[op.getResult(0)] = l;
-      }
-      continue;
-    }
     // The reduced value's slice, down to values the same over the row.
     RowStage slice;
-    unsigned stage = 0;
     SmallVector<Value> worklist = {op.getOperand(0)};
     while (!worklist.empty()) {
       Value v = worklist.pop_back_val();
-      if (rowUniform.contains(v)) {
-        stage = std::max(stage, levelOf(v));
+      if (rowUniform.contains(v))
         continue;
-      }
       Operation *def = v.getDefiningOp();
       if (!def) {
         slice.args.insert(v);
@@ -441,7 +426,7 @@ void KernelBodyEmitter::findRowStages() {
       if (slice.ops.insert(def).second)
         llvm::append_range(worklist, def->getOperands());
     }
-    level[op.getResult(0)] = stage + 1;
+    size_t stage = passes.lookup(&op) - 1;
     if (rowStages.size() <= stage)
       rowStages.resize(stage + 1);
     RowStage &into = rowStages[stage];
@@ -449,6 +434,9 @@ void KernelBodyEmitter::findRowStages() {
     into.ops.insert(slice.ops.begin(), slice.ops.end());
     into.args.insert(slice.args.begin(), slice.args.end());
   }
+  // A pass only reductions the segment does not run would take.
+  llvm::erase_if(rowStages,
+                 [](const RowStage &s) { return s.reductions.empty(); });
 }
 
 void titan::expandRowLogSumExps(kernel::GenericOp generic) {
@@ -669,13 +657,6 @@ void KernelBodyEmitter::storeRowOutputs(OpBuilder &b, Value row) {
     if (generic.isPerRowOutput(buffer))
       storeElement(b, loc, map.lookupOrDefault(value),
                    elementAddress(b, loc, base, value.getType(), row), {});
-}
-
-bool KernelBodyEmitter::hasElementWork() {
-  for (auto [value, buffer, base] : segmentOutputs())
-    if (!generic.isBroadcast(buffer) && !generic.isPerRowOutput(buffer))
-      return true;
-  return segment.reductionEnd > segment.reductionBegin;
 }
 
 SmallVector<Value>

@@ -193,10 +193,6 @@ public:
   /// Stores the row's per-row outputs at element `row` (after the last
   /// stage).
   void storeRowOutputs(mlir::OpBuilder &b, mlir::Value row);
-  /// Whether the segment computes anything per element: an output of an
-  /// element per index, a column sum or an absmax (otherwise a row
-  /// kernel reads its rows only for their reductions).
-  bool hasElementWork();
   /// The row block (i64) whose partials emitPack adds to and
   /// zeroColumnSums zeroes.
   void setColumnSumBlock(mlir::Value block) { columnSumBlock = block; }

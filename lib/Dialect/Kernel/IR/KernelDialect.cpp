@@ -353,27 +353,37 @@ int64_t GenericOp::getTrafficBytes() {
   return total;
 }
 
-int64_t GenericOp::getRowPasses() {
+DenseMap<Operation *, int64_t> GenericOp::getRowReductionPasses() {
+  DenseMap<Operation *, int64_t> passes;
   if (getRowLength() <= 0 || getBody().empty())
-    return 0;
+    return passes;
   // A value's pass: that of the latest row reduction it depends on.
   DenseMap<Value, int64_t> pass;
-  int64_t passes = 0;
-  Block &body = getBody().front();
-  for (Operation &op : body.without_terminator()) {
+  for (Operation &op : getBody().front().without_terminator()) {
     int64_t p = 0;
     for (Value v : op.getOperands())
       p = std::max(p, pass.lookup(v));
     if (isRowReduction(&op))
-      passes = std::max(passes, ++p);
+      passes[&op] = ++p;
     for (Value v : op.getResults())
       pass[v] = p;
   }
-  bool elementWork =
-      !getReductions().empty() || llvm::any_of(getOutputs(), [&](Value out) {
-        return !isBroadcast(out) && !isPerRowOutput(out);
-      });
-  return passes + (elementWork ? 1 : 0);
+  return passes;
+}
+
+bool GenericOp::writesElements() {
+  return !getReductions().empty() || llvm::any_of(getOutputs(), [&](Value out) {
+    return !isBroadcast(out) && !isPerRowOutput(out);
+  });
+}
+
+int64_t GenericOp::getRowPasses() {
+  if (getRowLength() <= 0)
+    return 0;
+  int64_t passes = 0;
+  for (auto [op, pass] : getRowReductionPasses())
+    passes = std::max(passes, pass);
+  return passes + (writesElements() ? 1 : 0);
 }
 
 bool GenericOp::readsAcrossIndices() {

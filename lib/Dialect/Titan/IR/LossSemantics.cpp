@@ -77,6 +77,26 @@ Value isColumn(OpBuilder &b, Location loc, Value index, int64_t columns,
                                target);
 }
 
+/// The row's logit at `column` (i64), as the row's sum of it and zeros:
+/// exact, and NaN logits elsewhere do not reach it. With `mustName`, a
+/// column outside [0, C) (an unsigned compare) gives NaN, which stops a run
+/// (as the retired CUDA kernels did); otherwise 0 (another slice's).
+Value logitAt(OpBuilder &b, Location loc, Value x, Value column,
+              int64_t rowLength, const RowBuilders &row, bool mustName) {
+  Value at = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq,
+                                   row.column(), column);
+  Value logit = row.sum(arith::SelectOp::create(
+      b, loc, at, x, buildFloatConstantLike(b, loc, x, 0.0)));
+  if (!mustName)
+    return logit;
+  Value named = arith::CmpIOp::create(
+      b, loc, arith::CmpIPredicate::ult, column,
+      arith::ConstantOp::create(b, loc, b.getI64IntegerAttr(rowLength)));
+  return arith::SelectOp::create(
+      b, loc, named, logit,
+      buildFloatConstantLike(b, loc, x,
+                             std::numeric_limits<double>::quiet_NaN()));
+}
 } // namespace
 
 //===----------------------------------------------------------------------===//
@@ -99,24 +119,11 @@ SmallVector<Value> CrossEntropyOp::buildRowScalar(OpBuilder &b, Location loc,
       !operands[1].getType().isSignlessInteger() || rowLength <= 0)
     return {};
   Value x = operands[0];
-  auto constant = [&](double v) {
-    return buildFloatConstantLike(b, loc, x, v);
-  };
   // The row's log-sum-exp (one read of the row on a GPU).
   Value lse = row.logSumExp(x);
-  Value label = toI64(b, loc, operands[1]);
-  Value atLabel = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq,
-                                        row.column(), label);
-  Value target =
-      row.sum(arith::SelectOp::create(b, loc, atLabel, x, constant(0)));
-  // The label names a column: 0 <= label < V, as an unsigned compare.
-  Value found = arith::CmpIOp::create(
-      b, loc, arith::CmpIPredicate::ult, label,
-      arith::ConstantOp::create(b, loc, b.getI64IntegerAttr(rowLength)));
-  Value loss = arith::SelectOp::create(
-      b, loc, found, arith::SubFOp::create(b, loc, lse, target),
-      constant(std::numeric_limits<double>::quiet_NaN()));
-  return {loss, lse};
+  Value target = logitAt(b, loc, x, toI64(b, loc, operands[1]), rowLength, row,
+                         /*mustName=*/true);
+  return {arith::SubFOp::create(b, loc, lse, target), lse};
 }
 
 SmallVector<unsigned> CrossEntropyOp::getColumnOperands() { return {}; }
@@ -176,19 +183,8 @@ SmallVector<Value> TargetLogitOp::buildRowScalar(OpBuilder &b, Location loc,
   Value x = operands[0], label = toI64(b, loc, operands[1]);
   if (operands.size() == 3)
     label = arith::SubIOp::create(b, loc, label, toI64(b, loc, operands[2]));
-  Value atLabel = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq,
-                                        row.column(), label);
-  Value target = row.sum(arith::SelectOp::create(
-      b, loc, atLabel, x, buildFloatConstantLike(b, loc, x, 0.0)));
-  if (operands.size() == 3)
-    return {target};
-  Value found = arith::CmpIOp::create(
-      b, loc, arith::CmpIPredicate::ult, label,
-      arith::ConstantOp::create(b, loc, b.getI64IntegerAttr(rowLength)));
-  return {arith::SelectOp::create(
-      b, loc, found, target,
-      buildFloatConstantLike(b, loc, x,
-                             std::numeric_limits<double>::quiet_NaN()))};
+  return {logitAt(b, loc, x, label, rowLength, row,
+                  /*mustName=*/operands.size() == 2)};
 }
 
 SmallVector<unsigned> TargetLogitOp::getColumnOperands() { return {}; }

@@ -419,6 +419,13 @@ def Kernel_GenericOp : Kernel_Op<"generic", [AttrSizedOperandSegments,
     /// comes a pass later), and once more for its elements when it writes
     /// any; 0 for other kernels.
     int64_t getRowPasses();
+    /// Each row reduction's pass over the row (1 for one of elements
+    /// alone; one more than the latest pass a value it reduces depends on).
+    ::llvm::DenseMap<::mlir::Operation *, int64_t> getRowReductionPasses();
+    /// Whether the kernel writes anything per element: an output that is
+    /// neither broadcast nor per-row, or a reduction (otherwise a row
+    /// kernel reads its rows only for their reductions).
+    bool writesElements();
     /// The bytes of a row a later pass finds in the cache: a block's share
     /// of a GPU SM's 256 KiB L1 at the 8 blocks an SM the launcher allows
     /// (an RMSNorm's rows of 8 KiB are; the cross-entropy's 128256 bf16
