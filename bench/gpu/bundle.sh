@@ -124,10 +124,10 @@ for t in adamw cross-entropy float8 loss-grad loss-parallel rms-norm-grad rope; 
     "$build/bin/titan-opt" "$inputs/generated-$t/step.mlir" --pass-pipeline="$lowering" -o "$tmp/$t-$side.mlir"
     "$llvm_bin/mlir-translate" --mlir-to-llvmir "$tmp/$t-$side.mlir" | "$llvm_bin/opt" -O2 -mcpu=x86-64-v3 |
       "$llvm_bin/llc" -O2 -mcpu=x86-64-v3 -filetype=obj -relocation-model=pic -o "$tmp/$t-$side.o"
-    # The plan must fit the programs' 16 MiB arena.
+    # The plan must fit the programs' 32 MiB arena.
     arena=$(grep -o 'kernel.arena_bytes = [0-9]*' "$tmp/$t-$side.mlir" | head -n 1 | grep -o '[0-9]*$')
-    [ "${arena:-0}" -le $((16 << 20)) ] ||
-      { echo "bundle: generated-$t plans $arena bytes, over GeneratedStep's 16 MiB arena" >&2; exit 1; }
+    [ "${arena:-0}" -le $((32 << 20)) ] ||
+      { echo "bundle: generated-$t plans $arena bytes, over GeneratedStep's 32 MiB arena" >&2; exit 1; }
     so=$out/lib/generated-$t-$side.so
     if [ "$side" = cpu ]; then
       c++ -shared "$tmp/$t-$side.o" -L"$build/lib" -ltitanrt_cpu -ltitanrt \

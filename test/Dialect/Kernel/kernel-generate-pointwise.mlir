@@ -279,6 +279,178 @@ func.func @two_reductions(%gate: memref<4x8xbf16>, %up: memref<4x8xbf16>, %dy: m
 
 // -----
 
+// Recomputed in the casts: SwiGLU's gradients feed only their float8 casts,
+// which read the amaxes the producer reduces and so cannot fuse with it.
+// Recomputed there from gate, up and dy (one more read of 3 tensors) they
+// are neither written nor read back (4 tensors moved): the producer keeps
+// only its amaxes, and one kernel, the second gradient's casts moved up to
+// the first's past the GEMM, writes both gradients' float8 layouts,
+// rounding each gradient to bf16 as the producer did before encoding it.
+// CHECK-LABEL: func.func @recompute_in_casts(
+// CHECK-NOT:   kernel.alloc temporary : memref<4x8xbf16>
+// CHECK:       kernel.generic ins(%arg0, %arg1, %arg2 : memref<4x8xbf16>, memref<4x8xbf16>, memref<4x8xbf16>) reduce [#kernel.reduction<absmax>, #kernel.reduction<absmax>](%[[MU:.*]], %[[MG:.*]] : memref<f32>, memref<f32>) on
+// CHECK-NOT:   kernel.alloc temporary : memref<4x8xbf16>
+// CHECK:       kernel.generic ins(%[[MU]], %arg0, %arg1, %arg2, %[[MG]] : {{.*}}) outs(%[[UQT:.*]], %[[SU:.*]], %[[UQ:.*]], %[[GQT:.*]], %[[SG:.*]], %[[GQ:.*]] : memref<8x4xf8E4M3FN>, memref<f32>, memref<4x8xf8E4M3FN>, memref<8x4xf8E4M3FN>, memref<f32>, memref<4x8xf8E4M3FN>) on
+// CHECK:         math.exp
+// CHECK-NOT:     math.exp
+// CHECK:         %[[UB:.*]] = arith.truncf %{{.*}} : f32 to bf16
+// CHECK:         arith.extf %[[UB]] : bf16 to f32
+// CHECK:         %[[GB:.*]] = arith.truncf %{{.*}} : f32 to bf16
+// CHECK:         arith.extf %[[GB]] : bf16 to f32
+// CHECK:       } {transposed_outputs = array<i64: 0, 3>}
+// CHECK-NEXT:  kernel.call "scaled_matmul"(%[[UQ]], %[[SU]]
+// CHECK-NEXT:  kernel.call "scaled_matmul"(%[[GQ]], %[[SG]]
+func.func @recompute_in_casts(%gate: memref<4x8xbf16>, %up: memref<4x8xbf16>, %dy: memref<4x8xbf16>, %w: memref<16x8xf8E4M3FN>, %ws: memref<1024xi8>, %y1: memref<4x16xbf16>, %y2: memref<8x16xbf16>, %y3: memref<4x16xbf16>, %y4: memref<8x16xbf16>) {
+  %s = kernel.stream 0
+  %gg = kernel.alloc temporary : memref<4x8xbf16>
+  %ug = kernel.alloc temporary : memref<4x8xbf16>
+  kernel.call "swiglu_grad"(%gate, %up, %dy : memref<4x8xbf16>, memref<4x8xbf16>, memref<4x8xbf16>) outs(%gg, %ug : memref<4x8xbf16>, memref<4x8xbf16>) on %s params []
+  %mg = kernel.alloc temporary : memref<f32>
+  kernel.call "amax"(%gg : memref<4x8xbf16>) outs(%mg : memref<f32>) on %s params [0]
+  %mu = kernel.alloc temporary : memref<f32>
+  kernel.call "amax"(%ug : memref<4x8xbf16>) outs(%mu : memref<f32>) on %s params [0]
+  %su = kernel.alloc temporary : memref<f32>
+  kernel.call "float8_scale"(%mu : memref<f32>) outs(%su : memref<f32>) on %s params [0, 4.480000e+02]
+  %uq = kernel.alloc temporary : memref<4x8xf8E4M3FN>
+  kernel.call "quantize"(%ug, %su : memref<4x8xbf16>, memref<f32>) outs(%uq : memref<4x8xf8E4M3FN>) on %s params [0, 0]
+  %uqt = kernel.alloc temporary : memref<8x4xf8E4M3FN>
+  kernel.call "quantize"(%ug, %su : memref<4x8xbf16>, memref<f32>) outs(%uqt : memref<8x4xf8E4M3FN>) on %s params [0, 1]
+  kernel.call "scaled_matmul"(%uq, %su, %w, %su : memref<4x8xf8E4M3FN>, memref<f32>, memref<16x8xf8E4M3FN>, memref<f32>) outs(%y1 : memref<4x16xbf16>) workspace(%ws : memref<1024xi8>) on %s params [0, 0, 0, 0, 0, 0]
+  %sg = kernel.alloc temporary : memref<f32>
+  kernel.call "float8_scale"(%mg : memref<f32>) outs(%sg : memref<f32>) on %s params [0, 4.480000e+02]
+  %gq = kernel.alloc temporary : memref<4x8xf8E4M3FN>
+  kernel.call "quantize"(%gg, %sg : memref<4x8xbf16>, memref<f32>) outs(%gq : memref<4x8xf8E4M3FN>) on %s params [0, 0]
+  %gqt = kernel.alloc temporary : memref<8x4xf8E4M3FN>
+  kernel.call "quantize"(%gg, %sg : memref<4x8xbf16>, memref<f32>) outs(%gqt : memref<8x4xf8E4M3FN>) on %s params [0, 1]
+  kernel.call "scaled_matmul"(%gq, %sg, %w, %sg : memref<4x8xf8E4M3FN>, memref<f32>, memref<16x8xf8E4M3FN>, memref<f32>) outs(%y3 : memref<4x16xbf16>) workspace(%ws : memref<1024xi8>) on %s params [0, 0, 0, 0, 0, 0]
+  return
+}
+
+// -----
+
+// Not recomputed where that moves as many bytes or more: SwiGLU's forward
+// (h from gate and up, 2 tensors read again to save h's write and read)
+// and one gradient cast alone (3 tensors read again to save 2). The
+// producers keep writing h and the gradient.
+// CHECK-LABEL: func.func @recompute_not_cheaper(
+// CHECK:       kernel.generic ins(%arg1, %arg0 : {{.*}}) outs(%[[H:.*]] : memref<4x8xbf16>) reduce
+// CHECK:       kernel.generic ins(%[[H]], %{{.*}} : memref<4x8xbf16>, memref<f32>)
+// CHECK:       kernel.generic ins(%arg0, %arg1, %arg2 : {{.*}}) outs(%[[GG:.*]], %arg4 : memref<4x8xbf16>, memref<4x8xbf16>) reduce
+// CHECK:       kernel.generic ins(%[[GG]], %{{.*}} : memref<4x8xbf16>, memref<f32>)
+func.func @recompute_not_cheaper(%gate: memref<4x8xbf16>, %up: memref<4x8xbf16>, %dy: memref<4x8xbf16>, %hq: memref<4x8xf8E4M3FN>, %ug: memref<4x8xbf16>, %gq: memref<4x8xf8E4M3FN>) {
+  %s = kernel.stream 0
+  %t = kernel.alloc temporary : memref<4x8xbf16>
+  kernel.call "silu"(%gate : memref<4x8xbf16>) outs(%t : memref<4x8xbf16>) on %s params []
+  %h = kernel.alloc temporary : memref<4x8xbf16>
+  kernel.call "mul"(%t, %up : memref<4x8xbf16>, memref<4x8xbf16>) outs(%h : memref<4x8xbf16>) on %s params []
+  %mh = kernel.alloc temporary : memref<f32>
+  kernel.call "amax"(%h : memref<4x8xbf16>) outs(%mh : memref<f32>) on %s params [0]
+  %sh = kernel.alloc temporary : memref<f32>
+  kernel.call "float8_scale"(%mh : memref<f32>) outs(%sh : memref<f32>) on %s params [0, 4.480000e+02]
+  kernel.call "quantize"(%h, %sh : memref<4x8xbf16>, memref<f32>) outs(%hq : memref<4x8xf8E4M3FN>) on %s params [0, 0]
+  %gg = kernel.alloc temporary : memref<4x8xbf16>
+  kernel.call "swiglu_grad"(%gate, %up, %dy : memref<4x8xbf16>, memref<4x8xbf16>, memref<4x8xbf16>) outs(%gg, %ug : memref<4x8xbf16>, memref<4x8xbf16>) on %s params []
+  %mg = kernel.alloc temporary : memref<f32>
+  kernel.call "amax"(%gg : memref<4x8xbf16>) outs(%mg : memref<f32>) on %s params [0]
+  %sg = kernel.alloc temporary : memref<f32>
+  kernel.call "float8_scale"(%mg : memref<f32>) outs(%sg : memref<f32>) on %s params [0, 4.480000e+02]
+  kernel.call "quantize"(%gg, %sg : memref<4x8xbf16>, memref<f32>) outs(%gq : memref<4x8xf8E4M3FN>) on %s params [0, 0]
+  return
+}
+
+// -----
+
+// Not recomputed: a reader that reads another input through a map (its
+// index elsewhere) does not compute the producer's outputs at its index
+// nor join another reader; with it left out, the other link alone saves
+// nothing (both inputs read again for one tensor's write and read).
+// CHECK-LABEL: func.func @recompute_mapped_reader(
+// CHECK:       kernel.generic ins(%arg0, %arg1 : {{.*}}) outs(%[[L1:.*]], %[[L2:.*]] : memref<32xf32>, memref<32xf32>) reduce
+// CHECK:       kernel.generic ins(%[[L1]], %{{.*}} : memref<32xf32>, memref<f32>) outs(%arg3
+// CHECK:       kernel.generic ins(%[[L2]], %{{.*}}, %arg2 : {{.*}}) outs(%arg4
+// CHECK:       input_maps
+func.func @recompute_mapped_reader(%a: memref<32xf32>, %b: memref<32xf32>, %c: memref<32xf32>, %o1: memref<32xf32>, %o2: memref<32xf32>) {
+  %s = kernel.stream 0
+  %l1 = kernel.alloc temporary : memref<32xf32>
+  %l2 = kernel.alloc temporary : memref<32xf32>
+  %m1 = kernel.alloc temporary : memref<f32>
+  %m2 = kernel.alloc temporary : memref<f32>
+  kernel.generic ins(%a, %b : memref<32xf32>, memref<32xf32>) outs(%l1, %l2 : memref<32xf32>, memref<32xf32>) reduce [#kernel.reduction<absmax>, #kernel.reduction<absmax>](%m1, %m2 : memref<f32>, memref<f32>) on %s {
+  ^bb0(%x: f32, %y: f32):
+    %p = arith.mulf %x, %y : f32
+    %q = arith.addf %x, %y : f32
+    kernel.yield %p, %q, %p, %q : f32, f32, f32, f32
+  }
+  kernel.generic ins(%l1, %m1 : memref<32xf32>, memref<f32>) outs(%o1 : memref<32xf32>) on %s {
+  ^bb0(%x: f32, %m: f32):
+    %p = arith.divf %x, %m : f32
+    kernel.yield %p : f32
+  }
+  kernel.generic ins(%l2, %m2, %c : memref<32xf32>, memref<f32>, memref<32xf32>) outs(%o2 : memref<32xf32>) on %s {
+  ^bb0(%x: f32, %m: f32, %z: f32):
+    %p = arith.divf %x, %m : f32
+    %r = arith.addf %p, %z : f32
+    kernel.yield %r : f32
+  } {input_maps = [affine_map<(d0) -> (d0)>, affine_map<(d0) -> (d0)>, affine_map<(d0) -> ((d0 + 1) mod 32)>]}
+  return
+}
+
+// -----
+
+// Not recomputed: readers whose transposed outputs see the index as
+// different rows x columns (8 x 4, 16 x 2) cannot be one kernel in tiles.
+// CHECK-LABEL: func.func @recompute_tiles_differ(
+// CHECK:       kernel.generic ins(%arg0, %arg1 : {{.*}}) outs(%[[L1:.*]], %[[L2:.*]] : memref<32xf32>, memref<32xf32>) reduce
+// CHECK:       kernel.generic ins(%[[L1]], %{{.*}} : memref<32xf32>, memref<f32>) outs(%arg2
+// CHECK:       kernel.generic ins(%[[L2]], %{{.*}} : memref<32xf32>, memref<f32>) outs(%arg3
+func.func @recompute_tiles_differ(%a: memref<32xf32>, %b: memref<32xf32>, %o1: memref<8x4xf32>, %o2: memref<16x2xf32>) {
+  %s = kernel.stream 0
+  %l1 = kernel.alloc temporary : memref<32xf32>
+  %l2 = kernel.alloc temporary : memref<32xf32>
+  %m1 = kernel.alloc temporary : memref<f32>
+  %m2 = kernel.alloc temporary : memref<f32>
+  kernel.generic ins(%a, %b : memref<32xf32>, memref<32xf32>) outs(%l1, %l2 : memref<32xf32>, memref<32xf32>) reduce [#kernel.reduction<absmax>, #kernel.reduction<absmax>](%m1, %m2 : memref<f32>, memref<f32>) on %s {
+  ^bb0(%x: f32, %y: f32):
+    %p = arith.mulf %x, %y : f32
+    %q = arith.addf %x, %y : f32
+    kernel.yield %p, %q, %p, %q : f32, f32, f32, f32
+  }
+  kernel.generic ins(%l1, %m1 : memref<32xf32>, memref<f32>) outs(%o1 : memref<8x4xf32>) on %s {
+  ^bb0(%x: f32, %m: f32):
+    %p = arith.divf %x, %m : f32
+    kernel.yield %p : f32
+  } {transposed_outputs = array<i64: 0>}
+  kernel.generic ins(%l2, %m2 : memref<32xf32>, memref<f32>) outs(%o2 : memref<16x2xf32>) on %s {
+  ^bb0(%x: f32, %m: f32):
+    %p = arith.divf %x, %m : f32
+    kernel.yield %p : f32
+  } {transposed_outputs = array<i64: 0>}
+  return
+}
+
+// -----
+
+// A kernel with reductions joins an earlier sibling too (SwiGLU's gradient
+// amaxes, their gradients recomputed in the casts, join the transposed
+// cast of the recomputed h, which reads gate and up as well): the joined
+// kernel writes the transposed layout and reduces, the amax moved up past
+// the GEMM that reads neither.
+// CHECK-LABEL: func.func @sibling_reduction(
+// CHECK:       kernel.generic ins(%arg0, %arg1 : memref<4x8xbf16>, memref<f32>) outs(%arg2 : memref<8x4xf8E4M3FN>) reduce [#kernel.reduction<absmax>](%[[M:.*]] : memref<f32>) on
+// CHECK:       } {transposed_outputs = array<i64: 0>}
+// CHECK-NEXT:  kernel.call "scaled_matmul"
+// CHECK-NOT:   kernel.generic
+func.func @sibling_reduction(%x: memref<4x8xbf16>, %scale: memref<f32>, %qt: memref<8x4xf8E4M3FN>, %w: memref<16x8xf8E4M3FN>, %ws: memref<1024xi8>, %y: memref<4x16xbf16>) {
+  %s = kernel.stream 0
+  kernel.call "quantize"(%x, %scale : memref<4x8xbf16>, memref<f32>) outs(%qt : memref<8x4xf8E4M3FN>) on %s params [0, 1]
+  kernel.call "scaled_matmul"(%qt, %scale, %w, %scale : memref<8x4xf8E4M3FN>, memref<f32>, memref<16x8xf8E4M3FN>, memref<f32>) outs(%y : memref<4x16xbf16>) workspace(%ws : memref<1024xi8>) on %s params [0, 0, 0, 0, 0, 0]
+  %m = kernel.alloc temporary : memref<f32>
+  kernel.call "amax"(%x : memref<4x8xbf16>) outs(%m : memref<f32>) on %s params [0]
+  return
+}
+
+// -----
+
 // One-element buffers stay well defined. A scalar producer fuses into the
 // first consumer (8 elements), which still writes the scalar; the second
 // consumer (4 elements) does not take that 8-element kernel as its

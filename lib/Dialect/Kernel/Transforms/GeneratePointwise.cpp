@@ -596,7 +596,7 @@ public:
   /// scale the forward computed): one read for both, at the earlier one's
   /// place. Returns the (possibly new) kernel.
   GenericOp fuseSibling(GenericOp kernel) {
-    if (!kernel.getSegments().empty() || !kernel.getReductions().empty())
+    if (!kernel.getSegments().empty())
       return kernel;
     SmallVector<Value> between, betweenReads;
     unsigned distance = 0;
@@ -616,7 +616,352 @@ public:
     return kernel;
   }
 
+  /// Recomputes, inside the kernels reading them, the outputs of
+  /// `producer` that nothing else reads, when that moves fewer bytes, and
+  /// joins those kernels into one. A tensorwise float8 cast needs its
+  /// tensor's amax, complete only after the producer's last index, so the
+  /// producer of both (SwiGLU's gradients with their amaxes) cannot fuse
+  /// with the casts: it wrote both gradients for the casts to read back.
+  /// Recomputed from dh, h1 and h3 in one kernel casting both, the
+  /// gradients are neither written nor read (4 tensors moved) for one more
+  /// read of those three. The producer keeps its reductions and other
+  /// outputs. Returns whether it changed the IR.
+  bool recomputeInConsumers(GenericOp producer) {
+    if (!recomputable(producer))
+      return false;
+    SmallVector<Recompute> links = recomputedLinks(producer);
+    SmallVector<GenericOp> consumers = joinableConsumers(links);
+    llvm::erase_if(links, [&](const Recompute &r) {
+      return !llvm::is_contained(consumers, r.consumer);
+    });
+    if (links.empty() || !savesBytes(producer, links, consumers))
+      return false;
+    // The kernels computing each link from the producer's inputs, fused
+    // into its consumer below; checked before anything changes.
+    SmallVector<Value> producerReads(producer.getInputs());
+    SmallVector<GenericOp> recomputes;
+    for (const Recompute &r : links) {
+      recomputes.push_back(recomputeOf(producer, r));
+      if (!canFuse({recomputes.back(), false, r.link}, r.consumer, r.read,
+                   producerReads, {}, {})) {
+        for (GenericOp g : recomputes)
+          g.erase();
+        return false;
+      }
+    }
+    withoutOutputs(producer, llvm::map_to_vector(links, [](const Recompute &r) {
+                     return r.link;
+                   }));
+    DenseMap<Operation *, GenericOp> fused;
+    for (auto [r, recompute] : llvm::zip_equal(links, recomputes)) {
+      GenericOp consumer = fused.lookup(r.consumer);
+      if (!consumer)
+        consumer = r.consumer;
+      Value read = *llvm::find_if(consumer.getInputs(), [&](Value v) {
+        return sameElements(v, r.link);
+      });
+      GenericOp next = fuse({recompute, false, r.link}, consumer, read);
+      eraseDeadBodyOps(next);
+      fused[r.consumer] = next;
+    }
+    GenericOp joined = fused.lookup(consumers.front());
+    for (GenericOp consumer : llvm::drop_begin(consumers))
+      joined = joinSiblings(joined, fused.lookup(consumer));
+    return true;
+  }
+
 private:
+  /// An output of a producer that one later kernel alone reads.
+  struct Recompute {
+    Value link;
+    GenericOp consumer;
+    /// The consumer's input reading `link` (it or a reshape of it).
+    Value read;
+  };
+
+  /// Whether a kernel computes each element from its inputs' elements at
+  /// the same index alone, into outputs it does not read.
+  static bool recomputable(GenericOp g) {
+    if (!g.getSegments().empty() || g.getRowLength() ||
+        !g.getTransposedOutputs().empty() || g.getWorkspace() ||
+        g.getNumElements() == 1 || g.readsAcrossIndices())
+      return false;
+    for (auto [i, in] : llvm::enumerate(g.getInputs()))
+      if (g.isMapped(i) ||
+          llvm::any_of(
+              llvm::concat<Value>(g.getOutputs(), g.getReductions()),
+              [&](Value out) { return viewedBuffer(out) == viewedBuffer(in); }))
+        return false;
+    return true;
+  }
+
+  /// The op other than `producer` using `root` (through views), when there
+  /// is exactly one.
+  static Operation *soleOtherUser(Value root, Operation *producer) {
+    Operation *other = nullptr;
+    SmallVector<Value> worklist = {root};
+    while (!worklist.empty())
+      for (Operation *user : worklist.pop_back_val().getUsers()) {
+        if (auto view = dyn_cast<ViewOp>(user)) {
+          worklist.push_back(view.getResult());
+          continue;
+        }
+        if (user == producer || user == other)
+          continue;
+        if (other)
+          return nullptr;
+        other = user;
+      }
+    return other;
+  }
+
+  /// The outputs of `producer` (an allocation each, written through no
+  /// other output) that one later generated kernel of as many elements
+  /// alone reads, once, at its index, while reading one of the producer's
+  /// reductions (so it could not take the producer in), and could compute
+  /// itself: nothing between them writes what the producer reads.
+  SmallVector<Recompute> recomputedLinks(GenericOp producer) {
+    SmallVector<Value> producerReads = llvm::map_to_vector(
+        producer.getInputs(), [](Value v) { return viewedBuffer(v); });
+    SmallVector<Value> reduced = llvm::map_to_vector(
+        producer.getReductions(), [](Value v) { return viewedBuffer(v); });
+    SmallVector<Recompute> links;
+    for (Value out : producer.getOutputs()) {
+      Value root = viewedBuffer(out);
+      auto consumer =
+          dyn_cast_or_null<GenericOp>(soleOtherUser(root, producer));
+      if (!root.getDefiningOp<AllocOp>() || !consumer ||
+          !recomputesIn(consumer, producer) ||
+          llvm::count_if(producer.getOutputs(),
+                         [&](Value v) { return viewedBuffer(v) == root; }) != 1)
+        continue;
+      SmallVector<Value> reads;
+      for (Value in : consumer.getInputs())
+        if (viewedBuffer(in) == root)
+          reads.push_back(in);
+      bool readsReduction = llvm::any_of(consumer.getInputs(), [&](Value v) {
+        return llvm::is_contained(reduced, viewedBuffer(v));
+      });
+      bool writesReads = llvm::any_of(
+          llvm::concat<Value>(consumer.getOutputs(), consumer.getReductions()),
+          [&](Value v) {
+            Value written = viewedBuffer(v);
+            return written == root ||
+                   llvm::is_contained(producerReads, written);
+          });
+      if (reads.size() != 1 || !sameElements(reads.front(), out) ||
+          !readsReduction || writesReads ||
+          !inputsHeld(producer, consumer, producerReads))
+        continue;
+      links.push_back({out, consumer, reads.front()});
+    }
+    return links;
+  }
+
+  /// Whether `consumer`, after `producer` in its block and on its stream,
+  /// reads each input at its own index over as many elements, by elements
+  /// (no rows, segments or workspace): it may compute the producer's
+  /// outputs at its index, and join another such kernel.
+  static bool recomputesIn(GenericOp consumer, GenericOp producer) {
+    if (consumer->getBlock() != producer->getBlock() ||
+        !producer->isBeforeInBlock(consumer) ||
+        consumer.getStream() != producer.getStream() ||
+        consumer.getNumElements() != producer.getNumElements() ||
+        !consumer.getSegments().empty() || consumer.getRowLength() ||
+        consumer.getWorkspace() || consumer.readsAcrossIndices())
+      return false;
+    for (unsigned i = 0, e = consumer.getInputs().size(); i < e; ++i)
+      if (consumer.isMapped(i))
+        return false;
+    return true;
+  }
+
+  /// Whether nothing between `producer` and `consumer` (at most `maxHoist`
+  /// ops) writes what the producer reads.
+  bool inputsHeld(GenericOp producer, GenericOp consumer,
+                  ArrayRef<Value> producerReads) {
+    unsigned distance = 0;
+    for (Operation *op = producer->getNextNode(); op != consumer;
+         op = op->getNextNode()) {
+      SmallVector<Value> reads, writes;
+      if (++distance > maxHoist || !collectAccess(op, reads, writes) ||
+          llvm::any_of(writes, [&](Value w) {
+            return llvm::is_contained(producerReads, w);
+          }))
+        return false;
+    }
+    return true;
+  }
+
+  /// The distinct consumers of `links` in program order that can run
+  /// together at the first one's place: each later one moves up to it, its
+  /// transposed outputs (if any) seeing the index as the others' do, its
+  /// outputs holding no more than the links it read (they live from the
+  /// first one's place on, where those links lived), and the joined
+  /// kernel's buffers fit.
+  SmallVector<GenericOp> joinableConsumers(ArrayRef<Recompute> links) {
+    SmallVector<GenericOp> consumers;
+    for (const Recompute &r : links)
+      if (!llvm::is_contained(consumers, r.consumer))
+        consumers.push_back(r.consumer);
+    llvm::sort(consumers,
+               [](GenericOp a, GenericOp b) { return a->isBeforeInBlock(b); });
+    if (consumers.empty())
+      return consumers;
+    GenericOp first = consumers.front();
+    std::optional<std::pair<int64_t, int64_t>> shape =
+        first.getTransposedShape();
+    SmallVector<GenericOp> joinable = {first};
+    for (GenericOp later : llvm::drop_begin(consumers)) {
+      std::optional<std::pair<int64_t, int64_t>> laterShape =
+          later.getTransposedShape();
+      if ((shape && laterShape && shape != laterShape) ||
+          outputBytes(later) > linkBytes(links, later) ||
+          !canMoveUpTo(first, later) || !siblingsSafe(first, later))
+        continue;
+      joinable.push_back(later);
+      if (!shape)
+        shape = laterShape;
+    }
+    return joinable;
+  }
+
+  /// The bytes of `g`'s outputs of more than one element.
+  static int64_t outputBytes(GenericOp g) {
+    int64_t bytes = 0;
+    for (Value out : g.getOutputs())
+      if (elementCount(out) > 1)
+        bytes += byteSize(out);
+    return bytes;
+  }
+
+  /// The bytes of the links of `links` that `consumer` reads.
+  static int64_t linkBytes(ArrayRef<Recompute> links, GenericOp consumer) {
+    int64_t bytes = 0;
+    for (const Recompute &r : links)
+      if (r.consumer == consumer)
+        bytes += byteSize(r.link);
+    return bytes;
+  }
+
+  /// Whether `later` can run at `first`'s place (at most `maxHoist` ops
+  /// up).
+  bool canMoveUpTo(GenericOp first, GenericOp later) {
+    SmallVector<Value> between, betweenReads;
+    unsigned distance = 0;
+    for (Operation *op = later->getPrevNode(); op != first;
+         op = op->getPrevNode()) {
+      SmallVector<Value> reads, writes;
+      if (++distance > maxHoist || !collectAccess(op, reads, writes))
+        return false;
+      llvm::append_range(between, writes);
+      llvm::append_range(betweenReads, reads);
+    }
+    return consumerCanMoveUp(first, later, Value(), between, betweenReads);
+  }
+
+  /// Whether recomputing `links` in `consumers`, joined, reads fewer bytes
+  /// of the producer's inputs than the links' writes and reads it saves,
+  /// and the joined kernel's buffers fit. The inputs read again live on to
+  /// the first consumer, where the links lived: when anything runs in
+  /// between, they may hold no more than the links.
+  bool savesBytes(GenericOp producer, ArrayRef<Recompute> links,
+                  ArrayRef<GenericOp> consumers) {
+    SmallVector<Value> read, linkRoots;
+    unsigned outputs = 0;
+    for (const Recompute &r : links)
+      linkRoots.push_back(viewedBuffer(r.link));
+    for (GenericOp c : consumers) {
+      outputs += c.getOutputs().size() + c.getReductions().size();
+      for (Value in : c.getInputs())
+        if (!llvm::is_contained(linkRoots, viewedBuffer(in)) &&
+            !llvm::is_contained(read, in))
+          read.push_back(in);
+    }
+    int64_t extra = 0, saved = 0;
+    for (Value in : producer.getInputs())
+      if (!llvm::is_contained(read, in)) {
+        read.push_back(in);
+        extra += byteSize(in);
+      }
+    for (const Recompute &r : links)
+      saved += 2 * byteSize(r.link);
+    bool runsBetween = false;
+    for (Operation *op = producer->getNextNode(); op != consumers.front();
+         op = op->getNextNode())
+      runsBetween |= !runsNothing(op);
+    return extra < saved && (!runsBetween || 2 * extra <= saved) &&
+           read.size() + outputs <= maxBuffers;
+  }
+
+  /// A kernel before `r.consumer` computing `r.link` as `producer` does.
+  static GenericOp recomputeOf(GenericOp producer, const Recompute &r) {
+    OpBuilder b(r.consumer);
+    auto recompute = GenericOp::create(
+        b, producer.getLoc(), producer.getInputs(), ValueRange{r.link},
+        ValueRange{}, producer.getStream(), b.getArrayAttr({}),
+        b.getDenseI64ArrayAttr({}));
+    unsigned index = llvm::find(producer.getOutputs(), r.link) -
+                     producer.getOutputs().begin();
+    cloneBodyYielding(b, producer, recompute, {index});
+    return recompute;
+  }
+
+  /// Replaces `g` by a kernel writing its outputs but `dropped` (and its
+  /// reductions), or erases it when nothing is left to write.
+  static void withoutOutputs(GenericOp g, ArrayRef<Value> dropped) {
+    SmallVector<Value> outputs;
+    SmallVector<unsigned> kept;
+    for (auto [i, out] : llvm::enumerate(g.getOutputs()))
+      if (!llvm::is_contained(dropped, out)) {
+        outputs.push_back(out);
+        kept.push_back(i);
+      }
+    for (unsigned i = 0, e = g.getReductions().size(); i < e; ++i)
+      kept.push_back(g.getOutputs().size() + i);
+    if (!kept.empty()) {
+      OpBuilder b(g);
+      auto rest = GenericOp::create(
+          b, g.getLoc(), g.getInputs(), outputs, g.getReductions(),
+          g.getStream(), g.getReductionKinds(), b.getDenseI64ArrayAttr({}));
+      cloneBodyYielding(b, g, rest, kept);
+      eraseDeadBodyOps(rest);
+    }
+    g.erase();
+  }
+
+  /// Builds `to`'s body as `from`'s, yielding `from`'s yielded values at
+  /// `indices`.
+  static void cloneBodyYielding(OpBuilder &b, GenericOp from, GenericOp to,
+                                ArrayRef<unsigned> indices) {
+    Block &source = from.getBody().front();
+    Block *body = b.createBlock(&to.getBody());
+    IRMapping map;
+    for (BlockArgument arg : source.getArguments())
+      map.map(arg, body->addArgument(arg.getType(), arg.getLoc()));
+    for (Operation &op : source.without_terminator())
+      b.clone(op, map);
+    ValueRange yielded = cast<YieldOp>(source.getTerminator()).getValues();
+    YieldOp::create(b, from.getLoc(),
+                    llvm::map_to_vector(indices, [&](unsigned i) {
+                      return map.lookupOrDefault(yielded[i]);
+                    }));
+  }
+
+  /// Erases the body's computations nothing yields.
+  static void eraseDeadBodyOps(GenericOp g) {
+    Block &body = g.getBody().front();
+    for (bool erased = true; erased;) {
+      erased = false;
+      for (Operation &op :
+           llvm::make_early_inc_range(body.without_terminator()))
+        if (isOpTriviallyDead(&op)) {
+          op.erase();
+          erased = true;
+        }
+    }
+  }
+
   /// Whether `a` and `b` read one tensor of the same element count on one
   /// stream, and each sees its index as the same rows x columns. `b`'s
   /// outputs, written earlier once it moves up, hold at most half the
@@ -672,7 +1017,8 @@ private:
     if (touches(a, bWrites) || touches(b, aWrites))
       return false;
     return siblingInputs(a, b).size() + a.getOutputs().size() +
-               b.getOutputs().size() + a.getReductions().size() <=
+               b.getOutputs().size() + a.getReductions().size() +
+               b.getReductions().size() <=
            maxBuffers;
   }
 
@@ -683,13 +1029,17 @@ private:
     SmallVector<Value> inputs = siblingInputs(a, b);
     SmallVector<Value> outputs(a.getOutputs());
     llvm::append_range(outputs, b.getOutputs());
+    SmallVector<Value> reductions(a.getReductions());
+    llvm::append_range(reductions, b.getReductions());
+    SmallVector<Attribute> kinds(a.getReductionKinds().getValue());
+    llvm::append_range(kinds, b.getReductionKinds().getValue());
     GenericOp parts[] = {a, b};
 
     OpBuilder builder(a);
     Location loc = builder.getFusedLoc({a.getLoc(), b.getLoc()});
     auto fused = GenericOp::create(
-        builder, loc, inputs, outputs, a.getReductions(), a.getStream(),
-        a.getReductionKinds(),
+        builder, loc, inputs, outputs, reductions, a.getStream(),
+        builder.getArrayAttr(kinds),
         builder.getDenseI64ArrayAttr(joinedTransposedOutputs(parts)));
     // The inputs both read are one argument.
     buildJoinedBody(builder, fused, parts, [&](unsigned part, unsigned index) {
@@ -1166,6 +1516,13 @@ struct KernelGeneratePointwisePass
       SmallVector<GenericOp> generics(step.getOps<GenericOp>());
       for (GenericOp generic : generics)
         fuser.fuseProducers(generic);
+      // Then outputs read back only by kernels that cannot fuse with
+      // their producer (a cast needing the producer's amax), recomputed
+      // there where that moves fewer bytes.
+      while (llvm::any_of(step.getOps<GenericOp>(), [&](GenericOp generic) {
+        return fuser.recomputeInConsumers(generic);
+      })) {
+      }
       // Then siblings: kernels reading one tensor (its two float8 layouts).
       generics.assign(step.getOps<GenericOp>().begin(),
                       step.getOps<GenericOp>().end());

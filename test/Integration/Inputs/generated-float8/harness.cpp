@@ -1,9 +1,11 @@
 // Runs the compiled step of step.mlir on an arena read from argv[1] (its
-// first 11 MiB: gate, up, x, and z at 10 MiB), then, as the reference for
-// the generated casts, the runtime library's hand-written quantize kernel
-// (the one rowwise casts still use) on y and x with the step's scales, and
-// transposed on z, and writes the whole arena (the library's codes at 8, 9
-// and 14 MiB) to argv[2].
+// first 19 MiB: gate, up, x, z at 10 MiB, and SwiGLU's backward inputs at
+// 16 to 18 MiB), then, as the reference for the generated casts, the
+// runtime library's hand-written quantize kernel (the one rowwise casts
+// still use) on y and x with the step's scales, transposed on z, on the
+// reference gradients dg and du with theirs and on u2 with x's, and writes
+// the whole arena (the library's codes at 8, 9, 14, 27, 28 and 28.5 MiB)
+// to argv[2].
 #include "titanrt/KernelABI.h"
 
 #include <cstdint>
@@ -49,9 +51,9 @@ void libraryQuantize(unsigned char *arena, size_t input, size_t scale,
 int main(int argc, char **argv) {
   if (argc != 3)
     return 2;
-  std::vector<unsigned char> arena(15 * kMiB);
+  std::vector<unsigned char> arena(29 * kMiB);
   FILE *in = std::fopen(argv[1], "rb");
-  if (!in || std::fread(arena.data(), 1, 11 * kMiB, in) != 11 * kMiB)
+  if (!in || std::fread(arena.data(), 1, 19 * kMiB, in) != 19 * kMiB)
     return 1;
   std::fclose(in);
   titan_step(arena.data());
@@ -61,6 +63,12 @@ int main(int argc, char **argv) {
                   TITAN_RT_F8E5M2, 1, kN, false);
   libraryQuantize(arena.data(), 10 * kMiB, 11 * kMiB + 256, 14 * kMiB, 0,
                   TITAN_RT_F8E4M3FN, kRows, kCols, true);
+  libraryQuantize(arena.data(), 19 * kMiB, 21 * kMiB + 256, 27 * kMiB, 1,
+                  TITAN_RT_F8E5M2, kRows, kCols, true);
+  libraryQuantize(arena.data(), 20 * kMiB, 21 * kMiB + 768, 28 * kMiB, 1,
+                  TITAN_RT_F8E5M2, kRows, kCols, true);
+  libraryQuantize(arena.data(), 17 * kMiB, 6 * kMiB + 256, 28 * kMiB + kMiB / 2,
+                  1, TITAN_RT_F8E5M2, kRows, kCols, true);
   FILE *out = std::fopen(argv[2], "wb");
   if (!out || std::fwrite(arena.data(), 1, arena.size(), out) != arena.size())
     return 1;

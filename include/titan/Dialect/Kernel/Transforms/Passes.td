@@ -162,14 +162,32 @@ def KernelGeneratePointwise
     drops the link or feeds a reduction and no collective reads the link
     (a sequence-parallel norm's amax then overlaps its gather).
 
-    Last, siblings: a kernel without reductions or segments joins an
-    earlier generated kernel that reads one of its tensors (same element
-    count and stream, neither touching what the other writes), moving up
-    to it under the same conditions as a consumer (at most `max-hoist`
-    ops) when its outputs hold at most half the bytes of that tensor (they
-    live longer; the read saved is larger): a recomputed activation's cast
-    and the backward's transposed cast of it, whose scale the forward
-    computed, come from one read.
+    Then recompute: an output of a generated kernel `P` (an allocation)
+    that one later generated kernel alone reads, and that it cannot take
+    in (it reads `P`'s reduction: a float8 cast needs its tensor's amax),
+    is computed again inside that kernel from `P`'s inputs, when nothing
+    between writes them, and `P` no longer writes it. All such outputs of
+    `P` are recomputed together, their readers (reading by elements at
+    their own index) joined into one kernel at the first one's place (each
+    later one moving up to it, its tiles the same, its outputs no larger
+    than the outputs of `P` it read), and only when the inputs `P` reads
+    that the readers did not read already weigh fewer bytes than the
+    outputs' writes and reads saved (and no more than the outputs when a
+    kernel runs between `P` and the first reader: they live longer):
+    SwiGLU's two gradients (read back by their casts, 4 tensors moved) are
+    recomputed from dh, h1 and h3 (3 read again) in one kernel casting
+    both, and `P` keeps only their amaxes; SwiGLU's forward output (2
+    inputs for 2 tensors) is not.
+
+    Last, siblings: a kernel without segments joins an earlier generated
+    kernel that reads one of its tensors (same element count and stream,
+    neither touching what the other writes), moving up to it under the
+    same conditions as a consumer (at most `max-hoist` ops) when its
+    outputs hold at most half the bytes of that tensor (they live longer;
+    the read saved is larger): a recomputed activation's cast and the
+    backward's transposed cast of it, whose scale the forward computed,
+    come from one read, and SwiGLU's gradient amaxes join the transposed
+    cast of the recomputed h, which reads h1 and h3 too.
 
     Runs after the library fusion (a GEMM's accumulating add), for
     targets whose lowering generates
