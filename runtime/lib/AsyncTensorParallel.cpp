@@ -22,20 +22,23 @@ namespace titanrt::kernels {
 
 namespace {
 template <typename T> Dtype dataType() {
+  if constexpr (std::is_same_v<T, BFloat16>)
+    return Dtype::bf16;
   return std::is_same_v<T, double> ? Dtype::f64 : Dtype::f32;
 }
 
 /// rows x out = lhs (rows x in) times the weight, as titan.linear or
-/// titan.linear_grad_input compute it (Kernels.cpp), beta 0 or 1.
-template <typename T>
-void gemmRows(RingGemm g, const T *lhs, const T *weight, T *result,
+/// titan.linear_grad_input compute it (Kernels.cpp; bf16 operands on the
+/// matrix units, into f32, as the 16-bit linears there), beta 0 or 1.
+template <typename In, typename Out>
+void gemmRows(RingGemm g, const In *lhs, const In *weight, Out *result,
               int64_t rows, int64_t ldc, bool accumulate) {
   if (g.gradInput)
-    gemm(false, false, rows, g.out, g.in, T(1), lhs, g.in, weight, g.out,
-         T(accumulate), result, ldc);
+    gemm(false, false, rows, g.out, g.in, Out(1), lhs, g.in, weight, g.out,
+         Out(accumulate), result, ldc);
   else
-    gemm(false, true, rows, g.out, g.in, T(1), lhs, g.in, weight, g.in,
-         T(accumulate), result, ldc);
+    gemm(false, true, rows, g.out, g.in, Out(1), lhs, g.in, weight, g.in,
+         Out(accumulate), result, ldc);
 }
 
 /// A shift in flight. The MPI communicator moves a large message only
@@ -160,14 +163,14 @@ void addTerm(int64_t i, T *block, T *scratch, int64_t elements, int storage,
 }
 } // namespace
 
-template <typename T>
-void allGatherLinear(const T *input, const T *const *weights, T *gathered,
-                     T *const *results, const int64_t *outs, int64_t count,
+template <typename In, typename Out>
+void allGatherLinear(const In *input, const In *const *weights, In *gathered,
+                     Out *const *results, const int64_t *outs, int64_t count,
                      bool gradInput, int64_t outer, int64_t rows, int64_t in,
-                     RingPlace place, T *workspace) {
+                     RingPlace place, void *workspace) {
   int64_t n = place.size, shard = rows * in;
-  allGatherRing(input, gathered, dataType<T>(), sizeof(T), outer,
-                shard * int64_t(sizeof(T)), place, workspace,
+  allGatherRing(input, gathered, dataType<In>(), sizeof(In), outer,
+                shard * int64_t(sizeof(In)), place, workspace,
                 [&](int64_t c, InFlight &next) {
                   for (int64_t i = 0; i < count; ++i) {
                     RingGemm g{gradInput, in, outs[i]};
@@ -181,22 +184,22 @@ void allGatherLinear(const T *input, const T *const *weights, T *gathered,
                 });
 }
 
-template <typename T>
-void linearReduceScatter(const T *const *lhs, const T *const *weights,
+template <typename In, typename Out>
+void linearReduceScatter(const In *const *lhs, const In *const *weights,
                          const int64_t *ins, int64_t count, bool gradInput,
-                         T *result, int64_t outer, int64_t rows, int64_t out,
-                         RingPlace place, T *workspace, int storage) {
+                         Out *result, int64_t outer, int64_t rows, int64_t out,
+                         RingPlace place, Out *workspace, int storage) {
   int64_t n = place.size, shard = outer * rows * out;
-  T *scratch = workspace + 3 * shard; // rows x out, with several GEMMs
+  Out *scratch = workspace + 3 * shard; // rows x out, with several GEMMs
   reduceScatterRing(
       result, shard, place, workspace, storage,
-      [&](int64_t c, T *partial, InFlight &pending) {
+      [&](int64_t c, Out *partial, InFlight &pending) {
         for (int64_t i = 0; i < count; ++i) {
           RingGemm g{gradInput, ins[i], out};
           for (int64_t o = 0; o < outer; ++o) {
-            const T *a = lhs[i] + (o * n + c) * rows * g.in;
+            const In *a = lhs[i] + (o * n + c) * rows * g.in;
             addTerm(i, partial + o * rows * out, scratch, rows * out, storage,
-                    [&](T *to, bool accumulate) {
+                    [&](Out *to, bool accumulate) {
                       gemmRows(g, a, weights[i], to, rows, out, accumulate);
                     });
             pending.poll();
@@ -320,15 +323,16 @@ void scaledMatmulReduceScatter(const uint8_t *const *lhs,
                     });
 }
 
-#define TITAN_INSTANTIATE(T)                                                   \
-  template void allGatherLinear<T>(const T *, const T *const *, T *,           \
-                                   T *const *, const int64_t *, int64_t, bool, \
-                                   int64_t, int64_t, int64_t, RingPlace, T *); \
-  template void linearReduceScatter<T>(                                        \
-      const T *const *, const T *const *, const int64_t *, int64_t, bool, T *, \
-      int64_t, int64_t, int64_t, RingPlace, T *, int);
-TITAN_INSTANTIATE(float)
-TITAN_INSTANTIATE(double)
+#define TITAN_INSTANTIATE(In, Out)                                             \
+  template void allGatherLinear<In, Out>(                                      \
+      const In *, const In *const *, In *, Out *const *, const int64_t *,      \
+      int64_t, bool, int64_t, int64_t, int64_t, RingPlace, void *);            \
+  template void linearReduceScatter<In, Out>(                                  \
+      const In *const *, const In *const *, const int64_t *, int64_t, bool,    \
+      Out *, int64_t, int64_t, int64_t, RingPlace, Out *, int);
+TITAN_INSTANTIATE(float, float)
+TITAN_INSTANTIATE(double, double)
+TITAN_INSTANTIATE(BFloat16, float)
 #undef TITAN_INSTANTIATE
 
 } // namespace titanrt::kernels

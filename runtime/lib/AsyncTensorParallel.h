@@ -16,6 +16,7 @@
 #ifndef TITANRT_LIB_ASYNCTENSORPARALLEL_H
 #define TITANRT_LIB_ASYNCTENSORPARALLEL_H
 
+#include "Gemm.h"
 #include "RingSchedule.h"
 
 #include "titan/Contract/Dtype.h"
@@ -49,11 +50,14 @@ inline int64_t linearReduceScatterWorkspace(int64_t shardElements,
 /// gathered = all_gather(input) ([outer][size rows][gemm.in]);
 /// results[i] = GEMM(gathered, weights[i]) ([outer][size rows][outs[i]]).
 /// Every result row is the dot products the GEMM over `gathered` computes.
-template <typename T>
-void allGatherLinear(const T *input, const T *const *weights, T *gathered,
-                     T *const *results, const int64_t *outs, int64_t count,
+/// In and Out: f32, f64, or bf16 operands (the ring moving bf16) into f32
+/// results on the matrix units (Gemm.h), as the unfused 16-bit linears
+/// there. `workspace`: allGatherLinearWorkspace elements of In.
+template <typename In, typename Out = In>
+void allGatherLinear(const In *input, const In *const *weights, In *gathered,
+                     Out *const *results, const int64_t *outs, int64_t count,
                      bool gradInput, int64_t outer, int64_t rows, int64_t in,
-                     RingPlace place, T *workspace);
+                     RingPlace place, void *workspace);
 
 /// result = reduce_scatter(sum_i GEMM(lhs[i], weights[i])): lhs[i] is
 /// [outer][size rows][ins[i]], result [outer][rows][out]. Shard c's partial
@@ -62,11 +66,12 @@ void allGatherLinear(const T *input, const T *const *weights, T *gathered,
 /// `storage` (0 none, 1 bf16, 2 f16): the f32 kernel of a 16-bit call
 /// rounds each GEMM's partial sums and each ring sum to it, as the unfused
 /// GEMMs' 16-bit results and the communicator's 16-bit sums are.
-template <typename T>
-void linearReduceScatter(const T *const *lhs, const T *const *weights,
+/// In and Out as allGatherLinear's (the partial sums are Out).
+template <typename In, typename Out = In>
+void linearReduceScatter(const In *const *lhs, const In *const *weights,
                          const int64_t *ins, int64_t count, bool gradInput,
-                         T *result, int64_t outer, int64_t rows, int64_t out,
-                         RingPlace place, T *workspace, int storage = 0);
+                         Out *result, int64_t outer, int64_t rows, int64_t out,
+                         RingPlace place, Out *workspace, int storage = 0);
 
 /// Float8's collective matmuls: titan.scaled_matmul's linear form (lhs
 /// [rows, in] times weight [out, in]^T) or, `gradInput`, its grad_input

@@ -205,43 +205,44 @@ RingCall ringCall(const Call &c, const char *kernel) {
   return r;
 }
 /// (input, weight...) -> (gathered, result...)
-template <typename T> void allGatherLinear(const Call &c) {
+template <typename In, typename Out = In> void allGatherLinear(const Call &c) {
   RingCall r = ringCall(c, "all_gather_linear");
   int64_t count = r.count;
   bool gradInput = r.gradInput;
   RingPlace place = ringPlace(r);
   Shape x = c.shape(0);
   RingLayout l = ringLayout(x, r.dim);
-  const T *weights[ring::kMaxGemms];
-  T *results[ring::kMaxGemms];
+  const In *weights[ring::kMaxGemms];
+  Out *results[ring::kMaxGemms];
   int64_t outs[ring::kMaxGemms];
   for (int64_t i = 0; i < count; ++i) {
-    weights[i] = c.buf<T>(int(1 + i));
-    results[i] = c.buf<T>(int(2 + count + i));
+    weights[i] = c.buf<In>(int(1 + i));
+    results[i] = c.buf<Out>(int(2 + count + i));
     outs[i] = c.shape(int(2 + count + i)).back();
   }
-  k::allGatherLinear(c.buf<T>(0), weights, c.buf<T>(int(1 + count)), results,
+  k::allGatherLinear(c.buf<In>(0), weights, c.buf<In>(int(1 + count)), results,
                      outs, count, gradInput, l.outer, l.rows, x.back(), place,
-                     static_cast<T *>(c.workspace));
+                     c.workspace);
 }
 /// (lhs, weight, lhs, weight, ...) -> (result)
-template <typename T> void linearReduceScatter(const Call &c) {
+template <typename In, typename Out = In>
+void linearReduceScatter(const Call &c) {
   RingCall r = ringCall(c, "linear_reduce_scatter");
   int64_t count = r.count;
   bool gradInput = r.gradInput;
   RingPlace place = ringPlace(r);
   Shape result = c.shape(int(2 * count));
   RingLayout l = ringLayout(result, r.dim);
-  const T *lhs[ring::kMaxGemms], *weights[ring::kMaxGemms];
+  const In *lhs[ring::kMaxGemms], *weights[ring::kMaxGemms];
   int64_t ins[ring::kMaxGemms];
   for (int64_t i = 0; i < count; ++i) {
-    lhs[i] = c.buf<T>(int(2 * i));
-    weights[i] = c.buf<T>(int(2 * i + 1));
+    lhs[i] = c.buf<In>(int(2 * i));
+    weights[i] = c.buf<In>(int(2 * i + 1));
     ins[i] = c.shape(int(2 * i)).back();
   }
   k::linearReduceScatter(lhs, weights, ins, count, gradInput,
-                         c.buf<T>(int(2 * count)), l.outer, l.rows,
-                         result.back(), place, static_cast<T *>(c.workspace),
+                         c.buf<Out>(int(2 * count)), l.outer, l.rows,
+                         result.back(), place, static_cast<Out *>(c.workspace),
                          int(c.ints[4]));
 }
 /// Float8's ring GEMMs: the (weight, weight scale) pairs from buffer
@@ -593,51 +594,91 @@ template <> bool readsResults<scaledMatmul<float>>(const Call &c) {
 }
 
 /// The form of a 16-bit entry's kernel that takes bf16 operands as they are
-/// (into an f32 result): the linears' GEMMs on bf16 matrix units (Gemm.h);
-/// none for the others.
+/// (into f32 results): the linears' GEMMs and the collective matmuls'
+/// rings on bf16 matrix units (Gemm.h); none for the others. `f32Result`
+/// says which outputs the form writes in f32 (the others, a ring's
+/// gathered input, it writes in bf16).
 template <void (*Kernel)(const Call &)> struct Bf16Form {
   static constexpr void (*run)(const Call &) = nullptr;
 };
-template <> struct Bf16Form<linear<float>> {
+struct GemmBf16Form {
+  static bool f32Result(const Call &, int64_t buffer) { return buffer == 2; }
+};
+template <> struct Bf16Form<linear<float>> : GemmBf16Form {
   static constexpr void (*run)(const Call &) = linear<k::BFloat16, float>;
 };
-template <> struct Bf16Form<linearGradInput<float>> {
+template <> struct Bf16Form<linearGradInput<float>> : GemmBf16Form {
   static constexpr void (*run)(const Call &) =
       linearGradInput<k::BFloat16, float>;
 };
-template <> struct Bf16Form<linearGradWeight<float>> {
+template <> struct Bf16Form<linearGradWeight<float>> : GemmBf16Form {
   static constexpr void (*run)(const Call &) =
       linearGradWeight<k::BFloat16, float>;
 };
+/// Both rings as their unfused GEMMs on the matrix units: each row block's
+/// GEMM gives the bits of the whole GEMM's rows (the units' per-element
+/// sums do not depend on the blocking), so async TP stays bitwise equal
+/// to TP there too.
+template <> struct Bf16Form<allGatherLinear<float>> {
+  static constexpr void (*run)(const Call &) =
+      allGatherLinear<k::BFloat16, float>;
+  static bool f32Result(const Call &c, int64_t buffer) {
+    return buffer >= 2 + c.ints[0]; // the results, after the gathered input
+  }
+};
+template <> struct Bf16Form<linearReduceScatter<float>> {
+  static constexpr void (*run)(const Call &) =
+      linearReduceScatter<k::BFloat16, float>;
+  static bool f32Result(const Call &, int64_t) { return true; }
+};
 
-/// A GEMM of two bf16 operands into buffer 2, through `Kernel` (a
-/// Bf16Form): a 16-bit result is staged in f32 at the workspace's start,
-/// where the widened entry would stage it.
+/// `Kernel`'s Bf16Form on the buffers as they are, but its f32 results of
+/// a 16-bit output staged in f32 at the workspace's start (where the
+/// widened entry stages its copies) and rounded back; the form's own
+/// workspace after them.
 template <void (*Kernel)(const Call &)>
 void onBf16Units(const Call &c, const int64_t *types) {
-  void *buffers[3] = {c.buffers[0], c.buffers[1], c.buffers[2]};
-  Dtype result = bufferType(types, 2);
-  int64_t n = c.shape(2).numel();
-  if (result != Dtype::f32) {
-    buffers[2] = c.workspace;
-    if (accumulates(c))
-      convert(c.buffers[2], result, buffers[2], Dtype::f32, n);
+  using Form = Bf16Form<Kernel>;
+  constexpr int64_t kMaxBuffers = 2 * ring::kMaxGemms + 2;
+  int64_t inputs = types[0], count = types[0] + types[1];
+  if (count > kMaxBuffers)
+    kernelFatal("internal error: a bf16 GEMM call with more than " +
+                std::to_string(kMaxBuffers) + " buffers");
+  void *buffers[kMaxBuffers];
+  char *scratch = static_cast<char *>(c.workspace);
+  auto staged = [&](int64_t i) {
+    return i >= inputs && bufferType(types, i) != Dtype::f32 &&
+           Form::f32Result(c, i);
+  };
+  for (int64_t i = 0; i < count; ++i) {
+    buffers[i] = c.buffers[i];
+    if (!staged(i))
+      continue;
+    int64_t n = c.shape(int(i)).numel();
+    buffers[i] = scratch;
+    scratch += (n * int64_t(sizeof(float)) + 63) / 64 * 64;
+    if (readsResults<Kernel>(c))
+      convert(c.buffers[i], bufferType(types, i), buffers[i], Dtype::f32, n);
   }
-  Kernel(Call{buffers, c.shapes, c.ints, c.floats, nullptr});
-  if (result != Dtype::f32)
-    convert(buffers[2], Dtype::f32, c.buffers[2], result, n);
+  Form::run(Call{buffers, c.shapes, c.ints, c.floats, scratch});
+  for (int64_t i = inputs; i < count; ++i)
+    if (staged(i))
+      convert(buffers[i], Dtype::f32, c.buffers[i], bufferType(types, i),
+              c.shape(int(i)).numel());
 }
 
 /// A 16-bit entry: the f32 kernel on f32 copies of the 16-bit buffers, its
-/// results rounded back (see KernelABI.h for the workspace layout); a
-/// linear's bf16 operands go to the bf16 matrix units as they are, where
-/// the CPU has them.
+/// results rounded back (see KernelABI.h for the workspace layout); the
+/// bf16 operands of a kernel with a Bf16Form go to the bf16 matrix units
+/// as they are, where the CPU has them.
 template <void (*Kernel)(const Call &)>
 void widened(const Call &c, const int64_t *types) {
   if constexpr (Bf16Form<Kernel>::run != nullptr) {
-    if (bufferType(types, 0) == Dtype::bf16 &&
-        bufferType(types, 1) == Dtype::bf16 && k::hasFastBf16Gemm())
-      return onBf16Units<Bf16Form<Kernel>::run>(c, types);
+    bool bf16Operands = true;
+    for (int64_t i = 0; i < types[0]; ++i)
+      bf16Operands &= bufferType(types, i) == Dtype::bf16;
+    if (bf16Operands && k::hasFastBf16Gemm())
+      return onBf16Units<Kernel>(c, types);
   }
   // The most buffers a call has: scaled_matmul_reduce_scatter's 16 GEMMs
   // of 4 operands, and its result.

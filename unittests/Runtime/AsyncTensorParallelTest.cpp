@@ -12,6 +12,7 @@
 
 #include "AsyncTensorParallel.h"
 #include "Communicator.h"
+#include "Gemm.h"
 #include "Kernels.h"
 #include "LowPrecision.h"
 #include "ScaledGemm.h"
@@ -148,6 +149,53 @@ TEST(AsyncTensorParallel, GatherSideIsBitwiseSyncTP) {
   checkGather(false, 2, 256, 256, {128, 64, 64});
   checkGather(false, 1, 96, 40, {24});
   checkGather(true, 2, 128, 96, {64});
+}
+
+/// `v` as bf16 operands (rounded to nearest even).
+std::vector<k::BFloat16> toBf16(const std::vector<float> &v) {
+  std::vector<k::BFloat16> b(v.size());
+  for (size_t i = 0; i < v.size(); ++i)
+    b[i].bits = floatToBf16(v[i]);
+  return b;
+}
+
+// On bf16 matrix units the ring's row blocks run oneDNN's bf16 matmul, as
+// the unfused 16-bit linears do: the whole GEMM's bits (its sums do not
+// depend on the row blocking), the gathered shards as they were sent.
+TEST(AsyncTensorParallel, Bf16GatherSideIsBitwiseTheWholeGemm) {
+  if (!k::hasFastBf16Gemm())
+    GTEST_SKIP() << "no bf16 matrix units (the 16-bit rings widen to f32)";
+  for (bool gradInput : {false, true}) {
+    RingPlace p = place();
+    int64_t n = p.size, outer = 2, rows = 256, in = 256, out = 128;
+    SCOPED_TRACE("tp " + std::to_string(n) + (gradInput ? " grad_input" : ""));
+    std::vector<k::BFloat16> whole = toBf16(draw(outer * n * rows * in, 7));
+    std::vector<k::BFloat16> weight = toBf16(draw(out * in, 8));
+    std::vector<k::BFloat16> x(size_t(outer * rows * in));
+    for (int64_t o = 0; o < outer; ++o)
+      std::memcpy(x.data() + o * rows * in,
+                  whole.data() + (o * n + p.index) * rows * in,
+                  size_t(rows * in) * sizeof(k::BFloat16));
+    std::vector<float> expected(size_t(outer * n * rows * out));
+    // gradInput: the weight is [in, out] (titan.linear_grad_input's).
+    k::gemm(false, !gradInput, outer * n * rows, out, in, 1.0f, whole.data(),
+            in, weight.data(), gradInput ? out : in, 0.0f, expected.data(),
+            out);
+    std::vector<float> result(expected.size(), NAN);
+    std::vector<k::BFloat16> gathered(whole.size());
+    std::vector<k::BFloat16> ws(
+        size_t(k::allGatherLinearWorkspace(int64_t(x.size()))));
+    const k::BFloat16 *weights[] = {weight.data()};
+    float *results[] = {result.data()};
+    int64_t outs[] = {out};
+    k::allGatherLinear<k::BFloat16, float>(x.data(), weights, gathered.data(),
+                                           results, outs, 1, gradInput, outer,
+                                           rows, in, p, ws.data());
+    EXPECT_EQ(0, std::memcmp(gathered.data(), whole.data(),
+                             whole.size() * sizeof(k::BFloat16)));
+    EXPECT_EQ(0, std::memcmp(result.data(), expected.data(),
+                             expected.size() * sizeof(float)));
+  }
 }
 
 void checkScatter(bool gradInput, int64_t outer, int64_t rows, int64_t out,
