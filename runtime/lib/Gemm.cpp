@@ -204,11 +204,14 @@ void runBf16Block(const Bf16Primitive &p, const void *a, const void *b,
 // (AVX2) it splits the sum over k, so the bits would change with the
 // thread count. The GEMM is cut into blocks of C fixed by its shape, each
 // a single-threaded sgemm over the whole k (forBlocks): every element's
-// sum runs in one order on any number of threads.
+// sum runs in one order on any number of threads. Blocks are at least 128
+// columns wide: a weight gradient's 64 x 64 blocks over k = 2048 tokens
+// (A transposed) ran at 70 GFLOP/s on a Sapphire Rapids core, 64 x 128
+// ones at 127 and 64 x 256 at 137; the debug model's f32 step gained 10%.
 void gemm(bool transA, bool transB, int64_t m, int64_t n, int64_t k,
           float alpha, const float *a, int64_t lda, const float *b, int64_t ldb,
           float beta, float *c, int64_t ldc) {
-  forBlocks(m, n, blockOf(m), blockOf(n),
+  forBlocks(m, n, blockOf(m), blockOf(n, 128),
             [&](int64_t i, int64_t j, int64_t rows, int64_t cols) {
               const float *ai = transA ? a + i : a + i * lda;
               const float *bj = transB ? b + j * ldb : b + j;
