@@ -126,7 +126,6 @@ SmallVector<Value> CrossEntropyOp::buildRowScalar(OpBuilder &b, Location loc,
   return {arith::SubFOp::create(b, loc, lse, target), lse};
 }
 
-SmallVector<unsigned> CrossEntropyOp::getColumnOperands() { return {}; }
 SmallVector<unsigned> CrossEntropyOp::getRowOperands() { return {1}; }
 SmallVector<unsigned> CrossEntropyOp::getRowResults() { return {1}; }
 SmallVector<unsigned> CrossEntropyOp::getMeanResults() { return {0}; }
@@ -146,7 +145,6 @@ SmallVector<Value> RowMaxOp::buildRowScalar(OpBuilder &b, Location loc,
   return {row.max(operands[0])};
 }
 
-SmallVector<unsigned> RowMaxOp::getColumnOperands() { return {}; }
 SmallVector<unsigned> RowMaxOp::getRowResults() { return {0}; }
 
 /// (logit, the whole row's max) -> the row's sum of exp(logit - max).
@@ -161,7 +159,6 @@ SmallVector<Value> SumExpOp::buildRowScalar(OpBuilder &b, Location loc,
   return {row.sum(math::ExpOp::create(b, loc, shifted))};
 }
 
-SmallVector<unsigned> SumExpOp::getColumnOperands() { return {}; }
 SmallVector<unsigned> SumExpOp::getRowOperands() { return {1}; }
 SmallVector<unsigned> SumExpOp::getRowResults() { return {0}; }
 
@@ -187,7 +184,6 @@ SmallVector<Value> TargetLogitOp::buildRowScalar(OpBuilder &b, Location loc,
                   /*mustName=*/operands.size() == 2)};
 }
 
-SmallVector<unsigned> TargetLogitOp::getColumnOperands() { return {}; }
 SmallVector<unsigned> TargetLogitOp::getRowOperands() { return {1}; }
 SmallVector<unsigned> TargetLogitOp::getRowResults() { return {0}; }
 
@@ -204,9 +200,6 @@ SmallVector<Value> CrossEntropyFromStatsOp::buildRowScalar(
   return {arith::SubFOp::create(b, loc, lse, operands[2])};
 }
 
-SmallVector<unsigned> CrossEntropyFromStatsOp::getColumnOperands() {
-  return {};
-}
 SmallVector<unsigned> CrossEntropyFromStatsOp::getRowOperands() {
   return {0, 1, 2};
 }

@@ -62,7 +62,8 @@ def Titan_RowwiseOpInterface : OpInterface<"RowwiseOpInterface"> {
         The operands of one element per column, read at the element's column
         (a norm's weight); the others have an element per index.
       }],
-      "::llvm::SmallVector<unsigned>", "getColumnOperands", (ins)>,
+      "::llvm::SmallVector<unsigned>", "getColumnOperands", (ins), [{}],
+      [{ return {}; }]>,
     StaticInterfaceMethod<[{
         The results of one element per column, each the sum over the rows of
         its value at the column; the others have an element per index.

@@ -67,7 +67,8 @@ def Titan_EmbeddingOp : Titan_Op<"embedding", [DeclareOpInterfaceMethods<Titan_A
 
 def Titan_RMSNormOp : Titan_Op<"rms_norm", [DeclareOpInterfaceMethods<Titan_AdjointOpInterface>,
     DeclareOpInterfaceMethods<Titan_KernelOpInterface, ["getKernelParams"]>,
-    DeclareOpInterfaceMethods<Titan_RowwiseOpInterface>, Pure]> {
+    DeclareOpInterfaceMethods<Titan_RowwiseOpInterface, ["getColumnOperands"]>,
+    Pure]> {
   let summary = "root-mean-square normalization over the last dimension";
   let description = [{
     For each row `x` of the last dimension `D`, computed in float32 whatever
@@ -615,7 +616,8 @@ def Titan_EmbeddingGradOp : Titan_Op<"embedding_grad", [DeclareOpInterfaceMethod
 }
 
 def Titan_RMSNormGradOp : Titan_Op<"rms_norm_grad", [DeclareOpInterfaceMethods<Titan_KernelOpInterface, ["getKernelParams"]>,
-    DeclareOpInterfaceMethods<Titan_RowwiseOpInterface, ["getColumnSumResults"]>,
+    DeclareOpInterfaceMethods<Titan_RowwiseOpInterface,
+        ["getColumnOperands", "getColumnSumResults"]>,
     Pure]> {
   let summary = "gradients of titan.rms_norm";
   let description = [{
