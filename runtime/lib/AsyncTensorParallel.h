@@ -35,7 +35,8 @@ struct RingGemm {
   int64_t in, out;
 };
 
-/// Workspace elements (of T) each kernel needs for shards of `shardElements`.
+/// Workspace elements (of the operand type In; the reduce-scatter's of Out)
+/// each kernel needs for shards of `shardElements`.
 inline int64_t allGatherLinearWorkspace(int64_t shardElements) {
   return 2 * shardElements;
 }

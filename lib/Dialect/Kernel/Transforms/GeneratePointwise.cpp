@@ -680,19 +680,18 @@ private:
   };
 
   /// Whether a kernel computes each element from its inputs' elements at
-  /// the same index alone, into outputs it does not read.
+  /// the same index alone (not by rows, so a map reads across indices),
+  /// into outputs it does not read.
   static bool recomputable(GenericOp g) {
     if (!g.getSegments().empty() || g.getRowLength() ||
         !g.getTransposedOutputs().empty() || g.getWorkspace() ||
         g.getNumElements() == 1 || g.readsAcrossIndices())
       return false;
-    for (auto [i, in] : llvm::enumerate(g.getInputs()))
-      if (g.isMapped(i) ||
-          llvm::any_of(
-              llvm::concat<Value>(g.getOutputs(), g.getReductions()),
-              [&](Value out) { return viewedBuffer(out) == viewedBuffer(in); }))
-        return false;
-    return true;
+    return llvm::none_of(g.getInputs(), [&](Value in) {
+      return llvm::any_of(
+          llvm::concat<Value>(g.getOutputs(), g.getReductions()),
+          [&](Value out) { return viewedBuffer(out) == viewedBuffer(in); });
+    });
   }
 
   /// The op other than `producer` using `root` (through views), when there
@@ -760,20 +759,16 @@ private:
 
   /// Whether `consumer`, after `producer` in its block and on its stream,
   /// reads each input at its own index over as many elements, by elements
-  /// (no rows, segments or workspace): it may compute the producer's
-  /// outputs at its index, and join another such kernel.
+  /// (no rows, segments or workspace; not by rows, a map reads across
+  /// indices): it may compute the producer's outputs at its index, and
+  /// join another such kernel.
   static bool recomputesIn(GenericOp consumer, GenericOp producer) {
-    if (consumer->getBlock() != producer->getBlock() ||
-        !producer->isBeforeInBlock(consumer) ||
-        consumer.getStream() != producer.getStream() ||
-        consumer.getNumElements() != producer.getNumElements() ||
-        !consumer.getSegments().empty() || consumer.getRowLength() ||
-        consumer.getWorkspace() || consumer.readsAcrossIndices())
-      return false;
-    for (unsigned i = 0, e = consumer.getInputs().size(); i < e; ++i)
-      if (consumer.isMapped(i))
-        return false;
-    return true;
+    return consumer->getBlock() == producer->getBlock() &&
+           producer->isBeforeInBlock(consumer) &&
+           consumer.getStream() == producer.getStream() &&
+           consumer.getNumElements() == producer.getNumElements() &&
+           consumer.getSegments().empty() && !consumer.getRowLength() &&
+           !consumer.getWorkspace() && !consumer.readsAcrossIndices();
   }
 
   /// Whether nothing between `producer` and `consumer` (at most `maxHoist`
