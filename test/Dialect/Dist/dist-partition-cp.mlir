@@ -1,6 +1,7 @@
 // RUN: titan-opt %s -titan-llama-plan -dist-parallelize="cp=2" -dist-propagate-sharding -dist-partition | FileCheck %s
 // RUN: titan-opt %s -titan-llama-plan -dist-parallelize="cp=2" -dist-propagate-sharding -dist-partition="cp-rotate-method=alltoall" -titan-autodiff | FileCheck %s --check-prefix=GRAD
 // RUN: titan-opt %s -titan-llama-plan -dist-parallelize="cp=2 tp=2" -dist-propagate-sharding -dist-partition | FileCheck %s --check-prefix=CP-TP
+// RUN: titan-opt %s -titan-llama-plan -dist-parallelize="cp=4" -dist-propagate-sharding -dist-partition | FileCheck %s --check-prefix=CP4
 // RUN: not titan-opt %s -titan-llama-plan -dist-parallelize="cp=2" -dist-partition="cp-rotate-method=ring" 2>&1 | FileCheck %s --check-prefix=BAD-METHOD
 
 // Context parallel (cp 2) on an attention block: each rank holds its two
@@ -35,6 +36,14 @@
 // CP-TP-NEXT: dist.reduce_scatter_start %{{.*}} axes ["tp"] dim 1 : tensor<2x4x8xf32> -> !dist.future<tensor<2x2x8xf32>>
 // CP-TP-NEXT: dist.wait {{.*}} {dist.shardings = [#dist.sharding<{{\[}}[], ["cp", "tp"]]>]}
 // CP-TP:      dist.ring_attention {{.*}} : (tensor<2x4x2x2xf32>, tensor<2x4x1x2xf32>, tensor<2x4x1x2xf32>)
+
+// cp 4 over 8 tokens: chunks of one token, two a rank. TorchTitan needs
+// only 2 cp to divide the sequence; the rules read the global shapes (8
+// tokens split 4 ways), not the per-rank arguments' (2 tokens).
+// CP4:      titan.embedding {{.*}} : tensor<8x8xf32>, tensor<2x2xi32> -> tensor<2x2x8xf32>
+// CP4:      dist.local_shard {{.*}} : tensor<8x1x2xf32> -> tensor<2x1x2xf32>
+// CP4:      dist.ring_attention {{.*}} : (tensor<2x2x4x2xf32>, tensor<2x2x2x2xf32>, tensor<2x2x2x2xf32>) -> (tensor<2x2x4x2xf32>, tensor<2x4x2xf32>)
+// CP4:      titan.cross_entropy {{.*}} : (tensor<2x2x8xf32>, tensor<2x2xi32>) -> (tensor<f32>, tensor<2x2xf32>)
 
 // BAD-METHOD: error: dist-partition: cp-rotate-method must be allgather or alltoall, got 'ring'
 func.func @forward(%emb: tensor<8x8xf32> {titan.param = "tok_embeddings.weight"},

@@ -16,6 +16,7 @@
 #include "ShardingPartitioner.h"
 
 #include "mlir/IR/Builders.h"
+#include "llvm/ADT/SmallVectorExtras.h"
 
 using namespace mlir;
 using namespace titan;
@@ -23,7 +24,15 @@ using namespace titan::dist;
 
 ShardingPartitioner::ShardingPartitioner(func::FuncOp func, MeshAttr mesh,
                                          RotateMethod rotate)
-    : func(func), mesh(mesh), rotate(rotate), b(func.getContext()) {}
+    : func(func), mesh(mesh), rotate(rotate), b(func.getContext()) {
+  // The rules read the global shapes: before the caller gives the
+  // arguments their per-rank types, and before any op is localized (a
+  // rule read from a local shape checks divisibility of the local size:
+  // cp 4 at seq 24 would see 6 tokens a rank, not 24).
+  for (Operation &op : func.getBody().front().without_terminator())
+    if (auto rule = dyn_cast<ShardingRuleOpInterface>(&op))
+      rules.try_emplace(&op, rule.getShardingRule());
+}
 
 void ShardingPartitioner::setSharding(Value v, ShardingAttr sharding,
                                       bool parameter) {
@@ -41,13 +50,8 @@ ShardingAttr ShardingPartitioner::getSharding(Value v) const {
 
 LogicalResult ShardingPartitioner::run() {
   Block &body = func.getBody().front();
-  SmallVector<Operation *> ops;
-  // The rules read the global shapes, before any operand is localized.
-  for (Operation &op : body.without_terminator()) {
-    ops.push_back(&op);
-    if (auto rule = dyn_cast<ShardingRuleOpInterface>(&op))
-      rules.try_emplace(&op, rule.getShardingRule());
-  }
+  SmallVector<Operation *> ops = llvm::map_to_vector(
+      body.without_terminator(), [](Operation &op) { return &op; });
   for (Operation *op : ops) {
     b.setInsertionPoint(op);
     if (failed(partitionOp(op)))

@@ -16,6 +16,8 @@ namespace titan::dist {
 /// an op's rule needs an operand otherwise than it is.
 class ShardingPartitioner : public ShardingLocalizer {
 public:
+  /// Reads every op's rule from the global types: construct it before the
+  /// arguments take their per-rank types.
   ShardingPartitioner(mlir::func::FuncOp func, MeshAttr mesh,
                       RotateMethod rotate);
 
