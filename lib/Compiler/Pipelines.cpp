@@ -2,6 +2,7 @@
 
 #include "titan/Compiler/Pipelines.h"
 
+#include "titan/Contract/Manifest.h"
 #include "titan/Conversion/KernelToRuntimeCalls/Passes.h"
 #include "titan/Conversion/TitanToKernel/Passes.h"
 #include "titan/Dialect/Dist/IR/Dist.h"
@@ -122,6 +123,30 @@ void addUpdatePasses(mlir::OpPassManager &pm,
     optimizer.forwardNames.assign(forwardNames.begin(), forwardNames.end());
   pm.addPass(createTitanOptimizer(optimizer));
 }
+
+/// TorchTitan's stage split of the model, then this rank's cut.
+void addStageCut(mlir::OpPassManager &pm,
+                 const TrainingPipelineOptions &options) {
+  TitanLlamaPipelineStagesOptions stages;
+  stages.schedule = options.pipelineSchedule;
+  stages.layersPerStage = options.pipelineLayersPerStage;
+  stages.firstStageLessLayers = options.pipelineFirstStageLessLayers;
+  stages.lastStageLessLayers = options.pipelineLastStageLessLayers;
+  pm.addPass(createTitanLlamaPipelineStages(stages));
+  dist::DistPipelineSplitOptions split;
+  split.rank = options.pipelineRank;
+  pm.addPass(dist::createDistPipelineSplit(split));
+}
+
+/// The eval phase after mixed precision (and the stage cut under pipeline
+/// parallelism): the training step's expansions and GEMMs.
+void addEvalExpansions(mlir::OpPassManager &pm,
+                       const TrainingPipelineOptions &options) {
+  addExpansionPasses(pm, options);
+  if (options.widenGemmResults)
+    pm.addPass(createTitanWidenGemmResults());
+}
+
 } // namespace
 
 void titan::buildTrainingPipeline(mlir::OpPassManager &pm,
@@ -142,15 +167,7 @@ void titan::buildPipelineParallelTrainingPipeline(
   pm.addPass(createTitanMixedPrecision(mixedPrecisionOptions(options)));
   pm.addPass(createTitanActivationCheckpoint(checkpointOptions(options)));
   // The model's stage plan (TorchTitan's pipeline_llm), then the cut.
-  TitanLlamaPipelineStagesOptions stages;
-  stages.schedule = options.pipelineSchedule;
-  stages.layersPerStage = options.pipelineLayersPerStage;
-  stages.firstStageLessLayers = options.pipelineFirstStageLessLayers;
-  stages.lastStageLessLayers = options.pipelineLastStageLessLayers;
-  pm.addPass(createTitanLlamaPipelineStages(stages));
-  dist::DistPipelineSplitOptions split;
-  split.rank = options.pipelineRank;
-  pm.addPass(dist::createDistPipelineSplit(split));
+  addStageCut(pm, options);
   // Every rank's action list, with its transfers, checked, in the IR.
   dist::DistPipelineScheduleOptions schedule;
   schedule.microbatches = options.pipelineMicrobatches;
@@ -187,10 +204,14 @@ void titan::buildPipelineParallelTrainingPipeline(
 void titan::buildEvalPipeline(mlir::OpPassManager &pm,
                               const TrainingPipelineOptions &options) {
   pm.addPass(createTitanMixedPrecision(mixedPrecisionOptions(options)));
-  addExpansionPasses(pm, options);
-  // The forward's GEMMs as the training step compiles them.
-  if (options.widenGemmResults)
-    pm.addPass(createTitanWidenGemmResults());
+  addEvalExpansions(pm, options);
+}
+
+void titan::buildPipelineParallelEvalPipeline(
+    mlir::OpPassManager &pm, const TrainingPipelineOptions &options) {
+  pm.addPass(createTitanMixedPrecision(mixedPrecisionOptions(options)));
+  addStageCut(pm, options);
+  addEvalExpansions(pm, options);
 }
 
 mlir::LogicalResult titan::addEvalStep(mlir::ModuleOp module,
@@ -227,6 +248,94 @@ mlir::LogicalResult titan::addEvalStep(mlir::ModuleOp module,
   forward->remove();
   module.push_back(forward);
   return success();
+}
+
+namespace {
+/// Eval stage `stage` of a pipeline rank: `fn` renamed, its boundary
+/// tensors, batch and loss given the eval slots, no longer a pipeline
+/// phase (its values are the arena's, not a frame's).
+mlir::LogicalResult makeEvalStage(mlir::func::FuncOp fn, int64_t stage) {
+  using namespace mlir;
+  Builder b(fn.getContext());
+  auto rename = [&](DictionaryAttr attrs, StringRef attr, StringRef slotAttr,
+                    auto name) -> std::optional<NamedAttrList> {
+    NamedAttrList list(attrs);
+    auto index = attrs ? attrs.getAs<IntegerAttr>(attr) : IntegerAttr();
+    if (!index)
+      return std::nullopt;
+    list.erase(attr);
+    list.set(slotAttr, b.getStringAttr(name(stage, index.getInt())));
+    return list;
+  };
+  for (unsigned i = 0, e = fn.getNumArguments(); i < e; ++i) {
+    DictionaryAttr attrs = fn.getArgAttrDict(i);
+    if (auto list = rename(attrs, dist::DistDialect::kStageInputAttrName,
+                           TitanDialect::kInputAttrName,
+                           manifest::evalStageInputName)) {
+      fn.setArgAttrs(i, list->getDictionary(fn.getContext()));
+      continue;
+    }
+    if (auto input =
+            fn.getArgAttrOfType<StringAttr>(i, TitanDialect::kInputAttrName))
+      fn.setArgAttr(i, TitanDialect::kInputAttrName,
+                    b.getStringAttr("eval_" + input.getValue()));
+  }
+  for (unsigned i = 0, e = fn.getNumResults(); i < e; ++i) {
+    DictionaryAttr attrs = fn.getResultAttrDict(i);
+    if (auto list = rename(attrs, dist::DistDialect::kStageOutputAttrName,
+                           TitanDialect::kOutputAttrName,
+                           manifest::evalStageOutputName)) {
+      fn.setResultAttrs(i, list->getDictionary(fn.getContext()));
+      continue;
+    }
+    auto type = dyn_cast<RankedTensorType>(fn.getResultTypes()[i]);
+    if (!type || type.getRank() != 0)
+      return fn.emitOpError()
+             << "result #" << i
+             << " is neither a stage output nor the loss: it cannot become "
+                "an eval step";
+    fn.setResultAttr(i, TitanDialect::kOutputAttrName,
+                     b.getStringAttr("eval_loss"));
+  }
+  fn->removeAttr(dist::DistDialect::kStageAttrName);
+  fn->removeAttr(dist::DistDialect::kPhaseAttrName);
+  fn.setSymName(manifest::evalStageFunction(stage));
+  return success();
+}
+} // namespace
+
+mlir::FailureOr<std::vector<std::string>>
+titan::addPipelineEvalStages(mlir::ModuleOp module, mlir::ModuleOp evalModule) {
+  using namespace mlir;
+  if (dist::getMesh(module) != dist::getMesh(evalModule))
+    return evalModule.emitError()
+           << "titan-compile: the eval step is partitioned over another mesh "
+              "than the training step";
+  std::vector<std::pair<int64_t, func::FuncOp>> stages;
+  for (auto fn : evalModule.getOps<func::FuncOp>())
+    if (auto stage =
+            fn->getAttrOfType<IntegerAttr>(dist::DistDialect::kStageAttrName))
+      stages.push_back({stage.getInt(), fn});
+  if (stages.empty())
+    return evalModule.emitError()
+           << "titan-compile: the eval module has no pipeline stage (run "
+              "dist-pipeline-split first)";
+  llvm::sort(stages,
+             [](const auto &a, const auto &b) { return a.first < b.first; });
+  std::vector<std::string> names;
+  for (auto [stage, fn] : stages) {
+    std::string name = manifest::evalStageFunction(stage);
+    if (module.lookupSymbol(name))
+      return module.emitError()
+             << "titan-compile: the program already has a symbol '" << name
+             << "'";
+    if (failed(makeEvalStage(fn, stage)))
+      return failure();
+    fn->remove();
+    module.push_back(fn);
+    names.push_back(name);
+  }
+  return names;
 }
 
 void titan::buildExecutionPipeline(mlir::OpPassManager &pm,
@@ -316,6 +425,11 @@ void titan::registerTitanPipelines() {
       "The forward-only eval step's phase (validation): mixed precision, "
       "Float8 expansion and narrowed gathers, without autodiff",
       buildEvalPipeline);
+  mlir::PassPipelineRegistration<TrainingPipelineOptions>(
+      "titan-pipeline-parallel-eval-pipeline",
+      "The eval phase of one pipeline rank (validation under pipeline "
+      "parallelism): its stages cut out as forward-only functions",
+      buildPipelineParallelEvalPipeline);
   mlir::PassPipelineRegistration<ExecutionPipelineOptions>(
       "titan-execution-pipeline",
       "Kernel calls on buffers, kernel fusions and the memory plan",

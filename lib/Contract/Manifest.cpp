@@ -58,6 +58,18 @@ std::optional<FrameSlot> FrameSlot::parse(StringRef name) {
   return slot;
 }
 
+std::string titan::manifest::evalStageFunction(int64_t stage) {
+  return "eval_stage" + std::to_string(stage);
+}
+
+std::string titan::manifest::evalStageInputName(int64_t stage, int64_t index) {
+  return evalStageFunction(stage) + "_input" + std::to_string(index);
+}
+
+std::string titan::manifest::evalStageOutputName(int64_t stage, int64_t index) {
+  return evalStageFunction(stage) + "_output" + std::to_string(index);
+}
+
 /// The action kinds' spellings, by their codes.
 static constexpr std::pair<char, StringRef> kActionKinds[] = {
     {'F', "F"},       {'B', "B"},          {'I', "I"},      {'W', "W"},
@@ -170,6 +182,8 @@ static json::Object toJSON(const Manifest::PipelineStage &s) {
                  {"frame_bytes", s.frameBytes},
                  {"frames", s.frames},
                  {"frame_slots", std::move(slots)}};
+  if (!s.eval.empty())
+    o["eval"] = s.eval;
   if (s.backward.empty()) {
     o["backward_input"] = s.backwardInput;
     o["backward_weight"] = s.backwardWeight;
@@ -179,20 +193,28 @@ static json::Object toJSON(const Manifest::PipelineStage &s) {
   return o;
 }
 
-static json::Object toJSON(const Manifest::Pipeline &p) {
-  json::Array actions, stages;
-  for (const Manifest::PipelineAction &a : p.actions)
+static json::Array toJSON(const std::vector<Manifest::PipelineAction> &list) {
+  json::Array actions;
+  for (const Manifest::PipelineAction &a : list)
     actions.push_back(a.str());
+  return actions;
+}
+
+static json::Object toJSON(const Manifest::Pipeline &p) {
+  json::Array stages;
   for (const Manifest::PipelineStage &s : p.stages)
     stages.push_back(toJSON(s));
-  return json::Object{{"rank", p.rank},
-                      {"schedule", p.schedule},
-                      {"num_stages", p.numStages},
-                      {"stage_ranks", json::Array(p.stageRanks)},
-                      {"microbatches", p.microbatches},
-                      {"microbatch_size", p.microbatchSize},
-                      {"actions", std::move(actions)},
-                      {"stages", std::move(stages)}};
+  json::Object o{{"rank", p.rank},
+                 {"schedule", p.schedule},
+                 {"num_stages", p.numStages},
+                 {"stage_ranks", json::Array(p.stageRanks)},
+                 {"microbatches", p.microbatches},
+                 {"microbatch_size", p.microbatchSize},
+                 {"actions", toJSON(p.actions)},
+                 {"stages", std::move(stages)}};
+  if (!p.evalActions.empty())
+    o["eval_actions"] = toJSON(p.evalActions);
+  return o;
 }
 
 /// The mismatch message for an executable of ABI `found`.
@@ -327,6 +349,10 @@ struct Reader {
   std::vector<Manifest::Param> params(const json::Array *list);
   Manifest::PipelineStage stage(const json::Object &o);
   Manifest::Pipeline pipeline(const json::Object &o);
+  /// The pipeline actions of `list` (none when it is null), within `p`'s
+  /// stages and microbatches.
+  std::vector<Manifest::PipelineAction> actions(const json::Array *list,
+                                                const Manifest::Pipeline &p);
 };
 } // namespace
 
@@ -376,6 +402,7 @@ Manifest::PipelineStage Reader::stage(const json::Object &o) {
   s.backward = string("backward");
   s.backwardInput = string("backward_input");
   s.backwardWeight = string("backward_weight");
+  s.eval = string("eval");
   if (s.unshard.empty() || s.reduceGrad.empty() || s.forward.empty() ||
       (s.backward.empty() &&
        (s.backwardInput.empty() || s.backwardWeight.empty())))
@@ -422,21 +449,30 @@ Manifest::Pipeline Reader::pipeline(const json::Object &o) {
       else
         p.stages.push_back(stage(*v.getAsObject()));
     }
-  if (const json::Array *actions = o.getArray("actions"))
-    for (const json::Value &v : *actions) {
-      StringRef text = v.getAsString().value_or("");
-      std::optional<Manifest::PipelineAction> a =
-          Manifest::PipelineAction::parse(text);
-      if (!a || a->stage >= p.numStages || a->microbatch < 0 ||
-          a->microbatch >= p.microbatches)
-        fail(llvm::Twine("pipeline action '") + text +
-             "' is not <stage><F|B|I|W|RECV_F|SEND_F|RECV_B|SEND_B>"
-             "<microbatch>, <stage>UNSHARD or <stage>REDUCE_GRAD within "
-             "the schedule");
-      else
-        p.actions.push_back(*a);
-    }
+  p.actions = actions(o.getArray("actions"), p);
+  p.evalActions = actions(o.getArray("eval_actions"), p);
   return p;
+}
+
+std::vector<Manifest::PipelineAction>
+Reader::actions(const json::Array *list, const Manifest::Pipeline &p) {
+  std::vector<Manifest::PipelineAction> parsed;
+  if (!list)
+    return parsed;
+  for (const json::Value &v : *list) {
+    StringRef text = v.getAsString().value_or("");
+    std::optional<Manifest::PipelineAction> a =
+        Manifest::PipelineAction::parse(text);
+    if (!a || a->stage >= p.numStages || a->microbatch < 0 ||
+        a->microbatch >= p.microbatches)
+      fail(llvm::Twine("pipeline action '") + text +
+           "' is not <stage><F|B|I|W|RECV_F|SEND_F|RECV_B|SEND_B>"
+           "<microbatch>, <stage>UNSHARD or <stage>REDUCE_GRAD within "
+           "the schedule");
+    else
+      parsed.push_back(*a);
+  }
+  return parsed;
 }
 
 llvm::Expected<Manifest> titan::manifest::parseManifest(StringRef text) {

@@ -133,6 +133,19 @@ void Compilation::printPipelineInvocations(const PipelineJob *pipelineJob,
     os << ",";
     phase("titan-lowering-pipeline", lowering);
     os << ")\n";
+    if (!pipelineJob || pipelineJob->evalMicrobatchSize == 0)
+      continue;
+    // The rank's eval stages, cut from the forward imported at an eval
+    // microbatch's shape; the driver moves them into the program above
+    // before its execution phase.
+    os << "// eval steps of pipeline rank " << r
+       << " (validation.enable), on the forward imported at "
+       << pipelineJob->evalMicrobatchSize << " x " << config.validation.seqLen
+       << " tokens\nbuiltin.module(";
+    phase("titan-partition-pipeline", partition);
+    os << ",";
+    phase("titan-pipeline-parallel-eval-pipeline", training);
+    os << ")\n";
   }
   if (pipelineJob || !config.validation.enable)
     return;

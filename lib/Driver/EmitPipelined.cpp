@@ -13,6 +13,7 @@
 #include "titan/Dialect/Kernel/Transforms/MemoryPlan.h"
 #include "titan/Driver/Link.h"
 #include "titan/Driver/Manifest.h"
+#include "titan/Driver/Programs.h"
 #include "titan/Target/Host/ObjectFile.h"
 
 #include "llvm/ADT/STLExtras.h"
@@ -32,13 +33,6 @@ llvm::Error error(const llvm::Twine &message) {
 llvm::Error Compilation::emitPipelined(mlir::ModuleOp partitioned,
                                        llvm::raw_ostream &os) {
   Stage stage = options.stage;
-  // TorchTitan evaluates through a forward-only pipeline schedule, which
-  // titan does not have yet.
-  if (config.validation.enable)
-    return error("validation.enable with "
-                 "parallelism.pipeline_parallel_degree > 1 is not "
-                 "implemented yet (the eval step runs on whole-step "
-                 "programs: FSDP, HSDP, TP, CP)");
   llvm::Expected<PipelineJob> pipelineJob = planPipelineJob(model, config);
   if (!pipelineJob)
     return pipelineJob.takeError();
@@ -57,6 +51,11 @@ llvm::Error Compilation::emitPipelined(mlir::ModuleOp partitioned,
       buildManifest(model, config, partitioned);
   if (!whole)
     return whole.takeError();
+  llvm::Expected<mlir::OwningOpRef<mlir::ModuleOp>> eval =
+      partitionPipelineEval(*pipelineJob, *partitioned.getContext());
+  if (!eval)
+    return eval.takeError();
+  PipelineSources sources{*pipelineJob, partitioned, eval->get(), *whole};
   LinkInputs link;
   link.outputPath = options.outputPath;
   llvm::scope_exit cleanup([&] {
@@ -65,8 +64,8 @@ llvm::Error Compilation::emitPipelined(mlir::ModuleOp partitioned,
   });
   for (int64_t r = 0; r < mesh.pp; ++r) {
     std::vector<std::string> functions;
-    if (llvm::Error e = emitPipelineRank(*pipelineJob, r, partitioned, *whole,
-                                         os, link.objects, functions))
+    if (llvm::Error e =
+            emitPipelineRank(sources, r, os, link.objects, functions))
       return e;
     link.pipelinePrograms.push_back(std::move(functions));
   }
@@ -75,22 +74,60 @@ llvm::Error Compilation::emitPipelined(mlir::ModuleOp partitioned,
   return linkExecutable(link, backend);
 }
 
+llvm::Expected<mlir::OwningOpRef<mlir::ModuleOp>>
+Compilation::partitionPipelineEval(const PipelineJob &job,
+                                   mlir::MLIRContext &context) {
+  if (job.evalMicrobatchSize == 0)
+    return mlir::OwningOpRef<mlir::ModuleOp>();
+  mlir::TimingScope t = timer.nest("eval step");
+  mlir::OwningOpRef<mlir::ModuleOp> eval = importModel(
+      context, model, config, job.evalMicrobatchSize, config.validation.seqLen);
+  PartitionPipelineOptions partition;
+  partitionOptions(partition);
+  if (llvm::Error e = run(*eval, buildPartitionPipeline, partition))
+    return std::move(e);
+  return std::move(eval);
+}
+
+llvm::Error Compilation::addPipelineEval(const PipelineSources &sources,
+                                         int64_t rank, mlir::ModuleOp module,
+                                         std::vector<std::string> &phases) {
+  if (!sources.eval)
+    return llvm::Error::success();
+  mlir::OwningOpRef<mlir::ModuleOp> eval = mlir::ModuleOp(sources.eval).clone();
+  TrainingPipelineOptions training;
+  trainingOptions(training);
+  setPipelineRankOptions(sources.job, rank, training);
+  if (llvm::Error e = run(*eval, buildPipelineParallelEvalPipeline, training))
+    return e;
+  mlir::FailureOr<std::vector<std::string>> stages =
+      addPipelineEvalStages(module, *eval);
+  if (failed(stages))
+    return error("compilation failed (see the diagnostics above)");
+  phases.insert(phases.end(), stages->begin(), stages->end());
+  return llvm::Error::success();
+}
+
 // Pipeline rank `rank`'s program from the partitioned per-rank forward: its
-// stages' training phases, execution and lowering, written as an object
-// (appended to `objects`) unless the stage stops earlier; `functions` gets
-// the program's step functions.
-llvm::Error Compilation::emitPipelineRank(
-    const PipelineJob &pipelineJob, int64_t rank, mlir::ModuleOp partitioned,
-    const manifest::Manifest &whole, llvm::raw_ostream &os,
-    std::vector<std::string> &objects, std::vector<std::string> &functions) {
+// stages' training phases (and eval stages), execution and lowering,
+// written as an object (appended to `objects`) unless the stage stops
+// earlier; `functions` gets the program's step functions.
+llvm::Error Compilation::emitPipelineRank(const PipelineSources &sources,
+                                          int64_t rank, llvm::raw_ostream &os,
+                                          std::vector<std::string> &objects,
+                                          std::vector<std::string> &functions) {
   Stage stage = options.stage;
-  mlir::OwningOpRef<mlir::ModuleOp> module = partitioned.clone();
+  const PipelineJob &pipelineJob = sources.job;
+  mlir::OwningOpRef<mlir::ModuleOp> module =
+      mlir::ModuleOp(sources.partitioned).clone();
   TrainingPipelineOptions training;
   trainingOptions(training);
   std::vector<std::string> phases =
       setPipelineRankOptions(pipelineJob, rank, training);
   if (llvm::Error e =
           run(*module, buildPipelineParallelTrainingPipeline, training))
+    return e;
+  if (llvm::Error e = addPipelineEval(sources, rank, *module, phases))
     return e;
   auto printRank = [&] {
     os << "// pipeline rank " << rank << "\n";
@@ -120,7 +157,7 @@ llvm::Error Compilation::emitPipelineRank(
   addProgramToManifest(*manifest, config, mesh, backend, options.cudaArch,
                        *module);
   addPipelineToManifest(*manifest, pipelineJob, rank, *module);
-  addPipelineParameters(*manifest, whole, pipelineJob);
+  addPipelineParameters(*manifest, sources.whole, pipelineJob);
   // The pipeline's transfers and its loss reduction run over pp.
   if (!llvm::is_contained(manifest->collectiveAxes, 1u))
     manifest->collectiveAxes.push_back(1);

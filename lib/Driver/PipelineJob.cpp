@@ -66,7 +66,35 @@ llvm::Expected<PipelineJob> driver::planPipelineJob(const LlamaArgs &model,
           simulateSchedule(job.schedule);
       !timeline)
     return timeline.takeError();
+  if (c.validation.enable)
+    if (llvm::Error e = planPipelineEval(job, c))
+      return e;
   return job;
+}
+
+llvm::Error driver::planPipelineEval(PipelineJob &job, const TrainConfig &c) {
+  // TorchTitan v0.2.0's Validator calls the training schedule's eval(),
+  // which splits the validation batch into that schedule's microbatches.
+  int64_t batch = c.validation.localBatchSize;
+  if (batch % job.microbatches != 0)
+    return llvm::createStringError(
+        llvm::inconvertibleErrorCode(),
+        llvm::formatv(
+            "validation.local_batch_size ({0}) must be divisible by the "
+            "pipeline's {1} microbatches (training.local_batch_size / "
+            "parallelism.pipeline_parallel_microbatch_size): under pipeline "
+            "parallelism a validation batch runs through the stages in the "
+            "training schedule's microbatches, as TorchTitan's "
+            "pp_schedule.eval splits it",
+            batch, job.microbatches)
+            .str());
+  job.evalMicrobatchSize = batch / job.microbatches;
+  job.evalSchedule = forwardOnlySchedule(job.schedule);
+  if (llvm::Expected<PipelineSchedule> checked = verifyLoweredSchedule(
+          lowerSchedule(job.evalSchedule), job.evalSchedule);
+      !checked)
+    return checked.takeError();
+  return llvm::Error::success();
 }
 
 std::vector<std::string>
@@ -137,6 +165,8 @@ void driver::addPipelineToManifest(manifest::Manifest &m,
     }
     stage.reduceGrad = phases.back();
     stage.frames = frames[s];
+    if (job.evalMicrobatchSize > 0)
+      stage.eval = manifest::evalStageFunction(s);
   }
   // Each frame slot in its stage's frame, and each frame's size.
   for (auto &[slot, range] : frameSlots(module))
@@ -154,6 +184,14 @@ void driver::addPipelineToManifest(manifest::Manifest &m,
       for (mlir::Attribute a : mlir::cast<mlir::ArrayAttr>(lists[size_t(rank)]))
         pipeline.actions.push_back(*manifest::Manifest::PipelineAction::parse(
             mlir::cast<mlir::StringAttr>(a).getValue()));
+  // Validation's forward-only list, with its transfers.
+  if (job.evalMicrobatchSize > 0) {
+    std::vector<std::vector<std::string>> rows =
+        lowerSchedule(job.evalSchedule);
+    for (const std::string &a : rows[size_t(rank)])
+      pipeline.evalActions.push_back(
+          *manifest::Manifest::PipelineAction::parse(a));
+  }
   pipeline.stageRanks.resize(size_t(job.schedule.stages));
   for (auto [r, owned] : llvm::enumerate(job.schedule.stagesOfRank))
     for (int64_t s : owned)

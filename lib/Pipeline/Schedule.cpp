@@ -392,6 +392,25 @@ ScheduleCosts ScheduleCosts::uniform(int64_t stages, double forwardCost,
   return costs;
 }
 
+PipelineSchedule titan::forwardOnlySchedule(const PipelineSchedule &training) {
+  PipelineSchedule s;
+  s.name = training.name + " (forward only)";
+  s.ranks = training.ranks;
+  s.stages = training.stages;
+  s.microbatches = training.microbatches;
+  s.stagesOfRank = training.stagesOfRank;
+  s.forwardOnly = true;
+  for (const std::vector<int64_t> &owned : s.stagesOfRank) {
+    std::vector<int64_t> mine = owned;
+    llvm::sort(mine);
+    std::vector<PipelineAction> &actions = s.actions.emplace_back();
+    for (int64_t mb = 0; mb < s.microbatches; ++mb)
+      for (int64_t stage : mine)
+        actions.push_back({PipelineAction::Forward, stage, mb});
+  }
+  return s;
+}
+
 llvm::Expected<ScheduleTimeline>
 titan::simulateSchedule(const PipelineSchedule &s, double forwardCost,
                         double backwardCost) {
@@ -428,7 +447,8 @@ titan::simulateSchedule(const PipelineSchedule &s, const ScheduleCosts &costs) {
             llvm::formatv("pipeline rank {0} runs {1} twice", r, a.str()));
       ++total;
     }
-  // Every microbatch of every stage: one F, and one B or one I and one W.
+  // Every microbatch of every stage: one F, and one B or one I and one W
+  // (a forward-only schedule: the F alone).
   for (int64_t mb = 0; mb < s.microbatches; ++mb)
     for (int64_t st = 0; st < s.stages; ++st) {
       auto has = [&](Kind k) { return seen.count(key(k, st, mb)) != 0; };
@@ -439,6 +459,14 @@ titan::simulateSchedule(const PipelineSchedule &s, const ScheduleCosts &costs) {
       };
       if (!has(Kind::Forward))
         return error("the schedule never runs " + named('F'));
+      if (s.forwardOnly) {
+        for (Kind k :
+             {Kind::Backward, Kind::BackwardInput, Kind::BackwardWeight})
+          if (has(k))
+            return error("the forward-only schedule runs a backward of " +
+                         named('F'));
+        continue;
+      }
       bool split = has(Kind::BackwardInput) || has(Kind::BackwardWeight);
       if (has(Kind::Backward) && split)
         return error("the schedule runs both " + named('B') +
@@ -666,11 +694,13 @@ titan::lowerSchedule(const PipelineSchedule &s) {
   for (auto [r, actions] : llvm::enumerate(s.actions)) {
     std::vector<std::string> &row = rows.emplace_back();
     int64_t rank = int64_t(r);
-    // Each local stage's weights are gathered once, before its actions.
+    // Each local stage's weights are gathered once, before its actions (a
+    // forward-only step gathers in its forwards).
     std::vector<int64_t> mine = s.stagesOfRank[r];
     llvm::sort(mine);
-    for (int64_t stage : mine)
-      row.push_back(std::to_string(stage) + "UNSHARD");
+    if (!s.forwardOnly)
+      for (int64_t stage : mine)
+        row.push_back(std::to_string(stage) + "UNSHARD");
     // Each stage's gradients are reduced once, after its last backward.
     std::map<int64_t, size_t> lastBackward;
     for (auto [i, a] : llvm::enumerate(actions))
@@ -689,7 +719,8 @@ titan::lowerSchedule(const PipelineSchedule &s) {
         row.push_back(transfer(a.stage, "SEND_F", a.microbatch));
       if (input && remote(a.stage - 1, rank))
         row.push_back(transfer(a.stage, "SEND_B", a.microbatch));
-      if (lastBackward[a.stage] == i)
+      if (auto it = lastBackward.find(a.stage);
+          it != lastBackward.end() && it->second == i)
         row.push_back(std::to_string(a.stage) + "REDUCE_GRAD");
     }
   }

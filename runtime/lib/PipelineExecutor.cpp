@@ -34,6 +34,10 @@ struct PipelineExecutor::Stage {
   PipelineFunction unshard = nullptr, reduceGrad = nullptr, forward = nullptr,
                    backward = nullptr, backwardInput = nullptr,
                    backwardWeight = nullptr;
+  /// validation.enable: the stage's eval step and its boundary tensors'
+  /// arena slots (manifest::evalStageInputName / evalStageOutputName).
+  PipelineFunction eval = nullptr;
+  std::vector<Slot> evalInputs, evalOutputs;
   /// The frame slots by kind, indexed by boundary index.
   std::vector<Slot> inputs, outputs, outputGrads, inputGrads;
   std::optional<Slot> tokens, labels;
@@ -83,6 +87,20 @@ struct PipelineExecutor::PendingSend {
   std::unique_ptr<Request> request;
 };
 
+/// The arena slots `prefix` + name(stage, 0), name(stage, 1), ... as far
+/// as the plan has them.
+static std::vector<Slot> evalSlots(const Manifest &m, llvm::StringRef prefix,
+                                   int64_t stage,
+                                   std::string (*name)(int64_t, int64_t)) {
+  std::vector<Slot> slots;
+  for (int64_t i = 0;; ++i) {
+    auto it = m.slots.find((prefix + name(stage, i)).str());
+    if (it == m.slots.end())
+      return slots;
+    slots.push_back(it->second);
+  }
+}
+
 PipelineExecutor::PipelineExecutor(
     const Manifest &m, const std::map<std::string, PipelineFunction> &functions,
     Device &device, Communicator &comm, char *arena)
@@ -112,6 +130,13 @@ PipelineExecutor::PipelineExecutor(
     }
     for (const auto &[name, slot] : plan.frameSlots)
       maxBoundary = std::max(maxBoundary, stage->place(name, slot));
+    if (!plan.eval.empty()) {
+      stage->eval = function(plan.eval);
+      stage->evalInputs = evalSlots(m, "input:", plan.stage,
+                                    titan::manifest::evalStageInputName);
+      stage->evalOutputs = evalSlots(m, "output:", plan.stage,
+                                     titan::manifest::evalStageOutputName);
+    }
     totalFrameBytes += plan.frameBytes * std::max<int64_t>(plan.frames, 1);
     stages.push_back(std::move(stage));
   }
@@ -133,6 +158,13 @@ PipelineExecutor::PipelineExecutor(
     }
   if (auto it = m.slots.find("output:loss"); it != m.slots.end())
     lossSlot = arena + it->second.first;
+  auto slot = [&](const char *name) -> char * {
+    auto it = m.slots.find(name);
+    return it == m.slots.end() ? nullptr : arena + it->second.first;
+  };
+  evalTokens = reinterpret_cast<int32_t *>(slot("input:eval_tokens"));
+  evalLabels = reinterpret_cast<int32_t *>(slot("input:eval_labels"));
+  evalLossSlot = slot("output:eval_loss");
 }
 
 PipelineExecutor::~PipelineExecutor() { device.freeArena(frames); }
@@ -402,6 +434,83 @@ double PipelineExecutor::run(const FillMicrobatch &fill, StepTrace *trace) {
     for (PendingSend &send : pendingSends)
       send.request->finish();
   });
+  pendingSends.clear();
+  comm.setContext(context);
+  return loss;
+}
+
+void PipelineExecutor::evalForward(Stage &s, int64_t mb,
+                                   const FillMicrobatch &fill) {
+  if (!s.eval)
+    fatal("corrupt executable: pipeline stage " + std::to_string(s.index) +
+          " has no eval step");
+  fill(mb, evalTokens, evalLabels);
+  // The previous stage's outputs, when it is on this rank: its forward
+  // came just before this one (the list goes through a microbatch's stages
+  // in order).
+  int64_t prev = s.index - 1;
+  if (prev >= 0 && onThisRank(p, prev)) {
+    Stage &from = local(prev);
+    if (from.evalOutputs.size() != s.evalInputs.size())
+      fatal("corrupt executable: pipeline stages " + std::to_string(prev) +
+            " and " + std::to_string(s.index) +
+            " disagree on their eval boundary tensors");
+    for (auto [in, out] : llvm::zip(s.evalInputs, from.evalOutputs))
+      std::memcpy(arena + in.first, arena + out.first, size_t(in.second));
+  }
+  s.eval(arena, nullptr);
+}
+
+void PipelineExecutor::evalTransfer(Stage &s, int64_t mb, char kind) {
+  bool receive = kind == 'f';
+  int64_t peerStage = receive ? s.index - 1 : s.index + 1;
+  if (peerStage < 0 || peerStage >= p.numStages || onThisRank(p, peerStage))
+    fatal("corrupt executable: pipeline stage " + std::to_string(s.index) +
+          " transfers to or from a stage on its own rank");
+  int64_t peer = p.stageRanks[size_t(peerStage)];
+  if (!receive) {
+    for (auto [i, slot] : llvm::enumerate(s.evalOutputs))
+      sendCopy(arena + slot.first, slot.second, peer,
+               tag(peerStage, mb, 0, int64_t(i)));
+    return;
+  }
+  std::vector<std::unique_ptr<Request>> requests;
+  for (auto [i, slot] : llvm::enumerate(s.evalInputs))
+    requests.push_back(comm.recv(arena + slot.first, kBytes, slot.second, peer,
+                                 tag(s.index, mb, 0, int64_t(i))));
+  for (auto &request : requests)
+    request->finish();
+}
+
+double PipelineExecutor::evaluate(const FillMicrobatch &fill) {
+  if (p.evalActions.empty())
+    fatal("corrupt executable: compiled with validation.enable but the "
+          "pipeline program has no eval actions");
+  double loss = 0;
+  std::string context = comm.context();
+  for (const Manifest::PipelineAction &a : p.evalActions) {
+    Stage &s = local(a.stage);
+    comm.setContext(context + ", pipeline eval action " + a.str());
+    if (a.kind == 'f' || a.kind == 'g') {
+      evalTransfer(s, a.microbatch, a.kind);
+    } else if (a.kind == 'F') {
+      evalForward(s, a.microbatch, fill);
+      if (a.stage == p.numStages - 1) {
+        if (!evalLossSlot)
+          fatal("corrupt executable: the last pipeline stage's program has "
+                "no output:eval_loss slot");
+        float value;
+        std::memcpy(&value, evalLossSlot, sizeof(float));
+        loss += double(value);
+      }
+    } else {
+      fatal("corrupt executable: the eval list's action " + a.str() +
+            " is not F, RECV_F or SEND_F");
+    }
+  }
+  comm.setContext(context + ", pipeline eval sends");
+  for (PendingSend &send : pendingSends)
+    send.request->finish();
   pendingSends.clear();
   comm.setContext(context);
   return loss;

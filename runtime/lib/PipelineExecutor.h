@@ -53,6 +53,13 @@ public:
   /// (those of the last stage; 0 on other ranks).
   double run(const FillMicrobatch &fill, StepTrace *trace = nullptr);
 
+  /// Runs the forward-only list (validation.enable: the manifest's
+  /// `pipeline.eval_actions`) once over a validation batch's microbatches
+  /// and returns the sum of their losses (last stage; 0 on other ranks).
+  /// The eval steps keep their boundary tensors in arena slots, one each:
+  /// the list sends or hands on a stage's outputs before its next forward.
+  double evaluate(const FillMicrobatch &fill);
+
 private:
   struct Stage;
   Stage &local(int64_t stage);
@@ -76,6 +83,10 @@ private:
   void backward(Stage &s, int64_t mb, PipelineFunction fn);
   /// W.
   void weight(Stage &s, int64_t mb);
+  /// F of the eval list: the stage's eval step on microbatch `mb`.
+  void evalForward(Stage &s, int64_t mb, const FillMicrobatch &fill);
+  /// RECV_F ('f') or SEND_F ('g') of the eval list.
+  void evalTransfer(Stage &s, int64_t mb, char kind);
   /// Gives (s, mb)'s frame back after its last backward action.
   void release(Stage &s, int64_t mb);
   /// Sends a copy of `bytes` at `data` (so its frame can be reused at
@@ -95,6 +106,10 @@ private:
   int64_t totalFrameBytes = 0;
   int64_t maxBoundary = 1;
   const char *lossSlot = nullptr;
+  /// validation.enable: the eval steps' microbatch and loss slots (null
+  /// where this rank's stages do not read or write them).
+  int32_t *evalTokens = nullptr, *evalLabels = nullptr;
+  const char *evalLossSlot = nullptr;
   struct PendingSend;
   std::vector<PendingSend> pendingSends;
   /// Receives posted ahead of their RECV action, by (stage, microbatch,

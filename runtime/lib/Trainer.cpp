@@ -46,6 +46,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <memory>
 #include <optional>
 #include <thread>
@@ -774,6 +775,10 @@ private:
   /// validation.enable: the validator on the eval step's slots (null
   /// without validation).
   std::unique_ptr<Validator> makeValidator();
+  /// One validation batch through the whole-step `eval`.
+  EvaluateBatch wholeStepEvaluation();
+  /// One validation batch through the pipeline's eval stages.
+  EvaluateBatch pipelinedEvaluation();
   /// Prints and records the validation loss after step `step` (from 0).
   void logValidation(int64_t step, const ValidationResult &result);
   /// The rank's part of each sample's sequence: its chunks over the axes
@@ -889,17 +894,58 @@ Run::Run(const titan::TrainConfig &c, const Manifest &m,
 std::unique_ptr<Validator> Run::makeValidator() {
   if (!c.validation.enable)
     return nullptr;
-  if (!model.eval || !m.eval)
+  if (!m.eval)
+    fatal("corrupt executable: compiled with validation.enable but without "
+          "its eval step");
+  EvaluateBatch evaluate =
+      pipelined ? pipelinedEvaluation() : wholeStepEvaluation();
+  return std::make_unique<Validator>(c, m, std::move(evaluate), comm,
+                                     sequenceShard(), dp, dpIndex);
+}
+
+EvaluateBatch Run::wholeStepEvaluation() {
+  if (!model.eval)
     fatal("corrupt executable: compiled with validation.enable but without "
           "its eval step");
   int64_t tokenBytes = m.eval->localBatch *
                        sequenceShard().length(m.eval->seqLen) *
                        int64_t(sizeof(int32_t));
-  EvalSlots slots{arena.data(), arena.slot("input:eval_tokens", tokenBytes),
-                  arena.slot("input:eval_labels", tokenBytes),
-                  arena.slot("output:eval_loss", 4)};
-  return std::make_unique<Validator>(c, m, model.eval, device, slots, comm,
-                                     sequenceShard(), dp, dpIndex);
+  char *tokens = arena.slot("input:eval_tokens", tokenBytes);
+  char *labels = arena.slot("input:eval_labels", tokenBytes);
+  char *loss = arena.slot("output:eval_loss", 4);
+  return [this, tokens, labels, loss, tokenBytes](const int32_t *t,
+                                                  const int32_t *l) {
+    device.copyToDevice(tokens, t, size_t(tokenBytes));
+    device.copyToDevice(labels, l, size_t(tokenBytes));
+    device.run(Device::Step::Eval, model.eval, arena.data());
+    return double(read<float>(device, loss));
+  };
+}
+
+EvaluateBatch Run::pipelinedEvaluation() {
+  // The batch splits into the training schedule's microbatches (as
+  // TorchTitan's pp_schedule.eval splits it); microbatch mb is its rows
+  // [mb x size, (mb + 1) x size).
+  int64_t microbatches = m.pipeline->microbatches;
+  int64_t size = m.eval->localBatch / microbatches;
+  int64_t rowTokens = sequenceShard().length(m.eval->seqLen);
+  return [this, microbatches, size, rowTokens](const int32_t *t,
+                                               const int32_t *l) {
+    double lossSum =
+        pipeline->evaluate([&](int64_t mb, int32_t *tokens, int32_t *labels) {
+          size_t bytes = size_t(size * rowTokens) * sizeof(int32_t);
+          int64_t first = mb * size * rowTokens;
+          if (tokens)
+            std::memcpy(tokens, t + first, bytes);
+          if (labels)
+            std::memcpy(labels, l + first, bytes);
+        });
+    // Each microbatch's loss counts 1 / m of the batch's (the last stage
+    // has them all), as in training: every pipeline rank reports the same.
+    lossSum /= double(microbatches);
+    comm->hostAllReduce(&lossSum, 1, Reduction::Sum, 1u << kPP);
+    return lossSum;
+  };
 }
 
 DataOptions Run::dataOptions() const {

@@ -3,8 +3,6 @@
 #include "Validator.h"
 #include "Error.h"
 
-#include "titanrt/Device.h"
-
 #include <chrono>
 
 using namespace titanrt;
@@ -31,16 +29,13 @@ std::unique_ptr<Dataset> openValidationSet(const titan::TrainConfig &c,
 } // namespace
 
 Validator::Validator(const titan::TrainConfig &c, const Manifest &m,
-                     void (*eval)(char *arena), Device &device, EvalSlots slots,
-                     Communicator *comm, SequenceShard shard, int64_t dp,
-                     int64_t dpIndex)
-    : c(c), eval(eval), device(device), slots(slots), comm(comm),
+                     EvaluateBatch evaluate, Communicator *comm,
+                     SequenceShard shard, int64_t dp, int64_t dpIndex)
+    : c(c), evaluate(std::move(evaluate)), comm(comm),
       data(openValidationSet(c, m, shard, dp, dpIndex)),
       batch(m.eval->localBatch), seqLen(m.eval->seqLen),
-      localSeq(data->localLength()), dp(dp), dpIndex(dpIndex) {
-  if (!device.hostAccessible())
-    hostBatch.resize(size_t(2 * batch * localSeq));
-}
+      localSeq(data->localLength()), dp(dp), dpIndex(dpIndex),
+      hostBatch(size_t(2 * batch * localSeq)) {}
 
 bool Validator::readBatch(int64_t b, int32_t *tokens, int32_t *labels) {
   // Data-parallel rank d reads rows [(b x dp + d) x batch, ... + batch)
@@ -61,12 +56,8 @@ bool Validator::readBatch(int64_t b, int32_t *tokens, int32_t *labels) {
 
 ValidationResult Validator::validate() {
   auto start = std::chrono::steady_clock::now();
-  bool host = device.hostAccessible();
-  int32_t *tokens =
-      host ? reinterpret_cast<int32_t *>(slots.tokens) : hostBatch.data();
-  int32_t *labels = host ? reinterpret_cast<int32_t *>(slots.labels)
-                         : hostBatch.data() + batch * localSeq;
-  size_t bytes = size_t(batch * localSeq) * sizeof(int32_t);
+  int32_t *tokens = hostBatch.data();
+  int32_t *labels = hostBatch.data() + batch * localSeq;
   double lossSum = 0;
   // As TorchTitan's validation dataloader: steps = -1 is one pass over
   // the set from its start each time; steps = N continues the (looping)
@@ -79,12 +70,7 @@ ValidationResult Validator::validate() {
   for (; wholePass || b < c.validation.steps; ++b) {
     if (!readBatch(first + b, tokens, labels))
       break;
-    device.copyToDevice(slots.tokens, tokens, bytes);
-    device.copyToDevice(slots.labels, labels, bytes);
-    device.run(Device::Step::Eval, eval, slots.arena);
-    float loss;
-    device.copyToHost(&loss, slots.loss, sizeof(loss));
-    lossSum += loss;
+    lossSum += evaluate(tokens, labels);
   }
   if (b == 0)
     fatal("validation: the validation set holds fewer samples than one "

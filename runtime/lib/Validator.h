@@ -17,20 +17,20 @@
 #include "titan/Contract/TrainConfig.h"
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
 
 namespace titanrt {
 
-class Device;
-
-/// Where the eval step runs: the arena and its eval slots (the batch's
-/// tokens and labels, rows of the rank's share of each sequence, and the
-/// loss).
-struct EvalSlots {
-  char *arena, *tokens, *labels, *loss;
-};
+/// Runs the compiled eval step on one batch of this rank (rows of its
+/// share of each sequence, on the host) and returns the batch's loss, the
+/// mean over every data-parallel rank's rows as the compiled loss is: the
+/// whole-step `eval`, or under pipeline parallelism the stages' eval steps
+/// through the forward-only schedule.
+using EvaluateBatch =
+    std::function<double(const int32_t *tokens, const int32_t *labels)>;
 
 /// What one validation measured.
 struct ValidationResult {
@@ -49,9 +49,8 @@ public:
   /// `dp` data-parallel ranks, this one the `dpIndex`th; `shard` its part
   /// of each sequence (context parallel).
   Validator(const titan::TrainConfig &c, const Manifest &m,
-            void (*eval)(char *arena), Device &device, EvalSlots slots,
-            Communicator *comm, SequenceShard shard, int64_t dp,
-            int64_t dpIndex);
+            EvaluateBatch evaluate, Communicator *comm, SequenceShard shard,
+            int64_t dp, int64_t dpIndex);
 
   /// TorchTitan's should_validate: after step 1 and every freq-th step
   /// (`step` counts from 1).
@@ -75,16 +74,13 @@ private:
   bool readBatch(int64_t b, int32_t *tokens, int32_t *labels);
 
   const titan::TrainConfig &c;
-  void (*eval)(char *arena);
-  Device &device;
-  EvalSlots slots;
+  EvaluateBatch evaluate;
   Communicator *comm;
   std::unique_ptr<Dataset> data;
   int64_t batch, seqLen, localSeq, dp, dpIndex;
   /// With validation.steps = N: the stream's next batch.
   int64_t nextBatch = 0;
-  /// The batch is drawn on the host: into the arena where the host can
-  /// address it, else into this buffer, copied over before each batch.
+  /// The batch's tokens, then its labels, drawn on the host.
   std::vector<int32_t> hostBatch;
 };
 

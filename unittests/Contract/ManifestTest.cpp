@@ -72,7 +72,11 @@ Manifest fullManifest(bool pipelined) {
   for (const char *action : {"0UNSHARD", "0F0", "0SEND_F0", "0F1", "0RECV_B0",
                              "0B0", "0SEND_B1", "0REDUCE_GRAD"})
     p.actions.push_back(*Manifest::PipelineAction::parse(action));
+  // Validation's forward-only list and the stage's eval step.
+  for (const char *action : {"0F0", "0SEND_F0", "0F1", "0SEND_F1"})
+    p.evalActions.push_back(*Manifest::PipelineAction::parse(action));
   Manifest::PipelineStage &s = p.stages.emplace_back();
+  s.eval = evalStageFunction(0);
   s.stage = 0;
   s.unshard = "stage0_unshard";
   s.forward = "stage0_forward";
@@ -137,6 +141,9 @@ void expectSame(const Manifest &a, const Manifest &b) {
   ASSERT_EQ(p.actions.size(), q.actions.size());
   for (auto [x, y] : llvm::zip(p.actions, q.actions))
     EXPECT_EQ(x.str(), y.str());
+  ASSERT_EQ(p.evalActions.size(), q.evalActions.size());
+  for (auto [x, y] : llvm::zip(p.evalActions, q.evalActions))
+    EXPECT_EQ(x.str(), y.str());
   ASSERT_EQ(p.stages.size(), q.stages.size());
   for (auto [x, y] : llvm::zip(p.stages, q.stages)) {
     EXPECT_EQ(x.stage, y.stage);
@@ -149,6 +156,7 @@ void expectSame(const Manifest &a, const Manifest &b) {
     EXPECT_EQ(x.frameBytes, y.frameBytes);
     EXPECT_EQ(x.frames, y.frames);
     EXPECT_EQ(x.frameSlots, y.frameSlots);
+    EXPECT_EQ(x.eval, y.eval);
   }
 }
 
@@ -300,6 +308,14 @@ TEST(FrameSlotTest, OtherSlotsAreNotFrameSlots) {
         "frame:stash:0", "frame0", "frame0:stash", "frame0:stash:x",
         "frame-1:stash:0", "frame0:bogus:0", "frame0:input:other"})
     EXPECT_FALSE(FrameSlot::parse(text)) << text;
+}
+
+TEST(EvalStageSlotsTest, NamesAreArenaSlotsNotFrameSlots) {
+  // Validation's pipeline stages keep their boundary tensors in the arena.
+  EXPECT_EQ(evalStageFunction(2), "eval_stage2");
+  EXPECT_EQ(evalStageInputName(2, 0), "eval_stage2_input0");
+  EXPECT_EQ(evalStageOutputName(1, 3), "eval_stage1_output3");
+  EXPECT_FALSE(FrameSlot::parse("input:" + evalStageInputName(2, 0)));
 }
 
 TEST(PipelineActionTest, PrintsAndParses) {

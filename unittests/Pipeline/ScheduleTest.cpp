@@ -227,4 +227,45 @@ TEST(PipelineSchedule, ParsesTorchTitanCSV) {
             std::string::npos);
 }
 
+std::string joined(const std::vector<std::string> &row) {
+  std::string text;
+  for (const std::string &a : row)
+    text += (text.empty() ? "" : " ") + a;
+  return text;
+}
+
+TEST(PipelineSchedule, ForwardOnlyScheduleForValidation) {
+  // Interleaved, p = 2, v = 2, m = 2: each microbatch through the rank's
+  // stages in stage order; transfers only where the next stage is remote,
+  // and no UNSHARD or REDUCE_GRAD (the eval forwards gather their weights).
+  PipelineSchedule eval =
+      forwardOnlySchedule(build("Interleaved1F1B", 6, 2, 2));
+  EXPECT_TRUE(eval.forwardOnly);
+  EXPECT_EQ(list(eval.actions[0]), "0F0 2F0 0F1 2F1");
+  EXPECT_EQ(list(eval.actions[1]), "1F0 3F0 1F1 3F1");
+  ASSERT_TRUE(bool(simulateSchedule(eval)));
+  std::vector<std::vector<std::string>> rows = lowerSchedule(eval);
+  EXPECT_EQ(joined(rows[0]), "0F0 0SEND_F0 2RECV_F0 2F0 2SEND_F0 0F1 0SEND_F1 "
+                             "2RECV_F1 2F1 2SEND_F1");
+  EXPECT_EQ(joined(rows[1]), "1RECV_F0 1F0 1SEND_F0 3RECV_F0 3F0 1RECV_F1 1F1 "
+                             "1SEND_F1 3RECV_F1 3F1");
+  llvm::Expected<PipelineSchedule> checked = verifyLoweredSchedule(rows, eval);
+  EXPECT_TRUE(bool(checked)) << llvm::toString(checked.takeError());
+
+  // The V layout (stages 0 and 3 on rank 0, 1 and 2 on rank 1): the
+  // middle stages hand over on their rank, without transfers.
+  PipelineSchedule v = forwardOnlySchedule(build("ZBVZeroBubble", 8, 2, 2));
+  std::vector<std::vector<std::string>> vRows = lowerSchedule(v);
+  EXPECT_EQ(joined(vRows[1]), "1RECV_F0 1F0 2F0 2SEND_F0 1RECV_F1 1F1 2F1 "
+                              "2SEND_F1");
+  EXPECT_TRUE(bool(verifyLoweredSchedule(vRows, v)));
+
+  // A forward-only schedule runs no backward.
+  eval.actions[0].push_back({PipelineAction::Backward, 0, 0});
+  llvm::Expected<ScheduleTimeline> bad = simulateSchedule(eval);
+  ASSERT_FALSE(bool(bad));
+  EXPECT_EQ(llvm::toString(bad.takeError()),
+            "the forward-only schedule runs a backward of 0F0");
+}
+
 } // namespace

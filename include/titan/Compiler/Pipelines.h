@@ -264,6 +264,23 @@ void buildEvalPipeline(mlir::OpPassManager &pm,
 /// same mesh. Errors are reported on the modules.
 mlir::LogicalResult addEvalStep(mlir::ModuleOp module,
                                 mlir::ModuleOp evalModule);
+/// The eval phase under pipeline parallelism, for pipeline rank
+/// `options.pipelineRank`: the eval phase's passes around the stage cut
+/// (TorchTitan's split, dist-pipeline-split), leaving the rank's stages as
+/// forward functions `stage<s>` that keep their FSDP gathers (the eval
+/// step runs after the update, so the training step's gathered weights
+/// are stale).
+void buildPipelineParallelEvalPipeline(mlir::OpPassManager &pm,
+                                       const TrainingPipelineOptions &options);
+/// Moves the stage functions of `evalModule` (after the pipeline-parallel
+/// eval phase) into pipeline rank `module` as its eval steps
+/// (manifest::evalStageFunction): boundary tensors become the arena slots
+/// manifest::evalStageInputName / evalStageOutputName, tokens, labels and
+/// the loss the eval step's slots; parameters keep their param:* slots.
+/// Returns the functions added, in stage order; errors are reported on the
+/// modules.
+mlir::FailureOr<std::vector<std::string>>
+addPipelineEvalStages(mlir::ModuleOp module, mlir::ModuleOp evalModule);
 void buildExecutionPipeline(mlir::OpPassManager &pm,
                             const ExecutionPipelineOptions &options);
 void buildLoweringPipeline(mlir::OpPassManager &pm,

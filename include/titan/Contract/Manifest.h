@@ -97,6 +97,18 @@ struct FrameSlot {
   }
 };
 
+/// Validation under pipeline parallelism: stage `stage`'s forward-only
+/// step, `eval_stage<stage>`, reads boundary tensor `index` of the
+/// previous stage from the arena slot "input:" + evalStageInputName and
+/// writes the one it sends the next stage to "output:" +
+/// evalStageOutputName; one buffer each, as the forward-only schedule
+/// consumes a stage's boundary tensors before its next forward. Its
+/// microbatch of tokens and labels and its loss are the eval step's slots
+/// (input:eval_tokens, input:eval_labels, output:eval_loss).
+std::string evalStageFunction(int64_t stage);
+std::string evalStageInputName(int64_t stage, int64_t index);
+std::string evalStageOutputName(int64_t stage, int64_t index);
+
 struct Manifest {
   struct Param {
     std::string name;
@@ -124,6 +136,9 @@ struct Manifest {
     /// microbatches the schedule keeps in flight at most.
     int64_t frameBytes = 0, frames = 0;
     std::vector<std::pair<FrameSlot, SlotRange>> frameSlots;
+    /// validation.enable: the stage's forward-only eval step
+    /// (evalStageFunction), empty without validation.
+    std::string eval;
   };
 
   /// One action of a pipeline rank's list, in TorchTitan's lowered
@@ -146,6 +161,9 @@ struct Manifest {
     /// The pipeline rank of each stage.
     std::vector<int64_t> stageRanks;
     std::vector<PipelineAction> actions;
+    /// validation.enable: the rank's forward-only list for one validation
+    /// batch (forwardOnlySchedule lowered: F, RECV_F and SEND_F only).
+    std::vector<PipelineAction> evalActions;
     std::vector<PipelineStage> stages;
   };
 

@@ -115,13 +115,31 @@ private:
   llvm::Error writeProgram(mlir::ModuleOp module, manifest::Manifest manifest);
 
   // EmitPipelined.cpp: one program per pipeline rank.
+  /// What every pipeline rank's program is compiled from.
+  struct PipelineSources {
+    const PipelineJob &job;
+    /// The per-rank forward at a microbatch's shape.
+    mlir::ModuleOp partitioned;
+    /// validation.enable: the per-rank forward at an eval microbatch's
+    /// shape; null without validation.
+    mlir::ModuleOp eval;
+    /// Every parameter of the model, for the ranks' checkpoint indexes.
+    const manifest::Manifest &whole;
+  };
   llvm::Error emitPipelined(mlir::ModuleOp partitioned, llvm::raw_ostream &os);
-  llvm::Error emitPipelineRank(const PipelineJob &pipelineJob, int64_t rank,
-                               mlir::ModuleOp partitioned,
-                               const manifest::Manifest &whole,
+  /// validation.enable: the per-rank forward imported at an eval
+  /// microbatch's shape and partitioned (null without validation).
+  llvm::Expected<mlir::OwningOpRef<mlir::ModuleOp>>
+  partitionPipelineEval(const PipelineJob &job, mlir::MLIRContext &context);
+  llvm::Error emitPipelineRank(const PipelineSources &sources, int64_t rank,
                                llvm::raw_ostream &os,
                                std::vector<std::string> &objects,
                                std::vector<std::string> &functions);
+  /// Adds pipeline rank `rank`'s eval stages to its trained `module`;
+  /// their names join `phases`.
+  llvm::Error addPipelineEval(const PipelineSources &sources, int64_t rank,
+                              mlir::ModuleOp module,
+                              std::vector<std::string> &phases);
   void printPipelineRankMemory(const PipelineJob &pipelineJob, int64_t rank,
                                mlir::ModuleOp module, llvm::raw_ostream &os);
 };

@@ -35,6 +35,12 @@ struct PipelineJob {
   PipelinePlan plan;
   PipelineSchedule schedule;
   int64_t microbatches = 1, microbatchSize = 1;
+  /// validation.enable: the rows of a validation batch's microbatches (the
+  /// batch splits into the training schedule's microbatches, as
+  /// TorchTitan's pp_schedule.eval splits it) and the forward-only
+  /// schedule they run through; 0 without validation.
+  int64_t evalMicrobatchSize = 0;
+  PipelineSchedule evalSchedule;
 };
 
 /// The stage plan and the schedule of `config` for `model`; errors name the
@@ -42,6 +48,11 @@ struct PipelineJob {
 /// schedule that cannot run so many microbatches).
 llvm::Expected<PipelineJob> planPipelineJob(const LlamaArgs &model,
                                             const TrainConfig &config);
+
+/// validation.enable under pipeline parallelism: sets `job`'s eval
+/// microbatches and forward-only schedule; an error names the keys when
+/// the validation batch does not split into the schedule's microbatches.
+llvm::Error planPipelineEval(PipelineJob &job, const TrainConfig &config);
 
 /// Sets the pipeline-rank options of `options` for `rank` of `job` (its
 /// stages, the microbatches, whether the schedule splits the backward) and

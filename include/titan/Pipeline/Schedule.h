@@ -51,6 +51,9 @@ struct PipelineSchedule {
   std::vector<std::vector<int64_t>> stagesOfRank;
   /// Each rank's actions, in the order it runs them.
   std::vector<std::vector<PipelineAction>> actions;
+  /// Forward actions only (validation's schedule): no microbatch has a
+  /// backward, and the lowered lists have no UNSHARD or REDUCE_GRAD.
+  bool forwardOnly = false;
 };
 
 /// Whether `s` runs some backward as separate input- and weight-gradient
@@ -81,6 +84,16 @@ llvm::Expected<PipelineSchedule> loadScheduleCSV(llvm::StringRef path,
 llvm::Expected<PipelineSchedule> buildSchedule(llvm::StringRef schedule,
                                                const PipelinePlan &plan,
                                                int64_t microbatches);
+
+/// The forward-only schedule of `training`'s stage layout and microbatches
+/// (validation under pipeline parallelism, TorchTitan's
+/// `pp_schedule.eval`): every rank runs its stages' forwards microbatch by
+/// microbatch, each microbatch through its stages in stage order. A
+/// forward then waits only for forwards earlier in that order on every
+/// rank, so the list cannot deadlock, and a stage's boundary tensors are
+/// consumed (sent, or read by the next stage on the same rank) before its
+/// next forward: one buffer per boundary tensor suffices.
+PipelineSchedule forwardOnlySchedule(const PipelineSchedule &training);
 
 /// The simulated run: each rank runs its actions in order, each as soon as
 /// its inputs exist (F of stage s after F of s - 1 on the same microbatch;
