@@ -136,6 +136,14 @@ PipelineExecutor::PipelineExecutor(
                                     titan::manifest::evalStageInputName);
       stage->evalOutputs = evalSlots(m, "output:", plan.stage,
                                      titan::manifest::evalStageOutputName);
+      // The eval steps are cut where the training steps are: the same
+      // boundary tensors, so the peers agree on them and on their tags.
+      if (stage->evalInputs.size() != stage->inputs.size() ||
+          stage->evalOutputs.size() != stage->outputs.size())
+        fatal("corrupt executable: pipeline stage " +
+              std::to_string(plan.stage) +
+              "'s eval step passes other boundary tensors than its "
+              "training steps");
     }
     totalFrameBytes += plan.frameBytes * std::max<int64_t>(plan.frames, 1);
     stages.push_back(std::move(stage));

@@ -929,6 +929,13 @@ EvaluateBatch Run::pipelinedEvaluation() {
   int64_t microbatches = m.pipeline->microbatches;
   int64_t size = m.eval->localBatch / microbatches;
   int64_t rowTokens = sequenceShard().length(m.eval->seqLen);
+  // The stages that read the microbatch read rows of as many tokens.
+  int64_t bytes = size * rowTokens * int64_t(sizeof(int32_t));
+  for (const char *name : {"input:eval_tokens", "input:eval_labels"})
+    if (auto it = m.slots.find(name);
+        it != m.slots.end() && it->second.second != bytes)
+      fatal(std::string("corrupt executable: the memory plan has no slot '") +
+            name + "' of " + std::to_string(bytes) + " bytes");
   return [this, microbatches, size, rowTokens](const int32_t *t,
                                                const int32_t *l) {
     double lossSum =

@@ -61,13 +61,17 @@ TEST(DriverErrorTest, AMicrobatchThatDoesNotDivideTheBatchNamesBothKeys) {
       << text;
 }
 
-TEST(DriverErrorTest, ValidationUnderPipelineParallelismIsRefused) {
+TEST(DriverErrorTest, APipelinedValidationBatchSplitsIntoTheMicrobatches) {
+  // Under pipeline parallelism a validation batch runs in the training
+  // schedule's microbatches (TorchTitan's pp_schedule.eval).
   std::string text =
       emit(debugConfig({{"parallelism.pipeline_parallel_degree", "2"},
-                        {"validation.enable", "true"}}),
+                        {"training.local_batch_size", "4"},
+                        {"validation.enable", "true"},
+                        {"validation.local_batch_size", "3"}}),
            at(Stage::Kernel));
-  EXPECT_TRUE(contains(text, "error: validation.enable with "
-                             "parallelism.pipeline_parallel_degree > 1"))
+  EXPECT_TRUE(contains(text, "error: validation.local_batch_size (3) must be "
+                             "divisible by the pipeline's 4 microbatches"))
       << text;
 }
 

@@ -86,7 +86,12 @@ LogicalResult ShardingPartitioner::partitionOp(Operation *op) {
 LogicalResult
 ShardingPartitioner::partitionWithRule(Operation *op,
                                        ShardingRuleOpInterface rule) {
-  const ShardingRule &r = rules.find(op)->second;
+  auto it = rules.find(op);
+  if (it == rules.end())
+    return op->emitOpError()
+           << "was created after the partitioner read the sharding rules "
+              "(internal error)";
+  const ShardingRule &r = it->second;
   SmallVector<ShardingAttr> operands;
   for (Value v : op->getOperands())
     operands.push_back(getSharding(v));
