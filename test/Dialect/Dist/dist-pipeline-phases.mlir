@@ -3,6 +3,7 @@
 // RUN: echo 'module {}' | not titan-opt -dist-pipeline-phases 2>&1 | FileCheck %s --check-prefix=EMPTY
 // RUN: titan-opt %s -split-input-file -titan-autodiff="forward=stage1 backward=stage1_forward_backward accumulation-steps=2" -dist-pipeline-phases="hoist-parameter-values=true" -verify-diagnostics | FileCheck %s --check-prefix=HOIST
 // RUN: titan-opt %s -split-input-file -titan-autodiff="forward=stage1 backward=stage1_forward_backward accumulation-steps=2 regather-params=true" -dist-pipeline-phases="hoist-parameter-values=true defer-gradient-reduction=true" -verify-diagnostics | FileCheck %s --check-prefix=DEFER
+// RUN: titan-opt %s -split-input-file -titan-autodiff="forward=stage1 backward=stage1_forward_backward accumulation-steps=2 regather-params=true" -dist-pipeline-phases="hoist-parameter-values=true defer-gradient-reduction=true" -dist-narrow-gathers -verify-diagnostics | FileCheck %s --check-prefix=MERGE
 
 // EMPTY: error: dist-pipeline-phases: no stage step (a function with dist.pipeline_phase = "forward_backward"; run titan-autodiff on the stages of dist-pipeline-split)
 
@@ -152,5 +153,32 @@ module attributes {dist.mesh = #dist.mesh<pp = 2, dp_replicate = 1, dp_shard = 2
     %z = titan.linear %h, %wg : (tensor<2x4x8xf32>, tensor<8x8xf32>) -> tensor<2x4x8xf32>
     %o = titan.add %h, %z : tensor<2x4x8xf32>
     return %o : tensor<2x4x8xf32>
+  }
+}
+
+// -----
+
+// A recomputed block (full activation checkpointing) in bf16: the
+// forward's low-precision copy of the gathered weight (in the recompute
+// region) and the backward's copy of it compute the same thing, so they
+// merge like the gathers (activation checkpointing's markers aside). The
+// gather then has one user and dist-narrow-gathers gathers the bf16 copy:
+// the step keeps one bf16 weight, not an f32 one and two bf16 copies.
+// MERGE:       func.func @stage1_unshard({{.*}} -> (tensor<8x8xbf16> {dist.per_step = 0 : i64}, tensor<8x8xf32> {dist.unsharded_grad = "w"})
+// MERGE-NEXT:    %[[C:.*]] = titan.cast %{{.*}} : tensor<4x8xf32> to tensor<4x8xbf16>
+// MERGE-NEXT:    %[[G:.*]] = dist.all_gather_start %[[C]] axes ["dp_shard"] dim 0 {titan.recompute_region = 1 : i64} : tensor<4x8xbf16> -> !dist.future<tensor<8x8xbf16>>
+// MERGE-NEXT:    %[[W:.*]] = dist.wait %[[G]]
+// MERGE-NOT:     titan.cast
+// MERGE:         return %[[W]]
+module attributes {dist.mesh = #dist.mesh<pp = 2, dp_replicate = 1, dp_shard = 2, cp = 1, tp = 1>} {
+  func.func @stage1(%w: tensor<4x8xf32> {titan.param = "w", dist.sharding = #dist.sharding<[["dp_shard"]]>},
+                    %h: tensor<2x4x8xbf16> {dist.stage_input = 0 : i64})
+      -> (tensor<2x4x8xbf16> {dist.stage_output = 0 : i64}) attributes {dist.partitioned, dist.stage = 1 : i64, dist.pipeline_phase = "forward"} {
+    %f = dist.all_gather_start %w axes ["dp_shard"] dim 0 {titan.recompute_region = 1 : i64} : tensor<4x8xf32> -> !dist.future<tensor<8x8xf32>>
+    %wg = dist.wait %f {titan.recompute_region = 1 : i64} : !dist.future<tensor<8x8xf32>>
+    %wb = titan.cast %wg {titan.recompute_region = 1 : i64} : tensor<8x8xf32> to tensor<8x8xbf16>
+    %z = titan.linear %h, %wb {titan.recompute_region = 1 : i64} : (tensor<2x4x8xbf16>, tensor<8x8xbf16>) -> tensor<2x4x8xbf16>
+    %o = titan.add %h, %z {titan.recompute_region = 1 : i64} : tensor<2x4x8xbf16>
+    return %o : tensor<2x4x8xbf16>
   }
 }

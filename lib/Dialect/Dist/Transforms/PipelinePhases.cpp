@@ -394,8 +394,34 @@ private:
     return parameterOnly[op] = result;
   }
 
+  /// The discardable attributes of `op` but activation checkpointing's
+  /// markers: whether an op was in a recompute region, or is the
+  /// backward's copy of one, says nothing of what it computes, and once
+  /// hoisted it runs once per step either way.
+  static DictionaryAttr attributesButRecompute(Operation *op) {
+    NamedAttrList attrs(op->getDiscardableAttrDictionary());
+    for (StringRef marker :
+         {TitanDialect::kRecomputeRegionAttrName, TitanDialect::kSaveAttrName,
+          TitanDialect::kRecomputedAttrName})
+      attrs.erase(marker);
+    return attrs.getDictionary(op->getContext());
+  }
+
+  /// Whether `a` and `b` compute the same thing from the same operands.
+  static bool computeTheSame(Operation *a, Operation *b) {
+    return OperationEquivalence::isEquivalentTo(
+               a, b,
+               OperationEquivalence::IgnoreLocations |
+                   OperationEquivalence::IgnoreDiscardableAttrs) &&
+           attributesButRecompute(a) == attributesButRecompute(b);
+  }
+
   /// Merges parameter-only ops that compute the same thing from the same
-  /// operands (collectives included: the same gather of the same shard).
+  /// operands (collectives included: the same gather of the same shard),
+  /// in order, so that what a merged op reads is merged first: the
+  /// forward's low-precision copy of a recomputed block's weight and the
+  /// backward's copy of it become one, and its gather can then be
+  /// narrowed (one user).
   void mergeEqualParameterValues() {
     SmallVector<Operation *> kept;
     for (Operation &op : llvm::make_early_inc_range(body)) {
@@ -403,8 +429,7 @@ private:
         continue;
       Operation *same = nullptr;
       for (Operation *k : kept)
-        if (OperationEquivalence::isEquivalentTo(
-                &op, k, OperationEquivalence::IgnoreLocations)) {
+        if (computeTheSame(&op, k)) {
           same = k;
           break;
         }
