@@ -114,6 +114,9 @@ void titan::setTrainingOptions(const TrainConfig &c, const MeshDegrees &mesh,
   const auto &p = c.parallelism;
   o.pipelineSchedule = p.pipelineParallelSchedule;
   o.pipelineScheduleCsv = p.pipelineParallelScheduleCsv;
+  // TorchTitan's apply_fsdp: reshard_after_forward = not pp_enabled by
+  // default, so only "always" reshards under pipeline parallelism.
+  o.pipelineKeepGathered = p.fsdpReshardAfterForward != "always";
   o.pipelineLayersPerStage = p.pipelineParallelLayersPerStage.value_or(0);
   o.pipelineFirstStageLessLayers = p.pipelineParallelFirstStageLessLayers;
   o.pipelineLastStageLessLayers = p.pipelineParallelLastStageLessLayers;

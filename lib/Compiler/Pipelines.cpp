@@ -193,8 +193,9 @@ void titan::buildPipelineParallelTrainingPipeline(
   dist::DistPipelinePhasesOptions phaseOptions;
   phaseOptions.splitWeightGrad = options.pipelineSplitWeightGrad;
   // TorchTitan keeps FSDP's weights gathered across a step's microbatches
-  // under pipeline parallelism ...
-  phaseOptions.hoistParameterValues = true;
+  // under pipeline parallelism (unless fsdp_reshard_after_forward is
+  // "always") ...
+  phaseOptions.hoistParameterValues = options.pipelineKeepGathered;
   // ... and reduce-scatters its gradients once, after the last backward.
   phaseOptions.deferGradientReduction = true;
   pm.addPass(dist::createDistPipelinePhases(phaseOptions));

@@ -178,6 +178,14 @@ struct TrainingPipelineOptions
       llvm::cl::desc("The schedule runs input (I) and weight (W) gradients "
                      "apart"),
       llvm::cl::init(false)};
+  Option<bool> pipelineKeepGathered{
+      *this, "pp-keep-gathered",
+      llvm::cl::desc("Keep what a stage computes from its parameters (FSDP's "
+                     "gathered weights) for the whole step, as FSDP2 with "
+                     "reshard_after_forward False (TorchTitan's default under "
+                     "pipeline parallelism); false: each microbatch gathers "
+                     "again (fsdp_reshard_after_forward = \"always\")"),
+      llvm::cl::init(true)};
 };
 
 /// The execution phase: kernel calls on planned memory.

@@ -4,6 +4,7 @@
 // RUN: titan-opt %s -split-input-file -titan-autodiff="forward=stage1 backward=stage1_forward_backward accumulation-steps=2" -dist-pipeline-phases="hoist-parameter-values=true" -verify-diagnostics | FileCheck %s --check-prefix=HOIST
 // RUN: titan-opt %s -split-input-file -titan-autodiff="forward=stage1 backward=stage1_forward_backward accumulation-steps=2 regather-params=true" -dist-pipeline-phases="hoist-parameter-values=true defer-gradient-reduction=true" -verify-diagnostics | FileCheck %s --check-prefix=DEFER
 // RUN: titan-opt %s -split-input-file -titan-autodiff="forward=stage1 backward=stage1_forward_backward accumulation-steps=2 regather-params=true" -dist-pipeline-phases="hoist-parameter-values=true defer-gradient-reduction=true" -dist-narrow-gathers -verify-diagnostics | FileCheck %s --check-prefix=MERGE
+// RUN: titan-opt %s -split-input-file -titan-autodiff="forward=stage1 backward=stage1_forward_backward accumulation-steps=2 regather-params=true" -dist-pipeline-phases="defer-gradient-reduction=true" -verify-diagnostics | FileCheck %s --check-prefix=RESHARD
 
 // EMPTY: error: dist-pipeline-phases: no stage step (a function with dist.pipeline_phase = "forward_backward"; run titan-autodiff on the stages of dist-pipeline-split)
 
@@ -144,6 +145,20 @@ module attributes {dist.mesh = #dist.mesh<pp = 2, dp_replicate = 1, dp_shard = 1
 // DEFER-NOT:     dist.all_gather_start
 // DEFER:         titan.linear_grad_weight
 // DEFER:         titan.add %[[BSUM]]
+
+// Without hoist-parameter-values (fsdp_reshard_after_forward = "always"),
+// the deferred sums still get their per-step reset in @stage1_unshard,
+// which computes nothing else; each microbatch's forward and backward
+// gather the weight.
+// RESHARD:      func.func @stage1_unshard() -> (tensor<8x8xf32> {dist.unsharded_grad = "w"})
+// RESHARD-NEXT:   titan.fill 0.000000e+00 : tensor<8x8xf32>
+// RESHARD-NEXT:   return
+// RESHARD:      func.func @stage1_forward(
+// RESHARD:        dist.all_gather_start
+// RESHARD:      func.func @stage1_backward(
+// RESHARD:        dist.all_gather_start
+// RESHARD-NOT:    dist.reduce_scatter_start
+// RESHARD:        return
 module attributes {dist.mesh = #dist.mesh<pp = 2, dp_replicate = 1, dp_shard = 2, cp = 1, tp = 1>} {
   func.func @stage1(%w: tensor<4x8xf32> {titan.param = "w", dist.sharding = #dist.sharding<[["dp_shard"]]>},
                     %h: tensor<2x4x8xf32> {dist.stage_input = 0 : i64})

@@ -313,14 +313,19 @@ public:
   explicit PerStepHoister(func::FuncOp step)
       : step(step), body(step.getBody().front()) {}
 
-  LogicalResult run(StringRef stageName) {
-    mergeEqualParameterValues();
+  /// Outlines `<stageName>_unshard`; with `hoist` false it computes
+  /// nothing (what the phases compute from the parameters stays in each
+  /// microbatch's: FSDP's reshard_after_forward) and only the deferred
+  /// gradients' reset goes there.
+  LogicalResult run(StringRef stageName, bool hoist) {
+    if (hoist)
+      mergeEqualParameterValues();
     // The frontier: parameter-only values read by per-microbatch work.
     // Values made from nothing (constants, the RoPE angles) stay: they cost
     // less than a slot kept for the step.
     llvm::SetVector<Value> frontier;
     for (Operation &op : body)
-      if (!isParameterOnly(&op))
+      if (hoist && !isParameterOnly(&op))
         for (Value operand : op.getOperands())
           if (Operation *def = operand.getDefiningOp();
               def && def->getNumOperands() > 0 && isParameterOnly(def))
@@ -653,17 +658,13 @@ struct DistPipelinePhasesPass
                 forward->getAttrOfType<StringAttr>(DistDialect::kPhaseAttrName);
             phase && phase.getValue() == "forward")
           forward.erase();
-      if (hoistParameterValues && failed(PerStepHoister(step).run(stage)))
+      // The deferred gradients' sums are reset in <stage>_unshard, which
+      // then exists even when it hoists no value.
+      if ((hoistParameterValues || deferGradientReduction) &&
+          failed(PerStepHoister(step).run(stage, hoistParameterValues)))
         return signalPassFailure();
       if (deferGradientReduction) {
         auto unshard = module.lookupSymbol<func::FuncOp>(stage + "_unshard");
-        if (!unshard) {
-          step.emitOpError() << "dist-pipeline-phases: "
-                                "defer-gradient-reduction needs "
-                                "hoist-parameter-values (the per-step "
-                                "unshard function resets the sums)";
-          return signalPassFailure();
-        }
         if (failed(GradientDeferral(step, unshard).run(stage)))
           return signalPassFailure();
       }

@@ -297,13 +297,17 @@ def DistPipelinePhases : Pass<"dist-pipeline-phases", "::mlir::ModuleOp"> {
     (`dist.pipeline_phase = "unshard"`), run once per step before the
     stage's first action: its results (`dist.per_step = j`) are arguments
     of the phases, so the weights stay gathered across the microbatches,
-    as TorchTitan's FSDP keeps them under pipeline parallelism.
+    as TorchTitan's FSDP keeps them under pipeline parallelism (its
+    default there: reshard_after_forward = not pp_enabled). Without it,
+    each microbatch's phases gather their weights again
+    (fsdp_reshard_after_forward = "always").
 
-    With `defer-gradient-reduction` (and `hoist-parameter-values`), where
+    With `defer-gradient-reduction`, where
     the step adds a reduce-scattered gradient into the parameter's
     gradient (FSDP), it adds the whole gradient into a per-step sum
     instead (`dist.unsharded_grad = "<param>"`: an argument and a result of
-    the backward phase), `<stage>_unshard` resets the sums, and
+    the backward phase), `<stage>_unshard` resets the sums (it exists
+    then even when it hoists nothing), and
     `<stage>_reduce_grad` (`dist.pipeline_phase = "reduce_grad"`), run
     after the stage's last backward, adds the reduce-scatter of each sum to
     the gradient: one reduce-scatter per step instead of one per
@@ -315,8 +319,8 @@ def DistPipelinePhases : Pass<"dist-pipeline-phases", "::mlir::ModuleOp"> {
     Option<"deferGradientReduction", "defer-gradient-reduction", "bool",
            "false",
            "Sum FSDP gradients over the step's microbatches and "
-           "reduce-scatter once in <stage>_reduce_grad (needs "
-           "hoist-parameter-values)">,
+           "reduce-scatter once in <stage>_reduce_grad (the sums are "
+           "reset in <stage>_unshard)">,
     Option<"hoistParameterValues", "hoist-parameter-values", "bool", "false",
            "Compute what depends on the parameters (FSDP's gathers, "
            "low-precision copies) once per step in <stage>_unshard">,
