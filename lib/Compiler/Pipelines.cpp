@@ -113,8 +113,10 @@ void addExpansionPasses(mlir::OpPassManager &pm,
 /// parameters.
 void addUpdatePasses(mlir::OpPassManager &pm,
                      const TrainingPipelineOptions &options,
-                     llvm::ArrayRef<std::string> forwardNames = {}) {
-  addExpansionPasses(pm, options);
+                     llvm::ArrayRef<std::string> forwardNames = {},
+                     bool expanded = false) {
+  if (!expanded)
+    addExpansionPasses(pm, options);
   // The weight gradients' GEMMs write the f32 that FSDP reduces.
   if (options.widenGemmResults)
     pm.addPass(createTitanWidenGemmResults());
@@ -198,8 +200,12 @@ void titan::buildPipelineParallelTrainingPipeline(
   phaseOptions.hoistParameterValues = options.pipelineKeepGathered;
   // ... and reduce-scatters its gradients once, after the last backward.
   phaseOptions.deferGradientReduction = true;
+  // The expansions first: Float8's weight casts (their amaxes, scales and
+  // codes, gathered as float8 with enable_fsdp_float8_all_gather) are then
+  // parameter-only values the phase split computes once per step.
+  addExpansionPasses(pm, options);
   pm.addPass(dist::createDistPipelinePhases(phaseOptions));
-  addUpdatePasses(pm, options, phases);
+  addUpdatePasses(pm, options, phases, /*expanded=*/true);
 }
 
 void titan::buildEvalPipeline(mlir::OpPassManager &pm,

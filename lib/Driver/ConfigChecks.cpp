@@ -75,13 +75,6 @@ driver::configWarnings(const TrainConfig &c,
     warn("quantize.linear.float8.recipe_name = \"" + c.float8.recipeName +
          "\" has no effect without model.converters = "
          "[\"quantize.linear.float8\"] (as in TorchTitan)");
-  if (float8 && c.float8.enableFsdpFloat8AllGather &&
-      c.float8.recipeName.empty() && c.parallelism.pipelineParallelDegree > 1)
-    warn("quantize.linear.float8.enable_fsdp_float8_all_gather with "
-         "pipeline parallelism: each stage gathers its weights once per step "
-         "(in its unshard action) in high precision and casts them per "
-         "microbatch; the float8 all-gather is not applied there (the cast "
-         "is then from the bf16 copy, not the f32 shard)");
   if (float8 && c.float8.emulate && target.getFeatures().float8Gemms)
     warn("quantize.linear.float8.emulate: the " + target.getName().upper() +
          " target runs the float8 GEMMs on cuBLASLt (the CPU target is "
