@@ -88,24 +88,41 @@ TitanOptimizerOptions optimizerOptions(const TrainingPipelineOptions &options) {
   return o;
 }
 
+/// After the expansions (and under pipeline parallelism after the phase
+/// split): tensor parallel's collective matmuls.
+void addAsyncTensorParallel(mlir::OpPassManager &pm,
+                            const TrainingPipelineOptions &options) {
+  // After autodiff and the expansions: the backward's gathers and scatters
+  // are there, and Float8's GEMMs are scaled_matmul (left alone).
+  if (options.asyncTensorParallel)
+    pm.addPass(dist::createDistAsyncTensorParallel());
+}
+
 /// Context-parallel attention's ring steps, torchao's Float8 recipes
-/// written out, FSDP's gathers of the low-precision copies.
-void addExpansionPasses(mlir::OpPassManager &pm,
-                        const TrainingPipelineOptions &options) {
+/// written out, FSDP's gathers of the low-precision copies; with
+/// `parameterAmaxesOnly` only the weights' amaxes come from their shards
+/// (the pipeline-parallel phase split follows).
+void addExpansions(mlir::OpPassManager &pm,
+                   const TrainingPipelineOptions &options,
+                   bool parameterAmaxesOnly) {
   pm.addPass(dist::createDistExpandRingAttention());
   TitanExpandFloat8Options expand;
   expand.fsdpFloat8AllGather = options.fsdpFloat8AllGather;
   pm.addPass(createTitanExpandFloat8(expand));
   pm.addPass(dist::createDistNarrowGathers());
-  pm.addPass(dist::createDistAmaxFromShards());
+  dist::DistAmaxFromShardsOptions amaxes;
+  amaxes.parametersOnly = parameterAmaxesOnly;
+  pm.addPass(dist::createDistAmaxFromShards(amaxes));
   // With the parameters' scales known at the step's start, the forward's
   // gathers narrow to float8 too.
   pm.addPass(dist::createDistBatchParameterAmaxes());
   pm.addPass(dist::createDistNarrowGathers());
-  // After autodiff and the expansions: the backward's gathers and scatters
-  // are there, and Float8's GEMMs are scaled_matmul (left alone).
-  if (options.asyncTensorParallel)
-    pm.addPass(dist::createDistAsyncTensorParallel());
+}
+
+void addExpansionPasses(mlir::OpPassManager &pm,
+                        const TrainingPipelineOptions &options) {
+  addExpansions(pm, options, /*parameterAmaxesOnly=*/false);
+  addAsyncTensorParallel(pm, options);
 }
 
 /// After autodiff in both training variants: the expansions (the
@@ -203,8 +220,15 @@ void titan::buildPipelineParallelTrainingPipeline(
   // The expansions first: Float8's weight casts (their amaxes, scales and
   // codes, gathered as float8 with enable_fsdp_float8_all_gather) are then
   // parameter-only values the phase split computes once per step.
-  addExpansionPasses(pm, options);
+  addExpansions(pm, options, /*parameterAmaxesOnly=*/true);
   pm.addPass(dist::createDistPipelinePhases(phaseOptions));
+  // Then, within each phase, the activations' amaxes from their shards
+  // (reading what the phase already has) and the gathers that narrow once
+  // the weights' re-gathers left the phases (sequence parallel's, for the
+  // collective matmuls).
+  pm.addPass(dist::createDistAmaxFromShards());
+  pm.addPass(dist::createDistNarrowGathers());
+  addAsyncTensorParallel(pm, options);
   addUpdatePasses(pm, options, phases, /*expanded=*/true);
 }
 

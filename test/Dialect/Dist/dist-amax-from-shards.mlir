@@ -1,4 +1,5 @@
 // RUN: titan-opt %s -dist-amax-from-shards | FileCheck %s
+// RUN: titan-opt %s -dist-amax-from-shards="parameters-only=true" | FileCheck %s --check-prefix=PARAMS
 
 // A gathered weight's amax comes from the shards' amaxes (a max is exact,
 // a gather only moves elements): tensorwise, the ranks' maximum, joined
@@ -40,6 +41,21 @@
 // CHECK-LABEL: func.func @local(
 // CHECK-NEXT:  titan.amax %arg0 : tensor<4x8xbf16> -> tensor<f32>
 // CHECK-NEXT:  return
+
+// A parameter's gathered copy and a sequence-parallel activation: both
+// amaxes come from the shards by default; with parameters-only (pipeline
+// parallelism's pass before its phase split) only the parameter's, and the
+// activation's amax keeps reading its gathered value.
+// CHECK-LABEL: func.func @param_and_activation(
+// CHECK-NOT:   titan.amax %{{.*}} : tensor<8x8xbf16>
+// CHECK:       return
+// PARAMS-LABEL: func.func @param_and_activation(
+// PARAMS-SAME:  %[[P:[^:]*]]: tensor<4x8xf32> {titan.param = "w"}, %[[X:[^:]*]]: tensor<4x8xbf16>
+// PARAMS:       %[[PB:.*]] = titan.cast %[[P]]
+// PARAMS:       titan.amax %[[PB]] : tensor<4x8xbf16> -> tensor<f32>
+// PARAMS:       %[[XG:.*]] = dist.wait %{{.*}} : !dist.future<tensor<8x8xbf16>>
+// PARAMS:       titan.amax %[[XG]] : tensor<8x8xbf16> -> tensor<f32>
+// PARAMS:       return
 module attributes {dist.mesh = #dist.mesh<pp = 1, dp_replicate = 1, dp_shard = 2, cp = 1, tp = 2>} {
   func.func @weight(%w: tensor<4x8xbf16>) -> (tensor<f32>, tensor<8x8xbf16>, tensor<8x1xf32>, tensor<1x8xf32>) {
     %f = dist.all_gather_start %w axes ["dp_shard"] dim 0 : tensor<4x8xbf16> -> !dist.future<tensor<8x8xbf16>>
@@ -61,5 +77,15 @@ module attributes {dist.mesh = #dist.mesh<pp = 1, dp_replicate = 1, dp_shard = 2
   func.func @local(%x: tensor<4x8xbf16>) -> tensor<f32> {
     %a = titan.amax %x : tensor<4x8xbf16> -> tensor<f32>
     return %a : tensor<f32>
+  }
+  func.func @param_and_activation(%p: tensor<4x8xf32> {titan.param = "w"}, %x: tensor<4x8xbf16>) -> (tensor<f32>, tensor<f32>) {
+    %pb = titan.cast %p : tensor<4x8xf32> to tensor<4x8xbf16>
+    %pf = dist.all_gather_start %pb axes ["dp_shard"] dim 0 : tensor<4x8xbf16> -> !dist.future<tensor<8x8xbf16>>
+    %pg = dist.wait %pf : !dist.future<tensor<8x8xbf16>>
+    %pa = titan.amax %pg : tensor<8x8xbf16> -> tensor<f32>
+    %xf = dist.all_gather_start %x axes ["tp"] dim 0 : tensor<4x8xbf16> -> !dist.future<tensor<8x8xbf16>>
+    %xg = dist.wait %xf : !dist.future<tensor<8x8xbf16>>
+    %xa = titan.amax %xg : tensor<8x8xbf16> -> tensor<f32>
+    return %pa, %xa : tensor<f32>, tensor<f32>
   }
 }

@@ -10,8 +10,10 @@
 
 #include "titan/Dialect/Dist/IR/Dist.h"
 #include "titan/Dialect/Dist/Transforms/Passes.h"
+#include "titan/Dialect/Titan/IR/TitanDialect.h"
 #include "titan/Dialect/Titan/IR/TitanOps.h"
 
+#include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
 #include "llvm/ADT/SetVector.h"
 
@@ -110,16 +112,41 @@ void eraseIfUnused(AllGatherStartOp gather) {
   gather.erase();
 }
 
+/// Whether `v` is computed from its function's parameters (and constants)
+/// alone.
+bool isParameterValue(Value v, DenseMap<Value, bool> &memo) {
+  if (auto it = memo.find(v); it != memo.end())
+    return it->second;
+  bool result;
+  if (auto arg = dyn_cast<BlockArgument>(v)) {
+    auto fn = dyn_cast<func::FuncOp>(arg.getOwner()->getParentOp());
+    result = fn && fn.getArgAttr(arg.getArgNumber(),
+                                 TitanDialect::kParamAttrName) != nullptr;
+  } else {
+    Operation *def = v.getDefiningOp();
+    result = def->getNumRegions() == 0 &&
+             llvm::all_of(def->getOperands(), [&](Value operand) {
+               return isParameterValue(operand, memo);
+             });
+  }
+  return memo[v] = result;
+}
+
 struct DistAmaxFromShardsPass
     : titan::dist::impl::DistAmaxFromShardsBase<DistAmaxFromShardsPass> {
+  using Base::Base;
+
   void runOnOperation() override {
     SmallVector<std::pair<titan::AmaxOp, AllGatherStartOp>> amaxes;
     llvm::SetVector<AllGatherStartOp> gathers;
+    DenseMap<Value, bool> parameterValues;
     getOperation().walk([&](titan::AmaxOp amax) {
-      if (AllGatherStartOp gather = gatherOf(amax)) {
-        amaxes.push_back({amax, gather});
-        gathers.insert(gather);
-      }
+      AllGatherStartOp gather = gatherOf(amax);
+      if (!gather || (parametersOnly &&
+                      !isParameterValue(gather.getInput(), parameterValues)))
+        return;
+      amaxes.push_back({amax, gather});
+      gathers.insert(gather);
     });
     OpBuilder b(&getContext());
     for (auto [amax, gather] : amaxes)

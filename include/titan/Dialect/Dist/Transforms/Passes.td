@@ -199,7 +199,18 @@ def DistAmaxFromShards : Pass<"dist-amax-from-shards", "::mlir::ModuleOp"> {
     instead of the whole gathered weight, and the gather is erased when
     nothing else reads it. Sequence parallel's gathered activations too:
     each rank reduces its part, as torchao's amax of a sharded DTensor.
+
+    With `parameters-only`, only gathers of values computed from the
+    function's parameters alone are rewritten: under pipeline parallelism
+    the weights' amaxes are reduced from their shards before the phase
+    split (which then computes them once per step), while an activation's
+    amax in a later phase keeps reading the gathered value that phase
+    already stashes rather than stashing its shard too.
   }];
+  let options = [
+    Option<"parametersOnly", "parameters-only", "bool", "false",
+           "Rewrite only the amaxes of gathered parameter values">,
+  ];
   let dependentDialects = ["::titan::TitanDialect"];
 }
 
