@@ -211,6 +211,17 @@ void PipelineExecutor::sendCopy(const char *data, int64_t bytes, int64_t peer,
   send.request = comm.send(send.data.data(), kBytes, bytes, peer, tag);
 }
 
+/// The loss the last stage's step wrote to `slot` (named `name`).
+static double readLoss(const char *slot, const char *name) {
+  if (!slot)
+    fatal(std::string("corrupt executable: the last pipeline stage's "
+                      "program has no ") +
+          name + " slot");
+  float value;
+  std::memcpy(&value, slot, sizeof(float));
+  return double(value);
+}
+
 static bool onThisRank(const Manifest::Pipeline &p, int64_t stage) {
   return p.stageRanks[size_t(stage)] == p.rank;
 }
@@ -401,14 +412,8 @@ double PipelineExecutor::run(const FillMicrobatch &fill, StepTrace *trace) {
       transfer(s, a.microbatch, a.kind);
     } else if (a.kind == 'F') {
       forward(s, a.microbatch, fill);
-      if (a.stage == p.numStages - 1) {
-        if (!lossSlot)
-          fatal("corrupt executable: the last pipeline stage's program has "
-                "no output:loss slot");
-        float value;
-        std::memcpy(&value, lossSlot, sizeof(float));
-        loss += double(value);
-      }
+      if (a.stage == p.numStages - 1)
+        loss += readLoss(lossSlot, "output:loss");
     } else if (a.kind == 'B') {
       // A stage split for zero-bubble schedules runs a whole B as I, W.
       backward(s, a.microbatch, s.backward ? s.backward : s.backwardInput);
@@ -438,13 +443,15 @@ double PipelineExecutor::run(const FillMicrobatch &fill, StepTrace *trace) {
     fatal("corrupt executable: pipeline receives posted for no action of "
           "the schedule");
   comm.setContext(context + ", pipeline sends");
-  traced("send completion", "transfer", [&] {
-    for (PendingSend &send : pendingSends)
-      send.request->finish();
-  });
-  pendingSends.clear();
+  traced("send completion", "transfer", [&] { finishSends(); });
   comm.setContext(context);
   return loss;
+}
+
+void PipelineExecutor::finishSends() {
+  for (PendingSend &send : pendingSends)
+    send.request->finish();
+  pendingSends.clear();
 }
 
 void PipelineExecutor::evalForward(Stage &s, int64_t mb,
@@ -503,23 +510,15 @@ double PipelineExecutor::evaluate(const FillMicrobatch &fill) {
       evalTransfer(s, a.microbatch, a.kind);
     } else if (a.kind == 'F') {
       evalForward(s, a.microbatch, fill);
-      if (a.stage == p.numStages - 1) {
-        if (!evalLossSlot)
-          fatal("corrupt executable: the last pipeline stage's program has "
-                "no output:eval_loss slot");
-        float value;
-        std::memcpy(&value, evalLossSlot, sizeof(float));
-        loss += double(value);
-      }
+      if (a.stage == p.numStages - 1)
+        loss += readLoss(evalLossSlot, "output:eval_loss");
     } else {
       fatal("corrupt executable: the eval list's action " + a.str() +
             " is not F, RECV_F or SEND_F");
     }
   }
   comm.setContext(context + ", pipeline eval sends");
-  for (PendingSend &send : pendingSends)
-    send.request->finish();
-  pendingSends.clear();
+  finishSends();
   comm.setContext(context);
   return loss;
 }

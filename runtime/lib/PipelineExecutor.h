@@ -92,6 +92,8 @@ private:
   /// Sends a copy of `bytes` at `data` (so its frame can be reused at
   /// once) to pipeline rank `peer`.
   void sendCopy(const char *data, int64_t bytes, int64_t peer, int tag);
+  /// Waits for every send still in flight.
+  void finishSends();
   /// The tag of boundary tensor `index` that stage `stage` receives for
   /// microbatch `mb` (direction 0: activation, 1: gradient).
   int tag(int64_t stage, int64_t mb, int direction, int64_t index) const;
