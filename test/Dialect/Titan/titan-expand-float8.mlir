@@ -81,6 +81,16 @@ module attributes {dist.mesh = #dist.mesh<pp = 1, dp_replicate = 1, dp_shard = 1
 // grad_input takes it untransposed.
 // GATHER:       titan.scaled_matmul grad_input %{{.*}}, %{{.*}}, %{{.*}}, %[[S]] : (
 // GATHER-NOT:   titan.cast
+// Two GEMMs reading one gathered weight (a recomputed block's linear and
+// its grad_input, which FSDP's backward re-gather serves together) read
+// one float8 gather of it.
+// GATHER-LABEL: func.func @gathered_once(
+// GATHER:       %[[Q:.*]] = titan.quantize %arg1
+// GATHER-NEXT:  %[[G:.*]] = dist.all_gather_start %[[Q]]
+// GATHER-NEXT:  %[[W:.*]] = dist.wait %[[G]]
+// GATHER:       titan.scaled_matmul linear %{{.*}}, %{{.*}}, %[[W]]
+// GATHER-NOT:   dist.all_gather_start
+// GATHER:       titan.scaled_matmul grad_input %{{.*}}, %{{.*}}, %[[W]]
 module attributes {dist.mesh = #dist.mesh<pp = 1, dp_replicate = 1, dp_shard = 2, cp = 1, tp = 1>} {
   func.func @gathered(%x: tensor<2x8x32xbf16>, %w: tensor<8x32xf32> {titan.param = "layers.0.attention.wq.weight"}, %dy: tensor<2x8x16xbf16>) -> (tensor<2x8x16xbf16>, tensor<2x8x32xbf16>) {
     %f = dist.all_gather_start %w axes ["dp_shard"] dim 0 : tensor<8x32xf32> -> !dist.future<tensor<16x32xf32>>
@@ -91,6 +101,14 @@ module attributes {dist.mesh = #dist.mesh<pp = 1, dp_replicate = 1, dp_shard = 2
     %g2 = dist.wait %f2 : !dist.future<tensor<16x32xf32>>
     %c2 = titan.cast %g2 : tensor<16x32xf32> to tensor<16x32xbf16>
     %dx = titan.float8_linear_grad_input %dy, %c2 recipe tensorwise : (tensor<2x8x16xbf16>, tensor<16x32xbf16>) -> tensor<2x8x32xbf16>
+    return %y, %dx : tensor<2x8x16xbf16>, tensor<2x8x32xbf16>
+  }
+  func.func @gathered_once(%x: tensor<2x8x32xbf16>, %w: tensor<8x32xf32> {titan.param = "layers.0.attention.wq.weight"}, %dy: tensor<2x8x16xbf16>) -> (tensor<2x8x16xbf16>, tensor<2x8x32xbf16>) {
+    %f = dist.all_gather_start %w axes ["dp_shard"] dim 0 : tensor<8x32xf32> -> !dist.future<tensor<16x32xf32>>
+    %g = dist.wait %f : !dist.future<tensor<16x32xf32>>
+    %c = titan.cast %g : tensor<16x32xf32> to tensor<16x32xbf16>
+    %y = titan.float8_linear %x, %c recipe tensorwise : (tensor<2x8x32xbf16>, tensor<16x32xbf16>) -> tensor<2x8x16xbf16>
+    %dx = titan.float8_linear_grad_input %dy, %c recipe tensorwise : (tensor<2x8x16xbf16>, tensor<16x32xbf16>) -> tensor<2x8x32xbf16>
     return %y, %dx : tensor<2x8x16xbf16>, tensor<2x8x32xbf16>
   }
 }

@@ -86,6 +86,9 @@ struct ExpansionState {
   DenseMap<std::tuple<Value, Type, int>, Value> scales;
   /// (value, scale, float8 type, transposed) -> float8 copy.
   DenseMap<std::tuple<Value, Value, Type, int>, Value> casts;
+  /// The float8 all-gather replacing each high-precision gather: the GEMMs
+  /// that read one gathered weight read one float8 gather of it.
+  DenseMap<Operation *, Value> float8Gathers;
   DominanceInfo *dominance = nullptr;
   /// Values -> the earlier values they equal (memoized). Every key
   /// dominates a float8 op being expanded, and the pass erases ops only
@@ -273,13 +276,17 @@ public:
                                 TypeAttr::get(b.getType<Float8E4M3FNType>()),
                                 how.powerOf2 ? b.getUnitAttr() : UnitAttr());
     }
-    Type f8 = b.getType<Float8E4M3FNType>();
-    Value q = QuantizeOp::create(b, loc, shardType.clone(f8), w.shard, s);
-    auto full = cast<RankedTensorType>(op->getOperand(index).getType());
-    auto gathered = dist::AllGatherStartOp::create(
-        b, loc, dist::FutureType::get(b.getContext(), full.clone(f8)), q,
-        w.gather.getAxes(), w.gather.getDimAttr());
-    return {dist::WaitOp::create(b, loc, gathered), s, false};
+    Value &gathered = state.float8Gathers[w.gather];
+    if (!gathered) {
+      Type f8 = b.getType<Float8E4M3FNType>();
+      Value q = QuantizeOp::create(b, loc, shardType.clone(f8), w.shard, s);
+      auto full = cast<RankedTensorType>(op->getOperand(index).getType());
+      auto start = dist::AllGatherStartOp::create(
+          b, loc, dist::FutureType::get(b.getContext(), full.clone(f8)), q,
+          w.gather.getAxes(), w.gather.getDimAttr());
+      gathered = dist::WaitOp::create(b, loc, start);
+    }
+    return {gathered, s, false};
   }
 
   /// The op's GEMM `form` on its two operands, cast as `lhsCast` and
