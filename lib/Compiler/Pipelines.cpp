@@ -125,15 +125,12 @@ void addExpansionPasses(mlir::OpPassManager &pm,
   addAsyncTensorParallel(pm, options);
 }
 
-/// After autodiff in both training variants: the expansions (the
-/// gradients were reduced in f32 by then), then AdamW over `forwardNames`'
+/// After autodiff and the expansions in both training variants (the
+/// gradients were reduced in f32 by then): AdamW over `forwardNames`'
 /// parameters.
 void addUpdatePasses(mlir::OpPassManager &pm,
                      const TrainingPipelineOptions &options,
-                     llvm::ArrayRef<std::string> forwardNames = {},
-                     bool expanded = false) {
-  if (!expanded)
-    addExpansionPasses(pm, options);
+                     llvm::ArrayRef<std::string> forwardNames = {}) {
   // The weight gradients' GEMMs write the f32 that FSDP reduces.
   if (options.widenGemmResults)
     pm.addPass(createTitanWidenGemmResults());
@@ -178,6 +175,7 @@ void titan::buildTrainingPipeline(mlir::OpPassManager &pm,
   autodiff.regatherParams = true;
   autodiff.accumulationSteps = options.accumulationSteps;
   pm.addPass(createTitanAutodiff(autodiff));
+  addExpansionPasses(pm, options);
   addUpdatePasses(pm, options);
 }
 
@@ -229,7 +227,7 @@ void titan::buildPipelineParallelTrainingPipeline(
   pm.addPass(dist::createDistAmaxFromShards());
   pm.addPass(dist::createDistNarrowGathers());
   addAsyncTensorParallel(pm, options);
-  addUpdatePasses(pm, options, phases, /*expanded=*/true);
+  addUpdatePasses(pm, options, phases);
 }
 
 void titan::buildEvalPipeline(mlir::OpPassManager &pm,

@@ -89,9 +89,10 @@ llvm::Error driver::planPipelineEval(PipelineJob &job, const TrainConfig &c) {
             batch, job.microbatches)
             .str());
   job.evalMicrobatchSize = batch / job.microbatches;
-  job.evalSchedule = forwardOnlySchedule(job.schedule);
-  if (llvm::Expected<PipelineSchedule> checked = verifyLoweredSchedule(
-          lowerSchedule(job.evalSchedule), job.evalSchedule);
+  PipelineSchedule eval = forwardOnlySchedule(job.schedule);
+  job.evalActions = lowerSchedule(eval);
+  if (llvm::Expected<PipelineSchedule> checked =
+          verifyLoweredSchedule(job.evalActions, eval);
       !checked)
     return checked.takeError();
   return llvm::Error::success();
@@ -185,13 +186,10 @@ void driver::addPipelineToManifest(manifest::Manifest &m,
         pipeline.actions.push_back(*manifest::Manifest::PipelineAction::parse(
             mlir::cast<mlir::StringAttr>(a).getValue()));
   // Validation's forward-only list, with its transfers.
-  if (job.evalMicrobatchSize > 0) {
-    std::vector<std::vector<std::string>> rows =
-        lowerSchedule(job.evalSchedule);
-    for (const std::string &a : rows[size_t(rank)])
+  if (job.evalMicrobatchSize > 0)
+    for (const std::string &a : job.evalActions[size_t(rank)])
       pipeline.evalActions.push_back(
           *manifest::Manifest::PipelineAction::parse(a));
-  }
   pipeline.stageRanks.resize(size_t(job.schedule.stages));
   for (auto [r, owned] : llvm::enumerate(job.schedule.stagesOfRank))
     for (int64_t s : owned)

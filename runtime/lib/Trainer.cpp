@@ -936,16 +936,15 @@ EvaluateBatch Run::pipelinedEvaluation() {
         it != m.slots.end() && it->second.second != bytes)
       fatal(std::string("corrupt executable: the memory plan has no slot '") +
             name + "' of " + std::to_string(bytes) + " bytes");
-  return [this, microbatches, size, rowTokens](const int32_t *t,
-                                               const int32_t *l) {
+  return [this, microbatches, size, rowTokens, bytes](const int32_t *t,
+                                                      const int32_t *l) {
     double lossSum =
         pipeline->evaluate([&](int64_t mb, int32_t *tokens, int32_t *labels) {
-          size_t bytes = size_t(size * rowTokens) * sizeof(int32_t);
           int64_t first = mb * size * rowTokens;
           if (tokens)
-            std::memcpy(tokens, t + first, bytes);
+            std::memcpy(tokens, t + first, size_t(bytes));
           if (labels)
-            std::memcpy(labels, l + first, bytes);
+            std::memcpy(labels, l + first, size_t(bytes));
         });
     // Each microbatch's loss counts 1 / m of the batch's (the last stage
     // has them all), as in training: every pipeline rank reports the same.

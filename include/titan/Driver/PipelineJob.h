@@ -37,10 +37,10 @@ struct PipelineJob {
   int64_t microbatches = 1, microbatchSize = 1;
   /// validation.enable: the rows of a validation batch's microbatches (the
   /// batch splits into the training schedule's microbatches, as
-  /// TorchTitan's pp_schedule.eval splits it) and the forward-only
-  /// schedule they run through; 0 without validation.
+  /// TorchTitan's pp_schedule.eval splits it; 0 without validation) and
+  /// each rank's forward-only list they run through, lowered and checked.
   int64_t evalMicrobatchSize = 0;
-  PipelineSchedule evalSchedule;
+  std::vector<std::vector<std::string>> evalActions;
 };
 
 /// The stage plan and the schedule of `config` for `model`; errors name the

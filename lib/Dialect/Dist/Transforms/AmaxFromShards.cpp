@@ -10,10 +10,9 @@
 
 #include "titan/Dialect/Dist/IR/Dist.h"
 #include "titan/Dialect/Dist/Transforms/Passes.h"
-#include "titan/Dialect/Titan/IR/TitanDialect.h"
+#include "titan/Dialect/Titan/IR/Parameters.h"
 #include "titan/Dialect/Titan/IR/TitanOps.h"
 
-#include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
 #include "llvm/ADT/SetVector.h"
 
@@ -112,26 +111,6 @@ void eraseIfUnused(AllGatherStartOp gather) {
   gather.erase();
 }
 
-/// Whether `v` is computed from its function's parameters (and constants)
-/// alone.
-bool isParameterValue(Value v, DenseMap<Value, bool> &memo) {
-  if (auto it = memo.find(v); it != memo.end())
-    return it->second;
-  bool result;
-  if (auto arg = dyn_cast<BlockArgument>(v)) {
-    auto fn = dyn_cast<func::FuncOp>(arg.getOwner()->getParentOp());
-    result = fn && fn.getArgAttr(arg.getArgNumber(),
-                                 TitanDialect::kParamAttrName) != nullptr;
-  } else {
-    Operation *def = v.getDefiningOp();
-    result = def->getNumRegions() == 0 &&
-             llvm::all_of(def->getOperands(), [&](Value operand) {
-               return isParameterValue(operand, memo);
-             });
-  }
-  return memo[v] = result;
-}
-
 struct DistAmaxFromShardsPass
     : titan::dist::impl::DistAmaxFromShardsBase<DistAmaxFromShardsPass> {
   using Base::Base;
@@ -139,11 +118,11 @@ struct DistAmaxFromShardsPass
   void runOnOperation() override {
     SmallVector<std::pair<titan::AmaxOp, AllGatherStartOp>> amaxes;
     llvm::SetVector<AllGatherStartOp> gathers;
-    DenseMap<Value, bool> parameterValues;
+    ParameterValues parameterValues;
     getOperation().walk([&](titan::AmaxOp amax) {
       AllGatherStartOp gather = gatherOf(amax);
-      if (!gather || (parametersOnly &&
-                      !isParameterValue(gather.getInput(), parameterValues)))
+      if (!gather ||
+          (parametersOnly && !parameterValues.contains(gather.getInput())))
         return;
       amaxes.push_back({amax, gather});
       gathers.insert(gather);

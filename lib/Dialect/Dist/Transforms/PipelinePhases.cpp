@@ -23,6 +23,7 @@
 
 #include "titan/Dialect/Dist/Transforms/Passes.h"
 
+#include "titan/Dialect/Titan/IR/Parameters.h"
 #include "titan/Dialect/Titan/IR/TitanDialect.h"
 #include "titan/Dialect/Titan/IR/TitanOps.h"
 
@@ -185,22 +186,7 @@ public:
 
 private:
   /// Whether `v` is computed from parameters (and constants) alone.
-  bool parameterOnly(Value v) {
-    if (auto it = paramOnly.find(v); it != paramOnly.end())
-      return it->second;
-    bool result;
-    if (auto arg = dyn_cast<BlockArgument>(v)) {
-      result = static_cast<bool>(
-          step.getArgAttr(arg.getArgNumber(), TitanDialect::kParamAttrName));
-    } else {
-      Operation *def = v.getDefiningOp();
-      result = def->getNumRegions() == 0 &&
-               llvm::all_of(def->getOperands(), [&](Value operand) {
-                 return parameterOnly(operand);
-               });
-    }
-    return paramOnly[v] = result;
-  }
+  bool parameterOnly(Value v) { return paramOnly.contains(v); }
 
   LogicalResult buildPhase(OpBuilder &b, Phase p, ArrayRef<Phase> resultPhase,
                            const std::string &name, StringRef phaseName) {
@@ -295,7 +281,7 @@ private:
   bool splitWeightGrad;
   SmallVector<Operation *> ops;
   DenseMap<Operation *, Phase> phaseOf;
-  DenseMap<Value, bool> paramOnly;
+  ParameterValues paramOnly;
   /// The stashed values, in the order they were found: j is the index.
   llvm::SetVector<Value> stash;
 };

@@ -16,6 +16,23 @@ titan::getParameterArguments(func::FuncOp func) {
   return params;
 }
 
+bool titan::ParameterValues::contains(Value v) {
+  if (auto it = memo.find(v); it != memo.end())
+    return it->second;
+  bool result;
+  if (auto arg = dyn_cast<BlockArgument>(v)) {
+    auto func = dyn_cast<func::FuncOp>(arg.getOwner()->getParentOp());
+    result = func &&
+             func.getArgAttr(arg.getArgNumber(), TitanDialect::kParamAttrName);
+  } else {
+    Operation *def = v.getDefiningOp();
+    result = def->getNumRegions() == 0 &&
+             llvm::all_of(def->getOperands(),
+                          [&](Value operand) { return contains(operand); });
+  }
+  return memo[v] = result;
+}
+
 func::FuncOp titan::lookupFunction(ModuleOp module, StringRef name,
                                    StringRef pass) {
   auto func = module.lookupSymbol<func::FuncOp>(name);

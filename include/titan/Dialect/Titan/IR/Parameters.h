@@ -5,6 +5,7 @@
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/BuiltinTypes.h"
+#include "llvm/ADT/DenseMap.h"
 
 namespace titan {
 
@@ -24,6 +25,19 @@ getParameterArguments(mlir::func::FuncOp func);
 /// "exp_avg_sq:<name>", "input:<name>" or "output:<name>"; std::nullopt for
 /// an untagged value.
 std::optional<std::string> getStateSlot(mlir::DictionaryAttr attrs);
+
+/// Which values are computed from their function's parameters (arguments
+/// tagged `titan.param`) and constants alone, memoized: what a step
+/// computes once per step from its weights (FSDP's gathers, low-precision
+/// copies, Float8's weight casts) rather than per microbatch. Ops with
+/// regions never count. Queries must not outlive the ops they name.
+class ParameterValues {
+public:
+  bool contains(mlir::Value v);
+
+private:
+  llvm::DenseMap<mlir::Value, bool> memo;
+};
 
 /// The function `name` of `module`, or null after an error on `module`
 /// naming the pass that needs it ("<pass>: no function named '<name>'").
