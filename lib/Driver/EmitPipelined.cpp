@@ -43,9 +43,8 @@ llvm::Error Compilation::emitPipelined(mlir::ModuleOp partitioned,
     return error("parallelism.pipeline_parallel_degree > 1 with "
                  "--target=" +
                  backend.getName() +
-                 " is not implemented yet (the pipeline "
-                 "runtime's transfers run on MPI ranks of the CPU "
-                 "target; --emit=memory plans it)");
+                 " is not implemented (this target's runtime has no "
+                 "pipeline executor; --emit=memory plans it)");
   // Every parameter of the model, for the ranks' checkpoint indexes.
   llvm::Expected<manifest::Manifest> whole =
       buildManifest(model, config, partitioned);

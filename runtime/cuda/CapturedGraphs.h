@@ -1,6 +1,7 @@
 //===- CapturedGraphs.h - a device's captured step graphs -------*- C++ -*-===//
 //
-// The CUDA graph exec of each compiled step and how often the step ran,
+// The CUDA graph exec of each compiled step (or pipeline phase on a frame:
+// any key) and how often it ran,
 // with destruction that leaves nothing dangling: the arena's release, the
 // device's release and the shutdown before the communicator's teardown may
 // each destroy the graphs, in any order, and each exec is destroyed once.
@@ -12,35 +13,33 @@
 #ifndef TITANRT_CUDA_CAPTUREDGRAPHS_H
 #define TITANRT_CUDA_CAPTUREDGRAPHS_H
 
-#include <array>
-#include <cstddef>
 #include <cstdint>
+#include <map>
 
 namespace titanrt::cuda {
 
-template <typename Exec, size_t Steps> class CapturedGraphs {
+template <typename Exec, typename Key> class CapturedGraphs {
 public:
   struct Captured {
     int64_t runs = 0;
     Exec exec{};
   };
 
-  Captured &operator[](size_t step) { return graphs_[step]; }
+  Captured &operator[](const Key &key) { return graphs_[key]; }
 
   /// Destroys every exec with `destroy` and forgets it, so a later call
   /// destroys nothing twice, and counts the steps as never run: the next
   /// run of each is eager again (its plans, on a reallocated arena), then
   /// captured anew.
   template <typename Destroy> void destroyAll(Destroy destroy) {
-    for (Captured &c : graphs_) {
+    for (auto &[key, c] : graphs_)
       if (c.exec)
         destroy(c.exec);
-      c = Captured();
-    }
+    graphs_.clear();
   }
 
 private:
-  std::array<Captured, Steps> graphs_{};
+  std::map<Key, Captured> graphs_;
 };
 
 } // namespace titanrt::cuda

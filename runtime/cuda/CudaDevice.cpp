@@ -116,7 +116,9 @@ public:
   void setGraphs(bool enabled) override { useGraphs = enabled; }
 
   void releaseGraphs() override {
-    graphs.destroyAll([](cudaGraphExec_t exec) { cudaGraphExecDestroy(exec); });
+    auto destroy = [](cudaGraphExec_t exec) { cudaGraphExecDestroy(exec); };
+    graphs.destroyAll(destroy);
+    phaseGraphs.destroyAll(destroy);
   }
 
   void release() override {
@@ -124,13 +126,7 @@ public:
     releaseKernelContext();
   }
 
-  /// The first run of a step is eager: it makes cuBLASLt's and cuDNN's
-  /// plans (and any allocation they need, and any communicator of its
-  /// collectives) outside a capture. The second is captured and every
-  /// later one replays the graph. The step's kernel parameters are fixed
-  /// at capture; everything that changes from step to step (the batch, the
-  /// step index, the learning rate) is read from the arena, whose addresses
-  /// do not move.
+  /// Runs a step as a CUDA graph (launch()) and waits for it.
   ///
   /// A traced step (trace::recording()) runs uncaptured, its kernels and
   /// collectives timed by event pairs (a graph's replay cannot be timed
@@ -153,39 +149,13 @@ public:
       anchorHost = StepTrace::now();
       trace::setDeviceTiming(true);
     }
-    if (traced || !useGraphs || c.runs == 0) {
+    if (traced) {
       step(arena);
+      ++c.runs; // it made the plans, as an eager run does
     } else {
-      if (!c.exec) {
-        checkCuda(
-            cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal),
-            std::string("cudaStreamBeginCapture of ") + name);
-        step(arena);
-        // A collective left unjoined would fail the capture with
-        // StreamCaptureUnjoined, naming nothing; this names it.
-        if (Communicator *comm = activeCommunicator())
-          comm->checkCaptureJoined(std::string("the CUDA graph of ") + name);
-        cudaGraph_t graph = nullptr;
-        checkCuda(cudaStreamEndCapture(stream, &graph),
-                  std::string("cudaStreamEndCapture of ") + name);
-        checkCuda(cudaGraphInstantiate(&c.exec, graph, 0),
-                  std::string("cudaGraphInstantiate of ") + name);
-        cudaGraphDestroy(graph);
-      }
-      checkCuda(cudaGraphLaunch(c.exec, stream),
-                std::string("cudaGraphLaunch of ") + name);
-      // Its collectives were captured without the communicator's watchdog
-      // events (an event recorded under capture cannot be queried): the
-      // watchdog watches the replay instead.
-      if (Communicator *comm = activeCommunicator())
-        comm->watchStream(std::string("the CUDA graph of ") + name, stream);
+      launch(c, std::string("the CUDA graph of ") + name, [&] { step(arena); });
     }
-    ++c.runs;
-    checkCuda(cudaStreamSynchronize(stream),
-              std::string("the step ") + name +
-                  " (kernels run asynchronously: rerun with "
-                  "CUDA_LAUNCH_BLOCKING=1 and --debug.no_cuda_graphs to stop "
-                  "at the failing op)");
+    synchronize(std::string("the step ") + name);
     if (traced) {
       trace::setDeviceTiming(false);
       resolveDeviceSpans(anchor, anchorHost);
@@ -193,7 +163,83 @@ public:
     }
   }
 
+  /// A traced pipeline phase runs eagerly and is waited for, so the
+  /// executor's span of it is its device time (the host waiting here never
+  /// delays a peer: the transfers run on their own streams).
+  void runPhase(const std::string &name, void (*fn)(char *, char *),
+                char *arena, char *frame) override {
+    if (trace::recording()) {
+      fn(arena, frame);
+      synchronize(name);
+      return;
+    }
+    launch(phaseGraphs[{fn, frame}], "the CUDA graph of " + name,
+           [&] { fn(arena, frame); });
+  }
+
+  void copyWithin(char *dst, const char *src, size_t bytes) override {
+    checkCuda(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice,
+                              kernelContext().stream),
+              "cudaMemcpyAsync within the device (" + std::to_string(bytes) +
+                  " bytes)");
+  }
+
+  void copyToDeviceInOrder(char *dst, const void *src, size_t bytes) override {
+    checkCuda(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice,
+                              kernelContext().stream),
+              "cudaMemcpyAsync into the arena (" + std::to_string(bytes) +
+                  " bytes)");
+  }
+
+  void synchronize(const std::string &what) override {
+    checkCuda(cudaStreamSynchronize(kernelContext().stream),
+              what +
+                  " (kernels run asynchronously: rerun with "
+                  "CUDA_LAUNCH_BLOCKING=1 and --debug.no_cuda_graphs to stop "
+                  "at the failing op)");
+  }
+
 private:
+  using Graphs = CapturedGraphs<cudaGraphExec_t, size_t>;
+
+  /// Issues `work` (which enqueues kernels and collectives on the compute
+  /// stream) as `c`'s graph: eagerly on its first run, which makes
+  /// cuBLASLt's and cuDNN's plans and any allocation outside a capture (or
+  /// on every run with graphs off), captured on its second, replayed on
+  /// every later one. Its kernel parameters are fixed at capture, so what
+  /// changes between runs is read from the arena, whose addresses do not
+  /// move.
+  template <typename Captured, typename Work>
+  void launch(Captured &c, const std::string &name, Work &&work) {
+    cudaStream_t stream = kernelContext().stream;
+    if (!useGraphs || c.runs++ == 0) {
+      work();
+      return;
+    }
+    if (!c.exec) {
+      checkCuda(
+          cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal),
+          "cudaStreamBeginCapture of " + name);
+      work();
+      // A collective left unjoined would fail the capture with
+      // StreamCaptureUnjoined, naming nothing; this names it.
+      if (Communicator *comm = activeCommunicator())
+        comm->checkCaptureJoined(name);
+      cudaGraph_t graph = nullptr;
+      checkCuda(cudaStreamEndCapture(stream, &graph),
+                "cudaStreamEndCapture of " + name);
+      checkCuda(cudaGraphInstantiate(&c.exec, graph, 0),
+                "cudaGraphInstantiate of " + name);
+      cudaGraphDestroy(graph);
+    }
+    checkCuda(cudaGraphLaunch(c.exec, stream), "cudaGraphLaunch of " + name);
+    // Its collectives were captured without the communicator's watchdog
+    // events (an event recorded under capture cannot be queried): the
+    // watchdog watches the replay instead.
+    if (Communicator *comm = activeCommunicator())
+      comm->watchStream(name, stream);
+  }
+
   /// Gives the event pairs of the step host times: the anchor's plus the
   /// elapsed device time (cudaEventElapsedTime, about 0.5 us resolution).
   static void resolveDeviceSpans(cudaEvent_t anchor, double anchorHost) {
@@ -216,7 +262,10 @@ private:
     }
   }
 
-  CapturedGraphs<cudaGraphExec_t, 3> graphs; ///< by Step
+  Graphs graphs; ///< by Step
+  /// Pipeline phases, by (function, frame).
+  CapturedGraphs<cudaGraphExec_t, std::pair<void (*)(char *, char *), char *>>
+      phaseGraphs;
   bool useGraphs = true;
   std::string description = "GPU";
 };

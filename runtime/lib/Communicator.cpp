@@ -204,6 +204,11 @@ int64_t Communicator::coordinate(MeshAxis axis) const {
   return r % mesh_[axis];
 }
 
+int64_t Communicator::peerWorldRank(int64_t ppCoordinate) const {
+  int64_t stride = size_ / mesh_[kPP];
+  return rank_ + (ppCoordinate - coordinate(kPP)) * stride;
+}
+
 int64_t Communicator::groupSize(unsigned axisMask) const {
   int64_t n = 1;
   for (int a = 0; a < kNumAxes; ++a)

@@ -37,6 +37,11 @@ enum class Reduction { Sum, Average, Max };
 /// computed in float and rounded to nearest even.
 using titan::Dtype;
 
+/// The two flows of a pipeline's messages between neighbouring pipeline
+/// ranks: activations toward later stages, their gradients toward earlier
+/// ones.
+enum class PeerFlow { Activations, Gradients };
+
 /// An in-flight collective; finish() completes it.
 struct Request {
   virtual ~Request() = default;
@@ -123,14 +128,31 @@ public:
                                             unsigned axisMask) = 0;
   /// Pipeline parallelism's point-to-point transfers: to (from) the rank at
   /// pipeline coordinate `peer` that shares this rank's other coordinates.
-  /// `tag` (0 <= tag <= maxPeerTag()) tells the messages between two ranks
-  /// apart; messages with the same tag arrive in the order they were sent.
-  virtual std::unique_ptr<Request>
-  send(const void *in, Dtype type, int64_t count, int64_t peer, int tag) = 0;
+  /// Each (peer, flow) is a channel whose messages arrive in the order they
+  /// were sent; `tag` (0 <= tag <= maxPeerTag()) names a message within a
+  /// step, for backends that match by tag (MPI); backends that match in
+  /// order (NCCL) ignore it, which is sound because dist-pipeline-schedule
+  /// checks that every rank receives each channel's messages in the order
+  /// its peer sends them (verifyLoweredSchedule).
+  ///
+  /// send takes a copy of `in` as the work issued before it leaves it, so
+  /// the caller may overwrite `in` right after the call, in the order of
+  /// its own work (a microbatch frame is reused while the message is still
+  /// in flight); the copy lives until the transfer completes. recv writes
+  /// `out` once finish() has returned (on a device: for the work issued
+  /// after finish()).
+  virtual std::unique_ptr<Request> send(const void *in, Dtype type,
+                                        int64_t count, int64_t peer,
+                                        PeerFlow flow, int tag) = 0;
   virtual std::unique_ptr<Request> recv(void *out, Dtype type, int64_t count,
-                                        int64_t peer, int tag) = 0;
+                                        int64_t peer, PeerFlow flow,
+                                        int tag) = 0;
   /// The largest tag send and recv take.
   virtual int maxPeerTag() const = 0;
+  /// Creates the pipeline's channels now, at start (collective over the
+  /// ranks of each pipeline group): a step never creates one. Backends
+  /// whose channels need no set-up have nothing to do.
+  virtual void preparePeers() {}
   virtual void barrier() = 0;
 
   /// Blocking collectives on host memory: every rank of the group of
@@ -202,6 +224,9 @@ public:
   static std::string timeoutMessage(const std::string &what,
                                     const std::string &context, double seconds);
 
+  /// The world rank at pipeline coordinate `ppCoordinate` that shares this
+  /// rank's other coordinates (pp is the outermost mesh axis).
+  int64_t peerWorldRank(int64_t ppCoordinate) const;
   /// Size of the group of `axisMask`.
   int64_t groupSize(unsigned axisMask) const;
   /// This rank's index in the group of ranks that differ only in `axes`,

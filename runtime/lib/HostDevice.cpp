@@ -44,6 +44,16 @@ public:
   }
   void zero(char *dst, size_t bytes) override { std::memset(dst, 0, bytes); }
   void run(Step, void (*step)(char *), char *arena) override { step(arena); }
+  void runPhase(const std::string &, void (*fn)(char *, char *), char *arena,
+                char *frame) override {
+    fn(arena, frame);
+  }
+  void copyWithin(char *dst, const char *src, size_t bytes) override {
+    std::memcpy(dst, src, bytes);
+  }
+  void copyToDeviceInOrder(char *dst, const void *src, size_t bytes) override {
+    std::memcpy(dst, src, bytes);
+  }
 
 private:
   static constexpr size_t kAlignment = 256;

@@ -473,23 +473,30 @@ public:
   }
 
   std::unique_ptr<Request> send(const void *in, Dtype type, int64_t count,
-                                int64_t peer, int tag) override {
-    return pointToPoint("send", const_cast<void *>(in), /*sending=*/true, type,
-                        count, peer, tag);
+                                int64_t peer, PeerFlow, int tag) override {
+    // MPI matches by tag, so the flow needs no channel of its own; the
+    // message goes from a copy (Communicator::send's contract).
+    auto req = request("send", 1u << kPP);
+    char *copy = req->scratch(count * dtypeBytes(type), nullptr);
+    std::memcpy(copy, in, size_t(count * dtypeBytes(type)));
+    return pointToPoint(std::move(req), copy, /*sending=*/true, type, count,
+                        peer, tag);
   }
 
   std::unique_ptr<Request> recv(void *out, Dtype type, int64_t count,
-                                int64_t peer, int tag) override {
-    return pointToPoint("recv", out, /*sending=*/false, type, count, peer, tag);
+                                int64_t peer, PeerFlow, int tag) override {
+    return pointToPoint(request("recv", 1u << kPP), out, /*sending=*/false,
+                        type, count, peer, tag);
   }
 
   /// A pipeline transfer with the stage `peer` (send reads `buffer`, recv
   /// writes it), in pieces of at most maxMessageCount() elements.
-  std::unique_ptr<Request> pointToPoint(const char *name, void *buffer,
-                                        bool sending, Dtype type, int64_t count,
-                                        int64_t peer, int tag) {
+  std::unique_ptr<Request> pointToPoint(std::unique_ptr<MPIRequest> req,
+                                        void *buffer, bool sending, Dtype type,
+                                        int64_t count, int64_t peer, int tag) {
+    const char *name = sending ? "send" : "recv";
     return start(
-        request(name, 1u << kPP), type, count,
+        std::move(req), type, count,
         [=](Pending &pend) {
           int64_t bytes = dtypeBytes(type);
           // The pp group is ordered by world rank, i.e. by pipeline
@@ -504,7 +511,7 @@ public:
                   name);
           });
         },
-        worldRankOfStage(peer));
+        peerWorldRank(peer));
   }
 
   int maxPeerTag() const override { return tagUpperBound_; }
@@ -568,10 +575,6 @@ private:
 
   /// The world rank of the pipeline rank `stage` (coordinate) in this
   /// rank's pp group.
-  int64_t worldRankOfStage(int64_t stage) const {
-    int64_t stride = size_ / mesh_[kPP];
-    return rank_ + (stage - coordinate(kPP)) * stride;
-  }
 
   /// The communicator of the ranks that share this rank's coordinates on
   /// every axis outside `axisMask`, ordered by rank. Called only by the

@@ -36,6 +36,7 @@
 #include "Deadline.h"
 #include "Error.h"
 #include "NCCLLaunchOrder.h"
+#include "PeerChannels.h"
 #include "Trace.h"
 
 #include "llvm/ADT/STLExtras.h"
@@ -47,6 +48,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <climits>
 #include <condition_variable>
 #include <cstdio>
 #include <cstdlib>
@@ -55,6 +57,7 @@
 #include <mutex>
 #include <string>
 #include <thread>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -148,7 +151,22 @@ struct NCCLRequest : Request {
     if (done)
       events.give(done);
   }
+  /// Whether it has completed, without waiting (then finished).
+  bool test() override {
+    // Captured work is watched through its graph's replays; its event
+    // cannot be queried.
+    if (done && !joins) {
+      cudaError_t rc = cudaEventQuery(done);
+      if (rc == cudaErrorNotReady)
+        return false;
+      checkCuda(rc, "the completion event of a transfer");
+    }
+    finish();
+    return true;
+  }
   void finish() override {
+    if (!done)
+      return;
     // The host's part only (ordering the compute stream after the
     // collective); the device-side timing is the trace's stream events.
     double begin = trace::recording() ? StepTrace::now() : 0;
@@ -245,6 +263,8 @@ public:
   ~NCCLCommunicator() override {
     for (auto &[mask, stream] : streams_)
       cudaStreamSynchronize(stream);
+    for (auto &[key, channel] : channels_)
+      cudaStreamSynchronize(channel.stream);
     {
       std::lock_guard<std::mutex> lock(mutex_);
       stopping_ = true;
@@ -272,6 +292,8 @@ public:
     cudaEventDestroy(lastIssued_);
     for (auto &[mask, stream] : streams_)
       cudaStreamDestroy(stream);
+    for (auto &[key, channel] : channels_)
+      cudaStreamDestroy(channel.stream);
   }
 
   std::unique_ptr<Request> allGather(const void *in, void *out, Dtype type,
@@ -379,18 +401,70 @@ public:
     return end("broadcast", axisMask, type, count);
   }
 
-  // Pipeline transfers need their own stream per peer and direction (NCCL
-  // matches sends and receives in issue order, and a send blocks its
-  // stream until the peer receives): titan-compile rejects pipeline
-  // parallelism on the CUDA target until they exist.
-  std::unique_ptr<Request> send(const void *, Dtype, int64_t, int64_t,
-                                int) override {
-    fatal("pipeline-parallel transfers are not implemented on NCCL yet");
+  // Pipeline transfers: one communicator and stream per channel
+  // (PeerChannels.h), made at start by preparePeers; boundary tensors move
+  // as bytes.
+  std::unique_ptr<Request> send(const void *in, Dtype type, int64_t count,
+                                int64_t peer, PeerFlow flow, int) override {
+    Channel &c = channel(coordinate(kPP), peer, flow);
+    size_t bytes = size_t(count * dtypeBytes(type));
+    // The copy is taken in the compute stream's order, so the caller may
+    // reuse `in` (a microbatch frame) at once; the channel's stream frees
+    // it after the send.
+    void *copy = nullptr;
+    checkCuda(cudaMallocAsync(&copy, bytes, compute_), "pipeline send copy");
+    checkCuda(
+        cudaMemcpyAsync(copy, in, bytes, cudaMemcpyDeviceToDevice, compute_),
+        "pipeline send copy");
+    begin("send", 1u << kPP, in, nullptr, c.stream);
+    checkNccl(ncclSend(copy, bytes, ncclUint8, c.peerIndex, c.comm, stream_),
+              "send");
+    checkCuda(cudaFreeAsync(copy, stream_), "pipeline send copy free");
+    return end("send", 1u << kPP, type, count, peer);
   }
-  std::unique_ptr<Request> recv(void *, Dtype, int64_t, int64_t, int) override {
-    fatal("pipeline-parallel transfers are not implemented on NCCL yet");
+  std::unique_ptr<Request> recv(void *out, Dtype type, int64_t count,
+                                int64_t peer, PeerFlow flow, int) override {
+    Channel &c = channel(peer, coordinate(kPP), flow);
+    begin("recv", 1u << kPP, nullptr, out, c.stream);
+    checkNccl(ncclRecv(out, size_t(count * dtypeBytes(type)), ncclUint8,
+                       c.peerIndex, c.comm, stream_),
+              "recv");
+    return end("recv", 1u << kPP, type, count, peer);
   }
-  int maxPeerTag() const override { return 0; }
+  /// NCCL matches in order; the tags are not sent.
+  int maxPeerTag() const override { return INT_MAX; }
+
+  /// Splits the pipeline group's communicator into the channels, round by
+  /// round: every member of the group calls each split.
+  void preparePeers() override {
+    int64_t me = coordinate(kPP);
+    for (const std::vector<PeerChannel> &round :
+         peerChannelRounds(mesh_[kPP])) {
+      int color = NCCL_SPLIT_NOCOLOR, key = 0;
+      const PeerChannel *mine = nullptr;
+      for (auto [i, c] : llvm::enumerate(round))
+        if (c.from == me || c.to == me) {
+          color = int(i);
+          key = c.from == me ? 0 : 1;
+          mine = &c;
+        }
+      ncclComm_t parent = group(1u << kPP), comm = nullptr;
+      withinTimeout("ncclCommSplit of a pipeline channel", [&] {
+        return ncclCommSplit(parent, color, key, &comm, nullptr);
+      });
+      if (!mine)
+        continue;
+      {
+        std::lock_guard<std::mutex> lock(mutex_);
+        comms_.push_back(comm);
+      }
+      Channel &c = channels_[{mine->from, mine->to, mine->flow}];
+      c.comm = comm;
+      c.peerIndex = 1 - key;
+      checkCuda(cudaStreamCreateWithFlags(&c.stream, cudaStreamNonBlocking),
+                "stream create");
+    }
+  }
 
   std::unique_ptr<Request> sendRecv(const void *in, void *out, Dtype type,
                                     int64_t count, int64_t shift,
@@ -469,8 +543,11 @@ private:
 
   /// Makes the group's stream current (stream_, which the collective and
   /// its staging use) and orders it after the compute stream's work so far.
+  /// A pipeline transfer passes its channel's stream (`on`): it stays out
+  /// of the serialized order, which would queue it behind collectives that
+  /// wait for its peer's progress (its channel is ordered by its own FIFO).
   void begin(const char *collective, unsigned axisMask, const void *in,
-             const void *out) {
+             const void *out, cudaStream_t on = nullptr) {
     cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
     unsigned long long captureId = 0;
     checkCuda(cudaStreamGetCaptureInfo(compute_, &status, &captureId),
@@ -482,12 +559,14 @@ private:
     // stream work belongs.
     if (!capturing_)
       refuseHostBuffers(collective, axisMask, in, out);
-    stream_ = streamFor(axisMask);
+    stream_ = on ? on : streamFor(axisMask);
+    peerTransfer_ = on != nullptr;
     cudaEvent_t ready = events_.take();
     checkCuda(cudaEventRecord(ready, compute_), "event record");
     checkCuda(cudaStreamWaitEvent(stream_, ready, 0), "stream wait");
     events_.give(ready);
-    orderAfterLastIssued();
+    if (!peerTransfer_)
+      orderAfterLastIssued();
     // A traced step's collectives are timed on their stream (the device
     // resolves the pair after the step; trace::DeviceSpan).
     traceBegin_ = nullptr;
@@ -553,14 +632,14 @@ private:
   /// `count` elements of `type` in its larger buffer (nccl-tests' size)
   /// go into the flight record, whose entry the watchdog completes.
   std::unique_ptr<Request> end(const char *collective, unsigned axisMask,
-                               Dtype type, int64_t count) {
+                               Dtype type, int64_t count, int64_t peer = -1) {
     auto req = std::make_unique<NCCLRequest>(events_, compute_);
     req->collective = collective;
     req->axisMask = axisMask;
     int64_t bytes = count * dtypeBytes(type);
     req->bytes = bytes;
     checkCuda(cudaEventRecord(req->done, stream_), "event record");
-    if (launchOrder_ == NCCLLaunchOrder::Serialized) {
+    if (launchOrder_ == NCCLLaunchOrder::Serialized && !peerTransfer_) {
       checkCuda(cudaEventRecord(lastIssued_, stream_), "event record");
       lastIssuedStream_ = stream_;
       lastIssuedCapture_ = captureId_;
@@ -579,10 +658,16 @@ private:
                            begun,
                            done});
     }
-    if (!capturing_)
-      watchUntil(
-          describe(collective, axisMask), stream_,
-          recordIssued(collective, axisMask, type, count, StepTrace::now()));
+    if (!capturing_) {
+      std::string what = describe(collective, axisMask);
+      if (peer >= 0)
+        what += (std::string(collective) == "send" ? " to" : " from") +
+                std::string(" pipeline rank ") + std::to_string(peer);
+      watchUntil(what, stream_,
+                 recordIssued(collective, axisMask, type, count,
+                              StepTrace::now(),
+                              peer >= 0 ? peerWorldRank(peer) : -1));
+    }
     return req;
   }
 
@@ -739,7 +824,30 @@ private:
     return groups_[axisMask] = comm;
   }
 
+  /// A pipeline channel's communicator (2 ranks: the sender is 0), its
+  /// stream and the peer's index in it.
+  struct Channel {
+    ncclComm_t comm = nullptr;
+    cudaStream_t stream = nullptr;
+    int peerIndex = 0;
+  };
+  /// (from, to, flow) -> the channel that carries those messages.
+  Channel &channel(int64_t from, int64_t to, PeerFlow flow) {
+    auto it = channels_.find({from, to, int(flow)});
+    if (it == channels_.end())
+      fatal("internal error: no pipeline channel for " +
+            std::string(flow == PeerFlow::Activations ? "activations"
+                                                      : "gradients") +
+            " from pipeline rank " + std::to_string(from) + " to " +
+            std::to_string(to) +
+            " (preparePeers makes those between neighbours at start)");
+    return it->second;
+  }
+
   ncclComm_t world_ = nullptr;
+  std::map<std::tuple<int64_t, int64_t, int>, Channel> channels_;
+  /// Whether the transfer being issued is a pipeline channel's.
+  bool peerTransfer_ = false;
   /// The stream of the collective being issued (one of streams_).
   cudaStream_t stream_ = nullptr;
   std::map<unsigned, cudaStream_t> streams_;

@@ -41,6 +41,10 @@ struct PipelineExecutor::Stage {
   /// The frame slots by kind, indexed by boundary index.
   std::vector<Slot> inputs, outputs, outputGrads, inputGrads;
   std::optional<Slot> tokens, labels;
+  /// The host memory each microbatch's tokens and labels are drawn into,
+  /// one per microbatch: it stays unchanged until the list's work has
+  /// completed (Device::copyToDeviceInOrder).
+  std::vector<std::vector<int32_t>> hostInputs;
   std::vector<char *> free;
   std::map<int64_t, char *> live; ///< microbatch -> its frame
   /// Microbatches whose backward is done but whose SEND_B comes next.
@@ -81,12 +85,6 @@ struct PipelineExecutor::Stage {
   }
 };
 
-/// An asynchronous send of a copy of a boundary tensor.
-struct PipelineExecutor::PendingSend {
-  std::vector<char> data;
-  std::unique_ptr<Request> request;
-};
-
 /// The arena slots `prefix` + name(stage, 0), name(stage, 1), ... as far
 /// as the plan has them.
 static std::vector<Slot> evalSlots(const Manifest &m, llvm::StringRef prefix,
@@ -105,9 +103,6 @@ PipelineExecutor::PipelineExecutor(
     const Manifest &m, const std::map<std::string, PipelineFunction> &functions,
     Device &device, Communicator &comm, char *arena)
     : m(m), p(*m.pipeline), device(device), comm(comm), arena(arena) {
-  if (!device.hostAccessible())
-    fatal("pipeline parallelism needs a device whose memory the host "
-          "addresses (the CPU target)");
   auto function = [&](const std::string &name) {
     auto it = functions.find(name);
     if (it == functions.end())
@@ -145,6 +140,7 @@ PipelineExecutor::PipelineExecutor(
               "'s eval step passes other boundary tensors than its "
               "training steps");
     }
+    stage->hostInputs.resize(size_t(p.microbatches));
     totalFrameBytes += plan.frameBytes * std::max<int64_t>(plan.frames, 1);
     stages.push_back(std::move(stage));
   }
@@ -164,18 +160,28 @@ PipelineExecutor::PipelineExecutor(
       stage->free.push_back(next);
       next += stage->plan->frameBytes;
     }
-  if (auto it = m.slots.find("output:loss"); it != m.slots.end())
-    lossSlot = arena + it->second.first;
-  auto slot = [&](const char *name) -> char * {
-    auto it = m.slots.find(name);
-    return it == m.slots.end() ? nullptr : arena + it->second.first;
-  };
-  evalTokens = reinterpret_cast<int32_t *>(slot("input:eval_tokens"));
-  evalLabels = reinterpret_cast<int32_t *>(slot("input:eval_labels"));
-  evalLossSlot = slot("output:eval_loss");
+  // The microbatches' losses are copied side by side as the list runs and
+  // read once it has.
+  losses = device.allocateArena(p.microbatches * int64_t(sizeof(float)), 0);
+  lossSlot = arenaSlot("output:loss");
+  evalTokens = arenaSlot("input:eval_tokens");
+  evalLabels = arenaSlot("input:eval_labels");
+  evalLossSlot = arenaSlot("output:eval_loss");
+  evalHostInputs.resize(size_t(p.microbatches));
 }
 
-PipelineExecutor::~PipelineExecutor() { device.freeArena(frames); }
+PipelineExecutor::~PipelineExecutor() {
+  device.freeArena(losses);
+  device.freeArena(frames);
+}
+
+PipelineExecutor::ArenaSlot
+PipelineExecutor::arenaSlot(const char *name) const {
+  auto it = m.slots.find(name);
+  if (it == m.slots.end())
+    return {};
+  return {arena + it->second.first, it->second.second};
+}
 
 PipelineExecutor::Stage &PipelineExecutor::local(int64_t stage) {
   for (auto &s : stages)
@@ -191,35 +197,66 @@ int PipelineExecutor::tag(int64_t stage, int64_t mb, int direction,
              index);
 }
 
-template <typename Fn>
-void PipelineExecutor::traced(const std::string &name, const char *category,
-                              Fn &&fn) {
+void PipelineExecutor::runPhase(Stage &s, const char *phase, int64_t mb,
+                                PipelineFunction fn, char *frame) {
+  std::string what = "pipeline stage " + std::to_string(s.index) + "'s " +
+                     phase + (frame ? " on a microbatch frame" : "");
   if (!trace)
-    return fn();
+    return device.runPhase(what, fn, arena, frame);
+  // Named as TorchTitan's actions ("1F0", "0UNSHARD").
+  std::string name = std::to_string(s.index) + phase;
+  if (mb >= 0)
+    name += std::to_string(mb);
   double begin = StepTrace::now();
-  fn();
-  trace->add(name, category, begin, StepTrace::now());
+  device.runPhase(what, fn, arena, frame);
+  // The categories TorchTitan's traces group by (F, B, I, W, unshard,
+  // reduce_grad).
+  StringRef kind(phase);
+  trace->add(name,
+             kind == "UNSHARD"       ? "unshard"
+             : kind == "REDUCE_GRAD" ? "reduce_grad"
+                                     : phase,
+             begin, StepTrace::now());
 }
 
-void PipelineExecutor::sendCopy(const char *data, int64_t bytes, int64_t peer,
-                                int tag) {
-  // Completed sends give their buffers back first.
-  llvm::erase_if(pendingSends,
-                 [](PendingSend &s) { return s.request->test(); });
-  PendingSend &send = pendingSends.emplace_back();
-  send.data.assign(data, data + bytes);
-  send.request = comm.send(send.data.data(), kBytes, bytes, peer, tag);
+void PipelineExecutor::send(const char *data, int64_t bytes, int64_t peer,
+                            PeerFlow flow, int tag) {
+  // Completed sends are dropped first (their copies freed).
+  llvm::erase_if(sends, [](std::unique_ptr<Request> &r) { return r->test(); });
+  sends.push_back(comm.send(data, kBytes, bytes, peer, flow, tag));
 }
 
-/// The loss the last stage's step wrote to `slot` (named `name`).
-static double readLoss(const char *slot, const char *name) {
-  if (!slot)
+void PipelineExecutor::keepLoss(const ArenaSlot &slot, int64_t mb,
+                                const char *name) {
+  if (!slot.data || slot.bytes != int64_t(sizeof(float)))
     fatal(std::string("corrupt executable: the last pipeline stage's "
-                      "program has no ") +
+                      "program has no 4-byte ") +
           name + " slot");
-  float value;
-  std::memcpy(&value, slot, sizeof(float));
-  return double(value);
+  device.copyWithin(losses + mb * int64_t(sizeof(float)), slot.data,
+                    sizeof(float));
+}
+
+double PipelineExecutor::finishList(int64_t kept, const std::string &context,
+                                    const char *what) {
+  comm.setContext(context + ", pipeline " + what + " sends");
+  double begin = trace ? StepTrace::now() : 0;
+  for (std::unique_ptr<Request> &request : sends)
+    request->finish();
+  sends.clear();
+  device.synchronize(std::string("the pipeline's ") + what + " list");
+  if (trace)
+    trace->add("send completion", "transfer", begin, StepTrace::now());
+  comm.setContext(context);
+  std::vector<float> values(static_cast<size_t>(kept));
+  device.copyToHost(values.data(), losses, values.size() * sizeof(float));
+  double sum = 0;
+  for (float v : values)
+    sum += double(v);
+  return sum;
+}
+
+static PeerFlow flow(bool activation) {
+  return activation ? PeerFlow::Activations : PeerFlow::Gradients;
 }
 
 static bool onThisRank(const Manifest::Pipeline &p, int64_t stage) {
@@ -242,24 +279,33 @@ char *PipelineExecutor::acquire(Stage &s, int64_t mb) {
 void PipelineExecutor::forward(Stage &s, int64_t mb,
                                const FillMicrobatch &fill) {
   char *frame = acquire(s, mb);
-  if (s.tokens || s.labels)
-    fill(mb,
-         s.tokens ? reinterpret_cast<int32_t *>(frame + s.tokens->first)
-                  : nullptr,
-         s.labels ? reinterpret_cast<int32_t *>(frame + s.labels->first)
-                  : nullptr);
+  if (s.tokens || s.labels) {
+    auto range = [](const std::optional<Slot> &slot) {
+      return slot ? slot->second / int64_t(sizeof(int32_t)) : 0;
+    };
+    std::vector<int32_t> &host = s.hostInputs[size_t(mb)];
+    host.resize(size_t(range(s.tokens) + range(s.labels)));
+    int32_t *tokens = s.tokens ? host.data() : nullptr;
+    int32_t *labels = s.labels ? host.data() + range(s.tokens) : nullptr;
+    fill(mb, tokens, labels);
+    if (tokens)
+      device.copyToDeviceInOrder(frame + s.tokens->first, tokens,
+                                 size_t(s.tokens->second));
+    if (labels)
+      device.copyToDeviceInOrder(frame + s.labels->first, labels,
+                                 size_t(s.labels->second));
+  }
   // The previous stage's activations, when it is on this rank: a copy
   // between the frames (a remote one's came by RECV_F).
   int64_t prev = s.index - 1;
   if (prev >= 0 && onThisRank(p, prev)) {
     Stage &from = local(prev);
     for (auto [i, slot] : llvm::enumerate(s.inputs))
-      std::memcpy(frame + slot.first,
-                  liveFrame(from, mb, 'F') + from.outputs[i].first,
-                  size_t(slot.second));
+      device.copyWithin(frame + slot.first,
+                        liveFrame(from, mb, 'F') + from.outputs[i].first,
+                        size_t(slot.second));
   }
-  traced(std::to_string(s.index) + "F" + std::to_string(mb), "F",
-         [&] { s.forward(arena, frame); });
+  runPhase(s, "F", mb, s.forward, frame);
 }
 
 void PipelineExecutor::transfer(Stage &s, int64_t mb, char kind) {
@@ -289,18 +335,19 @@ void PipelineExecutor::transfer(Stage &s, int64_t mb, char kind) {
     } else {
       requests = postReceive(s, mb, kind);
     }
-    traced("recv " + std::to_string(s.index) + (activation ? "F" : "B") +
-               std::to_string(mb),
-           "transfer", [&] {
-             for (auto &request : requests)
-               request->finish();
-           });
+    double begin = trace ? StepTrace::now() : 0;
+    for (auto &request : requests)
+      request->finish();
+    if (trace)
+      trace->add("recv " + std::to_string(s.index) + (activation ? "F" : "B") +
+                     std::to_string(mb),
+                 "transfer", begin, StepTrace::now());
     return;
   }
   // The tag names the receiving stage.
   for (auto [i, slot] : llvm::enumerate(slots))
-    sendCopy(frame + slot.first, slot.second, peer,
-             tag(peerStage, mb, activation ? 0 : 1, int64_t(i)));
+    send(frame + slot.first, slot.second, peer, flow(activation),
+         tag(peerStage, mb, activation ? 0 : 1, int64_t(i)));
   if (kind == 'c' && s.releaseAfterSend.erase(mb))
     release(s, mb);
 }
@@ -316,9 +363,9 @@ PipelineExecutor::postReceive(Stage &s, int64_t mb, char kind) {
   // Every message of a step has its own tag (naming this, the receiving,
   // stage), so receives posted in any order match the same messages.
   for (auto [i, slot] : llvm::enumerate(slots))
-    requests.push_back(
-        comm.recv(frame + slot.first, kBytes, slot.second, peer,
-                  tag(s.index, mb, activation ? 0 : 1, int64_t(i))));
+    requests.push_back(comm.recv(
+        frame + slot.first, kBytes, slot.second, peer, flow(activation),
+        tag(s.index, mb, activation ? 0 : 1, int64_t(i))));
   return requests;
 }
 
@@ -361,24 +408,20 @@ char *PipelineExecutor::liveFrame(Stage &s, int64_t mb, char kind) {
 
 void PipelineExecutor::backward(Stage &s, int64_t mb, PipelineFunction fn) {
   char *frame = liveFrame(s, mb, 'B');
-  traced(std::to_string(s.index) + (fn == s.backward ? "B" : "I") +
-             std::to_string(mb),
-         fn == s.backward ? "B" : "I", [&] { fn(arena, frame); });
+  runPhase(s, fn == s.backward ? "B" : "I", mb, fn, frame);
   // The input gradients, when the previous stage is on this rank: into its
   // frame (a remote one gets them by SEND_B).
   int64_t prev = s.index - 1;
   if (prev >= 0 && onThisRank(p, prev)) {
     Stage &to = local(prev);
     for (auto [i, slot] : llvm::enumerate(s.inputGrads))
-      std::memcpy(liveFrame(to, mb, 'B') + to.outputGrads[i].first,
-                  frame + slot.first, size_t(slot.second));
+      device.copyWithin(liveFrame(to, mb, 'B') + to.outputGrads[i].first,
+                        frame + slot.first, size_t(slot.second));
   }
 }
 
 void PipelineExecutor::weight(Stage &s, int64_t mb) {
-  char *frame = liveFrame(s, mb, 'W');
-  traced(std::to_string(s.index) + "W" + std::to_string(mb), "W",
-         [&] { s.backwardWeight(arena, frame); });
+  runPhase(s, "W", mb, s.backwardWeight, liveFrame(s, mb, 'W'));
 }
 
 void PipelineExecutor::release(Stage &s, int64_t mb) {
@@ -389,7 +432,6 @@ void PipelineExecutor::release(Stage &s, int64_t mb) {
 
 double PipelineExecutor::run(const FillMicrobatch &fill, StepTrace *trace) {
   this->trace = trace;
-  double loss = 0;
   // A transfer that times out names the step and the action.
   std::string context = comm.context();
   // With communication overlap (the progress thread), receives are posted
@@ -402,18 +444,16 @@ double PipelineExecutor::run(const FillMicrobatch &fill, StepTrace *trace) {
     if (overlap)
       prepostReceives(next);
     if (a.kind == 'U') {
-      traced(std::to_string(a.stage) + "UNSHARD", "unshard",
-             [&] { s.unshard(arena, nullptr); });
+      runPhase(s, "UNSHARD", -1, s.unshard, nullptr);
     } else if (a.kind == 'G') {
-      traced(std::to_string(a.stage) + "REDUCE_GRAD", "reduce_grad",
-             [&] { s.reduceGrad(arena, nullptr); });
+      runPhase(s, "REDUCE_GRAD", -1, s.reduceGrad, nullptr);
     } else if (a.kind == 'f' || a.kind == 'g' || a.kind == 'b' ||
                a.kind == 'c') {
       transfer(s, a.microbatch, a.kind);
     } else if (a.kind == 'F') {
       forward(s, a.microbatch, fill);
       if (a.stage == p.numStages - 1)
-        loss += readLoss(lossSlot, "output:loss");
+        keepLoss(lossSlot, a.microbatch, "output:loss");
     } else if (a.kind == 'B') {
       // A stage split for zero-bubble schedules runs a whole B as I, W.
       backward(s, a.microbatch, s.backward ? s.backward : s.backwardInput);
@@ -442,16 +482,14 @@ double PipelineExecutor::run(const FillMicrobatch &fill, StepTrace *trace) {
   if (!posted.empty())
     fatal("corrupt executable: pipeline receives posted for no action of "
           "the schedule");
-  comm.setContext(context + ", pipeline sends");
-  traced("send completion", "transfer", [&] { finishSends(); });
-  comm.setContext(context);
+  double loss =
+      finishList(lastStageHere() ? p.microbatches : 0, context, "training");
+  this->trace = nullptr;
   return loss;
 }
 
-void PipelineExecutor::finishSends() {
-  for (PendingSend &send : pendingSends)
-    send.request->finish();
-  pendingSends.clear();
+bool PipelineExecutor::lastStageHere() const {
+  return onThisRank(p, p.numStages - 1);
 }
 
 void PipelineExecutor::evalForward(Stage &s, int64_t mb,
@@ -459,7 +497,21 @@ void PipelineExecutor::evalForward(Stage &s, int64_t mb,
   if (!s.eval)
     fatal("corrupt executable: pipeline stage " + std::to_string(s.index) +
           " has no eval step");
-  fill(mb, evalTokens, evalLabels);
+  // The microbatch's rows, drawn on the host (kept until the list has
+  // run) and copied in issue order.
+  std::vector<int32_t> &host = evalHostInputs[size_t(mb)];
+  int64_t tokenInts = evalTokens.bytes / int64_t(sizeof(int32_t));
+  int64_t labelInts = evalLabels.bytes / int64_t(sizeof(int32_t));
+  host.resize(size_t(tokenInts + labelInts));
+  int32_t *tokens = evalTokens.data ? host.data() : nullptr;
+  int32_t *labels = evalLabels.data ? host.data() + tokenInts : nullptr;
+  fill(mb, tokens, labels);
+  if (tokens)
+    device.copyToDeviceInOrder(evalTokens.data, tokens,
+                               size_t(evalTokens.bytes));
+  if (labels)
+    device.copyToDeviceInOrder(evalLabels.data, labels,
+                               size_t(evalLabels.bytes));
   // The previous stage's outputs, when it is on this rank: its forward
   // came just before this one (the list goes through a microbatch's stages
   // in order).
@@ -471,9 +523,9 @@ void PipelineExecutor::evalForward(Stage &s, int64_t mb,
             " and " + std::to_string(s.index) +
             " disagree on their eval boundary tensors");
     for (auto [in, out] : llvm::zip(s.evalInputs, from.evalOutputs))
-      std::memcpy(arena + in.first, arena + out.first, size_t(in.second));
+      device.copyWithin(arena + in.first, arena + out.first, size_t(in.second));
   }
-  s.eval(arena, nullptr);
+  runPhase(s, "eval F", mb, s.eval, nullptr);
 }
 
 void PipelineExecutor::evalTransfer(Stage &s, int64_t mb, char kind) {
@@ -485,13 +537,14 @@ void PipelineExecutor::evalTransfer(Stage &s, int64_t mb, char kind) {
   int64_t peer = p.stageRanks[size_t(peerStage)];
   if (!receive) {
     for (auto [i, slot] : llvm::enumerate(s.evalOutputs))
-      sendCopy(arena + slot.first, slot.second, peer,
-               tag(peerStage, mb, 0, int64_t(i)));
+      send(arena + slot.first, slot.second, peer, PeerFlow::Activations,
+           tag(peerStage, mb, 0, int64_t(i)));
     return;
   }
   std::vector<std::unique_ptr<Request>> requests;
   for (auto [i, slot] : llvm::enumerate(s.evalInputs))
     requests.push_back(comm.recv(arena + slot.first, kBytes, slot.second, peer,
+                                 PeerFlow::Activations,
                                  tag(s.index, mb, 0, int64_t(i))));
   for (auto &request : requests)
     request->finish();
@@ -501,7 +554,6 @@ double PipelineExecutor::evaluate(const FillMicrobatch &fill) {
   if (p.evalActions.empty())
     fatal("corrupt executable: compiled with validation.enable but the "
           "pipeline program has no eval actions");
-  double loss = 0;
   std::string context = comm.context();
   for (const Manifest::PipelineAction &a : p.evalActions) {
     Stage &s = local(a.stage);
@@ -511,14 +563,11 @@ double PipelineExecutor::evaluate(const FillMicrobatch &fill) {
     } else if (a.kind == 'F') {
       evalForward(s, a.microbatch, fill);
       if (a.stage == p.numStages - 1)
-        loss += readLoss(evalLossSlot, "output:eval_loss");
+        keepLoss(evalLossSlot, a.microbatch, "output:eval_loss");
     } else {
       fatal("corrupt executable: the eval list's action " + a.str() +
             " is not F, RECV_F or SEND_F");
     }
   }
-  comm.setContext(context + ", pipeline eval sends");
-  finishSends();
-  comm.setContext(context);
-  return loss;
+  return finishList(lastStageHere() ? p.microbatches : 0, context, "eval");
 }

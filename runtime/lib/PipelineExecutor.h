@@ -5,9 +5,16 @@
 // stages' phase functions, one microbatch frame per microbatch in flight,
 // and the transfers between pipeline ranks the list names (RECV_F, SEND_F,
 // RECV_B, SEND_B, point-to-point messages); between two stages on this
-// rank the tensors are copied between their frames. Receives block
-// (polling, under the communicator's timeout); sends send a copy and
-// complete asynchronously, so no send ever blocks the list.
+// rank the tensors are copied between their frames.
+//
+// The list is issued in order through the Device (on a GPU: enqueued on
+// the compute stream, the host running ahead) and waited for once at its
+// end, so the host never blocks a transfer its peers wait for. A receive
+// orders the work after it behind its message (on the CPU: waits, under
+// the communicator's timeout); a send sends a copy, so the frame it came
+// from is reused at once. The order of the work on each rank is then the
+// CPU's sequential order, whose transfers dist-pipeline-schedule proved
+// deadlock-free, with some waits dropped.
 //
 //===----------------------------------------------------------------------===//
 
@@ -28,6 +35,7 @@ namespace titanrt {
 
 class Device;
 class StepTrace;
+enum class PeerFlow;
 
 /// A phase function of a pipeline program: (arena, frame).
 using PipelineFunction = void (*)(char *arena, char *frame);
@@ -89,11 +97,28 @@ private:
   void evalTransfer(Stage &s, int64_t mb, char kind);
   /// Gives (s, mb)'s frame back after its last backward action.
   void release(Stage &s, int64_t mb);
-  /// Sends a copy of `bytes` at `data` (so its frame can be reused at
-  /// once) to pipeline rank `peer`.
-  void sendCopy(const char *data, int64_t bytes, int64_t peer, int tag);
-  /// Waits for every send still in flight.
-  void finishSends();
+  /// Runs phase `phase` ("F", "UNSHARD") of `s` on `frame` (null: none)
+  /// for microbatch `mb` (-1: none), with its span when tracing.
+  void runPhase(Stage &s, const char *phase, int64_t mb, PipelineFunction fn,
+                char *frame);
+  /// Sends `bytes` at `data` to pipeline rank `peer` (the communicator
+  /// sends a copy, so its frame can be reused at once).
+  void send(const char *data, int64_t bytes, int64_t peer, PeerFlow flow,
+            int tag);
+  /// An arena slot: where it is and its size (null where this rank's
+  /// program has none).
+  struct ArenaSlot {
+    char *data = nullptr;
+    int64_t bytes = 0;
+  };
+  ArenaSlot arenaSlot(const char *name) const;
+  /// Copies microbatch `mb`'s loss from `slot` (named `name`) beside the
+  /// others, in issue order.
+  void keepLoss(const ArenaSlot &slot, int64_t mb, const char *name);
+  /// Ends a list: waits for its sends and its work, and returns the sum of
+  /// the first `kept` losses keepLoss copied. `what` names the list.
+  double finishList(int64_t kept, const std::string &context, const char *what);
+  bool lastStageHere() const;
   /// The tag of boundary tensor `index` that stage `stage` receives for
   /// microbatch `mb` (direction 0: activation, 1: gradient).
   int tag(int64_t stage, int64_t mb, int direction, int64_t index) const;
@@ -107,13 +132,17 @@ private:
   char *frames = nullptr;
   int64_t totalFrameBytes = 0;
   int64_t maxBoundary = 1;
-  const char *lossSlot = nullptr;
+  /// The last stage's loss slot, and the microbatches' losses in device
+  /// memory, read once per list.
+  ArenaSlot lossSlot;
+  char *losses = nullptr;
   /// validation.enable: the eval steps' microbatch and loss slots (null
-  /// where this rank's stages do not read or write them).
-  int32_t *evalTokens = nullptr, *evalLabels = nullptr;
-  const char *evalLossSlot = nullptr;
-  struct PendingSend;
-  std::vector<PendingSend> pendingSends;
+  /// where this rank's stages do not read or write them), and the host
+  /// memory each microbatch is drawn into.
+  ArenaSlot evalTokens, evalLabels, evalLossSlot;
+  std::vector<std::vector<int32_t>> evalHostInputs;
+  /// The sends in flight.
+  std::vector<std::unique_ptr<Request>> sends;
   /// Receives posted ahead of their RECV action, by (stage, microbatch,
   /// kind); the action waits for them.
   std::map<std::tuple<int64_t, int64_t, char>,
@@ -121,9 +150,6 @@ private:
       posted;
   /// The step being traced, or null.
   StepTrace *trace = nullptr;
-  /// Runs `fn` and records its span when tracing.
-  template <typename Fn>
-  void traced(const std::string &name, const char *category, Fn &&fn);
 };
 
 } // namespace titanrt

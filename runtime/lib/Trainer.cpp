@@ -1247,9 +1247,11 @@ std::pair<float, float> Run::update(int64_t step, StepTrace *trace) {
   write<int64_t>(device, slots.step, step);
   write<int64_t>(device, slots.totalSteps, totalSteps);
   double begin = StepTrace::now();
-  if (pipelined)
-    program.optimizerStep(arena.data(), nullptr);
-  else
+  if (pipelined) {
+    device.runPhase("the pipeline rank's optimizer_step", program.optimizerStep,
+                    arena.data(), nullptr);
+    device.synchronize("the step optimizer_step");
+  } else
     device.run(Device::Step::OptimizerStep, model.optimizerStep, arena.data());
   if (trace)
     trace->add("optimizer_step", "step", begin, StepTrace::now());
@@ -1415,8 +1417,11 @@ int titanrt::trainMain(int argc, char **argv, const CompiledModel &model) {
   PipelineProgram program;
   if (pipelined)
     program = selectPipelineProgram(model, comm, m);
-  if (comm)
+  if (comm) {
     prepareGroups(model, m, *comm);
+    if (pipelined)
+      comm->preparePeers();
+  }
   Run run(*c, m, model, device, comm, program);
   int status = run.train();
   auto endCommunicator = [] { shutdownCommunicator(); };

@@ -52,6 +52,10 @@ public:
   void copyToDevice(char *, const void *, size_t) override {}
   void zero(char *, size_t) override {}
   void run(Step, void (*)(char *), char *) override {}
+  void runPhase(const std::string &, void (*)(char *, char *), char *,
+                char *) override {}
+  void copyWithin(char *, const char *, size_t) override {}
+  void copyToDeviceInOrder(char *, const void *, size_t) override {}
   void releaseGraphs() override { log.push_back("releaseGraphs"); }
   void release() override { log.push_back("release"); }
 
@@ -76,7 +80,7 @@ TEST(RankShutdown, SingleRankHasNoCommunicator) {
 
 TEST(CapturedGraphs, EachExecIsDestroyedOnce) {
   // Execs are ints here; 0 is "none", as a null cudaGraphExec_t.
-  cuda::CapturedGraphs<int, 3> graphs;
+  cuda::CapturedGraphs<int, size_t> graphs;
   graphs[0].exec = 11;
   graphs[0].runs = 5;
   graphs[2].exec = 13;
@@ -93,6 +97,22 @@ TEST(CapturedGraphs, EachExecIsDestroyedOnce) {
     // Counted as never run: the next run is eager, then captured anew.
     EXPECT_EQ(graphs[s].runs, 0);
   }
+}
+
+TEST(CapturedGraphs, PhasesOnFramesAreKeyedApart) {
+  // A pipeline phase is captured once per frame it runs on: the frame's
+  // address is baked into the graph.
+  using Key = std::pair<int, char *>;
+  cuda::CapturedGraphs<int, Key> graphs;
+  char frames[2];
+  graphs[{1, &frames[0]}].exec = 21;
+  graphs[{1, &frames[1]}].runs = 1;
+  EXPECT_EQ((graphs[{1, &frames[0]}].exec), 21);
+  EXPECT_EQ((graphs[{1, &frames[1]}].exec), 0);
+  std::vector<int> destroyed;
+  graphs.destroyAll([&](int exec) { destroyed.push_back(exec); });
+  EXPECT_EQ(destroyed, (std::vector<int>{21}));
+  EXPECT_EQ((graphs[{1, &frames[1]}].runs), 0);
 }
 
 TEST(Deadline, FinishedWorkReturnsTrue) {

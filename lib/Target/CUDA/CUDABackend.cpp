@@ -151,6 +151,7 @@ TargetFeatures cudaFeatures() {
   features.float8Gemms = true;
   features.asyncTensorParallel = true;
   features.deviceArch = true;
+  features.pipelineParallel = true;
   return features;
 }
 

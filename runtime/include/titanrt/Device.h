@@ -50,6 +50,29 @@ public:
   enum class Step { ForwardBackward, OptimizerStep, Eval };
   /// Runs `step` on `arena` and returns when its results can be read.
   virtual void run(Step which, void (*step)(char *arena), char *arena) = 0;
+  /// Pipeline parallelism runs a rank's action list as work issued in
+  /// order (on a GPU: enqueued on the compute stream, the host running
+  /// ahead; on the CPU: done at once) and waits only at the end of the
+  /// list, so that the host never blocks a transfer its peers wait for.
+  ///
+  /// Runs the phase function `fn(arena, frame)` (frame may be null) in
+  /// issue order; a target with graphs captures each (fn, frame) pair once
+  /// and replays it (the phase's addresses are fixed by the pair). `name`
+  /// says what it is in errors ("pipeline stage 1's forward").
+  virtual void runPhase(const std::string &name,
+                        void (*fn)(char *arena, char *frame), char *arena,
+                        char *frame) = 0;
+  /// Copies `bytes` from `src` to `dst`, both in device memory, in issue
+  /// order.
+  virtual void copyWithin(char *dst, const char *src, size_t bytes) = 0;
+  /// Copies `bytes` of host memory at `src` into device memory in issue
+  /// order; `src` must stay unchanged until synchronize() returns.
+  virtual void copyToDeviceInOrder(char *dst, const void *src,
+                                   size_t bytes) = 0;
+  /// Returns once every piece of work issued so far has completed, `what`
+  /// naming it in an error.
+  virtual void synchronize(const std::string &what) { (void)what; }
+
   /// Run-time options: CUDA graphs on or off (targets without graphs
   /// ignore it).
   virtual void setGraphs(bool enabled) { (void)enabled; }
