@@ -243,6 +243,34 @@ int64_t driver::stageOutputBytes(mlir::ModuleOp module, int64_t stage) {
   return bytes;
 }
 
+int64_t driver::pipelineSendBytes(const PipelineJob &job, int64_t rank,
+                                  mlir::ModuleOp module) {
+  const PipelineSchedule &s = job.schedule;
+  std::vector<int64_t> owner(size_t(s.stages));
+  for (auto [r, stages] : llvm::enumerate(s.stagesOfRank))
+    for (int64_t stage : stages)
+      owner[size_t(stage)] = int64_t(r);
+  std::map<int64_t, int64_t> outputs, inputGrads;
+  for (auto &[slot, range] : frameSlots(module)) {
+    if (slot.kind == manifest::FrameSlot::StageOutput)
+      outputs[slot.stage] += range.second;
+    else if (slot.kind == manifest::FrameSlot::StageInputGrad)
+      inputGrads[slot.stage] += range.second;
+  }
+  int64_t bytes = 0;
+  for (const PipelineAction &a : s.actions[size_t(rank)]) {
+    int64_t stage = a.stage;
+    if (a.kind == PipelineAction::Forward && stage + 1 < s.stages &&
+        owner[size_t(stage + 1)] != rank)
+      bytes += outputs[stage];
+    else if ((a.kind == PipelineAction::Backward ||
+              a.kind == PipelineAction::BackwardInput) &&
+             stage > 0 && owner[size_t(stage - 1)] != rank)
+      bytes += inputGrads[stage];
+  }
+  return bytes;
+}
+
 void driver::printPipelineMemory(const PipelineJob &job, int64_t rank,
                                  mlir::ModuleOp module, llvm::raw_ostream &os) {
   // Per stage: one frame's bytes, and by kind.
@@ -272,6 +300,10 @@ void driver::printPipelineMemory(const PipelineJob &job, int64_t rank,
     for (auto &[kind, b] : kinds[s])
       os << llvm::formatv("      {0,-30} {1,12} bytes per frame\n", kind, b);
   }
+  os << llvm::formatv("  pipeline send copies (GPU: held until received, "
+                      "the list issued ahead; not in the peak): up to {0} "
+                      "bytes\n",
+                      pipelineSendBytes(job, rank, module));
   int64_t arena = kernel::getArenaBytes(module);
   os << llvm::formatv("pipeline rank {0} peak: {1} bytes (arena {2} + "
                       "frames {3})\n",

@@ -164,8 +164,8 @@ public:
   }
 
   /// A traced pipeline phase runs eagerly and is waited for, so the
-  /// executor's span of it is its device time (the host waiting here never
-  /// delays a peer: the transfers run on their own streams).
+  /// executor's span of it is its device time: the host then waits where a
+  /// CPU rank does (after its receives), which a verified list allows.
   void runPhase(const std::string &name, void (*fn)(char *, char *),
                 char *arena, char *frame) override {
     if (trace::recording()) {
@@ -189,6 +189,17 @@ public:
                               kernelContext().stream),
               "cudaMemcpyAsync into the arena (" + std::to_string(bytes) +
                   " bytes)");
+  }
+
+  void pinHostMemory(void *ptr, size_t bytes) override {
+    // Pageable memory still works (staged by the driver, which may wait for
+    // the stream): a failure is not an error.
+    if (cudaHostRegister(ptr, bytes, cudaHostRegisterDefault) != cudaSuccess)
+      cudaGetLastError();
+  }
+  void unpinHostMemory(void *ptr) override {
+    if (cudaHostUnregister(ptr) != cudaSuccess)
+      cudaGetLastError();
   }
 
   void synchronize(const std::string &what) override {

@@ -573,9 +573,6 @@ private:
   /// for their answers (on the thread that may call MPI).
   void askPeersToDump();
 
-  /// The world rank of the pipeline rank `stage` (coordinate) in this
-  /// rank's pp group.
-
   /// The communicator of the ranks that share this rank's coordinates on
   /// every axis outside `axisMask`, ordered by rank. Called only by the
   /// thread that makes the MPI calls.

@@ -294,6 +294,8 @@ public:
       cudaStreamDestroy(stream);
     for (auto &[key, channel] : channels_)
       cudaStreamDestroy(channel.stream);
+    if (sendPool_)
+      cudaMemPoolDestroy(sendPool_);
   }
 
   std::unique_ptr<Request> allGather(const void *in, void *out, Dtype type,
@@ -412,7 +414,19 @@ public:
     // reuse `in` (a microbatch frame) at once; the channel's stream frees
     // it after the send.
     void *copy = nullptr;
-    checkCuda(cudaMallocAsync(&copy, bytes, compute_), "pipeline send copy");
+    cudaError_t rc = cudaMallocFromPoolAsync(&copy, bytes, sendPool_, compute_);
+    if (rc == cudaErrorMemoryAllocation) {
+      cudaGetLastError();
+      uint64_t held = 0;
+      cudaMemPoolGetAttribute(sendPool_, cudaMemPoolAttrReservedMemCurrent,
+                              &held);
+      fatal("out of GPU memory for a pipeline send's copy of " +
+            std::to_string(bytes) + " bytes at " + context() + " (" +
+            std::to_string(held) +
+            " bytes held by sends not yet received; titan-compile "
+            "--emit=memory bounds them per rank as 'pipeline send copies')");
+    }
+    checkCuda(rc, "pipeline send copy");
     checkCuda(
         cudaMemcpyAsync(copy, in, bytes, cudaMemcpyDeviceToDevice, compute_),
         "pipeline send copy");
@@ -435,9 +449,17 @@ public:
   int maxPeerTag() const override { return INT_MAX; }
 
   /// Splits the pipeline group's communicator into the channels, round by
-  /// round: every member of the group calls each split.
+  /// round: every member of the group calls each split. NCCL connects a
+  /// pair lazily, in its first transfer, and that call waits on the host
+  /// for the peer's: each new channel carries one byte at once, both of
+  /// its ranks in the same round, so no step's transfer ever blocks the
+  /// host (two channels' first transfers, issued in opposite orders on two
+  /// ranks, would wait for each other).
   void preparePeers() override {
+    createSendPool();
     int64_t me = coordinate(kPP);
+    void *byte = nullptr;
+    checkCuda(cudaMalloc(&byte, 256), "pipeline channel warm-up buffer");
     for (const std::vector<PeerChannel> &round :
          peerChannelRounds(mesh_[kPP])) {
       int color = NCCL_SPLIT_NOCOLOR, key = 0;
@@ -463,7 +485,17 @@ public:
       c.peerIndex = 1 - key;
       checkCuda(cudaStreamCreateWithFlags(&c.stream, cudaStreamNonBlocking),
                 "stream create");
+      bool sender = key == 0;
+      withinTimeout("the first transfer on a pipeline channel", [&] {
+        ncclResult_t rc =
+            sender ? ncclSend(byte, 1, ncclUint8, c.peerIndex, comm, c.stream)
+                   : ncclRecv(byte, 1, ncclUint8, c.peerIndex, comm, c.stream);
+        if (rc == ncclSuccess && cudaStreamSynchronize(c.stream) != cudaSuccess)
+          rc = ncclUnhandledCudaError;
+        return rc;
+      });
     }
+    cudaFree(byte);
   }
 
   std::unique_ptr<Request> sendRecv(const void *in, void *out, Dtype type,
@@ -530,6 +562,31 @@ protected:
   }
 
 private:
+  /// The send copies' own memory pool: kept between steps (the release
+  /// threshold), and a copy's memory is reused only once its send is known
+  /// complete (a free observed, or ordered before the allocation by an
+  /// event), never by the driver making the compute stream wait for a
+  /// channel's stream, which would tie compute to a peer's progress.
+  void createSendPool() {
+    if (sendPool_)
+      return;
+    int device = 0;
+    checkCuda(cudaGetDevice(&device), "get device");
+    cudaMemPoolProps props = {};
+    props.allocType = cudaMemAllocationTypePinned;
+    props.location.type = cudaMemLocationTypeDevice;
+    props.location.id = device;
+    checkCuda(cudaMemPoolCreate(&sendPool_, &props), "send pool create");
+    uint64_t keep = UINT64_MAX;
+    checkCuda(cudaMemPoolSetAttribute(sendPool_,
+                                      cudaMemPoolAttrReleaseThreshold, &keep),
+              "send pool release threshold");
+    int off = 0;
+    checkCuda(cudaMemPoolSetAttribute(
+                  sendPool_, cudaMemPoolReuseAllowInternalDependencies, &off),
+              "send pool reuse policy");
+  }
+
   /// The communication stream of a mesh-axis group: collectives of
   /// different groups (FSDP's gathers, TP's reductions) overlap each other
   /// as well as the compute stream.
@@ -544,8 +601,10 @@ private:
   /// Makes the group's stream current (stream_, which the collective and
   /// its staging use) and orders it after the compute stream's work so far.
   /// A pipeline transfer passes its channel's stream (`on`): it stays out
-  /// of the serialized order, which would queue it behind collectives that
-  /// wait for its peer's progress (its channel is ordered by its own FIFO).
+  /// of the serialized order (NCCL's implicit order is off under pipeline
+  /// parallelism, NCCLLaunchOrder.h), which would queue it behind
+  /// collectives that wait for its peer's progress; its channel is its own
+  /// FIFO.
   void begin(const char *collective, unsigned axisMask, const void *in,
              const void *out, cudaStream_t on = nullptr) {
     cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
@@ -581,9 +640,11 @@ private:
   void chooseLaunchOrder() {
     int version = 0;
     ncclGetVersion(&version); // reads no environment
-    NCCLLaunchOrderChoice choice = applyNCCLLaunchOrder(version);
+    bool pipelined = mesh_[kPP] > 1;
+    NCCLLaunchOrderChoice choice = applyNCCLLaunchOrder(version, pipelined);
     launchOrder_ = choice.order;
-    if (std::getenv("TITAN_NCCL_LOG"))
+    if (std::getenv("TITAN_NCCL_LOG") ||
+        choice.why.find("overridden") != std::string::npos)
       std::fprintf(stderr, "titan: NCCL %d, launch order: %s\n", version,
                    choice.why.c_str());
   }
@@ -846,6 +907,7 @@ private:
 
   ncclComm_t world_ = nullptr;
   std::map<std::tuple<int64_t, int64_t, int>, Channel> channels_;
+  cudaMemPool_t sendPool_ = nullptr;
   /// Whether the transfer being issued is a pipeline channel's.
   bool peerTransfer_ = false;
   /// The stream of the collective being issued (one of streams_).

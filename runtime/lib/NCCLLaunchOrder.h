@@ -14,6 +14,16 @@
 // captures each step in program order and replays the graphs in the same
 // order on every rank.
 //
+// Pipeline transfers break that premise: each rank issues its sends and
+// receives in its own schedule's order, and NCCL's implicit order would
+// chain them across communicators (a receive waiting, on the device, for a
+// send issued before it on the same rank, whose peer is in the mirror
+// situation: a deadlock once messages exceed NCCL's buffers). Under
+// pipeline parallelism titan therefore turns NCCL's order off and
+// serializes its group collectives itself, and the transfers, each
+// channel its own communicator and FIFO (PeerChannels.h), stay out of any
+// order, as PyTorch's point-to-point communicators do.
+//
 //===----------------------------------------------------------------------===//
 
 #ifndef TITANRT_LIB_NCCLLAUNCHORDER_H
@@ -34,9 +44,9 @@ enum class NCCLLaunchOrder {
 
 struct NCCLLaunchOrderChoice {
   NCCLLaunchOrder order;
-  /// Whether titan sets NCCL_LAUNCH_ORDER_IMPLICIT=1 before NCCL reads its
-  /// environment.
-  bool setEnvironment;
+  /// What titan sets NCCL_LAUNCH_ORDER_IMPLICIT to before NCCL reads its
+  /// environment ("1" or "0"; null: nothing).
+  const char *environment;
   /// For the run's log: which order and why.
   std::string why;
 };
@@ -50,24 +60,38 @@ constexpr int kNCCLImplicitOrderVersion = 22600;
 /// set by the user is kept: "0" turns NCCL's order off, so titan orders.
 /// An empty value counts as unset, as NCCL reads it (ncclLoadParam parses
 /// only non-empty values).
+///
+/// Under pipeline parallelism (`pipelined`) NCCL's order is off whatever the
+/// user set (a "1" is overridden, which the reason says).
 inline NCCLLaunchOrderChoice chooseNCCLLaunchOrder(int versionCode,
-                                                   const char *env) {
+                                                   const char *env,
+                                                   bool pipelined = false) {
   bool supported = versionCode >= kNCCLImplicitOrderVersion;
+  if (pipelined) {
+    bool userOn = env && *env && std::strtol(env, nullptr, 10) != 0;
+    return {
+        NCCLLaunchOrder::Serialized, supported ? "0" : nullptr,
+        std::string(userOn ? "NCCL_LAUNCH_ORDER_IMPLICIT=1 overridden: " : "") +
+            "pipeline parallelism: titan serializes its communicators "
+            "and leaves the pipeline transfers unordered (NCCL's implicit "
+            "order would chain them across ranks that issue them in "
+            "different orders)"};
+  }
   if (env && *env) {
     bool on = std::strtol(env, nullptr, 10) != 0;
     if (on && supported)
-      return {NCCLLaunchOrder::Implicit, false,
+      return {NCCLLaunchOrder::Implicit, nullptr,
               "NCCL_LAUNCH_ORDER_IMPLICIT is set"};
-    return {NCCLLaunchOrder::Serialized, false,
+    return {NCCLLaunchOrder::Serialized, nullptr,
             on ? "NCCL_LAUNCH_ORDER_IMPLICIT is set, but this NCCL predates "
                  "2.26 and ignores it: titan serializes its communicators"
                : "NCCL_LAUNCH_ORDER_IMPLICIT=0: titan serializes its "
                  "communicators"};
   }
   if (supported)
-    return {NCCLLaunchOrder::Implicit, true,
+    return {NCCLLaunchOrder::Implicit, "1",
             "NCCL_LAUNCH_ORDER_IMPLICIT=1 (set by titan)"};
-  return {NCCLLaunchOrder::Serialized, false,
+  return {NCCLLaunchOrder::Serialized, nullptr,
           "NCCL before 2.26: titan serializes its communicators"};
 }
 
@@ -75,11 +99,13 @@ inline NCCLLaunchOrderChoice chooseNCCLLaunchOrder(int versionCode,
 /// sets NCCL_LAUNCH_ORDER_IMPLICIT, sets it (over an empty value, which
 /// NCCL would read as its default, 0). Call before any NCCL call reads
 /// its environment.
-inline NCCLLaunchOrderChoice applyNCCLLaunchOrder(int versionCode) {
+inline NCCLLaunchOrderChoice applyNCCLLaunchOrder(int versionCode,
+                                                  bool pipelined = false) {
   NCCLLaunchOrderChoice choice = chooseNCCLLaunchOrder(
-      versionCode, std::getenv("NCCL_LAUNCH_ORDER_IMPLICIT"));
-  if (choice.setEnvironment)
-    setenv("NCCL_LAUNCH_ORDER_IMPLICIT", "1", /*overwrite=*/1);
+      versionCode, std::getenv("NCCL_LAUNCH_ORDER_IMPLICIT"), pipelined);
+  if (choice.environment)
+    setenv("NCCL_LAUNCH_ORDER_IMPLICIT", choice.environment,
+           /*overwrite=*/1);
   return choice;
 }
 

@@ -41,10 +41,9 @@ struct PipelineExecutor::Stage {
   /// The frame slots by kind, indexed by boundary index.
   std::vector<Slot> inputs, outputs, outputGrads, inputGrads;
   std::optional<Slot> tokens, labels;
-  /// The host memory each microbatch's tokens and labels are drawn into,
-  /// one per microbatch: it stays unchanged until the list's work has
-  /// completed (Device::copyToDeviceInOrder).
-  std::vector<std::vector<int32_t>> hostInputs;
+  /// Where this stage's microbatches' tokens and labels (then its eval
+  /// microbatches') are drawn in the executor's host memory.
+  int64_t hostOffset = 0, evalHostOffset = 0;
   std::vector<char *> free;
   std::map<int64_t, char *> live; ///< microbatch -> its frame
   /// Microbatches whose backward is done but whose SEND_B comes next.
@@ -140,7 +139,6 @@ PipelineExecutor::PipelineExecutor(
               "'s eval step passes other boundary tensors than its "
               "training steps");
     }
-    stage->hostInputs.resize(size_t(p.microbatches));
     totalFrameBytes += plan.frameBytes * std::max<int64_t>(plan.frames, 1);
     stages.push_back(std::move(stage));
   }
@@ -167,10 +165,51 @@ PipelineExecutor::PipelineExecutor(
   evalTokens = arenaSlot("input:eval_tokens");
   evalLabels = arenaSlot("input:eval_labels");
   evalLossSlot = arenaSlot("output:eval_loss");
-  evalHostInputs.resize(size_t(p.microbatches));
+  // Checked before a list runs: an error in the middle of one would leave
+  // the peers' transfers hanging until the timeout.
+  if (lastStageHere()) {
+    checkLossSlot(lossSlot, "output:loss");
+    for (auto &stage : stages)
+      if (stage->eval)
+        checkLossSlot(evalLossSlot, "output:eval_loss");
+  }
+  placeHostInputs();
+}
+
+void PipelineExecutor::checkLossSlot(const ArenaSlot &slot,
+                                     const char *name) const {
+  if (!slot.data || slot.bytes != int64_t(sizeof(float)))
+    fatal(std::string("corrupt executable: the last pipeline stage's "
+                      "program has no 4-byte ") +
+          name + " slot");
+}
+
+void PipelineExecutor::placeHostInputs() {
+  // Per local stage and microbatch, so that no copy still pending is
+  // overwritten (the V layouts draw a microbatch for two stages).
+  int64_t total = 0;
+  for (auto &stage : stages) {
+    stage->hostOffset = total;
+    total += p.microbatches * inputInts(*stage);
+    stage->evalHostOffset = total;
+    total += p.microbatches * evalInputInts();
+  }
+  hostInputs.assign(size_t(std::max<int64_t>(total, 1)), 0);
+  device.pinHostMemory(hostInputs.data(), hostInputs.size() * sizeof(int32_t));
+}
+
+int64_t PipelineExecutor::inputInts(const Stage &s) const {
+  int64_t bytes =
+      (s.tokens ? s.tokens->second : 0) + (s.labels ? s.labels->second : 0);
+  return bytes / int64_t(sizeof(int32_t));
+}
+
+int64_t PipelineExecutor::evalInputInts() const {
+  return (evalTokens.bytes + evalLabels.bytes) / int64_t(sizeof(int32_t));
 }
 
 PipelineExecutor::~PipelineExecutor() {
+  device.unpinHostMemory(hostInputs.data());
   device.freeArena(losses);
   device.freeArena(frames);
 }
@@ -228,10 +267,7 @@ void PipelineExecutor::send(const char *data, int64_t bytes, int64_t peer,
 
 void PipelineExecutor::keepLoss(const ArenaSlot &slot, int64_t mb,
                                 const char *name) {
-  if (!slot.data || slot.bytes != int64_t(sizeof(float)))
-    fatal(std::string("corrupt executable: the last pipeline stage's "
-                      "program has no 4-byte ") +
-          name + " slot");
+  checkLossSlot(slot, name);
   device.copyWithin(losses + mb * int64_t(sizeof(float)), slot.data,
                     sizeof(float));
 }
@@ -280,13 +316,13 @@ void PipelineExecutor::forward(Stage &s, int64_t mb,
                                const FillMicrobatch &fill) {
   char *frame = acquire(s, mb);
   if (s.tokens || s.labels) {
-    auto range = [](const std::optional<Slot> &slot) {
-      return slot ? slot->second / int64_t(sizeof(int32_t)) : 0;
-    };
-    std::vector<int32_t> &host = s.hostInputs[size_t(mb)];
-    host.resize(size_t(range(s.tokens) + range(s.labels)));
-    int32_t *tokens = s.tokens ? host.data() : nullptr;
-    int32_t *labels = s.labels ? host.data() + range(s.tokens) : nullptr;
+    int32_t *host = hostInputs.data() + s.hostOffset + mb * inputInts(s);
+    int32_t *tokens = s.tokens ? host : nullptr;
+    int32_t *labels =
+        s.labels
+            ? host +
+                  (s.tokens ? s.tokens->second / int64_t(sizeof(int32_t)) : 0)
+            : nullptr;
     fill(mb, tokens, labels);
     if (tokens)
       device.copyToDeviceInOrder(frame + s.tokens->first, tokens,
@@ -361,7 +397,10 @@ PipelineExecutor::postReceive(Stage &s, int64_t mb, char kind) {
   const std::vector<Slot> &slots = activation ? s.inputs : s.outputGrads;
   std::vector<std::unique_ptr<Request>> requests;
   // Every message of a step has its own tag (naming this, the receiving,
-  // stage), so receives posted in any order match the same messages.
+  // stage), so with MPI, which matches by tag, receives posted in any
+  // order match the same messages (prepostReceives runs only with MPI's
+  // progress thread; NCCL matches in order, and its receives are issued at
+  // their actions).
   for (auto [i, slot] : llvm::enumerate(slots))
     requests.push_back(comm.recv(
         frame + slot.first, kBytes, slot.second, peer, flow(activation),
@@ -499,12 +538,11 @@ void PipelineExecutor::evalForward(Stage &s, int64_t mb,
           " has no eval step");
   // The microbatch's rows, drawn on the host (kept until the list has
   // run) and copied in issue order.
-  std::vector<int32_t> &host = evalHostInputs[size_t(mb)];
-  int64_t tokenInts = evalTokens.bytes / int64_t(sizeof(int32_t));
-  int64_t labelInts = evalLabels.bytes / int64_t(sizeof(int32_t));
-  host.resize(size_t(tokenInts + labelInts));
-  int32_t *tokens = evalTokens.data ? host.data() : nullptr;
-  int32_t *labels = evalLabels.data ? host.data() + tokenInts : nullptr;
+  int32_t *host = hostInputs.data() + s.evalHostOffset + mb * evalInputInts();
+  int32_t *tokens = evalTokens.data ? host : nullptr;
+  int32_t *labels = evalLabels.data
+                        ? host + evalTokens.bytes / int64_t(sizeof(int32_t))
+                        : nullptr;
   fill(mb, tokens, labels);
   if (tokens)
     device.copyToDeviceInOrder(evalTokens.data, tokens,

@@ -115,6 +115,7 @@ private:
   /// Copies microbatch `mb`'s loss from `slot` (named `name`) beside the
   /// others, in issue order.
   void keepLoss(const ArenaSlot &slot, int64_t mb, const char *name);
+  void checkLossSlot(const ArenaSlot &slot, const char *name) const;
   /// Ends a list: waits for its sends and its work, and returns the sum of
   /// the first `kept` losses keepLoss copied. `what` names the list.
   double finishList(int64_t kept, const std::string &context, const char *what);
@@ -137,10 +138,17 @@ private:
   ArenaSlot lossSlot;
   char *losses = nullptr;
   /// validation.enable: the eval steps' microbatch and loss slots (null
-  /// where this rank's stages do not read or write them), and the host
-  /// memory each microbatch is drawn into.
+  /// where this rank's stages do not read or write them).
   ArenaSlot evalTokens, evalLabels, evalLossSlot;
-  std::vector<std::vector<int32_t>> evalHostInputs;
+  /// The host memory the microbatches' tokens and labels are drawn into,
+  /// per local stage and microbatch (training's, then eval's): unchanged
+  /// until the list's work has completed (Device::copyToDeviceInOrder),
+  /// and pinned where the device can.
+  std::vector<int32_t> hostInputs;
+  void placeHostInputs();
+  /// A microbatch's tokens and labels of `s` (of the eval step), in int32s.
+  int64_t inputInts(const Stage &s) const;
+  int64_t evalInputInts() const;
   /// The sends in flight.
   std::vector<std::unique_ptr<Request>> sends;
   /// Receives posted ahead of their RECV action, by (stage, microbatch,

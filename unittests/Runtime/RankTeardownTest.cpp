@@ -230,22 +230,37 @@ TEST(NCCLLaunchOrder, FollowsTheVersionAndTheUser) {
   };
   NCCLLaunchOrderChoice c = order(22809, nullptr); // 2.28.9, unset
   EXPECT_EQ(c.order, NCCLLaunchOrder::Implicit);
-  EXPECT_TRUE(c.setEnvironment);
+  EXPECT_STREQ(c.environment, "1");
   c = order(22600, "");
   EXPECT_EQ(c.order, NCCLLaunchOrder::Implicit);
-  EXPECT_TRUE(c.setEnvironment);
+  EXPECT_STREQ(c.environment, "1");
   c = order(22503, nullptr); // 2.25.3: titan orders them itself
   EXPECT_EQ(c.order, NCCLLaunchOrder::Serialized);
-  EXPECT_FALSE(c.setEnvironment);
+  EXPECT_EQ(c.environment, nullptr);
   c = order(22809, "0"); // the user turned NCCL's order off
   EXPECT_EQ(c.order, NCCLLaunchOrder::Serialized);
-  EXPECT_FALSE(c.setEnvironment);
+  EXPECT_EQ(c.environment, nullptr);
   c = order(22809, "1");
   EXPECT_EQ(c.order, NCCLLaunchOrder::Implicit);
-  EXPECT_FALSE(c.setEnvironment);
+  EXPECT_EQ(c.environment, nullptr);
   c = order(22400, "1"); // set, but this NCCL ignores it
   EXPECT_EQ(c.order, NCCLLaunchOrder::Serialized);
   EXPECT_NE(c.why.find("predates 2.26"), std::string::npos);
+}
+
+TEST(NCCLLaunchOrder, PipelinesTurnNCCLsOrderOff) {
+  // Pipeline ranks issue their transfers in their own orders: NCCL's
+  // implicit order would chain them across ranks, so it is off (even
+  // where the user set it) and titan serializes its group collectives.
+  for (const char *env : {static_cast<const char *>(nullptr), "", "1", "0"}) {
+    NCCLLaunchOrderChoice c = chooseNCCLLaunchOrder(22809, env, true);
+    EXPECT_EQ(c.order, NCCLLaunchOrder::Serialized);
+    EXPECT_STREQ(c.environment, "0");
+    EXPECT_EQ(c.why.find("overridden") != std::string::npos,
+              env && std::string(env) == "1");
+  }
+  // An NCCL without the variable needs nothing set.
+  EXPECT_EQ(chooseNCCLLaunchOrder(22503, nullptr, true).environment, nullptr);
 }
 
 TEST(NCCLLaunchOrder, SetsWhatNCCLWillRead) {

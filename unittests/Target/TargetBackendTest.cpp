@@ -248,7 +248,7 @@ TEST_F(TargetBackendTest, BuiltInTargetsStateTheirFeatures) {
   EXPECT_FALSE(cuda.hostMemory);
   EXPECT_TRUE(cuda.float8Gemms);
   EXPECT_TRUE(cuda.asyncTensorParallel);
-  EXPECT_FALSE(cuda.pipelineParallel);
+  EXPECT_TRUE(cuda.pipelineParallel);
   EXPECT_TRUE(cuda.deviceArch);
   // A target that states none has none.
   const TargetFeatures &test = registerTestBackend().getFeatures();

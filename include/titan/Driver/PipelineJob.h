@@ -96,6 +96,14 @@ int64_t pipelineFramesBytes(const PipelineJob &job, int64_t rank,
 /// rank that holds it (0 for the last stage).
 int64_t stageOutputBytes(mlir::ModuleOp module, int64_t stage);
 
+/// The bytes of every tensor `rank` sends to another pipeline rank in one
+/// run of its list (each boundary tensor a SEND_F carries, each input
+/// gradient a SEND_B carries): on a GPU the list is issued ahead of the
+/// device and each send holds a copy until the peer has received it, so
+/// up to these are held at once, outside the planned arena and frames.
+int64_t pipelineSendBytes(const PipelineJob &job, int64_t rank,
+                          mlir::ModuleOp module);
+
 /// Prints `rank`'s microbatch frames (per local stage: the frames the
 /// schedule keeps in flight x one frame's bytes, what they hold) and the
 /// rank's peak with them: its planned arena plus the frames.

@@ -69,6 +69,14 @@ public:
   /// order; `src` must stay unchanged until synchronize() returns.
   virtual void copyToDeviceInOrder(char *dst, const void *src,
                                    size_t bytes) = 0;
+  /// Pins host memory that copyToDeviceInOrder reads (a GPU copies from
+  /// pinned memory without staging it; failing that, it stays pageable);
+  /// unpin before freeing it.
+  virtual void pinHostMemory(void *ptr, size_t bytes) {
+    (void)ptr;
+    (void)bytes;
+  }
+  virtual void unpinHostMemory(void *ptr) { (void)ptr; }
   /// Returns once every piece of work issued so far has completed, `what`
   /// naming it in an error.
   virtual void synchronize(const std::string &what) { (void)what; }
