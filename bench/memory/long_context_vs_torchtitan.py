@@ -60,12 +60,14 @@ def plan(compile_path, row):
     sections = re.split(r"^pipeline rank \d+ \(stages", out, flags=re.M)
     best = None
     for text in sections:
-        peak = re.search(r"^pipeline rank \d+ peak: (\d+) bytes .*frames (\d+)\)",
+        peak = re.search(r"^pipeline rank \d+ peak: (\d+) bytes .*frames (\d+)"
+                         r"(?: \+ send buffers (\d+))?\)",
                          text, re.M) or re.search(r"^peak: (\d+) bytes", text, re.M)
         if not peak:
             continue
         items = {"peak": int(peak.group(1)),
-                 "pipeline frames": int(peak.group(2)) if peak.re.groups > 1 else 0}
+                 "pipeline frames": int(peak.group(2)) if peak.re.groups > 1 else 0,
+                 "send buffers": int(peak.group(3) or 0) if peak.re.groups > 2 else 0}
         # The state, then the items of the function that sets the peak.
         for name in ITEMS[:5]:
             m = re.search(rf"^\s+{name}\s+([\d,]+) bytes", text, re.M)
@@ -89,7 +91,8 @@ def main():
     args = ap.parse_args()
     print("Per rank, GiB: titan's plan (CUDA target) against TorchTitan's measured max reserved")
     header = ["row", "state", "gathered", "low-prec", "activ.", "temp.",
-              "coll.", "wksp.", "frames", "titan peak", "TorchTitan", "compile s"]
+              "coll.", "wksp.", "frames", "sends", "titan peak", "TorchTitan",
+              "compile s"]
     print("| " + " | ".join(header) + " |")
     print("|" + "---|" * len(header))
     for row in ROWS:
@@ -102,7 +105,7 @@ def main():
         cells = [name] + [f"{v / GIB:.2f}" for v in (
             state, gathered, items["low-precision copies"], items["activations"],
             items["temporaries"], items["collective buffers"], items["workspaces"],
-            items["pipeline frames"], items["peak"])] + [f"{measured}", f"{seconds:.1f}"]
+            items["pipeline frames"], items["send buffers"], items["peak"])] + [f"{measured}", f"{seconds:.1f}"]
         print("| " + " | ".join(cells) + " |")
 
 

@@ -214,6 +214,10 @@ static json::Object toJSON(const Manifest::Pipeline &p) {
                  {"stages", std::move(stages)}};
   if (!p.evalActions.empty())
     o["eval_actions"] = toJSON(p.evalActions);
+  json::Array rings;
+  for (const Manifest::SendRing &r : p.sendRings)
+    rings.push_back(json::Array{r.peer, r.flow, r.slots, r.bytes});
+  o["send_rings"] = std::move(rings);
   return o;
 }
 
@@ -451,6 +455,21 @@ Manifest::Pipeline Reader::pipeline(const json::Object &o) {
     }
   p.actions = actions(o.getArray("actions"), p);
   p.evalActions = actions(o.getArray("eval_actions"), p);
+  int64_t lastRank =
+      p.stageRanks.empty() ? 0 : *llvm::max_element(p.stageRanks);
+  if (const json::Array *rings = o.getArray("send_rings"))
+    for (const json::Value &v : *rings) {
+      std::vector<int64_t> f = v.getAsArray()
+                                   ? integers(v.getAsArray(), "send_rings")
+                                   : std::vector<int64_t>();
+      if (f.size() != 4 || f[0] < 0 || f[0] > lastRank || f[1] < 0 ||
+          f[1] > 1 || f[2] < 1 || f[3] < 0) {
+        fail("a pipeline send ring is not [peer, flow (0 or 1), slots >= 1, "
+             "bytes]");
+        break;
+      }
+      p.sendRings.push_back({f[0], f[1], f[2], f[3]});
+    }
   return p;
 }
 

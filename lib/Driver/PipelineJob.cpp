@@ -15,6 +15,7 @@
 #include "titan/Dialect/Kernel/Transforms/MemoryPlan.h"
 #include "titan/Dialect/Titan/IR/Parameters.h"
 #include "titan/Dialect/Titan/IR/TensorSize.h"
+#include "titan/Pipeline/SendRings.h"
 #include "titan/Support/Format.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -194,6 +195,13 @@ void driver::addPipelineToManifest(manifest::Manifest &m,
   for (auto [r, owned] : llvm::enumerate(job.schedule.stagesOfRank))
     for (int64_t s : owned)
       pipeline.stageRanks[size_t(s)] = int64_t(r);
+  // Verified when written, so the lists run: an error here is internal.
+  llvm::Expected<std::vector<manifest::Manifest::SendRing>> rings =
+      pipelineSendRings(job, rank, module);
+  if (rings)
+    pipeline.sendRings = std::move(*rings);
+  else
+    llvm::report_fatal_error(rings.takeError());
   pipeline.rank = rank;
   pipeline.schedule = job.schedule.name;
   pipeline.numStages = job.schedule.stages;
@@ -243,31 +251,98 @@ int64_t driver::stageOutputBytes(mlir::ModuleOp module, int64_t stage) {
   return bytes;
 }
 
-int64_t driver::pipelineSendBytes(const PipelineJob &job, int64_t rank,
-                                  mlir::ModuleOp module) {
-  const PipelineSchedule &s = job.schedule;
-  std::vector<int64_t> owner(size_t(s.stages));
-  for (auto [r, stages] : llvm::enumerate(s.stagesOfRank))
+/// The lowered lists of every rank in `module`'s dist.pipeline attribute.
+static std::vector<std::vector<std::string>>
+loweredLists(mlir::ModuleOp module) {
+  std::vector<std::vector<std::string>> rows;
+  if (auto attr = module->getAttrOfType<mlir::DictionaryAttr>(
+          dist::DistDialect::kPipelineAttrName))
+    if (auto lists = attr.getAs<mlir::ArrayAttr>("actions"))
+      for (mlir::Attribute list : lists) {
+        std::vector<std::string> &row = rows.emplace_back();
+        for (mlir::Attribute a : mlir::cast<mlir::ArrayAttr>(list))
+          row.push_back(mlir::cast<mlir::StringAttr>(a).getValue().str());
+      }
+  return rows;
+}
+
+/// The bytes of the message `stage` sends in `direction`: its boundary
+/// tensors (output or input gradient frame slots; for the eval list, its
+/// eval outputs' arena slots), each aligned to 256.
+static int64_t messageBytes(mlir::ModuleOp module, int64_t stage, int direction,
+                            bool eval) {
+  using manifest::FrameSlot;
+  int64_t bytes = 0;
+  if (!eval) {
+    FrameSlot::Kind kind =
+        direction == 0 ? FrameSlot::StageOutput : FrameSlot::StageInputGrad;
+    for (auto &[slot, range] : frameSlots(module))
+      if (slot.stage == stage && slot.kind == kind)
+        bytes += kernel::alignToArena(range.second);
+    return bytes;
+  }
+  auto slots = module->getAttrOfType<mlir::DictionaryAttr>(
+      kernel::KernelDialect::kSlotsAttrName);
+  for (int64_t i = 0; slots; ++i) {
+    auto range = slots.getAs<mlir::DenseI64ArrayAttr>(
+        "output:" + manifest::evalStageOutputName(stage, i));
+    if (!range)
+      break;
+    bytes += kernel::alignToArena(range[1]);
+  }
+  return bytes;
+}
+
+llvm::Expected<std::vector<manifest::Manifest::SendRing>>
+driver::pipelineSendRings(const PipelineJob &job, int64_t rank,
+                          mlir::ModuleOp module) {
+  std::map<std::pair<int64_t, int>, manifest::Manifest::SendRing> rings;
+  std::vector<int64_t> owner(size_t(job.schedule.stages));
+  for (auto [r, stages] : llvm::enumerate(job.schedule.stagesOfRank))
     for (int64_t stage : stages)
       owner[size_t(stage)] = int64_t(r);
-  std::map<int64_t, int64_t> outputs, inputGrads;
-  for (auto &[slot, range] : frameSlots(module)) {
-    if (slot.kind == manifest::FrameSlot::StageOutput)
-      outputs[slot.stage] += range.second;
-    else if (slot.kind == manifest::FrameSlot::StageInputGrad)
-      inputGrads[slot.stage] += range.second;
+  for (bool eval : {false, true}) {
+    std::vector<std::vector<std::string>> rows =
+        eval ? job.evalActions : loweredLists(module);
+    if (rows.empty())
+      continue;
+    llvm::Expected<std::vector<std::vector<SendRing>>> lists =
+        sendRings(rows, job.schedule);
+    if (!lists)
+      return lists.takeError();
+    for (const SendRing &ring : (*lists)[size_t(rank)]) {
+      manifest::Manifest::SendRing &r = rings[{ring.peer, ring.direction}];
+      r.peer = ring.peer;
+      r.flow = ring.direction;
+      r.slots = std::max(r.slots, ring.slots);
+      // The largest message of a stage of this rank that sends to `peer`.
+      for (int64_t s : job.schedule.stagesOfRank[size_t(rank)]) {
+        int64_t to = s + (ring.direction == 0 ? 1 : -1);
+        if (to >= 0 && to < job.schedule.stages &&
+            owner[size_t(to)] == ring.peer)
+          r.bytes =
+              std::max(r.bytes, messageBytes(module, s, ring.direction, eval));
+      }
+    }
+  }
+  std::vector<manifest::Manifest::SendRing> result;
+  for (auto &[key, ring] : rings)
+    result.push_back(ring);
+  return result;
+}
+
+int64_t driver::pipelineSendBytes(const PipelineJob &job, int64_t rank,
+                                  mlir::ModuleOp module) {
+  llvm::Expected<std::vector<manifest::Manifest::SendRing>> rings =
+      pipelineSendRings(job, rank, module);
+  if (!rings) {
+    // The lists were verified when they were written.
+    llvm::consumeError(rings.takeError());
+    return 0;
   }
   int64_t bytes = 0;
-  for (const PipelineAction &a : s.actions[size_t(rank)]) {
-    int64_t stage = a.stage;
-    if (a.kind == PipelineAction::Forward && stage + 1 < s.stages &&
-        owner[size_t(stage + 1)] != rank)
-      bytes += outputs[stage];
-    else if ((a.kind == PipelineAction::Backward ||
-              a.kind == PipelineAction::BackwardInput) &&
-             stage > 0 && owner[size_t(stage - 1)] != rank)
-      bytes += inputGrads[stage];
-  }
+  for (const manifest::Manifest::SendRing &r : *rings)
+    bytes += r.slots * r.bytes;
   return bytes;
 }
 
@@ -300,14 +375,14 @@ void driver::printPipelineMemory(const PipelineJob &job, int64_t rank,
     for (auto &[kind, b] : kinds[s])
       os << llvm::formatv("      {0,-30} {1,12} bytes per frame\n", kind, b);
   }
-  os << llvm::formatv("  pipeline send copies (GPU: held until received, "
-                      "the list issued ahead; not in the peak): up to {0} "
-                      "bytes\n",
-                      pipelineSendBytes(job, rank, module));
+  int64_t sends = pipelineSendBytes(job, rank, module);
+  os << llvm::formatv("  pipeline send buffers (a ring per channel: the "
+                      "sends not yet known received): {0} bytes\n",
+                      sends);
   int64_t arena = kernel::getArenaBytes(module);
   os << llvm::formatv("pipeline rank {0} peak: {1} bytes (arena {2} + "
-                      "frames {3})\n",
-                      rank, arena + total, arena, total);
+                      "frames {3} + send buffers {4})\n",
+                      rank, arena + total + sends, arena, total, sends);
 }
 
 void driver::printPipelineSummary(const PipelineJob &job,

@@ -262,7 +262,8 @@ llvm::Error predictPipelined(const PlannedPrograms &programs,
   for (int64_t r = 0; r < schedule.ranks; ++r) {
     mlir::ModuleOp module = *programs.modules[size_t(r)];
     p.peakBytes.push_back(kernel::getArenaBytes(module) +
-                          pipelineFramesBytes(job, r, module));
+                          pipelineFramesBytes(job, r, module) +
+                          pipelineSendBytes(job, r, module));
   }
   return llvm::Error::success();
 }

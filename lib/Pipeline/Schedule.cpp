@@ -670,6 +670,22 @@ std::optional<LoweredAction> parseLoweredAction(llvm::StringRef text) {
   return a;
 }
 
+} // namespace
+
+std::optional<PipelineTransfer>
+titan::parsePipelineTransfer(llvm::StringRef text) {
+  std::optional<LoweredAction> a = parseLoweredAction(text);
+  if (!a)
+    return std::nullopt;
+  for (auto [kind, send, direction] :
+       {std::tuple("SEND_F", true, 0), std::tuple("RECV_F", false, 0),
+        std::tuple("SEND_B", true, 1), std::tuple("RECV_B", false, 1)})
+    if (a->kind == kind)
+      return PipelineTransfer{send, direction, a->stage, a->microbatch};
+  return std::nullopt;
+}
+
+namespace {
 /// Where each stage lives.
 std::vector<int64_t> stageOwners(const PipelineSchedule &s) {
   std::vector<int64_t> owner(size_t(s.stages), -1);

@@ -135,12 +135,10 @@ public:
   /// checks that every rank receives each channel's messages in the order
   /// its peer sends them (verifyLoweredSchedule).
   ///
-  /// send takes a copy of `in` as the work issued before it leaves it, so
-  /// the caller may overwrite `in` right after the call, in the order of
-  /// its own work (a microbatch frame is reused while the message is still
-  /// in flight); the copy lives until the transfer completes. recv writes
-  /// `out` once finish() has returned (on a device: for the work issued
-  /// after finish()).
+  /// send reads `in` as the work issued before it leaves it, until the
+  /// request completes (the pipeline executor sends from planned buffers,
+  /// not from its frames); recv writes `out` once finish() has returned
+  /// (on a device: for the work issued after finish()).
   virtual std::unique_ptr<Request> send(const void *in, Dtype type,
                                         int64_t count, int64_t peer,
                                         PeerFlow flow, int tag) = 0;

@@ -294,8 +294,6 @@ public:
       cudaStreamDestroy(stream);
     for (auto &[key, channel] : channels_)
       cudaStreamDestroy(channel.stream);
-    if (sendPool_)
-      cudaMemPoolDestroy(sendPool_);
   }
 
   std::unique_ptr<Request> allGather(const void *in, void *out, Dtype type,
@@ -405,35 +403,14 @@ public:
 
   // Pipeline transfers: one communicator and stream per channel
   // (PeerChannels.h), made at start by preparePeers; boundary tensors move
-  // as bytes.
+  // as bytes, from the executor's planned send buffers.
   std::unique_ptr<Request> send(const void *in, Dtype type, int64_t count,
                                 int64_t peer, PeerFlow flow, int) override {
     Channel &c = channel(coordinate(kPP), peer, flow);
-    size_t bytes = size_t(count * dtypeBytes(type));
-    // The copy is taken in the compute stream's order, so the caller may
-    // reuse `in` (a microbatch frame) at once; the channel's stream frees
-    // it after the send.
-    void *copy = nullptr;
-    cudaError_t rc = cudaMallocFromPoolAsync(&copy, bytes, sendPool_, compute_);
-    if (rc == cudaErrorMemoryAllocation) {
-      cudaGetLastError();
-      uint64_t held = 0;
-      cudaMemPoolGetAttribute(sendPool_, cudaMemPoolAttrReservedMemCurrent,
-                              &held);
-      fatal("out of GPU memory for a pipeline send's copy of " +
-            std::to_string(bytes) + " bytes at " + context() + " (" +
-            std::to_string(held) +
-            " bytes held by sends not yet received; titan-compile "
-            "--emit=memory bounds them per rank as 'pipeline send copies')");
-    }
-    checkCuda(rc, "pipeline send copy");
-    checkCuda(
-        cudaMemcpyAsync(copy, in, bytes, cudaMemcpyDeviceToDevice, compute_),
-        "pipeline send copy");
     begin("send", 1u << kPP, in, nullptr, c.stream);
-    checkNccl(ncclSend(copy, bytes, ncclUint8, c.peerIndex, c.comm, stream_),
+    checkNccl(ncclSend(in, size_t(count * dtypeBytes(type)), ncclUint8,
+                       c.peerIndex, c.comm, stream_),
               "send");
-    checkCuda(cudaFreeAsync(copy, stream_), "pipeline send copy free");
     return end("send", 1u << kPP, type, count, peer);
   }
   std::unique_ptr<Request> recv(void *out, Dtype type, int64_t count,
@@ -456,7 +433,6 @@ public:
   /// host (two channels' first transfers, issued in opposite orders on two
   /// ranks, would wait for each other).
   void preparePeers() override {
-    createSendPool();
     int64_t me = coordinate(kPP);
     void *byte = nullptr;
     checkCuda(cudaMalloc(&byte, 256), "pipeline channel warm-up buffer");
@@ -562,31 +538,6 @@ protected:
   }
 
 private:
-  /// The send copies' own memory pool: kept between steps (the release
-  /// threshold), and a copy's memory is reused only once its send is known
-  /// complete (a free observed, or ordered before the allocation by an
-  /// event), never by the driver making the compute stream wait for a
-  /// channel's stream, which would tie compute to a peer's progress.
-  void createSendPool() {
-    if (sendPool_)
-      return;
-    int device = 0;
-    checkCuda(cudaGetDevice(&device), "get device");
-    cudaMemPoolProps props = {};
-    props.allocType = cudaMemAllocationTypePinned;
-    props.location.type = cudaMemLocationTypeDevice;
-    props.location.id = device;
-    checkCuda(cudaMemPoolCreate(&sendPool_, &props), "send pool create");
-    uint64_t keep = UINT64_MAX;
-    checkCuda(cudaMemPoolSetAttribute(sendPool_,
-                                      cudaMemPoolAttrReleaseThreshold, &keep),
-              "send pool release threshold");
-    int off = 0;
-    checkCuda(cudaMemPoolSetAttribute(
-                  sendPool_, cudaMemPoolReuseAllowInternalDependencies, &off),
-              "send pool reuse policy");
-  }
-
   /// The communication stream of a mesh-axis group: collectives of
   /// different groups (FSDP's gathers, TP's reductions) overlap each other
   /// as well as the compute stream.
@@ -907,7 +858,6 @@ private:
 
   ncclComm_t world_ = nullptr;
   std::map<std::tuple<int64_t, int64_t, int>, Channel> channels_;
-  cudaMemPool_t sendPool_ = nullptr;
   /// Whether the transfer being issued is a pipeline channel's.
   bool peerTransfer_ = false;
   /// The stream of the collective being issued (one of streams_).

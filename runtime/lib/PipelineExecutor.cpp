@@ -23,7 +23,11 @@ constexpr uint64_t kUntouched = 0x7ff4dead7ff4deadull;
 /// Boundary tensors travel as bytes (MPI moves the 8-bit type as bytes).
 constexpr Dtype kBytes = Dtype::f8E4M3FN;
 
-using Slot = std::pair<int64_t, int64_t>; ///< offset, bytes
+using Slot = PipelineExecutor::Slot;
+
+PeerFlow flow(bool activation) {
+  return activation ? PeerFlow::Activations : PeerFlow::Gradients;
+}
 } // namespace
 
 struct PipelineExecutor::Stage {
@@ -174,6 +178,7 @@ PipelineExecutor::PipelineExecutor(
         checkLossSlot(evalLossSlot, "output:eval_loss");
   }
   placeHostInputs();
+  placeSendRings();
 }
 
 void PipelineExecutor::checkLossSlot(const ArenaSlot &slot,
@@ -209,6 +214,7 @@ int64_t PipelineExecutor::evalInputInts() const {
 }
 
 PipelineExecutor::~PipelineExecutor() {
+  device.freeArena(ringMemory);
   device.unpinHostMemory(hostInputs.data());
   device.freeArena(losses);
   device.freeArena(frames);
@@ -258,11 +264,70 @@ void PipelineExecutor::runPhase(Stage &s, const char *phase, int64_t mb,
              begin, StepTrace::now());
 }
 
-void PipelineExecutor::send(const char *data, int64_t bytes, int64_t peer,
-                            PeerFlow flow, int tag) {
-  // Completed sends are dropped first (their copies freed).
-  llvm::erase_if(sends, [](std::unique_ptr<Request> &r) { return r->test(); });
-  sends.push_back(comm.send(data, kBytes, bytes, peer, flow, tag));
+/// A channel's ring of send buffers (the manifest's send_rings).
+struct PipelineExecutor::SendRing {
+  int64_t peer = 0;
+  PeerFlow flow = PeerFlow::Activations;
+  int64_t slots = 1, bytes = 0;
+  char *base = nullptr;
+  /// Messages sent in this list; each slot's last message's sends.
+  int64_t issued = 0;
+  std::vector<std::vector<std::unique_ptr<Request>>> inFlight;
+};
+
+void PipelineExecutor::placeSendRings() {
+  int64_t total = 0;
+  for (const Manifest::SendRing &r : p.sendRings)
+    total += r.slots * r.bytes;
+  ringMemory = device.allocateArena(std::max<int64_t>(total, 256), kUntouched);
+  char *next = ringMemory;
+  for (const Manifest::SendRing &r : p.sendRings) {
+    SendRing &ring = rings.emplace_back();
+    ring.peer = r.peer;
+    ring.flow = flow(r.flow == 0);
+    ring.slots = r.slots;
+    ring.bytes = r.bytes;
+    ring.base = next;
+    ring.inFlight.resize(size_t(r.slots));
+    next += r.slots * r.bytes;
+  }
+}
+
+void PipelineExecutor::sendMessage(const char *base,
+                                   const std::vector<Slot> &tensors,
+                                   int64_t peer, bool activation,
+                                   int64_t peerStage, int64_t mb) {
+  auto it = llvm::find_if(rings, [&](const SendRing &r) {
+    return r.peer == peer && r.flow == flow(activation);
+  });
+  if (it == rings.end())
+    fatal("corrupt executable: pipeline rank " + std::to_string(p.rank) +
+          " has no send ring for its " +
+          (activation ? "activations" : "gradients") + " to pipeline rank " +
+          std::to_string(peer));
+  SendRing &ring = *it;
+  // The slot's last message is one the schedule's causal order shows was
+  // received (titan/Pipeline/SendRings.h): waiting for it is not waiting
+  // for the peer.
+  size_t k = size_t(ring.issued++ % ring.slots);
+  for (std::unique_ptr<Request> &request : ring.inFlight[k])
+    request->finish();
+  ring.inFlight[k].clear();
+  char *slot = ring.base + int64_t(k) * ring.bytes;
+  int64_t offset = 0;
+  // The tag names the receiving stage.
+  for (auto [i, tensor] : llvm::enumerate(tensors)) {
+    if (offset + tensor.second > ring.bytes)
+      fatal("corrupt executable: a pipeline message to pipeline rank " +
+            std::to_string(peer) + " is larger than its send ring's " +
+            std::to_string(ring.bytes) + "-byte slots");
+    device.copyWithin(slot + offset, base + tensor.first,
+                      size_t(tensor.second));
+    ring.inFlight[k].push_back(
+        comm.send(slot + offset, kBytes, tensor.second, peer, flow(activation),
+                  tag(peerStage, mb, activation ? 0 : 1, int64_t(i))));
+    offset += (tensor.second + 255) / 256 * 256;
+  }
 }
 
 void PipelineExecutor::keepLoss(const ArenaSlot &slot, int64_t mb,
@@ -276,9 +341,14 @@ double PipelineExecutor::finishList(int64_t kept, const std::string &context,
                                     const char *what) {
   comm.setContext(context + ", pipeline " + what + " sends");
   double begin = trace ? StepTrace::now() : 0;
-  for (std::unique_ptr<Request> &request : sends)
-    request->finish();
-  sends.clear();
+  for (SendRing &ring : rings) {
+    for (auto &requests : ring.inFlight) {
+      for (std::unique_ptr<Request> &request : requests)
+        request->finish();
+      requests.clear();
+    }
+    ring.issued = 0;
+  }
   device.synchronize(std::string("the pipeline's ") + what + " list");
   if (trace)
     trace->add("send completion", "transfer", begin, StepTrace::now());
@@ -289,10 +359,6 @@ double PipelineExecutor::finishList(int64_t kept, const std::string &context,
   for (float v : values)
     sum += double(v);
   return sum;
-}
-
-static PeerFlow flow(bool activation) {
-  return activation ? PeerFlow::Activations : PeerFlow::Gradients;
 }
 
 static bool onThisRank(const Manifest::Pipeline &p, int64_t stage) {
@@ -380,10 +446,7 @@ void PipelineExecutor::transfer(Stage &s, int64_t mb, char kind) {
                  "transfer", begin, StepTrace::now());
     return;
   }
-  // The tag names the receiving stage.
-  for (auto [i, slot] : llvm::enumerate(slots))
-    send(frame + slot.first, slot.second, peer, flow(activation),
-         tag(peerStage, mb, activation ? 0 : 1, int64_t(i)));
+  sendMessage(frame, slots, peer, activation, peerStage, mb);
   if (kind == 'c' && s.releaseAfterSend.erase(mb))
     release(s, mb);
 }
@@ -574,9 +637,7 @@ void PipelineExecutor::evalTransfer(Stage &s, int64_t mb, char kind) {
           " transfers to or from a stage on its own rank");
   int64_t peer = p.stageRanks[size_t(peerStage)];
   if (!receive) {
-    for (auto [i, slot] : llvm::enumerate(s.evalOutputs))
-      send(arena + slot.first, slot.second, peer, PeerFlow::Activations,
-           tag(peerStage, mb, 0, int64_t(i)));
+    sendMessage(arena, s.evalOutputs, peer, /*activation=*/true, peerStage, mb);
     return;
   }
   std::vector<std::unique_ptr<Request>> requests;

@@ -11,10 +11,12 @@
 // the compute stream, the host running ahead) and waited for once at its
 // end, so the host never blocks a transfer its peers wait for. A receive
 // orders the work after it behind its message (on the CPU: waits, under
-// the communicator's timeout); a send sends a copy, so the frame it came
-// from is reused at once. The order of the work on each rank is then the
-// CPU's sequential order, whose transfers dist-pipeline-schedule proved
-// deadlock-free, with some waits dropped.
+// the communicator's timeout). A send sends a copy, made in the next slot
+// of a planned ring of buffers per channel, so the frame it came from is
+// reused at once; reusing a slot waits for a send the schedule's causal
+// order shows was received (titan/Pipeline/SendRings.h). The order of the
+// work on each rank is then the CPU's sequential order, whose transfers
+// dist-pipeline-schedule proved deadlock-free, with some waits dropped.
 //
 //===----------------------------------------------------------------------===//
 
@@ -42,6 +44,9 @@ using PipelineFunction = void (*)(char *arena, char *frame);
 
 class PipelineExecutor {
 public:
+  /// A frame or arena slot: offset, bytes.
+  using Slot = std::pair<int64_t, int64_t>;
+
   /// `functions` maps the manifest's phase names to the program's symbols.
   PipelineExecutor(const Manifest &m,
                    const std::map<std::string, PipelineFunction> &functions,
@@ -101,10 +106,15 @@ private:
   /// for microbatch `mb` (-1: none), with its span when tracing.
   void runPhase(Stage &s, const char *phase, int64_t mb, PipelineFunction fn,
                 char *frame);
-  /// Sends `bytes` at `data` to pipeline rank `peer` (the communicator
-  /// sends a copy, so its frame can be reused at once).
-  void send(const char *data, int64_t bytes, int64_t peer, PeerFlow flow,
-            int tag);
+  /// The send rings, one per channel this rank sends on, in one
+  /// allocation.
+  void placeSendRings();
+  /// Sends the boundary tensors `tensors` (places in `base`) to pipeline
+  /// rank `peer`, stage `peerStage`, microbatch `mb`: copied into the next
+  /// slot of the channel's ring, so that the frame can be reused at once.
+  void sendMessage(const char *base, const std::vector<Slot> &tensors,
+                   int64_t peer, bool activation, int64_t peerStage,
+                   int64_t mb);
   /// An arena slot: where it is and its size (null where this rank's
   /// program has none).
   struct ArenaSlot {
@@ -149,8 +159,9 @@ private:
   /// A microbatch's tokens and labels of `s` (of the eval step), in int32s.
   int64_t inputInts(const Stage &s) const;
   int64_t evalInputInts() const;
-  /// The sends in flight.
-  std::vector<std::unique_ptr<Request>> sends;
+  struct SendRing;
+  std::vector<SendRing> rings;
+  char *ringMemory = nullptr;
   /// Receives posted ahead of their RECV action, by (stage, microbatch,
   /// kind); the action waits for them.
   std::map<std::tuple<int64_t, int64_t, char>,

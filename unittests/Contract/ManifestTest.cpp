@@ -86,6 +86,7 @@ Manifest fullManifest(bool pipelined) {
   s.frames = 2;
   s.frameSlots = {{{0, FrameSlot::Tokens, 0}, {0, 512}},
                   {{0, FrameSlot::StageOutput, 0}, {512, 1024}}};
+  p.sendRings = {{1, 0, 2, 1024}};
   return m;
 }
 
@@ -144,6 +145,10 @@ void expectSame(const Manifest &a, const Manifest &b) {
   ASSERT_EQ(p.evalActions.size(), q.evalActions.size());
   for (auto [x, y] : llvm::zip(p.evalActions, q.evalActions))
     EXPECT_EQ(x.str(), y.str());
+  ASSERT_EQ(p.sendRings.size(), q.sendRings.size());
+  for (auto [x, y] : llvm::zip(p.sendRings, q.sendRings))
+    EXPECT_EQ(std::tie(x.peer, x.flow, x.slots, x.bytes),
+              std::tie(y.peer, y.flow, y.slots, y.bytes));
   ASSERT_EQ(p.stages.size(), q.stages.size());
   for (auto [x, y] : llvm::zip(p.stages, q.stages)) {
     EXPECT_EQ(x.stage, y.stage);

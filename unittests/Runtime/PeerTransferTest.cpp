@@ -5,13 +5,12 @@
 // = the world). Built twice, as CommunicatorTest.cpp: against MPI (host
 // buffers, tags) and, with TITAN_TEST_NCCL, against NCCL (device buffers,
 // one channel per direction and flow, PeerChannels.h). Checked:
-// - a send takes its copy when issued: the sender overwrites its buffer
-//   right after the call and the peer still receives the old contents;
+// - a channel's messages arrive in the order they were sent, several in
+//   flight at once;
 // - the flows are apart: activations go to the next rank and gradients to
 //   the previous one, and a rank receiving both from one peer (pp 2) takes
 //   them in an order that differs from the order they were sent in across
-//   flows (within a flow, in order, as the schedules keep it);
-// - messages larger than one piece, and several in flight on a channel.
+//   flows (within a flow, in order, as the schedules keep it).
 //
 //===----------------------------------------------------------------------===//
 
@@ -99,12 +98,12 @@ int64_t me() { return comm().coordinate(kPP); }
 int64_t next() { return (me() + 1) % pp; }
 int64_t prev() { return (me() + pp - 1) % pp; }
 
-TEST(PeerTransfer, SendTakesItsCopyWhenIssued) {
-  // Each rank sends 3 activations to the next rank from one buffer it
-  // overwrites after each send, and receives the previous rank's 3.
+TEST(PeerTransfer, MessagesArriveInOrderOnAChannel) {
+  // Each rank sends 3 activations to the next rank, all in flight at once
+  // (each from its own buffer, as the executor's send rings hold them),
+  // and receives the previous rank's 3 in the order they were sent.
   constexpr size_t n = 1000;
-  Buffer out(n);
-  std::vector<std::unique_ptr<Buffer>> in;
+  std::vector<std::unique_ptr<Buffer>> in, out;
   std::vector<std::unique_ptr<Request>> requests;
   for (int k = 0; k < 3; ++k) {
     in.push_back(std::make_unique<Buffer>(n));
@@ -112,11 +111,11 @@ TEST(PeerTransfer, SendTakesItsCopyWhenIssued) {
                                    prev(), PeerFlow::Activations, k));
   }
   for (int k = 0; k < 3; ++k) {
-    out.fill(float(me() * 100000 + k * 10000));
-    requests.push_back(comm().send(out.data(), Dtype::f32, int64_t(n), next(),
-                                   PeerFlow::Activations, k));
+    out.push_back(std::make_unique<Buffer>(n));
+    out.back()->fill(float(me() * 100000 + k * 10000));
+    requests.push_back(comm().send(out.back()->data(), Dtype::f32, int64_t(n),
+                                   next(), PeerFlow::Activations, k));
   }
-  out.fill(-1); // after the last send: it must not be what arrives
   for (auto &r : requests)
     r->finish();
   for (int k = 0; k < 3; ++k)

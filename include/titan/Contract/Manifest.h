@@ -34,8 +34,9 @@ namespace titan::manifest {
 /// before would be misread by the new runtime (a kernel's parameters, the
 /// manifest's meaning). 1: the manifest's first version, with the
 /// load_balanced entry of local_shard's and context_attention(_grad)'s
-/// kernel parameters.
-inline constexpr int64_t kABIVersion = 1;
+/// kernel parameters. 2: a pipeline rank's send rings ("send_rings"),
+/// which its sends go through.
+inline constexpr int64_t kABIVersion = 2;
 
 /// The error for a manifest of another ABI version ("this executable was
 /// compiled for runtime ABI N, the runtime is M: recompile it with
@@ -155,6 +156,14 @@ struct Manifest {
     static std::optional<PipelineAction> parse(llvm::StringRef text);
   };
 
+  /// A channel a pipeline rank sends on, and its ring of planned send
+  /// buffers (titan/Pipeline/SendRings.h): the receiving pipeline rank,
+  /// the flow (0: activations, 1: gradients), the messages the ring holds
+  /// and the bytes of each (its boundary tensors, each aligned to 256).
+  struct SendRing {
+    int64_t peer = 0, flow = 0, slots = 0, bytes = 0;
+  };
+
   struct Pipeline {
     int64_t rank = 0, numStages = 1, microbatches = 1, microbatchSize = 1;
     std::string schedule;
@@ -165,6 +174,8 @@ struct Manifest {
     /// batch (forwardOnlySchedule lowered: F, RECV_F and SEND_F only).
     std::vector<PipelineAction> evalActions;
     std::vector<PipelineStage> stages;
+    /// The rank's send rings, one per channel it sends on.
+    std::vector<SendRing> sendRings;
   };
 
   std::string model;

@@ -96,11 +96,17 @@ int64_t pipelineFramesBytes(const PipelineJob &job, int64_t rank,
 /// rank that holds it (0 for the last stage).
 int64_t stageOutputBytes(mlir::ModuleOp module, int64_t stage);
 
-/// The bytes of every tensor `rank` sends to another pipeline rank in one
-/// run of its list (each boundary tensor a SEND_F carries, each input
-/// gradient a SEND_B carries): on a GPU the list is issued ahead of the
-/// device and each send holds a copy until the peer has received it, so
-/// up to these are held at once, outside the planned arena and frames.
+/// `rank`'s send rings (titan/Pipeline/SendRings.h): per channel it sends
+/// on, the slots its training and eval lists need (the lists of every
+/// rank: the planned kernel-IR `module`'s dist.pipeline actions and the
+/// job's eval lists), each the bytes of the largest message the channel
+/// carries (a stage's boundary tensors, from `module`'s frame slots and,
+/// for the eval lists, its arena slots). An error names a list that
+/// cannot run.
+llvm::Expected<std::vector<manifest::Manifest::SendRing>>
+pipelineSendRings(const PipelineJob &job, int64_t rank, mlir::ModuleOp module);
+
+/// The bytes of `rank`'s send rings: planned beside its arena and frames.
 int64_t pipelineSendBytes(const PipelineJob &job, int64_t rank,
                           mlir::ModuleOp module);
 

@@ -153,6 +153,20 @@ llvm::Expected<ScheduleTimeline> simulateSchedule(const PipelineSchedule &s,
 /// its transfers either.
 std::vector<std::vector<std::string>> lowerSchedule(const PipelineSchedule &s);
 
+/// A transfer of a lowered list: "2SEND_F0" sends stage 2's activations
+/// of microbatch 0, "1RECV_B3" receives stage 1's output gradient of
+/// microbatch 3.
+struct PipelineTransfer {
+  bool send;
+  /// 0: activations (SEND_F, RECV_F), 1: gradients (SEND_B, RECV_B).
+  int direction;
+  int64_t stage, microbatch;
+};
+
+/// The transfer `text` names; none for other actions (F, B, I, W, UNSHARD,
+/// REDUCE_GRAD) and for text that is not an action.
+std::optional<PipelineTransfer> parsePipelineTransfer(llvm::StringRef text);
+
 /// Checks a lowered schedule (`rows`, one list per rank) for the stage
 /// layout and microbatches of `shape`: its compute actions as
 /// simulateSchedule does, and its transfers: every action that needs a
