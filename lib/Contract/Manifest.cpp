@@ -216,7 +216,8 @@ static json::Object toJSON(const Manifest::Pipeline &p) {
     o["eval_actions"] = toJSON(p.evalActions);
   json::Array rings;
   for (const Manifest::SendRing &r : p.sendRings)
-    rings.push_back(json::Array{r.peer, r.flow, r.slots, r.bytes});
+    rings.push_back(json::Array{r.peer, r.flow, r.slots, r.bytes, r.evalSlots,
+                                r.evalBytes});
   o["send_rings"] = std::move(rings);
   return o;
 }
@@ -431,6 +432,22 @@ Manifest::PipelineStage Reader::stage(const json::Object &o) {
   return s;
 }
 
+/// Whether `f` is a send ring of `p`, whose pipeline ranks are 0 to
+/// `lastRank`, that `p` has none of for its peer and flow yet.
+static bool validSendRing(const std::vector<int64_t> &f,
+                          const Manifest::Pipeline &p, int64_t lastRank) {
+  if (f.size() != 6 || f[0] < 0 || f[0] > lastRank || f[0] == p.rank ||
+      f[1] < 0 || f[1] > 1 || (f[2] < 1 && f[4] < 1))
+    return false;
+  for (size_t list : {2, 4})
+    if (f[list] < 0 || f[list] >= (1 << 16) || f[list + 1] < 0 ||
+        f[list + 1] >= (int64_t(1) << 40) || f[list + 1] % 256 != 0)
+      return false;
+  return llvm::none_of(p.sendRings, [&](const Manifest::SendRing &r) {
+    return r.peer == f[0] && r.flow == f[1];
+  });
+}
+
 Manifest::Pipeline Reader::pipeline(const json::Object &o) {
   Manifest::Pipeline p;
   for (auto [key, field] : {std::pair("rank", &p.rank),
@@ -462,13 +479,14 @@ Manifest::Pipeline Reader::pipeline(const json::Object &o) {
       std::vector<int64_t> f = v.getAsArray()
                                    ? integers(v.getAsArray(), "send_rings")
                                    : std::vector<int64_t>();
-      if (f.size() != 4 || f[0] < 0 || f[0] > lastRank || f[1] < 0 ||
-          f[1] > 1 || f[2] < 1 || f[3] < 0) {
-        fail("a pipeline send ring is not [peer, flow (0 or 1), slots >= 1, "
-             "bytes]");
+      if (!validSendRing(f, p, lastRank)) {
+        fail("a pipeline send ring is not [peer (another pipeline rank), "
+             "flow (0 or 1), slots, bytes, eval slots, eval bytes], each "
+             "list's bytes a multiple of 256 below 2^40 and its slots below "
+             "2^16, once per peer and flow");
         break;
       }
-      p.sendRings.push_back({f[0], f[1], f[2], f[3]});
+      p.sendRings.push_back({f[0], f[1], f[2], f[3], f[4], f[5]});
     }
   return p;
 }

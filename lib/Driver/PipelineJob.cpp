@@ -306,22 +306,26 @@ driver::pipelineSendRings(const PipelineJob &job, int64_t rank,
         eval ? job.evalActions : loweredLists(module);
     if (rows.empty())
       continue;
-    llvm::Expected<std::vector<std::vector<SendRing>>> lists =
-        sendRings(rows, job.schedule);
+    // Training never stalls on a ring; validation's forward-only lists
+    // may, where a ring that never waits would hold every microbatch.
+    llvm::Expected<std::vector<std::vector<SendRing>>> lists = sendRings(
+        rows, job.schedule,
+        eval ? SendRingRule::ReceiveIndependent : SendRingRule::KnownReceived);
     if (!lists)
       return lists.takeError();
     for (const SendRing &ring : (*lists)[size_t(rank)]) {
       manifest::Manifest::SendRing &r = rings[{ring.peer, ring.direction}];
       r.peer = ring.peer;
       r.flow = ring.direction;
-      r.slots = std::max(r.slots, ring.slots);
+      (eval ? r.evalSlots : r.slots) = ring.slots;
       // The largest message of a stage of this rank that sends to `peer`.
+      int64_t &bytes = eval ? r.evalBytes : r.bytes;
       for (int64_t s : job.schedule.stagesOfRank[size_t(rank)]) {
         int64_t to = s + (ring.direction == 0 ? 1 : -1);
         if (to >= 0 && to < job.schedule.stages &&
             owner[size_t(to)] == ring.peer)
-          r.bytes =
-              std::max(r.bytes, messageBytes(module, s, ring.direction, eval));
+          bytes =
+              std::max(bytes, messageBytes(module, s, ring.direction, eval));
       }
     }
   }
@@ -335,14 +339,12 @@ int64_t driver::pipelineSendBytes(const PipelineJob &job, int64_t rank,
                                   mlir::ModuleOp module) {
   llvm::Expected<std::vector<manifest::Manifest::SendRing>> rings =
       pipelineSendRings(job, rank, module);
-  if (!rings) {
-    // The lists were verified when they were written.
-    llvm::consumeError(rings.takeError());
-    return 0;
-  }
+  // The lists were verified when they were written: an error is internal.
+  if (!rings)
+    llvm::report_fatal_error(rings.takeError());
   int64_t bytes = 0;
   for (const manifest::Manifest::SendRing &r : *rings)
-    bytes += r.slots * r.bytes;
+    bytes += r.ringBytes();
   return bytes;
 }
 

@@ -214,6 +214,9 @@ int64_t PipelineExecutor::evalInputInts() const {
 }
 
 PipelineExecutor::~PipelineExecutor() {
+  // A list runs to its end (finishList) or stops the job: no send from the
+  // rings is in flight here.
+  rings.clear();
   device.freeArena(ringMemory);
   device.unpinHostMemory(hostInputs.data());
   device.freeArena(losses);
@@ -268,59 +271,94 @@ void PipelineExecutor::runPhase(Stage &s, const char *phase, int64_t mb,
 struct PipelineExecutor::SendRing {
   int64_t peer = 0;
   PeerFlow flow = PeerFlow::Activations;
-  int64_t slots = 1, bytes = 0;
+  /// The training list's slots and bytes, then the eval list's.
+  int64_t slots[2] = {0, 0}, bytes[2] = {0, 0};
   char *base = nullptr;
-  /// Messages sent in this list; each slot's last message's sends.
+  /// Messages sent in the running list; each slot's last message's sends.
   int64_t issued = 0;
   std::vector<std::vector<std::unique_ptr<Request>>> inFlight;
 };
 
+/// The aligned bytes of a message of `tensors`, as the driver sizes slots.
+static int64_t messageBytes(const std::vector<Slot> &tensors) {
+  int64_t bytes = 0;
+  for (const Slot &t : tensors)
+    bytes += (t.second + 255) / 256 * 256;
+  return bytes;
+}
+
 void PipelineExecutor::placeSendRings() {
   int64_t total = 0;
   for (const Manifest::SendRing &r : p.sendRings)
-    total += r.slots * r.bytes;
+    total += r.ringBytes();
   ringMemory = device.allocateArena(std::max<int64_t>(total, 256), kUntouched);
   char *next = ringMemory;
   for (const Manifest::SendRing &r : p.sendRings) {
     SendRing &ring = rings.emplace_back();
     ring.peer = r.peer;
     ring.flow = flow(r.flow == 0);
-    ring.slots = r.slots;
-    ring.bytes = r.bytes;
+    ring.slots[0] = r.slots;
+    ring.bytes[0] = r.bytes;
+    ring.slots[1] = r.evalSlots;
+    ring.bytes[1] = r.evalBytes;
     ring.base = next;
-    ring.inFlight.resize(size_t(r.slots));
-    next += r.slots * r.bytes;
+    ring.inFlight.resize(size_t(std::max(r.slots, r.evalSlots)));
+    next += r.ringBytes();
   }
+  // Every message of both lists has its ring, and fits a slot: found now,
+  // not in the middle of a list, where the peers would be left waiting.
+  for (bool eval : {false, true})
+    for (const Manifest::PipelineAction &a : eval ? p.evalActions : p.actions) {
+      if (a.kind != 'g' && a.kind != 'c')
+        continue;
+      Stage &s = local(a.stage);
+      bool activation = a.kind == 'g';
+      int64_t peerStage = activation ? a.stage + 1 : a.stage - 1;
+      if (peerStage < 0 || peerStage >= p.numStages)
+        fatal("corrupt executable: pipeline action " + a.str() +
+              " sends to no stage");
+      const std::vector<Slot> &tensors =
+          eval ? s.evalOutputs : (activation ? s.outputs : s.inputGrads);
+      SendRing &ring =
+          ringFor(p.stageRanks[size_t(peerStage)], activation, eval);
+      if (messageBytes(tensors) > ring.bytes[eval])
+        fatal("corrupt executable: pipeline action " + a.str() + "'s " +
+              std::to_string(messageBytes(tensors)) +
+              " bytes do not fit its send ring's " +
+              std::to_string(ring.bytes[eval]) + "-byte slots");
+    }
+}
+
+PipelineExecutor::SendRing &
+PipelineExecutor::ringFor(int64_t peer, bool activation, bool eval) {
+  auto it = llvm::find_if(rings, [&](const SendRing &r) {
+    return r.peer == peer && r.flow == flow(activation);
+  });
+  if (it == rings.end() || it->slots[eval] < 1)
+    fatal("corrupt executable: pipeline rank " + std::to_string(p.rank) +
+          " has no send ring for its " + (eval ? "eval " : "") +
+          (activation ? "activations" : "gradients") + " to pipeline rank " +
+          std::to_string(peer));
+  return *it;
 }
 
 void PipelineExecutor::sendMessage(const char *base,
                                    const std::vector<Slot> &tensors,
                                    int64_t peer, bool activation,
                                    int64_t peerStage, int64_t mb) {
-  auto it = llvm::find_if(rings, [&](const SendRing &r) {
-    return r.peer == peer && r.flow == flow(activation);
-  });
-  if (it == rings.end())
-    fatal("corrupt executable: pipeline rank " + std::to_string(p.rank) +
-          " has no send ring for its " +
-          (activation ? "activations" : "gradients") + " to pipeline rank " +
-          std::to_string(peer));
-  SendRing &ring = *it;
-  // The slot's last message is one the schedule's causal order shows was
-  // received (titan/Pipeline/SendRings.h): waiting for it is not waiting
-  // for the peer.
-  size_t k = size_t(ring.issued++ % ring.slots);
+  SendRing &ring = ringFor(peer, activation, evaluating);
+  // The slot's last message is one whose wait cannot close a cycle with a
+  // peer (titan/Pipeline/SendRings.h: in training, one already known
+  // received, so the wait costs nothing).
+  int64_t slots = ring.slots[evaluating], bytes = ring.bytes[evaluating];
+  size_t k = size_t(ring.issued++ % slots);
   for (std::unique_ptr<Request> &request : ring.inFlight[k])
     request->finish();
   ring.inFlight[k].clear();
-  char *slot = ring.base + int64_t(k) * ring.bytes;
+  char *slot = ring.base + int64_t(k) * bytes;
   int64_t offset = 0;
   // The tag names the receiving stage.
   for (auto [i, tensor] : llvm::enumerate(tensors)) {
-    if (offset + tensor.second > ring.bytes)
-      fatal("corrupt executable: a pipeline message to pipeline rank " +
-            std::to_string(peer) + " is larger than its send ring's " +
-            std::to_string(ring.bytes) + "-byte slots");
     device.copyWithin(slot + offset, base + tensor.first,
                       size_t(tensor.second));
     ring.inFlight[k].push_back(
@@ -653,6 +691,7 @@ double PipelineExecutor::evaluate(const FillMicrobatch &fill) {
   if (p.evalActions.empty())
     fatal("corrupt executable: compiled with validation.enable but the "
           "pipeline program has no eval actions");
+  evaluating = true;
   std::string context = comm.context();
   for (const Manifest::PipelineAction &a : p.evalActions) {
     Stage &s = local(a.stage);
@@ -668,5 +707,8 @@ double PipelineExecutor::evaluate(const FillMicrobatch &fill) {
             " is not F, RECV_F or SEND_F");
     }
   }
-  return finishList(lastStageHere() ? p.microbatches : 0, context, "eval");
+  double loss =
+      finishList(lastStageHere() ? p.microbatches : 0, context, "eval");
+  evaluating = false;
+  return loss;
 }

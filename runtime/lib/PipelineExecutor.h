@@ -115,6 +115,10 @@ private:
   void sendMessage(const char *base, const std::vector<Slot> &tensors,
                    int64_t peer, bool activation, int64_t peerStage,
                    int64_t mb);
+  struct SendRing;
+  /// The ring of this rank's sends to `peer` of that flow, with slots in
+  /// the training or the eval list.
+  SendRing &ringFor(int64_t peer, bool activation, bool eval);
   /// An arena slot: where it is and its size (null where this rank's
   /// program has none).
   struct ArenaSlot {
@@ -159,8 +163,9 @@ private:
   /// A microbatch's tokens and labels of `s` (of the eval step), in int32s.
   int64_t inputInts(const Stage &s) const;
   int64_t evalInputInts() const;
-  struct SendRing;
   std::vector<SendRing> rings;
+  /// Whether the eval list is running (the rings' eval slots).
+  bool evaluating = false;
   char *ringMemory = nullptr;
   /// Receives posted ahead of their RECV action, by (stage, microbatch,
   /// kind); the action waits for them.

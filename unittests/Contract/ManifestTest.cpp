@@ -86,7 +86,7 @@ Manifest fullManifest(bool pipelined) {
   s.frames = 2;
   s.frameSlots = {{{0, FrameSlot::Tokens, 0}, {0, 512}},
                   {{0, FrameSlot::StageOutput, 0}, {512, 1024}}};
-  p.sendRings = {{1, 0, 2, 1024}};
+  p.sendRings = {{1, 0, 2, 1024, 1, 512}};
   return m;
 }
 
@@ -147,8 +147,9 @@ void expectSame(const Manifest &a, const Manifest &b) {
     EXPECT_EQ(x.str(), y.str());
   ASSERT_EQ(p.sendRings.size(), q.sendRings.size());
   for (auto [x, y] : llvm::zip(p.sendRings, q.sendRings))
-    EXPECT_EQ(std::tie(x.peer, x.flow, x.slots, x.bytes),
-              std::tie(y.peer, y.flow, y.slots, y.bytes));
+    EXPECT_EQ(
+        std::tie(x.peer, x.flow, x.slots, x.bytes, x.evalSlots, x.evalBytes),
+        std::tie(y.peer, y.flow, y.slots, y.bytes, y.evalSlots, y.evalBytes));
   ASSERT_EQ(p.stages.size(), q.stages.size());
   for (auto [x, y] : llvm::zip(p.stages, q.stages)) {
     EXPECT_EQ(x.stage, y.stage);
@@ -184,6 +185,33 @@ TEST(ManifestTest, RoundTripsAPipelineRank) {
   Manifest m = fullManifest(/*pipelined=*/true);
   expectSame(m, roundTrip(m));
   EXPECT_EQ(printManifest(roundTrip(m)), printManifest(m));
+}
+
+TEST(ManifestTest, MalformedSendRingsAreRefused) {
+  Manifest m = fullManifest(/*pipelined=*/true);
+  std::string good = printManifest(m);
+  std::string ring = R"("send_rings":[[1,0,2,1024,1,512]])";
+  ASSERT_NE(good.find(ring), std::string::npos) << good;
+  std::string want = "a pipeline send ring is not [peer (another pipeline "
+                     "rank), flow (0 or 1), slots, bytes, eval slots, eval "
+                     "bytes], each list's bytes a multiple of 256 below 2^40 "
+                     "and its slots below 2^16, once per peer and flow";
+  for (const char *bad :
+       {R"("send_rings":[[0,0,2,1024,1,512]])",          // to itself
+        R"("send_rings":[[2,0,2,1024,1,512]])",          // no such rank
+        R"("send_rings":[[1,2,2,1024,1,512]])",          // no such flow
+        R"("send_rings":[[1,0,0,1024,0,512]])",          // no slot
+        R"("send_rings":[[1,0,2,1000,1,512]])",          // unaligned
+        R"("send_rings":[[1,0,2,1024]])",                // old layout
+        R"("send_rings":[[1,0,2,1099511627776,1,512]])", // too large
+        R"("send_rings":[[1,0,2,1024,1,512],[1,0,1,256,0,0]])"}) {
+    std::string text = good;
+    text.replace(text.find(ring), ring.size(), bad);
+    llvm::Expected<Manifest> parsed = parseManifest(text);
+    ASSERT_FALSE(bool(parsed)) << bad;
+    EXPECT_NE(llvm::toString(parsed.takeError()).find(want), std::string::npos)
+        << bad;
+  }
 }
 
 TEST(ManifestTest, RoundTripsTheCudaTarget) {

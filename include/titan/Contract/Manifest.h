@@ -158,10 +158,17 @@ struct Manifest {
 
   /// A channel a pipeline rank sends on, and its ring of planned send
   /// buffers (titan/Pipeline/SendRings.h): the receiving pipeline rank,
-  /// the flow (0: activations, 1: gradients), the messages the ring holds
-  /// and the bytes of each (its boundary tensors, each aligned to 256).
+  /// the flow (0: activations, 1: gradients), and for the training list
+  /// and validation's forward-only list the messages the ring holds and
+  /// the bytes of each (its boundary tensors, each aligned to 256; 0 for a
+  /// list that does not send on it). The lists run one after the other,
+  /// so each divides the same memory.
   struct SendRing {
-    int64_t peer = 0, flow = 0, slots = 0, bytes = 0;
+    int64_t peer = 0, flow = 0, slots = 0, bytes = 0, evalSlots = 0,
+            evalBytes = 0;
+    int64_t ringBytes() const {
+      return std::max(slots * bytes, evalSlots * evalBytes);
+    }
   };
 
   struct Pipeline {
