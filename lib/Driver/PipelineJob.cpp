@@ -314,6 +314,10 @@ driver::pipelineSendRings(const PipelineJob &job, int64_t rank,
     if (!lists)
       return lists.takeError();
     for (const SendRing &ring : (*lists)[size_t(rank)]) {
+      // Training's activations go from their frames
+      // (runtime/lib/PipelineExecutor.h).
+      if (!eval && ring.direction == 0)
+        continue;
       manifest::Manifest::SendRing &r = rings[{ring.peer, ring.direction}];
       r.peer = ring.peer;
       r.flow = ring.direction;

@@ -52,6 +52,9 @@ struct PipelineExecutor::Stage {
   std::map<int64_t, char *> live; ///< microbatch -> its frame
   /// Microbatches whose backward is done but whose SEND_B comes next.
   std::set<int64_t> releaseAfterSend;
+  /// The activations each microbatch sent from its frame (SEND_F), by
+  /// microbatch: waited for before its backward.
+  std::map<int64_t, std::vector<std::unique_ptr<Request>>> activationSends;
 
   /// Places frame slot `name`; returns the boundary tensors it implies
   /// (its index + 1; 0 for stashes, which only the phases read, tokens and
@@ -309,7 +312,8 @@ void PipelineExecutor::placeSendRings() {
   // not in the middle of a list, where the peers would be left waiting.
   for (bool eval : {false, true})
     for (const Manifest::PipelineAction &a : eval ? p.evalActions : p.actions) {
-      if (a.kind != 'g' && a.kind != 'c')
+      // Training's activations go from their frames.
+      if ((a.kind != 'g' && a.kind != 'c') || (!eval && a.kind == 'g'))
         continue;
       Stage &s = local(a.stage);
       bool activation = a.kind == 'g';
@@ -379,6 +383,9 @@ double PipelineExecutor::finishList(int64_t kept, const std::string &context,
                                     const char *what) {
   comm.setContext(context + ", pipeline " + what + " sends");
   double begin = trace ? StepTrace::now() : 0;
+  for (auto &stage : stages)
+    while (!stage->activationSends.empty())
+      finishActivationSends(*stage, stage->activationSends.begin()->first);
   for (SendRing &ring : rings) {
     for (auto &requests : ring.inFlight) {
       for (std::unique_ptr<Request> &request : requests)
@@ -484,6 +491,17 @@ void PipelineExecutor::transfer(Stage &s, int64_t mb, char kind) {
                  "transfer", begin, StepTrace::now());
     return;
   }
+  if (kind == 'g') {
+    // From the frame itself, which lives until this microbatch's
+    // backward: that follows the gradient the next stage sent after it
+    // received these activations, so the wait there costs nothing.
+    auto &requests = s.activationSends[mb];
+    for (auto [i, slot] : llvm::enumerate(slots))
+      requests.push_back(comm.send(frame + slot.first, kBytes, slot.second,
+                                   peer, PeerFlow::Activations,
+                                   tag(peerStage, mb, 0, int64_t(i))));
+    return;
+  }
   sendMessage(frame, slots, peer, activation, peerStage, mb);
   if (kind == 'c' && s.releaseAfterSend.erase(mb))
     release(s, mb);
@@ -548,6 +566,7 @@ char *PipelineExecutor::liveFrame(Stage &s, int64_t mb, char kind) {
 
 void PipelineExecutor::backward(Stage &s, int64_t mb, PipelineFunction fn) {
   char *frame = liveFrame(s, mb, 'B');
+  finishActivationSends(s, mb);
   runPhase(s, fn == s.backward ? "B" : "I", mb, fn, frame);
   // The input gradients, when the previous stage is on this rank: into its
   // frame (a remote one gets them by SEND_B).
@@ -558,6 +577,15 @@ void PipelineExecutor::backward(Stage &s, int64_t mb, PipelineFunction fn) {
       device.copyWithin(liveFrame(to, mb, 'B') + to.outputGrads[i].first,
                         frame + slot.first, size_t(slot.second));
   }
+}
+
+void PipelineExecutor::finishActivationSends(Stage &s, int64_t mb) {
+  auto it = s.activationSends.find(mb);
+  if (it == s.activationSends.end())
+    return;
+  for (std::unique_ptr<Request> &request : it->second)
+    request->finish();
+  s.activationSends.erase(it);
 }
 
 void PipelineExecutor::weight(Stage &s, int64_t mb) {

@@ -11,10 +11,12 @@
 // the compute stream, the host running ahead) and waited for once at its
 // end, so the host never blocks a transfer its peers wait for. A receive
 // orders the work after it behind its message (on the CPU: waits, under
-// the communicator's timeout). A send sends a copy, made in the next slot
-// of a planned ring of buffers per channel, so the frame it came from is
-// reused at once; reusing a slot waits for a send the schedule's causal
-// order shows was received (titan/Pipeline/SendRings.h). The order of the
+// the communicator's timeout). A stage's activations go from its frame,
+// which lives until that microbatch's backward, after the gradient that
+// shows they arrived; every other send goes from a copy in the next slot
+// of a planned ring of buffers per channel, so its frame or arena slot is
+// reused at once, and reusing a slot waits for a send the schedule's
+// causal order allows (titan/Pipeline/SendRings.h). The order of the
 // work on each rank is then the CPU's sequential order, whose transfers
 // dist-pipeline-schedule proved deadlock-free, with some waits dropped.
 //
@@ -96,6 +98,8 @@ private:
   void backward(Stage &s, int64_t mb, PipelineFunction fn);
   /// W.
   void weight(Stage &s, int64_t mb);
+  /// Waits for the activations (s, mb) sent from its frame.
+  void finishActivationSends(Stage &s, int64_t mb);
   /// F of the eval list: the stage's eval step on microbatch `mb`.
   void evalForward(Stage &s, int64_t mb, const FillMicrobatch &fill);
   /// RECV_F ('f') or SEND_F ('g') of the eval list.

@@ -97,8 +97,9 @@ int64_t pipelineFramesBytes(const PipelineJob &job, int64_t rank,
 int64_t stageOutputBytes(mlir::ModuleOp module, int64_t stage);
 
 /// `rank`'s send rings (titan/Pipeline/SendRings.h): per channel it sends
-/// on, the slots its training and eval lists need (the lists of every
-/// rank: the planned kernel-IR `module`'s dist.pipeline actions and the
+/// copies on (its gradients, and validation's activations: training's go
+/// from their frames), the slots its training and eval lists need (the lists of
+/// every rank: the planned kernel-IR `module`'s dist.pipeline actions and the
 /// job's eval lists), each the bytes of the largest message the channel
 /// carries (a stage's boundary tensors, from `module`'s frame slots and,
 /// for the eval lists, its arena slots). An error names a list that
