@@ -1,7 +1,9 @@
 //===- SendRings.h - how many sends a pipeline rank keeps -------*- C++ -*-===//
 //
-// A pipeline rank sends each boundary tensor from a copy, so that its
-// microbatch frame can be reused at once, and the copies live in a ring of
+// A pipeline rank sends a boundary tensor whose buffer is reused before
+// the peer can be known to have it (an input gradient, whose frame is
+// freed at once; validation's activations, whose arena slots the next
+// microbatch overwrites) from a copy, and the copies live in a ring of
 // planned buffers per channel (sender, receiver, direction). Reusing a
 // slot waits for the send that last used it; the ring is sized so that
 // this wait is for a send the rank already knows was received (training)
