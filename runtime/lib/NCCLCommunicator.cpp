@@ -403,7 +403,7 @@ public:
 
   // Pipeline transfers: one communicator and stream per channel
   // (PeerChannels.h), made at start by preparePeers; boundary tensors move
-  // as bytes, from the executor's planned send buffers.
+  // as bytes, from the executor's frames and send rings.
   std::unique_ptr<Request> send(const void *in, Dtype type, int64_t count,
                                 int64_t peer, PeerFlow flow, int) override {
     Channel &c = channel(coordinate(kPP), peer, flow);

@@ -28,6 +28,10 @@ using Slot = PipelineExecutor::Slot;
 PeerFlow flow(bool activation) {
   return activation ? PeerFlow::Activations : PeerFlow::Gradients;
 }
+
+bool onThisRank(const Manifest::Pipeline &p, int64_t stage) {
+  return p.stageRanks[size_t(stage)] == p.rank;
+}
 } // namespace
 
 struct PipelineExecutor::Stage {
@@ -308,19 +312,22 @@ void PipelineExecutor::placeSendRings() {
     ring.inFlight.resize(size_t(std::max(r.slots, r.evalSlots)));
     next += r.ringBytes();
   }
-  // Every message of both lists has its ring, and fits a slot: found now,
-  // not in the middle of a list, where the peers would be left waiting.
+  // Every send of both lists goes to a stage on another rank and every
+  // copy has its ring and fits a slot: found now, not in the middle of a
+  // list, where the peers would be left waiting.
   for (bool eval : {false, true})
     for (const Manifest::PipelineAction &a : eval ? p.evalActions : p.actions) {
-      // Training's activations go from their frames.
-      if ((a.kind != 'g' && a.kind != 'c') || (!eval && a.kind == 'g'))
+      if (a.kind != 'g' && a.kind != 'c')
         continue;
       Stage &s = local(a.stage);
       bool activation = a.kind == 'g';
       int64_t peerStage = activation ? a.stage + 1 : a.stage - 1;
-      if (peerStage < 0 || peerStage >= p.numStages)
+      if (peerStage < 0 || peerStage >= p.numStages || onThisRank(p, peerStage))
         fatal("corrupt executable: pipeline action " + a.str() +
-              " sends to no stage");
+              " sends to no stage on another rank");
+      // Training's activations go from their frames.
+      if (!eval && activation)
+        continue;
       const std::vector<Slot> &tensors =
           eval ? s.evalOutputs : (activation ? s.outputs : s.inputGrads);
       SendRing &ring =
@@ -404,10 +411,6 @@ double PipelineExecutor::finishList(int64_t kept, const std::string &context,
   for (float v : values)
     sum += double(v);
   return sum;
-}
-
-static bool onThisRank(const Manifest::Pipeline &p, int64_t stage) {
-  return p.stageRanks[size_t(stage)] == p.rank;
 }
 
 char *PipelineExecutor::acquire(Stage &s, int64_t mb) {
@@ -593,6 +596,9 @@ void PipelineExecutor::weight(Stage &s, int64_t mb) {
 }
 
 void PipelineExecutor::release(Stage &s, int64_t mb) {
+  // Already finished before the backward in a valid list: no frame is
+  // reused with a send from it in flight.
+  finishActivationSends(s, mb);
   auto it = s.live.find(mb);
   s.free.push_back(it->second);
   s.live.erase(it);

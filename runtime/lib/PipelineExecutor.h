@@ -9,11 +9,12 @@
 //
 // The list is issued in order through the Device (on a GPU: enqueued on
 // the compute stream, the host running ahead) and waited for once at its
-// end, so the host never blocks a transfer its peers wait for. A receive
-// orders the work after it behind its message (on the CPU: waits, under
-// the communicator's timeout). A stage's activations go from its frame,
-// which lives until that microbatch's backward, after the gradient that
-// shows they arrived; every other send goes from a copy in the next slot
+// end, so the host never blocks a transfer its peers wait for (on the CPU
+// it also waits at its receives and for sends already known received). A
+// receive orders the work after it behind its message (on the CPU: waits,
+// under the communicator's timeout). A stage's activations go from its
+// frame, which lives until that microbatch's backward, after the gradient
+// that shows they arrived; every other send goes from a copy in the next slot
 // of a planned ring of buffers per channel, so its frame or arena slot is
 // reused at once, and reusing a slot waits for a send the schedule's
 // causal order allows (titan/Pipeline/SendRings.h). The order of the

@@ -100,7 +100,8 @@ int64_t prev() { return (me() + pp - 1) % pp; }
 
 TEST(PeerTransfer, MessagesArriveInOrderOnAChannel) {
   // Each rank sends 3 activations to the next rank, all in flight at once
-  // (each from its own buffer, as the executor's send rings hold them),
+  // (each from its own buffer, as the executor's frames and send rings
+  // hold them),
   // and receives the previous rank's 3 in the order they were sent.
   constexpr size_t n = 1000;
   std::vector<std::unique_ptr<Buffer>> in, out;

@@ -35,8 +35,9 @@ namespace titan::manifest {
 /// manifest's meaning). 1: the manifest's first version, with the
 /// load_balanced entry of local_shard's and context_attention(_grad)'s
 /// kernel parameters. 2: a pipeline rank's send rings ("send_rings"),
-/// which its sends go through.
-inline constexpr int64_t kABIVersion = 2;
+/// which its sends go through. 3: the training list's activations go from
+/// their frames, with no ring.
+inline constexpr int64_t kABIVersion = 3;
 
 /// The error for a manifest of another ABI version ("this executable was
 /// compiled for runtime ABI N, the runtime is M: recompile it with
