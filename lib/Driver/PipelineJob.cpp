@@ -147,6 +147,21 @@ frameSlots(mlir::ModuleOp module) {
   return slots;
 }
 
+/// The lowered lists of every rank in `module`'s dist.pipeline attribute.
+static std::vector<std::vector<std::string>>
+loweredLists(mlir::ModuleOp module) {
+  std::vector<std::vector<std::string>> rows;
+  if (auto attr = module->getAttrOfType<mlir::DictionaryAttr>(
+          dist::DistDialect::kPipelineAttrName))
+    if (auto lists = attr.getAs<mlir::ArrayAttr>("actions"))
+      for (mlir::Attribute list : lists) {
+        std::vector<std::string> &row = rows.emplace_back();
+        for (mlir::Attribute a : mlir::cast<mlir::ArrayAttr>(list))
+          row.push_back(mlir::cast<mlir::StringAttr>(a).getValue().str());
+      }
+  return rows;
+}
+
 void driver::addPipelineToManifest(manifest::Manifest &m,
                                    const PipelineJob &job, int64_t rank,
                                    mlir::ModuleOp module) {
@@ -180,12 +195,10 @@ void driver::addPipelineToManifest(manifest::Manifest &m,
       }
   // The rank's list as dist-pipeline-schedule wrote it, with its
   // transfers.
-  if (auto attr = module->getAttrOfType<mlir::DictionaryAttr>(
-          dist::DistDialect::kPipelineAttrName))
-    if (auto lists = attr.getAs<mlir::ArrayAttr>("actions"))
-      for (mlir::Attribute a : mlir::cast<mlir::ArrayAttr>(lists[size_t(rank)]))
-        pipeline.actions.push_back(*manifest::Manifest::PipelineAction::parse(
-            mlir::cast<mlir::StringAttr>(a).getValue()));
+  std::vector<std::vector<std::string>> lists = loweredLists(module);
+  if (size_t(rank) < lists.size())
+    for (const std::string &a : lists[size_t(rank)])
+      pipeline.actions.push_back(*manifest::Manifest::PipelineAction::parse(a));
   // Validation's forward-only list, with its transfers.
   if (job.evalMicrobatchSize > 0)
     for (const std::string &a : job.evalActions[size_t(rank)])
@@ -251,21 +264,6 @@ int64_t driver::stageOutputBytes(mlir::ModuleOp module, int64_t stage) {
   return bytes;
 }
 
-/// The lowered lists of every rank in `module`'s dist.pipeline attribute.
-static std::vector<std::vector<std::string>>
-loweredLists(mlir::ModuleOp module) {
-  std::vector<std::vector<std::string>> rows;
-  if (auto attr = module->getAttrOfType<mlir::DictionaryAttr>(
-          dist::DistDialect::kPipelineAttrName))
-    if (auto lists = attr.getAs<mlir::ArrayAttr>("actions"))
-      for (mlir::Attribute list : lists) {
-        std::vector<std::string> &row = rows.emplace_back();
-        for (mlir::Attribute a : mlir::cast<mlir::ArrayAttr>(list))
-          row.push_back(mlir::cast<mlir::StringAttr>(a).getValue().str());
-      }
-  return rows;
-}
-
 /// The bytes of the message `stage` sends in `direction`: its boundary
 /// tensors (output or input gradient frame slots; for the eval list, its
 /// eval outputs' arena slots), each aligned to 256.
@@ -278,7 +276,7 @@ static int64_t messageBytes(mlir::ModuleOp module, int64_t stage, int direction,
         direction == 0 ? FrameSlot::StageOutput : FrameSlot::StageInputGrad;
     for (auto &[slot, range] : frameSlots(module))
       if (slot.stage == stage && slot.kind == kind)
-        bytes += kernel::alignToArena(range.second);
+        bytes += manifest::Manifest::SendRing::placed(range.second);
     return bytes;
   }
   auto slots = module->getAttrOfType<mlir::DictionaryAttr>(
@@ -288,7 +286,7 @@ static int64_t messageBytes(mlir::ModuleOp module, int64_t stage, int direction,
         "output:" + manifest::evalStageOutputName(stage, i));
     if (!range)
       break;
-    bytes += kernel::alignToArena(range[1]);
+    bytes += manifest::Manifest::SendRing::placed(range[1]);
   }
   return bytes;
 }

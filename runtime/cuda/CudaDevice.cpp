@@ -177,18 +177,22 @@ public:
            [&] { fn(arena, frame); });
   }
 
+  // Per boundary tensor and microbatch: the error's text is built only
+  // on an error.
   void copyWithin(char *dst, const char *src, size_t bytes) override {
-    checkCuda(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice,
-                              kernelContext().stream),
-              "cudaMemcpyAsync within the device (" + std::to_string(bytes) +
-                  " bytes)");
+    cudaError_t rc = cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice,
+                                     kernelContext().stream);
+    if (rc != cudaSuccess)
+      checkCuda(rc, "cudaMemcpyAsync within the device (" +
+                        std::to_string(bytes) + " bytes)");
   }
 
   void copyToDeviceInOrder(char *dst, const void *src, size_t bytes) override {
-    checkCuda(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice,
-                              kernelContext().stream),
-              "cudaMemcpyAsync into the arena (" + std::to_string(bytes) +
-                  " bytes)");
+    cudaError_t rc = cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice,
+                                     kernelContext().stream);
+    if (rc != cudaSuccess)
+      checkCuda(rc, "cudaMemcpyAsync into the arena (" + std::to_string(bytes) +
+                        " bytes)");
   }
 
   void pinHostMemory(void *ptr, size_t bytes) override {
@@ -203,11 +207,11 @@ public:
   }
 
   void synchronize(const std::string &what) override {
-    checkCuda(cudaStreamSynchronize(kernelContext().stream),
-              what +
-                  " (kernels run asynchronously: rerun with "
-                  "CUDA_LAUNCH_BLOCKING=1 and --debug.no_cuda_graphs to stop "
-                  "at the failing op)");
+    cudaError_t rc = cudaStreamSynchronize(kernelContext().stream);
+    if (rc != cudaSuccess)
+      checkCuda(rc, what + " (kernels run asynchronously: rerun with "
+                           "CUDA_LAUNCH_BLOCKING=1 and --debug.no_cuda_graphs "
+                           "to stop at the failing op)");
   }
 
 private:

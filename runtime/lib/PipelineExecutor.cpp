@@ -290,7 +290,7 @@ struct PipelineExecutor::SendRing {
 static int64_t messageBytes(const std::vector<Slot> &tensors) {
   int64_t bytes = 0;
   for (const Slot &t : tensors)
-    bytes += (t.second + 255) / 256 * 256;
+    bytes += Manifest::SendRing::placed(t.second);
   return bytes;
 }
 
@@ -375,13 +375,12 @@ void PipelineExecutor::sendMessage(const char *base,
     ring.inFlight[k].push_back(
         comm.send(slot + offset, kBytes, tensor.second, peer, flow(activation),
                   tag(peerStage, mb, activation ? 0 : 1, int64_t(i))));
-    offset += (tensor.second + 255) / 256 * 256;
+    offset += Manifest::SendRing::placed(tensor.second);
   }
 }
 
-void PipelineExecutor::keepLoss(const ArenaSlot &slot, int64_t mb,
-                                const char *name) {
-  checkLossSlot(slot, name);
+void PipelineExecutor::keepLoss(const ArenaSlot &slot, int64_t mb) {
+  // The slot was checked when the executor was made (checkLossSlot).
   device.copyWithin(losses + mb * int64_t(sizeof(float)), slot.data,
                     sizeof(float));
 }
@@ -431,12 +430,9 @@ void PipelineExecutor::forward(Stage &s, int64_t mb,
   char *frame = acquire(s, mb);
   if (s.tokens || s.labels) {
     int32_t *host = hostInputs.data() + s.hostOffset + mb * inputInts(s);
+    int64_t tokenInts = s.tokens ? s.tokens->second / 4 : 0;
     int32_t *tokens = s.tokens ? host : nullptr;
-    int32_t *labels =
-        s.labels
-            ? host +
-                  (s.tokens ? s.tokens->second / int64_t(sizeof(int32_t)) : 0)
-            : nullptr;
+    int32_t *labels = s.labels ? host + tokenInts : nullptr;
     fill(mb, tokens, labels);
     if (tokens)
       device.copyToDeviceInOrder(frame + s.tokens->first, tokens,
@@ -627,7 +623,7 @@ double PipelineExecutor::run(const FillMicrobatch &fill, StepTrace *trace) {
     } else if (a.kind == 'F') {
       forward(s, a.microbatch, fill);
       if (a.stage == p.numStages - 1)
-        keepLoss(lossSlot, a.microbatch, "output:loss");
+        keepLoss(lossSlot, a.microbatch);
     } else if (a.kind == 'B') {
       // A stage split for zero-bubble schedules runs a whole B as I, W.
       backward(s, a.microbatch, s.backward ? s.backward : s.backwardInput);
@@ -735,7 +731,7 @@ double PipelineExecutor::evaluate(const FillMicrobatch &fill) {
     } else if (a.kind == 'F') {
       evalForward(s, a.microbatch, fill);
       if (a.stage == p.numStages - 1)
-        keepLoss(evalLossSlot, a.microbatch, "output:eval_loss");
+        keepLoss(evalLossSlot, a.microbatch);
     } else {
       fatal("corrupt executable: the eval list's action " + a.str() +
             " is not F, RECV_F or SEND_F");

@@ -131,9 +131,9 @@ private:
     int64_t bytes = 0;
   };
   ArenaSlot arenaSlot(const char *name) const;
-  /// Copies microbatch `mb`'s loss from `slot` (named `name`) beside the
-  /// others, in issue order.
-  void keepLoss(const ArenaSlot &slot, int64_t mb, const char *name);
+  /// Copies microbatch `mb`'s loss from `slot` (checked by checkLossSlot)
+  /// beside the others, in issue order.
+  void keepLoss(const ArenaSlot &slot, int64_t mb);
   void checkLossSlot(const ArenaSlot &slot, const char *name) const;
   /// Ends a list: waits for its sends and its work, and returns the sum of
   /// the first `kept` losses keepLoss copied. `what` names the list.

@@ -12,22 +12,15 @@
 
 #include "titan/Pipeline/Schedule.h"
 
+#include "Pipeline/TestSchedules.h"
+
 #include "gtest/gtest.h"
 
 using namespace titan;
 
 namespace {
 
-PipelineSchedule build(llvm::StringRef schedule, int64_t layers, int64_t ranks,
-                       int64_t microbatches) {
-  llvm::Expected<PipelinePlan> plan =
-      planPipelineStages(layers, ranks, schedule, std::nullopt, 1, 1);
-  EXPECT_TRUE(bool(plan)) << llvm::toString(plan.takeError());
-  llvm::Expected<PipelineSchedule> s =
-      buildSchedule(schedule, *plan, microbatches);
-  EXPECT_TRUE(bool(s)) << llvm::toString(s.takeError());
-  return *s;
-}
+constexpr auto build = test::buildPlanned;
 
 std::string list(const std::vector<PipelineAction> &actions) {
   std::string text;

@@ -11,7 +11,7 @@
 
 #include "titan/Pipeline/SendRings.h"
 
-#include "titan/Model/PipelineStages.h"
+#include "Pipeline/TestSchedules.h"
 
 #include "gtest/gtest.h"
 
@@ -22,16 +22,7 @@ using namespace titan;
 
 namespace {
 
-PipelineSchedule build(llvm::StringRef schedule, int64_t layers, int64_t ranks,
-                       int64_t microbatches) {
-  llvm::Expected<PipelinePlan> plan =
-      planPipelineStages(layers, ranks, schedule, std::nullopt, 1, 1);
-  EXPECT_TRUE(bool(plan)) << llvm::toString(plan.takeError());
-  llvm::Expected<PipelineSchedule> s =
-      buildSchedule(schedule, *plan, microbatches);
-  EXPECT_TRUE(bool(s)) << llvm::toString(s.takeError());
-  return *s;
-}
+constexpr auto build = test::buildPlanned;
 
 std::vector<std::vector<SendRing>> rings(const PipelineSchedule &s) {
   llvm::Expected<std::vector<std::vector<SendRing>>> r =

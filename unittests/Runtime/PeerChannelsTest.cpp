@@ -9,8 +9,7 @@
 
 #include "PeerChannels.h"
 
-#include "titan/Model/PipelineStages.h"
-#include "titan/Pipeline/Schedule.h"
+#include "Pipeline/TestSchedules.h"
 
 #include "gtest/gtest.h"
 
@@ -57,19 +56,14 @@ TEST(PeerChannels, EveryScheduleTransfersOnMadeChannels) {
         "InterleavedZeroBubble", "ZBVZeroBubble", "DualPipeV"}) {
     for (int64_t pp : {2, 3, 4, 8}) {
       // Two stages per rank where the schedule runs several.
-      llvm::Expected<titan::PipelinePlan> plan =
-          titan::planPipelineStages(4 * pp, pp, name, std::nullopt, 1, 1);
-      ASSERT_TRUE(bool(plan)) << llvm::toString(plan.takeError());
-      llvm::Expected<titan::PipelineSchedule> s =
-          titan::buildSchedule(name, *plan, 2 * pp);
-      ASSERT_TRUE(bool(s)) << name.str() << " pp " << pp << ": "
-                           << llvm::toString(s.takeError());
-      std::vector<int64_t> owner(size_t(s->stages));
-      for (auto [rank, stages] : llvm::enumerate(s->stagesOfRank))
+      titan::PipelineSchedule s =
+          titan::test::buildPlanned(name, 4 * pp, pp, 2 * pp);
+      std::vector<int64_t> owner(size_t(s.stages));
+      for (auto [rank, stages] : llvm::enumerate(s.stagesOfRank))
         for (int64_t stage : stages)
           owner[size_t(stage)] = int64_t(rank);
       std::set<Key> made = channelsOf(pp);
-      for (int64_t stage = 0; stage + 1 < s->stages; ++stage) {
+      for (int64_t stage = 0; stage + 1 < s.stages; ++stage) {
         int64_t from = owner[size_t(stage)], to = owner[size_t(stage + 1)];
         if (from == to)
           continue;

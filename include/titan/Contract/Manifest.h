@@ -170,6 +170,11 @@ struct Manifest {
     int64_t ringBytes() const {
       return std::max(slots * bytes, evalSlots * evalBytes);
     }
+    /// The bytes a boundary tensor of `tensorBytes` takes in a slot: each
+    /// of a message's tensors starts 256-byte aligned.
+    static int64_t placed(int64_t tensorBytes) {
+      return (tensorBytes + 255) / 256 * 256;
+    }
   };
 
   struct Pipeline {
