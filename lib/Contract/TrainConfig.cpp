@@ -81,6 +81,8 @@ struct KeySpec {
   /// why.
   std::vector<StringRef> refusedChoices;
   StringRef refusedChoicesWhy;
+  /// Choices match in any case (as TorchTitan's schedule lookup does).
+  bool anyCase = false;
 
   std::string fullName() const { return (section + "." + key).str(); }
 
@@ -104,6 +106,10 @@ struct KeySpec {
   KeySpec &oneOf(std::initializer_list<StringRef> values, bool empty = false) {
     choices.assign(values);
     allowEmpty = empty;
+    return *this;
+  }
+  KeySpec &inAnyCase() {
+    anyCase = true;
     return *this;
   }
   KeySpec &atLeast(double lo) {
@@ -164,33 +170,60 @@ const std::pair<StringRef, StringRef> kAliases[] = {
      "parallelism.enable_async_tensor_parallel"},
 };
 
-/// Spellings of other TorchTitan versions (v0.1.0's config_manager.py, the
-/// quantize.dense.* of early v0.2 write-ups) that edit distance would not
-/// map, with what to write today.
-const std::pair<StringRef, StringRef> kForeignKeys[] = {
-    {"quantize.dense.float8.enable",
-     "--model.converters quantize.linear.float8"},
-    {"float8.enable_float8_linear",
-     "--model.converters quantize.linear.float8"},
-    {"training.compile", "--compile.enable"},
-    {"checkpoint.enable_checkpoint", "--checkpoint.enable"},
+/// Keys of other TorchTitan versions that edit distance would not map, with
+/// what to write today and where the spelling comes from (checked in
+/// TorchTitan's history: v0.1.0's config_manager.py; enable_float8_linear
+/// went in #823, Feb 2025, before v0.1.0).
+struct ForeignKey {
+  StringRef key, current, origin;
+};
+const ForeignKey kForeignKeys[] = {
+    {"float8.enable_float8_linear", "--model.converters quantize.linear.float8",
+     "TorchTitan's key before v0.1.0"},
+    {"training.compile", "--compile.enable", "TorchTitan v0.1.0's key"},
+    {"checkpoint.enable_checkpoint", "--checkpoint.enable",
+     "TorchTitan v0.1.0's key"},
     {"checkpoint.initial_load_model_weights_only",
-     "--checkpoint.initial_load_model_only"},
+     "--checkpoint.initial_load_model_only", "TorchTitan v0.1.0's key"},
     {"checkpoint.last_save_model_weights_only",
-     "--checkpoint.last_save_model_only"},
-    {"lr_scheduler.lr_min", "--lr_scheduler.min_lr_factor"},
+     "--checkpoint.last_save_model_only", "TorchTitan v0.1.0's key"},
+    {"lr_scheduler.lr_min", "--lr_scheduler.min_lr_factor",
+     "TorchTitan v0.1.0's key"},
     {"parallelism.pipeline_parallel_split_points",
-     "--parallelism.pipeline_parallel_layers_per_stage"},
+     "--parallelism.pipeline_parallel_layers_per_stage",
+     "TorchTitan v0.1.0's key"},
 };
 
-/// Sections of other TorchTitan versions and what they are called today.
-const std::pair<StringRef, StringRef> kForeignSections[] = {
-    {"float8", "quantize.linear.float8"},
-    {"mx", "quantize.linear.mx"},
-    {"quantize.dense.float8", "quantize.linear.float8"},
-    {"quantize.dense.mx", "quantize.linear.mx"},
-    {"quantize.moe.float8", "quantize.grouped_mm.float8"},
-    {"quantize.moe.mx", "quantize.grouped_mm.mx"},
+/// Sections of other versions and what they are called today: [float8]
+/// and [mx] are TorchTitan v0.1.0's; no TorchTitan release has
+/// [quantize.moe.*] (v0.2.0 calls MoE GEMMs grouped_mm).
+struct ForeignSection {
+  StringRef section, current, origin;
+};
+const ForeignSection kForeignSections[] = {
+    {"float8", "quantize.linear.float8", "TorchTitan v0.1.0's section"},
+    {"mx", "quantize.linear.mx", "TorchTitan v0.1.0's section"},
+    {"quantize.moe.float8", "quantize.grouped_mm.float8",
+     "not a TorchTitan section"},
+    {"quantize.moe.mx", "quantize.grouped_mm.mx", "not a TorchTitan section"},
+};
+
+/// Spellings no TorchTitan release has that titan's seed commands use
+/// (--quantize.dense.float8.enable): accepted, each with a note naming
+/// TorchTitan v0.2.0's key. [quantize.dense.float8]'s other keys are
+/// [quantize.linear.float8]'s; its `enable` means the Float8 converter.
+const StringRef kDenseFloat8 = "quantize.dense.float8";
+const StringRef kDenseFloat8Enable = "quantize.dense.float8.enable";
+
+/// Values other spellings of a choice stand for: (key, spelling, value).
+/// TorchTitan looks schedules up case-insensitively (get_schedule_class);
+/// interleave_1f1b is the seed's spelling of Interleaved1F1B.
+struct ValueSpelling {
+  StringRef key, spelling, value;
+};
+const ValueSpelling kValueSpellings[] = {
+    {"parallelism.pipeline_parallel_schedule", "interleave_1f1b",
+     "Interleaved1F1B"},
 };
 
 /// The schema, bound to the fields of `c`.
@@ -340,11 +373,12 @@ std::vector<KeySpec> buildSchema(TrainConfig &c) {
       "Pipeline stages (ranks)")
       .atLeast(1);
   add("parallelism", "pipeline_parallel_schedule", &p.pipelineParallelSchedule,
-      "Pipeline schedule")
+      "Pipeline schedule (any case, as TorchTitan looks it up)")
       .oneOf({"GPipe", "1F1B", "Interleaved1F1B", "LoopedBFS",
               "InterleavedZeroBubble", "ZBVZeroBubble", "DualPipeV",
               "PipelineScheduleSingle", "PipelineScheduleMulti",
-              "_PipelineScheduleRuntime"});
+              "_PipelineScheduleRuntime"})
+      .inAnyCase();
   add("parallelism", "pipeline_parallel_schedule_csv",
       &p.pipelineParallelScheduleCsv,
       "A file of each pipeline rank's actions (TorchTitan's CSV format, "
@@ -736,15 +770,61 @@ public:
   ConfigBuilder()
       : schema(buildSchema(config)), defaultSchema(buildSchema(defaults)) {}
 
-  /// The key named `fullKey` or by one of its aliases.
+  /// The key named `fullKey` or by one of its aliases or spellings.
   KeySpec *find(StringRef fullKey) {
     for (auto [alias, key] : kAliases)
       if (fullKey == alias)
         fullKey = key;
+    if (fullKey == kDenseFloat8Enable)
+      return &denseFloat8Enable;
+    std::string respelt;
+    if (fullKey.starts_with(kDenseFloat8) &&
+        fullKey.drop_front(kDenseFloat8.size()).starts_with("."))
+      fullKey = respelt =
+          ("quantize.linear.float8" + fullKey.drop_front(kDenseFloat8.size()))
+              .str();
     for (KeySpec &k : schema)
       if (k.fullName() == fullKey)
         return &k;
     return nullptr;
+  }
+
+  /// Notes a key written as the seed's spelling rather than TorchTitan's.
+  void noteSpelling(StringRef written, const KeySpec &k) {
+    if (!written.starts_with(kDenseFloat8))
+      return;
+    std::string meaning =
+        &k == &denseFloat8Enable
+            ? "model.converters = [\"quantize.linear.float8\"]"
+            : k.fullName();
+    addNote(written.str() + " is read as " + meaning +
+            ", TorchTitan v0.2.0's key (no TorchTitan release has [" +
+            kDenseFloat8.str() + "])");
+  }
+  void addNote(const std::string &note) {
+    if (!llvm::is_contained(config.notes, note))
+      config.notes.push_back(note);
+  }
+
+  /// A choice written in another case (TorchTitan's schedule lookup ignores
+  /// case) or another spelling becomes the value it stands for.
+  void canonicalizeChoice(KeySpec &k) {
+    auto *value = std::get_if<std::string *>(&k.field);
+    if (!value || k.choices.empty())
+      return;
+    std::string &v = **value;
+    for (const ValueSpelling &spelling : kValueSpellings)
+      if (spelling.key == k.fullName() &&
+          spelling.spelling.equals_insensitive(v)) {
+        addNote(k.fullName() + " '" + v + "' is read as '" +
+                spelling.value.str() + "', TorchTitan v0.2.0's name");
+        v = spelling.value.str();
+        return;
+      }
+    if (k.anyCase)
+      for (StringRef choice : k.choices)
+        if (choice.equals_insensitive(v))
+          v = choice.str();
   }
   KeySpec *find(StringRef section, StringRef key) {
     return find((section + "." + key).str());
@@ -754,15 +834,15 @@ public:
   /// then for the same key name in other sections, then for a near full name.
   std::string suggestKey(StringRef section, StringRef key) {
     std::string full = (section + "." + key).str();
-    for (auto [foreign, current] : kForeignKeys)
-      if (full == foreign)
-        return ("; did you mean '" + current + "'? ('" + full +
-                "' is another TorchTitan version's key)")
+    for (const ForeignKey &foreign : kForeignKeys)
+      if (full == foreign.key)
+        return ("; did you mean '" + foreign.current + "'? ('" + full +
+                "' is " + foreign.origin + ")")
             .str();
-    for (auto [foreign, current] : kForeignSections)
-      if (section == foreign && find(current, key))
-        return ("; did you mean '" + current + "." + key + "'? ([" + section +
-                "] is another TorchTitan version's section)")
+    for (const ForeignSection &foreign : kForeignSections)
+      if (section == foreign.section && find(foreign.current, key))
+        return ("; did you mean '" + foreign.current + "." + key + "'? ([" +
+                section + "] is " + foreign.origin + ")")
             .str();
     std::vector<StringRef> sameSection;
     for (KeySpec &k : schema)
@@ -789,25 +869,29 @@ public:
   }
 
   std::string suggestSection(StringRef section) {
-    for (auto [foreign, current] : kForeignSections)
-      if (foreign == section ||
-          (foreign.starts_with(section) && foreign[section.size()] == '.'))
-        return ("; [" + foreign + "] of another TorchTitan version is [" +
-                current + "] today")
+    for (const ForeignSection &foreign : kForeignSections) {
+      StringRef name = foreign.section;
+      if (name == section ||
+          (name.starts_with(section) && name[section.size()] == '.'))
+        return ("; [" + name + "] (" + foreign.origin + ") is [" +
+                foreign.current + "] in TorchTitan v0.2.0")
             .str();
+    }
     std::vector<StringRef> names(std::begin(kSections), std::end(kSections));
     StringRef hit = closestMatch(section, names);
     return hit.empty() ? "" : ("; did you mean [" + hit + "]?").str();
   }
 
   bool isSectionPrefix(StringRef path) {
-    for (StringRef s : kSections)
-      if (s.starts_with(path) && s.size() > path.size() &&
-          s[path.size()] == '.')
-        return true;
-    return false;
+    auto under = [&](StringRef s) {
+      return s.starts_with(path) && s.size() > path.size() &&
+             s[path.size()] == '.';
+    };
+    return llvm::any_of(kSections, under) || under(kDenseFloat8);
   }
-  bool isSection(StringRef path) { return llvm::is_contained(kSections, path); }
+  bool isSection(StringRef path) {
+    return llvm::is_contained(kSections, path) || path == kDenseFloat8;
+  }
 
   void error(const std::string &where, const std::string &msg) {
     errors.push_back(where.empty() ? msg : where + ": " + msg);
@@ -816,6 +900,8 @@ public:
   /// Checks enumerations and ranges of the value now in `k`'s field, and
   /// that a refused key keeps TorchTitan's default.
   void checkValue(KeySpec &k, const std::string &where) {
+    if (&k == &denseFloat8Enable)
+      return; // a boolean outside the schema: nothing to check
     std::string value = formatValue(k.field);
     std::string defaultValue =
         formatValue(defaultSchema[&k - schema.data()].field);
@@ -948,6 +1034,7 @@ public:
         k.field);
     if (!ok)
       return wrongType(k, where, describe(node));
+    canonicalizeChoice(k);
     checkValue(k, where);
   }
 
@@ -994,6 +1081,7 @@ public:
         k.field);
     if (!ok)
       return wrongType(k, where, ("'" + text + "'").str());
+    canonicalizeChoice(k);
     checkValue(k, where);
   }
 
@@ -1031,8 +1119,10 @@ public:
         error("command line", "unknown option '--" + o.key + "'");
         continue;
       }
+      noteSpelling(o.key, *k);
       setFromString(*k, o.value, "command line");
     }
+    applyDenseFloat8Enable();
     if (errors.empty())
       checkConsistency();
     if (!errors.empty())
@@ -1082,6 +1172,7 @@ public:
         error(where, "job.config_file cannot be set inside a config file");
         continue;
       }
+      noteSpelling(section + "." + key, *k);
       setFromToml(*k, node, where);
     }
   }
@@ -1141,8 +1232,27 @@ public:
                 "tensors only)");
   }
 
+  /// quantize.dense.float8.enable (not a key of the schema: it sets
+  /// model.converters).
+  void applyDenseFloat8Enable() {
+    if (denseFloat8EnableValue &&
+        !config.float8.enabled(config.model.converters))
+      config.model.converters.push_back("quantize.linear.float8");
+  }
+
   TrainConfig config;
   std::vector<KeySpec> schema;
+  bool denseFloat8EnableValue = false;
+  KeySpec denseFloat8Enable{kDenseFloat8,
+                            "enable",
+                            &denseFloat8EnableValue,
+                            "The Float8 converter (the seed's spelling)",
+                            {},
+                            true,
+                            std::nullopt,
+                            KeyGroup::Implemented,
+                            {},
+                            ""};
   /// TorchTitan's defaults, parallel to `schema`.
   TrainConfig defaults;
   std::vector<KeySpec> defaultSchema;
@@ -1334,6 +1444,14 @@ void titan::printTrainConfigKeysMarkdown(llvm::raw_ostream &os) {
   os << "\n## Aliases\n\n| Alias | Key |\n|---|---|\n";
   for (auto [alias, key] : kAliases)
     os << "| `" << alias << "` | `" << key << "` |\n";
+  os << "\nSpellings no TorchTitan release has, accepted with a note naming "
+        "TorchTitan v0.2.0's key:\n\n| Spelling | Read as |\n|---|---|\n"
+     << "| `" << kDenseFloat8Enable
+     << "` | `model.converters = [\"quantize.linear.float8\"]` |\n"
+     << "| `" << kDenseFloat8 << ".<key>` | `quantize.linear.float8.<key>` |\n";
+  for (const ValueSpelling &v : kValueSpellings)
+    os << "| `" << v.key << " = \"" << v.spelling << "\"` | `\"" << v.value
+       << "\"` |\n";
 }
 
 bool titan::TrainConfig::Float8::enabled(

@@ -251,6 +251,8 @@ int main(int argc, char **argv) {
   llvm::Expected<TrainConfig> config = loadTrainConfig(*overrides);
   if (!config)
     return reportError(config.takeError());
+  for (const std::string &note : config->notes)
+    llvm::WithColor::note(llvm::errs(), "titan-compile") << note << "\n";
   // --emit=cost needs no CUDA runtime: it stops at the kernel IR.
   if (kernelTarget && kernelTarget->getFeatures().deviceArch &&
       emitStage != Stage::Cost)

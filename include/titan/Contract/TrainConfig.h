@@ -268,6 +268,11 @@ struct TrainConfig {
     /// TorchTitan's eager FSDP2 computes them: no titan-widen-gemm-results.
     bool noWidenGemmResults = false;
   } debug;
+
+  /// What the reader made of spellings that are not TorchTitan v0.2.0's
+  /// (quantize.dense.float8.enable, interleave_1f1b), one line each naming
+  /// TorchTitan's key; not a key itself.
+  std::vector<std::string> notes;
 };
 
 /// One `--section.key value` argument from the command line.
