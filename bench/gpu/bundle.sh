@@ -147,10 +147,11 @@ for t in adamw cross-entropy float8 loss-grad loss-parallel rms-norm-grad rope; 
   cp "$inputs/generated-$t/check.py" "$out/data/generated/$t/"
 done
 
-# The communicator library libtitanrt loads for multi-rank (and NCCL) runs.
-cp "$build/lib/libtitanrt_comm.so" "$out/lib/"
+# The communicator libraries libtitanrt loads: MPI's for runs under mpirun,
+# NCCL's for GPU ranks.
+cp "$build/lib/libtitanrt_comm.so" "$build/lib/libtitanrt_nccl.so" "$out/lib/"
 # What the dynamic linker resolves here, minus what the GPU machine has.
-ldd "$out"/bin/* "$out"/lib/libtitanrt_comm.so "$out"/lib/generated-*-cpu.so | awk '/=> \// {print $3}' | sort -u | while read -r lib; do
+ldd "$out"/bin/* "$out"/lib/libtitanrt_comm.so "$out"/lib/libtitanrt_nccl.so "$out"/lib/generated-*-cpu.so | awk '/=> \// {print $3}' | sort -u | while read -r lib; do
   case "$(basename "$lib")" in
     libc.so*|libm.so*|libdl.so*|libpthread.so*|librt.so*|ld-linux*|libgcc_s.so*|libstdc++.so*) ;;
     libcuda*|libcublas*|libcudnn*|libnccl*|libnvrtc*|libnvJitLink*) ;;

@@ -6,7 +6,8 @@
 # under 10 s left is not run), most important first:
 #   (a) the numerics that gate everything: the cuDNN the loader finds
 #       against the one the bundle was built with; every CUDA kernel against
-#       its CPU kernel (cuda-kernels); the NCCL communicator on one GPU; the
+#       its CPU kernel (cuda-kernels); the NCCL communicator on one GPU, under
+#       no launcher and under torchrun (the TCP store, no MPI); the
 #       parity model's training on the GPU against the CPU target's run of
 #       it (f32: 1e-4 over 8 steps; bf16: 1e-2 over 20 steps);
 #   (b) the step: an 8B-shaped model (16 layers) in tokens/s and MFU, beside
@@ -148,7 +149,7 @@ row() { # name, verdict, seconds, limit, detail
 touch "$scratch/checks.jsonl"
 
 # Where the dynamic linker finds each library, CUDA's named; none missing.
-ldd "$bundle"/bin/* "$bundle"/lib/libtitanrt_comm.so "$bundle"/lib/generated-*-cpu.so 2>/dev/null |
+ldd "$bundle"/bin/* "$bundle"/lib/libtitanrt_comm.so "$bundle"/lib/libtitanrt_nccl.so "$bundle"/lib/generated-*-cpu.so 2>/dev/null |
   awk '/=>/ {print $1, ($3 == "not" ? "not found" : $3)}' | sort -u > "$scratch/logs/libraries.log"
 grep -E '^lib(cuda|cublas|cudnn|nccl|nvrtc|nvJitLink)' "$scratch/logs/libraries.log" | tee -a "$scratch/env.txt"
 missing=$(grep 'not found' "$scratch/logs/libraries.log")
@@ -298,7 +299,13 @@ step_torch() { # mode
   torch_py bench/gpu/torch_llama_step.py --mode "$1" --layers "$layers" --steps 7 > "$scratch/step-$1.json"
 }
 export bundle data scratch py sanitizer tokens layers
-export -f train bundled torch_py kernels sanitize nccl_bench generated no_overlap step_titan step_torch
+nccl_torchrun() { # the same test started by PyTorch's torchrun: NCCL's ranks
+  # meet at titan's TCP store, without MPI (the worker keeps the bundle's
+  # library path; torchrun itself runs with PyTorch's)
+  torch_py -m torch.distributed.run --standalone --nproc_per_node 1 --no_python \
+    env LD_LIBRARY_PATH="$LD_LIBRARY_PATH" "$bundle/bin/TitanNCCLCommunicatorTest"
+}
+export -f train bundled torch_py nccl_torchrun kernels sanitize nccl_bench generated no_overlap step_titan step_torch
 
 # The limits: what each check should take on an H200, with room. The first
 # call must reach the last step row: (a) and (b) add up to 400 s.
@@ -312,6 +319,7 @@ export -f train bundled torch_py kernels sanitize nccl_bench generated no_overla
 check cudnn-version 15 "$py" bench/gpu/report.py cudnn "$data/cudnn-built.txt"
 check cuda-kernels 35 bundled TitanCudaKernelTest
 check nccl-communicator-1 15 bundled TitanNCCLCommunicatorTest
+check nccl-torchrun-1 25 nccl_torchrun
 check train-f32 20 train parity-f32 "$scratch/f32"
 check parity-f32-vs-cpu 5 "$py" bench/gpu/report.py compare "$scratch/f32/metrics.jsonl" "$data/cpu-f32.jsonl" 1e-4 8
 check train-bf16 20 train parity-bf16 "$scratch/bf16"

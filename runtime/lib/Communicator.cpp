@@ -1,7 +1,9 @@
 //===- Communicator.cpp - the mesh view shared by every backend -----------===//
 
 #include "Communicator.h"
+#include "Bootstrap.h"
 #include "Error.h"
+#include "Launch.h"
 #include "Trace.h"
 
 #include "llvm/Support/FileSystem.h"
@@ -296,8 +298,18 @@ void titanrt::checkWorldSize(const std::vector<int64_t> &mesh, int64_t size) {
         std::to_string(mesh[kCP]) + " x " + std::to_string(mesh[kTP]) +
         ") but was launched on " + std::to_string(size) +
         "; launch it with mpirun -np " + std::to_string(expected) +
-        " or recompile with titan-compile --world-size " +
+        " (GPU executables also with torchrun --nproc-per-node or srun) or "
+        "recompile with titan-compile --world-size " +
         std::to_string(size));
+}
+
+void Communicator::adopt(Bootstrap &bootstrap) {
+  rank_ = bootstrap.rank();
+  size_ = bootstrap.size();
+  if (size_ > 1)
+    bootstrap.stopEveryRankOnError();
+  live_ = this;
+  checkWorldSize(mesh_, size_);
 }
 
 namespace {
@@ -305,50 +317,119 @@ std::unique_ptr<Communicator> &instance() {
   static std::unique_ptr<Communicator> comm;
   return comm;
 }
+/// NCCL's bootstrap, which outlives the communicator.
+std::unique_ptr<Bootstrap> &bootstrapInstance() {
+  static std::unique_ptr<Bootstrap> bootstrap;
+  return bootstrap;
+}
 
-/// libtitanrt_comm (CommunicatorBackends.cpp), loaded on first use from
-/// the folder of this library: only multi-rank runs need MPI.
-struct CommLibrary {
-  Communicator *(*create)(const int64_t *, int64_t, int, double) = nullptr;
+/// The folder of this library, where its companions are.
+std::string runtimeFolder() {
+  Dl_info self;
+  std::string dir = ".";
+  if (dladdr(reinterpret_cast<void *>(&titanrt::communicator), &self) &&
+      self.dli_fname) {
+    dir = self.dli_fname;
+    size_t slash = dir.rfind('/');
+    dir = slash == std::string::npos ? "." : dir.substr(0, slash);
+  }
+  return dir;
+}
+
+/// `name` from the runtime's folder, and its entry `symbol`.
+void *loadEntry(const char *name, const char *symbol, const std::string &why) {
+  std::string path = runtimeFolder() + "/" + name;
+  // RTLD_GLOBAL: Open MPI's own components resolve MPI's symbols.
+  void *handle = dlopen(path.c_str(), RTLD_NOW | RTLD_GLOBAL);
+  if (!handle)
+    fatal("cannot load '" + path + "' (" + dlerror() + "); " + why);
+  void *entry = dlsym(handle, symbol);
+  if (!entry)
+    fatal("'" + path + "' is not titan's (no " + symbol + ")");
+  return entry;
+}
+
+/// libtitanrt_comm (CommunicatorBackends.cpp), loaded on first use: only
+/// runs on MPI need it and Open MPI's libmpi.
+struct MPILibrary {
+  Communicator *(*create)(const int64_t *, int64_t) = nullptr;
+  Bootstrap *(*bootstrap)() = nullptr;
   void (*finalize)() = nullptr;
 };
-
-CommLibrary &commLibrary() {
-  static CommLibrary lib = [] {
-    Dl_info self;
-    std::string dir = ".";
-    if (dladdr(reinterpret_cast<void *>(&titanrt::communicator), &self) &&
-        self.dli_fname) {
-      dir = self.dli_fname;
-      size_t slash = dir.rfind('/');
-      dir = slash == std::string::npos ? "." : dir.substr(0, slash);
-    }
-    std::string path = dir + "/libtitanrt_comm.so";
-    // RTLD_GLOBAL: Open MPI's own components resolve MPI's symbols.
-    void *handle = dlopen(path.c_str(), RTLD_NOW | RTLD_GLOBAL);
-    if (!handle)
-      fatal("cannot load the communicator library '" + path + "' (" +
-            dlerror() +
-            "); runs on several ranks need it and Open MPI's libmpi");
-    CommLibrary l;
+bool mpiLoaded = false;
+MPILibrary &mpiLibrary() {
+  static MPILibrary lib = [] {
+    const char *name = "libtitanrt_comm.so";
+    std::string why = "runs launched by mpirun need it and Open MPI's libmpi";
+    MPILibrary l;
     l.create = reinterpret_cast<decltype(l.create)>(
-        dlsym(handle, "titan_rt_create_communicator"));
+        loadEntry(name, "titan_rt_create_communicator", why));
+    l.bootstrap = reinterpret_cast<decltype(l.bootstrap)>(
+        loadEntry(name, "titan_rt_create_mpi_bootstrap", why));
     l.finalize = reinterpret_cast<decltype(l.finalize)>(
-        dlsym(handle, "titan_rt_finalize_mpi"));
-    if (!l.create || !l.finalize)
-      fatal("'" + path + "' is not titan's communicator library");
+        loadEntry(name, "titan_rt_finalize_mpi", why));
+    mpiLoaded = true;
     return l;
   }();
   return lib;
+}
+
+/// libtitanrt_nccl's entry (NCCLCommunicator.cpp; CUDA builds only).
+using CreateNCCL = Communicator *(*)(const int64_t *, int64_t, double,
+                                     Bootstrap *);
+CreateNCCL ncclEntry() {
+  static CreateNCCL entry = reinterpret_cast<CreateNCCL>(loadEntry(
+      "libtitanrt_nccl.so", "titan_rt_create_nccl_communicator",
+      "GPU ranks need it and NCCL (a runtime built without CUDA has no NCCL "
+      "communicator; rebuild titan with TITAN_ENABLE_CUDA=ON)"));
+  return entry;
+}
+
+int64_t meshRanks(const std::vector<int64_t> &mesh) {
+  int64_t ranks = 1;
+  for (int64_t d : mesh)
+    ranks *= d;
+  return ranks;
+}
+
+/// The CPU target's collectives are MPI's: a launch without MPI's
+/// bootstrap cannot run them.
+void requireMPILaunch(const Launch &launch, const std::vector<int64_t> &mesh) {
+  if (!launch.usesStore())
+    return;
+  int64_t ranks = meshRanks(mesh);
+  fatal("the CPU target's collectives run over MPI, and " + launch.source +
+        " started this rank without it; launch the " + std::to_string(ranks) +
+        " ranks with mpirun -np " + std::to_string(ranks) +
+        " ./train (or srun --mpi=pmix -n " + std::to_string(ranks) +
+        "); torchrun and plain srun start GPU (--target=cuda) executables");
+}
+
+Communicator *createNCCL(const std::vector<int64_t> &mesh,
+                         double timeoutSeconds, const Launch &launch) {
+  std::unique_ptr<Bootstrap> &bootstrap = bootstrapInstance();
+  if (launch.launcher == Launcher::Alone)
+    bootstrap = std::make_unique<LoneBootstrap>();
+  else if (launch.usesStore())
+    bootstrap = createStoreBootstrap(launch, timeoutSeconds);
+  else
+    bootstrap.reset(mpiLibrary().bootstrap());
+  return ncclEntry()(mesh.data(), int64_t(mesh.size()), timeoutSeconds,
+                     bootstrap.get());
 }
 } // namespace
 
 Communicator &titanrt::initCommunicator(const std::vector<int64_t> &meshShape,
                                         Backend backend,
                                         double timeoutSeconds) {
-  instance().reset(commLibrary().create(meshShape.data(),
-                                        int64_t(meshShape.size()), int(backend),
-                                        timeoutSeconds));
+  Launch launch = launchFromEnvironment();
+  if (backend == Backend::MPI) {
+    requireMPILaunch(launch, meshShape);
+    instance().reset(
+        mpiLibrary().create(meshShape.data(), int64_t(meshShape.size())));
+  } else {
+    instance().reset(createNCCL(meshShape, timeoutSeconds, launch));
+  }
   instance()->setTimeout(timeoutSeconds);
   return *instance();
 }
@@ -364,5 +445,10 @@ Communicator &titanrt::communicator() {
 
 void titanrt::shutdownCommunicator() {
   instance().reset();
-  commLibrary().finalize();
+  if (std::unique_ptr<Bootstrap> &bootstrap = bootstrapInstance()) {
+    bootstrap->finish();
+    bootstrap.reset();
+  }
+  if (mpiLoaded)
+    mpiLibrary().finalize();
 }

@@ -19,6 +19,8 @@ struct CUstream_st;
 
 namespace titanrt {
 
+class Bootstrap;
+
 /// Mesh axes in rank-layout order (tp varies fastest), as #dist.mesh (the
 /// manifest names them).
 using titan::manifest::kCP;
@@ -256,16 +258,19 @@ protected:
   /// MPI_Init (once) and this process's world rank and size; stops the run
   /// when the size is not the product of the mesh.
   void bootstrapMPI();
+  /// The same from the launcher's bootstrap (NCCL's ranks): the world rank
+  /// and size, and a fatal error on one rank stops them all.
+  void adopt(Bootstrap &bootstrap);
 
   std::vector<int64_t> mesh_;
-  int rank_ = 0, size_ = 1; ///< in the world, set by bootstrapMPI
+  int rank_ = 0, size_ = 1; ///< in the world, set by bootstrapMPI or adopt
   double timeoutSeconds_ = 300;
   std::string context_ = "start-up";
 
 private:
   struct FlightRecorder;
   std::shared_ptr<FlightRecorder> recorder_; // shared: an incomplete type here
-  static Communicator *live_;                ///< set by bootstrapMPI
+  static Communicator *live_;                ///< set by bootstrapMPI or adopt
 };
 
 enum class Backend { MPI, NCCL };
@@ -297,14 +302,17 @@ GroupPlace groupPlace(const int64_t *axisList);
 /// Releases the communicator and finalizes MPI.
 void shutdownCommunicator();
 
-// Backends and their shared pieces (MPICommunicator.cpp,
-// NCCLCommunicator.cpp and CommunicatorBackends.cpp, in libtitanrt_comm,
-// which initCommunicator loads; checkWorldSize is in Communicator.cpp).
+// Backends and their shared pieces: MPICommunicator.cpp and
+// CommunicatorBackends.cpp in libtitanrt_comm (MPI), NCCLCommunicator.cpp in
+// libtitanrt_nccl (CUDA builds; no MPI), which initCommunicator loads as the
+// launch needs them; checkWorldSize is in Communicator.cpp.
 std::unique_ptr<Communicator>
 createMPICommunicator(const std::vector<int64_t> &meshShape);
+/// MPI's bootstrap for NCCL's ranks under mpirun.
+std::unique_ptr<Bootstrap> createMPIBootstrap();
 std::unique_ptr<Communicator>
 createNCCLCommunicator(const std::vector<int64_t> &meshShape,
-                       double startupTimeoutSeconds);
+                       double startupTimeoutSeconds, Bootstrap &bootstrap);
 void finalizeMPI();
 /// Stops the run with a message naming the mesh and the launch size.
 void checkWorldSize(const std::vector<int64_t> &mesh, int64_t size);

@@ -1,37 +1,32 @@
 //===- CommunicatorBackends.cpp - the entry of libtitanrt_comm ------------===//
 //
-// libtitanrt_comm holds the communicators (MPI, and NCCL in a CUDA build)
-// and is the only part of the runtime that links MPI: libtitanrt loads it
-// with dlopen when a run has several ranks, so a single-rank executable
-// needs neither mpirun nor an MPI library (Communicator.cpp).
+// libtitanrt_comm holds the MPI communicator and MPI's bootstrap for NCCL
+// ranks under mpirun, and is the only part of the runtime that links MPI:
+// libtitanrt loads it with dlopen when a run needs MPI, so single-rank
+// executables and GPU ranks started by torchrun or srun need no MPI
+// library (Communicator.cpp).
 //
 //===----------------------------------------------------------------------===//
 
+#include "Bootstrap.h"
 #include "Communicator.h"
 #include "Error.h"
 
 using namespace titanrt;
 
-#ifndef TITAN_HAVE_NCCL
-std::unique_ptr<Communicator>
-titanrt::createNCCLCommunicator(const std::vector<int64_t> &, double) {
-  fatal("this runtime was built without CUDA, so it has no NCCL "
-        "communicator; rebuild titan with TITAN_ENABLE_CUDA=ON");
-}
-#endif
-
 extern "C" {
 
-/// A new communicator for the mesh of `axes` sizes; `backend` is a
-/// titanrt::Backend.
+/// A new MPI communicator for the mesh of `axes` sizes.
 __attribute__((visibility("default"))) Communicator *
-titan_rt_create_communicator(const int64_t *mesh, int64_t axes, int backend,
-                             double startupTimeoutSeconds) {
+titan_rt_create_communicator(const int64_t *mesh, int64_t axes) {
   std::vector<int64_t> shape(mesh, mesh + axes);
-  return (Backend(backend) == Backend::NCCL
-              ? createNCCLCommunicator(shape, startupTimeoutSeconds)
-              : createMPICommunicator(shape))
-      .release();
+  return createMPICommunicator(shape).release();
+}
+
+/// MPI's bootstrap for NCCL's ranks under mpirun.
+__attribute__((visibility("default"))) Bootstrap *
+titan_rt_create_mpi_bootstrap() {
+  return createMPIBootstrap().release();
 }
 
 __attribute__((visibility("default"))) void titan_rt_finalize_mpi() {

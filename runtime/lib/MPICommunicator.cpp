@@ -23,6 +23,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "Bootstrap.h"
 #include "Communicator.h"
 #include "Error.h"
 #include "LowPrecision.h"
@@ -895,23 +896,64 @@ void MPICommunicator::failing(const std::string &reason) {
 
 } // namespace
 
-void Communicator::bootstrapMPI() {
+namespace {
+/// MPI_Init once, at MPI_THREAD_SERIALIZED for the progress thread
+/// (MPICommunicator::setProgressThread says why this level).
+void initMPI() {
   int initialized = 0;
   MPI_Initialized(&initialized);
-  // MPI_THREAD_SERIALIZED for the progress thread (MPICommunicator::
-  // setProgressThread says why this level).
   if (!initialized)
     check(
         MPI_Init_thread(nullptr, nullptr, MPI_THREAD_SERIALIZED, &threadLevel),
         "init");
   else
     MPI_Query_thread(&threadLevel);
+}
+
+/// NCCL's ranks under mpirun meet through MPI.
+class MPIBootstrap : public Bootstrap {
+public:
+  MPIBootstrap() {
+    initMPI();
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank_);
+    MPI_Comm_size(MPI_COMM_WORLD, &size_);
+    MPI_Comm node;
+    MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, rank_,
+                        MPI_INFO_NULL, &node);
+    MPI_Comm_rank(node, &localRank_);
+    MPI_Comm_size(node, &localSize_);
+    MPI_Comm_free(&node);
+  }
+  int rank() const override { return rank_; }
+  int size() const override { return size_; }
+  int localRank() const override { return localRank_; }
+  int localSize() const override { return localSize_; }
+  void broadcast(void *data, size_t bytes) override {
+    check(MPI_Bcast(data, int(bytes), MPI_BYTE, 0, MPI_COMM_WORLD),
+          "broadcast");
+  }
+  void barrier() override { check(MPI_Barrier(MPI_COMM_WORLD), "barrier"); }
+  void stopEveryRankOnError() override { setAbortHook(abortEveryRank); }
+  void finish() override {} // MPI_Finalize waits for the others
+  std::string describe() const override { return "an MPI launcher"; }
+
+private:
+  int rank_ = 0, size_ = 1, localRank_ = 0, localSize_ = 1;
+};
+} // namespace
+
+void Communicator::bootstrapMPI() {
+  initMPI();
   MPI_Comm_rank(MPI_COMM_WORLD, &rank_);
   MPI_Comm_size(MPI_COMM_WORLD, &size_);
   if (size_ > 1)
     setAbortHook(abortEveryRank);
   live_ = this;
   checkWorldSize(mesh_, size_);
+}
+
+std::unique_ptr<Bootstrap> titanrt::createMPIBootstrap() {
+  return std::make_unique<MPIBootstrap>();
 }
 
 void titanrt::finalizeMPI() {

@@ -5,8 +5,10 @@
 // with the group's communicator), and a request's finish() makes the
 // compute stream wait for it on the device (no host synchronization), so
 // compute scheduled between start and wait overlaps the transfer.
-// Bootstrapped over MPI: rank 0's ncclUniqueId is broadcast with MPI, and
-// the communicator of each set of mesh axes is split from the world one.
+// Bootstrapped through the launcher's Bootstrap (Bootstrap.h: MPI under
+// mpirun, the TCP store under torchrun and srun): rank 0's ncclUniqueId is
+// broadcast through it, and the communicator of each set of mesh axes is
+// split from the world one. This file links no MPI.
 // Gathers and scatters along a middle dimension go through a device staging
 // buffer in rank-major block order, rearranged with strided 2-D copies.
 //
@@ -31,6 +33,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "Bootstrap.h"
 #include "CaptureJoins.h"
 #include "Communicator.h"
 #include "Deadline.h"
@@ -43,7 +46,6 @@
 #include "llvm/ADT/SmallVector.h"
 
 #include <cuda_runtime.h>
-#include <mpi.h>
 #include <nccl.h>
 
 #include <algorithm>
@@ -222,26 +224,22 @@ void rearrange(const char *src, char *dst, int64_t outer, int64_t parts,
 class NCCLCommunicator : public Communicator {
 public:
   NCCLCommunicator(const std::vector<int64_t> &meshShape,
-                   double startupTimeoutSeconds) {
+                   double startupTimeoutSeconds, Bootstrap &bootstrap)
+      : bootstrap_(bootstrap) {
     mesh_ = meshShape;
     setTimeout(startupTimeoutSeconds);
     chooseLaunchOrder();
-    bootstrapMPI();
+    adopt(bootstrap);
     // One GPU per process: the process's index among those on its node.
-    MPI_Comm node;
-    MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, rank_,
-                        MPI_INFO_NULL, &node);
-    int localRank = 0, localSize = 1, devices = 0;
-    MPI_Comm_rank(node, &localRank);
-    MPI_Comm_size(node, &localSize);
-    MPI_Comm_free(&node);
+    int localRank = bootstrap.localRank(), localSize = bootstrap.localSize();
+    int devices = 0;
     if (cudaGetDeviceCount(&devices) != cudaSuccess || devices == 0)
       fatal("the NCCL communicator needs a CUDA device, and none is visible");
     // A process that sees one GPU (the launcher bound it) uses it, as the
     // CUDA device does; one that sees several takes its local rank's.
-    if (devices > 1 && localSize > devices)
-      fatal(std::to_string(localSize) + " ranks share a node with " +
-            std::to_string(devices) +
+    if (devices > 1 && (localSize > devices || localRank >= devices))
+      fatal(std::to_string(std::max(localSize, localRank + 1)) +
+            " ranks share a node with " + std::to_string(devices) +
             " GPUs; NCCL needs one GPU per rank (launch at most " +
             std::to_string(devices) + " ranks per node)");
     checkCuda(cudaSetDevice(devices == 1 ? 0 : localRank), "set device");
@@ -249,7 +247,7 @@ public:
     ncclUniqueId id;
     if (rank_ == 0)
       checkNccl(ncclGetUniqueId(&id), "unique id");
-    MPI_Bcast(&id, sizeof(id), MPI_BYTE, 0, MPI_COMM_WORLD);
+    bootstrap.broadcast(&id, sizeof(id));
     withinTimeout("ncclCommInitRank",
                   [&] { return ncclCommInitRank(&world_, size_, id, rank_); });
     comms_.push_back(world_);
@@ -501,7 +499,7 @@ public:
 
   void barrier() override {
     checkCuda(cudaDeviceSynchronize(), "synchronize");
-    MPI_Barrier(MPI_COMM_WORLD);
+    bootstrap_.barrier();
   }
 
   void watchStream(const std::string &what, cudaStream_t stream) override {
@@ -856,6 +854,7 @@ private:
     return it->second;
   }
 
+  Bootstrap &bootstrap_; ///< the launcher's (initCommunicator owns it)
   ncclComm_t world_ = nullptr;
   std::map<std::tuple<int64_t, int64_t, int>, Channel> channels_;
   /// Whether the transfer being issued is a pipeline channel's.
@@ -904,6 +903,23 @@ private:
 
 std::unique_ptr<Communicator>
 titanrt::createNCCLCommunicator(const std::vector<int64_t> &meshShape,
-                                double startupTimeoutSeconds) {
-  return std::make_unique<NCCLCommunicator>(meshShape, startupTimeoutSeconds);
+                                double startupTimeoutSeconds,
+                                Bootstrap &bootstrap) {
+  return std::make_unique<NCCLCommunicator>(meshShape, startupTimeoutSeconds,
+                                            bootstrap);
 }
+
+extern "C" {
+
+/// libtitanrt_nccl's entry: a NCCL communicator for the mesh of `axes`
+/// sizes whose ranks meet through `bootstrap`.
+__attribute__((visibility("default"))) Communicator *
+titan_rt_create_nccl_communicator(const int64_t *mesh, int64_t axes,
+                                  double startupTimeoutSeconds,
+                                  Bootstrap *bootstrap) {
+  std::vector<int64_t> shape(mesh, mesh + axes);
+  return createNCCLCommunicator(shape, startupTimeoutSeconds, *bootstrap)
+      .release();
+}
+
+} // extern "C"

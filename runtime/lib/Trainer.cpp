@@ -239,8 +239,9 @@ void fillShards(const Manifest &m, TensorSet &shards,
 void refuseMultiRankLaunch() {
   // (SLURM_STEP_NUM_TASKS, not SLURM_NTASKS: a batch script's own shell
   // lives in an allocation of many tasks without being one of them.)
-  for (const char *var : {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_SIZE",
-                          "SLURM_STEP_NUM_TASKS", "MV2_COMM_WORLD_SIZE"}) {
+  for (const char *var :
+       {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_SIZE", "SLURM_STEP_NUM_TASKS",
+        "MV2_COMM_WORLD_SIZE", "WORLD_SIZE"}) {
     const char *value = std::getenv(var);
     int64_t ranks = 0;
     if (value && !StringRef(value).getAsInteger(10, ranks) && ranks > 1)
@@ -248,7 +249,7 @@ void refuseMultiRankLaunch() {
             "one of " +
             std::to_string(ranks) + " (" + var + "=" + value +
             "); recompile with titan-compile --world-size " +
-            std::to_string(ranks) + ", or run it without mpirun/srun");
+            std::to_string(ranks) + ", or run it without a launcher");
   }
 }
 

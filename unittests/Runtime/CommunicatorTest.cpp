@@ -494,8 +494,11 @@ TEST(COMMUNICATOR, AllReduceCapturedInGraph) {
 
 int main(int argc, char **argv) {
   ::testing::InitGoogleTest(&argc, argv);
-  // mpirun tells each process the world size; run directly, it is one rank.
+  // mpirun (or torchrun) tells each process the world size; run directly,
+  // it is one rank.
   const char *size = std::getenv("OMPI_COMM_WORLD_SIZE");
+  if (!size)
+    size = std::getenv("WORLD_SIZE");
   int ranks = size ? std::atoi(size) : 1;
   if (ranks == 1)
     kMesh = {1, 1, 1, 1, 1};
