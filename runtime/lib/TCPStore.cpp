@@ -24,7 +24,9 @@ using namespace titanrt;
 
 namespace {
 
-enum Op : uint8_t { kSet = 0, kGet = 1, kAdd = 2 };
+/// kWatch is kGet that first acknowledges the wait: the client knows the
+/// server will tell it, however soon the key is set.
+enum Op : uint8_t { kSet = 0, kGet = 1, kAdd = 2, kWatch = 3 };
 constexpr size_t kHeaderBytes = 1 + 4; ///< op, key length
 
 llvm::Error storeError(const llvm::Twine &message) {
@@ -59,7 +61,7 @@ bool sendAll(int fd, const std::string &bytes) {
   return true;
 }
 
-std::string reply(const std::string &value) {
+std::string framed(const std::string &value) {
   std::string out;
   appendU64(out, value.size());
   return out + value;
@@ -101,10 +103,14 @@ struct StoreState {
     case kSet:
       values[key] = value;
       wake(key);
-      return sendAll(fd, reply(""));
+      return sendAll(fd, framed(""));
+    case kWatch:
+      if (!sendAll(fd, framed("")))
+        return false;
+      [[fallthrough]];
     case kGet:
       if (values.count(key))
-        return sendAll(fd, reply(values[key]));
+        return sendAll(fd, framed(values[key]));
       waiting.emplace(key, fd);
       return true;
     case kAdd: {
@@ -116,7 +122,7 @@ struct StoreState {
       values[key] =
           std::string(reinterpret_cast<char *>(&total), sizeof(total));
       wake(key);
-      return sendAll(fd, reply(values[key]));
+      return sendAll(fd, framed(values[key]));
     }
     }
     return false; // not titan's protocol: drop the client
@@ -124,7 +130,7 @@ struct StoreState {
   void wake(const std::string &key) {
     auto [begin, end] = waiting.equal_range(key);
     for (auto it = begin; it != end; ++it)
-      sendAll(it->second, reply(values[key]));
+      sendAll(it->second, framed(values[key]));
     waiting.erase(begin, end);
   }
   void forget(int fd) {
@@ -317,11 +323,19 @@ llvm::Expected<std::string> TCPStoreClient::request(uint8_t op,
     return storeError("lost the TCP store at " + address() +
                       " (the serving rank ended?) while asking for '" + key +
                       "'");
+  return reply(key);
+}
+
+llvm::Expected<std::string> TCPStoreClient::reply(const std::string &key) {
   auto deadline = std::chrono::steady_clock::now() +
                   std::chrono::duration<double>(timeoutSeconds_);
-  std::string got;
-  uint64_t expected = 0;
-  while (got.size() < 8 || got.size() < 8 + expected) {
+  auto whole = [&] {
+    uint64_t bytes = 0;
+    if (inbox_.size() >= 8)
+      std::memcpy(&bytes, inbox_.data(), 8);
+    return inbox_.size() >= 8 && inbox_.size() >= 8 + bytes;
+  };
+  while (!whole()) {
     int waitMs = -1;
     if (timeoutSeconds_ >= 0) {
       auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
@@ -344,11 +358,13 @@ llvm::Expected<std::string> TCPStoreClient::request(uint8_t op,
       return storeError("lost the TCP store at " + address() +
                         " (the serving rank ended?) while waiting for '" + key +
                         "'");
-    got.append(buffer, size_t(n));
-    if (got.size() >= 8)
-      std::memcpy(&expected, got.data(), 8);
+    inbox_.append(buffer, size_t(n));
   }
-  return got.substr(8, expected);
+  uint64_t bytes;
+  std::memcpy(&bytes, inbox_.data(), 8);
+  std::string value = inbox_.substr(8, bytes);
+  inbox_.erase(0, 8 + bytes);
+  return value;
 }
 
 llvm::Error TCPStoreClient::set(const std::string &key,
@@ -358,6 +374,14 @@ llvm::Error TCPStoreClient::set(const std::string &key,
 
 llvm::Expected<std::string> TCPStoreClient::get(const std::string &key) {
   return request(kGet, key, "");
+}
+
+llvm::Error TCPStoreClient::watch(const std::string &key) {
+  return request(kWatch, key, "").takeError();
+}
+
+llvm::Expected<std::string> TCPStoreClient::watched(const std::string &key) {
+  return reply(key);
 }
 
 llvm::Expected<int64_t> TCPStoreClient::add(const std::string &key,
@@ -384,9 +408,13 @@ llvm::Error TCPStoreClient::barrier(const std::string &name, int64_t size) {
 AbortWatcher::AbortWatcher(std::unique_ptr<TCPStoreClient> connection,
                            std::function<void(const std::string &)> onAbort)
     : connection_(std::move(connection)) {
+  // Registered before the constructor returns: an abort set later always
+  // reaches this watcher, even if the store's server ends right after.
+  if (llvm::Error e = connection_->watch(kAbortKey))
+    onAbort(llvm::toString(std::move(e)));
   connection_->waitForever();
   thread_ = std::thread([this, onAbort = std::move(onAbort)] {
-    llvm::Expected<std::string> message = connection_->get(kAbortKey);
+    llvm::Expected<std::string> message = connection_->watched(kAbortKey);
     if (stopping_)
       return llvm::consumeError(message.takeError());
     onAbort(message ? *message : llvm::toString(message.takeError()));

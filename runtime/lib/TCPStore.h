@@ -63,6 +63,10 @@ public:
   llvm::Error set(const std::string &key, const std::string &value);
   /// Waits until `key` is set and returns its value.
   llvm::Expected<std::string> get(const std::string &key);
+  /// get() in two halves: watch() returns once the server will send
+  /// `key`'s value, watched() waits for it.
+  llvm::Error watch(const std::string &key);
+  llvm::Expected<std::string> watched(const std::string &key);
   /// Adds `delta` to the integer at `key` (0 when unset); the new value.
   llvm::Expected<int64_t> add(const std::string &key, int64_t delta);
   /// Returns when `size` clients have called barrier(name, size).
@@ -79,11 +83,14 @@ private:
   TCPStoreClient(int fd, std::string host, int port, double timeoutSeconds);
   llvm::Expected<std::string> request(uint8_t op, const std::string &key,
                                       const std::string &value);
+  /// The next reply (`key` names what is waited for in messages).
+  llvm::Expected<std::string> reply(const std::string &key);
 
   int fd_;
   std::string host_;
   int port_;
   double timeoutSeconds_;
+  std::string inbox_; ///< received bytes not yet returned
 };
 
 /// A thread that waits on the store's abort key and calls `onAbort` with
