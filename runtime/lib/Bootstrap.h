@@ -36,8 +36,6 @@ public:
   /// The end of a run: no more aborts to watch. The rank serving a store
   /// returns once every rank has called it, so none finds the store gone.
   virtual void finish() = 0;
-  /// "mpirun", "torchrun (TCP store at host:port)".
-  virtual std::string describe() const = 0;
 };
 
 /// A job of one rank, started without a launcher: nothing to meet.
@@ -51,7 +49,6 @@ public:
   void barrier() override {}
   void stopEveryRankOnError() override {}
   void finish() override {}
-  std::string describe() const override { return "no launcher"; }
 };
 
 /// The TCP store's bootstrap for `launch` (torchrun, srun): local rank 0 of

@@ -317,7 +317,7 @@ std::unique_ptr<Communicator> &instance() {
   static std::unique_ptr<Communicator> comm;
   return comm;
 }
-/// NCCL's bootstrap, which outlives the communicator.
+/// NCCL's bootstrap; shutdownCommunicator ends it after the communicator.
 std::unique_ptr<Bootstrap> &bootstrapInstance() {
   static std::unique_ptr<Bootstrap> bootstrap;
   return bootstrap;
@@ -336,18 +336,25 @@ std::string runtimeFolder() {
   return dir;
 }
 
-/// `name` from the runtime's folder, and its entry `symbol`.
-void *loadEntry(const char *name, const char *symbol, const std::string &why) {
-  std::string path = runtimeFolder() + "/" + name;
-  // RTLD_GLOBAL: Open MPI's own components resolve MPI's symbols.
-  void *handle = dlopen(path.c_str(), RTLD_NOW | RTLD_GLOBAL);
-  if (!handle)
-    fatal("cannot load '" + path + "' (" + dlerror() + "); " + why);
-  void *entry = dlsym(handle, symbol);
-  if (!entry)
-    fatal("'" + path + "' is not titan's (no " + symbol + ")");
-  return entry;
-}
+/// The library `name` of the runtime's folder; `why` says who needs it.
+struct Library {
+  std::string path;
+  void *handle;
+
+  Library(const char *name, const std::string &why)
+      : path(runtimeFolder() + "/" + name),
+        // RTLD_GLOBAL: Open MPI's own components resolve MPI's symbols.
+        handle(dlopen(path.c_str(), RTLD_NOW | RTLD_GLOBAL)) {
+    if (!handle)
+      fatal("cannot load '" + path + "' (" + dlerror() + "); " + why);
+  }
+  template <typename F> F entry(const char *symbol) const {
+    void *address = dlsym(handle, symbol);
+    if (!address)
+      fatal("'" + path + "' is not titan's (no " + symbol + ")");
+    return reinterpret_cast<F>(address);
+  }
+};
 
 /// libtitanrt_comm (CommunicatorBackends.cpp), loaded on first use: only
 /// runs on MPI need it and Open MPI's libmpi.
@@ -359,15 +366,13 @@ struct MPILibrary {
 bool mpiLoaded = false;
 MPILibrary &mpiLibrary() {
   static MPILibrary lib = [] {
-    const char *name = "libtitanrt_comm.so";
-    std::string why = "runs launched by mpirun need it and Open MPI's libmpi";
+    Library comm("libtitanrt_comm.so",
+                 "runs launched by mpirun need it and Open MPI's libmpi");
     MPILibrary l;
-    l.create = reinterpret_cast<decltype(l.create)>(
-        loadEntry(name, "titan_rt_create_communicator", why));
-    l.bootstrap = reinterpret_cast<decltype(l.bootstrap)>(
-        loadEntry(name, "titan_rt_create_mpi_bootstrap", why));
-    l.finalize = reinterpret_cast<decltype(l.finalize)>(
-        loadEntry(name, "titan_rt_finalize_mpi", why));
+    l.create = comm.entry<decltype(l.create)>("titan_rt_create_communicator");
+    l.bootstrap =
+        comm.entry<decltype(l.bootstrap)>("titan_rt_create_mpi_bootstrap");
+    l.finalize = comm.entry<decltype(l.finalize)>("titan_rt_finalize_mpi");
     mpiLoaded = true;
     return l;
   }();
@@ -378,10 +383,11 @@ MPILibrary &mpiLibrary() {
 using CreateNCCL = Communicator *(*)(const int64_t *, int64_t, double,
                                      Bootstrap *);
 CreateNCCL ncclEntry() {
-  static CreateNCCL entry = reinterpret_cast<CreateNCCL>(loadEntry(
-      "libtitanrt_nccl.so", "titan_rt_create_nccl_communicator",
-      "GPU ranks need it and NCCL (a runtime built without CUDA has no NCCL "
-      "communicator; rebuild titan with TITAN_ENABLE_CUDA=ON)"));
+  static CreateNCCL entry =
+      Library("libtitanrt_nccl.so",
+              "GPU ranks need it and NCCL (a runtime built without CUDA has no "
+              "NCCL communicator; rebuild titan with TITAN_ENABLE_CUDA=ON)")
+          .entry<CreateNCCL>("titan_rt_create_nccl_communicator");
   return entry;
 }
 
@@ -407,6 +413,9 @@ void requireMPILaunch(const Launch &launch, const std::vector<int64_t> &mesh) {
 
 Communicator *createNCCL(const std::vector<int64_t> &mesh,
                          double timeoutSeconds, const Launch &launch) {
+  // Loaded first: a rank that cannot load it stops before the others wait
+  // for it at the store.
+  CreateNCCL create = ncclEntry();
   std::unique_ptr<Bootstrap> &bootstrap = bootstrapInstance();
   if (launch.launcher == Launcher::Alone)
     bootstrap = std::make_unique<LoneBootstrap>();
@@ -414,8 +423,8 @@ Communicator *createNCCL(const std::vector<int64_t> &mesh,
     bootstrap = createStoreBootstrap(launch, timeoutSeconds);
   else
     bootstrap.reset(mpiLibrary().bootstrap());
-  return ncclEntry()(mesh.data(), int64_t(mesh.size()), timeoutSeconds,
-                     bootstrap.get());
+  return create(mesh.data(), int64_t(mesh.size()), timeoutSeconds,
+                bootstrap.get());
 }
 } // namespace
 

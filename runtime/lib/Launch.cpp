@@ -44,13 +44,17 @@ llvm::Error readPort(EnvLookup env, Launch &launch, int fallback) {
   int64_t port = fallback;
   if (llvm::Error e = readInt(env, var, port, fallback == 0, launch.source))
     return e;
-  const char *agentStore = env("TORCHELASTIC_USE_AGENT_STORE");
-  if (StringRef(var) == "MASTER_PORT" && agentStore &&
-      StringRef(agentStore).equals_insensitive("true"))
-    ++port;
   if (port < 1 || port > 65535)
     return launchError(llvm::formatv(
         "{0}: port {1} is not a TCP port (1 to 65535)", var, port));
+  const char *agentStore = env("TORCHELASTIC_USE_AGENT_STORE");
+  if (StringRef(var) == "MASTER_PORT" && agentStore &&
+      StringRef(agentStore).equals_insensitive("true")) {
+    if (port == 65535)
+      return launchError("MASTER_PORT=65535 is torchrun's store, and titan's "
+                         "would be the next port: set TITAN_STORE_PORT");
+    ++port;
+  }
   launch.port = int(port);
   return llvm::Error::success();
 }
@@ -78,6 +82,7 @@ llvm::Expected<Launch> readTorchrun(EnvLookup env) {
       return std::move(e);
   if (llvm::Error e = readInt(env, "LOCAL_RANK", l.localRank, false, l.source))
     return std::move(e);
+  l.localRankKnown = env("LOCAL_RANK") != nullptr;
   if (llvm::Error e =
           readInt(env, "LOCAL_WORLD_SIZE", l.localSize, false, l.source))
     return std::move(e);
@@ -96,7 +101,7 @@ llvm::Expected<Launch> readTorchrun(EnvLookup env) {
 /// srun without an MPI plugin. The store is MASTER_ADDR:MASTER_PORT when
 /// set (TorchTitan's multinode_trainer.slurm exports both), else the step's
 /// first node at a port derived from the job and step ids, the same on
-/// every rank of the step and different for concurrent steps.
+/// every rank of the step and, mostly, different for concurrent steps.
 llvm::Expected<Launch> readSlurm(EnvLookup env) {
   Launch l;
   l.launcher = Launcher::Slurm;
@@ -109,6 +114,7 @@ llvm::Expected<Launch> readSlurm(EnvLookup env) {
   if (llvm::Error e =
           readInt(env, "SLURM_LOCALID", l.localRank, false, l.source))
     return std::move(e);
+  l.localRankKnown = env("SLURM_LOCALID") != nullptr;
   if (llvm::Error e = checkRank(l, "SLURM_PROCID", "SLURM_STEP_NUM_TASKS"))
     return std::move(e);
   const char *host = env("MASTER_ADDR");
@@ -122,13 +128,14 @@ llvm::Expected<Launch> readSlurm(EnvLookup env) {
     return std::move(e);
   if (llvm::Error e = readInt(env, "SLURM_STEP_ID", step, false, l.source))
     return std::move(e);
-  if (llvm::Error e = readPort(env, l, int(10000 + (job * 31 + step) % 50000)))
+  // Below Linux's ephemeral ports (32768 and up).
+  if (llvm::Error e = readPort(env, l, int(20000 + (job * 64 + step) % 12768)))
     return std::move(e);
   return l;
 }
 
 /// mpirun and srun with an MPI plugin: MPI_Init finds the ranks; the
-/// variables only say that this is such a launch.
+/// variables say that this is such a launch, and the local rank.
 std::optional<Launch> readMPI(EnvLookup env) {
   for (const char *var : {"OMPI_COMM_WORLD_SIZE", "PMIX_RANK", "PMI_SIZE",
                           "PMI_RANK", "MV2_COMM_WORLD_SIZE"})
@@ -136,6 +143,12 @@ std::optional<Launch> readMPI(EnvLookup env) {
       Launch l;
       l.launcher = Launcher::MPI;
       l.source = std::string("an MPI launcher (") + var + ")";
+      for (const char *local : {"OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID",
+                                "PMI_LOCAL_RANK", "SLURM_LOCALID"})
+        if (const char *value = env(local)) {
+          l.localRankKnown = !StringRef(value).getAsInteger(10, l.localRank);
+          break;
+        }
       return l;
     }
   return std::nullopt;
@@ -155,15 +168,19 @@ std::string titanrt::firstSlurmHost(StringRef hostList) {
   StringRef prefix = first.take_front(bracket);
   StringRef inside = first.drop_front(bracket + 1);
   size_t end = inside.find_first_of(",-]");
-  return (prefix + inside.take_front(end)).str();
+  StringRef suffix = inside.drop_front(inside.find(']') + 1);
+  suffix = suffix.take_front(suffix.find(','));
+  return (prefix.trim() + inside.take_front(end) + suffix.trim()).str();
 }
 
 llvm::Expected<Launch> titanrt::readLaunch(EnvLookup env) {
+  // torchrun's workers inherit what started torchrun (srun with an MPI
+  // plugin sets PMIX_RANK, say, once per node): its own variable wins.
+  if (env("TORCHELASTIC_RUN_ID"))
+    return readTorchrun(env);
   if (std::optional<Launch> mpi = readMPI(env))
     return *mpi;
-  // torchrun inside an srun step sees both: torchrun's workers are the
-  // ranks.
-  if (env("TORCHELASTIC_RUN_ID") || (env("RANK") && env("WORLD_SIZE")))
+  if (env("RANK") && env("WORLD_SIZE"))
     return readTorchrun(env);
   if (env("SLURM_PROCID") && env("SLURM_STEP_NUM_TASKS"))
     return readSlurm(env);

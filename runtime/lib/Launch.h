@@ -38,6 +38,8 @@ struct Launch {
   /// Among the ranks on this machine; localSize 0 when the launcher does
   /// not say.
   int64_t localRank = 0, localSize = 0;
+  /// Whether the launcher said the local rank (else it is taken as 0).
+  bool localRankKnown = false;
   /// The TCP store (torchrun, srun) at host:port: the rank with local
   /// rank 0 on the machine `host` names serves it (under torchrun and
   /// srun that need not be rank 0), and every rank connects to it.

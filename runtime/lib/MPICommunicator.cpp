@@ -935,7 +935,6 @@ public:
   void barrier() override { check(MPI_Barrier(MPI_COMM_WORLD), "barrier"); }
   void stopEveryRankOnError() override { setAbortHook(abortEveryRank); }
   void finish() override {} // MPI_Finalize waits for the others
-  std::string describe() const override { return "an MPI launcher"; }
 
 private:
   int rank_ = 0, size_ = 1, localRank_ = 0, localSize_ = 1;

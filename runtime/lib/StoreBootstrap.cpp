@@ -17,9 +17,10 @@
 
 #include <atomic>
 #include <chrono>
-#include <thread>
 #include <cstdio>
 #include <cstring>
+#include <mutex>
+#include <thread>
 
 using namespace titanrt;
 
@@ -28,12 +29,16 @@ namespace {
 class StoreBootstrap;
 std::atomic<StoreBootstrap *> liveStore{nullptr};
 
+/// How long a failing rank tries to tell the others.
+constexpr double kAbortSeconds = 5;
+
 class StoreBootstrap : public Bootstrap {
 public:
   StoreBootstrap(const Launch &launch, double timeoutSeconds)
       : launch_(launch) {
-    // Local rank 0 of the machine MASTER_ADDR names serves the store.
-    if (launch.localRank == 0) {
+    // Local rank 0 of the machine MASTER_ADDR names serves the store; rank
+    // 0 alone when the launcher did not say the local rank.
+    if (launch.localRankKnown ? launch.localRank == 0 : launch.rank == 0) {
       llvm::Expected<std::unique_ptr<TCPStoreServer>> server =
           TCPStoreServer::start(launch.host, launch.port);
       if (!server)
@@ -50,6 +55,12 @@ public:
             return;
           peerFailed(message);
         });
+    // The abort has a connection of its own: fatal() may run on any
+    // thread while the main one waits on `client_`.
+    aborts_ = connect(timeoutSeconds);
+    // From here on a failure on this rank stops the others.
+    if (launch.size > 1)
+      stopEveryRankOnError();
   }
   ~StoreBootstrap() override {
     StoreBootstrap *self = this;
@@ -88,9 +99,11 @@ public:
   }
 
   /// Every rank says it is done; the serving rank keeps the store until
-  /// all have (a rank still waiting for a reply would find it gone).
+  /// all have (a rank still waiting for a reply would find it gone), and
+  /// keeps watching for an abort until then.
   void finish() override {
-    watcher_.reset();
+    if (!server_)
+      watcher_.reset();
     llvm::Expected<int64_t> done = client_->add("finished", 1);
     if (!done)
       failed(llvm::toString(done.takeError()));
@@ -98,10 +111,7 @@ public:
       check(client_->set("all-finished", ""));
     if (server_)
       check(client_->get("all-finished").takeError());
-  }
-
-  std::string describe() const override {
-    return launch_.source + " (TCP store at " + client_->address() + ")";
+    watcher_.reset();
   }
 
 private:
@@ -130,10 +140,14 @@ private:
     StoreBootstrap *self = liveStore.load();
     if (Communicator *comm = Communicator::live())
       comm->failing(message);
-    if (self)
-      llvm::consumeError(self->client_->set(
+    if (self) {
+      // One abort at a time, and not for long: the store may be gone.
+      std::lock_guard<std::mutex> lock(self->abortMutex_);
+      self->aborts_->setTimeout(kAbortSeconds);
+      llvm::consumeError(self->aborts_->set(
           AbortWatcher::kAbortKey,
           "rank " + std::to_string(self->launch_.rank) + ": " + message));
+    }
     std::fflush(stderr);
     std::_Exit(1);
   }
@@ -154,6 +168,8 @@ private:
   std::unique_ptr<TCPStoreServer> server_; ///< the serving rank's; last to go
   std::unique_ptr<TCPStoreClient> client_;
   std::unique_ptr<AbortWatcher> watcher_;
+  std::unique_ptr<TCPStoreClient> aborts_;
+  std::mutex abortMutex_;
   int64_t broadcasts_ = 0, barriers_ = 0;
 };
 

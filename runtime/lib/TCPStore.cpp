@@ -10,6 +10,7 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -28,6 +29,10 @@ namespace {
 /// server will tell it, however soon the key is set.
 enum Op : uint8_t { kSet = 0, kGet = 1, kAdd = 2, kWatch = 3 };
 constexpr size_t kHeaderBytes = 1 + 4; ///< op, key length
+/// The most a request carries: keys are short names, values at most an
+/// id or a small table.
+constexpr uint32_t kMaxKeyBytes = 4096;
+constexpr uint64_t kMaxValueBytes = uint64_t(64) << 20;
 
 llvm::Error storeError(const llvm::Twine &message) {
   return llvm::createStringError(llvm::inconvertibleErrorCode(), message.str());
@@ -71,17 +76,25 @@ std::string framed(const std::string &value) {
 struct Connection {
   std::string pending;
 
+  /// Whether the bytes so far cannot be titan's protocol (the client is
+  /// then dropped): an unknown op, or a key or value past the limits.
+  bool malformed = false;
+
   /// The next whole request in `pending`, removed from it.
   bool takeRequest(Op &op, std::string &key, std::string &value) {
     if (pending.size() < kHeaderBytes)
       return false;
     uint32_t keyBytes;
     std::memcpy(&keyBytes, pending.data() + 1, 4);
+    if (uint8_t(pending[0]) > kWatch || keyBytes > kMaxKeyBytes)
+      return !(malformed = true);
     size_t valueAt = kHeaderBytes + keyBytes;
     if (pending.size() < valueAt + 8)
       return false;
     uint64_t valueBytes;
     std::memcpy(&valueBytes, pending.data() + valueAt, 8);
+    if (valueBytes > kMaxValueBytes)
+      return !(malformed = true);
     if (pending.size() < valueAt + 8 + valueBytes)
       return false;
     op = Op(pending[0]);
@@ -139,24 +152,34 @@ struct StoreState {
   }
 };
 
+/// Takes the next connection waiting at `listenFd` into `clients`.
+void acceptClient(int listenFd, std::map<int, Connection> &clients) {
+  int fd = ::accept4(listenFd, nullptr, nullptr, SOCK_CLOEXEC);
+  if (fd >= 0) {
+    int one = 1;
+    ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+    clients[fd];
+    return;
+  }
+  // Out of descriptors the connection would stay queued and poll() spin:
+  // the serving rank stops, and the others then stop as its store is gone.
+  if (errno == EMFILE || errno == ENFILE) {
+    rlimit files{};
+    ::getrlimit(RLIMIT_NOFILE, &files);
+    std::fprintf(stderr,
+                 "error: the TCP store cannot accept another rank: %s (%zu "
+                 "connections, open-file limit %llu; raise it with ulimit "
+                 "-n)\n",
+                 lastErrno().c_str(), clients.size(),
+                 (unsigned long long)files.rlim_cur);
+    std::fflush(stderr);
+    std::_Exit(1);
+  }
+}
+
 } // namespace
 
 namespace {
-/// A socket listening on `a`, -1 with errno set when it cannot.
-int listenOn(const addrinfo &a) {
-  int fd = ::socket(a.ai_family, a.ai_socktype | SOCK_CLOEXEC, a.ai_protocol);
-  if (fd < 0)
-    return -1;
-  int one = 1;
-  ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-  if (::bind(fd, a.ai_addr, a.ai_addrlen) == 0 && ::listen(fd, 1024) == 0)
-    return fd;
-  int saved = errno;
-  ::close(fd);
-  errno = saved;
-  return -1;
-}
-
 int boundPort(int fd) {
   sockaddr_storage address{};
   socklen_t length = sizeof(address);
@@ -167,29 +190,91 @@ int boundPort(int fd) {
 }
 } // namespace
 
-llvm::Expected<std::unique_ptr<TCPStoreServer>>
-TCPStoreServer::start(const std::string &host, int port) {
+namespace {
+/// Whether `host` names this machine: an address of it binds (port 0).
+/// Another machine's gives EADDRNOTAVAIL (or, on a host without IPv6,
+/// EAFNOSUPPORT for its IPv6 address).
+llvm::Expected<bool> isThisMachine(const std::string &host) {
   addrinfo hints{}, *found = nullptr;
   hints.ai_family = AF_UNSPEC;
   hints.ai_socktype = SOCK_STREAM;
-  if (int rc = ::getaddrinfo(host.c_str(), std::to_string(port).c_str(), &hints,
-                             &found))
+  if (int rc = ::getaddrinfo(host.c_str(), "0", &hints, &found))
     return storeError("cannot resolve the TCP store's host '" + host +
                       "': " + ::gai_strerror(rc));
-  int fd = -1;
-  std::string why;
-  for (addrinfo *a = found; a && fd < 0; a = a->ai_next)
-    if ((fd = listenOn(*a)) < 0 && errno != EADDRNOTAVAIL)
-      why = lastErrno();
+  bool here = false;
+  for (addrinfo *a = found; a && !here; a = a->ai_next) {
+    int fd =
+        ::socket(a->ai_family, a->ai_socktype | SOCK_CLOEXEC, a->ai_protocol);
+    here = fd >= 0 && ::bind(fd, a->ai_addr, a->ai_addrlen) == 0;
+    if (fd >= 0)
+      ::close(fd);
+  }
   ::freeaddrinfo(found);
-  if (fd < 0 && why.empty())
-    return nullptr; // `host` is another machine
+  return here;
+}
+
+/// A socket listening at `port` on every interface, IPv6 and IPv4 (as
+/// PyTorch's TCPStore: `MASTER_ADDR` may resolve, on this machine, to an
+/// address others do not reach it by, such as Debian's 127.0.1.1).
+int listenEverywhere(int port) {
+  int fd = ::socket(AF_INET6, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_storage address{};
+  socklen_t length;
+  int one = 1, zero = 0;
+  if (fd >= 0) {
+    ::setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &zero, sizeof(zero));
+    auto *a = reinterpret_cast<sockaddr_in6 *>(&address);
+    a->sin6_family = AF_INET6;
+    a->sin6_addr = in6addr_any;
+    a->sin6_port = htons(uint16_t(port));
+    length = sizeof(sockaddr_in6);
+  } else {
+    fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0)
+      return -1;
+    auto *a = reinterpret_cast<sockaddr_in *>(&address);
+    a->sin_family = AF_INET;
+    a->sin_addr.s_addr = htonl(INADDR_ANY);
+    a->sin_port = htons(uint16_t(port));
+    length = sizeof(sockaddr_in);
+  }
+  ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+  if (::bind(fd, reinterpret_cast<sockaddr *>(&address), length) == 0 &&
+      ::listen(fd, 4096) == 0)
+    return fd;
+  int saved = errno;
+  ::close(fd);
+  errno = saved;
+  return -1;
+}
+
+/// The server holds a few connections per rank: the soft limit on open
+/// files (often 1024) is raised to the hard one.
+void allowManyConnections() {
+  rlimit files;
+  if (::getrlimit(RLIMIT_NOFILE, &files) == 0 &&
+      files.rlim_cur < files.rlim_max) {
+    files.rlim_cur = files.rlim_max;
+    ::setrlimit(RLIMIT_NOFILE, &files);
+  }
+}
+} // namespace
+
+llvm::Expected<std::unique_ptr<TCPStoreServer>>
+TCPStoreServer::start(const std::string &host, int port) {
+  llvm::Expected<bool> here = isThisMachine(host);
+  if (!here)
+    return here.takeError();
+  if (!*here)
+    return nullptr;
+  allowManyConnections();
+  int fd = listenEverywhere(port);
   if (fd < 0)
     return storeError(llvm::formatv(
-        "cannot serve the TCP store at {0}:{1}: {2} (another job's store, "
-        "or a rank of this job left behind? set MASTER_PORT, or "
-        "TITAN_STORE_PORT, to a free port)",
-        host, port, why));
+        "cannot serve the TCP store on port {0}: {1} (another job's store, "
+        "or a rank of this job left behind? set TITAN_STORE_PORT to a free "
+        "port)",
+        port, lastErrno()));
   int wake[2];
   if (::pipe2(wake, O_CLOEXEC) != 0) {
     ::close(fd);
@@ -227,9 +312,7 @@ void TCPStoreServer::serve() {
     if (fds[0].revents)
       break;
     if (fds[1].revents & POLLIN)
-      if (int fd = ::accept4(listenFd_, nullptr, nullptr, SOCK_CLOEXEC);
-          fd >= 0)
-        clients[fd];
+      acceptClient(listenFd_, clients);
     for (size_t i = 2; i < fds.size(); ++i) {
       if (!fds[i].revents)
         continue;
@@ -244,6 +327,7 @@ void TCPStoreServer::serve() {
         std::string key, value;
         while (keep && c.takeRequest(op, key, value))
           keep = state.apply(fd, op, key, value);
+        keep = keep && !c.malformed;
       }
       if (!keep) {
         state.forget(fd);
@@ -256,11 +340,36 @@ void TCPStoreServer::serve() {
     ::close(fd);
 }
 
+namespace {
+/// connect() on a blocking socket, given up at `deadline`: a machine that
+/// drops the handshake would otherwise hold it for minutes.
+bool connectBefore(int fd, const addrinfo &a,
+                   std::chrono::steady_clock::time_point deadline) {
+  int flags = ::fcntl(fd, F_GETFL);
+  ::fcntl(fd, F_SETFL, flags | O_NONBLOCK);
+  int rc = ::connect(fd, a.ai_addr, a.ai_addrlen);
+  if (rc != 0 && errno == EINPROGRESS) {
+    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+        deadline - std::chrono::steady_clock::now());
+    pollfd p{fd, POLLOUT, 0};
+    int error = ETIMEDOUT;
+    socklen_t length = sizeof(error);
+    if (::poll(&p, 1, int(std::max<int64_t>(left.count(), 1))) == 1)
+      ::getsockopt(fd, SOL_SOCKET, SO_ERROR, &error, &length);
+    errno = error;
+    rc = error == 0 ? 0 : -1;
+  }
+  ::fcntl(fd, F_SETFL, flags);
+  return rc == 0;
+}
+} // namespace
+
 llvm::Expected<std::unique_ptr<TCPStoreClient>>
 TCPStoreClient::connect(const std::string &host, int port,
                         double timeoutSeconds) {
   auto deadline = std::chrono::steady_clock::now() +
-                  std::chrono::duration<double>(timeoutSeconds);
+                  std::chrono::duration_cast<std::chrono::milliseconds>(
+                      std::chrono::duration<double>(timeoutSeconds));
   std::string why;
   do {
     addrinfo hints{}, *found = nullptr;
@@ -276,7 +385,7 @@ TCPStoreClient::connect(const std::string &host, int port,
                           a->ai_protocol);
         if (fd < 0)
           continue;
-        if (::connect(fd, a->ai_addr, a->ai_addrlen) == 0) {
+        if (connectBefore(fd, *a, deadline)) {
           ::freeaddrinfo(found);
           int one = 1;
           ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
@@ -292,8 +401,9 @@ TCPStoreClient::connect(const std::string &host, int port,
   } while (std::chrono::steady_clock::now() < deadline);
   return storeError(llvm::formatv(
       "cannot reach the TCP store at {0}:{1} within {2} s ({3}); is local "
-      "rank 0 of MASTER_ADDR's machine running, and are MASTER_ADDR and "
-      "MASTER_PORT the same on every rank?",
+      "rank 0 of that machine running, and is the store's address "
+      "(MASTER_ADDR, MASTER_PORT or TITAN_STORE_PORT; under srun the step's "
+      "first node) the same on every rank?",
       host, port, seconds(timeoutSeconds), why));
 }
 
@@ -348,7 +458,8 @@ llvm::Expected<std::string> TCPStoreClient::reply(const std::string &key) {
       waitMs = int(std::min<int64_t>(left.count(), 1000));
     }
     pollfd p{fd_, POLLIN, 0};
-    if (::poll(&p, 1, waitMs) == 0)
+    int ready = ::poll(&p, 1, waitMs);
+    if (ready == 0 || (ready < 0 && errno == EINTR))
       continue;
     char buffer[4096];
     ssize_t n = ::recv(fd_, buffer, sizeof(buffer), 0);

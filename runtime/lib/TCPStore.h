@@ -35,9 +35,9 @@ namespace titanrt {
 /// own until destroyed.
 class TCPStoreServer {
 public:
-  /// Listens at host:port when `host` is an address of this machine; null
-  /// when it is another machine's. An error names the address (the port in
-  /// use, say). Port 0 picks a free one (port() says which; tests use it).
+  /// Listens at `port` on every interface when `host` names this machine;
+  /// null when it is another machine's. An error names the port (in use,
+  /// say). Port 0 picks a free one (port() says which; tests use it).
   static llvm::Expected<std::unique_ptr<TCPStoreServer>>
   start(const std::string &host, int port);
   ~TCPStoreServer();
@@ -74,6 +74,7 @@ public:
 
   /// Waits without a deadline (the abort watcher).
   void waitForever() { timeoutSeconds_ = -1; }
+  void setTimeout(double seconds) { timeoutSeconds_ = seconds; }
   /// Ends a wait of another thread on this connection (it sees the
   /// connection closed).
   void interrupt();

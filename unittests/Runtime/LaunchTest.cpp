@@ -79,13 +79,35 @@ TEST(Launch, TorchrunInsideSrunIsTorchrun) {
   EXPECT_EQ(launchOf(vars)->launcher, Launcher::Torchrun);
 }
 
-TEST(Launch, MPIWinsOverEverything) {
+// torchrun's workers inherit what started torchrun: srun with an MPI
+// plugin (PMIX_RANK, once per node) or mpirun. TORCHELASTIC_RUN_ID, which
+// only torchrun sets for its workers, wins; without it a bare RANK is a
+// hand-written launch script's, and MPI's variables win.
+TEST(Launch, TorchrunWinsOverInheritedMPIVariables) {
   auto vars = kTorchrun;
-  vars["OMPI_COMM_WORLD_SIZE"] = "16";
+  vars["PMIX_RANK"] = "0";
+  vars["OMPI_COMM_WORLD_SIZE"] = "2";
+  EXPECT_EQ(launchOf(vars)->launcher, Launcher::Torchrun);
+  vars.erase("TORCHELASTIC_RUN_ID");
   llvm::Expected<Launch> l = launchOf(vars);
   EXPECT_EQ(l->launcher, Launcher::MPI);
   EXPECT_FALSE(l->usesStore());
   EXPECT_EQ(launchOf({{"PMIX_RANK", "0"}})->launcher, Launcher::MPI);
+}
+
+TEST(Launch, LocalRankIsTheLaunchers) {
+  EXPECT_TRUE(launchOf(kTorchrun)->localRankKnown);
+  auto vars = kTorchrun;
+  vars.erase("LOCAL_RANK");
+  EXPECT_FALSE(launchOf(vars)->localRankKnown);
+  // Under srun's torchrun every worker inherits SLURM_LOCALID=0.
+  vars = kTorchrun;
+  vars["SLURM_LOCALID"] = "0";
+  EXPECT_EQ(launchOf(vars)->localRank, 1);
+  llvm::Expected<Launch> mpi = launchOf(
+      {{"OMPI_COMM_WORLD_SIZE", "8"}, {"OMPI_COMM_WORLD_LOCAL_RANK", "3"}});
+  EXPECT_EQ(mpi->localRank, 3);
+  EXPECT_TRUE(mpi->localRankKnown);
 }
 
 TEST(Launch, TorchrunErrorsNameTheVariable) {
@@ -104,6 +126,12 @@ TEST(Launch, TorchrunErrorsNameTheVariable) {
   EXPECT_EQ(errorOf(vars),
             "MASTER_PORT: port 70000 is not a TCP port (1 to 65535)");
   vars = kTorchrun;
+  vars["TORCHELASTIC_USE_AGENT_STORE"] = "True";
+  vars["MASTER_PORT"] = "65535";
+  EXPECT_EQ(errorOf(vars), "MASTER_PORT=65535 is torchrun's store, and "
+                           "titan's would be the next port: set "
+                           "TITAN_STORE_PORT");
+  vars = kTorchrun;
   vars["WORLD_SIZE"] = "two";
   EXPECT_EQ(errorOf(vars), "WORLD_SIZE=two is not a non-negative integer");
 }
@@ -120,8 +148,8 @@ TEST(Launch, Srun) {
   EXPECT_EQ(l->size, 16);
   EXPECT_EQ(l->localRank, 1);
   EXPECT_EQ(l->host, "gpu07");
-  // The same on every rank of the step: 10000 + (1234 * 31 + 2) % 50000.
-  EXPECT_EQ(l->port, 10000 + (1234 * 31 + 2) % 50000);
+  // The same on every rank of the step, below the ephemeral ports.
+  EXPECT_EQ(l->port, 20000 + (1234 * 64 + 2) % 12768);
   vars["MASTER_ADDR"] = "head";
   vars["MASTER_PORT"] = "29500";
   l = launchOf(vars);
@@ -136,6 +164,7 @@ TEST(Launch, FirstSlurmHost) {
   EXPECT_EQ(firstSlurmHost("node[9,3-5]"), "node9");
   EXPECT_EQ(firstSlurmHost("rack1-n[001-004]"), "rack1-n001");
   EXPECT_EQ(firstSlurmHost("a1,b[2-3]"), "a1");
+  EXPECT_EQ(firstSlurmHost("n[1-2]-ib,m1"), "n1-ib");
 }
 
 } // namespace

@@ -14,16 +14,21 @@
 
 #include <gtest/gtest.h>
 
+#include <arpa/inet.h>
 #include <fcntl.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <array>
+#include <chrono>
 #include <cstring>
 #include <fstream>
 #include <functional>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 using namespace titanrt;
@@ -47,6 +52,7 @@ Launch launchOf(int64_t rank, int64_t size, int64_t localRank, int port) {
   l.rank = rank;
   l.size = size;
   l.localRank = localRank;
+  l.localRankKnown = true;
   l.host = "127.0.0.1";
   l.port = port;
   return l;
@@ -205,6 +211,52 @@ TEST(TCPStore, FromLauncherEnvironment) {
   for (int i = 0; i < 3; ++i)
     b->barrier();
   b->finish();
+}
+
+// A failing rank while the serving rank waits for the others to finish:
+// the serving rank still hears of it (it keeps watching until all have).
+TEST(TCPStore, AFailureAtTheEndStillStopsTheServingRank) {
+  int port = freePort();
+  std::vector<Exit> exits = runRanks(2, [&](int r) {
+    std::unique_ptr<Bootstrap> b =
+        createStoreBootstrap(launchOf(r, 2, r, port), kTimeout);
+    b->barrier();
+    if (r == 1) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(200));
+      fatal("the last save failed");
+    }
+    b->finish();
+    return 0;
+  });
+  EXPECT_EQ(exits[0].status, 1);
+  EXPECT_NE(exits[0].stderrText.find("stopping: rank 1: the last save failed"),
+            std::string::npos)
+      << exits[0].stderrText;
+}
+
+// Bytes that are not titan's protocol drop that client, not the store.
+TEST(TCPStore, GarbageDropsOnlyItsClient) {
+  llvm::Expected<std::unique_ptr<TCPStoreServer>> server =
+      TCPStoreServer::start("127.0.0.1", 0);
+  ASSERT_TRUE(server && *server);
+  int port = (*server)->port();
+  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_port = htons(uint16_t(port));
+  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(
+      ::connect(fd, reinterpret_cast<sockaddr *>(&address), sizeof(address)),
+      0);
+  const char garbage[] = "GET / HTTP/1.1\r\n\r\n";
+  ASSERT_GT(::send(fd, garbage, sizeof(garbage), 0), 0);
+  char byte;
+  EXPECT_EQ(::recv(fd, &byte, 1, 0), 0); // closed by the server
+  ::close(fd);
+  llvm::Expected<std::unique_ptr<TCPStoreClient>> client =
+      TCPStoreClient::connect("127.0.0.1", port, 5);
+  ASSERT_TRUE(bool(client));
+  EXPECT_EQ(*(*client)->add("still", 1), 1);
 }
 
 TEST(TCPStore, AnotherMachinesAddressIsNotServedHere) {
