@@ -21,6 +21,11 @@
 using namespace titan;
 using llvm::StringRef;
 
+/// Why TorchTitan's flex-attention settings are refused.
+static const std::string kBlockCausalMissing =
+    "(use_flex_attn = true, attn_mask_type = \"block_causal\": attention "
+    "within each packed document) is not implemented in titan yet";
+
 static llvm::Error makeError(const llvm::Twine &msg) {
   return llvm::createStringError(llvm::inconvertibleErrorCode(), msg.str());
 }
@@ -234,6 +239,16 @@ llvm::Expected<LlamaArgs> titan::readLlamaToml(StringRef path) {
                        "low_freq_factor, high_freq_factor and "
                        "original_max_position_embeddings");
       a.ropeScaling = s;
+    } else if (key == "use_flex_attn" || key == "attn_mask_type") {
+      // TorchTitan's defaults (SDPA, causal) are what titan builds.
+      bool isDefault = key == "use_flex_attn"
+                           ? node.value<bool>() == false
+                           : node.value<std::string>() == "causal";
+      if (!isDefault)
+        errs.push_back(where(path, node) + ": " + key.str() + " " +
+                       kBlockCausalMissing +
+                       " (only TorchTitan's default is accepted: "
+                       "use_flex_attn = false, attn_mask_type = \"causal\")");
     } else {
       errs.push_back(where(path, name) + ": unknown model key '" + key.str() +
                      "'" + didYouMean(key, topKeys));
@@ -459,6 +474,14 @@ llvm::Expected<LlamaArgs> titan::resolveLlamaModel(const TrainConfig &config,
     return readHFLlamaConfig(flavor);
   if (flavor.ends_with(".toml") || flavor.contains('/'))
     return readLlamaToml(flavor);
+
+  // TorchTitan's flavors titan does not build yet, named as such.
+  if (flavor == "debugmodel_flex_attn")
+    return makeError(
+        "model.flavor: TorchTitan's flavor 'debugmodel_flex_attn' " +
+        kBlockCausalMissing +
+        "; 'debugmodel' is the same model with causal attention over the "
+        "whole sequence");
 
   // Unknown flavor: list what is there.
   std::vector<std::string> flavors;
