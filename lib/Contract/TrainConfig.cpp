@@ -515,7 +515,10 @@ std::vector<KeySpec> buildSchema(TrainConfig &c) {
       &c.checkpoint.enableFirstStepCheckpoint,
       "Also save after the first step");
   add("checkpoint", "async_mode", &c.checkpoint.asyncMode,
-      "Background saves (titan saves synchronously)")
+      "Background saves: the save step copies the state to host staging "
+      "(page-locked on CUDA with async_with_pinned_mem), a thread writes "
+      "it, and it is committed at a step end once every rank has written; "
+      "the last step's save stays synchronous")
       .oneOf({"disabled", "async", "async_with_pinned_mem"});
   add("checkpoint", "load_step", &c.checkpoint.loadStep,
       "Step to resume from (with checkpoint.enable, -1 is the latest)")

@@ -561,16 +561,26 @@ TrainingState Checkpointer::resume(const std::string &folder,
   return state;
 }
 
-std::string Checkpointer::save(const TrainingState &state,
-                               llvm::ArrayRef<StateSet> sets) {
-  std::string folder = stepFolder(state.step), tmp = folder + ".tmp";
+SaveInProgress Checkpointer::beginSave(const TrainingState &state,
+                                       llvm::ArrayRef<StateSet> sets) {
+  SaveInProgress save;
+  save.state = state;
+  save.folder = stepFolder(state.step);
+  save.tmp = save.folder + ".tmp";
+  for (const StateSet &set : sets)
+    save.sets.push_back({set.kind, nullptr});
   if (leader_) {
-    llvm::sys::fs::remove_directories(tmp);
-    if (std::error_code ec = llvm::sys::fs::create_directories(tmp))
-      fatal("cannot create checkpoint folder '" + tmp + "': " + ec.message());
+    llvm::sys::fs::remove_directories(save.tmp);
+    if (std::error_code ec = llvm::sys::fs::create_directories(save.tmp))
+      fatal("cannot create checkpoint folder '" + save.tmp +
+            "': " + ec.message());
   }
   barrier();
+  return save;
+}
 
+void Checkpointer::writeOwnBlocks(SaveInProgress &save,
+                                  llvm::ArrayRef<StateSet> sets) const {
   // This rank's blocks, each written by the first of the ranks holding it.
   std::vector<TensorRef> mine;
   std::vector<std::vector<float>> packed; // blocks narrower than the shard
@@ -594,27 +604,38 @@ std::string Checkpointer::save(const TrainingState &state,
     }
   int64_t rank = comm_ ? comm_->rank() : 0;
   if (!mine.empty())
-    writeSafetensors(joinPath(tmp, shardFileName(rank)), mine, Dtype::f32);
-  maybeDieInSave(state.step, rank);
+    writeSafetensors(joinPath(save.tmp, shardFileName(rank)), mine, Dtype::f32);
+  for (const TensorRef &t : mine)
+    save.ownChecksums[t.name] = blockChecksum(t.data, t.numel());
+  maybeDieInSave(save.state.step, rank);
+}
+
+std::string Checkpointer::save(const TrainingState &state,
+                               llvm::ArrayRef<StateSet> sets) {
+  SaveInProgress save = beginSave(state, sets);
+  writeOwnBlocks(save, sets);
+  return commitSave(save);
+}
+
+std::string Checkpointer::commitSave(SaveInProgress &save) {
+  const TrainingState &state = save.state;
+  llvm::ArrayRef<StateSet> sets = save.sets;
+  int64_t rank = comm_ ? comm_->rank() : 0;
   barrier();
 
   // The blocks' checksums, in the index's order: each rank hashes its own,
   // and an all-reduce brings them to the first rank as 32-bit halves
   // (exact in doubles; every other rank adds zeros).
-  llvm::StringMap<uint64_t> ownChecksums;
-  for (const TensorRef &t : mine)
-    ownChecksums[t.name] = blockChecksum(t.data, t.numel());
   std::vector<double> checksums;
-  forEachSavedBlock(manifest_, sets,
-                    [&](const StateSet &set, const Manifest::Param &p,
-                        int64_t r, const Box &) {
-                      uint64_t sum =
-                          r == rank
-                              ? ownChecksums.lookup(set.kind + ":" + p.name)
-                              : 0;
-                      checksums.push_back(double(sum >> 32));
-                      checksums.push_back(double(sum & 0xffffffffu));
-                    });
+  forEachSavedBlock(
+      manifest_, sets,
+      [&](const StateSet &set, const Manifest::Param &p, int64_t r,
+          const Box &) {
+        uint64_t sum =
+            r == rank ? save.ownChecksums.lookup(set.kind + ":" + p.name) : 0;
+        checksums.push_back(double(sum >> 32));
+        checksums.push_back(double(sum & 0xffffffffu));
+      });
   if (comm_)
     comm_->hostAllReduce(checksums.data(), int64_t(checksums.size()),
                          Reduction::Sum, (1u << kNumAxes) - 1);
@@ -670,10 +691,10 @@ std::string Checkpointer::save(const TrainingState &state,
     std::string text;
     llvm::raw_string_ostream os(text);
     os << llvm::json::Value(std::move(index)) << "\n";
-    writeFileDurably(joinPath(tmp, kIndexFile), text);
+    writeFileDurably(joinPath(save.tmp, kIndexFile), text);
   }
-  commit(tmp, folder);
-  return folder;
+  commit(save.tmp, save.folder);
+  return save.folder;
 }
 
 std::string Checkpointer::exportModel(int64_t step, const StateSet &params,

@@ -39,6 +39,7 @@
 #include "SafeTensors.h"
 
 #include "llvm/ADT/ArrayRef.h"
+#include "llvm/ADT/StringMap.h"
 #include "llvm/ADT/StringRef.h"
 
 #include <cstdint>
@@ -71,6 +72,15 @@ struct TrainingState {
   /// empty for a token file, whose position is samplesConsumed, and in
   /// checkpoints that predate it).
   std::vector<DataPosition> dataPositions;
+};
+
+/// A full checkpoint on its way: where it goes, what it holds, and the
+/// checksums of the blocks this rank wrote.
+struct SaveInProgress {
+  TrainingState state;
+  std::string folder, tmp;
+  std::vector<StateSet> sets; ///< the kinds (no shards: written already)
+  llvm::StringMap<uint64_t> ownChecksums;
 };
 
 class Checkpointer {
@@ -111,6 +121,17 @@ public:
 
   /// Writes a full checkpoint of `state.step`; returns its folder.
   std::string save(const TrainingState &state, llvm::ArrayRef<StateSet> sets);
+  /// save() in three parts, so that the middle one, which is this rank's
+  /// alone (no collective), can run on another thread (AsyncCheckpoint.h):
+  /// beginSave makes the folder (every rank), writeOwnBlocks writes this
+  /// rank's file, and commitSave, once every rank has written, brings the
+  /// checksums to the first rank, which writes the index and renames the
+  /// folder into place (every rank).
+  SaveInProgress beginSave(const TrainingState &state,
+                           llvm::ArrayRef<StateSet> sets);
+  void writeOwnBlocks(SaveInProgress &save,
+                      llvm::ArrayRef<StateSet> sets) const;
+  std::string commitSave(SaveInProgress &save);
 
   /// Writes the model-only export of `step` in `exportDtype`: titan's
   /// model.safetensors (returns the file), or with `hf` Hugging Face's

@@ -10,12 +10,14 @@
 #include "titanrt/Trainer.h"
 #include "titanrt/Device.h"
 
+#include "AsyncCheckpoint.h"
 #include "Checkpoint.h"
 #include "Communicator.h"
 #include "Dataset.h"
 #include "Error.h"
 #include "HFCheckpoint.h"
 #include "Init.h"
+#include "Launch.h"
 #include "Manifest.h"
 #include "PipelineExecutor.h"
 #include "RankShutdown.h"
@@ -206,16 +208,7 @@ template <typename T> void write(Device &device, char *address, T value) {
 
 /// The rank's index among the processes on its machine, from the launcher
 /// (0 when launched alone): it picks the GPU.
-int64_t localRank() {
-  for (const char *var : {"OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID",
-                          "PMI_LOCAL_RANK", "SLURM_LOCALID", "LOCAL_RANK"}) {
-    int64_t rank = 0;
-    if (const char *value = std::getenv(var))
-      if (!StringRef(value).getAsInteger(10, rank))
-        return rank;
-  }
-  return 0;
-}
+int64_t localRank() { return launchFromEnvironment().localRank; }
 
 /// Fills this rank's shard of each parameter i by calling
 /// `fill(i, first, count, out)` for each contiguous run of its block
@@ -771,8 +764,18 @@ private:
                       double tokensPerSecond, double tflops);
   void saveIfDue(int64_t step);
   /// Saves the state after `steps` steps: a model-only export when `last`
-  /// and checkpoint.last_save_model_only, else a whole checkpoint.
+  /// and checkpoint.last_save_model_only, else a whole checkpoint (in the
+  /// background with checkpoint.async_mode, but for the last step's).
   void save(int64_t steps, bool last);
+  /// The training state after `steps` steps, as a checkpoint records it.
+  TrainingState trainingState(int64_t steps);
+  /// Starts checkpoint.async_mode's save of `steps`.
+  void saveInBackground(int64_t steps);
+  /// Records a committed checkpoint: prunes the old ones and says so.
+  void saved(int64_t steps, const std::string &folder, double seconds);
+  /// Commits the background save once written (each step's end) or
+  /// waiting for it (`wait`: before another save and at the end).
+  void finishBackgroundSave(bool wait);
   /// validation.enable: the validator on the eval step's slots (null
   /// without validation).
   std::unique_ptr<Validator> makeValidator();
@@ -825,6 +828,10 @@ private:
   TrainingTensors state;
   std::vector<int64_t> coords;
   Checkpointer checkpoints;
+  /// checkpoint.async_mode's saves (null when disabled).
+  std::unique_ptr<AsyncCheckpointer> backgroundSaves;
+  int64_t backgroundStep = 0; ///< the step the one in flight saves
+  std::chrono::steady_clock::time_point backgroundStart;
   RunStart restored;
   std::unique_ptr<Dataset> data;
   /// The step's batch (rows of seq tokens) and its rows on this rank
@@ -861,6 +868,13 @@ Run::Run(const titan::TrainConfig &c, const Manifest &m,
                    : 0),
       arena(m, device), state(m, arena),
       coords(meshCoordinates(m.mesh, rank())), checkpoints(c, m, comm),
+      backgroundSaves(
+          c.checkpoint.enable && !c.checkpoint.loadOnly &&
+                  c.checkpoint.asyncMode != "disabled"
+              ? std::make_unique<AsyncCheckpointer>(
+                    checkpoints, m, comm, device,
+                    c.checkpoint.asyncMode == "async_with_pinned_mem")
+              : nullptr),
       restored(restore()), data(Dataset::open(dataOptions(), c)),
       batch(m.localBatch), seq(m.seqLen), localSeq(data->localLength()),
       global(globalBatch()), accumulation(global / (batch * dp)),
@@ -1079,12 +1093,6 @@ void Run::printStart() {
                 (long long)c.validation.freq, validator->describe().c_str());
   std::printf("%s", restored.message.c_str());
   std::fflush(stdout);
-  if (leader && c.checkpoint.enable && c.checkpoint.asyncMode != "disabled")
-    std::fprintf(stderr,
-                 "warning: checkpoint.async_mode = \"%s\": titan saves "
-                 "synchronously (the same checkpoint; the step waits for "
-                 "it)\n",
-                 c.checkpoint.asyncMode.c_str());
 }
 
 int Run::train() {
@@ -1107,6 +1115,7 @@ int Run::train() {
   start = std::chrono::steady_clock::now();
   for (int64_t step = firstStep; step < totalSteps; ++step)
     trainStep(step);
+  finishBackgroundSave(/*wait=*/true);
   return 0;
 }
 
@@ -1160,6 +1169,7 @@ void Run::trainStep(int64_t step) {
   report(step, {lossSum / double(accumulation), finiteLoss, gradNorm, lr,
                 std::chrono::duration<double>(now - stepStart).count(),
                 std::chrono::duration<double>(now - start).count()});
+  finishBackgroundSave(/*wait=*/false);
   saveIfDue(step);
   // After the step's checkpoint, as TorchTitan's train loop validates.
   if (validator && validator->due(step + 1)) {
@@ -1369,34 +1379,80 @@ void Run::saveIfDue(int64_t step) {
 }
 
 void Run::save(int64_t steps, bool last) {
+  bool modelOnly = last && c.checkpoint.lastSaveModelOnly;
+  if (backgroundSaves && !last) {
+    saveInBackground(steps);
+    return;
+  }
+  finishBackgroundSave(/*wait=*/true);
   auto saveStart = std::chrono::steady_clock::now();
-  std::string saved;
+  std::string folder;
   // Host views of what the save writes: a model-only export reads the
   // parameters alone.
-  bool modelOnly = last && c.checkpoint.lastSaveModelOnly;
   state.params.attach(/*read=*/true);
   if (!modelOnly)
     for (TensorSet *set : {&state.expAvg, &state.expAvgSq})
       set->attach(/*read=*/true);
-  if (modelOnly) {
-    saved = checkpoints.exportModel(steps, state.paramSet(),
-                                    c.checkpoint.exportDtype,
-                                    c.checkpoint.lastSaveInHf);
-  } else {
-    int64_t samples = firstSampleOf(steps);
-    saved = checkpoints.save({steps, samples, samples * seq,
-                              uint64_t(c.training.seed.value_or(0)),
-                              dataPositions(samples)},
-                             state.checkpointed());
-  }
+  if (modelOnly)
+    folder = checkpoints.exportModel(steps, state.paramSet(),
+                                     c.checkpoint.exportDtype,
+                                     c.checkpoint.lastSaveInHf);
+  else
+    folder = checkpoints.save(trainingState(steps), state.checkpointed());
   for (TensorSet *set : state.paramsAndMoments())
     set->detach();
+  saved(steps, folder,
+        std::chrono::duration<double>(std::chrono::steady_clock::now() -
+                                      saveStart)
+            .count());
+}
+
+TrainingState Run::trainingState(int64_t steps) {
+  int64_t samples = firstSampleOf(steps);
+  return {steps, samples, samples * seq, uint64_t(c.training.seed.value_or(0)),
+          dataPositions(samples)};
+}
+
+void Run::saveInBackground(int64_t steps) {
+  finishBackgroundSave(/*wait=*/true);
+  auto stageStart = std::chrono::steady_clock::now();
+  std::vector<std::string> kinds;
+  for (const StateSet &set : state.checkpointed())
+    kinds.push_back(set.kind);
+  std::array<TensorSet *, 3> sets = state.paramsAndMoments();
+  backgroundSaves->start(
+      trainingState(steps), kinds, [&](size_t set, size_t param, float *out) {
+        const TensorSet &from = *sets[set];
+        device.copyToHost(out, from.addresses[param],
+                          size_t(from.refs[param].numel()) * sizeof(float));
+      });
+  backgroundStep = steps;
+  backgroundStart = stageStart;
+  std::printf("staged step %lld's checkpoint in %.2f s; writing it in the "
+              "background\n",
+              (long long)steps,
+              std::chrono::duration<double>(std::chrono::steady_clock::now() -
+                                            stageStart)
+                  .count());
+  std::fflush(stdout);
+}
+
+void Run::finishBackgroundSave(bool wait) {
+  if (!backgroundSaves || !backgroundSaves->inFlight())
+    return;
+  std::optional<std::string> folder =
+      wait ? backgroundSaves->wait() : backgroundSaves->poll();
+  if (folder)
+    saved(backgroundStep, *folder,
+          std::chrono::duration<double>(std::chrono::steady_clock::now() -
+                                        backgroundStart)
+              .count());
+}
+
+void Run::saved(int64_t steps, const std::string &folder, double seconds) {
   savedSteps.push_back(steps);
   checkpoints.prune(savedSteps);
-  std::printf("saved %s in %.2f s\n", saved.c_str(),
-              std::chrono::duration<double>(std::chrono::steady_clock::now() -
-                                            saveStart)
-                  .count());
+  std::printf("saved %s in %.2f s\n", folder.c_str(), seconds);
   std::fflush(stdout);
 }
 
