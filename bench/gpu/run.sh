@@ -6,8 +6,7 @@
 # under 10 s left is not run), most important first:
 #   (a) the numerics that gate everything: the cuDNN the loader finds
 #       against the one the bundle was built with; every CUDA kernel against
-#       its CPU kernel (cuda-kernels); the NCCL communicator on one GPU, under
-#       no launcher and under torchrun (the TCP store, no MPI); the
+#       its CPU kernel (cuda-kernels); the NCCL communicator on one GPU; the
 #       parity model's training on the GPU against the CPU target's run of
 #       it (f32: 1e-4 over 8 steps; bf16: 1e-2 over 20 steps);
 #   (b) the step: an 8B-shaped model (16 layers) in tokens/s and MFU, beside
@@ -319,7 +318,6 @@ export -f train bundled torch_py nccl_torchrun kernels sanitize nccl_bench gener
 check cudnn-version 15 "$py" bench/gpu/report.py cudnn "$data/cudnn-built.txt"
 check cuda-kernels 35 bundled TitanCudaKernelTest
 check nccl-communicator-1 15 bundled TitanNCCLCommunicatorTest
-check nccl-torchrun-1 25 nccl_torchrun
 check train-f32 20 train parity-f32 "$scratch/f32"
 check parity-f32-vs-cpu 5 "$py" bench/gpu/report.py compare "$scratch/f32/metrics.jsonl" "$data/cpu-f32.jsonl" 1e-4 8
 check train-bf16 20 train parity-bf16 "$scratch/bf16"
@@ -349,13 +347,15 @@ check step-torch-compile 115 step_torch compile
 check step-titan-2 35 step_titan 2
 check step-titan-fp8 40 step_titan fp8 step-8b-fp8 "titan --target=cuda float8"
 
-# (c) The rest of the numerics, 150 s: async TP's collective matmuls
+# (c) The rest of the numerics, 175 s: async TP's collective matmuls
 # through the kernel ABI on a ring of one (linear and Float8, against the
 # host's GEMMs: the CUDA context and cuBLASLt's plans, 20 s); NCCL's init
-# and 13 sizes of four collectives on one rank; parity runs and
+# and 13 sizes of four collectives on one rank; the NCCL communicator test
+# started by torchrun (the TCP store, no MPI); parity runs and
 # comparisons as in (a).
 check cuda-collective-matmuls 20 bundled TitanCudaCollectiveMatmulTest
 check nccl-bench 30 nccl_bench
+check nccl-torchrun-1 25 nccl_torchrun
 check train-bf16-no-overlap 20 no_overlap train
 check overlap-vs-no-overlap 5 no_overlap compare
 check train-bf16-eager 20 train parity-bf16 "$scratch/bf16-eager" --debug.no_cuda_graphs

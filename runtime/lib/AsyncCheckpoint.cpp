@@ -2,16 +2,44 @@
 
 #include "AsyncCheckpoint.h"
 #include "Communicator.h"
+#include "Error.h"
 
 #include "titanrt/Device.h"
+
+#include <cassert>
+#include <new>
 
 using namespace titanrt;
 
 AsyncCheckpointer::AsyncCheckpointer(Checkpointer &checkpoints,
                                      const Manifest &m, Communicator *comm,
-                                     Device &device, bool pinned)
+                                     Device &device, bool pinned,
+                                     std::vector<std::string> kinds)
     : checkpoints_(checkpoints), m_(m), comm_(comm), device_(device),
-      pinned_(pinned) {}
+      pinned_(pinned) {
+  // Kept from save to save: allocating (and pinning) them is the slow
+  // part, and every save needs the same. Not zeroed: the copy is their
+  // first write.
+  staging_.resize(kinds.size());
+  staged_.resize(kinds.size());
+  for (size_t k = 0; k < kinds.size(); ++k)
+    for (const Manifest::Param &p : m_.params) {
+      size_t count = size_t(numel(p.localShape));
+      float *shard = count ? new (std::nothrow) float[count] : nullptr;
+      if (count && !shard)
+        fatal("checkpoint.async_mode: cannot allocate " +
+              std::to_string(count * sizeof(float)) +
+              " bytes of host staging for '" + kinds[k] + ":" + p.name +
+              "' (background saves keep a host copy of the rank's state; "
+              "use checkpoint.async_mode = \"disabled\")");
+      staging_[k].emplace_back(shard);
+      if (pinned_ && count)
+        device_.pinHostMemory(shard, count * sizeof(float));
+      staged_[k].push_back({p.name, p.localShape, shard});
+    }
+  for (size_t k = 0; k < kinds.size(); ++k)
+    sets_.push_back({kinds[k], &staged_[k]});
+}
 
 AsyncCheckpointer::~AsyncCheckpointer() {
   if (writer_.joinable())
@@ -23,36 +51,13 @@ AsyncCheckpointer::~AsyncCheckpointer() {
           device_.unpinHostMemory(shard.get());
 }
 
-void AsyncCheckpointer::stage(const std::vector<std::string> &kinds,
+void AsyncCheckpointer::start(const TrainingState &state,
                               const CopyShard &copy) {
-  if (staging_.empty()) {
-    // Kept from save to save: allocating (and pinning) them is the slow
-    // part, and every save needs the same. Not zeroed: the copy is their
-    // first write.
-    staging_.resize(kinds.size());
-    staged_.resize(kinds.size());
-    for (size_t k = 0; k < kinds.size(); ++k)
-      for (const Manifest::Param &p : m_.params) {
-        size_t count = size_t(numel(p.localShape));
-        std::unique_ptr<float[]> &shard =
-            staging_[k].emplace_back(count ? new float[count] : nullptr);
-        if (pinned_ && count)
-          device_.pinHostMemory(shard.get(), count * sizeof(float));
-        staged_[k].push_back({p.name, p.localShape, shard.get()});
-      }
-    for (size_t k = 0; k < kinds.size(); ++k)
-      sets_.push_back({kinds[k], &staged_[k]});
-  }
-  for (size_t k = 0; k < kinds.size(); ++k)
+  assert(!save_ && !writer_.joinable() && "a save is still in flight");
+  for (size_t k = 0; k < staging_.size(); ++k)
     for (size_t i = 0; i < m_.params.size(); ++i)
       if (staging_[k][i])
         copy(k, i, staging_[k][i].get());
-}
-
-void AsyncCheckpointer::start(const TrainingState &state,
-                              const std::vector<std::string> &kinds,
-                              const CopyShard &copy) {
-  stage(kinds, copy);
   save_ = checkpoints_.beginSave(state, sets_);
   written_ = false;
   writer_ = std::thread([this] {

@@ -9,9 +9,11 @@
 // one-number all-reduce while a save is in flight) the main thread commits
 // it as a synchronous save does (checksums, index, rename). So the step
 // pays the copy, and collectives stay on the main thread. A save still in
-// flight is waited for at the next save and at exit. A crash before the
-// commit leaves step-<N>.tmp, which the next start removes: the last
-// committed checkpoint stays, as when a synchronous save is cut short.
+// flight is waited for at the next save, at the end and before a run stops
+// at a non-finite loss. A crash before the commit leaves step-<N>.tmp,
+// which the next start removes: the last committed checkpoint stays, as
+// when a synchronous save is cut short. The staging buffers are allocated
+// with the run, so a machine without the host memory says so at start.
 // As in TorchTitan, the last step's save and model-only exports are
 // synchronous.
 //
@@ -40,17 +42,19 @@ public:
   /// (whole, local shape) to `out`.
   using CopyShard = std::function<void(size_t set, size_t param, float *out)>;
 
+  /// Allocates (and with `pinned` page-locks) the staging of this rank's
+  /// shards of each of `kinds`; stops the run, naming the bytes, when the
+  /// host has not the memory.
   AsyncCheckpointer(Checkpointer &checkpoints, const Manifest &m,
-                    Communicator *comm, Device &device, bool pinned);
-  /// Waits for a write still running (the run is ending without a commit:
-  /// an error elsewhere) rather than leave the thread.
+                    Communicator *comm, Device &device, bool pinned,
+                    std::vector<std::string> kinds);
+  /// Joins a writer that finished without a commit (runs end through
+  /// wait(); error exits leave the thread and the .tmp folder behind).
   ~AsyncCheckpointer();
 
-  /// Stages the state of `kinds` through `copy` and starts writing the
-  /// checkpoint of `state.step`. Every rank at the same step; a save in
-  /// flight must have been waited for.
-  void start(const TrainingState &state, const std::vector<std::string> &kinds,
-             const CopyShard &copy);
+  /// Stages the state through `copy` and starts writing the checkpoint of
+  /// `state.step`. Every rank at the same step, with no save in flight.
+  void start(const TrainingState &state, const CopyShard &copy);
   /// Every rank at each step's end: commits the save in flight once every
   /// rank has written it; its folder then.
   std::optional<std::string> poll();
@@ -59,7 +63,6 @@ public:
   bool inFlight() const { return save_.has_value(); }
 
 private:
-  void stage(const std::vector<std::string> &kinds, const CopyShard &copy);
   std::string commit();
 
   Checkpointer &checkpoints_;

@@ -208,7 +208,17 @@ template <typename T> void write(Device &device, char *address, T value) {
 
 /// The rank's index among the processes on its machine, from the launcher
 /// (0 when launched alone): it picks the GPU.
-int64_t localRank() { return launchFromEnvironment().localRank; }
+int64_t localRank() {
+  // A launcher's environment that cannot be read is the communicator's
+  // error to report (a single-rank run ignores it).
+  llvm::Expected<Launch> launch =
+      readLaunch([](const char *name) { return std::getenv(name); });
+  if (!launch) {
+    llvm::consumeError(launch.takeError());
+    return 0;
+  }
+  return launch->localRank;
+}
 
 /// Fills this rank's shard of each parameter i by calling
 /// `fill(i, first, count, out)` for each contiguous run of its block
@@ -771,8 +781,9 @@ private:
   TrainingState trainingState(int64_t steps);
   /// Starts checkpoint.async_mode's save of `steps`.
   void saveInBackground(int64_t steps);
-  /// Records a committed checkpoint: prunes the old ones and says so.
-  void saved(int64_t steps, const std::string &folder, double seconds);
+  /// Records a committed checkpoint: prunes the old ones and says so
+  /// (`how`: "in 1.20 s").
+  void saved(int64_t steps, const std::string &folder, const std::string &how);
   /// Commits the background save once written (each step's end) or
   /// waiting for it (`wait`: before another save and at the end).
   void finishBackgroundSave(bool wait);
@@ -873,7 +884,8 @@ Run::Run(const titan::TrainConfig &c, const Manifest &m,
                   c.checkpoint.asyncMode != "disabled"
               ? std::make_unique<AsyncCheckpointer>(
                     checkpoints, m, comm, device,
-                    c.checkpoint.asyncMode == "async_with_pinned_mem")
+                    c.checkpoint.asyncMode == "async_with_pinned_mem",
+                    std::vector<std::string>{"param", "exp_avg", "exp_avg_sq"})
               : nullptr),
       restored(restore()), data(Dataset::open(dataOptions(), c)),
       batch(m.localBatch), seq(m.seqLen), localSeq(data->localLength()),
@@ -1308,6 +1320,10 @@ void Run::report(int64_t step, const StepResult &r) {
       llvm::formatv("{0:f3}", r.elapsed).str(), memory, nonFinite);
   metrics->flush();
   if (!finite) {
+    // A background save of an earlier step is committed first, as a
+    // synchronous save of it would stand (every rank sees the same
+    // all-reduced values, so all get here together).
+    finishBackgroundSave(/*wait=*/true);
     // The host looks for the first non-finite tensor.
     TensorSet &params = state.params, &grads = state.grads;
     params.attach(/*read=*/true);
@@ -1402,9 +1418,10 @@ void Run::save(int64_t steps, bool last) {
   for (TensorSet *set : state.paramsAndMoments())
     set->detach();
   saved(steps, folder,
-        std::chrono::duration<double>(std::chrono::steady_clock::now() -
-                                      saveStart)
-            .count());
+        llvm::formatv("in {0:f2} s",
+                      std::chrono::duration<double>(
+                          std::chrono::steady_clock::now() - saveStart)
+                          .count()));
 }
 
 TrainingState Run::trainingState(int64_t steps) {
@@ -1416,24 +1433,20 @@ TrainingState Run::trainingState(int64_t steps) {
 void Run::saveInBackground(int64_t steps) {
   finishBackgroundSave(/*wait=*/true);
   auto stageStart = std::chrono::steady_clock::now();
-  std::vector<std::string> kinds;
-  for (const StateSet &set : state.checkpointed())
-    kinds.push_back(set.kind);
   std::array<TensorSet *, 3> sets = state.paramsAndMoments();
   backgroundSaves->start(
-      trainingState(steps), kinds, [&](size_t set, size_t param, float *out) {
+      trainingState(steps), [&](size_t set, size_t param, float *out) {
         const TensorSet &from = *sets[set];
         device.copyToHost(out, from.addresses[param],
                           size_t(from.refs[param].numel()) * sizeof(float));
       });
   backgroundStep = steps;
-  backgroundStart = stageStart;
-  std::printf("staged step %lld's checkpoint in %.2f s; writing it in the "
-              "background\n",
-              (long long)steps,
-              std::chrono::duration<double>(std::chrono::steady_clock::now() -
-                                            stageStart)
-                  .count());
+  backgroundStart = std::chrono::steady_clock::now();
+  std::printf(
+      "staged step %lld's checkpoint in %.2f s; writing it in the "
+      "background\n",
+      (long long)steps,
+      std::chrono::duration<double>(backgroundStart - stageStart).count());
   std::fflush(stdout);
 }
 
@@ -1444,15 +1457,17 @@ void Run::finishBackgroundSave(bool wait) {
       wait ? backgroundSaves->wait() : backgroundSaves->poll();
   if (folder)
     saved(backgroundStep, *folder,
-          std::chrono::duration<double>(std::chrono::steady_clock::now() -
-                                        backgroundStart)
-              .count());
+          llvm::formatv("in the background, committed {0:f2} s after staging",
+                        std::chrono::duration<double>(
+                            std::chrono::steady_clock::now() - backgroundStart)
+                            .count()));
 }
 
-void Run::saved(int64_t steps, const std::string &folder, double seconds) {
+void Run::saved(int64_t steps, const std::string &folder,
+                const std::string &how) {
   savedSteps.push_back(steps);
   checkpoints.prune(savedSteps);
-  std::printf("saved %s in %.2f s\n", folder.c_str(), seconds);
+  std::printf("saved %s %s\n", folder.c_str(), how.c_str());
   std::fflush(stdout);
 }
 
