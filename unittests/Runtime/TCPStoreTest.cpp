@@ -193,6 +193,40 @@ TEST(TCPStore, NoServerIsAnErrorNamingTheAddress) {
       << message;
 }
 
+// srun's ranks (Slurm's variables, the store on the step's first node at
+// TITAN_STORE_PORT) meet from their environment alone.
+TEST(TCPStore, SrunRanksMeetFromSlurmsVariables) {
+  int port = freePort();
+  std::vector<Exit> exits = runRanks(3, [&](int r) {
+    for (const char *var :
+         {"RANK", "WORLD_SIZE", "TORCHELASTIC_RUN_ID", "MASTER_ADDR",
+          "MASTER_PORT", "OMPI_COMM_WORLD_SIZE", "PMIX_RANK", "PMI_SIZE",
+          "PMI_RANK"})
+      ::unsetenv(var);
+    ::setenv("SLURM_PROCID", std::to_string(r).c_str(), 1);
+    ::setenv("SLURM_LOCALID", std::to_string(r).c_str(), 1);
+    ::setenv("SLURM_STEP_NUM_TASKS", "3", 1);
+    ::setenv("SLURM_STEP_NODELIST", "localhost", 1);
+    ::setenv("TITAN_STORE_PORT", std::to_string(port).c_str(), 1);
+    Launch launch = launchFromEnvironment();
+    if (launch.launcher != Launcher::Slurm || launch.port != port)
+      return 3;
+    std::unique_ptr<Bootstrap> b = createStoreBootstrap(launch, kTimeout);
+    std::array<int64_t, 2> id{};
+    if (r == 0)
+      id = {42, 3};
+    b->broadcast(id.data(), sizeof(id));
+    if (id != std::array<int64_t, 2>{42, 3})
+      return 2;
+    b->barrier();
+    b->finish();
+    return 0;
+  });
+  for (int r = 0; r < 3; ++r)
+    EXPECT_EQ(exits[size_t(r)].status, 0)
+        << "rank " << r << ": " << exits[size_t(r)].stderrText;
+}
+
 // Run by torchrun (ctest's store-rendezvous-torchrun): the ranks it starts
 // read their places from its environment and exchange an id.
 TEST(TCPStore, FromLauncherEnvironment) {
