@@ -21,11 +21,15 @@
 // are the causal diagonal, pairs whose keys all come first need no mask,
 // and pairs whose keys all come later are never visited. titan.attention
 // is the layout of one chunk. attention_merge joins two partials of the
-// same queries through their log-sum-exps.
+// same queries through their log-sum-exps. With document starts
+// (DocumentMask.h) each row's keys also begin at its document's start:
+// the tiles mask below it, and tiles wholly below a block's first start
+// are never computed.
 //
 //===----------------------------------------------------------------------===//
 
 #include "ContextParallel.h"
+#include "DocumentMask.h"
 #include "Gemm.h"
 #include "Kernels.h"
 #include "VectorMath.h"
@@ -44,6 +48,7 @@ using titan::cpu::attentionTasks;
 using titan::cpu::attentionTileCols;
 using titan::cpu::attentionTileRows;
 using titanrt::ChunkLayout;
+using titanrt::DocumentStarts;
 using titanrt::wholeSequence;
 
 namespace titanrt::kernels {
@@ -60,30 +65,51 @@ inline int64_t visible(int64_t i, int64_t diagonal, int64_t cols) {
 
 // The tile bodies, compiled once per x86-64 level (VectorMath.h).
 
+/// Columns [from, to) of tile row i are visible: causal (`to` from the
+/// diagonal) and, with document starts (`starts` of the tile's rows,
+/// `firstKey` the tile's first column's position), not before the row's
+/// document.
+inline std::pair<int64_t, int64_t> visibleColumns(int64_t i, int64_t diagonal,
+                                                  int64_t cols,
+                                                  const int32_t *starts,
+                                                  int64_t firstKey) {
+  int64_t to = visible(i, diagonal, cols);
+  int64_t from = starts ? std::clamp<int64_t>(starts[i] - firstKey, 0, to) : 0;
+  return {from, to};
+}
+
 /// The online softmax's step for one S tile (rows x cols, row stride `ld`):
 /// each row's max of the visible scaled scores joins the running max `m`,
 /// `alpha` gets the factor the row's earlier sum and output are rescaled
 /// by, the tile becomes P = exp(scale * s - m) (0 where masked), and its
-/// row sums join the running sum `l`.
+/// row sums join the running sum `l`. A row that has seen no key yet keeps
+/// m = -inf and alpha 1.
 template <typename T>
-TITAN_VECTOR_CLONES void onlineSoftmax(T *s, int64_t ld, int64_t rows,
-                                       int64_t cols, int64_t diagonal, T scale,
-                                       T *m, T *l, T *alpha) {
+TITAN_VECTOR_CLONES void
+onlineSoftmax(T *s, int64_t ld, int64_t rows, int64_t cols, int64_t diagonal,
+              T scale, T *m, T *l, T *alpha, const int32_t *starts,
+              int64_t firstKey) {
   for (int64_t i = 0; i < rows; ++i) {
     T *row = s + i * ld;
-    int64_t n = visible(i, diagonal, cols);
+    auto [from, to] = visibleColumns(i, diagonal, cols, starts, firstKey);
     T max = m[i];
 #pragma omp simd reduction(max : max)
-    for (int64_t j = 0; j < n; ++j)
+    for (int64_t j = from; j < to; ++j)
       max = std::max(max, row[j] * scale);
+    std::fill(row, row + from, T(0));
+    std::fill(row + std::max(from, to), row + cols, T(0));
+    if (max == T(-INFINITY)) {
+      std::fill(row + from, row + std::max(from, to), T(0));
+      alpha[i] = T(1);
+      continue;
+    }
     T sum = 0;
 #pragma omp simd reduction(+ : sum)
-    for (int64_t j = 0; j < n; ++j) {
+    for (int64_t j = from; j < to; ++j) {
       T p = vmath::fastExp(row[j] * scale - max);
       row[j] = p;
       sum += p;
     }
-    std::fill(row + n, row + cols, T(0));
     alpha[i] = vmath::fastExp(m[i] - max);
     l[i] = l[i] * alpha[i] + sum;
     m[i] = max;
@@ -93,17 +119,19 @@ TITAN_VECTOR_CLONES void onlineSoftmax(T *s, int64_t ld, int64_t rows,
 /// The backward's P = exp(scale * s - lse) from the forward's log-sum-exp
 /// (0 where masked), in place.
 template <typename T>
-TITAN_VECTOR_CLONES void probabilities(T *s, int64_t ld, const T *lse,
-                                       int64_t rows, int64_t cols,
-                                       int64_t diagonal, T scale) {
+TITAN_VECTOR_CLONES void
+probabilities(T *s, int64_t ld, const T *lse, int64_t rows, int64_t cols,
+              int64_t diagonal, T scale, const int32_t *starts,
+              int64_t firstKey) {
   for (int64_t i = 0; i < rows; ++i) {
     T *row = s + i * ld;
-    int64_t n = visible(i, diagonal, cols);
+    auto [from, to] = visibleColumns(i, diagonal, cols, starts, firstKey);
     T shift = lse[i];
 #pragma omp simd
-    for (int64_t j = 0; j < n; ++j)
+    for (int64_t j = from; j < to; ++j)
       row[j] = vmath::fastExp(row[j] * scale - shift);
-    std::fill(row + n, row + cols, T(0));
+    std::fill(row, row + from, T(0));
+    std::fill(row + to, row + cols, T(0));
   }
 }
 
@@ -143,7 +171,7 @@ template <typename T>
 void contextAttention(const T *q, const T *k, const T *v, T *out, T *lse,
                       int64_t batch, int64_t qHeads, int64_t kvHeads,
                       int64_t headDim, const ChunkLayout &layout, double scale,
-                      T *workspace) {
+                      T *workspace, const DocumentStarts &docs) {
   int64_t group = qHeads / kvHeads;
   int64_t ldq = qHeads * headDim, ldk = kvHeads * headDim;
   int64_t chunk = layout.chunk, chunks = layout.queryChunks;
@@ -169,17 +197,26 @@ void contextAttention(const T *q, const T *k, const T *v, T *out, T *lse,
     T *ob = out + (b * seq + r0) * ldq + h * headDim;
     std::fill(m, m + rows, T(-INFINITY));
     std::fill(l, l + rows, T(0));
+    const int32_t *rowStarts = docs.at(b, first);
     bool started = false;
     for (int64_t kc = 0; kc < layout.keyChunks; ++kc) {
       int64_t keyStart = layout.keyStarts[kc];
       int64_t keys = visibleKeys(first + rows - 1, keyStart, chunk);
       int64_t kvOff = (b * keySeq + kc * chunk) * ldk + (h / group) * headDim;
-      for (int64_t c0 = 0; c0 < keys; c0 += ld) {
+      // Tiles wholly before the block's first document start are skipped
+      // (its first row's start is the least), a whole buffer chunk too.
+      if (rowStarts && keyStart + keys <= rowStarts[0])
+        continue;
+      int64_t skipped =
+          rowStarts
+              ? std::clamp<int64_t>(rowStarts[0] - keyStart, 0, keys) / ld * ld
+              : 0;
+      for (int64_t c0 = skipped; c0 < keys; c0 += ld) {
         int64_t cols = std::min(ld, keys - c0);
         gemmOnThisThread(false, true, rows, cols, headDim, T(1), qb, ldq,
                          k + kvOff + c0 * ldk, ldk, T(0), s, ld);
         onlineSoftmax(s, ld, rows, cols, first - keyStart - c0, scaleT, m, l,
-                      alpha);
+                      alpha, rowStarts, keyStart + c0);
         if (started)
           for (int64_t i = 0; i < rows; ++i)
             for (int64_t d = 0; d < headDim; ++d)
@@ -191,11 +228,14 @@ void contextAttention(const T *q, const T *k, const T *v, T *out, T *lse,
     }
     T *lseRow = lse + (b * qHeads + h) * seq + r0;
     for (int64_t i = 0; i < rows; ++i) {
-      // A block sees keys in all its rows or in none.
-      T inv = started ? T(1) / l[i] : T(0);
+      // A row that saw no key (all in another document, or this buffer's
+      // keys all later) gets 0 and -inf; `ob` was never written if no row
+      // of the block saw one.
+      bool seen = started && l[i] > T(0);
+      T inv = seen ? T(1) / l[i] : T(0);
       for (int64_t d = 0; d < headDim; ++d)
-        ob[i * ldq + d] = started ? ob[i * ldq + d] * inv : T(0);
-      lseRow[i] = started ? m[i] + std::log(l[i]) : T(-INFINITY);
+        ob[i * ldq + d] = seen ? ob[i * ldq + d] * inv : T(0);
+      lseRow[i] = seen ? m[i] + std::log(l[i]) : T(-INFINITY);
     }
   }
 }
@@ -205,7 +245,8 @@ void contextAttentionGrad(const T *q, const T *k, const T *v, const T *out,
                           const T *lse, const T *dout, T *dq, T *dk, T *dv,
                           int64_t batch, int64_t qHeads, int64_t kvHeads,
                           int64_t headDim, const ChunkLayout &layout,
-                          double scale, T *workspace) {
+                          double scale, T *workspace,
+                          const DocumentStarts &docs) {
   int64_t group = qHeads / kvHeads;
   int64_t ldq = qHeads * headDim, ldk = kvHeads * headDim;
   int64_t chunk = layout.chunk, seq = layout.querySeq();
@@ -255,12 +296,17 @@ void contextAttentionGrad(const T *q, const T *k, const T *v, const T *out,
               int64_t first = queryStart + r0, row = qc * chunk + r0;
               int64_t cols = std::min(
                   ld, visibleKeys(first + rows - 1, keyStart, chunk) - c0);
+              // A tile wholly before the block's first document start.
+              const int32_t *rowStarts = docs.at(b, first);
+              if (rowStarts && keyStart + c0 + cols <= rowStarts[0])
+                continue;
               const T *qr = q + qOff + row * ldq,
                       *dor = dout + qOff + row * ldq;
               gemmOnThisThread(false, true, rows, cols, headDim, T(1), qr, ldq,
                                kc0, ldk, T(0), p, ld);
               probabilities(p, ld, lseHead + row, rows, cols,
-                            first - keyStart - c0, scaleT);
+                            first - keyStart - c0, scaleT, rowStarts,
+                            keyStart + c0);
               // dV += P^T dO
               gemmOnThisThread(true, false, cols, headDim, rows, T(1), p, ld,
                                dor, ldq, T(1), dvc, ldk);
@@ -283,18 +329,21 @@ void contextAttentionGrad(const T *q, const T *k, const T *v, const T *out,
 template <typename T>
 void attention(const T *q, const T *k, const T *v, T *out, T *lse,
                int64_t batch, int64_t seq, int64_t qHeads, int64_t kvHeads,
-               int64_t headDim, double scale, T *workspace) {
+               int64_t headDim, double scale, T *workspace,
+               const DocumentStarts &docs) {
   contextAttention(q, k, v, out, lse, batch, qHeads, kvHeads, headDim,
-                   wholeSequence(seq), scale, workspace);
+                   wholeSequence(seq), scale, workspace, docs);
 }
 
 template <typename T>
 void attentionGrad(const T *q, const T *k, const T *v, const T *out,
                    const T *lse, const T *dout, T *dq, T *dk, T *dv,
                    int64_t batch, int64_t seq, int64_t qHeads, int64_t kvHeads,
-                   int64_t headDim, double scale, T *workspace) {
+                   int64_t headDim, double scale, T *workspace,
+                   const DocumentStarts &docs) {
   contextAttentionGrad(q, k, v, out, lse, dout, dq, dk, dv, batch, qHeads,
-                       kvHeads, headDim, wholeSequence(seq), scale, workspace);
+                       kvHeads, headDim, wholeSequence(seq), scale, workspace,
+                       docs);
 }
 
 // Each row's pair of partials on its own, in exact exp and log (few rows).
@@ -323,17 +372,18 @@ void attentionMerge(const T *out, const T *lse, const T *otherOut,
 #define INSTANTIATE(T)                                                         \
   template void attention<T>(const T *, const T *, const T *, T *, T *,        \
                              int64_t, int64_t, int64_t, int64_t, int64_t,      \
-                             double, T *);                                     \
-  template void attentionGrad<T>(                                              \
-      const T *, const T *, const T *, const T *, const T *, const T *, T *,   \
-      T *, T *, int64_t, int64_t, int64_t, int64_t, int64_t, double, T *);     \
-  template void contextAttention<T>(const T *, const T *, const T *, T *, T *, \
-                                    int64_t, int64_t, int64_t, int64_t,        \
-                                    const ChunkLayout &, double, T *);         \
+                             double, T *, const DocumentStarts &);             \
+  template void attentionGrad<T>(const T *, const T *, const T *, const T *,   \
+                                 const T *, const T *, T *, T *, T *, int64_t, \
+                                 int64_t, int64_t, int64_t, int64_t, double,   \
+                                 T *, const DocumentStarts &);                 \
+  template void contextAttention<T>(                                           \
+      const T *, const T *, const T *, T *, T *, int64_t, int64_t, int64_t,    \
+      int64_t, const ChunkLayout &, double, T *, const DocumentStarts &);      \
   template void contextAttentionGrad<T>(                                       \
       const T *, const T *, const T *, const T *, const T *, const T *, T *,   \
       T *, T *, int64_t, int64_t, int64_t, int64_t, const ChunkLayout &,       \
-      double, T *);                                                            \
+      double, T *, const DocumentStarts &);                                    \
   template void attentionMerge<T>(const T *, const T *, const T *, const T *,  \
                                   T *, T *, int64_t, int64_t, int64_t,         \
                                   int64_t);

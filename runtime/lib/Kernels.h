@@ -12,6 +12,7 @@
 #define TITANRT_LIB_KERNELS_H
 
 #include "ContextParallel.h"
+#include "DocumentMask.h"
 #include "Gemm.h"
 
 #include <cstdint>
@@ -42,16 +43,19 @@ void ropeAngles(float *freqsCis, int64_t seq, int64_t pairs, double theta,
 /// rowsum(dO * O) from the forward's O). `workspace` holds
 /// titan::cpu::attention(Grad)WorkspaceBytes
 /// (titan/Contract/CPUWorkspaces.h), as titan.attention's kernel contract
-/// plans it.
+/// plans it. With `docs`, TorchTitan's block-causal mask: each row sees
+/// only its own document's keys (DocumentMask.h).
 template <typename T>
 void attention(const T *q, const T *k, const T *v, T *out, T *lse,
                int64_t batch, int64_t seq, int64_t qHeads, int64_t kvHeads,
-               int64_t headDim, double scale, T *workspace);
+               int64_t headDim, double scale, T *workspace,
+               const DocumentStarts &docs = {});
 template <typename T>
 void attentionGrad(const T *q, const T *k, const T *v, const T *out,
                    const T *lse, const T *dout, T *dq, T *dk, T *dv,
                    int64_t batch, int64_t seq, int64_t qHeads, int64_t kvHeads,
-                   int64_t headDim, double scale, T *workspace);
+                   int64_t headDim, double scale, T *workspace,
+                   const DocumentStarts &docs = {});
 
 /// Attention between a query buffer and a key/value buffer whose rows are
 /// chunks of the sequence (ContextParallel.h; q/out: B x layout.querySeq()
@@ -61,11 +65,13 @@ void attentionGrad(const T *q, const T *k, const T *v, const T *out,
 /// -inf. `workspace` holds titan::cpu::attention(Grad)WorkspaceBytes with
 /// the query's chunks (contextAttention(Grad)WorkspaceBytes for context
 /// parallel's 2). attention(Grad) is the layout titanrt::wholeSequence.
+/// `docs` holds the whole sequence's document starts, indexed by the rows'
+/// global positions.
 template <typename T>
 void contextAttention(const T *q, const T *k, const T *v, T *out, T *lse,
                       int64_t batch, int64_t qHeads, int64_t kvHeads,
                       int64_t headDim, const ChunkLayout &layout, double scale,
-                      T *workspace);
+                      T *workspace, const DocumentStarts &docs = {});
 /// The backward of contextAttention's partial, from the final (merged over
 /// every key block) `out` and `lse`: dq gets this key block's share of dQ
 /// (the shares of all blocks sum to dQ), dk and dv this buffer's whole
@@ -75,7 +81,8 @@ void contextAttentionGrad(const T *q, const T *k, const T *v, const T *out,
                           const T *lse, const T *dout, T *dq, T *dk, T *dv,
                           int64_t batch, int64_t qHeads, int64_t kvHeads,
                           int64_t headDim, const ChunkLayout &layout,
-                          double scale, T *workspace);
+                          double scale, T *workspace,
+                          const DocumentStarts &docs = {});
 /// attention_merge: two attention partials of the same queries (out: B x S
 /// x H x D, lse: B x H x S) as one, lse' = logaddexp(lse, otherLse) and
 /// out' = exp(lse - lse') out + exp(otherLse - lse') otherOut; rows with

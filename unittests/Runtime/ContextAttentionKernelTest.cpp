@@ -13,6 +13,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "ContextParallel.h"
+#include "DocumentMask.h"
 #include "Kernels.h"
 
 #include "titan/Contract/CPUWorkspaces.h"
@@ -35,6 +36,9 @@ namespace {
 struct Case {
   int64_t degree, chunk, batch, qHeads, kvHeads, headDim;
   bool loadBalanced = true;
+  /// Packed documents (TorchTitan's block_causal) with an EOS at each
+  /// position with probability 1/documentEvery; 0: plain causal.
+  int documentEvery = 0;
   titan::mesh::SplitLayout split() const { return {degree, loadBalanced}; }
   int64_t seq() const { return split().numChunks() * chunk; }
   int64_t local() const { return split().chunksPerRank() * chunk; }
@@ -44,7 +48,9 @@ struct Case {
 void PrintTo(const Case &c, std::ostream *os) {
   *os << "cp " << c.degree << ", chunk " << c.chunk << ", B " << c.batch
       << ", Hq " << c.qHeads << ", Hkv " << c.kvHeads << ", D " << c.headDim
-      << (c.loadBalanced ? "" : ", contiguous");
+      << (c.loadBalanced ? "" : ", contiguous")
+      << (c.documentEvery ? ", documents of ~" + std::to_string(c.documentEvery)
+                          : "");
 }
 
 using Tensor = std::vector<double>;
@@ -93,12 +99,14 @@ Tensor takeLse(const Tensor &lse, int64_t seq,
 }
 
 /// The plain f64 attention of queries at positions qPos over keys at kPos
-/// (key j visible to query i iff kPos[j] <= qPos[i]); rows that see no key
-/// get out 0 and lse -inf.
+/// (key j visible to query i iff kPos[j] <= qPos[i], and with document
+/// `starts` of the whole sequence iff also kPos[j] >= its start); rows that
+/// see no key get out 0 and lse -inf.
 std::pair<Tensor, Tensor> masked(const Case &c, const Tensor &q,
                                  const std::vector<int64_t> &qPos,
                                  const Tensor &k, const Tensor &v,
-                                 const std::vector<int64_t> &kPos) {
+                                 const std::vector<int64_t> &kPos,
+                                 const std::vector<int32_t> &starts) {
   int64_t sq = int64_t(qPos.size()), sk = int64_t(kPos.size());
   int64_t D = c.headDim, group = c.qHeads / c.kvHeads;
   Tensor out(c.batch * sq * c.qHeads * D), lse(c.batch * c.qHeads * sq);
@@ -113,7 +121,10 @@ std::pair<Tensor, Tensor> masked(const Case &c, const Tensor &q,
           double dot = 0;
           for (int64_t d = 0; d < D; ++d)
             dot += qi[d] * kj[d];
-          p[j] = kPos[j] <= qPos[i] ? dot * c.scale() : -INFINITY;
+          bool visible =
+              kPos[j] <= qPos[i] &&
+              (starts.empty() || kPos[j] >= starts[b * c.seq() + qPos[i]]);
+          p[j] = visible ? dot * c.scale() : -INFINITY;
           max = std::max(max, p[j]);
         }
         double *oi = &out[((b * sq + i) * c.qHeads + h) * D];
@@ -169,6 +180,8 @@ struct Problem {
   Case c;
   Tensor q, k, v, dout;
   Tensor out, lse, dq, dk, dv;
+  std::vector<int32_t> starts; ///< the whole sequence's document starts
+  DocumentStarts docs;
 
   explicit Problem(const Case &c) : c(c) {
     std::mt19937_64 rng(c.seq() * 131 + c.qHeads * 7 + c.degree);
@@ -176,6 +189,16 @@ struct Problem {
     int64_t kn = c.batch * c.seq() * c.kvHeads * c.headDim;
     q = random(qn, rng), k = random(kn, rng), v = random(kn, rng);
     dout = random(qn, rng);
+    if (c.documentEvery) {
+      std::uniform_int_distribution<int> draw(0, c.documentEvery - 1);
+      std::vector<int32_t> tokens(c.batch * c.seq());
+      for (int32_t &t : tokens)
+        t = draw(rng) == 0 ? 0 : 1;
+      starts.resize(tokens.size());
+      documentStarts(tokens.data(), c.batch, c.seq(), /*eosId=*/0,
+                     starts.data());
+      docs = {starts.data(), c.seq()};
+    }
     out.resize(qn), lse.resize(c.batch * c.qHeads * c.seq()), dq.resize(qn);
     dk.resize(kn), dv.resize(kn);
     Tensor workspace(std::max(titan::cpu::attentionWorkspaceBytes(
@@ -185,11 +208,11 @@ struct Problem {
                      8);
     attention(q.data(), k.data(), v.data(), out.data(), lse.data(), c.batch,
               c.seq(), c.qHeads, c.kvHeads, c.headDim, c.scale(),
-              workspace.data());
+              workspace.data(), docs);
     attentionGrad(q.data(), k.data(), v.data(), out.data(), lse.data(),
                   dout.data(), dq.data(), dk.data(), dv.data(), c.batch,
                   c.seq(), c.qHeads, c.kvHeads, c.headDim, c.scale(),
-                  workspace.data());
+                  workspace.data(), docs);
   }
   int64_t qWidth() const { return c.qHeads * c.headDim; }
   int64_t kvWidth() const { return c.kvHeads * c.headDim; }
@@ -249,11 +272,12 @@ Results<T> everyRank(const Problem &p, double tolerance, int threads) {
       std::vector<T> out(qn), lse(lseN);
       contextAttention(q.data(), k.data(), v.data(), out.data(), lse.data(),
                        c.batch, c.qHeads, c.kvHeads, c.headDim, layout,
-                       c.scale(), scratch.data());
-      auto [want, wantLse] = masked(
-          c, q64, rows,
-          takeRows<double>(p.k, c.batch, c.seq(), p.kvWidth(), kvRows),
-          takeRows<double>(p.v, c.batch, c.seq(), p.kvWidth(), kvRows), kvRows);
+                       c.scale(), scratch.data(), p.docs);
+      auto [want, wantLse] =
+          masked(c, q64, rows,
+                 takeRows<double>(p.k, c.batch, c.seq(), p.kvWidth(), kvRows),
+                 takeRows<double>(p.v, c.batch, c.seq(), p.kvWidth(), kvRows),
+                 kvRows, p.starts);
       std::string what = at + " kv_shift " + std::to_string(shift);
       expectClose(out, want, tolerance, what + " out");
       expectClose(lse, wantLse, tolerance, what + " lse");
@@ -266,10 +290,10 @@ Results<T> everyRank(const Problem &p, double tolerance, int threads) {
       auto k = takeRows<T>(p.k, c.batch, c.seq(), p.kvWidth(), kvRows);
       auto v = takeRows<T>(p.v, c.batch, c.seq(), p.kvWidth(), kvRows);
       std::vector<T> dqPart(qn), dkPart(k.size()), dvPart(v.size());
-      contextAttentionGrad(q.data(), k.data(), v.data(), out.data(), lse.data(),
-                           dout.data(), dqPart.data(), dkPart.data(),
-                           dvPart.data(), c.batch, c.qHeads, c.kvHeads,
-                           c.headDim, layout, c.scale(), scratch.data());
+      contextAttentionGrad(
+          q.data(), k.data(), v.data(), out.data(), lse.data(), dout.data(),
+          dqPart.data(), dkPart.data(), dvPart.data(), c.batch, c.qHeads,
+          c.kvHeads, c.headDim, layout, c.scale(), scratch.data(), p.docs);
       for (int64_t i = 0; i < qn; ++i)
         dq[i] += double(dqPart[i]);
       addRows(dk, c.batch, c.seq(), p.kvWidth(), kvRows, dkPart);
@@ -348,13 +372,21 @@ INSTANTIATE_TEST_SUITE_P(
                       Case{4, B + 3, 1, 2, 2, 8},
                       // The contiguous layout: one chunk per rank.
                       Case{2, 24, 2, 2, 2, 8, false},
-                      Case{3, B + 16, 1, 4, 2, 8, false}),
+                      Case{3, B + 16, 1, 4, 2, 8, false},
+                      // TorchTitan's block_causal: documents shorter than
+                      // a chunk, about one, across several ranks' chunks
+                      // and across a key tile.
+                      Case{2, 24, 2, 2, 2, 8, true, 5},
+                      Case{4, B + 3, 1, 2, 2, 8, true, 60},
+                      Case{2, C + 88, 1, 1, 1, 8, true, 300},
+                      Case{3, B + 16, 1, 4, 2, 8, false, 40}),
     [](const ::testing::TestParamInfo<Case> &info) {
       const Case &c = info.param;
       return "cp" + std::to_string(c.degree) + "c" + std::to_string(c.chunk) +
              "b" + std::to_string(c.batch) + "h" + std::to_string(c.qHeads) +
              "kv" + std::to_string(c.kvHeads) + "d" +
-             std::to_string(c.headDim) + (c.loadBalanced ? "" : "contiguous");
+             std::to_string(c.headDim) + (c.loadBalanced ? "" : "contiguous") +
+             (c.documentEvery ? "docs" + std::to_string(c.documentEvery) : "");
     });
 
 /// Rows that saw no key on either side stay (0, -inf), without NaN, in
