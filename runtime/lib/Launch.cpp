@@ -122,7 +122,8 @@ llvm::Expected<Launch> readSlurm(EnvLookup env) {
   l.host = host && *host ? host : nodes ? firstSlurmHost(nodes) : "";
   if (l.host.empty())
     return launchError("srun set neither MASTER_ADDR nor "
-                       "SLURM_STEP_NODELIST (where rank 0's TCP store runs)");
+                       "SLURM_STEP_NODELIST (the machine whose local rank 0 "
+                       "serves the TCP store)");
   int64_t job = 0, step = 0;
   if (llvm::Error e = readInt(env, "SLURM_JOB_ID", job, false, l.source))
     return std::move(e);
