@@ -22,7 +22,7 @@ using namespace titan;
 using llvm::StringRef;
 
 /// Why TorchTitan's flex-attention settings are refused.
-static const std::string kBlockCausalMissing =
+static constexpr llvm::StringLiteral kBlockCausalMissing =
     "(use_flex_attn = true, attn_mask_type = \"block_causal\": attention "
     "within each packed document) is not implemented in titan yet";
 
@@ -179,7 +179,9 @@ llvm::Expected<LlamaArgs> titan::readLlamaToml(StringRef path) {
                                       "norm_eps",
                                       "rope_theta",
                                       "max_seq_len",
-                                      "rope_scaling"};
+                                      "rope_scaling",
+                                      "use_flex_attn",
+                                      "attn_mask_type"};
   static const StringRef scalingKeys[] = {"scaling_factor", "low_freq_factor",
                                           "high_freq_factor",
                                           "original_max_position_embeddings"};
@@ -246,7 +248,7 @@ llvm::Expected<LlamaArgs> titan::readLlamaToml(StringRef path) {
                            : node.value<std::string>() == "causal";
       if (!isDefault)
         errs.push_back(where(path, node) + ": " + key.str() + " " +
-                       kBlockCausalMissing +
+                       kBlockCausalMissing.str() +
                        " (only TorchTitan's default is accepted: "
                        "use_flex_attn = false, attn_mask_type = \"causal\")");
     } else {

@@ -196,13 +196,15 @@ const ForeignKey kForeignKeys[] = {
 
 /// Sections of other versions and what they are called today: [float8]
 /// and [mx] are TorchTitan v0.1.0's; no TorchTitan release has
-/// [quantize.moe.*] (v0.2.0 calls MoE GEMMs grouped_mm).
+/// [quantize.dense.mx] or [quantize.moe.*] (v0.2.0 calls MoE GEMMs
+/// grouped_mm). [quantize.dense.float8] is accepted (kDenseFloat8).
 struct ForeignSection {
   StringRef section, current, origin;
 };
 const ForeignSection kForeignSections[] = {
     {"float8", "quantize.linear.float8", "TorchTitan v0.1.0's section"},
     {"mx", "quantize.linear.mx", "TorchTitan v0.1.0's section"},
+    {"quantize.dense.mx", "quantize.linear.mx", "not a TorchTitan section"},
     {"quantize.moe.float8", "quantize.grouped_mm.float8",
      "not a TorchTitan section"},
     {"quantize.moe.mx", "quantize.grouped_mm.mx", "not a TorchTitan section"},

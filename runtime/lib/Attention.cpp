@@ -97,9 +97,9 @@ onlineSoftmax(T *s, int64_t ld, int64_t rows, int64_t cols, int64_t diagonal,
     for (int64_t j = from; j < to; ++j)
       max = std::max(max, row[j] * scale);
     std::fill(row, row + from, T(0));
-    std::fill(row + std::max(from, to), row + cols, T(0));
+    std::fill(row + to, row + cols, T(0));
+    // No visible key here and none before (from == to): nothing to rescale.
     if (max == T(-INFINITY)) {
-      std::fill(row + from, row + std::max(from, to), T(0));
       alpha[i] = T(1);
       continue;
     }

@@ -285,10 +285,17 @@ void Communicator::hostBroadcast(double *values, int64_t count, int64_t root,
             });
 }
 
-void titanrt::checkWorldSize(const std::vector<int64_t> &mesh, int64_t size) {
-  int64_t expected = 1;
+namespace {
+int64_t meshRanks(const std::vector<int64_t> &mesh) {
+  int64_t ranks = 1;
   for (int64_t d : mesh)
-    expected *= d;
+    ranks *= d;
+  return ranks;
+}
+} // namespace
+
+void titanrt::checkWorldSize(const std::vector<int64_t> &mesh, int64_t size) {
+  int64_t expected = meshRanks(mesh);
   if (size == expected)
     return;
   fatal("this executable was compiled for " + std::to_string(expected) +
@@ -389,13 +396,6 @@ CreateNCCL ncclEntry() {
               "NCCL communicator; rebuild titan with TITAN_ENABLE_CUDA=ON)")
           .entry<CreateNCCL>("titan_rt_create_nccl_communicator");
   return entry;
-}
-
-int64_t meshRanks(const std::vector<int64_t> &mesh) {
-  int64_t ranks = 1;
-  for (int64_t d : mesh)
-    ranks *= d;
-  return ranks;
 }
 
 /// The CPU target's collectives are MPI's: a launch without MPI's

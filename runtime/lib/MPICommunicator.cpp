@@ -942,13 +942,8 @@ private:
 } // namespace
 
 void Communicator::bootstrapMPI() {
-  initMPI();
-  MPI_Comm_rank(MPI_COMM_WORLD, &rank_);
-  MPI_Comm_size(MPI_COMM_WORLD, &size_);
-  if (size_ > 1)
-    setAbortHook(abortEveryRank);
-  live_ = this;
-  checkWorldSize(mesh_, size_);
+  MPIBootstrap bootstrap;
+  adopt(bootstrap);
 }
 
 std::unique_ptr<Bootstrap> titanrt::createMPIBootstrap() {

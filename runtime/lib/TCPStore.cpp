@@ -2,6 +2,8 @@
 
 #include "TCPStore.h"
 
+#include "titan/Support/Format.h"
+
 #include "llvm/Support/FormatVariadic.h"
 
 #include <arpa/inet.h>
@@ -39,13 +41,6 @@ llvm::Error storeError(const llvm::Twine &message) {
 }
 
 std::string lastErrno() { return std::strerror(errno); }
-
-/// Seconds as people write them (0.3, 300).
-std::string seconds(double s) {
-  char text[32];
-  std::snprintf(text, sizeof(text), "%g", s);
-  return text;
-}
 
 void appendU64(std::string &out, uint64_t v) {
   out.append(reinterpret_cast<const char *>(&v), sizeof(v));
@@ -404,7 +399,7 @@ TCPStoreClient::connect(const std::string &host, int port,
       "rank 0 of that machine running, and is the store's address "
       "(MASTER_ADDR, MASTER_PORT or TITAN_STORE_PORT; under srun the step's "
       "first node) the same on every rank?",
-      host, port, seconds(timeoutSeconds), why));
+      host, port, titan::formatNumber(timeoutSeconds), why));
 }
 
 TCPStoreClient::TCPStoreClient(int fd, std::string host, int port,
@@ -451,10 +446,10 @@ llvm::Expected<std::string> TCPStoreClient::reply(const std::string &key) {
       auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
           deadline - std::chrono::steady_clock::now());
       if (left.count() <= 0)
-        return storeError(
-            llvm::formatv("waited {0} s for '{1}' at the TCP store {2} "
-                          "(comm.init_timeout_seconds); a rank has not arrived",
-                          seconds(timeoutSeconds_), key, address()));
+        return storeError(llvm::formatv(
+            "waited {0} s for '{1}' at the TCP store {2} "
+            "(comm.init_timeout_seconds); a rank has not arrived",
+            titan::formatNumber(timeoutSeconds_), key, address()));
       waitMs = int(std::min<int64_t>(left.count(), 1000));
     }
     pollfd p{fd_, POLLIN, 0};

@@ -38,11 +38,22 @@ namespace {
 constexpr double kTimeout = 20;
 
 /// A port free on the loopback interface now.
-int freePort() {
+/// A store served on a free loopback port (null, failing the test, if it
+/// cannot start).
+std::unique_ptr<TCPStoreServer> loopbackServer() {
   llvm::Expected<std::unique_ptr<TCPStoreServer>> server =
       TCPStoreServer::start("127.0.0.1", 0);
   EXPECT_TRUE(server && *server);
-  return server && *server ? (*server)->port() : 0;
+  if (!server) {
+    llvm::consumeError(server.takeError());
+    return nullptr;
+  }
+  return std::move(*server);
+}
+
+int freePort() {
+  std::unique_ptr<TCPStoreServer> server = loopbackServer();
+  return server ? server->port() : 0;
 }
 
 Launch launchOf(int64_t rank, int64_t size, int64_t localRank, int port) {
@@ -162,10 +173,9 @@ TEST(TCPStore, LosingTheServerStopsTheOthers) {
 }
 
 TEST(TCPStore, WaitsEndWithTheKeyAndTheAddress) {
-  llvm::Expected<std::unique_ptr<TCPStoreServer>> server =
-      TCPStoreServer::start("127.0.0.1", 0);
-  ASSERT_TRUE(server && *server);
-  int port = (*server)->port();
+  std::unique_ptr<TCPStoreServer> server = loopbackServer();
+  ASSERT_TRUE(server);
+  int port = server->port();
   llvm::Expected<std::unique_ptr<TCPStoreClient>> client =
       TCPStoreClient::connect("127.0.0.1", port, 0.3);
   ASSERT_TRUE(bool(client));
@@ -270,10 +280,9 @@ TEST(TCPStore, AFailureAtTheEndStillStopsTheServingRank) {
 
 // Bytes that are not titan's protocol drop that client, not the store.
 TEST(TCPStore, GarbageDropsOnlyItsClient) {
-  llvm::Expected<std::unique_ptr<TCPStoreServer>> server =
-      TCPStoreServer::start("127.0.0.1", 0);
-  ASSERT_TRUE(server && *server);
-  int port = (*server)->port();
+  std::unique_ptr<TCPStoreServer> server = loopbackServer();
+  ASSERT_TRUE(server);
+  int port = server->port();
   int fd = ::socket(AF_INET, SOCK_STREAM, 0);
   sockaddr_in address{};
   address.sin_family = AF_INET;
