@@ -111,6 +111,7 @@ void titan::setTrainingOptions(const TrainConfig &c, const MeshDegrees &mesh,
   o.decayRatio = c.lrScheduler.decayRatio.value_or(-1.0);
   o.decayType = c.lrScheduler.decayType;
   o.minLrFactor = c.lrScheduler.minLrFactor;
+  o.optimizerInBackward = c.optimizer.earlyStepInBackward;
   const auto &p = c.parallelism;
   o.pipelineSchedule = p.pipelineParallelSchedule;
   o.pipelineScheduleCsv = p.pipelineParallelScheduleCsv;

@@ -138,6 +138,14 @@ void addUpdatePasses(mlir::OpPassManager &pm,
   if (!forwardNames.empty())
     optimizer.forwardNames.assign(forwardNames.begin(), forwardNames.end());
   pm.addPass(createTitanOptimizer(optimizer));
+  // Under pipeline parallelism the pass refuses the first stage's phase,
+  // as TorchTitan refuses optimizers in backward (so does the driver).
+  if (options.optimizerInBackward) {
+    TitanOptimizerInBackwardOptions inBackward;
+    if (!forwardNames.empty())
+      inBackward.backwardName = forwardNames.front();
+    pm.addPass(createTitanOptimizerInBackward(inBackward));
+  }
 }
 
 /// TorchTitan's stage split of the model, then this rank's cut.

@@ -275,6 +275,8 @@ std::string titan::manifest::printManifest(const Manifest &m) {
                  {"collective_axes", json::Array(m.collectiveAxes)}};
   if (m.loadBalancedAxes)
     o["load_balanced"] = axisNames(m.loadBalancedAxes);
+  if (m.optimizerInBackward)
+    o["optimizer_in_backward"] = true;
   if (m.target == "cuda")
     o["cuda_arch"] = m.cudaArch;
   if (!m.hfConfig.empty())
@@ -545,6 +547,8 @@ llvm::Expected<Manifest> titan::manifest::parseManifest(StringRef text) {
   m.dim = o->getInteger("dim").value_or(0);
   m.flopsPerToken = o->getNumber("flops_per_token").value_or(0);
   m.accumulationSteps = o->getInteger("accumulation_steps").value_or(1);
+  m.optimizerInBackward =
+      o->getBoolean("optimizer_in_backward").value_or(false);
   if (const json::Array *mesh = o->getArray("mesh")) {
     if (mesh->size() != kNumAxes)
       r.fail("the mesh does not have one size per axis");

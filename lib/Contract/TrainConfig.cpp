@@ -337,9 +337,10 @@ std::vector<KeySpec> buildSchema(TrainConfig &c) {
       "one launch a model unit)")
       .oneOf({"for-loop", "foreach", "fused"});
   add("optimizer", "early_step_in_backward", &c.optimizer.earlyStepInBackward,
-      "Accepted with a warning: titan's fused AdamW runs after the backward "
-      "(TorchTitan's numbers when max_norm does not clip and nothing "
-      "accumulates)");
+      "Each parameter's AdamW update runs in the backward once its gradient "
+      "is final, and its gradient buffer is reused; no clipping "
+      "(training.max_norm is ignored, as in TorchTitan); refused with "
+      "pipeline parallelism or gradient accumulation");
 
   add("lr_scheduler", "warmup_steps", &c.lrScheduler.warmupSteps,
       "Linear warmup steps")

@@ -8,6 +8,7 @@
 #include "titan/Driver/Compilation.h"
 
 #include "titan/Contract/TrainConfig.h"
+#include "titan/Driver/ConfigChecks.h"
 #include "titan/Driver/Programs.h"
 
 #include "mlir/IR/Verifier.h"
@@ -58,7 +59,7 @@ llvm::Error Compilation::resolveMesh() {
   if (!resolved)
     return resolved.takeError();
   mesh = *resolved;
-  return llvm::Error::success();
+  return checkMeshSettings(config, mesh);
 }
 
 void Compilation::partitionOptions(PartitionPipelineOptions &o) const {

@@ -7,9 +7,11 @@
 
 #include "titan/Driver/ConfigChecks.h"
 
+#include "titan/Compiler/ConfigPipelineOptions.h"
 #include "titan/Contract/TrainConfig.h"
 #include "titan/Dialect/Titan/IR/ModuleNames.h"
 #include "titan/Dialect/Titan/IR/TitanOps.h"
+#include "titan/Support/Format.h"
 
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/FormatVariadic.h"
@@ -96,18 +98,47 @@ driver::configWarnings(const TrainConfig &c,
          target.getName().upper() +
          " target: every buffer already is host memory");
   if (c.optimizer.earlyStepInBackward)
-    warn("optimizer.early_step_in_backward: titan applies AdamW in one fused "
-         "step after the backward and keeps every gradient until then. "
-         "TorchTitan steps each parameter in its gradient hook (each "
-         "microbatch under gradient accumulation), and its "
-         "clip_grad_norm_ then finds no gradients: the numbers are the same "
-         "when training.max_norm does not clip and nothing accumulates");
+    warn("optimizer.early_step_in_backward: training.max_norm (" +
+         formatNumber(c.training.maxNorm) +
+         ") is ignored: each parameter's AdamW update runs in the backward "
+         "once its gradient is final, before the global norm exists (as in "
+         "TorchTitan, whose clip_grad_norm_ then finds no gradients); "
+         "titan still reports the global gradient norm where TorchTitan "
+         "logs 0");
   return warnings;
 }
 
 llvm::Error driver::diagnoseUnsupported(const TrainConfig &c,
                                         const target::TargetBackend &target) {
   std::vector<std::string> errors = unsupportedSettings(c, target);
+  if (errors.empty())
+    return llvm::Error::success();
+  return llvm::createStringError(llvm::inconvertibleErrorCode(),
+                                 llvm::join(errors, "\n"));
+}
+
+llvm::Error driver::checkMeshSettings(const TrainConfig &c,
+                                      const MeshDegrees &mesh) {
+  std::vector<std::string> errors;
+  if (c.optimizer.earlyStepInBackward && mesh.pp > 1)
+    errors.push_back(llvm::formatv(
+        "optimizer.early_step_in_backward is not supported with pipeline "
+        "parallelism (parallelism.pipeline_parallel_degree = {0}), as in "
+        "TorchTitan v0.2.0 (build_optimizers)",
+        mesh.pp));
+  if (int64_t steps = accumulationSteps(c, mesh);
+      c.optimizer.earlyStepInBackward && steps > 1)
+    errors.push_back(llvm::formatv(
+        "optimizer.early_step_in_backward with gradient accumulation "
+        "(training.global_batch_size = {0} is {1} microbatches of "
+        "training.local_batch_size = {2} on {3} data-parallel rank{5}): a "
+        "gradient is final only after the last microbatch, and TorchTitan's "
+        "gradient hooks would step AdamW after every one; set "
+        "training.global_batch_size = {4} or turn it off",
+        c.training.globalBatchSize, steps, c.training.localBatchSize,
+        mesh.dpReplicate * mesh.dpShard,
+        c.training.localBatchSize * mesh.dpReplicate * mesh.dpShard,
+        mesh.dpReplicate * mesh.dpShard == 1 ? "" : "s"));
   if (errors.empty())
     return llvm::Error::success();
   return llvm::createStringError(llvm::inconvertibleErrorCode(),

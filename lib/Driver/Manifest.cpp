@@ -114,6 +114,14 @@ void driver::addProgramToManifest(manifest::Manifest &m,
   if (config.validation.enable)
     m.eval = {config.validation.localBatchSize, config.validation.seqLen};
   m.accumulationSteps = accumulationSteps(config, mesh);
+  // What the compiled step does, not what the config asked: with no
+  // gradient slot, forward_backward updates the parameters itself
+  // (titan-optimizer-in-backward) and optimizer_step is empty.
+  m.optimizerInBackward =
+      !m.params.empty() &&
+      llvm::none_of(m.slots.keys(), [](llvm::StringRef slot) {
+        return slot.starts_with("grad:");
+      });
   m.target = target.getName().str();
   if (target.getFeatures().deviceArch)
     m.cudaArch = cudaArch.str();

@@ -78,6 +78,8 @@ llvm::Expected<PlannedPrograms> driver::compilePlannedPrograms(
     return std::move(e);
   if (llvm::Error e = diagnoseUnsupported(c, target))
     return std::move(e);
+  if (llvm::Error e = checkMeshSettings(c, mesh))
+    return std::move(e);
   PlannedPrograms programs;
   programs.mesh = mesh;
   programs.target = &target;

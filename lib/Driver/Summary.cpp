@@ -112,8 +112,13 @@ void printTrainingStep(const LlamaArgs &a, const TrainConfig &c, int64_t total,
       llvm::formatv("{0} (6N + 12·L·H·Q·T)", humanCount(flopsPerToken)));
   row("weights",
       llvm::formatv("{0} ({1})", gib(double(total) * bytes), c.training.dtype));
-  row("weights+grads+AdamW",
-      llvm::formatv("{0} unsharded", gib(double(total) * (bytes * 2 + 8))));
+  if (c.optimizer.earlyStepInBackward)
+    row("weights+AdamW", llvm::formatv("{0} unsharded (no gradients kept: "
+                                       "optimizer.early_step_in_backward)",
+                                       gib(double(total) * (bytes + 8))));
+  else
+    row("weights+grads+AdamW",
+        llvm::formatv("{0} unsharded", gib(double(total) * (bytes * 2 + 8))));
   row("optimizer",
       llvm::formatv("{0} lr {1} betas ({2}, {3}) eps {4} weight_decay {5}",
                     c.optimizer.name, formatNumber(c.optimizer.lr),
@@ -121,7 +126,9 @@ void printTrainingStep(const LlamaArgs &a, const TrainConfig &c, int64_t total,
                     formatNumber(c.optimizer.beta2),
                     formatNumber(c.optimizer.eps),
                     formatNumber(c.optimizer.weightDecay)));
-  row("max_norm", formatNumber(c.training.maxNorm));
+  row("max_norm", c.optimizer.earlyStepInBackward
+                      ? "ignored (optimizer.early_step_in_backward)"
+                      : formatNumber(c.training.maxNorm));
   std::string decay =
       c.lrScheduler.decayRatio
           ? "last " + formatNumber(*c.lrScheduler.decayRatio) + " of steps"
@@ -268,7 +275,15 @@ void driver::printPerRankPlan(mlir::ModuleOp module, int64_t arenaBytes,
      << mesh.getCp() << " x tp " << mesh.getTp() << " = " << mesh.getWorldSize()
      << " ranks)\n";
   row("parameters", humanBytes(double(params)));
-  row("gradients", humanBytes(double(params)));
+  // titan-optimizer-in-backward leaves forward_backward no gradient result.
+  auto step = module.lookupSymbol<mlir::func::FuncOp>("forward_backward");
+  bool gradientsKept =
+      !step || llvm::any_of(llvm::seq(step.getNumResults()), [&](unsigned i) {
+        return step.getResultAttr(i, TitanDialect::kGradAttrName) != nullptr;
+      });
+  row("gradients", gradientsKept
+                       ? humanBytes(double(params))
+                       : std::string("none kept (each dies with its update)"));
   row("AdamW state", humanBytes(2.0 * double(params)));
   // The memory plan: everything a rank holds at its peak (--emit=memory
   // breaks it down).

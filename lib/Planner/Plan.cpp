@@ -217,9 +217,11 @@ int64_t plan::memoryLowerBound(const LlamaArgs &model,
   // average share.
   double share = double(c.mesh.dpShard * c.mesh.cp * c.mesh.tp * c.mesh.pp);
   double params = double(paramCount(model)) / share;
-  // f32 master weights, f32 gradients, AdamW's two f32 moments; training in
-  // bf16 also holds a bf16 working copy of the shard it gathers from.
-  double state = params * (16.0 + (bf16 ? 2.0 : 0.0));
+  // f32 master weights, f32 gradients (none kept with the optimizer in the
+  // backward), AdamW's two f32 moments; training in bf16 also holds a bf16
+  // working copy of the shard it gathers from.
+  double gradients = config.optimizer.earlyStepInBackward ? 0.0 : 4.0;
+  double state = params * (12.0 + gradients + (bf16 ? 2.0 : 0.0));
   // Activations: each of the rank's blocks keeps, per token of a
   // microbatch (sequence parallel: over tp; context parallel: over cp), at
   // least its input under full checkpointing; the inputs of its linears

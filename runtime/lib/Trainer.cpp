@@ -150,6 +150,9 @@ struct TensorSet {
   std::vector<std::vector<float>> copies;
   Device &device;
 
+  /// No tensors: the gradients when the optimizer runs in the backward
+  /// (they die there and have no slots).
+  explicit TensorSet(Device &device) : device(device) {}
   TensorSet(const Manifest &m, Arena &arena, const std::string &kind)
       : device(arena.target()) {
     for (const Manifest::Param &p : m.params) {
@@ -303,22 +306,32 @@ std::string firstNonFinite(const TensorSet &first, StringRef firstKind,
 }
 
 /// Stops the run at a non-finite loss or gradient norm: every rank sees the
-/// same (all-reduced) value and exits; the first rank says why.
+/// same (all-reduced) value and exits; the first rank says why. Without
+/// `gradientsKept` (the optimizer ran in the backward) the parameters are
+/// already updated from the step's gradients, which no slot keeps.
 [[noreturn]] void stopOnNonFinite(int64_t step, StringRef what, double value,
-                                  const std::string &tensor, bool leader) {
+                                  const std::string &tensor, bool gradientsKept,
+                                  bool leader) {
   if (!leader) {
     std::fflush(stdout);
     std::exit(1);
   }
+  std::string found;
+  if (gradientsKept)
+    found = tensor.empty()
+                ? "every parameter and gradient of this rank is "
+                  "finite (an activation overflowed)"
+                : "the first non-finite tensor of this rank is " + tensor;
+  else
+    found = (tensor.empty()
+                 ? "every parameter of this rank is finite"
+                 : "the first non-finite tensor of this rank is " + tensor) +
+            " (optimizer.early_step_in_backward updated the parameters in "
+            "the backward; their gradients are not kept)";
   fatal(llvm::formatv("step {0}: the {1} is {2}; {3}; stopping without "
                       "saving a checkpoint of this state (the last one "
                       "saved, if any, is intact)",
-                      step, what, std::isnan(value) ? "nan" : "inf",
-                      tensor.empty()
-                          ? "every parameter and gradient of this rank is "
-                            "finite (an activation overflowed)"
-                          : "the first non-finite tensor of this rank is " +
-                                tensor)
+                      step, what, std::isnan(value) ? "nan" : "inf", found)
             .str());
 }
 
@@ -666,7 +679,9 @@ struct TrainingTensors {
   TensorSet params, grads, expAvg, expAvgSq;
 
   TrainingTensors(const Manifest &m, Arena &arena)
-      : params(m, arena, "param"), grads(m, arena, "grad"),
+      : params(m, arena, "param"),
+        grads(m.optimizerInBackward ? TensorSet(arena.target())
+                                    : TensorSet(m, arena, "grad")),
         expAvg(m, arena, "exp_avg"), expAvgSq(m, arena, "exp_avg_sq") {
     expAvg.zero();
     expAvgSq.zero();
@@ -762,6 +777,8 @@ private:
   double accumulateGradients(int64_t step, StepTrace *trace);
   double pipelinedMicrobatches(int64_t step, StepTrace *trace);
   double microbatches(int64_t step, StepTrace *trace);
+  /// input:step and input:total_steps, before the step's first function.
+  void writeStepInputs(int64_t step);
   /// The optimizer step; returns the gradient norm and the learning rate.
   std::pair<float, float> update(int64_t step, StepTrace *trace);
   /// Writes the step's metrics line (and its log line when due); stops the
@@ -1156,10 +1173,13 @@ void Run::trainStep(int64_t step) {
   }
   StepTrace *trace = tracing ? &window : nullptr;
   double stepBegin = StepTrace::now();
+  // The optimizer's inputs go first when forward_backward updates too.
+  writeStepInputs(step);
   double lossSum = accumulateGradients(step, trace);
   // A non-finite loss stops the run before the update, so the state stays
-  // the last good one; a non-finite gradient norm after it. Either way no
-  // checkpoint is written from it.
+  // the last good one (with the optimizer in the backward, the update has
+  // run: the state in memory is not saved); a non-finite gradient norm
+  // after it. Either way no checkpoint is written from it.
   bool finiteLoss = std::isfinite(lossSum);
   auto [gradNorm, lr] =
       finiteLoss ? update(step, trace) : std::pair<float, float>(0, 0);
@@ -1266,9 +1286,17 @@ double Run::microbatches(int64_t step, StepTrace *trace) {
   return lossSum;
 }
 
-std::pair<float, float> Run::update(int64_t step, StepTrace *trace) {
+void Run::writeStepInputs(int64_t step) {
   write<int64_t>(device, slots.step, step);
   write<int64_t>(device, slots.totalSteps, totalSteps);
+}
+
+std::pair<float, float> Run::update(int64_t step, StepTrace *trace) {
+  // optimizer.early_step_in_backward: forward_backward has updated every
+  // parameter (optimizer_step is empty, as TorchTitan's container's step()
+  // is a no-op).
+  if (m.optimizerInBackward)
+    return {read<float>(device, slots.gradNorm), read<float>(device, slots.lr)};
   double begin = StepTrace::now();
   if (pipelined) {
     device.runPhase("the pipeline rank's optimizer_step", program.optimizerStep,
@@ -1334,7 +1362,7 @@ void Run::report(int64_t step, const StepResult &r) {
                                    r.finiteLoss ? "gradient" : "parameter",
                                    r.finiteLoss ? params : grads,
                                    r.finiteLoss ? "parameter" : "gradient"),
-                    leader);
+                    !m.optimizerInBackward, leader);
   }
   if ((step + 1) % c.metrics.logFreq == 0 || step + 1 == totalSteps ||
       step == firstStep)

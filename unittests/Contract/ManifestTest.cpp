@@ -115,6 +115,7 @@ void expectSame(const Manifest &a, const Manifest &b) {
   EXPECT_EQ(a.dim, b.dim);
   EXPECT_EQ(a.flopsPerToken, b.flopsPerToken);
   EXPECT_EQ(a.accumulationSteps, b.accumulationSteps);
+  EXPECT_EQ(a.optimizerInBackward, b.optimizerInBackward);
   EXPECT_EQ(a.mesh, b.mesh);
   EXPECT_EQ(a.loadBalancedAxes, b.loadBalancedAxes);
   expectSameParams(a.params, b.params);
@@ -234,6 +235,16 @@ TEST(ManifestTest, LoadBalancedAxesAreNamedOnlyWhenThereAreSome) {
             std::string::npos);
   m.loadBalancedAxes = 0;
   EXPECT_EQ(printManifest(m).find("load_balanced"), std::string::npos);
+  expectSame(m, roundTrip(m));
+}
+
+TEST(ManifestTest, OptimizerInBackwardIsWrittenOnlyWhenSet) {
+  Manifest m = fullManifest(/*pipelined=*/false);
+  EXPECT_EQ(printManifest(m).find("optimizer_in_backward"), std::string::npos);
+  EXPECT_FALSE(roundTrip(m).optimizerInBackward);
+  m.optimizerInBackward = true;
+  EXPECT_NE(printManifest(m).find(R"("optimizer_in_backward":true)"),
+            std::string::npos);
   expectSame(m, roundTrip(m));
 }
 

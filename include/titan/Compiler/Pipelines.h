@@ -144,6 +144,12 @@ struct TrainingPipelineOptions
   Option<double> minLrFactor{*this, "min-lr-factor",
                              llvm::cl::desc("Final lr over the peak"),
                              llvm::cl::init(0.0)};
+  Option<bool> optimizerInBackward{
+      *this, "optimizer-in-backward",
+      llvm::cl::desc("Each parameter's AdamW update in the backward, once "
+                     "its gradient is final, with no clipping (TorchTitan's "
+                     "optimizer.early_step_in_backward; pp = 1 only)"),
+      llvm::cl::init(false)};
 
   // Pipeline parallelism only (titan-pipeline-parallel-training-pipeline).
   Option<int64_t> pipelineRank{*this, "pp-rank",

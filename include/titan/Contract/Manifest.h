@@ -204,6 +204,11 @@ struct Manifest {
   int64_t localBatch = 0, seqLen = 0, vocab = 0, dim = 0;
   double flopsPerToken = 0;
   int64_t accumulationSteps = 1;
+  /// optimizer.early_step_in_backward: forward_backward reads input:step
+  /// and input:total_steps and updates the parameters and moments itself;
+  /// there are no grad:* slots and optimizer_step is empty. Written as
+  /// "optimizer_in_backward" only when true.
+  bool optimizerInBackward = false;
   /// The mesh's sizes, by MeshAxis.
   std::vector<int64_t> mesh = {1, 1, 1, 1, 1};
   /// The mesh axes that split load-balanced (#dist.mesh's load_balanced;

@@ -11,6 +11,7 @@
 #ifndef TITAN_DRIVER_CONFIGCHECKS_H
 #define TITAN_DRIVER_CONFIGCHECKS_H
 
+#include "titan/Model/MeshDegrees.h"
 #include "titan/Target/TargetBackend.h"
 
 #include "mlir/IR/BuiltinOps.h"
@@ -40,6 +41,11 @@ llvm::Error diagnoseUnsupported(const TrainConfig &config,
 /// own way: one message each, for the caller to print.
 std::vector<std::string> configWarnings(const TrainConfig &config,
                                         const target::TargetBackend &target);
+
+/// Settings that the parallel degrees rule out (the mesh resolved, after
+/// diagnoseUnsupported): one error line each, naming the keys.
+llvm::Error checkMeshSettings(const TrainConfig &config,
+                              const MeshDegrees &mesh);
 
 /// Passes each of configWarnings to `warn` (when set), then returns
 /// diagnoseUnsupported's errors: the order titan-compile prints them in.

@@ -37,7 +37,9 @@ struct CompiledModel {
   /// into grad:* when compiled with gradient accumulation);
   /// optimizer_step updates param:*, exp_avg:*, exp_avg_sq:* in place from
   /// grad:*, input:step and input:total_steps and writes output:grad_norm
-  /// and output:lr.
+  /// and output:lr. With the manifest's optimizer_in_backward,
+  /// forward_backward does the updates itself (no grad:* slots) and
+  /// optimizer_step is empty.
   void (*forwardBackward)(char *arena);
   void (*optimizerStep)(char *arena);
   /// Where the arena lives and the steps run (the target's kernel library

@@ -275,6 +275,57 @@ def optimizer(params, names, o, s, steps, foreach=None):
     return opt, sched
 
 
+class OptimizersInBackward:
+    """TorchTitan v0.2.0's OptimizersInBackwardContainer
+    (components/optimizer.py, optimizer.early_step_in_backward): one AdamW
+    and one LR schedule per parameter, stepped by the parameter's
+    post-accumulate-grad hook, which then drops the gradient. Nothing is
+    clipped (clip_grad_norm_ finds no gradients); the norm of the gradients
+    the hooks saw is what titan reports as grad_norm. PyTorch before 2.1 has
+    no such hook: the updates then run after the backward, the same values
+    (each reads only its own parameter's gradient and state)."""
+
+    def __init__(self, params, names, o, s, steps):
+        self.params = [params[n] for n in names]
+        self.opts = {}
+        self.scheds = []
+        for p in self.params:
+            opt, sched = optimizer({"p": p}, ["p"], o, s, steps, foreach=False)
+            self.opts[p] = opt
+            self.scheds.append(sched)
+        self.hooked = hasattr(torch.Tensor, "register_post_accumulate_grad_hook")
+        if self.hooked:
+            for p in self.params:
+                p.register_post_accumulate_grad_hook(self.step_param)
+        self.squares = 0.0
+
+    def step_param(self, p):
+        self.squares += p.grad.double().pow(2).sum().item()
+        self.opts[p].step()
+        self.opts[p].zero_grad(set_to_none=True)
+
+    def lr(self):
+        return self.opts[self.params[0]].param_groups[0]["lr"]
+
+    def after_backward(self):
+        if not self.hooked:
+            for p in self.params:
+                self.step_param(p)
+        norm, self.squares = math.sqrt(self.squares), 0.0
+        for sched in self.scheds:
+            sched.step()
+        return norm
+
+
+def write_metrics(out, step, loss, norm, lr, tokens, step_start, start):
+    now = time.perf_counter()
+    out.write(json.dumps({
+        "step": step + 1, "loss": loss, "grad_norm": norm, "lr": lr,
+        "tokens_per_second": tokens / (now - step_start),
+        "elapsed_s": now - start}) + "\n")
+    out.flush()
+
+
 def optimizer_step(opt, sched, params, max_norm, out, step, loss, tokens,
                    step_start, start):
     """Clips the gradients, steps AdamW and the schedule, and writes the
@@ -283,12 +334,7 @@ def optimizer_step(opt, sched, params, max_norm, out, step, loss, tokens,
     norm = torch.nn.utils.clip_grad_norm_(params, max_norm)
     opt.step()
     sched.step()
-    now = time.perf_counter()
-    out.write(json.dumps({
-        "step": step + 1, "loss": loss, "grad_norm": norm.item(), "lr": lr,
-        "tokens_per_second": tokens / (now - step_start),
-        "elapsed_s": now - start}) + "\n")
-    out.flush()
+    write_metrics(out, step, loss, norm.item(), lr, tokens, step_start, start)
 
 
 def validation_loss(a, params, val, val_cfg, global_batch, freqs_cis, rounding):
@@ -320,7 +366,12 @@ def train(args):
 
     names, params, tokens = training_inputs(a, args.weights, args.tokens, seq)
     samples = tokens.shape[0]
-    opt, sched = optimizer(params, names, o, s, steps, foreach=False)
+    in_backward = o.get("early_step_in_backward", False)
+    if in_backward:
+        assert accum == 1, "early_step_in_backward steps once per backward"
+        opts = OptimizersInBackward(params, names, o, s, steps)
+    else:
+        opt, sched = optimizer(params, names, o, s, steps, foreach=False)
     freqs_cis = rope_freqs(a, seq)
     # titan's CPU target computes in f32 unless the config asks for bf16.
     rounding = (RoundBf16.apply if t.get("mixed_precision_param") == "bfloat16"
@@ -340,7 +391,8 @@ def train(args):
     with open(args.out, "w") as out:
         for step in range(steps):
             step_start = time.perf_counter()
-            opt.zero_grad()
+            if not in_backward:
+                opt.zero_grad()
             total = 0.0
             for micro in range(accum):
                 rows = [(step * global_batch + micro * local + r) % samples
@@ -350,9 +402,15 @@ def train(args):
                                     rounding)
                 (loss / accum).backward()
                 total += loss.item()
-            optimizer_step(opt, sched, [params[n] for n in names],
-                           t.get("max_norm", 1.0), out, step, total / accum,
-                           global_batch * seq, step_start, start)
+            if in_backward:
+                lr = opts.lr()
+                write_metrics(out, step, total, opts.after_backward(), lr,
+                              global_batch * seq, step_start, start)
+            else:
+                optimizer_step(opt, sched, [params[n] for n in names],
+                               t.get("max_norm", 1.0), out, step,
+                               total / accum, global_batch * seq, step_start,
+                               start)
             # After the update, at step 1 and every validation.freq steps
             # (Validator.should_validate).
             if args.val_tokens and (step + 1 == 1 or

@@ -43,11 +43,7 @@ SmallVector<int64_t> segmentTriples(GenericOp generic) {
 /// run of such kernels would grow with the model's depth).
 std::string modelUnit(GenericOp kernel) {
   std::optional<StringRef> name = getModuleName(kernel.getLoc());
-  if (!name)
-    return "";
-  if (std::optional<int64_t> layer = getLayerIndex(*name))
-    return ("layers." + Twine(*layer)).str();
-  return name->take_until([](char c) { return c == '.'; }).str();
+  return name ? getModelUnit(*name) : "";
 }
 
 /// Whether one of `starts` sends what `kernel` writes: joining a later

@@ -31,3 +31,9 @@ std::optional<int64_t> titan::getLayerIndex(StringRef name) {
     return std::nullopt;
   return index;
 }
+
+std::string titan::getModelUnit(StringRef name) {
+  if (std::optional<int64_t> layer = getLayerIndex(name))
+    return ("layers." + Twine(*layer)).str();
+  return name.take_until([](char c) { return c == '.'; }).str();
+}

@@ -8,6 +8,7 @@
 
 #include "titan/Dialect/Titan/IR/Parameters.h"
 #include "titan/Dialect/Titan/IR/TitanOps.h"
+#include "titan/Dialect/Titan/Transforms/GradientNorm.h"
 #include "titan/Dialect/Titan/Transforms/Passes.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -27,10 +28,6 @@ using namespace titan;
 
 namespace {
 
-/// The L2 norm of all gradients of the unsharded model. Gradients of
-/// parameters sharded over some mesh axes hold only their shard: their sum
-/// of squares is all-reduced over those axes (replicated ones are counted
-/// once).
 /// A parameter of the functions the optimizer updates.
 struct OptimizedParameter {
   StringAttr name;
@@ -38,47 +35,24 @@ struct OptimizedParameter {
   dist::ShardingAttr sharding;
 };
 
+/// The L2 norm of all gradients of the unsharded model (GradientNorm.h):
+/// one titan.global_norm per group of gradients reduced over the same
+/// axes.
 Value buildGlobalNorm(OpBuilder &b, Location loc,
                       ArrayRef<OptimizedParameter> params, ValueRange grads,
                       bool pipelined) {
   Type scalar = RankedTensorType::get({}, b.getF32Type());
-  // Group gradients by the mesh axes that shard their parameter; under
-  // pipeline parallelism every pipeline rank holds other parameters, so
-  // every group is summed over pp too.
-  std::map<std::vector<std::string>, SmallVector<Value>> groups;
-  for (auto [p, g] : llvm::zip(params, grads)) {
-    std::vector<std::string> axes;
-    if (pipelined)
-      for (const mesh::AxisInfo &axis : mesh::kAxes)
-        if (axis.pipeline)
-          axes.push_back(axis.name);
-    if (p.sharding)
-      for (unsigned d = 0; d < p.sharding.getDims().size(); ++d)
-        for (StringRef axis : p.sharding.getAxes(d))
-          axes.push_back(axis.str());
-    // In mesh order: [tp, dp_shard] and [dp_shard, tp] are one group.
-    llvm::sort(axes, [](const std::string &a, const std::string &b) {
-      return dist::MeshAttr::getAxisIndex(a) < dist::MeshAttr::getAxisIndex(b);
-    });
-    groups[axes].push_back(g);
-  }
-  if (groups.size() == 1 && groups.begin()->first.empty())
+  std::map<std::vector<std::string>, SmallVector<Value>> members;
+  for (auto [p, g] : llvm::zip(params, grads))
+    members[gradientNormAxes(p.sharding, pipelined)].push_back(g);
+  if (members.size() == 1 && members.begin()->first.empty())
     return GlobalNormOp::create(b, loc, scalar, grads);
-  Value total;
-  for (auto &[axes, members] : groups) {
-    Value n = GlobalNormOp::create(b, loc, scalar, members);
-    Value squares = MulOp::create(b, loc, n, n);
-    if (!axes.empty()) {
-      SmallVector<StringRef> names(axes.begin(), axes.end());
-      auto start = dist::AllReduceStartOp::create(
-          b, loc,
-          dist::FutureType::get(b.getContext(), cast<RankedTensorType>(scalar)),
-          squares, b.getStrArrayAttr(names), dist::ReductionKind::Sum);
-      squares = dist::WaitOp::create(b, loc, start);
-    }
-    total = total ? AddOp::create(b, loc, total, squares) : squares;
+  SquaredNormGroups squares;
+  for (auto &[axes, group] : members) {
+    Value n = GlobalNormOp::create(b, loc, scalar, group);
+    addSquaredNorm(b, loc, squares, axes, MulOp::create(b, loc, n, n));
   }
-  return SqrtOp::create(b, loc, total);
+  return buildNormFromSquares(b, loc, squares);
 }
 
 struct TitanOptimizerPass

@@ -13,6 +13,7 @@
 #include "mlir/IR/Location.h"
 
 #include <optional>
+#include <string>
 
 namespace titan {
 
@@ -24,6 +25,12 @@ bool isInModule(llvm::StringRef name, llvm::StringRef module);
 
 /// The transformer block `name` is in ("layers.<i>" or below it).
 std::optional<int64_t> getLayerIndex(llvm::StringRef name);
+
+/// The model unit a module or parameter name belongs to: its transformer
+/// block ("layers.3"), else its top module ("tok_embeddings", "output"):
+/// what one multi-tensor launch covers, and where titan-optimizer-in-
+/// backward delays an update to.
+std::string getModelUnit(llvm::StringRef name);
 
 } // namespace titan
 

@@ -304,4 +304,46 @@ def TitanOptimizer : Pass<"titan-optimizer", "::mlir::ModuleOp"> {
                            "::mlir::func::FuncDialect"];
 }
 
+def TitanOptimizerInBackward
+    : Pass<"titan-optimizer-in-backward", "::mlir::ModuleOp"> {
+  let summary = "Run each parameter's AdamW update in the backward, as soon "
+                "as its gradient is final";
+  let description = [{
+    TorchTitan's `optimizer.early_step_in_backward`
+    (`OptimizersInBackwardContainer`: one optimizer per parameter, stepped
+    by its post-accumulate-grad hook): moves the AdamW updates that
+    `titan-optimizer` built in `optimizer_step` into `forward_backward`, so
+    that each gradient dies with its update instead of living until the
+    step's end, and the memory plan reuses its buffer for the gradients
+    computed after it.
+
+    Each update is placed after its gradient's last definition (FSDP's
+    reduce-scatter wait) and the parameter's last read, then one model unit
+    later (before the next unit's first final gradient): the reduce-scatter
+    then overlaps the next unit's backward, as FSDP2's hook runs once its
+    reduce-scatter is done, and a unit's updates stay adjacent (one
+    multi-tensor launch). There is no clipping, as in TorchTitan, whose
+    `clip_grad_norm_` finds no gradients left: the AdamW scalars see a zero
+    norm (`clip_coef = 1`). The reported `grad_norm` is still the global
+    norm, summed unit by unit as the gradients are final.
+
+    `forward_backward` then also takes the AdamW moments and the `step` and
+    `total_steps` inputs and returns the updated parameters and moments,
+    `grad_norm` and `lr`; it no longer returns gradients. `optimizer_step`
+    is left without arguments, results or ops, as TorchTitan's container's
+    `step()` is a no-op. Gradient accumulation (gradient
+    arguments) and pipeline stages are refused, as TorchTitan refuses
+    pipeline parallelism.
+  }];
+  let options = [
+    Option<"backwardName", "backward", "std::string",
+           "\"forward_backward\"", "Function whose gradients are updated in">,
+    Option<"stepName", "step-function", "std::string",
+           "\"optimizer_step\"", "The function titan-optimizer built">,
+  ];
+  let dependentDialects = ["::titan::TitanDialect",
+                           "::titan::dist::DistDialect",
+                           "::mlir::func::FuncDialect"];
+}
+
 #endif // TITAN_DIALECT_TITAN_TRANSFORMS_PASSES_TD
