@@ -87,8 +87,16 @@ AttentionShape attentionShape(const Args &c) {
   check(d.error);
   return {d.batch, d.seq, d.qHeads, d.kvHeads, d.headDim};
 }
+/// TorchTitan's block-causal mask (a document_starts input) has no CUDA
+/// kernel yet; titan-compile refuses it for --target=cuda.
+void refuseDocumentStarts(const Args &c, int64_t inputs) {
+  if (c.types && c.types[0] > inputs)
+    check("attention with document_starts (TorchTitan's block_causal mask) "
+          "is not implemented");
+}
 /// (q, k, v) -> (out, lse); floats: {scale}
 void attention(const Args &c) {
+  refuseDocumentStarts(c, 3);
   AttentionShape s = attentionShape(c);
   Dtype t = c.type(0);
   if (t != Dtype::f32 &&
@@ -105,6 +113,7 @@ void attention(const Args &c) {
 /// (q, k, v, out, lse, dout) -> (dq, dk, dv); floats: {scale}; ints:
 /// {deterministic}
 void attentionGrad(const Args &c) {
+  refuseDocumentStarts(c, 6);
   AttentionShape s = attentionShape(c);
   Dtype t = c.type(0);
   bool deterministic = c.ints[0] != 0;

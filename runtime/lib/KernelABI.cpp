@@ -132,21 +132,36 @@ template <typename T> void localShard(const Call &c) {
       std::copy_n(in + r * p.srcPitch + p.srcOffset[j], p.width,
                   out + r * p.dstPitch + p.dstOffset[j]);
 }
-/// (q, k, v) -> (out, lse); floats: {scale}; workspace: S x S
+/// The optional document starts after `inputs` required inputs (i32 [B,
+/// S]), and where the outputs begin.
+struct DocumentInput {
+  titanrt::DocumentStarts docs;
+  int out;
+};
+DocumentInput documentInput(const Call &c, int inputs) {
+  if (c.inputs <= inputs)
+    return {{}, inputs};
+  return {{c.buf<int32_t>(inputs), c.shape(inputs).dim(1)}, inputs + 1};
+}
+/// (q, k, v[, document_starts]) -> (out, lse); floats: {scale}; workspace:
+/// S x S
 template <typename T> void attention(const Call &c) {
   Shape q = c.shape(0), kv = c.shape(1);
-  k::attention(c.buf<T>(0), c.buf<T>(1), c.buf<T>(2), c.buf<T>(3), c.buf<T>(4),
-               q.dim(0), q.dim(1), q.dim(2), kv.dim(2), q.dim(3), c.floats[0],
-               static_cast<T *>(c.workspace));
+  auto [docs, out] = documentInput(c, 3);
+  k::attention(c.buf<T>(0), c.buf<T>(1), c.buf<T>(2), c.buf<T>(out),
+               c.buf<T>(out + 1), q.dim(0), q.dim(1), q.dim(2), kv.dim(2),
+               q.dim(3), c.floats[0], static_cast<T *>(c.workspace), docs);
 }
-/// (q, k, v, out, lse, dout) -> (dq, dk, dv); floats: {scale}; ints:
-/// {deterministic} (these kernels are either way); workspace: 2 S x S
+/// (q, k, v, out, lse, dout[, document_starts]) -> (dq, dk, dv); floats:
+/// {scale}; ints: {deterministic} (these kernels are either way);
+/// workspace: 2 S x S
 template <typename T> void attentionGrad(const Call &c) {
   Shape q = c.shape(0), kv = c.shape(1);
+  auto [docs, out] = documentInput(c, 6);
   k::attentionGrad(c.buf<T>(0), c.buf<T>(1), c.buf<T>(2), c.buf<T>(3),
-                   c.buf<T>(4), c.buf<T>(5), c.buf<T>(6), c.buf<T>(7),
-                   c.buf<T>(8), q.dim(0), q.dim(1), q.dim(2), kv.dim(2),
-                   q.dim(3), c.floats[0], static_cast<T *>(c.workspace));
+                   c.buf<T>(4), c.buf<T>(5), c.buf<T>(out), c.buf<T>(out + 1),
+                   c.buf<T>(out + 2), q.dim(0), q.dim(1), q.dim(2), kv.dim(2),
+                   q.dim(3), c.floats[0], static_cast<T *>(c.workspace), docs);
 }
 /// (q, k, v) -> (out, lse); floats: {scale}; ints: {degree, kv_shift,
 /// load_balanced, number of cp axes, axes...}
@@ -660,7 +675,7 @@ void onBf16Units(const Call &c, const int64_t *types) {
     if (readsResults<Kernel>(c))
       convert(c.buffers[i], bufferType(types, i), buffers[i], Dtype::f32, n);
   }
-  Form::run(Call{buffers, c.shapes, c.ints, c.floats, scratch});
+  Form::run(Call{buffers, c.shapes, c.ints, c.floats, scratch, c.inputs});
   for (int64_t i = inputs; i < count; ++i)
     if (staged(i))
       convert(buffers[i], Dtype::f32, c.buffers[i], bufferType(types, i),
@@ -700,7 +715,7 @@ void widened(const Call &c, const int64_t *types) {
     if (i < inputs || readsResults<Kernel>(c))
       convert(c.buffers[i], type, staged[i], Dtype::f32, n);
   }
-  Kernel(Call{staged, c.shapes, c.ints, c.floats, scratch});
+  Kernel(Call{staged, c.shapes, c.ints, c.floats, scratch, c.inputs});
   for (int64_t i = inputs; i < count; ++i)
     if (Dtype type = bufferType(types, i); isSixteenBit(type))
       convert(staged[i], Dtype::f32, c.buffers[i], type,
@@ -718,24 +733,24 @@ extern "C" {
   })
 #define TITAN_RT_DEFINE(name, impl)                                            \
   void titan_rt_##name##_f32(void **b, const int64_t *s, const int64_t *i,     \
-                             const double *f, void *w, const int64_t *) {      \
+                             const double *f, void *w, const int64_t *t) {     \
     TITAN_RT_TIMED(name, f32);                                                 \
-    impl<float>(Call{b, s, i, f, w});                                          \
+    impl<float>(Call{b, s, i, f, w, t ? t[0] : -1});                           \
   }                                                                            \
   void titan_rt_##name##_f64(void **b, const int64_t *s, const int64_t *i,     \
-                             const double *f, void *w, const int64_t *) {      \
+                             const double *f, void *w, const int64_t *t) {     \
     TITAN_RT_TIMED(name, f64);                                                 \
-    impl<double>(Call{b, s, i, f, w});                                         \
+    impl<double>(Call{b, s, i, f, w, t ? t[0] : -1});                          \
   }                                                                            \
   void titan_rt_##name##_bf16(void **b, const int64_t *s, const int64_t *i,    \
                               const double *f, void *w, const int64_t *t) {    \
     TITAN_RT_TIMED(name, bf16);                                                \
-    widened<impl<float>>(Call{b, s, i, f, w}, t);                              \
+    widened<impl<float>>(Call{b, s, i, f, w, t ? t[0] : -1}, t);               \
   }                                                                            \
   void titan_rt_##name##_f16(void **b, const int64_t *s, const int64_t *i,     \
                              const double *f, void *w, const int64_t *t) {     \
     TITAN_RT_TIMED(name, f16);                                                 \
-    widened<impl<float>>(Call{b, s, i, f, w}, t);                              \
+    widened<impl<float>>(Call{b, s, i, f, w, t ? t[0] : -1}, t);               \
   }
 
 #define TITAN_KERNEL_Kernel(name, impl) TITAN_RT_DEFINE(name, impl)

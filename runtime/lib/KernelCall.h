@@ -47,6 +47,9 @@ struct Call {
   const int64_t *ints;
   const double *floats;
   void *workspace;
+  /// The call's number of input buffers (the ABI's `types` header): whether
+  /// an optional input (KernelCatalog.def) is there.
+  int64_t inputs = -1;
 
   template <typename T> T *buf(int i) const {
     return static_cast<T *>(buffers[i]);

@@ -67,9 +67,20 @@ TEST(KernelCatalog, EntriesAreWellFormed) {
       counts = true;
       EXPECT_GE(entry.countParam, 0) << "a counted element needs a count";
     };
-    for (size_t i = 0; i < inputs; ++i)
+    for (size_t i = 0; i < inputs; ++i) {
       checkCounted(entry.inputs[i].quantity);
+      // The call's number of inputs says whether an optional one is there:
+      // only the last, and no counted one beside it.
+      if (entry.inputs[i].quantity == catalog::Quantity::Optional) {
+        EXPECT_EQ(i + 1, inputs) << "an optional input must be the last";
+        EXPECT_FALSE(llvm::any_of(
+            llvm::ArrayRef(entry.inputs, inputs), [](const catalog::Buffer &b) {
+              return b.quantity == catalog::Quantity::Counted;
+            }));
+      }
+    }
     for (size_t i = 0; i < outputs; ++i) {
+      EXPECT_NE(entry.outputs[i].quantity, catalog::Quantity::Optional);
       checkCounted(entry.outputs[i].quantity);
       EXPECT_LT(entry.outputs[i].inPlaceOf, int(inputs));
     }

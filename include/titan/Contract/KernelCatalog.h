@@ -47,6 +47,10 @@ struct Buffer {
   constexpr Buffer counted() const {
     return {name, Quantity::Counted, inPlaceOf};
   }
+  /// The last input, present or not: the call's number of inputs says.
+  constexpr Buffer optional() const {
+    return {name, Quantity::Optional, inPlaceOf};
+  }
   constexpr Buffer over(int input) const { return {name, quantity, input}; }
 };
 constexpr Buffer In(const char *name) { return {name}; }

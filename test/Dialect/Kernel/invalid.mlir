@@ -153,6 +153,17 @@ func.func @outputs(%q: memref<1x4x2x8xf32>, %o: memref<1x4x2x8xf32>) {
 
 // -----
 
+// document_starts is attention's optional last input: 3 or 4 inputs.
+func.func @optional_input(%q: memref<1x4x2x8xf32>, %d: memref<1x4xi32>, %o: memref<1x4x2x8xf32>, %l: memref<1x2x4xf32>) {
+  %s = kernel.stream 0
+  kernel.call "attention"(%q, %q, %q, %d : memref<1x4x2x8xf32>, memref<1x4x2x8xf32>, memref<1x4x2x8xf32>, memref<1x4xi32>) outs(%o, %l : memref<1x4x2x8xf32>, memref<1x2x4xf32>) on %s params [1.0 : f64]
+  // expected-error @+1 {{'kernel.call' op kernel 'attention' takes 3 or 4 inputs (query, key, value, document_starts?), got 5}}
+  kernel.call "attention"(%q, %q, %q, %d, %d : memref<1x4x2x8xf32>, memref<1x4x2x8xf32>, memref<1x4x2x8xf32>, memref<1x4xi32>, memref<1x4xi32>) outs(%o, %l : memref<1x4x2x8xf32>, memref<1x2x4xf32>) on %s params [1.0 : f64]
+  return
+}
+
+// -----
+
 func.func @param_type(%x: memref<4x8xf32>, %w: memref<8xf32>, %y: memref<4x8xf32>) {
   %s = kernel.stream 0
   // expected-error @+1 {{'kernel.call' op kernel 'rms_norm' takes parameter #0 (eps) as f64, got 1 : i64}}

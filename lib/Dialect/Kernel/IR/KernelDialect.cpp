@@ -227,12 +227,19 @@ static LogicalResult verifyCatalogBuffers(Operation *op,
                                           ArrayRef<catalog::Buffer> list,
                                           int64_t count, size_t actual,
                                           StringRef what) {
-  int64_t expected = 0;
-  for (const catalog::Buffer &buffer : list)
-    expected += buffer.quantity == catalog::Quantity::Counted ? count : 1;
-  if (int64_t(actual) != expected)
+  int64_t least = 0, most = 0;
+  for (const catalog::Buffer &buffer : list) {
+    int64_t times = buffer.quantity == catalog::Quantity::Counted ? count : 1;
+    most += times;
+    if (buffer.quantity != catalog::Quantity::Optional)
+      least += times;
+  }
+  if (int64_t(actual) < least || int64_t(actual) > most)
     return op->emitOpError()
-           << "kernel '" << entry.name << "' takes " << quantity(expected, what)
+           << "kernel '" << entry.name << "' takes "
+           << (least == most
+                   ? quantity(least, what)
+                   : std::to_string(least) + " or " + quantity(most, what))
            << " (" << describe(list) << "), got " << actual;
   return success();
 }
