@@ -21,11 +21,6 @@
 using namespace titan;
 using llvm::StringRef;
 
-/// Why TorchTitan's flex-attention settings are refused.
-static constexpr llvm::StringLiteral kBlockCausalMissing =
-    "(use_flex_attn = true, attn_mask_type = \"block_causal\": attention "
-    "within each packed document) is not implemented in titan yet";
-
 static llvm::Error makeError(const llvm::Twine &msg) {
   return llvm::createStringError(llvm::inconvertibleErrorCode(), msg.str());
 }
@@ -181,6 +176,7 @@ llvm::Expected<LlamaArgs> titan::readLlamaToml(StringRef path) {
                                       "max_seq_len",
                                       "rope_scaling",
                                       "use_flex_attn",
+                                      "attn_type",
                                       "attn_mask_type"};
   static const StringRef scalingKeys[] = {"scaling_factor", "low_freq_factor",
                                           "high_freq_factor",
@@ -241,21 +237,41 @@ llvm::Expected<LlamaArgs> titan::readLlamaToml(StringRef path) {
                        "low_freq_factor, high_freq_factor and "
                        "original_max_position_embeddings");
       a.ropeScaling = s;
-    } else if (key == "use_flex_attn" || key == "attn_mask_type") {
-      // TorchTitan's defaults (SDPA, causal) are what titan builds.
-      bool isDefault = key == "use_flex_attn"
-                           ? node.value<bool>() == false
-                           : node.value<std::string>() == "causal";
-      if (!isDefault)
-        errs.push_back(where(path, node) + ": " + key.str() + " " +
-                       kBlockCausalMissing.str() +
-                       " (only TorchTitan's default is accepted: "
-                       "use_flex_attn = false, attn_mask_type = \"causal\")");
+    } else if (key == "use_flex_attn") {
+      // TorchTitan v0.2.0's spelling of v0.2.1's attn_type = "flex".
+      if (std::optional<bool> v = node.value<bool>())
+        a.attnType = *v ? "flex" : "sdpa";
+      else
+        errs.push_back(where(path, node) + ": use_flex_attn must be a bool");
+    } else if (key == "attn_type") {
+      std::optional<std::string> v = node.value<std::string>();
+      if (v && (*v == "sdpa" || *v == "flex" || *v == "varlen"))
+        a.attnType = *v;
+      else
+        errs.push_back(where(path, node) +
+                       ": attn_type must be \"sdpa\", \"flex\" or "
+                       "\"varlen\" (TorchTitan v0.2.1's attention types)");
+    } else if (key == "attn_mask_type") {
+      // TorchTitan v0.2.0's get_attention_masks knows these two.
+      std::optional<std::string> v = node.value<std::string>();
+      if (v && (*v == "causal" || *v == "block_causal"))
+        a.attnMaskType = *v;
+      else
+        errs.push_back(where(path, node) +
+                       ": attn_mask_type must be \"causal\" or "
+                       "\"block_causal\" (TorchTitan's mask types)");
     } else {
       errs.push_back(where(path, name) + ": unknown model key '" + key.str() +
                      "'" + didYouMean(key, topKeys));
     }
   }
+  // TorchTitan v0.2.1's get_attention_masks raises the same.
+  if (errs.empty() && a.attnType == "varlen" &&
+      a.attnMaskType != "block_causal")
+    errs.push_back(path.str() +
+                   ": attn_type = \"varlen\" needs attn_mask_type = "
+                   "\"block_causal\" (varlen attention is causal within "
+                   "each document)");
   if (!errs.empty())
     return makeError(llvm::join(errs, "\n"));
   if (!haveKvHeads)
@@ -476,14 +492,6 @@ llvm::Expected<LlamaArgs> titan::resolveLlamaModel(const TrainConfig &config,
     return readHFLlamaConfig(flavor);
   if (flavor.ends_with(".toml") || flavor.contains('/'))
     return readLlamaToml(flavor);
-
-  // TorchTitan's flavors titan does not build yet, named as such.
-  if (flavor == "debugmodel_flex_attn")
-    return makeError(
-        "model.flavor: TorchTitan's flavor 'debugmodel_flex_attn' " +
-        kBlockCausalMissing +
-        "; 'debugmodel' is the same model with causal attention over the "
-        "whole sequence");
 
   // Unknown flavor: list what is there.
   std::vector<std::string> flavors;

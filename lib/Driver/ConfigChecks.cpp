@@ -8,6 +8,7 @@
 #include "titan/Driver/ConfigChecks.h"
 
 #include "titan/Compiler/ConfigPipelineOptions.h"
+#include "titan/Contract/LlamaArgs.h"
 #include "titan/Contract/TrainConfig.h"
 #include "titan/Dialect/Titan/IR/ModuleNames.h"
 #include "titan/Dialect/Titan/IR/TitanOps.h"
@@ -115,6 +116,22 @@ llvm::Error driver::diagnoseUnsupported(const TrainConfig &c,
     return llvm::Error::success();
   return llvm::createStringError(llvm::inconvertibleErrorCode(),
                                  llvm::join(errors, "\n"));
+}
+
+llvm::Error driver::checkModelOnTarget(const LlamaArgs &model,
+                                       const target::TargetBackend &target) {
+  if (!model.documentMasked() || target.getFeatures().documentMaskedAttention)
+    return llvm::Error::success();
+  return llvm::createStringError(
+      llvm::inconvertibleErrorCode(),
+      "model " + model.name +
+          ": attn_mask_type = \"block_causal\" (TorchTitan's flex or "
+          "varlen attention within each packed document) is not implemented "
+          "on "
+          "the " +
+          target.getName().upper() +
+          " target yet (it needs cuDNN SDPA with per-document offsets); "
+          "the CPU target runs it");
 }
 
 llvm::Error driver::checkMeshSettings(const TrainConfig &c,

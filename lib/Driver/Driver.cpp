@@ -150,6 +150,8 @@ llvm::Error driver::emitStage(const TrainConfig &config, const LlamaArgs &model,
       return e;
   if (llvm::Error e = checkJob(model, config, options.warn))
     return e;
+  if (llvm::Error e = checkModelOnTarget(model, *backend))
+    return e;
   if (options.stage == Stage::Cost)
     return emitCost(config, model, options, os);
   // Pipeline parallel: the pipeline schedule, from the stage plan alone;
@@ -185,6 +187,8 @@ driver::compileToModule(mlir::MLIRContext &context, const TrainConfig &config,
   if (!backend)
     return backend.takeError();
   if (llvm::Error e = checkJob(model, config, options.warn))
+    return std::move(e);
+  if (llvm::Error e = checkModelOnTarget(model, *backend))
     return std::move(e);
   mlir::TimingScope untimed;
   Compilation job(config, model, options, *backend, untimed);

@@ -377,6 +377,9 @@ runPlanAuto(const LlamaArgs &model, const TrainConfig &config,
   request.gpus = opts.gpus;
   request.hardware = hw;
   request.top = opts.top;
+  // A model the target cannot run is refused before the search.
+  if (llvm::Error e = checkModelOnTarget(model, target))
+    return std::move(e);
   request.bf16 = paramDtype(config, target) == "bfloat16";
   request.float8 = target.getFeatures().float8Gemms;
   request.asyncTP = target.getFeatures().asyncTensorParallel;

@@ -44,7 +44,12 @@ public:
           TitanDialect::kParamAttrName, b.getStringAttr(p.name))));
     }
     Type tokenType = RankedTensorType::get({batch, seq}, b.getI32Type());
-    for (StringRef input : {"tokens", "labels"}) {
+    SmallVector<StringRef, 3> inputs = {"tokens", "labels"};
+    // TorchTitan's block-causal mask: each position's document start, which
+    // the runtime computes from the tokens and the tokenizer's EOS id.
+    if (args.documentMasked())
+      inputs.push_back("document_starts");
+    for (StringRef input : inputs) {
       argTypes.push_back(tokenType);
       argAttrs.push_back(b.getDictionaryAttr(b.getNamedAttr(
           TitanDialect::kInputAttrName, b.getStringAttr(input))));
@@ -62,6 +67,8 @@ public:
       params[spec.name] = value;
     Value tokens = entry->getArgument(specs.size());
     Value labels = entry->getArgument(specs.size() + 1);
+    if (args.documentMasked())
+      documentStarts = entry->getArgument(specs.size() + 2);
 
     Value h = EmbeddingOp::create(b, loc("tok_embeddings"), act({args.dim}),
                                   param("tok_embeddings"), tokens,
@@ -143,6 +150,7 @@ private:
     auto lseType =
         RankedTensorType::get({batch, args.nHeads, seq}, b.getF32Type());
     Value o = AttentionOp::create(b, loc(attn), q.getType(), lseType, q, k, v,
+                                  documentStarts,
                                   b.getF64FloatAttr(1.0 / std::sqrt(hd)))
                   .getResult();
     o = reshape(attn, o, {args.nHeads * hd});
@@ -165,6 +173,8 @@ private:
   Type elt;
   llvm::StringMap<Value> params;
   Value angles;
+  /// The block-causal mask's input (null: causal over the whole sequence).
+  Value documentStarts;
 };
 
 } // namespace

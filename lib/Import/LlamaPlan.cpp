@@ -93,10 +93,13 @@ void titan::attachLlamaParallelPlan(func::FuncOp forward) {
                        ParamPlanAttr::get(ctx, style, getLayerIndex(name)));
   }
   // Context parallel splits the tokens and labels (batch x seq) along
-  // their sequence.
+  // their sequence; the document starts stay whole (a position's document
+  // may start in an earlier chunk).
   for (unsigned i = 0, e = forward.getNumArguments(); i < e; ++i) {
     auto type = dyn_cast<RankedTensorType>(forward.getArgumentTypes()[i]);
-    if (forward.getArgAttr(i, TitanDialect::kInputAttrName) && type &&
+    auto input =
+        forward.getArgAttrOfType<StringAttr>(i, TitanDialect::kInputAttrName);
+    if (input && input.getValue() != "document_starts" && type &&
         type.getRank() > 0)
       forward.setArgAttr(i, kContextParallelAttrName,
                          b.getI64IntegerAttr(type.getRank() - 1));

@@ -377,6 +377,21 @@ std::string resolvePath(const DataOptions &o) {
 
 } // namespace
 
+int32_t titanrt::tokenizerEosId(const titan::TrainConfig &c, int64_t vocab) {
+  if (c.model.tokenizerPath.empty() && c.model.hfAssetsPath.empty())
+    fatal("the model's attn_mask_type = \"block_causal\" ends each document "
+          "at the tokenizer's EOS token: set model.hf_assets_path (or "
+          "model.tokenizer_path) to the tokenizer");
+  std::string from;
+  std::unique_ptr<Tokenizer> tokenizer = openTokenizer(c, vocab, from);
+  std::optional<int32_t> eos = tokenizer->eosId();
+  if (!eos)
+    fatal("the tokenizer '" + from +
+          "' has no EOS token, which the model's attn_mask_type = "
+          "\"block_causal\" ends each document at");
+  return *eos;
+}
+
 std::unique_ptr<Dataset> Dataset::open(const DataOptions &options,
                                        const titan::TrainConfig &config) {
   // titan-compile refuses such a sequence length (ConfigFit).

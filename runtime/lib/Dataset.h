@@ -104,6 +104,12 @@ struct DataOptions {
   bool loop = true;
 };
 
+/// The EOS id of the job's tokenizer (model.tokenizer_path, else
+/// model.hf_assets_path, as for a text dataset): where TorchTitan's
+/// block-causal mask ends a document, whatever kind of data is read. Stops
+/// the run with an error naming the keys when there is none.
+int32_t tokenizerEosId(const titan::TrainConfig &config, int64_t vocab);
+
 class Dataset {
 public:
   /// The data of `options` for the job `config` (whose model.tokenizer_path,

@@ -14,6 +14,7 @@
 #include "Checkpoint.h"
 #include "Communicator.h"
 #include "Dataset.h"
+#include "DocumentMask.h"
 #include "Error.h"
 #include "HFCheckpoint.h"
 #include "Init.h"
@@ -92,6 +93,8 @@ public:
 
   char *data() { return base; }
 
+  /// Whether the plan has a slot `name` (an input only some models take).
+  bool has(const std::string &name) const { return m.slots.count(name); }
   /// The address of slot `name`, which must hold `bytes` bytes.
   char *slot(const std::string &name, int64_t bytes) {
     auto it = m.slots.find(name);
@@ -705,10 +708,13 @@ struct StepSlots {
   /// are in the stages' frames and the last stage's arena (null here).
   char *tokens = nullptr, *labels = nullptr, *loss = nullptr;
   char *gradNorm, *lr, *step, *totalSteps;
+  /// TorchTitan's block-causal mask: each position's document start, from
+  /// the tokens (null without the mask).
+  char *documentStarts = nullptr;
   /// The batch is drawn on the host: into the arena where the host can
   /// address it, else into host buffers copied over before each step.
   std::vector<int32_t> hostBatch;
-  int32_t *hostTokens, *hostLabels;
+  int32_t *hostTokens, *hostLabels, *hostStarts = nullptr;
 
   StepSlots(Arena &arena, int64_t batch, int64_t seq, bool pipelined)
       : gradNorm(arena.slot("output:grad_norm", 4)),
@@ -720,12 +726,17 @@ struct StepSlots {
       labels = arena.slot("input:labels", tokenBytes);
       loss = arena.slot("output:loss", 4);
     }
+    if (!pipelined && arena.has("input:document_starts"))
+      documentStarts = arena.slot("input:document_starts", tokenBytes);
     bool host = arena.target().hostAccessible();
     if (!host && !pipelined)
-      hostBatch.resize(size_t(2 * batch * seq));
+      hostBatch.resize(size_t((documentStarts ? 3 : 2) * batch * seq));
     hostTokens = host ? reinterpret_cast<int32_t *>(tokens) : hostBatch.data();
     hostLabels = host ? reinterpret_cast<int32_t *>(labels)
                       : hostBatch.data() + batch * seq;
+    if (documentStarts)
+      hostStarts = host ? reinterpret_cast<int32_t *>(documentStarts)
+                        : hostBatch.data() + 2 * batch * seq;
   }
 };
 
@@ -868,6 +879,9 @@ private:
   /// samples: tokens and FLOPs count the global batch of whole sequences.
   int64_t batch, seq, localSeq, global, accumulation;
   StepSlots slots;
+  /// The tokenizer's EOS id, where the block-causal mask ends a document
+  /// (-1 without the mask).
+  int32_t eosId = -1;
   std::unique_ptr<PipelineExecutor> pipeline;
   std::unique_ptr<Validator> validator;
   std::unique_ptr<llvm::raw_fd_ostream> metrics;
@@ -908,6 +922,7 @@ Run::Run(const titan::TrainConfig &c, const Manifest &m,
       batch(m.localBatch), seq(m.seqLen), localSeq(data->localLength()),
       global(globalBatch()), accumulation(global / (batch * dp)),
       slots(arena, m.localBatch, localSeq, pipelined),
+      eosId(slots.documentStarts ? tokenizerEosId(c, m.vocab) : -1),
       firstStep(restored.state.step),
       firstSample(restored.state.samplesConsumed),
       totalSteps(c.training.steps) {
@@ -1275,6 +1290,13 @@ double Run::microbatches(int64_t step, StepTrace *trace) {
                    slots.hostLabels + row * localSeq);
     device.copyToDevice(slots.tokens, slots.hostTokens, tokenBytes);
     device.copyToDevice(slots.labels, slots.hostLabels, tokenBytes);
+    // The mask's input: the whole sequence is on this rank (titan-compile
+    // refuses the mask under context parallelism).
+    if (slots.documentStarts) {
+      documentStarts(slots.hostTokens, batch, localSeq, eosId,
+                     slots.hostStarts);
+      device.copyToDevice(slots.documentStarts, slots.hostStarts, tokenBytes);
+    }
     double begin = StepTrace::now();
     device.run(Device::Step::ForwardBackward, model.forwardBackward,
                arena.data());

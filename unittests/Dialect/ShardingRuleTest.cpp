@@ -121,10 +121,10 @@ TEST_F(ShardingRuleTest, LinearWeightClaimsFirstAndInputKeepsAPrefix) {
 
 TEST_F(ShardingRuleTest, AttentionSplitsTheKeySequenceOnlyOverCp) {
   auto q = arg({2, 8, 4, 16}), k = arg({2, 8, 2, 16});
-  auto op =
-      AttentionOp::create(b, b.getUnknownLoc(), q.getType(),
-                          RankedTensorType::get({2, 4, 8}, b.getF32Type()), q,
-                          k, k, b.getF64FloatAttr(0.25));
+  auto op = AttentionOp::create(
+      b, b.getUnknownLoc(), q.getType(),
+      RankedTensorType::get({2, 4, 8}, b.getF32Type()), q, k, k,
+      /*document_starts=*/Value(), b.getF64FloatAttr(0.25));
   ops.emplace_back(op);
   ShardingRule rule =
       cast<ShardingRuleOpInterface>(op.getOperation()).getShardingRule();

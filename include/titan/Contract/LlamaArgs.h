@@ -46,8 +46,20 @@ struct LlamaArgs {
   std::optional<RopeScaling> ropeScaling;
   int64_t maxSeqLen = 131072;
   bool tieWordEmbeddings = false; ///< output reuses tok_embeddings.weight
+  /// TorchTitan's attention kernel (v0.2.1's attn_type: "sdpa", "flex" or
+  /// "varlen"; v0.2.0's use_flex_attn = true is "flex") and its mask
+  /// (attn_mask_type: "causal" or "block_causal").
+  std::string attnType = "sdpa";
+  std::string attnMaskType = "causal";
 
   int64_t headDim() const { return dim / nHeads; }
+  /// Whether attention stays within each packed document: TorchTitan masks
+  /// by document with flex attention's block-causal mask and with varlen
+  /// attention (v0.2.1: causal within each EOS-delimited sequence, the
+  /// same attention); SDPA is causal over the whole sequence.
+  bool documentMasked() const {
+    return attnType != "sdpa" && attnMaskType == "block_causal";
+  }
 
   /// TorchTitan's FeedForward hidden size:
   /// multiple_of * ceil(int(multiplier * int(8 * dim / 3)) / multiple_of).

@@ -23,6 +23,7 @@
 #include <vector>
 
 namespace titan {
+struct LlamaArgs;
 struct TrainConfig;
 
 namespace driver {
@@ -41,6 +42,11 @@ llvm::Error diagnoseUnsupported(const TrainConfig &config,
 /// own way: one message each, for the caller to print.
 std::vector<std::string> configWarnings(const TrainConfig &config,
                                         const target::TargetBackend &target);
+
+/// What the model needs of the target's kernels: TorchTitan's block-causal
+/// mask needs attention kernels that take document starts.
+llvm::Error checkModelOnTarget(const LlamaArgs &model,
+                               const target::TargetBackend &target);
 
 /// Settings that the parallel degrees rule out (the mesh resolved, after
 /// diagnoseUnsupported): one error line each, naming the keys.

@@ -61,6 +61,10 @@ struct TargetFeatures {
   /// with pipeline_parallel_degree > 1 (otherwise only the kernel IR and
   /// the reports).
   bool pipelineParallel = false;
+  /// Its attention kernels take document starts (TorchTitan's block-causal
+  /// mask, attn_mask_type = "block_causal"); otherwise such a model is
+  /// refused for the target.
+  bool documentMaskedAttention = false;
   /// Its kernel library has code for chosen GPU architectures: an object
   /// or executable needs titan-compile's --cuda-arch to be one of them,
   /// and the manifest records it.

@@ -140,6 +140,7 @@ int64_t scaledMatmulReduceScatter(dist::ScaledMatmulReduceScatterOp op) {
 TargetFeatures cpuFeatures() {
   TargetFeatures features;
   features.hostMemory = true;
+  features.documentMaskedAttention = true;
   features.pipelineParallel = true;
   features.generatedKernels = true;
   // 64 row blocks, a few per core: their partials 64 rows of C, which the

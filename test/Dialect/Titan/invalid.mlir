@@ -245,6 +245,14 @@ func.func @attention_query_rank(%q: tensor<2x8x32xf32>, %k: tensor<2x8x4x8xf32>,
 
 // -----
 
+func.func @attention_document_starts(%q: tensor<2x8x4x8xf32>, %d: tensor<2x4xi32>) {
+  // expected-error @+1 {{document_starts must be 'tensor<2x8xi32>' (batch x seq, each position's document start), not 'tensor<2x4xi32>'}}
+  %0:2 = titan.attention %q, %q, %q documents %d {scale = 1.0 : f64} : (tensor<2x8x4x8xf32>, tensor<2x8x4x8xf32>, tensor<2x8x4x8xf32>, tensor<2x4xi32>) -> (tensor<2x8x4x8xf32>, tensor<2x4x8xf32>)
+  return
+}
+
+// -----
+
 func.func @attention_key_rank(%q: tensor<2x8x4x8xf32>, %k: tensor<2x8x32xf32>, %v: tensor<2x8x4x8xf32>) {
   // expected-error @+1 {{key must be a 4-D (batch x seq x heads x head_dim) tensor, got rank 3 (2x8x32)}}
   %0:2 = titan.attention %q, %k, %v {scale = 1.0 : f64} : (tensor<2x8x4x8xf32>, tensor<2x8x32xf32>, tensor<2x8x4x8xf32>) -> (tensor<2x8x4x8xf32>, tensor<2x4x8xf32>)
@@ -492,7 +500,7 @@ func.func @param_attr(%w: tensor<4xf32> {titan.param = 3 : i64}) {
 
 // -----
 
-// expected-error @+1 {{argument #0 attribute 'titan.input' must be one of "tokens", "labels", "step", "total_steps"}}
+// expected-error @+1 {{argument #0 attribute 'titan.input' must be one of "tokens", "labels", "document_starts", "step", "total_steps"}}
 func.func @input_attr(%t: tensor<4xi32> {titan.input = "targets"}) {
   return
 }

@@ -51,6 +51,16 @@ func.func @attention_gqa(%q: tensor<2x8x4x8xf32>, %k: tensor<2x8x2x8xf32>, %v: t
   return %0#0 : tensor<2x8x4x8xf32>
 }
 
+// TorchTitan's block-causal mask: each position's document start.
+// CHECK-LABEL: func.func @attention_documents
+// CHECK: titan.attention %{{.*}}, %{{.*}}, %{{.*}} documents %{{.*}} {scale = 3.535530e-01 : f64} : (tensor<2x8x4x8xf32>, tensor<2x8x2x8xf32>, tensor<2x8x2x8xf32>, tensor<2x8xi32>) -> (tensor<2x8x4x8xf32>, tensor<2x4x8xf32>)
+// CHECK: titan.attention_grad {{.*}} documents %{{.*}} {scale = 3.535530e-01 : f64}
+func.func @attention_documents(%q: tensor<2x8x4x8xf32>, %k: tensor<2x8x2x8xf32>, %v: tensor<2x8x2x8xf32>, %d: tensor<2x8xi32>) -> tensor<2x8x4x8xf32> {
+  %0:2 = titan.attention %q, %k, %v documents %d {scale = 0.353553 : f64} : (tensor<2x8x4x8xf32>, tensor<2x8x2x8xf32>, tensor<2x8x2x8xf32>, tensor<2x8xi32>) -> (tensor<2x8x4x8xf32>, tensor<2x4x8xf32>)
+  %1:3 = titan.attention_grad %q, %k, %v, %0#0, %0#1, %0#0 documents %d {scale = 0.353553 : f64} : (tensor<2x8x4x8xf32>, tensor<2x8x2x8xf32>, tensor<2x8x2x8xf32>, tensor<2x8x4x8xf32>, tensor<2x4x8xf32>, tensor<2x8x4x8xf32>, tensor<2x8xi32>) -> (tensor<2x8x4x8xf32>, tensor<2x8x2x8xf32>, tensor<2x8x2x8xf32>)
+  return %1#0 : tensor<2x8x4x8xf32>
+}
+
 // CHECK-LABEL: func.func @linear
 // CHECK: titan.linear %{{.*}}, %{{.*}} : (tensor<2x8x16xf32>, tensor<48x16xf32>) -> tensor<2x8x48xf32>
 // CHECK: titan.linear %{{.*}}, %{{.*}} : (tensor<16xf32>, tensor<48x16xf32>) -> tensor<48xf32>

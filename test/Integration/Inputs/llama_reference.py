@@ -129,6 +129,9 @@ class Args:
             hidden = int(m["ffn_dim_multiplier"] * hidden)
         self.hidden = multiple_of * ((hidden + multiple_of - 1) // multiple_of)
         self.head_dim = self.dim // self.n_heads
+        # TorchTitan masks by document only with flex attention.
+        self.block_causal = (m.get("use_flex_attn", False) and
+                             m.get("attn_mask_type", "causal") == "block_causal")
 
 
 def param_shapes(a):
@@ -196,15 +199,37 @@ def identity(x):
     return x
 
 
-def forward_loss(a, p, tokens, labels, freqs_cis, r=identity):
+def document_mask(tokens, eos_id):
+    """TorchTitan v0.2.0's block-causal mask (models/attention.py,
+    get_document_mask_mod and the causal mask_mod): [b, 1, s, s] additive,
+    position q sees key k <= q of its own document, a position's document
+    being the number of EOS tokens before it."""
+    eos = tokens == eos_id
+    eos[:, -1] = True
+    cumulative = torch.cumsum(eos.long(), dim=1)
+    doc = torch.zeros_like(cumulative)
+    doc[:, 1:] = cumulative[:, :-1]
+    seq = tokens.shape[1]
+    causal = torch.ones(seq, seq, dtype=torch.bool).tril()
+    same = doc[:, :, None] == doc[:, None, :]
+    allowed = causal[None] & same
+    return torch.zeros(allowed.shape).masked_fill(~allowed, float("-inf"))[:, None]
+
+
+def forward_loss(a, p, tokens, labels, freqs_cis, r=identity, eos_id=None):
     """The loss, computed in float32. With `r` = RoundBf16.apply it applies
     titan's bf16 mixed precision: bf16 copies of the parameters, each op's
     result rounded once to bf16 (float32 inside, as titan's kernels), the
-    loss in float32 on the bf16 logits."""
+    loss in float32 on the bf16 logits. A block-causal model masks by
+    document, documents ending at `eos_id`."""
     bsz, seq = tokens.shape
     p = {n: r(w) for n, w in p.items()}
     h = p["tok_embeddings.weight"][tokens]
-    mask = torch.full((seq, seq), float("-inf")).triu(1)
+    if a.block_causal:
+        assert eos_id is not None, "a block_causal model needs --eos-id"
+        mask = document_mask(tokens, eos_id)
+    else:
+        mask = torch.full((seq, seq), float("-inf")).triu(1)
     groups = a.n_heads // a.n_kv_heads
     for i in range(a.n_layers):
         q = f"layers.{i}."
@@ -399,7 +424,7 @@ def train(args):
                         for r in range(local)]
                 batch = tokens[rows]
                 loss = forward_loss(a, params, batch[:, :-1], batch[:, 1:], freqs_cis,
-                                    rounding)
+                                    rounding, args.eos_id)
                 (loss / accum).backward()
                 total += loss.item()
             if in_backward:
@@ -448,6 +473,8 @@ def make_tokens(args):
             ids.extend(phrase.tolist())
         else:
             ids.extend(torch.randint(0, args.vocab, (11,), generator=g).tolist())
+        if args.eos_id is not None and torch.rand(1, generator=g).item() < 0.3:
+            ids.append(args.eos_id)
     with open(args.out, "wb") as f:
         f.write(struct.pack(f"<{args.count}I", *ids[: args.count]))
 
@@ -468,10 +495,14 @@ def main():
     tr.add_argument("--val-tokens")
     tr.add_argument("--val-global-batch", type=int)
     tr.add_argument("--threads", type=int, default=1)
+    tr.add_argument("--eos-id", type=int,
+                    help="the tokenizer's EOS id (block_causal models)")
     tk = sub.add_parser("tokens")
     tk.add_argument("--vocab", type=int, required=True)
     tk.add_argument("--count", type=int, required=True)
     tk.add_argument("--seed", type=int, default=0)
+    tk.add_argument("--eos-id", type=int,
+                    help="end a document after about one chunk in three")
     tk.add_argument("--out", required=True)
     args = ap.parse_args()
     torch.set_num_threads(getattr(args, "threads", 1))

@@ -360,11 +360,13 @@ struct RopeRule : NoLocalize {
   }
 };
 
-/// q [B, S, Hq, Dh], k and v [B, Skv, Hkv, Dh] -> out [B, S, Hq, Dh],
-/// lse [B, Hq, S], with Hq = Hkv x G (query heads grouped by their kv
-/// head). The key sequence is contracted through the softmax: it may be
-/// split only over the axes that split the sequence (context parallel),
-/// whose ring attention `localize` builds.
+/// q [B, S, Hq, Dh], k and v [B, Skv, Hkv, Dh] (, document_starts [B, S])
+/// -> out [B, S, Hq, Dh], lse [B, Hq, S], with Hq = Hkv x G (query heads
+/// grouped by their kv head). The key sequence is contracted through the
+/// softmax: it may be split only over the axes that split the sequence
+/// (context parallel), whose ring attention `localize` builds. The
+/// document starts stay whole along the sequence (a position's start may
+/// lie in any earlier chunk).
 struct AttentionRule {
   static constexpr int64_t kKeySequence = 2;
   static ShardingRule rule(AttentionOp op) {
@@ -382,6 +384,9 @@ struct AttentionRule {
     rule.addOperandDims({{b}, {s}, heads, {d}});
     rule.addOperandDims({{b}, {skv}, {hkv}, {d}});
     rule.addOperandDims({{b}, {skv}, {hkv}, {d}});
+    if (op.getDocumentStarts())
+      rule.addOperandDims(
+          {{b}, {rule.addFactor(q[1], FactorKind::NeedReplication)}});
     rule.addResultDims({{b}, {s}, heads, {d}});
     rule.addResultDims({{b}, heads, {s}});
     return rule;
@@ -390,6 +395,14 @@ struct AttentionRule {
     ArrayRef<StringRef> axes = l.getFactorAxes(kKeySequence);
     if (axes.empty())
       return success();
+    // The CPU kernels mask context-parallel blocks by document
+    // (contextAttention's DocumentStarts), but the ring ops do not carry
+    // the starts yet.
+    if (op.getDocumentStarts())
+      return op.emitOpError()
+             << "has document_starts (TorchTitan's block_causal mask) and "
+                "splits its sequence over context parallelism, which titan "
+                "does not implement (nor does TorchTitan v0.2.0)";
     // The ring skips the blocks the causal mask excludes by the chunks'
     // places, which it knows only for the load-balanced split.
     MeshAttr mesh = getMesh(op);

@@ -55,7 +55,7 @@ LogicalResult AttentionOp::buildAdjoint(OpBuilder &b, ArrayRef<Value> dy,
   auto g = AttentionGradOp::create(
       b, getLoc(), getQuery().getType(), getKey().getType(),
       getValue().getType(), getQuery(), getKey(), getValue(), getResult(),
-      getLse(), dy[0], getScaleAttr());
+      getLse(), dy[0], getDocumentStarts(), getScaleAttr());
   ctx.addGradient(getQuery(), g.getQueryGrad());
   ctx.addGradient(getKey(), g.getKeyGrad());
   ctx.addGradient(getValue(), g.getValueGrad());

@@ -271,6 +271,25 @@ static LogicalResult verifyAttentionOperands(Operation *op, Value query,
   return verifyPositive(op, "scale", scale);
 }
 
+/// `document_starts`, when present, is i32 B x S (the query's batch and
+/// sequence).
+static LogicalResult verifyDocumentStarts(Operation *op, Value query,
+                                          Value starts) {
+  if (!starts)
+    return success();
+  RankedTensorType q = tensorType(query), s = tensorType(starts);
+  SmallVector<int64_t> shape = {q.getDimSize(0), q.getDimSize(1)};
+  if (s.getShape() != ArrayRef<int64_t>(shape) ||
+      !s.getElementType().isInteger(32))
+    return op->emitOpError()
+           << "document_starts must be "
+           << RankedTensorType::get(shape,
+                                    IntegerType::get(op->getContext(), 32))
+           << " (batch x seq, each position's document start), not "
+           << starts.getType();
+  return success();
+}
+
 /// `lse` is B x Hq x S in the accumulator type of `query` (f64 for f64,
 /// else f32).
 static LogicalResult verifyLogSumExp(Operation *op, Value query, Value lse) {
@@ -291,7 +310,9 @@ LogicalResult AttentionOp::verify() {
   if (failed(verifyAttentionOperands(getOperation(), getQuery(), getKey(),
                                      getValue(), getScale().convertToDouble())))
     return failure();
-  if (failed(verifyLogSumExp(getOperation(), getQuery(), getLse())))
+  if (failed(verifyLogSumExp(getOperation(), getQuery(), getLse())) ||
+      failed(verifyDocumentStarts(getOperation(), getQuery(),
+                                  getDocumentStarts())))
     return failure();
   return verifyResultLikeInput(getOperation(), getQuery(), "query");
 }
@@ -645,7 +666,9 @@ LogicalResult AttentionGradOp::verify() {
   if (getOut().getType() != getQuery().getType())
     return emitOpError() << "out type " << getOut().getType()
                          << " must equal query type " << getQuery().getType();
-  if (failed(verifyLogSumExp(getOperation(), getQuery(), getLse())))
+  if (failed(verifyLogSumExp(getOperation(), getQuery(), getLse())) ||
+      failed(verifyDocumentStarts(getOperation(), getQuery(),
+                                  getDocumentStarts())))
     return failure();
   if (getQueryGrad().getType() != getQuery().getType() ||
       getKeyGrad().getType() != getKey().getType() ||

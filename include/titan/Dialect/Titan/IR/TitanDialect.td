@@ -43,7 +43,7 @@ def Titan_Dialect : Dialect {
     /// Argument attribute naming a non-parameter input.
     static constexpr ::llvm::StringLiteral kInputAttrName = "titan.input";
     static constexpr ::llvm::StringLiteral kInputNames[] = {
-        "tokens", "labels", "step", "total_steps"};
+        "tokens", "labels", "document_starts", "step", "total_steps"};
     /// Recompute regions (titan-activation-checkpoint): the transformer
     /// block whose activations the backward computes again, on each forward
     /// op of the block; ops of a region whose results the policy keeps

@@ -198,6 +198,11 @@ def Titan_AttentionOp : Titan_Op<"attention", [DeclareOpInterfaceMethods<Titan_A
     need not normalize again (the softmax statistics flash attention and
     cuDNN save for the backward).
 
+    With `document_starts` (`B x S` i32: TorchTitan's block-causal mask,
+    `attn_mask_type = "block_causal"`) query position `i` of batch row `b`
+    attends only to keys `document_starts[b, i] <= j <= i`: the start of its
+    packed document, the position after the last EOS token before it.
+
     ```mlir
     %o, %lse = titan.attention %q, %k, %v {scale = 2.500000e-01 : f64}
         : (tensor<8x2048x16x16xf32>, tensor<8x2048x4x16xf32>,
@@ -206,10 +211,13 @@ def Titan_AttentionOp : Titan_Op<"attention", [DeclareOpInterfaceMethods<Titan_A
     ```
   }];
   let arguments = (ins Titan_FloatTensor:$query, Titan_FloatTensor:$key,
-                       Titan_FloatTensor:$value, F64Attr:$scale);
+                       Titan_FloatTensor:$value,
+                       Optional<Titan_IndexTensor>:$document_starts,
+                       F64Attr:$scale);
   let results = (outs Titan_FloatTensor:$result, Titan_FloatTensor:$lse);
   let assemblyFormat = [{
-    $query `,` $key `,` $value attr-dict `:` functional-type(operands, results)
+    $query `,` $key `,` $value (`documents` $document_starts^)? attr-dict `:`
+    functional-type(operands, results)
   }];
   let hasVerifier = 1;
 }
@@ -646,7 +654,8 @@ def Titan_AttentionGradOp : Titan_Op<"attention_grad", [DeclareOpInterfaceMethod
     without a second normalization, `P = exp(scale * Q K^T - lse)` (causal),
     and then `dV = P^T dO`, `dP = dO V^T`, `dS = P * (dP - rowsum(dO * O))`,
     `dQ = scale * dS K`, `dK = scale * dS^T Q`; key/value gradients sum over
-    the query heads that share them.
+    the query heads that share them. `document_starts` is the forward's
+    (its block-causal mask).
 
     `deterministic` (`debug.deterministic`, set by `titan-bufferize`) asks
     for a kernel whose gradients are the same bits on every run: on CUDA,
@@ -657,12 +666,14 @@ def Titan_AttentionGradOp : Titan_Op<"attention_grad", [DeclareOpInterfaceMethod
   let arguments = (ins Titan_FloatTensor:$query, Titan_FloatTensor:$key,
                        Titan_FloatTensor:$value, Titan_FloatTensor:$out,
                        Titan_FloatTensor:$lse, Titan_FloatTensor:$grad,
+                       Optional<Titan_IndexTensor>:$document_starts,
                        F64Attr:$scale, UnitAttr:$deterministic);
   let results = (outs Titan_FloatTensor:$query_grad,
                       Titan_FloatTensor:$key_grad,
                       Titan_FloatTensor:$value_grad);
   let assemblyFormat = [{
-    $query `,` $key `,` $value `,` $out `,` $lse `,` $grad attr-dict `:`
+    $query `,` $key `,` $value `,` $out `,` $lse `,` $grad
+    (`documents` $document_starts^)? attr-dict `:`
     functional-type(operands, results)
   }];
   let hasVerifier = 1;
