@@ -137,6 +137,32 @@ TEST_F(ShardingRuleTest, AttentionSplitsTheKeySequenceOnlyOverCp) {
   EXPECT_TRUE(rule.getOperandSharding(1, tp, seq("tp")).isReplicated());
 }
 
+// The block-causal mask's document starts follow the batch and stay whole
+// along the sequence (a position's document may start in any earlier
+// chunk), whatever splits the queries' heads or sequence.
+TEST_F(ShardingRuleTest, AttentionKeepsTheDocumentStartsWhole) {
+  auto q = arg({2, 8, 4, 16}), k = arg({2, 8, 2, 16});
+  auto starts = arg({2, 8}, b.getI32Type());
+  auto op =
+      AttentionOp::create(b, b.getUnknownLoc(), q.getType(),
+                          RankedTensorType::get({2, 4, 8}, b.getF32Type()), q,
+                          k, k, starts, b.getF64FloatAttr(0.25));
+  ops.emplace_back(op);
+  ShardingRule rule =
+      cast<ShardingRuleOpInterface>(op.getOperation()).getShardingRule();
+  auto heads = sharding({{}, {}, {"tp"}});
+  FactorShardings tp = rule.chooseFactorShardings(
+      {heads, sharding({{}, {}, {"tp"}}), sharding({{}, {}, {"tp"}})},
+      {0, 1, 2}, mesh);
+  EXPECT_TRUE(
+      rule.getOperandSharding(3, tp, sharding({{}, {}})).isReplicated());
+  auto seq = sharding({{}, {"cp"}});
+  FactorShardings cp = rule.chooseFactorShardings(
+      {seq, seq, seq, sharding({{}, {"cp"}})}, {0, 1, 2, 3}, mesh);
+  EXPECT_TRUE(
+      rule.getOperandSharding(3, cp, sharding({{}, {}})).isReplicated());
+}
+
 TEST_F(ShardingRuleTest, StorageAxesAreNotTheComputation) {
   EXPECT_EQ(withoutStorageAxes(sharding({{"tp", "dp_shard", "cp"}}), 2),
             sharding({{"tp"}}));
