@@ -25,12 +25,20 @@ std::vector<std::string> titan::gradientNormAxes(dist::ShardingAttr sharding,
   return axes;
 }
 
-void titan::addSquaredNorm(OpBuilder &b, Location loc,
-                           SquaredNormGroups &groups,
-                           const std::vector<std::string> &axes,
-                           Value squares) {
-  Value &sum = groups[axes];
-  sum = sum ? AddOp::create(b, loc, sum, squares).getResult() : squares;
+void titan::addGradientSquares(OpBuilder &b, Location loc,
+                               SquaredNormGroups &groups,
+                               ArrayRef<ShardedGradient> grads,
+                               bool pipelined) {
+  std::map<std::vector<std::string>, SmallVector<Value>> members;
+  for (const ShardedGradient &g : grads)
+    members[gradientNormAxes(g.sharding, pipelined)].push_back(g.grad);
+  Type scalar = RankedTensorType::get({}, b.getF32Type());
+  for (auto &[axes, group] : members) {
+    Value n = GlobalNormOp::create(b, loc, scalar, group);
+    Value squares = MulOp::create(b, loc, n, n);
+    Value &sum = groups[axes];
+    sum = sum ? AddOp::create(b, loc, sum, squares).getResult() : squares;
+  }
 }
 
 Value titan::buildNormFromSquares(OpBuilder &b, Location loc,

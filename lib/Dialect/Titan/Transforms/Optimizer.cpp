@@ -16,8 +16,6 @@
 #include "titan/Dialect/Dist/IR/Dist.h"
 #include "llvm/ADT/StringSet.h"
 
-#include <map>
-
 namespace titan {
 #define GEN_PASS_DEF_TITANOPTIMIZER
 #include "titan/Dialect/Titan/Transforms/Passes.h.inc"
@@ -35,23 +33,21 @@ struct OptimizedParameter {
   dist::ShardingAttr sharding;
 };
 
-/// The L2 norm of all gradients of the unsharded model (GradientNorm.h):
-/// one titan.global_norm per group of gradients reduced over the same
-/// axes.
+/// The L2 norm of all gradients of the unsharded model (GradientNorm.h);
+/// one titan.global_norm when nothing is reduced over a mesh axis.
 Value buildGlobalNorm(OpBuilder &b, Location loc,
                       ArrayRef<OptimizedParameter> params, ValueRange grads,
                       bool pipelined) {
-  Type scalar = RankedTensorType::get({}, b.getF32Type());
-  std::map<std::vector<std::string>, SmallVector<Value>> members;
+  SmallVector<ShardedGradient> sharded;
   for (auto [p, g] : llvm::zip(params, grads))
-    members[gradientNormAxes(p.sharding, pipelined)].push_back(g);
-  if (members.size() == 1 && members.begin()->first.empty())
-    return GlobalNormOp::create(b, loc, scalar, grads);
+    sharded.push_back({g, p.sharding});
+  if (llvm::all_of(params, [&](const OptimizedParameter &p) {
+        return gradientNormAxes(p.sharding, pipelined).empty();
+      }))
+    return GlobalNormOp::create(
+        b, loc, RankedTensorType::get({}, b.getF32Type()), grads);
   SquaredNormGroups squares;
-  for (auto &[axes, group] : members) {
-    Value n = GlobalNormOp::create(b, loc, scalar, group);
-    addSquaredNorm(b, loc, squares, axes, MulOp::create(b, loc, n, n));
-  }
+  addGradientSquares(b, loc, squares, sharded, pipelined);
   return buildNormFromSquares(b, loc, squares);
 }
 

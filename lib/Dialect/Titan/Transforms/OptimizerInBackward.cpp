@@ -229,21 +229,16 @@ void UpdateMover::emitUpdates() {
     return before(x.first, y.first);
   });
   SquaredNormGroups squares;
-  Type scalar = RankedTensorType::get({}, b.getF32Type());
   for (auto &[op, group] : points) {
     b.setInsertionPoint(op);
-    std::map<std::vector<std::string>, SmallVector<Value>> byAxes;
+    SmallVector<ShardedGradient> grads;
     for (Update *u : group)
-      byAxes[gradientNormAxes(backward.getArgAttrOfType<dist::ShardingAttr>(
-                                  u->param.getArgNumber(),
-                                  dist::DistDialect::kShardingAttrName),
-                              /*pipelined=*/false)]
-          .push_back(u->grad);
-    Location loc = group.front()->adamw.getLoc();
-    for (auto &[axes, grads] : byAxes) {
-      Value n = GlobalNormOp::create(b, loc, scalar, grads);
-      addSquaredNorm(b, loc, squares, axes, MulOp::create(b, loc, n, n));
-    }
+      grads.push_back({u->grad, backward.getArgAttrOfType<dist::ShardingAttr>(
+                                    u->param.getArgNumber(),
+                                    dist::DistDialect::kShardingAttrName)});
+    // Pipeline stages are refused (run()).
+    addGradientSquares(b, group.front()->adamw.getLoc(), squares, grads,
+                       /*pipelined=*/false);
     // Cloning maps the results: the step's return finds the copies.
     for (Update *u : group)
       b.clone(*u->adamw, map);

@@ -30,10 +30,17 @@ std::vector<std::string> gradientNormAxes(dist::ShardingAttr sharding,
 /// Sums of squared gradient norms by the axes they are reduced over.
 using SquaredNormGroups = std::map<std::vector<std::string>, mlir::Value>;
 
-/// Adds `squares` to the group of `axes`.
-void addSquaredNorm(mlir::OpBuilder &b, mlir::Location loc,
-                    SquaredNormGroups &groups,
-                    const std::vector<std::string> &axes, mlir::Value squares);
+/// A gradient and the sharding of its parameter.
+struct ShardedGradient {
+  mlir::Value grad;
+  dist::ShardingAttr sharding;
+};
+
+/// Adds the squared norms of `grads` to `groups`: one titan.global_norm per
+/// group of gradients reduced over the same axes (gradientNormAxes).
+void addGradientSquares(mlir::OpBuilder &b, mlir::Location loc,
+                        SquaredNormGroups &groups,
+                        llvm::ArrayRef<ShardedGradient> grads, bool pipelined);
 
 /// sqrt of the sum over groups of each group's sum all-reduced over its
 /// axes (one scalar all-reduce per sharded group); `groups` is not empty.
