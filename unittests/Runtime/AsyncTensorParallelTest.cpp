@@ -4,9 +4,10 @@
 // Every rank draws the same global tensors and checks the collective
 // matmuls (runtime/lib/AsyncTensorParallel.h) against what sync tensor
 // parallel computes from them: all_gather then the GEMM over all rows
-// (bitwise: every output row is the same dot products), and the GEMMs
-// over all rows then the communicator's reduce_scatter (1e-6 relative:
-// the ring sums the ranks' terms in another order than MPI).
+// (bitwise where oneDNN's GEMM rows do not depend on the row blocking:
+// every output row is the same dot products), and the GEMMs over all rows
+// then the communicator's reduce_scatter (1e-6 relative: the ring sums the
+// ranks' terms in another order than MPI).
 //
 //===----------------------------------------------------------------------===//
 
@@ -20,6 +21,7 @@
 #include "titan/Contract/CPUWorkspaces.h"
 
 #include "gtest/gtest.h"
+#include <oneapi/dnnl/dnnl.h>
 
 #include <algorithm>
 #include <array>
@@ -66,6 +68,42 @@ std::vector<float> shardOf(const std::vector<float> &whole, int64_t outer,
   return s;
 }
 
+/// Whether oneDNN's f32 GEMM gives a row the same bits whatever other rows
+/// the call holds. Its AVX-512 kernels do. Its AVX2 kernels compute a
+/// call's last rows, and one-row calls, with other kernels a few ulps
+/// apart (seen on an AVX2-only AMD EPYC: rows 62 and 63 of each 64-row
+/// call differ from the same rows inside a 1024-row call).
+bool rowBlockingIsBitwise() {
+  unsigned isa = unsigned(dnnl_get_effective_cpu_isa());
+  unsigned avx512 = unsigned(dnnl_cpu_isa_avx512_core);
+  return (isa & avx512) == avx512;
+}
+
+/// The largest |a - b| / max(1, |b|).
+double maxRelativeDifference(const float *a, const float *b, size_t n) {
+  double worst = 0;
+  for (size_t e = 0; e < n; ++e)
+    worst = std::max(worst, std::fabs(double(a[e]) - b[e]) /
+                                std::max(1.0, std::fabs(double(b[e]))));
+  return worst;
+}
+
+/// GEMM rows computed over other row blocks than `expected`'s: its bits
+/// where row blocking is bitwise, else within 1e-4 relative to
+/// max(1, |expected|) (measured up to 2.4e-5 on AVX2: dot products of 256
+/// terms summed in another order).
+void expectSameRows(const std::vector<float> &actual,
+                    const std::vector<float> &expected) {
+  ASSERT_EQ(actual.size(), expected.size());
+  if (rowBlockingIsBitwise())
+    EXPECT_EQ(0, std::memcmp(actual.data(), expected.data(),
+                             expected.size() * sizeof(float)));
+  else
+    EXPECT_LE(
+        maxRelativeDifference(actual.data(), expected.data(), expected.size()),
+        1e-4);
+}
+
 /// Whether k::linear over blocks of `block` rows gives the bits of the call
 /// over all `m` rows; else the largest relative difference.
 double rowBlockDifference(int64_t m, int64_t kk, int64_t n, int64_t block) {
@@ -75,20 +113,17 @@ double rowBlockDifference(int64_t m, int64_t kk, int64_t n, int64_t block) {
   for (int64_t i = 0; i < m; i += block)
     k::linear(x.data() + i * kk, w.data(), blocks.data() + i * n,
               std::min(block, m - i), kk, n);
-  double worst = 0;
-  for (size_t e = 0; e < whole.size(); ++e)
-    worst = std::max(worst, std::fabs(double(whole[e]) - blocks[e]) /
-                                std::max(1.0, std::fabs(double(whole[e]))));
-  return worst;
+  return maxRelativeDifference(blocks.data(), whole.data(), whole.size());
 }
 
-// A GEMM over a block of rows gives the bits of the GEMM over all rows at
-// the debug model's shapes (oneDNN's sgemm; sequence shards of a multiple
-// of 64 rows): what makes the gather side bitwise. At odd shapes oneDNN
-// may block k differently for fewer rows: measured 3.1e-6 relative to
-// max(1, |y|) at 300 x 70 x 33 in blocks of 75 (a few ulps of dot products
-// of 70 terms).
-TEST(AsyncTensorParallel, RowBlocksGiveTheWholeGemmsBits) {
+// With AVX-512, a GEMM over a block of rows gives the bits of the GEMM
+// over all rows at the debug model's shapes (oneDNN's sgemm; sequence
+// shards of a multiple of 64 rows): what makes the gather side bitwise.
+// At odd shapes oneDNN may block k differently for fewer rows: measured
+// 3.1e-6 relative to max(1, |y|) at 300 x 70 x 33 in blocks of 75 (a few
+// ulps of dot products of 70 terms). With AVX2 alone every shape differs
+// in a few rows per call (measured up to 2.4e-5).
+TEST(AsyncTensorParallel, RowBlocksAgreeWithTheWholeGemm) {
   for (auto [m, kk, n, block] :
        std::vector<std::array<int64_t, 4>>{{16384, 256, 128, 1024},
                                            {16384, 256, 384, 2048},
@@ -96,7 +131,11 @@ TEST(AsyncTensorParallel, RowBlocksGiveTheWholeGemmsBits) {
                                            {4096, 256, 1024, 1024}}) {
     SCOPED_TRACE(std::to_string(m) + "x" + std::to_string(kk) + "x" +
                  std::to_string(n) + " in blocks of " + std::to_string(block));
-    EXPECT_EQ(rowBlockDifference(m, kk, n, block), 0.0);
+    double difference = rowBlockDifference(m, kk, n, block);
+    if (rowBlockingIsBitwise())
+      EXPECT_EQ(difference, 0.0);
+    else
+      EXPECT_LE(difference, 1e-4);
   }
   double odd = rowBlockDifference(300, 70, 33, 75);
   std::printf("300x70x33 in blocks of 75 rows: max relative difference %.3g\n",
@@ -137,13 +176,13 @@ void checkGather(bool gradInput, int64_t outer, int64_t rows, int64_t in,
                             rows, in, p, ws.data());
   EXPECT_EQ(0, std::memcmp(gathered.data(), whole.data(),
                            whole.size() * sizeof(float)));
-  for (size_t i = 0; i < outs.size(); ++i)
-    EXPECT_EQ(0, std::memcmp(results[i].data(), expected[i].data(),
-                             expected[i].size() * sizeof(float)))
-        << "GEMM " << i;
+  for (size_t i = 0; i < outs.size(); ++i) {
+    SCOPED_TRACE("GEMM " + std::to_string(i));
+    expectSameRows(results[i], expected[i]);
+  }
 }
 
-TEST(AsyncTensorParallel, GatherSideIsBitwiseSyncTP) {
+TEST(AsyncTensorParallel, GatherSideComputesSyncTPsRows) {
   // The debug model's forward (wq, wk, wv of 8 x 2048 x 256 over tp), with
   // a smaller batch; a batch of 1; the row-parallel backward (grad_input).
   checkGather(false, 2, 256, 256, {128, 64, 64});
@@ -261,8 +300,9 @@ TEST(AsyncTensorParallel, ScatterSideIsSyncTPWithinRounding) {
 // bf16 (the f32 kernel on widened copies, storage = 1): each GEMM's
 // partial sums and each ring sum rounded to bf16, as sync TP's bf16 GEMM
 // results and the communicator's bf16 reduce_scatter (sums in float,
-// rounded to nearest even) are: tp 2 bitwise (one sum, commutative); more
-// ranks differ in the order of the rounded sums.
+// rounded to nearest even) are: tp 2 bitwise (one sum, commutative) where
+// the row blocks' GEMMs are; more ranks differ in the order of the rounded
+// sums.
 TEST(AsyncTensorParallel, ScatterSideRoundsAsBf16SyncTP) {
   RingPlace p = place();
   int64_t n = p.size, outer = 2, rows = 32, out = 64, in = 48;
@@ -313,7 +353,7 @@ TEST(AsyncTensorParallel, ScatterSideRoundsAsBf16SyncTP) {
     largest = std::max(largest, std::fabs(double(expected)));
   }
   worst /= std::max(largest, 1e-30);
-  if (n <= 2)
+  if (n <= 2 && rowBlockingIsBitwise())
     EXPECT_EQ(worst, 0.0);
   else
     EXPECT_LE(worst, double(n) / 256);
@@ -420,16 +460,17 @@ void checkScaledGather(bool gradInput, bool transposed, int64_t outer,
                            rp.data(), outs.data(), outer, rows, in, p,
                            ws.data());
   EXPECT_EQ(gathered, whole);
-  for (size_t i = 0; i < outs.size(); ++i)
-    EXPECT_EQ(0, std::memcmp(results[i].data(), expected[i].data(),
-                             expected[i].size() * sizeof(float)))
-        << "GEMM " << i;
+  for (size_t i = 0; i < outs.size(); ++i) {
+    SCOPED_TRACE("GEMM " + std::to_string(i));
+    expectSameRows(results[i], expected[i]);
+  }
 }
 
 // The forward's q, k, v (e4m3 activations, the second GEMM with one scale
 // per column) and the row-parallel backward's grad-input GEMM (e5m2
-// gradients, K-major weights): every row the unfused scaled GEMM's bits.
-TEST(AsyncTensorParallel, Float8GatherSideIsBitwiseTheScaledGemm) {
+// gradients, K-major weights): every row the unfused scaled GEMM's bits
+// where row blocking is bitwise.
+TEST(AsyncTensorParallel, Float8GatherSideComputesTheScaledGemmsRows) {
   checkScaledGather(false, false, 2, 64, 64, {48, 32, 32});
   checkScaledGather(true, true, 2, 32, 48, {64});
   checkScaledGather(false, false, 1, 40, 16, {24});
@@ -536,9 +577,10 @@ void checkScaledScatter(bool gradInput, bool transposed, int storage,
     largest = std::max(largest, std::fabs(double(expected[e])));
   }
   worst /= std::max(largest, 1e-30);
-  // tp 2: MPI's one addition; more ranks sum in ring order: f32 ulps, or a
-  // bf16 ulp (2^-8) of a partial sum per rounding.
-  if (n <= 2)
+  // tp 2: MPI's one addition (bitwise where the row blocks' GEMMs are);
+  // more ranks sum in ring order: f32 ulps, or a bf16 ulp (2^-8) of a
+  // partial sum per rounding.
+  if (n <= 2 && rowBlockingIsBitwise())
     EXPECT_EQ(worst, 0.0);
   else
     EXPECT_LE(worst, storage ? double(n) / 256 : 1e-6 * double(n));
