@@ -130,17 +130,12 @@ llvm::Error titan::checkModelFitsConfig(const LlamaArgs &a,
         p.tensorParallelDegree));
 
   // TorchTitan's block-causal mask: the document starts reach the attention
-  // of a whole-sequence, single-program step.
+  // of a single-program step (every context-parallel rank holds the whole
+  // sequence's starts; TorchTitan v0.2.0 refuses CP with flex attention).
   if (a.documentMasked()) {
     std::string mask = "the model's attn_mask_type = \"block_causal\" "
                        "(attn_type = \"" +
                        a.attnType + "\")";
-    if (p.contextParallelDegree > 1)
-      errs.push_back(mask + " with parallelism.context_parallel_degree = " +
-                     std::to_string(p.contextParallelDegree) +
-                     " is not implemented (TorchTitan v0.2.0 refuses context "
-                     "parallelism with flex attention too: \"CP support for "
-                     "FlexAttention is still in progress\")");
     if (p.pipelineParallelDegree > 1)
       errs.push_back(mask + " with parallelism.pipeline_parallel_degree = " +
                      std::to_string(p.pipelineParallelDegree) +

@@ -42,11 +42,13 @@ public:
   std::string describe() const override {
     return llvm::formatv("{0} ({1} samples)", path_, numSamples_).str();
   }
-  bool sample(int64_t index, int32_t *inputs, int32_t *labels) override {
+  bool sample(int64_t index, int32_t *inputs, int32_t *labels,
+              int32_t *wholeInputs) override {
     if (!loop_ && index >= numSamples_)
       return false;
     int64_t first = (index % numSamples_) * (seqLen_ + 1);
-    copyShard([&](int64_t t) { return token(first + t); }, inputs, labels);
+    copyShard([&](int64_t t) { return token(first + t); }, inputs, labels,
+              wholeInputs);
     return true;
   }
   // The position is the sample index itself.
@@ -140,7 +142,8 @@ public:
              std::unique_ptr<Tokenizer> tokenizer, std::string tokenizerFrom);
 
   std::string describe() const override;
-  bool sample(int64_t index, int32_t *inputs, int32_t *labels) override;
+  bool sample(int64_t index, int32_t *inputs, int32_t *labels,
+              int32_t *wholeInputs) override;
   void resume(int64_t index, std::optional<DataPosition> position) override;
   std::optional<DataPosition> position(int64_t index) override;
   void rewind(int64_t index) override {
@@ -308,7 +311,8 @@ bool TextStream::produce() {
   return true;
 }
 
-bool TextStream::sample(int64_t index, int32_t *inputs, int32_t *labels) {
+bool TextStream::sample(int64_t index, int32_t *inputs, int32_t *labels,
+                        int32_t *wholeInputs) {
   int64_t batch = share_.localBatch;
   int64_t r = index - origin_;
   int64_t i = streamIndex(index);
@@ -319,7 +323,8 @@ bool TextStream::sample(int64_t index, int32_t *inputs, int32_t *labels) {
     if (!produce())
       return false;
   const std::vector<int32_t> &tokens = cache_[size_t(i - cacheFirst_)].tokens;
-  copyShard([&](int64_t t) { return tokens[size_t(t)]; }, inputs, labels);
+  copyShard([&](int64_t t) { return tokens[size_t(t)]; }, inputs, labels,
+            wholeInputs);
   return true;
 }
 

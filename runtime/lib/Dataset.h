@@ -132,8 +132,12 @@ public:
   /// Copies the rank's shard of sample `index` (numbered as above; a text
   /// stream reads only its rank's samples, in increasing steps): inputs are
   /// its first seqLen tokens, labels its last seqLen (each localLength()
-  /// tokens, in the shard's order). False past the end of a finite pass.
-  virtual bool sample(int64_t index, int32_t *inputs, int32_t *labels) = 0;
+  /// tokens, in the shard's order). With `wholeInputs`, also the whole
+  /// sequence's seqLen inputs in order (TorchTitan's block-causal mask
+  /// needs every position's document under context parallel). False past
+  /// the end of a finite pass.
+  virtual bool sample(int64_t index, int32_t *inputs, int32_t *labels,
+                      int32_t *wholeInputs = nullptr) = 0;
 
   /// Continues from a checkpoint: the next sample read is `index`, and a
   /// text stream starts at `position` (its rank's saved one; none: from
@@ -155,14 +159,18 @@ protected:
       : sequence_(options.sequence), seqLen_(options.seqLen) {}
 
   /// Copies the shard of a window of seqLen + 1 tokens, token(i) giving
-  /// token i.
+  /// token i (and, with `wholeInputs`, its first seqLen tokens).
   template <typename Token>
-  void copyShard(Token token, int32_t *inputs, int32_t *labels) const {
+  void copyShard(Token token, int32_t *inputs, int32_t *labels,
+                 int32_t *wholeInputs) const {
     for (int64_t t = 0, n = localLength(); t < n; ++t) {
       int64_t position = sequence_.position(t, seqLen_);
       inputs[t] = int32_t(token(position));
       labels[t] = int32_t(token(position + 1));
     }
+    if (wholeInputs)
+      for (int64_t position = 0; position < seqLen_; ++position)
+        wholeInputs[position] = int32_t(token(position));
   }
 
   SequenceShard sequence_;

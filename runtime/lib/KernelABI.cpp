@@ -163,27 +163,30 @@ template <typename T> void attentionGrad(const Call &c) {
                    c.buf<T>(out + 2), q.dim(0), q.dim(1), q.dim(2), kv.dim(2),
                    q.dim(3), c.floats[0], static_cast<T *>(c.workspace), docs);
 }
-/// (q, k, v) -> (out, lse); floats: {scale}; ints: {degree, kv_shift,
-/// load_balanced, number of cp axes, axes...}
+/// (q, k, v[, document_starts]) -> (out, lse); floats: {scale}; ints:
+/// {degree, kv_shift, load_balanced, number of cp axes, axes...}
 template <typename T> void contextAttention(const Call &c) {
   Shape q = c.shape(0), kv = c.shape(1);
+  auto [docs, out] = documentInput(c, 3);
   k::contextAttention(
-      c.buf<T>(0), c.buf<T>(1), c.buf<T>(2), c.buf<T>(3), c.buf<T>(4), q.dim(0),
-      q.dim(2), kv.dim(2), q.dim(3),
+      c.buf<T>(0), c.buf<T>(1), c.buf<T>(2), c.buf<T>(out), c.buf<T>(out + 1),
+      q.dim(0), q.dim(2), kv.dim(2), q.dim(3),
       contextParallelLayout("context_attention", c.ints, q.dim(1), kv.dim(1)),
-      c.floats[0], static_cast<T *>(c.workspace));
+      c.floats[0], static_cast<T *>(c.workspace), docs);
 }
-/// (q, k, v, out, lse, dout) -> (dq, dk, dv); floats: {scale}; ints:
-/// {deterministic (these kernels are either way), then contextAttention's}.
+/// (q, k, v, out, lse, dout[, document_starts]) -> (dq, dk, dv); floats:
+/// {scale}; ints: {deterministic (these kernels are either way), then
+/// contextAttention's}.
 template <typename T> void contextAttentionGrad(const Call &c) {
   Shape q = c.shape(0), kv = c.shape(1);
-  k::contextAttentionGrad(c.buf<T>(0), c.buf<T>(1), c.buf<T>(2), c.buf<T>(3),
-                          c.buf<T>(4), c.buf<T>(5), c.buf<T>(6), c.buf<T>(7),
-                          c.buf<T>(8), q.dim(0), q.dim(2), kv.dim(2), q.dim(3),
-                          contextParallelLayout("context_attention_grad",
-                                                c.ints + 1, q.dim(1),
-                                                kv.dim(1)),
-                          c.floats[0], static_cast<T *>(c.workspace));
+  auto [docs, out] = documentInput(c, 6);
+  k::contextAttentionGrad(
+      c.buf<T>(0), c.buf<T>(1), c.buf<T>(2), c.buf<T>(3), c.buf<T>(4),
+      c.buf<T>(5), c.buf<T>(out), c.buf<T>(out + 1), c.buf<T>(out + 2),
+      q.dim(0), q.dim(2), kv.dim(2), q.dim(3),
+      contextParallelLayout("context_attention_grad", c.ints + 1, q.dim(1),
+                            kv.dim(1)),
+      c.floats[0], static_cast<T *>(c.workspace), docs);
 }
 /// (out, lse, other_out, other_lse) -> (result, result_lse)
 template <typename T> void attentionMerge(const Call &c) {

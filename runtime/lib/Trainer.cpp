@@ -708,15 +708,20 @@ struct StepSlots {
   /// are in the stages' frames and the last stage's arena (null here).
   char *tokens = nullptr, *labels = nullptr, *loss = nullptr;
   char *gradNorm, *lr, *step, *totalSteps;
-  /// TorchTitan's block-causal mask: each position's document start, from
-  /// the tokens (null without the mask).
+  /// TorchTitan's block-causal mask: each position's document start over
+  /// the whole sequence (context parallel's ranks hold all of them), from
+  /// the whole sequence's tokens (null without the mask).
   char *documentStarts = nullptr;
   /// The batch is drawn on the host: into the arena where the host can
   /// address it, else into host buffers copied over before each step.
   std::vector<int32_t> hostBatch;
   int32_t *hostTokens, *hostLabels, *hostStarts = nullptr;
+  /// The whole sequences the starts come from (rows of wholeSeq tokens).
+  std::vector<int32_t> wholeTokens;
 
-  StepSlots(Arena &arena, int64_t batch, int64_t seq, bool pipelined)
+  /// `seq` is the rank's share of a sequence of `wholeSeq` tokens.
+  StepSlots(Arena &arena, int64_t batch, int64_t seq, int64_t wholeSeq,
+            bool pipelined)
       : gradNorm(arena.slot("output:grad_norm", 4)),
         lr(arena.slot("output:lr", 4)), step(arena.slot("input:step", 8)),
         totalSteps(arena.slot("input:total_steps", 8)) {
@@ -726,11 +731,15 @@ struct StepSlots {
       labels = arena.slot("input:labels", tokenBytes);
       loss = arena.slot("output:loss", 4);
     }
-    if (!pipelined && arena.has("input:document_starts"))
-      documentStarts = arena.slot("input:document_starts", tokenBytes);
+    if (!pipelined && arena.has("input:document_starts")) {
+      documentStarts = arena.slot("input:document_starts",
+                                  batch * wholeSeq * int64_t(sizeof(int32_t)));
+      wholeTokens.resize(size_t(batch * wholeSeq));
+    }
     bool host = arena.target().hostAccessible();
     if (!host && !pipelined)
-      hostBatch.resize(size_t((documentStarts ? 3 : 2) * batch * seq));
+      hostBatch.resize(
+          size_t(2 * batch * seq + (documentStarts ? batch * wholeSeq : 0)));
     hostTokens = host ? reinterpret_cast<int32_t *>(tokens) : hostBatch.data();
     hostLabels = host ? reinterpret_cast<int32_t *>(labels)
                       : hostBatch.data() + batch * seq;
@@ -921,7 +930,7 @@ Run::Run(const titan::TrainConfig &c, const Manifest &m,
       restored(restore()), data(Dataset::open(dataOptions(), c)),
       batch(m.localBatch), seq(m.seqLen), localSeq(data->localLength()),
       global(globalBatch()), accumulation(global / (batch * dp)),
-      slots(arena, m.localBatch, localSeq, pipelined),
+      slots(arena, m.localBatch, localSeq, m.seqLen, pipelined),
       eosId(slots.documentStarts ? tokenizerEosId(c, m.vocab) : -1),
       firstStep(restored.state.step),
       firstSample(restored.state.samplesConsumed),
@@ -1284,18 +1293,20 @@ double Run::microbatches(int64_t step, StepTrace *trace) {
   double lossSum = 0;
   size_t tokenBytes = size_t(batch * localSeq) * sizeof(int32_t);
   for (int64_t micro = 0; micro < accumulation; ++micro) {
+    int32_t *whole = slots.documentStarts ? slots.wholeTokens.data() : nullptr;
     for (int64_t row = 0; row < batch; ++row)
       data->sample(firstSampleOf(step) + (micro * dp + dpIndex) * batch + row,
                    slots.hostTokens + row * localSeq,
-                   slots.hostLabels + row * localSeq);
+                   slots.hostLabels + row * localSeq,
+                   whole ? whole + row * seq : nullptr);
     device.copyToDevice(slots.tokens, slots.hostTokens, tokenBytes);
     device.copyToDevice(slots.labels, slots.hostLabels, tokenBytes);
-    // The mask's input: the whole sequence is on this rank (titan-compile
-    // refuses the mask under context parallelism).
-    if (slots.documentStarts) {
-      documentStarts(slots.hostTokens, batch, localSeq, eosId,
-                     slots.hostStarts);
-      device.copyToDevice(slots.documentStarts, slots.hostStarts, tokenBytes);
+    // The mask's input, from the whole sequences: a context-parallel
+    // rank's queries may belong to documents that start in other chunks.
+    if (whole) {
+      documentStarts(whole, batch, seq, eosId, slots.hostStarts);
+      device.copyToDevice(slots.documentStarts, slots.hostStarts,
+                          size_t(batch * seq) * sizeof(int32_t));
     }
     double begin = StepTrace::now();
     device.run(Device::Step::ForwardBackward, model.forwardBackward,

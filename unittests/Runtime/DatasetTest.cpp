@@ -115,12 +115,14 @@ TEST(Dataset, ShardedSampleIsTheSampleAtItsPositions) {
     std::unique_ptr<Dataset> part = file.open(kSeqLen, shard);
     ASSERT_EQ(part->localLength(), kSeqLen / kDegree);
     std::vector<int32_t> ownTokens(kSeqLen / kDegree),
-        ownLabels(kSeqLen / kDegree);
-    part->sample(kSample, ownTokens.data(), ownLabels.data());
+        ownLabels(kSeqLen / kDegree), whole(kSeqLen, -1);
+    part->sample(kSample, ownTokens.data(), ownLabels.data(), whole.data());
     for (int64_t t = 0; t < part->localLength(); ++t) {
       EXPECT_EQ(ownTokens[t], tokens[shard.position(t, kSeqLen)]);
       EXPECT_EQ(ownLabels[t], labels[shard.position(t, kSeqLen)]);
     }
+    // The block-causal mask's input: every rank sees the whole sequence.
+    EXPECT_EQ(whole, tokens);
   }
 }
 

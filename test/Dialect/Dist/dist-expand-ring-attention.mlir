@@ -43,3 +43,24 @@ module attributes {dist.mesh = #dist.mesh<pp = 1, dp_replicate = 1, dp_shard = 1
     return %o#0, %d#0, %d#1, %d#2 : tensor<2x4x4x2xf32>, tensor<2x4x4x2xf32>, tensor<2x4x2x2xf32>, tensor<2x4x2x2xf32>
   }
 }
+
+// -----
+
+// TorchTitan's block-causal mask: every block kernel of both rotations
+// takes the whole sequence's document starts (2 x 8 over cp 2's local 4).
+// CHECK-LABEL: func.func @documents(
+// CHECK:      dist.context_attention %arg0, %arg1, %arg2 documents %arg4 axes ["cp"] kv_shift 0
+// CHECK:      dist.context_attention %arg0, %{{.*}}, %{{.*}} documents %arg4 axes ["cp"] kv_shift 1
+// CHECK:      dist.context_attention_grad %arg0, %arg1, %arg2, %{{.*}}, %{{.*}}, %arg3 documents %arg4 axes ["cp"] kv_shift 0
+// CHECK:      dist.context_attention_grad {{.*}} documents %arg4 axes ["cp"] kv_shift 1
+// CHECK:      dist.context_attention %arg0, %{{.*}}, %{{.*}} documents %arg4 axes ["cp"] kv_shift -1
+// CHECK:      dist.context_attention_grad {{.*}} documents %arg4 axes ["cp"] kv_shift -1
+module attributes {dist.mesh = #dist.mesh<pp = 1, dp_replicate = 1, dp_shard = 1, cp = 2, tp = 1, load_balanced = ["cp"]>} {
+  func.func @documents(%q: tensor<2x4x4x2xf32>, %k: tensor<2x4x2x2xf32>, %v: tensor<2x4x2x2xf32>, %g: tensor<2x4x4x2xf32>, %s: tensor<2x8xi32>) -> (tensor<2x4x4x2xf32>, tensor<2x4x4x2xf32>, tensor<2x4x4x2xf32>) {
+    %o:2 = dist.ring_attention %q, %k, %v documents %s axes ["cp"] rotate alltoall {scale = 0.5 : f64} : (tensor<2x4x4x2xf32>, tensor<2x4x2x2xf32>, tensor<2x4x2x2xf32>, tensor<2x8xi32>) -> (tensor<2x4x4x2xf32>, tensor<2x4x4xf32>)
+    %d:3 = dist.ring_attention_grad %q, %k, %v, %o#0, %o#1, %g documents %s axes ["cp"] rotate alltoall {scale = 0.5 : f64} : (tensor<2x4x4x2xf32>, tensor<2x4x2x2xf32>, tensor<2x4x2x2xf32>, tensor<2x4x4x2xf32>, tensor<2x4x4xf32>, tensor<2x4x4x2xf32>, tensor<2x8xi32>) -> (tensor<2x4x4x2xf32>, tensor<2x4x2x2xf32>, tensor<2x4x2x2xf32>)
+    %a:2 = dist.ring_attention %q, %k, %v documents %s axes ["cp"] rotate allgather {scale = 0.5 : f64} : (tensor<2x4x4x2xf32>, tensor<2x4x2x2xf32>, tensor<2x4x2x2xf32>, tensor<2x8xi32>) -> (tensor<2x4x4x2xf32>, tensor<2x4x4xf32>)
+    %e:3 = dist.ring_attention_grad %q, %k, %v, %a#0, %a#1, %g documents %s axes ["cp"] rotate allgather {scale = 0.5 : f64} : (tensor<2x4x4x2xf32>, tensor<2x4x2x2xf32>, tensor<2x4x2x2xf32>, tensor<2x4x4x2xf32>, tensor<2x4x4xf32>, tensor<2x4x4x2xf32>, tensor<2x8xi32>) -> (tensor<2x4x4x2xf32>, tensor<2x4x2x2xf32>, tensor<2x4x2x2xf32>)
+    return %o#0, %d#0, %e#0 : tensor<2x4x4x2xf32>, tensor<2x4x4x2xf32>, tensor<2x4x4x2xf32>
+  }
+}

@@ -626,3 +626,25 @@ module attributes {dist.mesh = #dist.mesh<pp = 1, dp_replicate = 1, dp_shard = 1
     return
   }
 }
+
+// -----
+
+// Context-parallel attention's document starts cover the whole sequence:
+// cp 2 x the local 4 positions.
+module attributes {dist.mesh = #dist.mesh<pp = 1, dp_replicate = 1, dp_shard = 1, cp = 2, tp = 1, load_balanced = ["cp"]>} {
+  func.func @f(%q: tensor<2x4x4x2xf32>, %k: tensor<2x4x2x2xf32>, %s: tensor<2x4xi32>) {
+    // expected-error @+1 {{'dist.ring_attention' op document_starts must be 'tensor<2x8xi32>' (batch x the whole sequence, each position's document start), not 'tensor<2x4xi32>'}}
+    %o:2 = dist.ring_attention %q, %k, %k documents %s axes ["cp"] rotate allgather {scale = 0.5 : f64} : (tensor<2x4x4x2xf32>, tensor<2x4x2x2xf32>, tensor<2x4x2x2xf32>, tensor<2x4xi32>) -> (tensor<2x4x4x2xf32>, tensor<2x4x4xf32>)
+    return
+  }
+}
+
+// -----
+
+module attributes {dist.mesh = #dist.mesh<pp = 1, dp_replicate = 1, dp_shard = 1, cp = 2, tp = 1, load_balanced = ["cp"]>} {
+  func.func @f(%q: tensor<2x4x4x2xf32>, %k: tensor<2x4x2x2xf32>, %s: tensor<1x8xi32>) {
+    // expected-error @+1 {{'dist.context_attention_grad' op document_starts must be 'tensor<2x8xi32>'}}
+    %d:3 = dist.context_attention_grad %q, %k, %k, %q, %q, %q documents %s axes ["cp"] kv_shift 0 {scale = 0.5 : f64} : (tensor<2x4x4x2xf32>, tensor<2x4x2x2xf32>, tensor<2x4x2x2xf32>, tensor<2x4x4x2xf32>, tensor<2x4x4x2xf32>, tensor<2x4x4x2xf32>, tensor<1x8xi32>) -> (tensor<2x4x4x2xf32>, tensor<2x4x2x2xf32>, tensor<2x4x2x2xf32>)
+    return
+  }
+}

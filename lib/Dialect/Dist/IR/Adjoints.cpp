@@ -132,7 +132,8 @@ LogicalResult RingAttentionOp::buildAdjoint(OpBuilder &b, ArrayRef<Value> dy,
   auto grad = RingAttentionGradOp::create(
       b, getLoc(), getQuery().getType(), getKey().getType(),
       getValue().getType(), getQuery(), getKey(), getValue(), getResult(),
-      getLse(), dy[0], getAxesAttr(), getRotateAttr(), getScaleAttr());
+      getLse(), dy[0], getDocumentStarts(), getAxesAttr(), getRotateAttr(),
+      getScaleAttr());
   ctx.addGradient(getQuery(), grad.getQueryGrad());
   ctx.addGradient(getKey(), grad.getKeyGrad());
   ctx.addGradient(getValue(), grad.getValueGrad());

@@ -722,18 +722,54 @@ static LogicalResult verifyContextParallelAxes(Operation *op, ArrayAttr axes) {
   return success();
 }
 
+/// The document starts of context-parallel attention, when present: i32
+/// B x S over the whole sequence (the local query's rows times the group).
+static LogicalResult verifyContextDocumentStarts(Operation *op, Value query,
+                                                 Value starts, ArrayAttr axes) {
+  if (!starts)
+    return success();
+  auto q = cast<RankedTensorType>(query.getType());
+  auto s = cast<RankedTensorType>(starts.getType());
+  int64_t group = getGroupSize(getMesh(op), axes);
+  SmallVector<int64_t> shape = {q.getDimSize(0), q.getDimSize(1) * group};
+  if (s.getShape() != ArrayRef<int64_t>(shape))
+    return op->emitOpError()
+           << "document_starts must be "
+           << RankedTensorType::get(shape, s.getElementType())
+           << " (batch x the whole sequence, each position's document "
+              "start), not "
+           << s;
+  return success();
+}
+
+/// Context-parallel attention's axes, then its document starts.
+static LogicalResult verifyContextAttention(Operation *op, Value query,
+                                            Value starts, ArrayAttr axes) {
+  if (failed(verifyContextParallelAxes(op, axes)))
+    return failure();
+  return verifyContextDocumentStarts(op, query, starts, axes);
+}
+
 LogicalResult ContextAttentionOp::verify() {
-  return verifyContextParallelAxes(*this, getAxes());
+  return verifyContextAttention(*this, getQuery(), getDocumentStarts(),
+                                getAxes());
 }
 
 LogicalResult ContextAttentionGradOp::verify() {
-  return verifyContextParallelAxes(*this, getAxes());
+  return verifyContextAttention(*this, getQuery(), getDocumentStarts(),
+                                getAxes());
+}
+
+LogicalResult RingAttentionGradOp::verify() {
+  return verifyContextAttention(*this, getQuery(), getDocumentStarts(),
+                                getAxes());
 }
 
 LogicalResult RingAttentionOp::verify() {
   auto q = cast<RankedTensorType>(getQuery().getType());
   auto k = cast<RankedTensorType>(getKey().getType());
-  if (failed(verifyContextParallelAxes(*this, getAxes())))
+  if (failed(verifyContextAttention(*this, getQuery(), getDocumentStarts(),
+                                    getAxes())))
     return failure();
   if (q.getRank() != 4 || k.getRank() != 4 || k != getValue().getType() ||
       q.getDimSize(0) != k.getDimSize(0) ||

@@ -395,14 +395,6 @@ struct AttentionRule {
     ArrayRef<StringRef> axes = l.getFactorAxes(kKeySequence);
     if (axes.empty())
       return success();
-    // The CPU kernels mask context-parallel blocks by document
-    // (contextAttention's DocumentStarts), but the ring ops do not carry
-    // the starts yet.
-    if (op.getDocumentStarts())
-      return op.emitOpError()
-             << "has document_starts (TorchTitan's block_causal mask) and "
-                "splits its sequence over context parallelism, which titan "
-                "does not implement (nor does TorchTitan v0.2.0)";
     // The ring skips the blocks the causal mask excludes by the chunks'
     // places, which it knows only for the load-balanced split.
     MeshAttr mesh = getMesh(op);
@@ -418,7 +410,8 @@ struct AttentionRule {
     OpBuilder &b = l.getBuilder();
     auto ring = RingAttentionOp::create(
         b, op.getLoc(), op.getResult().getType(), op.getLse().getType(),
-        op.getQuery(), op.getKey(), op.getValue(), b.getStrArrayAttr(axes),
+        op.getQuery(), op.getKey(), op.getValue(), op.getDocumentStarts(),
+        b.getStrArrayAttr(axes),
         RotateMethodAttr::get(b.getContext(), l.getRotateMethod()),
         op.getScaleAttr());
     l.replaceOp(op, ring.getResults());

@@ -66,8 +66,8 @@ public:
       Value keys = gather(op.getKey());
       Value values = gather(op.getValue());
       auto block = ContextAttentionOp::create(
-          b, loc, outType, lseType, q, keys, values, axes,
-          b.getI64IntegerAttr(-1), op.getScaleAttr());
+          b, loc, outType, lseType, q, keys, values, op.getDocumentStarts(),
+          axes, b.getI64IntegerAttr(-1), op.getScaleAttr());
       return {block.getResult(), block.getLse()};
     }
     Value k = op.getKey(), v = op.getValue(), out, lse;
@@ -75,9 +75,9 @@ public:
       bool more = step + 1 < degree;
       Value nextK = more ? startShift(k) : Value();
       Value nextV = more ? startShift(v) : Value();
-      auto block = ContextAttentionOp::create(b, loc, outType, lseType, q, k, v,
-                                              axes, b.getI64IntegerAttr(step),
-                                              op.getScaleAttr());
+      auto block = ContextAttentionOp::create(
+          b, loc, outType, lseType, q, k, v, op.getDocumentStarts(), axes,
+          b.getI64IntegerAttr(step), op.getScaleAttr());
       if (step == 0) {
         out = block.getResult();
         lse = block.getLse();
@@ -101,8 +101,8 @@ public:
     auto gradOf = [&](Value k, Value v, int64_t shift) {
       return ContextAttentionGradOp::create(
           b, loc, q.getType(), k.getType(), v.getType(), q, k, v, op.getOut(),
-          op.getLse(), op.getGrad(), axes, b.getI64IntegerAttr(shift),
-          op.getScaleAttr());
+          op.getLse(), op.getGrad(), op.getDocumentStarts(), axes,
+          b.getI64IntegerAttr(shift), op.getScaleAttr());
     };
     if (op.getRotate() == RotateMethod::AllGather) {
       Value keys = gather(op.getKey());

@@ -193,6 +193,10 @@ def Dist_FutureType : TypeDef<Dist_Dialect, "Future"> {
 //===----------------------------------------------------------------------===//
 
 def Dist_FloatTensor : StaticShapeTensorOf<[AnyFloat]>;
+/// TorchTitan's block-causal mask on context-parallel attention: each
+/// position's document start, B x S over the whole sequence (a query's
+/// document may start in any earlier chunk), as on titan.attention.
+def Dist_DocumentStarts : StaticShapeTensorOf<[I32]>;
 def Dist_AxisList : TypedArrayAttrBase<StrAttr, "list of mesh axis names">;
 
 /// The communication state of the rank (in-flight transfers). Collectives
@@ -625,17 +629,21 @@ def Dist_RingAttentionOp : Dist_Op<"ring_attention", [Pure,
     ring one rank per step, each step's transfer overlapping the previous
     block's attention; the blocks' results merge through their log-sum-exp.
     Blocks the causal mask excludes are skipped. `lse` is over all keys.
+    With `document_starts` (B x S, the whole sequence's, on every rank)
+    the mask is also block-causal by document, as on `titan.attention`.
     `dist-expand-ring-attention` expands it (and its adjoint,
     `dist.ring_attention_grad`) into collectives and
     `dist.context_attention` kernels.
   }];
   let arguments = (ins Dist_FloatTensor:$query, Dist_FloatTensor:$key,
-                       Dist_FloatTensor:$value, Dist_AxisList:$axes,
+                       Dist_FloatTensor:$value,
+                       Optional<Dist_DocumentStarts>:$document_starts,
+                       Dist_AxisList:$axes,
                        Dist_RotateMethodAttr:$rotate, F64Attr:$scale);
   let results = (outs Dist_FloatTensor:$result, Dist_FloatTensor:$lse);
   let assemblyFormat = [{
-    $query `,` $key `,` $value `axes` $axes `rotate` `` $rotate attr-dict `:`
-    functional-type(operands, results)
+    $query `,` $key `,` $value (`documents` $document_starts^)? `axes` $axes
+    `rotate` `` $rotate attr-dict `:` functional-type(operands, results)
   }];
   let hasVerifier = 1;
 }
@@ -647,20 +655,23 @@ def Dist_RingAttentionGradOp : Dist_Op<"ring_attention_grad", [Pure]> {
     and the result's gradient: the gradients of this rank's queries, keys
     and values. With `alltoall` the keys' and values' gradients travel the
     ring with them and arrive back at their rank; with `allgather` they are
-    reduce-scattered.
+    reduce-scattered. `document_starts` is the forward's.
   }];
   let arguments = (ins Dist_FloatTensor:$query, Dist_FloatTensor:$key,
                        Dist_FloatTensor:$value, Dist_FloatTensor:$out,
                        Dist_FloatTensor:$lse, Dist_FloatTensor:$grad,
+                       Optional<Dist_DocumentStarts>:$document_starts,
                        Dist_AxisList:$axes, Dist_RotateMethodAttr:$rotate,
                        F64Attr:$scale);
   let results = (outs Dist_FloatTensor:$query_grad,
                       Dist_FloatTensor:$key_grad,
                       Dist_FloatTensor:$value_grad);
   let assemblyFormat = [{
-    $query `,` $key `,` $value `,` $out `,` $lse `,` $grad `axes` $axes
-    `rotate` `` $rotate attr-dict `:` functional-type(operands, results)
+    $query `,` $key `,` $value `,` $out `,` $lse `,` $grad
+    (`documents` $document_starts^)? `axes` $axes `rotate` `` $rotate
+    attr-dict `:` functional-type(operands, results)
   }];
+  let hasVerifier = 1;
 }
 
 def Dist_ContextAttentionOp : Dist_Op<"context_attention", [Pure,
@@ -672,17 +683,20 @@ def Dist_ContextAttentionOp : Dist_Op<"context_attention", [Pure,
     and values of `key`/`value`: with `kv_shift = s >= 0` they are the
     chunks of the rank `s` steps back along `axes` (a ring step); with
     `kv_shift = -1`, every rank's chunks in rank order (gathered). The
-    causal mask is on global positions; `result` and `lse` cover only this
-    block's keys (a row with none visible has result 0 and lse -inf), ready
-    for `dist.attention_merge`.
+    causal mask is on global positions (and, with `document_starts`, by
+    document); `result` and `lse` cover only this block's keys (a row with
+    none visible has result 0 and lse -inf), ready for
+    `dist.attention_merge`.
   }];
   let arguments = (ins Dist_FloatTensor:$query, Dist_FloatTensor:$key,
-                       Dist_FloatTensor:$value, Dist_AxisList:$axes,
+                       Dist_FloatTensor:$value,
+                       Optional<Dist_DocumentStarts>:$document_starts,
+                       Dist_AxisList:$axes,
                        I64Attr:$kv_shift, F64Attr:$scale);
   let results = (outs Dist_FloatTensor:$result, Dist_FloatTensor:$lse);
   let assemblyFormat = [{
-    $query `,` $key `,` $value `axes` $axes `kv_shift` $kv_shift attr-dict
-    `:` functional-type(operands, results)
+    $query `,` $key `,` $value (`documents` $document_starts^)? `axes` $axes
+    `kv_shift` $kv_shift attr-dict `:` functional-type(operands, results)
   }];
   let hasVerifier = 1;
 }
@@ -699,14 +713,16 @@ def Dist_ContextAttentionGradOp : Dist_Op<"context_attention_grad", [Pure,
   let arguments = (ins Dist_FloatTensor:$query, Dist_FloatTensor:$key,
                        Dist_FloatTensor:$value, Dist_FloatTensor:$out,
                        Dist_FloatTensor:$lse, Dist_FloatTensor:$grad,
+                       Optional<Dist_DocumentStarts>:$document_starts,
                        Dist_AxisList:$axes, I64Attr:$kv_shift,
                        F64Attr:$scale, UnitAttr:$deterministic);
   let results = (outs Dist_FloatTensor:$query_grad,
                       Dist_FloatTensor:$key_grad,
                       Dist_FloatTensor:$value_grad);
   let assemblyFormat = [{
-    $query `,` $key `,` $value `,` $out `,` $lse `,` $grad `axes` $axes
-    `kv_shift` $kv_shift attr-dict `:` functional-type(operands, results)
+    $query `,` $key `,` $value `,` $out `,` $lse `,` $grad
+    (`documents` $document_starts^)? `axes` $axes `kv_shift` $kv_shift
+    attr-dict `:` functional-type(operands, results)
   }];
   let hasVerifier = 1;
 }
