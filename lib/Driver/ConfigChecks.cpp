@@ -119,19 +119,27 @@ llvm::Error driver::diagnoseUnsupported(const TrainConfig &c,
 }
 
 llvm::Error driver::checkModelOnTarget(const LlamaArgs &model,
-                                       const target::TargetBackend &target) {
-  if (!model.documentMasked() || target.getFeatures().documentMaskedAttention)
+                                       const target::TargetBackend &target,
+                                       int64_t contextParallelDegree) {
+  const target::TargetFeatures &features = target.getFeatures();
+  if (!model.documentMasked() ||
+      (features.documentMaskedAttention &&
+       (contextParallelDegree <= 1 || features.documentMaskedContextParallel)))
     return llvm::Error::success();
+  std::string mask = "model " + model.name +
+                     ": attn_mask_type = \"block_causal\" (TorchTitan's flex "
+                     "or varlen attention within each packed document)";
+  std::string where =
+      " is not implemented on the " + target.getName().upper() + " target yet";
+  if (!features.documentMaskedAttention)
+    return llvm::createStringError(llvm::inconvertibleErrorCode(),
+                                   mask + where + "; the CPU target runs it");
   return llvm::createStringError(
       llvm::inconvertibleErrorCode(),
-      "model " + model.name +
-          ": attn_mask_type = \"block_causal\" (TorchTitan's flex or "
-          "varlen attention within each packed document) is not implemented "
-          "on "
-          "the " +
-          target.getName().upper() +
-          " target yet (it needs cuDNN SDPA with per-document offsets); "
-          "the CPU target runs it");
+      mask + " with parallelism.context_parallel_degree = " +
+          std::to_string(contextParallelDegree) + where +
+          " (its context-parallel chunk pairs leave rows that see no key, "
+          "which its cuDNN path does not take); the CPU target runs it");
 }
 
 llvm::Error driver::checkMeshSettings(const TrainConfig &c,

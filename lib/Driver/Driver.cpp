@@ -150,7 +150,8 @@ llvm::Error driver::emitStage(const TrainConfig &config, const LlamaArgs &model,
       return e;
   if (llvm::Error e = checkJob(model, config, options.warn))
     return e;
-  if (llvm::Error e = checkModelOnTarget(model, *backend))
+  if (llvm::Error e = checkModelOnTarget(
+          model, *backend, config.parallelism.contextParallelDegree))
     return e;
   if (options.stage == Stage::Cost)
     return emitCost(config, model, options, os);
@@ -188,7 +189,8 @@ driver::compileToModule(mlir::MLIRContext &context, const TrainConfig &config,
     return backend.takeError();
   if (llvm::Error e = checkJob(model, config, options.warn))
     return std::move(e);
-  if (llvm::Error e = checkModelOnTarget(model, *backend))
+  if (llvm::Error e = checkModelOnTarget(
+          model, *backend, config.parallelism.contextParallelDegree))
     return std::move(e);
   mlir::TimingScope untimed;
   Compilation job(config, model, options, *backend, untimed);

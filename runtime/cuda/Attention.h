@@ -42,6 +42,16 @@ struct AttentionShape {
   }
 };
 
+/// TorchTitan's block-causal mask on the device (runtime/lib/DocumentMask.h):
+/// each position's document start, `seq` per batch row over the whole
+/// sequence, indexed by the rows' global positions; query position p sees
+/// keys [starts[b, p], p]. Null `starts`: causal only.
+struct DeviceDocuments {
+  const int32_t *starts = nullptr;
+  int64_t seq = 0;
+  explicit operator bool() const { return starts != nullptr; }
+};
+
 /// Where one cuDNN SDPA problem's tensors sit: AttentionShape::seq rows of
 /// queries and of keys, views into B x rows x H x D buffers whose batches
 /// are each buffer's `rows` apart (the log-sum-exp's B x Hq x lseRows);
@@ -86,26 +96,31 @@ std::vector<ContextPair> contextAttentionPairs(const AttentionShape &s,
 
 /// The exact kernels on rows that sit in the sequence as `layout` says
 /// (ContextParallel.h; s.seq is the query's rows): no workspace.
+/// With `docs`, masked by document as well.
 void contextAttentionReference(Dtype type, const void *q, const void *k,
                                const void *v, void *out, float *lse,
                                const AttentionShape &s,
                                const ChunkLayout &layout, double scale,
-                               cudaStream_t stream);
+                               cudaStream_t stream,
+                               const DeviceDocuments &docs = {});
 void contextAttentionGradReference(Dtype type, const void *q, const void *k,
                                    const void *v, const void *out,
                                    const float *lse, const void *dout, void *dq,
                                    void *dk, void *dv, const AttentionShape &s,
                                    const ChunkLayout &layout, double scale,
-                                   cudaStream_t stream);
+                                   cudaStream_t stream,
+                                   const DeviceDocuments &docs = {});
 /// Their one-chunk case.
 void attentionReference(Dtype type, const void *q, const void *k, const void *v,
                         void *out, float *lse, const AttentionShape &s,
-                        double scale, cudaStream_t stream);
+                        double scale, cudaStream_t stream,
+                        const DeviceDocuments &docs = {});
 void attentionGradReference(Dtype type, const void *q, const void *k,
                             const void *v, const void *out, const float *lse,
                             const void *dout, void *dq, void *dk, void *dv,
                             const AttentionShape &s, double scale,
-                            cudaStream_t stream);
+                            cudaStream_t stream,
+                            const DeviceDocuments &docs = {});
 
 /// Whether this build has cuDNN's SDPA (the cudnn-frontend headers were
 /// found at configure time).
@@ -133,16 +148,19 @@ public:
   /// TITAN_CUDNN_FALLBACK_FATAL=1 is set, the run stops, naming the problem
   /// and why. TITAN_CUDNN_LOG=1 prints each graph's engine and workspace
   /// when it first runs. `deterministic` (debug.deterministic) selects
-  /// cuDNN's deterministic backward.
+  /// cuDNN's deterministic backward. `documents` (whole buffers only, its
+  /// `seq` the problem's) masks by document through a score modifier.
   bool forward(Dtype type, const void *q, const void *k, const void *v,
                void *out, float *lse, const AttentionShape &s,
                const SdpaViews &views, double scale, void *workspace,
-               size_t workspaceBytes, cudaStream_t stream);
+               size_t workspaceBytes, cudaStream_t stream,
+               const DeviceDocuments &documents = {});
   bool backward(Dtype type, const void *q, const void *k, const void *v,
                 const void *out, const float *lse, const void *dout, void *dq,
                 void *dk, void *dv, const AttentionShape &s,
                 const SdpaViews &views, double scale, bool deterministic,
-                void *workspace, size_t workspaceBytes, cudaStream_t stream);
+                void *workspace, size_t workspaceBytes, cudaStream_t stream,
+                const DeviceDocuments &documents = {});
 
 private:
   struct Impl;

@@ -3,8 +3,9 @@
 // One block per query row (forward, dQ) or key row (dK, dV), head dim
 // spread over the block's threads, scores as fixed-order block sums. Rows
 // sit in the sequence as a ChunkLayout says (context parallel's chunks;
-// titan.attention is one chunk); keys after a query's position are never
-// visited.
+// titan.attention is one chunk); keys after a query's position, and with
+// TorchTitan's block-causal mask those before its document's start, are
+// never visited.
 // O(S^2 D) work with no tiling: these are the parity kernels (f32, which
 // cuDNN's SDPA does not take) and the fallback without cuDNN, not the fast
 // path.
@@ -34,17 +35,29 @@ __device__ inline int64_t keysUpTo(const ChunkLayout &l, int64_t kc,
                                    int64_t at) {
   return max(int64_t(0), min(l.chunk, at - l.keyStarts[kc] + 1));
 }
+/// The first key position query position `at` of batch row `b` sees: its
+/// document's start, or 0 without the mask.
+__device__ inline int64_t firstVisibleKey(const DeviceDocuments &docs,
+                                          int64_t b, int64_t at) {
+  return docs.starts ? docs.starts[b * docs.seq + at] : 0;
+}
+/// The first row of a key chunk (at position keyStart) at or after
+/// position `first`.
+__device__ inline int64_t firstKeyRow(int64_t keyStart, int64_t first) {
+  return max(int64_t(0), first - keyStart);
+}
 
 /// Forward: grid (Sq, Hq, B). Online softmax over the visible keys, key
 /// chunk by key chunk; a row that sees none gets 0 and lse -inf.
 template <typename T>
 __global__ void forwardKernel(const T *q, const T *k, const T *v, T *out,
                               float *lse, AttentionShape s, ChunkLayout l,
-                              float scale) {
+                              float scale, DeviceDocuments docs) {
   int64_t i = blockIdx.x, h = blockIdx.y, b = blockIdx.z;
   int64_t group = s.qHeads / s.kvHeads, D = s.headDim;
   int64_t ldq = s.qHeads * D, ldk = s.kvHeads * D;
   int64_t keySeq = l.keyChunks * l.chunk, at = queryPosition(l, i);
+  int64_t first = firstVisibleKey(docs, b, at);
   const T *qi = q + (b * s.seq + i) * ldq + h * D;
   float qd[kPerThread], acc[kPerThread];
   for (int c = 0; c < kPerThread; ++c) {
@@ -56,7 +69,9 @@ __global__ void forwardKernel(const T *q, const T *k, const T *v, T *out,
   for (int64_t kc = 0; kc < l.keyChunks; ++kc) {
     const T *kb = k + (b * keySeq + kc * l.chunk) * ldk + (h / group) * D;
     const T *vb = v + (b * keySeq + kc * l.chunk) * ldk + (h / group) * D;
-    for (int64_t j = 0, keys = keysUpTo(l, kc, at); j < keys; ++j) {
+    for (int64_t j = firstKeyRow(l.keyStarts[kc], first),
+                 keys = keysUpTo(l, kc, at);
+         j < keys; ++j) {
       float dot = 0;
       for (int c = 0; c < kPerThread; ++c) {
         int64_t d = threadIdx.x + c * kThreads;
@@ -90,11 +105,12 @@ template <typename T>
 __global__ void gradQueryKernel(const T *q, const T *k, const T *v,
                                 const T *out, const float *lse, const T *dout,
                                 T *dq, AttentionShape s, ChunkLayout l,
-                                float scale) {
+                                float scale, DeviceDocuments docs) {
   int64_t i = blockIdx.x, h = blockIdx.y, b = blockIdx.z;
   int64_t group = s.qHeads / s.kvHeads, D = s.headDim;
   int64_t ldq = s.qHeads * D, ldk = s.kvHeads * D;
   int64_t keySeq = l.keyChunks * l.chunk, at = queryPosition(l, i);
+  int64_t first = firstVisibleKey(docs, b, at);
   int64_t row = (b * s.seq + i) * ldq + h * D;
   float qd[kPerThread], g[kPerThread], acc[kPerThread];
   float rowDot = 0;
@@ -110,7 +126,9 @@ __global__ void gradQueryKernel(const T *q, const T *k, const T *v,
   for (int64_t kc = 0; kc < l.keyChunks; ++kc) {
     const T *kb = k + (b * keySeq + kc * l.chunk) * ldk + (h / group) * D;
     const T *vb = v + (b * keySeq + kc * l.chunk) * ldk + (h / group) * D;
-    for (int64_t j = 0, keys = keysUpTo(l, kc, at); j < keys; ++j) {
+    for (int64_t j = firstKeyRow(l.keyStarts[kc], first),
+                 keys = keysUpTo(l, kc, at);
+         j < keys; ++j) {
       float qk = 0, gv = 0;
       for (int c = 0; c < kPerThread; ++c) {
         int64_t d = threadIdx.x + c * kThreads;
@@ -136,13 +154,14 @@ __global__ void gradQueryKernel(const T *q, const T *k, const T *v,
 }
 
 /// dK, dV: grid (Sk, Hkv, B); sums over the group's query heads and, per
-/// query chunk, the query rows at or after the key's position, in that
-/// order.
+/// query chunk, the query rows at or after the key's position (and in its
+/// document), in that order.
 template <typename T>
-__global__ void
-gradKeyValueKernel(const T *q, const T *k, const T *v, const T *out,
-                   const float *lse, const T *dout, T *dk, T *dv,
-                   AttentionShape s, ChunkLayout l, float scale) {
+__global__ void gradKeyValueKernel(const T *q, const T *k, const T *v,
+                                   const T *out, const float *lse,
+                                   const T *dout, T *dk, T *dv,
+                                   AttentionShape s, ChunkLayout l, float scale,
+                                   DeviceDocuments docs) {
   int64_t j = blockIdx.x, kvh = blockIdx.y, b = blockIdx.z;
   int64_t group = s.qHeads / s.kvHeads, D = s.headDim;
   int64_t ldq = s.qHeads * D, ldk = s.kvHeads * D;
@@ -160,6 +179,10 @@ gradKeyValueKernel(const T *q, const T *k, const T *v, const T *out,
     for (int64_t qc = 0; qc < l.queryChunks; ++qc)
       for (int64_t i = qc * l.chunk + max(int64_t(0), at - l.queryStarts[qc]);
            i < (qc + 1) * l.chunk; ++i) {
+        // The same for every thread of the block: the block sums below stay
+        // uniform.
+        if (firstVisibleKey(docs, b, queryPosition(l, i)) > at)
+          continue;
         int64_t row = (b * s.seq + i) * ldq + h * D;
         float qk = 0, gv = 0, go = 0;
         for (int c = 0; c < kPerThread; ++c) {
@@ -210,7 +233,7 @@ void checkShape(const AttentionShape &s, const ChunkLayout &l,
 void titanrt::cuda::contextAttentionReference(
     Dtype type, const void *q, const void *k, const void *v, void *out,
     float *lse, const AttentionShape &s, const ChunkLayout &layout,
-    double scale, cudaStream_t stream) {
+    double scale, cudaStream_t stream, const DeviceDocuments &docs) {
   checkShape(s, layout, "attention");
   dim3 grid(unsigned(s.seq), unsigned(s.qHeads), unsigned(s.batch));
   dispatch(type, [&](auto *tag) {
@@ -218,7 +241,7 @@ void titanrt::cuda::contextAttentionReference(
     forwardKernel<T><<<grid, kThreads, 0, stream>>>(
         static_cast<const T *>(q), static_cast<const T *>(k),
         static_cast<const T *>(v), static_cast<T *>(out), lse, s, layout,
-        float(scale));
+        float(scale), docs);
   });
   checkLaunch("attention");
 }
@@ -227,7 +250,7 @@ void titanrt::cuda::contextAttentionGradReference(
     Dtype type, const void *q, const void *k, const void *v, const void *out,
     const float *lse, const void *dout, void *dq, void *dk, void *dv,
     const AttentionShape &s, const ChunkLayout &layout, double scale,
-    cudaStream_t stream) {
+    cudaStream_t stream, const DeviceDocuments &docs) {
   checkShape(s, layout, "attention_grad");
   dim3 rows(unsigned(s.seq), unsigned(s.qHeads), unsigned(s.batch));
   dim3 keys(unsigned(layout.keySeq()), unsigned(s.kvHeads), unsigned(s.batch));
@@ -237,13 +260,13 @@ void titanrt::cuda::contextAttentionGradReference(
         static_cast<const T *>(q), static_cast<const T *>(k),
         static_cast<const T *>(v), static_cast<const T *>(out), lse,
         static_cast<const T *>(dout), static_cast<T *>(dq), s, layout,
-        float(scale));
+        float(scale), docs);
     checkLaunch("attention_grad (dq)");
     gradKeyValueKernel<T><<<keys, kThreads, 0, stream>>>(
         static_cast<const T *>(q), static_cast<const T *>(k),
         static_cast<const T *>(v), static_cast<const T *>(out), lse,
         static_cast<const T *>(dout), static_cast<T *>(dk),
-        static_cast<T *>(dv), s, layout, float(scale));
+        static_cast<T *>(dv), s, layout, float(scale), docs);
     checkLaunch("attention_grad (dk, dv)");
   });
 }
@@ -251,9 +274,10 @@ void titanrt::cuda::contextAttentionGradReference(
 void titanrt::cuda::attentionReference(Dtype type, const void *q, const void *k,
                                        const void *v, void *out, float *lse,
                                        const AttentionShape &s, double scale,
-                                       cudaStream_t stream) {
+                                       cudaStream_t stream,
+                                       const DeviceDocuments &docs) {
   contextAttentionReference(type, q, k, v, out, lse, s, wholeSequence(s.seq),
-                            scale, stream);
+                            scale, stream, docs);
 }
 
 void titanrt::cuda::attentionGradReference(Dtype type, const void *q,
@@ -261,7 +285,8 @@ void titanrt::cuda::attentionGradReference(Dtype type, const void *q,
                                            const void *out, const float *lse,
                                            const void *dout, void *dq, void *dk,
                                            void *dv, const AttentionShape &s,
-                                           double scale, cudaStream_t stream) {
+                                           double scale, cudaStream_t stream,
+                                           const DeviceDocuments &docs) {
   contextAttentionGradReference(type, q, k, v, out, lse, dout, dq, dk, dv, s,
-                                wholeSequence(s.seq), scale, stream);
+                                wholeSequence(s.seq), scale, stream, docs);
 }

@@ -68,8 +68,8 @@ void requireReferenceAllowed(const SdpaProblem &p, const std::string &why) {
 
 SdpaProblem problem(bool backward, bool deterministic, Dtype type,
                     const AttentionShape &s, const SdpaViews &views,
-                    double scale) {
-  return {backward, deterministic, type, s, views, scale};
+                    double scale, const DeviceDocuments &documents) {
+  return {backward, deterministic, type, s, views, scale, bool(documents)};
 }
 
 } // namespace
@@ -235,8 +235,10 @@ bool CudnnAttention::forward(Dtype type, const void *q, const void *k,
                              const void *v, void *out, float *lse,
                              const AttentionShape &s, const SdpaViews &views,
                              double scale, void *workspace,
-                             size_t workspaceBytes, cudaStream_t stream) {
-  Impl::Plan *p = impl_->plan(problem(false, false, type, s, views, scale));
+                             size_t workspaceBytes, cudaStream_t stream,
+                             const DeviceDocuments &documents) {
+  Impl::Plan *p =
+      impl_->plan(problem(false, false, type, s, views, scale, documents));
   if (!p)
     return false;
   std::unordered_map<int64_t, void *> pack = {{Q, const_cast<void *>(q)},
@@ -244,6 +246,8 @@ bool CudnnAttention::forward(Dtype type, const void *q, const void *k,
                                               {V, const_cast<void *>(v)},
                                               {O, out},
                                               {Stats, lse}};
+  if (documents)
+    pack[DocumentStarts] = const_cast<int32_t *>(documents.starts);
   impl_->run(*p, pack, workspace, workspaceBytes, stream);
   return true;
 }
@@ -253,9 +257,10 @@ bool CudnnAttention::backward(Dtype type, const void *q, const void *k,
                               const void *dout, void *dq, void *dk, void *dv,
                               const AttentionShape &s, const SdpaViews &views,
                               double scale, bool deterministic, void *workspace,
-                              size_t workspaceBytes, cudaStream_t stream) {
-  Impl::Plan *p =
-      impl_->plan(problem(true, deterministic, type, s, views, scale));
+                              size_t workspaceBytes, cudaStream_t stream,
+                              const DeviceDocuments &documents) {
+  Impl::Plan *p = impl_->plan(
+      problem(true, deterministic, type, s, views, scale, documents));
   if (!p)
     return false;
   std::unordered_map<int64_t, void *> pack = {{Q, const_cast<void *>(q)},
@@ -267,6 +272,8 @@ bool CudnnAttention::backward(Dtype type, const void *q, const void *k,
                                               {DQ, dq},
                                               {DK, dk},
                                               {DV, dv}};
+  if (documents)
+    pack[DocumentStarts] = const_cast<int32_t *>(documents.starts);
   impl_->run(*p, pack, workspace, workspaceBytes, stream);
   return true;
 }
@@ -294,8 +301,9 @@ CudnnAttention::~CudnnAttention() = default;
 bool CudnnAttention::forward(Dtype type, const void *, const void *,
                              const void *, void *, float *,
                              const AttentionShape &s, const SdpaViews &views,
-                             double scale, void *, size_t, cudaStream_t) {
-  referenceOnce(problem(false, false, type, s, views, scale));
+                             double scale, void *, size_t, cudaStream_t,
+                             const DeviceDocuments &documents) {
+  referenceOnce(problem(false, false, type, s, views, scale, documents));
   return false;
 }
 bool CudnnAttention::backward(Dtype type, const void *, const void *,
@@ -303,8 +311,8 @@ bool CudnnAttention::backward(Dtype type, const void *, const void *,
                               const void *, void *, void *, void *,
                               const AttentionShape &s, const SdpaViews &views,
                               double scale, bool deterministic, void *, size_t,
-                              cudaStream_t) {
-  referenceOnce(problem(true, deterministic, type, s, views, scale));
+                              cudaStream_t, const DeviceDocuments &documents) {
+  referenceOnce(problem(true, deterministic, type, s, views, scale, documents));
   return false;
 }
 

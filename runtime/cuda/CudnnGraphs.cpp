@@ -29,6 +29,8 @@ std::string titanrt::cuda::describe(const SdpaProblem &p) {
             n(views.keyRows) + " key rows)";
   if (!views.causal)
     text += ", unmasked";
+  if (p.documents)
+    text += ", block-causal by document";
   return text;
 }
 
@@ -130,6 +132,61 @@ Inputs addInputs(fe::graph::Graph &g, const SdpaProblem &p) {
           g.tensor(bshd("V", V, s, s.kvHeads, views.keyRows))};
 }
 
+/// TorchTitan's block-causal mask as cuDNN's score modifier, which stands
+/// in for cuDNN's own masks (it takes no causal mask beside one): key
+/// column j of query row i is visible when starts[b, i] <= j <= i.
+/// `starts` is the graph's B x 1 x S x 1 i32 input.
+auto documentMask(std::shared_ptr<fe::graph::Tensor_attributes> starts) {
+  return [starts](std::shared_ptr<fe::graph::Graph> g,
+                  std::shared_ptr<fe::graph::Tensor_attributes> score) {
+    auto op = [](const char *name, fe::PointwiseMode_t mode,
+                 fe::DataType_t compute) {
+      return fe::graph::Pointwise_attributes()
+          .set_name(name)
+          .set_mode(mode)
+          .set_compute_data_type(compute);
+    };
+    auto index = [&](const char *name, int64_t axis) {
+      auto t = g->pointwise(
+          score, op(name, fe::PointwiseMode_t::GEN_INDEX, fe::DataType_t::INT32)
+                     .set_axis(axis));
+      t->set_data_type(fe::DataType_t::INT32);
+      return t;
+    };
+    auto compare = [&](const char *name, auto a, auto b,
+                       fe::PointwiseMode_t mode) {
+      auto t = g->pointwise(a, b, op(name, mode, fe::DataType_t::BOOLEAN));
+      t->set_data_type(fe::DataType_t::BOOLEAN);
+      return t;
+    };
+    auto row = index("document_row", 2), col = index("document_col", 3);
+    auto causal =
+        compare("document_causal", col, row, fe::PointwiseMode_t::CMP_LE);
+    auto inDocument =
+        compare("document_start", col, starts, fe::PointwiseMode_t::CMP_GE);
+    auto visible = compare("document_visible", causal, inDocument,
+                           fe::PointwiseMode_t::LOGICAL_AND);
+    auto masked = std::make_shared<fe::graph::Tensor_attributes>(
+        fe::graph::attn::score_modifiers::get_negative_inf_value());
+    return g->pointwise(score, masked, visible,
+                        fe::graph::Pointwise_attributes()
+                            .set_name("document_select")
+                            .set_mode(fe::PointwiseMode_t::BINARY_SELECT));
+  };
+}
+
+/// The document starts' input: one per query row, broadcast over heads and
+/// key columns.
+std::shared_ptr<fe::graph::Tensor_attributes>
+addDocumentStarts(fe::graph::Graph &g, const AttentionShape &s) {
+  return g.tensor(fe::graph::Tensor_attributes()
+                      .set_name("document_starts")
+                      .set_uid(DocumentStarts)
+                      .set_dim({s.batch, 1, s.seq, 1})
+                      .set_stride({s.seq, s.seq, 1, 1})
+                      .set_data_type(fe::DataType_t::INT32));
+}
+
 void addForward(fe::graph::Graph &g, const SdpaProblem &p) {
   const AttentionShape &s = p.shape;
   const SdpaViews &views = p.views;
@@ -137,8 +194,11 @@ void addForward(fe::graph::Graph &g, const SdpaProblem &p) {
   auto options = fe::graph::SDPA_attributes()
                      .set_name("titan.attention")
                      .set_generate_stats(true)
-                     .set_causal_mask(views.causal)
                      .set_attn_scale(float(p.scale));
+  if (p.documents)
+    options.set_score_mod(documentMask(addDocumentStarts(g, s)));
+  else
+    options.set_causal_mask(views.causal);
   auto [o, lse] = g.sdpa(q, k, v, options);
   o->set_output(true)
       .set_uid(O)
@@ -165,9 +225,14 @@ void addBackward(fe::graph::Graph &g, const SdpaProblem &p) {
                           .set_data_type(fe::DataType_t::FLOAT));
   auto options = fe::graph::SDPA_backward_attributes()
                      .set_name("titan.attention_grad")
-                     .set_causal_mask(views.causal)
                      .set_attn_scale(float(p.scale))
                      .set_deterministic_algorithm(p.deterministic);
+  // Masked entries have probability 0, so their score gradient is 0: the
+  // mask needs no backward modifier of its own.
+  if (p.documents)
+    options.set_score_mod(documentMask(addDocumentStarts(g, s)));
+  else
+    options.set_causal_mask(views.causal);
   auto [dq, dk, dv] = g.sdpa_backward(q, k, v, o, dO, lse, options);
   dq->set_output(true)
       .set_uid(DQ)

@@ -20,16 +20,19 @@
 namespace titanrt::cuda {
 
 /// One cuDNN SDPA problem: a forward (with the log-sum-exp) or a backward
-/// (`deterministic`: cuDNN's deterministic algorithm) of `shape` on `views`.
+/// (`deterministic`: cuDNN's deterministic algorithm) of `shape` on `views`;
+/// with `documents`, TorchTitan's block-causal mask (whole causal views
+/// only), whose starts are one more input.
 struct SdpaProblem {
   bool backward = false, deterministic = false;
   Dtype type = Dtype::bf16;
   AttentionShape shape{};
   SdpaViews views{};
   double scale = 1.0;
+  bool documents = false;
   auto key() const {
     return std::make_tuple(backward, deterministic, int(type), shape.key(),
-                           views.key(), scale);
+                           views.key(), scale, documents);
   }
 };
 
@@ -50,8 +53,20 @@ std::string cudnnRefusal(const SdpaProblem &p, const std::string &why);
 
 namespace titanrt::cuda {
 
-/// The variant pack's tensor uids.
-enum SdpaUid : int64_t { Q = 1, K, V, O, Stats, DO, DQ, DK, DV };
+/// The variant pack's tensor uids (DocumentStarts: the block-causal mask's
+/// i32 B x S starts).
+enum SdpaUid : int64_t {
+  Q = 1,
+  K,
+  V,
+  O,
+  Stats,
+  DO,
+  DQ,
+  DK,
+  DV,
+  DocumentStarts
+};
 
 /// `p`'s frontend graph, not yet validated: titan's B x S x H x D buffers
 /// described by their strides, the log-sum-exp as cuDNN's f32 Stats.

@@ -87,54 +87,79 @@ AttentionShape attentionShape(const Args &c) {
   check(d.error);
   return {d.batch, d.seq, d.qHeads, d.kvHeads, d.headDim};
 }
-/// TorchTitan's block-causal mask (a document_starts input) has no CUDA
-/// kernel yet; titan-compile refuses it for --target=cuda.
-void refuseDocumentStarts(const Args &c, int64_t inputs) {
-  if (c.types && c.types[0] > inputs)
-    check("attention with document_starts (TorchTitan's block_causal mask) "
-          "is not implemented");
+/// Whether the call has the optional document_starts after `inputs`
+/// required inputs (the `types` header counts the inputs).
+bool hasDocumentStarts(const Args &c, int64_t inputs) {
+  return c.types && c.types[0] > inputs;
 }
-/// (q, k, v) -> (out, lse); floats: {scale}
+/// Context parallel's chunk pairs with TorchTitan's block-causal mask have
+/// no CUDA kernel yet; titan-compile refuses them for --target=cuda.
+void refuseDocumentStarts(const Args &c, int64_t inputs) {
+  if (hasDocumentStarts(c, inputs))
+    check("context-parallel attention with document_starts (TorchTitan's "
+          "block_causal mask) is not implemented on CUDA");
+}
+/// The optional document starts after `inputs` required inputs (i32 [B,
+/// S]), and where the outputs begin.
+struct DocumentInput {
+  DeviceDocuments docs;
+  int out;
+};
+/// Checks that they are the query's batch x seq: cuDNN's graph and the
+/// exact kernels both index them by the query's rows.
+DocumentInput documentInput(const Args &c, int inputs,
+                            const AttentionShape &s) {
+  if (!hasDocumentStarts(c, inputs))
+    return {{}, inputs};
+  Shape starts = c.shape(inputs);
+  if (starts.rank != 2 || starts.dim(0) != s.batch || starts.dim(1) != s.seq)
+    check("attention: document_starts must be B x S = " +
+          std::to_string(s.batch) + " x " + std::to_string(s.seq));
+  return {{c.buf<int32_t>(inputs), s.seq}, inputs + 1};
+}
+/// (q, k, v[, document_starts]) -> (out, lse); floats: {scale}
 void attention(const Args &c) {
-  refuseDocumentStarts(c, 3);
   AttentionShape s = attentionShape(c);
   Dtype t = c.type(0);
-  if (t != Dtype::f32 &&
-      kernelContext().attention.forward(
-          t, c.buffers[0], c.buffers[1], c.buffers[2], c.buffers[3],
-          c.buf<float>(4), s, SdpaViews::whole(s.seq), c.floats[0], c.workspace,
-          size_t(
-              titan::cuda::attentionWorkspaceBytes(s.batch, s.qHeads, s.seq)),
-          c.stream()))
+  auto [docs, out] = documentInput(c, 3, s);
+  if (t != Dtype::f32 && kernelContext().attention.forward(
+                             t, c.buffers[0], c.buffers[1], c.buffers[2],
+                             c.buffers[out], c.buf<float>(out + 1), s,
+                             SdpaViews::whole(s.seq), c.floats[0], c.workspace,
+                             size_t(titan::cuda::attentionWorkspaceBytes(
+                                 s.batch, s.qHeads, s.seq)),
+                             c.stream(), docs))
     return;
-  attentionReference(t, c.buffers[0], c.buffers[1], c.buffers[2], c.buffers[3],
-                     c.buf<float>(4), s, c.floats[0], c.stream());
+  attentionReference(t, c.buffers[0], c.buffers[1], c.buffers[2],
+                     c.buffers[out], c.buf<float>(out + 1), s, c.floats[0],
+                     c.stream(), docs);
 }
-/// (q, k, v, out, lse, dout) -> (dq, dk, dv); floats: {scale}; ints:
-/// {deterministic}
+/// (q, k, v, out, lse, dout[, document_starts]) -> (dq, dk, dv); floats:
+/// {scale}; ints: {deterministic}
 void attentionGrad(const Args &c) {
-  refuseDocumentStarts(c, 6);
   AttentionShape s = attentionShape(c);
   Dtype t = c.type(0);
   bool deterministic = c.ints[0] != 0;
+  auto [docs, out] = documentInput(c, 6, s);
   if (t != Dtype::f32 &&
       kernelContext().attention.backward(
           t, c.buffers[0], c.buffers[1], c.buffers[2], c.buffers[3],
-          c.buf<float>(4), c.buffers[5], c.buffers[6], c.buffers[7],
-          c.buffers[8], s, SdpaViews::whole(s.seq), c.floats[0], deterministic,
-          c.workspace,
+          c.buf<float>(4), c.buffers[5], c.buffers[out], c.buffers[out + 1],
+          c.buffers[out + 2], s, SdpaViews::whole(s.seq), c.floats[0],
+          deterministic, c.workspace,
           size_t(titan::cuda::attentionGradWorkspaceBytes(
               s.batch, s.qHeads, s.seq, s.headDim, deterministic)),
-          c.stream()))
+          c.stream(), docs))
     return;
   attentionGradReference(t, c.buffers[0], c.buffers[1], c.buffers[2],
                          c.buffers[3], c.buf<float>(4), c.buffers[5],
-                         c.buffers[6], c.buffers[7], c.buffers[8], s,
-                         c.floats[0], c.stream());
+                         c.buffers[out], c.buffers[out + 1], c.buffers[out + 2],
+                         s, c.floats[0], c.stream(), docs);
 }
 /// (q, k, v) -> (out, lse); floats: {scale}; ints: {degree, kv_shift,
 /// load_balanced, number of cp axes, axes...}
 void contextAttention(const Args &c) {
+  refuseDocumentStarts(c, 3);
   AttentionShape s = attentionShape(c);
   cuda::contextAttention(kernelContext().attention, c.type(0), c.buffers[0],
                          c.buffers[1], c.buffers[2], c.buffers[3],
@@ -149,6 +174,7 @@ void contextAttention(const Args &c) {
 /// (q, k, v, out, lse, dout) -> (dq, dk, dv); floats: {scale}; ints:
 /// {deterministic, then contextAttention's}.
 void contextAttentionGrad(const Args &c) {
+  refuseDocumentStarts(c, 6);
   AttentionShape s = attentionShape(c);
   bool deterministic = c.ints[0] != 0;
   cuda::contextAttentionGrad(

@@ -5,7 +5,8 @@
 // forward, the backward and the deterministic backward of titan.attention,
 // and context parallel's chunk pairs (contextAttentionPairs, the runtime's
 // own), at the parity model's, the debug model's and the 8B model's shapes
-// and at 128K context parallel over 8 and 16 ranks. validate() checks the
+// (also with TorchTitan's block-causal mask) and at 128K context parallel
+// over 8 and 16 ranks. validate() checks the
 // graph's shapes, strides, types and the SDPA support surface for the
 // target, and lowering it to cuDNN's backend operation graph needs no
 // handle either; choosing an engine does (without a GPU cuDNN's heuristics
@@ -91,6 +92,29 @@ TEST(CudnnGraph, WholeSequenceGraphsValidate) {
     SCOPED_TRACE(m.name);
     expectValid(allPasses(m.shape, SdpaViews::whole(m.shape.seq)));
   }
+}
+
+// TorchTitan's block-causal mask (flex/varlen attention): the document
+// starts reach cuDNN's SDPA as a score modifier, which replaces its causal
+// mask, forward and backward.
+TEST(CudnnGraph, DocumentMaskedGraphsValidate) {
+  for (const NamedShape &m : kModels) {
+    SCOPED_TRACE(m.name);
+    std::vector<SdpaProblem> problems =
+        allPasses(m.shape, SdpaViews::whole(m.shape.seq));
+    for (SdpaProblem &p : problems)
+      p.documents = true;
+    expectValid(problems);
+  }
+  AttentionShape s = kModels[1].shape;
+  SdpaProblem p{false,
+                false,
+                Dtype::bf16,
+                s,
+                SdpaViews::whole(s.seq),
+                scaleOf(s),
+                /*documents=*/true};
+  EXPECT_NE(describe(p).find(", block-causal by document"), std::string::npos);
 }
 
 TEST(CudnnGraph, ContextParallel128KGraphsValidate) {

@@ -44,9 +44,11 @@ std::vector<std::string> configWarnings(const TrainConfig &config,
                                         const target::TargetBackend &target);
 
 /// What the model needs of the target's kernels: TorchTitan's block-causal
-/// mask needs attention kernels that take document starts.
+/// mask needs attention kernels that take document starts (context-parallel
+/// ones when `contextParallelDegree` > 1).
 llvm::Error checkModelOnTarget(const LlamaArgs &model,
-                               const target::TargetBackend &target);
+                               const target::TargetBackend &target,
+                               int64_t contextParallelDegree = 1);
 
 /// Settings that the parallel degrees rule out (the mesh resolved, after
 /// diagnoseUnsupported): one error line each, naming the keys.

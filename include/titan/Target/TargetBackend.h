@@ -65,6 +65,9 @@ struct TargetFeatures {
   /// mask, attn_mask_type = "block_causal"); otherwise such a model is
   /// refused for the target.
   bool documentMaskedAttention = false;
+  /// Its context-parallel attention kernels (context_attention(_grad))
+  /// take them too; otherwise the mask is refused with context parallel.
+  bool documentMaskedContextParallel = false;
   /// Its kernel library has code for chosen GPU architectures: an object
   /// or executable needs titan-compile's --cuda-arch to be one of them,
   /// and the manifest records it.

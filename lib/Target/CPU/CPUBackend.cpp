@@ -141,6 +141,7 @@ TargetFeatures cpuFeatures() {
   TargetFeatures features;
   features.hostMemory = true;
   features.documentMaskedAttention = true;
+  features.documentMaskedContextParallel = true;
   features.pipelineParallel = true;
   features.generatedKernels = true;
   // 64 row blocks, a few per core: their partials 64 rows of C, which the
