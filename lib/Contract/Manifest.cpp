@@ -25,10 +25,23 @@ static constexpr std::pair<FrameSlot::Kind, StringRef> kFrameSlotKinds[] = {
     {FrameSlot::StageInputGrad, "stage_input_grad"},
     {FrameSlot::Stash, "stash"}};
 
+StringRef FrameSlot::inputName(Kind kind) {
+  switch (kind) {
+  case Tokens:
+    return "tokens";
+  case Labels:
+    return "labels";
+  case DocumentStarts:
+    return "document_starts";
+  default:
+    return "";
+  }
+}
+
 std::string FrameSlot::str() const {
   std::string name = "frame" + std::to_string(stage) + ":";
-  if (kind == Tokens || kind == Labels)
-    return name + (kind == Tokens ? "input:tokens" : "input:labels");
+  if (kind == Tokens || kind == Labels || kind == DocumentStarts)
+    return name + "input:" + inputName(kind).str();
   for (auto [k, spelling] : kFrameSlotKinds)
     if (k == kind)
       return name + spelling.str() + ":" + std::to_string(index);
@@ -44,10 +57,12 @@ std::optional<FrameSlot> FrameSlot::parse(StringRef name) {
   if (digits.getAsInteger(10, slot.stage) || slot.stage < 0)
     return std::nullopt;
   if (kind == "input") {
-    if (index != "tokens" && index != "labels")
-      return std::nullopt;
-    slot.kind = index == "tokens" ? Tokens : Labels;
-    return slot;
+    for (Kind input : {Tokens, Labels, DocumentStarts})
+      if (index == inputName(input)) {
+        slot.kind = input;
+        return slot;
+      }
+    return std::nullopt;
   }
   const auto *known = llvm::find_if(
       kFrameSlotKinds, [&](const auto &k) { return k.second == kind; });

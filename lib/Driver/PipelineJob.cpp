@@ -364,7 +364,9 @@ void driver::printPipelineMemory(const PipelineJob &job, int64_t rank,
          [slot.kind == FrameSlot::Stash ? "stashed activations"
           : slot.kind == FrameSlot::Tokens || slot.kind == FrameSlot::Labels
               ? "tokens and labels"
-              : "boundary tensors"] += bytes;
+          : slot.kind == FrameSlot::DocumentStarts ? "document starts"
+                                                   : "boundary tensors"] +=
+        bytes;
   }
   std::map<int64_t, int64_t> frames = framesInFlight(job.schedule, rank);
   int64_t total = 0;

@@ -129,24 +129,6 @@ llvm::Error titan::checkModelFitsConfig(const LlamaArgs &a,
         p.dataParallelShardDegree, p.contextParallelDegree,
         p.tensorParallelDegree));
 
-  // TorchTitan's block-causal mask: the document starts reach the attention
-  // of a single-program step (every context-parallel rank holds the whole
-  // sequence's starts; TorchTitan v0.2.0 refuses CP with flex attention).
-  if (a.documentMasked()) {
-    std::string mask = "the model's attn_mask_type = \"block_causal\" "
-                       "(attn_type = \"" +
-                       a.attnType + "\")";
-    if (p.pipelineParallelDegree > 1)
-      errs.push_back(mask + " with parallelism.pipeline_parallel_degree = " +
-                     std::to_string(p.pipelineParallelDegree) +
-                     " is not implemented yet (the stages do not receive "
-                     "the document starts)");
-    if (c.validation.enable)
-      errs.push_back(mask + " with validation.enable is not implemented yet "
-                            "(the eval step does not receive the document "
-                            "starts)");
-  }
-
   // Gradient accumulation: a step of more than a million microbatches is a
   // mistaken global batch, not a plan.
   constexpr int64_t kMaxMicrobatches = 1 << 20;

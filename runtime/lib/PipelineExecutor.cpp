@@ -48,7 +48,7 @@ struct PipelineExecutor::Stage {
   std::vector<Slot> evalInputs, evalOutputs;
   /// The frame slots by kind, indexed by boundary index.
   std::vector<Slot> inputs, outputs, outputGrads, inputGrads;
-  std::optional<Slot> tokens, labels;
+  std::optional<Slot> tokens, labels, starts;
   /// Where this stage's microbatches' tokens and labels (then its eval
   /// microbatches') are drawn in the executor's host memory.
   int64_t hostOffset = 0, evalHostOffset = 0;
@@ -71,6 +71,9 @@ struct PipelineExecutor::Stage {
       return 0;
     case FrameSlot::Labels:
       labels = slot;
+      return 0;
+    case FrameSlot::DocumentStarts:
+      starts = slot;
       return 0;
     case FrameSlot::Stash:
       return 0;
@@ -175,6 +178,7 @@ PipelineExecutor::PipelineExecutor(
   lossSlot = arenaSlot("output:loss");
   evalTokens = arenaSlot("input:eval_tokens");
   evalLabels = arenaSlot("input:eval_labels");
+  evalStarts = arenaSlot("input:eval_document_starts");
   evalLossSlot = arenaSlot("output:eval_loss");
   // Checked before a list runs: an error in the middle of one would leave
   // the peers' transfers hanging until the timeout.
@@ -211,13 +215,15 @@ void PipelineExecutor::placeHostInputs() {
 }
 
 int64_t PipelineExecutor::inputInts(const Stage &s) const {
-  int64_t bytes =
-      (s.tokens ? s.tokens->second : 0) + (s.labels ? s.labels->second : 0);
+  int64_t bytes = 0;
+  for (const std::optional<Slot> &slot : {s.tokens, s.labels, s.starts})
+    bytes += slot ? slot->second : 0;
   return bytes / int64_t(sizeof(int32_t));
 }
 
 int64_t PipelineExecutor::evalInputInts() const {
-  return (evalTokens.bytes + evalLabels.bytes) / int64_t(sizeof(int32_t));
+  return (evalTokens.bytes + evalLabels.bytes + evalStarts.bytes) /
+         int64_t(sizeof(int32_t));
 }
 
 PipelineExecutor::~PipelineExecutor() {
@@ -428,18 +434,25 @@ char *PipelineExecutor::acquire(Stage &s, int64_t mb) {
 void PipelineExecutor::forward(Stage &s, int64_t mb,
                                const FillMicrobatch &fill) {
   char *frame = acquire(s, mb);
-  if (s.tokens || s.labels) {
-    int32_t *host = hostInputs.data() + s.hostOffset + mb * inputInts(s);
-    int64_t tokenInts = s.tokens ? s.tokens->second / 4 : 0;
-    int32_t *tokens = s.tokens ? host : nullptr;
-    int32_t *labels = s.labels ? host + tokenInts : nullptr;
-    fill(mb, tokens, labels);
-    if (tokens)
-      device.copyToDeviceInOrder(frame + s.tokens->first, tokens,
-                                 size_t(s.tokens->second));
-    if (labels)
-      device.copyToDeviceInOrder(frame + s.labels->first, labels,
-                                 size_t(s.labels->second));
+  if (s.tokens || s.labels || s.starts) {
+    // Host rows: tokens, labels, starts, each where this stage reads it.
+    int32_t *next = hostInputs.data() + s.hostOffset + mb * inputInts(s);
+    auto take = [&](const std::optional<Slot> &slot) -> int32_t * {
+      if (!slot)
+        return nullptr;
+      int32_t *at = next;
+      next += slot->second / int64_t(sizeof(int32_t));
+      return at;
+    };
+    int32_t *tokens = take(s.tokens), *labels = take(s.labels),
+            *starts = take(s.starts);
+    fill(mb, tokens, labels, starts);
+    for (auto [slot, host] : {std::pair(&s.tokens, tokens),
+                              {&s.labels, labels},
+                              {&s.starts, starts}})
+      if (host)
+        device.copyToDeviceInOrder(frame + (*slot)->first, host,
+                                   size_t((*slot)->second));
   }
   // The previous stage's activations, when it is on this rank: a copy
   // between the frames (a remote one's came by RECV_F).
@@ -669,18 +682,22 @@ void PipelineExecutor::evalForward(Stage &s, int64_t mb,
           " has no eval step");
   // The microbatch's rows, drawn on the host (kept until the list has
   // run) and copied in issue order.
-  int32_t *host = hostInputs.data() + s.evalHostOffset + mb * evalInputInts();
-  int32_t *tokens = evalTokens.data ? host : nullptr;
-  int32_t *labels = evalLabels.data
-                        ? host + evalTokens.bytes / int64_t(sizeof(int32_t))
-                        : nullptr;
-  fill(mb, tokens, labels);
-  if (tokens)
-    device.copyToDeviceInOrder(evalTokens.data, tokens,
-                               size_t(evalTokens.bytes));
-  if (labels)
-    device.copyToDeviceInOrder(evalLabels.data, labels,
-                               size_t(evalLabels.bytes));
+  int32_t *next = hostInputs.data() + s.evalHostOffset + mb * evalInputInts();
+  auto take = [&](const ArenaSlot &slot) -> int32_t * {
+    if (!slot.data)
+      return nullptr;
+    int32_t *at = next;
+    next += slot.bytes / int64_t(sizeof(int32_t));
+    return at;
+  };
+  int32_t *tokens = take(evalTokens), *labels = take(evalLabels),
+          *starts = take(evalStarts);
+  fill(mb, tokens, labels, starts);
+  for (auto [slot, host] : {std::pair(&evalTokens, tokens),
+                            {&evalLabels, labels},
+                            {&evalStarts, starts}})
+    if (host)
+      device.copyToDeviceInOrder(slot->data, host, size_t(slot->bytes));
   // The previous stage's outputs, when it is on this rank: its forward
   // came just before this one (the list goes through a microbatch's stages
   // in order).

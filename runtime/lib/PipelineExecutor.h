@@ -59,10 +59,11 @@ public:
   PipelineExecutor &operator=(const PipelineExecutor &) = delete;
 
   /// Fills microbatch `mb`'s tokens and labels (microbatch size x the
-  /// rank's part of the sequence each; either may be null when this rank's
-  /// stages do not read it).
-  using FillMicrobatch =
-      std::function<void(int64_t mb, int32_t *tokens, int32_t *labels)>;
+  /// rank's part of the sequence each) and, for TorchTitan's block-causal
+  /// mask, its document starts (microbatch size x the whole sequence);
+  /// each may be null when this rank's stages do not read it.
+  using FillMicrobatch = std::function<void(int64_t mb, int32_t *tokens,
+                                            int32_t *labels, int32_t *starts)>;
 
   /// Runs the action list once (every microbatch through every local
   /// stage) and returns the sum of the microbatch losses computed here
@@ -158,7 +159,7 @@ private:
   char *losses = nullptr;
   /// validation.enable: the eval steps' microbatch and loss slots (null
   /// where this rank's stages do not read or write them).
-  ArenaSlot evalTokens, evalLabels, evalLossSlot;
+  ArenaSlot evalTokens, evalLabels, evalStarts, evalLossSlot;
   /// The host memory the microbatches' tokens and labels are drawn into,
   /// per local stage and microbatch (training's, then eval's): unchanged
   /// until the list's work has completed (Device::copyToDeviceInOrder),

@@ -751,15 +751,36 @@ struct StepSlots {
 
 /// Under pipeline parallelism the stages read their microbatch's tokens
 /// and labels from their frames: checks that these hold rows of `seq`
-/// tokens, as Arena::slot checks the step's own inputs.
-void checkFrameInputs(const Manifest &m, int64_t seq) {
-  int64_t bytes = m.pipeline->microbatchSize * seq * int64_t(sizeof(int32_t));
+/// tokens (the rank's share of a sequence) and the document starts rows of
+/// `wholeSeq`, as Arena::slot checks the step's own inputs.
+void checkFrameInputs(const Manifest &m, int64_t seq, int64_t wholeSeq) {
+  int64_t rowBytes = m.pipeline->microbatchSize * int64_t(sizeof(int32_t));
   for (const Manifest::PipelineStage &stage : m.pipeline->stages)
-    for (const auto &[slot, range] : stage.frameSlots)
-      if ((slot.kind == FrameSlot::Tokens || slot.kind == FrameSlot::Labels) &&
+    for (const auto &[slot, range] : stage.frameSlots) {
+      bool batch =
+          slot.kind == FrameSlot::Tokens || slot.kind == FrameSlot::Labels;
+      int64_t bytes =
+          rowBytes * (slot.kind == FrameSlot::DocumentStarts ? wholeSeq : seq);
+      if ((batch || slot.kind == FrameSlot::DocumentStarts) &&
           range.second != bytes)
         fatal("corrupt executable: the memory plan has no frame slot '" +
               slot.str() + "' of " + std::to_string(bytes) + " bytes");
+    }
+}
+
+/// Whether the compiled steps read document starts (TorchTitan's
+/// block-causal mask): the whole step's, the eval step's or a pipeline
+/// stage's.
+bool readsDocumentStarts(const Manifest &m) {
+  if (m.slots.count("input:document_starts") ||
+      m.slots.count("input:eval_document_starts"))
+    return true;
+  if (m.pipeline)
+    for (const Manifest::PipelineStage &stage : m.pipeline->stages)
+      for (const auto &[slot, range] : stage.frameSlots)
+        if (slot.kind == FrameSlot::DocumentStarts)
+          return true;
+  return false;
 }
 
 /// What a step measured.
@@ -931,7 +952,7 @@ Run::Run(const titan::TrainConfig &c, const Manifest &m,
       batch(m.localBatch), seq(m.seqLen), localSeq(data->localLength()),
       global(globalBatch()), accumulation(global / (batch * dp)),
       slots(arena, m.localBatch, localSeq, m.seqLen, pipelined),
-      eosId(slots.documentStarts ? tokenizerEosId(c, m.vocab) : -1),
+      eosId(readsDocumentStarts(m) ? tokenizerEosId(c, m.vocab) : -1),
       firstStep(restored.state.step),
       firstSample(restored.state.samplesConsumed),
       totalSteps(c.training.steps) {
@@ -951,7 +972,7 @@ Run::Run(const titan::TrainConfig &c, const Manifest &m,
                                 ? std::nullopt
                                 : std::optional(positions[size_t(dpIndex)]));
   if (pipelined) {
-    checkFrameInputs(m, localSeq);
+    checkFrameInputs(m, localSeq, seq);
     pipeline = std::make_unique<PipelineExecutor>(m, program.functions, device,
                                                   *comm, arena.data());
   }
@@ -968,7 +989,8 @@ std::unique_ptr<Validator> Run::makeValidator() {
   EvaluateBatch evaluate =
       pipelined ? pipelinedEvaluation() : wholeStepEvaluation();
   return std::make_unique<Validator>(c, m, std::move(evaluate), comm,
-                                     sequenceShard(), dp, dpIndex);
+                                     sequenceShard(), dp, dpIndex,
+                                     arena.has("input:eval_document_starts"));
 }
 
 EvaluateBatch Run::wholeStepEvaluation() {
@@ -981,10 +1003,24 @@ EvaluateBatch Run::wholeStepEvaluation() {
   char *tokens = arena.slot("input:eval_tokens", tokenBytes);
   char *labels = arena.slot("input:eval_labels", tokenBytes);
   char *loss = arena.slot("output:eval_loss", 4);
-  return [this, tokens, labels, loss, tokenBytes](const int32_t *t,
-                                                  const int32_t *l) {
+  // TorchTitan's block-causal mask: the document starts of the whole
+  // sequences, as in training.
+  int64_t batch = m.eval->localBatch, seq = m.eval->seqLen;
+  char *starts = arena.has("input:eval_document_starts")
+                     ? arena.slot("input:eval_document_starts",
+                                  batch * seq * int64_t(sizeof(int32_t)))
+                     : nullptr;
+  auto hostStarts =
+      std::make_shared<std::vector<int32_t>>(starts ? size_t(batch * seq) : 0);
+  return [this, tokens, labels, loss, tokenBytes, starts, hostStarts, batch,
+          seq](const int32_t *t, const int32_t *l, const int32_t *whole) {
     device.copyToDevice(tokens, t, size_t(tokenBytes));
     device.copyToDevice(labels, l, size_t(tokenBytes));
+    if (starts) {
+      documentStarts(whole, batch, seq, eosId, hostStarts->data());
+      device.copyToDevice(starts, hostStarts->data(),
+                          hostStarts->size() * sizeof(int32_t));
+    }
     device.run(Device::Step::Eval, model.eval, arena.data());
     return double(read<float>(device, loss));
   };
@@ -999,20 +1035,26 @@ EvaluateBatch Run::pipelinedEvaluation() {
   int64_t rowTokens = sequenceShard().length(m.eval->seqLen);
   // The stages that read the microbatch read rows of as many tokens.
   int64_t bytes = size * rowTokens * int64_t(sizeof(int32_t));
-  for (const char *name : {"input:eval_tokens", "input:eval_labels"})
+  int64_t seq = m.eval->seqLen;
+  int64_t startsBytes = size * seq * int64_t(sizeof(int32_t));
+  for (auto [name, expected] : {std::pair("input:eval_tokens", bytes),
+                                {"input:eval_labels", bytes},
+                                {"input:eval_document_starts", startsBytes}})
     if (auto it = m.slots.find(name);
-        it != m.slots.end() && it->second.second != bytes)
+        it != m.slots.end() && it->second.second != expected)
       fatal(std::string("corrupt executable: the memory plan has no slot '") +
-            name + "' of " + std::to_string(bytes) + " bytes");
-  return [this, microbatches, size, rowTokens, bytes](const int32_t *t,
-                                                      const int32_t *l) {
-    double lossSum =
-        pipeline->evaluate([&](int64_t mb, int32_t *tokens, int32_t *labels) {
+            name + "' of " + std::to_string(expected) + " bytes");
+  return [this, microbatches, size, rowTokens, bytes,
+          seq](const int32_t *t, const int32_t *l, const int32_t *whole) {
+    double lossSum = pipeline->evaluate(
+        [&](int64_t mb, int32_t *tokens, int32_t *labels, int32_t *starts) {
           int64_t first = mb * size * rowTokens;
           if (tokens)
             std::memcpy(tokens, t + first, size_t(bytes));
           if (labels)
             std::memcpy(labels, l + first, size_t(bytes));
+          if (starts)
+            documentStarts(whole + mb * size * seq, size, seq, eosId, starts);
         });
     // Each microbatch's loss counts 1 / m of the batch's (the last stage
     // has them all), as in training: every pipeline rank reports the same.
@@ -1276,13 +1318,20 @@ double Run::pipelinedMicrobatches(int64_t step, StepTrace *trace) {
     // batch: the same samples as the single-rank step.
     int64_t size = m.pipeline->microbatchSize;
     lossSum += pipeline->run(
-        [&](int64_t mb, int32_t *t, int32_t *l) {
+        [&](int64_t mb, int32_t *t, int32_t *l, int32_t *starts) {
           std::vector<int32_t> scratch(static_cast<size_t>(localSeq));
-          for (int64_t row = 0; row < size; ++row)
+          std::vector<int32_t> whole(starts ? size_t(seq) : 0);
+          for (int64_t row = 0; row < size; ++row) {
             data->sample(firstSampleOf(step) + (micro * dp + dpIndex) * batch +
                              mb * size + row,
                          t ? t + row * localSeq : scratch.data(),
-                         l ? l + row * localSeq : scratch.data());
+                         l ? l + row * localSeq : scratch.data(),
+                         starts ? whole.data() : nullptr);
+            // The mask's input, from the whole sequence, as in the
+            // unpipelined step.
+            if (starts)
+              documentStarts(whole.data(), 1, seq, eosId, starts + row * seq);
+          }
         },
         trace);
   }

@@ -30,20 +30,24 @@ std::unique_ptr<Dataset> openValidationSet(const titan::TrainConfig &c,
 
 Validator::Validator(const titan::TrainConfig &c, const Manifest &m,
                      EvaluateBatch evaluate, Communicator *comm,
-                     SequenceShard shard, int64_t dp, int64_t dpIndex)
+                     SequenceShard shard, int64_t dp, int64_t dpIndex,
+                     bool wholeSequences)
     : c(c), evaluate(std::move(evaluate)), comm(comm),
       data(openValidationSet(c, m, shard, dp, dpIndex)),
       batch(m.eval->localBatch), seqLen(m.eval->seqLen),
       localSeq(data->localLength()), dp(dp), dpIndex(dpIndex),
-      hostBatch(size_t(2 * batch * localSeq)) {}
+      hostBatch(size_t(2 * batch * localSeq)),
+      wholeBatch(wholeSequences ? size_t(batch * seqLen) : 0) {}
 
-bool Validator::readBatch(int64_t b, int32_t *tokens, int32_t *labels) {
+bool Validator::readBatch(int64_t b, int32_t *tokens, int32_t *labels,
+                          int32_t *wholeTokens) {
   // Data-parallel rank d reads rows [(b x dp + d) x batch, ... + batch)
   // of the set, as the training batches are laid out.
   bool whole = true;
   for (int64_t row = 0; row < batch && whole; ++row)
     whole = data->sample((b * dp + dpIndex) * batch + row,
-                         tokens + row * localSeq, labels + row * localSeq);
+                         tokens + row * localSeq, labels + row * localSeq,
+                         wholeTokens ? wholeTokens + row * seqLen : nullptr);
   if (!comm)
     return whole;
   // Every rank runs the eval step's collectives the same number of times:
@@ -58,6 +62,7 @@ ValidationResult Validator::validate() {
   auto start = std::chrono::steady_clock::now();
   int32_t *tokens = hostBatch.data();
   int32_t *labels = hostBatch.data() + batch * localSeq;
+  int32_t *wholeTokens = wholeBatch.empty() ? nullptr : wholeBatch.data();
   double lossSum = 0;
   // As TorchTitan's validation dataloader: steps = -1 is one pass over
   // the set from its start each time; steps = N continues the (looping)
@@ -68,9 +73,9 @@ ValidationResult Validator::validate() {
   int64_t first = wholePass ? 0 : nextBatch;
   int64_t b = 0;
   for (; wholePass || b < c.validation.steps; ++b) {
-    if (!readBatch(first + b, tokens, labels))
+    if (!readBatch(first + b, tokens, labels, wholeTokens))
       break;
-    lossSum += evaluate(tokens, labels);
+    lossSum += evaluate(tokens, labels, wholeTokens);
   }
   if (b == 0)
     fatal("validation: the validation set holds fewer samples than one "

@@ -28,9 +28,11 @@ namespace titanrt {
 /// share of each sequence, on the host) and returns the batch's loss, the
 /// mean over every data-parallel rank's rows as the compiled loss is: the
 /// whole-step `eval`, or under pipeline parallelism the stages' eval steps
-/// through the forward-only schedule.
-using EvaluateBatch =
-    std::function<double(const int32_t *tokens, const int32_t *labels)>;
+/// through the forward-only schedule. `wholeTokens` holds the whole
+/// sequences' tokens (rows of validation.seq_len) where the Validator was
+/// asked for them (TorchTitan's block-causal mask), else null.
+using EvaluateBatch = std::function<double(
+    const int32_t *tokens, const int32_t *labels, const int32_t *wholeTokens)>;
 
 /// What one validation measured.
 struct ValidationResult {
@@ -47,10 +49,11 @@ struct ValidationResult {
 class Validator {
 public:
   /// `dp` data-parallel ranks, this one the `dpIndex`th; `shard` its part
-  /// of each sequence (context parallel).
+  /// of each sequence (context parallel). With `wholeSequences`, each
+  /// batch's whole sequences reach `evaluate` too.
   Validator(const titan::TrainConfig &c, const Manifest &m,
             EvaluateBatch evaluate, Communicator *comm, SequenceShard shard,
-            int64_t dp, int64_t dpIndex);
+            int64_t dp, int64_t dpIndex, bool wholeSequences = false);
 
   /// TorchTitan's should_validate: after step 1 and every freq-th step
   /// (`step` counts from 1).
@@ -71,7 +74,8 @@ public:
 private:
   /// Reads validation batch `b` of this rank; false, on every rank, once
   /// some rank's share has no whole batch left.
-  bool readBatch(int64_t b, int32_t *tokens, int32_t *labels);
+  bool readBatch(int64_t b, int32_t *tokens, int32_t *labels,
+                 int32_t *wholeTokens);
 
   const titan::TrainConfig &c;
   EvaluateBatch evaluate;
@@ -80,8 +84,9 @@ private:
   int64_t batch, seqLen, localSeq, dp, dpIndex;
   /// With validation.steps = N: the stream's next batch.
   int64_t nextBatch = 0;
-  /// The batch's tokens, then its labels, drawn on the host.
-  std::vector<int32_t> hostBatch;
+  /// The batch's tokens, then its labels, drawn on the host; its whole
+  /// sequences' tokens where asked for.
+  std::vector<int32_t> hostBatch, wholeBatch;
 };
 
 } // namespace titanrt

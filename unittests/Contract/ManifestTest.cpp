@@ -337,7 +337,8 @@ TEST(FrameSlotTest, PrintsAndParses) {
       {{3, FrameSlot::StageInputGrad, 2}, "frame3:stage_input_grad:2"},
       {{12, FrameSlot::Stash, 7}, "frame12:stash:7"},
       {{0, FrameSlot::Tokens, 0}, "frame0:input:tokens"},
-      {{4, FrameSlot::Labels, 0}, "frame4:input:labels"}};
+      {{4, FrameSlot::Labels, 0}, "frame4:input:labels"},
+      {{1, FrameSlot::DocumentStarts, 0}, "frame1:input:document_starts"}};
   for (const Case &c : cases) {
     EXPECT_EQ(c.slot.str(), c.text);
     std::optional<FrameSlot> parsed = FrameSlot::parse(c.text);

@@ -83,14 +83,20 @@ struct FrameSlot {
     StageInputGrad,
     Stash,
     Tokens,
-    Labels
+    Labels,
+    /// TorchTitan's block-causal mask: the microbatch's document starts
+    /// over the whole sequence (every stage's attention reads them).
+    DocumentStarts
   };
   int64_t stage = 0;
   Kind kind = StageInput;
-  /// The boundary or stash index (0 for Tokens and Labels).
+  /// The boundary or stash index (0 for the microbatch inputs).
   int64_t index = 0;
 
   std::string str() const;
+  /// The step input a Tokens, Labels or DocumentStarts slot holds (its
+  /// titan.input name), "" for the other kinds.
+  static llvm::StringRef inputName(Kind kind);
   /// The frame slot `name` spells, or std::nullopt for any other slot name.
   static std::optional<FrameSlot> parse(llvm::StringRef name);
 

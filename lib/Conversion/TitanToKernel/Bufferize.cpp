@@ -122,13 +122,12 @@ private:
               attrs.getAs<IntegerAttr>(dist::DistDialect::kPerStepAttrName))
         return "per_step" + std::to_string(stage.getInt()) + ":" +
                std::to_string(index.getInt());
-      if (auto input = attrs.getAs<StringAttr>(TitanDialect::kInputAttrName);
-          input &&
-          (input.getValue() == "tokens" || input.getValue() == "labels"))
-        return FrameSlot{stage.getInt(), input.getValue() == "tokens"
-                                             ? FrameSlot::Tokens
-                                             : FrameSlot::Labels}
-            .str();
+      // The microbatch's inputs: in its frame.
+      if (auto input = attrs.getAs<StringAttr>(TitanDialect::kInputAttrName))
+        for (FrameSlot::Kind kind :
+             {FrameSlot::Tokens, FrameSlot::Labels, FrameSlot::DocumentStarts})
+          if (input.getValue() == FrameSlot::inputName(kind))
+            return FrameSlot{stage.getInt(), kind}.str();
     }
     return getStateSlot(attrs);
   }

@@ -362,11 +362,13 @@ def optimizer_step(opt, sched, params, max_norm, out, step, loss, tokens,
     write_metrics(out, step, loss, norm.item(), lr, tokens, step_start, start)
 
 
-def validation_loss(a, params, val, val_cfg, global_batch, freqs_cis, rounding):
+def validation_loss(a, params, val, val_cfg, global_batch, freqs_cis, rounding,
+                    eos_id=None):
     """TorchTitan v0.2.0's Validator.validate (components/validate.py): the
     mean of the batches' mean losses, without gradients. Batches of
     `global_batch` samples from the set's start: validation.steps of them
-    (wrapping around), or with -1 every whole batch once."""
+    (wrapping around), or with -1 every whole batch once. A block_causal
+    model masks by document there too (`eos_id`)."""
     steps = val_cfg.get("steps", -1)
     batches = steps if steps > 0 else val.shape[0] // global_batch
     total = 0.0
@@ -376,7 +378,7 @@ def validation_loss(a, params, val, val_cfg, global_batch, freqs_cis, rounding):
                     for r in range(global_batch)]
             batch = val[rows]
             total += forward_loss(a, params, batch[:, :-1], batch[:, 1:],
-                                  freqs_cis, rounding).item()
+                                  freqs_cis, rounding, eos_id).item()
     return total / batches
 
 
@@ -441,7 +443,7 @@ def train(args):
             if args.val_tokens and (step + 1 == 1 or
                                     (step + 1) % v.get("freq", 10) == 0):
                 loss = validation_loss(a, params, val, v, val_batch, val_freqs,
-                                       rounding)
+                                       rounding, args.eos_id)
                 out.write(json.dumps({"step": step + 1,
                                       "validation_loss": loss}) + "\n")
     if args.save:
