@@ -49,8 +49,8 @@ struct PipelineExecutor::Stage {
   /// The frame slots by kind, indexed by boundary index.
   std::vector<Slot> inputs, outputs, outputGrads, inputGrads;
   std::optional<Slot> tokens, labels, starts;
-  /// Where this stage's microbatches' tokens and labels (then its eval
-  /// microbatches') are drawn in the executor's host memory.
+  /// Where this stage's microbatches' tokens, labels and document starts
+  /// (then its eval microbatches') are drawn in the executor's host memory.
   int64_t hostOffset = 0, evalHostOffset = 0;
   std::vector<char *> free;
   std::map<int64_t, char *> live; ///< microbatch -> its frame
@@ -61,8 +61,8 @@ struct PipelineExecutor::Stage {
   std::map<int64_t, std::vector<std::unique_ptr<Request>>> activationSends;
 
   /// Places frame slot `name`; returns the boundary tensors it implies
-  /// (its index + 1; 0 for stashes, which only the phases read, tokens and
-  /// labels).
+  /// (its index + 1; 0 for stashes, which only the phases read, and the
+  /// microbatch's inputs).
   int64_t place(const FrameSlot &name, Slot slot) {
     std::vector<Slot> *list = nullptr;
     switch (name.kind) {

@@ -160,13 +160,14 @@ private:
   /// validation.enable: the eval steps' microbatch and loss slots (null
   /// where this rank's stages do not read or write them).
   ArenaSlot evalTokens, evalLabels, evalStarts, evalLossSlot;
-  /// The host memory the microbatches' tokens and labels are drawn into,
+  /// The host memory the microbatches' inputs (tokens, labels, document
+  /// starts) are drawn into,
   /// per local stage and microbatch (training's, then eval's): unchanged
   /// until the list's work has completed (Device::copyToDeviceInOrder),
   /// and pinned where the device can.
   std::vector<int32_t> hostInputs;
   void placeHostInputs();
-  /// A microbatch's tokens and labels of `s` (of the eval step), in int32s.
+  /// A microbatch's inputs of `s` (of the eval step), in int32s.
   int64_t inputInts(const Stage &s) const;
   int64_t evalInputInts() const;
   std::vector<SendRing> rings;

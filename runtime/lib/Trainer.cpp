@@ -1017,6 +1017,9 @@ EvaluateBatch Run::wholeStepEvaluation() {
     device.copyToDevice(tokens, t, size_t(tokenBytes));
     device.copyToDevice(labels, l, size_t(tokenBytes));
     if (starts) {
+      if (!whole)
+        fatal("internal error: the eval step reads document starts but the "
+              "validation batch came without its whole sequences");
       documentStarts(whole, batch, seq, eosId, hostStarts->data());
       device.copyToDevice(starts, hostStarts->data(),
                           hostStarts->size() * sizeof(int32_t));
@@ -1053,6 +1056,10 @@ EvaluateBatch Run::pipelinedEvaluation() {
             std::memcpy(tokens, t + first, size_t(bytes));
           if (labels)
             std::memcpy(labels, l + first, size_t(bytes));
+          if (starts && !whole)
+            fatal("internal error: the eval stages read document starts "
+                  "but the validation batch came without its whole "
+                  "sequences");
           if (starts)
             documentStarts(whole + mb * size * seq, size, seq, eosId, starts);
         });

@@ -272,10 +272,11 @@ void buildEvalPipeline(mlir::OpPassManager &pm,
                        const TrainingPipelineOptions &options);
 /// Moves the forward of `evalModule` (after the eval phase) into the
 /// training program `module` as its `eval` step: its tokens and labels
-/// become the slots input:eval_tokens and input:eval_labels, its loss
-/// output:eval_loss; its parameters keep their param:* slots, so it reads
-/// the training step's weights. Both modules must be partitioned over the
-/// same mesh. Errors are reported on the modules.
+/// become the slots input:eval_tokens and input:eval_labels (document
+/// starts input:eval_document_starts), its loss output:eval_loss; its
+/// parameters keep their param:* slots, so it reads the training step's
+/// weights. Both modules must be partitioned over the same mesh. Errors are
+/// reported on the modules.
 mlir::LogicalResult addEvalStep(mlir::ModuleOp module,
                                 mlir::ModuleOp evalModule);
 /// The eval phase under pipeline parallelism, for pipeline rank

@@ -111,8 +111,10 @@ struct FrameSlot {
 /// writes the one it sends the next stage to "output:" +
 /// evalStageOutputName; one buffer each, as the forward-only schedule
 /// consumes a stage's boundary tensors before its next forward. Its
-/// microbatch of tokens and labels and its loss are the eval step's slots
-/// (input:eval_tokens, input:eval_labels, output:eval_loss).
+/// microbatch of tokens and labels (and document starts, with TorchTitan's
+/// block-causal mask) and its loss are the eval step's slots
+/// (input:eval_tokens, input:eval_labels, input:eval_document_starts,
+/// output:eval_loss).
 std::string evalStageFunction(int64_t stage);
 std::string evalStageInputName(int64_t stage, int64_t index);
 std::string evalStageOutputName(int64_t stage, int64_t index);
@@ -237,7 +239,8 @@ struct Manifest {
 
   /// validation.enable: the compiled forward-only `eval` step's batch (rows
   /// of seqLen tokens per rank, before context parallelism's split). It
-  /// reads param:* and input:eval_tokens / input:eval_labels and writes
+  /// reads param:* and input:eval_tokens / input:eval_labels (and
+  /// input:eval_document_starts with the block-causal mask) and writes
   /// output:eval_loss.
   struct Eval {
     int64_t localBatch = 0, seqLen = 0;
