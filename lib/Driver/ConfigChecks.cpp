@@ -138,8 +138,8 @@ llvm::Error driver::checkModelOnTarget(const LlamaArgs &model,
       llvm::inconvertibleErrorCode(),
       mask + " with parallelism.context_parallel_degree = " +
           std::to_string(contextParallelDegree) + where +
-          " (its context-parallel chunk pairs leave rows that see no key, "
-          "which its cuDNN path does not take); the CPU target runs it");
+          " (its context-parallel attention kernels take no document "
+          "starts); the CPU target runs it");
 }
 
 llvm::Error driver::checkMeshSettings(const TrainConfig &c,

@@ -45,10 +45,14 @@ struct AttentionShape {
 /// TorchTitan's block-causal mask on the device (runtime/lib/DocumentMask.h):
 /// each position's document start, `seq` per batch row over the whole
 /// sequence, indexed by the rows' global positions; query position p sees
-/// keys [starts[b, p], p]. Null `starts`: causal only.
+/// keys [starts[b, p], p]. Null `starts`: causal only. For one cuDNN
+/// problem, `queryOffset` and `keyOffset` are the global positions of its
+/// first query and key rows (context parallel's chunk pairs; 0 for a whole
+/// sequence).
 struct DeviceDocuments {
   const int32_t *starts = nullptr;
   int64_t seq = 0;
+  int64_t queryOffset = 0, keyOffset = 0;
   explicit operator bool() const { return starts != nullptr; }
 };
 
@@ -148,8 +152,8 @@ public:
   /// TITAN_CUDNN_FALLBACK_FATAL=1 is set, the run stops, naming the problem
   /// and why. TITAN_CUDNN_LOG=1 prints each graph's engine and workspace
   /// when it first runs. `deterministic` (debug.deterministic) selects
-  /// cuDNN's deterministic backward. `documents` (whole buffers only, its
-  /// `seq` the problem's) masks by document through a score modifier.
+  /// cuDNN's deterministic backward. `documents` masks by document through
+  /// a score modifier, its offsets placing the problem's rows.
   bool forward(Dtype type, const void *q, const void *k, const void *v,
                void *out, float *lse, const AttentionShape &s,
                const SdpaViews &views, double scale, void *workspace,
@@ -175,18 +179,21 @@ private:
 /// and problems cuDNN has no engine for where the exact kernels are allowed
 /// (CudnnAttention), run on the exact kernels. `workspace` holds
 /// titan::cuda::contextAttention(Grad)WorkspaceBytes.
+/// With `docs` (the whole sequence's starts), masked by document too: a
+/// pair's rows that see none of its keys get (0, -inf) before the merge.
 void contextAttention(CudnnAttention &cudnn, Dtype type, const void *q,
                       const void *k, const void *v, void *out, float *lse,
                       const AttentionShape &s, const ChunkLayout &layout,
                       double scale, void *workspace, size_t workspaceBytes,
-                      cudaStream_t stream);
+                      cudaStream_t stream, const DeviceDocuments &docs = {});
 void contextAttentionGrad(CudnnAttention &cudnn, Dtype type, const void *q,
                           const void *k, const void *v, const void *out,
                           const float *lse, const void *dout, void *dq,
                           void *dk, void *dv, const AttentionShape &s,
                           const ChunkLayout &layout, double scale,
                           bool deterministic, void *workspace,
-                          size_t workspaceBytes, cudaStream_t stream);
+                          size_t workspaceBytes, cudaStream_t stream,
+                          const DeviceDocuments &docs = {});
 
 /// An attention partial of some queries: outputs B x rows x Hq x D and f32
 /// log-sum-exps B x Hq x lseRows, from the view's first row at `out` and

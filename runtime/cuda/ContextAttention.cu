@@ -8,7 +8,12 @@
 // kernel joins in; the backward's first pair reaching a gradient chunk
 // writes it in place, later ones add a chunk-sized partial. Pairs whose
 // keys all come after their queries are never run, and rows no pair
-// reaches are cleared (output 0, lse -inf; gradients 0). f32 runs on the
+// reaches are cleared (output 0, lse -inf; gradients 0). With TorchTitan's
+// block-causal mask every pair runs cuDNN's score modifier at the pair's
+// global positions; a pair's rows whose document starts after its last key
+// see none of it, and the forward sets them to (0, -inf) before the merge
+// whatever cuDNN wrote there (their backward terms are 0: the final
+// log-sum-exp is finite and the masked probabilities are 0). f32 runs on the
 // exact kernels (AttentionReference.cu), as titan.attention does, and so
 // does a bf16/f16 problem cuDNN cannot run where CudnnAttention allows it
 // (short sequences; elsewhere it stops the run).
@@ -76,6 +81,47 @@ __global__ void addRowsKernel(T *dst, int64_t dstRows, const T *src,
   }
 }
 
+/// Grid (rows, heads, batch): a forward partial's rows whose document
+/// starts after `lastKey` (the pair's last key position) saw no key of the
+/// pair: (0, -inf), whatever the masked softmax left there. `queryOffset` is
+/// the view's first row's position; `starts` the whole sequence's, rows of
+/// startsSeq.
+template <typename T>
+__global__ void clearUnseenRowsKernel(PartialView v, AttentionShape s,
+                                      const int32_t *starts, int64_t startsSeq,
+                                      int64_t queryOffset, int64_t lastKey) {
+  int64_t i = blockIdx.x, h = blockIdx.y, n = blockIdx.z;
+  if (starts[n * startsSeq + queryOffset + i] <= lastKey)
+    return;
+  int64_t D = s.headDim;
+  T *o = static_cast<T *>(v.out) + (n * v.rows + i) * s.qHeads * D + h * D;
+  for (int64_t d = threadIdx.x; d < D; d += kThreads)
+    store(o, d, 0.0f);
+  if (threadIdx.x == 0)
+    v.lse[(n * s.qHeads + h) * v.lseRows + i] = -INFINITY;
+}
+
+void clearUnseenRows(Dtype type, const PartialView &v, const AttentionShape &s,
+                     const DeviceDocuments &docs, cudaStream_t stream) {
+  dim3 grid(unsigned(s.seq), unsigned(s.qHeads), unsigned(s.batch));
+  dispatch(type, [&](auto *tag) {
+    using T = std::remove_pointer_t<decltype(tag)>;
+    clearUnseenRowsKernel<T><<<grid, kThreads, 0, stream>>>(
+        v, s, docs.starts, docs.seq, docs.queryOffset,
+        docs.keyOffset + s.seq - 1);
+  });
+  checkLaunch("context_attention (rows outside the pair's documents)");
+}
+
+/// The documents of one pair: its chunks' global positions.
+DeviceDocuments pairDocuments(const DeviceDocuments &docs,
+                              const ChunkLayout &layout, const ContextPair &p) {
+  DeviceDocuments pair = docs;
+  pair.queryOffset = layout.queryStarts[p.queryChunk];
+  pair.keyOffset = layout.keyStarts[p.keyChunk];
+  return pair;
+}
+
 /// `bytes` on from `base`.
 template <typename P> P *advance(P *base, int64_t bytes) {
   using Byte = std::conditional_t<std::is_const_v<P>, const char, char>;
@@ -130,7 +176,7 @@ bool pairsForward(CudnnAttention &cudnn, Dtype type, const void *q,
                   const void *k, const void *v, void *out, float *lse,
                   const AttentionShape &s, const ChunkLayout &layout,
                   double scale, void *workspace, size_t workspaceBytes,
-                  cudaStream_t stream) {
+                  cudaStream_t stream, const DeviceDocuments &docs) {
   int64_t c = layout.chunk, D = s.headDim;
   AttentionShape pair{s.batch, c, s.qHeads, s.kvHeads, D};
   int64_t partialBytes = alignTo256(s.batch * c * s.qHeads * D * 4);
@@ -146,12 +192,16 @@ bool pairsForward(CudnnAttention &cudnn, Dtype type, const void *q,
   bool written[ChunkLayout::kMaxQueryChunks] = {};
   for (const ContextPair &p : contextAttentionPairs(s, layout, false)) {
     PartialView into = p.partialQuery ? part : whole(p.queryChunk);
+    DeviceDocuments pairDocs =
+        docs ? pairDocuments(docs, layout, p) : DeviceDocuments{};
     if (!cudnn.forward(type, rowsFrom(q, type, p.queryChunk * c, s.qHeads, D),
                        rowsFrom(k, type, p.keyChunk * c, s.kvHeads, D),
                        rowsFrom(v, type, p.keyChunk * c, s.kvHeads, D),
                        into.out, into.lse, pair, p.views, scale, scratch,
-                       scratchBytes, stream))
+                       scratchBytes, stream, pairDocs))
       return false;
+    if (docs)
+      clearUnseenRows(type, into, pair, pairDocs, stream);
     if (p.partialQuery)
       attentionMerge(type, whole(p.queryChunk), part, whole(p.queryChunk), pair,
                      stream);
@@ -171,7 +221,8 @@ bool pairsBackward(CudnnAttention &cudnn, Dtype type, const void *q,
                    const float *lse, const void *dout, void *dq, void *dk,
                    void *dv, const AttentionShape &s, const ChunkLayout &layout,
                    double scale, bool deterministic, void *workspace,
-                   size_t workspaceBytes, cudaStream_t stream) {
+                   size_t workspaceBytes, cudaStream_t stream,
+                   const DeviceDocuments &docs) {
   int64_t c = layout.chunk, keySeq = layout.keySeq(), D = s.headDim;
   AttentionShape pair{s.batch, c, s.qHeads, s.kvHeads, D};
   int64_t dqBytes = alignTo256(s.batch * c * s.qHeads * D * 4);
@@ -200,15 +251,16 @@ bool pairsBackward(CudnnAttention &cudnn, Dtype type, const void *q,
     if (qc != packedChunk)
       packLse(packedLse, lse, s, c, qc, stream);
     packedChunk = qc;
-    if (!cudnn.backward(type, rowsFrom(q, type, qc * c, s.qHeads, D),
-                        rowsFrom(k, type, kc * c, s.kvHeads, D),
-                        rowsFrom(v, type, kc * c, s.kvHeads, D),
-                        rowsFrom(out, type, qc * c, s.qHeads, D), packedLse,
-                        rowsFrom(dout, type, qc * c, s.qHeads, D),
-                        p.partialQuery ? dqPart : dqView,
-                        p.partialKey ? dkPart : dkView,
-                        p.partialKey ? dvPart : dvView, pair, p.views, scale,
-                        deterministic, scratch, scratchBytes, stream))
+    if (!cudnn.backward(
+            type, rowsFrom(q, type, qc * c, s.qHeads, D),
+            rowsFrom(k, type, kc * c, s.kvHeads, D),
+            rowsFrom(v, type, kc * c, s.kvHeads, D),
+            rowsFrom(out, type, qc * c, s.qHeads, D), packedLse,
+            rowsFrom(dout, type, qc * c, s.qHeads, D),
+            p.partialQuery ? dqPart : dqView, p.partialKey ? dkPart : dkView,
+            p.partialKey ? dvPart : dvView, pair, p.views, scale, deterministic,
+            scratch, scratchBytes, stream,
+            docs ? pairDocuments(docs, layout, p) : DeviceDocuments{}))
       return false;
     if (p.partialQuery)
       addRows(type, dqView, s.seq, dqPart, c, s.batch, c, s.qHeads * D, stream);
@@ -249,18 +301,17 @@ void titanrt::cuda::attentionMerge(Dtype type, const PartialView &a,
   checkLaunch("attention_merge");
 }
 
-void titanrt::cuda::contextAttention(CudnnAttention &cudnn, Dtype type,
-                                     const void *q, const void *k,
-                                     const void *v, void *out, float *lse,
-                                     const AttentionShape &s,
-                                     const ChunkLayout &layout, double scale,
-                                     void *workspace, size_t workspaceBytes,
-                                     cudaStream_t stream) {
+void titanrt::cuda::contextAttention(
+    CudnnAttention &cudnn, Dtype type, const void *q, const void *k,
+    const void *v, void *out, float *lse, const AttentionShape &s,
+    const ChunkLayout &layout, double scale, void *workspace,
+    size_t workspaceBytes, cudaStream_t stream, const DeviceDocuments &docs) {
   if (type != Dtype::f32 &&
       pairsForward(cudnn, type, q, k, v, out, lse, s, layout, scale, workspace,
-                   workspaceBytes, stream))
+                   workspaceBytes, stream, docs))
     return;
-  contextAttentionReference(type, q, k, v, out, lse, s, layout, scale, stream);
+  contextAttentionReference(type, q, k, v, out, lse, s, layout, scale, stream,
+                            docs);
 }
 
 void titanrt::cuda::contextAttentionGrad(
@@ -268,11 +319,13 @@ void titanrt::cuda::contextAttentionGrad(
     const void *v, const void *out, const float *lse, const void *dout,
     void *dq, void *dk, void *dv, const AttentionShape &s,
     const ChunkLayout &layout, double scale, bool deterministic,
-    void *workspace, size_t workspaceBytes, cudaStream_t stream) {
+    void *workspace, size_t workspaceBytes, cudaStream_t stream,
+    const DeviceDocuments &docs) {
   if (type != Dtype::f32 &&
       pairsBackward(cudnn, type, q, k, v, out, lse, dout, dq, dk, dv, s, layout,
-                    scale, deterministic, workspace, workspaceBytes, stream))
+                    scale, deterministic, workspace, workspaceBytes, stream,
+                    docs))
     return;
   contextAttentionGradReference(type, q, k, v, out, lse, dout, dq, dk, dv, s,
-                                layout, scale, stream);
+                                layout, scale, stream, docs);
 }

@@ -69,7 +69,8 @@ void requireReferenceAllowed(const SdpaProblem &p, const std::string &why) {
 SdpaProblem problem(bool backward, bool deterministic, Dtype type,
                     const AttentionShape &s, const SdpaViews &views,
                     double scale, const DeviceDocuments &documents) {
-  return {backward, deterministic, type, s, views, scale, bool(documents)};
+  return {backward, deterministic,   type,         s, views,
+          scale,    bool(documents), documents.seq};
 }
 
 } // namespace
@@ -81,6 +82,21 @@ SdpaProblem problem(bool backward, bool deterministic, Dtype type,
 namespace fe = cudnn_frontend;
 
 namespace {
+
+/// The block-causal mask's inputs in `pack`: the starts from the problem's
+/// first query row on and its rows' global positions (`offsets` holds the
+/// by-value scalars until the graph has run).
+void packDocuments(std::unordered_map<int64_t, void *> &pack,
+                   const DeviceDocuments &documents, int32_t (&offsets)[2]) {
+  if (!documents)
+    return;
+  offsets[0] = int32_t(documents.queryOffset);
+  offsets[1] = int32_t(documents.keyOffset);
+  pack[DocumentStarts] =
+      const_cast<int32_t *>(documents.starts + documents.queryOffset);
+  pack[QueryOffset] = &offsets[0];
+  pack[KeyOffset] = &offsets[1];
+}
 
 void check(fe::error_t e, const std::string &what) {
   if (!e.is_good())
@@ -246,8 +262,8 @@ bool CudnnAttention::forward(Dtype type, const void *q, const void *k,
                                               {V, const_cast<void *>(v)},
                                               {O, out},
                                               {Stats, lse}};
-  if (documents)
-    pack[DocumentStarts] = const_cast<int32_t *>(documents.starts);
+  int32_t offsets[2];
+  packDocuments(pack, documents, offsets);
   impl_->run(*p, pack, workspace, workspaceBytes, stream);
   return true;
 }
@@ -272,8 +288,8 @@ bool CudnnAttention::backward(Dtype type, const void *q, const void *k,
                                               {DQ, dq},
                                               {DK, dk},
                                               {DV, dv}};
-  if (documents)
-    pack[DocumentStarts] = const_cast<int32_t *>(documents.starts);
+  int32_t offsets[2];
+  packDocuments(pack, documents, offsets);
   impl_->run(*p, pack, workspace, workspaceBytes, stream);
   return true;
 }

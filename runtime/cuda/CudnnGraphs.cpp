@@ -132,13 +132,41 @@ Inputs addInputs(fe::graph::Graph &g, const SdpaProblem &p) {
           g.tensor(bshd("V", V, s, s.kvHeads, views.keyRows))};
 }
 
+/// The block-causal mask's graph inputs: the starts from the problem's
+/// first query row on (one per row, broadcast over heads and key columns;
+/// rows p.documentSeq apart per batch) and the global positions of its
+/// first query and key rows, passed by value so that context parallel's
+/// chunk pairs share their graphs.
+struct DocumentInputs {
+  std::shared_ptr<fe::graph::Tensor_attributes> starts, queryOffset, keyOffset;
+};
+DocumentInputs addDocumentInputs(fe::graph::Graph &g, const SdpaProblem &p) {
+  const AttentionShape &s = p.shape;
+  auto offset = [&](const char *name, int64_t uid) {
+    return g.tensor(fe::graph::Tensor_attributes()
+                        .set_name(name)
+                        .set_uid(uid)
+                        .set_dim({1, 1, 1, 1})
+                        .set_stride({1, 1, 1, 1})
+                        .set_data_type(fe::DataType_t::INT32)
+                        .set_is_pass_by_value(true));
+  };
+  return {g.tensor(fe::graph::Tensor_attributes()
+                       .set_name("document_starts")
+                       .set_uid(DocumentStarts)
+                       .set_dim({s.batch, 1, s.seq, 1})
+                       .set_stride({p.documentSeq, p.documentSeq, 1, 1})
+                       .set_data_type(fe::DataType_t::INT32)),
+          offset("query_offset", QueryOffset), offset("key_offset", KeyOffset)};
+}
+
 /// TorchTitan's block-causal mask as cuDNN's score modifier, which stands
-/// in for cuDNN's own masks (it takes no causal mask beside one): key
-/// column j of query row i is visible when starts[b, i] <= j <= i.
-/// `starts` is the graph's B x 1 x S x 1 i32 input.
-auto documentMask(std::shared_ptr<fe::graph::Tensor_attributes> starts) {
-  return [starts](std::shared_ptr<fe::graph::Graph> g,
-                  std::shared_ptr<fe::graph::Tensor_attributes> score) {
+/// in for cuDNN's own masks (it takes no causal mask beside one): with
+/// query row i at global position p = i + queryOffset and key column j at
+/// k = j + keyOffset, the score is kept when starts[b, p] <= k <= p.
+auto documentMask(DocumentInputs in) {
+  return [in](std::shared_ptr<fe::graph::Graph> g,
+              std::shared_ptr<fe::graph::Tensor_attributes> score) {
     auto op = [](const char *name, fe::PointwiseMode_t mode,
                  fe::DataType_t compute) {
       return fe::graph::Pointwise_attributes()
@@ -146,10 +174,15 @@ auto documentMask(std::shared_ptr<fe::graph::Tensor_attributes> starts) {
           .set_mode(mode)
           .set_compute_data_type(compute);
     };
-    auto index = [&](const char *name, int64_t axis) {
-      auto t = g->pointwise(
+    auto position = [&](const char *name, const char *shifted, int64_t axis,
+                        std::shared_ptr<fe::graph::Tensor_attributes> offset) {
+      auto index = g->pointwise(
           score, op(name, fe::PointwiseMode_t::GEN_INDEX, fe::DataType_t::INT32)
                      .set_axis(axis));
+      index->set_data_type(fe::DataType_t::INT32);
+      auto t = g->pointwise(
+          index, offset,
+          op(shifted, fe::PointwiseMode_t::ADD, fe::DataType_t::INT32));
       t->set_data_type(fe::DataType_t::INT32);
       return t;
     };
@@ -159,11 +192,14 @@ auto documentMask(std::shared_ptr<fe::graph::Tensor_attributes> starts) {
       t->set_data_type(fe::DataType_t::BOOLEAN);
       return t;
     };
-    auto row = index("document_row", 2), col = index("document_col", 3);
+    auto row =
+        position("document_row", "document_query_position", 2, in.queryOffset);
+    auto col =
+        position("document_col", "document_key_position", 3, in.keyOffset);
     auto causal =
         compare("document_causal", col, row, fe::PointwiseMode_t::CMP_LE);
     auto inDocument =
-        compare("document_start", col, starts, fe::PointwiseMode_t::CMP_GE);
+        compare("document_start", col, in.starts, fe::PointwiseMode_t::CMP_GE);
     auto visible = compare("document_visible", causal, inDocument,
                            fe::PointwiseMode_t::LOGICAL_AND);
     auto masked = std::make_shared<fe::graph::Tensor_attributes>(
@@ -175,18 +211,6 @@ auto documentMask(std::shared_ptr<fe::graph::Tensor_attributes> starts) {
   };
 }
 
-/// The document starts' input: one per query row, broadcast over heads and
-/// key columns.
-std::shared_ptr<fe::graph::Tensor_attributes>
-addDocumentStarts(fe::graph::Graph &g, const AttentionShape &s) {
-  return g.tensor(fe::graph::Tensor_attributes()
-                      .set_name("document_starts")
-                      .set_uid(DocumentStarts)
-                      .set_dim({s.batch, 1, s.seq, 1})
-                      .set_stride({s.seq, s.seq, 1, 1})
-                      .set_data_type(fe::DataType_t::INT32));
-}
-
 void addForward(fe::graph::Graph &g, const SdpaProblem &p) {
   const AttentionShape &s = p.shape;
   const SdpaViews &views = p.views;
@@ -196,7 +220,7 @@ void addForward(fe::graph::Graph &g, const SdpaProblem &p) {
                      .set_generate_stats(true)
                      .set_attn_scale(float(p.scale));
   if (p.documents)
-    options.set_score_mod(documentMask(addDocumentStarts(g, s)));
+    options.set_score_mod(documentMask(addDocumentInputs(g, p)));
   else
     options.set_causal_mask(views.causal);
   auto [o, lse] = g.sdpa(q, k, v, options);
@@ -230,7 +254,7 @@ void addBackward(fe::graph::Graph &g, const SdpaProblem &p) {
   // Masked entries have probability 0, so their score gradient is 0: the
   // mask needs no backward modifier of its own.
   if (p.documents)
-    options.set_score_mod(documentMask(addDocumentStarts(g, s)));
+    options.set_score_mod(documentMask(addDocumentInputs(g, p)));
   else
     options.set_causal_mask(views.causal);
   auto [dq, dk, dv] = g.sdpa_backward(q, k, v, o, dO, lse, options);

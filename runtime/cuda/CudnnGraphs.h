@@ -21,8 +21,9 @@ namespace titanrt::cuda {
 
 /// One cuDNN SDPA problem: a forward (with the log-sum-exp) or a backward
 /// (`deterministic`: cuDNN's deterministic algorithm) of `shape` on `views`;
-/// with `documents`, TorchTitan's block-causal mask (whole causal views
-/// only), whose starts are one more input.
+/// with `documents`, TorchTitan's block-causal mask, whose starts (rows of
+/// `documentSeq`, the whole sequence) and the global positions of the
+/// problem's first query and key rows are inputs of the graph.
 struct SdpaProblem {
   bool backward = false, deterministic = false;
   Dtype type = Dtype::bf16;
@@ -30,9 +31,10 @@ struct SdpaProblem {
   SdpaViews views{};
   double scale = 1.0;
   bool documents = false;
+  int64_t documentSeq = 0;
   auto key() const {
     return std::make_tuple(backward, deterministic, int(type), shape.key(),
-                           views.key(), scale, documents);
+                           views.key(), scale, documents, documentSeq);
   }
 };
 
@@ -54,7 +56,9 @@ std::string cudnnRefusal(const SdpaProblem &p, const std::string &why);
 namespace titanrt::cuda {
 
 /// The variant pack's tensor uids (DocumentStarts: the block-causal mask's
-/// i32 B x S starts).
+/// i32 starts from the problem's first query row on; QueryOffset and
+/// KeyOffset: the i32 global positions of its first query and key rows,
+/// passed by value).
 enum SdpaUid : int64_t {
   Q = 1,
   K,
@@ -65,7 +69,9 @@ enum SdpaUid : int64_t {
   DQ,
   DK,
   DV,
-  DocumentStarts
+  DocumentStarts,
+  QueryOffset,
+  KeyOffset
 };
 
 /// `p`'s frontend graph, not yet validated: titan's B x S x H x D buffers

@@ -26,6 +26,7 @@
 
 #include "titan/Contract/CUDAWorkspaces.h"
 
+#include <algorithm>
 #include <memory>
 #include <optional>
 #include <string>
@@ -92,36 +93,39 @@ AttentionShape attentionShape(const Args &c) {
 bool hasDocumentStarts(const Args &c, int64_t inputs) {
   return c.types && c.types[0] > inputs;
 }
-/// Context parallel's chunk pairs with TorchTitan's block-causal mask have
-/// no CUDA kernel yet; titan-compile refuses them for --target=cuda.
-void refuseDocumentStarts(const Args &c, int64_t inputs) {
-  if (hasDocumentStarts(c, inputs))
-    check("context-parallel attention with document_starts (TorchTitan's "
-          "block_causal mask) is not implemented on CUDA");
-}
 /// The optional document starts after `inputs` required inputs (i32 [B,
 /// S]), and where the outputs begin.
 struct DocumentInput {
   DeviceDocuments docs;
   int out;
 };
-/// Checks that they are the query's batch x seq: cuDNN's graph and the
-/// exact kernels both index them by the query's rows.
-DocumentInput documentInput(const Args &c, int inputs,
-                            const AttentionShape &s) {
+/// Checks that they are the query's batch x at least `positions` (every
+/// global position the kernel reads): cuDNN's graphs and the exact kernels
+/// index them by the rows' positions.
+DocumentInput documentInput(const Args &c, int inputs, int64_t batch,
+                            int64_t positions) {
   if (!hasDocumentStarts(c, inputs))
     return {{}, inputs};
   Shape starts = c.shape(inputs);
-  if (starts.rank != 2 || starts.dim(0) != s.batch || starts.dim(1) != s.seq)
-    check("attention: document_starts must be B x S = " +
-          std::to_string(s.batch) + " x " + std::to_string(s.seq));
-  return {{c.buf<int32_t>(inputs), s.seq}, inputs + 1};
+  if (starts.rank != 2 || starts.dim(0) != batch || starts.dim(1) < positions)
+    check("attention: document_starts must be B x S with B = " +
+          std::to_string(batch) + " and S >= " + std::to_string(positions));
+  return {{c.buf<int32_t>(inputs), starts.dim(1)}, inputs + 1};
+}
+/// One past the last sequence position of `layout`'s chunks.
+int64_t positionsOf(const ChunkLayout &layout) {
+  int64_t end = 0;
+  for (int64_t i = 0; i < layout.queryChunks; ++i)
+    end = std::max(end, layout.queryStarts[i] + layout.chunk);
+  for (int64_t i = 0; i < layout.keyChunks; ++i)
+    end = std::max(end, layout.keyStarts[i] + layout.chunk);
+  return end;
 }
 /// (q, k, v[, document_starts]) -> (out, lse); floats: {scale}
 void attention(const Args &c) {
   AttentionShape s = attentionShape(c);
   Dtype t = c.type(0);
-  auto [docs, out] = documentInput(c, 3, s);
+  auto [docs, out] = documentInput(c, 3, s.batch, s.seq);
   if (t != Dtype::f32 && kernelContext().attention.forward(
                              t, c.buffers[0], c.buffers[1], c.buffers[2],
                              c.buffers[out], c.buf<float>(out + 1), s,
@@ -140,7 +144,7 @@ void attentionGrad(const Args &c) {
   AttentionShape s = attentionShape(c);
   Dtype t = c.type(0);
   bool deterministic = c.ints[0] != 0;
-  auto [docs, out] = documentInput(c, 6, s);
+  auto [docs, out] = documentInput(c, 6, s.batch, s.seq);
   if (t != Dtype::f32 &&
       kernelContext().attention.backward(
           t, c.buffers[0], c.buffers[1], c.buffers[2], c.buffers[3],
@@ -156,37 +160,37 @@ void attentionGrad(const Args &c) {
                          c.buffers[out], c.buffers[out + 1], c.buffers[out + 2],
                          s, c.floats[0], c.stream(), docs);
 }
-/// (q, k, v) -> (out, lse); floats: {scale}; ints: {degree, kv_shift,
-/// load_balanced, number of cp axes, axes...}
+/// (q, k, v[, document_starts]) -> (out, lse); floats: {scale}; ints:
+/// {degree, kv_shift, load_balanced, number of cp axes, axes...}
 void contextAttention(const Args &c) {
-  refuseDocumentStarts(c, 3);
   AttentionShape s = attentionShape(c);
+  ChunkLayout layout = contextParallelLayout("context_attention", c.ints, s.seq,
+                                             c.shape(1).dim(1));
+  auto [docs, out] = documentInput(c, 3, s.batch, positionsOf(layout));
   cuda::contextAttention(kernelContext().attention, c.type(0), c.buffers[0],
-                         c.buffers[1], c.buffers[2], c.buffers[3],
-                         c.buf<float>(4), s,
-                         contextParallelLayout("context_attention", c.ints,
-                                               s.seq, c.shape(1).dim(1)),
-                         c.floats[0], c.workspace,
+                         c.buffers[1], c.buffers[2], c.buffers[out],
+                         c.buf<float>(out + 1), s, layout, c.floats[0],
+                         c.workspace,
                          size_t(titan::cuda::contextAttentionWorkspaceBytes(
                              s.batch, s.qHeads, s.seq, s.headDim)),
-                         c.stream());
+                         c.stream(), docs);
 }
-/// (q, k, v, out, lse, dout) -> (dq, dk, dv); floats: {scale}; ints:
-/// {deterministic, then contextAttention's}.
+/// (q, k, v, out, lse, dout[, document_starts]) -> (dq, dk, dv); floats:
+/// {scale}; ints: {deterministic, then contextAttention's}.
 void contextAttentionGrad(const Args &c) {
-  refuseDocumentStarts(c, 6);
   AttentionShape s = attentionShape(c);
   bool deterministic = c.ints[0] != 0;
+  ChunkLayout layout = contextParallelLayout(
+      "context_attention_grad", c.ints + 1, s.seq, c.shape(1).dim(1));
+  auto [docs, out] = documentInput(c, 6, s.batch, positionsOf(layout));
   cuda::contextAttentionGrad(
       kernelContext().attention, c.type(0), c.buffers[0], c.buffers[1],
-      c.buffers[2], c.buffers[3], c.buf<float>(4), c.buffers[5], c.buffers[6],
-      c.buffers[7], c.buffers[8], s,
-      contextParallelLayout("context_attention_grad", c.ints + 1, s.seq,
-                            c.shape(1).dim(1)),
-      c.floats[0], deterministic, c.workspace,
+      c.buffers[2], c.buffers[3], c.buf<float>(4), c.buffers[5], c.buffers[out],
+      c.buffers[out + 1], c.buffers[out + 2], s, layout, c.floats[0],
+      deterministic, c.workspace,
       size_t(titan::cuda::contextAttentionGradWorkspaceBytes(
           s.batch, s.qHeads, s.kvHeads, s.seq, s.headDim, deterministic)),
-      c.stream());
+      c.stream(), docs);
 }
 /// (out, lse, other_out, other_lse) -> (result, result_lse); the
 /// log-sum-exps are f32, as attention's.

@@ -102,8 +102,10 @@ TEST(CudnnGraph, DocumentMaskedGraphsValidate) {
     SCOPED_TRACE(m.name);
     std::vector<SdpaProblem> problems =
         allPasses(m.shape, SdpaViews::whole(m.shape.seq));
-    for (SdpaProblem &p : problems)
+    for (SdpaProblem &p : problems) {
       p.documents = true;
+      p.documentSeq = m.shape.seq;
+    }
     expectValid(problems);
   }
   AttentionShape s = kModels[1].shape;
@@ -113,8 +115,26 @@ TEST(CudnnGraph, DocumentMaskedGraphsValidate) {
                 s,
                 SdpaViews::whole(s.seq),
                 scaleOf(s),
-                /*documents=*/true};
+                /*documents=*/true,
+                /*documentSeq=*/s.seq};
   EXPECT_NE(describe(p).find(", block-causal by document"), std::string::npos);
+}
+
+// The mask on context parallel's chunk pairs at 128K over 8 ranks: the
+// same graphs with the starts (rows of the whole 131072) and the pair's
+// positions as inputs, so pairs of one shape share a graph.
+TEST(CudnnGraph, DocumentMaskedContextParallelGraphsValidate) {
+  auto problems = contextParallelProblems(131072, 8);
+  std::map<decltype(SdpaProblem().key()), SdpaProblem> masked;
+  for (auto &[key, p] : problems) {
+    SdpaProblem d = p;
+    d.documents = true;
+    d.documentSeq = 131072;
+    masked.emplace(d.key(), d);
+  }
+  EXPECT_EQ(masked.size(), problems.size());
+  for (auto &[key, p] : masked)
+    EXPECT_EQ(validateSdpaGraph(p, kHopper), "") << describe(p);
 }
 
 TEST(CudnnGraph, ContextParallel128KGraphsValidate) {

@@ -152,9 +152,10 @@ TargetFeatures cudaFeatures() {
   features.asyncTensorParallel = true;
   features.deviceArch = true;
   features.pipelineParallel = true;
-  // Through cuDNN's score modifier; its chunk pairs under context parallel
-  // have rows that see no key at all, which that path does not handle yet.
+  // Through cuDNN's score modifier, on whole sequences and on context
+  // parallel's chunk pairs.
   features.documentMaskedAttention = true;
+  features.documentMaskedContextParallel = true;
   return features;
 }
 

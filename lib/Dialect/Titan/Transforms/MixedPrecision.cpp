@@ -57,10 +57,15 @@ bool hasFixedResultType(Operation *op) {
 }
 
 /// Results that keep their type while the op's others follow the compute
-/// type: attention's log-sum-exp is in the accumulator type.
+/// type: attention's log-sum-exp is in the accumulator type, on whole
+/// sequences and on context parallel's ring (whose block kernels and merges
+/// take it, and whose CUDA kernels write cuDNN's f32 statistics into it).
 bool keepsResultType(Value result) {
-  auto attention = result.getDefiningOp<AttentionOp>();
-  return attention && result == attention.getLse();
+  if (auto attention = result.getDefiningOp<AttentionOp>())
+    return result == attention.getLse();
+  if (auto ring = result.getDefiningOp<dist::RingAttentionOp>())
+    return result == ring.getLse();
+  return false;
 }
 
 /// Ops that read logits for the loss, which TorchTitan computes in f32, and
