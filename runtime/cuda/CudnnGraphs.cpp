@@ -156,7 +156,10 @@ DocumentInputs addDocumentInputs(fe::graph::Graph &g, const SdpaProblem &p) {
                        .set_uid(DocumentStarts)
                        .set_dim({s.batch, 1, s.seq, 1})
                        .set_stride({p.documentSeq, p.documentSeq, 1, 1})
-                       .set_data_type(fe::DataType_t::INT32)),
+                       .set_data_type(fe::DataType_t::INT32)
+                       // A chunk pair's starts begin at its first query's
+                       // position: only 4-byte aligned in general.
+                       .set_alignment(4)),
           offset("query_offset", QueryOffset), offset("key_offset", KeyOffset)};
 }
 

@@ -8,7 +8,9 @@
 // P V), its backward both default and deterministic, each in the workspace
 // the memory plan holds for it (titan/Contract/CUDAWorkspaces.h; more
 // is an error). The exact kernels' and cuDNN's deterministic gradients are
-// bitwise the same on a second run.
+// bitwise the same on a second run. With TorchTitan's block-causal mask
+// (random documents) both sides take the same starts: cuDNN through its
+// score modifier.
 //
 //===----------------------------------------------------------------------===//
 
@@ -53,7 +55,8 @@ struct Inputs {
 /// The CPU kernels' results: out, lse, dq, dk, dv.
 struct Expected {
   std::vector<float> out, lse, dq, dk, dv;
-  Expected(const Case &c, const Inputs &in, double scale, Dtype t) {
+  Expected(const Case &c, const Inputs &in, double scale, Dtype t,
+           const DocumentStarts &docs) {
     out.resize(in.q.size());
     lse.resize(size_t(c.batch * c.qHeads * c.seq));
     std::vector<float> ws(size_t(
@@ -64,7 +67,7 @@ struct Expected {
         4));
     kernels::attention(in.q.data(), in.k.data(), in.v.data(), out.data(),
                        lse.data(), c.batch, c.seq, c.qHeads, c.kvHeads,
-                       c.headDim, scale, ws.data());
+                       c.headDim, scale, ws.data(), docs);
     // The backward reads the forward's output as stored (bf16 on a GPU).
     out = rounded(out, t);
     dq.resize(in.q.size());
@@ -73,11 +76,12 @@ struct Expected {
     kernels::attentionGrad(in.q.data(), in.k.data(), in.v.data(), out.data(),
                            lse.data(), in.dout.data(), dq.data(), dk.data(),
                            dv.data(), c.batch, c.seq, c.qHeads, c.kvHeads,
-                           c.headDim, scale, ws.data());
+                           c.headDim, scale, ws.data(), docs);
   }
 };
 
-void check(Dtype t, bool flash, bool deterministic = false) {
+void check(Dtype t, bool flash, bool deterministic = false,
+           bool documents = false) {
   CudnnAttention cudnn;
   for (const Case &c : kCases) {
     SCOPED_TRACE("B " + std::to_string(c.batch) + " S " +
@@ -86,7 +90,16 @@ void check(Dtype t, bool flash, bool deterministic = false) {
                  std::to_string(c.headDim));
     double scale = 1.0 / std::sqrt(double(c.headDim));
     Inputs in(c, t);
-    Expected want(c, in, scale, t);
+    std::vector<int32_t> starts =
+        documents ? randomStarts(c.batch, c.seq, 8, 5) : std::vector<int32_t>();
+    DeviceArray<int32_t> gpuStarts(starts);
+    DocumentStarts cpuDocs;
+    DeviceDocuments gpuDocs;
+    if (documents) {
+      cpuDocs = {starts.data(), c.seq};
+      gpuDocs = {gpuStarts.ptr, c.seq};
+    }
+    Expected want(c, in, scale, t, cpuDocs);
     AttentionShape s{c.batch, c.seq, c.qHeads, c.kvHeads, c.headDim};
     DeviceBuffer q(in.q, t), k(in.k, t), v(in.v, t), dout(in.dout, t);
     DeviceBuffer out(in.q.size(), t), dq(in.q.size(), t), dk(in.k.size(), t),
@@ -98,12 +111,14 @@ void check(Dtype t, bool flash, bool deterministic = false) {
         c.batch, c.qHeads, c.seq, c.headDim, deterministic));
     DeviceBuffer workspace(std::max(fwdBytes, bwdBytes) / 4, Dtype::f32);
     if (flash) {
-      ASSERT_TRUE(cudnn.forward(
-          t, q.ptr, k.ptr, v.ptr, out.ptr, static_cast<float *>(lse.ptr), s,
-          SdpaViews::whole(s.seq), scale, workspace.ptr, fwdBytes, nullptr));
+      ASSERT_TRUE(cudnn.forward(t, q.ptr, k.ptr, v.ptr, out.ptr,
+                                static_cast<float *>(lse.ptr), s,
+                                SdpaViews::whole(s.seq), scale, workspace.ptr,
+                                fwdBytes, nullptr, gpuDocs));
     } else {
       attentionReference(t, q.ptr, k.ptr, v.ptr, out.ptr,
-                         static_cast<float *>(lse.ptr), s, scale, nullptr);
+                         static_cast<float *>(lse.ptr), s, scale, nullptr,
+                         gpuDocs);
     }
     double absolute = t == Dtype::f32 ? 1e-6 : 2e-2;
     expectClose(out.read(), want.out, t, absolute, "out");
@@ -114,15 +129,16 @@ void check(Dtype t, bool flash, bool deterministic = false) {
     DeviceBuffer wantOut(want.out, t), wantLse(want.lse, Dtype::f32);
     auto backward = [&] {
       if (flash)
-        ASSERT_TRUE(
-            cudnn.backward(t, q.ptr, k.ptr, v.ptr, wantOut.ptr,
-                           static_cast<float *>(wantLse.ptr), dout.ptr, dq.ptr,
-                           dk.ptr, dv.ptr, s, SdpaViews::whole(s.seq), scale,
-                           deterministic, workspace.ptr, bwdBytes, nullptr));
+        ASSERT_TRUE(cudnn.backward(
+            t, q.ptr, k.ptr, v.ptr, wantOut.ptr,
+            static_cast<float *>(wantLse.ptr), dout.ptr, dq.ptr, dk.ptr, dv.ptr,
+            s, SdpaViews::whole(s.seq), scale, deterministic, workspace.ptr,
+            bwdBytes, nullptr, gpuDocs));
       else
         attentionGradReference(t, q.ptr, k.ptr, v.ptr, wantOut.ptr,
                                static_cast<float *>(wantLse.ptr), dout.ptr,
-                               dq.ptr, dk.ptr, dv.ptr, s, scale, nullptr);
+                               dq.ptr, dk.ptr, dv.ptr, s, scale, nullptr,
+                               gpuDocs);
     };
     backward();
     std::vector<float> gotDq = dq.read(), gotDk = dk.read(), gotDv = dv.read();
@@ -149,6 +165,15 @@ TEST(Attention, CudnnFlashBF16Deterministic) {
   if (!haveCudnnAttention())
     GTEST_SKIP() << "built without the cudnn-frontend headers";
   check(Dtype::bf16, true, true);
+}
+TEST(Attention, DocumentMaskedExactKernelsF32) {
+  check(Dtype::f32, false, false, /*documents=*/true);
+}
+TEST(Attention, DocumentMaskedCudnnFlashBF16) {
+  if (!haveCudnnAttention())
+    GTEST_SKIP() << "built without the cudnn-frontend headers";
+  check(Dtype::bf16, true, false, /*documents=*/true);
+  check(Dtype::bf16, true, true, /*documents=*/true);
 }
 
 } // namespace

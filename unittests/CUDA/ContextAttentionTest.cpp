@@ -7,7 +7,10 @@
 // bf16, cuDNN's SDPA per pair of chunks (or the exact kernels in a build
 // without cuDNN), to DeviceTestUtils' tolerances. The backward takes the
 // final out and lse (the CPU's all-gathered forward), as the ring does; the
-// ring's partials merged on the GPU match the CPU's merge.
+// ring's partials merged on the GPU match the CPU's merge. With TorchTitan's
+// block-causal mask (documents that cross chunk and rank boundaries, so
+// that some pairs have rows that see none of their keys) both sides take
+// the same whole-sequence starts.
 //
 //===----------------------------------------------------------------------===//
 
@@ -57,18 +60,19 @@ std::vector<float> slice(const std::vector<float> &x, int64_t batch,
 std::pair<std::vector<float>, std::vector<float>>
 cpuForward(const Case &c, const ChunkLayout &layout,
            const std::vector<float> &q, const std::vector<float> &k,
-           const std::vector<float> &v, double scale) {
+           const std::vector<float> &v, double scale,
+           const DocumentStarts &docs) {
   std::vector<float> out(q.size()), lse(size_t(c.batch * c.qHeads * c.local()));
   std::vector<float> ws(size_t(titan::cpu::contextAttentionWorkspaceBytes(
                             c.batch, c.qHeads, c.local(), 4)) /
                         4);
   kernels::contextAttention(q.data(), k.data(), v.data(), out.data(),
                             lse.data(), c.batch, c.qHeads, c.kvHeads, c.headDim,
-                            layout, scale, ws.data());
+                            layout, scale, ws.data(), docs);
   return {out, lse};
 }
 
-void check(Dtype t, bool deterministic = false) {
+void check(Dtype t, bool deterministic = false, bool documents = false) {
   CudnnAttention cudnn;
   for (const Case &c : kCases) {
     double scale = 1.0 / std::sqrt(double(c.headDim));
@@ -87,6 +91,16 @@ void check(Dtype t, bool deterministic = false) {
         rounded(random(size_t(c.batch * gathered * kvWidth), 2, -2, 2), t);
     std::vector<float> vAll =
         rounded(random(size_t(c.batch * gathered * kvWidth), 3), t);
+    std::vector<int32_t> starts =
+        documents ? randomStarts(c.batch, gathered, c.chunk, 4)
+                  : std::vector<int32_t>();
+    DeviceArray<int32_t> gpuStarts(starts);
+    DocumentStarts cpuDocs;
+    DeviceDocuments gpuDocs;
+    if (documents) {
+      cpuDocs = {starts.data(), gathered};
+      gpuDocs = {gpuStarts.ptr, gathered};
+    }
     for (int64_t rank = 0; rank < c.degree; ++rank) {
       SCOPED_TRACE("cp " + std::to_string(c.degree) + " rank " +
                    std::to_string(rank) + " chunk " + std::to_string(c.chunk) +
@@ -101,7 +115,7 @@ void check(Dtype t, bool deterministic = false) {
       // The final out and lse: the all-gathered forward's.
       auto [finalOut, finalLse] =
           cpuForward(c, loadBalancedLayout(rank, c.degree, -1, c.local()), q,
-                     kAll, vAll, scale);
+                     kAll, vAll, scale, cpuDocs);
       finalOut = rounded(finalOut, t);
       DeviceBuffer gpuFinalOut(finalOut, t), gpuFinalLse(finalLse, Dtype::f32);
       DeviceBuffer merged(qn, t), mergedLse(finalLse.size(), Dtype::f32);
@@ -116,12 +130,12 @@ void check(Dtype t, bool deterministic = false) {
             slice(kAll, c.batch, gathered, kvWidth, owner * c.local(), keySeq);
         std::vector<float> v =
             slice(vAll, c.batch, gathered, kvWidth, owner * c.local(), keySeq);
-        auto [out, lse] = cpuForward(c, layout, q, k, v, scale);
+        auto [out, lse] = cpuForward(c, layout, q, k, v, scale, cpuDocs);
         DeviceBuffer gpuK(k, t), gpuV(v, t), gotOut(qn, t),
             gotLse(lse.size(), Dtype::f32);
         contextAttention(cudnn, t, gpuQ.ptr, gpuK.ptr, gpuV.ptr, gotOut.ptr,
                          static_cast<float *>(gotLse.ptr), s, layout, scale,
-                         workspace.ptr, fwdBytes, nullptr);
+                         workspace.ptr, fwdBytes, nullptr, gpuDocs);
         expectClose(gotOut.read(), out, t, absolute, "out");
         expectClose(gotLse.read(), lse, Dtype::f32,
                     t == Dtype::f32 ? 1e-6 : 1e-2, "lse");
@@ -135,13 +149,13 @@ void check(Dtype t, bool deterministic = false) {
         kernels::contextAttentionGrad(
             q.data(), k.data(), v.data(), finalOut.data(), finalLse.data(),
             dout.data(), dq.data(), dk.data(), dv.data(), c.batch, c.qHeads,
-            c.kvHeads, c.headDim, layout, scale, ws.data());
+            c.kvHeads, c.headDim, layout, scale, ws.data(), cpuDocs);
         DeviceBuffer gotDq(qn, t), gotDk(k.size(), t), gotDv(v.size(), t);
-        contextAttentionGrad(cudnn, t, gpuQ.ptr, gpuK.ptr, gpuV.ptr,
-                             gpuFinalOut.ptr,
-                             static_cast<float *>(gpuFinalLse.ptr), gpuDout.ptr,
-                             gotDq.ptr, gotDk.ptr, gotDv.ptr, s, layout, scale,
-                             deterministic, workspace.ptr, bwdBytes, nullptr);
+        contextAttentionGrad(
+            cudnn, t, gpuQ.ptr, gpuK.ptr, gpuV.ptr, gpuFinalOut.ptr,
+            static_cast<float *>(gpuFinalLse.ptr), gpuDout.ptr, gotDq.ptr,
+            gotDk.ptr, gotDv.ptr, s, layout, scale, deterministic,
+            workspace.ptr, bwdBytes, nullptr, gpuDocs);
         expectClose(gotDq.read(), dq, t, absolute, "dq");
         expectClose(gotDk.read(), dk, t, absolute, "dk");
         expectClose(gotDv.read(), dv, t, absolute, "dv");
@@ -177,5 +191,11 @@ void check(Dtype t, bool deterministic = false) {
 TEST(ContextAttention, ExactKernelsF32) { check(Dtype::f32); }
 TEST(ContextAttention, PairsBF16) { check(Dtype::bf16); }
 TEST(ContextAttention, PairsBF16Deterministic) { check(Dtype::bf16, true); }
+TEST(ContextAttention, DocumentMaskedExactKernelsF32) {
+  check(Dtype::f32, false, /*documents=*/true);
+}
+TEST(ContextAttention, DocumentMaskedPairsBF16) {
+  check(Dtype::bf16, false, /*documents=*/true);
+}
 
 } // namespace

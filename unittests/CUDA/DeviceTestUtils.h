@@ -10,6 +10,7 @@
 #ifndef TITAN_UNITTESTS_CUDA_DEVICETESTUTILS_H
 #define TITAN_UNITTESTS_CUDA_DEVICETESTUTILS_H
 
+#include "DocumentMask.h"
 #include "LinearGemm.h"
 #include "LowPrecision.h"
 
@@ -17,6 +18,7 @@
 
 #include <cuda_runtime.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <random>
@@ -84,6 +86,22 @@ struct DeviceBuffer {
     return v;
   }
 };
+
+/// The document starts (DocumentMask.h) of `batch` random sequences of
+/// `seq` tokens whose documents end with probability 1 / meanLength after
+/// each token: some documents cross chunk and rank boundaries, some fit in
+/// one chunk.
+inline std::vector<int32_t> randomStarts(int64_t batch, int64_t seq,
+                                         int64_t meanLength, uint32_t seed) {
+  std::vector<float> draws = random(size_t(batch * seq), seed, 0, 1);
+  std::vector<int32_t> tokens(draws.size(), 0);
+  double endRate = 1.0 / double(std::max<int64_t>(meanLength, 1));
+  for (size_t i = 0; i < draws.size(); ++i)
+    tokens[i] = draws[i] < endRate ? 1 : 0;
+  std::vector<int32_t> starts(tokens.size());
+  documentStarts(tokens.data(), batch, seq, /*eosId=*/1, starts.data());
+  return starts;
+}
 
 /// A device copy of `v` (int32 or float) that frees itself.
 template <typename T> struct DeviceArray {
