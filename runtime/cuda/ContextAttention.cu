@@ -113,9 +113,12 @@ void clearUnseenRows(Dtype type, const PartialView &v, const AttentionShape &s,
   checkLaunch("context_attention (rows outside the pair's documents)");
 }
 
-/// The documents of one pair: its chunks' global positions.
+/// The documents of one pair: its chunks' global positions (none without
+/// the mask).
 DeviceDocuments pairDocuments(const DeviceDocuments &docs,
                               const ChunkLayout &layout, const ContextPair &p) {
+  if (!docs)
+    return {};
   DeviceDocuments pair = docs;
   pair.queryOffset = layout.queryStarts[p.queryChunk];
   pair.keyOffset = layout.keyStarts[p.keyChunk];
@@ -192,8 +195,7 @@ bool pairsForward(CudnnAttention &cudnn, Dtype type, const void *q,
   bool written[ChunkLayout::kMaxQueryChunks] = {};
   for (const ContextPair &p : contextAttentionPairs(s, layout, false)) {
     PartialView into = p.partialQuery ? part : whole(p.queryChunk);
-    DeviceDocuments pairDocs =
-        docs ? pairDocuments(docs, layout, p) : DeviceDocuments{};
+    DeviceDocuments pairDocs = pairDocuments(docs, layout, p);
     if (!cudnn.forward(type, rowsFrom(q, type, p.queryChunk * c, s.qHeads, D),
                        rowsFrom(k, type, p.keyChunk * c, s.kvHeads, D),
                        rowsFrom(v, type, p.keyChunk * c, s.kvHeads, D),
@@ -259,8 +261,7 @@ bool pairsBackward(CudnnAttention &cudnn, Dtype type, const void *q,
             rowsFrom(dout, type, qc * c, s.qHeads, D),
             p.partialQuery ? dqPart : dqView, p.partialKey ? dkPart : dkView,
             p.partialKey ? dvPart : dvView, pair, p.views, scale, deterministic,
-            scratch, scratchBytes, stream,
-            docs ? pairDocuments(docs, layout, p) : DeviceDocuments{}))
+            scratch, scratchBytes, stream, pairDocuments(docs, layout, p)))
       return false;
     if (p.partialQuery)
       addRows(type, dqView, s.seq, dqPart, c, s.batch, c, s.qHeads * D, stream);

@@ -852,6 +852,8 @@ private:
   EvaluateBatch wholeStepEvaluation();
   /// One validation batch through the pipeline's eval stages.
   EvaluateBatch pipelinedEvaluation();
+  /// The document starts of `rows` whole validation sequences.
+  void evalDocumentStarts(const int32_t *whole, int64_t rows, int32_t *starts);
   /// Prints and records the validation loss after step `step` (from 0).
   void logValidation(int64_t step, const ValidationResult &result);
   /// The rank's part of each sample's sequence: its chunks over the axes
@@ -1012,21 +1014,28 @@ EvaluateBatch Run::wholeStepEvaluation() {
                      : nullptr;
   auto hostStarts =
       std::make_shared<std::vector<int32_t>>(starts ? size_t(batch * seq) : 0);
-  return [this, tokens, labels, loss, tokenBytes, starts, hostStarts, batch,
-          seq](const int32_t *t, const int32_t *l, const int32_t *whole) {
+  return [this, tokens, labels, loss, tokenBytes, starts, hostStarts,
+          batch](const int32_t *t, const int32_t *l, const int32_t *whole) {
     device.copyToDevice(tokens, t, size_t(tokenBytes));
     device.copyToDevice(labels, l, size_t(tokenBytes));
     if (starts) {
-      if (!whole)
-        fatal("internal error: the eval step reads document starts but the "
-              "validation batch came without its whole sequences");
-      documentStarts(whole, batch, seq, eosId, hostStarts->data());
+      evalDocumentStarts(whole, batch, hostStarts->data());
       device.copyToDevice(starts, hostStarts->data(),
                           hostStarts->size() * sizeof(int32_t));
     }
     device.run(Device::Step::Eval, model.eval, arena.data());
     return double(read<float>(device, loss));
   };
+}
+
+void Run::evalDocumentStarts(const int32_t *whole, int64_t rows,
+                             int32_t *starts) {
+  // The Validator hands whole sequences where the plan has the eval
+  // step's starts (makeValidator).
+  if (!whole)
+    fatal("internal error: the eval step reads document starts but the "
+          "validation batch came without its whole sequences");
+  documentStarts(whole, rows, m.eval->seqLen, eosId, starts);
 }
 
 EvaluateBatch Run::pipelinedEvaluation() {
@@ -1056,12 +1065,9 @@ EvaluateBatch Run::pipelinedEvaluation() {
             std::memcpy(tokens, t + first, size_t(bytes));
           if (labels)
             std::memcpy(labels, l + first, size_t(bytes));
-          if (starts && !whole)
-            fatal("internal error: the eval stages read document starts "
-                  "but the validation batch came without its whole "
-                  "sequences");
           if (starts)
-            documentStarts(whole + mb * size * seq, size, seq, eosId, starts);
+            evalDocumentStarts(whole ? whole + mb * size * seq : nullptr, size,
+                               starts);
         });
     // Each microbatch's loss counts 1 / m of the batch's (the last stage
     // has them all), as in training: every pipeline rank reports the same.
