@@ -246,7 +246,7 @@ func.func @attention_query_rank(%q: tensor<2x8x32xf32>, %k: tensor<2x8x4x8xf32>,
 // -----
 
 func.func @attention_document_starts(%q: tensor<2x8x4x8xf32>, %d: tensor<2x4xi32>) {
-  // expected-error @+1 {{document_starts must be 'tensor<2x8xi32>' (batch x seq, each position's document start), not 'tensor<2x4xi32>'}}
+  // expected-error @+1 {{document_starts must be 'tensor<2x8xi32>' (batch x the whole sequence, each position's document start), not 'tensor<2x4xi32>'}}
   %0:2 = titan.attention %q, %q, %q documents %d {scale = 1.0 : f64} : (tensor<2x8x4x8xf32>, tensor<2x8x4x8xf32>, tensor<2x8x4x8xf32>, tensor<2x4xi32>) -> (tensor<2x8x4x8xf32>, tensor<2x4x8xf32>)
   return
 }

@@ -2,6 +2,7 @@
 
 #include "titan/Dialect/Dist/IR/Dist.h"
 #include "titan/Dialect/Titan/IR/Dtype.h"
+#include "titan/Dialect/Titan/IR/TitanOps.h"
 
 #include "mlir/Interfaces/FunctionInterfaces.h"
 
@@ -726,20 +727,9 @@ static LogicalResult verifyContextParallelAxes(Operation *op, ArrayAttr axes) {
 /// B x S over the whole sequence (the local query's rows times the group).
 static LogicalResult verifyContextDocumentStarts(Operation *op, Value query,
                                                  Value starts, ArrayAttr axes) {
-  if (!starts)
-    return success();
   auto q = cast<RankedTensorType>(query.getType());
-  auto s = cast<RankedTensorType>(starts.getType());
-  int64_t group = getGroupSize(getMesh(op), axes);
-  SmallVector<int64_t> shape = {q.getDimSize(0), q.getDimSize(1) * group};
-  if (s.getShape() != ArrayRef<int64_t>(shape))
-    return op->emitOpError()
-           << "document_starts must be "
-           << RankedTensorType::get(shape, s.getElementType())
-           << " (batch x the whole sequence, each position's document "
-              "start), not "
-           << s;
-  return success();
+  return titan::verifyDocumentStarts(
+      op, query, starts, q.getDimSize(1) * getGroupSize(getMesh(op), axes));
 }
 
 /// Context-parallel attention's axes, then its document starts.

@@ -271,21 +271,20 @@ static LogicalResult verifyAttentionOperands(Operation *op, Value query,
   return verifyPositive(op, "scale", scale);
 }
 
-/// `document_starts`, when present, is i32 B x S (the query's batch and
-/// sequence).
-static LogicalResult verifyDocumentStarts(Operation *op, Value query,
-                                          Value starts) {
+LogicalResult titan::verifyDocumentStarts(Operation *op, Value query,
+                                          Value starts, int64_t positions) {
   if (!starts)
     return success();
   RankedTensorType q = tensorType(query), s = tensorType(starts);
-  SmallVector<int64_t> shape = {q.getDimSize(0), q.getDimSize(1)};
+  SmallVector<int64_t> shape = {q.getDimSize(0), positions};
   if (s.getShape() != ArrayRef<int64_t>(shape) ||
       !s.getElementType().isInteger(32))
     return op->emitOpError()
            << "document_starts must be "
            << RankedTensorType::get(shape,
                                     IntegerType::get(op->getContext(), 32))
-           << " (batch x seq, each position's document start), not "
+           << " (batch x the whole sequence, each position's document "
+              "start), not "
            << starts.getType();
   return success();
 }
@@ -312,7 +311,8 @@ LogicalResult AttentionOp::verify() {
     return failure();
   if (failed(verifyLogSumExp(getOperation(), getQuery(), getLse())) ||
       failed(verifyDocumentStarts(getOperation(), getQuery(),
-                                  getDocumentStarts())))
+                                  getDocumentStarts(),
+                                  tensorType(getQuery()).getDimSize(1))))
     return failure();
   return verifyResultLikeInput(getOperation(), getQuery(), "query");
 }
@@ -668,7 +668,8 @@ LogicalResult AttentionGradOp::verify() {
                          << " must equal query type " << getQuery().getType();
   if (failed(verifyLogSumExp(getOperation(), getQuery(), getLse())) ||
       failed(verifyDocumentStarts(getOperation(), getQuery(),
-                                  getDocumentStarts())))
+                                  getDocumentStarts(),
+                                  tensorType(getQuery()).getDimSize(1))))
     return failure();
   if (getQueryGrad().getType() != getQuery().getType() ||
       getKeyGrad().getType() != getKey().getType() ||

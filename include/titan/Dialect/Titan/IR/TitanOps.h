@@ -28,6 +28,14 @@ namespace titan {
 /// log-sum-exp of titan.attention and titan.cross_entropy) are kept in: f64
 /// for f64, else f32.
 mlir::FloatType getAccumulatorType(mlir::Type element);
+
+/// An attention op's optional `document_starts` (TorchTitan's block-causal
+/// mask), when present: i32 (the ODS type says so) B x `positions`, B the
+/// query's batch and `positions` the whole sequence's (the query's own for
+/// titan.attention; its rows times the context-parallel group for the
+/// dist ring and block ops).
+mlir::LogicalResult verifyDocumentStarts(mlir::Operation *op, mlir::Value query,
+                                         mlir::Value starts, int64_t positions);
 } // namespace titan
 
 #endif // TITAN_DIALECT_TITAN_IR_TITANOPS_H
