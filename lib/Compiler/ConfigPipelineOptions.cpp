@@ -146,4 +146,9 @@ void titan::setExecutionOptions(const TrainConfig &c, const LlamaArgs &model,
   o.deterministic = c.training.deterministic;
   o.scheduleCollectives = !c.debug.noCommOverlap;
   o.maxInFlightBytes = collectivePrefetchBudget(c, model, mesh, target);
+  // On a target with host memory, offloading has nothing to move (a
+  // warning) but for the CPU target's test of the path.
+  o.offloadState =
+      (c.training.enableCpuOffload && !target.getFeatures().hostMemory) ||
+      c.debug.offloadState;
 }

@@ -389,6 +389,13 @@ void titan::buildExecutionPipeline(mlir::OpPassManager &pm,
   bufferize.deterministic = options.deterministic;
   bufferize.functions.assign(options.functions.begin(),
                              options.functions.end());
+  // FSDP2's CPU offload runs the optimizer on the host, with the host
+  // target's kernels.
+  if (options.offloadState) {
+    bufferize.hostSteps = {"optimizer_step"};
+    if (const target::TargetBackend *host = target::lookupHostTargetBackend())
+      bufferize.hostTarget = host->getName().str();
+  }
   pm.addPass(createTitanBufferize(bufferize));
   pm.addPass(kernel::createKernelFuseGemmAccumulate());
   // After the library fusions, which look for pointwise calls.
@@ -407,6 +414,10 @@ void titan::buildExecutionPipeline(mlir::OpPassManager &pm,
   // After the schedule, which puts each gather's cast beside its start.
   if (backend && backend->getFeatures().generatedKernels)
     pm.addPass(kernel::createKernelFuseHorizontal());
+  // After the fusions and the schedule, which see the steps as on a
+  // device; the plan then places the staging buffers and the host arena.
+  if (options.offloadState)
+    pm.addPass(kernel::createKernelOffloadState());
   pm.addPass(kernel::createKernelPlanMemory());
 }
 

@@ -292,6 +292,14 @@ std::string titan::manifest::printManifest(const Manifest &m) {
     o["load_balanced"] = axisNames(m.loadBalancedAxes);
   if (m.optimizerInBackward)
     o["optimizer_in_backward"] = true;
+  if (m.hostArenaBytes > 0) {
+    json::Object hostSlots;
+    for (const auto &slot : m.hostSlots)
+      hostSlots[slot.getKey()] = toJSON(slot.getValue());
+    o["host_arena_bytes"] = m.hostArenaBytes;
+    o["host_slots"] = std::move(hostSlots);
+    o["optimizer_on_host"] = m.optimizerOnHost;
+  }
   if (m.target == "cuda")
     o["cuda_arch"] = m.cudaArch;
   if (!m.hfConfig.empty())
@@ -597,6 +605,14 @@ llvm::Expected<Manifest> titan::manifest::parseManifest(StringRef text) {
   m.arenaBytes = o->getInteger("arena_bytes").value_or(0);
   r.slots(o->getObject("slots"), m.arenaBytes, "the planned arena",
           [&](StringRef name, SlotRange range) { m.slots[name] = range; });
+  m.hostArenaBytes = o->getInteger("host_arena_bytes").value_or(0);
+  r.slots(o->getObject("host_slots"), m.hostArenaBytes, "the host arena",
+          [&](StringRef name, SlotRange range) {
+            if (m.slots.count(name))
+              r.fail("slot '" + name.str() + "' is in both arenas");
+            m.hostSlots[name] = range;
+          });
+  m.optimizerOnHost = o->getBoolean("optimizer_on_host").value_or(false);
   if (const json::Object *pipeline = o->getObject("pipeline"))
     m.pipeline = r.pipeline(*pipeline);
   if (const json::Object *eval = o->getObject("eval")) {

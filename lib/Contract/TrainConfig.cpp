@@ -304,8 +304,10 @@ std::vector<KeySpec> buildSchema(TrainConfig &c) {
       .oneOf({"float32"});
 
   add("training", "enable_cpu_offload", &c.training.enableCpuOffload,
-      "FSDP2's CPU offload of optimizer state and master weights: nothing to "
-      "do on the CPU target; not implemented for --target=cuda (refused)");
+      "FSDP2's CPUOffloadPolicy: on a GPU the sharded parameters, "
+      "gradients and optimizer state live in pinned host memory and AdamW "
+      "runs on the host (kernel-offload-state); nothing to do on the CPU "
+      "target (a warning)");
   add("training", "gc_freq", &c.training.gcFreq,
       "Python garbage collection interval (no Python at run time)")
       .noMeaning();
@@ -666,6 +668,11 @@ std::vector<KeySpec> buildSchema(TrainConfig &c) {
       "TorchTitan's eager FSDP2 does (its bits); by default the GEMM writes "
       "the f32 gradient itself, unrounded, as Megatron-LM's "
       "gradient-accumulation fusion does (titan's own key)");
+  add("debug", "offload_state", &c.debug.offloadState,
+      "Plan and run training.enable_cpu_offload's placement on any target: "
+      "on the CPU target the offloaded state lives in a second host arena, "
+      "reached through the same copies and host steps as on a GPU, which "
+      "tests that path without one (titan's own key)");
   return s;
 }
 

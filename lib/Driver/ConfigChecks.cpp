@@ -57,12 +57,17 @@ unsupportedSettings(const TrainConfig &c, const target::TargetBackend &target) {
                      "fp32 master weights; use "
                      "training.mixed_precision_param = \"bfloat16\" for bf16 "
                      "compute");
-  if (c.training.enableCpuOffload && !target.getFeatures().hostMemory)
+  bool offload =
+      (c.training.enableCpuOffload && !target.getFeatures().hostMemory) ||
+      c.debug.offloadState;
+  if (offload && c.parallelism.pipelineParallelDegree > 1)
     errors.push_back(
-        "training.enable_cpu_offload with --target=" + target.getName().str() +
-        " (AdamW's moments and the fp32 master weights in host "
-        "memory, as FSDP2's CPU offload) is not implemented yet; "
-        "the memory plan keeps them in the GPU arena");
+        "training.enable_cpu_offload with pipeline_parallel_degree > 1 is "
+        "not implemented yet: the pipeline executor runs no host step; "
+        "offload without pipeline parallelism, or use FSDP over more ranks");
+  if (offload && !target::lookupHostTargetBackend())
+    errors.push_back("training.enable_cpu_offload: no registered target runs "
+                     "kernels on the host (the optimizer's)");
   return errors;
 }
 

@@ -90,7 +90,8 @@ llvm::Error Compilation::emitSummary(mlir::ModuleOp module,
   mlir::OwningOpRef<mlir::ModuleOp> planned = module.clone();
   if (llvm::Error e = execute(*planned))
     return e;
-  printPerRankPlan(module, kernel::getArenaBytes(*planned), os);
+  printPerRankPlan(module, kernel::getArenaBytes(*planned),
+                   kernel::getHostArenaBytes(*planned), os);
   return llvm::Error::success();
 }
 

@@ -139,8 +139,8 @@ llvm::Error Compilation::writeProgram(mlir::ModuleOp module,
   if (objectOnly)
     return llvm::Error::success();
   mlir::TimingScope t = timer.nest("link");
-  llvm::Error linked =
-      linkExecutable({{*object}, {}, options.outputPath}, backend);
+  llvm::Error linked = linkExecutable(
+      {{*object}, {}, options.outputPath, manifest.optimizerOnHost}, backend);
   llvm::sys::fs::remove(*object);
   return linked;
 }

@@ -68,6 +68,14 @@ llvm::Error driver::linkExecutable(const LinkInputs &inputs,
   link.kernelLibraries = std::move(targetLink.kernelLibraries);
   link.systemLibraries = std::move(targetLink.systemLibraries);
   link.libraryDirs = std::move(targetLink.libraryDirs);
+  // After the target's, whose archives then define its own entries first.
+  if (const target::TargetBackend *host = target::lookupHostTargetBackend();
+      inputs.hostSteps && host && host != &target) {
+    target::TargetLink hostLink = host->getTargetLink(link.runtimeDir);
+    llvm::append_range(link.kernelLibraries, hostLink.kernelLibraries);
+    llvm::append_range(link.systemLibraries, hostLink.systemLibraries);
+    llvm::append_range(link.libraryDirs, hostLink.libraryDirs);
+  }
   link.driverFlags = splitList(TITAN_RUNTIME_LINK_FLAGS);
   link.extraInputs.assign(inputs.objects.begin() + 1, inputs.objects.end());
   std::string table;

@@ -91,6 +91,15 @@ void driver::addArenaToManifest(manifest::Manifest &m, mlir::ModuleOp module) {
     auto range = mlir::cast<mlir::DenseI64ArrayAttr>(slot.getValue());
     m.slots[slot.getName().getValue()] = {range[0], range[1]};
   }
+  m.hostArenaBytes = kernel::getHostArenaBytes(module);
+  if (auto hostSlots = module->getAttrOfType<mlir::DictionaryAttr>(
+          kernel::KernelDialect::kHostSlotsAttrName))
+    for (mlir::NamedAttribute slot : hostSlots) {
+      auto range = mlir::cast<mlir::DenseI64ArrayAttr>(slot.getValue());
+      m.hostSlots[slot.getName().getValue()] = {range[0], range[1]};
+    }
+  if (auto step = module.lookupSymbol<mlir::func::FuncOp>("optimizer_step"))
+    m.optimizerOnHost = step->hasAttr(kernel::KernelDialect::kHostStepAttrName);
   // The mesh-axis groups the steps communicate over (collectives, and
   // kernels that communicate inside the call, such as async TP's rings), so
   // the runtime creates their communicators and streams at start, never
@@ -119,7 +128,10 @@ void driver::addProgramToManifest(manifest::Manifest &m,
   // (titan-optimizer-in-backward) and optimizer_step is empty.
   m.optimizerInBackward =
       !m.params.empty() &&
-      llvm::none_of(m.slots.keys(), [](llvm::StringRef slot) {
+      llvm::none_of(
+          m.slots.keys(),
+          [](llvm::StringRef slot) { return slot.starts_with("grad:"); }) &&
+      llvm::none_of(m.hostSlots.keys(), [](llvm::StringRef slot) {
         return slot.starts_with("grad:");
       });
   m.target = target.getName().str();

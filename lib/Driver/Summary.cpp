@@ -259,7 +259,7 @@ void driver::printSummary(const LlamaArgs &a, const TrainConfig &c,
 }
 
 void driver::printPerRankPlan(mlir::ModuleOp module, int64_t arenaBytes,
-                              llvm::raw_ostream &os) {
+                              int64_t hostArenaBytes, llvm::raw_ostream &os) {
   auto row = [&](const llvm::Twine &key, const llvm::Twine &value) {
     os << "  " << llvm::left_justify(key.str(), 30) << "  " << value << "\n";
   };
@@ -288,6 +288,9 @@ void driver::printPerRankPlan(mlir::ModuleOp module, int64_t arenaBytes,
   // The memory plan: everything a rank holds at its peak (--emit=memory
   // breaks it down).
   row("planned peak (memory plan)", humanBytes(double(arenaBytes)));
+  // training.enable_cpu_offload: the state in pinned host memory.
+  if (hostArenaBytes > 0)
+    row("host memory (cpu offload)", humanBytes(double(hostArenaBytes)));
 
   // Collectives per step: kind and axes -> (count, payload bytes). The
   // payload is the gathered (all_gather), scattered (reduce_scatter) or

@@ -81,6 +81,14 @@ const TargetBackend *titan::target::lookupTargetBackend(llvm::StringRef name) {
   return it == registry.backends.end() ? nullptr : it->second.get();
 }
 
+const TargetBackend *titan::target::lookupHostTargetBackend() {
+  for (const std::string &name : getTargetBackendNames())
+    if (const TargetBackend *backend = lookupTargetBackend(name);
+        backend->getFeatures().hostMemory)
+      return backend;
+  return nullptr;
+}
+
 std::vector<std::string> titan::target::getTargetBackendNames() {
   Registry &registry = getRegistry();
   llvm::sys::SmartScopedReader<true> lock(registry.mutex);

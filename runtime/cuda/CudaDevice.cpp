@@ -14,6 +14,7 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 
 using namespace titanrt;
 using namespace titanrt::cuda;
@@ -97,6 +98,28 @@ public:
     // The graphs replay the arena's addresses: they go with it.
     releaseGraphs();
     cudaFree(arena);
+  }
+  /// Pinned, so that the steps' copies of the offloaded state run at the
+  /// bus's speed, asynchronously, and inside CUDA graphs.
+  char *allocateHostArena(int64_t bytes) override {
+    size_t size = size_t(std::max<int64_t>(bytes, 256));
+    void *base = nullptr;
+    if (cudaHostAlloc(&base, size, cudaHostAllocDefault) != cudaSuccess) {
+      cudaGetLastError();
+      fatal("out of pinned host memory: cannot allocate the planned host "
+            "arena of " +
+            std::to_string(bytes) + " bytes (" +
+            titan::humanBytes(double(bytes)) +
+            "; training.enable_cpu_offload keeps the parameters, gradients "
+            "and optimizer state there; titan-compile --emit=memory shows "
+            "it)");
+    }
+    std::memset(base, 0, size);
+    return static_cast<char *>(base);
+  }
+  void freeHostArena(char *arena) override {
+    releaseGraphs(); // they copy from and to its addresses
+    cudaFreeHost(arena);
   }
   bool hostAccessible() const override { return false; }
   void copyToHost(void *dst, const char *src, size_t bytes) override {

@@ -625,10 +625,22 @@ TITAN_RT_DEFINE(cast, castKernel)
 #undef TITAN_RT_DEFINE
 #undef TITAN_RT_DEFINE_TYPE
 
+/// Within the arena, or between it and the pinned host arena
+/// (training.enable_cpu_offload), which unified addressing tells apart.
 void titan_rt_copy(void *dst, const void *src, int64_t bytes) {
-  checkCuda(cudaMemcpyAsync(dst, src, size_t(bytes), cudaMemcpyDeviceToDevice,
+  checkCuda(cudaMemcpyAsync(dst, src, size_t(bytes), cudaMemcpyDefault,
                             kernelContext().stream),
             "kernel.copy of " + std::to_string(bytes) + " bytes");
+}
+
+/// A host step's copy: ordered after the work before it, and complete when
+/// this returns, so the host's next kernel may read what it wrote.
+void titan_rt_copy_sync(void *dst, const void *src, int64_t bytes) {
+  cudaStream_t stream = kernelContext().stream;
+  checkCuda(cudaMemcpyAsync(dst, src, size_t(bytes), cudaMemcpyDefault, stream),
+            "kernel.copy of " + std::to_string(bytes) + " bytes");
+  checkCuda(cudaStreamSynchronize(stream),
+            "a host step's kernel.copy of " + std::to_string(bytes) + " bytes");
 }
 
 /// dist.shard_offset: the rank's offset, written by a kernel (a host copy

@@ -23,6 +23,7 @@ void titanrt::setAbortHook(AbortHook hook) { abortHook = hook; }
 
 extern "C" {
 const char *titan_rt_op = nullptr;
+char *titan_rt_host_arena = nullptr;
 }
 
 [[noreturn]] void titanrt::kernelFatal(const std::string &message) {

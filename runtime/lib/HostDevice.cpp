@@ -33,6 +33,18 @@ public:
     return base;
   }
   void freeArena(char *arena) override { std::free(arena); }
+  char *allocateHostArena(int64_t bytes) override {
+    size_t size = size_t(std::max<int64_t>(bytes, kAlignment));
+    size = (size + kAlignment - 1) / kAlignment * kAlignment;
+    auto *base = static_cast<char *>(std::aligned_alloc(kAlignment, size));
+    if (!base)
+      fatal("out of host memory: cannot allocate the planned host arena of " +
+            std::to_string(bytes) + " bytes (" +
+            titan::humanBytes(double(bytes)) + ")");
+    std::memset(base, 0, size);
+    return base;
+  }
+  void freeHostArena(char *arena) override { std::free(arena); }
   bool hostAccessible() const override { return true; }
   void copyToHost(void *dst, const char *src, size_t bytes) override {
     if (dst != src)

@@ -784,6 +784,12 @@ void titan_rt_copy(void *dst, const void *src, int64_t bytes) {
   std::memcpy(dst, src, size_t(bytes));
 }
 
+/// The CPU target's steps run in order on the calling thread: every copy
+/// has completed when it returns.
+void titan_rt_copy_sync(void *dst, const void *src, int64_t bytes) {
+  std::memcpy(dst, src, size_t(bytes));
+}
+
 void titan_rt_parallel_for(titan_rt_generated_kernel kernel,
                            void *const *buffers, int64_t items, int64_t span,
                            const char *name, int64_t bytes) {
@@ -802,4 +808,27 @@ void titan_rt_parallel_for(titan_rt_generated_kernel kernel,
 
 /// The CPU target runs its steps on the host, on host memory.
 titanrt::Device *titan_rt_target_device(void) { return &hostDevice(); }
+
+// The host kernel library's entries (KernelABI.h): the same functions under
+// a second name, which a GPU target's executable links beside its own
+// kernels of the first name (this library is linked -Bsymbolic, so its own
+// calls never reach those).
+#define TITAN_RT_HOST_ALIAS(entry)                                             \
+  void titan_rt_host_##entry(void **, const int64_t *, const int64_t *,        \
+                             const double *, void *, const int64_t *)          \
+      __attribute__((alias("titan_rt_" #entry)));
+#define TITAN_RT_HOST_ALIASES(name, impl)                                      \
+  TITAN_RT_HOST_ALIAS(name##_f32)                                              \
+  TITAN_RT_HOST_ALIAS(name##_f64)                                              \
+  TITAN_RT_HOST_ALIAS(name##_bf16) TITAN_RT_HOST_ALIAS(name##_f16)
+#define TITAN_KERNEL_Kernel(name, impl) TITAN_RT_HOST_ALIASES(name, impl)
+#include "titan/Contract/KernelCatalog.def"
+TITAN_RT_HOST_ALIASES(cast, cast)
+TITAN_RT_HOST_ALIAS(shard_offset_i32)
+#undef TITAN_RT_HOST_ALIASES
+#undef TITAN_RT_HOST_ALIAS
+
+void titan_rt_host_parallel_for(titan_rt_generated_kernel, void *const *,
+                                int64_t, int64_t, const char *, int64_t)
+    __attribute__((alias("titan_rt_parallel_for")));
 } // extern "C"

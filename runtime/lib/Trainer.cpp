@@ -9,6 +9,7 @@
 
 #include "titanrt/Trainer.h"
 #include "titanrt/Device.h"
+#include "titanrt/KernelABI.h"
 
 #include "AsyncCheckpoint.h"
 #include "Checkpoint.h"
@@ -86,22 +87,43 @@ public:
     // A pattern no computation writes, so the high-water mark can be read
     // back after a step.
     base = device.allocateArena(m.arenaBytes, kUntouched);
+    // training.enable_cpu_offload: the state in host memory, which the
+    // steps address from titan_rt_host_arena.
+    if (m.hostArenaBytes > 0) {
+      hostBase = device.allocateHostArena(m.hostArenaBytes);
+      titan_rt_host_arena = hostBase;
+    }
   }
-  ~Arena() { device.freeArena(base); }
+  ~Arena() {
+    device.freeArena(base);
+    if (hostBase) {
+      titan_rt_host_arena = nullptr;
+      device.freeHostArena(hostBase);
+    }
+  }
   Arena(const Arena &) = delete;
   Arena &operator=(const Arena &) = delete;
 
   char *data() { return base; }
 
   /// Whether the plan has a slot `name` (an input only some models take).
-  bool has(const std::string &name) const { return m.slots.count(name); }
+  bool has(const std::string &name) const {
+    return m.slots.count(name) || m.hostSlots.count(name);
+  }
+  /// Whether slot `name` is in the host arena, which the host addresses.
+  bool inHostMemory(const std::string &name) const {
+    return m.hostSlots.count(name);
+  }
   /// The address of slot `name`, which must hold `bytes` bytes.
   char *slot(const std::string &name, int64_t bytes) {
-    auto it = m.slots.find(name);
-    if (it == m.slots.end() || it->second.second != bytes)
+    bool host = inHostMemory(name);
+    const llvm::StringMap<titan::manifest::SlotRange> &slots =
+        host ? m.hostSlots : m.slots;
+    auto it = slots.find(name);
+    if (it == slots.end() || it->second.second != bytes)
       fatal("corrupt executable: the memory plan has no slot '" + name +
             "' of " + std::to_string(bytes) + " bytes");
-    return base + it->second.first;
+    return (host ? hostBase : base) + it->second.first;
   }
 
   /// The end of the highest 256-byte block written since the start, read
@@ -139,7 +161,7 @@ private:
   static constexpr uint64_t kUntouched = 0x7ff4dead7ff4deadull; // NaN, NaN
   const Manifest &m;
   Device &device;
-  char *base = nullptr;
+  char *base = nullptr, *hostBase = nullptr;
 };
 
 /// float32 tensors, one per parameter: this rank's shards in the arena
@@ -152,25 +174,30 @@ struct TensorSet {
   std::vector<char *> addresses;
   std::vector<std::vector<float>> copies;
   Device &device;
+  /// The host addresses the slots: the device is the host, or the set is
+  /// in the host arena (training.enable_cpu_offload).
+  bool direct;
 
   /// No tensors: the gradients when the optimizer runs in the backward
   /// (they die there and have no slots).
-  explicit TensorSet(Device &device) : device(device) {}
+  explicit TensorSet(Device &device)
+      : device(device), direct(device.hostAccessible()) {}
   TensorSet(const Manifest &m, Arena &arena, const std::string &kind)
-      : device(arena.target()) {
+      : device(arena.target()), direct(device.hostAccessible()) {
     for (const Manifest::Param &p : m.params) {
-      char *address = arena.slot(kind + ":" + p.name, numel(p.localShape) * 4);
+      std::string name = kind + ":" + p.name;
+      char *address = arena.slot(name, numel(p.localShape) * 4);
+      // One kind's slots share an arena.
+      direct = device.hostAccessible() || arena.inHostMemory(name);
       addresses.push_back(address);
       refs.push_back({p.name, p.localShape,
-                      device.hostAccessible()
-                          ? reinterpret_cast<float *>(address)
-                          : nullptr});
+                      direct ? reinterpret_cast<float *>(address) : nullptr});
     }
   }
   /// Makes `refs` host memory, with the arena's values if `read` (zeros
   /// otherwise).
   void attach(bool read) {
-    if (device.hostAccessible() || !copies.empty())
+    if (direct || !copies.empty())
       return;
     copies.resize(refs.size());
     for (auto [t, copy, address] : llvm::zip(refs, copies, addresses)) {
@@ -182,22 +209,26 @@ struct TensorSet {
   }
   /// Writes the host copies into the arena.
   void upload() {
-    if (device.hostAccessible())
+    if (direct)
       return;
     for (auto [copy, address] : llvm::zip(copies, addresses))
       device.copyToDevice(address, copy.data(), copy.size() * 4);
   }
   /// Frees the host copies.
   void detach() {
-    if (device.hostAccessible())
+    if (direct)
       return;
     copies.clear();
     for (TensorRef &t : refs)
       t.data = nullptr;
   }
   void zero() {
-    for (auto [t, address] : llvm::zip(refs, addresses))
-      device.zero(address, size_t(t.numel()) * 4);
+    for (auto [t, address] : llvm::zip(refs, addresses)) {
+      if (direct)
+        std::memset(address, 0, size_t(t.numel()) * 4);
+      else
+        device.zero(address, size_t(t.numel()) * 4);
+    }
   }
 };
 
@@ -1397,6 +1428,12 @@ std::pair<float, float> Run::update(int64_t step, StepTrace *trace) {
     device.runPhase("the pipeline rank's optimizer_step", program.optimizerStep,
                     arena.data(), nullptr);
     device.synchronize("the step optimizer_step");
+  } else if (m.optimizerOnHost) {
+    // training.enable_cpu_offload: AdamW on the host, once the device has
+    // copied the last gradients out; its copies to and from the device
+    // (the norm's all-reduce) complete as it goes, so it is never captured.
+    device.synchronize("the step forward_backward");
+    model.optimizerStep(arena.data());
   } else
     device.run(Device::Step::OptimizerStep, model.optimizerStep, arena.data());
   if (trace)

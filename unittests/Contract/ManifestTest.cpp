@@ -248,6 +248,23 @@ TEST(ManifestTest, OptimizerInBackwardIsWrittenOnlyWhenSet) {
   expectSame(m, roundTrip(m));
 }
 
+// training.enable_cpu_offload's host arena: written only when there is
+// one, its slots apart from the device arena's.
+TEST(ManifestTest, HostArenaIsWrittenOnlyWhenThere) {
+  Manifest m = fullManifest(/*pipelined=*/false);
+  EXPECT_EQ(printManifest(m).find("host_"), std::string::npos);
+  m.hostArenaBytes = 4096;
+  m.hostSlots["grad:norm.weight"] = {256, 1024};
+  m.optimizerOnHost = true;
+  Manifest back = roundTrip(m);
+  expectSame(m, back);
+  EXPECT_EQ(back.hostArenaBytes, 4096);
+  EXPECT_EQ(back.hostSlots.lookup("grad:norm.weight"),
+            (titan::manifest::SlotRange{256, 1024}));
+  EXPECT_TRUE(back.optimizerOnHost);
+  EXPECT_FALSE(back.slots.count("grad:norm.weight"));
+}
+
 /// `json`, an object's keys without its braces, as a manifest of this
 /// runtime's ABI.
 std::string current(const std::string &json) {
@@ -269,6 +286,10 @@ TEST(ManifestTest, MalformedIsAnError) {
                               "sharding": [["xy"]]}])"),
       current(R"("params": [], "load_balanced": ["sp"])"),
       current(R"("params": [], "arena_bytes": 8, "slots": {"a": [4, 8]})"),
+      current(R"("params": [], "host_arena_bytes": 8,
+                 "host_slots": {"a": [4, 8]})"),
+      current(R"("params": [], "arena_bytes": 256, "slots": {"a": [0, 8]},
+                 "host_arena_bytes": 256, "host_slots": {"a": [0, 8]})"),
       current(R"("params": [],
                  "eval": {"local_batch_size": 0, "seq_len": 8})")};
   for (const std::string &text : texts) {

@@ -47,6 +47,8 @@ public:
   Backend communicatorBackend() const override { return Backend(); }
   char *allocateArena(int64_t, uint64_t) override { return nullptr; }
   void freeArena(char *) override { log.push_back("freeArena"); }
+  char *allocateHostArena(int64_t) override { return nullptr; }
+  void freeHostArena(char *) override { log.push_back("freeHostArena"); }
   bool hostAccessible() const override { return true; }
   void copyToHost(void *, const char *, size_t) override {}
   void copyToDevice(char *, const void *, size_t) override {}

@@ -223,6 +223,12 @@ struct ExecutionPipelineOptions
                      "unbounded; titan-compile: one transformer block's "
                      "FSDP gathers and gradient reductions)"),
       llvm::cl::init(-1)};
+  Option<bool> offloadState{
+      *this, "offload-state",
+      llvm::cl::desc("Keep the parameters, gradients and optimizer state in "
+                     "host memory and run optimizer_step on the host "
+                     "(training.enable_cpu_offload; kernel-offload-state)"),
+      llvm::cl::init(false)};
 };
 
 /// The lowering phase.

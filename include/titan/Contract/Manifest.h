@@ -233,6 +233,15 @@ struct Manifest {
   /// The memory plan: the arena's size and each state slot's place.
   int64_t arenaBytes = 0;
   llvm::StringMap<SlotRange> slots;
+  /// training.enable_cpu_offload (kernel-offload-state): the pinned host
+  /// arena's size and the slots in it (parameters, gradients, optimizer
+  /// state; none of them in `slots`), and whether optimizer_step runs on
+  /// the host (the runtime then waits for the device before it and calls
+  /// it uncaptured). Written as "host_arena_bytes", "host_slots" and
+  /// "optimizer_on_host" only with a host arena.
+  int64_t hostArenaBytes = 0;
+  llvm::StringMap<SlotRange> hostSlots;
+  bool optimizerOnHost = false;
   /// The axis masks of the mesh groups the collectives use.
   std::vector<unsigned> collectiveAxes;
   std::optional<Pipeline> pipeline;

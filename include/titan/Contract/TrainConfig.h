@@ -267,6 +267,9 @@ struct TrainConfig {
     /// Weight gradients rounded to bf16 before their cast to f32, as
     /// TorchTitan's eager FSDP2 computes them: no titan-widen-gemm-results.
     bool noWidenGemmResults = false;
+    /// training.enable_cpu_offload's placement on any target (the CPU
+    /// target's test of the offload path).
+    bool offloadState = false;
   } debug;
 
   /// What the reader made of spellings that are not TorchTitan v0.2.0's

@@ -35,6 +35,10 @@ struct LinkInputs {
   std::vector<std::vector<std::string>> pipelinePrograms;
   /// The executable written.
   std::string outputPath;
+  /// Its programs have host steps (training.enable_cpu_offload's
+  /// optimizer): it also links the host target's kernel library, whose
+  /// titan_rt_host_* entries run them.
+  bool hostSteps = false;
 };
 
 /// Links `inputs` with libtitanrt and what `target` links

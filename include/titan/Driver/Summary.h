@@ -38,10 +38,11 @@ void printFloat8Plan(mlir::ModuleOp module,
 /// Prints what one rank holds and communicates per step, read off the
 /// differentiated per-rank program (`forward_backward`, `optimizer_step`,
 /// `eval`): parameter, gradient and AdamW bytes, the planned peak
-/// `arenaBytes`, and each collective's count and payload per kind and mesh
-/// axes.
+/// `arenaBytes` (and `hostArenaBytes`, training.enable_cpu_offload's pinned
+/// host memory, when not 0), and each collective's count and payload per kind
+/// and mesh axes.
 void printPerRankPlan(mlir::ModuleOp module, int64_t arenaBytes,
-                      llvm::raw_ostream &os);
+                      int64_t hostArenaBytes, llvm::raw_ostream &os);
 } // namespace driver
 } // namespace titan
 

@@ -46,9 +46,11 @@ struct DtypePolicy {
 /// defaults are a target that has none of them.
 struct TargetFeatures {
   /// Its buffers are host memory and its ranks share the host's cores:
-  /// FSDP2's CPU offload has nothing to move (a warning; refused on the
-  /// others), and it runs on the cost model's hardware whose ranks share
-  /// compute (cost::Hardware::ranksShareCompute).
+  /// FSDP2's CPU offload has nothing to move (a warning; on the others it
+  /// moves the state to a host arena and runs the optimizer with this
+  /// target's kernels, lookupHostTargetBackend), and it runs on the cost
+  /// model's hardware whose ranks share compute
+  /// (cost::Hardware::ranksShareCompute).
   bool hostMemory = false;
   /// Its float8 GEMMs run in hardware (cuBLASLt's FP8, with its shape
   /// rules), not emulated in f32: quantize.linear.float8.emulate is only
@@ -167,6 +169,11 @@ llvm::Error registerTargetBackend(std::unique_ptr<TargetBackend> backend);
 
 /// The backend registered as `name`, or null.
 const TargetBackend *lookupTargetBackend(llvm::StringRef name);
+
+/// The backend whose kernels run on the host (the first registered, by
+/// name, with TargetFeatures::hostMemory), or null: it runs the host steps
+/// of training.enable_cpu_offload on a GPU target.
+const TargetBackend *lookupHostTargetBackend();
 
 /// The registered backends' names, sorted.
 std::vector<std::string> getTargetBackendNames();

@@ -110,6 +110,16 @@ public:
     Block *entry = llvmFunc.addEntryBlock(b);
     b.setInsertionPointToStart(entry);
     arena = entry->getArgument(0);
+    hostStep = step->hasAttr(KernelDialect::kHostStepAttrName);
+    auto hostSlots = module->getAttrOfType<DictionaryAttr>(
+        KernelDialect::kHostSlotsAttrName);
+    // Host memory (kernel-offload-state) is the runtime's host arena.
+    hostArena =
+        module->hasAttr(KernelDialect::kHostArenaBytesAttrName)
+            ? LLVM::LoadOp::create(b, loc, ptrType,
+                                   externalGlobal("titan_rt_host_arena", loc))
+                  .getResult()
+            : Value();
     Value frame = frameSlots ? entry->getArgument(1) : Value();
 
     unsigned maxBuffers = 1;
@@ -123,6 +133,19 @@ public:
     for (BlockArgument arg : body.getArguments()) {
       auto slot = step.getArgAttrOfType<StringAttr>(
           arg.getArgNumber(), KernelDialect::kSlotAttrName);
+      bool inHost = getMemorySpace(arg.getType()) == MemorySpace::Host;
+      if (inHost) {
+        auto place = slot && hostSlots
+                         ? hostSlots.getAs<DenseI64ArrayAttr>(slot)
+                         : nullptr;
+        if (!place)
+          return step.emitOpError()
+                 << "argument #" << arg.getArgNumber()
+                 << " is in host memory but has no planned slot in the "
+                    "module's kernel.host_slots";
+        ptrs[arg] = atOffset(place[0], loc, hostArena);
+        continue;
+      }
       auto place = slot ? slots.getAs<DenseI64ArrayAttr>(slot) : nullptr;
       if (!place && slot && frameSlots) {
         if (auto inFrame = frameSlots.getAs<DenseI64ArrayAttr>(slot)) {
@@ -154,6 +177,11 @@ private:
       if (!alloc.getOffset())
         return alloc.emitOpError()
                << "has no planned offset (run kernel-plan-memory first)";
+      if (getMemorySpace(alloc.getType()) == MemorySpace::Host) {
+        ptrs[alloc.getBuffer()] =
+            atOffset(int64_t(*alloc.getOffset()), loc, hostArena);
+        return success();
+      }
       ptrs[alloc.getBuffer()] = atOffset(int64_t(*alloc.getOffset()), loc);
       arenaOffsets[alloc.getBuffer()] = int64_t(*alloc.getOffset());
       return success();
@@ -173,10 +201,12 @@ private:
       return success();
     if (auto copy = dyn_cast<CopyOp>(op)) {
       // A runtime call, not a host memcpy: on a GPU the buffers are device
-      // memory and the copy is ordered on the step's stream.
+      // memory (or the pinned host arena) and the copy is ordered on the
+      // step's stream; a host step's copy has completed when it returns.
       LLVM::CallOp::create(
           b, loc,
-          runtimeFunction("titan_rt_copy", {ptrType, ptrType, i64Type}, {}),
+          runtimeFunction(hostStep ? "titan_rt_copy_sync" : "titan_rt_copy",
+                          {ptrType, ptrType, i64Type}, {}),
           ValueRange{ptrs.lookup(copy.getTarget()),
                      ptrs.lookup(copy.getSource()),
                      constant(*getStaticByteSize(copy.getSource().getType()))});
@@ -224,8 +254,9 @@ private:
     // One function per distinct kernel (the element count is an argument);
     // on a GPU, per pack width too, which the buffers' alignment allows
     // (their arena offsets; the arena is 256-byte aligned).
+    bool onHost = deviceChip.empty() || hostStep;
     unsigned width = 1;
-    if (!deviceChip.empty()) {
+    if (!onHost) {
       SmallVector<std::optional<int64_t>> offsets;
       for (Value v : generic->getOperands().drop_back()) {
         auto it = arenaOffsets.find(v);
@@ -235,8 +266,9 @@ private:
       }
       width = devicePackWidth(generic, offsets);
     }
-    std::string &name = generatedByKey[generatedKernelKey(generic) + ";pack " +
-                                       std::to_string(width)];
+    std::string &name =
+        generatedByKey[generatedKernelKey(generic) + ";pack " +
+                       std::to_string(width) + (onHost ? ";host" : "")];
     bool outlined = !name.empty();
     if (!outlined)
       name =
@@ -252,7 +284,7 @@ private:
     // What one call moves (the profile's bandwidth), before the host's
     // outlining expands a log-sum-exp into two reductions.
     int64_t bytes = generic.getTrafficBytes();
-    if (deviceChip.empty()) {
+    if (onHost) {
       if (!outlined) {
         outlineGeneratedKernel(generic, name);
         if (generic.getColumnSumBlocks())
@@ -271,7 +303,8 @@ private:
         LLVM::CallOp::create(
             b, loc,
             runtimeFunction(
-                "titan_rt_parallel_for",
+                deviceChip.empty() ? "titan_rt_parallel_for"
+                                   : "titan_rt_host_parallel_for",
                 {ptrType, ptrType, i64Type, i64Type, ptrType, i64Type}, {}),
             ValueRange{
                 LLVM::AddressOfOp::create(b, loc, ptrType, kernel), buffers,
@@ -402,7 +435,11 @@ private:
     }
     Value ws = workspace ? ptrs.lookup(workspace)
                          : LLVM::ZeroOp::create(b, loc, ptrType).getResult();
-    std::string name = ("titan_rt_" + kernel + "_" + dtypeName(*dtype)).str();
+    // A host step's kernels are the host kernel library's (KernelABI.h).
+    std::string name =
+        ((hostStep && !returnsRequest ? "titan_rt_host_" : "titan_rt_") +
+         kernel + "_" + dtypeName(*dtype))
+            .str();
     auto fn = runtimeFunction(
         name, {ptrType, ptrType, ptrType, ptrType, ptrType, ptrType},
         returnsRequest ? ptrType : Type());
@@ -437,6 +474,17 @@ private:
       return llvm::join(parts, ", ");
     }
     return "";
+  }
+
+  /// The address of the runtime's pointer variable `name` (declared once).
+  Value externalGlobal(StringRef name, Location loc) {
+    if (!module.lookupSymbol(name)) {
+      OpBuilder::InsertionGuard guard(b);
+      b.setInsertionPointToStart(module.getBody());
+      LLVM::GlobalOp::create(b, module.getLoc(), ptrType, /*isConstant=*/false,
+                             LLVM::Linkage::External, name, Attribute());
+    }
+    return LLVM::AddressOfOp::create(b, loc, ptrType, name);
   }
 
   /// The address of the runtime's `titan_rt_op` (declared once).
@@ -527,6 +575,11 @@ private:
   StringRef deviceChip; ///< empty: generated kernels run on the host
   Type ptrType, i64Type;
   Value arena, buffers;
+  /// The host arena's base (loaded at the step's entry), when the plan has
+  /// one.
+  Value hostArena;
+  /// The step runs on the host (kernel.host_step).
+  bool hostStep = false;
   DenseMap<Value, Value> ptrs, requests;
   /// Each buffer's byte offset in the arena, where it is known statically
   /// (not for a pipeline frame's buffers).

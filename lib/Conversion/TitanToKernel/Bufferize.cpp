@@ -520,25 +520,48 @@ struct TitanBufferizePass
     for (auto func : llvm::make_early_inc_range(module.getOps<func::FuncOp>()))
       if (!llvm::is_contained(steps, func))
         func.erase();
-    const titan::target::TargetBackend *backend =
-        titan::target::lookupTargetBackend(target);
-    if (!backend) {
-      module.emitError() << "titan-bufferize: unknown target '" << target
-                         << "' (registered: "
-                         << titan::target::getTargetBackendNameList() << ")";
+    if (failed(checkBackend(module, target)))
       return signalPassFailure();
-    }
-    if (!backend->hasExternalModels(&getContext())) {
-      module.emitError() << "titan-bufferize: the " << target
-                         << " target's workspace models are not registered "
-                            "(titan::registerAllDialects registers them)";
+    for (const std::string &name : hostSteps)
+      if (!llvm::is_contained(names, name)) {
+        module.emitError() << "titan-bufferize: host step '" << name
+                           << "' is not one of the steps bufferized";
+        return signalPassFailure();
+      }
+    if (!hostSteps.empty() && failed(checkBackend(module, hostTarget)))
       return signalPassFailure();
-    }
     if (deterministic)
       markDeterministic(module);
-    for (func::FuncOp step : steps)
-      if (failed(StepBufferizer(step, target, widenLowPrecision).run()))
+    for (auto [name, step] : llvm::zip(names, steps)) {
+      bool onHost = llvm::is_contained(hostSteps, name);
+      StringRef rules = onHost ? StringRef(hostTarget) : StringRef(target);
+      // The host's kernels run 16-bit buffers on widened copies.
+      if (failed(
+              StepBufferizer(step, rules, onHost || widenLowPrecision).run()))
         return signalPassFailure();
+      // (The bufferized step replaces the function.)
+      if (onHost)
+        module.lookupSymbol<func::FuncOp>(name)->setAttr(
+            kernel::KernelDialect::kHostStepAttrName,
+            UnitAttr::get(&getContext()));
+    }
+  }
+
+  /// Whether target `name` is registered with its workspace models.
+  LogicalResult checkBackend(ModuleOp module, StringRef name) {
+    const titan::target::TargetBackend *backend =
+        titan::target::lookupTargetBackend(name);
+    if (!backend)
+      return module.emitError()
+             << "titan-bufferize: unknown target '" << name
+             << "' (registered: " << titan::target::getTargetBackendNameList()
+             << ")";
+    if (!backend->hasExternalModels(&getContext()))
+      return module.emitError()
+             << "titan-bufferize: the " << name
+             << " target's workspace models are not registered "
+                "(titan::registerAllDialects registers them)";
+    return success();
   }
 };
 

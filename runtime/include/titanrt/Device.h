@@ -38,6 +38,11 @@ public:
   /// no computation writes, so the high-water mark can be found).
   virtual char *allocateArena(int64_t bytes, uint64_t pattern) = 0;
   virtual void freeArena(char *arena) = 0;
+  /// Allocates the host arena of training.enable_cpu_offload once, zeroed:
+  /// host memory the device's copies reach directly (pinned on a GPU),
+  /// which the compiled steps address from titan_rt_host_arena.
+  virtual char *allocateHostArena(int64_t bytes) = 0;
+  virtual void freeHostArena(char *arena) = 0;
   /// Whether the host may read and write arena addresses directly.
   virtual bool hostAccessible() const = 0;
   /// Copies between host memory and the arena (after the steps before).

@@ -84,9 +84,42 @@ enum TitanRtType {
 
 void titan_rt_wait(void *request);
 
+/// training.enable_cpu_offload (kernel-offload-state): the base of the
+/// run's host arena, where the offloaded state and the host steps' buffers
+/// live (buffers of #kernel.memory_space<host>); null without one. Set by
+/// the runtime before any step runs.
+extern char *titan_rt_host_arena;
+
+/// The host kernel library's entries (the CPU target's kernels under a
+/// second name, libtitanrt_cpu), which a host step (kernel.host_step: the
+/// offloaded optimizer) calls on any target: the same ABI as
+/// titan_rt_<kernel>_<dtype> and titan_rt_parallel_for, on host memory.
+#define TITAN_RT_DECLARE_HOST(name, suffix)                                    \
+  void titan_rt_host_##name##_##suffix(                                        \
+      void **buffers, const int64_t *shapes, const int64_t *ints,              \
+      const double *floats, void *workspace, const int64_t *types);
+#define TITAN_RT_DECLARE_HOST_Kernel(name, suffix)                             \
+  TITAN_RT_DECLARE_HOST(name, suffix)
+#define TITAN_RT_DECLARE_HOST_Special(name, suffix)                            \
+  TITAN_RT_DECLARE_HOST(name, suffix)
+#define TITAN_RT_DECLARE_HOST_Collective(name, suffix)
+#define TITAN_RT_DECLARE_HOST_Generated(name, suffix)
+#define TITAN_KERNEL(name, impl, kind, dtypes, ...)                            \
+  TITAN_KERNEL_DTYPES_##dtypes(TITAN_RT_DECLARE_HOST_##kind, name)
+#include "titan/Contract/KernelCatalog.def"
+#undef TITAN_RT_DECLARE_HOST_Generated
+#undef TITAN_RT_DECLARE_HOST_Collective
+#undef TITAN_RT_DECLARE_HOST_Special
+#undef TITAN_RT_DECLARE_HOST_Kernel
+#undef TITAN_RT_DECLARE_HOST
+
 /// kernel.copy: `bytes` from `src` to `dst`, both in the arena, in order
 /// with the step's kernels.
 void titan_rt_copy(void *dst, const void *src, int64_t bytes);
+/// A host step's kernel.copy (between host memory and the device's, or
+/// within either): has completed when it returns, after the work issued
+/// before it.
+void titan_rt_copy_sync(void *dst, const void *src, int64_t bytes);
 
 /// A kernel the compiler generated (kernel.generic): computes work items
 /// [begin, end) (elements, or rows) of the buffers `buffers` points to, and
@@ -104,6 +137,11 @@ typedef void (*titan_rt_generated_kernel)(void *const *buffers, int64_t begin,
 void titan_rt_parallel_for(titan_rt_generated_kernel kernel,
                            void *const *buffers, int64_t items, int64_t span,
                            const char *name, int64_t bytes);
+/// titan_rt_parallel_for of the host kernel library: a host step's
+/// generated kernels on a GPU target.
+void titan_rt_host_parallel_for(titan_rt_generated_kernel kernel,
+                                void *const *buffers, int64_t items,
+                                int64_t span, const char *name, int64_t bytes);
 
 /// The CUDA target's generated kernel `name` of the compiled `image` (a
 /// cubin or NUL-terminated PTX, loaded once) on `count` device buffers and

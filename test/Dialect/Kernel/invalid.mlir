@@ -61,8 +61,35 @@ func.func @no_output(%m: memref<4xf32>) {
 
 func.func @copy(%a: memref<4xf32>, %b: memref<8xf32>) {
   %s = kernel.stream 0
-  // expected-error @+1 {{'kernel.copy' op copies 'memref<4xf32>' into 'memref<8xf32>'; the types must be equal}}
+  // expected-error @+1 {{'kernel.copy' op copies 'memref<4xf32>' into 'memref<8xf32>'; the shapes and element types must be equal}}
   kernel.copy %a, %b on %s : memref<4xf32>, memref<8xf32>
+  return
+}
+
+// -----
+
+// A copy may cross memory spaces (kernel-offload-state's staging); a view
+// may not.
+func.func @host_view(%a: memref<4xf32, #kernel.memory_space<host>>, %b: memref<4xf32>) {
+  %s = kernel.stream 0
+  kernel.copy %a, %b on %s : memref<4xf32, #kernel.memory_space<host>>, memref<4xf32>
+  // expected-error @+1 {{'kernel.view' op views 'memref<4xf32, #kernel.memory_space<host>>' as 'memref<2x2xf32>' in another memory space}}
+  %v = kernel.view %a : memref<4xf32, #kernel.memory_space<host>> to memref<2x2xf32>
+  return
+}
+
+// -----
+
+func.func @other_space() {
+  // expected-error @+1 {{'kernel.alloc' op buffer must be in device memory or in #kernel.memory_space<host>, got 'memref<4xf32, 1>'}}
+  %a = kernel.alloc temporary : memref<4xf32, 1>
+  return
+}
+
+// -----
+
+// expected-error @+1 {{'kernel.host_step' must be a unit attribute}}
+func.func @host_step_attr() attributes {kernel.host_step = 1} {
   return
 }
 

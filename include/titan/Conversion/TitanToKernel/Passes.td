@@ -44,6 +44,13 @@ def TitanBufferize : Pass<"titan-bufferize", "::mlir::ModuleOp"> {
     same bits on every run (on CUDA, cuDNN's deterministic backward and its
     larger workspace). Without it, ops keep what they say.
 
+    `host-steps` names steps that run on the host
+    (`training.enable_cpu_offload` on a GPU: `optimizer_step`, which
+    TorchTitan's CPUOffloadPolicy runs on the CPU): each is marked
+    `kernel.host_step` and planned with `host-target`'s workspace rules and
+    widened 16-bit copies (its kernels are that target's, which widen);
+    `kernel-offload-state` then places their buffers.
+
     Other functions (the forward, which `forward_backward` contains) are
     removed: the kernel IR module holds the steps only.
 
@@ -61,6 +68,12 @@ def TitanBufferize : Pass<"titan-bufferize", "::mlir::ModuleOp"> {
            "Plan f32 copies of the bf16/f16 buffers of each kernel call in "
            "its workspace (for a target that runs 16-bit kernels as f32 "
            "kernels on widened copies)">,
+    ListOption<"hostSteps", "host-steps", "std::string",
+               "Step functions that run on the host (marked "
+               "kernel.host_step; their workspaces are host-target's, with "
+               "widened 16-bit copies)">,
+    Option<"hostTarget", "host-target", "std::string", "\"cpu\"",
+           "The target backend whose kernels run the host steps">,
     Option<"deterministic", "deterministic", "bool", "false",
            "The attention gradients run their deterministic kernels "
            "(debug.deterministic)">,

@@ -52,16 +52,18 @@ LogicalResult KernelDialect::verifyRegionArgAttribute(Operation *op, unsigned,
 
 LogicalResult KernelDialect::verifyOperationAttribute(Operation *op,
                                                       NamedAttribute attr) {
-  if (attr.getName() == kArenaBytesAttrName) {
+  if (attr.getName() == kArenaBytesAttrName ||
+      attr.getName() == kHostArenaBytesAttrName) {
     auto bytes = dyn_cast<IntegerAttr>(attr.getValue());
     if (!bytes || bytes.getInt() < 0 || bytes.getInt() % kAlignment != 0)
       return op->emitError()
-             << "'" << kArenaBytesAttrName
+             << "'" << attr.getName().getValue()
              << "' must be a non-negative multiple of " << kAlignment;
     return success();
   }
   if (attr.getName() == kSlotsAttrName ||
-      attr.getName() == kFrameSlotsAttrName) {
+      attr.getName() == kFrameSlotsAttrName ||
+      attr.getName() == kHostSlotsAttrName) {
     auto slots = dyn_cast<DictionaryAttr>(attr.getValue());
     if (!slots)
       return op->emitError()
@@ -78,9 +80,10 @@ LogicalResult KernelDialect::verifyOperationAttribute(Operation *op,
     }
     return success();
   }
-  if (attr.getName() == kSeparateRoundingAttrName) {
+  if (attr.getName() == kSeparateRoundingAttrName ||
+      attr.getName() == kHostStepAttrName) {
     if (!isa<UnitAttr>(attr.getValue()))
-      return op->emitError() << "'" << kSeparateRoundingAttrName
+      return op->emitError() << "'" << attr.getName().getValue()
                              << "' must be a unit attribute";
     return success();
   }
@@ -95,6 +98,9 @@ static LogicalResult verifyBuffer(Operation *op, Type type, StringRef what) {
   if (!memref.getLayout().isIdentity())
     return op->emitOpError()
            << what << " must have the identity layout, got " << type;
+  if (memref.getMemorySpace() && !isa<MemorySpaceAttr>(memref.getMemorySpace()))
+    return op->emitOpError() << what << " must be in device memory or in "
+                             << "#kernel.memory_space<host>, got " << type;
   if (!getStaticByteSize(memref))
     return op->emitOpError() << what << " of type " << type
                              << " has a size in bytes that overflows int64";
@@ -114,6 +120,9 @@ LogicalResult ViewOp::verify() {
   if (failed(verifyBuffer(*this, getSource().getType(), "source")) ||
       failed(verifyBuffer(*this, getType(), "result")))
     return failure();
+  if (getMemorySpace(getSource().getType()) != getMemorySpace(getType()))
+    return emitOpError() << "views " << getSource().getType() << " as "
+                         << getType() << " in another memory space";
   int64_t source = *getStaticByteSize(getSource().getType());
   int64_t result = *getStaticByteSize(getType());
   if (!getOffset()) {
@@ -281,11 +290,29 @@ LogicalResult CallOp::verify() {
 }
 
 LogicalResult CopyOp::verify() {
-  if (getSource().getType() != getTarget().getType())
-    return emitOpError() << "copies " << getSource().getType() << " into "
-                         << getTarget().getType()
-                         << "; the types must be equal";
+  // Between memory spaces too: offloaded state is staged through copies.
+  auto source = getSource().getType(), target = getTarget().getType();
+  if (source.getShape() != target.getShape() ||
+      source.getElementType() != target.getElementType())
+    return emitOpError() << "copies " << source << " into " << target
+                         << "; the shapes and element types must be equal";
   return success();
+}
+
+MemorySpace titan::kernel::getMemorySpace(Type type) {
+  auto memref = dyn_cast<MemRefType>(type);
+  auto space = memref
+                   ? dyn_cast_or_null<MemorySpaceAttr>(memref.getMemorySpace())
+                   : MemorySpaceAttr();
+  return space ? space.getValue() : MemorySpace::Device;
+}
+
+MemRefType titan::kernel::inMemorySpace(MemRefType type, MemorySpace space) {
+  Attribute attr = space == MemorySpace::Device
+                       ? Attribute()
+                       : MemorySpaceAttr::get(type.getContext(), space);
+  return MemRefType::get(type.getShape(), type.getElementType(),
+                         type.getLayout(), attr);
 }
 
 LogicalResult CollectiveStartOp::verify() {

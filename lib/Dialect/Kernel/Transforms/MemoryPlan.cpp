@@ -122,16 +122,29 @@ int64_t placeBuffers(MutableArrayRef<BufferInterval> buffers,
 
 } // namespace
 
+namespace {
+/// One arena's layout: its slots, then the steps' shared region.
+struct ArenaLayout {
+  SmallVector<NamedAttribute> slots;
+  int64_t stateBytes = 0, region = 0;
+  int64_t bytes() const { return stateBytes + region; }
+};
+} // namespace
+
 LogicalResult titan::kernel::planMemory(ModuleOp module) {
   Builder b(module.getContext());
   SmallVector<func::FuncOp> steps(module.getOps<func::FuncOp>());
 
-  // The slots, in order of first appearance; a pipeline stage's frame
-  // slots in its frame, each frame from offset 0.
-  SmallVector<NamedAttribute> slots, frameSlots;
+  // The slots, in order of first appearance, in the arena of their memory
+  // space; a pipeline stage's frame slots in its frame, each frame from
+  // offset 0.
+  ArenaLayout device, host;
+  auto layoutOf = [&](MemorySpace space) -> ArenaLayout & {
+    return space == MemorySpace::Host ? host : device;
+  };
+  SmallVector<NamedAttribute> frameSlots;
   llvm::StringMap<std::pair<int64_t, Type>> slotPlace;
   std::map<int64_t, int64_t> frameBytes;
-  int64_t stateBytes = 0;
   for (func::FuncOp step : steps)
     for (unsigned i = 0, e = step.getNumArguments(); i < e; ++i) {
       auto name =
@@ -144,7 +157,11 @@ LogicalResult titan::kernel::planMemory(ModuleOp module) {
                << " must be a static memref with a kernel.slot to be "
                   "planned";
       std::optional<int64_t> frame = getFrameStage(name.getValue());
-      int64_t &end = frame ? frameBytes[*frame] : stateBytes;
+      ArenaLayout &arena = layoutOf(getMemorySpace(memref));
+      if (frame && getMemorySpace(memref) == MemorySpace::Host)
+        return step.emitOpError() << "places frame slot '" << name.getValue()
+                                  << "' in host memory, which frames are not";
+      int64_t &end = frame ? frameBytes[*frame] : arena.stateBytes;
       auto [it, inserted] =
           slotPlace.try_emplace(name.getValue(), std::make_pair(end, type));
       if (!inserted) {
@@ -155,25 +172,40 @@ LogicalResult titan::kernel::planMemory(ModuleOp module) {
         continue;
       }
       int64_t bytes = *getStaticByteSize(memref);
-      (frame ? frameSlots : slots)
+      (frame ? frameSlots : arena.slots)
           .push_back(
               b.getNamedAttr(name, b.getDenseI64ArrayAttr({end, bytes})));
       end += alignToArena(bytes);
     }
 
-  // Each step's buffers above the slots, in one region the steps share.
-  int64_t region = 0;
+  // Each step's buffers above its arena's slots, in one region per arena
+  // that the steps share.
   for (func::FuncOp step : steps) {
-    SmallVector<BufferInterval> buffers = computeBufferIntervals(step);
-    SmallVector<int64_t> offsets;
-    region = std::max(region, placeBuffers(buffers, offsets));
-    for (auto [buffer, offset] : llvm::zip(buffers, offsets))
-      buffer.alloc.setOffset(stateBytes + offset);
+    SmallVector<BufferInterval> all = computeBufferIntervals(step);
+    for (MemorySpace space : {MemorySpace::Device, MemorySpace::Host}) {
+      SmallVector<BufferInterval> buffers;
+      for (BufferInterval &buffer : all)
+        if (getMemorySpace(buffer.alloc.getType()) == space)
+          buffers.push_back(buffer);
+      ArenaLayout &arena = layoutOf(space);
+      SmallVector<int64_t> offsets;
+      arena.region = std::max(arena.region, placeBuffers(buffers, offsets));
+      for (auto [buffer, offset] : llvm::zip(buffers, offsets)) {
+        AllocOp alloc = buffer.alloc;
+        alloc.setOffset(arena.stateBytes + offset);
+      }
+    }
   }
-  int64_t arena = stateBytes + region;
   module->setAttr(KernelDialect::kArenaBytesAttrName,
-                  b.getI64IntegerAttr(arena));
-  module->setAttr(KernelDialect::kSlotsAttrName, b.getDictionaryAttr(slots));
+                  b.getI64IntegerAttr(device.bytes()));
+  module->setAttr(KernelDialect::kSlotsAttrName,
+                  b.getDictionaryAttr(device.slots));
+  if (host.bytes() > 0) {
+    module->setAttr(KernelDialect::kHostArenaBytesAttrName,
+                    b.getI64IntegerAttr(host.bytes()));
+    module->setAttr(KernelDialect::kHostSlotsAttrName,
+                    b.getDictionaryAttr(host.slots));
+  }
   if (!frameSlots.empty())
     module->setAttr(KernelDialect::kFrameSlotsAttrName,
                     b.getDictionaryAttr(frameSlots));
@@ -193,5 +225,11 @@ struct KernelPlanMemoryPass
 int64_t titan::kernel::getArenaBytes(ModuleOp module) {
   auto bytes =
       module->getAttrOfType<IntegerAttr>(KernelDialect::kArenaBytesAttrName);
+  return bytes ? bytes.getInt() : 0;
+}
+
+int64_t titan::kernel::getHostArenaBytes(ModuleOp module) {
+  auto bytes = module->getAttrOfType<IntegerAttr>(
+      KernelDialect::kHostArenaBytesAttrName);
   return bytes ? bytes.getInt() : 0;
 }

@@ -16,8 +16,8 @@ namespace {
 constexpr StringLiteral kStateCategories[] = {
     "parameters", "gradients", "optimizer state", "inputs and outputs"};
 constexpr StringLiteral kStepCategories[] = {
-    "low-precision copies", "activations", "temporaries", "collective buffers",
-    "workspaces"};
+    "low-precision copies", "activations", "temporaries",
+    "collective buffers",   "workspaces",  "offload staging"};
 
 StringRef categoryOfKind(AllocKind kind) {
   switch (kind) {
@@ -31,15 +31,19 @@ StringRef categoryOfKind(AllocKind kind) {
     return "workspaces";
   case AllocKind::Copy:
     return "low-precision copies";
+  case AllocKind::Staging:
+    return "offload staging";
   }
   llvm_unreachable("unknown alloc kind");
 }
 
-/// Bytes of each state category, from the module's planned slots.
-llvm::StringMap<int64_t> stateBytes(ModuleOp module) {
+/// Bytes of each state category, from the module's planned slots (the
+/// device arena's, or with `host` the host arena's).
+llvm::StringMap<int64_t> stateBytes(ModuleOp module, bool host = false) {
   llvm::StringMap<int64_t> bytes;
-  if (auto slots =
-          module->getAttrOfType<DictionaryAttr>(KernelDialect::kSlotsAttrName))
+  if (auto slots = module->getAttrOfType<DictionaryAttr>(
+          host ? KernelDialect::kHostSlotsAttrName
+               : KernelDialect::kSlotsAttrName))
     for (NamedAttribute slot : slots)
       bytes[getSlotCategory(slot.getName().getValue())] +=
           alignToArena(cast<DenseI64ArrayAttr>(slot.getValue())[1]);
@@ -55,11 +59,16 @@ struct StepTimeline {
   int64_t peakLive = 0;
 };
 
-StepTimeline computeTimeline(func::FuncOp step, int64_t stateEnd) {
+/// The timeline of `step`'s buffers in memory `space`, whose arena's
+/// slots end at `stateEnd`.
+StepTimeline computeTimeline(func::FuncOp step, int64_t stateEnd,
+                             MemorySpace space = MemorySpace::Device) {
   StepTimeline t{step};
   unsigned numOps = step.getBody().front().getOperations().size();
   t.live.resize(numOps);
   for (BufferInterval &buffer : computeBufferIntervals(step)) {
+    if (getMemorySpace(buffer.alloc.getType()) != space)
+      continue;
     StringRef category = categoryOfKind(buffer.alloc.getKind());
     for (unsigned i = buffer.first; i <= buffer.last; ++i)
       t.live[i][category] += buffer.bytes;
@@ -110,6 +119,28 @@ std::string describeOp(func::FuncOp step, unsigned index) {
   return text;
 }
 
+/// The host arena of training.enable_cpu_offload (kernel-offload-state):
+/// the offloaded state, then each step's host buffers at their peak.
+void printHostMemory(ModuleOp module, raw_ostream &os) {
+  int64_t hostArena = getHostArenaBytes(module);
+  if (hostArena == 0)
+    return;
+  llvm::StringMap<int64_t> state = stateBytes(module, /*host=*/true);
+  int64_t stateEnd = totalState(state);
+  os << "  host memory (training.enable_cpu_offload: one pinned host arena; "
+        "the arena above is the device's):\n";
+  for (StringRef category : kStateCategories)
+    if (int64_t bytes = state.lookup(category))
+      os << llvm::formatv("    {0,-22} {1}\n", category, bytesText(bytes));
+  for (func::FuncOp step : module.getOps<func::FuncOp>()) {
+    StepTimeline t = computeTimeline(step, stateEnd, MemorySpace::Host);
+    if (t.extent > 0)
+      os << llvm::formatv("    {0,-22} {1}\n", ("@" + step.getSymName()).str(),
+                          bytesText(t.extent));
+  }
+  os << llvm::formatv("  {0,-24} {1}\n", "host arena", bytesText(hostArena));
+}
+
 } // namespace
 
 void titan::kernel::printMemoryReport(ModuleOp module, int64_t worldSize,
@@ -150,13 +181,16 @@ void titan::kernel::printMemoryReport(ModuleOp module, int64_t worldSize,
        << " bytes, live buffers peak at " << describeOp(step, t.peakOp)
        << ":\n";
     for (StringRef category : kStepCategories)
-      os << llvm::formatv("    {0,-22} {1}\n", category,
-                          bytesText(t.live[t.peakOp].lookup(category)));
+      // (Staging buffers exist only with training.enable_cpu_offload.)
+      if (category != "offload staging" || getHostArenaBytes(module) > 0)
+        os << llvm::formatv("    {0,-22} {1}\n", category,
+                            bytesText(t.live[t.peakOp].lookup(category)));
     os << llvm::formatv("    {0,-22} {1}\n", "fragmentation",
                         bytesText(t.extent - t.peakLive));
   }
   os << llvm::formatv("  {0,-24} {1}\n", "arena",
                       bytesText(arena ? arena.getInt() : 0));
+  printHostMemory(module, os);
   os << "peak: " << (arena ? arena.getInt() : 0) << " bytes\n";
 }
 
@@ -185,8 +219,9 @@ void titan::kernel::writeMemoryTimelineSVG(ModuleOp module, StringRef title,
   SmallVector<StringRef> series(std::begin(kStateCategories),
                                 std::end(kStateCategories));
   series.append(std::begin(kStepCategories), std::end(kStepCategories));
-  const char *colors[] = {"#4e79a7", "#a0cbe8", "#f28e2b", "#ffbe7d", "#bab0ac",
-                          "#59a14f", "#8cd17d", "#e15759", "#b07aa1"};
+  const char *colors[] = {"#4e79a7", "#a0cbe8", "#f28e2b", "#ffbe7d",
+                          "#bab0ac", "#59a14f", "#8cd17d", "#e15759",
+                          "#b07aa1", "#76b7b2"};
   std::vector<std::vector<double>> stacked(series.size() + 1,
                                            std::vector<double>(points, 0));
   size_t at = 0;

@@ -52,6 +52,12 @@ inline mlir::Value viewedBuffer(mlir::Value v) {
   return v;
 }
 
+/// Where a buffer of type `type` lives (device memory unless its memory
+/// space says host).
+MemorySpace getMemorySpace(mlir::Type type);
+/// `type` in memory space `space`.
+mlir::MemRefType inMemorySpace(mlir::MemRefType type, MemorySpace space);
+
 /// Whether `op` reduces a value over its row of a row kernel
 /// (kernel.row_sum, kernel.row_max, kernel.row_logsumexp).
 inline bool isRowReduction(mlir::Operation *op) {

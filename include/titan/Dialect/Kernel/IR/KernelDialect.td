@@ -57,6 +57,18 @@ def Kernel_Dialect : Dialect {
     /// rounding with the checkpointing mode.
     static constexpr ::llvm::StringLiteral kSeparateRoundingAttrName =
         "kernel.separate_rounding";
+    /// training.enable_cpu_offload on a GPU (kernel-offload-state). On a
+    /// func.func: the step runs on the host (its kernels are the host's,
+    /// its generated kernels host loops, its copies synchronous); set by
+    /// titan-bufferize's host-steps. On the module, set by
+    /// kernel-plan-memory: the host arena's size and each host slot's
+    /// {offset, bytes} in it.
+    static constexpr ::llvm::StringLiteral kHostStepAttrName =
+        "kernel.host_step";
+    static constexpr ::llvm::StringLiteral kHostArenaBytesAttrName =
+        "kernel.host_arena_bytes";
+    static constexpr ::llvm::StringLiteral kHostSlotsAttrName =
+        "kernel.host_slots";
     /// Every planned offset and the arena size are multiples of this (the
     /// alignment of cudaMalloc; enough for any vector load on the CPU).
     static constexpr int64_t kAlignment = 256;

@@ -46,13 +46,33 @@ def Kernel_StaticMemRef : StaticShapeMemRefOf<[AnyType]>;
 // Buffers
 //===----------------------------------------------------------------------===//
 
+/// Where a buffer lives: a memref's memory space. Device memory is the
+/// default (no memory space); host memory is the target's pinned host arena
+/// (training.enable_cpu_offload on a GPU), which kernel-plan-memory places
+/// apart and the lowering addresses from the runtime's titan_rt_host_arena.
+def Kernel_MemorySpace : I32EnumAttr<"MemorySpace", "where a buffer lives", [
+      I32EnumAttrCase<"Device", 0, "device">,
+      I32EnumAttrCase<"Host", 1, "host">]> {
+  let cppNamespace = "::titan::kernel";
+  let genSpecializedAttr = 0;
+}
+/// `memref<4xf32, #kernel.memory_space<host>>`.
+def Kernel_MemorySpaceAttr
+    : EnumAttr<Kernel_Dialect, Kernel_MemorySpace, "memory_space"> {
+  let assemblyFormat = "`<` $value `>`";
+}
+
 /// What a buffer holds, for the memory plan's breakdown.
 def Kernel_AllocKind : I32EnumAttr<"AllocKind", "what a buffer holds", [
       I32EnumAttrCase<"Activation", 0, "activation">,
       I32EnumAttrCase<"Temporary", 1, "temporary">,
       I32EnumAttrCase<"Collective", 2, "collective">,
       I32EnumAttrCase<"Workspace", 3, "workspace">,
-      I32EnumAttrCase<"Copy", 4, "copy">]> {
+      I32EnumAttrCase<"Copy", 4, "copy">,
+      // A device buffer through which a kernel reads or writes host memory
+      // (kernel-offload-state), or the host's image of a device buffer in
+      // a host step.
+      I32EnumAttrCase<"Staging", 5, "staging">]> {
   let cppNamespace = "::titan::kernel";
   let genSpecializedAttr = 0;
 }
@@ -160,7 +180,14 @@ def Kernel_CallOp : Kernel_Op<"call", [AttrSizedOperandSegments]> {
 }
 
 def Kernel_CopyOp : Kernel_Op<"copy"> {
-  let summary = "copy a buffer into another of the same type";
+  let summary = "copy a buffer into another of the same shape";
+  let description = [{
+    Copies `source` into `target`, which have the same shape and element
+    type, in device memory or host memory (`#kernel.memory_space<host>`):
+    kernel-offload-state stages offloaded state through copies between the
+    two. In a device step the copy is ordered with the step's kernels; in a
+    host step (`kernel.host_step`) it has completed when the next op runs.
+  }];
   let arguments = (ins Arg<Kernel_StaticMemRef, "", [MemRead]>:$source,
                        Arg<Kernel_StaticMemRef, "", [MemWrite]>:$target,
                        Kernel_StreamType:$stream);

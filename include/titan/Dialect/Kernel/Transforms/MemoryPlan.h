@@ -45,12 +45,18 @@ llvm::StringRef getSlotCategory(llvm::StringRef slot);
 /// Plans `module`: sets every kernel.alloc's offset and the module's
 /// kernel.arena_bytes and kernel.slots. Slots are laid out in order of first
 /// appearance over the steps; each step's buffers go first-fit by
-/// decreasing size (ties by program order) above them. Deterministic.
+/// decreasing size (ties by program order) above them. Buffers in host
+/// memory (kernel-offload-state) get a host arena of their own, planned
+/// alike (kernel.host_arena_bytes, kernel.host_slots). Deterministic.
 mlir::LogicalResult planMemory(mlir::ModuleOp module);
 
 /// The arena planMemory recorded on `module` (kernel.arena_bytes), 0 before
 /// planning.
 int64_t getArenaBytes(mlir::ModuleOp module);
+
+/// The host arena planMemory recorded (kernel.host_arena_bytes), 0 when
+/// nothing lives in host memory.
+int64_t getHostArenaBytes(mlir::ModuleOp module);
 
 /// The planned peak of a rank with its breakdown by category (at the op
 /// where the step's live buffers peak), per step, ending with

@@ -25,6 +25,41 @@ def KernelPlanMemory : Pass<"kernel-plan-memory", "::mlir::ModuleOp"> {
   }];
 }
 
+def KernelOffloadState : Pass<"kernel-offload-state", "::mlir::ModuleOp"> {
+  let summary = "Keep the sharded parameters, gradients and optimizer state "
+                "in host memory (training.enable_cpu_offload)";
+  let description = [{
+    FSDP2's `CPUOffloadPolicy`, which TorchTitan's
+    `training.enable_cpu_offload` selects, as a placement of the kernel IR:
+
+    - the slots `param:*`, `grad:*`, `exp_avg:*` and `exp_avg_sq:*` (this
+      rank's shards) move to host memory (`#kernel.memory_space<host>`),
+      in every step;
+    - a host step (`kernel.host_step`, which `titan-bufferize{host-steps}`
+      sets on `optimizer_step`) runs its kernels on the host, so its
+      buffers move to host memory too, except those a collective reads or
+      writes (the communicator's are device memory);
+    - a kernel that runs where one of its buffers does not live (a device
+      step's kernel on an offloaded slot, a host step's on a device buffer,
+      a collective on a host buffer) gets a staging buffer
+      (`kernel.alloc staging`) in its own memory, copied in before it when
+      it reads the buffer (a library call's outputs count as read: a GEMM
+      may add into its result) and copied out after it (after a
+      collective's `kernel.wait`) when it writes it.
+
+    So a parameter's shard is copied to the device right before the cast
+    that feeds its FSDP gather, and the reduce-scattered gradient back to
+    the host right after its wait, as FSDP2 copies them; AdamW, the
+    gradient norm and the learning-rate schedule run on the host, and the
+    norm's all-reduce on 4 bytes staged through the device. The device's
+    staging buffers are planned like any other, so `--emit=memory` shows
+    what offloading leaves on the device; `kernel-plan-memory` places the
+    host buffers in a host arena of their own. Copies in a device step are
+    ordered on its compute stream; the runtime waits for the device before
+    a host step, whose copies complete before its next op.
+  }];
+}
+
 def KernelFuseGemmAccumulate
     : Pass<"kernel-fuse-gemm-accumulate", "::mlir::ModuleOp"> {
   let summary = "Fold an add into the GEMM that produces one of its operands";
