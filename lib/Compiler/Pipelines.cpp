@@ -416,8 +416,12 @@ void titan::buildExecutionPipeline(mlir::OpPassManager &pm,
     pm.addPass(kernel::createKernelFuseHorizontal());
   // After the fusions and the schedule, which see the steps as on a
   // device; the plan then places the staging buffers and the host arena.
-  if (options.offloadState)
-    pm.addPass(kernel::createKernelOffloadState());
+  if (options.offloadState) {
+    // The fetches ahead of their readers share the collectives' budget.
+    kernel::KernelOffloadStateOptions offload;
+    offload.maxPrefetchBytes = options.maxInFlightBytes;
+    pm.addPass(kernel::createKernelOffloadState(offload));
+  }
   pm.addPass(kernel::createKernelPlanMemory());
 }
 

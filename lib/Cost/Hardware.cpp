@@ -90,6 +90,13 @@ Hardware h100() {
   // proxy).
   hw.interNodeBytesPerSecond = 47 * kGiga;
   hw.interNodeLatencySeconds = 6e-6;
+  // The host (training.enable_cpu_offload), assumptions not measured here:
+  // PCIe Gen5 x16 moves 64 GB/s each way (the H100 data sheet's 128 GB/s
+  // both ways), pinned copies ~0.8 of it: 51 GB/s. A DGX H100's two Xeon
+  // 8480C have 8 DDR5-4800 channels each, 614 GB/s; streaming kernels
+  // ~0.65 of it: 400 GB/s for the node's 8 ranks.
+  hw.hostLinkBytesPerSecond = 51 * kGiga;
+  hw.hostMemoryBytesPerSecond = 400 * kGiga;
   return hw;
 }
 
@@ -167,6 +174,10 @@ std::vector<Hardware> buildBuiltins() {
   a100.memoryBytesPerSecond = 2.039 * kTera;
   a100.intraNodeBusBytesPerSecond = 230 * kGiga;
   a100.interNodeBytesPerSecond = 23.5 * kGiga;
+  // PCIe Gen4 x16 (32 GB/s each way, 0.8 of it) and a DGX A100's two EPYC
+  // 7742 (8 DDR4-3200 channels each, 410 GB/s, 0.65 of it): assumptions.
+  a100.hostLinkBytesPerSecond = 25.6 * kGiga;
+  a100.hostMemoryBytesPerSecond = 266 * kGiga;
   all.push_back(a100);
 
   // The 2-core build machine (AMD EPYC, AVX-512): all ranks of a test
@@ -260,6 +271,10 @@ const Field kFields[] = {
     {"inter_node_bytes_per_second", &Hardware::interNodeBytesPerSecond,
      Range::Positive},
     {"inter_node_latency_seconds", &Hardware::interNodeLatencySeconds,
+     Range::NonNegative},
+    {"host_link_bytes_per_second", &Hardware::hostLinkBytesPerSecond,
+     Range::NonNegative},
+    {"host_memory_bytes_per_second", &Hardware::hostMemoryBytesPerSecond,
      Range::NonNegative},
     {"ranks_share_compute", &Hardware::ranksShareCompute},
 };

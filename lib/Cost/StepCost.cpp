@@ -111,6 +111,7 @@ public:
     StringRef name = step.getSymName();
     inBackward = name != "forward_backward" &&
                  (name.ends_with("_backward") || name.contains("_backward_"));
+    onHost = step->hasAttr(kernel::KernelDialect::kHostStepAttrName);
     step.walk<WalkOrder::PreOrder>([&](Operation *op) {
       if (auto call = dyn_cast<kernel::CallOp>(op))
         visitCall(call);
@@ -120,6 +121,8 @@ public:
         visitCopy(copy);
       else if (auto start = dyn_cast<kernel::CollectiveStartOp>(op))
         visitStart(start);
+      else if (auto copy = dyn_cast<kernel::CopyStartOp>(op))
+        visitCopyStart(copy);
       else if (auto wait = dyn_cast<kernel::WaitOp>(op))
         visitWait(wait);
     });
@@ -155,6 +158,17 @@ private:
     return cost.kernels[it->second];
   }
 
+  /// `work`'s time where the step runs: a host step's kernels (the
+  /// offloaded optimizer) stream host memory at the node's bandwidth
+  /// shared by its ranks, a host loop's overhead each.
+  double secondsOf(const KernelWork &work) {
+    if (!onHost || hw.hostMemoryBytesPerSecond <= 0)
+      return kernelSeconds(work, hw, ranksSharing);
+    double share = double(std::max<int64_t>(hw.devicesPerNode, 1));
+    return work.bytes / (hw.hostMemoryBytesPerSecond / share) +
+           kHostLoopOverheadSeconds;
+  }
+
   void compute(Operation *op, const KernelWork &work, double seconds) {
     t += seconds;
     cost.computeSeconds += seconds;
@@ -179,7 +193,7 @@ private:
 
   void visitCall(kernel::CallOp call) {
     KernelWork work = kernelWork(call);
-    double seconds = kernelSeconds(work, hw, ranksSharing);
+    double seconds = secondsOf(work);
     std::optional<unsigned> mask = kernel::communicationAxisMask(call);
     std::optional<CollectiveKind> kind = collectiveKind(call.getKernel());
     if (!mask || !kind) {
@@ -213,13 +227,36 @@ private:
 
   void visitGenerated(kernel::GenericOp generic) {
     KernelWork work = kernelWork(generic);
-    compute(generic, work, kernelSeconds(work, hw, ranksSharing));
+    compute(generic, work, secondsOf(work));
   }
 
   void visitCopy(kernel::CopyOp copy) {
     KernelWork work;
-    work.bytes = 2 * bufferBytes(copy.getSource());
-    compute(copy, work, kernelSeconds(work, hw, ranksSharing));
+    double bytes = bufferBytes(copy.getSource());
+    work.bytes = 2 * bytes;
+    // Across the host link (a host step's staging), or within one memory.
+    bool crosses = kernel::getMemorySpace(copy.getSource().getType()) !=
+                   kernel::getMemorySpace(copy.getTarget().getType());
+    compute(copy, work,
+            crosses && hw.hostLinkBytesPerSecond > 0
+                ? bytes / hw.hostLinkBytesPerSecond
+                : secondsOf(work));
+  }
+
+  /// A copy between host and device memory on the copy stream (offloaded
+  /// state): the host link's time, overlapping compute until its wait.
+  void visitCopyStart(kernel::CopyStartOp copy) {
+    double bytes = bufferBytes(copy.getSource());
+    KernelWork work;
+    work.bytes = 2 * bytes;
+    double seconds = hw.hostLinkBytesPerSecond > 0
+                         ? bytes / hw.hostLinkBytesPerSecond
+                         : kernelSeconds(work, hw, ranksSharing);
+    double &free = streamFree[streamIndex(copy.getStream())];
+    free = std::max(t, free) + seconds;
+    done[copy] = free;
+    cost.commSeconds[kHostLink] += seconds;
+    part(copy).commSeconds += seconds;
   }
 
   void visitStart(kernel::CollectiveStartOp start) {
@@ -248,6 +285,14 @@ private:
   }
 
   void visitWait(kernel::WaitOp wait) {
+    if (kernel::CopyStartOp copy = wait.getCopyStart()) {
+      auto it = done.find(copy);
+      double exposed = it == done.end() ? 0 : std::max(0.0, it->second - t);
+      t += exposed;
+      cost.exposedCommSeconds[kHostLink] += exposed;
+      part(copy).exposedCommSeconds += exposed;
+      return;
+    }
     kernel::CollectiveStartOp start = wait.getStart();
     if (!start)
       return;
@@ -270,7 +315,13 @@ private:
   std::map<std::string, size_t> partIndex;
   std::map<std::pair<std::string, WorkUnit>, size_t> kernelIndex;
   bool inBackward = false;
+  /// The step runs on the host (kernel.host_step).
+  bool onHost = false;
   StepCost cost;
+  /// The host link's entry among the communication groups.
+  static constexpr const char *kHostLink = "host link";
+  /// A host loop's fixed cost (a titan_rt_parallel_for call), seconds.
+  static constexpr double kHostLoopOverheadSeconds = 5e-6;
 };
 
 } // namespace

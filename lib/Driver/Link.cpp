@@ -68,14 +68,9 @@ llvm::Error driver::linkExecutable(const LinkInputs &inputs,
   link.kernelLibraries = std::move(targetLink.kernelLibraries);
   link.systemLibraries = std::move(targetLink.systemLibraries);
   link.libraryDirs = std::move(targetLink.libraryDirs);
-  // After the target's, whose archives then define its own entries first.
-  if (const target::TargetBackend *host = target::lookupHostTargetBackend();
-      inputs.hostSteps && host && host != &target) {
-    target::TargetLink hostLink = host->getTargetLink(link.runtimeDir);
-    llvm::append_range(link.kernelLibraries, hostLink.kernelLibraries);
-    llvm::append_range(link.systemLibraries, hostLink.systemLibraries);
-    llvm::append_range(link.libraryDirs, hostLink.libraryDirs);
-  }
+  // Host steps call libtitanrt_host's entries, on any target.
+  if (inputs.hostSteps)
+    link.kernelLibraries.push_back("-ltitanrt_host");
   link.driverFlags = splitList(TITAN_RUNTIME_LINK_FLAGS);
   link.extraInputs.assign(inputs.objects.begin() + 1, inputs.objects.end());
   std::string table;

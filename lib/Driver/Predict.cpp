@@ -449,6 +449,7 @@ driver::predictJob(mlir::MLIRContext &context, const LlamaArgs &model,
     mergeKernels(p.kernels, *fb);
     p.microbatchComputeSeconds = fb->computeSeconds;
     p.peakBytes.push_back(kernel::getArenaBytes(module));
+    p.hostBytes = kernel::getHostArenaBytes(module);
   }
 
   // The global batch: every data-parallel rank's local batch, each
@@ -512,6 +513,9 @@ void driver::printPrediction(const JobPrediction &p, llvm::raw_ostream &os) {
             "{0} of {1} ({2})", gib(double(bytes)), gib(p.memoryBytesPerDevice),
             double(bytes) <= p.memoryBytesPerDevice ? "fits" : "does not fit")
             .str());
+  if (p.hostBytes > 0)
+    row("host memory (cpu offload)",
+        llvm::formatv("{0} pinned per rank", gib(double(p.hostBytes))).str());
   os << (p.peakBytes.size() > 1 ? "per part (pipeline rank 0: one "
                                   "microbatch's forward and backward, the "
                                   "once-per-step unshard and gradient "

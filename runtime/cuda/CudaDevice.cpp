@@ -28,6 +28,36 @@ void titanrt::cuda::checkCuda(cudaError_t rc, const std::string &what) {
 KernelContext::KernelContext()
     : gemms(size_t(titan::cuda::kGemmWorkspaceBytes)) {}
 
+KernelContext::~KernelContext() {
+  for (cudaEvent_t event : freeEvents)
+    cudaEventDestroy(event);
+  if (copies)
+    cudaStreamDestroy(copies);
+}
+
+cudaStream_t KernelContext::copyStream() {
+  if (!copies)
+    checkCuda(cudaStreamCreateWithFlags(&copies, cudaStreamNonBlocking),
+              "creating the copy stream");
+  return copies;
+}
+
+cudaEvent_t KernelContext::takeEvent() {
+  if (freeEvents.empty()) {
+    cudaEvent_t event = nullptr;
+    checkCuda(cudaEventCreateWithFlags(&event, cudaEventDisableTiming),
+              "creating an event");
+    return event;
+  }
+  cudaEvent_t event = freeEvents.back();
+  freeEvents.pop_back();
+  return event;
+}
+
+void KernelContext::returnEvent(cudaEvent_t event) {
+  freeEvents.push_back(event);
+}
+
 namespace {
 
 class CudaDevice final : public Device {

@@ -19,6 +19,7 @@
 
 #include <memory>
 #include <string>
+#include <vector>
 
 namespace titanrt::cuda {
 
@@ -34,6 +35,22 @@ struct KernelContext {
   LinearGemms gemms;
   CudnnAttention attention;
   KernelContext();
+  ~KernelContext();
+  KernelContext(const KernelContext &) = delete;
+  KernelContext &operator=(const KernelContext &) = delete;
+
+  /// The copy engine's stream (training.enable_cpu_offload's copies between
+  /// the pinned host arena and the arena, kernel.copy_start), created on
+  /// first use; a copy forks it from `stream` and its wait joins it back.
+  cudaStream_t copyStream();
+  /// An event without timing, from a pool (a fork or join point is free
+  /// again once a wait has been enqueued on it).
+  cudaEvent_t takeEvent();
+  void returnEvent(cudaEvent_t event);
+
+private:
+  cudaStream_t copies = nullptr;
+  std::vector<cudaEvent_t> freeEvents;
 };
 
 /// Times one kernel entry's launches on the compute stream with a pair of

@@ -633,6 +633,38 @@ void titan_rt_copy(void *dst, const void *src, int64_t bytes) {
             "kernel.copy of " + std::to_string(bytes) + " bytes");
 }
 
+namespace {
+/// A kernel.copy_start on the copy stream: its wait joins the copy back
+/// into the compute stream.
+struct CopyRequest final : Request {
+  explicit CopyRequest(cudaEvent_t done) : done(done) {}
+  void finish() override {
+    KernelContext &k = kernelContext();
+    checkCuda(cudaStreamWaitEvent(k.stream, done, 0),
+              "waiting for a copy between host and device");
+    k.returnEvent(done);
+  }
+  cudaEvent_t done;
+};
+} // namespace
+
+/// Forks the copy stream from the compute stream (the copy comes after
+/// the kernels issued before it, which may have used its target's memory),
+/// copies, and records where it ends.
+void *titan_rt_copy_start(void *dst, const void *src, int64_t bytes) {
+  KernelContext &k = kernelContext();
+  cudaStream_t copies = k.copyStream();
+  cudaEvent_t issued = k.takeEvent(), done = k.takeEvent();
+  std::string what = "kernel.copy_start of " + std::to_string(bytes) + " bytes";
+  checkCuda(cudaEventRecord(issued, k.stream), what);
+  checkCuda(cudaStreamWaitEvent(copies, issued, 0), what);
+  k.returnEvent(issued);
+  checkCuda(cudaMemcpyAsync(dst, src, size_t(bytes), cudaMemcpyDefault, copies),
+            what);
+  checkCuda(cudaEventRecord(done, copies), what);
+  return new CopyRequest(done);
+}
+
 /// A host step's copy: ordered after the work before it, and complete when
 /// this returns, so the host's next kernel may read what it wrote.
 void titan_rt_copy_sync(void *dst, const void *src, int64_t bytes) {

@@ -15,6 +15,7 @@
 #include "ContextParallel.h"
 #include "Error.h"
 #include "Gemm.h"
+#include "HostKernels.h"
 #include "KernelCall.h"
 #include "KernelProfile.h"
 #include "Kernels.h"
@@ -25,43 +26,16 @@
 #include "ScaledGemm.h"
 #include "VectorMath.h"
 
-#include <omp.h>
-#include <sched.h>
-
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
 #include <optional>
 #include <string>
-#include <thread>
 
 using namespace titanrt;
 using titanrt::abi::Call;
 
-namespace {
-/// The kernels' OpenMP threads (oneDNN's GEMMs): OMP_NUM_THREADS when set;
-/// else the cores this process may run on, shared among the ranks the
-/// launcher started on this machine. OpenMP's default gives every rank all
-/// of them, and ranks sharing cores then spin against each other. Set when
-/// the library loads (after libgomp's own start-up), before any kernel.
-__attribute__((constructor)) void shareCoresAmongLocalRanks() {
-  if (std::getenv("OMP_NUM_THREADS"))
-    return;
-  int64_t local = 1;
-  for (const char *var : {"OMPI_COMM_WORLD_LOCAL_SIZE", "MPI_LOCALNRANKS",
-                          "PMI_LOCAL_SIZE", "LOCAL_WORLD_SIZE"})
-    if (const char *value = std::getenv(var)) {
-      local = std::max<int64_t>(1, std::atoll(value));
-      break;
-    }
-  cpu_set_t cpus;
-  int64_t cores = sched_getaffinity(0, sizeof(cpus), &cpus) == 0
-                      ? CPU_COUNT(&cpus)
-                      : int64_t(std::thread::hardware_concurrency());
-  omp_set_num_threads(int(std::max<int64_t>(1, cores / local)));
-}
-} // namespace
 using titanrt::abi::Shape;
 namespace k = titanrt::kernels;
 
@@ -345,28 +319,10 @@ template <typename T> void fill(const Call &c) {
   T *out = c.buf<T>(0);
   std::fill(out, out + c.shape(0).numel(), T(c.floats[0]));
 }
-/// ints: {number of inputs}. Per-tensor norms are rounded to float32 before
-/// the norm of norms, as torch.nn.utils.clip_grad_norm_ stacks them.
-template <typename T> void globalNorm(const Call &c) {
-  int64_t count = c.ints[0];
-  const int64_t *s = c.shapes;
-  double total = 0;
-  for (int64_t i = 0; i < count; ++i) {
-    Shape shape{s + 1, s[0]};
-    s += 1 + s[0];
-    float norm = float(std::sqrt(k::sumOfSquares(
-        c.buf<T>(i), shape.numel(), static_cast<double *>(c.workspace))));
-    total += double(norm) * norm;
-  }
-  *c.buf<float>(count) = float(std::sqrt(total));
-}
-/// ints: {warmup_steps, decay type}; floats: {lr, decay_ratio (-1: none),
-/// min_lr_factor}.
-template <typename T> void lrSchedule(const Call &c) {
-  *c.buf<float>(2) =
-      float(k::lrSchedule(*c.buf<int64_t>(0), *c.buf<int64_t>(1), c.floats[0],
-                          c.ints[0], c.floats[1], int(c.ints[1]), c.floats[2]));
-}
+// global_norm and lr_schedule are libtitanrt_host's (HostKernels.h), which
+// host steps call on any target: one implementation, the same bits.
+using host::globalNorm;
+using host::lrSchedule;
 //===----------------------------------------------------------------------===//
 // Float8 (titan-expand-float8's kernels). Float8 buffers are raw codes,
 // never widened: the 16-bit entries stage only the bf16/f16 buffers.
@@ -784,6 +740,18 @@ void titan_rt_copy(void *dst, const void *src, int64_t bytes) {
   std::memcpy(dst, src, size_t(bytes));
 }
 
+namespace {
+/// The CPU target's copies complete when issued.
+struct CompletedCopy final : Request {
+  void finish() override {}
+};
+} // namespace
+
+void *titan_rt_copy_start(void *dst, const void *src, int64_t bytes) {
+  std::memcpy(dst, src, size_t(bytes));
+  return new CompletedCopy;
+}
+
 /// The CPU target's steps run in order on the calling thread: every copy
 /// has completed when it returns.
 void titan_rt_copy_sync(void *dst, const void *src, int64_t bytes) {
@@ -809,26 +777,4 @@ void titan_rt_parallel_for(titan_rt_generated_kernel kernel,
 /// The CPU target runs its steps on the host, on host memory.
 titanrt::Device *titan_rt_target_device(void) { return &hostDevice(); }
 
-// The host kernel library's entries (KernelABI.h): the same functions under
-// a second name, which a GPU target's executable links beside its own
-// kernels of the first name (this library is linked -Bsymbolic, so its own
-// calls never reach those).
-#define TITAN_RT_HOST_ALIAS(entry)                                             \
-  void titan_rt_host_##entry(void **, const int64_t *, const int64_t *,        \
-                             const double *, void *, const int64_t *)          \
-      __attribute__((alias("titan_rt_" #entry)));
-#define TITAN_RT_HOST_ALIASES(name, impl)                                      \
-  TITAN_RT_HOST_ALIAS(name##_f32)                                              \
-  TITAN_RT_HOST_ALIAS(name##_f64)                                              \
-  TITAN_RT_HOST_ALIAS(name##_bf16) TITAN_RT_HOST_ALIAS(name##_f16)
-#define TITAN_KERNEL_Kernel(name, impl) TITAN_RT_HOST_ALIASES(name, impl)
-#include "titan/Contract/KernelCatalog.def"
-TITAN_RT_HOST_ALIASES(cast, cast)
-TITAN_RT_HOST_ALIAS(shard_offset_i32)
-#undef TITAN_RT_HOST_ALIASES
-#undef TITAN_RT_HOST_ALIAS
-
-void titan_rt_host_parallel_for(titan_rt_generated_kernel, void *const *,
-                                int64_t, int64_t, const char *, int64_t)
-    __attribute__((alias("titan_rt_parallel_for")));
 } // extern "C"

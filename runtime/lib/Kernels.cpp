@@ -4,7 +4,6 @@
 
 #include "Error.h"
 #include "Gemm.h"
-#include "LRSchedule.h"
 #include "Parallel.h"
 #include "VectorMath.h"
 
@@ -34,16 +33,6 @@ void checkToken(int32_t token, int64_t index, int64_t vocab, const char *what) {
 // The per-row and per-span bodies below are compiled once per x86-64 level
 // (VectorMath.h); the exponentials are f32 for f32 kernels (vmath::fastExp,
 // within 2 ulp), libm's for the f64 ones.
-
-/// sum_j x[j]^2 in f64.
-template <typename T>
-TITAN_VECTOR_CLONES double sumOfSquaresOf(const T *x, int64_t n) {
-  double s = 0;
-#pragma omp simd reduction(+ : s)
-  for (int64_t j = 0; j < n; ++j)
-    s += double(x[j]) * double(x[j]);
-  return s;
-}
 
 } // namespace
 
@@ -147,29 +136,6 @@ template void linearGradWeight<BFloat16, float>(const BFloat16 *,
                                                 int64_t, int64_t, int64_t,
                                                 bool);
 
-template <typename T>
-double sumOfSquares(const T *x, int64_t n, double *partials) {
-  int64_t span =
-      std::max(titan::cpu::kNormMinSpan,
-               (n + titan::cpu::kNormSpans - 1) / titan::cpu::kNormSpans);
-  int64_t spans = (n + span - 1) / span;
-#pragma omp parallel for schedule(static) if (spans > 1)
-  for (int64_t i = 0; i < spans; ++i)
-    partials[i] =
-        sumOfSquaresOf(x + i * span, std::min(n, (i + 1) * span) - i * span);
-  double sum = 0;
-  for (int64_t i = 0; i < spans; ++i)
-    sum += partials[i];
-  return sum;
-}
-
-double lrSchedule(int64_t step, int64_t totalSteps, double lr,
-                  int64_t warmupSteps, double decayRatio, int decayType,
-                  double minLrFactor) {
-  return lrScheduleValue(step, totalSteps, lr, warmupSteps, decayRatio,
-                         decayType, minLrFactor);
-}
-
 #define INSTANTIATE(T)                                                         \
   template void embedding<T>(const T *, const int32_t *, T *, int64_t,         \
                              int64_t, int64_t, const int32_t *);               \
@@ -180,8 +146,7 @@ double lrSchedule(int64_t step, int64_t totalSteps, double lr,
   template void linearGradInput<T>(const T *, const T *, T *, int64_t,         \
                                    int64_t, int64_t, bool);                    \
   template void linearGradWeight<T>(const T *, const T *, T *, int64_t,        \
-                                    int64_t, int64_t, bool);                   \
-  template double sumOfSquares<T>(const T *, int64_t, double *);
+                                    int64_t, int64_t, bool);
 
 INSTANTIATE(float)
 INSTANTIATE(double)

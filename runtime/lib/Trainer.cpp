@@ -1597,8 +1597,12 @@ void Run::saveInBackground(int64_t steps) {
   backgroundSaves->start(
       trainingState(steps), [&](size_t set, size_t param, float *out) {
         const TensorSet &from = *sets[set];
-        device.copyToHost(out, from.addresses[param],
-                          size_t(from.refs[param].numel()) * sizeof(float));
+        size_t bytes = size_t(from.refs[param].numel()) * sizeof(float);
+        // The host arena (training.enable_cpu_offload) is host memory.
+        if (from.direct)
+          std::memcpy(out, from.addresses[param], bytes);
+        else
+          device.copyToHost(out, from.addresses[param], bytes);
       });
   backgroundStep = steps;
   backgroundStart = std::chrono::steady_clock::now();

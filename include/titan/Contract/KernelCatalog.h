@@ -33,6 +33,10 @@ enum Flags : unsigned {
   /// `axis_mask` parameter (as a collective does, inside one call): every
   /// rank of the group must call it in the same order.
   kCommunicates = 8,
+  /// A host step (training.enable_cpu_offload's optimizer,
+  /// kernel.host_step) may call it: libtitanrt_host defines its f32 and f64
+  /// entries as titan_rt_host_<name>_<dtype> on host memory.
+  kHostStep = 16,
 };
 
 /// How many times a buffer or parameter occurs in a call.

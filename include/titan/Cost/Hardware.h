@@ -53,6 +53,14 @@ struct Hardware {
   /// of one step that crosses it (s).
   double interNodeBytesPerSecond = 0, interNodeLatencySeconds = 0;
 
+  /// The host side of training.enable_cpu_offload: each device's link to
+  /// host memory (bytes/s each way: kernel.copy_start), and the node's host
+  /// memory bandwidth (bytes/s), which its ranks' host steps (the
+  /// offloaded optimizer) share. 0: unknown, and both are costed at the
+  /// device's memory rates (the CPU description, whose steps run on the
+  /// host already; a hardware file that leaves them out).
+  double hostLinkBytesPerSecond = 0, hostMemoryBytesPerSecond = 0;
+
   /// A CPU node's ranks share its cores: with R ranks on a node each
   /// computes at 1/R of the rates above (which are the whole node's).
   /// False for GPUs (a device per rank).

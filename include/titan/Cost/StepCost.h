@@ -54,7 +54,8 @@ struct StepCost {
   /// attention.
   double computeSeconds = 0, flops = 0;
   /// Per group of mesh axes ("dp_shard", "tp", "dp_shard,cp", ...): the
-  /// collectives' total time and the part of it compute waited for.
+  /// collectives' total time and the part of it compute waited for; "host
+  /// link": training.enable_cpu_offload's copies between host and device.
   std::map<std::string, double> commSeconds, exposedCommSeconds;
   /// Totals by roofline class, for calibration: calls, FLOPs, bytes,
   /// predicted seconds.

@@ -36,8 +36,8 @@ struct LinkInputs {
   /// The executable written.
   std::string outputPath;
   /// Its programs have host steps (training.enable_cpu_offload's
-  /// optimizer): it also links the host target's kernel library, whose
-  /// titan_rt_host_* entries run them.
+  /// optimizer): it also links libtitanrt_host, whose titan_rt_host_*
+  /// entries run their kernels.
   bool hostSteps = false;
 };
 

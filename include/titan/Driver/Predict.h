@@ -76,6 +76,9 @@ struct JobPrediction {
   /// The memory plan's peak of each distinct program (one entry per
   /// pipeline rank; one for SPMD meshes), bytes.
   std::vector<int64_t> peakBytes;
+  /// training.enable_cpu_offload: the pinned host memory per rank (the
+  /// host arena), bytes; 0 without.
+  int64_t hostBytes = 0;
   /// The breakdown of pipeline rank 0's (or the only) program, per model
   /// part, for one microbatch's forward and backward and the optimizer.
   std::vector<cost::PartCost> parts;

@@ -212,6 +212,19 @@ private:
                      constant(*getStaticByteSize(copy.getSource().getType()))});
       return success();
     }
+    if (auto copy = dyn_cast<CopyStartOp>(op)) {
+      // On the target's copy engine, joined back at its kernel.wait.
+      requests[copy.getRequest()] =
+          LLVM::CallOp::create(
+              b, loc,
+              runtimeFunction("titan_rt_copy_start",
+                              {ptrType, ptrType, i64Type}, ptrType),
+              ValueRange{
+                  ptrs.lookup(copy.getTarget()), ptrs.lookup(copy.getSource()),
+                  constant(*getStaticByteSize(copy.getSource().getType()))})
+              .getResult();
+      return success();
+    }
     if (auto wait = dyn_cast<WaitOp>(op)) {
       LLVM::CallOp::create(b, loc,
                            runtimeFunction("titan_rt_wait", {ptrType}, {}),

@@ -90,32 +90,29 @@ void titan_rt_wait(void *request);
 /// the runtime before any step runs.
 extern char *titan_rt_host_arena;
 
-/// The host kernel library's entries (the CPU target's kernels under a
-/// second name, libtitanrt_cpu), which a host step (kernel.host_step: the
-/// offloaded optimizer) calls on any target: the same ABI as
-/// titan_rt_<kernel>_<dtype> and titan_rt_parallel_for, on host memory.
+/// libtitanrt_host's entries, which a host step (kernel.host_step: the
+/// offloaded optimizer) calls on any target: the kernels KernelCatalog.def
+/// flags kHostStep, f32 and f64, with the ABI of titan_rt_<kernel>_<dtype>
+/// on host memory (unittests/Runtime checks that each flagged kernel has
+/// both).
 #define TITAN_RT_DECLARE_HOST(name, suffix)                                    \
   void titan_rt_host_##name##_##suffix(                                        \
       void **buffers, const int64_t *shapes, const int64_t *ints,              \
       const double *floats, void *workspace, const int64_t *types);
-#define TITAN_RT_DECLARE_HOST_Kernel(name, suffix)                             \
-  TITAN_RT_DECLARE_HOST(name, suffix)
-#define TITAN_RT_DECLARE_HOST_Special(name, suffix)                            \
-  TITAN_RT_DECLARE_HOST(name, suffix)
-#define TITAN_RT_DECLARE_HOST_Collective(name, suffix)
-#define TITAN_RT_DECLARE_HOST_Generated(name, suffix)
-#define TITAN_KERNEL(name, impl, kind, dtypes, ...)                            \
-  TITAN_KERNEL_DTYPES_##dtypes(TITAN_RT_DECLARE_HOST_##kind, name)
-#include "titan/Contract/KernelCatalog.def"
-#undef TITAN_RT_DECLARE_HOST_Generated
-#undef TITAN_RT_DECLARE_HOST_Collective
-#undef TITAN_RT_DECLARE_HOST_Special
-#undef TITAN_RT_DECLARE_HOST_Kernel
+TITAN_RT_DECLARE_HOST(global_norm, f32)
+TITAN_RT_DECLARE_HOST(global_norm, f64)
+TITAN_RT_DECLARE_HOST(lr_schedule, f32)
+TITAN_RT_DECLARE_HOST(lr_schedule, f64)
 #undef TITAN_RT_DECLARE_HOST
 
 /// kernel.copy: `bytes` from `src` to `dst`, both in the arena, in order
 /// with the step's kernels.
 void titan_rt_copy(void *dst, const void *src, int64_t bytes);
+/// kernel.copy_start: starts copying `bytes` from `src` to `dst` (one in
+/// the host arena, one in the arena) after the step's kernels issued
+/// before it, overlapping those issued after it; returns a request that
+/// titan_rt_wait completes (then the kernels after the wait see `dst`).
+void *titan_rt_copy_start(void *dst, const void *src, int64_t bytes);
 /// A host step's kernel.copy (between host memory and the device's, or
 /// within either): has completed when it returns, after the work issued
 /// before it.
@@ -137,8 +134,8 @@ typedef void (*titan_rt_generated_kernel)(void *const *buffers, int64_t begin,
 void titan_rt_parallel_for(titan_rt_generated_kernel kernel,
                            void *const *buffers, int64_t items, int64_t span,
                            const char *name, int64_t bytes);
-/// titan_rt_parallel_for of the host kernel library: a host step's
-/// generated kernels on a GPU target.
+/// titan_rt_parallel_for of libtitanrt_host: a host step's generated
+/// kernels on a GPU target (the same spans, so the same bits).
 void titan_rt_host_parallel_for(titan_rt_generated_kernel kernel,
                                 void *const *buffers, int64_t items,
                                 int64_t span, const char *name, int64_t bytes);

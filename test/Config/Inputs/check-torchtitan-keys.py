@@ -16,7 +16,8 @@ import tomllib
 
 # titan's own keys (not TorchTitan's).
 TITAN_OWN = {"debug.no_cuda_graphs", "debug.no_comm_overlap",
-             "debug.no_widen_gemm_results", "metrics.peak_tflops"}
+             "debug.no_widen_gemm_results", "debug.offload_state",
+             "metrics.peak_tflops"}
 
 # Defaults titan chose differently, and why.
 DEFAULT_EXCEPTIONS = {

@@ -80,6 +80,25 @@ func.func @host_view(%a: memref<4xf32, #kernel.memory_space<host>>, %b: memref<4
 
 // -----
 
+func.func @copy_start_same_space(%a: memref<4xf32>, %b: memref<4xf32>) {
+  %s = kernel.stream 64
+  // expected-error @+1 {{'kernel.copy_start' op copies within one memory space (kernel.copy does); copy_start copies between host and device}}
+  %r = kernel.copy_start %a, %b on %s : memref<4xf32>, memref<4xf32> -> !kernel.request
+  kernel.wait %r on %s
+  return
+}
+
+// -----
+
+func.func @copy_start_unwaited(%a: memref<4xf32, #kernel.memory_space<host>>, %b: memref<4xf32>) {
+  %s = kernel.stream 64
+  // expected-error @+1 {{'kernel.copy_start' op request must be waited exactly once, by a kernel.wait in the same block (a step's CUDA graph capture cannot end with a copy unjoined)}}
+  %r = kernel.copy_start %a, %b on %s : memref<4xf32, #kernel.memory_space<host>>, memref<4xf32> -> !kernel.request
+  return
+}
+
+// -----
+
 func.func @other_space() {
   // expected-error @+1 {{'kernel.alloc' op buffer must be in device memory or in #kernel.memory_space<host>, got 'memref<4xf32, 1>'}}
   %a = kernel.alloc temporary : memref<4xf32, 1>

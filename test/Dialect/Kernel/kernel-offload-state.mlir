@@ -1,30 +1,48 @@
 // RUN: titan-opt %s -kernel-offload-state | FileCheck %s
 // RUN: titan-opt %s -kernel-offload-state -kernel-plan-memory | FileCheck %s --check-prefix=PLAN
 
-// training.enable_cpu_offload (FSDP2's CPUOffloadPolicy): the shard of
-// parameter w, its gradient and its moments live in host memory. The
-// device step copies the shard in right before the cast that feeds its
-// gather and the reduce-scattered gradient out right after its wait; the
-// host step (the optimizer) runs its kernels on host buffers and stages
-// the norm's all-reduce through the device.
+// training.enable_cpu_offload (FSDP2's CPUOffloadPolicy): the shards of
+// parameters w and v, their gradients and w's moment live in host memory.
+// The device step copies each shard in on the copy stream (stream 64),
+// started one reader ahead (v's right after the cast that read w's) and
+// waited for right before its reader; each reduce-scattered gradient goes
+// back after its wait, waited for before the next write-back starts (the
+// last before the step returns). A collective's output is written whole:
+// nothing to copy in.
 
 // CHECK-LABEL: func.func @forward_backward(
 // CHECK-SAME: %[[W:.*]]: memref<64xf32, #kernel.memory_space<host>> {kernel.slot = "param:w"}
+// CHECK-SAME: %[[V:.*]]: memref<64xf32, #kernel.memory_space<host>> {kernel.slot = "param:v"}
 // CHECK-SAME: %[[G:.*]]: memref<64xf32, #kernel.memory_space<host>> {kernel.slot = "grad:w"}
+// CHECK-SAME: %[[GV:.*]]: memref<64xf32, #kernel.memory_space<host>> {kernel.slot = "grad:v"}
 // CHECK-SAME: %[[X:.*]]: memref<128xf32> {kernel.slot = "input:x"}
-// CHECK: %[[S:.*]] = kernel.stream 0
+// CHECK: %[[COPIES:.*]] = kernel.stream 64
 // CHECK: %[[WD:.*]] = kernel.alloc staging : memref<64xf32>
-// CHECK-NEXT: kernel.copy %[[W]], %[[WD]] on %[[S]] : memref<64xf32, #kernel.memory_space<host>>, memref<64xf32>
+// CHECK-NEXT: %[[RW:.*]] = kernel.copy_start %[[W]], %[[WD]] on %[[COPIES]] : memref<64xf32, #kernel.memory_space<host>>, memref<64xf32> -> !kernel.request
+// CHECK: kernel.wait %[[RW]] on %[[COPIES]]
 // CHECK-NEXT: kernel.generic ins(%[[WD]] : memref<64xf32>)
+// CHECK: kernel.yield
+// CHECK-NEXT: }
+// CHECK-NEXT: %[[VD:.*]] = kernel.alloc staging : memref<64xf32>
+// CHECK-NEXT: %[[RV:.*]] = kernel.copy_start %[[V]], %[[VD]] on %[[COPIES]]
+// CHECK: kernel.collective_start "all_gather_start"
+// CHECK: kernel.wait %[[RV]] on %[[COPIES]]
+// CHECK-NEXT: kernel.generic ins(%[[VD]] : memref<64xf32>)
 // CHECK: %[[GD:.*]] = kernel.alloc staging : memref<64xf32>
-// A collective's output is written whole: nothing to copy in.
 // CHECK-NOT: kernel.copy
 // CHECK: kernel.collective_start "reduce_scatter_start"({{.*}}) outs(%[[GD]] : memref<64xf32>)
 // CHECK-NEXT: kernel.wait
-// CHECK-NEXT: kernel.copy %[[GD]], %[[G]] on %[[S]] : memref<64xf32>, memref<64xf32, #kernel.memory_space<host>>
+// CHECK-NEXT: %[[BW:.*]] = kernel.copy_start %[[GD]], %[[G]] on %[[COPIES]] : memref<64xf32>, memref<64xf32, #kernel.memory_space<host>>
+// CHECK: kernel.collective_start "reduce_scatter_start"
+// CHECK-NEXT: kernel.wait
+// CHECK-NEXT: kernel.wait %[[BW]] on %[[COPIES]]
+// CHECK-NEXT: %[[BV:.*]] = kernel.copy_start %{{.*}}, %[[GV]] on %[[COPIES]]
+// CHECK-NEXT: kernel.wait %[[BV]] on %[[COPIES]]
 // CHECK-NEXT: return
 func.func @forward_backward(%w: memref<64xf32> {kernel.slot = "param:w"},
+                            %v: memref<64xf32> {kernel.slot = "param:v"},
                             %g: memref<64xf32> {kernel.slot = "grad:w"},
+                            %gv: memref<64xf32> {kernel.slot = "grad:v"},
                             %x: memref<128xf32> {kernel.slot = "input:x"}) {
   %s = kernel.stream 0
   %c = kernel.stream 5
@@ -44,14 +62,22 @@ func.func @forward_backward(%w: memref<64xf32> {kernel.slot = "param:w"},
     %m = arith.mulf %e, %b : f32
     kernel.yield %m : f32
   }
+  %bv = kernel.alloc copy : memref<64xbf16>
+  kernel.generic ins(%v : memref<64xf32>) outs(%bv : memref<64xbf16>) on %s {
+  ^bb0(%a: f32):
+    %t = arith.truncf %a : f32 to bf16
+    kernel.yield %t : bf16
+  }
   %r2 = kernel.collective_start "reduce_scatter_start"(%gfull : memref<128xf32>) outs(%g : memref<64xf32>) on %c params [0, 0, 4] -> !kernel.request
   kernel.wait %r2 on %c
+  %r3 = kernel.collective_start "reduce_scatter_start"(%gfull : memref<128xf32>) outs(%gv : memref<64xf32>) on %c params [0, 0, 4] -> !kernel.request
+  kernel.wait %r3 on %c
   return
 }
 
-// The host step: the norm's square in a host buffer copied to a device one
-// for the all-reduce (which keeps its device buffers), the sum copied back
-// after the wait; the library call's workspace and the update on the host;
+// The host step: the norm's square written whole into a host buffer (no
+// copy in) and copied to a device one for the all-reduce (which keeps its
+// device buffers), the sum copied back after the wait; the library call's workspace and the update on the host;
 // the device-side output slot staged through a host buffer.
 // CHECK-LABEL: func.func @optimizer_step(
 // CHECK-SAME: %[[W:.*]]: memref<64xf32, #kernel.memory_space<host>> {kernel.slot = "param:w"}
@@ -62,7 +88,6 @@ func.func @forward_backward(%w: memref<64xf32> {kernel.slot = "param:w"},
 // CHECK: %[[SQ:.*]] = kernel.alloc temporary : memref<f32>
 // CHECK: %[[WS:.*]] = kernel.alloc workspace : memref<64xi8, #kernel.memory_space<host>>
 // CHECK: %[[SQH:.*]] = kernel.alloc staging : memref<f32, #kernel.memory_space<host>>
-// CHECK-NEXT: kernel.copy %[[SQ]], %[[SQH]]
 // CHECK-NEXT: kernel.call "global_norm"(%[[G]] : memref<64xf32, #kernel.memory_space<host>>) outs(%[[SQH]] : memref<f32, #kernel.memory_space<host>>) workspace(%[[WS]] : memref<64xi8, #kernel.memory_space<host>>)
 // CHECK-NEXT: kernel.copy %[[SQH]], %[[SQ]]
 // CHECK: %[[SUM:.*]] = kernel.alloc collective : memref<f32>
@@ -104,10 +129,10 @@ func.func @optimizer_step(%w: memref<64xf32> {kernel.slot = "param:w"},
   return
 }
 
-// The plan: the three offloaded slots in the host arena, the device's
-// slots and buffers in its own; the steps' host buffers (the norm's
-// staging, the workspace) above the host slots.
-// PLAN: module attributes {kernel.arena_bytes = {{[0-9]+}} : i64, kernel.host_arena_bytes = {{[0-9]+}} : i64, kernel.host_slots = {"exp_avg:w" = array<i64: 512, 256>, "grad:w" = array<i64: 256, 256>, "param:w" = array<i64: 0, 256>}, kernel.slots = {"input:x" = array<i64: 0, 512>, "output:grad_norm" = array<i64: 512, 4>}}
+// The plan: the offloaded slots in the host arena, the device's slots and
+// buffers in its own; the steps' host buffers (the norm's staging, the
+// workspace) above the host slots.
+// PLAN: module attributes {kernel.arena_bytes = {{[0-9]+}} : i64, kernel.host_arena_bytes = {{[0-9]+}} : i64, kernel.host_slots = {"exp_avg:w" = array<i64: 1024, 256>, "grad:v" = array<i64: 768, 256>, "grad:w" = array<i64: 512, 256>, "param:v" = array<i64: 256, 256>, "param:w" = array<i64: 0, 256>}, kernel.slots = {"input:x" = array<i64: 0, 512>, "output:grad_norm" = array<i64: 512, 4>}}
 // PLAN-LABEL: func.func @forward_backward(
 // PLAN: kernel.alloc staging {offset = {{[0-9]+}} : i64} : memref<64xf32>
 // PLAN-LABEL: func.func @optimizer_step(

@@ -315,17 +315,37 @@ MemRefType titan::kernel::inMemorySpace(MemRefType type, MemorySpace space) {
                          type.getLayout(), attr);
 }
 
-LogicalResult CollectiveStartOp::verify() {
-  Value request = getRequest();
+/// An async op's request is waited exactly once, in its own block: the
+/// CUDA target captures each step function into a graph, whose capture
+/// cannot end while a stream it forked is unjoined
+/// (cudaErrorStreamCaptureUnjoined).
+static LogicalResult verifyWaitedOnce(Operation *op, Value request,
+                                      StringRef what) {
   if (!request.hasOneUse() || !isa<WaitOp>(*request.getUsers().begin()) ||
-      request.getUsers().begin()->getBlock() != (*this)->getBlock())
-    // Same block, so in the same function: the CUDA target captures each
-    // step function into a graph, whose capture cannot end while a
-    // collective's stream is unjoined (cudaErrorStreamCaptureUnjoined).
-    return emitOpError() << "request must be waited exactly once, by a "
-                            "kernel.wait in the same block (a step's CUDA "
-                            "graph capture cannot end with a collective "
-                            "unjoined)";
+      request.getUsers().begin()->getBlock() != op->getBlock())
+    return op->emitOpError()
+           << "request must be waited exactly once, by a kernel.wait in the "
+              "same block (a step's CUDA graph capture cannot end with a "
+           << what << " unjoined)";
+  return success();
+}
+
+LogicalResult CopyStartOp::verify() {
+  auto source = getSource().getType(), target = getTarget().getType();
+  if (source.getShape() != target.getShape() ||
+      source.getElementType() != target.getElementType())
+    return emitOpError() << "copies " << source << " into " << target
+                         << "; the shapes and element types must be equal";
+  if (getMemorySpace(source) == getMemorySpace(target))
+    return emitOpError() << "copies within one memory space (kernel.copy "
+                            "does); copy_start copies between host and "
+                            "device";
+  return verifyWaitedOnce(*this, getRequest(), "copy");
+}
+
+LogicalResult CollectiveStartOp::verify() {
+  if (failed(verifyWaitedOnce(*this, getRequest(), "collective")))
+    return failure();
   if (failed(verifyParams(*this, getParams())))
     return failure();
   return verifyCatalogCall(*this, getKernel(), /*collective=*/true,

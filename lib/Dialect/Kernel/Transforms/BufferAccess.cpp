@@ -31,6 +31,12 @@ bool titan::kernel::collectAccess(Operation *op, SmallVectorImpl<Value> &reads,
   // input, used its workspace and written its output. A wait whose start
   // is not in sight completes buffers unknown here.
   if (auto wait = dyn_cast<WaitOp>(op)) {
+    // A copy's likewise.
+    if (CopyStartOp copy = wait.getCopyStart()) {
+      reads.push_back(viewedBuffer(copy.getSource()));
+      writes.push_back(viewedBuffer(copy.getTarget()));
+      return true;
+    }
     CollectiveStartOp start = wait.getStart();
     if (!start)
       return false;

@@ -6,7 +6,7 @@ using namespace mlir;
 using namespace titan::kernel;
 
 bool titan::kernel::runsNothing(Operation *op) {
-  return isa<AllocOp, ViewOp, CollectiveStartOp, WaitOp>(op);
+  return isa<AllocOp, ViewOp, CollectiveStartOp, CopyStartOp, WaitOp>(op);
 }
 
 bool titan::kernel::keepsOverlap(Operation *moved, ArrayRef<WaitOp> waits) {

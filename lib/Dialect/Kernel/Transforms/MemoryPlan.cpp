@@ -67,9 +67,12 @@ titan::kernel::computeBufferIntervals(func::FuncOp step) {
           continue;
         }
         unsigned u = index.lookup(user);
-        // A collective reads and writes its buffers until it is waited for.
+        // A collective or a copy reads and writes its buffers until it is
+        // waited for.
         if (auto start = dyn_cast<CollectiveStartOp>(user))
           u = index.lookup(*start.getRequest().getUsers().begin());
+        if (auto copy = dyn_cast<CopyStartOp>(user))
+          u = index.lookup(*copy.getRequest().getUsers().begin());
         first = std::min(first, index.lookup(user));
         last = std::max(last, u);
       }

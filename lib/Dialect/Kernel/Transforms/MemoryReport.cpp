@@ -111,6 +111,8 @@ std::string describeOp(func::FuncOp step, unsigned index) {
     os << call.getKernel();
   else if (auto start = dyn_cast<CollectiveStartOp>(op))
     os << start.getKernel();
+  else if (isa<CopyStartOp>(op))
+    os << "copy_start";
   else
     os << op->getName();
   if (auto name = dyn_cast<NameLoc>(op->getLoc()))

@@ -197,6 +197,33 @@ def Kernel_CopyOp : Kernel_Op<"copy"> {
   let hasVerifier = 1;
 }
 
+def Kernel_CopyStartOp : Kernel_Op<"copy_start", [
+    MemoryEffects<[MemWrite<Kernel_CommunicationResource>]>]> {
+  let summary = "start a copy between host and device memory";
+  let description = [{
+    Copies `source` into `target` (same shape and element type, one in host
+    memory and one on the device: offloaded state, kernel-offload-state)
+    on the target's copy engine, overlapping the kernels issued after it;
+    both buffers stay in use until the `kernel.wait` of the returned
+    request, after which `target` holds the copy.
+
+    ```mlir
+    %r = kernel.copy_start %h, %d on %s
+        : memref<64xf32, #kernel.memory_space<host>>, memref<64xf32>
+        -> !kernel.request
+    ```
+  }];
+  let arguments = (ins Arg<Kernel_StaticMemRef, "", [MemRead]>:$source,
+                       Arg<Kernel_StaticMemRef, "", [MemWrite]>:$target,
+                       Kernel_StreamType:$stream);
+  let results = (outs Kernel_RequestType:$request);
+  let assemblyFormat = [{
+    $source `,` $target `on` $stream attr-dict `:` type($source) `,`
+    type($target) `->` qualified(type($request))
+  }];
+  let hasVerifier = 1;
+}
+
 def Kernel_CollectiveStartOp : Kernel_Op<"collective_start", [
     MemoryEffects<[MemWrite<Kernel_CommunicationResource>]>]> {
   let summary = "start a collective on buffers";
@@ -230,12 +257,17 @@ def Kernel_CollectiveStartOp : Kernel_Op<"collective_start", [
 def Kernel_WaitOp : Kernel_Op<"wait", [
     MemoryEffects<[MemRead<Kernel_CommunicationResource>,
                    MemWrite<Kernel_CommunicationResource>]>]> {
-  let summary = "complete a collective: its output is ready";
+  let summary = "complete a collective or a copy: its output is ready";
   let arguments = (ins Kernel_RequestType:$request, Kernel_StreamType:$stream);
   let assemblyFormat = "$request `on` $stream attr-dict";
   let extraClassDeclaration = [{
+    /// The collective it completes (null for a copy).
     CollectiveStartOp getStart() {
       return getRequest().getDefiningOp<CollectiveStartOp>();
+    }
+    /// The copy it completes (null for a collective).
+    CopyStartOp getCopyStart() {
+      return getRequest().getDefiningOp<CopyStartOp>();
     }
   }];
 }

@@ -21,7 +21,10 @@ def KernelPlanMemory : Pass<"kernel-plan-memory", "::mlir::ModuleOp"> {
     Sets `offset` on every `kernel.alloc` and the module attributes
     `kernel.arena_bytes` (the rank's whole memory) and `kernel.slots`
     (`{slot = array<i64: offset, bytes>}`), which the runtime reads to place
-    its state. The result is deterministic.
+    its state. Slots and buffers in host memory (`kernel-offload-state`)
+    are planned alike in a host arena of their own
+    (`kernel.host_arena_bytes`, `kernel.host_slots`). The result is
+    deterministic.
   }];
 }
 
@@ -46,18 +49,38 @@ def KernelOffloadState : Pass<"kernel-offload-state", "::mlir::ModuleOp"> {
       it reads the buffer (a library call's outputs count as read: a GEMM
       may add into its result) and copied out after it (after a
       collective's `kernel.wait`) when it writes it.
+    - in a device step the copies overlap compute: each is a
+      `kernel.copy_start` on the copy stream (`kernel.stream 64`). A copy
+      in starts one reader ahead (right after the previous kernel that read
+      a copied-in buffer; right before its reader when the reader fetches
+      more than `max-prefetch-bytes`, as a step's gradient accumulation
+      does; never before the last copy out of the same buffer) and is
+      waited for right before its reader; a copy out is waited for where
+      the next one starts (the last before the step returns). A
+      `kernel.copy` between host and device memory becomes a
+      `kernel.copy_start` waited at once, in order with the others. A host
+      step's copies are `kernel.copy`s, complete before its next op.
+    - a host step may call only the kernels the catalog flags `kHostStep`
+      (libtitanrt_host's entries), on f32 or f64 buffers: another is an
+      error naming it.
 
-    So a parameter's shard is copied to the device right before the cast
-    that feeds its FSDP gather, and the reduce-scattered gradient back to
-    the host right after its wait, as FSDP2 copies them; AdamW, the
-    gradient norm and the learning-rate schedule run on the host, and the
-    norm's all-reduce on 4 bytes staged through the device. The device's
-    staging buffers are planned like any other, so `--emit=memory` shows
-    what offloading leaves on the device; `kernel-plan-memory` places the
-    host buffers in a host arena of their own. Copies in a device step are
-    ordered on its compute stream; the runtime waits for the device before
-    a host step, whose copies complete before its next op.
+    So a parameter's shard reaches the device by the cast that feeds its
+    FSDP gather, and the reduce-scattered gradient goes back to the host
+    after its wait, as FSDP2 copies them; AdamW, the gradient norm and the
+    learning-rate schedule run on the host, and the norm's all-reduce on 4
+    bytes staged through the device. The device's staging buffers are
+    planned like any other, so `--emit=memory` shows what offloading leaves
+    on the device; `kernel-plan-memory` places the host buffers in a host
+    arena of their own. The runtime waits for the device before a host
+    step.
   }];
+  let options = [
+    Option<"maxPrefetchBytes", "max-prefetch-bytes", "int64_t",
+           /*default=*/"-1",
+           "Bytes a kernel's copies in may be fetched ahead of it; a kernel "
+           "that fetches more waits for them right before it (negative: "
+           "any)">,
+  ];
 }
 
 def KernelFuseGemmAccumulate
