@@ -20,27 +20,16 @@ public:
   Backend communicatorBackend() const override { return Backend::MPI; }
 
   char *allocateArena(int64_t bytes, uint64_t pattern) override {
-    size_t size = size_t(std::max<int64_t>(bytes, kAlignment));
-    size = (size + kAlignment - 1) / kAlignment * kAlignment;
-    auto *base = static_cast<char *>(std::aligned_alloc(kAlignment, size));
-    if (!base)
-      fatal("out of host memory: cannot allocate the planned arena of " +
-            std::to_string(bytes) + " bytes (" +
-            titan::humanBytes(double(bytes)) +
-            "; titan-compile --emit=memory shows what it holds)");
+    size_t size = 0;
+    char *base = allocate(bytes, "arena", size);
     for (size_t i = 0; i < size / sizeof(uint64_t); ++i)
       reinterpret_cast<uint64_t *>(base)[i] = pattern;
     return base;
   }
   void freeArena(char *arena) override { std::free(arena); }
   char *allocateHostArena(int64_t bytes) override {
-    size_t size = size_t(std::max<int64_t>(bytes, kAlignment));
-    size = (size + kAlignment - 1) / kAlignment * kAlignment;
-    auto *base = static_cast<char *>(std::aligned_alloc(kAlignment, size));
-    if (!base)
-      fatal("out of host memory: cannot allocate the planned host arena of " +
-            std::to_string(bytes) + " bytes (" +
-            titan::humanBytes(double(bytes)) + ")");
+    size_t size = 0;
+    char *base = allocate(bytes, "host arena", size);
     std::memset(base, 0, size);
     return base;
   }
@@ -69,6 +58,20 @@ public:
 
 private:
   static constexpr size_t kAlignment = 256;
+
+  /// `bytes` rounded up to the alignment (`size`), aligned; the planned
+  /// `what` in the error.
+  static char *allocate(int64_t bytes, const char *what, size_t &size) {
+    size = size_t(std::max<int64_t>(bytes, kAlignment));
+    size = (size + kAlignment - 1) / kAlignment * kAlignment;
+    auto *base = static_cast<char *>(std::aligned_alloc(kAlignment, size));
+    if (!base)
+      fatal(std::string("out of host memory: cannot allocate the planned ") +
+            what + " of " + std::to_string(bytes) + " bytes (" +
+            titan::humanBytes(double(bytes)) +
+            "; titan-compile --emit=memory shows what it holds)");
+    return base;
+  }
 };
 } // namespace
 

@@ -289,14 +289,19 @@ LogicalResult CallOp::verify() {
                            getParams());
 }
 
-LogicalResult CopyOp::verify() {
-  // Between memory spaces too: offloaded state is staged through copies.
-  auto source = getSource().getType(), target = getTarget().getType();
+/// A copy's buffers have one shape and element type (their memory spaces
+/// may differ: offloaded state is staged through copies).
+static LogicalResult verifyCopyTypes(Operation *op, MemRefType source,
+                                     MemRefType target) {
   if (source.getShape() != target.getShape() ||
       source.getElementType() != target.getElementType())
-    return emitOpError() << "copies " << source << " into " << target
-                         << "; the shapes and element types must be equal";
+    return op->emitOpError() << "copies " << source << " into " << target
+                             << "; the shapes and element types must be equal";
   return success();
+}
+
+LogicalResult CopyOp::verify() {
+  return verifyCopyTypes(*this, getSource().getType(), getTarget().getType());
 }
 
 MemorySpace titan::kernel::getMemorySpace(Type type) {
@@ -332,10 +337,8 @@ static LogicalResult verifyWaitedOnce(Operation *op, Value request,
 
 LogicalResult CopyStartOp::verify() {
   auto source = getSource().getType(), target = getTarget().getType();
-  if (source.getShape() != target.getShape() ||
-      source.getElementType() != target.getElementType())
-    return emitOpError() << "copies " << source << " into " << target
-                         << "; the shapes and element types must be equal";
+  if (failed(verifyCopyTypes(*this, source, target)))
+    return failure();
   if (getMemorySpace(source) == getMemorySpace(target))
     return emitOpError() << "copies within one memory space (kernel.copy "
                             "does); copy_start copies between host and "
