@@ -73,6 +73,11 @@ if "$compile" --help 2>/dev/null | grep no_comm_overlap > /dev/null; then
 else
   echo "this titan-compile has no debug.no_comm_overlap" > "$out/data/no-overlap-missing.txt"
 fi
+# The bf16 run with training.enable_cpu_offload (the state in pinned host
+# memory, AdamW on the host through libtitanrt_host, the copies on the copy
+# stream): run.sh compares it with parity-bf16's.
+"$compile" "${parity[@]}" --training.mixed_precision_param bfloat16 --training.steps 20 \
+  --training.enable_cpu_offload true --target=cuda -o "$out/bin/parity-bf16-offload" 2>/dev/null
 # Float8 (bf16 compute, 8 steps) per recipe: cuBLASLt's FP8 GEMMs against
 # the CPU target's bit-exact emulation of the casts.
 for recipe in tensorwise rowwise; do

@@ -21,7 +21,9 @@
 #       (debug.no_comm_overlap) against overlap on (the same bits, and both
 #       step times: one GPU has no collectives to overlap, so this checks
 #       that the scheduler changes nothing there); CUDA graphs off against
-#       on (the same bits); Float8 tensorwise and rowwise parity (2e-2 over
+#       on (the same bits); training.enable_cpu_offload against the
+#       device's state (1e-3 over 20 steps: only AdamW's rounding on the
+#       host differs); Float8 tensorwise and rowwise parity (2e-2 over
 #       8 steps);
 #   (d) kernels: GEMMs (bf16 and FP8), attention and the fused kernels at
 #       8B shapes, against torch.matmul, torch._scaled_mm, PyTorch's SDPA
@@ -43,8 +45,8 @@
 # rows with 20 s left for what runs between checks (the dry run's limits
 # are summed and checked by check-bundle.sh, ctest gpu-bundle). The rest
 # runs in further calls, each a fresh scratch folder, with TITAN_GPU_ONLY:
-#   TITAN_GPU_ONLY='^(train-bf16|cuda-collective|nccl-bench|overlap-|graphs-|train-f8|parity-f8|kernels-)'
-#     (c) and (d), 350 s of limits (train-bf16 again: the comparisons read
+#   TITAN_GPU_ONLY='^(train-bf16|cuda-collective|nccl-bench|overlap-|graphs-|offload-|train-f8|parity-f8|kernels-)'
+#     (c) and (d), 375 s of limits (train-bf16 again: the comparisons read
 #     its metrics);
 #   TITAN_GPU_ONLY='^(generated|memcheck|racecheck|initcheck)-'   (e) and
 #     (f), 335 s.
@@ -347,7 +349,7 @@ check step-torch-compile 115 step_torch compile
 check step-titan-2 35 step_titan 2
 check step-titan-fp8 40 step_titan fp8 step-8b-fp8 "titan --target=cuda float8"
 
-# (c) The rest of the numerics, 175 s: async TP's collective matmuls
+# (c) The rest of the numerics, 200 s: async TP's collective matmuls
 # through the kernel ABI on a ring of one (linear and Float8, against the
 # host's GEMMs: the CUDA context and cuBLASLt's plans, 20 s); NCCL's init
 # and 13 sizes of four collectives on one rank; the NCCL communicator test
@@ -360,6 +362,8 @@ check train-bf16-no-overlap 20 no_overlap train
 check overlap-vs-no-overlap 5 no_overlap compare
 check train-bf16-eager 20 train parity-bf16 "$scratch/bf16-eager" --debug.no_cuda_graphs
 check graphs-vs-eager 5 "$py" bench/gpu/report.py compare "$scratch/bf16/metrics.jsonl" "$scratch/bf16-eager/metrics.jsonl" 0 20
+check train-bf16-offload 20 train parity-bf16-offload "$scratch/bf16-offload"
+check offload-vs-device 5 "$py" bench/gpu/report.py compare "$scratch/bf16-offload/metrics.jsonl" "$scratch/bf16/metrics.jsonl" 1e-3 20
 for recipe in tensorwise rowwise; do
   check train-f8-$recipe 20 train parity-f8-$recipe "$scratch/f8-$recipe"
   check parity-f8-$recipe-vs-cpu 5 "$py" bench/gpu/report.py compare "$scratch/f8-$recipe/metrics.jsonl" "$data/cpu-f8-$recipe.jsonl" 2e-2 8
