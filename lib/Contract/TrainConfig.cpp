@@ -1302,8 +1302,12 @@ titan::extractConfigOverrides(llvm::ArrayRef<const char *> args,
     }
     if (!hasValue) {
       bool isBool = std::holds_alternative<bool *>(k->field);
+      // A bare boolean flag takes no option after it as its value
+      // (`--debug.offload_state -o x` is the flag, then -o); other keys
+      // may take negative numbers.
+      StringRef next = i + 1 < args.size() ? StringRef(args[i + 1]) : "";
       bool nextIsValue =
-          i + 1 < args.size() && !StringRef(args[i + 1]).starts_with("--");
+          i + 1 < args.size() && !next.starts_with(isBool ? "-" : "--");
       if (isBool && !nextIsValue) {
         value = "true";
       } else if (!nextIsValue) {

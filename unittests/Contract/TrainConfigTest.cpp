@@ -43,6 +43,19 @@ TEST(ConfigOverrides, BareBooleanFlags) {
   EXPECT_EQ(s.overrides[2].value, "true");
 }
 
+// A bare boolean flag takes no option after it as its value: the tool's own
+// options (-o) stay the tool's.
+TEST(ConfigOverrides, BareBooleanFlagBeforeAToolOption) {
+  Split s = split({"--debug.offload_state", "-o", "out", "--compile.enable",
+                   "False", "--checkpoint.enable", "1"});
+  ASSERT_EQ(s.overrides.size(), 3u);
+  EXPECT_EQ(s.overrides[0].key, "debug.offload_state");
+  EXPECT_EQ(s.overrides[0].value, "true");
+  EXPECT_EQ(s.overrides[1].value, "False");
+  EXPECT_EQ(s.overrides[2].value, "1");
+  EXPECT_EQ(s.rest, (std::vector<std::string>{"-o", "out"}));
+}
+
 TEST(ConfigOverrides, NegativeValues) {
   Split s = split({"--parallelism.data_parallel_shard_degree", "-1"});
   ASSERT_EQ(s.overrides.size(), 1u);

@@ -285,8 +285,9 @@ struct ConfigOverride {
 };
 
 /// Moves every `--section.key value`, `--section.key=value` and bare boolean
-/// `--section.key` argument of `args` into `overrides`; other arguments are
-/// appended to `rest` in order. An argument is a config override when its
+/// `--section.key` argument (one not followed by a value: the next argument
+/// is an option, starting with '-') of `args` into `overrides`; other arguments
+/// are appended to `rest` in order. An argument is a config override when its
 /// name contains a '.'; a name that is not a config key is an error that
 /// suggests the nearest one.
 llvm::Error extractConfigOverrides(llvm::ArrayRef<const char *> args,
