@@ -146,9 +146,13 @@ void titan::setExecutionOptions(const TrainConfig &c, const LlamaArgs &model,
   o.deterministic = c.training.deterministic;
   o.scheduleCollectives = !c.debug.noCommOverlap;
   o.maxInFlightBytes = collectivePrefetchBudget(c, model, mesh, target);
+  o.offloadState = offloadsState(c, target);
+}
+
+bool titan::offloadsState(const TrainConfig &c,
+                          const target::TargetBackend &target) {
   // On a target with host memory, offloading has nothing to move (a
   // warning) but for the CPU target's test of the path.
-  o.offloadState =
-      (c.training.enableCpuOffload && !target.getFeatures().hostMemory) ||
-      c.debug.offloadState;
+  return (c.training.enableCpuOffload && !target.getFeatures().hostMemory) ||
+         c.debug.offloadState;
 }

@@ -57,9 +57,7 @@ unsupportedSettings(const TrainConfig &c, const target::TargetBackend &target) {
                      "fp32 master weights; use "
                      "training.mixed_precision_param = \"bfloat16\" for bf16 "
                      "compute");
-  bool offload =
-      (c.training.enableCpuOffload && !target.getFeatures().hostMemory) ||
-      c.debug.offloadState;
+  bool offload = offloadsState(c, target);
   if (offload && c.parallelism.pipelineParallelDegree > 1)
     errors.push_back(
         "training.enable_cpu_offload with pipeline_parallel_degree > 1 is "

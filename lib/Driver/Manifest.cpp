@@ -126,14 +126,12 @@ void driver::addProgramToManifest(manifest::Manifest &m,
   // What the compiled step does, not what the config asked: with no
   // gradient slot, forward_backward updates the parameters itself
   // (titan-optimizer-in-backward) and optimizer_step is empty.
-  m.optimizerInBackward =
-      !m.params.empty() &&
-      llvm::none_of(
-          m.slots.keys(),
-          [](llvm::StringRef slot) { return slot.starts_with("grad:"); }) &&
-      llvm::none_of(m.hostSlots.keys(), [](llvm::StringRef slot) {
-        return slot.starts_with("grad:");
-      });
+  auto isGradient = [](llvm::StringRef slot) {
+    return slot.starts_with("grad:");
+  };
+  m.optimizerInBackward = !m.params.empty() &&
+                          llvm::none_of(m.slots.keys(), isGradient) &&
+                          llvm::none_of(m.hostSlots.keys(), isGradient);
   m.target = target.getName().str();
   if (target.getFeatures().deviceArch)
     m.cudaArch = cudaArch.str();

@@ -57,8 +57,15 @@ int64_t collectivePrefetchBudget(const TrainConfig &config,
                                  const MeshDegrees &mesh,
                                  const target::TargetBackend &target);
 
-/// The target, debug.deterministic, and the collective scheduler
-/// (debug.no_comm_overlap turns it off; its budget as above).
+/// Whether the state is offloaded to host memory (kernel-offload-state):
+/// training.enable_cpu_offload on a target without host memory, or
+/// debug.offload_state on any.
+bool offloadsState(const TrainConfig &config,
+                   const target::TargetBackend &target);
+
+/// The target, debug.deterministic, the collective scheduler
+/// (debug.no_comm_overlap turns it off; its budget as above) and CPU
+/// offload (offloadsState).
 void setExecutionOptions(const TrainConfig &config, const LlamaArgs &model,
                          const MeshDegrees &mesh,
                          const target::TargetBackend &target,

@@ -11,12 +11,11 @@
 
 #include "titan/Dialect/Kernel/Transforms/BufferAccess.h"
 #include "titan/Dialect/Kernel/Transforms/Passes.h"
-
-#include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "titan/Dialect/Titan/IR/TensorSize.h"
 
+#include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
-#include "llvm/ADT/SetVector.h"
+#include "llvm/ADT/MapVector.h"
 
 namespace titan::kernel {
 #define GEN_PASS_DEF_KERNELOFFLOADSTATE
@@ -36,32 +35,30 @@ bool isOffloadedSlot(StringRef slot) {
          slot.starts_with("exp_avg:") || slot.starts_with("exp_avg_sq:");
 }
 
+/// `value` and every view of it (through views of views).
+SmallVector<Value> withViews(Value value) {
+  SmallVector<Value> all = {value};
+  for (size_t i = 0; i < all.size(); ++i)
+    for (Operation *user : all[i].getUsers())
+      if (auto view = dyn_cast<ViewOp>(user))
+        all.push_back(view.getResult());
+  return all;
+}
+
 /// Gives `value` and every view of it memory space `space`.
 void moveToSpace(Value value, MemorySpace space) {
-  SmallVector<Value> worklist = {value};
-  while (!worklist.empty()) {
-    Value v = worklist.pop_back_val();
+  for (Value v : withViews(value))
     v.setType(inMemorySpace(cast<MemRefType>(v.getType()), space));
-    for (Operation *user : v.getUsers())
-      if (auto view = dyn_cast<ViewOp>(user))
-        worklist.push_back(view.getResult());
-  }
 }
 
 /// Whether a collective reads or writes `alloc` (through views): such a
 /// buffer stays in device memory, where the communicator works.
 bool feedsCollective(AllocOp alloc) {
-  SmallVector<Value> worklist = {alloc.getBuffer()};
-  while (!worklist.empty()) {
-    Value v = worklist.pop_back_val();
-    for (Operation *user : v.getUsers()) {
-      if (auto view = dyn_cast<ViewOp>(user))
-        worklist.push_back(view.getResult());
-      else if (isa<CollectiveStartOp>(user))
-        return true;
-    }
-  }
-  return false;
+  return llvm::any_of(withViews(alloc.getBuffer()), [](Value v) {
+    return llvm::any_of(v.getUsers(), [](Operation *user) {
+      return isa<CollectiveStartOp>(user);
+    });
+  });
 }
 
 /// How an op uses one of its buffers.
