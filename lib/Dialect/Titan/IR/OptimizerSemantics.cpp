@@ -14,6 +14,8 @@
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Math/IR/Math.h"
 
+#include <limits>
+
 using namespace mlir;
 using namespace titan;
 
@@ -35,8 +37,10 @@ Value toFloat(OpBuilder &b, Location loc, Value v, Type type) {
   return arith::TruncFOp::create(b, loc, type, v);
 }
 
-/// clip_grad_norm_'s factor in f32: min(1, max_norm * (1 / (norm + 1e-6))),
-/// NaN when the norm is (std::min's order: 1 only when 1 < factor).
+/// clip_grad_norm_'s factor in f32: min(1, max_norm * (1 / (norm + 1e-6)))
+/// (std::min's order: 1 only when 1 < factor); NaN when the norm is not
+/// finite, which titan.adamw reads as "keep the state" (PyTorch's factor
+/// for an infinite norm, 0, can also be a finite norm's underflow).
 Value clipCoefficient(OpBuilder &b, Location loc, Value gradNorm,
                       double maxNorm) {
   Type f32 = b.getF32Type();
@@ -49,7 +53,14 @@ Value clipCoefficient(OpBuilder &b, Location loc, Value gradNorm,
                             arith::DivFOp::create(b, loc, one, shifted));
   Value above =
       arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OLT, one, factor);
-  return arith::SelectOp::create(b, loc, above, one, factor);
+  Value clipped = arith::SelectOp::create(b, loc, above, one, factor);
+  Value finite = arith::CmpFOp::create(
+      b, loc, arith::CmpFPredicate::ONE, math::AbsFOp::create(b, loc, norm),
+      buildFloatConstant(b, loc, f32, std::numeric_limits<double>::infinity()));
+  return arith::SelectOp::create(
+      b, loc, finite, clipped,
+      buildFloatConstant(b, loc, f32,
+                         std::numeric_limits<double>::quiet_NaN()));
 }
 
 /// 1 - beta^t in f64.
@@ -130,5 +141,15 @@ SmallVector<Value> AdamWOp::buildScalar(OpBuilder &b, Location loc,
   Value denom = add(div(math::SqrtOp::create(b, loc, newV), correction2Sqrt),
                     buildFloatConstant(b, loc, type, *eps));
   Value newP = add(decayed, div(mul(stepSize, newM), denom));
-  return {newP, newM, newV};
+  // A non-finite global norm (clip_coef NaN) skips the step: the state
+  // keeps its values rather than take NaN from every gradient. A scalar
+  // test and three selects in the same pass, where the alternative (a
+  // branch around the update in the step) would split every target's
+  // launches; the runtime then stops the run naming the gradient.
+  Value skip = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::UNO,
+                                     clipCoef, clipCoef);
+  auto keep = [&](Value old, Value updated) {
+    return arith::SelectOp::create(b, loc, skip, old, updated).getResult();
+  };
+  return {keep(p, newP), keep(m, newM), keep(v, newV)};
 }

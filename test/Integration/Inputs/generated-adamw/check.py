@@ -9,7 +9,8 @@ References:
   (f64, math.pow as the C library computes it) and f32 tensors, each
   element's update in the parameter's dtype, one rounded tensor op per
   product and sum. The generated kernels compute exactly these: equal
-  bits (a NaN norm's coefficient: NaN).
+  bits (a NaN or an infinite norm's coefficient: NaN, and the update
+  keeps the state bit for bit).
 - torch.nn.utils.clip_grad_norm_'s coefficient (its arithmetic on the f32
   norm: max_norm / (norm + 1e-6), clamped to 1, multiplied into the
   gradients) and torch.optim.AdamW (single-tensor path, foreach=False) on
@@ -33,6 +34,10 @@ BETA1, BETA2, EPS, WEIGHT_DECAY, MAX_NORM = 0.9, 0.95, 1e-8, 0.1, 1.0
 STEP = 6  # the 0-based step about to run: bias corrections at t = 7
 PARAMS = [("1", (40001,), torch.float32), ("2", (3, 37), torch.float32),
           ("3", (1,), torch.float32), ("4", (64,), torch.float64)]
+# Updated with a non-finite norm's coefficient (NaN) and a gradient holding
+# that value: titan.adamw keeps the state.
+SKIPPED = [("5", (37,), torch.float32, "nan"),
+           ("6", (37,), torch.float32, "inf")]
 
 SLOTS = [
     ("lr", (), torch.float32),
@@ -54,7 +59,9 @@ SLOTS = [
     ("clip_coef_nan", (), torch.float32),
     ("clip_coef_inf", (), torch.float32),
 ] + [(kind + name, shape, dtype) for name, shape, dtype in PARAMS
-     for kind in "pgmv"]
+     for kind in "pgmv"] + [(kind + name, shape, dtype)
+                            for name, shape, dtype, _ in SKIPPED
+                            for kind in "pgmv"]
 
 
 def at(arena, name):
@@ -80,6 +87,11 @@ def inputs(path):
         values["v"
                + name] = 0.01 * torch.rand(shape, generator=gen, dtype=dtype)
     values["v3"][0] = 0.0  # sqrt(0): the update is m / eps-scaled
+    for name, shape, dtype, bad in SKIPPED:
+        for kind in "pgmv":
+            values[kind + name] = torch.randn(shape, generator=gen,
+                                              dtype=dtype).abs()
+        values["g" + name][5] = float(bad)
     arena_slots.write(path, SLOTS, values)
 
 
@@ -91,6 +103,10 @@ def scalars(lr, norm, dtype):
     coef = torch.tensor(MAX_NORM, dtype=f32) * (
         one / (norm.to(f32) + torch.tensor(1e-6, dtype=f32)))
     coef = one if one < coef else coef
+    # A non-finite norm's coefficient is NaN (PyTorch's is 0 for an
+    # infinite one): titan.adamw's sign to skip the step.
+    if not torch.isfinite(norm):
+        coef = torch.tensor(float("nan"), dtype=f32)
     lr = float(lr)
     t = float(STEP + 1)
     bias1 = 1.0 - math.pow(BETA1, t)
@@ -183,6 +199,10 @@ def compare(arena, fresh):
         # the last two bits.
         ok &= near(f"p{name} vs torch.optim.AdamW", got[0], ref[0],
                    1e-13 if dtype == torch.float64 else 2 ** -22)
+    for name, _, _, bad in SKIPPED:
+        for kind in "pmv":
+            ok &= same_bits(f"{kind}{name} ({bad} norm: kept)",
+                            at(arena, kind + name), at(fresh, kind + name))
     return ok
 
 

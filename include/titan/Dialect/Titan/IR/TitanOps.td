@@ -889,8 +889,9 @@ def Titan_AdamWScalarsOp : Titan_Op<"adamw_scalars", [DeclareOpInterfaceMethods<
     on the host; the powers are the target's `pow`: the C library's on the
     CPU, libdevice's on a GPU):
     `clip_coef = min(1, max_norm * (1 / (grad_norm + 1e-6)))` in float32
-    (`torch.nn.utils.clip_grad_norm_`; NaN for a NaN norm, 0 for an
-    infinite one); with `t = step + 1` and
+    (`torch.nn.utils.clip_grad_norm_`), NaN when `grad_norm` is NaN or
+    infinite (where PyTorch's is 0 for an infinite norm): `titan.adamw`'s
+    sign to skip the step; with `t = step + 1` and
     `bias_correction = 1 - beta^t` in float64 (`torch.optim.AdamW`'s
     single-tensor path), `decay = 1 - lr * weight_decay`,
     `step_size = -(lr / bias_correction1)` and
@@ -932,6 +933,9 @@ def Titan_AdamWOp : Titan_Op<"adamw", [DeclareOpInterfaceMethods<Titan_KernelOpI
     (`beta1`, `1 - beta1`, ... rounded to the parameter's type). Results:
     the new parameter, `m` and `v`. PyTorch moves `m` by `lerp` and adds
     `-step_size * (m / denom)` (the same values to within their roundings).
+    When `clip_coef` is NaN (a non-finite global gradient norm) the results
+    are `param`, `exp_avg` and `exp_avg_sq` unchanged: a NaN or an infinity
+    in any gradient never reaches the weights or the moments.
   }];
   let arguments = (ins Titan_MasterTensor:$param, Titan_MasterTensor:$grad,
                        Titan_MasterTensor:$exp_avg,
