@@ -14,6 +14,7 @@
 #include "llvm/ADT/SmallString.h"
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/ADT/StringMap.h"
+#include "llvm/ADT/StringSwitch.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/JSON.h"
@@ -50,20 +51,36 @@ constexpr const char *kExportFile = "model.safetensors";
 /// shard file, as 16 hex digits (JSON numbers do not hold 64 bits).
 constexpr const char *kChecksumKey = "xxh3_64";
 
-/// Fault injection for tests: TITAN_FAULT_KILL_IN_SAVE=<step>:<rank> makes
-/// that rank die (SIGKILL, as a lost machine would) in the save of that
+/// Fault injection for tests: TITAN_FAULT_KILL_IN_SAVE=<step>:<rank>[:<sig>]
+/// makes that rank get signal <sig> (KILL, as a lost machine would, when
+/// absent; TERM or INT, as from a scheduler or a user) in the save of that
 /// step, after writing its shard file and before the save is complete.
 void maybeDieInSave(int64_t step, int64_t rank) {
   const char *env = std::getenv("TITAN_FAULT_KILL_IN_SAVE");
   if (!env || !*env)
     return;
-  auto [stepText, rankText] = StringRef(env).split(':');
+  auto [stepText, rest] = StringRef(env).split(':');
+  auto [rankText, sigText] = rest.split(':');
+  int sig = llvm::StringSwitch<int>(sigText)
+                .Cases("", "KILL", SIGKILL)
+                .Case("TERM", SIGTERM)
+                .Case("INT", SIGINT)
+                .Default(0);
   int64_t s, r;
-  if (stepText.getAsInteger(10, s) || rankText.getAsInteger(10, r))
+  if (stepText.getAsInteger(10, s) || rankText.getAsInteger(10, r) || !sig)
     fatal(std::string("TITAN_FAULT_KILL_IN_SAVE='") + env +
-          "' is not <step>:<rank>");
+          "' is not <step>:<rank>[:KILL|TERM|INT]");
   if (s == step && r == rank)
-    ::raise(SIGKILL);
+    ::raise(sig);
+}
+
+/// What a save of `step` that fails leaves, for its error message
+/// (ENOSPC, say): the folders are renamed into place only once complete.
+std::string unsavedNote(int64_t step, StringRef what = "checkpoint") {
+  return "the " + what.str() + " of step " + std::to_string(step) +
+         " is not saved (its unfinished step-" + std::to_string(step) +
+         ".tmp folder is removed at the next start); the checkpoints saved "
+         "before it are intact";
 }
 
 /// The step of a folder named exactly "step-<N>", or -1.
@@ -563,6 +580,7 @@ TrainingState Checkpointer::resume(const std::string &folder,
 
 SaveInProgress Checkpointer::beginSave(const TrainingState &state,
                                        llvm::ArrayRef<StateSet> sets) {
+  ErrorContext context(unsavedNote(state.step));
   SaveInProgress save;
   save.state = state;
   save.folder = stepFolder(state.step);
@@ -581,6 +599,7 @@ SaveInProgress Checkpointer::beginSave(const TrainingState &state,
 
 void Checkpointer::writeOwnBlocks(SaveInProgress &save,
                                   llvm::ArrayRef<StateSet> sets) const {
+  ErrorContext context(unsavedNote(save.state.step));
   // This rank's blocks, each written by the first of the ranks holding it.
   std::vector<TensorRef> mine;
   std::vector<std::vector<float>> packed; // blocks narrower than the shard
@@ -618,6 +637,7 @@ std::string Checkpointer::save(const TrainingState &state,
 }
 
 std::string Checkpointer::commitSave(SaveInProgress &save) {
+  ErrorContext context(unsavedNote(save.state.step));
   const TrainingState &state = save.state;
   llvm::ArrayRef<StateSet> sets = save.sets;
   int64_t rank = comm_ ? comm_->rank() : 0;
@@ -699,6 +719,7 @@ std::string Checkpointer::commitSave(SaveInProgress &save) {
 
 std::string Checkpointer::exportModel(int64_t step, const StateSet &params,
                                       const std::string &exportDtype, bool hf) {
+  ErrorContext context(unsavedNote(step, "model-only export"));
   std::string folder = stepFolder(step), tmp = folder + ".tmp";
   // TrainConfig admits float32, bfloat16 and float16 only.
   Dtype dtype = titan::parseTorchDtype(exportDtype).value_or(Dtype::f32);
@@ -811,6 +832,12 @@ void Checkpointer::prune(const std::vector<int64_t> &saved) {
   // Earlier runs' (false) first, each by step: the one just written sorts
   // last, so it is never among those removed.
   llvm::sort(found);
-  for (size_t i = 0; i + config_.checkpoint.keepLatestK < found.size(); ++i)
-    llvm::sys::fs::remove_directories(std::get<2>(found[i]));
+  for (size_t i = 0; i + config_.checkpoint.keepLatestK < found.size(); ++i) {
+    // Renamed first: a run stopped while removing it (a signal) leaves a
+    // *.tmp folder the next start removes, never a step folder with an
+    // index and some of its files gone.
+    std::string doomed = std::get<2>(found[i]) + ".pruned.tmp";
+    if (!llvm::sys::fs::rename(std::get<2>(found[i]), doomed))
+      llvm::sys::fs::remove_directories(doomed);
+  }
 }

@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <thread>
+#include <utility>
 
 namespace {
 std::atomic<titanrt::AbortHook> abortHook{nullptr};
@@ -17,7 +18,22 @@ std::atomic<titanrt::AbortHook> abortHook{nullptr};
 /// every rank instead of exiting under it.
 std::atomic<bool> aborting{false};
 thread_local bool inAbortHook = false;
+thread_local titanrt::ErrorContext *innermostContext = nullptr;
 } // namespace
+
+titanrt::ErrorContext::ErrorContext(std::string what)
+    : what_(std::move(what)), outer_(innermostContext) {
+  innermostContext = this;
+}
+
+titanrt::ErrorContext::~ErrorContext() { innermostContext = outer_; }
+
+std::string titanrt::ErrorContext::annotate(const std::string &message) {
+  std::string text = message;
+  for (ErrorContext *c = innermostContext; c; c = c->outer_)
+    text += "; " + c->what_;
+  return text;
+}
 
 void titanrt::setAbortHook(AbortHook hook) { abortHook = hook; }
 
@@ -32,7 +48,8 @@ char *titan_rt_host_arena = nullptr;
   fatal(message);
 }
 
-[[noreturn]] void titanrt::fatal(const std::string &message) {
+[[noreturn]] void titanrt::fatal(const std::string &plain) {
+  std::string message = ErrorContext::annotate(plain);
   std::fflush(stdout);
   std::fprintf(stderr, "error: %s\n", message.c_str());
   std::fflush(stderr);

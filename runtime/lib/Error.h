@@ -11,6 +11,24 @@ namespace titanrt {
 /// input (data, checkpoints, arguments) that the run cannot continue from.
 [[noreturn]] void fatal(const std::string &message);
 
+/// While it lives, fatal() on this thread adds "; <what>" to its message:
+/// what failed in the larger task (a checkpoint's save) and what is left
+/// intact, which the call that failed (a write) does not know.
+class ErrorContext {
+public:
+  explicit ErrorContext(std::string what);
+  ~ErrorContext();
+  ErrorContext(const ErrorContext &) = delete;
+  ErrorContext &operator=(const ErrorContext &) = delete;
+
+  /// The message with the contexts of this thread, innermost first.
+  static std::string annotate(const std::string &message);
+
+private:
+  std::string what_;
+  ErrorContext *outer_;
+};
+
 /// fatal() for a failure inside a kernel: the message also names the titan
 /// op the compiled step was running (the compiled step records each op's
 /// location in titan_rt_op before its kernel call; KernelABI.h).
