@@ -51,6 +51,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <limits>
 #include <memory>
 #include <optional>
 #include <thread>
@@ -324,49 +325,55 @@ std::string jsonNumber(double v) {
   return std::isfinite(v) ? llvm::formatv("{0:e9}", v).str() : "null";
 }
 
-/// "the gradient of 'x'" for the first tensor of `first` (then of `then`)
-/// holding a NaN or an infinity, in parameter order.
-std::string firstNonFinite(const TensorSet &first, StringRef firstKind,
-                           const TensorSet &then, StringRef thenKind) {
-  for (auto [set, kind] : {std::pair(&first, firstKind), {&then, thenKind}})
-    for (const TensorRef &t : set->refs)
-      for (int64_t i = 0, n = t.numel(); i < n; ++i)
-        if (!std::isfinite(t.data[i]))
-          return (kind == "gradient" ? "the gradient of '" + t.name + "'"
-                                     : "parameter '" + t.name + "'") +
-                 " (element " + std::to_string(i) + " is " +
-                 (std::isnan(t.data[i]) ? "nan" : "inf") + ")";
+/// The first element of `set` (this rank's blocks, in parameter order)
+/// that is NaN or infinite, as "the gradient of 'x' (element 5 is nan)" or
+/// "parameter 'x' (...)"; "" when all are finite. A sharded tensor's
+/// element counts within the rank's block.
+std::string firstNonFinite(const TensorSet &set, StringRef kind,
+                           const Manifest &m) {
+  for (auto [t, p] : llvm::zip(set.refs, m.params))
+    for (int64_t i = 0, n = t.numel(); i < n; ++i)
+      if (!std::isfinite(t.data[i]))
+        return (kind == "gradient" ? "the gradient of '" + t.name + "'"
+                                   : "parameter '" + t.name + "'") +
+               " (element " + std::to_string(i) +
+               (p.localShape != p.shape ? " of the rank's block" : "") +
+               " is " + (std::isnan(t.data[i]) ? "nan" : "inf") + ")";
   return "";
 }
 
-/// Stops the run at a non-finite loss or gradient norm: every rank sees the
-/// same (all-reduced) value and exits; the first rank says why. Without
-/// `gradientsKept` (the optimizer ran in the backward) the parameters are
-/// already updated from the step's gradients, which no slot keeps.
-[[noreturn]] void stopOnNonFinite(int64_t step, StringRef what, double value,
-                                  const std::string &tensor, bool gradientsKept,
-                                  bool leader) {
-  if (!leader) {
-    std::fflush(stdout);
-    std::exit(1);
-  }
-  std::string found;
-  if (gradientsKept)
-    found = tensor.empty()
-                ? "every parameter and gradient of this rank is "
-                  "finite (an activation overflowed)"
-                : "the first non-finite tensor of this rank is " + tensor;
-  else
-    found = (tensor.empty()
-                 ? "every parameter of this rank is finite"
-                 : "the first non-finite tensor of this rank is " + tensor) +
-            " (optimizer.early_step_in_backward updated the parameters in "
-            "the backward; their gradients are not kept)";
-  fatal(llvm::formatv("step {0}: the {1} is {2}; {3}; stopping without "
-                      "saving a checkpoint of this state (the last one "
-                      "saved, if any, is intact)",
-                      step, what, std::isnan(value) ? "nan" : "inf", found)
-            .str());
+/// "ranks 0, 2" or "rank 1".
+std::string rankList(const std::vector<int64_t> &ranks) {
+  std::vector<std::string> names;
+  for (int64_t r : ranks)
+    names.push_back(std::to_string(r));
+  return (ranks.size() == 1 ? "rank " : "ranks ") + llvm::join(names, ", ");
+}
+
+/// The ranks that say `holds`, in order, the same list on every rank (a
+/// collective: every rank calls it).
+std::vector<int64_t> ranksHolding(bool holds, Communicator *comm) {
+  if (!comm)
+    return holds ? std::vector<int64_t>{0} : std::vector<int64_t>{};
+  std::vector<double> flags(size_t(comm->worldSize()), 0.0);
+  flags[size_t(comm->rank())] = holds ? 1.0 : 0.0;
+  comm->hostAllReduce(flags.data(), int64_t(flags.size()), Reduction::Sum,
+                      titan::mesh::kAllAxes);
+  std::vector<int64_t> ranks;
+  for (size_t r = 0; r < flags.size(); ++r)
+    if (flags[r] != 0)
+      ranks.push_back(int64_t(r));
+  return ranks;
+}
+
+/// A rank with nothing to say at a stop waits, quietly, for the rank that
+/// names the problem to stop every rank (fatal's MPI_Abort): its own exit
+/// would race that message out of the job. It exits after a minute if
+/// nothing stops it.
+[[noreturn]] void waitForAbort() {
+  std::fflush(stdout);
+  std::this_thread::sleep_for(std::chrono::seconds(60));
+  std::exit(1);
 }
 
 /// Rewrites the metrics file `path` (if there is one) with only the lines of
@@ -856,6 +863,12 @@ private:
   /// Writes the step's metrics line (and its log line when due); stops the
   /// run at a non-finite loss or gradient norm.
   void report(int64_t step, const StepResult &result);
+  /// Stops every rank at step `step` (from 1) whose loss or gradient norm
+  /// is not finite, the first rank holding a non-finite tensor naming it.
+  [[noreturn]] void stopOnNonFinite(int64_t step, const StepResult &result);
+  /// TITAN_FAULT_NAN_GRAD: a NaN in this rank's gradient at step `step`
+  /// (from 1), between the backward and the update.
+  void maybeNanGradient(int64_t step);
   /// `tflops`: this rank's model TFLOP/s.
   void log(int64_t step, const StepResult &result, double tokensPerSecond,
            double tflops);
@@ -1286,10 +1299,12 @@ void Run::trainStep(int64_t step) {
   // The optimizer's inputs go first when forward_backward updates too.
   writeStepInputs(step);
   double lossSum = accumulateGradients(step, trace);
+  maybeNanGradient(step + 1);
   // A non-finite loss stops the run before the update, so the state stays
   // the last good one (with the optimizer in the backward, the update has
   // run: the state in memory is not saved); a non-finite gradient norm
-  // after it. Either way no checkpoint is written from it.
+  // after an update that kept the state (titan.adamw skips it). Either way
+  // no checkpoint is written from it.
   bool finiteLoss = std::isfinite(lossSum);
   auto [gradNorm, lr] =
       finiteLoss ? update(step, trace) : std::pair<float, float>(0, 0);
@@ -1484,21 +1499,103 @@ void Run::report(int64_t step, const StepResult &r) {
     // synchronous save of it would stand (every rank sees the same
     // all-reduced values, so all get here together).
     finishBackgroundSave(/*wait=*/true);
-    // The host looks for the first non-finite tensor.
-    TensorSet &params = state.params, &grads = state.grads;
-    params.attach(/*read=*/true);
-    grads.attach(/*read=*/true);
-    stopOnNonFinite(step + 1, r.finiteLoss ? "gradient norm" : "loss",
-                    r.finiteLoss ? double(r.gradNorm) : r.meanLoss,
-                    firstNonFinite(r.finiteLoss ? grads : params,
-                                   r.finiteLoss ? "gradient" : "parameter",
-                                   r.finiteLoss ? params : grads,
-                                   r.finiteLoss ? "parameter" : "gradient"),
-                    !m.optimizerInBackward, leader);
+    stopOnNonFinite(step + 1, r);
   }
   if ((step + 1) % c.metrics.logFreq == 0 || step + 1 == totalSteps ||
       step == firstStep)
     log(step, r, tokensPerSecond, tflops);
+}
+
+void Run::stopOnNonFinite(int64_t step, const StepResult &r) {
+  // Only the stop pays for a scan: the step itself never tests its
+  // tensors (the update's guard is a scalar test of the norm).
+  state.params.attach(/*read=*/true);
+  state.grads.attach(/*read=*/true);
+  std::string param = firstNonFinite(state.params, "parameter", m);
+  std::string grad = firstNonFinite(state.grads, "gradient", m);
+  // A finite loss points at a gradient; a non-finite one at a parameter.
+  bool normOnly = r.finiteLoss;
+  std::string tensor =
+      normOnly ? (grad.empty() ? param : grad) : (param.empty() ? grad : param);
+  // The norm and the loss are all-reduced: every rank is here. The first
+  // rank holding a non-finite tensor (rank 0 if none) speaks for all.
+  std::vector<int64_t> holders = ranksHolding(!tensor.empty(), comm);
+  std::vector<int64_t> paramHolders = ranksHolding(!param.empty(), comm);
+  int64_t speaker = holders.empty() ? 0 : holders.front();
+  if (rank() != speaker)
+    waitForAbort();
+  std::string who = "rank " + std::to_string(speaker);
+  std::string found;
+  if (tensor.empty())
+    found = std::string("every parameter and gradient of every rank is "
+                        "finite (") +
+            (normOnly ? "the norm overflowed" : "an activation overflowed") +
+            ")";
+  else
+    found = "the first non-finite tensor of " + who + " is " + tensor;
+  if (holders.size() > 1)
+    found += " (" + rankList(holders) + " hold one)";
+  if (m.optimizerInBackward)
+    found += " (optimizer.early_step_in_backward updated the parameters in "
+             "the backward; their gradients are not kept)";
+  else if (normOnly)
+    // Without the skip every parameter would be NaN (a NaN clip_coef).
+    found += "; the optimizer skipped the step (" +
+             (paramHolders.empty()
+                  ? std::string("every parameter of every rank is finite")
+                  : rankList(paramHolders) +
+                        (paramHolders.size() == 1 ? " holds" : " hold") +
+                        " a non-finite parameter") +
+             ")";
+  fatal(llvm::formatv("step {0}: the {1} is {2}; {3}; stopping without "
+                      "saving a checkpoint of this state (the last one "
+                      "saved, if any, is intact)",
+                      step, normOnly ? "gradient norm" : "loss",
+                      std::isnan(normOnly ? double(r.gradNorm) : r.meanLoss)
+                          ? "nan"
+                          : "inf",
+                      found)
+            .str());
+}
+
+void Run::maybeNanGradient(int64_t step) {
+  const char *env = std::getenv("TITAN_FAULT_NAN_GRAD");
+  if (!env || !*env)
+    return;
+  auto [stepText, rankText] = StringRef(env).split(':');
+  int64_t s, r;
+  if (stepText.getAsInteger(10, s) || rankText.getAsInteger(10, r) || s < 1 ||
+      r < 0 || r >= world)
+    fatal(std::string("TITAN_FAULT_NAN_GRAD='") + env +
+          "' is not <step>:<rank> (a step from 1, a rank below " +
+          std::to_string(world) + ")");
+  if (m.optimizerInBackward)
+    fatal("TITAN_FAULT_NAN_GRAD: with optimizer.early_step_in_backward no "
+          "gradient outlives the backward");
+  if (s != step || r != rank())
+    return;
+  // A block no other rank holds: a NaN in one copy of a replicated
+  // gradient would reach only that rank's (all-reduced) norm.
+  unsigned split = 0;
+  for (int a = 0; a < kNumAxes; ++a)
+    if (a != kPP && m.mesh[a] > 1)
+      split |= 1u << a;
+  for (auto [i, p] : llvm::enumerate(m.params)) {
+    int64_t n = numel(p.localShape);
+    if (n == 0 || (p.shardMask() & split) != split)
+      continue;
+    char *at = state.grads.addresses[i] + n / 2 * int64_t(sizeof(float));
+    write<float>(device, at, std::numeric_limits<float>::quiet_NaN());
+    std::fprintf(stderr,
+                 "TITAN_FAULT_NAN_GRAD: step %lld: rank %lld wrote nan into "
+                 "element %lld of its block of the gradient of '%s'\n",
+                 (long long)step, (long long)r, (long long)(n / 2),
+                 p.name.c_str());
+    return;
+  }
+  fatal("TITAN_FAULT_NAN_GRAD: rank " + std::to_string(r) +
+        " holds no gradient block of its own (each is also another "
+        "rank's: data-parallel replicas or context-parallel ranks)");
 }
 
 void Run::log(int64_t step, const StepResult &r, double tokensPerSecond,
