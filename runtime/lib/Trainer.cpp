@@ -1588,8 +1588,9 @@ void Run::maybeNanGradient(int64_t step) {
     write<float>(device, at, std::numeric_limits<float>::quiet_NaN());
     std::fprintf(stderr,
                  "TITAN_FAULT_NAN_GRAD: step %lld: rank %lld wrote nan into "
-                 "element %lld of its block of the gradient of '%s'\n",
+                 "element %lld of %sthe gradient of '%s'\n",
                  (long long)step, (long long)r, (long long)(n / 2),
+                 p.localShape != p.shape ? "its block of " : "",
                  p.name.c_str());
     return;
   }
