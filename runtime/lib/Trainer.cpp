@@ -1273,6 +1273,7 @@ int Run::train() {
 
 void Run::trainStep(int64_t step) {
   auto stepStart = std::chrono::steady_clock::now();
+  noteStep(step + 1);
   if (comm) {
     comm->setContext("step " + std::to_string(step + 1));
     if (step == firstStep + 1)
@@ -1748,6 +1749,7 @@ int titanrt::trainMain(int argc, char **argv, const CompiledModel &model) {
   if (!c)
     return 0; // --help
   Communicator *comm = startRank(*c, m, device);
+  stopOnSignals(comm ? comm->rank() : 0, comm != nullptr);
   PipelineProgram program;
   if (pipelined)
     program = selectPipelineProgram(model, comm, m);
