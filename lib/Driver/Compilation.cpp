@@ -145,6 +145,13 @@ llvm::Error Compilation::addEval(mlir::ModuleOp module) {
   return llvm::Error::success();
 }
 
+llvm::Error Compilation::checkMemoryFits(const PlannedMemory &planned) const {
+  if (options.allowMemoryOvercommit ||
+      !llvm::is_contained({Stage::Object, Stage::Exe}, options.stage))
+    return llvm::Error::success();
+  return checkJobMemory(planned, backend, options.hardware, mesh.worldSize());
+}
+
 bool Compilation::estimatesMemory() const {
   return config.memoryEstimation.enable &&
          (options.stage == Stage::Object || options.stage == Stage::Exe);

@@ -13,6 +13,7 @@
 #include "titan/Dialect/Kernel/Transforms/MemoryPlan.h"
 #include "titan/Driver/Link.h"
 #include "titan/Driver/Manifest.h"
+#include "titan/Driver/MemoryFit.h"
 #include "titan/Driver/Programs.h"
 #include "titan/Target/Host/ObjectFile.h"
 
@@ -153,6 +154,12 @@ llvm::Error Compilation::emitPipelineRank(const PipelineSources &sources,
   }
   if (estimatesMemory())
     printPipelineRankMemory(pipelineJob, rank, *module, os);
+  if (llvm::Error e =
+          checkMemoryFits({kernel::getArenaBytes(*module) +
+                               pipelineFramesBytes(pipelineJob, rank, *module) +
+                               pipelineSendBytes(pipelineJob, rank, *module),
+                           kernel::getHostArenaBytes(*module)}))
+    return e;
   addProgramToManifest(*manifest, config, mesh, backend, options.cudaArch,
                        *module);
   addPipelineToManifest(*manifest, pipelineJob, rank, *module);

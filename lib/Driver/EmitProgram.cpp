@@ -15,6 +15,7 @@
 #include "titan/Dialect/Kernel/Transforms/MemoryPlan.h"
 #include "titan/Driver/Link.h"
 #include "titan/Driver/Manifest.h"
+#include "titan/Driver/MemoryFit.h"
 #include "titan/Support/Format.h"
 #include "titan/Target/Host/ObjectFile.h"
 
@@ -64,6 +65,9 @@ llvm::Error Compilation::emitProgram(mlir::ModuleOp module,
     return emitMemoryReport(module, arenaWithout, os);
   if (estimatesMemory())
     printMemoryPlan(module, os);
+  if (llvm::Error e = checkMemoryFits(
+          {kernel::getArenaBytes(module), kernel::getHostArenaBytes(module)}))
+    return e;
   addProgramToManifest(*manifest, config, mesh, backend, options.cudaArch,
                        module);
   if (llvm::Error e = lower(module))

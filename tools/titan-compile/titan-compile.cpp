@@ -50,17 +50,24 @@ cl::opt<int64_t> worldSize(
              "taken as 1)"),
     cl::init(0));
 
-// --emit=cost's hardware.
+// --emit=cost's hardware, and the device an executable's plan must fit.
 cl::opt<std::string> gpuName(
     "gpu", cl::value_desc("name"),
     cl::desc("With --emit=cost: the hardware to predict for (h100, "
              "h100-96gb, h200, b200, a100, cpu; default h100, or cpu with "
              "--target=cpu). A GPU compiles the CUDA program (kernel IR "
-             "only: no CUDA toolkit needed)"));
+             "only: no CUDA toolkit needed). With --emit=obj or exe on a GPU "
+             "target: the device whose memory the plan must fit"));
 cl::opt<std::string>
     hardwareFile("hardware", cl::value_desc("file.toml"),
-                 cl::desc("With --emit=cost: a hardware description (TOML, a "
-                          "[hardware] table; overrides --gpu)"));
+                 cl::desc("With --emit=cost, obj or exe: a hardware "
+                          "description (TOML, a [hardware] table; overrides "
+                          "--gpu)"));
+cl::opt<bool> allowMemoryOvercommit(
+    "allow-memory-overcommit", cl::init(false),
+    cl::desc("With --emit=obj or exe: compile even when the memory plan does "
+             "not fit the device's memory (GPU targets: --gpu's) or this "
+             "machine's (the CPU target)"));
 enum class Format { Text, JSON };
 cl::opt<Format> costFormat(
     "cost-format", cl::desc("--emit=cost's output"), cl::init(Format::Text),
@@ -189,6 +196,7 @@ driver::CompileOptions compileOptions() {
     options.hardware.target = options.target;
   }
   options.costJSON = costFormat == Format::JSON;
+  options.allowMemoryOvercommit = allowMemoryOvercommit;
   if (!planMode.empty()) {
     driver::PlanOptions &plan = options.plan.emplace();
     plan.gpus = planGpus;
@@ -209,14 +217,19 @@ driver::CompileOptions compileOptions() {
 /// Options that only mean something beside another: an error naming the
 /// first one given without it.
 std::optional<llvm::Error> misplacedOption() {
+  bool program = emitStage == Stage::Object || emitStage == Stage::Exe;
   if (emitStage != Stage::Cost && planMode.empty())
     for (cl::Option *o : std::initializer_list<cl::Option *>{
              &gpuName, &hardwareFile, &costFormat})
-      if (o->getNumOccurrences())
+      if (o->getNumOccurrences() && (o == &costFormat || !program))
         return llvm::createStringError(
             "--" + o->ArgStr +
-            " describes what --emit=cost predicts; this "
-            "compilation emits something else");
+            " describes what --emit=cost predicts (or, for an executable, "
+            "the device its plan must fit); this compilation emits something "
+            "else");
+  if (allowMemoryOvercommit.getNumOccurrences() && !program)
+    return llvm::createStringError("--allow-memory-overcommit applies to "
+                                   "--emit=obj and --emit=exe");
   if (!planMode.empty() && planMode != "auto")
     return llvm::createStringError("--plan " + planMode +
                                    ": the only planner is 'auto'");

@@ -15,6 +15,7 @@
 #include "titan/Compiler/Pipelines.h"
 #include "titan/Contract/Manifest.h"
 #include "titan/Driver/Driver.h"
+#include "titan/Driver/MemoryFit.h"
 #include "titan/Driver/PipelineJob.h"
 
 #include "mlir/IR/BuiltinOps.h"
@@ -100,6 +101,10 @@ private:
   /// memory_estimation.enable on a compilation that writes an object or an
   /// executable: the memory plan is printed beside it.
   bool estimatesMemory() const;
+  /// Stages Object and Exe (what runs) without options.allowMemoryOvercommit:
+  /// an error when a rank's plan `planned` does not fit its memory
+  /// (driver::checkJobMemory).
+  llvm::Error checkMemoryFits(const PlannedMemory &planned) const;
 
   // Emit.cpp: the stages before the training phase.
   llvm::Error emitSummary(mlir::ModuleOp module, llvm::raw_ostream &os);

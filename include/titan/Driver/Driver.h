@@ -89,6 +89,10 @@ struct CompileOptions {
   /// object.
   HardwareRequest hardware;
   bool costJSON = false;
+  /// Stages Object and Exe: skip the check that every rank's memory plan
+  /// fits its memory (driver::checkPlanFits), which `hardware` names for a
+  /// GPU target.
+  bool allowMemoryOvercommit = false;
   /// --plan auto: search the layouts of plan->gpus devices of `hardware`,
   /// print the best ones and compile the best (its mesh, world size and
   /// target replace the config's and the options'). The table is the
