@@ -457,36 +457,51 @@ std::vector<std::string> titan::stagePhaseFunctions(int64_t stage,
           name + "_reduce_grad"};
 }
 
+/// Every pipeline registerTitanPipelines registers, by index: one list, so
+/// titanPipelineNames cannot miss one.
+static const llvm::StringRef kPipelineNames[] = {
+    "titan-partition-pipeline",
+    "titan-training-pipeline",
+    "titan-pipeline-parallel-training-pipeline",
+    "titan-eval-pipeline",
+    "titan-pipeline-parallel-eval-pipeline",
+    "titan-execution-pipeline",
+    "titan-lowering-pipeline"};
+
+llvm::ArrayRef<llvm::StringRef> titan::titanPipelineNames() {
+  return kPipelineNames;
+}
+
 void titan::registerTitanPipelines() {
   mlir::PassPipelineRegistration<PartitionPipelineOptions>(
-      "titan-partition-pipeline",
+      kPipelineNames[0],
       "Float8 conversion, the mesh and its shardings, the per-rank forward",
       buildPartitionPipeline);
   mlir::PassPipelineRegistration<TrainingPipelineOptions>(
-      "titan-training-pipeline",
+      kPipelineNames[1],
       "Mixed precision, recompute regions, autodiff, Float8 expansion and "
       "the optimizer step",
       buildTrainingPipeline);
   mlir::PassPipelineRegistration<TrainingPipelineOptions>(
-      "titan-pipeline-parallel-training-pipeline",
+      kPipelineNames[2],
       "The training phase of one pipeline rank: its stages cut out, "
       "scheduled, differentiated and split into phases",
       buildPipelineParallelTrainingPipeline);
   mlir::PassPipelineRegistration<TrainingPipelineOptions>(
-      "titan-eval-pipeline",
+      kPipelineNames[3],
       "The forward-only eval step's phase (validation): mixed precision, "
       "Float8 expansion and narrowed gathers, without autodiff",
       buildEvalPipeline);
   mlir::PassPipelineRegistration<TrainingPipelineOptions>(
-      "titan-pipeline-parallel-eval-pipeline",
+      kPipelineNames[4],
       "The eval phase of one pipeline rank (validation under pipeline "
       "parallelism): its stages cut out as forward-only functions",
       buildPipelineParallelEvalPipeline);
   mlir::PassPipelineRegistration<ExecutionPipelineOptions>(
-      "titan-execution-pipeline",
+      kPipelineNames[5],
       "Kernel calls on buffers, kernel fusions and the memory plan",
       buildExecutionPipeline);
   mlir::PassPipelineRegistration<LoweringPipelineOptions>(
-      "titan-lowering-pipeline", "Kernel IR to LLVM calls into the runtime",
+      kPipelineNames[6], "Kernel IR to LLVM calls into the runtime",
       buildLoweringPipeline);
 }

@@ -62,7 +62,7 @@ void maybeDieInSave(int64_t step, int64_t rank) {
   auto [stepText, rest] = StringRef(env).split(':');
   auto [rankText, sigText] = rest.split(':');
   int sig = llvm::StringSwitch<int>(sigText)
-                .Cases("", "KILL", SIGKILL)
+                .Cases({"", "KILL"}, SIGKILL)
                 .Case("TERM", SIGTERM)
                 .Case("INT", SIGINT)
                 .Default(0);
@@ -126,20 +126,21 @@ llvm::json::Array writeDataPositions(llvm::ArrayRef<DataPosition> positions) {
   return array;
 }
 
-template <typename Bad>
-std::vector<DataPosition> readDataPositions(const llvm::json::Value &value,
-                                            Bad bad) {
+/// The positions of "data_positions"; the error says what is wrong.
+llvm::Expected<std::vector<DataPosition>>
+readDataPositions(const llvm::json::Value &value) {
   std::vector<DataPosition> positions;
   const llvm::json::Array *array = value.getAsArray();
   if (!array)
-    bad("\"data_positions\" is not an array");
+    return llvm::createStringError("\"data_positions\" is not an array");
   for (const llvm::json::Value &entry : *array) {
     const llvm::json::Object *o = entry.getAsObject();
     std::optional<int64_t> document =
         o ? o->getInteger("document") : std::nullopt;
     std::optional<int64_t> token = o ? o->getInteger("token") : std::nullopt;
     if (!document || *document < 0 || !token || *token < 0)
-      bad("\"data_positions\" needs objects with non-negative \"document\" "
+      return llvm::createStringError(
+          "\"data_positions\" needs objects with non-negative \"document\" "
           "and \"token\"");
     positions.push_back({*document, *token});
   }
@@ -169,6 +170,9 @@ struct CheckpointIndex {
   /// Whether some block has no checksum (loaded unverified).
   bool unverified = false;
 
+  CheckpointIndex() = default;
+
+  /// Reads `folder`'s index; an error stops the run.
   CheckpointIndex(const std::string &folder, const Manifest &m) {
     std::string path = joinPath(folder, kIndexFile);
     requireRegularFile(path, "checkpoint index");
@@ -187,21 +191,30 @@ struct CheckpointIndex {
     if (!buffer)
       fatal("cannot read checkpoint index '" + path +
             "': " + buffer.getError().message());
-    llvm::Expected<llvm::json::Value> json =
-        llvm::json::parse((*buffer)->getBuffer());
+    if (llvm::Error error = parse((*buffer)->getBuffer(), path, folder, m))
+      fatal(llvm::toString(std::move(error)));
+  }
+
+  /// Reads the index text `text` of the checkpoint in `folder` (`path` in
+  /// messages): the error names what is wrong.
+  llvm::Error parse(StringRef text, const std::string &path,
+                    const std::string &folder, const Manifest &m) {
+    llvm::Expected<llvm::json::Value> json = llvm::json::parse(text);
     if (!json)
-      fatal("checkpoint index '" + path +
-            "' is not valid JSON: " + llvm::toString(json.takeError()));
+      return llvm::createStringError(
+          "checkpoint index '" + path +
+          "' is not valid JSON: " + llvm::toString(json.takeError()));
     const llvm::json::Object *o = json->getAsObject();
     auto bad = [&](const std::string &what) {
-      fatal("checkpoint index '" + path + "': " + what);
+      return llvm::createStringError("checkpoint index '" + path +
+                                     "': " + what);
     };
     if (!o || o->getString("format") != StringRef(kFormat))
-      bad(std::string("not a titan checkpoint (\"format\" is not \"") +
-          kFormat + "\")");
+      return bad(std::string("not a titan checkpoint (\"format\" is not \"") +
+                 kFormat + "\")");
     if (o->getInteger("version") != kVersion)
-      bad("unsupported version (this runtime reads version " +
-          std::to_string(kVersion) + ")");
+      return bad("unsupported version (this runtime reads version " +
+                 std::to_string(kVersion) + ")");
 
     const llvm::json::Object *st = o->getObject("training_state");
     std::optional<int64_t> step = st ? st->getInteger("step") : std::nullopt;
@@ -213,28 +226,33 @@ struct CheckpointIndex {
     std::optional<int64_t> seed = rng ? rng->getInteger("seed") : std::nullopt;
     if (!step || *step < 0 || !samples || *samples < 0 || !tokens ||
         *tokens < 0 || !seed)
-      bad("\"training_state\" needs non-negative \"step\", "
-          "\"samples_consumed\", \"tokens_seen\" and \"rng\".\"seed\"");
+      return bad("\"training_state\" needs non-negative \"step\", "
+                 "\"samples_consumed\", \"tokens_seen\" and \"rng\".\"seed\"");
     state = {*step, *samples, *tokens, uint64_t(*seed), {}};
-    if (const llvm::json::Value *positions = st->get("data_positions"))
-      state.dataPositions = readDataPositions(*positions, bad);
+    if (const llvm::json::Value *positions = st->get("data_positions")) {
+      llvm::Expected<std::vector<DataPosition>> read =
+          readDataPositions(*positions);
+      if (!read)
+        return bad(llvm::toString(read.takeError()));
+      state.dataPositions = std::move(*read);
+    }
     int64_t folderStep =
         stepOfFolderName(llvm::sys::path::filename(StringRef(folder)));
     if (folderStep >= 0 && folderStep != *step)
-      bad("it is in folder step-" + std::to_string(folderStep) +
-          " but holds step " + std::to_string(*step));
+      return bad("it is in folder step-" + std::to_string(folderStep) +
+                 " but holds step " + std::to_string(*step));
 
     const llvm::json::Object *tensors = o->getObject("tensors");
     if (!tensors)
-      bad("no \"tensors\" object");
+      return bad("no \"tensors\" object");
     llvm::StringMap<const Manifest::Param *> expected;
     for (const char *kind : kStateKinds)
       for (const Manifest::Param &p : m.allParams)
         expected[std::string(kind) + ":" + p.name] = &p;
     for (const auto &entry : *tensors)
       if (!expected.count(entry.first))
-        bad("unexpected tensor '" + entry.first.str() +
-            "' (not a parameter or optimizer state of this model)");
+        return bad("unexpected tensor '" + entry.first.str() +
+                   "' (not a parameter or optimizer state of this model)");
 
     std::map<std::string, size_t> fileIndex;
     // In a fixed order (kinds, then parameters), so each file's list of
@@ -244,17 +262,17 @@ struct CheckpointIndex {
         std::string key = std::string(kind) + ":" + p.name;
         const llvm::json::Object *t = tensors->getObject(key);
         if (!t)
-          bad("missing tensor '" + key + "'");
+          return bad("missing tensor '" + key + "'");
         std::optional<std::vector<int64_t>> shape =
             intArray(t->get("shape"), p.shape.size());
         if (!shape || *shape != p.shape)
-          bad("tensor '" + key + "' does not have the model's shape " +
-              shapeString(p.shape));
+          return bad("tensor '" + key + "' does not have the model's shape " +
+                     shapeString(p.shape));
         if (t->getString("dtype") != StringRef(safetensorsName(Dtype::f32)))
-          bad("tensor '" + key + "' is not F32");
+          return bad("tensor '" + key + "' is not F32");
         const llvm::json::Array *list = t->getArray("blocks");
         if (!list || list->empty())
-          bad("tensor '" + key + "' has no blocks");
+          return bad("tensor '" + key + "' has no blocks");
         std::vector<Block> &out = blocks[key];
         int64_t covered = 0;
         for (const llvm::json::Value &b : *list) {
@@ -268,26 +286,27 @@ struct CheckpointIndex {
           // Files are plain names inside the checkpoint folder.
           if (!file || file->empty() || file->contains('/') ||
               file->starts_with(".") || !start || !size)
-            bad("tensor '" + key +
-                "' has a block without a plain \"file\" name, \"start\" "
-                "and \"size\"");
+            return bad("tensor '" + key +
+                       "' has a block without a plain \"file\" name, \"start\" "
+                       "and \"size\"");
           Box box{*start, *size};
           std::optional<uint64_t> checksum;
           if (const llvm::json::Value *c = bo->get(kChecksumKey)) {
             std::optional<StringRef> hex = c->getAsString();
             uint64_t value;
             if (!hex || hex->size() != 16 || hex->getAsInteger(16, value))
-              bad("tensor '" + key + "' has a block whose \"" + kChecksumKey +
-                  "\" is not 16 hex digits");
+              return bad("tensor '" + key + "' has a block whose \"" +
+                         kChecksumKey + "\" is not 16 hex digits");
             checksum = value;
           }
           unverified |= !checksum;
           for (size_t d = 0; d < p.shape.size(); ++d)
             if (box.size[d] == 0 || box.size[d] > p.shape[d] ||
                 box.start[d] > p.shape[d] - box.size[d])
-              bad("tensor '" + key + "' has a block at " +
-                  shapeString(box.start) + " of size " + shapeString(box.size) +
-                  " outside its shape " + shapeString(p.shape));
+              return bad("tensor '" + key + "' has a block at " +
+                         shapeString(box.start) + " of size " +
+                         shapeString(box.size) + " outside its shape " +
+                         shapeString(p.shape));
           auto [it, added] = fileIndex.try_emplace(file->str(), files.size());
           if (added)
             files.push_back({file->str(), {}, nullptr});
@@ -300,15 +319,16 @@ struct CheckpointIndex {
         for (const Block &b : out)
           boxes.push_back(b.box);
         if (auto pair = findOverlap(boxes))
-          bad("tensor '" + key + "' has overlapping blocks at " +
-              shapeString(boxes[pair->first].start) + " and " +
-              shapeString(boxes[pair->second].start));
+          return bad("tensor '" + key + "' has overlapping blocks at " +
+                     shapeString(boxes[pair->first].start) + " and " +
+                     shapeString(boxes[pair->second].start));
         // Disjoint blocks in bounds with the tensor's volume cover it.
         if (covered != numel(p.shape))
-          bad("the blocks of tensor '" + key + "' cover " +
-              std::to_string(covered) + " of its " +
-              std::to_string(numel(p.shape)) + " elements");
+          return bad("the blocks of tensor '" + key + "' cover " +
+                     std::to_string(covered) + " of its " +
+                     std::to_string(numel(p.shape)) + " elements");
       }
+    return llvm::Error::success();
   }
 
   /// The reader of file `i`, opened (and its header checked against the
@@ -431,6 +451,13 @@ void readBlock(const SafetensorsReader &file,
 }
 
 } // namespace
+
+llvm::Error titanrt::checkCheckpointIndex(StringRef text,
+                                          const std::string &path,
+                                          const Manifest &m) {
+  CheckpointIndex index;
+  return index.parse(text, path, llvm::sys::path::parent_path(path).str(), m);
+}
 
 Checkpointer::Checkpointer(const titan::TrainConfig &config,
                            const Manifest &manifest, Communicator *comm)

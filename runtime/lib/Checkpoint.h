@@ -41,6 +41,7 @@
 #include "llvm/ADT/ArrayRef.h"
 #include "llvm/ADT/StringMap.h"
 #include "llvm/ADT/StringRef.h"
+#include "llvm/Support/Error.h"
 
 #include <cstdint>
 #include <string>
@@ -82,6 +83,12 @@ struct SaveInProgress {
   std::vector<StateSet> sets; ///< the kinds (no shards: written already)
   llvm::StringMap<uint64_t> ownChecksums;
 };
+
+/// Checks a checkpoint index (the text `text` of the file `path`) against
+/// the model `m` as a resume does, reading no tensor file; the error names
+/// what is wrong. The fuzz target titan-checkpoint-index-fuzzer calls it.
+llvm::Error checkCheckpointIndex(llvm::StringRef text, const std::string &path,
+                                 const Manifest &m);
 
 class Checkpointer {
 public:

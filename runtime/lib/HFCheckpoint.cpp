@@ -52,8 +52,9 @@ constexpr std::pair<const char *, const char *> kModelNames[] = {
     {"norm.weight", "model.norm.weight"},
     {"output.weight", "lm_head.weight"}};
 
-/// The HF name of the model's parameter `name`.
-std::string hfName(StringRef name) {
+} // namespace
+
+std::string titanrt::hfName(StringRef name) {
   for (auto [titan, hf] : kModelNames)
     if (name == titan)
       return hf;
@@ -67,6 +68,8 @@ std::string hfName(StringRef name) {
   fatal("corrupt executable: parameter '" + name.str() +
         "' has no Hugging Face name");
 }
+
+namespace {
 
 /// The row order of parameter `p` in HF's layout: TorchTitan's _permute of
 /// wq (n_heads heads) and wk (n_kv_heads heads).
@@ -97,24 +100,6 @@ ModelFiles hfFiles(const std::string &folder, const Manifest &m,
   return out;
 }
 
-/// Reads the JSON object of `path`; `what` names it in errors.
-llvm::json::Object readJsonObject(const std::string &path, StringRef what) {
-  requireRegularFile(path, what.str());
-  auto buffer = llvm::MemoryBuffer::getFile(path, /*IsText=*/true);
-  if (!buffer)
-    fatal("cannot read " + what.str() + " '" + path +
-          "': " + buffer.getError().message());
-  llvm::Expected<llvm::json::Value> json =
-      llvm::json::parse((*buffer)->getBuffer());
-  if (!json)
-    fatal(what.str() + " '" + path +
-          "' is not valid JSON: " + llvm::toString(json.takeError()));
-  llvm::json::Object *o = json->getAsObject();
-  if (!o)
-    fatal(what.str() + " '" + path + "' is not a JSON object");
-  return std::move(*o);
-}
-
 /// Checks the checkpoint's config.json, if any, against the compiled model.
 void checkHFConfig(const std::string &folder, const Manifest &m) {
   std::string path = joinPath(folder, kConfigFile);
@@ -133,41 +118,17 @@ void checkHFConfig(const std::string &folder, const Manifest &m) {
 /// The files of an HF index: which file holds each of the model's tensors.
 ModelFiles hfIndexedFiles(const std::string &folder, const Manifest &m) {
   std::string path = joinPath(folder, kIndexFile);
-  llvm::json::Object index = readJsonObject(path, "Hugging Face index");
-  const llvm::json::Object *weightMap = index.getObject("weight_map");
-  if (!weightMap)
-    fatal("Hugging Face index '" + path + "' has no \"weight_map\" object");
-  llvm::StringMap<bool> expected;
-  for (const Manifest::Param &p : m.allParams)
-    expected[hfName(p.name)] = true;
-  std::map<std::string, size_t> fileIndex;
-  std::vector<std::string> fileNames;
-  for (const auto &[name, file] : *weightMap) {
-    std::optional<StringRef> f = file.getAsString();
-    if (!expected.count(name))
-      fatal("Hugging Face index '" + path + "' has an unexpected tensor '" +
-            name.str() + "'" + (f ? " (in " + f->str() + ")" : "") +
-            ": not a parameter of the compiled model");
-    // Files are plain names inside the folder.
-    if (!f || f->empty() || f->contains('/') || f->starts_with("."))
-      fatal("Hugging Face index '" + path + "': tensor '" + name.str() +
-            "' is not mapped to a plain file name");
-    if (fileIndex.try_emplace(f->str(), fileNames.size()).second)
-      fileNames.push_back(f->str());
-  }
-  std::vector<size_t> fileOfParam;
-  for (const Manifest::Param &p : m.allParams) {
-    std::string name = hfName(p.name);
-    std::optional<StringRef> f = weightMap->get(name)
-                                     ? weightMap->get(name)->getAsString()
-                                     : std::nullopt;
-    if (!f)
-      fatal("Hugging Face index '" + path + "' is missing tensor '" + name +
-            "' (the model's " + p.name + ")");
-    fileOfParam.push_back(fileIndex.at(f->str()));
-  }
-  return hfFiles(folder, m, std::move(fileNames),
-                 [&](size_t i) { return fileOfParam[i]; });
+  requireRegularFile(path, "Hugging Face index");
+  auto buffer = llvm::MemoryBuffer::getFile(path, /*IsText=*/true);
+  if (!buffer)
+    fatal("cannot read Hugging Face index '" + path +
+          "': " + buffer.getError().message());
+  llvm::Expected<HFWeightMap> map =
+      parseHFWeightMap((*buffer)->getBuffer(), path, m);
+  if (!map)
+    fatal(llvm::toString(map.takeError()));
+  return hfFiles(folder, m, std::move(map->fileNames),
+                 [&](size_t i) { return map->fileOfParam[i]; });
 }
 
 /// Prints config.json as transformers writes it, keys sorted: its float
@@ -200,6 +161,51 @@ void printConfig(llvm::json::OStream &j, const llvm::json::Object &o) {
 }
 
 } // namespace
+
+llvm::Expected<HFWeightMap> titanrt::parseHFWeightMap(StringRef text,
+                                                      const std::string &path,
+                                                      const Manifest &m) {
+  auto fail = [&](const std::string &what) {
+    return llvm::createStringError("Hugging Face index '" + path + "'" + what);
+  };
+  llvm::Expected<llvm::json::Value> json = llvm::json::parse(text);
+  if (!json)
+    return fail(" is not valid JSON: " + llvm::toString(json.takeError()));
+  const llvm::json::Object *index = json->getAsObject();
+  if (!index)
+    return fail(" is not a JSON object");
+  const llvm::json::Object *weightMap = index->getObject("weight_map");
+  if (!weightMap)
+    return fail(" has no \"weight_map\" object");
+  llvm::StringMap<bool> expected;
+  for (const Manifest::Param &p : m.allParams)
+    expected[hfName(p.name)] = true;
+  std::map<std::string, size_t> fileIndex;
+  HFWeightMap out;
+  for (const auto &[name, file] : *weightMap) {
+    std::optional<StringRef> f = file.getAsString();
+    if (!expected.count(name))
+      return fail(" has an unexpected tensor '" + name.str() + "'" +
+                  (f ? " (in " + f->str() + ")" : "") +
+                  ": not a parameter of the compiled model");
+    // Files are plain names inside the folder.
+    if (!f || f->empty() || f->contains('/') || f->starts_with("."))
+      return fail(": tensor '" + name.str() +
+                  "' is not mapped to a plain file name");
+    if (fileIndex.try_emplace(f->str(), out.fileNames.size()).second)
+      out.fileNames.push_back(f->str());
+  }
+  for (const Manifest::Param &p : m.allParams) {
+    std::string name = hfName(p.name);
+    const llvm::json::Value *file = weightMap->get(name);
+    std::optional<StringRef> f = file ? file->getAsString() : std::nullopt;
+    if (!f)
+      return fail(" is missing tensor '" + name + "' (the model's " + p.name +
+                  ")");
+    out.fileOfParam.push_back(fileIndex.at(f->str()));
+  }
+  return out;
+}
 
 ModelFiles titanrt::titanModelFiles(const std::string &file,
                                     const Manifest &m) {

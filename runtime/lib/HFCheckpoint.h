@@ -114,6 +114,25 @@ int64_t hfMaxShardBytes();
 std::string hfIndexJson(const ModelFiles &files, int64_t elementSize);
 std::string hfConfigJson(const Manifest &m, const std::string &exportDtype);
 
+/// The Hugging Face name of the model's parameter `name` (TorchTitan's),
+/// as TorchTitan v0.2.0's Llama3StateDictAdapter maps it.
+std::string hfName(llvm::StringRef name);
+
+/// What a Hugging Face model.safetensors.index.json says: its files, and
+/// which of them holds each of the model's parameters (in allParams order).
+struct HFWeightMap {
+  std::vector<std::string> fileNames;
+  std::vector<size_t> fileOfParam;
+};
+
+/// Reads an HF index's text (the file `path`) against the model `m`: its
+/// "weight_map" must map each of the model's tensors (HF names) and no
+/// other to a plain file name. The error names what is wrong. The fuzz
+/// target titan-hf-index-fuzzer calls it.
+llvm::Expected<HFWeightMap> parseHFWeightMap(llvm::StringRef text,
+                                             const std::string &path,
+                                             const Manifest &m);
+
 /// A Hugging Face checkpoint to load: `path` is a folder holding
 /// model.safetensors.index.json and its files, or model.safetensors, or is
 /// a .safetensors file. Its index must name exactly the model's tensors,

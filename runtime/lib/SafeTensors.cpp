@@ -157,6 +157,119 @@ void titanrt::writeSafetensors(const std::string &path,
   syncAndClose(fd, path);
 }
 
+llvm::Expected<uint64_t>
+titanrt::parseSafetensorsHeaderSize(uint64_t fileSize,
+                                    const unsigned char (&lengthBytes)[8],
+                                    llvm::StringRef path) {
+  auto fail = [&](const std::string &what) {
+    return llvm::createStringError("checkpoint '" + path.str() + "' " + what);
+  };
+  if (fileSize < 8)
+    return fail("is truncated: no header");
+  uint64_t headerSize = 0;
+  for (int i = 0; i < 8; ++i)
+    headerSize |= uint64_t(lengthBytes[i]) << (8 * i);
+  // The safetensors format bounds its header at 100 MB.
+  if (headerSize > 100'000'000)
+    return fail("has a header of " + std::to_string(headerSize) +
+                " bytes, more than the format's 100 MB: not a safetensors "
+                "file");
+  if (headerSize > fileSize - 8)
+    return fail("is truncated: its header needs " + std::to_string(headerSize) +
+                " bytes");
+  return headerSize;
+}
+
+namespace {
+/// The bytes [begin, end) that `info`'s "data_offsets" give, or nullopt
+/// when they are not two integers 0 <= begin <= end.
+std::optional<std::pair<int64_t, int64_t>>
+dataOffsets(const llvm::json::Object &info) {
+  const llvm::json::Array *offsets = info.getArray("data_offsets");
+  if (!offsets || offsets->size() != 2)
+    return std::nullopt;
+  std::optional<int64_t> begin = (*offsets)[0].getAsInteger();
+  std::optional<int64_t> end = (*offsets)[1].getAsInteger();
+  if (!begin || !end || *begin < 0 || *end < *begin)
+    return std::nullopt;
+  return std::pair(*begin, *end);
+}
+} // namespace
+
+llvm::Expected<std::vector<SafetensorsEntry>>
+titanrt::parseSafetensorsHeader(llvm::StringRef headerText, uint64_t fileSize,
+                                const std::vector<TensorRef> &tensors,
+                                llvm::StringRef path) {
+  auto fail = [&](const std::string &what) {
+    return llvm::createStringError("checkpoint '" + path.str() + "'" + what);
+  };
+  llvm::Expected<llvm::json::Value> header = llvm::json::parse(headerText);
+  if (!header)
+    return fail(" has an invalid header: " +
+                llvm::toString(header.takeError()));
+  const llvm::json::Object *entries = header->getAsObject();
+  if (!entries)
+    return fail(" has an invalid header: not an object");
+  int64_t dataStart = int64_t(8 + headerText.size());
+  uint64_t dataSize = fileSize - 8 - headerText.size();
+
+  std::set<std::string> expected;
+  for (const TensorRef &t : tensors)
+    expected.insert(t.name);
+  for (const auto &entry : *entries)
+    if (entry.first != "__metadata__" && !expected.count(entry.first.str()))
+      return fail(" has an unexpected tensor '" + entry.first.str() +
+                  "' (not a parameter of this model)");
+
+  std::vector<SafetensorsEntry> out;
+  std::vector<std::pair<int64_t, int64_t>> ranges;
+  for (const TensorRef &t : tensors) {
+    const llvm::json::Object *info = entries->getObject(t.name);
+    if (!info)
+      return fail(" is missing tensor '" + t.name + "'");
+    std::vector<int64_t> shape;
+    if (const llvm::json::Array *dims = info->getArray("shape"))
+      for (const llvm::json::Value &d : *dims)
+        shape.push_back(d.getAsInteger().value_or(-1));
+    if (shape != t.shape)
+      return fail(": tensor '" + t.name + "' has shape " + shapeString(shape) +
+                  ", the model expects " + shapeString(t.shape));
+    llvm::StringRef name = info->getString("dtype").value_or("");
+    std::optional<Dtype> dtype = parseSafetensorsName(name);
+    if (dtype != Dtype::f32 && dtype != Dtype::bf16 && dtype != Dtype::f16)
+      return fail(": tensor '" + t.name + "' has dtype '" + name.str() +
+                  "' (supported: F32, BF16, F16)");
+    std::optional<std::pair<int64_t, int64_t>> range = dataOffsets(*info);
+    if (!range ||
+        range->second - range->first != t.numel() * dtypeBytes(*dtype))
+      return fail(": tensor '" + t.name + "' has invalid data_offsets");
+    if (uint64_t(range->second) > dataSize)
+      return fail(" is truncated: tensor '" + t.name + "' ends at byte " +
+                  std::to_string(range->second) + " of " +
+                  std::to_string(dataSize));
+    ranges.push_back(*range);
+    out.push_back({dataStart + range->first, *dtype});
+  }
+  // The tensors' bytes tile the data exactly: no tensor overlaps another
+  // (a header whose offsets all start at 0 would load the same bytes into
+  // every tensor), and no byte is left over.
+  llvm::sort(ranges);
+  int64_t covered = 0;
+  for (auto [begin, end] : ranges) {
+    if (begin != covered)
+      return fail(" has invalid data_offsets: " +
+                  std::string(begin < covered
+                                  ? "two tensors overlap at byte "
+                                  : "bytes are unused before byte ") +
+                  std::to_string(begin));
+    covered = end;
+  }
+  if (uint64_t(covered) != dataSize)
+    return fail(" has " + std::to_string(int64_t(dataSize) - covered) +
+                " bytes after its last tensor");
+  return out;
+}
+
 SafetensorsReader::SafetensorsReader(const std::string &path,
                                      const std::vector<TensorRef> &tensors) {
   requireRegularFile(path, "checkpoint");
@@ -166,93 +279,20 @@ SafetensorsReader::SafetensorsReader(const std::string &path,
   if (::fstat(fd_, &info) != 0)
     fatal("cannot read checkpoint '" + path + "': " + std::strerror(errno));
   uint64_t fileSize = uint64_t(info.st_size);
-  if (fileSize < 8)
-    fatal("checkpoint '" + path + "' is truncated: no header");
-  unsigned char sizeBytes[8];
-  readFully(fd_, sizeBytes, 8, 0, path);
-  uint64_t headerSize = 0;
-  for (int i = 0; i < 8; ++i)
-    headerSize |= uint64_t(sizeBytes[i]) << (8 * i);
-  // The safetensors format bounds its header at 100 MB.
-  if (headerSize > 100'000'000)
-    fatal("checkpoint '" + path + "' has a header of " +
-          std::to_string(headerSize) +
-          " bytes, more than the format's 100 MB: not a safetensors file");
-  if (headerSize > fileSize - 8)
-    fatal("checkpoint '" + path + "' is truncated: its header needs " +
-          std::to_string(headerSize) + " bytes");
-  std::string headerText(headerSize, '\0');
-  readFully(fd_, headerText.data(), headerSize, 8, path);
-  llvm::Expected<llvm::json::Value> header = llvm::json::parse(headerText);
-  if (!header)
-    fatal("checkpoint '" + path +
-          "' has an invalid header: " + llvm::toString(header.takeError()));
-  const llvm::json::Object *entries = header->getAsObject();
+  unsigned char sizeBytes[8] = {};
+  if (fileSize >= 8)
+    readFully(fd_, sizeBytes, 8, 0, path);
+  llvm::Expected<uint64_t> headerSize =
+      parseSafetensorsHeaderSize(fileSize, sizeBytes, path);
+  if (!headerSize)
+    fatal(llvm::toString(headerSize.takeError()));
+  std::string headerText(*headerSize, '\0');
+  readFully(fd_, headerText.data(), *headerSize, 8, path);
+  llvm::Expected<std::vector<SafetensorsEntry>> entries =
+      parseSafetensorsHeader(headerText, fileSize, tensors, path);
   if (!entries)
-    fatal("checkpoint '" + path + "' has an invalid header: not an object");
-  int64_t dataStart = int64_t(8 + headerSize);
-  uint64_t dataSize = fileSize - 8 - headerSize;
-
-  std::set<std::string> expected;
-  for (const TensorRef &t : tensors)
-    expected.insert(t.name);
-  for (const auto &entry : *entries)
-    if (entry.first != "__metadata__" && !expected.count(entry.first.str()))
-      fatal("checkpoint '" + path + "' has an unexpected tensor '" +
-            entry.first.str() + "' (not a parameter of this model)");
-
-  std::vector<std::pair<int64_t, int64_t>> ranges;
-  for (const TensorRef &t : tensors) {
-    const llvm::json::Object *info = entries->getObject(t.name);
-    if (!info)
-      fatal("checkpoint '" + path + "' is missing tensor '" + t.name + "'");
-    std::vector<int64_t> shape;
-    if (const llvm::json::Array *dims = info->getArray("shape"))
-      for (const llvm::json::Value &d : *dims)
-        shape.push_back(d.getAsInteger().value_or(-1));
-    if (shape != t.shape)
-      fatal("checkpoint '" + path + "': tensor '" + t.name + "' has shape " +
-            shapeString(shape) + ", the model expects " + shapeString(t.shape));
-    llvm::StringRef name = info->getString("dtype").value_or("");
-    std::optional<Dtype> dtype = parseSafetensorsName(name);
-    if (dtype != Dtype::f32 && dtype != Dtype::bf16 && dtype != Dtype::f16)
-      fatal("checkpoint '" + path + "': tensor '" + t.name + "' has dtype '" +
-            name.str() + "' (supported: F32, BF16, F16)");
-    int64_t elementSize = dtypeBytes(*dtype);
-    const llvm::json::Array *offsets = info->getArray("data_offsets");
-    int64_t begin = offsets && offsets->size() == 2
-                        ? (*offsets)[0].getAsInteger().value_or(-1)
-                        : -1;
-    int64_t end = offsets && offsets->size() == 2
-                      ? (*offsets)[1].getAsInteger().value_or(-1)
-                      : -1;
-    if (begin < 0 || end - begin != t.numel() * elementSize)
-      fatal("checkpoint '" + path + "': tensor '" + t.name +
-            "' has invalid data_offsets");
-    if (uint64_t(end) > dataSize)
-      fatal("checkpoint '" + path + "' is truncated: tensor '" + t.name +
-            "' ends at byte " + std::to_string(end) + " of " +
-            std::to_string(dataSize));
-    ranges.push_back({begin, end});
-    tensors_.push_back({dataStart + begin, *dtype});
-  }
-  // The tensors' bytes tile the data exactly: no tensor overlaps another
-  // (a header whose offsets all start at 0 would load the same bytes into
-  // every tensor), and no byte is left over.
-  llvm::sort(ranges);
-  int64_t covered = 0;
-  for (auto [begin, end] : ranges) {
-    if (begin != covered)
-      fatal("checkpoint '" + path + "' has invalid data_offsets: " +
-            (begin < covered ? "two tensors overlap at byte "
-                             : "bytes are unused before byte ") +
-            std::to_string(begin));
-    covered = end;
-  }
-  if (uint64_t(covered) != dataSize)
-    fatal("checkpoint '" + path + "' has " +
-          std::to_string(int64_t(dataSize) - covered) +
-          " bytes after its last tensor");
+    fatal(llvm::toString(entries.takeError()));
+  tensors_ = std::move(*entries);
 }
 
 SafetensorsReader::~SafetensorsReader() {
@@ -262,7 +302,7 @@ SafetensorsReader::~SafetensorsReader() {
 
 void SafetensorsReader::read(size_t index, int64_t first, int64_t count,
                              float *out) const {
-  const Tensor &t = tensors_[index];
+  const SafetensorsEntry &t = tensors_[index];
   if (t.dtype == Dtype::f32) {
     readFully(fd_, out, size_t(4 * count), t.offset + 4 * first, path_);
     return;

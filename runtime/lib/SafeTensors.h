@@ -6,6 +6,7 @@
 #include "titan/Contract/Dtype.h"
 
 #include "llvm/ADT/StringRef.h"
+#include "llvm/Support/Error.h"
 
 #include <cstdint>
 #include <memory>
@@ -49,6 +50,29 @@ void writeSafetensors(const std::string &path,
 /// fatal error) little-endian bytes at `out`.
 void encodeElements(const float *in, int64_t count, Dtype dtype, char *out);
 
+/// Where a safetensors file puts one tensor's data.
+struct SafetensorsEntry {
+  int64_t offset; ///< of its first byte in the file
+  Dtype dtype;    ///< f32, bf16 or f16
+};
+
+/// The header length that a safetensors file of `fileSize` bytes starting
+/// with the little-endian `lengthBytes` declares; an error (naming the
+/// checkpoint `path`) when it cannot be one.
+llvm::Expected<uint64_t>
+parseSafetensorsHeaderSize(uint64_t fileSize,
+                           const unsigned char (&lengthBytes)[8],
+                           llvm::StringRef path);
+
+/// Checks the JSON `header` of a safetensors file of `fileSize` bytes
+/// against `tensors` (as SafetensorsReader's constructor says) and returns
+/// where each of them lies, in their order. Pure: the reader and the fuzz
+/// target titan-safetensors-fuzzer share it.
+llvm::Expected<std::vector<SafetensorsEntry>>
+parseSafetensorsHeader(llvm::StringRef header, uint64_t fileSize,
+                       const std::vector<TensorRef> &tensors,
+                       llvm::StringRef path);
+
 /// A safetensors file opened for reading, its header checked against the
 /// tensors the model expects before any data is read; each rank then reads
 /// (pread, not a mapping: the page cache of a large file would count in
@@ -71,13 +95,9 @@ public:
   void read(size_t index, int64_t first, int64_t count, float *out) const;
 
 private:
-  struct Tensor {
-    int64_t offset; ///< of its first byte in the file
-    Dtype dtype;    ///< f32, bf16 or f16
-  };
   std::string path_;
   int fd_ = -1;
-  std::vector<Tensor> tensors_;
+  std::vector<SafetensorsEntry> tensors_;
 };
 
 } // namespace titanrt

@@ -317,6 +317,10 @@ std::vector<std::string> stagePhaseFunctions(int64_t stage,
 /// Registers the pipelines above by name, for titan-opt.
 void registerTitanPipelines();
 
+/// The names registerTitanPipelines registers, in its order (titan-opt's
+/// --<name>; the MLIR fuzz target runs each).
+llvm::ArrayRef<llvm::StringRef> titanPipelineNames();
+
 } // namespace titan
 
 #endif // TITAN_COMPILER_PIPELINES_H
