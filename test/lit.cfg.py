@@ -12,6 +12,9 @@ config.suffixes = [".mlir", ".test"]
 config.excludes = ["Inputs", "CMakeLists.txt", "lit.cfg.py", "lit.site.cfg.py"]
 config.test_source_root = os.path.dirname(__file__)
 config.test_exec_root = os.path.join(config.titan_obj_root, "test")
+# Performance/: tests that time the machine run one at a time
+# (Performance/lit.local.cfg).
+lit_config.parallelism_groups["timing"] = 1
 
 llvm_config.use_default_substitutions()
 llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)

@@ -860,9 +860,10 @@ void MPICommunicator::askPeersToDump() {
     MPI_Irecv(&acks[size_t(r)], 1, MPI_INT, r, kDumpAckTag, dumpComm_,
               &answers.emplace_back());
   }
-  // A peer answers once its file is written; one that cannot (stopped,
-  // lost, without a progress thread) is not waited for long.
-  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(2);
+  // A peer answers once its file is written (milliseconds); one that
+  // cannot (stopped, lost, without a progress thread) is not waited for
+  // long, but long enough for a live one on a loaded machine.
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
   for (int done = 0; !done && std::chrono::steady_clock::now() < deadline;) {
     MPI_Testall(int(answers.size()), answers.data(), &done,
                 MPI_STATUSES_IGNORE);

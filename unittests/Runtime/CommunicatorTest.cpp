@@ -373,13 +373,16 @@ TEST(COMMUNICATOR, ProgressThreadCompletesDuringCompute) {
   auto start = std::chrono::steady_clock::now();
   volatile double sink = 0;
   bool done = false;
+  // Milliseconds alone; the bound only fails a progress thread that never
+  // runs, however loaded the machine.
   while (!done &&
-         std::chrono::steady_clock::now() - start < std::chrono::seconds(5)) {
+         std::chrono::steady_clock::now() - start < std::chrono::seconds(60)) {
     for (int i = 0; i < 100000; ++i)
       sink = sink + std::sqrt(double(i));
     done = req->test();
   }
-  EXPECT_TRUE(done) << "the all-reduce did not complete during 5 s of compute";
+  EXPECT_TRUE(done)
+      << "the all-reduce did not complete during 60 s of compute";
   req->finish();
   float expected = 0;
   for (int r : groupOf(kShardMask | kTPMask))
