@@ -305,3 +305,31 @@ TEST_F(PointwiseSemantics, Float8EncodingMatchesAPFloatAndTheRuntime) {
     }
   }
 }
+
+TEST_F(PointwiseSemantics, AdamWKeepsTheStateWhenTheNormIsNotFinite) {
+  Builder b(&context);
+  SmallVector<Attribute> params = {
+      b.getF64FloatAttr(0.9), b.getF64FloatAttr(0.95), b.getF64FloatAttr(1e-8)};
+  double p = 0.5, m = 0.01, v = 0.002;
+  // A finite coefficient moves the state.
+  std::vector<double> moved =
+      evaluate("titan.adamw", {p, 0.25, m, v, 0.5, 0.999, -1e-3, 0.3}, params);
+  ASSERT_EQ(moved.size(), 3u);
+  EXPECT_TRUE(std::isfinite(moved[0]) && std::isfinite(moved[1]) &&
+              std::isfinite(moved[2]));
+  EXPECT_NE(moved[0], p);
+  EXPECT_NE(moved[1], m);
+  EXPECT_NE(moved[2], v);
+  // titan.adamw_scalars' NaN coefficient (a NaN or infinite global norm)
+  // keeps it, whatever the gradient holds.
+  double nan = std::nan("");
+  for (double g : {0.25, nan, double(INFINITY)}) {
+    SCOPED_TRACE("grad " + std::to_string(g));
+    std::vector<double> kept =
+        evaluate("titan.adamw", {p, g, m, v, nan, 0.999, -1e-3, 0.3}, params);
+    ASSERT_EQ(kept.size(), 3u);
+    EXPECT_EQ(kept[0], p);
+    EXPECT_EQ(kept[1], m);
+    EXPECT_EQ(kept[2], v);
+  }
+}
