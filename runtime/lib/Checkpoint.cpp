@@ -147,6 +147,36 @@ readDataPositions(const llvm::json::Value &value) {
   return positions;
 }
 
+/// "data_files": [{"file": name, "bytes": b, "modified": utc}, ...].
+llvm::json::Array writeDataFiles(llvm::ArrayRef<DataFile> files) {
+  llvm::json::Array array;
+  for (const DataFile &f : files)
+    array.push_back(llvm::json::Object{
+        {"file", f.name}, {"bytes", f.bytes}, {"modified", f.modified}});
+  return array;
+}
+
+llvm::Expected<std::vector<DataFile>>
+readDataFiles(const llvm::json::Value &value) {
+  std::vector<DataFile> files;
+  const llvm::json::Array *array = value.getAsArray();
+  if (!array)
+    return llvm::createStringError("\"data_files\" is not an array");
+  for (const llvm::json::Value &entry : *array) {
+    const llvm::json::Object *o = entry.getAsObject();
+    std::optional<StringRef> name = o ? o->getString("file") : std::nullopt;
+    std::optional<int64_t> bytes = o ? o->getInteger("bytes") : std::nullopt;
+    std::optional<StringRef> modified =
+        o ? o->getString("modified") : std::nullopt;
+    if (!name || !bytes || *bytes < 0 || !modified)
+      return llvm::createStringError(
+          "\"data_files\" needs objects with a \"file\" name, "
+          "non-negative \"bytes\" and a \"modified\" time");
+    files.push_back({name->str(), *bytes, modified->str()});
+  }
+  return files;
+}
+
 /// The index of a checkpoint, checked against the model: every state
 /// tensor is there with the model's shape, as float32, and its blocks lie
 /// in bounds, do not overlap and cover it exactly.
@@ -235,6 +265,12 @@ struct CheckpointIndex {
       if (!read)
         return bad(llvm::toString(read.takeError()));
       state.dataPositions = std::move(*read);
+    }
+    if (const llvm::json::Value *files = st->get("data_files")) {
+      llvm::Expected<std::vector<DataFile>> read = readDataFiles(*files);
+      if (!read)
+        return bad(llvm::toString(read.takeError()));
+      state.dataFiles = std::move(*read);
     }
     int64_t folderStep =
         stepOfFolderName(llvm::sys::path::filename(StringRef(folder)));
@@ -599,6 +635,7 @@ TrainingState Checkpointer::resume(const std::string &folder,
   if (!loads("dataloader")) {
     state.samplesConsumed = 0;
     state.dataPositions.clear();
+    state.dataFiles.clear();
   }
   if (!loads("train_state"))
     state.step = state.tokensSeen = 0;
@@ -735,6 +772,9 @@ std::string Checkpointer::commitSave(SaveInProgress &save) {
     if (!state.dataPositions.empty())
       (*index.getObject("training_state"))["data_positions"] =
           writeDataPositions(state.dataPositions);
+    if (!state.dataFiles.empty())
+      (*index.getObject("training_state"))["data_files"] =
+          writeDataFiles(state.dataFiles);
     std::string text;
     llvm::raw_string_ostream os(text);
     os << llvm::json::Value(std::move(index)) << "\n";

@@ -73,6 +73,9 @@ struct TrainingState {
   /// empty for a token file, whose position is samplesConsumed, and in
   /// checkpoints that predate it).
   std::vector<DataPosition> dataPositions;
+  /// The training data's files when the run started ("data_files"; empty
+  /// in checkpoints that predate it): a resume refuses data that changed.
+  std::vector<DataFile> dataFiles;
 };
 
 /// A full checkpoint on its way: where it goes, what it holds, and the

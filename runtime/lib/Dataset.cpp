@@ -7,13 +7,18 @@
 #include "titan/Data/TextSource.h"
 #include "titan/Data/Tokenizer.h"
 
+#include "llvm/ADT/StringMap.h"
 #include "llvm/ADT/StringRef.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/Path.h"
 
 #include <algorithm>
+#include <chrono>
+#include <cstdio>
 #include <cstring>
+#include <ctime>
 #include <deque>
 #include <vector>
 
@@ -142,6 +147,7 @@ public:
              std::unique_ptr<Tokenizer> tokenizer, std::string tokenizerFrom);
 
   std::string describe() const override;
+  const TextSource &source() const { return source_; }
   bool sample(int64_t index, int32_t *inputs, int32_t *labels,
               int32_t *wholeInputs) override;
   void resume(int64_t index, std::optional<DataPosition> position) override;
@@ -397,6 +403,108 @@ int32_t titanrt::tokenizerEosId(const titan::TrainConfig &c, int64_t vocab) {
   return *eos;
 }
 
+namespace {
+/// The text dataset of `o` (`defaultPath`: its path comes from the
+/// dataset's name).
+std::unique_ptr<TextStream> openText(const DataOptions &o, bool defaultPath,
+                                     const titan::TrainConfig &config) {
+  std::string key = o.section + ".dataset_path";
+  if (!llvm::sys::fs::is_directory(o.path))
+    requireRegularFile(o.path, key);
+  llvm::Expected<TextSource> source = TextSource::open(o.path);
+  if (!source)
+    fatal(key +
+          (defaultPath ? " is not set and " + o.section + ".dataset \"" +
+                             o.name + "\" reads " + o.path +
+                             " (relative to the working "
+                             "directory, as TorchTitan does)"
+                       : std::string()) +
+          ": " + llvm::toString(source.takeError()));
+  std::string from;
+  std::unique_ptr<Tokenizer> tokenizer =
+      openTokenizer(config, o.vocabSize, from);
+  return std::make_unique<TextStream>(o, std::move(*source),
+                                      std::move(tokenizer), std::move(from));
+}
+
+/// `time` in UTC to the ns: "2026-12-07T10:11:12.123456789Z".
+std::string utcTime(llvm::sys::TimePoint<> time) {
+  int64_t ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
+                   time.time_since_epoch())
+                   .count();
+  std::time_t seconds = std::time_t(ns / 1000000000);
+  std::tm utc{};
+  char when[32] = "?";
+  if (gmtime_r(&seconds, &utc))
+    std::strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%S", &utc);
+  char fraction[16];
+  std::snprintf(fraction, sizeof fraction, ".%09lldZ",
+                (long long)(ns % 1000000000));
+  return std::string(when) + fraction;
+}
+
+/// `paths` as they are now, named relative to the dataset path `root`.
+std::vector<DataFile> stampFiles(StringRef root,
+                                 llvm::ArrayRef<std::string> paths,
+                                 const std::string &key) {
+  std::vector<DataFile> files;
+  for (const std::string &path : paths) {
+    llvm::sys::fs::file_status status;
+    if (std::error_code ec = llvm::sys::fs::status(path, status))
+      fatal("cannot read " + key + " '" + path + "': " + ec.message());
+    StringRef name(path);
+    if (name.consume_front(root) && !name.ltrim('/').empty())
+      name = name.ltrim('/');
+    else
+      name = llvm::sys::path::filename(path);
+    files.push_back({name.str(), int64_t(status.getSize()),
+                     utcTime(status.getLastModificationTime())});
+  }
+  return files;
+}
+
+/// "80000 bytes, modified 2026-12-07T10:11:12.123456789Z"
+std::string describeStamp(const DataFile &f) {
+  return std::to_string(f.bytes) + " bytes, modified " + f.modified;
+}
+} // namespace
+
+void Dataset::checkUnchangedSince(const std::vector<DataFile> &saved,
+                                  const std::string &checkpoint) const {
+  if (saved.empty())
+    return;
+  auto changed = [&](const std::string &what) {
+    fatal(section_ + ".dataset_path '" + path_ + "': " + what +
+          " since the checkpoint '" + checkpoint +
+          "' was saved, so its data position would point into other data "
+          "(TorchTitan's loader would resume at the saved sample index "
+          "regardless); restore the data, or set "
+          "checkpoint.exclude_from_loading = [\"dataloader\"] to start the "
+          "data afresh");
+  };
+  llvm::StringMap<const DataFile *> now;
+  for (const DataFile &f : files_)
+    now[f.name] = &f;
+  for (const DataFile &was : saved) {
+    auto it = now.find(was.name);
+    if (it == now.end())
+      changed("'" + was.name + "' (" + describeStamp(was) + ") is gone");
+    const DataFile &is = *it->second;
+    if (is.bytes != was.bytes)
+      changed("'" + was.name + "' " +
+              (is.bytes < was.bytes ? "shrank" : "grew") + " from " +
+              std::to_string(was.bytes) + " to " + std::to_string(is.bytes) +
+              " bytes");
+    if (is.modified != was.modified)
+      changed("'" + was.name + "' was modified or replaced (" +
+              describeStamp(was) + " then, " + describeStamp(is) + " now)");
+    now.erase(it);
+  }
+  for (const DataFile &f : files_)
+    if (now.count(f.name))
+      changed("'" + f.name + "' is new");
+}
+
 std::unique_ptr<Dataset> Dataset::open(const DataOptions &options,
                                        const titan::TrainConfig &config) {
   // titan-compile refuses such a sequence length (ConfigFit).
@@ -409,24 +517,21 @@ std::unique_ptr<Dataset> Dataset::open(const DataOptions &options,
           std::to_string(split.degree) + ")");
   DataOptions o = options;
   o.path = resolvePath(options);
-  if (StringRef(o.path).ends_with(".bin"))
-    return std::make_unique<TokenFile>(o);
   std::string key = o.section + ".dataset_path";
-  if (!llvm::sys::fs::is_directory(o.path))
-    requireRegularFile(o.path, key);
-  llvm::Expected<TextSource> source = TextSource::open(o.path);
-  if (!source)
-    fatal(key +
-          (options.path.empty()
-               ? " is not set and " + o.section + ".dataset \"" + o.name +
-                     "\" reads " + o.path +
-                     " (relative to the working "
-                     "directory, as TorchTitan does)"
-               : std::string()) +
-          ": " + llvm::toString(source.takeError()));
-  std::string from;
-  std::unique_ptr<Tokenizer> tokenizer =
-      openTokenizer(config, o.vocabSize, from);
-  return std::make_unique<TextStream>(o, std::move(*source),
-                                      std::move(tokenizer), std::move(from));
+  std::unique_ptr<Dataset> dataset;
+  std::vector<std::string> paths;
+  if (StringRef(o.path).ends_with(".bin")) {
+    dataset = std::make_unique<TokenFile>(o);
+    paths = {o.path};
+  } else {
+    std::unique_ptr<TextStream> text =
+        openText(o, options.path.empty(), config);
+    for (const TextSource::File &file : text->source().files())
+      paths.push_back(file.path);
+    dataset = std::move(text);
+  }
+  dataset->section_ = o.section;
+  dataset->path_ = o.path;
+  dataset->files_ = stampFiles(o.path, paths, key);
+  return dataset;
 }

@@ -35,6 +35,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace titan {
 struct TrainConfig;
@@ -68,6 +69,18 @@ struct SequenceShard {
 /// tokens of their document).
 struct DataPosition {
   int64_t document = 0, token = 0;
+};
+
+/// A file the training data is read from, as the run found it at start:
+/// checkpoints record them ("data_files") so that a resume can refuse data
+/// that changed under its saved position. Size and modification time, not
+/// a hash: the data is mapped and read only where samples fall.
+struct DataFile {
+  std::string name; ///< relative to the dataset path (a file: its name)
+  int64_t bytes = 0;
+  /// Modification time, UTC to the ns ("2026-12-07T02:49:05.666573995Z"):
+  /// a string, since JSON tools round 64-bit integers through doubles.
+  std::string modified;
 };
 
 /// Which samples a data-parallel rank reads, in the numbering above.
@@ -154,6 +167,16 @@ public:
   /// (validation).
   virtual void rewind(int64_t index) = 0;
 
+  /// The files read, as they were when the dataset was opened.
+  const std::vector<DataFile> &files() const { return files_; }
+  /// Stops the run, naming the file, when the files `saved` (a checkpoint's
+  /// record, from `checkpoint`) are not these: one changed, shrunk, grew,
+  /// was replaced, is gone or is new. TorchTitan's stateful loader would
+  /// resume at the saved sample index in whatever the file holds now. An
+  /// empty record (checkpoints before it) checks nothing.
+  void checkUnchangedSince(const std::vector<DataFile> &saved,
+                           const std::string &checkpoint) const;
+
 protected:
   Dataset(const DataOptions &options)
       : sequence_(options.sequence), seqLen_(options.seqLen) {}
@@ -175,6 +198,10 @@ protected:
 
   SequenceShard sequence_;
   int64_t seqLen_;
+
+private:
+  std::string section_, path_;
+  std::vector<DataFile> files_;
 };
 
 } // namespace titanrt

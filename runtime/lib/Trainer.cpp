@@ -481,6 +481,7 @@ std::string excludedPartsNote(const titan::TrainConfig &c,
 struct RunStart {
   TrainingState state; ///< step 0, sample 0 unless resumed
   bool resumed = false;
+  std::string folder; ///< the checkpoint resumed from
   std::string message;
 };
 
@@ -512,6 +513,7 @@ RunStart restoreOrInitialize(const titan::TrainConfig &c, const Manifest &m,
         set->attach(/*read=*/false);
     run.state = checkpoints.resume(folder, sets);
     run.resumed = true;
+    run.folder = folder;
     run.message = llvm::formatv("resumed from {0} (step {1}, {2} samples "
                                 "consumed) in {3:f2} s\n",
                                 folder, run.state.step,
@@ -1014,6 +1016,7 @@ Run::Run(const titan::TrainConfig &c, const Manifest &m,
           ": each rank's share of the text dataset would change (set "
           "checkpoint.exclude_from_loading = [\"dataloader\"] to start the "
           "data afresh)");
+  data->checkUnchangedSince(restored.state.dataFiles, restored.folder);
   data->resume(firstSample, positions.empty()
                                 ? std::nullopt
                                 : std::optional(positions[size_t(dpIndex)]));
@@ -1685,8 +1688,11 @@ void Run::save(int64_t steps, bool last) {
 
 TrainingState Run::trainingState(int64_t steps) {
   int64_t samples = firstSampleOf(steps);
-  return {steps, samples, samples * seq, uint64_t(c.training.seed.value_or(0)),
-          dataPositions(samples)};
+  TrainingState saved{steps, samples, samples * seq,
+                      uint64_t(c.training.seed.value_or(0)),
+                      dataPositions(samples)};
+  saved.dataFiles = data->files();
+  return saved;
 }
 
 void Run::saveInBackground(int64_t steps) {
