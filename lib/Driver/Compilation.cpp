@@ -145,11 +145,12 @@ llvm::Error Compilation::addEval(mlir::ModuleOp module) {
   return llvm::Error::success();
 }
 
-llvm::Error Compilation::checkMemoryFits(const PlannedMemory &planned) const {
+llvm::Error
+Compilation::checkMemoryFits(llvm::ArrayRef<PlannedMemory> programs) const {
   if (options.allowMemoryOvercommit ||
       !llvm::is_contained({Stage::Object, Stage::Exe}, options.stage))
     return llvm::Error::success();
-  return checkJobMemory(planned, backend, options.hardware, mesh.worldSize());
+  return checkJobMemory(programs, backend, options.hardware, mesh.worldSize());
 }
 
 bool Compilation::estimatesMemory() const {

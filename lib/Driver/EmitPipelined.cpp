@@ -62,16 +62,30 @@ llvm::Error Compilation::emitPipelined(mlir::ModuleOp partitioned,
     for (const std::string &object : link.objects)
       llvm::sys::fs::remove(object);
   });
+  std::vector<PlannedMemory> plans;
   for (int64_t r = 0; r < mesh.pp; ++r) {
     std::vector<std::string> functions;
     if (llvm::Error e =
-            emitPipelineRank(sources, r, os, link.objects, functions))
+            emitPipelineRank(sources, r, os, link.objects, functions, plans))
       return e;
     link.pipelinePrograms.push_back(std::move(functions));
+  }
+  // The ranks' programs share a machine's memory: checked together, and
+  // nothing stays written for a job that cannot run.
+  if (llvm::Error e = checkMemoryFits(plans)) {
+    if (stage == Stage::Object)
+      for (int64_t r = 0; r < mesh.pp; ++r)
+        llvm::sys::fs::remove(objectPath(r));
+    return e;
   }
   if (stage != Stage::Exe)
     return llvm::Error::success();
   return linkExecutable(link, backend);
+}
+
+std::string Compilation::objectPath(int64_t rank) const {
+  return options.outputPath +
+         (mesh.pp > 1 ? "." + std::to_string(rank) : std::string());
 }
 
 llvm::Expected<mlir::OwningOpRef<mlir::ModuleOp>>
@@ -115,7 +129,8 @@ llvm::Error Compilation::addPipelineEval(const PipelineSources &sources,
 llvm::Error Compilation::emitPipelineRank(const PipelineSources &sources,
                                           int64_t rank, llvm::raw_ostream &os,
                                           std::vector<std::string> &objects,
-                                          std::vector<std::string> &functions) {
+                                          std::vector<std::string> &functions,
+                                          std::vector<PlannedMemory> &plans) {
   Stage stage = options.stage;
   const PipelineJob &pipelineJob = sources.job;
   mlir::OwningOpRef<mlir::ModuleOp> module =
@@ -154,12 +169,10 @@ llvm::Error Compilation::emitPipelineRank(const PipelineSources &sources,
   }
   if (estimatesMemory())
     printPipelineRankMemory(pipelineJob, rank, *module, os);
-  if (llvm::Error e =
-          checkMemoryFits({kernel::getArenaBytes(*module) +
-                               pipelineFramesBytes(pipelineJob, rank, *module) +
-                               pipelineSendBytes(pipelineJob, rank, *module),
-                           kernel::getHostArenaBytes(*module)}))
-    return e;
+  plans.push_back({kernel::getArenaBytes(*module) +
+                       pipelineFramesBytes(pipelineJob, rank, *module) +
+                       pipelineSendBytes(pipelineJob, rank, *module),
+                   kernel::getHostArenaBytes(*module)});
   addProgramToManifest(*manifest, config, mesh, backend, options.cudaArch,
                        *module);
   addPipelineToManifest(*manifest, pipelineJob, rank, *module);
@@ -179,8 +192,7 @@ llvm::Error Compilation::emitPipelineRank(const PipelineSources &sources,
                 prefix + "manifest");
   std::string path;
   if (stage == Stage::Object)
-    path = options.outputPath +
-           (pipelineJob.plan.ranks > 1 ? "." + std::to_string(rank) : "");
+    path = objectPath(rank);
   llvm::Expected<std::string> object =
       writeObject(*module, path, "titan-pp" + std::to_string(rank), backend);
   if (!object)

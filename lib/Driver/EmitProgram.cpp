@@ -65,8 +65,8 @@ llvm::Error Compilation::emitProgram(mlir::ModuleOp module,
     return emitMemoryReport(module, arenaWithout, os);
   if (estimatesMemory())
     printMemoryPlan(module, os);
-  if (llvm::Error e = checkMemoryFits(
-          {kernel::getArenaBytes(module), kernel::getHostArenaBytes(module)}))
+  if (llvm::Error e = checkMemoryFits(PlannedMemory{
+          kernel::getArenaBytes(module), kernel::getHostArenaBytes(module)}))
     return e;
   addProgramToManifest(*manifest, config, mesh, backend, options.cudaArch,
                        module);

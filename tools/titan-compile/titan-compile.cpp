@@ -218,15 +218,20 @@ driver::CompileOptions compileOptions() {
 /// first one given without it.
 std::optional<llvm::Error> misplacedOption() {
   bool program = emitStage == Stage::Object || emitStage == Stage::Exe;
-  if (emitStage != Stage::Cost && planMode.empty())
-    for (cl::Option *o : std::initializer_list<cl::Option *>{
-             &gpuName, &hardwareFile, &costFormat})
-      if (o->getNumOccurrences() && (o == &costFormat || !program))
+  if (emitStage != Stage::Cost && planMode.empty()) {
+    if (costFormat.getNumOccurrences())
+      return llvm::createStringError("--cost-format describes what "
+                                     "--emit=cost prints; this compilation "
+                                     "emits something else");
+    for (cl::Option *o :
+         std::initializer_list<cl::Option *>{&gpuName, &hardwareFile})
+      if (o->getNumOccurrences() && !program)
         return llvm::createStringError(
             "--" + o->ArgStr +
-            " describes what --emit=cost predicts (or, for an executable, "
-            "the device its plan must fit); this compilation emits something "
+            " describes what --emit=cost predicts, or the device an "
+            "executable's plan must fit; this compilation emits something "
             "else");
+  }
   if (allowMemoryOvercommit.getNumOccurrences() && !program)
     return llvm::createStringError("--allow-memory-overcommit applies to "
                                    "--emit=obj and --emit=exe");

@@ -101,10 +101,11 @@ private:
   /// memory_estimation.enable on a compilation that writes an object or an
   /// executable: the memory plan is printed beside it.
   bool estimatesMemory() const;
-  /// Stages Object and Exe (what runs) without options.allowMemoryOvercommit:
-  /// an error when a rank's plan `planned` does not fit its memory
-  /// (driver::checkJobMemory).
-  llvm::Error checkMemoryFits(const PlannedMemory &planned) const;
+  /// Stages Object and Exe (what runs) without
+  /// options.allowMemoryOvercommit: an error when the job's programs' plans
+  /// (one per pipeline rank, or the one every rank runs) cannot fit their
+  /// memory (driver::checkJobMemory).
+  llvm::Error checkMemoryFits(llvm::ArrayRef<PlannedMemory> programs) const;
 
   // Emit.cpp: the stages before the training phase.
   llvm::Error emitSummary(mlir::ModuleOp module, llvm::raw_ostream &os);
@@ -136,10 +137,14 @@ private:
   /// microbatch's shape and partitioned (null without validation).
   llvm::Expected<mlir::OwningOpRef<mlir::ModuleOp>>
   partitionPipelineEval(const PipelineJob &job, mlir::MLIRContext &context);
+  /// Stage Object: where pipeline rank `rank`'s object goes (`<path>.<rank>`
+  /// for several ranks).
+  std::string objectPath(int64_t rank) const;
   llvm::Error emitPipelineRank(const PipelineSources &sources, int64_t rank,
                                llvm::raw_ostream &os,
                                std::vector<std::string> &objects,
-                               std::vector<std::string> &functions);
+                               std::vector<std::string> &functions,
+                               std::vector<PlannedMemory> &plans);
   /// Adds pipeline rank `rank`'s eval stages to its trained `module`;
   /// their names join `phases`.
   llvm::Error addPipelineEval(const PipelineSources &sources, int64_t rank,
