@@ -3,8 +3,8 @@
 // titan-config-fuzzer: the input is a training config TOML (seeds:
 // models/llama3/train_configs and the tests' configs). It is loaded as
 // titan-compile loads a --job.config_file, then checked as a compilation
-// checks it before compiling: the target's settings, the model it names,
-// the model against the config, and the mesh.
+// checks it before compiling: the target's settings, the model it names
+// (a built-in flavor by name), the model against the config, and the mesh.
 //
 //===----------------------------------------------------------------------===//
 
@@ -35,7 +35,17 @@ llvm::Error checkAsCompilationDoes(const TrainConfig &config) {
     std::abort();
   if (llvm::Error e = driver::checkConfig(config, *cpu, [](llvm::StringRef) {}))
     return e;
-  llvm::Expected<LlamaArgs> model = driver::resolveModel(config);
+  // The model by name from the tree's models folder only: a path the
+  // mutated config names (a flavor file, hf_assets_path) would make the
+  // run depend on the machine (model-toml and hf-config fuzz those files).
+  auto isPath = [](llvm::StringRef s) {
+    return s.contains('/') || s.contains("..");
+  };
+  if (isPath(config.model.name) || isPath(config.model.flavor) ||
+      !config.model.hfAssetsPath.empty())
+    return llvm::Error::success();
+  llvm::Expected<LlamaArgs> model =
+      resolveLlamaModel(config, TITAN_FUZZ_MODELS_DIR);
   if (!model)
     return model.takeError();
   if (llvm::Error e = driver::checkJob(*model, config, {}))

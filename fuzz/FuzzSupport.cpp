@@ -13,7 +13,8 @@
 std::string titan::fuzz::writeScratchFile(llvm::StringRef name,
                                           const uint8_t *data, size_t size) {
   // One folder per process: parallel fuzzing jobs (-jobs) share $TMPDIR.
-  static const std::string folder = [] {
+  static std::string folder;
+  static const bool made = [] {
     llvm::SmallString<128> path;
     llvm::sys::path::system_temp_directory(/*ErasedOnReboot=*/true, path);
     llvm::sys::path::append(
@@ -24,8 +25,12 @@ std::string titan::fuzz::writeScratchFile(llvm::StringRef name,
                    << ec.message() << "\n";
       std::abort();
     }
-    return std::string(path);
+    folder = std::string(path);
+    // Gone when the process exits (libFuzzer's runs end in exit()).
+    std::atexit([] { (void)llvm::sys::fs::remove_directories(folder); });
+    return true;
   }();
+  (void)made;
   llvm::SmallString<128> path(folder);
   llvm::sys::path::append(path, name);
   std::FILE *file = std::fopen(path.c_str(), "wb");

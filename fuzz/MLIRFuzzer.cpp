@@ -1,6 +1,7 @@
 //===- MLIRFuzzer.cpp - the MLIR parser, verifiers and pipelines ----------===//
 //
-// titan-mlir-fuzzer: the input is .mlir text (seeds: test/**/*.mlir). It is
+// titan-mlir-fuzzer: the input is .mlir text (seeds: test/**/*.mlir), cut
+// at `// -----` lines as --split-input-file cuts it. Each part is
 // parsed and verified with titan's dialects; a module that verifies then
 // goes through each of titan's registered pass pipelines (default options,
 // a fresh copy each, the pass manager verifying after every pass). A
@@ -43,22 +44,35 @@ extern "C" int LLVMFuzzerInitialize(int *, char ***) {
   return 0;
 }
 
-extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
+namespace {
+/// Parses and verifies one module, then runs each pipeline on a copy.
+void parseAndRunPipelines(llvm::StringRef text) {
   mlir::MLIRContext context(registry(), mlir::MLIRContext::Threading::DISABLED);
   // Errors are the expected outcome; printing them would only slow the run.
   context.getDiagEngine().registerHandler(
       [](mlir::Diagnostic &) { return mlir::success(); });
-  llvm::StringRef text(reinterpret_cast<const char *>(data), size);
   mlir::OwningOpRef<mlir::ModuleOp> module =
       mlir::parseSourceString<mlir::ModuleOp>(text, &context);
   if (!module)
-    return 0;
+    return;
   for (llvm::StringRef name : titan::titanPipelineNames()) {
     mlir::OwningOpRef<mlir::ModuleOp> copy = module->clone();
     mlir::PassManager pm(&context);
     if (mlir::failed(mlir::parsePassPipeline(name, pm)))
       std::abort();
     (void)pm.run(*copy);
+  }
+}
+} // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
+  // Each `// -----` part is a module of its own, as titan-opt
+  // --split-input-file reads the tests the seeds come from.
+  llvm::StringRef rest(reinterpret_cast<const char *>(data), size);
+  while (!rest.empty()) {
+    auto [part, after] = rest.split("// -----");
+    parseAndRunPipelines(part);
+    rest = after;
   }
   return 0;
 }

@@ -16,6 +16,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -64,9 +65,11 @@ int main(int argc, char **argv) {
       return 1;
     }
     llvm::StringRef bytes = (*buffer)->getBuffer();
-    // A copy of its own size, so ASan sees a read past the input's end.
-    std::vector<uint8_t> copy(bytes.begin(), bytes.end());
-    LLVMFuzzerTestOneInput(copy.data(), copy.size());
+    // A copy of its own size, so ASan sees a read past the input's end;
+    // never null, as libFuzzer's inputs (new[0] is not).
+    std::unique_ptr<uint8_t[]> copy(new uint8_t[bytes.size()]);
+    std::copy(bytes.begin(), bytes.end(), copy.get());
+    LLVMFuzzerTestOneInput(copy.get(), bytes.size());
   }
   llvm::outs() << "ran " << inputs.size() << " inputs\n";
   return 0;

@@ -1,5 +1,4 @@
-//===- RuntimeModel.h - the model the checkpoint fuzz targets read ---*- C++
-//-*-===//
+//===- RuntimeModel.h - the checkpoint fuzz targets' model ------*- C++ -*-===//
 //
 // The checkpoint readers check files against the compiled model. Their
 // fuzz targets use this one: a Llama of one layer with dim 8 and a vocab of

@@ -115,7 +115,8 @@ std::string hfIndexJson(const ModelFiles &files, int64_t elementSize);
 std::string hfConfigJson(const Manifest &m, const std::string &exportDtype);
 
 /// The Hugging Face name of the model's parameter `name` (TorchTitan's),
-/// as TorchTitan v0.2.0's Llama3StateDictAdapter maps it.
+/// as TorchTitan v0.2.0's Llama3StateDictAdapter maps it; a name it does
+/// not map is a fatal error (a corrupt executable).
 std::string hfName(llvm::StringRef name);
 
 /// What a Hugging Face model.safetensors.index.json says: its files, and

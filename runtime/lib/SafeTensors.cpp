@@ -203,6 +203,9 @@ titanrt::parseSafetensorsHeader(llvm::StringRef headerText, uint64_t fileSize,
   auto fail = [&](const std::string &what) {
     return llvm::createStringError("checkpoint '" + path.str() + "'" + what);
   };
+  if (fileSize < 8 + uint64_t(headerText.size()))
+    return fail(" is truncated: its header needs " +
+                std::to_string(headerText.size()) + " bytes");
   llvm::Expected<llvm::json::Value> header = llvm::json::parse(headerText);
   if (!header)
     return fail(" has an invalid header: " +
