@@ -87,7 +87,7 @@ def main():
                 else:
                     want = int(args.to.split(":", 1)[1])
                     ranks = [p for p in children(proc.pid) if rank_of(p) == want]
-                    target = ranks[0] if ranks else None
+                    target = ranks[-1] if ranks else None
                     if target is None:
                         sys.exit(f"no process of rank {want} under {proc.pid}")
                 break
