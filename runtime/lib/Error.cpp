@@ -1,6 +1,7 @@
 //===- Error.cpp - fatal run-time errors ----------------------------------===//
 
 #include "Error.h"
+#include "RankShutdown.h"
 
 #include "llvm/Support/FileSystem.h"
 
@@ -60,6 +61,7 @@ char *titan_rt_host_arena = nullptr;
   if (AbortHook hook = abortHook.exchange(nullptr)) {
     inAbortHook = true;
     aborting = true;
+    noteStopUnderWay();
     hook(message);
   } else if (aborting) {
     for (;;)

@@ -18,6 +18,7 @@ namespace {
 char rankText[32];
 bool launched = false;
 std::atomic<int64_t> currentStep{0};
+std::atomic<bool> stopUnderWay{false};
 
 /// write(2) of a C string (async-signal-safe).
 void say(const char *text) {
@@ -42,6 +43,12 @@ char *decimal(int64_t value, char *end) {
 }
 
 void onStopSignal(int sig, siginfo_t *info, void *) {
+  // SA_RESETHAND restored the default action: the process ends by the
+  // signal, which its exit status names.
+  if (stopUnderWay.load()) {
+    ::raise(sig);
+    return;
+  }
   // Only async-signal-safe calls: the rank may be anywhere, in malloc too.
   char step[24], pid[24];
   say("error: rank ");
@@ -83,6 +90,8 @@ void titanrt::stopOnSignals(int64_t rank, bool underLauncher) {
 }
 
 void titanrt::noteStep(int64_t step) { currentStep = step; }
+
+void titanrt::noteStopUnderWay() { stopUnderWay = true; }
 
 void titanrt::finishRank(Device &device,
                          llvm::function_ref<void()> shutdownCommunicator) {

@@ -40,6 +40,12 @@ void stopOnSignals(int64_t rank, bool underLauncher);
 /// The step the rank is in, for that message.
 void noteStep(int64_t step);
 
+/// This rank knows why the job stops (it failed, or it waits for the rank
+/// that names the problem to abort every rank): a stop signal that follows
+/// (the launcher stopping every rank) ends it without stopOnSignals' line,
+/// which would only add a second, misleading reason.
+void noteStopUnderWay();
+
 } // namespace titanrt
 
 #endif // TITANRT_LIB_RANKSHUTDOWN_H

@@ -371,6 +371,7 @@ std::vector<int64_t> ranksHolding(bool holds, Communicator *comm) {
 /// would race that message out of the job. It exits after a minute if
 /// nothing stops it.
 [[noreturn]] void waitForAbort() {
+  noteStopUnderWay();
   std::fflush(stdout);
   std::this_thread::sleep_for(std::chrono::seconds(60));
   std::exit(1);
