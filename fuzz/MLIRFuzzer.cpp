@@ -3,8 +3,8 @@
 // titan-mlir-fuzzer: the input is .mlir text (seeds: test/**/*.mlir), cut
 // at `// -----` lines as --split-input-file cuts it. Each part is
 // parsed and verified with titan's dialects; a module that verifies then
-// goes through each of titan's registered pass pipelines (default options,
-// a fresh copy each, the pass manager verifying after every pass). A
+// goes through one of titan's registered pass pipelines, picked by its hash
+// (default options, the pass manager verifying after every pass). A
 // pipeline may refuse the module with an error (most do: each expects the
 // IR of its own phase); it must not crash.
 //
@@ -20,6 +20,7 @@
 #include "mlir/Parser/Parser.h"
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Pass/PassRegistry.h"
+#include "llvm/Support/xxhash.h"
 
 #include <cstdlib>
 
@@ -45,7 +46,10 @@ extern "C" int LLVMFuzzerInitialize(int *, char ***) {
 }
 
 namespace {
-/// Parses and verifies one module, then runs each pipeline on a copy.
+/// Parses and verifies one module, then runs one of the pipelines on it,
+/// picked by the text's hash: each execution is 7 times cheaper than all
+/// of them, every input still meets one, and a campaign spreads its inputs
+/// over all.
 void parseAndRunPipelines(llvm::StringRef text) {
   mlir::MLIRContext context(registry(), mlir::MLIRContext::Threading::DISABLED);
   // Errors are the expected outcome; printing them would only slow the run.
@@ -55,13 +59,12 @@ void parseAndRunPipelines(llvm::StringRef text) {
       mlir::parseSourceString<mlir::ModuleOp>(text, &context);
   if (!module)
     return;
-  for (llvm::StringRef name : titan::titanPipelineNames()) {
-    mlir::OwningOpRef<mlir::ModuleOp> copy = module->clone();
-    mlir::PassManager pm(&context);
-    if (mlir::failed(mlir::parsePassPipeline(name, pm)))
-      std::abort();
-    (void)pm.run(*copy);
-  }
+  llvm::ArrayRef<llvm::StringRef> names = titan::titanPipelineNames();
+  llvm::StringRef name = names[llvm::xxh3_64bits(text) % names.size()];
+  mlir::PassManager pm(&context);
+  if (mlir::failed(mlir::parsePassPipeline(name, pm)))
+    std::abort();
+  (void)pm.run(*module);
 }
 } // namespace
 

@@ -16,6 +16,8 @@
 #define TOML_EXCEPTIONS 0
 #include <toml++/toml.h>
 
+#include "titan/Contract/TomlParse.h"
+
 #include <cmath>
 
 using namespace titan;
@@ -136,11 +138,15 @@ static std::string where(StringRef path, const NodeOrKey &n) {
 }
 
 llvm::Expected<LlamaArgs> titan::readLlamaToml(StringRef path) {
-  toml::parse_result parsed = toml::parse_file(std::string_view(path));
+  if (!llvm::sys::fs::exists(path))
+    return makeError("cannot read model file '" + path + "': no such file");
+  // A device or a FIFO would never end.
+  if (!llvm::sys::fs::is_regular_file(path))
+    return makeError("cannot read model file '" + path +
+                     "': not a regular file");
+  toml::parse_result parsed = parseTomlFileChecked(path);
   if (!parsed) {
     const toml::parse_error &err = parsed.error();
-    if (!llvm::sys::fs::exists(path))
-      return makeError("cannot read model file '" + path + "': no such file");
     return makeError(llvm::formatv(
         "{0}:{1}:{2}: invalid TOML: {3}", path, err.source().begin.line,
         err.source().begin.column, err.description()));

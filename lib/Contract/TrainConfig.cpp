@@ -22,6 +22,8 @@
 #define TOML_EXCEPTIONS 0
 #include <toml++/toml.h>
 
+#include "titan/Contract/TomlParse.h"
+
 #include <cmath>
 #include <limits>
 #include <variant>
@@ -1106,12 +1108,13 @@ public:
                                              : "no such file"));
       return;
     }
-    handleParse(path, toml::parse_file(std::string_view(path)));
+    handleParse(path, parseTomlFileChecked(path));
   }
 
   void readTomlText(StringRef text, StringRef sourceName) {
-    handleParse(sourceName, toml::parse(std::string_view(text),
-                                        std::string_view(sourceName)));
+    handleParse(sourceName,
+                parseTomlChecked(std::string_view(text.data(), text.size()),
+                                 std::string_view(sourceName)));
   }
 
   void handleParse(StringRef path, toml::parse_result parsed) {

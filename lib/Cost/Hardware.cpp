@@ -26,6 +26,8 @@
 #define TOML_EXCEPTIONS 0
 #include <toml++/toml.h>
 
+#include "titan/Contract/TomlParse.h"
+
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -366,7 +368,7 @@ llvm::Expected<Hardware> titan::cost::loadHardwareFile(StringRef path) {
     return fail(
         "cannot read hardware file '" + path + "': " +
         (llvm::sys::fs::exists(path) ? "not a regular file" : "no such file"));
-  toml::parse_result parsed = toml::parse_file(std::string_view(path));
+  toml::parse_result parsed = parseTomlFileChecked(path);
   if (!parsed) {
     const toml::parse_error &err = parsed.error();
     return fail(location(path, err.source()) +

@@ -7,9 +7,9 @@
 #include <cstdlib>
 
 std::string titan::formatNumber(double value) {
-  // Whole numbers print as integers ("500000", not "5e+05").
-  if (value == static_cast<double>(static_cast<int64_t>(value)) &&
-      std::fabs(value) < 1e15)
+  // Whole numbers print as integers ("500000", not "5e+05"); only a value
+  // an int64 holds is converted (a NaN or an infinity is not one).
+  if (std::fabs(value) < 1e15 && value == std::trunc(value))
     return std::to_string(static_cast<int64_t>(value));
   char buffer[32];
   for (int precision = 1; precision <= 17; ++precision) {

@@ -5,6 +5,9 @@
 
 #include "gtest/gtest.h"
 
+#include <cmath>
+#include <limits>
+
 using namespace titan;
 
 TEST(FormatNumber, ShortestRoundTrip) {
@@ -13,6 +16,14 @@ TEST(FormatNumber, ShortestRoundTrip) {
   EXPECT_EQ(formatNumber(0.95), "0.95");
   EXPECT_EQ(formatNumber(1.0 / 3.0), "0.3333333333333333");
   EXPECT_EQ(formatNumber(-0.5), "-0.5");
+}
+
+// A NaN or an infinity in an attribute (fuzzing found titan.adamw's
+// verifier printing one) is printed, not converted to an integer.
+TEST(FormatNumber, NonFinite) {
+  EXPECT_EQ(formatNumber(std::nan("")), "nan");
+  EXPECT_EQ(formatNumber(-std::numeric_limits<double>::infinity()), "-inf");
+  EXPECT_EQ(formatNumber(1e300), "1e+300");
 }
 
 TEST(FormatNumber, WholeNumbersAsIntegers) {

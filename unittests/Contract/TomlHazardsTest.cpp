@@ -1,0 +1,45 @@
+//===- TomlHazardsTest.cpp - what toml++ assumes of its input -------------===//
+
+#include "titan/Contract/TomlHazards.h"
+
+#include "gtest/gtest.h"
+
+using namespace titan;
+
+namespace {
+std::string hazardAt(llvm::StringRef text) {
+  std::optional<TomlHazard> h = findTomlHazard(text);
+  return h ? std::to_string(h->line) + ":" + std::to_string(h->column) + " " +
+                 h->description
+           : "";
+}
+} // namespace
+
+// The inputs fuzzing found (fuzz/seeds/*/crash-table-header-*): a header
+// whose key starts with another character.
+TEST(TomlHazards, HeaderKeyStartingWithAnotherCharacter) {
+  EXPECT_EQ(hazardAt("[job]\n[?ptimizer]\nname = 1\n"),
+            "2:2 expected bare key starting character or string delimiter, "
+            "saw '?'");
+  EXPECT_EQ(hazardAt("[@hardwa[hardware]\n"),
+            "1:2 expected bare key starting character or string delimiter, "
+            "saw '@'");
+  EXPECT_EQ(hazardAt("x = 1\n  [[ \x01a]]\n").substr(0, 4), "2:6 ");
+  EXPECT_NE(hazardAt("[\n"), ""); // a header cut at the line's end
+}
+
+// Valid headers, and brackets that are not headers, are left to toml++.
+TEST(TomlHazards, OnlyRealHeaders) {
+  EXPECT_EQ(hazardAt("[job]\n[\"quoted key\"]\n['literal']\n[[arr]]\n"
+                     "[ spaced . dotted ]\n[]\n"),
+            "");
+  // Lines of multi-line arrays and inline tables start with brackets too.
+  EXPECT_EQ(hazardAt("x = [\n  [1, 2],\n  [{a = 1}],\n]\ny = { z = [\n[#]]}\n"),
+            "");
+  // Strings and comments may hold anything.
+  EXPECT_EQ(
+      hazardAt("s = \"\"\"\n[?x]\n\"\"\"\nt = '[?'\n# [?\nu = \"\\\"[?\"\n"),
+      "");
+  // After a multi-line string the next line is a header again.
+  EXPECT_NE(hazardAt("s = '''\n'''\n[?x]\n"), "");
+}
