@@ -36,6 +36,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <optional>
 #include <condition_variable>
 #include <cstdlib>
 #include <cstring>
@@ -845,6 +846,10 @@ void MPICommunicator::pollDumpRequest() {
   MPI_Request_free(&ack);
 }
 
+/// How long a failing rank waits for its peers' flight records: at most
+/// kRecordWait, and no longer than kRecordIdle after the last answer.
+constexpr std::chrono::seconds kRecordWait{5}, kRecordIdle{2};
+
 void MPICommunicator::askPeersToDump() {
   dumpAsk_ = rank_;
   // Left to the abort that follows: a late answer must still land in
@@ -861,12 +866,26 @@ void MPICommunicator::askPeersToDump() {
               &answers.emplace_back());
   }
   // A peer answers once its file is written (milliseconds); one that
-  // cannot (stopped, lost, without a progress thread) is not waited for
-  // long, but long enough for a live one on a loaded machine.
-  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-  for (int done = 0; !done && std::chrono::steady_clock::now() < deadline;) {
-    MPI_Testall(int(answers.size()), answers.data(), &done,
-                MPI_STATUSES_IGNORE);
+  // cannot (stopped, lost, without a progress thread) never does. So the
+  // wait ends when every peer answered, kRecordWait after the ask (time
+  // for a live peer on a loaded machine), or kRecordIdle after the last
+  // answer while others stay silent (the live ones have answered by then;
+  // a lost rank does not hold the others for the whole wait).
+  using Clock = std::chrono::steady_clock;
+  auto deadline = Clock::now() + kRecordWait;
+  std::optional<Clock::time_point> lastAnswer;
+  std::vector<int> indices(answers.size());
+  for (int pending = int(answers.size()); pending > 0;) {
+    Clock::time_point now = Clock::now();
+    if (now >= deadline || (lastAnswer && now - *lastAnswer >= kRecordIdle))
+      break;
+    int completed = 0;
+    MPI_Testsome(int(answers.size()), answers.data(), &completed,
+                 indices.data(), MPI_STATUSES_IGNORE);
+    if (completed > 0 && completed != MPI_UNDEFINED) {
+      pending -= completed;
+      lastAnswer = now;
+    }
     // A peer failing at the same time asks this rank too: answered, so
     // that neither waits for the other.
     pollDumpRequest();
@@ -891,7 +910,8 @@ void MPICommunicator::failing(const std::string &reason) {
       askPeersToDump();
     MPI_Abort(MPI_COMM_WORLD, 1);
   });
-  std::this_thread::sleep_for(std::chrono::seconds(5));
+  // Longer than the progress thread may wait for the peers' records.
+  std::this_thread::sleep_for(kRecordWait + std::chrono::seconds(5));
   std::_Exit(1);
 }
 
