@@ -1,4 +1,14 @@
 //===- TomlHazards.cpp - what toml++ assumes of its input -----------------===//
+//
+// Two hazards, both found by fuzzing (fuzz/seeds/*/crash-*): a table
+// header's first key character (toml++ assumes it is a bare key character
+// or a quote), and a non-ASCII character outside strings and comments,
+// where toml++ 3.3's is_non_ascii_horizontal_whitespace reaches
+// __builtin_unreachable for U+00A1-U+0499 and U+2C8E-U+3087 (fixed in
+// 3.4). Valid TOML has neither: its bare keys are ASCII and its whitespace
+// is tab and space.
+//
+//===----------------------------------------------------------------------===//
 
 #include "titan/Contract/TomlHazards.h"
 
@@ -19,6 +29,8 @@ public:
   explicit Scanner(StringRef text) : text(text) {}
 
   std::optional<TomlHazard> run() {
+    if (text.starts_with("\xEF\xBB\xBF")) // a UTF-8 byte order mark
+      at = 3;
     while (at < text.size()) {
       char c = text[at];
       if (c == '\n') {
@@ -43,6 +55,9 @@ public:
           return hazard;
         continue;
       }
+      if (uint8_t(c) >= 0x80)
+        return hazard("unexpected non-ASCII character (byte " + hex(c) +
+                      ") outside a string or a comment");
       lineStart = false;
       if (c == '[' || c == '{')
         ++depth;
@@ -108,14 +123,19 @@ private:
     char c = text[key];
     if (isBareKeyCharacter(c) || c == '"' || c == '\'')
       return std::nullopt;
-    std::string saw =
-        llvm::isPrint(c)
-            ? std::string(1, c)
-            : "\\x" + llvm::utohexstr(uint8_t(c), /*LowerCase=*/true, 2);
-    return TomlHazard{line, unsigned(key - lineBegin + 1),
-                      "expected bare key starting character or string "
-                      "delimiter, saw '" +
-                          saw + "'"};
+    return hazard(
+        "expected bare key starting character or string "
+        "delimiter, saw '" +
+        (llvm::isPrint(c) ? std::string(1, c) : "\\x" + hex(c).substr(2)) +
+        "'");
+  }
+
+  static std::string hex(char c) {
+    return "0x" + llvm::utohexstr(uint8_t(c), /*LowerCase=*/true, 2);
+  }
+
+  TomlHazard hazard(std::string description) const {
+    return {line, unsigned(at - lineBegin + 1), std::move(description)};
   }
 
   StringRef text;

@@ -28,6 +28,20 @@ TEST(TomlHazards, HeaderKeyStartingWithAnotherCharacter) {
   EXPECT_NE(hazardAt("[\n"), ""); // a header cut at the line's end
 }
 
+// toml++ 3.3 reaches __builtin_unreachable when it asks whether U+00A1 to
+// U+0499 or U+2C8E to U+3087 is whitespace, which it does outside strings
+// and comments; valid TOML has no non-ASCII there (fuzz/seeds/*/crash-
+// non-ascii-*).
+TEST(TomlHazards, NonAsciiOutsideStringsAndComments) {
+  EXPECT_EQ(hazardAt("[job]\nx = 1\xc3\xa9\n"),
+            "2:6 unexpected non-ASCII character (byte 0xc3) outside a string "
+            "or a comment");
+  EXPECT_NE(hazardAt("n\xc3\xa9 = 1\n"), "");
+  EXPECT_EQ(hazardAt("\xef\xbb\xbf[job] # caf\xc3\xa9\nx = \"\xc3\xa9\"\n"
+                     "y = '''\n\xe6\x97\xa5\n'''\n"),
+            "");
+}
+
 // Valid headers, and brackets that are not headers, are left to toml++.
 TEST(TomlHazards, OnlyRealHeaders) {
   EXPECT_EQ(hazardAt("[job]\n[\"quoted key\"]\n['literal']\n[[arr]]\n"
