@@ -1,17 +1,20 @@
 //===- TomlHazards.cpp - what toml++ assumes of its input -----------------===//
 //
-// Two hazards, both found by fuzzing (fuzz/seeds/*/crash-*): a table
+// Three hazards, all found by fuzzing (fuzz/seeds/*/crash-*): a table
 // header's first key character (toml++ assumes it is a bare key character
-// or a quote), and a non-ASCII character outside strings and comments,
-// where toml++ 3.3's is_non_ascii_horizontal_whitespace reaches
+// or a quote); a non-ASCII character outside strings and comments, where
+// toml++ 3.3's is_non_ascii_horizontal_whitespace reaches
 // __builtin_unreachable for U+00A1-U+0499 and U+2C8E-U+3087 (fixed in
-// 3.4). Valid TOML has neither: its bare keys are ASCII and its whitespace
-// is tab and space.
+// 3.4); and a `}` where an array expects a value (parse_value assumes it
+// is not a value terminator). Valid TOML has none of them: its bare keys
+// are ASCII, its whitespace is tab and space, and `}` closes only inline
+// tables.
 //
 //===----------------------------------------------------------------------===//
 
 #include "titan/Contract/TomlHazards.h"
 
+#include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/StringExtras.h"
 
 using namespace titan;
@@ -45,24 +48,27 @@ public:
         skipToLineEnd();
         continue;
       }
-      if (c == '"' || c == '\'') {
+      // A quote opens a string only where a key or a value starts (inside
+      // another token it is a stray character toml++ refuses there).
+      if ((c == '"' || c == '\'') && startsToken()) {
         skipString(c);
         lineStart = false;
+        prev = c;
         continue;
       }
-      if (c == '[' && lineStart && depth == 0) {
+      if (c == '[' && lineStart && open.empty()) {
         if (std::optional<TomlHazard> hazard = checkHeader())
           return hazard;
         continue;
       }
-      if (uint8_t(c) >= 0x80)
-        return hazard("unexpected non-ASCII character (byte " + hex(c) +
-                      ") outside a string or a comment");
+      if (std::optional<TomlHazard> hazard = checkValueCharacter(c))
+        return hazard;
       lineStart = false;
+      prev = c;
       if (c == '[' || c == '{')
-        ++depth;
-      else if ((c == ']' || c == '}') && depth > 0)
-        --depth;
+        open.push_back(c);
+      else if ((c == ']' || c == '}') && !open.empty())
+        open.pop_back();
       ++at;
     }
     return std::nullopt;
@@ -74,6 +80,29 @@ private:
     ++line;
     lineBegin = at;
     lineStart = true;
+    // Outside brackets a line starts a key.
+    if (open.empty())
+      prev = '\n';
+  }
+
+  /// Whether a key or a value starts here: after a line start, `=`, `,`,
+  /// `.` (dotted keys) or an opening bracket.
+  bool startsToken() const {
+    return llvm::is_contained(llvm::StringRef("\n=,.[{"), prev);
+  }
+
+  /// A character outside strings and comments that toml++ 3.3 would not
+  /// check: any non-ASCII one (is_non_ascii_horizontal_whitespace reaches
+  /// __builtin_unreachable for some), and a `}` directly in an array, where
+  /// parse_array hands it to parse_value, which assumes no value
+  /// terminator.
+  std::optional<TomlHazard> checkValueCharacter(char c) const {
+    if (uint8_t(c) >= 0x80)
+      return hazard("unexpected non-ASCII character (byte " + hex(c) +
+                    ") outside a string or a comment");
+    if (c == '}' && !open.empty() && open.back() == '[')
+      return hazard("expected value or closing ']', saw '}'");
+    return std::nullopt;
   }
 
   void skipToLineEnd() {
@@ -117,6 +146,7 @@ private:
     while (key < text.size() && (text[key] == ' ' || text[key] == '\t'))
       ++key;
     lineStart = false;
+    prev = '[';
     at = key;
     if (key >= text.size() || text[key] == ']')
       return std::nullopt;
@@ -141,7 +171,10 @@ private:
   StringRef text;
   size_t at = 0, lineBegin = 0;
   unsigned line = 1;
-  int depth = 0;
+  /// The brackets of the values around `at`, innermost last.
+  std::string open;
+  /// The last character outside whitespace and comments.
+  char prev = '\n';
   bool lineStart = true;
 };
 } // namespace

@@ -42,6 +42,17 @@ TEST(TomlHazards, NonAsciiOutsideStringsAndComments) {
             "");
 }
 
+// A quote inside another token opens no string (toml++ reads on), and a
+// `}` in an array is handed to toml++'s parse_value, which assumes it is
+// not there (fuzz/seeds/model-toml/crash-brace-in-array.toml).
+TEST(TomlHazards, StrayQuotesAndBraces) {
+  EXPECT_NE(hazardAt("x = 155'5 {\xcf\x91\n"), "");
+  EXPECT_EQ(hazardAt("x = [[}]]\n"),
+            "1:7 expected value or closing ']', saw '}'");
+  EXPECT_EQ(hazardAt("x = [\"a\", 'b', {c = \"}\"}]\ny = {a.\"b\" = [1]}\n"),
+            "");
+}
+
 // Valid headers, and brackets that are not headers, are left to toml++.
 TEST(TomlHazards, OnlyRealHeaders) {
   EXPECT_EQ(hazardAt("[job]\n[\"quoted key\"]\n['literal']\n[[arr]]\n"
