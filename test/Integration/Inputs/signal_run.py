@@ -116,6 +116,7 @@ def main():
     print(f"exit {128 - status if status < 0 else status}")
     print(f"ended within {args.limit:g} s: {'yes' if took <= args.limit else 'no'}")
     print(f"processes left: {len(left)}")
+    print(f"seconds after the signal: {took:.1f}", file=sys.stderr)
 
 
 if __name__ == "__main__":
