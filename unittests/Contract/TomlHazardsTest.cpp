@@ -53,6 +53,19 @@ TEST(TomlHazards, StrayQuotesAndBraces) {
             "");
 }
 
+// After a line-ending backslash toml++ asks the next characters whether
+// they are whitespace; the code points it cannot classify are refused,
+// others (and other strings) pass (fuzz/seeds/*/crash-line-ending-*).
+TEST(TomlHazards, LineEndingBackslash) {
+  EXPECT_EQ(hazardAt("s = \"\"\"a \\\n\n  \xef\xb9\xbf\"\"\"\n"),
+            "3:3 unsupported character U+FE7F after a line-ending backslash "
+            "(toml++ cannot tell whether it is whitespace)");
+  EXPECT_NE(hazardAt("s = \"\"\"\\ \xc3\xa9\"\"\"\n"), "");
+  EXPECT_EQ(hazardAt("s = \"\"\"a \\\n  \xe6\x97\xa5 \\t\"\"\"\n"
+                     "t = '''\\\n\xc3\xa9'''\nu = \"\\\\\xc3\xa9\"\n"),
+            "");
+}
+
 // Valid headers, and brackets that are not headers, are left to toml++.
 TEST(TomlHazards, OnlyRealHeaders) {
   EXPECT_EQ(hazardAt("[job]\n[\"quoted key\"]\n['literal']\n[[arr]]\n"

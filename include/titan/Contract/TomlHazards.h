@@ -1,11 +1,12 @@
 //===- TomlHazards.h - what toml++ assumes of its input ---------*- C++ -*-===//
 //
-// toml++ 3.3 (Debian 12's) asserts, and under clang's __builtin_assume
-// assumes, that a table header's first key character is a bare key
-// character or a quote: `[?x]` or `[` at the end of a line is undefined
-// behaviour there instead of a parse error (fuzzing found it in every TOML
-// reader). titan's readers check for it first and report it as toml++
-// reports the same mistake elsewhere.
+// toml++ 3.3 (Debian 12's) asserts or assumes what it does not check in a
+// few places (a table header's first key character, a `}` where an array
+// expects a value), and its is_non_ascii_horizontal_whitespace reaches
+// __builtin_unreachable for some code points: undefined behaviour on
+// malformed input instead of a parse error (fuzzing found each in every
+// TOML reader; TomlHazards.cpp lists them). titan's readers check for them
+// first and report them as toml++ reports its own errors.
 //
 //===----------------------------------------------------------------------===//
 
@@ -26,9 +27,10 @@ struct TomlHazard {
   std::string description;
 };
 
-/// The first table header in `text` whose key starts with neither a bare
-/// key character (A-Z a-z 0-9 _ -) nor a quote. Strings, comments and the
-/// brackets of multi-line values are skipped, so only real headers count.
+/// The first place in `text` where toml++ would meet one of them. The scan
+/// knows strings, comments and the brackets of values, so valid TOML has
+/// none (but a multi-line string whose line-ending backslash trims up to one
+/// of the code points toml++ cannot classify).
 std::optional<TomlHazard> findTomlHazard(llvm::StringRef text);
 
 } // namespace titan
