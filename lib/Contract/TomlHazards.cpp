@@ -50,13 +50,14 @@ public:
         skipToLineEnd();
         continue;
       }
-      // A quote opens a string only where a key or a value starts (inside
-      // another token it is a stray character toml++ refuses there).
-      if ((c == '"' || c == '\'') && startsToken()) {
+      // A quote opens a string only where a key or a value starts: inside
+      // a bare value toml++ reads it as part of that token.
+      if ((c == '"' || c == '\'') && expect != Expect::Rest) {
         if (std::optional<TomlHazard> hazard = skipString(c))
           return hazard;
         lineStart = false;
-        prev = c;
+        if (expect == Expect::Value)
+          expect = Expect::Rest;
         continue;
       }
       if (c == '[' && lineStart && open.empty()) {
@@ -67,17 +68,50 @@ public:
       if (std::optional<TomlHazard> hazard = checkValueCharacter(c))
         return hazard;
       lineStart = false;
-      prev = c;
-      if (c == '[' || c == '{')
-        open.push_back(c);
-      else if ((c == ']' || c == '}') && !open.empty())
-        open.pop_back();
+      step(c);
       ++at;
     }
     return std::nullopt;
   }
 
 private:
+  /// Where the scan is in TOML's grammar: where a key starts (a line, an
+  /// inline table's entry), where a value starts (after `=`, in an array),
+  /// or in or after a value.
+  enum class Expect { Key, Value, Rest };
+
+  /// The grammar's next state after `c`, outside strings and comments.
+  void step(char c) {
+    char inner = open.empty() ? '\0' : open.back();
+    switch (c) {
+    case '=':
+      if (expect == Expect::Key)
+        expect = Expect::Value;
+      return;
+    case ',':
+      if (inner)
+        expect = inner == '[' ? Expect::Value : Expect::Key;
+      return;
+    case '[':
+    case '{':
+      if (expect == Expect::Value) {
+        open.push_back(c);
+        expect = c == '[' ? Expect::Value : Expect::Key;
+      }
+      return;
+    case ']':
+    case '}':
+      if (inner == (c == ']' ? '[' : '{')) {
+        open.pop_back();
+        expect = Expect::Rest;
+      }
+      return;
+    default:
+      if (expect == Expect::Value)
+        expect = Expect::Rest; // a bare value: a number, a date, a boolean
+    }
+  }
+
   void newLine() {
     ++at;
     ++line;
@@ -85,13 +119,7 @@ private:
     lineStart = true;
     // Outside brackets a line starts a key.
     if (open.empty())
-      prev = '\n';
-  }
-
-  /// Whether a key or a value starts here: after a line start, `=`, `,`,
-  /// `.` (dotted keys) or an opening bracket.
-  bool startsToken() const {
-    return llvm::is_contained(llvm::StringRef("\n=,.[{"), prev);
+      expect = Expect::Key;
   }
 
   /// A character outside strings and comments that toml++ 3.3 would not
@@ -199,7 +227,7 @@ private:
     while (key < text.size() && (text[key] == ' ' || text[key] == '\t'))
       ++key;
     lineStart = false;
-    prev = '[';
+    expect = Expect::Key;
     at = key;
     if (key >= text.size() || text[key] == ']')
       return std::nullopt;
@@ -226,8 +254,7 @@ private:
   unsigned line = 1;
   /// The brackets of the values around `at`, innermost last.
   std::string open;
-  /// The last character outside whitespace and comments.
-  char prev = '\n';
+  Expect expect = Expect::Key;
   bool lineStart = true;
 };
 } // namespace

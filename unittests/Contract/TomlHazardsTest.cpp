@@ -47,6 +47,8 @@ TEST(TomlHazards, NonAsciiOutsideStringsAndComments) {
 // not there (fuzz/seeds/model-toml/crash-brace-in-array.toml).
 TEST(TomlHazards, StrayQuotesAndBraces) {
   EXPECT_NE(hazardAt("x = 155'5 {\xcf\x91\n"), "");
+  EXPECT_NE(hazardAt("x = 1==y'\xc3\xbf'\n"), "");
+  EXPECT_NE(hazardAt("x = [1, 2'\xc3\xbf']\n"), "");
   EXPECT_EQ(hazardAt("x = [[}]]\n"),
             "1:7 expected value or closing ']', saw '}'");
   EXPECT_EQ(hazardAt("x = [\"a\", 'b', {c = \"}\"}]\ny = {a.\"b\" = [1]}\n"),
