@@ -152,14 +152,13 @@ private:
     while (at < text.size()) {
       char c = text[at];
       if (c == '\\' && quote == '"') {
-        if (multiLine && at + 1 < text.size() && isSpace(text[at + 1])) {
-          ++at;
-          skipSpaceAndLines();
-          if (std::optional<TomlHazard> hazard = checkTrimmedCharacter())
-            return hazard;
+        ++at;
+        if (!multiLine) {
+          ++at; // the escaped character
           continue;
         }
-        at += 2;
+        if (std::optional<TomlHazard> hazard = skipEscape())
+          return hazard;
         continue;
       }
       if (multiLine ? text.substr(at).starts_with(triple) : c == quote) {
@@ -178,44 +177,69 @@ private:
     return std::nullopt;
   }
 
-  static bool isSpace(char c) {
-    return c == ' ' || c == '\t' || c == '\r' || c == '\n';
-  }
-
-  void skipSpaceAndLines() {
-    while (at < text.size() && isSpace(text[at])) {
-      if (text[at] == '\n') {
-        newLine();
-        lineStart = false;
-      } else {
-        ++at;
-      }
-    }
-  }
-
-  /// The character a line-ending backslash's trimming stops at: one of the
-  /// code points toml++ 3.3's is_non_ascii_horizontal_whitespace cannot
-  /// classify (U+00A1-U+0499, U+2C8E-U+3087 but U+3000, U+FB36-U+FEFE) is
-  /// refused.
-  std::optional<TomlHazard> checkTrimmedCharacter() const {
-    uint32_t cp = 0;
+  /// The code point at `at` and its length in bytes (a malformed sequence
+  /// counts as one byte; toml++ refuses it).
+  std::pair<uint32_t, size_t> codePoint() const {
     auto byte = [&](size_t i) {
       return at + i < text.size() ? uint8_t(text[at + i]) : uint8_t(0);
     };
-    if (byte(0) >= 0xC2 && byte(0) <= 0xDF)
-      cp = (uint32_t(byte(0) & 0x1F) << 6) | (byte(1) & 0x3F);
-    else if (byte(0) >= 0xE0 && byte(0) <= 0xEF)
-      cp = (uint32_t(byte(0) & 0x0F) << 12) | (uint32_t(byte(1) & 0x3F) << 6) |
-           (byte(2) & 0x3F);
-    bool unclassifiable = (cp >= 0xA1 && cp <= 0x499) ||
-                          (cp >= 0x2C8E && cp <= 0x3087 && cp != 0x3000) ||
-                          (cp >= 0xFB36 && cp <= 0xFEFE);
-    if (!unclassifiable)
+    uint8_t b = byte(0);
+    if (b >= 0xC2 && b <= 0xDF)
+      return {(uint32_t(b & 0x1F) << 6) | (byte(1) & 0x3F), 2};
+    if (b >= 0xE0 && b <= 0xEF)
+      return {(uint32_t(b & 0x0F) << 12) | (uint32_t(byte(1) & 0x3F) << 6) |
+                  (byte(2) & 0x3F),
+              3};
+    if (b >= 0xF0 && b <= 0xF4)
+      return {0x10000, 4};
+    return {b, 1};
+  }
+
+  /// What toml++ 3.3's is_non_ascii_horizontal_whitespace answers for a
+  /// non-ASCII code point, or nullopt where it reaches
+  /// __builtin_unreachable (U+00A1-U+0499, U+2C8E-U+3087 but U+3000,
+  /// U+FB36-U+FEFE).
+  static std::optional<bool> tomlppWhitespace(uint32_t cp) {
+    if ((cp >= 0xA1 && cp <= 0x499) ||
+        (cp >= 0x2C8E && cp <= 0x3087 && cp != 0x3000) ||
+        (cp >= 0xFB36 && cp <= 0xFEFE))
       return std::nullopt;
-    return hazard("unsupported character U+" +
-                  llvm::utohexstr(cp, /*LowerCase=*/false, 4) +
-                  " after a line-ending backslash (toml++ cannot tell "
-                  "whether it is whitespace)");
+    return cp == 0xA0 || cp == 0x1680 || cp == 0x180E ||
+           (cp >= 0x2000 && cp <= 0x200B) || cp == 0x202F ||
+           (cp >= 0x205F && cp <= 0x2060) || cp == 0x3000 || cp == 0xFEFF;
+  }
+
+  /// Past the escape after a multi-line basic string's backslash: toml++
+  /// asks whether its character is whitespace and, for a line-ending
+  /// backslash, every character it trims after it up to the next other one.
+  std::optional<TomlHazard> skipEscape() {
+    for (bool first = true; at < text.size(); first = false) {
+      auto [cp, length] = codePoint();
+      std::optional<bool> space = cp < 0x80
+                                      ? std::optional<bool>(isSpace(char(cp)))
+                                      : tomlppWhitespace(cp);
+      if (!space)
+        return hazard("unsupported character U+" +
+                      llvm::utohexstr(cp, /*LowerCase=*/false, 4) +
+                      " after a backslash in a multi-line string (toml++ "
+                      "cannot tell whether it is whitespace)");
+      if (!*space) {
+        if (first)
+          at += length; // an ordinary escape's character
+        return std::nullopt;
+      }
+      if (cp == '\n') {
+        newLine();
+        lineStart = false;
+      } else {
+        at += length;
+      }
+    }
+    return std::nullopt;
+  }
+
+  static bool isSpace(char c) {
+    return c == ' ' || c == '\t' || c == '\r' || c == '\n';
   }
 
   /// A header's `[` or `[[` at `at`: its key must start with a bare key

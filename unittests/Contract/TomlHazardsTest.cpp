@@ -60,9 +60,13 @@ TEST(TomlHazards, StrayQuotesAndBraces) {
 // others (and other strings) pass (fuzz/seeds/*/crash-line-ending-*).
 TEST(TomlHazards, LineEndingBackslash) {
   EXPECT_EQ(hazardAt("s = \"\"\"a \\\n\n  \xef\xb9\xbf\"\"\"\n"),
-            "3:3 unsupported character U+FE7F after a line-ending backslash "
-            "(toml++ cannot tell whether it is whitespace)");
+            "3:3 unsupported character U+FE7F after a backslash in a "
+            "multi-line string (toml++ cannot tell whether it is whitespace)");
   EXPECT_NE(hazardAt("s = \"\"\"\\ \xc3\xa9\"\"\"\n"), "");
+  // The character right after any backslash, and past toml++'s own
+  // non-ASCII whitespace (U+FEFF) in the trimming.
+  EXPECT_NE(hazardAt("s = \"\"\"\\\\\\\xef\xb9\xbf\"\"\"\n"), "");
+  EXPECT_NE(hazardAt("s = \"\"\"\\\n\xef\xbb\xbf\xef\xb9\xbf\"\"\"\n"), "");
   EXPECT_EQ(hazardAt("s = \"\"\"a \\\n  \xe6\x97\xa5 \\t\"\"\"\n"
                      "t = '''\\\n\xc3\xa9'''\nu = \"\\\\\xc3\xa9\"\n"),
             "");
