@@ -381,8 +381,7 @@ TEST(COMMUNICATOR, ProgressThreadCompletesDuringCompute) {
       sink = sink + std::sqrt(double(i));
     done = req->test();
   }
-  EXPECT_TRUE(done)
-      << "the all-reduce did not complete during 60 s of compute";
+  EXPECT_TRUE(done) << "the all-reduce did not complete during 60 s of compute";
   req->finish();
   float expected = 0;
   for (int r : groupOf(kShardMask | kTPMask))
