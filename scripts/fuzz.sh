@@ -1,37 +1,25 @@
 #!/usr/bin/env bash
-# titan's fuzz targets (fuzz/README.md) under libFuzzer: builds them in
-# build-fuzz with clang-22, AddressSanitizer + UndefinedBehaviorSanitizer,
-# assertions and libFuzzer's coverage (only the targets and what they link),
-# then
+# titan's fuzz targets (fuzz/README.md) under libFuzzer, in the sanitized
+# build (scripts/build-sanitized.sh: clang-22, AddressSanitizer +
+# UndefinedBehaviorSanitizer, assertions, libFuzzer's coverage), then
 #   bash scripts/fuzz.sh smoke       runs each target TITAN_FUZZ_SECONDS
 #                                    (default 30) from its seeds: ctest -L fuzz
+#                                    (scripts/run-tests.sh runs these with
+#                                    the rest of the sanitized suite)
 #   bash scripts/fuzz.sh campaign [RUNS] [SURFACE...]
 #                                    fuzzes each target (default: all) for RUNS
 #                                    executions (default 1000000), or
 #                                    TITAN_FUZZ_MAX_SECONDS if set and sooner,
-#                                    into build-fuzz/campaign/<surface>/corpus
+#                                    into <build>/campaign/<surface>/corpus
 #                                    and prints a line of results per target
-# A crash leaves its input in build-fuzz/{smoke,campaign}/<surface>/; fix it
-# and add that input to fuzz/seeds/<surface> (a regression test everywhere).
+# A crash leaves its input in <build>/fuzz/smoke/<surface>/ or
+# <build>/campaign/<surface>/; fix it and add that input to
+# fuzz/seeds/<surface> (a regression test everywhere).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-build=${TITAN_FUZZ_BUILD_DIR:-build-fuzz}
+build=${TITAN_SANITIZE_BUILD_DIR:-build-sanitize}
 jobs=${TITAN_BUILD_JOBS:-$(nproc)}
-export CCACHE_BASEDIR=${CCACHE_BASEDIR:-$PWD}
-export CCACHE_NOHASHDIR=${CCACHE_NOHASHDIR:-1}
-# LLVM's own build defines its UBSan flags (LLVM_UBSAN_FLAGS), its installed
-# CMake files do not: these are LLVM's (vptr and function checks off, as
-# the RTTI-less LLVM libraries need).
-ubsan="-fsanitize=undefined -fno-sanitize=vptr,function -fno-sanitize-recover=all"
-if [ ! -f "$build/build.ninja" ]; then
-  CC=clang-22 CXX=clang++-22 cmake -S . -B "$build" -G Ninja \
-    -DCMAKE_BUILD_TYPE=Release -DTITAN_ENABLE_CUDA=OFF \
-    -DLLVM_USE_SANITIZER="Address;Undefined" -DLLVM_USE_SANITIZE_COVERAGE=ON \
-    -DLLVM_UBSAN_FLAGS="$ubsan" \
-    -DLLVM_ENABLE_ASSERTIONS=ON \
-    ${TITAN_FUZZ_SECONDS:+-DTITAN_FUZZ_SECONDS=$TITAN_FUZZ_SECONDS}
-fi
-cmake --build "$build" -j "$jobs" --target titan-fuzzers
+bash scripts/build-sanitized.sh titan-fuzzers
 
 # Leaks are not findings here: a refused input's error paths may keep what
 # LLVM's and MLIR's uninstrumented libraries allocate.

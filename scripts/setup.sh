@@ -16,7 +16,7 @@ packages=(
   libxxhash-dev                                             # checkpoint checksums
   libboost-dev                                              # CRC32C (TensorBoard records)
   python3-torch python3-venv                                # independent reference
-  clang-22 libclang-rt-22-dev                               # libFuzzer (scripts/fuzz.sh)
+  clang-22 libclang-rt-22-dev                               # the sanitized build and libFuzzer (scripts/build-sanitized.sh)
 )
 
 missing=()

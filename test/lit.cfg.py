@@ -63,6 +63,11 @@ config.environment["OMP_NUM_THREADS"] = os.environ.get("TITAN_TEST_THREADS", "1"
 if "Address" in config.titan_sanitizer:
     config.available_features.add("asan")
 
+# The CPU kernels' OpenMP threads (none in the sanitized clang build,
+# CMakeLists.txt's titan_find_openmp: its kernels run on one thread).
+if not config.titan_kernels_single_threaded:
+    config.available_features.add("kernel-threads")
+
 # The independent PyTorch reference runs on Debian's python3-torch.
 import subprocess
 

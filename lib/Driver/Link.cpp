@@ -25,10 +25,11 @@ llvm::Error error(const llvm::Twine &message) {
   return llvm::createStringError(llvm::inconvertibleErrorCode(), message.str());
 }
 
-/// `list` as a std::vector (the comma-separated compile definitions).
-std::vector<std::string> splitList(llvm::StringRef list) {
+/// The space-separated flags of a compile definition, as a std::vector
+/// (flags themselves hold commas: -fno-sanitize=vptr,function).
+std::vector<std::string> splitFlags(llvm::StringRef list) {
   llvm::SmallVector<llvm::StringRef> items;
-  list.split(items, ',', -1, false);
+  list.split(items, ' ', -1, false);
   return {items.begin(), items.end()};
 }
 
@@ -71,7 +72,8 @@ llvm::Error driver::linkExecutable(const LinkInputs &inputs,
   // Host steps call libtitanrt_host's entries, on any target.
   if (inputs.hostSteps)
     link.kernelLibraries.push_back("-ltitanrt_host");
-  link.driverFlags = splitList(TITAN_RUNTIME_LINK_FLAGS);
+  link.driver = TITAN_RUNTIME_LINK_DRIVER;
+  link.driverFlags = splitFlags(TITAN_RUNTIME_LINK_FLAGS);
   link.extraInputs.assign(inputs.objects.begin() + 1, inputs.objects.end());
   std::string table;
   if (!inputs.pipelinePrograms.empty()) {

@@ -32,11 +32,10 @@
 #include "DocumentMask.h"
 #include "Gemm.h"
 #include "Kernels.h"
+#include "Threads.h"
 #include "VectorMath.h"
 
 #include "titan/Contract/CPUWorkspaces.h"
-
-#include <omp.h>
 
 #include <algorithm>
 #include <cmath>
@@ -150,9 +149,10 @@ TITAN_VECTOR_CLONES void scoreGrad(const T *p, T *dp, int64_t ld,
   }
 }
 
-/// The threads attention uses: OpenMP's, at most one per workspace slot.
-int attentionThreads(int64_t tasks) {
-  return int(std::min<int64_t>(omp_get_max_threads(), attentionSlots(tasks)));
+/// The threads attention uses: OpenMP's, at most one per workspace slot
+/// (named only by OpenMP pragmas, which a build without OpenMP skips).
+[[maybe_unused]] int attentionThreads(int64_t tasks) {
+  return int(std::min<int64_t>(maxThreads(), attentionSlots(tasks)));
 }
 
 /// The keys of a chunk starting at `keyStart` at or before position
@@ -187,7 +187,7 @@ void contextAttention(const T *q, const T *k, const T *v, T *out, T *lse,
   for (int64_t task = 0; task < tasks; ++task) {
     int64_t block = blocks - 1 - task / heads;
     int64_t b = task % heads / qHeads, h = task % qHeads;
-    T *s = workspace + omp_get_thread_num() * slot;
+    T *s = workspace + threadIndex() * slot;
     T *m = s + 2 * rowsTile * ld, *l = m + rowsTile, *alpha = l + rowsTile;
     int64_t qc = block / chunkBlocks, inChunk = block % chunkBlocks * rowsTile;
     int64_t r0 = qc * chunk + inChunk,
@@ -258,7 +258,7 @@ void contextAttentionGrad(const T *q, const T *k, const T *v, const T *out,
 #pragma omp parallel for schedule(dynamic) num_threads(attentionThreads(tasks))
   for (int64_t task = 0; task < tasks; ++task) {
     int64_t b = task / kvHeads, g = task % kvHeads;
-    T *p = workspace + omp_get_thread_num() * slot;
+    T *p = workspace + threadIndex() * slot;
     T *dp = p + rowsTile * ld, *rowDot = dp + rowsTile * ld + 3 * rowsTile;
     int64_t kvOff = b * keySeq * ldk + g * headDim;
     for (int64_t s = 0; s < keySeq; ++s)

@@ -3,10 +3,10 @@
 #include "Gemm.h"
 
 #include "Error.h"
+#include "Threads.h"
 
 #include <cblas.h>
 #include <dnnl.h>
-#include <omp.h>
 
 #include <algorithm>
 #include <cstdlib>
@@ -52,8 +52,8 @@ void forBlocks(int64_t m, int64_t n, int64_t rows, int64_t cols, Block block) {
   };
   // The same blocks on one thread, and inside a parallel region: a
   // whole-matrix call may round differently from its blocks.
-  int threads = omp_get_max_threads();
-  if (threads == 1 || omp_in_parallel()) {
+  int threads = maxThreads();
+  if (threads == 1 || inParallelRegion()) {
     for (int64_t index = 0; index < blocks; ++index)
       run(index);
     return;
@@ -271,7 +271,7 @@ void gemm(bool transA, bool transB, int64_t m, int64_t n, int64_t k,
 void gemmOnThisThread(bool transA, bool transB, int64_t m, int64_t n, int64_t k,
                       float alpha, const float *a, int64_t lda, const float *b,
                       int64_t ldb, float beta, float *c, int64_t ldc) {
-  if (omp_in_parallel() || omp_get_max_threads() == 1)
+  if (inParallelRegion() || maxThreads() == 1)
     return sgemm(transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
     // Called outside an active region (a loop too small to thread): inside
     // one, oneDNN stays on the calling thread.

@@ -35,12 +35,13 @@ public:
   }
   void freeHostArena(char *arena) override { std::free(arena); }
   bool hostAccessible() const override { return true; }
+  // An empty copy may come with null pointers, which memcpy may not take.
   void copyToHost(void *dst, const char *src, size_t bytes) override {
-    if (dst != src)
+    if (dst != src && bytes)
       std::memcpy(dst, src, bytes);
   }
   void copyToDevice(char *dst, const void *src, size_t bytes) override {
-    if (dst != src)
+    if (dst != src && bytes)
       std::memcpy(dst, src, bytes);
   }
   void zero(char *dst, size_t bytes) override { std::memset(dst, 0, bytes); }

@@ -16,11 +16,11 @@
 #include "Kernels.h"
 #include "LRSchedule.h"
 #include "Parallel.h"
+#include "Threads.h"
 #include "VectorMath.h"
 
 #include "titan/Contract/CPUWorkspaces.h"
 
-#include <omp.h>
 #include <sched.h>
 
 #include <algorithm>
@@ -52,7 +52,7 @@ __attribute__((constructor)) void shareCoresAmongLocalRanks() {
   int64_t cores = sched_getaffinity(0, sizeof(cpus), &cpus) == 0
                       ? CPU_COUNT(&cpus)
                       : int64_t(std::thread::hardware_concurrency());
-  omp_set_num_threads(int(std::max<int64_t>(1, cores / local)));
+  setMaxThreads(int(std::max<int64_t>(1, cores / local)));
 }
 
 /// sum_j x[j]^2 in f64 (compiled once per x86-64 level, VectorMath.h).

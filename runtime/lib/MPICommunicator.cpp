@@ -27,6 +27,7 @@
 #include "Communicator.h"
 #include "Error.h"
 #include "LowPrecision.h"
+#include "RankShutdown.h"
 #include "Trace.h"
 
 #include "llvm/ADT/STLExtras.h"
@@ -837,6 +838,9 @@ void MPICommunicator::pollDumpRequest() {
   check(MPI_Test(&dumpRequest_, &flag, &status), "test");
   if (!flag)
     return;
+  // The failing peer's abort stops this rank next: the launcher's SIGTERM
+  // is then its doing, not news this rank should print.
+  noteStopUnderWay();
   dumpFlightRecord("rank " + std::to_string(dumpSignal_) +
                    " failed and asked every rank for its flight record");
   MPI_Request ack;

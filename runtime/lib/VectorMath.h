@@ -37,8 +37,10 @@ inline float fastExp(float x) {
   constexpr float kLog2e = 1.44269504088896341f;
   constexpr float kLn2Hi = 0.693359375f, kLn2Lo = -2.12194440e-4f;
   constexpr float kMin = -104.0f, kMax = 88.7228391f;
-  float xc = x < kMin ? kMin : x;
-  xc = xc > kMax ? kMax : xc;
+  // Written so that NaN clamps to kMin: converting NaN to an integer below
+  // is undefined (NaN's result is chosen at the end).
+  float xc = x > kMin ? x : kMin;
+  xc = xc < kMax ? xc : kMax;
   // Round to nearest (ties to even) by the 1.5 * 2^23 shift, which SSE2
   // vectorizes (nearbyint needs SSE4.1).
   float n = (xc * kLog2e + 12582912.0f) - 12582912.0f;

@@ -10,12 +10,11 @@
 
 #include "DocumentMask.h"
 #include "Kernels.h"
+#include "Threads.h"
 
 #include "titan/Contract/CPUWorkspaces.h"
 
 #include "gtest/gtest.h"
-
-#include <omp.h>
 
 #include <algorithm>
 #include <cmath>
@@ -122,8 +121,8 @@ flash(const Shape &s, const std::vector<double> &q64,
       titan::cpu::attentionGradWorkspaceBytes(s.batch, s.kvHeads, s.seq,
                                               sizeof(T)));
   std::vector<T> workspace(bytes / sizeof(T), T(NAN));
-  int saved = omp_get_max_threads();
-  omp_set_num_threads(threads);
+  int saved = titanrt::maxThreads();
+  titanrt::setMaxThreads(threads);
   titanrt::DocumentStarts docs;
   if (!starts.empty())
     docs = {starts.data(), s.seq};
@@ -134,7 +133,7 @@ flash(const Shape &s, const std::vector<double> &q64,
                 dout.data(), dq.data(), dk.data(), dv.data(), s.batch, s.seq,
                 s.qHeads, s.kvHeads, s.headDim, s.scale(), workspace.data(),
                 docs);
-  omp_set_num_threads(saved);
+  titanrt::setMaxThreads(saved);
   return {out, lse, dq, dk, dv};
 }
 

@@ -15,12 +15,11 @@
 #include "ContextParallel.h"
 #include "DocumentMask.h"
 #include "Kernels.h"
+#include "Threads.h"
 
 #include "titan/Contract/CPUWorkspaces.h"
 
 #include "gtest/gtest.h"
-
-#include <omp.h>
 
 #include <algorithm>
 #include <cmath>
@@ -245,8 +244,8 @@ template <typename T> std::vector<T> workspace(const Case &c) {
 template <typename T>
 Results<T> everyRank(const Problem &p, double tolerance, int threads) {
   const Case &c = p.c;
-  int saved = omp_get_max_threads();
-  omp_set_num_threads(threads);
+  int saved = titanrt::maxThreads();
+  titanrt::setMaxThreads(threads);
   Results<T> results;
   std::vector<T> scratch = workspace<T>(c);
   int64_t qn = c.batch * c.local() * p.qWidth();
@@ -340,7 +339,7 @@ Results<T> everyRank(const Problem &p, double tolerance, int threads) {
   expectClose(dvRing, p.dv, tolerance, "ring dv at its owners");
   expectClose(dkGathered, p.dk, tolerance, "all-gathered dk at its owners");
   expectClose(dvGathered, p.dv, tolerance, "all-gathered dv at its owners");
-  omp_set_num_threads(saved);
+  titanrt::setMaxThreads(saved);
   return results;
 }
 

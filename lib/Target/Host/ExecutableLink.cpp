@@ -18,7 +18,8 @@ static llvm::Error makeError(const llvm::Twine &msg) {
 llvm::Error titan::linkTrainingExecutable(llvm::StringRef objectPath,
                                           llvm::StringRef outputPath,
                                           const RuntimeLink &link) {
-  std::string driverName = llvm::sys::Process::GetEnv("CXX").value_or("c++");
+  std::string driverName = llvm::sys::Process::GetEnv("CXX").value_or(
+      link.driver.empty() ? "c++" : link.driver);
   llvm::ErrorOr<std::string> driver = llvm::sys::findProgramByName(driverName);
   if (!driver)
     return makeError("cannot find the C++ driver '" + driverName +

@@ -37,13 +37,16 @@ struct RuntimeLink {
   /// which defines main(), so libtitanrt_main's single-program main() is
   /// not linked).
   std::vector<std::string> extraInputs;
+  /// The C++ driver, used when $CXX is not set (empty: c++).
+  std::string driver;
   /// Flags for the C++ driver (a sanitized build's -fsanitize=...).
   std::vector<std::string> driverFlags;
 };
 
 /// Links `objectPath` with libtitanrt and the target's kernel libraries
-/// into the training executable `outputPath`, with the system C++ driver
-/// ($CXX or c++). The executable finds its libraries beside itself first
+/// into the training executable `outputPath`, with the C++ driver ($CXX,
+/// else `link.driver`, else c++). The executable finds its libraries beside
+/// itself first
 /// ($ORIGIN, so a folder with the executable and the libraries can be moved
 /// to another machine), then in `runtimeDir` and `libraryDirs`.
 llvm::Error linkTrainingExecutable(llvm::StringRef objectPath,

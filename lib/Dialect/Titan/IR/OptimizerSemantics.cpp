@@ -44,32 +44,35 @@ Value toFloat(OpBuilder &b, Location loc, Value v, Type type) {
 Value clipCoefficient(OpBuilder &b, Location loc, Value gradNorm,
                       double maxNorm) {
   Type f32 = b.getF32Type();
+  // One op per statement: the order of a call's arguments is unspecified,
+  // and the IR must not depend on the host compiler.
   Value norm = toFloat(b, loc, gradNorm, f32);
   Value one = buildFloatConstant(b, loc, f32, 1.0);
-  Value shifted = arith::AddFOp::create(b, loc, norm,
-                                        buildFloatConstant(b, loc, f32, 1e-6));
-  Value factor =
-      arith::MulFOp::create(b, loc, buildFloatConstant(b, loc, f32, maxNorm),
-                            arith::DivFOp::create(b, loc, one, shifted));
+  Value epsilon = buildFloatConstant(b, loc, f32, 1e-6);
+  Value shifted = arith::AddFOp::create(b, loc, norm, epsilon);
+  Value inverse = arith::DivFOp::create(b, loc, one, shifted);
+  Value limit = buildFloatConstant(b, loc, f32, maxNorm);
+  Value factor = arith::MulFOp::create(b, loc, limit, inverse);
   Value above =
       arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OLT, one, factor);
   Value clipped = arith::SelectOp::create(b, loc, above, one, factor);
-  Value finite = arith::CmpFOp::create(
-      b, loc, arith::CmpFPredicate::ONE, math::AbsFOp::create(b, loc, norm),
-      buildFloatConstant(b, loc, f32, std::numeric_limits<double>::infinity()));
-  return arith::SelectOp::create(
-      b, loc, finite, clipped,
-      buildFloatConstant(b, loc, f32,
-                         std::numeric_limits<double>::quiet_NaN()));
+  Value infinity =
+      buildFloatConstant(b, loc, f32, std::numeric_limits<double>::infinity());
+  Value magnitude = math::AbsFOp::create(b, loc, norm);
+  Value finite = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::ONE,
+                                       magnitude, infinity);
+  Value nan =
+      buildFloatConstant(b, loc, f32, std::numeric_limits<double>::quiet_NaN());
+  return arith::SelectOp::create(b, loc, finite, clipped, nan);
 }
 
 /// 1 - beta^t in f64.
 Value biasCorrection(OpBuilder &b, Location loc, double beta, Value t) {
   Type f64 = b.getF64Type();
-  Value power =
-      math::PowFOp::create(b, loc, buildFloatConstant(b, loc, f64, beta), t);
-  return arith::SubFOp::create(b, loc, buildFloatConstant(b, loc, f64, 1.0),
-                               power);
+  Value base = buildFloatConstant(b, loc, f64, beta);
+  Value power = math::PowFOp::create(b, loc, base, t);
+  Value one = buildFloatConstant(b, loc, f64, 1.0);
+  return arith::SubFOp::create(b, loc, one, power);
 }
 } // namespace
 
@@ -92,10 +95,10 @@ SmallVector<Value> AdamWScalarsOp::buildScalar(OpBuilder &b, Location loc,
       b, loc, operands[2],
       arith::ConstantOp::create(b, loc, b.getI64IntegerAttr(1)));
   Value t = arith::SIToFPOp::create(b, loc, f64, nextStep);
-  Value decay = arith::SubFOp::create(
-      b, loc, buildFloatConstant(b, loc, f64, 1.0),
-      arith::MulFOp::create(b, loc, lr,
-                            buildFloatConstant(b, loc, f64, *weightDecay)));
+  Value weightDecayValue = buildFloatConstant(b, loc, f64, *weightDecay);
+  Value lrDecay = arith::MulFOp::create(b, loc, lr, weightDecayValue);
+  Value one = buildFloatConstant(b, loc, f64, 1.0);
+  Value decay = arith::SubFOp::create(b, loc, one, lrDecay);
   Value stepSize = arith::NegFOp::create(
       b, loc,
       arith::DivFOp::create(b, loc, lr, biasCorrection(b, loc, *beta1, t)));
@@ -131,15 +134,20 @@ SmallVector<Value> AdamWOp::buildScalar(OpBuilder &b, Location loc,
   };
   Value clipped = mul(g, clipCoef);
   Value decayed = mul(p, decay);
-  Value newM =
-      add(mul(m, buildFloatConstant(b, loc, type, *beta1)),
-          mul(buildFloatConstant(b, loc, type, 1.0 - *beta1), clipped));
-  Value newV =
-      add(mul(v, buildFloatConstant(b, loc, type, *beta2)),
-          mul(mul(buildFloatConstant(b, loc, type, 1.0 - *beta2), clipped),
-              clipped));
-  Value denom = add(div(math::SqrtOp::create(b, loc, newV), correction2Sqrt),
-                    buildFloatConstant(b, loc, type, *eps));
+  auto constant = [&](double value) {
+    return buildFloatConstant(b, loc, type, value);
+  };
+  // One op per statement (an argument list's order is unspecified, and the
+  // IR must not depend on the host compiler).
+  Value newGradPart = mul(constant(1.0 - *beta1), clipped);
+  Value oldM = mul(m, constant(*beta1));
+  Value newM = add(oldM, newGradPart);
+  Value gradSquaredPart = mul(mul(constant(1.0 - *beta2), clipped), clipped);
+  Value oldV = mul(v, constant(*beta2));
+  Value newV = add(oldV, gradSquaredPart);
+  Value epsilon = constant(*eps);
+  Value rms = div(math::SqrtOp::create(b, loc, newV), correction2Sqrt);
+  Value denom = add(rms, epsilon);
   Value newP = add(decayed, div(mul(stepSize, newM), denom));
   // A non-finite global norm (clip_coef NaN) skips the step: the state
   // keeps its values rather than take NaN from every gradient. Worth paying
