@@ -66,7 +66,7 @@ if "Address" in config.titan_sanitizer:
 # The CPU kernels' OpenMP threads (none in the sanitized clang build,
 # CMakeLists.txt's titan_find_openmp: its kernels run on one thread).
 if not config.titan_kernels_single_threaded:
-    config.available_features.add("kernel-threads")
+    config.available_features.add("threaded-kernels")
 
 # The independent PyTorch reference runs on Debian's python3-torch.
 import subprocess
