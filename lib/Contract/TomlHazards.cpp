@@ -163,6 +163,12 @@ private:
       }
       if (multiLine ? text.substr(at).starts_with(triple) : c == quote) {
         at += multiLine ? 3 : 1;
+        // Up to two more quotes belong to the multi-line string ("""" ends
+        // one whose last character is a quote), as TOML and toml++ read it.
+        for (int extra = 0;
+             multiLine && extra < 2 && at < text.size() && text[at] == quote;
+             ++extra)
+          ++at;
         return std::nullopt;
       }
       if (c == '\n') {

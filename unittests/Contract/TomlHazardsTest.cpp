@@ -40,6 +40,13 @@ TEST(TomlHazards, NonAsciiOutsideStringsAndComments) {
   EXPECT_EQ(hazardAt("\xef\xbb\xbf[job] # caf\xc3\xa9\nx = \"\xc3\xa9\"\n"
                      "y = '''\n\xe6\x97\xa5\n'''\n"),
             "");
+  // Up to two quotes after a multi-line string's closing three are its
+  // content: what follows them is outside the string
+  // (fuzz/seeds/config/crash-quote-after-multiline-close.toml).
+  EXPECT_EQ(hazardAt("x = \"\"\"a\"\"\"\"\xef\xb9\xbf\n"),
+            "1:13 unexpected non-ASCII character (byte 0xef) outside a string "
+            "or a comment");
+  EXPECT_EQ(hazardAt("x = \"\"\"a\"\"\"\"\"\n"), "");
 }
 
 // A quote inside another token opens no string (toml++ reads on), and a
