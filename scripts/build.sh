@@ -3,8 +3,7 @@
 #   TITAN_BUILD_DIR    the build folder (default ./build)
 #   TITAN_ENABLE_CUDA  CUDA is picked up automatically when nvcc is found;
 #                      OFF forces a CPU-only build
-#   TITAN_SANITIZER    e.g. "Address;Undefined": a sanitized build (LLVM's
-#                      LLVM_USE_SANITIZER), whose executables are sanitized too
+# The sanitized build (ASan + UBSan, clang) is scripts/build-sanitized.sh's.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 jobs=${TITAN_BUILD_JOBS:-$(nproc)}
@@ -15,7 +14,6 @@ export CCACHE_BASEDIR=${CCACHE_BASEDIR:-$PWD}
 export CCACHE_NOHASHDIR=${CCACHE_NOHASHDIR:-1}
 if [ ! -f "$build/build.ninja" ]; then
   cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release \
-    ${TITAN_ENABLE_CUDA:+-DTITAN_ENABLE_CUDA=$TITAN_ENABLE_CUDA} \
-    ${TITAN_SANITIZER:+"-DLLVM_USE_SANITIZER=$TITAN_SANITIZER"}
+    ${TITAN_ENABLE_CUDA:+-DTITAN_ENABLE_CUDA=$TITAN_ENABLE_CUDA}
 fi
 cmake --build "$build" -j "$jobs"

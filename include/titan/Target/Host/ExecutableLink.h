@@ -46,9 +46,9 @@ struct RuntimeLink {
 /// Links `objectPath` with libtitanrt and the target's kernel libraries
 /// into the training executable `outputPath`, with the C++ driver ($CXX,
 /// else `link.driver`, else c++). The executable finds its libraries beside
-/// itself first
-/// ($ORIGIN, so a folder with the executable and the libraries can be moved
-/// to another machine), then in `runtimeDir` and `libraryDirs`.
+/// itself first ($ORIGIN, so a folder with the executable and the libraries
+/// can be moved to another machine), then in `runtimeDir` and
+/// `libraryDirs`.
 llvm::Error linkTrainingExecutable(llvm::StringRef objectPath,
                                    llvm::StringRef outputPath,
                                    const RuntimeLink &link);
